@@ -1,0 +1,110 @@
+"""ember: PyTorch rebuilt in Python — the same public API on NumPy (CPU) and CuPy (GPU).
+
+``import ember as torch`` gives tensors, the operator library (generated from
+``ember/aten/native_functions.yaml``), dtypes, devices and random numbers that match PyTorch's.
+"""
+from __future__ import annotations
+
+import builtins as _builtins
+
+from ember.c10 import dtype as _dtype_mod
+from ember.c10.dtype import (bfloat16, cdouble, cfloat, complex64, complex128, double, dtype, finfo, float16,
+                             float32, float64, get_default_dtype, half, iinfo, int8, int16, int32, int64, long,
+                             short, uint8)
+from ember.c10.dtype import bool_ as bool  # noqa: A001
+from ember.c10.dtype import float32 as float  # noqa: A001
+from ember.c10.dtype import int32 as int  # noqa: A001
+from ember.c10.device import device
+from ember.c10.generator import Generator, default_generator
+from ember.c10.dispatch_key import DispatchKey, DispatchKeySet
+from ember._size import Size
+from ember._tensor import Tensor, _install_generated_methods
+from ember import return_types
+from ember._ops import ops
+from ember._creation import as_tensor, asarray, from_numpy, tensor
+from ember._generated.functions import *  # noqa: F401,F403
+from ember._random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from ember._functional import *  # noqa: F401,F403
+from ember._tensor_str import set_printoptions
+from ember import cuda, linalg, special, fft, nn  # noqa: F401
+from ember import backends  # noqa: F401
+
+_install_generated_methods()
+
+__version__ = "0.1.0"
+
+
+class layout:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"ember.{self.name}"
+
+
+strided = layout("strided")
+
+
+class memory_format:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"ember.{self.name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+preserve_format = memory_format("preserve_format")
+
+
+def set_default_dtype(d) -> None:
+    """Set the dtype of floating-point factories and of Python floats (float32 by default)."""
+    _dtype_mod.set_default_dtype(d)
+
+
+def promote_types(type1, type2):
+    return _dtype_mod.promote_types(type1, type2)
+
+
+def can_cast(from_, to) -> _builtins.bool:
+    return _dtype_mod.can_cast(from_, to)
+
+
+def result_type(tensor1, tensor2):
+    """The dtype of an elementwise op on these operands (tensors or Python numbers)."""
+    ops_ = [t._data if isinstance(t, Tensor) else t for t in (tensor1, tensor2)]
+    return _dtype_mod.result_type_of(ops_)
+
+
+def is_tensor(obj) -> _builtins.bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input) -> _builtins.bool:
+    return input.is_floating_point()
+
+
+def is_complex(input) -> _builtins.bool:
+    return input.is_complex()
+
+
+def numel(input) -> _builtins.int:
+    return input.numel()
+
+
+def get_default_device():
+    from ember.c10 import _state
+    return _state.default_device
+
+
+def set_default_device(d) -> None:
+    from ember.c10 import _state
+    from ember.c10.device import canonical
+    _state.default_device = canonical("cpu" if d is None else d)
+
+
+def compile(model=None, **kwargs):  # noqa: A001 - eager mode stands in for the compiler path for now
+    if model is None:
+        return lambda m: m
+    return model

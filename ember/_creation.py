@@ -1,0 +1,220 @@
+"""Tensors from Python data and NumPy arrays: ``tensor``, ``as_tensor``, ``asarray``, ``from_numpy``
+(``torch/csrc/utils/tensor_new.cpp``, ``tensor_numpy.cpp``)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ember.aten.wrap import new_tensor
+from ember.c10 import dtype as _dt
+from ember.c10.device import canonical
+from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE
+from ember.c10.tensor_impl import fake_array
+
+
+def _place(arr: np.ndarray, device):
+    """Wrap a NumPy array as a tensor on ``device`` (copied to the GPU, or reduced to metadata)."""
+    dev = canonical(device)
+    if dev.type == "meta":
+        arr = fake_array(arr.shape, arr.dtype)
+    elif dev.type == "cuda":
+        import cupy
+        if dev.index is not None:
+            with cupy.cuda.Device(dev.index):
+                arr = cupy.asarray(arr)
+        else:
+            arr = cupy.asarray(arr)
+            from ember.c10.device import device as _device
+            dev = _device("cuda", 0)
+    return new_tensor(arr, KS_OF_DEVICE_TYPE[dev.type], dev)
+
+
+def _leaf_kind(data):
+    """The Python type of the first scalar leaf of nested sequences (for dtype inference)."""
+    from ember._tensor import Tensor
+    x = data
+    while isinstance(x, (list, tuple)) and len(x):
+        x = x[0]
+    return x
+
+
+def _infer(data):
+    from ember._tensor import Tensor
+    if isinstance(data, Tensor):
+        return data.cpu()._data, data.dtype
+    if isinstance(data, np.ndarray):
+        return data, _dt.from_numpy_dtype(data.dtype)
+    if isinstance(data, (np.number, np.bool_)):
+        return np.asarray(data), _dt.from_numpy_dtype(data.dtype)
+    if isinstance(data, (bool, int, float, complex)):
+        d = _dt.scalar_dtype(data)
+        if isinstance(data, int) and not isinstance(data, bool) and not -(1 << 63) <= data < (1 << 63):
+            raise RuntimeError(f"Overflow when unpacking long")
+        return np.asarray(data, dtype=d.np), d
+    if isinstance(data, str):
+        raise TypeError(f"new(): invalid data type 'str'")
+    if not isinstance(data, (list, tuple)):
+        if hasattr(data, "__array__"):
+            a = np.asarray(data)
+            return a, _dt.from_numpy_dtype(a.dtype)
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    _check_ragged(data, 0)
+    leaves = []
+    _collect_kinds(data, leaves)
+    cats = set()
+    explicit = None
+    for leaf in leaves:
+        if isinstance(leaf, Tensor) or isinstance(leaf, np.ndarray) or isinstance(leaf, np.generic):
+            d = leaf.dtype if isinstance(leaf, Tensor) else _dt.from_numpy_dtype(leaf.dtype)
+            explicit = d if explicit is None else _dt.promote_types(explicit, d)
+        elif isinstance(leaf, bool):
+            cats.add(_dt.bool_)
+        elif isinstance(leaf, int):
+            cats.add(_dt.int64)
+        elif isinstance(leaf, float):
+            cats.add(_dt.get_default_dtype())
+        elif isinstance(leaf, complex):
+            cats.add(_dt.default_complex_dtype())
+        elif isinstance(leaf, str):
+            raise TypeError("new(): invalid data type 'str'")
+        else:
+            raise TypeError(f"Could not infer dtype of {type(leaf).__name__}")
+    d = explicit
+    for c in cats:
+        d = c if d is None else _dt.promote_types(d, c)
+    if d is None:
+        d = _dt.get_default_dtype()
+    conv = _to_nested_python(data)
+    try:
+        arr = np.array(conv, dtype=d.np if d is not _dt.bfloat16 else np.float64)
+    except OverflowError:
+        raise RuntimeError("Overflow when unpacking long") from None
+    return arr.astype(d.np, copy=False), d
+
+
+def _collect_kinds(x, out):
+    from ember._tensor import Tensor
+    if isinstance(x, (list, tuple)):
+        for y in x:
+            _collect_kinds(y, out)
+    elif isinstance(x, Tensor) and x.dim() > 0:
+        out.append(x)
+    else:
+        out.append(x)
+
+
+def _to_nested_python(x):
+    from ember._tensor import Tensor
+    if isinstance(x, (list, tuple)):
+        return [_to_nested_python(y) for y in x]
+    if isinstance(x, Tensor):
+        return x.tolist()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return x
+
+
+def _check_ragged(data, dim):
+    from ember._tensor import Tensor
+    if not isinstance(data, (list, tuple)) or not data:
+        return
+    first = data[0]
+    if isinstance(first, (list, tuple)):
+        n = len(first)
+        for x in data:
+            if not isinstance(x, (list, tuple)):
+                raise ValueError(f"expected sequence of length {n} at dim {dim + 1}")
+            if len(x) != n:
+                raise ValueError(f"expected sequence of length {n} at dim {dim + 1} (got {len(x)})")
+        for x in data:
+            _check_ragged(x, dim + 1)
+    elif isinstance(first, Tensor) and first.dim() > 0:
+        for x in data:
+            if not isinstance(x, Tensor) or x.shape != first.shape:
+                raise ValueError(f"expected sequence of length {first.shape[0]} at dim {dim + 1}")
+    else:
+        for x in data:
+            if isinstance(x, (list, tuple)):
+                raise ValueError(f"expected sequence of length 1 at dim {dim + 1} (got {len(x)})" if len(x) != 1
+                                 else "Could not infer dtype of list")
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """Copy ``data`` (nested lists, NumPy arrays, scalars, tensors) into a new tensor.
+
+    Args:
+        data: values; the dtype is inferred as PyTorch does (Python floats -> the default dtype).
+        dtype: the element type; device: where the tensor lives; requires_grad: record autograd history.
+
+    Example::
+
+        >>> ember.tensor([[1., 2.], [3., 4.]])
+        tensor([[1., 2.],
+                [3., 4.]])
+    """
+    from ember._tensor import Tensor
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
+    arr, d = _infer(data)
+    if dtype is not None:
+        d = dtype
+    if arr.dtype != d.np:
+        with np.errstate(all="ignore"):
+            arr = arr.astype(d.np)
+    else:
+        arr = arr.copy()
+    if device is None and isinstance(data, Tensor):
+        device = data.device
+    t = _place(np.ascontiguousarray(arr) if arr.ndim else arr, device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def from_numpy(ndarray: np.ndarray):
+    """A CPU tensor sharing memory with ``ndarray``."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a "
+                         "copy of your array  with array.copy().) ")
+    if not ndarray.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported.")
+    _dt.from_numpy_dtype(ndarray.dtype)
+    if any(s % ndarray.itemsize for s in ndarray.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy "
+                         "array to reallocate the memory.")
+    if not ndarray.flags.writeable:
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
+                      "This means writing to this tensor will result in undefined behavior. You may want to copy "
+                      "the array to protect its data or make it writable before converting it to a tensor. This "
+                      "type of warning will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
+    return _place(ndarray, "cpu")
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like ``tensor`` but shares memory with a NumPy array or tensor when dtype and device allow."""
+    from ember._tensor import Tensor
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype) if (dtype or device) else data
+    if isinstance(data, np.ndarray) and (device is None or canonical(device).type == "cpu"):
+        t = from_numpy(data) if all(s >= 0 for s in data.strides) else from_numpy(data.copy())
+        return t if dtype is None or dtype is t.dtype else t.to(dtype)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    from ember._tensor import Tensor
+    if copy:
+        t = tensor(obj.detach() if isinstance(obj, Tensor) and hasattr(obj, "detach") else obj, dtype=dtype,
+                   device=device) if not isinstance(obj, Tensor) else obj.to(device=device, dtype=dtype, copy=True)
+    else:
+        t = as_tensor(obj, dtype=dtype, device=device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

@@ -1,0 +1,223 @@
+"""Argument parsing for generated bindings (mirrors ``torch/csrc/utils/python_arg_parser.cpp``).
+
+A binding lists the signatures of one public name (``sum()``, ``sum(dim, keepdim=False)``); ``parse``
+tries them in order and returns the index of the first that accepts the call, with its arguments
+converted (sizes to tuples of ints, ``dtype=float`` to ``ember.float64``, device strings to
+``ember.device``).  As in PyTorch, an ``int[]`` that is the only positional parameter may be given as
+varargs (``x.view(2, 3)``), an ``int[N]`` accepts a single int, and when no signature fits the error
+lists them all.
+"""
+from __future__ import annotations
+
+import builtins
+import numbers
+
+import numpy as np
+
+from ember.c10 import dtype as _dt
+from ember.c10.device import canonical as _canonical_device
+from ember.c10.device import device as _device
+from ember.c10.dispatch_key import KS_CPU, KS_OF_DEVICE_TYPE
+from ember.c10.generator import Generator
+
+Tensor = None  # set by ember._tensor
+
+_FAIL = object()
+_PY_TYPE_DTYPES = {builtins.float: _dt.float64, builtins.int: _dt.int64, builtins.bool: _dt.bool_,
+                   builtins.complex: _dt.complex128}
+
+
+def ks_opt(t) -> int:
+    return 0 if t is None else t._ks
+
+
+def ks_list(ts) -> int:
+    ks = 0
+    for t in ts:
+        if t is not None:
+            ks |= t._ks
+    return ks or KS_CPU
+
+
+def ks_device(d) -> int:
+    return KS_OF_DEVICE_TYPE[_canonical_device(d).type]
+
+
+def finish_factory(t, a):
+    if a.get("requires_grad"):
+        t.requires_grad_(True)
+    return t
+
+
+def _is_int(v) -> bool:
+    return (type(v) is int) or (isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_)))
+
+
+def _to_int(v):
+    if type(v) is int:
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return _FAIL
+    if isinstance(v, (numbers.Integral, np.integer)):
+        return int(v)
+    if Tensor is not None and isinstance(v, Tensor) and v.numel() == 1 and not v.dtype.is_floating_point \
+            and not v.dtype.is_complex and v.dtype is not _dt.bool_:
+        return int(v.item())
+    return _FAIL
+
+
+def _to_intlist(v, size):
+    if isinstance(v, (tuple, list)):
+        out = []
+        for x in v:
+            i = _to_int(x)
+            if i is _FAIL:
+                return _FAIL
+            out.append(i)
+        return tuple(out)
+    if size and not isinstance(v, (tuple, list)):
+        i = _to_int(v)
+        if i is not _FAIL and not (Tensor is not None and isinstance(v, Tensor) and v.dim() > 0):
+            return (i,)
+    return _FAIL
+
+
+def _convert(kind: str, v):
+    """Convert ``v`` for a parameter of ``kind``; ``_FAIL`` when it does not fit."""
+    opt = kind.endswith("?")
+    if v is None:
+        return None if opt else _FAIL
+    k = kind.rstrip("?")
+    if k == "T":
+        return v if isinstance(v, Tensor) else _FAIL
+    if k == "Scalar":
+        if isinstance(v, (bool, int, float, complex, np.number, np.bool_)):
+            return v.item() if isinstance(v, (np.number, np.bool_)) else v
+        if isinstance(v, Tensor) and v.dim() == 0:
+            return v.item()
+        return _FAIL
+    if k == "int":
+        return _to_int(v)
+    if k.startswith("int["):
+        return _to_intlist(v, k[4:-1])
+    if k == "float":
+        if isinstance(v, (bool, np.bool_)):
+            return _FAIL
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            return float(v)
+        if isinstance(v, Tensor) and v.numel() == 1:
+            return float(v.item())
+        return _FAIL
+    if k == "float[]":
+        if isinstance(v, (list, tuple)) and all(isinstance(x, (int, float)) for x in v):
+            return tuple(float(x) for x in v)
+        if isinstance(v, (int, float)):
+            return (float(v),)
+        return _FAIL
+    if k == "bool":
+        return bool(v) if isinstance(v, (bool, np.bool_)) else _FAIL
+    if k == "bool[]":
+        return tuple(v) if isinstance(v, (list, tuple)) else _FAIL
+    if k == "T[]":
+        if isinstance(v, (list, tuple)) and all(isinstance(x, Tensor) for x in v):
+            return list(v)
+        return _FAIL
+    if k == "T?[]":
+        if isinstance(v, (list, tuple)) and all(x is None or isinstance(x, Tensor) for x in v):
+            return list(v)
+        return _FAIL
+    if k == "dtype":
+        if isinstance(v, _dt.dtype):
+            return v
+        return _PY_TYPE_DTYPES.get(v, _FAIL) if isinstance(v, type) else _FAIL
+    if k == "device":
+        if isinstance(v, _device):
+            return v
+        if isinstance(v, (str, int)) and not isinstance(v, bool):
+            return _device(v)
+        return _FAIL
+    if k == "str":
+        return v if isinstance(v, str) else _FAIL
+    if k == "gen":
+        return v if isinstance(v, Generator) else _FAIL
+    return v
+
+
+def _type_name(v) -> str:
+    if Tensor is not None and isinstance(v, Tensor):
+        return "Tensor"
+    if isinstance(v, (tuple, list)):
+        return f"{type(v).__name__} of [{', '.join(_type_name(x) for x in v)}]"
+    return type(v).__name__
+
+
+_KIND_NAMES = {"T": "Tensor", "T?": "Tensor", "T[]": "tuple of Tensors", "T?[]": "tuple of Tensors",
+               "dtype?": "torch.dtype", "device?": "torch.device", "gen?": "torch.Generator", "any": "object"}
+
+
+class Signatures:
+    __slots__ = ("name", "sigs", "method")
+
+    def __init__(self, name: str, sigs, method: bool = False):
+        self.name = name
+        self.sigs = sigs
+        self.method = method
+
+    def parse(self, args: tuple, kwargs: dict, self_=None):
+        for i, spec in enumerate(self.sigs):
+            r = self._try(spec, args, kwargs)
+            if r is not None:
+                return i, r
+        self._raise(args, kwargs)
+
+    @staticmethod
+    def _try(spec, args, kwargs):
+        positional = [p for p in spec if not p[2]]
+        if len(positional) == 1 and positional[0][1].startswith("int[") and len(args) >= 1 and \
+                (len(args) > 1 or _is_int(args[0])):
+            args = (tuple(args),)
+        if len(args) > len(positional):
+            return None
+        out = {}
+        for p, v in zip(positional, args):
+            c = _convert(p[1], v)
+            if c is _FAIL:
+                return None
+            out[p[0]] = c
+        nkw = 0
+        for name, kind, _kwonly, has_default, default in spec:
+            if name in out:
+                if name in kwargs:
+                    return None
+                continue
+            if name in kwargs:
+                nkw += 1
+                c = _convert(kind, kwargs[name])
+                if c is _FAIL:
+                    return None
+                out[name] = c
+            elif has_default or kind.endswith("?"):
+                out[name] = default
+            else:
+                return None
+        if nkw != len(kwargs):
+            return None
+        return out
+
+    def _raise(self, args, kwargs):
+        got = ", ".join([_type_name(a) for a in args] + [f"{k}={_type_name(v)}" for k, v in kwargs.items()])
+        lines = []
+        for spec in self.sigs:
+            parts, star = [], False
+            for name, kind, kwonly, has_default, default in spec:
+                if kwonly and not star:
+                    parts.append("*")
+                    star = True
+                tn = _KIND_NAMES.get(kind, kind.replace("int[", "tuple of ints[").rstrip("?"))
+                parts.append(f"{tn} {name}" + (f" = {default}" if has_default else ""))
+            lines.append(f" * ({', '.join(parts)})")
+        if len(self.sigs) == 1:
+            raise TypeError(f"{self.name}() received an invalid combination of arguments - got ({got}), "
+                            f"but expected ({lines[0][4:-1]})")
+        raise TypeError(f"{self.name}() received an invalid combination of arguments - got ({got}), but "
+                        "expected one of:\n" + "\n".join(lines))

@@ -1,0 +1,502 @@
+"""``ember.Tensor`` (mirrors ``torch/_tensor.py`` over ``torch._C.TensorBase``).
+
+The class adds to ``TensorImpl`` the Python protocol (operators, indexing, conversions, ``repr``); the
+bulk of its methods (``add``, ``sum``, ``view``, ...) are generated from native_functions.yaml into
+``ember/_generated/tensor_methods.py`` and installed below.
+"""
+from __future__ import annotations
+
+import builtins
+import numbers
+
+import numpy as np
+
+from ember import _python_arg_parser
+from ember.aten import wrap as _wrap
+from ember.c10 import dtype as _dt
+from ember.c10.device import CPU, canonical
+from ember.c10.tensor_impl import TensorImpl
+
+_NUMBER = (bool, int, float, complex, np.number, np.bool_)
+
+
+class Tensor(TensorImpl):
+    """A multi-dimensional array with a dtype and a device; see ``ember.tensor`` to make one."""
+
+    __array_priority__ = 1000
+    __slots__ = ()
+
+    # -- construction ---------------------------------------------------------------------------
+    def __new__(cls, *args, **kwargs):
+        if cls is not Tensor and args and isinstance(args[0], Tensor):  # subclass wrapping (Parameter)
+            return args[0].as_subclass(cls)
+        import ember
+        if not args:
+            return ember.empty(0)
+        if len(args) == 1 and not isinstance(args[0], int) and not isinstance(args[0], Tensor):
+            return ember.tensor(args[0], dtype=_dt.get_default_dtype())
+        return ember.empty(args, **kwargs)
+
+    def as_subclass(self, cls):
+        t = object.__new__(cls)
+        t._data, t._ks, t._vc, t._device = self._data, self._ks, self._vc, self._device
+        return t
+
+    # -- conversion -----------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._device.type != "cpu":
+            if not force:
+                raise TypeError(f"can't convert {self._device.type} device type tensor to numpy. Use "
+                                "Tensor.cpu() to copy the tensor to host memory first.")
+            return self.cpu()._data
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        if self._device.type == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        v = self.cpu()._data.reshape(()).item()
+        if self._data.dtype.name == "bfloat16":
+            return builtins.float(v)
+        return v
+
+    def tolist(self):
+        if self._device.type == "meta":
+            raise RuntimeError("Tensor.tolist() is not supported for meta tensors")
+        a = self.cpu()._data
+        if a.dtype.name == "bfloat16":
+            a = a.astype(np.float32)
+        return a.tolist()
+
+    def __float__(self):
+        return builtins.float(self._scalar("float"))
+
+    def __int__(self):
+        return builtins.int(self._scalar("int"))
+
+    def __complex__(self):
+        return builtins.complex(self._scalar("complex"))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            if self._data.size == 0:
+                raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return builtins.bool(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return builtins.int(self.item())
+
+    def _scalar(self, kind):
+        if self._data.size != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars")
+        return self.item()
+
+    def __format__(self, spec):
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __len__(self):
+        if self.dim() == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self.dim() == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild_from_numpy, (self.cpu()._data.copy(), str(self._device)))
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        r = self.clone()
+        r.__dict__.update({k: __import__("copy").deepcopy(v, memo) for k, v in self.__dict__.items()})
+        memo[id(self)] = r
+        return r
+
+    def __repr__(self, *, tensor_contents=None):
+        from ember._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    def __str__(self):
+        return self.__repr__()
+
+    # -- dtype / device moves -------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        """``to(dtype)``, ``to(device, dtype=None)``, ``to(other)``, plus ``non_blocking`` / ``copy``."""
+        dtype = kwargs.pop("dtype", None)
+        device = kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() received an invalid combination of arguments - got unexpected keyword "
+                            f"{next(iter(kwargs))}")
+        for a in args:
+            if isinstance(a, _dt.dtype):
+                dtype = a
+            elif isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, (str, int, type(CPU))) and not isinstance(a, bool):
+                device = a
+            elif a is None:
+                continue
+            elif isinstance(a, builtins.bool):
+                continue  # non_blocking positional
+            else:
+                raise TypeError(f"to() received an invalid combination of arguments - got ({type(a).__name__})")
+        dev = None if device is None else canonical(device)
+        same_dev = dev is None or (dev.type == self._device.type and
+                                   (dev.index is None or dev.index == (self._device.index or 0)))
+        same_dt = dtype is None or dtype is self.dtype
+        if same_dev and same_dt and not copy:
+            return self
+        import ember
+        return ember.ops.aten._to_copy(self, dtype=dtype, device=None if same_dev else dev)
+
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        if dtype is None:
+            return _TYPE_STRINGS[self.dtype.name]
+        if isinstance(dtype, str):
+            name = {v: k for k, v in _TYPE_STRINGS.items()}.get(dtype)
+            if name is None:
+                raise ValueError(f"invalid type: '{dtype}'")
+            dtype = _dt._BY_NAME[name]
+        return self.to(dtype)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def cpu(self, memory_format=None):
+        return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        from ember.c10.device import device as _device
+        return self.to(_device("cuda", device) if isinstance(device, int) else (device or "cuda"))
+
+    def float(self, memory_format=None):  # noqa: A003
+        return self.to(_dt.float32)
+
+    def double(self, memory_format=None):
+        return self.to(_dt.float64)
+
+    def half(self, memory_format=None):
+        return self.to(_dt.float16)
+
+    def bfloat16(self, memory_format=None):
+        return self.to(_dt.bfloat16)
+
+    def long(self, memory_format=None):
+        return self.to(_dt.int64)
+
+    def int(self, memory_format=None):  # noqa: A003
+        return self.to(_dt.int32)
+
+    def short(self, memory_format=None):
+        return self.to(_dt.int16)
+
+    def char(self, memory_format=None):
+        return self.to(_dt.int8)
+
+    def byte(self, memory_format=None):
+        return self.to(_dt.uint8)
+
+    def bool(self, memory_format=None):  # noqa: A003
+        return self.to(_dt.bool_)
+
+    def cfloat(self):
+        return self.to(_dt.complex64)
+
+    def cdouble(self):
+        return self.to(_dt.complex128)
+
+    def is_floating_point(self) -> builtins.bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> builtins.bool:
+        return self.dtype.is_complex
+
+    def is_signed(self) -> builtins.bool:
+        return self.dtype.is_signed
+
+    @property
+    def layout(self):
+        import ember
+        return ember.strided
+
+    @property
+    def T(self):
+        if self.dim() not in (0, 2):
+            import warnings
+            warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+                          "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+                          "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
+                          "reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
+        return self.permute(tuple(range(self.dim() - 1, -1, -1)))
+
+    @property
+    def mT(self):
+        if self.dim() < 2:
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+        return self.transpose(-2, -1)
+
+    @property
+    def H(self):
+        return self.T.conj() if self.is_complex() else self.T
+
+    @property
+    def mH(self):
+        return self.mT.conj() if self.is_complex() else self.mT
+
+    def conj(self):
+        if not self.is_complex():
+            return self
+        import ember
+        return ember.tensor(np.conj(self.numpy()), device=self.device)
+
+    @property
+    def real(self):
+        if not self.is_complex():
+            return self
+        return _wrap.view_of(self._data.real, self)
+
+    @property
+    def imag(self):
+        if not self.is_complex():
+            raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+        return _wrap.view_of(self._data.imag, self)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        import ember
+        return ember.tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+
+    def dim_order(self):
+        st = self.stride()
+        return tuple(sorted(range(self.dim()), key=lambda i: -st[i]))
+
+    def storage(self):
+        return self.untyped_storage()
+
+    def get_device(self) -> builtins.int:
+        return -1 if self._device.type == "cpu" else (self._device.index or 0)
+
+    def __setstate__(self, state):
+        pass
+
+    # -- indexing ---------------------------------------------------------------------------------
+    def __getitem__(self, index):
+        from ember._indexing import getitem
+        return getitem(self, index)
+
+    def __setitem__(self, index, value):
+        from ember._indexing import setitem
+        setitem(self, index, value)
+
+    # -- operators ---------------------------------------------------------------------------------
+    def __add__(self, other):
+        return _F.add(self, other)
+
+    def __radd__(self, other):
+        return _F.add(self, other)
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __sub__(self, other):
+        return _F.sub(self, other)
+
+    def __rsub__(self, other):
+        return _F.rsub(self, other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __mul__(self, other):
+        return _F.mul(self, other)
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __truediv__(self, other):
+        return _F.div(self, other)
+
+    def __rtruediv__(self, other):
+        return self.reciprocal() * other
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    def __floordiv__(self, other):
+        return _F.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return _F.floor_divide(_wrapped_number(other, self), self)
+
+    def __ifloordiv__(self, other):
+        return self.floor_divide_(other)
+
+    def __mod__(self, other):
+        return _F.remainder(self, other)
+
+    def __rmod__(self, other):
+        return _F.remainder(other, self)
+
+    def __imod__(self, other):
+        return self.remainder_(other)
+
+    def __pow__(self, other):
+        return _F.pow(self, other)
+
+    def __rpow__(self, other):
+        return _F.pow(other, self)
+
+    def __ipow__(self, other):
+        return self.pow_(other)
+
+    def __matmul__(self, other):
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return _F.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _F.matmul(other, self)
+
+    def __neg__(self):
+        return _F.neg(self)
+
+    def __pos__(self):
+        return _F.positive(self)
+
+    def __abs__(self):
+        return _F.abs(self)
+
+    def __invert__(self):
+        return _F.bitwise_not(self)
+
+    def __and__(self, other):
+        return _F.bitwise_and(self, other)
+
+    __rand__ = __and__
+
+    def __iand__(self, other):
+        return self.bitwise_and_(other)
+
+    def __or__(self, other):
+        return _F.bitwise_or(self, other)
+
+    __ror__ = __or__
+
+    def __ior__(self, other):
+        return self.bitwise_or_(other)
+
+    def __xor__(self, other):
+        return _F.bitwise_xor(self, other)
+
+    __rxor__ = __xor__
+
+    def __ixor__(self, other):
+        return self.bitwise_xor_(other)
+
+    def __lshift__(self, other):
+        return _F.bitwise_left_shift(self, other)
+
+    def __rshift__(self, other):
+        return _F.bitwise_right_shift(self, other)
+
+    def __eq__(self, other):
+        if not isinstance(other, (Tensor,) + _NUMBER):
+            return False
+        return _F.eq(self, other)
+
+    def __ne__(self, other):
+        if not isinstance(other, (Tensor,) + _NUMBER):
+            return True
+        return _F.ne(self, other)
+
+    def __lt__(self, other):
+        return _F.lt(self, other)
+
+    def __le__(self, other):
+        return _F.le(self, other)
+
+    def __gt__(self, other):
+        return _F.gt(self, other)
+
+    def __ge__(self, other):
+        return _F.ge(self, other)
+
+    # -- reductions with named-tuple / flexible signatures --------------------------------------------
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        import ember
+        return ember.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        import ember
+        return ember.norm(self, p, dim, keepdim, dtype=dtype)
+
+    def split(self, split_size, dim=0):
+        import ember
+        return ember.split(self, split_size, dim)
+
+    def size(self, dim=None):
+        return TensorImpl.size(self, dim)
+
+
+def _rebuild_from_numpy(arr, device):
+    import ember
+    return ember.from_numpy(arr).to(device)
+
+
+def _wrapped_number(value, like):
+    """A Python number as a 0-dim tensor that promotes like a wrapped number next to ``like``."""
+    import ember
+    d = _dt.scalar_dtype(value)
+    if d._cat <= like.dtype._cat:
+        d = like.dtype
+    return ember.tensor(value, dtype=d, device=like.device)
+
+
+_TYPE_STRINGS = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
+                 "bfloat16": "torch.BFloat16Tensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
+                 "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+                 "bool": "torch.BoolTensor", "complex64": "torch.ComplexFloatTensor",
+                 "complex128": "torch.ComplexDoubleTensor"}
+
+_wrap.Tensor = Tensor
+_python_arg_parser.Tensor = Tensor
+
+
+def _install_generated_methods():
+    from ember._generated import tensor_methods
+    for name in tensor_methods.__all__:
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, getattr(tensor_methods, name))
+
+
+class _LazyFunctions:
+    """Operators call ``ember._generated.functions`` (imported after this module)."""
+
+    def __getattr__(self, name):
+        from ember._generated import functions
+        f = getattr(functions, name)
+        setattr(self, name, f)
+        return f
+
+
+_F = _LazyFunctions()

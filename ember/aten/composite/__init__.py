@@ -1,0 +1,307 @@
+"""CompositeImplicitAutograd ops: written in other ember ops, so they need no kernel and no derivative
+formula (``aten/src/ATen/native`` functions registered as ``CompositeImplicitAutograd``).
+
+Each function takes the op's schema arguments in order.  They import ``ember`` lazily: this package sits
+below the frontend in the layer map but its ops are written against the public API, as PyTorch's are.
+"""
+from __future__ import annotations
+
+import math
+
+
+def _e():
+    import ember
+    return ember
+
+
+# ------------------------------------------------------------------------------ views and shapes
+def reshape(self, shape):
+    from ember.aten.kernels.views import compute_stride, infer_size
+    shape = infer_size(shape, self.numel())
+    if self.is_contiguous():
+        return self.view(shape)
+    st = compute_stride(tuple(self.shape), self.stride(), shape)
+    if st is not None:
+        return _e().ops.aten._reshape_alias(self, shape, st)
+    return _e().ops.aten._contiguous_copy(self).view(shape)
+
+
+def contiguous(self, memory_format=None):
+    if self.is_contiguous():
+        return self
+    return _e().ops.aten._contiguous_copy(self)
+
+
+def view_as(self, other):
+    return self.view(other.shape)
+
+
+def reshape_as(self, other):
+    return self.reshape(other.shape)
+
+
+def flatten(self, start_dim=0, end_dim=-1):
+    from ember.aten.kernels._common import wrap_dim
+    if self.dim() == 0:
+        return self.reshape((1,))
+    s, e = wrap_dim(start_dim, self.dim()), wrap_dim(end_dim, self.dim())
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return self
+    shape = tuple(self.shape)
+    return self.reshape(shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+
+def ravel(self):
+    return self.contiguous().view(-1)
+
+
+def movedim_int(self, source, destination):
+    return _e().movedim(self, (source,), (destination,))
+
+
+def expand_as(self, other):
+    return self.expand(other.shape)
+
+
+def broadcast_to(self, size):
+    return self.expand(size)
+
+
+def positive(self):
+    if self.dtype is _e().bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return self
+
+
+def broadcast_tensors(tensors):
+    from ember.aten.meta import broadcast_shapes
+    shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return [t.expand(shape) for t in tensors]
+
+
+def meshgrid(tensors):
+    return meshgrid_indexing(tensors, "ij")
+
+
+def meshgrid_indexing(tensors, indexing):
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+    ts = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.numel() for t in ts)
+    out = []
+    for i, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[i] = -1
+        out.append(t.view(view).expand(shape))
+    if swap:
+        out = [o.transpose(0, 1) for o in out]
+    return out
+
+
+def atleast_1d(self):
+    return self.reshape((1,)) if self.dim() == 0 else self
+
+
+def atleast_2d(self):
+    if self.dim() == 0:
+        return self.reshape((1, 1))
+    return self.unsqueeze(0) if self.dim() == 1 else self
+
+
+def atleast_3d(self):
+    if self.dim() == 0:
+        return self.reshape((1, 1, 1))
+    if self.dim() == 1:
+        return self.unsqueeze(0).unsqueeze(-1)
+    return self.unsqueeze(-1) if self.dim() == 2 else self
+
+
+def atleast_1d_seq(tensors):
+    return [atleast_1d(t) for t in tensors]
+
+
+def atleast_2d_seq(tensors):
+    return [atleast_2d(t) for t in tensors]
+
+
+def atleast_3d_seq(tensors):
+    return [atleast_3d(t) for t in tensors]
+
+
+def hstack(tensors):
+    ts = atleast_1d_seq(tensors)
+    return _e().cat(ts, 0 if ts[0].dim() == 1 else 1)
+
+
+def vstack(tensors):
+    return _e().cat(atleast_2d_seq(tensors), 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    return _e().cat(atleast_3d_seq(tensors), 2)
+
+
+def column_stack(tensors):
+    ts = [t.reshape((t.numel(), 1)) if t.dim() <= 1 else t for t in tensors]
+    return _e().cat(ts, 1)
+
+
+def fliplr(self):
+    if self.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return self.flip((1,))
+
+
+def flipud(self):
+    if self.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return self.flip((0,))
+
+
+def tile(self, dims):
+    dims = tuple(dims)
+    if len(dims) < self.dim():
+        dims = (1,) * (self.dim() - len(dims)) + dims
+    return self.repeat(dims)
+
+
+def where_nonzero(condition):
+    return list(condition.nonzero().unbind(1))
+
+
+# ------------------------------------------------------------------------------ reductions
+def var_unbiased(self, unbiased=True):
+    return _e().var(self, None, correction=1 if unbiased else 0)
+
+
+def std_unbiased(self, unbiased=True):
+    return _e().std(self, None, correction=1 if unbiased else 0)
+
+
+def var_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+    return _e().var(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+def std_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+    return _e().std(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+def var_mean_unbiased(self, unbiased=True):
+    return _e().var_mean(self, None, correction=1 if unbiased else 0)
+
+
+def std_mean_unbiased(self, unbiased=True):
+    return _e().std_mean(self, None, correction=1 if unbiased else 0)
+
+
+def var_mean_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+    return _e().var_mean(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+def std_mean_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+    return _e().std_mean(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+def sort_default(self, dim=-1, descending=False):
+    return _e().sort(self, stable=False, dim=dim, descending=descending)
+
+
+def argsort_default(self, dim=-1, descending=False):
+    return _e().argsort(self, stable=False, dim=dim, descending=descending)
+
+
+def norm_dim(self, p, dim, keepdim=False):
+    return _e().linalg.vector_norm(self, 2 if p is None else p, dim, keepdim)
+
+
+def norm_scalar(self, p=2):
+    return _e().linalg.vector_norm(self, p)
+
+
+def linalg_norm(self, ord=None, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    e = _e()
+    if isinstance(ord, str) or (ord is not None and dim is not None and len(dim) == 2) or \
+            (ord is not None and dim is None and self.dim() == 2):
+        return e.linalg.matrix_norm(self, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+    return e.linalg.vector_norm(self, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+# ------------------------------------------------------------------------------ factories
+def arange_end(end, dtype=None, layout=None, device=None, pin_memory=None):
+    return _e().ops.aten.arange(0, end, 1, dtype=dtype, device=device)
+
+
+def arange_start(start, end, dtype=None, layout=None, device=None, pin_memory=None):
+    return _e().ops.aten.arange(start, end, 1, dtype=dtype, device=device)
+
+
+def _new_kw(self, dtype, device):
+    return dict(dtype=self.dtype if dtype is None else dtype, device=self.device if device is None else device)
+
+
+def new_empty(self, size, dtype=None, layout=None, device=None, pin_memory=None):
+    return _e().empty(size, **_new_kw(self, dtype, device))
+
+
+def new_zeros(self, size, dtype=None, layout=None, device=None, pin_memory=None):
+    return _e().zeros(size, **_new_kw(self, dtype, device))
+
+
+def new_ones(self, size, dtype=None, layout=None, device=None, pin_memory=None):
+    return _e().ones(size, **_new_kw(self, dtype, device))
+
+
+def new_full(self, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
+    return _e().full(size, fill_value, **_new_kw(self, dtype, device))
+
+
+def randint_high(high, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+    return _e().randint(0, high, size, generator=generator, dtype=dtype, device=device)
+
+
+def rand_like(self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _e().rand(tuple(self.shape), **_new_kw(self, dtype, device))
+
+
+def randn_like(self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _e().randn(tuple(self.shape), **_new_kw(self, dtype, device))
+
+
+def random_to(self, to, generator=None):
+    return self.random_(0, to, generator=generator)
+
+
+def random_default(self, generator=None):
+    return _e().ops.aten.random_(self, 0, None, generator=generator)
+
+
+# ------------------------------------------------------------------------------ linear algebra
+def inner(self, other):
+    if self.dim() == 0 or other.dim() == 0:
+        return self * other
+    return _e().tensordot(self, other, ([-1 % self.dim()], [-1 % other.dim()]))
+
+
+def cross(self, other, dim=None):
+    if dim is None:
+        dim = next((i for i, s in enumerate(self.shape) if s == 3), -1)
+    return _e().linalg.cross(self, other, dim=dim)
+
+
+def pinverse(self, rcond=1e-15):
+    return _e().linalg.pinv(self, rtol=rcond)
+
+
+def relu6(self):
+    return _e().clamp(self, 0, 6)

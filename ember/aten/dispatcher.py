@@ -1,0 +1,215 @@
+"""The dispatcher (mirrors ``aten/src/ATen/core/dispatch/Dispatcher.h`` and ``OperatorEntry``).
+
+Every operator overload (``aten::add.Tensor``) has an ``OperatorHandle`` with a kernel table keyed by
+``DispatchKey``.  A call computes the dispatch key set (the union of the tensor arguments' keys, plus
+the thread-local *included* keys, minus the *excluded* ones), picks the kernel of the highest key and
+runs it.  Kernels receive the key set first so they can ``redispatch`` to the keys below their own
+(an autograd kernel calls the CPU kernel that way).
+
+Note [Kernel resolution]
+For a key K the table is consulted in PyTorch's order: a kernel registered for K itself; for a
+backend key, a ``CompositeExplicitAutograd`` kernel; for a backend or autograd key, a
+``CompositeImplicitAutograd`` kernel; then the global fallback for K.  A fallback may be
+*fallthrough*, meaning "skip K and look at the next key down" — that is what the ``ADInplaceOrView``
+and ``Autograd*`` keys do for operators that have no kernel of their own there.  The resolved kernel
+is cached per key set; registering a kernel clears the cache.
+"""
+from __future__ import annotations
+
+import threading
+
+from ember.c10.dispatch_key import AUTOGRAD_KEYS, BACKEND_KEYS, DispatchKey, DispatchKeySet
+
+FALLTHROUGH = object()
+
+_backend_fallbacks: dict[DispatchKey, object] = {
+    DispatchKey.ADInplaceOrView: FALLTHROUGH,
+    DispatchKey.BackendSelect: FALLTHROUGH,
+    DispatchKey.Python: FALLTHROUGH,
+    DispatchKey.Functionalize: FALLTHROUGH,
+    DispatchKey.Conjugate: FALLTHROUGH,
+    DispatchKey.Negative: FALLTHROUGH,
+    DispatchKey.ZeroTensor: FALLTHROUGH,
+    DispatchKey.Tracer: FALLTHROUGH,
+    DispatchKey.AutocastCPU: FALLTHROUGH,
+    DispatchKey.AutocastCUDA: FALLTHROUGH,
+    DispatchKey.PythonTLSSnapshot: FALLTHROUGH,
+    DispatchKey.PythonDispatcher: FALLTHROUGH,
+}
+# Until an operator has an autograd kernel, its Autograd keys fall through to the backend.
+for _k in AUTOGRAD_KEYS:
+    _backend_fallbacks[_k] = FALLTHROUGH
+
+
+class _LocalDispatchKeySet(threading.local):
+    """Thread-local included / excluded key bits (``c10/core/impl/LocalDispatchKeySet.h``)."""
+
+    def __init__(self):
+        self.included = 0
+        self.excluded = 0
+
+
+tls = _LocalDispatchKeySet()
+
+
+class NotImplementedForKey(RuntimeError):
+    pass
+
+
+class OperatorHandle:
+    """One operator overload: its schema and kernel table."""
+
+    __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "__weakref__")
+
+    def __init__(self, schema: str):
+        full = schema.split("(", 1)[0]
+        self.name, _, self.overload_name = full.partition(".")
+        self.schema = schema
+        self.kernels: dict[DispatchKey, object] = {}
+        self._cache: dict[int, object] = {}
+
+    @property
+    def qualified_name(self) -> str:
+        return "aten::" + self.name + (f".{self.overload_name}" if self.overload_name else "")
+
+    def __repr__(self) -> str:
+        return f"OperatorHandle({self.qualified_name})"
+
+    # -- registration ---------------------------------------------------------------------------
+    def register(self, key: DispatchKey, kernel) -> None:
+        self.kernels[key] = kernel
+        self._cache.clear()
+
+    def has_kernel_for(self, key: DispatchKey) -> bool:
+        return key in self.kernels
+
+    # -- lookup ------------------------------------------------------------------------------------
+    def _lookup_key(self, key: DispatchKey):
+        k = self.kernels.get(key)
+        if k is not None:
+            return k
+        if key in BACKEND_KEYS:
+            k = self.kernels.get(DispatchKey.CompositeExplicitAutograd)
+            if k is not None:
+                return k
+        if key in BACKEND_KEYS or key in AUTOGRAD_KEYS:
+            k = self.kernels.get(DispatchKey.CompositeImplicitAutograd)
+            if k is not None:
+                return k
+        return _backend_fallbacks.get(key)
+
+    def resolve(self, ks: int):
+        """The kernel the highest key of ``ks`` runs (Note [Kernel resolution]); cached."""
+        k = self._cache.get(ks)
+        if k is not None:
+            return k
+        bits = ks
+        while bits:
+            key = DispatchKey(bits.bit_length() - 1)
+            kernel = self._lookup_key(key)
+            if kernel is not None and kernel is not FALLTHROUGH:
+                self._cache[ks] = kernel
+                return kernel
+            bits &= ~(1 << key)
+        raise NotImplementedForKey(self._missing_message(ks))
+
+    def _missing_message(self, ks: int) -> str:
+        backend = DispatchKeySet(ks).highestPriorityTypeId().name
+        for key in (DispatchKey.CUDA, DispatchKey.Meta, DispatchKey.CPU):
+            if ks >> key & 1:
+                backend = key.name
+                break
+        avail = ", ".join(k.name for k in sorted(self.kernels, key=int))
+        return (f"Could not run '{self.qualified_name}' with arguments from the '{backend}' backend. "
+                f"'{self.qualified_name}' is only available for these backends: [{avail}].")
+
+    def call(self, ks: int, *args):
+        """Dispatch: apply thread-local keys, find the kernel of the highest key, run it."""
+        ks = (ks | tls.included) & ~tls.excluded
+        k = self._cache.get(ks)
+        if k is None:
+            k = self.resolve(ks)
+        return k(ks, *args)
+
+    def redispatch(self, ks: int, *args):
+        """Run the kernel for exactly ``ks`` (the caller removed its own key and those above it)."""
+        k = self._cache.get(ks)
+        if k is None:
+            k = self.resolve(ks)
+        return k(ks, *args)
+
+    def dispatch_trace(self, ks: int) -> list[str]:
+        """The keys a call with ``ks`` visits and what each does (a debugging aid for learners)."""
+        ks = (ks | tls.included) & ~tls.excluded
+        steps, bits = [], ks
+        while bits:
+            key = DispatchKey(bits.bit_length() - 1)
+            kernel = self._lookup_key(key)
+            if kernel is FALLTHROUGH or kernel is None:
+                steps.append(f"{key.name}: fallthrough")
+            else:
+                steps.append(f"{key.name}: {getattr(kernel, '__qualname__', kernel)}")
+                break
+            bits &= ~(1 << key)
+        return steps
+
+
+def keys_below(key: DispatchKey) -> int:
+    """Mask of the keys strictly below ``key`` (for redispatch)."""
+    return (1 << key) - 1
+
+
+class Dispatcher:
+    """The operator registry: ``Dispatcher.find("aten::add.Tensor")``."""
+
+    ops: dict[str, OperatorHandle] = {}
+
+    @classmethod
+    def define(cls, schema: str) -> OperatorHandle:
+        h = OperatorHandle(schema)
+        key = h.qualified_name
+        if key in cls.ops:
+            raise RuntimeError(f"operator {key} defined twice")
+        cls.ops[key] = h
+        return h
+
+    @classmethod
+    def find(cls, name: str) -> OperatorHandle:
+        if not name.startswith("aten::"):
+            name = "aten::" + name
+        try:
+            return cls.ops[name]
+        except KeyError:
+            raise RuntimeError(f"No such operator {name}") from None
+
+
+def register_fallback(key: DispatchKey, kernel) -> None:
+    _backend_fallbacks[key] = kernel
+    for h in Dispatcher.ops.values():
+        h._cache.clear()
+
+
+class ExcludeDispatchKeyGuard:
+    """Context manager: exclude keys from dispatch on this thread (``c10::impl::ExcludeDispatchKeyGuard``)."""
+
+    def __init__(self, keys: DispatchKeySet | DispatchKey):
+        self.bits = keys.repr_ if isinstance(keys, DispatchKeySet) else 1 << keys
+
+    def __enter__(self):
+        self.prev = tls.excluded
+        tls.excluded = self.prev | self.bits
+
+    def __exit__(self, *exc):
+        tls.excluded = self.prev
+
+
+class IncludeDispatchKeyGuard:
+    def __init__(self, keys: DispatchKeySet | DispatchKey):
+        self.bits = keys.repr_ if isinstance(keys, DispatchKeySet) else 1 << keys
+
+    def __enter__(self):
+        self.prev = tls.included
+        tls.included = self.prev | self.bits
+
+    def __exit__(self, *exc):
+        tls.included = self.prev

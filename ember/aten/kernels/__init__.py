@@ -1,0 +1,19 @@
+"""Array kernels: ``(xp, arrays, python values) -> array``, one per ``dispatch`` entry of
+native_functions.yaml (``aten/src/ATen/native``).  Names ending in ``_`` mutate their first argument."""
+from ember.aten.kernels.binary import *  # noqa: F401,F403
+from ember.aten.kernels.binary import (add, addcdiv, addcmul, atan2, bitwise_and, bitwise_left_shift,  # noqa: F401
+                                       bitwise_or, bitwise_right_shift, bitwise_xor, clamp, clamp_max,
+                                       clamp_min, copysign, div, eq, float_power, floor_divide, fmax, fmin, fmod,
+                                       ge, gt, hypot, le, lerp, logaddexp, logaddexp2, logical_and, logical_or,
+                                       logical_xor, lt, maximum, minimum, mul, ne, nextafter, pow, remainder,
+                                       rsub, sub, true_divide, where, xlogy)
+from ember.aten.kernels.copy import *  # noqa: F401,F403
+from ember.aten.kernels.copy import _to_copy  # noqa: F401
+from ember.aten.kernels.factory import *  # noqa: F401,F403
+from ember.aten.kernels.indexing import *  # noqa: F401,F403
+from ember.aten.kernels.linalg import *  # noqa: F401,F403
+from ember.aten.kernels.random import *  # noqa: F401,F403
+from ember.aten.kernels.reduction import *  # noqa: F401,F403
+from ember.aten.kernels.unary import *  # noqa: F401,F403
+from ember.aten.kernels.views import *  # noqa: F401,F403
+from ember.aten.kernels.views import _reshape_alias  # noqa: F401

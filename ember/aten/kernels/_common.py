@@ -1,0 +1,106 @@
+"""Helpers shared by the array kernels: dtype computation, elementwise marking, dim wrapping.
+
+Kernels take the array module ``xp`` (NumPy or CuPy) first, then arrays (for tensor arguments) and
+Python values (for everything else), and return arrays.  They raise PyTorch's errors themselves.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.c10 import dtype as dt
+from ember.c10.dtype import from_numpy_dtype, result_type_of
+
+_BY_NP = dt._BY_NP
+_NUMBER = (bool, int, float, complex)
+
+
+def elementwise(fn):
+    """Mark ``fn`` elementwise: its Meta kernel runs on one-element stand-ins (see aten/meta.py)."""
+    fn.elementwise = True
+    return fn
+
+
+def meta_shape(shape_fn):
+    """Attach a ``(args) -> (shape, numpy dtype)`` function used by the Meta kernel."""
+    def deco(fn):
+        fn.meta_shape = shape_fn
+        return fn
+    return deco
+
+
+def result_np_dtype(*operands):
+    """NumPy dtype of PyTorch's result type for these arrays / Python scalars (Note [Type promotion])."""
+    a = operands[0]
+    if len(operands) == 2:
+        b = operands[1]
+        ta = getattr(a, "dtype", None)
+        tb = getattr(b, "dtype", None)
+        if ta is not None and ta is tb and (a.ndim or not b.ndim):
+            return ta
+        if ta is not None and type(b) in _NUMBER:  # fast path: tensor op python scalar
+            cat = _BY_NP[ta]._cat
+            scat = 0 if type(b) is bool else 1 if type(b) is int else 2 if type(b) is float else 3
+            if scat <= cat:
+                return ta
+    return result_type_of(operands).np
+
+
+def is_integral(npdt, include_bool: bool = True) -> bool:
+    return npdt.kind in "iu" or (include_bool and npdt.kind == "b")
+
+
+def is_floating(npdt) -> bool:
+    return npdt.kind == "f" or npdt.name == "bfloat16"
+
+
+def compute_dtype(npdt):
+    """Half-precision types compute in float32 (PyTorch's opmath type), everything else in itself."""
+    if npdt.itemsize == 2 and npdt.kind != "i" and npdt.kind != "u":
+        return np.dtype(np.float32)
+    return npdt
+
+
+def float_result(npdt):
+    """Ops like ``exp`` give the default dtype for integral and bool inputs."""
+    if npdt.kind in "biu":
+        return dt.get_default_dtype().np
+    return npdt
+
+
+def type_name(npdt) -> str:
+    from ember.aten.wrap import _type_name
+    return _type_name(from_numpy_dtype(npdt))
+
+
+def wrap_dim(d: int, ndim: int) -> int:
+    n = ndim if ndim > 0 else 1
+    if not -n <= d < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return d + n if d < 0 else d
+
+
+def wrap_dims(dims, ndim: int) -> tuple:
+    out = tuple(wrap_dim(d, ndim) for d in dims)
+    if len(set(out)) != len(out):
+        for i, d in enumerate(out):
+            if d in out[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+def shape_str(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def check_broadcast(*shapes) -> tuple:
+    from ember.aten.meta import broadcast_shapes
+    return broadcast_shapes(*shapes)
+
+
+def asdtype(xp, a, npdt):
+    """``a`` (array or Python scalar) as an array of ``npdt``; no copy when it already is one."""
+    if isinstance(a, _NUMBER):
+        return xp.asarray(a, dtype=npdt)
+    if a.dtype == npdt:
+        return a
+    return a.astype(npdt)

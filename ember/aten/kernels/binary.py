@@ -1,0 +1,338 @@
+"""Elementwise binary and ternary kernels (``aten/src/ATen/native/BinaryOps.cpp``, ``TernaryOps``).
+
+Each kernel computes PyTorch's result dtype (Note [Type promotion]) and evaluates in it; half-precision
+types evaluate in float32 and round back, as PyTorch's CPU kernels do.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.aten.kernels._common import (asdtype, compute_dtype, elementwise, float_result, is_integral,
+                                        result_np_dtype, type_name)
+
+_NUM = (bool, int, float, complex)
+
+
+def _check_alpha(npdt, alpha):
+    if isinstance(alpha, bool):
+        if npdt.kind != "b":
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif isinstance(alpha, float) and npdt.kind in "biu":
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    elif isinstance(alpha, complex) and npdt.kind != "c":
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+
+
+def _binop(xp, ufunc, a, b, npdt):
+    cdt = compute_dtype(npdt)
+    with np.errstate(all="ignore"):
+        r = ufunc(asdtype(xp, a, cdt), asdtype(xp, b, cdt))
+    return r if r.dtype == npdt else r.astype(npdt)
+
+
+@elementwise
+def add(xp, self, other, alpha=1):
+    npdt = result_np_dtype(self, other)
+    if alpha != 1 or type(alpha) is not int:
+        _check_alpha(npdt, alpha)
+        if alpha != 1:
+            other = asdtype(xp, other, compute_dtype(npdt)) * alpha
+    if npdt.kind == "b":
+        return xp.logical_or(self, other)
+    return _binop(xp, xp.add, self, other, npdt)
+
+
+@elementwise
+def sub(xp, self, other, alpha=1):
+    npdt = result_np_dtype(self, other)
+    if npdt.kind == "b" or (getattr(self, "dtype", None) == np.bool_ and getattr(other, "dtype", None) == np.bool_):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    if alpha != 1 or type(alpha) is not int:
+        _check_alpha(npdt, alpha)
+        if alpha != 1:
+            other = asdtype(xp, other, compute_dtype(npdt)) * alpha
+    return _binop(xp, xp.subtract, self, other, npdt)
+
+
+@elementwise
+def rsub(xp, self, other, alpha=1):
+    return sub(xp, other, self, alpha)
+
+
+@elementwise
+def mul(xp, self, other):
+    npdt = result_np_dtype(self, other)
+    if npdt.kind == "b":
+        return xp.logical_and(self, other)
+    return _binop(xp, xp.multiply, self, other, npdt)
+
+
+def _zero_division_check(xp, other):
+    if isinstance(other, _NUM):
+        if other == 0:
+            raise RuntimeError("ZeroDivisionError")
+    elif bool((other == 0).any()):
+        raise RuntimeError("ZeroDivisionError")
+
+
+@elementwise
+def div(xp, self, other, rounding_mode=None):
+    npdt = result_np_dtype(self, other)
+    if rounding_mode is None:
+        npdt = float_result(npdt)
+        return _binop(xp, xp.true_divide, self, other, npdt)
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    if npdt.kind in "iub":
+        _zero_division_check(xp, other)
+        if rounding_mode == "floor":
+            return _binop(xp, xp.floor_divide, self, other, npdt)
+        a, b = asdtype(xp, self, npdt), asdtype(xp, other, npdt)
+        q = xp.floor_divide(a, b)
+        fix = (q < 0) & (q * b != a)
+        return (q + fix).astype(npdt)
+    cdt = compute_dtype(npdt)
+    with np.errstate(all="ignore"):
+        a, b = asdtype(xp, self, cdt), asdtype(xp, other, cdt)
+        if rounding_mode == "trunc":
+            r = xp.trunc(a / b)
+        else:
+            r = _floor_div_float(xp, a, b)
+    return r.astype(npdt, copy=False)
+
+
+def _floor_div_float(xp, a, b):
+    # Python's floor division, as PyTorch's div_floor_floating: uses fmod to avoid rounding surprises
+    mod = xp.fmod(a, b)
+    div = (a - mod) / b
+    adjust = (mod != 0) & ((b < 0) != (mod < 0))
+    div = xp.where(adjust, div - 1, div)
+    floordiv = xp.floor(div)
+    floordiv = xp.where(div - floordiv > 0.5, floordiv + 1, floordiv)
+    return xp.where(b == 0, a / b, xp.where(div == 0, xp.copysign(xp.zeros_like(div), a / b), floordiv))
+
+
+@elementwise
+def floor_divide(xp, self, other):
+    return div(xp, self, other, "floor")
+
+
+@elementwise
+def true_divide(xp, self, other):
+    return div(xp, self, other, None)
+
+
+@elementwise
+def remainder(xp, self, other):
+    npdt = result_np_dtype(self, other)
+    if npdt.kind in "iu":
+        _zero_division_check(xp, other)
+    if npdt.kind == "b":
+        raise RuntimeError("\"remainder_cpu\" not implemented for 'Bool'")
+    return _binop(xp, xp.remainder, self, other, npdt)
+
+
+@elementwise
+def fmod(xp, self, other):
+    npdt = result_np_dtype(self, other)
+    if npdt.kind in "iu":
+        _zero_division_check(xp, other)
+    if npdt.kind == "b":
+        raise RuntimeError("\"fmod_cpu\" not implemented for 'Bool'")
+    return _binop(xp, xp.fmod, self, other, npdt)
+
+
+@elementwise
+def pow(xp, self, exponent):  # noqa: A001
+    npdt = result_np_dtype(self, exponent)
+    if npdt.kind in "iu":
+        e = exponent
+        neg = (e < 0) if isinstance(e, _NUM) else bool((e < 0).any())
+        if neg:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if npdt.kind == "b":
+        return _binop(xp, xp.power, asdtype(xp, self, np.int64), asdtype(xp, exponent, np.int64),
+                      np.dtype(np.int64)).astype(bool)
+    return _binop(xp, xp.power, self, exponent, npdt)
+
+
+@elementwise
+def float_power(xp, self, exponent):
+    is_c = any(getattr(x, "dtype", np.dtype(type(x))).kind == "c" if not isinstance(x, _NUM)
+               else isinstance(x, complex) for x in (self, exponent))
+    npdt = np.dtype(np.complex128 if is_c else np.float64)
+    return _binop(xp, xp.power, self, exponent, npdt)
+
+
+def _float_binary(ufunc_name):
+    @elementwise
+    def kernel(xp, self, other):
+        npdt = float_result(result_np_dtype(self, other))
+        return _binop(xp, getattr(xp, ufunc_name), self, other, npdt)
+    return kernel
+
+
+atan2 = _float_binary("arctan2")
+atan2.__name__ = "atan2"
+hypot = _float_binary("hypot")
+logaddexp = _float_binary("logaddexp")
+logaddexp2 = _float_binary("logaddexp2")
+copysign = _float_binary("copysign")
+nextafter = _float_binary("nextafter")
+
+
+@elementwise
+def xlogy(xp, self, other):
+    npdt = float_result(result_np_dtype(self, other))
+    cdt = compute_dtype(npdt)
+    a, b = asdtype(xp, self, cdt), asdtype(xp, other, cdt)
+    with np.errstate(all="ignore"):
+        r = xp.where(a == 0, xp.zeros((), cdt), a * xp.log(b))
+        r = xp.where(xp.isnan(b), b + a * 0, r)
+    return r.astype(npdt, copy=False)
+
+
+def _minmax(ufunc_name, nan_ignoring=False):
+    @elementwise
+    def kernel(xp, self, other):
+        npdt = result_np_dtype(self, other)
+        if npdt.kind == "c":
+            raise RuntimeError(f"{kernel.__name__} not implemented for complex tensors.")
+        return _binop(xp, getattr(xp, ufunc_name), self, other, npdt)
+    return kernel
+
+
+maximum = _minmax("maximum")
+minimum = _minmax("minimum")
+fmax = _minmax("fmax")
+fmin = _minmax("fmin")
+
+
+def _bitwise(ufunc_name, opname):
+    @elementwise
+    def kernel(xp, self, other):
+        npdt = result_np_dtype(self, other)
+        if npdt.kind not in "biu":
+            raise RuntimeError(f"\"{opname}_cpu\" not implemented for '{type_name(npdt)}'")
+        return _binop(xp, getattr(xp, ufunc_name), self, other, npdt)
+    return kernel
+
+
+bitwise_and = _bitwise("bitwise_and", "bitwise_and")
+bitwise_or = _bitwise("bitwise_or", "bitwise_or")
+bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor")
+bitwise_left_shift = _bitwise("left_shift", "lshift")
+bitwise_right_shift = _bitwise("right_shift", "rshift")
+
+
+def _logical(ufunc_name):
+    @elementwise
+    def kernel(xp, self, other):
+        return getattr(xp, ufunc_name)(self, other)
+    return kernel
+
+
+logical_and = _logical("logical_and")
+logical_or = _logical("logical_or")
+logical_xor = _logical("logical_xor")
+
+
+def _compare(ufunc_name):
+    @elementwise
+    def kernel(xp, self, other):
+        npdt = result_np_dtype(self, other)
+        cdt = compute_dtype(npdt)
+        with np.errstate(all="ignore"):
+            return getattr(xp, ufunc_name)(asdtype(xp, self, cdt), asdtype(xp, other, cdt))
+    return kernel
+
+
+eq = _compare("equal")
+ne = _compare("not_equal")
+lt = _compare("less")
+le = _compare("less_equal")
+gt = _compare("greater")
+ge = _compare("greater_equal")
+
+
+# ------------------------------------------------------------------------------ ternary
+@elementwise
+def where(xp, condition, self, other):
+    if condition.dtype != np.bool_:
+        if condition.dtype == np.uint8:
+            condition = condition.astype(bool)
+        else:
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                               f"{type_name(condition.dtype)}")
+    npdt = result_np_dtype(self, other)
+    return xp.where(condition, asdtype(xp, self, npdt), asdtype(xp, other, npdt))
+
+
+@elementwise
+def clamp(xp, self, min=None, max=None):  # noqa: A002
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if self.dtype.kind == "b":
+        raise RuntimeError("\"clamp_cpu\" not implemented for 'Bool'")
+    ops = [self] + [v for v in (min, max) if v is not None]
+    npdt = result_np_dtype(*ops) if len(ops) > 1 else self.dtype
+    cdt = compute_dtype(npdt)
+    r = asdtype(xp, self, cdt)
+    with np.errstate(invalid="ignore"):
+        if min is not None:
+            m = asdtype(xp, min, cdt)
+            r = xp.where(xp.isnan(m) if cdt.kind == "f" else False, m, xp.maximum(r, m))
+        if max is not None:
+            m = asdtype(xp, max, cdt)
+            r = xp.where(xp.isnan(m) if cdt.kind == "f" else False, m, xp.minimum(r, m))
+    return r.astype(npdt, copy=False)
+
+
+@elementwise
+def clamp_min(xp, self, min):  # noqa: A002
+    return clamp(xp, self, min, None)
+
+
+@elementwise
+def clamp_max(xp, self, max):  # noqa: A002
+    return clamp(xp, self, None, max)
+
+
+@elementwise
+def lerp(xp, self, end, weight):
+    npdt = result_np_dtype(self, end)
+    if npdt.kind not in "fc" and npdt.name != "bfloat16":
+        raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{type_name(npdt)}'")
+    cdt = compute_dtype(npdt)
+    a, b = asdtype(xp, self, cdt), asdtype(xp, end, cdt)
+    w = asdtype(xp, weight, cdt)
+    # PyTorch's formula: weight < 0.5 ? self + weight * (end - self) : end - (end - self) * (1 - weight)
+    d = b - a
+    r = xp.where(xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
+    return r.astype(npdt, copy=False)
+
+
+@elementwise
+def addcmul(xp, self, tensor1, tensor2, value=1):
+    npdt = result_np_dtype(self, tensor1, tensor2)
+    cdt = compute_dtype(npdt)
+    r = asdtype(xp, self, cdt) + value * (asdtype(xp, tensor1, cdt) * asdtype(xp, tensor2, cdt))
+    return r.astype(npdt, copy=False)
+
+
+@elementwise
+def addcdiv(xp, self, tensor1, tensor2, value=1):
+    if is_integral(tensor1.dtype) and is_integral(tensor2.dtype):
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release "
+                           "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+                           "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
+                           ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) "
+                           "for float inputs. The future addcdiv behavior is just the latter implementation: "
+                           "(input + value * tensor1 / tensor2), for all dtypes.")
+    npdt = result_np_dtype(self, tensor1, tensor2)
+    cdt = compute_dtype(npdt)
+    with np.errstate(all="ignore"):
+        r = asdtype(xp, self, cdt) + value * (asdtype(xp, tensor1, cdt) / asdtype(xp, tensor2, cdt))
+    return r.astype(npdt, copy=False)

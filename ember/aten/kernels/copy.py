@@ -1,0 +1,88 @@
+"""Copies, conversions and fills (``aten/src/ATen/native/Copy.cpp``, ``Fill.cpp``, ``TensorConversions.cpp``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.aten.kernels._common import elementwise
+
+
+def _to_copy(xp, self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+             memory_format=None):
+    npdt = self.dtype if dtype is None else dtype.np
+    target = xp
+    if device is not None and device.type == "cuda" and isinstance(self, np.ndarray):
+        import cupy as target
+    elif device is not None and device.type == "cpu" and not isinstance(self, np.ndarray):
+        return np.asarray(self.get()).astype(npdt)
+    if target is not xp:
+        return target.asarray(self).astype(npdt)
+    with np.errstate(all="ignore"):
+        return self.astype(npdt, copy=True)
+
+
+def clone(xp, self, memory_format=None):
+    return self.copy()
+
+
+def contiguous_copy(xp, self):
+    return xp.ascontiguousarray(self)
+
+
+def copy_(xp, self, src, non_blocking=False):
+    """Write ``src`` into ``self`` (broadcasting ``src``), converting dtype and device."""
+    if not isinstance(src, type(self)):
+        src = xp.asarray(src.get() if hasattr(src, "get") else src)
+    try:
+        np.broadcast_shapes(src.shape, self.shape)
+        ok = np.broadcast_shapes(src.shape, self.shape) == self.shape
+    except ValueError:
+        ok = False
+    if not ok:
+        from ember.aten.kernels._common import shape_str
+        raise RuntimeError(f"The size of tensor a ({self.shape[-1] if self.ndim else 1}) must match the size of "
+                           f"tensor b ({src.shape[-1] if src.ndim else 1}) at non-singleton dimension "
+                           f"{max(self.ndim - 1, 0)}" if src.ndim <= self.ndim else
+                           f"output with shape {shape_str(self.shape)} doesn't match the broadcast shape "
+                           f"{shape_str(np.broadcast_shapes(src.shape, self.shape))}")
+    if not self.flags.writeable:
+        self.flags.writeable = True
+    with np.errstate(all="ignore"):
+        if src.dtype.kind == "c" and self.dtype.kind != "c":
+            src = src.real
+        xp.copyto(self, src, casting="unsafe")
+
+
+def fill_(xp, self, value):
+    if hasattr(value, "ndim"):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                               "dimensions.")
+        value = value[()]
+    if not self.flags.writeable:
+        self.flags.writeable = True
+    self[...] = value
+
+
+def zero_(xp, self):
+    if not self.flags.writeable:
+        self.flags.writeable = True
+    self[...] = 0
+
+
+@elementwise
+def masked_fill(xp, self, mask, value):
+    if mask.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{_tn(mask.dtype)}")
+    if hasattr(value, "ndim"):
+        if value.ndim != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        value = value[()]
+    with np.errstate(all="ignore"):
+        return xp.where(mask, xp.asarray(value).astype(self.dtype), self)
+
+
+def _tn(npdt):
+    from ember.aten.kernels._common import type_name
+    return type_name(npdt)

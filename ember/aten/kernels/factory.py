@@ -1,0 +1,167 @@
+"""Factory kernels: tensors made from sizes and values (``aten/src/ATen/native/TensorFactories.cpp``)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.aten.kernels._common import meta_shape, shape_str
+from ember.c10 import dtype as dt
+
+
+def _np_dtype(dtype, default=None):
+    if dtype is not None:
+        return dtype.np
+    return (default or dt.get_default_dtype()).np
+
+
+def check_size(size):
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {shape_str(size)}")
+    return tuple(size)
+
+
+def _factory_shape(size, dtype=None, *rest):
+    return check_size(size), _np_dtype(dtype)
+
+
+@meta_shape(_factory_shape)
+def empty(xp, size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return xp.empty(check_size(size), _np_dtype(dtype))
+
+
+@meta_shape(_factory_shape)
+def zeros(xp, size, dtype=None, layout=None, device=None, pin_memory=None):
+    return xp.zeros(check_size(size), _np_dtype(dtype))
+
+
+@meta_shape(_factory_shape)
+def ones(xp, size, dtype=None, layout=None, device=None, pin_memory=None):
+    return xp.ones(check_size(size), _np_dtype(dtype))
+
+
+def _full_dtype(fill_value, dtype):
+    if dtype is not None:
+        return dtype.np
+    return dt.scalar_dtype(fill_value).np
+
+
+@meta_shape(lambda size, fill_value, dtype=None, *rest: (check_size(size), _full_dtype(fill_value, dtype)))
+def full(xp, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
+    npdt = _full_dtype(fill_value, dtype)
+    if npdt.kind in "iu" and isinstance(fill_value, float) and not math.isfinite(fill_value):
+        raise RuntimeError(f"value cannot be converted to type {npdt.name} without overflow")
+    return xp.full(check_size(size), fill_value, npdt)
+
+
+@meta_shape(lambda s, dtype=None, *rest: ((), _full_dtype(s, dtype)))
+def scalar_tensor(xp, s, dtype=None, layout=None, device=None, pin_memory=None):
+    return xp.asarray(s, dtype=_np_dtype(dtype))
+
+
+def _like_dtype(self, dtype):
+    return dtype.np if dtype is not None else self.dtype
+
+
+def empty_like(xp, self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return xp.empty(self.shape, _like_dtype(self, dtype))
+
+
+def zeros_like(xp, self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return xp.zeros(self.shape, _like_dtype(self, dtype))
+
+
+def ones_like(xp, self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return xp.ones(self.shape, _like_dtype(self, dtype))
+
+
+def full_like(xp, self, fill_value, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return xp.full(self.shape, fill_value, _like_dtype(self, dtype))
+
+
+def _arange_dtype(start, end, step, dtype):
+    if dtype is not None:
+        return dtype.np
+    if all(isinstance(v, (int, bool)) for v in (start, end, step)):
+        return np.dtype(np.int64)
+    return dt.get_default_dtype().np
+
+
+def _arange_len(start, end, step):
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not all(math.isfinite(float(v)) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if all(isinstance(v, int) for v in (start, end, step)):
+        return max(0, -((start - end) // step))
+    return max(0, math.ceil((end - start) / step))
+
+
+@meta_shape(lambda start, end, step=1, dtype=None, *r: ((_arange_len(start, end, step),),
+                                                          _arange_dtype(start, end, step, dtype)))
+def arange(xp, start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None):
+    npdt = _arange_dtype(start, end, step, dtype)
+    n = _arange_len(start, end, step)
+    if npdt.kind in "iu" and all(isinstance(v, int) for v in (start, end, step)):
+        return (xp.arange(n, dtype=np.int64) * step + start).astype(npdt)
+    # PyTorch computes start + i * step in double (accscalar) for float outputs
+    return (start + xp.arange(n, dtype=np.float64) * step).astype(npdt)
+
+
+def _lin_dtype(start, end, dtype):
+    if dtype is not None:
+        return dtype.np
+    return dt.get_default_dtype().np
+
+
+@meta_shape(lambda start, end, steps, dtype=None, *r: ((steps,), _lin_dtype(start, end, dtype)))
+def linspace(xp, start, end, steps, dtype=None, layout=None, device=None, pin_memory=None):
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    npdt = _lin_dtype(start, end, dtype)
+    if steps == 0:
+        return xp.empty(0, npdt)
+    if steps == 1:
+        return xp.full(1, start, npdt)
+    # PyTorch: step = (end - start) / (steps - 1); first half from start, second half from end
+    step = (end - start) / (steps - 1)
+    i = xp.arange(steps, dtype=np.float64)
+    half = steps // 2
+    r = xp.where(i < half, start + step * i, end - step * (steps - i - 1))
+    if npdt.kind in "iu":
+        return r.astype(npdt)
+    return r.astype(npdt)
+
+
+@meta_shape(lambda start, end, steps, base=10.0, dtype=None, *r: ((steps,), _lin_dtype(start, end, dtype)))
+def logspace(xp, start, end, steps, base=10.0, dtype=None, layout=None, device=None, pin_memory=None):
+    npdt = _lin_dtype(start, end, dtype)
+    lin = linspace(xp, start, end, steps, dt.float64)
+    return xp.power(float(base), lin).astype(npdt)
+
+
+@meta_shape(lambda n, m=None, dtype=None, *r: ((n, n if m is None else m), _np_dtype(dtype)))
+def eye(xp, n, m=None, dtype=None, layout=None, device=None, pin_memory=None):
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m is not None and m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+    return xp.eye(n, n if m is None else m, dtype=_np_dtype(dtype))
+
+
+def _tri_indices(xp, row, col, offset, upper, dtype):
+    npdt = _np_dtype(dtype, dt.int64)
+    r, c = np.nonzero(np.triu(np.ones((row, col), bool), offset) if upper else
+                      np.tril(np.ones((row, col), bool), offset))
+    return xp.asarray(np.stack([r, c]).astype(npdt))
+
+
+def tril_indices(xp, row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
+    return _tri_indices(xp, row, col, offset, False, dtype)
+
+
+def triu_indices(xp, row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
+    return _tri_indices(xp, row, col, offset, True, dtype)

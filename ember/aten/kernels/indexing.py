@@ -1,0 +1,425 @@
+"""Indexing and shape-building kernels (``aten/src/ATen/native/TensorAdvancedIndexing.cpp``, ``TensorShape.cpp``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.aten.kernels._common import result_np_dtype, shape_str, type_name, wrap_dim
+
+
+def _check_index_dtype(idx, name="index"):
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+
+
+# ------------------------------------------------------------------------------ advanced indexing
+def _expand_bool_indices(xp, self, indices):
+    """Boolean masks become the integer indices of their True entries (one per masked dim)."""
+    out = []
+    dim = 0
+    for idx in indices:
+        if idx is None:
+            out.append(None)
+            dim += 1
+            continue
+        if idx.dtype == np.bool_ or idx.dtype == np.uint8:
+            for j, (ms, ss) in enumerate(zip(idx.shape, self.shape[dim:dim + idx.ndim])):
+                if ms != ss:
+                    raise IndexError(f"The shape of the mask {shape_str(idx.shape)} at index {j} does not match "
+                                     f"the shape of the indexed tensor {shape_str(self.shape)} at index {dim + j}")
+            nz = xp.nonzero(idx)
+            out.extend(nz)
+            dim += idx.ndim
+        else:
+            if idx.dtype.kind not in "iu":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            out.append(idx)
+            dim += 1
+    return out
+
+
+def _normalize(xp, self, indices):
+    indices = _expand_bool_indices(xp, self, indices)
+    if len(indices) > self.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
+    key = []
+    for d, idx in enumerate(indices):
+        if idx is None:
+            key.append(slice(None))
+            continue
+        n = self.shape[d]
+        if idx.size:
+            lo, hi = int(idx.min()), int(idx.max())
+            if lo < -n or hi >= n:
+                bad = hi if hi >= n else lo
+                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+        key.append(idx.astype(np.int64, copy=False))
+    return tuple(key)
+
+
+def index(xp, self, indices):
+    key = _normalize(xp, self, indices)
+    try:
+        return self[key].copy()
+    except IndexError as e:
+        raise IndexError(str(e).replace("arrays", "tensors")) from None
+    except ValueError:
+        shapes = [k.shape for k in key if not isinstance(k, slice)]
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes " +
+                         ", ".join(shape_str(s) for s in shapes)) from None
+
+
+def index_put(xp, self, indices, values, accumulate=False):
+    key = _normalize(xp, self, indices)
+    out = self.copy()
+    try:
+        target_shape = out[key].shape
+        vals = xp.broadcast_to(values.astype(self.dtype, copy=False), target_shape)
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(values.shape)} cannot be broadcast "
+                           f"to indexing result of shape {shape_str(out[key].shape)}") from None
+    if accumulate:
+        xp.add.at(out, key, vals)
+    else:
+        out[key] = vals
+    return out
+
+
+def index_select(xp, self, dim, index):
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    _check_index_dtype(index, "index_select")
+    d = wrap_dim(dim, self.ndim) if self.ndim else 0
+    n = self.shape[d] if self.ndim else 1
+    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
+        bad = int(index.max()) if int(index.max()) >= n else int(index.min())
+        raise IndexError(f"index out of range in self")
+    if self.ndim == 0:
+        return self.reshape(1)[index.reshape(-1)].reshape(index.shape)
+    return xp.take(self, index.reshape(-1), axis=d)
+
+
+def gather(xp, self, dim, index, sparse_grad=False):
+    if index.dtype != np.int64:
+        raise RuntimeError("gather(): Expected dtype int64 for index")
+    d = wrap_dim(dim, self.ndim) if self.ndim else 0
+    if index.ndim != self.ndim and not (self.ndim == 0 and index.ndim <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for i in range(index.ndim):
+        if i != d and index.shape[i] > self.shape[i]:
+            raise RuntimeError(f"Size does not match at dimension {i} expected index {shape_str(index.shape)} to "
+                               f"be smaller than self {shape_str(self.shape)} apart from dimension {d}")
+    n = self.shape[d] if self.ndim else 1
+    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
+        raise RuntimeError(f"index {int(index.max())} is out of bounds for dimension {d} with size {n}")
+    if self.ndim == 0:
+        return self.reshape(1)[index].reshape(index.shape)
+    src = self[tuple(slice(0, s) if i != d else slice(None) for i, s in enumerate(index.shape))]
+    return xp.take_along_axis(src, index, axis=d)
+
+
+def _scatter_core(xp, self, dim, index, src, reduce=None, include_self=True):
+    if index.dtype != np.int64:
+        raise RuntimeError("scatter(): Expected dtype int64 for index")
+    d = wrap_dim(dim, self.ndim) if self.ndim else 0
+    out = self.copy()
+    if index.size == 0:
+        return out
+    n = self.shape[d] if self.ndim else 1
+    if int(index.min()) < -n or int(index.max()) >= n:
+        raise RuntimeError(f"index {int(index.max())} is out of bounds for dimension {d} with size {n}")
+    grids = list(xp.indices(index.shape, sparse=True))
+    grids[d] = index
+    key = tuple(grids)
+    if isinstance(src, (int, float, bool, complex)):
+        vals = xp.full(index.shape, src, self.dtype)
+    else:
+        vals = src[tuple(slice(0, s) for s in index.shape)].astype(self.dtype, copy=False)
+    if reduce is None:
+        out[key] = vals
+    elif reduce in ("add", "sum"):
+        if not include_self:
+            out[key] = 0
+        xp.add.at(out, key, vals)
+    elif reduce in ("multiply", "prod"):
+        if not include_self:
+            out[key] = 1
+        xp.multiply.at(out, key, vals)
+    elif reduce == "amax":
+        if not include_self:
+            out[key] = vals
+        xp.maximum.at(out, key, vals)
+    elif reduce == "amin":
+        if not include_self:
+            out[key] = vals
+        xp.minimum.at(out, key, vals)
+    elif reduce == "mean":
+        cnt = xp.zeros(out.shape, np.int64) + (1 if include_self else 0)
+        if not include_self:
+            out[key] = 0
+        acc = out.astype(np.float64)
+        xp.add.at(acc, key, vals)
+        xp.add.at(cnt, key, 1)
+        res = acc / xp.maximum(cnt, 1)
+        out = (xp.floor(res) if out.dtype.kind in "iu" else res).astype(out.dtype)
+    else:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    return out
+
+
+def scatter(xp, self, dim, index, src):
+    return _scatter_core(xp, self, dim, index, src)
+
+
+def scatter_value(xp, self, dim, index, value):
+    return _scatter_core(xp, self, dim, index, value)
+
+
+def scatter_reduce_legacy(xp, self, dim, index, src, reduce):
+    return _scatter_core(xp, self, dim, index, src, reduce)
+
+
+def scatter_add(xp, self, dim, index, src):
+    return _scatter_core(xp, self, dim, index, src, "sum")
+
+
+def scatter_reduce(xp, self, dim, index, src, reduce, include_self=True):
+    return _scatter_core(xp, self, dim, index, src, reduce, include_self)
+
+
+def _index_along(xp, self, dim, index, name):
+    d = wrap_dim(dim, self.ndim) if self.ndim else 0
+    if index.ndim > 1:
+        raise IndexError(f"{name}_(): Index is supposed to be a vector")
+    n = self.shape[d] if self.ndim else 1
+    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
+        raise IndexError(f"{name}_(): index out of range")
+    return d
+
+
+def index_add(xp, self, dim, index, source, alpha=1):
+    d = _index_along(xp, self, dim, index, "index_add")
+    out = self.copy()
+    key = [slice(None)] * self.ndim
+    key[d] = index
+    src = xp.asarray(source).astype(self.dtype, copy=False)
+    if alpha != 1:
+        src = src * alpha
+    xp.add.at(out, tuple(key), src)
+    return out
+
+
+def index_copy(xp, self, dim, index, source):
+    d = _index_along(xp, self, dim, index, "index_copy")
+    out = self.copy()
+    key = [slice(None)] * self.ndim
+    key[d] = index
+    out[tuple(key)] = source
+    return out
+
+
+def index_fill(xp, self, dim, index, value):
+    d = _index_along(xp, self, dim, index, "index_fill")
+    out = self.copy()
+    key = [slice(None)] * self.ndim
+    key[d] = index
+    if hasattr(value, "ndim"):
+        value = value[()]
+    out[tuple(key)] = value
+    return out
+
+
+def masked_select(xp, self, mask):
+    if mask.dtype != np.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+    shape = np.broadcast_shapes(self.shape, mask.shape)
+    return xp.broadcast_to(self, shape)[xp.broadcast_to(mask, shape)].copy()
+
+
+def masked_scatter(xp, self, mask, source):
+    if mask.dtype != np.bool_:
+        raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with dtype " +
+                           type_name(mask.dtype))
+    out = self.copy()
+    m = xp.broadcast_to(mask, self.shape)
+    k = int(m.sum())
+    if source.size < k:
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements as ones in mask")
+    out[m] = source.reshape(-1)[:k]
+    return out
+
+
+def nonzero(xp, self):
+    return xp.stack(xp.nonzero(self), axis=-1).astype(np.int64) if self.ndim else \
+        xp.zeros((1 if bool(self) else 0, 0), np.int64)
+
+
+def argwhere(xp, self):
+    return nonzero(xp, self)
+
+
+def take(xp, self, index):
+    n = self.size
+    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
+        bad = int(index.max()) if int(index.max()) >= n else int(index.min())
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    return self.reshape(-1)[index]
+
+
+def take_along_dim(xp, self, indices, dim=None):
+    if dim is None:
+        return self.reshape(-1)[indices.reshape(-1)]
+    d = wrap_dim(dim, self.ndim)
+    shape = list(np.broadcast_shapes(tuple(s if i != d else 1 for i, s in enumerate(self.shape)),
+                                     tuple(s if i != d else 1 for i, s in enumerate(indices.shape))))
+    s_shape, i_shape = shape.copy(), shape.copy()
+    s_shape[d], i_shape[d] = self.shape[d], indices.shape[d]
+    return xp.take_along_axis(xp.broadcast_to(self, s_shape), xp.broadcast_to(indices, i_shape), axis=d)
+
+
+# ------------------------------------------------------------------------------ joining and shaping
+def cat(xp, tensors, dim=0):
+    if len(tensors) == 0:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    real = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
+    if not real:
+        npdt = result_np_dtype(*tensors) if len(tensors) > 1 else tensors[0].dtype
+        return xp.empty((0,), npdt)
+    ref = real[0]
+    if ref.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = wrap_dim(dim, ref.ndim)
+    for i, t in enumerate(tensors):
+        if t.ndim == 1 and t.shape[0] == 0:
+            continue
+        if t.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
+        for j in range(ref.ndim):
+            if j != d and t.shape[j] != ref.shape[j]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{ref.shape[j]} but got size {t.shape[j]} for tensor number {i} in the list.")
+    npdt = result_np_dtype(*tensors) if len(tensors) > 1 else ref.dtype
+    return xp.concatenate([t.astype(npdt, copy=False) for t in real], axis=d)
+
+
+def stack(xp, tensors, dim=0):
+    if len(tensors) == 0:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {shape_str(tensors[0].shape)} "
+                               f"at entry 0 and {shape_str(t.shape)} at entry {i}")
+    d = wrap_dim(dim, tensors[0].ndim + 1)
+    npdt = result_np_dtype(*tensors) if len(tensors) > 1 else tensors[0].dtype
+    return xp.stack([t.astype(npdt, copy=False) for t in tensors], axis=d)
+
+
+def tril(xp, self, diagonal=0):
+    if self.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return xp.tril(self, diagonal)
+
+
+def triu(xp, self, diagonal=0):
+    if self.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return xp.triu(self, diagonal)
+
+
+def flip(xp, self, dims):
+    from ember.aten.kernels._common import wrap_dims
+    d = wrap_dims(dims, self.ndim)
+    return xp.ascontiguousarray(xp.flip(self, d)) if d else self.copy()
+
+
+def roll(xp, self, shifts, dims=()):
+    if not dims:
+        if len(shifts) != 1:
+            raise RuntimeError(f"`shifts` required to be of size 1 when `dims` is not given, got {len(shifts)}")
+        return xp.roll(self.reshape(-1), shifts[0]).reshape(self.shape)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    return xp.roll(self, tuple(shifts), tuple(wrap_dim(d, self.ndim) for d in dims))
+
+
+def rot90(xp, self, k=1, dims=(0, 1)):
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if self.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.ndim}")
+    return xp.ascontiguousarray(xp.rot90(self, k, axes=tuple(wrap_dim(d, self.ndim) for d in dims)))
+
+
+def repeat(xp, self, repeats):
+    if len(repeats) < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                           "tensor")
+    x = self.reshape((1,) * (len(repeats) - self.ndim) + self.shape)
+    return xp.tile(x, tuple(repeats))
+
+
+def repeat_interleave(xp, self, repeats, dim=None, output_size=None):
+    if isinstance(repeats, int):
+        if repeats < 0:
+            raise RuntimeError("repeats can not be negative")
+    elif (repeats < 0).any():
+        raise RuntimeError("repeats can not be negative")
+    if dim is None:
+        return xp.repeat(self.reshape(-1), repeats)
+    d = wrap_dim(dim, self.ndim)
+    if not isinstance(repeats, int) and repeats.ndim == 1 and repeats.shape[0] not in (1, self.shape[d]):
+        raise RuntimeError("repeats must have the same size as input along dim")
+    return xp.repeat(self, repeats, axis=d)
+
+
+def repeat_interleave_self(xp, repeats, output_size=None):
+    return xp.repeat(xp.arange(repeats.shape[0], dtype=np.int64), repeats)
+
+
+def diag(xp, self, diagonal=0):
+    if self.ndim not in (1, 2):
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + str(self.ndim) + "D")
+    return xp.diag(self, diagonal).copy()
+
+
+def diag_embed(xp, self, offset=0, dim1=-2, dim2=-1):
+    n = self.shape[-1] + abs(offset)
+    out = xp.zeros(self.shape[:-1] + (n, n), self.dtype)
+    i = xp.arange(self.shape[-1])
+    r, c = (i, i + offset) if offset >= 0 else (i - offset, i)
+    out[..., r, c] = self
+    nd = out.ndim
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    return xp.moveaxis(out, (nd - 2, nd - 1), (d1, d2))
+
+
+def searchsorted(xp, sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None):
+    sd = "right" if (right or side == "right") else "left"
+    if side is not None and right and side == "left":
+        raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                           "while right was True")
+    out_dt = np.int32 if out_int32 else np.int64
+    scalar = not hasattr(self, "ndim")
+    vals = xp.asarray(self)
+    if sorted_sequence.ndim == 1:
+        r = xp.searchsorted(sorted_sequence, vals, side=sd, sorter=sorter)
+    else:
+        if sorted_sequence.shape[:-1] != vals.shape[:-1]:
+            raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                               "dimensions of boundaries tensor and input value tensor must match, but we got "
+                               f"boundaries tensor {shape_str(sorted_sequence.shape)} and input value tensor "
+                               f"{shape_str(vals.shape)}")
+        flat_s = sorted_sequence.reshape(-1, sorted_sequence.shape[-1])
+        flat_v = vals.reshape(-1, vals.shape[-1])
+        r = xp.stack([xp.searchsorted(flat_s[i], flat_v[i], side=sd) for i in range(flat_s.shape[0])])
+        r = r.reshape(vals.shape)
+    return xp.asarray(r).astype(out_dt) if not scalar else xp.asarray(r, dtype=out_dt)
+
+
+def bucketize(xp, self, boundaries, out_int32=False, right=False):
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    return searchsorted(xp, boundaries, self, out_int32, right)
+
+
+def meshgrid_ij(xp, tensors):
+    return [xp.broadcast_to(x, x.shape) for x in xp.meshgrid(*tensors, indexing="ij")]

@@ -1,0 +1,392 @@
+"""Matrix products and decompositions (``aten/src/ATen/native/LinearAlgebra.cpp``, ``BatchLinearAlgebra.cpp``).
+
+Every contraction goes to BLAS through ``xp.matmul`` / ``xp.dot``; half types compute in float32.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.aten.kernels._common import compute_dtype, shape_str, type_name, wrap_dim
+
+
+def _mm_dtype_check(a, b, names=("mat1", "mat2")):
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_cname(a.dtype)} != "
+                           f"{_cname(b.dtype)}")
+    if a.dtype.kind == "b":
+        raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+
+
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
+
+
+def _cname(npdt):
+    return _C_NAMES.get(npdt.name, npdt.name)
+
+
+def _matmul(xp, a, b):
+    cdt = compute_dtype(a.dtype)
+    if cdt != a.dtype:
+        return xp.matmul(a.astype(cdt), b.astype(cdt)).astype(a.dtype)
+    return xp.matmul(a, b)
+
+
+def mm(xp, self, mat2):
+    if self.ndim != 2:
+        raise RuntimeError(f"self must be a matrix")
+    if mat2.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix")
+    if self.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
+                           f"{mat2.shape[0]}x{mat2.shape[1]})")
+    _mm_dtype_check(self, mat2)
+    return _matmul(xp, self, mat2)
+
+
+def bmm(xp, self, mat2):
+    if self.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if mat2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    b, n, k = self.shape
+    if mat2.shape[0] != b or mat2.shape[1] != k:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {k}] but got: "
+                           f"[{mat2.shape[0]}, {mat2.shape[1]}].")
+    _mm_dtype_check(self, mat2)
+    return _matmul(xp, self, mat2)
+
+
+def mv(xp, self, vec):
+    if self.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim}")
+    if self.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({self.shape[0]}), mat ({self.shape[0]}x{self.shape[1]}), "
+                           f"vec ({vec.shape[0]})")
+    _mm_dtype_check(self, vec)
+    return _matmul(xp, self, vec)
+
+
+def dot(xp, self, tensor):
+    if self.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
+    if self.shape[0] != tensor.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{self.shape[0]}] and src "
+                           f"[{tensor.shape[0]}] to have the same number of elements, but got {self.shape[0]} "
+                           f"and {tensor.shape[0]} elements respectively")
+    if self.dtype != tensor.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {type_name(self.dtype)} "
+                           f"and {type_name(tensor.dtype)}")
+    return xp.asarray(_matmul(xp, self, tensor))
+
+
+def vdot(xp, self, other):
+    return dot(xp, xp.conj(self), other)
+
+
+def matmul(xp, self, other):
+    if self.ndim == 0 or other.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {self.ndim}D and "
+                           f"{other.ndim}D")
+    if self.dtype != other.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_cname(self.dtype)} != "
+                           f"{_cname(other.dtype)}")
+    k1 = self.shape[-1]
+    k2 = other.shape[-2] if other.ndim >= 2 else other.shape[0]
+    if k1 != k2:
+        if self.ndim == 1 and other.ndim == 1:
+            return dot(xp, self, other)
+        a = self.shape if self.ndim >= 2 else (1,) + self.shape
+        a2 = (int(np.prod(a[:-1])), a[-1])
+        b = other.shape if other.ndim >= 2 else other.shape + (1,)
+        if other.ndim > 2:
+            b2 = (b[-2], b[-1])
+        else:
+            b2 = b
+        if self.ndim > 2 and other.ndim <= 2:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a2[0]}x{a2[1]} and {b2[0]}x{b2[1]})")
+        if self.ndim <= 2 and other.ndim <= 2:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})")
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{int(np.prod(self.shape[:-2]))}, {k1}] but got: [{int(np.prod(self.shape[:-2]))}, {k2}].")
+    if self.ndim > 2 or other.ndim > 2:
+        bs = self.shape[:-2] if self.ndim > 2 else ()
+        bo = other.shape[:-2] if other.ndim > 2 else ()
+        from ember.aten.kernels._common import check_broadcast
+        check_broadcast(bs, bo)
+    if self.dtype.kind == "b":
+        raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+    return xp.asarray(_matmul(xp, self, other))
+
+
+def addmm(xp, self, mat1, mat2, beta=1, alpha=1):
+    if mat1.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
+    if mat2.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {mat2.ndim}-D tensor")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
+                           f"{mat2.shape[0]}x{mat2.shape[1]})")
+    if mat1.dtype != mat2.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {type_name(mat1.dtype)} and "
+                           f"{type_name(mat2.dtype)}")
+    if self.dtype != mat1.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {type_name(self.dtype)} and "
+                           f"{type_name(mat2.dtype)}")
+    from ember.aten.kernels._common import check_broadcast
+    out_shape = (mat1.shape[0], mat2.shape[1])
+    if check_broadcast(self.shape, out_shape) != out_shape:
+        raise RuntimeError(f"The expanded size of the tensor ({out_shape[-1]}) must match the existing size "
+                           f"({self.shape[-1]}) at non-singleton dimension 1.  Target sizes: "
+                           f"{shape_str(out_shape)}.  Tensor sizes: {shape_str(self.shape)}")
+    r = _matmul(xp, mat1, mat2)
+    if alpha != 1:
+        r = r * alpha
+    if beta == 0:
+        return xp.broadcast_to(r, out_shape).astype(self.dtype, copy=True)
+    return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
+
+
+def addmv(xp, self, mat, vec, beta=1, alpha=1):
+    r = mv(xp, mat, vec)
+    if alpha != 1:
+        r = r * alpha
+    if beta == 0:
+        return xp.broadcast_to(r, r.shape).astype(self.dtype, copy=True)
+    return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
+
+
+def baddbmm(xp, self, batch1, batch2, beta=1, alpha=1):
+    r = bmm(xp, batch1, batch2)
+    if alpha != 1:
+        r = r * alpha
+    if beta == 0:
+        return r.astype(self.dtype, copy=False)
+    return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
+
+
+def addbmm(xp, self, batch1, batch2, beta=1, alpha=1):
+    r = bmm(xp, batch1, batch2).sum(0)
+    if alpha != 1:
+        r = r * alpha
+    if beta == 0:
+        return r.astype(self.dtype, copy=False)
+    return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
+
+
+def outer(xp, self, vec2):
+    if self.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {self.ndim}-D")
+    from ember.aten.kernels._common import result_np_dtype
+    npdt = result_np_dtype(self, vec2)
+    return xp.multiply.outer(self.astype(npdt), vec2.astype(npdt))
+
+
+def einsum(xp, equation, tensors, path=None):
+    cdt = compute_dtype(tensors[0].dtype) if tensors else None
+    ops = [t.astype(cdt, copy=False) for t in tensors]
+    try:
+        r = xp.einsum(equation, *ops, optimize=True)
+    except ValueError as e:
+        raise RuntimeError(f"einsum(): {e}") from None
+    return xp.asarray(r).astype(tensors[0].dtype, copy=False)
+
+
+def tensordot(xp, self, other, dims_a, dims_b):
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    for a, b in zip(dims_a, dims_b):
+        if self.shape[a] != other.shape[b]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {self.shape[a]} in dim "
+                               f"{a} and second has size {other.shape[b]} in dim {b}")
+    return xp.tensordot(self, other, axes=(list(dims_a), list(dims_b)))
+
+
+def kron(xp, self, other):
+    return xp.kron(self, other)
+
+
+def cdist(xp, x1, x2, p=2.0, compute_mode=None):
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
+                           f"{x2.shape[-1]}")
+    d = x1[..., :, None, :] - x2[..., None, :, :]
+    if p == 2:
+        return xp.sqrt((d * d).sum(-1))
+    if p == 0:
+        return (d != 0).sum(-1).astype(x1.dtype)
+    if p == float("inf"):
+        return xp.abs(d).max(-1)
+    return (xp.abs(d) ** p).sum(-1) ** (1.0 / p)
+
+
+# ------------------------------------------------------------------------------ ember.linalg
+def _check_square(a, name):
+    if a.ndim < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are "
+                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
+    if a.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{type_name(a.dtype)}")
+
+
+def _lapack(xp, name, fn, *args):
+    try:
+        return fn(*args)
+    except np.linalg.LinAlgError as e:
+        msg = str(e)
+        if "Singular" in msg or "singular" in msg:
+            raise RuntimeError(f"linalg.{name}: The diagonal element 1 is zero, the inversion could not be "
+                               "completed because the input matrix is singular.") from None
+        if "positive definite" in msg:
+            raise RuntimeError(f"linalg.{name}: The factorization could not be completed because the input is "
+                               "not positive-definite (the leading minor of order 1 is not positive-definite).") \
+                from None
+        raise RuntimeError(f"linalg.{name}: {msg}") from None
+
+
+def linalg_inv(xp, A):
+    _check_square(A, "inv")
+    return _lapack(xp, "inv", xp.linalg.inv, A).astype(A.dtype, copy=False)
+
+
+def linalg_det(xp, A):
+    _check_square(A, "det")
+    return xp.asarray(xp.linalg.det(A)).astype(A.dtype, copy=False)
+
+
+def linalg_slogdet(xp, A):
+    _check_square(A, "slogdet")
+    s, l = xp.linalg.slogdet(A)
+    return xp.asarray(s).astype(A.dtype), xp.asarray(l).astype(A.real.dtype if A.dtype.kind == "c" else A.dtype)
+
+
+def linalg_solve(xp, A, B, left=True):
+    _check_square(A, "solve")
+    if B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1]):
+        return _lapack(xp, "solve", lambda a, b: xp.linalg.solve(a, b[..., None])[..., 0], A, B).astype(A.dtype)
+    return _lapack(xp, "solve", xp.linalg.solve, A, B).astype(A.dtype, copy=False)
+
+
+def linalg_cholesky(xp, A, upper=False):
+    _check_square(A, "cholesky")
+    L = _lapack(xp, "cholesky", xp.linalg.cholesky, A).astype(A.dtype, copy=False)
+    return xp.swapaxes(L, -1, -2).conj().copy() if upper else L
+
+
+def linalg_qr(xp, A, mode="reduced"):
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
+                           "'r', or 'complete'")
+    q, r = xp.linalg.qr(A, mode="complete" if mode == "complete" else "reduced")
+    if mode == "r":
+        return xp.empty((0,), A.dtype), r.astype(A.dtype)
+    return q.astype(A.dtype), r.astype(A.dtype)
+
+
+def linalg_eigh(xp, A, UPLO="L"):
+    _check_square(A, "eigh")
+    w, v = xp.linalg.eigh(A, UPLO=UPLO)
+    return w.astype(A.real.dtype if A.dtype.kind == "c" else A.dtype), v.astype(A.dtype)
+
+
+def linalg_eigvalsh(xp, A, UPLO="L"):
+    return linalg_eigh(xp, A, UPLO)[0]
+
+
+def linalg_svd(xp, A, full_matrices=True, driver=None):
+    u, s, vh = xp.linalg.svd(A, full_matrices=full_matrices)
+    rdt = A.real.dtype if A.dtype.kind == "c" else A.dtype
+    return u.astype(A.dtype), s.astype(rdt), vh.astype(A.dtype)
+
+
+def linalg_svdvals(xp, A, driver=None):
+    return xp.linalg.svd(A, compute_uv=False).astype(A.real.dtype if A.dtype.kind == "c" else A.dtype)
+
+
+def linalg_pinv(xp, A, atol=None, rtol=None, hermitian=False):
+    rc = 1e-15 if rtol is None else rtol
+    if rtol is None and atol is None:
+        rc = max(A.shape[-2:]) * np.finfo(A.dtype).eps
+    return xp.linalg.pinv(A, rcond=rc, hermitian=hermitian).astype(A.dtype)
+
+
+def linalg_matrix_power(xp, A, n):
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError("matrix_power(): expected a tensor of floating types with dim at least 2")
+    if n < 0:
+        A = linalg_inv(xp, A)
+        n = -n
+    return xp.linalg.matrix_power(A, n).astype(A.dtype, copy=False)
+
+
+def linalg_lstsq(xp, A, B, rcond=None, driver=None):
+    if B.ndim == A.ndim - 1:
+        B = B[..., None]
+    if A.ndim == 2:
+        sol, res, rank, sv = xp.linalg.lstsq(A, B, rcond=rcond)
+        return (sol.astype(A.dtype), xp.asarray(res).astype(A.dtype), xp.asarray(rank, dtype=np.int64),
+                xp.asarray(sv).astype(A.dtype))
+    sol = xp.matmul(xp.linalg.pinv(A), B)
+    return sol.astype(A.dtype), xp.empty(0, A.dtype), xp.empty(0, np.int64), xp.empty(0, A.dtype)
+
+
+def linalg_cross(xp, self, other, dim=-1):
+    d = wrap_dim(dim, self.ndim)
+    if self.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {self.shape[d]} and "
+                           f"{other.shape[d]}")
+    from ember.aten.kernels._common import result_np_dtype
+    npdt = result_np_dtype(self, other)
+    return xp.cross(self.astype(npdt), other.astype(npdt), axis=d)
+
+
+def linalg_vector_norm(xp, self, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    if self.dtype.kind not in "fc" and self.dtype.name != "bfloat16":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{type_name(self.dtype)}")
+    x = self.astype(dtype.np if dtype is not None else compute_dtype(self.dtype), copy=False)
+    out_dt = (dtype.np if dtype is not None else self.dtype)
+    if out_dt.kind == "c":
+        out_dt = np.dtype(np.float32 if out_dt == np.complex64 else np.float64)
+    axis = None if dim is None or dim == () else tuple(wrap_dim(d, self.ndim) for d in
+                                                          (dim if isinstance(dim, tuple) else (dim,)))
+    a = xp.abs(x)
+    if ord == float("inf"):
+        r = a.max(axis=axis, keepdims=keepdim) if a.size else xp.zeros(())
+    elif ord == float("-inf"):
+        r = a.min(axis=axis, keepdims=keepdim)
+    elif ord == 0:
+        r = (a != 0).sum(axis=axis, keepdims=keepdim).astype(a.real.dtype)
+    elif ord == 1:
+        r = a.sum(axis=axis, keepdims=keepdim)
+    elif ord == 2:
+        r = xp.sqrt((a * a).sum(axis=axis, keepdims=keepdim))
+    else:
+        with np.errstate(all="ignore"):
+            r = (a ** ord).sum(axis=axis, keepdims=keepdim) ** (1.0 / ord)
+    return xp.asarray(r).astype(out_dt, copy=False)
+
+
+def linalg_matrix_norm(xp, self, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002
+    d = tuple(wrap_dim(x, self.ndim) for x in dim)
+    x = self.astype(dtype.np if dtype is not None else self.dtype, copy=False)
+    if ord == "fro":
+        return linalg_vector_norm(xp, x, 2, d, keepdim)
+    if ord == "nuc":
+        xm = xp.moveaxis(x, d, (-2, -1))
+        r = xp.linalg.svd(xm, compute_uv=False).sum(-1)
+    elif ord in (1, -1, 2, -2, float("inf"), float("-inf")):
+        r = np.linalg.norm(xp.moveaxis(x, d, (-2, -1)), ord=ord, axis=(-2, -1))
+    else:
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if keepdim:
+        for a in sorted(d):
+            r = xp.expand_dims(r, a)
+    return xp.asarray(r).astype(x.real.dtype if x.dtype.kind == "c" else x.dtype, copy=False)

@@ -1,0 +1,274 @@
+"""Random kernels reproducing PyTorch's CPU generator stream (``native/cpu/DistributionTemplates.h``,
+``core/DistributionsHelper.h``, ``core/TransformationHelper.h``).
+
+Note [PyTorch's CPU random transforms]
+* uniform on a float type with ``d`` mantissa digits (float 24, double 53, half 11, bfloat16 8) takes
+  one 32-bit draw (two for double, joined high word first), keeps its low ``d`` bits and scales by
+  ``2**-d``; ``from + x * (to - from)`` is then computed in float (double for double).
+* normal on a contiguous tensor of 16 or more elements fills it with uniforms, then transforms each
+  block of 16 with Box-Muller, pairing element ``j`` with ``j + 8``; when the size is not a multiple
+  of 16 the last 16 are redrawn and transformed again.  Smaller or strided tensors draw each element
+  from ``normal_distribution<double>``, which caches the second Box-Muller value in the generator.
+* random integers in ``[low, high)`` are ``draw % range + low`` with one 32-bit draw, or a 64-bit draw
+  when the range is 2**32 or more.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.aten.kernels._common import meta_shape, shape_str
+from ember.aten.kernels.factory import _np_dtype, check_size
+from ember.c10 import dtype as dt
+from ember.c10.generator import default_generator
+
+_DIGITS = {"float32": 24, "float64": 53, "float16": 11, "bfloat16": 8}
+
+
+def _gen(generator):
+    if generator is None:
+        return default_generator
+    if generator.device.type != "cpu":
+        raise RuntimeError(f"Expected a 'cpu' device type for generator but found '{generator.device.type}'")
+    return generator
+
+
+def uniform_bits(gen, n: int, npdt) -> np.ndarray:
+    """``n`` uniforms in [0, 1) of the accumulate type (float32 or float64), PyTorch's transform."""
+    d = _DIGITS.get(npdt.name)
+    if d is None:
+        raise RuntimeError(f"uniform_ not implemented for '{npdt.name}'")
+    if d == 53:
+        r = gen.random64(n)
+        return (r & np.uint64((1 << 53) - 1)).astype(np.float64) * (1.0 / (1 << 53))
+    r = gen.random(n)
+    return (r & np.uint64((1 << d) - 1)).astype(np.float32) * np.float32(1.0 / (1 << d))
+
+
+def _uniform_values(gen, n, npdt, low=0.0, high=1.0):
+    x = uniform_bits(gen, n, npdt)
+    if low == 0.0 and high == 1.0:
+        return x
+    if x.dtype == np.float32:
+        lo = np.float32(np.asarray(low, npdt).astype(np.float32))
+        hi = np.float32(np.asarray(high, npdt).astype(np.float32))
+        return x * (hi - lo) + lo
+    return x * (float(high) - float(low)) + float(low)
+
+
+def uniform_(xp, self, from_=0.0, to=1.0, generator=None):
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
+    if self.dtype.kind not in "f" and self.dtype.name != "bfloat16":
+        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{self.dtype.name}'")
+    v = _uniform_values(_gen(generator), self.size, self.dtype, from_, to)
+    self[...] = xp.asarray(v.reshape(self.shape)).astype(self.dtype)
+
+
+def _box_muller_16(u, npdt):
+    """Transform blocks of 16 uniforms in place (float64 math for double, float32 otherwise)."""
+    blocks = u.reshape(-1, 16)
+    if npdt == np.float64:
+        u1 = 1.0 - blocks[:, :8]
+        u2 = blocks[:, 8:]
+        radius = np.sqrt(-2.0 * np.log(u1))
+        theta = 2.0 * math.pi * u2
+        return np.concatenate([radius * np.cos(theta), radius * np.sin(theta)], axis=1).reshape(-1)
+    return _box_muller_16_f32(blocks).reshape(-1)
+
+
+def _box_muller_16_f32(blocks):
+    from ember.aten.kernels.vec_math import log_f32, sincos_f32
+    u1 = np.float32(1.0) - blocks[:, :8]
+    u2 = blocks[:, 8:]
+    radius = np.sqrt(np.float32(-2.0) * log_f32(u1))
+    theta = np.float32(2.0 * math.pi) * u2
+    s, c = sincos_f32(theta)
+    return np.concatenate([radius * c, radius * s], axis=1)
+
+
+def normal_fill(gen, n, npdt, mean, std):
+    """PyTorch's ``normal_fill`` (Note [PyTorch's CPU random transforms])."""
+    data = uniform_bits(gen, n, npdt)
+    full = n - n % 16
+    data[:full] = _box_muller_16(data[:full], npdt)
+    if n % 16:
+        data[n - 16:] = _box_muller_16(uniform_bits(gen, 16, npdt), npdt)
+    if data.dtype == np.float32:
+        return _fma_f32(data, std, mean)
+    return data * std + mean
+
+
+def _fma_f32(x, std, mean):
+    """``fmadd(x, std, mean)`` in float32, as the vectorized kernel stores its results."""
+    return (x.astype(np.float64) * np.float64(np.float32(std)) + np.float64(np.float32(mean))).astype(np.float32)
+
+
+def normal_scalar_path(gen, n, mean, std):
+    """Per-element ``normal_distribution<double>`` with the generator's cached second value."""
+    out = np.empty(n, np.float64)
+    for i in range(n):
+        cached = gen.next_double_normal_sample
+        if cached is not None:
+            gen.next_double_normal_sample = None
+            out[i] = cached * std + mean
+            continue
+        u = uniform_bits(gen, 2, np.dtype(np.float64))
+        u1, u2 = float(u[0]), float(u[1])
+        r = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        gen.next_double_normal_sample = r * math.sin(theta)
+        out[i] = r * math.cos(theta) * std + mean
+    return out
+
+
+def normal_(xp, self, mean=0.0, std=1.0, generator=None):
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if self.dtype.kind != "f" and self.dtype.name != "bfloat16":
+        raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{self.dtype.name}'")
+    gen = _gen(generator)
+    n = self.size
+    if n >= 16 and (self.flags.c_contiguous or self.ndim <= 1 and self.strides[0] == self.itemsize):
+        v = normal_fill(gen, n, self.dtype, mean, std)
+    else:
+        v = normal_scalar_path(gen, n, mean, std)
+    self[...] = xp.asarray(v.reshape(self.shape)).astype(self.dtype)
+
+
+def _rand_shape(size, generator=None, dtype=None, *rest):
+    return check_size(size), _np_dtype(dtype)
+
+
+@meta_shape(_rand_shape)
+def rand(xp, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+    out = np.empty(check_size(size), _np_dtype(dtype))
+    uniform_(np, out, 0.0, 1.0, generator)
+    return xp.asarray(out)
+
+
+@meta_shape(_rand_shape)
+def randn(xp, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+    out = np.empty(check_size(size), _np_dtype(dtype))
+    normal_(np, out, 0.0, 1.0, generator)
+    return xp.asarray(out)
+
+
+def random_from_to(gen, n, low, high, npdt):
+    rng = high - low
+    if rng <= 0:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if rng >= 1 << 32:
+        r = gen.random64(n)
+        v = (r % np.uint64(rng)).astype(np.int64) + np.int64(low)
+    else:
+        r = gen.random(n)
+        v = (r % np.uint64(rng)).astype(np.int64) + np.int64(low)
+    return v.astype(npdt)
+
+
+@meta_shape(lambda low, high, size, generator=None, dtype=None, *r: (check_size(size), _np_dtype(dtype, dt.int64)))
+def randint(xp, low, high, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+    npdt = _np_dtype(dtype, dt.int64)
+    n = int(np.prod(check_size(size)))
+    return xp.asarray(random_from_to(_gen(generator), n, low, high, npdt).reshape(size))
+
+
+def random_(xp, self, from_=0, to=None, generator=None):
+    if to is None:
+        if self.dtype.kind == "f":
+            to = (1 << _DIGITS[self.dtype.name]) + 1
+        elif self.dtype.kind == "b":
+            to = 2
+        else:
+            to = int(np.iinfo(self.dtype).max) + 1
+    self[...] = xp.asarray(random_from_to(_gen(generator), self.size, from_, to, self.dtype).reshape(self.shape))
+
+
+@meta_shape(lambda n, generator=None, dtype=None, *r: ((n,), _np_dtype(dtype, dt.int64)))
+def randperm(xp, n, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+    if n < 0:
+        raise RuntimeError(f"n must be non-negative, got{n}")
+    gen = _gen(generator)
+    r = list(range(n))
+    if n > 1:
+        small = n < (1 << 32) // 20
+        draws = gen.random(n - 1) if small else gen.random64(n - 1)
+        for i in range(n - 1):
+            z = int(draws[i]) % (n - i)
+            r[i], r[z + i] = r[z + i], r[i]
+    return xp.asarray(np.array(r, dtype=_np_dtype(dtype, dt.int64)))
+
+
+def bernoulli(xp, self, generator=None):
+    """``torch.bernoulli(p)``: one float uniform (double for double p) per element, ``u < p``."""
+    p = np.asarray(self.get() if hasattr(self, "get") else self)
+    if p.size and (bool((p < 0).any()) or bool((p > 1).any())):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
+                           "message be improved?  If so, please report an enhancement request to PyTorch.)")
+    gen = _gen(generator)
+    acc = np.dtype(np.float64) if p.dtype == np.float64 else np.dtype(np.float32)
+    u = uniform_bits(gen, p.size, acc).reshape(p.shape)
+    return xp.asarray((u < p.astype(acc)).astype(p.dtype))
+
+
+def bernoulli_p(xp, self, p=0.5, generator=None):
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    u = uniform_bits(_gen(generator), self.size, np.dtype(np.float64)).reshape(self.shape)
+    return xp.asarray((u < p).astype(self.dtype))
+
+
+def multinomial(xp, self, num_samples, replacement=False, generator=None):
+    p = np.asarray(self.get() if hasattr(self, "get") else self, dtype=np.float64)
+    if p.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    n_cat = p.shape[-1]
+    if not replacement and num_samples > n_cat:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if (p < 0).any() or not np.isfinite(p).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    rows = p.reshape(-1, n_cat)
+    if (rows.sum(-1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    gen = _gen(generator)
+    out = np.empty((rows.shape[0], num_samples), np.int64)
+    if replacement:
+        for r in range(rows.shape[0]):
+            cdf = np.cumsum(rows[r].astype(self.dtype if self.dtype.kind == "f" else np.float64))
+            cdf = (cdf / cdf[-1]).astype(np.float64)
+            u = uniform_bits(gen, num_samples, np.dtype(np.float64))
+            idx = np.searchsorted(cdf, u, side="right")
+            out[r] = np.minimum(idx, n_cat - 1)
+    else:
+        # PyTorch: q ~ Exponential(1); sample = topk(p / q, n)
+        for r in range(rows.shape[0]):
+            u = uniform_bits(gen, n_cat, np.dtype(np.float64))
+            q = -np.log1p(-u)
+            key = rows[r] / q
+            out[r] = np.argsort(-key, kind="stable")[:num_samples]
+    return xp.asarray(out.reshape(p.shape[:-1] + (num_samples,)))
+
+
+def normal_tensor_tensor(xp, mean, std, generator=None):
+    shape = np.broadcast_shapes(mean.shape, std.shape)
+    npdt = np.result_type(mean.dtype, std.dtype)
+    out = np.empty(shape, npdt)
+    normal_(np, out, 0.0, 1.0, generator)
+    if (np.asarray(std) < 0).any():
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    return xp.asarray(out * std + mean).astype(npdt)
+
+
+def normal_float_float(xp, mean, std, size, generator=None, dtype=None, layout=None, device=None,
+                       pin_memory=None):
+    out = np.empty(check_size(size), _np_dtype(dtype))
+    normal_(np, out, mean, std, generator)
+    return xp.asarray(out)
+
+
+__all__ = ["uniform_", "normal_", "rand", "randn", "randint", "random_", "randperm", "bernoulli", "bernoulli_p",
+           "multinomial", "normal_tensor_tensor", "normal_float_float", "shape_str"]

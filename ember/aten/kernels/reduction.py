@@ -1,0 +1,476 @@
+"""Reduction kernels (``aten/src/ATen/native/ReduceOps.cpp``, ``Sorting.cpp``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.aten.kernels._common import compute_dtype, is_integral, type_name, wrap_dim, wrap_dims
+from ember.c10 import dtype as dt
+
+
+def _dims(dim, ndim):
+    if dim is None or (isinstance(dim, tuple) and len(dim) == 0):
+        return None
+    if isinstance(dim, int):
+        dim = (dim,)
+    return wrap_dims(dim, ndim)
+
+
+def _axis(dims):
+    return None if dims is None else tuple(dims)
+
+
+def _sum_dtype(a, dtype):
+    if dtype is not None:
+        return dtype.np
+    return np.dtype(np.int64) if a.dtype.kind in "biu" else a.dtype
+
+
+def sum(xp, self, dim=None, keepdim=False, dtype=None):  # noqa: A001
+    out_dt = _sum_dtype(self, dtype)
+    dims = _dims(dim, self.ndim)
+    cdt = compute_dtype(out_dt)
+    x = self.astype(cdt, copy=False)
+    r = xp.sum(x, axis=_axis(dims), keepdims=keepdim, dtype=cdt)
+    return xp.asarray(r).astype(out_dt, copy=False)
+
+
+def nansum(xp, self, dim=None, keepdim=False, dtype=None):
+    out_dt = _sum_dtype(self, dtype)
+    cdt = compute_dtype(out_dt)
+    r = xp.nansum(self.astype(cdt, copy=False), axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
+    return xp.asarray(r).astype(out_dt, copy=False)
+
+
+def prod(xp, self, dim=None, keepdim=False, dtype=None):
+    out_dt = _sum_dtype(self, dtype)
+    cdt = compute_dtype(out_dt)
+    r = xp.prod(self.astype(cdt, copy=False), axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
+    return xp.asarray(r).astype(out_dt, copy=False)
+
+
+def _mean_dtype(self, dtype, name="mean"):
+    out = dtype.np if dtype is not None else self.dtype
+    if out.kind in "biu":
+        src = dtype.np if dtype is not None else self.dtype
+        raise RuntimeError(f"{name}(): could not infer output dtype. "
+                           + ("Input" if dtype is None else "Optional")
+                           + f" dtype must be either a floating point or complex dtype. Got: {type_name(src)}")
+    return out
+
+
+def mean(xp, self, dim=None, keepdim=False, dtype=None):
+    out_dt = _mean_dtype(self, dtype)
+    cdt = compute_dtype(out_dt)
+    with np.errstate(all="ignore"):
+        r = xp.mean(self.astype(cdt, copy=False), axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
+    return xp.asarray(r).astype(out_dt, copy=False)
+
+
+def nanmean(xp, self, dim=None, keepdim=False, dtype=None):
+    out_dt = _mean_dtype(self, dtype, "nanmean")
+    cdt = compute_dtype(out_dt)
+    with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("ignore")
+        r = xp.nanmean(self.astype(cdt, copy=False), axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
+    return xp.asarray(r).astype(out_dt, copy=False)
+
+
+def _var_core(xp, self, dim, correction, keepdim, name):
+    if self.dtype.kind in "biu":
+        raise RuntimeError(f"{name}(): input dtype should be either floating point or complex. "
+                           f"Got {type_name(self.dtype)} instead.")
+    c = 1 if correction is None else correction
+    cdt = compute_dtype(self.dtype)
+    dims = _dims(dim, self.ndim)
+    x = self.astype(cdt, copy=False)
+    n = x.size if dims is None else int(np.prod([self.shape[d] for d in dims]))
+    with np.errstate(all="ignore"):
+        m = xp.mean(x, axis=_axis(dims), keepdims=True)
+        d = x - m
+        sq = (d * d.conj()).real if d.dtype.kind == "c" else d * d
+        s = xp.sum(sq, axis=_axis(dims), keepdims=keepdim)
+        v = s / max(0, n - c) if n - c > 0 else s / xp.asarray(0.0, dtype=s.dtype)
+    real_dt = np.dtype(np.float32 if self.dtype == np.complex64 else np.float64) if self.dtype.kind == "c" \
+        else self.dtype
+    return xp.asarray(v), xp.asarray(m if keepdim else xp.squeeze(m, axis=_axis(dims))), real_dt
+
+
+def var(xp, self, dim=None, correction=None, keepdim=False):
+    v, _m, rdt = _var_core(xp, self, dim, correction, keepdim, "var")
+    return v.astype(rdt, copy=False)
+
+
+def std(xp, self, dim=None, correction=None, keepdim=False):
+    v, _m, rdt = _var_core(xp, self, dim, correction, keepdim, "std")
+    return xp.sqrt(v).astype(rdt, copy=False)
+
+
+def var_mean(xp, self, dim=None, correction=None, keepdim=False):
+    v, m, rdt = _var_core(xp, self, dim, correction, keepdim, "var_mean")
+    return v.astype(rdt, copy=False), m.astype(self.dtype, copy=False)
+
+
+def std_mean(xp, self, dim=None, correction=None, keepdim=False):
+    v, m, rdt = _var_core(xp, self, dim, correction, keepdim, "std_mean")
+    return xp.sqrt(v).astype(rdt, copy=False), m.astype(self.dtype, copy=False)
+
+
+def _check_nonempty(self, name, dim=None):
+    if self.size == 0:
+        if dim is None:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        if self.ndim and self.shape[dim] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+
+
+def _amaxmin(xp, self, dim, keepdim, fn, name):
+    dims = _dims(dim, self.ndim)
+    if self.size == 0:
+        if dims is None:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        for d in dims:
+            if self.shape[d] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    cdt = compute_dtype(self.dtype)
+    r = fn(self.astype(cdt, copy=False), axis=_axis(dims), keepdims=keepdim)
+    return xp.asarray(r).astype(self.dtype, copy=False)
+
+
+def amax(xp, self, dim=(), keepdim=False):
+    return _amaxmin(xp, self, dim, keepdim, xp.max, "amax")
+
+
+def amin(xp, self, dim=(), keepdim=False):
+    return _amaxmin(xp, self, dim, keepdim, xp.min, "amin")
+
+
+def max(xp, self):  # noqa: A001 - full reduction
+    _check_nonempty(self, "max")
+    return amax(xp, self)
+
+
+def min(xp, self):  # noqa: A001
+    _check_nonempty(self, "min")
+    return amin(xp, self)
+
+
+def _arg_reduce(xp, self, dim, keepdim, fn, name):
+    cdt = compute_dtype(self.dtype)
+    x = self.astype(cdt, copy=False)
+    if dim is None:
+        if self.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        r = fn(x.reshape(-1), axis=0)
+        r = xp.asarray(r, dtype=np.int64)
+        return r.reshape((1,) * self.ndim) if keepdim else r
+    d = wrap_dim(dim, self.ndim)
+    if self.ndim == 0:
+        return xp.zeros((), np.int64)
+    if self.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    r = fn(x, axis=d, keepdims=keepdim)
+    return xp.asarray(r).astype(np.int64, copy=False)
+
+
+def argmax(xp, self, dim=None, keepdim=False):
+    return _arg_reduce(xp, self, dim, keepdim, xp.argmax, "argmax")
+
+
+def argmin(xp, self, dim=None, keepdim=False):
+    return _arg_reduce(xp, self, dim, keepdim, xp.argmin, "argmin")
+
+
+def max_dim(xp, self, dim, keepdim=False):
+    d = wrap_dim(dim, self.ndim)
+    _check_nonempty(self, "max", d if self.ndim else None) if self.size == 0 else None
+    idx = argmax(xp, self, d, True) if self.ndim else xp.zeros((), np.int64)
+    vals = xp.take_along_axis(self, idx, axis=d) if self.ndim else self.copy()
+    if not keepdim and self.ndim:
+        idx, vals = xp.squeeze(idx, d), xp.squeeze(vals, d)
+    return vals, idx
+
+
+def min_dim(xp, self, dim, keepdim=False):
+    d = wrap_dim(dim, self.ndim)
+    _check_nonempty(self, "min", d if self.ndim else None) if self.size == 0 else None
+    idx = argmin(xp, self, d, True) if self.ndim else xp.zeros((), np.int64)
+    vals = xp.take_along_axis(self, idx, axis=d) if self.ndim else self.copy()
+    if not keepdim and self.ndim:
+        idx, vals = xp.squeeze(idx, d), xp.squeeze(vals, d)
+    return vals, idx
+
+
+def aminmax(xp, self, dim=None, keepdim=False):
+    return (amin(xp, self, () if dim is None else dim, keepdim),
+            amax(xp, self, () if dim is None else dim, keepdim))
+
+
+def logsumexp(xp, self, dim, keepdim=False):
+    out_dt = self.dtype if self.dtype.kind in "fc" or self.dtype.name == "bfloat16" \
+        else dt.get_default_dtype().np
+    cdt = compute_dtype(out_dt)
+    x = self.astype(cdt, copy=False)
+    dims = _dims(dim, self.ndim)
+    if x.size == 0:
+        r = xp.log(xp.sum(xp.exp(x), axis=_axis(dims), keepdims=keepdim))
+        return r.astype(out_dt)
+    with np.errstate(all="ignore"):
+        m = xp.max(x, axis=_axis(dims), keepdims=True)
+        m = xp.where(xp.isinf(m), xp.zeros((), cdt), m)
+        r = xp.log(xp.sum(xp.exp(x - m), axis=_axis(dims), keepdims=True)) + m
+    if not keepdim:
+        r = r.reshape([s for i, s in enumerate(r.shape) if dims is not None and i not in dims]
+                      if dims is not None else ())
+    return r.astype(out_dt, copy=False)
+
+
+def all(xp, self, dim=None, keepdim=False):  # noqa: A001
+    r = xp.all(self, axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
+    return xp.asarray(r).astype(np.uint8 if self.dtype == np.uint8 else bool, copy=False)
+
+
+def any(xp, self, dim=None, keepdim=False):  # noqa: A001
+    r = xp.any(self, axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
+    return xp.asarray(r).astype(np.uint8 if self.dtype == np.uint8 else bool, copy=False)
+
+
+def count_nonzero(xp, self, dim=None):
+    return xp.asarray(xp.count_nonzero(self, axis=_axis(_dims(dim, self.ndim)))).astype(np.int64)
+
+
+def _cum(xp, self, dim, dtype, fn):
+    out_dt = dtype.np if dtype is not None else (np.dtype(np.int64) if self.dtype.kind in "biu" else self.dtype)
+    d = wrap_dim(dim, self.ndim)
+    cdt = compute_dtype(out_dt)
+    x = self.astype(cdt, copy=False)
+    if self.ndim == 0:
+        return x.astype(out_dt, copy=True)
+    return fn(x, axis=d).astype(out_dt, copy=False)
+
+
+def cumsum(xp, self, dim, dtype=None):
+    return _cum(xp, self, dim, dtype, xp.cumsum)
+
+
+def cumprod(xp, self, dim, dtype=None):
+    return _cum(xp, self, dim, dtype, xp.cumprod)
+
+
+def logcumsumexp(xp, self, dim):
+    d = wrap_dim(dim, self.ndim)
+    cdt = compute_dtype(self.dtype)
+    x = self.astype(cdt, copy=False)
+    if self.ndim == 0:
+        return x.copy().astype(self.dtype)
+    return np.logaddexp.accumulate(x, axis=d).astype(self.dtype, copy=False) if xp is np else \
+        xp.log(xp.cumsum(xp.exp(x), axis=d)).astype(self.dtype)
+
+
+def _cum_extreme(xp, self, dim, better):
+    d = wrap_dim(dim, self.ndim)
+    if self.ndim == 0:
+        return self.copy(), xp.zeros((), np.int64)
+    x = xp.moveaxis(self, d, -1)
+    vals = xp.empty_like(x)
+    idx = xp.empty(x.shape, np.int64)
+    if x.shape[-1]:
+        cur_v = x[..., 0].copy()
+        cur_i = xp.zeros(x.shape[:-1], np.int64)
+        for j in range(x.shape[-1]):
+            v = x[..., j]
+            take = better(v, cur_v) | (v == cur_v) | (xp.isnan(v) if v.dtype.kind == "f" else False)
+            take = take & ~(xp.isnan(cur_v) & ~xp.isnan(v)) if v.dtype.kind == "f" else take
+            cur_v = xp.where(take, v, cur_v)
+            cur_i = xp.where(take, j, cur_i)
+            vals[..., j] = cur_v
+            idx[..., j] = cur_i
+    return xp.moveaxis(vals, -1, d), xp.moveaxis(idx, -1, d)
+
+
+def cummax(xp, self, dim):
+    return _cum_extreme(xp, self, dim, lambda a, b: a > b)
+
+
+def cummin(xp, self, dim):
+    return _cum_extreme(xp, self, dim, lambda a, b: a < b)
+
+
+# ------------------------------------------------------------------------------ sorting
+def sort(xp, self, stable=None, dim=-1, descending=False):
+    if self.ndim == 0:
+        return self.copy(), xp.zeros((), np.int64)
+    d = wrap_dim(dim, self.ndim)
+    x = self.astype(compute_dtype(self.dtype), copy=False)
+    if descending:
+        # stable descending: sort the reversed order of negated keys keeps equal elements in order
+        if x.dtype.kind == "b":
+            key = ~x
+        elif x.dtype.kind == "f":
+            key = xp.where(xp.isnan(x), -xp.inf, -x)
+        elif x.dtype.kind == "u":
+            key = -(x.astype(np.int64))
+        else:
+            key = -(x.astype(np.float64)) if x.dtype.itemsize < 8 else None
+            if key is None:  # int64: negate with care for the minimum
+                key = xp.iinfo(np.int64).max - x
+        idx = xp.argsort(key, axis=d, kind="stable")
+    else:
+        idx = xp.argsort(x, axis=d, kind="stable")
+    return xp.take_along_axis(self, idx, axis=d), idx.astype(np.int64)
+
+
+def argsort(xp, self, stable=False, dim=-1, descending=False):
+    return sort(xp, self, stable, dim, descending)[1]
+
+
+def topk(xp, self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    d = wrap_dim(dim, self.ndim)
+    n = self.shape[d] if self.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    vals, idx = sort(xp, self, True, d, largest)
+    if self.ndim == 0:
+        return vals, idx
+    sl = [slice(None)] * self.ndim
+    sl[d] = slice(0, k)
+    return vals[tuple(sl)].copy(), idx[tuple(sl)].copy()
+
+
+def kthvalue(xp, self, k, dim=-1, keepdim=False):
+    d = wrap_dim(dim, self.ndim)
+    n = self.shape[d] if self.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    vals, idx = sort(xp, self, True, d, False)
+    if self.ndim == 0:
+        return vals, idx
+    v = xp.take(vals, [k - 1], axis=d)
+    i = xp.take(idx, [k - 1], axis=d)
+    if not keepdim:
+        v, i = xp.squeeze(v, d), xp.squeeze(i, d)
+    return v, i
+
+
+def median(xp, self):
+    if self.size == 0:
+        return xp.asarray(np.nan, dtype=self.dtype) if self.dtype.kind == "f" else xp.zeros((), self.dtype)
+    flat = self.reshape(-1)
+    if flat.dtype.kind == "f" and bool(xp.isnan(flat).any()):
+        return xp.asarray(np.nan, dtype=self.dtype)
+    vals, _ = sort(xp, flat, True, 0, False)
+    return vals[(flat.size - 1) // 2].copy()
+
+
+def median_dim(xp, self, dim, keepdim=False):
+    d = wrap_dim(dim, self.ndim)
+    if self.ndim == 0:
+        return self.copy(), xp.zeros((), np.int64)
+    n = self.shape[d]
+    if n == 0:
+        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+    vals, idx = sort(xp, self, True, d, False)
+    pos = xp.full(tuple(s if i != d else 1 for i, s in enumerate(self.shape)), (n - 1) // 2, np.int64)
+    if self.dtype.kind == "f":
+        nanpos = xp.argmax(xp.isnan(vals), axis=d, keepdims=True)
+        hasnan = xp.isnan(vals).any(axis=d, keepdims=True)
+        pos = xp.where(hasnan, nanpos, pos)
+    v = xp.take_along_axis(vals, pos, axis=d)
+    i = xp.take_along_axis(idx, pos, axis=d)
+    if not keepdim:
+        v, i = xp.squeeze(v, d), xp.squeeze(i, d)
+    return v, i
+
+
+def mode(xp, self, dim=-1, keepdim=False):
+    d = wrap_dim(dim, self.ndim)
+    if self.ndim == 0:
+        return self.copy(), xp.zeros((), np.int64)
+    x = xp.moveaxis(self, d, -1)
+    shp = x.shape[:-1]
+    flat = x.reshape(-1, x.shape[-1])
+    vals = xp.empty(flat.shape[0], self.dtype)
+    idxs = xp.empty(flat.shape[0], np.int64)
+    for r in range(flat.shape[0]):
+        row = flat[r]
+        u, counts = np.unique(row, return_counts=True)
+        best = u[counts == counts.max()].min()  # PyTorch: the smallest of the most frequent values
+        vals[r] = best
+        idxs[r] = np.nonzero(row == best)[0][-1]
+    v, i = vals.reshape(shp), idxs.reshape(shp)
+    if keepdim:
+        v, i = xp.expand_dims(v, d), xp.expand_dims(i, d)
+    return v, i
+
+
+def quantile(xp, self, q, dim=None, keepdim=False, interpolation="linear"):
+    if self.dtype.kind not in "f":
+        raise RuntimeError(f"quantile() input tensor must be either float or double dtype")
+    qa = q if not isinstance(q, (int, float)) else xp.asarray(q, dtype=self.dtype)
+    if isinstance(q, (int, float)):
+        if not 0 <= q <= 1:
+            raise RuntimeError("quantile() q must be in the range [0, 1] but got " + str(q))
+    elif q.dtype != self.dtype:
+        raise RuntimeError(f"quantile() q tensor must be same dtype as the input tensor")
+    elif bool(((q < 0) | (q > 1)).any()):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                           f"Found '{interpolation}'")
+    method = {"nearest": "closest_observation"}.get(interpolation, interpolation)
+    if interpolation == "nearest":
+        method = "nearest"
+    axis = None if dim is None else wrap_dim(dim, self.ndim)
+    r = np.quantile(self.astype(np.float64), np.asarray(qa, np.float64), axis=axis, keepdims=keepdim,
+                    method=method)
+    return xp.asarray(r).astype(self.dtype)
+
+
+def nanquantile(xp, self, q, dim=None, keepdim=False, interpolation="linear"):
+    axis = None if dim is None else wrap_dim(dim, self.ndim)
+    r = np.nanquantile(self.astype(np.float64), np.asarray(q, np.float64), axis=axis, keepdims=keepdim,
+                       method=interpolation)
+    return xp.asarray(r).astype(self.dtype)
+
+
+def unique(xp, self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    if dim is None:
+        u, inv, cnt = xp.unique(self.reshape(-1), return_inverse=True, return_counts=True)
+        inv = inv.reshape(self.shape)
+    else:
+        d = wrap_dim(dim, self.ndim)
+        u, inv, cnt = xp.unique(self, return_inverse=True, return_counts=True, axis=d)
+        inv = inv.reshape(-1)
+    return u, inv.astype(np.int64), cnt.astype(np.int64)
+
+
+def bincount(xp, self, weights=None, minlength=0):
+    if self.ndim != 1 or self.dtype.kind not in "iu":
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if self.size and int(self.min()) < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    r = xp.bincount(self, weights=None if weights is None else weights.astype(np.float64), minlength=minlength)
+    if weights is None:
+        return r.astype(np.int64)
+    return r.astype(weights.dtype if weights.dtype.kind == "f" else np.float64)
+
+
+def histc(xp, self, bins=100, min=0, max=0):  # noqa: A002
+    if self.dtype.kind != "f":
+        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{type_name(self.dtype)}'")
+    if bins <= 0:
+        raise RuntimeError("torch.histc(): bins must be > 0, but got " + str(bins) + " for bins")
+    lo, hi = float(min), float(max)
+    if lo == hi and self.size:
+        lo, hi = float(self.min()), float(self.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError(f"torch.histc(): max must be larger than min, but got min {lo} max {hi}")
+    x = self.astype(np.float64)
+    x = x[(x >= lo) & (x <= hi)]
+    r, _ = np.histogram(x, bins=bins, range=(lo, hi))
+    return xp.asarray(r).astype(self.dtype)

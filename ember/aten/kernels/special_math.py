@@ -1,0 +1,98 @@
+"""Special functions NumPy lacks: erf, erfc, erfinv, lgamma, digamma (``aten/src/ATen/native/Math.h``).
+
+erf, erfc and lgamma evaluate C's libm (through Python's ``math``) element by element in float64, which
+is what PyTorch's CPU kernels call too; erfinv refines a closed-form start with Newton steps on erf;
+digamma shifts the argument above 6 with the recurrence and sums the asymptotic series, reflecting
+negative arguments.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _lgamma_scalar(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except (ValueError, OverflowError):
+        return math.inf if not math.isnan(v) else v
+
+
+_lgamma = np.frompyfunc(_lgamma_scalar, 1, 1)
+
+
+def _host(xp, x):
+    """float64 NumPy copy of x (CuPy arrays come to the host for these few functions)."""
+    return np.asarray(x.get() if hasattr(x, "get") else x, dtype=np.float64)
+
+
+def _back(xp, r, like):
+    return xp.asarray(np.asarray(r, dtype=np.float64)).astype(like.dtype, copy=False)
+
+
+def erf(xp, x):
+    return _back(xp, _erf(_host(xp, x)), x)
+
+
+def erfc(xp, x):
+    return _back(xp, _erfc(_host(xp, x)), x)
+
+
+def lgamma(xp, x):
+    return _back(xp, _lgamma(_host(xp, x)), x)
+
+
+def erfinv(xp, x):
+    y = _host(xp, x)
+    with np.errstate(all="ignore"):
+        # Giles' single-precision approximation as a start, then Newton on erf in float64.
+        w = -np.log((1.0 - y) * (1.0 + y))
+        small = w < 5.0
+        ws = w - 2.5
+        wl = np.sqrt(np.where(small, 5.0, w)) - 3.0
+        ps = 2.81022636e-08
+        for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                  -0.00417768164, 0.246640727, 1.50140941):
+            ps = c + ps * ws
+        pl = -0.000200214257
+        for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                  0.00943887047, 1.00167406, 2.83297682):
+            pl = c + pl * wl
+        r = np.where(small, ps, pl) * y
+        two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
+        for _ in range(3):
+            err = _erf(r).astype(np.float64) - y
+            r = r - err / (two_over_sqrt_pi * np.exp(-r * r))
+        r = np.where(y == 1.0, np.inf, np.where(y == -1.0, -np.inf, r))
+        r = np.where(np.abs(y) > 1.0, np.nan, r)
+    return _back(xp, r, x)
+
+
+def digamma(xp, x):
+    v = _host(xp, x)
+    with np.errstate(all="ignore"):
+        out = np.empty_like(v)
+        neg = v < 0
+        # reflection: psi(x) = psi(1 - x) - pi / tan(pi x)
+        z = np.where(neg, 1.0 - v, v)
+        acc = np.zeros_like(z)
+        for _ in range(6):
+            m = z < 6.0
+            acc = acc - np.where(m, 1.0 / z, 0.0)
+            z = np.where(m, z + 1.0, z)
+        inv2 = 1.0 / (z * z)
+        series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 * (1 / 132)))))
+        res = np.log(z) - 0.5 / z - series + acc
+        refl = res - np.pi / np.tan(np.pi * v)
+        out = np.where(neg, refl, res)
+        out = np.where(v == 0, -np.inf, out)  # PyTorch: digamma(0) = -inf
+        out = np.where(neg & (v == np.floor(v)), np.nan, out)
+    return _back(xp, out, x)
+
+
+def i0(xp, x):
+    return _back(xp, np.i0(_host(xp, x)), x)

@@ -1,0 +1,203 @@
+"""Elementwise unary kernels (``aten/src/ATen/native/UnaryOps.cpp``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.aten.kernels import special_math as sm
+from ember.aten.kernels._common import compute_dtype, elementwise, float_result, is_integral
+
+__all__ = []
+
+
+def _float_unary(name, fn_of_xp):
+    """exp-like: integral/bool inputs give the default float dtype; half types compute in float32."""
+    @elementwise
+    def kernel(xp, self):
+        out_dt = float_result(self.dtype)
+        cdt = compute_dtype(out_dt)
+        x = self if self.dtype == cdt else self.astype(cdt)
+        with np.errstate(all="ignore"):
+            r = fn_of_xp(xp)(x)
+        return r if r.dtype == out_dt else r.astype(out_dt)
+    kernel.__name__ = kernel.__qualname__ = name
+    globals()[name] = kernel
+    __all__.append(name)
+
+
+for _name, _f in {
+    "exp": lambda xp: xp.exp, "exp2": lambda xp: xp.exp2, "expm1": lambda xp: xp.expm1,
+    "log": lambda xp: xp.log, "log2": lambda xp: xp.log2, "log10": lambda xp: xp.log10,
+    "log1p": lambda xp: xp.log1p, "sqrt": lambda xp: xp.sqrt,
+    "rsqrt": lambda xp: (lambda x: 1 / xp.sqrt(x)),
+    "sin": lambda xp: xp.sin, "cos": lambda xp: xp.cos, "tan": lambda xp: xp.tan,
+    "asin": lambda xp: xp.arcsin, "acos": lambda xp: xp.arccos, "atan": lambda xp: xp.arctan,
+    "sinh": lambda xp: xp.sinh, "cosh": lambda xp: xp.cosh, "tanh": lambda xp: xp.tanh,
+    "asinh": lambda xp: xp.arcsinh, "acosh": lambda xp: xp.arccosh, "atanh": lambda xp: xp.arctanh,
+    "sigmoid": lambda xp: (lambda x: _sigmoid(xp, x)),
+    "reciprocal": lambda xp: (lambda x: 1 / x),
+    "erf": lambda xp: (lambda x: sm.erf(xp, x)), "erfc": lambda xp: (lambda x: sm.erfc(xp, x)),
+    "erfinv": lambda xp: (lambda x: sm.erfinv(xp, x)), "lgamma": lambda xp: (lambda x: sm.lgamma(xp, x)),
+    "digamma": lambda xp: (lambda x: sm.digamma(xp, x)), "i0": lambda xp: (lambda x: sm.i0(xp, x)),
+    "sinc": lambda xp: xp.sinc, "deg2rad": lambda xp: xp.deg2rad, "rad2deg": lambda xp: xp.rad2deg,
+}.items():
+    _float_unary(_name, _f)
+
+
+def _sigmoid(xp, x):
+    # 1 / (1 + exp(-x)) without overflow warnings for large |x|
+    return 1 / (1 + xp.exp(-x))
+
+
+def _same_unary(name, fn_of_xp, bool_ok=True, int_identity=False, bool_error=None):
+    @elementwise
+    def kernel(xp, self):
+        if self.dtype.kind == "b" and bool_error:
+            raise RuntimeError(bool_error)
+        if int_identity and is_integral(self.dtype):
+            return self.copy()
+        cdt = compute_dtype(self.dtype)
+        x = self if self.dtype == cdt else self.astype(cdt)
+        with np.errstate(all="ignore"):
+            r = fn_of_xp(xp)(x)
+        return r if r.dtype == self.dtype else r.astype(self.dtype)
+    kernel.__name__ = kernel.__qualname__ = name
+    globals()[name] = kernel
+    __all__.append(name)
+
+
+_same_unary("neg", lambda xp: xp.negative, bool_error="Negation, the `-` operator, on a bool tensor is not "
+            "supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+_same_unary("floor", lambda xp: xp.floor, int_identity=True)
+_same_unary("ceil", lambda xp: xp.ceil, int_identity=True)
+_same_unary("trunc", lambda xp: xp.trunc, int_identity=True)
+_same_unary("frac", lambda xp: (lambda x: x - xp.trunc(x)))
+_same_unary("square", lambda xp: xp.square)
+_same_unary("positive", lambda xp: (lambda x: x))
+
+
+@elementwise
+def abs(xp, self):  # noqa: A001 - PyTorch's name
+    if self.dtype.kind == "b":
+        return self.copy()
+    if self.dtype.kind == "c":
+        return xp.abs(self)
+    return xp.abs(self)
+
+
+@elementwise
+def sign(xp, self):
+    if self.dtype.kind == "b":
+        return self.copy()
+    if self.dtype.kind == "c":
+        raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                           "torch.sgn instead.")
+    cdt = compute_dtype(self.dtype)
+    return xp.sign(self.astype(cdt, copy=False)).astype(self.dtype, copy=False)
+
+
+@elementwise
+def sgn(xp, self):
+    if self.dtype.kind != "c":
+        return sign(xp, self)
+    a = xp.abs(self)
+    with np.errstate(all="ignore"):
+        return xp.where(a == 0, 0, self / xp.where(a == 0, 1, a)).astype(self.dtype)
+
+
+@elementwise
+def round(xp, self, decimals=0):  # noqa: A001
+    if is_integral(self.dtype):
+        return self.copy()
+    cdt = compute_dtype(self.dtype)
+    return xp.round(self.astype(cdt, copy=False), decimals).astype(self.dtype, copy=False)
+
+
+@elementwise
+def relu(xp, self):
+    if self.dtype.kind == "b":
+        raise RuntimeError('"clamp_min_scalar_cpu" not implemented for \'Bool\'')
+    return xp.maximum(self, xp.zeros((), self.dtype))
+
+
+@elementwise
+def bitwise_not(xp, self):
+    if self.dtype.kind == "b":
+        return xp.logical_not(self)
+    if not is_integral(self.dtype):
+        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{_tn(self.dtype)}'")
+    return xp.invert(self)
+
+
+@elementwise
+def logical_not(xp, self):
+    return xp.logical_not(self)
+
+
+@elementwise
+def isnan(xp, self):
+    if is_integral(self.dtype):
+        return xp.zeros(self.shape, bool)
+    return xp.isnan(self)
+
+
+@elementwise
+def isinf(xp, self):
+    if is_integral(self.dtype):
+        return xp.zeros(self.shape, bool)
+    return xp.isinf(self)
+
+
+@elementwise
+def isfinite(xp, self):
+    if is_integral(self.dtype):
+        return xp.ones(self.shape, bool)
+    return xp.isfinite(self)
+
+
+@elementwise
+def isposinf(xp, self):
+    return xp.isposinf(self) if not is_integral(self.dtype) else xp.zeros(self.shape, bool)
+
+
+@elementwise
+def isneginf(xp, self):
+    return xp.isneginf(self) if not is_integral(self.dtype) else xp.zeros(self.shape, bool)
+
+
+@elementwise
+def signbit(xp, self):
+    if self.dtype.kind == "b":
+        return xp.zeros(self.shape, bool)
+    return xp.signbit(self.astype(compute_dtype(self.dtype), copy=False))
+
+
+@elementwise
+def nan_to_num(xp, self, nan=None, posinf=None, neginf=None):
+    if is_integral(self.dtype):
+        return self.copy()
+    info = np.finfo(compute_dtype(self.dtype)) if self.dtype.name != "bfloat16" else None
+    import ml_dtypes
+    info = info if info is not None else ml_dtypes.finfo(self.dtype)
+    r = xp.nan_to_num(self, nan=0.0 if nan is None else nan,
+                      posinf=float(info.max) if posinf is None else posinf,
+                      neginf=float(info.min) if neginf is None else neginf)
+    return r.astype(self.dtype, copy=False)
+
+
+@elementwise
+def logit(xp, self, eps=None):
+    out_dt = float_result(self.dtype)
+    x = self.astype(compute_dtype(out_dt), copy=False)
+    if eps is not None:
+        x = xp.clip(x, eps, 1 - eps)
+    with np.errstate(all="ignore"):
+        return xp.log(x / (1 - x)).astype(out_dt, copy=False)
+
+
+def _tn(npdt):
+    from ember.aten.kernels._common import type_name
+    return type_name(npdt)
+
+
+__all__ += ["abs", "sign", "sgn", "round", "relu", "bitwise_not", "logical_not", "isnan", "isinf", "isfinite",
+            "isposinf", "isneginf", "signbit", "nan_to_num", "logit"]

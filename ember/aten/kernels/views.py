@@ -1,0 +1,369 @@
+"""View kernels: results share memory with ``self`` (``aten/src/ATen/native/TensorShape.cpp``).
+
+They only compute sizes, strides and offsets, which is why they also serve meta tensors unchanged
+(Note [Meta tensors]).  Strides are handled in bytes here (NumPy's unit) and in elements in messages.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.aten.kernels._common import shape_str, wrap_dim, wrap_dims
+
+_as_strided_np = np.lib.stride_tricks.as_strided
+
+
+def _restride(xp, a, shape, byte_strides, byte_offset: int = 0):
+    """A view of ``a``'s memory with the given shape/strides, starting ``byte_offset`` bytes after a's start."""
+    if xp is np or isinstance(a, np.ndarray):
+        if byte_offset:
+            # shift the start without reading: a 2-element view whose stride is the offset
+            a = _as_strided_np(a, (2,), (byte_offset,))[1:]
+        return _as_strided_np(a, tuple(shape), tuple(byte_strides))
+    import cupy
+    return cupy.ndarray(tuple(shape), a.dtype, a.data + byte_offset, tuple(byte_strides))
+
+
+def infer_size(shape, numel: int) -> tuple:
+    """Resolve one -1 in ``shape`` (PyTorch's ``infer_size``) with its errors."""
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if neg:
+        if known == 0:
+            raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {numel}")
+        if numel % known:
+            raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {numel}")
+        shape = list(shape)
+        shape[neg[0]] = numel // known
+        return tuple(shape)
+    if known != numel:
+        raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def compute_stride(oldshape, oldstride, newshape):
+    """Strides for viewing (oldshape, oldstride) as newshape, or None (PyTorch's ``computeStride``)."""
+    if not oldshape:
+        return tuple(1 for _ in newshape)
+    numel = int(np.prod(oldshape))
+    if numel == 0 and tuple(oldshape) == tuple(newshape):
+        return tuple(oldstride)
+    newstride = [0] * len(newshape)
+    if numel == 0:
+        # any strides work; use contiguous ones
+        acc = 1
+        for i in range(len(newshape) - 1, -1, -1):
+            newstride[i] = acc
+            acc *= max(newshape[i], 1)
+        return tuple(newstride)
+    view_d = len(newshape) - 1
+    chunk_base_stride = oldstride[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(oldshape) - 1, -1, -1):
+        tensor_numel *= oldshape[tensor_d]
+        if tensor_d == 0 or (oldshape[tensor_d - 1] != 1 and
+                             oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or newshape[view_d] == 1):
+                newstride[view_d] = view_numel * chunk_base_stride
+                view_numel *= newshape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = oldstride[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(newstride)
+
+
+def view(xp, self, size):
+    shape = infer_size(size, self.size)
+    if self.flags.c_contiguous:
+        return self.reshape(shape)
+    it = self.itemsize
+    st = compute_stride(self.shape, [s // it for s in self.strides], shape)
+    if st is None:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return _restride(xp, self, shape, [s * it for s in st])
+
+
+def _reshape_alias(xp, self, size, stride):
+    it = self.itemsize
+    return _restride(xp, self, size, [s * it for s in stride])
+
+
+def view_dtype(xp, self, dtype):
+    if dtype.np.itemsize != self.itemsize:
+        if self.ndim == 0:
+            raise RuntimeError("self.dim() cannot be 0 to view " + str(self.dtype) + " as " + dtype.name +
+                               " (different element sizes)")
+        if self.strides[-1] != self.itemsize:
+            raise RuntimeError("self.stride(-1) must be 1 to view Float as Double (different element sizes), "
+                               "but got " + str(self.strides[-1] // self.itemsize))
+    return self.view(dtype.np)
+
+
+def as_strided(xp, self, size, stride, storage_offset=None):
+    from ember.c10.storage import array_data_ptr, root_array
+    it = self.itemsize
+    root = root_array(self)
+    cur = (array_data_ptr(self) - array_data_ptr(root)) // it
+    off = cur if storage_offset is None else storage_offset
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    for s in stride:
+        if s < 0:
+            raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
+                               + shape_str(stride))
+    from ember.c10.tensor_impl import is_fake_buffer
+    if not is_fake_buffer(root) and all(size):
+        need = off + 1 + sum((n - 1) * st for n, st in zip(size, stride))
+        if need > root.size:
+            raise RuntimeError(f"setStorage: sizes {shape_str(size)}, strides {shape_str(stride)}, storage offset "
+                               f"{off}, and itemsize {it} requiring a storage size of {need * it} are out of "
+                               f"bounds for storage of size {root.size * it}")
+    return _restride(xp, self, size, [s * it for s in stride], (off - cur) * it)
+
+
+def alias(xp, self):
+    return self.view()
+
+
+def t(xp, self):
+    if self.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return self.T if self.ndim == 2 else self.view()
+
+
+def transpose(xp, self, dim0, dim1):
+    n = self.ndim
+    d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
+    if n == 0:
+        return self.view()
+    return xp.swapaxes(self, d0, d1)
+
+
+def permute(xp, self, dims):
+    if len(dims) != self.ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                           f"length of the desired ordering of dimensions i.e. input.dim() = {self.ndim} is not "
+                           f"equal to len(dims) = {len(dims)}")
+    return xp.transpose(self, wrap_dims(dims, self.ndim))
+
+
+def movedim(xp, self, source, destination):
+    if len(source) != len(destination):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({shape_str(source)} dims) "
+                           f"should contain the same number of dims as destination ({shape_str(destination)} dims)")
+    return xp.moveaxis(self, wrap_dims(source, self.ndim), wrap_dims(destination, self.ndim))
+
+
+def expand(xp, self, size, implicit=False):
+    n = len(size)
+    if n < self.ndim:
+        raise RuntimeError(f"expand(torch.FloatTensor{{{shape_str(self.shape)}}}, size={shape_str(size)}): the "
+                           f"number of sizes provided ({n}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({self.ndim})")
+    off = n - self.ndim
+    shape, strides = [], []
+    for i in range(n):
+        want = size[i]
+        if i < off:
+            if want < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({want}) isn't allowed in a leading, "
+                                   "non-existing dimension " + str(i))
+            shape.append(want)
+            strides.append(0)
+            continue
+        have = self.shape[i - off]
+        st = self.strides[i - off]
+        if want == -1:
+            want = have
+        if have == want:
+            shape.append(have)
+            strides.append(st)
+        elif have == 1:
+            shape.append(want)
+            strides.append(0)
+        else:
+            raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) "
+                               f"at non-singleton dimension {i}.  Target sizes: {shape_str(size)}.  Tensor sizes: "
+                               f"{shape_str(self.shape)}")
+    return _restride(xp, self, shape, strides)
+
+
+def squeeze(xp, self, dim=None):
+    if dim is None:
+        return self.reshape([s for s in self.shape if s != 1]) if self.flags.c_contiguous else \
+            _restride(xp, self, [s for s in self.shape if s != 1],
+                      [st for s, st in zip(self.shape, self.strides) if s != 1])
+    dims = wrap_dims(dim if isinstance(dim, (tuple, list)) else (dim,), self.ndim)
+    keep = [i for i in range(self.ndim) if not (i in dims and self.shape[i] == 1)]
+    return _restride(xp, self, [self.shape[i] for i in keep], [self.strides[i] for i in keep])
+
+
+def unsqueeze(xp, self, dim):
+    d = wrap_dim(dim, self.ndim + 1)
+    return xp.expand_dims(self, d)
+
+
+def unflatten(xp, self, dim, sizes):
+    d = wrap_dim(dim, self.ndim)
+    if len(sizes) == 0:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    sizes = infer_size(sizes, self.shape[d]) if -1 in sizes or int(np.prod(sizes)) != self.shape[d] else \
+        tuple(sizes)
+    return view(xp, self, self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+
+
+def narrow(xp, self, dim, start, length):
+    d = wrap_dim(dim, self.ndim)
+    n = self.shape[d]
+    if self.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    if start < 0:
+        start += n
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    idx = [slice(None)] * self.ndim
+    idx[d] = slice(start, start + length)
+    return self[tuple(idx)]
+
+
+def select(xp, self, dim, index):
+    if self.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, self.ndim)
+    n = self.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {shape_str(self.shape)} at "
+                         f"dimension {d}")
+    idx = [slice(None)] * self.ndim
+    idx[d] = index
+    return self[tuple(idx)]
+
+
+def slice(xp, self, dim=0, start=None, end=None, step=1):  # noqa: A001
+    d = wrap_dim(dim, self.ndim)
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    idx = [np.s_[:]] * self.ndim
+    idx[d] = np.s_[start:end:step]
+    return self[tuple(idx)]
+
+
+def unbind(xp, self, dim=0):
+    if self.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = wrap_dim(dim, self.ndim)
+    return [select(xp, self, d, i) for i in range(self.shape[d])]
+
+
+def split(xp, self, split_size, dim=0):
+    if self.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = wrap_dim(dim, self.ndim)
+    n = self.shape[d]
+    if split_size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size}")
+    if split_size == 0 and n != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+    if n == 0:
+        return [self.view()]
+    return [narrow(xp, self, d, s, min(split_size, n - s)) for s in range(0, n, split_size)]
+
+
+def split_with_sizes(xp, self, split_sizes, dim=0):
+    d = wrap_dim(dim, self.ndim)
+    n = self.shape[d]
+    if sum(split_sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                           f"dimension {d}), but got split_sizes={shape_str(split_sizes)}")
+    out, s = [], 0
+    for ln in split_sizes:
+        out.append(narrow(xp, self, d, s, ln))
+        s += ln
+    return out
+
+
+def chunk(xp, self, chunks, dim=0):
+    if self.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = wrap_dim(dim, self.ndim)
+    n = self.shape[d]
+    size = (n + chunks - 1) // chunks
+    if size == 0 and n == 0:
+        return split_with_sizes(xp, self, [0] * chunks, d)
+    return split(xp, self, size, d)
+
+
+def tensor_split(xp, self, sections, dim=0):
+    d = wrap_dim(dim, self.ndim)
+    n = self.shape[d]
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+    q, r = divmod(n, sections)
+    sizes = [q + 1] * r + [q] * (sections - r)
+    return split_with_sizes(xp, self, sizes, d)
+
+
+def tensor_split_indices(xp, self, indices, dim=0):
+    d = wrap_dim(dim, self.ndim)
+    n = self.shape[d]
+    out, prev = [], 0
+    for i in list(indices) + [n]:
+        i = max(min(i if i >= 0 else i + n, n), prev) if i != n else n
+        out.append(narrow(xp, self, d, prev, max(i - prev, 0)))
+        prev = max(i, prev)
+    return out
+
+
+def unfold(xp, self, dimension, size, step):
+    d = wrap_dim(dimension, self.ndim) if self.ndim else 0
+    n = self.shape[d] if self.ndim else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if self.ndim == 0:
+        return self.reshape(1)
+    count = (n - size) // step + 1
+    shape = list(self.shape)
+    strides = list(self.strides)
+    shape[d] = count
+    strides[d] = self.strides[d] * step
+    return _restride(xp, self, shape + [size], strides + [self.strides[d]])
+
+
+def diagonal(xp, self, offset=0, dim1=0, dim2=1):
+    d1, d2 = wrap_dim(dim1, self.ndim), wrap_dim(dim2, self.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n1, n2 = self.shape[d1], self.shape[d2]
+    if offset >= 0:
+        length = max(min(n1, n2 - offset), 0)
+        start = offset * self.strides[d2] if length else 0
+    else:
+        length = max(min(n1 + offset, n2), 0)
+        start = -offset * self.strides[d1] if length else 0
+    rest = [i for i in range(self.ndim) if i not in (d1, d2)]
+    shape = [self.shape[i] for i in rest] + [length]
+    strides = [self.strides[i] for i in rest] + [self.strides[d1] + self.strides[d2]]
+    return _restride(xp, self, shape, strides, start)

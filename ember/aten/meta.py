@@ -1,0 +1,90 @@
+"""Meta kernels: shapes, dtypes and errors, no data (Note [Meta tensors] in ``c10/tensor_impl.py``).
+
+One Meta kernel is derived from each array kernel, by kind:
+
+* view kernels only compute strides and offsets, so they run unchanged on a meta tensor's
+  metadata-only array and give PyTorch's strides;
+* elementwise kernels (marked ``@elementwise`` in ``aten/kernels``) run on one-element stand-ins of
+  their inputs, which yields the result dtype and any dtype error; the shape is the broadcast shape;
+* kernels that declare ``meta_shape`` (factories, random ops) return ``(shape, dtype)`` directly;
+* any other kernel runs on zero-filled stand-ins (read-only, broadcast from a single element) of the
+  inputs' shapes, which gives the exact result shape, dtype and errors at the cost of the output's
+  memory only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.c10.device import META
+from ember.c10.dispatch_key import KS_META
+from ember.c10.tensor_impl import fake_array
+
+_ZERO = {}
+
+
+def _stand_in(a, one: bool = False):
+    z = _ZERO.get(a.dtype)
+    if z is None:
+        z = _ZERO[a.dtype] = np.zeros((), a.dtype)
+    return np.broadcast_to(z, (1,) * a.ndim if one else a.shape)
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """PyTorch's ``infer_size`` with its error message."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, n in enumerate(s):
+            j = off + i
+            if out[j] == 1:
+                out[j] = n
+            elif n != 1 and n != out[j]:
+                a, b = (out[j], n)
+                raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                                   f"non-singleton dimension {j}")
+    return tuple(out)
+
+
+def _wrap(r):
+    from ember.aten.wrap import new_tensor
+    if isinstance(r, tuple):
+        return tuple(_wrap(x) for x in r)
+    if isinstance(r, list):
+        return [_wrap(x) for x in r]
+    if isinstance(r, np.ndarray):
+        return new_tensor(fake_array(r.shape, r.dtype), KS_META, META)
+    return r
+
+
+def _map_arrays(args, fn):
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            out.append(fn(a))
+        elif isinstance(a, (list, tuple)) and a and any(isinstance(x, np.ndarray) for x in a):
+            out.append(type(a)(fn(x) if isinstance(x, np.ndarray) else x for x in a))
+        else:
+            out.append(a)
+    return out
+
+
+def run_meta(kernel, args, kwargs=None):
+    """Compute the meta result of a non-view kernel called as ``kernel(np, *args)``."""
+    kwargs = kwargs or {}
+    shape_fn = getattr(kernel, "meta_shape", None)
+    if shape_fn is not None:
+        shape, dt = shape_fn(*args, **kwargs)
+        return _wrap_shape(shape, dt)
+    if getattr(kernel, "elementwise", False):
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        shape = broadcast_shapes(*(a.shape for a in arrays))
+        r = kernel(np, *_map_arrays(args, lambda a: _stand_in(a, True)), **kwargs)
+        return _wrap_shape(shape, r.dtype)
+    r = kernel(np, *_map_arrays(args, _stand_in), **kwargs)
+    return _wrap(r)
+
+
+def _wrap_shape(shape, dt):
+    from ember.aten.wrap import new_tensor
+    return new_tensor(fake_array(shape, np.dtype(dt)), KS_META, META)

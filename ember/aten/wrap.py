@@ -1,0 +1,130 @@
+"""Turning kernel results into tensors, and writing into ``self`` / ``out=`` (used by the
+generated backend registrations in ``ember/_generated/registrations.py``).
+
+Kernels are array functions; the generated wrapper for an op unwraps tensor arguments to arrays,
+calls the kernel with the array module of the backend (``xp``: NumPy or CuPy), and hands the result
+to one of the helpers here:
+
+* ``new_tensor`` — a fresh tensor (own storage, new version counter);
+* ``view_of`` — a view: shares the base's version counter (and, through the array, its storage);
+* ``write_inplace`` — the in-place variant (``add_``): checks PyTorch's shape and casting rules,
+  copies into ``self`` and bumps its version;
+* ``write_out`` — the ``out=`` variant: resizes ``out`` when needed, checks casting, copies.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ember.c10.dtype import can_cast, from_numpy_dtype
+from ember.c10.tensor_impl import VersionCounter
+
+Tensor = None  # set by ember._tensor (the frontend class the generated code returns)
+
+
+def _tensor_cls():
+    return Tensor
+
+
+def new_tensor(arr, ks: int, device):
+    t = object.__new__(Tensor)
+    t._data = arr
+    t._ks = ks
+    t._vc = VersionCounter()
+    t._device = device
+    return t
+
+
+def view_of(arr, base):
+    t = object.__new__(Tensor)
+    t._data = arr
+    t._ks = base._ks
+    t._vc = base._vc
+    t._device = base._device
+    return t
+
+
+def shape_str(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def check_writable(t, opname: str = "") -> None:
+    a = t._data
+    if a.size > 1 and any(st == 0 and sz > 1 for st, sz in zip(a.strides, a.shape)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+
+
+def write_inplace(self, result, opname: str = ""):
+    """Copy ``result`` into ``self`` for an in-place op, with PyTorch's checks."""
+    dst = self._data
+    if result.shape != dst.shape:
+        try:
+            bshape = np.broadcast_shapes(result.shape, dst.shape)
+        except ValueError:
+            bshape = None
+        if bshape != dst.shape:
+            raise RuntimeError(f"output with shape {shape_str(dst.shape)} doesn't match the broadcast shape "
+                               f"{shape_str(result.shape if bshape is None else bshape)}")
+    if result.dtype != dst.dtype:
+        rd, dd = from_numpy_dtype(result.dtype), from_numpy_dtype(dst.dtype)
+        if not can_cast(rd, dd):
+            raise RuntimeError(f"result type {_type_name(rd)} can't be cast to the desired output type "
+                               f"{_type_name(dd)}")
+    check_writable(self, opname)
+    if self._device.type != "meta":
+        if not dst.flags.writeable:
+            dst.flags.writeable = True
+        xp_copyto(dst, result)
+    self._vc.version += 1
+    return self
+
+
+def xp_copyto(dst, src) -> None:
+    if isinstance(dst, np.ndarray):
+        np.copyto(dst, src, casting="unsafe")
+    else:  # CuPy
+        import cupy
+        cupy.copyto(dst, src, casting="unsafe")
+
+
+def write_out(out, result, opname: str = ""):
+    """Store ``result`` in ``out``, resizing it as PyTorch's ``out=`` does."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    rd, od = from_numpy_dtype(result.dtype), from_numpy_dtype(out._data.dtype)
+    if rd is not od and not can_cast(rd, od):
+        raise RuntimeError(f"result type {_type_name(rd)} can't be cast to the desired output type "
+                           f"{_type_name(od)}")
+    if out._data.shape != result.shape:
+        if out._data.size != 0:
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{shape_str(out._data.shape)}, which does not match the required output shape "
+                f"{shape_str(result.shape)}. This behavior is deprecated, and in a future PyTorch release "
+                "outputs will not be resized unless they have zero elements. You can explicitly reuse an "
+                "out tensor t by resizing it, inplace, to zero elements with t.resize_(0).", UserWarning,
+                stacklevel=4)
+        if out._device.type == "meta":
+            from ember.c10.tensor_impl import fake_array
+            out._data = fake_array(result.shape, out._data.dtype)
+        else:
+            xp = np if isinstance(result, np.ndarray) else __import__("cupy")
+            out._data = xp.empty(result.shape, out._data.dtype)
+    elif out._device.type != "meta":
+        check_writable(out)
+    if out._device.type != "meta":
+        xp_copyto(out._data, result)
+    out._vc.version += 1
+    return out
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+               "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+               "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _type_name(d) -> str:
+    """PyTorch's C++ ScalarType name (``Float``, ``Long``) used in its messages."""
+    return _TYPE_NAMES[d.name]

@@ -1,0 +1,123 @@
+"""Dispatch keys and key sets (mirrors ``c10/core/DispatchKey.h`` and ``DispatchKeySet.h``).
+
+Keys are listed from lowest to highest priority, in PyTorch's order: backends first, then the
+functionality keys PyTorch places above them (``ADInplaceOrView``, the per-backend ``Autograd*`` keys,
+``Autocast*``, ...).  A ``DispatchKeySet`` is a bitset over these keys; the dispatcher runs the kernel
+of the highest key in the set.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class DispatchKey(enum.IntEnum):
+    Undefined = 0
+    CPU = 1
+    CUDA = 2
+    Meta = 3
+    BackendSelect = 4
+    Python = 5
+    Fake = 6
+    Functionalize = 7
+    Conjugate = 8
+    Negative = 9
+    ZeroTensor = 10
+    ADInplaceOrView = 11
+    AutogradOther = 12
+    AutogradCPU = 13
+    AutogradCUDA = 14
+    AutogradMeta = 15
+    Tracer = 16
+    AutocastCPU = 17
+    AutocastCUDA = 18
+    Batched = 19
+    VmapMode = 20
+    PythonTLSSnapshot = 21
+    PythonDispatcher = 22
+    # alias keys: never in a tensor's key set; a kernel registered under one serves several keys
+    CompositeExplicitAutograd = 32
+    CompositeImplicitAutograd = 33
+    Autograd = 34
+
+
+BACKEND_KEYS = (DispatchKey.CPU, DispatchKey.CUDA, DispatchKey.Meta)
+AUTOGRAD_KEYS = (DispatchKey.AutogradCPU, DispatchKey.AutogradCUDA, DispatchKey.AutogradMeta,
+                 DispatchKey.AutogradOther)
+AUTOGRAD_KEY_OF_BACKEND = {DispatchKey.CPU: DispatchKey.AutogradCPU, DispatchKey.CUDA: DispatchKey.AutogradCUDA,
+                           DispatchKey.Meta: DispatchKey.AutogradMeta}
+BACKEND_OF_DEVICE_TYPE = {"cpu": DispatchKey.CPU, "cuda": DispatchKey.CUDA, "meta": DispatchKey.Meta}
+
+AUTOGRAD_MASK = 0
+for _k in AUTOGRAD_KEYS:
+    AUTOGRAD_MASK |= 1 << _k
+BACKEND_MASK = (1 << DispatchKey.CPU) | (1 << DispatchKey.CUDA) | (1 << DispatchKey.Meta)
+
+
+class DispatchKeySet:
+    """An immutable set of dispatch keys stored as a bitset (``repr`` as PyTorch prints it)."""
+
+    __slots__ = ("repr_",)
+
+    def __init__(self, keys=()):
+        bits = 0
+        if isinstance(keys, int) and not isinstance(keys, DispatchKey):
+            bits = keys
+        else:
+            if isinstance(keys, DispatchKey):
+                keys = (keys,)
+            for k in keys:
+                bits |= 1 << int(k)
+        self.repr_ = bits
+
+    def __or__(self, other: DispatchKeySet) -> DispatchKeySet:
+        return DispatchKeySet(self.repr_ | other.repr_)
+
+    def __and__(self, other: DispatchKeySet) -> DispatchKeySet:
+        return DispatchKeySet(self.repr_ & other.repr_)
+
+    def __sub__(self, other: DispatchKeySet) -> DispatchKeySet:
+        return DispatchKeySet(self.repr_ & ~other.repr_)
+
+    def add(self, key: DispatchKey) -> DispatchKeySet:
+        return DispatchKeySet(self.repr_ | (1 << key))
+
+    def remove(self, key: DispatchKey) -> DispatchKeySet:
+        return DispatchKeySet(self.repr_ & ~(1 << key))
+
+    def has(self, key: DispatchKey) -> bool:
+        return bool(self.repr_ >> key & 1)
+
+    __contains__ = has
+
+    def empty(self) -> bool:
+        return self.repr_ == 0
+
+    def highestPriorityTypeId(self) -> DispatchKey:
+        return DispatchKey(self.repr_.bit_length() - 1) if self.repr_ else DispatchKey.Undefined
+
+    def __iter__(self):  # highest priority first, like PyTorch's iteration order reversed
+        bits = self.repr_
+        while bits:
+            k = bits.bit_length() - 1
+            yield DispatchKey(k)
+            bits &= ~(1 << k)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, DispatchKeySet) and other.repr_ == self.repr_
+
+    def __hash__(self) -> int:
+        return hash(self.repr_)
+
+    def __repr__(self) -> str:
+        return "DispatchKeySet(" + ", ".join(k.name for k in sorted(self, key=int)) + ")"
+
+
+def keyset_bits_for_backend(backend: DispatchKey) -> int:
+    """The key set a fresh tensor on ``backend`` carries: backend + ADInplaceOrView + its Autograd key."""
+    return (1 << backend) | (1 << DispatchKey.ADInplaceOrView) | (1 << AUTOGRAD_KEY_OF_BACKEND[backend])
+
+
+KS_CPU = keyset_bits_for_backend(DispatchKey.CPU)
+KS_CUDA = keyset_bits_for_backend(DispatchKey.CUDA)
+KS_META = keyset_bits_for_backend(DispatchKey.Meta)
+KS_OF_DEVICE_TYPE = {"cpu": KS_CPU, "cuda": KS_CUDA, "meta": KS_META}

@@ -1,0 +1,70 @@
+"""Untyped storage: the bytes behind one or more tensors (mirrors ``c10/core/Storage.h``).
+
+ember keeps a tensor's data as a NumPy (or CuPy) array that may be a view of a larger one; the
+storage of a tensor is the array that owns the memory at the root of that view chain, so views of one
+tensor report the same storage, ``data_ptr`` and byte size, as in PyTorch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def root_array(arr):
+    """The array that owns the memory ``arr`` views."""
+    r = arr
+    while True:
+        b = getattr(r, "base", None)
+        if b is None or not hasattr(b, "dtype") or not hasattr(b, "shape"):
+            return r
+        r = b
+
+
+def array_data_ptr(arr) -> int:
+    if isinstance(arr, np.ndarray):
+        return arr.__array_interface__["data"][0]
+    return int(arr.data.ptr)  # CuPy
+
+
+class UntypedStorage:
+    """Bytes on a device.  ``nbytes()``, ``data_ptr()``, ``device``, ``size()``."""
+
+    __slots__ = ("_root", "device", "_nbytes")
+
+    def __init__(self, root, device, nbytes: int | None = None):
+        self._root = root
+        self.device = device
+        self._nbytes = root.size * root.itemsize if nbytes is None else nbytes
+
+    def nbytes(self) -> int:
+        return self._nbytes
+
+    def size(self) -> int:
+        return self._nbytes
+
+    __len__ = size
+
+    def element_size(self) -> int:
+        return 1
+
+    def data_ptr(self) -> int:
+        if self.device.type == "meta":
+            return 0
+        return array_data_ptr(self._root)
+
+    def _bytes(self) -> np.ndarray:
+        """The storage as a flat uint8 array (shares memory)."""
+        r = np.ascontiguousarray(self._root) if self._root.ndim else self._root.reshape(1)
+        return r.view(np.uint8).reshape(-1)
+
+    def tolist(self) -> list:
+        return self._bytes().tolist()
+
+    def __eq__(self, other) -> bool:  # two handles on one storage compare by identity of the memory
+        return isinstance(other, UntypedStorage) and other._root is self._root
+
+    def __hash__(self) -> int:
+        return id(self._root)
+
+    def __repr__(self) -> str:
+        body = "\n".join(f" {b}" for b in self.tolist()) if self.device.type != "meta" else " ..."
+        return f"{body}\n[ember.storage.UntypedStorage(device={self.device}) of size {self._nbytes}]"

@@ -1,0 +1,177 @@
+"""TensorImpl: what a tensor is below autograd (mirrors ``c10/core/TensorImpl.h``).
+
+A TensorImpl holds a strided array (``_data``: a NumPy/CuPy array, possibly a view into a larger
+one), the dispatch key set of its backend (``_ks``, an int bitset), its device, and a version counter
+shared with every view of it (``_vc``).  Sizes, strides (in elements) and the storage offset are read
+off the array, so creating a view is creating an array view: no bookkeeping is done twice.
+
+Note [Meta tensors]
+A meta tensor has sizes, strides and a dtype but no data.  Its ``_data`` is a NumPy array of the
+right shape, dtype and strides laid over a one-element buffer: view kernels (which only compute
+strides and offsets) run on it unchanged and give PyTorch's strides; nothing ever reads it.  Compute
+kernels never see it: the Meta registrations (ember/aten/meta.py) compute shapes and dtypes only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.c10.dtype import from_numpy_dtype
+from ember.c10.storage import UntypedStorage, array_data_ptr, root_array
+
+
+class VersionCounter:
+    """Counts in-place writes; shared by a tensor and all its views (``Tensor._version``)."""
+
+    __slots__ = ("version",)
+
+    def __init__(self, version: int = 0):
+        self.version = version
+
+
+def contiguous_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+_FAKE_BUFFERS: dict = {}
+
+
+def is_fake_buffer(root) -> bool:
+    return _FAKE_BUFFERS.get(root.dtype) is root
+
+
+def fake_array(shape, dtype_np, strides=None):
+    """A metadata-only array for a meta tensor (Note [Meta tensors])."""
+    buf = _FAKE_BUFFERS.get(dtype_np)
+    if buf is None:
+        buf = _FAKE_BUFFERS[dtype_np] = np.zeros(1, dtype_np)
+    shape = tuple(shape)
+    if strides is None:
+        strides = contiguous_strides(shape)
+    return np.lib.stride_tricks.as_strided(buf, shape, tuple(s * buf.itemsize for s in strides),
+                                           writeable=False)
+
+
+class TensorImpl:
+    __slots__ = ("_data", "_ks", "_vc", "_device", "__weakref__", "__dict__")
+
+    # -- metadata --------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        return from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def shape(self):
+        from ember._size import Size
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        from ember._size import Size
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.size * self._data.itemsize
+
+    def stride(self, dim: int | None = None):
+        a = self._data
+        st = tuple(s // a.itemsize for s in a.strides)
+        if dim is None:
+            return st
+        return st[_wrap_dim(dim, a.ndim)]
+
+    def storage_offset(self) -> int:
+        a = self._data
+        return (array_data_ptr(a) - array_data_ptr(root_array(a))) // a.itemsize
+
+    def untyped_storage(self) -> UntypedStorage:
+        root = root_array(self._data)
+        if self._device.type == "meta":
+            n = self.storage_offset() + 1 + sum((s - 1) * st for s, st in zip(self._data.shape, self.stride()))
+            return UntypedStorage(root, self._device, 0 if self._data.size == 0 else n * self._data.itemsize)
+        return UntypedStorage(root, self._device)
+
+    def data_ptr(self) -> int:
+        if self._device.type == "meta":
+            return 0
+        return array_data_ptr(self._data)
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        a = self._data
+        if memory_format is not None and getattr(memory_format, "name", "") == "channels_last":
+            return _is_channels_last(a)
+        if a.size <= 1:
+            return True
+        expected = a.itemsize
+        for size, st in zip(reversed(a.shape), reversed(a.strides)):
+            if size != 1:
+                if st != expected:
+                    return False
+                expected *= size
+        return True
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def is_meta(self) -> bool:
+        return self._device.type == "meta"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._device.type == "cpu"
+
+    @property
+    def _version(self) -> int:
+        return self._vc.version
+
+    def _bump_version(self) -> None:
+        self._vc.version += 1
+
+
+def _is_channels_last(a) -> bool:
+    """NHWC memory order: strides (H*W*C, 1, W*C, C) in elements, ignoring size-1 dims."""
+    if a.ndim != 4:
+        return False
+    n, c, h, w = a.shape
+    want = (h * w * c, 1, w * c, c)
+    return all(size == 1 or st // a.itemsize == ws for size, st, ws in zip(a.shape, a.strides, want))
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    """Wrap a possibly negative dim; PyTorch's IndexError when out of range."""
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim

@@ -1,0 +1,2 @@
+"""``ember.linalg``: entries of native_functions.yaml with ``python_module: linalg``."""
+from ember._generated.linalg import *  # noqa: F401,F403

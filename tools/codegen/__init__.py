@@ -1,0 +1,1 @@
+"""ember's code generator: native_functions.yaml -> ember/_generated (see gen.py)."""
