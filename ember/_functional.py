@@ -4,7 +4,8 @@ from __future__ import annotations
 from ember._generated import functions as _F
 from ember._generated.ops import _unique2, unique_dim
 
-__all__ = ["unique", "split", "norm", "chunk_sizes"]
+__all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
+           "atleast_2d", "atleast_3d", "broadcast_shapes"]
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
@@ -41,12 +42,75 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     else:
         r = ember.linalg.vector_norm(input, p, dim, keepdim, dtype=dtype)
     if out is not None:
-        out.resize_(r.shape) if hasattr(out, "resize_") else None
-        out.copy_(r)
-        return out
+        from ember.aten.wrap import write_out
+        return write_out(out, r._data, "norm")
     return r
 
 
-def chunk_sizes(n: int, chunks: int) -> list:
-    size = (n + chunks - 1) // chunks
-    return [min(size, n - i) for i in range(0, n, size)] if size else []
+def einsum(equation, *operands):
+    """``einsum("ij,jk->ik", a, b)`` (operands may also be given as one list)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    return _F.einsum(equation, list(operands))
+
+
+def meshgrid(*tensors, indexing=None):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    if indexing is None:
+        import warnings
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
+                      "argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    return tuple(_F.meshgrid(list(tensors), indexing=indexing))
+
+
+def tensordot(a, b, dims=2, out=None):
+    """Contract ``dims`` trailing dims of ``a`` with leading dims of ``b``, or the two given dim lists."""
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da = list(range(a.dim() - dims, a.dim()))
+        db = list(range(dims))
+    elif hasattr(dims, "tolist"):
+        dims = dims.tolist()
+        da, db = ([dims[0]], [dims[1]]) if isinstance(dims[0], int) else (dims[0], dims[1])
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+    r = _F.tensordot(a, b, da, db)
+    if out is not None:
+        from ember.aten.wrap import write_out
+        return write_out(out, r._data, "tensordot")
+    return r
+
+
+def broadcast_tensors(*tensors):
+    return tuple(_F.broadcast_tensors(list(tensors)))
+
+
+def broadcast_shapes(*shapes):
+    from ember._size import Size
+    from ember.aten.meta import broadcast_shapes as _bs
+    return Size(_bs(*[(s,) if isinstance(s, int) else tuple(s) for s in shapes]))
+
+
+def _atleast(fn, tensors):
+    if len(tensors) == 1 and not isinstance(tensors[0], (list, tuple)):
+        return fn(tensors[0])
+    if len(tensors) == 1:
+        tensors = tensors[0]
+    return tuple(fn(t) for t in tensors)
+
+
+def atleast_1d(*tensors):
+    return _atleast(_F.atleast_1d, tensors)
+
+
+def atleast_2d(*tensors):
+    return _atleast(_F.atleast_2d, tensors)
+
+
+def atleast_3d(*tensors):
+    return _atleast(_F.atleast_3d, tensors)

@@ -143,6 +143,13 @@ def _convert(kind: str, v):
     return v
 
 
+def _convert_number_ok(kind, v, like):
+    if kind in ("T", "T?") and isinstance(v, (bool, int, float, complex, np.number, np.bool_)):
+        from ember._tensor import _wrapped_number
+        return _wrapped_number(v.item() if isinstance(v, np.generic) else v, like)
+    return _convert(kind, v)
+
+
 def _type_name(v) -> str:
     if Tensor is not None and isinstance(v, Tensor):
         return "Tensor"
@@ -168,10 +175,19 @@ class Signatures:
             r = self._try(spec, args, kwargs)
             if r is not None:
                 return i, r
+        # As PyTorch does for ops such as where/clamp/add: a Python number may stand for a tensor
+        # argument, as a 0-dim tensor that promotes like a wrapped number.
+        like = self_ if self_ is not None else next(
+            (v for v in list(args) + list(kwargs.values()) if isinstance(v, Tensor)), None)
+        if like is not None:
+            for i, spec in enumerate(self.sigs):
+                r = self._try(spec, args, kwargs, like)
+                if r is not None:
+                    return i, r
         self._raise(args, kwargs)
 
     @staticmethod
-    def _try(spec, args, kwargs):
+    def _try(spec, args, kwargs, numbers_like=None):
         positional = [p for p in spec if not p[2]]
         if len(positional) == 1 and positional[0][1].startswith("int[") and len(args) >= 1 and \
                 (len(args) > 1 or _is_int(args[0])):
@@ -180,7 +196,7 @@ class Signatures:
             return None
         out = {}
         for p, v in zip(positional, args):
-            c = _convert(p[1], v)
+            c = _convert(p[1], v) if numbers_like is None else _convert_number_ok(p[1], v, numbers_like)
             if c is _FAIL:
                 return None
             out[p[0]] = c
@@ -192,7 +208,8 @@ class Signatures:
                 continue
             if name in kwargs:
                 nkw += 1
-                c = _convert(kind, kwargs[name])
+                c = _convert(kind, kwargs[name]) if numbers_like is None else \
+                    _convert_number_ok(kind, kwargs[name], numbers_like)
                 if c is _FAIL:
                     return None
                 out[name] = c

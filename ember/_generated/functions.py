@@ -1945,7 +1945,7 @@ def where(*args, **kwargs):
 
 _sig_clamp = _Signatures('clamp', [
     (('input', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None), ('out', 'T?', True, True, None),),
-    (('input', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),),
+    (('input', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
 def clamp(*args, **kwargs):
@@ -1955,7 +1955,9 @@ def clamp(*args, **kwargs):
             return _R._op_clamp.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
         return _R._op_clamp_out.call(_a['input']._ks, _a['input'], _a['min'], _a['max'], _a['out'])
     elif _i == 1:
-        return _R._op_clamp_Tensor.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'])
+        if _a['out'] is None:
+            return _R._op_clamp_Tensor.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'])
+        return _R._op_clamp_Tensor_out.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'], _a['out'])
     raise AssertionError('unreachable')
 
 

@@ -698,6 +698,7 @@ clamp = _P('clamp', [
     _O(_R._op_clamp, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),), ['self', 'min', 'max']),
     _O(_R._op_clamp_Tensor, (('self', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),), ['self', 'min', 'max']),
     _O(_R._op_clamp_out, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None), ('out', 'T', True, False, None),), ['self', 'min', 'max', 'out']),
+    _O(_R._op_clamp_Tensor_out, (('self', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None), ('out', 'T', True, False, None),), ['self', 'min', 'max', 'out']),
 ])
 clamp_ = _P('clamp_', [
     _O(_R._op_clamp_, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),), ['self', 'min', 'max']),

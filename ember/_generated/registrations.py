@@ -10,6 +10,7 @@ from ember.aten.dispatcher import Dispatcher
 from ember.c10.dispatch_key import DispatchKey
 from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace
 from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable
+from ember.aten.wrap import check_devices as _check_devices
 from ember.aten.meta import run_meta as _run_meta
 from ember.c10.device import CPU as _CPU, META as _META
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU, KS_CUDA as _KS_CUDA, KS_META as _KS_META
@@ -64,10 +65,12 @@ def _cpu_abs_out(ks, self, out):
 
 
 def _cuda_abs_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.abs(_cupy(), self._data), 'abs')
 
 
 def _meta_abs_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.abs, [self._data])
     return _write_out(out, _r._data, 'abs')
 
@@ -106,10 +109,12 @@ def _cpu_neg_out(ks, self, out):
 
 
 def _cuda_neg_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.neg(_cupy(), self._data), 'neg')
 
 
 def _meta_neg_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.neg, [self._data])
     return _write_out(out, _r._data, 'neg')
 
@@ -148,10 +153,12 @@ def _cpu_sign_out(ks, self, out):
 
 
 def _cuda_sign_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.sign(_cupy(), self._data), 'sign')
 
 
 def _meta_sign_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.sign, [self._data])
     return _write_out(out, _r._data, 'sign')
 
@@ -190,10 +197,12 @@ def _cpu_sgn_out(ks, self, out):
 
 
 def _cuda_sgn_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.sgn(_cupy(), self._data), 'sgn')
 
 
 def _meta_sgn_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.sgn, [self._data])
     return _write_out(out, _r._data, 'sgn')
 
@@ -232,10 +241,12 @@ def _cpu_floor_out(ks, self, out):
 
 
 def _cuda_floor_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.floor(_cupy(), self._data), 'floor')
 
 
 def _meta_floor_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.floor, [self._data])
     return _write_out(out, _r._data, 'floor')
 
@@ -274,10 +285,12 @@ def _cpu_ceil_out(ks, self, out):
 
 
 def _cuda_ceil_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.ceil(_cupy(), self._data), 'ceil')
 
 
 def _meta_ceil_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.ceil, [self._data])
     return _write_out(out, _r._data, 'ceil')
 
@@ -316,10 +329,12 @@ def _cpu_trunc_out(ks, self, out):
 
 
 def _cuda_trunc_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.trunc(_cupy(), self._data), 'trunc')
 
 
 def _meta_trunc_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.trunc, [self._data])
     return _write_out(out, _r._data, 'trunc')
 
@@ -358,10 +373,12 @@ def _cpu_frac_out(ks, self, out):
 
 
 def _cuda_frac_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.frac(_cupy(), self._data), 'frac')
 
 
 def _meta_frac_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.frac, [self._data])
     return _write_out(out, _r._data, 'frac')
 
@@ -400,10 +417,12 @@ def _cpu_exp_out(ks, self, out):
 
 
 def _cuda_exp_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.exp(_cupy(), self._data), 'exp')
 
 
 def _meta_exp_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.exp, [self._data])
     return _write_out(out, _r._data, 'exp')
 
@@ -442,10 +461,12 @@ def _cpu_exp2_out(ks, self, out):
 
 
 def _cuda_exp2_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.exp2(_cupy(), self._data), 'exp2')
 
 
 def _meta_exp2_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.exp2, [self._data])
     return _write_out(out, _r._data, 'exp2')
 
@@ -484,10 +505,12 @@ def _cpu_expm1_out(ks, self, out):
 
 
 def _cuda_expm1_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.expm1(_cupy(), self._data), 'expm1')
 
 
 def _meta_expm1_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.expm1, [self._data])
     return _write_out(out, _r._data, 'expm1')
 
@@ -526,10 +549,12 @@ def _cpu_log_out(ks, self, out):
 
 
 def _cuda_log_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.log(_cupy(), self._data), 'log')
 
 
 def _meta_log_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.log, [self._data])
     return _write_out(out, _r._data, 'log')
 
@@ -568,10 +593,12 @@ def _cpu_log2_out(ks, self, out):
 
 
 def _cuda_log2_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.log2(_cupy(), self._data), 'log2')
 
 
 def _meta_log2_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.log2, [self._data])
     return _write_out(out, _r._data, 'log2')
 
@@ -610,10 +637,12 @@ def _cpu_log10_out(ks, self, out):
 
 
 def _cuda_log10_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.log10(_cupy(), self._data), 'log10')
 
 
 def _meta_log10_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.log10, [self._data])
     return _write_out(out, _r._data, 'log10')
 
@@ -652,10 +681,12 @@ def _cpu_log1p_out(ks, self, out):
 
 
 def _cuda_log1p_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.log1p(_cupy(), self._data), 'log1p')
 
 
 def _meta_log1p_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.log1p, [self._data])
     return _write_out(out, _r._data, 'log1p')
 
@@ -694,10 +725,12 @@ def _cpu_sqrt_out(ks, self, out):
 
 
 def _cuda_sqrt_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.sqrt(_cupy(), self._data), 'sqrt')
 
 
 def _meta_sqrt_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.sqrt, [self._data])
     return _write_out(out, _r._data, 'sqrt')
 
@@ -736,10 +769,12 @@ def _cpu_rsqrt_out(ks, self, out):
 
 
 def _cuda_rsqrt_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.rsqrt(_cupy(), self._data), 'rsqrt')
 
 
 def _meta_rsqrt_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.rsqrt, [self._data])
     return _write_out(out, _r._data, 'rsqrt')
 
@@ -778,10 +813,12 @@ def _cpu_sin_out(ks, self, out):
 
 
 def _cuda_sin_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.sin(_cupy(), self._data), 'sin')
 
 
 def _meta_sin_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.sin, [self._data])
     return _write_out(out, _r._data, 'sin')
 
@@ -820,10 +857,12 @@ def _cpu_cos_out(ks, self, out):
 
 
 def _cuda_cos_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.cos(_cupy(), self._data), 'cos')
 
 
 def _meta_cos_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.cos, [self._data])
     return _write_out(out, _r._data, 'cos')
 
@@ -862,10 +901,12 @@ def _cpu_tan_out(ks, self, out):
 
 
 def _cuda_tan_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.tan(_cupy(), self._data), 'tan')
 
 
 def _meta_tan_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.tan, [self._data])
     return _write_out(out, _r._data, 'tan')
 
@@ -904,10 +945,12 @@ def _cpu_asin_out(ks, self, out):
 
 
 def _cuda_asin_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.asin(_cupy(), self._data), 'asin')
 
 
 def _meta_asin_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.asin, [self._data])
     return _write_out(out, _r._data, 'asin')
 
@@ -946,10 +989,12 @@ def _cpu_acos_out(ks, self, out):
 
 
 def _cuda_acos_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.acos(_cupy(), self._data), 'acos')
 
 
 def _meta_acos_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.acos, [self._data])
     return _write_out(out, _r._data, 'acos')
 
@@ -988,10 +1033,12 @@ def _cpu_atan_out(ks, self, out):
 
 
 def _cuda_atan_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.atan(_cupy(), self._data), 'atan')
 
 
 def _meta_atan_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.atan, [self._data])
     return _write_out(out, _r._data, 'atan')
 
@@ -1030,10 +1077,12 @@ def _cpu_sinh_out(ks, self, out):
 
 
 def _cuda_sinh_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.sinh(_cupy(), self._data), 'sinh')
 
 
 def _meta_sinh_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.sinh, [self._data])
     return _write_out(out, _r._data, 'sinh')
 
@@ -1072,10 +1121,12 @@ def _cpu_cosh_out(ks, self, out):
 
 
 def _cuda_cosh_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.cosh(_cupy(), self._data), 'cosh')
 
 
 def _meta_cosh_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.cosh, [self._data])
     return _write_out(out, _r._data, 'cosh')
 
@@ -1114,10 +1165,12 @@ def _cpu_tanh_out(ks, self, out):
 
 
 def _cuda_tanh_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.tanh(_cupy(), self._data), 'tanh')
 
 
 def _meta_tanh_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.tanh, [self._data])
     return _write_out(out, _r._data, 'tanh')
 
@@ -1156,10 +1209,12 @@ def _cpu_asinh_out(ks, self, out):
 
 
 def _cuda_asinh_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.asinh(_cupy(), self._data), 'asinh')
 
 
 def _meta_asinh_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.asinh, [self._data])
     return _write_out(out, _r._data, 'asinh')
 
@@ -1198,10 +1253,12 @@ def _cpu_acosh_out(ks, self, out):
 
 
 def _cuda_acosh_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.acosh(_cupy(), self._data), 'acosh')
 
 
 def _meta_acosh_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.acosh, [self._data])
     return _write_out(out, _r._data, 'acosh')
 
@@ -1240,10 +1297,12 @@ def _cpu_atanh_out(ks, self, out):
 
 
 def _cuda_atanh_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.atanh(_cupy(), self._data), 'atanh')
 
 
 def _meta_atanh_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.atanh, [self._data])
     return _write_out(out, _r._data, 'atanh')
 
@@ -1282,10 +1341,12 @@ def _cpu_sigmoid_out(ks, self, out):
 
 
 def _cuda_sigmoid_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.sigmoid(_cupy(), self._data), 'sigmoid')
 
 
 def _meta_sigmoid_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.sigmoid, [self._data])
     return _write_out(out, _r._data, 'sigmoid')
 
@@ -1324,10 +1385,12 @@ def _cpu_reciprocal_out(ks, self, out):
 
 
 def _cuda_reciprocal_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.reciprocal(_cupy(), self._data), 'reciprocal')
 
 
 def _meta_reciprocal_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.reciprocal, [self._data])
     return _write_out(out, _r._data, 'reciprocal')
 
@@ -1366,10 +1429,12 @@ def _cpu_erf_out(ks, self, out):
 
 
 def _cuda_erf_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.erf(_cupy(), self._data), 'erf')
 
 
 def _meta_erf_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.erf, [self._data])
     return _write_out(out, _r._data, 'erf')
 
@@ -1408,10 +1473,12 @@ def _cpu_erfc_out(ks, self, out):
 
 
 def _cuda_erfc_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.erfc(_cupy(), self._data), 'erfc')
 
 
 def _meta_erfc_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.erfc, [self._data])
     return _write_out(out, _r._data, 'erfc')
 
@@ -1450,10 +1517,12 @@ def _cpu_erfinv_out(ks, self, out):
 
 
 def _cuda_erfinv_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.erfinv(_cupy(), self._data), 'erfinv')
 
 
 def _meta_erfinv_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.erfinv, [self._data])
     return _write_out(out, _r._data, 'erfinv')
 
@@ -1492,10 +1561,12 @@ def _cpu_lgamma_out(ks, self, out):
 
 
 def _cuda_lgamma_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.lgamma(_cupy(), self._data), 'lgamma')
 
 
 def _meta_lgamma_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.lgamma, [self._data])
     return _write_out(out, _r._data, 'lgamma')
 
@@ -1534,10 +1605,12 @@ def _cpu_digamma_out(ks, self, out):
 
 
 def _cuda_digamma_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.digamma(_cupy(), self._data), 'digamma')
 
 
 def _meta_digamma_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.digamma, [self._data])
     return _write_out(out, _r._data, 'digamma')
 
@@ -1576,10 +1649,12 @@ def _cpu_i0_out(ks, self, out):
 
 
 def _cuda_i0_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.i0(_cupy(), self._data), 'i0')
 
 
 def _meta_i0_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.i0, [self._data])
     return _write_out(out, _r._data, 'i0')
 
@@ -1618,10 +1693,12 @@ def _cpu_sinc_out(ks, self, out):
 
 
 def _cuda_sinc_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.sinc(_cupy(), self._data), 'sinc')
 
 
 def _meta_sinc_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.sinc, [self._data])
     return _write_out(out, _r._data, 'sinc')
 
@@ -1660,10 +1737,12 @@ def _cpu_deg2rad_out(ks, self, out):
 
 
 def _cuda_deg2rad_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.deg2rad(_cupy(), self._data), 'deg2rad')
 
 
 def _meta_deg2rad_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.deg2rad, [self._data])
     return _write_out(out, _r._data, 'deg2rad')
 
@@ -1702,10 +1781,12 @@ def _cpu_rad2deg_out(ks, self, out):
 
 
 def _cuda_rad2deg_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.rad2deg(_cupy(), self._data), 'rad2deg')
 
 
 def _meta_rad2deg_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.rad2deg, [self._data])
     return _write_out(out, _r._data, 'rad2deg')
 
@@ -1744,10 +1825,12 @@ def _cpu_square_out(ks, self, out):
 
 
 def _cuda_square_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.square(_cupy(), self._data), 'square')
 
 
 def _meta_square_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.square, [self._data])
     return _write_out(out, _r._data, 'square')
 
@@ -1786,10 +1869,12 @@ def _cpu_bitwise_not_out(ks, self, out):
 
 
 def _cuda_bitwise_not_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.bitwise_not(_cupy(), self._data), 'bitwise_not')
 
 
 def _meta_bitwise_not_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.bitwise_not, [self._data])
     return _write_out(out, _r._data, 'bitwise_not')
 
@@ -1828,10 +1913,12 @@ def _cpu_logical_not_out(ks, self, out):
 
 
 def _cuda_logical_not_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.logical_not(_cupy(), self._data), 'logical_not')
 
 
 def _meta_logical_not_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.logical_not, [self._data])
     return _write_out(out, _r._data, 'logical_not')
 
@@ -1870,10 +1957,12 @@ def _cpu_relu_out(ks, self, out):
 
 
 def _cuda_relu_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.relu(_cupy(), self._data), 'relu')
 
 
 def _meta_relu_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.relu, [self._data])
     return _write_out(out, _r._data, 'relu')
 
@@ -1945,10 +2034,12 @@ def _cpu_round_out(ks, self, out):
 
 
 def _cuda_round_out(ks, self, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.round(_cupy(), self._data), 'round')
 
 
 def _meta_round_out(ks, self, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.round, [self._data])
     return _write_out(out, _r._data, 'round')
 
@@ -2099,10 +2190,12 @@ def _cpu_add_Tensor(ks, self, other, alpha):
 
 
 def _cuda_add_Tensor(ks, self, other, alpha):
+    _check_devices('cuda', self, other)
     return _new(K.add(_cupy(), self._data, other._data, alpha), self._ks, self._device)
 
 
 def _meta_add_Tensor(ks, self, other, alpha):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.add, [self._data, other._data, alpha])
     return _r
 
@@ -2113,10 +2206,12 @@ def _cpu_add__Tensor(ks, self, other, alpha):
 
 
 def _cuda_add__Tensor(ks, self, other, alpha):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.add(_cupy(), self._data, other._data, alpha), 'add_')
 
 
 def _meta_add__Tensor(ks, self, other, alpha):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.add, [self._data, other._data, alpha])
     return _write_inplace(self, _r._data, 'add_')
 
@@ -2127,10 +2222,12 @@ def _cpu_add_out(ks, self, other, alpha, out):
 
 
 def _cuda_add_out(ks, self, other, alpha, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.add(_cupy(), self._data, other._data, alpha), 'add')
 
 
 def _meta_add_out(ks, self, other, alpha, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.add, [self._data, other._data, alpha])
     return _write_out(out, _r._data, 'add')
 
@@ -2169,10 +2266,12 @@ def _cpu_add_Scalar_out(ks, self, other, alpha, out):
 
 
 def _cuda_add_Scalar_out(ks, self, other, alpha, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.add(_cupy(), self._data, other, alpha), 'add')
 
 
 def _meta_add_Scalar_out(ks, self, other, alpha, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.add, [self._data, other, alpha])
     return _write_out(out, _r._data, 'add')
 
@@ -2183,10 +2282,12 @@ def _cpu_sub_Tensor(ks, self, other, alpha):
 
 
 def _cuda_sub_Tensor(ks, self, other, alpha):
+    _check_devices('cuda', self, other)
     return _new(K.sub(_cupy(), self._data, other._data, alpha), self._ks, self._device)
 
 
 def _meta_sub_Tensor(ks, self, other, alpha):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.sub, [self._data, other._data, alpha])
     return _r
 
@@ -2197,10 +2298,12 @@ def _cpu_sub__Tensor(ks, self, other, alpha):
 
 
 def _cuda_sub__Tensor(ks, self, other, alpha):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.sub(_cupy(), self._data, other._data, alpha), 'sub_')
 
 
 def _meta_sub__Tensor(ks, self, other, alpha):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.sub, [self._data, other._data, alpha])
     return _write_inplace(self, _r._data, 'sub_')
 
@@ -2211,10 +2314,12 @@ def _cpu_sub_out(ks, self, other, alpha, out):
 
 
 def _cuda_sub_out(ks, self, other, alpha, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.sub(_cupy(), self._data, other._data, alpha), 'sub')
 
 
 def _meta_sub_out(ks, self, other, alpha, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.sub, [self._data, other._data, alpha])
     return _write_out(out, _r._data, 'sub')
 
@@ -2253,10 +2358,12 @@ def _cpu_sub_Scalar_out(ks, self, other, alpha, out):
 
 
 def _cuda_sub_Scalar_out(ks, self, other, alpha, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.sub(_cupy(), self._data, other, alpha), 'sub')
 
 
 def _meta_sub_Scalar_out(ks, self, other, alpha, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.sub, [self._data, other, alpha])
     return _write_out(out, _r._data, 'sub')
 
@@ -2267,10 +2374,12 @@ def _cpu_mul_Tensor(ks, self, other):
 
 
 def _cuda_mul_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.mul(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_mul_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.mul, [self._data, other._data])
     return _r
 
@@ -2281,10 +2390,12 @@ def _cpu_mul__Tensor(ks, self, other):
 
 
 def _cuda_mul__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.mul(_cupy(), self._data, other._data), 'mul_')
 
 
 def _meta_mul__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.mul, [self._data, other._data])
     return _write_inplace(self, _r._data, 'mul_')
 
@@ -2295,10 +2406,12 @@ def _cpu_mul_out(ks, self, other, out):
 
 
 def _cuda_mul_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.mul(_cupy(), self._data, other._data), 'mul')
 
 
 def _meta_mul_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.mul, [self._data, other._data])
     return _write_out(out, _r._data, 'mul')
 
@@ -2337,10 +2450,12 @@ def _cpu_mul_Scalar_out(ks, self, other, out):
 
 
 def _cuda_mul_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.mul(_cupy(), self._data, other), 'mul')
 
 
 def _meta_mul_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.mul, [self._data, other])
     return _write_out(out, _r._data, 'mul')
 
@@ -2351,10 +2466,12 @@ def _cpu_div_Tensor(ks, self, other):
 
 
 def _cuda_div_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.div(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_div_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.div, [self._data, other._data])
     return _r
 
@@ -2365,10 +2482,12 @@ def _cpu_div__Tensor(ks, self, other):
 
 
 def _cuda_div__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.div(_cupy(), self._data, other._data), 'div_')
 
 
 def _meta_div__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.div, [self._data, other._data])
     return _write_inplace(self, _r._data, 'div_')
 
@@ -2379,10 +2498,12 @@ def _cpu_div_out(ks, self, other, out):
 
 
 def _cuda_div_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.div(_cupy(), self._data, other._data), 'div')
 
 
 def _meta_div_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.div, [self._data, other._data])
     return _write_out(out, _r._data, 'div')
 
@@ -2421,10 +2542,12 @@ def _cpu_div_Scalar_out(ks, self, other, out):
 
 
 def _cuda_div_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.div(_cupy(), self._data, other), 'div')
 
 
 def _meta_div_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.div, [self._data, other])
     return _write_out(out, _r._data, 'div')
 
@@ -2435,10 +2558,12 @@ def _cpu_div_Tensor_mode(ks, self, other, rounding_mode):
 
 
 def _cuda_div_Tensor_mode(ks, self, other, rounding_mode):
+    _check_devices('cuda', self, other)
     return _new(K.div(_cupy(), self._data, other._data, rounding_mode), self._ks, self._device)
 
 
 def _meta_div_Tensor_mode(ks, self, other, rounding_mode):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.div, [self._data, other._data, rounding_mode])
     return _r
 
@@ -2449,10 +2574,12 @@ def _cpu_div__Tensor_mode(ks, self, other, rounding_mode):
 
 
 def _cuda_div__Tensor_mode(ks, self, other, rounding_mode):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.div(_cupy(), self._data, other._data, rounding_mode), 'div_')
 
 
 def _meta_div__Tensor_mode(ks, self, other, rounding_mode):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.div, [self._data, other._data, rounding_mode])
     return _write_inplace(self, _r._data, 'div_')
 
@@ -2463,10 +2590,12 @@ def _cpu_div_out_mode(ks, self, other, rounding_mode, out):
 
 
 def _cuda_div_out_mode(ks, self, other, rounding_mode, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.div(_cupy(), self._data, other._data, rounding_mode), 'div')
 
 
 def _meta_div_out_mode(ks, self, other, rounding_mode, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.div, [self._data, other._data, rounding_mode])
     return _write_out(out, _r._data, 'div')
 
@@ -2505,10 +2634,12 @@ def _cpu_true_divide_Tensor(ks, self, other):
 
 
 def _cuda_true_divide_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.true_divide(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_true_divide_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.true_divide, [self._data, other._data])
     return _r
 
@@ -2519,10 +2650,12 @@ def _cpu_true_divide__Tensor(ks, self, other):
 
 
 def _cuda_true_divide__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.true_divide(_cupy(), self._data, other._data), 'true_divide_')
 
 
 def _meta_true_divide__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.true_divide, [self._data, other._data])
     return _write_inplace(self, _r._data, 'true_divide_')
 
@@ -2533,10 +2666,12 @@ def _cpu_true_divide_out(ks, self, other, out):
 
 
 def _cuda_true_divide_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.true_divide(_cupy(), self._data, other._data), 'true_divide')
 
 
 def _meta_true_divide_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.true_divide, [self._data, other._data])
     return _write_out(out, _r._data, 'true_divide')
 
@@ -2575,10 +2710,12 @@ def _cpu_true_divide_Scalar_out(ks, self, other, out):
 
 
 def _cuda_true_divide_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.true_divide(_cupy(), self._data, other), 'true_divide')
 
 
 def _meta_true_divide_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.true_divide, [self._data, other])
     return _write_out(out, _r._data, 'true_divide')
 
@@ -2589,10 +2726,12 @@ def _cpu_floor_divide_Tensor(ks, self, other):
 
 
 def _cuda_floor_divide_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.floor_divide(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_floor_divide_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.floor_divide, [self._data, other._data])
     return _r
 
@@ -2603,10 +2742,12 @@ def _cpu_floor_divide__Tensor(ks, self, other):
 
 
 def _cuda_floor_divide__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.floor_divide(_cupy(), self._data, other._data), 'floor_divide_')
 
 
 def _meta_floor_divide__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.floor_divide, [self._data, other._data])
     return _write_inplace(self, _r._data, 'floor_divide_')
 
@@ -2617,10 +2758,12 @@ def _cpu_floor_divide_out(ks, self, other, out):
 
 
 def _cuda_floor_divide_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.floor_divide(_cupy(), self._data, other._data), 'floor_divide')
 
 
 def _meta_floor_divide_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.floor_divide, [self._data, other._data])
     return _write_out(out, _r._data, 'floor_divide')
 
@@ -2659,10 +2802,12 @@ def _cpu_floor_divide_Scalar_out(ks, self, other, out):
 
 
 def _cuda_floor_divide_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.floor_divide(_cupy(), self._data, other), 'floor_divide')
 
 
 def _meta_floor_divide_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.floor_divide, [self._data, other])
     return _write_out(out, _r._data, 'floor_divide')
 
@@ -2673,10 +2818,12 @@ def _cpu_remainder_Tensor(ks, self, other):
 
 
 def _cuda_remainder_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.remainder(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_remainder_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.remainder, [self._data, other._data])
     return _r
 
@@ -2687,10 +2834,12 @@ def _cpu_remainder__Tensor(ks, self, other):
 
 
 def _cuda_remainder__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.remainder(_cupy(), self._data, other._data), 'remainder_')
 
 
 def _meta_remainder__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.remainder, [self._data, other._data])
     return _write_inplace(self, _r._data, 'remainder_')
 
@@ -2701,10 +2850,12 @@ def _cpu_remainder_out(ks, self, other, out):
 
 
 def _cuda_remainder_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.remainder(_cupy(), self._data, other._data), 'remainder')
 
 
 def _meta_remainder_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.remainder, [self._data, other._data])
     return _write_out(out, _r._data, 'remainder')
 
@@ -2743,10 +2894,12 @@ def _cpu_remainder_Scalar_out(ks, self, other, out):
 
 
 def _cuda_remainder_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.remainder(_cupy(), self._data, other), 'remainder')
 
 
 def _meta_remainder_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.remainder, [self._data, other])
     return _write_out(out, _r._data, 'remainder')
 
@@ -2771,10 +2924,12 @@ def _cpu_fmod_Tensor(ks, self, other):
 
 
 def _cuda_fmod_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.fmod(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_fmod_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.fmod, [self._data, other._data])
     return _r
 
@@ -2785,10 +2940,12 @@ def _cpu_fmod__Tensor(ks, self, other):
 
 
 def _cuda_fmod__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.fmod(_cupy(), self._data, other._data), 'fmod_')
 
 
 def _meta_fmod__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.fmod, [self._data, other._data])
     return _write_inplace(self, _r._data, 'fmod_')
 
@@ -2799,10 +2956,12 @@ def _cpu_fmod_out(ks, self, other, out):
 
 
 def _cuda_fmod_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.fmod(_cupy(), self._data, other._data), 'fmod')
 
 
 def _meta_fmod_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.fmod, [self._data, other._data])
     return _write_out(out, _r._data, 'fmod')
 
@@ -2841,10 +3000,12 @@ def _cpu_fmod_Scalar_out(ks, self, other, out):
 
 
 def _cuda_fmod_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.fmod(_cupy(), self._data, other), 'fmod')
 
 
 def _meta_fmod_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.fmod, [self._data, other])
     return _write_out(out, _r._data, 'fmod')
 
@@ -2855,10 +3016,12 @@ def _cpu_rsub_Tensor(ks, self, other, alpha):
 
 
 def _cuda_rsub_Tensor(ks, self, other, alpha):
+    _check_devices('cuda', self, other)
     return _new(K.rsub(_cupy(), self._data, other._data, alpha), self._ks, self._device)
 
 
 def _meta_rsub_Tensor(ks, self, other, alpha):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.rsub, [self._data, other._data, alpha])
     return _r
 
@@ -2883,10 +3046,12 @@ def _cpu_pow_Tensor_Tensor(ks, self, exponent):
 
 
 def _cuda_pow_Tensor_Tensor(ks, self, exponent):
+    _check_devices('cuda', self, exponent)
     return _new(K.pow(_cupy(), self._data, exponent._data), self._ks, self._device)
 
 
 def _meta_pow_Tensor_Tensor(ks, self, exponent):
+    _check_devices('meta', self, exponent)
     _r = _run_meta(K.pow, [self._data, exponent._data])
     return _r
 
@@ -2897,10 +3062,12 @@ def _cpu_pow_Tensor_Tensor_out(ks, self, exponent, out):
 
 
 def _cuda_pow_Tensor_Tensor_out(ks, self, exponent, out):
+    _check_devices('cuda', self, exponent, out)
     return _write_out(out, K.pow(_cupy(), self._data, exponent._data), 'pow')
 
 
 def _meta_pow_Tensor_Tensor_out(ks, self, exponent, out):
+    _check_devices('meta', self, exponent, out)
     _r = _run_meta(K.pow, [self._data, exponent._data])
     return _write_out(out, _r._data, 'pow')
 
@@ -2925,10 +3092,12 @@ def _cpu_pow_Scalar_out(ks, self, exponent, out):
 
 
 def _cuda_pow_Scalar_out(ks, self, exponent, out):
+    _check_devices('cuda', exponent, out)
     return _write_out(out, K.pow(_cupy(), self, exponent._data), 'pow')
 
 
 def _meta_pow_Scalar_out(ks, self, exponent, out):
+    _check_devices('meta', exponent, out)
     _r = _run_meta(K.pow, [self, exponent._data])
     return _write_out(out, _r._data, 'pow')
 
@@ -2953,10 +3122,12 @@ def _cpu_pow_Tensor_Scalar_out(ks, self, exponent, out):
 
 
 def _cuda_pow_Tensor_Scalar_out(ks, self, exponent, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.pow(_cupy(), self._data, exponent), 'pow')
 
 
 def _meta_pow_Tensor_Scalar_out(ks, self, exponent, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.pow, [self._data, exponent])
     return _write_out(out, _r._data, 'pow')
 
@@ -2981,10 +3152,12 @@ def _cpu_pow__Tensor(ks, self, exponent):
 
 
 def _cuda_pow__Tensor(ks, self, exponent):
+    _check_devices('cuda', self, exponent)
     return _write_inplace(self, K.pow(_cupy(), self._data, exponent._data), 'pow_')
 
 
 def _meta_pow__Tensor(ks, self, exponent):
+    _check_devices('meta', self, exponent)
     _r = _run_meta(K.pow, [self._data, exponent._data])
     return _write_inplace(self, _r._data, 'pow_')
 
@@ -2995,10 +3168,12 @@ def _cpu_float_power_Tensor_Tensor(ks, self, exponent):
 
 
 def _cuda_float_power_Tensor_Tensor(ks, self, exponent):
+    _check_devices('cuda', self, exponent)
     return _new(K.float_power(_cupy(), self._data, exponent._data), self._ks, self._device)
 
 
 def _meta_float_power_Tensor_Tensor(ks, self, exponent):
+    _check_devices('meta', self, exponent)
     _r = _run_meta(K.float_power, [self._data, exponent._data])
     return _r
 
@@ -3037,10 +3212,12 @@ def _cpu_atan2_default(ks, self, other):
 
 
 def _cuda_atan2_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.atan2(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_atan2_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.atan2, [self._data, other._data])
     return _r
 
@@ -3051,10 +3228,12 @@ def _cpu_atan2_out(ks, self, other, out):
 
 
 def _cuda_atan2_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.atan2(_cupy(), self._data, other._data), 'atan2')
 
 
 def _meta_atan2_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.atan2, [self._data, other._data])
     return _write_out(out, _r._data, 'atan2')
 
@@ -3065,10 +3244,12 @@ def _cpu_atan2__default(ks, self, other):
 
 
 def _cuda_atan2__default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.atan2(_cupy(), self._data, other._data), 'atan2_')
 
 
 def _meta_atan2__default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.atan2, [self._data, other._data])
     return _write_inplace(self, _r._data, 'atan2_')
 
@@ -3079,10 +3260,12 @@ def _cpu_hypot_default(ks, self, other):
 
 
 def _cuda_hypot_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.hypot(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_hypot_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.hypot, [self._data, other._data])
     return _r
 
@@ -3093,10 +3276,12 @@ def _cpu_hypot_out(ks, self, other, out):
 
 
 def _cuda_hypot_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.hypot(_cupy(), self._data, other._data), 'hypot')
 
 
 def _meta_hypot_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.hypot, [self._data, other._data])
     return _write_out(out, _r._data, 'hypot')
 
@@ -3107,10 +3292,12 @@ def _cpu_hypot__default(ks, self, other):
 
 
 def _cuda_hypot__default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.hypot(_cupy(), self._data, other._data), 'hypot_')
 
 
 def _meta_hypot__default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.hypot, [self._data, other._data])
     return _write_inplace(self, _r._data, 'hypot_')
 
@@ -3121,10 +3308,12 @@ def _cpu_logaddexp_default(ks, self, other):
 
 
 def _cuda_logaddexp_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.logaddexp(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_logaddexp_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.logaddexp, [self._data, other._data])
     return _r
 
@@ -3135,10 +3324,12 @@ def _cpu_logaddexp_out(ks, self, other, out):
 
 
 def _cuda_logaddexp_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.logaddexp(_cupy(), self._data, other._data), 'logaddexp')
 
 
 def _meta_logaddexp_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.logaddexp, [self._data, other._data])
     return _write_out(out, _r._data, 'logaddexp')
 
@@ -3149,10 +3340,12 @@ def _cpu_logaddexp2_default(ks, self, other):
 
 
 def _cuda_logaddexp2_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.logaddexp2(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_logaddexp2_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.logaddexp2, [self._data, other._data])
     return _r
 
@@ -3163,10 +3356,12 @@ def _cpu_logaddexp2_out(ks, self, other, out):
 
 
 def _cuda_logaddexp2_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.logaddexp2(_cupy(), self._data, other._data), 'logaddexp2')
 
 
 def _meta_logaddexp2_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.logaddexp2, [self._data, other._data])
     return _write_out(out, _r._data, 'logaddexp2')
 
@@ -3177,10 +3372,12 @@ def _cpu_copysign_default(ks, self, other):
 
 
 def _cuda_copysign_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.copysign(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_copysign_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.copysign, [self._data, other._data])
     return _r
 
@@ -3191,10 +3388,12 @@ def _cpu_copysign_out(ks, self, other, out):
 
 
 def _cuda_copysign_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.copysign(_cupy(), self._data, other._data), 'copysign')
 
 
 def _meta_copysign_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.copysign, [self._data, other._data])
     return _write_out(out, _r._data, 'copysign')
 
@@ -3205,10 +3404,12 @@ def _cpu_copysign__default(ks, self, other):
 
 
 def _cuda_copysign__default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.copysign(_cupy(), self._data, other._data), 'copysign_')
 
 
 def _meta_copysign__default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.copysign, [self._data, other._data])
     return _write_inplace(self, _r._data, 'copysign_')
 
@@ -3219,10 +3420,12 @@ def _cpu_nextafter_default(ks, self, other):
 
 
 def _cuda_nextafter_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.nextafter(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_nextafter_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.nextafter, [self._data, other._data])
     return _r
 
@@ -3233,10 +3436,12 @@ def _cpu_nextafter_out(ks, self, other, out):
 
 
 def _cuda_nextafter_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.nextafter(_cupy(), self._data, other._data), 'nextafter')
 
 
 def _meta_nextafter_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.nextafter, [self._data, other._data])
     return _write_out(out, _r._data, 'nextafter')
 
@@ -3247,10 +3452,12 @@ def _cpu_nextafter__default(ks, self, other):
 
 
 def _cuda_nextafter__default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.nextafter(_cupy(), self._data, other._data), 'nextafter_')
 
 
 def _meta_nextafter__default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.nextafter, [self._data, other._data])
     return _write_inplace(self, _r._data, 'nextafter_')
 
@@ -3261,10 +3468,12 @@ def _cpu_maximum_default(ks, self, other):
 
 
 def _cuda_maximum_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.maximum(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_maximum_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.maximum, [self._data, other._data])
     return _r
 
@@ -3275,10 +3484,12 @@ def _cpu_maximum_out(ks, self, other, out):
 
 
 def _cuda_maximum_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.maximum(_cupy(), self._data, other._data), 'maximum')
 
 
 def _meta_maximum_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.maximum, [self._data, other._data])
     return _write_out(out, _r._data, 'maximum')
 
@@ -3289,10 +3500,12 @@ def _cpu_minimum_default(ks, self, other):
 
 
 def _cuda_minimum_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.minimum(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_minimum_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.minimum, [self._data, other._data])
     return _r
 
@@ -3303,10 +3516,12 @@ def _cpu_minimum_out(ks, self, other, out):
 
 
 def _cuda_minimum_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.minimum(_cupy(), self._data, other._data), 'minimum')
 
 
 def _meta_minimum_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.minimum, [self._data, other._data])
     return _write_out(out, _r._data, 'minimum')
 
@@ -3317,10 +3532,12 @@ def _cpu_fmax_default(ks, self, other):
 
 
 def _cuda_fmax_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.fmax(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_fmax_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.fmax, [self._data, other._data])
     return _r
 
@@ -3331,10 +3548,12 @@ def _cpu_fmax_out(ks, self, other, out):
 
 
 def _cuda_fmax_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.fmax(_cupy(), self._data, other._data), 'fmax')
 
 
 def _meta_fmax_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.fmax, [self._data, other._data])
     return _write_out(out, _r._data, 'fmax')
 
@@ -3345,10 +3564,12 @@ def _cpu_fmin_default(ks, self, other):
 
 
 def _cuda_fmin_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.fmin(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_fmin_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.fmin, [self._data, other._data])
     return _r
 
@@ -3359,10 +3580,12 @@ def _cpu_fmin_out(ks, self, other, out):
 
 
 def _cuda_fmin_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.fmin(_cupy(), self._data, other._data), 'fmin')
 
 
 def _meta_fmin_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.fmin, [self._data, other._data])
     return _write_out(out, _r._data, 'fmin')
 
@@ -3373,10 +3596,12 @@ def _cpu_xlogy_default(ks, self, other):
 
 
 def _cuda_xlogy_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.xlogy(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_xlogy_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.xlogy, [self._data, other._data])
     return _r
 
@@ -3387,10 +3612,12 @@ def _cpu_xlogy_out(ks, self, other, out):
 
 
 def _cuda_xlogy_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.xlogy(_cupy(), self._data, other._data), 'xlogy')
 
 
 def _meta_xlogy_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.xlogy, [self._data, other._data])
     return _write_out(out, _r._data, 'xlogy')
 
@@ -3401,10 +3628,12 @@ def _cpu_xlogy__default(ks, self, other):
 
 
 def _cuda_xlogy__default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.xlogy(_cupy(), self._data, other._data), 'xlogy_')
 
 
 def _meta_xlogy__default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.xlogy, [self._data, other._data])
     return _write_inplace(self, _r._data, 'xlogy_')
 
@@ -3457,10 +3686,12 @@ def _cpu_max_other(ks, self, other):
 
 
 def _cuda_max_other(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.maximum(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_max_other(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.maximum, [self._data, other._data])
     return _r
 
@@ -3471,10 +3702,12 @@ def _cpu_min_other(ks, self, other):
 
 
 def _cuda_min_other(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.minimum(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_min_other(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.minimum, [self._data, other._data])
     return _r
 
@@ -3485,10 +3718,12 @@ def _cpu_bitwise_and_Tensor(ks, self, other):
 
 
 def _cuda_bitwise_and_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.bitwise_and(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_bitwise_and_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.bitwise_and, [self._data, other._data])
     return _r
 
@@ -3499,10 +3734,12 @@ def _cpu_bitwise_and__Tensor(ks, self, other):
 
 
 def _cuda_bitwise_and__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.bitwise_and(_cupy(), self._data, other._data), 'bitwise_and_')
 
 
 def _meta_bitwise_and__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.bitwise_and, [self._data, other._data])
     return _write_inplace(self, _r._data, 'bitwise_and_')
 
@@ -3513,10 +3750,12 @@ def _cpu_bitwise_and_out(ks, self, other, out):
 
 
 def _cuda_bitwise_and_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.bitwise_and(_cupy(), self._data, other._data), 'bitwise_and')
 
 
 def _meta_bitwise_and_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.bitwise_and, [self._data, other._data])
     return _write_out(out, _r._data, 'bitwise_and')
 
@@ -3555,10 +3794,12 @@ def _cpu_bitwise_and_Scalar_out(ks, self, other, out):
 
 
 def _cuda_bitwise_and_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.bitwise_and(_cupy(), self._data, other), 'bitwise_and')
 
 
 def _meta_bitwise_and_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.bitwise_and, [self._data, other])
     return _write_out(out, _r._data, 'bitwise_and')
 
@@ -3569,10 +3810,12 @@ def _cpu_bitwise_or_Tensor(ks, self, other):
 
 
 def _cuda_bitwise_or_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.bitwise_or(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_bitwise_or_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.bitwise_or, [self._data, other._data])
     return _r
 
@@ -3583,10 +3826,12 @@ def _cpu_bitwise_or__Tensor(ks, self, other):
 
 
 def _cuda_bitwise_or__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.bitwise_or(_cupy(), self._data, other._data), 'bitwise_or_')
 
 
 def _meta_bitwise_or__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.bitwise_or, [self._data, other._data])
     return _write_inplace(self, _r._data, 'bitwise_or_')
 
@@ -3597,10 +3842,12 @@ def _cpu_bitwise_or_out(ks, self, other, out):
 
 
 def _cuda_bitwise_or_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.bitwise_or(_cupy(), self._data, other._data), 'bitwise_or')
 
 
 def _meta_bitwise_or_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.bitwise_or, [self._data, other._data])
     return _write_out(out, _r._data, 'bitwise_or')
 
@@ -3639,10 +3886,12 @@ def _cpu_bitwise_or_Scalar_out(ks, self, other, out):
 
 
 def _cuda_bitwise_or_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.bitwise_or(_cupy(), self._data, other), 'bitwise_or')
 
 
 def _meta_bitwise_or_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.bitwise_or, [self._data, other])
     return _write_out(out, _r._data, 'bitwise_or')
 
@@ -3653,10 +3902,12 @@ def _cpu_bitwise_xor_Tensor(ks, self, other):
 
 
 def _cuda_bitwise_xor_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.bitwise_xor(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_bitwise_xor_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.bitwise_xor, [self._data, other._data])
     return _r
 
@@ -3667,10 +3918,12 @@ def _cpu_bitwise_xor__Tensor(ks, self, other):
 
 
 def _cuda_bitwise_xor__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.bitwise_xor(_cupy(), self._data, other._data), 'bitwise_xor_')
 
 
 def _meta_bitwise_xor__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.bitwise_xor, [self._data, other._data])
     return _write_inplace(self, _r._data, 'bitwise_xor_')
 
@@ -3681,10 +3934,12 @@ def _cpu_bitwise_xor_out(ks, self, other, out):
 
 
 def _cuda_bitwise_xor_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.bitwise_xor(_cupy(), self._data, other._data), 'bitwise_xor')
 
 
 def _meta_bitwise_xor_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.bitwise_xor, [self._data, other._data])
     return _write_out(out, _r._data, 'bitwise_xor')
 
@@ -3723,10 +3978,12 @@ def _cpu_bitwise_xor_Scalar_out(ks, self, other, out):
 
 
 def _cuda_bitwise_xor_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.bitwise_xor(_cupy(), self._data, other), 'bitwise_xor')
 
 
 def _meta_bitwise_xor_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.bitwise_xor, [self._data, other])
     return _write_out(out, _r._data, 'bitwise_xor')
 
@@ -3737,10 +3994,12 @@ def _cpu_bitwise_left_shift_Tensor(ks, self, other):
 
 
 def _cuda_bitwise_left_shift_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.bitwise_left_shift(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_bitwise_left_shift_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.bitwise_left_shift, [self._data, other._data])
     return _r
 
@@ -3751,10 +4010,12 @@ def _cpu_bitwise_left_shift__Tensor(ks, self, other):
 
 
 def _cuda_bitwise_left_shift__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.bitwise_left_shift(_cupy(), self._data, other._data), 'bitwise_left_shift_')
 
 
 def _meta_bitwise_left_shift__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.bitwise_left_shift, [self._data, other._data])
     return _write_inplace(self, _r._data, 'bitwise_left_shift_')
 
@@ -3765,10 +4026,12 @@ def _cpu_bitwise_left_shift_out(ks, self, other, out):
 
 
 def _cuda_bitwise_left_shift_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.bitwise_left_shift(_cupy(), self._data, other._data), 'bitwise_left_shift')
 
 
 def _meta_bitwise_left_shift_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.bitwise_left_shift, [self._data, other._data])
     return _write_out(out, _r._data, 'bitwise_left_shift')
 
@@ -3807,10 +4070,12 @@ def _cpu_bitwise_left_shift_Scalar_out(ks, self, other, out):
 
 
 def _cuda_bitwise_left_shift_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.bitwise_left_shift(_cupy(), self._data, other), 'bitwise_left_shift')
 
 
 def _meta_bitwise_left_shift_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.bitwise_left_shift, [self._data, other])
     return _write_out(out, _r._data, 'bitwise_left_shift')
 
@@ -3821,10 +4086,12 @@ def _cpu_bitwise_right_shift_Tensor(ks, self, other):
 
 
 def _cuda_bitwise_right_shift_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.bitwise_right_shift(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_bitwise_right_shift_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.bitwise_right_shift, [self._data, other._data])
     return _r
 
@@ -3835,10 +4102,12 @@ def _cpu_bitwise_right_shift__Tensor(ks, self, other):
 
 
 def _cuda_bitwise_right_shift__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.bitwise_right_shift(_cupy(), self._data, other._data), 'bitwise_right_shift_')
 
 
 def _meta_bitwise_right_shift__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.bitwise_right_shift, [self._data, other._data])
     return _write_inplace(self, _r._data, 'bitwise_right_shift_')
 
@@ -3849,10 +4118,12 @@ def _cpu_bitwise_right_shift_out(ks, self, other, out):
 
 
 def _cuda_bitwise_right_shift_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.bitwise_right_shift(_cupy(), self._data, other._data), 'bitwise_right_shift')
 
 
 def _meta_bitwise_right_shift_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.bitwise_right_shift, [self._data, other._data])
     return _write_out(out, _r._data, 'bitwise_right_shift')
 
@@ -3891,10 +4162,12 @@ def _cpu_bitwise_right_shift_Scalar_out(ks, self, other, out):
 
 
 def _cuda_bitwise_right_shift_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.bitwise_right_shift(_cupy(), self._data, other), 'bitwise_right_shift')
 
 
 def _meta_bitwise_right_shift_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.bitwise_right_shift, [self._data, other])
     return _write_out(out, _r._data, 'bitwise_right_shift')
 
@@ -3905,10 +4178,12 @@ def _cpu_logical_and_default(ks, self, other):
 
 
 def _cuda_logical_and_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.logical_and(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_logical_and_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.logical_and, [self._data, other._data])
     return _r
 
@@ -3919,10 +4194,12 @@ def _cpu_logical_and__default(ks, self, other):
 
 
 def _cuda_logical_and__default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.logical_and(_cupy(), self._data, other._data), 'logical_and_')
 
 
 def _meta_logical_and__default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.logical_and, [self._data, other._data])
     return _write_inplace(self, _r._data, 'logical_and_')
 
@@ -3933,10 +4210,12 @@ def _cpu_logical_and_out(ks, self, other, out):
 
 
 def _cuda_logical_and_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.logical_and(_cupy(), self._data, other._data), 'logical_and')
 
 
 def _meta_logical_and_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.logical_and, [self._data, other._data])
     return _write_out(out, _r._data, 'logical_and')
 
@@ -3947,10 +4226,12 @@ def _cpu_logical_or_default(ks, self, other):
 
 
 def _cuda_logical_or_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.logical_or(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_logical_or_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.logical_or, [self._data, other._data])
     return _r
 
@@ -3961,10 +4242,12 @@ def _cpu_logical_or__default(ks, self, other):
 
 
 def _cuda_logical_or__default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.logical_or(_cupy(), self._data, other._data), 'logical_or_')
 
 
 def _meta_logical_or__default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.logical_or, [self._data, other._data])
     return _write_inplace(self, _r._data, 'logical_or_')
 
@@ -3975,10 +4258,12 @@ def _cpu_logical_or_out(ks, self, other, out):
 
 
 def _cuda_logical_or_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.logical_or(_cupy(), self._data, other._data), 'logical_or')
 
 
 def _meta_logical_or_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.logical_or, [self._data, other._data])
     return _write_out(out, _r._data, 'logical_or')
 
@@ -3989,10 +4274,12 @@ def _cpu_logical_xor_default(ks, self, other):
 
 
 def _cuda_logical_xor_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.logical_xor(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_logical_xor_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.logical_xor, [self._data, other._data])
     return _r
 
@@ -4003,10 +4290,12 @@ def _cpu_logical_xor__default(ks, self, other):
 
 
 def _cuda_logical_xor__default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.logical_xor(_cupy(), self._data, other._data), 'logical_xor_')
 
 
 def _meta_logical_xor__default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.logical_xor, [self._data, other._data])
     return _write_inplace(self, _r._data, 'logical_xor_')
 
@@ -4017,10 +4306,12 @@ def _cpu_logical_xor_out(ks, self, other, out):
 
 
 def _cuda_logical_xor_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.logical_xor(_cupy(), self._data, other._data), 'logical_xor')
 
 
 def _meta_logical_xor_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.logical_xor, [self._data, other._data])
     return _write_out(out, _r._data, 'logical_xor')
 
@@ -4031,10 +4322,12 @@ def _cpu_eq_Tensor(ks, self, other):
 
 
 def _cuda_eq_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.eq(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_eq_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.eq, [self._data, other._data])
     return _r
 
@@ -4045,10 +4338,12 @@ def _cpu_eq__Tensor(ks, self, other):
 
 
 def _cuda_eq__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.eq(_cupy(), self._data, other._data), 'eq_')
 
 
 def _meta_eq__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.eq, [self._data, other._data])
     return _write_inplace(self, _r._data, 'eq_')
 
@@ -4059,10 +4354,12 @@ def _cpu_eq_out(ks, self, other, out):
 
 
 def _cuda_eq_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.eq(_cupy(), self._data, other._data), 'eq')
 
 
 def _meta_eq_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.eq, [self._data, other._data])
     return _write_out(out, _r._data, 'eq')
 
@@ -4101,10 +4398,12 @@ def _cpu_eq_Scalar_out(ks, self, other, out):
 
 
 def _cuda_eq_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.eq(_cupy(), self._data, other), 'eq')
 
 
 def _meta_eq_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.eq, [self._data, other])
     return _write_out(out, _r._data, 'eq')
 
@@ -4115,10 +4414,12 @@ def _cpu_ne_Tensor(ks, self, other):
 
 
 def _cuda_ne_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.ne(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_ne_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.ne, [self._data, other._data])
     return _r
 
@@ -4129,10 +4430,12 @@ def _cpu_ne__Tensor(ks, self, other):
 
 
 def _cuda_ne__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.ne(_cupy(), self._data, other._data), 'ne_')
 
 
 def _meta_ne__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.ne, [self._data, other._data])
     return _write_inplace(self, _r._data, 'ne_')
 
@@ -4143,10 +4446,12 @@ def _cpu_ne_out(ks, self, other, out):
 
 
 def _cuda_ne_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.ne(_cupy(), self._data, other._data), 'ne')
 
 
 def _meta_ne_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.ne, [self._data, other._data])
     return _write_out(out, _r._data, 'ne')
 
@@ -4185,10 +4490,12 @@ def _cpu_ne_Scalar_out(ks, self, other, out):
 
 
 def _cuda_ne_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.ne(_cupy(), self._data, other), 'ne')
 
 
 def _meta_ne_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.ne, [self._data, other])
     return _write_out(out, _r._data, 'ne')
 
@@ -4199,10 +4506,12 @@ def _cpu_lt_Tensor(ks, self, other):
 
 
 def _cuda_lt_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.lt(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_lt_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.lt, [self._data, other._data])
     return _r
 
@@ -4213,10 +4522,12 @@ def _cpu_lt__Tensor(ks, self, other):
 
 
 def _cuda_lt__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.lt(_cupy(), self._data, other._data), 'lt_')
 
 
 def _meta_lt__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.lt, [self._data, other._data])
     return _write_inplace(self, _r._data, 'lt_')
 
@@ -4227,10 +4538,12 @@ def _cpu_lt_out(ks, self, other, out):
 
 
 def _cuda_lt_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.lt(_cupy(), self._data, other._data), 'lt')
 
 
 def _meta_lt_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.lt, [self._data, other._data])
     return _write_out(out, _r._data, 'lt')
 
@@ -4269,10 +4582,12 @@ def _cpu_lt_Scalar_out(ks, self, other, out):
 
 
 def _cuda_lt_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.lt(_cupy(), self._data, other), 'lt')
 
 
 def _meta_lt_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.lt, [self._data, other])
     return _write_out(out, _r._data, 'lt')
 
@@ -4283,10 +4598,12 @@ def _cpu_le_Tensor(ks, self, other):
 
 
 def _cuda_le_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.le(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_le_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.le, [self._data, other._data])
     return _r
 
@@ -4297,10 +4614,12 @@ def _cpu_le__Tensor(ks, self, other):
 
 
 def _cuda_le__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.le(_cupy(), self._data, other._data), 'le_')
 
 
 def _meta_le__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.le, [self._data, other._data])
     return _write_inplace(self, _r._data, 'le_')
 
@@ -4311,10 +4630,12 @@ def _cpu_le_out(ks, self, other, out):
 
 
 def _cuda_le_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.le(_cupy(), self._data, other._data), 'le')
 
 
 def _meta_le_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.le, [self._data, other._data])
     return _write_out(out, _r._data, 'le')
 
@@ -4353,10 +4674,12 @@ def _cpu_le_Scalar_out(ks, self, other, out):
 
 
 def _cuda_le_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.le(_cupy(), self._data, other), 'le')
 
 
 def _meta_le_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.le, [self._data, other])
     return _write_out(out, _r._data, 'le')
 
@@ -4367,10 +4690,12 @@ def _cpu_gt_Tensor(ks, self, other):
 
 
 def _cuda_gt_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.gt(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_gt_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.gt, [self._data, other._data])
     return _r
 
@@ -4381,10 +4706,12 @@ def _cpu_gt__Tensor(ks, self, other):
 
 
 def _cuda_gt__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.gt(_cupy(), self._data, other._data), 'gt_')
 
 
 def _meta_gt__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.gt, [self._data, other._data])
     return _write_inplace(self, _r._data, 'gt_')
 
@@ -4395,10 +4722,12 @@ def _cpu_gt_out(ks, self, other, out):
 
 
 def _cuda_gt_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.gt(_cupy(), self._data, other._data), 'gt')
 
 
 def _meta_gt_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.gt, [self._data, other._data])
     return _write_out(out, _r._data, 'gt')
 
@@ -4437,10 +4766,12 @@ def _cpu_gt_Scalar_out(ks, self, other, out):
 
 
 def _cuda_gt_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.gt(_cupy(), self._data, other), 'gt')
 
 
 def _meta_gt_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.gt, [self._data, other])
     return _write_out(out, _r._data, 'gt')
 
@@ -4451,10 +4782,12 @@ def _cpu_ge_Tensor(ks, self, other):
 
 
 def _cuda_ge_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.ge(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_ge_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.ge, [self._data, other._data])
     return _r
 
@@ -4465,10 +4798,12 @@ def _cpu_ge__Tensor(ks, self, other):
 
 
 def _cuda_ge__Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _write_inplace(self, K.ge(_cupy(), self._data, other._data), 'ge_')
 
 
 def _meta_ge__Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.ge, [self._data, other._data])
     return _write_inplace(self, _r._data, 'ge_')
 
@@ -4479,10 +4814,12 @@ def _cpu_ge_out(ks, self, other, out):
 
 
 def _cuda_ge_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.ge(_cupy(), self._data, other._data), 'ge')
 
 
 def _meta_ge_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.ge, [self._data, other._data])
     return _write_out(out, _r._data, 'ge')
 
@@ -4521,10 +4858,12 @@ def _cpu_ge_Scalar_out(ks, self, other, out):
 
 
 def _cuda_ge_Scalar_out(ks, self, other, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.ge(_cupy(), self._data, other), 'ge')
 
 
 def _meta_ge_Scalar_out(ks, self, other, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.ge, [self._data, other])
     return _write_out(out, _r._data, 'ge')
 
@@ -4535,10 +4874,12 @@ def _cpu_greater_Tensor(ks, self, other):
 
 
 def _cuda_greater_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.gt(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_greater_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.gt, [self._data, other._data])
     return _r
 
@@ -4563,10 +4904,12 @@ def _cpu_greater_equal_Tensor(ks, self, other):
 
 
 def _cuda_greater_equal_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.ge(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_greater_equal_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.ge, [self._data, other._data])
     return _r
 
@@ -4591,10 +4934,12 @@ def _cpu_less_Tensor(ks, self, other):
 
 
 def _cuda_less_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.lt(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_less_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.lt, [self._data, other._data])
     return _r
 
@@ -4619,10 +4964,12 @@ def _cpu_less_equal_Tensor(ks, self, other):
 
 
 def _cuda_less_equal_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.le(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_less_equal_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.le, [self._data, other._data])
     return _r
 
@@ -4647,10 +4994,12 @@ def _cpu_not_equal_Tensor(ks, self, other):
 
 
 def _cuda_not_equal_Tensor(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.ne(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_not_equal_Tensor(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.ne, [self._data, other._data])
     return _r
 
@@ -4675,10 +5024,12 @@ def _cpu_where_self(ks, condition, self, other):
 
 
 def _cuda_where_self(ks, condition, self, other):
+    _check_devices('cuda', condition, self, other)
     return _new(K.where(_cupy(), condition._data, self._data, other._data), condition._ks, condition._device)
 
 
 def _meta_where_self(ks, condition, self, other):
+    _check_devices('meta', condition, self, other)
     _r = _run_meta(K.where, [condition._data, self._data, other._data])
     return _r
 
@@ -4689,10 +5040,12 @@ def _cpu_where_self_out(ks, condition, self, other, out):
 
 
 def _cuda_where_self_out(ks, condition, self, other, out):
+    _check_devices('cuda', condition, self, other, out)
     return _write_out(out, K.where(_cupy(), condition._data, self._data, other._data), 'where')
 
 
 def _meta_where_self_out(ks, condition, self, other, out):
+    _check_devices('meta', condition, self, other, out)
     _r = _run_meta(K.where, [condition._data, self._data, other._data])
     return _write_out(out, _r._data, 'where')
 
@@ -4703,10 +5056,12 @@ def _cpu_where_ScalarSelf(ks, condition, self, other):
 
 
 def _cuda_where_ScalarSelf(ks, condition, self, other):
+    _check_devices('cuda', condition, other)
     return _new(K.where(_cupy(), condition._data, self, other._data), condition._ks, condition._device)
 
 
 def _meta_where_ScalarSelf(ks, condition, self, other):
+    _check_devices('meta', condition, other)
     _r = _run_meta(K.where, [condition._data, self, other._data])
     return _r
 
@@ -4717,10 +5072,12 @@ def _cpu_where_ScalarOther(ks, condition, self, other):
 
 
 def _cuda_where_ScalarOther(ks, condition, self, other):
+    _check_devices('cuda', condition, self)
     return _new(K.where(_cupy(), condition._data, self._data, other), condition._ks, condition._device)
 
 
 def _meta_where_ScalarOther(ks, condition, self, other):
+    _check_devices('meta', condition, self)
     _r = _run_meta(K.where, [condition._data, self._data, other])
     return _r
 
@@ -4764,10 +5121,12 @@ def _cpu_clamp_Tensor(ks, self, min, max):
 
 
 def _cuda_clamp_Tensor(ks, self, min, max):
+    _check_devices('cuda', self, min, max)
     return _new(K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), self._ks, self._device)
 
 
 def _meta_clamp_Tensor(ks, self, min, max):
+    _check_devices('meta', self, min, max)
     _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)])
     return _r
 
@@ -4778,11 +5137,29 @@ def _cpu_clamp_out(ks, self, min, max, out):
 
 
 def _cuda_clamp_out(ks, self, min, max, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.clamp(_cupy(), self._data, min, max), 'clamp')
 
 
 def _meta_clamp_out(ks, self, min, max, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.clamp, [self._data, min, max])
+    return _write_out(out, _r._data, 'clamp')
+
+_op_clamp_Tensor_out = Dispatcher.define('clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)')
+
+def _cpu_clamp_Tensor_out(ks, self, min, max, out):
+    return _write_out(out, K.clamp(_np, self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp')
+
+
+def _cuda_clamp_Tensor_out(ks, self, min, max, out):
+    _check_devices('cuda', self, min, max, out)
+    return _write_out(out, K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp')
+
+
+def _meta_clamp_Tensor_out(ks, self, min, max, out):
+    _check_devices('meta', self, min, max, out)
+    _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)])
     return _write_out(out, _r._data, 'clamp')
 
 _op_clamp_ = Dispatcher.define('clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)')
@@ -4806,10 +5183,12 @@ def _cpu_clamp__Tensor(ks, self, min, max):
 
 
 def _cuda_clamp__Tensor(ks, self, min, max):
+    _check_devices('cuda', self, min, max)
     return _write_inplace(self, K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp_')
 
 
 def _meta_clamp__Tensor(ks, self, min, max):
+    _check_devices('meta', self, min, max)
     _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)])
     return _write_inplace(self, _r._data, 'clamp_')
 
@@ -4834,10 +5213,12 @@ def _cpu_clip_Tensor(ks, self, min, max):
 
 
 def _cuda_clip_Tensor(ks, self, min, max):
+    _check_devices('cuda', self, min, max)
     return _new(K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), self._ks, self._device)
 
 
 def _meta_clip_Tensor(ks, self, min, max):
+    _check_devices('meta', self, min, max)
     _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)])
     return _r
 
@@ -4876,10 +5257,12 @@ def _cpu_clamp_min_Tensor(ks, self, min):
 
 
 def _cuda_clamp_min_Tensor(ks, self, min):
+    _check_devices('cuda', self, min)
     return _new(K.clamp_min(_cupy(), self._data, min._data), self._ks, self._device)
 
 
 def _meta_clamp_min_Tensor(ks, self, min):
+    _check_devices('meta', self, min)
     _r = _run_meta(K.clamp_min, [self._data, min._data])
     return _r
 
@@ -4918,10 +5301,12 @@ def _cpu_clamp_max_Tensor(ks, self, max):
 
 
 def _cuda_clamp_max_Tensor(ks, self, max):
+    _check_devices('cuda', self, max)
     return _new(K.clamp_max(_cupy(), self._data, max._data), self._ks, self._device)
 
 
 def _meta_clamp_max_Tensor(ks, self, max):
+    _check_devices('meta', self, max)
     _r = _run_meta(K.clamp_max, [self._data, max._data])
     return _r
 
@@ -4946,10 +5331,12 @@ def _cpu_lerp_Scalar(ks, self, end, weight):
 
 
 def _cuda_lerp_Scalar(ks, self, end, weight):
+    _check_devices('cuda', self, end)
     return _new(K.lerp(_cupy(), self._data, end._data, weight), self._ks, self._device)
 
 
 def _meta_lerp_Scalar(ks, self, end, weight):
+    _check_devices('meta', self, end)
     _r = _run_meta(K.lerp, [self._data, end._data, weight])
     return _r
 
@@ -4960,10 +5347,12 @@ def _cpu_lerp_Tensor(ks, self, end, weight):
 
 
 def _cuda_lerp_Tensor(ks, self, end, weight):
+    _check_devices('cuda', self, end, weight)
     return _new(K.lerp(_cupy(), self._data, end._data, weight._data), self._ks, self._device)
 
 
 def _meta_lerp_Tensor(ks, self, end, weight):
+    _check_devices('meta', self, end, weight)
     _r = _run_meta(K.lerp, [self._data, end._data, weight._data])
     return _r
 
@@ -4974,10 +5363,12 @@ def _cpu_lerp__Scalar(ks, self, end, weight):
 
 
 def _cuda_lerp__Scalar(ks, self, end, weight):
+    _check_devices('cuda', self, end)
     return _write_inplace(self, K.lerp(_cupy(), self._data, end._data, weight), 'lerp_')
 
 
 def _meta_lerp__Scalar(ks, self, end, weight):
+    _check_devices('meta', self, end)
     _r = _run_meta(K.lerp, [self._data, end._data, weight])
     return _write_inplace(self, _r._data, 'lerp_')
 
@@ -4988,10 +5379,12 @@ def _cpu_lerp__Tensor(ks, self, end, weight):
 
 
 def _cuda_lerp__Tensor(ks, self, end, weight):
+    _check_devices('cuda', self, end, weight)
     return _write_inplace(self, K.lerp(_cupy(), self._data, end._data, weight._data), 'lerp_')
 
 
 def _meta_lerp__Tensor(ks, self, end, weight):
+    _check_devices('meta', self, end, weight)
     _r = _run_meta(K.lerp, [self._data, end._data, weight._data])
     return _write_inplace(self, _r._data, 'lerp_')
 
@@ -5002,10 +5395,12 @@ def _cpu_lerp_Scalar_out(ks, self, end, weight, out):
 
 
 def _cuda_lerp_Scalar_out(ks, self, end, weight, out):
+    _check_devices('cuda', self, end, out)
     return _write_out(out, K.lerp(_cupy(), self._data, end._data, weight), 'lerp')
 
 
 def _meta_lerp_Scalar_out(ks, self, end, weight, out):
+    _check_devices('meta', self, end, out)
     _r = _run_meta(K.lerp, [self._data, end._data, weight])
     return _write_out(out, _r._data, 'lerp')
 
@@ -5016,10 +5411,12 @@ def _cpu_addcmul_default(ks, self, tensor1, tensor2, value):
 
 
 def _cuda_addcmul_default(ks, self, tensor1, tensor2, value):
+    _check_devices('cuda', self, tensor1, tensor2)
     return _new(K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value), self._ks, self._device)
 
 
 def _meta_addcmul_default(ks, self, tensor1, tensor2, value):
+    _check_devices('meta', self, tensor1, tensor2)
     _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data, value])
     return _r
 
@@ -5030,10 +5427,12 @@ def _cpu_addcmul__default(ks, self, tensor1, tensor2, value):
 
 
 def _cuda_addcmul__default(ks, self, tensor1, tensor2, value):
+    _check_devices('cuda', self, tensor1, tensor2)
     return _write_inplace(self, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value), 'addcmul_')
 
 
 def _meta_addcmul__default(ks, self, tensor1, tensor2, value):
+    _check_devices('meta', self, tensor1, tensor2)
     _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data, value])
     return _write_inplace(self, _r._data, 'addcmul_')
 
@@ -5044,10 +5443,12 @@ def _cpu_addcmul_out(ks, self, tensor1, tensor2, value, out):
 
 
 def _cuda_addcmul_out(ks, self, tensor1, tensor2, value, out):
+    _check_devices('cuda', self, tensor1, tensor2, out)
     return _write_out(out, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value), 'addcmul')
 
 
 def _meta_addcmul_out(ks, self, tensor1, tensor2, value, out):
+    _check_devices('meta', self, tensor1, tensor2, out)
     _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data, value])
     return _write_out(out, _r._data, 'addcmul')
 
@@ -5058,10 +5459,12 @@ def _cpu_addcdiv_default(ks, self, tensor1, tensor2, value):
 
 
 def _cuda_addcdiv_default(ks, self, tensor1, tensor2, value):
+    _check_devices('cuda', self, tensor1, tensor2)
     return _new(K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value), self._ks, self._device)
 
 
 def _meta_addcdiv_default(ks, self, tensor1, tensor2, value):
+    _check_devices('meta', self, tensor1, tensor2)
     _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data, value])
     return _r
 
@@ -5072,10 +5475,12 @@ def _cpu_addcdiv__default(ks, self, tensor1, tensor2, value):
 
 
 def _cuda_addcdiv__default(ks, self, tensor1, tensor2, value):
+    _check_devices('cuda', self, tensor1, tensor2)
     return _write_inplace(self, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value), 'addcdiv_')
 
 
 def _meta_addcdiv__default(ks, self, tensor1, tensor2, value):
+    _check_devices('meta', self, tensor1, tensor2)
     _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data, value])
     return _write_inplace(self, _r._data, 'addcdiv_')
 
@@ -5086,10 +5491,12 @@ def _cpu_addcdiv_out(ks, self, tensor1, tensor2, value, out):
 
 
 def _cuda_addcdiv_out(ks, self, tensor1, tensor2, value, out):
+    _check_devices('cuda', self, tensor1, tensor2, out)
     return _write_out(out, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value), 'addcdiv')
 
 
 def _meta_addcdiv_out(ks, self, tensor1, tensor2, value, out):
+    _check_devices('meta', self, tensor1, tensor2, out)
     _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data, value])
     return _write_out(out, _r._data, 'addcdiv')
 
@@ -5156,10 +5563,12 @@ def _cpu_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
 
 
 def _cuda_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.sum(_cupy(), self._data, dim, keepdim, dtype), 'sum')
 
 
 def _meta_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.sum, [self._data, dim, keepdim, dtype])
     return _write_out(out, _r._data, 'sum')
 
@@ -5254,10 +5663,12 @@ def _cpu_mean_out(ks, self, dim, keepdim, dtype, out):
 
 
 def _cuda_mean_out(ks, self, dim, keepdim, dtype, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.mean(_cupy(), self._data, dim, keepdim, dtype), 'mean')
 
 
 def _meta_mean_out(ks, self, dim, keepdim, dtype, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.mean, [self._data, dim, keepdim, dtype])
     return _write_out(out, _r._data, 'mean')
 
@@ -5442,10 +5853,12 @@ def _cpu_amax_out(ks, self, dim, keepdim, out):
 
 
 def _cuda_amax_out(ks, self, dim, keepdim, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.amax(_cupy(), self._data, dim, keepdim), 'amax')
 
 
 def _meta_amax_out(ks, self, dim, keepdim, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.amax, [self._data, dim, keepdim])
     return _write_out(out, _r._data, 'amax')
 
@@ -5470,10 +5883,12 @@ def _cpu_amin_out(ks, self, dim, keepdim, out):
 
 
 def _cuda_amin_out(ks, self, dim, keepdim, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.amin(_cupy(), self._data, dim, keepdim), 'amin')
 
 
 def _meta_amin_out(ks, self, dim, keepdim, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.amin, [self._data, dim, keepdim])
     return _write_out(out, _r._data, 'amin')
 
@@ -5682,10 +6097,12 @@ def _cpu_cumsum_out(ks, self, dim, dtype, out):
 
 
 def _cuda_cumsum_out(ks, self, dim, dtype, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.cumsum(_cupy(), self._data, dim, dtype), 'cumsum')
 
 
 def _meta_cumsum_out(ks, self, dim, dtype, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.cumsum, [self._data, dim, dtype])
     return _write_out(out, _r._data, 'cumsum')
 
@@ -5724,10 +6141,12 @@ def _cpu_cumprod_out(ks, self, dim, dtype, out):
 
 
 def _cuda_cumprod_out(ks, self, dim, dtype, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.cumprod(_cupy(), self._data, dim, dtype), 'cumprod')
 
 
 def _meta_cumprod_out(ks, self, dim, dtype, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.cumprod, [self._data, dim, dtype])
     return _write_out(out, _r._data, 'cumprod')
 
@@ -5902,10 +6321,12 @@ def _cpu_quantile_default(ks, self, q, dim, keepdim, interpolation):
 
 
 def _cuda_quantile_default(ks, self, q, dim, keepdim, interpolation):
+    _check_devices('cuda', self, q)
     return _new(K.quantile(_cupy(), self._data, q._data, dim, keepdim, interpolation), self._ks, self._device)
 
 
 def _meta_quantile_default(ks, self, q, dim, keepdim, interpolation):
+    _check_devices('meta', self, q)
     _r = _run_meta(K.quantile, [self._data, q._data, dim, keepdim, interpolation])
     return _r
 
@@ -5930,10 +6351,12 @@ def _cpu_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
 
 
 def _cuda_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
+    _check_devices('cuda', self, q)
     return _new(K.nanquantile(_cupy(), self._data, q._data, dim, keepdim, interpolation), self._ks, self._device)
 
 
 def _meta_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
+    _check_devices('meta', self, q)
     _r = _run_meta(K.nanquantile, [self._data, q._data, dim, keepdim, interpolation])
     return _r
 
@@ -5962,11 +6385,6 @@ def _cuda__unique2_default(ks, self, sorted, return_inverse, return_counts):
     _rs = K.unique(_cupy(), self._data, sorted, return_inverse, return_counts)
     return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device),)
 
-
-def _meta__unique2_default(ks, self, sorted, return_inverse, return_counts):
-    _r = _run_meta(K.unique, [self._data, sorted, return_inverse, return_counts])
-    return _r
-
 _op_unique_dim = Dispatcher.define('unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)')
 
 def _cpu_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
@@ -5978,11 +6396,6 @@ def _cuda_unique_dim_default(ks, self, dim, sorted, return_inverse, return_count
     _rs = K.unique(_cupy(), self._data, dim, sorted, return_inverse, return_counts)
     return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device),)
 
-
-def _meta_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
-    _r = _run_meta(K.unique, [self._data, dim, sorted, return_inverse, return_counts])
-    return _r
-
 _op_bincount = Dispatcher.define('bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor')
 
 def _cpu_bincount_default(ks, self, weights, minlength):
@@ -5990,12 +6403,8 @@ def _cpu_bincount_default(ks, self, weights, minlength):
 
 
 def _cuda_bincount_default(ks, self, weights, minlength):
+    _check_devices('cuda', self, weights)
     return _new(K.bincount(_cupy(), self._data, (None if weights is None else weights._data), minlength), self._ks, self._device)
-
-
-def _meta_bincount_default(ks, self, weights, minlength):
-    _r = _run_meta(K.bincount, [self._data, (None if weights is None else weights._data), minlength])
-    return _r
 
 _op_histc = Dispatcher.define('histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor')
 
@@ -6831,6 +7240,8 @@ def _cuda_uniform__default(ks, self, from_, to_, generator):
 
 
 def _meta_uniform__default(ks, self, from_, to_, generator):
+    if self._device.type != 'meta':
+        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
     self._vc.version += 1
     return self
 
@@ -6851,6 +7262,8 @@ def _cuda_normal__default(ks, self, mean, std, generator):
 
 
 def _meta_normal__default(ks, self, mean, std, generator):
+    if self._device.type != 'meta':
+        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
     self._vc.version += 1
     return self
 
@@ -6871,6 +7284,8 @@ def _cuda_random__from(ks, self, from_, to_, generator):
 
 
 def _meta_random__from(ks, self, from_, to_, generator):
+    if self._device.type != 'meta':
+        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
     self._vc.version += 1
     return self
 
@@ -6891,10 +7306,12 @@ def _cpu_normal_Tensor_Tensor(ks, mean, std, generator):
 
 
 def _cuda_normal_Tensor_Tensor(ks, mean, std, generator):
+    _check_devices('cuda', mean, std)
     return _new(K.normal_tensor_tensor(_cupy(), mean._data, std._data, generator), mean._ks, mean._device)
 
 
 def _meta_normal_Tensor_Tensor(ks, mean, std, generator):
+    _check_devices('meta', mean, std)
     _r = _run_meta(K.normal_tensor_tensor, [mean._data, std._data, generator])
     return _r
 
@@ -6956,17 +7373,8 @@ def _meta_multinomial_default(ks, self, num_samples, replacement, generator):
 
 _op__to_copy = Dispatcher.define('_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor')
 
-def _cpu__to_copy_default(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format):
-    return _new(K._to_copy(_np, self._data, dtype, layout, device, pin_memory, non_blocking, memory_format), _KS_CPU, _CPU)
-
-
-def _cuda__to_copy_default(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format):
-    return _new(K._to_copy(_cupy(), self._data, dtype, layout, device, pin_memory, non_blocking, memory_format), self._ks, self._device)
-
-
-def _meta__to_copy_default(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format):
-    _r = _run_meta(K._to_copy, [self._data, dtype, layout, device, pin_memory, non_blocking, memory_format])
-    return _r
+def _composite__to_copy_default(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format):
+    return C.to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format)
 
 _op_clone = Dispatcher.define('clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor')
 
@@ -7006,6 +7414,7 @@ def _cpu_copy__default(ks, self, src, non_blocking):
 
 
 def _cuda_copy__default(ks, self, src, non_blocking):
+    _check_devices('cuda', self, src)
     _check_writable(self)
     K.copy_(_cupy(), self._data, src._data, non_blocking)
     self._vc.version += 1
@@ -7013,6 +7422,8 @@ def _cuda_copy__default(ks, self, src, non_blocking):
 
 
 def _meta_copy__default(ks, self, src, non_blocking):
+    if self._device.type != 'meta':
+        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
     self._vc.version += 1
     return self
 
@@ -7033,6 +7444,8 @@ def _cuda_fill__Scalar(ks, self, value):
 
 
 def _meta_fill__Scalar(ks, self, value):
+    if self._device.type != 'meta':
+        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
     self._vc.version += 1
     return self
 
@@ -7046,6 +7459,7 @@ def _cpu_fill__Tensor(ks, self, value):
 
 
 def _cuda_fill__Tensor(ks, self, value):
+    _check_devices('cuda', self, value)
     _check_writable(self)
     K.fill_(_cupy(), self._data, value._data)
     self._vc.version += 1
@@ -7053,6 +7467,9 @@ def _cuda_fill__Tensor(ks, self, value):
 
 
 def _meta_fill__Tensor(ks, self, value):
+    _check_devices('meta', self, value)
+    if self._device.type != 'meta':
+        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
     self._vc.version += 1
     return self
 
@@ -7073,6 +7490,8 @@ def _cuda_zero__default(ks, self):
 
 
 def _meta_zero__default(ks, self):
+    if self._device.type != 'meta':
+        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
     self._vc.version += 1
     return self
 
@@ -7083,10 +7502,12 @@ def _cpu_masked_fill_Scalar(ks, self, mask, value):
 
 
 def _cuda_masked_fill_Scalar(ks, self, mask, value):
+    _check_devices('cuda', self, mask)
     return _new(K.masked_fill(_cupy(), self._data, mask._data, value), self._ks, self._device)
 
 
 def _meta_masked_fill_Scalar(ks, self, mask, value):
+    _check_devices('meta', self, mask)
     _r = _run_meta(K.masked_fill, [self._data, mask._data, value])
     return _r
 
@@ -7097,10 +7518,12 @@ def _cpu_masked_fill_Tensor(ks, self, mask, value):
 
 
 def _cuda_masked_fill_Tensor(ks, self, mask, value):
+    _check_devices('cuda', self, mask, value)
     return _new(K.masked_fill(_cupy(), self._data, mask._data, value._data), self._ks, self._device)
 
 
 def _meta_masked_fill_Tensor(ks, self, mask, value):
+    _check_devices('meta', self, mask, value)
     _r = _run_meta(K.masked_fill, [self._data, mask._data, value._data])
     return _r
 
@@ -7111,10 +7534,12 @@ def _cpu_masked_fill__Scalar(ks, self, mask, value):
 
 
 def _cuda_masked_fill__Scalar(ks, self, mask, value):
+    _check_devices('cuda', self, mask)
     return _write_inplace(self, K.masked_fill(_cupy(), self._data, mask._data, value), 'masked_fill_')
 
 
 def _meta_masked_fill__Scalar(ks, self, mask, value):
+    _check_devices('meta', self, mask)
     _r = _run_meta(K.masked_fill, [self._data, mask._data, value])
     return _write_inplace(self, _r._data, 'masked_fill_')
 
@@ -7125,10 +7550,12 @@ def _cpu_masked_fill__Tensor(ks, self, mask, value):
 
 
 def _cuda_masked_fill__Tensor(ks, self, mask, value):
+    _check_devices('cuda', self, mask, value)
     return _write_inplace(self, K.masked_fill(_cupy(), self._data, mask._data, value._data), 'masked_fill_')
 
 
 def _meta_masked_fill__Tensor(ks, self, mask, value):
+    _check_devices('meta', self, mask, value)
     _r = _run_meta(K.masked_fill, [self._data, mask._data, value._data])
     return _write_inplace(self, _r._data, 'masked_fill_')
 
@@ -7139,10 +7566,12 @@ def _cpu_index_Tensor(ks, self, indices):
 
 
 def _cuda_index_Tensor(ks, self, indices):
+    _check_devices('cuda', self, indices)
     return _new(K.index(_cupy(), self._data, [None if _t is None else _t._data for _t in indices]), self._ks, self._device)
 
 
 def _meta_index_Tensor(ks, self, indices):
+    _check_devices('meta', self, indices)
     _r = _run_meta(K.index, [self._data, [None if _t is None else _t._data for _t in indices]])
     return _r
 
@@ -7153,10 +7582,12 @@ def _cpu_index_put_default(ks, self, indices, values, accumulate):
 
 
 def _cuda_index_put_default(ks, self, indices, values, accumulate):
+    _check_devices('cuda', self, indices, values)
     return _new(K.index_put(_cupy(), self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), self._ks, self._device)
 
 
 def _meta_index_put_default(ks, self, indices, values, accumulate):
+    _check_devices('meta', self, indices, values)
     _r = _run_meta(K.index_put, [self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate])
     return _r
 
@@ -7167,10 +7598,12 @@ def _cpu_index_put__default(ks, self, indices, values, accumulate):
 
 
 def _cuda_index_put__default(ks, self, indices, values, accumulate):
+    _check_devices('cuda', self, indices, values)
     return _write_inplace(self, K.index_put(_cupy(), self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), 'index_put_')
 
 
 def _meta_index_put__default(ks, self, indices, values, accumulate):
+    _check_devices('meta', self, indices, values)
     _r = _run_meta(K.index_put, [self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate])
     return _write_inplace(self, _r._data, 'index_put_')
 
@@ -7181,10 +7614,12 @@ def _cpu_index_select_default(ks, self, dim, index):
 
 
 def _cuda_index_select_default(ks, self, dim, index):
+    _check_devices('cuda', self, index)
     return _new(K.index_select(_cupy(), self._data, dim, index._data), self._ks, self._device)
 
 
 def _meta_index_select_default(ks, self, dim, index):
+    _check_devices('meta', self, index)
     _r = _run_meta(K.index_select, [self._data, dim, index._data])
     return _r
 
@@ -7195,10 +7630,12 @@ def _cpu_index_select_out(ks, self, dim, index, out):
 
 
 def _cuda_index_select_out(ks, self, dim, index, out):
+    _check_devices('cuda', self, index, out)
     return _write_out(out, K.index_select(_cupy(), self._data, dim, index._data), 'index_select')
 
 
 def _meta_index_select_out(ks, self, dim, index, out):
+    _check_devices('meta', self, index, out)
     _r = _run_meta(K.index_select, [self._data, dim, index._data])
     return _write_out(out, _r._data, 'index_select')
 
@@ -7209,10 +7646,12 @@ def _cpu_gather_default(ks, self, dim, index, sparse_grad):
 
 
 def _cuda_gather_default(ks, self, dim, index, sparse_grad):
+    _check_devices('cuda', self, index)
     return _new(K.gather(_cupy(), self._data, dim, index._data, sparse_grad), self._ks, self._device)
 
 
 def _meta_gather_default(ks, self, dim, index, sparse_grad):
+    _check_devices('meta', self, index)
     _r = _run_meta(K.gather, [self._data, dim, index._data, sparse_grad])
     return _r
 
@@ -7223,10 +7662,12 @@ def _cpu_gather_out(ks, self, dim, index, sparse_grad, out):
 
 
 def _cuda_gather_out(ks, self, dim, index, sparse_grad, out):
+    _check_devices('cuda', self, index, out)
     return _write_out(out, K.gather(_cupy(), self._data, dim, index._data, sparse_grad), 'gather')
 
 
 def _meta_gather_out(ks, self, dim, index, sparse_grad, out):
+    _check_devices('meta', self, index, out)
     _r = _run_meta(K.gather, [self._data, dim, index._data, sparse_grad])
     return _write_out(out, _r._data, 'gather')
 
@@ -7237,10 +7678,12 @@ def _cpu_scatter_src(ks, self, dim, index, src):
 
 
 def _cuda_scatter_src(ks, self, dim, index, src):
+    _check_devices('cuda', self, index, src)
     return _new(K.scatter(_cupy(), self._data, dim, index._data, src._data), self._ks, self._device)
 
 
 def _meta_scatter_src(ks, self, dim, index, src):
+    _check_devices('meta', self, index, src)
     _r = _run_meta(K.scatter, [self._data, dim, index._data, src._data])
     return _r
 
@@ -7251,10 +7694,12 @@ def _cpu_scatter_value(ks, self, dim, index, value):
 
 
 def _cuda_scatter_value(ks, self, dim, index, value):
+    _check_devices('cuda', self, index)
     return _new(K.scatter_value(_cupy(), self._data, dim, index._data, value), self._ks, self._device)
 
 
 def _meta_scatter_value(ks, self, dim, index, value):
+    _check_devices('meta', self, index)
     _r = _run_meta(K.scatter_value, [self._data, dim, index._data, value])
     return _r
 
@@ -7265,10 +7710,12 @@ def _cpu_scatter_reduce(ks, self, dim, index, src, reduce):
 
 
 def _cuda_scatter_reduce(ks, self, dim, index, src, reduce):
+    _check_devices('cuda', self, index, src)
     return _new(K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce), self._ks, self._device)
 
 
 def _meta_scatter_reduce(ks, self, dim, index, src, reduce):
+    _check_devices('meta', self, index, src)
     _r = _run_meta(K.scatter_reduce_legacy, [self._data, dim, index._data, src._data, reduce])
     return _r
 
@@ -7279,10 +7726,12 @@ def _cpu_scatter__src(ks, self, dim, index, src):
 
 
 def _cuda_scatter__src(ks, self, dim, index, src):
+    _check_devices('cuda', self, index, src)
     return _write_inplace(self, K.scatter(_cupy(), self._data, dim, index._data, src._data), 'scatter_')
 
 
 def _meta_scatter__src(ks, self, dim, index, src):
+    _check_devices('meta', self, index, src)
     _r = _run_meta(K.scatter, [self._data, dim, index._data, src._data])
     return _write_inplace(self, _r._data, 'scatter_')
 
@@ -7293,10 +7742,12 @@ def _cpu_scatter__value(ks, self, dim, index, value):
 
 
 def _cuda_scatter__value(ks, self, dim, index, value):
+    _check_devices('cuda', self, index)
     return _write_inplace(self, K.scatter_value(_cupy(), self._data, dim, index._data, value), 'scatter_')
 
 
 def _meta_scatter__value(ks, self, dim, index, value):
+    _check_devices('meta', self, index)
     _r = _run_meta(K.scatter_value, [self._data, dim, index._data, value])
     return _write_inplace(self, _r._data, 'scatter_')
 
@@ -7307,10 +7758,12 @@ def _cpu_scatter__reduce(ks, self, dim, index, src, reduce):
 
 
 def _cuda_scatter__reduce(ks, self, dim, index, src, reduce):
+    _check_devices('cuda', self, index, src)
     return _write_inplace(self, K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce), 'scatter_')
 
 
 def _meta_scatter__reduce(ks, self, dim, index, src, reduce):
+    _check_devices('meta', self, index, src)
     _r = _run_meta(K.scatter_reduce_legacy, [self._data, dim, index._data, src._data, reduce])
     return _write_inplace(self, _r._data, 'scatter_')
 
@@ -7321,10 +7774,12 @@ def _cpu_scatter_add_default(ks, self, dim, index, src):
 
 
 def _cuda_scatter_add_default(ks, self, dim, index, src):
+    _check_devices('cuda', self, index, src)
     return _new(K.scatter_add(_cupy(), self._data, dim, index._data, src._data), self._ks, self._device)
 
 
 def _meta_scatter_add_default(ks, self, dim, index, src):
+    _check_devices('meta', self, index, src)
     _r = _run_meta(K.scatter_add, [self._data, dim, index._data, src._data])
     return _r
 
@@ -7335,10 +7790,12 @@ def _cpu_scatter_add__default(ks, self, dim, index, src):
 
 
 def _cuda_scatter_add__default(ks, self, dim, index, src):
+    _check_devices('cuda', self, index, src)
     return _write_inplace(self, K.scatter_add(_cupy(), self._data, dim, index._data, src._data), 'scatter_add_')
 
 
 def _meta_scatter_add__default(ks, self, dim, index, src):
+    _check_devices('meta', self, index, src)
     _r = _run_meta(K.scatter_add, [self._data, dim, index._data, src._data])
     return _write_inplace(self, _r._data, 'scatter_add_')
 
@@ -7349,10 +7806,12 @@ def _cpu_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
 
 
 def _cuda_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
+    _check_devices('cuda', self, index, src)
     return _new(K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self), self._ks, self._device)
 
 
 def _meta_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
+    _check_devices('meta', self, index, src)
     _r = _run_meta(K.scatter_reduce, [self._data, dim, index._data, src._data, reduce, include_self])
     return _r
 
@@ -7363,10 +7822,12 @@ def _cpu_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
 
 
 def _cuda_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
+    _check_devices('cuda', self, index, src)
     return _write_inplace(self, K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self), 'scatter_reduce_')
 
 
 def _meta_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
+    _check_devices('meta', self, index, src)
     _r = _run_meta(K.scatter_reduce, [self._data, dim, index._data, src._data, reduce, include_self])
     return _write_inplace(self, _r._data, 'scatter_reduce_')
 
@@ -7377,10 +7838,12 @@ def _cpu_index_add_default(ks, self, dim, index, source, alpha):
 
 
 def _cuda_index_add_default(ks, self, dim, index, source, alpha):
+    _check_devices('cuda', self, index, source)
     return _new(K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha), self._ks, self._device)
 
 
 def _meta_index_add_default(ks, self, dim, index, source, alpha):
+    _check_devices('meta', self, index, source)
     _r = _run_meta(K.index_add, [self._data, dim, index._data, source._data, alpha])
     return _r
 
@@ -7391,10 +7854,12 @@ def _cpu_index_add__default(ks, self, dim, index, source, alpha):
 
 
 def _cuda_index_add__default(ks, self, dim, index, source, alpha):
+    _check_devices('cuda', self, index, source)
     return _write_inplace(self, K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha), 'index_add_')
 
 
 def _meta_index_add__default(ks, self, dim, index, source, alpha):
+    _check_devices('meta', self, index, source)
     _r = _run_meta(K.index_add, [self._data, dim, index._data, source._data, alpha])
     return _write_inplace(self, _r._data, 'index_add_')
 
@@ -7405,10 +7870,12 @@ def _cpu_index_copy_default(ks, self, dim, index, source):
 
 
 def _cuda_index_copy_default(ks, self, dim, index, source):
+    _check_devices('cuda', self, index, source)
     return _new(K.index_copy(_cupy(), self._data, dim, index._data, source._data), self._ks, self._device)
 
 
 def _meta_index_copy_default(ks, self, dim, index, source):
+    _check_devices('meta', self, index, source)
     _r = _run_meta(K.index_copy, [self._data, dim, index._data, source._data])
     return _r
 
@@ -7419,10 +7886,12 @@ def _cpu_index_copy__default(ks, self, dim, index, source):
 
 
 def _cuda_index_copy__default(ks, self, dim, index, source):
+    _check_devices('cuda', self, index, source)
     return _write_inplace(self, K.index_copy(_cupy(), self._data, dim, index._data, source._data), 'index_copy_')
 
 
 def _meta_index_copy__default(ks, self, dim, index, source):
+    _check_devices('meta', self, index, source)
     _r = _run_meta(K.index_copy, [self._data, dim, index._data, source._data])
     return _write_inplace(self, _r._data, 'index_copy_')
 
@@ -7433,10 +7902,12 @@ def _cpu_index_fill_int_Scalar(ks, self, dim, index, value):
 
 
 def _cuda_index_fill_int_Scalar(ks, self, dim, index, value):
+    _check_devices('cuda', self, index)
     return _new(K.index_fill(_cupy(), self._data, dim, index._data, value), self._ks, self._device)
 
 
 def _meta_index_fill_int_Scalar(ks, self, dim, index, value):
+    _check_devices('meta', self, index)
     _r = _run_meta(K.index_fill, [self._data, dim, index._data, value])
     return _r
 
@@ -7447,10 +7918,12 @@ def _cpu_index_fill__int_Scalar(ks, self, dim, index, value):
 
 
 def _cuda_index_fill__int_Scalar(ks, self, dim, index, value):
+    _check_devices('cuda', self, index)
     return _write_inplace(self, K.index_fill(_cupy(), self._data, dim, index._data, value), 'index_fill_')
 
 
 def _meta_index_fill__int_Scalar(ks, self, dim, index, value):
+    _check_devices('meta', self, index)
     _r = _run_meta(K.index_fill, [self._data, dim, index._data, value])
     return _write_inplace(self, _r._data, 'index_fill_')
 
@@ -7461,10 +7934,12 @@ def _cpu_index_fill_int_Tensor(ks, self, dim, index, value):
 
 
 def _cuda_index_fill_int_Tensor(ks, self, dim, index, value):
+    _check_devices('cuda', self, index, value)
     return _new(K.index_fill(_cupy(), self._data, dim, index._data, value._data), self._ks, self._device)
 
 
 def _meta_index_fill_int_Tensor(ks, self, dim, index, value):
+    _check_devices('meta', self, index, value)
     _r = _run_meta(K.index_fill, [self._data, dim, index._data, value._data])
     return _r
 
@@ -7475,12 +7950,8 @@ def _cpu_masked_select_default(ks, self, mask):
 
 
 def _cuda_masked_select_default(ks, self, mask):
+    _check_devices('cuda', self, mask)
     return _new(K.masked_select(_cupy(), self._data, mask._data), self._ks, self._device)
-
-
-def _meta_masked_select_default(ks, self, mask):
-    _r = _run_meta(K.masked_select, [self._data, mask._data])
-    return _r
 
 _op_masked_scatter = Dispatcher.define('masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor')
 
@@ -7489,10 +7960,12 @@ def _cpu_masked_scatter_default(ks, self, mask, source):
 
 
 def _cuda_masked_scatter_default(ks, self, mask, source):
+    _check_devices('cuda', self, mask, source)
     return _new(K.masked_scatter(_cupy(), self._data, mask._data, source._data), self._ks, self._device)
 
 
 def _meta_masked_scatter_default(ks, self, mask, source):
+    _check_devices('meta', self, mask, source)
     _r = _run_meta(K.masked_scatter, [self._data, mask._data, source._data])
     return _r
 
@@ -7503,10 +7976,12 @@ def _cpu_masked_scatter__default(ks, self, mask, source):
 
 
 def _cuda_masked_scatter__default(ks, self, mask, source):
+    _check_devices('cuda', self, mask, source)
     return _write_inplace(self, K.masked_scatter(_cupy(), self._data, mask._data, source._data), 'masked_scatter_')
 
 
 def _meta_masked_scatter__default(ks, self, mask, source):
+    _check_devices('meta', self, mask, source)
     _r = _run_meta(K.masked_scatter, [self._data, mask._data, source._data])
     return _write_inplace(self, _r._data, 'masked_scatter_')
 
@@ -7519,11 +7994,6 @@ def _cpu_nonzero_default(ks, self):
 def _cuda_nonzero_default(ks, self):
     return _new(K.nonzero(_cupy(), self._data), self._ks, self._device)
 
-
-def _meta_nonzero_default(ks, self):
-    _r = _run_meta(K.nonzero, [self._data])
-    return _r
-
 _op_argwhere = Dispatcher.define('argwhere(Tensor self) -> Tensor')
 
 def _cpu_argwhere_default(ks, self):
@@ -7533,11 +8003,6 @@ def _cpu_argwhere_default(ks, self):
 def _cuda_argwhere_default(ks, self):
     return _new(K.argwhere(_cupy(), self._data), self._ks, self._device)
 
-
-def _meta_argwhere_default(ks, self):
-    _r = _run_meta(K.argwhere, [self._data])
-    return _r
-
 _op_take = Dispatcher.define('take(Tensor self, Tensor index) -> Tensor')
 
 def _cpu_take_default(ks, self, index):
@@ -7545,10 +8010,12 @@ def _cpu_take_default(ks, self, index):
 
 
 def _cuda_take_default(ks, self, index):
+    _check_devices('cuda', self, index)
     return _new(K.take(_cupy(), self._data, index._data), self._ks, self._device)
 
 
 def _meta_take_default(ks, self, index):
+    _check_devices('meta', self, index)
     _r = _run_meta(K.take, [self._data, index._data])
     return _r
 
@@ -7559,10 +8026,12 @@ def _cpu_take_along_dim_default(ks, self, indices, dim):
 
 
 def _cuda_take_along_dim_default(ks, self, indices, dim):
+    _check_devices('cuda', self, indices)
     return _new(K.take_along_dim(_cupy(), self._data, indices._data, dim), self._ks, self._device)
 
 
 def _meta_take_along_dim_default(ks, self, indices, dim):
+    _check_devices('meta', self, indices)
     _r = _run_meta(K.take_along_dim, [self._data, indices._data, dim])
     return _r
 
@@ -7587,10 +8056,12 @@ def _cpu_cat_out(ks, tensors, dim, out):
 
 
 def _cuda_cat_out(ks, tensors, dim, out):
+    _check_devices('cuda', tensors, out)
     return _write_out(out, K.cat(_cupy(), [_t._data for _t in tensors], dim), 'cat')
 
 
 def _meta_cat_out(ks, tensors, dim, out):
+    _check_devices('meta', tensors, out)
     _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim])
     return _write_out(out, _r._data, 'cat')
 
@@ -7643,10 +8114,12 @@ def _cpu_stack_out(ks, tensors, dim, out):
 
 
 def _cuda_stack_out(ks, tensors, dim, out):
+    _check_devices('cuda', tensors, out)
     return _write_out(out, K.stack(_cupy(), [_t._data for _t in tensors], dim), 'stack')
 
 
 def _meta_stack_out(ks, tensors, dim, out):
+    _check_devices('meta', tensors, out)
     _r = _run_meta(K.stack, [[_t._data for _t in tensors], dim])
     return _write_out(out, _r._data, 'stack')
 
@@ -7755,10 +8228,12 @@ def _cpu_tril_out(ks, self, diagonal, out):
 
 
 def _cuda_tril_out(ks, self, diagonal, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.tril(_cupy(), self._data, diagonal), 'tril')
 
 
 def _meta_tril_out(ks, self, diagonal, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.tril, [self._data, diagonal])
     return _write_out(out, _r._data, 'tril')
 
@@ -7797,10 +8272,12 @@ def _cpu_triu_out(ks, self, diagonal, out):
 
 
 def _cuda_triu_out(ks, self, diagonal, out):
+    _check_devices('cuda', self, out)
     return _write_out(out, K.triu(_cupy(), self._data, diagonal), 'triu')
 
 
 def _meta_triu_out(ks, self, diagonal, out):
+    _check_devices('meta', self, out)
     _r = _run_meta(K.triu, [self._data, diagonal])
     return _write_out(out, _r._data, 'triu')
 
@@ -7882,10 +8359,12 @@ def _cpu_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
 
 
 def _cuda_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
+    _check_devices('cuda', self, repeats)
     return _new(K.repeat_interleave(_cupy(), self._data, repeats._data, dim, output_size), self._ks, self._device)
 
 
 def _meta_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
+    _check_devices('meta', self, repeats)
     _r = _run_meta(K.repeat_interleave, [self._data, repeats._data, dim, output_size])
     return _r
 
@@ -7911,11 +8390,6 @@ def _cpu_repeat_interleave_Tensor(ks, repeats, output_size):
 
 def _cuda_repeat_interleave_Tensor(ks, repeats, output_size):
     return _new(K.repeat_interleave_self(_cupy(), repeats._data, output_size), repeats._ks, repeats._device)
-
-
-def _meta_repeat_interleave_Tensor(ks, repeats, output_size):
-    _r = _run_meta(K.repeat_interleave_self, [repeats._data, output_size])
-    return _r
 
 _op_diag = Dispatcher.define('diag(Tensor self, int diagonal=0) -> Tensor')
 
@@ -7952,10 +8426,12 @@ def _cpu_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, 
 
 
 def _cuda_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
+    _check_devices('cuda', sorted_sequence, self, sorter)
     return _new(K.searchsorted(_cupy(), sorted_sequence._data, self._data, out_int32, right, side, (None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
 
 
 def _meta_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
+    _check_devices('meta', sorted_sequence, self, sorter)
     _r = _run_meta(K.searchsorted, [sorted_sequence._data, self._data, out_int32, right, side, (None if sorter is None else sorter._data)])
     return _r
 
@@ -7966,10 +8442,12 @@ def _cpu_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, 
 
 
 def _cuda_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
+    _check_devices('cuda', sorted_sequence, sorter)
     return _new(K.searchsorted(_cupy(), sorted_sequence._data, self, out_int32, right, side, (None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
 
 
 def _meta_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
+    _check_devices('meta', sorted_sequence, sorter)
     _r = _run_meta(K.searchsorted, [sorted_sequence._data, self, out_int32, right, side, (None if sorter is None else sorter._data)])
     return _r
 
@@ -7980,10 +8458,12 @@ def _cpu_bucketize_Tensor(ks, self, boundaries, out_int32, right):
 
 
 def _cuda_bucketize_Tensor(ks, self, boundaries, out_int32, right):
+    _check_devices('cuda', self, boundaries)
     return _new(K.bucketize(_cupy(), self._data, boundaries._data, out_int32, right), self._ks, self._device)
 
 
 def _meta_bucketize_Tensor(ks, self, boundaries, out_int32, right):
+    _check_devices('meta', self, boundaries)
     _r = _run_meta(K.bucketize, [self._data, boundaries._data, out_int32, right])
     return _r
 
@@ -7994,10 +8474,12 @@ def _cpu_mm_default(ks, self, mat2):
 
 
 def _cuda_mm_default(ks, self, mat2):
+    _check_devices('cuda', self, mat2)
     return _new(K.mm(_cupy(), self._data, mat2._data), self._ks, self._device)
 
 
 def _meta_mm_default(ks, self, mat2):
+    _check_devices('meta', self, mat2)
     _r = _run_meta(K.mm, [self._data, mat2._data])
     return _r
 
@@ -8008,10 +8490,12 @@ def _cpu_mm_out(ks, self, mat2, out):
 
 
 def _cuda_mm_out(ks, self, mat2, out):
+    _check_devices('cuda', self, mat2, out)
     return _write_out(out, K.mm(_cupy(), self._data, mat2._data), 'mm')
 
 
 def _meta_mm_out(ks, self, mat2, out):
+    _check_devices('meta', self, mat2, out)
     _r = _run_meta(K.mm, [self._data, mat2._data])
     return _write_out(out, _r._data, 'mm')
 
@@ -8022,10 +8506,12 @@ def _cpu_bmm_default(ks, self, mat2):
 
 
 def _cuda_bmm_default(ks, self, mat2):
+    _check_devices('cuda', self, mat2)
     return _new(K.bmm(_cupy(), self._data, mat2._data), self._ks, self._device)
 
 
 def _meta_bmm_default(ks, self, mat2):
+    _check_devices('meta', self, mat2)
     _r = _run_meta(K.bmm, [self._data, mat2._data])
     return _r
 
@@ -8036,10 +8522,12 @@ def _cpu_bmm_out(ks, self, mat2, out):
 
 
 def _cuda_bmm_out(ks, self, mat2, out):
+    _check_devices('cuda', self, mat2, out)
     return _write_out(out, K.bmm(_cupy(), self._data, mat2._data), 'bmm')
 
 
 def _meta_bmm_out(ks, self, mat2, out):
+    _check_devices('meta', self, mat2, out)
     _r = _run_meta(K.bmm, [self._data, mat2._data])
     return _write_out(out, _r._data, 'bmm')
 
@@ -8050,10 +8538,12 @@ def _cpu_matmul_default(ks, self, other):
 
 
 def _cuda_matmul_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.matmul(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_matmul_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.matmul, [self._data, other._data])
     return _r
 
@@ -8064,10 +8554,12 @@ def _cpu_matmul_out(ks, self, other, out):
 
 
 def _cuda_matmul_out(ks, self, other, out):
+    _check_devices('cuda', self, other, out)
     return _write_out(out, K.matmul(_cupy(), self._data, other._data), 'matmul')
 
 
 def _meta_matmul_out(ks, self, other, out):
+    _check_devices('meta', self, other, out)
     _r = _run_meta(K.matmul, [self._data, other._data])
     return _write_out(out, _r._data, 'matmul')
 
@@ -8078,10 +8570,12 @@ def _cpu_mv_default(ks, self, vec):
 
 
 def _cuda_mv_default(ks, self, vec):
+    _check_devices('cuda', self, vec)
     return _new(K.mv(_cupy(), self._data, vec._data), self._ks, self._device)
 
 
 def _meta_mv_default(ks, self, vec):
+    _check_devices('meta', self, vec)
     _r = _run_meta(K.mv, [self._data, vec._data])
     return _r
 
@@ -8092,10 +8586,12 @@ def _cpu_dot_default(ks, self, tensor):
 
 
 def _cuda_dot_default(ks, self, tensor):
+    _check_devices('cuda', self, tensor)
     return _new(K.dot(_cupy(), self._data, tensor._data), self._ks, self._device)
 
 
 def _meta_dot_default(ks, self, tensor):
+    _check_devices('meta', self, tensor)
     _r = _run_meta(K.dot, [self._data, tensor._data])
     return _r
 
@@ -8106,10 +8602,12 @@ def _cpu_vdot_default(ks, self, other):
 
 
 def _cuda_vdot_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.vdot(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_vdot_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.vdot, [self._data, other._data])
     return _r
 
@@ -8125,10 +8623,12 @@ def _cpu_outer_default(ks, self, vec2):
 
 
 def _cuda_outer_default(ks, self, vec2):
+    _check_devices('cuda', self, vec2)
     return _new(K.outer(_cupy(), self._data, vec2._data), self._ks, self._device)
 
 
 def _meta_outer_default(ks, self, vec2):
+    _check_devices('meta', self, vec2)
     _r = _run_meta(K.outer, [self._data, vec2._data])
     return _r
 
@@ -8139,10 +8639,12 @@ def _cpu_ger_default(ks, self, vec2):
 
 
 def _cuda_ger_default(ks, self, vec2):
+    _check_devices('cuda', self, vec2)
     return _new(K.outer(_cupy(), self._data, vec2._data), self._ks, self._device)
 
 
 def _meta_ger_default(ks, self, vec2):
+    _check_devices('meta', self, vec2)
     _r = _run_meta(K.outer, [self._data, vec2._data])
     return _r
 
@@ -8153,10 +8655,12 @@ def _cpu_addmm_default(ks, self, mat1, mat2, beta, alpha):
 
 
 def _cuda_addmm_default(ks, self, mat1, mat2, beta, alpha):
+    _check_devices('cuda', self, mat1, mat2)
     return _new(K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta, alpha), self._ks, self._device)
 
 
 def _meta_addmm_default(ks, self, mat1, mat2, beta, alpha):
+    _check_devices('meta', self, mat1, mat2)
     _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data, beta, alpha])
     return _r
 
@@ -8167,10 +8671,12 @@ def _cpu_addmm__default(ks, self, mat1, mat2, beta, alpha):
 
 
 def _cuda_addmm__default(ks, self, mat1, mat2, beta, alpha):
+    _check_devices('cuda', self, mat1, mat2)
     return _write_inplace(self, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta, alpha), 'addmm_')
 
 
 def _meta_addmm__default(ks, self, mat1, mat2, beta, alpha):
+    _check_devices('meta', self, mat1, mat2)
     _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data, beta, alpha])
     return _write_inplace(self, _r._data, 'addmm_')
 
@@ -8181,10 +8687,12 @@ def _cpu_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
 
 
 def _cuda_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
+    _check_devices('cuda', self, mat1, mat2, out)
     return _write_out(out, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta, alpha), 'addmm')
 
 
 def _meta_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
+    _check_devices('meta', self, mat1, mat2, out)
     _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data, beta, alpha])
     return _write_out(out, _r._data, 'addmm')
 
@@ -8195,10 +8703,12 @@ def _cpu_addmv_default(ks, self, mat, vec, beta, alpha):
 
 
 def _cuda_addmv_default(ks, self, mat, vec, beta, alpha):
+    _check_devices('cuda', self, mat, vec)
     return _new(K.addmv(_cupy(), self._data, mat._data, vec._data, beta, alpha), self._ks, self._device)
 
 
 def _meta_addmv_default(ks, self, mat, vec, beta, alpha):
+    _check_devices('meta', self, mat, vec)
     _r = _run_meta(K.addmv, [self._data, mat._data, vec._data, beta, alpha])
     return _r
 
@@ -8209,10 +8719,12 @@ def _cpu_addmv__default(ks, self, mat, vec, beta, alpha):
 
 
 def _cuda_addmv__default(ks, self, mat, vec, beta, alpha):
+    _check_devices('cuda', self, mat, vec)
     return _write_inplace(self, K.addmv(_cupy(), self._data, mat._data, vec._data, beta, alpha), 'addmv_')
 
 
 def _meta_addmv__default(ks, self, mat, vec, beta, alpha):
+    _check_devices('meta', self, mat, vec)
     _r = _run_meta(K.addmv, [self._data, mat._data, vec._data, beta, alpha])
     return _write_inplace(self, _r._data, 'addmv_')
 
@@ -8223,10 +8735,12 @@ def _cpu_addmv_out(ks, self, mat, vec, beta, alpha, out):
 
 
 def _cuda_addmv_out(ks, self, mat, vec, beta, alpha, out):
+    _check_devices('cuda', self, mat, vec, out)
     return _write_out(out, K.addmv(_cupy(), self._data, mat._data, vec._data, beta, alpha), 'addmv')
 
 
 def _meta_addmv_out(ks, self, mat, vec, beta, alpha, out):
+    _check_devices('meta', self, mat, vec, out)
     _r = _run_meta(K.addmv, [self._data, mat._data, vec._data, beta, alpha])
     return _write_out(out, _r._data, 'addmv')
 
@@ -8237,10 +8751,12 @@ def _cpu_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
 
 
 def _cuda_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
+    _check_devices('cuda', self, batch1, batch2)
     return _new(K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), self._ks, self._device)
 
 
 def _meta_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
+    _check_devices('meta', self, batch1, batch2)
     _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data, beta, alpha])
     return _r
 
@@ -8251,10 +8767,12 @@ def _cpu_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
 
 
 def _cuda_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
+    _check_devices('cuda', self, batch1, batch2)
     return _write_inplace(self, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), 'baddbmm_')
 
 
 def _meta_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
+    _check_devices('meta', self, batch1, batch2)
     _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data, beta, alpha])
     return _write_inplace(self, _r._data, 'baddbmm_')
 
@@ -8265,10 +8783,12 @@ def _cpu_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
 
 
 def _cuda_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
+    _check_devices('cuda', self, batch1, batch2, out)
     return _write_out(out, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), 'baddbmm')
 
 
 def _meta_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
+    _check_devices('meta', self, batch1, batch2, out)
     _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data, beta, alpha])
     return _write_out(out, _r._data, 'baddbmm')
 
@@ -8279,10 +8799,12 @@ def _cpu_addbmm_default(ks, self, batch1, batch2, beta, alpha):
 
 
 def _cuda_addbmm_default(ks, self, batch1, batch2, beta, alpha):
+    _check_devices('cuda', self, batch1, batch2)
     return _new(K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), self._ks, self._device)
 
 
 def _meta_addbmm_default(ks, self, batch1, batch2, beta, alpha):
+    _check_devices('meta', self, batch1, batch2)
     _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data, beta, alpha])
     return _r
 
@@ -8293,10 +8815,12 @@ def _cpu_addbmm__default(ks, self, batch1, batch2, beta, alpha):
 
 
 def _cuda_addbmm__default(ks, self, batch1, batch2, beta, alpha):
+    _check_devices('cuda', self, batch1, batch2)
     return _write_inplace(self, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), 'addbmm_')
 
 
 def _meta_addbmm__default(ks, self, batch1, batch2, beta, alpha):
+    _check_devices('meta', self, batch1, batch2)
     _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data, beta, alpha])
     return _write_inplace(self, _r._data, 'addbmm_')
 
@@ -8307,10 +8831,12 @@ def _cpu_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
 
 
 def _cuda_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
+    _check_devices('cuda', self, batch1, batch2, out)
     return _write_out(out, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), 'addbmm')
 
 
 def _meta_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
+    _check_devices('meta', self, batch1, batch2, out)
     _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data, beta, alpha])
     return _write_out(out, _r._data, 'addbmm')
 
@@ -8335,10 +8861,12 @@ def _cpu_tensordot_default(ks, self, other, dims_self, dims_other):
 
 
 def _cuda_tensordot_default(ks, self, other, dims_self, dims_other):
+    _check_devices('cuda', self, other)
     return _new(K.tensordot(_cupy(), self._data, other._data, dims_self, dims_other), self._ks, self._device)
 
 
 def _meta_tensordot_default(ks, self, other, dims_self, dims_other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.tensordot, [self._data, other._data, dims_self, dims_other])
     return _r
 
@@ -8349,10 +8877,12 @@ def _cpu_kron_default(ks, self, other):
 
 
 def _cuda_kron_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.kron(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_kron_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.kron, [self._data, other._data])
     return _r
 
@@ -8363,10 +8893,12 @@ def _cpu_cdist_default(ks, x1, x2, p, compute_mode):
 
 
 def _cuda_cdist_default(ks, x1, x2, p, compute_mode):
+    _check_devices('cuda', x1, x2)
     return _new(K.cdist(_cupy(), x1._data, x2._data, p, compute_mode), x1._ks, x1._device)
 
 
 def _meta_cdist_default(ks, x1, x2, p, compute_mode):
+    _check_devices('meta', x1, x2)
     _r = _run_meta(K.cdist, [x1._data, x2._data, p, compute_mode])
     return _r
 
@@ -8426,10 +8958,12 @@ def _cpu_linalg_solve_default(ks, A, B, left):
 
 
 def _cuda_linalg_solve_default(ks, A, B, left):
+    _check_devices('cuda', A, B)
     return _new(K.linalg_solve(_cupy(), A._data, B._data, left), A._ks, A._device)
 
 
 def _meta_linalg_solve_default(ks, A, B, left):
+    _check_devices('meta', A, B)
     _r = _run_meta(K.linalg_solve, [A._data, B._data, left])
     return _r
 
@@ -8559,13 +9093,9 @@ def _cpu_linalg_lstsq_default(ks, self, b, rcond, driver):
 
 
 def _cuda_linalg_lstsq_default(ks, self, b, rcond, driver):
+    _check_devices('cuda', self, b)
     _rs = K.linalg_lstsq(_cupy(), self._data, b._data, rcond, driver)
     return _rt.linalg_lstsq(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device), _new(_rs[3], self._ks, self._device))
-
-
-def _meta_linalg_lstsq_default(ks, self, b, rcond, driver):
-    _r = _run_meta(K.linalg_lstsq, [self._data, b._data, rcond, driver])
-    return _rt.linalg_lstsq(*_r)
 
 _op_linalg_cross = Dispatcher.define('linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor')
 
@@ -8574,10 +9104,12 @@ def _cpu_linalg_cross_default(ks, self, other, dim):
 
 
 def _cuda_linalg_cross_default(ks, self, other, dim):
+    _check_devices('cuda', self, other)
     return _new(K.linalg_cross(_cupy(), self._data, other._data, dim), self._ks, self._device)
 
 
 def _meta_linalg_cross_default(ks, self, other, dim):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.linalg_cross, [self._data, other._data, dim])
     return _r
 
@@ -8862,10 +9394,12 @@ def _cpu_special_xlogy_default(ks, self, other):
 
 
 def _cuda_special_xlogy_default(ks, self, other):
+    _check_devices('cuda', self, other)
     return _new(K.xlogy(_cupy(), self._data, other._data), self._ks, self._device)
 
 
 def _meta_special_xlogy_default(ks, self, other):
+    _check_devices('meta', self, other)
     _r = _run_meta(K.xlogy, [self._data, other._data])
     return _r
 
@@ -9917,6 +10451,9 @@ _op_clamp_Tensor.register(DispatchKey.Meta, _meta_clamp_Tensor)
 _op_clamp_out.register(DispatchKey.CPU, _cpu_clamp_out)
 _op_clamp_out.register(DispatchKey.CUDA, _cuda_clamp_out)
 _op_clamp_out.register(DispatchKey.Meta, _meta_clamp_out)
+_op_clamp_Tensor_out.register(DispatchKey.CPU, _cpu_clamp_Tensor_out)
+_op_clamp_Tensor_out.register(DispatchKey.CUDA, _cuda_clamp_Tensor_out)
+_op_clamp_Tensor_out.register(DispatchKey.Meta, _meta_clamp_Tensor_out)
 _op_clamp_.register(DispatchKey.CPU, _cpu_clamp__default)
 _op_clamp_.register(DispatchKey.CUDA, _cuda_clamp__default)
 _op_clamp_.register(DispatchKey.Meta, _meta_clamp__default)
@@ -10163,13 +10700,10 @@ _op_nanquantile_scalar.register(DispatchKey.CUDA, _cuda_nanquantile_scalar)
 _op_nanquantile_scalar.register(DispatchKey.Meta, _meta_nanquantile_scalar)
 _op__unique2.register(DispatchKey.CPU, _cpu__unique2_default)
 _op__unique2.register(DispatchKey.CUDA, _cuda__unique2_default)
-_op__unique2.register(DispatchKey.Meta, _meta__unique2_default)
 _op_unique_dim.register(DispatchKey.CPU, _cpu_unique_dim_default)
 _op_unique_dim.register(DispatchKey.CUDA, _cuda_unique_dim_default)
-_op_unique_dim.register(DispatchKey.Meta, _meta_unique_dim_default)
 _op_bincount.register(DispatchKey.CPU, _cpu_bincount_default)
 _op_bincount.register(DispatchKey.CUDA, _cuda_bincount_default)
-_op_bincount.register(DispatchKey.Meta, _meta_bincount_default)
 _op_histc.register(DispatchKey.CPU, _cpu_histc_default)
 _op_histc.register(DispatchKey.CUDA, _cuda_histc_default)
 _op_histc.register(DispatchKey.Meta, _meta_histc_default)
@@ -10376,9 +10910,7 @@ _op_bernoulli__float.register(DispatchKey.Meta, _meta_bernoulli__float)
 _op_multinomial.register(DispatchKey.CPU, _cpu_multinomial_default)
 _op_multinomial.register(DispatchKey.CUDA, _cuda_multinomial_default)
 _op_multinomial.register(DispatchKey.Meta, _meta_multinomial_default)
-_op__to_copy.register(DispatchKey.CPU, _cpu__to_copy_default)
-_op__to_copy.register(DispatchKey.CUDA, _cuda__to_copy_default)
-_op__to_copy.register(DispatchKey.Meta, _meta__to_copy_default)
+_op__to_copy.register(DispatchKey.CompositeExplicitAutograd, _composite__to_copy_default)
 _op_clone.register(DispatchKey.CPU, _cpu_clone_default)
 _op_clone.register(DispatchKey.CUDA, _cuda_clone_default)
 _op_clone.register(DispatchKey.Meta, _meta_clone_default)
@@ -10483,7 +11015,6 @@ _op_index_fill_int_Tensor.register(DispatchKey.CUDA, _cuda_index_fill_int_Tensor
 _op_index_fill_int_Tensor.register(DispatchKey.Meta, _meta_index_fill_int_Tensor)
 _op_masked_select.register(DispatchKey.CPU, _cpu_masked_select_default)
 _op_masked_select.register(DispatchKey.CUDA, _cuda_masked_select_default)
-_op_masked_select.register(DispatchKey.Meta, _meta_masked_select_default)
 _op_masked_scatter.register(DispatchKey.CPU, _cpu_masked_scatter_default)
 _op_masked_scatter.register(DispatchKey.CUDA, _cuda_masked_scatter_default)
 _op_masked_scatter.register(DispatchKey.Meta, _meta_masked_scatter_default)
@@ -10492,10 +11023,8 @@ _op_masked_scatter_.register(DispatchKey.CUDA, _cuda_masked_scatter__default)
 _op_masked_scatter_.register(DispatchKey.Meta, _meta_masked_scatter__default)
 _op_nonzero.register(DispatchKey.CPU, _cpu_nonzero_default)
 _op_nonzero.register(DispatchKey.CUDA, _cuda_nonzero_default)
-_op_nonzero.register(DispatchKey.Meta, _meta_nonzero_default)
 _op_argwhere.register(DispatchKey.CPU, _cpu_argwhere_default)
 _op_argwhere.register(DispatchKey.CUDA, _cuda_argwhere_default)
-_op_argwhere.register(DispatchKey.Meta, _meta_argwhere_default)
 _op_take.register(DispatchKey.CPU, _cpu_take_default)
 _op_take.register(DispatchKey.CUDA, _cuda_take_default)
 _op_take.register(DispatchKey.Meta, _meta_take_default)
@@ -10575,7 +11104,6 @@ _op_repeat_interleave_self_int.register(DispatchKey.CUDA, _cuda_repeat_interleav
 _op_repeat_interleave_self_int.register(DispatchKey.Meta, _meta_repeat_interleave_self_int)
 _op_repeat_interleave_Tensor.register(DispatchKey.CPU, _cpu_repeat_interleave_Tensor)
 _op_repeat_interleave_Tensor.register(DispatchKey.CUDA, _cuda_repeat_interleave_Tensor)
-_op_repeat_interleave_Tensor.register(DispatchKey.Meta, _meta_repeat_interleave_Tensor)
 _op_diag.register(DispatchKey.CPU, _cpu_diag_default)
 _op_diag.register(DispatchKey.CUDA, _cuda_diag_default)
 _op_diag.register(DispatchKey.Meta, _meta_diag_default)
@@ -10712,7 +11240,6 @@ _op_linalg_matrix_power.register(DispatchKey.CUDA, _cuda_linalg_matrix_power_def
 _op_linalg_matrix_power.register(DispatchKey.Meta, _meta_linalg_matrix_power_default)
 _op_linalg_lstsq.register(DispatchKey.CPU, _cpu_linalg_lstsq_default)
 _op_linalg_lstsq.register(DispatchKey.CUDA, _cuda_linalg_lstsq_default)
-_op_linalg_lstsq.register(DispatchKey.Meta, _meta_linalg_lstsq_default)
 _op_linalg_cross.register(DispatchKey.CPU, _cpu_linalg_cross_default)
 _op_linalg_cross.register(DispatchKey.CUDA, _cuda_linalg_cross_default)
 _op_linalg_cross.register(DispatchKey.Meta, _meta_linalg_cross_default)

@@ -52,7 +52,7 @@ class _LocalDispatchKeySet(threading.local):
 tls = _LocalDispatchKeySet()
 
 
-class NotImplementedForKey(RuntimeError):
+class NotImplementedForKey(NotImplementedError):
     pass
 
 

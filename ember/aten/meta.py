@@ -7,7 +7,7 @@ One Meta kernel is derived from each array kernel, by kind:
 * elementwise kernels (marked ``@elementwise`` in ``aten/kernels``) run on one-element stand-ins of
   their inputs, which yields the result dtype and any dtype error; the shape is the broadcast shape;
 * kernels that declare ``meta_shape`` (factories, random ops) return ``(shape, dtype)`` directly;
-* any other kernel runs on zero-filled stand-ins (read-only, broadcast from a single element) of the
+* any other kernel runs on one-filled stand-ins (read-only, broadcast from a single element) of the
   inputs' shapes, which gives the exact result shape, dtype and errors at the cost of the output's
   memory only.
 """
@@ -24,8 +24,8 @@ _ZERO = {}
 
 def _stand_in(a, one: bool = False):
     z = _ZERO.get(a.dtype)
-    if z is None:
-        z = _ZERO[a.dtype] = np.zeros((), a.dtype)
+    if z is None:  # ones, not zeros: a stand-in must not trip data checks such as integer division by zero
+        z = _ZERO[a.dtype] = np.ones((), a.dtype)
     return np.broadcast_to(z, (1,) * a.ndim if one else a.shape)
 
 
@@ -52,8 +52,8 @@ def _wrap(r):
         return tuple(_wrap(x) for x in r)
     if isinstance(r, list):
         return [_wrap(x) for x in r]
-    if isinstance(r, np.ndarray):
-        return new_tensor(fake_array(r.shape, r.dtype), KS_META, META)
+    if isinstance(r, (np.ndarray, np.generic)):
+        return new_tensor(fake_array(np.shape(r), r.dtype), KS_META, META)
     return r
 
 

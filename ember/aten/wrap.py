@@ -28,6 +28,8 @@ def _tensor_cls():
 
 
 def new_tensor(arr, ks: int, device):
+    if isinstance(arr, np.generic):  # NumPy returns scalars for 0-d results; a tensor holds an array
+        arr = np.asarray(arr)
     t = object.__new__(Tensor)
     t._data = arr
     t._ks = ks
@@ -56,9 +58,25 @@ def check_writable(t, opname: str = "") -> None:
                            "single memory location. Please clone() the tensor before performing the operation.")
 
 
+def check_devices(device_type: str, *tensors) -> None:
+    """Every tensor argument on ``device_type`` (0-dim CPU tensors pass as scalars, as in PyTorch)."""
+    for t in tensors:
+        if t is None:
+            continue
+        if isinstance(t, list):
+            check_devices(device_type, *t)
+            continue
+        dt = t._device.type
+        if dt != device_type and not (dt == "cpu" and t._data.ndim == 0 and device_type == "cuda"):
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{device_type} and {t._device}!")
+
+
 def write_inplace(self, result, opname: str = ""):
     """Copy ``result`` into ``self`` for an in-place op, with PyTorch's checks."""
     dst = self._data
+    if isinstance(result, np.generic):
+        result = np.asarray(result)
     if result.shape != dst.shape:
         try:
             bshape = np.broadcast_shapes(result.shape, dst.shape)
@@ -93,6 +111,8 @@ def write_out(out, result, opname: str = ""):
     """Store ``result`` in ``out``, resizing it as PyTorch's ``out=`` does."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if isinstance(result, np.generic):
+        result = np.asarray(result)
     rd, od = from_numpy_dtype(result.dtype), from_numpy_dtype(out._data.dtype)
     if rd is not od and not can_cast(rd, od):
         raise RuntimeError(f"result type {_type_name(rd)} can't be cast to the desired output type "

@@ -101,12 +101,23 @@ def _wrap_result(nf: NativeFunction, expr: str, backend: str) -> list[str]:
     return lines
 
 
+def _device_check(s: FunctionSchema, device_type: str) -> list[str]:
+    """Device agreement of tensor arguments.  Not needed on CPU: a key set whose highest backend is CPU
+    has no CUDA or Meta tensor in it (both rank above CPU)."""
+    tensors = [ident(a.name) for a in s.arguments if a.type.base == "Tensor"]
+    if len(tensors) < 2:
+        return []
+    return [f"    _check_devices({device_type!r}, {', '.join(tensors)})"]
+
+
 def gen_backend_kernel(nf: NativeFunction, backend: str, kernel: str) -> tuple[str, str]:
     s = nf.schema
     fname = f"_{backend.lower()}_{s.name}_{s.overload_name or 'default'}"
     params = ", ".join(["ks"] + [ident(a.name) for a in s.arguments])
     xp = "_np" if backend == "CPU" else "_cupy()"
     lines = [f"def {fname}({params}):"]
+    if backend == "CUDA":
+        lines += _device_check(s, "cuda")
     mutating_kernel = kernel.endswith("_")
     if s.is_inplace:
         self_n = ident(s.arguments[0].name)
@@ -141,6 +152,8 @@ def gen_meta_kernel(nf: NativeFunction, kernel: str) -> tuple[str, str]:
     fname = f"_meta_{s.name}_{s.overload_name or 'default'}"
     params = ", ".join(["ks"] + [ident(a.name) for a in s.arguments])
     lines = [f"def {fname}({params}):"]
+    if s.name != "copy_":
+        lines += _device_check(s, "meta")
     call_args = ", ".join(_unwrap(a) for a in s.arguments if not (a.kwarg_only and a.type.is_write))
     if s.is_view:
         lines += ["    " + ln for ln in _wrap_result(nf, _kernel_call(nf, kernel, "_np"), "Meta")]
@@ -150,6 +163,8 @@ def gen_meta_kernel(nf: NativeFunction, kernel: str) -> tuple[str, str]:
         return fname, "\n".join(fixed)
     if kernel.endswith("_"):  # mutating kernels change no metadata
         self_n = ident(s.arguments[0].name)
+        lines.append(f"    if {self_n}._device.type != 'meta':")
+        lines.append("        raise NotImplementedError('Cannot copy out of meta tensor; no data!')")
         lines.append(f"    {self_n}._vc.version += 1")
         lines.append(f"    return {self_n}")
         return fname, "\n".join(lines)
@@ -186,6 +201,7 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
            "from ember.aten.dispatcher import Dispatcher", "from ember.c10.dispatch_key import DispatchKey",
            "from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace",
            "from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable",
+           "from ember.aten.wrap import check_devices as _check_devices",
            "from ember.aten.meta import run_meta as _run_meta",
            "from ember.c10.device import CPU as _CPU, META as _META",
            "from ember.c10.dispatch_key import KS_CPU as _KS_CPU, KS_CUDA as _KS_CUDA, KS_META as _KS_META",
@@ -218,10 +234,10 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
                 fname, code = gen_meta_kernel(nf, kernel)
                 out += ["", code, ""]
                 regs.append(f"{hv}.register(DispatchKey.Meta, {fname})")
-            elif key == "CompositeImplicitAutograd":
+            elif key in ("CompositeImplicitAutograd", "CompositeExplicitAutograd"):
                 fname, code = gen_composite_kernel(nf, kernel)
                 out += ["", code, ""]
-                regs.append(f"{hv}.register(DispatchKey.CompositeImplicitAutograd, {fname})")
+                regs.append(f"{hv}.register(DispatchKey.{key}, {fname})")
             else:
                 raise ValueError(f"{nf.loc}: unsupported dispatch key {key}")
     out.append("")

@@ -14,6 +14,15 @@ def _e():
     return ember
 
 
+# ------------------------------------------------------------------------------ copies
+def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
+    """``_to_copy`` (CompositeExplicitAutograd): a new tensor on ``device`` / of ``dtype``, filled by ``copy_``."""
+    e = _e()
+    out = e.empty(tuple(self.shape), dtype=self.dtype if dtype is None else dtype,
+                  device=self.device if device is None else device)
+    return out.copy_(self)
+
+
 # ------------------------------------------------------------------------------ views and shapes
 def reshape(self, shape):
     from ember.aten.kernels.views import compute_stride, infer_size
@@ -102,7 +111,7 @@ def meshgrid_indexing(tensors, indexing):
         view[i] = -1
         out.append(t.view(view).expand(shape))
     if swap:
-        out = [o.transpose(0, 1) for o in out]
+        out[0], out[1] = out[1], out[0]
     return out
 
 

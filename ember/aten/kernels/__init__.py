@@ -8,7 +8,6 @@ from ember.aten.kernels.binary import (add, addcdiv, addcmul, atan2, bitwise_and
                                        logical_xor, lt, maximum, minimum, mul, ne, nextafter, pow, remainder,
                                        rsub, sub, true_divide, where, xlogy)
 from ember.aten.kernels.copy import *  # noqa: F401,F403
-from ember.aten.kernels.copy import _to_copy  # noqa: F401
 from ember.aten.kernels.factory import *  # noqa: F401,F403
 from ember.aten.kernels.indexing import *  # noqa: F401,F403
 from ember.aten.kernels.linalg import *  # noqa: F401,F403

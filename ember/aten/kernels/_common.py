@@ -5,6 +5,8 @@ Python values (for everything else), and return arrays.  They raise PyTorch's er
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ember.c10 import dtype as dt
@@ -15,9 +17,17 @@ _NUMBER = (bool, int, float, complex)
 
 
 def elementwise(fn):
-    """Mark ``fn`` elementwise: its Meta kernel runs on one-element stand-ins (see aten/meta.py)."""
-    fn.elementwise = True
-    return fn
+    """Mark ``fn`` elementwise: its Meta kernel runs on one-element stand-ins (see aten/meta.py), and a
+    broadcasting failure inside it is reported in PyTorch's words, not NumPy's."""
+    @functools.wraps(fn)
+    def kernel(xp, *args, **kwargs):
+        try:
+            return fn(xp, *args, **kwargs)
+        except ValueError:
+            check_broadcast(*(a.shape for a in args if hasattr(a, "shape")))
+            raise
+    kernel.elementwise = True
+    return kernel
 
 
 def meta_shape(shape_fn):

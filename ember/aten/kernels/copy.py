@@ -6,20 +6,6 @@ import numpy as np
 from ember.aten.kernels._common import elementwise
 
 
-def _to_copy(xp, self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
-             memory_format=None):
-    npdt = self.dtype if dtype is None else dtype.np
-    target = xp
-    if device is not None and device.type == "cuda" and isinstance(self, np.ndarray):
-        import cupy as target
-    elif device is not None and device.type == "cpu" and not isinstance(self, np.ndarray):
-        return np.asarray(self.get()).astype(npdt)
-    if target is not xp:
-        return target.asarray(self).astype(npdt)
-    with np.errstate(all="ignore"):
-        return self.astype(npdt, copy=True)
-
-
 def clone(xp, self, memory_format=None):
     return self.copy()
 

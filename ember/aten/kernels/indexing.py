@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.aten.kernels._common import result_np_dtype, shape_str, type_name, wrap_dim
+from ember.aten.kernels._common import meta_shape, result_np_dtype, shape_str, type_name, wrap_dim
 
 
 def _check_index_dtype(idx, name="index"):
@@ -357,6 +357,20 @@ def repeat(xp, self, repeats):
     return xp.tile(x, tuple(repeats))
 
 
+def _repeat_interleave_shape(self, repeats, dim=None, output_size=None):
+    if not isinstance(repeats, int):
+        if output_size is None:
+            raise RuntimeError("cannot repeat_interleave a meta tensor without output_size")
+        total = output_size
+    else:
+        total = repeats * (self.size if dim is None else self.shape[wrap_dim(dim, self.ndim)])
+    if dim is None:
+        return (total,), self.dtype
+    d = wrap_dim(dim, self.ndim)
+    return self.shape[:d] + (total,) + self.shape[d + 1:], self.dtype
+
+
+@meta_shape(_repeat_interleave_shape)
 def repeat_interleave(xp, self, repeats, dim=None, output_size=None):
     if isinstance(repeats, int):
         if repeats < 0:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.aten.kernels._common import compute_dtype, shape_str, type_name, wrap_dim
+from ember.aten.kernels._common import compute_dtype, meta_shape, shape_str, type_name, wrap_dim
 
 
 def _mm_dtype_check(a, b, names=("mat1", "mat2")):
@@ -236,6 +236,11 @@ def _check_square(a, name):
                            f"{type_name(a.dtype)}")
 
 
+def _square_checked(A, name):
+    _check_square(A, name)
+    return A
+
+
 def _lapack(xp, name, fn, *args):
     try:
         return fn(*args)
@@ -251,6 +256,7 @@ def _lapack(xp, name, fn, *args):
         raise RuntimeError(f"linalg.{name}: {msg}") from None
 
 
+@meta_shape(lambda A, *a, **k: (_square_checked(A, 'inv').shape, A.dtype))
 def linalg_inv(xp, A):
     _check_square(A, "inv")
     return _lapack(xp, "inv", xp.linalg.inv, A).astype(A.dtype, copy=False)
@@ -267,6 +273,7 @@ def linalg_slogdet(xp, A):
     return xp.asarray(s).astype(A.dtype), xp.asarray(l).astype(A.real.dtype if A.dtype.kind == "c" else A.dtype)
 
 
+@meta_shape(lambda A, B, left=True: (_square_checked(A, 'solve') is A and B.shape, B.dtype))
 def linalg_solve(xp, A, B, left=True):
     _check_square(A, "solve")
     if B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1]):
@@ -274,6 +281,7 @@ def linalg_solve(xp, A, B, left=True):
     return _lapack(xp, "solve", xp.linalg.solve, A, B).astype(A.dtype, copy=False)
 
 
+@meta_shape(lambda A, *a, **k: (_square_checked(A, 'cholesky').shape, A.dtype))
 def linalg_cholesky(xp, A, upper=False):
     _check_square(A, "cholesky")
     L = _lapack(xp, "cholesky", xp.linalg.cholesky, A).astype(A.dtype, copy=False)
@@ -317,6 +325,7 @@ def linalg_pinv(xp, A, atol=None, rtol=None, hermitian=False):
     return xp.linalg.pinv(A, rcond=rc, hermitian=hermitian).astype(A.dtype)
 
 
+@meta_shape(lambda A, *a, **k: (_square_checked(A, 'matrix_power').shape, A.dtype))
 def linalg_matrix_power(xp, A, n):
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError("matrix_power(): expected a tensor of floating types with dim at least 2")

@@ -201,6 +201,7 @@ def randperm(xp, n, generator=None, dtype=None, layout=None, device=None, pin_me
     return xp.asarray(np.array(r, dtype=_np_dtype(dtype, dt.int64)))
 
 
+@meta_shape(lambda self, generator=None: (self.shape, self.dtype))
 def bernoulli(xp, self, generator=None):
     """``torch.bernoulli(p)``: one float uniform (double for double p) per element, ``u < p``."""
     p = np.asarray(self.get() if hasattr(self, "get") else self)
@@ -220,6 +221,7 @@ def bernoulli_p(xp, self, p=0.5, generator=None):
     return xp.asarray((u < p).astype(self.dtype))
 
 
+@meta_shape(lambda self, num_samples, *r: (self.shape[:-1] + (num_samples,), np.dtype(np.int64)))
 def multinomial(xp, self, num_samples, replacement=False, generator=None):
     p = np.asarray(self.get() if hasattr(self, "get") else self, dtype=np.float64)
     if p.ndim not in (1, 2):
@@ -253,6 +255,8 @@ def multinomial(xp, self, num_samples, replacement=False, generator=None):
     return xp.asarray(out.reshape(p.shape[:-1] + (num_samples,)))
 
 
+@meta_shape(lambda mean, std, generator=None: (np.broadcast_shapes(mean.shape, std.shape),
+                                               np.result_type(mean.dtype, std.dtype)))
 def normal_tensor_tensor(xp, mean, std, generator=None):
     shape = np.broadcast_shapes(mean.shape, std.shape)
     npdt = np.result_type(mean.dtype, std.dtype)
@@ -263,6 +267,7 @@ def normal_tensor_tensor(xp, mean, std, generator=None):
     return xp.asarray(out * std + mean).astype(npdt)
 
 
+@meta_shape(lambda mean, std, size, generator=None, dtype=None, *r: (check_size(size), _np_dtype(dtype)))
 def normal_float_float(xp, mean, std, size, generator=None, dtype=None, layout=None, device=None,
                        pin_memory=None):
     out = np.empty(check_size(size), _np_dtype(dtype))

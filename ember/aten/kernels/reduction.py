@@ -1,6 +1,8 @@
 """Reduction kernels (``aten/src/ATen/native/ReduceOps.cpp``, ``Sorting.cpp``)."""
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ember.aten.kernels._common import compute_dtype, is_integral, type_name, wrap_dim, wrap_dims
@@ -89,7 +91,7 @@ def _var_core(xp, self, dim, correction, keepdim, name):
         d = x - m
         sq = (d * d.conj()).real if d.dtype.kind == "c" else d * d
         s = xp.sum(sq, axis=_axis(dims), keepdims=keepdim)
-        v = s / max(0, n - c) if n - c > 0 else s / xp.asarray(0.0, dtype=s.dtype)
+        v = s / (n - c) if n - c > 0 else s / xp.asarray(0.0, dtype=s.dtype)
     real_dt = np.dtype(np.float32 if self.dtype == np.complex64 else np.float64) if self.dtype.kind == "c" \
         else self.dtype
     return xp.asarray(v), xp.asarray(m if keepdim else xp.squeeze(m, axis=_axis(dims))), real_dt
@@ -304,18 +306,11 @@ def sort(xp, self, stable=None, dim=-1, descending=False):
     d = wrap_dim(dim, self.ndim)
     x = self.astype(compute_dtype(self.dtype), copy=False)
     if descending:
-        # stable descending: sort the reversed order of negated keys keeps equal elements in order
-        if x.dtype.kind == "b":
-            key = ~x
-        elif x.dtype.kind == "f":
-            key = xp.where(xp.isnan(x), -xp.inf, -x)
-        elif x.dtype.kind == "u":
-            key = -(x.astype(np.int64))
+        # a stable descending order: sort keys that reverse the order (NaN, the largest, comes first)
+        if x.dtype.kind in "biu":
+            idx = xp.argsort(~x, axis=d, kind="stable")
         else:
-            key = -(x.astype(np.float64)) if x.dtype.itemsize < 8 else None
-            if key is None:  # int64: negate with care for the minimum
-                key = xp.iinfo(np.int64).max - x
-        idx = xp.argsort(key, axis=d, kind="stable")
+            idx = xp.lexsort((-x, ~xp.isnan(x)), axis=d)
     else:
         idx = xp.argsort(x, axis=d, kind="stable")
     return xp.take_along_axis(self, idx, axis=d), idx.astype(np.int64)
@@ -333,8 +328,8 @@ def topk(xp, self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     vals, idx = sort(xp, self, True, d, largest)
     if self.ndim == 0:
         return vals, idx
-    sl = [slice(None)] * self.ndim
-    sl[d] = slice(0, k)
+    sl = [builtins.slice(None)] * self.ndim
+    sl[d] = builtins.slice(0, k)
     return vals[tuple(sl)].copy(), idx[tuple(sl)].copy()
 
 

@@ -47,7 +47,7 @@ def lgamma(xp, x):
 
 
 def erfinv(xp, x):
-    y = _host(xp, x)
+    y = np.atleast_1d(_host(xp, x))
     with np.errstate(all="ignore"):
         # Giles' single-precision approximation as a start, then Newton on erf in float64.
         w = -np.log((1.0 - y) * (1.0 + y))
@@ -65,11 +65,11 @@ def erfinv(xp, x):
         r = np.where(small, ps, pl) * y
         two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
         for _ in range(3):
-            err = _erf(r).astype(np.float64) - y
+            err = np.asarray(_erf(r), dtype=np.float64) - y
             r = r - err / (two_over_sqrt_pi * np.exp(-r * r))
         r = np.where(y == 1.0, np.inf, np.where(y == -1.0, -np.inf, r))
         r = np.where(np.abs(y) > 1.0, np.nan, r)
-    return _back(xp, r, x)
+    return _back(xp, r.reshape(np.shape(x)), x)
 
 
 def digamma(xp, x):

@@ -5,6 +5,8 @@ They only compute sizes, strides and offsets, which is why they also serve meta 
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ember.aten.kernels._common import shape_str, wrap_dim, wrap_dims
@@ -240,8 +242,8 @@ def narrow(xp, self, dim, start, length):
         start += n
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    idx = [slice(None)] * self.ndim
-    idx[d] = slice(start, start + length)
+    idx = [builtins.slice(None)] * self.ndim
+    idx[d] = builtins.slice(start, start + length)
     return self[tuple(idx)]
 
 
@@ -253,7 +255,7 @@ def select(xp, self, dim, index):
     if not -n <= index < n:
         raise IndexError(f"select(): index {index} out of range for tensor of size {shape_str(self.shape)} at "
                          f"dimension {d}")
-    idx = [slice(None)] * self.ndim
+    idx = [builtins.slice(None)] * self.ndim
     idx[d] = index
     return self[tuple(idx)]
 

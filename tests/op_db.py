@@ -1,0 +1,429 @@
+"""The op table: every public op of native_functions.yaml has an entry here (or is on the commented
+``NOT_IN_TABLE`` allowlist of ``test_ops.py``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from tests.opinfo import (ALL_REAL, BOOL, FLOATS, INTS, ErrorInput, OpInfo, Sample, arr, binary_samples,
+                          dim_samples, positive, reduction_samples, unary_samples)
+
+op_db: list[OpInfo] = []
+
+
+def add(*infos):
+    op_db.extend(infos)
+
+
+def _err(args, kwargs, etype, match):
+    return ErrorInput(Sample(args, kwargs), etype, match)
+
+
+# ------------------------------------------------------------------------------ unary
+for name, low, high, pos in [
+    ("exp", -3, 3, False), ("exp2", -3, 3, False), ("expm1", -3, 3, False), ("log", 0, 0, True),
+    ("log2", 0, 0, True), ("log10", 0, 0, True), ("log1p", 0, 0, True), ("sqrt", 0, 0, True),
+    ("rsqrt", 0, 0, True), ("sin", -3, 3, False), ("cos", -3, 3, False), ("tan", -1.2, 1.2, False),
+    ("asin", -0.9, 0.9, False), ("acos", -0.9, 0.9, False), ("atan", -3, 3, False), ("sinh", -3, 3, False),
+    ("cosh", -3, 3, False), ("tanh", -3, 3, False), ("asinh", -3, 3, False), ("atanh", -0.9, 0.9, False),
+    ("sigmoid", -5, 5, False), ("reciprocal", 0, 0, True), ("erf", -3, 3, False), ("erfc", -3, 3, False),
+    ("erfinv", -0.95, 0.95, False), ("lgamma", 0, 0, True), ("digamma", 0, 0, True), ("i0", -3, 3, False),
+    ("sinc", -3, 3, False), ("deg2rad", -3, 3, False), ("rad2deg", -3, 3, False),
+]:
+    add(OpInfo(name, unary_samples(low, high, pos), dtypes=FLOATS + ("int64",) if name not in
+               ("erfinv", "atanh", "asin", "acos") else FLOATS, inplace=True, out=True,
+               covers=("special_" + name,) if name in ("erf", "erfc", "erfinv", "expm1", "exp2", "i0", "sinc",
+                                                      "log1p") else ()))
+add(OpInfo("acosh", unary_samples(pos=True), dtypes=FLOATS,
+           ember_fn=lambda e, a: e.acosh(a + 1), torch_fn=lambda t, a: t.acosh(a + 1)))
+add(OpInfo("special_gammaln", unary_samples(pos=True), method=False, torch_name="special.gammaln",
+           covers=("special_psi", "special_digamma", "special_expit", "special_xlogy", "special_logit",
+                   "special_logsumexp")))
+for name in ["abs", "neg", "sign", "floor", "ceil", "trunc", "frac", "square"]:
+    dts = ALL_REAL if name not in ("frac",) else FLOATS
+    if name == "neg":
+        dts = FLOATS + INTS
+    add(OpInfo(name, unary_samples(), dtypes=dts, inplace=True, out=True,
+               errors=(lambda: [_err((np.array([True, False]),), {}, RuntimeError, "Negation, the `-` operator")])
+               if name == "neg" else None))
+add(OpInfo("sgn", unary_samples(), dtypes=FLOATS + INTS, inplace=True, out=True))
+add(OpInfo("relu", unary_samples(), dtypes=FLOATS + INTS, inplace=True, out=True,
+           covers=("relu6",)))
+add(OpInfo("round", unary_samples(-10, 10), dtypes=FLOATS + INTS, inplace=True, out=True))
+add(OpInfo("round", lambda d, r: [Sample((arr(r, (3, 4), d, -100, 100),), dict(decimals=1))], dtypes=FLOATS,
+           inplace=True))
+add(OpInfo("bitwise_not", unary_samples(), dtypes=INTS + BOOL + ("uint8",), inplace=True, out=True))
+add(OpInfo("logical_not", unary_samples(), dtypes=FLOATS + INTS + BOOL, inplace=False, out=True))
+for name in ["isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit"]:
+    add(OpInfo(name, lambda d, r: [Sample((np.array([1.0, np.nan, np.inf, -np.inf, -0.0, 2.5], d),))] +
+               [Sample((arr(r, (3, 4), d),))], dtypes=FLOATS))
+add(OpInfo("nan_to_num", lambda d, r: [Sample((np.array([1.0, np.nan, np.inf, -np.inf], d),)),
+                                       Sample((np.array([1.0, np.nan, np.inf, -np.inf], d),),
+                                              dict(nan=0.5, posinf=9.0, neginf=-9.0))],
+           dtypes=FLOATS, inplace=True))
+add(OpInfo("logit", lambda d, r: [Sample((r.uniform(0.05, 0.95, (3, 4)).astype(d),)),
+                                  Sample((r.uniform(0.0, 1.0, (3, 4)).astype(d),), dict(eps=1e-3))],
+           dtypes=FLOATS, inplace=True))
+add(OpInfo("positive", unary_samples(), dtypes=FLOATS + INTS, method=True))
+
+# ------------------------------------------------------------------------------ binary
+add(OpInfo("add", binary_samples(), dtypes=ALL_REAL + BOOL, inplace=True, out=True,
+           errors=lambda: [_err((np.ones((2, 3)), np.ones((4,))), {}, RuntimeError,
+                                r"The size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton "
+                                r"dimension 1"),
+                           _err((np.ones(3, "int64"), np.ones(3, "int64")), dict(alpha=1.5), RuntimeError,
+                                "alpha must not be a floating point number")]))
+add(OpInfo("add", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (4,), d)), dict(alpha=2))], dtypes=ALL_REAL,
+           inplace=True, out=True))
+add(OpInfo("sub", binary_samples(), dtypes=ALL_REAL, inplace=True, out=True, covers=("rsub",),
+           errors=lambda: [_err((np.array([True]), np.array([False])), {}, RuntimeError,
+                                "Subtraction, the `-` operator, with two bool tensors is not supported")]))
+add(OpInfo("mul", binary_samples(), dtypes=ALL_REAL + BOOL, inplace=True, out=True))
+add(OpInfo("div", binary_samples(pos_other=True), dtypes=FLOATS + INTS, inplace=True, out=True,
+           covers=("true_divide",)))
+for mode in ("trunc", "floor"):
+    add(OpInfo("div", lambda d, r, m=mode: [Sample((arr(r, (3, 4), d, -9, 9), positive(r, (4,), d)),
+                                                   dict(rounding_mode=m)),
+                                            Sample((arr(r, (3, 4), d, -9, 9), -positive(r, (4,), d)),
+                                                   dict(rounding_mode=m))],
+               dtypes=FLOATS + INTS, inplace=True, out=True))
+add(OpInfo("floor_divide", binary_samples(pos_other=True), dtypes=FLOATS + INTS, inplace=True, out=True,
+           errors=lambda: [_err((np.array([1, 2]), np.array([0, 1])), {}, RuntimeError, "ZeroDivisionError")]))
+add(OpInfo("remainder", binary_samples(pos_other=True), dtypes=FLOATS + INTS, inplace=True, out=True))
+add(OpInfo("fmod", binary_samples(pos_other=True), dtypes=FLOATS + INTS, inplace=True, out=True))
+add(OpInfo("pow", lambda d, r: [Sample((positive(r, (3, 4), d), arr(r, (3, 4), d, -2, 2))),
+                                Sample((positive(r, (3, 4), d), 2)), Sample((positive(r, (3, 4), d), 0.5))]
+           if np.dtype(d).kind == "f" else
+           [Sample((arr(r, (3, 4), d), positive(r, (3, 4), d))), Sample((arr(r, (3, 4), d), 3))],
+           dtypes=FLOATS + INTS, inplace=True, out=True, covers=("float_power",),
+           errors=lambda: [_err((np.array([2, 3]), -1), {}, RuntimeError,
+                                "Integers to negative integer powers are not allowed")]))
+for name in ["atan2", "hypot", "logaddexp", "logaddexp2", "copysign", "maximum", "minimum", "fmax", "fmin",
+             "xlogy", "nextafter"]:
+    add(OpInfo(name, binary_samples(scalar=False), dtypes=FLOATS, out=True,
+               inplace=name in ("atan2", "hypot", "copysign", "xlogy", "nextafter")))
+add(OpInfo("maximum", binary_samples(scalar=False), dtypes=INTS + ("uint8",), out=True, covers=("max",)))
+for name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
+    add(OpInfo(name, binary_samples(), dtypes=INTS + BOOL + ("uint8",), inplace=True, out=True))
+for name in ["bitwise_left_shift", "bitwise_right_shift"]:
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, (3, 4), d, 0, 9), positive(r, (3, 4), d)))], dtypes=INTS,
+               inplace=True, out=True))
+for name in ["logical_and", "logical_or", "logical_xor"]:
+    add(OpInfo(name, binary_samples(scalar=False), dtypes=FLOATS + INTS + BOOL, inplace=True, out=True))
+for name in ["eq", "ne", "lt", "le", "gt", "ge"]:
+    add(OpInfo(name, binary_samples(low=-2, high=2), dtypes=ALL_REAL + BOOL, inplace=False, out=True,
+               covers={"gt": ("greater",), "ge": ("greater_equal",), "lt": ("less",), "le": ("less_equal",),
+                       "ne": ("not_equal",)}.get(name, ())))
+
+# ------------------------------------------------------------------------------ ternary
+add(OpInfo("where", lambda d, r: [Sample((r.random((3, 4)) > 0.5, arr(r, (3, 4), d), arr(r, (4,), d))),
+                                  Sample((r.random((3, 1)) > 0.5, arr(r, (1, 4), d), 0))],
+           dtypes=FLOATS + INTS, method=False, out=True,
+           errors=lambda: [_err((np.ones(3), np.ones(3), np.ones(3)), {}, RuntimeError,
+                                "where expected condition to be a boolean tensor")]))
+add(OpInfo("clamp", lambda d, r: [Sample((arr(r, (3, 4), d), -1, 2)), Sample((arr(r, (3, 4), d), None, 1)),
+                                  Sample((arr(r, (3, 4), d),), dict(min=arr(r, (4,), d), max=None))],
+           dtypes=FLOATS + INTS, inplace=True, out=True, covers=("clip", "clamp_min", "clamp_max"),
+           errors=lambda: [_err((np.ones(3),), {}, RuntimeError, "At least one of 'min' or 'max' must not be None")]))
+add(OpInfo("clamp_min", lambda d, r: [Sample((arr(r, (3, 4), d), 0))], dtypes=FLOATS, inplace=True))
+add(OpInfo("clamp_max", lambda d, r: [Sample((arr(r, (3, 4), d), 0))], dtypes=FLOATS, inplace=True))
+add(OpInfo("clip", lambda d, r: [Sample((arr(r, (3, 4), d), -1, 1))], dtypes=FLOATS, inplace=True))
+add(OpInfo("lerp", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3, 4), d), 0.3)),
+                                 Sample((arr(r, (3, 4), d), arr(r, (4,), d), r.uniform(0, 1, (3, 4)).astype(d)))],
+           dtypes=FLOATS, inplace=True, out=False))
+for name in ["addcmul", "addcdiv"]:
+    add(OpInfo(name, lambda d, r, n=name: [Sample((arr(r, (3, 4), d), arr(r, (3, 4), d), positive(r, (4,), d)),
+                                                  dict(value=0.5))],
+               dtypes=FLOATS, inplace=True, out=True))
+
+# ------------------------------------------------------------------------------ reductions
+add(OpInfo("sum", reduction_samples(), dtypes=ALL_REAL + BOOL, out=True, covers=("nansum",)))
+add(OpInfo("sum", lambda d, r: [Sample((arr(r, (3, 4), d), 1), dict(dtype="float64"))], dtypes=INTS))
+add(OpInfo("nansum", reduction_samples(dims=(None, 1)), dtypes=FLOATS))
+add(OpInfo("prod", reduction_samples(dims=(None,), keepdim=False), dtypes=FLOATS + INTS))
+add(OpInfo("prod", dim_samples(shape=(3, 4), dims=(0, 1)), dtypes=FLOATS + INTS))
+add(OpInfo("mean", reduction_samples(), dtypes=FLOATS, out=True,
+           errors=lambda: [_err((np.arange(4),), {}, RuntimeError,
+                                "mean\\(\\): could not infer output dtype. Input dtype must be either a floating "
+                                "point or complex dtype. Got: Long")]))
+add(OpInfo("nanmean", lambda d, r: [Sample((np.array([[1.0, np.nan], [3.0, 4.0]], d),)),
+                                    Sample((np.array([[1.0, np.nan], [3.0, 4.0]], d), 1))], dtypes=FLOATS))
+for name in ["var", "std"]:
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, (3, 4, 5), d),)), Sample((arr(r, (3, 4, 5), d), 1)),
+                                   Sample((arr(r, (3, 4, 5), d), (0, 2)), dict(unbiased=False, keepdim=True)),
+                                   Sample((arr(r, (3, 4, 5), d),), dict(dim=1, correction=0))],
+               dtypes=FLOATS))
+for name in ["var_mean", "std_mean"]:
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4), d), 1)),
+                                   Sample((arr(r, (3, 4), d),), dict(dim=0, correction=0, keepdim=True))],
+               dtypes=FLOATS, method=False))
+for name in ["max", "min"]:
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, (3, 4, 5), d),)), Sample((arr(r, (3, 4, 5), d), 1)),
+                                   Sample((arr(r, (3, 4, 5), d), -1), dict(keepdim=True)),
+                                   Sample((arr(r, (3, 4), d), arr(r, (4,), d)))],
+               dtypes=FLOATS + INTS,
+               errors=lambda n=name: [_err((np.zeros((0,)),), {}, RuntimeError,
+                                           "Expected reduction dim to be specified for input.numel\\(\\) == 0")]))
+for name in ["amax", "amin"]:
+    add(OpInfo(name, reduction_samples(dims=((), 0, (0, 2))), dtypes=FLOATS + INTS, out=True))
+add(OpInfo("aminmax", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4), d),), dict(dim=1))],
+           dtypes=FLOATS + INTS))
+for name in ["argmax", "argmin"]:
+    add(OpInfo(name, reduction_samples(dims=(None, 0, -1)), dtypes=FLOATS + INTS))
+add(OpInfo("logsumexp", reduction_samples(dims=(0, (0, 2), -1)), dtypes=FLOATS, covers=("special_logsumexp",)))
+for name in ["all", "any"]:
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, (3, 4), d, 0, 1),)), Sample((arr(r, (3, 4), d, 0, 1), 1)),
+                                   Sample((arr(r, (3, 4), d, 0, 1), 0), dict(keepdim=True))],
+               dtypes=FLOATS + INTS + BOOL))
+add(OpInfo("count_nonzero", lambda d, r: [Sample((arr(r, (3, 4), d, -1, 1),)), Sample((arr(r, (3, 4), d, -1, 1), 1)),
+                                          Sample((arr(r, (3, 4), d, -1, 1), (0, 1)))],
+           dtypes=FLOATS + INTS + BOOL))
+for name in ["cumsum", "cumprod"]:
+    add(OpInfo(name, dim_samples(shape=(3, 4), dims=(0, 1, -1)), dtypes=FLOATS + INTS, inplace=True, out=True))
+add(OpInfo("logcumsumexp", dim_samples(shape=(3, 4), dims=(0, 1)), dtypes=FLOATS))
+for name in ["cummax", "cummin"]:
+    add(OpInfo(name, dim_samples(shape=(3, 4), dims=(0, 1)), dtypes=FLOATS + INTS))
+add(OpInfo("sort", lambda d, r: [Sample((arr(r, (3, 5), d),)), Sample((arr(r, (3, 5), d), 0)),
+                                 Sample((arr(r, (3, 5), d),), dict(descending=True)),
+                                 Sample((arr(r, (4, 6), d),), dict(stable=True, dim=0, descending=True))],
+           dtypes=FLOATS + INTS))
+add(OpInfo("argsort", lambda d, r: [Sample((np.array([3, 1, 2, 1, 3, 0], d),)),
+                                    Sample((np.array([3, 1, 2, 1, 3, 0], d),), dict(descending=True, stable=True))],
+           dtypes=FLOATS + INTS))
+add(OpInfo("topk", lambda d, r: [Sample((r.permutation(20).reshape(4, 5).astype(d), 2)),
+                                 Sample((r.permutation(20).reshape(4, 5).astype(d), 3, 0)),
+                                 Sample((r.permutation(20).reshape(4, 5).astype(d), 2), dict(largest=False))],
+           dtypes=FLOATS + INTS))
+add(OpInfo("kthvalue", lambda d, r: [Sample((r.permutation(20).reshape(4, 5).astype(d), 2)),
+                                     Sample((r.permutation(20).reshape(4, 5).astype(d), 1, 0, True))],
+           dtypes=FLOATS + INTS))
+add(OpInfo("median", lambda d, r: [Sample((r.permutation(20).reshape(4, 5).astype(d),)),
+                                   Sample((r.permutation(20).reshape(4, 5).astype(d), 1))], dtypes=FLOATS + INTS))
+add(OpInfo("mode", lambda d, r: [Sample((np.array([[1, 2, 2, 3], [4, 4, 1, 1]], d),))], dtypes=FLOATS + INTS))
+add(OpInfo("quantile", lambda d, r: [Sample((arr(r, (4, 5), d), 0.3)), Sample((arr(r, (4, 5), d), 0.5, 1)),
+                                     Sample((arr(r, (4, 5), d), 0.25), dict(interpolation="nearest"))],
+           dtypes=FLOATS, covers=("nanquantile",)))
+add(OpInfo("bincount", lambda d, r: [Sample((r.integers(0, 6, 10).astype(d),)),
+                                     Sample((r.integers(0, 6, 10).astype(d),), dict(minlength=9))],
+           dtypes=INTS))
+add(OpInfo("histc", lambda d, r: [Sample((arr(r, (20,), d),), dict(bins=5)),
+                                  Sample((arr(r, (20,), d),), dict(bins=4, min=-1, max=1))], dtypes=FLOATS))
+add(OpInfo("norm", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4), d), 1)),
+                                 Sample((arr(r, (3, 4), d), 2, 1))], dtypes=FLOATS))
+
+# ------------------------------------------------------------------------------ views and shapes
+add(OpInfo("view", lambda d, r: [Sample((arr(r, (3, 4), d), (4, 3))), Sample((arr(r, (3, 4), d), (-1,))),
+                                 Sample((arr(r, (3, 4), d), (2, -1, 2)))], dtypes=ALL_REAL, function=False,
+           noncontiguous=False,
+           errors=lambda: [_err((np.ones((3, 4)), (5, 2)), {}, RuntimeError,
+                                r"shape '\[5, 2\]' is invalid for input of size 12")]))
+add(OpInfo("reshape", lambda d, r: [Sample((arr(r, (3, 4), d), (4, 3))), Sample((arr(r, (3, 4), d), (-1,))),
+                                    Sample((arr(r, (2, 3, 4), d), (6, -1)))], dtypes=ALL_REAL))
+add(OpInfo("t", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3,), d),))], dtypes=ALL_REAL))
+add(OpInfo("transpose", lambda d, r: [Sample((arr(r, (2, 3, 4), d), 0, 2)), Sample((arr(r, (2, 3, 4), d), -1, 1))],
+           dtypes=ALL_REAL, covers=("swapaxes", "swapdims")))
+add(OpInfo("permute", lambda d, r: [Sample((arr(r, (2, 3, 4), d), (2, 0, 1)))], dtypes=ALL_REAL))
+add(OpInfo("movedim", lambda d, r: [Sample((arr(r, (2, 3, 4), d), 0, 2)), Sample((arr(r, (2, 3, 4), d), (0, 1), (2, 0)))],
+           dtypes=FLOATS, covers=("moveaxis",)))
+add(OpInfo("expand", lambda d, r: [Sample((arr(r, (3, 1), d), (3, 4))), Sample((arr(r, (3, 1), d), (2, -1, 4)))],
+           dtypes=FLOATS, function=False,
+           errors=lambda: [_err((np.ones((3, 2)), (3, 4)), {}, RuntimeError,
+                                r"The expanded size of the tensor \(4\) must match the existing size \(2\) at "
+                                r"non-singleton dimension 1")]))
+add(OpInfo("broadcast_to", lambda d, r: [Sample((arr(r, (3, 1), d), (2, 3, 4)))], dtypes=FLOATS,
+           covers=("expand_as", "broadcast_tensors")))
+add(OpInfo("squeeze", lambda d, r: [Sample((arr(r, (3, 1, 4, 1), d),)), Sample((arr(r, (3, 1, 4, 1), d), 1)),
+                                    Sample((arr(r, (3, 1, 4, 1), d), (1, 3)))], dtypes=FLOATS))
+add(OpInfo("unsqueeze", lambda d, r: [Sample((arr(r, (3, 4), d), 0)), Sample((arr(r, (3, 4), d), -1))],
+           dtypes=FLOATS))
+add(OpInfo("flatten", lambda d, r: [Sample((arr(r, (2, 3, 4), d),)), Sample((arr(r, (2, 3, 4), d), 1)),
+                                    Sample((arr(r, (2, 3, 4), d), 0, 1))], dtypes=FLOATS, covers=("ravel",)))
+add(OpInfo("unflatten", lambda d, r: [Sample((arr(r, (2, 12), d), 1, (3, 4))), Sample((arr(r, (2, 12), d), 1, (-1, 2)))],
+           dtypes=FLOATS))
+add(OpInfo("narrow", lambda d, r: [Sample((arr(r, (5, 4), d), 0, 1, 3)), Sample((arr(r, (5, 4), d), -1, 0, 2))],
+           dtypes=FLOATS))
+add(OpInfo("select", lambda d, r: [Sample((arr(r, (5, 4), d), 0, 2)), Sample((arr(r, (5, 4), d), 1, -1))],
+           dtypes=FLOATS,
+           errors=lambda: [_err((np.ones((2, 3)), 0, 5), {}, IndexError, "select\\(\\): index 5 out of range")]))
+add(OpInfo("unbind", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4), d), 1))], dtypes=FLOATS))
+add(OpInfo("split", lambda d, r: [Sample((arr(r, (7, 4), d), 3)), Sample((arr(r, (7, 4), d), (2, 5))),
+                                  Sample((arr(r, (3, 6), d), 4, 1))], dtypes=FLOATS,
+           covers=("split_with_sizes",)))
+add(OpInfo("chunk", lambda d, r: [Sample((arr(r, (7, 4), d), 3)), Sample((arr(r, (4, 6), d), 4, 1))], dtypes=FLOATS))
+add(OpInfo("tensor_split", lambda d, r: [Sample((arr(r, (7, 4), d), 3)), Sample((arr(r, (7, 4), d), (1, 5)))],
+           dtypes=FLOATS))
+add(OpInfo("unfold", lambda d, r: [Sample((arr(r, (7, 4), d), 0, 3, 2)), Sample((arr(r, (7, 4), d), 1, 2, 1))],
+           dtypes=FLOATS, function=False))
+add(OpInfo("diagonal", lambda d, r: [Sample((arr(r, (4, 5), d),)), Sample((arr(r, (4, 5), d), 1)),
+                                     Sample((arr(r, (3, 4, 5), d), -1, 1, 2))], dtypes=FLOATS))
+add(OpInfo("as_strided", lambda d, r: [Sample((arr(r, (4, 5), d), (2, 2), (1, 2))),
+                                       Sample((arr(r, (4, 5), d), (3,), (2,), 1))], dtypes=FLOATS,
+           noncontiguous=False))
+add(OpInfo("contiguous", lambda d, r: [Sample((arr(r, (4, 5), d),))], dtypes=FLOATS, function=False))
+add(OpInfo("view_as", lambda d, r: [Sample((arr(r, (4, 5), d), arr(r, (2, 10), d)))], dtypes=FLOATS, function=False,
+           covers=("reshape_as",), noncontiguous=False))
+
+# ------------------------------------------------------------------------------ joining, indexing, shapes
+add(OpInfo("cat", lambda d, r: [Sample(([arr(r, (2, 3), d), arr(r, (4, 3), d)],)),
+                                Sample(([arr(r, (2, 3), d), arr(r, (2, 1), d)], 1))], dtypes=ALL_REAL, method=False,
+           out=True, covers=("concat", "concatenate"),
+           errors=lambda: [_err(([np.ones((2, 3)), np.ones((2, 4))],), {}, RuntimeError,
+                                "Sizes of tensors must match except in dimension 0")]))
+add(OpInfo("stack", lambda d, r: [Sample(([arr(r, (2, 3), d), arr(r, (2, 3), d)],)),
+                                  Sample(([arr(r, (2, 3), d), arr(r, (2, 3), d)], -1))], dtypes=ALL_REAL, method=False,
+           out=True))
+for name in ["hstack", "vstack", "dstack", "column_stack", "row_stack"]:
+    add(OpInfo(name, lambda d, r: [Sample(([arr(r, (2, 3), d), arr(r, (2, 3), d)],)),
+                                   Sample(([arr(r, (3,), d), arr(r, (3,), d)],))], dtypes=FLOATS, method=False))
+for name in ["atleast_1d", "atleast_2d", "atleast_3d"]:
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, (), d),)), Sample((arr(r, (3,), d),)), Sample((arr(r, (2, 3), d),))],
+               dtypes=FLOATS, method=False))
+add(OpInfo("meshgrid", lambda d, r: [Sample((arr(r, (3,), d), arr(r, (4,), d)), dict(indexing="ij")),
+                                     Sample((arr(r, (3,), d), arr(r, (4,), d)), dict(indexing="xy"))],
+           dtypes=FLOATS, method=False,
+           ember_fn=lambda e, *a, **k: e.meshgrid(*a, **k), torch_fn=lambda t, *a, **k: t.meshgrid(*a, **k)))
+for name in ["tril", "triu"]:
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, (4, 5), d),)), Sample((arr(r, (4, 5), d), 1)),
+                                   Sample((arr(r, (2, 4, 5), d), -1))], dtypes=FLOATS + INTS, inplace=True, out=True))
+add(OpInfo("flip", lambda d, r: [Sample((arr(r, (3, 4), d), (0,))), Sample((arr(r, (3, 4), d), (0, 1)))],
+           dtypes=FLOATS + INTS, covers=("fliplr", "flipud")))
+add(OpInfo("fliplr", lambda d, r: [Sample((arr(r, (3, 4), d),))], dtypes=FLOATS))
+add(OpInfo("roll", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((arr(r, (3, 4), d), (1, -2), (0, 1)))],
+           dtypes=FLOATS))
+add(OpInfo("rot90", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4), d), 2))], dtypes=FLOATS))
+add(OpInfo("repeat", lambda d, r: [Sample((arr(r, (2, 3), d), (2, 1))), Sample((arr(r, (2, 3), d), (2, 1, 3)))],
+           dtypes=FLOATS, function=False))
+add(OpInfo("tile", lambda d, r: [Sample((arr(r, (2, 3), d), (2,))), Sample((arr(r, (2, 3), d), (2, 1, 2)))],
+           dtypes=FLOATS))
+add(OpInfo("repeat_interleave", lambda d, r: [Sample((arr(r, (2, 3), d), 2)), Sample((arr(r, (2, 3), d), 2, 1)),
+                                              Sample((arr(r, (2, 3), d), np.array([1, 2])), dict(dim=0))],
+           dtypes=FLOATS))
+add(OpInfo("diag", lambda d, r: [Sample((arr(r, (4,), d),)), Sample((arr(r, (4, 5), d), 1))], dtypes=FLOATS))
+add(OpInfo("diag_embed", lambda d, r: [Sample((arr(r, (2, 3), d),)), Sample((arr(r, (2, 3), d), 1))], dtypes=FLOATS))
+add(OpInfo("gather", lambda d, r: [Sample((arr(r, (3, 4), d), 1, r.integers(0, 4, (3, 2)))),
+                                   Sample((arr(r, (3, 4), d), 0, r.integers(0, 3, (2, 4))))],
+           dtypes=FLOATS + INTS, out=True))
+add(OpInfo("scatter", lambda d, r: [Sample((arr(r, (3, 4), d), 1, np.array([[0, 1], [2, 3], [1, 0]]),
+                                            arr(r, (3, 2), d))),
+                                    Sample((arr(r, (3, 4), d), 1, np.array([[0, 1], [2, 3], [1, 0]]), 7))],
+           dtypes=FLOATS + INTS, inplace=True))
+add(OpInfo("scatter_add", lambda d, r: [Sample((arr(r, (3, 4), d), 1, np.array([[0, 0], [2, 3], [1, 1]]),
+                                                arr(r, (3, 2), d)))], dtypes=FLOATS + INTS, inplace=True))
+add(OpInfo("scatter_reduce", lambda d, r: [Sample((arr(r, (3, 4), d), 1, np.array([[0, 0], [2, 3], [1, 1]]),
+                                                   arr(r, (3, 2), d), red))
+                                           for red in ("sum", "prod", "amax", "amin", "mean")],
+           dtypes=FLOATS, inplace=True))
+add(OpInfo("index_select", lambda d, r: [Sample((arr(r, (3, 4), d), 1, np.array([0, 3, 1]))),
+                                         Sample((arr(r, (3, 4), d), 0, np.array([2, 2])))], dtypes=FLOATS + INTS,
+           out=True))
+add(OpInfo("index_add", lambda d, r: [Sample((arr(r, (3, 4), d), 0, np.array([0, 2, 0]), arr(r, (3, 4), d)))],
+           dtypes=FLOATS, inplace=True))
+add(OpInfo("index_copy", lambda d, r: [Sample((arr(r, (3, 4), d), 1, np.array([0, 2]), arr(r, (3, 2), d)))],
+           dtypes=FLOATS, inplace=True))
+add(OpInfo("index_fill", lambda d, r: [Sample((arr(r, (3, 4), d), 1, np.array([0, 2]), -1.0))],
+           dtypes=FLOATS, inplace=True))
+add(OpInfo("index_put", lambda d, r: [Sample((arr(r, (3, 4), d), [np.array([0, 2])], arr(r, (4,), d))),
+                                      Sample((arr(r, (3, 4), d), [np.array([0, 0]), np.array([1, 1])],
+                                              np.array([1.0, 2.0], d)), dict(accumulate=True))],
+           dtypes=FLOATS, inplace=True))
+add(OpInfo("masked_fill", lambda d, r: [Sample((arr(r, (3, 4), d), r.random((3, 4)) > 0.5, -1.0)),
+                                        Sample((arr(r, (3, 4), d), r.random((4,)) > 0.5, 2))],
+           dtypes=FLOATS + INTS, inplace=True))
+add(OpInfo("masked_select", lambda d, r: [Sample((arr(r, (3, 4), d), r.random((3, 4)) > 0.5)),
+                                          Sample((arr(r, (3, 4), d), r.random((4,)) > 0.5))], dtypes=FLOATS + INTS))
+add(OpInfo("masked_scatter", lambda d, r: [Sample((arr(r, (3, 4), d), r.random((3, 4)) > 0.5, arr(r, (12,), d)))],
+           dtypes=FLOATS, inplace=True))
+add(OpInfo("nonzero", lambda d, r: [Sample((arr(r, (3, 4), d, -1, 1),))], dtypes=FLOATS + INTS + BOOL,
+           covers=("argwhere",)))
+add(OpInfo("argwhere", lambda d, r: [Sample((arr(r, (3, 4), d, -1, 1),))], dtypes=FLOATS))
+add(OpInfo("take", lambda d, r: [Sample((arr(r, (3, 4), d), np.array([[0, 11], [5, 3]])))], dtypes=FLOATS))
+add(OpInfo("take_along_dim", lambda d, r: [Sample((arr(r, (3, 4), d), np.argsort(arr(r, (3, 4), d), 1), 1))],
+           dtypes=FLOATS))
+add(OpInfo("searchsorted", lambda d, r: [Sample((np.sort(arr(r, (6,), d)), arr(r, (3, 2), d))),
+                                         Sample((np.sort(arr(r, (6,), d)), arr(r, (3, 2), d)), dict(right=True))],
+           dtypes=FLOATS, method=False, covers=("bucketize",)))
+add(OpInfo("bucketize", lambda d, r: [Sample((arr(r, (3, 2), d), np.sort(arr(r, (6,), d))))], dtypes=FLOATS,
+           method=False))
+add(OpInfo("unique", lambda d, r: [Sample((np.array([3, 1, 2, 3, 1], d),)),
+                                   Sample((np.array([3, 1, 2, 3, 1], d),), dict(return_inverse=True, return_counts=True))],
+           dtypes=FLOATS + INTS, noncontiguous=False, meta=False))
+
+# ------------------------------------------------------------------------------ linear algebra
+add(OpInfo("mm", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (4, 5), d)))], dtypes=FLOATS, out=True,
+           errors=lambda: [_err((np.ones((2, 3)), np.ones((4, 5))), {}, RuntimeError,
+                                r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)")]))
+add(OpInfo("bmm", lambda d, r: [Sample((arr(r, (2, 3, 4), d), arr(r, (2, 4, 5), d)))], dtypes=FLOATS, out=True))
+add(OpInfo("matmul", lambda d, r: [Sample((arr(r, s1, d), arr(r, s2, d))) for s1, s2 in
+                                   [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
+                                    ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)), ((5, 1, 2, 3), (4, 3, 2))]],
+           dtypes=FLOATS, out=True,
+           errors=lambda: [_err((np.ones((2, 3)), np.ones((4, 5))), {}, RuntimeError,
+                                r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)")]))
+add(OpInfo("mv", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (4,), d)))], dtypes=FLOATS))
+add(OpInfo("dot", lambda d, r: [Sample((arr(r, (4,), d), arr(r, (4,), d)))], dtypes=FLOATS, covers=("vdot", "inner")))
+add(OpInfo("inner", lambda d, r: [Sample((arr(r, (2, 4), d), arr(r, (3, 4), d)))], dtypes=FLOATS))
+add(OpInfo("outer", lambda d, r: [Sample((arr(r, (4,), d), arr(r, (3,), d)))], dtypes=FLOATS, covers=("ger",)))
+for name, shapes in [("addmm", ((3, 5), (3, 4), (4, 5))), ("addmv", ((3,), (3, 4), (4,))),
+                     ("baddbmm", ((2, 3, 5), (2, 3, 4), (2, 4, 5))), ("addbmm", ((3, 5), (2, 3, 4), (2, 4, 5)))]:
+    add(OpInfo(name, lambda d, r, s=shapes: [Sample(tuple(arr(r, x, d) for x in s)),
+                                             Sample(tuple(arr(r, x, d) for x in s), dict(beta=0.5, alpha=2.0))],
+               dtypes=FLOATS, inplace=True, out=True))
+add(OpInfo("einsum", lambda d, r: [Sample(("ij,jk->ik", arr(r, (3, 4), d), arr(r, (4, 5), d))),
+                                   Sample(("bij->bji", arr(r, (2, 3, 4), d)))], dtypes=FLOATS, method=False,
+           ember_fn=lambda e, eq, *ts: e.einsum(eq, *ts), torch_fn=lambda t, eq, *ts: t.einsum(eq, *ts),
+           noncontiguous=False))
+add(OpInfo("tensordot", lambda d, r: [Sample((arr(r, (3, 4, 5), d), arr(r, (4, 5, 2), d)), dict(dims=2)),
+                                      Sample((arr(r, (3, 4), d), arr(r, (4, 2), d)), dict(dims=([1], [0])))],
+           dtypes=FLOATS, method=False, noncontiguous=False,
+           ember_fn=lambda e, a, b, dims: e.tensordot(a, b, dims=dims),
+           torch_fn=lambda t, a, b, dims: t.tensordot(a, b, dims=dims)))
+add(OpInfo("kron", lambda d, r: [Sample((arr(r, (2, 3), d), arr(r, (2, 2), d)))], dtypes=FLOATS))
+add(OpInfo("cdist", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (5, 4), d))),
+                                  Sample((arr(r, (3, 4), d), arr(r, (5, 4), d)), dict(p=1.0))], dtypes=FLOATS,
+           method=False))
+add(OpInfo("cross", lambda d, r: [Sample((arr(r, (4, 3), d), arr(r, (4, 3), d)), dict(dim=1))], dtypes=FLOATS,
+           covers=("linalg_cross",)))
+
+
+def _spd(r, n, d):
+    a = r.uniform(-1, 1, (n, n))
+    return (a @ a.T + n * np.eye(n)).astype(d)
+
+
+for name, fn in [
+    ("linalg.inv", lambda d, r: [Sample((_spd(r, 4, d),))]),
+    ("linalg.det", lambda d, r: [Sample((arr(r, (4, 4), d),)), Sample((arr(r, (2, 3, 3), d),))]),
+    ("linalg.slogdet", lambda d, r: [Sample((arr(r, (4, 4), d),))]),
+    ("linalg.solve", lambda d, r: [Sample((_spd(r, 4, d), arr(r, (4, 2), d))), Sample((_spd(r, 4, d), arr(r, (4,), d)))]),
+    ("linalg.cholesky", lambda d, r: [Sample((_spd(r, 4, d),))]),
+    ("linalg.eigvalsh", lambda d, r: [Sample((_spd(r, 4, d),))]),
+    ("linalg.svdvals", lambda d, r: [Sample((arr(r, (4, 3), d),))]),
+    ("linalg.pinv", lambda d, r: [Sample((arr(r, (4, 3), d),))]),
+    ("linalg.matrix_power", lambda d, r: [Sample((arr(r, (3, 3), d), 3)), Sample((_spd(r, 3, d), -2))]),
+    ("linalg.vector_norm", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4), d), 1, 1)),
+                                         Sample((arr(r, (3, 4), d), float("inf"))), Sample((arr(r, (3, 4), d), 3.0, (0, 1)))]),
+    ("linalg.matrix_norm", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4), d), "nuc")),
+                                         Sample((arr(r, (3, 4), d), 1))]),
+    ("linalg.norm", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (5,), d), 3))]),
+    ("linalg.cross", lambda d, r: [Sample((arr(r, (4, 3), d), arr(r, (4, 3), d)))]),
+]:
+    add(OpInfo(name, fn, dtypes=FLOATS, method=False, rtol=1e-4, atol=1e-5))
+# decompositions whose factors are unique only up to signs: compared through reconstruction in test_linalg.py
+add(OpInfo("linalg.qr", lambda d, r: [Sample((arr(r, (4, 3), d),))], dtypes=FLOATS, method=False,
+           ember_fn=lambda e, a: e.linalg.qr(a).Q @ e.linalg.qr(a).R,
+           torch_fn=lambda t, a: t.linalg.qr(a).Q @ t.linalg.qr(a).R, rtol=1e-4, atol=1e-5))
+add(OpInfo("linalg.eigh", lambda d, r: [Sample((_spd(r, 4, d),))], dtypes=FLOATS, method=False,
+           ember_fn=lambda e, a: e.linalg.eigh(a).eigenvalues, torch_fn=lambda t, a: t.linalg.eigh(a).eigenvalues,
+           rtol=1e-4, atol=1e-5))
+add(OpInfo("linalg.svd", lambda d, r: [Sample((arr(r, (4, 3), d),))], dtypes=FLOATS, method=False,
+           ember_fn=lambda e, a: e.linalg.svd(a, full_matrices=False).S,
+           torch_fn=lambda t, a: t.linalg.svd(a, full_matrices=False).S, rtol=1e-4, atol=1e-5))
+add(OpInfo("linalg.lstsq", lambda d, r: [Sample((arr(r, (5, 3), d), arr(r, (5, 2), d)))], dtypes=FLOATS, method=False,
+           ember_fn=lambda e, a, b: e.linalg.lstsq(a, b).solution,
+           torch_fn=lambda t, a, b: t.linalg.lstsq(a, b).solution, rtol=1e-4, atol=1e-4))
+for name, src in [("det", "linalg.det"), ("inverse", "linalg.inv"), ("slogdet", "linalg.slogdet"),
+                  ("pinverse", "linalg.pinv")]:
+    add(OpInfo(name, lambda d, r: [Sample((_spd(r, 3, d),))], dtypes=FLOATS, rtol=1e-4, atol=1e-5))
+
+# ------------------------------------------------------------------------------ copies
+add(OpInfo("clone", unary_samples(), dtypes=ALL_REAL + BOOL))
+add(OpInfo("relu6", unary_samples(-8, 8), dtypes=FLOATS, method=False, torch_name="nn.functional.relu6"))
