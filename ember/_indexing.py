@@ -101,7 +101,7 @@ def _basic_view(t: Tensor, key):
         return t
     a = t._data
     try:
-        v = a[key]
+        v = a[key + (Ellipsis,)]  # a trailing ... keeps an all-integer index a 0-d view, not a NumPy scalar
     except IndexError as e:
         msg = str(e)
         if "out of bounds" in msg:

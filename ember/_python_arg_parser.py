@@ -23,6 +23,10 @@ from ember.c10.generator import Generator
 Tensor = None  # set by ember._tensor
 
 _FAIL = object()
+# PyTorch's should_allow_numbers_as_tensors list (python_arg_parser.cpp)
+NUMBERS_AS_TENSORS = {"add", "add_", "div", "div_", "divide", "divide_", "mul", "mul_", "multiply", "multiply_",
+                      "sub", "sub_", "subtract", "subtract_", "true_divide", "true_divide_", "floor_divide",
+                      "floor_divide_", "to", "_to_copy", "copy_"}
 _PY_TYPE_DTYPES = {builtins.float: _dt.float64, builtins.int: _dt.int64, builtins.bool: _dt.bool_,
                    builtins.complex: _dt.complex128}
 
@@ -175,8 +179,10 @@ class Signatures:
             r = self._try(spec, args, kwargs)
             if r is not None:
                 return i, r
-        # As PyTorch does for ops such as where/clamp/add: a Python number may stand for a tensor
-        # argument, as a 0-dim tensor that promotes like a wrapped number.
+        # As PyTorch does for a few arithmetic ops: a Python number may stand for a tensor argument,
+        # as a 0-dim tensor that promotes like a wrapped number (``torch.add(x, 2, out=o)``).
+        if self.name not in NUMBERS_AS_TENSORS:
+            self._raise(args, kwargs)
         like = self_ if self_ is not None else next(
             (v for v in list(args) + list(kwargs.values()) if isinstance(v, Tensor)), None)
         if like is not None:
@@ -213,7 +219,7 @@ class Signatures:
                 if c is _FAIL:
                     return None
                 out[name] = c
-            elif has_default or kind.endswith("?"):
+            elif has_default:
                 out[name] = default
             else:
                 return None

@@ -47,27 +47,25 @@ class _Formatter:
                 self.max_width = max(self.max_width, len(str(v)))
             return
         finite = vals[np.isfinite(vals)]
-        for v in vals:
-            if not np.isfinite(v):
-                self.max_width = max(self.max_width, len(str(float(v)).replace("inf", "inf")))
         if finite.size == 0:
             return
         nonzero_abs = np.abs(finite[finite != 0])
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
         if self.int_mode:
-            if nonzero_abs.size and float(nonzero_abs.max()) > 1e8:
+            if nonzero_abs.size and (float(nonzero_abs.max()) / float(nonzero_abs.min()) > 1000.0 or
+                                     float(nonzero_abs.max()) > 1e8):
                 self.sci_mode = True
-                for v in finite:
+                for v in finite[finite != 0]:
                     self.max_width = max(self.max_width, len(f"{v:.{PRINT_OPTS.precision}e}"))
             else:
-                for v in finite:
+                for v in finite[finite != 0]:
                     self.max_width = max(self.max_width, len(f"{v:.0f}") + 1)
         else:
             if nonzero_abs.size:
                 mx, mn = float(nonzero_abs.max()), float(nonzero_abs.min())
                 if mx / mn > 1000.0 or mx > 1e8 or mn < 1e-4:
                     self.sci_mode = True
-            for v in finite:
+            for v in finite[finite != 0]:
                 s = f"{v:.{PRINT_OPTS.precision}e}" if self.sci_mode else f"{v:.{PRINT_OPTS.precision}f}"
                 self.max_width = max(self.max_width, len(s))
         if PRINT_OPTS.sci_mode is not None:
@@ -111,7 +109,7 @@ def _fmt_vector(vals, fmt, indent, summarize, total_len):
     per_line = max(math.floor((PRINT_OPTS.linewidth - indent) / elem_w), 1)
     strs = [fmt.format(v) for v in vals]
     if summarize and total_len > 2 * e:
-        strs = strs[:e] + ["..."] + strs[e:]
+        strs = strs[:e] + [" ..."] + strs[e:]
     lines = [", ".join(strs[i:i + per_line]) for i in range(0, len(strs), per_line)]
     return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
 

@@ -1042,15 +1042,13 @@ def logical_not_(*args, **kwargs):
 
 
 _sig_relu = _Signatures('relu', [
-    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('input', 'T', False, False, None),),
 ], method=False)
 
 def relu(*args, **kwargs):
     _i, _a = _sig_relu.parse(args, kwargs)
     if _i == 0:
-        if _a['out'] is None:
-            return _R._op_relu.call(_a['input']._ks, _a['input'])
-        return _R._op_relu_out.call(_a['input']._ks, _a['input'], _a['out'])
+        return _R._op_relu.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2137,14 +2135,16 @@ def prod(*args, **kwargs):
 
 
 _sig_mean = _Signatures('mean', [
-    (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),),
+    (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
 def mean(*args, **kwargs):
     _i, _a = _sig_mean.parse(args, kwargs)
     if _i == 0:
-        return _R._op_mean.call(_a['input']._ks, _a['input'], _a['dtype'])
+        if _a['out'] is None:
+            return _R._op_mean.call(_a['input']._ks, _a['input'], _a['dtype'])
+        return _R._op_mean_dtype_out.call(_a['input']._ks, _a['input'], _a['dtype'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
             return _R._op_mean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])

@@ -309,7 +309,6 @@ logical_not_ = _P('logical_not_', [
 ])
 relu = _P('relu', [
     _O(_R._op_relu, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_relu_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 relu_ = _P('relu_', [
     _O(_R._op_relu_, (('self', 'T', False, False, None),), ['self']),
@@ -765,6 +764,7 @@ mean = _P('mean', [
     _O(_R._op_mean, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
     _O(_R._op_mean_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
     _O(_R._op_mean_out, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'dtype', 'out']),
+    _O(_R._op_mean_dtype_out, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dtype', 'out']),
 ])
 nanmean = _P('nanmean', [
     _O(_R._op_nanmean, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),

@@ -41,7 +41,7 @@ def _cuda_abs_default(ks, self):
 
 
 def _meta_abs_default(ks, self):
-    _r = _run_meta(K.abs, [self._data])
+    _r = _run_meta(K.abs, [self._data], {})
     return _r
 
 _op_abs_ = Dispatcher.define('abs_(Tensor(a!) self) -> Tensor(a!)')
@@ -55,7 +55,7 @@ def _cuda_abs__default(ks, self):
 
 
 def _meta_abs__default(ks, self):
-    _r = _run_meta(K.abs, [self._data])
+    _r = _run_meta(K.abs, [self._data], {})
     return _write_inplace(self, _r._data, 'abs_')
 
 _op_abs_out = Dispatcher.define('abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -71,7 +71,7 @@ def _cuda_abs_out(ks, self, out):
 
 def _meta_abs_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.abs, [self._data])
+    _r = _run_meta(K.abs, [self._data], {})
     return _write_out(out, _r._data, 'abs')
 
 _op_neg = Dispatcher.define('neg(Tensor self) -> Tensor')
@@ -85,7 +85,7 @@ def _cuda_neg_default(ks, self):
 
 
 def _meta_neg_default(ks, self):
-    _r = _run_meta(K.neg, [self._data])
+    _r = _run_meta(K.neg, [self._data], {})
     return _r
 
 _op_neg_ = Dispatcher.define('neg_(Tensor(a!) self) -> Tensor(a!)')
@@ -99,7 +99,7 @@ def _cuda_neg__default(ks, self):
 
 
 def _meta_neg__default(ks, self):
-    _r = _run_meta(K.neg, [self._data])
+    _r = _run_meta(K.neg, [self._data], {})
     return _write_inplace(self, _r._data, 'neg_')
 
 _op_neg_out = Dispatcher.define('neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -115,7 +115,7 @@ def _cuda_neg_out(ks, self, out):
 
 def _meta_neg_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.neg, [self._data])
+    _r = _run_meta(K.neg, [self._data], {})
     return _write_out(out, _r._data, 'neg')
 
 _op_sign = Dispatcher.define('sign(Tensor self) -> Tensor')
@@ -129,7 +129,7 @@ def _cuda_sign_default(ks, self):
 
 
 def _meta_sign_default(ks, self):
-    _r = _run_meta(K.sign, [self._data])
+    _r = _run_meta(K.sign, [self._data], {})
     return _r
 
 _op_sign_ = Dispatcher.define('sign_(Tensor(a!) self) -> Tensor(a!)')
@@ -143,7 +143,7 @@ def _cuda_sign__default(ks, self):
 
 
 def _meta_sign__default(ks, self):
-    _r = _run_meta(K.sign, [self._data])
+    _r = _run_meta(K.sign, [self._data], {})
     return _write_inplace(self, _r._data, 'sign_')
 
 _op_sign_out = Dispatcher.define('sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -159,7 +159,7 @@ def _cuda_sign_out(ks, self, out):
 
 def _meta_sign_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.sign, [self._data])
+    _r = _run_meta(K.sign, [self._data], {})
     return _write_out(out, _r._data, 'sign')
 
 _op_sgn = Dispatcher.define('sgn(Tensor self) -> Tensor')
@@ -173,7 +173,7 @@ def _cuda_sgn_default(ks, self):
 
 
 def _meta_sgn_default(ks, self):
-    _r = _run_meta(K.sgn, [self._data])
+    _r = _run_meta(K.sgn, [self._data], {})
     return _r
 
 _op_sgn_ = Dispatcher.define('sgn_(Tensor(a!) self) -> Tensor(a!)')
@@ -187,7 +187,7 @@ def _cuda_sgn__default(ks, self):
 
 
 def _meta_sgn__default(ks, self):
-    _r = _run_meta(K.sgn, [self._data])
+    _r = _run_meta(K.sgn, [self._data], {})
     return _write_inplace(self, _r._data, 'sgn_')
 
 _op_sgn_out = Dispatcher.define('sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -203,7 +203,7 @@ def _cuda_sgn_out(ks, self, out):
 
 def _meta_sgn_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.sgn, [self._data])
+    _r = _run_meta(K.sgn, [self._data], {})
     return _write_out(out, _r._data, 'sgn')
 
 _op_floor = Dispatcher.define('floor(Tensor self) -> Tensor')
@@ -217,7 +217,7 @@ def _cuda_floor_default(ks, self):
 
 
 def _meta_floor_default(ks, self):
-    _r = _run_meta(K.floor, [self._data])
+    _r = _run_meta(K.floor, [self._data], {})
     return _r
 
 _op_floor_ = Dispatcher.define('floor_(Tensor(a!) self) -> Tensor(a!)')
@@ -231,7 +231,7 @@ def _cuda_floor__default(ks, self):
 
 
 def _meta_floor__default(ks, self):
-    _r = _run_meta(K.floor, [self._data])
+    _r = _run_meta(K.floor, [self._data], {})
     return _write_inplace(self, _r._data, 'floor_')
 
 _op_floor_out = Dispatcher.define('floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -247,7 +247,7 @@ def _cuda_floor_out(ks, self, out):
 
 def _meta_floor_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.floor, [self._data])
+    _r = _run_meta(K.floor, [self._data], {})
     return _write_out(out, _r._data, 'floor')
 
 _op_ceil = Dispatcher.define('ceil(Tensor self) -> Tensor')
@@ -261,7 +261,7 @@ def _cuda_ceil_default(ks, self):
 
 
 def _meta_ceil_default(ks, self):
-    _r = _run_meta(K.ceil, [self._data])
+    _r = _run_meta(K.ceil, [self._data], {})
     return _r
 
 _op_ceil_ = Dispatcher.define('ceil_(Tensor(a!) self) -> Tensor(a!)')
@@ -275,7 +275,7 @@ def _cuda_ceil__default(ks, self):
 
 
 def _meta_ceil__default(ks, self):
-    _r = _run_meta(K.ceil, [self._data])
+    _r = _run_meta(K.ceil, [self._data], {})
     return _write_inplace(self, _r._data, 'ceil_')
 
 _op_ceil_out = Dispatcher.define('ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -291,7 +291,7 @@ def _cuda_ceil_out(ks, self, out):
 
 def _meta_ceil_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.ceil, [self._data])
+    _r = _run_meta(K.ceil, [self._data], {})
     return _write_out(out, _r._data, 'ceil')
 
 _op_trunc = Dispatcher.define('trunc(Tensor self) -> Tensor')
@@ -305,7 +305,7 @@ def _cuda_trunc_default(ks, self):
 
 
 def _meta_trunc_default(ks, self):
-    _r = _run_meta(K.trunc, [self._data])
+    _r = _run_meta(K.trunc, [self._data], {})
     return _r
 
 _op_trunc_ = Dispatcher.define('trunc_(Tensor(a!) self) -> Tensor(a!)')
@@ -319,7 +319,7 @@ def _cuda_trunc__default(ks, self):
 
 
 def _meta_trunc__default(ks, self):
-    _r = _run_meta(K.trunc, [self._data])
+    _r = _run_meta(K.trunc, [self._data], {})
     return _write_inplace(self, _r._data, 'trunc_')
 
 _op_trunc_out = Dispatcher.define('trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -335,7 +335,7 @@ def _cuda_trunc_out(ks, self, out):
 
 def _meta_trunc_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.trunc, [self._data])
+    _r = _run_meta(K.trunc, [self._data], {})
     return _write_out(out, _r._data, 'trunc')
 
 _op_frac = Dispatcher.define('frac(Tensor self) -> Tensor')
@@ -349,7 +349,7 @@ def _cuda_frac_default(ks, self):
 
 
 def _meta_frac_default(ks, self):
-    _r = _run_meta(K.frac, [self._data])
+    _r = _run_meta(K.frac, [self._data], {})
     return _r
 
 _op_frac_ = Dispatcher.define('frac_(Tensor(a!) self) -> Tensor(a!)')
@@ -363,7 +363,7 @@ def _cuda_frac__default(ks, self):
 
 
 def _meta_frac__default(ks, self):
-    _r = _run_meta(K.frac, [self._data])
+    _r = _run_meta(K.frac, [self._data], {})
     return _write_inplace(self, _r._data, 'frac_')
 
 _op_frac_out = Dispatcher.define('frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -379,7 +379,7 @@ def _cuda_frac_out(ks, self, out):
 
 def _meta_frac_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.frac, [self._data])
+    _r = _run_meta(K.frac, [self._data], {})
     return _write_out(out, _r._data, 'frac')
 
 _op_exp = Dispatcher.define('exp(Tensor self) -> Tensor')
@@ -393,7 +393,7 @@ def _cuda_exp_default(ks, self):
 
 
 def _meta_exp_default(ks, self):
-    _r = _run_meta(K.exp, [self._data])
+    _r = _run_meta(K.exp, [self._data], {})
     return _r
 
 _op_exp_ = Dispatcher.define('exp_(Tensor(a!) self) -> Tensor(a!)')
@@ -407,7 +407,7 @@ def _cuda_exp__default(ks, self):
 
 
 def _meta_exp__default(ks, self):
-    _r = _run_meta(K.exp, [self._data])
+    _r = _run_meta(K.exp, [self._data], {})
     return _write_inplace(self, _r._data, 'exp_')
 
 _op_exp_out = Dispatcher.define('exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -423,7 +423,7 @@ def _cuda_exp_out(ks, self, out):
 
 def _meta_exp_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.exp, [self._data])
+    _r = _run_meta(K.exp, [self._data], {})
     return _write_out(out, _r._data, 'exp')
 
 _op_exp2 = Dispatcher.define('exp2(Tensor self) -> Tensor')
@@ -437,7 +437,7 @@ def _cuda_exp2_default(ks, self):
 
 
 def _meta_exp2_default(ks, self):
-    _r = _run_meta(K.exp2, [self._data])
+    _r = _run_meta(K.exp2, [self._data], {})
     return _r
 
 _op_exp2_ = Dispatcher.define('exp2_(Tensor(a!) self) -> Tensor(a!)')
@@ -451,7 +451,7 @@ def _cuda_exp2__default(ks, self):
 
 
 def _meta_exp2__default(ks, self):
-    _r = _run_meta(K.exp2, [self._data])
+    _r = _run_meta(K.exp2, [self._data], {})
     return _write_inplace(self, _r._data, 'exp2_')
 
 _op_exp2_out = Dispatcher.define('exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -467,7 +467,7 @@ def _cuda_exp2_out(ks, self, out):
 
 def _meta_exp2_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.exp2, [self._data])
+    _r = _run_meta(K.exp2, [self._data], {})
     return _write_out(out, _r._data, 'exp2')
 
 _op_expm1 = Dispatcher.define('expm1(Tensor self) -> Tensor')
@@ -481,7 +481,7 @@ def _cuda_expm1_default(ks, self):
 
 
 def _meta_expm1_default(ks, self):
-    _r = _run_meta(K.expm1, [self._data])
+    _r = _run_meta(K.expm1, [self._data], {})
     return _r
 
 _op_expm1_ = Dispatcher.define('expm1_(Tensor(a!) self) -> Tensor(a!)')
@@ -495,7 +495,7 @@ def _cuda_expm1__default(ks, self):
 
 
 def _meta_expm1__default(ks, self):
-    _r = _run_meta(K.expm1, [self._data])
+    _r = _run_meta(K.expm1, [self._data], {})
     return _write_inplace(self, _r._data, 'expm1_')
 
 _op_expm1_out = Dispatcher.define('expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -511,7 +511,7 @@ def _cuda_expm1_out(ks, self, out):
 
 def _meta_expm1_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.expm1, [self._data])
+    _r = _run_meta(K.expm1, [self._data], {})
     return _write_out(out, _r._data, 'expm1')
 
 _op_log = Dispatcher.define('log(Tensor self) -> Tensor')
@@ -525,7 +525,7 @@ def _cuda_log_default(ks, self):
 
 
 def _meta_log_default(ks, self):
-    _r = _run_meta(K.log, [self._data])
+    _r = _run_meta(K.log, [self._data], {})
     return _r
 
 _op_log_ = Dispatcher.define('log_(Tensor(a!) self) -> Tensor(a!)')
@@ -539,7 +539,7 @@ def _cuda_log__default(ks, self):
 
 
 def _meta_log__default(ks, self):
-    _r = _run_meta(K.log, [self._data])
+    _r = _run_meta(K.log, [self._data], {})
     return _write_inplace(self, _r._data, 'log_')
 
 _op_log_out = Dispatcher.define('log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -555,7 +555,7 @@ def _cuda_log_out(ks, self, out):
 
 def _meta_log_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.log, [self._data])
+    _r = _run_meta(K.log, [self._data], {})
     return _write_out(out, _r._data, 'log')
 
 _op_log2 = Dispatcher.define('log2(Tensor self) -> Tensor')
@@ -569,7 +569,7 @@ def _cuda_log2_default(ks, self):
 
 
 def _meta_log2_default(ks, self):
-    _r = _run_meta(K.log2, [self._data])
+    _r = _run_meta(K.log2, [self._data], {})
     return _r
 
 _op_log2_ = Dispatcher.define('log2_(Tensor(a!) self) -> Tensor(a!)')
@@ -583,7 +583,7 @@ def _cuda_log2__default(ks, self):
 
 
 def _meta_log2__default(ks, self):
-    _r = _run_meta(K.log2, [self._data])
+    _r = _run_meta(K.log2, [self._data], {})
     return _write_inplace(self, _r._data, 'log2_')
 
 _op_log2_out = Dispatcher.define('log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -599,7 +599,7 @@ def _cuda_log2_out(ks, self, out):
 
 def _meta_log2_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.log2, [self._data])
+    _r = _run_meta(K.log2, [self._data], {})
     return _write_out(out, _r._data, 'log2')
 
 _op_log10 = Dispatcher.define('log10(Tensor self) -> Tensor')
@@ -613,7 +613,7 @@ def _cuda_log10_default(ks, self):
 
 
 def _meta_log10_default(ks, self):
-    _r = _run_meta(K.log10, [self._data])
+    _r = _run_meta(K.log10, [self._data], {})
     return _r
 
 _op_log10_ = Dispatcher.define('log10_(Tensor(a!) self) -> Tensor(a!)')
@@ -627,7 +627,7 @@ def _cuda_log10__default(ks, self):
 
 
 def _meta_log10__default(ks, self):
-    _r = _run_meta(K.log10, [self._data])
+    _r = _run_meta(K.log10, [self._data], {})
     return _write_inplace(self, _r._data, 'log10_')
 
 _op_log10_out = Dispatcher.define('log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -643,7 +643,7 @@ def _cuda_log10_out(ks, self, out):
 
 def _meta_log10_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.log10, [self._data])
+    _r = _run_meta(K.log10, [self._data], {})
     return _write_out(out, _r._data, 'log10')
 
 _op_log1p = Dispatcher.define('log1p(Tensor self) -> Tensor')
@@ -657,7 +657,7 @@ def _cuda_log1p_default(ks, self):
 
 
 def _meta_log1p_default(ks, self):
-    _r = _run_meta(K.log1p, [self._data])
+    _r = _run_meta(K.log1p, [self._data], {})
     return _r
 
 _op_log1p_ = Dispatcher.define('log1p_(Tensor(a!) self) -> Tensor(a!)')
@@ -671,7 +671,7 @@ def _cuda_log1p__default(ks, self):
 
 
 def _meta_log1p__default(ks, self):
-    _r = _run_meta(K.log1p, [self._data])
+    _r = _run_meta(K.log1p, [self._data], {})
     return _write_inplace(self, _r._data, 'log1p_')
 
 _op_log1p_out = Dispatcher.define('log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -687,7 +687,7 @@ def _cuda_log1p_out(ks, self, out):
 
 def _meta_log1p_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.log1p, [self._data])
+    _r = _run_meta(K.log1p, [self._data], {})
     return _write_out(out, _r._data, 'log1p')
 
 _op_sqrt = Dispatcher.define('sqrt(Tensor self) -> Tensor')
@@ -701,7 +701,7 @@ def _cuda_sqrt_default(ks, self):
 
 
 def _meta_sqrt_default(ks, self):
-    _r = _run_meta(K.sqrt, [self._data])
+    _r = _run_meta(K.sqrt, [self._data], {})
     return _r
 
 _op_sqrt_ = Dispatcher.define('sqrt_(Tensor(a!) self) -> Tensor(a!)')
@@ -715,7 +715,7 @@ def _cuda_sqrt__default(ks, self):
 
 
 def _meta_sqrt__default(ks, self):
-    _r = _run_meta(K.sqrt, [self._data])
+    _r = _run_meta(K.sqrt, [self._data], {})
     return _write_inplace(self, _r._data, 'sqrt_')
 
 _op_sqrt_out = Dispatcher.define('sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -731,7 +731,7 @@ def _cuda_sqrt_out(ks, self, out):
 
 def _meta_sqrt_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.sqrt, [self._data])
+    _r = _run_meta(K.sqrt, [self._data], {})
     return _write_out(out, _r._data, 'sqrt')
 
 _op_rsqrt = Dispatcher.define('rsqrt(Tensor self) -> Tensor')
@@ -745,7 +745,7 @@ def _cuda_rsqrt_default(ks, self):
 
 
 def _meta_rsqrt_default(ks, self):
-    _r = _run_meta(K.rsqrt, [self._data])
+    _r = _run_meta(K.rsqrt, [self._data], {})
     return _r
 
 _op_rsqrt_ = Dispatcher.define('rsqrt_(Tensor(a!) self) -> Tensor(a!)')
@@ -759,7 +759,7 @@ def _cuda_rsqrt__default(ks, self):
 
 
 def _meta_rsqrt__default(ks, self):
-    _r = _run_meta(K.rsqrt, [self._data])
+    _r = _run_meta(K.rsqrt, [self._data], {})
     return _write_inplace(self, _r._data, 'rsqrt_')
 
 _op_rsqrt_out = Dispatcher.define('rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -775,7 +775,7 @@ def _cuda_rsqrt_out(ks, self, out):
 
 def _meta_rsqrt_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.rsqrt, [self._data])
+    _r = _run_meta(K.rsqrt, [self._data], {})
     return _write_out(out, _r._data, 'rsqrt')
 
 _op_sin = Dispatcher.define('sin(Tensor self) -> Tensor')
@@ -789,7 +789,7 @@ def _cuda_sin_default(ks, self):
 
 
 def _meta_sin_default(ks, self):
-    _r = _run_meta(K.sin, [self._data])
+    _r = _run_meta(K.sin, [self._data], {})
     return _r
 
 _op_sin_ = Dispatcher.define('sin_(Tensor(a!) self) -> Tensor(a!)')
@@ -803,7 +803,7 @@ def _cuda_sin__default(ks, self):
 
 
 def _meta_sin__default(ks, self):
-    _r = _run_meta(K.sin, [self._data])
+    _r = _run_meta(K.sin, [self._data], {})
     return _write_inplace(self, _r._data, 'sin_')
 
 _op_sin_out = Dispatcher.define('sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -819,7 +819,7 @@ def _cuda_sin_out(ks, self, out):
 
 def _meta_sin_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.sin, [self._data])
+    _r = _run_meta(K.sin, [self._data], {})
     return _write_out(out, _r._data, 'sin')
 
 _op_cos = Dispatcher.define('cos(Tensor self) -> Tensor')
@@ -833,7 +833,7 @@ def _cuda_cos_default(ks, self):
 
 
 def _meta_cos_default(ks, self):
-    _r = _run_meta(K.cos, [self._data])
+    _r = _run_meta(K.cos, [self._data], {})
     return _r
 
 _op_cos_ = Dispatcher.define('cos_(Tensor(a!) self) -> Tensor(a!)')
@@ -847,7 +847,7 @@ def _cuda_cos__default(ks, self):
 
 
 def _meta_cos__default(ks, self):
-    _r = _run_meta(K.cos, [self._data])
+    _r = _run_meta(K.cos, [self._data], {})
     return _write_inplace(self, _r._data, 'cos_')
 
 _op_cos_out = Dispatcher.define('cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -863,7 +863,7 @@ def _cuda_cos_out(ks, self, out):
 
 def _meta_cos_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.cos, [self._data])
+    _r = _run_meta(K.cos, [self._data], {})
     return _write_out(out, _r._data, 'cos')
 
 _op_tan = Dispatcher.define('tan(Tensor self) -> Tensor')
@@ -877,7 +877,7 @@ def _cuda_tan_default(ks, self):
 
 
 def _meta_tan_default(ks, self):
-    _r = _run_meta(K.tan, [self._data])
+    _r = _run_meta(K.tan, [self._data], {})
     return _r
 
 _op_tan_ = Dispatcher.define('tan_(Tensor(a!) self) -> Tensor(a!)')
@@ -891,7 +891,7 @@ def _cuda_tan__default(ks, self):
 
 
 def _meta_tan__default(ks, self):
-    _r = _run_meta(K.tan, [self._data])
+    _r = _run_meta(K.tan, [self._data], {})
     return _write_inplace(self, _r._data, 'tan_')
 
 _op_tan_out = Dispatcher.define('tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -907,7 +907,7 @@ def _cuda_tan_out(ks, self, out):
 
 def _meta_tan_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.tan, [self._data])
+    _r = _run_meta(K.tan, [self._data], {})
     return _write_out(out, _r._data, 'tan')
 
 _op_asin = Dispatcher.define('asin(Tensor self) -> Tensor')
@@ -921,7 +921,7 @@ def _cuda_asin_default(ks, self):
 
 
 def _meta_asin_default(ks, self):
-    _r = _run_meta(K.asin, [self._data])
+    _r = _run_meta(K.asin, [self._data], {})
     return _r
 
 _op_asin_ = Dispatcher.define('asin_(Tensor(a!) self) -> Tensor(a!)')
@@ -935,7 +935,7 @@ def _cuda_asin__default(ks, self):
 
 
 def _meta_asin__default(ks, self):
-    _r = _run_meta(K.asin, [self._data])
+    _r = _run_meta(K.asin, [self._data], {})
     return _write_inplace(self, _r._data, 'asin_')
 
 _op_asin_out = Dispatcher.define('asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -951,7 +951,7 @@ def _cuda_asin_out(ks, self, out):
 
 def _meta_asin_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.asin, [self._data])
+    _r = _run_meta(K.asin, [self._data], {})
     return _write_out(out, _r._data, 'asin')
 
 _op_acos = Dispatcher.define('acos(Tensor self) -> Tensor')
@@ -965,7 +965,7 @@ def _cuda_acos_default(ks, self):
 
 
 def _meta_acos_default(ks, self):
-    _r = _run_meta(K.acos, [self._data])
+    _r = _run_meta(K.acos, [self._data], {})
     return _r
 
 _op_acos_ = Dispatcher.define('acos_(Tensor(a!) self) -> Tensor(a!)')
@@ -979,7 +979,7 @@ def _cuda_acos__default(ks, self):
 
 
 def _meta_acos__default(ks, self):
-    _r = _run_meta(K.acos, [self._data])
+    _r = _run_meta(K.acos, [self._data], {})
     return _write_inplace(self, _r._data, 'acos_')
 
 _op_acos_out = Dispatcher.define('acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -995,7 +995,7 @@ def _cuda_acos_out(ks, self, out):
 
 def _meta_acos_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.acos, [self._data])
+    _r = _run_meta(K.acos, [self._data], {})
     return _write_out(out, _r._data, 'acos')
 
 _op_atan = Dispatcher.define('atan(Tensor self) -> Tensor')
@@ -1009,7 +1009,7 @@ def _cuda_atan_default(ks, self):
 
 
 def _meta_atan_default(ks, self):
-    _r = _run_meta(K.atan, [self._data])
+    _r = _run_meta(K.atan, [self._data], {})
     return _r
 
 _op_atan_ = Dispatcher.define('atan_(Tensor(a!) self) -> Tensor(a!)')
@@ -1023,7 +1023,7 @@ def _cuda_atan__default(ks, self):
 
 
 def _meta_atan__default(ks, self):
-    _r = _run_meta(K.atan, [self._data])
+    _r = _run_meta(K.atan, [self._data], {})
     return _write_inplace(self, _r._data, 'atan_')
 
 _op_atan_out = Dispatcher.define('atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1039,7 +1039,7 @@ def _cuda_atan_out(ks, self, out):
 
 def _meta_atan_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.atan, [self._data])
+    _r = _run_meta(K.atan, [self._data], {})
     return _write_out(out, _r._data, 'atan')
 
 _op_sinh = Dispatcher.define('sinh(Tensor self) -> Tensor')
@@ -1053,7 +1053,7 @@ def _cuda_sinh_default(ks, self):
 
 
 def _meta_sinh_default(ks, self):
-    _r = _run_meta(K.sinh, [self._data])
+    _r = _run_meta(K.sinh, [self._data], {})
     return _r
 
 _op_sinh_ = Dispatcher.define('sinh_(Tensor(a!) self) -> Tensor(a!)')
@@ -1067,7 +1067,7 @@ def _cuda_sinh__default(ks, self):
 
 
 def _meta_sinh__default(ks, self):
-    _r = _run_meta(K.sinh, [self._data])
+    _r = _run_meta(K.sinh, [self._data], {})
     return _write_inplace(self, _r._data, 'sinh_')
 
 _op_sinh_out = Dispatcher.define('sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1083,7 +1083,7 @@ def _cuda_sinh_out(ks, self, out):
 
 def _meta_sinh_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.sinh, [self._data])
+    _r = _run_meta(K.sinh, [self._data], {})
     return _write_out(out, _r._data, 'sinh')
 
 _op_cosh = Dispatcher.define('cosh(Tensor self) -> Tensor')
@@ -1097,7 +1097,7 @@ def _cuda_cosh_default(ks, self):
 
 
 def _meta_cosh_default(ks, self):
-    _r = _run_meta(K.cosh, [self._data])
+    _r = _run_meta(K.cosh, [self._data], {})
     return _r
 
 _op_cosh_ = Dispatcher.define('cosh_(Tensor(a!) self) -> Tensor(a!)')
@@ -1111,7 +1111,7 @@ def _cuda_cosh__default(ks, self):
 
 
 def _meta_cosh__default(ks, self):
-    _r = _run_meta(K.cosh, [self._data])
+    _r = _run_meta(K.cosh, [self._data], {})
     return _write_inplace(self, _r._data, 'cosh_')
 
 _op_cosh_out = Dispatcher.define('cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1127,7 +1127,7 @@ def _cuda_cosh_out(ks, self, out):
 
 def _meta_cosh_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.cosh, [self._data])
+    _r = _run_meta(K.cosh, [self._data], {})
     return _write_out(out, _r._data, 'cosh')
 
 _op_tanh = Dispatcher.define('tanh(Tensor self) -> Tensor')
@@ -1141,7 +1141,7 @@ def _cuda_tanh_default(ks, self):
 
 
 def _meta_tanh_default(ks, self):
-    _r = _run_meta(K.tanh, [self._data])
+    _r = _run_meta(K.tanh, [self._data], {})
     return _r
 
 _op_tanh_ = Dispatcher.define('tanh_(Tensor(a!) self) -> Tensor(a!)')
@@ -1155,7 +1155,7 @@ def _cuda_tanh__default(ks, self):
 
 
 def _meta_tanh__default(ks, self):
-    _r = _run_meta(K.tanh, [self._data])
+    _r = _run_meta(K.tanh, [self._data], {})
     return _write_inplace(self, _r._data, 'tanh_')
 
 _op_tanh_out = Dispatcher.define('tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1171,7 +1171,7 @@ def _cuda_tanh_out(ks, self, out):
 
 def _meta_tanh_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.tanh, [self._data])
+    _r = _run_meta(K.tanh, [self._data], {})
     return _write_out(out, _r._data, 'tanh')
 
 _op_asinh = Dispatcher.define('asinh(Tensor self) -> Tensor')
@@ -1185,7 +1185,7 @@ def _cuda_asinh_default(ks, self):
 
 
 def _meta_asinh_default(ks, self):
-    _r = _run_meta(K.asinh, [self._data])
+    _r = _run_meta(K.asinh, [self._data], {})
     return _r
 
 _op_asinh_ = Dispatcher.define('asinh_(Tensor(a!) self) -> Tensor(a!)')
@@ -1199,7 +1199,7 @@ def _cuda_asinh__default(ks, self):
 
 
 def _meta_asinh__default(ks, self):
-    _r = _run_meta(K.asinh, [self._data])
+    _r = _run_meta(K.asinh, [self._data], {})
     return _write_inplace(self, _r._data, 'asinh_')
 
 _op_asinh_out = Dispatcher.define('asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1215,7 +1215,7 @@ def _cuda_asinh_out(ks, self, out):
 
 def _meta_asinh_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.asinh, [self._data])
+    _r = _run_meta(K.asinh, [self._data], {})
     return _write_out(out, _r._data, 'asinh')
 
 _op_acosh = Dispatcher.define('acosh(Tensor self) -> Tensor')
@@ -1229,7 +1229,7 @@ def _cuda_acosh_default(ks, self):
 
 
 def _meta_acosh_default(ks, self):
-    _r = _run_meta(K.acosh, [self._data])
+    _r = _run_meta(K.acosh, [self._data], {})
     return _r
 
 _op_acosh_ = Dispatcher.define('acosh_(Tensor(a!) self) -> Tensor(a!)')
@@ -1243,7 +1243,7 @@ def _cuda_acosh__default(ks, self):
 
 
 def _meta_acosh__default(ks, self):
-    _r = _run_meta(K.acosh, [self._data])
+    _r = _run_meta(K.acosh, [self._data], {})
     return _write_inplace(self, _r._data, 'acosh_')
 
 _op_acosh_out = Dispatcher.define('acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1259,7 +1259,7 @@ def _cuda_acosh_out(ks, self, out):
 
 def _meta_acosh_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.acosh, [self._data])
+    _r = _run_meta(K.acosh, [self._data], {})
     return _write_out(out, _r._data, 'acosh')
 
 _op_atanh = Dispatcher.define('atanh(Tensor self) -> Tensor')
@@ -1273,7 +1273,7 @@ def _cuda_atanh_default(ks, self):
 
 
 def _meta_atanh_default(ks, self):
-    _r = _run_meta(K.atanh, [self._data])
+    _r = _run_meta(K.atanh, [self._data], {})
     return _r
 
 _op_atanh_ = Dispatcher.define('atanh_(Tensor(a!) self) -> Tensor(a!)')
@@ -1287,7 +1287,7 @@ def _cuda_atanh__default(ks, self):
 
 
 def _meta_atanh__default(ks, self):
-    _r = _run_meta(K.atanh, [self._data])
+    _r = _run_meta(K.atanh, [self._data], {})
     return _write_inplace(self, _r._data, 'atanh_')
 
 _op_atanh_out = Dispatcher.define('atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1303,7 +1303,7 @@ def _cuda_atanh_out(ks, self, out):
 
 def _meta_atanh_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.atanh, [self._data])
+    _r = _run_meta(K.atanh, [self._data], {})
     return _write_out(out, _r._data, 'atanh')
 
 _op_sigmoid = Dispatcher.define('sigmoid(Tensor self) -> Tensor')
@@ -1317,7 +1317,7 @@ def _cuda_sigmoid_default(ks, self):
 
 
 def _meta_sigmoid_default(ks, self):
-    _r = _run_meta(K.sigmoid, [self._data])
+    _r = _run_meta(K.sigmoid, [self._data], {})
     return _r
 
 _op_sigmoid_ = Dispatcher.define('sigmoid_(Tensor(a!) self) -> Tensor(a!)')
@@ -1331,7 +1331,7 @@ def _cuda_sigmoid__default(ks, self):
 
 
 def _meta_sigmoid__default(ks, self):
-    _r = _run_meta(K.sigmoid, [self._data])
+    _r = _run_meta(K.sigmoid, [self._data], {})
     return _write_inplace(self, _r._data, 'sigmoid_')
 
 _op_sigmoid_out = Dispatcher.define('sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1347,7 +1347,7 @@ def _cuda_sigmoid_out(ks, self, out):
 
 def _meta_sigmoid_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.sigmoid, [self._data])
+    _r = _run_meta(K.sigmoid, [self._data], {})
     return _write_out(out, _r._data, 'sigmoid')
 
 _op_reciprocal = Dispatcher.define('reciprocal(Tensor self) -> Tensor')
@@ -1361,7 +1361,7 @@ def _cuda_reciprocal_default(ks, self):
 
 
 def _meta_reciprocal_default(ks, self):
-    _r = _run_meta(K.reciprocal, [self._data])
+    _r = _run_meta(K.reciprocal, [self._data], {})
     return _r
 
 _op_reciprocal_ = Dispatcher.define('reciprocal_(Tensor(a!) self) -> Tensor(a!)')
@@ -1375,7 +1375,7 @@ def _cuda_reciprocal__default(ks, self):
 
 
 def _meta_reciprocal__default(ks, self):
-    _r = _run_meta(K.reciprocal, [self._data])
+    _r = _run_meta(K.reciprocal, [self._data], {})
     return _write_inplace(self, _r._data, 'reciprocal_')
 
 _op_reciprocal_out = Dispatcher.define('reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1391,7 +1391,7 @@ def _cuda_reciprocal_out(ks, self, out):
 
 def _meta_reciprocal_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.reciprocal, [self._data])
+    _r = _run_meta(K.reciprocal, [self._data], {})
     return _write_out(out, _r._data, 'reciprocal')
 
 _op_erf = Dispatcher.define('erf(Tensor self) -> Tensor')
@@ -1405,7 +1405,7 @@ def _cuda_erf_default(ks, self):
 
 
 def _meta_erf_default(ks, self):
-    _r = _run_meta(K.erf, [self._data])
+    _r = _run_meta(K.erf, [self._data], {})
     return _r
 
 _op_erf_ = Dispatcher.define('erf_(Tensor(a!) self) -> Tensor(a!)')
@@ -1419,7 +1419,7 @@ def _cuda_erf__default(ks, self):
 
 
 def _meta_erf__default(ks, self):
-    _r = _run_meta(K.erf, [self._data])
+    _r = _run_meta(K.erf, [self._data], {})
     return _write_inplace(self, _r._data, 'erf_')
 
 _op_erf_out = Dispatcher.define('erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1435,7 +1435,7 @@ def _cuda_erf_out(ks, self, out):
 
 def _meta_erf_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.erf, [self._data])
+    _r = _run_meta(K.erf, [self._data], {})
     return _write_out(out, _r._data, 'erf')
 
 _op_erfc = Dispatcher.define('erfc(Tensor self) -> Tensor')
@@ -1449,7 +1449,7 @@ def _cuda_erfc_default(ks, self):
 
 
 def _meta_erfc_default(ks, self):
-    _r = _run_meta(K.erfc, [self._data])
+    _r = _run_meta(K.erfc, [self._data], {})
     return _r
 
 _op_erfc_ = Dispatcher.define('erfc_(Tensor(a!) self) -> Tensor(a!)')
@@ -1463,7 +1463,7 @@ def _cuda_erfc__default(ks, self):
 
 
 def _meta_erfc__default(ks, self):
-    _r = _run_meta(K.erfc, [self._data])
+    _r = _run_meta(K.erfc, [self._data], {})
     return _write_inplace(self, _r._data, 'erfc_')
 
 _op_erfc_out = Dispatcher.define('erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1479,7 +1479,7 @@ def _cuda_erfc_out(ks, self, out):
 
 def _meta_erfc_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.erfc, [self._data])
+    _r = _run_meta(K.erfc, [self._data], {})
     return _write_out(out, _r._data, 'erfc')
 
 _op_erfinv = Dispatcher.define('erfinv(Tensor self) -> Tensor')
@@ -1493,7 +1493,7 @@ def _cuda_erfinv_default(ks, self):
 
 
 def _meta_erfinv_default(ks, self):
-    _r = _run_meta(K.erfinv, [self._data])
+    _r = _run_meta(K.erfinv, [self._data], {})
     return _r
 
 _op_erfinv_ = Dispatcher.define('erfinv_(Tensor(a!) self) -> Tensor(a!)')
@@ -1507,7 +1507,7 @@ def _cuda_erfinv__default(ks, self):
 
 
 def _meta_erfinv__default(ks, self):
-    _r = _run_meta(K.erfinv, [self._data])
+    _r = _run_meta(K.erfinv, [self._data], {})
     return _write_inplace(self, _r._data, 'erfinv_')
 
 _op_erfinv_out = Dispatcher.define('erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1523,7 +1523,7 @@ def _cuda_erfinv_out(ks, self, out):
 
 def _meta_erfinv_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.erfinv, [self._data])
+    _r = _run_meta(K.erfinv, [self._data], {})
     return _write_out(out, _r._data, 'erfinv')
 
 _op_lgamma = Dispatcher.define('lgamma(Tensor self) -> Tensor')
@@ -1537,7 +1537,7 @@ def _cuda_lgamma_default(ks, self):
 
 
 def _meta_lgamma_default(ks, self):
-    _r = _run_meta(K.lgamma, [self._data])
+    _r = _run_meta(K.lgamma, [self._data], {})
     return _r
 
 _op_lgamma_ = Dispatcher.define('lgamma_(Tensor(a!) self) -> Tensor(a!)')
@@ -1551,7 +1551,7 @@ def _cuda_lgamma__default(ks, self):
 
 
 def _meta_lgamma__default(ks, self):
-    _r = _run_meta(K.lgamma, [self._data])
+    _r = _run_meta(K.lgamma, [self._data], {})
     return _write_inplace(self, _r._data, 'lgamma_')
 
 _op_lgamma_out = Dispatcher.define('lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1567,7 +1567,7 @@ def _cuda_lgamma_out(ks, self, out):
 
 def _meta_lgamma_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.lgamma, [self._data])
+    _r = _run_meta(K.lgamma, [self._data], {})
     return _write_out(out, _r._data, 'lgamma')
 
 _op_digamma = Dispatcher.define('digamma(Tensor self) -> Tensor')
@@ -1581,7 +1581,7 @@ def _cuda_digamma_default(ks, self):
 
 
 def _meta_digamma_default(ks, self):
-    _r = _run_meta(K.digamma, [self._data])
+    _r = _run_meta(K.digamma, [self._data], {})
     return _r
 
 _op_digamma_ = Dispatcher.define('digamma_(Tensor(a!) self) -> Tensor(a!)')
@@ -1595,7 +1595,7 @@ def _cuda_digamma__default(ks, self):
 
 
 def _meta_digamma__default(ks, self):
-    _r = _run_meta(K.digamma, [self._data])
+    _r = _run_meta(K.digamma, [self._data], {})
     return _write_inplace(self, _r._data, 'digamma_')
 
 _op_digamma_out = Dispatcher.define('digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1611,7 +1611,7 @@ def _cuda_digamma_out(ks, self, out):
 
 def _meta_digamma_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.digamma, [self._data])
+    _r = _run_meta(K.digamma, [self._data], {})
     return _write_out(out, _r._data, 'digamma')
 
 _op_i0 = Dispatcher.define('i0(Tensor self) -> Tensor')
@@ -1625,7 +1625,7 @@ def _cuda_i0_default(ks, self):
 
 
 def _meta_i0_default(ks, self):
-    _r = _run_meta(K.i0, [self._data])
+    _r = _run_meta(K.i0, [self._data], {})
     return _r
 
 _op_i0_ = Dispatcher.define('i0_(Tensor(a!) self) -> Tensor(a!)')
@@ -1639,7 +1639,7 @@ def _cuda_i0__default(ks, self):
 
 
 def _meta_i0__default(ks, self):
-    _r = _run_meta(K.i0, [self._data])
+    _r = _run_meta(K.i0, [self._data], {})
     return _write_inplace(self, _r._data, 'i0_')
 
 _op_i0_out = Dispatcher.define('i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1655,7 +1655,7 @@ def _cuda_i0_out(ks, self, out):
 
 def _meta_i0_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.i0, [self._data])
+    _r = _run_meta(K.i0, [self._data], {})
     return _write_out(out, _r._data, 'i0')
 
 _op_sinc = Dispatcher.define('sinc(Tensor self) -> Tensor')
@@ -1669,7 +1669,7 @@ def _cuda_sinc_default(ks, self):
 
 
 def _meta_sinc_default(ks, self):
-    _r = _run_meta(K.sinc, [self._data])
+    _r = _run_meta(K.sinc, [self._data], {})
     return _r
 
 _op_sinc_ = Dispatcher.define('sinc_(Tensor(a!) self) -> Tensor(a!)')
@@ -1683,7 +1683,7 @@ def _cuda_sinc__default(ks, self):
 
 
 def _meta_sinc__default(ks, self):
-    _r = _run_meta(K.sinc, [self._data])
+    _r = _run_meta(K.sinc, [self._data], {})
     return _write_inplace(self, _r._data, 'sinc_')
 
 _op_sinc_out = Dispatcher.define('sinc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1699,7 +1699,7 @@ def _cuda_sinc_out(ks, self, out):
 
 def _meta_sinc_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.sinc, [self._data])
+    _r = _run_meta(K.sinc, [self._data], {})
     return _write_out(out, _r._data, 'sinc')
 
 _op_deg2rad = Dispatcher.define('deg2rad(Tensor self) -> Tensor')
@@ -1713,7 +1713,7 @@ def _cuda_deg2rad_default(ks, self):
 
 
 def _meta_deg2rad_default(ks, self):
-    _r = _run_meta(K.deg2rad, [self._data])
+    _r = _run_meta(K.deg2rad, [self._data], {})
     return _r
 
 _op_deg2rad_ = Dispatcher.define('deg2rad_(Tensor(a!) self) -> Tensor(a!)')
@@ -1727,7 +1727,7 @@ def _cuda_deg2rad__default(ks, self):
 
 
 def _meta_deg2rad__default(ks, self):
-    _r = _run_meta(K.deg2rad, [self._data])
+    _r = _run_meta(K.deg2rad, [self._data], {})
     return _write_inplace(self, _r._data, 'deg2rad_')
 
 _op_deg2rad_out = Dispatcher.define('deg2rad.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1743,7 +1743,7 @@ def _cuda_deg2rad_out(ks, self, out):
 
 def _meta_deg2rad_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.deg2rad, [self._data])
+    _r = _run_meta(K.deg2rad, [self._data], {})
     return _write_out(out, _r._data, 'deg2rad')
 
 _op_rad2deg = Dispatcher.define('rad2deg(Tensor self) -> Tensor')
@@ -1757,7 +1757,7 @@ def _cuda_rad2deg_default(ks, self):
 
 
 def _meta_rad2deg_default(ks, self):
-    _r = _run_meta(K.rad2deg, [self._data])
+    _r = _run_meta(K.rad2deg, [self._data], {})
     return _r
 
 _op_rad2deg_ = Dispatcher.define('rad2deg_(Tensor(a!) self) -> Tensor(a!)')
@@ -1771,7 +1771,7 @@ def _cuda_rad2deg__default(ks, self):
 
 
 def _meta_rad2deg__default(ks, self):
-    _r = _run_meta(K.rad2deg, [self._data])
+    _r = _run_meta(K.rad2deg, [self._data], {})
     return _write_inplace(self, _r._data, 'rad2deg_')
 
 _op_rad2deg_out = Dispatcher.define('rad2deg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1787,7 +1787,7 @@ def _cuda_rad2deg_out(ks, self, out):
 
 def _meta_rad2deg_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.rad2deg, [self._data])
+    _r = _run_meta(K.rad2deg, [self._data], {})
     return _write_out(out, _r._data, 'rad2deg')
 
 _op_square = Dispatcher.define('square(Tensor self) -> Tensor')
@@ -1801,7 +1801,7 @@ def _cuda_square_default(ks, self):
 
 
 def _meta_square_default(ks, self):
-    _r = _run_meta(K.square, [self._data])
+    _r = _run_meta(K.square, [self._data], {})
     return _r
 
 _op_square_ = Dispatcher.define('square_(Tensor(a!) self) -> Tensor(a!)')
@@ -1815,7 +1815,7 @@ def _cuda_square__default(ks, self):
 
 
 def _meta_square__default(ks, self):
-    _r = _run_meta(K.square, [self._data])
+    _r = _run_meta(K.square, [self._data], {})
     return _write_inplace(self, _r._data, 'square_')
 
 _op_square_out = Dispatcher.define('square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1831,7 +1831,7 @@ def _cuda_square_out(ks, self, out):
 
 def _meta_square_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.square, [self._data])
+    _r = _run_meta(K.square, [self._data], {})
     return _write_out(out, _r._data, 'square')
 
 _op_bitwise_not = Dispatcher.define('bitwise_not(Tensor self) -> Tensor')
@@ -1845,7 +1845,7 @@ def _cuda_bitwise_not_default(ks, self):
 
 
 def _meta_bitwise_not_default(ks, self):
-    _r = _run_meta(K.bitwise_not, [self._data])
+    _r = _run_meta(K.bitwise_not, [self._data], {})
     return _r
 
 _op_bitwise_not_ = Dispatcher.define('bitwise_not_(Tensor(a!) self) -> Tensor(a!)')
@@ -1859,7 +1859,7 @@ def _cuda_bitwise_not__default(ks, self):
 
 
 def _meta_bitwise_not__default(ks, self):
-    _r = _run_meta(K.bitwise_not, [self._data])
+    _r = _run_meta(K.bitwise_not, [self._data], {})
     return _write_inplace(self, _r._data, 'bitwise_not_')
 
 _op_bitwise_not_out = Dispatcher.define('bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1875,7 +1875,7 @@ def _cuda_bitwise_not_out(ks, self, out):
 
 def _meta_bitwise_not_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.bitwise_not, [self._data])
+    _r = _run_meta(K.bitwise_not, [self._data], {})
     return _write_out(out, _r._data, 'bitwise_not')
 
 _op_logical_not = Dispatcher.define('logical_not(Tensor self) -> Tensor')
@@ -1889,7 +1889,7 @@ def _cuda_logical_not_default(ks, self):
 
 
 def _meta_logical_not_default(ks, self):
-    _r = _run_meta(K.logical_not, [self._data])
+    _r = _run_meta(K.logical_not, [self._data], {})
     return _r
 
 _op_logical_not_ = Dispatcher.define('logical_not_(Tensor(a!) self) -> Tensor(a!)')
@@ -1903,7 +1903,7 @@ def _cuda_logical_not__default(ks, self):
 
 
 def _meta_logical_not__default(ks, self):
-    _r = _run_meta(K.logical_not, [self._data])
+    _r = _run_meta(K.logical_not, [self._data], {})
     return _write_inplace(self, _r._data, 'logical_not_')
 
 _op_logical_not_out = Dispatcher.define('logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -1919,7 +1919,7 @@ def _cuda_logical_not_out(ks, self, out):
 
 def _meta_logical_not_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.logical_not, [self._data])
+    _r = _run_meta(K.logical_not, [self._data], {})
     return _write_out(out, _r._data, 'logical_not')
 
 _op_relu = Dispatcher.define('relu(Tensor self) -> Tensor')
@@ -1933,7 +1933,7 @@ def _cuda_relu_default(ks, self):
 
 
 def _meta_relu_default(ks, self):
-    _r = _run_meta(K.relu, [self._data])
+    _r = _run_meta(K.relu, [self._data], {})
     return _r
 
 _op_relu_ = Dispatcher.define('relu_(Tensor(a!) self) -> Tensor(a!)')
@@ -1947,24 +1947,8 @@ def _cuda_relu__default(ks, self):
 
 
 def _meta_relu__default(ks, self):
-    _r = _run_meta(K.relu, [self._data])
+    _r = _run_meta(K.relu, [self._data], {})
     return _write_inplace(self, _r._data, 'relu_')
-
-_op_relu_out = Dispatcher.define('relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
-
-def _cpu_relu_out(ks, self, out):
-    return _write_out(out, K.relu(_np, self._data), 'relu')
-
-
-def _cuda_relu_out(ks, self, out):
-    _check_devices('cuda', self, out)
-    return _write_out(out, K.relu(_cupy(), self._data), 'relu')
-
-
-def _meta_relu_out(ks, self, out):
-    _check_devices('meta', self, out)
-    _r = _run_meta(K.relu, [self._data])
-    return _write_out(out, _r._data, 'relu')
 
 _op_positive = Dispatcher.define('positive(Tensor(a) self) -> Tensor(a)')
 
@@ -1982,21 +1966,21 @@ def _cuda_round_default(ks, self):
 
 
 def _meta_round_default(ks, self):
-    _r = _run_meta(K.round, [self._data])
+    _r = _run_meta(K.round, [self._data], {})
     return _r
 
 _op_round_decimals = Dispatcher.define('round.decimals(Tensor self, *, int decimals) -> Tensor')
 
 def _cpu_round_decimals(ks, self, decimals):
-    return _new(K.round(_np, self._data, decimals), _KS_CPU, _CPU)
+    return _new(K.round(_np, self._data, decimals=decimals), _KS_CPU, _CPU)
 
 
 def _cuda_round_decimals(ks, self, decimals):
-    return _new(K.round(_cupy(), self._data, decimals), self._ks, self._device)
+    return _new(K.round(_cupy(), self._data, decimals=decimals), self._ks, self._device)
 
 
 def _meta_round_decimals(ks, self, decimals):
-    _r = _run_meta(K.round, [self._data, decimals])
+    _r = _run_meta(K.round, [self._data], {'decimals': decimals})
     return _r
 
 _op_round_ = Dispatcher.define('round_(Tensor(a!) self) -> Tensor(a!)')
@@ -2010,21 +1994,21 @@ def _cuda_round__default(ks, self):
 
 
 def _meta_round__default(ks, self):
-    _r = _run_meta(K.round, [self._data])
+    _r = _run_meta(K.round, [self._data], {})
     return _write_inplace(self, _r._data, 'round_')
 
 _op_round__decimals = Dispatcher.define('round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)')
 
 def _cpu_round__decimals(ks, self, decimals):
-    return _write_inplace(self, K.round(_np, self._data, decimals), 'round_')
+    return _write_inplace(self, K.round(_np, self._data, decimals=decimals), 'round_')
 
 
 def _cuda_round__decimals(ks, self, decimals):
-    return _write_inplace(self, K.round(_cupy(), self._data, decimals), 'round_')
+    return _write_inplace(self, K.round(_cupy(), self._data, decimals=decimals), 'round_')
 
 
 def _meta_round__decimals(ks, self, decimals):
-    _r = _run_meta(K.round, [self._data, decimals])
+    _r = _run_meta(K.round, [self._data], {'decimals': decimals})
     return _write_inplace(self, _r._data, 'round_')
 
 _op_round_out = Dispatcher.define('round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2040,7 +2024,7 @@ def _cuda_round_out(ks, self, out):
 
 def _meta_round_out(ks, self, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.round, [self._data])
+    _r = _run_meta(K.round, [self._data], {})
     return _write_out(out, _r._data, 'round')
 
 _op_isnan = Dispatcher.define('isnan(Tensor self) -> Tensor')
@@ -2054,7 +2038,7 @@ def _cuda_isnan_default(ks, self):
 
 
 def _meta_isnan_default(ks, self):
-    _r = _run_meta(K.isnan, [self._data])
+    _r = _run_meta(K.isnan, [self._data], {})
     return _r
 
 _op_isinf = Dispatcher.define('isinf(Tensor self) -> Tensor')
@@ -2068,7 +2052,7 @@ def _cuda_isinf_default(ks, self):
 
 
 def _meta_isinf_default(ks, self):
-    _r = _run_meta(K.isinf, [self._data])
+    _r = _run_meta(K.isinf, [self._data], {})
     return _r
 
 _op_isfinite = Dispatcher.define('isfinite(Tensor self) -> Tensor')
@@ -2082,7 +2066,7 @@ def _cuda_isfinite_default(ks, self):
 
 
 def _meta_isfinite_default(ks, self):
-    _r = _run_meta(K.isfinite, [self._data])
+    _r = _run_meta(K.isfinite, [self._data], {})
     return _r
 
 _op_isposinf = Dispatcher.define('isposinf(Tensor self) -> Tensor')
@@ -2096,7 +2080,7 @@ def _cuda_isposinf_default(ks, self):
 
 
 def _meta_isposinf_default(ks, self):
-    _r = _run_meta(K.isposinf, [self._data])
+    _r = _run_meta(K.isposinf, [self._data], {})
     return _r
 
 _op_isneginf = Dispatcher.define('isneginf(Tensor self) -> Tensor')
@@ -2110,7 +2094,7 @@ def _cuda_isneginf_default(ks, self):
 
 
 def _meta_isneginf_default(ks, self):
-    _r = _run_meta(K.isneginf, [self._data])
+    _r = _run_meta(K.isneginf, [self._data], {})
     return _r
 
 _op_signbit = Dispatcher.define('signbit(Tensor self) -> Tensor')
@@ -2124,7 +2108,7 @@ def _cuda_signbit_default(ks, self):
 
 
 def _meta_signbit_default(ks, self):
-    _r = _run_meta(K.signbit, [self._data])
+    _r = _run_meta(K.signbit, [self._data], {})
     return _r
 
 _op_nan_to_num = Dispatcher.define('nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor')
@@ -2138,7 +2122,7 @@ def _cuda_nan_to_num_default(ks, self, nan, posinf, neginf):
 
 
 def _meta_nan_to_num_default(ks, self, nan, posinf, neginf):
-    _r = _run_meta(K.nan_to_num, [self._data, nan, posinf, neginf])
+    _r = _run_meta(K.nan_to_num, [self._data, nan, posinf, neginf], {})
     return _r
 
 _op_nan_to_num_ = Dispatcher.define('nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)')
@@ -2152,7 +2136,7 @@ def _cuda_nan_to_num__default(ks, self, nan, posinf, neginf):
 
 
 def _meta_nan_to_num__default(ks, self, nan, posinf, neginf):
-    _r = _run_meta(K.nan_to_num, [self._data, nan, posinf, neginf])
+    _r = _run_meta(K.nan_to_num, [self._data, nan, posinf, neginf], {})
     return _write_inplace(self, _r._data, 'nan_to_num_')
 
 _op_logit = Dispatcher.define('logit(Tensor self, float? eps=None) -> Tensor')
@@ -2166,7 +2150,7 @@ def _cuda_logit_default(ks, self, eps):
 
 
 def _meta_logit_default(ks, self, eps):
-    _r = _run_meta(K.logit, [self._data, eps])
+    _r = _run_meta(K.logit, [self._data, eps], {})
     return _r
 
 _op_logit_ = Dispatcher.define('logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)')
@@ -2180,55 +2164,55 @@ def _cuda_logit__default(ks, self, eps):
 
 
 def _meta_logit__default(ks, self, eps):
-    _r = _run_meta(K.logit, [self._data, eps])
+    _r = _run_meta(K.logit, [self._data, eps], {})
     return _write_inplace(self, _r._data, 'logit_')
 
 _op_add_Tensor = Dispatcher.define('add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
 
 def _cpu_add_Tensor(ks, self, other, alpha):
-    return _new(K.add(_np, self._data, other._data, alpha), _KS_CPU, _CPU)
+    return _new(K.add(_np, self._data, other._data, alpha=alpha), _KS_CPU, _CPU)
 
 
 def _cuda_add_Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
-    return _new(K.add(_cupy(), self._data, other._data, alpha), self._ks, self._device)
+    return _new(K.add(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
 
 
 def _meta_add_Tensor(ks, self, other, alpha):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.add, [self._data, other._data, alpha])
+    _r = _run_meta(K.add, [self._data, other._data], {'alpha': alpha})
     return _r
 
 _op_add__Tensor = Dispatcher.define('add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_add__Tensor(ks, self, other, alpha):
-    return _write_inplace(self, K.add(_np, self._data, other._data, alpha), 'add_')
+    return _write_inplace(self, K.add(_np, self._data, other._data, alpha=alpha), 'add_')
 
 
 def _cuda_add__Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.add(_cupy(), self._data, other._data, alpha), 'add_')
+    return _write_inplace(self, K.add(_cupy(), self._data, other._data, alpha=alpha), 'add_')
 
 
 def _meta_add__Tensor(ks, self, other, alpha):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.add, [self._data, other._data, alpha])
+    _r = _run_meta(K.add, [self._data, other._data], {'alpha': alpha})
     return _write_inplace(self, _r._data, 'add_')
 
 _op_add_out = Dispatcher.define('add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_add_out(ks, self, other, alpha, out):
-    return _write_out(out, K.add(_np, self._data, other._data, alpha), 'add')
+    return _write_out(out, K.add(_np, self._data, other._data, alpha=alpha), 'add')
 
 
 def _cuda_add_out(ks, self, other, alpha, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.add(_cupy(), self._data, other._data, alpha), 'add')
+    return _write_out(out, K.add(_cupy(), self._data, other._data, alpha=alpha), 'add')
 
 
 def _meta_add_out(ks, self, other, alpha, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.add, [self._data, other._data, alpha])
+    _r = _run_meta(K.add, [self._data, other._data], {'alpha': alpha})
     return _write_out(out, _r._data, 'add')
 
 _op_add_Scalar = Dispatcher.define('add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
@@ -2242,7 +2226,7 @@ def _cuda_add_Scalar(ks, self, other, alpha):
 
 
 def _meta_add_Scalar(ks, self, other, alpha):
-    _r = _run_meta(K.add, [self._data, other, alpha])
+    _r = _run_meta(K.add, [self._data, other, alpha], {})
     return _r
 
 _op_add__Scalar = Dispatcher.define('add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)')
@@ -2256,7 +2240,7 @@ def _cuda_add__Scalar(ks, self, other, alpha):
 
 
 def _meta_add__Scalar(ks, self, other, alpha):
-    _r = _run_meta(K.add, [self._data, other, alpha])
+    _r = _run_meta(K.add, [self._data, other, alpha], {})
     return _write_inplace(self, _r._data, 'add_')
 
 _op_add_Scalar_out = Dispatcher.define('add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2272,55 +2256,55 @@ def _cuda_add_Scalar_out(ks, self, other, alpha, out):
 
 def _meta_add_Scalar_out(ks, self, other, alpha, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.add, [self._data, other, alpha])
+    _r = _run_meta(K.add, [self._data, other, alpha], {})
     return _write_out(out, _r._data, 'add')
 
 _op_sub_Tensor = Dispatcher.define('sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
 
 def _cpu_sub_Tensor(ks, self, other, alpha):
-    return _new(K.sub(_np, self._data, other._data, alpha), _KS_CPU, _CPU)
+    return _new(K.sub(_np, self._data, other._data, alpha=alpha), _KS_CPU, _CPU)
 
 
 def _cuda_sub_Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
-    return _new(K.sub(_cupy(), self._data, other._data, alpha), self._ks, self._device)
+    return _new(K.sub(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
 
 
 def _meta_sub_Tensor(ks, self, other, alpha):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.sub, [self._data, other._data, alpha])
+    _r = _run_meta(K.sub, [self._data, other._data], {'alpha': alpha})
     return _r
 
 _op_sub__Tensor = Dispatcher.define('sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_sub__Tensor(ks, self, other, alpha):
-    return _write_inplace(self, K.sub(_np, self._data, other._data, alpha), 'sub_')
+    return _write_inplace(self, K.sub(_np, self._data, other._data, alpha=alpha), 'sub_')
 
 
 def _cuda_sub__Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.sub(_cupy(), self._data, other._data, alpha), 'sub_')
+    return _write_inplace(self, K.sub(_cupy(), self._data, other._data, alpha=alpha), 'sub_')
 
 
 def _meta_sub__Tensor(ks, self, other, alpha):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.sub, [self._data, other._data, alpha])
+    _r = _run_meta(K.sub, [self._data, other._data], {'alpha': alpha})
     return _write_inplace(self, _r._data, 'sub_')
 
 _op_sub_out = Dispatcher.define('sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sub_out(ks, self, other, alpha, out):
-    return _write_out(out, K.sub(_np, self._data, other._data, alpha), 'sub')
+    return _write_out(out, K.sub(_np, self._data, other._data, alpha=alpha), 'sub')
 
 
 def _cuda_sub_out(ks, self, other, alpha, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.sub(_cupy(), self._data, other._data, alpha), 'sub')
+    return _write_out(out, K.sub(_cupy(), self._data, other._data, alpha=alpha), 'sub')
 
 
 def _meta_sub_out(ks, self, other, alpha, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.sub, [self._data, other._data, alpha])
+    _r = _run_meta(K.sub, [self._data, other._data], {'alpha': alpha})
     return _write_out(out, _r._data, 'sub')
 
 _op_sub_Scalar = Dispatcher.define('sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
@@ -2334,7 +2318,7 @@ def _cuda_sub_Scalar(ks, self, other, alpha):
 
 
 def _meta_sub_Scalar(ks, self, other, alpha):
-    _r = _run_meta(K.sub, [self._data, other, alpha])
+    _r = _run_meta(K.sub, [self._data, other, alpha], {})
     return _r
 
 _op_sub__Scalar = Dispatcher.define('sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)')
@@ -2348,7 +2332,7 @@ def _cuda_sub__Scalar(ks, self, other, alpha):
 
 
 def _meta_sub__Scalar(ks, self, other, alpha):
-    _r = _run_meta(K.sub, [self._data, other, alpha])
+    _r = _run_meta(K.sub, [self._data, other, alpha], {})
     return _write_inplace(self, _r._data, 'sub_')
 
 _op_sub_Scalar_out = Dispatcher.define('sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2364,7 +2348,7 @@ def _cuda_sub_Scalar_out(ks, self, other, alpha, out):
 
 def _meta_sub_Scalar_out(ks, self, other, alpha, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.sub, [self._data, other, alpha])
+    _r = _run_meta(K.sub, [self._data, other, alpha], {})
     return _write_out(out, _r._data, 'sub')
 
 _op_mul_Tensor = Dispatcher.define('mul.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -2380,7 +2364,7 @@ def _cuda_mul_Tensor(ks, self, other):
 
 def _meta_mul_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.mul, [self._data, other._data])
+    _r = _run_meta(K.mul, [self._data, other._data], {})
     return _r
 
 _op_mul__Tensor = Dispatcher.define('mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -2396,7 +2380,7 @@ def _cuda_mul__Tensor(ks, self, other):
 
 def _meta_mul__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.mul, [self._data, other._data])
+    _r = _run_meta(K.mul, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'mul_')
 
 _op_mul_out = Dispatcher.define('mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2412,7 +2396,7 @@ def _cuda_mul_out(ks, self, other, out):
 
 def _meta_mul_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.mul, [self._data, other._data])
+    _r = _run_meta(K.mul, [self._data, other._data], {})
     return _write_out(out, _r._data, 'mul')
 
 _op_mul_Scalar = Dispatcher.define('mul.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -2426,7 +2410,7 @@ def _cuda_mul_Scalar(ks, self, other):
 
 
 def _meta_mul_Scalar(ks, self, other):
-    _r = _run_meta(K.mul, [self._data, other])
+    _r = _run_meta(K.mul, [self._data, other], {})
     return _r
 
 _op_mul__Scalar = Dispatcher.define('mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -2440,7 +2424,7 @@ def _cuda_mul__Scalar(ks, self, other):
 
 
 def _meta_mul__Scalar(ks, self, other):
-    _r = _run_meta(K.mul, [self._data, other])
+    _r = _run_meta(K.mul, [self._data, other], {})
     return _write_inplace(self, _r._data, 'mul_')
 
 _op_mul_Scalar_out = Dispatcher.define('mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2456,7 +2440,7 @@ def _cuda_mul_Scalar_out(ks, self, other, out):
 
 def _meta_mul_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.mul, [self._data, other])
+    _r = _run_meta(K.mul, [self._data, other], {})
     return _write_out(out, _r._data, 'mul')
 
 _op_div_Tensor = Dispatcher.define('div.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -2472,7 +2456,7 @@ def _cuda_div_Tensor(ks, self, other):
 
 def _meta_div_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.div, [self._data, other._data])
+    _r = _run_meta(K.div, [self._data, other._data], {})
     return _r
 
 _op_div__Tensor = Dispatcher.define('div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -2488,7 +2472,7 @@ def _cuda_div__Tensor(ks, self, other):
 
 def _meta_div__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.div, [self._data, other._data])
+    _r = _run_meta(K.div, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'div_')
 
 _op_div_out = Dispatcher.define('div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2504,7 +2488,7 @@ def _cuda_div_out(ks, self, other, out):
 
 def _meta_div_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.div, [self._data, other._data])
+    _r = _run_meta(K.div, [self._data, other._data], {})
     return _write_out(out, _r._data, 'div')
 
 _op_div_Scalar = Dispatcher.define('div.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -2518,7 +2502,7 @@ def _cuda_div_Scalar(ks, self, other):
 
 
 def _meta_div_Scalar(ks, self, other):
-    _r = _run_meta(K.div, [self._data, other])
+    _r = _run_meta(K.div, [self._data, other], {})
     return _r
 
 _op_div__Scalar = Dispatcher.define('div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -2532,7 +2516,7 @@ def _cuda_div__Scalar(ks, self, other):
 
 
 def _meta_div__Scalar(ks, self, other):
-    _r = _run_meta(K.div, [self._data, other])
+    _r = _run_meta(K.div, [self._data, other], {})
     return _write_inplace(self, _r._data, 'div_')
 
 _op_div_Scalar_out = Dispatcher.define('div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2548,83 +2532,83 @@ def _cuda_div_Scalar_out(ks, self, other, out):
 
 def _meta_div_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.div, [self._data, other])
+    _r = _run_meta(K.div, [self._data, other], {})
     return _write_out(out, _r._data, 'div')
 
 _op_div_Tensor_mode = Dispatcher.define('div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor')
 
 def _cpu_div_Tensor_mode(ks, self, other, rounding_mode):
-    return _new(K.div(_np, self._data, other._data, rounding_mode), _KS_CPU, _CPU)
+    return _new(K.div(_np, self._data, other._data, rounding_mode=rounding_mode), _KS_CPU, _CPU)
 
 
 def _cuda_div_Tensor_mode(ks, self, other, rounding_mode):
     _check_devices('cuda', self, other)
-    return _new(K.div(_cupy(), self._data, other._data, rounding_mode), self._ks, self._device)
+    return _new(K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), self._ks, self._device)
 
 
 def _meta_div_Tensor_mode(ks, self, other, rounding_mode):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.div, [self._data, other._data, rounding_mode])
+    _r = _run_meta(K.div, [self._data, other._data], {'rounding_mode': rounding_mode})
     return _r
 
 _op_div__Tensor_mode = Dispatcher.define('div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)')
 
 def _cpu_div__Tensor_mode(ks, self, other, rounding_mode):
-    return _write_inplace(self, K.div(_np, self._data, other._data, rounding_mode), 'div_')
+    return _write_inplace(self, K.div(_np, self._data, other._data, rounding_mode=rounding_mode), 'div_')
 
 
 def _cuda_div__Tensor_mode(ks, self, other, rounding_mode):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.div(_cupy(), self._data, other._data, rounding_mode), 'div_')
+    return _write_inplace(self, K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), 'div_')
 
 
 def _meta_div__Tensor_mode(ks, self, other, rounding_mode):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.div, [self._data, other._data, rounding_mode])
+    _r = _run_meta(K.div, [self._data, other._data], {'rounding_mode': rounding_mode})
     return _write_inplace(self, _r._data, 'div_')
 
 _op_div_out_mode = Dispatcher.define('div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_div_out_mode(ks, self, other, rounding_mode, out):
-    return _write_out(out, K.div(_np, self._data, other._data, rounding_mode), 'div')
+    return _write_out(out, K.div(_np, self._data, other._data, rounding_mode=rounding_mode), 'div')
 
 
 def _cuda_div_out_mode(ks, self, other, rounding_mode, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.div(_cupy(), self._data, other._data, rounding_mode), 'div')
+    return _write_out(out, K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), 'div')
 
 
 def _meta_div_out_mode(ks, self, other, rounding_mode, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.div, [self._data, other._data, rounding_mode])
+    _r = _run_meta(K.div, [self._data, other._data], {'rounding_mode': rounding_mode})
     return _write_out(out, _r._data, 'div')
 
 _op_div_Scalar_mode = Dispatcher.define('div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor')
 
 def _cpu_div_Scalar_mode(ks, self, other, rounding_mode):
-    return _new(K.div(_np, self._data, other, rounding_mode), _KS_CPU, _CPU)
+    return _new(K.div(_np, self._data, other, rounding_mode=rounding_mode), _KS_CPU, _CPU)
 
 
 def _cuda_div_Scalar_mode(ks, self, other, rounding_mode):
-    return _new(K.div(_cupy(), self._data, other, rounding_mode), self._ks, self._device)
+    return _new(K.div(_cupy(), self._data, other, rounding_mode=rounding_mode), self._ks, self._device)
 
 
 def _meta_div_Scalar_mode(ks, self, other, rounding_mode):
-    _r = _run_meta(K.div, [self._data, other, rounding_mode])
+    _r = _run_meta(K.div, [self._data, other], {'rounding_mode': rounding_mode})
     return _r
 
 _op_div__Scalar_mode = Dispatcher.define('div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)')
 
 def _cpu_div__Scalar_mode(ks, self, other, rounding_mode):
-    return _write_inplace(self, K.div(_np, self._data, other, rounding_mode), 'div_')
+    return _write_inplace(self, K.div(_np, self._data, other, rounding_mode=rounding_mode), 'div_')
 
 
 def _cuda_div__Scalar_mode(ks, self, other, rounding_mode):
-    return _write_inplace(self, K.div(_cupy(), self._data, other, rounding_mode), 'div_')
+    return _write_inplace(self, K.div(_cupy(), self._data, other, rounding_mode=rounding_mode), 'div_')
 
 
 def _meta_div__Scalar_mode(ks, self, other, rounding_mode):
-    _r = _run_meta(K.div, [self._data, other, rounding_mode])
+    _r = _run_meta(K.div, [self._data, other], {'rounding_mode': rounding_mode})
     return _write_inplace(self, _r._data, 'div_')
 
 _op_true_divide_Tensor = Dispatcher.define('true_divide.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -2640,7 +2624,7 @@ def _cuda_true_divide_Tensor(ks, self, other):
 
 def _meta_true_divide_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.true_divide, [self._data, other._data])
+    _r = _run_meta(K.true_divide, [self._data, other._data], {})
     return _r
 
 _op_true_divide__Tensor = Dispatcher.define('true_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -2656,7 +2640,7 @@ def _cuda_true_divide__Tensor(ks, self, other):
 
 def _meta_true_divide__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.true_divide, [self._data, other._data])
+    _r = _run_meta(K.true_divide, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'true_divide_')
 
 _op_true_divide_out = Dispatcher.define('true_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2672,7 +2656,7 @@ def _cuda_true_divide_out(ks, self, other, out):
 
 def _meta_true_divide_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.true_divide, [self._data, other._data])
+    _r = _run_meta(K.true_divide, [self._data, other._data], {})
     return _write_out(out, _r._data, 'true_divide')
 
 _op_true_divide_Scalar = Dispatcher.define('true_divide.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -2686,7 +2670,7 @@ def _cuda_true_divide_Scalar(ks, self, other):
 
 
 def _meta_true_divide_Scalar(ks, self, other):
-    _r = _run_meta(K.true_divide, [self._data, other])
+    _r = _run_meta(K.true_divide, [self._data, other], {})
     return _r
 
 _op_true_divide__Scalar = Dispatcher.define('true_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -2700,7 +2684,7 @@ def _cuda_true_divide__Scalar(ks, self, other):
 
 
 def _meta_true_divide__Scalar(ks, self, other):
-    _r = _run_meta(K.true_divide, [self._data, other])
+    _r = _run_meta(K.true_divide, [self._data, other], {})
     return _write_inplace(self, _r._data, 'true_divide_')
 
 _op_true_divide_Scalar_out = Dispatcher.define('true_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2716,7 +2700,7 @@ def _cuda_true_divide_Scalar_out(ks, self, other, out):
 
 def _meta_true_divide_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.true_divide, [self._data, other])
+    _r = _run_meta(K.true_divide, [self._data, other], {})
     return _write_out(out, _r._data, 'true_divide')
 
 _op_floor_divide_Tensor = Dispatcher.define('floor_divide.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -2732,7 +2716,7 @@ def _cuda_floor_divide_Tensor(ks, self, other):
 
 def _meta_floor_divide_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.floor_divide, [self._data, other._data])
+    _r = _run_meta(K.floor_divide, [self._data, other._data], {})
     return _r
 
 _op_floor_divide__Tensor = Dispatcher.define('floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -2748,7 +2732,7 @@ def _cuda_floor_divide__Tensor(ks, self, other):
 
 def _meta_floor_divide__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.floor_divide, [self._data, other._data])
+    _r = _run_meta(K.floor_divide, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'floor_divide_')
 
 _op_floor_divide_out = Dispatcher.define('floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2764,7 +2748,7 @@ def _cuda_floor_divide_out(ks, self, other, out):
 
 def _meta_floor_divide_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.floor_divide, [self._data, other._data])
+    _r = _run_meta(K.floor_divide, [self._data, other._data], {})
     return _write_out(out, _r._data, 'floor_divide')
 
 _op_floor_divide_Scalar = Dispatcher.define('floor_divide.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -2778,7 +2762,7 @@ def _cuda_floor_divide_Scalar(ks, self, other):
 
 
 def _meta_floor_divide_Scalar(ks, self, other):
-    _r = _run_meta(K.floor_divide, [self._data, other])
+    _r = _run_meta(K.floor_divide, [self._data, other], {})
     return _r
 
 _op_floor_divide__Scalar = Dispatcher.define('floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -2792,7 +2776,7 @@ def _cuda_floor_divide__Scalar(ks, self, other):
 
 
 def _meta_floor_divide__Scalar(ks, self, other):
-    _r = _run_meta(K.floor_divide, [self._data, other])
+    _r = _run_meta(K.floor_divide, [self._data, other], {})
     return _write_inplace(self, _r._data, 'floor_divide_')
 
 _op_floor_divide_Scalar_out = Dispatcher.define('floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2808,7 +2792,7 @@ def _cuda_floor_divide_Scalar_out(ks, self, other, out):
 
 def _meta_floor_divide_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.floor_divide, [self._data, other])
+    _r = _run_meta(K.floor_divide, [self._data, other], {})
     return _write_out(out, _r._data, 'floor_divide')
 
 _op_remainder_Tensor = Dispatcher.define('remainder.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -2824,7 +2808,7 @@ def _cuda_remainder_Tensor(ks, self, other):
 
 def _meta_remainder_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.remainder, [self._data, other._data])
+    _r = _run_meta(K.remainder, [self._data, other._data], {})
     return _r
 
 _op_remainder__Tensor = Dispatcher.define('remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -2840,7 +2824,7 @@ def _cuda_remainder__Tensor(ks, self, other):
 
 def _meta_remainder__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.remainder, [self._data, other._data])
+    _r = _run_meta(K.remainder, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'remainder_')
 
 _op_remainder_out = Dispatcher.define('remainder.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2856,7 +2840,7 @@ def _cuda_remainder_out(ks, self, other, out):
 
 def _meta_remainder_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.remainder, [self._data, other._data])
+    _r = _run_meta(K.remainder, [self._data, other._data], {})
     return _write_out(out, _r._data, 'remainder')
 
 _op_remainder_Scalar = Dispatcher.define('remainder.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -2870,7 +2854,7 @@ def _cuda_remainder_Scalar(ks, self, other):
 
 
 def _meta_remainder_Scalar(ks, self, other):
-    _r = _run_meta(K.remainder, [self._data, other])
+    _r = _run_meta(K.remainder, [self._data, other], {})
     return _r
 
 _op_remainder__Scalar = Dispatcher.define('remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -2884,7 +2868,7 @@ def _cuda_remainder__Scalar(ks, self, other):
 
 
 def _meta_remainder__Scalar(ks, self, other):
-    _r = _run_meta(K.remainder, [self._data, other])
+    _r = _run_meta(K.remainder, [self._data, other], {})
     return _write_inplace(self, _r._data, 'remainder_')
 
 _op_remainder_Scalar_out = Dispatcher.define('remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2900,7 +2884,7 @@ def _cuda_remainder_Scalar_out(ks, self, other, out):
 
 def _meta_remainder_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.remainder, [self._data, other])
+    _r = _run_meta(K.remainder, [self._data, other], {})
     return _write_out(out, _r._data, 'remainder')
 
 _op_remainder_Scalar_Tensor = Dispatcher.define('remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor')
@@ -2914,7 +2898,7 @@ def _cuda_remainder_Scalar_Tensor(ks, self, other):
 
 
 def _meta_remainder_Scalar_Tensor(ks, self, other):
-    _r = _run_meta(K.remainder, [self, other._data])
+    _r = _run_meta(K.remainder, [self, other._data], {})
     return _r
 
 _op_fmod_Tensor = Dispatcher.define('fmod.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -2930,7 +2914,7 @@ def _cuda_fmod_Tensor(ks, self, other):
 
 def _meta_fmod_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.fmod, [self._data, other._data])
+    _r = _run_meta(K.fmod, [self._data, other._data], {})
     return _r
 
 _op_fmod__Tensor = Dispatcher.define('fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -2946,7 +2930,7 @@ def _cuda_fmod__Tensor(ks, self, other):
 
 def _meta_fmod__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.fmod, [self._data, other._data])
+    _r = _run_meta(K.fmod, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'fmod_')
 
 _op_fmod_out = Dispatcher.define('fmod.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -2962,7 +2946,7 @@ def _cuda_fmod_out(ks, self, other, out):
 
 def _meta_fmod_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.fmod, [self._data, other._data])
+    _r = _run_meta(K.fmod, [self._data, other._data], {})
     return _write_out(out, _r._data, 'fmod')
 
 _op_fmod_Scalar = Dispatcher.define('fmod.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -2976,7 +2960,7 @@ def _cuda_fmod_Scalar(ks, self, other):
 
 
 def _meta_fmod_Scalar(ks, self, other):
-    _r = _run_meta(K.fmod, [self._data, other])
+    _r = _run_meta(K.fmod, [self._data, other], {})
     return _r
 
 _op_fmod__Scalar = Dispatcher.define('fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -2990,7 +2974,7 @@ def _cuda_fmod__Scalar(ks, self, other):
 
 
 def _meta_fmod__Scalar(ks, self, other):
-    _r = _run_meta(K.fmod, [self._data, other])
+    _r = _run_meta(K.fmod, [self._data, other], {})
     return _write_inplace(self, _r._data, 'fmod_')
 
 _op_fmod_Scalar_out = Dispatcher.define('fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3006,23 +2990,23 @@ def _cuda_fmod_Scalar_out(ks, self, other, out):
 
 def _meta_fmod_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.fmod, [self._data, other])
+    _r = _run_meta(K.fmod, [self._data, other], {})
     return _write_out(out, _r._data, 'fmod')
 
 _op_rsub_Tensor = Dispatcher.define('rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
 
 def _cpu_rsub_Tensor(ks, self, other, alpha):
-    return _new(K.rsub(_np, self._data, other._data, alpha), _KS_CPU, _CPU)
+    return _new(K.rsub(_np, self._data, other._data, alpha=alpha), _KS_CPU, _CPU)
 
 
 def _cuda_rsub_Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
-    return _new(K.rsub(_cupy(), self._data, other._data, alpha), self._ks, self._device)
+    return _new(K.rsub(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
 
 
 def _meta_rsub_Tensor(ks, self, other, alpha):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.rsub, [self._data, other._data, alpha])
+    _r = _run_meta(K.rsub, [self._data, other._data], {'alpha': alpha})
     return _r
 
 _op_rsub_Scalar = Dispatcher.define('rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
@@ -3036,7 +3020,7 @@ def _cuda_rsub_Scalar(ks, self, other, alpha):
 
 
 def _meta_rsub_Scalar(ks, self, other, alpha):
-    _r = _run_meta(K.rsub, [self._data, other, alpha])
+    _r = _run_meta(K.rsub, [self._data, other, alpha], {})
     return _r
 
 _op_pow_Tensor_Tensor = Dispatcher.define('pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor')
@@ -3052,7 +3036,7 @@ def _cuda_pow_Tensor_Tensor(ks, self, exponent):
 
 def _meta_pow_Tensor_Tensor(ks, self, exponent):
     _check_devices('meta', self, exponent)
-    _r = _run_meta(K.pow, [self._data, exponent._data])
+    _r = _run_meta(K.pow, [self._data, exponent._data], {})
     return _r
 
 _op_pow_Tensor_Tensor_out = Dispatcher.define('pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3068,7 +3052,7 @@ def _cuda_pow_Tensor_Tensor_out(ks, self, exponent, out):
 
 def _meta_pow_Tensor_Tensor_out(ks, self, exponent, out):
     _check_devices('meta', self, exponent, out)
-    _r = _run_meta(K.pow, [self._data, exponent._data])
+    _r = _run_meta(K.pow, [self._data, exponent._data], {})
     return _write_out(out, _r._data, 'pow')
 
 _op_pow_Scalar = Dispatcher.define('pow.Scalar(Scalar self, Tensor exponent) -> Tensor')
@@ -3082,7 +3066,7 @@ def _cuda_pow_Scalar(ks, self, exponent):
 
 
 def _meta_pow_Scalar(ks, self, exponent):
-    _r = _run_meta(K.pow, [self, exponent._data])
+    _r = _run_meta(K.pow, [self, exponent._data], {})
     return _r
 
 _op_pow_Scalar_out = Dispatcher.define('pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3098,7 +3082,7 @@ def _cuda_pow_Scalar_out(ks, self, exponent, out):
 
 def _meta_pow_Scalar_out(ks, self, exponent, out):
     _check_devices('meta', exponent, out)
-    _r = _run_meta(K.pow, [self, exponent._data])
+    _r = _run_meta(K.pow, [self, exponent._data], {})
     return _write_out(out, _r._data, 'pow')
 
 _op_pow_Tensor_Scalar = Dispatcher.define('pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor')
@@ -3112,7 +3096,7 @@ def _cuda_pow_Tensor_Scalar(ks, self, exponent):
 
 
 def _meta_pow_Tensor_Scalar(ks, self, exponent):
-    _r = _run_meta(K.pow, [self._data, exponent])
+    _r = _run_meta(K.pow, [self._data, exponent], {})
     return _r
 
 _op_pow_Tensor_Scalar_out = Dispatcher.define('pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3128,7 +3112,7 @@ def _cuda_pow_Tensor_Scalar_out(ks, self, exponent, out):
 
 def _meta_pow_Tensor_Scalar_out(ks, self, exponent, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.pow, [self._data, exponent])
+    _r = _run_meta(K.pow, [self._data, exponent], {})
     return _write_out(out, _r._data, 'pow')
 
 _op_pow__Scalar = Dispatcher.define('pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)')
@@ -3142,7 +3126,7 @@ def _cuda_pow__Scalar(ks, self, exponent):
 
 
 def _meta_pow__Scalar(ks, self, exponent):
-    _r = _run_meta(K.pow, [self._data, exponent])
+    _r = _run_meta(K.pow, [self._data, exponent], {})
     return _write_inplace(self, _r._data, 'pow_')
 
 _op_pow__Tensor = Dispatcher.define('pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)')
@@ -3158,7 +3142,7 @@ def _cuda_pow__Tensor(ks, self, exponent):
 
 def _meta_pow__Tensor(ks, self, exponent):
     _check_devices('meta', self, exponent)
-    _r = _run_meta(K.pow, [self._data, exponent._data])
+    _r = _run_meta(K.pow, [self._data, exponent._data], {})
     return _write_inplace(self, _r._data, 'pow_')
 
 _op_float_power_Tensor_Tensor = Dispatcher.define('float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor')
@@ -3174,7 +3158,7 @@ def _cuda_float_power_Tensor_Tensor(ks, self, exponent):
 
 def _meta_float_power_Tensor_Tensor(ks, self, exponent):
     _check_devices('meta', self, exponent)
-    _r = _run_meta(K.float_power, [self._data, exponent._data])
+    _r = _run_meta(K.float_power, [self._data, exponent._data], {})
     return _r
 
 _op_float_power_Tensor_Scalar = Dispatcher.define('float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor')
@@ -3188,7 +3172,7 @@ def _cuda_float_power_Tensor_Scalar(ks, self, exponent):
 
 
 def _meta_float_power_Tensor_Scalar(ks, self, exponent):
-    _r = _run_meta(K.float_power, [self._data, exponent])
+    _r = _run_meta(K.float_power, [self._data, exponent], {})
     return _r
 
 _op_float_power_Scalar = Dispatcher.define('float_power.Scalar(Scalar self, Tensor exponent) -> Tensor')
@@ -3202,7 +3186,7 @@ def _cuda_float_power_Scalar(ks, self, exponent):
 
 
 def _meta_float_power_Scalar(ks, self, exponent):
-    _r = _run_meta(K.float_power, [self, exponent._data])
+    _r = _run_meta(K.float_power, [self, exponent._data], {})
     return _r
 
 _op_atan2 = Dispatcher.define('atan2(Tensor self, Tensor other) -> Tensor')
@@ -3218,7 +3202,7 @@ def _cuda_atan2_default(ks, self, other):
 
 def _meta_atan2_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.atan2, [self._data, other._data])
+    _r = _run_meta(K.atan2, [self._data, other._data], {})
     return _r
 
 _op_atan2_out = Dispatcher.define('atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3234,7 +3218,7 @@ def _cuda_atan2_out(ks, self, other, out):
 
 def _meta_atan2_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.atan2, [self._data, other._data])
+    _r = _run_meta(K.atan2, [self._data, other._data], {})
     return _write_out(out, _r._data, 'atan2')
 
 _op_atan2_ = Dispatcher.define('atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -3250,7 +3234,7 @@ def _cuda_atan2__default(ks, self, other):
 
 def _meta_atan2__default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.atan2, [self._data, other._data])
+    _r = _run_meta(K.atan2, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'atan2_')
 
 _op_hypot = Dispatcher.define('hypot(Tensor self, Tensor other) -> Tensor')
@@ -3266,7 +3250,7 @@ def _cuda_hypot_default(ks, self, other):
 
 def _meta_hypot_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.hypot, [self._data, other._data])
+    _r = _run_meta(K.hypot, [self._data, other._data], {})
     return _r
 
 _op_hypot_out = Dispatcher.define('hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3282,7 +3266,7 @@ def _cuda_hypot_out(ks, self, other, out):
 
 def _meta_hypot_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.hypot, [self._data, other._data])
+    _r = _run_meta(K.hypot, [self._data, other._data], {})
     return _write_out(out, _r._data, 'hypot')
 
 _op_hypot_ = Dispatcher.define('hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -3298,7 +3282,7 @@ def _cuda_hypot__default(ks, self, other):
 
 def _meta_hypot__default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.hypot, [self._data, other._data])
+    _r = _run_meta(K.hypot, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'hypot_')
 
 _op_logaddexp = Dispatcher.define('logaddexp(Tensor self, Tensor other) -> Tensor')
@@ -3314,7 +3298,7 @@ def _cuda_logaddexp_default(ks, self, other):
 
 def _meta_logaddexp_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.logaddexp, [self._data, other._data])
+    _r = _run_meta(K.logaddexp, [self._data, other._data], {})
     return _r
 
 _op_logaddexp_out = Dispatcher.define('logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3330,7 +3314,7 @@ def _cuda_logaddexp_out(ks, self, other, out):
 
 def _meta_logaddexp_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.logaddexp, [self._data, other._data])
+    _r = _run_meta(K.logaddexp, [self._data, other._data], {})
     return _write_out(out, _r._data, 'logaddexp')
 
 _op_logaddexp2 = Dispatcher.define('logaddexp2(Tensor self, Tensor other) -> Tensor')
@@ -3346,7 +3330,7 @@ def _cuda_logaddexp2_default(ks, self, other):
 
 def _meta_logaddexp2_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.logaddexp2, [self._data, other._data])
+    _r = _run_meta(K.logaddexp2, [self._data, other._data], {})
     return _r
 
 _op_logaddexp2_out = Dispatcher.define('logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3362,7 +3346,7 @@ def _cuda_logaddexp2_out(ks, self, other, out):
 
 def _meta_logaddexp2_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.logaddexp2, [self._data, other._data])
+    _r = _run_meta(K.logaddexp2, [self._data, other._data], {})
     return _write_out(out, _r._data, 'logaddexp2')
 
 _op_copysign = Dispatcher.define('copysign(Tensor self, Tensor other) -> Tensor')
@@ -3378,7 +3362,7 @@ def _cuda_copysign_default(ks, self, other):
 
 def _meta_copysign_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.copysign, [self._data, other._data])
+    _r = _run_meta(K.copysign, [self._data, other._data], {})
     return _r
 
 _op_copysign_out = Dispatcher.define('copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3394,7 +3378,7 @@ def _cuda_copysign_out(ks, self, other, out):
 
 def _meta_copysign_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.copysign, [self._data, other._data])
+    _r = _run_meta(K.copysign, [self._data, other._data], {})
     return _write_out(out, _r._data, 'copysign')
 
 _op_copysign_ = Dispatcher.define('copysign_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -3410,7 +3394,7 @@ def _cuda_copysign__default(ks, self, other):
 
 def _meta_copysign__default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.copysign, [self._data, other._data])
+    _r = _run_meta(K.copysign, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'copysign_')
 
 _op_nextafter = Dispatcher.define('nextafter(Tensor self, Tensor other) -> Tensor')
@@ -3426,7 +3410,7 @@ def _cuda_nextafter_default(ks, self, other):
 
 def _meta_nextafter_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.nextafter, [self._data, other._data])
+    _r = _run_meta(K.nextafter, [self._data, other._data], {})
     return _r
 
 _op_nextafter_out = Dispatcher.define('nextafter.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3442,7 +3426,7 @@ def _cuda_nextafter_out(ks, self, other, out):
 
 def _meta_nextafter_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.nextafter, [self._data, other._data])
+    _r = _run_meta(K.nextafter, [self._data, other._data], {})
     return _write_out(out, _r._data, 'nextafter')
 
 _op_nextafter_ = Dispatcher.define('nextafter_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -3458,7 +3442,7 @@ def _cuda_nextafter__default(ks, self, other):
 
 def _meta_nextafter__default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.nextafter, [self._data, other._data])
+    _r = _run_meta(K.nextafter, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'nextafter_')
 
 _op_maximum = Dispatcher.define('maximum(Tensor self, Tensor other) -> Tensor')
@@ -3474,7 +3458,7 @@ def _cuda_maximum_default(ks, self, other):
 
 def _meta_maximum_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.maximum, [self._data, other._data])
+    _r = _run_meta(K.maximum, [self._data, other._data], {})
     return _r
 
 _op_maximum_out = Dispatcher.define('maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3490,7 +3474,7 @@ def _cuda_maximum_out(ks, self, other, out):
 
 def _meta_maximum_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.maximum, [self._data, other._data])
+    _r = _run_meta(K.maximum, [self._data, other._data], {})
     return _write_out(out, _r._data, 'maximum')
 
 _op_minimum = Dispatcher.define('minimum(Tensor self, Tensor other) -> Tensor')
@@ -3506,7 +3490,7 @@ def _cuda_minimum_default(ks, self, other):
 
 def _meta_minimum_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.minimum, [self._data, other._data])
+    _r = _run_meta(K.minimum, [self._data, other._data], {})
     return _r
 
 _op_minimum_out = Dispatcher.define('minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3522,7 +3506,7 @@ def _cuda_minimum_out(ks, self, other, out):
 
 def _meta_minimum_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.minimum, [self._data, other._data])
+    _r = _run_meta(K.minimum, [self._data, other._data], {})
     return _write_out(out, _r._data, 'minimum')
 
 _op_fmax = Dispatcher.define('fmax(Tensor self, Tensor other) -> Tensor')
@@ -3538,7 +3522,7 @@ def _cuda_fmax_default(ks, self, other):
 
 def _meta_fmax_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.fmax, [self._data, other._data])
+    _r = _run_meta(K.fmax, [self._data, other._data], {})
     return _r
 
 _op_fmax_out = Dispatcher.define('fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3554,7 +3538,7 @@ def _cuda_fmax_out(ks, self, other, out):
 
 def _meta_fmax_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.fmax, [self._data, other._data])
+    _r = _run_meta(K.fmax, [self._data, other._data], {})
     return _write_out(out, _r._data, 'fmax')
 
 _op_fmin = Dispatcher.define('fmin(Tensor self, Tensor other) -> Tensor')
@@ -3570,7 +3554,7 @@ def _cuda_fmin_default(ks, self, other):
 
 def _meta_fmin_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.fmin, [self._data, other._data])
+    _r = _run_meta(K.fmin, [self._data, other._data], {})
     return _r
 
 _op_fmin_out = Dispatcher.define('fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3586,7 +3570,7 @@ def _cuda_fmin_out(ks, self, other, out):
 
 def _meta_fmin_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.fmin, [self._data, other._data])
+    _r = _run_meta(K.fmin, [self._data, other._data], {})
     return _write_out(out, _r._data, 'fmin')
 
 _op_xlogy = Dispatcher.define('xlogy(Tensor self, Tensor other) -> Tensor')
@@ -3602,7 +3586,7 @@ def _cuda_xlogy_default(ks, self, other):
 
 def _meta_xlogy_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.xlogy, [self._data, other._data])
+    _r = _run_meta(K.xlogy, [self._data, other._data], {})
     return _r
 
 _op_xlogy_out = Dispatcher.define('xlogy.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3618,7 +3602,7 @@ def _cuda_xlogy_out(ks, self, other, out):
 
 def _meta_xlogy_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.xlogy, [self._data, other._data])
+    _r = _run_meta(K.xlogy, [self._data, other._data], {})
     return _write_out(out, _r._data, 'xlogy')
 
 _op_xlogy_ = Dispatcher.define('xlogy_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -3634,7 +3618,7 @@ def _cuda_xlogy__default(ks, self, other):
 
 def _meta_xlogy__default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.xlogy, [self._data, other._data])
+    _r = _run_meta(K.xlogy, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'xlogy_')
 
 _op_xlogy_Scalar_Other = Dispatcher.define('xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor')
@@ -3648,7 +3632,7 @@ def _cuda_xlogy_Scalar_Other(ks, self, other):
 
 
 def _meta_xlogy_Scalar_Other(ks, self, other):
-    _r = _run_meta(K.xlogy, [self._data, other])
+    _r = _run_meta(K.xlogy, [self._data, other], {})
     return _r
 
 _op_xlogy_Scalar_Self = Dispatcher.define('xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor')
@@ -3662,7 +3646,7 @@ def _cuda_xlogy_Scalar_Self(ks, self, other):
 
 
 def _meta_xlogy_Scalar_Self(ks, self, other):
-    _r = _run_meta(K.xlogy, [self, other._data])
+    _r = _run_meta(K.xlogy, [self, other._data], {})
     return _r
 
 _op_copysign_Scalar = Dispatcher.define('copysign.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -3676,7 +3660,7 @@ def _cuda_copysign_Scalar(ks, self, other):
 
 
 def _meta_copysign_Scalar(ks, self, other):
-    _r = _run_meta(K.copysign, [self._data, other])
+    _r = _run_meta(K.copysign, [self._data, other], {})
     return _r
 
 _op_max_other = Dispatcher.define('max.other(Tensor self, Tensor other) -> Tensor')
@@ -3692,7 +3676,7 @@ def _cuda_max_other(ks, self, other):
 
 def _meta_max_other(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.maximum, [self._data, other._data])
+    _r = _run_meta(K.maximum, [self._data, other._data], {})
     return _r
 
 _op_min_other = Dispatcher.define('min.other(Tensor self, Tensor other) -> Tensor')
@@ -3708,7 +3692,7 @@ def _cuda_min_other(ks, self, other):
 
 def _meta_min_other(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.minimum, [self._data, other._data])
+    _r = _run_meta(K.minimum, [self._data, other._data], {})
     return _r
 
 _op_bitwise_and_Tensor = Dispatcher.define('bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -3724,7 +3708,7 @@ def _cuda_bitwise_and_Tensor(ks, self, other):
 
 def _meta_bitwise_and_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.bitwise_and, [self._data, other._data])
+    _r = _run_meta(K.bitwise_and, [self._data, other._data], {})
     return _r
 
 _op_bitwise_and__Tensor = Dispatcher.define('bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -3740,7 +3724,7 @@ def _cuda_bitwise_and__Tensor(ks, self, other):
 
 def _meta_bitwise_and__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.bitwise_and, [self._data, other._data])
+    _r = _run_meta(K.bitwise_and, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'bitwise_and_')
 
 _op_bitwise_and_out = Dispatcher.define('bitwise_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3756,7 +3740,7 @@ def _cuda_bitwise_and_out(ks, self, other, out):
 
 def _meta_bitwise_and_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.bitwise_and, [self._data, other._data])
+    _r = _run_meta(K.bitwise_and, [self._data, other._data], {})
     return _write_out(out, _r._data, 'bitwise_and')
 
 _op_bitwise_and_Scalar = Dispatcher.define('bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -3770,7 +3754,7 @@ def _cuda_bitwise_and_Scalar(ks, self, other):
 
 
 def _meta_bitwise_and_Scalar(ks, self, other):
-    _r = _run_meta(K.bitwise_and, [self._data, other])
+    _r = _run_meta(K.bitwise_and, [self._data, other], {})
     return _r
 
 _op_bitwise_and__Scalar = Dispatcher.define('bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -3784,7 +3768,7 @@ def _cuda_bitwise_and__Scalar(ks, self, other):
 
 
 def _meta_bitwise_and__Scalar(ks, self, other):
-    _r = _run_meta(K.bitwise_and, [self._data, other])
+    _r = _run_meta(K.bitwise_and, [self._data, other], {})
     return _write_inplace(self, _r._data, 'bitwise_and_')
 
 _op_bitwise_and_Scalar_out = Dispatcher.define('bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3800,7 +3784,7 @@ def _cuda_bitwise_and_Scalar_out(ks, self, other, out):
 
 def _meta_bitwise_and_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.bitwise_and, [self._data, other])
+    _r = _run_meta(K.bitwise_and, [self._data, other], {})
     return _write_out(out, _r._data, 'bitwise_and')
 
 _op_bitwise_or_Tensor = Dispatcher.define('bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -3816,7 +3800,7 @@ def _cuda_bitwise_or_Tensor(ks, self, other):
 
 def _meta_bitwise_or_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.bitwise_or, [self._data, other._data])
+    _r = _run_meta(K.bitwise_or, [self._data, other._data], {})
     return _r
 
 _op_bitwise_or__Tensor = Dispatcher.define('bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -3832,7 +3816,7 @@ def _cuda_bitwise_or__Tensor(ks, self, other):
 
 def _meta_bitwise_or__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.bitwise_or, [self._data, other._data])
+    _r = _run_meta(K.bitwise_or, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'bitwise_or_')
 
 _op_bitwise_or_out = Dispatcher.define('bitwise_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3848,7 +3832,7 @@ def _cuda_bitwise_or_out(ks, self, other, out):
 
 def _meta_bitwise_or_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.bitwise_or, [self._data, other._data])
+    _r = _run_meta(K.bitwise_or, [self._data, other._data], {})
     return _write_out(out, _r._data, 'bitwise_or')
 
 _op_bitwise_or_Scalar = Dispatcher.define('bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -3862,7 +3846,7 @@ def _cuda_bitwise_or_Scalar(ks, self, other):
 
 
 def _meta_bitwise_or_Scalar(ks, self, other):
-    _r = _run_meta(K.bitwise_or, [self._data, other])
+    _r = _run_meta(K.bitwise_or, [self._data, other], {})
     return _r
 
 _op_bitwise_or__Scalar = Dispatcher.define('bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -3876,7 +3860,7 @@ def _cuda_bitwise_or__Scalar(ks, self, other):
 
 
 def _meta_bitwise_or__Scalar(ks, self, other):
-    _r = _run_meta(K.bitwise_or, [self._data, other])
+    _r = _run_meta(K.bitwise_or, [self._data, other], {})
     return _write_inplace(self, _r._data, 'bitwise_or_')
 
 _op_bitwise_or_Scalar_out = Dispatcher.define('bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3892,7 +3876,7 @@ def _cuda_bitwise_or_Scalar_out(ks, self, other, out):
 
 def _meta_bitwise_or_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.bitwise_or, [self._data, other])
+    _r = _run_meta(K.bitwise_or, [self._data, other], {})
     return _write_out(out, _r._data, 'bitwise_or')
 
 _op_bitwise_xor_Tensor = Dispatcher.define('bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -3908,7 +3892,7 @@ def _cuda_bitwise_xor_Tensor(ks, self, other):
 
 def _meta_bitwise_xor_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.bitwise_xor, [self._data, other._data])
+    _r = _run_meta(K.bitwise_xor, [self._data, other._data], {})
     return _r
 
 _op_bitwise_xor__Tensor = Dispatcher.define('bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -3924,7 +3908,7 @@ def _cuda_bitwise_xor__Tensor(ks, self, other):
 
 def _meta_bitwise_xor__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.bitwise_xor, [self._data, other._data])
+    _r = _run_meta(K.bitwise_xor, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'bitwise_xor_')
 
 _op_bitwise_xor_out = Dispatcher.define('bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3940,7 +3924,7 @@ def _cuda_bitwise_xor_out(ks, self, other, out):
 
 def _meta_bitwise_xor_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.bitwise_xor, [self._data, other._data])
+    _r = _run_meta(K.bitwise_xor, [self._data, other._data], {})
     return _write_out(out, _r._data, 'bitwise_xor')
 
 _op_bitwise_xor_Scalar = Dispatcher.define('bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -3954,7 +3938,7 @@ def _cuda_bitwise_xor_Scalar(ks, self, other):
 
 
 def _meta_bitwise_xor_Scalar(ks, self, other):
-    _r = _run_meta(K.bitwise_xor, [self._data, other])
+    _r = _run_meta(K.bitwise_xor, [self._data, other], {})
     return _r
 
 _op_bitwise_xor__Scalar = Dispatcher.define('bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -3968,7 +3952,7 @@ def _cuda_bitwise_xor__Scalar(ks, self, other):
 
 
 def _meta_bitwise_xor__Scalar(ks, self, other):
-    _r = _run_meta(K.bitwise_xor, [self._data, other])
+    _r = _run_meta(K.bitwise_xor, [self._data, other], {})
     return _write_inplace(self, _r._data, 'bitwise_xor_')
 
 _op_bitwise_xor_Scalar_out = Dispatcher.define('bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -3984,7 +3968,7 @@ def _cuda_bitwise_xor_Scalar_out(ks, self, other, out):
 
 def _meta_bitwise_xor_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.bitwise_xor, [self._data, other])
+    _r = _run_meta(K.bitwise_xor, [self._data, other], {})
     return _write_out(out, _r._data, 'bitwise_xor')
 
 _op_bitwise_left_shift_Tensor = Dispatcher.define('bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4000,7 +3984,7 @@ def _cuda_bitwise_left_shift_Tensor(ks, self, other):
 
 def _meta_bitwise_left_shift_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.bitwise_left_shift, [self._data, other._data])
+    _r = _run_meta(K.bitwise_left_shift, [self._data, other._data], {})
     return _r
 
 _op_bitwise_left_shift__Tensor = Dispatcher.define('bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4016,7 +4000,7 @@ def _cuda_bitwise_left_shift__Tensor(ks, self, other):
 
 def _meta_bitwise_left_shift__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.bitwise_left_shift, [self._data, other._data])
+    _r = _run_meta(K.bitwise_left_shift, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'bitwise_left_shift_')
 
 _op_bitwise_left_shift_out = Dispatcher.define('bitwise_left_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4032,7 +4016,7 @@ def _cuda_bitwise_left_shift_out(ks, self, other, out):
 
 def _meta_bitwise_left_shift_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.bitwise_left_shift, [self._data, other._data])
+    _r = _run_meta(K.bitwise_left_shift, [self._data, other._data], {})
     return _write_out(out, _r._data, 'bitwise_left_shift')
 
 _op_bitwise_left_shift_Scalar = Dispatcher.define('bitwise_left_shift.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4046,7 +4030,7 @@ def _cuda_bitwise_left_shift_Scalar(ks, self, other):
 
 
 def _meta_bitwise_left_shift_Scalar(ks, self, other):
-    _r = _run_meta(K.bitwise_left_shift, [self._data, other])
+    _r = _run_meta(K.bitwise_left_shift, [self._data, other], {})
     return _r
 
 _op_bitwise_left_shift__Scalar = Dispatcher.define('bitwise_left_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -4060,7 +4044,7 @@ def _cuda_bitwise_left_shift__Scalar(ks, self, other):
 
 
 def _meta_bitwise_left_shift__Scalar(ks, self, other):
-    _r = _run_meta(K.bitwise_left_shift, [self._data, other])
+    _r = _run_meta(K.bitwise_left_shift, [self._data, other], {})
     return _write_inplace(self, _r._data, 'bitwise_left_shift_')
 
 _op_bitwise_left_shift_Scalar_out = Dispatcher.define('bitwise_left_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4076,7 +4060,7 @@ def _cuda_bitwise_left_shift_Scalar_out(ks, self, other, out):
 
 def _meta_bitwise_left_shift_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.bitwise_left_shift, [self._data, other])
+    _r = _run_meta(K.bitwise_left_shift, [self._data, other], {})
     return _write_out(out, _r._data, 'bitwise_left_shift')
 
 _op_bitwise_right_shift_Tensor = Dispatcher.define('bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4092,7 +4076,7 @@ def _cuda_bitwise_right_shift_Tensor(ks, self, other):
 
 def _meta_bitwise_right_shift_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.bitwise_right_shift, [self._data, other._data])
+    _r = _run_meta(K.bitwise_right_shift, [self._data, other._data], {})
     return _r
 
 _op_bitwise_right_shift__Tensor = Dispatcher.define('bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4108,7 +4092,7 @@ def _cuda_bitwise_right_shift__Tensor(ks, self, other):
 
 def _meta_bitwise_right_shift__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.bitwise_right_shift, [self._data, other._data])
+    _r = _run_meta(K.bitwise_right_shift, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'bitwise_right_shift_')
 
 _op_bitwise_right_shift_out = Dispatcher.define('bitwise_right_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4124,7 +4108,7 @@ def _cuda_bitwise_right_shift_out(ks, self, other, out):
 
 def _meta_bitwise_right_shift_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.bitwise_right_shift, [self._data, other._data])
+    _r = _run_meta(K.bitwise_right_shift, [self._data, other._data], {})
     return _write_out(out, _r._data, 'bitwise_right_shift')
 
 _op_bitwise_right_shift_Scalar = Dispatcher.define('bitwise_right_shift.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4138,7 +4122,7 @@ def _cuda_bitwise_right_shift_Scalar(ks, self, other):
 
 
 def _meta_bitwise_right_shift_Scalar(ks, self, other):
-    _r = _run_meta(K.bitwise_right_shift, [self._data, other])
+    _r = _run_meta(K.bitwise_right_shift, [self._data, other], {})
     return _r
 
 _op_bitwise_right_shift__Scalar = Dispatcher.define('bitwise_right_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -4152,7 +4136,7 @@ def _cuda_bitwise_right_shift__Scalar(ks, self, other):
 
 
 def _meta_bitwise_right_shift__Scalar(ks, self, other):
-    _r = _run_meta(K.bitwise_right_shift, [self._data, other])
+    _r = _run_meta(K.bitwise_right_shift, [self._data, other], {})
     return _write_inplace(self, _r._data, 'bitwise_right_shift_')
 
 _op_bitwise_right_shift_Scalar_out = Dispatcher.define('bitwise_right_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4168,7 +4152,7 @@ def _cuda_bitwise_right_shift_Scalar_out(ks, self, other, out):
 
 def _meta_bitwise_right_shift_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.bitwise_right_shift, [self._data, other])
+    _r = _run_meta(K.bitwise_right_shift, [self._data, other], {})
     return _write_out(out, _r._data, 'bitwise_right_shift')
 
 _op_logical_and = Dispatcher.define('logical_and(Tensor self, Tensor other) -> Tensor')
@@ -4184,7 +4168,7 @@ def _cuda_logical_and_default(ks, self, other):
 
 def _meta_logical_and_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.logical_and, [self._data, other._data])
+    _r = _run_meta(K.logical_and, [self._data, other._data], {})
     return _r
 
 _op_logical_and_ = Dispatcher.define('logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4200,7 +4184,7 @@ def _cuda_logical_and__default(ks, self, other):
 
 def _meta_logical_and__default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.logical_and, [self._data, other._data])
+    _r = _run_meta(K.logical_and, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'logical_and_')
 
 _op_logical_and_out = Dispatcher.define('logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4216,7 +4200,7 @@ def _cuda_logical_and_out(ks, self, other, out):
 
 def _meta_logical_and_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.logical_and, [self._data, other._data])
+    _r = _run_meta(K.logical_and, [self._data, other._data], {})
     return _write_out(out, _r._data, 'logical_and')
 
 _op_logical_or = Dispatcher.define('logical_or(Tensor self, Tensor other) -> Tensor')
@@ -4232,7 +4216,7 @@ def _cuda_logical_or_default(ks, self, other):
 
 def _meta_logical_or_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.logical_or, [self._data, other._data])
+    _r = _run_meta(K.logical_or, [self._data, other._data], {})
     return _r
 
 _op_logical_or_ = Dispatcher.define('logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4248,7 +4232,7 @@ def _cuda_logical_or__default(ks, self, other):
 
 def _meta_logical_or__default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.logical_or, [self._data, other._data])
+    _r = _run_meta(K.logical_or, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'logical_or_')
 
 _op_logical_or_out = Dispatcher.define('logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4264,7 +4248,7 @@ def _cuda_logical_or_out(ks, self, other, out):
 
 def _meta_logical_or_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.logical_or, [self._data, other._data])
+    _r = _run_meta(K.logical_or, [self._data, other._data], {})
     return _write_out(out, _r._data, 'logical_or')
 
 _op_logical_xor = Dispatcher.define('logical_xor(Tensor self, Tensor other) -> Tensor')
@@ -4280,7 +4264,7 @@ def _cuda_logical_xor_default(ks, self, other):
 
 def _meta_logical_xor_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.logical_xor, [self._data, other._data])
+    _r = _run_meta(K.logical_xor, [self._data, other._data], {})
     return _r
 
 _op_logical_xor_ = Dispatcher.define('logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4296,7 +4280,7 @@ def _cuda_logical_xor__default(ks, self, other):
 
 def _meta_logical_xor__default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.logical_xor, [self._data, other._data])
+    _r = _run_meta(K.logical_xor, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'logical_xor_')
 
 _op_logical_xor_out = Dispatcher.define('logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4312,7 +4296,7 @@ def _cuda_logical_xor_out(ks, self, other, out):
 
 def _meta_logical_xor_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.logical_xor, [self._data, other._data])
+    _r = _run_meta(K.logical_xor, [self._data, other._data], {})
     return _write_out(out, _r._data, 'logical_xor')
 
 _op_eq_Tensor = Dispatcher.define('eq.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4328,7 +4312,7 @@ def _cuda_eq_Tensor(ks, self, other):
 
 def _meta_eq_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.eq, [self._data, other._data])
+    _r = _run_meta(K.eq, [self._data, other._data], {})
     return _r
 
 _op_eq__Tensor = Dispatcher.define('eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4344,7 +4328,7 @@ def _cuda_eq__Tensor(ks, self, other):
 
 def _meta_eq__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.eq, [self._data, other._data])
+    _r = _run_meta(K.eq, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'eq_')
 
 _op_eq_out = Dispatcher.define('eq.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4360,7 +4344,7 @@ def _cuda_eq_out(ks, self, other, out):
 
 def _meta_eq_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.eq, [self._data, other._data])
+    _r = _run_meta(K.eq, [self._data, other._data], {})
     return _write_out(out, _r._data, 'eq')
 
 _op_eq_Scalar = Dispatcher.define('eq.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4374,7 +4358,7 @@ def _cuda_eq_Scalar(ks, self, other):
 
 
 def _meta_eq_Scalar(ks, self, other):
-    _r = _run_meta(K.eq, [self._data, other])
+    _r = _run_meta(K.eq, [self._data, other], {})
     return _r
 
 _op_eq__Scalar = Dispatcher.define('eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -4388,7 +4372,7 @@ def _cuda_eq__Scalar(ks, self, other):
 
 
 def _meta_eq__Scalar(ks, self, other):
-    _r = _run_meta(K.eq, [self._data, other])
+    _r = _run_meta(K.eq, [self._data, other], {})
     return _write_inplace(self, _r._data, 'eq_')
 
 _op_eq_Scalar_out = Dispatcher.define('eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4404,7 +4388,7 @@ def _cuda_eq_Scalar_out(ks, self, other, out):
 
 def _meta_eq_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.eq, [self._data, other])
+    _r = _run_meta(K.eq, [self._data, other], {})
     return _write_out(out, _r._data, 'eq')
 
 _op_ne_Tensor = Dispatcher.define('ne.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4420,7 +4404,7 @@ def _cuda_ne_Tensor(ks, self, other):
 
 def _meta_ne_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.ne, [self._data, other._data])
+    _r = _run_meta(K.ne, [self._data, other._data], {})
     return _r
 
 _op_ne__Tensor = Dispatcher.define('ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4436,7 +4420,7 @@ def _cuda_ne__Tensor(ks, self, other):
 
 def _meta_ne__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.ne, [self._data, other._data])
+    _r = _run_meta(K.ne, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'ne_')
 
 _op_ne_out = Dispatcher.define('ne.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4452,7 +4436,7 @@ def _cuda_ne_out(ks, self, other, out):
 
 def _meta_ne_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.ne, [self._data, other._data])
+    _r = _run_meta(K.ne, [self._data, other._data], {})
     return _write_out(out, _r._data, 'ne')
 
 _op_ne_Scalar = Dispatcher.define('ne.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4466,7 +4450,7 @@ def _cuda_ne_Scalar(ks, self, other):
 
 
 def _meta_ne_Scalar(ks, self, other):
-    _r = _run_meta(K.ne, [self._data, other])
+    _r = _run_meta(K.ne, [self._data, other], {})
     return _r
 
 _op_ne__Scalar = Dispatcher.define('ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -4480,7 +4464,7 @@ def _cuda_ne__Scalar(ks, self, other):
 
 
 def _meta_ne__Scalar(ks, self, other):
-    _r = _run_meta(K.ne, [self._data, other])
+    _r = _run_meta(K.ne, [self._data, other], {})
     return _write_inplace(self, _r._data, 'ne_')
 
 _op_ne_Scalar_out = Dispatcher.define('ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4496,7 +4480,7 @@ def _cuda_ne_Scalar_out(ks, self, other, out):
 
 def _meta_ne_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.ne, [self._data, other])
+    _r = _run_meta(K.ne, [self._data, other], {})
     return _write_out(out, _r._data, 'ne')
 
 _op_lt_Tensor = Dispatcher.define('lt.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4512,7 +4496,7 @@ def _cuda_lt_Tensor(ks, self, other):
 
 def _meta_lt_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.lt, [self._data, other._data])
+    _r = _run_meta(K.lt, [self._data, other._data], {})
     return _r
 
 _op_lt__Tensor = Dispatcher.define('lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4528,7 +4512,7 @@ def _cuda_lt__Tensor(ks, self, other):
 
 def _meta_lt__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.lt, [self._data, other._data])
+    _r = _run_meta(K.lt, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'lt_')
 
 _op_lt_out = Dispatcher.define('lt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4544,7 +4528,7 @@ def _cuda_lt_out(ks, self, other, out):
 
 def _meta_lt_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.lt, [self._data, other._data])
+    _r = _run_meta(K.lt, [self._data, other._data], {})
     return _write_out(out, _r._data, 'lt')
 
 _op_lt_Scalar = Dispatcher.define('lt.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4558,7 +4542,7 @@ def _cuda_lt_Scalar(ks, self, other):
 
 
 def _meta_lt_Scalar(ks, self, other):
-    _r = _run_meta(K.lt, [self._data, other])
+    _r = _run_meta(K.lt, [self._data, other], {})
     return _r
 
 _op_lt__Scalar = Dispatcher.define('lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -4572,7 +4556,7 @@ def _cuda_lt__Scalar(ks, self, other):
 
 
 def _meta_lt__Scalar(ks, self, other):
-    _r = _run_meta(K.lt, [self._data, other])
+    _r = _run_meta(K.lt, [self._data, other], {})
     return _write_inplace(self, _r._data, 'lt_')
 
 _op_lt_Scalar_out = Dispatcher.define('lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4588,7 +4572,7 @@ def _cuda_lt_Scalar_out(ks, self, other, out):
 
 def _meta_lt_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.lt, [self._data, other])
+    _r = _run_meta(K.lt, [self._data, other], {})
     return _write_out(out, _r._data, 'lt')
 
 _op_le_Tensor = Dispatcher.define('le.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4604,7 +4588,7 @@ def _cuda_le_Tensor(ks, self, other):
 
 def _meta_le_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.le, [self._data, other._data])
+    _r = _run_meta(K.le, [self._data, other._data], {})
     return _r
 
 _op_le__Tensor = Dispatcher.define('le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4620,7 +4604,7 @@ def _cuda_le__Tensor(ks, self, other):
 
 def _meta_le__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.le, [self._data, other._data])
+    _r = _run_meta(K.le, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'le_')
 
 _op_le_out = Dispatcher.define('le.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4636,7 +4620,7 @@ def _cuda_le_out(ks, self, other, out):
 
 def _meta_le_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.le, [self._data, other._data])
+    _r = _run_meta(K.le, [self._data, other._data], {})
     return _write_out(out, _r._data, 'le')
 
 _op_le_Scalar = Dispatcher.define('le.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4650,7 +4634,7 @@ def _cuda_le_Scalar(ks, self, other):
 
 
 def _meta_le_Scalar(ks, self, other):
-    _r = _run_meta(K.le, [self._data, other])
+    _r = _run_meta(K.le, [self._data, other], {})
     return _r
 
 _op_le__Scalar = Dispatcher.define('le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -4664,7 +4648,7 @@ def _cuda_le__Scalar(ks, self, other):
 
 
 def _meta_le__Scalar(ks, self, other):
-    _r = _run_meta(K.le, [self._data, other])
+    _r = _run_meta(K.le, [self._data, other], {})
     return _write_inplace(self, _r._data, 'le_')
 
 _op_le_Scalar_out = Dispatcher.define('le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4680,7 +4664,7 @@ def _cuda_le_Scalar_out(ks, self, other, out):
 
 def _meta_le_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.le, [self._data, other])
+    _r = _run_meta(K.le, [self._data, other], {})
     return _write_out(out, _r._data, 'le')
 
 _op_gt_Tensor = Dispatcher.define('gt.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4696,7 +4680,7 @@ def _cuda_gt_Tensor(ks, self, other):
 
 def _meta_gt_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.gt, [self._data, other._data])
+    _r = _run_meta(K.gt, [self._data, other._data], {})
     return _r
 
 _op_gt__Tensor = Dispatcher.define('gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4712,7 +4696,7 @@ def _cuda_gt__Tensor(ks, self, other):
 
 def _meta_gt__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.gt, [self._data, other._data])
+    _r = _run_meta(K.gt, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'gt_')
 
 _op_gt_out = Dispatcher.define('gt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4728,7 +4712,7 @@ def _cuda_gt_out(ks, self, other, out):
 
 def _meta_gt_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.gt, [self._data, other._data])
+    _r = _run_meta(K.gt, [self._data, other._data], {})
     return _write_out(out, _r._data, 'gt')
 
 _op_gt_Scalar = Dispatcher.define('gt.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4742,7 +4726,7 @@ def _cuda_gt_Scalar(ks, self, other):
 
 
 def _meta_gt_Scalar(ks, self, other):
-    _r = _run_meta(K.gt, [self._data, other])
+    _r = _run_meta(K.gt, [self._data, other], {})
     return _r
 
 _op_gt__Scalar = Dispatcher.define('gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -4756,7 +4740,7 @@ def _cuda_gt__Scalar(ks, self, other):
 
 
 def _meta_gt__Scalar(ks, self, other):
-    _r = _run_meta(K.gt, [self._data, other])
+    _r = _run_meta(K.gt, [self._data, other], {})
     return _write_inplace(self, _r._data, 'gt_')
 
 _op_gt_Scalar_out = Dispatcher.define('gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4772,7 +4756,7 @@ def _cuda_gt_Scalar_out(ks, self, other, out):
 
 def _meta_gt_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.gt, [self._data, other])
+    _r = _run_meta(K.gt, [self._data, other], {})
     return _write_out(out, _r._data, 'gt')
 
 _op_ge_Tensor = Dispatcher.define('ge.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4788,7 +4772,7 @@ def _cuda_ge_Tensor(ks, self, other):
 
 def _meta_ge_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.ge, [self._data, other._data])
+    _r = _run_meta(K.ge, [self._data, other._data], {})
     return _r
 
 _op_ge__Tensor = Dispatcher.define('ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
@@ -4804,7 +4788,7 @@ def _cuda_ge__Tensor(ks, self, other):
 
 def _meta_ge__Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.ge, [self._data, other._data])
+    _r = _run_meta(K.ge, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'ge_')
 
 _op_ge_out = Dispatcher.define('ge.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4820,7 +4804,7 @@ def _cuda_ge_out(ks, self, other, out):
 
 def _meta_ge_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.ge, [self._data, other._data])
+    _r = _run_meta(K.ge, [self._data, other._data], {})
     return _write_out(out, _r._data, 'ge')
 
 _op_ge_Scalar = Dispatcher.define('ge.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4834,7 +4818,7 @@ def _cuda_ge_Scalar(ks, self, other):
 
 
 def _meta_ge_Scalar(ks, self, other):
-    _r = _run_meta(K.ge, [self._data, other])
+    _r = _run_meta(K.ge, [self._data, other], {})
     return _r
 
 _op_ge__Scalar = Dispatcher.define('ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
@@ -4848,7 +4832,7 @@ def _cuda_ge__Scalar(ks, self, other):
 
 
 def _meta_ge__Scalar(ks, self, other):
-    _r = _run_meta(K.ge, [self._data, other])
+    _r = _run_meta(K.ge, [self._data, other], {})
     return _write_inplace(self, _r._data, 'ge_')
 
 _op_ge_Scalar_out = Dispatcher.define('ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -4864,7 +4848,7 @@ def _cuda_ge_Scalar_out(ks, self, other, out):
 
 def _meta_ge_Scalar_out(ks, self, other, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.ge, [self._data, other])
+    _r = _run_meta(K.ge, [self._data, other], {})
     return _write_out(out, _r._data, 'ge')
 
 _op_greater_Tensor = Dispatcher.define('greater.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4880,7 +4864,7 @@ def _cuda_greater_Tensor(ks, self, other):
 
 def _meta_greater_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.gt, [self._data, other._data])
+    _r = _run_meta(K.gt, [self._data, other._data], {})
     return _r
 
 _op_greater_Scalar = Dispatcher.define('greater.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4894,7 +4878,7 @@ def _cuda_greater_Scalar(ks, self, other):
 
 
 def _meta_greater_Scalar(ks, self, other):
-    _r = _run_meta(K.gt, [self._data, other])
+    _r = _run_meta(K.gt, [self._data, other], {})
     return _r
 
 _op_greater_equal_Tensor = Dispatcher.define('greater_equal.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4910,7 +4894,7 @@ def _cuda_greater_equal_Tensor(ks, self, other):
 
 def _meta_greater_equal_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.ge, [self._data, other._data])
+    _r = _run_meta(K.ge, [self._data, other._data], {})
     return _r
 
 _op_greater_equal_Scalar = Dispatcher.define('greater_equal.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4924,7 +4908,7 @@ def _cuda_greater_equal_Scalar(ks, self, other):
 
 
 def _meta_greater_equal_Scalar(ks, self, other):
-    _r = _run_meta(K.ge, [self._data, other])
+    _r = _run_meta(K.ge, [self._data, other], {})
     return _r
 
 _op_less_Tensor = Dispatcher.define('less.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4940,7 +4924,7 @@ def _cuda_less_Tensor(ks, self, other):
 
 def _meta_less_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.lt, [self._data, other._data])
+    _r = _run_meta(K.lt, [self._data, other._data], {})
     return _r
 
 _op_less_Scalar = Dispatcher.define('less.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4954,7 +4938,7 @@ def _cuda_less_Scalar(ks, self, other):
 
 
 def _meta_less_Scalar(ks, self, other):
-    _r = _run_meta(K.lt, [self._data, other])
+    _r = _run_meta(K.lt, [self._data, other], {})
     return _r
 
 _op_less_equal_Tensor = Dispatcher.define('less_equal.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -4970,7 +4954,7 @@ def _cuda_less_equal_Tensor(ks, self, other):
 
 def _meta_less_equal_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.le, [self._data, other._data])
+    _r = _run_meta(K.le, [self._data, other._data], {})
     return _r
 
 _op_less_equal_Scalar = Dispatcher.define('less_equal.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -4984,7 +4968,7 @@ def _cuda_less_equal_Scalar(ks, self, other):
 
 
 def _meta_less_equal_Scalar(ks, self, other):
-    _r = _run_meta(K.le, [self._data, other])
+    _r = _run_meta(K.le, [self._data, other], {})
     return _r
 
 _op_not_equal_Tensor = Dispatcher.define('not_equal.Tensor(Tensor self, Tensor other) -> Tensor')
@@ -5000,7 +4984,7 @@ def _cuda_not_equal_Tensor(ks, self, other):
 
 def _meta_not_equal_Tensor(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.ne, [self._data, other._data])
+    _r = _run_meta(K.ne, [self._data, other._data], {})
     return _r
 
 _op_not_equal_Scalar = Dispatcher.define('not_equal.Scalar(Tensor self, Scalar other) -> Tensor')
@@ -5014,7 +4998,7 @@ def _cuda_not_equal_Scalar(ks, self, other):
 
 
 def _meta_not_equal_Scalar(ks, self, other):
-    _r = _run_meta(K.ne, [self._data, other])
+    _r = _run_meta(K.ne, [self._data, other], {})
     return _r
 
 _op_where_self = Dispatcher.define('where.self(Tensor condition, Tensor self, Tensor other) -> Tensor')
@@ -5030,7 +5014,7 @@ def _cuda_where_self(ks, condition, self, other):
 
 def _meta_where_self(ks, condition, self, other):
     _check_devices('meta', condition, self, other)
-    _r = _run_meta(K.where, [condition._data, self._data, other._data])
+    _r = _run_meta(K.where, [condition._data, self._data, other._data], {})
     return _r
 
 _op_where_self_out = Dispatcher.define('where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -5046,7 +5030,7 @@ def _cuda_where_self_out(ks, condition, self, other, out):
 
 def _meta_where_self_out(ks, condition, self, other, out):
     _check_devices('meta', condition, self, other, out)
-    _r = _run_meta(K.where, [condition._data, self._data, other._data])
+    _r = _run_meta(K.where, [condition._data, self._data, other._data], {})
     return _write_out(out, _r._data, 'where')
 
 _op_where_ScalarSelf = Dispatcher.define('where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor')
@@ -5062,7 +5046,7 @@ def _cuda_where_ScalarSelf(ks, condition, self, other):
 
 def _meta_where_ScalarSelf(ks, condition, self, other):
     _check_devices('meta', condition, other)
-    _r = _run_meta(K.where, [condition._data, self, other._data])
+    _r = _run_meta(K.where, [condition._data, self, other._data], {})
     return _r
 
 _op_where_ScalarOther = Dispatcher.define('where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor')
@@ -5078,7 +5062,7 @@ def _cuda_where_ScalarOther(ks, condition, self, other):
 
 def _meta_where_ScalarOther(ks, condition, self, other):
     _check_devices('meta', condition, self)
-    _r = _run_meta(K.where, [condition._data, self._data, other])
+    _r = _run_meta(K.where, [condition._data, self._data, other], {})
     return _r
 
 _op_where_Scalar = Dispatcher.define('where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor')
@@ -5092,7 +5076,7 @@ def _cuda_where_Scalar(ks, condition, self, other):
 
 
 def _meta_where_Scalar(ks, condition, self, other):
-    _r = _run_meta(K.where, [condition._data, self, other])
+    _r = _run_meta(K.where, [condition._data, self, other], {})
     return _r
 
 _op_where = Dispatcher.define('where(Tensor condition) -> Tensor[]')
@@ -5111,7 +5095,7 @@ def _cuda_clamp_default(ks, self, min, max):
 
 
 def _meta_clamp_default(ks, self, min, max):
-    _r = _run_meta(K.clamp, [self._data, min, max])
+    _r = _run_meta(K.clamp, [self._data, min, max], {})
     return _r
 
 _op_clamp_Tensor = Dispatcher.define('clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor')
@@ -5127,7 +5111,7 @@ def _cuda_clamp_Tensor(ks, self, min, max):
 
 def _meta_clamp_Tensor(ks, self, min, max):
     _check_devices('meta', self, min, max)
-    _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)])
+    _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)], {})
     return _r
 
 _op_clamp_out = Dispatcher.define('clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)')
@@ -5143,7 +5127,7 @@ def _cuda_clamp_out(ks, self, min, max, out):
 
 def _meta_clamp_out(ks, self, min, max, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.clamp, [self._data, min, max])
+    _r = _run_meta(K.clamp, [self._data, min, max], {})
     return _write_out(out, _r._data, 'clamp')
 
 _op_clamp_Tensor_out = Dispatcher.define('clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)')
@@ -5159,7 +5143,7 @@ def _cuda_clamp_Tensor_out(ks, self, min, max, out):
 
 def _meta_clamp_Tensor_out(ks, self, min, max, out):
     _check_devices('meta', self, min, max, out)
-    _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)])
+    _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)], {})
     return _write_out(out, _r._data, 'clamp')
 
 _op_clamp_ = Dispatcher.define('clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)')
@@ -5173,7 +5157,7 @@ def _cuda_clamp__default(ks, self, min, max):
 
 
 def _meta_clamp__default(ks, self, min, max):
-    _r = _run_meta(K.clamp, [self._data, min, max])
+    _r = _run_meta(K.clamp, [self._data, min, max], {})
     return _write_inplace(self, _r._data, 'clamp_')
 
 _op_clamp__Tensor = Dispatcher.define('clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)')
@@ -5189,7 +5173,7 @@ def _cuda_clamp__Tensor(ks, self, min, max):
 
 def _meta_clamp__Tensor(ks, self, min, max):
     _check_devices('meta', self, min, max)
-    _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)])
+    _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)], {})
     return _write_inplace(self, _r._data, 'clamp_')
 
 _op_clip = Dispatcher.define('clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor')
@@ -5203,7 +5187,7 @@ def _cuda_clip_default(ks, self, min, max):
 
 
 def _meta_clip_default(ks, self, min, max):
-    _r = _run_meta(K.clamp, [self._data, min, max])
+    _r = _run_meta(K.clamp, [self._data, min, max], {})
     return _r
 
 _op_clip_Tensor = Dispatcher.define('clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor')
@@ -5219,7 +5203,7 @@ def _cuda_clip_Tensor(ks, self, min, max):
 
 def _meta_clip_Tensor(ks, self, min, max):
     _check_devices('meta', self, min, max)
-    _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)])
+    _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)], {})
     return _r
 
 _op_clip_ = Dispatcher.define('clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)')
@@ -5233,7 +5217,7 @@ def _cuda_clip__default(ks, self, min, max):
 
 
 def _meta_clip__default(ks, self, min, max):
-    _r = _run_meta(K.clamp, [self._data, min, max])
+    _r = _run_meta(K.clamp, [self._data, min, max], {})
     return _write_inplace(self, _r._data, 'clip_')
 
 _op_clamp_min = Dispatcher.define('clamp_min(Tensor self, Scalar min) -> Tensor')
@@ -5247,7 +5231,7 @@ def _cuda_clamp_min_default(ks, self, min):
 
 
 def _meta_clamp_min_default(ks, self, min):
-    _r = _run_meta(K.clamp_min, [self._data, min])
+    _r = _run_meta(K.clamp_min, [self._data, min], {})
     return _r
 
 _op_clamp_min_Tensor = Dispatcher.define('clamp_min.Tensor(Tensor self, Tensor min) -> Tensor')
@@ -5263,7 +5247,7 @@ def _cuda_clamp_min_Tensor(ks, self, min):
 
 def _meta_clamp_min_Tensor(ks, self, min):
     _check_devices('meta', self, min)
-    _r = _run_meta(K.clamp_min, [self._data, min._data])
+    _r = _run_meta(K.clamp_min, [self._data, min._data], {})
     return _r
 
 _op_clamp_min_ = Dispatcher.define('clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)')
@@ -5277,7 +5261,7 @@ def _cuda_clamp_min__default(ks, self, min):
 
 
 def _meta_clamp_min__default(ks, self, min):
-    _r = _run_meta(K.clamp_min, [self._data, min])
+    _r = _run_meta(K.clamp_min, [self._data, min], {})
     return _write_inplace(self, _r._data, 'clamp_min_')
 
 _op_clamp_max = Dispatcher.define('clamp_max(Tensor self, Scalar max) -> Tensor')
@@ -5291,7 +5275,7 @@ def _cuda_clamp_max_default(ks, self, max):
 
 
 def _meta_clamp_max_default(ks, self, max):
-    _r = _run_meta(K.clamp_max, [self._data, max])
+    _r = _run_meta(K.clamp_max, [self._data, max], {})
     return _r
 
 _op_clamp_max_Tensor = Dispatcher.define('clamp_max.Tensor(Tensor self, Tensor max) -> Tensor')
@@ -5307,7 +5291,7 @@ def _cuda_clamp_max_Tensor(ks, self, max):
 
 def _meta_clamp_max_Tensor(ks, self, max):
     _check_devices('meta', self, max)
-    _r = _run_meta(K.clamp_max, [self._data, max._data])
+    _r = _run_meta(K.clamp_max, [self._data, max._data], {})
     return _r
 
 _op_clamp_max_ = Dispatcher.define('clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)')
@@ -5321,7 +5305,7 @@ def _cuda_clamp_max__default(ks, self, max):
 
 
 def _meta_clamp_max__default(ks, self, max):
-    _r = _run_meta(K.clamp_max, [self._data, max])
+    _r = _run_meta(K.clamp_max, [self._data, max], {})
     return _write_inplace(self, _r._data, 'clamp_max_')
 
 _op_lerp_Scalar = Dispatcher.define('lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor')
@@ -5337,7 +5321,7 @@ def _cuda_lerp_Scalar(ks, self, end, weight):
 
 def _meta_lerp_Scalar(ks, self, end, weight):
     _check_devices('meta', self, end)
-    _r = _run_meta(K.lerp, [self._data, end._data, weight])
+    _r = _run_meta(K.lerp, [self._data, end._data, weight], {})
     return _r
 
 _op_lerp_Tensor = Dispatcher.define('lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor')
@@ -5353,7 +5337,7 @@ def _cuda_lerp_Tensor(ks, self, end, weight):
 
 def _meta_lerp_Tensor(ks, self, end, weight):
     _check_devices('meta', self, end, weight)
-    _r = _run_meta(K.lerp, [self._data, end._data, weight._data])
+    _r = _run_meta(K.lerp, [self._data, end._data, weight._data], {})
     return _r
 
 _op_lerp__Scalar = Dispatcher.define('lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)')
@@ -5369,7 +5353,7 @@ def _cuda_lerp__Scalar(ks, self, end, weight):
 
 def _meta_lerp__Scalar(ks, self, end, weight):
     _check_devices('meta', self, end)
-    _r = _run_meta(K.lerp, [self._data, end._data, weight])
+    _r = _run_meta(K.lerp, [self._data, end._data, weight], {})
     return _write_inplace(self, _r._data, 'lerp_')
 
 _op_lerp__Tensor = Dispatcher.define('lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)')
@@ -5385,7 +5369,7 @@ def _cuda_lerp__Tensor(ks, self, end, weight):
 
 def _meta_lerp__Tensor(ks, self, end, weight):
     _check_devices('meta', self, end, weight)
-    _r = _run_meta(K.lerp, [self._data, end._data, weight._data])
+    _r = _run_meta(K.lerp, [self._data, end._data, weight._data], {})
     return _write_inplace(self, _r._data, 'lerp_')
 
 _op_lerp_Scalar_out = Dispatcher.define('lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)')
@@ -5401,275 +5385,291 @@ def _cuda_lerp_Scalar_out(ks, self, end, weight, out):
 
 def _meta_lerp_Scalar_out(ks, self, end, weight, out):
     _check_devices('meta', self, end, out)
-    _r = _run_meta(K.lerp, [self._data, end._data, weight])
+    _r = _run_meta(K.lerp, [self._data, end._data, weight], {})
     return _write_out(out, _r._data, 'lerp')
 
 _op_addcmul = Dispatcher.define('addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor')
 
 def _cpu_addcmul_default(ks, self, tensor1, tensor2, value):
-    return _new(K.addcmul(_np, self._data, tensor1._data, tensor2._data, value), _KS_CPU, _CPU)
+    return _new(K.addcmul(_np, self._data, tensor1._data, tensor2._data, value=value), _KS_CPU, _CPU)
 
 
 def _cuda_addcmul_default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
-    return _new(K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value), self._ks, self._device)
+    return _new(K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), self._ks, self._device)
 
 
 def _meta_addcmul_default(ks, self, tensor1, tensor2, value):
     _check_devices('meta', self, tensor1, tensor2)
-    _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data, value])
+    _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _r
 
 _op_addcmul_ = Dispatcher.define('addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)')
 
 def _cpu_addcmul__default(ks, self, tensor1, tensor2, value):
-    return _write_inplace(self, K.addcmul(_np, self._data, tensor1._data, tensor2._data, value), 'addcmul_')
+    return _write_inplace(self, K.addcmul(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcmul_')
 
 
 def _cuda_addcmul__default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
-    return _write_inplace(self, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value), 'addcmul_')
+    return _write_inplace(self, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcmul_')
 
 
 def _meta_addcmul__default(ks, self, tensor1, tensor2, value):
     _check_devices('meta', self, tensor1, tensor2)
-    _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data, value])
+    _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _write_inplace(self, _r._data, 'addcmul_')
 
 _op_addcmul_out = Dispatcher.define('addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_addcmul_out(ks, self, tensor1, tensor2, value, out):
-    return _write_out(out, K.addcmul(_np, self._data, tensor1._data, tensor2._data, value), 'addcmul')
+    return _write_out(out, K.addcmul(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcmul')
 
 
 def _cuda_addcmul_out(ks, self, tensor1, tensor2, value, out):
     _check_devices('cuda', self, tensor1, tensor2, out)
-    return _write_out(out, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value), 'addcmul')
+    return _write_out(out, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcmul')
 
 
 def _meta_addcmul_out(ks, self, tensor1, tensor2, value, out):
     _check_devices('meta', self, tensor1, tensor2, out)
-    _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data, value])
+    _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _write_out(out, _r._data, 'addcmul')
 
 _op_addcdiv = Dispatcher.define('addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor')
 
 def _cpu_addcdiv_default(ks, self, tensor1, tensor2, value):
-    return _new(K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value), _KS_CPU, _CPU)
+    return _new(K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value=value), _KS_CPU, _CPU)
 
 
 def _cuda_addcdiv_default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
-    return _new(K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value), self._ks, self._device)
+    return _new(K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), self._ks, self._device)
 
 
 def _meta_addcdiv_default(ks, self, tensor1, tensor2, value):
     _check_devices('meta', self, tensor1, tensor2)
-    _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data, value])
+    _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _r
 
 _op_addcdiv_ = Dispatcher.define('addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)')
 
 def _cpu_addcdiv__default(ks, self, tensor1, tensor2, value):
-    return _write_inplace(self, K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value), 'addcdiv_')
+    return _write_inplace(self, K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcdiv_')
 
 
 def _cuda_addcdiv__default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
-    return _write_inplace(self, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value), 'addcdiv_')
+    return _write_inplace(self, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcdiv_')
 
 
 def _meta_addcdiv__default(ks, self, tensor1, tensor2, value):
     _check_devices('meta', self, tensor1, tensor2)
-    _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data, value])
+    _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _write_inplace(self, _r._data, 'addcdiv_')
 
 _op_addcdiv_out = Dispatcher.define('addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_addcdiv_out(ks, self, tensor1, tensor2, value, out):
-    return _write_out(out, K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value), 'addcdiv')
+    return _write_out(out, K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcdiv')
 
 
 def _cuda_addcdiv_out(ks, self, tensor1, tensor2, value, out):
     _check_devices('cuda', self, tensor1, tensor2, out)
-    return _write_out(out, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value), 'addcdiv')
+    return _write_out(out, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcdiv')
 
 
 def _meta_addcdiv_out(ks, self, tensor1, tensor2, value, out):
     _check_devices('meta', self, tensor1, tensor2, out)
-    _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data, value])
+    _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _write_out(out, _r._data, 'addcdiv')
 
 _op_sum = Dispatcher.define('sum(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_sum_default(ks, self, dtype):
-    return _new(K.sum(_np, self._data, dtype), _KS_CPU, _CPU)
+    return _new(K.sum(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_sum_default(ks, self, dtype):
-    return _new(K.sum(_cupy(), self._data, dtype), self._ks, self._device)
+    return _new(K.sum(_cupy(), self._data, dtype=dtype), self._ks, self._device)
 
 
 def _meta_sum_default(ks, self, dtype):
-    _r = _run_meta(K.sum, [self._data, dtype])
+    _r = _run_meta(K.sum, [self._data], {'dtype': dtype})
     return _r
 
 _op_nansum = Dispatcher.define('nansum(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_nansum_default(ks, self, dtype):
-    return _new(K.nansum(_np, self._data, dtype), _KS_CPU, _CPU)
+    return _new(K.nansum(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_nansum_default(ks, self, dtype):
-    return _new(K.nansum(_cupy(), self._data, dtype), self._ks, self._device)
+    return _new(K.nansum(_cupy(), self._data, dtype=dtype), self._ks, self._device)
 
 
 def _meta_nansum_default(ks, self, dtype):
-    _r = _run_meta(K.nansum, [self._data, dtype])
+    _r = _run_meta(K.nansum, [self._data], {'dtype': dtype})
     return _r
 
 _op_prod = Dispatcher.define('prod(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_prod_default(ks, self, dtype):
-    return _new(K.prod(_np, self._data, dtype), _KS_CPU, _CPU)
+    return _new(K.prod(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_prod_default(ks, self, dtype):
-    return _new(K.prod(_cupy(), self._data, dtype), self._ks, self._device)
+    return _new(K.prod(_cupy(), self._data, dtype=dtype), self._ks, self._device)
 
 
 def _meta_prod_default(ks, self, dtype):
-    _r = _run_meta(K.prod, [self._data, dtype])
+    _r = _run_meta(K.prod, [self._data], {'dtype': dtype})
     return _r
 
 _op_sum_dim_IntList = Dispatcher.define('sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_sum_dim_IntList(ks, self, dim, keepdim, dtype):
-    return _new(K.sum(_np, self._data, dim, keepdim, dtype), _KS_CPU, _CPU)
+    return _new(K.sum(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_sum_dim_IntList(ks, self, dim, keepdim, dtype):
-    return _new(K.sum(_cupy(), self._data, dim, keepdim, dtype), self._ks, self._device)
+    return _new(K.sum(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
 
 
 def _meta_sum_dim_IntList(ks, self, dim, keepdim, dtype):
-    _r = _run_meta(K.sum, [self._data, dim, keepdim, dtype])
+    _r = _run_meta(K.sum, [self._data, dim, keepdim], {'dtype': dtype})
     return _r
 
 _op_sum_IntList_out = Dispatcher.define('sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
-    return _write_out(out, K.sum(_np, self._data, dim, keepdim, dtype), 'sum')
+    return _write_out(out, K.sum(_np, self._data, dim, keepdim, dtype=dtype), 'sum')
 
 
 def _cuda_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.sum(_cupy(), self._data, dim, keepdim, dtype), 'sum')
+    return _write_out(out, K.sum(_cupy(), self._data, dim, keepdim, dtype=dtype), 'sum')
 
 
 def _meta_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.sum, [self._data, dim, keepdim, dtype])
+    _r = _run_meta(K.sum, [self._data, dim, keepdim], {'dtype': dtype})
     return _write_out(out, _r._data, 'sum')
 
 _op_nansum_dim_IntList = Dispatcher.define('nansum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
-    return _new(K.nansum(_np, self._data, dim, keepdim, dtype), _KS_CPU, _CPU)
+    return _new(K.nansum(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
-    return _new(K.nansum(_cupy(), self._data, dim, keepdim, dtype), self._ks, self._device)
+    return _new(K.nansum(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
 
 
 def _meta_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
-    _r = _run_meta(K.nansum, [self._data, dim, keepdim, dtype])
+    _r = _run_meta(K.nansum, [self._data, dim, keepdim], {'dtype': dtype})
     return _r
 
 _op_prod_dim_int = Dispatcher.define('prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_prod_dim_int(ks, self, dim, keepdim, dtype):
-    return _new(K.prod(_np, self._data, dim, keepdim, dtype), _KS_CPU, _CPU)
+    return _new(K.prod(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_prod_dim_int(ks, self, dim, keepdim, dtype):
-    return _new(K.prod(_cupy(), self._data, dim, keepdim, dtype), self._ks, self._device)
+    return _new(K.prod(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
 
 
 def _meta_prod_dim_int(ks, self, dim, keepdim, dtype):
-    _r = _run_meta(K.prod, [self._data, dim, keepdim, dtype])
+    _r = _run_meta(K.prod, [self._data, dim, keepdim], {'dtype': dtype})
     return _r
 
 _op_mean = Dispatcher.define('mean(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_mean_default(ks, self, dtype):
-    return _new(K.mean(_np, self._data, dtype), _KS_CPU, _CPU)
+    return _new(K.mean(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_mean_default(ks, self, dtype):
-    return _new(K.mean(_cupy(), self._data, dtype), self._ks, self._device)
+    return _new(K.mean(_cupy(), self._data, dtype=dtype), self._ks, self._device)
 
 
 def _meta_mean_default(ks, self, dtype):
-    _r = _run_meta(K.mean, [self._data, dtype])
+    _r = _run_meta(K.mean, [self._data], {'dtype': dtype})
     return _r
 
 _op_mean_dim = Dispatcher.define('mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_mean_dim(ks, self, dim, keepdim, dtype):
-    return _new(K.mean(_np, self._data, dim, keepdim, dtype), _KS_CPU, _CPU)
+    return _new(K.mean(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_mean_dim(ks, self, dim, keepdim, dtype):
-    return _new(K.mean(_cupy(), self._data, dim, keepdim, dtype), self._ks, self._device)
+    return _new(K.mean(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
 
 
 def _meta_mean_dim(ks, self, dim, keepdim, dtype):
-    _r = _run_meta(K.mean, [self._data, dim, keepdim, dtype])
+    _r = _run_meta(K.mean, [self._data, dim, keepdim], {'dtype': dtype})
     return _r
 
 _op_nanmean = Dispatcher.define('nanmean(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_nanmean_default(ks, self, dtype):
-    return _new(K.nanmean(_np, self._data, dtype), _KS_CPU, _CPU)
+    return _new(K.nanmean(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_nanmean_default(ks, self, dtype):
-    return _new(K.nanmean(_cupy(), self._data, dtype), self._ks, self._device)
+    return _new(K.nanmean(_cupy(), self._data, dtype=dtype), self._ks, self._device)
 
 
 def _meta_nanmean_default(ks, self, dtype):
-    _r = _run_meta(K.nanmean, [self._data, dtype])
+    _r = _run_meta(K.nanmean, [self._data], {'dtype': dtype})
     return _r
 
 _op_nanmean_dim = Dispatcher.define('nanmean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_nanmean_dim(ks, self, dim, keepdim, dtype):
-    return _new(K.nanmean(_np, self._data, dim, keepdim, dtype), _KS_CPU, _CPU)
+    return _new(K.nanmean(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_nanmean_dim(ks, self, dim, keepdim, dtype):
-    return _new(K.nanmean(_cupy(), self._data, dim, keepdim, dtype), self._ks, self._device)
+    return _new(K.nanmean(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
 
 
 def _meta_nanmean_dim(ks, self, dim, keepdim, dtype):
-    _r = _run_meta(K.nanmean, [self._data, dim, keepdim, dtype])
+    _r = _run_meta(K.nanmean, [self._data, dim, keepdim], {'dtype': dtype})
     return _r
 
 _op_mean_out = Dispatcher.define('mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_mean_out(ks, self, dim, keepdim, dtype, out):
-    return _write_out(out, K.mean(_np, self._data, dim, keepdim, dtype), 'mean')
+    return _write_out(out, K.mean(_np, self._data, dim, keepdim, dtype=dtype), 'mean')
 
 
 def _cuda_mean_out(ks, self, dim, keepdim, dtype, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.mean(_cupy(), self._data, dim, keepdim, dtype), 'mean')
+    return _write_out(out, K.mean(_cupy(), self._data, dim, keepdim, dtype=dtype), 'mean')
 
 
 def _meta_mean_out(ks, self, dim, keepdim, dtype, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.mean, [self._data, dim, keepdim, dtype])
+    _r = _run_meta(K.mean, [self._data, dim, keepdim], {'dtype': dtype})
+    return _write_out(out, _r._data, 'mean')
+
+_op_mean_dtype_out = Dispatcher.define('mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+
+def _cpu_mean_dtype_out(ks, self, dtype, out):
+    return _write_out(out, K.mean(_np, self._data, dtype=dtype), 'mean')
+
+
+def _cuda_mean_dtype_out(ks, self, dtype, out):
+    _check_devices('cuda', self, out)
+    return _write_out(out, K.mean(_cupy(), self._data, dtype=dtype), 'mean')
+
+
+def _meta_mean_dtype_out(ks, self, dtype, out):
+    _check_devices('meta', self, out)
+    _r = _run_meta(K.mean, [self._data], {'dtype': dtype})
     return _write_out(out, _r._data, 'mean')
 
 _op_var = Dispatcher.define('var(Tensor self, bool unbiased=True) -> Tensor')
@@ -5685,15 +5685,15 @@ def _composite_var_dim(ks, self, dim, unbiased, keepdim):
 _op_var_correction = Dispatcher.define('var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor')
 
 def _cpu_var_correction(ks, self, dim, correction, keepdim):
-    return _new(K.var(_np, self._data, dim, correction, keepdim), _KS_CPU, _CPU)
+    return _new(K.var(_np, self._data, dim, correction=correction, keepdim=keepdim), _KS_CPU, _CPU)
 
 
 def _cuda_var_correction(ks, self, dim, correction, keepdim):
-    return _new(K.var(_cupy(), self._data, dim, correction, keepdim), self._ks, self._device)
+    return _new(K.var(_cupy(), self._data, dim, correction=correction, keepdim=keepdim), self._ks, self._device)
 
 
 def _meta_var_correction(ks, self, dim, correction, keepdim):
-    _r = _run_meta(K.var, [self._data, dim, correction, keepdim])
+    _r = _run_meta(K.var, [self._data, dim], {'correction': correction, 'keepdim': keepdim})
     return _r
 
 _op_std = Dispatcher.define('std(Tensor self, bool unbiased=True) -> Tensor')
@@ -5709,15 +5709,15 @@ def _composite_std_dim(ks, self, dim, unbiased, keepdim):
 _op_std_correction = Dispatcher.define('std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor')
 
 def _cpu_std_correction(ks, self, dim, correction, keepdim):
-    return _new(K.std(_np, self._data, dim, correction, keepdim), _KS_CPU, _CPU)
+    return _new(K.std(_np, self._data, dim, correction=correction, keepdim=keepdim), _KS_CPU, _CPU)
 
 
 def _cuda_std_correction(ks, self, dim, correction, keepdim):
-    return _new(K.std(_cupy(), self._data, dim, correction, keepdim), self._ks, self._device)
+    return _new(K.std(_cupy(), self._data, dim, correction=correction, keepdim=keepdim), self._ks, self._device)
 
 
 def _meta_std_correction(ks, self, dim, correction, keepdim):
-    _r = _run_meta(K.std, [self._data, dim, correction, keepdim])
+    _r = _run_meta(K.std, [self._data, dim], {'correction': correction, 'keepdim': keepdim})
     return _r
 
 _op_var_mean = Dispatcher.define('var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)')
@@ -5733,17 +5733,17 @@ def _composite_var_mean_dim(ks, self, dim, unbiased, keepdim):
 _op_var_mean_correction = Dispatcher.define('var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)')
 
 def _cpu_var_mean_correction(ks, self, dim, correction, keepdim):
-    _rs = K.var_mean(_np, self._data, dim, correction, keepdim)
+    _rs = K.var_mean(_np, self._data, dim, correction=correction, keepdim=keepdim)
     return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU),)
 
 
 def _cuda_var_mean_correction(ks, self, dim, correction, keepdim):
-    _rs = K.var_mean(_cupy(), self._data, dim, correction, keepdim)
+    _rs = K.var_mean(_cupy(), self._data, dim, correction=correction, keepdim=keepdim)
     return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
 
 
 def _meta_var_mean_correction(ks, self, dim, correction, keepdim):
-    _r = _run_meta(K.var_mean, [self._data, dim, correction, keepdim])
+    _r = _run_meta(K.var_mean, [self._data, dim], {'correction': correction, 'keepdim': keepdim})
     return _r
 
 _op_std_mean = Dispatcher.define('std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)')
@@ -5759,17 +5759,17 @@ def _composite_std_mean_dim(ks, self, dim, unbiased, keepdim):
 _op_std_mean_correction = Dispatcher.define('std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)')
 
 def _cpu_std_mean_correction(ks, self, dim, correction, keepdim):
-    _rs = K.std_mean(_np, self._data, dim, correction, keepdim)
+    _rs = K.std_mean(_np, self._data, dim, correction=correction, keepdim=keepdim)
     return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU),)
 
 
 def _cuda_std_mean_correction(ks, self, dim, correction, keepdim):
-    _rs = K.std_mean(_cupy(), self._data, dim, correction, keepdim)
+    _rs = K.std_mean(_cupy(), self._data, dim, correction=correction, keepdim=keepdim)
     return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
 
 
 def _meta_std_mean_correction(ks, self, dim, correction, keepdim):
-    _r = _run_meta(K.std_mean, [self._data, dim, correction, keepdim])
+    _r = _run_meta(K.std_mean, [self._data, dim], {'correction': correction, 'keepdim': keepdim})
     return _r
 
 _op_max = Dispatcher.define('max(Tensor self) -> Tensor')
@@ -5783,7 +5783,7 @@ def _cuda_max_default(ks, self):
 
 
 def _meta_max_default(ks, self):
-    _r = _run_meta(K.max, [self._data])
+    _r = _run_meta(K.max, [self._data], {})
     return _r
 
 _op_max_dim = Dispatcher.define('max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
@@ -5799,7 +5799,7 @@ def _cuda_max_dim(ks, self, dim, keepdim):
 
 
 def _meta_max_dim(ks, self, dim, keepdim):
-    _r = _run_meta(K.max_dim, [self._data, dim, keepdim])
+    _r = _run_meta(K.max_dim, [self._data, dim, keepdim], {})
     return _rt.max(*_r)
 
 _op_min = Dispatcher.define('min(Tensor self) -> Tensor')
@@ -5813,7 +5813,7 @@ def _cuda_min_default(ks, self):
 
 
 def _meta_min_default(ks, self):
-    _r = _run_meta(K.min, [self._data])
+    _r = _run_meta(K.min, [self._data], {})
     return _r
 
 _op_min_dim = Dispatcher.define('min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
@@ -5829,7 +5829,7 @@ def _cuda_min_dim(ks, self, dim, keepdim):
 
 
 def _meta_min_dim(ks, self, dim, keepdim):
-    _r = _run_meta(K.min_dim, [self._data, dim, keepdim])
+    _r = _run_meta(K.min_dim, [self._data, dim, keepdim], {})
     return _rt.min(*_r)
 
 _op_amax = Dispatcher.define('amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor')
@@ -5843,7 +5843,7 @@ def _cuda_amax_default(ks, self, dim, keepdim):
 
 
 def _meta_amax_default(ks, self, dim, keepdim):
-    _r = _run_meta(K.amax, [self._data, dim, keepdim])
+    _r = _run_meta(K.amax, [self._data, dim, keepdim], {})
     return _r
 
 _op_amax_out = Dispatcher.define('amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)')
@@ -5859,7 +5859,7 @@ def _cuda_amax_out(ks, self, dim, keepdim, out):
 
 def _meta_amax_out(ks, self, dim, keepdim, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.amax, [self._data, dim, keepdim])
+    _r = _run_meta(K.amax, [self._data, dim, keepdim], {})
     return _write_out(out, _r._data, 'amax')
 
 _op_amin = Dispatcher.define('amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor')
@@ -5873,7 +5873,7 @@ def _cuda_amin_default(ks, self, dim, keepdim):
 
 
 def _meta_amin_default(ks, self, dim, keepdim):
-    _r = _run_meta(K.amin, [self._data, dim, keepdim])
+    _r = _run_meta(K.amin, [self._data, dim, keepdim], {})
     return _r
 
 _op_amin_out = Dispatcher.define('amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)')
@@ -5889,23 +5889,23 @@ def _cuda_amin_out(ks, self, dim, keepdim, out):
 
 def _meta_amin_out(ks, self, dim, keepdim, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.amin, [self._data, dim, keepdim])
+    _r = _run_meta(K.amin, [self._data, dim, keepdim], {})
     return _write_out(out, _r._data, 'amin')
 
 _op_aminmax = Dispatcher.define('aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)')
 
 def _cpu_aminmax_default(ks, self, dim, keepdim):
-    _rs = K.aminmax(_np, self._data, dim, keepdim)
+    _rs = K.aminmax(_np, self._data, dim=dim, keepdim=keepdim)
     return _rt.aminmax(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
 
 
 def _cuda_aminmax_default(ks, self, dim, keepdim):
-    _rs = K.aminmax(_cupy(), self._data, dim, keepdim)
+    _rs = K.aminmax(_cupy(), self._data, dim=dim, keepdim=keepdim)
     return _rt.aminmax(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
 
 
 def _meta_aminmax_default(ks, self, dim, keepdim):
-    _r = _run_meta(K.aminmax, [self._data, dim, keepdim])
+    _r = _run_meta(K.aminmax, [self._data], {'dim': dim, 'keepdim': keepdim})
     return _rt.aminmax(*_r)
 
 _op_argmax = Dispatcher.define('argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor')
@@ -5919,7 +5919,7 @@ def _cuda_argmax_default(ks, self, dim, keepdim):
 
 
 def _meta_argmax_default(ks, self, dim, keepdim):
-    _r = _run_meta(K.argmax, [self._data, dim, keepdim])
+    _r = _run_meta(K.argmax, [self._data, dim, keepdim], {})
     return _r
 
 _op_argmin = Dispatcher.define('argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor')
@@ -5933,7 +5933,7 @@ def _cuda_argmin_default(ks, self, dim, keepdim):
 
 
 def _meta_argmin_default(ks, self, dim, keepdim):
-    _r = _run_meta(K.argmin, [self._data, dim, keepdim])
+    _r = _run_meta(K.argmin, [self._data, dim, keepdim], {})
     return _r
 
 _op_logsumexp = Dispatcher.define('logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
@@ -5947,7 +5947,7 @@ def _cuda_logsumexp_default(ks, self, dim, keepdim):
 
 
 def _meta_logsumexp_default(ks, self, dim, keepdim):
-    _r = _run_meta(K.logsumexp, [self._data, dim, keepdim])
+    _r = _run_meta(K.logsumexp, [self._data, dim, keepdim], {})
     return _r
 
 _op_all = Dispatcher.define('all(Tensor self) -> Tensor')
@@ -5961,7 +5961,7 @@ def _cuda_all_default(ks, self):
 
 
 def _meta_all_default(ks, self):
-    _r = _run_meta(K.all, [self._data])
+    _r = _run_meta(K.all, [self._data], {})
     return _r
 
 _op_all_dim = Dispatcher.define('all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor')
@@ -5975,7 +5975,7 @@ def _cuda_all_dim(ks, self, dim, keepdim):
 
 
 def _meta_all_dim(ks, self, dim, keepdim):
-    _r = _run_meta(K.all, [self._data, dim, keepdim])
+    _r = _run_meta(K.all, [self._data, dim, keepdim], {})
     return _r
 
 _op_all_dims = Dispatcher.define('all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor')
@@ -5989,7 +5989,7 @@ def _cuda_all_dims(ks, self, dim, keepdim):
 
 
 def _meta_all_dims(ks, self, dim, keepdim):
-    _r = _run_meta(K.all, [self._data, dim, keepdim])
+    _r = _run_meta(K.all, [self._data, dim, keepdim], {})
     return _r
 
 _op_any = Dispatcher.define('any(Tensor self) -> Tensor')
@@ -6003,7 +6003,7 @@ def _cuda_any_default(ks, self):
 
 
 def _meta_any_default(ks, self):
-    _r = _run_meta(K.any, [self._data])
+    _r = _run_meta(K.any, [self._data], {})
     return _r
 
 _op_any_dim = Dispatcher.define('any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor')
@@ -6017,7 +6017,7 @@ def _cuda_any_dim(ks, self, dim, keepdim):
 
 
 def _meta_any_dim(ks, self, dim, keepdim):
-    _r = _run_meta(K.any, [self._data, dim, keepdim])
+    _r = _run_meta(K.any, [self._data, dim, keepdim], {})
     return _r
 
 _op_any_dims = Dispatcher.define('any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor')
@@ -6031,7 +6031,7 @@ def _cuda_any_dims(ks, self, dim, keepdim):
 
 
 def _meta_any_dims(ks, self, dim, keepdim):
-    _r = _run_meta(K.any, [self._data, dim, keepdim])
+    _r = _run_meta(K.any, [self._data, dim, keepdim], {})
     return _r
 
 _op_count_nonzero_dim_IntList = Dispatcher.define('count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor')
@@ -6045,7 +6045,7 @@ def _cuda_count_nonzero_dim_IntList(ks, self, dim):
 
 
 def _meta_count_nonzero_dim_IntList(ks, self, dim):
-    _r = _run_meta(K.count_nonzero, [self._data, dim])
+    _r = _run_meta(K.count_nonzero, [self._data, dim], {})
     return _r
 
 _op_count_nonzero = Dispatcher.define('count_nonzero(Tensor self, int? dim=None) -> Tensor')
@@ -6059,95 +6059,95 @@ def _cuda_count_nonzero_default(ks, self, dim):
 
 
 def _meta_count_nonzero_default(ks, self, dim):
-    _r = _run_meta(K.count_nonzero, [self._data, dim])
+    _r = _run_meta(K.count_nonzero, [self._data, dim], {})
     return _r
 
 _op_cumsum = Dispatcher.define('cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_cumsum_default(ks, self, dim, dtype):
-    return _new(K.cumsum(_np, self._data, dim, dtype), _KS_CPU, _CPU)
+    return _new(K.cumsum(_np, self._data, dim, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_cumsum_default(ks, self, dim, dtype):
-    return _new(K.cumsum(_cupy(), self._data, dim, dtype), self._ks, self._device)
+    return _new(K.cumsum(_cupy(), self._data, dim, dtype=dtype), self._ks, self._device)
 
 
 def _meta_cumsum_default(ks, self, dim, dtype):
-    _r = _run_meta(K.cumsum, [self._data, dim, dtype])
+    _r = _run_meta(K.cumsum, [self._data, dim], {'dtype': dtype})
     return _r
 
 _op_cumsum_ = Dispatcher.define('cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)')
 
 def _cpu_cumsum__default(ks, self, dim, dtype):
-    return _write_inplace(self, K.cumsum(_np, self._data, dim, dtype), 'cumsum_')
+    return _write_inplace(self, K.cumsum(_np, self._data, dim, dtype=dtype), 'cumsum_')
 
 
 def _cuda_cumsum__default(ks, self, dim, dtype):
-    return _write_inplace(self, K.cumsum(_cupy(), self._data, dim, dtype), 'cumsum_')
+    return _write_inplace(self, K.cumsum(_cupy(), self._data, dim, dtype=dtype), 'cumsum_')
 
 
 def _meta_cumsum__default(ks, self, dim, dtype):
-    _r = _run_meta(K.cumsum, [self._data, dim, dtype])
+    _r = _run_meta(K.cumsum, [self._data, dim], {'dtype': dtype})
     return _write_inplace(self, _r._data, 'cumsum_')
 
 _op_cumsum_out = Dispatcher.define('cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_cumsum_out(ks, self, dim, dtype, out):
-    return _write_out(out, K.cumsum(_np, self._data, dim, dtype), 'cumsum')
+    return _write_out(out, K.cumsum(_np, self._data, dim, dtype=dtype), 'cumsum')
 
 
 def _cuda_cumsum_out(ks, self, dim, dtype, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.cumsum(_cupy(), self._data, dim, dtype), 'cumsum')
+    return _write_out(out, K.cumsum(_cupy(), self._data, dim, dtype=dtype), 'cumsum')
 
 
 def _meta_cumsum_out(ks, self, dim, dtype, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.cumsum, [self._data, dim, dtype])
+    _r = _run_meta(K.cumsum, [self._data, dim], {'dtype': dtype})
     return _write_out(out, _r._data, 'cumsum')
 
 _op_cumprod = Dispatcher.define('cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_cumprod_default(ks, self, dim, dtype):
-    return _new(K.cumprod(_np, self._data, dim, dtype), _KS_CPU, _CPU)
+    return _new(K.cumprod(_np, self._data, dim, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_cumprod_default(ks, self, dim, dtype):
-    return _new(K.cumprod(_cupy(), self._data, dim, dtype), self._ks, self._device)
+    return _new(K.cumprod(_cupy(), self._data, dim, dtype=dtype), self._ks, self._device)
 
 
 def _meta_cumprod_default(ks, self, dim, dtype):
-    _r = _run_meta(K.cumprod, [self._data, dim, dtype])
+    _r = _run_meta(K.cumprod, [self._data, dim], {'dtype': dtype})
     return _r
 
 _op_cumprod_ = Dispatcher.define('cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)')
 
 def _cpu_cumprod__default(ks, self, dim, dtype):
-    return _write_inplace(self, K.cumprod(_np, self._data, dim, dtype), 'cumprod_')
+    return _write_inplace(self, K.cumprod(_np, self._data, dim, dtype=dtype), 'cumprod_')
 
 
 def _cuda_cumprod__default(ks, self, dim, dtype):
-    return _write_inplace(self, K.cumprod(_cupy(), self._data, dim, dtype), 'cumprod_')
+    return _write_inplace(self, K.cumprod(_cupy(), self._data, dim, dtype=dtype), 'cumprod_')
 
 
 def _meta_cumprod__default(ks, self, dim, dtype):
-    _r = _run_meta(K.cumprod, [self._data, dim, dtype])
+    _r = _run_meta(K.cumprod, [self._data, dim], {'dtype': dtype})
     return _write_inplace(self, _r._data, 'cumprod_')
 
 _op_cumprod_out = Dispatcher.define('cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_cumprod_out(ks, self, dim, dtype, out):
-    return _write_out(out, K.cumprod(_np, self._data, dim, dtype), 'cumprod')
+    return _write_out(out, K.cumprod(_np, self._data, dim, dtype=dtype), 'cumprod')
 
 
 def _cuda_cumprod_out(ks, self, dim, dtype, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.cumprod(_cupy(), self._data, dim, dtype), 'cumprod')
+    return _write_out(out, K.cumprod(_cupy(), self._data, dim, dtype=dtype), 'cumprod')
 
 
 def _meta_cumprod_out(ks, self, dim, dtype, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.cumprod, [self._data, dim, dtype])
+    _r = _run_meta(K.cumprod, [self._data, dim], {'dtype': dtype})
     return _write_out(out, _r._data, 'cumprod')
 
 _op_logcumsumexp = Dispatcher.define('logcumsumexp(Tensor self, int dim) -> Tensor')
@@ -6161,7 +6161,7 @@ def _cuda_logcumsumexp_default(ks, self, dim):
 
 
 def _meta_logcumsumexp_default(ks, self, dim):
-    _r = _run_meta(K.logcumsumexp, [self._data, dim])
+    _r = _run_meta(K.logcumsumexp, [self._data, dim], {})
     return _r
 
 _op_cummax = Dispatcher.define('cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)')
@@ -6177,7 +6177,7 @@ def _cuda_cummax_default(ks, self, dim):
 
 
 def _meta_cummax_default(ks, self, dim):
-    _r = _run_meta(K.cummax, [self._data, dim])
+    _r = _run_meta(K.cummax, [self._data, dim], {})
     return _rt.cummax(*_r)
 
 _op_cummin = Dispatcher.define('cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)')
@@ -6193,7 +6193,7 @@ def _cuda_cummin_default(ks, self, dim):
 
 
 def _meta_cummin_default(ks, self, dim):
-    _r = _run_meta(K.cummin, [self._data, dim])
+    _r = _run_meta(K.cummin, [self._data, dim], {})
     return _rt.cummin(*_r)
 
 _op_sort = Dispatcher.define('sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)')
@@ -6204,17 +6204,17 @@ def _composite_sort_default(ks, self, dim, descending):
 _op_sort_stable = Dispatcher.define('sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)')
 
 def _cpu_sort_stable(ks, self, stable, dim, descending):
-    _rs = K.sort(_np, self._data, stable, dim, descending)
+    _rs = K.sort(_np, self._data, stable=stable, dim=dim, descending=descending)
     return _rt.sort(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
 
 
 def _cuda_sort_stable(ks, self, stable, dim, descending):
-    _rs = K.sort(_cupy(), self._data, stable, dim, descending)
+    _rs = K.sort(_cupy(), self._data, stable=stable, dim=dim, descending=descending)
     return _rt.sort(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
 
 
 def _meta_sort_stable(ks, self, stable, dim, descending):
-    _r = _run_meta(K.sort, [self._data, stable, dim, descending])
+    _r = _run_meta(K.sort, [self._data], {'stable': stable, 'dim': dim, 'descending': descending})
     return _rt.sort(*_r)
 
 _op_argsort = Dispatcher.define('argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor')
@@ -6225,15 +6225,15 @@ def _composite_argsort_default(ks, self, dim, descending):
 _op_argsort_stable = Dispatcher.define('argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor')
 
 def _cpu_argsort_stable(ks, self, stable, dim, descending):
-    return _new(K.argsort(_np, self._data, stable, dim, descending), _KS_CPU, _CPU)
+    return _new(K.argsort(_np, self._data, stable=stable, dim=dim, descending=descending), _KS_CPU, _CPU)
 
 
 def _cuda_argsort_stable(ks, self, stable, dim, descending):
-    return _new(K.argsort(_cupy(), self._data, stable, dim, descending), self._ks, self._device)
+    return _new(K.argsort(_cupy(), self._data, stable=stable, dim=dim, descending=descending), self._ks, self._device)
 
 
 def _meta_argsort_stable(ks, self, stable, dim, descending):
-    _r = _run_meta(K.argsort, [self._data, stable, dim, descending])
+    _r = _run_meta(K.argsort, [self._data], {'stable': stable, 'dim': dim, 'descending': descending})
     return _r
 
 _op_topk = Dispatcher.define('topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)')
@@ -6249,7 +6249,7 @@ def _cuda_topk_default(ks, self, k, dim, largest, sorted):
 
 
 def _meta_topk_default(ks, self, k, dim, largest, sorted):
-    _r = _run_meta(K.topk, [self._data, k, dim, largest, sorted])
+    _r = _run_meta(K.topk, [self._data, k, dim, largest, sorted], {})
     return _rt.topk(*_r)
 
 _op_kthvalue = Dispatcher.define('kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)')
@@ -6265,7 +6265,7 @@ def _cuda_kthvalue_default(ks, self, k, dim, keepdim):
 
 
 def _meta_kthvalue_default(ks, self, k, dim, keepdim):
-    _r = _run_meta(K.kthvalue, [self._data, k, dim, keepdim])
+    _r = _run_meta(K.kthvalue, [self._data, k, dim, keepdim], {})
     return _rt.kthvalue(*_r)
 
 _op_median = Dispatcher.define('median(Tensor self) -> Tensor')
@@ -6279,7 +6279,7 @@ def _cuda_median_default(ks, self):
 
 
 def _meta_median_default(ks, self):
-    _r = _run_meta(K.median, [self._data])
+    _r = _run_meta(K.median, [self._data], {})
     return _r
 
 _op_median_dim = Dispatcher.define('median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
@@ -6295,7 +6295,7 @@ def _cuda_median_dim(ks, self, dim, keepdim):
 
 
 def _meta_median_dim(ks, self, dim, keepdim):
-    _r = _run_meta(K.median_dim, [self._data, dim, keepdim])
+    _r = _run_meta(K.median_dim, [self._data, dim, keepdim], {})
     return _rt.median(*_r)
 
 _op_mode = Dispatcher.define('mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)')
@@ -6311,67 +6311,67 @@ def _cuda_mode_default(ks, self, dim, keepdim):
 
 
 def _meta_mode_default(ks, self, dim, keepdim):
-    _r = _run_meta(K.mode, [self._data, dim, keepdim])
+    _r = _run_meta(K.mode, [self._data, dim, keepdim], {})
     return _rt.mode(*_r)
 
 _op_quantile = Dispatcher.define("quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
 def _cpu_quantile_default(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.quantile(_np, self._data, q._data, dim, keepdim, interpolation), _KS_CPU, _CPU)
+    return _new(K.quantile(_np, self._data, q._data, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
 
 
 def _cuda_quantile_default(ks, self, q, dim, keepdim, interpolation):
     _check_devices('cuda', self, q)
-    return _new(K.quantile(_cupy(), self._data, q._data, dim, keepdim, interpolation), self._ks, self._device)
+    return _new(K.quantile(_cupy(), self._data, q._data, dim, keepdim, interpolation=interpolation), self._ks, self._device)
 
 
 def _meta_quantile_default(ks, self, q, dim, keepdim, interpolation):
     _check_devices('meta', self, q)
-    _r = _run_meta(K.quantile, [self._data, q._data, dim, keepdim, interpolation])
+    _r = _run_meta(K.quantile, [self._data, q._data, dim, keepdim], {'interpolation': interpolation})
     return _r
 
 _op_quantile_scalar = Dispatcher.define("quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
 def _cpu_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.quantile(_np, self._data, q, dim, keepdim, interpolation), _KS_CPU, _CPU)
+    return _new(K.quantile(_np, self._data, q, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
 
 
 def _cuda_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.quantile(_cupy(), self._data, q, dim, keepdim, interpolation), self._ks, self._device)
+    return _new(K.quantile(_cupy(), self._data, q, dim, keepdim, interpolation=interpolation), self._ks, self._device)
 
 
 def _meta_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    _r = _run_meta(K.quantile, [self._data, q, dim, keepdim, interpolation])
+    _r = _run_meta(K.quantile, [self._data, q, dim, keepdim], {'interpolation': interpolation})
     return _r
 
 _op_nanquantile = Dispatcher.define("nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
 def _cpu_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.nanquantile(_np, self._data, q._data, dim, keepdim, interpolation), _KS_CPU, _CPU)
+    return _new(K.nanquantile(_np, self._data, q._data, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
 
 
 def _cuda_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
     _check_devices('cuda', self, q)
-    return _new(K.nanquantile(_cupy(), self._data, q._data, dim, keepdim, interpolation), self._ks, self._device)
+    return _new(K.nanquantile(_cupy(), self._data, q._data, dim, keepdim, interpolation=interpolation), self._ks, self._device)
 
 
 def _meta_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
     _check_devices('meta', self, q)
-    _r = _run_meta(K.nanquantile, [self._data, q._data, dim, keepdim, interpolation])
+    _r = _run_meta(K.nanquantile, [self._data, q._data, dim, keepdim], {'interpolation': interpolation})
     return _r
 
 _op_nanquantile_scalar = Dispatcher.define("nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
 def _cpu_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.nanquantile(_np, self._data, q, dim, keepdim, interpolation), _KS_CPU, _CPU)
+    return _new(K.nanquantile(_np, self._data, q, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
 
 
 def _cuda_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.nanquantile(_cupy(), self._data, q, dim, keepdim, interpolation), self._ks, self._device)
+    return _new(K.nanquantile(_cupy(), self._data, q, dim, keepdim, interpolation=interpolation), self._ks, self._device)
 
 
 def _meta_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    _r = _run_meta(K.nanquantile, [self._data, q, dim, keepdim, interpolation])
+    _r = _run_meta(K.nanquantile, [self._data, q, dim, keepdim], {'interpolation': interpolation})
     return _r
 
 _op__unique2 = Dispatcher.define('_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)')
@@ -6417,7 +6417,7 @@ def _cuda_histc_default(ks, self, bins, min, max):
 
 
 def _meta_histc_default(ks, self, bins, min, max):
-    _r = _run_meta(K.histc, [self._data, bins, min, max])
+    _r = _run_meta(K.histc, [self._data, bins, min, max], {})
     return _r
 
 _op_norm_ScalarOpt_dim = Dispatcher.define('norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor')
@@ -6614,15 +6614,15 @@ def _composite_moveaxis_int(ks, self, source, destination):
 _op_expand = Dispatcher.define('expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)')
 
 def _cpu_expand_default(ks, self, size, implicit):
-    return _view(K.expand(_np, self._data, size, implicit), self)
+    return _view(K.expand(_np, self._data, size, implicit=implicit), self)
 
 
 def _cuda_expand_default(ks, self, size, implicit):
-    return _view(K.expand(_cupy(), self._data, size, implicit), self)
+    return _view(K.expand(_cupy(), self._data, size, implicit=implicit), self)
 
 
 def _meta_expand_default(ks, self, size, implicit):
-    return _view(K.expand(_np, self._data, size, implicit), self)
+    return _view(K.expand(_np, self._data, size, implicit=implicit), self)
 
 _op_expand_as = Dispatcher.define('expand_as(Tensor(a) self, Tensor other) -> Tensor(a)')
 
@@ -6873,29 +6873,29 @@ def _composite_contiguous_default(ks, self, memory_format):
 _op_empty_memory_format = Dispatcher.define('empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_empty_memory_format(ks, size, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.empty(_np, size, dtype, layout, device, pin_memory, memory_format), _KS_CPU, _CPU)
+    return _new(K.empty(_np, size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
 
 
 def _cuda_empty_memory_format(ks, size, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.empty(_cupy(), size, dtype, layout, device, pin_memory, memory_format), _KS_CUDA, _cuda_device(device))
+    return _new(K.empty(_cupy(), size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_empty_memory_format(ks, size, dtype, layout, device, pin_memory, memory_format):
-    _r = _run_meta(K.empty, [size, dtype, layout, device, pin_memory, memory_format])
+    _r = _run_meta(K.empty, [size], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory, 'memory_format': memory_format})
     return _r
 
 _op_zeros = Dispatcher.define('zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_zeros_default(ks, size, dtype, layout, device, pin_memory):
-    return _new(K.zeros(_np, size, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.zeros(_np, size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_zeros_default(ks, size, dtype, layout, device, pin_memory):
-    return _new(K.zeros(_cupy(), size, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.zeros(_cupy(), size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_zeros_default(ks, size, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.zeros, [size, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.zeros, [size], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_zeros_out = Dispatcher.define('zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)')
@@ -6909,21 +6909,21 @@ def _cuda_zeros_out(ks, size, out):
 
 
 def _meta_zeros_out(ks, size, out):
-    _r = _run_meta(K.zeros, [size])
+    _r = _run_meta(K.zeros, [size], {})
     return _write_out(out, _r._data, 'zeros')
 
 _op_ones = Dispatcher.define('ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_ones_default(ks, size, dtype, layout, device, pin_memory):
-    return _new(K.ones(_np, size, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.ones(_np, size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_ones_default(ks, size, dtype, layout, device, pin_memory):
-    return _new(K.ones(_cupy(), size, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.ones(_cupy(), size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_ones_default(ks, size, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.ones, [size, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.ones, [size], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_ones_out = Dispatcher.define('ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)')
@@ -6937,91 +6937,91 @@ def _cuda_ones_out(ks, size, out):
 
 
 def _meta_ones_out(ks, size, out):
-    _r = _run_meta(K.ones, [size])
+    _r = _run_meta(K.ones, [size], {})
     return _write_out(out, _r._data, 'ones')
 
 _op_full = Dispatcher.define('full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_full_default(ks, size, fill_value, dtype, layout, device, pin_memory):
-    return _new(K.full(_np, size, fill_value, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.full(_np, size, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_full_default(ks, size, fill_value, dtype, layout, device, pin_memory):
-    return _new(K.full(_cupy(), size, fill_value, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.full(_cupy(), size, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_full_default(ks, size, fill_value, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.full, [size, fill_value, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.full, [size, fill_value], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_scalar_tensor = Dispatcher.define('scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_scalar_tensor_default(ks, s, dtype, layout, device, pin_memory):
-    return _new(K.scalar_tensor(_np, s, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.scalar_tensor(_np, s, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_scalar_tensor_default(ks, s, dtype, layout, device, pin_memory):
-    return _new(K.scalar_tensor(_cupy(), s, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.scalar_tensor(_cupy(), s, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_scalar_tensor_default(ks, s, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.scalar_tensor, [s, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.scalar_tensor, [s], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_empty_like = Dispatcher.define('empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.empty_like(_np, self._data, dtype, layout, device, pin_memory, memory_format), _KS_CPU, _CPU)
+    return _new(K.empty_like(_np, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
 
 
 def _cuda_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.empty_like(_cupy(), self._data, dtype, layout, device, pin_memory, memory_format), self._ks, self._device)
+    return _new(K.empty_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
 
 
 def _meta_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    _r = _run_meta(K.empty_like, [self._data, dtype, layout, device, pin_memory, memory_format])
+    _r = _run_meta(K.empty_like, [self._data], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory, 'memory_format': memory_format})
     return _r
 
 _op_zeros_like = Dispatcher.define('zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.zeros_like(_np, self._data, dtype, layout, device, pin_memory, memory_format), _KS_CPU, _CPU)
+    return _new(K.zeros_like(_np, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
 
 
 def _cuda_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.zeros_like(_cupy(), self._data, dtype, layout, device, pin_memory, memory_format), self._ks, self._device)
+    return _new(K.zeros_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
 
 
 def _meta_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    _r = _run_meta(K.zeros_like, [self._data, dtype, layout, device, pin_memory, memory_format])
+    _r = _run_meta(K.zeros_like, [self._data], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory, 'memory_format': memory_format})
     return _r
 
 _op_ones_like = Dispatcher.define('ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.ones_like(_np, self._data, dtype, layout, device, pin_memory, memory_format), _KS_CPU, _CPU)
+    return _new(K.ones_like(_np, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
 
 
 def _cuda_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.ones_like(_cupy(), self._data, dtype, layout, device, pin_memory, memory_format), self._ks, self._device)
+    return _new(K.ones_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
 
 
 def _meta_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    _r = _run_meta(K.ones_like, [self._data, dtype, layout, device, pin_memory, memory_format])
+    _r = _run_meta(K.ones_like, [self._data], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory, 'memory_format': memory_format})
     return _r
 
 _op_full_like = Dispatcher.define('full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.full_like(_np, self._data, fill_value, dtype, layout, device, pin_memory, memory_format), _KS_CPU, _CPU)
+    return _new(K.full_like(_np, self._data, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
 
 
 def _cuda_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.full_like(_cupy(), self._data, fill_value, dtype, layout, device, pin_memory, memory_format), self._ks, self._device)
+    return _new(K.full_like(_cupy(), self._data, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
 
 
 def _meta_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
-    _r = _run_meta(K.full_like, [self._data, fill_value, dtype, layout, device, pin_memory, memory_format])
+    _r = _run_meta(K.full_like, [self._data, fill_value], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory, 'memory_format': memory_format})
     return _r
 
 _op_arange = Dispatcher.define('arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
@@ -7037,99 +7037,99 @@ def _composite_arange_start(ks, start, end, dtype, layout, device, pin_memory):
 _op_arange_start_step = Dispatcher.define('arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_arange_start_step(ks, start, end, step, dtype, layout, device, pin_memory):
-    return _new(K.arange(_np, start, end, step, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.arange(_np, start, end, step, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_arange_start_step(ks, start, end, step, dtype, layout, device, pin_memory):
-    return _new(K.arange(_cupy(), start, end, step, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.arange(_cupy(), start, end, step, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_arange_start_step(ks, start, end, step, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.arange, [start, end, step, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.arange, [start, end, step], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_linspace = Dispatcher.define('linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_linspace_default(ks, start, end, steps, dtype, layout, device, pin_memory):
-    return _new(K.linspace(_np, start, end, steps, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.linspace(_np, start, end, steps, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_linspace_default(ks, start, end, steps, dtype, layout, device, pin_memory):
-    return _new(K.linspace(_cupy(), start, end, steps, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.linspace(_cupy(), start, end, steps, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_linspace_default(ks, start, end, steps, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.linspace, [start, end, steps, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.linspace, [start, end, steps], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_logspace = Dispatcher.define('logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_logspace_default(ks, start, end, steps, base, dtype, layout, device, pin_memory):
-    return _new(K.logspace(_np, start, end, steps, base, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.logspace(_np, start, end, steps, base, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_logspace_default(ks, start, end, steps, base, dtype, layout, device, pin_memory):
-    return _new(K.logspace(_cupy(), start, end, steps, base, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.logspace(_cupy(), start, end, steps, base, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_logspace_default(ks, start, end, steps, base, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.logspace, [start, end, steps, base, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.logspace, [start, end, steps, base], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_eye = Dispatcher.define('eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_eye_default(ks, n, dtype, layout, device, pin_memory):
-    return _new(K.eye(_np, n, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.eye(_np, n, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_eye_default(ks, n, dtype, layout, device, pin_memory):
-    return _new(K.eye(_cupy(), n, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.eye(_cupy(), n, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_eye_default(ks, n, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.eye, [n, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.eye, [n], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_eye_m = Dispatcher.define('eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_eye_m(ks, n, m, dtype, layout, device, pin_memory):
-    return _new(K.eye(_np, n, m, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.eye(_np, n, m, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_eye_m(ks, n, m, dtype, layout, device, pin_memory):
-    return _new(K.eye(_cupy(), n, m, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.eye(_cupy(), n, m, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_eye_m(ks, n, m, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.eye, [n, m, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.eye, [n, m], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_tril_indices = Dispatcher.define('tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_tril_indices_default(ks, row, col, offset, dtype, layout, device, pin_memory):
-    return _new(K.tril_indices(_np, row, col, offset, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.tril_indices(_np, row, col, offset, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_tril_indices_default(ks, row, col, offset, dtype, layout, device, pin_memory):
-    return _new(K.tril_indices(_cupy(), row, col, offset, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.tril_indices(_cupy(), row, col, offset, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_tril_indices_default(ks, row, col, offset, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.tril_indices, [row, col, offset, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.tril_indices, [row, col, offset], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_triu_indices = Dispatcher.define('triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_triu_indices_default(ks, row, col, offset, dtype, layout, device, pin_memory):
-    return _new(K.triu_indices(_np, row, col, offset, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.triu_indices(_np, row, col, offset, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_triu_indices_default(ks, row, col, offset, dtype, layout, device, pin_memory):
-    return _new(K.triu_indices(_cupy(), row, col, offset, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.triu_indices(_cupy(), row, col, offset, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_triu_indices_default(ks, row, col, offset, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.triu_indices, [row, col, offset, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.triu_indices, [row, col, offset], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_new_empty = Dispatcher.define('new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
@@ -7155,29 +7155,29 @@ def _composite_new_full_default(ks, self, size, fill_value, dtype, layout, devic
 _op_rand = Dispatcher.define('rand(SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_rand_default(ks, size, generator, dtype, layout, device, pin_memory):
-    return _new(K.rand(_np, size, generator, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.rand(_np, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_rand_default(ks, size, generator, dtype, layout, device, pin_memory):
-    return _new(K.rand(_cupy(), size, generator, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.rand(_cupy(), size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_rand_default(ks, size, generator, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.rand, [size, generator, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.rand, [size], {'generator': generator, 'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_randn = Dispatcher.define('randn(SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_randn_default(ks, size, generator, dtype, layout, device, pin_memory):
-    return _new(K.randn(_np, size, generator, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.randn(_np, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_randn_default(ks, size, generator, dtype, layout, device, pin_memory):
-    return _new(K.randn(_cupy(), size, generator, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.randn(_cupy(), size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_randn_default(ks, size, generator, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.randn, [size, generator, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.randn, [size], {'generator': generator, 'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_randint = Dispatcher.define('randint(SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
@@ -7188,29 +7188,29 @@ def _composite_randint_default(ks, high, size, generator, dtype, layout, device,
 _op_randint_low = Dispatcher.define('randint.low(SymInt low, SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_randint_low(ks, low, high, size, generator, dtype, layout, device, pin_memory):
-    return _new(K.randint(_np, low, high, size, generator, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.randint(_np, low, high, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_randint_low(ks, low, high, size, generator, dtype, layout, device, pin_memory):
-    return _new(K.randint(_cupy(), low, high, size, generator, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.randint(_cupy(), low, high, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_randint_low(ks, low, high, size, generator, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.randint, [low, high, size, generator, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.randint, [low, high, size], {'generator': generator, 'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_randperm = Dispatcher.define('randperm(SymInt n, *, Generator? generator=None, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_randperm_default(ks, n, generator, dtype, layout, device, pin_memory):
-    return _new(K.randperm(_np, n, generator, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.randperm(_np, n, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_randperm_default(ks, n, generator, dtype, layout, device, pin_memory):
-    return _new(K.randperm(_cupy(), n, generator, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.randperm(_cupy(), n, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_randperm_default(ks, n, generator, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.randperm, [n, generator, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.randperm, [n], {'generator': generator, 'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_rand_like = Dispatcher.define('rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
@@ -7227,14 +7227,14 @@ _op_uniform_ = Dispatcher.define('uniform_(Tensor(a!) self, float from=0, float 
 
 def _cpu_uniform__default(ks, self, from_, to_, generator):
     _check_writable(self)
-    K.uniform_(_np, self._data, from_, to_, generator)
+    K.uniform_(_np, self._data, from_, to_, generator=generator)
     self._vc.version += 1
     return self
 
 
 def _cuda_uniform__default(ks, self, from_, to_, generator):
     _check_writable(self)
-    K.uniform_(_cupy(), self._data, from_, to_, generator)
+    K.uniform_(_cupy(), self._data, from_, to_, generator=generator)
     self._vc.version += 1
     return self
 
@@ -7249,14 +7249,14 @@ _op_normal_ = Dispatcher.define('normal_(Tensor(a!) self, float mean=0, float st
 
 def _cpu_normal__default(ks, self, mean, std, generator):
     _check_writable(self)
-    K.normal_(_np, self._data, mean, std, generator)
+    K.normal_(_np, self._data, mean, std, generator=generator)
     self._vc.version += 1
     return self
 
 
 def _cuda_normal__default(ks, self, mean, std, generator):
     _check_writable(self)
-    K.normal_(_cupy(), self._data, mean, std, generator)
+    K.normal_(_cupy(), self._data, mean, std, generator=generator)
     self._vc.version += 1
     return self
 
@@ -7271,14 +7271,14 @@ _op_random__from = Dispatcher.define('random_.from(Tensor(a!) self, int from, in
 
 def _cpu_random__from(ks, self, from_, to_, generator):
     _check_writable(self)
-    K.random_(_np, self._data, from_, to_, generator)
+    K.random_(_np, self._data, from_, to_, generator=generator)
     self._vc.version += 1
     return self
 
 
 def _cuda_random__from(ks, self, from_, to_, generator):
     _check_writable(self)
-    K.random_(_cupy(), self._data, from_, to_, generator)
+    K.random_(_cupy(), self._data, from_, to_, generator=generator)
     self._vc.version += 1
     return self
 
@@ -7302,73 +7302,73 @@ def _composite_random__default(ks, self, generator):
 _op_normal_Tensor_Tensor = Dispatcher.define('normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor')
 
 def _cpu_normal_Tensor_Tensor(ks, mean, std, generator):
-    return _new(K.normal_tensor_tensor(_np, mean._data, std._data, generator), _KS_CPU, _CPU)
+    return _new(K.normal_tensor_tensor(_np, mean._data, std._data, generator=generator), _KS_CPU, _CPU)
 
 
 def _cuda_normal_Tensor_Tensor(ks, mean, std, generator):
     _check_devices('cuda', mean, std)
-    return _new(K.normal_tensor_tensor(_cupy(), mean._data, std._data, generator), mean._ks, mean._device)
+    return _new(K.normal_tensor_tensor(_cupy(), mean._data, std._data, generator=generator), mean._ks, mean._device)
 
 
 def _meta_normal_Tensor_Tensor(ks, mean, std, generator):
     _check_devices('meta', mean, std)
-    _r = _run_meta(K.normal_tensor_tensor, [mean._data, std._data, generator])
+    _r = _run_meta(K.normal_tensor_tensor, [mean._data, std._data], {'generator': generator})
     return _r
 
 _op_normal_float_float = Dispatcher.define('normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 
 def _cpu_normal_float_float(ks, mean, std, size, generator, dtype, layout, device, pin_memory):
-    return _new(K.normal_float_float(_np, mean, std, size, generator, dtype, layout, device, pin_memory), _KS_CPU, _CPU)
+    return _new(K.normal_float_float(_np, mean, std, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
 
 
 def _cuda_normal_float_float(ks, mean, std, size, generator, dtype, layout, device, pin_memory):
-    return _new(K.normal_float_float(_cupy(), mean, std, size, generator, dtype, layout, device, pin_memory), _KS_CUDA, _cuda_device(device))
+    return _new(K.normal_float_float(_cupy(), mean, std, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CUDA, _cuda_device(device))
 
 
 def _meta_normal_float_float(ks, mean, std, size, generator, dtype, layout, device, pin_memory):
-    _r = _run_meta(K.normal_float_float, [mean, std, size, generator, dtype, layout, device, pin_memory])
+    _r = _run_meta(K.normal_float_float, [mean, std, size], {'generator': generator, 'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
 _op_bernoulli = Dispatcher.define('bernoulli(Tensor self, *, Generator? generator=None) -> Tensor')
 
 def _cpu_bernoulli_default(ks, self, generator):
-    return _new(K.bernoulli(_np, self._data, generator), _KS_CPU, _CPU)
+    return _new(K.bernoulli(_np, self._data, generator=generator), _KS_CPU, _CPU)
 
 
 def _cuda_bernoulli_default(ks, self, generator):
-    return _new(K.bernoulli(_cupy(), self._data, generator), self._ks, self._device)
+    return _new(K.bernoulli(_cupy(), self._data, generator=generator), self._ks, self._device)
 
 
 def _meta_bernoulli_default(ks, self, generator):
-    _r = _run_meta(K.bernoulli, [self._data, generator])
+    _r = _run_meta(K.bernoulli, [self._data], {'generator': generator})
     return _r
 
 _op_bernoulli__float = Dispatcher.define('bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)')
 
 def _cpu_bernoulli__float(ks, self, p, generator):
-    return _write_inplace(self, K.bernoulli_p(_np, self._data, p, generator), 'bernoulli_')
+    return _write_inplace(self, K.bernoulli_p(_np, self._data, p, generator=generator), 'bernoulli_')
 
 
 def _cuda_bernoulli__float(ks, self, p, generator):
-    return _write_inplace(self, K.bernoulli_p(_cupy(), self._data, p, generator), 'bernoulli_')
+    return _write_inplace(self, K.bernoulli_p(_cupy(), self._data, p, generator=generator), 'bernoulli_')
 
 
 def _meta_bernoulli__float(ks, self, p, generator):
-    _r = _run_meta(K.bernoulli_p, [self._data, p, generator])
+    _r = _run_meta(K.bernoulli_p, [self._data, p], {'generator': generator})
     return _write_inplace(self, _r._data, 'bernoulli_')
 
 _op_multinomial = Dispatcher.define('multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor')
 
 def _cpu_multinomial_default(ks, self, num_samples, replacement, generator):
-    return _new(K.multinomial(_np, self._data, num_samples, replacement, generator), _KS_CPU, _CPU)
+    return _new(K.multinomial(_np, self._data, num_samples, replacement, generator=generator), _KS_CPU, _CPU)
 
 
 def _cuda_multinomial_default(ks, self, num_samples, replacement, generator):
-    return _new(K.multinomial(_cupy(), self._data, num_samples, replacement, generator), self._ks, self._device)
+    return _new(K.multinomial(_cupy(), self._data, num_samples, replacement, generator=generator), self._ks, self._device)
 
 
 def _meta_multinomial_default(ks, self, num_samples, replacement, generator):
-    _r = _run_meta(K.multinomial, [self._data, num_samples, replacement, generator])
+    _r = _run_meta(K.multinomial, [self._data, num_samples, replacement], {'generator': generator})
     return _r
 
 _op__to_copy = Dispatcher.define('_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor')
@@ -7379,15 +7379,15 @@ def _composite__to_copy_default(ks, self, dtype, layout, device, pin_memory, non
 _op_clone = Dispatcher.define('clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_clone_default(ks, self, memory_format):
-    return _new(K.clone(_np, self._data, memory_format), _KS_CPU, _CPU)
+    return _new(K.clone(_np, self._data, memory_format=memory_format), _KS_CPU, _CPU)
 
 
 def _cuda_clone_default(ks, self, memory_format):
-    return _new(K.clone(_cupy(), self._data, memory_format), self._ks, self._device)
+    return _new(K.clone(_cupy(), self._data, memory_format=memory_format), self._ks, self._device)
 
 
 def _meta_clone_default(ks, self, memory_format):
-    _r = _run_meta(K.clone, [self._data, memory_format])
+    _r = _run_meta(K.clone, [self._data], {'memory_format': memory_format})
     return _r
 
 _op__contiguous_copy = Dispatcher.define('_contiguous_copy(Tensor self) -> Tensor')
@@ -7401,7 +7401,7 @@ def _cuda__contiguous_copy_default(ks, self):
 
 
 def _meta__contiguous_copy_default(ks, self):
-    _r = _run_meta(K.contiguous_copy, [self._data])
+    _r = _run_meta(K.contiguous_copy, [self._data], {})
     return _r
 
 _op_copy_ = Dispatcher.define('copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)')
@@ -7508,7 +7508,7 @@ def _cuda_masked_fill_Scalar(ks, self, mask, value):
 
 def _meta_masked_fill_Scalar(ks, self, mask, value):
     _check_devices('meta', self, mask)
-    _r = _run_meta(K.masked_fill, [self._data, mask._data, value])
+    _r = _run_meta(K.masked_fill, [self._data, mask._data, value], {})
     return _r
 
 _op_masked_fill_Tensor = Dispatcher.define('masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor')
@@ -7524,7 +7524,7 @@ def _cuda_masked_fill_Tensor(ks, self, mask, value):
 
 def _meta_masked_fill_Tensor(ks, self, mask, value):
     _check_devices('meta', self, mask, value)
-    _r = _run_meta(K.masked_fill, [self._data, mask._data, value._data])
+    _r = _run_meta(K.masked_fill, [self._data, mask._data, value._data], {})
     return _r
 
 _op_masked_fill__Scalar = Dispatcher.define('masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)')
@@ -7540,7 +7540,7 @@ def _cuda_masked_fill__Scalar(ks, self, mask, value):
 
 def _meta_masked_fill__Scalar(ks, self, mask, value):
     _check_devices('meta', self, mask)
-    _r = _run_meta(K.masked_fill, [self._data, mask._data, value])
+    _r = _run_meta(K.masked_fill, [self._data, mask._data, value], {})
     return _write_inplace(self, _r._data, 'masked_fill_')
 
 _op_masked_fill__Tensor = Dispatcher.define('masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)')
@@ -7556,7 +7556,7 @@ def _cuda_masked_fill__Tensor(ks, self, mask, value):
 
 def _meta_masked_fill__Tensor(ks, self, mask, value):
     _check_devices('meta', self, mask, value)
-    _r = _run_meta(K.masked_fill, [self._data, mask._data, value._data])
+    _r = _run_meta(K.masked_fill, [self._data, mask._data, value._data], {})
     return _write_inplace(self, _r._data, 'masked_fill_')
 
 _op_index_Tensor = Dispatcher.define('index.Tensor(Tensor self, Tensor?[] indices) -> Tensor')
@@ -7572,7 +7572,7 @@ def _cuda_index_Tensor(ks, self, indices):
 
 def _meta_index_Tensor(ks, self, indices):
     _check_devices('meta', self, indices)
-    _r = _run_meta(K.index, [self._data, [None if _t is None else _t._data for _t in indices]])
+    _r = _run_meta(K.index, [self._data, [None if _t is None else _t._data for _t in indices]], {})
     return _r
 
 _op_index_put = Dispatcher.define('index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor')
@@ -7588,7 +7588,7 @@ def _cuda_index_put_default(ks, self, indices, values, accumulate):
 
 def _meta_index_put_default(ks, self, indices, values, accumulate):
     _check_devices('meta', self, indices, values)
-    _r = _run_meta(K.index_put, [self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate])
+    _r = _run_meta(K.index_put, [self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate], {})
     return _r
 
 _op_index_put_ = Dispatcher.define('index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)')
@@ -7604,7 +7604,7 @@ def _cuda_index_put__default(ks, self, indices, values, accumulate):
 
 def _meta_index_put__default(ks, self, indices, values, accumulate):
     _check_devices('meta', self, indices, values)
-    _r = _run_meta(K.index_put, [self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate])
+    _r = _run_meta(K.index_put, [self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate], {})
     return _write_inplace(self, _r._data, 'index_put_')
 
 _op_index_select = Dispatcher.define('index_select(Tensor self, int dim, Tensor index) -> Tensor')
@@ -7620,7 +7620,7 @@ def _cuda_index_select_default(ks, self, dim, index):
 
 def _meta_index_select_default(ks, self, dim, index):
     _check_devices('meta', self, index)
-    _r = _run_meta(K.index_select, [self._data, dim, index._data])
+    _r = _run_meta(K.index_select, [self._data, dim, index._data], {})
     return _r
 
 _op_index_select_out = Dispatcher.define('index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)')
@@ -7636,39 +7636,39 @@ def _cuda_index_select_out(ks, self, dim, index, out):
 
 def _meta_index_select_out(ks, self, dim, index, out):
     _check_devices('meta', self, index, out)
-    _r = _run_meta(K.index_select, [self._data, dim, index._data])
+    _r = _run_meta(K.index_select, [self._data, dim, index._data], {})
     return _write_out(out, _r._data, 'index_select')
 
 _op_gather = Dispatcher.define('gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor')
 
 def _cpu_gather_default(ks, self, dim, index, sparse_grad):
-    return _new(K.gather(_np, self._data, dim, index._data, sparse_grad), _KS_CPU, _CPU)
+    return _new(K.gather(_np, self._data, dim, index._data, sparse_grad=sparse_grad), _KS_CPU, _CPU)
 
 
 def _cuda_gather_default(ks, self, dim, index, sparse_grad):
     _check_devices('cuda', self, index)
-    return _new(K.gather(_cupy(), self._data, dim, index._data, sparse_grad), self._ks, self._device)
+    return _new(K.gather(_cupy(), self._data, dim, index._data, sparse_grad=sparse_grad), self._ks, self._device)
 
 
 def _meta_gather_default(ks, self, dim, index, sparse_grad):
     _check_devices('meta', self, index)
-    _r = _run_meta(K.gather, [self._data, dim, index._data, sparse_grad])
+    _r = _run_meta(K.gather, [self._data, dim, index._data], {'sparse_grad': sparse_grad})
     return _r
 
 _op_gather_out = Dispatcher.define('gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_gather_out(ks, self, dim, index, sparse_grad, out):
-    return _write_out(out, K.gather(_np, self._data, dim, index._data, sparse_grad), 'gather')
+    return _write_out(out, K.gather(_np, self._data, dim, index._data, sparse_grad=sparse_grad), 'gather')
 
 
 def _cuda_gather_out(ks, self, dim, index, sparse_grad, out):
     _check_devices('cuda', self, index, out)
-    return _write_out(out, K.gather(_cupy(), self._data, dim, index._data, sparse_grad), 'gather')
+    return _write_out(out, K.gather(_cupy(), self._data, dim, index._data, sparse_grad=sparse_grad), 'gather')
 
 
 def _meta_gather_out(ks, self, dim, index, sparse_grad, out):
     _check_devices('meta', self, index, out)
-    _r = _run_meta(K.gather, [self._data, dim, index._data, sparse_grad])
+    _r = _run_meta(K.gather, [self._data, dim, index._data], {'sparse_grad': sparse_grad})
     return _write_out(out, _r._data, 'gather')
 
 _op_scatter_src = Dispatcher.define('scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor')
@@ -7684,7 +7684,7 @@ def _cuda_scatter_src(ks, self, dim, index, src):
 
 def _meta_scatter_src(ks, self, dim, index, src):
     _check_devices('meta', self, index, src)
-    _r = _run_meta(K.scatter, [self._data, dim, index._data, src._data])
+    _r = _run_meta(K.scatter, [self._data, dim, index._data, src._data], {})
     return _r
 
 _op_scatter_value = Dispatcher.define('scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor')
@@ -7700,23 +7700,23 @@ def _cuda_scatter_value(ks, self, dim, index, value):
 
 def _meta_scatter_value(ks, self, dim, index, value):
     _check_devices('meta', self, index)
-    _r = _run_meta(K.scatter_value, [self._data, dim, index._data, value])
+    _r = _run_meta(K.scatter_value, [self._data, dim, index._data, value], {})
     return _r
 
 _op_scatter_reduce = Dispatcher.define('scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor')
 
 def _cpu_scatter_reduce(ks, self, dim, index, src, reduce):
-    return _new(K.scatter_reduce_legacy(_np, self._data, dim, index._data, src._data, reduce), _KS_CPU, _CPU)
+    return _new(K.scatter_reduce_legacy(_np, self._data, dim, index._data, src._data, reduce=reduce), _KS_CPU, _CPU)
 
 
 def _cuda_scatter_reduce(ks, self, dim, index, src, reduce):
     _check_devices('cuda', self, index, src)
-    return _new(K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce), self._ks, self._device)
+    return _new(K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce=reduce), self._ks, self._device)
 
 
 def _meta_scatter_reduce(ks, self, dim, index, src, reduce):
     _check_devices('meta', self, index, src)
-    _r = _run_meta(K.scatter_reduce_legacy, [self._data, dim, index._data, src._data, reduce])
+    _r = _run_meta(K.scatter_reduce_legacy, [self._data, dim, index._data, src._data], {'reduce': reduce})
     return _r
 
 _op_scatter__src = Dispatcher.define('scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)')
@@ -7732,7 +7732,7 @@ def _cuda_scatter__src(ks, self, dim, index, src):
 
 def _meta_scatter__src(ks, self, dim, index, src):
     _check_devices('meta', self, index, src)
-    _r = _run_meta(K.scatter, [self._data, dim, index._data, src._data])
+    _r = _run_meta(K.scatter, [self._data, dim, index._data, src._data], {})
     return _write_inplace(self, _r._data, 'scatter_')
 
 _op_scatter__value = Dispatcher.define('scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)')
@@ -7748,23 +7748,23 @@ def _cuda_scatter__value(ks, self, dim, index, value):
 
 def _meta_scatter__value(ks, self, dim, index, value):
     _check_devices('meta', self, index)
-    _r = _run_meta(K.scatter_value, [self._data, dim, index._data, value])
+    _r = _run_meta(K.scatter_value, [self._data, dim, index._data, value], {})
     return _write_inplace(self, _r._data, 'scatter_')
 
 _op_scatter__reduce = Dispatcher.define('scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)')
 
 def _cpu_scatter__reduce(ks, self, dim, index, src, reduce):
-    return _write_inplace(self, K.scatter_reduce_legacy(_np, self._data, dim, index._data, src._data, reduce), 'scatter_')
+    return _write_inplace(self, K.scatter_reduce_legacy(_np, self._data, dim, index._data, src._data, reduce=reduce), 'scatter_')
 
 
 def _cuda_scatter__reduce(ks, self, dim, index, src, reduce):
     _check_devices('cuda', self, index, src)
-    return _write_inplace(self, K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce), 'scatter_')
+    return _write_inplace(self, K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce=reduce), 'scatter_')
 
 
 def _meta_scatter__reduce(ks, self, dim, index, src, reduce):
     _check_devices('meta', self, index, src)
-    _r = _run_meta(K.scatter_reduce_legacy, [self._data, dim, index._data, src._data, reduce])
+    _r = _run_meta(K.scatter_reduce_legacy, [self._data, dim, index._data, src._data], {'reduce': reduce})
     return _write_inplace(self, _r._data, 'scatter_')
 
 _op_scatter_add = Dispatcher.define('scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor')
@@ -7780,7 +7780,7 @@ def _cuda_scatter_add_default(ks, self, dim, index, src):
 
 def _meta_scatter_add_default(ks, self, dim, index, src):
     _check_devices('meta', self, index, src)
-    _r = _run_meta(K.scatter_add, [self._data, dim, index._data, src._data])
+    _r = _run_meta(K.scatter_add, [self._data, dim, index._data, src._data], {})
     return _r
 
 _op_scatter_add_ = Dispatcher.define('scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)')
@@ -7796,71 +7796,71 @@ def _cuda_scatter_add__default(ks, self, dim, index, src):
 
 def _meta_scatter_add__default(ks, self, dim, index, src):
     _check_devices('meta', self, index, src)
-    _r = _run_meta(K.scatter_add, [self._data, dim, index._data, src._data])
+    _r = _run_meta(K.scatter_add, [self._data, dim, index._data, src._data], {})
     return _write_inplace(self, _r._data, 'scatter_add_')
 
 _op_scatter_reduce_two = Dispatcher.define('scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor')
 
 def _cpu_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
-    return _new(K.scatter_reduce(_np, self._data, dim, index._data, src._data, reduce, include_self), _KS_CPU, _CPU)
+    return _new(K.scatter_reduce(_np, self._data, dim, index._data, src._data, reduce, include_self=include_self), _KS_CPU, _CPU)
 
 
 def _cuda_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
     _check_devices('cuda', self, index, src)
-    return _new(K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self), self._ks, self._device)
+    return _new(K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self=include_self), self._ks, self._device)
 
 
 def _meta_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
     _check_devices('meta', self, index, src)
-    _r = _run_meta(K.scatter_reduce, [self._data, dim, index._data, src._data, reduce, include_self])
+    _r = _run_meta(K.scatter_reduce, [self._data, dim, index._data, src._data, reduce], {'include_self': include_self})
     return _r
 
 _op_scatter_reduce__two = Dispatcher.define('scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)')
 
 def _cpu_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
-    return _write_inplace(self, K.scatter_reduce(_np, self._data, dim, index._data, src._data, reduce, include_self), 'scatter_reduce_')
+    return _write_inplace(self, K.scatter_reduce(_np, self._data, dim, index._data, src._data, reduce, include_self=include_self), 'scatter_reduce_')
 
 
 def _cuda_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     _check_devices('cuda', self, index, src)
-    return _write_inplace(self, K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self), 'scatter_reduce_')
+    return _write_inplace(self, K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self=include_self), 'scatter_reduce_')
 
 
 def _meta_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     _check_devices('meta', self, index, src)
-    _r = _run_meta(K.scatter_reduce, [self._data, dim, index._data, src._data, reduce, include_self])
+    _r = _run_meta(K.scatter_reduce, [self._data, dim, index._data, src._data, reduce], {'include_self': include_self})
     return _write_inplace(self, _r._data, 'scatter_reduce_')
 
 _op_index_add = Dispatcher.define('index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor')
 
 def _cpu_index_add_default(ks, self, dim, index, source, alpha):
-    return _new(K.index_add(_np, self._data, dim, index._data, source._data, alpha), _KS_CPU, _CPU)
+    return _new(K.index_add(_np, self._data, dim, index._data, source._data, alpha=alpha), _KS_CPU, _CPU)
 
 
 def _cuda_index_add_default(ks, self, dim, index, source, alpha):
     _check_devices('cuda', self, index, source)
-    return _new(K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha), self._ks, self._device)
+    return _new(K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha=alpha), self._ks, self._device)
 
 
 def _meta_index_add_default(ks, self, dim, index, source, alpha):
     _check_devices('meta', self, index, source)
-    _r = _run_meta(K.index_add, [self._data, dim, index._data, source._data, alpha])
+    _r = _run_meta(K.index_add, [self._data, dim, index._data, source._data], {'alpha': alpha})
     return _r
 
 _op_index_add_ = Dispatcher.define('index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_index_add__default(ks, self, dim, index, source, alpha):
-    return _write_inplace(self, K.index_add(_np, self._data, dim, index._data, source._data, alpha), 'index_add_')
+    return _write_inplace(self, K.index_add(_np, self._data, dim, index._data, source._data, alpha=alpha), 'index_add_')
 
 
 def _cuda_index_add__default(ks, self, dim, index, source, alpha):
     _check_devices('cuda', self, index, source)
-    return _write_inplace(self, K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha), 'index_add_')
+    return _write_inplace(self, K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha=alpha), 'index_add_')
 
 
 def _meta_index_add__default(ks, self, dim, index, source, alpha):
     _check_devices('meta', self, index, source)
-    _r = _run_meta(K.index_add, [self._data, dim, index._data, source._data, alpha])
+    _r = _run_meta(K.index_add, [self._data, dim, index._data, source._data], {'alpha': alpha})
     return _write_inplace(self, _r._data, 'index_add_')
 
 _op_index_copy = Dispatcher.define('index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor')
@@ -7876,7 +7876,7 @@ def _cuda_index_copy_default(ks, self, dim, index, source):
 
 def _meta_index_copy_default(ks, self, dim, index, source):
     _check_devices('meta', self, index, source)
-    _r = _run_meta(K.index_copy, [self._data, dim, index._data, source._data])
+    _r = _run_meta(K.index_copy, [self._data, dim, index._data, source._data], {})
     return _r
 
 _op_index_copy_ = Dispatcher.define('index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)')
@@ -7892,7 +7892,7 @@ def _cuda_index_copy__default(ks, self, dim, index, source):
 
 def _meta_index_copy__default(ks, self, dim, index, source):
     _check_devices('meta', self, index, source)
-    _r = _run_meta(K.index_copy, [self._data, dim, index._data, source._data])
+    _r = _run_meta(K.index_copy, [self._data, dim, index._data, source._data], {})
     return _write_inplace(self, _r._data, 'index_copy_')
 
 _op_index_fill_int_Scalar = Dispatcher.define('index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor')
@@ -7908,7 +7908,7 @@ def _cuda_index_fill_int_Scalar(ks, self, dim, index, value):
 
 def _meta_index_fill_int_Scalar(ks, self, dim, index, value):
     _check_devices('meta', self, index)
-    _r = _run_meta(K.index_fill, [self._data, dim, index._data, value])
+    _r = _run_meta(K.index_fill, [self._data, dim, index._data, value], {})
     return _r
 
 _op_index_fill__int_Scalar = Dispatcher.define('index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)')
@@ -7924,7 +7924,7 @@ def _cuda_index_fill__int_Scalar(ks, self, dim, index, value):
 
 def _meta_index_fill__int_Scalar(ks, self, dim, index, value):
     _check_devices('meta', self, index)
-    _r = _run_meta(K.index_fill, [self._data, dim, index._data, value])
+    _r = _run_meta(K.index_fill, [self._data, dim, index._data, value], {})
     return _write_inplace(self, _r._data, 'index_fill_')
 
 _op_index_fill_int_Tensor = Dispatcher.define('index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor')
@@ -7940,7 +7940,7 @@ def _cuda_index_fill_int_Tensor(ks, self, dim, index, value):
 
 def _meta_index_fill_int_Tensor(ks, self, dim, index, value):
     _check_devices('meta', self, index, value)
-    _r = _run_meta(K.index_fill, [self._data, dim, index._data, value._data])
+    _r = _run_meta(K.index_fill, [self._data, dim, index._data, value._data], {})
     return _r
 
 _op_masked_select = Dispatcher.define('masked_select(Tensor self, Tensor mask) -> Tensor')
@@ -7966,7 +7966,7 @@ def _cuda_masked_scatter_default(ks, self, mask, source):
 
 def _meta_masked_scatter_default(ks, self, mask, source):
     _check_devices('meta', self, mask, source)
-    _r = _run_meta(K.masked_scatter, [self._data, mask._data, source._data])
+    _r = _run_meta(K.masked_scatter, [self._data, mask._data, source._data], {})
     return _r
 
 _op_masked_scatter_ = Dispatcher.define('masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)')
@@ -7982,7 +7982,7 @@ def _cuda_masked_scatter__default(ks, self, mask, source):
 
 def _meta_masked_scatter__default(ks, self, mask, source):
     _check_devices('meta', self, mask, source)
-    _r = _run_meta(K.masked_scatter, [self._data, mask._data, source._data])
+    _r = _run_meta(K.masked_scatter, [self._data, mask._data, source._data], {})
     return _write_inplace(self, _r._data, 'masked_scatter_')
 
 _op_nonzero = Dispatcher.define('nonzero(Tensor self) -> Tensor')
@@ -8016,7 +8016,7 @@ def _cuda_take_default(ks, self, index):
 
 def _meta_take_default(ks, self, index):
     _check_devices('meta', self, index)
-    _r = _run_meta(K.take, [self._data, index._data])
+    _r = _run_meta(K.take, [self._data, index._data], {})
     return _r
 
 _op_take_along_dim = Dispatcher.define('take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor')
@@ -8032,7 +8032,7 @@ def _cuda_take_along_dim_default(ks, self, indices, dim):
 
 def _meta_take_along_dim_default(ks, self, indices, dim):
     _check_devices('meta', self, indices)
-    _r = _run_meta(K.take_along_dim, [self._data, indices._data, dim])
+    _r = _run_meta(K.take_along_dim, [self._data, indices._data, dim], {})
     return _r
 
 _op_cat = Dispatcher.define('cat(Tensor[] tensors, int dim=0) -> Tensor')
@@ -8046,7 +8046,7 @@ def _cuda_cat_default(ks, tensors, dim):
 
 
 def _meta_cat_default(ks, tensors, dim):
-    _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim])
+    _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim], {})
     return _r
 
 _op_cat_out = Dispatcher.define('cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)')
@@ -8062,7 +8062,7 @@ def _cuda_cat_out(ks, tensors, dim, out):
 
 def _meta_cat_out(ks, tensors, dim, out):
     _check_devices('meta', tensors, out)
-    _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim])
+    _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim], {})
     return _write_out(out, _r._data, 'cat')
 
 _op_concat = Dispatcher.define('concat(Tensor[] tensors, int dim=0) -> Tensor')
@@ -8076,7 +8076,7 @@ def _cuda_concat_default(ks, tensors, dim):
 
 
 def _meta_concat_default(ks, tensors, dim):
-    _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim])
+    _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim], {})
     return _r
 
 _op_concatenate = Dispatcher.define('concatenate(Tensor[] tensors, int dim=0) -> Tensor')
@@ -8090,7 +8090,7 @@ def _cuda_concatenate_default(ks, tensors, dim):
 
 
 def _meta_concatenate_default(ks, tensors, dim):
-    _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim])
+    _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim], {})
     return _r
 
 _op_stack = Dispatcher.define('stack(Tensor[] tensors, int dim=0) -> Tensor')
@@ -8104,7 +8104,7 @@ def _cuda_stack_default(ks, tensors, dim):
 
 
 def _meta_stack_default(ks, tensors, dim):
-    _r = _run_meta(K.stack, [[_t._data for _t in tensors], dim])
+    _r = _run_meta(K.stack, [[_t._data for _t in tensors], dim], {})
     return _r
 
 _op_stack_out = Dispatcher.define('stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)')
@@ -8120,7 +8120,7 @@ def _cuda_stack_out(ks, tensors, dim, out):
 
 def _meta_stack_out(ks, tensors, dim, out):
     _check_devices('meta', tensors, out)
-    _r = _run_meta(K.stack, [[_t._data for _t in tensors], dim])
+    _r = _run_meta(K.stack, [[_t._data for _t in tensors], dim], {})
     return _write_out(out, _r._data, 'stack')
 
 _op_hstack = Dispatcher.define('hstack(Tensor[] tensors) -> Tensor')
@@ -8204,7 +8204,7 @@ def _cuda_tril_default(ks, self, diagonal):
 
 
 def _meta_tril_default(ks, self, diagonal):
-    _r = _run_meta(K.tril, [self._data, diagonal])
+    _r = _run_meta(K.tril, [self._data, diagonal], {})
     return _r
 
 _op_tril_ = Dispatcher.define('tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)')
@@ -8218,7 +8218,7 @@ def _cuda_tril__default(ks, self, diagonal):
 
 
 def _meta_tril__default(ks, self, diagonal):
-    _r = _run_meta(K.tril, [self._data, diagonal])
+    _r = _run_meta(K.tril, [self._data, diagonal], {})
     return _write_inplace(self, _r._data, 'tril_')
 
 _op_tril_out = Dispatcher.define('tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)')
@@ -8234,7 +8234,7 @@ def _cuda_tril_out(ks, self, diagonal, out):
 
 def _meta_tril_out(ks, self, diagonal, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.tril, [self._data, diagonal])
+    _r = _run_meta(K.tril, [self._data, diagonal], {})
     return _write_out(out, _r._data, 'tril')
 
 _op_triu = Dispatcher.define('triu(Tensor self, int diagonal=0) -> Tensor')
@@ -8248,7 +8248,7 @@ def _cuda_triu_default(ks, self, diagonal):
 
 
 def _meta_triu_default(ks, self, diagonal):
-    _r = _run_meta(K.triu, [self._data, diagonal])
+    _r = _run_meta(K.triu, [self._data, diagonal], {})
     return _r
 
 _op_triu_ = Dispatcher.define('triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)')
@@ -8262,7 +8262,7 @@ def _cuda_triu__default(ks, self, diagonal):
 
 
 def _meta_triu__default(ks, self, diagonal):
-    _r = _run_meta(K.triu, [self._data, diagonal])
+    _r = _run_meta(K.triu, [self._data, diagonal], {})
     return _write_inplace(self, _r._data, 'triu_')
 
 _op_triu_out = Dispatcher.define('triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)')
@@ -8278,7 +8278,7 @@ def _cuda_triu_out(ks, self, diagonal, out):
 
 def _meta_triu_out(ks, self, diagonal, out):
     _check_devices('meta', self, out)
-    _r = _run_meta(K.triu, [self._data, diagonal])
+    _r = _run_meta(K.triu, [self._data, diagonal], {})
     return _write_out(out, _r._data, 'triu')
 
 _op_flip = Dispatcher.define('flip(Tensor self, int[] dims) -> Tensor')
@@ -8292,7 +8292,7 @@ def _cuda_flip_default(ks, self, dims):
 
 
 def _meta_flip_default(ks, self, dims):
-    _r = _run_meta(K.flip, [self._data, dims])
+    _r = _run_meta(K.flip, [self._data, dims], {})
     return _r
 
 _op_fliplr = Dispatcher.define('fliplr(Tensor self) -> Tensor')
@@ -8316,7 +8316,7 @@ def _cuda_roll_default(ks, self, shifts, dims):
 
 
 def _meta_roll_default(ks, self, shifts, dims):
-    _r = _run_meta(K.roll, [self._data, shifts, dims])
+    _r = _run_meta(K.roll, [self._data, shifts, dims], {})
     return _r
 
 _op_rot90 = Dispatcher.define('rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor')
@@ -8330,7 +8330,7 @@ def _cuda_rot90_default(ks, self, k, dims):
 
 
 def _meta_rot90_default(ks, self, k, dims):
-    _r = _run_meta(K.rot90, [self._data, k, dims])
+    _r = _run_meta(K.rot90, [self._data, k, dims], {})
     return _r
 
 _op_repeat = Dispatcher.define('repeat(Tensor self, SymInt[] repeats) -> Tensor')
@@ -8344,7 +8344,7 @@ def _cuda_repeat_default(ks, self, repeats):
 
 
 def _meta_repeat_default(ks, self, repeats):
-    _r = _run_meta(K.repeat, [self._data, repeats])
+    _r = _run_meta(K.repeat, [self._data, repeats], {})
     return _r
 
 _op_tile = Dispatcher.define('tile(Tensor self, SymInt[] dims) -> Tensor')
@@ -8355,41 +8355,41 @@ def _composite_tile_default(ks, self, dims):
 _op_repeat_interleave_self_Tensor = Dispatcher.define('repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor')
 
 def _cpu_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
-    return _new(K.repeat_interleave(_np, self._data, repeats._data, dim, output_size), _KS_CPU, _CPU)
+    return _new(K.repeat_interleave(_np, self._data, repeats._data, dim, output_size=output_size), _KS_CPU, _CPU)
 
 
 def _cuda_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
     _check_devices('cuda', self, repeats)
-    return _new(K.repeat_interleave(_cupy(), self._data, repeats._data, dim, output_size), self._ks, self._device)
+    return _new(K.repeat_interleave(_cupy(), self._data, repeats._data, dim, output_size=output_size), self._ks, self._device)
 
 
 def _meta_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
     _check_devices('meta', self, repeats)
-    _r = _run_meta(K.repeat_interleave, [self._data, repeats._data, dim, output_size])
+    _r = _run_meta(K.repeat_interleave, [self._data, repeats._data, dim], {'output_size': output_size})
     return _r
 
 _op_repeat_interleave_self_int = Dispatcher.define('repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor')
 
 def _cpu_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
-    return _new(K.repeat_interleave(_np, self._data, repeats, dim, output_size), _KS_CPU, _CPU)
+    return _new(K.repeat_interleave(_np, self._data, repeats, dim, output_size=output_size), _KS_CPU, _CPU)
 
 
 def _cuda_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
-    return _new(K.repeat_interleave(_cupy(), self._data, repeats, dim, output_size), self._ks, self._device)
+    return _new(K.repeat_interleave(_cupy(), self._data, repeats, dim, output_size=output_size), self._ks, self._device)
 
 
 def _meta_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
-    _r = _run_meta(K.repeat_interleave, [self._data, repeats, dim, output_size])
+    _r = _run_meta(K.repeat_interleave, [self._data, repeats, dim], {'output_size': output_size})
     return _r
 
 _op_repeat_interleave_Tensor = Dispatcher.define('repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor')
 
 def _cpu_repeat_interleave_Tensor(ks, repeats, output_size):
-    return _new(K.repeat_interleave_self(_np, repeats._data, output_size), _KS_CPU, _CPU)
+    return _new(K.repeat_interleave_self(_np, repeats._data, output_size=output_size), _KS_CPU, _CPU)
 
 
 def _cuda_repeat_interleave_Tensor(ks, repeats, output_size):
-    return _new(K.repeat_interleave_self(_cupy(), repeats._data, output_size), repeats._ks, repeats._device)
+    return _new(K.repeat_interleave_self(_cupy(), repeats._data, output_size=output_size), repeats._ks, repeats._device)
 
 _op_diag = Dispatcher.define('diag(Tensor self, int diagonal=0) -> Tensor')
 
@@ -8402,7 +8402,7 @@ def _cuda_diag_default(ks, self, diagonal):
 
 
 def _meta_diag_default(ks, self, diagonal):
-    _r = _run_meta(K.diag, [self._data, diagonal])
+    _r = _run_meta(K.diag, [self._data, diagonal], {})
     return _r
 
 _op_diag_embed = Dispatcher.define('diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor')
@@ -8416,55 +8416,55 @@ def _cuda_diag_embed_default(ks, self, offset, dim1, dim2):
 
 
 def _meta_diag_embed_default(ks, self, offset, dim1, dim2):
-    _r = _run_meta(K.diag_embed, [self._data, offset, dim1, dim2])
+    _r = _run_meta(K.diag_embed, [self._data, offset, dim1, dim2], {})
     return _r
 
 _op_searchsorted_Tensor = Dispatcher.define('searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor')
 
 def _cpu_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
-    return _new(K.searchsorted(_np, sorted_sequence._data, self._data, out_int32, right, side, (None if sorter is None else sorter._data)), _KS_CPU, _CPU)
+    return _new(K.searchsorted(_np, sorted_sequence._data, self._data, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), _KS_CPU, _CPU)
 
 
 def _cuda_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
     _check_devices('cuda', sorted_sequence, self, sorter)
-    return _new(K.searchsorted(_cupy(), sorted_sequence._data, self._data, out_int32, right, side, (None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
+    return _new(K.searchsorted(_cupy(), sorted_sequence._data, self._data, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
 
 
 def _meta_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
     _check_devices('meta', sorted_sequence, self, sorter)
-    _r = _run_meta(K.searchsorted, [sorted_sequence._data, self._data, out_int32, right, side, (None if sorter is None else sorter._data)])
+    _r = _run_meta(K.searchsorted, [sorted_sequence._data, self._data], {'out_int32': out_int32, 'right': right, 'side': side, 'sorter': (None if sorter is None else sorter._data)})
     return _r
 
 _op_searchsorted_Scalar = Dispatcher.define('searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor')
 
 def _cpu_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
-    return _new(K.searchsorted(_np, sorted_sequence._data, self, out_int32, right, side, (None if sorter is None else sorter._data)), _KS_CPU, _CPU)
+    return _new(K.searchsorted(_np, sorted_sequence._data, self, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), _KS_CPU, _CPU)
 
 
 def _cuda_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
     _check_devices('cuda', sorted_sequence, sorter)
-    return _new(K.searchsorted(_cupy(), sorted_sequence._data, self, out_int32, right, side, (None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
+    return _new(K.searchsorted(_cupy(), sorted_sequence._data, self, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
 
 
 def _meta_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
     _check_devices('meta', sorted_sequence, sorter)
-    _r = _run_meta(K.searchsorted, [sorted_sequence._data, self, out_int32, right, side, (None if sorter is None else sorter._data)])
+    _r = _run_meta(K.searchsorted, [sorted_sequence._data, self], {'out_int32': out_int32, 'right': right, 'side': side, 'sorter': (None if sorter is None else sorter._data)})
     return _r
 
 _op_bucketize_Tensor = Dispatcher.define('bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor')
 
 def _cpu_bucketize_Tensor(ks, self, boundaries, out_int32, right):
-    return _new(K.bucketize(_np, self._data, boundaries._data, out_int32, right), _KS_CPU, _CPU)
+    return _new(K.bucketize(_np, self._data, boundaries._data, out_int32=out_int32, right=right), _KS_CPU, _CPU)
 
 
 def _cuda_bucketize_Tensor(ks, self, boundaries, out_int32, right):
     _check_devices('cuda', self, boundaries)
-    return _new(K.bucketize(_cupy(), self._data, boundaries._data, out_int32, right), self._ks, self._device)
+    return _new(K.bucketize(_cupy(), self._data, boundaries._data, out_int32=out_int32, right=right), self._ks, self._device)
 
 
 def _meta_bucketize_Tensor(ks, self, boundaries, out_int32, right):
     _check_devices('meta', self, boundaries)
-    _r = _run_meta(K.bucketize, [self._data, boundaries._data, out_int32, right])
+    _r = _run_meta(K.bucketize, [self._data, boundaries._data], {'out_int32': out_int32, 'right': right})
     return _r
 
 _op_mm = Dispatcher.define('mm(Tensor self, Tensor mat2) -> Tensor')
@@ -8480,7 +8480,7 @@ def _cuda_mm_default(ks, self, mat2):
 
 def _meta_mm_default(ks, self, mat2):
     _check_devices('meta', self, mat2)
-    _r = _run_meta(K.mm, [self._data, mat2._data])
+    _r = _run_meta(K.mm, [self._data, mat2._data], {})
     return _r
 
 _op_mm_out = Dispatcher.define('mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)')
@@ -8496,7 +8496,7 @@ def _cuda_mm_out(ks, self, mat2, out):
 
 def _meta_mm_out(ks, self, mat2, out):
     _check_devices('meta', self, mat2, out)
-    _r = _run_meta(K.mm, [self._data, mat2._data])
+    _r = _run_meta(K.mm, [self._data, mat2._data], {})
     return _write_out(out, _r._data, 'mm')
 
 _op_bmm = Dispatcher.define('bmm(Tensor self, Tensor mat2) -> Tensor')
@@ -8512,7 +8512,7 @@ def _cuda_bmm_default(ks, self, mat2):
 
 def _meta_bmm_default(ks, self, mat2):
     _check_devices('meta', self, mat2)
-    _r = _run_meta(K.bmm, [self._data, mat2._data])
+    _r = _run_meta(K.bmm, [self._data, mat2._data], {})
     return _r
 
 _op_bmm_out = Dispatcher.define('bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)')
@@ -8528,7 +8528,7 @@ def _cuda_bmm_out(ks, self, mat2, out):
 
 def _meta_bmm_out(ks, self, mat2, out):
     _check_devices('meta', self, mat2, out)
-    _r = _run_meta(K.bmm, [self._data, mat2._data])
+    _r = _run_meta(K.bmm, [self._data, mat2._data], {})
     return _write_out(out, _r._data, 'bmm')
 
 _op_matmul = Dispatcher.define('matmul(Tensor self, Tensor other) -> Tensor')
@@ -8544,7 +8544,7 @@ def _cuda_matmul_default(ks, self, other):
 
 def _meta_matmul_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.matmul, [self._data, other._data])
+    _r = _run_meta(K.matmul, [self._data, other._data], {})
     return _r
 
 _op_matmul_out = Dispatcher.define('matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
@@ -8560,7 +8560,7 @@ def _cuda_matmul_out(ks, self, other, out):
 
 def _meta_matmul_out(ks, self, other, out):
     _check_devices('meta', self, other, out)
-    _r = _run_meta(K.matmul, [self._data, other._data])
+    _r = _run_meta(K.matmul, [self._data, other._data], {})
     return _write_out(out, _r._data, 'matmul')
 
 _op_mv = Dispatcher.define('mv(Tensor self, Tensor vec) -> Tensor')
@@ -8576,7 +8576,7 @@ def _cuda_mv_default(ks, self, vec):
 
 def _meta_mv_default(ks, self, vec):
     _check_devices('meta', self, vec)
-    _r = _run_meta(K.mv, [self._data, vec._data])
+    _r = _run_meta(K.mv, [self._data, vec._data], {})
     return _r
 
 _op_dot = Dispatcher.define('dot(Tensor self, Tensor tensor) -> Tensor')
@@ -8592,7 +8592,7 @@ def _cuda_dot_default(ks, self, tensor):
 
 def _meta_dot_default(ks, self, tensor):
     _check_devices('meta', self, tensor)
-    _r = _run_meta(K.dot, [self._data, tensor._data])
+    _r = _run_meta(K.dot, [self._data, tensor._data], {})
     return _r
 
 _op_vdot = Dispatcher.define('vdot(Tensor self, Tensor other) -> Tensor')
@@ -8608,7 +8608,7 @@ def _cuda_vdot_default(ks, self, other):
 
 def _meta_vdot_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.vdot, [self._data, other._data])
+    _r = _run_meta(K.vdot, [self._data, other._data], {})
     return _r
 
 _op_inner = Dispatcher.define('inner(Tensor self, Tensor other) -> Tensor')
@@ -8629,7 +8629,7 @@ def _cuda_outer_default(ks, self, vec2):
 
 def _meta_outer_default(ks, self, vec2):
     _check_devices('meta', self, vec2)
-    _r = _run_meta(K.outer, [self._data, vec2._data])
+    _r = _run_meta(K.outer, [self._data, vec2._data], {})
     return _r
 
 _op_ger = Dispatcher.define('ger(Tensor self, Tensor vec2) -> Tensor')
@@ -8645,213 +8645,213 @@ def _cuda_ger_default(ks, self, vec2):
 
 def _meta_ger_default(ks, self, vec2):
     _check_devices('meta', self, vec2)
-    _r = _run_meta(K.outer, [self._data, vec2._data])
+    _r = _run_meta(K.outer, [self._data, vec2._data], {})
     return _r
 
 _op_addmm = Dispatcher.define('addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
 def _cpu_addmm_default(ks, self, mat1, mat2, beta, alpha):
-    return _new(K.addmm(_np, self._data, mat1._data, mat2._data, beta, alpha), _KS_CPU, _CPU)
+    return _new(K.addmm(_np, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
 
 
 def _cuda_addmm_default(ks, self, mat1, mat2, beta, alpha):
     _check_devices('cuda', self, mat1, mat2)
-    return _new(K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta, alpha), self._ks, self._device)
+    return _new(K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), self._ks, self._device)
 
 
 def _meta_addmm_default(ks, self, mat1, mat2, beta, alpha):
     _check_devices('meta', self, mat1, mat2)
-    _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data, beta, alpha])
+    _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data], {'beta': beta, 'alpha': alpha})
     return _r
 
 _op_addmm_ = Dispatcher.define('addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_addmm__default(ks, self, mat1, mat2, beta, alpha):
-    return _write_inplace(self, K.addmm(_np, self._data, mat1._data, mat2._data, beta, alpha), 'addmm_')
+    return _write_inplace(self, K.addmm(_np, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm_')
 
 
 def _cuda_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _check_devices('cuda', self, mat1, mat2)
-    return _write_inplace(self, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta, alpha), 'addmm_')
+    return _write_inplace(self, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm_')
 
 
 def _meta_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _check_devices('meta', self, mat1, mat2)
-    _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data, beta, alpha])
+    _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data], {'beta': beta, 'alpha': alpha})
     return _write_inplace(self, _r._data, 'addmm_')
 
 _op_addmm_out = Dispatcher.define('addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
-    return _write_out(out, K.addmm(_np, self._data, mat1._data, mat2._data, beta, alpha), 'addmm')
+    return _write_out(out, K.addmm(_np, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm')
 
 
 def _cuda_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
     _check_devices('cuda', self, mat1, mat2, out)
-    return _write_out(out, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta, alpha), 'addmm')
+    return _write_out(out, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm')
 
 
 def _meta_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
     _check_devices('meta', self, mat1, mat2, out)
-    _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data, beta, alpha])
+    _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data], {'beta': beta, 'alpha': alpha})
     return _write_out(out, _r._data, 'addmm')
 
 _op_addmv = Dispatcher.define('addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
 def _cpu_addmv_default(ks, self, mat, vec, beta, alpha):
-    return _new(K.addmv(_np, self._data, mat._data, vec._data, beta, alpha), _KS_CPU, _CPU)
+    return _new(K.addmv(_np, self._data, mat._data, vec._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
 
 
 def _cuda_addmv_default(ks, self, mat, vec, beta, alpha):
     _check_devices('cuda', self, mat, vec)
-    return _new(K.addmv(_cupy(), self._data, mat._data, vec._data, beta, alpha), self._ks, self._device)
+    return _new(K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), self._ks, self._device)
 
 
 def _meta_addmv_default(ks, self, mat, vec, beta, alpha):
     _check_devices('meta', self, mat, vec)
-    _r = _run_meta(K.addmv, [self._data, mat._data, vec._data, beta, alpha])
+    _r = _run_meta(K.addmv, [self._data, mat._data, vec._data], {'beta': beta, 'alpha': alpha})
     return _r
 
 _op_addmv_ = Dispatcher.define('addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_addmv__default(ks, self, mat, vec, beta, alpha):
-    return _write_inplace(self, K.addmv(_np, self._data, mat._data, vec._data, beta, alpha), 'addmv_')
+    return _write_inplace(self, K.addmv(_np, self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv_')
 
 
 def _cuda_addmv__default(ks, self, mat, vec, beta, alpha):
     _check_devices('cuda', self, mat, vec)
-    return _write_inplace(self, K.addmv(_cupy(), self._data, mat._data, vec._data, beta, alpha), 'addmv_')
+    return _write_inplace(self, K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv_')
 
 
 def _meta_addmv__default(ks, self, mat, vec, beta, alpha):
     _check_devices('meta', self, mat, vec)
-    _r = _run_meta(K.addmv, [self._data, mat._data, vec._data, beta, alpha])
+    _r = _run_meta(K.addmv, [self._data, mat._data, vec._data], {'beta': beta, 'alpha': alpha})
     return _write_inplace(self, _r._data, 'addmv_')
 
 _op_addmv_out = Dispatcher.define('addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_addmv_out(ks, self, mat, vec, beta, alpha, out):
-    return _write_out(out, K.addmv(_np, self._data, mat._data, vec._data, beta, alpha), 'addmv')
+    return _write_out(out, K.addmv(_np, self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv')
 
 
 def _cuda_addmv_out(ks, self, mat, vec, beta, alpha, out):
     _check_devices('cuda', self, mat, vec, out)
-    return _write_out(out, K.addmv(_cupy(), self._data, mat._data, vec._data, beta, alpha), 'addmv')
+    return _write_out(out, K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv')
 
 
 def _meta_addmv_out(ks, self, mat, vec, beta, alpha, out):
     _check_devices('meta', self, mat, vec, out)
-    _r = _run_meta(K.addmv, [self._data, mat._data, vec._data, beta, alpha])
+    _r = _run_meta(K.addmv, [self._data, mat._data, vec._data], {'beta': beta, 'alpha': alpha})
     return _write_out(out, _r._data, 'addmv')
 
 _op_baddbmm = Dispatcher.define('baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
 def _cpu_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
-    return _new(K.baddbmm(_np, self._data, batch1._data, batch2._data, beta, alpha), _KS_CPU, _CPU)
+    return _new(K.baddbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
 
 
 def _cuda_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
-    return _new(K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), self._ks, self._device)
+    return _new(K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), self._ks, self._device)
 
 
 def _meta_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('meta', self, batch1, batch2)
-    _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data, beta, alpha])
+    _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _r
 
 _op_baddbmm_ = Dispatcher.define('baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
-    return _write_inplace(self, K.baddbmm(_np, self._data, batch1._data, batch2._data, beta, alpha), 'baddbmm_')
+    return _write_inplace(self, K.baddbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm_')
 
 
 def _cuda_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
-    return _write_inplace(self, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), 'baddbmm_')
+    return _write_inplace(self, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm_')
 
 
 def _meta_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('meta', self, batch1, batch2)
-    _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data, beta, alpha])
+    _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _write_inplace(self, _r._data, 'baddbmm_')
 
 _op_baddbmm_out = Dispatcher.define('baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
-    return _write_out(out, K.baddbmm(_np, self._data, batch1._data, batch2._data, beta, alpha), 'baddbmm')
+    return _write_out(out, K.baddbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm')
 
 
 def _cuda_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     _check_devices('cuda', self, batch1, batch2, out)
-    return _write_out(out, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), 'baddbmm')
+    return _write_out(out, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm')
 
 
 def _meta_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     _check_devices('meta', self, batch1, batch2, out)
-    _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data, beta, alpha])
+    _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _write_out(out, _r._data, 'baddbmm')
 
 _op_addbmm = Dispatcher.define('addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
 def _cpu_addbmm_default(ks, self, batch1, batch2, beta, alpha):
-    return _new(K.addbmm(_np, self._data, batch1._data, batch2._data, beta, alpha), _KS_CPU, _CPU)
+    return _new(K.addbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
 
 
 def _cuda_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
-    return _new(K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), self._ks, self._device)
+    return _new(K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), self._ks, self._device)
 
 
 def _meta_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('meta', self, batch1, batch2)
-    _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data, beta, alpha])
+    _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _r
 
 _op_addbmm_ = Dispatcher.define('addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_addbmm__default(ks, self, batch1, batch2, beta, alpha):
-    return _write_inplace(self, K.addbmm(_np, self._data, batch1._data, batch2._data, beta, alpha), 'addbmm_')
+    return _write_inplace(self, K.addbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm_')
 
 
 def _cuda_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
-    return _write_inplace(self, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), 'addbmm_')
+    return _write_inplace(self, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm_')
 
 
 def _meta_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('meta', self, batch1, batch2)
-    _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data, beta, alpha])
+    _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _write_inplace(self, _r._data, 'addbmm_')
 
 _op_addbmm_out = Dispatcher.define('addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
-    return _write_out(out, K.addbmm(_np, self._data, batch1._data, batch2._data, beta, alpha), 'addbmm')
+    return _write_out(out, K.addbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm')
 
 
 def _cuda_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     _check_devices('cuda', self, batch1, batch2, out)
-    return _write_out(out, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta, alpha), 'addbmm')
+    return _write_out(out, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm')
 
 
 def _meta_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     _check_devices('meta', self, batch1, batch2, out)
-    _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data, beta, alpha])
+    _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _write_out(out, _r._data, 'addbmm')
 
 _op_einsum = Dispatcher.define('einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor')
 
 def _cpu_einsum_default(ks, equation, tensors, path):
-    return _new(K.einsum(_np, equation, [_t._data for _t in tensors], path), _KS_CPU, _CPU)
+    return _new(K.einsum(_np, equation, [_t._data for _t in tensors], path=path), _KS_CPU, _CPU)
 
 
 def _cuda_einsum_default(ks, equation, tensors, path):
-    return _new(K.einsum(_cupy(), equation, [_t._data for _t in tensors], path), tensors[0]._ks, tensors[0]._device)
+    return _new(K.einsum(_cupy(), equation, [_t._data for _t in tensors], path=path), tensors[0]._ks, tensors[0]._device)
 
 
 def _meta_einsum_default(ks, equation, tensors, path):
-    _r = _run_meta(K.einsum, [equation, [_t._data for _t in tensors], path])
+    _r = _run_meta(K.einsum, [equation, [_t._data for _t in tensors]], {'path': path})
     return _r
 
 _op_tensordot = Dispatcher.define('tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor')
@@ -8867,7 +8867,7 @@ def _cuda_tensordot_default(ks, self, other, dims_self, dims_other):
 
 def _meta_tensordot_default(ks, self, other, dims_self, dims_other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.tensordot, [self._data, other._data, dims_self, dims_other])
+    _r = _run_meta(K.tensordot, [self._data, other._data, dims_self, dims_other], {})
     return _r
 
 _op_kron = Dispatcher.define('kron(Tensor self, Tensor other) -> Tensor')
@@ -8883,7 +8883,7 @@ def _cuda_kron_default(ks, self, other):
 
 def _meta_kron_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.kron, [self._data, other._data])
+    _r = _run_meta(K.kron, [self._data, other._data], {})
     return _r
 
 _op_cdist = Dispatcher.define('cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor')
@@ -8899,7 +8899,7 @@ def _cuda_cdist_default(ks, x1, x2, p, compute_mode):
 
 def _meta_cdist_default(ks, x1, x2, p, compute_mode):
     _check_devices('meta', x1, x2)
-    _r = _run_meta(K.cdist, [x1._data, x2._data, p, compute_mode])
+    _r = _run_meta(K.cdist, [x1._data, x2._data, p, compute_mode], {})
     return _r
 
 _op_cross = Dispatcher.define('cross(Tensor self, Tensor other, int? dim=None) -> Tensor')
@@ -8918,7 +8918,7 @@ def _cuda_linalg_inv_default(ks, A):
 
 
 def _meta_linalg_inv_default(ks, A):
-    _r = _run_meta(K.linalg_inv, [A._data])
+    _r = _run_meta(K.linalg_inv, [A._data], {})
     return _r
 
 _op_linalg_det = Dispatcher.define('linalg_det(Tensor A) -> Tensor')
@@ -8932,7 +8932,7 @@ def _cuda_linalg_det_default(ks, A):
 
 
 def _meta_linalg_det_default(ks, A):
-    _r = _run_meta(K.linalg_det, [A._data])
+    _r = _run_meta(K.linalg_det, [A._data], {})
     return _r
 
 _op_linalg_slogdet = Dispatcher.define('linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)')
@@ -8948,37 +8948,37 @@ def _cuda_linalg_slogdet_default(ks, A):
 
 
 def _meta_linalg_slogdet_default(ks, A):
-    _r = _run_meta(K.linalg_slogdet, [A._data])
+    _r = _run_meta(K.linalg_slogdet, [A._data], {})
     return _rt.linalg_slogdet(*_r)
 
 _op_linalg_solve = Dispatcher.define('linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor')
 
 def _cpu_linalg_solve_default(ks, A, B, left):
-    return _new(K.linalg_solve(_np, A._data, B._data, left), _KS_CPU, _CPU)
+    return _new(K.linalg_solve(_np, A._data, B._data, left=left), _KS_CPU, _CPU)
 
 
 def _cuda_linalg_solve_default(ks, A, B, left):
     _check_devices('cuda', A, B)
-    return _new(K.linalg_solve(_cupy(), A._data, B._data, left), A._ks, A._device)
+    return _new(K.linalg_solve(_cupy(), A._data, B._data, left=left), A._ks, A._device)
 
 
 def _meta_linalg_solve_default(ks, A, B, left):
     _check_devices('meta', A, B)
-    _r = _run_meta(K.linalg_solve, [A._data, B._data, left])
+    _r = _run_meta(K.linalg_solve, [A._data, B._data], {'left': left})
     return _r
 
 _op_linalg_cholesky = Dispatcher.define('linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor')
 
 def _cpu_linalg_cholesky_default(ks, self, upper):
-    return _new(K.linalg_cholesky(_np, self._data, upper), _KS_CPU, _CPU)
+    return _new(K.linalg_cholesky(_np, self._data, upper=upper), _KS_CPU, _CPU)
 
 
 def _cuda_linalg_cholesky_default(ks, self, upper):
-    return _new(K.linalg_cholesky(_cupy(), self._data, upper), self._ks, self._device)
+    return _new(K.linalg_cholesky(_cupy(), self._data, upper=upper), self._ks, self._device)
 
 
 def _meta_linalg_cholesky_default(ks, self, upper):
-    _r = _run_meta(K.linalg_cholesky, [self._data, upper])
+    _r = _run_meta(K.linalg_cholesky, [self._data], {'upper': upper})
     return _r
 
 _op_linalg_qr = Dispatcher.define("linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)")
@@ -8994,7 +8994,7 @@ def _cuda_linalg_qr_default(ks, A, mode):
 
 
 def _meta_linalg_qr_default(ks, A, mode):
-    _r = _run_meta(K.linalg_qr, [A._data, mode])
+    _r = _run_meta(K.linalg_qr, [A._data, mode], {})
     return _rt.linalg_qr(*_r)
 
 _op_linalg_eigh = Dispatcher.define('linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)')
@@ -9010,7 +9010,7 @@ def _cuda_linalg_eigh_default(ks, self, UPLO):
 
 
 def _meta_linalg_eigh_default(ks, self, UPLO):
-    _r = _run_meta(K.linalg_eigh, [self._data, UPLO])
+    _r = _run_meta(K.linalg_eigh, [self._data, UPLO], {})
     return _rt.linalg_eigh(*_r)
 
 _op_linalg_eigvalsh = Dispatcher.define('linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor')
@@ -9024,51 +9024,51 @@ def _cuda_linalg_eigvalsh_default(ks, self, UPLO):
 
 
 def _meta_linalg_eigvalsh_default(ks, self, UPLO):
-    _r = _run_meta(K.linalg_eigvalsh, [self._data, UPLO])
+    _r = _run_meta(K.linalg_eigvalsh, [self._data, UPLO], {})
     return _r
 
 _op_linalg_svd = Dispatcher.define('linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)')
 
 def _cpu_linalg_svd_default(ks, A, full_matrices, driver):
-    _rs = K.linalg_svd(_np, A._data, full_matrices, driver)
+    _rs = K.linalg_svd(_np, A._data, full_matrices, driver=driver)
     return _rt.linalg_svd(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU))
 
 
 def _cuda_linalg_svd_default(ks, A, full_matrices, driver):
-    _rs = K.linalg_svd(_cupy(), A._data, full_matrices, driver)
+    _rs = K.linalg_svd(_cupy(), A._data, full_matrices, driver=driver)
     return _rt.linalg_svd(_new(_rs[0], A._ks, A._device), _new(_rs[1], A._ks, A._device), _new(_rs[2], A._ks, A._device))
 
 
 def _meta_linalg_svd_default(ks, A, full_matrices, driver):
-    _r = _run_meta(K.linalg_svd, [A._data, full_matrices, driver])
+    _r = _run_meta(K.linalg_svd, [A._data, full_matrices], {'driver': driver})
     return _rt.linalg_svd(*_r)
 
 _op_linalg_svdvals = Dispatcher.define('linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor')
 
 def _cpu_linalg_svdvals_default(ks, A, driver):
-    return _new(K.linalg_svdvals(_np, A._data, driver), _KS_CPU, _CPU)
+    return _new(K.linalg_svdvals(_np, A._data, driver=driver), _KS_CPU, _CPU)
 
 
 def _cuda_linalg_svdvals_default(ks, A, driver):
-    return _new(K.linalg_svdvals(_cupy(), A._data, driver), A._ks, A._device)
+    return _new(K.linalg_svdvals(_cupy(), A._data, driver=driver), A._ks, A._device)
 
 
 def _meta_linalg_svdvals_default(ks, A, driver):
-    _r = _run_meta(K.linalg_svdvals, [A._data, driver])
+    _r = _run_meta(K.linalg_svdvals, [A._data], {'driver': driver})
     return _r
 
 _op_linalg_pinv = Dispatcher.define('linalg_pinv(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor')
 
 def _cpu_linalg_pinv_default(ks, self, atol, rtol, hermitian):
-    return _new(K.linalg_pinv(_np, self._data, atol, rtol, hermitian), _KS_CPU, _CPU)
+    return _new(K.linalg_pinv(_np, self._data, atol=atol, rtol=rtol, hermitian=hermitian), _KS_CPU, _CPU)
 
 
 def _cuda_linalg_pinv_default(ks, self, atol, rtol, hermitian):
-    return _new(K.linalg_pinv(_cupy(), self._data, atol, rtol, hermitian), self._ks, self._device)
+    return _new(K.linalg_pinv(_cupy(), self._data, atol=atol, rtol=rtol, hermitian=hermitian), self._ks, self._device)
 
 
 def _meta_linalg_pinv_default(ks, self, atol, rtol, hermitian):
-    _r = _run_meta(K.linalg_pinv, [self._data, atol, rtol, hermitian])
+    _r = _run_meta(K.linalg_pinv, [self._data], {'atol': atol, 'rtol': rtol, 'hermitian': hermitian})
     return _r
 
 _op_linalg_matrix_power = Dispatcher.define('linalg_matrix_power(Tensor self, int n) -> Tensor')
@@ -9082,77 +9082,77 @@ def _cuda_linalg_matrix_power_default(ks, self, n):
 
 
 def _meta_linalg_matrix_power_default(ks, self, n):
-    _r = _run_meta(K.linalg_matrix_power, [self._data, n])
+    _r = _run_meta(K.linalg_matrix_power, [self._data, n], {})
     return _r
 
 _op_linalg_lstsq = Dispatcher.define('linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)')
 
 def _cpu_linalg_lstsq_default(ks, self, b, rcond, driver):
-    _rs = K.linalg_lstsq(_np, self._data, b._data, rcond, driver)
+    _rs = K.linalg_lstsq(_np, self._data, b._data, rcond, driver=driver)
     return _rt.linalg_lstsq(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU), _new(_rs[3], _KS_CPU, _CPU))
 
 
 def _cuda_linalg_lstsq_default(ks, self, b, rcond, driver):
     _check_devices('cuda', self, b)
-    _rs = K.linalg_lstsq(_cupy(), self._data, b._data, rcond, driver)
+    _rs = K.linalg_lstsq(_cupy(), self._data, b._data, rcond, driver=driver)
     return _rt.linalg_lstsq(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device), _new(_rs[3], self._ks, self._device))
 
 _op_linalg_cross = Dispatcher.define('linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor')
 
 def _cpu_linalg_cross_default(ks, self, other, dim):
-    return _new(K.linalg_cross(_np, self._data, other._data, dim), _KS_CPU, _CPU)
+    return _new(K.linalg_cross(_np, self._data, other._data, dim=dim), _KS_CPU, _CPU)
 
 
 def _cuda_linalg_cross_default(ks, self, other, dim):
     _check_devices('cuda', self, other)
-    return _new(K.linalg_cross(_cupy(), self._data, other._data, dim), self._ks, self._device)
+    return _new(K.linalg_cross(_cupy(), self._data, other._data, dim=dim), self._ks, self._device)
 
 
 def _meta_linalg_cross_default(ks, self, other, dim):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.linalg_cross, [self._data, other._data, dim])
+    _r = _run_meta(K.linalg_cross, [self._data, other._data], {'dim': dim})
     return _r
 
 _op_linalg_vector_norm = Dispatcher.define('linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_vector_norm(_np, self._data, ord, dim, keepdim, dtype), _KS_CPU, _CPU)
+    return _new(K.linalg_vector_norm(_np, self._data, ord, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_vector_norm(_cupy(), self._data, ord, dim, keepdim, dtype), self._ks, self._device)
+    return _new(K.linalg_vector_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
 
 
 def _meta_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
-    _r = _run_meta(K.linalg_vector_norm, [self._data, ord, dim, keepdim, dtype])
+    _r = _run_meta(K.linalg_vector_norm, [self._data, ord, dim, keepdim], {'dtype': dtype})
     return _r
 
 _op_linalg_matrix_norm_str_ord = Dispatcher.define("linalg_matrix_norm.str_ord(Tensor self, str ord='fro', int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
 
 def _cpu_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_matrix_norm(_np, self._data, ord, dim, keepdim, dtype), _KS_CPU, _CPU)
+    return _new(K.linalg_matrix_norm(_np, self._data, ord, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_matrix_norm(_cupy(), self._data, ord, dim, keepdim, dtype), self._ks, self._device)
+    return _new(K.linalg_matrix_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
 
 
 def _meta_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
-    _r = _run_meta(K.linalg_matrix_norm, [self._data, ord, dim, keepdim, dtype])
+    _r = _run_meta(K.linalg_matrix_norm, [self._data, ord, dim, keepdim], {'dtype': dtype})
     return _r
 
 _op_linalg_matrix_norm = Dispatcher.define('linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_matrix_norm(_np, self._data, ord, dim, keepdim, dtype), _KS_CPU, _CPU)
+    return _new(K.linalg_matrix_norm(_np, self._data, ord, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
 
 
 def _cuda_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_matrix_norm(_cupy(), self._data, ord, dim, keepdim, dtype), self._ks, self._device)
+    return _new(K.linalg_matrix_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
 
 
 def _meta_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
-    _r = _run_meta(K.linalg_matrix_norm, [self._data, ord, dim, keepdim, dtype])
+    _r = _run_meta(K.linalg_matrix_norm, [self._data, ord, dim, keepdim], {'dtype': dtype})
     return _r
 
 _op_linalg_norm = Dispatcher.define('linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
@@ -9176,7 +9176,7 @@ def _cuda_det_default(ks, self):
 
 
 def _meta_det_default(ks, self):
-    _r = _run_meta(K.linalg_det, [self._data])
+    _r = _run_meta(K.linalg_det, [self._data], {})
     return _r
 
 _op_inverse = Dispatcher.define('inverse(Tensor self) -> Tensor')
@@ -9190,7 +9190,7 @@ def _cuda_inverse_default(ks, self):
 
 
 def _meta_inverse_default(ks, self):
-    _r = _run_meta(K.linalg_inv, [self._data])
+    _r = _run_meta(K.linalg_inv, [self._data], {})
     return _r
 
 _op_slogdet = Dispatcher.define('slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)')
@@ -9206,7 +9206,7 @@ def _cuda_slogdet_default(ks, self):
 
 
 def _meta_slogdet_default(ks, self):
-    _r = _run_meta(K.linalg_slogdet, [self._data])
+    _r = _run_meta(K.linalg_slogdet, [self._data], {})
     return _rt.slogdet(*_r)
 
 _op_pinverse = Dispatcher.define('pinverse(Tensor self, float rcond=1e-15) -> Tensor')
@@ -9230,7 +9230,7 @@ def _cuda_special_erf_default(ks, self):
 
 
 def _meta_special_erf_default(ks, self):
-    _r = _run_meta(K.erf, [self._data])
+    _r = _run_meta(K.erf, [self._data], {})
     return _r
 
 _op_special_erfc = Dispatcher.define('special_erfc(Tensor self) -> Tensor')
@@ -9244,7 +9244,7 @@ def _cuda_special_erfc_default(ks, self):
 
 
 def _meta_special_erfc_default(ks, self):
-    _r = _run_meta(K.erfc, [self._data])
+    _r = _run_meta(K.erfc, [self._data], {})
     return _r
 
 _op_special_erfinv = Dispatcher.define('special_erfinv(Tensor self) -> Tensor')
@@ -9258,7 +9258,7 @@ def _cuda_special_erfinv_default(ks, self):
 
 
 def _meta_special_erfinv_default(ks, self):
-    _r = _run_meta(K.erfinv, [self._data])
+    _r = _run_meta(K.erfinv, [self._data], {})
     return _r
 
 _op_special_expm1 = Dispatcher.define('special_expm1(Tensor self) -> Tensor')
@@ -9272,7 +9272,7 @@ def _cuda_special_expm1_default(ks, self):
 
 
 def _meta_special_expm1_default(ks, self):
-    _r = _run_meta(K.expm1, [self._data])
+    _r = _run_meta(K.expm1, [self._data], {})
     return _r
 
 _op_special_exp2 = Dispatcher.define('special_exp2(Tensor self) -> Tensor')
@@ -9286,7 +9286,7 @@ def _cuda_special_exp2_default(ks, self):
 
 
 def _meta_special_exp2_default(ks, self):
-    _r = _run_meta(K.exp2, [self._data])
+    _r = _run_meta(K.exp2, [self._data], {})
     return _r
 
 _op_special_gammaln = Dispatcher.define('special_gammaln(Tensor self) -> Tensor')
@@ -9300,7 +9300,7 @@ def _cuda_special_gammaln_default(ks, self):
 
 
 def _meta_special_gammaln_default(ks, self):
-    _r = _run_meta(K.lgamma, [self._data])
+    _r = _run_meta(K.lgamma, [self._data], {})
     return _r
 
 _op_special_digamma = Dispatcher.define('special_digamma(Tensor self) -> Tensor')
@@ -9314,7 +9314,7 @@ def _cuda_special_digamma_default(ks, self):
 
 
 def _meta_special_digamma_default(ks, self):
-    _r = _run_meta(K.digamma, [self._data])
+    _r = _run_meta(K.digamma, [self._data], {})
     return _r
 
 _op_special_psi = Dispatcher.define('special_psi(Tensor self) -> Tensor')
@@ -9328,7 +9328,7 @@ def _cuda_special_psi_default(ks, self):
 
 
 def _meta_special_psi_default(ks, self):
-    _r = _run_meta(K.digamma, [self._data])
+    _r = _run_meta(K.digamma, [self._data], {})
     return _r
 
 _op_special_expit = Dispatcher.define('special_expit(Tensor self) -> Tensor')
@@ -9342,7 +9342,7 @@ def _cuda_special_expit_default(ks, self):
 
 
 def _meta_special_expit_default(ks, self):
-    _r = _run_meta(K.sigmoid, [self._data])
+    _r = _run_meta(K.sigmoid, [self._data], {})
     return _r
 
 _op_special_i0 = Dispatcher.define('special_i0(Tensor self) -> Tensor')
@@ -9356,7 +9356,7 @@ def _cuda_special_i0_default(ks, self):
 
 
 def _meta_special_i0_default(ks, self):
-    _r = _run_meta(K.i0, [self._data])
+    _r = _run_meta(K.i0, [self._data], {})
     return _r
 
 _op_special_sinc = Dispatcher.define('special_sinc(Tensor self) -> Tensor')
@@ -9370,7 +9370,7 @@ def _cuda_special_sinc_default(ks, self):
 
 
 def _meta_special_sinc_default(ks, self):
-    _r = _run_meta(K.sinc, [self._data])
+    _r = _run_meta(K.sinc, [self._data], {})
     return _r
 
 _op_special_log1p = Dispatcher.define('special_log1p(Tensor self) -> Tensor')
@@ -9384,7 +9384,7 @@ def _cuda_special_log1p_default(ks, self):
 
 
 def _meta_special_log1p_default(ks, self):
-    _r = _run_meta(K.log1p, [self._data])
+    _r = _run_meta(K.log1p, [self._data], {})
     return _r
 
 _op_special_xlogy = Dispatcher.define('special_xlogy(Tensor self, Tensor other) -> Tensor')
@@ -9400,7 +9400,7 @@ def _cuda_special_xlogy_default(ks, self, other):
 
 def _meta_special_xlogy_default(ks, self, other):
     _check_devices('meta', self, other)
-    _r = _run_meta(K.xlogy, [self._data, other._data])
+    _r = _run_meta(K.xlogy, [self._data, other._data], {})
     return _r
 
 _op_special_logit = Dispatcher.define('special_logit(Tensor self, float? eps=None) -> Tensor')
@@ -9414,7 +9414,7 @@ def _cuda_special_logit_default(ks, self, eps):
 
 
 def _meta_special_logit_default(ks, self, eps):
-    _r = _run_meta(K.logit, [self._data, eps])
+    _r = _run_meta(K.logit, [self._data, eps], {})
     return _r
 
 _op_special_logsumexp = Dispatcher.define('special_logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
@@ -9428,7 +9428,7 @@ def _cuda_special_logsumexp_default(ks, self, dim, keepdim):
 
 
 def _meta_special_logsumexp_default(ks, self, dim, keepdim):
-    _r = _run_meta(K.logsumexp, [self._data, dim, keepdim])
+    _r = _run_meta(K.logsumexp, [self._data, dim, keepdim], {})
     return _r
 
 
@@ -9825,9 +9825,6 @@ _op_relu.register(DispatchKey.Meta, _meta_relu_default)
 _op_relu_.register(DispatchKey.CPU, _cpu_relu__default)
 _op_relu_.register(DispatchKey.CUDA, _cuda_relu__default)
 _op_relu_.register(DispatchKey.Meta, _meta_relu__default)
-_op_relu_out.register(DispatchKey.CPU, _cpu_relu_out)
-_op_relu_out.register(DispatchKey.CUDA, _cuda_relu_out)
-_op_relu_out.register(DispatchKey.Meta, _meta_relu_out)
 _op_positive.register(DispatchKey.CompositeImplicitAutograd, _composite_positive_default)
 _op_round.register(DispatchKey.CPU, _cpu_round_default)
 _op_round.register(DispatchKey.CUDA, _cuda_round_default)
@@ -10556,6 +10553,9 @@ _op_nanmean_dim.register(DispatchKey.Meta, _meta_nanmean_dim)
 _op_mean_out.register(DispatchKey.CPU, _cpu_mean_out)
 _op_mean_out.register(DispatchKey.CUDA, _cuda_mean_out)
 _op_mean_out.register(DispatchKey.Meta, _meta_mean_out)
+_op_mean_dtype_out.register(DispatchKey.CPU, _cpu_mean_dtype_out)
+_op_mean_dtype_out.register(DispatchKey.CUDA, _cuda_mean_dtype_out)
+_op_mean_dtype_out.register(DispatchKey.Meta, _meta_mean_dtype_out)
 _op_var.register(DispatchKey.CompositeImplicitAutograd, _composite_var_default)
 _op_var_dim.register(DispatchKey.CompositeImplicitAutograd, _composite_var_dim)
 _op_var_correction.register(DispatchKey.CPU, _cpu_var_correction)

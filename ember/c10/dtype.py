@@ -223,7 +223,7 @@ class finfo:
         self.max = builtins.float(info.max)
         self.min = builtins.float(info.min)
         self.tiny = self.smallest_normal = builtins.float(info.tiny)
-        self.resolution = builtins.float(info.resolution)
+        self.resolution = 10.0 ** -builtins.int(-np.log10(builtins.float(info.eps)))
         self.dtype = type.to_real().name
 
     def __repr__(self) -> str:

@@ -14,6 +14,8 @@ def root_array(arr):
     r = arr
     while True:
         b = getattr(r, "base", None)
+        if b is not None and not hasattr(b, "shape") and hasattr(getattr(b, "base", None), "shape"):
+            b = b.base  # np.lib.stride_tricks.as_strided keeps its source behind a small wrapper object
         if b is None or not hasattr(b, "dtype") or not hasattr(b, "shape"):
             return r
         r = b

@@ -49,10 +49,23 @@ def _unwrap(a: Argument) -> str:
     return n
 
 
-def _kernel_call(nf: NativeFunction, kernel: str, xp: str, skip_out: bool = True) -> str:
-    s = nf.schema
-    args = [a for a in s.arguments if not (skip_out and a.kwarg_only and a.type.is_write)]
-    return f"K.{kernel}({xp}, " + ", ".join(_unwrap(a) for a in args) + ")"
+def _kernel_args(nf: NativeFunction) -> tuple[list[str], list[str]]:
+    """Kernel arguments: positional schema arguments by position, keyword-only ones by name (so one
+    kernel can serve overloads that declare different subsets of its parameters)."""
+    pos, kw = [], []
+    for a in nf.schema.arguments:
+        if a.kwarg_only and a.type.is_write:
+            continue
+        if a.kwarg_only:
+            kw.append(f"{ident(a.name)}={_unwrap(a)}")
+        else:
+            pos.append(_unwrap(a))
+    return pos, kw
+
+
+def _kernel_call(nf: NativeFunction, kernel: str, xp: str) -> str:
+    pos, kw = _kernel_args(nf)
+    return f"K.{kernel}({xp}, " + ", ".join(pos + kw) + ")"
 
 
 def _first_tensor(s: FunctionSchema) -> str | None:
@@ -154,7 +167,8 @@ def gen_meta_kernel(nf: NativeFunction, kernel: str) -> tuple[str, str]:
     lines = [f"def {fname}({params}):"]
     if s.name != "copy_":
         lines += _device_check(s, "meta")
-    call_args = ", ".join(_unwrap(a) for a in s.arguments if not (a.kwarg_only and a.type.is_write))
+    pos, kw = _kernel_args(nf)
+    kw_dict = "{" + ", ".join(f"{k.split('=', 1)[0]!r}: {k.split('=', 1)[1]}" for k in kw) + "}"
     if s.is_view:
         lines += ["    " + ln for ln in _wrap_result(nf, _kernel_call(nf, kernel, "_np"), "Meta")]
         fixed = []
@@ -168,7 +182,7 @@ def gen_meta_kernel(nf: NativeFunction, kernel: str) -> tuple[str, str]:
         lines.append(f"    {self_n}._vc.version += 1")
         lines.append(f"    return {self_n}")
         return fname, "\n".join(lines)
-    lines.append(f"    _r = _run_meta(K.{kernel}, [{call_args}])")
+    lines.append(f"    _r = _run_meta(K.{kernel}, [{', '.join(pos)}], {kw_dict})")
     if s.is_inplace:
         self_n = ident(s.arguments[0].name)
         lines.append(f"    return _write_inplace({self_n}, _r._data, '{s.name}')")

@@ -22,7 +22,7 @@ def check_size(size):
     return tuple(size)
 
 
-def _factory_shape(size, dtype=None, *rest):
+def _factory_shape(size, dtype=None, *rest, **_k):
     return check_size(size), _np_dtype(dtype)
 
 
@@ -47,7 +47,7 @@ def _full_dtype(fill_value, dtype):
     return dt.scalar_dtype(fill_value).np
 
 
-@meta_shape(lambda size, fill_value, dtype=None, *rest: (check_size(size), _full_dtype(fill_value, dtype)))
+@meta_shape(lambda size, fill_value, dtype=None, *rest, **_k: (check_size(size), _full_dtype(fill_value, dtype)))
 def full(xp, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
     npdt = _full_dtype(fill_value, dtype)
     if npdt.kind in "iu" and isinstance(fill_value, float) and not math.isfinite(fill_value):
@@ -55,7 +55,7 @@ def full(xp, size, fill_value, dtype=None, layout=None, device=None, pin_memory=
     return xp.full(check_size(size), fill_value, npdt)
 
 
-@meta_shape(lambda s, dtype=None, *rest: ((), _full_dtype(s, dtype)))
+@meta_shape(lambda s, dtype=None, *rest, **_k: ((), _full_dtype(s, dtype)))
 def scalar_tensor(xp, s, dtype=None, layout=None, device=None, pin_memory=None):
     return xp.asarray(s, dtype=_np_dtype(dtype))
 
@@ -100,7 +100,7 @@ def _arange_len(start, end, step):
     return max(0, math.ceil((end - start) / step))
 
 
-@meta_shape(lambda start, end, step=1, dtype=None, *r: ((_arange_len(start, end, step),),
+@meta_shape(lambda start, end, step=1, dtype=None, *r, **_k: ((_arange_len(start, end, step),),
                                                           _arange_dtype(start, end, step, dtype)))
 def arange(xp, start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None):
     npdt = _arange_dtype(start, end, step, dtype)
@@ -117,7 +117,7 @@ def _lin_dtype(start, end, dtype):
     return dt.get_default_dtype().np
 
 
-@meta_shape(lambda start, end, steps, dtype=None, *r: ((steps,), _lin_dtype(start, end, dtype)))
+@meta_shape(lambda start, end, steps, dtype=None, *r, **_k: ((steps,), _lin_dtype(start, end, dtype)))
 def linspace(xp, start, end, steps, dtype=None, layout=None, device=None, pin_memory=None):
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -136,14 +136,14 @@ def linspace(xp, start, end, steps, dtype=None, layout=None, device=None, pin_me
     return r.astype(npdt)
 
 
-@meta_shape(lambda start, end, steps, base=10.0, dtype=None, *r: ((steps,), _lin_dtype(start, end, dtype)))
+@meta_shape(lambda start, end, steps, base=10.0, dtype=None, *r, **_k: ((steps,), _lin_dtype(start, end, dtype)))
 def logspace(xp, start, end, steps, base=10.0, dtype=None, layout=None, device=None, pin_memory=None):
     npdt = _lin_dtype(start, end, dtype)
     lin = linspace(xp, start, end, steps, dt.float64)
     return xp.power(float(base), lin).astype(npdt)
 
 
-@meta_shape(lambda n, m=None, dtype=None, *r: ((n, n if m is None else m), _np_dtype(dtype)))
+@meta_shape(lambda n, m=None, dtype=None, *r, **_k: ((n, n if m is None else m), _np_dtype(dtype)))
 def eye(xp, n, m=None, dtype=None, layout=None, device=None, pin_memory=None):
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")

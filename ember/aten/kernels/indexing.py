@@ -357,7 +357,7 @@ def repeat(xp, self, repeats):
     return xp.tile(x, tuple(repeats))
 
 
-def _repeat_interleave_shape(self, repeats, dim=None, output_size=None):
+def _repeat_interleave_shape(self, repeats, dim=None, output_size=None, **_k):
     if not isinstance(repeats, int):
         if output_size is None:
             raise RuntimeError("cannot repeat_interleave a meta tensor without output_size")

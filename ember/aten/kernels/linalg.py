@@ -273,7 +273,7 @@ def linalg_slogdet(xp, A):
     return xp.asarray(s).astype(A.dtype), xp.asarray(l).astype(A.real.dtype if A.dtype.kind == "c" else A.dtype)
 
 
-@meta_shape(lambda A, B, left=True: (_square_checked(A, 'solve') is A and B.shape, B.dtype))
+@meta_shape(lambda A, B, left=True, **_k: (_square_checked(A, 'solve') is A and B.shape, B.dtype))
 def linalg_solve(xp, A, B, left=True):
     _check_square(A, "solve")
     if B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1]):

@@ -47,14 +47,29 @@ def uniform_bits(gen, n: int, npdt) -> np.ndarray:
 
 
 def _uniform_values(gen, n, npdt, low=0.0, high=1.0):
+    """``x * (to - from) + from``, fused into one rounding as PyTorch's compiled kernel does."""
     x = uniform_bits(gen, n, npdt)
     if low == 0.0 and high == 1.0:
         return x
     if x.dtype == np.float32:
         lo = np.float32(np.asarray(low, npdt).astype(np.float32))
         hi = np.float32(np.asarray(high, npdt).astype(np.float32))
-        return x * (hi - lo) + lo
-    return x * (float(high) - float(low)) + float(low)
+        return _fma_f32(x, hi - lo, lo)
+    return fma_f64(x, float(high) - float(low), float(low))
+
+
+def _memory_order(a):
+    """A view of ``a`` whose C order is its memory order: serial kernels fill elements in the order
+    PyTorch's TensorIterator visits them (innermost = smallest stride)."""
+    if a.ndim <= 1 or a.flags.c_contiguous:
+        return a
+    perm = sorted(range(a.ndim), key=lambda d: -abs(a.strides[d]))
+    return a.transpose(perm)
+
+
+def _fill(xp, self, values):
+    dst = _memory_order(self)
+    dst[...] = xp.asarray(values.reshape(dst.shape)).astype(self.dtype)
 
 
 def uniform_(xp, self, from_=0.0, to=1.0, generator=None):
@@ -62,19 +77,26 @@ def uniform_(xp, self, from_=0.0, to=1.0, generator=None):
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
     if self.dtype.kind not in "f" and self.dtype.name != "bfloat16":
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{self.dtype.name}'")
-    v = _uniform_values(_gen(generator), self.size, self.dtype, from_, to)
-    self[...] = xp.asarray(v.reshape(self.shape)).astype(self.dtype)
+    _fill(xp, self, _uniform_values(_gen(generator), self.size, self.dtype, from_, to))
+
+
+_libm_log = np.frompyfunc(math.log, 1, 1)
+_libm_cos = np.frompyfunc(math.cos, 1, 1)
+_libm_sin = np.frompyfunc(math.sin, 1, 1)
 
 
 def _box_muller_16(u, npdt):
     """Transform blocks of 16 uniforms in place (float64 math for double, float32 otherwise)."""
     blocks = u.reshape(-1, 16)
     if npdt == np.float64:
+        # libm's log/cos/sin (through Python's math), as PyTorch's scalar double loop calls them:
+        # NumPy's own vectorized versions differ in the last bit for about 0.2% of arguments.
         u1 = 1.0 - blocks[:, :8]
         u2 = blocks[:, 8:]
-        radius = np.sqrt(-2.0 * np.log(u1))
+        radius = np.sqrt(-2.0 * _libm_log(u1).astype(np.float64))
         theta = 2.0 * math.pi * u2
-        return np.concatenate([radius * np.cos(theta), radius * np.sin(theta)], axis=1).reshape(-1)
+        return np.concatenate([radius * _libm_cos(theta).astype(np.float64),
+                               radius * _libm_sin(theta).astype(np.float64)], axis=1).reshape(-1)
     return _box_muller_16_f32(blocks).reshape(-1)
 
 
@@ -97,12 +119,41 @@ def normal_fill(gen, n, npdt, mean, std):
         data[n - 16:] = _box_muller_16(uniform_bits(gen, 16, npdt), npdt)
     if data.dtype == np.float32:
         return _fma_f32(data, std, mean)
-    return data * std + mean
+    return fma_f64(data, float(std), float(mean))
 
 
 def _fma_f32(x, std, mean):
     """``fmadd(x, std, mean)`` in float32, as the vectorized kernel stores its results."""
     return (x.astype(np.float64) * np.float64(np.float32(std)) + np.float64(np.float32(mean))).astype(np.float32)
+
+
+def fma_f64(a, b: float, c: float):
+    """``a * b + c`` rounded once, as the compiled kernel's fused multiply-add gives it (float64 arrays).
+
+    The product is split exactly (Dekker's TwoProduct) and added with an error-free TwoSum, so the result
+    is the correctly rounded one except in double-rounding ties, which need an exact tie to occur."""
+    if b == 1.0 and c == 0.0:
+        return a
+    p = a * b
+    split = 134217729.0  # 2**27 + 1
+    ah = a * split
+    ah = ah - (ah - a)
+    al = a - ah
+    bh = b * split
+    bh = bh - (bh - b)
+    bl = b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    bb = s - p
+    t = (p - (s - bb)) + (c - bb)
+    return s + (t + e)
+
+
+def _fma_scalar(a: float, b: float, c: float) -> float:
+    from fractions import Fraction
+    if b == 1.0 and c == 0.0:
+        return a
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
 
 
 def normal_scalar_path(gen, n, mean, std):
@@ -112,14 +163,14 @@ def normal_scalar_path(gen, n, mean, std):
         cached = gen.next_double_normal_sample
         if cached is not None:
             gen.next_double_normal_sample = None
-            out[i] = cached * std + mean
+            out[i] = _fma_scalar(cached, std, mean)
             continue
         u = uniform_bits(gen, 2, np.dtype(np.float64))
         u1, u2 = float(u[0]), float(u[1])
         r = math.sqrt(-2.0 * math.log1p(-u2))
         theta = 2.0 * math.pi * u1
         gen.next_double_normal_sample = r * math.sin(theta)
-        out[i] = r * math.cos(theta) * std + mean
+        out[i] = _fma_scalar(r * math.cos(theta), std, mean)
     return out
 
 
@@ -134,10 +185,10 @@ def normal_(xp, self, mean=0.0, std=1.0, generator=None):
         v = normal_fill(gen, n, self.dtype, mean, std)
     else:
         v = normal_scalar_path(gen, n, mean, std)
-    self[...] = xp.asarray(v.reshape(self.shape)).astype(self.dtype)
+    _fill(xp, self, v)
 
 
-def _rand_shape(size, generator=None, dtype=None, *rest):
+def _rand_shape(size, generator=None, dtype=None, *rest, **_k):
     return check_size(size), _np_dtype(dtype)
 
 
@@ -168,7 +219,7 @@ def random_from_to(gen, n, low, high, npdt):
     return v.astype(npdt)
 
 
-@meta_shape(lambda low, high, size, generator=None, dtype=None, *r: (check_size(size), _np_dtype(dtype, dt.int64)))
+@meta_shape(lambda low, high, size, generator=None, dtype=None, *r, **_k: (check_size(size), _np_dtype(dtype, dt.int64)))
 def randint(xp, low, high, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     npdt = _np_dtype(dtype, dt.int64)
     n = int(np.prod(check_size(size)))
@@ -183,10 +234,10 @@ def random_(xp, self, from_=0, to=None, generator=None):
             to = 2
         else:
             to = int(np.iinfo(self.dtype).max) + 1
-    self[...] = xp.asarray(random_from_to(_gen(generator), self.size, from_, to, self.dtype).reshape(self.shape))
+    _fill(xp, self, random_from_to(_gen(generator), self.size, from_, to, self.dtype))
 
 
-@meta_shape(lambda n, generator=None, dtype=None, *r: ((n,), _np_dtype(dtype, dt.int64)))
+@meta_shape(lambda n, generator=None, dtype=None, *r, **_k: ((n,), _np_dtype(dtype, dt.int64)))
 def randperm(xp, n, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
@@ -201,7 +252,7 @@ def randperm(xp, n, generator=None, dtype=None, layout=None, device=None, pin_me
     return xp.asarray(np.array(r, dtype=_np_dtype(dtype, dt.int64)))
 
 
-@meta_shape(lambda self, generator=None: (self.shape, self.dtype))
+@meta_shape(lambda self, generator=None, **_k: (self.shape, self.dtype))
 def bernoulli(xp, self, generator=None):
     """``torch.bernoulli(p)``: one float uniform (double for double p) per element, ``u < p``."""
     p = np.asarray(self.get() if hasattr(self, "get") else self)
@@ -221,7 +272,7 @@ def bernoulli_p(xp, self, p=0.5, generator=None):
     return xp.asarray((u < p).astype(self.dtype))
 
 
-@meta_shape(lambda self, num_samples, *r: (self.shape[:-1] + (num_samples,), np.dtype(np.int64)))
+@meta_shape(lambda self, num_samples, *r, **_k: (self.shape[:-1] + (num_samples,), np.dtype(np.int64)))
 def multinomial(xp, self, num_samples, replacement=False, generator=None):
     p = np.asarray(self.get() if hasattr(self, "get") else self, dtype=np.float64)
     if p.ndim not in (1, 2):
@@ -255,7 +306,7 @@ def multinomial(xp, self, num_samples, replacement=False, generator=None):
     return xp.asarray(out.reshape(p.shape[:-1] + (num_samples,)))
 
 
-@meta_shape(lambda mean, std, generator=None: (np.broadcast_shapes(mean.shape, std.shape),
+@meta_shape(lambda mean, std, generator=None, **_k: (np.broadcast_shapes(mean.shape, std.shape),
                                                np.result_type(mean.dtype, std.dtype)))
 def normal_tensor_tensor(xp, mean, std, generator=None):
     shape = np.broadcast_shapes(mean.shape, std.shape)
@@ -267,7 +318,7 @@ def normal_tensor_tensor(xp, mean, std, generator=None):
     return xp.asarray(out * std + mean).astype(npdt)
 
 
-@meta_shape(lambda mean, std, size, generator=None, dtype=None, *r: (check_size(size), _np_dtype(dtype)))
+@meta_shape(lambda mean, std, size, generator=None, dtype=None, *r, **_k: (check_size(size), _np_dtype(dtype)))
 def normal_float_float(xp, mean, std, size, generator=None, dtype=None, layout=None, device=None,
                        pin_memory=None):
     out = np.empty(check_size(size), _np_dtype(dtype))

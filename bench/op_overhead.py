@@ -1,0 +1,90 @@
+"""Per-call overhead of small ops, ember against PyTorch in the same process.
+
+    python -m bench.op_overhead [--quick]
+
+Each workload runs on 16x16 float32 tensors with one thread, ember and PyTorch interleaved in blocks;
+the table gives the median microseconds per call and the ratio PyTorch/ember (> 1: ember is faster).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+
+
+def workloads(lib):
+    a = lib.tensor(np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32))
+    b = lib.tensor(np.random.default_rng(1).standard_normal((16, 16)).astype(np.float32))
+    idx = lib.tensor([0, 3, 5])
+
+    def mul_chain():
+        x = a
+        for _ in range(10):
+            x = x * b
+        return x
+
+    return {
+        "add 16x16": lambda: a + b,
+        "mul chain of 10": mul_chain,
+        "matmul 16x16": lambda: a @ b,
+        "sum": lambda: a.sum(),
+        "sum(dim=1)": lambda: a.sum(1),
+        "index a[2:5, 1]": lambda: a[2:5, 1],
+        "index a[idx]": lambda: a[idx],
+        "view(-1)": lambda: a.view(-1),
+        "relu": lambda: a.relu(),
+        "add_ in place": lambda: a.add_(0.0),
+    }
+
+
+def time_block(fn, number):
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number * 1e6
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
+    p.add_argument("--blocks", type=int, default=7)
+    args = p.parse_args(argv)
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        torch = None
+        print("PyTorch is not installed: printing ember's times only")
+    blocks, number = (2, 50) if args.quick else (args.blocks, 2000)
+    ew = workloads(ember)
+    tw = workloads(torch) if torch else {}
+    print(f"{'workload':<20} {'ember us':>10} {'torch us':>10} {'torch/ember':>12}")
+    ratios = []
+    for name in ew:
+        et, tt = [], []
+        for _ in range(blocks):
+            et.append(time_block(ew[name], number))
+            if torch:
+                tt.append(time_block(tw[name], number))
+        e = statistics.median(et)
+        if torch:
+            t = statistics.median(tt)
+            ratios.append(t / e)
+            print(f"{name:<20} {e:>10.2f} {t:>10.2f} {t / e:>12.2f}")
+        else:
+            print(f"{name:<20} {e:>10.2f}")
+    if ratios:
+        gm = float(np.exp(np.mean(np.log(ratios))))
+        print(f"{'geometric mean':<20} {'':>10} {'':>10} {gm:>12.2f}")
+
+
+if __name__ == "__main__":
+    main()

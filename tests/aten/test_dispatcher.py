@@ -1,0 +1,88 @@
+"""The dispatcher: key sets, highest key wins, fallthrough, redispatch, thread-local keys, caching."""
+import pytest
+
+import ember
+from ember.aten.dispatcher import (Dispatcher, ExcludeDispatchKeyGuard, IncludeDispatchKeyGuard, OperatorHandle,
+                                   keys_below)
+from ember.c10.dispatch_key import KS_CPU, DispatchKey
+
+
+def make_op():
+    calls = []
+    h = OperatorHandle("test_op(Tensor self) -> Tensor")
+
+    def cpu(ks, x):
+        calls.append("CPU")
+        return x
+
+    def autograd(ks, x):
+        calls.append("AutogradCPU")
+        return h.redispatch(ks & keys_below(DispatchKey.AutogradCPU), x)
+
+    h.register(DispatchKey.CPU, cpu)
+    return h, calls, autograd
+
+
+def test_autograd_key_falls_through_until_registered():
+    h, calls, autograd = make_op()
+    assert h.call(KS_CPU, 1) == 1 and calls == ["CPU"]
+    assert h.dispatch_trace(KS_CPU) == ["AutogradCPU: fallthrough", "ADInplaceOrView: fallthrough",
+                                        "CPU: make_op.<locals>.cpu"]
+    h.register(DispatchKey.AutogradCPU, autograd)  # registration clears the cache
+    calls.clear()
+    h.call(KS_CPU, 1)
+    assert calls == ["AutogradCPU", "CPU"]
+
+
+def test_thread_local_exclude_and_include():
+    h, calls, autograd = make_op()
+    h.register(DispatchKey.AutogradCPU, autograd)
+    with ExcludeDispatchKeyGuard(DispatchKey.AutogradCPU):
+        h.call(KS_CPU, 1)
+    assert calls == ["CPU"]
+    calls.clear()
+    with IncludeDispatchKeyGuard(DispatchKey.AutogradCPU):
+        h.call(1 << DispatchKey.CPU, 1)
+    assert calls == ["AutogradCPU", "CPU"]
+
+
+def test_missing_backend_kernel_is_a_clear_error():
+    h, _, _ = make_op()
+    with pytest.raises(NotImplementedError, match="Could not run 'aten::test_op' with arguments from the 'Meta' "
+                                                  "backend"):
+        h.call(1 << DispatchKey.Meta, 1)
+
+
+def test_composite_implicit_serves_every_backend():
+    h = OperatorHandle("comp(Tensor self) -> Tensor")
+    h.register(DispatchKey.CompositeImplicitAutograd, lambda ks, x: ("composite", x))
+    assert h.call(KS_CPU, 3) == ("composite", 3)
+    assert h.call(1 << DispatchKey.Meta, 3) == ("composite", 3)
+
+
+def test_cache_is_per_keyset():
+    h, calls, _ = make_op()
+    h.call(KS_CPU, 1)
+    assert KS_CPU in h._cache
+
+
+def test_real_ops_are_registered_with_pytorch_names():
+    add = Dispatcher.find("aten::add.Tensor")
+    assert add.schema == "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+    assert DispatchKey.CPU in add.kernels and DispatchKey.Meta in add.kernels
+    assert ember.ops.aten.add.Tensor(ember.ones(2), ember.ones(2), alpha=3).tolist() == [4.0, 4.0]
+    assert ember.ops.aten.add(ember.ones(2), 2).tolist() == [3.0, 3.0]
+    with pytest.raises(RuntimeError, match="No such operator"):
+        Dispatcher.find("aten::nonexistent")
+
+
+def test_a_call_goes_through_the_dispatcher():
+    h = Dispatcher.find("aten::mul.Tensor")
+    seen = []
+    orig = h.kernels[DispatchKey.CPU]
+    h.register(DispatchKey.CPU, lambda ks, a, b: (seen.append(ks), orig(ks, a, b))[1])
+    try:
+        r = ember.ones(2) * ember.ones(2)
+    finally:
+        h.register(DispatchKey.CPU, orig)
+    assert seen == [KS_CPU] and r.tolist() == [1.0, 1.0]

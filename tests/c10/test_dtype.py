@@ -1,0 +1,111 @@
+"""dtypes and PyTorch's promotion rules, checked against PyTorch for every pair."""
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+from ember.c10 import dtype as dt
+
+torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+
+NAMES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+         "complex64", "complex128"]
+
+
+def E(n):
+    return getattr(ember, n)
+
+
+def T(n):
+    return getattr(torch, n)
+
+
+@pytest.mark.parametrize("a,b", list(itertools.product(NAMES, NAMES)))
+def test_promote_types_matches_pytorch(a, b):
+    assert ember.promote_types(E(a), E(b)).name == str(torch.promote_types(T(a), T(b))).split(".")[-1]
+
+
+@pytest.mark.parametrize("a,b", list(itertools.product(NAMES, NAMES)))
+def test_can_cast_matches_pytorch(a, b):
+    assert ember.can_cast(E(a), E(b)) == torch.can_cast(T(a), T(b))
+
+
+SCALARS = [True, 2, 2.5, 1 + 2j]
+
+
+@pytest.mark.parametrize("a", NAMES)
+@pytest.mark.parametrize("scalar", SCALARS, ids=["bool", "int", "float", "complex"])
+@pytest.mark.parametrize("zero_dim", [False, True])
+def test_result_type_with_weak_operands(a, scalar, zero_dim):
+    if a == "float16" and isinstance(scalar, complex):
+        pytest.skip("PyTorch gives complex32 (ComplexHalf), a dtype ember does not have; ember gives complex64")
+    shape = () if zero_dim else (2,)
+    et = ember.zeros(shape, dtype=E(a))
+    tt = torch.zeros(shape, dtype=T(a))
+    assert ember.result_type(et, scalar).name == str(torch.result_type(tt, scalar)).split(".")[-1]
+
+
+@pytest.mark.parametrize("a,b", list(itertools.product(NAMES, NAMES)))
+def test_result_type_dim_with_zero_dim_tensor(a, b):
+    if a == "float16" and b.startswith("complex"):
+        pytest.skip("PyTorch gives complex32 (ComplexHalf), a dtype ember does not have; ember gives complex64")
+    e = ember.result_type(ember.zeros(2, dtype=E(a)), ember.zeros((), dtype=E(b)))
+    t = torch.result_type(torch.zeros(2, dtype=T(a)), torch.zeros((), dtype=T(b)))
+    assert e.name == str(t).split(".")[-1]
+
+
+def test_dtype_attributes_and_repr():
+    assert repr(ember.float32) == "ember.float32"
+    assert ember.float is ember.float32 and ember.double is ember.float64 and ember.long is ember.int64
+    assert ember.float16.itemsize == 2 and ember.bfloat16.itemsize == 2 and ember.complex128.itemsize == 16
+    assert ember.float32.is_floating_point and not ember.int32.is_floating_point
+    assert ember.complex64.is_complex and ember.int8.is_signed and not ember.uint8.is_signed
+
+
+@pytest.mark.parametrize("n", ["float16", "bfloat16", "float32", "float64"])
+def test_finfo_matches_pytorch(n):
+    e, t = ember.finfo(E(n)), torch.finfo(T(n))
+    for attr in ("bits", "eps", "max", "min", "tiny", "resolution"):
+        assert getattr(e, attr) == getattr(t, attr), attr
+
+
+@pytest.mark.parametrize("n", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo_matches_pytorch(n):
+    e, t = ember.iinfo(E(n)), torch.iinfo(T(n))
+    assert (e.bits, e.min, e.max) == (t.bits, t.min, t.max)
+
+
+def test_finfo_refuses_integers():
+    with pytest.raises(TypeError):
+        ember.finfo(ember.int32)
+    with pytest.raises(TypeError):
+        ember.iinfo(ember.float32)
+
+
+def test_default_dtype_governs_python_floats():
+    assert ember.get_default_dtype() is ember.float32
+    assert ember.tensor([1.5]).dtype is ember.float32
+    ember.set_default_dtype(ember.float64)
+    try:
+        assert ember.tensor([1.5]).dtype is ember.float64
+        assert (ember.tensor([1, 2]) + 1.5).dtype is ember.float64
+        assert ember.tensor(1j).dtype is ember.complex128
+    finally:
+        ember.set_default_dtype(ember.float32)
+    with pytest.raises(TypeError):
+        ember.set_default_dtype(ember.int32)
+
+
+def test_bfloat16_round_trips_through_ml_dtypes():
+    x = ember.tensor([1.0, 2.5, -3.25], dtype=ember.bfloat16)
+    assert x.dtype is ember.bfloat16
+    assert x.tolist() == [1.0, 2.5, -3.25]
+    assert str(x.numpy().dtype) == "bfloat16"
+    assert (x + x).dtype is ember.bfloat16
+    assert (x.float() * 2).tolist() == [2.0, 5.0, -6.5]
+
+
+def test_from_numpy_dtype_refuses_unsupported():
+    with pytest.raises(TypeError, match="can't convert np.ndarray of type"):
+        ember.from_numpy(np.zeros(2, np.uint32))

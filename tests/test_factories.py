@@ -1,0 +1,130 @@
+"""Factories against PyTorch: values, dtypes, shapes, devices and errors."""
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+
+
+def same(e, t):
+    assert e.dtype.name == str(t.dtype).split(".")[-1], (e.dtype, t.dtype)
+    assert tuple(e.shape) == tuple(t.shape)
+    np.testing.assert_allclose(e.numpy().astype(np.float64), t.numpy().astype(np.float64), rtol=1e-6, atol=1e-7)
+
+
+CALLS = [
+    lambda L: L.zeros(2, 3), lambda L: L.zeros((2, 3), dtype=L.int32), lambda L: L.ones(4),
+    lambda L: L.ones([2, 2], dtype=L.float64), lambda L: L.full((2, 3), 7), lambda L: L.full((2,), 1.5),
+    lambda L: L.full((2,), True), lambda L: L.full((3,), 2, dtype=L.float16), lambda L: L.zeros(0, 3),
+    lambda L: L.arange(5), lambda L: L.arange(1, 4), lambda L: L.arange(0, 1, 0.1), lambda L: L.arange(10, 0, -3),
+    lambda L: L.arange(5.0), lambda L: L.arange(0, 5, dtype=L.float64), lambda L: L.arange(-1.5, 2.5, 0.5),
+    lambda L: L.linspace(0, 1, 5), lambda L: L.linspace(-3, 7, 11), lambda L: L.linspace(0, 1, 1),
+    lambda L: L.linspace(0, 10, 7, dtype=L.float64), lambda L: L.linspace(0, 10, 5, dtype=L.int64),
+    lambda L: L.logspace(0, 2, 3), lambda L: L.logspace(0, 3, 4, base=2.0),
+    lambda L: L.eye(3), lambda L: L.eye(2, 4), lambda L: L.eye(3, dtype=L.int64),
+    lambda L: L.tril_indices(3, 3), lambda L: L.triu_indices(4, 3, 1), lambda L: L.tril_indices(3, 4, -1),
+    lambda L: L.zeros_like(L.ones(2, 3)), lambda L: L.ones_like(L.ones(2, dtype=L.int8)),
+    lambda L: L.full_like(L.ones(2, 3), 4.5), lambda L: L.zeros_like(L.ones(2), dtype=L.float64),
+    lambda L: L.empty(2, 3).fill_(1.25), lambda L: L.empty_like(L.ones(3)).zero_(),
+    lambda L: L.ones(2, 3).new_zeros(4), lambda L: L.ones(2, dtype=L.int32).new_ones((2, 2)),
+    lambda L: L.ones(2).new_full((3,), 9), lambda L: L.ones(2).new_empty((2, 5)).fill_(0),
+    lambda L: L.ones(2, dtype=L.float64).new_tensor([1, 2]),
+    lambda L: L.scalar_tensor(3), lambda L: L.scalar_tensor(2.5, dtype=L.float64),
+]
+
+
+@pytest.mark.parametrize("make", CALLS)
+def test_factory_matches_pytorch(make):
+    same(make(ember), make(torch))
+
+
+@pytest.mark.parametrize("data", [
+    [1, 2, 3], [1.0, 2.0], [[1, 2], [3, 4]], [True, False], [1, 2.5], [1, True], 3, 2.5, True, 1 + 2j,
+    [[1.5]], [], [[], []], np.float64(2.0), np.int32(3), [np.float32(1.0), np.float32(2.0)],
+])
+def test_tensor_infers_dtype_like_pytorch(data):
+    same(ember.tensor(data), torch.tensor(data))
+
+
+@pytest.mark.parametrize("arr", [np.arange(6.0).reshape(2, 3), np.arange(4, dtype=np.int32),
+                                 np.array([True, False]), np.zeros((2, 0)), np.ones(3, np.float16)])
+def test_numpy_arrays_keep_their_dtype(arr):
+    same(ember.tensor(arr), torch.tensor(arr))
+    same(ember.as_tensor(arr), torch.as_tensor(arr))
+    same(ember.from_numpy(arr), torch.from_numpy(arr))
+
+
+def test_tensor_with_explicit_dtype_and_device():
+    x = ember.tensor([1, 2], dtype=ember.float64, device="cpu")
+    assert x.dtype is ember.float64 and x.device.type == "cpu"
+    m = ember.tensor([1.0, 2.0], device="meta")
+    assert m.is_meta and m.shape == (2,)
+    assert ember.tensor([[0.0]]).dtype is ember.float32
+
+
+def test_tensor_from_tensors_and_lists_of_tensors():
+    a = ember.tensor([ember.tensor(1.0), ember.tensor(2.0)])
+    assert a.tolist() == [1.0, 2.0]
+    with pytest.warns(UserWarning, match="To copy construct from a tensor"):
+        b = ember.tensor(a)
+    assert b.data_ptr() != a.data_ptr()
+
+
+@pytest.mark.parametrize("bad,exc,match", [
+    ([[1, 2], [3]], ValueError, "expected sequence of length 2 at dim 1 \\(got 1\\)"),
+    ("abc", TypeError, "invalid data type 'str'"),
+    ([1, "a"], TypeError, "invalid data type 'str'"),
+])
+def test_tensor_bad_data(bad, exc, match):
+    with pytest.raises(exc):
+        torch.tensor(bad)
+    with pytest.raises(exc, match=match):
+        ember.tensor(bad)
+
+
+def test_as_tensor_and_from_numpy_share_memory():
+    a = np.zeros(3)
+    t = ember.as_tensor(a)
+    a[0] = 5
+    assert t[0].item() == 5.0
+    assert ember.as_tensor(t) is t
+    with pytest.raises(ValueError, match="negative"):
+        ember.from_numpy(np.arange(3)[::-1])
+
+
+@pytest.mark.parametrize("call,exc", [
+    (lambda L: L.zeros(-1), RuntimeError),
+    (lambda L: L.arange(0, 10, 0), RuntimeError),
+    (lambda L: L.arange(10, 0, 1), RuntimeError),
+    (lambda L: L.linspace(0, 1, -1), RuntimeError),
+    (lambda L: L.eye(-2), RuntimeError),
+    (lambda L: L.zeros(2, dtype="float32"), TypeError),
+])
+def test_factory_errors(call, exc):
+    with pytest.raises(exc):
+        call(torch)
+    with pytest.raises(exc):
+        call(ember)
+
+
+def test_factories_on_meta_allocate_nothing():
+    m = ember.zeros(10 ** 9, device="meta")
+    assert m.shape == (10 ** 9,) and m.dtype is ember.float32 and m.is_meta
+    assert ember.arange(10, device="meta").dtype is ember.int64
+    assert ember.full((2, 3), 1.5, device="meta").stride() == (3, 1)
+
+
+def test_default_device_context():
+    with ember.device("meta"):
+        assert ember.zeros(3).is_meta
+    assert ember.zeros(3).is_cpu
+
+
+def test_size_object():
+    s = ember.zeros(2, 3).shape
+    assert s == (2, 3) and isinstance(s, ember.Size) and repr(s) == "ember.Size([2, 3])"
+    assert s.numel() == 6 and isinstance(s[1:], ember.Size)
+    assert ember.zeros(2, 3).size(1) == 3 and ember.zeros(2, 3).size(-1) == 3
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.zeros(2, 3).size(2)

@@ -1,0 +1,96 @@
+"""Tensor indexing and index assignment against PyTorch (basic views, advanced copies, masks)."""
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+
+A = np.arange(60.0).reshape(3, 4, 5)
+
+INDICES = [
+    0, -1, (1, 2), (1, 2, 3), slice(1, None), (slice(None), 1), (Ellipsis, 2), (None, 1), (1, None, slice(None, 2)),
+    (slice(None, None, 2), slice(1, 3)), (slice(5, 10),), [0, 2], ([0, 2], [1, 3]), (slice(None), [1, 3]),
+    (0, slice(None), [0, 4]), (0, [1, 2], slice(None)), ([[0], [2]], [1, 3]), "mask", "mask2d", (1, "mask1d"),
+    (Ellipsis, None), (True,), (slice(None), [-1]), ([0, 0, 1],), (slice(1, 2), [0, 3], [1, 1]),
+]
+
+
+def materialize(idx, lib):
+    def conv(i):
+        if i == "mask":
+            return lib.tensor(A > 30)
+        if i == "mask2d":
+            return lib.tensor(A[..., 0] > 20)
+        if i == "mask1d":
+            return lib.tensor(np.array([True, False, True, True]))
+        return i
+    if isinstance(idx, tuple):
+        return tuple(conv(i) for i in idx)
+    return conv(idx)
+
+
+@pytest.mark.parametrize("idx", INDICES, ids=[str(i) for i in INDICES])
+def test_getitem_matches_pytorch(idx):
+    e = ember.tensor(A)[materialize(idx, ember)]
+    t = torch.tensor(A)[materialize(idx, torch)]
+    assert tuple(e.shape) == tuple(t.shape)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+@pytest.mark.parametrize("idx", INDICES, ids=[str(i) for i in INDICES])
+def test_setitem_matches_pytorch(idx):
+    e, t = ember.tensor(A), torch.tensor(A)
+    e[materialize(idx, ember)] = -1.0
+    t[materialize(idx, torch)] = -1.0
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    assert e._version == 1
+
+
+def test_basic_indexing_returns_views():
+    x = ember.tensor(A)
+    v = x[1, :, 2:4]
+    assert v.data_ptr() != 0 and v.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    v.fill_(0)
+    assert x[1, 0, 2].item() == 0
+    assert x[1, 0, 0].item() == A[1, 0, 0]
+
+
+def test_advanced_indexing_copies():
+    x = ember.tensor(A)
+    c = x[[0, 1]]
+    c.fill_(-5)
+    assert x[0, 0, 0].item() == 0.0
+
+
+def test_setitem_with_tensor_values_broadcasts():
+    e, t = ember.zeros(3, 4), torch.zeros(3, 4)
+    e[:, 1] = ember.tensor([1.0, 2.0, 3.0])
+    t[:, 1] = torch.tensor([1.0, 2.0, 3.0])
+    e[e > 1] = ember.tensor(9.0)
+    t[t > 1] = torch.tensor(9.0)
+    e[[0, 2], :] = ember.arange(4.0)
+    t[[0, 2], :] = torch.arange(4.0)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_index_errors():
+    x = ember.zeros(3, 4)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 3"):
+        x[5]
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+        x[0, 0, 0]
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[::-1]
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool tensors"):
+        x[ember.tensor([0.5])]
+    with pytest.raises(IndexError):
+        x[[0, 7]]
+
+
+def test_0d_integer_tensor_index_and_tensor_index_into_list():
+    x = ember.arange(5)
+    i = ember.tensor(3)
+    assert x[i].item() == 3
+    data = list(range(10))
+    assert data[ember.tensor(2):ember.tensor(5)] == [2, 3, 4]

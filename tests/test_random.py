@@ -1,0 +1,134 @@
+"""Random streams identical to PyTorch's CPU generator (Note [PyTorch's CPU random transforms])."""
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+
+
+def same(e, t):
+    assert e.dtype.name == str(t.dtype).split(".")[-1]
+    assert tuple(e.shape) == tuple(t.shape)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())  # bit for bit
+
+
+@pytest.mark.parametrize("seed", [0, 1, 42, 2 ** 40 + 7])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(5,), (16,), (37,), (4, 25), (1000,)])
+def test_rand_and_randn_match_pytorch_bit_for_bit(seed, dtype, shape):
+    ember.manual_seed(seed)
+    torch.manual_seed(seed)
+    for _ in range(2):  # the second draw checks the generator advanced identically
+        same(ember.rand(*shape, dtype=getattr(ember, dtype)), torch.rand(*shape, dtype=getattr(torch, dtype)))
+        same(ember.randn(*shape, dtype=getattr(ember, dtype)), torch.randn(*shape, dtype=getattr(torch, dtype)))
+
+
+@pytest.mark.parametrize("n", [1, 3, 15, 16, 17, 100])
+def test_normal_and_uniform_in_place(n):
+    ember.manual_seed(3)
+    torch.manual_seed(3)
+    same(ember.empty(n).normal_(2.0, 3.0), torch.empty(n).normal_(2.0, 3.0))
+    same(ember.empty(n, dtype=ember.float64).normal_(-1.0, 0.5), torch.empty(n, dtype=torch.float64).normal_(-1.0, 0.5))
+    same(ember.empty(n).uniform_(-2, 5), torch.empty(n).uniform_(-2, 5))
+    same(ember.empty(n, dtype=ember.float64).uniform_(), torch.empty(n, dtype=torch.float64).uniform_())
+
+
+def test_small_normals_use_the_generators_cached_second_value():
+    ember.manual_seed(5)
+    torch.manual_seed(5)
+    for n in (1, 1, 3, 2, 5):  # odd counts leave a cached Box-Muller value for the next call
+        same(ember.randn(n, dtype=ember.float64), torch.randn(n, dtype=torch.float64))
+        same(ember.randn(n), torch.randn(n))
+
+
+def test_noncontiguous_normal_takes_the_scalar_path():
+    ember.manual_seed(9)
+    torch.manual_seed(9)
+    e = ember.empty(8, 4).t()
+    t = torch.empty(8, 4).t()
+    same(e.normal_(), t.normal_())
+
+
+@pytest.mark.parametrize("low,high", [(0, 10), (-5, 5), (0, 2 ** 33), (3, 4)])
+def test_randint_matches(low, high):
+    ember.manual_seed(11)
+    torch.manual_seed(11)
+    same(ember.randint(low, high, (7, 3)), torch.randint(low, high, (7, 3)))
+    same(ember.randint(high, (4,)), torch.randint(high, (4,)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 10, 1000])
+def test_randperm_matches(n):
+    ember.manual_seed(13)
+    torch.manual_seed(13)
+    same(ember.randperm(n), torch.randperm(n))
+
+
+def test_random_in_place():
+    ember.manual_seed(17)
+    torch.manual_seed(17)
+    same(ember.empty(6, dtype=ember.int64).random_(0, 100), torch.empty(6, dtype=torch.int64).random_(0, 100))
+    same(ember.empty(6, dtype=ember.int64).random_(10), torch.empty(6, dtype=torch.int64).random_(10))
+
+
+def test_bernoulli_with_probability_tensor():
+    ember.manual_seed(19)
+    torch.manual_seed(19)
+    p = np.linspace(0, 1, 20).astype(np.float32)
+    same(ember.bernoulli(ember.tensor(p)), torch.bernoulli(torch.tensor(p)))
+    pd = np.linspace(0, 1, 20)
+    same(ember.bernoulli(ember.tensor(pd)), torch.bernoulli(torch.tensor(pd)))
+
+
+def test_multinomial_with_replacement():
+    ember.manual_seed(23)
+    torch.manual_seed(23)
+    p = np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]])
+    same(ember.multinomial(ember.tensor(p), 6, replacement=True),
+         torch.multinomial(torch.tensor(p), 6, replacement=True))
+
+
+def test_explicit_generators_are_independent_of_the_global_one():
+    g = ember.Generator().manual_seed(7)
+    tg = torch.Generator().manual_seed(7)
+    ember.manual_seed(0)
+    same(ember.rand(4, generator=g), torch.rand(4, generator=tg))
+    same(ember.randn(20, generator=g), torch.randn(20, generator=tg))
+    same(ember.randperm(9, generator=g), torch.randperm(9, generator=tg))
+    assert g.initial_seed() == 7
+
+
+def test_rng_state_round_trips_and_matches_pytorch_bytes():
+    ember.manual_seed(29)
+    torch.manual_seed(29)
+    ember.randn(3, dtype=ember.float64)
+    torch.randn(3, dtype=torch.float64)  # leaves a cached normal in both
+    es, ts = ember.get_rng_state(), torch.get_rng_state()
+    assert es.numel() == 5056
+    np.testing.assert_array_equal(es.numpy(), ts.numpy())
+    a = ember.rand(5)
+    ember.set_rng_state(es)
+    same(ember.rand(5), _as_torch(a))
+    # a PyTorch state loads into ember and continues PyTorch's stream
+    ember.set_rng_state(ember.tensor(ts.numpy()))
+    same(ember.randn(33), torch.randn(33))
+
+
+def _as_torch(e):
+    return torch.from_numpy(e.numpy().copy())
+
+
+def test_seed_and_initial_seed():
+    ember.manual_seed(123)
+    assert ember.initial_seed() == 123
+    s = ember.seed()
+    assert ember.initial_seed() == s
+
+
+def test_meta_random_does_not_consume_the_generator():
+    ember.manual_seed(31)
+    torch.manual_seed(31)
+    m = ember.randn(100, device="meta")
+    assert m.shape == (100,) and m.is_meta
+    same(ember.rand(3), torch.rand(3))

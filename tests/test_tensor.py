@@ -1,0 +1,170 @@
+"""The Tensor API around the ops: conversions, copies, in-place semantics, repr, Python protocols."""
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+
+
+@pytest.mark.parametrize("method,dtype", [("float", "float32"), ("double", "float64"), ("half", "float16"),
+                                          ("bfloat16", "bfloat16"), ("long", "int64"), ("int", "int32"),
+                                          ("short", "int16"), ("char", "int8"), ("byte", "uint8"), ("bool", "bool")])
+def test_conversion_methods(method, dtype):
+    e = getattr(ember.tensor([1.7, -2.2, 0.0]), method)()
+    t = getattr(torch.tensor([1.7, -2.2, 0.0]), method)()
+    assert e.dtype.name == dtype == str(t.dtype).split(".")[-1]
+    np.testing.assert_array_equal(e.float().numpy(), t.float().numpy())
+
+
+def test_to_variants():
+    x = ember.ones(2, 3)
+    assert x.to(ember.float32) is x
+    assert x.to(ember.float64).dtype is ember.float64
+    assert x.to("cpu") is x
+    assert x.to("meta").is_meta
+    assert x.to(ember.zeros(1, dtype=ember.int64)).dtype is ember.int64
+    assert x.to("cpu", ember.float16).dtype is ember.float16
+    y = x.to(dtype=ember.float32, copy=True)
+    assert y is not x and y.data_ptr() != x.data_ptr()
+    assert x.type() == "torch.FloatTensor" and x.type(ember.float64).dtype is ember.float64
+    assert x.type("torch.LongTensor").dtype is ember.int64
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        x.to("meta").to("cpu")
+
+
+def test_item_tolist_numpy_and_python_protocols():
+    x = ember.tensor([[1.5, 2.0], [3.0, 4.0]])
+    assert x.tolist() == [[1.5, 2.0], [3.0, 4.0]]
+    assert x[0, 1].item() == 2.0 and float(x[1, 0]) == 3.0 and int(x[1, 1]) == 4
+    assert len(x) == 2 and [r.tolist() for r in x] == [[1.5, 2.0], [3.0, 4.0]]
+    assert f"{x[0, 0]:.2f}" == "1.50"
+    assert bool(ember.tensor([1])) is True
+    with pytest.raises(RuntimeError, match="Boolean value of Tensor with more than one value is ambiguous"):
+        bool(x)
+    with pytest.raises(RuntimeError, match="a Tensor with 4 elements cannot be converted to Scalar"):
+        x.item()
+    idx = ember.tensor(1)
+    assert [10, 20, 30][idx] == 20
+    assert np.asarray(x).shape == (2, 2)
+    with pytest.raises(TypeError, match="len\\(\\) of a 0-d tensor"):
+        len(ember.tensor(1.0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.tensor([1.5, 2.25, -3.0]), lambda L: L.tensor([1.0, 2.0]), lambda L: L.tensor([1, 2, 3]),
+    lambda L: L.tensor([[1.0, 2.0], [3.0, 4.0]]), lambda L: L.tensor([True, False]), lambda L: L.tensor(3.5),
+    lambda L: L.tensor([1e-5, 1.0]), lambda L: L.tensor([1e10, 1.0]), lambda L: L.tensor([0.1, 100.0]),
+    lambda L: L.zeros(0), lambda L: L.zeros(2, 0), lambda L: L.tensor([1.0, float("nan"), float("inf")]),
+    lambda L: L.arange(2000.0), lambda L: L.arange(24).reshape(2, 3, 4), lambda L: L.tensor([1, 2], dtype=L.int32),
+    lambda L: L.tensor([1.5], dtype=L.float64), lambda L: L.arange(12.0).reshape(3, 4) / 7,
+    lambda L: L.tensor([-1.0, 2.0]), lambda L: L.tensor([[-1, 20], [300, 4]]),
+])
+def test_repr_matches_pytorch(make):
+    assert repr(make(ember)) == repr(make(torch)).replace("torch.", "ember.")
+
+
+def test_inplace_ops_bump_version_and_refuse_broadcast_outputs():
+    x = ember.zeros(3)
+    x.add_(1)
+    x.mul_(2)
+    x[0] = 5
+    assert x._version == 3
+    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"):
+        x.add_(ember.ones(2, 3))
+    i = ember.zeros(3, dtype=ember.int64)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        i.add_(1.5)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        ember.zeros(1).expand(3).add_(1)
+
+
+def test_out_resizes_and_warns():
+    out = ember.zeros(5)
+    with pytest.warns(UserWarning, match="An output with one or more elements was resized"):
+        ember.add(ember.ones(2), 1, out=out)
+    assert out.tolist() == [2.0, 2.0]
+    out_int = ember.zeros(2, dtype=ember.int64)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        ember.add(ember.ones(2), 1, out=out_int)
+
+
+def test_copy_fill_zero_clone():
+    x = ember.zeros(2, 3)
+    x.copy_(ember.tensor([1.0, 2.0, 3.0]))
+    assert x.tolist() == [[1, 2, 3], [1, 2, 3]]
+    x.fill_(7)
+    assert x.tolist() == [[7.0] * 3] * 2
+    x.fill_(ember.tensor(2.5))
+    x.zero_()
+    assert x.sum().item() == 0
+    y = x.clone()
+    assert y.data_ptr() != x.data_ptr() and y.tolist() == x.tolist()
+    z = ember.zeros(3, dtype=ember.int32)
+    z.copy_(ember.tensor([1.9, -1.9, 3.0]))
+    assert z.tolist() == [1, -1, 3]
+
+
+def test_operators_match_pytorch():
+    a_np = np.array([[1.0, -2.0], [3.5, 4.0]])
+    for expr in ["a + 1", "1 + a", "a - 2", "2 - a", "a * a", "3 * a", "a / 2", "2 / a", "a // 2", "7 // a",
+                 "a % 3", "5 % a", "a ** 2", "2 ** a", "-a", "abs(a)", "a @ a", "a == a", "a < 2", "a >= 1",
+                 "+a"]:
+        e = eval(expr, {"a": ember.tensor(a_np)})
+        t = eval(expr, {"a": torch.tensor(a_np)})
+        assert e.dtype.name == str(t.dtype).split(".")[-1], expr
+        np.testing.assert_allclose(e.numpy().astype(float), t.numpy().astype(float), err_msg=expr)
+    i = ember.tensor([6, 3])
+    assert (i & 2).tolist() == [2, 2] and (i | 1).tolist() == [7, 3] and (~i).tolist() == [-7, -4]
+    assert (i ^ 5).tolist() == [3, 6] and (i << 1).tolist() == [12, 6] and (i >> 1).tolist() == [3, 1]
+    x = ember.ones(2)
+    x += 1
+    x *= 3
+    x -= 1
+    x /= 5
+    assert x.tolist() == [1.0, 1.0] and x._version == 4
+
+
+def test_integer_division_and_modulo_signs():
+    a, b = [5, -5, 7, -7], [3, 3, -2, -2]
+    e = ember.tensor(a), ember.tensor(b)
+    t = torch.tensor(a), torch.tensor(b)
+    assert (e[0] // e[1]).tolist() == (t[0] // t[1]).tolist()
+    assert (e[0] % e[1]).tolist() == (t[0] % t[1]).tolist()
+    assert ember.fmod(*e).tolist() == torch.fmod(*t).tolist()
+    assert ember.div(*e, rounding_mode="trunc").tolist() == torch.div(*t, rounding_mode="trunc").tolist()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ember.tensor([1]) // 0
+
+
+def test_pickle_and_deepcopy():
+    x = ember.arange(6.0).reshape(2, 3)
+    y = pickle.loads(pickle.dumps(x))
+    assert y.tolist() == x.tolist() and y.dtype is x.dtype
+    z = copy.deepcopy(x)
+    assert z.tolist() == x.tolist() and z.data_ptr() != x.data_ptr()
+
+
+def test_named_tuple_returns():
+    r = ember.tensor([[1.0, 5.0], [7.0, 2.0]]).max(1)
+    assert r.values.tolist() == [5.0, 7.0] and r.indices.tolist() == [1, 0]
+    v, i = ember.sort(ember.tensor([3, 1, 2]))
+    assert v.tolist() == [1, 2, 3] and i.tolist() == [1, 2, 0]
+    assert type(r).__name__ == "max"
+
+
+def test_binding_errors_name_the_signatures():
+    with pytest.raises(TypeError, match=r"add\(\) received an invalid combination of arguments - got \(Tensor, str\)"):
+        ember.add(ember.ones(1), "x")
+    with pytest.raises(TypeError, match="received an invalid combination of arguments"):
+        ember.ones(2).view("a")
+
+
+def test_transpose_properties():
+    x = ember.arange(6.0).reshape(2, 3)
+    assert x.T.shape == (3, 2) and x.mT.shape == (3, 2)
+    assert ember.zeros(2, 3, 4).mT.shape == (2, 4, 3)
+    assert x.T.data_ptr() == x.data_ptr()
