@@ -30,6 +30,9 @@ from ember import cuda, linalg, special, fft, nn  # noqa: F401
 from ember import backends  # noqa: F401
 
 _install_generated_methods()
+from ember import _indexing  # noqa: E402
+
+_indexing._ops()
 
 __version__ = "0.1.0"
 

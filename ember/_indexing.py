@@ -34,6 +34,13 @@ def _split(t: Tensor, index):
     """(numpy basic key, advanced index list over the view's dims or None)."""
     if not isinstance(index, tuple):
         index = (index,)
+    for i in index:  # fast path: integers and slices with positive steps only
+        ti = type(i)
+        if not (ti is int or (ti is slice and (i.step is None or (type(i.step) is int and i.step > 0)))):
+            break
+    else:
+        if len(index) <= t._data.ndim:
+            return index, None
     items = []
     for i in index:
         if isinstance(i, Tensor) or i is None or isinstance(i, (slice, _ELLIPSIS, bool, np.bool_)) or _is_int(i):
@@ -96,33 +103,31 @@ def _split(t: Tensor, index):
     return tuple(key), (adv if has_adv else None)
 
 
+_FULL = slice(None)
+
+
 def _basic_view(t: Tensor, key):
-    if not key or all(isinstance(k, slice) and k == slice(None) for k in key):
-        return t
-    a = t._data
-    try:
-        v = a[key + (Ellipsis,)]  # a trailing ... keeps an all-integer index a 0-d view, not a NumPy scalar
-    except IndexError as e:
-        msg = str(e)
-        if "out of bounds" in msg:
-            d = [k for k in key if k is not None]
-            pos = None
-            for j, k in enumerate(d):
-                if _is_int(k) and not -a.shape[j] <= k < a.shape[j]:
-                    pos = j
-                    break
-            if pos is not None:
-                raise IndexError(f"index {d[pos]} is out of bounds for dimension {pos} with size "
-                                 f"{a.shape[pos]}") from None
-        raise IndexError(msg) from None
-    from ember._generated.registrations import _op_as_strided
-    it = a.itemsize
-    off = t.storage_offset() + (_ptr(v) - _ptr(a)) // it if v.size or a.size else t.storage_offset()
-    return _op_as_strided.call(t._ks, t, v.shape, tuple(s // it for s in v.strides), off)
-
-
-def _ptr(a) -> int:
-    return a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else int(a.data.ptr)
+    """Apply integers, slices and ``None`` with ``select`` / ``slice`` / ``unsqueeze`` view ops, as
+    PyTorch's ``applySlicing`` does (a full slice costs nothing)."""
+    dim = 0
+    shape = t._data.shape
+    src = 0  # the dimension of ``t`` the next key element indexes
+    for k in key:
+        if k is None:
+            t = _op_unsqueeze.call(t._ks, t, dim)
+            dim += 1
+        elif k.__class__ is slice:
+            if k != _FULL:
+                t = _op_slice_Tensor.call(t._ks, t, dim, k.start, k.stop, 1 if k.step is None else k.step)
+            dim += 1
+            src += 1
+        else:  # an integer
+            n = shape[src]
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for dimension {src} with size {n}")
+            t = _op_select_int.call(t._ks, t, dim, k)
+            src += 1
+    return t
 
 
 def _adv_list(view: Tensor, adv):
@@ -139,12 +144,20 @@ def _adv_list(view: Tensor, adv):
     return out
 
 
+def _ops():
+    global _op_index_Tensor, _op_select_int, _op_slice_Tensor, _op_unsqueeze
+    from ember._generated.registrations import (_op_index_Tensor, _op_select_int,  # noqa: F811
+                                                _op_slice_Tensor, _op_unsqueeze)
+
+
+_op_index_Tensor = _op_select_int = _op_slice_Tensor = _op_unsqueeze = None
+
+
 def getitem(t: Tensor, index):
     key, adv = _split(t, index)
     view = _basic_view(t, key)
     if adv is None:
         return view
-    from ember._generated.registrations import _op_index_Tensor
     idx = _adv_list(view, adv)
     return _op_index_Tensor.call(view._ks | _ks(idx), view, idx)
 

@@ -19,6 +19,7 @@ from ember.c10.device import canonical as _canonical_device
 from ember.c10.device import device as _device
 from ember.c10.dispatch_key import KS_CPU, KS_OF_DEVICE_TYPE
 from ember.c10.generator import Generator
+from ember._size import Size as _Size
 
 Tensor = None  # set by ember._tensor
 
@@ -29,6 +30,22 @@ NUMBERS_AS_TENSORS = {"add", "add_", "div", "div_", "divide", "divide_", "mul", 
                       "floor_divide_", "to", "_to_copy", "copy_"}
 _PY_TYPE_DTYPES = {builtins.float: _dt.float64, builtins.int: _dt.int64, builtins.bool: _dt.bool_,
                    builtins.complex: _dt.complex128}
+
+
+NUMBER_TYPES = frozenset((bool, int, float, complex))
+
+
+def fast_ints(x, single: bool):
+    """``x`` as a tuple of ints when it already is one (or a lone int for ``int[N]``); else None."""
+    t = type(x)
+    if t is tuple or t is _Size:
+        for i in x:
+            if type(i) is not int:
+                return None
+        return x
+    if single and t is int:
+        return (x,)
+    return None
 
 
 def ks_opt(t) -> int:

@@ -11,6 +11,8 @@ import numbers
 
 import numpy as np
 
+from ember.c10.dtype import BF16_NP as _BF16
+
 from ember import _python_arg_parser
 from ember.aten import wrap as _wrap
 from ember.c10 import dtype as _dt
@@ -61,7 +63,7 @@ class Tensor(TensorImpl):
         if self._device.type == "meta":
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         v = self.cpu()._data.reshape(()).item()
-        if self._data.dtype.name == "bfloat16":
+        if self._data.dtype == _BF16:
             return builtins.float(v)
         return v
 
@@ -69,7 +71,7 @@ class Tensor(TensorImpl):
         if self._device.type == "meta":
             raise RuntimeError("Tensor.tolist() is not supported for meta tensors")
         a = self.cpu()._data
-        if a.dtype.name == "bfloat16":
+        if a.dtype == _BF16:
             a = a.astype(np.float32)
         return a.tolist()
 

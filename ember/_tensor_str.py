@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from ember.c10.dtype import BF16_NP as _BF16
+
 from ember.c10 import dtype as _dt
 
 
@@ -146,7 +148,7 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
             suffixes.append(f"dtype={dt}")
         return prefix + body + ", " + ", ".join(suffixes) + ")"
     a = t.cpu()._data
-    if a.dtype.name == "bfloat16" or a.dtype == np.float16:
+    if a.dtype == _BF16 or a.dtype == np.float16:
         a = a.astype(np.float32)
     if a.size == 0:
         body = "[]"

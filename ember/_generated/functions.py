@@ -5,6 +5,10 @@
 from ember._generated import registrations as _R
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10 import dtype as _dtypes  # noqa: F401
+from ember.c10.dtype import dtype as _dtype
+from ember.c10.generator import Generator as _Generator
+from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
+from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
 __all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'baddbmm', 'bernoulli', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dstack', 'einsum', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'gt', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
@@ -13,7 +17,21 @@ _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_abs_0(input, *, out=None):
+    return (input, out)
+
 def abs(*args, **kwargs):
+    try:
+        _b = _bind_abs_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_abs.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_abs_out.call(input._ks, input, out)
     _i, _a = _sig_abs.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -26,7 +44,18 @@ _sig_abs_ = _Signatures('abs_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_abs__0(input):
+    return (input,)
+
 def abs_(*args, **kwargs):
+    try:
+        _b = _bind_abs__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_abs_.call(input._ks, input)
     _i, _a = _sig_abs_.parse(args, kwargs)
     if _i == 0:
         return _R._op_abs_.call(_a['input']._ks, _a['input'])
@@ -37,7 +66,21 @@ _sig_neg = _Signatures('neg', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_neg_0(input, *, out=None):
+    return (input, out)
+
 def neg(*args, **kwargs):
+    try:
+        _b = _bind_neg_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_neg.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_neg_out.call(input._ks, input, out)
     _i, _a = _sig_neg.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -50,7 +93,18 @@ _sig_neg_ = _Signatures('neg_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_neg__0(input):
+    return (input,)
+
 def neg_(*args, **kwargs):
+    try:
+        _b = _bind_neg__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_neg_.call(input._ks, input)
     _i, _a = _sig_neg_.parse(args, kwargs)
     if _i == 0:
         return _R._op_neg_.call(_a['input']._ks, _a['input'])
@@ -61,7 +115,21 @@ _sig_sign = _Signatures('sign', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_sign_0(input, *, out=None):
+    return (input, out)
+
 def sign(*args, **kwargs):
+    try:
+        _b = _bind_sign_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_sign.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_sign_out.call(input._ks, input, out)
     _i, _a = _sig_sign.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -74,7 +142,18 @@ _sig_sign_ = _Signatures('sign_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_sign__0(input):
+    return (input,)
+
 def sign_(*args, **kwargs):
+    try:
+        _b = _bind_sign__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_sign_.call(input._ks, input)
     _i, _a = _sig_sign_.parse(args, kwargs)
     if _i == 0:
         return _R._op_sign_.call(_a['input']._ks, _a['input'])
@@ -85,7 +164,21 @@ _sig_sgn = _Signatures('sgn', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_sgn_0(input, *, out=None):
+    return (input, out)
+
 def sgn(*args, **kwargs):
+    try:
+        _b = _bind_sgn_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_sgn.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_sgn_out.call(input._ks, input, out)
     _i, _a = _sig_sgn.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -98,7 +191,18 @@ _sig_sgn_ = _Signatures('sgn_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_sgn__0(input):
+    return (input,)
+
 def sgn_(*args, **kwargs):
+    try:
+        _b = _bind_sgn__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_sgn_.call(input._ks, input)
     _i, _a = _sig_sgn_.parse(args, kwargs)
     if _i == 0:
         return _R._op_sgn_.call(_a['input']._ks, _a['input'])
@@ -109,7 +213,21 @@ _sig_floor = _Signatures('floor', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_floor_0(input, *, out=None):
+    return (input, out)
+
 def floor(*args, **kwargs):
+    try:
+        _b = _bind_floor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_floor.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_floor_out.call(input._ks, input, out)
     _i, _a = _sig_floor.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -122,7 +240,18 @@ _sig_floor_ = _Signatures('floor_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_floor__0(input):
+    return (input,)
+
 def floor_(*args, **kwargs):
+    try:
+        _b = _bind_floor__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_floor_.call(input._ks, input)
     _i, _a = _sig_floor_.parse(args, kwargs)
     if _i == 0:
         return _R._op_floor_.call(_a['input']._ks, _a['input'])
@@ -133,7 +262,21 @@ _sig_ceil = _Signatures('ceil', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_ceil_0(input, *, out=None):
+    return (input, out)
+
 def ceil(*args, **kwargs):
+    try:
+        _b = _bind_ceil_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_ceil.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_ceil_out.call(input._ks, input, out)
     _i, _a = _sig_ceil.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -146,7 +289,18 @@ _sig_ceil_ = _Signatures('ceil_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_ceil__0(input):
+    return (input,)
+
 def ceil_(*args, **kwargs):
+    try:
+        _b = _bind_ceil__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_ceil_.call(input._ks, input)
     _i, _a = _sig_ceil_.parse(args, kwargs)
     if _i == 0:
         return _R._op_ceil_.call(_a['input']._ks, _a['input'])
@@ -157,7 +311,21 @@ _sig_trunc = _Signatures('trunc', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_trunc_0(input, *, out=None):
+    return (input, out)
+
 def trunc(*args, **kwargs):
+    try:
+        _b = _bind_trunc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_trunc.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_trunc_out.call(input._ks, input, out)
     _i, _a = _sig_trunc.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -170,7 +338,18 @@ _sig_trunc_ = _Signatures('trunc_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_trunc__0(input):
+    return (input,)
+
 def trunc_(*args, **kwargs):
+    try:
+        _b = _bind_trunc__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_trunc_.call(input._ks, input)
     _i, _a = _sig_trunc_.parse(args, kwargs)
     if _i == 0:
         return _R._op_trunc_.call(_a['input']._ks, _a['input'])
@@ -181,7 +360,21 @@ _sig_frac = _Signatures('frac', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_frac_0(input, *, out=None):
+    return (input, out)
+
 def frac(*args, **kwargs):
+    try:
+        _b = _bind_frac_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_frac.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_frac_out.call(input._ks, input, out)
     _i, _a = _sig_frac.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -194,7 +387,18 @@ _sig_frac_ = _Signatures('frac_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_frac__0(input):
+    return (input,)
+
 def frac_(*args, **kwargs):
+    try:
+        _b = _bind_frac__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_frac_.call(input._ks, input)
     _i, _a = _sig_frac_.parse(args, kwargs)
     if _i == 0:
         return _R._op_frac_.call(_a['input']._ks, _a['input'])
@@ -205,7 +409,21 @@ _sig_exp = _Signatures('exp', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_exp_0(input, *, out=None):
+    return (input, out)
+
 def exp(*args, **kwargs):
+    try:
+        _b = _bind_exp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_exp.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_exp_out.call(input._ks, input, out)
     _i, _a = _sig_exp.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -218,7 +436,18 @@ _sig_exp_ = _Signatures('exp_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_exp__0(input):
+    return (input,)
+
 def exp_(*args, **kwargs):
+    try:
+        _b = _bind_exp__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_exp_.call(input._ks, input)
     _i, _a = _sig_exp_.parse(args, kwargs)
     if _i == 0:
         return _R._op_exp_.call(_a['input']._ks, _a['input'])
@@ -229,7 +458,21 @@ _sig_exp2 = _Signatures('exp2', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_exp2_0(input, *, out=None):
+    return (input, out)
+
 def exp2(*args, **kwargs):
+    try:
+        _b = _bind_exp2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_exp2.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_exp2_out.call(input._ks, input, out)
     _i, _a = _sig_exp2.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -242,7 +485,18 @@ _sig_exp2_ = _Signatures('exp2_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_exp2__0(input):
+    return (input,)
+
 def exp2_(*args, **kwargs):
+    try:
+        _b = _bind_exp2__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_exp2_.call(input._ks, input)
     _i, _a = _sig_exp2_.parse(args, kwargs)
     if _i == 0:
         return _R._op_exp2_.call(_a['input']._ks, _a['input'])
@@ -253,7 +507,21 @@ _sig_expm1 = _Signatures('expm1', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_expm1_0(input, *, out=None):
+    return (input, out)
+
 def expm1(*args, **kwargs):
+    try:
+        _b = _bind_expm1_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_expm1.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_expm1_out.call(input._ks, input, out)
     _i, _a = _sig_expm1.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -266,7 +534,18 @@ _sig_expm1_ = _Signatures('expm1_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_expm1__0(input):
+    return (input,)
+
 def expm1_(*args, **kwargs):
+    try:
+        _b = _bind_expm1__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_expm1_.call(input._ks, input)
     _i, _a = _sig_expm1_.parse(args, kwargs)
     if _i == 0:
         return _R._op_expm1_.call(_a['input']._ks, _a['input'])
@@ -277,7 +556,21 @@ _sig_log = _Signatures('log', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_log_0(input, *, out=None):
+    return (input, out)
+
 def log(*args, **kwargs):
+    try:
+        _b = _bind_log_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_log.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_log_out.call(input._ks, input, out)
     _i, _a = _sig_log.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -290,7 +583,18 @@ _sig_log_ = _Signatures('log_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_log__0(input):
+    return (input,)
+
 def log_(*args, **kwargs):
+    try:
+        _b = _bind_log__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_log_.call(input._ks, input)
     _i, _a = _sig_log_.parse(args, kwargs)
     if _i == 0:
         return _R._op_log_.call(_a['input']._ks, _a['input'])
@@ -301,7 +605,21 @@ _sig_log2 = _Signatures('log2', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_log2_0(input, *, out=None):
+    return (input, out)
+
 def log2(*args, **kwargs):
+    try:
+        _b = _bind_log2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_log2.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_log2_out.call(input._ks, input, out)
     _i, _a = _sig_log2.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -314,7 +632,18 @@ _sig_log2_ = _Signatures('log2_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_log2__0(input):
+    return (input,)
+
 def log2_(*args, **kwargs):
+    try:
+        _b = _bind_log2__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_log2_.call(input._ks, input)
     _i, _a = _sig_log2_.parse(args, kwargs)
     if _i == 0:
         return _R._op_log2_.call(_a['input']._ks, _a['input'])
@@ -325,7 +654,21 @@ _sig_log10 = _Signatures('log10', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_log10_0(input, *, out=None):
+    return (input, out)
+
 def log10(*args, **kwargs):
+    try:
+        _b = _bind_log10_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_log10.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_log10_out.call(input._ks, input, out)
     _i, _a = _sig_log10.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -338,7 +681,18 @@ _sig_log10_ = _Signatures('log10_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_log10__0(input):
+    return (input,)
+
 def log10_(*args, **kwargs):
+    try:
+        _b = _bind_log10__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_log10_.call(input._ks, input)
     _i, _a = _sig_log10_.parse(args, kwargs)
     if _i == 0:
         return _R._op_log10_.call(_a['input']._ks, _a['input'])
@@ -349,7 +703,21 @@ _sig_log1p = _Signatures('log1p', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_log1p_0(input, *, out=None):
+    return (input, out)
+
 def log1p(*args, **kwargs):
+    try:
+        _b = _bind_log1p_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_log1p.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_log1p_out.call(input._ks, input, out)
     _i, _a = _sig_log1p.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -362,7 +730,18 @@ _sig_log1p_ = _Signatures('log1p_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_log1p__0(input):
+    return (input,)
+
 def log1p_(*args, **kwargs):
+    try:
+        _b = _bind_log1p__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_log1p_.call(input._ks, input)
     _i, _a = _sig_log1p_.parse(args, kwargs)
     if _i == 0:
         return _R._op_log1p_.call(_a['input']._ks, _a['input'])
@@ -373,7 +752,21 @@ _sig_sqrt = _Signatures('sqrt', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_sqrt_0(input, *, out=None):
+    return (input, out)
+
 def sqrt(*args, **kwargs):
+    try:
+        _b = _bind_sqrt_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_sqrt.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_sqrt_out.call(input._ks, input, out)
     _i, _a = _sig_sqrt.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -386,7 +779,18 @@ _sig_sqrt_ = _Signatures('sqrt_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_sqrt__0(input):
+    return (input,)
+
 def sqrt_(*args, **kwargs):
+    try:
+        _b = _bind_sqrt__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_sqrt_.call(input._ks, input)
     _i, _a = _sig_sqrt_.parse(args, kwargs)
     if _i == 0:
         return _R._op_sqrt_.call(_a['input']._ks, _a['input'])
@@ -397,7 +801,21 @@ _sig_rsqrt = _Signatures('rsqrt', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_rsqrt_0(input, *, out=None):
+    return (input, out)
+
 def rsqrt(*args, **kwargs):
+    try:
+        _b = _bind_rsqrt_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_rsqrt.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_rsqrt_out.call(input._ks, input, out)
     _i, _a = _sig_rsqrt.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -410,7 +828,18 @@ _sig_rsqrt_ = _Signatures('rsqrt_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_rsqrt__0(input):
+    return (input,)
+
 def rsqrt_(*args, **kwargs):
+    try:
+        _b = _bind_rsqrt__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_rsqrt_.call(input._ks, input)
     _i, _a = _sig_rsqrt_.parse(args, kwargs)
     if _i == 0:
         return _R._op_rsqrt_.call(_a['input']._ks, _a['input'])
@@ -421,7 +850,21 @@ _sig_sin = _Signatures('sin', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_sin_0(input, *, out=None):
+    return (input, out)
+
 def sin(*args, **kwargs):
+    try:
+        _b = _bind_sin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_sin.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_sin_out.call(input._ks, input, out)
     _i, _a = _sig_sin.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -434,7 +877,18 @@ _sig_sin_ = _Signatures('sin_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_sin__0(input):
+    return (input,)
+
 def sin_(*args, **kwargs):
+    try:
+        _b = _bind_sin__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_sin_.call(input._ks, input)
     _i, _a = _sig_sin_.parse(args, kwargs)
     if _i == 0:
         return _R._op_sin_.call(_a['input']._ks, _a['input'])
@@ -445,7 +899,21 @@ _sig_cos = _Signatures('cos', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_cos_0(input, *, out=None):
+    return (input, out)
+
 def cos(*args, **kwargs):
+    try:
+        _b = _bind_cos_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_cos.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_cos_out.call(input._ks, input, out)
     _i, _a = _sig_cos.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -458,7 +926,18 @@ _sig_cos_ = _Signatures('cos_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_cos__0(input):
+    return (input,)
+
 def cos_(*args, **kwargs):
+    try:
+        _b = _bind_cos__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_cos_.call(input._ks, input)
     _i, _a = _sig_cos_.parse(args, kwargs)
     if _i == 0:
         return _R._op_cos_.call(_a['input']._ks, _a['input'])
@@ -469,7 +948,21 @@ _sig_tan = _Signatures('tan', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_tan_0(input, *, out=None):
+    return (input, out)
+
 def tan(*args, **kwargs):
+    try:
+        _b = _bind_tan_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_tan.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_tan_out.call(input._ks, input, out)
     _i, _a = _sig_tan.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -482,7 +975,18 @@ _sig_tan_ = _Signatures('tan_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_tan__0(input):
+    return (input,)
+
 def tan_(*args, **kwargs):
+    try:
+        _b = _bind_tan__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_tan_.call(input._ks, input)
     _i, _a = _sig_tan_.parse(args, kwargs)
     if _i == 0:
         return _R._op_tan_.call(_a['input']._ks, _a['input'])
@@ -493,7 +997,21 @@ _sig_asin = _Signatures('asin', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_asin_0(input, *, out=None):
+    return (input, out)
+
 def asin(*args, **kwargs):
+    try:
+        _b = _bind_asin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_asin.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_asin_out.call(input._ks, input, out)
     _i, _a = _sig_asin.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -506,7 +1024,18 @@ _sig_asin_ = _Signatures('asin_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_asin__0(input):
+    return (input,)
+
 def asin_(*args, **kwargs):
+    try:
+        _b = _bind_asin__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_asin_.call(input._ks, input)
     _i, _a = _sig_asin_.parse(args, kwargs)
     if _i == 0:
         return _R._op_asin_.call(_a['input']._ks, _a['input'])
@@ -517,7 +1046,21 @@ _sig_acos = _Signatures('acos', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_acos_0(input, *, out=None):
+    return (input, out)
+
 def acos(*args, **kwargs):
+    try:
+        _b = _bind_acos_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_acos.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_acos_out.call(input._ks, input, out)
     _i, _a = _sig_acos.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -530,7 +1073,18 @@ _sig_acos_ = _Signatures('acos_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_acos__0(input):
+    return (input,)
+
 def acos_(*args, **kwargs):
+    try:
+        _b = _bind_acos__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_acos_.call(input._ks, input)
     _i, _a = _sig_acos_.parse(args, kwargs)
     if _i == 0:
         return _R._op_acos_.call(_a['input']._ks, _a['input'])
@@ -541,7 +1095,21 @@ _sig_atan = _Signatures('atan', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_atan_0(input, *, out=None):
+    return (input, out)
+
 def atan(*args, **kwargs):
+    try:
+        _b = _bind_atan_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_atan.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_atan_out.call(input._ks, input, out)
     _i, _a = _sig_atan.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -554,7 +1122,18 @@ _sig_atan_ = _Signatures('atan_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_atan__0(input):
+    return (input,)
+
 def atan_(*args, **kwargs):
+    try:
+        _b = _bind_atan__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_atan_.call(input._ks, input)
     _i, _a = _sig_atan_.parse(args, kwargs)
     if _i == 0:
         return _R._op_atan_.call(_a['input']._ks, _a['input'])
@@ -565,7 +1144,21 @@ _sig_sinh = _Signatures('sinh', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_sinh_0(input, *, out=None):
+    return (input, out)
+
 def sinh(*args, **kwargs):
+    try:
+        _b = _bind_sinh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_sinh.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_sinh_out.call(input._ks, input, out)
     _i, _a = _sig_sinh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -578,7 +1171,18 @@ _sig_sinh_ = _Signatures('sinh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_sinh__0(input):
+    return (input,)
+
 def sinh_(*args, **kwargs):
+    try:
+        _b = _bind_sinh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_sinh_.call(input._ks, input)
     _i, _a = _sig_sinh_.parse(args, kwargs)
     if _i == 0:
         return _R._op_sinh_.call(_a['input']._ks, _a['input'])
@@ -589,7 +1193,21 @@ _sig_cosh = _Signatures('cosh', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_cosh_0(input, *, out=None):
+    return (input, out)
+
 def cosh(*args, **kwargs):
+    try:
+        _b = _bind_cosh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_cosh.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_cosh_out.call(input._ks, input, out)
     _i, _a = _sig_cosh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -602,7 +1220,18 @@ _sig_cosh_ = _Signatures('cosh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_cosh__0(input):
+    return (input,)
+
 def cosh_(*args, **kwargs):
+    try:
+        _b = _bind_cosh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_cosh_.call(input._ks, input)
     _i, _a = _sig_cosh_.parse(args, kwargs)
     if _i == 0:
         return _R._op_cosh_.call(_a['input']._ks, _a['input'])
@@ -613,7 +1242,21 @@ _sig_tanh = _Signatures('tanh', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_tanh_0(input, *, out=None):
+    return (input, out)
+
 def tanh(*args, **kwargs):
+    try:
+        _b = _bind_tanh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_tanh.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_tanh_out.call(input._ks, input, out)
     _i, _a = _sig_tanh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -626,7 +1269,18 @@ _sig_tanh_ = _Signatures('tanh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_tanh__0(input):
+    return (input,)
+
 def tanh_(*args, **kwargs):
+    try:
+        _b = _bind_tanh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_tanh_.call(input._ks, input)
     _i, _a = _sig_tanh_.parse(args, kwargs)
     if _i == 0:
         return _R._op_tanh_.call(_a['input']._ks, _a['input'])
@@ -637,7 +1291,21 @@ _sig_asinh = _Signatures('asinh', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_asinh_0(input, *, out=None):
+    return (input, out)
+
 def asinh(*args, **kwargs):
+    try:
+        _b = _bind_asinh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_asinh.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_asinh_out.call(input._ks, input, out)
     _i, _a = _sig_asinh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -650,7 +1318,18 @@ _sig_asinh_ = _Signatures('asinh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_asinh__0(input):
+    return (input,)
+
 def asinh_(*args, **kwargs):
+    try:
+        _b = _bind_asinh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_asinh_.call(input._ks, input)
     _i, _a = _sig_asinh_.parse(args, kwargs)
     if _i == 0:
         return _R._op_asinh_.call(_a['input']._ks, _a['input'])
@@ -661,7 +1340,21 @@ _sig_acosh = _Signatures('acosh', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_acosh_0(input, *, out=None):
+    return (input, out)
+
 def acosh(*args, **kwargs):
+    try:
+        _b = _bind_acosh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_acosh.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_acosh_out.call(input._ks, input, out)
     _i, _a = _sig_acosh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -674,7 +1367,18 @@ _sig_acosh_ = _Signatures('acosh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_acosh__0(input):
+    return (input,)
+
 def acosh_(*args, **kwargs):
+    try:
+        _b = _bind_acosh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_acosh_.call(input._ks, input)
     _i, _a = _sig_acosh_.parse(args, kwargs)
     if _i == 0:
         return _R._op_acosh_.call(_a['input']._ks, _a['input'])
@@ -685,7 +1389,21 @@ _sig_atanh = _Signatures('atanh', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_atanh_0(input, *, out=None):
+    return (input, out)
+
 def atanh(*args, **kwargs):
+    try:
+        _b = _bind_atanh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_atanh.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_atanh_out.call(input._ks, input, out)
     _i, _a = _sig_atanh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -698,7 +1416,18 @@ _sig_atanh_ = _Signatures('atanh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_atanh__0(input):
+    return (input,)
+
 def atanh_(*args, **kwargs):
+    try:
+        _b = _bind_atanh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_atanh_.call(input._ks, input)
     _i, _a = _sig_atanh_.parse(args, kwargs)
     if _i == 0:
         return _R._op_atanh_.call(_a['input']._ks, _a['input'])
@@ -709,7 +1438,21 @@ _sig_sigmoid = _Signatures('sigmoid', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_sigmoid_0(input, *, out=None):
+    return (input, out)
+
 def sigmoid(*args, **kwargs):
+    try:
+        _b = _bind_sigmoid_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_sigmoid.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_sigmoid_out.call(input._ks, input, out)
     _i, _a = _sig_sigmoid.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -722,7 +1465,18 @@ _sig_sigmoid_ = _Signatures('sigmoid_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_sigmoid__0(input):
+    return (input,)
+
 def sigmoid_(*args, **kwargs):
+    try:
+        _b = _bind_sigmoid__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_sigmoid_.call(input._ks, input)
     _i, _a = _sig_sigmoid_.parse(args, kwargs)
     if _i == 0:
         return _R._op_sigmoid_.call(_a['input']._ks, _a['input'])
@@ -733,7 +1487,21 @@ _sig_reciprocal = _Signatures('reciprocal', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_reciprocal_0(input, *, out=None):
+    return (input, out)
+
 def reciprocal(*args, **kwargs):
+    try:
+        _b = _bind_reciprocal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_reciprocal.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_reciprocal_out.call(input._ks, input, out)
     _i, _a = _sig_reciprocal.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -746,7 +1514,18 @@ _sig_reciprocal_ = _Signatures('reciprocal_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_reciprocal__0(input):
+    return (input,)
+
 def reciprocal_(*args, **kwargs):
+    try:
+        _b = _bind_reciprocal__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_reciprocal_.call(input._ks, input)
     _i, _a = _sig_reciprocal_.parse(args, kwargs)
     if _i == 0:
         return _R._op_reciprocal_.call(_a['input']._ks, _a['input'])
@@ -757,7 +1536,21 @@ _sig_erf = _Signatures('erf', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_erf_0(input, *, out=None):
+    return (input, out)
+
 def erf(*args, **kwargs):
+    try:
+        _b = _bind_erf_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_erf.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_erf_out.call(input._ks, input, out)
     _i, _a = _sig_erf.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -770,7 +1563,18 @@ _sig_erf_ = _Signatures('erf_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_erf__0(input):
+    return (input,)
+
 def erf_(*args, **kwargs):
+    try:
+        _b = _bind_erf__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_erf_.call(input._ks, input)
     _i, _a = _sig_erf_.parse(args, kwargs)
     if _i == 0:
         return _R._op_erf_.call(_a['input']._ks, _a['input'])
@@ -781,7 +1585,21 @@ _sig_erfc = _Signatures('erfc', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_erfc_0(input, *, out=None):
+    return (input, out)
+
 def erfc(*args, **kwargs):
+    try:
+        _b = _bind_erfc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_erfc.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_erfc_out.call(input._ks, input, out)
     _i, _a = _sig_erfc.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -794,7 +1612,18 @@ _sig_erfc_ = _Signatures('erfc_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_erfc__0(input):
+    return (input,)
+
 def erfc_(*args, **kwargs):
+    try:
+        _b = _bind_erfc__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_erfc_.call(input._ks, input)
     _i, _a = _sig_erfc_.parse(args, kwargs)
     if _i == 0:
         return _R._op_erfc_.call(_a['input']._ks, _a['input'])
@@ -805,7 +1634,21 @@ _sig_erfinv = _Signatures('erfinv', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_erfinv_0(input, *, out=None):
+    return (input, out)
+
 def erfinv(*args, **kwargs):
+    try:
+        _b = _bind_erfinv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_erfinv.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_erfinv_out.call(input._ks, input, out)
     _i, _a = _sig_erfinv.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -818,7 +1661,18 @@ _sig_erfinv_ = _Signatures('erfinv_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_erfinv__0(input):
+    return (input,)
+
 def erfinv_(*args, **kwargs):
+    try:
+        _b = _bind_erfinv__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_erfinv_.call(input._ks, input)
     _i, _a = _sig_erfinv_.parse(args, kwargs)
     if _i == 0:
         return _R._op_erfinv_.call(_a['input']._ks, _a['input'])
@@ -829,7 +1683,21 @@ _sig_lgamma = _Signatures('lgamma', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_lgamma_0(input, *, out=None):
+    return (input, out)
+
 def lgamma(*args, **kwargs):
+    try:
+        _b = _bind_lgamma_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_lgamma.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_lgamma_out.call(input._ks, input, out)
     _i, _a = _sig_lgamma.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -842,7 +1710,18 @@ _sig_lgamma_ = _Signatures('lgamma_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_lgamma__0(input):
+    return (input,)
+
 def lgamma_(*args, **kwargs):
+    try:
+        _b = _bind_lgamma__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_lgamma_.call(input._ks, input)
     _i, _a = _sig_lgamma_.parse(args, kwargs)
     if _i == 0:
         return _R._op_lgamma_.call(_a['input']._ks, _a['input'])
@@ -853,7 +1732,21 @@ _sig_digamma = _Signatures('digamma', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_digamma_0(input, *, out=None):
+    return (input, out)
+
 def digamma(*args, **kwargs):
+    try:
+        _b = _bind_digamma_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_digamma.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_digamma_out.call(input._ks, input, out)
     _i, _a = _sig_digamma.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -866,7 +1759,18 @@ _sig_digamma_ = _Signatures('digamma_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_digamma__0(input):
+    return (input,)
+
 def digamma_(*args, **kwargs):
+    try:
+        _b = _bind_digamma__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_digamma_.call(input._ks, input)
     _i, _a = _sig_digamma_.parse(args, kwargs)
     if _i == 0:
         return _R._op_digamma_.call(_a['input']._ks, _a['input'])
@@ -877,7 +1781,21 @@ _sig_i0 = _Signatures('i0', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_i0_0(input, *, out=None):
+    return (input, out)
+
 def i0(*args, **kwargs):
+    try:
+        _b = _bind_i0_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_i0.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_i0_out.call(input._ks, input, out)
     _i, _a = _sig_i0.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -890,7 +1808,18 @@ _sig_i0_ = _Signatures('i0_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_i0__0(input):
+    return (input,)
+
 def i0_(*args, **kwargs):
+    try:
+        _b = _bind_i0__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_i0_.call(input._ks, input)
     _i, _a = _sig_i0_.parse(args, kwargs)
     if _i == 0:
         return _R._op_i0_.call(_a['input']._ks, _a['input'])
@@ -901,7 +1830,21 @@ _sig_sinc = _Signatures('sinc', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_sinc_0(input, *, out=None):
+    return (input, out)
+
 def sinc(*args, **kwargs):
+    try:
+        _b = _bind_sinc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_sinc.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_sinc_out.call(input._ks, input, out)
     _i, _a = _sig_sinc.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -914,7 +1857,18 @@ _sig_sinc_ = _Signatures('sinc_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_sinc__0(input):
+    return (input,)
+
 def sinc_(*args, **kwargs):
+    try:
+        _b = _bind_sinc__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_sinc_.call(input._ks, input)
     _i, _a = _sig_sinc_.parse(args, kwargs)
     if _i == 0:
         return _R._op_sinc_.call(_a['input']._ks, _a['input'])
@@ -925,7 +1879,21 @@ _sig_deg2rad = _Signatures('deg2rad', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_deg2rad_0(input, *, out=None):
+    return (input, out)
+
 def deg2rad(*args, **kwargs):
+    try:
+        _b = _bind_deg2rad_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_deg2rad.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_deg2rad_out.call(input._ks, input, out)
     _i, _a = _sig_deg2rad.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -938,7 +1906,18 @@ _sig_deg2rad_ = _Signatures('deg2rad_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_deg2rad__0(input):
+    return (input,)
+
 def deg2rad_(*args, **kwargs):
+    try:
+        _b = _bind_deg2rad__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_deg2rad_.call(input._ks, input)
     _i, _a = _sig_deg2rad_.parse(args, kwargs)
     if _i == 0:
         return _R._op_deg2rad_.call(_a['input']._ks, _a['input'])
@@ -949,7 +1928,21 @@ _sig_rad2deg = _Signatures('rad2deg', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_rad2deg_0(input, *, out=None):
+    return (input, out)
+
 def rad2deg(*args, **kwargs):
+    try:
+        _b = _bind_rad2deg_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_rad2deg.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_rad2deg_out.call(input._ks, input, out)
     _i, _a = _sig_rad2deg.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -962,7 +1955,18 @@ _sig_rad2deg_ = _Signatures('rad2deg_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_rad2deg__0(input):
+    return (input,)
+
 def rad2deg_(*args, **kwargs):
+    try:
+        _b = _bind_rad2deg__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_rad2deg_.call(input._ks, input)
     _i, _a = _sig_rad2deg_.parse(args, kwargs)
     if _i == 0:
         return _R._op_rad2deg_.call(_a['input']._ks, _a['input'])
@@ -973,7 +1977,21 @@ _sig_square = _Signatures('square', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_square_0(input, *, out=None):
+    return (input, out)
+
 def square(*args, **kwargs):
+    try:
+        _b = _bind_square_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_square.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_square_out.call(input._ks, input, out)
     _i, _a = _sig_square.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -986,7 +2004,18 @@ _sig_square_ = _Signatures('square_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_square__0(input):
+    return (input,)
+
 def square_(*args, **kwargs):
+    try:
+        _b = _bind_square__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_square_.call(input._ks, input)
     _i, _a = _sig_square_.parse(args, kwargs)
     if _i == 0:
         return _R._op_square_.call(_a['input']._ks, _a['input'])
@@ -997,7 +2026,21 @@ _sig_bitwise_not = _Signatures('bitwise_not', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_bitwise_not_0(input, *, out=None):
+    return (input, out)
+
 def bitwise_not(*args, **kwargs):
+    try:
+        _b = _bind_bitwise_not_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_bitwise_not.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_not_out.call(input._ks, input, out)
     _i, _a = _sig_bitwise_not.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1010,7 +2053,18 @@ _sig_bitwise_not_ = _Signatures('bitwise_not_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_bitwise_not__0(input):
+    return (input,)
+
 def bitwise_not_(*args, **kwargs):
+    try:
+        _b = _bind_bitwise_not__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_bitwise_not_.call(input._ks, input)
     _i, _a = _sig_bitwise_not_.parse(args, kwargs)
     if _i == 0:
         return _R._op_bitwise_not_.call(_a['input']._ks, _a['input'])
@@ -1021,7 +2075,21 @@ _sig_logical_not = _Signatures('logical_not', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_logical_not_0(input, *, out=None):
+    return (input, out)
+
 def logical_not(*args, **kwargs):
+    try:
+        _b = _bind_logical_not_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_logical_not.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_logical_not_out.call(input._ks, input, out)
     _i, _a = _sig_logical_not.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1034,7 +2102,18 @@ _sig_logical_not_ = _Signatures('logical_not_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_logical_not__0(input):
+    return (input,)
+
 def logical_not_(*args, **kwargs):
+    try:
+        _b = _bind_logical_not__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_logical_not_.call(input._ks, input)
     _i, _a = _sig_logical_not_.parse(args, kwargs)
     if _i == 0:
         return _R._op_logical_not_.call(_a['input']._ks, _a['input'])
@@ -1045,7 +2124,18 @@ _sig_relu = _Signatures('relu', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_relu_0(input):
+    return (input,)
+
 def relu(*args, **kwargs):
+    try:
+        _b = _bind_relu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_relu.call(input._ks, input)
     _i, _a = _sig_relu.parse(args, kwargs)
     if _i == 0:
         return _R._op_relu.call(_a['input']._ks, _a['input'])
@@ -1056,7 +2146,18 @@ _sig_relu_ = _Signatures('relu_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_relu__0(input):
+    return (input,)
+
 def relu_(*args, **kwargs):
+    try:
+        _b = _bind_relu__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_relu_.call(input._ks, input)
     _i, _a = _sig_relu_.parse(args, kwargs)
     if _i == 0:
         return _R._op_relu_.call(_a['input']._ks, _a['input'])
@@ -1067,7 +2168,18 @@ _sig_positive = _Signatures('positive', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_positive_0(input):
+    return (input,)
+
 def positive(*args, **kwargs):
+    try:
+        _b = _bind_positive_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_positive.call(input._ks, input)
     _i, _a = _sig_positive.parse(args, kwargs)
     if _i == 0:
         return _R._op_positive.call(_a['input']._ks, _a['input'])
@@ -1079,7 +2191,32 @@ _sig_round = _Signatures('round', [
     (('input', 'T', False, False, None), ('decimals', 'int', True, False, None),),
 ], method=False)
 
+def _bind_round_0(input, *, out=None):
+    return (input, out)
+
+def _bind_round_1(input, *, decimals):
+    return (input, decimals)
+
 def round(*args, **kwargs):
+    try:
+        _b = _bind_round_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_round.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_round_out.call(input._ks, input, out)
+    try:
+        _b = _bind_round_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, decimals = _b
+        if isinstance(input, _Tensor) and type(decimals) is int:
+            return _R._op_round_decimals.call(input._ks, input, decimals)
     _i, _a = _sig_round.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1095,7 +2232,29 @@ _sig_round_ = _Signatures('round_', [
     (('input', 'T', False, False, None), ('decimals', 'int', True, False, None),),
 ], method=False)
 
+def _bind_round__0(input):
+    return (input,)
+
+def _bind_round__1(input, *, decimals):
+    return (input, decimals)
+
 def round_(*args, **kwargs):
+    try:
+        _b = _bind_round__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_round_.call(input._ks, input)
+    try:
+        _b = _bind_round__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, decimals = _b
+        if isinstance(input, _Tensor) and type(decimals) is int:
+            return _R._op_round__decimals.call(input._ks, input, decimals)
     _i, _a = _sig_round_.parse(args, kwargs)
     if _i == 0:
         return _R._op_round_.call(_a['input']._ks, _a['input'])
@@ -1108,7 +2267,18 @@ _sig_isnan = _Signatures('isnan', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_isnan_0(input):
+    return (input,)
+
 def isnan(*args, **kwargs):
+    try:
+        _b = _bind_isnan_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_isnan.call(input._ks, input)
     _i, _a = _sig_isnan.parse(args, kwargs)
     if _i == 0:
         return _R._op_isnan.call(_a['input']._ks, _a['input'])
@@ -1119,7 +2289,18 @@ _sig_isinf = _Signatures('isinf', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_isinf_0(input):
+    return (input,)
+
 def isinf(*args, **kwargs):
+    try:
+        _b = _bind_isinf_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_isinf.call(input._ks, input)
     _i, _a = _sig_isinf.parse(args, kwargs)
     if _i == 0:
         return _R._op_isinf.call(_a['input']._ks, _a['input'])
@@ -1130,7 +2311,18 @@ _sig_isfinite = _Signatures('isfinite', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_isfinite_0(input):
+    return (input,)
+
 def isfinite(*args, **kwargs):
+    try:
+        _b = _bind_isfinite_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_isfinite.call(input._ks, input)
     _i, _a = _sig_isfinite.parse(args, kwargs)
     if _i == 0:
         return _R._op_isfinite.call(_a['input']._ks, _a['input'])
@@ -1141,7 +2333,18 @@ _sig_isposinf = _Signatures('isposinf', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_isposinf_0(input):
+    return (input,)
+
 def isposinf(*args, **kwargs):
+    try:
+        _b = _bind_isposinf_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_isposinf.call(input._ks, input)
     _i, _a = _sig_isposinf.parse(args, kwargs)
     if _i == 0:
         return _R._op_isposinf.call(_a['input']._ks, _a['input'])
@@ -1152,7 +2355,18 @@ _sig_isneginf = _Signatures('isneginf', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_isneginf_0(input):
+    return (input,)
+
 def isneginf(*args, **kwargs):
+    try:
+        _b = _bind_isneginf_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_isneginf.call(input._ks, input)
     _i, _a = _sig_isneginf.parse(args, kwargs)
     if _i == 0:
         return _R._op_isneginf.call(_a['input']._ks, _a['input'])
@@ -1163,7 +2377,18 @@ _sig_signbit = _Signatures('signbit', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_signbit_0(input):
+    return (input,)
+
 def signbit(*args, **kwargs):
+    try:
+        _b = _bind_signbit_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_signbit.call(input._ks, input)
     _i, _a = _sig_signbit.parse(args, kwargs)
     if _i == 0:
         return _R._op_signbit.call(_a['input']._ks, _a['input'])
@@ -1174,7 +2399,18 @@ _sig_nan_to_num = _Signatures('nan_to_num', [
     (('input', 'T', False, False, None), ('nan', 'float?', False, True, None), ('posinf', 'float?', False, True, None), ('neginf', 'float?', False, True, None),),
 ], method=False)
 
+def _bind_nan_to_num_0(input, nan=None, posinf=None, neginf=None):
+    return (input, nan, posinf, neginf)
+
 def nan_to_num(*args, **kwargs):
+    try:
+        _b = _bind_nan_to_num_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, nan, posinf, neginf = _b
+        if isinstance(input, _Tensor) and (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
+            return _R._op_nan_to_num.call(input._ks, input, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num.parse(args, kwargs)
     if _i == 0:
         return _R._op_nan_to_num.call(_a['input']._ks, _a['input'], _a['nan'], _a['posinf'], _a['neginf'])
@@ -1185,7 +2421,18 @@ _sig_nan_to_num_ = _Signatures('nan_to_num_', [
     (('input', 'T', False, False, None), ('nan', 'float?', False, True, None), ('posinf', 'float?', False, True, None), ('neginf', 'float?', False, True, None),),
 ], method=False)
 
+def _bind_nan_to_num__0(input, nan=None, posinf=None, neginf=None):
+    return (input, nan, posinf, neginf)
+
 def nan_to_num_(*args, **kwargs):
+    try:
+        _b = _bind_nan_to_num__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, nan, posinf, neginf = _b
+        if isinstance(input, _Tensor) and (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
+            return _R._op_nan_to_num_.call(input._ks, input, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num_.parse(args, kwargs)
     if _i == 0:
         return _R._op_nan_to_num_.call(_a['input']._ks, _a['input'], _a['nan'], _a['posinf'], _a['neginf'])
@@ -1196,7 +2443,18 @@ _sig_logit = _Signatures('logit', [
     (('input', 'T', False, False, None), ('eps', 'float?', False, True, None),),
 ], method=False)
 
+def _bind_logit_0(input, eps=None):
+    return (input, eps)
+
 def logit(*args, **kwargs):
+    try:
+        _b = _bind_logit_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, eps = _b
+        if isinstance(input, _Tensor) and (eps is None or type(eps) is float):
+            return _R._op_logit.call(input._ks, input, eps)
     _i, _a = _sig_logit.parse(args, kwargs)
     if _i == 0:
         return _R._op_logit.call(_a['input']._ks, _a['input'], _a['eps'])
@@ -1207,7 +2465,18 @@ _sig_logit_ = _Signatures('logit_', [
     (('input', 'T', False, False, None), ('eps', 'float?', False, True, None),),
 ], method=False)
 
+def _bind_logit__0(input, eps=None):
+    return (input, eps)
+
 def logit_(*args, **kwargs):
+    try:
+        _b = _bind_logit__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, eps = _b
+        if isinstance(input, _Tensor) and (eps is None or type(eps) is float):
+            return _R._op_logit_.call(input._ks, input, eps)
     _i, _a = _sig_logit_.parse(args, kwargs)
     if _i == 0:
         return _R._op_logit_.call(_a['input']._ks, _a['input'], _a['eps'])
@@ -1219,7 +2488,35 @@ _sig_add = _Signatures('add', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_add_0(input, other, *, alpha=1, out=None):
+    return (input, other, alpha, out)
+
+def _bind_add_1(input, other, alpha=1, *, out=None):
+    return (input, other, alpha, out)
+
 def add(*args, **kwargs):
+    try:
+        _b = _bind_add_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, alpha, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
+            if out is None:
+                return _R._op_add_Tensor.call(input._ks | other._ks, input, other, alpha)
+            if isinstance(out, _Tensor):
+                return _R._op_add_out.call(input._ks | other._ks, input, other, alpha, out)
+    try:
+        _b = _bind_add_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, alpha, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS and type(alpha) in _NUMBERS:
+            if out is None:
+                return _R._op_add_Scalar.call(input._ks, input, other, alpha)
+            if isinstance(out, _Tensor):
+                return _R._op_add_Scalar_out.call(input._ks, input, other, alpha, out)
     _i, _a = _sig_add.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1237,7 +2534,35 @@ _sig_sub = _Signatures('sub', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_sub_0(input, other, *, alpha=1, out=None):
+    return (input, other, alpha, out)
+
+def _bind_sub_1(input, other, alpha=1, *, out=None):
+    return (input, other, alpha, out)
+
 def sub(*args, **kwargs):
+    try:
+        _b = _bind_sub_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, alpha, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
+            if out is None:
+                return _R._op_sub_Tensor.call(input._ks | other._ks, input, other, alpha)
+            if isinstance(out, _Tensor):
+                return _R._op_sub_out.call(input._ks | other._ks, input, other, alpha, out)
+    try:
+        _b = _bind_sub_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, alpha, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS and type(alpha) in _NUMBERS:
+            if out is None:
+                return _R._op_sub_Scalar.call(input._ks, input, other, alpha)
+            if isinstance(out, _Tensor):
+                return _R._op_sub_Scalar_out.call(input._ks, input, other, alpha, out)
     _i, _a = _sig_sub.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1255,7 +2580,35 @@ _sig_mul = _Signatures('mul', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_mul_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_mul_1(input, other, *, out=None):
+    return (input, other, out)
+
 def mul(*args, **kwargs):
+    try:
+        _b = _bind_mul_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_mul_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_mul_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_mul_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_mul_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_mul_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_mul.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1275,7 +2628,60 @@ _sig_div = _Signatures('div', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),),
 ], method=False)
 
+def _bind_div_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_div_1(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_div_2(input, other, *, rounding_mode, out=None):
+    return (input, other, rounding_mode, out)
+
+def _bind_div_3(input, other, *, rounding_mode):
+    return (input, other, rounding_mode)
+
 def div(*args, **kwargs):
+    try:
+        _b = _bind_div_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_div_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_div_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_div_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_div_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_div_Scalar_out.call(input._ks, input, other, out)
+    try:
+        _b = _bind_div_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, rounding_mode, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
+            if out is None:
+                return _R._op_div_Tensor_mode.call(input._ks | other._ks, input, other, rounding_mode)
+            if isinstance(out, _Tensor):
+                return _R._op_div_out_mode.call(input._ks | other._ks, input, other, rounding_mode, out)
+    try:
+        _b = _bind_div_3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, rounding_mode = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
+            return _R._op_div_Scalar_mode.call(input._ks, input, other, rounding_mode)
     _i, _a = _sig_div.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1299,7 +2705,35 @@ _sig_true_divide = _Signatures('true_divide', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_true_divide_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_true_divide_1(input, other, *, out=None):
+    return (input, other, out)
+
 def true_divide(*args, **kwargs):
+    try:
+        _b = _bind_true_divide_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_true_divide_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_true_divide_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_true_divide_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_true_divide_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_true_divide_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_true_divide.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1317,7 +2751,35 @@ _sig_floor_divide = _Signatures('floor_divide', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_floor_divide_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_floor_divide_1(input, other, *, out=None):
+    return (input, other, out)
+
 def floor_divide(*args, **kwargs):
+    try:
+        _b = _bind_floor_divide_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_floor_divide_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_floor_divide_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_floor_divide_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_floor_divide_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_floor_divide_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_floor_divide.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1336,7 +2798,46 @@ _sig_remainder = _Signatures('remainder', [
     (('input', 'Scalar', False, False, None), ('other', 'T', False, False, None),),
 ], method=False)
 
+def _bind_remainder_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_remainder_1(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_remainder_2(input, other):
+    return (input, other)
+
 def remainder(*args, **kwargs):
+    try:
+        _b = _bind_remainder_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_remainder_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_remainder_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_remainder_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_remainder_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_remainder_Scalar_out.call(input._ks, input, other, out)
+    try:
+        _b = _bind_remainder_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if type(input) in _NUMBERS and isinstance(other, _Tensor):
+            return _R._op_remainder_Scalar_Tensor.call(other._ks, input, other)
     _i, _a = _sig_remainder.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1356,7 +2857,35 @@ _sig_fmod = _Signatures('fmod', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_fmod_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_fmod_1(input, other, *, out=None):
+    return (input, other, out)
+
 def fmod(*args, **kwargs):
+    try:
+        _b = _bind_fmod_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_fmod_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_fmod_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_fmod_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_fmod_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_fmod_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_fmod.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1374,7 +2903,29 @@ _sig_rsub = _Signatures('rsub', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
 ], method=False)
 
+def _bind_rsub_0(input, other, *, alpha=1):
+    return (input, other, alpha)
+
+def _bind_rsub_1(input, other, alpha=1):
+    return (input, other, alpha)
+
 def rsub(*args, **kwargs):
+    try:
+        _b = _bind_rsub_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, alpha = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
+            return _R._op_rsub_Tensor.call(input._ks | other._ks, input, other, alpha)
+    try:
+        _b = _bind_rsub_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, alpha = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_rsub_Scalar.call(input._ks, input, other, alpha)
     _i, _a = _sig_rsub.parse(args, kwargs)
     if _i == 0:
         return _R._op_rsub_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
@@ -1389,7 +2940,49 @@ _sig_pow = _Signatures('pow', [
     (('input', 'T', False, False, None), ('exponent', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_pow_0(input, exponent, *, out=None):
+    return (input, exponent, out)
+
+def _bind_pow_1(input, exponent, *, out=None):
+    return (input, exponent, out)
+
+def _bind_pow_2(input, exponent, *, out=None):
+    return (input, exponent, out)
+
 def pow(*args, **kwargs):
+    try:
+        _b = _bind_pow_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, exponent, out = _b
+        if isinstance(input, _Tensor) and isinstance(exponent, _Tensor):
+            if out is None:
+                return _R._op_pow_Tensor_Tensor.call(input._ks | exponent._ks, input, exponent)
+            if isinstance(out, _Tensor):
+                return _R._op_pow_Tensor_Tensor_out.call(input._ks | exponent._ks, input, exponent, out)
+    try:
+        _b = _bind_pow_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, exponent, out = _b
+        if type(input) in _NUMBERS and isinstance(exponent, _Tensor):
+            if out is None:
+                return _R._op_pow_Scalar.call(exponent._ks, input, exponent)
+            if isinstance(out, _Tensor):
+                return _R._op_pow_Scalar_out.call(exponent._ks, input, exponent, out)
+    try:
+        _b = _bind_pow_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, exponent, out = _b
+        if isinstance(input, _Tensor) and type(exponent) in _NUMBERS:
+            if out is None:
+                return _R._op_pow_Tensor_Scalar.call(input._ks, input, exponent)
+            if isinstance(out, _Tensor):
+                return _R._op_pow_Tensor_Scalar_out.call(input._ks, input, exponent, out)
     _i, _a = _sig_pow.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1412,7 +3005,40 @@ _sig_float_power = _Signatures('float_power', [
     (('input', 'Scalar', False, False, None), ('exponent', 'T', False, False, None),),
 ], method=False)
 
+def _bind_float_power_0(input, exponent):
+    return (input, exponent)
+
+def _bind_float_power_1(input, exponent):
+    return (input, exponent)
+
+def _bind_float_power_2(input, exponent):
+    return (input, exponent)
+
 def float_power(*args, **kwargs):
+    try:
+        _b = _bind_float_power_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, exponent = _b
+        if isinstance(input, _Tensor) and isinstance(exponent, _Tensor):
+            return _R._op_float_power_Tensor_Tensor.call(input._ks | exponent._ks, input, exponent)
+    try:
+        _b = _bind_float_power_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, exponent = _b
+        if isinstance(input, _Tensor) and type(exponent) in _NUMBERS:
+            return _R._op_float_power_Tensor_Scalar.call(input._ks, input, exponent)
+    try:
+        _b = _bind_float_power_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, exponent = _b
+        if type(input) in _NUMBERS and isinstance(exponent, _Tensor):
+            return _R._op_float_power_Scalar.call(exponent._ks, input, exponent)
     _i, _a = _sig_float_power.parse(args, kwargs)
     if _i == 0:
         return _R._op_float_power_Tensor_Tensor.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'])
@@ -1427,7 +3053,21 @@ _sig_atan2 = _Signatures('atan2', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_atan2_0(input, other, *, out=None):
+    return (input, other, out)
+
 def atan2(*args, **kwargs):
+    try:
+        _b = _bind_atan2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_atan2.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_atan2_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_atan2.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1440,7 +3080,21 @@ _sig_hypot = _Signatures('hypot', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_hypot_0(input, other, *, out=None):
+    return (input, other, out)
+
 def hypot(*args, **kwargs):
+    try:
+        _b = _bind_hypot_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_hypot.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_hypot_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_hypot.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1453,7 +3107,21 @@ _sig_logaddexp = _Signatures('logaddexp', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_logaddexp_0(input, other, *, out=None):
+    return (input, other, out)
+
 def logaddexp(*args, **kwargs):
+    try:
+        _b = _bind_logaddexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_logaddexp.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_logaddexp_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logaddexp.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1466,7 +3134,21 @@ _sig_logaddexp2 = _Signatures('logaddexp2', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_logaddexp2_0(input, other, *, out=None):
+    return (input, other, out)
+
 def logaddexp2(*args, **kwargs):
+    try:
+        _b = _bind_logaddexp2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_logaddexp2.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_logaddexp2_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logaddexp2.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1480,7 +3162,32 @@ _sig_copysign = _Signatures('copysign', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
 ], method=False)
 
+def _bind_copysign_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_copysign_1(input, other):
+    return (input, other)
+
 def copysign(*args, **kwargs):
+    try:
+        _b = _bind_copysign_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_copysign.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_copysign_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_copysign_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _R._op_copysign_Scalar.call(input._ks, input, other)
     _i, _a = _sig_copysign.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1495,7 +3202,21 @@ _sig_nextafter = _Signatures('nextafter', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_nextafter_0(input, other, *, out=None):
+    return (input, other, out)
+
 def nextafter(*args, **kwargs):
+    try:
+        _b = _bind_nextafter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_nextafter.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_nextafter_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_nextafter.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1508,7 +3229,21 @@ _sig_maximum = _Signatures('maximum', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_maximum_0(input, other, *, out=None):
+    return (input, other, out)
+
 def maximum(*args, **kwargs):
+    try:
+        _b = _bind_maximum_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_maximum.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_maximum_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_maximum.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1521,7 +3256,21 @@ _sig_minimum = _Signatures('minimum', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_minimum_0(input, other, *, out=None):
+    return (input, other, out)
+
 def minimum(*args, **kwargs):
+    try:
+        _b = _bind_minimum_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_minimum.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_minimum_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_minimum.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1534,7 +3283,21 @@ _sig_fmax = _Signatures('fmax', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_fmax_0(input, other, *, out=None):
+    return (input, other, out)
+
 def fmax(*args, **kwargs):
+    try:
+        _b = _bind_fmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_fmax.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_fmax_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_fmax.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1547,7 +3310,21 @@ _sig_fmin = _Signatures('fmin', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_fmin_0(input, other, *, out=None):
+    return (input, other, out)
+
 def fmin(*args, **kwargs):
+    try:
+        _b = _bind_fmin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_fmin.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_fmin_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_fmin.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1562,7 +3339,43 @@ _sig_xlogy = _Signatures('xlogy', [
     (('input', 'Scalar', False, False, None), ('other', 'T', False, False, None),),
 ], method=False)
 
+def _bind_xlogy_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_xlogy_1(input, other):
+    return (input, other)
+
+def _bind_xlogy_2(input, other):
+    return (input, other)
+
 def xlogy(*args, **kwargs):
+    try:
+        _b = _bind_xlogy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_xlogy.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_xlogy_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_xlogy_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _R._op_xlogy_Scalar_Other.call(input._ks, input, other)
+    try:
+        _b = _bind_xlogy_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if type(input) in _NUMBERS and isinstance(other, _Tensor):
+            return _R._op_xlogy_Scalar_Self.call(other._ks, input, other)
     _i, _a = _sig_xlogy.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1581,7 +3394,40 @@ _sig_max = _Signatures('max', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_max_0(input, other):
+    return (input, other)
+
+def _bind_max_1(input):
+    return (input,)
+
+def _bind_max_2(input, dim, keepdim=False):
+    return (input, dim, keepdim)
+
 def max(*args, **kwargs):
+    try:
+        _b = _bind_max_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_max_other.call(input._ks | other._ks, input, other)
+    try:
+        _b = _bind_max_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_max.call(input._ks, input)
+    try:
+        _b = _bind_max_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
+            return _R._op_max_dim.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_max.parse(args, kwargs)
     if _i == 0:
         return _R._op_max_other.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -1598,7 +3444,40 @@ _sig_min = _Signatures('min', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_min_0(input, other):
+    return (input, other)
+
+def _bind_min_1(input):
+    return (input,)
+
+def _bind_min_2(input, dim, keepdim=False):
+    return (input, dim, keepdim)
+
 def min(*args, **kwargs):
+    try:
+        _b = _bind_min_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_min_other.call(input._ks | other._ks, input, other)
+    try:
+        _b = _bind_min_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_min.call(input._ks, input)
+    try:
+        _b = _bind_min_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
+            return _R._op_min_dim.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_min.parse(args, kwargs)
     if _i == 0:
         return _R._op_min_other.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -1614,7 +3493,35 @@ _sig_bitwise_and = _Signatures('bitwise_and', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_bitwise_and_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_bitwise_and_1(input, other, *, out=None):
+    return (input, other, out)
+
 def bitwise_and(*args, **kwargs):
+    try:
+        _b = _bind_bitwise_and_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_bitwise_and_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_and_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_bitwise_and_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_bitwise_and_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_and_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_and.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1632,7 +3539,35 @@ _sig_bitwise_or = _Signatures('bitwise_or', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_bitwise_or_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_bitwise_or_1(input, other, *, out=None):
+    return (input, other, out)
+
 def bitwise_or(*args, **kwargs):
+    try:
+        _b = _bind_bitwise_or_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_bitwise_or_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_or_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_bitwise_or_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_bitwise_or_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_or_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_or.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1650,7 +3585,35 @@ _sig_bitwise_xor = _Signatures('bitwise_xor', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_bitwise_xor_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_bitwise_xor_1(input, other, *, out=None):
+    return (input, other, out)
+
 def bitwise_xor(*args, **kwargs):
+    try:
+        _b = _bind_bitwise_xor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_bitwise_xor_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_xor_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_bitwise_xor_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_bitwise_xor_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_xor_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_xor.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1668,7 +3631,35 @@ _sig_bitwise_left_shift = _Signatures('bitwise_left_shift', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_bitwise_left_shift_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_bitwise_left_shift_1(input, other, *, out=None):
+    return (input, other, out)
+
 def bitwise_left_shift(*args, **kwargs):
+    try:
+        _b = _bind_bitwise_left_shift_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_bitwise_left_shift_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_left_shift_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_bitwise_left_shift_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_bitwise_left_shift_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_left_shift_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_left_shift.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1686,7 +3677,35 @@ _sig_bitwise_right_shift = _Signatures('bitwise_right_shift', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_bitwise_right_shift_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_bitwise_right_shift_1(input, other, *, out=None):
+    return (input, other, out)
+
 def bitwise_right_shift(*args, **kwargs):
+    try:
+        _b = _bind_bitwise_right_shift_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_bitwise_right_shift_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_right_shift_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_bitwise_right_shift_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_bitwise_right_shift_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_bitwise_right_shift_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_right_shift.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1703,7 +3722,21 @@ _sig_logical_and = _Signatures('logical_and', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_logical_and_0(input, other, *, out=None):
+    return (input, other, out)
+
 def logical_and(*args, **kwargs):
+    try:
+        _b = _bind_logical_and_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_logical_and.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_logical_and_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logical_and.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1716,7 +3749,21 @@ _sig_logical_or = _Signatures('logical_or', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_logical_or_0(input, other, *, out=None):
+    return (input, other, out)
+
 def logical_or(*args, **kwargs):
+    try:
+        _b = _bind_logical_or_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_logical_or.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_logical_or_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logical_or.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1729,7 +3776,21 @@ _sig_logical_xor = _Signatures('logical_xor', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_logical_xor_0(input, other, *, out=None):
+    return (input, other, out)
+
 def logical_xor(*args, **kwargs):
+    try:
+        _b = _bind_logical_xor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_logical_xor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_logical_xor_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logical_xor.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1743,7 +3804,35 @@ _sig_eq = _Signatures('eq', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_eq_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_eq_1(input, other, *, out=None):
+    return (input, other, out)
+
 def eq(*args, **kwargs):
+    try:
+        _b = _bind_eq_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_eq_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_eq_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_eq_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_eq_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_eq_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_eq.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1761,7 +3850,35 @@ _sig_ne = _Signatures('ne', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_ne_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_ne_1(input, other, *, out=None):
+    return (input, other, out)
+
 def ne(*args, **kwargs):
+    try:
+        _b = _bind_ne_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_ne_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_ne_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_ne_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_ne_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_ne_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_ne.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1779,7 +3896,35 @@ _sig_lt = _Signatures('lt', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_lt_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_lt_1(input, other, *, out=None):
+    return (input, other, out)
+
 def lt(*args, **kwargs):
+    try:
+        _b = _bind_lt_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_lt_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_lt_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_lt_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_lt_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_lt_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_lt.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1797,7 +3942,35 @@ _sig_le = _Signatures('le', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_le_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_le_1(input, other, *, out=None):
+    return (input, other, out)
+
 def le(*args, **kwargs):
+    try:
+        _b = _bind_le_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_le_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_le_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_le_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_le_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_le_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_le.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1815,7 +3988,35 @@ _sig_gt = _Signatures('gt', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_gt_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_gt_1(input, other, *, out=None):
+    return (input, other, out)
+
 def gt(*args, **kwargs):
+    try:
+        _b = _bind_gt_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_gt_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_gt_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_gt_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_gt_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_gt_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_gt.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1833,7 +4034,35 @@ _sig_ge = _Signatures('ge', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_ge_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_ge_1(input, other, *, out=None):
+    return (input, other, out)
+
 def ge(*args, **kwargs):
+    try:
+        _b = _bind_ge_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_ge_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_ge_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_ge_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _R._op_ge_Scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_ge_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_ge.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1851,7 +4080,29 @@ _sig_greater = _Signatures('greater', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
 ], method=False)
 
+def _bind_greater_0(input, other):
+    return (input, other)
+
+def _bind_greater_1(input, other):
+    return (input, other)
+
 def greater(*args, **kwargs):
+    try:
+        _b = _bind_greater_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_greater_Tensor.call(input._ks | other._ks, input, other)
+    try:
+        _b = _bind_greater_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _R._op_greater_Scalar.call(input._ks, input, other)
     _i, _a = _sig_greater.parse(args, kwargs)
     if _i == 0:
         return _R._op_greater_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -1865,7 +4116,29 @@ _sig_greater_equal = _Signatures('greater_equal', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
 ], method=False)
 
+def _bind_greater_equal_0(input, other):
+    return (input, other)
+
+def _bind_greater_equal_1(input, other):
+    return (input, other)
+
 def greater_equal(*args, **kwargs):
+    try:
+        _b = _bind_greater_equal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_greater_equal_Tensor.call(input._ks | other._ks, input, other)
+    try:
+        _b = _bind_greater_equal_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _R._op_greater_equal_Scalar.call(input._ks, input, other)
     _i, _a = _sig_greater_equal.parse(args, kwargs)
     if _i == 0:
         return _R._op_greater_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -1879,7 +4152,29 @@ _sig_less = _Signatures('less', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
 ], method=False)
 
+def _bind_less_0(input, other):
+    return (input, other)
+
+def _bind_less_1(input, other):
+    return (input, other)
+
 def less(*args, **kwargs):
+    try:
+        _b = _bind_less_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_less_Tensor.call(input._ks | other._ks, input, other)
+    try:
+        _b = _bind_less_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _R._op_less_Scalar.call(input._ks, input, other)
     _i, _a = _sig_less.parse(args, kwargs)
     if _i == 0:
         return _R._op_less_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -1893,7 +4188,29 @@ _sig_less_equal = _Signatures('less_equal', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
 ], method=False)
 
+def _bind_less_equal_0(input, other):
+    return (input, other)
+
+def _bind_less_equal_1(input, other):
+    return (input, other)
+
 def less_equal(*args, **kwargs):
+    try:
+        _b = _bind_less_equal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_less_equal_Tensor.call(input._ks | other._ks, input, other)
+    try:
+        _b = _bind_less_equal_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _R._op_less_equal_Scalar.call(input._ks, input, other)
     _i, _a = _sig_less_equal.parse(args, kwargs)
     if _i == 0:
         return _R._op_less_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -1907,7 +4224,29 @@ _sig_not_equal = _Signatures('not_equal', [
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
 ], method=False)
 
+def _bind_not_equal_0(input, other):
+    return (input, other)
+
+def _bind_not_equal_1(input, other):
+    return (input, other)
+
 def not_equal(*args, **kwargs):
+    try:
+        _b = _bind_not_equal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_not_equal_Tensor.call(input._ks | other._ks, input, other)
+    try:
+        _b = _bind_not_equal_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _R._op_not_equal_Scalar.call(input._ks, input, other)
     _i, _a = _sig_not_equal.parse(args, kwargs)
     if _i == 0:
         return _R._op_not_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -1924,7 +4263,65 @@ _sig_where = _Signatures('where', [
     (('condition', 'T', False, False, None),),
 ], method=False)
 
+def _bind_where_0(condition, input, other, *, out=None):
+    return (condition, input, other, out)
+
+def _bind_where_1(condition, input, other):
+    return (condition, input, other)
+
+def _bind_where_2(condition, input, other):
+    return (condition, input, other)
+
+def _bind_where_3(condition, input, other):
+    return (condition, input, other)
+
+def _bind_where_4(condition):
+    return (condition,)
+
 def where(*args, **kwargs):
+    try:
+        _b = _bind_where_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        condition, input, other, out = _b
+        if isinstance(condition, _Tensor) and isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_where_self.call(condition._ks | input._ks | other._ks, condition, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_where_self_out.call(condition._ks | input._ks | other._ks, condition, input, other, out)
+    try:
+        _b = _bind_where_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        condition, input, other = _b
+        if isinstance(condition, _Tensor) and type(input) in _NUMBERS and isinstance(other, _Tensor):
+            return _R._op_where_ScalarSelf.call(condition._ks | other._ks, condition, input, other)
+    try:
+        _b = _bind_where_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        condition, input, other = _b
+        if isinstance(condition, _Tensor) and isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _R._op_where_ScalarOther.call(condition._ks | input._ks, condition, input, other)
+    try:
+        _b = _bind_where_3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        condition, input, other = _b
+        if isinstance(condition, _Tensor) and type(input) in _NUMBERS and type(other) in _NUMBERS:
+            return _R._op_where_Scalar.call(condition._ks, condition, input, other)
+    try:
+        _b = _bind_where_4(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        condition, = _b
+        if isinstance(condition, _Tensor):
+            return _R._op_where.call(condition._ks, condition)
     _i, _a = _sig_where.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1946,7 +4343,35 @@ _sig_clamp = _Signatures('clamp', [
     (('input', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_clamp_0(input, min=None, max=None, *, out=None):
+    return (input, min, max, out)
+
+def _bind_clamp_1(input, min=None, max=None, *, out=None):
+    return (input, min, max, out)
+
 def clamp(*args, **kwargs):
+    try:
+        _b = _bind_clamp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min, max, out = _b
+        if isinstance(input, _Tensor) and (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
+            if out is None:
+                return _R._op_clamp.call(input._ks, input, min, max)
+            if isinstance(out, _Tensor):
+                return _R._op_clamp_out.call(input._ks, input, min, max, out)
+    try:
+        _b = _bind_clamp_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min, max, out = _b
+        if isinstance(input, _Tensor) and (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
+            if out is None:
+                return _R._op_clamp_Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
+            if isinstance(out, _Tensor):
+                return _R._op_clamp_Tensor_out.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max, out)
     _i, _a = _sig_clamp.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -1964,7 +4389,29 @@ _sig_clamp_ = _Signatures('clamp_', [
     (('input', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),),
 ], method=False)
 
+def _bind_clamp__0(input, min=None, max=None):
+    return (input, min, max)
+
+def _bind_clamp__1(input, min=None, max=None):
+    return (input, min, max)
+
 def clamp_(*args, **kwargs):
+    try:
+        _b = _bind_clamp__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min, max = _b
+        if isinstance(input, _Tensor) and (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
+            return _R._op_clamp_.call(input._ks, input, min, max)
+    try:
+        _b = _bind_clamp__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min, max = _b
+        if isinstance(input, _Tensor) and (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
+            return _R._op_clamp__Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
     _i, _a = _sig_clamp_.parse(args, kwargs)
     if _i == 0:
         return _R._op_clamp_.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
@@ -1978,7 +4425,29 @@ _sig_clip = _Signatures('clip', [
     (('input', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),),
 ], method=False)
 
+def _bind_clip_0(input, min=None, max=None):
+    return (input, min, max)
+
+def _bind_clip_1(input, min=None, max=None):
+    return (input, min, max)
+
 def clip(*args, **kwargs):
+    try:
+        _b = _bind_clip_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min, max = _b
+        if isinstance(input, _Tensor) and (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
+            return _R._op_clip.call(input._ks, input, min, max)
+    try:
+        _b = _bind_clip_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min, max = _b
+        if isinstance(input, _Tensor) and (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
+            return _R._op_clip_Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
     _i, _a = _sig_clip.parse(args, kwargs)
     if _i == 0:
         return _R._op_clip.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
@@ -1991,7 +4460,18 @@ _sig_clip_ = _Signatures('clip_', [
     (('input', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),),
 ], method=False)
 
+def _bind_clip__0(input, min=None, max=None):
+    return (input, min, max)
+
 def clip_(*args, **kwargs):
+    try:
+        _b = _bind_clip__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min, max = _b
+        if isinstance(input, _Tensor) and (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
+            return _R._op_clip_.call(input._ks, input, min, max)
     _i, _a = _sig_clip_.parse(args, kwargs)
     if _i == 0:
         return _R._op_clip_.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
@@ -2003,7 +4483,29 @@ _sig_clamp_min = _Signatures('clamp_min', [
     (('input', 'T', False, False, None), ('min', 'T', False, False, None),),
 ], method=False)
 
+def _bind_clamp_min_0(input, min):
+    return (input, min)
+
+def _bind_clamp_min_1(input, min):
+    return (input, min)
+
 def clamp_min(*args, **kwargs):
+    try:
+        _b = _bind_clamp_min_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min = _b
+        if isinstance(input, _Tensor) and type(min) in _NUMBERS:
+            return _R._op_clamp_min.call(input._ks, input, min)
+    try:
+        _b = _bind_clamp_min_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min = _b
+        if isinstance(input, _Tensor) and isinstance(min, _Tensor):
+            return _R._op_clamp_min_Tensor.call(input._ks | min._ks, input, min)
     _i, _a = _sig_clamp_min.parse(args, kwargs)
     if _i == 0:
         return _R._op_clamp_min.call(_a['input']._ks, _a['input'], _a['min'])
@@ -2016,7 +4518,18 @@ _sig_clamp_min_ = _Signatures('clamp_min_', [
     (('input', 'T', False, False, None), ('min', 'Scalar', False, False, None),),
 ], method=False)
 
+def _bind_clamp_min__0(input, min):
+    return (input, min)
+
 def clamp_min_(*args, **kwargs):
+    try:
+        _b = _bind_clamp_min__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min = _b
+        if isinstance(input, _Tensor) and type(min) in _NUMBERS:
+            return _R._op_clamp_min_.call(input._ks, input, min)
     _i, _a = _sig_clamp_min_.parse(args, kwargs)
     if _i == 0:
         return _R._op_clamp_min_.call(_a['input']._ks, _a['input'], _a['min'])
@@ -2028,7 +4541,29 @@ _sig_clamp_max = _Signatures('clamp_max', [
     (('input', 'T', False, False, None), ('max', 'T', False, False, None),),
 ], method=False)
 
+def _bind_clamp_max_0(input, max):
+    return (input, max)
+
+def _bind_clamp_max_1(input, max):
+    return (input, max)
+
 def clamp_max(*args, **kwargs):
+    try:
+        _b = _bind_clamp_max_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, max = _b
+        if isinstance(input, _Tensor) and type(max) in _NUMBERS:
+            return _R._op_clamp_max.call(input._ks, input, max)
+    try:
+        _b = _bind_clamp_max_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, max = _b
+        if isinstance(input, _Tensor) and isinstance(max, _Tensor):
+            return _R._op_clamp_max_Tensor.call(input._ks | max._ks, input, max)
     _i, _a = _sig_clamp_max.parse(args, kwargs)
     if _i == 0:
         return _R._op_clamp_max.call(_a['input']._ks, _a['input'], _a['max'])
@@ -2041,7 +4576,18 @@ _sig_clamp_max_ = _Signatures('clamp_max_', [
     (('input', 'T', False, False, None), ('max', 'Scalar', False, False, None),),
 ], method=False)
 
+def _bind_clamp_max__0(input, max):
+    return (input, max)
+
 def clamp_max_(*args, **kwargs):
+    try:
+        _b = _bind_clamp_max__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, max = _b
+        if isinstance(input, _Tensor) and type(max) in _NUMBERS:
+            return _R._op_clamp_max_.call(input._ks, input, max)
     _i, _a = _sig_clamp_max_.parse(args, kwargs)
     if _i == 0:
         return _R._op_clamp_max_.call(_a['input']._ks, _a['input'], _a['max'])
@@ -2053,7 +4599,32 @@ _sig_lerp = _Signatures('lerp', [
     (('input', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'T', False, False, None),),
 ], method=False)
 
+def _bind_lerp_0(input, end, weight, *, out=None):
+    return (input, end, weight, out)
+
+def _bind_lerp_1(input, end, weight):
+    return (input, end, weight)
+
 def lerp(*args, **kwargs):
+    try:
+        _b = _bind_lerp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, end, weight, out = _b
+        if isinstance(input, _Tensor) and isinstance(end, _Tensor) and type(weight) in _NUMBERS:
+            if out is None:
+                return _R._op_lerp_Scalar.call(input._ks | end._ks, input, end, weight)
+            if isinstance(out, _Tensor):
+                return _R._op_lerp_Scalar_out.call(input._ks | end._ks, input, end, weight, out)
+    try:
+        _b = _bind_lerp_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, end, weight = _b
+        if isinstance(input, _Tensor) and isinstance(end, _Tensor) and isinstance(weight, _Tensor):
+            return _R._op_lerp_Tensor.call(input._ks | end._ks | weight._ks, input, end, weight)
     _i, _a = _sig_lerp.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -2068,7 +4639,21 @@ _sig_addcmul = _Signatures('addcmul', [
     (('input', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_addcmul_0(input, tensor1, tensor2, *, value=1, out=None):
+    return (input, tensor1, tensor2, value, out)
+
 def addcmul(*args, **kwargs):
+    try:
+        _b = _bind_addcmul_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, tensor1, tensor2, value, out = _b
+        if isinstance(input, _Tensor) and isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
+            if out is None:
+                return _R._op_addcmul.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value)
+            if isinstance(out, _Tensor):
+                return _R._op_addcmul_out.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value, out)
     _i, _a = _sig_addcmul.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -2081,7 +4666,21 @@ _sig_addcdiv = _Signatures('addcdiv', [
     (('input', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_addcdiv_0(input, tensor1, tensor2, *, value=1, out=None):
+    return (input, tensor1, tensor2, value, out)
+
 def addcdiv(*args, **kwargs):
+    try:
+        _b = _bind_addcdiv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, tensor1, tensor2, value, out = _b
+        if isinstance(input, _Tensor) and isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
+            if out is None:
+                return _R._op_addcdiv.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value)
+            if isinstance(out, _Tensor):
+                return _R._op_addcdiv_out.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value, out)
     _i, _a = _sig_addcdiv.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -2095,7 +4694,32 @@ _sig_sum = _Signatures('sum', [
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_sum_0(input, *, dtype=None):
+    return (input, dtype)
+
+def _bind_sum_1(input, dim, keepdim=False, *, dtype=None, out=None):
+    return (input, dim, keepdim, dtype, out)
+
 def sum(*args, **kwargs):
+    try:
+        _b = _bind_sum_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
+            return _R._op_sum.call(input._ks, input, dtype)
+    try:
+        _b = _bind_sum_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim, dtype, out = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            if out is None:
+                return _R._op_sum_dim_IntList.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
+            if isinstance(out, _Tensor):
+                return _R._op_sum_IntList_out.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype, out)
     _i, _a = _sig_sum.parse(args, kwargs)
     if _i == 0:
         return _R._op_sum.call(_a['input']._ks, _a['input'], _a['dtype'])
@@ -2111,7 +4735,29 @@ _sig_nansum = _Signatures('nansum', [
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=False)
 
+def _bind_nansum_0(input, *, dtype=None):
+    return (input, dtype)
+
+def _bind_nansum_1(input, dim, keepdim=False, *, dtype=None):
+    return (input, dim, keepdim, dtype)
+
 def nansum(*args, **kwargs):
+    try:
+        _b = _bind_nansum_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
+            return _R._op_nansum.call(input._ks, input, dtype)
+    try:
+        _b = _bind_nansum_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim, dtype = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_nansum_dim_IntList.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nansum.parse(args, kwargs)
     if _i == 0:
         return _R._op_nansum.call(_a['input']._ks, _a['input'], _a['dtype'])
@@ -2125,7 +4771,29 @@ _sig_prod = _Signatures('prod', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=False)
 
+def _bind_prod_0(input, *, dtype=None):
+    return (input, dtype)
+
+def _bind_prod_1(input, dim, keepdim=False, *, dtype=None):
+    return (input, dim, keepdim, dtype)
+
 def prod(*args, **kwargs):
+    try:
+        _b = _bind_prod_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
+            return _R._op_prod.call(input._ks, input, dtype)
+    try:
+        _b = _bind_prod_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim, dtype = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_prod_dim_int.call(input._ks, input, dim, keepdim, dtype)
     _i, _a = _sig_prod.parse(args, kwargs)
     if _i == 0:
         return _R._op_prod.call(_a['input']._ks, _a['input'], _a['dtype'])
@@ -2139,7 +4807,35 @@ _sig_mean = _Signatures('mean', [
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_mean_0(input, *, dtype=None, out=None):
+    return (input, dtype, out)
+
+def _bind_mean_1(input, dim, keepdim=False, *, dtype=None, out=None):
+    return (input, dim, keepdim, dtype, out)
+
 def mean(*args, **kwargs):
+    try:
+        _b = _bind_mean_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype, out = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
+            if out is None:
+                return _R._op_mean.call(input._ks, input, dtype)
+            if isinstance(out, _Tensor):
+                return _R._op_mean_dtype_out.call(input._ks, input, dtype, out)
+    try:
+        _b = _bind_mean_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim, dtype, out = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            if out is None:
+                return _R._op_mean_dim.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
+            if isinstance(out, _Tensor):
+                return _R._op_mean_out.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype, out)
     _i, _a = _sig_mean.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -2157,7 +4853,29 @@ _sig_nanmean = _Signatures('nanmean', [
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=False)
 
+def _bind_nanmean_0(input, *, dtype=None):
+    return (input, dtype)
+
+def _bind_nanmean_1(input, dim, keepdim=False, *, dtype=None):
+    return (input, dim, keepdim, dtype)
+
 def nanmean(*args, **kwargs):
+    try:
+        _b = _bind_nanmean_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
+            return _R._op_nanmean.call(input._ks, input, dtype)
+    try:
+        _b = _bind_nanmean_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim, dtype = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_nanmean_dim.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nanmean.parse(args, kwargs)
     if _i == 0:
         return _R._op_nanmean.call(_a['input']._ks, _a['input'], _a['dtype'])
@@ -2172,7 +4890,40 @@ _sig_var = _Signatures('var', [
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_var_0(input, unbiased=True):
+    return (input, unbiased)
+
+def _bind_var_1(input, dim, unbiased=True, keepdim=False):
+    return (input, dim, unbiased, keepdim)
+
+def _bind_var_2(input, dim=None, *, correction=None, keepdim=False):
+    return (input, dim, correction, keepdim)
+
 def var(*args, **kwargs):
+    try:
+        _b = _bind_var_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, unbiased = _b
+        if isinstance(input, _Tensor) and type(unbiased) is bool:
+            return _R._op_var.call(input._ks, input, unbiased)
+    try:
+        _b = _bind_var_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, unbiased, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
+            return _R._op_var_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
+    try:
+        _b = _bind_var_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, correction, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
+            return _R._op_var_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_var.parse(args, kwargs)
     if _i == 0:
         return _R._op_var.call(_a['input']._ks, _a['input'], _a['unbiased'])
@@ -2189,7 +4940,40 @@ _sig_std = _Signatures('std', [
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_std_0(input, unbiased=True):
+    return (input, unbiased)
+
+def _bind_std_1(input, dim, unbiased=True, keepdim=False):
+    return (input, dim, unbiased, keepdim)
+
+def _bind_std_2(input, dim=None, *, correction=None, keepdim=False):
+    return (input, dim, correction, keepdim)
+
 def std(*args, **kwargs):
+    try:
+        _b = _bind_std_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, unbiased = _b
+        if isinstance(input, _Tensor) and type(unbiased) is bool:
+            return _R._op_std.call(input._ks, input, unbiased)
+    try:
+        _b = _bind_std_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, unbiased, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
+            return _R._op_std_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
+    try:
+        _b = _bind_std_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, correction, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
+            return _R._op_std_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_std.parse(args, kwargs)
     if _i == 0:
         return _R._op_std.call(_a['input']._ks, _a['input'], _a['unbiased'])
@@ -2206,7 +4990,40 @@ _sig_var_mean = _Signatures('var_mean', [
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_var_mean_0(input, unbiased=True):
+    return (input, unbiased)
+
+def _bind_var_mean_1(input, dim, unbiased=True, keepdim=False):
+    return (input, dim, unbiased, keepdim)
+
+def _bind_var_mean_2(input, dim=None, *, correction=None, keepdim=False):
+    return (input, dim, correction, keepdim)
+
 def var_mean(*args, **kwargs):
+    try:
+        _b = _bind_var_mean_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, unbiased = _b
+        if isinstance(input, _Tensor) and type(unbiased) is bool:
+            return _R._op_var_mean.call(input._ks, input, unbiased)
+    try:
+        _b = _bind_var_mean_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, unbiased, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
+            return _R._op_var_mean_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
+    try:
+        _b = _bind_var_mean_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, correction, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
+            return _R._op_var_mean_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_var_mean.parse(args, kwargs)
     if _i == 0:
         return _R._op_var_mean.call(_a['input']._ks, _a['input'], _a['unbiased'])
@@ -2223,7 +5040,40 @@ _sig_std_mean = _Signatures('std_mean', [
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_std_mean_0(input, unbiased=True):
+    return (input, unbiased)
+
+def _bind_std_mean_1(input, dim, unbiased=True, keepdim=False):
+    return (input, dim, unbiased, keepdim)
+
+def _bind_std_mean_2(input, dim=None, *, correction=None, keepdim=False):
+    return (input, dim, correction, keepdim)
+
 def std_mean(*args, **kwargs):
+    try:
+        _b = _bind_std_mean_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, unbiased = _b
+        if isinstance(input, _Tensor) and type(unbiased) is bool:
+            return _R._op_std_mean.call(input._ks, input, unbiased)
+    try:
+        _b = _bind_std_mean_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, unbiased, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
+            return _R._op_std_mean_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
+    try:
+        _b = _bind_std_mean_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, correction, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
+            return _R._op_std_mean_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_std_mean.parse(args, kwargs)
     if _i == 0:
         return _R._op_std_mean.call(_a['input']._ks, _a['input'], _a['unbiased'])
@@ -2238,7 +5088,21 @@ _sig_amax = _Signatures('amax', [
     (('input', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_amax_0(input, dim=(), keepdim=False, *, out=None):
+    return (input, dim, keepdim, out)
+
 def amax(*args, **kwargs):
+    try:
+        _b = _bind_amax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim, out = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            if out is None:
+                return _R._op_amax.call(input._ks, input, dim_, keepdim)
+            if isinstance(out, _Tensor):
+                return _R._op_amax_out.call(input._ks, input, dim_, keepdim, out)
     _i, _a = _sig_amax.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -2251,7 +5115,21 @@ _sig_amin = _Signatures('amin', [
     (('input', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_amin_0(input, dim=(), keepdim=False, *, out=None):
+    return (input, dim, keepdim, out)
+
 def amin(*args, **kwargs):
+    try:
+        _b = _bind_amin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim, out = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            if out is None:
+                return _R._op_amin.call(input._ks, input, dim_, keepdim)
+            if isinstance(out, _Tensor):
+                return _R._op_amin_out.call(input._ks, input, dim_, keepdim, out)
     _i, _a = _sig_amin.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -2264,7 +5142,18 @@ _sig_aminmax = _Signatures('aminmax', [
     (('input', 'T', False, False, None), ('dim', 'int?', True, True, None), ('keepdim', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_aminmax_0(input, *, dim=None, keepdim=False):
+    return (input, dim, keepdim)
+
 def aminmax(*args, **kwargs):
+    try:
+        _b = _bind_aminmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool:
+            return _R._op_aminmax.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_aminmax.parse(args, kwargs)
     if _i == 0:
         return _R._op_aminmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
@@ -2275,7 +5164,18 @@ _sig_argmax = _Signatures('argmax', [
     (('input', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_argmax_0(input, dim=None, keepdim=False):
+    return (input, dim, keepdim)
+
 def argmax(*args, **kwargs):
+    try:
+        _b = _bind_argmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool:
+            return _R._op_argmax.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_argmax.parse(args, kwargs)
     if _i == 0:
         return _R._op_argmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
@@ -2286,7 +5186,18 @@ _sig_argmin = _Signatures('argmin', [
     (('input', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_argmin_0(input, dim=None, keepdim=False):
+    return (input, dim, keepdim)
+
 def argmin(*args, **kwargs):
+    try:
+        _b = _bind_argmin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool:
+            return _R._op_argmin.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_argmin.parse(args, kwargs)
     if _i == 0:
         return _R._op_argmin.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
@@ -2297,7 +5208,18 @@ _sig_logsumexp = _Signatures('logsumexp', [
     (('input', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_logsumexp_0(input, dim, keepdim=False):
+    return (input, dim, keepdim)
+
 def logsumexp(*args, **kwargs):
+    try:
+        _b = _bind_logsumexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            return _R._op_logsumexp.call(input._ks, input, dim_, keepdim)
     _i, _a = _sig_logsumexp.parse(args, kwargs)
     if _i == 0:
         return _R._op_logsumexp.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
@@ -2310,7 +5232,40 @@ _sig_all = _Signatures('all', [
     (('input', 'T', False, False, None), ('dim', 'int[]?', False, True, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_all_0(input):
+    return (input,)
+
+def _bind_all_1(input, dim, keepdim=False):
+    return (input, dim, keepdim)
+
+def _bind_all_2(input, dim=None, keepdim=False):
+    return (input, dim, keepdim)
+
 def all(*args, **kwargs):
+    try:
+        _b = _bind_all_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_all.call(input._ks, input)
+    try:
+        _b = _bind_all_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
+            return _R._op_all_dim.call(input._ks, input, dim, keepdim)
+    try:
+        _b = _bind_all_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
+            return _R._op_all_dims.call(input._ks, input, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_all.parse(args, kwargs)
     if _i == 0:
         return _R._op_all.call(_a['input']._ks, _a['input'])
@@ -2327,7 +5282,40 @@ _sig_any = _Signatures('any', [
     (('input', 'T', False, False, None), ('dim', 'int[]?', False, True, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_any_0(input):
+    return (input,)
+
+def _bind_any_1(input, dim, keepdim=False):
+    return (input, dim, keepdim)
+
+def _bind_any_2(input, dim=None, keepdim=False):
+    return (input, dim, keepdim)
+
 def any(*args, **kwargs):
+    try:
+        _b = _bind_any_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_any.call(input._ks, input)
+    try:
+        _b = _bind_any_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
+            return _R._op_any_dim.call(input._ks, input, dim, keepdim)
+    try:
+        _b = _bind_any_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
+            return _R._op_any_dims.call(input._ks, input, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_any.parse(args, kwargs)
     if _i == 0:
         return _R._op_any.call(_a['input']._ks, _a['input'])
@@ -2343,7 +5331,29 @@ _sig_count_nonzero = _Signatures('count_nonzero', [
     (('input', 'T', False, False, None), ('dim', 'int?', False, True, None),),
 ], method=False)
 
+def _bind_count_nonzero_0(input, dim):
+    return (input, dim)
+
+def _bind_count_nonzero_1(input, dim=None):
+    return (input, dim)
+
 def count_nonzero(*args, **kwargs):
+    try:
+        _b = _bind_count_nonzero_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None:
+            return _R._op_count_nonzero_dim_IntList.call(input._ks, input, dim_)
+    try:
+        _b = _bind_count_nonzero_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and (dim is None or type(dim) is int):
+            return _R._op_count_nonzero.call(input._ks, input, dim)
     _i, _a = _sig_count_nonzero.parse(args, kwargs)
     if _i == 0:
         return _R._op_count_nonzero_dim_IntList.call(_a['input']._ks, _a['input'], _a['dim'])
@@ -2356,7 +5366,21 @@ _sig_cumsum = _Signatures('cumsum', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_cumsum_0(input, dim, *, dtype=None, out=None):
+    return (input, dim, dtype, out)
+
 def cumsum(*args, **kwargs):
+    try:
+        _b = _bind_cumsum_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, dtype, out = _b
+        if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            if out is None:
+                return _R._op_cumsum.call(input._ks, input, dim, dtype)
+            if isinstance(out, _Tensor):
+                return _R._op_cumsum_out.call(input._ks, input, dim, dtype, out)
     _i, _a = _sig_cumsum.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -2369,7 +5393,21 @@ _sig_cumprod = _Signatures('cumprod', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_cumprod_0(input, dim, *, dtype=None, out=None):
+    return (input, dim, dtype, out)
+
 def cumprod(*args, **kwargs):
+    try:
+        _b = _bind_cumprod_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, dtype, out = _b
+        if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            if out is None:
+                return _R._op_cumprod.call(input._ks, input, dim, dtype)
+            if isinstance(out, _Tensor):
+                return _R._op_cumprod_out.call(input._ks, input, dim, dtype, out)
     _i, _a = _sig_cumprod.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -2382,7 +5420,18 @@ _sig_logcumsumexp = _Signatures('logcumsumexp', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None),),
 ], method=False)
 
+def _bind_logcumsumexp_0(input, dim):
+    return (input, dim)
+
 def logcumsumexp(*args, **kwargs):
+    try:
+        _b = _bind_logcumsumexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and type(dim) is int:
+            return _R._op_logcumsumexp.call(input._ks, input, dim)
     _i, _a = _sig_logcumsumexp.parse(args, kwargs)
     if _i == 0:
         return _R._op_logcumsumexp.call(_a['input']._ks, _a['input'], _a['dim'])
@@ -2393,7 +5442,18 @@ _sig_cummax = _Signatures('cummax', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None),),
 ], method=False)
 
+def _bind_cummax_0(input, dim):
+    return (input, dim)
+
 def cummax(*args, **kwargs):
+    try:
+        _b = _bind_cummax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and type(dim) is int:
+            return _R._op_cummax.call(input._ks, input, dim)
     _i, _a = _sig_cummax.parse(args, kwargs)
     if _i == 0:
         return _R._op_cummax.call(_a['input']._ks, _a['input'], _a['dim'])
@@ -2404,7 +5464,18 @@ _sig_cummin = _Signatures('cummin', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None),),
 ], method=False)
 
+def _bind_cummin_0(input, dim):
+    return (input, dim)
+
 def cummin(*args, **kwargs):
+    try:
+        _b = _bind_cummin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and type(dim) is int:
+            return _R._op_cummin.call(input._ks, input, dim)
     _i, _a = _sig_cummin.parse(args, kwargs)
     if _i == 0:
         return _R._op_cummin.call(_a['input']._ks, _a['input'], _a['dim'])
@@ -2416,7 +5487,29 @@ _sig_sort = _Signatures('sort', [
     (('input', 'T', False, False, None), ('stable', 'bool?', True, False, None), ('dim', 'int', True, True, -1), ('descending', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_sort_0(input, dim=-1, descending=False):
+    return (input, dim, descending)
+
+def _bind_sort_1(input, *, stable, dim=-1, descending=False):
+    return (input, stable, dim, descending)
+
 def sort(*args, **kwargs):
+    try:
+        _b = _bind_sort_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, descending = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(descending) is bool:
+            return _R._op_sort.call(input._ks, input, dim, descending)
+    try:
+        _b = _bind_sort_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, stable, dim, descending = _b
+        if isinstance(input, _Tensor) and (stable is None or type(stable) is bool) and type(dim) is int and type(descending) is bool:
+            return _R._op_sort_stable.call(input._ks, input, stable, dim, descending)
     _i, _a = _sig_sort.parse(args, kwargs)
     if _i == 0:
         return _R._op_sort.call(_a['input']._ks, _a['input'], _a['dim'], _a['descending'])
@@ -2430,7 +5523,29 @@ _sig_argsort = _Signatures('argsort', [
     (('input', 'T', False, False, None), ('stable', 'bool', True, False, None), ('dim', 'int', True, True, -1), ('descending', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_argsort_0(input, dim=-1, descending=False):
+    return (input, dim, descending)
+
+def _bind_argsort_1(input, *, stable, dim=-1, descending=False):
+    return (input, stable, dim, descending)
+
 def argsort(*args, **kwargs):
+    try:
+        _b = _bind_argsort_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, descending = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(descending) is bool:
+            return _R._op_argsort.call(input._ks, input, dim, descending)
+    try:
+        _b = _bind_argsort_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, stable, dim, descending = _b
+        if isinstance(input, _Tensor) and type(stable) is bool and type(dim) is int and type(descending) is bool:
+            return _R._op_argsort_stable.call(input._ks, input, stable, dim, descending)
     _i, _a = _sig_argsort.parse(args, kwargs)
     if _i == 0:
         return _R._op_argsort.call(_a['input']._ks, _a['input'], _a['dim'], _a['descending'])
@@ -2443,7 +5558,18 @@ _sig_topk = _Signatures('topk', [
     (('input', 'T', False, False, None), ('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('largest', 'bool', False, True, True), ('sorted', 'bool', False, True, True),),
 ], method=False)
 
+def _bind_topk_0(input, k, dim=-1, largest=True, sorted=True):
+    return (input, k, dim, largest, sorted)
+
 def topk(*args, **kwargs):
+    try:
+        _b = _bind_topk_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, k, dim, largest, sorted = _b
+        if isinstance(input, _Tensor) and type(k) is int and type(dim) is int and type(largest) is bool and type(sorted) is bool:
+            return _R._op_topk.call(input._ks, input, k, dim, largest, sorted)
     _i, _a = _sig_topk.parse(args, kwargs)
     if _i == 0:
         return _R._op_topk.call(_a['input']._ks, _a['input'], _a['k'], _a['dim'], _a['largest'], _a['sorted'])
@@ -2454,7 +5580,18 @@ _sig_kthvalue = _Signatures('kthvalue', [
     (('input', 'T', False, False, None), ('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_kthvalue_0(input, k, dim=-1, keepdim=False):
+    return (input, k, dim, keepdim)
+
 def kthvalue(*args, **kwargs):
+    try:
+        _b = _bind_kthvalue_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, k, dim, keepdim = _b
+        if isinstance(input, _Tensor) and type(k) is int and type(dim) is int and type(keepdim) is bool:
+            return _R._op_kthvalue.call(input._ks, input, k, dim, keepdim)
     _i, _a = _sig_kthvalue.parse(args, kwargs)
     if _i == 0:
         return _R._op_kthvalue.call(_a['input']._ks, _a['input'], _a['k'], _a['dim'], _a['keepdim'])
@@ -2466,7 +5603,29 @@ _sig_median = _Signatures('median', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_median_0(input):
+    return (input,)
+
+def _bind_median_1(input, dim, keepdim=False):
+    return (input, dim, keepdim)
+
 def median(*args, **kwargs):
+    try:
+        _b = _bind_median_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_median.call(input._ks, input)
+    try:
+        _b = _bind_median_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
+            return _R._op_median_dim.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_median.parse(args, kwargs)
     if _i == 0:
         return _R._op_median.call(_a['input']._ks, _a['input'])
@@ -2479,7 +5638,18 @@ _sig_mode = _Signatures('mode', [
     (('input', 'T', False, False, None), ('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_mode_0(input, dim=-1, keepdim=False):
+    return (input, dim, keepdim)
+
 def mode(*args, **kwargs):
+    try:
+        _b = _bind_mode_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
+            return _R._op_mode.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_mode.parse(args, kwargs)
     if _i == 0:
         return _R._op_mode.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
@@ -2491,7 +5661,29 @@ _sig_quantile = _Signatures('quantile', [
     (('input', 'T', False, False, None), ('q', 'float', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),),
 ], method=False)
 
+def _bind_quantile_0(input, q, dim=None, keepdim=False, *, interpolation='linear'):
+    return (input, q, dim, keepdim, interpolation)
+
+def _bind_quantile_1(input, q, dim=None, keepdim=False, *, interpolation='linear'):
+    return (input, q, dim, keepdim, interpolation)
+
 def quantile(*args, **kwargs):
+    try:
+        _b = _bind_quantile_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, q, dim, keepdim, interpolation = _b
+        if isinstance(input, _Tensor) and isinstance(q, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
+            return _R._op_quantile.call(input._ks | q._ks, input, q, dim, keepdim, interpolation)
+    try:
+        _b = _bind_quantile_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, q, dim, keepdim, interpolation = _b
+        if isinstance(input, _Tensor) and type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
+            return _R._op_quantile_scalar.call(input._ks, input, q, dim, keepdim, interpolation)
     _i, _a = _sig_quantile.parse(args, kwargs)
     if _i == 0:
         return _R._op_quantile.call(_a['input']._ks | _a['q']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
@@ -2505,7 +5697,29 @@ _sig_nanquantile = _Signatures('nanquantile', [
     (('input', 'T', False, False, None), ('q', 'float', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),),
 ], method=False)
 
+def _bind_nanquantile_0(input, q, dim=None, keepdim=False, *, interpolation='linear'):
+    return (input, q, dim, keepdim, interpolation)
+
+def _bind_nanquantile_1(input, q, dim=None, keepdim=False, *, interpolation='linear'):
+    return (input, q, dim, keepdim, interpolation)
+
 def nanquantile(*args, **kwargs):
+    try:
+        _b = _bind_nanquantile_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, q, dim, keepdim, interpolation = _b
+        if isinstance(input, _Tensor) and isinstance(q, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
+            return _R._op_nanquantile.call(input._ks | q._ks, input, q, dim, keepdim, interpolation)
+    try:
+        _b = _bind_nanquantile_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, q, dim, keepdim, interpolation = _b
+        if isinstance(input, _Tensor) and type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
+            return _R._op_nanquantile_scalar.call(input._ks, input, q, dim, keepdim, interpolation)
     _i, _a = _sig_nanquantile.parse(args, kwargs)
     if _i == 0:
         return _R._op_nanquantile.call(_a['input']._ks | _a['q']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
@@ -2518,7 +5732,18 @@ _sig_unique_dim = _Signatures('unique_dim', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('sorted', 'bool', False, True, True), ('return_inverse', 'bool', False, True, False), ('return_counts', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_unique_dim_0(input, dim, sorted=True, return_inverse=False, return_counts=False):
+    return (input, dim, sorted, return_inverse, return_counts)
+
 def unique_dim(*args, **kwargs):
+    try:
+        _b = _bind_unique_dim_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, sorted, return_inverse, return_counts = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(sorted) is bool and type(return_inverse) is bool and type(return_counts) is bool:
+            return _R._op_unique_dim.call(input._ks, input, dim, sorted, return_inverse, return_counts)
     _i, _a = _sig_unique_dim.parse(args, kwargs)
     if _i == 0:
         return _R._op_unique_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['sorted'], _a['return_inverse'], _a['return_counts'])
@@ -2529,7 +5754,18 @@ _sig_bincount = _Signatures('bincount', [
     (('input', 'T', False, False, None), ('weights', 'T?', False, True, None), ('minlength', 'int', False, True, 0),),
 ], method=False)
 
+def _bind_bincount_0(input, weights=None, minlength=0):
+    return (input, weights, minlength)
+
 def bincount(*args, **kwargs):
+    try:
+        _b = _bind_bincount_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weights, minlength = _b
+        if isinstance(input, _Tensor) and (weights is None or isinstance(weights, _Tensor)) and type(minlength) is int:
+            return _R._op_bincount.call(input._ks | _ks_opt(weights), input, weights, minlength)
     _i, _a = _sig_bincount.parse(args, kwargs)
     if _i == 0:
         return _R._op_bincount.call(_a['input']._ks | _ks_opt(_a['weights']), _a['input'], _a['weights'], _a['minlength'])
@@ -2540,7 +5776,18 @@ _sig_histc = _Signatures('histc', [
     (('input', 'T', False, False, None), ('bins', 'int', False, True, 100), ('min', 'Scalar', False, True, 0), ('max', 'Scalar', False, True, 0),),
 ], method=False)
 
+def _bind_histc_0(input, bins=100, min=0, max=0):
+    return (input, bins, min, max)
+
 def histc(*args, **kwargs):
+    try:
+        _b = _bind_histc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, bins, min, max = _b
+        if isinstance(input, _Tensor) and type(bins) is int and type(min) in _NUMBERS and type(max) in _NUMBERS:
+            return _R._op_histc.call(input._ks, input, bins, min, max)
     _i, _a = _sig_histc.parse(args, kwargs)
     if _i == 0:
         return _R._op_histc.call(_a['input']._ks, _a['input'], _a['bins'], _a['min'], _a['max'])
@@ -2552,7 +5799,29 @@ _sig_norm = _Signatures('norm', [
     (('input', 'T', False, False, None), ('p', 'Scalar', False, True, 2),),
 ], method=False)
 
+def _bind_norm_0(input, p, dim, keepdim=False):
+    return (input, p, dim, keepdim)
+
+def _bind_norm_1(input, p=2):
+    return (input, p)
+
 def norm(*args, **kwargs):
+    try:
+        _b = _bind_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, dim, keepdim = _b
+        if isinstance(input, _Tensor) and (p is None or type(p) in _NUMBERS) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            return _R._op_norm_ScalarOpt_dim.call(input._ks, input, p, dim_, keepdim)
+    try:
+        _b = _bind_norm_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p = _b
+        if isinstance(input, _Tensor) and type(p) in _NUMBERS:
+            return _R._op_norm_Scalar.call(input._ks, input, p)
     _i, _a = _sig_norm.parse(args, kwargs)
     if _i == 0:
         return _R._op_norm_ScalarOpt_dim.call(_a['input']._ks, _a['input'], _a['p'], _a['dim'], _a['keepdim'])
@@ -2565,7 +5834,18 @@ _sig_reshape = _Signatures('reshape', [
     (('input', 'T', False, False, None), ('shape', 'int[]', False, False, None),),
 ], method=False)
 
+def _bind_reshape_0(input, shape):
+    return (input, shape)
+
 def reshape(*args, **kwargs):
+    try:
+        _b = _bind_reshape_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, shape = _b
+        if isinstance(input, _Tensor) and (shape_ := _ints(shape, False)) is not None:
+            return _R._op_reshape.call(input._ks, input, shape_)
     _i, _a = _sig_reshape.parse(args, kwargs)
     if _i == 0:
         return _R._op_reshape.call(_a['input']._ks, _a['input'], _a['shape'])
@@ -2576,7 +5856,18 @@ _sig_as_strided = _Signatures('as_strided', [
     (('input', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None),),
 ], method=False)
 
+def _bind_as_strided_0(input, size, stride, storage_offset=None):
+    return (input, size, stride, storage_offset)
+
 def as_strided(*args, **kwargs):
+    try:
+        _b = _bind_as_strided_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, size, stride, storage_offset = _b
+        if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
+            return _R._op_as_strided.call(input._ks, input, size_, stride_, storage_offset)
     _i, _a = _sig_as_strided.parse(args, kwargs)
     if _i == 0:
         return _R._op_as_strided.call(_a['input']._ks, _a['input'], _a['size'], _a['stride'], _a['storage_offset'])
@@ -2587,7 +5878,18 @@ _sig_alias = _Signatures('alias', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_alias_0(input):
+    return (input,)
+
 def alias(*args, **kwargs):
+    try:
+        _b = _bind_alias_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_alias.call(input._ks, input)
     _i, _a = _sig_alias.parse(args, kwargs)
     if _i == 0:
         return _R._op_alias.call(_a['input']._ks, _a['input'])
@@ -2598,7 +5900,18 @@ _sig_t = _Signatures('t', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_t_0(input):
+    return (input,)
+
 def t(*args, **kwargs):
+    try:
+        _b = _bind_t_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_t.call(input._ks, input)
     _i, _a = _sig_t.parse(args, kwargs)
     if _i == 0:
         return _R._op_t.call(_a['input']._ks, _a['input'])
@@ -2609,7 +5922,18 @@ _sig_transpose = _Signatures('transpose', [
     (('input', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),),
 ], method=False)
 
+def _bind_transpose_0(input, dim0, dim1):
+    return (input, dim0, dim1)
+
 def transpose(*args, **kwargs):
+    try:
+        _b = _bind_transpose_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim0, dim1 = _b
+        if isinstance(input, _Tensor) and type(dim0) is int and type(dim1) is int:
+            return _R._op_transpose_int.call(input._ks, input, dim0, dim1)
     _i, _a = _sig_transpose.parse(args, kwargs)
     if _i == 0:
         return _R._op_transpose_int.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
@@ -2620,7 +5944,18 @@ _sig_swapaxes = _Signatures('swapaxes', [
     (('input', 'T', False, False, None), ('axis0', 'int', False, False, None), ('axis1', 'int', False, False, None),),
 ], method=False)
 
+def _bind_swapaxes_0(input, axis0, axis1):
+    return (input, axis0, axis1)
+
 def swapaxes(*args, **kwargs):
+    try:
+        _b = _bind_swapaxes_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, axis0, axis1 = _b
+        if isinstance(input, _Tensor) and type(axis0) is int and type(axis1) is int:
+            return _R._op_swapaxes.call(input._ks, input, axis0, axis1)
     _i, _a = _sig_swapaxes.parse(args, kwargs)
     if _i == 0:
         return _R._op_swapaxes.call(_a['input']._ks, _a['input'], _a['axis0'], _a['axis1'])
@@ -2631,7 +5966,18 @@ _sig_swapdims = _Signatures('swapdims', [
     (('input', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),),
 ], method=False)
 
+def _bind_swapdims_0(input, dim0, dim1):
+    return (input, dim0, dim1)
+
 def swapdims(*args, **kwargs):
+    try:
+        _b = _bind_swapdims_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim0, dim1 = _b
+        if isinstance(input, _Tensor) and type(dim0) is int and type(dim1) is int:
+            return _R._op_swapdims.call(input._ks, input, dim0, dim1)
     _i, _a = _sig_swapdims.parse(args, kwargs)
     if _i == 0:
         return _R._op_swapdims.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
@@ -2642,7 +5988,18 @@ _sig_permute = _Signatures('permute', [
     (('input', 'T', False, False, None), ('dims', 'int[]', False, False, None),),
 ], method=False)
 
+def _bind_permute_0(input, dims):
+    return (input, dims)
+
 def permute(*args, **kwargs):
+    try:
+        _b = _bind_permute_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dims = _b
+        if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
+            return _R._op_permute.call(input._ks, input, dims_)
     _i, _a = _sig_permute.parse(args, kwargs)
     if _i == 0:
         return _R._op_permute.call(_a['input']._ks, _a['input'], _a['dims'])
@@ -2654,7 +6011,29 @@ _sig_movedim = _Signatures('movedim', [
     (('input', 'T', False, False, None), ('source', 'int', False, False, None), ('destination', 'int', False, False, None),),
 ], method=False)
 
+def _bind_movedim_0(input, source, destination):
+    return (input, source, destination)
+
+def _bind_movedim_1(input, source, destination):
+    return (input, source, destination)
+
 def movedim(*args, **kwargs):
+    try:
+        _b = _bind_movedim_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, source, destination = _b
+        if isinstance(input, _Tensor) and (source_ := _ints(source, False)) is not None and (destination_ := _ints(destination, False)) is not None:
+            return _R._op_movedim_intlist.call(input._ks, input, source_, destination_)
+    try:
+        _b = _bind_movedim_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, source, destination = _b
+        if isinstance(input, _Tensor) and type(source) is int and type(destination) is int:
+            return _R._op_movedim_int.call(input._ks, input, source, destination)
     _i, _a = _sig_movedim.parse(args, kwargs)
     if _i == 0:
         return _R._op_movedim_intlist.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
@@ -2668,7 +6047,29 @@ _sig_moveaxis = _Signatures('moveaxis', [
     (('input', 'T', False, False, None), ('source', 'int', False, False, None), ('destination', 'int', False, False, None),),
 ], method=False)
 
+def _bind_moveaxis_0(input, source, destination):
+    return (input, source, destination)
+
+def _bind_moveaxis_1(input, source, destination):
+    return (input, source, destination)
+
 def moveaxis(*args, **kwargs):
+    try:
+        _b = _bind_moveaxis_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, source, destination = _b
+        if isinstance(input, _Tensor) and (source_ := _ints(source, False)) is not None and (destination_ := _ints(destination, False)) is not None:
+            return _R._op_moveaxis_intlist.call(input._ks, input, source_, destination_)
+    try:
+        _b = _bind_moveaxis_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, source, destination = _b
+        if isinstance(input, _Tensor) and type(source) is int and type(destination) is int:
+            return _R._op_moveaxis_int.call(input._ks, input, source, destination)
     _i, _a = _sig_moveaxis.parse(args, kwargs)
     if _i == 0:
         return _R._op_moveaxis_intlist.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
@@ -2681,7 +6082,18 @@ _sig_broadcast_to = _Signatures('broadcast_to', [
     (('input', 'T', False, False, None), ('size', 'int[]', False, False, None),),
 ], method=False)
 
+def _bind_broadcast_to_0(input, size):
+    return (input, size)
+
 def broadcast_to(*args, **kwargs):
+    try:
+        _b = _bind_broadcast_to_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, size = _b
+        if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None:
+            return _R._op_broadcast_to.call(input._ks, input, size_)
     _i, _a = _sig_broadcast_to.parse(args, kwargs)
     if _i == 0:
         return _R._op_broadcast_to.call(_a['input']._ks, _a['input'], _a['size'])
@@ -2694,7 +6106,40 @@ _sig_squeeze = _Signatures('squeeze', [
     (('input', 'T', False, False, None), ('dim', 'int[]', False, False, None),),
 ], method=False)
 
+def _bind_squeeze_0(input):
+    return (input,)
+
+def _bind_squeeze_1(input, dim):
+    return (input, dim)
+
+def _bind_squeeze_2(input, dim):
+    return (input, dim)
+
 def squeeze(*args, **kwargs):
+    try:
+        _b = _bind_squeeze_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_squeeze.call(input._ks, input)
+    try:
+        _b = _bind_squeeze_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and type(dim) is int:
+            return _R._op_squeeze_dim.call(input._ks, input, dim)
+    try:
+        _b = _bind_squeeze_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None:
+            return _R._op_squeeze_dims.call(input._ks, input, dim_)
     _i, _a = _sig_squeeze.parse(args, kwargs)
     if _i == 0:
         return _R._op_squeeze.call(_a['input']._ks, _a['input'])
@@ -2709,7 +6154,18 @@ _sig_unsqueeze = _Signatures('unsqueeze', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None),),
 ], method=False)
 
+def _bind_unsqueeze_0(input, dim):
+    return (input, dim)
+
 def unsqueeze(*args, **kwargs):
+    try:
+        _b = _bind_unsqueeze_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and type(dim) is int:
+            return _R._op_unsqueeze.call(input._ks, input, dim)
     _i, _a = _sig_unsqueeze.parse(args, kwargs)
     if _i == 0:
         return _R._op_unsqueeze.call(_a['input']._ks, _a['input'], _a['dim'])
@@ -2720,7 +6176,18 @@ _sig_flatten = _Signatures('flatten', [
     (('input', 'T', False, False, None), ('start_dim', 'int', False, True, 0), ('end_dim', 'int', False, True, -1),),
 ], method=False)
 
+def _bind_flatten_0(input, start_dim=0, end_dim=-1):
+    return (input, start_dim, end_dim)
+
 def flatten(*args, **kwargs):
+    try:
+        _b = _bind_flatten_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, start_dim, end_dim = _b
+        if isinstance(input, _Tensor) and type(start_dim) is int and type(end_dim) is int:
+            return _R._op_flatten_using_ints.call(input._ks, input, start_dim, end_dim)
     _i, _a = _sig_flatten.parse(args, kwargs)
     if _i == 0:
         return _R._op_flatten_using_ints.call(_a['input']._ks, _a['input'], _a['start_dim'], _a['end_dim'])
@@ -2731,7 +6198,18 @@ _sig_unflatten = _Signatures('unflatten', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('sizes', 'int[]', False, False, None),),
 ], method=False)
 
+def _bind_unflatten_0(input, dim, sizes):
+    return (input, dim, sizes)
+
 def unflatten(*args, **kwargs):
+    try:
+        _b = _bind_unflatten_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, sizes = _b
+        if isinstance(input, _Tensor) and type(dim) is int and (sizes_ := _ints(sizes, False)) is not None:
+            return _R._op_unflatten_int.call(input._ks, input, dim, sizes_)
     _i, _a = _sig_unflatten.parse(args, kwargs)
     if _i == 0:
         return _R._op_unflatten_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['sizes'])
@@ -2742,7 +6220,18 @@ _sig_ravel = _Signatures('ravel', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_ravel_0(input):
+    return (input,)
+
 def ravel(*args, **kwargs):
+    try:
+        _b = _bind_ravel_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_ravel.call(input._ks, input)
     _i, _a = _sig_ravel.parse(args, kwargs)
     if _i == 0:
         return _R._op_ravel.call(_a['input']._ks, _a['input'])
@@ -2753,7 +6242,18 @@ _sig_narrow = _Signatures('narrow', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('start', 'int', False, False, None), ('length', 'int', False, False, None),),
 ], method=False)
 
+def _bind_narrow_0(input, dim, start, length):
+    return (input, dim, start, length)
+
 def narrow(*args, **kwargs):
+    try:
+        _b = _bind_narrow_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, start, length = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(start) is int and type(length) is int:
+            return _R._op_narrow.call(input._ks, input, dim, start, length)
     _i, _a = _sig_narrow.parse(args, kwargs)
     if _i == 0:
         return _R._op_narrow.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['length'])
@@ -2764,7 +6264,18 @@ _sig_select = _Signatures('select', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'int', False, False, None),),
 ], method=False)
 
+def _bind_select_0(input, dim, index):
+    return (input, dim, index)
+
 def select(*args, **kwargs):
+    try:
+        _b = _bind_select_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(index) is int:
+            return _R._op_select_int.call(input._ks, input, dim, index)
     _i, _a = _sig_select.parse(args, kwargs)
     if _i == 0:
         return _R._op_select_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['index'])
@@ -2775,7 +6286,18 @@ _sig_slice = _Signatures('slice', [
     (('input', 'T', False, False, None), ('dim', 'int', False, True, 0), ('start', 'int?', False, True, None), ('end', 'int?', False, True, None), ('step', 'int', False, True, 1),),
 ], method=False)
 
+def _bind_slice_0(input, dim=0, start=None, end=None, step=1):
+    return (input, dim, start, end, step)
+
 def slice(*args, **kwargs):
+    try:
+        _b = _bind_slice_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, start, end, step = _b
+        if isinstance(input, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
+            return _R._op_slice_Tensor.call(input._ks, input, dim, start, end, step)
     _i, _a = _sig_slice.parse(args, kwargs)
     if _i == 0:
         return _R._op_slice_Tensor.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['end'], _a['step'])
@@ -2786,7 +6308,18 @@ _sig_unbind = _Signatures('unbind', [
     (('input', 'T', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=False)
 
+def _bind_unbind_0(input, dim=0):
+    return (input, dim)
+
 def unbind(*args, **kwargs):
+    try:
+        _b = _bind_unbind_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and type(dim) is int:
+            return _R._op_unbind_int.call(input._ks, input, dim)
     _i, _a = _sig_unbind.parse(args, kwargs)
     if _i == 0:
         return _R._op_unbind_int.call(_a['input']._ks, _a['input'], _a['dim'])
@@ -2798,7 +6331,29 @@ _sig_split = _Signatures('split', [
     (('input', 'T', False, False, None), ('split_size', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=False)
 
+def _bind_split_0(input, split_size, dim=0):
+    return (input, split_size, dim)
+
+def _bind_split_1(input, split_size, dim=0):
+    return (input, split_size, dim)
+
 def split(*args, **kwargs):
+    try:
+        _b = _bind_split_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, split_size, dim = _b
+        if isinstance(input, _Tensor) and type(split_size) is int and type(dim) is int:
+            return _R._op_split_Tensor.call(input._ks, input, split_size, dim)
+    try:
+        _b = _bind_split_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, split_size, dim = _b
+        if isinstance(input, _Tensor) and (split_size_ := _ints(split_size, False)) is not None and type(dim) is int:
+            return _R._op_split_sizes.call(input._ks, input, split_size_, dim)
     _i, _a = _sig_split.parse(args, kwargs)
     if _i == 0:
         return _R._op_split_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
@@ -2811,7 +6366,18 @@ _sig_split_with_sizes = _Signatures('split_with_sizes', [
     (('input', 'T', False, False, None), ('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=False)
 
+def _bind_split_with_sizes_0(input, split_sizes, dim=0):
+    return (input, split_sizes, dim)
+
 def split_with_sizes(*args, **kwargs):
+    try:
+        _b = _bind_split_with_sizes_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, split_sizes, dim = _b
+        if isinstance(input, _Tensor) and (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
+            return _R._op_split_with_sizes.call(input._ks, input, split_sizes_, dim)
     _i, _a = _sig_split_with_sizes.parse(args, kwargs)
     if _i == 0:
         return _R._op_split_with_sizes.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim'])
@@ -2822,7 +6388,18 @@ _sig_chunk = _Signatures('chunk', [
     (('input', 'T', False, False, None), ('chunks', 'int', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=False)
 
+def _bind_chunk_0(input, chunks, dim=0):
+    return (input, chunks, dim)
+
 def chunk(*args, **kwargs):
+    try:
+        _b = _bind_chunk_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, chunks, dim = _b
+        if isinstance(input, _Tensor) and type(chunks) is int and type(dim) is int:
+            return _R._op_chunk.call(input._ks, input, chunks, dim)
     _i, _a = _sig_chunk.parse(args, kwargs)
     if _i == 0:
         return _R._op_chunk.call(_a['input']._ks, _a['input'], _a['chunks'], _a['dim'])
@@ -2834,7 +6411,29 @@ _sig_tensor_split = _Signatures('tensor_split', [
     (('input', 'T', False, False, None), ('indices', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=False)
 
+def _bind_tensor_split_0(input, sections, dim=0):
+    return (input, sections, dim)
+
+def _bind_tensor_split_1(input, indices, dim=0):
+    return (input, indices, dim)
+
 def tensor_split(*args, **kwargs):
+    try:
+        _b = _bind_tensor_split_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, sections, dim = _b
+        if isinstance(input, _Tensor) and type(sections) is int and type(dim) is int:
+            return _R._op_tensor_split_sections.call(input._ks, input, sections, dim)
+    try:
+        _b = _bind_tensor_split_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, indices, dim = _b
+        if isinstance(input, _Tensor) and (indices_ := _ints(indices, False)) is not None and type(dim) is int:
+            return _R._op_tensor_split_indices.call(input._ks, input, indices_, dim)
     _i, _a = _sig_tensor_split.parse(args, kwargs)
     if _i == 0:
         return _R._op_tensor_split_sections.call(_a['input']._ks, _a['input'], _a['sections'], _a['dim'])
@@ -2847,7 +6446,18 @@ _sig_diagonal = _Signatures('diagonal', [
     (('input', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1),),
 ], method=False)
 
+def _bind_diagonal_0(input, offset=0, dim1=0, dim2=1):
+    return (input, offset, dim1, dim2)
+
 def diagonal(*args, **kwargs):
+    try:
+        _b = _bind_diagonal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, offset, dim1, dim2 = _b
+        if isinstance(input, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
+            return _R._op_diagonal.call(input._ks, input, offset, dim1, dim2)
     _i, _a = _sig_diagonal.parse(args, kwargs)
     if _i == 0:
         return _R._op_diagonal.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
@@ -2858,7 +6468,21 @@ _sig_empty = _Signatures('empty', [
     (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_empty_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (size, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
 def empty(*args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_empty_0(args, **kwargs)
+        else:
+            _b = _bind_empty_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _R._op_empty_memory_format.call(_ks_device(device), size_, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_empty.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_empty_memory_format.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
@@ -2869,7 +6493,21 @@ _sig_zeros = _Signatures('zeros', [
     (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_zeros_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (size, dtype, layout, device, pin_memory, requires_grad)
+
 def zeros(*args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_zeros_0(args, **kwargs)
+        else:
+            _b = _bind_zeros_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, dtype, layout, device, pin_memory, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_zeros.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_zeros.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_zeros.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -2880,7 +6518,21 @@ _sig_ones = _Signatures('ones', [
     (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_ones_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (size, dtype, layout, device, pin_memory, requires_grad)
+
 def ones(*args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_ones_0(args, **kwargs)
+        else:
+            _b = _bind_ones_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, dtype, layout, device, pin_memory, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_ones.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_ones.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_ones.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -2891,7 +6543,18 @@ _sig_full = _Signatures('full', [
     (('size', 'int[]', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_full_0(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (size, fill_value, dtype, layout, device, pin_memory, requires_grad)
+
 def full(*args, **kwargs):
+    try:
+        _b = _bind_full_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, fill_value, dtype, layout, device, pin_memory, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_full.call(_ks_device(device), size_, fill_value, dtype, layout, device, pin_memory)
     _i, _a = _sig_full.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_full.call(_ks_device(_a['device']), _a['size'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -2902,7 +6565,18 @@ _sig_scalar_tensor = _Signatures('scalar_tensor', [
     (('s', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_scalar_tensor_0(s, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (s, dtype, layout, device, pin_memory, requires_grad)
+
 def scalar_tensor(*args, **kwargs):
+    try:
+        _b = _bind_scalar_tensor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        s, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(s) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_scalar_tensor.call(_ks_device(device), s, dtype, layout, device, pin_memory)
     _i, _a = _sig_scalar_tensor.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_scalar_tensor.call(_ks_device(_a['device']), _a['s'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -2913,7 +6587,18 @@ _sig_empty_like = _Signatures('empty_like', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_empty_like_0(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
 def empty_like(*args, **kwargs):
+    try:
+        _b = _bind_empty_like_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _R._op_empty_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_empty_like.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_empty_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
@@ -2924,7 +6609,18 @@ _sig_zeros_like = _Signatures('zeros_like', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_zeros_like_0(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
 def zeros_like(*args, **kwargs):
+    try:
+        _b = _bind_zeros_like_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _R._op_zeros_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_zeros_like.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_zeros_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
@@ -2935,7 +6631,18 @@ _sig_ones_like = _Signatures('ones_like', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_ones_like_0(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
 def ones_like(*args, **kwargs):
+    try:
+        _b = _bind_ones_like_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _R._op_ones_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_ones_like.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_ones_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
@@ -2946,7 +6653,18 @@ _sig_full_like = _Signatures('full_like', [
     (('input', 'T', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_full_like_0(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, fill_value, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
 def full_like(*args, **kwargs):
+    try:
+        _b = _bind_full_like_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, fill_value, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _R._op_full_like.call(input._ks, input, fill_value, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_full_like.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_full_like.call(_a['input']._ks, _a['input'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
@@ -2959,7 +6677,40 @@ _sig_arange = _Signatures('arange', [
     (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('step', 'Scalar', False, True, 1), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_arange_0(end, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (end, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_arange_1(start, end, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (start, end, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_arange_2(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (start, end, step, dtype, layout, device, pin_memory, requires_grad)
+
 def arange(*args, **kwargs):
+    try:
+        _b = _bind_arange_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        end, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(end) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_arange.call(_ks_device(device), end, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_arange_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        start, end, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(start) in _NUMBERS and type(end) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_arange_start.call(_ks_device(device), start, end, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_arange_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        start, end, step, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(start) in _NUMBERS and type(end) in _NUMBERS and type(step) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_arange_start_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
     _i, _a = _sig_arange.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_arange.call(_ks_device(_a['device']), _a['end'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -2974,7 +6725,18 @@ _sig_linspace = _Signatures('linspace', [
     (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('steps', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_linspace_0(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (start, end, steps, dtype, layout, device, pin_memory, requires_grad)
+
 def linspace(*args, **kwargs):
+    try:
+        _b = _bind_linspace_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        start, end, steps, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(start) in _NUMBERS and type(end) in _NUMBERS and type(steps) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_linspace.call(_ks_device(device), start, end, steps, dtype, layout, device, pin_memory)
     _i, _a = _sig_linspace.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_linspace.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['steps'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -2985,7 +6747,18 @@ _sig_logspace = _Signatures('logspace', [
     (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('steps', 'int', False, False, None), ('base', 'float', False, True, 10.0), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_logspace_0(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (start, end, steps, base, dtype, layout, device, pin_memory, requires_grad)
+
 def logspace(*args, **kwargs):
+    try:
+        _b = _bind_logspace_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        start, end, steps, base, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(start) in _NUMBERS and type(end) in _NUMBERS and type(steps) is int and type(base) is float and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_logspace.call(_ks_device(device), start, end, steps, base, dtype, layout, device, pin_memory)
     _i, _a = _sig_logspace.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_logspace.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['steps'], _a['base'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -2997,7 +6770,29 @@ _sig_eye = _Signatures('eye', [
     (('n', 'int', False, False, None), ('m', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_eye_0(n, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (n, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_eye_1(n, m, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (n, m, dtype, layout, device, pin_memory, requires_grad)
+
 def eye(*args, **kwargs):
+    try:
+        _b = _bind_eye_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(n) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_eye.call(_ks_device(device), n, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_eye_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n, m, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(n) is int and type(m) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_eye_m.call(_ks_device(device), n, m, dtype, layout, device, pin_memory)
     _i, _a = _sig_eye.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_eye.call(_ks_device(_a['device']), _a['n'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3010,7 +6805,18 @@ _sig_tril_indices = _Signatures('tril_indices', [
     (('row', 'int', False, False, None), ('col', 'int', False, False, None), ('offset', 'int', False, True, 0), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_tril_indices_0(row, col, offset=0, *, dtype=_dtypes.long, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (row, col, offset, dtype, layout, device, pin_memory, requires_grad)
+
 def tril_indices(*args, **kwargs):
+    try:
+        _b = _bind_tril_indices_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        row, col, offset, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(row) is int and type(col) is int and type(offset) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_tril_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
     _i, _a = _sig_tril_indices.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_tril_indices.call(_ks_device(_a['device']), _a['row'], _a['col'], _a['offset'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3021,7 +6827,18 @@ _sig_triu_indices = _Signatures('triu_indices', [
     (('row', 'int', False, False, None), ('col', 'int', False, False, None), ('offset', 'int', False, True, 0), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_triu_indices_0(row, col, offset=0, *, dtype=_dtypes.long, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (row, col, offset, dtype, layout, device, pin_memory, requires_grad)
+
 def triu_indices(*args, **kwargs):
+    try:
+        _b = _bind_triu_indices_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        row, col, offset, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(row) is int and type(col) is int and type(offset) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_triu_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
     _i, _a = _sig_triu_indices.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_triu_indices.call(_ks_device(_a['device']), _a['row'], _a['col'], _a['offset'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3032,7 +6849,21 @@ _sig_rand = _Signatures('rand', [
     (('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_rand_0(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (size, generator, dtype, layout, device, pin_memory, requires_grad)
+
 def rand(*args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_rand_0(args, **kwargs)
+        else:
+            _b = _bind_rand_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, generator, dtype, layout, device, pin_memory, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_rand.call(_ks_device(device), size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_rand.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_rand.call(_ks_device(_a['device']), _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3043,7 +6874,21 @@ _sig_randn = _Signatures('randn', [
     (('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_randn_0(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (size, generator, dtype, layout, device, pin_memory, requires_grad)
+
 def randn(*args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_randn_0(args, **kwargs)
+        else:
+            _b = _bind_randn_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, generator, dtype, layout, device, pin_memory, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_randn.call(_ks_device(device), size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_randn.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_randn.call(_ks_device(_a['device']), _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3055,7 +6900,29 @@ _sig_randint = _Signatures('randint', [
     (('low', 'int', False, False, None), ('high', 'int', False, False, None), ('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_randint_0(high, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (high, size, generator, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_randint_1(low, high, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (low, high, size, generator, dtype, layout, device, pin_memory, requires_grad)
+
 def randint(*args, **kwargs):
+    try:
+        _b = _bind_randint_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        high, size, generator, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(high) is int and (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_randint.call(_ks_device(device), high, size_, generator, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_randint_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        low, high, size, generator, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(low) is int and type(high) is int and (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_randint_low.call(_ks_device(device), low, high, size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_randint.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_randint.call(_ks_device(_a['device']), _a['high'], _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3068,7 +6935,18 @@ _sig_randperm = _Signatures('randperm', [
     (('n', 'int', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_randperm_0(n, *, generator=None, dtype=_dtypes.long, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (n, generator, dtype, layout, device, pin_memory, requires_grad)
+
 def randperm(*args, **kwargs):
+    try:
+        _b = _bind_randperm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n, generator, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(n) is int and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_randperm.call(_ks_device(device), n, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_randperm.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_randperm.call(_ks_device(_a['device']), _a['n'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3079,7 +6957,18 @@ _sig_rand_like = _Signatures('rand_like', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_rand_like_0(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
 def rand_like(*args, **kwargs):
+    try:
+        _b = _bind_rand_like_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _R._op_rand_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_rand_like.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_rand_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
@@ -3090,7 +6979,18 @@ _sig_randn_like = _Signatures('randn_like', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_randn_like_0(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
 def randn_like(*args, **kwargs):
+    try:
+        _b = _bind_randn_like_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _R._op_randn_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_randn_like.parse(args, kwargs)
     if _i == 0:
         return _finish_factory(_R._op_randn_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
@@ -3102,7 +7002,29 @@ _sig_normal = _Signatures('normal', [
     (('mean', 'float', False, False, None), ('std', 'float', False, False, None), ('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_normal_0(mean, std, *, generator=None):
+    return (mean, std, generator)
+
+def _bind_normal_1(mean, std, size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (mean, std, size, generator, dtype, layout, device, pin_memory, requires_grad)
+
 def normal(*args, **kwargs):
+    try:
+        _b = _bind_normal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mean, std, generator = _b
+        if isinstance(mean, _Tensor) and isinstance(std, _Tensor) and (generator is None or type(generator) is _Generator):
+            return _R._op_normal_Tensor_Tensor.call(mean._ks | std._ks, mean, std, generator)
+    try:
+        _b = _bind_normal_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mean, std, size, generator, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(mean) is float and type(std) is float and (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_normal_float_float.call(_ks_device(device), mean, std, size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_normal.parse(args, kwargs)
     if _i == 0:
         return _R._op_normal_Tensor_Tensor.call(_a['mean']._ks | _a['std']._ks, _a['mean'], _a['std'], _a['generator'])
@@ -3115,7 +7037,18 @@ _sig_bernoulli = _Signatures('bernoulli', [
     (('input', 'T', False, False, None), ('generator', 'gen?', True, True, None),),
 ], method=False)
 
+def _bind_bernoulli_0(input, *, generator=None):
+    return (input, generator)
+
 def bernoulli(*args, **kwargs):
+    try:
+        _b = _bind_bernoulli_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, generator = _b
+        if isinstance(input, _Tensor) and (generator is None or type(generator) is _Generator):
+            return _R._op_bernoulli.call(input._ks, input, generator)
     _i, _a = _sig_bernoulli.parse(args, kwargs)
     if _i == 0:
         return _R._op_bernoulli.call(_a['input']._ks, _a['input'], _a['generator'])
@@ -3126,7 +7059,18 @@ _sig_multinomial = _Signatures('multinomial', [
     (('input', 'T', False, False, None), ('num_samples', 'int', False, False, None), ('replacement', 'bool', False, True, False), ('generator', 'gen?', True, True, None),),
 ], method=False)
 
+def _bind_multinomial_0(input, num_samples, replacement=False, *, generator=None):
+    return (input, num_samples, replacement, generator)
+
 def multinomial(*args, **kwargs):
+    try:
+        _b = _bind_multinomial_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, num_samples, replacement, generator = _b
+        if isinstance(input, _Tensor) and type(num_samples) is int and type(replacement) is bool and (generator is None or type(generator) is _Generator):
+            return _R._op_multinomial.call(input._ks, input, num_samples, replacement, generator)
     _i, _a = _sig_multinomial.parse(args, kwargs)
     if _i == 0:
         return _R._op_multinomial.call(_a['input']._ks, _a['input'], _a['num_samples'], _a['replacement'], _a['generator'])
@@ -3137,7 +7081,18 @@ _sig_clone = _Signatures('clone', [
     (('input', 'T', False, False, None), ('memory_format', 'any', True, True, None),),
 ], method=False)
 
+def _bind_clone_0(input, *, memory_format=None):
+    return (input, memory_format)
+
 def clone(*args, **kwargs):
+    try:
+        _b = _bind_clone_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, memory_format = _b
+        if isinstance(input, _Tensor) and True:
+            return _R._op_clone.call(input._ks, input, memory_format)
     _i, _a = _sig_clone.parse(args, kwargs)
     if _i == 0:
         return _R._op_clone.call(_a['input']._ks, _a['input'], _a['memory_format'])
@@ -3149,7 +7104,29 @@ _sig_fill_ = _Signatures('fill_', [
     (('input', 'T', False, False, None), ('value', 'T', False, False, None),),
 ], method=False)
 
+def _bind_fill__0(input, value):
+    return (input, value)
+
+def _bind_fill__1(input, value):
+    return (input, value)
+
 def fill_(*args, **kwargs):
+    try:
+        _b = _bind_fill__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, value = _b
+        if isinstance(input, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_fill__Scalar.call(input._ks, input, value)
+    try:
+        _b = _bind_fill__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, value = _b
+        if isinstance(input, _Tensor) and isinstance(value, _Tensor):
+            return _R._op_fill__Tensor.call(input._ks | value._ks, input, value)
     _i, _a = _sig_fill_.parse(args, kwargs)
     if _i == 0:
         return _R._op_fill__Scalar.call(_a['input']._ks, _a['input'], _a['value'])
@@ -3162,7 +7139,18 @@ _sig_zero_ = _Signatures('zero_', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_zero__0(input):
+    return (input,)
+
 def zero_(*args, **kwargs):
+    try:
+        _b = _bind_zero__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_zero_.call(input._ks, input)
     _i, _a = _sig_zero_.parse(args, kwargs)
     if _i == 0:
         return _R._op_zero_.call(_a['input']._ks, _a['input'])
@@ -3174,7 +7162,29 @@ _sig_masked_fill = _Signatures('masked_fill', [
     (('input', 'T', False, False, None), ('mask', 'T', False, False, None), ('value', 'T', False, False, None),),
 ], method=False)
 
+def _bind_masked_fill_0(input, mask, value):
+    return (input, mask, value)
+
+def _bind_masked_fill_1(input, mask, value):
+    return (input, mask, value)
+
 def masked_fill(*args, **kwargs):
+    try:
+        _b = _bind_masked_fill_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, mask, value = _b
+        if isinstance(input, _Tensor) and isinstance(mask, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_masked_fill_Scalar.call(input._ks | mask._ks, input, mask, value)
+    try:
+        _b = _bind_masked_fill_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, mask, value = _b
+        if isinstance(input, _Tensor) and isinstance(mask, _Tensor) and isinstance(value, _Tensor):
+            return _R._op_masked_fill_Tensor.call(input._ks | mask._ks | value._ks, input, mask, value)
     _i, _a = _sig_masked_fill.parse(args, kwargs)
     if _i == 0:
         return _R._op_masked_fill_Scalar.call(_a['input']._ks | _a['mask']._ks, _a['input'], _a['mask'], _a['value'])
@@ -3220,7 +7230,21 @@ _sig_index_select = _Signatures('index_select', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_index_select_0(input, dim, index, *, out=None):
+    return (input, dim, index, out)
+
 def index_select(*args, **kwargs):
+    try:
+        _b = _bind_index_select_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, out = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor):
+            if out is None:
+                return _R._op_index_select.call(input._ks | index._ks, input, dim, index)
+            if isinstance(out, _Tensor):
+                return _R._op_index_select_out.call(input._ks | index._ks, input, dim, index, out)
     _i, _a = _sig_index_select.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3233,7 +7257,21 @@ _sig_gather = _Signatures('gather', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('sparse_grad', 'bool', True, True, False), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_gather_0(input, dim, index, *, sparse_grad=False, out=None):
+    return (input, dim, index, sparse_grad, out)
+
 def gather(*args, **kwargs):
+    try:
+        _b = _bind_gather_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, sparse_grad, out = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and type(sparse_grad) is bool:
+            if out is None:
+                return _R._op_gather.call(input._ks | index._ks, input, dim, index, sparse_grad)
+            if isinstance(out, _Tensor):
+                return _R._op_gather_out.call(input._ks | index._ks, input, dim, index, sparse_grad, out)
     _i, _a = _sig_gather.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3248,7 +7286,40 @@ _sig_scatter = _Signatures('scatter', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', True, False, None),),
 ], method=False)
 
+def _bind_scatter_0(input, dim, index, src):
+    return (input, dim, index, src)
+
+def _bind_scatter_1(input, dim, index, value):
+    return (input, dim, index, value)
+
+def _bind_scatter_2(input, dim, index, src, *, reduce):
+    return (input, dim, index, src, reduce)
+
 def scatter(*args, **kwargs):
+    try:
+        _b = _bind_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, src = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
+            return _R._op_scatter_src.call(input._ks | index._ks | src._ks, input, dim, index, src)
+    try:
+        _b = _bind_scatter_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, value = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_scatter_value.call(input._ks | index._ks, input, dim, index, value)
+    try:
+        _b = _bind_scatter_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, src, reduce = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
+            return _R._op_scatter_reduce.call(input._ks | index._ks | src._ks, input, dim, index, src, reduce)
     _i, _a = _sig_scatter.parse(args, kwargs)
     if _i == 0:
         return _R._op_scatter_src.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'])
@@ -3263,7 +7334,18 @@ _sig_scatter_add = _Signatures('scatter_add', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),),
 ], method=False)
 
+def _bind_scatter_add_0(input, dim, index, src):
+    return (input, dim, index, src)
+
 def scatter_add(*args, **kwargs):
+    try:
+        _b = _bind_scatter_add_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, src = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
+            return _R._op_scatter_add.call(input._ks | index._ks | src._ks, input, dim, index, src)
     _i, _a = _sig_scatter_add.parse(args, kwargs)
     if _i == 0:
         return _R._op_scatter_add.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'])
@@ -3274,7 +7356,18 @@ _sig_scatter_reduce = _Signatures('scatter_reduce', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),),
 ], method=False)
 
+def _bind_scatter_reduce_0(input, dim, index, src, reduce, *, include_self=True):
+    return (input, dim, index, src, reduce, include_self)
+
 def scatter_reduce(*args, **kwargs):
+    try:
+        _b = _bind_scatter_reduce_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, src, reduce, include_self = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
+            return _R._op_scatter_reduce_two.call(input._ks | index._ks | src._ks, input, dim, index, src, reduce, include_self)
     _i, _a = _sig_scatter_reduce.parse(args, kwargs)
     if _i == 0:
         return _R._op_scatter_reduce_two.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
@@ -3285,7 +7378,18 @@ _sig_index_add = _Signatures('index_add', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
 ], method=False)
 
+def _bind_index_add_0(input, dim, index, source, *, alpha=1):
+    return (input, dim, index, source, alpha)
+
 def index_add(*args, **kwargs):
+    try:
+        _b = _bind_index_add_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, source, alpha = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
+            return _R._op_index_add.call(input._ks | index._ks | source._ks, input, dim, index, source, alpha)
     _i, _a = _sig_index_add.parse(args, kwargs)
     if _i == 0:
         return _R._op_index_add.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'], _a['alpha'])
@@ -3296,7 +7400,18 @@ _sig_index_copy = _Signatures('index_copy', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None),),
 ], method=False)
 
+def _bind_index_copy_0(input, dim, index, source):
+    return (input, dim, index, source)
+
 def index_copy(*args, **kwargs):
+    try:
+        _b = _bind_index_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, source = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
+            return _R._op_index_copy.call(input._ks | index._ks | source._ks, input, dim, index, source)
     _i, _a = _sig_index_copy.parse(args, kwargs)
     if _i == 0:
         return _R._op_index_copy.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'])
@@ -3308,7 +7423,29 @@ _sig_index_fill = _Signatures('index_fill', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'T', False, False, None),),
 ], method=False)
 
+def _bind_index_fill_0(input, dim, index, value):
+    return (input, dim, index, value)
+
+def _bind_index_fill_1(input, dim, index, value):
+    return (input, dim, index, value)
+
 def index_fill(*args, **kwargs):
+    try:
+        _b = _bind_index_fill_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, value = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_index_fill_int_Scalar.call(input._ks | index._ks, input, dim, index, value)
+    try:
+        _b = _bind_index_fill_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, value = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(value, _Tensor):
+            return _R._op_index_fill_int_Tensor.call(input._ks | index._ks | value._ks, input, dim, index, value)
     _i, _a = _sig_index_fill.parse(args, kwargs)
     if _i == 0:
         return _R._op_index_fill_int_Scalar.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['value'])
@@ -3321,7 +7458,18 @@ _sig_masked_select = _Signatures('masked_select', [
     (('input', 'T', False, False, None), ('mask', 'T', False, False, None),),
 ], method=False)
 
+def _bind_masked_select_0(input, mask):
+    return (input, mask)
+
 def masked_select(*args, **kwargs):
+    try:
+        _b = _bind_masked_select_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, mask = _b
+        if isinstance(input, _Tensor) and isinstance(mask, _Tensor):
+            return _R._op_masked_select.call(input._ks | mask._ks, input, mask)
     _i, _a = _sig_masked_select.parse(args, kwargs)
     if _i == 0:
         return _R._op_masked_select.call(_a['input']._ks | _a['mask']._ks, _a['input'], _a['mask'])
@@ -3332,7 +7480,18 @@ _sig_masked_scatter = _Signatures('masked_scatter', [
     (('input', 'T', False, False, None), ('mask', 'T', False, False, None), ('source', 'T', False, False, None),),
 ], method=False)
 
+def _bind_masked_scatter_0(input, mask, source):
+    return (input, mask, source)
+
 def masked_scatter(*args, **kwargs):
+    try:
+        _b = _bind_masked_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, mask, source = _b
+        if isinstance(input, _Tensor) and isinstance(mask, _Tensor) and isinstance(source, _Tensor):
+            return _R._op_masked_scatter.call(input._ks | mask._ks | source._ks, input, mask, source)
     _i, _a = _sig_masked_scatter.parse(args, kwargs)
     if _i == 0:
         return _R._op_masked_scatter.call(_a['input']._ks | _a['mask']._ks | _a['source']._ks, _a['input'], _a['mask'], _a['source'])
@@ -3343,7 +7502,18 @@ _sig_nonzero = _Signatures('nonzero', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_nonzero_0(input):
+    return (input,)
+
 def nonzero(*args, **kwargs):
+    try:
+        _b = _bind_nonzero_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_nonzero.call(input._ks, input)
     _i, _a = _sig_nonzero.parse(args, kwargs)
     if _i == 0:
         return _R._op_nonzero.call(_a['input']._ks, _a['input'])
@@ -3354,7 +7524,18 @@ _sig_argwhere = _Signatures('argwhere', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_argwhere_0(input):
+    return (input,)
+
 def argwhere(*args, **kwargs):
+    try:
+        _b = _bind_argwhere_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_argwhere.call(input._ks, input)
     _i, _a = _sig_argwhere.parse(args, kwargs)
     if _i == 0:
         return _R._op_argwhere.call(_a['input']._ks, _a['input'])
@@ -3365,7 +7546,18 @@ _sig_take = _Signatures('take', [
     (('input', 'T', False, False, None), ('index', 'T', False, False, None),),
 ], method=False)
 
+def _bind_take_0(input, index):
+    return (input, index)
+
 def take(*args, **kwargs):
+    try:
+        _b = _bind_take_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, index = _b
+        if isinstance(input, _Tensor) and isinstance(index, _Tensor):
+            return _R._op_take.call(input._ks | index._ks, input, index)
     _i, _a = _sig_take.parse(args, kwargs)
     if _i == 0:
         return _R._op_take.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['index'])
@@ -3376,7 +7568,18 @@ _sig_take_along_dim = _Signatures('take_along_dim', [
     (('input', 'T', False, False, None), ('indices', 'T', False, False, None), ('dim', 'int?', False, True, None),),
 ], method=False)
 
+def _bind_take_along_dim_0(input, indices, dim=None):
+    return (input, indices, dim)
+
 def take_along_dim(*args, **kwargs):
+    try:
+        _b = _bind_take_along_dim_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, indices, dim = _b
+        if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (dim is None or type(dim) is int):
+            return _R._op_take_along_dim.call(input._ks | indices._ks, input, indices, dim)
     _i, _a = _sig_take_along_dim.parse(args, kwargs)
     if _i == 0:
         return _R._op_take_along_dim.call(_a['input']._ks | _a['indices']._ks, _a['input'], _a['indices'], _a['dim'])
@@ -3491,7 +7694,18 @@ _sig_atleast_1d = _Signatures('atleast_1d', [
     (('tensors', 'T[]', False, False, None),),
 ], method=False)
 
+def _bind_atleast_1d_0(input):
+    return (input,)
+
 def atleast_1d(*args, **kwargs):
+    try:
+        _b = _bind_atleast_1d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_atleast_1d.call(input._ks, input)
     _i, _a = _sig_atleast_1d.parse(args, kwargs)
     if _i == 0:
         return _R._op_atleast_1d.call(_a['input']._ks, _a['input'])
@@ -3505,7 +7719,18 @@ _sig_atleast_2d = _Signatures('atleast_2d', [
     (('tensors', 'T[]', False, False, None),),
 ], method=False)
 
+def _bind_atleast_2d_0(input):
+    return (input,)
+
 def atleast_2d(*args, **kwargs):
+    try:
+        _b = _bind_atleast_2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_atleast_2d.call(input._ks, input)
     _i, _a = _sig_atleast_2d.parse(args, kwargs)
     if _i == 0:
         return _R._op_atleast_2d.call(_a['input']._ks, _a['input'])
@@ -3519,7 +7744,18 @@ _sig_atleast_3d = _Signatures('atleast_3d', [
     (('tensors', 'T[]', False, False, None),),
 ], method=False)
 
+def _bind_atleast_3d_0(input):
+    return (input,)
+
 def atleast_3d(*args, **kwargs):
+    try:
+        _b = _bind_atleast_3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_atleast_3d.call(input._ks, input)
     _i, _a = _sig_atleast_3d.parse(args, kwargs)
     if _i == 0:
         return _R._op_atleast_3d.call(_a['input']._ks, _a['input'])
@@ -3557,7 +7793,21 @@ _sig_tril = _Signatures('tril', [
     (('input', 'T', False, False, None), ('diagonal', 'int', False, True, 0), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_tril_0(input, diagonal=0, *, out=None):
+    return (input, diagonal, out)
+
 def tril(*args, **kwargs):
+    try:
+        _b = _bind_tril_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, diagonal, out = _b
+        if isinstance(input, _Tensor) and type(diagonal) is int:
+            if out is None:
+                return _R._op_tril.call(input._ks, input, diagonal)
+            if isinstance(out, _Tensor):
+                return _R._op_tril_out.call(input._ks, input, diagonal, out)
     _i, _a = _sig_tril.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3570,7 +7820,21 @@ _sig_triu = _Signatures('triu', [
     (('input', 'T', False, False, None), ('diagonal', 'int', False, True, 0), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_triu_0(input, diagonal=0, *, out=None):
+    return (input, diagonal, out)
+
 def triu(*args, **kwargs):
+    try:
+        _b = _bind_triu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, diagonal, out = _b
+        if isinstance(input, _Tensor) and type(diagonal) is int:
+            if out is None:
+                return _R._op_triu.call(input._ks, input, diagonal)
+            if isinstance(out, _Tensor):
+                return _R._op_triu_out.call(input._ks, input, diagonal, out)
     _i, _a = _sig_triu.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3583,7 +7847,18 @@ _sig_flip = _Signatures('flip', [
     (('input', 'T', False, False, None), ('dims', 'int[]', False, False, None),),
 ], method=False)
 
+def _bind_flip_0(input, dims):
+    return (input, dims)
+
 def flip(*args, **kwargs):
+    try:
+        _b = _bind_flip_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dims = _b
+        if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
+            return _R._op_flip.call(input._ks, input, dims_)
     _i, _a = _sig_flip.parse(args, kwargs)
     if _i == 0:
         return _R._op_flip.call(_a['input']._ks, _a['input'], _a['dims'])
@@ -3594,7 +7869,18 @@ _sig_fliplr = _Signatures('fliplr', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_fliplr_0(input):
+    return (input,)
+
 def fliplr(*args, **kwargs):
+    try:
+        _b = _bind_fliplr_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_fliplr.call(input._ks, input)
     _i, _a = _sig_fliplr.parse(args, kwargs)
     if _i == 0:
         return _R._op_fliplr.call(_a['input']._ks, _a['input'])
@@ -3605,7 +7891,18 @@ _sig_flipud = _Signatures('flipud', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_flipud_0(input):
+    return (input,)
+
 def flipud(*args, **kwargs):
+    try:
+        _b = _bind_flipud_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_flipud.call(input._ks, input)
     _i, _a = _sig_flipud.parse(args, kwargs)
     if _i == 0:
         return _R._op_flipud.call(_a['input']._ks, _a['input'])
@@ -3616,7 +7913,18 @@ _sig_roll = _Signatures('roll', [
     (('input', 'T', False, False, None), ('shifts', 'int[1]', False, False, None), ('dims', 'int[1]', False, True, ()),),
 ], method=False)
 
+def _bind_roll_0(input, shifts, dims=()):
+    return (input, shifts, dims)
+
 def roll(*args, **kwargs):
+    try:
+        _b = _bind_roll_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, shifts, dims = _b
+        if isinstance(input, _Tensor) and (shifts_ := _ints(shifts, True)) is not None and (dims_ := _ints(dims, True)) is not None:
+            return _R._op_roll.call(input._ks, input, shifts_, dims_)
     _i, _a = _sig_roll.parse(args, kwargs)
     if _i == 0:
         return _R._op_roll.call(_a['input']._ks, _a['input'], _a['shifts'], _a['dims'])
@@ -3627,7 +7935,18 @@ _sig_rot90 = _Signatures('rot90', [
     (('input', 'T', False, False, None), ('k', 'int', False, True, 1), ('dims', 'int[]', False, True, (0,1)),),
 ], method=False)
 
+def _bind_rot90_0(input, k=1, dims=(0,1)):
+    return (input, k, dims)
+
 def rot90(*args, **kwargs):
+    try:
+        _b = _bind_rot90_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, k, dims = _b
+        if isinstance(input, _Tensor) and type(k) is int and (dims_ := _ints(dims, False)) is not None:
+            return _R._op_rot90.call(input._ks, input, k, dims_)
     _i, _a = _sig_rot90.parse(args, kwargs)
     if _i == 0:
         return _R._op_rot90.call(_a['input']._ks, _a['input'], _a['k'], _a['dims'])
@@ -3638,7 +7957,18 @@ _sig_tile = _Signatures('tile', [
     (('input', 'T', False, False, None), ('dims', 'int[]', False, False, None),),
 ], method=False)
 
+def _bind_tile_0(input, dims):
+    return (input, dims)
+
 def tile(*args, **kwargs):
+    try:
+        _b = _bind_tile_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dims = _b
+        if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
+            return _R._op_tile.call(input._ks, input, dims_)
     _i, _a = _sig_tile.parse(args, kwargs)
     if _i == 0:
         return _R._op_tile.call(_a['input']._ks, _a['input'], _a['dims'])
@@ -3651,7 +7981,40 @@ _sig_repeat_interleave = _Signatures('repeat_interleave', [
     (('repeats', 'T', False, False, None), ('output_size', 'int?', True, True, None),),
 ], method=False)
 
+def _bind_repeat_interleave_0(input, repeats, dim=None, *, output_size=None):
+    return (input, repeats, dim, output_size)
+
+def _bind_repeat_interleave_1(input, repeats, dim=None, *, output_size=None):
+    return (input, repeats, dim, output_size)
+
+def _bind_repeat_interleave_2(repeats, *, output_size=None):
+    return (repeats, output_size)
+
 def repeat_interleave(*args, **kwargs):
+    try:
+        _b = _bind_repeat_interleave_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, repeats, dim, output_size = _b
+        if isinstance(input, _Tensor) and isinstance(repeats, _Tensor) and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
+            return _R._op_repeat_interleave_self_Tensor.call(input._ks | repeats._ks, input, repeats, dim, output_size)
+    try:
+        _b = _bind_repeat_interleave_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, repeats, dim, output_size = _b
+        if isinstance(input, _Tensor) and type(repeats) is int and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
+            return _R._op_repeat_interleave_self_int.call(input._ks, input, repeats, dim, output_size)
+    try:
+        _b = _bind_repeat_interleave_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        repeats, output_size = _b
+        if isinstance(repeats, _Tensor) and (output_size is None or type(output_size) is int):
+            return _R._op_repeat_interleave_Tensor.call(repeats._ks, repeats, output_size)
     _i, _a = _sig_repeat_interleave.parse(args, kwargs)
     if _i == 0:
         return _R._op_repeat_interleave_self_Tensor.call(_a['input']._ks | _a['repeats']._ks, _a['input'], _a['repeats'], _a['dim'], _a['output_size'])
@@ -3666,7 +8029,18 @@ _sig_diag = _Signatures('diag', [
     (('input', 'T', False, False, None), ('diagonal', 'int', False, True, 0),),
 ], method=False)
 
+def _bind_diag_0(input, diagonal=0):
+    return (input, diagonal)
+
 def diag(*args, **kwargs):
+    try:
+        _b = _bind_diag_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, diagonal = _b
+        if isinstance(input, _Tensor) and type(diagonal) is int:
+            return _R._op_diag.call(input._ks, input, diagonal)
     _i, _a = _sig_diag.parse(args, kwargs)
     if _i == 0:
         return _R._op_diag.call(_a['input']._ks, _a['input'], _a['diagonal'])
@@ -3677,7 +8051,18 @@ _sig_diag_embed = _Signatures('diag_embed', [
     (('input', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, -2), ('dim2', 'int', False, True, -1),),
 ], method=False)
 
+def _bind_diag_embed_0(input, offset=0, dim1=-2, dim2=-1):
+    return (input, offset, dim1, dim2)
+
 def diag_embed(*args, **kwargs):
+    try:
+        _b = _bind_diag_embed_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, offset, dim1, dim2 = _b
+        if isinstance(input, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
+            return _R._op_diag_embed.call(input._ks, input, offset, dim1, dim2)
     _i, _a = _sig_diag_embed.parse(args, kwargs)
     if _i == 0:
         return _R._op_diag_embed.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
@@ -3689,7 +8074,29 @@ _sig_searchsorted = _Signatures('searchsorted', [
     (('sorted_sequence', 'T', False, False, None), ('input', 'Scalar', False, False, None), ('out_int32', 'bool', True, True, False), ('right', 'bool', True, True, False), ('side', 'str?', True, True, None), ('sorter', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_searchsorted_0(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    return (sorted_sequence, input, out_int32, right, side, sorter)
+
+def _bind_searchsorted_1(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    return (sorted_sequence, input, out_int32, right, side, sorter)
+
 def searchsorted(*args, **kwargs):
+    try:
+        _b = _bind_searchsorted_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        sorted_sequence, input, out_int32, right, side, sorter = _b
+        if isinstance(sorted_sequence, _Tensor) and isinstance(input, _Tensor) and type(out_int32) is bool and type(right) is bool and (side is None or type(side) is str) and (sorter is None or isinstance(sorter, _Tensor)):
+            return _R._op_searchsorted_Tensor.call(sorted_sequence._ks | input._ks | _ks_opt(sorter), sorted_sequence, input, out_int32, right, side, sorter)
+    try:
+        _b = _bind_searchsorted_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        sorted_sequence, input, out_int32, right, side, sorter = _b
+        if isinstance(sorted_sequence, _Tensor) and type(input) in _NUMBERS and type(out_int32) is bool and type(right) is bool and (side is None or type(side) is str) and (sorter is None or isinstance(sorter, _Tensor)):
+            return _R._op_searchsorted_Scalar.call(sorted_sequence._ks | _ks_opt(sorter), sorted_sequence, input, out_int32, right, side, sorter)
     _i, _a = _sig_searchsorted.parse(args, kwargs)
     if _i == 0:
         return _R._op_searchsorted_Tensor.call(_a['sorted_sequence']._ks | _a['input']._ks | _ks_opt(_a['sorter']), _a['sorted_sequence'], _a['input'], _a['out_int32'], _a['right'], _a['side'], _a['sorter'])
@@ -3702,7 +8109,18 @@ _sig_bucketize = _Signatures('bucketize', [
     (('input', 'T', False, False, None), ('boundaries', 'T', False, False, None), ('out_int32', 'bool', True, True, False), ('right', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_bucketize_0(input, boundaries, *, out_int32=False, right=False):
+    return (input, boundaries, out_int32, right)
+
 def bucketize(*args, **kwargs):
+    try:
+        _b = _bind_bucketize_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, boundaries, out_int32, right = _b
+        if isinstance(input, _Tensor) and isinstance(boundaries, _Tensor) and type(out_int32) is bool and type(right) is bool:
+            return _R._op_bucketize_Tensor.call(input._ks | boundaries._ks, input, boundaries, out_int32, right)
     _i, _a = _sig_bucketize.parse(args, kwargs)
     if _i == 0:
         return _R._op_bucketize_Tensor.call(_a['input']._ks | _a['boundaries']._ks, _a['input'], _a['boundaries'], _a['out_int32'], _a['right'])
@@ -3713,7 +8131,21 @@ _sig_mm = _Signatures('mm', [
     (('input', 'T', False, False, None), ('mat2', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_mm_0(input, mat2, *, out=None):
+    return (input, mat2, out)
+
 def mm(*args, **kwargs):
+    try:
+        _b = _bind_mm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, mat2, out = _b
+        if isinstance(input, _Tensor) and isinstance(mat2, _Tensor):
+            if out is None:
+                return _R._op_mm.call(input._ks | mat2._ks, input, mat2)
+            if isinstance(out, _Tensor):
+                return _R._op_mm_out.call(input._ks | mat2._ks, input, mat2, out)
     _i, _a = _sig_mm.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3726,7 +8158,21 @@ _sig_bmm = _Signatures('bmm', [
     (('input', 'T', False, False, None), ('mat2', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_bmm_0(input, mat2, *, out=None):
+    return (input, mat2, out)
+
 def bmm(*args, **kwargs):
+    try:
+        _b = _bind_bmm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, mat2, out = _b
+        if isinstance(input, _Tensor) and isinstance(mat2, _Tensor):
+            if out is None:
+                return _R._op_bmm.call(input._ks | mat2._ks, input, mat2)
+            if isinstance(out, _Tensor):
+                return _R._op_bmm_out.call(input._ks | mat2._ks, input, mat2, out)
     _i, _a = _sig_bmm.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3739,7 +8185,21 @@ _sig_matmul = _Signatures('matmul', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_matmul_0(input, other, *, out=None):
+    return (input, other, out)
+
 def matmul(*args, **kwargs):
+    try:
+        _b = _bind_matmul_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _R._op_matmul.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _R._op_matmul_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_matmul.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3752,7 +8212,18 @@ _sig_mv = _Signatures('mv', [
     (('input', 'T', False, False, None), ('vec', 'T', False, False, None),),
 ], method=False)
 
+def _bind_mv_0(input, vec):
+    return (input, vec)
+
 def mv(*args, **kwargs):
+    try:
+        _b = _bind_mv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, vec = _b
+        if isinstance(input, _Tensor) and isinstance(vec, _Tensor):
+            return _R._op_mv.call(input._ks | vec._ks, input, vec)
     _i, _a = _sig_mv.parse(args, kwargs)
     if _i == 0:
         return _R._op_mv.call(_a['input']._ks | _a['vec']._ks, _a['input'], _a['vec'])
@@ -3763,7 +8234,18 @@ _sig_dot = _Signatures('dot', [
     (('input', 'T', False, False, None), ('tensor', 'T', False, False, None),),
 ], method=False)
 
+def _bind_dot_0(input, tensor):
+    return (input, tensor)
+
 def dot(*args, **kwargs):
+    try:
+        _b = _bind_dot_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, tensor = _b
+        if isinstance(input, _Tensor) and isinstance(tensor, _Tensor):
+            return _R._op_dot.call(input._ks | tensor._ks, input, tensor)
     _i, _a = _sig_dot.parse(args, kwargs)
     if _i == 0:
         return _R._op_dot.call(_a['input']._ks | _a['tensor']._ks, _a['input'], _a['tensor'])
@@ -3774,7 +8256,18 @@ _sig_vdot = _Signatures('vdot', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
 ], method=False)
 
+def _bind_vdot_0(input, other):
+    return (input, other)
+
 def vdot(*args, **kwargs):
+    try:
+        _b = _bind_vdot_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_vdot.call(input._ks | other._ks, input, other)
     _i, _a = _sig_vdot.parse(args, kwargs)
     if _i == 0:
         return _R._op_vdot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3785,7 +8278,18 @@ _sig_inner = _Signatures('inner', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
 ], method=False)
 
+def _bind_inner_0(input, other):
+    return (input, other)
+
 def inner(*args, **kwargs):
+    try:
+        _b = _bind_inner_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_inner.call(input._ks | other._ks, input, other)
     _i, _a = _sig_inner.parse(args, kwargs)
     if _i == 0:
         return _R._op_inner.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3796,7 +8300,18 @@ _sig_outer = _Signatures('outer', [
     (('input', 'T', False, False, None), ('vec2', 'T', False, False, None),),
 ], method=False)
 
+def _bind_outer_0(input, vec2):
+    return (input, vec2)
+
 def outer(*args, **kwargs):
+    try:
+        _b = _bind_outer_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, vec2 = _b
+        if isinstance(input, _Tensor) and isinstance(vec2, _Tensor):
+            return _R._op_outer.call(input._ks | vec2._ks, input, vec2)
     _i, _a = _sig_outer.parse(args, kwargs)
     if _i == 0:
         return _R._op_outer.call(_a['input']._ks | _a['vec2']._ks, _a['input'], _a['vec2'])
@@ -3807,7 +8322,18 @@ _sig_ger = _Signatures('ger', [
     (('input', 'T', False, False, None), ('vec2', 'T', False, False, None),),
 ], method=False)
 
+def _bind_ger_0(input, vec2):
+    return (input, vec2)
+
 def ger(*args, **kwargs):
+    try:
+        _b = _bind_ger_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, vec2 = _b
+        if isinstance(input, _Tensor) and isinstance(vec2, _Tensor):
+            return _R._op_ger.call(input._ks | vec2._ks, input, vec2)
     _i, _a = _sig_ger.parse(args, kwargs)
     if _i == 0:
         return _R._op_ger.call(_a['input']._ks | _a['vec2']._ks, _a['input'], _a['vec2'])
@@ -3818,7 +8344,21 @@ _sig_addmm = _Signatures('addmm', [
     (('input', 'T', False, False, None), ('mat1', 'T', False, False, None), ('mat2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_addmm_0(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    return (input, mat1, mat2, beta, alpha, out)
+
 def addmm(*args, **kwargs):
+    try:
+        _b = _bind_addmm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, mat1, mat2, beta, alpha, out = _b
+        if isinstance(input, _Tensor) and isinstance(mat1, _Tensor) and isinstance(mat2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            if out is None:
+                return _R._op_addmm.call(input._ks | mat1._ks | mat2._ks, input, mat1, mat2, beta, alpha)
+            if isinstance(out, _Tensor):
+                return _R._op_addmm_out.call(input._ks | mat1._ks | mat2._ks, input, mat1, mat2, beta, alpha, out)
     _i, _a = _sig_addmm.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3831,7 +8371,21 @@ _sig_addmv = _Signatures('addmv', [
     (('input', 'T', False, False, None), ('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_addmv_0(input, mat, vec, *, beta=1, alpha=1, out=None):
+    return (input, mat, vec, beta, alpha, out)
+
 def addmv(*args, **kwargs):
+    try:
+        _b = _bind_addmv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, mat, vec, beta, alpha, out = _b
+        if isinstance(input, _Tensor) and isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            if out is None:
+                return _R._op_addmv.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha)
+            if isinstance(out, _Tensor):
+                return _R._op_addmv_out.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha, out)
     _i, _a = _sig_addmv.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3844,7 +8398,21 @@ _sig_baddbmm = _Signatures('baddbmm', [
     (('input', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_baddbmm_0(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    return (input, batch1, batch2, beta, alpha, out)
+
 def baddbmm(*args, **kwargs):
+    try:
+        _b = _bind_baddbmm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, batch1, batch2, beta, alpha, out = _b
+        if isinstance(input, _Tensor) and isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            if out is None:
+                return _R._op_baddbmm.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha)
+            if isinstance(out, _Tensor):
+                return _R._op_baddbmm_out.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha, out)
     _i, _a = _sig_baddbmm.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3857,7 +8425,21 @@ _sig_addbmm = _Signatures('addbmm', [
     (('input', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
 
+def _bind_addbmm_0(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    return (input, batch1, batch2, beta, alpha, out)
+
 def addbmm(*args, **kwargs):
+    try:
+        _b = _bind_addbmm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, batch1, batch2, beta, alpha, out = _b
+        if isinstance(input, _Tensor) and isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            if out is None:
+                return _R._op_addbmm.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha)
+            if isinstance(out, _Tensor):
+                return _R._op_addbmm_out.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha, out)
     _i, _a = _sig_addbmm.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
@@ -3881,7 +8463,18 @@ _sig_tensordot = _Signatures('tensordot', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('dims_self', 'int[]', False, False, None), ('dims_other', 'int[]', False, False, None),),
 ], method=False)
 
+def _bind_tensordot_0(input, other, dims_self, dims_other):
+    return (input, other, dims_self, dims_other)
+
 def tensordot(*args, **kwargs):
+    try:
+        _b = _bind_tensordot_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, dims_self, dims_other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dims_self_ := _ints(dims_self, False)) is not None and (dims_other_ := _ints(dims_other, False)) is not None:
+            return _R._op_tensordot.call(input._ks | other._ks, input, other, dims_self_, dims_other_)
     _i, _a = _sig_tensordot.parse(args, kwargs)
     if _i == 0:
         return _R._op_tensordot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dims_self'], _a['dims_other'])
@@ -3892,7 +8485,18 @@ _sig_kron = _Signatures('kron', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
 ], method=False)
 
+def _bind_kron_0(input, other):
+    return (input, other)
+
 def kron(*args, **kwargs):
+    try:
+        _b = _bind_kron_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_kron.call(input._ks | other._ks, input, other)
     _i, _a = _sig_kron.parse(args, kwargs)
     if _i == 0:
         return _R._op_kron.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -3903,7 +8507,18 @@ _sig_cdist = _Signatures('cdist', [
     (('x1', 'T', False, False, None), ('x2', 'T', False, False, None), ('p', 'float', False, True, 2), ('compute_mode', 'int?', False, True, None),),
 ], method=False)
 
+def _bind_cdist_0(x1, x2, p=2, compute_mode=None):
+    return (x1, x2, p, compute_mode)
+
 def cdist(*args, **kwargs):
+    try:
+        _b = _bind_cdist_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x1, x2, p, compute_mode = _b
+        if isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and type(p) is float and (compute_mode is None or type(compute_mode) is int):
+            return _R._op_cdist.call(x1._ks | x2._ks, x1, x2, p, compute_mode)
     _i, _a = _sig_cdist.parse(args, kwargs)
     if _i == 0:
         return _R._op_cdist.call(_a['x1']._ks | _a['x2']._ks, _a['x1'], _a['x2'], _a['p'], _a['compute_mode'])
@@ -3914,7 +8529,18 @@ _sig_cross = _Signatures('cross', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('dim', 'int?', False, True, None),),
 ], method=False)
 
+def _bind_cross_0(input, other, dim=None):
+    return (input, other, dim)
+
 def cross(*args, **kwargs):
+    try:
+        _b = _bind_cross_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, dim = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dim is None or type(dim) is int):
+            return _R._op_cross.call(input._ks | other._ks, input, other, dim)
     _i, _a = _sig_cross.parse(args, kwargs)
     if _i == 0:
         return _R._op_cross.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dim'])
@@ -3925,7 +8551,18 @@ _sig_det = _Signatures('det', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_det_0(input):
+    return (input,)
+
 def det(*args, **kwargs):
+    try:
+        _b = _bind_det_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_det.call(input._ks, input)
     _i, _a = _sig_det.parse(args, kwargs)
     if _i == 0:
         return _R._op_det.call(_a['input']._ks, _a['input'])
@@ -3936,7 +8573,18 @@ _sig_inverse = _Signatures('inverse', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_inverse_0(input):
+    return (input,)
+
 def inverse(*args, **kwargs):
+    try:
+        _b = _bind_inverse_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_inverse.call(input._ks, input)
     _i, _a = _sig_inverse.parse(args, kwargs)
     if _i == 0:
         return _R._op_inverse.call(_a['input']._ks, _a['input'])
@@ -3947,7 +8595,18 @@ _sig_slogdet = _Signatures('slogdet', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_slogdet_0(input):
+    return (input,)
+
 def slogdet(*args, **kwargs):
+    try:
+        _b = _bind_slogdet_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_slogdet.call(input._ks, input)
     _i, _a = _sig_slogdet.parse(args, kwargs)
     if _i == 0:
         return _R._op_slogdet.call(_a['input']._ks, _a['input'])
@@ -3958,7 +8617,18 @@ _sig_pinverse = _Signatures('pinverse', [
     (('input', 'T', False, False, None), ('rcond', 'float', False, True, 1e-15),),
 ], method=False)
 
+def _bind_pinverse_0(input, rcond=1e-15):
+    return (input, rcond)
+
 def pinverse(*args, **kwargs):
+    try:
+        _b = _bind_pinverse_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, rcond = _b
+        if isinstance(input, _Tensor) and type(rcond) is float:
+            return _R._op_pinverse.call(input._ks, input, rcond)
     _i, _a = _sig_pinverse.parse(args, kwargs)
     if _i == 0:
         return _R._op_pinverse.call(_a['input']._ks, _a['input'], _a['rcond'])

@@ -5,6 +5,10 @@
 from ember._generated import registrations as _R
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10 import dtype as _dtypes  # noqa: F401
+from ember.c10.dtype import dtype as _dtype
+from ember.c10.generator import Generator as _Generator
+from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
+from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
 __all__ = ['cholesky', 'cross', 'det', 'eigh', 'eigvalsh', 'inv', 'lstsq', 'matrix_norm', 'matrix_power', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'svd', 'svdvals', 'vector_norm']
@@ -13,7 +17,18 @@ _sig_inv = _Signatures('inv', [
     (('A', 'T', False, False, None),),
 ], method=False)
 
+def _bind_inv_0(A):
+    return (A,)
+
 def inv(*args, **kwargs):
+    try:
+        _b = _bind_inv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, = _b
+        if isinstance(A, _Tensor):
+            return _R._op_linalg_inv.call(A._ks, A)
     _i, _a = _sig_inv.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_inv.call(_a['A']._ks, _a['A'])
@@ -24,7 +39,18 @@ _sig_det = _Signatures('det', [
     (('A', 'T', False, False, None),),
 ], method=False)
 
+def _bind_det_0(A):
+    return (A,)
+
 def det(*args, **kwargs):
+    try:
+        _b = _bind_det_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, = _b
+        if isinstance(A, _Tensor):
+            return _R._op_linalg_det.call(A._ks, A)
     _i, _a = _sig_det.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_det.call(_a['A']._ks, _a['A'])
@@ -35,7 +61,18 @@ _sig_slogdet = _Signatures('slogdet', [
     (('A', 'T', False, False, None),),
 ], method=False)
 
+def _bind_slogdet_0(A):
+    return (A,)
+
 def slogdet(*args, **kwargs):
+    try:
+        _b = _bind_slogdet_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, = _b
+        if isinstance(A, _Tensor):
+            return _R._op_linalg_slogdet.call(A._ks, A)
     _i, _a = _sig_slogdet.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_slogdet.call(_a['A']._ks, _a['A'])
@@ -46,7 +83,18 @@ _sig_solve = _Signatures('solve', [
     (('A', 'T', False, False, None), ('B', 'T', False, False, None), ('left', 'bool', True, True, True),),
 ], method=False)
 
+def _bind_solve_0(A, B, *, left=True):
+    return (A, B, left)
+
 def solve(*args, **kwargs):
+    try:
+        _b = _bind_solve_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, B, left = _b
+        if isinstance(A, _Tensor) and isinstance(B, _Tensor) and type(left) is bool:
+            return _R._op_linalg_solve.call(A._ks | B._ks, A, B, left)
     _i, _a = _sig_solve.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_solve.call(_a['A']._ks | _a['B']._ks, _a['A'], _a['B'], _a['left'])
@@ -57,7 +105,18 @@ _sig_cholesky = _Signatures('cholesky', [
     (('input', 'T', False, False, None), ('upper', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_cholesky_0(input, *, upper=False):
+    return (input, upper)
+
 def cholesky(*args, **kwargs):
+    try:
+        _b = _bind_cholesky_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, upper = _b
+        if isinstance(input, _Tensor) and type(upper) is bool:
+            return _R._op_linalg_cholesky.call(input._ks, input, upper)
     _i, _a = _sig_cholesky.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_cholesky.call(_a['input']._ks, _a['input'], _a['upper'])
@@ -68,7 +127,18 @@ _sig_qr = _Signatures('qr', [
     (('A', 'T', False, False, None), ('mode', 'str', False, True, 'reduced'),),
 ], method=False)
 
+def _bind_qr_0(A, mode='reduced'):
+    return (A, mode)
+
 def qr(*args, **kwargs):
+    try:
+        _b = _bind_qr_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, mode = _b
+        if isinstance(A, _Tensor) and type(mode) is str:
+            return _R._op_linalg_qr.call(A._ks, A, mode)
     _i, _a = _sig_qr.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_qr.call(_a['A']._ks, _a['A'], _a['mode'])
@@ -79,7 +149,18 @@ _sig_eigh = _Signatures('eigh', [
     (('input', 'T', False, False, None), ('UPLO', 'str', False, True, 'L'),),
 ], method=False)
 
+def _bind_eigh_0(input, UPLO='L'):
+    return (input, UPLO)
+
 def eigh(*args, **kwargs):
+    try:
+        _b = _bind_eigh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, UPLO = _b
+        if isinstance(input, _Tensor) and type(UPLO) is str:
+            return _R._op_linalg_eigh.call(input._ks, input, UPLO)
     _i, _a = _sig_eigh.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_eigh.call(_a['input']._ks, _a['input'], _a['UPLO'])
@@ -90,7 +171,18 @@ _sig_eigvalsh = _Signatures('eigvalsh', [
     (('input', 'T', False, False, None), ('UPLO', 'str', False, True, 'L'),),
 ], method=False)
 
+def _bind_eigvalsh_0(input, UPLO='L'):
+    return (input, UPLO)
+
 def eigvalsh(*args, **kwargs):
+    try:
+        _b = _bind_eigvalsh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, UPLO = _b
+        if isinstance(input, _Tensor) and type(UPLO) is str:
+            return _R._op_linalg_eigvalsh.call(input._ks, input, UPLO)
     _i, _a = _sig_eigvalsh.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_eigvalsh.call(_a['input']._ks, _a['input'], _a['UPLO'])
@@ -101,7 +193,18 @@ _sig_svd = _Signatures('svd', [
     (('A', 'T', False, False, None), ('full_matrices', 'bool', False, True, True), ('driver', 'str?', True, True, None),),
 ], method=False)
 
+def _bind_svd_0(A, full_matrices=True, *, driver=None):
+    return (A, full_matrices, driver)
+
 def svd(*args, **kwargs):
+    try:
+        _b = _bind_svd_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, full_matrices, driver = _b
+        if isinstance(A, _Tensor) and type(full_matrices) is bool and (driver is None or type(driver) is str):
+            return _R._op_linalg_svd.call(A._ks, A, full_matrices, driver)
     _i, _a = _sig_svd.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_svd.call(_a['A']._ks, _a['A'], _a['full_matrices'], _a['driver'])
@@ -112,7 +215,18 @@ _sig_svdvals = _Signatures('svdvals', [
     (('A', 'T', False, False, None), ('driver', 'str?', True, True, None),),
 ], method=False)
 
+def _bind_svdvals_0(A, *, driver=None):
+    return (A, driver)
+
 def svdvals(*args, **kwargs):
+    try:
+        _b = _bind_svdvals_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, driver = _b
+        if isinstance(A, _Tensor) and (driver is None or type(driver) is str):
+            return _R._op_linalg_svdvals.call(A._ks, A, driver)
     _i, _a = _sig_svdvals.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_svdvals.call(_a['A']._ks, _a['A'], _a['driver'])
@@ -123,7 +237,18 @@ _sig_pinv = _Signatures('pinv', [
     (('input', 'T', False, False, None), ('atol', 'float?', True, True, None), ('rtol', 'float?', True, True, None), ('hermitian', 'bool', True, True, False),),
 ], method=False)
 
+def _bind_pinv_0(input, *, atol=None, rtol=None, hermitian=False):
+    return (input, atol, rtol, hermitian)
+
 def pinv(*args, **kwargs):
+    try:
+        _b = _bind_pinv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, atol, rtol, hermitian = _b
+        if isinstance(input, _Tensor) and (atol is None or type(atol) is float) and (rtol is None or type(rtol) is float) and type(hermitian) is bool:
+            return _R._op_linalg_pinv.call(input._ks, input, atol, rtol, hermitian)
     _i, _a = _sig_pinv.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_pinv.call(_a['input']._ks, _a['input'], _a['atol'], _a['rtol'], _a['hermitian'])
@@ -134,7 +259,18 @@ _sig_matrix_power = _Signatures('matrix_power', [
     (('input', 'T', False, False, None), ('n', 'int', False, False, None),),
 ], method=False)
 
+def _bind_matrix_power_0(input, n):
+    return (input, n)
+
 def matrix_power(*args, **kwargs):
+    try:
+        _b = _bind_matrix_power_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n = _b
+        if isinstance(input, _Tensor) and type(n) is int:
+            return _R._op_linalg_matrix_power.call(input._ks, input, n)
     _i, _a = _sig_matrix_power.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_matrix_power.call(_a['input']._ks, _a['input'], _a['n'])
@@ -145,7 +281,18 @@ _sig_lstsq = _Signatures('lstsq', [
     (('input', 'T', False, False, None), ('b', 'T', False, False, None), ('rcond', 'float?', False, True, None), ('driver', 'str?', True, True, None),),
 ], method=False)
 
+def _bind_lstsq_0(input, b, rcond=None, *, driver=None):
+    return (input, b, rcond, driver)
+
 def lstsq(*args, **kwargs):
+    try:
+        _b = _bind_lstsq_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, b, rcond, driver = _b
+        if isinstance(input, _Tensor) and isinstance(b, _Tensor) and (rcond is None or type(rcond) is float) and (driver is None or type(driver) is str):
+            return _R._op_linalg_lstsq.call(input._ks | b._ks, input, b, rcond, driver)
     _i, _a = _sig_lstsq.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_lstsq.call(_a['input']._ks | _a['b']._ks, _a['input'], _a['b'], _a['rcond'], _a['driver'])
@@ -156,7 +303,18 @@ _sig_cross = _Signatures('cross', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('dim', 'int', True, True, -1),),
 ], method=False)
 
+def _bind_cross_0(input, other, *, dim=-1):
+    return (input, other, dim)
+
 def cross(*args, **kwargs):
+    try:
+        _b = _bind_cross_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, dim = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(dim) is int:
+            return _R._op_linalg_cross.call(input._ks | other._ks, input, other, dim)
     _i, _a = _sig_cross.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_cross.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dim'])
@@ -167,7 +325,18 @@ _sig_vector_norm = _Signatures('vector_norm', [
     (('input', 'T', False, False, None), ('ord', 'Scalar', False, True, 2), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=False)
 
+def _bind_vector_norm_0(input, ord=2, dim=None, keepdim=False, *, dtype=None):
+    return (input, ord, dim, keepdim, dtype)
+
 def vector_norm(*args, **kwargs):
+    try:
+        _b = _bind_vector_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, ord, dim, keepdim, dtype = _b
+        if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_linalg_vector_norm.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_vector_norm.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_vector_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
@@ -179,7 +348,29 @@ _sig_matrix_norm = _Signatures('matrix_norm', [
     (('input', 'T', False, False, None), ('ord', 'Scalar', False, False, None), ('dim', 'int[]', False, True, (-2,-1)), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=False)
 
+def _bind_matrix_norm_0(input, ord='fro', dim=(-2,-1), keepdim=False, *, dtype=None):
+    return (input, ord, dim, keepdim, dtype)
+
+def _bind_matrix_norm_1(input, ord, dim=(-2,-1), keepdim=False, *, dtype=None):
+    return (input, ord, dim, keepdim, dtype)
+
 def matrix_norm(*args, **kwargs):
+    try:
+        _b = _bind_matrix_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, ord, dim, keepdim, dtype = _b
+        if isinstance(input, _Tensor) and type(ord) is str and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_linalg_matrix_norm_str_ord.call(input._ks, input, ord, dim_, keepdim, dtype)
+    try:
+        _b = _bind_matrix_norm_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, ord, dim, keepdim, dtype = _b
+        if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_linalg_matrix_norm.call(input._ks, input, ord, dim_, keepdim, dtype)
     _i, _a = _sig_matrix_norm.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_matrix_norm_str_ord.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
@@ -193,7 +384,29 @@ _sig_norm = _Signatures('norm', [
     (('input', 'T', False, False, None), ('ord', 'str', False, False, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=False)
 
+def _bind_norm_0(input, ord=None, dim=None, keepdim=False, *, dtype=None):
+    return (input, ord, dim, keepdim, dtype)
+
+def _bind_norm_1(input, ord, dim=None, keepdim=False, *, dtype=None):
+    return (input, ord, dim, keepdim, dtype)
+
 def norm(*args, **kwargs):
+    try:
+        _b = _bind_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, ord, dim, keepdim, dtype = _b
+        if isinstance(input, _Tensor) and (ord is None or type(ord) in _NUMBERS) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_linalg_norm.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
+    try:
+        _b = _bind_norm_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, ord, dim, keepdim, dtype = _b
+        if isinstance(input, _Tensor) and type(ord) is str and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_linalg_norm_ord_str.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_norm.parse(args, kwargs)
     if _i == 0:
         return _R._op_linalg_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])

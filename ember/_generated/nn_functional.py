@@ -5,6 +5,10 @@
 from ember._generated import registrations as _R
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10 import dtype as _dtypes  # noqa: F401
+from ember.c10.dtype import dtype as _dtype
+from ember.c10.generator import Generator as _Generator
+from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
+from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
 __all__ = ['relu6']
@@ -13,7 +17,18 @@ _sig_relu6 = _Signatures('relu6', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_relu6_0(input):
+    return (input,)
+
 def relu6(*args, **kwargs):
+    try:
+        _b = _bind_relu6_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_relu6.call(input._ks, input)
     _i, _a = _sig_relu6.parse(args, kwargs)
     if _i == 0:
         return _R._op_relu6.call(_a['input']._ks, _a['input'])

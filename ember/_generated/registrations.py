@@ -10,7 +10,7 @@ from ember.aten.dispatcher import Dispatcher
 from ember.c10.dispatch_key import DispatchKey
 from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace
 from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable
-from ember.aten.wrap import check_devices as _check_devices
+from ember.aten.wrap import check_devices as _check_devices, value_error as _value_error
 from ember.aten.meta import run_meta as _run_meta
 from ember.c10.device import CPU as _CPU, META as _META
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU, KS_CUDA as _KS_CUDA, KS_META as _KS_META
@@ -33,11 +33,17 @@ def _new_meta(arr, ks, dev):
 _op_abs = Dispatcher.define('abs(Tensor self) -> Tensor')
 
 def _cpu_abs_default(ks, self):
-    return _new(K.abs(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.abs(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.abs, self)
 
 
 def _cuda_abs_default(ks, self):
-    return _new(K.abs(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.abs(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.abs, self)
 
 
 def _meta_abs_default(ks, self):
@@ -47,11 +53,17 @@ def _meta_abs_default(ks, self):
 _op_abs_ = Dispatcher.define('abs_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_abs__default(ks, self):
-    return _write_inplace(self, K.abs(_np, self._data), 'abs_')
+    try:
+        return _write_inplace(self, K.abs(_np, self._data), 'abs_')
+    except ValueError as _e:
+        _value_error(_e, K.abs, self)
 
 
 def _cuda_abs__default(ks, self):
-    return _write_inplace(self, K.abs(_cupy(), self._data), 'abs_')
+    try:
+        return _write_inplace(self, K.abs(_cupy(), self._data), 'abs_')
+    except ValueError as _e:
+        _value_error(_e, K.abs, self)
 
 
 def _meta_abs__default(ks, self):
@@ -61,12 +73,18 @@ def _meta_abs__default(ks, self):
 _op_abs_out = Dispatcher.define('abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_abs_out(ks, self, out):
-    return _write_out(out, K.abs(_np, self._data), 'abs')
+    try:
+        return _write_out(out, K.abs(_np, self._data), 'abs')
+    except ValueError as _e:
+        _value_error(_e, K.abs, self, out)
 
 
 def _cuda_abs_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.abs(_cupy(), self._data), 'abs')
+    try:
+        return _write_out(out, K.abs(_cupy(), self._data), 'abs')
+    except ValueError as _e:
+        _value_error(_e, K.abs, self, out)
 
 
 def _meta_abs_out(ks, self, out):
@@ -77,11 +95,17 @@ def _meta_abs_out(ks, self, out):
 _op_neg = Dispatcher.define('neg(Tensor self) -> Tensor')
 
 def _cpu_neg_default(ks, self):
-    return _new(K.neg(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.neg(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.neg, self)
 
 
 def _cuda_neg_default(ks, self):
-    return _new(K.neg(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.neg(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.neg, self)
 
 
 def _meta_neg_default(ks, self):
@@ -91,11 +115,17 @@ def _meta_neg_default(ks, self):
 _op_neg_ = Dispatcher.define('neg_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_neg__default(ks, self):
-    return _write_inplace(self, K.neg(_np, self._data), 'neg_')
+    try:
+        return _write_inplace(self, K.neg(_np, self._data), 'neg_')
+    except ValueError as _e:
+        _value_error(_e, K.neg, self)
 
 
 def _cuda_neg__default(ks, self):
-    return _write_inplace(self, K.neg(_cupy(), self._data), 'neg_')
+    try:
+        return _write_inplace(self, K.neg(_cupy(), self._data), 'neg_')
+    except ValueError as _e:
+        _value_error(_e, K.neg, self)
 
 
 def _meta_neg__default(ks, self):
@@ -105,12 +135,18 @@ def _meta_neg__default(ks, self):
 _op_neg_out = Dispatcher.define('neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_neg_out(ks, self, out):
-    return _write_out(out, K.neg(_np, self._data), 'neg')
+    try:
+        return _write_out(out, K.neg(_np, self._data), 'neg')
+    except ValueError as _e:
+        _value_error(_e, K.neg, self, out)
 
 
 def _cuda_neg_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.neg(_cupy(), self._data), 'neg')
+    try:
+        return _write_out(out, K.neg(_cupy(), self._data), 'neg')
+    except ValueError as _e:
+        _value_error(_e, K.neg, self, out)
 
 
 def _meta_neg_out(ks, self, out):
@@ -121,11 +157,17 @@ def _meta_neg_out(ks, self, out):
 _op_sign = Dispatcher.define('sign(Tensor self) -> Tensor')
 
 def _cpu_sign_default(ks, self):
-    return _new(K.sign(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.sign(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sign, self)
 
 
 def _cuda_sign_default(ks, self):
-    return _new(K.sign(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.sign(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sign, self)
 
 
 def _meta_sign_default(ks, self):
@@ -135,11 +177,17 @@ def _meta_sign_default(ks, self):
 _op_sign_ = Dispatcher.define('sign_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_sign__default(ks, self):
-    return _write_inplace(self, K.sign(_np, self._data), 'sign_')
+    try:
+        return _write_inplace(self, K.sign(_np, self._data), 'sign_')
+    except ValueError as _e:
+        _value_error(_e, K.sign, self)
 
 
 def _cuda_sign__default(ks, self):
-    return _write_inplace(self, K.sign(_cupy(), self._data), 'sign_')
+    try:
+        return _write_inplace(self, K.sign(_cupy(), self._data), 'sign_')
+    except ValueError as _e:
+        _value_error(_e, K.sign, self)
 
 
 def _meta_sign__default(ks, self):
@@ -149,12 +197,18 @@ def _meta_sign__default(ks, self):
 _op_sign_out = Dispatcher.define('sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sign_out(ks, self, out):
-    return _write_out(out, K.sign(_np, self._data), 'sign')
+    try:
+        return _write_out(out, K.sign(_np, self._data), 'sign')
+    except ValueError as _e:
+        _value_error(_e, K.sign, self, out)
 
 
 def _cuda_sign_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.sign(_cupy(), self._data), 'sign')
+    try:
+        return _write_out(out, K.sign(_cupy(), self._data), 'sign')
+    except ValueError as _e:
+        _value_error(_e, K.sign, self, out)
 
 
 def _meta_sign_out(ks, self, out):
@@ -165,11 +219,17 @@ def _meta_sign_out(ks, self, out):
 _op_sgn = Dispatcher.define('sgn(Tensor self) -> Tensor')
 
 def _cpu_sgn_default(ks, self):
-    return _new(K.sgn(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.sgn(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sgn, self)
 
 
 def _cuda_sgn_default(ks, self):
-    return _new(K.sgn(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.sgn(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sgn, self)
 
 
 def _meta_sgn_default(ks, self):
@@ -179,11 +239,17 @@ def _meta_sgn_default(ks, self):
 _op_sgn_ = Dispatcher.define('sgn_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_sgn__default(ks, self):
-    return _write_inplace(self, K.sgn(_np, self._data), 'sgn_')
+    try:
+        return _write_inplace(self, K.sgn(_np, self._data), 'sgn_')
+    except ValueError as _e:
+        _value_error(_e, K.sgn, self)
 
 
 def _cuda_sgn__default(ks, self):
-    return _write_inplace(self, K.sgn(_cupy(), self._data), 'sgn_')
+    try:
+        return _write_inplace(self, K.sgn(_cupy(), self._data), 'sgn_')
+    except ValueError as _e:
+        _value_error(_e, K.sgn, self)
 
 
 def _meta_sgn__default(ks, self):
@@ -193,12 +259,18 @@ def _meta_sgn__default(ks, self):
 _op_sgn_out = Dispatcher.define('sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sgn_out(ks, self, out):
-    return _write_out(out, K.sgn(_np, self._data), 'sgn')
+    try:
+        return _write_out(out, K.sgn(_np, self._data), 'sgn')
+    except ValueError as _e:
+        _value_error(_e, K.sgn, self, out)
 
 
 def _cuda_sgn_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.sgn(_cupy(), self._data), 'sgn')
+    try:
+        return _write_out(out, K.sgn(_cupy(), self._data), 'sgn')
+    except ValueError as _e:
+        _value_error(_e, K.sgn, self, out)
 
 
 def _meta_sgn_out(ks, self, out):
@@ -209,11 +281,17 @@ def _meta_sgn_out(ks, self, out):
 _op_floor = Dispatcher.define('floor(Tensor self) -> Tensor')
 
 def _cpu_floor_default(ks, self):
-    return _new(K.floor(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.floor(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.floor, self)
 
 
 def _cuda_floor_default(ks, self):
-    return _new(K.floor(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.floor(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.floor, self)
 
 
 def _meta_floor_default(ks, self):
@@ -223,11 +301,17 @@ def _meta_floor_default(ks, self):
 _op_floor_ = Dispatcher.define('floor_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_floor__default(ks, self):
-    return _write_inplace(self, K.floor(_np, self._data), 'floor_')
+    try:
+        return _write_inplace(self, K.floor(_np, self._data), 'floor_')
+    except ValueError as _e:
+        _value_error(_e, K.floor, self)
 
 
 def _cuda_floor__default(ks, self):
-    return _write_inplace(self, K.floor(_cupy(), self._data), 'floor_')
+    try:
+        return _write_inplace(self, K.floor(_cupy(), self._data), 'floor_')
+    except ValueError as _e:
+        _value_error(_e, K.floor, self)
 
 
 def _meta_floor__default(ks, self):
@@ -237,12 +321,18 @@ def _meta_floor__default(ks, self):
 _op_floor_out = Dispatcher.define('floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_floor_out(ks, self, out):
-    return _write_out(out, K.floor(_np, self._data), 'floor')
+    try:
+        return _write_out(out, K.floor(_np, self._data), 'floor')
+    except ValueError as _e:
+        _value_error(_e, K.floor, self, out)
 
 
 def _cuda_floor_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.floor(_cupy(), self._data), 'floor')
+    try:
+        return _write_out(out, K.floor(_cupy(), self._data), 'floor')
+    except ValueError as _e:
+        _value_error(_e, K.floor, self, out)
 
 
 def _meta_floor_out(ks, self, out):
@@ -253,11 +343,17 @@ def _meta_floor_out(ks, self, out):
 _op_ceil = Dispatcher.define('ceil(Tensor self) -> Tensor')
 
 def _cpu_ceil_default(ks, self):
-    return _new(K.ceil(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.ceil(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.ceil, self)
 
 
 def _cuda_ceil_default(ks, self):
-    return _new(K.ceil(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.ceil(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.ceil, self)
 
 
 def _meta_ceil_default(ks, self):
@@ -267,11 +363,17 @@ def _meta_ceil_default(ks, self):
 _op_ceil_ = Dispatcher.define('ceil_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_ceil__default(ks, self):
-    return _write_inplace(self, K.ceil(_np, self._data), 'ceil_')
+    try:
+        return _write_inplace(self, K.ceil(_np, self._data), 'ceil_')
+    except ValueError as _e:
+        _value_error(_e, K.ceil, self)
 
 
 def _cuda_ceil__default(ks, self):
-    return _write_inplace(self, K.ceil(_cupy(), self._data), 'ceil_')
+    try:
+        return _write_inplace(self, K.ceil(_cupy(), self._data), 'ceil_')
+    except ValueError as _e:
+        _value_error(_e, K.ceil, self)
 
 
 def _meta_ceil__default(ks, self):
@@ -281,12 +383,18 @@ def _meta_ceil__default(ks, self):
 _op_ceil_out = Dispatcher.define('ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_ceil_out(ks, self, out):
-    return _write_out(out, K.ceil(_np, self._data), 'ceil')
+    try:
+        return _write_out(out, K.ceil(_np, self._data), 'ceil')
+    except ValueError as _e:
+        _value_error(_e, K.ceil, self, out)
 
 
 def _cuda_ceil_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.ceil(_cupy(), self._data), 'ceil')
+    try:
+        return _write_out(out, K.ceil(_cupy(), self._data), 'ceil')
+    except ValueError as _e:
+        _value_error(_e, K.ceil, self, out)
 
 
 def _meta_ceil_out(ks, self, out):
@@ -297,11 +405,17 @@ def _meta_ceil_out(ks, self, out):
 _op_trunc = Dispatcher.define('trunc(Tensor self) -> Tensor')
 
 def _cpu_trunc_default(ks, self):
-    return _new(K.trunc(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.trunc(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.trunc, self)
 
 
 def _cuda_trunc_default(ks, self):
-    return _new(K.trunc(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.trunc(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.trunc, self)
 
 
 def _meta_trunc_default(ks, self):
@@ -311,11 +425,17 @@ def _meta_trunc_default(ks, self):
 _op_trunc_ = Dispatcher.define('trunc_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_trunc__default(ks, self):
-    return _write_inplace(self, K.trunc(_np, self._data), 'trunc_')
+    try:
+        return _write_inplace(self, K.trunc(_np, self._data), 'trunc_')
+    except ValueError as _e:
+        _value_error(_e, K.trunc, self)
 
 
 def _cuda_trunc__default(ks, self):
-    return _write_inplace(self, K.trunc(_cupy(), self._data), 'trunc_')
+    try:
+        return _write_inplace(self, K.trunc(_cupy(), self._data), 'trunc_')
+    except ValueError as _e:
+        _value_error(_e, K.trunc, self)
 
 
 def _meta_trunc__default(ks, self):
@@ -325,12 +445,18 @@ def _meta_trunc__default(ks, self):
 _op_trunc_out = Dispatcher.define('trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_trunc_out(ks, self, out):
-    return _write_out(out, K.trunc(_np, self._data), 'trunc')
+    try:
+        return _write_out(out, K.trunc(_np, self._data), 'trunc')
+    except ValueError as _e:
+        _value_error(_e, K.trunc, self, out)
 
 
 def _cuda_trunc_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.trunc(_cupy(), self._data), 'trunc')
+    try:
+        return _write_out(out, K.trunc(_cupy(), self._data), 'trunc')
+    except ValueError as _e:
+        _value_error(_e, K.trunc, self, out)
 
 
 def _meta_trunc_out(ks, self, out):
@@ -341,11 +467,17 @@ def _meta_trunc_out(ks, self, out):
 _op_frac = Dispatcher.define('frac(Tensor self) -> Tensor')
 
 def _cpu_frac_default(ks, self):
-    return _new(K.frac(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.frac(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.frac, self)
 
 
 def _cuda_frac_default(ks, self):
-    return _new(K.frac(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.frac(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.frac, self)
 
 
 def _meta_frac_default(ks, self):
@@ -355,11 +487,17 @@ def _meta_frac_default(ks, self):
 _op_frac_ = Dispatcher.define('frac_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_frac__default(ks, self):
-    return _write_inplace(self, K.frac(_np, self._data), 'frac_')
+    try:
+        return _write_inplace(self, K.frac(_np, self._data), 'frac_')
+    except ValueError as _e:
+        _value_error(_e, K.frac, self)
 
 
 def _cuda_frac__default(ks, self):
-    return _write_inplace(self, K.frac(_cupy(), self._data), 'frac_')
+    try:
+        return _write_inplace(self, K.frac(_cupy(), self._data), 'frac_')
+    except ValueError as _e:
+        _value_error(_e, K.frac, self)
 
 
 def _meta_frac__default(ks, self):
@@ -369,12 +507,18 @@ def _meta_frac__default(ks, self):
 _op_frac_out = Dispatcher.define('frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_frac_out(ks, self, out):
-    return _write_out(out, K.frac(_np, self._data), 'frac')
+    try:
+        return _write_out(out, K.frac(_np, self._data), 'frac')
+    except ValueError as _e:
+        _value_error(_e, K.frac, self, out)
 
 
 def _cuda_frac_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.frac(_cupy(), self._data), 'frac')
+    try:
+        return _write_out(out, K.frac(_cupy(), self._data), 'frac')
+    except ValueError as _e:
+        _value_error(_e, K.frac, self, out)
 
 
 def _meta_frac_out(ks, self, out):
@@ -385,11 +529,17 @@ def _meta_frac_out(ks, self, out):
 _op_exp = Dispatcher.define('exp(Tensor self) -> Tensor')
 
 def _cpu_exp_default(ks, self):
-    return _new(K.exp(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.exp(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.exp, self)
 
 
 def _cuda_exp_default(ks, self):
-    return _new(K.exp(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.exp(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.exp, self)
 
 
 def _meta_exp_default(ks, self):
@@ -399,11 +549,17 @@ def _meta_exp_default(ks, self):
 _op_exp_ = Dispatcher.define('exp_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_exp__default(ks, self):
-    return _write_inplace(self, K.exp(_np, self._data), 'exp_')
+    try:
+        return _write_inplace(self, K.exp(_np, self._data), 'exp_')
+    except ValueError as _e:
+        _value_error(_e, K.exp, self)
 
 
 def _cuda_exp__default(ks, self):
-    return _write_inplace(self, K.exp(_cupy(), self._data), 'exp_')
+    try:
+        return _write_inplace(self, K.exp(_cupy(), self._data), 'exp_')
+    except ValueError as _e:
+        _value_error(_e, K.exp, self)
 
 
 def _meta_exp__default(ks, self):
@@ -413,12 +569,18 @@ def _meta_exp__default(ks, self):
 _op_exp_out = Dispatcher.define('exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_exp_out(ks, self, out):
-    return _write_out(out, K.exp(_np, self._data), 'exp')
+    try:
+        return _write_out(out, K.exp(_np, self._data), 'exp')
+    except ValueError as _e:
+        _value_error(_e, K.exp, self, out)
 
 
 def _cuda_exp_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.exp(_cupy(), self._data), 'exp')
+    try:
+        return _write_out(out, K.exp(_cupy(), self._data), 'exp')
+    except ValueError as _e:
+        _value_error(_e, K.exp, self, out)
 
 
 def _meta_exp_out(ks, self, out):
@@ -429,11 +591,17 @@ def _meta_exp_out(ks, self, out):
 _op_exp2 = Dispatcher.define('exp2(Tensor self) -> Tensor')
 
 def _cpu_exp2_default(ks, self):
-    return _new(K.exp2(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.exp2(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.exp2, self)
 
 
 def _cuda_exp2_default(ks, self):
-    return _new(K.exp2(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.exp2(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.exp2, self)
 
 
 def _meta_exp2_default(ks, self):
@@ -443,11 +611,17 @@ def _meta_exp2_default(ks, self):
 _op_exp2_ = Dispatcher.define('exp2_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_exp2__default(ks, self):
-    return _write_inplace(self, K.exp2(_np, self._data), 'exp2_')
+    try:
+        return _write_inplace(self, K.exp2(_np, self._data), 'exp2_')
+    except ValueError as _e:
+        _value_error(_e, K.exp2, self)
 
 
 def _cuda_exp2__default(ks, self):
-    return _write_inplace(self, K.exp2(_cupy(), self._data), 'exp2_')
+    try:
+        return _write_inplace(self, K.exp2(_cupy(), self._data), 'exp2_')
+    except ValueError as _e:
+        _value_error(_e, K.exp2, self)
 
 
 def _meta_exp2__default(ks, self):
@@ -457,12 +631,18 @@ def _meta_exp2__default(ks, self):
 _op_exp2_out = Dispatcher.define('exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_exp2_out(ks, self, out):
-    return _write_out(out, K.exp2(_np, self._data), 'exp2')
+    try:
+        return _write_out(out, K.exp2(_np, self._data), 'exp2')
+    except ValueError as _e:
+        _value_error(_e, K.exp2, self, out)
 
 
 def _cuda_exp2_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.exp2(_cupy(), self._data), 'exp2')
+    try:
+        return _write_out(out, K.exp2(_cupy(), self._data), 'exp2')
+    except ValueError as _e:
+        _value_error(_e, K.exp2, self, out)
 
 
 def _meta_exp2_out(ks, self, out):
@@ -473,11 +653,17 @@ def _meta_exp2_out(ks, self, out):
 _op_expm1 = Dispatcher.define('expm1(Tensor self) -> Tensor')
 
 def _cpu_expm1_default(ks, self):
-    return _new(K.expm1(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.expm1(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.expm1, self)
 
 
 def _cuda_expm1_default(ks, self):
-    return _new(K.expm1(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.expm1(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.expm1, self)
 
 
 def _meta_expm1_default(ks, self):
@@ -487,11 +673,17 @@ def _meta_expm1_default(ks, self):
 _op_expm1_ = Dispatcher.define('expm1_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_expm1__default(ks, self):
-    return _write_inplace(self, K.expm1(_np, self._data), 'expm1_')
+    try:
+        return _write_inplace(self, K.expm1(_np, self._data), 'expm1_')
+    except ValueError as _e:
+        _value_error(_e, K.expm1, self)
 
 
 def _cuda_expm1__default(ks, self):
-    return _write_inplace(self, K.expm1(_cupy(), self._data), 'expm1_')
+    try:
+        return _write_inplace(self, K.expm1(_cupy(), self._data), 'expm1_')
+    except ValueError as _e:
+        _value_error(_e, K.expm1, self)
 
 
 def _meta_expm1__default(ks, self):
@@ -501,12 +693,18 @@ def _meta_expm1__default(ks, self):
 _op_expm1_out = Dispatcher.define('expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_expm1_out(ks, self, out):
-    return _write_out(out, K.expm1(_np, self._data), 'expm1')
+    try:
+        return _write_out(out, K.expm1(_np, self._data), 'expm1')
+    except ValueError as _e:
+        _value_error(_e, K.expm1, self, out)
 
 
 def _cuda_expm1_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.expm1(_cupy(), self._data), 'expm1')
+    try:
+        return _write_out(out, K.expm1(_cupy(), self._data), 'expm1')
+    except ValueError as _e:
+        _value_error(_e, K.expm1, self, out)
 
 
 def _meta_expm1_out(ks, self, out):
@@ -517,11 +715,17 @@ def _meta_expm1_out(ks, self, out):
 _op_log = Dispatcher.define('log(Tensor self) -> Tensor')
 
 def _cpu_log_default(ks, self):
-    return _new(K.log(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.log(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.log, self)
 
 
 def _cuda_log_default(ks, self):
-    return _new(K.log(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.log(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.log, self)
 
 
 def _meta_log_default(ks, self):
@@ -531,11 +735,17 @@ def _meta_log_default(ks, self):
 _op_log_ = Dispatcher.define('log_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_log__default(ks, self):
-    return _write_inplace(self, K.log(_np, self._data), 'log_')
+    try:
+        return _write_inplace(self, K.log(_np, self._data), 'log_')
+    except ValueError as _e:
+        _value_error(_e, K.log, self)
 
 
 def _cuda_log__default(ks, self):
-    return _write_inplace(self, K.log(_cupy(), self._data), 'log_')
+    try:
+        return _write_inplace(self, K.log(_cupy(), self._data), 'log_')
+    except ValueError as _e:
+        _value_error(_e, K.log, self)
 
 
 def _meta_log__default(ks, self):
@@ -545,12 +755,18 @@ def _meta_log__default(ks, self):
 _op_log_out = Dispatcher.define('log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_log_out(ks, self, out):
-    return _write_out(out, K.log(_np, self._data), 'log')
+    try:
+        return _write_out(out, K.log(_np, self._data), 'log')
+    except ValueError as _e:
+        _value_error(_e, K.log, self, out)
 
 
 def _cuda_log_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.log(_cupy(), self._data), 'log')
+    try:
+        return _write_out(out, K.log(_cupy(), self._data), 'log')
+    except ValueError as _e:
+        _value_error(_e, K.log, self, out)
 
 
 def _meta_log_out(ks, self, out):
@@ -561,11 +777,17 @@ def _meta_log_out(ks, self, out):
 _op_log2 = Dispatcher.define('log2(Tensor self) -> Tensor')
 
 def _cpu_log2_default(ks, self):
-    return _new(K.log2(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.log2(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.log2, self)
 
 
 def _cuda_log2_default(ks, self):
-    return _new(K.log2(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.log2(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.log2, self)
 
 
 def _meta_log2_default(ks, self):
@@ -575,11 +797,17 @@ def _meta_log2_default(ks, self):
 _op_log2_ = Dispatcher.define('log2_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_log2__default(ks, self):
-    return _write_inplace(self, K.log2(_np, self._data), 'log2_')
+    try:
+        return _write_inplace(self, K.log2(_np, self._data), 'log2_')
+    except ValueError as _e:
+        _value_error(_e, K.log2, self)
 
 
 def _cuda_log2__default(ks, self):
-    return _write_inplace(self, K.log2(_cupy(), self._data), 'log2_')
+    try:
+        return _write_inplace(self, K.log2(_cupy(), self._data), 'log2_')
+    except ValueError as _e:
+        _value_error(_e, K.log2, self)
 
 
 def _meta_log2__default(ks, self):
@@ -589,12 +817,18 @@ def _meta_log2__default(ks, self):
 _op_log2_out = Dispatcher.define('log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_log2_out(ks, self, out):
-    return _write_out(out, K.log2(_np, self._data), 'log2')
+    try:
+        return _write_out(out, K.log2(_np, self._data), 'log2')
+    except ValueError as _e:
+        _value_error(_e, K.log2, self, out)
 
 
 def _cuda_log2_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.log2(_cupy(), self._data), 'log2')
+    try:
+        return _write_out(out, K.log2(_cupy(), self._data), 'log2')
+    except ValueError as _e:
+        _value_error(_e, K.log2, self, out)
 
 
 def _meta_log2_out(ks, self, out):
@@ -605,11 +839,17 @@ def _meta_log2_out(ks, self, out):
 _op_log10 = Dispatcher.define('log10(Tensor self) -> Tensor')
 
 def _cpu_log10_default(ks, self):
-    return _new(K.log10(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.log10(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.log10, self)
 
 
 def _cuda_log10_default(ks, self):
-    return _new(K.log10(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.log10(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.log10, self)
 
 
 def _meta_log10_default(ks, self):
@@ -619,11 +859,17 @@ def _meta_log10_default(ks, self):
 _op_log10_ = Dispatcher.define('log10_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_log10__default(ks, self):
-    return _write_inplace(self, K.log10(_np, self._data), 'log10_')
+    try:
+        return _write_inplace(self, K.log10(_np, self._data), 'log10_')
+    except ValueError as _e:
+        _value_error(_e, K.log10, self)
 
 
 def _cuda_log10__default(ks, self):
-    return _write_inplace(self, K.log10(_cupy(), self._data), 'log10_')
+    try:
+        return _write_inplace(self, K.log10(_cupy(), self._data), 'log10_')
+    except ValueError as _e:
+        _value_error(_e, K.log10, self)
 
 
 def _meta_log10__default(ks, self):
@@ -633,12 +879,18 @@ def _meta_log10__default(ks, self):
 _op_log10_out = Dispatcher.define('log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_log10_out(ks, self, out):
-    return _write_out(out, K.log10(_np, self._data), 'log10')
+    try:
+        return _write_out(out, K.log10(_np, self._data), 'log10')
+    except ValueError as _e:
+        _value_error(_e, K.log10, self, out)
 
 
 def _cuda_log10_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.log10(_cupy(), self._data), 'log10')
+    try:
+        return _write_out(out, K.log10(_cupy(), self._data), 'log10')
+    except ValueError as _e:
+        _value_error(_e, K.log10, self, out)
 
 
 def _meta_log10_out(ks, self, out):
@@ -649,11 +901,17 @@ def _meta_log10_out(ks, self, out):
 _op_log1p = Dispatcher.define('log1p(Tensor self) -> Tensor')
 
 def _cpu_log1p_default(ks, self):
-    return _new(K.log1p(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.log1p(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.log1p, self)
 
 
 def _cuda_log1p_default(ks, self):
-    return _new(K.log1p(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.log1p(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.log1p, self)
 
 
 def _meta_log1p_default(ks, self):
@@ -663,11 +921,17 @@ def _meta_log1p_default(ks, self):
 _op_log1p_ = Dispatcher.define('log1p_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_log1p__default(ks, self):
-    return _write_inplace(self, K.log1p(_np, self._data), 'log1p_')
+    try:
+        return _write_inplace(self, K.log1p(_np, self._data), 'log1p_')
+    except ValueError as _e:
+        _value_error(_e, K.log1p, self)
 
 
 def _cuda_log1p__default(ks, self):
-    return _write_inplace(self, K.log1p(_cupy(), self._data), 'log1p_')
+    try:
+        return _write_inplace(self, K.log1p(_cupy(), self._data), 'log1p_')
+    except ValueError as _e:
+        _value_error(_e, K.log1p, self)
 
 
 def _meta_log1p__default(ks, self):
@@ -677,12 +941,18 @@ def _meta_log1p__default(ks, self):
 _op_log1p_out = Dispatcher.define('log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_log1p_out(ks, self, out):
-    return _write_out(out, K.log1p(_np, self._data), 'log1p')
+    try:
+        return _write_out(out, K.log1p(_np, self._data), 'log1p')
+    except ValueError as _e:
+        _value_error(_e, K.log1p, self, out)
 
 
 def _cuda_log1p_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.log1p(_cupy(), self._data), 'log1p')
+    try:
+        return _write_out(out, K.log1p(_cupy(), self._data), 'log1p')
+    except ValueError as _e:
+        _value_error(_e, K.log1p, self, out)
 
 
 def _meta_log1p_out(ks, self, out):
@@ -693,11 +963,17 @@ def _meta_log1p_out(ks, self, out):
 _op_sqrt = Dispatcher.define('sqrt(Tensor self) -> Tensor')
 
 def _cpu_sqrt_default(ks, self):
-    return _new(K.sqrt(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.sqrt(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sqrt, self)
 
 
 def _cuda_sqrt_default(ks, self):
-    return _new(K.sqrt(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.sqrt(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sqrt, self)
 
 
 def _meta_sqrt_default(ks, self):
@@ -707,11 +983,17 @@ def _meta_sqrt_default(ks, self):
 _op_sqrt_ = Dispatcher.define('sqrt_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_sqrt__default(ks, self):
-    return _write_inplace(self, K.sqrt(_np, self._data), 'sqrt_')
+    try:
+        return _write_inplace(self, K.sqrt(_np, self._data), 'sqrt_')
+    except ValueError as _e:
+        _value_error(_e, K.sqrt, self)
 
 
 def _cuda_sqrt__default(ks, self):
-    return _write_inplace(self, K.sqrt(_cupy(), self._data), 'sqrt_')
+    try:
+        return _write_inplace(self, K.sqrt(_cupy(), self._data), 'sqrt_')
+    except ValueError as _e:
+        _value_error(_e, K.sqrt, self)
 
 
 def _meta_sqrt__default(ks, self):
@@ -721,12 +1003,18 @@ def _meta_sqrt__default(ks, self):
 _op_sqrt_out = Dispatcher.define('sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sqrt_out(ks, self, out):
-    return _write_out(out, K.sqrt(_np, self._data), 'sqrt')
+    try:
+        return _write_out(out, K.sqrt(_np, self._data), 'sqrt')
+    except ValueError as _e:
+        _value_error(_e, K.sqrt, self, out)
 
 
 def _cuda_sqrt_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.sqrt(_cupy(), self._data), 'sqrt')
+    try:
+        return _write_out(out, K.sqrt(_cupy(), self._data), 'sqrt')
+    except ValueError as _e:
+        _value_error(_e, K.sqrt, self, out)
 
 
 def _meta_sqrt_out(ks, self, out):
@@ -737,11 +1025,17 @@ def _meta_sqrt_out(ks, self, out):
 _op_rsqrt = Dispatcher.define('rsqrt(Tensor self) -> Tensor')
 
 def _cpu_rsqrt_default(ks, self):
-    return _new(K.rsqrt(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.rsqrt(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.rsqrt, self)
 
 
 def _cuda_rsqrt_default(ks, self):
-    return _new(K.rsqrt(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.rsqrt(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.rsqrt, self)
 
 
 def _meta_rsqrt_default(ks, self):
@@ -751,11 +1045,17 @@ def _meta_rsqrt_default(ks, self):
 _op_rsqrt_ = Dispatcher.define('rsqrt_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_rsqrt__default(ks, self):
-    return _write_inplace(self, K.rsqrt(_np, self._data), 'rsqrt_')
+    try:
+        return _write_inplace(self, K.rsqrt(_np, self._data), 'rsqrt_')
+    except ValueError as _e:
+        _value_error(_e, K.rsqrt, self)
 
 
 def _cuda_rsqrt__default(ks, self):
-    return _write_inplace(self, K.rsqrt(_cupy(), self._data), 'rsqrt_')
+    try:
+        return _write_inplace(self, K.rsqrt(_cupy(), self._data), 'rsqrt_')
+    except ValueError as _e:
+        _value_error(_e, K.rsqrt, self)
 
 
 def _meta_rsqrt__default(ks, self):
@@ -765,12 +1065,18 @@ def _meta_rsqrt__default(ks, self):
 _op_rsqrt_out = Dispatcher.define('rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_rsqrt_out(ks, self, out):
-    return _write_out(out, K.rsqrt(_np, self._data), 'rsqrt')
+    try:
+        return _write_out(out, K.rsqrt(_np, self._data), 'rsqrt')
+    except ValueError as _e:
+        _value_error(_e, K.rsqrt, self, out)
 
 
 def _cuda_rsqrt_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.rsqrt(_cupy(), self._data), 'rsqrt')
+    try:
+        return _write_out(out, K.rsqrt(_cupy(), self._data), 'rsqrt')
+    except ValueError as _e:
+        _value_error(_e, K.rsqrt, self, out)
 
 
 def _meta_rsqrt_out(ks, self, out):
@@ -781,11 +1087,17 @@ def _meta_rsqrt_out(ks, self, out):
 _op_sin = Dispatcher.define('sin(Tensor self) -> Tensor')
 
 def _cpu_sin_default(ks, self):
-    return _new(K.sin(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.sin(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sin, self)
 
 
 def _cuda_sin_default(ks, self):
-    return _new(K.sin(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.sin(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sin, self)
 
 
 def _meta_sin_default(ks, self):
@@ -795,11 +1107,17 @@ def _meta_sin_default(ks, self):
 _op_sin_ = Dispatcher.define('sin_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_sin__default(ks, self):
-    return _write_inplace(self, K.sin(_np, self._data), 'sin_')
+    try:
+        return _write_inplace(self, K.sin(_np, self._data), 'sin_')
+    except ValueError as _e:
+        _value_error(_e, K.sin, self)
 
 
 def _cuda_sin__default(ks, self):
-    return _write_inplace(self, K.sin(_cupy(), self._data), 'sin_')
+    try:
+        return _write_inplace(self, K.sin(_cupy(), self._data), 'sin_')
+    except ValueError as _e:
+        _value_error(_e, K.sin, self)
 
 
 def _meta_sin__default(ks, self):
@@ -809,12 +1127,18 @@ def _meta_sin__default(ks, self):
 _op_sin_out = Dispatcher.define('sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sin_out(ks, self, out):
-    return _write_out(out, K.sin(_np, self._data), 'sin')
+    try:
+        return _write_out(out, K.sin(_np, self._data), 'sin')
+    except ValueError as _e:
+        _value_error(_e, K.sin, self, out)
 
 
 def _cuda_sin_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.sin(_cupy(), self._data), 'sin')
+    try:
+        return _write_out(out, K.sin(_cupy(), self._data), 'sin')
+    except ValueError as _e:
+        _value_error(_e, K.sin, self, out)
 
 
 def _meta_sin_out(ks, self, out):
@@ -825,11 +1149,17 @@ def _meta_sin_out(ks, self, out):
 _op_cos = Dispatcher.define('cos(Tensor self) -> Tensor')
 
 def _cpu_cos_default(ks, self):
-    return _new(K.cos(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.cos(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.cos, self)
 
 
 def _cuda_cos_default(ks, self):
-    return _new(K.cos(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.cos(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.cos, self)
 
 
 def _meta_cos_default(ks, self):
@@ -839,11 +1169,17 @@ def _meta_cos_default(ks, self):
 _op_cos_ = Dispatcher.define('cos_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_cos__default(ks, self):
-    return _write_inplace(self, K.cos(_np, self._data), 'cos_')
+    try:
+        return _write_inplace(self, K.cos(_np, self._data), 'cos_')
+    except ValueError as _e:
+        _value_error(_e, K.cos, self)
 
 
 def _cuda_cos__default(ks, self):
-    return _write_inplace(self, K.cos(_cupy(), self._data), 'cos_')
+    try:
+        return _write_inplace(self, K.cos(_cupy(), self._data), 'cos_')
+    except ValueError as _e:
+        _value_error(_e, K.cos, self)
 
 
 def _meta_cos__default(ks, self):
@@ -853,12 +1189,18 @@ def _meta_cos__default(ks, self):
 _op_cos_out = Dispatcher.define('cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_cos_out(ks, self, out):
-    return _write_out(out, K.cos(_np, self._data), 'cos')
+    try:
+        return _write_out(out, K.cos(_np, self._data), 'cos')
+    except ValueError as _e:
+        _value_error(_e, K.cos, self, out)
 
 
 def _cuda_cos_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.cos(_cupy(), self._data), 'cos')
+    try:
+        return _write_out(out, K.cos(_cupy(), self._data), 'cos')
+    except ValueError as _e:
+        _value_error(_e, K.cos, self, out)
 
 
 def _meta_cos_out(ks, self, out):
@@ -869,11 +1211,17 @@ def _meta_cos_out(ks, self, out):
 _op_tan = Dispatcher.define('tan(Tensor self) -> Tensor')
 
 def _cpu_tan_default(ks, self):
-    return _new(K.tan(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.tan(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.tan, self)
 
 
 def _cuda_tan_default(ks, self):
-    return _new(K.tan(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.tan(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.tan, self)
 
 
 def _meta_tan_default(ks, self):
@@ -883,11 +1231,17 @@ def _meta_tan_default(ks, self):
 _op_tan_ = Dispatcher.define('tan_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_tan__default(ks, self):
-    return _write_inplace(self, K.tan(_np, self._data), 'tan_')
+    try:
+        return _write_inplace(self, K.tan(_np, self._data), 'tan_')
+    except ValueError as _e:
+        _value_error(_e, K.tan, self)
 
 
 def _cuda_tan__default(ks, self):
-    return _write_inplace(self, K.tan(_cupy(), self._data), 'tan_')
+    try:
+        return _write_inplace(self, K.tan(_cupy(), self._data), 'tan_')
+    except ValueError as _e:
+        _value_error(_e, K.tan, self)
 
 
 def _meta_tan__default(ks, self):
@@ -897,12 +1251,18 @@ def _meta_tan__default(ks, self):
 _op_tan_out = Dispatcher.define('tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_tan_out(ks, self, out):
-    return _write_out(out, K.tan(_np, self._data), 'tan')
+    try:
+        return _write_out(out, K.tan(_np, self._data), 'tan')
+    except ValueError as _e:
+        _value_error(_e, K.tan, self, out)
 
 
 def _cuda_tan_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.tan(_cupy(), self._data), 'tan')
+    try:
+        return _write_out(out, K.tan(_cupy(), self._data), 'tan')
+    except ValueError as _e:
+        _value_error(_e, K.tan, self, out)
 
 
 def _meta_tan_out(ks, self, out):
@@ -913,11 +1273,17 @@ def _meta_tan_out(ks, self, out):
 _op_asin = Dispatcher.define('asin(Tensor self) -> Tensor')
 
 def _cpu_asin_default(ks, self):
-    return _new(K.asin(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.asin(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.asin, self)
 
 
 def _cuda_asin_default(ks, self):
-    return _new(K.asin(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.asin(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.asin, self)
 
 
 def _meta_asin_default(ks, self):
@@ -927,11 +1293,17 @@ def _meta_asin_default(ks, self):
 _op_asin_ = Dispatcher.define('asin_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_asin__default(ks, self):
-    return _write_inplace(self, K.asin(_np, self._data), 'asin_')
+    try:
+        return _write_inplace(self, K.asin(_np, self._data), 'asin_')
+    except ValueError as _e:
+        _value_error(_e, K.asin, self)
 
 
 def _cuda_asin__default(ks, self):
-    return _write_inplace(self, K.asin(_cupy(), self._data), 'asin_')
+    try:
+        return _write_inplace(self, K.asin(_cupy(), self._data), 'asin_')
+    except ValueError as _e:
+        _value_error(_e, K.asin, self)
 
 
 def _meta_asin__default(ks, self):
@@ -941,12 +1313,18 @@ def _meta_asin__default(ks, self):
 _op_asin_out = Dispatcher.define('asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_asin_out(ks, self, out):
-    return _write_out(out, K.asin(_np, self._data), 'asin')
+    try:
+        return _write_out(out, K.asin(_np, self._data), 'asin')
+    except ValueError as _e:
+        _value_error(_e, K.asin, self, out)
 
 
 def _cuda_asin_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.asin(_cupy(), self._data), 'asin')
+    try:
+        return _write_out(out, K.asin(_cupy(), self._data), 'asin')
+    except ValueError as _e:
+        _value_error(_e, K.asin, self, out)
 
 
 def _meta_asin_out(ks, self, out):
@@ -957,11 +1335,17 @@ def _meta_asin_out(ks, self, out):
 _op_acos = Dispatcher.define('acos(Tensor self) -> Tensor')
 
 def _cpu_acos_default(ks, self):
-    return _new(K.acos(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.acos(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.acos, self)
 
 
 def _cuda_acos_default(ks, self):
-    return _new(K.acos(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.acos(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.acos, self)
 
 
 def _meta_acos_default(ks, self):
@@ -971,11 +1355,17 @@ def _meta_acos_default(ks, self):
 _op_acos_ = Dispatcher.define('acos_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_acos__default(ks, self):
-    return _write_inplace(self, K.acos(_np, self._data), 'acos_')
+    try:
+        return _write_inplace(self, K.acos(_np, self._data), 'acos_')
+    except ValueError as _e:
+        _value_error(_e, K.acos, self)
 
 
 def _cuda_acos__default(ks, self):
-    return _write_inplace(self, K.acos(_cupy(), self._data), 'acos_')
+    try:
+        return _write_inplace(self, K.acos(_cupy(), self._data), 'acos_')
+    except ValueError as _e:
+        _value_error(_e, K.acos, self)
 
 
 def _meta_acos__default(ks, self):
@@ -985,12 +1375,18 @@ def _meta_acos__default(ks, self):
 _op_acos_out = Dispatcher.define('acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_acos_out(ks, self, out):
-    return _write_out(out, K.acos(_np, self._data), 'acos')
+    try:
+        return _write_out(out, K.acos(_np, self._data), 'acos')
+    except ValueError as _e:
+        _value_error(_e, K.acos, self, out)
 
 
 def _cuda_acos_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.acos(_cupy(), self._data), 'acos')
+    try:
+        return _write_out(out, K.acos(_cupy(), self._data), 'acos')
+    except ValueError as _e:
+        _value_error(_e, K.acos, self, out)
 
 
 def _meta_acos_out(ks, self, out):
@@ -1001,11 +1397,17 @@ def _meta_acos_out(ks, self, out):
 _op_atan = Dispatcher.define('atan(Tensor self) -> Tensor')
 
 def _cpu_atan_default(ks, self):
-    return _new(K.atan(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.atan(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.atan, self)
 
 
 def _cuda_atan_default(ks, self):
-    return _new(K.atan(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.atan(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.atan, self)
 
 
 def _meta_atan_default(ks, self):
@@ -1015,11 +1417,17 @@ def _meta_atan_default(ks, self):
 _op_atan_ = Dispatcher.define('atan_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_atan__default(ks, self):
-    return _write_inplace(self, K.atan(_np, self._data), 'atan_')
+    try:
+        return _write_inplace(self, K.atan(_np, self._data), 'atan_')
+    except ValueError as _e:
+        _value_error(_e, K.atan, self)
 
 
 def _cuda_atan__default(ks, self):
-    return _write_inplace(self, K.atan(_cupy(), self._data), 'atan_')
+    try:
+        return _write_inplace(self, K.atan(_cupy(), self._data), 'atan_')
+    except ValueError as _e:
+        _value_error(_e, K.atan, self)
 
 
 def _meta_atan__default(ks, self):
@@ -1029,12 +1437,18 @@ def _meta_atan__default(ks, self):
 _op_atan_out = Dispatcher.define('atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_atan_out(ks, self, out):
-    return _write_out(out, K.atan(_np, self._data), 'atan')
+    try:
+        return _write_out(out, K.atan(_np, self._data), 'atan')
+    except ValueError as _e:
+        _value_error(_e, K.atan, self, out)
 
 
 def _cuda_atan_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.atan(_cupy(), self._data), 'atan')
+    try:
+        return _write_out(out, K.atan(_cupy(), self._data), 'atan')
+    except ValueError as _e:
+        _value_error(_e, K.atan, self, out)
 
 
 def _meta_atan_out(ks, self, out):
@@ -1045,11 +1459,17 @@ def _meta_atan_out(ks, self, out):
 _op_sinh = Dispatcher.define('sinh(Tensor self) -> Tensor')
 
 def _cpu_sinh_default(ks, self):
-    return _new(K.sinh(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.sinh(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sinh, self)
 
 
 def _cuda_sinh_default(ks, self):
-    return _new(K.sinh(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.sinh(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sinh, self)
 
 
 def _meta_sinh_default(ks, self):
@@ -1059,11 +1479,17 @@ def _meta_sinh_default(ks, self):
 _op_sinh_ = Dispatcher.define('sinh_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_sinh__default(ks, self):
-    return _write_inplace(self, K.sinh(_np, self._data), 'sinh_')
+    try:
+        return _write_inplace(self, K.sinh(_np, self._data), 'sinh_')
+    except ValueError as _e:
+        _value_error(_e, K.sinh, self)
 
 
 def _cuda_sinh__default(ks, self):
-    return _write_inplace(self, K.sinh(_cupy(), self._data), 'sinh_')
+    try:
+        return _write_inplace(self, K.sinh(_cupy(), self._data), 'sinh_')
+    except ValueError as _e:
+        _value_error(_e, K.sinh, self)
 
 
 def _meta_sinh__default(ks, self):
@@ -1073,12 +1499,18 @@ def _meta_sinh__default(ks, self):
 _op_sinh_out = Dispatcher.define('sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sinh_out(ks, self, out):
-    return _write_out(out, K.sinh(_np, self._data), 'sinh')
+    try:
+        return _write_out(out, K.sinh(_np, self._data), 'sinh')
+    except ValueError as _e:
+        _value_error(_e, K.sinh, self, out)
 
 
 def _cuda_sinh_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.sinh(_cupy(), self._data), 'sinh')
+    try:
+        return _write_out(out, K.sinh(_cupy(), self._data), 'sinh')
+    except ValueError as _e:
+        _value_error(_e, K.sinh, self, out)
 
 
 def _meta_sinh_out(ks, self, out):
@@ -1089,11 +1521,17 @@ def _meta_sinh_out(ks, self, out):
 _op_cosh = Dispatcher.define('cosh(Tensor self) -> Tensor')
 
 def _cpu_cosh_default(ks, self):
-    return _new(K.cosh(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.cosh(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.cosh, self)
 
 
 def _cuda_cosh_default(ks, self):
-    return _new(K.cosh(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.cosh(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.cosh, self)
 
 
 def _meta_cosh_default(ks, self):
@@ -1103,11 +1541,17 @@ def _meta_cosh_default(ks, self):
 _op_cosh_ = Dispatcher.define('cosh_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_cosh__default(ks, self):
-    return _write_inplace(self, K.cosh(_np, self._data), 'cosh_')
+    try:
+        return _write_inplace(self, K.cosh(_np, self._data), 'cosh_')
+    except ValueError as _e:
+        _value_error(_e, K.cosh, self)
 
 
 def _cuda_cosh__default(ks, self):
-    return _write_inplace(self, K.cosh(_cupy(), self._data), 'cosh_')
+    try:
+        return _write_inplace(self, K.cosh(_cupy(), self._data), 'cosh_')
+    except ValueError as _e:
+        _value_error(_e, K.cosh, self)
 
 
 def _meta_cosh__default(ks, self):
@@ -1117,12 +1561,18 @@ def _meta_cosh__default(ks, self):
 _op_cosh_out = Dispatcher.define('cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_cosh_out(ks, self, out):
-    return _write_out(out, K.cosh(_np, self._data), 'cosh')
+    try:
+        return _write_out(out, K.cosh(_np, self._data), 'cosh')
+    except ValueError as _e:
+        _value_error(_e, K.cosh, self, out)
 
 
 def _cuda_cosh_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.cosh(_cupy(), self._data), 'cosh')
+    try:
+        return _write_out(out, K.cosh(_cupy(), self._data), 'cosh')
+    except ValueError as _e:
+        _value_error(_e, K.cosh, self, out)
 
 
 def _meta_cosh_out(ks, self, out):
@@ -1133,11 +1583,17 @@ def _meta_cosh_out(ks, self, out):
 _op_tanh = Dispatcher.define('tanh(Tensor self) -> Tensor')
 
 def _cpu_tanh_default(ks, self):
-    return _new(K.tanh(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.tanh(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.tanh, self)
 
 
 def _cuda_tanh_default(ks, self):
-    return _new(K.tanh(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.tanh(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.tanh, self)
 
 
 def _meta_tanh_default(ks, self):
@@ -1147,11 +1603,17 @@ def _meta_tanh_default(ks, self):
 _op_tanh_ = Dispatcher.define('tanh_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_tanh__default(ks, self):
-    return _write_inplace(self, K.tanh(_np, self._data), 'tanh_')
+    try:
+        return _write_inplace(self, K.tanh(_np, self._data), 'tanh_')
+    except ValueError as _e:
+        _value_error(_e, K.tanh, self)
 
 
 def _cuda_tanh__default(ks, self):
-    return _write_inplace(self, K.tanh(_cupy(), self._data), 'tanh_')
+    try:
+        return _write_inplace(self, K.tanh(_cupy(), self._data), 'tanh_')
+    except ValueError as _e:
+        _value_error(_e, K.tanh, self)
 
 
 def _meta_tanh__default(ks, self):
@@ -1161,12 +1623,18 @@ def _meta_tanh__default(ks, self):
 _op_tanh_out = Dispatcher.define('tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_tanh_out(ks, self, out):
-    return _write_out(out, K.tanh(_np, self._data), 'tanh')
+    try:
+        return _write_out(out, K.tanh(_np, self._data), 'tanh')
+    except ValueError as _e:
+        _value_error(_e, K.tanh, self, out)
 
 
 def _cuda_tanh_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.tanh(_cupy(), self._data), 'tanh')
+    try:
+        return _write_out(out, K.tanh(_cupy(), self._data), 'tanh')
+    except ValueError as _e:
+        _value_error(_e, K.tanh, self, out)
 
 
 def _meta_tanh_out(ks, self, out):
@@ -1177,11 +1645,17 @@ def _meta_tanh_out(ks, self, out):
 _op_asinh = Dispatcher.define('asinh(Tensor self) -> Tensor')
 
 def _cpu_asinh_default(ks, self):
-    return _new(K.asinh(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.asinh(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.asinh, self)
 
 
 def _cuda_asinh_default(ks, self):
-    return _new(K.asinh(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.asinh(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.asinh, self)
 
 
 def _meta_asinh_default(ks, self):
@@ -1191,11 +1665,17 @@ def _meta_asinh_default(ks, self):
 _op_asinh_ = Dispatcher.define('asinh_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_asinh__default(ks, self):
-    return _write_inplace(self, K.asinh(_np, self._data), 'asinh_')
+    try:
+        return _write_inplace(self, K.asinh(_np, self._data), 'asinh_')
+    except ValueError as _e:
+        _value_error(_e, K.asinh, self)
 
 
 def _cuda_asinh__default(ks, self):
-    return _write_inplace(self, K.asinh(_cupy(), self._data), 'asinh_')
+    try:
+        return _write_inplace(self, K.asinh(_cupy(), self._data), 'asinh_')
+    except ValueError as _e:
+        _value_error(_e, K.asinh, self)
 
 
 def _meta_asinh__default(ks, self):
@@ -1205,12 +1685,18 @@ def _meta_asinh__default(ks, self):
 _op_asinh_out = Dispatcher.define('asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_asinh_out(ks, self, out):
-    return _write_out(out, K.asinh(_np, self._data), 'asinh')
+    try:
+        return _write_out(out, K.asinh(_np, self._data), 'asinh')
+    except ValueError as _e:
+        _value_error(_e, K.asinh, self, out)
 
 
 def _cuda_asinh_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.asinh(_cupy(), self._data), 'asinh')
+    try:
+        return _write_out(out, K.asinh(_cupy(), self._data), 'asinh')
+    except ValueError as _e:
+        _value_error(_e, K.asinh, self, out)
 
 
 def _meta_asinh_out(ks, self, out):
@@ -1221,11 +1707,17 @@ def _meta_asinh_out(ks, self, out):
 _op_acosh = Dispatcher.define('acosh(Tensor self) -> Tensor')
 
 def _cpu_acosh_default(ks, self):
-    return _new(K.acosh(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.acosh(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.acosh, self)
 
 
 def _cuda_acosh_default(ks, self):
-    return _new(K.acosh(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.acosh(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.acosh, self)
 
 
 def _meta_acosh_default(ks, self):
@@ -1235,11 +1727,17 @@ def _meta_acosh_default(ks, self):
 _op_acosh_ = Dispatcher.define('acosh_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_acosh__default(ks, self):
-    return _write_inplace(self, K.acosh(_np, self._data), 'acosh_')
+    try:
+        return _write_inplace(self, K.acosh(_np, self._data), 'acosh_')
+    except ValueError as _e:
+        _value_error(_e, K.acosh, self)
 
 
 def _cuda_acosh__default(ks, self):
-    return _write_inplace(self, K.acosh(_cupy(), self._data), 'acosh_')
+    try:
+        return _write_inplace(self, K.acosh(_cupy(), self._data), 'acosh_')
+    except ValueError as _e:
+        _value_error(_e, K.acosh, self)
 
 
 def _meta_acosh__default(ks, self):
@@ -1249,12 +1747,18 @@ def _meta_acosh__default(ks, self):
 _op_acosh_out = Dispatcher.define('acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_acosh_out(ks, self, out):
-    return _write_out(out, K.acosh(_np, self._data), 'acosh')
+    try:
+        return _write_out(out, K.acosh(_np, self._data), 'acosh')
+    except ValueError as _e:
+        _value_error(_e, K.acosh, self, out)
 
 
 def _cuda_acosh_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.acosh(_cupy(), self._data), 'acosh')
+    try:
+        return _write_out(out, K.acosh(_cupy(), self._data), 'acosh')
+    except ValueError as _e:
+        _value_error(_e, K.acosh, self, out)
 
 
 def _meta_acosh_out(ks, self, out):
@@ -1265,11 +1769,17 @@ def _meta_acosh_out(ks, self, out):
 _op_atanh = Dispatcher.define('atanh(Tensor self) -> Tensor')
 
 def _cpu_atanh_default(ks, self):
-    return _new(K.atanh(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.atanh(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.atanh, self)
 
 
 def _cuda_atanh_default(ks, self):
-    return _new(K.atanh(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.atanh(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.atanh, self)
 
 
 def _meta_atanh_default(ks, self):
@@ -1279,11 +1789,17 @@ def _meta_atanh_default(ks, self):
 _op_atanh_ = Dispatcher.define('atanh_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_atanh__default(ks, self):
-    return _write_inplace(self, K.atanh(_np, self._data), 'atanh_')
+    try:
+        return _write_inplace(self, K.atanh(_np, self._data), 'atanh_')
+    except ValueError as _e:
+        _value_error(_e, K.atanh, self)
 
 
 def _cuda_atanh__default(ks, self):
-    return _write_inplace(self, K.atanh(_cupy(), self._data), 'atanh_')
+    try:
+        return _write_inplace(self, K.atanh(_cupy(), self._data), 'atanh_')
+    except ValueError as _e:
+        _value_error(_e, K.atanh, self)
 
 
 def _meta_atanh__default(ks, self):
@@ -1293,12 +1809,18 @@ def _meta_atanh__default(ks, self):
 _op_atanh_out = Dispatcher.define('atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_atanh_out(ks, self, out):
-    return _write_out(out, K.atanh(_np, self._data), 'atanh')
+    try:
+        return _write_out(out, K.atanh(_np, self._data), 'atanh')
+    except ValueError as _e:
+        _value_error(_e, K.atanh, self, out)
 
 
 def _cuda_atanh_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.atanh(_cupy(), self._data), 'atanh')
+    try:
+        return _write_out(out, K.atanh(_cupy(), self._data), 'atanh')
+    except ValueError as _e:
+        _value_error(_e, K.atanh, self, out)
 
 
 def _meta_atanh_out(ks, self, out):
@@ -1309,11 +1831,17 @@ def _meta_atanh_out(ks, self, out):
 _op_sigmoid = Dispatcher.define('sigmoid(Tensor self) -> Tensor')
 
 def _cpu_sigmoid_default(ks, self):
-    return _new(K.sigmoid(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.sigmoid(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sigmoid, self)
 
 
 def _cuda_sigmoid_default(ks, self):
-    return _new(K.sigmoid(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.sigmoid(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sigmoid, self)
 
 
 def _meta_sigmoid_default(ks, self):
@@ -1323,11 +1851,17 @@ def _meta_sigmoid_default(ks, self):
 _op_sigmoid_ = Dispatcher.define('sigmoid_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_sigmoid__default(ks, self):
-    return _write_inplace(self, K.sigmoid(_np, self._data), 'sigmoid_')
+    try:
+        return _write_inplace(self, K.sigmoid(_np, self._data), 'sigmoid_')
+    except ValueError as _e:
+        _value_error(_e, K.sigmoid, self)
 
 
 def _cuda_sigmoid__default(ks, self):
-    return _write_inplace(self, K.sigmoid(_cupy(), self._data), 'sigmoid_')
+    try:
+        return _write_inplace(self, K.sigmoid(_cupy(), self._data), 'sigmoid_')
+    except ValueError as _e:
+        _value_error(_e, K.sigmoid, self)
 
 
 def _meta_sigmoid__default(ks, self):
@@ -1337,12 +1871,18 @@ def _meta_sigmoid__default(ks, self):
 _op_sigmoid_out = Dispatcher.define('sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sigmoid_out(ks, self, out):
-    return _write_out(out, K.sigmoid(_np, self._data), 'sigmoid')
+    try:
+        return _write_out(out, K.sigmoid(_np, self._data), 'sigmoid')
+    except ValueError as _e:
+        _value_error(_e, K.sigmoid, self, out)
 
 
 def _cuda_sigmoid_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.sigmoid(_cupy(), self._data), 'sigmoid')
+    try:
+        return _write_out(out, K.sigmoid(_cupy(), self._data), 'sigmoid')
+    except ValueError as _e:
+        _value_error(_e, K.sigmoid, self, out)
 
 
 def _meta_sigmoid_out(ks, self, out):
@@ -1353,11 +1893,17 @@ def _meta_sigmoid_out(ks, self, out):
 _op_reciprocal = Dispatcher.define('reciprocal(Tensor self) -> Tensor')
 
 def _cpu_reciprocal_default(ks, self):
-    return _new(K.reciprocal(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.reciprocal(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.reciprocal, self)
 
 
 def _cuda_reciprocal_default(ks, self):
-    return _new(K.reciprocal(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.reciprocal(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.reciprocal, self)
 
 
 def _meta_reciprocal_default(ks, self):
@@ -1367,11 +1913,17 @@ def _meta_reciprocal_default(ks, self):
 _op_reciprocal_ = Dispatcher.define('reciprocal_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_reciprocal__default(ks, self):
-    return _write_inplace(self, K.reciprocal(_np, self._data), 'reciprocal_')
+    try:
+        return _write_inplace(self, K.reciprocal(_np, self._data), 'reciprocal_')
+    except ValueError as _e:
+        _value_error(_e, K.reciprocal, self)
 
 
 def _cuda_reciprocal__default(ks, self):
-    return _write_inplace(self, K.reciprocal(_cupy(), self._data), 'reciprocal_')
+    try:
+        return _write_inplace(self, K.reciprocal(_cupy(), self._data), 'reciprocal_')
+    except ValueError as _e:
+        _value_error(_e, K.reciprocal, self)
 
 
 def _meta_reciprocal__default(ks, self):
@@ -1381,12 +1933,18 @@ def _meta_reciprocal__default(ks, self):
 _op_reciprocal_out = Dispatcher.define('reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_reciprocal_out(ks, self, out):
-    return _write_out(out, K.reciprocal(_np, self._data), 'reciprocal')
+    try:
+        return _write_out(out, K.reciprocal(_np, self._data), 'reciprocal')
+    except ValueError as _e:
+        _value_error(_e, K.reciprocal, self, out)
 
 
 def _cuda_reciprocal_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.reciprocal(_cupy(), self._data), 'reciprocal')
+    try:
+        return _write_out(out, K.reciprocal(_cupy(), self._data), 'reciprocal')
+    except ValueError as _e:
+        _value_error(_e, K.reciprocal, self, out)
 
 
 def _meta_reciprocal_out(ks, self, out):
@@ -1397,11 +1955,17 @@ def _meta_reciprocal_out(ks, self, out):
 _op_erf = Dispatcher.define('erf(Tensor self) -> Tensor')
 
 def _cpu_erf_default(ks, self):
-    return _new(K.erf(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.erf(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.erf, self)
 
 
 def _cuda_erf_default(ks, self):
-    return _new(K.erf(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.erf(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.erf, self)
 
 
 def _meta_erf_default(ks, self):
@@ -1411,11 +1975,17 @@ def _meta_erf_default(ks, self):
 _op_erf_ = Dispatcher.define('erf_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_erf__default(ks, self):
-    return _write_inplace(self, K.erf(_np, self._data), 'erf_')
+    try:
+        return _write_inplace(self, K.erf(_np, self._data), 'erf_')
+    except ValueError as _e:
+        _value_error(_e, K.erf, self)
 
 
 def _cuda_erf__default(ks, self):
-    return _write_inplace(self, K.erf(_cupy(), self._data), 'erf_')
+    try:
+        return _write_inplace(self, K.erf(_cupy(), self._data), 'erf_')
+    except ValueError as _e:
+        _value_error(_e, K.erf, self)
 
 
 def _meta_erf__default(ks, self):
@@ -1425,12 +1995,18 @@ def _meta_erf__default(ks, self):
 _op_erf_out = Dispatcher.define('erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_erf_out(ks, self, out):
-    return _write_out(out, K.erf(_np, self._data), 'erf')
+    try:
+        return _write_out(out, K.erf(_np, self._data), 'erf')
+    except ValueError as _e:
+        _value_error(_e, K.erf, self, out)
 
 
 def _cuda_erf_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.erf(_cupy(), self._data), 'erf')
+    try:
+        return _write_out(out, K.erf(_cupy(), self._data), 'erf')
+    except ValueError as _e:
+        _value_error(_e, K.erf, self, out)
 
 
 def _meta_erf_out(ks, self, out):
@@ -1441,11 +2017,17 @@ def _meta_erf_out(ks, self, out):
 _op_erfc = Dispatcher.define('erfc(Tensor self) -> Tensor')
 
 def _cpu_erfc_default(ks, self):
-    return _new(K.erfc(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.erfc(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.erfc, self)
 
 
 def _cuda_erfc_default(ks, self):
-    return _new(K.erfc(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.erfc(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.erfc, self)
 
 
 def _meta_erfc_default(ks, self):
@@ -1455,11 +2037,17 @@ def _meta_erfc_default(ks, self):
 _op_erfc_ = Dispatcher.define('erfc_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_erfc__default(ks, self):
-    return _write_inplace(self, K.erfc(_np, self._data), 'erfc_')
+    try:
+        return _write_inplace(self, K.erfc(_np, self._data), 'erfc_')
+    except ValueError as _e:
+        _value_error(_e, K.erfc, self)
 
 
 def _cuda_erfc__default(ks, self):
-    return _write_inplace(self, K.erfc(_cupy(), self._data), 'erfc_')
+    try:
+        return _write_inplace(self, K.erfc(_cupy(), self._data), 'erfc_')
+    except ValueError as _e:
+        _value_error(_e, K.erfc, self)
 
 
 def _meta_erfc__default(ks, self):
@@ -1469,12 +2057,18 @@ def _meta_erfc__default(ks, self):
 _op_erfc_out = Dispatcher.define('erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_erfc_out(ks, self, out):
-    return _write_out(out, K.erfc(_np, self._data), 'erfc')
+    try:
+        return _write_out(out, K.erfc(_np, self._data), 'erfc')
+    except ValueError as _e:
+        _value_error(_e, K.erfc, self, out)
 
 
 def _cuda_erfc_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.erfc(_cupy(), self._data), 'erfc')
+    try:
+        return _write_out(out, K.erfc(_cupy(), self._data), 'erfc')
+    except ValueError as _e:
+        _value_error(_e, K.erfc, self, out)
 
 
 def _meta_erfc_out(ks, self, out):
@@ -1485,11 +2079,17 @@ def _meta_erfc_out(ks, self, out):
 _op_erfinv = Dispatcher.define('erfinv(Tensor self) -> Tensor')
 
 def _cpu_erfinv_default(ks, self):
-    return _new(K.erfinv(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.erfinv(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.erfinv, self)
 
 
 def _cuda_erfinv_default(ks, self):
-    return _new(K.erfinv(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.erfinv(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.erfinv, self)
 
 
 def _meta_erfinv_default(ks, self):
@@ -1499,11 +2099,17 @@ def _meta_erfinv_default(ks, self):
 _op_erfinv_ = Dispatcher.define('erfinv_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_erfinv__default(ks, self):
-    return _write_inplace(self, K.erfinv(_np, self._data), 'erfinv_')
+    try:
+        return _write_inplace(self, K.erfinv(_np, self._data), 'erfinv_')
+    except ValueError as _e:
+        _value_error(_e, K.erfinv, self)
 
 
 def _cuda_erfinv__default(ks, self):
-    return _write_inplace(self, K.erfinv(_cupy(), self._data), 'erfinv_')
+    try:
+        return _write_inplace(self, K.erfinv(_cupy(), self._data), 'erfinv_')
+    except ValueError as _e:
+        _value_error(_e, K.erfinv, self)
 
 
 def _meta_erfinv__default(ks, self):
@@ -1513,12 +2119,18 @@ def _meta_erfinv__default(ks, self):
 _op_erfinv_out = Dispatcher.define('erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_erfinv_out(ks, self, out):
-    return _write_out(out, K.erfinv(_np, self._data), 'erfinv')
+    try:
+        return _write_out(out, K.erfinv(_np, self._data), 'erfinv')
+    except ValueError as _e:
+        _value_error(_e, K.erfinv, self, out)
 
 
 def _cuda_erfinv_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.erfinv(_cupy(), self._data), 'erfinv')
+    try:
+        return _write_out(out, K.erfinv(_cupy(), self._data), 'erfinv')
+    except ValueError as _e:
+        _value_error(_e, K.erfinv, self, out)
 
 
 def _meta_erfinv_out(ks, self, out):
@@ -1529,11 +2141,17 @@ def _meta_erfinv_out(ks, self, out):
 _op_lgamma = Dispatcher.define('lgamma(Tensor self) -> Tensor')
 
 def _cpu_lgamma_default(ks, self):
-    return _new(K.lgamma(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.lgamma(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.lgamma, self)
 
 
 def _cuda_lgamma_default(ks, self):
-    return _new(K.lgamma(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.lgamma(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.lgamma, self)
 
 
 def _meta_lgamma_default(ks, self):
@@ -1543,11 +2161,17 @@ def _meta_lgamma_default(ks, self):
 _op_lgamma_ = Dispatcher.define('lgamma_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_lgamma__default(ks, self):
-    return _write_inplace(self, K.lgamma(_np, self._data), 'lgamma_')
+    try:
+        return _write_inplace(self, K.lgamma(_np, self._data), 'lgamma_')
+    except ValueError as _e:
+        _value_error(_e, K.lgamma, self)
 
 
 def _cuda_lgamma__default(ks, self):
-    return _write_inplace(self, K.lgamma(_cupy(), self._data), 'lgamma_')
+    try:
+        return _write_inplace(self, K.lgamma(_cupy(), self._data), 'lgamma_')
+    except ValueError as _e:
+        _value_error(_e, K.lgamma, self)
 
 
 def _meta_lgamma__default(ks, self):
@@ -1557,12 +2181,18 @@ def _meta_lgamma__default(ks, self):
 _op_lgamma_out = Dispatcher.define('lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_lgamma_out(ks, self, out):
-    return _write_out(out, K.lgamma(_np, self._data), 'lgamma')
+    try:
+        return _write_out(out, K.lgamma(_np, self._data), 'lgamma')
+    except ValueError as _e:
+        _value_error(_e, K.lgamma, self, out)
 
 
 def _cuda_lgamma_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.lgamma(_cupy(), self._data), 'lgamma')
+    try:
+        return _write_out(out, K.lgamma(_cupy(), self._data), 'lgamma')
+    except ValueError as _e:
+        _value_error(_e, K.lgamma, self, out)
 
 
 def _meta_lgamma_out(ks, self, out):
@@ -1573,11 +2203,17 @@ def _meta_lgamma_out(ks, self, out):
 _op_digamma = Dispatcher.define('digamma(Tensor self) -> Tensor')
 
 def _cpu_digamma_default(ks, self):
-    return _new(K.digamma(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.digamma(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.digamma, self)
 
 
 def _cuda_digamma_default(ks, self):
-    return _new(K.digamma(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.digamma(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.digamma, self)
 
 
 def _meta_digamma_default(ks, self):
@@ -1587,11 +2223,17 @@ def _meta_digamma_default(ks, self):
 _op_digamma_ = Dispatcher.define('digamma_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_digamma__default(ks, self):
-    return _write_inplace(self, K.digamma(_np, self._data), 'digamma_')
+    try:
+        return _write_inplace(self, K.digamma(_np, self._data), 'digamma_')
+    except ValueError as _e:
+        _value_error(_e, K.digamma, self)
 
 
 def _cuda_digamma__default(ks, self):
-    return _write_inplace(self, K.digamma(_cupy(), self._data), 'digamma_')
+    try:
+        return _write_inplace(self, K.digamma(_cupy(), self._data), 'digamma_')
+    except ValueError as _e:
+        _value_error(_e, K.digamma, self)
 
 
 def _meta_digamma__default(ks, self):
@@ -1601,12 +2243,18 @@ def _meta_digamma__default(ks, self):
 _op_digamma_out = Dispatcher.define('digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_digamma_out(ks, self, out):
-    return _write_out(out, K.digamma(_np, self._data), 'digamma')
+    try:
+        return _write_out(out, K.digamma(_np, self._data), 'digamma')
+    except ValueError as _e:
+        _value_error(_e, K.digamma, self, out)
 
 
 def _cuda_digamma_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.digamma(_cupy(), self._data), 'digamma')
+    try:
+        return _write_out(out, K.digamma(_cupy(), self._data), 'digamma')
+    except ValueError as _e:
+        _value_error(_e, K.digamma, self, out)
 
 
 def _meta_digamma_out(ks, self, out):
@@ -1617,11 +2265,17 @@ def _meta_digamma_out(ks, self, out):
 _op_i0 = Dispatcher.define('i0(Tensor self) -> Tensor')
 
 def _cpu_i0_default(ks, self):
-    return _new(K.i0(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.i0(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.i0, self)
 
 
 def _cuda_i0_default(ks, self):
-    return _new(K.i0(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.i0(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.i0, self)
 
 
 def _meta_i0_default(ks, self):
@@ -1631,11 +2285,17 @@ def _meta_i0_default(ks, self):
 _op_i0_ = Dispatcher.define('i0_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_i0__default(ks, self):
-    return _write_inplace(self, K.i0(_np, self._data), 'i0_')
+    try:
+        return _write_inplace(self, K.i0(_np, self._data), 'i0_')
+    except ValueError as _e:
+        _value_error(_e, K.i0, self)
 
 
 def _cuda_i0__default(ks, self):
-    return _write_inplace(self, K.i0(_cupy(), self._data), 'i0_')
+    try:
+        return _write_inplace(self, K.i0(_cupy(), self._data), 'i0_')
+    except ValueError as _e:
+        _value_error(_e, K.i0, self)
 
 
 def _meta_i0__default(ks, self):
@@ -1645,12 +2305,18 @@ def _meta_i0__default(ks, self):
 _op_i0_out = Dispatcher.define('i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_i0_out(ks, self, out):
-    return _write_out(out, K.i0(_np, self._data), 'i0')
+    try:
+        return _write_out(out, K.i0(_np, self._data), 'i0')
+    except ValueError as _e:
+        _value_error(_e, K.i0, self, out)
 
 
 def _cuda_i0_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.i0(_cupy(), self._data), 'i0')
+    try:
+        return _write_out(out, K.i0(_cupy(), self._data), 'i0')
+    except ValueError as _e:
+        _value_error(_e, K.i0, self, out)
 
 
 def _meta_i0_out(ks, self, out):
@@ -1661,11 +2327,17 @@ def _meta_i0_out(ks, self, out):
 _op_sinc = Dispatcher.define('sinc(Tensor self) -> Tensor')
 
 def _cpu_sinc_default(ks, self):
-    return _new(K.sinc(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.sinc(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sinc, self)
 
 
 def _cuda_sinc_default(ks, self):
-    return _new(K.sinc(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.sinc(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sinc, self)
 
 
 def _meta_sinc_default(ks, self):
@@ -1675,11 +2347,17 @@ def _meta_sinc_default(ks, self):
 _op_sinc_ = Dispatcher.define('sinc_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_sinc__default(ks, self):
-    return _write_inplace(self, K.sinc(_np, self._data), 'sinc_')
+    try:
+        return _write_inplace(self, K.sinc(_np, self._data), 'sinc_')
+    except ValueError as _e:
+        _value_error(_e, K.sinc, self)
 
 
 def _cuda_sinc__default(ks, self):
-    return _write_inplace(self, K.sinc(_cupy(), self._data), 'sinc_')
+    try:
+        return _write_inplace(self, K.sinc(_cupy(), self._data), 'sinc_')
+    except ValueError as _e:
+        _value_error(_e, K.sinc, self)
 
 
 def _meta_sinc__default(ks, self):
@@ -1689,12 +2367,18 @@ def _meta_sinc__default(ks, self):
 _op_sinc_out = Dispatcher.define('sinc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sinc_out(ks, self, out):
-    return _write_out(out, K.sinc(_np, self._data), 'sinc')
+    try:
+        return _write_out(out, K.sinc(_np, self._data), 'sinc')
+    except ValueError as _e:
+        _value_error(_e, K.sinc, self, out)
 
 
 def _cuda_sinc_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.sinc(_cupy(), self._data), 'sinc')
+    try:
+        return _write_out(out, K.sinc(_cupy(), self._data), 'sinc')
+    except ValueError as _e:
+        _value_error(_e, K.sinc, self, out)
 
 
 def _meta_sinc_out(ks, self, out):
@@ -1705,11 +2389,17 @@ def _meta_sinc_out(ks, self, out):
 _op_deg2rad = Dispatcher.define('deg2rad(Tensor self) -> Tensor')
 
 def _cpu_deg2rad_default(ks, self):
-    return _new(K.deg2rad(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.deg2rad(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.deg2rad, self)
 
 
 def _cuda_deg2rad_default(ks, self):
-    return _new(K.deg2rad(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.deg2rad(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.deg2rad, self)
 
 
 def _meta_deg2rad_default(ks, self):
@@ -1719,11 +2409,17 @@ def _meta_deg2rad_default(ks, self):
 _op_deg2rad_ = Dispatcher.define('deg2rad_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_deg2rad__default(ks, self):
-    return _write_inplace(self, K.deg2rad(_np, self._data), 'deg2rad_')
+    try:
+        return _write_inplace(self, K.deg2rad(_np, self._data), 'deg2rad_')
+    except ValueError as _e:
+        _value_error(_e, K.deg2rad, self)
 
 
 def _cuda_deg2rad__default(ks, self):
-    return _write_inplace(self, K.deg2rad(_cupy(), self._data), 'deg2rad_')
+    try:
+        return _write_inplace(self, K.deg2rad(_cupy(), self._data), 'deg2rad_')
+    except ValueError as _e:
+        _value_error(_e, K.deg2rad, self)
 
 
 def _meta_deg2rad__default(ks, self):
@@ -1733,12 +2429,18 @@ def _meta_deg2rad__default(ks, self):
 _op_deg2rad_out = Dispatcher.define('deg2rad.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_deg2rad_out(ks, self, out):
-    return _write_out(out, K.deg2rad(_np, self._data), 'deg2rad')
+    try:
+        return _write_out(out, K.deg2rad(_np, self._data), 'deg2rad')
+    except ValueError as _e:
+        _value_error(_e, K.deg2rad, self, out)
 
 
 def _cuda_deg2rad_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.deg2rad(_cupy(), self._data), 'deg2rad')
+    try:
+        return _write_out(out, K.deg2rad(_cupy(), self._data), 'deg2rad')
+    except ValueError as _e:
+        _value_error(_e, K.deg2rad, self, out)
 
 
 def _meta_deg2rad_out(ks, self, out):
@@ -1749,11 +2451,17 @@ def _meta_deg2rad_out(ks, self, out):
 _op_rad2deg = Dispatcher.define('rad2deg(Tensor self) -> Tensor')
 
 def _cpu_rad2deg_default(ks, self):
-    return _new(K.rad2deg(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.rad2deg(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.rad2deg, self)
 
 
 def _cuda_rad2deg_default(ks, self):
-    return _new(K.rad2deg(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.rad2deg(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.rad2deg, self)
 
 
 def _meta_rad2deg_default(ks, self):
@@ -1763,11 +2471,17 @@ def _meta_rad2deg_default(ks, self):
 _op_rad2deg_ = Dispatcher.define('rad2deg_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_rad2deg__default(ks, self):
-    return _write_inplace(self, K.rad2deg(_np, self._data), 'rad2deg_')
+    try:
+        return _write_inplace(self, K.rad2deg(_np, self._data), 'rad2deg_')
+    except ValueError as _e:
+        _value_error(_e, K.rad2deg, self)
 
 
 def _cuda_rad2deg__default(ks, self):
-    return _write_inplace(self, K.rad2deg(_cupy(), self._data), 'rad2deg_')
+    try:
+        return _write_inplace(self, K.rad2deg(_cupy(), self._data), 'rad2deg_')
+    except ValueError as _e:
+        _value_error(_e, K.rad2deg, self)
 
 
 def _meta_rad2deg__default(ks, self):
@@ -1777,12 +2491,18 @@ def _meta_rad2deg__default(ks, self):
 _op_rad2deg_out = Dispatcher.define('rad2deg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_rad2deg_out(ks, self, out):
-    return _write_out(out, K.rad2deg(_np, self._data), 'rad2deg')
+    try:
+        return _write_out(out, K.rad2deg(_np, self._data), 'rad2deg')
+    except ValueError as _e:
+        _value_error(_e, K.rad2deg, self, out)
 
 
 def _cuda_rad2deg_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.rad2deg(_cupy(), self._data), 'rad2deg')
+    try:
+        return _write_out(out, K.rad2deg(_cupy(), self._data), 'rad2deg')
+    except ValueError as _e:
+        _value_error(_e, K.rad2deg, self, out)
 
 
 def _meta_rad2deg_out(ks, self, out):
@@ -1793,11 +2513,17 @@ def _meta_rad2deg_out(ks, self, out):
 _op_square = Dispatcher.define('square(Tensor self) -> Tensor')
 
 def _cpu_square_default(ks, self):
-    return _new(K.square(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.square(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.square, self)
 
 
 def _cuda_square_default(ks, self):
-    return _new(K.square(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.square(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.square, self)
 
 
 def _meta_square_default(ks, self):
@@ -1807,11 +2533,17 @@ def _meta_square_default(ks, self):
 _op_square_ = Dispatcher.define('square_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_square__default(ks, self):
-    return _write_inplace(self, K.square(_np, self._data), 'square_')
+    try:
+        return _write_inplace(self, K.square(_np, self._data), 'square_')
+    except ValueError as _e:
+        _value_error(_e, K.square, self)
 
 
 def _cuda_square__default(ks, self):
-    return _write_inplace(self, K.square(_cupy(), self._data), 'square_')
+    try:
+        return _write_inplace(self, K.square(_cupy(), self._data), 'square_')
+    except ValueError as _e:
+        _value_error(_e, K.square, self)
 
 
 def _meta_square__default(ks, self):
@@ -1821,12 +2553,18 @@ def _meta_square__default(ks, self):
 _op_square_out = Dispatcher.define('square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_square_out(ks, self, out):
-    return _write_out(out, K.square(_np, self._data), 'square')
+    try:
+        return _write_out(out, K.square(_np, self._data), 'square')
+    except ValueError as _e:
+        _value_error(_e, K.square, self, out)
 
 
 def _cuda_square_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.square(_cupy(), self._data), 'square')
+    try:
+        return _write_out(out, K.square(_cupy(), self._data), 'square')
+    except ValueError as _e:
+        _value_error(_e, K.square, self, out)
 
 
 def _meta_square_out(ks, self, out):
@@ -1837,11 +2575,17 @@ def _meta_square_out(ks, self, out):
 _op_bitwise_not = Dispatcher.define('bitwise_not(Tensor self) -> Tensor')
 
 def _cpu_bitwise_not_default(ks, self):
-    return _new(K.bitwise_not(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_not(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_not, self)
 
 
 def _cuda_bitwise_not_default(ks, self):
-    return _new(K.bitwise_not(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.bitwise_not(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_not, self)
 
 
 def _meta_bitwise_not_default(ks, self):
@@ -1851,11 +2595,17 @@ def _meta_bitwise_not_default(ks, self):
 _op_bitwise_not_ = Dispatcher.define('bitwise_not_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_bitwise_not__default(ks, self):
-    return _write_inplace(self, K.bitwise_not(_np, self._data), 'bitwise_not_')
+    try:
+        return _write_inplace(self, K.bitwise_not(_np, self._data), 'bitwise_not_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_not, self)
 
 
 def _cuda_bitwise_not__default(ks, self):
-    return _write_inplace(self, K.bitwise_not(_cupy(), self._data), 'bitwise_not_')
+    try:
+        return _write_inplace(self, K.bitwise_not(_cupy(), self._data), 'bitwise_not_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_not, self)
 
 
 def _meta_bitwise_not__default(ks, self):
@@ -1865,12 +2615,18 @@ def _meta_bitwise_not__default(ks, self):
 _op_bitwise_not_out = Dispatcher.define('bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_not_out(ks, self, out):
-    return _write_out(out, K.bitwise_not(_np, self._data), 'bitwise_not')
+    try:
+        return _write_out(out, K.bitwise_not(_np, self._data), 'bitwise_not')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_not, self, out)
 
 
 def _cuda_bitwise_not_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.bitwise_not(_cupy(), self._data), 'bitwise_not')
+    try:
+        return _write_out(out, K.bitwise_not(_cupy(), self._data), 'bitwise_not')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_not, self, out)
 
 
 def _meta_bitwise_not_out(ks, self, out):
@@ -1881,11 +2637,17 @@ def _meta_bitwise_not_out(ks, self, out):
 _op_logical_not = Dispatcher.define('logical_not(Tensor self) -> Tensor')
 
 def _cpu_logical_not_default(ks, self):
-    return _new(K.logical_not(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.logical_not(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logical_not, self)
 
 
 def _cuda_logical_not_default(ks, self):
-    return _new(K.logical_not(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.logical_not(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logical_not, self)
 
 
 def _meta_logical_not_default(ks, self):
@@ -1895,11 +2657,17 @@ def _meta_logical_not_default(ks, self):
 _op_logical_not_ = Dispatcher.define('logical_not_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_logical_not__default(ks, self):
-    return _write_inplace(self, K.logical_not(_np, self._data), 'logical_not_')
+    try:
+        return _write_inplace(self, K.logical_not(_np, self._data), 'logical_not_')
+    except ValueError as _e:
+        _value_error(_e, K.logical_not, self)
 
 
 def _cuda_logical_not__default(ks, self):
-    return _write_inplace(self, K.logical_not(_cupy(), self._data), 'logical_not_')
+    try:
+        return _write_inplace(self, K.logical_not(_cupy(), self._data), 'logical_not_')
+    except ValueError as _e:
+        _value_error(_e, K.logical_not, self)
 
 
 def _meta_logical_not__default(ks, self):
@@ -1909,12 +2677,18 @@ def _meta_logical_not__default(ks, self):
 _op_logical_not_out = Dispatcher.define('logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_logical_not_out(ks, self, out):
-    return _write_out(out, K.logical_not(_np, self._data), 'logical_not')
+    try:
+        return _write_out(out, K.logical_not(_np, self._data), 'logical_not')
+    except ValueError as _e:
+        _value_error(_e, K.logical_not, self, out)
 
 
 def _cuda_logical_not_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.logical_not(_cupy(), self._data), 'logical_not')
+    try:
+        return _write_out(out, K.logical_not(_cupy(), self._data), 'logical_not')
+    except ValueError as _e:
+        _value_error(_e, K.logical_not, self, out)
 
 
 def _meta_logical_not_out(ks, self, out):
@@ -1925,11 +2699,17 @@ def _meta_logical_not_out(ks, self, out):
 _op_relu = Dispatcher.define('relu(Tensor self) -> Tensor')
 
 def _cpu_relu_default(ks, self):
-    return _new(K.relu(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.relu(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.relu, self)
 
 
 def _cuda_relu_default(ks, self):
-    return _new(K.relu(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.relu(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.relu, self)
 
 
 def _meta_relu_default(ks, self):
@@ -1939,11 +2719,17 @@ def _meta_relu_default(ks, self):
 _op_relu_ = Dispatcher.define('relu_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_relu__default(ks, self):
-    return _write_inplace(self, K.relu(_np, self._data), 'relu_')
+    try:
+        return _write_inplace(self, K.relu(_np, self._data), 'relu_')
+    except ValueError as _e:
+        _value_error(_e, K.relu, self)
 
 
 def _cuda_relu__default(ks, self):
-    return _write_inplace(self, K.relu(_cupy(), self._data), 'relu_')
+    try:
+        return _write_inplace(self, K.relu(_cupy(), self._data), 'relu_')
+    except ValueError as _e:
+        _value_error(_e, K.relu, self)
 
 
 def _meta_relu__default(ks, self):
@@ -1958,11 +2744,17 @@ def _composite_positive_default(ks, self):
 _op_round = Dispatcher.define('round(Tensor self) -> Tensor')
 
 def _cpu_round_default(ks, self):
-    return _new(K.round(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.round(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.round, self)
 
 
 def _cuda_round_default(ks, self):
-    return _new(K.round(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.round(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.round, self)
 
 
 def _meta_round_default(ks, self):
@@ -1972,11 +2764,17 @@ def _meta_round_default(ks, self):
 _op_round_decimals = Dispatcher.define('round.decimals(Tensor self, *, int decimals) -> Tensor')
 
 def _cpu_round_decimals(ks, self, decimals):
-    return _new(K.round(_np, self._data, decimals=decimals), _KS_CPU, _CPU)
+    try:
+        return _new(K.round(_np, self._data, decimals=decimals), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.round, self)
 
 
 def _cuda_round_decimals(ks, self, decimals):
-    return _new(K.round(_cupy(), self._data, decimals=decimals), self._ks, self._device)
+    try:
+        return _new(K.round(_cupy(), self._data, decimals=decimals), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.round, self)
 
 
 def _meta_round_decimals(ks, self, decimals):
@@ -1986,11 +2784,17 @@ def _meta_round_decimals(ks, self, decimals):
 _op_round_ = Dispatcher.define('round_(Tensor(a!) self) -> Tensor(a!)')
 
 def _cpu_round__default(ks, self):
-    return _write_inplace(self, K.round(_np, self._data), 'round_')
+    try:
+        return _write_inplace(self, K.round(_np, self._data), 'round_')
+    except ValueError as _e:
+        _value_error(_e, K.round, self)
 
 
 def _cuda_round__default(ks, self):
-    return _write_inplace(self, K.round(_cupy(), self._data), 'round_')
+    try:
+        return _write_inplace(self, K.round(_cupy(), self._data), 'round_')
+    except ValueError as _e:
+        _value_error(_e, K.round, self)
 
 
 def _meta_round__default(ks, self):
@@ -2000,11 +2804,17 @@ def _meta_round__default(ks, self):
 _op_round__decimals = Dispatcher.define('round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)')
 
 def _cpu_round__decimals(ks, self, decimals):
-    return _write_inplace(self, K.round(_np, self._data, decimals=decimals), 'round_')
+    try:
+        return _write_inplace(self, K.round(_np, self._data, decimals=decimals), 'round_')
+    except ValueError as _e:
+        _value_error(_e, K.round, self)
 
 
 def _cuda_round__decimals(ks, self, decimals):
-    return _write_inplace(self, K.round(_cupy(), self._data, decimals=decimals), 'round_')
+    try:
+        return _write_inplace(self, K.round(_cupy(), self._data, decimals=decimals), 'round_')
+    except ValueError as _e:
+        _value_error(_e, K.round, self)
 
 
 def _meta_round__decimals(ks, self, decimals):
@@ -2014,12 +2824,18 @@ def _meta_round__decimals(ks, self, decimals):
 _op_round_out = Dispatcher.define('round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_round_out(ks, self, out):
-    return _write_out(out, K.round(_np, self._data), 'round')
+    try:
+        return _write_out(out, K.round(_np, self._data), 'round')
+    except ValueError as _e:
+        _value_error(_e, K.round, self, out)
 
 
 def _cuda_round_out(ks, self, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.round(_cupy(), self._data), 'round')
+    try:
+        return _write_out(out, K.round(_cupy(), self._data), 'round')
+    except ValueError as _e:
+        _value_error(_e, K.round, self, out)
 
 
 def _meta_round_out(ks, self, out):
@@ -2030,11 +2846,17 @@ def _meta_round_out(ks, self, out):
 _op_isnan = Dispatcher.define('isnan(Tensor self) -> Tensor')
 
 def _cpu_isnan_default(ks, self):
-    return _new(K.isnan(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.isnan(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.isnan, self)
 
 
 def _cuda_isnan_default(ks, self):
-    return _new(K.isnan(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.isnan(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.isnan, self)
 
 
 def _meta_isnan_default(ks, self):
@@ -2044,11 +2866,17 @@ def _meta_isnan_default(ks, self):
 _op_isinf = Dispatcher.define('isinf(Tensor self) -> Tensor')
 
 def _cpu_isinf_default(ks, self):
-    return _new(K.isinf(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.isinf(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.isinf, self)
 
 
 def _cuda_isinf_default(ks, self):
-    return _new(K.isinf(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.isinf(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.isinf, self)
 
 
 def _meta_isinf_default(ks, self):
@@ -2058,11 +2886,17 @@ def _meta_isinf_default(ks, self):
 _op_isfinite = Dispatcher.define('isfinite(Tensor self) -> Tensor')
 
 def _cpu_isfinite_default(ks, self):
-    return _new(K.isfinite(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.isfinite(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.isfinite, self)
 
 
 def _cuda_isfinite_default(ks, self):
-    return _new(K.isfinite(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.isfinite(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.isfinite, self)
 
 
 def _meta_isfinite_default(ks, self):
@@ -2072,11 +2906,17 @@ def _meta_isfinite_default(ks, self):
 _op_isposinf = Dispatcher.define('isposinf(Tensor self) -> Tensor')
 
 def _cpu_isposinf_default(ks, self):
-    return _new(K.isposinf(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.isposinf(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.isposinf, self)
 
 
 def _cuda_isposinf_default(ks, self):
-    return _new(K.isposinf(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.isposinf(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.isposinf, self)
 
 
 def _meta_isposinf_default(ks, self):
@@ -2086,11 +2926,17 @@ def _meta_isposinf_default(ks, self):
 _op_isneginf = Dispatcher.define('isneginf(Tensor self) -> Tensor')
 
 def _cpu_isneginf_default(ks, self):
-    return _new(K.isneginf(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.isneginf(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.isneginf, self)
 
 
 def _cuda_isneginf_default(ks, self):
-    return _new(K.isneginf(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.isneginf(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.isneginf, self)
 
 
 def _meta_isneginf_default(ks, self):
@@ -2100,11 +2946,17 @@ def _meta_isneginf_default(ks, self):
 _op_signbit = Dispatcher.define('signbit(Tensor self) -> Tensor')
 
 def _cpu_signbit_default(ks, self):
-    return _new(K.signbit(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.signbit(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.signbit, self)
 
 
 def _cuda_signbit_default(ks, self):
-    return _new(K.signbit(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.signbit(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.signbit, self)
 
 
 def _meta_signbit_default(ks, self):
@@ -2114,11 +2966,17 @@ def _meta_signbit_default(ks, self):
 _op_nan_to_num = Dispatcher.define('nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor')
 
 def _cpu_nan_to_num_default(ks, self, nan, posinf, neginf):
-    return _new(K.nan_to_num(_np, self._data, nan, posinf, neginf), _KS_CPU, _CPU)
+    try:
+        return _new(K.nan_to_num(_np, self._data, nan, posinf, neginf), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.nan_to_num, self)
 
 
 def _cuda_nan_to_num_default(ks, self, nan, posinf, neginf):
-    return _new(K.nan_to_num(_cupy(), self._data, nan, posinf, neginf), self._ks, self._device)
+    try:
+        return _new(K.nan_to_num(_cupy(), self._data, nan, posinf, neginf), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.nan_to_num, self)
 
 
 def _meta_nan_to_num_default(ks, self, nan, posinf, neginf):
@@ -2128,11 +2986,17 @@ def _meta_nan_to_num_default(ks, self, nan, posinf, neginf):
 _op_nan_to_num_ = Dispatcher.define('nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)')
 
 def _cpu_nan_to_num__default(ks, self, nan, posinf, neginf):
-    return _write_inplace(self, K.nan_to_num(_np, self._data, nan, posinf, neginf), 'nan_to_num_')
+    try:
+        return _write_inplace(self, K.nan_to_num(_np, self._data, nan, posinf, neginf), 'nan_to_num_')
+    except ValueError as _e:
+        _value_error(_e, K.nan_to_num, self)
 
 
 def _cuda_nan_to_num__default(ks, self, nan, posinf, neginf):
-    return _write_inplace(self, K.nan_to_num(_cupy(), self._data, nan, posinf, neginf), 'nan_to_num_')
+    try:
+        return _write_inplace(self, K.nan_to_num(_cupy(), self._data, nan, posinf, neginf), 'nan_to_num_')
+    except ValueError as _e:
+        _value_error(_e, K.nan_to_num, self)
 
 
 def _meta_nan_to_num__default(ks, self, nan, posinf, neginf):
@@ -2142,11 +3006,17 @@ def _meta_nan_to_num__default(ks, self, nan, posinf, neginf):
 _op_logit = Dispatcher.define('logit(Tensor self, float? eps=None) -> Tensor')
 
 def _cpu_logit_default(ks, self, eps):
-    return _new(K.logit(_np, self._data, eps), _KS_CPU, _CPU)
+    try:
+        return _new(K.logit(_np, self._data, eps), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logit, self)
 
 
 def _cuda_logit_default(ks, self, eps):
-    return _new(K.logit(_cupy(), self._data, eps), self._ks, self._device)
+    try:
+        return _new(K.logit(_cupy(), self._data, eps), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logit, self)
 
 
 def _meta_logit_default(ks, self, eps):
@@ -2156,11 +3026,17 @@ def _meta_logit_default(ks, self, eps):
 _op_logit_ = Dispatcher.define('logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)')
 
 def _cpu_logit__default(ks, self, eps):
-    return _write_inplace(self, K.logit(_np, self._data, eps), 'logit_')
+    try:
+        return _write_inplace(self, K.logit(_np, self._data, eps), 'logit_')
+    except ValueError as _e:
+        _value_error(_e, K.logit, self)
 
 
 def _cuda_logit__default(ks, self, eps):
-    return _write_inplace(self, K.logit(_cupy(), self._data, eps), 'logit_')
+    try:
+        return _write_inplace(self, K.logit(_cupy(), self._data, eps), 'logit_')
+    except ValueError as _e:
+        _value_error(_e, K.logit, self)
 
 
 def _meta_logit__default(ks, self, eps):
@@ -2170,12 +3046,18 @@ def _meta_logit__default(ks, self, eps):
 _op_add_Tensor = Dispatcher.define('add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
 
 def _cpu_add_Tensor(ks, self, other, alpha):
-    return _new(K.add(_np, self._data, other._data, alpha=alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.add(_np, self._data, other._data, alpha=alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.add, self, other)
 
 
 def _cuda_add_Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
-    return _new(K.add(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
+    try:
+        return _new(K.add(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.add, self, other)
 
 
 def _meta_add_Tensor(ks, self, other, alpha):
@@ -2186,12 +3068,18 @@ def _meta_add_Tensor(ks, self, other, alpha):
 _op_add__Tensor = Dispatcher.define('add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_add__Tensor(ks, self, other, alpha):
-    return _write_inplace(self, K.add(_np, self._data, other._data, alpha=alpha), 'add_')
+    try:
+        return _write_inplace(self, K.add(_np, self._data, other._data, alpha=alpha), 'add_')
+    except ValueError as _e:
+        _value_error(_e, K.add, self, other)
 
 
 def _cuda_add__Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.add(_cupy(), self._data, other._data, alpha=alpha), 'add_')
+    try:
+        return _write_inplace(self, K.add(_cupy(), self._data, other._data, alpha=alpha), 'add_')
+    except ValueError as _e:
+        _value_error(_e, K.add, self, other)
 
 
 def _meta_add__Tensor(ks, self, other, alpha):
@@ -2202,12 +3090,18 @@ def _meta_add__Tensor(ks, self, other, alpha):
 _op_add_out = Dispatcher.define('add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_add_out(ks, self, other, alpha, out):
-    return _write_out(out, K.add(_np, self._data, other._data, alpha=alpha), 'add')
+    try:
+        return _write_out(out, K.add(_np, self._data, other._data, alpha=alpha), 'add')
+    except ValueError as _e:
+        _value_error(_e, K.add, self, other, out)
 
 
 def _cuda_add_out(ks, self, other, alpha, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.add(_cupy(), self._data, other._data, alpha=alpha), 'add')
+    try:
+        return _write_out(out, K.add(_cupy(), self._data, other._data, alpha=alpha), 'add')
+    except ValueError as _e:
+        _value_error(_e, K.add, self, other, out)
 
 
 def _meta_add_out(ks, self, other, alpha, out):
@@ -2218,11 +3112,17 @@ def _meta_add_out(ks, self, other, alpha, out):
 _op_add_Scalar = Dispatcher.define('add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
 
 def _cpu_add_Scalar(ks, self, other, alpha):
-    return _new(K.add(_np, self._data, other, alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.add(_np, self._data, other, alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.add, self)
 
 
 def _cuda_add_Scalar(ks, self, other, alpha):
-    return _new(K.add(_cupy(), self._data, other, alpha), self._ks, self._device)
+    try:
+        return _new(K.add(_cupy(), self._data, other, alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.add, self)
 
 
 def _meta_add_Scalar(ks, self, other, alpha):
@@ -2232,11 +3132,17 @@ def _meta_add_Scalar(ks, self, other, alpha):
 _op_add__Scalar = Dispatcher.define('add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_add__Scalar(ks, self, other, alpha):
-    return _write_inplace(self, K.add(_np, self._data, other, alpha), 'add_')
+    try:
+        return _write_inplace(self, K.add(_np, self._data, other, alpha), 'add_')
+    except ValueError as _e:
+        _value_error(_e, K.add, self)
 
 
 def _cuda_add__Scalar(ks, self, other, alpha):
-    return _write_inplace(self, K.add(_cupy(), self._data, other, alpha), 'add_')
+    try:
+        return _write_inplace(self, K.add(_cupy(), self._data, other, alpha), 'add_')
+    except ValueError as _e:
+        _value_error(_e, K.add, self)
 
 
 def _meta_add__Scalar(ks, self, other, alpha):
@@ -2246,12 +3152,18 @@ def _meta_add__Scalar(ks, self, other, alpha):
 _op_add_Scalar_out = Dispatcher.define('add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_add_Scalar_out(ks, self, other, alpha, out):
-    return _write_out(out, K.add(_np, self._data, other, alpha), 'add')
+    try:
+        return _write_out(out, K.add(_np, self._data, other, alpha), 'add')
+    except ValueError as _e:
+        _value_error(_e, K.add, self, out)
 
 
 def _cuda_add_Scalar_out(ks, self, other, alpha, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.add(_cupy(), self._data, other, alpha), 'add')
+    try:
+        return _write_out(out, K.add(_cupy(), self._data, other, alpha), 'add')
+    except ValueError as _e:
+        _value_error(_e, K.add, self, out)
 
 
 def _meta_add_Scalar_out(ks, self, other, alpha, out):
@@ -2262,12 +3174,18 @@ def _meta_add_Scalar_out(ks, self, other, alpha, out):
 _op_sub_Tensor = Dispatcher.define('sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
 
 def _cpu_sub_Tensor(ks, self, other, alpha):
-    return _new(K.sub(_np, self._data, other._data, alpha=alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.sub(_np, self._data, other._data, alpha=alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sub, self, other)
 
 
 def _cuda_sub_Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
-    return _new(K.sub(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
+    try:
+        return _new(K.sub(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sub, self, other)
 
 
 def _meta_sub_Tensor(ks, self, other, alpha):
@@ -2278,12 +3196,18 @@ def _meta_sub_Tensor(ks, self, other, alpha):
 _op_sub__Tensor = Dispatcher.define('sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_sub__Tensor(ks, self, other, alpha):
-    return _write_inplace(self, K.sub(_np, self._data, other._data, alpha=alpha), 'sub_')
+    try:
+        return _write_inplace(self, K.sub(_np, self._data, other._data, alpha=alpha), 'sub_')
+    except ValueError as _e:
+        _value_error(_e, K.sub, self, other)
 
 
 def _cuda_sub__Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.sub(_cupy(), self._data, other._data, alpha=alpha), 'sub_')
+    try:
+        return _write_inplace(self, K.sub(_cupy(), self._data, other._data, alpha=alpha), 'sub_')
+    except ValueError as _e:
+        _value_error(_e, K.sub, self, other)
 
 
 def _meta_sub__Tensor(ks, self, other, alpha):
@@ -2294,12 +3218,18 @@ def _meta_sub__Tensor(ks, self, other, alpha):
 _op_sub_out = Dispatcher.define('sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sub_out(ks, self, other, alpha, out):
-    return _write_out(out, K.sub(_np, self._data, other._data, alpha=alpha), 'sub')
+    try:
+        return _write_out(out, K.sub(_np, self._data, other._data, alpha=alpha), 'sub')
+    except ValueError as _e:
+        _value_error(_e, K.sub, self, other, out)
 
 
 def _cuda_sub_out(ks, self, other, alpha, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.sub(_cupy(), self._data, other._data, alpha=alpha), 'sub')
+    try:
+        return _write_out(out, K.sub(_cupy(), self._data, other._data, alpha=alpha), 'sub')
+    except ValueError as _e:
+        _value_error(_e, K.sub, self, other, out)
 
 
 def _meta_sub_out(ks, self, other, alpha, out):
@@ -2310,11 +3240,17 @@ def _meta_sub_out(ks, self, other, alpha, out):
 _op_sub_Scalar = Dispatcher.define('sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
 
 def _cpu_sub_Scalar(ks, self, other, alpha):
-    return _new(K.sub(_np, self._data, other, alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.sub(_np, self._data, other, alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sub, self)
 
 
 def _cuda_sub_Scalar(ks, self, other, alpha):
-    return _new(K.sub(_cupy(), self._data, other, alpha), self._ks, self._device)
+    try:
+        return _new(K.sub(_cupy(), self._data, other, alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sub, self)
 
 
 def _meta_sub_Scalar(ks, self, other, alpha):
@@ -2324,11 +3260,17 @@ def _meta_sub_Scalar(ks, self, other, alpha):
 _op_sub__Scalar = Dispatcher.define('sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_sub__Scalar(ks, self, other, alpha):
-    return _write_inplace(self, K.sub(_np, self._data, other, alpha), 'sub_')
+    try:
+        return _write_inplace(self, K.sub(_np, self._data, other, alpha), 'sub_')
+    except ValueError as _e:
+        _value_error(_e, K.sub, self)
 
 
 def _cuda_sub__Scalar(ks, self, other, alpha):
-    return _write_inplace(self, K.sub(_cupy(), self._data, other, alpha), 'sub_')
+    try:
+        return _write_inplace(self, K.sub(_cupy(), self._data, other, alpha), 'sub_')
+    except ValueError as _e:
+        _value_error(_e, K.sub, self)
 
 
 def _meta_sub__Scalar(ks, self, other, alpha):
@@ -2338,12 +3280,18 @@ def _meta_sub__Scalar(ks, self, other, alpha):
 _op_sub_Scalar_out = Dispatcher.define('sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sub_Scalar_out(ks, self, other, alpha, out):
-    return _write_out(out, K.sub(_np, self._data, other, alpha), 'sub')
+    try:
+        return _write_out(out, K.sub(_np, self._data, other, alpha), 'sub')
+    except ValueError as _e:
+        _value_error(_e, K.sub, self, out)
 
 
 def _cuda_sub_Scalar_out(ks, self, other, alpha, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.sub(_cupy(), self._data, other, alpha), 'sub')
+    try:
+        return _write_out(out, K.sub(_cupy(), self._data, other, alpha), 'sub')
+    except ValueError as _e:
+        _value_error(_e, K.sub, self, out)
 
 
 def _meta_sub_Scalar_out(ks, self, other, alpha, out):
@@ -2354,12 +3302,18 @@ def _meta_sub_Scalar_out(ks, self, other, alpha, out):
 _op_mul_Tensor = Dispatcher.define('mul.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_mul_Tensor(ks, self, other):
-    return _new(K.mul(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.mul(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.mul, self, other)
 
 
 def _cuda_mul_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.mul(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.mul(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.mul, self, other)
 
 
 def _meta_mul_Tensor(ks, self, other):
@@ -2370,12 +3324,18 @@ def _meta_mul_Tensor(ks, self, other):
 _op_mul__Tensor = Dispatcher.define('mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_mul__Tensor(ks, self, other):
-    return _write_inplace(self, K.mul(_np, self._data, other._data), 'mul_')
+    try:
+        return _write_inplace(self, K.mul(_np, self._data, other._data), 'mul_')
+    except ValueError as _e:
+        _value_error(_e, K.mul, self, other)
 
 
 def _cuda_mul__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.mul(_cupy(), self._data, other._data), 'mul_')
+    try:
+        return _write_inplace(self, K.mul(_cupy(), self._data, other._data), 'mul_')
+    except ValueError as _e:
+        _value_error(_e, K.mul, self, other)
 
 
 def _meta_mul__Tensor(ks, self, other):
@@ -2386,12 +3346,18 @@ def _meta_mul__Tensor(ks, self, other):
 _op_mul_out = Dispatcher.define('mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_mul_out(ks, self, other, out):
-    return _write_out(out, K.mul(_np, self._data, other._data), 'mul')
+    try:
+        return _write_out(out, K.mul(_np, self._data, other._data), 'mul')
+    except ValueError as _e:
+        _value_error(_e, K.mul, self, other, out)
 
 
 def _cuda_mul_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.mul(_cupy(), self._data, other._data), 'mul')
+    try:
+        return _write_out(out, K.mul(_cupy(), self._data, other._data), 'mul')
+    except ValueError as _e:
+        _value_error(_e, K.mul, self, other, out)
 
 
 def _meta_mul_out(ks, self, other, out):
@@ -2402,11 +3368,17 @@ def _meta_mul_out(ks, self, other, out):
 _op_mul_Scalar = Dispatcher.define('mul.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_mul_Scalar(ks, self, other):
-    return _new(K.mul(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.mul(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.mul, self)
 
 
 def _cuda_mul_Scalar(ks, self, other):
-    return _new(K.mul(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.mul(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.mul, self)
 
 
 def _meta_mul_Scalar(ks, self, other):
@@ -2416,11 +3388,17 @@ def _meta_mul_Scalar(ks, self, other):
 _op_mul__Scalar = Dispatcher.define('mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_mul__Scalar(ks, self, other):
-    return _write_inplace(self, K.mul(_np, self._data, other), 'mul_')
+    try:
+        return _write_inplace(self, K.mul(_np, self._data, other), 'mul_')
+    except ValueError as _e:
+        _value_error(_e, K.mul, self)
 
 
 def _cuda_mul__Scalar(ks, self, other):
-    return _write_inplace(self, K.mul(_cupy(), self._data, other), 'mul_')
+    try:
+        return _write_inplace(self, K.mul(_cupy(), self._data, other), 'mul_')
+    except ValueError as _e:
+        _value_error(_e, K.mul, self)
 
 
 def _meta_mul__Scalar(ks, self, other):
@@ -2430,12 +3408,18 @@ def _meta_mul__Scalar(ks, self, other):
 _op_mul_Scalar_out = Dispatcher.define('mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_mul_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.mul(_np, self._data, other), 'mul')
+    try:
+        return _write_out(out, K.mul(_np, self._data, other), 'mul')
+    except ValueError as _e:
+        _value_error(_e, K.mul, self, out)
 
 
 def _cuda_mul_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.mul(_cupy(), self._data, other), 'mul')
+    try:
+        return _write_out(out, K.mul(_cupy(), self._data, other), 'mul')
+    except ValueError as _e:
+        _value_error(_e, K.mul, self, out)
 
 
 def _meta_mul_Scalar_out(ks, self, other, out):
@@ -2446,12 +3430,18 @@ def _meta_mul_Scalar_out(ks, self, other, out):
 _op_div_Tensor = Dispatcher.define('div.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_div_Tensor(ks, self, other):
-    return _new(K.div(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.div(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other)
 
 
 def _cuda_div_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.div(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.div(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other)
 
 
 def _meta_div_Tensor(ks, self, other):
@@ -2462,12 +3452,18 @@ def _meta_div_Tensor(ks, self, other):
 _op_div__Tensor = Dispatcher.define('div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_div__Tensor(ks, self, other):
-    return _write_inplace(self, K.div(_np, self._data, other._data), 'div_')
+    try:
+        return _write_inplace(self, K.div(_np, self._data, other._data), 'div_')
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other)
 
 
 def _cuda_div__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.div(_cupy(), self._data, other._data), 'div_')
+    try:
+        return _write_inplace(self, K.div(_cupy(), self._data, other._data), 'div_')
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other)
 
 
 def _meta_div__Tensor(ks, self, other):
@@ -2478,12 +3474,18 @@ def _meta_div__Tensor(ks, self, other):
 _op_div_out = Dispatcher.define('div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_div_out(ks, self, other, out):
-    return _write_out(out, K.div(_np, self._data, other._data), 'div')
+    try:
+        return _write_out(out, K.div(_np, self._data, other._data), 'div')
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other, out)
 
 
 def _cuda_div_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.div(_cupy(), self._data, other._data), 'div')
+    try:
+        return _write_out(out, K.div(_cupy(), self._data, other._data), 'div')
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other, out)
 
 
 def _meta_div_out(ks, self, other, out):
@@ -2494,11 +3496,17 @@ def _meta_div_out(ks, self, other, out):
 _op_div_Scalar = Dispatcher.define('div.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_div_Scalar(ks, self, other):
-    return _new(K.div(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.div(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.div, self)
 
 
 def _cuda_div_Scalar(ks, self, other):
-    return _new(K.div(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.div(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.div, self)
 
 
 def _meta_div_Scalar(ks, self, other):
@@ -2508,11 +3516,17 @@ def _meta_div_Scalar(ks, self, other):
 _op_div__Scalar = Dispatcher.define('div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_div__Scalar(ks, self, other):
-    return _write_inplace(self, K.div(_np, self._data, other), 'div_')
+    try:
+        return _write_inplace(self, K.div(_np, self._data, other), 'div_')
+    except ValueError as _e:
+        _value_error(_e, K.div, self)
 
 
 def _cuda_div__Scalar(ks, self, other):
-    return _write_inplace(self, K.div(_cupy(), self._data, other), 'div_')
+    try:
+        return _write_inplace(self, K.div(_cupy(), self._data, other), 'div_')
+    except ValueError as _e:
+        _value_error(_e, K.div, self)
 
 
 def _meta_div__Scalar(ks, self, other):
@@ -2522,12 +3536,18 @@ def _meta_div__Scalar(ks, self, other):
 _op_div_Scalar_out = Dispatcher.define('div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_div_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.div(_np, self._data, other), 'div')
+    try:
+        return _write_out(out, K.div(_np, self._data, other), 'div')
+    except ValueError as _e:
+        _value_error(_e, K.div, self, out)
 
 
 def _cuda_div_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.div(_cupy(), self._data, other), 'div')
+    try:
+        return _write_out(out, K.div(_cupy(), self._data, other), 'div')
+    except ValueError as _e:
+        _value_error(_e, K.div, self, out)
 
 
 def _meta_div_Scalar_out(ks, self, other, out):
@@ -2538,12 +3558,18 @@ def _meta_div_Scalar_out(ks, self, other, out):
 _op_div_Tensor_mode = Dispatcher.define('div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor')
 
 def _cpu_div_Tensor_mode(ks, self, other, rounding_mode):
-    return _new(K.div(_np, self._data, other._data, rounding_mode=rounding_mode), _KS_CPU, _CPU)
+    try:
+        return _new(K.div(_np, self._data, other._data, rounding_mode=rounding_mode), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other)
 
 
 def _cuda_div_Tensor_mode(ks, self, other, rounding_mode):
     _check_devices('cuda', self, other)
-    return _new(K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), self._ks, self._device)
+    try:
+        return _new(K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other)
 
 
 def _meta_div_Tensor_mode(ks, self, other, rounding_mode):
@@ -2554,12 +3580,18 @@ def _meta_div_Tensor_mode(ks, self, other, rounding_mode):
 _op_div__Tensor_mode = Dispatcher.define('div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)')
 
 def _cpu_div__Tensor_mode(ks, self, other, rounding_mode):
-    return _write_inplace(self, K.div(_np, self._data, other._data, rounding_mode=rounding_mode), 'div_')
+    try:
+        return _write_inplace(self, K.div(_np, self._data, other._data, rounding_mode=rounding_mode), 'div_')
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other)
 
 
 def _cuda_div__Tensor_mode(ks, self, other, rounding_mode):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), 'div_')
+    try:
+        return _write_inplace(self, K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), 'div_')
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other)
 
 
 def _meta_div__Tensor_mode(ks, self, other, rounding_mode):
@@ -2570,12 +3602,18 @@ def _meta_div__Tensor_mode(ks, self, other, rounding_mode):
 _op_div_out_mode = Dispatcher.define('div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_div_out_mode(ks, self, other, rounding_mode, out):
-    return _write_out(out, K.div(_np, self._data, other._data, rounding_mode=rounding_mode), 'div')
+    try:
+        return _write_out(out, K.div(_np, self._data, other._data, rounding_mode=rounding_mode), 'div')
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other, out)
 
 
 def _cuda_div_out_mode(ks, self, other, rounding_mode, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), 'div')
+    try:
+        return _write_out(out, K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), 'div')
+    except ValueError as _e:
+        _value_error(_e, K.div, self, other, out)
 
 
 def _meta_div_out_mode(ks, self, other, rounding_mode, out):
@@ -2586,11 +3624,17 @@ def _meta_div_out_mode(ks, self, other, rounding_mode, out):
 _op_div_Scalar_mode = Dispatcher.define('div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor')
 
 def _cpu_div_Scalar_mode(ks, self, other, rounding_mode):
-    return _new(K.div(_np, self._data, other, rounding_mode=rounding_mode), _KS_CPU, _CPU)
+    try:
+        return _new(K.div(_np, self._data, other, rounding_mode=rounding_mode), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.div, self)
 
 
 def _cuda_div_Scalar_mode(ks, self, other, rounding_mode):
-    return _new(K.div(_cupy(), self._data, other, rounding_mode=rounding_mode), self._ks, self._device)
+    try:
+        return _new(K.div(_cupy(), self._data, other, rounding_mode=rounding_mode), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.div, self)
 
 
 def _meta_div_Scalar_mode(ks, self, other, rounding_mode):
@@ -2600,11 +3644,17 @@ def _meta_div_Scalar_mode(ks, self, other, rounding_mode):
 _op_div__Scalar_mode = Dispatcher.define('div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)')
 
 def _cpu_div__Scalar_mode(ks, self, other, rounding_mode):
-    return _write_inplace(self, K.div(_np, self._data, other, rounding_mode=rounding_mode), 'div_')
+    try:
+        return _write_inplace(self, K.div(_np, self._data, other, rounding_mode=rounding_mode), 'div_')
+    except ValueError as _e:
+        _value_error(_e, K.div, self)
 
 
 def _cuda_div__Scalar_mode(ks, self, other, rounding_mode):
-    return _write_inplace(self, K.div(_cupy(), self._data, other, rounding_mode=rounding_mode), 'div_')
+    try:
+        return _write_inplace(self, K.div(_cupy(), self._data, other, rounding_mode=rounding_mode), 'div_')
+    except ValueError as _e:
+        _value_error(_e, K.div, self)
 
 
 def _meta_div__Scalar_mode(ks, self, other, rounding_mode):
@@ -2614,12 +3664,18 @@ def _meta_div__Scalar_mode(ks, self, other, rounding_mode):
 _op_true_divide_Tensor = Dispatcher.define('true_divide.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_true_divide_Tensor(ks, self, other):
-    return _new(K.true_divide(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.true_divide(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self, other)
 
 
 def _cuda_true_divide_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.true_divide(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.true_divide(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self, other)
 
 
 def _meta_true_divide_Tensor(ks, self, other):
@@ -2630,12 +3686,18 @@ def _meta_true_divide_Tensor(ks, self, other):
 _op_true_divide__Tensor = Dispatcher.define('true_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_true_divide__Tensor(ks, self, other):
-    return _write_inplace(self, K.true_divide(_np, self._data, other._data), 'true_divide_')
+    try:
+        return _write_inplace(self, K.true_divide(_np, self._data, other._data), 'true_divide_')
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self, other)
 
 
 def _cuda_true_divide__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.true_divide(_cupy(), self._data, other._data), 'true_divide_')
+    try:
+        return _write_inplace(self, K.true_divide(_cupy(), self._data, other._data), 'true_divide_')
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self, other)
 
 
 def _meta_true_divide__Tensor(ks, self, other):
@@ -2646,12 +3708,18 @@ def _meta_true_divide__Tensor(ks, self, other):
 _op_true_divide_out = Dispatcher.define('true_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_true_divide_out(ks, self, other, out):
-    return _write_out(out, K.true_divide(_np, self._data, other._data), 'true_divide')
+    try:
+        return _write_out(out, K.true_divide(_np, self._data, other._data), 'true_divide')
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self, other, out)
 
 
 def _cuda_true_divide_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.true_divide(_cupy(), self._data, other._data), 'true_divide')
+    try:
+        return _write_out(out, K.true_divide(_cupy(), self._data, other._data), 'true_divide')
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self, other, out)
 
 
 def _meta_true_divide_out(ks, self, other, out):
@@ -2662,11 +3730,17 @@ def _meta_true_divide_out(ks, self, other, out):
 _op_true_divide_Scalar = Dispatcher.define('true_divide.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_true_divide_Scalar(ks, self, other):
-    return _new(K.true_divide(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.true_divide(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self)
 
 
 def _cuda_true_divide_Scalar(ks, self, other):
-    return _new(K.true_divide(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.true_divide(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self)
 
 
 def _meta_true_divide_Scalar(ks, self, other):
@@ -2676,11 +3750,17 @@ def _meta_true_divide_Scalar(ks, self, other):
 _op_true_divide__Scalar = Dispatcher.define('true_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_true_divide__Scalar(ks, self, other):
-    return _write_inplace(self, K.true_divide(_np, self._data, other), 'true_divide_')
+    try:
+        return _write_inplace(self, K.true_divide(_np, self._data, other), 'true_divide_')
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self)
 
 
 def _cuda_true_divide__Scalar(ks, self, other):
-    return _write_inplace(self, K.true_divide(_cupy(), self._data, other), 'true_divide_')
+    try:
+        return _write_inplace(self, K.true_divide(_cupy(), self._data, other), 'true_divide_')
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self)
 
 
 def _meta_true_divide__Scalar(ks, self, other):
@@ -2690,12 +3770,18 @@ def _meta_true_divide__Scalar(ks, self, other):
 _op_true_divide_Scalar_out = Dispatcher.define('true_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_true_divide_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.true_divide(_np, self._data, other), 'true_divide')
+    try:
+        return _write_out(out, K.true_divide(_np, self._data, other), 'true_divide')
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self, out)
 
 
 def _cuda_true_divide_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.true_divide(_cupy(), self._data, other), 'true_divide')
+    try:
+        return _write_out(out, K.true_divide(_cupy(), self._data, other), 'true_divide')
+    except ValueError as _e:
+        _value_error(_e, K.true_divide, self, out)
 
 
 def _meta_true_divide_Scalar_out(ks, self, other, out):
@@ -2706,12 +3792,18 @@ def _meta_true_divide_Scalar_out(ks, self, other, out):
 _op_floor_divide_Tensor = Dispatcher.define('floor_divide.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_floor_divide_Tensor(ks, self, other):
-    return _new(K.floor_divide(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.floor_divide(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self, other)
 
 
 def _cuda_floor_divide_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.floor_divide(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.floor_divide(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self, other)
 
 
 def _meta_floor_divide_Tensor(ks, self, other):
@@ -2722,12 +3814,18 @@ def _meta_floor_divide_Tensor(ks, self, other):
 _op_floor_divide__Tensor = Dispatcher.define('floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_floor_divide__Tensor(ks, self, other):
-    return _write_inplace(self, K.floor_divide(_np, self._data, other._data), 'floor_divide_')
+    try:
+        return _write_inplace(self, K.floor_divide(_np, self._data, other._data), 'floor_divide_')
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self, other)
 
 
 def _cuda_floor_divide__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.floor_divide(_cupy(), self._data, other._data), 'floor_divide_')
+    try:
+        return _write_inplace(self, K.floor_divide(_cupy(), self._data, other._data), 'floor_divide_')
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self, other)
 
 
 def _meta_floor_divide__Tensor(ks, self, other):
@@ -2738,12 +3836,18 @@ def _meta_floor_divide__Tensor(ks, self, other):
 _op_floor_divide_out = Dispatcher.define('floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_floor_divide_out(ks, self, other, out):
-    return _write_out(out, K.floor_divide(_np, self._data, other._data), 'floor_divide')
+    try:
+        return _write_out(out, K.floor_divide(_np, self._data, other._data), 'floor_divide')
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self, other, out)
 
 
 def _cuda_floor_divide_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.floor_divide(_cupy(), self._data, other._data), 'floor_divide')
+    try:
+        return _write_out(out, K.floor_divide(_cupy(), self._data, other._data), 'floor_divide')
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self, other, out)
 
 
 def _meta_floor_divide_out(ks, self, other, out):
@@ -2754,11 +3858,17 @@ def _meta_floor_divide_out(ks, self, other, out):
 _op_floor_divide_Scalar = Dispatcher.define('floor_divide.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_floor_divide_Scalar(ks, self, other):
-    return _new(K.floor_divide(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.floor_divide(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self)
 
 
 def _cuda_floor_divide_Scalar(ks, self, other):
-    return _new(K.floor_divide(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.floor_divide(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self)
 
 
 def _meta_floor_divide_Scalar(ks, self, other):
@@ -2768,11 +3878,17 @@ def _meta_floor_divide_Scalar(ks, self, other):
 _op_floor_divide__Scalar = Dispatcher.define('floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_floor_divide__Scalar(ks, self, other):
-    return _write_inplace(self, K.floor_divide(_np, self._data, other), 'floor_divide_')
+    try:
+        return _write_inplace(self, K.floor_divide(_np, self._data, other), 'floor_divide_')
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self)
 
 
 def _cuda_floor_divide__Scalar(ks, self, other):
-    return _write_inplace(self, K.floor_divide(_cupy(), self._data, other), 'floor_divide_')
+    try:
+        return _write_inplace(self, K.floor_divide(_cupy(), self._data, other), 'floor_divide_')
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self)
 
 
 def _meta_floor_divide__Scalar(ks, self, other):
@@ -2782,12 +3898,18 @@ def _meta_floor_divide__Scalar(ks, self, other):
 _op_floor_divide_Scalar_out = Dispatcher.define('floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_floor_divide_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.floor_divide(_np, self._data, other), 'floor_divide')
+    try:
+        return _write_out(out, K.floor_divide(_np, self._data, other), 'floor_divide')
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self, out)
 
 
 def _cuda_floor_divide_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.floor_divide(_cupy(), self._data, other), 'floor_divide')
+    try:
+        return _write_out(out, K.floor_divide(_cupy(), self._data, other), 'floor_divide')
+    except ValueError as _e:
+        _value_error(_e, K.floor_divide, self, out)
 
 
 def _meta_floor_divide_Scalar_out(ks, self, other, out):
@@ -2798,12 +3920,18 @@ def _meta_floor_divide_Scalar_out(ks, self, other, out):
 _op_remainder_Tensor = Dispatcher.define('remainder.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_remainder_Tensor(ks, self, other):
-    return _new(K.remainder(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.remainder(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self, other)
 
 
 def _cuda_remainder_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.remainder(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.remainder(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self, other)
 
 
 def _meta_remainder_Tensor(ks, self, other):
@@ -2814,12 +3942,18 @@ def _meta_remainder_Tensor(ks, self, other):
 _op_remainder__Tensor = Dispatcher.define('remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_remainder__Tensor(ks, self, other):
-    return _write_inplace(self, K.remainder(_np, self._data, other._data), 'remainder_')
+    try:
+        return _write_inplace(self, K.remainder(_np, self._data, other._data), 'remainder_')
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self, other)
 
 
 def _cuda_remainder__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.remainder(_cupy(), self._data, other._data), 'remainder_')
+    try:
+        return _write_inplace(self, K.remainder(_cupy(), self._data, other._data), 'remainder_')
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self, other)
 
 
 def _meta_remainder__Tensor(ks, self, other):
@@ -2830,12 +3964,18 @@ def _meta_remainder__Tensor(ks, self, other):
 _op_remainder_out = Dispatcher.define('remainder.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_remainder_out(ks, self, other, out):
-    return _write_out(out, K.remainder(_np, self._data, other._data), 'remainder')
+    try:
+        return _write_out(out, K.remainder(_np, self._data, other._data), 'remainder')
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self, other, out)
 
 
 def _cuda_remainder_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.remainder(_cupy(), self._data, other._data), 'remainder')
+    try:
+        return _write_out(out, K.remainder(_cupy(), self._data, other._data), 'remainder')
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self, other, out)
 
 
 def _meta_remainder_out(ks, self, other, out):
@@ -2846,11 +3986,17 @@ def _meta_remainder_out(ks, self, other, out):
 _op_remainder_Scalar = Dispatcher.define('remainder.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_remainder_Scalar(ks, self, other):
-    return _new(K.remainder(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.remainder(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self)
 
 
 def _cuda_remainder_Scalar(ks, self, other):
-    return _new(K.remainder(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.remainder(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self)
 
 
 def _meta_remainder_Scalar(ks, self, other):
@@ -2860,11 +4006,17 @@ def _meta_remainder_Scalar(ks, self, other):
 _op_remainder__Scalar = Dispatcher.define('remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_remainder__Scalar(ks, self, other):
-    return _write_inplace(self, K.remainder(_np, self._data, other), 'remainder_')
+    try:
+        return _write_inplace(self, K.remainder(_np, self._data, other), 'remainder_')
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self)
 
 
 def _cuda_remainder__Scalar(ks, self, other):
-    return _write_inplace(self, K.remainder(_cupy(), self._data, other), 'remainder_')
+    try:
+        return _write_inplace(self, K.remainder(_cupy(), self._data, other), 'remainder_')
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self)
 
 
 def _meta_remainder__Scalar(ks, self, other):
@@ -2874,12 +4026,18 @@ def _meta_remainder__Scalar(ks, self, other):
 _op_remainder_Scalar_out = Dispatcher.define('remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_remainder_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.remainder(_np, self._data, other), 'remainder')
+    try:
+        return _write_out(out, K.remainder(_np, self._data, other), 'remainder')
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self, out)
 
 
 def _cuda_remainder_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.remainder(_cupy(), self._data, other), 'remainder')
+    try:
+        return _write_out(out, K.remainder(_cupy(), self._data, other), 'remainder')
+    except ValueError as _e:
+        _value_error(_e, K.remainder, self, out)
 
 
 def _meta_remainder_Scalar_out(ks, self, other, out):
@@ -2890,11 +4048,17 @@ def _meta_remainder_Scalar_out(ks, self, other, out):
 _op_remainder_Scalar_Tensor = Dispatcher.define('remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor')
 
 def _cpu_remainder_Scalar_Tensor(ks, self, other):
-    return _new(K.remainder(_np, self, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.remainder(_np, self, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.remainder, other)
 
 
 def _cuda_remainder_Scalar_Tensor(ks, self, other):
-    return _new(K.remainder(_cupy(), self, other._data), other._ks, other._device)
+    try:
+        return _new(K.remainder(_cupy(), self, other._data), other._ks, other._device)
+    except ValueError as _e:
+        _value_error(_e, K.remainder, other)
 
 
 def _meta_remainder_Scalar_Tensor(ks, self, other):
@@ -2904,12 +4068,18 @@ def _meta_remainder_Scalar_Tensor(ks, self, other):
 _op_fmod_Tensor = Dispatcher.define('fmod.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_fmod_Tensor(ks, self, other):
-    return _new(K.fmod(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.fmod(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self, other)
 
 
 def _cuda_fmod_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.fmod(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.fmod(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self, other)
 
 
 def _meta_fmod_Tensor(ks, self, other):
@@ -2920,12 +4090,18 @@ def _meta_fmod_Tensor(ks, self, other):
 _op_fmod__Tensor = Dispatcher.define('fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_fmod__Tensor(ks, self, other):
-    return _write_inplace(self, K.fmod(_np, self._data, other._data), 'fmod_')
+    try:
+        return _write_inplace(self, K.fmod(_np, self._data, other._data), 'fmod_')
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self, other)
 
 
 def _cuda_fmod__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.fmod(_cupy(), self._data, other._data), 'fmod_')
+    try:
+        return _write_inplace(self, K.fmod(_cupy(), self._data, other._data), 'fmod_')
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self, other)
 
 
 def _meta_fmod__Tensor(ks, self, other):
@@ -2936,12 +4112,18 @@ def _meta_fmod__Tensor(ks, self, other):
 _op_fmod_out = Dispatcher.define('fmod.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_fmod_out(ks, self, other, out):
-    return _write_out(out, K.fmod(_np, self._data, other._data), 'fmod')
+    try:
+        return _write_out(out, K.fmod(_np, self._data, other._data), 'fmod')
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self, other, out)
 
 
 def _cuda_fmod_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.fmod(_cupy(), self._data, other._data), 'fmod')
+    try:
+        return _write_out(out, K.fmod(_cupy(), self._data, other._data), 'fmod')
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self, other, out)
 
 
 def _meta_fmod_out(ks, self, other, out):
@@ -2952,11 +4134,17 @@ def _meta_fmod_out(ks, self, other, out):
 _op_fmod_Scalar = Dispatcher.define('fmod.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_fmod_Scalar(ks, self, other):
-    return _new(K.fmod(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.fmod(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self)
 
 
 def _cuda_fmod_Scalar(ks, self, other):
-    return _new(K.fmod(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.fmod(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self)
 
 
 def _meta_fmod_Scalar(ks, self, other):
@@ -2966,11 +4154,17 @@ def _meta_fmod_Scalar(ks, self, other):
 _op_fmod__Scalar = Dispatcher.define('fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_fmod__Scalar(ks, self, other):
-    return _write_inplace(self, K.fmod(_np, self._data, other), 'fmod_')
+    try:
+        return _write_inplace(self, K.fmod(_np, self._data, other), 'fmod_')
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self)
 
 
 def _cuda_fmod__Scalar(ks, self, other):
-    return _write_inplace(self, K.fmod(_cupy(), self._data, other), 'fmod_')
+    try:
+        return _write_inplace(self, K.fmod(_cupy(), self._data, other), 'fmod_')
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self)
 
 
 def _meta_fmod__Scalar(ks, self, other):
@@ -2980,12 +4174,18 @@ def _meta_fmod__Scalar(ks, self, other):
 _op_fmod_Scalar_out = Dispatcher.define('fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_fmod_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.fmod(_np, self._data, other), 'fmod')
+    try:
+        return _write_out(out, K.fmod(_np, self._data, other), 'fmod')
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self, out)
 
 
 def _cuda_fmod_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.fmod(_cupy(), self._data, other), 'fmod')
+    try:
+        return _write_out(out, K.fmod(_cupy(), self._data, other), 'fmod')
+    except ValueError as _e:
+        _value_error(_e, K.fmod, self, out)
 
 
 def _meta_fmod_Scalar_out(ks, self, other, out):
@@ -2996,12 +4196,18 @@ def _meta_fmod_Scalar_out(ks, self, other, out):
 _op_rsub_Tensor = Dispatcher.define('rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
 
 def _cpu_rsub_Tensor(ks, self, other, alpha):
-    return _new(K.rsub(_np, self._data, other._data, alpha=alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.rsub(_np, self._data, other._data, alpha=alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.rsub, self, other)
 
 
 def _cuda_rsub_Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
-    return _new(K.rsub(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
+    try:
+        return _new(K.rsub(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.rsub, self, other)
 
 
 def _meta_rsub_Tensor(ks, self, other, alpha):
@@ -3012,11 +4218,17 @@ def _meta_rsub_Tensor(ks, self, other, alpha):
 _op_rsub_Scalar = Dispatcher.define('rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
 
 def _cpu_rsub_Scalar(ks, self, other, alpha):
-    return _new(K.rsub(_np, self._data, other, alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.rsub(_np, self._data, other, alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.rsub, self)
 
 
 def _cuda_rsub_Scalar(ks, self, other, alpha):
-    return _new(K.rsub(_cupy(), self._data, other, alpha), self._ks, self._device)
+    try:
+        return _new(K.rsub(_cupy(), self._data, other, alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.rsub, self)
 
 
 def _meta_rsub_Scalar(ks, self, other, alpha):
@@ -3026,12 +4238,18 @@ def _meta_rsub_Scalar(ks, self, other, alpha):
 _op_pow_Tensor_Tensor = Dispatcher.define('pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor')
 
 def _cpu_pow_Tensor_Tensor(ks, self, exponent):
-    return _new(K.pow(_np, self._data, exponent._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.pow(_np, self._data, exponent._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.pow, self, exponent)
 
 
 def _cuda_pow_Tensor_Tensor(ks, self, exponent):
     _check_devices('cuda', self, exponent)
-    return _new(K.pow(_cupy(), self._data, exponent._data), self._ks, self._device)
+    try:
+        return _new(K.pow(_cupy(), self._data, exponent._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.pow, self, exponent)
 
 
 def _meta_pow_Tensor_Tensor(ks, self, exponent):
@@ -3042,12 +4260,18 @@ def _meta_pow_Tensor_Tensor(ks, self, exponent):
 _op_pow_Tensor_Tensor_out = Dispatcher.define('pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_pow_Tensor_Tensor_out(ks, self, exponent, out):
-    return _write_out(out, K.pow(_np, self._data, exponent._data), 'pow')
+    try:
+        return _write_out(out, K.pow(_np, self._data, exponent._data), 'pow')
+    except ValueError as _e:
+        _value_error(_e, K.pow, self, exponent, out)
 
 
 def _cuda_pow_Tensor_Tensor_out(ks, self, exponent, out):
     _check_devices('cuda', self, exponent, out)
-    return _write_out(out, K.pow(_cupy(), self._data, exponent._data), 'pow')
+    try:
+        return _write_out(out, K.pow(_cupy(), self._data, exponent._data), 'pow')
+    except ValueError as _e:
+        _value_error(_e, K.pow, self, exponent, out)
 
 
 def _meta_pow_Tensor_Tensor_out(ks, self, exponent, out):
@@ -3058,11 +4282,17 @@ def _meta_pow_Tensor_Tensor_out(ks, self, exponent, out):
 _op_pow_Scalar = Dispatcher.define('pow.Scalar(Scalar self, Tensor exponent) -> Tensor')
 
 def _cpu_pow_Scalar(ks, self, exponent):
-    return _new(K.pow(_np, self, exponent._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.pow(_np, self, exponent._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.pow, exponent)
 
 
 def _cuda_pow_Scalar(ks, self, exponent):
-    return _new(K.pow(_cupy(), self, exponent._data), exponent._ks, exponent._device)
+    try:
+        return _new(K.pow(_cupy(), self, exponent._data), exponent._ks, exponent._device)
+    except ValueError as _e:
+        _value_error(_e, K.pow, exponent)
 
 
 def _meta_pow_Scalar(ks, self, exponent):
@@ -3072,12 +4302,18 @@ def _meta_pow_Scalar(ks, self, exponent):
 _op_pow_Scalar_out = Dispatcher.define('pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_pow_Scalar_out(ks, self, exponent, out):
-    return _write_out(out, K.pow(_np, self, exponent._data), 'pow')
+    try:
+        return _write_out(out, K.pow(_np, self, exponent._data), 'pow')
+    except ValueError as _e:
+        _value_error(_e, K.pow, exponent, out)
 
 
 def _cuda_pow_Scalar_out(ks, self, exponent, out):
     _check_devices('cuda', exponent, out)
-    return _write_out(out, K.pow(_cupy(), self, exponent._data), 'pow')
+    try:
+        return _write_out(out, K.pow(_cupy(), self, exponent._data), 'pow')
+    except ValueError as _e:
+        _value_error(_e, K.pow, exponent, out)
 
 
 def _meta_pow_Scalar_out(ks, self, exponent, out):
@@ -3088,11 +4324,17 @@ def _meta_pow_Scalar_out(ks, self, exponent, out):
 _op_pow_Tensor_Scalar = Dispatcher.define('pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor')
 
 def _cpu_pow_Tensor_Scalar(ks, self, exponent):
-    return _new(K.pow(_np, self._data, exponent), _KS_CPU, _CPU)
+    try:
+        return _new(K.pow(_np, self._data, exponent), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.pow, self)
 
 
 def _cuda_pow_Tensor_Scalar(ks, self, exponent):
-    return _new(K.pow(_cupy(), self._data, exponent), self._ks, self._device)
+    try:
+        return _new(K.pow(_cupy(), self._data, exponent), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.pow, self)
 
 
 def _meta_pow_Tensor_Scalar(ks, self, exponent):
@@ -3102,12 +4344,18 @@ def _meta_pow_Tensor_Scalar(ks, self, exponent):
 _op_pow_Tensor_Scalar_out = Dispatcher.define('pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_pow_Tensor_Scalar_out(ks, self, exponent, out):
-    return _write_out(out, K.pow(_np, self._data, exponent), 'pow')
+    try:
+        return _write_out(out, K.pow(_np, self._data, exponent), 'pow')
+    except ValueError as _e:
+        _value_error(_e, K.pow, self, out)
 
 
 def _cuda_pow_Tensor_Scalar_out(ks, self, exponent, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.pow(_cupy(), self._data, exponent), 'pow')
+    try:
+        return _write_out(out, K.pow(_cupy(), self._data, exponent), 'pow')
+    except ValueError as _e:
+        _value_error(_e, K.pow, self, out)
 
 
 def _meta_pow_Tensor_Scalar_out(ks, self, exponent, out):
@@ -3118,11 +4366,17 @@ def _meta_pow_Tensor_Scalar_out(ks, self, exponent, out):
 _op_pow__Scalar = Dispatcher.define('pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)')
 
 def _cpu_pow__Scalar(ks, self, exponent):
-    return _write_inplace(self, K.pow(_np, self._data, exponent), 'pow_')
+    try:
+        return _write_inplace(self, K.pow(_np, self._data, exponent), 'pow_')
+    except ValueError as _e:
+        _value_error(_e, K.pow, self)
 
 
 def _cuda_pow__Scalar(ks, self, exponent):
-    return _write_inplace(self, K.pow(_cupy(), self._data, exponent), 'pow_')
+    try:
+        return _write_inplace(self, K.pow(_cupy(), self._data, exponent), 'pow_')
+    except ValueError as _e:
+        _value_error(_e, K.pow, self)
 
 
 def _meta_pow__Scalar(ks, self, exponent):
@@ -3132,12 +4386,18 @@ def _meta_pow__Scalar(ks, self, exponent):
 _op_pow__Tensor = Dispatcher.define('pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)')
 
 def _cpu_pow__Tensor(ks, self, exponent):
-    return _write_inplace(self, K.pow(_np, self._data, exponent._data), 'pow_')
+    try:
+        return _write_inplace(self, K.pow(_np, self._data, exponent._data), 'pow_')
+    except ValueError as _e:
+        _value_error(_e, K.pow, self, exponent)
 
 
 def _cuda_pow__Tensor(ks, self, exponent):
     _check_devices('cuda', self, exponent)
-    return _write_inplace(self, K.pow(_cupy(), self._data, exponent._data), 'pow_')
+    try:
+        return _write_inplace(self, K.pow(_cupy(), self._data, exponent._data), 'pow_')
+    except ValueError as _e:
+        _value_error(_e, K.pow, self, exponent)
 
 
 def _meta_pow__Tensor(ks, self, exponent):
@@ -3148,12 +4408,18 @@ def _meta_pow__Tensor(ks, self, exponent):
 _op_float_power_Tensor_Tensor = Dispatcher.define('float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor')
 
 def _cpu_float_power_Tensor_Tensor(ks, self, exponent):
-    return _new(K.float_power(_np, self._data, exponent._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.float_power(_np, self._data, exponent._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.float_power, self, exponent)
 
 
 def _cuda_float_power_Tensor_Tensor(ks, self, exponent):
     _check_devices('cuda', self, exponent)
-    return _new(K.float_power(_cupy(), self._data, exponent._data), self._ks, self._device)
+    try:
+        return _new(K.float_power(_cupy(), self._data, exponent._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.float_power, self, exponent)
 
 
 def _meta_float_power_Tensor_Tensor(ks, self, exponent):
@@ -3164,11 +4430,17 @@ def _meta_float_power_Tensor_Tensor(ks, self, exponent):
 _op_float_power_Tensor_Scalar = Dispatcher.define('float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor')
 
 def _cpu_float_power_Tensor_Scalar(ks, self, exponent):
-    return _new(K.float_power(_np, self._data, exponent), _KS_CPU, _CPU)
+    try:
+        return _new(K.float_power(_np, self._data, exponent), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.float_power, self)
 
 
 def _cuda_float_power_Tensor_Scalar(ks, self, exponent):
-    return _new(K.float_power(_cupy(), self._data, exponent), self._ks, self._device)
+    try:
+        return _new(K.float_power(_cupy(), self._data, exponent), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.float_power, self)
 
 
 def _meta_float_power_Tensor_Scalar(ks, self, exponent):
@@ -3178,11 +4450,17 @@ def _meta_float_power_Tensor_Scalar(ks, self, exponent):
 _op_float_power_Scalar = Dispatcher.define('float_power.Scalar(Scalar self, Tensor exponent) -> Tensor')
 
 def _cpu_float_power_Scalar(ks, self, exponent):
-    return _new(K.float_power(_np, self, exponent._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.float_power(_np, self, exponent._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.float_power, exponent)
 
 
 def _cuda_float_power_Scalar(ks, self, exponent):
-    return _new(K.float_power(_cupy(), self, exponent._data), exponent._ks, exponent._device)
+    try:
+        return _new(K.float_power(_cupy(), self, exponent._data), exponent._ks, exponent._device)
+    except ValueError as _e:
+        _value_error(_e, K.float_power, exponent)
 
 
 def _meta_float_power_Scalar(ks, self, exponent):
@@ -3192,12 +4470,18 @@ def _meta_float_power_Scalar(ks, self, exponent):
 _op_atan2 = Dispatcher.define('atan2(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_atan2_default(ks, self, other):
-    return _new(K.atan2(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.atan2(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.atan2, self, other)
 
 
 def _cuda_atan2_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.atan2(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.atan2(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.atan2, self, other)
 
 
 def _meta_atan2_default(ks, self, other):
@@ -3208,12 +4492,18 @@ def _meta_atan2_default(ks, self, other):
 _op_atan2_out = Dispatcher.define('atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_atan2_out(ks, self, other, out):
-    return _write_out(out, K.atan2(_np, self._data, other._data), 'atan2')
+    try:
+        return _write_out(out, K.atan2(_np, self._data, other._data), 'atan2')
+    except ValueError as _e:
+        _value_error(_e, K.atan2, self, other, out)
 
 
 def _cuda_atan2_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.atan2(_cupy(), self._data, other._data), 'atan2')
+    try:
+        return _write_out(out, K.atan2(_cupy(), self._data, other._data), 'atan2')
+    except ValueError as _e:
+        _value_error(_e, K.atan2, self, other, out)
 
 
 def _meta_atan2_out(ks, self, other, out):
@@ -3224,12 +4514,18 @@ def _meta_atan2_out(ks, self, other, out):
 _op_atan2_ = Dispatcher.define('atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_atan2__default(ks, self, other):
-    return _write_inplace(self, K.atan2(_np, self._data, other._data), 'atan2_')
+    try:
+        return _write_inplace(self, K.atan2(_np, self._data, other._data), 'atan2_')
+    except ValueError as _e:
+        _value_error(_e, K.atan2, self, other)
 
 
 def _cuda_atan2__default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.atan2(_cupy(), self._data, other._data), 'atan2_')
+    try:
+        return _write_inplace(self, K.atan2(_cupy(), self._data, other._data), 'atan2_')
+    except ValueError as _e:
+        _value_error(_e, K.atan2, self, other)
 
 
 def _meta_atan2__default(ks, self, other):
@@ -3240,12 +4536,18 @@ def _meta_atan2__default(ks, self, other):
 _op_hypot = Dispatcher.define('hypot(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_hypot_default(ks, self, other):
-    return _new(K.hypot(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.hypot(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.hypot, self, other)
 
 
 def _cuda_hypot_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.hypot(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.hypot(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.hypot, self, other)
 
 
 def _meta_hypot_default(ks, self, other):
@@ -3256,12 +4558,18 @@ def _meta_hypot_default(ks, self, other):
 _op_hypot_out = Dispatcher.define('hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_hypot_out(ks, self, other, out):
-    return _write_out(out, K.hypot(_np, self._data, other._data), 'hypot')
+    try:
+        return _write_out(out, K.hypot(_np, self._data, other._data), 'hypot')
+    except ValueError as _e:
+        _value_error(_e, K.hypot, self, other, out)
 
 
 def _cuda_hypot_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.hypot(_cupy(), self._data, other._data), 'hypot')
+    try:
+        return _write_out(out, K.hypot(_cupy(), self._data, other._data), 'hypot')
+    except ValueError as _e:
+        _value_error(_e, K.hypot, self, other, out)
 
 
 def _meta_hypot_out(ks, self, other, out):
@@ -3272,12 +4580,18 @@ def _meta_hypot_out(ks, self, other, out):
 _op_hypot_ = Dispatcher.define('hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_hypot__default(ks, self, other):
-    return _write_inplace(self, K.hypot(_np, self._data, other._data), 'hypot_')
+    try:
+        return _write_inplace(self, K.hypot(_np, self._data, other._data), 'hypot_')
+    except ValueError as _e:
+        _value_error(_e, K.hypot, self, other)
 
 
 def _cuda_hypot__default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.hypot(_cupy(), self._data, other._data), 'hypot_')
+    try:
+        return _write_inplace(self, K.hypot(_cupy(), self._data, other._data), 'hypot_')
+    except ValueError as _e:
+        _value_error(_e, K.hypot, self, other)
 
 
 def _meta_hypot__default(ks, self, other):
@@ -3288,12 +4602,18 @@ def _meta_hypot__default(ks, self, other):
 _op_logaddexp = Dispatcher.define('logaddexp(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_logaddexp_default(ks, self, other):
-    return _new(K.logaddexp(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.logaddexp(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logaddexp, self, other)
 
 
 def _cuda_logaddexp_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.logaddexp(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.logaddexp(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logaddexp, self, other)
 
 
 def _meta_logaddexp_default(ks, self, other):
@@ -3304,12 +4624,18 @@ def _meta_logaddexp_default(ks, self, other):
 _op_logaddexp_out = Dispatcher.define('logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_logaddexp_out(ks, self, other, out):
-    return _write_out(out, K.logaddexp(_np, self._data, other._data), 'logaddexp')
+    try:
+        return _write_out(out, K.logaddexp(_np, self._data, other._data), 'logaddexp')
+    except ValueError as _e:
+        _value_error(_e, K.logaddexp, self, other, out)
 
 
 def _cuda_logaddexp_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.logaddexp(_cupy(), self._data, other._data), 'logaddexp')
+    try:
+        return _write_out(out, K.logaddexp(_cupy(), self._data, other._data), 'logaddexp')
+    except ValueError as _e:
+        _value_error(_e, K.logaddexp, self, other, out)
 
 
 def _meta_logaddexp_out(ks, self, other, out):
@@ -3320,12 +4646,18 @@ def _meta_logaddexp_out(ks, self, other, out):
 _op_logaddexp2 = Dispatcher.define('logaddexp2(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_logaddexp2_default(ks, self, other):
-    return _new(K.logaddexp2(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.logaddexp2(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logaddexp2, self, other)
 
 
 def _cuda_logaddexp2_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.logaddexp2(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.logaddexp2(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logaddexp2, self, other)
 
 
 def _meta_logaddexp2_default(ks, self, other):
@@ -3336,12 +4668,18 @@ def _meta_logaddexp2_default(ks, self, other):
 _op_logaddexp2_out = Dispatcher.define('logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_logaddexp2_out(ks, self, other, out):
-    return _write_out(out, K.logaddexp2(_np, self._data, other._data), 'logaddexp2')
+    try:
+        return _write_out(out, K.logaddexp2(_np, self._data, other._data), 'logaddexp2')
+    except ValueError as _e:
+        _value_error(_e, K.logaddexp2, self, other, out)
 
 
 def _cuda_logaddexp2_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.logaddexp2(_cupy(), self._data, other._data), 'logaddexp2')
+    try:
+        return _write_out(out, K.logaddexp2(_cupy(), self._data, other._data), 'logaddexp2')
+    except ValueError as _e:
+        _value_error(_e, K.logaddexp2, self, other, out)
 
 
 def _meta_logaddexp2_out(ks, self, other, out):
@@ -3352,12 +4690,18 @@ def _meta_logaddexp2_out(ks, self, other, out):
 _op_copysign = Dispatcher.define('copysign(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_copysign_default(ks, self, other):
-    return _new(K.copysign(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.copysign(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.copysign, self, other)
 
 
 def _cuda_copysign_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.copysign(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.copysign(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.copysign, self, other)
 
 
 def _meta_copysign_default(ks, self, other):
@@ -3368,12 +4712,18 @@ def _meta_copysign_default(ks, self, other):
 _op_copysign_out = Dispatcher.define('copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_copysign_out(ks, self, other, out):
-    return _write_out(out, K.copysign(_np, self._data, other._data), 'copysign')
+    try:
+        return _write_out(out, K.copysign(_np, self._data, other._data), 'copysign')
+    except ValueError as _e:
+        _value_error(_e, K.copysign, self, other, out)
 
 
 def _cuda_copysign_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.copysign(_cupy(), self._data, other._data), 'copysign')
+    try:
+        return _write_out(out, K.copysign(_cupy(), self._data, other._data), 'copysign')
+    except ValueError as _e:
+        _value_error(_e, K.copysign, self, other, out)
 
 
 def _meta_copysign_out(ks, self, other, out):
@@ -3384,12 +4734,18 @@ def _meta_copysign_out(ks, self, other, out):
 _op_copysign_ = Dispatcher.define('copysign_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_copysign__default(ks, self, other):
-    return _write_inplace(self, K.copysign(_np, self._data, other._data), 'copysign_')
+    try:
+        return _write_inplace(self, K.copysign(_np, self._data, other._data), 'copysign_')
+    except ValueError as _e:
+        _value_error(_e, K.copysign, self, other)
 
 
 def _cuda_copysign__default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.copysign(_cupy(), self._data, other._data), 'copysign_')
+    try:
+        return _write_inplace(self, K.copysign(_cupy(), self._data, other._data), 'copysign_')
+    except ValueError as _e:
+        _value_error(_e, K.copysign, self, other)
 
 
 def _meta_copysign__default(ks, self, other):
@@ -3400,12 +4756,18 @@ def _meta_copysign__default(ks, self, other):
 _op_nextafter = Dispatcher.define('nextafter(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_nextafter_default(ks, self, other):
-    return _new(K.nextafter(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.nextafter(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.nextafter, self, other)
 
 
 def _cuda_nextafter_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.nextafter(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.nextafter(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.nextafter, self, other)
 
 
 def _meta_nextafter_default(ks, self, other):
@@ -3416,12 +4778,18 @@ def _meta_nextafter_default(ks, self, other):
 _op_nextafter_out = Dispatcher.define('nextafter.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_nextafter_out(ks, self, other, out):
-    return _write_out(out, K.nextafter(_np, self._data, other._data), 'nextafter')
+    try:
+        return _write_out(out, K.nextafter(_np, self._data, other._data), 'nextafter')
+    except ValueError as _e:
+        _value_error(_e, K.nextafter, self, other, out)
 
 
 def _cuda_nextafter_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.nextafter(_cupy(), self._data, other._data), 'nextafter')
+    try:
+        return _write_out(out, K.nextafter(_cupy(), self._data, other._data), 'nextafter')
+    except ValueError as _e:
+        _value_error(_e, K.nextafter, self, other, out)
 
 
 def _meta_nextafter_out(ks, self, other, out):
@@ -3432,12 +4800,18 @@ def _meta_nextafter_out(ks, self, other, out):
 _op_nextafter_ = Dispatcher.define('nextafter_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_nextafter__default(ks, self, other):
-    return _write_inplace(self, K.nextafter(_np, self._data, other._data), 'nextafter_')
+    try:
+        return _write_inplace(self, K.nextafter(_np, self._data, other._data), 'nextafter_')
+    except ValueError as _e:
+        _value_error(_e, K.nextafter, self, other)
 
 
 def _cuda_nextafter__default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.nextafter(_cupy(), self._data, other._data), 'nextafter_')
+    try:
+        return _write_inplace(self, K.nextafter(_cupy(), self._data, other._data), 'nextafter_')
+    except ValueError as _e:
+        _value_error(_e, K.nextafter, self, other)
 
 
 def _meta_nextafter__default(ks, self, other):
@@ -3448,12 +4822,18 @@ def _meta_nextafter__default(ks, self, other):
 _op_maximum = Dispatcher.define('maximum(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_maximum_default(ks, self, other):
-    return _new(K.maximum(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.maximum(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.maximum, self, other)
 
 
 def _cuda_maximum_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.maximum(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.maximum(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.maximum, self, other)
 
 
 def _meta_maximum_default(ks, self, other):
@@ -3464,12 +4844,18 @@ def _meta_maximum_default(ks, self, other):
 _op_maximum_out = Dispatcher.define('maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_maximum_out(ks, self, other, out):
-    return _write_out(out, K.maximum(_np, self._data, other._data), 'maximum')
+    try:
+        return _write_out(out, K.maximum(_np, self._data, other._data), 'maximum')
+    except ValueError as _e:
+        _value_error(_e, K.maximum, self, other, out)
 
 
 def _cuda_maximum_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.maximum(_cupy(), self._data, other._data), 'maximum')
+    try:
+        return _write_out(out, K.maximum(_cupy(), self._data, other._data), 'maximum')
+    except ValueError as _e:
+        _value_error(_e, K.maximum, self, other, out)
 
 
 def _meta_maximum_out(ks, self, other, out):
@@ -3480,12 +4866,18 @@ def _meta_maximum_out(ks, self, other, out):
 _op_minimum = Dispatcher.define('minimum(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_minimum_default(ks, self, other):
-    return _new(K.minimum(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.minimum(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.minimum, self, other)
 
 
 def _cuda_minimum_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.minimum(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.minimum(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.minimum, self, other)
 
 
 def _meta_minimum_default(ks, self, other):
@@ -3496,12 +4888,18 @@ def _meta_minimum_default(ks, self, other):
 _op_minimum_out = Dispatcher.define('minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_minimum_out(ks, self, other, out):
-    return _write_out(out, K.minimum(_np, self._data, other._data), 'minimum')
+    try:
+        return _write_out(out, K.minimum(_np, self._data, other._data), 'minimum')
+    except ValueError as _e:
+        _value_error(_e, K.minimum, self, other, out)
 
 
 def _cuda_minimum_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.minimum(_cupy(), self._data, other._data), 'minimum')
+    try:
+        return _write_out(out, K.minimum(_cupy(), self._data, other._data), 'minimum')
+    except ValueError as _e:
+        _value_error(_e, K.minimum, self, other, out)
 
 
 def _meta_minimum_out(ks, self, other, out):
@@ -3512,12 +4910,18 @@ def _meta_minimum_out(ks, self, other, out):
 _op_fmax = Dispatcher.define('fmax(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_fmax_default(ks, self, other):
-    return _new(K.fmax(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.fmax(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.fmax, self, other)
 
 
 def _cuda_fmax_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.fmax(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.fmax(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.fmax, self, other)
 
 
 def _meta_fmax_default(ks, self, other):
@@ -3528,12 +4932,18 @@ def _meta_fmax_default(ks, self, other):
 _op_fmax_out = Dispatcher.define('fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_fmax_out(ks, self, other, out):
-    return _write_out(out, K.fmax(_np, self._data, other._data), 'fmax')
+    try:
+        return _write_out(out, K.fmax(_np, self._data, other._data), 'fmax')
+    except ValueError as _e:
+        _value_error(_e, K.fmax, self, other, out)
 
 
 def _cuda_fmax_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.fmax(_cupy(), self._data, other._data), 'fmax')
+    try:
+        return _write_out(out, K.fmax(_cupy(), self._data, other._data), 'fmax')
+    except ValueError as _e:
+        _value_error(_e, K.fmax, self, other, out)
 
 
 def _meta_fmax_out(ks, self, other, out):
@@ -3544,12 +4954,18 @@ def _meta_fmax_out(ks, self, other, out):
 _op_fmin = Dispatcher.define('fmin(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_fmin_default(ks, self, other):
-    return _new(K.fmin(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.fmin(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.fmin, self, other)
 
 
 def _cuda_fmin_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.fmin(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.fmin(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.fmin, self, other)
 
 
 def _meta_fmin_default(ks, self, other):
@@ -3560,12 +4976,18 @@ def _meta_fmin_default(ks, self, other):
 _op_fmin_out = Dispatcher.define('fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_fmin_out(ks, self, other, out):
-    return _write_out(out, K.fmin(_np, self._data, other._data), 'fmin')
+    try:
+        return _write_out(out, K.fmin(_np, self._data, other._data), 'fmin')
+    except ValueError as _e:
+        _value_error(_e, K.fmin, self, other, out)
 
 
 def _cuda_fmin_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.fmin(_cupy(), self._data, other._data), 'fmin')
+    try:
+        return _write_out(out, K.fmin(_cupy(), self._data, other._data), 'fmin')
+    except ValueError as _e:
+        _value_error(_e, K.fmin, self, other, out)
 
 
 def _meta_fmin_out(ks, self, other, out):
@@ -3576,12 +4998,18 @@ def _meta_fmin_out(ks, self, other, out):
 _op_xlogy = Dispatcher.define('xlogy(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_xlogy_default(ks, self, other):
-    return _new(K.xlogy(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.xlogy(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, self, other)
 
 
 def _cuda_xlogy_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.xlogy(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.xlogy(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, self, other)
 
 
 def _meta_xlogy_default(ks, self, other):
@@ -3592,12 +5020,18 @@ def _meta_xlogy_default(ks, self, other):
 _op_xlogy_out = Dispatcher.define('xlogy.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_xlogy_out(ks, self, other, out):
-    return _write_out(out, K.xlogy(_np, self._data, other._data), 'xlogy')
+    try:
+        return _write_out(out, K.xlogy(_np, self._data, other._data), 'xlogy')
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, self, other, out)
 
 
 def _cuda_xlogy_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.xlogy(_cupy(), self._data, other._data), 'xlogy')
+    try:
+        return _write_out(out, K.xlogy(_cupy(), self._data, other._data), 'xlogy')
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, self, other, out)
 
 
 def _meta_xlogy_out(ks, self, other, out):
@@ -3608,12 +5042,18 @@ def _meta_xlogy_out(ks, self, other, out):
 _op_xlogy_ = Dispatcher.define('xlogy_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_xlogy__default(ks, self, other):
-    return _write_inplace(self, K.xlogy(_np, self._data, other._data), 'xlogy_')
+    try:
+        return _write_inplace(self, K.xlogy(_np, self._data, other._data), 'xlogy_')
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, self, other)
 
 
 def _cuda_xlogy__default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.xlogy(_cupy(), self._data, other._data), 'xlogy_')
+    try:
+        return _write_inplace(self, K.xlogy(_cupy(), self._data, other._data), 'xlogy_')
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, self, other)
 
 
 def _meta_xlogy__default(ks, self, other):
@@ -3624,11 +5064,17 @@ def _meta_xlogy__default(ks, self, other):
 _op_xlogy_Scalar_Other = Dispatcher.define('xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_xlogy_Scalar_Other(ks, self, other):
-    return _new(K.xlogy(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.xlogy(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, self)
 
 
 def _cuda_xlogy_Scalar_Other(ks, self, other):
-    return _new(K.xlogy(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.xlogy(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, self)
 
 
 def _meta_xlogy_Scalar_Other(ks, self, other):
@@ -3638,11 +5084,17 @@ def _meta_xlogy_Scalar_Other(ks, self, other):
 _op_xlogy_Scalar_Self = Dispatcher.define('xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor')
 
 def _cpu_xlogy_Scalar_Self(ks, self, other):
-    return _new(K.xlogy(_np, self, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.xlogy(_np, self, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, other)
 
 
 def _cuda_xlogy_Scalar_Self(ks, self, other):
-    return _new(K.xlogy(_cupy(), self, other._data), other._ks, other._device)
+    try:
+        return _new(K.xlogy(_cupy(), self, other._data), other._ks, other._device)
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, other)
 
 
 def _meta_xlogy_Scalar_Self(ks, self, other):
@@ -3652,11 +5104,17 @@ def _meta_xlogy_Scalar_Self(ks, self, other):
 _op_copysign_Scalar = Dispatcher.define('copysign.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_copysign_Scalar(ks, self, other):
-    return _new(K.copysign(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.copysign(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.copysign, self)
 
 
 def _cuda_copysign_Scalar(ks, self, other):
-    return _new(K.copysign(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.copysign(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.copysign, self)
 
 
 def _meta_copysign_Scalar(ks, self, other):
@@ -3666,12 +5124,18 @@ def _meta_copysign_Scalar(ks, self, other):
 _op_max_other = Dispatcher.define('max.other(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_max_other(ks, self, other):
-    return _new(K.maximum(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.maximum(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.maximum, self, other)
 
 
 def _cuda_max_other(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.maximum(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.maximum(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.maximum, self, other)
 
 
 def _meta_max_other(ks, self, other):
@@ -3682,12 +5146,18 @@ def _meta_max_other(ks, self, other):
 _op_min_other = Dispatcher.define('min.other(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_min_other(ks, self, other):
-    return _new(K.minimum(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.minimum(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.minimum, self, other)
 
 
 def _cuda_min_other(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.minimum(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.minimum(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.minimum, self, other)
 
 
 def _meta_min_other(ks, self, other):
@@ -3698,12 +5168,18 @@ def _meta_min_other(ks, self, other):
 _op_bitwise_and_Tensor = Dispatcher.define('bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_bitwise_and_Tensor(ks, self, other):
-    return _new(K.bitwise_and(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_and(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self, other)
 
 
 def _cuda_bitwise_and_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.bitwise_and(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.bitwise_and(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self, other)
 
 
 def _meta_bitwise_and_Tensor(ks, self, other):
@@ -3714,12 +5190,18 @@ def _meta_bitwise_and_Tensor(ks, self, other):
 _op_bitwise_and__Tensor = Dispatcher.define('bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_bitwise_and__Tensor(ks, self, other):
-    return _write_inplace(self, K.bitwise_and(_np, self._data, other._data), 'bitwise_and_')
+    try:
+        return _write_inplace(self, K.bitwise_and(_np, self._data, other._data), 'bitwise_and_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self, other)
 
 
 def _cuda_bitwise_and__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.bitwise_and(_cupy(), self._data, other._data), 'bitwise_and_')
+    try:
+        return _write_inplace(self, K.bitwise_and(_cupy(), self._data, other._data), 'bitwise_and_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self, other)
 
 
 def _meta_bitwise_and__Tensor(ks, self, other):
@@ -3730,12 +5212,18 @@ def _meta_bitwise_and__Tensor(ks, self, other):
 _op_bitwise_and_out = Dispatcher.define('bitwise_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_and_out(ks, self, other, out):
-    return _write_out(out, K.bitwise_and(_np, self._data, other._data), 'bitwise_and')
+    try:
+        return _write_out(out, K.bitwise_and(_np, self._data, other._data), 'bitwise_and')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self, other, out)
 
 
 def _cuda_bitwise_and_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.bitwise_and(_cupy(), self._data, other._data), 'bitwise_and')
+    try:
+        return _write_out(out, K.bitwise_and(_cupy(), self._data, other._data), 'bitwise_and')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self, other, out)
 
 
 def _meta_bitwise_and_out(ks, self, other, out):
@@ -3746,11 +5234,17 @@ def _meta_bitwise_and_out(ks, self, other, out):
 _op_bitwise_and_Scalar = Dispatcher.define('bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_bitwise_and_Scalar(ks, self, other):
-    return _new(K.bitwise_and(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_and(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self)
 
 
 def _cuda_bitwise_and_Scalar(ks, self, other):
-    return _new(K.bitwise_and(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.bitwise_and(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self)
 
 
 def _meta_bitwise_and_Scalar(ks, self, other):
@@ -3760,11 +5254,17 @@ def _meta_bitwise_and_Scalar(ks, self, other):
 _op_bitwise_and__Scalar = Dispatcher.define('bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_bitwise_and__Scalar(ks, self, other):
-    return _write_inplace(self, K.bitwise_and(_np, self._data, other), 'bitwise_and_')
+    try:
+        return _write_inplace(self, K.bitwise_and(_np, self._data, other), 'bitwise_and_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self)
 
 
 def _cuda_bitwise_and__Scalar(ks, self, other):
-    return _write_inplace(self, K.bitwise_and(_cupy(), self._data, other), 'bitwise_and_')
+    try:
+        return _write_inplace(self, K.bitwise_and(_cupy(), self._data, other), 'bitwise_and_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self)
 
 
 def _meta_bitwise_and__Scalar(ks, self, other):
@@ -3774,12 +5274,18 @@ def _meta_bitwise_and__Scalar(ks, self, other):
 _op_bitwise_and_Scalar_out = Dispatcher.define('bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_and_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.bitwise_and(_np, self._data, other), 'bitwise_and')
+    try:
+        return _write_out(out, K.bitwise_and(_np, self._data, other), 'bitwise_and')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self, out)
 
 
 def _cuda_bitwise_and_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.bitwise_and(_cupy(), self._data, other), 'bitwise_and')
+    try:
+        return _write_out(out, K.bitwise_and(_cupy(), self._data, other), 'bitwise_and')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_and, self, out)
 
 
 def _meta_bitwise_and_Scalar_out(ks, self, other, out):
@@ -3790,12 +5296,18 @@ def _meta_bitwise_and_Scalar_out(ks, self, other, out):
 _op_bitwise_or_Tensor = Dispatcher.define('bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_bitwise_or_Tensor(ks, self, other):
-    return _new(K.bitwise_or(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_or(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self, other)
 
 
 def _cuda_bitwise_or_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.bitwise_or(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.bitwise_or(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self, other)
 
 
 def _meta_bitwise_or_Tensor(ks, self, other):
@@ -3806,12 +5318,18 @@ def _meta_bitwise_or_Tensor(ks, self, other):
 _op_bitwise_or__Tensor = Dispatcher.define('bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_bitwise_or__Tensor(ks, self, other):
-    return _write_inplace(self, K.bitwise_or(_np, self._data, other._data), 'bitwise_or_')
+    try:
+        return _write_inplace(self, K.bitwise_or(_np, self._data, other._data), 'bitwise_or_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self, other)
 
 
 def _cuda_bitwise_or__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.bitwise_or(_cupy(), self._data, other._data), 'bitwise_or_')
+    try:
+        return _write_inplace(self, K.bitwise_or(_cupy(), self._data, other._data), 'bitwise_or_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self, other)
 
 
 def _meta_bitwise_or__Tensor(ks, self, other):
@@ -3822,12 +5340,18 @@ def _meta_bitwise_or__Tensor(ks, self, other):
 _op_bitwise_or_out = Dispatcher.define('bitwise_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_or_out(ks, self, other, out):
-    return _write_out(out, K.bitwise_or(_np, self._data, other._data), 'bitwise_or')
+    try:
+        return _write_out(out, K.bitwise_or(_np, self._data, other._data), 'bitwise_or')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self, other, out)
 
 
 def _cuda_bitwise_or_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.bitwise_or(_cupy(), self._data, other._data), 'bitwise_or')
+    try:
+        return _write_out(out, K.bitwise_or(_cupy(), self._data, other._data), 'bitwise_or')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self, other, out)
 
 
 def _meta_bitwise_or_out(ks, self, other, out):
@@ -3838,11 +5362,17 @@ def _meta_bitwise_or_out(ks, self, other, out):
 _op_bitwise_or_Scalar = Dispatcher.define('bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_bitwise_or_Scalar(ks, self, other):
-    return _new(K.bitwise_or(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_or(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self)
 
 
 def _cuda_bitwise_or_Scalar(ks, self, other):
-    return _new(K.bitwise_or(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.bitwise_or(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self)
 
 
 def _meta_bitwise_or_Scalar(ks, self, other):
@@ -3852,11 +5382,17 @@ def _meta_bitwise_or_Scalar(ks, self, other):
 _op_bitwise_or__Scalar = Dispatcher.define('bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_bitwise_or__Scalar(ks, self, other):
-    return _write_inplace(self, K.bitwise_or(_np, self._data, other), 'bitwise_or_')
+    try:
+        return _write_inplace(self, K.bitwise_or(_np, self._data, other), 'bitwise_or_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self)
 
 
 def _cuda_bitwise_or__Scalar(ks, self, other):
-    return _write_inplace(self, K.bitwise_or(_cupy(), self._data, other), 'bitwise_or_')
+    try:
+        return _write_inplace(self, K.bitwise_or(_cupy(), self._data, other), 'bitwise_or_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self)
 
 
 def _meta_bitwise_or__Scalar(ks, self, other):
@@ -3866,12 +5402,18 @@ def _meta_bitwise_or__Scalar(ks, self, other):
 _op_bitwise_or_Scalar_out = Dispatcher.define('bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_or_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.bitwise_or(_np, self._data, other), 'bitwise_or')
+    try:
+        return _write_out(out, K.bitwise_or(_np, self._data, other), 'bitwise_or')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self, out)
 
 
 def _cuda_bitwise_or_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.bitwise_or(_cupy(), self._data, other), 'bitwise_or')
+    try:
+        return _write_out(out, K.bitwise_or(_cupy(), self._data, other), 'bitwise_or')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_or, self, out)
 
 
 def _meta_bitwise_or_Scalar_out(ks, self, other, out):
@@ -3882,12 +5424,18 @@ def _meta_bitwise_or_Scalar_out(ks, self, other, out):
 _op_bitwise_xor_Tensor = Dispatcher.define('bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_bitwise_xor_Tensor(ks, self, other):
-    return _new(K.bitwise_xor(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_xor(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self, other)
 
 
 def _cuda_bitwise_xor_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.bitwise_xor(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.bitwise_xor(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self, other)
 
 
 def _meta_bitwise_xor_Tensor(ks, self, other):
@@ -3898,12 +5446,18 @@ def _meta_bitwise_xor_Tensor(ks, self, other):
 _op_bitwise_xor__Tensor = Dispatcher.define('bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_bitwise_xor__Tensor(ks, self, other):
-    return _write_inplace(self, K.bitwise_xor(_np, self._data, other._data), 'bitwise_xor_')
+    try:
+        return _write_inplace(self, K.bitwise_xor(_np, self._data, other._data), 'bitwise_xor_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self, other)
 
 
 def _cuda_bitwise_xor__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.bitwise_xor(_cupy(), self._data, other._data), 'bitwise_xor_')
+    try:
+        return _write_inplace(self, K.bitwise_xor(_cupy(), self._data, other._data), 'bitwise_xor_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self, other)
 
 
 def _meta_bitwise_xor__Tensor(ks, self, other):
@@ -3914,12 +5468,18 @@ def _meta_bitwise_xor__Tensor(ks, self, other):
 _op_bitwise_xor_out = Dispatcher.define('bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_xor_out(ks, self, other, out):
-    return _write_out(out, K.bitwise_xor(_np, self._data, other._data), 'bitwise_xor')
+    try:
+        return _write_out(out, K.bitwise_xor(_np, self._data, other._data), 'bitwise_xor')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self, other, out)
 
 
 def _cuda_bitwise_xor_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.bitwise_xor(_cupy(), self._data, other._data), 'bitwise_xor')
+    try:
+        return _write_out(out, K.bitwise_xor(_cupy(), self._data, other._data), 'bitwise_xor')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self, other, out)
 
 
 def _meta_bitwise_xor_out(ks, self, other, out):
@@ -3930,11 +5490,17 @@ def _meta_bitwise_xor_out(ks, self, other, out):
 _op_bitwise_xor_Scalar = Dispatcher.define('bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_bitwise_xor_Scalar(ks, self, other):
-    return _new(K.bitwise_xor(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_xor(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self)
 
 
 def _cuda_bitwise_xor_Scalar(ks, self, other):
-    return _new(K.bitwise_xor(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.bitwise_xor(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self)
 
 
 def _meta_bitwise_xor_Scalar(ks, self, other):
@@ -3944,11 +5510,17 @@ def _meta_bitwise_xor_Scalar(ks, self, other):
 _op_bitwise_xor__Scalar = Dispatcher.define('bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_bitwise_xor__Scalar(ks, self, other):
-    return _write_inplace(self, K.bitwise_xor(_np, self._data, other), 'bitwise_xor_')
+    try:
+        return _write_inplace(self, K.bitwise_xor(_np, self._data, other), 'bitwise_xor_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self)
 
 
 def _cuda_bitwise_xor__Scalar(ks, self, other):
-    return _write_inplace(self, K.bitwise_xor(_cupy(), self._data, other), 'bitwise_xor_')
+    try:
+        return _write_inplace(self, K.bitwise_xor(_cupy(), self._data, other), 'bitwise_xor_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self)
 
 
 def _meta_bitwise_xor__Scalar(ks, self, other):
@@ -3958,12 +5530,18 @@ def _meta_bitwise_xor__Scalar(ks, self, other):
 _op_bitwise_xor_Scalar_out = Dispatcher.define('bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_xor_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.bitwise_xor(_np, self._data, other), 'bitwise_xor')
+    try:
+        return _write_out(out, K.bitwise_xor(_np, self._data, other), 'bitwise_xor')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self, out)
 
 
 def _cuda_bitwise_xor_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.bitwise_xor(_cupy(), self._data, other), 'bitwise_xor')
+    try:
+        return _write_out(out, K.bitwise_xor(_cupy(), self._data, other), 'bitwise_xor')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_xor, self, out)
 
 
 def _meta_bitwise_xor_Scalar_out(ks, self, other, out):
@@ -3974,12 +5552,18 @@ def _meta_bitwise_xor_Scalar_out(ks, self, other, out):
 _op_bitwise_left_shift_Tensor = Dispatcher.define('bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_bitwise_left_shift_Tensor(ks, self, other):
-    return _new(K.bitwise_left_shift(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_left_shift(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self, other)
 
 
 def _cuda_bitwise_left_shift_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.bitwise_left_shift(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.bitwise_left_shift(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self, other)
 
 
 def _meta_bitwise_left_shift_Tensor(ks, self, other):
@@ -3990,12 +5574,18 @@ def _meta_bitwise_left_shift_Tensor(ks, self, other):
 _op_bitwise_left_shift__Tensor = Dispatcher.define('bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_bitwise_left_shift__Tensor(ks, self, other):
-    return _write_inplace(self, K.bitwise_left_shift(_np, self._data, other._data), 'bitwise_left_shift_')
+    try:
+        return _write_inplace(self, K.bitwise_left_shift(_np, self._data, other._data), 'bitwise_left_shift_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self, other)
 
 
 def _cuda_bitwise_left_shift__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.bitwise_left_shift(_cupy(), self._data, other._data), 'bitwise_left_shift_')
+    try:
+        return _write_inplace(self, K.bitwise_left_shift(_cupy(), self._data, other._data), 'bitwise_left_shift_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self, other)
 
 
 def _meta_bitwise_left_shift__Tensor(ks, self, other):
@@ -4006,12 +5596,18 @@ def _meta_bitwise_left_shift__Tensor(ks, self, other):
 _op_bitwise_left_shift_out = Dispatcher.define('bitwise_left_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_left_shift_out(ks, self, other, out):
-    return _write_out(out, K.bitwise_left_shift(_np, self._data, other._data), 'bitwise_left_shift')
+    try:
+        return _write_out(out, K.bitwise_left_shift(_np, self._data, other._data), 'bitwise_left_shift')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self, other, out)
 
 
 def _cuda_bitwise_left_shift_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.bitwise_left_shift(_cupy(), self._data, other._data), 'bitwise_left_shift')
+    try:
+        return _write_out(out, K.bitwise_left_shift(_cupy(), self._data, other._data), 'bitwise_left_shift')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self, other, out)
 
 
 def _meta_bitwise_left_shift_out(ks, self, other, out):
@@ -4022,11 +5618,17 @@ def _meta_bitwise_left_shift_out(ks, self, other, out):
 _op_bitwise_left_shift_Scalar = Dispatcher.define('bitwise_left_shift.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_bitwise_left_shift_Scalar(ks, self, other):
-    return _new(K.bitwise_left_shift(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_left_shift(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self)
 
 
 def _cuda_bitwise_left_shift_Scalar(ks, self, other):
-    return _new(K.bitwise_left_shift(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.bitwise_left_shift(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self)
 
 
 def _meta_bitwise_left_shift_Scalar(ks, self, other):
@@ -4036,11 +5638,17 @@ def _meta_bitwise_left_shift_Scalar(ks, self, other):
 _op_bitwise_left_shift__Scalar = Dispatcher.define('bitwise_left_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_bitwise_left_shift__Scalar(ks, self, other):
-    return _write_inplace(self, K.bitwise_left_shift(_np, self._data, other), 'bitwise_left_shift_')
+    try:
+        return _write_inplace(self, K.bitwise_left_shift(_np, self._data, other), 'bitwise_left_shift_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self)
 
 
 def _cuda_bitwise_left_shift__Scalar(ks, self, other):
-    return _write_inplace(self, K.bitwise_left_shift(_cupy(), self._data, other), 'bitwise_left_shift_')
+    try:
+        return _write_inplace(self, K.bitwise_left_shift(_cupy(), self._data, other), 'bitwise_left_shift_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self)
 
 
 def _meta_bitwise_left_shift__Scalar(ks, self, other):
@@ -4050,12 +5658,18 @@ def _meta_bitwise_left_shift__Scalar(ks, self, other):
 _op_bitwise_left_shift_Scalar_out = Dispatcher.define('bitwise_left_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_left_shift_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.bitwise_left_shift(_np, self._data, other), 'bitwise_left_shift')
+    try:
+        return _write_out(out, K.bitwise_left_shift(_np, self._data, other), 'bitwise_left_shift')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self, out)
 
 
 def _cuda_bitwise_left_shift_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.bitwise_left_shift(_cupy(), self._data, other), 'bitwise_left_shift')
+    try:
+        return _write_out(out, K.bitwise_left_shift(_cupy(), self._data, other), 'bitwise_left_shift')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_left_shift, self, out)
 
 
 def _meta_bitwise_left_shift_Scalar_out(ks, self, other, out):
@@ -4066,12 +5680,18 @@ def _meta_bitwise_left_shift_Scalar_out(ks, self, other, out):
 _op_bitwise_right_shift_Tensor = Dispatcher.define('bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_bitwise_right_shift_Tensor(ks, self, other):
-    return _new(K.bitwise_right_shift(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_right_shift(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self, other)
 
 
 def _cuda_bitwise_right_shift_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.bitwise_right_shift(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.bitwise_right_shift(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self, other)
 
 
 def _meta_bitwise_right_shift_Tensor(ks, self, other):
@@ -4082,12 +5702,18 @@ def _meta_bitwise_right_shift_Tensor(ks, self, other):
 _op_bitwise_right_shift__Tensor = Dispatcher.define('bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_bitwise_right_shift__Tensor(ks, self, other):
-    return _write_inplace(self, K.bitwise_right_shift(_np, self._data, other._data), 'bitwise_right_shift_')
+    try:
+        return _write_inplace(self, K.bitwise_right_shift(_np, self._data, other._data), 'bitwise_right_shift_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self, other)
 
 
 def _cuda_bitwise_right_shift__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.bitwise_right_shift(_cupy(), self._data, other._data), 'bitwise_right_shift_')
+    try:
+        return _write_inplace(self, K.bitwise_right_shift(_cupy(), self._data, other._data), 'bitwise_right_shift_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self, other)
 
 
 def _meta_bitwise_right_shift__Tensor(ks, self, other):
@@ -4098,12 +5724,18 @@ def _meta_bitwise_right_shift__Tensor(ks, self, other):
 _op_bitwise_right_shift_out = Dispatcher.define('bitwise_right_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_right_shift_out(ks, self, other, out):
-    return _write_out(out, K.bitwise_right_shift(_np, self._data, other._data), 'bitwise_right_shift')
+    try:
+        return _write_out(out, K.bitwise_right_shift(_np, self._data, other._data), 'bitwise_right_shift')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self, other, out)
 
 
 def _cuda_bitwise_right_shift_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.bitwise_right_shift(_cupy(), self._data, other._data), 'bitwise_right_shift')
+    try:
+        return _write_out(out, K.bitwise_right_shift(_cupy(), self._data, other._data), 'bitwise_right_shift')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self, other, out)
 
 
 def _meta_bitwise_right_shift_out(ks, self, other, out):
@@ -4114,11 +5746,17 @@ def _meta_bitwise_right_shift_out(ks, self, other, out):
 _op_bitwise_right_shift_Scalar = Dispatcher.define('bitwise_right_shift.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_bitwise_right_shift_Scalar(ks, self, other):
-    return _new(K.bitwise_right_shift(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.bitwise_right_shift(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self)
 
 
 def _cuda_bitwise_right_shift_Scalar(ks, self, other):
-    return _new(K.bitwise_right_shift(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.bitwise_right_shift(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self)
 
 
 def _meta_bitwise_right_shift_Scalar(ks, self, other):
@@ -4128,11 +5766,17 @@ def _meta_bitwise_right_shift_Scalar(ks, self, other):
 _op_bitwise_right_shift__Scalar = Dispatcher.define('bitwise_right_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_bitwise_right_shift__Scalar(ks, self, other):
-    return _write_inplace(self, K.bitwise_right_shift(_np, self._data, other), 'bitwise_right_shift_')
+    try:
+        return _write_inplace(self, K.bitwise_right_shift(_np, self._data, other), 'bitwise_right_shift_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self)
 
 
 def _cuda_bitwise_right_shift__Scalar(ks, self, other):
-    return _write_inplace(self, K.bitwise_right_shift(_cupy(), self._data, other), 'bitwise_right_shift_')
+    try:
+        return _write_inplace(self, K.bitwise_right_shift(_cupy(), self._data, other), 'bitwise_right_shift_')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self)
 
 
 def _meta_bitwise_right_shift__Scalar(ks, self, other):
@@ -4142,12 +5786,18 @@ def _meta_bitwise_right_shift__Scalar(ks, self, other):
 _op_bitwise_right_shift_Scalar_out = Dispatcher.define('bitwise_right_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bitwise_right_shift_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.bitwise_right_shift(_np, self._data, other), 'bitwise_right_shift')
+    try:
+        return _write_out(out, K.bitwise_right_shift(_np, self._data, other), 'bitwise_right_shift')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self, out)
 
 
 def _cuda_bitwise_right_shift_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.bitwise_right_shift(_cupy(), self._data, other), 'bitwise_right_shift')
+    try:
+        return _write_out(out, K.bitwise_right_shift(_cupy(), self._data, other), 'bitwise_right_shift')
+    except ValueError as _e:
+        _value_error(_e, K.bitwise_right_shift, self, out)
 
 
 def _meta_bitwise_right_shift_Scalar_out(ks, self, other, out):
@@ -4158,12 +5808,18 @@ def _meta_bitwise_right_shift_Scalar_out(ks, self, other, out):
 _op_logical_and = Dispatcher.define('logical_and(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_logical_and_default(ks, self, other):
-    return _new(K.logical_and(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.logical_and(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logical_and, self, other)
 
 
 def _cuda_logical_and_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.logical_and(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.logical_and(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logical_and, self, other)
 
 
 def _meta_logical_and_default(ks, self, other):
@@ -4174,12 +5830,18 @@ def _meta_logical_and_default(ks, self, other):
 _op_logical_and_ = Dispatcher.define('logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_logical_and__default(ks, self, other):
-    return _write_inplace(self, K.logical_and(_np, self._data, other._data), 'logical_and_')
+    try:
+        return _write_inplace(self, K.logical_and(_np, self._data, other._data), 'logical_and_')
+    except ValueError as _e:
+        _value_error(_e, K.logical_and, self, other)
 
 
 def _cuda_logical_and__default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.logical_and(_cupy(), self._data, other._data), 'logical_and_')
+    try:
+        return _write_inplace(self, K.logical_and(_cupy(), self._data, other._data), 'logical_and_')
+    except ValueError as _e:
+        _value_error(_e, K.logical_and, self, other)
 
 
 def _meta_logical_and__default(ks, self, other):
@@ -4190,12 +5852,18 @@ def _meta_logical_and__default(ks, self, other):
 _op_logical_and_out = Dispatcher.define('logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_logical_and_out(ks, self, other, out):
-    return _write_out(out, K.logical_and(_np, self._data, other._data), 'logical_and')
+    try:
+        return _write_out(out, K.logical_and(_np, self._data, other._data), 'logical_and')
+    except ValueError as _e:
+        _value_error(_e, K.logical_and, self, other, out)
 
 
 def _cuda_logical_and_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.logical_and(_cupy(), self._data, other._data), 'logical_and')
+    try:
+        return _write_out(out, K.logical_and(_cupy(), self._data, other._data), 'logical_and')
+    except ValueError as _e:
+        _value_error(_e, K.logical_and, self, other, out)
 
 
 def _meta_logical_and_out(ks, self, other, out):
@@ -4206,12 +5874,18 @@ def _meta_logical_and_out(ks, self, other, out):
 _op_logical_or = Dispatcher.define('logical_or(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_logical_or_default(ks, self, other):
-    return _new(K.logical_or(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.logical_or(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logical_or, self, other)
 
 
 def _cuda_logical_or_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.logical_or(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.logical_or(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logical_or, self, other)
 
 
 def _meta_logical_or_default(ks, self, other):
@@ -4222,12 +5896,18 @@ def _meta_logical_or_default(ks, self, other):
 _op_logical_or_ = Dispatcher.define('logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_logical_or__default(ks, self, other):
-    return _write_inplace(self, K.logical_or(_np, self._data, other._data), 'logical_or_')
+    try:
+        return _write_inplace(self, K.logical_or(_np, self._data, other._data), 'logical_or_')
+    except ValueError as _e:
+        _value_error(_e, K.logical_or, self, other)
 
 
 def _cuda_logical_or__default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.logical_or(_cupy(), self._data, other._data), 'logical_or_')
+    try:
+        return _write_inplace(self, K.logical_or(_cupy(), self._data, other._data), 'logical_or_')
+    except ValueError as _e:
+        _value_error(_e, K.logical_or, self, other)
 
 
 def _meta_logical_or__default(ks, self, other):
@@ -4238,12 +5918,18 @@ def _meta_logical_or__default(ks, self, other):
 _op_logical_or_out = Dispatcher.define('logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_logical_or_out(ks, self, other, out):
-    return _write_out(out, K.logical_or(_np, self._data, other._data), 'logical_or')
+    try:
+        return _write_out(out, K.logical_or(_np, self._data, other._data), 'logical_or')
+    except ValueError as _e:
+        _value_error(_e, K.logical_or, self, other, out)
 
 
 def _cuda_logical_or_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.logical_or(_cupy(), self._data, other._data), 'logical_or')
+    try:
+        return _write_out(out, K.logical_or(_cupy(), self._data, other._data), 'logical_or')
+    except ValueError as _e:
+        _value_error(_e, K.logical_or, self, other, out)
 
 
 def _meta_logical_or_out(ks, self, other, out):
@@ -4254,12 +5940,18 @@ def _meta_logical_or_out(ks, self, other, out):
 _op_logical_xor = Dispatcher.define('logical_xor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_logical_xor_default(ks, self, other):
-    return _new(K.logical_xor(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.logical_xor(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logical_xor, self, other)
 
 
 def _cuda_logical_xor_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.logical_xor(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.logical_xor(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logical_xor, self, other)
 
 
 def _meta_logical_xor_default(ks, self, other):
@@ -4270,12 +5962,18 @@ def _meta_logical_xor_default(ks, self, other):
 _op_logical_xor_ = Dispatcher.define('logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_logical_xor__default(ks, self, other):
-    return _write_inplace(self, K.logical_xor(_np, self._data, other._data), 'logical_xor_')
+    try:
+        return _write_inplace(self, K.logical_xor(_np, self._data, other._data), 'logical_xor_')
+    except ValueError as _e:
+        _value_error(_e, K.logical_xor, self, other)
 
 
 def _cuda_logical_xor__default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.logical_xor(_cupy(), self._data, other._data), 'logical_xor_')
+    try:
+        return _write_inplace(self, K.logical_xor(_cupy(), self._data, other._data), 'logical_xor_')
+    except ValueError as _e:
+        _value_error(_e, K.logical_xor, self, other)
 
 
 def _meta_logical_xor__default(ks, self, other):
@@ -4286,12 +5984,18 @@ def _meta_logical_xor__default(ks, self, other):
 _op_logical_xor_out = Dispatcher.define('logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_logical_xor_out(ks, self, other, out):
-    return _write_out(out, K.logical_xor(_np, self._data, other._data), 'logical_xor')
+    try:
+        return _write_out(out, K.logical_xor(_np, self._data, other._data), 'logical_xor')
+    except ValueError as _e:
+        _value_error(_e, K.logical_xor, self, other, out)
 
 
 def _cuda_logical_xor_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.logical_xor(_cupy(), self._data, other._data), 'logical_xor')
+    try:
+        return _write_out(out, K.logical_xor(_cupy(), self._data, other._data), 'logical_xor')
+    except ValueError as _e:
+        _value_error(_e, K.logical_xor, self, other, out)
 
 
 def _meta_logical_xor_out(ks, self, other, out):
@@ -4302,12 +6006,18 @@ def _meta_logical_xor_out(ks, self, other, out):
 _op_eq_Tensor = Dispatcher.define('eq.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_eq_Tensor(ks, self, other):
-    return _new(K.eq(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.eq(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.eq, self, other)
 
 
 def _cuda_eq_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.eq(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.eq(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.eq, self, other)
 
 
 def _meta_eq_Tensor(ks, self, other):
@@ -4318,12 +6028,18 @@ def _meta_eq_Tensor(ks, self, other):
 _op_eq__Tensor = Dispatcher.define('eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_eq__Tensor(ks, self, other):
-    return _write_inplace(self, K.eq(_np, self._data, other._data), 'eq_')
+    try:
+        return _write_inplace(self, K.eq(_np, self._data, other._data), 'eq_')
+    except ValueError as _e:
+        _value_error(_e, K.eq, self, other)
 
 
 def _cuda_eq__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.eq(_cupy(), self._data, other._data), 'eq_')
+    try:
+        return _write_inplace(self, K.eq(_cupy(), self._data, other._data), 'eq_')
+    except ValueError as _e:
+        _value_error(_e, K.eq, self, other)
 
 
 def _meta_eq__Tensor(ks, self, other):
@@ -4334,12 +6050,18 @@ def _meta_eq__Tensor(ks, self, other):
 _op_eq_out = Dispatcher.define('eq.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_eq_out(ks, self, other, out):
-    return _write_out(out, K.eq(_np, self._data, other._data), 'eq')
+    try:
+        return _write_out(out, K.eq(_np, self._data, other._data), 'eq')
+    except ValueError as _e:
+        _value_error(_e, K.eq, self, other, out)
 
 
 def _cuda_eq_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.eq(_cupy(), self._data, other._data), 'eq')
+    try:
+        return _write_out(out, K.eq(_cupy(), self._data, other._data), 'eq')
+    except ValueError as _e:
+        _value_error(_e, K.eq, self, other, out)
 
 
 def _meta_eq_out(ks, self, other, out):
@@ -4350,11 +6072,17 @@ def _meta_eq_out(ks, self, other, out):
 _op_eq_Scalar = Dispatcher.define('eq.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_eq_Scalar(ks, self, other):
-    return _new(K.eq(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.eq(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.eq, self)
 
 
 def _cuda_eq_Scalar(ks, self, other):
-    return _new(K.eq(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.eq(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.eq, self)
 
 
 def _meta_eq_Scalar(ks, self, other):
@@ -4364,11 +6092,17 @@ def _meta_eq_Scalar(ks, self, other):
 _op_eq__Scalar = Dispatcher.define('eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_eq__Scalar(ks, self, other):
-    return _write_inplace(self, K.eq(_np, self._data, other), 'eq_')
+    try:
+        return _write_inplace(self, K.eq(_np, self._data, other), 'eq_')
+    except ValueError as _e:
+        _value_error(_e, K.eq, self)
 
 
 def _cuda_eq__Scalar(ks, self, other):
-    return _write_inplace(self, K.eq(_cupy(), self._data, other), 'eq_')
+    try:
+        return _write_inplace(self, K.eq(_cupy(), self._data, other), 'eq_')
+    except ValueError as _e:
+        _value_error(_e, K.eq, self)
 
 
 def _meta_eq__Scalar(ks, self, other):
@@ -4378,12 +6112,18 @@ def _meta_eq__Scalar(ks, self, other):
 _op_eq_Scalar_out = Dispatcher.define('eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_eq_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.eq(_np, self._data, other), 'eq')
+    try:
+        return _write_out(out, K.eq(_np, self._data, other), 'eq')
+    except ValueError as _e:
+        _value_error(_e, K.eq, self, out)
 
 
 def _cuda_eq_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.eq(_cupy(), self._data, other), 'eq')
+    try:
+        return _write_out(out, K.eq(_cupy(), self._data, other), 'eq')
+    except ValueError as _e:
+        _value_error(_e, K.eq, self, out)
 
 
 def _meta_eq_Scalar_out(ks, self, other, out):
@@ -4394,12 +6134,18 @@ def _meta_eq_Scalar_out(ks, self, other, out):
 _op_ne_Tensor = Dispatcher.define('ne.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_ne_Tensor(ks, self, other):
-    return _new(K.ne(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.ne(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.ne, self, other)
 
 
 def _cuda_ne_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.ne(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.ne(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.ne, self, other)
 
 
 def _meta_ne_Tensor(ks, self, other):
@@ -4410,12 +6156,18 @@ def _meta_ne_Tensor(ks, self, other):
 _op_ne__Tensor = Dispatcher.define('ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_ne__Tensor(ks, self, other):
-    return _write_inplace(self, K.ne(_np, self._data, other._data), 'ne_')
+    try:
+        return _write_inplace(self, K.ne(_np, self._data, other._data), 'ne_')
+    except ValueError as _e:
+        _value_error(_e, K.ne, self, other)
 
 
 def _cuda_ne__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.ne(_cupy(), self._data, other._data), 'ne_')
+    try:
+        return _write_inplace(self, K.ne(_cupy(), self._data, other._data), 'ne_')
+    except ValueError as _e:
+        _value_error(_e, K.ne, self, other)
 
 
 def _meta_ne__Tensor(ks, self, other):
@@ -4426,12 +6178,18 @@ def _meta_ne__Tensor(ks, self, other):
 _op_ne_out = Dispatcher.define('ne.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_ne_out(ks, self, other, out):
-    return _write_out(out, K.ne(_np, self._data, other._data), 'ne')
+    try:
+        return _write_out(out, K.ne(_np, self._data, other._data), 'ne')
+    except ValueError as _e:
+        _value_error(_e, K.ne, self, other, out)
 
 
 def _cuda_ne_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.ne(_cupy(), self._data, other._data), 'ne')
+    try:
+        return _write_out(out, K.ne(_cupy(), self._data, other._data), 'ne')
+    except ValueError as _e:
+        _value_error(_e, K.ne, self, other, out)
 
 
 def _meta_ne_out(ks, self, other, out):
@@ -4442,11 +6200,17 @@ def _meta_ne_out(ks, self, other, out):
 _op_ne_Scalar = Dispatcher.define('ne.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_ne_Scalar(ks, self, other):
-    return _new(K.ne(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.ne(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.ne, self)
 
 
 def _cuda_ne_Scalar(ks, self, other):
-    return _new(K.ne(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.ne(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.ne, self)
 
 
 def _meta_ne_Scalar(ks, self, other):
@@ -4456,11 +6220,17 @@ def _meta_ne_Scalar(ks, self, other):
 _op_ne__Scalar = Dispatcher.define('ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_ne__Scalar(ks, self, other):
-    return _write_inplace(self, K.ne(_np, self._data, other), 'ne_')
+    try:
+        return _write_inplace(self, K.ne(_np, self._data, other), 'ne_')
+    except ValueError as _e:
+        _value_error(_e, K.ne, self)
 
 
 def _cuda_ne__Scalar(ks, self, other):
-    return _write_inplace(self, K.ne(_cupy(), self._data, other), 'ne_')
+    try:
+        return _write_inplace(self, K.ne(_cupy(), self._data, other), 'ne_')
+    except ValueError as _e:
+        _value_error(_e, K.ne, self)
 
 
 def _meta_ne__Scalar(ks, self, other):
@@ -4470,12 +6240,18 @@ def _meta_ne__Scalar(ks, self, other):
 _op_ne_Scalar_out = Dispatcher.define('ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_ne_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.ne(_np, self._data, other), 'ne')
+    try:
+        return _write_out(out, K.ne(_np, self._data, other), 'ne')
+    except ValueError as _e:
+        _value_error(_e, K.ne, self, out)
 
 
 def _cuda_ne_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.ne(_cupy(), self._data, other), 'ne')
+    try:
+        return _write_out(out, K.ne(_cupy(), self._data, other), 'ne')
+    except ValueError as _e:
+        _value_error(_e, K.ne, self, out)
 
 
 def _meta_ne_Scalar_out(ks, self, other, out):
@@ -4486,12 +6262,18 @@ def _meta_ne_Scalar_out(ks, self, other, out):
 _op_lt_Tensor = Dispatcher.define('lt.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_lt_Tensor(ks, self, other):
-    return _new(K.lt(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.lt(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.lt, self, other)
 
 
 def _cuda_lt_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.lt(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.lt(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.lt, self, other)
 
 
 def _meta_lt_Tensor(ks, self, other):
@@ -4502,12 +6284,18 @@ def _meta_lt_Tensor(ks, self, other):
 _op_lt__Tensor = Dispatcher.define('lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_lt__Tensor(ks, self, other):
-    return _write_inplace(self, K.lt(_np, self._data, other._data), 'lt_')
+    try:
+        return _write_inplace(self, K.lt(_np, self._data, other._data), 'lt_')
+    except ValueError as _e:
+        _value_error(_e, K.lt, self, other)
 
 
 def _cuda_lt__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.lt(_cupy(), self._data, other._data), 'lt_')
+    try:
+        return _write_inplace(self, K.lt(_cupy(), self._data, other._data), 'lt_')
+    except ValueError as _e:
+        _value_error(_e, K.lt, self, other)
 
 
 def _meta_lt__Tensor(ks, self, other):
@@ -4518,12 +6306,18 @@ def _meta_lt__Tensor(ks, self, other):
 _op_lt_out = Dispatcher.define('lt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_lt_out(ks, self, other, out):
-    return _write_out(out, K.lt(_np, self._data, other._data), 'lt')
+    try:
+        return _write_out(out, K.lt(_np, self._data, other._data), 'lt')
+    except ValueError as _e:
+        _value_error(_e, K.lt, self, other, out)
 
 
 def _cuda_lt_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.lt(_cupy(), self._data, other._data), 'lt')
+    try:
+        return _write_out(out, K.lt(_cupy(), self._data, other._data), 'lt')
+    except ValueError as _e:
+        _value_error(_e, K.lt, self, other, out)
 
 
 def _meta_lt_out(ks, self, other, out):
@@ -4534,11 +6328,17 @@ def _meta_lt_out(ks, self, other, out):
 _op_lt_Scalar = Dispatcher.define('lt.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_lt_Scalar(ks, self, other):
-    return _new(K.lt(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.lt(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.lt, self)
 
 
 def _cuda_lt_Scalar(ks, self, other):
-    return _new(K.lt(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.lt(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.lt, self)
 
 
 def _meta_lt_Scalar(ks, self, other):
@@ -4548,11 +6348,17 @@ def _meta_lt_Scalar(ks, self, other):
 _op_lt__Scalar = Dispatcher.define('lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_lt__Scalar(ks, self, other):
-    return _write_inplace(self, K.lt(_np, self._data, other), 'lt_')
+    try:
+        return _write_inplace(self, K.lt(_np, self._data, other), 'lt_')
+    except ValueError as _e:
+        _value_error(_e, K.lt, self)
 
 
 def _cuda_lt__Scalar(ks, self, other):
-    return _write_inplace(self, K.lt(_cupy(), self._data, other), 'lt_')
+    try:
+        return _write_inplace(self, K.lt(_cupy(), self._data, other), 'lt_')
+    except ValueError as _e:
+        _value_error(_e, K.lt, self)
 
 
 def _meta_lt__Scalar(ks, self, other):
@@ -4562,12 +6368,18 @@ def _meta_lt__Scalar(ks, self, other):
 _op_lt_Scalar_out = Dispatcher.define('lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_lt_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.lt(_np, self._data, other), 'lt')
+    try:
+        return _write_out(out, K.lt(_np, self._data, other), 'lt')
+    except ValueError as _e:
+        _value_error(_e, K.lt, self, out)
 
 
 def _cuda_lt_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.lt(_cupy(), self._data, other), 'lt')
+    try:
+        return _write_out(out, K.lt(_cupy(), self._data, other), 'lt')
+    except ValueError as _e:
+        _value_error(_e, K.lt, self, out)
 
 
 def _meta_lt_Scalar_out(ks, self, other, out):
@@ -4578,12 +6390,18 @@ def _meta_lt_Scalar_out(ks, self, other, out):
 _op_le_Tensor = Dispatcher.define('le.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_le_Tensor(ks, self, other):
-    return _new(K.le(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.le(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.le, self, other)
 
 
 def _cuda_le_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.le(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.le(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.le, self, other)
 
 
 def _meta_le_Tensor(ks, self, other):
@@ -4594,12 +6412,18 @@ def _meta_le_Tensor(ks, self, other):
 _op_le__Tensor = Dispatcher.define('le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_le__Tensor(ks, self, other):
-    return _write_inplace(self, K.le(_np, self._data, other._data), 'le_')
+    try:
+        return _write_inplace(self, K.le(_np, self._data, other._data), 'le_')
+    except ValueError as _e:
+        _value_error(_e, K.le, self, other)
 
 
 def _cuda_le__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.le(_cupy(), self._data, other._data), 'le_')
+    try:
+        return _write_inplace(self, K.le(_cupy(), self._data, other._data), 'le_')
+    except ValueError as _e:
+        _value_error(_e, K.le, self, other)
 
 
 def _meta_le__Tensor(ks, self, other):
@@ -4610,12 +6434,18 @@ def _meta_le__Tensor(ks, self, other):
 _op_le_out = Dispatcher.define('le.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_le_out(ks, self, other, out):
-    return _write_out(out, K.le(_np, self._data, other._data), 'le')
+    try:
+        return _write_out(out, K.le(_np, self._data, other._data), 'le')
+    except ValueError as _e:
+        _value_error(_e, K.le, self, other, out)
 
 
 def _cuda_le_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.le(_cupy(), self._data, other._data), 'le')
+    try:
+        return _write_out(out, K.le(_cupy(), self._data, other._data), 'le')
+    except ValueError as _e:
+        _value_error(_e, K.le, self, other, out)
 
 
 def _meta_le_out(ks, self, other, out):
@@ -4626,11 +6456,17 @@ def _meta_le_out(ks, self, other, out):
 _op_le_Scalar = Dispatcher.define('le.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_le_Scalar(ks, self, other):
-    return _new(K.le(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.le(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.le, self)
 
 
 def _cuda_le_Scalar(ks, self, other):
-    return _new(K.le(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.le(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.le, self)
 
 
 def _meta_le_Scalar(ks, self, other):
@@ -4640,11 +6476,17 @@ def _meta_le_Scalar(ks, self, other):
 _op_le__Scalar = Dispatcher.define('le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_le__Scalar(ks, self, other):
-    return _write_inplace(self, K.le(_np, self._data, other), 'le_')
+    try:
+        return _write_inplace(self, K.le(_np, self._data, other), 'le_')
+    except ValueError as _e:
+        _value_error(_e, K.le, self)
 
 
 def _cuda_le__Scalar(ks, self, other):
-    return _write_inplace(self, K.le(_cupy(), self._data, other), 'le_')
+    try:
+        return _write_inplace(self, K.le(_cupy(), self._data, other), 'le_')
+    except ValueError as _e:
+        _value_error(_e, K.le, self)
 
 
 def _meta_le__Scalar(ks, self, other):
@@ -4654,12 +6496,18 @@ def _meta_le__Scalar(ks, self, other):
 _op_le_Scalar_out = Dispatcher.define('le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_le_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.le(_np, self._data, other), 'le')
+    try:
+        return _write_out(out, K.le(_np, self._data, other), 'le')
+    except ValueError as _e:
+        _value_error(_e, K.le, self, out)
 
 
 def _cuda_le_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.le(_cupy(), self._data, other), 'le')
+    try:
+        return _write_out(out, K.le(_cupy(), self._data, other), 'le')
+    except ValueError as _e:
+        _value_error(_e, K.le, self, out)
 
 
 def _meta_le_Scalar_out(ks, self, other, out):
@@ -4670,12 +6518,18 @@ def _meta_le_Scalar_out(ks, self, other, out):
 _op_gt_Tensor = Dispatcher.define('gt.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_gt_Tensor(ks, self, other):
-    return _new(K.gt(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.gt(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.gt, self, other)
 
 
 def _cuda_gt_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.gt(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.gt(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.gt, self, other)
 
 
 def _meta_gt_Tensor(ks, self, other):
@@ -4686,12 +6540,18 @@ def _meta_gt_Tensor(ks, self, other):
 _op_gt__Tensor = Dispatcher.define('gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_gt__Tensor(ks, self, other):
-    return _write_inplace(self, K.gt(_np, self._data, other._data), 'gt_')
+    try:
+        return _write_inplace(self, K.gt(_np, self._data, other._data), 'gt_')
+    except ValueError as _e:
+        _value_error(_e, K.gt, self, other)
 
 
 def _cuda_gt__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.gt(_cupy(), self._data, other._data), 'gt_')
+    try:
+        return _write_inplace(self, K.gt(_cupy(), self._data, other._data), 'gt_')
+    except ValueError as _e:
+        _value_error(_e, K.gt, self, other)
 
 
 def _meta_gt__Tensor(ks, self, other):
@@ -4702,12 +6562,18 @@ def _meta_gt__Tensor(ks, self, other):
 _op_gt_out = Dispatcher.define('gt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_gt_out(ks, self, other, out):
-    return _write_out(out, K.gt(_np, self._data, other._data), 'gt')
+    try:
+        return _write_out(out, K.gt(_np, self._data, other._data), 'gt')
+    except ValueError as _e:
+        _value_error(_e, K.gt, self, other, out)
 
 
 def _cuda_gt_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.gt(_cupy(), self._data, other._data), 'gt')
+    try:
+        return _write_out(out, K.gt(_cupy(), self._data, other._data), 'gt')
+    except ValueError as _e:
+        _value_error(_e, K.gt, self, other, out)
 
 
 def _meta_gt_out(ks, self, other, out):
@@ -4718,11 +6584,17 @@ def _meta_gt_out(ks, self, other, out):
 _op_gt_Scalar = Dispatcher.define('gt.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_gt_Scalar(ks, self, other):
-    return _new(K.gt(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.gt(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.gt, self)
 
 
 def _cuda_gt_Scalar(ks, self, other):
-    return _new(K.gt(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.gt(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.gt, self)
 
 
 def _meta_gt_Scalar(ks, self, other):
@@ -4732,11 +6604,17 @@ def _meta_gt_Scalar(ks, self, other):
 _op_gt__Scalar = Dispatcher.define('gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_gt__Scalar(ks, self, other):
-    return _write_inplace(self, K.gt(_np, self._data, other), 'gt_')
+    try:
+        return _write_inplace(self, K.gt(_np, self._data, other), 'gt_')
+    except ValueError as _e:
+        _value_error(_e, K.gt, self)
 
 
 def _cuda_gt__Scalar(ks, self, other):
-    return _write_inplace(self, K.gt(_cupy(), self._data, other), 'gt_')
+    try:
+        return _write_inplace(self, K.gt(_cupy(), self._data, other), 'gt_')
+    except ValueError as _e:
+        _value_error(_e, K.gt, self)
 
 
 def _meta_gt__Scalar(ks, self, other):
@@ -4746,12 +6624,18 @@ def _meta_gt__Scalar(ks, self, other):
 _op_gt_Scalar_out = Dispatcher.define('gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_gt_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.gt(_np, self._data, other), 'gt')
+    try:
+        return _write_out(out, K.gt(_np, self._data, other), 'gt')
+    except ValueError as _e:
+        _value_error(_e, K.gt, self, out)
 
 
 def _cuda_gt_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.gt(_cupy(), self._data, other), 'gt')
+    try:
+        return _write_out(out, K.gt(_cupy(), self._data, other), 'gt')
+    except ValueError as _e:
+        _value_error(_e, K.gt, self, out)
 
 
 def _meta_gt_Scalar_out(ks, self, other, out):
@@ -4762,12 +6646,18 @@ def _meta_gt_Scalar_out(ks, self, other, out):
 _op_ge_Tensor = Dispatcher.define('ge.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_ge_Tensor(ks, self, other):
-    return _new(K.ge(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.ge(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.ge, self, other)
 
 
 def _cuda_ge_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.ge(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.ge(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.ge, self, other)
 
 
 def _meta_ge_Tensor(ks, self, other):
@@ -4778,12 +6668,18 @@ def _meta_ge_Tensor(ks, self, other):
 _op_ge__Tensor = Dispatcher.define('ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
 
 def _cpu_ge__Tensor(ks, self, other):
-    return _write_inplace(self, K.ge(_np, self._data, other._data), 'ge_')
+    try:
+        return _write_inplace(self, K.ge(_np, self._data, other._data), 'ge_')
+    except ValueError as _e:
+        _value_error(_e, K.ge, self, other)
 
 
 def _cuda_ge__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _write_inplace(self, K.ge(_cupy(), self._data, other._data), 'ge_')
+    try:
+        return _write_inplace(self, K.ge(_cupy(), self._data, other._data), 'ge_')
+    except ValueError as _e:
+        _value_error(_e, K.ge, self, other)
 
 
 def _meta_ge__Tensor(ks, self, other):
@@ -4794,12 +6690,18 @@ def _meta_ge__Tensor(ks, self, other):
 _op_ge_out = Dispatcher.define('ge.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_ge_out(ks, self, other, out):
-    return _write_out(out, K.ge(_np, self._data, other._data), 'ge')
+    try:
+        return _write_out(out, K.ge(_np, self._data, other._data), 'ge')
+    except ValueError as _e:
+        _value_error(_e, K.ge, self, other, out)
 
 
 def _cuda_ge_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.ge(_cupy(), self._data, other._data), 'ge')
+    try:
+        return _write_out(out, K.ge(_cupy(), self._data, other._data), 'ge')
+    except ValueError as _e:
+        _value_error(_e, K.ge, self, other, out)
 
 
 def _meta_ge_out(ks, self, other, out):
@@ -4810,11 +6712,17 @@ def _meta_ge_out(ks, self, other, out):
 _op_ge_Scalar = Dispatcher.define('ge.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_ge_Scalar(ks, self, other):
-    return _new(K.ge(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.ge(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.ge, self)
 
 
 def _cuda_ge_Scalar(ks, self, other):
-    return _new(K.ge(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.ge(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.ge, self)
 
 
 def _meta_ge_Scalar(ks, self, other):
@@ -4824,11 +6732,17 @@ def _meta_ge_Scalar(ks, self, other):
 _op_ge__Scalar = Dispatcher.define('ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
 
 def _cpu_ge__Scalar(ks, self, other):
-    return _write_inplace(self, K.ge(_np, self._data, other), 'ge_')
+    try:
+        return _write_inplace(self, K.ge(_np, self._data, other), 'ge_')
+    except ValueError as _e:
+        _value_error(_e, K.ge, self)
 
 
 def _cuda_ge__Scalar(ks, self, other):
-    return _write_inplace(self, K.ge(_cupy(), self._data, other), 'ge_')
+    try:
+        return _write_inplace(self, K.ge(_cupy(), self._data, other), 'ge_')
+    except ValueError as _e:
+        _value_error(_e, K.ge, self)
 
 
 def _meta_ge__Scalar(ks, self, other):
@@ -4838,12 +6752,18 @@ def _meta_ge__Scalar(ks, self, other):
 _op_ge_Scalar_out = Dispatcher.define('ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_ge_Scalar_out(ks, self, other, out):
-    return _write_out(out, K.ge(_np, self._data, other), 'ge')
+    try:
+        return _write_out(out, K.ge(_np, self._data, other), 'ge')
+    except ValueError as _e:
+        _value_error(_e, K.ge, self, out)
 
 
 def _cuda_ge_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.ge(_cupy(), self._data, other), 'ge')
+    try:
+        return _write_out(out, K.ge(_cupy(), self._data, other), 'ge')
+    except ValueError as _e:
+        _value_error(_e, K.ge, self, out)
 
 
 def _meta_ge_Scalar_out(ks, self, other, out):
@@ -4854,12 +6774,18 @@ def _meta_ge_Scalar_out(ks, self, other, out):
 _op_greater_Tensor = Dispatcher.define('greater.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_greater_Tensor(ks, self, other):
-    return _new(K.gt(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.gt(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.gt, self, other)
 
 
 def _cuda_greater_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.gt(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.gt(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.gt, self, other)
 
 
 def _meta_greater_Tensor(ks, self, other):
@@ -4870,11 +6796,17 @@ def _meta_greater_Tensor(ks, self, other):
 _op_greater_Scalar = Dispatcher.define('greater.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_greater_Scalar(ks, self, other):
-    return _new(K.gt(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.gt(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.gt, self)
 
 
 def _cuda_greater_Scalar(ks, self, other):
-    return _new(K.gt(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.gt(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.gt, self)
 
 
 def _meta_greater_Scalar(ks, self, other):
@@ -4884,12 +6816,18 @@ def _meta_greater_Scalar(ks, self, other):
 _op_greater_equal_Tensor = Dispatcher.define('greater_equal.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_greater_equal_Tensor(ks, self, other):
-    return _new(K.ge(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.ge(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.ge, self, other)
 
 
 def _cuda_greater_equal_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.ge(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.ge(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.ge, self, other)
 
 
 def _meta_greater_equal_Tensor(ks, self, other):
@@ -4900,11 +6838,17 @@ def _meta_greater_equal_Tensor(ks, self, other):
 _op_greater_equal_Scalar = Dispatcher.define('greater_equal.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_greater_equal_Scalar(ks, self, other):
-    return _new(K.ge(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.ge(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.ge, self)
 
 
 def _cuda_greater_equal_Scalar(ks, self, other):
-    return _new(K.ge(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.ge(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.ge, self)
 
 
 def _meta_greater_equal_Scalar(ks, self, other):
@@ -4914,12 +6858,18 @@ def _meta_greater_equal_Scalar(ks, self, other):
 _op_less_Tensor = Dispatcher.define('less.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_less_Tensor(ks, self, other):
-    return _new(K.lt(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.lt(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.lt, self, other)
 
 
 def _cuda_less_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.lt(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.lt(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.lt, self, other)
 
 
 def _meta_less_Tensor(ks, self, other):
@@ -4930,11 +6880,17 @@ def _meta_less_Tensor(ks, self, other):
 _op_less_Scalar = Dispatcher.define('less.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_less_Scalar(ks, self, other):
-    return _new(K.lt(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.lt(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.lt, self)
 
 
 def _cuda_less_Scalar(ks, self, other):
-    return _new(K.lt(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.lt(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.lt, self)
 
 
 def _meta_less_Scalar(ks, self, other):
@@ -4944,12 +6900,18 @@ def _meta_less_Scalar(ks, self, other):
 _op_less_equal_Tensor = Dispatcher.define('less_equal.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_less_equal_Tensor(ks, self, other):
-    return _new(K.le(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.le(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.le, self, other)
 
 
 def _cuda_less_equal_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.le(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.le(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.le, self, other)
 
 
 def _meta_less_equal_Tensor(ks, self, other):
@@ -4960,11 +6922,17 @@ def _meta_less_equal_Tensor(ks, self, other):
 _op_less_equal_Scalar = Dispatcher.define('less_equal.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_less_equal_Scalar(ks, self, other):
-    return _new(K.le(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.le(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.le, self)
 
 
 def _cuda_less_equal_Scalar(ks, self, other):
-    return _new(K.le(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.le(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.le, self)
 
 
 def _meta_less_equal_Scalar(ks, self, other):
@@ -4974,12 +6942,18 @@ def _meta_less_equal_Scalar(ks, self, other):
 _op_not_equal_Tensor = Dispatcher.define('not_equal.Tensor(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_not_equal_Tensor(ks, self, other):
-    return _new(K.ne(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.ne(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.ne, self, other)
 
 
 def _cuda_not_equal_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.ne(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.ne(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.ne, self, other)
 
 
 def _meta_not_equal_Tensor(ks, self, other):
@@ -4990,11 +6964,17 @@ def _meta_not_equal_Tensor(ks, self, other):
 _op_not_equal_Scalar = Dispatcher.define('not_equal.Scalar(Tensor self, Scalar other) -> Tensor')
 
 def _cpu_not_equal_Scalar(ks, self, other):
-    return _new(K.ne(_np, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.ne(_np, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.ne, self)
 
 
 def _cuda_not_equal_Scalar(ks, self, other):
-    return _new(K.ne(_cupy(), self._data, other), self._ks, self._device)
+    try:
+        return _new(K.ne(_cupy(), self._data, other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.ne, self)
 
 
 def _meta_not_equal_Scalar(ks, self, other):
@@ -5004,12 +6984,18 @@ def _meta_not_equal_Scalar(ks, self, other):
 _op_where_self = Dispatcher.define('where.self(Tensor condition, Tensor self, Tensor other) -> Tensor')
 
 def _cpu_where_self(ks, condition, self, other):
-    return _new(K.where(_np, condition._data, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.where(_np, condition._data, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.where, condition, self, other)
 
 
 def _cuda_where_self(ks, condition, self, other):
     _check_devices('cuda', condition, self, other)
-    return _new(K.where(_cupy(), condition._data, self._data, other._data), condition._ks, condition._device)
+    try:
+        return _new(K.where(_cupy(), condition._data, self._data, other._data), condition._ks, condition._device)
+    except ValueError as _e:
+        _value_error(_e, K.where, condition, self, other)
 
 
 def _meta_where_self(ks, condition, self, other):
@@ -5020,12 +7006,18 @@ def _meta_where_self(ks, condition, self, other):
 _op_where_self_out = Dispatcher.define('where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_where_self_out(ks, condition, self, other, out):
-    return _write_out(out, K.where(_np, condition._data, self._data, other._data), 'where')
+    try:
+        return _write_out(out, K.where(_np, condition._data, self._data, other._data), 'where')
+    except ValueError as _e:
+        _value_error(_e, K.where, condition, self, other, out)
 
 
 def _cuda_where_self_out(ks, condition, self, other, out):
     _check_devices('cuda', condition, self, other, out)
-    return _write_out(out, K.where(_cupy(), condition._data, self._data, other._data), 'where')
+    try:
+        return _write_out(out, K.where(_cupy(), condition._data, self._data, other._data), 'where')
+    except ValueError as _e:
+        _value_error(_e, K.where, condition, self, other, out)
 
 
 def _meta_where_self_out(ks, condition, self, other, out):
@@ -5036,12 +7028,18 @@ def _meta_where_self_out(ks, condition, self, other, out):
 _op_where_ScalarSelf = Dispatcher.define('where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor')
 
 def _cpu_where_ScalarSelf(ks, condition, self, other):
-    return _new(K.where(_np, condition._data, self, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.where(_np, condition._data, self, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.where, condition, other)
 
 
 def _cuda_where_ScalarSelf(ks, condition, self, other):
     _check_devices('cuda', condition, other)
-    return _new(K.where(_cupy(), condition._data, self, other._data), condition._ks, condition._device)
+    try:
+        return _new(K.where(_cupy(), condition._data, self, other._data), condition._ks, condition._device)
+    except ValueError as _e:
+        _value_error(_e, K.where, condition, other)
 
 
 def _meta_where_ScalarSelf(ks, condition, self, other):
@@ -5052,12 +7050,18 @@ def _meta_where_ScalarSelf(ks, condition, self, other):
 _op_where_ScalarOther = Dispatcher.define('where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor')
 
 def _cpu_where_ScalarOther(ks, condition, self, other):
-    return _new(K.where(_np, condition._data, self._data, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.where(_np, condition._data, self._data, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.where, condition, self)
 
 
 def _cuda_where_ScalarOther(ks, condition, self, other):
     _check_devices('cuda', condition, self)
-    return _new(K.where(_cupy(), condition._data, self._data, other), condition._ks, condition._device)
+    try:
+        return _new(K.where(_cupy(), condition._data, self._data, other), condition._ks, condition._device)
+    except ValueError as _e:
+        _value_error(_e, K.where, condition, self)
 
 
 def _meta_where_ScalarOther(ks, condition, self, other):
@@ -5068,11 +7072,17 @@ def _meta_where_ScalarOther(ks, condition, self, other):
 _op_where_Scalar = Dispatcher.define('where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor')
 
 def _cpu_where_Scalar(ks, condition, self, other):
-    return _new(K.where(_np, condition._data, self, other), _KS_CPU, _CPU)
+    try:
+        return _new(K.where(_np, condition._data, self, other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.where, condition)
 
 
 def _cuda_where_Scalar(ks, condition, self, other):
-    return _new(K.where(_cupy(), condition._data, self, other), condition._ks, condition._device)
+    try:
+        return _new(K.where(_cupy(), condition._data, self, other), condition._ks, condition._device)
+    except ValueError as _e:
+        _value_error(_e, K.where, condition)
 
 
 def _meta_where_Scalar(ks, condition, self, other):
@@ -5087,11 +7097,17 @@ def _composite_where_default(ks, condition):
 _op_clamp = Dispatcher.define('clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor')
 
 def _cpu_clamp_default(ks, self, min, max):
-    return _new(K.clamp(_np, self._data, min, max), _KS_CPU, _CPU)
+    try:
+        return _new(K.clamp(_np, self._data, min, max), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self)
 
 
 def _cuda_clamp_default(ks, self, min, max):
-    return _new(K.clamp(_cupy(), self._data, min, max), self._ks, self._device)
+    try:
+        return _new(K.clamp(_cupy(), self._data, min, max), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self)
 
 
 def _meta_clamp_default(ks, self, min, max):
@@ -5101,12 +7117,18 @@ def _meta_clamp_default(ks, self, min, max):
 _op_clamp_Tensor = Dispatcher.define('clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor')
 
 def _cpu_clamp_Tensor(ks, self, min, max):
-    return _new(K.clamp(_np, self._data, (None if min is None else min._data), (None if max is None else max._data)), _KS_CPU, _CPU)
+    try:
+        return _new(K.clamp(_np, self._data, (None if min is None else min._data), (None if max is None else max._data)), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self, min, max)
 
 
 def _cuda_clamp_Tensor(ks, self, min, max):
     _check_devices('cuda', self, min, max)
-    return _new(K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), self._ks, self._device)
+    try:
+        return _new(K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self, min, max)
 
 
 def _meta_clamp_Tensor(ks, self, min, max):
@@ -5117,12 +7139,18 @@ def _meta_clamp_Tensor(ks, self, min, max):
 _op_clamp_out = Dispatcher.define('clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_clamp_out(ks, self, min, max, out):
-    return _write_out(out, K.clamp(_np, self._data, min, max), 'clamp')
+    try:
+        return _write_out(out, K.clamp(_np, self._data, min, max), 'clamp')
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self, out)
 
 
 def _cuda_clamp_out(ks, self, min, max, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.clamp(_cupy(), self._data, min, max), 'clamp')
+    try:
+        return _write_out(out, K.clamp(_cupy(), self._data, min, max), 'clamp')
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self, out)
 
 
 def _meta_clamp_out(ks, self, min, max, out):
@@ -5133,12 +7161,18 @@ def _meta_clamp_out(ks, self, min, max, out):
 _op_clamp_Tensor_out = Dispatcher.define('clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_clamp_Tensor_out(ks, self, min, max, out):
-    return _write_out(out, K.clamp(_np, self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp')
+    try:
+        return _write_out(out, K.clamp(_np, self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp')
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self, min, max, out)
 
 
 def _cuda_clamp_Tensor_out(ks, self, min, max, out):
     _check_devices('cuda', self, min, max, out)
-    return _write_out(out, K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp')
+    try:
+        return _write_out(out, K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp')
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self, min, max, out)
 
 
 def _meta_clamp_Tensor_out(ks, self, min, max, out):
@@ -5149,11 +7183,17 @@ def _meta_clamp_Tensor_out(ks, self, min, max, out):
 _op_clamp_ = Dispatcher.define('clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)')
 
 def _cpu_clamp__default(ks, self, min, max):
-    return _write_inplace(self, K.clamp(_np, self._data, min, max), 'clamp_')
+    try:
+        return _write_inplace(self, K.clamp(_np, self._data, min, max), 'clamp_')
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self)
 
 
 def _cuda_clamp__default(ks, self, min, max):
-    return _write_inplace(self, K.clamp(_cupy(), self._data, min, max), 'clamp_')
+    try:
+        return _write_inplace(self, K.clamp(_cupy(), self._data, min, max), 'clamp_')
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self)
 
 
 def _meta_clamp__default(ks, self, min, max):
@@ -5163,12 +7203,18 @@ def _meta_clamp__default(ks, self, min, max):
 _op_clamp__Tensor = Dispatcher.define('clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)')
 
 def _cpu_clamp__Tensor(ks, self, min, max):
-    return _write_inplace(self, K.clamp(_np, self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp_')
+    try:
+        return _write_inplace(self, K.clamp(_np, self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp_')
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self, min, max)
 
 
 def _cuda_clamp__Tensor(ks, self, min, max):
     _check_devices('cuda', self, min, max)
-    return _write_inplace(self, K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp_')
+    try:
+        return _write_inplace(self, K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp_')
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self, min, max)
 
 
 def _meta_clamp__Tensor(ks, self, min, max):
@@ -5179,11 +7225,17 @@ def _meta_clamp__Tensor(ks, self, min, max):
 _op_clip = Dispatcher.define('clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor')
 
 def _cpu_clip_default(ks, self, min, max):
-    return _new(K.clamp(_np, self._data, min, max), _KS_CPU, _CPU)
+    try:
+        return _new(K.clamp(_np, self._data, min, max), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self)
 
 
 def _cuda_clip_default(ks, self, min, max):
-    return _new(K.clamp(_cupy(), self._data, min, max), self._ks, self._device)
+    try:
+        return _new(K.clamp(_cupy(), self._data, min, max), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self)
 
 
 def _meta_clip_default(ks, self, min, max):
@@ -5193,12 +7245,18 @@ def _meta_clip_default(ks, self, min, max):
 _op_clip_Tensor = Dispatcher.define('clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor')
 
 def _cpu_clip_Tensor(ks, self, min, max):
-    return _new(K.clamp(_np, self._data, (None if min is None else min._data), (None if max is None else max._data)), _KS_CPU, _CPU)
+    try:
+        return _new(K.clamp(_np, self._data, (None if min is None else min._data), (None if max is None else max._data)), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self, min, max)
 
 
 def _cuda_clip_Tensor(ks, self, min, max):
     _check_devices('cuda', self, min, max)
-    return _new(K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), self._ks, self._device)
+    try:
+        return _new(K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self, min, max)
 
 
 def _meta_clip_Tensor(ks, self, min, max):
@@ -5209,11 +7267,17 @@ def _meta_clip_Tensor(ks, self, min, max):
 _op_clip_ = Dispatcher.define('clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)')
 
 def _cpu_clip__default(ks, self, min, max):
-    return _write_inplace(self, K.clamp(_np, self._data, min, max), 'clip_')
+    try:
+        return _write_inplace(self, K.clamp(_np, self._data, min, max), 'clip_')
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self)
 
 
 def _cuda_clip__default(ks, self, min, max):
-    return _write_inplace(self, K.clamp(_cupy(), self._data, min, max), 'clip_')
+    try:
+        return _write_inplace(self, K.clamp(_cupy(), self._data, min, max), 'clip_')
+    except ValueError as _e:
+        _value_error(_e, K.clamp, self)
 
 
 def _meta_clip__default(ks, self, min, max):
@@ -5223,11 +7287,17 @@ def _meta_clip__default(ks, self, min, max):
 _op_clamp_min = Dispatcher.define('clamp_min(Tensor self, Scalar min) -> Tensor')
 
 def _cpu_clamp_min_default(ks, self, min):
-    return _new(K.clamp_min(_np, self._data, min), _KS_CPU, _CPU)
+    try:
+        return _new(K.clamp_min(_np, self._data, min), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.clamp_min, self)
 
 
 def _cuda_clamp_min_default(ks, self, min):
-    return _new(K.clamp_min(_cupy(), self._data, min), self._ks, self._device)
+    try:
+        return _new(K.clamp_min(_cupy(), self._data, min), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.clamp_min, self)
 
 
 def _meta_clamp_min_default(ks, self, min):
@@ -5237,12 +7307,18 @@ def _meta_clamp_min_default(ks, self, min):
 _op_clamp_min_Tensor = Dispatcher.define('clamp_min.Tensor(Tensor self, Tensor min) -> Tensor')
 
 def _cpu_clamp_min_Tensor(ks, self, min):
-    return _new(K.clamp_min(_np, self._data, min._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.clamp_min(_np, self._data, min._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.clamp_min, self, min)
 
 
 def _cuda_clamp_min_Tensor(ks, self, min):
     _check_devices('cuda', self, min)
-    return _new(K.clamp_min(_cupy(), self._data, min._data), self._ks, self._device)
+    try:
+        return _new(K.clamp_min(_cupy(), self._data, min._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.clamp_min, self, min)
 
 
 def _meta_clamp_min_Tensor(ks, self, min):
@@ -5253,11 +7329,17 @@ def _meta_clamp_min_Tensor(ks, self, min):
 _op_clamp_min_ = Dispatcher.define('clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)')
 
 def _cpu_clamp_min__default(ks, self, min):
-    return _write_inplace(self, K.clamp_min(_np, self._data, min), 'clamp_min_')
+    try:
+        return _write_inplace(self, K.clamp_min(_np, self._data, min), 'clamp_min_')
+    except ValueError as _e:
+        _value_error(_e, K.clamp_min, self)
 
 
 def _cuda_clamp_min__default(ks, self, min):
-    return _write_inplace(self, K.clamp_min(_cupy(), self._data, min), 'clamp_min_')
+    try:
+        return _write_inplace(self, K.clamp_min(_cupy(), self._data, min), 'clamp_min_')
+    except ValueError as _e:
+        _value_error(_e, K.clamp_min, self)
 
 
 def _meta_clamp_min__default(ks, self, min):
@@ -5267,11 +7349,17 @@ def _meta_clamp_min__default(ks, self, min):
 _op_clamp_max = Dispatcher.define('clamp_max(Tensor self, Scalar max) -> Tensor')
 
 def _cpu_clamp_max_default(ks, self, max):
-    return _new(K.clamp_max(_np, self._data, max), _KS_CPU, _CPU)
+    try:
+        return _new(K.clamp_max(_np, self._data, max), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.clamp_max, self)
 
 
 def _cuda_clamp_max_default(ks, self, max):
-    return _new(K.clamp_max(_cupy(), self._data, max), self._ks, self._device)
+    try:
+        return _new(K.clamp_max(_cupy(), self._data, max), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.clamp_max, self)
 
 
 def _meta_clamp_max_default(ks, self, max):
@@ -5281,12 +7369,18 @@ def _meta_clamp_max_default(ks, self, max):
 _op_clamp_max_Tensor = Dispatcher.define('clamp_max.Tensor(Tensor self, Tensor max) -> Tensor')
 
 def _cpu_clamp_max_Tensor(ks, self, max):
-    return _new(K.clamp_max(_np, self._data, max._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.clamp_max(_np, self._data, max._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.clamp_max, self, max)
 
 
 def _cuda_clamp_max_Tensor(ks, self, max):
     _check_devices('cuda', self, max)
-    return _new(K.clamp_max(_cupy(), self._data, max._data), self._ks, self._device)
+    try:
+        return _new(K.clamp_max(_cupy(), self._data, max._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.clamp_max, self, max)
 
 
 def _meta_clamp_max_Tensor(ks, self, max):
@@ -5297,11 +7391,17 @@ def _meta_clamp_max_Tensor(ks, self, max):
 _op_clamp_max_ = Dispatcher.define('clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)')
 
 def _cpu_clamp_max__default(ks, self, max):
-    return _write_inplace(self, K.clamp_max(_np, self._data, max), 'clamp_max_')
+    try:
+        return _write_inplace(self, K.clamp_max(_np, self._data, max), 'clamp_max_')
+    except ValueError as _e:
+        _value_error(_e, K.clamp_max, self)
 
 
 def _cuda_clamp_max__default(ks, self, max):
-    return _write_inplace(self, K.clamp_max(_cupy(), self._data, max), 'clamp_max_')
+    try:
+        return _write_inplace(self, K.clamp_max(_cupy(), self._data, max), 'clamp_max_')
+    except ValueError as _e:
+        _value_error(_e, K.clamp_max, self)
 
 
 def _meta_clamp_max__default(ks, self, max):
@@ -5311,12 +7411,18 @@ def _meta_clamp_max__default(ks, self, max):
 _op_lerp_Scalar = Dispatcher.define('lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor')
 
 def _cpu_lerp_Scalar(ks, self, end, weight):
-    return _new(K.lerp(_np, self._data, end._data, weight), _KS_CPU, _CPU)
+    try:
+        return _new(K.lerp(_np, self._data, end._data, weight), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.lerp, self, end)
 
 
 def _cuda_lerp_Scalar(ks, self, end, weight):
     _check_devices('cuda', self, end)
-    return _new(K.lerp(_cupy(), self._data, end._data, weight), self._ks, self._device)
+    try:
+        return _new(K.lerp(_cupy(), self._data, end._data, weight), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.lerp, self, end)
 
 
 def _meta_lerp_Scalar(ks, self, end, weight):
@@ -5327,12 +7433,18 @@ def _meta_lerp_Scalar(ks, self, end, weight):
 _op_lerp_Tensor = Dispatcher.define('lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor')
 
 def _cpu_lerp_Tensor(ks, self, end, weight):
-    return _new(K.lerp(_np, self._data, end._data, weight._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.lerp(_np, self._data, end._data, weight._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.lerp, self, end, weight)
 
 
 def _cuda_lerp_Tensor(ks, self, end, weight):
     _check_devices('cuda', self, end, weight)
-    return _new(K.lerp(_cupy(), self._data, end._data, weight._data), self._ks, self._device)
+    try:
+        return _new(K.lerp(_cupy(), self._data, end._data, weight._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.lerp, self, end, weight)
 
 
 def _meta_lerp_Tensor(ks, self, end, weight):
@@ -5343,12 +7455,18 @@ def _meta_lerp_Tensor(ks, self, end, weight):
 _op_lerp__Scalar = Dispatcher.define('lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)')
 
 def _cpu_lerp__Scalar(ks, self, end, weight):
-    return _write_inplace(self, K.lerp(_np, self._data, end._data, weight), 'lerp_')
+    try:
+        return _write_inplace(self, K.lerp(_np, self._data, end._data, weight), 'lerp_')
+    except ValueError as _e:
+        _value_error(_e, K.lerp, self, end)
 
 
 def _cuda_lerp__Scalar(ks, self, end, weight):
     _check_devices('cuda', self, end)
-    return _write_inplace(self, K.lerp(_cupy(), self._data, end._data, weight), 'lerp_')
+    try:
+        return _write_inplace(self, K.lerp(_cupy(), self._data, end._data, weight), 'lerp_')
+    except ValueError as _e:
+        _value_error(_e, K.lerp, self, end)
 
 
 def _meta_lerp__Scalar(ks, self, end, weight):
@@ -5359,12 +7477,18 @@ def _meta_lerp__Scalar(ks, self, end, weight):
 _op_lerp__Tensor = Dispatcher.define('lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)')
 
 def _cpu_lerp__Tensor(ks, self, end, weight):
-    return _write_inplace(self, K.lerp(_np, self._data, end._data, weight._data), 'lerp_')
+    try:
+        return _write_inplace(self, K.lerp(_np, self._data, end._data, weight._data), 'lerp_')
+    except ValueError as _e:
+        _value_error(_e, K.lerp, self, end, weight)
 
 
 def _cuda_lerp__Tensor(ks, self, end, weight):
     _check_devices('cuda', self, end, weight)
-    return _write_inplace(self, K.lerp(_cupy(), self._data, end._data, weight._data), 'lerp_')
+    try:
+        return _write_inplace(self, K.lerp(_cupy(), self._data, end._data, weight._data), 'lerp_')
+    except ValueError as _e:
+        _value_error(_e, K.lerp, self, end, weight)
 
 
 def _meta_lerp__Tensor(ks, self, end, weight):
@@ -5375,12 +7499,18 @@ def _meta_lerp__Tensor(ks, self, end, weight):
 _op_lerp_Scalar_out = Dispatcher.define('lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_lerp_Scalar_out(ks, self, end, weight, out):
-    return _write_out(out, K.lerp(_np, self._data, end._data, weight), 'lerp')
+    try:
+        return _write_out(out, K.lerp(_np, self._data, end._data, weight), 'lerp')
+    except ValueError as _e:
+        _value_error(_e, K.lerp, self, end, out)
 
 
 def _cuda_lerp_Scalar_out(ks, self, end, weight, out):
     _check_devices('cuda', self, end, out)
-    return _write_out(out, K.lerp(_cupy(), self._data, end._data, weight), 'lerp')
+    try:
+        return _write_out(out, K.lerp(_cupy(), self._data, end._data, weight), 'lerp')
+    except ValueError as _e:
+        _value_error(_e, K.lerp, self, end, out)
 
 
 def _meta_lerp_Scalar_out(ks, self, end, weight, out):
@@ -5391,12 +7521,18 @@ def _meta_lerp_Scalar_out(ks, self, end, weight, out):
 _op_addcmul = Dispatcher.define('addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor')
 
 def _cpu_addcmul_default(ks, self, tensor1, tensor2, value):
-    return _new(K.addcmul(_np, self._data, tensor1._data, tensor2._data, value=value), _KS_CPU, _CPU)
+    try:
+        return _new(K.addcmul(_np, self._data, tensor1._data, tensor2._data, value=value), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.addcmul, self, tensor1, tensor2)
 
 
 def _cuda_addcmul_default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
-    return _new(K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), self._ks, self._device)
+    try:
+        return _new(K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.addcmul, self, tensor1, tensor2)
 
 
 def _meta_addcmul_default(ks, self, tensor1, tensor2, value):
@@ -5407,12 +7543,18 @@ def _meta_addcmul_default(ks, self, tensor1, tensor2, value):
 _op_addcmul_ = Dispatcher.define('addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)')
 
 def _cpu_addcmul__default(ks, self, tensor1, tensor2, value):
-    return _write_inplace(self, K.addcmul(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcmul_')
+    try:
+        return _write_inplace(self, K.addcmul(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcmul_')
+    except ValueError as _e:
+        _value_error(_e, K.addcmul, self, tensor1, tensor2)
 
 
 def _cuda_addcmul__default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
-    return _write_inplace(self, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcmul_')
+    try:
+        return _write_inplace(self, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcmul_')
+    except ValueError as _e:
+        _value_error(_e, K.addcmul, self, tensor1, tensor2)
 
 
 def _meta_addcmul__default(ks, self, tensor1, tensor2, value):
@@ -5423,12 +7565,18 @@ def _meta_addcmul__default(ks, self, tensor1, tensor2, value):
 _op_addcmul_out = Dispatcher.define('addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_addcmul_out(ks, self, tensor1, tensor2, value, out):
-    return _write_out(out, K.addcmul(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcmul')
+    try:
+        return _write_out(out, K.addcmul(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcmul')
+    except ValueError as _e:
+        _value_error(_e, K.addcmul, self, tensor1, tensor2, out)
 
 
 def _cuda_addcmul_out(ks, self, tensor1, tensor2, value, out):
     _check_devices('cuda', self, tensor1, tensor2, out)
-    return _write_out(out, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcmul')
+    try:
+        return _write_out(out, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcmul')
+    except ValueError as _e:
+        _value_error(_e, K.addcmul, self, tensor1, tensor2, out)
 
 
 def _meta_addcmul_out(ks, self, tensor1, tensor2, value, out):
@@ -5439,12 +7587,18 @@ def _meta_addcmul_out(ks, self, tensor1, tensor2, value, out):
 _op_addcdiv = Dispatcher.define('addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor')
 
 def _cpu_addcdiv_default(ks, self, tensor1, tensor2, value):
-    return _new(K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value=value), _KS_CPU, _CPU)
+    try:
+        return _new(K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value=value), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.addcdiv, self, tensor1, tensor2)
 
 
 def _cuda_addcdiv_default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
-    return _new(K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), self._ks, self._device)
+    try:
+        return _new(K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.addcdiv, self, tensor1, tensor2)
 
 
 def _meta_addcdiv_default(ks, self, tensor1, tensor2, value):
@@ -5455,12 +7609,18 @@ def _meta_addcdiv_default(ks, self, tensor1, tensor2, value):
 _op_addcdiv_ = Dispatcher.define('addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)')
 
 def _cpu_addcdiv__default(ks, self, tensor1, tensor2, value):
-    return _write_inplace(self, K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcdiv_')
+    try:
+        return _write_inplace(self, K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcdiv_')
+    except ValueError as _e:
+        _value_error(_e, K.addcdiv, self, tensor1, tensor2)
 
 
 def _cuda_addcdiv__default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
-    return _write_inplace(self, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcdiv_')
+    try:
+        return _write_inplace(self, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcdiv_')
+    except ValueError as _e:
+        _value_error(_e, K.addcdiv, self, tensor1, tensor2)
 
 
 def _meta_addcdiv__default(ks, self, tensor1, tensor2, value):
@@ -5471,12 +7631,18 @@ def _meta_addcdiv__default(ks, self, tensor1, tensor2, value):
 _op_addcdiv_out = Dispatcher.define('addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_addcdiv_out(ks, self, tensor1, tensor2, value, out):
-    return _write_out(out, K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcdiv')
+    try:
+        return _write_out(out, K.addcdiv(_np, self._data, tensor1._data, tensor2._data, value=value), 'addcdiv')
+    except ValueError as _e:
+        _value_error(_e, K.addcdiv, self, tensor1, tensor2, out)
 
 
 def _cuda_addcdiv_out(ks, self, tensor1, tensor2, value, out):
     _check_devices('cuda', self, tensor1, tensor2, out)
-    return _write_out(out, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcdiv')
+    try:
+        return _write_out(out, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcdiv')
+    except ValueError as _e:
+        _value_error(_e, K.addcdiv, self, tensor1, tensor2, out)
 
 
 def _meta_addcdiv_out(ks, self, tensor1, tensor2, value, out):
@@ -5487,11 +7653,17 @@ def _meta_addcdiv_out(ks, self, tensor1, tensor2, value, out):
 _op_sum = Dispatcher.define('sum(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_sum_default(ks, self, dtype):
-    return _new(K.sum(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.sum(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sum, self)
 
 
 def _cuda_sum_default(ks, self, dtype):
-    return _new(K.sum(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.sum(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sum, self)
 
 
 def _meta_sum_default(ks, self, dtype):
@@ -5501,11 +7673,17 @@ def _meta_sum_default(ks, self, dtype):
 _op_nansum = Dispatcher.define('nansum(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_nansum_default(ks, self, dtype):
-    return _new(K.nansum(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.nansum(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.nansum, self)
 
 
 def _cuda_nansum_default(ks, self, dtype):
-    return _new(K.nansum(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.nansum(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.nansum, self)
 
 
 def _meta_nansum_default(ks, self, dtype):
@@ -5515,11 +7693,17 @@ def _meta_nansum_default(ks, self, dtype):
 _op_prod = Dispatcher.define('prod(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_prod_default(ks, self, dtype):
-    return _new(K.prod(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.prod(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.prod, self)
 
 
 def _cuda_prod_default(ks, self, dtype):
-    return _new(K.prod(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.prod(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.prod, self)
 
 
 def _meta_prod_default(ks, self, dtype):
@@ -5529,11 +7713,17 @@ def _meta_prod_default(ks, self, dtype):
 _op_sum_dim_IntList = Dispatcher.define('sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_sum_dim_IntList(ks, self, dim, keepdim, dtype):
-    return _new(K.sum(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.sum(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sum, self)
 
 
 def _cuda_sum_dim_IntList(ks, self, dim, keepdim, dtype):
-    return _new(K.sum(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.sum(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sum, self)
 
 
 def _meta_sum_dim_IntList(ks, self, dim, keepdim, dtype):
@@ -5543,12 +7733,18 @@ def _meta_sum_dim_IntList(ks, self, dim, keepdim, dtype):
 _op_sum_IntList_out = Dispatcher.define('sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
-    return _write_out(out, K.sum(_np, self._data, dim, keepdim, dtype=dtype), 'sum')
+    try:
+        return _write_out(out, K.sum(_np, self._data, dim, keepdim, dtype=dtype), 'sum')
+    except ValueError as _e:
+        _value_error(_e, K.sum, self, out)
 
 
 def _cuda_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.sum(_cupy(), self._data, dim, keepdim, dtype=dtype), 'sum')
+    try:
+        return _write_out(out, K.sum(_cupy(), self._data, dim, keepdim, dtype=dtype), 'sum')
+    except ValueError as _e:
+        _value_error(_e, K.sum, self, out)
 
 
 def _meta_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
@@ -5559,11 +7755,17 @@ def _meta_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
 _op_nansum_dim_IntList = Dispatcher.define('nansum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
-    return _new(K.nansum(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.nansum(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.nansum, self)
 
 
 def _cuda_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
-    return _new(K.nansum(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.nansum(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.nansum, self)
 
 
 def _meta_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
@@ -5573,11 +7775,17 @@ def _meta_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
 _op_prod_dim_int = Dispatcher.define('prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_prod_dim_int(ks, self, dim, keepdim, dtype):
-    return _new(K.prod(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.prod(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.prod, self)
 
 
 def _cuda_prod_dim_int(ks, self, dim, keepdim, dtype):
-    return _new(K.prod(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.prod(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.prod, self)
 
 
 def _meta_prod_dim_int(ks, self, dim, keepdim, dtype):
@@ -5587,11 +7795,17 @@ def _meta_prod_dim_int(ks, self, dim, keepdim, dtype):
 _op_mean = Dispatcher.define('mean(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_mean_default(ks, self, dtype):
-    return _new(K.mean(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.mean(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.mean, self)
 
 
 def _cuda_mean_default(ks, self, dtype):
-    return _new(K.mean(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.mean(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.mean, self)
 
 
 def _meta_mean_default(ks, self, dtype):
@@ -5601,11 +7815,17 @@ def _meta_mean_default(ks, self, dtype):
 _op_mean_dim = Dispatcher.define('mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_mean_dim(ks, self, dim, keepdim, dtype):
-    return _new(K.mean(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.mean(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.mean, self)
 
 
 def _cuda_mean_dim(ks, self, dim, keepdim, dtype):
-    return _new(K.mean(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.mean(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.mean, self)
 
 
 def _meta_mean_dim(ks, self, dim, keepdim, dtype):
@@ -5615,11 +7835,17 @@ def _meta_mean_dim(ks, self, dim, keepdim, dtype):
 _op_nanmean = Dispatcher.define('nanmean(Tensor self, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_nanmean_default(ks, self, dtype):
-    return _new(K.nanmean(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.nanmean(_np, self._data, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.nanmean, self)
 
 
 def _cuda_nanmean_default(ks, self, dtype):
-    return _new(K.nanmean(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.nanmean(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.nanmean, self)
 
 
 def _meta_nanmean_default(ks, self, dtype):
@@ -5629,11 +7855,17 @@ def _meta_nanmean_default(ks, self, dtype):
 _op_nanmean_dim = Dispatcher.define('nanmean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_nanmean_dim(ks, self, dim, keepdim, dtype):
-    return _new(K.nanmean(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.nanmean(_np, self._data, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.nanmean, self)
 
 
 def _cuda_nanmean_dim(ks, self, dim, keepdim, dtype):
-    return _new(K.nanmean(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.nanmean(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.nanmean, self)
 
 
 def _meta_nanmean_dim(ks, self, dim, keepdim, dtype):
@@ -5643,12 +7875,18 @@ def _meta_nanmean_dim(ks, self, dim, keepdim, dtype):
 _op_mean_out = Dispatcher.define('mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_mean_out(ks, self, dim, keepdim, dtype, out):
-    return _write_out(out, K.mean(_np, self._data, dim, keepdim, dtype=dtype), 'mean')
+    try:
+        return _write_out(out, K.mean(_np, self._data, dim, keepdim, dtype=dtype), 'mean')
+    except ValueError as _e:
+        _value_error(_e, K.mean, self, out)
 
 
 def _cuda_mean_out(ks, self, dim, keepdim, dtype, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.mean(_cupy(), self._data, dim, keepdim, dtype=dtype), 'mean')
+    try:
+        return _write_out(out, K.mean(_cupy(), self._data, dim, keepdim, dtype=dtype), 'mean')
+    except ValueError as _e:
+        _value_error(_e, K.mean, self, out)
 
 
 def _meta_mean_out(ks, self, dim, keepdim, dtype, out):
@@ -5659,12 +7897,18 @@ def _meta_mean_out(ks, self, dim, keepdim, dtype, out):
 _op_mean_dtype_out = Dispatcher.define('mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_mean_dtype_out(ks, self, dtype, out):
-    return _write_out(out, K.mean(_np, self._data, dtype=dtype), 'mean')
+    try:
+        return _write_out(out, K.mean(_np, self._data, dtype=dtype), 'mean')
+    except ValueError as _e:
+        _value_error(_e, K.mean, self, out)
 
 
 def _cuda_mean_dtype_out(ks, self, dtype, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.mean(_cupy(), self._data, dtype=dtype), 'mean')
+    try:
+        return _write_out(out, K.mean(_cupy(), self._data, dtype=dtype), 'mean')
+    except ValueError as _e:
+        _value_error(_e, K.mean, self, out)
 
 
 def _meta_mean_dtype_out(ks, self, dtype, out):
@@ -5685,11 +7929,17 @@ def _composite_var_dim(ks, self, dim, unbiased, keepdim):
 _op_var_correction = Dispatcher.define('var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor')
 
 def _cpu_var_correction(ks, self, dim, correction, keepdim):
-    return _new(K.var(_np, self._data, dim, correction=correction, keepdim=keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.var(_np, self._data, dim, correction=correction, keepdim=keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.var, self)
 
 
 def _cuda_var_correction(ks, self, dim, correction, keepdim):
-    return _new(K.var(_cupy(), self._data, dim, correction=correction, keepdim=keepdim), self._ks, self._device)
+    try:
+        return _new(K.var(_cupy(), self._data, dim, correction=correction, keepdim=keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.var, self)
 
 
 def _meta_var_correction(ks, self, dim, correction, keepdim):
@@ -5709,11 +7959,17 @@ def _composite_std_dim(ks, self, dim, unbiased, keepdim):
 _op_std_correction = Dispatcher.define('std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor')
 
 def _cpu_std_correction(ks, self, dim, correction, keepdim):
-    return _new(K.std(_np, self._data, dim, correction=correction, keepdim=keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.std(_np, self._data, dim, correction=correction, keepdim=keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.std, self)
 
 
 def _cuda_std_correction(ks, self, dim, correction, keepdim):
-    return _new(K.std(_cupy(), self._data, dim, correction=correction, keepdim=keepdim), self._ks, self._device)
+    try:
+        return _new(K.std(_cupy(), self._data, dim, correction=correction, keepdim=keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.std, self)
 
 
 def _meta_std_correction(ks, self, dim, correction, keepdim):
@@ -5733,13 +7989,19 @@ def _composite_var_mean_dim(ks, self, dim, unbiased, keepdim):
 _op_var_mean_correction = Dispatcher.define('var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)')
 
 def _cpu_var_mean_correction(ks, self, dim, correction, keepdim):
-    _rs = K.var_mean(_np, self._data, dim, correction=correction, keepdim=keepdim)
-    return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU),)
+    try:
+        _rs = K.var_mean(_np, self._data, dim, correction=correction, keepdim=keepdim)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.var_mean, self)
 
 
 def _cuda_var_mean_correction(ks, self, dim, correction, keepdim):
-    _rs = K.var_mean(_cupy(), self._data, dim, correction=correction, keepdim=keepdim)
-    return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
+    try:
+        _rs = K.var_mean(_cupy(), self._data, dim, correction=correction, keepdim=keepdim)
+        return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
+    except ValueError as _e:
+        _value_error(_e, K.var_mean, self)
 
 
 def _meta_var_mean_correction(ks, self, dim, correction, keepdim):
@@ -5759,13 +8021,19 @@ def _composite_std_mean_dim(ks, self, dim, unbiased, keepdim):
 _op_std_mean_correction = Dispatcher.define('std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)')
 
 def _cpu_std_mean_correction(ks, self, dim, correction, keepdim):
-    _rs = K.std_mean(_np, self._data, dim, correction=correction, keepdim=keepdim)
-    return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU),)
+    try:
+        _rs = K.std_mean(_np, self._data, dim, correction=correction, keepdim=keepdim)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.std_mean, self)
 
 
 def _cuda_std_mean_correction(ks, self, dim, correction, keepdim):
-    _rs = K.std_mean(_cupy(), self._data, dim, correction=correction, keepdim=keepdim)
-    return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
+    try:
+        _rs = K.std_mean(_cupy(), self._data, dim, correction=correction, keepdim=keepdim)
+        return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
+    except ValueError as _e:
+        _value_error(_e, K.std_mean, self)
 
 
 def _meta_std_mean_correction(ks, self, dim, correction, keepdim):
@@ -5775,11 +8043,17 @@ def _meta_std_mean_correction(ks, self, dim, correction, keepdim):
 _op_max = Dispatcher.define('max(Tensor self) -> Tensor')
 
 def _cpu_max_default(ks, self):
-    return _new(K.max(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.max(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.max, self)
 
 
 def _cuda_max_default(ks, self):
-    return _new(K.max(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.max(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.max, self)
 
 
 def _meta_max_default(ks, self):
@@ -5789,13 +8063,19 @@ def _meta_max_default(ks, self):
 _op_max_dim = Dispatcher.define('max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
 
 def _cpu_max_dim(ks, self, dim, keepdim):
-    _rs = K.max_dim(_np, self._data, dim, keepdim)
-    return _rt.max(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.max_dim(_np, self._data, dim, keepdim)
+        return _rt.max(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.max_dim, self)
 
 
 def _cuda_max_dim(ks, self, dim, keepdim):
-    _rs = K.max_dim(_cupy(), self._data, dim, keepdim)
-    return _rt.max(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.max_dim(_cupy(), self._data, dim, keepdim)
+        return _rt.max(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.max_dim, self)
 
 
 def _meta_max_dim(ks, self, dim, keepdim):
@@ -5805,11 +8085,17 @@ def _meta_max_dim(ks, self, dim, keepdim):
 _op_min = Dispatcher.define('min(Tensor self) -> Tensor')
 
 def _cpu_min_default(ks, self):
-    return _new(K.min(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.min(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.min, self)
 
 
 def _cuda_min_default(ks, self):
-    return _new(K.min(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.min(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.min, self)
 
 
 def _meta_min_default(ks, self):
@@ -5819,13 +8105,19 @@ def _meta_min_default(ks, self):
 _op_min_dim = Dispatcher.define('min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
 
 def _cpu_min_dim(ks, self, dim, keepdim):
-    _rs = K.min_dim(_np, self._data, dim, keepdim)
-    return _rt.min(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.min_dim(_np, self._data, dim, keepdim)
+        return _rt.min(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.min_dim, self)
 
 
 def _cuda_min_dim(ks, self, dim, keepdim):
-    _rs = K.min_dim(_cupy(), self._data, dim, keepdim)
-    return _rt.min(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.min_dim(_cupy(), self._data, dim, keepdim)
+        return _rt.min(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.min_dim, self)
 
 
 def _meta_min_dim(ks, self, dim, keepdim):
@@ -5835,11 +8127,17 @@ def _meta_min_dim(ks, self, dim, keepdim):
 _op_amax = Dispatcher.define('amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor')
 
 def _cpu_amax_default(ks, self, dim, keepdim):
-    return _new(K.amax(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.amax(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.amax, self)
 
 
 def _cuda_amax_default(ks, self, dim, keepdim):
-    return _new(K.amax(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    try:
+        return _new(K.amax(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.amax, self)
 
 
 def _meta_amax_default(ks, self, dim, keepdim):
@@ -5849,12 +8147,18 @@ def _meta_amax_default(ks, self, dim, keepdim):
 _op_amax_out = Dispatcher.define('amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_amax_out(ks, self, dim, keepdim, out):
-    return _write_out(out, K.amax(_np, self._data, dim, keepdim), 'amax')
+    try:
+        return _write_out(out, K.amax(_np, self._data, dim, keepdim), 'amax')
+    except ValueError as _e:
+        _value_error(_e, K.amax, self, out)
 
 
 def _cuda_amax_out(ks, self, dim, keepdim, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.amax(_cupy(), self._data, dim, keepdim), 'amax')
+    try:
+        return _write_out(out, K.amax(_cupy(), self._data, dim, keepdim), 'amax')
+    except ValueError as _e:
+        _value_error(_e, K.amax, self, out)
 
 
 def _meta_amax_out(ks, self, dim, keepdim, out):
@@ -5865,11 +8169,17 @@ def _meta_amax_out(ks, self, dim, keepdim, out):
 _op_amin = Dispatcher.define('amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor')
 
 def _cpu_amin_default(ks, self, dim, keepdim):
-    return _new(K.amin(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.amin(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.amin, self)
 
 
 def _cuda_amin_default(ks, self, dim, keepdim):
-    return _new(K.amin(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    try:
+        return _new(K.amin(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.amin, self)
 
 
 def _meta_amin_default(ks, self, dim, keepdim):
@@ -5879,12 +8189,18 @@ def _meta_amin_default(ks, self, dim, keepdim):
 _op_amin_out = Dispatcher.define('amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_amin_out(ks, self, dim, keepdim, out):
-    return _write_out(out, K.amin(_np, self._data, dim, keepdim), 'amin')
+    try:
+        return _write_out(out, K.amin(_np, self._data, dim, keepdim), 'amin')
+    except ValueError as _e:
+        _value_error(_e, K.amin, self, out)
 
 
 def _cuda_amin_out(ks, self, dim, keepdim, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.amin(_cupy(), self._data, dim, keepdim), 'amin')
+    try:
+        return _write_out(out, K.amin(_cupy(), self._data, dim, keepdim), 'amin')
+    except ValueError as _e:
+        _value_error(_e, K.amin, self, out)
 
 
 def _meta_amin_out(ks, self, dim, keepdim, out):
@@ -5895,13 +8211,19 @@ def _meta_amin_out(ks, self, dim, keepdim, out):
 _op_aminmax = Dispatcher.define('aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)')
 
 def _cpu_aminmax_default(ks, self, dim, keepdim):
-    _rs = K.aminmax(_np, self._data, dim=dim, keepdim=keepdim)
-    return _rt.aminmax(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.aminmax(_np, self._data, dim=dim, keepdim=keepdim)
+        return _rt.aminmax(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.aminmax, self)
 
 
 def _cuda_aminmax_default(ks, self, dim, keepdim):
-    _rs = K.aminmax(_cupy(), self._data, dim=dim, keepdim=keepdim)
-    return _rt.aminmax(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.aminmax(_cupy(), self._data, dim=dim, keepdim=keepdim)
+        return _rt.aminmax(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.aminmax, self)
 
 
 def _meta_aminmax_default(ks, self, dim, keepdim):
@@ -5911,11 +8233,17 @@ def _meta_aminmax_default(ks, self, dim, keepdim):
 _op_argmax = Dispatcher.define('argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor')
 
 def _cpu_argmax_default(ks, self, dim, keepdim):
-    return _new(K.argmax(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.argmax(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.argmax, self)
 
 
 def _cuda_argmax_default(ks, self, dim, keepdim):
-    return _new(K.argmax(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    try:
+        return _new(K.argmax(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.argmax, self)
 
 
 def _meta_argmax_default(ks, self, dim, keepdim):
@@ -5925,11 +8253,17 @@ def _meta_argmax_default(ks, self, dim, keepdim):
 _op_argmin = Dispatcher.define('argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor')
 
 def _cpu_argmin_default(ks, self, dim, keepdim):
-    return _new(K.argmin(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.argmin(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.argmin, self)
 
 
 def _cuda_argmin_default(ks, self, dim, keepdim):
-    return _new(K.argmin(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    try:
+        return _new(K.argmin(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.argmin, self)
 
 
 def _meta_argmin_default(ks, self, dim, keepdim):
@@ -5939,11 +8273,17 @@ def _meta_argmin_default(ks, self, dim, keepdim):
 _op_logsumexp = Dispatcher.define('logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
 
 def _cpu_logsumexp_default(ks, self, dim, keepdim):
-    return _new(K.logsumexp(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.logsumexp(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logsumexp, self)
 
 
 def _cuda_logsumexp_default(ks, self, dim, keepdim):
-    return _new(K.logsumexp(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    try:
+        return _new(K.logsumexp(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logsumexp, self)
 
 
 def _meta_logsumexp_default(ks, self, dim, keepdim):
@@ -5953,11 +8293,17 @@ def _meta_logsumexp_default(ks, self, dim, keepdim):
 _op_all = Dispatcher.define('all(Tensor self) -> Tensor')
 
 def _cpu_all_default(ks, self):
-    return _new(K.all(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.all(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.all, self)
 
 
 def _cuda_all_default(ks, self):
-    return _new(K.all(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.all(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.all, self)
 
 
 def _meta_all_default(ks, self):
@@ -5967,11 +8313,17 @@ def _meta_all_default(ks, self):
 _op_all_dim = Dispatcher.define('all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor')
 
 def _cpu_all_dim(ks, self, dim, keepdim):
-    return _new(K.all(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.all(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.all, self)
 
 
 def _cuda_all_dim(ks, self, dim, keepdim):
-    return _new(K.all(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    try:
+        return _new(K.all(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.all, self)
 
 
 def _meta_all_dim(ks, self, dim, keepdim):
@@ -5981,11 +8333,17 @@ def _meta_all_dim(ks, self, dim, keepdim):
 _op_all_dims = Dispatcher.define('all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor')
 
 def _cpu_all_dims(ks, self, dim, keepdim):
-    return _new(K.all(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.all(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.all, self)
 
 
 def _cuda_all_dims(ks, self, dim, keepdim):
-    return _new(K.all(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    try:
+        return _new(K.all(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.all, self)
 
 
 def _meta_all_dims(ks, self, dim, keepdim):
@@ -5995,11 +8353,17 @@ def _meta_all_dims(ks, self, dim, keepdim):
 _op_any = Dispatcher.define('any(Tensor self) -> Tensor')
 
 def _cpu_any_default(ks, self):
-    return _new(K.any(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.any(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.any, self)
 
 
 def _cuda_any_default(ks, self):
-    return _new(K.any(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.any(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.any, self)
 
 
 def _meta_any_default(ks, self):
@@ -6009,11 +8373,17 @@ def _meta_any_default(ks, self):
 _op_any_dim = Dispatcher.define('any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor')
 
 def _cpu_any_dim(ks, self, dim, keepdim):
-    return _new(K.any(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.any(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.any, self)
 
 
 def _cuda_any_dim(ks, self, dim, keepdim):
-    return _new(K.any(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    try:
+        return _new(K.any(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.any, self)
 
 
 def _meta_any_dim(ks, self, dim, keepdim):
@@ -6023,11 +8393,17 @@ def _meta_any_dim(ks, self, dim, keepdim):
 _op_any_dims = Dispatcher.define('any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor')
 
 def _cpu_any_dims(ks, self, dim, keepdim):
-    return _new(K.any(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.any(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.any, self)
 
 
 def _cuda_any_dims(ks, self, dim, keepdim):
-    return _new(K.any(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    try:
+        return _new(K.any(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.any, self)
 
 
 def _meta_any_dims(ks, self, dim, keepdim):
@@ -6037,11 +8413,17 @@ def _meta_any_dims(ks, self, dim, keepdim):
 _op_count_nonzero_dim_IntList = Dispatcher.define('count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor')
 
 def _cpu_count_nonzero_dim_IntList(ks, self, dim):
-    return _new(K.count_nonzero(_np, self._data, dim), _KS_CPU, _CPU)
+    try:
+        return _new(K.count_nonzero(_np, self._data, dim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.count_nonzero, self)
 
 
 def _cuda_count_nonzero_dim_IntList(ks, self, dim):
-    return _new(K.count_nonzero(_cupy(), self._data, dim), self._ks, self._device)
+    try:
+        return _new(K.count_nonzero(_cupy(), self._data, dim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.count_nonzero, self)
 
 
 def _meta_count_nonzero_dim_IntList(ks, self, dim):
@@ -6051,11 +8433,17 @@ def _meta_count_nonzero_dim_IntList(ks, self, dim):
 _op_count_nonzero = Dispatcher.define('count_nonzero(Tensor self, int? dim=None) -> Tensor')
 
 def _cpu_count_nonzero_default(ks, self, dim):
-    return _new(K.count_nonzero(_np, self._data, dim), _KS_CPU, _CPU)
+    try:
+        return _new(K.count_nonzero(_np, self._data, dim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.count_nonzero, self)
 
 
 def _cuda_count_nonzero_default(ks, self, dim):
-    return _new(K.count_nonzero(_cupy(), self._data, dim), self._ks, self._device)
+    try:
+        return _new(K.count_nonzero(_cupy(), self._data, dim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.count_nonzero, self)
 
 
 def _meta_count_nonzero_default(ks, self, dim):
@@ -6065,11 +8453,17 @@ def _meta_count_nonzero_default(ks, self, dim):
 _op_cumsum = Dispatcher.define('cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_cumsum_default(ks, self, dim, dtype):
-    return _new(K.cumsum(_np, self._data, dim, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.cumsum(_np, self._data, dim, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.cumsum, self)
 
 
 def _cuda_cumsum_default(ks, self, dim, dtype):
-    return _new(K.cumsum(_cupy(), self._data, dim, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.cumsum(_cupy(), self._data, dim, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.cumsum, self)
 
 
 def _meta_cumsum_default(ks, self, dim, dtype):
@@ -6079,11 +8473,17 @@ def _meta_cumsum_default(ks, self, dim, dtype):
 _op_cumsum_ = Dispatcher.define('cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)')
 
 def _cpu_cumsum__default(ks, self, dim, dtype):
-    return _write_inplace(self, K.cumsum(_np, self._data, dim, dtype=dtype), 'cumsum_')
+    try:
+        return _write_inplace(self, K.cumsum(_np, self._data, dim, dtype=dtype), 'cumsum_')
+    except ValueError as _e:
+        _value_error(_e, K.cumsum, self)
 
 
 def _cuda_cumsum__default(ks, self, dim, dtype):
-    return _write_inplace(self, K.cumsum(_cupy(), self._data, dim, dtype=dtype), 'cumsum_')
+    try:
+        return _write_inplace(self, K.cumsum(_cupy(), self._data, dim, dtype=dtype), 'cumsum_')
+    except ValueError as _e:
+        _value_error(_e, K.cumsum, self)
 
 
 def _meta_cumsum__default(ks, self, dim, dtype):
@@ -6093,12 +8493,18 @@ def _meta_cumsum__default(ks, self, dim, dtype):
 _op_cumsum_out = Dispatcher.define('cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_cumsum_out(ks, self, dim, dtype, out):
-    return _write_out(out, K.cumsum(_np, self._data, dim, dtype=dtype), 'cumsum')
+    try:
+        return _write_out(out, K.cumsum(_np, self._data, dim, dtype=dtype), 'cumsum')
+    except ValueError as _e:
+        _value_error(_e, K.cumsum, self, out)
 
 
 def _cuda_cumsum_out(ks, self, dim, dtype, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.cumsum(_cupy(), self._data, dim, dtype=dtype), 'cumsum')
+    try:
+        return _write_out(out, K.cumsum(_cupy(), self._data, dim, dtype=dtype), 'cumsum')
+    except ValueError as _e:
+        _value_error(_e, K.cumsum, self, out)
 
 
 def _meta_cumsum_out(ks, self, dim, dtype, out):
@@ -6109,11 +8515,17 @@ def _meta_cumsum_out(ks, self, dim, dtype, out):
 _op_cumprod = Dispatcher.define('cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_cumprod_default(ks, self, dim, dtype):
-    return _new(K.cumprod(_np, self._data, dim, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.cumprod(_np, self._data, dim, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.cumprod, self)
 
 
 def _cuda_cumprod_default(ks, self, dim, dtype):
-    return _new(K.cumprod(_cupy(), self._data, dim, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.cumprod(_cupy(), self._data, dim, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.cumprod, self)
 
 
 def _meta_cumprod_default(ks, self, dim, dtype):
@@ -6123,11 +8535,17 @@ def _meta_cumprod_default(ks, self, dim, dtype):
 _op_cumprod_ = Dispatcher.define('cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)')
 
 def _cpu_cumprod__default(ks, self, dim, dtype):
-    return _write_inplace(self, K.cumprod(_np, self._data, dim, dtype=dtype), 'cumprod_')
+    try:
+        return _write_inplace(self, K.cumprod(_np, self._data, dim, dtype=dtype), 'cumprod_')
+    except ValueError as _e:
+        _value_error(_e, K.cumprod, self)
 
 
 def _cuda_cumprod__default(ks, self, dim, dtype):
-    return _write_inplace(self, K.cumprod(_cupy(), self._data, dim, dtype=dtype), 'cumprod_')
+    try:
+        return _write_inplace(self, K.cumprod(_cupy(), self._data, dim, dtype=dtype), 'cumprod_')
+    except ValueError as _e:
+        _value_error(_e, K.cumprod, self)
 
 
 def _meta_cumprod__default(ks, self, dim, dtype):
@@ -6137,12 +8555,18 @@ def _meta_cumprod__default(ks, self, dim, dtype):
 _op_cumprod_out = Dispatcher.define('cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_cumprod_out(ks, self, dim, dtype, out):
-    return _write_out(out, K.cumprod(_np, self._data, dim, dtype=dtype), 'cumprod')
+    try:
+        return _write_out(out, K.cumprod(_np, self._data, dim, dtype=dtype), 'cumprod')
+    except ValueError as _e:
+        _value_error(_e, K.cumprod, self, out)
 
 
 def _cuda_cumprod_out(ks, self, dim, dtype, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.cumprod(_cupy(), self._data, dim, dtype=dtype), 'cumprod')
+    try:
+        return _write_out(out, K.cumprod(_cupy(), self._data, dim, dtype=dtype), 'cumprod')
+    except ValueError as _e:
+        _value_error(_e, K.cumprod, self, out)
 
 
 def _meta_cumprod_out(ks, self, dim, dtype, out):
@@ -6153,11 +8577,17 @@ def _meta_cumprod_out(ks, self, dim, dtype, out):
 _op_logcumsumexp = Dispatcher.define('logcumsumexp(Tensor self, int dim) -> Tensor')
 
 def _cpu_logcumsumexp_default(ks, self, dim):
-    return _new(K.logcumsumexp(_np, self._data, dim), _KS_CPU, _CPU)
+    try:
+        return _new(K.logcumsumexp(_np, self._data, dim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logcumsumexp, self)
 
 
 def _cuda_logcumsumexp_default(ks, self, dim):
-    return _new(K.logcumsumexp(_cupy(), self._data, dim), self._ks, self._device)
+    try:
+        return _new(K.logcumsumexp(_cupy(), self._data, dim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logcumsumexp, self)
 
 
 def _meta_logcumsumexp_default(ks, self, dim):
@@ -6167,13 +8597,19 @@ def _meta_logcumsumexp_default(ks, self, dim):
 _op_cummax = Dispatcher.define('cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)')
 
 def _cpu_cummax_default(ks, self, dim):
-    _rs = K.cummax(_np, self._data, dim)
-    return _rt.cummax(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.cummax(_np, self._data, dim)
+        return _rt.cummax(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.cummax, self)
 
 
 def _cuda_cummax_default(ks, self, dim):
-    _rs = K.cummax(_cupy(), self._data, dim)
-    return _rt.cummax(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.cummax(_cupy(), self._data, dim)
+        return _rt.cummax(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.cummax, self)
 
 
 def _meta_cummax_default(ks, self, dim):
@@ -6183,13 +8619,19 @@ def _meta_cummax_default(ks, self, dim):
 _op_cummin = Dispatcher.define('cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)')
 
 def _cpu_cummin_default(ks, self, dim):
-    _rs = K.cummin(_np, self._data, dim)
-    return _rt.cummin(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.cummin(_np, self._data, dim)
+        return _rt.cummin(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.cummin, self)
 
 
 def _cuda_cummin_default(ks, self, dim):
-    _rs = K.cummin(_cupy(), self._data, dim)
-    return _rt.cummin(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.cummin(_cupy(), self._data, dim)
+        return _rt.cummin(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.cummin, self)
 
 
 def _meta_cummin_default(ks, self, dim):
@@ -6204,13 +8646,19 @@ def _composite_sort_default(ks, self, dim, descending):
 _op_sort_stable = Dispatcher.define('sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)')
 
 def _cpu_sort_stable(ks, self, stable, dim, descending):
-    _rs = K.sort(_np, self._data, stable=stable, dim=dim, descending=descending)
-    return _rt.sort(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.sort(_np, self._data, stable=stable, dim=dim, descending=descending)
+        return _rt.sort(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.sort, self)
 
 
 def _cuda_sort_stable(ks, self, stable, dim, descending):
-    _rs = K.sort(_cupy(), self._data, stable=stable, dim=dim, descending=descending)
-    return _rt.sort(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.sort(_cupy(), self._data, stable=stable, dim=dim, descending=descending)
+        return _rt.sort(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.sort, self)
 
 
 def _meta_sort_stable(ks, self, stable, dim, descending):
@@ -6225,11 +8673,17 @@ def _composite_argsort_default(ks, self, dim, descending):
 _op_argsort_stable = Dispatcher.define('argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor')
 
 def _cpu_argsort_stable(ks, self, stable, dim, descending):
-    return _new(K.argsort(_np, self._data, stable=stable, dim=dim, descending=descending), _KS_CPU, _CPU)
+    try:
+        return _new(K.argsort(_np, self._data, stable=stable, dim=dim, descending=descending), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.argsort, self)
 
 
 def _cuda_argsort_stable(ks, self, stable, dim, descending):
-    return _new(K.argsort(_cupy(), self._data, stable=stable, dim=dim, descending=descending), self._ks, self._device)
+    try:
+        return _new(K.argsort(_cupy(), self._data, stable=stable, dim=dim, descending=descending), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.argsort, self)
 
 
 def _meta_argsort_stable(ks, self, stable, dim, descending):
@@ -6239,13 +8693,19 @@ def _meta_argsort_stable(ks, self, stable, dim, descending):
 _op_topk = Dispatcher.define('topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)')
 
 def _cpu_topk_default(ks, self, k, dim, largest, sorted):
-    _rs = K.topk(_np, self._data, k, dim, largest, sorted)
-    return _rt.topk(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.topk(_np, self._data, k, dim, largest, sorted)
+        return _rt.topk(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.topk, self)
 
 
 def _cuda_topk_default(ks, self, k, dim, largest, sorted):
-    _rs = K.topk(_cupy(), self._data, k, dim, largest, sorted)
-    return _rt.topk(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.topk(_cupy(), self._data, k, dim, largest, sorted)
+        return _rt.topk(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.topk, self)
 
 
 def _meta_topk_default(ks, self, k, dim, largest, sorted):
@@ -6255,13 +8715,19 @@ def _meta_topk_default(ks, self, k, dim, largest, sorted):
 _op_kthvalue = Dispatcher.define('kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)')
 
 def _cpu_kthvalue_default(ks, self, k, dim, keepdim):
-    _rs = K.kthvalue(_np, self._data, k, dim, keepdim)
-    return _rt.kthvalue(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.kthvalue(_np, self._data, k, dim, keepdim)
+        return _rt.kthvalue(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.kthvalue, self)
 
 
 def _cuda_kthvalue_default(ks, self, k, dim, keepdim):
-    _rs = K.kthvalue(_cupy(), self._data, k, dim, keepdim)
-    return _rt.kthvalue(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.kthvalue(_cupy(), self._data, k, dim, keepdim)
+        return _rt.kthvalue(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.kthvalue, self)
 
 
 def _meta_kthvalue_default(ks, self, k, dim, keepdim):
@@ -6271,11 +8737,17 @@ def _meta_kthvalue_default(ks, self, k, dim, keepdim):
 _op_median = Dispatcher.define('median(Tensor self) -> Tensor')
 
 def _cpu_median_default(ks, self):
-    return _new(K.median(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.median(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.median, self)
 
 
 def _cuda_median_default(ks, self):
-    return _new(K.median(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.median(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.median, self)
 
 
 def _meta_median_default(ks, self):
@@ -6285,13 +8757,19 @@ def _meta_median_default(ks, self):
 _op_median_dim = Dispatcher.define('median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
 
 def _cpu_median_dim(ks, self, dim, keepdim):
-    _rs = K.median_dim(_np, self._data, dim, keepdim)
-    return _rt.median(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.median_dim(_np, self._data, dim, keepdim)
+        return _rt.median(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.median_dim, self)
 
 
 def _cuda_median_dim(ks, self, dim, keepdim):
-    _rs = K.median_dim(_cupy(), self._data, dim, keepdim)
-    return _rt.median(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.median_dim(_cupy(), self._data, dim, keepdim)
+        return _rt.median(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.median_dim, self)
 
 
 def _meta_median_dim(ks, self, dim, keepdim):
@@ -6301,13 +8779,19 @@ def _meta_median_dim(ks, self, dim, keepdim):
 _op_mode = Dispatcher.define('mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)')
 
 def _cpu_mode_default(ks, self, dim, keepdim):
-    _rs = K.mode(_np, self._data, dim, keepdim)
-    return _rt.mode(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.mode(_np, self._data, dim, keepdim)
+        return _rt.mode(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.mode, self)
 
 
 def _cuda_mode_default(ks, self, dim, keepdim):
-    _rs = K.mode(_cupy(), self._data, dim, keepdim)
-    return _rt.mode(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.mode(_cupy(), self._data, dim, keepdim)
+        return _rt.mode(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.mode, self)
 
 
 def _meta_mode_default(ks, self, dim, keepdim):
@@ -6317,12 +8801,18 @@ def _meta_mode_default(ks, self, dim, keepdim):
 _op_quantile = Dispatcher.define("quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
 def _cpu_quantile_default(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.quantile(_np, self._data, q._data, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
+    try:
+        return _new(K.quantile(_np, self._data, q._data, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.quantile, self, q)
 
 
 def _cuda_quantile_default(ks, self, q, dim, keepdim, interpolation):
     _check_devices('cuda', self, q)
-    return _new(K.quantile(_cupy(), self._data, q._data, dim, keepdim, interpolation=interpolation), self._ks, self._device)
+    try:
+        return _new(K.quantile(_cupy(), self._data, q._data, dim, keepdim, interpolation=interpolation), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.quantile, self, q)
 
 
 def _meta_quantile_default(ks, self, q, dim, keepdim, interpolation):
@@ -6333,11 +8823,17 @@ def _meta_quantile_default(ks, self, q, dim, keepdim, interpolation):
 _op_quantile_scalar = Dispatcher.define("quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
 def _cpu_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.quantile(_np, self._data, q, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
+    try:
+        return _new(K.quantile(_np, self._data, q, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.quantile, self)
 
 
 def _cuda_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.quantile(_cupy(), self._data, q, dim, keepdim, interpolation=interpolation), self._ks, self._device)
+    try:
+        return _new(K.quantile(_cupy(), self._data, q, dim, keepdim, interpolation=interpolation), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.quantile, self)
 
 
 def _meta_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
@@ -6347,12 +8843,18 @@ def _meta_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
 _op_nanquantile = Dispatcher.define("nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
 def _cpu_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.nanquantile(_np, self._data, q._data, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
+    try:
+        return _new(K.nanquantile(_np, self._data, q._data, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.nanquantile, self, q)
 
 
 def _cuda_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
     _check_devices('cuda', self, q)
-    return _new(K.nanquantile(_cupy(), self._data, q._data, dim, keepdim, interpolation=interpolation), self._ks, self._device)
+    try:
+        return _new(K.nanquantile(_cupy(), self._data, q._data, dim, keepdim, interpolation=interpolation), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.nanquantile, self, q)
 
 
 def _meta_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
@@ -6363,11 +8865,17 @@ def _meta_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
 _op_nanquantile_scalar = Dispatcher.define("nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
 def _cpu_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.nanquantile(_np, self._data, q, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
+    try:
+        return _new(K.nanquantile(_np, self._data, q, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.nanquantile, self)
 
 
 def _cuda_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    return _new(K.nanquantile(_cupy(), self._data, q, dim, keepdim, interpolation=interpolation), self._ks, self._device)
+    try:
+        return _new(K.nanquantile(_cupy(), self._data, q, dim, keepdim, interpolation=interpolation), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.nanquantile, self)
 
 
 def _meta_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
@@ -6377,43 +8885,67 @@ def _meta_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
 _op__unique2 = Dispatcher.define('_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)')
 
 def _cpu__unique2_default(ks, self, sorted, return_inverse, return_counts):
-    _rs = K.unique(_np, self._data, sorted, return_inverse, return_counts)
-    return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU),)
+    try:
+        _rs = K.unique(_np, self._data, sorted, return_inverse, return_counts)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.unique, self)
 
 
 def _cuda__unique2_default(ks, self, sorted, return_inverse, return_counts):
-    _rs = K.unique(_cupy(), self._data, sorted, return_inverse, return_counts)
-    return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device),)
+    try:
+        _rs = K.unique(_cupy(), self._data, sorted, return_inverse, return_counts)
+        return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device),)
+    except ValueError as _e:
+        _value_error(_e, K.unique, self)
 
 _op_unique_dim = Dispatcher.define('unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)')
 
 def _cpu_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
-    _rs = K.unique(_np, self._data, dim, sorted, return_inverse, return_counts)
-    return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU),)
+    try:
+        _rs = K.unique(_np, self._data, dim, sorted, return_inverse, return_counts)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.unique, self)
 
 
 def _cuda_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
-    _rs = K.unique(_cupy(), self._data, dim, sorted, return_inverse, return_counts)
-    return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device),)
+    try:
+        _rs = K.unique(_cupy(), self._data, dim, sorted, return_inverse, return_counts)
+        return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device),)
+    except ValueError as _e:
+        _value_error(_e, K.unique, self)
 
 _op_bincount = Dispatcher.define('bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor')
 
 def _cpu_bincount_default(ks, self, weights, minlength):
-    return _new(K.bincount(_np, self._data, (None if weights is None else weights._data), minlength), _KS_CPU, _CPU)
+    try:
+        return _new(K.bincount(_np, self._data, (None if weights is None else weights._data), minlength), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bincount, self, weights)
 
 
 def _cuda_bincount_default(ks, self, weights, minlength):
     _check_devices('cuda', self, weights)
-    return _new(K.bincount(_cupy(), self._data, (None if weights is None else weights._data), minlength), self._ks, self._device)
+    try:
+        return _new(K.bincount(_cupy(), self._data, (None if weights is None else weights._data), minlength), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bincount, self, weights)
 
 _op_histc = Dispatcher.define('histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor')
 
 def _cpu_histc_default(ks, self, bins, min, max):
-    return _new(K.histc(_np, self._data, bins, min, max), _KS_CPU, _CPU)
+    try:
+        return _new(K.histc(_np, self._data, bins, min, max), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.histc, self)
 
 
 def _cuda_histc_default(ks, self, bins, min, max):
-    return _new(K.histc(_cupy(), self._data, bins, min, max), self._ks, self._device)
+    try:
+        return _new(K.histc(_cupy(), self._data, bins, min, max), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.histc, self)
 
 
 def _meta_histc_default(ks, self, bins, min, max):
@@ -6433,11 +8965,17 @@ def _composite_norm_Scalar(ks, self, p):
 _op_view = Dispatcher.define('view(Tensor(a) self, SymInt[] size) -> Tensor(a)')
 
 def _cpu_view_default(ks, self, size):
-    return _view(K.view(_np, self._data, size), self)
+    try:
+        return _view(K.view(_np, self._data, size), self)
+    except ValueError as _e:
+        _value_error(_e, K.view, self)
 
 
 def _cuda_view_default(ks, self, size):
-    return _view(K.view(_cupy(), self._data, size), self)
+    try:
+        return _view(K.view(_cupy(), self._data, size), self)
+    except ValueError as _e:
+        _value_error(_e, K.view, self)
 
 
 def _meta_view_default(ks, self, size):
@@ -6446,11 +8984,17 @@ def _meta_view_default(ks, self, size):
 _op_view_dtype = Dispatcher.define('view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)')
 
 def _cpu_view_dtype(ks, self, dtype):
-    return _view(K.view_dtype(_np, self._data, dtype), self)
+    try:
+        return _view(K.view_dtype(_np, self._data, dtype), self)
+    except ValueError as _e:
+        _value_error(_e, K.view_dtype, self)
 
 
 def _cuda_view_dtype(ks, self, dtype):
-    return _view(K.view_dtype(_cupy(), self._data, dtype), self)
+    try:
+        return _view(K.view_dtype(_cupy(), self._data, dtype), self)
+    except ValueError as _e:
+        _value_error(_e, K.view_dtype, self)
 
 
 def _meta_view_dtype(ks, self, dtype):
@@ -6464,11 +9008,17 @@ def _composite_reshape_default(ks, self, shape):
 _op__reshape_alias = Dispatcher.define('_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)')
 
 def _cpu__reshape_alias_default(ks, self, size, stride):
-    return _view(K._reshape_alias(_np, self._data, size, stride), self)
+    try:
+        return _view(K._reshape_alias(_np, self._data, size, stride), self)
+    except ValueError as _e:
+        _value_error(_e, K._reshape_alias, self)
 
 
 def _cuda__reshape_alias_default(ks, self, size, stride):
-    return _view(K._reshape_alias(_cupy(), self._data, size, stride), self)
+    try:
+        return _view(K._reshape_alias(_cupy(), self._data, size, stride), self)
+    except ValueError as _e:
+        _value_error(_e, K._reshape_alias, self)
 
 
 def _meta__reshape_alias_default(ks, self, size, stride):
@@ -6487,11 +9037,17 @@ def _composite_reshape_as_default(ks, self, other):
 _op_as_strided = Dispatcher.define('as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)')
 
 def _cpu_as_strided_default(ks, self, size, stride, storage_offset):
-    return _view(K.as_strided(_np, self._data, size, stride, storage_offset), self)
+    try:
+        return _view(K.as_strided(_np, self._data, size, stride, storage_offset), self)
+    except ValueError as _e:
+        _value_error(_e, K.as_strided, self)
 
 
 def _cuda_as_strided_default(ks, self, size, stride, storage_offset):
-    return _view(K.as_strided(_cupy(), self._data, size, stride, storage_offset), self)
+    try:
+        return _view(K.as_strided(_cupy(), self._data, size, stride, storage_offset), self)
+    except ValueError as _e:
+        _value_error(_e, K.as_strided, self)
 
 
 def _meta_as_strided_default(ks, self, size, stride, storage_offset):
@@ -6500,11 +9056,17 @@ def _meta_as_strided_default(ks, self, size, stride, storage_offset):
 _op_alias = Dispatcher.define('alias(Tensor(a) self) -> Tensor(a)')
 
 def _cpu_alias_default(ks, self):
-    return _view(K.alias(_np, self._data), self)
+    try:
+        return _view(K.alias(_np, self._data), self)
+    except ValueError as _e:
+        _value_error(_e, K.alias, self)
 
 
 def _cuda_alias_default(ks, self):
-    return _view(K.alias(_cupy(), self._data), self)
+    try:
+        return _view(K.alias(_cupy(), self._data), self)
+    except ValueError as _e:
+        _value_error(_e, K.alias, self)
 
 
 def _meta_alias_default(ks, self):
@@ -6513,11 +9075,17 @@ def _meta_alias_default(ks, self):
 _op_t = Dispatcher.define('t(Tensor(a) self) -> Tensor(a)')
 
 def _cpu_t_default(ks, self):
-    return _view(K.t(_np, self._data), self)
+    try:
+        return _view(K.t(_np, self._data), self)
+    except ValueError as _e:
+        _value_error(_e, K.t, self)
 
 
 def _cuda_t_default(ks, self):
-    return _view(K.t(_cupy(), self._data), self)
+    try:
+        return _view(K.t(_cupy(), self._data), self)
+    except ValueError as _e:
+        _value_error(_e, K.t, self)
 
 
 def _meta_t_default(ks, self):
@@ -6526,11 +9094,17 @@ def _meta_t_default(ks, self):
 _op_transpose_int = Dispatcher.define('transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)')
 
 def _cpu_transpose_int(ks, self, dim0, dim1):
-    return _view(K.transpose(_np, self._data, dim0, dim1), self)
+    try:
+        return _view(K.transpose(_np, self._data, dim0, dim1), self)
+    except ValueError as _e:
+        _value_error(_e, K.transpose, self)
 
 
 def _cuda_transpose_int(ks, self, dim0, dim1):
-    return _view(K.transpose(_cupy(), self._data, dim0, dim1), self)
+    try:
+        return _view(K.transpose(_cupy(), self._data, dim0, dim1), self)
+    except ValueError as _e:
+        _value_error(_e, K.transpose, self)
 
 
 def _meta_transpose_int(ks, self, dim0, dim1):
@@ -6539,11 +9113,17 @@ def _meta_transpose_int(ks, self, dim0, dim1):
 _op_swapaxes = Dispatcher.define('swapaxes(Tensor(a) self, int axis0, int axis1) -> Tensor(a)')
 
 def _cpu_swapaxes_default(ks, self, axis0, axis1):
-    return _view(K.transpose(_np, self._data, axis0, axis1), self)
+    try:
+        return _view(K.transpose(_np, self._data, axis0, axis1), self)
+    except ValueError as _e:
+        _value_error(_e, K.transpose, self)
 
 
 def _cuda_swapaxes_default(ks, self, axis0, axis1):
-    return _view(K.transpose(_cupy(), self._data, axis0, axis1), self)
+    try:
+        return _view(K.transpose(_cupy(), self._data, axis0, axis1), self)
+    except ValueError as _e:
+        _value_error(_e, K.transpose, self)
 
 
 def _meta_swapaxes_default(ks, self, axis0, axis1):
@@ -6552,11 +9132,17 @@ def _meta_swapaxes_default(ks, self, axis0, axis1):
 _op_swapdims = Dispatcher.define('swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)')
 
 def _cpu_swapdims_default(ks, self, dim0, dim1):
-    return _view(K.transpose(_np, self._data, dim0, dim1), self)
+    try:
+        return _view(K.transpose(_np, self._data, dim0, dim1), self)
+    except ValueError as _e:
+        _value_error(_e, K.transpose, self)
 
 
 def _cuda_swapdims_default(ks, self, dim0, dim1):
-    return _view(K.transpose(_cupy(), self._data, dim0, dim1), self)
+    try:
+        return _view(K.transpose(_cupy(), self._data, dim0, dim1), self)
+    except ValueError as _e:
+        _value_error(_e, K.transpose, self)
 
 
 def _meta_swapdims_default(ks, self, dim0, dim1):
@@ -6565,11 +9151,17 @@ def _meta_swapdims_default(ks, self, dim0, dim1):
 _op_permute = Dispatcher.define('permute(Tensor(a) self, int[] dims) -> Tensor(a)')
 
 def _cpu_permute_default(ks, self, dims):
-    return _view(K.permute(_np, self._data, dims), self)
+    try:
+        return _view(K.permute(_np, self._data, dims), self)
+    except ValueError as _e:
+        _value_error(_e, K.permute, self)
 
 
 def _cuda_permute_default(ks, self, dims):
-    return _view(K.permute(_cupy(), self._data, dims), self)
+    try:
+        return _view(K.permute(_cupy(), self._data, dims), self)
+    except ValueError as _e:
+        _value_error(_e, K.permute, self)
 
 
 def _meta_permute_default(ks, self, dims):
@@ -6578,11 +9170,17 @@ def _meta_permute_default(ks, self, dims):
 _op_movedim_intlist = Dispatcher.define('movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)')
 
 def _cpu_movedim_intlist(ks, self, source, destination):
-    return _view(K.movedim(_np, self._data, source, destination), self)
+    try:
+        return _view(K.movedim(_np, self._data, source, destination), self)
+    except ValueError as _e:
+        _value_error(_e, K.movedim, self)
 
 
 def _cuda_movedim_intlist(ks, self, source, destination):
-    return _view(K.movedim(_cupy(), self._data, source, destination), self)
+    try:
+        return _view(K.movedim(_cupy(), self._data, source, destination), self)
+    except ValueError as _e:
+        _value_error(_e, K.movedim, self)
 
 
 def _meta_movedim_intlist(ks, self, source, destination):
@@ -6596,11 +9194,17 @@ def _composite_movedim_int(ks, self, source, destination):
 _op_moveaxis_intlist = Dispatcher.define('moveaxis.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)')
 
 def _cpu_moveaxis_intlist(ks, self, source, destination):
-    return _view(K.movedim(_np, self._data, source, destination), self)
+    try:
+        return _view(K.movedim(_np, self._data, source, destination), self)
+    except ValueError as _e:
+        _value_error(_e, K.movedim, self)
 
 
 def _cuda_moveaxis_intlist(ks, self, source, destination):
-    return _view(K.movedim(_cupy(), self._data, source, destination), self)
+    try:
+        return _view(K.movedim(_cupy(), self._data, source, destination), self)
+    except ValueError as _e:
+        _value_error(_e, K.movedim, self)
 
 
 def _meta_moveaxis_intlist(ks, self, source, destination):
@@ -6614,11 +9218,17 @@ def _composite_moveaxis_int(ks, self, source, destination):
 _op_expand = Dispatcher.define('expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)')
 
 def _cpu_expand_default(ks, self, size, implicit):
-    return _view(K.expand(_np, self._data, size, implicit=implicit), self)
+    try:
+        return _view(K.expand(_np, self._data, size, implicit=implicit), self)
+    except ValueError as _e:
+        _value_error(_e, K.expand, self)
 
 
 def _cuda_expand_default(ks, self, size, implicit):
-    return _view(K.expand(_cupy(), self._data, size, implicit=implicit), self)
+    try:
+        return _view(K.expand(_cupy(), self._data, size, implicit=implicit), self)
+    except ValueError as _e:
+        _value_error(_e, K.expand, self)
 
 
 def _meta_expand_default(ks, self, size, implicit):
@@ -6637,11 +9247,17 @@ def _composite_broadcast_to_default(ks, self, size):
 _op_squeeze = Dispatcher.define('squeeze(Tensor(a) self) -> Tensor(a)')
 
 def _cpu_squeeze_default(ks, self):
-    return _view(K.squeeze(_np, self._data), self)
+    try:
+        return _view(K.squeeze(_np, self._data), self)
+    except ValueError as _e:
+        _value_error(_e, K.squeeze, self)
 
 
 def _cuda_squeeze_default(ks, self):
-    return _view(K.squeeze(_cupy(), self._data), self)
+    try:
+        return _view(K.squeeze(_cupy(), self._data), self)
+    except ValueError as _e:
+        _value_error(_e, K.squeeze, self)
 
 
 def _meta_squeeze_default(ks, self):
@@ -6650,11 +9266,17 @@ def _meta_squeeze_default(ks, self):
 _op_squeeze_dim = Dispatcher.define('squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)')
 
 def _cpu_squeeze_dim(ks, self, dim):
-    return _view(K.squeeze(_np, self._data, dim), self)
+    try:
+        return _view(K.squeeze(_np, self._data, dim), self)
+    except ValueError as _e:
+        _value_error(_e, K.squeeze, self)
 
 
 def _cuda_squeeze_dim(ks, self, dim):
-    return _view(K.squeeze(_cupy(), self._data, dim), self)
+    try:
+        return _view(K.squeeze(_cupy(), self._data, dim), self)
+    except ValueError as _e:
+        _value_error(_e, K.squeeze, self)
 
 
 def _meta_squeeze_dim(ks, self, dim):
@@ -6663,11 +9285,17 @@ def _meta_squeeze_dim(ks, self, dim):
 _op_squeeze_dims = Dispatcher.define('squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)')
 
 def _cpu_squeeze_dims(ks, self, dim):
-    return _view(K.squeeze(_np, self._data, dim), self)
+    try:
+        return _view(K.squeeze(_np, self._data, dim), self)
+    except ValueError as _e:
+        _value_error(_e, K.squeeze, self)
 
 
 def _cuda_squeeze_dims(ks, self, dim):
-    return _view(K.squeeze(_cupy(), self._data, dim), self)
+    try:
+        return _view(K.squeeze(_cupy(), self._data, dim), self)
+    except ValueError as _e:
+        _value_error(_e, K.squeeze, self)
 
 
 def _meta_squeeze_dims(ks, self, dim):
@@ -6676,11 +9304,17 @@ def _meta_squeeze_dims(ks, self, dim):
 _op_unsqueeze = Dispatcher.define('unsqueeze(Tensor(a) self, int dim) -> Tensor(a)')
 
 def _cpu_unsqueeze_default(ks, self, dim):
-    return _view(K.unsqueeze(_np, self._data, dim), self)
+    try:
+        return _view(K.unsqueeze(_np, self._data, dim), self)
+    except ValueError as _e:
+        _value_error(_e, K.unsqueeze, self)
 
 
 def _cuda_unsqueeze_default(ks, self, dim):
-    return _view(K.unsqueeze(_cupy(), self._data, dim), self)
+    try:
+        return _view(K.unsqueeze(_cupy(), self._data, dim), self)
+    except ValueError as _e:
+        _value_error(_e, K.unsqueeze, self)
 
 
 def _meta_unsqueeze_default(ks, self, dim):
@@ -6694,11 +9328,17 @@ def _composite_flatten_using_ints(ks, self, start_dim, end_dim):
 _op_unflatten_int = Dispatcher.define('unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)')
 
 def _cpu_unflatten_int(ks, self, dim, sizes):
-    return _view(K.unflatten(_np, self._data, dim, sizes), self)
+    try:
+        return _view(K.unflatten(_np, self._data, dim, sizes), self)
+    except ValueError as _e:
+        _value_error(_e, K.unflatten, self)
 
 
 def _cuda_unflatten_int(ks, self, dim, sizes):
-    return _view(K.unflatten(_cupy(), self._data, dim, sizes), self)
+    try:
+        return _view(K.unflatten(_cupy(), self._data, dim, sizes), self)
+    except ValueError as _e:
+        _value_error(_e, K.unflatten, self)
 
 
 def _meta_unflatten_int(ks, self, dim, sizes):
@@ -6712,11 +9352,17 @@ def _composite_ravel_default(ks, self):
 _op_narrow = Dispatcher.define('narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)')
 
 def _cpu_narrow_default(ks, self, dim, start, length):
-    return _view(K.narrow(_np, self._data, dim, start, length), self)
+    try:
+        return _view(K.narrow(_np, self._data, dim, start, length), self)
+    except ValueError as _e:
+        _value_error(_e, K.narrow, self)
 
 
 def _cuda_narrow_default(ks, self, dim, start, length):
-    return _view(K.narrow(_cupy(), self._data, dim, start, length), self)
+    try:
+        return _view(K.narrow(_cupy(), self._data, dim, start, length), self)
+    except ValueError as _e:
+        _value_error(_e, K.narrow, self)
 
 
 def _meta_narrow_default(ks, self, dim, start, length):
@@ -6725,11 +9371,17 @@ def _meta_narrow_default(ks, self, dim, start, length):
 _op_select_int = Dispatcher.define('select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)')
 
 def _cpu_select_int(ks, self, dim, index):
-    return _view(K.select(_np, self._data, dim, index), self)
+    try:
+        return _view(K.select(_np, self._data, dim, index), self)
+    except ValueError as _e:
+        _value_error(_e, K.select, self)
 
 
 def _cuda_select_int(ks, self, dim, index):
-    return _view(K.select(_cupy(), self._data, dim, index), self)
+    try:
+        return _view(K.select(_cupy(), self._data, dim, index), self)
+    except ValueError as _e:
+        _value_error(_e, K.select, self)
 
 
 def _meta_select_int(ks, self, dim, index):
@@ -6738,11 +9390,17 @@ def _meta_select_int(ks, self, dim, index):
 _op_slice_Tensor = Dispatcher.define('slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)')
 
 def _cpu_slice_Tensor(ks, self, dim, start, end, step):
-    return _view(K.slice(_np, self._data, dim, start, end, step), self)
+    try:
+        return _view(K.slice(_np, self._data, dim, start, end, step), self)
+    except ValueError as _e:
+        _value_error(_e, K.slice, self)
 
 
 def _cuda_slice_Tensor(ks, self, dim, start, end, step):
-    return _view(K.slice(_cupy(), self._data, dim, start, end, step), self)
+    try:
+        return _view(K.slice(_cupy(), self._data, dim, start, end, step), self)
+    except ValueError as _e:
+        _value_error(_e, K.slice, self)
 
 
 def _meta_slice_Tensor(ks, self, dim, start, end, step):
@@ -6751,11 +9409,17 @@ def _meta_slice_Tensor(ks, self, dim, start, end, step):
 _op_unbind_int = Dispatcher.define('unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]')
 
 def _cpu_unbind_int(ks, self, dim):
-    return [_view(_r, self) for _r in K.unbind(_np, self._data, dim)]
+    try:
+        return [_view(_r, self) for _r in K.unbind(_np, self._data, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.unbind, self)
 
 
 def _cuda_unbind_int(ks, self, dim):
-    return [_view(_r, self) for _r in K.unbind(_cupy(), self._data, dim)]
+    try:
+        return [_view(_r, self) for _r in K.unbind(_cupy(), self._data, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.unbind, self)
 
 
 def _meta_unbind_int(ks, self, dim):
@@ -6764,11 +9428,17 @@ def _meta_unbind_int(ks, self, dim):
 _op_split_Tensor = Dispatcher.define('split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]')
 
 def _cpu_split_Tensor(ks, self, split_size, dim):
-    return [_view(_r, self) for _r in K.split(_np, self._data, split_size, dim)]
+    try:
+        return [_view(_r, self) for _r in K.split(_np, self._data, split_size, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.split, self)
 
 
 def _cuda_split_Tensor(ks, self, split_size, dim):
-    return [_view(_r, self) for _r in K.split(_cupy(), self._data, split_size, dim)]
+    try:
+        return [_view(_r, self) for _r in K.split(_cupy(), self._data, split_size, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.split, self)
 
 
 def _meta_split_Tensor(ks, self, split_size, dim):
@@ -6777,11 +9447,17 @@ def _meta_split_Tensor(ks, self, split_size, dim):
 _op_split_sizes = Dispatcher.define('split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]')
 
 def _cpu_split_sizes(ks, self, split_size, dim):
-    return [_view(_r, self) for _r in K.split_with_sizes(_np, self._data, split_size, dim)]
+    try:
+        return [_view(_r, self) for _r in K.split_with_sizes(_np, self._data, split_size, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.split_with_sizes, self)
 
 
 def _cuda_split_sizes(ks, self, split_size, dim):
-    return [_view(_r, self) for _r in K.split_with_sizes(_cupy(), self._data, split_size, dim)]
+    try:
+        return [_view(_r, self) for _r in K.split_with_sizes(_cupy(), self._data, split_size, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.split_with_sizes, self)
 
 
 def _meta_split_sizes(ks, self, split_size, dim):
@@ -6790,11 +9466,17 @@ def _meta_split_sizes(ks, self, split_size, dim):
 _op_split_with_sizes = Dispatcher.define('split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]')
 
 def _cpu_split_with_sizes_default(ks, self, split_sizes, dim):
-    return [_view(_r, self) for _r in K.split_with_sizes(_np, self._data, split_sizes, dim)]
+    try:
+        return [_view(_r, self) for _r in K.split_with_sizes(_np, self._data, split_sizes, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.split_with_sizes, self)
 
 
 def _cuda_split_with_sizes_default(ks, self, split_sizes, dim):
-    return [_view(_r, self) for _r in K.split_with_sizes(_cupy(), self._data, split_sizes, dim)]
+    try:
+        return [_view(_r, self) for _r in K.split_with_sizes(_cupy(), self._data, split_sizes, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.split_with_sizes, self)
 
 
 def _meta_split_with_sizes_default(ks, self, split_sizes, dim):
@@ -6803,11 +9485,17 @@ def _meta_split_with_sizes_default(ks, self, split_sizes, dim):
 _op_chunk = Dispatcher.define('chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]')
 
 def _cpu_chunk_default(ks, self, chunks, dim):
-    return [_view(_r, self) for _r in K.chunk(_np, self._data, chunks, dim)]
+    try:
+        return [_view(_r, self) for _r in K.chunk(_np, self._data, chunks, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.chunk, self)
 
 
 def _cuda_chunk_default(ks, self, chunks, dim):
-    return [_view(_r, self) for _r in K.chunk(_cupy(), self._data, chunks, dim)]
+    try:
+        return [_view(_r, self) for _r in K.chunk(_cupy(), self._data, chunks, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.chunk, self)
 
 
 def _meta_chunk_default(ks, self, chunks, dim):
@@ -6816,11 +9504,17 @@ def _meta_chunk_default(ks, self, chunks, dim):
 _op_tensor_split_sections = Dispatcher.define('tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]')
 
 def _cpu_tensor_split_sections(ks, self, sections, dim):
-    return [_view(_r, self) for _r in K.tensor_split(_np, self._data, sections, dim)]
+    try:
+        return [_view(_r, self) for _r in K.tensor_split(_np, self._data, sections, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.tensor_split, self)
 
 
 def _cuda_tensor_split_sections(ks, self, sections, dim):
-    return [_view(_r, self) for _r in K.tensor_split(_cupy(), self._data, sections, dim)]
+    try:
+        return [_view(_r, self) for _r in K.tensor_split(_cupy(), self._data, sections, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.tensor_split, self)
 
 
 def _meta_tensor_split_sections(ks, self, sections, dim):
@@ -6829,11 +9523,17 @@ def _meta_tensor_split_sections(ks, self, sections, dim):
 _op_tensor_split_indices = Dispatcher.define('tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]')
 
 def _cpu_tensor_split_indices(ks, self, indices, dim):
-    return [_view(_r, self) for _r in K.tensor_split_indices(_np, self._data, indices, dim)]
+    try:
+        return [_view(_r, self) for _r in K.tensor_split_indices(_np, self._data, indices, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.tensor_split_indices, self)
 
 
 def _cuda_tensor_split_indices(ks, self, indices, dim):
-    return [_view(_r, self) for _r in K.tensor_split_indices(_cupy(), self._data, indices, dim)]
+    try:
+        return [_view(_r, self) for _r in K.tensor_split_indices(_cupy(), self._data, indices, dim)]
+    except ValueError as _e:
+        _value_error(_e, K.tensor_split_indices, self)
 
 
 def _meta_tensor_split_indices(ks, self, indices, dim):
@@ -6842,11 +9542,17 @@ def _meta_tensor_split_indices(ks, self, indices, dim):
 _op_unfold = Dispatcher.define('unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)')
 
 def _cpu_unfold_default(ks, self, dimension, size, step):
-    return _view(K.unfold(_np, self._data, dimension, size, step), self)
+    try:
+        return _view(K.unfold(_np, self._data, dimension, size, step), self)
+    except ValueError as _e:
+        _value_error(_e, K.unfold, self)
 
 
 def _cuda_unfold_default(ks, self, dimension, size, step):
-    return _view(K.unfold(_cupy(), self._data, dimension, size, step), self)
+    try:
+        return _view(K.unfold(_cupy(), self._data, dimension, size, step), self)
+    except ValueError as _e:
+        _value_error(_e, K.unfold, self)
 
 
 def _meta_unfold_default(ks, self, dimension, size, step):
@@ -6855,11 +9561,17 @@ def _meta_unfold_default(ks, self, dimension, size, step):
 _op_diagonal = Dispatcher.define('diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)')
 
 def _cpu_diagonal_default(ks, self, offset, dim1, dim2):
-    return _view(K.diagonal(_np, self._data, offset, dim1, dim2), self)
+    try:
+        return _view(K.diagonal(_np, self._data, offset, dim1, dim2), self)
+    except ValueError as _e:
+        _value_error(_e, K.diagonal, self)
 
 
 def _cuda_diagonal_default(ks, self, offset, dim1, dim2):
-    return _view(K.diagonal(_cupy(), self._data, offset, dim1, dim2), self)
+    try:
+        return _view(K.diagonal(_cupy(), self._data, offset, dim1, dim2), self)
+    except ValueError as _e:
+        _value_error(_e, K.diagonal, self)
 
 
 def _meta_diagonal_default(ks, self, offset, dim1, dim2):
@@ -6901,11 +9613,17 @@ def _meta_zeros_default(ks, size, dtype, layout, device, pin_memory):
 _op_zeros_out = Dispatcher.define('zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_zeros_out(ks, size, out):
-    return _write_out(out, K.zeros(_np, size), 'zeros')
+    try:
+        return _write_out(out, K.zeros(_np, size), 'zeros')
+    except ValueError as _e:
+        _value_error(_e, K.zeros, out)
 
 
 def _cuda_zeros_out(ks, size, out):
-    return _write_out(out, K.zeros(_cupy(), size), 'zeros')
+    try:
+        return _write_out(out, K.zeros(_cupy(), size), 'zeros')
+    except ValueError as _e:
+        _value_error(_e, K.zeros, out)
 
 
 def _meta_zeros_out(ks, size, out):
@@ -6929,11 +9647,17 @@ def _meta_ones_default(ks, size, dtype, layout, device, pin_memory):
 _op_ones_out = Dispatcher.define('ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_ones_out(ks, size, out):
-    return _write_out(out, K.ones(_np, size), 'ones')
+    try:
+        return _write_out(out, K.ones(_np, size), 'ones')
+    except ValueError as _e:
+        _value_error(_e, K.ones, out)
 
 
 def _cuda_ones_out(ks, size, out):
-    return _write_out(out, K.ones(_cupy(), size), 'ones')
+    try:
+        return _write_out(out, K.ones(_cupy(), size), 'ones')
+    except ValueError as _e:
+        _value_error(_e, K.ones, out)
 
 
 def _meta_ones_out(ks, size, out):
@@ -6971,11 +9695,17 @@ def _meta_scalar_tensor_default(ks, s, dtype, layout, device, pin_memory):
 _op_empty_like = Dispatcher.define('empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.empty_like(_np, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
+    try:
+        return _new(K.empty_like(_np, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.empty_like, self)
 
 
 def _cuda_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.empty_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+    try:
+        return _new(K.empty_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.empty_like, self)
 
 
 def _meta_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
@@ -6985,11 +9715,17 @@ def _meta_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory
 _op_zeros_like = Dispatcher.define('zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.zeros_like(_np, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
+    try:
+        return _new(K.zeros_like(_np, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.zeros_like, self)
 
 
 def _cuda_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.zeros_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+    try:
+        return _new(K.zeros_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.zeros_like, self)
 
 
 def _meta_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
@@ -6999,11 +9735,17 @@ def _meta_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory
 _op_ones_like = Dispatcher.define('ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.ones_like(_np, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
+    try:
+        return _new(K.ones_like(_np, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.ones_like, self)
 
 
 def _cuda_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.ones_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+    try:
+        return _new(K.ones_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.ones_like, self)
 
 
 def _meta_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
@@ -7013,11 +9755,17 @@ def _meta_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_
 _op_full_like = Dispatcher.define('full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.full_like(_np, self._data, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
+    try:
+        return _new(K.full_like(_np, self._data, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.full_like, self)
 
 
 def _cuda_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
-    return _new(K.full_like(_cupy(), self._data, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+    try:
+        return _new(K.full_like(_cupy(), self._data, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.full_like, self)
 
 
 def _meta_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
@@ -7302,12 +10050,18 @@ def _composite_random__default(ks, self, generator):
 _op_normal_Tensor_Tensor = Dispatcher.define('normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor')
 
 def _cpu_normal_Tensor_Tensor(ks, mean, std, generator):
-    return _new(K.normal_tensor_tensor(_np, mean._data, std._data, generator=generator), _KS_CPU, _CPU)
+    try:
+        return _new(K.normal_tensor_tensor(_np, mean._data, std._data, generator=generator), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.normal_tensor_tensor, mean, std)
 
 
 def _cuda_normal_Tensor_Tensor(ks, mean, std, generator):
     _check_devices('cuda', mean, std)
-    return _new(K.normal_tensor_tensor(_cupy(), mean._data, std._data, generator=generator), mean._ks, mean._device)
+    try:
+        return _new(K.normal_tensor_tensor(_cupy(), mean._data, std._data, generator=generator), mean._ks, mean._device)
+    except ValueError as _e:
+        _value_error(_e, K.normal_tensor_tensor, mean, std)
 
 
 def _meta_normal_Tensor_Tensor(ks, mean, std, generator):
@@ -7332,11 +10086,17 @@ def _meta_normal_float_float(ks, mean, std, size, generator, dtype, layout, devi
 _op_bernoulli = Dispatcher.define('bernoulli(Tensor self, *, Generator? generator=None) -> Tensor')
 
 def _cpu_bernoulli_default(ks, self, generator):
-    return _new(K.bernoulli(_np, self._data, generator=generator), _KS_CPU, _CPU)
+    try:
+        return _new(K.bernoulli(_np, self._data, generator=generator), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bernoulli, self)
 
 
 def _cuda_bernoulli_default(ks, self, generator):
-    return _new(K.bernoulli(_cupy(), self._data, generator=generator), self._ks, self._device)
+    try:
+        return _new(K.bernoulli(_cupy(), self._data, generator=generator), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bernoulli, self)
 
 
 def _meta_bernoulli_default(ks, self, generator):
@@ -7346,11 +10106,17 @@ def _meta_bernoulli_default(ks, self, generator):
 _op_bernoulli__float = Dispatcher.define('bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)')
 
 def _cpu_bernoulli__float(ks, self, p, generator):
-    return _write_inplace(self, K.bernoulli_p(_np, self._data, p, generator=generator), 'bernoulli_')
+    try:
+        return _write_inplace(self, K.bernoulli_p(_np, self._data, p, generator=generator), 'bernoulli_')
+    except ValueError as _e:
+        _value_error(_e, K.bernoulli_p, self)
 
 
 def _cuda_bernoulli__float(ks, self, p, generator):
-    return _write_inplace(self, K.bernoulli_p(_cupy(), self._data, p, generator=generator), 'bernoulli_')
+    try:
+        return _write_inplace(self, K.bernoulli_p(_cupy(), self._data, p, generator=generator), 'bernoulli_')
+    except ValueError as _e:
+        _value_error(_e, K.bernoulli_p, self)
 
 
 def _meta_bernoulli__float(ks, self, p, generator):
@@ -7360,11 +10126,17 @@ def _meta_bernoulli__float(ks, self, p, generator):
 _op_multinomial = Dispatcher.define('multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor')
 
 def _cpu_multinomial_default(ks, self, num_samples, replacement, generator):
-    return _new(K.multinomial(_np, self._data, num_samples, replacement, generator=generator), _KS_CPU, _CPU)
+    try:
+        return _new(K.multinomial(_np, self._data, num_samples, replacement, generator=generator), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.multinomial, self)
 
 
 def _cuda_multinomial_default(ks, self, num_samples, replacement, generator):
-    return _new(K.multinomial(_cupy(), self._data, num_samples, replacement, generator=generator), self._ks, self._device)
+    try:
+        return _new(K.multinomial(_cupy(), self._data, num_samples, replacement, generator=generator), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.multinomial, self)
 
 
 def _meta_multinomial_default(ks, self, num_samples, replacement, generator):
@@ -7379,11 +10151,17 @@ def _composite__to_copy_default(ks, self, dtype, layout, device, pin_memory, non
 _op_clone = Dispatcher.define('clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor')
 
 def _cpu_clone_default(ks, self, memory_format):
-    return _new(K.clone(_np, self._data, memory_format=memory_format), _KS_CPU, _CPU)
+    try:
+        return _new(K.clone(_np, self._data, memory_format=memory_format), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.clone, self)
 
 
 def _cuda_clone_default(ks, self, memory_format):
-    return _new(K.clone(_cupy(), self._data, memory_format=memory_format), self._ks, self._device)
+    try:
+        return _new(K.clone(_cupy(), self._data, memory_format=memory_format), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.clone, self)
 
 
 def _meta_clone_default(ks, self, memory_format):
@@ -7393,11 +10171,17 @@ def _meta_clone_default(ks, self, memory_format):
 _op__contiguous_copy = Dispatcher.define('_contiguous_copy(Tensor self) -> Tensor')
 
 def _cpu__contiguous_copy_default(ks, self):
-    return _new(K.contiguous_copy(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.contiguous_copy(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.contiguous_copy, self)
 
 
 def _cuda__contiguous_copy_default(ks, self):
-    return _new(K.contiguous_copy(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.contiguous_copy(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.contiguous_copy, self)
 
 
 def _meta__contiguous_copy_default(ks, self):
@@ -7498,12 +10282,18 @@ def _meta_zero__default(ks, self):
 _op_masked_fill_Scalar = Dispatcher.define('masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor')
 
 def _cpu_masked_fill_Scalar(ks, self, mask, value):
-    return _new(K.masked_fill(_np, self._data, mask._data, value), _KS_CPU, _CPU)
+    try:
+        return _new(K.masked_fill(_np, self._data, mask._data, value), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.masked_fill, self, mask)
 
 
 def _cuda_masked_fill_Scalar(ks, self, mask, value):
     _check_devices('cuda', self, mask)
-    return _new(K.masked_fill(_cupy(), self._data, mask._data, value), self._ks, self._device)
+    try:
+        return _new(K.masked_fill(_cupy(), self._data, mask._data, value), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.masked_fill, self, mask)
 
 
 def _meta_masked_fill_Scalar(ks, self, mask, value):
@@ -7514,12 +10304,18 @@ def _meta_masked_fill_Scalar(ks, self, mask, value):
 _op_masked_fill_Tensor = Dispatcher.define('masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor')
 
 def _cpu_masked_fill_Tensor(ks, self, mask, value):
-    return _new(K.masked_fill(_np, self._data, mask._data, value._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.masked_fill(_np, self._data, mask._data, value._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.masked_fill, self, mask, value)
 
 
 def _cuda_masked_fill_Tensor(ks, self, mask, value):
     _check_devices('cuda', self, mask, value)
-    return _new(K.masked_fill(_cupy(), self._data, mask._data, value._data), self._ks, self._device)
+    try:
+        return _new(K.masked_fill(_cupy(), self._data, mask._data, value._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.masked_fill, self, mask, value)
 
 
 def _meta_masked_fill_Tensor(ks, self, mask, value):
@@ -7530,12 +10326,18 @@ def _meta_masked_fill_Tensor(ks, self, mask, value):
 _op_masked_fill__Scalar = Dispatcher.define('masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)')
 
 def _cpu_masked_fill__Scalar(ks, self, mask, value):
-    return _write_inplace(self, K.masked_fill(_np, self._data, mask._data, value), 'masked_fill_')
+    try:
+        return _write_inplace(self, K.masked_fill(_np, self._data, mask._data, value), 'masked_fill_')
+    except ValueError as _e:
+        _value_error(_e, K.masked_fill, self, mask)
 
 
 def _cuda_masked_fill__Scalar(ks, self, mask, value):
     _check_devices('cuda', self, mask)
-    return _write_inplace(self, K.masked_fill(_cupy(), self._data, mask._data, value), 'masked_fill_')
+    try:
+        return _write_inplace(self, K.masked_fill(_cupy(), self._data, mask._data, value), 'masked_fill_')
+    except ValueError as _e:
+        _value_error(_e, K.masked_fill, self, mask)
 
 
 def _meta_masked_fill__Scalar(ks, self, mask, value):
@@ -7546,12 +10348,18 @@ def _meta_masked_fill__Scalar(ks, self, mask, value):
 _op_masked_fill__Tensor = Dispatcher.define('masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)')
 
 def _cpu_masked_fill__Tensor(ks, self, mask, value):
-    return _write_inplace(self, K.masked_fill(_np, self._data, mask._data, value._data), 'masked_fill_')
+    try:
+        return _write_inplace(self, K.masked_fill(_np, self._data, mask._data, value._data), 'masked_fill_')
+    except ValueError as _e:
+        _value_error(_e, K.masked_fill, self, mask, value)
 
 
 def _cuda_masked_fill__Tensor(ks, self, mask, value):
     _check_devices('cuda', self, mask, value)
-    return _write_inplace(self, K.masked_fill(_cupy(), self._data, mask._data, value._data), 'masked_fill_')
+    try:
+        return _write_inplace(self, K.masked_fill(_cupy(), self._data, mask._data, value._data), 'masked_fill_')
+    except ValueError as _e:
+        _value_error(_e, K.masked_fill, self, mask, value)
 
 
 def _meta_masked_fill__Tensor(ks, self, mask, value):
@@ -7562,12 +10370,18 @@ def _meta_masked_fill__Tensor(ks, self, mask, value):
 _op_index_Tensor = Dispatcher.define('index.Tensor(Tensor self, Tensor?[] indices) -> Tensor')
 
 def _cpu_index_Tensor(ks, self, indices):
-    return _new(K.index(_np, self._data, [None if _t is None else _t._data for _t in indices]), _KS_CPU, _CPU)
+    try:
+        return _new(K.index(_np, self._data, [None if _t is None else _t._data for _t in indices]), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.index, self)
 
 
 def _cuda_index_Tensor(ks, self, indices):
     _check_devices('cuda', self, indices)
-    return _new(K.index(_cupy(), self._data, [None if _t is None else _t._data for _t in indices]), self._ks, self._device)
+    try:
+        return _new(K.index(_cupy(), self._data, [None if _t is None else _t._data for _t in indices]), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.index, self)
 
 
 def _meta_index_Tensor(ks, self, indices):
@@ -7578,12 +10392,18 @@ def _meta_index_Tensor(ks, self, indices):
 _op_index_put = Dispatcher.define('index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor')
 
 def _cpu_index_put_default(ks, self, indices, values, accumulate):
-    return _new(K.index_put(_np, self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), _KS_CPU, _CPU)
+    try:
+        return _new(K.index_put(_np, self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.index_put, self, values)
 
 
 def _cuda_index_put_default(ks, self, indices, values, accumulate):
     _check_devices('cuda', self, indices, values)
-    return _new(K.index_put(_cupy(), self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), self._ks, self._device)
+    try:
+        return _new(K.index_put(_cupy(), self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.index_put, self, values)
 
 
 def _meta_index_put_default(ks, self, indices, values, accumulate):
@@ -7594,12 +10414,18 @@ def _meta_index_put_default(ks, self, indices, values, accumulate):
 _op_index_put_ = Dispatcher.define('index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)')
 
 def _cpu_index_put__default(ks, self, indices, values, accumulate):
-    return _write_inplace(self, K.index_put(_np, self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), 'index_put_')
+    try:
+        return _write_inplace(self, K.index_put(_np, self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), 'index_put_')
+    except ValueError as _e:
+        _value_error(_e, K.index_put, self, values)
 
 
 def _cuda_index_put__default(ks, self, indices, values, accumulate):
     _check_devices('cuda', self, indices, values)
-    return _write_inplace(self, K.index_put(_cupy(), self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), 'index_put_')
+    try:
+        return _write_inplace(self, K.index_put(_cupy(), self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), 'index_put_')
+    except ValueError as _e:
+        _value_error(_e, K.index_put, self, values)
 
 
 def _meta_index_put__default(ks, self, indices, values, accumulate):
@@ -7610,12 +10436,18 @@ def _meta_index_put__default(ks, self, indices, values, accumulate):
 _op_index_select = Dispatcher.define('index_select(Tensor self, int dim, Tensor index) -> Tensor')
 
 def _cpu_index_select_default(ks, self, dim, index):
-    return _new(K.index_select(_np, self._data, dim, index._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.index_select(_np, self._data, dim, index._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.index_select, self, index)
 
 
 def _cuda_index_select_default(ks, self, dim, index):
     _check_devices('cuda', self, index)
-    return _new(K.index_select(_cupy(), self._data, dim, index._data), self._ks, self._device)
+    try:
+        return _new(K.index_select(_cupy(), self._data, dim, index._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.index_select, self, index)
 
 
 def _meta_index_select_default(ks, self, dim, index):
@@ -7626,12 +10458,18 @@ def _meta_index_select_default(ks, self, dim, index):
 _op_index_select_out = Dispatcher.define('index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_index_select_out(ks, self, dim, index, out):
-    return _write_out(out, K.index_select(_np, self._data, dim, index._data), 'index_select')
+    try:
+        return _write_out(out, K.index_select(_np, self._data, dim, index._data), 'index_select')
+    except ValueError as _e:
+        _value_error(_e, K.index_select, self, index, out)
 
 
 def _cuda_index_select_out(ks, self, dim, index, out):
     _check_devices('cuda', self, index, out)
-    return _write_out(out, K.index_select(_cupy(), self._data, dim, index._data), 'index_select')
+    try:
+        return _write_out(out, K.index_select(_cupy(), self._data, dim, index._data), 'index_select')
+    except ValueError as _e:
+        _value_error(_e, K.index_select, self, index, out)
 
 
 def _meta_index_select_out(ks, self, dim, index, out):
@@ -7642,12 +10480,18 @@ def _meta_index_select_out(ks, self, dim, index, out):
 _op_gather = Dispatcher.define('gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor')
 
 def _cpu_gather_default(ks, self, dim, index, sparse_grad):
-    return _new(K.gather(_np, self._data, dim, index._data, sparse_grad=sparse_grad), _KS_CPU, _CPU)
+    try:
+        return _new(K.gather(_np, self._data, dim, index._data, sparse_grad=sparse_grad), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.gather, self, index)
 
 
 def _cuda_gather_default(ks, self, dim, index, sparse_grad):
     _check_devices('cuda', self, index)
-    return _new(K.gather(_cupy(), self._data, dim, index._data, sparse_grad=sparse_grad), self._ks, self._device)
+    try:
+        return _new(K.gather(_cupy(), self._data, dim, index._data, sparse_grad=sparse_grad), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.gather, self, index)
 
 
 def _meta_gather_default(ks, self, dim, index, sparse_grad):
@@ -7658,12 +10502,18 @@ def _meta_gather_default(ks, self, dim, index, sparse_grad):
 _op_gather_out = Dispatcher.define('gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_gather_out(ks, self, dim, index, sparse_grad, out):
-    return _write_out(out, K.gather(_np, self._data, dim, index._data, sparse_grad=sparse_grad), 'gather')
+    try:
+        return _write_out(out, K.gather(_np, self._data, dim, index._data, sparse_grad=sparse_grad), 'gather')
+    except ValueError as _e:
+        _value_error(_e, K.gather, self, index, out)
 
 
 def _cuda_gather_out(ks, self, dim, index, sparse_grad, out):
     _check_devices('cuda', self, index, out)
-    return _write_out(out, K.gather(_cupy(), self._data, dim, index._data, sparse_grad=sparse_grad), 'gather')
+    try:
+        return _write_out(out, K.gather(_cupy(), self._data, dim, index._data, sparse_grad=sparse_grad), 'gather')
+    except ValueError as _e:
+        _value_error(_e, K.gather, self, index, out)
 
 
 def _meta_gather_out(ks, self, dim, index, sparse_grad, out):
@@ -7674,12 +10524,18 @@ def _meta_gather_out(ks, self, dim, index, sparse_grad, out):
 _op_scatter_src = Dispatcher.define('scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor')
 
 def _cpu_scatter_src(ks, self, dim, index, src):
-    return _new(K.scatter(_np, self._data, dim, index._data, src._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.scatter(_np, self._data, dim, index._data, src._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.scatter, self, index, src)
 
 
 def _cuda_scatter_src(ks, self, dim, index, src):
     _check_devices('cuda', self, index, src)
-    return _new(K.scatter(_cupy(), self._data, dim, index._data, src._data), self._ks, self._device)
+    try:
+        return _new(K.scatter(_cupy(), self._data, dim, index._data, src._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.scatter, self, index, src)
 
 
 def _meta_scatter_src(ks, self, dim, index, src):
@@ -7690,12 +10546,18 @@ def _meta_scatter_src(ks, self, dim, index, src):
 _op_scatter_value = Dispatcher.define('scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor')
 
 def _cpu_scatter_value(ks, self, dim, index, value):
-    return _new(K.scatter_value(_np, self._data, dim, index._data, value), _KS_CPU, _CPU)
+    try:
+        return _new(K.scatter_value(_np, self._data, dim, index._data, value), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.scatter_value, self, index)
 
 
 def _cuda_scatter_value(ks, self, dim, index, value):
     _check_devices('cuda', self, index)
-    return _new(K.scatter_value(_cupy(), self._data, dim, index._data, value), self._ks, self._device)
+    try:
+        return _new(K.scatter_value(_cupy(), self._data, dim, index._data, value), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.scatter_value, self, index)
 
 
 def _meta_scatter_value(ks, self, dim, index, value):
@@ -7706,12 +10568,18 @@ def _meta_scatter_value(ks, self, dim, index, value):
 _op_scatter_reduce = Dispatcher.define('scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor')
 
 def _cpu_scatter_reduce(ks, self, dim, index, src, reduce):
-    return _new(K.scatter_reduce_legacy(_np, self._data, dim, index._data, src._data, reduce=reduce), _KS_CPU, _CPU)
+    try:
+        return _new(K.scatter_reduce_legacy(_np, self._data, dim, index._data, src._data, reduce=reduce), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.scatter_reduce_legacy, self, index, src)
 
 
 def _cuda_scatter_reduce(ks, self, dim, index, src, reduce):
     _check_devices('cuda', self, index, src)
-    return _new(K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce=reduce), self._ks, self._device)
+    try:
+        return _new(K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce=reduce), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.scatter_reduce_legacy, self, index, src)
 
 
 def _meta_scatter_reduce(ks, self, dim, index, src, reduce):
@@ -7722,12 +10590,18 @@ def _meta_scatter_reduce(ks, self, dim, index, src, reduce):
 _op_scatter__src = Dispatcher.define('scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)')
 
 def _cpu_scatter__src(ks, self, dim, index, src):
-    return _write_inplace(self, K.scatter(_np, self._data, dim, index._data, src._data), 'scatter_')
+    try:
+        return _write_inplace(self, K.scatter(_np, self._data, dim, index._data, src._data), 'scatter_')
+    except ValueError as _e:
+        _value_error(_e, K.scatter, self, index, src)
 
 
 def _cuda_scatter__src(ks, self, dim, index, src):
     _check_devices('cuda', self, index, src)
-    return _write_inplace(self, K.scatter(_cupy(), self._data, dim, index._data, src._data), 'scatter_')
+    try:
+        return _write_inplace(self, K.scatter(_cupy(), self._data, dim, index._data, src._data), 'scatter_')
+    except ValueError as _e:
+        _value_error(_e, K.scatter, self, index, src)
 
 
 def _meta_scatter__src(ks, self, dim, index, src):
@@ -7738,12 +10612,18 @@ def _meta_scatter__src(ks, self, dim, index, src):
 _op_scatter__value = Dispatcher.define('scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)')
 
 def _cpu_scatter__value(ks, self, dim, index, value):
-    return _write_inplace(self, K.scatter_value(_np, self._data, dim, index._data, value), 'scatter_')
+    try:
+        return _write_inplace(self, K.scatter_value(_np, self._data, dim, index._data, value), 'scatter_')
+    except ValueError as _e:
+        _value_error(_e, K.scatter_value, self, index)
 
 
 def _cuda_scatter__value(ks, self, dim, index, value):
     _check_devices('cuda', self, index)
-    return _write_inplace(self, K.scatter_value(_cupy(), self._data, dim, index._data, value), 'scatter_')
+    try:
+        return _write_inplace(self, K.scatter_value(_cupy(), self._data, dim, index._data, value), 'scatter_')
+    except ValueError as _e:
+        _value_error(_e, K.scatter_value, self, index)
 
 
 def _meta_scatter__value(ks, self, dim, index, value):
@@ -7754,12 +10634,18 @@ def _meta_scatter__value(ks, self, dim, index, value):
 _op_scatter__reduce = Dispatcher.define('scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)')
 
 def _cpu_scatter__reduce(ks, self, dim, index, src, reduce):
-    return _write_inplace(self, K.scatter_reduce_legacy(_np, self._data, dim, index._data, src._data, reduce=reduce), 'scatter_')
+    try:
+        return _write_inplace(self, K.scatter_reduce_legacy(_np, self._data, dim, index._data, src._data, reduce=reduce), 'scatter_')
+    except ValueError as _e:
+        _value_error(_e, K.scatter_reduce_legacy, self, index, src)
 
 
 def _cuda_scatter__reduce(ks, self, dim, index, src, reduce):
     _check_devices('cuda', self, index, src)
-    return _write_inplace(self, K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce=reduce), 'scatter_')
+    try:
+        return _write_inplace(self, K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce=reduce), 'scatter_')
+    except ValueError as _e:
+        _value_error(_e, K.scatter_reduce_legacy, self, index, src)
 
 
 def _meta_scatter__reduce(ks, self, dim, index, src, reduce):
@@ -7770,12 +10656,18 @@ def _meta_scatter__reduce(ks, self, dim, index, src, reduce):
 _op_scatter_add = Dispatcher.define('scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor')
 
 def _cpu_scatter_add_default(ks, self, dim, index, src):
-    return _new(K.scatter_add(_np, self._data, dim, index._data, src._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.scatter_add(_np, self._data, dim, index._data, src._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.scatter_add, self, index, src)
 
 
 def _cuda_scatter_add_default(ks, self, dim, index, src):
     _check_devices('cuda', self, index, src)
-    return _new(K.scatter_add(_cupy(), self._data, dim, index._data, src._data), self._ks, self._device)
+    try:
+        return _new(K.scatter_add(_cupy(), self._data, dim, index._data, src._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.scatter_add, self, index, src)
 
 
 def _meta_scatter_add_default(ks, self, dim, index, src):
@@ -7786,12 +10678,18 @@ def _meta_scatter_add_default(ks, self, dim, index, src):
 _op_scatter_add_ = Dispatcher.define('scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)')
 
 def _cpu_scatter_add__default(ks, self, dim, index, src):
-    return _write_inplace(self, K.scatter_add(_np, self._data, dim, index._data, src._data), 'scatter_add_')
+    try:
+        return _write_inplace(self, K.scatter_add(_np, self._data, dim, index._data, src._data), 'scatter_add_')
+    except ValueError as _e:
+        _value_error(_e, K.scatter_add, self, index, src)
 
 
 def _cuda_scatter_add__default(ks, self, dim, index, src):
     _check_devices('cuda', self, index, src)
-    return _write_inplace(self, K.scatter_add(_cupy(), self._data, dim, index._data, src._data), 'scatter_add_')
+    try:
+        return _write_inplace(self, K.scatter_add(_cupy(), self._data, dim, index._data, src._data), 'scatter_add_')
+    except ValueError as _e:
+        _value_error(_e, K.scatter_add, self, index, src)
 
 
 def _meta_scatter_add__default(ks, self, dim, index, src):
@@ -7802,12 +10700,18 @@ def _meta_scatter_add__default(ks, self, dim, index, src):
 _op_scatter_reduce_two = Dispatcher.define('scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor')
 
 def _cpu_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
-    return _new(K.scatter_reduce(_np, self._data, dim, index._data, src._data, reduce, include_self=include_self), _KS_CPU, _CPU)
+    try:
+        return _new(K.scatter_reduce(_np, self._data, dim, index._data, src._data, reduce, include_self=include_self), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.scatter_reduce, self, index, src)
 
 
 def _cuda_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
     _check_devices('cuda', self, index, src)
-    return _new(K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self=include_self), self._ks, self._device)
+    try:
+        return _new(K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self=include_self), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.scatter_reduce, self, index, src)
 
 
 def _meta_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
@@ -7818,12 +10722,18 @@ def _meta_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
 _op_scatter_reduce__two = Dispatcher.define('scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)')
 
 def _cpu_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
-    return _write_inplace(self, K.scatter_reduce(_np, self._data, dim, index._data, src._data, reduce, include_self=include_self), 'scatter_reduce_')
+    try:
+        return _write_inplace(self, K.scatter_reduce(_np, self._data, dim, index._data, src._data, reduce, include_self=include_self), 'scatter_reduce_')
+    except ValueError as _e:
+        _value_error(_e, K.scatter_reduce, self, index, src)
 
 
 def _cuda_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     _check_devices('cuda', self, index, src)
-    return _write_inplace(self, K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self=include_self), 'scatter_reduce_')
+    try:
+        return _write_inplace(self, K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self=include_self), 'scatter_reduce_')
+    except ValueError as _e:
+        _value_error(_e, K.scatter_reduce, self, index, src)
 
 
 def _meta_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
@@ -7834,12 +10744,18 @@ def _meta_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
 _op_index_add = Dispatcher.define('index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor')
 
 def _cpu_index_add_default(ks, self, dim, index, source, alpha):
-    return _new(K.index_add(_np, self._data, dim, index._data, source._data, alpha=alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.index_add(_np, self._data, dim, index._data, source._data, alpha=alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.index_add, self, index, source)
 
 
 def _cuda_index_add_default(ks, self, dim, index, source, alpha):
     _check_devices('cuda', self, index, source)
-    return _new(K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha=alpha), self._ks, self._device)
+    try:
+        return _new(K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha=alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.index_add, self, index, source)
 
 
 def _meta_index_add_default(ks, self, dim, index, source, alpha):
@@ -7850,12 +10766,18 @@ def _meta_index_add_default(ks, self, dim, index, source, alpha):
 _op_index_add_ = Dispatcher.define('index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_index_add__default(ks, self, dim, index, source, alpha):
-    return _write_inplace(self, K.index_add(_np, self._data, dim, index._data, source._data, alpha=alpha), 'index_add_')
+    try:
+        return _write_inplace(self, K.index_add(_np, self._data, dim, index._data, source._data, alpha=alpha), 'index_add_')
+    except ValueError as _e:
+        _value_error(_e, K.index_add, self, index, source)
 
 
 def _cuda_index_add__default(ks, self, dim, index, source, alpha):
     _check_devices('cuda', self, index, source)
-    return _write_inplace(self, K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha=alpha), 'index_add_')
+    try:
+        return _write_inplace(self, K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha=alpha), 'index_add_')
+    except ValueError as _e:
+        _value_error(_e, K.index_add, self, index, source)
 
 
 def _meta_index_add__default(ks, self, dim, index, source, alpha):
@@ -7866,12 +10788,18 @@ def _meta_index_add__default(ks, self, dim, index, source, alpha):
 _op_index_copy = Dispatcher.define('index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor')
 
 def _cpu_index_copy_default(ks, self, dim, index, source):
-    return _new(K.index_copy(_np, self._data, dim, index._data, source._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.index_copy(_np, self._data, dim, index._data, source._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.index_copy, self, index, source)
 
 
 def _cuda_index_copy_default(ks, self, dim, index, source):
     _check_devices('cuda', self, index, source)
-    return _new(K.index_copy(_cupy(), self._data, dim, index._data, source._data), self._ks, self._device)
+    try:
+        return _new(K.index_copy(_cupy(), self._data, dim, index._data, source._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.index_copy, self, index, source)
 
 
 def _meta_index_copy_default(ks, self, dim, index, source):
@@ -7882,12 +10810,18 @@ def _meta_index_copy_default(ks, self, dim, index, source):
 _op_index_copy_ = Dispatcher.define('index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)')
 
 def _cpu_index_copy__default(ks, self, dim, index, source):
-    return _write_inplace(self, K.index_copy(_np, self._data, dim, index._data, source._data), 'index_copy_')
+    try:
+        return _write_inplace(self, K.index_copy(_np, self._data, dim, index._data, source._data), 'index_copy_')
+    except ValueError as _e:
+        _value_error(_e, K.index_copy, self, index, source)
 
 
 def _cuda_index_copy__default(ks, self, dim, index, source):
     _check_devices('cuda', self, index, source)
-    return _write_inplace(self, K.index_copy(_cupy(), self._data, dim, index._data, source._data), 'index_copy_')
+    try:
+        return _write_inplace(self, K.index_copy(_cupy(), self._data, dim, index._data, source._data), 'index_copy_')
+    except ValueError as _e:
+        _value_error(_e, K.index_copy, self, index, source)
 
 
 def _meta_index_copy__default(ks, self, dim, index, source):
@@ -7898,12 +10832,18 @@ def _meta_index_copy__default(ks, self, dim, index, source):
 _op_index_fill_int_Scalar = Dispatcher.define('index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor')
 
 def _cpu_index_fill_int_Scalar(ks, self, dim, index, value):
-    return _new(K.index_fill(_np, self._data, dim, index._data, value), _KS_CPU, _CPU)
+    try:
+        return _new(K.index_fill(_np, self._data, dim, index._data, value), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.index_fill, self, index)
 
 
 def _cuda_index_fill_int_Scalar(ks, self, dim, index, value):
     _check_devices('cuda', self, index)
-    return _new(K.index_fill(_cupy(), self._data, dim, index._data, value), self._ks, self._device)
+    try:
+        return _new(K.index_fill(_cupy(), self._data, dim, index._data, value), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.index_fill, self, index)
 
 
 def _meta_index_fill_int_Scalar(ks, self, dim, index, value):
@@ -7914,12 +10854,18 @@ def _meta_index_fill_int_Scalar(ks, self, dim, index, value):
 _op_index_fill__int_Scalar = Dispatcher.define('index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)')
 
 def _cpu_index_fill__int_Scalar(ks, self, dim, index, value):
-    return _write_inplace(self, K.index_fill(_np, self._data, dim, index._data, value), 'index_fill_')
+    try:
+        return _write_inplace(self, K.index_fill(_np, self._data, dim, index._data, value), 'index_fill_')
+    except ValueError as _e:
+        _value_error(_e, K.index_fill, self, index)
 
 
 def _cuda_index_fill__int_Scalar(ks, self, dim, index, value):
     _check_devices('cuda', self, index)
-    return _write_inplace(self, K.index_fill(_cupy(), self._data, dim, index._data, value), 'index_fill_')
+    try:
+        return _write_inplace(self, K.index_fill(_cupy(), self._data, dim, index._data, value), 'index_fill_')
+    except ValueError as _e:
+        _value_error(_e, K.index_fill, self, index)
 
 
 def _meta_index_fill__int_Scalar(ks, self, dim, index, value):
@@ -7930,12 +10876,18 @@ def _meta_index_fill__int_Scalar(ks, self, dim, index, value):
 _op_index_fill_int_Tensor = Dispatcher.define('index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor')
 
 def _cpu_index_fill_int_Tensor(ks, self, dim, index, value):
-    return _new(K.index_fill(_np, self._data, dim, index._data, value._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.index_fill(_np, self._data, dim, index._data, value._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.index_fill, self, index, value)
 
 
 def _cuda_index_fill_int_Tensor(ks, self, dim, index, value):
     _check_devices('cuda', self, index, value)
-    return _new(K.index_fill(_cupy(), self._data, dim, index._data, value._data), self._ks, self._device)
+    try:
+        return _new(K.index_fill(_cupy(), self._data, dim, index._data, value._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.index_fill, self, index, value)
 
 
 def _meta_index_fill_int_Tensor(ks, self, dim, index, value):
@@ -7946,22 +10898,34 @@ def _meta_index_fill_int_Tensor(ks, self, dim, index, value):
 _op_masked_select = Dispatcher.define('masked_select(Tensor self, Tensor mask) -> Tensor')
 
 def _cpu_masked_select_default(ks, self, mask):
-    return _new(K.masked_select(_np, self._data, mask._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.masked_select(_np, self._data, mask._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.masked_select, self, mask)
 
 
 def _cuda_masked_select_default(ks, self, mask):
     _check_devices('cuda', self, mask)
-    return _new(K.masked_select(_cupy(), self._data, mask._data), self._ks, self._device)
+    try:
+        return _new(K.masked_select(_cupy(), self._data, mask._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.masked_select, self, mask)
 
 _op_masked_scatter = Dispatcher.define('masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor')
 
 def _cpu_masked_scatter_default(ks, self, mask, source):
-    return _new(K.masked_scatter(_np, self._data, mask._data, source._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.masked_scatter(_np, self._data, mask._data, source._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.masked_scatter, self, mask, source)
 
 
 def _cuda_masked_scatter_default(ks, self, mask, source):
     _check_devices('cuda', self, mask, source)
-    return _new(K.masked_scatter(_cupy(), self._data, mask._data, source._data), self._ks, self._device)
+    try:
+        return _new(K.masked_scatter(_cupy(), self._data, mask._data, source._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.masked_scatter, self, mask, source)
 
 
 def _meta_masked_scatter_default(ks, self, mask, source):
@@ -7972,12 +10936,18 @@ def _meta_masked_scatter_default(ks, self, mask, source):
 _op_masked_scatter_ = Dispatcher.define('masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)')
 
 def _cpu_masked_scatter__default(ks, self, mask, source):
-    return _write_inplace(self, K.masked_scatter(_np, self._data, mask._data, source._data), 'masked_scatter_')
+    try:
+        return _write_inplace(self, K.masked_scatter(_np, self._data, mask._data, source._data), 'masked_scatter_')
+    except ValueError as _e:
+        _value_error(_e, K.masked_scatter, self, mask, source)
 
 
 def _cuda_masked_scatter__default(ks, self, mask, source):
     _check_devices('cuda', self, mask, source)
-    return _write_inplace(self, K.masked_scatter(_cupy(), self._data, mask._data, source._data), 'masked_scatter_')
+    try:
+        return _write_inplace(self, K.masked_scatter(_cupy(), self._data, mask._data, source._data), 'masked_scatter_')
+    except ValueError as _e:
+        _value_error(_e, K.masked_scatter, self, mask, source)
 
 
 def _meta_masked_scatter__default(ks, self, mask, source):
@@ -7988,30 +10958,48 @@ def _meta_masked_scatter__default(ks, self, mask, source):
 _op_nonzero = Dispatcher.define('nonzero(Tensor self) -> Tensor')
 
 def _cpu_nonzero_default(ks, self):
-    return _new(K.nonzero(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.nonzero(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.nonzero, self)
 
 
 def _cuda_nonzero_default(ks, self):
-    return _new(K.nonzero(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.nonzero(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.nonzero, self)
 
 _op_argwhere = Dispatcher.define('argwhere(Tensor self) -> Tensor')
 
 def _cpu_argwhere_default(ks, self):
-    return _new(K.argwhere(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.argwhere(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.argwhere, self)
 
 
 def _cuda_argwhere_default(ks, self):
-    return _new(K.argwhere(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.argwhere(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.argwhere, self)
 
 _op_take = Dispatcher.define('take(Tensor self, Tensor index) -> Tensor')
 
 def _cpu_take_default(ks, self, index):
-    return _new(K.take(_np, self._data, index._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.take(_np, self._data, index._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.take, self, index)
 
 
 def _cuda_take_default(ks, self, index):
     _check_devices('cuda', self, index)
-    return _new(K.take(_cupy(), self._data, index._data), self._ks, self._device)
+    try:
+        return _new(K.take(_cupy(), self._data, index._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.take, self, index)
 
 
 def _meta_take_default(ks, self, index):
@@ -8022,12 +11010,18 @@ def _meta_take_default(ks, self, index):
 _op_take_along_dim = Dispatcher.define('take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor')
 
 def _cpu_take_along_dim_default(ks, self, indices, dim):
-    return _new(K.take_along_dim(_np, self._data, indices._data, dim), _KS_CPU, _CPU)
+    try:
+        return _new(K.take_along_dim(_np, self._data, indices._data, dim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.take_along_dim, self, indices)
 
 
 def _cuda_take_along_dim_default(ks, self, indices, dim):
     _check_devices('cuda', self, indices)
-    return _new(K.take_along_dim(_cupy(), self._data, indices._data, dim), self._ks, self._device)
+    try:
+        return _new(K.take_along_dim(_cupy(), self._data, indices._data, dim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.take_along_dim, self, indices)
 
 
 def _meta_take_along_dim_default(ks, self, indices, dim):
@@ -8052,12 +11046,18 @@ def _meta_cat_default(ks, tensors, dim):
 _op_cat_out = Dispatcher.define('cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_cat_out(ks, tensors, dim, out):
-    return _write_out(out, K.cat(_np, [_t._data for _t in tensors], dim), 'cat')
+    try:
+        return _write_out(out, K.cat(_np, [_t._data for _t in tensors], dim), 'cat')
+    except ValueError as _e:
+        _value_error(_e, K.cat, out)
 
 
 def _cuda_cat_out(ks, tensors, dim, out):
     _check_devices('cuda', tensors, out)
-    return _write_out(out, K.cat(_cupy(), [_t._data for _t in tensors], dim), 'cat')
+    try:
+        return _write_out(out, K.cat(_cupy(), [_t._data for _t in tensors], dim), 'cat')
+    except ValueError as _e:
+        _value_error(_e, K.cat, out)
 
 
 def _meta_cat_out(ks, tensors, dim, out):
@@ -8110,12 +11110,18 @@ def _meta_stack_default(ks, tensors, dim):
 _op_stack_out = Dispatcher.define('stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_stack_out(ks, tensors, dim, out):
-    return _write_out(out, K.stack(_np, [_t._data for _t in tensors], dim), 'stack')
+    try:
+        return _write_out(out, K.stack(_np, [_t._data for _t in tensors], dim), 'stack')
+    except ValueError as _e:
+        _value_error(_e, K.stack, out)
 
 
 def _cuda_stack_out(ks, tensors, dim, out):
     _check_devices('cuda', tensors, out)
-    return _write_out(out, K.stack(_cupy(), [_t._data for _t in tensors], dim), 'stack')
+    try:
+        return _write_out(out, K.stack(_cupy(), [_t._data for _t in tensors], dim), 'stack')
+    except ValueError as _e:
+        _value_error(_e, K.stack, out)
 
 
 def _meta_stack_out(ks, tensors, dim, out):
@@ -8196,11 +11202,17 @@ def _composite_meshgrid_indexing(ks, tensors, indexing):
 _op_tril = Dispatcher.define('tril(Tensor self, int diagonal=0) -> Tensor')
 
 def _cpu_tril_default(ks, self, diagonal):
-    return _new(K.tril(_np, self._data, diagonal), _KS_CPU, _CPU)
+    try:
+        return _new(K.tril(_np, self._data, diagonal), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.tril, self)
 
 
 def _cuda_tril_default(ks, self, diagonal):
-    return _new(K.tril(_cupy(), self._data, diagonal), self._ks, self._device)
+    try:
+        return _new(K.tril(_cupy(), self._data, diagonal), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.tril, self)
 
 
 def _meta_tril_default(ks, self, diagonal):
@@ -8210,11 +11222,17 @@ def _meta_tril_default(ks, self, diagonal):
 _op_tril_ = Dispatcher.define('tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)')
 
 def _cpu_tril__default(ks, self, diagonal):
-    return _write_inplace(self, K.tril(_np, self._data, diagonal), 'tril_')
+    try:
+        return _write_inplace(self, K.tril(_np, self._data, diagonal), 'tril_')
+    except ValueError as _e:
+        _value_error(_e, K.tril, self)
 
 
 def _cuda_tril__default(ks, self, diagonal):
-    return _write_inplace(self, K.tril(_cupy(), self._data, diagonal), 'tril_')
+    try:
+        return _write_inplace(self, K.tril(_cupy(), self._data, diagonal), 'tril_')
+    except ValueError as _e:
+        _value_error(_e, K.tril, self)
 
 
 def _meta_tril__default(ks, self, diagonal):
@@ -8224,12 +11242,18 @@ def _meta_tril__default(ks, self, diagonal):
 _op_tril_out = Dispatcher.define('tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_tril_out(ks, self, diagonal, out):
-    return _write_out(out, K.tril(_np, self._data, diagonal), 'tril')
+    try:
+        return _write_out(out, K.tril(_np, self._data, diagonal), 'tril')
+    except ValueError as _e:
+        _value_error(_e, K.tril, self, out)
 
 
 def _cuda_tril_out(ks, self, diagonal, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.tril(_cupy(), self._data, diagonal), 'tril')
+    try:
+        return _write_out(out, K.tril(_cupy(), self._data, diagonal), 'tril')
+    except ValueError as _e:
+        _value_error(_e, K.tril, self, out)
 
 
 def _meta_tril_out(ks, self, diagonal, out):
@@ -8240,11 +11264,17 @@ def _meta_tril_out(ks, self, diagonal, out):
 _op_triu = Dispatcher.define('triu(Tensor self, int diagonal=0) -> Tensor')
 
 def _cpu_triu_default(ks, self, diagonal):
-    return _new(K.triu(_np, self._data, diagonal), _KS_CPU, _CPU)
+    try:
+        return _new(K.triu(_np, self._data, diagonal), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.triu, self)
 
 
 def _cuda_triu_default(ks, self, diagonal):
-    return _new(K.triu(_cupy(), self._data, diagonal), self._ks, self._device)
+    try:
+        return _new(K.triu(_cupy(), self._data, diagonal), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.triu, self)
 
 
 def _meta_triu_default(ks, self, diagonal):
@@ -8254,11 +11284,17 @@ def _meta_triu_default(ks, self, diagonal):
 _op_triu_ = Dispatcher.define('triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)')
 
 def _cpu_triu__default(ks, self, diagonal):
-    return _write_inplace(self, K.triu(_np, self._data, diagonal), 'triu_')
+    try:
+        return _write_inplace(self, K.triu(_np, self._data, diagonal), 'triu_')
+    except ValueError as _e:
+        _value_error(_e, K.triu, self)
 
 
 def _cuda_triu__default(ks, self, diagonal):
-    return _write_inplace(self, K.triu(_cupy(), self._data, diagonal), 'triu_')
+    try:
+        return _write_inplace(self, K.triu(_cupy(), self._data, diagonal), 'triu_')
+    except ValueError as _e:
+        _value_error(_e, K.triu, self)
 
 
 def _meta_triu__default(ks, self, diagonal):
@@ -8268,12 +11304,18 @@ def _meta_triu__default(ks, self, diagonal):
 _op_triu_out = Dispatcher.define('triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_triu_out(ks, self, diagonal, out):
-    return _write_out(out, K.triu(_np, self._data, diagonal), 'triu')
+    try:
+        return _write_out(out, K.triu(_np, self._data, diagonal), 'triu')
+    except ValueError as _e:
+        _value_error(_e, K.triu, self, out)
 
 
 def _cuda_triu_out(ks, self, diagonal, out):
     _check_devices('cuda', self, out)
-    return _write_out(out, K.triu(_cupy(), self._data, diagonal), 'triu')
+    try:
+        return _write_out(out, K.triu(_cupy(), self._data, diagonal), 'triu')
+    except ValueError as _e:
+        _value_error(_e, K.triu, self, out)
 
 
 def _meta_triu_out(ks, self, diagonal, out):
@@ -8284,11 +11326,17 @@ def _meta_triu_out(ks, self, diagonal, out):
 _op_flip = Dispatcher.define('flip(Tensor self, int[] dims) -> Tensor')
 
 def _cpu_flip_default(ks, self, dims):
-    return _new(K.flip(_np, self._data, dims), _KS_CPU, _CPU)
+    try:
+        return _new(K.flip(_np, self._data, dims), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.flip, self)
 
 
 def _cuda_flip_default(ks, self, dims):
-    return _new(K.flip(_cupy(), self._data, dims), self._ks, self._device)
+    try:
+        return _new(K.flip(_cupy(), self._data, dims), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.flip, self)
 
 
 def _meta_flip_default(ks, self, dims):
@@ -8308,11 +11356,17 @@ def _composite_flipud_default(ks, self):
 _op_roll = Dispatcher.define('roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor')
 
 def _cpu_roll_default(ks, self, shifts, dims):
-    return _new(K.roll(_np, self._data, shifts, dims), _KS_CPU, _CPU)
+    try:
+        return _new(K.roll(_np, self._data, shifts, dims), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.roll, self)
 
 
 def _cuda_roll_default(ks, self, shifts, dims):
-    return _new(K.roll(_cupy(), self._data, shifts, dims), self._ks, self._device)
+    try:
+        return _new(K.roll(_cupy(), self._data, shifts, dims), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.roll, self)
 
 
 def _meta_roll_default(ks, self, shifts, dims):
@@ -8322,11 +11376,17 @@ def _meta_roll_default(ks, self, shifts, dims):
 _op_rot90 = Dispatcher.define('rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor')
 
 def _cpu_rot90_default(ks, self, k, dims):
-    return _new(K.rot90(_np, self._data, k, dims), _KS_CPU, _CPU)
+    try:
+        return _new(K.rot90(_np, self._data, k, dims), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.rot90, self)
 
 
 def _cuda_rot90_default(ks, self, k, dims):
-    return _new(K.rot90(_cupy(), self._data, k, dims), self._ks, self._device)
+    try:
+        return _new(K.rot90(_cupy(), self._data, k, dims), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.rot90, self)
 
 
 def _meta_rot90_default(ks, self, k, dims):
@@ -8336,11 +11396,17 @@ def _meta_rot90_default(ks, self, k, dims):
 _op_repeat = Dispatcher.define('repeat(Tensor self, SymInt[] repeats) -> Tensor')
 
 def _cpu_repeat_default(ks, self, repeats):
-    return _new(K.repeat(_np, self._data, repeats), _KS_CPU, _CPU)
+    try:
+        return _new(K.repeat(_np, self._data, repeats), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.repeat, self)
 
 
 def _cuda_repeat_default(ks, self, repeats):
-    return _new(K.repeat(_cupy(), self._data, repeats), self._ks, self._device)
+    try:
+        return _new(K.repeat(_cupy(), self._data, repeats), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.repeat, self)
 
 
 def _meta_repeat_default(ks, self, repeats):
@@ -8355,12 +11421,18 @@ def _composite_tile_default(ks, self, dims):
 _op_repeat_interleave_self_Tensor = Dispatcher.define('repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor')
 
 def _cpu_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
-    return _new(K.repeat_interleave(_np, self._data, repeats._data, dim, output_size=output_size), _KS_CPU, _CPU)
+    try:
+        return _new(K.repeat_interleave(_np, self._data, repeats._data, dim, output_size=output_size), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.repeat_interleave, self, repeats)
 
 
 def _cuda_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
     _check_devices('cuda', self, repeats)
-    return _new(K.repeat_interleave(_cupy(), self._data, repeats._data, dim, output_size=output_size), self._ks, self._device)
+    try:
+        return _new(K.repeat_interleave(_cupy(), self._data, repeats._data, dim, output_size=output_size), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.repeat_interleave, self, repeats)
 
 
 def _meta_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
@@ -8371,11 +11443,17 @@ def _meta_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
 _op_repeat_interleave_self_int = Dispatcher.define('repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor')
 
 def _cpu_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
-    return _new(K.repeat_interleave(_np, self._data, repeats, dim, output_size=output_size), _KS_CPU, _CPU)
+    try:
+        return _new(K.repeat_interleave(_np, self._data, repeats, dim, output_size=output_size), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.repeat_interleave, self)
 
 
 def _cuda_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
-    return _new(K.repeat_interleave(_cupy(), self._data, repeats, dim, output_size=output_size), self._ks, self._device)
+    try:
+        return _new(K.repeat_interleave(_cupy(), self._data, repeats, dim, output_size=output_size), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.repeat_interleave, self)
 
 
 def _meta_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
@@ -8385,20 +11463,32 @@ def _meta_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
 _op_repeat_interleave_Tensor = Dispatcher.define('repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor')
 
 def _cpu_repeat_interleave_Tensor(ks, repeats, output_size):
-    return _new(K.repeat_interleave_self(_np, repeats._data, output_size=output_size), _KS_CPU, _CPU)
+    try:
+        return _new(K.repeat_interleave_self(_np, repeats._data, output_size=output_size), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.repeat_interleave_self, repeats)
 
 
 def _cuda_repeat_interleave_Tensor(ks, repeats, output_size):
-    return _new(K.repeat_interleave_self(_cupy(), repeats._data, output_size=output_size), repeats._ks, repeats._device)
+    try:
+        return _new(K.repeat_interleave_self(_cupy(), repeats._data, output_size=output_size), repeats._ks, repeats._device)
+    except ValueError as _e:
+        _value_error(_e, K.repeat_interleave_self, repeats)
 
 _op_diag = Dispatcher.define('diag(Tensor self, int diagonal=0) -> Tensor')
 
 def _cpu_diag_default(ks, self, diagonal):
-    return _new(K.diag(_np, self._data, diagonal), _KS_CPU, _CPU)
+    try:
+        return _new(K.diag(_np, self._data, diagonal), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.diag, self)
 
 
 def _cuda_diag_default(ks, self, diagonal):
-    return _new(K.diag(_cupy(), self._data, diagonal), self._ks, self._device)
+    try:
+        return _new(K.diag(_cupy(), self._data, diagonal), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.diag, self)
 
 
 def _meta_diag_default(ks, self, diagonal):
@@ -8408,11 +11498,17 @@ def _meta_diag_default(ks, self, diagonal):
 _op_diag_embed = Dispatcher.define('diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor')
 
 def _cpu_diag_embed_default(ks, self, offset, dim1, dim2):
-    return _new(K.diag_embed(_np, self._data, offset, dim1, dim2), _KS_CPU, _CPU)
+    try:
+        return _new(K.diag_embed(_np, self._data, offset, dim1, dim2), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.diag_embed, self)
 
 
 def _cuda_diag_embed_default(ks, self, offset, dim1, dim2):
-    return _new(K.diag_embed(_cupy(), self._data, offset, dim1, dim2), self._ks, self._device)
+    try:
+        return _new(K.diag_embed(_cupy(), self._data, offset, dim1, dim2), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.diag_embed, self)
 
 
 def _meta_diag_embed_default(ks, self, offset, dim1, dim2):
@@ -8422,12 +11518,18 @@ def _meta_diag_embed_default(ks, self, offset, dim1, dim2):
 _op_searchsorted_Tensor = Dispatcher.define('searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor')
 
 def _cpu_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
-    return _new(K.searchsorted(_np, sorted_sequence._data, self._data, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), _KS_CPU, _CPU)
+    try:
+        return _new(K.searchsorted(_np, sorted_sequence._data, self._data, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.searchsorted, sorted_sequence, self, sorter)
 
 
 def _cuda_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
     _check_devices('cuda', sorted_sequence, self, sorter)
-    return _new(K.searchsorted(_cupy(), sorted_sequence._data, self._data, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
+    try:
+        return _new(K.searchsorted(_cupy(), sorted_sequence._data, self._data, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
+    except ValueError as _e:
+        _value_error(_e, K.searchsorted, sorted_sequence, self, sorter)
 
 
 def _meta_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
@@ -8438,12 +11540,18 @@ def _meta_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side,
 _op_searchsorted_Scalar = Dispatcher.define('searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor')
 
 def _cpu_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
-    return _new(K.searchsorted(_np, sorted_sequence._data, self, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), _KS_CPU, _CPU)
+    try:
+        return _new(K.searchsorted(_np, sorted_sequence._data, self, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.searchsorted, sorted_sequence, sorter)
 
 
 def _cuda_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
     _check_devices('cuda', sorted_sequence, sorter)
-    return _new(K.searchsorted(_cupy(), sorted_sequence._data, self, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
+    try:
+        return _new(K.searchsorted(_cupy(), sorted_sequence._data, self, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
+    except ValueError as _e:
+        _value_error(_e, K.searchsorted, sorted_sequence, sorter)
 
 
 def _meta_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
@@ -8454,12 +11562,18 @@ def _meta_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side,
 _op_bucketize_Tensor = Dispatcher.define('bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor')
 
 def _cpu_bucketize_Tensor(ks, self, boundaries, out_int32, right):
-    return _new(K.bucketize(_np, self._data, boundaries._data, out_int32=out_int32, right=right), _KS_CPU, _CPU)
+    try:
+        return _new(K.bucketize(_np, self._data, boundaries._data, out_int32=out_int32, right=right), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bucketize, self, boundaries)
 
 
 def _cuda_bucketize_Tensor(ks, self, boundaries, out_int32, right):
     _check_devices('cuda', self, boundaries)
-    return _new(K.bucketize(_cupy(), self._data, boundaries._data, out_int32=out_int32, right=right), self._ks, self._device)
+    try:
+        return _new(K.bucketize(_cupy(), self._data, boundaries._data, out_int32=out_int32, right=right), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bucketize, self, boundaries)
 
 
 def _meta_bucketize_Tensor(ks, self, boundaries, out_int32, right):
@@ -8470,12 +11584,18 @@ def _meta_bucketize_Tensor(ks, self, boundaries, out_int32, right):
 _op_mm = Dispatcher.define('mm(Tensor self, Tensor mat2) -> Tensor')
 
 def _cpu_mm_default(ks, self, mat2):
-    return _new(K.mm(_np, self._data, mat2._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.mm(_np, self._data, mat2._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.mm, self, mat2)
 
 
 def _cuda_mm_default(ks, self, mat2):
     _check_devices('cuda', self, mat2)
-    return _new(K.mm(_cupy(), self._data, mat2._data), self._ks, self._device)
+    try:
+        return _new(K.mm(_cupy(), self._data, mat2._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.mm, self, mat2)
 
 
 def _meta_mm_default(ks, self, mat2):
@@ -8486,12 +11606,18 @@ def _meta_mm_default(ks, self, mat2):
 _op_mm_out = Dispatcher.define('mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_mm_out(ks, self, mat2, out):
-    return _write_out(out, K.mm(_np, self._data, mat2._data), 'mm')
+    try:
+        return _write_out(out, K.mm(_np, self._data, mat2._data), 'mm')
+    except ValueError as _e:
+        _value_error(_e, K.mm, self, mat2, out)
 
 
 def _cuda_mm_out(ks, self, mat2, out):
     _check_devices('cuda', self, mat2, out)
-    return _write_out(out, K.mm(_cupy(), self._data, mat2._data), 'mm')
+    try:
+        return _write_out(out, K.mm(_cupy(), self._data, mat2._data), 'mm')
+    except ValueError as _e:
+        _value_error(_e, K.mm, self, mat2, out)
 
 
 def _meta_mm_out(ks, self, mat2, out):
@@ -8502,12 +11628,18 @@ def _meta_mm_out(ks, self, mat2, out):
 _op_bmm = Dispatcher.define('bmm(Tensor self, Tensor mat2) -> Tensor')
 
 def _cpu_bmm_default(ks, self, mat2):
-    return _new(K.bmm(_np, self._data, mat2._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.bmm(_np, self._data, mat2._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bmm, self, mat2)
 
 
 def _cuda_bmm_default(ks, self, mat2):
     _check_devices('cuda', self, mat2)
-    return _new(K.bmm(_cupy(), self._data, mat2._data), self._ks, self._device)
+    try:
+        return _new(K.bmm(_cupy(), self._data, mat2._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bmm, self, mat2)
 
 
 def _meta_bmm_default(ks, self, mat2):
@@ -8518,12 +11650,18 @@ def _meta_bmm_default(ks, self, mat2):
 _op_bmm_out = Dispatcher.define('bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_bmm_out(ks, self, mat2, out):
-    return _write_out(out, K.bmm(_np, self._data, mat2._data), 'bmm')
+    try:
+        return _write_out(out, K.bmm(_np, self._data, mat2._data), 'bmm')
+    except ValueError as _e:
+        _value_error(_e, K.bmm, self, mat2, out)
 
 
 def _cuda_bmm_out(ks, self, mat2, out):
     _check_devices('cuda', self, mat2, out)
-    return _write_out(out, K.bmm(_cupy(), self._data, mat2._data), 'bmm')
+    try:
+        return _write_out(out, K.bmm(_cupy(), self._data, mat2._data), 'bmm')
+    except ValueError as _e:
+        _value_error(_e, K.bmm, self, mat2, out)
 
 
 def _meta_bmm_out(ks, self, mat2, out):
@@ -8534,12 +11672,18 @@ def _meta_bmm_out(ks, self, mat2, out):
 _op_matmul = Dispatcher.define('matmul(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_matmul_default(ks, self, other):
-    return _new(K.matmul(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.matmul(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.matmul, self, other)
 
 
 def _cuda_matmul_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.matmul(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.matmul(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.matmul, self, other)
 
 
 def _meta_matmul_default(ks, self, other):
@@ -8550,12 +11694,18 @@ def _meta_matmul_default(ks, self, other):
 _op_matmul_out = Dispatcher.define('matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_matmul_out(ks, self, other, out):
-    return _write_out(out, K.matmul(_np, self._data, other._data), 'matmul')
+    try:
+        return _write_out(out, K.matmul(_np, self._data, other._data), 'matmul')
+    except ValueError as _e:
+        _value_error(_e, K.matmul, self, other, out)
 
 
 def _cuda_matmul_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
-    return _write_out(out, K.matmul(_cupy(), self._data, other._data), 'matmul')
+    try:
+        return _write_out(out, K.matmul(_cupy(), self._data, other._data), 'matmul')
+    except ValueError as _e:
+        _value_error(_e, K.matmul, self, other, out)
 
 
 def _meta_matmul_out(ks, self, other, out):
@@ -8566,12 +11716,18 @@ def _meta_matmul_out(ks, self, other, out):
 _op_mv = Dispatcher.define('mv(Tensor self, Tensor vec) -> Tensor')
 
 def _cpu_mv_default(ks, self, vec):
-    return _new(K.mv(_np, self._data, vec._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.mv(_np, self._data, vec._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.mv, self, vec)
 
 
 def _cuda_mv_default(ks, self, vec):
     _check_devices('cuda', self, vec)
-    return _new(K.mv(_cupy(), self._data, vec._data), self._ks, self._device)
+    try:
+        return _new(K.mv(_cupy(), self._data, vec._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.mv, self, vec)
 
 
 def _meta_mv_default(ks, self, vec):
@@ -8582,12 +11738,18 @@ def _meta_mv_default(ks, self, vec):
 _op_dot = Dispatcher.define('dot(Tensor self, Tensor tensor) -> Tensor')
 
 def _cpu_dot_default(ks, self, tensor):
-    return _new(K.dot(_np, self._data, tensor._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.dot(_np, self._data, tensor._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.dot, self, tensor)
 
 
 def _cuda_dot_default(ks, self, tensor):
     _check_devices('cuda', self, tensor)
-    return _new(K.dot(_cupy(), self._data, tensor._data), self._ks, self._device)
+    try:
+        return _new(K.dot(_cupy(), self._data, tensor._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.dot, self, tensor)
 
 
 def _meta_dot_default(ks, self, tensor):
@@ -8598,12 +11760,18 @@ def _meta_dot_default(ks, self, tensor):
 _op_vdot = Dispatcher.define('vdot(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_vdot_default(ks, self, other):
-    return _new(K.vdot(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.vdot(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.vdot, self, other)
 
 
 def _cuda_vdot_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.vdot(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.vdot(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.vdot, self, other)
 
 
 def _meta_vdot_default(ks, self, other):
@@ -8619,12 +11787,18 @@ def _composite_inner_default(ks, self, other):
 _op_outer = Dispatcher.define('outer(Tensor self, Tensor vec2) -> Tensor')
 
 def _cpu_outer_default(ks, self, vec2):
-    return _new(K.outer(_np, self._data, vec2._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.outer(_np, self._data, vec2._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.outer, self, vec2)
 
 
 def _cuda_outer_default(ks, self, vec2):
     _check_devices('cuda', self, vec2)
-    return _new(K.outer(_cupy(), self._data, vec2._data), self._ks, self._device)
+    try:
+        return _new(K.outer(_cupy(), self._data, vec2._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.outer, self, vec2)
 
 
 def _meta_outer_default(ks, self, vec2):
@@ -8635,12 +11809,18 @@ def _meta_outer_default(ks, self, vec2):
 _op_ger = Dispatcher.define('ger(Tensor self, Tensor vec2) -> Tensor')
 
 def _cpu_ger_default(ks, self, vec2):
-    return _new(K.outer(_np, self._data, vec2._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.outer(_np, self._data, vec2._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.outer, self, vec2)
 
 
 def _cuda_ger_default(ks, self, vec2):
     _check_devices('cuda', self, vec2)
-    return _new(K.outer(_cupy(), self._data, vec2._data), self._ks, self._device)
+    try:
+        return _new(K.outer(_cupy(), self._data, vec2._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.outer, self, vec2)
 
 
 def _meta_ger_default(ks, self, vec2):
@@ -8651,12 +11831,18 @@ def _meta_ger_default(ks, self, vec2):
 _op_addmm = Dispatcher.define('addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
 def _cpu_addmm_default(ks, self, mat1, mat2, beta, alpha):
-    return _new(K.addmm(_np, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.addmm(_np, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.addmm, self, mat1, mat2)
 
 
 def _cuda_addmm_default(ks, self, mat1, mat2, beta, alpha):
     _check_devices('cuda', self, mat1, mat2)
-    return _new(K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), self._ks, self._device)
+    try:
+        return _new(K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.addmm, self, mat1, mat2)
 
 
 def _meta_addmm_default(ks, self, mat1, mat2, beta, alpha):
@@ -8667,12 +11853,18 @@ def _meta_addmm_default(ks, self, mat1, mat2, beta, alpha):
 _op_addmm_ = Dispatcher.define('addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_addmm__default(ks, self, mat1, mat2, beta, alpha):
-    return _write_inplace(self, K.addmm(_np, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm_')
+    try:
+        return _write_inplace(self, K.addmm(_np, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm_')
+    except ValueError as _e:
+        _value_error(_e, K.addmm, self, mat1, mat2)
 
 
 def _cuda_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _check_devices('cuda', self, mat1, mat2)
-    return _write_inplace(self, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm_')
+    try:
+        return _write_inplace(self, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm_')
+    except ValueError as _e:
+        _value_error(_e, K.addmm, self, mat1, mat2)
 
 
 def _meta_addmm__default(ks, self, mat1, mat2, beta, alpha):
@@ -8683,12 +11875,18 @@ def _meta_addmm__default(ks, self, mat1, mat2, beta, alpha):
 _op_addmm_out = Dispatcher.define('addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
-    return _write_out(out, K.addmm(_np, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm')
+    try:
+        return _write_out(out, K.addmm(_np, self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm')
+    except ValueError as _e:
+        _value_error(_e, K.addmm, self, mat1, mat2, out)
 
 
 def _cuda_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
     _check_devices('cuda', self, mat1, mat2, out)
-    return _write_out(out, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm')
+    try:
+        return _write_out(out, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm')
+    except ValueError as _e:
+        _value_error(_e, K.addmm, self, mat1, mat2, out)
 
 
 def _meta_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
@@ -8699,12 +11897,18 @@ def _meta_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
 _op_addmv = Dispatcher.define('addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
 def _cpu_addmv_default(ks, self, mat, vec, beta, alpha):
-    return _new(K.addmv(_np, self._data, mat._data, vec._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.addmv(_np, self._data, mat._data, vec._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.addmv, self, mat, vec)
 
 
 def _cuda_addmv_default(ks, self, mat, vec, beta, alpha):
     _check_devices('cuda', self, mat, vec)
-    return _new(K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), self._ks, self._device)
+    try:
+        return _new(K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.addmv, self, mat, vec)
 
 
 def _meta_addmv_default(ks, self, mat, vec, beta, alpha):
@@ -8715,12 +11919,18 @@ def _meta_addmv_default(ks, self, mat, vec, beta, alpha):
 _op_addmv_ = Dispatcher.define('addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_addmv__default(ks, self, mat, vec, beta, alpha):
-    return _write_inplace(self, K.addmv(_np, self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv_')
+    try:
+        return _write_inplace(self, K.addmv(_np, self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv_')
+    except ValueError as _e:
+        _value_error(_e, K.addmv, self, mat, vec)
 
 
 def _cuda_addmv__default(ks, self, mat, vec, beta, alpha):
     _check_devices('cuda', self, mat, vec)
-    return _write_inplace(self, K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv_')
+    try:
+        return _write_inplace(self, K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv_')
+    except ValueError as _e:
+        _value_error(_e, K.addmv, self, mat, vec)
 
 
 def _meta_addmv__default(ks, self, mat, vec, beta, alpha):
@@ -8731,12 +11941,18 @@ def _meta_addmv__default(ks, self, mat, vec, beta, alpha):
 _op_addmv_out = Dispatcher.define('addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_addmv_out(ks, self, mat, vec, beta, alpha, out):
-    return _write_out(out, K.addmv(_np, self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv')
+    try:
+        return _write_out(out, K.addmv(_np, self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv')
+    except ValueError as _e:
+        _value_error(_e, K.addmv, self, mat, vec, out)
 
 
 def _cuda_addmv_out(ks, self, mat, vec, beta, alpha, out):
     _check_devices('cuda', self, mat, vec, out)
-    return _write_out(out, K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv')
+    try:
+        return _write_out(out, K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv')
+    except ValueError as _e:
+        _value_error(_e, K.addmv, self, mat, vec, out)
 
 
 def _meta_addmv_out(ks, self, mat, vec, beta, alpha, out):
@@ -8747,12 +11963,18 @@ def _meta_addmv_out(ks, self, mat, vec, beta, alpha, out):
 _op_baddbmm = Dispatcher.define('baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
 def _cpu_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
-    return _new(K.baddbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.baddbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.baddbmm, self, batch1, batch2)
 
 
 def _cuda_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
-    return _new(K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), self._ks, self._device)
+    try:
+        return _new(K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.baddbmm, self, batch1, batch2)
 
 
 def _meta_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
@@ -8763,12 +11985,18 @@ def _meta_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
 _op_baddbmm_ = Dispatcher.define('baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
-    return _write_inplace(self, K.baddbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm_')
+    try:
+        return _write_inplace(self, K.baddbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm_')
+    except ValueError as _e:
+        _value_error(_e, K.baddbmm, self, batch1, batch2)
 
 
 def _cuda_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
-    return _write_inplace(self, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm_')
+    try:
+        return _write_inplace(self, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm_')
+    except ValueError as _e:
+        _value_error(_e, K.baddbmm, self, batch1, batch2)
 
 
 def _meta_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
@@ -8779,12 +12007,18 @@ def _meta_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
 _op_baddbmm_out = Dispatcher.define('baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
-    return _write_out(out, K.baddbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm')
+    try:
+        return _write_out(out, K.baddbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm')
+    except ValueError as _e:
+        _value_error(_e, K.baddbmm, self, batch1, batch2, out)
 
 
 def _cuda_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     _check_devices('cuda', self, batch1, batch2, out)
-    return _write_out(out, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm')
+    try:
+        return _write_out(out, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm')
+    except ValueError as _e:
+        _value_error(_e, K.baddbmm, self, batch1, batch2, out)
 
 
 def _meta_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
@@ -8795,12 +12029,18 @@ def _meta_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
 _op_addbmm = Dispatcher.define('addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
 
 def _cpu_addbmm_default(ks, self, batch1, batch2, beta, alpha):
-    return _new(K.addbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
+    try:
+        return _new(K.addbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.addbmm, self, batch1, batch2)
 
 
 def _cuda_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
-    return _new(K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), self._ks, self._device)
+    try:
+        return _new(K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.addbmm, self, batch1, batch2)
 
 
 def _meta_addbmm_default(ks, self, batch1, batch2, beta, alpha):
@@ -8811,12 +12051,18 @@ def _meta_addbmm_default(ks, self, batch1, batch2, beta, alpha):
 _op_addbmm_ = Dispatcher.define('addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
 
 def _cpu_addbmm__default(ks, self, batch1, batch2, beta, alpha):
-    return _write_inplace(self, K.addbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm_')
+    try:
+        return _write_inplace(self, K.addbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm_')
+    except ValueError as _e:
+        _value_error(_e, K.addbmm, self, batch1, batch2)
 
 
 def _cuda_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
-    return _write_inplace(self, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm_')
+    try:
+        return _write_inplace(self, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm_')
+    except ValueError as _e:
+        _value_error(_e, K.addbmm, self, batch1, batch2)
 
 
 def _meta_addbmm__default(ks, self, batch1, batch2, beta, alpha):
@@ -8827,12 +12073,18 @@ def _meta_addbmm__default(ks, self, batch1, batch2, beta, alpha):
 _op_addbmm_out = Dispatcher.define('addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
 
 def _cpu_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
-    return _write_out(out, K.addbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm')
+    try:
+        return _write_out(out, K.addbmm(_np, self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm')
+    except ValueError as _e:
+        _value_error(_e, K.addbmm, self, batch1, batch2, out)
 
 
 def _cuda_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     _check_devices('cuda', self, batch1, batch2, out)
-    return _write_out(out, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm')
+    try:
+        return _write_out(out, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm')
+    except ValueError as _e:
+        _value_error(_e, K.addbmm, self, batch1, batch2, out)
 
 
 def _meta_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
@@ -8857,12 +12109,18 @@ def _meta_einsum_default(ks, equation, tensors, path):
 _op_tensordot = Dispatcher.define('tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor')
 
 def _cpu_tensordot_default(ks, self, other, dims_self, dims_other):
-    return _new(K.tensordot(_np, self._data, other._data, dims_self, dims_other), _KS_CPU, _CPU)
+    try:
+        return _new(K.tensordot(_np, self._data, other._data, dims_self, dims_other), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.tensordot, self, other)
 
 
 def _cuda_tensordot_default(ks, self, other, dims_self, dims_other):
     _check_devices('cuda', self, other)
-    return _new(K.tensordot(_cupy(), self._data, other._data, dims_self, dims_other), self._ks, self._device)
+    try:
+        return _new(K.tensordot(_cupy(), self._data, other._data, dims_self, dims_other), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.tensordot, self, other)
 
 
 def _meta_tensordot_default(ks, self, other, dims_self, dims_other):
@@ -8873,12 +12131,18 @@ def _meta_tensordot_default(ks, self, other, dims_self, dims_other):
 _op_kron = Dispatcher.define('kron(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_kron_default(ks, self, other):
-    return _new(K.kron(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.kron(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.kron, self, other)
 
 
 def _cuda_kron_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.kron(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.kron(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.kron, self, other)
 
 
 def _meta_kron_default(ks, self, other):
@@ -8889,12 +12153,18 @@ def _meta_kron_default(ks, self, other):
 _op_cdist = Dispatcher.define('cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor')
 
 def _cpu_cdist_default(ks, x1, x2, p, compute_mode):
-    return _new(K.cdist(_np, x1._data, x2._data, p, compute_mode), _KS_CPU, _CPU)
+    try:
+        return _new(K.cdist(_np, x1._data, x2._data, p, compute_mode), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.cdist, x1, x2)
 
 
 def _cuda_cdist_default(ks, x1, x2, p, compute_mode):
     _check_devices('cuda', x1, x2)
-    return _new(K.cdist(_cupy(), x1._data, x2._data, p, compute_mode), x1._ks, x1._device)
+    try:
+        return _new(K.cdist(_cupy(), x1._data, x2._data, p, compute_mode), x1._ks, x1._device)
+    except ValueError as _e:
+        _value_error(_e, K.cdist, x1, x2)
 
 
 def _meta_cdist_default(ks, x1, x2, p, compute_mode):
@@ -8910,11 +12180,17 @@ def _composite_cross_default(ks, self, other, dim):
 _op_linalg_inv = Dispatcher.define('linalg_inv(Tensor A) -> Tensor')
 
 def _cpu_linalg_inv_default(ks, A):
-    return _new(K.linalg_inv(_np, A._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_inv(_np, A._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_inv, A)
 
 
 def _cuda_linalg_inv_default(ks, A):
-    return _new(K.linalg_inv(_cupy(), A._data), A._ks, A._device)
+    try:
+        return _new(K.linalg_inv(_cupy(), A._data), A._ks, A._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_inv, A)
 
 
 def _meta_linalg_inv_default(ks, A):
@@ -8924,11 +12200,17 @@ def _meta_linalg_inv_default(ks, A):
 _op_linalg_det = Dispatcher.define('linalg_det(Tensor A) -> Tensor')
 
 def _cpu_linalg_det_default(ks, A):
-    return _new(K.linalg_det(_np, A._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_det(_np, A._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_det, A)
 
 
 def _cuda_linalg_det_default(ks, A):
-    return _new(K.linalg_det(_cupy(), A._data), A._ks, A._device)
+    try:
+        return _new(K.linalg_det(_cupy(), A._data), A._ks, A._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_det, A)
 
 
 def _meta_linalg_det_default(ks, A):
@@ -8938,13 +12220,19 @@ def _meta_linalg_det_default(ks, A):
 _op_linalg_slogdet = Dispatcher.define('linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)')
 
 def _cpu_linalg_slogdet_default(ks, A):
-    _rs = K.linalg_slogdet(_np, A._data)
-    return _rt.linalg_slogdet(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.linalg_slogdet(_np, A._data)
+        return _rt.linalg_slogdet(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_slogdet, A)
 
 
 def _cuda_linalg_slogdet_default(ks, A):
-    _rs = K.linalg_slogdet(_cupy(), A._data)
-    return _rt.linalg_slogdet(_new(_rs[0], A._ks, A._device), _new(_rs[1], A._ks, A._device))
+    try:
+        _rs = K.linalg_slogdet(_cupy(), A._data)
+        return _rt.linalg_slogdet(_new(_rs[0], A._ks, A._device), _new(_rs[1], A._ks, A._device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_slogdet, A)
 
 
 def _meta_linalg_slogdet_default(ks, A):
@@ -8954,12 +12242,18 @@ def _meta_linalg_slogdet_default(ks, A):
 _op_linalg_solve = Dispatcher.define('linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor')
 
 def _cpu_linalg_solve_default(ks, A, B, left):
-    return _new(K.linalg_solve(_np, A._data, B._data, left=left), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_solve(_np, A._data, B._data, left=left), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_solve, A, B)
 
 
 def _cuda_linalg_solve_default(ks, A, B, left):
     _check_devices('cuda', A, B)
-    return _new(K.linalg_solve(_cupy(), A._data, B._data, left=left), A._ks, A._device)
+    try:
+        return _new(K.linalg_solve(_cupy(), A._data, B._data, left=left), A._ks, A._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_solve, A, B)
 
 
 def _meta_linalg_solve_default(ks, A, B, left):
@@ -8970,11 +12264,17 @@ def _meta_linalg_solve_default(ks, A, B, left):
 _op_linalg_cholesky = Dispatcher.define('linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor')
 
 def _cpu_linalg_cholesky_default(ks, self, upper):
-    return _new(K.linalg_cholesky(_np, self._data, upper=upper), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_cholesky(_np, self._data, upper=upper), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_cholesky, self)
 
 
 def _cuda_linalg_cholesky_default(ks, self, upper):
-    return _new(K.linalg_cholesky(_cupy(), self._data, upper=upper), self._ks, self._device)
+    try:
+        return _new(K.linalg_cholesky(_cupy(), self._data, upper=upper), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_cholesky, self)
 
 
 def _meta_linalg_cholesky_default(ks, self, upper):
@@ -8984,13 +12284,19 @@ def _meta_linalg_cholesky_default(ks, self, upper):
 _op_linalg_qr = Dispatcher.define("linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)")
 
 def _cpu_linalg_qr_default(ks, A, mode):
-    _rs = K.linalg_qr(_np, A._data, mode)
-    return _rt.linalg_qr(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.linalg_qr(_np, A._data, mode)
+        return _rt.linalg_qr(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_qr, A)
 
 
 def _cuda_linalg_qr_default(ks, A, mode):
-    _rs = K.linalg_qr(_cupy(), A._data, mode)
-    return _rt.linalg_qr(_new(_rs[0], A._ks, A._device), _new(_rs[1], A._ks, A._device))
+    try:
+        _rs = K.linalg_qr(_cupy(), A._data, mode)
+        return _rt.linalg_qr(_new(_rs[0], A._ks, A._device), _new(_rs[1], A._ks, A._device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_qr, A)
 
 
 def _meta_linalg_qr_default(ks, A, mode):
@@ -9000,13 +12306,19 @@ def _meta_linalg_qr_default(ks, A, mode):
 _op_linalg_eigh = Dispatcher.define('linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)')
 
 def _cpu_linalg_eigh_default(ks, self, UPLO):
-    _rs = K.linalg_eigh(_np, self._data, UPLO)
-    return _rt.linalg_eigh(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.linalg_eigh(_np, self._data, UPLO)
+        return _rt.linalg_eigh(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_eigh, self)
 
 
 def _cuda_linalg_eigh_default(ks, self, UPLO):
-    _rs = K.linalg_eigh(_cupy(), self._data, UPLO)
-    return _rt.linalg_eigh(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.linalg_eigh(_cupy(), self._data, UPLO)
+        return _rt.linalg_eigh(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_eigh, self)
 
 
 def _meta_linalg_eigh_default(ks, self, UPLO):
@@ -9016,11 +12328,17 @@ def _meta_linalg_eigh_default(ks, self, UPLO):
 _op_linalg_eigvalsh = Dispatcher.define('linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor')
 
 def _cpu_linalg_eigvalsh_default(ks, self, UPLO):
-    return _new(K.linalg_eigvalsh(_np, self._data, UPLO), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_eigvalsh(_np, self._data, UPLO), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_eigvalsh, self)
 
 
 def _cuda_linalg_eigvalsh_default(ks, self, UPLO):
-    return _new(K.linalg_eigvalsh(_cupy(), self._data, UPLO), self._ks, self._device)
+    try:
+        return _new(K.linalg_eigvalsh(_cupy(), self._data, UPLO), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_eigvalsh, self)
 
 
 def _meta_linalg_eigvalsh_default(ks, self, UPLO):
@@ -9030,13 +12348,19 @@ def _meta_linalg_eigvalsh_default(ks, self, UPLO):
 _op_linalg_svd = Dispatcher.define('linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)')
 
 def _cpu_linalg_svd_default(ks, A, full_matrices, driver):
-    _rs = K.linalg_svd(_np, A._data, full_matrices, driver=driver)
-    return _rt.linalg_svd(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU))
+    try:
+        _rs = K.linalg_svd(_np, A._data, full_matrices, driver=driver)
+        return _rt.linalg_svd(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_svd, A)
 
 
 def _cuda_linalg_svd_default(ks, A, full_matrices, driver):
-    _rs = K.linalg_svd(_cupy(), A._data, full_matrices, driver=driver)
-    return _rt.linalg_svd(_new(_rs[0], A._ks, A._device), _new(_rs[1], A._ks, A._device), _new(_rs[2], A._ks, A._device))
+    try:
+        _rs = K.linalg_svd(_cupy(), A._data, full_matrices, driver=driver)
+        return _rt.linalg_svd(_new(_rs[0], A._ks, A._device), _new(_rs[1], A._ks, A._device), _new(_rs[2], A._ks, A._device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_svd, A)
 
 
 def _meta_linalg_svd_default(ks, A, full_matrices, driver):
@@ -9046,11 +12370,17 @@ def _meta_linalg_svd_default(ks, A, full_matrices, driver):
 _op_linalg_svdvals = Dispatcher.define('linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor')
 
 def _cpu_linalg_svdvals_default(ks, A, driver):
-    return _new(K.linalg_svdvals(_np, A._data, driver=driver), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_svdvals(_np, A._data, driver=driver), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_svdvals, A)
 
 
 def _cuda_linalg_svdvals_default(ks, A, driver):
-    return _new(K.linalg_svdvals(_cupy(), A._data, driver=driver), A._ks, A._device)
+    try:
+        return _new(K.linalg_svdvals(_cupy(), A._data, driver=driver), A._ks, A._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_svdvals, A)
 
 
 def _meta_linalg_svdvals_default(ks, A, driver):
@@ -9060,11 +12390,17 @@ def _meta_linalg_svdvals_default(ks, A, driver):
 _op_linalg_pinv = Dispatcher.define('linalg_pinv(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor')
 
 def _cpu_linalg_pinv_default(ks, self, atol, rtol, hermitian):
-    return _new(K.linalg_pinv(_np, self._data, atol=atol, rtol=rtol, hermitian=hermitian), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_pinv(_np, self._data, atol=atol, rtol=rtol, hermitian=hermitian), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_pinv, self)
 
 
 def _cuda_linalg_pinv_default(ks, self, atol, rtol, hermitian):
-    return _new(K.linalg_pinv(_cupy(), self._data, atol=atol, rtol=rtol, hermitian=hermitian), self._ks, self._device)
+    try:
+        return _new(K.linalg_pinv(_cupy(), self._data, atol=atol, rtol=rtol, hermitian=hermitian), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_pinv, self)
 
 
 def _meta_linalg_pinv_default(ks, self, atol, rtol, hermitian):
@@ -9074,11 +12410,17 @@ def _meta_linalg_pinv_default(ks, self, atol, rtol, hermitian):
 _op_linalg_matrix_power = Dispatcher.define('linalg_matrix_power(Tensor self, int n) -> Tensor')
 
 def _cpu_linalg_matrix_power_default(ks, self, n):
-    return _new(K.linalg_matrix_power(_np, self._data, n), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_matrix_power(_np, self._data, n), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_matrix_power, self)
 
 
 def _cuda_linalg_matrix_power_default(ks, self, n):
-    return _new(K.linalg_matrix_power(_cupy(), self._data, n), self._ks, self._device)
+    try:
+        return _new(K.linalg_matrix_power(_cupy(), self._data, n), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_matrix_power, self)
 
 
 def _meta_linalg_matrix_power_default(ks, self, n):
@@ -9088,24 +12430,36 @@ def _meta_linalg_matrix_power_default(ks, self, n):
 _op_linalg_lstsq = Dispatcher.define('linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)')
 
 def _cpu_linalg_lstsq_default(ks, self, b, rcond, driver):
-    _rs = K.linalg_lstsq(_np, self._data, b._data, rcond, driver=driver)
-    return _rt.linalg_lstsq(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU), _new(_rs[3], _KS_CPU, _CPU))
+    try:
+        _rs = K.linalg_lstsq(_np, self._data, b._data, rcond, driver=driver)
+        return _rt.linalg_lstsq(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU), _new(_rs[3], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_lstsq, self, b)
 
 
 def _cuda_linalg_lstsq_default(ks, self, b, rcond, driver):
     _check_devices('cuda', self, b)
-    _rs = K.linalg_lstsq(_cupy(), self._data, b._data, rcond, driver=driver)
-    return _rt.linalg_lstsq(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device), _new(_rs[3], self._ks, self._device))
+    try:
+        _rs = K.linalg_lstsq(_cupy(), self._data, b._data, rcond, driver=driver)
+        return _rt.linalg_lstsq(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device), _new(_rs[3], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_lstsq, self, b)
 
 _op_linalg_cross = Dispatcher.define('linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor')
 
 def _cpu_linalg_cross_default(ks, self, other, dim):
-    return _new(K.linalg_cross(_np, self._data, other._data, dim=dim), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_cross(_np, self._data, other._data, dim=dim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_cross, self, other)
 
 
 def _cuda_linalg_cross_default(ks, self, other, dim):
     _check_devices('cuda', self, other)
-    return _new(K.linalg_cross(_cupy(), self._data, other._data, dim=dim), self._ks, self._device)
+    try:
+        return _new(K.linalg_cross(_cupy(), self._data, other._data, dim=dim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_cross, self, other)
 
 
 def _meta_linalg_cross_default(ks, self, other, dim):
@@ -9116,11 +12470,17 @@ def _meta_linalg_cross_default(ks, self, other, dim):
 _op_linalg_vector_norm = Dispatcher.define('linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_vector_norm(_np, self._data, ord, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_vector_norm(_np, self._data, ord, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_vector_norm, self)
 
 
 def _cuda_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_vector_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.linalg_vector_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_vector_norm, self)
 
 
 def _meta_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
@@ -9130,11 +12490,17 @@ def _meta_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
 _op_linalg_matrix_norm_str_ord = Dispatcher.define("linalg_matrix_norm.str_ord(Tensor self, str ord='fro', int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
 
 def _cpu_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_matrix_norm(_np, self._data, ord, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_matrix_norm(_np, self._data, ord, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_matrix_norm, self)
 
 
 def _cuda_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_matrix_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.linalg_matrix_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_matrix_norm, self)
 
 
 def _meta_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
@@ -9144,11 +12510,17 @@ def _meta_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
 _op_linalg_matrix_norm = Dispatcher.define('linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
 
 def _cpu_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_matrix_norm(_np, self._data, ord, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_matrix_norm(_np, self._data, ord, dim, keepdim, dtype=dtype), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_matrix_norm, self)
 
 
 def _cuda_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
-    return _new(K.linalg_matrix_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
+    try:
+        return _new(K.linalg_matrix_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_matrix_norm, self)
 
 
 def _meta_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
@@ -9168,11 +12540,17 @@ def _composite_linalg_norm_ord_str(ks, self, ord, dim, keepdim, dtype):
 _op_det = Dispatcher.define('det(Tensor self) -> Tensor')
 
 def _cpu_det_default(ks, self):
-    return _new(K.linalg_det(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_det(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_det, self)
 
 
 def _cuda_det_default(ks, self):
-    return _new(K.linalg_det(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.linalg_det(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_det, self)
 
 
 def _meta_det_default(ks, self):
@@ -9182,11 +12560,17 @@ def _meta_det_default(ks, self):
 _op_inverse = Dispatcher.define('inverse(Tensor self) -> Tensor')
 
 def _cpu_inverse_default(ks, self):
-    return _new(K.linalg_inv(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.linalg_inv(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_inv, self)
 
 
 def _cuda_inverse_default(ks, self):
-    return _new(K.linalg_inv(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.linalg_inv(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_inv, self)
 
 
 def _meta_inverse_default(ks, self):
@@ -9196,13 +12580,19 @@ def _meta_inverse_default(ks, self):
 _op_slogdet = Dispatcher.define('slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)')
 
 def _cpu_slogdet_default(ks, self):
-    _rs = K.linalg_slogdet(_np, self._data)
-    return _rt.slogdet(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    try:
+        _rs = K.linalg_slogdet(_np, self._data)
+        return _rt.slogdet(_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_slogdet, self)
 
 
 def _cuda_slogdet_default(ks, self):
-    _rs = K.linalg_slogdet(_cupy(), self._data)
-    return _rt.slogdet(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    try:
+        _rs = K.linalg_slogdet(_cupy(), self._data)
+        return _rt.slogdet(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_slogdet, self)
 
 
 def _meta_slogdet_default(ks, self):
@@ -9222,11 +12612,17 @@ def _composite_relu6_default(ks, self):
 _op_special_erf = Dispatcher.define('special_erf(Tensor self) -> Tensor')
 
 def _cpu_special_erf_default(ks, self):
-    return _new(K.erf(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.erf(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.erf, self)
 
 
 def _cuda_special_erf_default(ks, self):
-    return _new(K.erf(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.erf(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.erf, self)
 
 
 def _meta_special_erf_default(ks, self):
@@ -9236,11 +12632,17 @@ def _meta_special_erf_default(ks, self):
 _op_special_erfc = Dispatcher.define('special_erfc(Tensor self) -> Tensor')
 
 def _cpu_special_erfc_default(ks, self):
-    return _new(K.erfc(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.erfc(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.erfc, self)
 
 
 def _cuda_special_erfc_default(ks, self):
-    return _new(K.erfc(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.erfc(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.erfc, self)
 
 
 def _meta_special_erfc_default(ks, self):
@@ -9250,11 +12652,17 @@ def _meta_special_erfc_default(ks, self):
 _op_special_erfinv = Dispatcher.define('special_erfinv(Tensor self) -> Tensor')
 
 def _cpu_special_erfinv_default(ks, self):
-    return _new(K.erfinv(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.erfinv(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.erfinv, self)
 
 
 def _cuda_special_erfinv_default(ks, self):
-    return _new(K.erfinv(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.erfinv(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.erfinv, self)
 
 
 def _meta_special_erfinv_default(ks, self):
@@ -9264,11 +12672,17 @@ def _meta_special_erfinv_default(ks, self):
 _op_special_expm1 = Dispatcher.define('special_expm1(Tensor self) -> Tensor')
 
 def _cpu_special_expm1_default(ks, self):
-    return _new(K.expm1(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.expm1(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.expm1, self)
 
 
 def _cuda_special_expm1_default(ks, self):
-    return _new(K.expm1(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.expm1(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.expm1, self)
 
 
 def _meta_special_expm1_default(ks, self):
@@ -9278,11 +12692,17 @@ def _meta_special_expm1_default(ks, self):
 _op_special_exp2 = Dispatcher.define('special_exp2(Tensor self) -> Tensor')
 
 def _cpu_special_exp2_default(ks, self):
-    return _new(K.exp2(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.exp2(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.exp2, self)
 
 
 def _cuda_special_exp2_default(ks, self):
-    return _new(K.exp2(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.exp2(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.exp2, self)
 
 
 def _meta_special_exp2_default(ks, self):
@@ -9292,11 +12712,17 @@ def _meta_special_exp2_default(ks, self):
 _op_special_gammaln = Dispatcher.define('special_gammaln(Tensor self) -> Tensor')
 
 def _cpu_special_gammaln_default(ks, self):
-    return _new(K.lgamma(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.lgamma(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.lgamma, self)
 
 
 def _cuda_special_gammaln_default(ks, self):
-    return _new(K.lgamma(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.lgamma(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.lgamma, self)
 
 
 def _meta_special_gammaln_default(ks, self):
@@ -9306,11 +12732,17 @@ def _meta_special_gammaln_default(ks, self):
 _op_special_digamma = Dispatcher.define('special_digamma(Tensor self) -> Tensor')
 
 def _cpu_special_digamma_default(ks, self):
-    return _new(K.digamma(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.digamma(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.digamma, self)
 
 
 def _cuda_special_digamma_default(ks, self):
-    return _new(K.digamma(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.digamma(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.digamma, self)
 
 
 def _meta_special_digamma_default(ks, self):
@@ -9320,11 +12752,17 @@ def _meta_special_digamma_default(ks, self):
 _op_special_psi = Dispatcher.define('special_psi(Tensor self) -> Tensor')
 
 def _cpu_special_psi_default(ks, self):
-    return _new(K.digamma(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.digamma(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.digamma, self)
 
 
 def _cuda_special_psi_default(ks, self):
-    return _new(K.digamma(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.digamma(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.digamma, self)
 
 
 def _meta_special_psi_default(ks, self):
@@ -9334,11 +12772,17 @@ def _meta_special_psi_default(ks, self):
 _op_special_expit = Dispatcher.define('special_expit(Tensor self) -> Tensor')
 
 def _cpu_special_expit_default(ks, self):
-    return _new(K.sigmoid(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.sigmoid(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sigmoid, self)
 
 
 def _cuda_special_expit_default(ks, self):
-    return _new(K.sigmoid(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.sigmoid(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sigmoid, self)
 
 
 def _meta_special_expit_default(ks, self):
@@ -9348,11 +12792,17 @@ def _meta_special_expit_default(ks, self):
 _op_special_i0 = Dispatcher.define('special_i0(Tensor self) -> Tensor')
 
 def _cpu_special_i0_default(ks, self):
-    return _new(K.i0(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.i0(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.i0, self)
 
 
 def _cuda_special_i0_default(ks, self):
-    return _new(K.i0(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.i0(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.i0, self)
 
 
 def _meta_special_i0_default(ks, self):
@@ -9362,11 +12812,17 @@ def _meta_special_i0_default(ks, self):
 _op_special_sinc = Dispatcher.define('special_sinc(Tensor self) -> Tensor')
 
 def _cpu_special_sinc_default(ks, self):
-    return _new(K.sinc(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.sinc(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.sinc, self)
 
 
 def _cuda_special_sinc_default(ks, self):
-    return _new(K.sinc(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.sinc(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.sinc, self)
 
 
 def _meta_special_sinc_default(ks, self):
@@ -9376,11 +12832,17 @@ def _meta_special_sinc_default(ks, self):
 _op_special_log1p = Dispatcher.define('special_log1p(Tensor self) -> Tensor')
 
 def _cpu_special_log1p_default(ks, self):
-    return _new(K.log1p(_np, self._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.log1p(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.log1p, self)
 
 
 def _cuda_special_log1p_default(ks, self):
-    return _new(K.log1p(_cupy(), self._data), self._ks, self._device)
+    try:
+        return _new(K.log1p(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.log1p, self)
 
 
 def _meta_special_log1p_default(ks, self):
@@ -9390,12 +12852,18 @@ def _meta_special_log1p_default(ks, self):
 _op_special_xlogy = Dispatcher.define('special_xlogy(Tensor self, Tensor other) -> Tensor')
 
 def _cpu_special_xlogy_default(ks, self, other):
-    return _new(K.xlogy(_np, self._data, other._data), _KS_CPU, _CPU)
+    try:
+        return _new(K.xlogy(_np, self._data, other._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, self, other)
 
 
 def _cuda_special_xlogy_default(ks, self, other):
     _check_devices('cuda', self, other)
-    return _new(K.xlogy(_cupy(), self._data, other._data), self._ks, self._device)
+    try:
+        return _new(K.xlogy(_cupy(), self._data, other._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.xlogy, self, other)
 
 
 def _meta_special_xlogy_default(ks, self, other):
@@ -9406,11 +12874,17 @@ def _meta_special_xlogy_default(ks, self, other):
 _op_special_logit = Dispatcher.define('special_logit(Tensor self, float? eps=None) -> Tensor')
 
 def _cpu_special_logit_default(ks, self, eps):
-    return _new(K.logit(_np, self._data, eps), _KS_CPU, _CPU)
+    try:
+        return _new(K.logit(_np, self._data, eps), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logit, self)
 
 
 def _cuda_special_logit_default(ks, self, eps):
-    return _new(K.logit(_cupy(), self._data, eps), self._ks, self._device)
+    try:
+        return _new(K.logit(_cupy(), self._data, eps), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logit, self)
 
 
 def _meta_special_logit_default(ks, self, eps):
@@ -9420,11 +12894,17 @@ def _meta_special_logit_default(ks, self, eps):
 _op_special_logsumexp = Dispatcher.define('special_logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
 
 def _cpu_special_logsumexp_default(ks, self, dim, keepdim):
-    return _new(K.logsumexp(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    try:
+        return _new(K.logsumexp(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.logsumexp, self)
 
 
 def _cuda_special_logsumexp_default(ks, self, dim, keepdim):
-    return _new(K.logsumexp(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    try:
+        return _new(K.logsumexp(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.logsumexp, self)
 
 
 def _meta_special_logsumexp_default(ks, self, dim, keepdim):

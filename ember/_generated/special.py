@@ -5,6 +5,10 @@
 from ember._generated import registrations as _R
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10 import dtype as _dtypes  # noqa: F401
+from ember.c10.dtype import dtype as _dtype
+from ember.c10.generator import Generator as _Generator
+from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
+from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
 __all__ = ['digamma', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammaln', 'i0', 'log1p', 'logit', 'logsumexp', 'psi', 'sinc', 'xlogy']
@@ -13,7 +17,18 @@ _sig_erf = _Signatures('erf', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_erf_0(input):
+    return (input,)
+
 def erf(*args, **kwargs):
+    try:
+        _b = _bind_erf_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_erf.call(input._ks, input)
     _i, _a = _sig_erf.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_erf.call(_a['input']._ks, _a['input'])
@@ -24,7 +39,18 @@ _sig_erfc = _Signatures('erfc', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_erfc_0(input):
+    return (input,)
+
 def erfc(*args, **kwargs):
+    try:
+        _b = _bind_erfc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_erfc.call(input._ks, input)
     _i, _a = _sig_erfc.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_erfc.call(_a['input']._ks, _a['input'])
@@ -35,7 +61,18 @@ _sig_erfinv = _Signatures('erfinv', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_erfinv_0(input):
+    return (input,)
+
 def erfinv(*args, **kwargs):
+    try:
+        _b = _bind_erfinv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_erfinv.call(input._ks, input)
     _i, _a = _sig_erfinv.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_erfinv.call(_a['input']._ks, _a['input'])
@@ -46,7 +83,18 @@ _sig_expm1 = _Signatures('expm1', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_expm1_0(input):
+    return (input,)
+
 def expm1(*args, **kwargs):
+    try:
+        _b = _bind_expm1_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_expm1.call(input._ks, input)
     _i, _a = _sig_expm1.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_expm1.call(_a['input']._ks, _a['input'])
@@ -57,7 +105,18 @@ _sig_exp2 = _Signatures('exp2', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_exp2_0(input):
+    return (input,)
+
 def exp2(*args, **kwargs):
+    try:
+        _b = _bind_exp2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_exp2.call(input._ks, input)
     _i, _a = _sig_exp2.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_exp2.call(_a['input']._ks, _a['input'])
@@ -68,7 +127,18 @@ _sig_gammaln = _Signatures('gammaln', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_gammaln_0(input):
+    return (input,)
+
 def gammaln(*args, **kwargs):
+    try:
+        _b = _bind_gammaln_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_gammaln.call(input._ks, input)
     _i, _a = _sig_gammaln.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_gammaln.call(_a['input']._ks, _a['input'])
@@ -79,7 +149,18 @@ _sig_digamma = _Signatures('digamma', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_digamma_0(input):
+    return (input,)
+
 def digamma(*args, **kwargs):
+    try:
+        _b = _bind_digamma_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_digamma.call(input._ks, input)
     _i, _a = _sig_digamma.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_digamma.call(_a['input']._ks, _a['input'])
@@ -90,7 +171,18 @@ _sig_psi = _Signatures('psi', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_psi_0(input):
+    return (input,)
+
 def psi(*args, **kwargs):
+    try:
+        _b = _bind_psi_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_psi.call(input._ks, input)
     _i, _a = _sig_psi.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_psi.call(_a['input']._ks, _a['input'])
@@ -101,7 +193,18 @@ _sig_expit = _Signatures('expit', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_expit_0(input):
+    return (input,)
+
 def expit(*args, **kwargs):
+    try:
+        _b = _bind_expit_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_expit.call(input._ks, input)
     _i, _a = _sig_expit.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_expit.call(_a['input']._ks, _a['input'])
@@ -112,7 +215,18 @@ _sig_i0 = _Signatures('i0', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_i0_0(input):
+    return (input,)
+
 def i0(*args, **kwargs):
+    try:
+        _b = _bind_i0_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_i0.call(input._ks, input)
     _i, _a = _sig_i0.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_i0.call(_a['input']._ks, _a['input'])
@@ -123,7 +237,18 @@ _sig_sinc = _Signatures('sinc', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_sinc_0(input):
+    return (input,)
+
 def sinc(*args, **kwargs):
+    try:
+        _b = _bind_sinc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_sinc.call(input._ks, input)
     _i, _a = _sig_sinc.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_sinc.call(_a['input']._ks, _a['input'])
@@ -134,7 +259,18 @@ _sig_log1p = _Signatures('log1p', [
     (('input', 'T', False, False, None),),
 ], method=False)
 
+def _bind_log1p_0(input):
+    return (input,)
+
 def log1p(*args, **kwargs):
+    try:
+        _b = _bind_log1p_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _R._op_special_log1p.call(input._ks, input)
     _i, _a = _sig_log1p.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_log1p.call(_a['input']._ks, _a['input'])
@@ -145,7 +281,18 @@ _sig_xlogy = _Signatures('xlogy', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
 ], method=False)
 
+def _bind_xlogy_0(input, other):
+    return (input, other)
+
 def xlogy(*args, **kwargs):
+    try:
+        _b = _bind_xlogy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_special_xlogy.call(input._ks | other._ks, input, other)
     _i, _a = _sig_xlogy.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_xlogy.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
@@ -156,7 +303,18 @@ _sig_logit = _Signatures('logit', [
     (('input', 'T', False, False, None), ('eps', 'float?', False, True, None),),
 ], method=False)
 
+def _bind_logit_0(input, eps=None):
+    return (input, eps)
+
 def logit(*args, **kwargs):
+    try:
+        _b = _bind_logit_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, eps = _b
+        if isinstance(input, _Tensor) and (eps is None or type(eps) is float):
+            return _R._op_special_logit.call(input._ks, input, eps)
     _i, _a = _sig_logit.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_logit.call(_a['input']._ks, _a['input'], _a['eps'])
@@ -167,7 +325,18 @@ _sig_logsumexp = _Signatures('logsumexp', [
     (('input', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
 
+def _bind_logsumexp_0(input, dim, keepdim=False):
+    return (input, dim, keepdim)
+
 def logsumexp(*args, **kwargs):
+    try:
+        _b = _bind_logsumexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            return _R._op_special_logsumexp.call(input._ks, input, dim_, keepdim)
     _i, _a = _sig_logsumexp.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_logsumexp.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])

@@ -5,6 +5,10 @@
 from ember._generated import registrations as _R
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10 import dtype as _dtypes  # noqa: F401
+from ember.c10.dtype import dtype as _dtype
+from ember.c10.generator import Generator as _Generator
+from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
+from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
 __all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'amax', 'amin', 'aminmax', 'any', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'contiguous', 'copy_', 'copysign', 'copysign_', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'div_', 'dot', 'eq', 'eq_', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_equal', 'gt', 'gt_', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_equal', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'mul_', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'sub', 'sub_', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
@@ -13,7 +17,17 @@ _sig_abs = _Signatures('abs', [
     (),
 ], method=True)
 
+def _bind_abs_0():
+    return ()
+
 def abs(self, *args, **kwargs):
+    try:
+        _b = _bind_abs_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_abs.call(self._ks, self)
     _i, _a = _sig_abs.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_abs.call(self._ks, self)
@@ -24,7 +38,17 @@ _sig_abs_ = _Signatures('abs_', [
     (),
 ], method=True)
 
+def _bind_abs__0():
+    return ()
+
 def abs_(self, *args, **kwargs):
+    try:
+        _b = _bind_abs__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_abs_.call(self._ks, self)
     _i, _a = _sig_abs_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_abs_.call(self._ks, self)
@@ -35,7 +59,17 @@ _sig_neg = _Signatures('neg', [
     (),
 ], method=True)
 
+def _bind_neg_0():
+    return ()
+
 def neg(self, *args, **kwargs):
+    try:
+        _b = _bind_neg_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_neg.call(self._ks, self)
     _i, _a = _sig_neg.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_neg.call(self._ks, self)
@@ -46,7 +80,17 @@ _sig_neg_ = _Signatures('neg_', [
     (),
 ], method=True)
 
+def _bind_neg__0():
+    return ()
+
 def neg_(self, *args, **kwargs):
+    try:
+        _b = _bind_neg__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_neg_.call(self._ks, self)
     _i, _a = _sig_neg_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_neg_.call(self._ks, self)
@@ -57,7 +101,17 @@ _sig_sign = _Signatures('sign', [
     (),
 ], method=True)
 
+def _bind_sign_0():
+    return ()
+
 def sign(self, *args, **kwargs):
+    try:
+        _b = _bind_sign_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sign.call(self._ks, self)
     _i, _a = _sig_sign.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sign.call(self._ks, self)
@@ -68,7 +122,17 @@ _sig_sign_ = _Signatures('sign_', [
     (),
 ], method=True)
 
+def _bind_sign__0():
+    return ()
+
 def sign_(self, *args, **kwargs):
+    try:
+        _b = _bind_sign__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sign_.call(self._ks, self)
     _i, _a = _sig_sign_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sign_.call(self._ks, self)
@@ -79,7 +143,17 @@ _sig_sgn = _Signatures('sgn', [
     (),
 ], method=True)
 
+def _bind_sgn_0():
+    return ()
+
 def sgn(self, *args, **kwargs):
+    try:
+        _b = _bind_sgn_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sgn.call(self._ks, self)
     _i, _a = _sig_sgn.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sgn.call(self._ks, self)
@@ -90,7 +164,17 @@ _sig_sgn_ = _Signatures('sgn_', [
     (),
 ], method=True)
 
+def _bind_sgn__0():
+    return ()
+
 def sgn_(self, *args, **kwargs):
+    try:
+        _b = _bind_sgn__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sgn_.call(self._ks, self)
     _i, _a = _sig_sgn_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sgn_.call(self._ks, self)
@@ -101,7 +185,17 @@ _sig_floor = _Signatures('floor', [
     (),
 ], method=True)
 
+def _bind_floor_0():
+    return ()
+
 def floor(self, *args, **kwargs):
+    try:
+        _b = _bind_floor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_floor.call(self._ks, self)
     _i, _a = _sig_floor.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_floor.call(self._ks, self)
@@ -112,7 +206,17 @@ _sig_floor_ = _Signatures('floor_', [
     (),
 ], method=True)
 
+def _bind_floor__0():
+    return ()
+
 def floor_(self, *args, **kwargs):
+    try:
+        _b = _bind_floor__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_floor_.call(self._ks, self)
     _i, _a = _sig_floor_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_floor_.call(self._ks, self)
@@ -123,7 +227,17 @@ _sig_ceil = _Signatures('ceil', [
     (),
 ], method=True)
 
+def _bind_ceil_0():
+    return ()
+
 def ceil(self, *args, **kwargs):
+    try:
+        _b = _bind_ceil_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_ceil.call(self._ks, self)
     _i, _a = _sig_ceil.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_ceil.call(self._ks, self)
@@ -134,7 +248,17 @@ _sig_ceil_ = _Signatures('ceil_', [
     (),
 ], method=True)
 
+def _bind_ceil__0():
+    return ()
+
 def ceil_(self, *args, **kwargs):
+    try:
+        _b = _bind_ceil__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_ceil_.call(self._ks, self)
     _i, _a = _sig_ceil_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_ceil_.call(self._ks, self)
@@ -145,7 +269,17 @@ _sig_trunc = _Signatures('trunc', [
     (),
 ], method=True)
 
+def _bind_trunc_0():
+    return ()
+
 def trunc(self, *args, **kwargs):
+    try:
+        _b = _bind_trunc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_trunc.call(self._ks, self)
     _i, _a = _sig_trunc.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_trunc.call(self._ks, self)
@@ -156,7 +290,17 @@ _sig_trunc_ = _Signatures('trunc_', [
     (),
 ], method=True)
 
+def _bind_trunc__0():
+    return ()
+
 def trunc_(self, *args, **kwargs):
+    try:
+        _b = _bind_trunc__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_trunc_.call(self._ks, self)
     _i, _a = _sig_trunc_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_trunc_.call(self._ks, self)
@@ -167,7 +311,17 @@ _sig_frac = _Signatures('frac', [
     (),
 ], method=True)
 
+def _bind_frac_0():
+    return ()
+
 def frac(self, *args, **kwargs):
+    try:
+        _b = _bind_frac_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_frac.call(self._ks, self)
     _i, _a = _sig_frac.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_frac.call(self._ks, self)
@@ -178,7 +332,17 @@ _sig_frac_ = _Signatures('frac_', [
     (),
 ], method=True)
 
+def _bind_frac__0():
+    return ()
+
 def frac_(self, *args, **kwargs):
+    try:
+        _b = _bind_frac__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_frac_.call(self._ks, self)
     _i, _a = _sig_frac_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_frac_.call(self._ks, self)
@@ -189,7 +353,17 @@ _sig_exp = _Signatures('exp', [
     (),
 ], method=True)
 
+def _bind_exp_0():
+    return ()
+
 def exp(self, *args, **kwargs):
+    try:
+        _b = _bind_exp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_exp.call(self._ks, self)
     _i, _a = _sig_exp.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_exp.call(self._ks, self)
@@ -200,7 +374,17 @@ _sig_exp_ = _Signatures('exp_', [
     (),
 ], method=True)
 
+def _bind_exp__0():
+    return ()
+
 def exp_(self, *args, **kwargs):
+    try:
+        _b = _bind_exp__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_exp_.call(self._ks, self)
     _i, _a = _sig_exp_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_exp_.call(self._ks, self)
@@ -211,7 +395,17 @@ _sig_exp2 = _Signatures('exp2', [
     (),
 ], method=True)
 
+def _bind_exp2_0():
+    return ()
+
 def exp2(self, *args, **kwargs):
+    try:
+        _b = _bind_exp2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_exp2.call(self._ks, self)
     _i, _a = _sig_exp2.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_exp2.call(self._ks, self)
@@ -222,7 +416,17 @@ _sig_exp2_ = _Signatures('exp2_', [
     (),
 ], method=True)
 
+def _bind_exp2__0():
+    return ()
+
 def exp2_(self, *args, **kwargs):
+    try:
+        _b = _bind_exp2__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_exp2_.call(self._ks, self)
     _i, _a = _sig_exp2_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_exp2_.call(self._ks, self)
@@ -233,7 +437,17 @@ _sig_expm1 = _Signatures('expm1', [
     (),
 ], method=True)
 
+def _bind_expm1_0():
+    return ()
+
 def expm1(self, *args, **kwargs):
+    try:
+        _b = _bind_expm1_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_expm1.call(self._ks, self)
     _i, _a = _sig_expm1.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_expm1.call(self._ks, self)
@@ -244,7 +458,17 @@ _sig_expm1_ = _Signatures('expm1_', [
     (),
 ], method=True)
 
+def _bind_expm1__0():
+    return ()
+
 def expm1_(self, *args, **kwargs):
+    try:
+        _b = _bind_expm1__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_expm1_.call(self._ks, self)
     _i, _a = _sig_expm1_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_expm1_.call(self._ks, self)
@@ -255,7 +479,17 @@ _sig_log = _Signatures('log', [
     (),
 ], method=True)
 
+def _bind_log_0():
+    return ()
+
 def log(self, *args, **kwargs):
+    try:
+        _b = _bind_log_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_log.call(self._ks, self)
     _i, _a = _sig_log.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_log.call(self._ks, self)
@@ -266,7 +500,17 @@ _sig_log_ = _Signatures('log_', [
     (),
 ], method=True)
 
+def _bind_log__0():
+    return ()
+
 def log_(self, *args, **kwargs):
+    try:
+        _b = _bind_log__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_log_.call(self._ks, self)
     _i, _a = _sig_log_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_log_.call(self._ks, self)
@@ -277,7 +521,17 @@ _sig_log2 = _Signatures('log2', [
     (),
 ], method=True)
 
+def _bind_log2_0():
+    return ()
+
 def log2(self, *args, **kwargs):
+    try:
+        _b = _bind_log2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_log2.call(self._ks, self)
     _i, _a = _sig_log2.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_log2.call(self._ks, self)
@@ -288,7 +542,17 @@ _sig_log2_ = _Signatures('log2_', [
     (),
 ], method=True)
 
+def _bind_log2__0():
+    return ()
+
 def log2_(self, *args, **kwargs):
+    try:
+        _b = _bind_log2__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_log2_.call(self._ks, self)
     _i, _a = _sig_log2_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_log2_.call(self._ks, self)
@@ -299,7 +563,17 @@ _sig_log10 = _Signatures('log10', [
     (),
 ], method=True)
 
+def _bind_log10_0():
+    return ()
+
 def log10(self, *args, **kwargs):
+    try:
+        _b = _bind_log10_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_log10.call(self._ks, self)
     _i, _a = _sig_log10.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_log10.call(self._ks, self)
@@ -310,7 +584,17 @@ _sig_log10_ = _Signatures('log10_', [
     (),
 ], method=True)
 
+def _bind_log10__0():
+    return ()
+
 def log10_(self, *args, **kwargs):
+    try:
+        _b = _bind_log10__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_log10_.call(self._ks, self)
     _i, _a = _sig_log10_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_log10_.call(self._ks, self)
@@ -321,7 +605,17 @@ _sig_log1p = _Signatures('log1p', [
     (),
 ], method=True)
 
+def _bind_log1p_0():
+    return ()
+
 def log1p(self, *args, **kwargs):
+    try:
+        _b = _bind_log1p_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_log1p.call(self._ks, self)
     _i, _a = _sig_log1p.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_log1p.call(self._ks, self)
@@ -332,7 +626,17 @@ _sig_log1p_ = _Signatures('log1p_', [
     (),
 ], method=True)
 
+def _bind_log1p__0():
+    return ()
+
 def log1p_(self, *args, **kwargs):
+    try:
+        _b = _bind_log1p__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_log1p_.call(self._ks, self)
     _i, _a = _sig_log1p_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_log1p_.call(self._ks, self)
@@ -343,7 +647,17 @@ _sig_sqrt = _Signatures('sqrt', [
     (),
 ], method=True)
 
+def _bind_sqrt_0():
+    return ()
+
 def sqrt(self, *args, **kwargs):
+    try:
+        _b = _bind_sqrt_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sqrt.call(self._ks, self)
     _i, _a = _sig_sqrt.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sqrt.call(self._ks, self)
@@ -354,7 +668,17 @@ _sig_sqrt_ = _Signatures('sqrt_', [
     (),
 ], method=True)
 
+def _bind_sqrt__0():
+    return ()
+
 def sqrt_(self, *args, **kwargs):
+    try:
+        _b = _bind_sqrt__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sqrt_.call(self._ks, self)
     _i, _a = _sig_sqrt_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sqrt_.call(self._ks, self)
@@ -365,7 +689,17 @@ _sig_rsqrt = _Signatures('rsqrt', [
     (),
 ], method=True)
 
+def _bind_rsqrt_0():
+    return ()
+
 def rsqrt(self, *args, **kwargs):
+    try:
+        _b = _bind_rsqrt_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_rsqrt.call(self._ks, self)
     _i, _a = _sig_rsqrt.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_rsqrt.call(self._ks, self)
@@ -376,7 +710,17 @@ _sig_rsqrt_ = _Signatures('rsqrt_', [
     (),
 ], method=True)
 
+def _bind_rsqrt__0():
+    return ()
+
 def rsqrt_(self, *args, **kwargs):
+    try:
+        _b = _bind_rsqrt__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_rsqrt_.call(self._ks, self)
     _i, _a = _sig_rsqrt_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_rsqrt_.call(self._ks, self)
@@ -387,7 +731,17 @@ _sig_sin = _Signatures('sin', [
     (),
 ], method=True)
 
+def _bind_sin_0():
+    return ()
+
 def sin(self, *args, **kwargs):
+    try:
+        _b = _bind_sin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sin.call(self._ks, self)
     _i, _a = _sig_sin.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sin.call(self._ks, self)
@@ -398,7 +752,17 @@ _sig_sin_ = _Signatures('sin_', [
     (),
 ], method=True)
 
+def _bind_sin__0():
+    return ()
+
 def sin_(self, *args, **kwargs):
+    try:
+        _b = _bind_sin__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sin_.call(self._ks, self)
     _i, _a = _sig_sin_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sin_.call(self._ks, self)
@@ -409,7 +773,17 @@ _sig_cos = _Signatures('cos', [
     (),
 ], method=True)
 
+def _bind_cos_0():
+    return ()
+
 def cos(self, *args, **kwargs):
+    try:
+        _b = _bind_cos_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_cos.call(self._ks, self)
     _i, _a = _sig_cos.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cos.call(self._ks, self)
@@ -420,7 +794,17 @@ _sig_cos_ = _Signatures('cos_', [
     (),
 ], method=True)
 
+def _bind_cos__0():
+    return ()
+
 def cos_(self, *args, **kwargs):
+    try:
+        _b = _bind_cos__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_cos_.call(self._ks, self)
     _i, _a = _sig_cos_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cos_.call(self._ks, self)
@@ -431,7 +815,17 @@ _sig_tan = _Signatures('tan', [
     (),
 ], method=True)
 
+def _bind_tan_0():
+    return ()
+
 def tan(self, *args, **kwargs):
+    try:
+        _b = _bind_tan_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_tan.call(self._ks, self)
     _i, _a = _sig_tan.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_tan.call(self._ks, self)
@@ -442,7 +836,17 @@ _sig_tan_ = _Signatures('tan_', [
     (),
 ], method=True)
 
+def _bind_tan__0():
+    return ()
+
 def tan_(self, *args, **kwargs):
+    try:
+        _b = _bind_tan__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_tan_.call(self._ks, self)
     _i, _a = _sig_tan_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_tan_.call(self._ks, self)
@@ -453,7 +857,17 @@ _sig_asin = _Signatures('asin', [
     (),
 ], method=True)
 
+def _bind_asin_0():
+    return ()
+
 def asin(self, *args, **kwargs):
+    try:
+        _b = _bind_asin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_asin.call(self._ks, self)
     _i, _a = _sig_asin.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_asin.call(self._ks, self)
@@ -464,7 +878,17 @@ _sig_asin_ = _Signatures('asin_', [
     (),
 ], method=True)
 
+def _bind_asin__0():
+    return ()
+
 def asin_(self, *args, **kwargs):
+    try:
+        _b = _bind_asin__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_asin_.call(self._ks, self)
     _i, _a = _sig_asin_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_asin_.call(self._ks, self)
@@ -475,7 +899,17 @@ _sig_acos = _Signatures('acos', [
     (),
 ], method=True)
 
+def _bind_acos_0():
+    return ()
+
 def acos(self, *args, **kwargs):
+    try:
+        _b = _bind_acos_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_acos.call(self._ks, self)
     _i, _a = _sig_acos.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_acos.call(self._ks, self)
@@ -486,7 +920,17 @@ _sig_acos_ = _Signatures('acos_', [
     (),
 ], method=True)
 
+def _bind_acos__0():
+    return ()
+
 def acos_(self, *args, **kwargs):
+    try:
+        _b = _bind_acos__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_acos_.call(self._ks, self)
     _i, _a = _sig_acos_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_acos_.call(self._ks, self)
@@ -497,7 +941,17 @@ _sig_atan = _Signatures('atan', [
     (),
 ], method=True)
 
+def _bind_atan_0():
+    return ()
+
 def atan(self, *args, **kwargs):
+    try:
+        _b = _bind_atan_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_atan.call(self._ks, self)
     _i, _a = _sig_atan.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_atan.call(self._ks, self)
@@ -508,7 +962,17 @@ _sig_atan_ = _Signatures('atan_', [
     (),
 ], method=True)
 
+def _bind_atan__0():
+    return ()
+
 def atan_(self, *args, **kwargs):
+    try:
+        _b = _bind_atan__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_atan_.call(self._ks, self)
     _i, _a = _sig_atan_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_atan_.call(self._ks, self)
@@ -519,7 +983,17 @@ _sig_sinh = _Signatures('sinh', [
     (),
 ], method=True)
 
+def _bind_sinh_0():
+    return ()
+
 def sinh(self, *args, **kwargs):
+    try:
+        _b = _bind_sinh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sinh.call(self._ks, self)
     _i, _a = _sig_sinh.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sinh.call(self._ks, self)
@@ -530,7 +1004,17 @@ _sig_sinh_ = _Signatures('sinh_', [
     (),
 ], method=True)
 
+def _bind_sinh__0():
+    return ()
+
 def sinh_(self, *args, **kwargs):
+    try:
+        _b = _bind_sinh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sinh_.call(self._ks, self)
     _i, _a = _sig_sinh_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sinh_.call(self._ks, self)
@@ -541,7 +1025,17 @@ _sig_cosh = _Signatures('cosh', [
     (),
 ], method=True)
 
+def _bind_cosh_0():
+    return ()
+
 def cosh(self, *args, **kwargs):
+    try:
+        _b = _bind_cosh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_cosh.call(self._ks, self)
     _i, _a = _sig_cosh.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cosh.call(self._ks, self)
@@ -552,7 +1046,17 @@ _sig_cosh_ = _Signatures('cosh_', [
     (),
 ], method=True)
 
+def _bind_cosh__0():
+    return ()
+
 def cosh_(self, *args, **kwargs):
+    try:
+        _b = _bind_cosh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_cosh_.call(self._ks, self)
     _i, _a = _sig_cosh_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cosh_.call(self._ks, self)
@@ -563,7 +1067,17 @@ _sig_tanh = _Signatures('tanh', [
     (),
 ], method=True)
 
+def _bind_tanh_0():
+    return ()
+
 def tanh(self, *args, **kwargs):
+    try:
+        _b = _bind_tanh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_tanh.call(self._ks, self)
     _i, _a = _sig_tanh.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_tanh.call(self._ks, self)
@@ -574,7 +1088,17 @@ _sig_tanh_ = _Signatures('tanh_', [
     (),
 ], method=True)
 
+def _bind_tanh__0():
+    return ()
+
 def tanh_(self, *args, **kwargs):
+    try:
+        _b = _bind_tanh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_tanh_.call(self._ks, self)
     _i, _a = _sig_tanh_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_tanh_.call(self._ks, self)
@@ -585,7 +1109,17 @@ _sig_asinh = _Signatures('asinh', [
     (),
 ], method=True)
 
+def _bind_asinh_0():
+    return ()
+
 def asinh(self, *args, **kwargs):
+    try:
+        _b = _bind_asinh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_asinh.call(self._ks, self)
     _i, _a = _sig_asinh.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_asinh.call(self._ks, self)
@@ -596,7 +1130,17 @@ _sig_asinh_ = _Signatures('asinh_', [
     (),
 ], method=True)
 
+def _bind_asinh__0():
+    return ()
+
 def asinh_(self, *args, **kwargs):
+    try:
+        _b = _bind_asinh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_asinh_.call(self._ks, self)
     _i, _a = _sig_asinh_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_asinh_.call(self._ks, self)
@@ -607,7 +1151,17 @@ _sig_acosh = _Signatures('acosh', [
     (),
 ], method=True)
 
+def _bind_acosh_0():
+    return ()
+
 def acosh(self, *args, **kwargs):
+    try:
+        _b = _bind_acosh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_acosh.call(self._ks, self)
     _i, _a = _sig_acosh.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_acosh.call(self._ks, self)
@@ -618,7 +1172,17 @@ _sig_acosh_ = _Signatures('acosh_', [
     (),
 ], method=True)
 
+def _bind_acosh__0():
+    return ()
+
 def acosh_(self, *args, **kwargs):
+    try:
+        _b = _bind_acosh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_acosh_.call(self._ks, self)
     _i, _a = _sig_acosh_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_acosh_.call(self._ks, self)
@@ -629,7 +1193,17 @@ _sig_atanh = _Signatures('atanh', [
     (),
 ], method=True)
 
+def _bind_atanh_0():
+    return ()
+
 def atanh(self, *args, **kwargs):
+    try:
+        _b = _bind_atanh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_atanh.call(self._ks, self)
     _i, _a = _sig_atanh.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_atanh.call(self._ks, self)
@@ -640,7 +1214,17 @@ _sig_atanh_ = _Signatures('atanh_', [
     (),
 ], method=True)
 
+def _bind_atanh__0():
+    return ()
+
 def atanh_(self, *args, **kwargs):
+    try:
+        _b = _bind_atanh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_atanh_.call(self._ks, self)
     _i, _a = _sig_atanh_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_atanh_.call(self._ks, self)
@@ -651,7 +1235,17 @@ _sig_sigmoid = _Signatures('sigmoid', [
     (),
 ], method=True)
 
+def _bind_sigmoid_0():
+    return ()
+
 def sigmoid(self, *args, **kwargs):
+    try:
+        _b = _bind_sigmoid_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sigmoid.call(self._ks, self)
     _i, _a = _sig_sigmoid.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sigmoid.call(self._ks, self)
@@ -662,7 +1256,17 @@ _sig_sigmoid_ = _Signatures('sigmoid_', [
     (),
 ], method=True)
 
+def _bind_sigmoid__0():
+    return ()
+
 def sigmoid_(self, *args, **kwargs):
+    try:
+        _b = _bind_sigmoid__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sigmoid_.call(self._ks, self)
     _i, _a = _sig_sigmoid_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sigmoid_.call(self._ks, self)
@@ -673,7 +1277,17 @@ _sig_reciprocal = _Signatures('reciprocal', [
     (),
 ], method=True)
 
+def _bind_reciprocal_0():
+    return ()
+
 def reciprocal(self, *args, **kwargs):
+    try:
+        _b = _bind_reciprocal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_reciprocal.call(self._ks, self)
     _i, _a = _sig_reciprocal.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_reciprocal.call(self._ks, self)
@@ -684,7 +1298,17 @@ _sig_reciprocal_ = _Signatures('reciprocal_', [
     (),
 ], method=True)
 
+def _bind_reciprocal__0():
+    return ()
+
 def reciprocal_(self, *args, **kwargs):
+    try:
+        _b = _bind_reciprocal__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_reciprocal_.call(self._ks, self)
     _i, _a = _sig_reciprocal_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_reciprocal_.call(self._ks, self)
@@ -695,7 +1319,17 @@ _sig_erf = _Signatures('erf', [
     (),
 ], method=True)
 
+def _bind_erf_0():
+    return ()
+
 def erf(self, *args, **kwargs):
+    try:
+        _b = _bind_erf_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_erf.call(self._ks, self)
     _i, _a = _sig_erf.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_erf.call(self._ks, self)
@@ -706,7 +1340,17 @@ _sig_erf_ = _Signatures('erf_', [
     (),
 ], method=True)
 
+def _bind_erf__0():
+    return ()
+
 def erf_(self, *args, **kwargs):
+    try:
+        _b = _bind_erf__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_erf_.call(self._ks, self)
     _i, _a = _sig_erf_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_erf_.call(self._ks, self)
@@ -717,7 +1361,17 @@ _sig_erfc = _Signatures('erfc', [
     (),
 ], method=True)
 
+def _bind_erfc_0():
+    return ()
+
 def erfc(self, *args, **kwargs):
+    try:
+        _b = _bind_erfc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_erfc.call(self._ks, self)
     _i, _a = _sig_erfc.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_erfc.call(self._ks, self)
@@ -728,7 +1382,17 @@ _sig_erfc_ = _Signatures('erfc_', [
     (),
 ], method=True)
 
+def _bind_erfc__0():
+    return ()
+
 def erfc_(self, *args, **kwargs):
+    try:
+        _b = _bind_erfc__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_erfc_.call(self._ks, self)
     _i, _a = _sig_erfc_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_erfc_.call(self._ks, self)
@@ -739,7 +1403,17 @@ _sig_erfinv = _Signatures('erfinv', [
     (),
 ], method=True)
 
+def _bind_erfinv_0():
+    return ()
+
 def erfinv(self, *args, **kwargs):
+    try:
+        _b = _bind_erfinv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_erfinv.call(self._ks, self)
     _i, _a = _sig_erfinv.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_erfinv.call(self._ks, self)
@@ -750,7 +1424,17 @@ _sig_erfinv_ = _Signatures('erfinv_', [
     (),
 ], method=True)
 
+def _bind_erfinv__0():
+    return ()
+
 def erfinv_(self, *args, **kwargs):
+    try:
+        _b = _bind_erfinv__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_erfinv_.call(self._ks, self)
     _i, _a = _sig_erfinv_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_erfinv_.call(self._ks, self)
@@ -761,7 +1445,17 @@ _sig_lgamma = _Signatures('lgamma', [
     (),
 ], method=True)
 
+def _bind_lgamma_0():
+    return ()
+
 def lgamma(self, *args, **kwargs):
+    try:
+        _b = _bind_lgamma_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_lgamma.call(self._ks, self)
     _i, _a = _sig_lgamma.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_lgamma.call(self._ks, self)
@@ -772,7 +1466,17 @@ _sig_lgamma_ = _Signatures('lgamma_', [
     (),
 ], method=True)
 
+def _bind_lgamma__0():
+    return ()
+
 def lgamma_(self, *args, **kwargs):
+    try:
+        _b = _bind_lgamma__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_lgamma_.call(self._ks, self)
     _i, _a = _sig_lgamma_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_lgamma_.call(self._ks, self)
@@ -783,7 +1487,17 @@ _sig_digamma = _Signatures('digamma', [
     (),
 ], method=True)
 
+def _bind_digamma_0():
+    return ()
+
 def digamma(self, *args, **kwargs):
+    try:
+        _b = _bind_digamma_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_digamma.call(self._ks, self)
     _i, _a = _sig_digamma.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_digamma.call(self._ks, self)
@@ -794,7 +1508,17 @@ _sig_digamma_ = _Signatures('digamma_', [
     (),
 ], method=True)
 
+def _bind_digamma__0():
+    return ()
+
 def digamma_(self, *args, **kwargs):
+    try:
+        _b = _bind_digamma__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_digamma_.call(self._ks, self)
     _i, _a = _sig_digamma_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_digamma_.call(self._ks, self)
@@ -805,7 +1529,17 @@ _sig_i0 = _Signatures('i0', [
     (),
 ], method=True)
 
+def _bind_i0_0():
+    return ()
+
 def i0(self, *args, **kwargs):
+    try:
+        _b = _bind_i0_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_i0.call(self._ks, self)
     _i, _a = _sig_i0.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_i0.call(self._ks, self)
@@ -816,7 +1550,17 @@ _sig_i0_ = _Signatures('i0_', [
     (),
 ], method=True)
 
+def _bind_i0__0():
+    return ()
+
 def i0_(self, *args, **kwargs):
+    try:
+        _b = _bind_i0__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_i0_.call(self._ks, self)
     _i, _a = _sig_i0_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_i0_.call(self._ks, self)
@@ -827,7 +1571,17 @@ _sig_sinc = _Signatures('sinc', [
     (),
 ], method=True)
 
+def _bind_sinc_0():
+    return ()
+
 def sinc(self, *args, **kwargs):
+    try:
+        _b = _bind_sinc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sinc.call(self._ks, self)
     _i, _a = _sig_sinc.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sinc.call(self._ks, self)
@@ -838,7 +1592,17 @@ _sig_sinc_ = _Signatures('sinc_', [
     (),
 ], method=True)
 
+def _bind_sinc__0():
+    return ()
+
 def sinc_(self, *args, **kwargs):
+    try:
+        _b = _bind_sinc__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_sinc_.call(self._ks, self)
     _i, _a = _sig_sinc_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sinc_.call(self._ks, self)
@@ -849,7 +1613,17 @@ _sig_deg2rad = _Signatures('deg2rad', [
     (),
 ], method=True)
 
+def _bind_deg2rad_0():
+    return ()
+
 def deg2rad(self, *args, **kwargs):
+    try:
+        _b = _bind_deg2rad_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_deg2rad.call(self._ks, self)
     _i, _a = _sig_deg2rad.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_deg2rad.call(self._ks, self)
@@ -860,7 +1634,17 @@ _sig_deg2rad_ = _Signatures('deg2rad_', [
     (),
 ], method=True)
 
+def _bind_deg2rad__0():
+    return ()
+
 def deg2rad_(self, *args, **kwargs):
+    try:
+        _b = _bind_deg2rad__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_deg2rad_.call(self._ks, self)
     _i, _a = _sig_deg2rad_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_deg2rad_.call(self._ks, self)
@@ -871,7 +1655,17 @@ _sig_rad2deg = _Signatures('rad2deg', [
     (),
 ], method=True)
 
+def _bind_rad2deg_0():
+    return ()
+
 def rad2deg(self, *args, **kwargs):
+    try:
+        _b = _bind_rad2deg_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_rad2deg.call(self._ks, self)
     _i, _a = _sig_rad2deg.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_rad2deg.call(self._ks, self)
@@ -882,7 +1676,17 @@ _sig_rad2deg_ = _Signatures('rad2deg_', [
     (),
 ], method=True)
 
+def _bind_rad2deg__0():
+    return ()
+
 def rad2deg_(self, *args, **kwargs):
+    try:
+        _b = _bind_rad2deg__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_rad2deg_.call(self._ks, self)
     _i, _a = _sig_rad2deg_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_rad2deg_.call(self._ks, self)
@@ -893,7 +1697,17 @@ _sig_square = _Signatures('square', [
     (),
 ], method=True)
 
+def _bind_square_0():
+    return ()
+
 def square(self, *args, **kwargs):
+    try:
+        _b = _bind_square_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_square.call(self._ks, self)
     _i, _a = _sig_square.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_square.call(self._ks, self)
@@ -904,7 +1718,17 @@ _sig_square_ = _Signatures('square_', [
     (),
 ], method=True)
 
+def _bind_square__0():
+    return ()
+
 def square_(self, *args, **kwargs):
+    try:
+        _b = _bind_square__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_square_.call(self._ks, self)
     _i, _a = _sig_square_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_square_.call(self._ks, self)
@@ -915,7 +1739,17 @@ _sig_bitwise_not = _Signatures('bitwise_not', [
     (),
 ], method=True)
 
+def _bind_bitwise_not_0():
+    return ()
+
 def bitwise_not(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_not_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_bitwise_not.call(self._ks, self)
     _i, _a = _sig_bitwise_not.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_not.call(self._ks, self)
@@ -926,7 +1760,17 @@ _sig_bitwise_not_ = _Signatures('bitwise_not_', [
     (),
 ], method=True)
 
+def _bind_bitwise_not__0():
+    return ()
+
 def bitwise_not_(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_not__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_bitwise_not_.call(self._ks, self)
     _i, _a = _sig_bitwise_not_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_not_.call(self._ks, self)
@@ -937,7 +1781,17 @@ _sig_logical_not = _Signatures('logical_not', [
     (),
 ], method=True)
 
+def _bind_logical_not_0():
+    return ()
+
 def logical_not(self, *args, **kwargs):
+    try:
+        _b = _bind_logical_not_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_logical_not.call(self._ks, self)
     _i, _a = _sig_logical_not.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logical_not.call(self._ks, self)
@@ -948,7 +1802,17 @@ _sig_logical_not_ = _Signatures('logical_not_', [
     (),
 ], method=True)
 
+def _bind_logical_not__0():
+    return ()
+
 def logical_not_(self, *args, **kwargs):
+    try:
+        _b = _bind_logical_not__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_logical_not_.call(self._ks, self)
     _i, _a = _sig_logical_not_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logical_not_.call(self._ks, self)
@@ -959,7 +1823,17 @@ _sig_relu = _Signatures('relu', [
     (),
 ], method=True)
 
+def _bind_relu_0():
+    return ()
+
 def relu(self, *args, **kwargs):
+    try:
+        _b = _bind_relu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_relu.call(self._ks, self)
     _i, _a = _sig_relu.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_relu.call(self._ks, self)
@@ -970,7 +1844,17 @@ _sig_relu_ = _Signatures('relu_', [
     (),
 ], method=True)
 
+def _bind_relu__0():
+    return ()
+
 def relu_(self, *args, **kwargs):
+    try:
+        _b = _bind_relu__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_relu_.call(self._ks, self)
     _i, _a = _sig_relu_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_relu_.call(self._ks, self)
@@ -981,7 +1865,17 @@ _sig_positive = _Signatures('positive', [
     (),
 ], method=True)
 
+def _bind_positive_0():
+    return ()
+
 def positive(self, *args, **kwargs):
+    try:
+        _b = _bind_positive_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_positive.call(self._ks, self)
     _i, _a = _sig_positive.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_positive.call(self._ks, self)
@@ -993,7 +1887,28 @@ _sig_round = _Signatures('round', [
     (('decimals', 'int', True, False, None),),
 ], method=True)
 
+def _bind_round_0():
+    return ()
+
+def _bind_round_1(*, decimals):
+    return (decimals,)
+
 def round(self, *args, **kwargs):
+    try:
+        _b = _bind_round_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_round.call(self._ks, self)
+    try:
+        _b = _bind_round_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        decimals, = _b
+        if type(decimals) is int:
+            return _R._op_round_decimals.call(self._ks, self, decimals)
     _i, _a = _sig_round.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_round.call(self._ks, self)
@@ -1007,7 +1922,28 @@ _sig_round_ = _Signatures('round_', [
     (('decimals', 'int', True, False, None),),
 ], method=True)
 
+def _bind_round__0():
+    return ()
+
+def _bind_round__1(*, decimals):
+    return (decimals,)
+
 def round_(self, *args, **kwargs):
+    try:
+        _b = _bind_round__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_round_.call(self._ks, self)
+    try:
+        _b = _bind_round__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        decimals, = _b
+        if type(decimals) is int:
+            return _R._op_round__decimals.call(self._ks, self, decimals)
     _i, _a = _sig_round_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_round_.call(self._ks, self)
@@ -1020,7 +1956,17 @@ _sig_isnan = _Signatures('isnan', [
     (),
 ], method=True)
 
+def _bind_isnan_0():
+    return ()
+
 def isnan(self, *args, **kwargs):
+    try:
+        _b = _bind_isnan_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_isnan.call(self._ks, self)
     _i, _a = _sig_isnan.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_isnan.call(self._ks, self)
@@ -1031,7 +1977,17 @@ _sig_isinf = _Signatures('isinf', [
     (),
 ], method=True)
 
+def _bind_isinf_0():
+    return ()
+
 def isinf(self, *args, **kwargs):
+    try:
+        _b = _bind_isinf_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_isinf.call(self._ks, self)
     _i, _a = _sig_isinf.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_isinf.call(self._ks, self)
@@ -1042,7 +1998,17 @@ _sig_isfinite = _Signatures('isfinite', [
     (),
 ], method=True)
 
+def _bind_isfinite_0():
+    return ()
+
 def isfinite(self, *args, **kwargs):
+    try:
+        _b = _bind_isfinite_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_isfinite.call(self._ks, self)
     _i, _a = _sig_isfinite.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_isfinite.call(self._ks, self)
@@ -1053,7 +2019,17 @@ _sig_isposinf = _Signatures('isposinf', [
     (),
 ], method=True)
 
+def _bind_isposinf_0():
+    return ()
+
 def isposinf(self, *args, **kwargs):
+    try:
+        _b = _bind_isposinf_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_isposinf.call(self._ks, self)
     _i, _a = _sig_isposinf.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_isposinf.call(self._ks, self)
@@ -1064,7 +2040,17 @@ _sig_isneginf = _Signatures('isneginf', [
     (),
 ], method=True)
 
+def _bind_isneginf_0():
+    return ()
+
 def isneginf(self, *args, **kwargs):
+    try:
+        _b = _bind_isneginf_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_isneginf.call(self._ks, self)
     _i, _a = _sig_isneginf.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_isneginf.call(self._ks, self)
@@ -1075,7 +2061,17 @@ _sig_signbit = _Signatures('signbit', [
     (),
 ], method=True)
 
+def _bind_signbit_0():
+    return ()
+
 def signbit(self, *args, **kwargs):
+    try:
+        _b = _bind_signbit_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_signbit.call(self._ks, self)
     _i, _a = _sig_signbit.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_signbit.call(self._ks, self)
@@ -1086,7 +2082,18 @@ _sig_nan_to_num = _Signatures('nan_to_num', [
     (('nan', 'float?', False, True, None), ('posinf', 'float?', False, True, None), ('neginf', 'float?', False, True, None),),
 ], method=True)
 
+def _bind_nan_to_num_0(nan=None, posinf=None, neginf=None):
+    return (nan, posinf, neginf)
+
 def nan_to_num(self, *args, **kwargs):
+    try:
+        _b = _bind_nan_to_num_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        nan, posinf, neginf = _b
+        if (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
+            return _R._op_nan_to_num.call(self._ks, self, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_nan_to_num.call(self._ks, self, _a['nan'], _a['posinf'], _a['neginf'])
@@ -1097,7 +2104,18 @@ _sig_nan_to_num_ = _Signatures('nan_to_num_', [
     (('nan', 'float?', False, True, None), ('posinf', 'float?', False, True, None), ('neginf', 'float?', False, True, None),),
 ], method=True)
 
+def _bind_nan_to_num__0(nan=None, posinf=None, neginf=None):
+    return (nan, posinf, neginf)
+
 def nan_to_num_(self, *args, **kwargs):
+    try:
+        _b = _bind_nan_to_num__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        nan, posinf, neginf = _b
+        if (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
+            return _R._op_nan_to_num_.call(self._ks, self, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_nan_to_num_.call(self._ks, self, _a['nan'], _a['posinf'], _a['neginf'])
@@ -1108,7 +2126,18 @@ _sig_logit = _Signatures('logit', [
     (('eps', 'float?', False, True, None),),
 ], method=True)
 
+def _bind_logit_0(eps=None):
+    return (eps,)
+
 def logit(self, *args, **kwargs):
+    try:
+        _b = _bind_logit_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        eps, = _b
+        if (eps is None or type(eps) is float):
+            return _R._op_logit.call(self._ks, self, eps)
     _i, _a = _sig_logit.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logit.call(self._ks, self, _a['eps'])
@@ -1119,7 +2148,18 @@ _sig_logit_ = _Signatures('logit_', [
     (('eps', 'float?', False, True, None),),
 ], method=True)
 
+def _bind_logit__0(eps=None):
+    return (eps,)
+
 def logit_(self, *args, **kwargs):
+    try:
+        _b = _bind_logit__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        eps, = _b
+        if (eps is None or type(eps) is float):
+            return _R._op_logit_.call(self._ks, self, eps)
     _i, _a = _sig_logit_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logit_.call(self._ks, self, _a['eps'])
@@ -1131,7 +2171,29 @@ _sig_add = _Signatures('add', [
     (('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
 ], method=True)
 
+def _bind_add_0(other, *, alpha=1):
+    return (other, alpha)
+
+def _bind_add_1(other, alpha=1):
+    return (other, alpha)
+
 def add(self, *args, **kwargs):
+    try:
+        _b = _bind_add_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
+            return _R._op_add_Tensor.call(self._ks | other._ks, self, other, alpha)
+    try:
+        _b = _bind_add_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_add_Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_add.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_add_Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
@@ -1145,7 +2207,29 @@ _sig_add_ = _Signatures('add_', [
     (('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
 ], method=True)
 
+def _bind_add__0(other, *, alpha=1):
+    return (other, alpha)
+
+def _bind_add__1(other, alpha=1):
+    return (other, alpha)
+
 def add_(self, *args, **kwargs):
+    try:
+        _b = _bind_add__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
+            return _R._op_add__Tensor.call(self._ks | other._ks, self, other, alpha)
+    try:
+        _b = _bind_add__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_add__Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_add_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_add__Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
@@ -1159,7 +2243,29 @@ _sig_sub = _Signatures('sub', [
     (('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
 ], method=True)
 
+def _bind_sub_0(other, *, alpha=1):
+    return (other, alpha)
+
+def _bind_sub_1(other, alpha=1):
+    return (other, alpha)
+
 def sub(self, *args, **kwargs):
+    try:
+        _b = _bind_sub_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
+            return _R._op_sub_Tensor.call(self._ks | other._ks, self, other, alpha)
+    try:
+        _b = _bind_sub_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_sub_Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_sub.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sub_Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
@@ -1173,7 +2279,29 @@ _sig_sub_ = _Signatures('sub_', [
     (('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
 ], method=True)
 
+def _bind_sub__0(other, *, alpha=1):
+    return (other, alpha)
+
+def _bind_sub__1(other, alpha=1):
+    return (other, alpha)
+
 def sub_(self, *args, **kwargs):
+    try:
+        _b = _bind_sub__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
+            return _R._op_sub__Tensor.call(self._ks | other._ks, self, other, alpha)
+    try:
+        _b = _bind_sub__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_sub__Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_sub_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sub__Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
@@ -1187,7 +2315,29 @@ _sig_mul = _Signatures('mul', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_mul_0(other):
+    return (other,)
+
+def _bind_mul_1(other):
+    return (other,)
+
 def mul(self, *args, **kwargs):
+    try:
+        _b = _bind_mul_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_mul_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_mul_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_mul_Scalar.call(self._ks, self, other)
     _i, _a = _sig_mul.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_mul_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1201,7 +2351,29 @@ _sig_mul_ = _Signatures('mul_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_mul__0(other):
+    return (other,)
+
+def _bind_mul__1(other):
+    return (other,)
+
 def mul_(self, *args, **kwargs):
+    try:
+        _b = _bind_mul__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_mul__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_mul__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_mul__Scalar.call(self._ks, self, other)
     _i, _a = _sig_mul_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_mul__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1217,7 +2389,51 @@ _sig_div = _Signatures('div', [
     (('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),),
 ], method=True)
 
+def _bind_div_0(other):
+    return (other,)
+
+def _bind_div_1(other):
+    return (other,)
+
+def _bind_div_2(other, *, rounding_mode):
+    return (other, rounding_mode)
+
+def _bind_div_3(other, *, rounding_mode):
+    return (other, rounding_mode)
+
 def div(self, *args, **kwargs):
+    try:
+        _b = _bind_div_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_div_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_div_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_div_Scalar.call(self._ks, self, other)
+    try:
+        _b = _bind_div_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, rounding_mode = _b
+        if isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
+            return _R._op_div_Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
+    try:
+        _b = _bind_div_3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, rounding_mode = _b
+        if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
+            return _R._op_div_Scalar_mode.call(self._ks, self, other, rounding_mode)
     _i, _a = _sig_div.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_div_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1237,7 +2453,51 @@ _sig_div_ = _Signatures('div_', [
     (('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),),
 ], method=True)
 
+def _bind_div__0(other):
+    return (other,)
+
+def _bind_div__1(other):
+    return (other,)
+
+def _bind_div__2(other, *, rounding_mode):
+    return (other, rounding_mode)
+
+def _bind_div__3(other, *, rounding_mode):
+    return (other, rounding_mode)
+
 def div_(self, *args, **kwargs):
+    try:
+        _b = _bind_div__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_div__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_div__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_div__Scalar.call(self._ks, self, other)
+    try:
+        _b = _bind_div__2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, rounding_mode = _b
+        if isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
+            return _R._op_div__Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
+    try:
+        _b = _bind_div__3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, rounding_mode = _b
+        if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
+            return _R._op_div__Scalar_mode.call(self._ks, self, other, rounding_mode)
     _i, _a = _sig_div_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_div__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1255,7 +2515,29 @@ _sig_true_divide = _Signatures('true_divide', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_true_divide_0(other):
+    return (other,)
+
+def _bind_true_divide_1(other):
+    return (other,)
+
 def true_divide(self, *args, **kwargs):
+    try:
+        _b = _bind_true_divide_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_true_divide_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_true_divide_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_true_divide_Scalar.call(self._ks, self, other)
     _i, _a = _sig_true_divide.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_true_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1269,7 +2551,29 @@ _sig_true_divide_ = _Signatures('true_divide_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_true_divide__0(other):
+    return (other,)
+
+def _bind_true_divide__1(other):
+    return (other,)
+
 def true_divide_(self, *args, **kwargs):
+    try:
+        _b = _bind_true_divide__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_true_divide__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_true_divide__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_true_divide__Scalar.call(self._ks, self, other)
     _i, _a = _sig_true_divide_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_true_divide__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1283,7 +2587,29 @@ _sig_floor_divide = _Signatures('floor_divide', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_floor_divide_0(other):
+    return (other,)
+
+def _bind_floor_divide_1(other):
+    return (other,)
+
 def floor_divide(self, *args, **kwargs):
+    try:
+        _b = _bind_floor_divide_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_floor_divide_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_floor_divide_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_floor_divide_Scalar.call(self._ks, self, other)
     _i, _a = _sig_floor_divide.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_floor_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1297,7 +2623,29 @@ _sig_floor_divide_ = _Signatures('floor_divide_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_floor_divide__0(other):
+    return (other,)
+
+def _bind_floor_divide__1(other):
+    return (other,)
+
 def floor_divide_(self, *args, **kwargs):
+    try:
+        _b = _bind_floor_divide__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_floor_divide__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_floor_divide__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_floor_divide__Scalar.call(self._ks, self, other)
     _i, _a = _sig_floor_divide_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_floor_divide__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1311,7 +2659,29 @@ _sig_remainder = _Signatures('remainder', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_remainder_0(other):
+    return (other,)
+
+def _bind_remainder_1(other):
+    return (other,)
+
 def remainder(self, *args, **kwargs):
+    try:
+        _b = _bind_remainder_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_remainder_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_remainder_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_remainder_Scalar.call(self._ks, self, other)
     _i, _a = _sig_remainder.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_remainder_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1325,7 +2695,29 @@ _sig_remainder_ = _Signatures('remainder_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_remainder__0(other):
+    return (other,)
+
+def _bind_remainder__1(other):
+    return (other,)
+
 def remainder_(self, *args, **kwargs):
+    try:
+        _b = _bind_remainder__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_remainder__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_remainder__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_remainder__Scalar.call(self._ks, self, other)
     _i, _a = _sig_remainder_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_remainder__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1339,7 +2731,29 @@ _sig_fmod = _Signatures('fmod', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_fmod_0(other):
+    return (other,)
+
+def _bind_fmod_1(other):
+    return (other,)
+
 def fmod(self, *args, **kwargs):
+    try:
+        _b = _bind_fmod_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_fmod_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_fmod_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_fmod_Scalar.call(self._ks, self, other)
     _i, _a = _sig_fmod.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_fmod_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1353,7 +2767,29 @@ _sig_fmod_ = _Signatures('fmod_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_fmod__0(other):
+    return (other,)
+
+def _bind_fmod__1(other):
+    return (other,)
+
 def fmod_(self, *args, **kwargs):
+    try:
+        _b = _bind_fmod__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_fmod__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_fmod__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_fmod__Scalar.call(self._ks, self, other)
     _i, _a = _sig_fmod_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_fmod__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1367,7 +2803,29 @@ _sig_pow = _Signatures('pow', [
     (('exponent', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_pow_0(exponent):
+    return (exponent,)
+
+def _bind_pow_1(exponent):
+    return (exponent,)
+
 def pow(self, *args, **kwargs):
+    try:
+        _b = _bind_pow_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        exponent, = _b
+        if isinstance(exponent, _Tensor):
+            return _R._op_pow_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
+    try:
+        _b = _bind_pow_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        exponent, = _b
+        if type(exponent) in _NUMBERS:
+            return _R._op_pow_Tensor_Scalar.call(self._ks, self, exponent)
     _i, _a = _sig_pow.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_pow_Tensor_Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
@@ -1381,7 +2839,29 @@ _sig_pow_ = _Signatures('pow_', [
     (('exponent', 'T', False, False, None),),
 ], method=True)
 
+def _bind_pow__0(exponent):
+    return (exponent,)
+
+def _bind_pow__1(exponent):
+    return (exponent,)
+
 def pow_(self, *args, **kwargs):
+    try:
+        _b = _bind_pow__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        exponent, = _b
+        if type(exponent) in _NUMBERS:
+            return _R._op_pow__Scalar.call(self._ks, self, exponent)
+    try:
+        _b = _bind_pow__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        exponent, = _b
+        if isinstance(exponent, _Tensor):
+            return _R._op_pow__Tensor.call(self._ks | exponent._ks, self, exponent)
     _i, _a = _sig_pow_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_pow__Scalar.call(self._ks, self, _a['exponent'])
@@ -1395,7 +2875,29 @@ _sig_float_power = _Signatures('float_power', [
     (('exponent', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_float_power_0(exponent):
+    return (exponent,)
+
+def _bind_float_power_1(exponent):
+    return (exponent,)
+
 def float_power(self, *args, **kwargs):
+    try:
+        _b = _bind_float_power_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        exponent, = _b
+        if isinstance(exponent, _Tensor):
+            return _R._op_float_power_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
+    try:
+        _b = _bind_float_power_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        exponent, = _b
+        if type(exponent) in _NUMBERS:
+            return _R._op_float_power_Tensor_Scalar.call(self._ks, self, exponent)
     _i, _a = _sig_float_power.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_float_power_Tensor_Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
@@ -1408,7 +2910,18 @@ _sig_atan2 = _Signatures('atan2', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_atan2_0(other):
+    return (other,)
+
 def atan2(self, *args, **kwargs):
+    try:
+        _b = _bind_atan2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_atan2.call(self._ks | other._ks, self, other)
     _i, _a = _sig_atan2.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_atan2.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1419,7 +2932,18 @@ _sig_atan2_ = _Signatures('atan2_', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_atan2__0(other):
+    return (other,)
+
 def atan2_(self, *args, **kwargs):
+    try:
+        _b = _bind_atan2__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_atan2_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_atan2_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_atan2_.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1430,7 +2954,18 @@ _sig_hypot = _Signatures('hypot', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_hypot_0(other):
+    return (other,)
+
 def hypot(self, *args, **kwargs):
+    try:
+        _b = _bind_hypot_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_hypot.call(self._ks | other._ks, self, other)
     _i, _a = _sig_hypot.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_hypot.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1441,7 +2976,18 @@ _sig_hypot_ = _Signatures('hypot_', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_hypot__0(other):
+    return (other,)
+
 def hypot_(self, *args, **kwargs):
+    try:
+        _b = _bind_hypot__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_hypot_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_hypot_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_hypot_.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1452,7 +2998,18 @@ _sig_logaddexp = _Signatures('logaddexp', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_logaddexp_0(other):
+    return (other,)
+
 def logaddexp(self, *args, **kwargs):
+    try:
+        _b = _bind_logaddexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_logaddexp.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logaddexp.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logaddexp.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1463,7 +3020,18 @@ _sig_logaddexp2 = _Signatures('logaddexp2', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_logaddexp2_0(other):
+    return (other,)
+
 def logaddexp2(self, *args, **kwargs):
+    try:
+        _b = _bind_logaddexp2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_logaddexp2.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logaddexp2.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logaddexp2.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1475,7 +3043,29 @@ _sig_copysign = _Signatures('copysign', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_copysign_0(other):
+    return (other,)
+
+def _bind_copysign_1(other):
+    return (other,)
+
 def copysign(self, *args, **kwargs):
+    try:
+        _b = _bind_copysign_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_copysign.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_copysign_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_copysign_Scalar.call(self._ks, self, other)
     _i, _a = _sig_copysign.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_copysign.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1488,7 +3078,18 @@ _sig_copysign_ = _Signatures('copysign_', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_copysign__0(other):
+    return (other,)
+
 def copysign_(self, *args, **kwargs):
+    try:
+        _b = _bind_copysign__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_copysign_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_copysign_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_copysign_.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1499,7 +3100,18 @@ _sig_nextafter = _Signatures('nextafter', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_nextafter_0(other):
+    return (other,)
+
 def nextafter(self, *args, **kwargs):
+    try:
+        _b = _bind_nextafter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_nextafter.call(self._ks | other._ks, self, other)
     _i, _a = _sig_nextafter.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_nextafter.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1510,7 +3122,18 @@ _sig_nextafter_ = _Signatures('nextafter_', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_nextafter__0(other):
+    return (other,)
+
 def nextafter_(self, *args, **kwargs):
+    try:
+        _b = _bind_nextafter__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_nextafter_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_nextafter_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_nextafter_.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1521,7 +3144,18 @@ _sig_maximum = _Signatures('maximum', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_maximum_0(other):
+    return (other,)
+
 def maximum(self, *args, **kwargs):
+    try:
+        _b = _bind_maximum_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_maximum.call(self._ks | other._ks, self, other)
     _i, _a = _sig_maximum.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_maximum.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1532,7 +3166,18 @@ _sig_minimum = _Signatures('minimum', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_minimum_0(other):
+    return (other,)
+
 def minimum(self, *args, **kwargs):
+    try:
+        _b = _bind_minimum_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_minimum.call(self._ks | other._ks, self, other)
     _i, _a = _sig_minimum.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_minimum.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1543,7 +3188,18 @@ _sig_fmax = _Signatures('fmax', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_fmax_0(other):
+    return (other,)
+
 def fmax(self, *args, **kwargs):
+    try:
+        _b = _bind_fmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_fmax.call(self._ks | other._ks, self, other)
     _i, _a = _sig_fmax.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_fmax.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1554,7 +3210,18 @@ _sig_fmin = _Signatures('fmin', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_fmin_0(other):
+    return (other,)
+
 def fmin(self, *args, **kwargs):
+    try:
+        _b = _bind_fmin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_fmin.call(self._ks | other._ks, self, other)
     _i, _a = _sig_fmin.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_fmin.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1566,7 +3233,29 @@ _sig_xlogy = _Signatures('xlogy', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_xlogy_0(other):
+    return (other,)
+
+def _bind_xlogy_1(other):
+    return (other,)
+
 def xlogy(self, *args, **kwargs):
+    try:
+        _b = _bind_xlogy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_xlogy.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_xlogy_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_xlogy_Scalar_Other.call(self._ks, self, other)
     _i, _a = _sig_xlogy.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_xlogy.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1579,7 +3268,18 @@ _sig_xlogy_ = _Signatures('xlogy_', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_xlogy__0(other):
+    return (other,)
+
 def xlogy_(self, *args, **kwargs):
+    try:
+        _b = _bind_xlogy__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_xlogy_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_xlogy_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_xlogy_.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1592,7 +3292,39 @@ _sig_max = _Signatures('max', [
     (('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_max_0(other):
+    return (other,)
+
+def _bind_max_1():
+    return ()
+
+def _bind_max_2(dim, keepdim=False):
+    return (dim, keepdim)
+
 def max(self, *args, **kwargs):
+    try:
+        _b = _bind_max_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_max_other.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_max_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_max.call(self._ks, self)
+    try:
+        _b = _bind_max_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if type(dim) is int and type(keepdim) is bool:
+            return _R._op_max_dim.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_max.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_max_other.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1609,7 +3341,39 @@ _sig_min = _Signatures('min', [
     (('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_min_0(other):
+    return (other,)
+
+def _bind_min_1():
+    return ()
+
+def _bind_min_2(dim, keepdim=False):
+    return (dim, keepdim)
+
 def min(self, *args, **kwargs):
+    try:
+        _b = _bind_min_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_min_other.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_min_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_min.call(self._ks, self)
+    try:
+        _b = _bind_min_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if type(dim) is int and type(keepdim) is bool:
+            return _R._op_min_dim.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_min.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_min_other.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1625,7 +3389,29 @@ _sig_bitwise_and = _Signatures('bitwise_and', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_bitwise_and_0(other):
+    return (other,)
+
+def _bind_bitwise_and_1(other):
+    return (other,)
+
 def bitwise_and(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_and_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_bitwise_and_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_bitwise_and_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_bitwise_and_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_and.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_and_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1639,7 +3425,29 @@ _sig_bitwise_and_ = _Signatures('bitwise_and_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_bitwise_and__0(other):
+    return (other,)
+
+def _bind_bitwise_and__1(other):
+    return (other,)
+
 def bitwise_and_(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_and__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_bitwise_and__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_bitwise_and__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_bitwise_and__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_and_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_and__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1653,7 +3461,29 @@ _sig_bitwise_or = _Signatures('bitwise_or', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_bitwise_or_0(other):
+    return (other,)
+
+def _bind_bitwise_or_1(other):
+    return (other,)
+
 def bitwise_or(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_or_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_bitwise_or_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_bitwise_or_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_bitwise_or_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_or.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_or_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1667,7 +3497,29 @@ _sig_bitwise_or_ = _Signatures('bitwise_or_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_bitwise_or__0(other):
+    return (other,)
+
+def _bind_bitwise_or__1(other):
+    return (other,)
+
 def bitwise_or_(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_or__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_bitwise_or__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_bitwise_or__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_bitwise_or__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_or_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_or__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1681,7 +3533,29 @@ _sig_bitwise_xor = _Signatures('bitwise_xor', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_bitwise_xor_0(other):
+    return (other,)
+
+def _bind_bitwise_xor_1(other):
+    return (other,)
+
 def bitwise_xor(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_xor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_bitwise_xor_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_bitwise_xor_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_bitwise_xor_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_xor.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_xor_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1695,7 +3569,29 @@ _sig_bitwise_xor_ = _Signatures('bitwise_xor_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_bitwise_xor__0(other):
+    return (other,)
+
+def _bind_bitwise_xor__1(other):
+    return (other,)
+
 def bitwise_xor_(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_xor__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_bitwise_xor__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_bitwise_xor__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_bitwise_xor__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_xor_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_xor__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1709,7 +3605,29 @@ _sig_bitwise_left_shift = _Signatures('bitwise_left_shift', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_bitwise_left_shift_0(other):
+    return (other,)
+
+def _bind_bitwise_left_shift_1(other):
+    return (other,)
+
 def bitwise_left_shift(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_left_shift_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_bitwise_left_shift_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_bitwise_left_shift_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_bitwise_left_shift_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_left_shift.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_left_shift_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1723,7 +3641,29 @@ _sig_bitwise_left_shift_ = _Signatures('bitwise_left_shift_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_bitwise_left_shift__0(other):
+    return (other,)
+
+def _bind_bitwise_left_shift__1(other):
+    return (other,)
+
 def bitwise_left_shift_(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_left_shift__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_bitwise_left_shift__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_bitwise_left_shift__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_bitwise_left_shift__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_left_shift_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_left_shift__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1737,7 +3677,29 @@ _sig_bitwise_right_shift = _Signatures('bitwise_right_shift', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_bitwise_right_shift_0(other):
+    return (other,)
+
+def _bind_bitwise_right_shift_1(other):
+    return (other,)
+
 def bitwise_right_shift(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_right_shift_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_bitwise_right_shift_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_bitwise_right_shift_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_bitwise_right_shift_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_right_shift.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_right_shift_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1751,7 +3713,29 @@ _sig_bitwise_right_shift_ = _Signatures('bitwise_right_shift_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_bitwise_right_shift__0(other):
+    return (other,)
+
+def _bind_bitwise_right_shift__1(other):
+    return (other,)
+
 def bitwise_right_shift_(self, *args, **kwargs):
+    try:
+        _b = _bind_bitwise_right_shift__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_bitwise_right_shift__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_bitwise_right_shift__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_bitwise_right_shift__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_right_shift_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bitwise_right_shift__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1764,7 +3748,18 @@ _sig_logical_and = _Signatures('logical_and', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_logical_and_0(other):
+    return (other,)
+
 def logical_and(self, *args, **kwargs):
+    try:
+        _b = _bind_logical_and_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_logical_and.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_and.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logical_and.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1775,7 +3770,18 @@ _sig_logical_and_ = _Signatures('logical_and_', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_logical_and__0(other):
+    return (other,)
+
 def logical_and_(self, *args, **kwargs):
+    try:
+        _b = _bind_logical_and__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_logical_and_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_and_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logical_and_.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1786,7 +3792,18 @@ _sig_logical_or = _Signatures('logical_or', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_logical_or_0(other):
+    return (other,)
+
 def logical_or(self, *args, **kwargs):
+    try:
+        _b = _bind_logical_or_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_logical_or.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_or.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logical_or.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1797,7 +3814,18 @@ _sig_logical_or_ = _Signatures('logical_or_', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_logical_or__0(other):
+    return (other,)
+
 def logical_or_(self, *args, **kwargs):
+    try:
+        _b = _bind_logical_or__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_logical_or_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_or_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logical_or_.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1808,7 +3836,18 @@ _sig_logical_xor = _Signatures('logical_xor', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_logical_xor_0(other):
+    return (other,)
+
 def logical_xor(self, *args, **kwargs):
+    try:
+        _b = _bind_logical_xor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_logical_xor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_xor.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logical_xor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1819,7 +3858,18 @@ _sig_logical_xor_ = _Signatures('logical_xor_', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_logical_xor__0(other):
+    return (other,)
+
 def logical_xor_(self, *args, **kwargs):
+    try:
+        _b = _bind_logical_xor__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_logical_xor_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_xor_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logical_xor_.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1831,7 +3881,29 @@ _sig_eq = _Signatures('eq', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_eq_0(other):
+    return (other,)
+
+def _bind_eq_1(other):
+    return (other,)
+
 def eq(self, *args, **kwargs):
+    try:
+        _b = _bind_eq_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_eq_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_eq_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_eq_Scalar.call(self._ks, self, other)
     _i, _a = _sig_eq.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_eq_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1845,7 +3917,29 @@ _sig_eq_ = _Signatures('eq_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_eq__0(other):
+    return (other,)
+
+def _bind_eq__1(other):
+    return (other,)
+
 def eq_(self, *args, **kwargs):
+    try:
+        _b = _bind_eq__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_eq__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_eq__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_eq__Scalar.call(self._ks, self, other)
     _i, _a = _sig_eq_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_eq__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1859,7 +3953,29 @@ _sig_ne = _Signatures('ne', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_ne_0(other):
+    return (other,)
+
+def _bind_ne_1(other):
+    return (other,)
+
 def ne(self, *args, **kwargs):
+    try:
+        _b = _bind_ne_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_ne_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_ne_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_ne_Scalar.call(self._ks, self, other)
     _i, _a = _sig_ne.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_ne_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1873,7 +3989,29 @@ _sig_ne_ = _Signatures('ne_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_ne__0(other):
+    return (other,)
+
+def _bind_ne__1(other):
+    return (other,)
+
 def ne_(self, *args, **kwargs):
+    try:
+        _b = _bind_ne__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_ne__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_ne__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_ne__Scalar.call(self._ks, self, other)
     _i, _a = _sig_ne_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_ne__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1887,7 +4025,29 @@ _sig_lt = _Signatures('lt', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_lt_0(other):
+    return (other,)
+
+def _bind_lt_1(other):
+    return (other,)
+
 def lt(self, *args, **kwargs):
+    try:
+        _b = _bind_lt_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_lt_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_lt_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_lt_Scalar.call(self._ks, self, other)
     _i, _a = _sig_lt.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_lt_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1901,7 +4061,29 @@ _sig_lt_ = _Signatures('lt_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_lt__0(other):
+    return (other,)
+
+def _bind_lt__1(other):
+    return (other,)
+
 def lt_(self, *args, **kwargs):
+    try:
+        _b = _bind_lt__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_lt__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_lt__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_lt__Scalar.call(self._ks, self, other)
     _i, _a = _sig_lt_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_lt__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1915,7 +4097,29 @@ _sig_le = _Signatures('le', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_le_0(other):
+    return (other,)
+
+def _bind_le_1(other):
+    return (other,)
+
 def le(self, *args, **kwargs):
+    try:
+        _b = _bind_le_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_le_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_le_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_le_Scalar.call(self._ks, self, other)
     _i, _a = _sig_le.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_le_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1929,7 +4133,29 @@ _sig_le_ = _Signatures('le_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_le__0(other):
+    return (other,)
+
+def _bind_le__1(other):
+    return (other,)
+
 def le_(self, *args, **kwargs):
+    try:
+        _b = _bind_le__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_le__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_le__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_le__Scalar.call(self._ks, self, other)
     _i, _a = _sig_le_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_le__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1943,7 +4169,29 @@ _sig_gt = _Signatures('gt', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_gt_0(other):
+    return (other,)
+
+def _bind_gt_1(other):
+    return (other,)
+
 def gt(self, *args, **kwargs):
+    try:
+        _b = _bind_gt_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_gt_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_gt_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_gt_Scalar.call(self._ks, self, other)
     _i, _a = _sig_gt.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_gt_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1957,7 +4205,29 @@ _sig_gt_ = _Signatures('gt_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_gt__0(other):
+    return (other,)
+
+def _bind_gt__1(other):
+    return (other,)
+
 def gt_(self, *args, **kwargs):
+    try:
+        _b = _bind_gt__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_gt__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_gt__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_gt__Scalar.call(self._ks, self, other)
     _i, _a = _sig_gt_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_gt__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1971,7 +4241,29 @@ _sig_ge = _Signatures('ge', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_ge_0(other):
+    return (other,)
+
+def _bind_ge_1(other):
+    return (other,)
+
 def ge(self, *args, **kwargs):
+    try:
+        _b = _bind_ge_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_ge_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_ge_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_ge_Scalar.call(self._ks, self, other)
     _i, _a = _sig_ge.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_ge_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1985,7 +4277,29 @@ _sig_ge_ = _Signatures('ge_', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_ge__0(other):
+    return (other,)
+
+def _bind_ge__1(other):
+    return (other,)
+
 def ge_(self, *args, **kwargs):
+    try:
+        _b = _bind_ge__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_ge__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_ge__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_ge__Scalar.call(self._ks, self, other)
     _i, _a = _sig_ge_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_ge__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -1999,7 +4313,29 @@ _sig_greater = _Signatures('greater', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_greater_0(other):
+    return (other,)
+
+def _bind_greater_1(other):
+    return (other,)
+
 def greater(self, *args, **kwargs):
+    try:
+        _b = _bind_greater_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_greater_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_greater_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_greater_Scalar.call(self._ks, self, other)
     _i, _a = _sig_greater.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_greater_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -2013,7 +4349,29 @@ _sig_greater_equal = _Signatures('greater_equal', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_greater_equal_0(other):
+    return (other,)
+
+def _bind_greater_equal_1(other):
+    return (other,)
+
 def greater_equal(self, *args, **kwargs):
+    try:
+        _b = _bind_greater_equal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_greater_equal_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_greater_equal_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_greater_equal_Scalar.call(self._ks, self, other)
     _i, _a = _sig_greater_equal.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_greater_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -2027,7 +4385,29 @@ _sig_less = _Signatures('less', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_less_0(other):
+    return (other,)
+
+def _bind_less_1(other):
+    return (other,)
+
 def less(self, *args, **kwargs):
+    try:
+        _b = _bind_less_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_less_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_less_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_less_Scalar.call(self._ks, self, other)
     _i, _a = _sig_less.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_less_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -2041,7 +4421,29 @@ _sig_less_equal = _Signatures('less_equal', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_less_equal_0(other):
+    return (other,)
+
+def _bind_less_equal_1(other):
+    return (other,)
+
 def less_equal(self, *args, **kwargs):
+    try:
+        _b = _bind_less_equal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_less_equal_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_less_equal_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_less_equal_Scalar.call(self._ks, self, other)
     _i, _a = _sig_less_equal.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_less_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -2055,7 +4457,29 @@ _sig_not_equal = _Signatures('not_equal', [
     (('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_not_equal_0(other):
+    return (other,)
+
+def _bind_not_equal_1(other):
+    return (other,)
+
 def not_equal(self, *args, **kwargs):
+    try:
+        _b = _bind_not_equal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_not_equal_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_not_equal_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _R._op_not_equal_Scalar.call(self._ks, self, other)
     _i, _a = _sig_not_equal.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_not_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -2069,7 +4493,29 @@ _sig_where = _Signatures('where', [
     (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_where_0(self, other):
+    return (self, other)
+
+def _bind_where_1(self, other):
+    return (self, other)
+
 def where(self, *args, **kwargs):
+    try:
+        _b = _bind_where_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        self, other = _b
+        if isinstance(self, _Tensor) and isinstance(other, _Tensor):
+            return _R._op_where_self.call(self._ks | self._ks | other._ks, self, self, other)
+    try:
+        _b = _bind_where_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        self, other = _b
+        if isinstance(self, _Tensor) and type(other) in _NUMBERS:
+            return _R._op_where_ScalarOther.call(self._ks | self._ks, self, self, other)
     _i, _a = _sig_where.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_where_self.call(self._ks | _a['self']._ks | _a['other']._ks, self, _a['self'], _a['other'])
@@ -2083,7 +4529,29 @@ _sig_clamp = _Signatures('clamp', [
     (('min', 'T?', False, True, None), ('max', 'T?', False, True, None),),
 ], method=True)
 
+def _bind_clamp_0(min=None, max=None):
+    return (min, max)
+
+def _bind_clamp_1(min=None, max=None):
+    return (min, max)
+
 def clamp(self, *args, **kwargs):
+    try:
+        _b = _bind_clamp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, max = _b
+        if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
+            return _R._op_clamp.call(self._ks, self, min, max)
+    try:
+        _b = _bind_clamp_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, max = _b
+        if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
+            return _R._op_clamp_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
     _i, _a = _sig_clamp.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_clamp.call(self._ks, self, _a['min'], _a['max'])
@@ -2097,7 +4565,29 @@ _sig_clamp_ = _Signatures('clamp_', [
     (('min', 'T?', False, True, None), ('max', 'T?', False, True, None),),
 ], method=True)
 
+def _bind_clamp__0(min=None, max=None):
+    return (min, max)
+
+def _bind_clamp__1(min=None, max=None):
+    return (min, max)
+
 def clamp_(self, *args, **kwargs):
+    try:
+        _b = _bind_clamp__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, max = _b
+        if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
+            return _R._op_clamp_.call(self._ks, self, min, max)
+    try:
+        _b = _bind_clamp__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, max = _b
+        if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
+            return _R._op_clamp__Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
     _i, _a = _sig_clamp_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_clamp_.call(self._ks, self, _a['min'], _a['max'])
@@ -2111,7 +4601,29 @@ _sig_clip = _Signatures('clip', [
     (('min', 'T?', False, True, None), ('max', 'T?', False, True, None),),
 ], method=True)
 
+def _bind_clip_0(min=None, max=None):
+    return (min, max)
+
+def _bind_clip_1(min=None, max=None):
+    return (min, max)
+
 def clip(self, *args, **kwargs):
+    try:
+        _b = _bind_clip_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, max = _b
+        if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
+            return _R._op_clip.call(self._ks, self, min, max)
+    try:
+        _b = _bind_clip_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, max = _b
+        if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
+            return _R._op_clip_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
     _i, _a = _sig_clip.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_clip.call(self._ks, self, _a['min'], _a['max'])
@@ -2124,7 +4636,18 @@ _sig_clip_ = _Signatures('clip_', [
     (('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),),
 ], method=True)
 
+def _bind_clip__0(min=None, max=None):
+    return (min, max)
+
 def clip_(self, *args, **kwargs):
+    try:
+        _b = _bind_clip__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, max = _b
+        if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
+            return _R._op_clip_.call(self._ks, self, min, max)
     _i, _a = _sig_clip_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_clip_.call(self._ks, self, _a['min'], _a['max'])
@@ -2136,7 +4659,29 @@ _sig_clamp_min = _Signatures('clamp_min', [
     (('min', 'T', False, False, None),),
 ], method=True)
 
+def _bind_clamp_min_0(min):
+    return (min,)
+
+def _bind_clamp_min_1(min):
+    return (min,)
+
 def clamp_min(self, *args, **kwargs):
+    try:
+        _b = _bind_clamp_min_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, = _b
+        if type(min) in _NUMBERS:
+            return _R._op_clamp_min.call(self._ks, self, min)
+    try:
+        _b = _bind_clamp_min_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, = _b
+        if isinstance(min, _Tensor):
+            return _R._op_clamp_min_Tensor.call(self._ks | min._ks, self, min)
     _i, _a = _sig_clamp_min.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_clamp_min.call(self._ks, self, _a['min'])
@@ -2149,7 +4694,18 @@ _sig_clamp_min_ = _Signatures('clamp_min_', [
     (('min', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_clamp_min__0(min):
+    return (min,)
+
 def clamp_min_(self, *args, **kwargs):
+    try:
+        _b = _bind_clamp_min__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, = _b
+        if type(min) in _NUMBERS:
+            return _R._op_clamp_min_.call(self._ks, self, min)
     _i, _a = _sig_clamp_min_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_clamp_min_.call(self._ks, self, _a['min'])
@@ -2161,7 +4717,29 @@ _sig_clamp_max = _Signatures('clamp_max', [
     (('max', 'T', False, False, None),),
 ], method=True)
 
+def _bind_clamp_max_0(max):
+    return (max,)
+
+def _bind_clamp_max_1(max):
+    return (max,)
+
 def clamp_max(self, *args, **kwargs):
+    try:
+        _b = _bind_clamp_max_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        max, = _b
+        if type(max) in _NUMBERS:
+            return _R._op_clamp_max.call(self._ks, self, max)
+    try:
+        _b = _bind_clamp_max_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        max, = _b
+        if isinstance(max, _Tensor):
+            return _R._op_clamp_max_Tensor.call(self._ks | max._ks, self, max)
     _i, _a = _sig_clamp_max.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_clamp_max.call(self._ks, self, _a['max'])
@@ -2174,7 +4752,18 @@ _sig_clamp_max_ = _Signatures('clamp_max_', [
     (('max', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_clamp_max__0(max):
+    return (max,)
+
 def clamp_max_(self, *args, **kwargs):
+    try:
+        _b = _bind_clamp_max__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        max, = _b
+        if type(max) in _NUMBERS:
+            return _R._op_clamp_max_.call(self._ks, self, max)
     _i, _a = _sig_clamp_max_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_clamp_max_.call(self._ks, self, _a['max'])
@@ -2186,7 +4775,29 @@ _sig_lerp = _Signatures('lerp', [
     (('end', 'T', False, False, None), ('weight', 'T', False, False, None),),
 ], method=True)
 
+def _bind_lerp_0(end, weight):
+    return (end, weight)
+
+def _bind_lerp_1(end, weight):
+    return (end, weight)
+
 def lerp(self, *args, **kwargs):
+    try:
+        _b = _bind_lerp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        end, weight = _b
+        if isinstance(end, _Tensor) and type(weight) in _NUMBERS:
+            return _R._op_lerp_Scalar.call(self._ks | end._ks, self, end, weight)
+    try:
+        _b = _bind_lerp_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        end, weight = _b
+        if isinstance(end, _Tensor) and isinstance(weight, _Tensor):
+            return _R._op_lerp_Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
     _i, _a = _sig_lerp.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_lerp_Scalar.call(self._ks | _a['end']._ks, self, _a['end'], _a['weight'])
@@ -2200,7 +4811,29 @@ _sig_lerp_ = _Signatures('lerp_', [
     (('end', 'T', False, False, None), ('weight', 'T', False, False, None),),
 ], method=True)
 
+def _bind_lerp__0(end, weight):
+    return (end, weight)
+
+def _bind_lerp__1(end, weight):
+    return (end, weight)
+
 def lerp_(self, *args, **kwargs):
+    try:
+        _b = _bind_lerp__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        end, weight = _b
+        if isinstance(end, _Tensor) and type(weight) in _NUMBERS:
+            return _R._op_lerp__Scalar.call(self._ks | end._ks, self, end, weight)
+    try:
+        _b = _bind_lerp__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        end, weight = _b
+        if isinstance(end, _Tensor) and isinstance(weight, _Tensor):
+            return _R._op_lerp__Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
     _i, _a = _sig_lerp_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_lerp__Scalar.call(self._ks | _a['end']._ks, self, _a['end'], _a['weight'])
@@ -2213,7 +4846,18 @@ _sig_addcmul = _Signatures('addcmul', [
     (('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_addcmul_0(tensor1, tensor2, *, value=1):
+    return (tensor1, tensor2, value)
+
 def addcmul(self, *args, **kwargs):
+    try:
+        _b = _bind_addcmul_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        tensor1, tensor2, value = _b
+        if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_addcmul.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcmul.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_addcmul.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
@@ -2224,7 +4868,18 @@ _sig_addcmul_ = _Signatures('addcmul_', [
     (('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_addcmul__0(tensor1, tensor2, *, value=1):
+    return (tensor1, tensor2, value)
+
 def addcmul_(self, *args, **kwargs):
+    try:
+        _b = _bind_addcmul__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        tensor1, tensor2, value = _b
+        if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_addcmul_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcmul_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_addcmul_.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
@@ -2235,7 +4890,18 @@ _sig_addcdiv = _Signatures('addcdiv', [
     (('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_addcdiv_0(tensor1, tensor2, *, value=1):
+    return (tensor1, tensor2, value)
+
 def addcdiv(self, *args, **kwargs):
+    try:
+        _b = _bind_addcdiv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        tensor1, tensor2, value = _b
+        if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_addcdiv.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcdiv.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_addcdiv.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
@@ -2246,7 +4912,18 @@ _sig_addcdiv_ = _Signatures('addcdiv_', [
     (('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_addcdiv__0(tensor1, tensor2, *, value=1):
+    return (tensor1, tensor2, value)
+
 def addcdiv_(self, *args, **kwargs):
+    try:
+        _b = _bind_addcdiv__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        tensor1, tensor2, value = _b
+        if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_addcdiv_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcdiv_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_addcdiv_.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
@@ -2258,7 +4935,29 @@ _sig_sum = _Signatures('sum', [
     (('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
+def _bind_sum_0(*, dtype=None):
+    return (dtype,)
+
+def _bind_sum_1(dim, keepdim=False, *, dtype=None):
+    return (dim, keepdim, dtype)
+
 def sum(self, *args, **kwargs):
+    try:
+        _b = _bind_sum_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dtype, = _b
+        if (dtype is None or type(dtype) is _dtype):
+            return _R._op_sum.call(self._ks, self, dtype)
+    try:
+        _b = _bind_sum_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim, dtype = _b
+        if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_sum_dim_IntList.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_sum.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sum.call(self._ks, self, _a['dtype'])
@@ -2272,7 +4971,29 @@ _sig_nansum = _Signatures('nansum', [
     (('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
+def _bind_nansum_0(*, dtype=None):
+    return (dtype,)
+
+def _bind_nansum_1(dim, keepdim=False, *, dtype=None):
+    return (dim, keepdim, dtype)
+
 def nansum(self, *args, **kwargs):
+    try:
+        _b = _bind_nansum_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dtype, = _b
+        if (dtype is None or type(dtype) is _dtype):
+            return _R._op_nansum.call(self._ks, self, dtype)
+    try:
+        _b = _bind_nansum_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim, dtype = _b
+        if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_nansum_dim_IntList.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nansum.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_nansum.call(self._ks, self, _a['dtype'])
@@ -2286,7 +5007,29 @@ _sig_prod = _Signatures('prod', [
     (('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
+def _bind_prod_0(*, dtype=None):
+    return (dtype,)
+
+def _bind_prod_1(dim, keepdim=False, *, dtype=None):
+    return (dim, keepdim, dtype)
+
 def prod(self, *args, **kwargs):
+    try:
+        _b = _bind_prod_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dtype, = _b
+        if (dtype is None or type(dtype) is _dtype):
+            return _R._op_prod.call(self._ks, self, dtype)
+    try:
+        _b = _bind_prod_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim, dtype = _b
+        if type(dim) is int and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_prod_dim_int.call(self._ks, self, dim, keepdim, dtype)
     _i, _a = _sig_prod.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_prod.call(self._ks, self, _a['dtype'])
@@ -2300,7 +5043,29 @@ _sig_mean = _Signatures('mean', [
     (('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
+def _bind_mean_0(*, dtype=None):
+    return (dtype,)
+
+def _bind_mean_1(dim, keepdim=False, *, dtype=None):
+    return (dim, keepdim, dtype)
+
 def mean(self, *args, **kwargs):
+    try:
+        _b = _bind_mean_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dtype, = _b
+        if (dtype is None or type(dtype) is _dtype):
+            return _R._op_mean.call(self._ks, self, dtype)
+    try:
+        _b = _bind_mean_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim, dtype = _b
+        if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_mean_dim.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_mean.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_mean.call(self._ks, self, _a['dtype'])
@@ -2314,7 +5079,29 @@ _sig_nanmean = _Signatures('nanmean', [
     (('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
+def _bind_nanmean_0(*, dtype=None):
+    return (dtype,)
+
+def _bind_nanmean_1(dim, keepdim=False, *, dtype=None):
+    return (dim, keepdim, dtype)
+
 def nanmean(self, *args, **kwargs):
+    try:
+        _b = _bind_nanmean_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dtype, = _b
+        if (dtype is None or type(dtype) is _dtype):
+            return _R._op_nanmean.call(self._ks, self, dtype)
+    try:
+        _b = _bind_nanmean_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim, dtype = _b
+        if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
+            return _R._op_nanmean_dim.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nanmean.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_nanmean.call(self._ks, self, _a['dtype'])
@@ -2329,7 +5116,43 @@ _sig_var = _Signatures('var', [
     (('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_var_0(unbiased=True):
+    return (unbiased,)
+
+def _bind_var_1(dim, unbiased=True, keepdim=False):
+    return (dim, unbiased, keepdim)
+
+def _bind_var_2(dim=None, *, correction=None, keepdim=False):
+    return (dim, correction, keepdim)
+
 def var(self, *args, **kwargs):
+    try:
+        _b = _bind_var_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        unbiased, = _b
+        if type(unbiased) is bool:
+            return _R._op_var.call(self._ks, self, unbiased)
+    try:
+        _b = _bind_var_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, unbiased, keepdim = _b
+        if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
+            return _R._op_var_dim.call(self._ks, self, (None if dim is None else dim_), unbiased, keepdim)
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_var_2(args, **kwargs)
+        else:
+            _b = _bind_var_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, correction, keepdim = _b
+        if (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
+            return _R._op_var_correction.call(self._ks, self, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_var.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_var.call(self._ks, self, _a['unbiased'])
@@ -2346,7 +5169,43 @@ _sig_std = _Signatures('std', [
     (('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_std_0(unbiased=True):
+    return (unbiased,)
+
+def _bind_std_1(dim, unbiased=True, keepdim=False):
+    return (dim, unbiased, keepdim)
+
+def _bind_std_2(dim=None, *, correction=None, keepdim=False):
+    return (dim, correction, keepdim)
+
 def std(self, *args, **kwargs):
+    try:
+        _b = _bind_std_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        unbiased, = _b
+        if type(unbiased) is bool:
+            return _R._op_std.call(self._ks, self, unbiased)
+    try:
+        _b = _bind_std_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, unbiased, keepdim = _b
+        if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
+            return _R._op_std_dim.call(self._ks, self, (None if dim is None else dim_), unbiased, keepdim)
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_std_2(args, **kwargs)
+        else:
+            _b = _bind_std_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, correction, keepdim = _b
+        if (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
+            return _R._op_std_correction.call(self._ks, self, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_std.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_std.call(self._ks, self, _a['unbiased'])
@@ -2361,7 +5220,18 @@ _sig_amax = _Signatures('amax', [
     (('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_amax_0(dim=(), keepdim=False):
+    return (dim, keepdim)
+
 def amax(self, *args, **kwargs):
+    try:
+        _b = _bind_amax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            return _R._op_amax.call(self._ks, self, dim_, keepdim)
     _i, _a = _sig_amax.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_amax.call(self._ks, self, _a['dim'], _a['keepdim'])
@@ -2372,7 +5242,18 @@ _sig_amin = _Signatures('amin', [
     (('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_amin_0(dim=(), keepdim=False):
+    return (dim, keepdim)
+
 def amin(self, *args, **kwargs):
+    try:
+        _b = _bind_amin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            return _R._op_amin.call(self._ks, self, dim_, keepdim)
     _i, _a = _sig_amin.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_amin.call(self._ks, self, _a['dim'], _a['keepdim'])
@@ -2383,7 +5264,18 @@ _sig_aminmax = _Signatures('aminmax', [
     (('dim', 'int?', True, True, None), ('keepdim', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_aminmax_0(*, dim=None, keepdim=False):
+    return (dim, keepdim)
+
 def aminmax(self, *args, **kwargs):
+    try:
+        _b = _bind_aminmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if (dim is None or type(dim) is int) and type(keepdim) is bool:
+            return _R._op_aminmax.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_aminmax.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_aminmax.call(self._ks, self, _a['dim'], _a['keepdim'])
@@ -2394,7 +5286,18 @@ _sig_argmax = _Signatures('argmax', [
     (('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_argmax_0(dim=None, keepdim=False):
+    return (dim, keepdim)
+
 def argmax(self, *args, **kwargs):
+    try:
+        _b = _bind_argmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if (dim is None or type(dim) is int) and type(keepdim) is bool:
+            return _R._op_argmax.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_argmax.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_argmax.call(self._ks, self, _a['dim'], _a['keepdim'])
@@ -2405,7 +5308,18 @@ _sig_argmin = _Signatures('argmin', [
     (('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_argmin_0(dim=None, keepdim=False):
+    return (dim, keepdim)
+
 def argmin(self, *args, **kwargs):
+    try:
+        _b = _bind_argmin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if (dim is None or type(dim) is int) and type(keepdim) is bool:
+            return _R._op_argmin.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_argmin.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_argmin.call(self._ks, self, _a['dim'], _a['keepdim'])
@@ -2416,7 +5330,18 @@ _sig_logsumexp = _Signatures('logsumexp', [
     (('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_logsumexp_0(dim, keepdim=False):
+    return (dim, keepdim)
+
 def logsumexp(self, *args, **kwargs):
+    try:
+        _b = _bind_logsumexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            return _R._op_logsumexp.call(self._ks, self, dim_, keepdim)
     _i, _a = _sig_logsumexp.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logsumexp.call(self._ks, self, _a['dim'], _a['keepdim'])
@@ -2429,7 +5354,39 @@ _sig_all = _Signatures('all', [
     (('dim', 'int[]?', False, True, None), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_all_0():
+    return ()
+
+def _bind_all_1(dim, keepdim=False):
+    return (dim, keepdim)
+
+def _bind_all_2(dim=None, keepdim=False):
+    return (dim, keepdim)
+
 def all(self, *args, **kwargs):
+    try:
+        _b = _bind_all_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_all.call(self._ks, self)
+    try:
+        _b = _bind_all_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if type(dim) is int and type(keepdim) is bool:
+            return _R._op_all_dim.call(self._ks, self, dim, keepdim)
+    try:
+        _b = _bind_all_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
+            return _R._op_all_dims.call(self._ks, self, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_all.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_all.call(self._ks, self)
@@ -2446,7 +5403,39 @@ _sig_any = _Signatures('any', [
     (('dim', 'int[]?', False, True, None), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_any_0():
+    return ()
+
+def _bind_any_1(dim, keepdim=False):
+    return (dim, keepdim)
+
+def _bind_any_2(dim=None, keepdim=False):
+    return (dim, keepdim)
+
 def any(self, *args, **kwargs):
+    try:
+        _b = _bind_any_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_any.call(self._ks, self)
+    try:
+        _b = _bind_any_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if type(dim) is int and type(keepdim) is bool:
+            return _R._op_any_dim.call(self._ks, self, dim, keepdim)
+    try:
+        _b = _bind_any_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
+            return _R._op_any_dims.call(self._ks, self, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_any.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_any.call(self._ks, self)
@@ -2462,7 +5451,32 @@ _sig_count_nonzero = _Signatures('count_nonzero', [
     (('dim', 'int?', False, True, None),),
 ], method=True)
 
+def _bind_count_nonzero_0(dim):
+    return (dim,)
+
+def _bind_count_nonzero_1(dim=None):
+    return (dim,)
+
 def count_nonzero(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_count_nonzero_0(args, **kwargs)
+        else:
+            _b = _bind_count_nonzero_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if (dim_ := _ints(dim, False)) is not None:
+            return _R._op_count_nonzero_dim_IntList.call(self._ks, self, dim_)
+    try:
+        _b = _bind_count_nonzero_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if (dim is None or type(dim) is int):
+            return _R._op_count_nonzero.call(self._ks, self, dim)
     _i, _a = _sig_count_nonzero.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_count_nonzero_dim_IntList.call(self._ks, self, _a['dim'])
@@ -2475,7 +5489,18 @@ _sig_cumsum = _Signatures('cumsum', [
     (('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
+def _bind_cumsum_0(dim, *, dtype=None):
+    return (dim, dtype)
+
 def cumsum(self, *args, **kwargs):
+    try:
+        _b = _bind_cumsum_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, dtype = _b
+        if type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _R._op_cumsum.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumsum.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cumsum.call(self._ks, self, _a['dim'], _a['dtype'])
@@ -2486,7 +5511,18 @@ _sig_cumsum_ = _Signatures('cumsum_', [
     (('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
+def _bind_cumsum__0(dim, *, dtype=None):
+    return (dim, dtype)
+
 def cumsum_(self, *args, **kwargs):
+    try:
+        _b = _bind_cumsum__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, dtype = _b
+        if type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _R._op_cumsum_.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumsum_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cumsum_.call(self._ks, self, _a['dim'], _a['dtype'])
@@ -2497,7 +5533,18 @@ _sig_cumprod = _Signatures('cumprod', [
     (('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
+def _bind_cumprod_0(dim, *, dtype=None):
+    return (dim, dtype)
+
 def cumprod(self, *args, **kwargs):
+    try:
+        _b = _bind_cumprod_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, dtype = _b
+        if type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _R._op_cumprod.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumprod.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cumprod.call(self._ks, self, _a['dim'], _a['dtype'])
@@ -2508,7 +5555,18 @@ _sig_cumprod_ = _Signatures('cumprod_', [
     (('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
 
+def _bind_cumprod__0(dim, *, dtype=None):
+    return (dim, dtype)
+
 def cumprod_(self, *args, **kwargs):
+    try:
+        _b = _bind_cumprod__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, dtype = _b
+        if type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _R._op_cumprod_.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumprod_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cumprod_.call(self._ks, self, _a['dim'], _a['dtype'])
@@ -2519,7 +5577,18 @@ _sig_logcumsumexp = _Signatures('logcumsumexp', [
     (('dim', 'int', False, False, None),),
 ], method=True)
 
+def _bind_logcumsumexp_0(dim):
+    return (dim,)
+
 def logcumsumexp(self, *args, **kwargs):
+    try:
+        _b = _bind_logcumsumexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if type(dim) is int:
+            return _R._op_logcumsumexp.call(self._ks, self, dim)
     _i, _a = _sig_logcumsumexp.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_logcumsumexp.call(self._ks, self, _a['dim'])
@@ -2530,7 +5599,18 @@ _sig_cummax = _Signatures('cummax', [
     (('dim', 'int', False, False, None),),
 ], method=True)
 
+def _bind_cummax_0(dim):
+    return (dim,)
+
 def cummax(self, *args, **kwargs):
+    try:
+        _b = _bind_cummax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if type(dim) is int:
+            return _R._op_cummax.call(self._ks, self, dim)
     _i, _a = _sig_cummax.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cummax.call(self._ks, self, _a['dim'])
@@ -2541,7 +5621,18 @@ _sig_cummin = _Signatures('cummin', [
     (('dim', 'int', False, False, None),),
 ], method=True)
 
+def _bind_cummin_0(dim):
+    return (dim,)
+
 def cummin(self, *args, **kwargs):
+    try:
+        _b = _bind_cummin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if type(dim) is int:
+            return _R._op_cummin.call(self._ks, self, dim)
     _i, _a = _sig_cummin.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cummin.call(self._ks, self, _a['dim'])
@@ -2553,7 +5644,29 @@ _sig_sort = _Signatures('sort', [
     (('stable', 'bool?', True, False, None), ('dim', 'int', True, True, -1), ('descending', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_sort_0(dim=-1, descending=False):
+    return (dim, descending)
+
+def _bind_sort_1(*, stable, dim=-1, descending=False):
+    return (stable, dim, descending)
+
 def sort(self, *args, **kwargs):
+    try:
+        _b = _bind_sort_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, descending = _b
+        if type(dim) is int and type(descending) is bool:
+            return _R._op_sort.call(self._ks, self, dim, descending)
+    try:
+        _b = _bind_sort_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        stable, dim, descending = _b
+        if (stable is None or type(stable) is bool) and type(dim) is int and type(descending) is bool:
+            return _R._op_sort_stable.call(self._ks, self, stable, dim, descending)
     _i, _a = _sig_sort.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_sort.call(self._ks, self, _a['dim'], _a['descending'])
@@ -2567,7 +5680,29 @@ _sig_argsort = _Signatures('argsort', [
     (('stable', 'bool', True, False, None), ('dim', 'int', True, True, -1), ('descending', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_argsort_0(dim=-1, descending=False):
+    return (dim, descending)
+
+def _bind_argsort_1(*, stable, dim=-1, descending=False):
+    return (stable, dim, descending)
+
 def argsort(self, *args, **kwargs):
+    try:
+        _b = _bind_argsort_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, descending = _b
+        if type(dim) is int and type(descending) is bool:
+            return _R._op_argsort.call(self._ks, self, dim, descending)
+    try:
+        _b = _bind_argsort_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        stable, dim, descending = _b
+        if type(stable) is bool and type(dim) is int and type(descending) is bool:
+            return _R._op_argsort_stable.call(self._ks, self, stable, dim, descending)
     _i, _a = _sig_argsort.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_argsort.call(self._ks, self, _a['dim'], _a['descending'])
@@ -2580,7 +5715,18 @@ _sig_topk = _Signatures('topk', [
     (('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('largest', 'bool', False, True, True), ('sorted', 'bool', False, True, True),),
 ], method=True)
 
+def _bind_topk_0(k, dim=-1, largest=True, sorted=True):
+    return (k, dim, largest, sorted)
+
 def topk(self, *args, **kwargs):
+    try:
+        _b = _bind_topk_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        k, dim, largest, sorted = _b
+        if type(k) is int and type(dim) is int and type(largest) is bool and type(sorted) is bool:
+            return _R._op_topk.call(self._ks, self, k, dim, largest, sorted)
     _i, _a = _sig_topk.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_topk.call(self._ks, self, _a['k'], _a['dim'], _a['largest'], _a['sorted'])
@@ -2591,7 +5737,18 @@ _sig_kthvalue = _Signatures('kthvalue', [
     (('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_kthvalue_0(k, dim=-1, keepdim=False):
+    return (k, dim, keepdim)
+
 def kthvalue(self, *args, **kwargs):
+    try:
+        _b = _bind_kthvalue_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        k, dim, keepdim = _b
+        if type(k) is int and type(dim) is int and type(keepdim) is bool:
+            return _R._op_kthvalue.call(self._ks, self, k, dim, keepdim)
     _i, _a = _sig_kthvalue.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_kthvalue.call(self._ks, self, _a['k'], _a['dim'], _a['keepdim'])
@@ -2603,7 +5760,28 @@ _sig_median = _Signatures('median', [
     (('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_median_0():
+    return ()
+
+def _bind_median_1(dim, keepdim=False):
+    return (dim, keepdim)
+
 def median(self, *args, **kwargs):
+    try:
+        _b = _bind_median_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_median.call(self._ks, self)
+    try:
+        _b = _bind_median_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if type(dim) is int and type(keepdim) is bool:
+            return _R._op_median_dim.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_median.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_median.call(self._ks, self)
@@ -2616,7 +5794,18 @@ _sig_mode = _Signatures('mode', [
     (('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_mode_0(dim=-1, keepdim=False):
+    return (dim, keepdim)
+
 def mode(self, *args, **kwargs):
+    try:
+        _b = _bind_mode_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if type(dim) is int and type(keepdim) is bool:
+            return _R._op_mode.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_mode.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_mode.call(self._ks, self, _a['dim'], _a['keepdim'])
@@ -2628,7 +5817,29 @@ _sig_quantile = _Signatures('quantile', [
     (('q', 'float', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),),
 ], method=True)
 
+def _bind_quantile_0(q, dim=None, keepdim=False, *, interpolation='linear'):
+    return (q, dim, keepdim, interpolation)
+
+def _bind_quantile_1(q, dim=None, keepdim=False, *, interpolation='linear'):
+    return (q, dim, keepdim, interpolation)
+
 def quantile(self, *args, **kwargs):
+    try:
+        _b = _bind_quantile_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        q, dim, keepdim, interpolation = _b
+        if isinstance(q, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
+            return _R._op_quantile.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
+    try:
+        _b = _bind_quantile_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        q, dim, keepdim, interpolation = _b
+        if type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
+            return _R._op_quantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
     _i, _a = _sig_quantile.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_quantile.call(self._ks | _a['q']._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
@@ -2642,7 +5853,29 @@ _sig_nanquantile = _Signatures('nanquantile', [
     (('q', 'float', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),),
 ], method=True)
 
+def _bind_nanquantile_0(q, dim=None, keepdim=False, *, interpolation='linear'):
+    return (q, dim, keepdim, interpolation)
+
+def _bind_nanquantile_1(q, dim=None, keepdim=False, *, interpolation='linear'):
+    return (q, dim, keepdim, interpolation)
+
 def nanquantile(self, *args, **kwargs):
+    try:
+        _b = _bind_nanquantile_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        q, dim, keepdim, interpolation = _b
+        if isinstance(q, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
+            return _R._op_nanquantile.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
+    try:
+        _b = _bind_nanquantile_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        q, dim, keepdim, interpolation = _b
+        if type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
+            return _R._op_nanquantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
     _i, _a = _sig_nanquantile.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_nanquantile.call(self._ks | _a['q']._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
@@ -2655,7 +5888,18 @@ _sig_bincount = _Signatures('bincount', [
     (('weights', 'T?', False, True, None), ('minlength', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_bincount_0(weights=None, minlength=0):
+    return (weights, minlength)
+
 def bincount(self, *args, **kwargs):
+    try:
+        _b = _bind_bincount_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        weights, minlength = _b
+        if (weights is None or isinstance(weights, _Tensor)) and type(minlength) is int:
+            return _R._op_bincount.call(self._ks | _ks_opt(weights), self, weights, minlength)
     _i, _a = _sig_bincount.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bincount.call(self._ks | _ks_opt(_a['weights']), self, _a['weights'], _a['minlength'])
@@ -2666,7 +5910,18 @@ _sig_histc = _Signatures('histc', [
     (('bins', 'int', False, True, 100), ('min', 'Scalar', False, True, 0), ('max', 'Scalar', False, True, 0),),
 ], method=True)
 
+def _bind_histc_0(bins=100, min=0, max=0):
+    return (bins, min, max)
+
 def histc(self, *args, **kwargs):
+    try:
+        _b = _bind_histc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        bins, min, max = _b
+        if type(bins) is int and type(min) in _NUMBERS and type(max) in _NUMBERS:
+            return _R._op_histc.call(self._ks, self, bins, min, max)
     _i, _a = _sig_histc.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_histc.call(self._ks, self, _a['bins'], _a['min'], _a['max'])
@@ -2678,7 +5933,29 @@ _sig_norm = _Signatures('norm', [
     (('p', 'Scalar', False, True, 2),),
 ], method=True)
 
+def _bind_norm_0(p, dim, keepdim=False):
+    return (p, dim, keepdim)
+
+def _bind_norm_1(p=2):
+    return (p,)
+
 def norm(self, *args, **kwargs):
+    try:
+        _b = _bind_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        p, dim, keepdim = _b
+        if (p is None or type(p) in _NUMBERS) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            return _R._op_norm_ScalarOpt_dim.call(self._ks, self, p, dim_, keepdim)
+    try:
+        _b = _bind_norm_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        p, = _b
+        if type(p) in _NUMBERS:
+            return _R._op_norm_Scalar.call(self._ks, self, p)
     _i, _a = _sig_norm.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_norm_ScalarOpt_dim.call(self._ks, self, _a['p'], _a['dim'], _a['keepdim'])
@@ -2692,7 +5969,32 @@ _sig_view = _Signatures('view', [
     (('dtype', 'dtype?', False, False, None),),
 ], method=True)
 
+def _bind_view_0(size):
+    return (size,)
+
+def _bind_view_1(dtype):
+    return (dtype,)
+
 def view(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_view_0(args, **kwargs)
+        else:
+            _b = _bind_view_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, = _b
+        if (size_ := _ints(size, False)) is not None:
+            return _R._op_view.call(self._ks, self, size_)
+    try:
+        _b = _bind_view_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dtype, = _b
+        if (dtype is None or type(dtype) is _dtype):
+            return _R._op_view_dtype.call(self._ks, self, dtype)
     _i, _a = _sig_view.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_view.call(self._ks, self, _a['size'])
@@ -2705,7 +6007,21 @@ _sig_reshape = _Signatures('reshape', [
     (('shape', 'int[]', False, False, None),),
 ], method=True)
 
+def _bind_reshape_0(shape):
+    return (shape,)
+
 def reshape(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_reshape_0(args, **kwargs)
+        else:
+            _b = _bind_reshape_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        shape, = _b
+        if (shape_ := _ints(shape, False)) is not None:
+            return _R._op_reshape.call(self._ks, self, shape_)
     _i, _a = _sig_reshape.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_reshape.call(self._ks, self, _a['shape'])
@@ -2716,7 +6032,18 @@ _sig_view_as = _Signatures('view_as', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_view_as_0(other):
+    return (other,)
+
 def view_as(self, *args, **kwargs):
+    try:
+        _b = _bind_view_as_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_view_as.call(self._ks | other._ks, self, other)
     _i, _a = _sig_view_as.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_view_as.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -2727,7 +6054,18 @@ _sig_reshape_as = _Signatures('reshape_as', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_reshape_as_0(other):
+    return (other,)
+
 def reshape_as(self, *args, **kwargs):
+    try:
+        _b = _bind_reshape_as_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_reshape_as.call(self._ks | other._ks, self, other)
     _i, _a = _sig_reshape_as.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_reshape_as.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -2738,7 +6076,18 @@ _sig_as_strided = _Signatures('as_strided', [
     (('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None),),
 ], method=True)
 
+def _bind_as_strided_0(size, stride, storage_offset=None):
+    return (size, stride, storage_offset)
+
 def as_strided(self, *args, **kwargs):
+    try:
+        _b = _bind_as_strided_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, stride, storage_offset = _b
+        if (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
+            return _R._op_as_strided.call(self._ks, self, size_, stride_, storage_offset)
     _i, _a = _sig_as_strided.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_as_strided.call(self._ks, self, _a['size'], _a['stride'], _a['storage_offset'])
@@ -2749,7 +6098,17 @@ _sig_t = _Signatures('t', [
     (),
 ], method=True)
 
+def _bind_t_0():
+    return ()
+
 def t(self, *args, **kwargs):
+    try:
+        _b = _bind_t_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_t.call(self._ks, self)
     _i, _a = _sig_t.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_t.call(self._ks, self)
@@ -2760,7 +6119,18 @@ _sig_transpose = _Signatures('transpose', [
     (('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),),
 ], method=True)
 
+def _bind_transpose_0(dim0, dim1):
+    return (dim0, dim1)
+
 def transpose(self, *args, **kwargs):
+    try:
+        _b = _bind_transpose_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim0, dim1 = _b
+        if type(dim0) is int and type(dim1) is int:
+            return _R._op_transpose_int.call(self._ks, self, dim0, dim1)
     _i, _a = _sig_transpose.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_transpose_int.call(self._ks, self, _a['dim0'], _a['dim1'])
@@ -2771,7 +6141,18 @@ _sig_swapaxes = _Signatures('swapaxes', [
     (('axis0', 'int', False, False, None), ('axis1', 'int', False, False, None),),
 ], method=True)
 
+def _bind_swapaxes_0(axis0, axis1):
+    return (axis0, axis1)
+
 def swapaxes(self, *args, **kwargs):
+    try:
+        _b = _bind_swapaxes_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        axis0, axis1 = _b
+        if type(axis0) is int and type(axis1) is int:
+            return _R._op_swapaxes.call(self._ks, self, axis0, axis1)
     _i, _a = _sig_swapaxes.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_swapaxes.call(self._ks, self, _a['axis0'], _a['axis1'])
@@ -2782,7 +6163,18 @@ _sig_swapdims = _Signatures('swapdims', [
     (('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),),
 ], method=True)
 
+def _bind_swapdims_0(dim0, dim1):
+    return (dim0, dim1)
+
 def swapdims(self, *args, **kwargs):
+    try:
+        _b = _bind_swapdims_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim0, dim1 = _b
+        if type(dim0) is int and type(dim1) is int:
+            return _R._op_swapdims.call(self._ks, self, dim0, dim1)
     _i, _a = _sig_swapdims.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_swapdims.call(self._ks, self, _a['dim0'], _a['dim1'])
@@ -2793,7 +6185,21 @@ _sig_permute = _Signatures('permute', [
     (('dims', 'int[]', False, False, None),),
 ], method=True)
 
+def _bind_permute_0(dims):
+    return (dims,)
+
 def permute(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_permute_0(args, **kwargs)
+        else:
+            _b = _bind_permute_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dims, = _b
+        if (dims_ := _ints(dims, False)) is not None:
+            return _R._op_permute.call(self._ks, self, dims_)
     _i, _a = _sig_permute.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_permute.call(self._ks, self, _a['dims'])
@@ -2805,7 +6211,29 @@ _sig_movedim = _Signatures('movedim', [
     (('source', 'int', False, False, None), ('destination', 'int', False, False, None),),
 ], method=True)
 
+def _bind_movedim_0(source, destination):
+    return (source, destination)
+
+def _bind_movedim_1(source, destination):
+    return (source, destination)
+
 def movedim(self, *args, **kwargs):
+    try:
+        _b = _bind_movedim_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        source, destination = _b
+        if (source_ := _ints(source, False)) is not None and (destination_ := _ints(destination, False)) is not None:
+            return _R._op_movedim_intlist.call(self._ks, self, source_, destination_)
+    try:
+        _b = _bind_movedim_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        source, destination = _b
+        if type(source) is int and type(destination) is int:
+            return _R._op_movedim_int.call(self._ks, self, source, destination)
     _i, _a = _sig_movedim.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_movedim_intlist.call(self._ks, self, _a['source'], _a['destination'])
@@ -2819,7 +6247,29 @@ _sig_moveaxis = _Signatures('moveaxis', [
     (('source', 'int', False, False, None), ('destination', 'int', False, False, None),),
 ], method=True)
 
+def _bind_moveaxis_0(source, destination):
+    return (source, destination)
+
+def _bind_moveaxis_1(source, destination):
+    return (source, destination)
+
 def moveaxis(self, *args, **kwargs):
+    try:
+        _b = _bind_moveaxis_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        source, destination = _b
+        if (source_ := _ints(source, False)) is not None and (destination_ := _ints(destination, False)) is not None:
+            return _R._op_moveaxis_intlist.call(self._ks, self, source_, destination_)
+    try:
+        _b = _bind_moveaxis_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        source, destination = _b
+        if type(source) is int and type(destination) is int:
+            return _R._op_moveaxis_int.call(self._ks, self, source, destination)
     _i, _a = _sig_moveaxis.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_moveaxis_intlist.call(self._ks, self, _a['source'], _a['destination'])
@@ -2832,7 +6282,21 @@ _sig_expand = _Signatures('expand', [
     (('size', 'int[]', False, False, None), ('implicit', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_expand_0(size, *, implicit=False):
+    return (size, implicit)
+
 def expand(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_expand_0(args, **kwargs)
+        else:
+            _b = _bind_expand_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, implicit = _b
+        if (size_ := _ints(size, False)) is not None and type(implicit) is bool:
+            return _R._op_expand.call(self._ks, self, size_, implicit)
     _i, _a = _sig_expand.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_expand.call(self._ks, self, _a['size'], _a['implicit'])
@@ -2843,7 +6307,18 @@ _sig_expand_as = _Signatures('expand_as', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_expand_as_0(other):
+    return (other,)
+
 def expand_as(self, *args, **kwargs):
+    try:
+        _b = _bind_expand_as_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_expand_as.call(self._ks | other._ks, self, other)
     _i, _a = _sig_expand_as.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_expand_as.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -2854,7 +6329,21 @@ _sig_broadcast_to = _Signatures('broadcast_to', [
     (('size', 'int[]', False, False, None),),
 ], method=True)
 
+def _bind_broadcast_to_0(size):
+    return (size,)
+
 def broadcast_to(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_broadcast_to_0(args, **kwargs)
+        else:
+            _b = _bind_broadcast_to_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, = _b
+        if (size_ := _ints(size, False)) is not None:
+            return _R._op_broadcast_to.call(self._ks, self, size_)
     _i, _a = _sig_broadcast_to.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_broadcast_to.call(self._ks, self, _a['size'])
@@ -2867,7 +6356,42 @@ _sig_squeeze = _Signatures('squeeze', [
     (('dim', 'int[]', False, False, None),),
 ], method=True)
 
+def _bind_squeeze_0():
+    return ()
+
+def _bind_squeeze_1(dim):
+    return (dim,)
+
+def _bind_squeeze_2(dim):
+    return (dim,)
+
 def squeeze(self, *args, **kwargs):
+    try:
+        _b = _bind_squeeze_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_squeeze.call(self._ks, self)
+    try:
+        _b = _bind_squeeze_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if type(dim) is int:
+            return _R._op_squeeze_dim.call(self._ks, self, dim)
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_squeeze_2(args, **kwargs)
+        else:
+            _b = _bind_squeeze_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if (dim_ := _ints(dim, False)) is not None:
+            return _R._op_squeeze_dims.call(self._ks, self, dim_)
     _i, _a = _sig_squeeze.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_squeeze.call(self._ks, self)
@@ -2882,7 +6406,18 @@ _sig_unsqueeze = _Signatures('unsqueeze', [
     (('dim', 'int', False, False, None),),
 ], method=True)
 
+def _bind_unsqueeze_0(dim):
+    return (dim,)
+
 def unsqueeze(self, *args, **kwargs):
+    try:
+        _b = _bind_unsqueeze_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if type(dim) is int:
+            return _R._op_unsqueeze.call(self._ks, self, dim)
     _i, _a = _sig_unsqueeze.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_unsqueeze.call(self._ks, self, _a['dim'])
@@ -2893,7 +6428,18 @@ _sig_flatten = _Signatures('flatten', [
     (('start_dim', 'int', False, True, 0), ('end_dim', 'int', False, True, -1),),
 ], method=True)
 
+def _bind_flatten_0(start_dim=0, end_dim=-1):
+    return (start_dim, end_dim)
+
 def flatten(self, *args, **kwargs):
+    try:
+        _b = _bind_flatten_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        start_dim, end_dim = _b
+        if type(start_dim) is int and type(end_dim) is int:
+            return _R._op_flatten_using_ints.call(self._ks, self, start_dim, end_dim)
     _i, _a = _sig_flatten.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_flatten_using_ints.call(self._ks, self, _a['start_dim'], _a['end_dim'])
@@ -2904,7 +6450,18 @@ _sig_unflatten = _Signatures('unflatten', [
     (('dim', 'int', False, False, None), ('sizes', 'int[]', False, False, None),),
 ], method=True)
 
+def _bind_unflatten_0(dim, sizes):
+    return (dim, sizes)
+
 def unflatten(self, *args, **kwargs):
+    try:
+        _b = _bind_unflatten_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, sizes = _b
+        if type(dim) is int and (sizes_ := _ints(sizes, False)) is not None:
+            return _R._op_unflatten_int.call(self._ks, self, dim, sizes_)
     _i, _a = _sig_unflatten.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_unflatten_int.call(self._ks, self, _a['dim'], _a['sizes'])
@@ -2915,7 +6472,17 @@ _sig_ravel = _Signatures('ravel', [
     (),
 ], method=True)
 
+def _bind_ravel_0():
+    return ()
+
 def ravel(self, *args, **kwargs):
+    try:
+        _b = _bind_ravel_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_ravel.call(self._ks, self)
     _i, _a = _sig_ravel.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_ravel.call(self._ks, self)
@@ -2926,7 +6493,18 @@ _sig_narrow = _Signatures('narrow', [
     (('dim', 'int', False, False, None), ('start', 'int', False, False, None), ('length', 'int', False, False, None),),
 ], method=True)
 
+def _bind_narrow_0(dim, start, length):
+    return (dim, start, length)
+
 def narrow(self, *args, **kwargs):
+    try:
+        _b = _bind_narrow_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, start, length = _b
+        if type(dim) is int and type(start) is int and type(length) is int:
+            return _R._op_narrow.call(self._ks, self, dim, start, length)
     _i, _a = _sig_narrow.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_narrow.call(self._ks, self, _a['dim'], _a['start'], _a['length'])
@@ -2937,7 +6515,18 @@ _sig_select = _Signatures('select', [
     (('dim', 'int', False, False, None), ('index', 'int', False, False, None),),
 ], method=True)
 
+def _bind_select_0(dim, index):
+    return (dim, index)
+
 def select(self, *args, **kwargs):
+    try:
+        _b = _bind_select_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index = _b
+        if type(dim) is int and type(index) is int:
+            return _R._op_select_int.call(self._ks, self, dim, index)
     _i, _a = _sig_select.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_select_int.call(self._ks, self, _a['dim'], _a['index'])
@@ -2948,7 +6537,18 @@ _sig_unbind = _Signatures('unbind', [
     (('dim', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_unbind_0(dim=0):
+    return (dim,)
+
 def unbind(self, *args, **kwargs):
+    try:
+        _b = _bind_unbind_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, = _b
+        if type(dim) is int:
+            return _R._op_unbind_int.call(self._ks, self, dim)
     _i, _a = _sig_unbind.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_unbind_int.call(self._ks, self, _a['dim'])
@@ -2960,7 +6560,29 @@ _sig_split = _Signatures('split', [
     (('split_size', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_split_0(split_size, dim=0):
+    return (split_size, dim)
+
+def _bind_split_1(split_size, dim=0):
+    return (split_size, dim)
+
 def split(self, *args, **kwargs):
+    try:
+        _b = _bind_split_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        split_size, dim = _b
+        if type(split_size) is int and type(dim) is int:
+            return _R._op_split_Tensor.call(self._ks, self, split_size, dim)
+    try:
+        _b = _bind_split_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        split_size, dim = _b
+        if (split_size_ := _ints(split_size, False)) is not None and type(dim) is int:
+            return _R._op_split_sizes.call(self._ks, self, split_size_, dim)
     _i, _a = _sig_split.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_split_Tensor.call(self._ks, self, _a['split_size'], _a['dim'])
@@ -2973,7 +6595,18 @@ _sig_split_with_sizes = _Signatures('split_with_sizes', [
     (('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_split_with_sizes_0(split_sizes, dim=0):
+    return (split_sizes, dim)
+
 def split_with_sizes(self, *args, **kwargs):
+    try:
+        _b = _bind_split_with_sizes_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        split_sizes, dim = _b
+        if (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
+            return _R._op_split_with_sizes.call(self._ks, self, split_sizes_, dim)
     _i, _a = _sig_split_with_sizes.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_split_with_sizes.call(self._ks, self, _a['split_sizes'], _a['dim'])
@@ -2984,7 +6617,18 @@ _sig_chunk = _Signatures('chunk', [
     (('chunks', 'int', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_chunk_0(chunks, dim=0):
+    return (chunks, dim)
+
 def chunk(self, *args, **kwargs):
+    try:
+        _b = _bind_chunk_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        chunks, dim = _b
+        if type(chunks) is int and type(dim) is int:
+            return _R._op_chunk.call(self._ks, self, chunks, dim)
     _i, _a = _sig_chunk.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_chunk.call(self._ks, self, _a['chunks'], _a['dim'])
@@ -2996,7 +6640,29 @@ _sig_tensor_split = _Signatures('tensor_split', [
     (('indices', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_tensor_split_0(sections, dim=0):
+    return (sections, dim)
+
+def _bind_tensor_split_1(indices, dim=0):
+    return (indices, dim)
+
 def tensor_split(self, *args, **kwargs):
+    try:
+        _b = _bind_tensor_split_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        sections, dim = _b
+        if type(sections) is int and type(dim) is int:
+            return _R._op_tensor_split_sections.call(self._ks, self, sections, dim)
+    try:
+        _b = _bind_tensor_split_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        indices, dim = _b
+        if (indices_ := _ints(indices, False)) is not None and type(dim) is int:
+            return _R._op_tensor_split_indices.call(self._ks, self, indices_, dim)
     _i, _a = _sig_tensor_split.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_tensor_split_sections.call(self._ks, self, _a['sections'], _a['dim'])
@@ -3009,7 +6675,18 @@ _sig_unfold = _Signatures('unfold', [
     (('dimension', 'int', False, False, None), ('size', 'int', False, False, None), ('step', 'int', False, False, None),),
 ], method=True)
 
+def _bind_unfold_0(dimension, size, step):
+    return (dimension, size, step)
+
 def unfold(self, *args, **kwargs):
+    try:
+        _b = _bind_unfold_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dimension, size, step = _b
+        if type(dimension) is int and type(size) is int and type(step) is int:
+            return _R._op_unfold.call(self._ks, self, dimension, size, step)
     _i, _a = _sig_unfold.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_unfold.call(self._ks, self, _a['dimension'], _a['size'], _a['step'])
@@ -3020,7 +6697,18 @@ _sig_diagonal = _Signatures('diagonal', [
     (('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1),),
 ], method=True)
 
+def _bind_diagonal_0(offset=0, dim1=0, dim2=1):
+    return (offset, dim1, dim2)
+
 def diagonal(self, *args, **kwargs):
+    try:
+        _b = _bind_diagonal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        offset, dim1, dim2 = _b
+        if type(offset) is int and type(dim1) is int and type(dim2) is int:
+            return _R._op_diagonal.call(self._ks, self, offset, dim1, dim2)
     _i, _a = _sig_diagonal.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_diagonal.call(self._ks, self, _a['offset'], _a['dim1'], _a['dim2'])
@@ -3031,7 +6719,18 @@ _sig_contiguous = _Signatures('contiguous', [
     (('memory_format', 'any', True, True, None),),
 ], method=True)
 
+def _bind_contiguous_0(*, memory_format=None):
+    return (memory_format,)
+
 def contiguous(self, *args, **kwargs):
+    try:
+        _b = _bind_contiguous_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        memory_format, = _b
+        if True:
+            return _R._op_contiguous.call(self._ks, self, memory_format)
     _i, _a = _sig_contiguous.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_contiguous.call(self._ks, self, _a['memory_format'])
@@ -3042,7 +6741,21 @@ _sig_new_empty = _Signatures('new_empty', [
     (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_new_empty_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (size, dtype, layout, device, pin_memory, requires_grad)
+
 def new_empty(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_new_empty_0(args, **kwargs)
+        else:
+            _b = _bind_new_empty_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, dtype, layout, device, pin_memory, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_new_empty.call(self._ks, self, size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_empty.parse(args, kwargs, self)
     if _i == 0:
         return _finish_factory(_R._op_new_empty.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3053,7 +6766,21 @@ _sig_new_zeros = _Signatures('new_zeros', [
     (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_new_zeros_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (size, dtype, layout, device, pin_memory, requires_grad)
+
 def new_zeros(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_new_zeros_0(args, **kwargs)
+        else:
+            _b = _bind_new_zeros_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, dtype, layout, device, pin_memory, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_new_zeros.call(self._ks, self, size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_zeros.parse(args, kwargs, self)
     if _i == 0:
         return _finish_factory(_R._op_new_zeros.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3064,7 +6791,21 @@ _sig_new_ones = _Signatures('new_ones', [
     (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_new_ones_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (size, dtype, layout, device, pin_memory, requires_grad)
+
 def new_ones(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_new_ones_0(args, **kwargs)
+        else:
+            _b = _bind_new_ones_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, dtype, layout, device, pin_memory, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_new_ones.call(self._ks, self, size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_ones.parse(args, kwargs, self)
     if _i == 0:
         return _finish_factory(_R._op_new_ones.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3075,7 +6816,18 @@ _sig_new_full = _Signatures('new_full', [
     (('size', 'int[]', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_new_full_0(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (size, fill_value, dtype, layout, device, pin_memory, requires_grad)
+
 def new_full(self, *args, **kwargs):
+    try:
+        _b = _bind_new_full_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, fill_value, dtype, layout, device, pin_memory, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _R._op_new_full.call(self._ks, self, size_, fill_value, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_full.parse(args, kwargs, self)
     if _i == 0:
         return _finish_factory(_R._op_new_full.call(self._ks, self, _a['size'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
@@ -3086,7 +6838,18 @@ _sig_uniform_ = _Signatures('uniform_', [
     (('from_', 'float', False, True, 0), ('to_', 'float', False, True, 1), ('generator', 'gen?', True, True, None),),
 ], method=True)
 
+def _bind_uniform__0(from_=0, to_=1, *, generator=None):
+    return (from_, to_, generator)
+
 def uniform_(self, *args, **kwargs):
+    try:
+        _b = _bind_uniform__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        from_, to_, generator = _b
+        if type(from_) is float and type(to_) is float and (generator is None or type(generator) is _Generator):
+            return _R._op_uniform_.call(self._ks, self, from_, to_, generator)
     _i, _a = _sig_uniform_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_uniform_.call(self._ks, self, _a['from_'], _a['to_'], _a['generator'])
@@ -3097,7 +6860,18 @@ _sig_normal_ = _Signatures('normal_', [
     (('mean', 'float', False, True, 0), ('std', 'float', False, True, 1), ('generator', 'gen?', True, True, None),),
 ], method=True)
 
+def _bind_normal__0(mean=0, std=1, *, generator=None):
+    return (mean, std, generator)
+
 def normal_(self, *args, **kwargs):
+    try:
+        _b = _bind_normal__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mean, std, generator = _b
+        if type(mean) is float and type(std) is float and (generator is None or type(generator) is _Generator):
+            return _R._op_normal_.call(self._ks, self, mean, std, generator)
     _i, _a = _sig_normal_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_normal_.call(self._ks, self, _a['mean'], _a['std'], _a['generator'])
@@ -3110,7 +6884,40 @@ _sig_random_ = _Signatures('random_', [
     (('generator', 'gen?', True, True, None),),
 ], method=True)
 
+def _bind_random__0(from_, to_, *, generator=None):
+    return (from_, to_, generator)
+
+def _bind_random__1(to_, *, generator=None):
+    return (to_, generator)
+
+def _bind_random__2(*, generator=None):
+    return (generator,)
+
 def random_(self, *args, **kwargs):
+    try:
+        _b = _bind_random__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        from_, to_, generator = _b
+        if type(from_) is int and (to_ is None or type(to_) is int) and (generator is None or type(generator) is _Generator):
+            return _R._op_random__from.call(self._ks, self, from_, to_, generator)
+    try:
+        _b = _bind_random__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        to_, generator = _b
+        if type(to_) is int and (generator is None or type(generator) is _Generator):
+            return _R._op_random__to.call(self._ks, self, to_, generator)
+    try:
+        _b = _bind_random__2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        generator, = _b
+        if (generator is None or type(generator) is _Generator):
+            return _R._op_random_.call(self._ks, self, generator)
     _i, _a = _sig_random_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_random__from.call(self._ks, self, _a['from_'], _a['to_'], _a['generator'])
@@ -3125,7 +6932,18 @@ _sig_bernoulli = _Signatures('bernoulli', [
     (('generator', 'gen?', True, True, None),),
 ], method=True)
 
+def _bind_bernoulli_0(*, generator=None):
+    return (generator,)
+
 def bernoulli(self, *args, **kwargs):
+    try:
+        _b = _bind_bernoulli_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        generator, = _b
+        if (generator is None or type(generator) is _Generator):
+            return _R._op_bernoulli.call(self._ks, self, generator)
     _i, _a = _sig_bernoulli.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bernoulli.call(self._ks, self, _a['generator'])
@@ -3136,7 +6954,18 @@ _sig_bernoulli_ = _Signatures('bernoulli_', [
     (('p', 'float', False, True, 0.5), ('generator', 'gen?', True, True, None),),
 ], method=True)
 
+def _bind_bernoulli__0(p=0.5, *, generator=None):
+    return (p, generator)
+
 def bernoulli_(self, *args, **kwargs):
+    try:
+        _b = _bind_bernoulli__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        p, generator = _b
+        if type(p) is float and (generator is None or type(generator) is _Generator):
+            return _R._op_bernoulli__float.call(self._ks, self, p, generator)
     _i, _a = _sig_bernoulli_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bernoulli__float.call(self._ks, self, _a['p'], _a['generator'])
@@ -3147,7 +6976,18 @@ _sig_multinomial = _Signatures('multinomial', [
     (('num_samples', 'int', False, False, None), ('replacement', 'bool', False, True, False), ('generator', 'gen?', True, True, None),),
 ], method=True)
 
+def _bind_multinomial_0(num_samples, replacement=False, *, generator=None):
+    return (num_samples, replacement, generator)
+
 def multinomial(self, *args, **kwargs):
+    try:
+        _b = _bind_multinomial_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        num_samples, replacement, generator = _b
+        if type(num_samples) is int and type(replacement) is bool and (generator is None or type(generator) is _Generator):
+            return _R._op_multinomial.call(self._ks, self, num_samples, replacement, generator)
     _i, _a = _sig_multinomial.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_multinomial.call(self._ks, self, _a['num_samples'], _a['replacement'], _a['generator'])
@@ -3158,7 +6998,18 @@ _sig_clone = _Signatures('clone', [
     (('memory_format', 'any', True, True, None),),
 ], method=True)
 
+def _bind_clone_0(*, memory_format=None):
+    return (memory_format,)
+
 def clone(self, *args, **kwargs):
+    try:
+        _b = _bind_clone_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        memory_format, = _b
+        if True:
+            return _R._op_clone.call(self._ks, self, memory_format)
     _i, _a = _sig_clone.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_clone.call(self._ks, self, _a['memory_format'])
@@ -3169,7 +7020,18 @@ _sig_copy_ = _Signatures('copy_', [
     (('src', 'T', False, False, None), ('non_blocking', 'bool', False, True, False),),
 ], method=True)
 
+def _bind_copy__0(src, non_blocking=False):
+    return (src, non_blocking)
+
 def copy_(self, *args, **kwargs):
+    try:
+        _b = _bind_copy__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        src, non_blocking = _b
+        if isinstance(src, _Tensor) and type(non_blocking) is bool:
+            return _R._op_copy_.call(self._ks | src._ks, self, src, non_blocking)
     _i, _a = _sig_copy_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_copy_.call(self._ks | _a['src']._ks, self, _a['src'], _a['non_blocking'])
@@ -3181,7 +7043,29 @@ _sig_fill_ = _Signatures('fill_', [
     (('value', 'T', False, False, None),),
 ], method=True)
 
+def _bind_fill__0(value):
+    return (value,)
+
+def _bind_fill__1(value):
+    return (value,)
+
 def fill_(self, *args, **kwargs):
+    try:
+        _b = _bind_fill__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        value, = _b
+        if type(value) in _NUMBERS:
+            return _R._op_fill__Scalar.call(self._ks, self, value)
+    try:
+        _b = _bind_fill__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        value, = _b
+        if isinstance(value, _Tensor):
+            return _R._op_fill__Tensor.call(self._ks | value._ks, self, value)
     _i, _a = _sig_fill_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_fill__Scalar.call(self._ks, self, _a['value'])
@@ -3194,7 +7078,17 @@ _sig_zero_ = _Signatures('zero_', [
     (),
 ], method=True)
 
+def _bind_zero__0():
+    return ()
+
 def zero_(self, *args, **kwargs):
+    try:
+        _b = _bind_zero__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_zero_.call(self._ks, self)
     _i, _a = _sig_zero_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_zero_.call(self._ks, self)
@@ -3206,7 +7100,29 @@ _sig_masked_fill = _Signatures('masked_fill', [
     (('mask', 'T', False, False, None), ('value', 'T', False, False, None),),
 ], method=True)
 
+def _bind_masked_fill_0(mask, value):
+    return (mask, value)
+
+def _bind_masked_fill_1(mask, value):
+    return (mask, value)
+
 def masked_fill(self, *args, **kwargs):
+    try:
+        _b = _bind_masked_fill_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mask, value = _b
+        if isinstance(mask, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_masked_fill_Scalar.call(self._ks | mask._ks, self, mask, value)
+    try:
+        _b = _bind_masked_fill_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mask, value = _b
+        if isinstance(mask, _Tensor) and isinstance(value, _Tensor):
+            return _R._op_masked_fill_Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
     _i, _a = _sig_masked_fill.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_masked_fill_Scalar.call(self._ks | _a['mask']._ks, self, _a['mask'], _a['value'])
@@ -3220,7 +7136,29 @@ _sig_masked_fill_ = _Signatures('masked_fill_', [
     (('mask', 'T', False, False, None), ('value', 'T', False, False, None),),
 ], method=True)
 
+def _bind_masked_fill__0(mask, value):
+    return (mask, value)
+
+def _bind_masked_fill__1(mask, value):
+    return (mask, value)
+
 def masked_fill_(self, *args, **kwargs):
+    try:
+        _b = _bind_masked_fill__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mask, value = _b
+        if isinstance(mask, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_masked_fill__Scalar.call(self._ks | mask._ks, self, mask, value)
+    try:
+        _b = _bind_masked_fill__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mask, value = _b
+        if isinstance(mask, _Tensor) and isinstance(value, _Tensor):
+            return _R._op_masked_fill__Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
     _i, _a = _sig_masked_fill_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_masked_fill__Scalar.call(self._ks | _a['mask']._ks, self, _a['mask'], _a['value'])
@@ -3255,7 +7193,18 @@ _sig_index_select = _Signatures('index_select', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None),),
 ], method=True)
 
+def _bind_index_select_0(dim, index):
+    return (dim, index)
+
 def index_select(self, *args, **kwargs):
+    try:
+        _b = _bind_index_select_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index = _b
+        if type(dim) is int and isinstance(index, _Tensor):
+            return _R._op_index_select.call(self._ks | index._ks, self, dim, index)
     _i, _a = _sig_index_select.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_index_select.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'])
@@ -3266,7 +7215,18 @@ _sig_gather = _Signatures('gather', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('sparse_grad', 'bool', True, True, False),),
 ], method=True)
 
+def _bind_gather_0(dim, index, *, sparse_grad=False):
+    return (dim, index, sparse_grad)
+
 def gather(self, *args, **kwargs):
+    try:
+        _b = _bind_gather_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, sparse_grad = _b
+        if type(dim) is int and isinstance(index, _Tensor) and type(sparse_grad) is bool:
+            return _R._op_gather.call(self._ks | index._ks, self, dim, index, sparse_grad)
     _i, _a = _sig_gather.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_gather.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['sparse_grad'])
@@ -3279,7 +7239,40 @@ _sig_scatter = _Signatures('scatter', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', True, False, None),),
 ], method=True)
 
+def _bind_scatter_0(dim, index, src):
+    return (dim, index, src)
+
+def _bind_scatter_1(dim, index, value):
+    return (dim, index, value)
+
+def _bind_scatter_2(dim, index, src, *, reduce):
+    return (dim, index, src, reduce)
+
 def scatter(self, *args, **kwargs):
+    try:
+        _b = _bind_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, src = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
+            return _R._op_scatter_src.call(self._ks | index._ks | src._ks, self, dim, index, src)
+    try:
+        _b = _bind_scatter_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, value = _b
+        if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_scatter_value.call(self._ks | index._ks, self, dim, index, value)
+    try:
+        _b = _bind_scatter_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, src, reduce = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
+            return _R._op_scatter_reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
     _i, _a = _sig_scatter.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_scatter_src.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
@@ -3296,7 +7289,40 @@ _sig_scatter_ = _Signatures('scatter_', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', True, False, None),),
 ], method=True)
 
+def _bind_scatter__0(dim, index, src):
+    return (dim, index, src)
+
+def _bind_scatter__1(dim, index, value):
+    return (dim, index, value)
+
+def _bind_scatter__2(dim, index, src, *, reduce):
+    return (dim, index, src, reduce)
+
 def scatter_(self, *args, **kwargs):
+    try:
+        _b = _bind_scatter__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, src = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
+            return _R._op_scatter__src.call(self._ks | index._ks | src._ks, self, dim, index, src)
+    try:
+        _b = _bind_scatter__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, value = _b
+        if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_scatter__value.call(self._ks | index._ks, self, dim, index, value)
+    try:
+        _b = _bind_scatter__2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, src, reduce = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
+            return _R._op_scatter__reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
     _i, _a = _sig_scatter_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_scatter__src.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
@@ -3311,7 +7337,18 @@ _sig_scatter_add = _Signatures('scatter_add', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),),
 ], method=True)
 
+def _bind_scatter_add_0(dim, index, src):
+    return (dim, index, src)
+
 def scatter_add(self, *args, **kwargs):
+    try:
+        _b = _bind_scatter_add_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, src = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
+            return _R._op_scatter_add.call(self._ks | index._ks | src._ks, self, dim, index, src)
     _i, _a = _sig_scatter_add.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_scatter_add.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
@@ -3322,7 +7359,18 @@ _sig_scatter_add_ = _Signatures('scatter_add_', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),),
 ], method=True)
 
+def _bind_scatter_add__0(dim, index, src):
+    return (dim, index, src)
+
 def scatter_add_(self, *args, **kwargs):
+    try:
+        _b = _bind_scatter_add__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, src = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
+            return _R._op_scatter_add_.call(self._ks | index._ks | src._ks, self, dim, index, src)
     _i, _a = _sig_scatter_add_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_scatter_add_.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
@@ -3333,7 +7381,18 @@ _sig_scatter_reduce = _Signatures('scatter_reduce', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),),
 ], method=True)
 
+def _bind_scatter_reduce_0(dim, index, src, reduce, *, include_self=True):
+    return (dim, index, src, reduce, include_self)
+
 def scatter_reduce(self, *args, **kwargs):
+    try:
+        _b = _bind_scatter_reduce_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, src, reduce, include_self = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
+            return _R._op_scatter_reduce_two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
     _i, _a = _sig_scatter_reduce.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_scatter_reduce_two.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
@@ -3344,7 +7403,18 @@ _sig_scatter_reduce_ = _Signatures('scatter_reduce_', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),),
 ], method=True)
 
+def _bind_scatter_reduce__0(dim, index, src, reduce, *, include_self=True):
+    return (dim, index, src, reduce, include_self)
+
 def scatter_reduce_(self, *args, **kwargs):
+    try:
+        _b = _bind_scatter_reduce__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, src, reduce, include_self = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
+            return _R._op_scatter_reduce__two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
     _i, _a = _sig_scatter_reduce_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_scatter_reduce__two.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
@@ -3355,7 +7425,18 @@ _sig_index_add = _Signatures('index_add', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_index_add_0(dim, index, source, *, alpha=1):
+    return (dim, index, source, alpha)
+
 def index_add(self, *args, **kwargs):
+    try:
+        _b = _bind_index_add_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, source, alpha = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
+            return _R._op_index_add.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
     _i, _a = _sig_index_add.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_index_add.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['alpha'])
@@ -3366,7 +7447,18 @@ _sig_index_add_ = _Signatures('index_add_', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_index_add__0(dim, index, source, *, alpha=1):
+    return (dim, index, source, alpha)
+
 def index_add_(self, *args, **kwargs):
+    try:
+        _b = _bind_index_add__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, source, alpha = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
+            return _R._op_index_add_.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
     _i, _a = _sig_index_add_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_index_add_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['alpha'])
@@ -3377,7 +7469,18 @@ _sig_index_copy = _Signatures('index_copy', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None),),
 ], method=True)
 
+def _bind_index_copy_0(dim, index, source):
+    return (dim, index, source)
+
 def index_copy(self, *args, **kwargs):
+    try:
+        _b = _bind_index_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, source = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
+            return _R._op_index_copy.call(self._ks | index._ks | source._ks, self, dim, index, source)
     _i, _a = _sig_index_copy.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_index_copy.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'])
@@ -3388,7 +7491,18 @@ _sig_index_copy_ = _Signatures('index_copy_', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None),),
 ], method=True)
 
+def _bind_index_copy__0(dim, index, source):
+    return (dim, index, source)
+
 def index_copy_(self, *args, **kwargs):
+    try:
+        _b = _bind_index_copy__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, source = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
+            return _R._op_index_copy_.call(self._ks | index._ks | source._ks, self, dim, index, source)
     _i, _a = _sig_index_copy_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_index_copy_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'])
@@ -3400,7 +7514,29 @@ _sig_index_fill = _Signatures('index_fill', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'T', False, False, None),),
 ], method=True)
 
+def _bind_index_fill_0(dim, index, value):
+    return (dim, index, value)
+
+def _bind_index_fill_1(dim, index, value):
+    return (dim, index, value)
+
 def index_fill(self, *args, **kwargs):
+    try:
+        _b = _bind_index_fill_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, value = _b
+        if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_index_fill_int_Scalar.call(self._ks | index._ks, self, dim, index, value)
+    try:
+        _b = _bind_index_fill_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, value = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(value, _Tensor):
+            return _R._op_index_fill_int_Tensor.call(self._ks | index._ks | value._ks, self, dim, index, value)
     _i, _a = _sig_index_fill.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_index_fill_int_Scalar.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
@@ -3413,7 +7549,18 @@ _sig_index_fill_ = _Signatures('index_fill_', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),),
 ], method=True)
 
+def _bind_index_fill__0(dim, index, value):
+    return (dim, index, value)
+
 def index_fill_(self, *args, **kwargs):
+    try:
+        _b = _bind_index_fill__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, value = _b
+        if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
+            return _R._op_index_fill__int_Scalar.call(self._ks | index._ks, self, dim, index, value)
     _i, _a = _sig_index_fill_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_index_fill__int_Scalar.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
@@ -3424,7 +7571,18 @@ _sig_masked_select = _Signatures('masked_select', [
     (('mask', 'T', False, False, None),),
 ], method=True)
 
+def _bind_masked_select_0(mask):
+    return (mask,)
+
 def masked_select(self, *args, **kwargs):
+    try:
+        _b = _bind_masked_select_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mask, = _b
+        if isinstance(mask, _Tensor):
+            return _R._op_masked_select.call(self._ks | mask._ks, self, mask)
     _i, _a = _sig_masked_select.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_masked_select.call(self._ks | _a['mask']._ks, self, _a['mask'])
@@ -3435,7 +7593,18 @@ _sig_masked_scatter = _Signatures('masked_scatter', [
     (('mask', 'T', False, False, None), ('source', 'T', False, False, None),),
 ], method=True)
 
+def _bind_masked_scatter_0(mask, source):
+    return (mask, source)
+
 def masked_scatter(self, *args, **kwargs):
+    try:
+        _b = _bind_masked_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mask, source = _b
+        if isinstance(mask, _Tensor) and isinstance(source, _Tensor):
+            return _R._op_masked_scatter.call(self._ks | mask._ks | source._ks, self, mask, source)
     _i, _a = _sig_masked_scatter.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_masked_scatter.call(self._ks | _a['mask']._ks | _a['source']._ks, self, _a['mask'], _a['source'])
@@ -3446,7 +7615,18 @@ _sig_masked_scatter_ = _Signatures('masked_scatter_', [
     (('mask', 'T', False, False, None), ('source', 'T', False, False, None),),
 ], method=True)
 
+def _bind_masked_scatter__0(mask, source):
+    return (mask, source)
+
 def masked_scatter_(self, *args, **kwargs):
+    try:
+        _b = _bind_masked_scatter__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mask, source = _b
+        if isinstance(mask, _Tensor) and isinstance(source, _Tensor):
+            return _R._op_masked_scatter_.call(self._ks | mask._ks | source._ks, self, mask, source)
     _i, _a = _sig_masked_scatter_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_masked_scatter_.call(self._ks | _a['mask']._ks | _a['source']._ks, self, _a['mask'], _a['source'])
@@ -3457,7 +7637,17 @@ _sig_nonzero = _Signatures('nonzero', [
     (),
 ], method=True)
 
+def _bind_nonzero_0():
+    return ()
+
 def nonzero(self, *args, **kwargs):
+    try:
+        _b = _bind_nonzero_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_nonzero.call(self._ks, self)
     _i, _a = _sig_nonzero.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_nonzero.call(self._ks, self)
@@ -3468,7 +7658,17 @@ _sig_argwhere = _Signatures('argwhere', [
     (),
 ], method=True)
 
+def _bind_argwhere_0():
+    return ()
+
 def argwhere(self, *args, **kwargs):
+    try:
+        _b = _bind_argwhere_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_argwhere.call(self._ks, self)
     _i, _a = _sig_argwhere.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_argwhere.call(self._ks, self)
@@ -3479,7 +7679,18 @@ _sig_take = _Signatures('take', [
     (('index', 'T', False, False, None),),
 ], method=True)
 
+def _bind_take_0(index):
+    return (index,)
+
 def take(self, *args, **kwargs):
+    try:
+        _b = _bind_take_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        index, = _b
+        if isinstance(index, _Tensor):
+            return _R._op_take.call(self._ks | index._ks, self, index)
     _i, _a = _sig_take.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_take.call(self._ks | _a['index']._ks, self, _a['index'])
@@ -3490,7 +7701,18 @@ _sig_take_along_dim = _Signatures('take_along_dim', [
     (('indices', 'T', False, False, None), ('dim', 'int?', False, True, None),),
 ], method=True)
 
+def _bind_take_along_dim_0(indices, dim=None):
+    return (indices, dim)
+
 def take_along_dim(self, *args, **kwargs):
+    try:
+        _b = _bind_take_along_dim_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        indices, dim = _b
+        if isinstance(indices, _Tensor) and (dim is None or type(dim) is int):
+            return _R._op_take_along_dim.call(self._ks | indices._ks, self, indices, dim)
     _i, _a = _sig_take_along_dim.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_take_along_dim.call(self._ks | _a['indices']._ks, self, _a['indices'], _a['dim'])
@@ -3501,7 +7723,18 @@ _sig_tril = _Signatures('tril', [
     (('diagonal', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_tril_0(diagonal=0):
+    return (diagonal,)
+
 def tril(self, *args, **kwargs):
+    try:
+        _b = _bind_tril_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        diagonal, = _b
+        if type(diagonal) is int:
+            return _R._op_tril.call(self._ks, self, diagonal)
     _i, _a = _sig_tril.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_tril.call(self._ks, self, _a['diagonal'])
@@ -3512,7 +7745,18 @@ _sig_tril_ = _Signatures('tril_', [
     (('diagonal', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_tril__0(diagonal=0):
+    return (diagonal,)
+
 def tril_(self, *args, **kwargs):
+    try:
+        _b = _bind_tril__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        diagonal, = _b
+        if type(diagonal) is int:
+            return _R._op_tril_.call(self._ks, self, diagonal)
     _i, _a = _sig_tril_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_tril_.call(self._ks, self, _a['diagonal'])
@@ -3523,7 +7767,18 @@ _sig_triu = _Signatures('triu', [
     (('diagonal', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_triu_0(diagonal=0):
+    return (diagonal,)
+
 def triu(self, *args, **kwargs):
+    try:
+        _b = _bind_triu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        diagonal, = _b
+        if type(diagonal) is int:
+            return _R._op_triu.call(self._ks, self, diagonal)
     _i, _a = _sig_triu.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_triu.call(self._ks, self, _a['diagonal'])
@@ -3534,7 +7789,18 @@ _sig_triu_ = _Signatures('triu_', [
     (('diagonal', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_triu__0(diagonal=0):
+    return (diagonal,)
+
 def triu_(self, *args, **kwargs):
+    try:
+        _b = _bind_triu__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        diagonal, = _b
+        if type(diagonal) is int:
+            return _R._op_triu_.call(self._ks, self, diagonal)
     _i, _a = _sig_triu_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_triu_.call(self._ks, self, _a['diagonal'])
@@ -3545,7 +7811,21 @@ _sig_flip = _Signatures('flip', [
     (('dims', 'int[]', False, False, None),),
 ], method=True)
 
+def _bind_flip_0(dims):
+    return (dims,)
+
 def flip(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_flip_0(args, **kwargs)
+        else:
+            _b = _bind_flip_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dims, = _b
+        if (dims_ := _ints(dims, False)) is not None:
+            return _R._op_flip.call(self._ks, self, dims_)
     _i, _a = _sig_flip.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_flip.call(self._ks, self, _a['dims'])
@@ -3556,7 +7836,17 @@ _sig_fliplr = _Signatures('fliplr', [
     (),
 ], method=True)
 
+def _bind_fliplr_0():
+    return ()
+
 def fliplr(self, *args, **kwargs):
+    try:
+        _b = _bind_fliplr_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_fliplr.call(self._ks, self)
     _i, _a = _sig_fliplr.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_fliplr.call(self._ks, self)
@@ -3567,7 +7857,17 @@ _sig_flipud = _Signatures('flipud', [
     (),
 ], method=True)
 
+def _bind_flipud_0():
+    return ()
+
 def flipud(self, *args, **kwargs):
+    try:
+        _b = _bind_flipud_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_flipud.call(self._ks, self)
     _i, _a = _sig_flipud.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_flipud.call(self._ks, self)
@@ -3578,7 +7878,18 @@ _sig_roll = _Signatures('roll', [
     (('shifts', 'int[1]', False, False, None), ('dims', 'int[1]', False, True, ()),),
 ], method=True)
 
+def _bind_roll_0(shifts, dims=()):
+    return (shifts, dims)
+
 def roll(self, *args, **kwargs):
+    try:
+        _b = _bind_roll_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        shifts, dims = _b
+        if (shifts_ := _ints(shifts, True)) is not None and (dims_ := _ints(dims, True)) is not None:
+            return _R._op_roll.call(self._ks, self, shifts_, dims_)
     _i, _a = _sig_roll.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_roll.call(self._ks, self, _a['shifts'], _a['dims'])
@@ -3589,7 +7900,18 @@ _sig_rot90 = _Signatures('rot90', [
     (('k', 'int', False, True, 1), ('dims', 'int[]', False, True, (0,1)),),
 ], method=True)
 
+def _bind_rot90_0(k=1, dims=(0,1)):
+    return (k, dims)
+
 def rot90(self, *args, **kwargs):
+    try:
+        _b = _bind_rot90_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        k, dims = _b
+        if type(k) is int and (dims_ := _ints(dims, False)) is not None:
+            return _R._op_rot90.call(self._ks, self, k, dims_)
     _i, _a = _sig_rot90.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_rot90.call(self._ks, self, _a['k'], _a['dims'])
@@ -3600,7 +7922,21 @@ _sig_repeat = _Signatures('repeat', [
     (('repeats', 'int[]', False, False, None),),
 ], method=True)
 
+def _bind_repeat_0(repeats):
+    return (repeats,)
+
 def repeat(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_repeat_0(args, **kwargs)
+        else:
+            _b = _bind_repeat_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        repeats, = _b
+        if (repeats_ := _ints(repeats, False)) is not None:
+            return _R._op_repeat.call(self._ks, self, repeats_)
     _i, _a = _sig_repeat.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_repeat.call(self._ks, self, _a['repeats'])
@@ -3611,7 +7947,21 @@ _sig_tile = _Signatures('tile', [
     (('dims', 'int[]', False, False, None),),
 ], method=True)
 
+def _bind_tile_0(dims):
+    return (dims,)
+
 def tile(self, *args, **kwargs):
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_tile_0(args, **kwargs)
+        else:
+            _b = _bind_tile_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dims, = _b
+        if (dims_ := _ints(dims, False)) is not None:
+            return _R._op_tile.call(self._ks, self, dims_)
     _i, _a = _sig_tile.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_tile.call(self._ks, self, _a['dims'])
@@ -3623,7 +7973,29 @@ _sig_repeat_interleave = _Signatures('repeat_interleave', [
     (('repeats', 'int', False, False, None), ('dim', 'int?', False, True, None), ('output_size', 'int?', True, True, None),),
 ], method=True)
 
+def _bind_repeat_interleave_0(repeats, dim=None, *, output_size=None):
+    return (repeats, dim, output_size)
+
+def _bind_repeat_interleave_1(repeats, dim=None, *, output_size=None):
+    return (repeats, dim, output_size)
+
 def repeat_interleave(self, *args, **kwargs):
+    try:
+        _b = _bind_repeat_interleave_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        repeats, dim, output_size = _b
+        if isinstance(repeats, _Tensor) and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
+            return _R._op_repeat_interleave_self_Tensor.call(self._ks | repeats._ks, self, repeats, dim, output_size)
+    try:
+        _b = _bind_repeat_interleave_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        repeats, dim, output_size = _b
+        if type(repeats) is int and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
+            return _R._op_repeat_interleave_self_int.call(self._ks, self, repeats, dim, output_size)
     _i, _a = _sig_repeat_interleave.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_repeat_interleave_self_Tensor.call(self._ks | _a['repeats']._ks, self, _a['repeats'], _a['dim'], _a['output_size'])
@@ -3636,7 +8008,18 @@ _sig_diag = _Signatures('diag', [
     (('diagonal', 'int', False, True, 0),),
 ], method=True)
 
+def _bind_diag_0(diagonal=0):
+    return (diagonal,)
+
 def diag(self, *args, **kwargs):
+    try:
+        _b = _bind_diag_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        diagonal, = _b
+        if type(diagonal) is int:
+            return _R._op_diag.call(self._ks, self, diagonal)
     _i, _a = _sig_diag.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_diag.call(self._ks, self, _a['diagonal'])
@@ -3647,7 +8030,18 @@ _sig_diag_embed = _Signatures('diag_embed', [
     (('offset', 'int', False, True, 0), ('dim1', 'int', False, True, -2), ('dim2', 'int', False, True, -1),),
 ], method=True)
 
+def _bind_diag_embed_0(offset=0, dim1=-2, dim2=-1):
+    return (offset, dim1, dim2)
+
 def diag_embed(self, *args, **kwargs):
+    try:
+        _b = _bind_diag_embed_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        offset, dim1, dim2 = _b
+        if type(offset) is int and type(dim1) is int and type(dim2) is int:
+            return _R._op_diag_embed.call(self._ks, self, offset, dim1, dim2)
     _i, _a = _sig_diag_embed.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_diag_embed.call(self._ks, self, _a['offset'], _a['dim1'], _a['dim2'])
@@ -3658,7 +8052,18 @@ _sig_mm = _Signatures('mm', [
     (('mat2', 'T', False, False, None),),
 ], method=True)
 
+def _bind_mm_0(mat2):
+    return (mat2,)
+
 def mm(self, *args, **kwargs):
+    try:
+        _b = _bind_mm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mat2, = _b
+        if isinstance(mat2, _Tensor):
+            return _R._op_mm.call(self._ks | mat2._ks, self, mat2)
     _i, _a = _sig_mm.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_mm.call(self._ks | _a['mat2']._ks, self, _a['mat2'])
@@ -3669,7 +8074,18 @@ _sig_bmm = _Signatures('bmm', [
     (('mat2', 'T', False, False, None),),
 ], method=True)
 
+def _bind_bmm_0(mat2):
+    return (mat2,)
+
 def bmm(self, *args, **kwargs):
+    try:
+        _b = _bind_bmm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mat2, = _b
+        if isinstance(mat2, _Tensor):
+            return _R._op_bmm.call(self._ks | mat2._ks, self, mat2)
     _i, _a = _sig_bmm.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bmm.call(self._ks | _a['mat2']._ks, self, _a['mat2'])
@@ -3680,7 +8096,18 @@ _sig_matmul = _Signatures('matmul', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_matmul_0(other):
+    return (other,)
+
 def matmul(self, *args, **kwargs):
+    try:
+        _b = _bind_matmul_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_matmul.call(self._ks | other._ks, self, other)
     _i, _a = _sig_matmul.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_matmul.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -3691,7 +8118,18 @@ _sig_mv = _Signatures('mv', [
     (('vec', 'T', False, False, None),),
 ], method=True)
 
+def _bind_mv_0(vec):
+    return (vec,)
+
 def mv(self, *args, **kwargs):
+    try:
+        _b = _bind_mv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        vec, = _b
+        if isinstance(vec, _Tensor):
+            return _R._op_mv.call(self._ks | vec._ks, self, vec)
     _i, _a = _sig_mv.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_mv.call(self._ks | _a['vec']._ks, self, _a['vec'])
@@ -3702,7 +8140,18 @@ _sig_dot = _Signatures('dot', [
     (('tensor', 'T', False, False, None),),
 ], method=True)
 
+def _bind_dot_0(tensor):
+    return (tensor,)
+
 def dot(self, *args, **kwargs):
+    try:
+        _b = _bind_dot_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        tensor, = _b
+        if isinstance(tensor, _Tensor):
+            return _R._op_dot.call(self._ks | tensor._ks, self, tensor)
     _i, _a = _sig_dot.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_dot.call(self._ks | _a['tensor']._ks, self, _a['tensor'])
@@ -3713,7 +8162,18 @@ _sig_vdot = _Signatures('vdot', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_vdot_0(other):
+    return (other,)
+
 def vdot(self, *args, **kwargs):
+    try:
+        _b = _bind_vdot_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_vdot.call(self._ks | other._ks, self, other)
     _i, _a = _sig_vdot.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_vdot.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -3724,7 +8184,18 @@ _sig_inner = _Signatures('inner', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_inner_0(other):
+    return (other,)
+
 def inner(self, *args, **kwargs):
+    try:
+        _b = _bind_inner_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_inner.call(self._ks | other._ks, self, other)
     _i, _a = _sig_inner.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_inner.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -3735,7 +8206,18 @@ _sig_outer = _Signatures('outer', [
     (('vec2', 'T', False, False, None),),
 ], method=True)
 
+def _bind_outer_0(vec2):
+    return (vec2,)
+
 def outer(self, *args, **kwargs):
+    try:
+        _b = _bind_outer_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        vec2, = _b
+        if isinstance(vec2, _Tensor):
+            return _R._op_outer.call(self._ks | vec2._ks, self, vec2)
     _i, _a = _sig_outer.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_outer.call(self._ks | _a['vec2']._ks, self, _a['vec2'])
@@ -3746,7 +8228,18 @@ _sig_ger = _Signatures('ger', [
     (('vec2', 'T', False, False, None),),
 ], method=True)
 
+def _bind_ger_0(vec2):
+    return (vec2,)
+
 def ger(self, *args, **kwargs):
+    try:
+        _b = _bind_ger_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        vec2, = _b
+        if isinstance(vec2, _Tensor):
+            return _R._op_ger.call(self._ks | vec2._ks, self, vec2)
     _i, _a = _sig_ger.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_ger.call(self._ks | _a['vec2']._ks, self, _a['vec2'])
@@ -3757,7 +8250,18 @@ _sig_addmm = _Signatures('addmm', [
     (('mat1', 'T', False, False, None), ('mat2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_addmm_0(mat1, mat2, *, beta=1, alpha=1):
+    return (mat1, mat2, beta, alpha)
+
 def addmm(self, *args, **kwargs):
+    try:
+        _b = _bind_addmm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mat1, mat2, beta, alpha = _b
+        if isinstance(mat1, _Tensor) and isinstance(mat2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_addmm.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
     _i, _a = _sig_addmm.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_addmm.call(self._ks | _a['mat1']._ks | _a['mat2']._ks, self, _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
@@ -3768,7 +8272,18 @@ _sig_addmm_ = _Signatures('addmm_', [
     (('mat1', 'T', False, False, None), ('mat2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_addmm__0(mat1, mat2, *, beta=1, alpha=1):
+    return (mat1, mat2, beta, alpha)
+
 def addmm_(self, *args, **kwargs):
+    try:
+        _b = _bind_addmm__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mat1, mat2, beta, alpha = _b
+        if isinstance(mat1, _Tensor) and isinstance(mat2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_addmm_.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
     _i, _a = _sig_addmm_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_addmm_.call(self._ks | _a['mat1']._ks | _a['mat2']._ks, self, _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
@@ -3779,7 +8294,18 @@ _sig_addmv = _Signatures('addmv', [
     (('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_addmv_0(mat, vec, *, beta=1, alpha=1):
+    return (mat, vec, beta, alpha)
+
 def addmv(self, *args, **kwargs):
+    try:
+        _b = _bind_addmv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mat, vec, beta, alpha = _b
+        if isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_addmv.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
     _i, _a = _sig_addmv.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_addmv.call(self._ks | _a['mat']._ks | _a['vec']._ks, self, _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
@@ -3790,7 +8316,18 @@ _sig_addmv_ = _Signatures('addmv_', [
     (('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_addmv__0(mat, vec, *, beta=1, alpha=1):
+    return (mat, vec, beta, alpha)
+
 def addmv_(self, *args, **kwargs):
+    try:
+        _b = _bind_addmv__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        mat, vec, beta, alpha = _b
+        if isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_addmv_.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
     _i, _a = _sig_addmv_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_addmv_.call(self._ks | _a['mat']._ks | _a['vec']._ks, self, _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
@@ -3801,7 +8338,18 @@ _sig_baddbmm = _Signatures('baddbmm', [
     (('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_baddbmm_0(batch1, batch2, *, beta=1, alpha=1):
+    return (batch1, batch2, beta, alpha)
+
 def baddbmm(self, *args, **kwargs):
+    try:
+        _b = _bind_baddbmm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        batch1, batch2, beta, alpha = _b
+        if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_baddbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_baddbmm.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_baddbmm.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
@@ -3812,7 +8360,18 @@ _sig_baddbmm_ = _Signatures('baddbmm_', [
     (('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_baddbmm__0(batch1, batch2, *, beta=1, alpha=1):
+    return (batch1, batch2, beta, alpha)
+
 def baddbmm_(self, *args, **kwargs):
+    try:
+        _b = _bind_baddbmm__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        batch1, batch2, beta, alpha = _b
+        if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_baddbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_baddbmm_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_baddbmm_.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
@@ -3823,7 +8382,18 @@ _sig_addbmm = _Signatures('addbmm', [
     (('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_addbmm_0(batch1, batch2, *, beta=1, alpha=1):
+    return (batch1, batch2, beta, alpha)
+
 def addbmm(self, *args, **kwargs):
+    try:
+        _b = _bind_addbmm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        batch1, batch2, beta, alpha = _b
+        if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_addbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_addbmm.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_addbmm.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
@@ -3834,7 +8404,18 @@ _sig_addbmm_ = _Signatures('addbmm_', [
     (('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
 
+def _bind_addbmm__0(batch1, batch2, *, beta=1, alpha=1):
+    return (batch1, batch2, beta, alpha)
+
 def addbmm_(self, *args, **kwargs):
+    try:
+        _b = _bind_addbmm__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        batch1, batch2, beta, alpha = _b
+        if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _R._op_addbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_addbmm_.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_addbmm_.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
@@ -3845,7 +8426,18 @@ _sig_kron = _Signatures('kron', [
     (('other', 'T', False, False, None),),
 ], method=True)
 
+def _bind_kron_0(other):
+    return (other,)
+
 def kron(self, *args, **kwargs):
+    try:
+        _b = _bind_kron_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _R._op_kron.call(self._ks | other._ks, self, other)
     _i, _a = _sig_kron.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_kron.call(self._ks | _a['other']._ks, self, _a['other'])
@@ -3856,7 +8448,18 @@ _sig_cross = _Signatures('cross', [
     (('other', 'T', False, False, None), ('dim', 'int?', False, True, None),),
 ], method=True)
 
+def _bind_cross_0(other, dim=None):
+    return (other, dim)
+
 def cross(self, *args, **kwargs):
+    try:
+        _b = _bind_cross_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, dim = _b
+        if isinstance(other, _Tensor) and (dim is None or type(dim) is int):
+            return _R._op_cross.call(self._ks | other._ks, self, other, dim)
     _i, _a = _sig_cross.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_cross.call(self._ks | _a['other']._ks, self, _a['other'], _a['dim'])
@@ -3867,7 +8470,17 @@ _sig_det = _Signatures('det', [
     (),
 ], method=True)
 
+def _bind_det_0():
+    return ()
+
 def det(self, *args, **kwargs):
+    try:
+        _b = _bind_det_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_det.call(self._ks, self)
     _i, _a = _sig_det.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_det.call(self._ks, self)
@@ -3878,7 +8491,17 @@ _sig_inverse = _Signatures('inverse', [
     (),
 ], method=True)
 
+def _bind_inverse_0():
+    return ()
+
 def inverse(self, *args, **kwargs):
+    try:
+        _b = _bind_inverse_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_inverse.call(self._ks, self)
     _i, _a = _sig_inverse.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_inverse.call(self._ks, self)
@@ -3889,7 +8512,17 @@ _sig_slogdet = _Signatures('slogdet', [
     (),
 ], method=True)
 
+def _bind_slogdet_0():
+    return ()
+
 def slogdet(self, *args, **kwargs):
+    try:
+        _b = _bind_slogdet_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _R._op_slogdet.call(self._ks, self)
     _i, _a = _sig_slogdet.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_slogdet.call(self._ks, self)
@@ -3900,7 +8533,18 @@ _sig_pinverse = _Signatures('pinverse', [
     (('rcond', 'float', False, True, 1e-15),),
 ], method=True)
 
+def _bind_pinverse_0(rcond=1e-15):
+    return (rcond,)
+
 def pinverse(self, *args, **kwargs):
+    try:
+        _b = _bind_pinverse_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        rcond, = _b
+        if type(rcond) is float:
+            return _R._op_pinverse.call(self._ks, self, rcond)
     _i, _a = _sig_pinverse.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_pinverse.call(self._ks, self, _a['rcond'])

@@ -58,6 +58,15 @@ def check_writable(t, opname: str = "") -> None:
                            "single memory location. Please clone() the tensor before performing the operation.")
 
 
+def value_error(exc, kernel, *tensors):
+    """A ValueError escaped an array kernel: for elementwise kernels, report a broadcasting mismatch of
+    the tensor arguments as PyTorch does; otherwise re-raise it unchanged."""
+    if getattr(kernel, "elementwise", False):
+        from ember.aten.meta import broadcast_shapes
+        broadcast_shapes(*(t._data.shape for t in tensors if isinstance(t, Tensor)))
+    raise exc
+
+
 def check_devices(device_type: str, *tensors) -> None:
     """Every tensor argument on ``device_type`` (0-dim CPU tensors pass as scalars, as in PyTorch)."""
     for t in tensors:

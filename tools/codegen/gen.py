@@ -157,6 +157,12 @@ def gen_backend_kernel(nf: NativeFunction, backend: str, kernel: str) -> tuple[s
                 lines.append(f"    return ({names},)")
     else:
         lines += ["    " + ln for ln in _wrap_result(nf, _kernel_call(nf, kernel, xp), backend)]
+    tensors = [ident(a.name) for a in s.arguments if a.type.is_tensor]
+    if tensors and not mutating_kernel:  # Note: try costs nothing until something is raised
+        head = [ln for ln in lines if ln.startswith("def ") or ln.startswith("    _check_devices")]
+        body = [ln for ln in lines if ln not in head]
+        lines = head + ["    try:"] + ["    " + ln for ln in body] + \
+            ["    except ValueError as _e:", f"        _value_error(_e, K.{kernel}, {', '.join(tensors)})"]
     return fname, "\n".join(lines)
 
 
@@ -215,7 +221,7 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
            "from ember.aten.dispatcher import Dispatcher", "from ember.c10.dispatch_key import DispatchKey",
            "from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace",
            "from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable",
-           "from ember.aten.wrap import check_devices as _check_devices",
+           "from ember.aten.wrap import check_devices as _check_devices, value_error as _value_error",
            "from ember.aten.meta import run_meta as _run_meta",
            "from ember.c10.device import CPU as _CPU, META as _META",
            "from ember.c10.dispatch_key import KS_CPU as _KS_CPU, KS_CUDA as _KS_CUDA, KS_META as _KS_META",
@@ -300,37 +306,36 @@ def _default_literal(a: Argument) -> str:
     return d
 
 
-def _spec_entry(a: Argument, pyname: str) -> str:
+def _kind(a: Argument) -> str:
+    """The parser's name for an argument's type (see ember/_python_arg_parser.py)."""
     t = a.type
     if t.is_tensor:
-        kind = "T?" if t.optional else "T"
-    elif t.is_tensor_list:
-        kind = "T?[]" if t.elem_optional else "T[]"
-    elif t.base in ("int", "SymInt"):
-        kind = ("int[]" if t.is_list else "int") + ("?" if t.optional else "")
-        if t.is_list and t.list_size:
-            kind = f"int[{t.list_size}]" + ("?" if t.optional else "")
-    elif t.base in ("float",):
-        kind = ("float[]" if t.is_list else "float") + ("?" if t.optional else "")
-    elif t.base == "bool":
-        kind = ("bool[]" if t.is_list else "bool") + ("?" if t.optional else "")
-    elif t.base == "Scalar":
-        kind = "Scalar?" if t.optional else "Scalar"
-    elif t.base == "ScalarType":
-        kind = "dtype?"
-    elif t.base == "Device":
-        kind = "device?"
-    elif t.base == "str":
-        kind = "str?" if t.optional else "str"
-    elif t.base == "Generator":
-        kind = "gen?"
-    elif t.base in ("Layout", "MemoryFormat"):
-        kind = "any"
-    else:
-        kind = "any"
+        return "T?" if t.optional else "T"
+    if t.is_tensor_list:
+        return "T?[]" if t.elem_optional else "T[]"
+    if t.base in ("int", "SymInt"):
+        if t.is_list:
+            return f"int[{t.list_size}]" + ("?" if t.optional else "")
+        return "int" + ("?" if t.optional else "")
+    if t.base in ("float", "bool"):
+        return t.base + ("[]" if t.is_list else "") + ("?" if t.optional else "")
+    if t.base == "Scalar":
+        return "Scalar?" if t.optional else "Scalar"
+    if t.base == "ScalarType":
+        return "dtype?"
+    if t.base == "Device":
+        return "device?"
+    if t.base == "str":
+        return "str?" if t.optional else "str"
+    if t.base == "Generator":
+        return "gen?"
+    return "any"
+
+
+def _spec_entry(a: Argument, pyname: str) -> str:
     default = _default_literal(a)
-    has_default = default is not None or (t.optional and a.default is None and False)
-    return f"({pyname!r}, {kind!r}, {a.kwarg_only}, {has_default}, {default if default is not None else 'None'})"
+    return f"({pyname!r}, {_kind(a)!r}, {a.kwarg_only}, {default is not None}, " \
+           f"{default if default is not None else 'None'})"
 
 
 def _factory_extras(sig: PySig) -> bool:
@@ -353,8 +358,15 @@ def gen_binding(name: str, sigs: list[PySig], method: bool) -> str:
             entries.append("('requires_grad', 'bool', True, True, False)")
         specs.append(f"    ({', '.join(entries)}{',' if entries else ''}),")
     lines = [f"_sig_{name} = _Signatures({name!r}, [", *specs, f"], method={method})", ""]
+    fast_defs, fast_body = [], []
+    for i, sg in enumerate(sigs):
+        d, b = _fast_path(name, i, sg, method)
+        fast_defs += d
+        fast_body += b
+    lines += fast_defs
     head = "def {}(self, *args, **kwargs):" if method else "def {}(*args, **kwargs):"
     lines.append(head.format(name))
+    lines += fast_body
     if method:
         lines.append(f"    _i, _a = _sig_{name}.parse(args, kwargs, self)")
     else:
@@ -366,6 +378,121 @@ def gen_binding(name: str, sigs: list[PySig], method: bool) -> str:
         lines += ["        " + b for b in body]
     lines.append("    raise AssertionError('unreachable')")
     return "\n".join(lines)
+
+
+# Note [Binding fast path]
+# Every binding first tries each signature with Python's own argument binding (a generated ``_bind``
+# function with the signature's parameters and defaults) and inline type checks that accept only values
+# needing no conversion (a Tensor, a Python number, a tuple of ints, None for optional arguments, ...).
+# When one passes, the op is called directly.  Anything else — lists for sizes, ``dtype=float``, device
+# strings, numpy scalars, and every error — goes to the generic parser (``_Signatures.parse``), which is
+# the reference behaviour; the fast path only skips work for calls that need none.
+_FAST_CHECKS = {
+    "T": "isinstance({v}, _Tensor)",
+    "T?": "({v} is None or isinstance({v}, _Tensor))",
+    "Scalar": "type({v}) in _NUMBERS",
+    "Scalar?": "({v} is None or type({v}) in _NUMBERS)",
+    "int": "type({v}) is int",
+    "int?": "({v} is None or type({v}) is int)",
+    "float": "type({v}) is float",
+    "float?": "({v} is None or type({v}) is float)",
+    "bool": "type({v}) is bool",
+    "bool?": "({v} is None or type({v}) is bool)",
+    "str": "type({v}) is str",
+    "str?": "({v} is None or type({v}) is str)",
+    "dtype?": "({v} is None or type({v}) is _dtype)",
+    "device?": "{v} is None",
+    "gen?": "({v} is None or type({v}) is _Generator)",
+    "any": "True",
+}
+
+
+def _fast_check(kind: str, v: str) -> tuple[str, str | None]:
+    """(condition, converted expression) for the fast path, or ("", None) when it cannot take ``kind``."""
+    if kind in _FAST_CHECKS:
+        return _FAST_CHECKS[kind].format(v=v), v
+    if kind.startswith("int["):
+        opt = kind.endswith("?")
+        single = kind[4:-1 if not opt else -2] != ""
+        conv = f"_ints({v}, {single})"
+        if opt:
+            return f"({v} is None or ({v}_ := {conv}) is not None)", f"(None if {v} is None else {v}_)"
+        return f"({v}_ := {conv}) is not None", f"{v}_"
+    return "", None
+
+
+def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], list[str]]:
+    params, checks, conv = [], [], {}
+    star = False
+    for a in sg.args:
+        pn = sg.pyname(a)
+        kind = _kind(a)
+        if a.kwarg_only and not star:
+            params.append("*")
+            star = True
+        d = _default_literal(a)
+        params.append(pn if d is None else f"{pn}={d}")
+        c, e = _fast_check(kind, pn)
+        if e is None:
+            return [], []
+        checks.append(c)
+        conv[pn] = e
+    extra_out = sg.out_nf is not None and len(sg.out_nf.schema.out_arguments) == 1
+    if extra_out:
+        if not star:
+            params.append("*")
+            star = True
+        params.append("out=None")
+    if _factory_extras(sg):
+        if not star:
+            params.append("*")
+        params.append("requires_grad=False")
+        checks.append("not requires_grad")
+    names = [p.split("=")[0] for p in params if p != "*"]
+    bind = f"_bind_{name}_{i}"
+    defs = [f"def {bind}({', '.join(params)}):",
+            f"    return ({', '.join(names)}{',' if len(names) == 1 else ''})",
+            ""]
+    body = ["    try:",
+            f"        _b = {bind}(*args, **kwargs)",
+            "    except TypeError:",
+            "        _b = None"]
+    if sg.varargs:  # ``x.view(2, 3)``: the ints arrive as varargs
+        body = ["    try:",
+                "        if args and type(args[0]) is int:",
+                f"            _b = {bind}(args, **kwargs)",
+                "        else:",
+                f"            _b = {bind}(*args, **kwargs)",
+                "    except TypeError:",
+                "        _b = None"]
+    body.append("    if _b is not None:")
+    if names:
+        body.append(f"        {', '.join(names)}{',' if len(names) == 1 else ''} = _b")
+    cond = " and ".join(checks) if checks else "True"
+    body.append(f"        if {cond}:")
+    s = sg.nf.schema
+    argnames = {}
+    for a in s.arguments:
+        argnames[a.name] = "self" if (method and a is sg.self_arg) else conv[sg.pyname(a)]
+    call_args = [argnames[a.name] for a in s.arguments]
+    ks = _ks_expr(sg.nf, argnames)
+    call = f"_R.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
+    if extra_out:
+        out_s = sg.out_nf.schema
+        oargs = []
+        for a in out_s.arguments:
+            if a.kwarg_only and a.type.is_write:
+                oargs.append("out")
+            else:
+                oargs.append(argnames[a.name])
+        body.append("            if out is None:")
+        body.append(f"                return {call}")
+        body.append("            if isinstance(out, _Tensor):")
+        body.append(f"                return _R.{handle_var(out_s)}.call({_ks_expr(sg.out_nf, argnames)}, "
+                    f"{', '.join(oargs)})")
+    else:
+        body.append(f"            return {call}")
+    return defs, body
 
 
 def _ks_expr(nf: NativeFunction, argnames: dict[str, str]) -> str:
@@ -466,6 +593,10 @@ def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, t
            "from ember._generated import registrations as _R",
            "from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401",
            "from ember.c10 import dtype as _dtypes  # noqa: F401",
+           "from ember.c10.dtype import dtype as _dtype",
+           "from ember.c10.generator import Generator as _Generator",
+           "from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints",
+           "from ember._tensor import Tensor as _Tensor",
            "from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, "
            "ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory", "",
            f"__all__ = {sorted(groups)!r}", ""]

@@ -5,9 +5,9 @@ Python values (for everything else), and return arrays.  They raise PyTorch's er
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
+
+from ember.c10.dtype import BF16_NP as _BF16
 
 from ember.c10 import dtype as dt
 from ember.c10.dtype import from_numpy_dtype, result_type_of
@@ -18,16 +18,10 @@ _NUMBER = (bool, int, float, complex)
 
 def elementwise(fn):
     """Mark ``fn`` elementwise: its Meta kernel runs on one-element stand-ins (see aten/meta.py), and a
-    broadcasting failure inside it is reported in PyTorch's words, not NumPy's."""
-    @functools.wraps(fn)
-    def kernel(xp, *args, **kwargs):
-        try:
-            return fn(xp, *args, **kwargs)
-        except ValueError:
-            check_broadcast(*(a.shape for a in args if hasattr(a, "shape")))
-            raise
-    kernel.elementwise = True
-    return kernel
+    NumPy broadcasting ValueError from it is reported in PyTorch's words by the generated wrapper
+    (``ember.aten.wrap.value_error``), on the error path only."""
+    fn.elementwise = True
+    return fn
 
 
 def meta_shape(shape_fn):
@@ -60,7 +54,7 @@ def is_integral(npdt, include_bool: bool = True) -> bool:
 
 
 def is_floating(npdt) -> bool:
-    return npdt.kind == "f" or npdt.name == "bfloat16"
+    return npdt.kind == "f" or npdt == _BF16
 
 
 def compute_dtype(npdt):

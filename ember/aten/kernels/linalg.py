@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.c10.dtype import BF16_NP as _BF16
+
 from ember.aten.kernels._common import compute_dtype, meta_shape, shape_str, type_name, wrap_dim
 
 
@@ -357,7 +359,7 @@ def linalg_cross(xp, self, other, dim=-1):
 
 
 def linalg_vector_norm(xp, self, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
-    if self.dtype.kind not in "fc" and self.dtype.name != "bfloat16":
+    if self.dtype.kind not in "fc" and self.dtype != _BF16:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{type_name(self.dtype)}")
     x = self.astype(dtype.np if dtype is not None else compute_dtype(self.dtype), copy=False)

@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from ember.c10.dtype import BF16_NP as _BF16
+
 from ember.aten.kernels._common import meta_shape, shape_str
 from ember.aten.kernels.factory import _np_dtype, check_size
 from ember.c10 import dtype as dt
@@ -75,7 +77,7 @@ def _fill(xp, self, values):
 def uniform_(xp, self, from_=0.0, to=1.0, generator=None):
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
-    if self.dtype.kind not in "f" and self.dtype.name != "bfloat16":
+    if self.dtype.kind not in "f" and self.dtype != _BF16:
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{self.dtype.name}'")
     _fill(xp, self, _uniform_values(_gen(generator), self.size, self.dtype, from_, to))
 
@@ -177,7 +179,7 @@ def normal_scalar_path(gen, n, mean, std):
 def normal_(xp, self, mean=0.0, std=1.0, generator=None):
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    if self.dtype.kind != "f" and self.dtype.name != "bfloat16":
+    if self.dtype.kind != "f" and self.dtype != _BF16:
         raise RuntimeError(f"\"normal_kernel_cpu\" not implemented for '{self.dtype.name}'")
     gen = _gen(generator)
     n = self.size

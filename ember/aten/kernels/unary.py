@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.c10.dtype import BF16_NP as _BF16
+
 from ember.aten.kernels import special_math as sm
 from ember.aten.kernels._common import compute_dtype, elementwise, float_result, is_integral
 
@@ -175,7 +177,7 @@ def signbit(xp, self):
 def nan_to_num(xp, self, nan=None, posinf=None, neginf=None):
     if is_integral(self.dtype):
         return self.copy()
-    info = np.finfo(compute_dtype(self.dtype)) if self.dtype.name != "bfloat16" else None
+    info = np.finfo(compute_dtype(self.dtype)) if self.dtype != _BF16 else None
     import ml_dtypes
     info = info if info is not None else ml_dtypes.finfo(self.dtype)
     r = xp.nan_to_num(self, nan=0.0 if nan is None else nan,

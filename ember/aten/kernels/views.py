@@ -118,24 +118,30 @@ def view_dtype(xp, self, dtype):
 
 def as_strided(xp, self, size, stride, storage_offset=None):
     from ember.c10.storage import array_data_ptr, root_array
+    from ember.c10.tensor_impl import is_fake_buffer
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of sizes and strides")
+    for st in stride:
+        if st < 0:
+            raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
+                               + shape_str(stride))
     it = self.itemsize
     root = root_array(self)
     cur = (array_data_ptr(self) - array_data_ptr(root)) // it
     off = cur if storage_offset is None else storage_offset
-    if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
-    for s in stride:
-        if s < 0:
-            raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
-                               + shape_str(stride))
-    from ember.c10.tensor_impl import is_fake_buffer
-    if not is_fake_buffer(root) and all(size):
-        need = off + 1 + sum((n - 1) * st for n, st in zip(size, stride))
-        if need > root.size:
-            raise RuntimeError(f"setStorage: sizes {shape_str(size)}, strides {shape_str(stride)}, storage offset "
-                               f"{off}, and itemsize {it} requiring a storage size of {need * it} are out of "
-                               f"bounds for storage of size {root.size * it}")
-    return _restride(xp, self, size, [s * it for s in stride], (off - cur) * it)
+    byte_strides = tuple(st * it for st in stride)
+    if isinstance(root, np.ndarray) and not is_fake_buffer(root) and root.flags.c_contiguous:
+        try:  # a view of the storage itself: NumPy checks it stays inside the buffer
+            v = np.ndarray(tuple(size), self.dtype, buffer=root, offset=off * it, strides=byte_strides)
+        except (ValueError, TypeError):
+            need = off + 1 + builtins.sum((n - 1) * st for n, st in zip(size, stride)) if all(size) else 0
+            raise RuntimeError(f"setStorage: sizes {shape_str(size)}, strides {shape_str(stride)}, storage "
+                               f"offset {off}, and itemsize {it} requiring a storage size of {need * it} are out "
+                               f"of bounds for storage of size {root.size * it}") from None
+        if not self.flags.writeable:
+            v.flags.writeable = False
+        return v
+    return _restride(xp, self, size, byte_strides, (off - cur) * it)
 
 
 def alias(xp, self):
@@ -255,18 +261,22 @@ def select(xp, self, dim, index):
     if not -n <= index < n:
         raise IndexError(f"select(): index {index} out of range for tensor of size {shape_str(self.shape)} at "
                          f"dimension {d}")
-    idx = [builtins.slice(None)] * self.ndim
-    idx[d] = index
-    return self[tuple(idx)]
+    if d == 0:
+        return self[index, ...]
+    return self[(_FULL,) * d + (index, ...)]
+
+
+_FULL = builtins.slice(None)
 
 
 def slice(xp, self, dim=0, start=None, end=None, step=1):  # noqa: A001
     d = wrap_dim(dim, self.ndim)
     if step <= 0:
-        raise RuntimeError("slice step must be positive")
-    idx = [np.s_[:]] * self.ndim
-    idx[d] = np.s_[start:end:step]
-    return self[tuple(idx)]
+        raise ValueError("step must be greater than zero")
+    sl = builtins.slice(start, end, step)
+    if d == 0:
+        return self[sl]
+    return self[(_FULL,) * d + (sl,)]
 
 
 def unbind(xp, self, dim=0):
