@@ -132,3 +132,12 @@ def test_meta_random_does_not_consume_the_generator():
     m = ember.randn(100, device="meta")
     assert m.shape == (100,) and m.is_meta
     same(ember.rand(3), torch.rand(3))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_multinomial_without_replacement(dtype, seed):
+    p = np.random.default_rng(seed).random((3, 10)).astype(dtype)
+    ember.manual_seed(seed)
+    torch.manual_seed(seed)
+    same(ember.multinomial(ember.tensor(p), 4), torch.multinomial(torch.tensor(p), 4))
