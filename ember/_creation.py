@@ -32,7 +32,6 @@ def _place(arr: np.ndarray, device):
 
 def _leaf_kind(data):
     """The Python type of the first scalar leaf of nested sequences (for dtype inference)."""
-    from ember._tensor import Tensor
     x = data
     while isinstance(x, (list, tuple)) and len(x):
         x = x[0]
@@ -50,10 +49,10 @@ def _infer(data):
     if isinstance(data, (bool, int, float, complex)):
         d = _dt.scalar_dtype(data)
         if isinstance(data, int) and not isinstance(data, bool) and not -(1 << 63) <= data < (1 << 63):
-            raise RuntimeError(f"Overflow when unpacking long")
+            raise RuntimeError("Overflow when unpacking long")
         return np.asarray(data, dtype=d.np), d
     if isinstance(data, str):
-        raise TypeError(f"new(): invalid data type 'str'")
+        raise TypeError("new(): invalid data type 'str'")
     if not isinstance(data, (list, tuple)):
         if hasattr(data, "__array__"):
             a = np.asarray(data)

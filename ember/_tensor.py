@@ -7,7 +7,6 @@ bulk of its methods (``add``, ``sum``, ``view``, ...) are generated from native_
 from __future__ import annotations
 
 import builtins
-import numbers
 
 import numpy as np
 
@@ -38,6 +37,16 @@ class Tensor(TensorImpl):
         if len(args) == 1 and not isinstance(args[0], int) and not isinstance(args[0], Tensor):
             return ember.tensor(args[0], dtype=_dt.get_default_dtype())
         return ember.empty(args, **kwargs)
+
+    @property
+    def requires_grad(self) -> builtins.bool:
+        return False
+
+    def requires_grad_(self, requires_grad: builtins.bool = True):
+        if requires_grad:
+            raise RuntimeError("ember has no autograd engine yet (it lands with issue 3): requires_grad=True is "
+                               "not supported")
+        return self
 
     def as_subclass(self, cls):
         t = object.__new__(cls)
@@ -98,7 +107,7 @@ class Tensor(TensorImpl):
 
     def _scalar(self, kind):
         if self._data.size != 1:
-            raise ValueError(f"only one element tensors can be converted to Python scalars")
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return self.item()
 
     def __format__(self, spec):

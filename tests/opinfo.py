@@ -118,9 +118,3 @@ def dim_samples(shape=(3, 4, 5), dims=(0, -1, 1), kw=None):
         a = arr(rng, shape, dtype)
         return [Sample((a, d), dict(kw or {})) for d in dims]
     return f
-
-
-def fixed(*samples_fn):
-    def f(dtype, rng):
-        return samples_fn[0](dtype, rng)
-    return f

@@ -5,14 +5,12 @@ inputs."""
 from __future__ import annotations
 
 import os
-import re
 
 import numpy as np
 import pytest
 
 import ember
 from tests.op_db import op_db
-from tests.opinfo import Sample
 
 torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
 
@@ -149,7 +147,7 @@ def test_inplace_matches_pytorch_and_bumps_version(op, dtype):
             continue
         targs = [to_lib(torch, a) for a in s.args]
         try:
-            t = call(op, torch, s, "inplace", args=targs)
+            call(op, torch, s, "inplace", args=targs)
         except Exception as exc:
             with pytest.raises(type(exc)):
                 call(op, ember, s, "inplace")

@@ -23,10 +23,6 @@ from ember.c10.tensor_impl import VersionCounter
 Tensor = None  # set by ember._tensor (the frontend class the generated code returns)
 
 
-def _tensor_cls():
-    return Tensor
-
-
 def new_tensor(arr, ks: int, device):
     if isinstance(arr, np.generic):  # NumPy returns scalars for 0-d results; a tensor holds an array
         arr = np.asarray(arr)

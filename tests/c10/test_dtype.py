@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import ember
-from ember.c10 import dtype as dt
 
 torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
 

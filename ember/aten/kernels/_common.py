@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.c10.dtype import BF16_NP as _BF16
 
 from ember.c10 import dtype as dt
 from ember.c10.dtype import from_numpy_dtype, result_type_of
@@ -51,10 +50,6 @@ def result_np_dtype(*operands):
 
 def is_integral(npdt, include_bool: bool = True) -> bool:
     return npdt.kind in "iu" or (include_bool and npdt.kind == "b")
-
-
-def is_floating(npdt) -> bool:
-    return npdt.kind == "f" or npdt == _BF16
 
 
 def compute_dtype(npdt):

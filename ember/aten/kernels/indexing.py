@@ -91,8 +91,7 @@ def index_select(xp, self, dim, index):
     d = wrap_dim(dim, self.ndim) if self.ndim else 0
     n = self.shape[d] if self.ndim else 1
     if index.size and (int(index.min()) < -n or int(index.max()) >= n):
-        bad = int(index.max()) if int(index.max()) >= n else int(index.min())
-        raise IndexError(f"index out of range in self")
+        raise IndexError("index out of range in self")
     if self.ndim == 0:
         return self.reshape(1)[index.reshape(-1)].reshape(index.shape)
     return xp.take(self, index.reshape(-1), axis=d)
@@ -230,7 +229,7 @@ def index_fill(xp, self, dim, index, value):
 
 def masked_select(xp, self, mask):
     if mask.dtype != np.bool_:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = np.broadcast_shapes(self.shape, mask.shape)
     return xp.broadcast_to(self, shape)[xp.broadcast_to(mask, shape)].copy()
 
@@ -433,7 +432,3 @@ def bucketize(xp, self, boundaries, out_int32=False, right=False):
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(xp, boundaries, self, out_int32, right)
-
-
-def meshgrid_ij(xp, tensors):
-    return [xp.broadcast_to(x, x.shape) for x in xp.meshgrid(*tensors, indexing="ij")]

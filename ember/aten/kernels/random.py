@@ -221,7 +221,8 @@ def random_from_to(gen, n, low, high, npdt):
     return v.astype(npdt)
 
 
-@meta_shape(lambda low, high, size, generator=None, dtype=None, *r, **_k: (check_size(size), _np_dtype(dtype, dt.int64)))
+@meta_shape(lambda low, high, size, generator=None, dtype=None, *r, **_k:
+            (check_size(size), _np_dtype(dtype, dt.int64)))
 def randint(xp, low, high, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
     npdt = _np_dtype(dtype, dt.int64)
     n = int(np.prod(check_size(size)))

@@ -7,7 +7,7 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
-from ember.aten.kernels._common import compute_dtype, is_integral, type_name, wrap_dim, wrap_dims
+from ember.aten.kernels._common import compute_dtype, type_name, wrap_dim, wrap_dims
 from ember.c10 import dtype as dt
 
 
@@ -405,13 +405,13 @@ def mode(xp, self, dim=-1, keepdim=False):
 
 def quantile(xp, self, q, dim=None, keepdim=False, interpolation="linear"):
     if self.dtype.kind not in "f":
-        raise RuntimeError(f"quantile() input tensor must be either float or double dtype")
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
     qa = q if not isinstance(q, (int, float)) else xp.asarray(q, dtype=self.dtype)
     if isinstance(q, (int, float)):
         if not 0 <= q <= 1:
             raise RuntimeError("quantile() q must be in the range [0, 1] but got " + str(q))
     elif q.dtype != self.dtype:
-        raise RuntimeError(f"quantile() q tensor must be same dtype as the input tensor")
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
     elif bool(((q < 0) | (q > 1)).any()):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
     if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):

@@ -120,7 +120,7 @@ def as_strided(xp, self, size, stride, storage_offset=None):
     from ember.c10.storage import array_data_ptr, root_array
     from ember.c10.tensor_impl import is_fake_buffer
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of sizes and strides")
+        raise RuntimeError("mismatch in length of sizes and strides")
     for st in stride:
         if st < 0:
             raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
