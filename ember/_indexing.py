@@ -154,6 +154,8 @@ _op_index_Tensor = _op_select_int = _op_slice_Tensor = _op_unsqueeze = None
 
 
 def getitem(t: Tensor, index):
+    if index.__class__ is Tensor and index._data.dtype == np.int64 and index._data.ndim:  # x[idx]
+        return _op_index_Tensor.call(t._ks | index._ks, t, [index])
     key, adv = _split(t, index)
     view = _basic_view(t, key)
     if adv is None:

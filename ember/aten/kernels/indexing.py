@@ -41,27 +41,34 @@ def _normalize(xp, self, indices):
     indices = _expand_bool_indices(xp, self, indices)
     if len(indices) > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
-    key = []
-    for d, idx in enumerate(indices):
-        if idx is None:
-            key.append(slice(None))
-            continue
-        n = self.shape[d]
-        if idx.size:
-            lo, hi = int(idx.min()), int(idx.max())
-            if lo < -n or hi >= n:
-                bad = hi if hi >= n else lo
-                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
-        key.append(idx.astype(np.int64, copy=False))
-    return tuple(key)
+    return tuple(_FULL if idx is None else (idx if idx.dtype == np.int64 else idx.astype(np.int64))
+                 for idx in indices)
+
+
+_FULL = slice(None)
+
+
+def _index_error(e, self, key):
+    """NumPy's out-of-bounds message in PyTorch's words (NumPy already checked the bounds)."""
+    msg = str(e)
+    if "out of bounds" in msg:
+        for d, idx in enumerate(key):
+            if isinstance(idx, slice) or not idx.size:
+                continue
+            n = self.shape[d]
+            hi, lo = int(idx.max()), int(idx.min())
+            if hi >= n or lo < -n:
+                raise IndexError(f"index {hi if hi >= n else lo} is out of bounds for dimension {d} with size "
+                                 f"{n}") from None
+    raise IndexError(msg.replace("arrays", "tensors")) from None
 
 
 def index(xp, self, indices):
     key = _normalize(xp, self, indices)
     try:
-        return self[key].copy()
+        return self[key]  # advanced indexing copies
     except IndexError as e:
-        raise IndexError(str(e).replace("arrays", "tensors")) from None
+        _index_error(e, self, key)
     except ValueError:
         shapes = [k.shape for k in key if not isinstance(k, slice)]
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes " +
@@ -73,6 +80,9 @@ def index_put(xp, self, indices, values, accumulate=False):
     out = self.copy()
     try:
         target_shape = out[key].shape
+    except IndexError as e:
+        _index_error(e, self, key)
+    try:
         vals = xp.broadcast_to(values.astype(self.dtype, copy=False), target_shape)
     except ValueError:
         raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(values.shape)} cannot be broadcast "
