@@ -26,3 +26,13 @@ def test_bindings_cover_namespaces():
     assert callable(ember.add) and callable(ember.Tensor.add_) and callable(ember.linalg.inv)
     assert callable(ember.special.erf) and callable(ember.nn.functional.relu6)
     import ember.fft  # noqa: F401 - the namespace exists (its ops land with a later issue)
+
+
+def test_readme_states_the_op_count():
+    import re
+
+    from tools.codegen.model import load_native_functions
+    n = len(load_native_functions(os.path.join(ROOT, "ember", "aten", "native_functions.yaml")))
+    text = open(os.path.join(ROOT, "README.md")).read()
+    m = re.search(r"(\d+) overloads in `native_functions.yaml`", text)
+    assert m and int(m.group(1)) == n, f"README.md should state {n} overloads"

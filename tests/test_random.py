@@ -141,3 +141,13 @@ def test_multinomial_without_replacement(dtype, seed):
     ember.manual_seed(seed)
     torch.manual_seed(seed)
     same(ember.multinomial(ember.tensor(p), 4), torch.multinomial(torch.tensor(p), 4))
+
+
+@pytest.mark.parametrize("n", [5, 16, 1000])
+def test_bernoulli_with_scalar_probability(n):
+    ember.manual_seed(37)
+    torch.manual_seed(37)
+    same(ember.empty(n).bernoulli_(0.3), torch.empty(n).bernoulli_(0.3))
+    same(ember.empty(n, dtype=ember.float64).bernoulli_(0.7), torch.empty(n, dtype=torch.float64).bernoulli_(0.7))
+    same(ember.bernoulli(ember.empty(n), 0.25), torch.bernoulli(torch.empty(n), 0.25))
+    same(ember.empty(6, 4).t().bernoulli_(0.5), torch.empty(6, 4).t().bernoulli_(0.5))

@@ -7035,10 +7035,14 @@ def normal(*args, **kwargs):
 
 _sig_bernoulli = _Signatures('bernoulli', [
     (('input', 'T', False, False, None), ('generator', 'gen?', True, True, None),),
+    (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('generator', 'gen?', True, True, None),),
 ], method=False)
 
 def _bind_bernoulli_0(input, *, generator=None):
     return (input, generator)
+
+def _bind_bernoulli_1(input, p, *, generator=None):
+    return (input, p, generator)
 
 def bernoulli(*args, **kwargs):
     try:
@@ -7049,9 +7053,19 @@ def bernoulli(*args, **kwargs):
         input, generator = _b
         if isinstance(input, _Tensor) and (generator is None or type(generator) is _Generator):
             return _R._op_bernoulli.call(input._ks, input, generator)
+    try:
+        _b = _bind_bernoulli_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, generator = _b
+        if isinstance(input, _Tensor) and type(p) is float and (generator is None or type(generator) is _Generator):
+            return _R._op_bernoulli_p.call(input._ks, input, p, generator)
     _i, _a = _sig_bernoulli.parse(args, kwargs)
     if _i == 0:
         return _R._op_bernoulli.call(_a['input']._ks, _a['input'], _a['generator'])
+    elif _i == 1:
+        return _R._op_bernoulli_p.call(_a['input']._ks, _a['input'], _a['p'], _a['generator'])
     raise AssertionError('unreachable')
 
 

@@ -1096,6 +1096,7 @@ normal = _P('normal', [
 ])
 bernoulli = _P('bernoulli', [
     _O(_R._op_bernoulli, (('self', 'T', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'generator']),
+    _O(_R._op_bernoulli_p, (('self', 'T', False, False, None), ('p', 'float', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'p', 'generator']),
 ])
 bernoulli_ = _P('bernoulli_', [
     _O(_R._op_bernoulli__float, (('self', 'T', False, False, None), ('p', 'float', False, True, 0.5), ('generator', 'gen?', True, True, None),), ['self', 'p', 'generator']),

@@ -10123,6 +10123,26 @@ def _meta_bernoulli__float(ks, self, p, generator):
     _r = _run_meta(K.bernoulli_p, [self._data, p], {'generator': generator})
     return _write_inplace(self, _r._data, 'bernoulli_')
 
+_op_bernoulli_p = Dispatcher.define('bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor')
+
+def _cpu_bernoulli_p(ks, self, p, generator):
+    try:
+        return _new(K.bernoulli_p(_np, self._data, p, generator=generator), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.bernoulli_p, self)
+
+
+def _cuda_bernoulli_p(ks, self, p, generator):
+    try:
+        return _new(K.bernoulli_p(_cupy(), self._data, p, generator=generator), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.bernoulli_p, self)
+
+
+def _meta_bernoulli_p(ks, self, p, generator):
+    _r = _run_meta(K.bernoulli_p, [self._data, p], {'generator': generator})
+    return _r
+
 _op_multinomial = Dispatcher.define('multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor')
 
 def _cpu_multinomial_default(ks, self, num_samples, replacement, generator):
@@ -14387,6 +14407,9 @@ _op_bernoulli.register(DispatchKey.Meta, _meta_bernoulli_default)
 _op_bernoulli__float.register(DispatchKey.CPU, _cpu_bernoulli__float)
 _op_bernoulli__float.register(DispatchKey.CUDA, _cuda_bernoulli__float)
 _op_bernoulli__float.register(DispatchKey.Meta, _meta_bernoulli__float)
+_op_bernoulli_p.register(DispatchKey.CPU, _cpu_bernoulli_p)
+_op_bernoulli_p.register(DispatchKey.CUDA, _cuda_bernoulli_p)
+_op_bernoulli_p.register(DispatchKey.Meta, _meta_bernoulli_p)
 _op_multinomial.register(DispatchKey.CPU, _cpu_multinomial_default)
 _op_multinomial.register(DispatchKey.CUDA, _cuda_multinomial_default)
 _op_multinomial.register(DispatchKey.Meta, _meta_multinomial_default)

@@ -6930,10 +6930,14 @@ def random_(self, *args, **kwargs):
 
 _sig_bernoulli = _Signatures('bernoulli', [
     (('generator', 'gen?', True, True, None),),
+    (('p', 'float', False, False, None), ('generator', 'gen?', True, True, None),),
 ], method=True)
 
 def _bind_bernoulli_0(*, generator=None):
     return (generator,)
+
+def _bind_bernoulli_1(p, *, generator=None):
+    return (p, generator)
 
 def bernoulli(self, *args, **kwargs):
     try:
@@ -6944,9 +6948,19 @@ def bernoulli(self, *args, **kwargs):
         generator, = _b
         if (generator is None or type(generator) is _Generator):
             return _R._op_bernoulli.call(self._ks, self, generator)
+    try:
+        _b = _bind_bernoulli_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        p, generator = _b
+        if type(p) is float and (generator is None or type(generator) is _Generator):
+            return _R._op_bernoulli_p.call(self._ks, self, p, generator)
     _i, _a = _sig_bernoulli.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_bernoulli.call(self._ks, self, _a['generator'])
+    elif _i == 1:
+        return _R._op_bernoulli_p.call(self._ks, self, _a['p'], _a['generator'])
     raise AssertionError('unreachable')
 
 

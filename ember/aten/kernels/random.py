@@ -268,11 +268,15 @@ def bernoulli(xp, self, generator=None):
     return xp.asarray((u < p.astype(acc)).astype(p.dtype))
 
 
+@meta_shape(lambda self, p=0.5, generator=None, **_k: (self.shape, self.dtype))
 def bernoulli_p(xp, self, p=0.5, generator=None):
+    """``bernoulli(p)`` with a scalar ``p``: one double uniform per element, ``u < p``, in memory order."""
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-    u = uniform_bits(_gen(generator), self.size, np.dtype(np.float64)).reshape(self.shape)
-    return xp.asarray((u < p).astype(self.dtype))
+    u = uniform_bits(_gen(generator), self.size, np.dtype(np.float64))
+    out = np.empty_like(np.asarray(self.get() if hasattr(self, "get") else self))  # keeps self's layout
+    _fill(np, out, (u < p))
+    return xp.asarray(out)
 
 
 @meta_shape(lambda self, num_samples, *r, **_k: (self.shape[:-1] + (num_samples,), np.dtype(np.int64)))
