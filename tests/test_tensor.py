@@ -168,3 +168,33 @@ def test_transpose_properties():
     assert x.T.shape == (3, 2) and x.mT.shape == (3, 2)
     assert ember.zeros(2, 3, 4).mT.shape == (2, 4, 3)
     assert x.T.data_ptr() == x.data_ptr()
+
+
+@pytest.mark.parametrize("call,exc,phrase", [
+    (lambda L: L.ones(3, 4).t().view(12), RuntimeError, "view size is not compatible with input tensor's size and "
+                                                       "stride"),
+    (lambda L: L.ones(2, 3) @ L.ones(4, 5), RuntimeError, r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"),
+    (lambda L: L.ones(2, 3) + L.ones(4, 5), RuntimeError,
+     "The size of tensor a \\(3\\) must match the size of tensor b \\(5\\) at non-singleton dimension 1"),
+    (lambda L: L.mm(L.ones(2, 2), L.ones(2, 2, dtype=L.float64)), RuntimeError,
+     "expected m1 and m2 to have the same dtype, but got: float != double"),
+    (lambda L: L.ones(2, 3).sum(2), IndexError, r"Dimension out of range \(expected to be in range of \[-2, 1\], but "
+                                                r"got 2\)"),
+    (lambda L: L.ones(2, 3).transpose(0, 5), IndexError, "Dimension out of range"),
+    (lambda L: L.ones(2, 3)[2], IndexError, "index 2 is out of bounds for dimension 0 with size 2"),
+    (lambda L: L.ones(2, 3).expand(4, 4), RuntimeError, "The expanded size of the tensor"),
+    (lambda L: L.ones(3).reshape(2, 2), RuntimeError, r"shape '\[2, 2\]' is invalid for input of size 3"),
+    (lambda L: L.cat([L.ones(2, 3), L.ones(2, 4)]), RuntimeError, "Sizes of tensors must match except in dimension 0"),
+    (lambda L: L.ones(2).add_(L.ones(2, 2)), RuntimeError, "doesn't match the broadcast shape"),
+    (lambda L: L.ones(2, dtype=L.int64).mean(), RuntimeError, "mean\\(\\): could not infer output dtype"),
+    (lambda L: L.ones(2).item(), RuntimeError, "a Tensor with 2 elements cannot be converted to Scalar"),
+    (lambda L: L.zeros(3).view(-1, -1), RuntimeError, "only one dimension can be inferred"),
+    (lambda L: L.ones(2, 3).narrow(0, 1, 5), RuntimeError, r"start \(1\) \+ length \(5\) exceeds dimension size \(2\)"),
+    (lambda L: L.ones(2).to("meta") + L.ones(2), RuntimeError, "Tensor on device cpu is not on the expected device "
+                                                               "meta!"),
+])
+def test_errors_in_pytorch_words(call, exc, phrase):
+    with pytest.raises(exc):
+        call(torch)
+    with pytest.raises(exc, match=phrase):
+        call(ember)

@@ -30,20 +30,27 @@ def _stand_in(a, one: bool = False):
 
 
 def broadcast_shapes(*shapes) -> tuple:
-    """PyTorch's ``infer_size`` with its error message."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
-    for s in shapes:
-        off = ndim - len(s)
-        for i, n in enumerate(s):
-            j = off + i
-            if out[j] == 1:
-                out[j] = n
-            elif n != 1 and n != out[j]:
-                a, b = (out[j], n)
-                raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
-                                   f"non-singleton dimension {j}")
-    return tuple(out)
+    """PyTorch's ``infer_size`` folded over the shapes, with its error message (dims compared from the
+    last one backwards, so the first mismatch reported is the innermost, as in PyTorch)."""
+    out = ()
+    for i, s in enumerate(shapes):
+        out = tuple(s) if i == 0 else _infer_size(out, tuple(s))
+    return out
+
+
+def _infer_size(a: tuple, b: tuple) -> tuple:
+    ndim = max(len(a), len(b))
+    res = [0] * ndim
+    for i in range(ndim - 1, -1, -1):
+        off = ndim - 1 - i
+        da, db = len(a) - 1 - off, len(b) - 1 - off
+        sa = a[da] if da >= 0 else 1
+        sb = b[db] if db >= 0 else 1
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
+                               f"non-singleton dimension {i}")
+        res[i] = sb if sa == 1 else sa
+    return tuple(res)
 
 
 def _wrap(r):

@@ -73,8 +73,10 @@ def check_devices(device_type: str, *tensors) -> None:
             continue
         dt = t._device.type
         if dt != device_type and not (dt == "cpu" and t._data.ndim == 0 and device_type == "cuda"):
+            if device_type == "meta":
+                raise RuntimeError(f"Tensor on device {t._device} is not on the expected device meta!")
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{device_type} and {t._device}!")
+                               f"{device_type}:0 and {t._device}!")
 
 
 def write_inplace(self, result, opname: str = ""):

@@ -36,7 +36,7 @@ def _matmul(xp, a, b):
     return xp.matmul(a, b)
 
 
-def mm(xp, self, mat2):
+def _mm_check(self, mat2, **_k):
     if self.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.ndim != 2:
@@ -45,10 +45,16 @@ def mm(xp, self, mat2):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} and "
                            f"{mat2.shape[0]}x{mat2.shape[1]})")
     _mm_dtype_check(self, mat2)
+    return (self.shape[0], mat2.shape[1]), self.dtype
+
+
+@meta_shape(_mm_check)
+def mm(xp, self, mat2):
+    _mm_check(self, mat2)
     return _matmul(xp, self, mat2)
 
 
-def bmm(xp, self, mat2):
+def _bmm_check(self, mat2, **_k):
     if self.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if mat2.ndim != 3:
@@ -58,6 +64,12 @@ def bmm(xp, self, mat2):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {k}] but got: "
                            f"[{mat2.shape[0]}, {mat2.shape[1]}].")
     _mm_dtype_check(self, mat2)
+    return (b, n, mat2.shape[2]), self.dtype
+
+
+@meta_shape(_bmm_check)
+def bmm(xp, self, mat2):
+    _bmm_check(self, mat2)
     return _matmul(xp, self, mat2)
 
 
@@ -71,7 +83,7 @@ def mv(xp, self, vec):
     return _matmul(xp, self, vec)
 
 
-def dot(xp, self, tensor):
+def dot_check(self, tensor, **_k):
     if self.ndim != 1 or tensor.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
     if self.shape[0] != tensor.shape[0]:
@@ -81,6 +93,12 @@ def dot(xp, self, tensor):
     if self.dtype != tensor.dtype:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {type_name(self.dtype)} "
                            f"and {type_name(tensor.dtype)}")
+    return (), self.dtype
+
+
+@meta_shape(dot_check)
+def dot(xp, self, tensor):
+    dot_check(self, tensor)
     return xp.asarray(_matmul(xp, self, tensor))
 
 
@@ -88,7 +106,8 @@ def vdot(xp, self, other):
     return dot(xp, xp.conj(self), other)
 
 
-def matmul(xp, self, other):
+def _matmul_check(self, other, **_k):
+    """matmul's errors and its result shape (PyTorch's rules for every rank combination)."""
     if self.ndim == 0 or other.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {self.ndim}D and "
                            f"{other.ndim}D")
@@ -99,31 +118,39 @@ def matmul(xp, self, other):
     k2 = other.shape[-2] if other.ndim >= 2 else other.shape[0]
     if k1 != k2:
         if self.ndim == 1 and other.ndim == 1:
-            return dot(xp, self, other)
+            dot_check(self, other)
         a = self.shape if self.ndim >= 2 else (1,) + self.shape
         a2 = (int(np.prod(a[:-1])), a[-1])
         b = other.shape if other.ndim >= 2 else other.shape + (1,)
-        if other.ndim > 2:
-            b2 = (b[-2], b[-1])
-        else:
-            b2 = b
+        b2 = (b[-2], b[-1])
         if self.ndim > 2 and other.ndim <= 2:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a2[0]}x{a2[1]} and {b2[0]}x{b2[1]})")
         if self.ndim <= 2 and other.ndim <= 2:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})")
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{int(np.prod(self.shape[:-2]))}, {k1}] but got: [{int(np.prod(self.shape[:-2]))}, {k2}].")
-    if self.ndim > 2 or other.ndim > 2:
-        bs = self.shape[:-2] if self.ndim > 2 else ()
-        bo = other.shape[:-2] if other.ndim > 2 else ()
-        from ember.aten.kernels._common import check_broadcast
-        check_broadcast(bs, bo)
     if self.dtype.kind == "b":
         raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+    from ember.aten.kernels._common import check_broadcast
+    bs = self.shape[:-2] if self.ndim > 2 else ()
+    bo = other.shape[:-2] if other.ndim > 2 else ()
+    batch = check_broadcast(bs, bo)
+    if self.ndim == 1 and other.ndim == 1:
+        return (), self.dtype
+    if self.ndim == 1:
+        return batch + (other.shape[-1],), self.dtype
+    if other.ndim == 1:
+        return batch + (self.shape[-2],), self.dtype
+    return batch + (self.shape[-2], other.shape[-1]), self.dtype
+
+
+@meta_shape(_matmul_check)
+def matmul(xp, self, other):
+    _matmul_check(self, other)
     return xp.asarray(_matmul(xp, self, other))
 
 
-def addmm(xp, self, mat1, mat2, beta=1, alpha=1):
+def _addmm_check(self, mat1, mat2, beta=1, alpha=1, **_k):
     if mat1.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
     if mat2.ndim != 2:
@@ -143,6 +170,12 @@ def addmm(xp, self, mat1, mat2, beta=1, alpha=1):
         raise RuntimeError(f"The expanded size of the tensor ({out_shape[-1]}) must match the existing size "
                            f"({self.shape[-1]}) at non-singleton dimension 1.  Target sizes: "
                            f"{shape_str(out_shape)}.  Tensor sizes: {shape_str(self.shape)}")
+    return out_shape, self.dtype
+
+
+@meta_shape(_addmm_check)
+def addmm(xp, self, mat1, mat2, beta=1, alpha=1):
+    out_shape, _ = _addmm_check(self, mat1, mat2)
     r = _matmul(xp, mat1, mat2)
     if alpha != 1:
         r = r * alpha
@@ -160,6 +193,7 @@ def addmv(xp, self, mat, vec, beta=1, alpha=1):
     return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
 
 
+@meta_shape(lambda self, batch1, batch2, beta=1, alpha=1, **_k: _bmm_check(batch1, batch2))
 def baddbmm(xp, self, batch1, batch2, beta=1, alpha=1):
     r = bmm(xp, batch1, batch2)
     if alpha != 1:
