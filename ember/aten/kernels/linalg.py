@@ -108,6 +108,9 @@ def vdot(xp, self, other):
 
 def _matmul_check(self, other, **_k):
     """matmul's errors and its result shape (PyTorch's rules for every rank combination)."""
+    if self.ndim == 2 and other.ndim == 2 and self.shape[1] == other.shape[0] and self.dtype == other.dtype \
+            and self.dtype.kind != "b":  # the common case, checked in a few attribute reads
+        return (self.shape[0], other.shape[1]), self.dtype
     if self.ndim == 0 or other.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {self.ndim}D and "
                            f"{other.ndim}D")
