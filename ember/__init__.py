@@ -31,6 +31,10 @@ from ember import backends  # noqa: F401
 
 _install_generated_methods()
 from ember import _indexing  # noqa: E402
+from ember import autograd  # noqa: E402
+from ember._generated import autograd as _autograd_kernels  # noqa: E402,F401 - registers the Autograd keys
+from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
+                                      is_inference_mode_enabled, no_grad, set_grad_enabled)
 
 _indexing._ops()
 

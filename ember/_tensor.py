@@ -38,19 +38,143 @@ class Tensor(TensorImpl):
             return ember.tensor(args[0], dtype=_dt.get_default_dtype())
         return ember.empty(args, **kwargs)
 
+    # -- autograd (the state lives in the instance dict; these class values are the defaults) -------
+    _rg = False          # requires grad (True for leaves that require it and for outputs with a grad_fn)
+    _grad_fn = None
+    _grad = None
+    _output_nr = 0
+    _base = None         # the tensor this one is a view of
+    _inference = False
+
     @property
     def requires_grad(self) -> builtins.bool:
-        return False
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value) -> None:
+        self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: builtins.bool = True):
-        if requires_grad:
-            raise RuntimeError("ember has no autograd engine yet (it lands with issue 3): requires_grad=True is "
-                               "not supported")
+        """Set whether autograd records operations on this leaf tensor."""
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                                   "computed variable in a subgraph that doesn't require differentiation use "
+                                   "var_no_grad = var.detach().")
+            return self
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self.__dict__["_rg"] = builtins.bool(requires_grad)
         return self
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> builtins.bool:
+        return self._grad_fn is None
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self.__dict__.get("_retains_grad") and self._grad is None:
+            import warnings
+            warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+                          "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+                          "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+                          "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+                          "instead.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError("attempting to assign a gradient with dtype '" + str(value.dtype).replace(
+                    "ember", "torch") + "' to a tensor with dtype '" + str(self.dtype).replace("ember", "torch") +
+                    "'. Please ensure that the gradient and the tensor have the same dtype")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError("assigned grad has data of a different size")
+        self.__dict__["_grad"] = value
+
+    @property
+    def retains_grad(self) -> builtins.bool:
+        return builtins.bool(self.__dict__.get("_retains_grad"))
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor during backward."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self.__dict__.get("_retains_grad"):
+            return
+        import weakref
+        self._grad_fn._retains_grad[self._output_nr] = weakref.ref(self)
+        self.__dict__["_retains_grad"] = True
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when the gradient of this tensor is computed; it may return a new gradient."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        from ember.autograd.graph import _RemovableHandle
+        from ember.autograd.recording import grad_accumulator
+        node = self._grad_fn if self._grad_fn is not None else grad_accumulator(self)
+        hooks = node._tensor_pre_hooks.setdefault(self._output_nr if self._grad_fn is not None else 0, [])
+        hooks.append(hook)
+        return _RemovableHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """``hook(tensor)`` runs after the gradient was accumulated into ``.grad`` of this leaf."""
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        from ember.autograd.graph import _RemovableHandle
+        from ember.autograd.recording import grad_accumulator
+        acc = grad_accumulator(self)
+        acc._post_acc_hooks.append(hook)
+        return _RemovableHandle(acc._post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the ``.grad`` of the graph's leaves."""
+        from ember.autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self):
+        """A tensor sharing data and version counter with this one, outside the graph."""
+        t = _wrap.view_of(self._data, self)
+        return t
+
+    def detach_(self):
+        if self._base is not None and self._grad_fn is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                               "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
+                               "True, gradients are views of DDP buckets, and hence detach_() cannot be called on "
+                               "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                               "function in torch/optim/optimizer.py as the solution.")
+        d = self.__dict__
+        for k in ("_grad_fn", "_rg", "_output_nr"):
+            d.pop(k, None)
+        return self
+
+    @property
+    def data(self):
+        """The same data outside autograd, with its own version counter (in-place changes through it are not
+        seen by autograd's checks, as in PyTorch)."""
+        return _wrap.new_tensor(self._data, self._ks, self._device)
+
+    @data.setter
+    def data(self, other) -> None:
+        self._data = other._data
+        self._device = other._device
+        self._ks = other._ks
 
     def as_subclass(self, cls):
         t = object.__new__(cls)
         t._data, t._ks, t._vc, t._device = self._data, self._ks, self._vc, self._device
+        t.__dict__.update(self.__dict__)
         return t
 
     # -- conversion -----------------------------------------------------------------------------

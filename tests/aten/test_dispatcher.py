@@ -85,4 +85,6 @@ def test_a_call_goes_through_the_dispatcher():
         r = ember.ones(2) * ember.ones(2)
     finally:
         h.register(DispatchKey.CPU, orig)
-    assert seen == [KS_CPU] and r.tolist() == [1.0, 1.0]
+    # the Autograd kernel ran first and redispatched below itself: the CPU kernel sees only the CPU key
+    assert seen == [1 << DispatchKey.CPU] and r.tolist() == [1.0, 1.0]
+    assert h.dispatch_trace(KS_CPU)[0] == "AutogradCPU: _ag_mul_Tensor"

@@ -641,6 +641,7 @@ def generate(out_dir: str = OUT_DIR, yaml_path: str = YAML_PATH) -> dict[str, st
         "special.py": gen_namespace(nfs, "special", False, "ember.special functions"),
         "fft.py": gen_namespace(nfs, "fft", False, "ember.fft functions"),
         "ops.py": gen_ops(nfs),
+        "autograd.py": __import__("tools.codegen.gen_autograd", fromlist=["generate"]).generate(nfs),
     }
     return files
 

@@ -1,0 +1,88 @@
+"""``ember.autograd`` (mirrors ``torch/autograd/__init__.py``): ``backward``, ``grad``, grad modes,
+custom ``Function``, ``gradcheck`` and the graph classes."""
+from __future__ import annotations
+
+from ember.autograd import anomaly_mode, graph  # noqa: F401
+from ember.autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
+from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
+                                      is_inference_mode_enabled, no_grad, set_grad_enabled)
+
+
+def _tensor_list(x):
+    if x is None:
+        return None
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    return [x]
+
+
+def _make_grads(outputs, grad_outputs, is_grads_batched=False):
+    import ember
+    out = []
+    grad_outputs = grad_outputs if grad_outputs is not None else [None] * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad requires one gradient per output: got {len(grad_outputs)} gradients for "
+                           f"{len(outputs)} outputs")
+    for t, g in zip(outputs, grad_outputs):
+        if g is None:
+            if t.requires_grad:
+                if t.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not t.dtype.is_floating_point:
+                    raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                       f"{t.dtype}")
+                g = ember.ones_like(t)
+        elif not isinstance(g, ember.Tensor):
+            g = ember.tensor(g, dtype=t.dtype)
+        elif tuple(g.shape) != tuple(t.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[{len(out)}] has a shape of {tuple(g.shape)} and "
+                               f"output[{len(out)}] has a shape of {tuple(t.shape)}.".replace("(", "torch.Size([")
+                               .replace(")", "])"))
+        out.append(g)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
+    from ember.autograd.engine import run_backward
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    tensors = _tensor_list(tensors)
+    grads = _make_grads(tensors, _tensor_list(grad_tensors))
+    if retain_graph is None:
+        retain_graph = create_graph
+    inputs = _tensor_list(inputs)
+    if inputs is not None and len(inputs) == 0:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused=True, accumulate_grad=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated into ``.grad``)."""
+    import ember
+    from ember.autograd.engine import run_backward
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    outputs = _tensor_list(outputs)
+    inputs = _tensor_list(inputs)
+    grads = _make_grads(outputs, _tensor_list(grad_outputs))
+    if retain_graph is None:
+        retain_graph = create_graph
+    res = run_backward(outputs, grads, retain_graph, create_graph, inputs, allow_unused, accumulate_grad=False)
+    if materialize_grads:
+        res = [ember.zeros_like(i) if r is None else r for r, i in zip(res, inputs)]
+    return tuple(res)
+
+
+class Variable:
+    """Deprecated alias kept for old code: ``Variable(t)`` returns ``t``."""
+
+    def __new__(cls, data, requires_grad=False):
+        if requires_grad:
+            data.requires_grad_(True)
+        return data

@@ -1,0 +1,231 @@
+"""The backward engine (mirrors ``torch/csrc/autograd/engine.cpp`` and ``autograd.cpp``).
+
+``run_backward`` counts, for every node reachable from the roots, how many edges lead into it; a node
+is ready when all its incoming gradients have arrived (summed in its input buffer).  Ready nodes run
+highest sequence number first — the most recently created op first — which is PyTorch's order; leaves'
+``AccumulateGrad`` nodes run as soon as they are ready.  Each gradient a node returns is checked against
+the input it belongs to: a broadcast gradient is summed back to the input's shape (``sum_to``), a
+different dtype is cast.  Unless ``retain_graph``, each node frees its saved tensors after it ran.
+"""
+from __future__ import annotations
+
+import heapq
+
+from ember.autograd import grad_mode
+from ember.autograd.graph import AccumulateGrad, Edge, GraphRoot
+
+
+def _gradient_edge(t):
+    from ember.autograd.recording import gradient_edge
+    return gradient_edge(t)
+
+
+def _sum_to(grad, shape):
+    """Reduce a broadcast gradient to ``shape`` (``at::sum_to``)."""
+    shape = tuple(shape)
+    gshape = tuple(grad.shape)
+    if gshape == shape:
+        return grad
+    lead = len(gshape) - len(shape)
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == 1 and gshape[lead + i] != 1:
+            dims.append(lead + i)
+    r = grad.sum(tuple(dims), keepdim=True) if dims else grad
+    if lead:
+        r = r.reshape(shape)
+    return r
+
+
+def _validate(node, grads):
+    meta = node._input_meta
+    out = list(grads)
+    if len(out) != len(node._next):
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients (expected "
+                           f"{len(node._next)}, got {len(out)})")
+    for i, g in enumerate(out):
+        if g is None or i >= len(meta) or meta[i] is None:
+            continue
+        shape, dtype = meta[i]
+        if tuple(g.shape) != tuple(shape):
+            if not _expandable(tuple(shape), tuple(g.shape)):
+                raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                                   f"[{', '.join(map(str, g.shape))}] but expected shape compatible with "
+                                   f"[{', '.join(map(str, shape))}]")
+            g = _sum_to(g, shape)
+        if g.dtype is not dtype:
+            g = g.to(dtype)
+        out[i] = g
+    return out
+
+
+def _expandable(shape, to) -> bool:
+    if len(shape) > len(to):
+        return False
+    for s, t in zip(reversed(shape), reversed(to)):
+        if s != 1 and s != t:
+            return False
+    return True
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def run_backward(roots, grad_outputs, keep_graph: bool, create_graph: bool, inputs=None,
+                 allow_unused: bool = False, accumulate_grad: bool = True):
+    """Run the graph behind ``roots``; return the captured gradients of ``inputs`` (``autograd.grad``)."""
+    root_edges = []
+    for i, t in enumerate(roots):
+        e = _gradient_edge(t)
+        if e is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        root_edges.append(e)
+    graph_root = GraphRoot(grad_outputs)
+    graph_root._next = tuple(root_edges)
+
+    # dependencies: incoming edges per node, over everything reachable from the root
+    deps: dict = {}
+    seen = {graph_root}
+    stack = [graph_root]
+    while stack:
+        n = stack.pop()
+        for e in n._next:
+            if e is None:
+                continue
+            deps[e.node] = deps.get(e.node, 0) + 1
+            if e.node not in seen:
+                seen.add(e.node)
+                stack.append(e.node)
+
+    # what to run: with ``inputs``, only nodes on a path to one of them
+    capture = None
+    needed = None
+    if inputs is not None:
+        targets = []
+        for t in inputs:
+            e = _gradient_edge(t)
+            if e is None:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            targets.append(e)
+        target_nodes = {e.node for e in targets}
+        needed = _nodes_leading_to(graph_root, target_nodes)
+        if not accumulate_grad:
+            capture = {(id(e.node), e.input_nr): i for i, e in enumerate(targets)}
+        captured = [None] * len(targets)
+
+    buffers: dict = {}
+    ready = []
+    counter = 0
+    prev_mode = grad_mode.state.enabled
+    grad_mode.state.enabled = create_graph
+    try:
+        heapq.heappush(ready, (-graph_root.sequence_nr, counter, graph_root))
+        buffers[graph_root] = []
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node)
+            if capture is not None:
+                for j in range(len(grads) if node is not graph_root else 0):
+                    k = capture.get((id(node), j))
+                    if k is not None:
+                        captured[k] = _apply_tensor_hooks(node, j, grads[j])
+                if isinstance(node, AccumulateGrad):
+                    continue  # autograd.grad never writes .grad
+            outputs = _call_node(node, grads, keep_graph)
+            for e, g in zip(node._next, outputs):
+                if e is None:
+                    continue
+                nxt = e.node
+                if needed is not None and nxt not in needed:
+                    continue
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = [None] * max(_num_inputs(nxt), e.input_nr + 1)
+                buf[e.input_nr] = _add(buf[e.input_nr], g)
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    counter += 1
+                    heapq.heappush(ready, (-nxt.sequence_nr, counter, nxt))
+    finally:
+        grad_mode.state.enabled = prev_mode
+
+    if capture is not None:
+        for i, g in enumerate(captured):
+            if g is None and not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+        return captured
+    return None
+
+
+def _num_inputs(node) -> int:
+    return getattr(node, "_num_outputs", 1)
+
+
+def _nodes_leading_to(root, targets) -> set:
+    """Nodes from which one of ``targets`` can be reached (they, and only they, need to run)."""
+    order, seen, stack = [], {root}, [root]
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        for e in n._next:
+            if e is not None and e.node not in seen:
+                seen.add(e.node)
+                stack.append(e.node)
+    needed = set(targets)
+    changed = True
+    while changed:
+        changed = False
+        for n in order:
+            if n in needed:
+                continue
+            if any(e is not None and e.node in needed for e in n._next):
+                needed.add(n)
+                changed = True
+    return needed
+
+
+def _apply_tensor_hooks(node, j, g):
+    for h in node._tensor_pre_hooks.get(j, ()):
+        r = h(g)
+        if r is not None:
+            g = r
+    ref = node._retains_grad.get(j)
+    if ref is not None:
+        t = ref()
+        if t is not None and g is not None:  # PyTorch's retain_grad hook: clone first, then sum
+            t._grad = g.clone() if t._grad is None else t._grad + g
+    return g
+
+
+def _call_node(node, grads, keep_graph):
+    grads = [_apply_tensor_hooks(node, j, g) for j, g in enumerate(grads)] if \
+        (node._tensor_pre_hooks or node._retains_grad) else grads
+    for h in node._pre_hooks:
+        r = h(tuple(grads))
+        if r is not None:
+            grads = list(r)
+    if isinstance(node, GraphRoot):
+        return node.apply(grads)
+    outputs = node.apply(grads) if any(g is not None for g in grads) or isinstance(node, AccumulateGrad) \
+        else [None] * len(node._next)
+    from ember.autograd import anomaly_mode
+    if anomaly_mode.enabled:
+        anomaly_mode.check_nan(node, outputs)
+    if not isinstance(node, AccumulateGrad):
+        outputs = _validate(node, outputs)
+    for h in node._hooks:
+        r = h(tuple(outputs), tuple(grads))
+        if r is not None:
+            outputs = list(r)
+    if not keep_graph:
+        node.release_variables()
+    return outputs
+
+
+__all__ = ["run_backward", "Edge"]

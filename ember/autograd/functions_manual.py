@@ -1,0 +1,526 @@
+"""Backward helpers used by the formulas of ``derivatives.yaml`` (mirrors
+``torch/csrc/autograd/FunctionsManual.cpp``).  They are written in ember ops, so a backward computed with
+``create_graph=True`` is itself differentiable."""
+from __future__ import annotations
+
+import math
+
+from ember.aten.kernels._common import wrap_dim
+
+
+class _Frontend:
+    """``ember`` itself, imported on first use (autograd sits below the frontend in the layer map)."""
+
+    def __getattr__(self, name):
+        import ember
+        return getattr(ember, name)
+
+
+E = _Frontend()
+
+
+def _dims(dim, ndim):
+    if dim is None or dim == ():
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    return tuple(sorted(wrap_dim(d, ndim) for d in dim))
+
+
+def unsqueeze_multiple(t, dims, ndim):
+    for d in sorted(dims):
+        t = t.unsqueeze(d)
+    return t
+
+
+def restore_reduced_dims(grad, sizes, dim, keepdim):
+    """``grad`` of a reduction over ``dim`` with the reduced dims put back as size 1."""
+    if keepdim or len(sizes) == 0:
+        return grad
+    return unsqueeze_multiple(grad, _dims(dim, len(sizes)), len(sizes))
+
+
+def sum_backward(grad, sizes, dim=None, keepdim=False):
+    return restore_reduced_dims(grad, sizes, dim, keepdim).expand(sizes)
+
+
+def mean_backward(grad, sizes, dim=None, keepdim=False):
+    n = 1
+    for d in _dims(dim, len(sizes)):
+        n *= sizes[d]
+    if len(sizes) == 0:
+        n = 1
+    return sum_backward(grad, sizes, dim, keepdim) / n
+
+
+def prod_backward(grad, self, result, dim=None, keepdim=False):
+    """d prod / d x_i = prod_{j != i} x_j, computed without dividing by x_i (zeros are allowed)."""
+    if dim is None:
+        flat = self.reshape(-1)
+        g = grad.reshape(())
+        return (g * _prod_others(flat, 0)).reshape(self.shape)
+    d = wrap_dim(dim, self.dim()) if self.dim() else 0
+    g = grad if keepdim or self.dim() == 0 else grad.unsqueeze(d)
+    if self.dim() == 0:
+        return grad
+    return g * _prod_others(self, d)
+
+
+def _prod_others(x, d):
+    """Product of all elements along ``d`` except the one at each position (exclusive cumprods)."""
+    n = x.shape[d]
+    if n == 0:
+        return x
+    ones = E.ones_like(x.narrow(d, 0, 1))
+    left = E.cat([ones, x.narrow(d, 0, n - 1).cumprod(d)], d) if n > 1 else ones
+    right = E.cat([x.flip((d,)).narrow(d, 0, n - 1).cumprod(d), ones], d).flip((d,)) if n > 1 else ones
+    return left * right
+
+
+def var_backward(grad, self, dim, correction, keepdim):
+    c = 1 if correction is None else correction
+    dims = _dims(dim, self.dim())
+    n = 1
+    for d in dims:
+        n *= self.shape[d]
+    if self.dim() == 0:
+        n = 1
+    g = restore_reduced_dims(grad, tuple(self.shape), dims, keepdim)
+    return (2.0 / (n - c)) * g * (self - self.mean(dims if dims else None, keepdim=True))
+
+
+def std_backward(result, grad, self, dim, correction, keepdim):
+    g = grad / (2 * result)
+    g = g.masked_fill(result == 0, 0)
+    return var_backward(g, self, dim, correction, keepdim)
+
+
+def evenly_distribute_backward(grad, self, value):
+    """max()/min() over everything: the gradient is shared by all elements equal to the result."""
+    mask = (self == value) | (self.isnan() & value.isnan()) if self.is_floating_point() else self == value
+    count = mask.sum()
+    return mask * (grad / count)
+
+
+def amax_amin_backward(grad, self, result, dim, keepdim):
+    sizes = tuple(self.shape)
+    r = restore_reduced_dims(result, sizes, dim, keepdim)
+    g = restore_reduced_dims(grad, sizes, dim, keepdim)
+    mask = self == r
+    count = mask.sum(_dims(dim, self.dim()) or None, keepdim=True) if self.dim() else mask.sum()
+    return g * mask / count
+
+
+def value_selecting_reduction_backward(grad, dim, indices, sizes, keepdim):
+    if len(sizes) == 0:
+        return grad
+    d = wrap_dim(dim, len(sizes))
+    if not keepdim:
+        grad = grad.unsqueeze(d)
+        indices = indices.unsqueeze(d)
+    return E.zeros(sizes, dtype=grad.dtype, device=grad.device).scatter(d, indices, grad)
+
+
+def logsumexp_backward(grad, self, result, dim, keepdim):
+    sizes = tuple(self.shape)
+    g = restore_reduced_dims(grad, sizes, dim, keepdim)
+    r = restore_reduced_dims(result, sizes, dim, keepdim)
+    return g * (self - r).exp()
+
+
+def norm_backward(grad, self, p, norm, dim, keepdim):
+    """Gradient of the vector p-norm ``norm`` of ``self`` over ``dim``."""
+    sizes = tuple(self.shape)
+    g = restore_reduced_dims(grad, sizes, dim, keepdim)
+    n = restore_reduced_dims(norm, sizes, dim, keepdim)
+    p = float(p)
+    if p == 0.0:
+        return E.zeros_like(self)
+    if p == 1.0:
+        return self.sgn() * g
+    if p == 2.0:
+        return (self * (g / n)).masked_fill(n == 0, 0)
+    if math.isinf(p):
+        mask = (self.abs() == n)
+        return self.sgn() * mask * g / mask.sum(_dims(dim, self.dim()), keepdim=True)
+    scale = g / n.pow(p - 1)
+    return (self * self.abs().pow(p - 2) * scale).masked_fill(n == 0, 0)
+
+
+def cumsum_backward(grad, dim):
+    if grad.dim() == 0:
+        return grad
+    return grad.flip((dim,)).cumsum(dim).flip((dim,))
+
+
+def maybe_multiply(t, s):
+    return t if (isinstance(s, (int, float)) and s == 1) else t * s
+
+
+def handle_inf_or_zero_pow(grad, self, exponent):
+    """d/dx x**e = e * x**(e-1), 0 where e == 0 (PyTorch's pow_backward)."""
+    if isinstance(exponent, (int, float)) and exponent == 0:
+        return E.zeros_like(self)
+    return grad * exponent * self.pow(exponent - 1)
+
+
+def pow_backward_self(grad, self, exponent):
+    if not isinstance(exponent, E.Tensor):
+        return handle_inf_or_zero_pow(grad, self, exponent)
+    return E.where(exponent == 0, E.zeros((), dtype=grad.dtype), grad * exponent * self.pow(exponent - 1))
+
+
+def pow_backward_exponent(grad, self, exponent, result):
+    """d/de x**e = x**e * log(x), defined as 0 where x == 0 and e >= 0."""
+    if not isinstance(self, E.Tensor):
+        if self == 0:
+            return E.where(exponent >= 0, E.zeros((), dtype=grad.dtype), grad * result * math.log(self)
+                           if self > 0 else grad * float("nan"))
+        return grad * result * math.log(self)
+    cond = (self == 0) & (exponent >= 0)
+    return E.where(cond, E.zeros((), dtype=grad.dtype), grad * (result * self.log()))
+
+
+def minmax_backward(grad, self, other, is_max: bool):
+    """maximum/minimum: the gradient goes to the selected input, split evenly on ties."""
+    if is_max:
+        sel_self, sel_other = self > other, other > self
+    else:
+        sel_self, sel_other = self < other, other < self
+    tie = self == other
+    return grad * sel_self + grad * tie * 0.5, grad * sel_other + grad * tie * 0.5
+
+
+def select_backward(grad, sizes, dim, index):
+    out = E.zeros(sizes, dtype=grad.dtype, device=grad.device)
+    out.select(dim, index).copy_(grad)
+    return out
+
+
+def slice_backward(grad, sizes, dim, start, end, step):
+    out = E.zeros(sizes, dtype=grad.dtype, device=grad.device)
+    E.ops.aten.slice.Tensor(out, dim, start, end, step).copy_(grad)
+    return out
+
+
+def narrow_backward(grad, sizes, dim, start, length):
+    out = E.zeros(sizes, dtype=grad.dtype, device=grad.device)
+    out.narrow(dim, start, length).copy_(grad)
+    return out
+
+
+def diagonal_backward(grad, sizes, offset, dim1, dim2):
+    out = E.zeros(sizes, dtype=grad.dtype, device=grad.device)
+    out.diagonal(offset, dim1, dim2).copy_(grad)
+    return out
+
+
+def strided_view_backward(grad, self_sizes, self_strides, self_offset, sizes, strides, offset):
+    """Gradient of any strided view of a contiguous-or-not input: every view element adds into the input
+    position it reads (``as_strided_backward`` without the geometry special cases).  Positions are
+    computed on index tensors, so overlapping views accumulate correctly."""
+    n_storage = self_offset + 1 + sum((s - 1) * st for s, st in zip(self_sizes, self_strides)) \
+        if all(self_sizes) else 0
+    flat = E.zeros(max(n_storage, 1), dtype=grad.dtype, device=grad.device)
+    pos = E.arange(max(n_storage, 1), device=grad.device).as_strided(sizes, strides, offset).reshape(-1)
+    flat = flat.index_add(0, pos, grad.reshape(-1))
+    src = E.arange(max(n_storage, 1), device=grad.device).as_strided(self_sizes, self_strides, self_offset)
+    return flat.index_select(0, src.reshape(-1)).reshape(self_sizes)
+
+
+def unbind_backward(grads, sizes, dim, dtype, device):
+    parts = [g if g is not None else E.zeros(tuple(s for i, s in enumerate(sizes) if i != dim), dtype=dtype,
+                                             device=device) for g in grads]
+    return E.stack(parts, dim)
+
+
+def split_backward(grads, split_sizes, dim, sizes, dtype, device):
+    parts = []
+    for g, n in zip(grads, split_sizes):
+        if g is None:
+            shape = list(sizes)
+            shape[dim] = n
+            g = E.zeros(tuple(shape), dtype=dtype, device=device)
+        parts.append(g)
+    return E.cat(parts, dim)
+
+
+def cat_backward(grad, sizes_list, dim):
+    if not sizes_list:
+        return []
+    ref = next((s for s in sizes_list if not (len(s) == 1 and s[0] == 0)), sizes_list[0])
+    d = wrap_dim(dim, len(ref))
+    out, start = [], 0
+    for s in sizes_list:
+        if len(s) == 1 and s[0] == 0 and len(ref) != 1:
+            out.append(E.zeros(s, dtype=grad.dtype, device=grad.device))
+            continue
+        out.append(grad.narrow(d, start, s[d]))
+        start += s[d]
+    return out
+
+
+def stack_backward(grad, n, dim):
+    d = wrap_dim(dim, grad.dim())
+    return list(grad.unbind(d))
+
+
+def permute_backward(grad, dims):
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[wrap_dim(d, len(dims))] = i
+    return grad.permute(inv)
+
+
+def expand_backward(grad, sizes):
+    from ember.autograd.engine import _sum_to
+    return _sum_to(grad, sizes)
+
+
+def unsqueeze_to(grad, sizes):
+    return grad.reshape(sizes)
+
+
+def repeat_backward(grad, repeats, sizes):
+    nd = len(repeats)
+    lead = nd - len(sizes)
+    shape = []
+    for i, r in enumerate(repeats):
+        s = sizes[i - lead] if i >= lead else 1
+        shape += [r, s]
+    g = grad.reshape(shape)
+    g = g.sum(tuple(range(0, 2 * nd, 2)))
+    return g.reshape(sizes)
+
+
+def index_backward(grad, self_sizes, indices):
+    return E.zeros(self_sizes, dtype=grad.dtype, device=grad.device).index_put(indices, grad, True)
+
+
+def masked_select_backward(grad, self, mask):
+    from ember.aten.meta import broadcast_shapes
+    shape = broadcast_shapes(tuple(self.shape), tuple(mask.shape))
+    out = E.zeros(shape, dtype=grad.dtype, device=grad.device).masked_scatter(mask.expand(shape), grad)
+    return expand_backward(out, tuple(self.shape))
+
+
+def matmul_backward(grad, self, other, which):
+    """Gradients of ``matmul`` for every rank combination (PyTorch's matmul_backward)."""
+    a, b = self, other
+    if a.dim() == 1 and b.dim() == 1:
+        return grad * b if which == 0 else grad * a
+    a2 = a.unsqueeze(0) if a.dim() == 1 else a
+    b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    g = grad
+    if a.dim() == 1:
+        g = g.unsqueeze(-2)
+    if b.dim() == 1:
+        g = g.unsqueeze(-1)
+    if which == 0:
+        r = g.matmul(b2.transpose(-1, -2))
+        r = expand_backward(r, tuple(a2.shape))
+        return r.squeeze(0) if a.dim() == 1 else r
+    r = a2.transpose(-1, -2).matmul(g)
+    r = expand_backward(r, tuple(b2.shape))
+    return r.squeeze(-1) if b.dim() == 1 else r
+
+
+def inverse_backward(grad, result):
+    rt = result.mT
+    return -(rt.matmul(grad).matmul(rt))
+
+
+def det_backward(grad, self, result):
+    return (grad * result).unsqueeze(-1).unsqueeze(-1) * self.inverse().mT
+
+
+def solve_backward_A(grad, A, result):
+    gB = E.linalg.solve(A.mT, grad)
+    r = result if result.dim() == A.dim() else result.unsqueeze(-1)
+    g2 = gB if gB.dim() == A.dim() else gB.unsqueeze(-1)
+    return -(g2.matmul(r.mT))
+
+
+def solve_backward_B(grad, A):
+    return E.linalg.solve(A.mT, grad)
+
+
+def logit_backward(grad, self, eps):
+    if eps is None:
+        return grad / (self * (1 - self))
+    inside = (self >= eps) & (self <= 1 - eps)
+    return E.where(inside, grad / (self * (1 - self)), E.zeros((), dtype=grad.dtype))
+
+
+def sinc_backward(grad, self):
+    px = self * math.pi
+    d = (px.cos() * px - px.sin()) / (px * self)
+    return grad * d.masked_fill(self == 0, 0)
+
+
+def clamp_backward(grad, self, min, max):  # noqa: A002
+    mask = E.ones_like(self, dtype=E.bool)
+    if min is not None:
+        mask = mask & (self >= min)
+    if max is not None:
+        mask = mask & (self <= max)
+    return grad * mask
+
+
+def clamp_backward_min_max(grad, self, min, max):  # noqa: A002
+    gmin = gmax = None
+    if min is not None:
+        gmin = grad * (self < min)
+        if max is not None:
+            gmin = gmin * (min <= max)
+    if max is not None:
+        gmax = grad * (self > max)
+    return gmin, gmax
+
+
+def cumprod_backward(grad, self, dim, result):
+    """Gradient of cumprod without dividing by the input (zeros allowed): sum over later outputs of
+    grad_j * prod_{k<=j, k != i} x_k, computed as a reversed cumulative sum per position."""
+    if self.dim() == 0:
+        return grad
+    d = wrap_dim(dim, self.dim())
+    n = self.shape[d]
+    out = []
+    for i in range(n):
+        xi_excluded = self.narrow(d, i, 1)
+        ones = E.ones_like(xi_excluded)
+        x_wo = E.cat([self.narrow(d, 0, i), ones, self.narrow(d, i + 1, n - i - 1)], d)
+        cp = x_wo.cumprod(d)
+        contrib = (grad * cp).narrow(d, i, n - i).sum(d, keepdim=True)
+        out.append(contrib)
+    return E.cat(out, d)
+
+
+def as_strided_backward(grad, self, size, stride, storage_offset):
+    off = self.storage_offset() if storage_offset is None else storage_offset
+    return strided_view_backward(grad, tuple(self.shape), self.stride(), self.storage_offset(), tuple(size),
+                                 tuple(stride), off)
+
+
+def split_sizes_of(sizes, split_size, dim):
+    d = wrap_dim(dim, len(sizes))
+    n = sizes[d]
+    if n == 0:
+        return [0]
+    return [min(split_size, n - s) for s in range(0, n, split_size)]
+
+
+def chunk_sizes_of(sizes, chunks, dim):
+    d = wrap_dim(dim, len(sizes))
+    n = sizes[d]
+    size = (n + chunks - 1) // chunks
+    return split_sizes_of(sizes, size, dim) if size else [0] * chunks
+
+
+def diag_backward(grad, sizes, diagonal):
+    if len(sizes) == 1:
+        return grad.diagonal(diagonal)
+    return diagonal_backward(grad, sizes, diagonal, 0, 1)
+
+
+def repeat_interleave_backward(grad, sizes, repeats, dim):
+    if dim is None:
+        return grad.reshape(-1, repeats).sum(1).reshape(sizes)
+    d = wrap_dim(dim, len(sizes))
+    shape = list(sizes)
+    shape.insert(d + 1, repeats)
+    return grad.reshape(shape).sum(d + 1)
+
+
+def grad_index(grad, indices):
+    return E.ops.aten.index.Tensor(grad, indices)
+
+
+def masked_scatter_source_backward(grad, mask, source_sizes):
+    n = 1
+    for s in source_sizes:
+        n *= s
+    sel = grad.masked_select(mask)
+    pad = E.zeros(n - sel.numel(), dtype=grad.dtype, device=grad.device)
+    return E.cat([sel, pad]).reshape(source_sizes)
+
+
+def take_along_dim_backward(grad, sizes, indices, dim):
+    if dim is None:
+        return E.zeros(sizes, dtype=grad.dtype).reshape(-1).index_add(0, indices.reshape(-1),
+                                                                       grad.reshape(-1)).reshape(sizes)
+    d = wrap_dim(dim, len(sizes))
+    bshape = tuple(g if i != d else s for i, (s, g) in enumerate(zip(sizes, grad.shape)))
+    base = E.zeros(bshape, dtype=grad.dtype, device=grad.device)  # self as broadcast by the forward
+    return expand_backward(base.scatter_add(d, indices.expand(tuple(grad.shape)), grad), sizes)
+
+
+def einsum_backward(grad, equation, tensors):
+    """Each operand's gradient is another einsum: the output spec swapped with that operand's spec."""
+    lhs, _, rhs = equation.replace(" ", "").partition("->")
+    specs = lhs.split(",")
+    if not _:
+        letters = sorted(set("".join(specs)) - {"."})
+        rhs = "".join(c for c in letters if "".join(specs).count(c) == 1)
+    out = []
+    for i, t in enumerate(tensors):
+        others = [s for j, s in enumerate(specs) if j != i]
+        ops = [tensors[j] for j in range(len(tensors)) if j != i]
+        target = specs[i]
+        summed = [c for c in target if c not in rhs and all(c not in s for s in others)]
+        eq = ",".join([rhs] + others) + "->" + "".join(c for c in target if c not in summed)
+        g = E.einsum(eq, grad, *ops)
+        if summed:  # letters only in this operand and reduced away: broadcast back
+            for k, c in enumerate(target):
+                if c in summed:
+                    g = g.unsqueeze(k)
+            g = g.expand(tuple(t.shape))
+        out.append(g)
+    return out
+
+
+def tensordot_backward(grad, self, other, dims_self, dims_other, which):
+    ds = [wrap_dim(d, self.dim()) for d in dims_self]
+    do = [wrap_dim(d, other.dim()) for d in dims_other]
+    free_s = [d for d in range(self.dim()) if d not in ds]
+    free_o = [d for d in range(other.dim()) if d not in do]
+    ns = len(free_s)
+    if which == 0:  # dims of g: free dims of self, then other's contracted dims in increasing order
+        g = E.tensordot(grad, other, (list(range(ns, grad.dim())), free_o))
+        order = free_s + [ds[do.index(r)] for r in sorted(do)]
+        return g.permute([order.index(d) for d in range(self.dim())])
+    g = E.tensordot(self, grad, (free_s, list(range(ns))))
+    order = [do[ds.index(r)] for r in sorted(ds)] + free_o
+    return g.permute([order.index(d) for d in range(other.dim())])
+
+
+def kron_backward(grad, self, other, which):
+    a, b = self, other
+    nd = max(a.dim(), b.dim())
+    a2 = a.reshape((1,) * (nd - a.dim()) + tuple(a.shape))
+    b2 = b.reshape((1,) * (nd - b.dim()) + tuple(b.shape))
+    shape = []
+    for i in range(nd):
+        shape += [a2.shape[i], b2.shape[i]]
+    g = grad.reshape(shape)
+    if which == 0:
+        br = b2.reshape([1 if k % 2 == 0 else b2.shape[k // 2] for k in range(2 * nd)])
+        return (g * br).sum(tuple(range(1, 2 * nd, 2))).reshape(a.shape)
+    ar = a2.reshape([a2.shape[k // 2] if k % 2 == 0 else 1 for k in range(2 * nd)])
+    return (g * ar).sum(tuple(range(0, 2 * nd, 2))).reshape(b.shape)
+
+
+def cdist_backward(grad, x1, x2, p, result, which):
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    r = result.unsqueeze(-1)
+    g = grad.unsqueeze(-1)
+    if p == 2:
+        w = (diff / r).masked_fill(r == 0, 0)
+    elif p == 1:
+        w = diff.sgn()
+    elif math.isinf(p):
+        w = diff.sgn() * (diff.abs() == r)
+    else:
+        w = (diff.sgn() * diff.abs().pow(p - 1) / r.pow(p - 1)).masked_fill(r == 0, 0)
+    t = g * w
+    return t.sum(-2) if which == 0 else -t.sum(-3)

@@ -1,0 +1,103 @@
+"""Grad modes (mirrors ``torch/autograd/grad_mode.py`` over ``c10/core/GradMode.h``): thread-local switches
+read by every autograd kernel.  Each works as a context manager and as a decorator."""
+from __future__ import annotations
+
+import functools
+import threading
+
+
+class _GradState(threading.local):
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
+
+
+state = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    return state.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return state.inference
+
+
+class _DecoratorContextManager:
+    """A context manager that also decorates functions (a fresh instance per call)."""
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return func(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable gradient recording: results of ops do not require grad."""
+
+    def __init__(self) -> None:
+        self.prev = False
+
+    def __enter__(self):
+        self.prev = state.enabled
+        state.enabled = False
+
+    def __exit__(self, *exc):
+        state.enabled = self.prev
+
+
+class enable_grad(_DecoratorContextManager):
+    """Enable gradient recording (inside ``no_grad``)."""
+
+    def __enter__(self):
+        self.prev = state.enabled
+        state.enabled = True
+
+    def __exit__(self, *exc):
+        state.enabled = self.prev
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """``set_grad_enabled(mode)`` sets the mode at once; as a context manager it restores the previous one."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = state.enabled
+        self.mode = bool(mode)
+        state.enabled = self.mode
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        state.enabled = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like ``no_grad``; tensors made inside are inference tensors, which autograd refuses to save."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = mode
+
+    def __enter__(self):
+        self.prev = (state.enabled, state.inference)
+        if self.mode:
+            state.enabled, state.inference = False, True
+
+    def __exit__(self, *exc):
+        state.enabled, state.inference = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+    def __call__(self, func=None):
+        if isinstance(func, bool) or func is None:  # @inference_mode() / @inference_mode(False)
+            return self.__class__(True if func is None else func)
+        return super().__call__(func)

@@ -1,0 +1,277 @@
+"""The autograd graph (mirrors ``torch/csrc/autograd/function.h``, ``edge.h``, ``saved_variable.cpp``,
+``functions/accumulate_grad.cpp``).
+
+Every differentiable op that runs with grad enabled on an input that requires grad creates a ``Node``
+(``MulBackward0``...) whose ``next_functions`` are the edges to the nodes of its inputs: their ``grad_fn``,
+or the ``AccumulateGrad`` of a leaf.  A node keeps what its derivative formula needs as ``SavedVariable``s,
+which remember the version counter of the tensor they saved and refuse to unpack after an in-place change.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import NamedTuple
+
+_sequence = itertools.count()
+
+
+class Edge(NamedTuple):
+    """(function, input_nr): where a gradient flows next (``torch::autograd::Edge``)."""
+    node: object
+    input_nr: int
+
+
+ERR_BACKWARD_TWICE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
+    "you need to access saved tensors after calling backward.")
+
+
+class SavedVariable:
+    """A tensor saved for backward, with the version it had when saved."""
+
+    __slots__ = ("tensor", "version", "is_output", "released")
+
+    def __init__(self, tensor, is_output: bool = False):
+        self.tensor = tensor
+        self.released = False
+        self.is_output = is_output
+        if tensor is None:
+            self.version = 0
+            return
+        if getattr(tensor, "_inference", False):
+            raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
+                               "clone to get a normal tensor and use it in autograd.")
+        self.version = tensor._vc.version
+
+    def unpack(self, node=None):
+        if self.released:
+            raise RuntimeError(ERR_BACKWARD_TWICE)
+        t = self.tensor
+        if t is None:
+            return None
+        if t._vc.version != self.version:
+            owner = ""
+            if node is not None:
+                out = getattr(t, "_output_nr", 0)
+                owner = f", which is output {out} of {t.grad_fn.name()}" if t.grad_fn is not None else ""
+            shape = "[" + ", ".join(str(s) for s in t.shape) + "]"
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{_type_str(t)} {shape}]{owner}, is at version {t._vc.version}; expected version {self.version} "
+                "instead. Hint: enable anomaly detection to find the operation that failed to compute its "
+                "gradient, with torch.autograd.set_detect_anomaly(True).")
+        return t
+
+    def release(self) -> None:
+        self.tensor = None
+        self.released = True
+
+
+def _type_str(t) -> str:
+    from ember.aten.wrap import _type_name
+    return f"torch.{_type_name(t.dtype)}Tensor"
+
+
+class Node:
+    """A function of the backward graph (``torch::autograd::Node``)."""
+
+    _saved_names: tuple = ()
+
+    def __init__(self):
+        self._next = ()
+        self._pre_hooks = []
+        self._hooks = []
+        self._tensor_pre_hooks = {}  # output_nr -> [hook]
+        self._retains_grad = {}      # output_nr -> weakref to the tensor that retains its grad
+        self.sequence_nr = next(_sequence)
+        self.metadata = {}
+        self._input_meta = ()        # per output: (shape, dtype, device)
+        self._released = False
+        self._anomaly_trace = None
+
+    # -- graph structure ------------------------------------------------------------------------
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((e.node, e.input_nr) if e is not None else (None, 0) for e in self._next)
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # -- hooks --------------------------------------------------------------------------------------
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` after the node ran; may return replacement grad_inputs."""
+        self._hooks.append(fn)
+        return _RemovableHandle(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before the node runs; may return replacement grad_outputs."""
+        self._pre_hooks.append(fn)
+        return _RemovableHandle(self._pre_hooks, fn)
+
+    # -- evaluation ---------------------------------------------------------------------------------
+    def apply(self, grads):
+        raise NotImplementedError
+
+    def release_variables(self) -> None:
+        for name in self._saved_names:
+            sv = getattr(self, name, None)
+            if isinstance(sv, SavedVariable):
+                sv.release()
+            elif isinstance(sv, list):
+                for s in sv:
+                    s.release()
+        self._released = True
+
+    def _saved(self, name):
+        sv = getattr(self, name)
+        if isinstance(sv, list):
+            return [s.unpack(self) for s in sv]
+        return sv.unpack(self)
+
+    def __call__(self, *grads):
+        return self.apply(list(grads))
+
+
+class _RemovableHandle:
+    _ids = itertools.count()
+
+    def __init__(self, container, item):
+        self._container = container
+        self._item = item
+        self.id = next(self._ids)
+
+    def remove(self) -> None:
+        try:
+            self._container.remove(self._item)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf: adds the incoming gradient to ``variable.grad``."""
+
+    def __init__(self, variable):
+        super().__init__()
+        self._variable = weakref.ref(variable)
+        self._post_acc_hooks = []
+        self.sequence_nr = 2 ** 62  # leaves run as soon as they are ready (PyTorch: UINT64_MAX)
+
+    @property
+    def variable(self):
+        return self._variable()
+
+    def apply(self, grads):
+        """PyTorch's ``accumulate_grad``: without create_graph the leaf gets a detached gradient it owns
+        (so later in-place accumulation and ``grad.zero_()`` touch nothing else); with create_graph the
+        sum stays in the graph."""
+        from ember.autograd.grad_mode import no_grad, state
+        var = self._variable()
+        g = grads[0]
+        if var is None or g is None:
+            return []
+        old = var.grad
+        if not state.enabled:
+            if old is None:
+                var._grad = g.detach().clone()
+            else:
+                with no_grad():
+                    old.add_(g)
+        else:
+            var._grad = g if old is None else old + g
+        for h in self._post_acc_hooks:
+            h(var)
+        return []
+
+
+class GraphRoot(Node):
+    def __init__(self, grads):
+        super().__init__()
+        self.grads = grads
+
+    def apply(self, grads):
+        return list(self.grads)
+
+
+class NotImplementedBackward(Node):
+    """Attached where an op has no derivative formula; raises when backward reaches it."""
+
+    def __init__(self, opname: str):
+        super().__init__()
+        self.opname = opname
+
+    def name(self) -> str:
+        return "NotImplemented"
+
+    def apply(self, grads):
+        raise RuntimeError(f"the derivative for '{self.opname}' is not implemented.")
+
+
+class CopySlices(Node):
+    """An in-place op on a view, seen from the base (``torch/csrc/autograd/functions/tensor.cpp``).
+
+    The base's gradient is copied into a buffer with the base's geometry; the part the view covers goes
+    through the in-place op's node ``fn`` and is written back; ``fn``'s other inputs get their gradients
+    as usual.  Geometry is (sizes, strides, storage offset), so any strided view works.
+    """
+
+    def __init__(self, base, view, fn):
+        super().__init__()
+        self.base_geometry = (tuple(base.shape), base.stride(), base.storage_offset())
+        self.view_geometry = (tuple(view.shape), view.stride(), view.storage_offset())
+        self.fn = fn
+        self.sequence_nr = fn.sequence_nr
+        self._input_meta = ((base._data.shape, base.dtype),) + tuple(fn._input_meta[1:])
+
+    def name(self) -> str:
+        return "CopySlices"
+
+    def apply(self, grads):
+        from ember.autograd.functions_manual import E
+        grad = grads[0]
+        bs, bst, boff = self.base_geometry
+        vs, vst, voff = self.view_geometry
+        lo = min([boff, voff])
+        span = max(boff + 1 + sum((s - 1) * st for s, st in zip(bs, bst)),
+                   voff + 1 + sum((s - 1) * st for s, st in zip(vs, vst))) - lo if all(bs) else 1
+        storage = E.zeros(max(span, 1), dtype=grad.dtype, device=grad.device)
+        base_view = storage.as_strided(bs, bst, boff - lo)
+        base_view.copy_(grad)
+        view_slice = storage.as_strided(vs, vst, voff - lo)
+        res = self.fn.apply([view_slice.clone()])
+        if res and res[0] is not None:
+            view_slice.copy_(res[0])
+        else:
+            view_slice.zero_()
+        return [base_view.clone()] + list(res[1:])
+
+    def release_variables(self) -> None:
+        self.fn.release_variables()
+        self._released = True
+
+
+class AsStridedBackward0(Node):
+    """The history of a view after an in-place op rebased its base: the view is a strided window of
+    the base's new value."""
+
+    def __init__(self, base, view):
+        super().__init__()
+        self.base_geometry = (tuple(base.shape), base.stride(), base.storage_offset())
+        self.view_geometry = (tuple(view.shape), view.stride(), view.storage_offset())
+        self._input_meta = ((base._data.shape, base.dtype),)
+
+    def apply(self, grads):
+        from ember.autograd.functions_manual import strided_view_backward
+        bs, bst, boff = self.base_geometry
+        vs, vst, voff = self.view_geometry
+        return [strided_view_backward(grads[0], bs, bst, boff, vs, vst, voff)]

@@ -1,0 +1,77 @@
+"""Recording ops in the graph (mirrors ``torch/csrc/autograd/VariableTypeUtils.h`` and
+``functions/utils.h``): which edges a new node gets, how outputs get their history, and PyTorch's
+in-place checks.  The generated autograd kernels (ember/_generated/autograd.py) call these."""
+from __future__ import annotations
+
+from ember.autograd import anomaly_mode
+from ember.autograd.graph import AccumulateGrad, Edge
+
+
+def grad_accumulator(t):
+    """The ``AccumulateGrad`` of a leaf that requires grad (one per leaf, created on first use)."""
+    acc = t.__dict__.get("_acc")
+    if acc is None:
+        acc = t.__dict__["_acc"] = AccumulateGrad(t)
+    return acc
+
+
+def gradient_edge(t):
+    """Where the gradient of ``t`` goes: its ``grad_fn`` output, or its accumulator, or nowhere."""
+    fn = t._grad_fn
+    if fn is not None:
+        return Edge(fn, t._output_nr)
+    if t._rg:
+        return Edge(grad_accumulator(t), 0)
+    return None
+
+
+def collect_next_edges(*tensors) -> tuple:
+    return tuple(None if t is None else gradient_edge(t) for t in tensors)
+
+
+def set_history(node, outputs, differentiable=None) -> None:
+    """Make ``node`` the ``grad_fn`` of each differentiable output (``set_history``)."""
+    node._num_outputs = len(outputs)
+    for i, out in enumerate(outputs):
+        if out is None or (differentiable is not None and not differentiable[i]):
+            continue
+        if not (out.dtype.is_floating_point or out.dtype.is_complex):
+            continue
+        d = out.__dict__
+        d["_grad_fn"] = node
+        d["_output_nr"] = i
+        d["_rg"] = True
+    if anomaly_mode.enabled:
+        anomaly_mode.record(node)
+
+
+def rebase_history(t, node) -> None:
+    """After an in-place op recorded as ``node`` on ``t``: ``t``'s new history is ``node``; when ``t`` is a
+    view, the base's history becomes ``CopySlices(node)`` and the view reads from it."""
+    base = t.__dict__.get("_base")
+    if base is None:
+        set_history(node, (t,))
+        return
+    from ember.autograd.graph import AsStridedBackward0, CopySlices
+    cs = CopySlices(base, t, node)
+    cs._next = (gradient_edge(base),) + tuple(node._next[1:])
+    set_history(cs, (base,))
+    view_fn = AsStridedBackward0(base, t)
+    view_fn._next = (Edge(cs, 0),)
+    set_history(view_fn, (t,))
+
+
+def check_inplace(t) -> None:
+    """PyTorch's ``check_inplace``: a leaf that requires grad (or a view of one) can't be modified."""
+    from ember.autograd.grad_mode import state
+    if not state.enabled:
+        return
+    base = t.__dict__.get("_base")
+    if base is not None and base._rg and base._grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    if t._rg and t._grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def input_meta(*tensors) -> tuple:
+    return tuple(None if t is None else (t._data.shape, t.dtype) for t in tensors)
