@@ -22,6 +22,21 @@ from ember.c10.dispatch_key import AUTOGRAD_KEYS, BACKEND_KEYS, DispatchKey, Dis
 
 FALLTHROUGH = object()
 
+
+class BoxedFallback:
+    """A fallback for every operator under one key: ``make(op)`` returns the kernel for ``op`` (PyTorch's
+    boxed fallbacks receive the operator handle the same way)."""
+
+    def __init__(self, make):
+        self.make = make
+        self._bound = {}
+
+    def bind(self, op):
+        k = self._bound.get(op.qualified_name)
+        if k is None:
+            k = self._bound[op.qualified_name] = self.make(op)
+        return k
+
 _backend_fallbacks: dict[DispatchKey, object] = {
     DispatchKey.ADInplaceOrView: FALLTHROUGH,
     DispatchKey.BackendSelect: FALLTHROUGH,
@@ -96,7 +111,10 @@ class OperatorHandle:
             k = self.kernels.get(DispatchKey.CompositeImplicitAutograd)
             if k is not None:
                 return k
-        return _backend_fallbacks.get(key)
+        fb = _backend_fallbacks.get(key)
+        if isinstance(fb, BoxedFallback):
+            return fb.bind(self)
+        return fb
 
     def resolve(self, ks: int):
         """The kernel the highest key of ``ks`` runs (Note [Kernel resolution]); cached."""

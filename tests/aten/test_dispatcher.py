@@ -23,11 +23,13 @@ def make_op():
     return h, calls, autograd
 
 
-def test_autograd_key_falls_through_until_registered():
+def test_fallthrough_and_the_boxed_autograd_fallback():
     h, calls, autograd = make_op()
+    # ADInplaceOrView falls through for every op; the Autograd key has a boxed fallback until a kernel exists
+    assert h.dispatch_trace(KS_CPU) == ["AutogradCPU: autograd_not_implemented[test_op]"]
+    only = (1 << DispatchKey.ADInplaceOrView) | (1 << DispatchKey.CPU)
+    assert h.dispatch_trace(only) == ["ADInplaceOrView: fallthrough", "CPU: make_op.<locals>.cpu"]
     assert h.call(KS_CPU, 1) == 1 and calls == ["CPU"]
-    assert h.dispatch_trace(KS_CPU) == ["AutogradCPU: fallthrough", "ADInplaceOrView: fallthrough",
-                                        "CPU: make_op.<locals>.cpu"]
     h.register(DispatchKey.AutogradCPU, autograd)  # registration clears the cache
     calls.clear()
     h.call(KS_CPU, 1)

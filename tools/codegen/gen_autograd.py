@@ -91,7 +91,6 @@ class Plan:
 
 
 def gen_node(plan: Plan) -> str:
-    s = plan.d.schema
     lines = [f"class {plan.node_name}(_Node):"]
     saved = [f"{ident(n)}_" for n in plan.saved_tensors] + (["result_"] if plan.uses_result else [])
     lines.append(f"    _saved_names = {tuple(saved)!r}")
@@ -112,7 +111,7 @@ def gen_node(plan: Plan) -> str:
         needs = sorted(_names_in(f) & (set(plan.saved_tensors) | {"result"}))
         if a.type.is_tensor_list:
             lines.append(f"        _k = _n._list_len_{a.name}")
-            lines.append(f"        if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):")
+            lines.append("        if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):")
             for nm in needs:
                 lines.append(f"            {ident(nm)} = _n._saved({ident(nm)!r} + '_')" if nm != "result"
                              else "            result = _n._saved('result_')")

@@ -1,0 +1,49 @@
+"""The Autograd fallback (mirrors ``torch/csrc/autograd/autograd_not_implemented_fallback.cpp``): an op
+without a derivative formula runs below autograd; if grad is enabled and one of its tensor inputs requires
+grad, its floating-point outputs get a ``NotImplemented`` node, so backward through them raises
+``the derivative for '<op>' is not implemented.`` instead of silently dropping the gradient."""
+from __future__ import annotations
+
+from ember.aten.dispatcher import BoxedFallback, keys_below, register_fallback
+from ember.autograd.grad_mode import state
+from ember.autograd.graph import NotImplementedBackward
+from ember.autograd.recording import collect_next_edges, set_history
+from ember.c10.dispatch_key import AUTOGRAD_KEYS, DispatchKey
+
+_BELOW = keys_below(DispatchKey.ADInplaceOrView)
+
+
+def _tensors(args):
+    for a in args:
+        if hasattr(a, "_rg"):
+            yield a
+        elif isinstance(a, list):
+            for t in a:
+                if hasattr(t, "_rg"):
+                    yield t
+
+
+def _make(op):
+    name = op.name + (f".{op.overload_name}" if op.overload_name else "")
+
+    def autograd_not_implemented(ks, *args):
+        out = op.redispatch(ks & _BELOW, *args)
+        if state.enabled:
+            req = [t for t in _tensors(args) if t._rg]
+            if req:
+                outs = out if isinstance(out, (tuple, list)) else (out,)
+                outs = [o for o in outs if hasattr(o, "_rg")]
+                if any(o.dtype.is_floating_point or o.dtype.is_complex for o in outs):
+                    node = NotImplementedBackward(name)
+                    node._next = collect_next_edges(*req)
+                    set_history(node, outs)
+        return out
+
+    autograd_not_implemented.__qualname__ = f"autograd_not_implemented[{name}]"
+    return autograd_not_implemented
+
+
+def install() -> None:
+    fb = BoxedFallback(_make)
+    for key in AUTOGRAD_KEYS:
+        register_fallback(key, fb)

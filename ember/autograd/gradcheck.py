@@ -1,0 +1,135 @@
+"""``gradcheck`` / ``gradgradcheck`` (mirrors ``torch/autograd/gradcheck.py``): the analytical Jacobian
+(one backward per output element) against central finite differences, with PyTorch's defaults
+``eps=1e-6, atol=1e-5, rtol=1e-3`` meant for float64 inputs."""
+from __future__ import annotations
+
+import numpy as np
+
+
+class GradcheckError(RuntimeError):
+    pass
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _differentiable_outputs(outs):
+    return [o for o in outs if hasattr(o, "requires_grad") and o.requires_grad]
+
+
+def _flat_outputs(func, inputs):
+    return _as_tuple(func(*inputs))
+
+
+def _numerical_jacobian(func, inputs, outputs, eps):
+    """jac[i][j]: d output j / d input i, shape (numel(input), numel(output)), by central differences."""
+    import ember
+    jac = []
+    for t in inputs:
+        if not (isinstance(t, ember.Tensor) and t.requires_grad):
+            jac.append(None)
+            continue
+        cols = [np.zeros((t.numel(), o.numel())) for o in outputs]
+        base = t.data  # shares memory, outside autograd and its version checks
+        for k in range(t.numel()):
+            idx = np.unravel_index(k, tuple(t.shape)) if t.dim() else ()
+            orig = base[idx].item() if t.dim() else base.item()
+            base[idx] = orig - eps
+            lo = [o.detach().numpy().astype(np.float64).reshape(-1).copy()
+                  for o in _flat_outputs(func, inputs) if isinstance(o, ember.Tensor)]
+            base[idx] = orig + eps
+            hi = [o.detach().numpy().astype(np.float64).reshape(-1).copy()
+                  for o in _flat_outputs(func, inputs) if isinstance(o, ember.Tensor)]
+            base[idx] = orig
+            for j in range(len(outputs)):
+                cols[j][k] = (hi[j] - lo[j]) / (2 * eps)
+        jac.append(cols)
+    return jac
+
+
+def _analytical_jacobian(inputs, outputs):
+    import ember
+    diff_inputs = [t for t in inputs if isinstance(t, ember.Tensor) and t.requires_grad]
+    jac = {id(t): [np.zeros((t.numel(), o.numel())) for o in outputs] for t in diff_inputs}
+    for j, o in enumerate(outputs):
+        for k in range(o.numel()):
+            onehot = np.zeros(tuple(o.shape))
+            onehot.reshape(-1)[k] = 1.0
+            g = ember.tensor(onehot, dtype=o.dtype)
+            grads = ember.autograd.grad([o], diff_inputs, [g], retain_graph=True, allow_unused=True)
+            for t, gi in zip(diff_inputs, grads):
+                if gi is not None:
+                    jac[id(t)][j][:, k] = gi.detach().numpy().astype(np.float64).reshape(-1)
+    return jac
+
+
+def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exception=True, nondet_tol=0.0,
+              check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+              check_batched_forward_grad=False, check_forward_ad=False, check_backward_ad=True,
+              fast_mode=False, masked=None) -> bool:
+    """Check the gradients computed by autograd for ``func(*inputs)`` against finite differences."""
+    import ember
+    inputs = _as_tuple(inputs)
+    for t in inputs:
+        if isinstance(t, ember.Tensor) and t.requires_grad and t.dtype not in (ember.float64, ember.complex128):
+            import warnings
+            warnings.warn(f"Input #{inputs.index(t)} requires gradient and is not a double precision floating "
+                          "point or complex. This check will likely fail if all the inputs are not of double "
+                          "precision floating point or complex.", UserWarning, stacklevel=2)
+    outputs = _differentiable_outputs(_flat_outputs(func, inputs))
+    if not outputs:
+        return _fail("gradcheck expects at least one output of func to require grad", raise_exception)
+    num = _numerical_jacobian(func, inputs, outputs, eps)
+    ana = _analytical_jacobian(inputs, outputs)
+    for i, t in enumerate(inputs):
+        if num[i] is None:
+            continue
+        for j in range(len(outputs)):
+            a, n = ana[id(t)][j], num[i][j]
+            if not np.allclose(a, n, rtol=rtol, atol=atol):
+                return _fail(f"Jacobian mismatch for output {j} with respect to input {i},\nnumerical:{n}\n"
+                             f"analytical:{a}\n", raise_exception)
+    if nondet_tol == 0.0:  # the backward must be deterministic
+        again = _analytical_jacobian(inputs, _differentiable_outputs(_flat_outputs(func, inputs)))
+        for t in inputs:
+            if id(t) in ana:
+                for j in range(len(outputs)):
+                    if not np.array_equal(ana[id(t)][j], again[id(t)][j]):
+                        return _fail("Backward is not reentrant, i.e., running backward with same input and "
+                                     "grad_output multiple times gives different values, although analytical "
+                                     "gradient matches numerical gradient.", raise_exception)
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rtol=0.001,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False) -> bool:
+    """gradcheck of the function ``(inputs, v) -> v^T J(inputs)``: second derivatives."""
+    import ember
+    inputs = _as_tuple(inputs)
+    outputs = _differentiable_outputs(_flat_outputs(func, inputs))
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(ember.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype,
+                                          requires_grad=True) for o in outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    n_in = len(inputs)
+    diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, ember.Tensor) and t.requires_grad]
+
+    def vjp(*args):
+        xs, vs = args[:n_in], args[n_in:]
+        outs = _differentiable_outputs(_flat_outputs(func, xs))
+        diff = [xs[i] for i in diff_idx]
+        gs = ember.autograd.grad(outs, diff, vs, create_graph=True, allow_unused=True)
+        return tuple(g for g in gs if g is not None)
+
+    return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
+                     nondet_tol=nondet_tol)
+
+
+def _fail(msg, raise_exception):
+    if raise_exception:
+        raise GradcheckError(msg)
+    return False
