@@ -3350,7 +3350,7 @@ class CummaxBackward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             result = _n._saved('result_')
-            _r.append(value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True))
+            _r.append(cummaxmin_backward(grad, dim, result[1], self_sizes))
         else:
             _r.append(None)
         return _r
@@ -3381,7 +3381,7 @@ class CumminBackward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             result = _n._saved('result_')
-            _r.append(value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True))
+            _r.append(cummaxmin_backward(grad, dim, result[1], self_sizes))
         else:
             _r.append(None)
         return _r
@@ -3588,6 +3588,48 @@ def _ag_mode_default(ks, self, dim, keepdim):
     result = _R._op_mode.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class _Unique2Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        return _r
+
+
+def _ag__unique2_default(ks, self, sorted, return_inverse, return_counts):
+    if not (_gm.enabled and (False)):
+        return _R._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
+    _n = _Unique2Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = _R._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
+    _set_history(_n, tuple(result), [False, False, False])
+    return result
+
+
+class UniqueDimBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        return _r
+
+
+def _ag_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
+    if not (_gm.enabled and (False)):
+        return _R._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
+    _n = UniqueDimBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = _R._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
+    _set_history(_n, tuple(result), [False, False, False])
     return result
 
 
@@ -4419,6 +4461,86 @@ def _ag_chunk_default(ks, self, chunks, dim):
     return result
 
 
+class TensorSplitBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        sections = _n.sections
+        dim = _n.dim
+        self_sizes = _n.self_sizes
+        self_dtype, self_device = _n.self_meta
+        _r = []
+        if _e[len(_r)] is not None:
+            _r.append(split_backward(grads, tensor_split_sizes(self_sizes, sections, dim), dim, self_sizes, self_dtype, self_device))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_tensor_split_sections(ks, self, sections, dim):
+    if not (_gm.enabled and (self._rg)):
+        result = _R._op_tensor_split_sections.redispatch(ks & _BELOW, self, sections, dim)
+        _b = (self._base if self._base is not None else self)
+        for _o in result:
+            _o.__dict__['_base'] = _b
+        return result
+    _n = TensorSplitBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.sections = sections
+    _n.dim = dim
+    _n.self_sizes = tuple(self.shape)
+    _n.self_meta = (self.dtype, self.device)
+    result = _R._op_tensor_split_sections.redispatch(ks & _BELOW, self, sections, dim)
+    _set_history(_n, result)
+    _b = (self._base if self._base is not None else self)
+    for _o in result:
+        _o.__dict__['_base'] = _b
+    return result
+
+
+class TensorSplitBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        indices = _n.indices
+        dim = _n.dim
+        self_sizes = _n.self_sizes
+        self_dtype, self_device = _n.self_meta
+        _r = []
+        if _e[len(_r)] is not None:
+            _r.append(split_backward(grads, tensor_split_indices_sizes(self_sizes, indices, dim), dim, self_sizes, self_dtype, self_device))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_tensor_split_indices(ks, self, indices, dim):
+    if not (_gm.enabled and (self._rg)):
+        result = _R._op_tensor_split_indices.redispatch(ks & _BELOW, self, indices, dim)
+        _b = (self._base if self._base is not None else self)
+        for _o in result:
+            _o.__dict__['_base'] = _b
+        return result
+    _n = TensorSplitBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.indices = indices
+    _n.dim = dim
+    _n.self_sizes = tuple(self.shape)
+    _n.self_meta = (self.dtype, self.device)
+    result = _R._op_tensor_split_indices.redispatch(ks & _BELOW, self, indices, dim)
+    _set_history(_n, result)
+    _b = (self._base if self._base is not None else self)
+    for _o in result:
+        _o.__dict__['_base'] = _b
+    return result
+
+
 class UnfoldBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -4774,11 +4896,12 @@ class IndexPutBackward0(_Node):
     def apply(_n, grads):
         grad = grads[0]
         _e = _n._next
+        accumulate = _n.accumulate
         values_sizes = _n.values_sizes
         _r = []
         if _e[len(_r)] is not None:
             indices = _n._saved('indices' + '_')
-            _r.append(grad.index_put(indices, E.zeros((), dtype=grad.dtype), False))
+            _r.append(grad if accumulate else grad.index_put(indices, E.zeros((), dtype=grad.dtype), False))
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
@@ -4795,6 +4918,7 @@ def _ag_index_put_default(ks, self, indices, values, accumulate):
     _n = IndexPutBackward0()
     _n._next = _edges(self, values)
     _n._input_meta = _meta(self, values)
+    _n.accumulate = accumulate
     _n.values_sizes = tuple(values.shape)
     _n.indices_ = [_SV(_t) for _t in indices]
     result = _R._op_index_put.redispatch(ks & _BELOW, self, indices, values, accumulate)
@@ -5474,6 +5598,37 @@ def _ag_repeat_default(ks, self, repeats):
 
 
 class RepeatInterleaveBackward0(_Node):
+    _saved_names = ('repeats_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        self_sizes = _n.self_sizes
+        _r = []
+        if _e[len(_r)] is not None:
+            repeats = _n._saved('repeats' + '_')
+            _r.append(repeat_interleave_tensor_backward(grad, self_sizes, repeats, dim))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_repeat_interleave_self_Tensor.redispatch(ks & _BELOW, self, repeats, dim, output_size)
+    _n = RepeatInterleaveBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.self_sizes = tuple(self.shape)
+    _n.repeats_ = _SV(repeats)
+    result = _R._op_repeat_interleave_self_Tensor.redispatch(ks & _BELOW, self, repeats, dim, output_size)
+    _set_history(_n, (result,))
+    return result
+
+
+class RepeatInterleaveBackward1(_Node):
     _saved_names = ()
 
     def apply(_n, grads):
@@ -5493,7 +5648,7 @@ class RepeatInterleaveBackward0(_Node):
 def _ag_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
     if not (_gm.enabled and (self._rg)):
         return _R._op_repeat_interleave_self_int.redispatch(ks & _BELOW, self, repeats, dim, output_size)
-    _n = RepeatInterleaveBackward0()
+    _n = RepeatInterleaveBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.repeats = repeats
@@ -8086,22 +8241,6 @@ def _ag_view_dtype(ks, self, dtype):
     return result
 
 
-def _ag_tensor_split_sections(ks, self, sections, dim):
-    result = _R._op_tensor_split_sections.redispatch(ks & _BELOW, self, sections, dim)
-    _b = (self._base if self._base is not None else self)
-    for _o in result:
-        _o.__dict__['_base'] = _b
-    return result
-
-
-def _ag_tensor_split_indices(ks, self, indices, dim):
-    result = _R._op_tensor_split_indices.redispatch(ks & _BELOW, self, indices, dim)
-    _b = (self._base if self._base is not None else self)
-    for _o in result:
-        _o.__dict__['_base'] = _b
-    return result
-
-
 def _ag_zeros_out(ks, size, out):
     if _gm.enabled and (False):
         raise RuntimeError("zeros(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
@@ -8147,6 +8286,7 @@ def _ag_index_put__default(ks, self, indices, values, accumulate):
     _n = IndexPutBackward0()
     _n._next = _edges(self, values)
     _n._input_meta = _meta(self, values)
+    _n.accumulate = accumulate
     _n.values_sizes = tuple(values.shape)
     _n.indices_ = [_SV(_t) for _t in indices]
     result = _R._op_index_put_.redispatch(ks & _BELOW, self, indices, values, accumulate)
@@ -8782,6 +8922,12 @@ _R._op_median_dim.register(DispatchKey.AutogradMeta, _ag_median_dim)
 _R._op_mode.register(DispatchKey.AutogradCPU, _ag_mode_default)
 _R._op_mode.register(DispatchKey.AutogradCUDA, _ag_mode_default)
 _R._op_mode.register(DispatchKey.AutogradMeta, _ag_mode_default)
+_R._op__unique2.register(DispatchKey.AutogradCPU, _ag__unique2_default)
+_R._op__unique2.register(DispatchKey.AutogradCUDA, _ag__unique2_default)
+_R._op__unique2.register(DispatchKey.AutogradMeta, _ag__unique2_default)
+_R._op_unique_dim.register(DispatchKey.AutogradCPU, _ag_unique_dim_default)
+_R._op_unique_dim.register(DispatchKey.AutogradCUDA, _ag_unique_dim_default)
+_R._op_unique_dim.register(DispatchKey.AutogradMeta, _ag_unique_dim_default)
 _R._op_view.register(DispatchKey.AutogradCPU, _ag_view_default)
 _R._op_view.register(DispatchKey.AutogradCUDA, _ag_view_default)
 _R._op_view.register(DispatchKey.AutogradMeta, _ag_view_default)
@@ -8857,6 +9003,12 @@ _R._op_split_with_sizes.register(DispatchKey.AutogradMeta, _ag_split_with_sizes_
 _R._op_chunk.register(DispatchKey.AutogradCPU, _ag_chunk_default)
 _R._op_chunk.register(DispatchKey.AutogradCUDA, _ag_chunk_default)
 _R._op_chunk.register(DispatchKey.AutogradMeta, _ag_chunk_default)
+_R._op_tensor_split_sections.register(DispatchKey.AutogradCPU, _ag_tensor_split_sections)
+_R._op_tensor_split_sections.register(DispatchKey.AutogradCUDA, _ag_tensor_split_sections)
+_R._op_tensor_split_sections.register(DispatchKey.AutogradMeta, _ag_tensor_split_sections)
+_R._op_tensor_split_indices.register(DispatchKey.AutogradCPU, _ag_tensor_split_indices)
+_R._op_tensor_split_indices.register(DispatchKey.AutogradCUDA, _ag_tensor_split_indices)
+_R._op_tensor_split_indices.register(DispatchKey.AutogradMeta, _ag_tensor_split_indices)
 _R._op_unfold.register(DispatchKey.AutogradCPU, _ag_unfold_default)
 _R._op_unfold.register(DispatchKey.AutogradCUDA, _ag_unfold_default)
 _R._op_unfold.register(DispatchKey.AutogradMeta, _ag_unfold_default)
@@ -8962,6 +9114,9 @@ _R._op_rot90.register(DispatchKey.AutogradMeta, _ag_rot90_default)
 _R._op_repeat.register(DispatchKey.AutogradCPU, _ag_repeat_default)
 _R._op_repeat.register(DispatchKey.AutogradCUDA, _ag_repeat_default)
 _R._op_repeat.register(DispatchKey.AutogradMeta, _ag_repeat_default)
+_R._op_repeat_interleave_self_Tensor.register(DispatchKey.AutogradCPU, _ag_repeat_interleave_self_Tensor)
+_R._op_repeat_interleave_self_Tensor.register(DispatchKey.AutogradCUDA, _ag_repeat_interleave_self_Tensor)
+_R._op_repeat_interleave_self_Tensor.register(DispatchKey.AutogradMeta, _ag_repeat_interleave_self_Tensor)
 _R._op_repeat_interleave_self_int.register(DispatchKey.AutogradCPU, _ag_repeat_interleave_self_int)
 _R._op_repeat_interleave_self_int.register(DispatchKey.AutogradCUDA, _ag_repeat_interleave_self_int)
 _R._op_repeat_interleave_self_int.register(DispatchKey.AutogradMeta, _ag_repeat_interleave_self_int)
@@ -9619,12 +9774,6 @@ _R._op_cumprod_out.register(DispatchKey.AutogradMeta, _ag_cumprod_out)
 _R._op_view_dtype.register(DispatchKey.AutogradCPU, _ag_view_dtype)
 _R._op_view_dtype.register(DispatchKey.AutogradCUDA, _ag_view_dtype)
 _R._op_view_dtype.register(DispatchKey.AutogradMeta, _ag_view_dtype)
-_R._op_tensor_split_sections.register(DispatchKey.AutogradCPU, _ag_tensor_split_sections)
-_R._op_tensor_split_sections.register(DispatchKey.AutogradCUDA, _ag_tensor_split_sections)
-_R._op_tensor_split_sections.register(DispatchKey.AutogradMeta, _ag_tensor_split_sections)
-_R._op_tensor_split_indices.register(DispatchKey.AutogradCPU, _ag_tensor_split_indices)
-_R._op_tensor_split_indices.register(DispatchKey.AutogradCUDA, _ag_tensor_split_indices)
-_R._op_tensor_split_indices.register(DispatchKey.AutogradMeta, _ag_tensor_split_indices)
 _R._op_zeros_out.register(DispatchKey.AutogradCPU, _ag_zeros_out)
 _R._op_zeros_out.register(DispatchKey.AutogradCUDA, _ag_zeros_out)
 _R._op_zeros_out.register(DispatchKey.AutogradMeta, _ag_zeros_out)

@@ -73,7 +73,7 @@ def _prod_others(x, d):
         return x
     ones = E.ones_like(x.narrow(d, 0, 1))
     left = E.cat([ones, x.narrow(d, 0, n - 1).cumprod(d)], d) if n > 1 else ones
-    right = E.cat([x.flip((d,)).narrow(d, 0, n - 1).cumprod(d), ones], d).flip((d,)) if n > 1 else ones
+    right = E.cat([ones, x.flip((d,)).narrow(d, 0, n - 1).cumprod(d)], d).flip((d,)) if n > 1 else ones
     return left * right
 
 
@@ -524,3 +524,38 @@ def cdist_backward(grad, x1, x2, p, result, which):
         w = (diff.sgn() * diff.abs().pow(p - 1) / r.pow(p - 1)).masked_fill(r == 0, 0)
     t = g * w
     return t.sum(-2) if which == 0 else -t.sum(-3)
+
+
+def cummaxmin_backward(grad, dim, indices, sizes):
+    """Several positions can select the same element: their gradients add up (scatter_add)."""
+    if len(sizes) == 0:
+        return grad
+    return E.zeros(sizes, dtype=grad.dtype, device=grad.device).scatter_add(dim, indices, grad)
+
+
+def tensor_split_sizes(sizes, sections, dim):
+    n = sizes[wrap_dim(dim, len(sizes))]
+    q, r = divmod(n, sections)
+    return [q + 1] * r + [q] * (sections - r)
+
+
+def tensor_split_indices_sizes(sizes, indices, dim):
+    n = sizes[wrap_dim(dim, len(sizes))]
+    out, prev = [], 0
+    for i in list(indices) + [n]:
+        i = max(min(i if i >= 0 else i + n, n), prev) if i != n else n
+        out.append(max(i - prev, 0))
+        prev = max(i, prev)
+    return out
+
+
+def repeat_interleave_tensor_backward(grad, sizes, repeats, dim):
+    """Each input element's gradient is the sum over its repeats (an index_add over repeat ids)."""
+    d = 0 if dim is None else wrap_dim(dim, len(sizes))
+    n = sizes[d] if dim is not None else int(math.prod(sizes))
+    reps = repeats.expand((n,)) if repeats.numel() == 1 else repeats
+    ids = E.repeat_interleave(E.arange(n, device=grad.device), reps)
+    g = grad if dim is not None else grad.reshape(-1)
+    shape = list(sizes) if dim is not None else [n]
+    out = E.zeros(tuple(shape), dtype=grad.dtype, device=grad.device).index_add(d, ids, g)
+    return out.reshape(sizes)
