@@ -1227,6 +1227,7 @@ class AddBackward1(_Node):
         else:
             _r.append(None)
         return _r
+AddBackward1.__name__ = AddBackward1.__qualname__ = 'AddBackward0'
 
 
 def _ag_add_Scalar(ks, self, other, alpha):
@@ -1283,6 +1284,7 @@ class SubBackward1(_Node):
         else:
             _r.append(None)
         return _r
+SubBackward1.__name__ = SubBackward1.__qualname__ = 'SubBackward0'
 
 
 def _ag_sub_Scalar(ks, self, other, alpha):
@@ -1342,6 +1344,7 @@ class MulBackward1(_Node):
         else:
             _r.append(None)
         return _r
+MulBackward1.__name__ = MulBackward1.__qualname__ = 'MulBackward0'
 
 
 def _ag_mul_Scalar(ks, self, other):
@@ -1403,6 +1406,7 @@ class DivBackward1(_Node):
         else:
             _r.append(None)
         return _r
+DivBackward1.__name__ = DivBackward1.__qualname__ = 'DivBackward0'
 
 
 def _ag_div_Scalar(ks, self, other):
@@ -1467,6 +1471,7 @@ class DivBackward3(_Node):
         else:
             _r.append(None)
         return _r
+DivBackward3.__name__ = DivBackward3.__qualname__ = 'DivBackward2'
 
 
 def _ag_div_Scalar_mode(ks, self, other, rounding_mode):
@@ -1501,6 +1506,7 @@ class TrueDivideBackward0(_Node):
         else:
             _r.append(None)
         return _r
+TrueDivideBackward0.__name__ = TrueDivideBackward0.__qualname__ = 'DivBackward0'
 
 
 def _ag_true_divide_Tensor(ks, self, other):
@@ -1529,6 +1535,7 @@ class TrueDivideBackward1(_Node):
         else:
             _r.append(None)
         return _r
+TrueDivideBackward1.__name__ = TrueDivideBackward1.__qualname__ = 'DivBackward0'
 
 
 def _ag_true_divide_Scalar(ks, self, other):
@@ -1597,7 +1604,7 @@ def _ag_floor_divide_Scalar(ks, self, other):
     return result
 
 
-class RemainderBackward0(_Node):
+class RemainderBackward1(_Node):
     _saved_names = ('self_', 'other_')
 
     def apply(_n, grads):
@@ -1620,7 +1627,7 @@ class RemainderBackward0(_Node):
 def _ag_remainder_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return _R._op_remainder_Tensor.redispatch(ks & _BELOW, self, other)
-    _n = RemainderBackward0()
+    _n = RemainderBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.self_ = _SV(self)
@@ -1630,7 +1637,7 @@ def _ag_remainder_Tensor(ks, self, other):
     return result
 
 
-class RemainderBackward1(_Node):
+class RemainderBackward0(_Node):
     _saved_names = ()
 
     def apply(_n, grads):
@@ -1647,7 +1654,7 @@ class RemainderBackward1(_Node):
 def _ag_remainder_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
         return _R._op_remainder_Scalar.redispatch(ks & _BELOW, self, other)
-    _n = RemainderBackward1()
+    _n = RemainderBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = _R._op_remainder_Scalar.redispatch(ks & _BELOW, self, other)
@@ -1655,7 +1662,7 @@ def _ag_remainder_Scalar(ks, self, other):
     return result
 
 
-class FmodBackward0(_Node):
+class FmodBackward1(_Node):
     _saved_names = ('self_', 'other_')
 
     def apply(_n, grads):
@@ -1678,7 +1685,7 @@ class FmodBackward0(_Node):
 def _ag_fmod_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
         return _R._op_fmod_Tensor.redispatch(ks & _BELOW, self, other)
-    _n = FmodBackward0()
+    _n = FmodBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.self_ = _SV(self)
@@ -1688,7 +1695,7 @@ def _ag_fmod_Tensor(ks, self, other):
     return result
 
 
-class FmodBackward1(_Node):
+class FmodBackward0(_Node):
     _saved_names = ()
 
     def apply(_n, grads):
@@ -1705,7 +1712,7 @@ class FmodBackward1(_Node):
 def _ag_fmod_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
         return _R._op_fmod_Scalar.redispatch(ks & _BELOW, self, other)
-    _n = FmodBackward1()
+    _n = FmodBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = _R._op_fmod_Scalar.redispatch(ks & _BELOW, self, other)
@@ -1771,7 +1778,7 @@ def _ag_rsub_Scalar(ks, self, other, alpha):
     return result
 
 
-class PowBackward0(_Node):
+class PowBackward1(_Node):
     _saved_names = ('self_', 'exponent_', 'result_')
 
     def apply(_n, grads):
@@ -1797,7 +1804,7 @@ class PowBackward0(_Node):
 def _ag_pow_Tensor_Tensor(ks, self, exponent):
     if not (_gm.enabled and (self._rg or exponent._rg)):
         return _R._op_pow_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
-    _n = PowBackward0()
+    _n = PowBackward1()
     _n._next = _edges(self, exponent)
     _n._input_meta = _meta(self, exponent)
     _n.self_ = _SV(self)
@@ -1808,7 +1815,7 @@ def _ag_pow_Tensor_Tensor(ks, self, exponent):
     return result
 
 
-class PowBackward1(_Node):
+class PowBackward2(_Node):
     _saved_names = ('exponent_', 'result_')
 
     def apply(_n, grads):
@@ -1828,7 +1835,7 @@ class PowBackward1(_Node):
 def _ag_pow_Scalar(ks, self, exponent):
     if not (_gm.enabled and (exponent._rg)):
         return _R._op_pow_Scalar.redispatch(ks & _BELOW, self, exponent)
-    _n = PowBackward1()
+    _n = PowBackward2()
     _n._next = _edges(exponent)
     _n._input_meta = _meta(exponent)
     _n.self = self
@@ -1839,7 +1846,7 @@ def _ag_pow_Scalar(ks, self, exponent):
     return result
 
 
-class PowBackward2(_Node):
+class PowBackward0(_Node):
     _saved_names = ('self_',)
 
     def apply(_n, grads):
@@ -1858,7 +1865,7 @@ class PowBackward2(_Node):
 def _ag_pow_Tensor_Scalar(ks, self, exponent):
     if not (_gm.enabled and (self._rg)):
         return _R._op_pow_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
-    _n = PowBackward2()
+    _n = PowBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.exponent = exponent
@@ -2233,6 +2240,7 @@ class XlogyBackward1(_Node):
         else:
             _r.append(None)
         return _r
+XlogyBackward1.__name__ = XlogyBackward1.__qualname__ = 'XlogyBackward2'
 
 
 def _ag_xlogy_Scalar_Other(ks, self, other):
@@ -2277,76 +2285,6 @@ def _ag_copysign_Scalar(ks, self, other):
     return result
 
 
-class MaxBackward0(_Node):
-    _saved_names = ('self_', 'other_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(minmax_backward(grad, self, other, True)[0])
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(minmax_backward(grad, self, other, True)[1])
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_max_other(ks, self, other):
-    if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_max_other.redispatch(ks & _BELOW, self, other)
-    _n = MaxBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
-    result = _R._op_max_other.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
-class MinBackward0(_Node):
-    _saved_names = ('self_', 'other_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(minmax_backward(grad, self, other, False)[0])
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(minmax_backward(grad, self, other, False)[1])
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_min_other(ks, self, other):
-    if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_min_other.redispatch(ks & _BELOW, self, other)
-    _n = MinBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
-    result = _R._op_min_other.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
 class WhereBackward0(_Node):
     _saved_names = ('condition_',)
 
@@ -2379,61 +2317,7 @@ def _ag_where_self(ks, condition, self, other):
     return result
 
 
-class WhereBackward1(_Node):
-    _saved_names = ('condition_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            condition = _n._saved('condition' + '_')
-            _r.append(E.where(condition, E.zeros((), dtype=grad.dtype), grad))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_where_ScalarSelf(ks, condition, self, other):
-    if not (_gm.enabled and (other._rg)):
-        return _R._op_where_ScalarSelf.redispatch(ks & _BELOW, condition, self, other)
-    _n = WhereBackward1()
-    _n._next = _edges(other)
-    _n._input_meta = _meta(other)
-    _n.condition_ = _SV(condition)
-    result = _R._op_where_ScalarSelf.redispatch(ks & _BELOW, condition, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
-class WhereBackward2(_Node):
-    _saved_names = ('condition_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            condition = _n._saved('condition' + '_')
-            _r.append(E.where(condition, grad, E.zeros((), dtype=grad.dtype)))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_where_ScalarOther(ks, condition, self, other):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_where_ScalarOther.redispatch(ks & _BELOW, condition, self, other)
-    _n = WhereBackward2()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.condition_ = _SV(condition)
-    result = _R._op_where_ScalarOther.redispatch(ks & _BELOW, condition, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
-class ClampBackward0(_Node):
+class ClampBackward1(_Node):
     _saved_names = ('self_',)
 
     def apply(_n, grads):
@@ -2453,7 +2337,7 @@ class ClampBackward0(_Node):
 def _ag_clamp_default(ks, self, min, max):
     if not (_gm.enabled and (self._rg)):
         return _R._op_clamp.redispatch(ks & _BELOW, self, min, max)
-    _n = ClampBackward0()
+    _n = ClampBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.min = min
@@ -2464,7 +2348,7 @@ def _ag_clamp_default(ks, self, min, max):
     return result
 
 
-class ClampBackward1(_Node):
+class ClampBackward0(_Node):
     _saved_names = ('self_', 'min_', 'max_')
 
     def apply(_n, grads):
@@ -2498,7 +2382,7 @@ class ClampBackward1(_Node):
 def _ag_clamp_Tensor(ks, self, min, max):
     if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
         return _R._op_clamp_Tensor.redispatch(ks & _BELOW, self, min, max)
-    _n = ClampBackward1()
+    _n = ClampBackward0()
     _n._next = _edges(self, min, max)
     _n._input_meta = _meta(self, min, max)
     _n.self_ = _SV(self)
@@ -3085,7 +2969,7 @@ def _ag_max_default(ks, self):
     return result
 
 
-class MaxBackward2(_Node):
+class MaxBackward0(_Node):
     _saved_names = ('result_',)
 
     def apply(_n, grads):
@@ -3106,7 +2990,7 @@ class MaxBackward2(_Node):
 def _ag_max_dim(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return _R._op_max_dim.redispatch(ks & _BELOW, self, dim, keepdim)
-    _n = MaxBackward2()
+    _n = MaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
@@ -3147,7 +3031,7 @@ def _ag_min_default(ks, self):
     return result
 
 
-class MinBackward2(_Node):
+class MinBackward0(_Node):
     _saved_names = ('result_',)
 
     def apply(_n, grads):
@@ -3168,7 +3052,7 @@ class MinBackward2(_Node):
 def _ag_min_dim(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return _R._op_min_dim.redispatch(ks & _BELOW, self, dim, keepdim)
-    _n = MinBackward2()
+    _n = MinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
@@ -3496,7 +3380,7 @@ def _ag_kthvalue_default(ks, self, k, dim, keepdim):
     return result
 
 
-class MedianBackward0(_Node):
+class MedianBackward1(_Node):
     _saved_names = ('self_', 'result_')
 
     def apply(_n, grads):
@@ -3515,7 +3399,7 @@ class MedianBackward0(_Node):
 def _ag_median_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return _R._op_median.redispatch(ks & _BELOW, self)
-    _n = MedianBackward0()
+    _n = MedianBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_ = _SV(self)
@@ -3525,7 +3409,7 @@ def _ag_median_default(ks, self):
     return result
 
 
-class MedianBackward1(_Node):
+class MedianBackward0(_Node):
     _saved_names = ('result_',)
 
     def apply(_n, grads):
@@ -3546,7 +3430,7 @@ class MedianBackward1(_Node):
 def _ag_median_dim(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
         return _R._op_median_dim.redispatch(ks & _BELOW, self, dim, keepdim)
-    _n = MedianBackward1()
+    _n = MedianBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
@@ -3817,70 +3701,6 @@ def _ag_transpose_int(ks, self, dim0, dim1):
     return result
 
 
-class SwapaxesBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        axis0 = _n.axis0
-        axis1 = _n.axis1
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.transpose(axis0, axis1))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_swapaxes_default(ks, self, axis0, axis1):
-    if not (_gm.enabled and (self._rg)):
-        result = _R._op_swapaxes.redispatch(ks & _BELOW, self, axis0, axis1)
-        result.__dict__['_base'] = (self._base if self._base is not None else self)
-        return result
-    _n = SwapaxesBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.axis0 = axis0
-    _n.axis1 = axis1
-    result = _R._op_swapaxes.redispatch(ks & _BELOW, self, axis0, axis1)
-    _set_history(_n, (result,))
-    result.__dict__['_base'] = (self._base if self._base is not None else self)
-    return result
-
-
-class SwapdimsBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        dim0 = _n.dim0
-        dim1 = _n.dim1
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.transpose(dim0, dim1))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_swapdims_default(ks, self, dim0, dim1):
-    if not (_gm.enabled and (self._rg)):
-        result = _R._op_swapdims.redispatch(ks & _BELOW, self, dim0, dim1)
-        result.__dict__['_base'] = (self._base if self._base is not None else self)
-        return result
-    _n = SwapdimsBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.dim0 = dim0
-    _n.dim1 = dim1
-    result = _R._op_swapdims.redispatch(ks & _BELOW, self, dim0, dim1)
-    _set_history(_n, (result,))
-    result.__dict__['_base'] = (self._base if self._base is not None else self)
-    return result
-
-
 class PermuteBackward0(_Node):
     _saved_names = ()
 
@@ -3906,70 +3726,6 @@ def _ag_permute_default(ks, self, dims):
     _n._input_meta = _meta(self)
     _n.dims = dims
     result = _R._op_permute.redispatch(ks & _BELOW, self, dims)
-    _set_history(_n, (result,))
-    result.__dict__['_base'] = (self._base if self._base is not None else self)
-    return result
-
-
-class MovedimBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        source = _n.source
-        destination = _n.destination
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.movedim(destination, source))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_movedim_intlist(ks, self, source, destination):
-    if not (_gm.enabled and (self._rg)):
-        result = _R._op_movedim_intlist.redispatch(ks & _BELOW, self, source, destination)
-        result.__dict__['_base'] = (self._base if self._base is not None else self)
-        return result
-    _n = MovedimBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.source = source
-    _n.destination = destination
-    result = _R._op_movedim_intlist.redispatch(ks & _BELOW, self, source, destination)
-    _set_history(_n, (result,))
-    result.__dict__['_base'] = (self._base if self._base is not None else self)
-    return result
-
-
-class MoveaxisBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        source = _n.source
-        destination = _n.destination
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.movedim(destination, source))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_moveaxis_intlist(ks, self, source, destination):
-    if not (_gm.enabled and (self._rg)):
-        result = _R._op_moveaxis_intlist.redispatch(ks & _BELOW, self, source, destination)
-        result.__dict__['_base'] = (self._base if self._base is not None else self)
-        return result
-    _n = MoveaxisBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.source = source
-    _n.destination = destination
-    result = _R._op_moveaxis_intlist.redispatch(ks & _BELOW, self, source, destination)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4155,42 +3911,6 @@ def _ag_unflatten_int(ks, self, dim, sizes):
     return result
 
 
-class NarrowBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        dim = _n.dim
-        start = _n.start
-        length = _n.length
-        self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(narrow_backward(grad, self_sizes, dim, start, length))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_narrow_default(ks, self, dim, start, length):
-    if not (_gm.enabled and (self._rg)):
-        result = _R._op_narrow.redispatch(ks & _BELOW, self, dim, start, length)
-        result.__dict__['_base'] = (self._base if self._base is not None else self)
-        return result
-    _n = NarrowBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.dim = dim
-    _n.start = start
-    _n.length = length
-    _n.self_sizes = tuple(self.shape)
-    result = _R._op_narrow.redispatch(ks & _BELOW, self, dim, start, length)
-    _set_history(_n, (result,))
-    result.__dict__['_base'] = (self._base if self._base is not None else self)
-    return result
-
-
 class SelectBackward0(_Node):
     _saved_names = ()
 
@@ -4341,46 +4061,6 @@ def _ag_split_Tensor(ks, self, split_size, dim):
     return result
 
 
-class SplitBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        split_size = _n.split_size
-        dim = _n.dim
-        self_sizes = _n.self_sizes
-        self_dtype, self_device = _n.self_meta
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(split_backward(grads, split_size, dim, self_sizes, self_dtype, self_device))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_split_sizes(ks, self, split_size, dim):
-    if not (_gm.enabled and (self._rg)):
-        result = _R._op_split_sizes.redispatch(ks & _BELOW, self, split_size, dim)
-        _b = (self._base if self._base is not None else self)
-        for _o in result:
-            _o.__dict__['_base'] = _b
-        return result
-    _n = SplitBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.split_size = split_size
-    _n.dim = dim
-    _n.self_sizes = tuple(self.shape)
-    _n.self_meta = (self.dtype, self.device)
-    result = _R._op_split_sizes.redispatch(ks & _BELOW, self, split_size, dim)
-    _set_history(_n, result)
-    _b = (self._base if self._base is not None else self)
-    for _o in result:
-        _o.__dict__['_base'] = _b
-    return result
-
-
 class SplitWithSizesBackward0(_Node):
     _saved_names = ()
 
@@ -4414,126 +4094,6 @@ def _ag_split_with_sizes_default(ks, self, split_sizes, dim):
     _n.self_sizes = tuple(self.shape)
     _n.self_meta = (self.dtype, self.device)
     result = _R._op_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
-    _set_history(_n, result)
-    _b = (self._base if self._base is not None else self)
-    for _o in result:
-        _o.__dict__['_base'] = _b
-    return result
-
-
-class ChunkBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        chunks = _n.chunks
-        dim = _n.dim
-        self_sizes = _n.self_sizes
-        self_dtype, self_device = _n.self_meta
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(split_backward(grads, chunk_sizes_of(self_sizes, chunks, dim), dim, self_sizes, self_dtype, self_device))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_chunk_default(ks, self, chunks, dim):
-    if not (_gm.enabled and (self._rg)):
-        result = _R._op_chunk.redispatch(ks & _BELOW, self, chunks, dim)
-        _b = (self._base if self._base is not None else self)
-        for _o in result:
-            _o.__dict__['_base'] = _b
-        return result
-    _n = ChunkBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.chunks = chunks
-    _n.dim = dim
-    _n.self_sizes = tuple(self.shape)
-    _n.self_meta = (self.dtype, self.device)
-    result = _R._op_chunk.redispatch(ks & _BELOW, self, chunks, dim)
-    _set_history(_n, result)
-    _b = (self._base if self._base is not None else self)
-    for _o in result:
-        _o.__dict__['_base'] = _b
-    return result
-
-
-class TensorSplitBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        sections = _n.sections
-        dim = _n.dim
-        self_sizes = _n.self_sizes
-        self_dtype, self_device = _n.self_meta
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(split_backward(grads, tensor_split_sizes(self_sizes, sections, dim), dim, self_sizes, self_dtype, self_device))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_tensor_split_sections(ks, self, sections, dim):
-    if not (_gm.enabled and (self._rg)):
-        result = _R._op_tensor_split_sections.redispatch(ks & _BELOW, self, sections, dim)
-        _b = (self._base if self._base is not None else self)
-        for _o in result:
-            _o.__dict__['_base'] = _b
-        return result
-    _n = TensorSplitBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.sections = sections
-    _n.dim = dim
-    _n.self_sizes = tuple(self.shape)
-    _n.self_meta = (self.dtype, self.device)
-    result = _R._op_tensor_split_sections.redispatch(ks & _BELOW, self, sections, dim)
-    _set_history(_n, result)
-    _b = (self._base if self._base is not None else self)
-    for _o in result:
-        _o.__dict__['_base'] = _b
-    return result
-
-
-class TensorSplitBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        indices = _n.indices
-        dim = _n.dim
-        self_sizes = _n.self_sizes
-        self_dtype, self_device = _n.self_meta
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(split_backward(grads, tensor_split_indices_sizes(self_sizes, indices, dim), dim, self_sizes, self_dtype, self_device))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_tensor_split_indices(ks, self, indices, dim):
-    if not (_gm.enabled and (self._rg)):
-        result = _R._op_tensor_split_indices.redispatch(ks & _BELOW, self, indices, dim)
-        _b = (self._base if self._base is not None else self)
-        for _o in result:
-            _o.__dict__['_base'] = _b
-        return result
-    _n = TensorSplitBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.indices = indices
-    _n.dim = dim
-    _n.self_sizes = tuple(self.shape)
-    _n.self_meta = (self.dtype, self.device)
-    result = _R._op_tensor_split_indices.redispatch(ks & _BELOW, self, indices, dim)
     _set_history(_n, result)
     _b = (self._base if self._base is not None else self)
     for _o in result:
@@ -4606,6 +4166,161 @@ def _ag_diagonal_default(ks, self, offset, dim1, dim2):
     result = _R._op_diagonal.redispatch(ks & _BELOW, self, offset, dim1, dim2)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    return result
+
+
+class EmptyLikeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        return _r
+
+
+def _ag_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
+    if not (_gm.enabled and (False)):
+        return _R._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _n = EmptyLikeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = _R._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _set_history(_n, (result,))
+    return result
+
+
+class ZerosLikeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        return _r
+
+
+def _ag_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
+    if not (_gm.enabled and (False)):
+        return _R._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _n = ZerosLikeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = _R._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _set_history(_n, (result,))
+    return result
+
+
+class OnesLikeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        return _r
+
+
+def _ag_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
+    if not (_gm.enabled and (False)):
+        return _R._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _n = OnesLikeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = _R._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    _set_history(_n, (result,))
+    return result
+
+
+class FullLikeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        return _r
+
+
+def _ag_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
+    if not (_gm.enabled and (False)):
+        return _R._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
+    _n = FullLikeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = _R._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
+    _set_history(_n, (result,))
+    return result
+
+
+class BernoulliBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            _r.append(E.zeros_like(grad))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_bernoulli_default(ks, self, generator):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_bernoulli.redispatch(ks & _BELOW, self, generator)
+    _n = BernoulliBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = _R._op_bernoulli.redispatch(ks & _BELOW, self, generator)
+    _set_history(_n, (result,))
+    return result
+
+
+class BernoulliBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            _r.append(E.zeros_like(grad))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_bernoulli_p(ks, self, p, generator):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
+    _n = BernoulliBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = _R._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
+    _set_history(_n, (result,))
+    return result
+
+
+class MultinomialBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        return _r
+
+
+def _ag_multinomial_default(ks, self, num_samples, replacement, generator):
+    if not (_gm.enabled and (False)):
+        return _R._op_multinomial.redispatch(ks & _BELOW, self, num_samples, replacement, generator)
+    _n = MultinomialBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = _R._op_multinomial.redispatch(ks & _BELOW, self, num_samples, replacement, generator)
+    _set_history(_n, (result,))
     return result
 
 
@@ -4732,6 +4447,7 @@ class FillBackward0(_Node):
         else:
             _r.append(None)
         return _r
+FillBackward0.__name__ = FillBackward0.__qualname__ = 'FillBackward2'
 
 
 def _ag_fill__Scalar(ks, self, value):
@@ -4762,6 +4478,7 @@ class FillBackward1(_Node):
         else:
             _r.append(None)
         return _r
+FillBackward1.__name__ = FillBackward1.__qualname__ = 'FillBackward3'
 
 
 def _ag_fill__Tensor(ks, self, value):
@@ -5781,41 +5498,6 @@ def _ag_bmm_default(ks, self, mat2):
     _n.self_ = _SV(self)
     _n.mat2_ = _SV(mat2)
     result = _R._op_bmm.redispatch(ks & _BELOW, self, mat2)
-    _set_history(_n, (result,))
-    return result
-
-
-class MatmulBackward0(_Node):
-    _saved_names = ('self_', 'other_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(matmul_backward(grad, self, other, 0))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(matmul_backward(grad, self, other, 1))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_matmul_default(ks, self, other):
-    if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_matmul.redispatch(ks & _BELOW, self, other)
-    _n = MatmulBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
-    result = _R._op_matmul.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -7604,7 +7286,7 @@ def _ag_remainder__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return _R._op_remainder__Tensor.redispatch(ks & _BELOW, self, other)
-    _n = RemainderBackward0()
+    _n = RemainderBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.self_ = _SV(self.clone())
@@ -7624,7 +7306,7 @@ def _ag_remainder__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return _R._op_remainder__Scalar.redispatch(ks & _BELOW, self, other)
-    _n = RemainderBackward1()
+    _n = RemainderBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = _R._op_remainder__Scalar.redispatch(ks & _BELOW, self, other)
@@ -7642,7 +7324,7 @@ def _ag_fmod__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
         return _R._op_fmod__Tensor.redispatch(ks & _BELOW, self, other)
-    _n = FmodBackward0()
+    _n = FmodBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.self_ = _SV(self.clone())
@@ -7662,7 +7344,7 @@ def _ag_fmod__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return _R._op_fmod__Scalar.redispatch(ks & _BELOW, self, other)
-    _n = FmodBackward1()
+    _n = FmodBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = _R._op_fmod__Scalar.redispatch(ks & _BELOW, self, other)
@@ -7698,7 +7380,7 @@ def _ag_pow__Scalar(ks, self, exponent):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return _R._op_pow__Scalar.redispatch(ks & _BELOW, self, exponent)
-    _n = PowBackward2()
+    _n = PowBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.exponent = exponent
@@ -7712,7 +7394,7 @@ def _ag_pow__Tensor(ks, self, exponent):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or exponent._rg)):
         return _R._op_pow__Tensor.redispatch(ks & _BELOW, self, exponent)
-    _n = PowBackward0()
+    _n = PowBackward1()
     _n._next = _edges(self, exponent)
     _n._input_meta = _meta(self, exponent)
     _n.self_ = _SV(self.clone())
@@ -8019,7 +7701,7 @@ def _ag_clamp__default(ks, self, min, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return _R._op_clamp_.redispatch(ks & _BELOW, self, min, max)
-    _n = ClampBackward0()
+    _n = ClampBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.min = min
@@ -8034,7 +7716,7 @@ def _ag_clamp__Tensor(ks, self, min, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
         return _R._op_clamp__Tensor.redispatch(ks & _BELOW, self, min, max)
-    _n = ClampBackward1()
+    _n = ClampBackward0()
     _n._next = _edges(self, min, max)
     _n._input_meta = _meta(self, min, max)
     _n.self_ = _SV(self.clone())
@@ -8251,6 +7933,18 @@ def _ag_ones_out(ks, size, out):
     if _gm.enabled and (False):
         raise RuntimeError("ones(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
     return _R._op_ones_out.redispatch(ks & _BELOW, size, out)
+
+
+def _ag_bernoulli__float(ks, self, p, generator):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_bernoulli__float.redispatch(ks & _BELOW, self, p, generator)
+    _n = BernoulliBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = _R._op_bernoulli__float.redispatch(ks & _BELOW, self, p, generator)
+    _rebase_history(self, _n)
+    return result
 
 
 def _ag_masked_fill__Scalar(ks, self, mask, value):
@@ -8799,21 +8493,9 @@ _R._op_xlogy_Scalar_Other.register(DispatchKey.AutogradMeta, _ag_xlogy_Scalar_Ot
 _R._op_copysign_Scalar.register(DispatchKey.AutogradCPU, _ag_copysign_Scalar)
 _R._op_copysign_Scalar.register(DispatchKey.AutogradCUDA, _ag_copysign_Scalar)
 _R._op_copysign_Scalar.register(DispatchKey.AutogradMeta, _ag_copysign_Scalar)
-_R._op_max_other.register(DispatchKey.AutogradCPU, _ag_max_other)
-_R._op_max_other.register(DispatchKey.AutogradCUDA, _ag_max_other)
-_R._op_max_other.register(DispatchKey.AutogradMeta, _ag_max_other)
-_R._op_min_other.register(DispatchKey.AutogradCPU, _ag_min_other)
-_R._op_min_other.register(DispatchKey.AutogradCUDA, _ag_min_other)
-_R._op_min_other.register(DispatchKey.AutogradMeta, _ag_min_other)
 _R._op_where_self.register(DispatchKey.AutogradCPU, _ag_where_self)
 _R._op_where_self.register(DispatchKey.AutogradCUDA, _ag_where_self)
 _R._op_where_self.register(DispatchKey.AutogradMeta, _ag_where_self)
-_R._op_where_ScalarSelf.register(DispatchKey.AutogradCPU, _ag_where_ScalarSelf)
-_R._op_where_ScalarSelf.register(DispatchKey.AutogradCUDA, _ag_where_ScalarSelf)
-_R._op_where_ScalarSelf.register(DispatchKey.AutogradMeta, _ag_where_ScalarSelf)
-_R._op_where_ScalarOther.register(DispatchKey.AutogradCPU, _ag_where_ScalarOther)
-_R._op_where_ScalarOther.register(DispatchKey.AutogradCUDA, _ag_where_ScalarOther)
-_R._op_where_ScalarOther.register(DispatchKey.AutogradMeta, _ag_where_ScalarOther)
 _R._op_clamp.register(DispatchKey.AutogradCPU, _ag_clamp_default)
 _R._op_clamp.register(DispatchKey.AutogradCUDA, _ag_clamp_default)
 _R._op_clamp.register(DispatchKey.AutogradMeta, _ag_clamp_default)
@@ -8946,21 +8628,9 @@ _R._op_t.register(DispatchKey.AutogradMeta, _ag_t_default)
 _R._op_transpose_int.register(DispatchKey.AutogradCPU, _ag_transpose_int)
 _R._op_transpose_int.register(DispatchKey.AutogradCUDA, _ag_transpose_int)
 _R._op_transpose_int.register(DispatchKey.AutogradMeta, _ag_transpose_int)
-_R._op_swapaxes.register(DispatchKey.AutogradCPU, _ag_swapaxes_default)
-_R._op_swapaxes.register(DispatchKey.AutogradCUDA, _ag_swapaxes_default)
-_R._op_swapaxes.register(DispatchKey.AutogradMeta, _ag_swapaxes_default)
-_R._op_swapdims.register(DispatchKey.AutogradCPU, _ag_swapdims_default)
-_R._op_swapdims.register(DispatchKey.AutogradCUDA, _ag_swapdims_default)
-_R._op_swapdims.register(DispatchKey.AutogradMeta, _ag_swapdims_default)
 _R._op_permute.register(DispatchKey.AutogradCPU, _ag_permute_default)
 _R._op_permute.register(DispatchKey.AutogradCUDA, _ag_permute_default)
 _R._op_permute.register(DispatchKey.AutogradMeta, _ag_permute_default)
-_R._op_movedim_intlist.register(DispatchKey.AutogradCPU, _ag_movedim_intlist)
-_R._op_movedim_intlist.register(DispatchKey.AutogradCUDA, _ag_movedim_intlist)
-_R._op_movedim_intlist.register(DispatchKey.AutogradMeta, _ag_movedim_intlist)
-_R._op_moveaxis_intlist.register(DispatchKey.AutogradCPU, _ag_moveaxis_intlist)
-_R._op_moveaxis_intlist.register(DispatchKey.AutogradCUDA, _ag_moveaxis_intlist)
-_R._op_moveaxis_intlist.register(DispatchKey.AutogradMeta, _ag_moveaxis_intlist)
 _R._op_expand.register(DispatchKey.AutogradCPU, _ag_expand_default)
 _R._op_expand.register(DispatchKey.AutogradCUDA, _ag_expand_default)
 _R._op_expand.register(DispatchKey.AutogradMeta, _ag_expand_default)
@@ -8979,9 +8649,6 @@ _R._op_unsqueeze.register(DispatchKey.AutogradMeta, _ag_unsqueeze_default)
 _R._op_unflatten_int.register(DispatchKey.AutogradCPU, _ag_unflatten_int)
 _R._op_unflatten_int.register(DispatchKey.AutogradCUDA, _ag_unflatten_int)
 _R._op_unflatten_int.register(DispatchKey.AutogradMeta, _ag_unflatten_int)
-_R._op_narrow.register(DispatchKey.AutogradCPU, _ag_narrow_default)
-_R._op_narrow.register(DispatchKey.AutogradCUDA, _ag_narrow_default)
-_R._op_narrow.register(DispatchKey.AutogradMeta, _ag_narrow_default)
 _R._op_select_int.register(DispatchKey.AutogradCPU, _ag_select_int)
 _R._op_select_int.register(DispatchKey.AutogradCUDA, _ag_select_int)
 _R._op_select_int.register(DispatchKey.AutogradMeta, _ag_select_int)
@@ -8994,27 +8661,36 @@ _R._op_unbind_int.register(DispatchKey.AutogradMeta, _ag_unbind_int)
 _R._op_split_Tensor.register(DispatchKey.AutogradCPU, _ag_split_Tensor)
 _R._op_split_Tensor.register(DispatchKey.AutogradCUDA, _ag_split_Tensor)
 _R._op_split_Tensor.register(DispatchKey.AutogradMeta, _ag_split_Tensor)
-_R._op_split_sizes.register(DispatchKey.AutogradCPU, _ag_split_sizes)
-_R._op_split_sizes.register(DispatchKey.AutogradCUDA, _ag_split_sizes)
-_R._op_split_sizes.register(DispatchKey.AutogradMeta, _ag_split_sizes)
 _R._op_split_with_sizes.register(DispatchKey.AutogradCPU, _ag_split_with_sizes_default)
 _R._op_split_with_sizes.register(DispatchKey.AutogradCUDA, _ag_split_with_sizes_default)
 _R._op_split_with_sizes.register(DispatchKey.AutogradMeta, _ag_split_with_sizes_default)
-_R._op_chunk.register(DispatchKey.AutogradCPU, _ag_chunk_default)
-_R._op_chunk.register(DispatchKey.AutogradCUDA, _ag_chunk_default)
-_R._op_chunk.register(DispatchKey.AutogradMeta, _ag_chunk_default)
-_R._op_tensor_split_sections.register(DispatchKey.AutogradCPU, _ag_tensor_split_sections)
-_R._op_tensor_split_sections.register(DispatchKey.AutogradCUDA, _ag_tensor_split_sections)
-_R._op_tensor_split_sections.register(DispatchKey.AutogradMeta, _ag_tensor_split_sections)
-_R._op_tensor_split_indices.register(DispatchKey.AutogradCPU, _ag_tensor_split_indices)
-_R._op_tensor_split_indices.register(DispatchKey.AutogradCUDA, _ag_tensor_split_indices)
-_R._op_tensor_split_indices.register(DispatchKey.AutogradMeta, _ag_tensor_split_indices)
 _R._op_unfold.register(DispatchKey.AutogradCPU, _ag_unfold_default)
 _R._op_unfold.register(DispatchKey.AutogradCUDA, _ag_unfold_default)
 _R._op_unfold.register(DispatchKey.AutogradMeta, _ag_unfold_default)
 _R._op_diagonal.register(DispatchKey.AutogradCPU, _ag_diagonal_default)
 _R._op_diagonal.register(DispatchKey.AutogradCUDA, _ag_diagonal_default)
 _R._op_diagonal.register(DispatchKey.AutogradMeta, _ag_diagonal_default)
+_R._op_empty_like.register(DispatchKey.AutogradCPU, _ag_empty_like_default)
+_R._op_empty_like.register(DispatchKey.AutogradCUDA, _ag_empty_like_default)
+_R._op_empty_like.register(DispatchKey.AutogradMeta, _ag_empty_like_default)
+_R._op_zeros_like.register(DispatchKey.AutogradCPU, _ag_zeros_like_default)
+_R._op_zeros_like.register(DispatchKey.AutogradCUDA, _ag_zeros_like_default)
+_R._op_zeros_like.register(DispatchKey.AutogradMeta, _ag_zeros_like_default)
+_R._op_ones_like.register(DispatchKey.AutogradCPU, _ag_ones_like_default)
+_R._op_ones_like.register(DispatchKey.AutogradCUDA, _ag_ones_like_default)
+_R._op_ones_like.register(DispatchKey.AutogradMeta, _ag_ones_like_default)
+_R._op_full_like.register(DispatchKey.AutogradCPU, _ag_full_like_default)
+_R._op_full_like.register(DispatchKey.AutogradCUDA, _ag_full_like_default)
+_R._op_full_like.register(DispatchKey.AutogradMeta, _ag_full_like_default)
+_R._op_bernoulli.register(DispatchKey.AutogradCPU, _ag_bernoulli_default)
+_R._op_bernoulli.register(DispatchKey.AutogradCUDA, _ag_bernoulli_default)
+_R._op_bernoulli.register(DispatchKey.AutogradMeta, _ag_bernoulli_default)
+_R._op_bernoulli_p.register(DispatchKey.AutogradCPU, _ag_bernoulli_p)
+_R._op_bernoulli_p.register(DispatchKey.AutogradCUDA, _ag_bernoulli_p)
+_R._op_bernoulli_p.register(DispatchKey.AutogradMeta, _ag_bernoulli_p)
+_R._op_multinomial.register(DispatchKey.AutogradCPU, _ag_multinomial_default)
+_R._op_multinomial.register(DispatchKey.AutogradCUDA, _ag_multinomial_default)
+_R._op_multinomial.register(DispatchKey.AutogradMeta, _ag_multinomial_default)
 _R._op__to_copy.register(DispatchKey.AutogradCPU, _ag__to_copy_default)
 _R._op__to_copy.register(DispatchKey.AutogradCUDA, _ag__to_copy_default)
 _R._op__to_copy.register(DispatchKey.AutogradMeta, _ag__to_copy_default)
@@ -9132,9 +8808,6 @@ _R._op_mm.register(DispatchKey.AutogradMeta, _ag_mm_default)
 _R._op_bmm.register(DispatchKey.AutogradCPU, _ag_bmm_default)
 _R._op_bmm.register(DispatchKey.AutogradCUDA, _ag_bmm_default)
 _R._op_bmm.register(DispatchKey.AutogradMeta, _ag_bmm_default)
-_R._op_matmul.register(DispatchKey.AutogradCPU, _ag_matmul_default)
-_R._op_matmul.register(DispatchKey.AutogradCUDA, _ag_matmul_default)
-_R._op_matmul.register(DispatchKey.AutogradMeta, _ag_matmul_default)
 _R._op_mv.register(DispatchKey.AutogradCPU, _ag_mv_default)
 _R._op_mv.register(DispatchKey.AutogradCUDA, _ag_mv_default)
 _R._op_mv.register(DispatchKey.AutogradMeta, _ag_mv_default)
@@ -9780,6 +9453,9 @@ _R._op_zeros_out.register(DispatchKey.AutogradMeta, _ag_zeros_out)
 _R._op_ones_out.register(DispatchKey.AutogradCPU, _ag_ones_out)
 _R._op_ones_out.register(DispatchKey.AutogradCUDA, _ag_ones_out)
 _R._op_ones_out.register(DispatchKey.AutogradMeta, _ag_ones_out)
+_R._op_bernoulli__float.register(DispatchKey.AutogradCPU, _ag_bernoulli__float)
+_R._op_bernoulli__float.register(DispatchKey.AutogradCUDA, _ag_bernoulli__float)
+_R._op_bernoulli__float.register(DispatchKey.AutogradMeta, _ag_bernoulli__float)
 _R._op_masked_fill__Scalar.register(DispatchKey.AutogradCPU, _ag_masked_fill__Scalar)
 _R._op_masked_fill__Scalar.register(DispatchKey.AutogradCUDA, _ag_masked_fill__Scalar)
 _R._op_masked_fill__Scalar.register(DispatchKey.AutogradMeta, _ag_masked_fill__Scalar)

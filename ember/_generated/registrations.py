@@ -5123,47 +5123,13 @@ def _meta_copysign_Scalar(ks, self, other):
 
 _op_max_other = Dispatcher.define('max.other(Tensor self, Tensor other) -> Tensor')
 
-def _cpu_max_other(ks, self, other):
-    try:
-        return _new(K.maximum(_np, self._data, other._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.maximum, self, other)
-
-
-def _cuda_max_other(ks, self, other):
-    _check_devices('cuda', self, other)
-    try:
-        return _new(K.maximum(_cupy(), self._data, other._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.maximum, self, other)
-
-
-def _meta_max_other(ks, self, other):
-    _check_devices('meta', self, other)
-    _r = _run_meta(K.maximum, [self._data, other._data], {})
-    return _r
+def _composite_max_other(ks, self, other):
+    return C.max_other(self, other)
 
 _op_min_other = Dispatcher.define('min.other(Tensor self, Tensor other) -> Tensor')
 
-def _cpu_min_other(ks, self, other):
-    try:
-        return _new(K.minimum(_np, self._data, other._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.minimum, self, other)
-
-
-def _cuda_min_other(ks, self, other):
-    _check_devices('cuda', self, other)
-    try:
-        return _new(K.minimum(_cupy(), self._data, other._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.minimum, self, other)
-
-
-def _meta_min_other(ks, self, other):
-    _check_devices('meta', self, other)
-    _r = _run_meta(K.minimum, [self._data, other._data], {})
-    return _r
+def _composite_min_other(ks, self, other):
+    return C.min_other(self, other)
 
 _op_bitwise_and_Tensor = Dispatcher.define('bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor')
 
@@ -7027,47 +6993,13 @@ def _meta_where_self_out(ks, condition, self, other, out):
 
 _op_where_ScalarSelf = Dispatcher.define('where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor')
 
-def _cpu_where_ScalarSelf(ks, condition, self, other):
-    try:
-        return _new(K.where(_np, condition._data, self, other._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.where, condition, other)
-
-
-def _cuda_where_ScalarSelf(ks, condition, self, other):
-    _check_devices('cuda', condition, other)
-    try:
-        return _new(K.where(_cupy(), condition._data, self, other._data), condition._ks, condition._device)
-    except ValueError as _e:
-        _value_error(_e, K.where, condition, other)
-
-
-def _meta_where_ScalarSelf(ks, condition, self, other):
-    _check_devices('meta', condition, other)
-    _r = _run_meta(K.where, [condition._data, self, other._data], {})
-    return _r
+def _composite_where_ScalarSelf(ks, condition, self, other):
+    return C.where_scalar_self(condition, self, other)
 
 _op_where_ScalarOther = Dispatcher.define('where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor')
 
-def _cpu_where_ScalarOther(ks, condition, self, other):
-    try:
-        return _new(K.where(_np, condition._data, self._data, other), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.where, condition, self)
-
-
-def _cuda_where_ScalarOther(ks, condition, self, other):
-    _check_devices('cuda', condition, self)
-    try:
-        return _new(K.where(_cupy(), condition._data, self._data, other), condition._ks, condition._device)
-    except ValueError as _e:
-        _value_error(_e, K.where, condition, self)
-
-
-def _meta_where_ScalarOther(ks, condition, self, other):
-    _check_devices('meta', condition, self)
-    _r = _run_meta(K.where, [condition._data, self._data, other], {})
-    return _r
+def _composite_where_ScalarOther(ks, condition, self, other):
+    return C.where_scalar_other(condition, self, other)
 
 _op_where_Scalar = Dispatcher.define('where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor')
 
@@ -9112,41 +9044,13 @@ def _meta_transpose_int(ks, self, dim0, dim1):
 
 _op_swapaxes = Dispatcher.define('swapaxes(Tensor(a) self, int axis0, int axis1) -> Tensor(a)')
 
-def _cpu_swapaxes_default(ks, self, axis0, axis1):
-    try:
-        return _view(K.transpose(_np, self._data, axis0, axis1), self)
-    except ValueError as _e:
-        _value_error(_e, K.transpose, self)
-
-
-def _cuda_swapaxes_default(ks, self, axis0, axis1):
-    try:
-        return _view(K.transpose(_cupy(), self._data, axis0, axis1), self)
-    except ValueError as _e:
-        _value_error(_e, K.transpose, self)
-
-
-def _meta_swapaxes_default(ks, self, axis0, axis1):
-    return _view(K.transpose(_np, self._data, axis0, axis1), self)
+def _composite_swapaxes_default(ks, self, axis0, axis1):
+    return C.swapaxes(self, axis0, axis1)
 
 _op_swapdims = Dispatcher.define('swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)')
 
-def _cpu_swapdims_default(ks, self, dim0, dim1):
-    try:
-        return _view(K.transpose(_np, self._data, dim0, dim1), self)
-    except ValueError as _e:
-        _value_error(_e, K.transpose, self)
-
-
-def _cuda_swapdims_default(ks, self, dim0, dim1):
-    try:
-        return _view(K.transpose(_cupy(), self._data, dim0, dim1), self)
-    except ValueError as _e:
-        _value_error(_e, K.transpose, self)
-
-
-def _meta_swapdims_default(ks, self, dim0, dim1):
-    return _view(K.transpose(_np, self._data, dim0, dim1), self)
+def _composite_swapdims_default(ks, self, dim0, dim1):
+    return C.swapaxes(self, dim0, dim1)
 
 _op_permute = Dispatcher.define('permute(Tensor(a) self, int[] dims) -> Tensor(a)')
 
@@ -9169,22 +9073,8 @@ def _meta_permute_default(ks, self, dims):
 
 _op_movedim_intlist = Dispatcher.define('movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)')
 
-def _cpu_movedim_intlist(ks, self, source, destination):
-    try:
-        return _view(K.movedim(_np, self._data, source, destination), self)
-    except ValueError as _e:
-        _value_error(_e, K.movedim, self)
-
-
-def _cuda_movedim_intlist(ks, self, source, destination):
-    try:
-        return _view(K.movedim(_cupy(), self._data, source, destination), self)
-    except ValueError as _e:
-        _value_error(_e, K.movedim, self)
-
-
-def _meta_movedim_intlist(ks, self, source, destination):
-    return _view(K.movedim(_np, self._data, source, destination), self)
+def _composite_movedim_intlist(ks, self, source, destination):
+    return C.movedim(self, source, destination)
 
 _op_movedim_int = Dispatcher.define('movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)')
 
@@ -9193,22 +9083,8 @@ def _composite_movedim_int(ks, self, source, destination):
 
 _op_moveaxis_intlist = Dispatcher.define('moveaxis.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)')
 
-def _cpu_moveaxis_intlist(ks, self, source, destination):
-    try:
-        return _view(K.movedim(_np, self._data, source, destination), self)
-    except ValueError as _e:
-        _value_error(_e, K.movedim, self)
-
-
-def _cuda_moveaxis_intlist(ks, self, source, destination):
-    try:
-        return _view(K.movedim(_cupy(), self._data, source, destination), self)
-    except ValueError as _e:
-        _value_error(_e, K.movedim, self)
-
-
-def _meta_moveaxis_intlist(ks, self, source, destination):
-    return _view(K.movedim(_np, self._data, source, destination), self)
+def _composite_moveaxis_intlist(ks, self, source, destination):
+    return C.movedim(self, source, destination)
 
 _op_moveaxis_int = Dispatcher.define('moveaxis.int(Tensor(a) self, int source, int destination) -> Tensor(a)')
 
@@ -9351,22 +9227,8 @@ def _composite_ravel_default(ks, self):
 
 _op_narrow = Dispatcher.define('narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)')
 
-def _cpu_narrow_default(ks, self, dim, start, length):
-    try:
-        return _view(K.narrow(_np, self._data, dim, start, length), self)
-    except ValueError as _e:
-        _value_error(_e, K.narrow, self)
-
-
-def _cuda_narrow_default(ks, self, dim, start, length):
-    try:
-        return _view(K.narrow(_cupy(), self._data, dim, start, length), self)
-    except ValueError as _e:
-        _value_error(_e, K.narrow, self)
-
-
-def _meta_narrow_default(ks, self, dim, start, length):
-    return _view(K.narrow(_np, self._data, dim, start, length), self)
+def _composite_narrow_default(ks, self, dim, start, length):
+    return C.narrow(self, dim, start, length)
 
 _op_select_int = Dispatcher.define('select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)')
 
@@ -9446,22 +9308,8 @@ def _meta_split_Tensor(ks, self, split_size, dim):
 
 _op_split_sizes = Dispatcher.define('split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]')
 
-def _cpu_split_sizes(ks, self, split_size, dim):
-    try:
-        return [_view(_r, self) for _r in K.split_with_sizes(_np, self._data, split_size, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.split_with_sizes, self)
-
-
-def _cuda_split_sizes(ks, self, split_size, dim):
-    try:
-        return [_view(_r, self) for _r in K.split_with_sizes(_cupy(), self._data, split_size, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.split_with_sizes, self)
-
-
-def _meta_split_sizes(ks, self, split_size, dim):
-    return [_view(_r, self) for _r in K.split_with_sizes(_np, self._data, split_size, dim)]
+def _composite_split_sizes(ks, self, split_size, dim):
+    return C.split_sizes(self, split_size, dim)
 
 _op_split_with_sizes = Dispatcher.define('split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]')
 
@@ -9484,60 +9332,18 @@ def _meta_split_with_sizes_default(ks, self, split_sizes, dim):
 
 _op_chunk = Dispatcher.define('chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]')
 
-def _cpu_chunk_default(ks, self, chunks, dim):
-    try:
-        return [_view(_r, self) for _r in K.chunk(_np, self._data, chunks, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.chunk, self)
-
-
-def _cuda_chunk_default(ks, self, chunks, dim):
-    try:
-        return [_view(_r, self) for _r in K.chunk(_cupy(), self._data, chunks, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.chunk, self)
-
-
-def _meta_chunk_default(ks, self, chunks, dim):
-    return [_view(_r, self) for _r in K.chunk(_np, self._data, chunks, dim)]
+def _composite_chunk_default(ks, self, chunks, dim):
+    return C.chunk(self, chunks, dim)
 
 _op_tensor_split_sections = Dispatcher.define('tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]')
 
-def _cpu_tensor_split_sections(ks, self, sections, dim):
-    try:
-        return [_view(_r, self) for _r in K.tensor_split(_np, self._data, sections, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.tensor_split, self)
-
-
-def _cuda_tensor_split_sections(ks, self, sections, dim):
-    try:
-        return [_view(_r, self) for _r in K.tensor_split(_cupy(), self._data, sections, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.tensor_split, self)
-
-
-def _meta_tensor_split_sections(ks, self, sections, dim):
-    return [_view(_r, self) for _r in K.tensor_split(_np, self._data, sections, dim)]
+def _composite_tensor_split_sections(ks, self, sections, dim):
+    return C.tensor_split(self, sections, dim)
 
 _op_tensor_split_indices = Dispatcher.define('tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]')
 
-def _cpu_tensor_split_indices(ks, self, indices, dim):
-    try:
-        return [_view(_r, self) for _r in K.tensor_split_indices(_np, self._data, indices, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.tensor_split_indices, self)
-
-
-def _cuda_tensor_split_indices(ks, self, indices, dim):
-    try:
-        return [_view(_r, self) for _r in K.tensor_split_indices(_cupy(), self._data, indices, dim)]
-    except ValueError as _e:
-        _value_error(_e, K.tensor_split_indices, self)
-
-
-def _meta_tensor_split_indices(ks, self, indices, dim):
-    return [_view(_r, self) for _r in K.tensor_split_indices(_np, self._data, indices, dim)]
+def _composite_tensor_split_indices(ks, self, indices, dim):
+    return C.tensor_split_indices(self, indices, dim)
 
 _op_unfold = Dispatcher.define('unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)')
 
@@ -11691,25 +11497,8 @@ def _meta_bmm_out(ks, self, mat2, out):
 
 _op_matmul = Dispatcher.define('matmul(Tensor self, Tensor other) -> Tensor')
 
-def _cpu_matmul_default(ks, self, other):
-    try:
-        return _new(K.matmul(_np, self._data, other._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.matmul, self, other)
-
-
-def _cuda_matmul_default(ks, self, other):
-    _check_devices('cuda', self, other)
-    try:
-        return _new(K.matmul(_cupy(), self._data, other._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.matmul, self, other)
-
-
-def _meta_matmul_default(ks, self, other):
-    _check_devices('meta', self, other)
-    _r = _run_meta(K.matmul, [self._data, other._data], {})
-    return _r
+def _composite_matmul_default(ks, self, other):
+    return C.matmul(self, other)
 
 _op_matmul_out = Dispatcher.define('matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
 
@@ -13662,12 +13451,8 @@ _op_xlogy_Scalar_Self.register(DispatchKey.Meta, _meta_xlogy_Scalar_Self)
 _op_copysign_Scalar.register(DispatchKey.CPU, _cpu_copysign_Scalar)
 _op_copysign_Scalar.register(DispatchKey.CUDA, _cuda_copysign_Scalar)
 _op_copysign_Scalar.register(DispatchKey.Meta, _meta_copysign_Scalar)
-_op_max_other.register(DispatchKey.CPU, _cpu_max_other)
-_op_max_other.register(DispatchKey.CUDA, _cuda_max_other)
-_op_max_other.register(DispatchKey.Meta, _meta_max_other)
-_op_min_other.register(DispatchKey.CPU, _cpu_min_other)
-_op_min_other.register(DispatchKey.CUDA, _cuda_min_other)
-_op_min_other.register(DispatchKey.Meta, _meta_min_other)
+_op_max_other.register(DispatchKey.CompositeImplicitAutograd, _composite_max_other)
+_op_min_other.register(DispatchKey.CompositeImplicitAutograd, _composite_min_other)
 _op_bitwise_and_Tensor.register(DispatchKey.CPU, _cpu_bitwise_and_Tensor)
 _op_bitwise_and_Tensor.register(DispatchKey.CUDA, _cuda_bitwise_and_Tensor)
 _op_bitwise_and_Tensor.register(DispatchKey.Meta, _meta_bitwise_and_Tensor)
@@ -13929,12 +13714,8 @@ _op_where_self.register(DispatchKey.Meta, _meta_where_self)
 _op_where_self_out.register(DispatchKey.CPU, _cpu_where_self_out)
 _op_where_self_out.register(DispatchKey.CUDA, _cuda_where_self_out)
 _op_where_self_out.register(DispatchKey.Meta, _meta_where_self_out)
-_op_where_ScalarSelf.register(DispatchKey.CPU, _cpu_where_ScalarSelf)
-_op_where_ScalarSelf.register(DispatchKey.CUDA, _cuda_where_ScalarSelf)
-_op_where_ScalarSelf.register(DispatchKey.Meta, _meta_where_ScalarSelf)
-_op_where_ScalarOther.register(DispatchKey.CPU, _cpu_where_ScalarOther)
-_op_where_ScalarOther.register(DispatchKey.CUDA, _cuda_where_ScalarOther)
-_op_where_ScalarOther.register(DispatchKey.Meta, _meta_where_ScalarOther)
+_op_where_ScalarSelf.register(DispatchKey.CompositeImplicitAutograd, _composite_where_ScalarSelf)
+_op_where_ScalarOther.register(DispatchKey.CompositeImplicitAutograd, _composite_where_ScalarOther)
 _op_where_Scalar.register(DispatchKey.CPU, _cpu_where_Scalar)
 _op_where_Scalar.register(DispatchKey.CUDA, _cuda_where_Scalar)
 _op_where_Scalar.register(DispatchKey.Meta, _meta_where_Scalar)
@@ -14233,22 +14014,14 @@ _op_t.register(DispatchKey.Meta, _meta_t_default)
 _op_transpose_int.register(DispatchKey.CPU, _cpu_transpose_int)
 _op_transpose_int.register(DispatchKey.CUDA, _cuda_transpose_int)
 _op_transpose_int.register(DispatchKey.Meta, _meta_transpose_int)
-_op_swapaxes.register(DispatchKey.CPU, _cpu_swapaxes_default)
-_op_swapaxes.register(DispatchKey.CUDA, _cuda_swapaxes_default)
-_op_swapaxes.register(DispatchKey.Meta, _meta_swapaxes_default)
-_op_swapdims.register(DispatchKey.CPU, _cpu_swapdims_default)
-_op_swapdims.register(DispatchKey.CUDA, _cuda_swapdims_default)
-_op_swapdims.register(DispatchKey.Meta, _meta_swapdims_default)
+_op_swapaxes.register(DispatchKey.CompositeImplicitAutograd, _composite_swapaxes_default)
+_op_swapdims.register(DispatchKey.CompositeImplicitAutograd, _composite_swapdims_default)
 _op_permute.register(DispatchKey.CPU, _cpu_permute_default)
 _op_permute.register(DispatchKey.CUDA, _cuda_permute_default)
 _op_permute.register(DispatchKey.Meta, _meta_permute_default)
-_op_movedim_intlist.register(DispatchKey.CPU, _cpu_movedim_intlist)
-_op_movedim_intlist.register(DispatchKey.CUDA, _cuda_movedim_intlist)
-_op_movedim_intlist.register(DispatchKey.Meta, _meta_movedim_intlist)
+_op_movedim_intlist.register(DispatchKey.CompositeImplicitAutograd, _composite_movedim_intlist)
 _op_movedim_int.register(DispatchKey.CompositeImplicitAutograd, _composite_movedim_int)
-_op_moveaxis_intlist.register(DispatchKey.CPU, _cpu_moveaxis_intlist)
-_op_moveaxis_intlist.register(DispatchKey.CUDA, _cuda_moveaxis_intlist)
-_op_moveaxis_intlist.register(DispatchKey.Meta, _meta_moveaxis_intlist)
+_op_moveaxis_intlist.register(DispatchKey.CompositeImplicitAutograd, _composite_moveaxis_intlist)
 _op_moveaxis_int.register(DispatchKey.CompositeImplicitAutograd, _composite_moveaxis_int)
 _op_expand.register(DispatchKey.CPU, _cpu_expand_default)
 _op_expand.register(DispatchKey.CUDA, _cuda_expand_default)
@@ -14272,9 +14045,7 @@ _op_unflatten_int.register(DispatchKey.CPU, _cpu_unflatten_int)
 _op_unflatten_int.register(DispatchKey.CUDA, _cuda_unflatten_int)
 _op_unflatten_int.register(DispatchKey.Meta, _meta_unflatten_int)
 _op_ravel.register(DispatchKey.CompositeImplicitAutograd, _composite_ravel_default)
-_op_narrow.register(DispatchKey.CPU, _cpu_narrow_default)
-_op_narrow.register(DispatchKey.CUDA, _cuda_narrow_default)
-_op_narrow.register(DispatchKey.Meta, _meta_narrow_default)
+_op_narrow.register(DispatchKey.CompositeImplicitAutograd, _composite_narrow_default)
 _op_select_int.register(DispatchKey.CPU, _cpu_select_int)
 _op_select_int.register(DispatchKey.CUDA, _cuda_select_int)
 _op_select_int.register(DispatchKey.Meta, _meta_select_int)
@@ -14287,21 +14058,13 @@ _op_unbind_int.register(DispatchKey.Meta, _meta_unbind_int)
 _op_split_Tensor.register(DispatchKey.CPU, _cpu_split_Tensor)
 _op_split_Tensor.register(DispatchKey.CUDA, _cuda_split_Tensor)
 _op_split_Tensor.register(DispatchKey.Meta, _meta_split_Tensor)
-_op_split_sizes.register(DispatchKey.CPU, _cpu_split_sizes)
-_op_split_sizes.register(DispatchKey.CUDA, _cuda_split_sizes)
-_op_split_sizes.register(DispatchKey.Meta, _meta_split_sizes)
+_op_split_sizes.register(DispatchKey.CompositeImplicitAutograd, _composite_split_sizes)
 _op_split_with_sizes.register(DispatchKey.CPU, _cpu_split_with_sizes_default)
 _op_split_with_sizes.register(DispatchKey.CUDA, _cuda_split_with_sizes_default)
 _op_split_with_sizes.register(DispatchKey.Meta, _meta_split_with_sizes_default)
-_op_chunk.register(DispatchKey.CPU, _cpu_chunk_default)
-_op_chunk.register(DispatchKey.CUDA, _cuda_chunk_default)
-_op_chunk.register(DispatchKey.Meta, _meta_chunk_default)
-_op_tensor_split_sections.register(DispatchKey.CPU, _cpu_tensor_split_sections)
-_op_tensor_split_sections.register(DispatchKey.CUDA, _cuda_tensor_split_sections)
-_op_tensor_split_sections.register(DispatchKey.Meta, _meta_tensor_split_sections)
-_op_tensor_split_indices.register(DispatchKey.CPU, _cpu_tensor_split_indices)
-_op_tensor_split_indices.register(DispatchKey.CUDA, _cuda_tensor_split_indices)
-_op_tensor_split_indices.register(DispatchKey.Meta, _meta_tensor_split_indices)
+_op_chunk.register(DispatchKey.CompositeImplicitAutograd, _composite_chunk_default)
+_op_tensor_split_sections.register(DispatchKey.CompositeImplicitAutograd, _composite_tensor_split_sections)
+_op_tensor_split_indices.register(DispatchKey.CompositeImplicitAutograd, _composite_tensor_split_indices)
 _op_unfold.register(DispatchKey.CPU, _cpu_unfold_default)
 _op_unfold.register(DispatchKey.CUDA, _cuda_unfold_default)
 _op_unfold.register(DispatchKey.Meta, _meta_unfold_default)
@@ -14634,9 +14397,7 @@ _op_bmm.register(DispatchKey.Meta, _meta_bmm_default)
 _op_bmm_out.register(DispatchKey.CPU, _cpu_bmm_out)
 _op_bmm_out.register(DispatchKey.CUDA, _cuda_bmm_out)
 _op_bmm_out.register(DispatchKey.Meta, _meta_bmm_out)
-_op_matmul.register(DispatchKey.CPU, _cpu_matmul_default)
-_op_matmul.register(DispatchKey.CUDA, _cuda_matmul_default)
-_op_matmul.register(DispatchKey.Meta, _meta_matmul_default)
+_op_matmul.register(DispatchKey.CompositeImplicitAutograd, _composite_matmul_default)
 _op_matmul_out.register(DispatchKey.CPU, _cpu_matmul_out)
 _op_matmul_out.register(DispatchKey.CUDA, _cuda_matmul_out)
 _op_matmul_out.register(DispatchKey.Meta, _meta_matmul_out)

@@ -99,7 +99,7 @@ class Node:
     def name(self) -> str:
         return type(self).__name__
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # noqa: D105
         return f"<{self.name()} object at {hex(id(self))}>"
 
     # -- hooks --------------------------------------------------------------------------------------

@@ -314,3 +314,135 @@ def pinverse(self, rcond=1e-15):
 
 def relu6(self):
     return _e().clamp(self, 0, 6)
+
+
+# ------------------------------------------------------------------------------ ops PyTorch decomposes
+# (written as PyTorch's CompositeImplicitAutograd versions are, so autograd records the same nodes:
+# ``x @ y`` shows MmBackward0, ``x.narrow(...)`` SliceBackward0, ``x.movedim(...)`` PermuteBackward0)
+def swapaxes(self, axis0, axis1):
+    return self.transpose(axis0, axis1)
+
+
+def movedim(self, source, destination):
+    from ember.aten.kernels._common import wrap_dims
+    n = self.dim()
+    if len(source) != len(destination):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(source)} dims) should "
+                           f"contain the same number of dims as destination ({list(destination)} dims)")
+    src, dst = wrap_dims(source, n), wrap_dims(destination, n)
+    order = [-1] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(n) if i not in src)
+    order = [next(rest) if o == -1 else o for o in order]
+    return self.permute(order)
+
+
+def narrow(self, dim, start, length):
+    from ember.aten.kernels._common import wrap_dim
+    if self.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, self.dim())
+    n = self.shape[d]
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    if start < 0:
+        start += n
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return _e().ops.aten.slice.Tensor(self, d, start, start + length, 1)
+
+
+def split_sizes(self, split_size, dim=0):
+    return self.split_with_sizes(split_size, dim)
+
+
+def chunk(self, chunks, dim=0):
+    from ember.aten.kernels._common import wrap_dim
+    if self.dim() == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = wrap_dim(dim, self.dim())
+    n = self.shape[d]
+    size = (n + chunks - 1) // chunks
+    if size == 0 and n == 0:
+        return list(self.split_with_sizes([0] * chunks, d))
+    return list(_e().ops.aten.split.Tensor(self, size, d))
+
+
+def tensor_split(self, sections, dim=0):
+    from ember.aten.kernels._common import wrap_dim
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+    d = wrap_dim(dim, self.dim())
+    q, r = divmod(self.shape[d], sections)
+    out, start = [], 0
+    for size in [q + 1] * r + [q] * (sections - r):
+        out.append(_e().ops.aten.slice.Tensor(self, d, start, start + size, 1))
+        start += size
+    return out
+
+
+def tensor_split_indices(self, indices, dim=0):
+    from ember.aten.kernels._common import wrap_dim
+    d = wrap_dim(dim, self.dim())
+    n = self.shape[d]
+    out, prev = [], 0
+    for i in list(indices) + [n]:
+        i = max(min(i if i >= 0 else i + n, n), prev) if i != n else n
+        out.append(_e().ops.aten.slice.Tensor(self, d, prev, max(i, prev), 1))
+        prev = max(i, prev)
+    return out
+
+
+def matmul(self, other):
+    """PyTorch's matmul decomposition: dot, mv, mm, or a batched bmm over broadcast batch dims."""
+    from ember.aten.kernels.linalg import _matmul_check
+    from ember.aten.meta import broadcast_shapes
+    _matmul_check(self._data, other._data)  # PyTorch's errors for every rank combination
+    da, db = self.dim(), other.dim()
+    if da == 1 and db == 1:
+        return self.dot(other)
+    if da == 2 and db == 1:
+        return self.mv(other)
+    if da == 1 and db == 2:
+        return self.unsqueeze(0).mm(other).squeeze(0)
+    if da == 2 and db == 2:
+        return self.mm(other)
+    if da >= 3 and db <= 2:  # fold the batch into the rows: one mm
+        o = other.unsqueeze(-1) if db == 1 else other
+        out = self.reshape(-1, self.shape[-1]).mm(o)
+        return out.view(tuple(self.shape[:-1]) + ((o.shape[-1],) if db == 2 else ()))
+    a = self.unsqueeze(0) if da == 1 else self
+    b = other.unsqueeze(-1) if db == 1 else other
+    batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    n, k, m = a.shape[-2], a.shape[-1], b.shape[-1]
+    a3 = a.expand(batch + (n, k)).reshape(-1, n, k)
+    b3 = b.expand(batch + (k, m)).reshape(-1, k, m)
+    out = a3.bmm(b3).view(batch + (n, m))
+    if da == 1:
+        out = out.squeeze(-2)
+    if db == 1:
+        out = out.squeeze(-1)
+    return out
+
+
+def max_other(self, other):
+    return _e().maximum(self, other)
+
+
+def min_other(self, other):
+    return _e().minimum(self, other)
+
+
+def where_scalar_self(condition, self, other):
+    from ember._tensor import _wrapped_number
+    return _e().where(condition, _wrapped_number(self, other), other)
+
+
+def where_scalar_other(condition, self, other):
+    from ember._tensor import _wrapped_number
+    return _e().where(condition, self, _wrapped_number(other, self))
