@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ember.autograd import anomaly_mode, graph  # noqa: F401
 from ember.autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
+from ember.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
                                       is_inference_mode_enabled, no_grad, set_grad_enabled)

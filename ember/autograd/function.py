@@ -1,0 +1,211 @@
+"""Custom autograd functions (mirrors ``torch/autograd/function.py`` and ``torch/csrc/autograd/python_function.cpp``).
+
+``Function.apply`` runs ``forward`` without recording, then — when grad is enabled and an input requires
+grad — makes the outputs' ``grad_fn`` a node of class ``<Name>Backward`` whose ``apply`` calls the user's
+``backward``.  As in PyTorch, that node *is* the ``ctx`` the user's ``forward`` received, so what
+``forward`` stores on ``ctx`` is there in ``backward``.
+"""
+from __future__ import annotations
+
+import functools
+
+from ember.autograd.grad_mode import no_grad, state
+from ember.autograd.graph import Node, SavedVariable
+from ember.autograd.recording import check_inplace, collect_next_edges, input_meta, set_history
+
+
+class FunctionCtx:
+    """What ``forward`` can tell ``backward`` (``ctx.save_for_backward``, ``ctx.mark_dirty``, ...)."""
+
+    def save_for_backward(self, *tensors) -> None:
+        self._to_save = tensors
+
+    def save_for_forward(self, *tensors) -> None:
+        self._to_save_fwd = tensors
+
+    def mark_dirty(self, *args) -> None:
+        self._dirty = args
+
+    def mark_non_differentiable(self, *args) -> None:
+        self._non_differentiable = args
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self._materialize = bool(value)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The node (and ctx) of one call of a custom Function."""
+
+    _forward_cls = None
+
+    def __init__(self):
+        Node.__init__(self)
+        self._to_save = ()
+        self._saved = None
+        self._dirty = ()
+        self._non_differentiable = ()
+        self._materialize = True
+        self.needs_input_grad = ()
+        self._input_is_tensor = ()
+        self._output_meta = ()
+
+    @property
+    def saved_tensors(self):
+        if self._saved is None:
+            return tuple(self._to_save)
+        return tuple(s.unpack(self) if isinstance(s, SavedVariable) else s for s in self._saved)
+
+    saved_variables = saved_tensors
+
+    def release_variables(self) -> None:
+        if self._saved is not None:
+            for s in self._saved:
+                if isinstance(s, SavedVariable):
+                    s.release()
+        self._released = True
+
+    def apply(self, grads):
+        import ember
+        cls = self._forward_cls
+        if self._materialize:
+            grads = [ember.zeros(shape, dtype=dt, device=dev) if g is None and shape is not None else g
+                     for g, (shape, dt, dev) in zip(grads, self._output_meta)]
+        result = cls.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        n_in = len(self._input_is_tensor)
+        if len(result) != n_in:
+            if len(result) > n_in and all(r is None for r in result[n_in:]):
+                result = result[:n_in]
+            else:
+                raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients (expected "
+                                   f"{n_in}, got {len(result)})")
+        return [g for g, is_t in zip(result, self._input_is_tensor) if is_t]
+
+
+class FunctionMeta(type):
+    """Gives every Function subclass its backward node class ``<Name>Backward``."""
+
+    def __init__(cls, name, bases, attrs):
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
+        super().__init__(name, bases, attrs)
+
+
+class Function(FunctionCtx, metaclass=FunctionMeta):
+    """Base class of custom differentiable operations.
+
+    Subclasses define static ``forward(ctx, *args)`` (or ``forward(*args)`` with ``setup_context(ctx,
+    inputs, output)``) and ``backward(ctx, *grad_outputs)``, and are called through ``apply``.
+
+    Example::
+
+        >>> class Exp(Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         y = x.exp()
+        ...         ctx.save_for_backward(y)
+        ...         return y
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         (y,) = ctx.saved_tensors
+        ...         return grad * y
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use new-"
+                           "style autograd function with static forward method. (Example: https://pytorch.org/docs/"
+                           "stable/autograd.html#torch.autograd.Function)")
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+    setup_context = None
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        import ember
+        node = cls._backward_cls()
+        tensors = [a for a in args if isinstance(a, ember.Tensor)]
+        node._input_is_tensor = tuple(isinstance(a, ember.Tensor) for a in args)
+        node.needs_input_grad = tuple(isinstance(a, ember.Tensor) and a.requires_grad for a in args)
+        record = state.enabled and any(t.requires_grad for t in tensors)
+        custom_setup = cls.setup_context is not None and \
+            cls.setup_context is not getattr(Function, "setup_context", None)
+        with no_grad():
+            if custom_setup:
+                outputs = cls.forward(*args, **kwargs)
+            else:
+                outputs = cls.forward(node, *args, **kwargs)
+        if custom_setup:
+            cls.setup_context(node, args, outputs)
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        if not record:
+            return outputs
+        node._next = collect_next_edges(*tensors)
+        node._input_meta = input_meta(*tensors)
+        input_ids = {id(t) for t in tensors}
+        dirty = {id(t) for t in node._dirty}
+        non_diff = {id(t) for t in node._non_differentiable}
+        fixed = []
+        for o in outs:
+            if isinstance(o, ember.Tensor) and id(o) in input_ids and id(o) not in dirty:
+                with no_grad():
+                    o = o.view_as(o)  # an input returned as is: its output is a new view of it
+            elif isinstance(o, ember.Tensor) and id(o) in dirty:
+                check_inplace(o)
+            fixed.append(o)
+        outs = tuple(fixed)
+        node._output_meta = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, ember.Tensor) else
+                                  (None, None, None) for o in outs)
+        diff = [isinstance(o, ember.Tensor) and id(o) not in non_diff for o in outs]
+        set_history(node, tuple(o if isinstance(o, ember.Tensor) else None for o in outs), diff)
+        node._saved = [SavedVariable(t, is_output=any(t is o for o in outs)) if isinstance(t, ember.Tensor) else t
+                       for t in node._to_save]
+        node._to_save = ()
+        return outs[0] if single else outs
+
+
+def once_differentiable(fn):
+    """For ``backward`` methods that are not themselves differentiable: run them without recording, and
+    make a second differentiation through them an error."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        import ember
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not state.enabled:
+            return outputs
+        requires = any(isinstance(a, ember.Tensor) and a.requires_grad for a in args)
+        if not requires:
+            return outputs
+        tup = outputs if isinstance(outputs, tuple) else (outputs,)
+        err = _DelayedError("trying to differentiate twice a function that was marked with @once_differentiable")
+        err._next = collect_next_edges(*[a for a in args if isinstance(a, ember.Tensor)])
+        outs = []
+        for o in tup:
+            if isinstance(o, ember.Tensor):
+                o = o.detach()
+                set_history(err, (o,))
+            outs.append(o)
+        return tuple(outs) if isinstance(outputs, tuple) else outs[0]
+    return wrapper
+
+
+class _DelayedError(Node):
+    def __init__(self, msg):
+        super().__init__()
+        self.msg = msg
+
+    def name(self) -> str:
+        return "DelayedError"
+
+    def apply(self, grads):
+        raise RuntimeError(self.msg)
