@@ -1,0 +1,93 @@
+"""Forward + backward overhead of small graphs, ember against PyTorch in the same process.
+
+    python -m bench.autograd_overhead [--quick]
+
+Workloads (float32, 1 thread): a chain of 20 elementwise ops on 64x64, and a 3-layer MLP
+(784-128-64-10, batch 32, written with matmul/add/relu since ``nn`` comes later), each forward + backward.
+Prints median ms per step and the ratio PyTorch/ember (> 1: ember is faster).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+
+
+def chain(lib):
+    x = lib.tensor(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32), requires_grad=True)
+
+    def step():
+        y = x
+        for i in range(5):
+            y = (y * 1.01 + 0.5).tanh() * y.sigmoid()
+        y.sum().backward()
+        x.grad = None
+    return step
+
+
+def mlp(lib):
+    rng = np.random.default_rng(0)
+
+    def p(*shape):
+        return lib.tensor((rng.standard_normal(shape) * 0.05).astype(np.float32), requires_grad=True)
+    w1, b1, w2, b2, w3, b3 = p(784, 128), p(128), p(128, 64), p(64), p(64, 10), p(10)
+    x = lib.tensor(rng.standard_normal((32, 784)).astype(np.float32))
+
+    def step():
+        h = (x @ w1 + b1).relu()
+        h = (h @ w2 + b2).relu()
+        out = h @ w3 + b3
+        loss = (out * out).mean()
+        loss.backward()
+        for t in (w1, b1, w2, b2, w3, b3):
+            t.grad = None
+    return step
+
+
+WORKLOADS = {"chain of 20 elementwise ops 64x64": chain, "MLP 784-128-64-10 batch 32": mlp}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
+    ap.add_argument("--blocks", type=int, default=7)
+    args = ap.parse_args(argv)
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        torch = None
+        print("PyTorch is not installed: printing ember's times only")
+    blocks, number = (2, 5) if args.quick else (args.blocks, 100)
+    print(f"{'workload':<36} {'ember ms':>9} {'torch ms':>9} {'torch/ember':>12}")
+    for name, make in WORKLOADS.items():
+        es, ts = make(ember), (make(torch) if torch else None)
+        et, tt = [], []
+        for _ in range(blocks):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                es()
+            et.append((time.perf_counter() - t0) / number * 1e3)
+            if ts:
+                t0 = time.perf_counter()
+                for _ in range(number):
+                    ts()
+                tt.append((time.perf_counter() - t0) / number * 1e3)
+        e = statistics.median(et)
+        if ts:
+            t = statistics.median(tt)
+            print(f"{name:<36} {e:>9.3f} {t:>9.3f} {t / e:>12.2f}")
+        else:
+            print(f"{name:<36} {e:>9.3f}")
+
+
+if __name__ == "__main__":
+    main()
