@@ -37,7 +37,8 @@ def _ag_abs_default(ks, self):
     _n = AbsBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_abs.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -320,7 +321,8 @@ def _ag_log_default(ks, self):
     _n = LogBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_log.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -347,7 +349,8 @@ def _ag_log2_default(ks, self):
     _n = Log2Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_log2.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -374,7 +377,8 @@ def _ag_log10_default(ks, self):
     _n = Log10Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_log10.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -401,7 +405,8 @@ def _ag_log1p_default(ks, self):
     _n = Log1pBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_log1p.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -482,7 +487,8 @@ def _ag_sin_default(ks, self):
     _n = SinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_sin.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -509,7 +515,8 @@ def _ag_cos_default(ks, self):
     _n = CosBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_cos.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -563,7 +570,8 @@ def _ag_asin_default(ks, self):
     _n = AsinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_asin.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -590,7 +598,8 @@ def _ag_acos_default(ks, self):
     _n = AcosBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_acos.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -617,7 +626,8 @@ def _ag_atan_default(ks, self):
     _n = AtanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_atan.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -644,7 +654,8 @@ def _ag_sinh_default(ks, self):
     _n = SinhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_sinh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -671,7 +682,8 @@ def _ag_cosh_default(ks, self):
     _n = CoshBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_cosh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -725,7 +737,8 @@ def _ag_asinh_default(ks, self):
     _n = AsinhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_asinh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -752,7 +765,8 @@ def _ag_acosh_default(ks, self):
     _n = AcoshBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_acosh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -779,7 +793,8 @@ def _ag_atanh_default(ks, self):
     _n = AtanhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_atanh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -860,7 +875,8 @@ def _ag_erf_default(ks, self):
     _n = ErfBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_erf.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -887,7 +903,8 @@ def _ag_erfc_default(ks, self):
     _n = ErfcBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_erfc.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -941,7 +958,8 @@ def _ag_lgamma_default(ks, self):
     _n = LgammaBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_lgamma.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -968,7 +986,8 @@ def _ag_sinc_default(ks, self):
     _n = SincBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_sinc.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -1045,7 +1064,8 @@ def _ag_square_default(ks, self):
     _n = SquareBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_square.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
@@ -1149,7 +1169,8 @@ def _ag_nan_to_num_default(ks, self, nan, posinf, neginf):
     _n = NanToNumBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_nan_to_num.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _set_history(_n, (result,))
     return result
@@ -1178,7 +1199,8 @@ def _ag_logit_default(ks, self, eps):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.eps = eps
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_logit.redispatch(ks & _BELOW, self, eps)
     _set_history(_n, (result,))
     return result
@@ -1324,8 +1346,10 @@ def _ag_mul_Tensor(ks, self, other):
     _n = MulBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_mul_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -1386,8 +1410,10 @@ def _ag_div_Tensor(ks, self, other):
     _n = DivBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_div_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -1450,8 +1476,10 @@ def _ag_div_Tensor_mode(ks, self, other, rounding_mode):
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.rounding_mode = rounding_mode
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_div_Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _set_history(_n, (result,))
     return result
@@ -1515,8 +1543,10 @@ def _ag_true_divide_Tensor(ks, self, other):
     _n = TrueDivideBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_true_divide_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -1630,8 +1660,10 @@ def _ag_remainder_Tensor(ks, self, other):
     _n = RemainderBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_remainder_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -1688,8 +1720,10 @@ def _ag_fmod_Tensor(ks, self, other):
     _n = FmodBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_fmod_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -1807,8 +1841,10 @@ def _ag_pow_Tensor_Tensor(ks, self, exponent):
     _n = PowBackward1()
     _n._next = _edges(self, exponent)
     _n._input_meta = _meta(self, exponent)
-    _n.self_ = _SV(self)
-    _n.exponent_ = _SV(exponent)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.exponent_ = _SV(exponent)
     result = _R._op_pow_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -1839,7 +1875,8 @@ def _ag_pow_Scalar(ks, self, exponent):
     _n._next = _edges(exponent)
     _n._input_meta = _meta(exponent)
     _n.self = self
-    _n.exponent_ = _SV(exponent)
+    if _n._next[0] is not None:
+        _n.exponent_ = _SV(exponent)
     result = _R._op_pow_Scalar.redispatch(ks & _BELOW, self, exponent)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -1869,7 +1906,8 @@ def _ag_pow_Tensor_Scalar(ks, self, exponent):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.exponent = exponent
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_pow_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
     _set_history(_n, (result,))
     return result
@@ -1903,8 +1941,10 @@ def _ag_atan2_default(ks, self, other):
     _n = Atan2Backward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_atan2.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -1938,8 +1978,10 @@ def _ag_hypot_default(ks, self, other):
     _n = HypotBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_hypot.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -1974,8 +2016,10 @@ def _ag_logaddexp_default(ks, self, other):
     _n = LogaddexpBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_logaddexp.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -2009,8 +2053,10 @@ def _ag_logaddexp2_default(ks, self, other):
     _n = Logaddexp2Backward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_logaddexp2.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -2043,8 +2089,10 @@ def _ag_copysign_default(ks, self, other):
     _n = CopysignBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_copysign.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -2079,8 +2127,10 @@ def _ag_maximum_default(ks, self, other):
     _n = MaximumBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_maximum.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -2114,8 +2164,10 @@ def _ag_minimum_default(ks, self, other):
     _n = MinimumBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_minimum.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -2149,8 +2201,10 @@ def _ag_fmax_default(ks, self, other):
     _n = FmaxBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_fmax.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -2184,8 +2238,10 @@ def _ag_fmin_default(ks, self, other):
     _n = FminBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_fmin.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -2219,8 +2275,10 @@ def _ag_xlogy_default(ks, self, other):
     _n = XlogyBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_xlogy.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -2250,7 +2308,8 @@ def _ag_xlogy_Scalar_Other(ks, self, other):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.other = other
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_xlogy_Scalar_Other.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -2278,7 +2337,8 @@ def _ag_copysign_Scalar(ks, self, other):
     _n = CopysignBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_copysign_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -2311,7 +2371,8 @@ def _ag_where_self(ks, condition, self, other):
     _n = WhereBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.condition_ = _SV(condition)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.condition_ = _SV(condition)
     result = _R._op_where_self.redispatch(ks & _BELOW, condition, self, other)
     _set_history(_n, (result,))
     return result
@@ -2342,7 +2403,8 @@ def _ag_clamp_default(ks, self, min, max):
     _n._input_meta = _meta(self)
     _n.min = min
     _n.max = max
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_clamp.redispatch(ks & _BELOW, self, min, max)
     _set_history(_n, (result,))
     return result
@@ -2385,9 +2447,12 @@ def _ag_clamp_Tensor(ks, self, min, max):
     _n = ClampBackward0()
     _n._next = _edges(self, min, max)
     _n._input_meta = _meta(self, min, max)
-    _n.self_ = _SV(self)
-    _n.min_ = _SV(min if min is not None else None)
-    _n.max_ = _SV(max if max is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.min_ = _SV(min if min is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.max_ = _SV(max if max is not None else None)
     result = _R._op_clamp_Tensor.redispatch(ks & _BELOW, self, min, max)
     _set_history(_n, (result,))
     return result
@@ -2418,7 +2483,8 @@ def _ag_clip_default(ks, self, min, max):
     _n._input_meta = _meta(self)
     _n.min = min
     _n.max = max
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_clip.redispatch(ks & _BELOW, self, min, max)
     _set_history(_n, (result,))
     return result
@@ -2447,7 +2513,8 @@ def _ag_clamp_min_default(ks, self, min):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.min = min
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_clamp_min.redispatch(ks & _BELOW, self, min)
     _set_history(_n, (result,))
     return result
@@ -2476,7 +2543,8 @@ def _ag_clamp_max_default(ks, self, max):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.max = max
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_clamp_max.redispatch(ks & _BELOW, self, max)
     _set_history(_n, (result,))
     return result
@@ -2545,9 +2613,12 @@ def _ag_lerp_Tensor(ks, self, end, weight):
     _n = LerpBackward1()
     _n._next = _edges(self, end, weight)
     _n._input_meta = _meta(self, end, weight)
-    _n.self_ = _SV(self)
-    _n.end_ = _SV(end)
-    _n.weight_ = _SV(weight)
+    if _n._next[2] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[2] is not None:
+        _n.end_ = _SV(end)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.weight_ = _SV(weight)
     result = _R._op_lerp_Tensor.redispatch(ks & _BELOW, self, end, weight)
     _set_history(_n, (result,))
     return result
@@ -2585,8 +2656,10 @@ def _ag_addcmul_default(ks, self, tensor1, tensor2, value):
     _n._next = _edges(self, tensor1, tensor2)
     _n._input_meta = _meta(self, tensor1, tensor2)
     _n.value = value
-    _n.tensor1_ = _SV(tensor1)
-    _n.tensor2_ = _SV(tensor2)
+    if _n._next[2] is not None:
+        _n.tensor1_ = _SV(tensor1)
+    if _n._next[1] is not None:
+        _n.tensor2_ = _SV(tensor2)
     result = _R._op_addcmul.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _set_history(_n, (result,))
     return result
@@ -2625,8 +2698,10 @@ def _ag_addcdiv_default(ks, self, tensor1, tensor2, value):
     _n._next = _edges(self, tensor1, tensor2)
     _n._input_meta = _meta(self, tensor1, tensor2)
     _n.value = value
-    _n.tensor1_ = _SV(tensor1)
-    _n.tensor2_ = _SV(tensor2)
+    if _n._next[2] is not None:
+        _n.tensor1_ = _SV(tensor1)
+    if _n._next[1] is not None or _n._next[2] is not None:
+        _n.tensor2_ = _SV(tensor2)
     result = _R._op_addcdiv.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _set_history(_n, (result,))
     return result
@@ -2682,7 +2757,8 @@ def _ag_nansum_default(ks, self, dtype):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_nansum.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     return result
@@ -2710,7 +2786,8 @@ def _ag_prod_default(ks, self, dtype):
     _n = ProdBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_prod.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -2775,7 +2852,8 @@ def _ag_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_nansum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _set_history(_n, (result,))
     return result
@@ -2807,7 +2885,8 @@ def _ag_prod_dim_int(ks, self, dim, keepdim, dtype):
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_prod_dim_int.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -2899,7 +2978,8 @@ def _ag_var_correction(ks, self, dim, correction, keepdim):
     _n.dim = dim
     _n.correction = correction
     _n.keepdim = keepdim
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_var_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _set_history(_n, (result,))
     return result
@@ -2933,7 +3013,8 @@ def _ag_std_correction(ks, self, dim, correction, keepdim):
     _n.dim = dim
     _n.correction = correction
     _n.keepdim = keepdim
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_std_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -2962,7 +3043,8 @@ def _ag_max_default(ks, self):
     _n = MaxBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_max.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -3024,7 +3106,8 @@ def _ag_min_default(ks, self):
     _n = MinBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_min.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -3090,7 +3173,8 @@ def _ag_amax_default(ks, self, dim, keepdim):
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_amax.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -3123,7 +3207,8 @@ def _ag_amin_default(ks, self, dim, keepdim):
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_amin.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -3156,7 +3241,8 @@ def _ag_logsumexp_default(ks, self, dim, keepdim):
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -3216,7 +3302,8 @@ def _ag_cumprod_default(ks, self, dim, dtype):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_cumprod.redispatch(ks & _BELOW, self, dim, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -3402,7 +3489,8 @@ def _ag_median_default(ks, self):
     _n = MedianBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_median.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -3606,7 +3694,8 @@ def _ag_as_strided_default(ks, self, size, stride, storage_offset):
     _n.size = size
     _n.stride = stride
     _n.storage_offset = storage_offset
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_as_strided.redispatch(ks & _BELOW, self, size, stride, storage_offset)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -4125,7 +4214,8 @@ def _ag_unfold_default(ks, self, dimension, size, step):
     _n = UnfoldBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_unfold.redispatch(ks & _BELOW, self, dimension, size, step)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
@@ -4540,7 +4630,8 @@ def _ag_masked_fill_Scalar(ks, self, mask, value):
     _n = MaskedFillBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.mask_ = _SV(mask)
+    if _n._next[0] is not None:
+        _n.mask_ = _SV(mask)
     result = _R._op_masked_fill_Scalar.redispatch(ks & _BELOW, self, mask, value)
     _set_history(_n, (result,))
     return result
@@ -4572,7 +4663,8 @@ def _ag_masked_fill_Tensor(ks, self, mask, value):
     _n = MaskedFillBackward1()
     _n._next = _edges(self, value)
     _n._input_meta = _meta(self, value)
-    _n.mask_ = _SV(mask)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.mask_ = _SV(mask)
     result = _R._op_masked_fill_Tensor.redispatch(ks & _BELOW, self, mask, value)
     _set_history(_n, (result,))
     return result
@@ -4601,7 +4693,8 @@ def _ag_index_Tensor(ks, self, indices):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    _n.indices_ = [_SV(_t) for _t in indices]
+    if _n._next[0] is not None:
+        _n.indices_ = [_SV(_t) for _t in indices]
     result = _R._op_index_Tensor.redispatch(ks & _BELOW, self, indices)
     _set_history(_n, (result,))
     return result
@@ -4637,7 +4730,8 @@ def _ag_index_put_default(ks, self, indices, values, accumulate):
     _n._input_meta = _meta(self, values)
     _n.accumulate = accumulate
     _n.values_sizes = tuple(values.shape)
-    _n.indices_ = [_SV(_t) for _t in indices]
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.indices_ = [_SV(_t) for _t in indices]
     result = _R._op_index_put.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _set_history(_n, (result,))
     return result
@@ -4668,7 +4762,8 @@ def _ag_index_select_default(ks, self, dim, index):
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_index_select.redispatch(ks & _BELOW, self, dim, index)
     _set_history(_n, (result,))
     return result
@@ -4699,7 +4794,8 @@ def _ag_gather_default(ks, self, dim, index, sparse_grad):
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_gather.redispatch(ks & _BELOW, self, dim, index, sparse_grad)
     _set_history(_n, (result,))
     return result
@@ -4733,7 +4829,8 @@ def _ag_scatter_src(ks, self, dim, index, src):
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
     _n.dim = dim
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_scatter_src.redispatch(ks & _BELOW, self, dim, index, src)
     _set_history(_n, (result,))
     return result
@@ -4762,7 +4859,8 @@ def _ag_scatter_value(ks, self, dim, index, value):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_scatter_value.redispatch(ks & _BELOW, self, dim, index, value)
     _set_history(_n, (result,))
     return result
@@ -4795,7 +4893,8 @@ def _ag_scatter_add_default(ks, self, dim, index, src):
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
     _n.dim = dim
-    _n.index_ = _SV(index)
+    if _n._next[1] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_scatter_add.redispatch(ks & _BELOW, self, dim, index, src)
     _set_history(_n, (result,))
     return result
@@ -4830,7 +4929,8 @@ def _ag_index_add_default(ks, self, dim, index, source, alpha):
     _n._input_meta = _meta(self, source)
     _n.dim = dim
     _n.alpha = alpha
-    _n.index_ = _SV(index)
+    if _n._next[1] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_index_add.redispatch(ks & _BELOW, self, dim, index, source, alpha)
     _set_history(_n, (result,))
     return result
@@ -4864,7 +4964,8 @@ def _ag_index_copy_default(ks, self, dim, index, source):
     _n._next = _edges(self, source)
     _n._input_meta = _meta(self, source)
     _n.dim = dim
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_index_copy.redispatch(ks & _BELOW, self, dim, index, source)
     _set_history(_n, (result,))
     return result
@@ -4893,7 +4994,8 @@ def _ag_index_fill_int_Scalar(ks, self, dim, index, value):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_index_fill_int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _set_history(_n, (result,))
     return result
@@ -4921,8 +5023,10 @@ def _ag_masked_select_default(ks, self, mask):
     _n = MaskedSelectBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
-    _n.mask_ = _SV(mask)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.mask_ = _SV(mask)
     result = _R._op_masked_select.redispatch(ks & _BELOW, self, mask)
     _set_history(_n, (result,))
     return result
@@ -4956,7 +5060,8 @@ def _ag_masked_scatter_default(ks, self, mask, source):
     _n._next = _edges(self, source)
     _n._input_meta = _meta(self, source)
     _n.source_sizes = tuple(source.shape)
-    _n.mask_ = _SV(mask)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.mask_ = _SV(mask)
     result = _R._op_masked_scatter.redispatch(ks & _BELOW, self, mask, source)
     _set_history(_n, (result,))
     return result
@@ -4985,7 +5090,8 @@ def _ag_take_default(ks, self, index):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_take.redispatch(ks & _BELOW, self, index)
     _set_history(_n, (result,))
     return result
@@ -5016,7 +5122,8 @@ def _ag_take_along_dim_default(ks, self, indices, dim):
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
-    _n.indices_ = _SV(indices)
+    if _n._next[0] is not None:
+        _n.indices_ = _SV(indices)
     result = _R._op_take_along_dim.redispatch(ks & _BELOW, self, indices, dim)
     _set_history(_n, (result,))
     return result
@@ -5339,7 +5446,8 @@ def _ag_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
-    _n.repeats_ = _SV(repeats)
+    if _n._next[0] is not None:
+        _n.repeats_ = _SV(repeats)
     result = _R._op_repeat_interleave_self_Tensor.redispatch(ks & _BELOW, self, repeats, dim, output_size)
     _set_history(_n, (result,))
     return result
@@ -5462,8 +5570,10 @@ def _ag_mm_default(ks, self, mat2):
     _n = MmBackward0()
     _n._next = _edges(self, mat2)
     _n._input_meta = _meta(self, mat2)
-    _n.self_ = _SV(self)
-    _n.mat2_ = _SV(mat2)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.mat2_ = _SV(mat2)
     result = _R._op_mm.redispatch(ks & _BELOW, self, mat2)
     _set_history(_n, (result,))
     return result
@@ -5495,8 +5605,10 @@ def _ag_bmm_default(ks, self, mat2):
     _n = BmmBackward0()
     _n._next = _edges(self, mat2)
     _n._input_meta = _meta(self, mat2)
-    _n.self_ = _SV(self)
-    _n.mat2_ = _SV(mat2)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.mat2_ = _SV(mat2)
     result = _R._op_bmm.redispatch(ks & _BELOW, self, mat2)
     _set_history(_n, (result,))
     return result
@@ -5528,8 +5640,10 @@ def _ag_mv_default(ks, self, vec):
     _n = MvBackward0()
     _n._next = _edges(self, vec)
     _n._input_meta = _meta(self, vec)
-    _n.self_ = _SV(self)
-    _n.vec_ = _SV(vec)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.vec_ = _SV(vec)
     result = _R._op_mv.redispatch(ks & _BELOW, self, vec)
     _set_history(_n, (result,))
     return result
@@ -5561,8 +5675,10 @@ def _ag_dot_default(ks, self, tensor):
     _n = DotBackward0()
     _n._next = _edges(self, tensor)
     _n._input_meta = _meta(self, tensor)
-    _n.self_ = _SV(self)
-    _n.tensor_ = _SV(tensor)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.tensor_ = _SV(tensor)
     result = _R._op_dot.redispatch(ks & _BELOW, self, tensor)
     _set_history(_n, (result,))
     return result
@@ -5594,8 +5710,10 @@ def _ag_vdot_default(ks, self, other):
     _n = VdotBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_vdot.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -5627,8 +5745,10 @@ def _ag_outer_default(ks, self, vec2):
     _n = OuterBackward0()
     _n._next = _edges(self, vec2)
     _n._input_meta = _meta(self, vec2)
-    _n.self_ = _SV(self)
-    _n.vec2_ = _SV(vec2)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.vec2_ = _SV(vec2)
     result = _R._op_outer.redispatch(ks & _BELOW, self, vec2)
     _set_history(_n, (result,))
     return result
@@ -5660,8 +5780,10 @@ def _ag_ger_default(ks, self, vec2):
     _n = GerBackward0()
     _n._next = _edges(self, vec2)
     _n._input_meta = _meta(self, vec2)
-    _n.self_ = _SV(self)
-    _n.vec2_ = _SV(vec2)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.vec2_ = _SV(vec2)
     result = _R._op_ger.redispatch(ks & _BELOW, self, vec2)
     _set_history(_n, (result,))
     return result
@@ -5701,8 +5823,10 @@ def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
     _n._input_meta = _meta(self, mat1, mat2)
     _n.beta = beta
     _n.alpha = alpha
-    _n.mat1_ = _SV(mat1)
-    _n.mat2_ = _SV(mat2)
+    if _n._next[2] is not None:
+        _n.mat1_ = _SV(mat1)
+    if _n._next[1] is not None:
+        _n.mat2_ = _SV(mat2)
     result = _R._op_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _set_history(_n, (result,))
     return result
@@ -5742,8 +5866,10 @@ def _ag_addmv_default(ks, self, mat, vec, beta, alpha):
     _n._input_meta = _meta(self, mat, vec)
     _n.beta = beta
     _n.alpha = alpha
-    _n.mat_ = _SV(mat)
-    _n.vec_ = _SV(vec)
+    if _n._next[2] is not None:
+        _n.mat_ = _SV(mat)
+    if _n._next[1] is not None:
+        _n.vec_ = _SV(vec)
     result = _R._op_addmv.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
     _set_history(_n, (result,))
     return result
@@ -5783,8 +5909,10 @@ def _ag_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
     _n._input_meta = _meta(self, batch1, batch2)
     _n.beta = beta
     _n.alpha = alpha
-    _n.batch1_ = _SV(batch1)
-    _n.batch2_ = _SV(batch2)
+    if _n._next[2] is not None:
+        _n.batch1_ = _SV(batch1)
+    if _n._next[1] is not None:
+        _n.batch2_ = _SV(batch2)
     result = _R._op_baddbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _set_history(_n, (result,))
     return result
@@ -5826,8 +5954,10 @@ def _ag_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     _n.beta = beta
     _n.alpha = alpha
     _n.batch1_sizes = tuple(batch1.shape)
-    _n.batch1_ = _SV(batch1)
-    _n.batch2_ = _SV(batch2)
+    if _n._next[2] is not None:
+        _n.batch1_ = _SV(batch1)
+    if _n._next[1] is not None:
+        _n.batch2_ = _SV(batch2)
     result = _R._op_addbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _set_history(_n, (result,))
     return result
@@ -5896,8 +6026,10 @@ def _ag_tensordot_default(ks, self, other, dims_self, dims_other):
     _n._input_meta = _meta(self, other)
     _n.dims_self = dims_self
     _n.dims_other = dims_other
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_tensordot.redispatch(ks & _BELOW, self, other, dims_self, dims_other)
     _set_history(_n, (result,))
     return result
@@ -5931,8 +6063,10 @@ def _ag_kron_default(ks, self, other):
     _n = KronBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_kron.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
@@ -5970,8 +6104,10 @@ def _ag_cdist_default(ks, x1, x2, p, compute_mode):
     _n._next = _edges(x1, x2)
     _n._input_meta = _meta(x1, x2)
     _n.p = p
-    _n.x1_ = _SV(x1)
-    _n.x2_ = _SV(x2)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.x1_ = _SV(x1)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.x2_ = _SV(x2)
     result = _R._op_cdist.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -6027,7 +6163,8 @@ def _ag_linalg_det_default(ks, A):
     _n = LinalgDetBackward0()
     _n._next = _edges(A)
     _n._input_meta = _meta(A)
-    _n.A_ = _SV(A)
+    if _n._next[0] is not None:
+        _n.A_ = _SV(A)
     result = _R._op_linalg_det.redispatch(ks & _BELOW, A)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -6061,7 +6198,8 @@ def _ag_linalg_solve_default(ks, A, B, left):
     _n = LinalgSolveBackward0()
     _n._next = _edges(A, B)
     _n._input_meta = _meta(A, B)
-    _n.A_ = _SV(A)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.A_ = _SV(A)
     result = _R._op_linalg_solve.redispatch(ks & _BELOW, A, B, left)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -6096,8 +6234,10 @@ def _ag_linalg_cross_default(ks, self, other, dim):
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.dim = dim
-    _n.self_ = _SV(self)
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_linalg_cross.redispatch(ks & _BELOW, self, other, dim)
     _set_history(_n, (result,))
     return result
@@ -6131,7 +6271,8 @@ def _ag_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
     _n.ord = ord
     _n.dim = dim
     _n.keepdim = keepdim
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_linalg_vector_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -6160,7 +6301,8 @@ def _ag_det_default(ks, self):
     _n = DetBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = _R._op_det.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
@@ -6201,7 +6343,8 @@ def _ag_abs__default(ks, self):
     _n = AbsBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_abs_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6403,7 +6546,8 @@ def _ag_log__default(ks, self):
     _n = LogBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_log_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6422,7 +6566,8 @@ def _ag_log2__default(ks, self):
     _n = Log2Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_log2_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6441,7 +6586,8 @@ def _ag_log10__default(ks, self):
     _n = Log10Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_log10_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6460,7 +6606,8 @@ def _ag_log1p__default(ks, self):
     _n = Log1pBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_log1p_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6517,7 +6664,8 @@ def _ag_sin__default(ks, self):
     _n = SinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_sin_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6536,7 +6684,8 @@ def _ag_cos__default(ks, self):
     _n = CosBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_cos_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6574,7 +6723,8 @@ def _ag_asin__default(ks, self):
     _n = AsinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_asin_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6593,7 +6743,8 @@ def _ag_acos__default(ks, self):
     _n = AcosBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_acos_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6612,7 +6763,8 @@ def _ag_atan__default(ks, self):
     _n = AtanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_atan_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6631,7 +6783,8 @@ def _ag_sinh__default(ks, self):
     _n = SinhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_sinh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6650,7 +6803,8 @@ def _ag_cosh__default(ks, self):
     _n = CoshBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_cosh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6688,7 +6842,8 @@ def _ag_asinh__default(ks, self):
     _n = AsinhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_asinh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6707,7 +6862,8 @@ def _ag_acosh__default(ks, self):
     _n = AcoshBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_acosh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6726,7 +6882,8 @@ def _ag_atanh__default(ks, self):
     _n = AtanhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_atanh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6783,7 +6940,8 @@ def _ag_erf__default(ks, self):
     _n = ErfBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_erf_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6802,7 +6960,8 @@ def _ag_erfc__default(ks, self):
     _n = ErfcBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_erfc_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6840,7 +6999,8 @@ def _ag_lgamma__default(ks, self):
     _n = LgammaBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_lgamma_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6871,7 +7031,8 @@ def _ag_sinc__default(ks, self):
     _n = SincBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_sinc_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -6926,7 +7087,8 @@ def _ag_square__default(ks, self):
     _n = SquareBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_square_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
@@ -7000,7 +7162,8 @@ def _ag_nan_to_num__default(ks, self, nan, posinf, neginf):
     _n = NanToNumBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_nan_to_num_.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _rebase_history(self, _n)
     return result
@@ -7014,7 +7177,8 @@ def _ag_logit__default(ks, self, eps):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.eps = eps
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_logit_.redispatch(ks & _BELOW, self, eps)
     _rebase_history(self, _n)
     return result
@@ -7101,8 +7265,10 @@ def _ag_mul__Tensor(ks, self, other):
     _n = MulBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self.clone())
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_mul__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
@@ -7140,8 +7306,10 @@ def _ag_div__Tensor(ks, self, other):
     _n = DivBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self.clone())
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_div__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
@@ -7180,8 +7348,10 @@ def _ag_div__Tensor_mode(ks, self, other, rounding_mode):
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.rounding_mode = rounding_mode
-    _n.self_ = _SV(self.clone())
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_div__Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _rebase_history(self, _n)
     return result
@@ -7214,8 +7384,10 @@ def _ag_true_divide__Tensor(ks, self, other):
     _n = TrueDivideBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self.clone())
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_true_divide__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
@@ -7289,8 +7461,10 @@ def _ag_remainder__Tensor(ks, self, other):
     _n = RemainderBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self.clone())
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_remainder__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
@@ -7327,8 +7501,10 @@ def _ag_fmod__Tensor(ks, self, other):
     _n = FmodBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self.clone())
-    _n.other_ = _SV(other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_fmod__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
@@ -7384,7 +7560,8 @@ def _ag_pow__Scalar(ks, self, exponent):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.exponent = exponent
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_pow__Scalar.redispatch(ks & _BELOW, self, exponent)
     _rebase_history(self, _n)
     return result
@@ -7397,8 +7574,10 @@ def _ag_pow__Tensor(ks, self, exponent):
     _n = PowBackward1()
     _n._next = _edges(self, exponent)
     _n._input_meta = _meta(self, exponent)
-    _n.self_ = _SV(self.clone())
-    _n.exponent_ = _SV(exponent)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.exponent_ = _SV(exponent)
     result = _R._op_pow__Tensor.redispatch(ks & _BELOW, self, exponent)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
@@ -7418,8 +7597,10 @@ def _ag_atan2__default(ks, self, other):
     _n = Atan2Backward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self.clone())
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_atan2_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
@@ -7438,8 +7619,10 @@ def _ag_hypot__default(ks, self, other):
     _n = HypotBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self.clone())
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_hypot_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
@@ -7471,8 +7654,10 @@ def _ag_copysign__default(ks, self, other):
     _n = CopysignBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self.clone())
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_copysign_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
@@ -7522,8 +7707,10 @@ def _ag_xlogy__default(ks, self, other):
     _n = XlogyBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    _n.self_ = _SV(self.clone())
-    _n.other_ = _SV(other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
     result = _R._op_xlogy_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
@@ -7706,7 +7893,8 @@ def _ag_clamp__default(ks, self, min, max):
     _n._input_meta = _meta(self)
     _n.min = min
     _n.max = max
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_clamp_.redispatch(ks & _BELOW, self, min, max)
     _rebase_history(self, _n)
     return result
@@ -7719,9 +7907,12 @@ def _ag_clamp__Tensor(ks, self, min, max):
     _n = ClampBackward0()
     _n._next = _edges(self, min, max)
     _n._input_meta = _meta(self, min, max)
-    _n.self_ = _SV(self.clone())
-    _n.min_ = _SV(min if min is not None else None)
-    _n.max_ = _SV(max if max is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.min_ = _SV(min if min is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.max_ = _SV(max if max is not None else None)
     result = _R._op_clamp__Tensor.redispatch(ks & _BELOW, self, min, max)
     _rebase_history(self, _n)
     return result
@@ -7736,7 +7927,8 @@ def _ag_clip__default(ks, self, min, max):
     _n._input_meta = _meta(self)
     _n.min = min
     _n.max = max
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_clip_.redispatch(ks & _BELOW, self, min, max)
     _rebase_history(self, _n)
     return result
@@ -7750,7 +7942,8 @@ def _ag_clamp_min__default(ks, self, min):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.min = min
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_clamp_min_.redispatch(ks & _BELOW, self, min)
     _rebase_history(self, _n)
     return result
@@ -7764,7 +7957,8 @@ def _ag_clamp_max__default(ks, self, max):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.max = max
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_clamp_max_.redispatch(ks & _BELOW, self, max)
     _rebase_history(self, _n)
     return result
@@ -7790,9 +7984,12 @@ def _ag_lerp__Tensor(ks, self, end, weight):
     _n = LerpBackward1()
     _n._next = _edges(self, end, weight)
     _n._input_meta = _meta(self, end, weight)
-    _n.self_ = _SV(self.clone())
-    _n.end_ = _SV(end)
-    _n.weight_ = _SV(weight)
+    if _n._next[2] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[2] is not None:
+        _n.end_ = _SV(end)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.weight_ = _SV(weight)
     result = _R._op_lerp__Tensor.redispatch(ks & _BELOW, self, end, weight)
     _rebase_history(self, _n)
     return result
@@ -7812,8 +8009,10 @@ def _ag_addcmul__default(ks, self, tensor1, tensor2, value):
     _n._next = _edges(self, tensor1, tensor2)
     _n._input_meta = _meta(self, tensor1, tensor2)
     _n.value = value
-    _n.tensor1_ = _SV(tensor1)
-    _n.tensor2_ = _SV(tensor2)
+    if _n._next[2] is not None:
+        _n.tensor1_ = _SV(tensor1)
+    if _n._next[1] is not None:
+        _n.tensor2_ = _SV(tensor2)
     result = _R._op_addcmul_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _rebase_history(self, _n)
     return result
@@ -7833,8 +8032,10 @@ def _ag_addcdiv__default(ks, self, tensor1, tensor2, value):
     _n._next = _edges(self, tensor1, tensor2)
     _n._input_meta = _meta(self, tensor1, tensor2)
     _n.value = value
-    _n.tensor1_ = _SV(tensor1)
-    _n.tensor2_ = _SV(tensor2)
+    if _n._next[2] is not None:
+        _n.tensor1_ = _SV(tensor1)
+    if _n._next[1] is not None or _n._next[2] is not None:
+        _n.tensor2_ = _SV(tensor2)
     result = _R._op_addcdiv_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _rebase_history(self, _n)
     return result
@@ -7904,7 +8105,8 @@ def _ag_cumprod__default(ks, self, dim, dtype):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
-    _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = _R._op_cumprod_.redispatch(ks & _BELOW, self, dim, dtype)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
@@ -7954,7 +8156,8 @@ def _ag_masked_fill__Scalar(ks, self, mask, value):
     _n = MaskedFillBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.mask_ = _SV(mask)
+    if _n._next[0] is not None:
+        _n.mask_ = _SV(mask)
     result = _R._op_masked_fill__Scalar.redispatch(ks & _BELOW, self, mask, value)
     _rebase_history(self, _n)
     return result
@@ -7967,7 +8170,8 @@ def _ag_masked_fill__Tensor(ks, self, mask, value):
     _n = MaskedFillBackward1()
     _n._next = _edges(self, value)
     _n._input_meta = _meta(self, value)
-    _n.mask_ = _SV(mask)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.mask_ = _SV(mask)
     result = _R._op_masked_fill__Tensor.redispatch(ks & _BELOW, self, mask, value)
     _rebase_history(self, _n)
     return result
@@ -7982,7 +8186,8 @@ def _ag_index_put__default(ks, self, indices, values, accumulate):
     _n._input_meta = _meta(self, values)
     _n.accumulate = accumulate
     _n.values_sizes = tuple(values.shape)
-    _n.indices_ = [_SV(_t) for _t in indices]
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.indices_ = [_SV(_t) for _t in indices]
     result = _R._op_index_put_.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _rebase_history(self, _n)
     return result
@@ -8008,7 +8213,8 @@ def _ag_scatter__src(ks, self, dim, index, src):
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
     _n.dim = dim
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_scatter__src.redispatch(ks & _BELOW, self, dim, index, src)
     _rebase_history(self, _n)
     return result
@@ -8022,7 +8228,8 @@ def _ag_scatter__value(ks, self, dim, index, value):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_scatter__value.redispatch(ks & _BELOW, self, dim, index, value)
     _rebase_history(self, _n)
     return result
@@ -8036,7 +8243,8 @@ def _ag_scatter_add__default(ks, self, dim, index, src):
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
     _n.dim = dim
-    _n.index_ = _SV(index)
+    if _n._next[1] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_scatter_add_.redispatch(ks & _BELOW, self, dim, index, src)
     _rebase_history(self, _n)
     return result
@@ -8051,7 +8259,8 @@ def _ag_index_add__default(ks, self, dim, index, source, alpha):
     _n._input_meta = _meta(self, source)
     _n.dim = dim
     _n.alpha = alpha
-    _n.index_ = _SV(index)
+    if _n._next[1] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_index_add_.redispatch(ks & _BELOW, self, dim, index, source, alpha)
     _rebase_history(self, _n)
     return result
@@ -8065,7 +8274,8 @@ def _ag_index_copy__default(ks, self, dim, index, source):
     _n._next = _edges(self, source)
     _n._input_meta = _meta(self, source)
     _n.dim = dim
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_index_copy_.redispatch(ks & _BELOW, self, dim, index, source)
     _rebase_history(self, _n)
     return result
@@ -8079,7 +8289,8 @@ def _ag_index_fill__int_Scalar(ks, self, dim, index, value):
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
-    _n.index_ = _SV(index)
+    if _n._next[0] is not None:
+        _n.index_ = _SV(index)
     result = _R._op_index_fill__int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _rebase_history(self, _n)
     return result
@@ -8093,7 +8304,8 @@ def _ag_masked_scatter__default(ks, self, mask, source):
     _n._next = _edges(self, source)
     _n._input_meta = _meta(self, source)
     _n.source_sizes = tuple(source.shape)
-    _n.mask_ = _SV(mask)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.mask_ = _SV(mask)
     result = _R._op_masked_scatter_.redispatch(ks & _BELOW, self, mask, source)
     _rebase_history(self, _n)
     return result
@@ -8176,8 +8388,10 @@ def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _n._input_meta = _meta(self, mat1, mat2)
     _n.beta = beta
     _n.alpha = alpha
-    _n.mat1_ = _SV(mat1)
-    _n.mat2_ = _SV(mat2)
+    if _n._next[2] is not None:
+        _n.mat1_ = _SV(mat1)
+    if _n._next[1] is not None:
+        _n.mat2_ = _SV(mat2)
     result = _R._op_addmm_.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _rebase_history(self, _n)
     return result
@@ -8198,8 +8412,10 @@ def _ag_addmv__default(ks, self, mat, vec, beta, alpha):
     _n._input_meta = _meta(self, mat, vec)
     _n.beta = beta
     _n.alpha = alpha
-    _n.mat_ = _SV(mat)
-    _n.vec_ = _SV(vec)
+    if _n._next[2] is not None:
+        _n.mat_ = _SV(mat)
+    if _n._next[1] is not None:
+        _n.vec_ = _SV(vec)
     result = _R._op_addmv_.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
     _rebase_history(self, _n)
     return result
@@ -8220,8 +8436,10 @@ def _ag_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     _n._input_meta = _meta(self, batch1, batch2)
     _n.beta = beta
     _n.alpha = alpha
-    _n.batch1_ = _SV(batch1)
-    _n.batch2_ = _SV(batch2)
+    if _n._next[2] is not None:
+        _n.batch1_ = _SV(batch1)
+    if _n._next[1] is not None:
+        _n.batch2_ = _SV(batch2)
     result = _R._op_baddbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _rebase_history(self, _n)
     return result
@@ -8243,8 +8461,10 @@ def _ag_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     _n.beta = beta
     _n.alpha = alpha
     _n.batch1_sizes = tuple(batch1.shape)
-    _n.batch1_ = _SV(batch1)
-    _n.batch2_ = _SV(batch2)
+    if _n._next[2] is not None:
+        _n.batch1_ = _SV(batch1)
+    if _n._next[1] is not None:
+        _n.batch2_ = _SV(batch2)
     result = _R._op_addbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _rebase_history(self, _n)
     return result

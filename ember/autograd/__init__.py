@@ -2,7 +2,8 @@
 custom ``Function``, ``gradcheck`` and the graph classes."""
 from __future__ import annotations
 
-from ember.autograd import anomaly_mode, graph  # noqa: F401
+from ember.autograd import anomaly_mode, functional, graph  # noqa: F401
+from ember.autograd.visualize import graph_dot, graph_text, render_graph  # noqa: F401
 from ember.autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from ember.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401

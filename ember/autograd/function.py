@@ -41,7 +41,7 @@ class BackwardCFunction(Node, FunctionCtx):
     def __init__(self):
         Node.__init__(self)
         self._to_save = ()
-        self._saved = None
+        self._saved_list = None
         self._dirty = ()
         self._non_differentiable = ()
         self._materialize = True
@@ -51,15 +51,15 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self):
-        if self._saved is None:
+        if self._saved_list is None:
             return tuple(self._to_save)
-        return tuple(s.unpack(self) if isinstance(s, SavedVariable) else s for s in self._saved)
+        return tuple(s.unpack(self) if isinstance(s, SavedVariable) else s for s in self._saved_list)
 
     saved_variables = saved_tensors
 
     def release_variables(self) -> None:
-        if self._saved is not None:
-            for s in self._saved:
+        if self._saved_list is not None:
+            for s in self._saved_list:
                 if isinstance(s, SavedVariable):
                     s.release()
         self._released = True
@@ -167,7 +167,7 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
                                   (None, None, None) for o in outs)
         diff = [isinstance(o, ember.Tensor) and id(o) not in non_diff for o in outs]
         set_history(node, tuple(o if isinstance(o, ember.Tensor) else None for o in outs), diff)
-        node._saved = [SavedVariable(t, is_output=any(t is o for o in outs)) if isinstance(t, ember.Tensor) else t
+        node._saved_list = [SavedVariable(t, is_output=any(t is o for o in outs)) if isinstance(t, ember.Tensor) else t
                        for t in node._to_save]
         node._to_save = ()
         return outs[0] if single else outs

@@ -199,17 +199,30 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]
     for n in plan.saved_meta:
         lines.append(f"    _n.{n}_meta = ({ident(n)}.dtype, {ident(n)}.device)")
     self_name = s.arguments[0].name
+    # which edge positions each saved tensor serves: it is saved only if one of them needs a gradient
+    edge_pos, pos = {}, 0
+    for a in diff:
+        edge_pos[a.name] = pos if not a.type.is_tensor_list else None
+        pos += 1
     for n in plan.saved_tensors:
         a = plan.all_args[n]
         src = ident(n)
+        users = [d.name for d in diff if n in _names_in(plan.d.formulas[d.name])]
+        if users and all(edge_pos.get(u) is not None for u in users) and not any(
+                d.type.is_tensor_list for d in diff):
+            cond = " or ".join(f"_n._next[{edge_pos[u]}] is not None" for u in users)
+            lines.append(f"    if {cond}:")
+            ind = "        "
+        else:
+            ind = "    "
         if inplace and n == self_name:
             src = f"{ident(n)}.clone()"  # the formula needs the value from before the in-place write
         if a.type.is_tensor_list:
-            lines.append(f"    _n.{ident(n)}_ = [_SV(_t) for _t in {ident(n)}]")
+            lines.append(f"{ind}_n.{ident(n)}_ = [_SV(_t) for _t in {ident(n)}]")
         elif a.type.optional:
-            lines.append(f"    _n.{ident(n)}_ = _SV({src} if {ident(n)} is not None else None)")
+            lines.append(f"{ind}_n.{ident(n)}_ = _SV({src} if {ident(n)} is not None else None)")
         else:
-            lines.append(f"    _n.{ident(n)}_ = _SV({src})")
+            lines.append(f"{ind}_n.{ident(n)}_ = _SV({src})")
     lines.append(f"    result = {call}")
     nret = len(s.returns)
     od = plan.d.output_differentiability
