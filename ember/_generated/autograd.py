@@ -2951,6 +2951,66 @@ def _ag_mean_dim(ks, self, dim, keepdim, dtype):
     return result
 
 
+class NanmeanBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(nanmean_backward(grad, self, None, False))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_nanmean_default(ks, self, dtype):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_nanmean.redispatch(ks & _BELOW, self, dtype)
+    _n = NanmeanBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_nanmean.redispatch(ks & _BELOW, self, dtype)
+    _set_history(_n, (result,))
+    return result
+
+
+class NanmeanBackward1(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        keepdim = _n.keepdim
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(nanmean_backward(grad, self, dim, keepdim))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_nanmean_dim(ks, self, dim, keepdim, dtype):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_nanmean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+    _n = NanmeanBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.keepdim = keepdim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_nanmean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+    _set_history(_n, (result,))
+    return result
+
+
 class VarBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -3018,6 +3078,78 @@ def _ag_std_correction(ks, self, dim, correction, keepdim):
     result = _R._op_std_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
+    return result
+
+
+class VarMeanBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        correction = _n.correction
+        keepdim = _n.keepdim
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(var_mean_backward(grads, self, dim, correction, keepdim, False, result))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_var_mean_correction(ks, self, dim, correction, keepdim):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_var_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+    _n = VarMeanBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.correction = correction
+    _n.keepdim = keepdim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_var_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+    _set_history(_n, tuple(result), None)
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class StdMeanBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        correction = _n.correction
+        keepdim = _n.keepdim
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(var_mean_backward(grads, self, dim, correction, keepdim, True, result))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_std_mean_correction(ks, self, dim, correction, keepdim):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_std_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+    _n = StdMeanBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.correction = correction
+    _n.keepdim = keepdim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_std_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+    _set_history(_n, tuple(result), None)
+    _n.result_ = [_SV(_o, True) for _o in result]
     return result
 
 
@@ -3215,6 +3347,40 @@ def _ag_amin_default(ks, self, dim, keepdim):
     return result
 
 
+class AminmaxBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        keepdim = _n.keepdim
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(aminmax_backward(grads, self, result, dim, keepdim))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_aminmax_default(ks, self, dim, keepdim):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_aminmax.redispatch(ks & _BELOW, self, dim, keepdim)
+    _n = AminmaxBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.keepdim = keepdim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_aminmax.redispatch(ks & _BELOW, self, dim, keepdim)
+    _set_history(_n, tuple(result), None)
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 class LogsumexpBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -3305,6 +3471,38 @@ def _ag_cumprod_default(ks, self, dim, dtype):
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = _R._op_cumprod.redispatch(ks & _BELOW, self, dim, dtype)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class LogcumsumexpBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(logcumsumexp_backward(grad, self, result, dim))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_logcumsumexp_default(ks, self, dim):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_logcumsumexp.redispatch(ks & _BELOW, self, dim)
+    _n = LogcumsumexpBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_logcumsumexp.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6171,6 +6369,34 @@ def _ag_linalg_det_default(ks, A):
     return result
 
 
+class LinalgSlogdetBackward0(_Node):
+    _saved_names = ('A_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            A = _n._saved('A' + '_')
+            _r.append(slogdet_backward(grads[1], A))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_slogdet_default(ks, A):
+    if not (_gm.enabled and (A._rg)):
+        return _R._op_linalg_slogdet.redispatch(ks & _BELOW, A)
+    _n = LinalgSlogdetBackward0()
+    _n._next = _edges(A)
+    _n._input_meta = _meta(A)
+    if _n._next[0] is not None:
+        _n.A_ = _SV(A)
+    result = _R._op_linalg_slogdet.redispatch(ks & _BELOW, A)
+    _set_history(_n, tuple(result), None)
+    return result
+
+
 class LinalgSolveBackward0(_Node):
     _saved_names = ('A_', 'result_')
 
@@ -6203,6 +6429,123 @@ def _ag_linalg_solve_default(ks, A, B, left):
     result = _R._op_linalg_solve.redispatch(ks & _BELOW, A, B, left)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
+    return result
+
+
+class LinalgCholeskyBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        upper = _n.upper
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            _r.append(cholesky_backward(grad, result, upper))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_cholesky_default(ks, self, upper):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_linalg_cholesky.redispatch(ks & _BELOW, self, upper)
+    _n = LinalgCholeskyBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.upper = upper
+    result = _R._op_linalg_cholesky.redispatch(ks & _BELOW, self, upper)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class LinalgEigvalshBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        UPLO = _n.UPLO
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(eigvalsh_backward(grad, self, UPLO))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_eigvalsh_default(ks, self, UPLO):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_linalg_eigvalsh.redispatch(ks & _BELOW, self, UPLO)
+    _n = LinalgEigvalshBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.UPLO = UPLO
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_linalg_eigvalsh.redispatch(ks & _BELOW, self, UPLO)
+    _set_history(_n, (result,))
+    return result
+
+
+class LinalgSvdvalsBackward0(_Node):
+    _saved_names = ('A_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            A = _n._saved('A' + '_')
+            _r.append(svdvals_backward(grad, A))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_svdvals_default(ks, A, driver):
+    if not (_gm.enabled and (A._rg)):
+        return _R._op_linalg_svdvals.redispatch(ks & _BELOW, A, driver)
+    _n = LinalgSvdvalsBackward0()
+    _n._next = _edges(A)
+    _n._input_meta = _meta(A)
+    if _n._next[0] is not None:
+        _n.A_ = _SV(A)
+    result = _R._op_linalg_svdvals.redispatch(ks & _BELOW, A, driver)
+    _set_history(_n, (result,))
+    return result
+
+
+class LinalgMatrixPowerBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        n = _n.n
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(matrix_power_backward(grad, self, n))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_matrix_power_default(ks, self, n):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_linalg_matrix_power.redispatch(ks & _BELOW, self, n)
+    _n = LinalgMatrixPowerBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.n = n
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_linalg_matrix_power.redispatch(ks & _BELOW, self, n)
+    _set_history(_n, (result,))
     return result
 
 
@@ -6279,6 +6622,78 @@ def _ag_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
     return result
 
 
+class LinalgMatrixNormBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        ord = _n.ord
+        dim = _n.dim
+        keepdim = _n.keepdim
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(matrix_norm_backward(grad, self, ord, result, dim, keepdim))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_linalg_matrix_norm_str_ord.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
+    _n = LinalgMatrixNormBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.ord = ord
+    _n.dim = dim
+    _n.keepdim = keepdim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_linalg_matrix_norm_str_ord.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class LinalgMatrixNormBackward1(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        ord = _n.ord
+        dim = _n.dim
+        keepdim = _n.keepdim
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(matrix_norm_backward(grad, self, ord, result, dim, keepdim))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_linalg_matrix_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
+    _n = LinalgMatrixNormBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.ord = ord
+    _n.dim = dim
+    _n.keepdim = keepdim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_linalg_matrix_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
 class DetBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -6333,6 +6748,34 @@ def _ag_inverse_default(ks, self):
     result = _R._op_inverse.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
+    return result
+
+
+class SlogdetBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(slogdet_backward(grads[1], self))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_slogdet_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_slogdet.redispatch(ks & _BELOW, self)
+    _n = SlogdetBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_slogdet.redispatch(ks & _BELOW, self)
+    _set_history(_n, tuple(result), None)
     return result
 
 
@@ -8767,12 +9210,24 @@ _R._op_mean.register(DispatchKey.AutogradMeta, _ag_mean_default)
 _R._op_mean_dim.register(DispatchKey.AutogradCPU, _ag_mean_dim)
 _R._op_mean_dim.register(DispatchKey.AutogradCUDA, _ag_mean_dim)
 _R._op_mean_dim.register(DispatchKey.AutogradMeta, _ag_mean_dim)
+_R._op_nanmean.register(DispatchKey.AutogradCPU, _ag_nanmean_default)
+_R._op_nanmean.register(DispatchKey.AutogradCUDA, _ag_nanmean_default)
+_R._op_nanmean.register(DispatchKey.AutogradMeta, _ag_nanmean_default)
+_R._op_nanmean_dim.register(DispatchKey.AutogradCPU, _ag_nanmean_dim)
+_R._op_nanmean_dim.register(DispatchKey.AutogradCUDA, _ag_nanmean_dim)
+_R._op_nanmean_dim.register(DispatchKey.AutogradMeta, _ag_nanmean_dim)
 _R._op_var_correction.register(DispatchKey.AutogradCPU, _ag_var_correction)
 _R._op_var_correction.register(DispatchKey.AutogradCUDA, _ag_var_correction)
 _R._op_var_correction.register(DispatchKey.AutogradMeta, _ag_var_correction)
 _R._op_std_correction.register(DispatchKey.AutogradCPU, _ag_std_correction)
 _R._op_std_correction.register(DispatchKey.AutogradCUDA, _ag_std_correction)
 _R._op_std_correction.register(DispatchKey.AutogradMeta, _ag_std_correction)
+_R._op_var_mean_correction.register(DispatchKey.AutogradCPU, _ag_var_mean_correction)
+_R._op_var_mean_correction.register(DispatchKey.AutogradCUDA, _ag_var_mean_correction)
+_R._op_var_mean_correction.register(DispatchKey.AutogradMeta, _ag_var_mean_correction)
+_R._op_std_mean_correction.register(DispatchKey.AutogradCPU, _ag_std_mean_correction)
+_R._op_std_mean_correction.register(DispatchKey.AutogradCUDA, _ag_std_mean_correction)
+_R._op_std_mean_correction.register(DispatchKey.AutogradMeta, _ag_std_mean_correction)
 _R._op_max.register(DispatchKey.AutogradCPU, _ag_max_default)
 _R._op_max.register(DispatchKey.AutogradCUDA, _ag_max_default)
 _R._op_max.register(DispatchKey.AutogradMeta, _ag_max_default)
@@ -8791,6 +9246,9 @@ _R._op_amax.register(DispatchKey.AutogradMeta, _ag_amax_default)
 _R._op_amin.register(DispatchKey.AutogradCPU, _ag_amin_default)
 _R._op_amin.register(DispatchKey.AutogradCUDA, _ag_amin_default)
 _R._op_amin.register(DispatchKey.AutogradMeta, _ag_amin_default)
+_R._op_aminmax.register(DispatchKey.AutogradCPU, _ag_aminmax_default)
+_R._op_aminmax.register(DispatchKey.AutogradCUDA, _ag_aminmax_default)
+_R._op_aminmax.register(DispatchKey.AutogradMeta, _ag_aminmax_default)
 _R._op_logsumexp.register(DispatchKey.AutogradCPU, _ag_logsumexp_default)
 _R._op_logsumexp.register(DispatchKey.AutogradCUDA, _ag_logsumexp_default)
 _R._op_logsumexp.register(DispatchKey.AutogradMeta, _ag_logsumexp_default)
@@ -8800,6 +9258,9 @@ _R._op_cumsum.register(DispatchKey.AutogradMeta, _ag_cumsum_default)
 _R._op_cumprod.register(DispatchKey.AutogradCPU, _ag_cumprod_default)
 _R._op_cumprod.register(DispatchKey.AutogradCUDA, _ag_cumprod_default)
 _R._op_cumprod.register(DispatchKey.AutogradMeta, _ag_cumprod_default)
+_R._op_logcumsumexp.register(DispatchKey.AutogradCPU, _ag_logcumsumexp_default)
+_R._op_logcumsumexp.register(DispatchKey.AutogradCUDA, _ag_logcumsumexp_default)
+_R._op_logcumsumexp.register(DispatchKey.AutogradMeta, _ag_logcumsumexp_default)
 _R._op_cummax.register(DispatchKey.AutogradCPU, _ag_cummax_default)
 _R._op_cummax.register(DispatchKey.AutogradCUDA, _ag_cummax_default)
 _R._op_cummax.register(DispatchKey.AutogradMeta, _ag_cummax_default)
@@ -9073,21 +9534,45 @@ _R._op_linalg_inv.register(DispatchKey.AutogradMeta, _ag_linalg_inv_default)
 _R._op_linalg_det.register(DispatchKey.AutogradCPU, _ag_linalg_det_default)
 _R._op_linalg_det.register(DispatchKey.AutogradCUDA, _ag_linalg_det_default)
 _R._op_linalg_det.register(DispatchKey.AutogradMeta, _ag_linalg_det_default)
+_R._op_linalg_slogdet.register(DispatchKey.AutogradCPU, _ag_linalg_slogdet_default)
+_R._op_linalg_slogdet.register(DispatchKey.AutogradCUDA, _ag_linalg_slogdet_default)
+_R._op_linalg_slogdet.register(DispatchKey.AutogradMeta, _ag_linalg_slogdet_default)
 _R._op_linalg_solve.register(DispatchKey.AutogradCPU, _ag_linalg_solve_default)
 _R._op_linalg_solve.register(DispatchKey.AutogradCUDA, _ag_linalg_solve_default)
 _R._op_linalg_solve.register(DispatchKey.AutogradMeta, _ag_linalg_solve_default)
+_R._op_linalg_cholesky.register(DispatchKey.AutogradCPU, _ag_linalg_cholesky_default)
+_R._op_linalg_cholesky.register(DispatchKey.AutogradCUDA, _ag_linalg_cholesky_default)
+_R._op_linalg_cholesky.register(DispatchKey.AutogradMeta, _ag_linalg_cholesky_default)
+_R._op_linalg_eigvalsh.register(DispatchKey.AutogradCPU, _ag_linalg_eigvalsh_default)
+_R._op_linalg_eigvalsh.register(DispatchKey.AutogradCUDA, _ag_linalg_eigvalsh_default)
+_R._op_linalg_eigvalsh.register(DispatchKey.AutogradMeta, _ag_linalg_eigvalsh_default)
+_R._op_linalg_svdvals.register(DispatchKey.AutogradCPU, _ag_linalg_svdvals_default)
+_R._op_linalg_svdvals.register(DispatchKey.AutogradCUDA, _ag_linalg_svdvals_default)
+_R._op_linalg_svdvals.register(DispatchKey.AutogradMeta, _ag_linalg_svdvals_default)
+_R._op_linalg_matrix_power.register(DispatchKey.AutogradCPU, _ag_linalg_matrix_power_default)
+_R._op_linalg_matrix_power.register(DispatchKey.AutogradCUDA, _ag_linalg_matrix_power_default)
+_R._op_linalg_matrix_power.register(DispatchKey.AutogradMeta, _ag_linalg_matrix_power_default)
 _R._op_linalg_cross.register(DispatchKey.AutogradCPU, _ag_linalg_cross_default)
 _R._op_linalg_cross.register(DispatchKey.AutogradCUDA, _ag_linalg_cross_default)
 _R._op_linalg_cross.register(DispatchKey.AutogradMeta, _ag_linalg_cross_default)
 _R._op_linalg_vector_norm.register(DispatchKey.AutogradCPU, _ag_linalg_vector_norm_default)
 _R._op_linalg_vector_norm.register(DispatchKey.AutogradCUDA, _ag_linalg_vector_norm_default)
 _R._op_linalg_vector_norm.register(DispatchKey.AutogradMeta, _ag_linalg_vector_norm_default)
+_R._op_linalg_matrix_norm_str_ord.register(DispatchKey.AutogradCPU, _ag_linalg_matrix_norm_str_ord)
+_R._op_linalg_matrix_norm_str_ord.register(DispatchKey.AutogradCUDA, _ag_linalg_matrix_norm_str_ord)
+_R._op_linalg_matrix_norm_str_ord.register(DispatchKey.AutogradMeta, _ag_linalg_matrix_norm_str_ord)
+_R._op_linalg_matrix_norm.register(DispatchKey.AutogradCPU, _ag_linalg_matrix_norm_default)
+_R._op_linalg_matrix_norm.register(DispatchKey.AutogradCUDA, _ag_linalg_matrix_norm_default)
+_R._op_linalg_matrix_norm.register(DispatchKey.AutogradMeta, _ag_linalg_matrix_norm_default)
 _R._op_det.register(DispatchKey.AutogradCPU, _ag_det_default)
 _R._op_det.register(DispatchKey.AutogradCUDA, _ag_det_default)
 _R._op_det.register(DispatchKey.AutogradMeta, _ag_det_default)
 _R._op_inverse.register(DispatchKey.AutogradCPU, _ag_inverse_default)
 _R._op_inverse.register(DispatchKey.AutogradCUDA, _ag_inverse_default)
 _R._op_inverse.register(DispatchKey.AutogradMeta, _ag_inverse_default)
+_R._op_slogdet.register(DispatchKey.AutogradCPU, _ag_slogdet_default)
+_R._op_slogdet.register(DispatchKey.AutogradCUDA, _ag_slogdet_default)
+_R._op_slogdet.register(DispatchKey.AutogradMeta, _ag_slogdet_default)
 _R._op_abs_.register(DispatchKey.AutogradCPU, _ag_abs__default)
 _R._op_abs_.register(DispatchKey.AutogradCUDA, _ag_abs__default)
 _R._op_abs_.register(DispatchKey.AutogradMeta, _ag_abs__default)

@@ -559,3 +559,118 @@ def repeat_interleave_tensor_backward(grad, sizes, repeats, dim):
     shape = list(sizes) if dim is not None else [n]
     out = E.zeros(tuple(shape), dtype=grad.dtype, device=grad.device).index_add(d, ids, g)
     return out.reshape(sizes)
+
+
+def nanmean_backward(grad, self, dim, keepdim):
+    mask = self.isnan().logical_not()
+    count = mask.sum(_dims(dim, self.dim()) if dim is not None else None, keepdim=True) if self.dim() else \
+        mask.sum()
+    g = restore_reduced_dims(grad, tuple(self.shape), dim, keepdim)
+    return g * mask / count
+
+
+def var_mean_backward(grads, self, dim, correction, keepdim, is_std, result):
+    gv, gm = grads[0], grads[1]
+    out = None
+    if gv is not None:
+        out = std_backward(result[0], gv, self, dim, correction, keepdim) if is_std else \
+            var_backward(gv, self, dim, correction, keepdim)
+    if gm is not None:
+        m = mean_backward(gm, tuple(self.shape), dim, keepdim)
+        out = m if out is None else out + m
+    return out if out is not None else E.zeros_like(self)
+
+
+def aminmax_backward(grads, self, result, dim, keepdim):
+    out = E.zeros_like(self)
+    d = () if dim is None else dim
+    if grads[0] is not None:
+        out = out + amax_amin_backward(grads[0], self, result[0], d, keepdim)
+    if grads[1] is not None:
+        out = out + amax_amin_backward(grads[1], self, result[1], d, keepdim)
+    return out
+
+
+def logcumsumexp_backward(grad, self, result, dim):
+    """d/dx_i of sum_j g_j * log(sum_{k<=j} e^{x_k}) = e^{x_i} * sum_{j>=i} g_j e^{-r_j}, computed in a shifted
+    form so that neither exponential overflows for moderate ranges."""
+    if self.dim() == 0:
+        return grad
+    d = wrap_dim(dim, self.dim())
+    m = result.amax(d, keepdim=True)
+    w = (grad * (m - result).exp()).flip((d,)).cumsum(d).flip((d,))
+    return w * (self - m).exp()
+
+
+def slogdet_backward(grad_logabsdet, A):
+    if grad_logabsdet is None:  # only the sign was used: its derivative is zero
+        return E.zeros_like(A)
+    return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * E.linalg.inv(A).mT
+
+
+def cholesky_backward(grad, L, upper):
+    """Murray's formula: gA = L^-H Phi(L^H gL) L^-1, symmetrized (Phi: lower triangle, diagonal halved)."""
+    if upper:
+        L = L.mT
+        grad = grad.mT
+    P = L.mT.matmul(grad)
+    phi = P.tril(-1) + P.diagonal(0, -2, -1).diag_embed() * 0.5
+    Linv = E.linalg.inv(L)
+    gA = Linv.mT.matmul(phi).matmul(Linv)
+    return 0.5 * (gA + gA.mT)
+
+
+def eigvalsh_backward(grad, A, UPLO):
+    _, V = E.linalg.eigh(A, UPLO)
+    return V.matmul(grad.diag_embed()).matmul(V.mT)
+
+
+def svdvals_backward(grad, A):
+    U, _, Vh = E.linalg.svd(A, full_matrices=False)
+    return U.matmul(grad.diag_embed()).matmul(Vh)
+
+
+def matrix_power_backward(grad, A, n):
+    if n == 0:
+        return E.zeros_like(A)
+    if n < 0:
+        Ainv = E.linalg.inv(A)
+        g = matrix_power_backward(grad, Ainv, -n)
+        return -(Ainv.mT.matmul(g).matmul(Ainv.mT))
+    powers = [None] * n
+    powers[0] = E.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape))
+    for k in range(1, n):
+        powers[k] = powers[k - 1].matmul(A)
+    out = E.zeros_like(A)
+    for k in range(n):
+        out = out + powers[k].mT.matmul(grad).matmul(powers[n - 1 - k].mT)
+    return out
+
+
+def matrix_norm_backward(grad, self, ord, result, dim, keepdim):  # noqa: A002
+    d = tuple(sorted(wrap_dim(x, self.dim()) for x in dim))
+    g = grad if keepdim else grad.unsqueeze(d[0]).unsqueeze(d[1])
+    r = result if keepdim else result.unsqueeze(d[0]).unsqueeze(d[1])
+    if ord == "fro":
+        return (self * (g / r)).masked_fill(r == 0, 0)
+    if ord == "nuc":
+        x = self.movedim(d, (-2, -1))
+        U, _, Vh = E.linalg.svd(x, full_matrices=False)
+        gx = U.matmul(Vh) * g.movedim(d, (-2, -1))
+        return gx.movedim((-2, -1), d)
+    x = self.movedim(d, (-2, -1))
+    gx = g.movedim(d, (-2, -1))
+    if ord in (2, -2):
+        U, S, Vh = E.linalg.svd(x, full_matrices=False)
+        k = 0 if ord == 2 else -1
+        u = U.narrow(-1, k % U.shape[-1], 1)
+        v = Vh.narrow(-2, k % Vh.shape[-2], 1)
+        return (gx * u.matmul(v)).movedim((-2, -1), d)
+    if ord in (1, -1, float("inf"), float("-inf")):
+        axis = -2 if ord in (1, -1) else -1            # 1-norms: column sums; inf-norms: row sums
+        sums = x.abs().sum(axis, keepdim=True)
+        pick = sums.amax(-1 if axis == -2 else -2, keepdim=True) if ord > 0 else \
+            sums.amin(-1 if axis == -2 else -2, keepdim=True)
+        mask = sums == pick
+        return (gx * x.sgn() * mask / mask.sum((-2, -1), keepdim=True)).movedim((-2, -1), d)
+    raise RuntimeError(f"the derivative for 'linalg_matrix_norm' with ord={ord} is not implemented.")
