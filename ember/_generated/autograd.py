@@ -6461,6 +6461,33 @@ def _ag_linalg_cholesky_default(ks, self, upper):
     return result
 
 
+class LinalgEighBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            _r.append(eigh_backward(grads, result))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_eigh_default(ks, self, UPLO):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_linalg_eigh.redispatch(ks & _BELOW, self, UPLO)
+    _n = LinalgEighBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = _R._op_linalg_eigh.redispatch(ks & _BELOW, self, UPLO)
+    _set_history(_n, tuple(result), None)
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 class LinalgEigvalshBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -6488,6 +6515,38 @@ def _ag_linalg_eigvalsh_default(ks, self, UPLO):
         _n.self_ = _SV(self)
     result = _R._op_linalg_eigvalsh.redispatch(ks & _BELOW, self, UPLO)
     _set_history(_n, (result,))
+    return result
+
+
+class LinalgSvdBackward0(_Node):
+    _saved_names = ('A_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        full_matrices = _n.full_matrices
+        _r = []
+        if _e[len(_r)] is not None:
+            A = _n._saved('A' + '_')
+            result = _n._saved('result_')
+            _r.append(svd_backward(grads, A, full_matrices, result))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_svd_default(ks, A, full_matrices, driver):
+    if not (_gm.enabled and (A._rg)):
+        return _R._op_linalg_svd.redispatch(ks & _BELOW, A, full_matrices, driver)
+    _n = LinalgSvdBackward0()
+    _n._next = _edges(A)
+    _n._input_meta = _meta(A)
+    _n.full_matrices = full_matrices
+    if _n._next[0] is not None:
+        _n.A_ = _SV(A)
+    result = _R._op_linalg_svd.redispatch(ks & _BELOW, A, full_matrices, driver)
+    _set_history(_n, tuple(result), None)
+    _n.result_ = [_SV(_o, True) for _o in result]
     return result
 
 
@@ -9543,9 +9602,15 @@ _R._op_linalg_solve.register(DispatchKey.AutogradMeta, _ag_linalg_solve_default)
 _R._op_linalg_cholesky.register(DispatchKey.AutogradCPU, _ag_linalg_cholesky_default)
 _R._op_linalg_cholesky.register(DispatchKey.AutogradCUDA, _ag_linalg_cholesky_default)
 _R._op_linalg_cholesky.register(DispatchKey.AutogradMeta, _ag_linalg_cholesky_default)
+_R._op_linalg_eigh.register(DispatchKey.AutogradCPU, _ag_linalg_eigh_default)
+_R._op_linalg_eigh.register(DispatchKey.AutogradCUDA, _ag_linalg_eigh_default)
+_R._op_linalg_eigh.register(DispatchKey.AutogradMeta, _ag_linalg_eigh_default)
 _R._op_linalg_eigvalsh.register(DispatchKey.AutogradCPU, _ag_linalg_eigvalsh_default)
 _R._op_linalg_eigvalsh.register(DispatchKey.AutogradCUDA, _ag_linalg_eigvalsh_default)
 _R._op_linalg_eigvalsh.register(DispatchKey.AutogradMeta, _ag_linalg_eigvalsh_default)
+_R._op_linalg_svd.register(DispatchKey.AutogradCPU, _ag_linalg_svd_default)
+_R._op_linalg_svd.register(DispatchKey.AutogradCUDA, _ag_linalg_svd_default)
+_R._op_linalg_svd.register(DispatchKey.AutogradMeta, _ag_linalg_svd_default)
 _R._op_linalg_svdvals.register(DispatchKey.AutogradCPU, _ag_linalg_svdvals_default)
 _R._op_linalg_svdvals.register(DispatchKey.AutogradCUDA, _ag_linalg_svdvals_default)
 _R._op_linalg_svdvals.register(DispatchKey.AutogradMeta, _ag_linalg_svdvals_default)

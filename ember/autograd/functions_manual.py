@@ -674,3 +674,68 @@ def matrix_norm_backward(grad, self, ord, result, dim, keepdim):  # noqa: A002
         mask = sums == pick
         return (gx * x.sgn() * mask / mask.sum((-2, -1), keepdim=True)).movedim((-2, -1), d)
     raise RuntimeError(f"the derivative for 'linalg_matrix_norm' with ord={ord} is not implemented.")
+
+
+def eigh_backward(grads, result):
+    """PyTorch's linalg_eig_backward for Hermitian input: gA = V (diag(gL) + skew(V^H gV) / E) V^H with
+    E_ij = L_j - L_i off the diagonal."""
+    gL, gV = grads[0], grads[1]
+    L, V = result[0], result[1]
+    if gV is None:
+        inner = gL.diag_embed()
+    else:
+        VhgV = V.mT.matmul(gV)
+        VhgV = 0.5 * (VhgV - VhgV.mT)
+        Ediff = L.unsqueeze(-2) - L.unsqueeze(-1)
+        n = L.shape[-1]
+        eye = E.eye(n, dtype=L.dtype, device=L.device).bool()
+        inner = (VhgV / Ediff.masked_fill(eye, 1.0)).masked_fill(eye, 0.0)
+        if gL is not None:
+            inner = inner + gL.diag_embed()
+    return V.matmul(inner).matmul(V.mT)
+
+
+def svd_backward(grads, A, full_matrices, result):
+    """PyTorch's svd_backward (real case): gA = U [(skew(U^H gU) S + S skew(V^H gV)) / E + diag(gS)] V^H plus
+    the terms for the part of a rectangular A's column / row space that U or V do not span."""
+    gU, gS, gVh = grads
+    U, S, Vh = result
+    m, n = A.shape[-2], A.shape[-1]
+    k = S.shape[-1]
+    if gU is None and gVh is None:
+        if gS is None:
+            return E.zeros_like(A)
+        Uk, Vhk = U.narrow(-1, 0, k), Vh.narrow(-2, 0, k)
+        return Uk.matmul(gS.diag_embed()).matmul(Vhk)
+    if full_matrices and (m != n):
+        raise RuntimeError("linalg_svd_backward: Setting full_matrices=True in forward is not supported when the "
+                           "gradients wrt U or Vh are defined. Use full_matrices=False instead.")
+    V = Vh.mT
+    gV = gVh.mT if gVh is not None else None
+
+    def skew(X):
+        return X - X.mT
+    S2 = S * S
+    Ediff = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+    eye = E.eye(k, dtype=S.dtype, device=S.device).bool()
+    Ediff = Ediff.masked_fill(eye, 1.0)
+    if gU is not None and gV is not None:
+        gA = (skew(U.mT.matmul(gU)) * S.unsqueeze(-2) + S.unsqueeze(-1) * skew(V.mT.matmul(gV))) / Ediff
+    elif gU is not None:
+        gA = skew(U.mT.matmul(gU)) * (S.unsqueeze(-2) / Ediff)
+    else:
+        gA = S.unsqueeze(-1) * skew(V.mT.matmul(gV)) / Ediff
+    gA = gA.masked_fill(eye, 0.0)
+    if gS is not None:
+        gA = gA + gS.diag_embed()
+    if m > n and gU is not None:
+        gA = U.matmul(gA)
+        gUSinv = gU / S.unsqueeze(-2)
+        gA = gA + gUSinv - U.matmul(U.mT.matmul(gUSinv))
+        return gA.matmul(V.mT)
+    if m < n and gV is not None:
+        gA = gA.matmul(V.mT)
+        gVSinv = gV / S.unsqueeze(-2)
+        gA = gA + gVSinv.mT - gVSinv.mT.matmul(V).matmul(V.mT)
+        return U.matmul(gA)
+    return U.matmul(gA).matmul(V.mT)
