@@ -33,6 +33,10 @@ for name, low, high, pos in [
                ("erfinv", "atanh", "asin", "acos") else FLOATS, inplace=True, out=True,
                covers=("special_" + name,) if name in ("erf", "erfc", "erfinv", "expm1", "exp2", "i0", "sinc",
                                                       "log1p") else ()))
+for _n in (1, 2, 3):
+    add(OpInfo("polygamma", lambda d, r, n=_n: [Sample((n, positive(r, (3, 4), d)))], dtypes=FLOATS, method=False,
+               covers=("special_polygamma",),
+               ember_fn=lambda e, n, x: e.polygamma(n, x), torch_fn=lambda t, n, x: t.polygamma(n, x)))
 add(OpInfo("acosh", unary_samples(pos=True), dtypes=FLOATS,
            ember_fn=lambda e, a: e.acosh(a + 1), torch_fn=lambda t, a: t.acosh(a + 1)))
 add(OpInfo("special_gammaln", unary_samples(pos=True), method=False, torch_name="special.gammaln",

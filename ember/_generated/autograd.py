@@ -965,6 +965,34 @@ def _ag_lgamma_default(ks, self):
     return result
 
 
+class DigammaBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(grad * E.polygamma(1, self))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_digamma_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_digamma.redispatch(ks & _BELOW, self)
+    _n = DigammaBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_digamma.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
 class SincBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -1202,6 +1230,66 @@ def _ag_logit_default(ks, self, eps):
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = _R._op_logit.redispatch(ks & _BELOW, self, eps)
+    _set_history(_n, (result,))
+    return result
+
+
+class PolygammaBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        n = _n.n
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(grad * E.polygamma(n + 1, self))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_polygamma_default(ks, n, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_polygamma.redispatch(ks & _BELOW, n, self)
+    _n = PolygammaBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.n = n
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_polygamma.redispatch(ks & _BELOW, n, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialPolygammaBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        n = _n.n
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(grad * E.polygamma(n + 1, self))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_polygamma_default(ks, n, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_polygamma.redispatch(ks & _BELOW, n, self)
+    _n = SpecialPolygammaBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.n = n
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_polygamma.redispatch(ks & _BELOW, n, self)
     _set_history(_n, (result,))
     return result
 
@@ -6578,6 +6666,36 @@ def _ag_linalg_svdvals_default(ks, A, driver):
     return result
 
 
+class LinalgPinvBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(pinv_backward(grad, result, self))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_pinv_default(ks, self, atol, rtol, hermitian):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_linalg_pinv.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
+    _n = LinalgPinvBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_linalg_pinv.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
 class LinalgMatrixPowerBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -6605,6 +6723,43 @@ def _ag_linalg_matrix_power_default(ks, self, n):
         _n.self_ = _SV(self)
     result = _R._op_linalg_matrix_power.redispatch(ks & _BELOW, self, n)
     _set_history(_n, (result,))
+    return result
+
+
+class LinalgLstsqBackward0(_Node):
+    _saved_names = ('self_', 'b_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            b = _n._saved('b' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(lstsq_backward_A(grads[0], self, b))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            b = _n._saved('b' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(lstsq_backward_B(grads[0], self, b))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_lstsq_default(ks, self, b, rcond, driver):
+    if not (_gm.enabled and (self._rg or b._rg)):
+        return _R._op_linalg_lstsq.redispatch(ks & _BELOW, self, b, rcond, driver)
+    _n = LinalgLstsqBackward0()
+    _n._next = _edges(self, b)
+    _n._input_meta = _meta(self, b)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.b_ = _SV(b)
+    result = _R._op_linalg_lstsq.redispatch(ks & _BELOW, self, b, rcond, driver)
+    _set_history(_n, tuple(result), None)
     return result
 
 
@@ -6835,6 +6990,411 @@ def _ag_slogdet_default(ks, self):
         _n.self_ = _SV(self)
     result = _R._op_slogdet.redispatch(ks & _BELOW, self)
     _set_history(_n, tuple(result), None)
+    return result
+
+
+class SpecialErfBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(grad * 1.1283791670955126 * (-self * self).exp())
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_erf_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_erf.redispatch(ks & _BELOW, self)
+    _n = SpecialErfBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_erf.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialErfcBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(-grad * 1.1283791670955126 * (-self * self).exp())
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_erfc_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_erfc.redispatch(ks & _BELOW, self)
+    _n = SpecialErfcBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_erfc.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialErfinvBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            _r.append(grad * 0.886226925452758 * (result * result).exp())
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_erfinv_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_erfinv.redispatch(ks & _BELOW, self)
+    _n = SpecialErfinvBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = _R._op_special_erfinv.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class SpecialExpm1Backward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            _r.append(grad * (result + 1))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_expm1_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_expm1.redispatch(ks & _BELOW, self)
+    _n = SpecialExpm1Backward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = _R._op_special_expm1.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class SpecialExp2Backward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            _r.append(grad * result * 0.6931471805599453)
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_exp2_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_exp2.redispatch(ks & _BELOW, self)
+    _n = SpecialExp2Backward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = _R._op_special_exp2.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class SpecialGammalnBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(grad * self.digamma())
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_gammaln_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_gammaln.redispatch(ks & _BELOW, self)
+    _n = SpecialGammalnBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_gammaln.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialDigammaBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(grad * E.polygamma(1, self))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_digamma_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_digamma.redispatch(ks & _BELOW, self)
+    _n = SpecialDigammaBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_digamma.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialPsiBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(grad * E.polygamma(1, self))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_psi_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_psi.redispatch(ks & _BELOW, self)
+    _n = SpecialPsiBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_psi.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialExpitBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            _r.append(grad * result * (1 - result))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_expit_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_expit.redispatch(ks & _BELOW, self)
+    _n = SpecialExpitBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = _R._op_special_expit.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class SpecialSincBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(sinc_backward(grad, self))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_sinc_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_sinc.redispatch(ks & _BELOW, self)
+    _n = SpecialSincBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_sinc.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialLog1pBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(grad / (self + 1))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_log1p_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_log1p.redispatch(ks & _BELOW, self)
+    _n = SpecialLog1pBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_log1p.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialXlogyBackward0(_Node):
+    _saved_names = ('self_', 'other_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            other = _n._saved('other' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(grad * E.where(self == 0, E.zeros_like(other), other.log()))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            other = _n._saved('other' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(grad * self / other)
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_xlogy_default(ks, self, other):
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return _R._op_special_xlogy.redispatch(ks & _BELOW, self, other)
+    _n = SpecialXlogyBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = _R._op_special_xlogy.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialLogitBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        eps = _n.eps
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(logit_backward(grad, self, eps))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_logit_default(ks, self, eps):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_logit.redispatch(ks & _BELOW, self, eps)
+    _n = SpecialLogitBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.eps = eps
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_logit.redispatch(ks & _BELOW, self, eps)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialLogsumexpBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        keepdim = _n.keepdim
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(logsumexp_backward(grad, self, result, dim, keepdim))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_logsumexp_default(ks, self, dim, keepdim):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
+    _n = SpecialLogsumexpBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.keepdim = keepdim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
     return result
 
 
@@ -7512,6 +8072,20 @@ def _ag_lgamma_out(ks, self, out):
     if _gm.enabled and (self._rg):
         raise RuntimeError("lgamma(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
     return _R._op_lgamma_out.redispatch(ks & _BELOW, self, out)
+
+
+def _ag_digamma__default(ks, self):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_digamma_.redispatch(ks & _BELOW, self)
+    _n = DigammaBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = _R._op_digamma_.redispatch(ks & _BELOW, self)
+    _rebase_history(self, _n)
+    return result
 
 
 def _ag_digamma_out(ks, self, out):
@@ -9083,6 +9657,9 @@ _R._op_erfinv.register(DispatchKey.AutogradMeta, _ag_erfinv_default)
 _R._op_lgamma.register(DispatchKey.AutogradCPU, _ag_lgamma_default)
 _R._op_lgamma.register(DispatchKey.AutogradCUDA, _ag_lgamma_default)
 _R._op_lgamma.register(DispatchKey.AutogradMeta, _ag_lgamma_default)
+_R._op_digamma.register(DispatchKey.AutogradCPU, _ag_digamma_default)
+_R._op_digamma.register(DispatchKey.AutogradCUDA, _ag_digamma_default)
+_R._op_digamma.register(DispatchKey.AutogradMeta, _ag_digamma_default)
 _R._op_sinc.register(DispatchKey.AutogradCPU, _ag_sinc_default)
 _R._op_sinc.register(DispatchKey.AutogradCUDA, _ag_sinc_default)
 _R._op_sinc.register(DispatchKey.AutogradMeta, _ag_sinc_default)
@@ -9110,6 +9687,12 @@ _R._op_nan_to_num.register(DispatchKey.AutogradMeta, _ag_nan_to_num_default)
 _R._op_logit.register(DispatchKey.AutogradCPU, _ag_logit_default)
 _R._op_logit.register(DispatchKey.AutogradCUDA, _ag_logit_default)
 _R._op_logit.register(DispatchKey.AutogradMeta, _ag_logit_default)
+_R._op_polygamma.register(DispatchKey.AutogradCPU, _ag_polygamma_default)
+_R._op_polygamma.register(DispatchKey.AutogradCUDA, _ag_polygamma_default)
+_R._op_polygamma.register(DispatchKey.AutogradMeta, _ag_polygamma_default)
+_R._op_special_polygamma.register(DispatchKey.AutogradCPU, _ag_special_polygamma_default)
+_R._op_special_polygamma.register(DispatchKey.AutogradCUDA, _ag_special_polygamma_default)
+_R._op_special_polygamma.register(DispatchKey.AutogradMeta, _ag_special_polygamma_default)
 _R._op_add_Tensor.register(DispatchKey.AutogradCPU, _ag_add_Tensor)
 _R._op_add_Tensor.register(DispatchKey.AutogradCUDA, _ag_add_Tensor)
 _R._op_add_Tensor.register(DispatchKey.AutogradMeta, _ag_add_Tensor)
@@ -9614,9 +10197,15 @@ _R._op_linalg_svd.register(DispatchKey.AutogradMeta, _ag_linalg_svd_default)
 _R._op_linalg_svdvals.register(DispatchKey.AutogradCPU, _ag_linalg_svdvals_default)
 _R._op_linalg_svdvals.register(DispatchKey.AutogradCUDA, _ag_linalg_svdvals_default)
 _R._op_linalg_svdvals.register(DispatchKey.AutogradMeta, _ag_linalg_svdvals_default)
+_R._op_linalg_pinv.register(DispatchKey.AutogradCPU, _ag_linalg_pinv_default)
+_R._op_linalg_pinv.register(DispatchKey.AutogradCUDA, _ag_linalg_pinv_default)
+_R._op_linalg_pinv.register(DispatchKey.AutogradMeta, _ag_linalg_pinv_default)
 _R._op_linalg_matrix_power.register(DispatchKey.AutogradCPU, _ag_linalg_matrix_power_default)
 _R._op_linalg_matrix_power.register(DispatchKey.AutogradCUDA, _ag_linalg_matrix_power_default)
 _R._op_linalg_matrix_power.register(DispatchKey.AutogradMeta, _ag_linalg_matrix_power_default)
+_R._op_linalg_lstsq.register(DispatchKey.AutogradCPU, _ag_linalg_lstsq_default)
+_R._op_linalg_lstsq.register(DispatchKey.AutogradCUDA, _ag_linalg_lstsq_default)
+_R._op_linalg_lstsq.register(DispatchKey.AutogradMeta, _ag_linalg_lstsq_default)
 _R._op_linalg_cross.register(DispatchKey.AutogradCPU, _ag_linalg_cross_default)
 _R._op_linalg_cross.register(DispatchKey.AutogradCUDA, _ag_linalg_cross_default)
 _R._op_linalg_cross.register(DispatchKey.AutogradMeta, _ag_linalg_cross_default)
@@ -9638,6 +10227,48 @@ _R._op_inverse.register(DispatchKey.AutogradMeta, _ag_inverse_default)
 _R._op_slogdet.register(DispatchKey.AutogradCPU, _ag_slogdet_default)
 _R._op_slogdet.register(DispatchKey.AutogradCUDA, _ag_slogdet_default)
 _R._op_slogdet.register(DispatchKey.AutogradMeta, _ag_slogdet_default)
+_R._op_special_erf.register(DispatchKey.AutogradCPU, _ag_special_erf_default)
+_R._op_special_erf.register(DispatchKey.AutogradCUDA, _ag_special_erf_default)
+_R._op_special_erf.register(DispatchKey.AutogradMeta, _ag_special_erf_default)
+_R._op_special_erfc.register(DispatchKey.AutogradCPU, _ag_special_erfc_default)
+_R._op_special_erfc.register(DispatchKey.AutogradCUDA, _ag_special_erfc_default)
+_R._op_special_erfc.register(DispatchKey.AutogradMeta, _ag_special_erfc_default)
+_R._op_special_erfinv.register(DispatchKey.AutogradCPU, _ag_special_erfinv_default)
+_R._op_special_erfinv.register(DispatchKey.AutogradCUDA, _ag_special_erfinv_default)
+_R._op_special_erfinv.register(DispatchKey.AutogradMeta, _ag_special_erfinv_default)
+_R._op_special_expm1.register(DispatchKey.AutogradCPU, _ag_special_expm1_default)
+_R._op_special_expm1.register(DispatchKey.AutogradCUDA, _ag_special_expm1_default)
+_R._op_special_expm1.register(DispatchKey.AutogradMeta, _ag_special_expm1_default)
+_R._op_special_exp2.register(DispatchKey.AutogradCPU, _ag_special_exp2_default)
+_R._op_special_exp2.register(DispatchKey.AutogradCUDA, _ag_special_exp2_default)
+_R._op_special_exp2.register(DispatchKey.AutogradMeta, _ag_special_exp2_default)
+_R._op_special_gammaln.register(DispatchKey.AutogradCPU, _ag_special_gammaln_default)
+_R._op_special_gammaln.register(DispatchKey.AutogradCUDA, _ag_special_gammaln_default)
+_R._op_special_gammaln.register(DispatchKey.AutogradMeta, _ag_special_gammaln_default)
+_R._op_special_digamma.register(DispatchKey.AutogradCPU, _ag_special_digamma_default)
+_R._op_special_digamma.register(DispatchKey.AutogradCUDA, _ag_special_digamma_default)
+_R._op_special_digamma.register(DispatchKey.AutogradMeta, _ag_special_digamma_default)
+_R._op_special_psi.register(DispatchKey.AutogradCPU, _ag_special_psi_default)
+_R._op_special_psi.register(DispatchKey.AutogradCUDA, _ag_special_psi_default)
+_R._op_special_psi.register(DispatchKey.AutogradMeta, _ag_special_psi_default)
+_R._op_special_expit.register(DispatchKey.AutogradCPU, _ag_special_expit_default)
+_R._op_special_expit.register(DispatchKey.AutogradCUDA, _ag_special_expit_default)
+_R._op_special_expit.register(DispatchKey.AutogradMeta, _ag_special_expit_default)
+_R._op_special_sinc.register(DispatchKey.AutogradCPU, _ag_special_sinc_default)
+_R._op_special_sinc.register(DispatchKey.AutogradCUDA, _ag_special_sinc_default)
+_R._op_special_sinc.register(DispatchKey.AutogradMeta, _ag_special_sinc_default)
+_R._op_special_log1p.register(DispatchKey.AutogradCPU, _ag_special_log1p_default)
+_R._op_special_log1p.register(DispatchKey.AutogradCUDA, _ag_special_log1p_default)
+_R._op_special_log1p.register(DispatchKey.AutogradMeta, _ag_special_log1p_default)
+_R._op_special_xlogy.register(DispatchKey.AutogradCPU, _ag_special_xlogy_default)
+_R._op_special_xlogy.register(DispatchKey.AutogradCUDA, _ag_special_xlogy_default)
+_R._op_special_xlogy.register(DispatchKey.AutogradMeta, _ag_special_xlogy_default)
+_R._op_special_logit.register(DispatchKey.AutogradCPU, _ag_special_logit_default)
+_R._op_special_logit.register(DispatchKey.AutogradCUDA, _ag_special_logit_default)
+_R._op_special_logit.register(DispatchKey.AutogradMeta, _ag_special_logit_default)
+_R._op_special_logsumexp.register(DispatchKey.AutogradCPU, _ag_special_logsumexp_default)
+_R._op_special_logsumexp.register(DispatchKey.AutogradCUDA, _ag_special_logsumexp_default)
+_R._op_special_logsumexp.register(DispatchKey.AutogradMeta, _ag_special_logsumexp_default)
 _R._op_abs_.register(DispatchKey.AutogradCPU, _ag_abs__default)
 _R._op_abs_.register(DispatchKey.AutogradCUDA, _ag_abs__default)
 _R._op_abs_.register(DispatchKey.AutogradMeta, _ag_abs__default)
@@ -9848,6 +10479,9 @@ _R._op_lgamma_.register(DispatchKey.AutogradMeta, _ag_lgamma__default)
 _R._op_lgamma_out.register(DispatchKey.AutogradCPU, _ag_lgamma_out)
 _R._op_lgamma_out.register(DispatchKey.AutogradCUDA, _ag_lgamma_out)
 _R._op_lgamma_out.register(DispatchKey.AutogradMeta, _ag_lgamma_out)
+_R._op_digamma_.register(DispatchKey.AutogradCPU, _ag_digamma__default)
+_R._op_digamma_.register(DispatchKey.AutogradCUDA, _ag_digamma__default)
+_R._op_digamma_.register(DispatchKey.AutogradMeta, _ag_digamma__default)
 _R._op_digamma_out.register(DispatchKey.AutogradCPU, _ag_digamma_out)
 _R._op_digamma_out.register(DispatchKey.AutogradCUDA, _ag_digamma_out)
 _R._op_digamma_out.register(DispatchKey.AutogradMeta, _ag_digamma_out)

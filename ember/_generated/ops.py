@@ -352,6 +352,12 @@ nan_to_num_ = _P('nan_to_num_', [
 logit = _P('logit', [
     _O(_R._op_logit, (('self', 'T', False, False, None), ('eps', 'float?', False, True, None),), ['self', 'eps']),
 ])
+polygamma = _P('polygamma', [
+    _O(_R._op_polygamma, (('n', 'int', False, False, None), ('self', 'T', False, False, None),), ['n', 'self']),
+])
+special_polygamma = _P('special_polygamma', [
+    _O(_R._op_special_polygamma, (('n', 'int', False, False, None), ('self', 'T', False, False, None),), ['n', 'self']),
+])
 logit_ = _P('logit_', [
     _O(_R._op_logit_, (('self', 'T', False, False, None), ('eps', 'float?', False, True, None),), ['self', 'eps']),
 ])

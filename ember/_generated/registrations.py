@@ -3023,6 +3023,46 @@ def _meta_logit_default(ks, self, eps):
     _r = _run_meta(K.logit, [self._data, eps], {})
     return _r
 
+_op_polygamma = Dispatcher.define('polygamma(int n, Tensor self) -> Tensor')
+
+def _cpu_polygamma_default(ks, n, self):
+    try:
+        return _new(K.polygamma(_np, n, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.polygamma, self)
+
+
+def _cuda_polygamma_default(ks, n, self):
+    try:
+        return _new(K.polygamma(_cupy(), n, self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.polygamma, self)
+
+
+def _meta_polygamma_default(ks, n, self):
+    _r = _run_meta(K.polygamma, [n, self._data], {})
+    return _r
+
+_op_special_polygamma = Dispatcher.define('special_polygamma(int n, Tensor self) -> Tensor')
+
+def _cpu_special_polygamma_default(ks, n, self):
+    try:
+        return _new(K.polygamma(_np, n, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.polygamma, self)
+
+
+def _cuda_special_polygamma_default(ks, n, self):
+    try:
+        return _new(K.polygamma(_cupy(), n, self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.polygamma, self)
+
+
+def _meta_special_polygamma_default(ks, n, self):
+    _r = _run_meta(K.polygamma, [n, self._data], {})
+    return _r
+
 _op_logit_ = Dispatcher.define('logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)')
 
 def _cpu_logit__default(ks, self, eps):
@@ -13157,6 +13197,12 @@ _op_nan_to_num_.register(DispatchKey.Meta, _meta_nan_to_num__default)
 _op_logit.register(DispatchKey.CPU, _cpu_logit_default)
 _op_logit.register(DispatchKey.CUDA, _cuda_logit_default)
 _op_logit.register(DispatchKey.Meta, _meta_logit_default)
+_op_polygamma.register(DispatchKey.CPU, _cpu_polygamma_default)
+_op_polygamma.register(DispatchKey.CUDA, _cuda_polygamma_default)
+_op_polygamma.register(DispatchKey.Meta, _meta_polygamma_default)
+_op_special_polygamma.register(DispatchKey.CPU, _cpu_special_polygamma_default)
+_op_special_polygamma.register(DispatchKey.CUDA, _cuda_special_polygamma_default)
+_op_special_polygamma.register(DispatchKey.Meta, _meta_special_polygamma_default)
 _op_logit_.register(DispatchKey.CPU, _cpu_logit__default)
 _op_logit_.register(DispatchKey.CUDA, _cuda_logit__default)
 _op_logit_.register(DispatchKey.Meta, _meta_logit__default)

@@ -11,7 +11,29 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['digamma', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammaln', 'i0', 'log1p', 'logit', 'logsumexp', 'psi', 'sinc', 'xlogy']
+__all__ = ['digamma', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammaln', 'i0', 'log1p', 'logit', 'logsumexp', 'polygamma', 'psi', 'sinc', 'xlogy']
+
+_sig_polygamma = _Signatures('polygamma', [
+    (('n', 'int', False, False, None), ('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_polygamma_0(n, input):
+    return (n, input)
+
+def polygamma(*args, **kwargs):
+    try:
+        _b = _bind_polygamma_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n, input = _b
+        if type(n) is int and isinstance(input, _Tensor):
+            return _R._op_special_polygamma.call(input._ks, n, input)
+    _i, _a = _sig_polygamma.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_special_polygamma.call(_a['input']._ks, _a['n'], _a['input'])
+    raise AssertionError('unreachable')
+
 
 _sig_erf = _Signatures('erf', [
     (('input', 'T', False, False, None),),

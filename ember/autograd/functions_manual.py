@@ -739,3 +739,37 @@ def svd_backward(grads, A, full_matrices, result):
         gA = gA + gVSinv.mT - gVSinv.mT.matmul(V).matmul(V.mT)
         return U.matmul(gA)
     return U.matmul(gA).matmul(V.mT)
+
+
+def pinv_backward(grad, pinvA, A):
+    """PyTorch's pinv_backward (real case), arranged to multiply the smallest matrices."""
+    m, n = A.shape[-2], A.shape[-1]
+    pinvAh = pinvA.mT
+    gradh = grad.mT
+    if m <= n:
+        K = gradh.matmul(pinvA)
+        KpinvAh = K.matmul(pinvAh)
+        return -(pinvA.matmul(K)).mT + KpinvAh - A.matmul(pinvA).matmul(KpinvAh) + \
+            pinvAh.matmul(pinvA).matmul(gradh - K.matmul(A))
+    K = pinvA.matmul(gradh)
+    pinvAhK = pinvAh.matmul(K)
+    return -(K.matmul(pinvA)).mT + (gradh - A.matmul(K)).matmul(pinvA).matmul(pinvAh) + pinvAhK - \
+        pinvAhK.matmul(pinvA).matmul(A)
+
+
+def lstsq_backward_A(grad, A, b):
+    """The least-squares solution is pinv(A) @ b: its gradient flows through pinv."""
+    if grad is None:
+        return E.zeros_like(A)
+    bb = b.unsqueeze(-1) if b.dim() == A.dim() - 1 else b
+    g = grad.unsqueeze(-1) if grad.dim() == A.dim() - 1 else grad
+    P = E.linalg.pinv(A)
+    return pinv_backward(g.matmul(bb.mT), P, A)
+
+
+def lstsq_backward_B(grad, A, b):
+    if grad is None:
+        return E.zeros_like(b)
+    g = grad.unsqueeze(-1) if grad.dim() == A.dim() - 1 else grad
+    r = E.linalg.pinv(A).mT.matmul(g)
+    return r.squeeze(-1) if b.dim() == A.dim() - 1 else r

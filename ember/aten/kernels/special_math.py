@@ -96,3 +96,51 @@ def digamma(xp, x):
 
 def i0(xp, x):
     return _back(xp, np.i0(_host(xp, x)), x)
+
+
+# Bernoulli numbers B_2j / (2j)! for the Euler-Maclaurin tail of the Hurwitz zeta function
+_ZETA_B = (1 / 12, -1 / 720, 1 / 30240, -1 / 1209600, 1 / 47900160, -691 / 1307674368000, 1 / 74724249600,
+           -3617 / 10670622842880000, 43867 / 5109094217170944000, -174611 / 802857662698291200000)
+
+
+def hurwitz_zeta(s: float, q):
+    """zeta(s, q) = sum_k (q + k)^-s for q > 0, by Euler-Maclaurin summation (float64)."""
+    q = np.asarray(q, dtype=np.float64)
+    n = 9
+    total = np.zeros_like(q)
+    for k in range(n):
+        total += (q + k) ** -s
+    a = q + n
+    total += a ** (1 - s) / (s - 1) + 0.5 * a ** -s
+    fac = s * a ** (-s - 1)  # s (s+1) ... (s+2j-2) a^(-s-2j+1), built term by term
+    for j, b in enumerate(_ZETA_B):
+        total += b * fac
+        fac = fac * (s + 2 * j + 1) * (s + 2 * j + 2) / (a * a)
+    return total
+
+
+def polygamma(xp, n: int, x):
+    """psi^(n)(x) = (-1)^(n+1) n! zeta(n+1, x) for n >= 1 (reflection for x < 0; poles at non-positive
+    integers give inf/nan as in PyTorch); n = 0 is digamma."""
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if n == 0:
+        return digamma(xp, x)
+    v = _host(xp, x)
+    with np.errstate(all="ignore"):
+        pos = np.where(v > 0, v, 1.0)
+        r = (-1) ** (n + 1) * math.factorial(n) * hurwitz_zeta(n + 1, pos)
+        r = np.where(v > 0, r, np.nan)
+        r = np.where((v <= 0) & (v == np.floor(v)), np.inf if n % 2 == 1 else np.nan, r)
+        if np.any((v < 0) & (v != np.floor(v))):  # psi^(n)(x) for negative non-integers: shift up
+            neg = (v < 0) & (v != np.floor(v))
+            shift = np.ceil(-v[neg]).astype(np.int64) + 1
+            acc = np.zeros(shift.shape)
+            xs = v[neg].copy()
+            for _ in range(int(shift.max())):
+                m = shift > 0
+                acc = np.where(m, acc + (-1) ** (n + 1) * math.factorial(n) * xs ** -(n + 1), acc)
+                xs = np.where(m, xs + 1, xs)
+                shift = shift - 1
+            r[neg] = (-1) ** (n + 1) * math.factorial(n) * hurwitz_zeta(n + 1, xs) + acc
+    return _back(xp, r, x)

@@ -203,3 +203,13 @@ def _tn(npdt):
 
 __all__ += ["abs", "sign", "sgn", "round", "relu", "bitwise_not", "logical_not", "isnan", "isinf", "isfinite",
             "isposinf", "isneginf", "signbit", "nan_to_num", "logit"]
+
+
+@elementwise
+def polygamma(xp, n, self):
+    out_dt = float_result(self.dtype)
+    x = self.astype(compute_dtype(out_dt), copy=False)
+    return sm.polygamma(xp, n, x).astype(out_dt, copy=False)
+
+
+__all__ += ["polygamma"]
