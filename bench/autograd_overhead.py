@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -19,6 +17,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
+from bench._timing import interleaved  # noqa: E402
 
 
 def chain(lib):
@@ -69,21 +68,9 @@ def main(argv=None):
     blocks, number = (2, 5) if args.quick else (args.blocks, 100)
     print(f"{'workload':<36} {'ember ms':>9} {'torch ms':>9} {'torch/ember':>12}")
     for name, make in WORKLOADS.items():
-        es, ts = make(ember), (make(torch) if torch else None)
-        et, tt = [], []
-        for _ in range(blocks):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                es()
-            et.append((time.perf_counter() - t0) / number * 1e3)
-            if ts:
-                t0 = time.perf_counter()
-                for _ in range(number):
-                    ts()
-                tt.append((time.perf_counter() - t0) / number * 1e3)
-        e = statistics.median(et)
-        if ts:
-            t = statistics.median(tt)
+        e, t = interleaved(make(ember), make(torch) if torch else None, blocks, number)
+        e, t = e * 1e3, (t * 1e3 if t is not None else None)
+        if t is not None:
             print(f"{name:<36} {e:>9.3f} {t:>9.3f} {t / e:>12.2f}")
         else:
             print(f"{name:<36} {e:>9.3f}")

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -18,6 +16,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
+from bench._timing import interleaved  # noqa: E402
 
 
 def workloads(lib):
@@ -45,13 +44,6 @@ def workloads(lib):
     }
 
 
-def time_block(fn, number):
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number * 1e6
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
@@ -69,14 +61,9 @@ def main(argv=None):
     print(f"{'workload':<20} {'ember us':>10} {'torch us':>10} {'torch/ember':>12}")
     ratios = []
     for name in ew:
-        et, tt = [], []
-        for _ in range(blocks):
-            et.append(time_block(ew[name], number))
-            if torch:
-                tt.append(time_block(tw[name], number))
-        e = statistics.median(et)
-        if torch:
-            t = statistics.median(tt)
+        e, t = interleaved(ew[name], tw.get(name), blocks, number)
+        e, t = e * 1e6, (t * 1e6 if t is not None else None)
+        if t is not None:
             ratios.append(t / e)
             print(f"{name:<20} {e:>10.2f} {t:>10.2f} {t / e:>12.2f}")
         else:

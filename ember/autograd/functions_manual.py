@@ -203,12 +203,6 @@ def slice_backward(grad, sizes, dim, start, end, step):
     return out
 
 
-def narrow_backward(grad, sizes, dim, start, length):
-    out = E.zeros(sizes, dtype=grad.dtype, device=grad.device)
-    out.narrow(dim, start, length).copy_(grad)
-    return out
-
-
 def diagonal_backward(grad, sizes, offset, dim1, dim2):
     out = E.zeros(sizes, dtype=grad.dtype, device=grad.device)
     out.diagonal(offset, dim1, dim2).copy_(grad)
@@ -275,10 +269,6 @@ def permute_backward(grad, dims):
 def expand_backward(grad, sizes):
     from ember.autograd.engine import _sum_to
     return _sum_to(grad, sizes)
-
-
-def unsqueeze_to(grad, sizes):
-    return grad.reshape(sizes)
 
 
 def repeat_backward(grad, repeats, sizes):
@@ -410,13 +400,6 @@ def split_sizes_of(sizes, split_size, dim):
     return [min(split_size, n - s) for s in range(0, n, split_size)]
 
 
-def chunk_sizes_of(sizes, chunks, dim):
-    d = wrap_dim(dim, len(sizes))
-    n = sizes[d]
-    size = (n + chunks - 1) // chunks
-    return split_sizes_of(sizes, size, dim) if size else [0] * chunks
-
-
 def diag_backward(grad, sizes, diagonal):
     if len(sizes) == 1:
         return grad.diagonal(diagonal)
@@ -531,22 +514,6 @@ def cummaxmin_backward(grad, dim, indices, sizes):
     if len(sizes) == 0:
         return grad
     return E.zeros(sizes, dtype=grad.dtype, device=grad.device).scatter_add(dim, indices, grad)
-
-
-def tensor_split_sizes(sizes, sections, dim):
-    n = sizes[wrap_dim(dim, len(sizes))]
-    q, r = divmod(n, sections)
-    return [q + 1] * r + [q] * (sections - r)
-
-
-def tensor_split_indices_sizes(sizes, indices, dim):
-    n = sizes[wrap_dim(dim, len(sizes))]
-    out, prev = [], 0
-    for i in list(indices) + [n]:
-        i = max(min(i if i >= 0 else i + n, n), prev) if i != n else n
-        out.append(max(i - prev, 0))
-        prev = max(i, prev)
-    return out
 
 
 def repeat_interleave_tensor_backward(grad, sizes, repeats, dim):

@@ -102,11 +102,6 @@ class Generator:
         self.next_float_normal_sample = fval if fvalid else None
         return self
 
-    def clone_state(self) -> Generator:
-        g = Generator(self.device)
-        g.set_state(self.get_state())
-        return g
-
     def __repr__(self) -> str:
         return f"<ember._C.Generator object at {hex(id(self))}>"
 

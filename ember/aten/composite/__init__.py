@@ -339,19 +339,8 @@ def movedim(self, source, destination):
 
 
 def narrow(self, dim, start, length):
-    from ember.aten.kernels._common import wrap_dim
-    if self.dim() == 0:
-        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = wrap_dim(dim, self.dim())
-    n = self.shape[d]
-    if length < 0:
-        raise RuntimeError("narrow(): length must be non-negative.")
-    if not -n <= start <= n:
-        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
-    if start < 0:
-        start += n
-    if start + length > n:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    from ember.aten.kernels.views import narrow_check
+    d, start = narrow_check(tuple(self.shape), dim, start, length)
     return _e().ops.aten.slice.Tensor(self, d, start, start + length, 1)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
-from ember.aten.kernels._common import meta_shape, shape_str
+from ember.aten.kernels._common import meta_shape
 from ember.aten.kernels.factory import _np_dtype, check_size
 from ember.c10 import dtype as dt
 from ember.c10.generator import default_generator
@@ -334,4 +334,4 @@ def normal_float_float(xp, mean, std, size, generator=None, dtype=None, layout=N
 
 
 __all__ = ["uniform_", "normal_", "rand", "randn", "randint", "random_", "randperm", "bernoulli", "bernoulli_p",
-           "multinomial", "normal_tensor_tensor", "normal_float_float", "shape_str"]
+           "multinomial", "normal_tensor_tensor", "normal_float_float"]

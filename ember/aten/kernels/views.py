@@ -170,13 +170,6 @@ def permute(xp, self, dims):
     return xp.transpose(self, wrap_dims(dims, self.ndim))
 
 
-def movedim(xp, self, source, destination):
-    if len(source) != len(destination):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({shape_str(source)} dims) "
-                           f"should contain the same number of dims as destination ({shape_str(destination)} dims)")
-    return xp.moveaxis(self, wrap_dims(source, self.ndim), wrap_dims(destination, self.ndim))
-
-
 def expand(xp, self, size, implicit=False):
     n = len(size)
     if n < self.ndim:
@@ -235,11 +228,12 @@ def unflatten(xp, self, dim, sizes):
     return view(xp, self, self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
 
 
-def narrow(xp, self, dim, start, length):
-    d = wrap_dim(dim, self.ndim)
-    n = self.shape[d]
-    if self.ndim == 0:
+def narrow_check(shape, dim, start, length) -> tuple:
+    """PyTorch's narrow errors; returns (dim, start) wrapped."""
+    if len(shape) == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, len(shape))
+    n = shape[d]
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     if not -n <= start <= n:
@@ -248,6 +242,11 @@ def narrow(xp, self, dim, start, length):
         start += n
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return d, start
+
+
+def narrow(xp, self, dim, start, length):
+    d, start = narrow_check(self.shape, dim, start, length)
     idx = [builtins.slice(None)] * self.ndim
     idx[d] = builtins.slice(start, start + length)
     return self[tuple(idx)]
@@ -310,40 +309,6 @@ def split_with_sizes(xp, self, split_sizes, dim=0):
     for ln in split_sizes:
         out.append(narrow(xp, self, d, s, ln))
         s += ln
-    return out
-
-
-def chunk(xp, self, chunks, dim=0):
-    if self.ndim == 0:
-        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-    if chunks <= 0:
-        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    d = wrap_dim(dim, self.ndim)
-    n = self.shape[d]
-    size = (n + chunks - 1) // chunks
-    if size == 0 and n == 0:
-        return split_with_sizes(xp, self, [0] * chunks, d)
-    return split(xp, self, size, d)
-
-
-def tensor_split(xp, self, sections, dim=0):
-    d = wrap_dim(dim, self.ndim)
-    n = self.shape[d]
-    if sections <= 0:
-        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
-    q, r = divmod(n, sections)
-    sizes = [q + 1] * r + [q] * (sections - r)
-    return split_with_sizes(xp, self, sizes, d)
-
-
-def tensor_split_indices(xp, self, indices, dim=0):
-    d = wrap_dim(dim, self.ndim)
-    n = self.shape[d]
-    out, prev = [], 0
-    for i in list(indices) + [n]:
-        i = max(min(i if i >= 0 else i + n, n), prev) if i != n else n
-        out.append(narrow(xp, self, d, prev, max(i - prev, 0)))
-        prev = max(i, prev)
     return out
 
 
