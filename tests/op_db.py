@@ -39,6 +39,10 @@ for _n in (1, 2, 3):
                ember_fn=lambda e, n, x: e.polygamma(n, x), torch_fn=lambda t, n, x: t.polygamma(n, x)))
 add(OpInfo("acosh", unary_samples(pos=True), dtypes=FLOATS,
            ember_fn=lambda e, a: e.acosh(a + 1), torch_fn=lambda t, a: t.acosh(a + 1)))
+for _name in ("i0e", "i1", "i1e"):  # both branches of the kernel: the series (|x| <= 30) and the expansion
+    add(OpInfo("special_" + _name, lambda d, r: [Sample((arr(r, (3, 4), d, -4, 4),)),
+                                                Sample((np.array([-45.0, -30.5, 0.25, 29.5, 31.0, 80.0], d),))],
+               method=False, out=True, torch_name="special." + _name, dtypes=FLOATS + ("int64",)))
 add(OpInfo("special_gammaln", unary_samples(pos=True), method=False, torch_name="special.gammaln",
            covers=("special_psi", "special_digamma", "special_expit", "special_xlogy", "special_logit",
                    "special_logsumexp")))
@@ -313,8 +317,9 @@ add(OpInfo("scatter", lambda d, r: [Sample((arr(r, (3, 4), d), 1, np.array([[0, 
 add(OpInfo("scatter_add", lambda d, r: [Sample((arr(r, (3, 4), d), 1, np.array([[0, 0], [2, 3], [1, 1]]),
                                                 arr(r, (3, 2), d)))], dtypes=FLOATS + INTS, inplace=True))
 add(OpInfo("scatter_reduce", lambda d, r: [Sample((arr(r, (3, 4), d), 1, np.array([[0, 0], [2, 3], [1, 1]]),
-                                                   arr(r, (3, 2), d), red))
-                                           for red in ("sum", "prod", "amax", "amin", "mean")],
+                                                   arr(r, (3, 2), d), red), dict(include_self=inc))
+                                           for red in ("sum", "prod", "amax", "amin", "mean")
+                                           for inc in (True, False)],
            dtypes=FLOATS, inplace=True))
 add(OpInfo("index_select", lambda d, r: [Sample((arr(r, (3, 4), d), 1, np.array([0, 3, 1]))),
                                          Sample((arr(r, (3, 4), d), 0, np.array([2, 2])))], dtypes=FLOATS + INTS,

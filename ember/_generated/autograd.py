@@ -993,6 +993,34 @@ def _ag_digamma_default(ks, self):
     return result
 
 
+class I0Backward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(grad * E.special.i1(self))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_i0_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_i0.redispatch(ks & _BELOW, self)
+    _n = I0Backward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_i0.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
 class SincBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -1260,36 +1288,6 @@ def _ag_polygamma_default(ks, n, self):
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = _R._op_polygamma.redispatch(ks & _BELOW, n, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialPolygammaBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        n = _n.n
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * E.polygamma(n + 1, self))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_polygamma_default(ks, n, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_polygamma.redispatch(ks & _BELOW, n, self)
-    _n = SpecialPolygammaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.n = n
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = _R._op_special_polygamma.redispatch(ks & _BELOW, n, self)
     _set_history(_n, (result,))
     return result
 
@@ -5186,6 +5184,56 @@ def _ag_scatter_add_default(ks, self, dim, index, src):
     return result
 
 
+class ScatterReduceBackward0(_Node):
+    _saved_names = ('self_', 'index_', 'src_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        reduce = _n.reduce
+        include_self = _n.include_self
+        _r = []
+        if _e[len(_r)] is not None:
+            index = _n._saved('index' + '_')
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            src = _n._saved('src' + '_')
+            _r.append(scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, "self"))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            index = _n._saved('index' + '_')
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            src = _n._saved('src' + '_')
+            _r.append(scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, "src"))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
+    if not (_gm.enabled and (self._rg or src._rg)):
+        return _R._op_scatter_reduce_two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
+    _n = ScatterReduceBackward0()
+    _n._next = _edges(self, src)
+    _n._input_meta = _meta(self, src)
+    _n.dim = dim
+    _n.reduce = reduce
+    _n.include_self = include_self
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.src_ = _SV(src)
+    result = _R._op_scatter_reduce_two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
 class IndexAddBackward0(_Node):
     _saved_names = ('index_',)
 
@@ -6549,6 +6597,38 @@ def _ag_linalg_cholesky_default(ks, self, upper):
     return result
 
 
+class LinalgQrBackward0(_Node):
+    _saved_names = ('A_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        mode = _n.mode
+        _r = []
+        if _e[len(_r)] is not None:
+            A = _n._saved('A' + '_')
+            result = _n._saved('result_')
+            _r.append(linalg_qr_backward(grads, A, mode, result))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_linalg_qr_default(ks, A, mode):
+    if not (_gm.enabled and (A._rg)):
+        return _R._op_linalg_qr.redispatch(ks & _BELOW, A, mode)
+    _n = LinalgQrBackward0()
+    _n._next = _edges(A)
+    _n._input_meta = _meta(A)
+    _n.mode = mode
+    if _n._next[0] is not None:
+        _n.A_ = _SV(A)
+    result = _R._op_linalg_qr.redispatch(ks & _BELOW, A, mode)
+    _set_history(_n, tuple(result), None)
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 class LinalgEighBackward0(_Node):
     _saved_names = ('result_',)
 
@@ -6993,406 +7073,91 @@ def _ag_slogdet_default(ks, self):
     return result
 
 
-class SpecialErfBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * 1.1283791670955126 * (-self * self).exp())
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_erf_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_erf.redispatch(ks & _BELOW, self)
-    _n = SpecialErfBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = _R._op_special_erf.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialErfcBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(-grad * 1.1283791670955126 * (-self * self).exp())
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_erfc_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_erfc.redispatch(ks & _BELOW, self)
-    _n = SpecialErfcBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = _R._op_special_erfc.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialErfinvBackward0(_Node):
-    _saved_names = ('result_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            result = _n._saved('result_')
-            _r.append(grad * 0.886226925452758 * (result * result).exp())
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_erfinv_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_erfinv.redispatch(ks & _BELOW, self)
-    _n = SpecialErfinvBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    result = _R._op_special_erfinv.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
-class SpecialExpm1Backward0(_Node):
-    _saved_names = ('result_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            result = _n._saved('result_')
-            _r.append(grad * (result + 1))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_expm1_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_expm1.redispatch(ks & _BELOW, self)
-    _n = SpecialExpm1Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    result = _R._op_special_expm1.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
-class SpecialExp2Backward0(_Node):
-    _saved_names = ('result_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            result = _n._saved('result_')
-            _r.append(grad * result * 0.6931471805599453)
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_exp2_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_exp2.redispatch(ks & _BELOW, self)
-    _n = SpecialExp2Backward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    result = _R._op_special_exp2.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
-class SpecialGammalnBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * self.digamma())
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_gammaln_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_gammaln.redispatch(ks & _BELOW, self)
-    _n = SpecialGammalnBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = _R._op_special_gammaln.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialDigammaBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * E.polygamma(1, self))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_digamma_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_digamma.redispatch(ks & _BELOW, self)
-    _n = SpecialDigammaBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = _R._op_special_digamma.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialPsiBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * E.polygamma(1, self))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_psi_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_psi.redispatch(ks & _BELOW, self)
-    _n = SpecialPsiBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = _R._op_special_psi.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialExpitBackward0(_Node):
-    _saved_names = ('result_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            result = _n._saved('result_')
-            _r.append(grad * result * (1 - result))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_expit_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_expit.redispatch(ks & _BELOW, self)
-    _n = SpecialExpitBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    result = _R._op_special_expit.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    _n.result_ = _SV(result, True)
-    return result
-
-
-class SpecialSincBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(sinc_backward(grad, self))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_sinc_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_sinc.redispatch(ks & _BELOW, self)
-    _n = SpecialSincBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = _R._op_special_sinc.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialLog1pBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad / (self + 1))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_log1p_default(ks, self):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_log1p.redispatch(ks & _BELOW, self)
-    _n = SpecialLog1pBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = _R._op_special_log1p.redispatch(ks & _BELOW, self)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialXlogyBackward0(_Node):
-    _saved_names = ('self_', 'other_')
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * E.where(self == 0, E.zeros_like(other), other.log()))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * self / other)
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_xlogy_default(ks, self, other):
-    if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_special_xlogy.redispatch(ks & _BELOW, self, other)
-    _n = SpecialXlogyBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
-    if _n._next[0] is not None or _n._next[1] is not None:
-        _n.self_ = _SV(self)
-    if _n._next[0] is not None or _n._next[1] is not None:
-        _n.other_ = _SV(other)
-    result = _R._op_special_xlogy.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialLogitBackward0(_Node):
-    _saved_names = ('self_',)
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        eps = _n.eps
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(logit_backward(grad, self, eps))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_special_logit_default(ks, self, eps):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_special_logit.redispatch(ks & _BELOW, self, eps)
-    _n = SpecialLogitBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    _n.eps = eps
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
-    result = _R._op_special_logit.redispatch(ks & _BELOW, self, eps)
-    _set_history(_n, (result,))
-    return result
-
-
-class SpecialLogsumexpBackward0(_Node):
+class SpecialI0eBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
     def apply(_n, grads):
         grad = grads[0]
         _e = _n._next
-        dim = _n.dim
-        keepdim = _n.keepdim
         _r = []
         if _e[len(_r)] is not None:
             result = _n._saved('result_')
             self = _n._saved('self' + '_')
-            _r.append(logsumexp_backward(grad, self, result, dim, keepdim))
+            _r.append(grad * (E.special.i1e(self) - self.sgn() * result))
         else:
             _r.append(None)
         return _r
 
 
-def _ag_special_logsumexp_default(ks, self, dim, keepdim):
+def _ag_special_i0e_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_special_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
-    _n = SpecialLogsumexpBackward0()
+        return _R._op_special_i0e.redispatch(ks & _BELOW, self)
+    _n = SpecialI0eBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    _n.dim = dim
-    _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_special_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
+    result = _R._op_special_i0e.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class SpecialI1Backward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(i1_backward(grad, self, result))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_i1_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_i1.redispatch(ks & _BELOW, self)
+    _n = SpecialI1Backward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_i1.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class SpecialI1eBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(i1e_backward(grad, self, result))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_special_i1e_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_special_i1e.redispatch(ks & _BELOW, self)
+    _n = SpecialI1eBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_special_i1e.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -8092,6 +7857,20 @@ def _ag_digamma_out(ks, self, out):
     if _gm.enabled and (self._rg):
         raise RuntimeError("digamma(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
     return _R._op_digamma_out.redispatch(ks & _BELOW, self, out)
+
+
+def _ag_i0__default(ks, self):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_i0_.redispatch(ks & _BELOW, self)
+    _n = I0Backward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = _R._op_i0_.redispatch(ks & _BELOW, self)
+    _rebase_history(self, _n)
+    return result
 
 
 def _ag_i0_out(ks, self, out):
@@ -9326,6 +9105,28 @@ def _ag_scatter_add__default(ks, self, dim, index, src):
     return result
 
 
+def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg or src._rg)):
+        return _R._op_scatter_reduce__two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
+    _n = ScatterReduceBackward0()
+    _n._next = _edges(self, src)
+    _n._input_meta = _meta(self, src)
+    _n.dim = dim
+    _n.reduce = reduce
+    _n.include_self = include_self
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.src_ = _SV(src)
+    result = _R._op_scatter_reduce__two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
+    _rebase_history(self, _n)
+    _n.result_ = _SV(result, True)
+    return result
+
+
 def _ag_index_add__default(ks, self, dim, index, source, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or source._rg)):
@@ -9552,6 +9353,24 @@ def _ag_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     return _R._op_addbmm_out.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha, out)
 
 
+def _ag_special_i0e_out(ks, self, out):
+    if _gm.enabled and (self._rg):
+        raise RuntimeError("special_i0e(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
+    return _R._op_special_i0e_out.redispatch(ks & _BELOW, self, out)
+
+
+def _ag_special_i1_out(ks, self, out):
+    if _gm.enabled and (self._rg):
+        raise RuntimeError("special_i1(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
+    return _R._op_special_i1_out.redispatch(ks & _BELOW, self, out)
+
+
+def _ag_special_i1e_out(ks, self, out):
+    if _gm.enabled and (self._rg):
+        raise RuntimeError("special_i1e(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
+    return _R._op_special_i1e_out.redispatch(ks & _BELOW, self, out)
+
+
 _R._op_abs.register(DispatchKey.AutogradCPU, _ag_abs_default)
 _R._op_abs.register(DispatchKey.AutogradCUDA, _ag_abs_default)
 _R._op_abs.register(DispatchKey.AutogradMeta, _ag_abs_default)
@@ -9660,6 +9479,9 @@ _R._op_lgamma.register(DispatchKey.AutogradMeta, _ag_lgamma_default)
 _R._op_digamma.register(DispatchKey.AutogradCPU, _ag_digamma_default)
 _R._op_digamma.register(DispatchKey.AutogradCUDA, _ag_digamma_default)
 _R._op_digamma.register(DispatchKey.AutogradMeta, _ag_digamma_default)
+_R._op_i0.register(DispatchKey.AutogradCPU, _ag_i0_default)
+_R._op_i0.register(DispatchKey.AutogradCUDA, _ag_i0_default)
+_R._op_i0.register(DispatchKey.AutogradMeta, _ag_i0_default)
 _R._op_sinc.register(DispatchKey.AutogradCPU, _ag_sinc_default)
 _R._op_sinc.register(DispatchKey.AutogradCUDA, _ag_sinc_default)
 _R._op_sinc.register(DispatchKey.AutogradMeta, _ag_sinc_default)
@@ -9690,9 +9512,6 @@ _R._op_logit.register(DispatchKey.AutogradMeta, _ag_logit_default)
 _R._op_polygamma.register(DispatchKey.AutogradCPU, _ag_polygamma_default)
 _R._op_polygamma.register(DispatchKey.AutogradCUDA, _ag_polygamma_default)
 _R._op_polygamma.register(DispatchKey.AutogradMeta, _ag_polygamma_default)
-_R._op_special_polygamma.register(DispatchKey.AutogradCPU, _ag_special_polygamma_default)
-_R._op_special_polygamma.register(DispatchKey.AutogradCUDA, _ag_special_polygamma_default)
-_R._op_special_polygamma.register(DispatchKey.AutogradMeta, _ag_special_polygamma_default)
 _R._op_add_Tensor.register(DispatchKey.AutogradCPU, _ag_add_Tensor)
 _R._op_add_Tensor.register(DispatchKey.AutogradCUDA, _ag_add_Tensor)
 _R._op_add_Tensor.register(DispatchKey.AutogradMeta, _ag_add_Tensor)
@@ -10062,6 +9881,9 @@ _R._op_scatter_value.register(DispatchKey.AutogradMeta, _ag_scatter_value)
 _R._op_scatter_add.register(DispatchKey.AutogradCPU, _ag_scatter_add_default)
 _R._op_scatter_add.register(DispatchKey.AutogradCUDA, _ag_scatter_add_default)
 _R._op_scatter_add.register(DispatchKey.AutogradMeta, _ag_scatter_add_default)
+_R._op_scatter_reduce_two.register(DispatchKey.AutogradCPU, _ag_scatter_reduce_two)
+_R._op_scatter_reduce_two.register(DispatchKey.AutogradCUDA, _ag_scatter_reduce_two)
+_R._op_scatter_reduce_two.register(DispatchKey.AutogradMeta, _ag_scatter_reduce_two)
 _R._op_index_add.register(DispatchKey.AutogradCPU, _ag_index_add_default)
 _R._op_index_add.register(DispatchKey.AutogradCUDA, _ag_index_add_default)
 _R._op_index_add.register(DispatchKey.AutogradMeta, _ag_index_add_default)
@@ -10185,6 +10007,9 @@ _R._op_linalg_solve.register(DispatchKey.AutogradMeta, _ag_linalg_solve_default)
 _R._op_linalg_cholesky.register(DispatchKey.AutogradCPU, _ag_linalg_cholesky_default)
 _R._op_linalg_cholesky.register(DispatchKey.AutogradCUDA, _ag_linalg_cholesky_default)
 _R._op_linalg_cholesky.register(DispatchKey.AutogradMeta, _ag_linalg_cholesky_default)
+_R._op_linalg_qr.register(DispatchKey.AutogradCPU, _ag_linalg_qr_default)
+_R._op_linalg_qr.register(DispatchKey.AutogradCUDA, _ag_linalg_qr_default)
+_R._op_linalg_qr.register(DispatchKey.AutogradMeta, _ag_linalg_qr_default)
 _R._op_linalg_eigh.register(DispatchKey.AutogradCPU, _ag_linalg_eigh_default)
 _R._op_linalg_eigh.register(DispatchKey.AutogradCUDA, _ag_linalg_eigh_default)
 _R._op_linalg_eigh.register(DispatchKey.AutogradMeta, _ag_linalg_eigh_default)
@@ -10227,48 +10052,15 @@ _R._op_inverse.register(DispatchKey.AutogradMeta, _ag_inverse_default)
 _R._op_slogdet.register(DispatchKey.AutogradCPU, _ag_slogdet_default)
 _R._op_slogdet.register(DispatchKey.AutogradCUDA, _ag_slogdet_default)
 _R._op_slogdet.register(DispatchKey.AutogradMeta, _ag_slogdet_default)
-_R._op_special_erf.register(DispatchKey.AutogradCPU, _ag_special_erf_default)
-_R._op_special_erf.register(DispatchKey.AutogradCUDA, _ag_special_erf_default)
-_R._op_special_erf.register(DispatchKey.AutogradMeta, _ag_special_erf_default)
-_R._op_special_erfc.register(DispatchKey.AutogradCPU, _ag_special_erfc_default)
-_R._op_special_erfc.register(DispatchKey.AutogradCUDA, _ag_special_erfc_default)
-_R._op_special_erfc.register(DispatchKey.AutogradMeta, _ag_special_erfc_default)
-_R._op_special_erfinv.register(DispatchKey.AutogradCPU, _ag_special_erfinv_default)
-_R._op_special_erfinv.register(DispatchKey.AutogradCUDA, _ag_special_erfinv_default)
-_R._op_special_erfinv.register(DispatchKey.AutogradMeta, _ag_special_erfinv_default)
-_R._op_special_expm1.register(DispatchKey.AutogradCPU, _ag_special_expm1_default)
-_R._op_special_expm1.register(DispatchKey.AutogradCUDA, _ag_special_expm1_default)
-_R._op_special_expm1.register(DispatchKey.AutogradMeta, _ag_special_expm1_default)
-_R._op_special_exp2.register(DispatchKey.AutogradCPU, _ag_special_exp2_default)
-_R._op_special_exp2.register(DispatchKey.AutogradCUDA, _ag_special_exp2_default)
-_R._op_special_exp2.register(DispatchKey.AutogradMeta, _ag_special_exp2_default)
-_R._op_special_gammaln.register(DispatchKey.AutogradCPU, _ag_special_gammaln_default)
-_R._op_special_gammaln.register(DispatchKey.AutogradCUDA, _ag_special_gammaln_default)
-_R._op_special_gammaln.register(DispatchKey.AutogradMeta, _ag_special_gammaln_default)
-_R._op_special_digamma.register(DispatchKey.AutogradCPU, _ag_special_digamma_default)
-_R._op_special_digamma.register(DispatchKey.AutogradCUDA, _ag_special_digamma_default)
-_R._op_special_digamma.register(DispatchKey.AutogradMeta, _ag_special_digamma_default)
-_R._op_special_psi.register(DispatchKey.AutogradCPU, _ag_special_psi_default)
-_R._op_special_psi.register(DispatchKey.AutogradCUDA, _ag_special_psi_default)
-_R._op_special_psi.register(DispatchKey.AutogradMeta, _ag_special_psi_default)
-_R._op_special_expit.register(DispatchKey.AutogradCPU, _ag_special_expit_default)
-_R._op_special_expit.register(DispatchKey.AutogradCUDA, _ag_special_expit_default)
-_R._op_special_expit.register(DispatchKey.AutogradMeta, _ag_special_expit_default)
-_R._op_special_sinc.register(DispatchKey.AutogradCPU, _ag_special_sinc_default)
-_R._op_special_sinc.register(DispatchKey.AutogradCUDA, _ag_special_sinc_default)
-_R._op_special_sinc.register(DispatchKey.AutogradMeta, _ag_special_sinc_default)
-_R._op_special_log1p.register(DispatchKey.AutogradCPU, _ag_special_log1p_default)
-_R._op_special_log1p.register(DispatchKey.AutogradCUDA, _ag_special_log1p_default)
-_R._op_special_log1p.register(DispatchKey.AutogradMeta, _ag_special_log1p_default)
-_R._op_special_xlogy.register(DispatchKey.AutogradCPU, _ag_special_xlogy_default)
-_R._op_special_xlogy.register(DispatchKey.AutogradCUDA, _ag_special_xlogy_default)
-_R._op_special_xlogy.register(DispatchKey.AutogradMeta, _ag_special_xlogy_default)
-_R._op_special_logit.register(DispatchKey.AutogradCPU, _ag_special_logit_default)
-_R._op_special_logit.register(DispatchKey.AutogradCUDA, _ag_special_logit_default)
-_R._op_special_logit.register(DispatchKey.AutogradMeta, _ag_special_logit_default)
-_R._op_special_logsumexp.register(DispatchKey.AutogradCPU, _ag_special_logsumexp_default)
-_R._op_special_logsumexp.register(DispatchKey.AutogradCUDA, _ag_special_logsumexp_default)
-_R._op_special_logsumexp.register(DispatchKey.AutogradMeta, _ag_special_logsumexp_default)
+_R._op_special_i0e.register(DispatchKey.AutogradCPU, _ag_special_i0e_default)
+_R._op_special_i0e.register(DispatchKey.AutogradCUDA, _ag_special_i0e_default)
+_R._op_special_i0e.register(DispatchKey.AutogradMeta, _ag_special_i0e_default)
+_R._op_special_i1.register(DispatchKey.AutogradCPU, _ag_special_i1_default)
+_R._op_special_i1.register(DispatchKey.AutogradCUDA, _ag_special_i1_default)
+_R._op_special_i1.register(DispatchKey.AutogradMeta, _ag_special_i1_default)
+_R._op_special_i1e.register(DispatchKey.AutogradCPU, _ag_special_i1e_default)
+_R._op_special_i1e.register(DispatchKey.AutogradCUDA, _ag_special_i1e_default)
+_R._op_special_i1e.register(DispatchKey.AutogradMeta, _ag_special_i1e_default)
 _R._op_abs_.register(DispatchKey.AutogradCPU, _ag_abs__default)
 _R._op_abs_.register(DispatchKey.AutogradCUDA, _ag_abs__default)
 _R._op_abs_.register(DispatchKey.AutogradMeta, _ag_abs__default)
@@ -10485,6 +10277,9 @@ _R._op_digamma_.register(DispatchKey.AutogradMeta, _ag_digamma__default)
 _R._op_digamma_out.register(DispatchKey.AutogradCPU, _ag_digamma_out)
 _R._op_digamma_out.register(DispatchKey.AutogradCUDA, _ag_digamma_out)
 _R._op_digamma_out.register(DispatchKey.AutogradMeta, _ag_digamma_out)
+_R._op_i0_.register(DispatchKey.AutogradCPU, _ag_i0__default)
+_R._op_i0_.register(DispatchKey.AutogradCUDA, _ag_i0__default)
+_R._op_i0_.register(DispatchKey.AutogradMeta, _ag_i0__default)
 _R._op_i0_out.register(DispatchKey.AutogradCPU, _ag_i0_out)
 _R._op_i0_out.register(DispatchKey.AutogradCUDA, _ag_i0_out)
 _R._op_i0_out.register(DispatchKey.AutogradMeta, _ag_i0_out)
@@ -10884,6 +10679,9 @@ _R._op_scatter__value.register(DispatchKey.AutogradMeta, _ag_scatter__value)
 _R._op_scatter_add_.register(DispatchKey.AutogradCPU, _ag_scatter_add__default)
 _R._op_scatter_add_.register(DispatchKey.AutogradCUDA, _ag_scatter_add__default)
 _R._op_scatter_add_.register(DispatchKey.AutogradMeta, _ag_scatter_add__default)
+_R._op_scatter_reduce__two.register(DispatchKey.AutogradCPU, _ag_scatter_reduce__two)
+_R._op_scatter_reduce__two.register(DispatchKey.AutogradCUDA, _ag_scatter_reduce__two)
+_R._op_scatter_reduce__two.register(DispatchKey.AutogradMeta, _ag_scatter_reduce__two)
 _R._op_index_add_.register(DispatchKey.AutogradCPU, _ag_index_add__default)
 _R._op_index_add_.register(DispatchKey.AutogradCUDA, _ag_index_add__default)
 _R._op_index_add_.register(DispatchKey.AutogradMeta, _ag_index_add__default)
@@ -10947,3 +10745,12 @@ _R._op_addbmm_.register(DispatchKey.AutogradMeta, _ag_addbmm__default)
 _R._op_addbmm_out.register(DispatchKey.AutogradCPU, _ag_addbmm_out)
 _R._op_addbmm_out.register(DispatchKey.AutogradCUDA, _ag_addbmm_out)
 _R._op_addbmm_out.register(DispatchKey.AutogradMeta, _ag_addbmm_out)
+_R._op_special_i0e_out.register(DispatchKey.AutogradCPU, _ag_special_i0e_out)
+_R._op_special_i0e_out.register(DispatchKey.AutogradCUDA, _ag_special_i0e_out)
+_R._op_special_i0e_out.register(DispatchKey.AutogradMeta, _ag_special_i0e_out)
+_R._op_special_i1_out.register(DispatchKey.AutogradCPU, _ag_special_i1_out)
+_R._op_special_i1_out.register(DispatchKey.AutogradCUDA, _ag_special_i1_out)
+_R._op_special_i1_out.register(DispatchKey.AutogradMeta, _ag_special_i1_out)
+_R._op_special_i1e_out.register(DispatchKey.AutogradCPU, _ag_special_i1e_out)
+_R._op_special_i1e_out.register(DispatchKey.AutogradCUDA, _ag_special_i1e_out)
+_R._op_special_i1e_out.register(DispatchKey.AutogradMeta, _ag_special_i1e_out)

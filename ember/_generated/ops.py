@@ -1488,6 +1488,18 @@ special_expit = _P('special_expit', [
 special_i0 = _P('special_i0', [
     _O(_R._op_special_i0, (('self', 'T', False, False, None),), ['self']),
 ])
+special_i0e = _P('special_i0e', [
+    _O(_R._op_special_i0e, (('self', 'T', False, False, None),), ['self']),
+    _O(_R._op_special_i0e_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_i1 = _P('special_i1', [
+    _O(_R._op_special_i1, (('self', 'T', False, False, None),), ['self']),
+    _O(_R._op_special_i1_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_i1e = _P('special_i1e', [
+    _O(_R._op_special_i1e, (('self', 'T', False, False, None),), ['self']),
+    _O(_R._op_special_i1e_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
 special_sinc = _P('special_sinc', [
     _O(_R._op_special_sinc, (('self', 'T', False, False, None),), ['self']),
 ])

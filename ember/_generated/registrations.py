@@ -3045,23 +3045,8 @@ def _meta_polygamma_default(ks, n, self):
 
 _op_special_polygamma = Dispatcher.define('special_polygamma(int n, Tensor self) -> Tensor')
 
-def _cpu_special_polygamma_default(ks, n, self):
-    try:
-        return _new(K.polygamma(_np, n, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.polygamma, self)
-
-
-def _cuda_special_polygamma_default(ks, n, self):
-    try:
-        return _new(K.polygamma(_cupy(), n, self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.polygamma, self)
-
-
-def _meta_special_polygamma_default(ks, n, self):
-    _r = _run_meta(K.polygamma, [n, self._data], {})
-    return _r
+def _composite_special_polygamma_default(ks, n, self):
+    return C.special_polygamma(n, self)
 
 _op_logit_ = Dispatcher.define('logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)')
 
@@ -8772,87 +8757,23 @@ def _meta_mode_default(ks, self, dim, keepdim):
 
 _op_quantile = Dispatcher.define("quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
-def _cpu_quantile_default(ks, self, q, dim, keepdim, interpolation):
-    try:
-        return _new(K.quantile(_np, self._data, q._data, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.quantile, self, q)
-
-
-def _cuda_quantile_default(ks, self, q, dim, keepdim, interpolation):
-    _check_devices('cuda', self, q)
-    try:
-        return _new(K.quantile(_cupy(), self._data, q._data, dim, keepdim, interpolation=interpolation), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.quantile, self, q)
-
-
-def _meta_quantile_default(ks, self, q, dim, keepdim, interpolation):
-    _check_devices('meta', self, q)
-    _r = _run_meta(K.quantile, [self._data, q._data, dim, keepdim], {'interpolation': interpolation})
-    return _r
+def _composite_quantile_default(ks, self, q, dim, keepdim, interpolation):
+    return C.quantile(self, q, dim, keepdim, interpolation)
 
 _op_quantile_scalar = Dispatcher.define("quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
-def _cpu_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    try:
-        return _new(K.quantile(_np, self._data, q, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.quantile, self)
-
-
-def _cuda_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    try:
-        return _new(K.quantile(_cupy(), self._data, q, dim, keepdim, interpolation=interpolation), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.quantile, self)
-
-
-def _meta_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    _r = _run_meta(K.quantile, [self._data, q, dim, keepdim], {'interpolation': interpolation})
-    return _r
+def _composite_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
+    return C.quantile_scalar(self, q, dim, keepdim, interpolation)
 
 _op_nanquantile = Dispatcher.define("nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
-def _cpu_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
-    try:
-        return _new(K.nanquantile(_np, self._data, q._data, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.nanquantile, self, q)
-
-
-def _cuda_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
-    _check_devices('cuda', self, q)
-    try:
-        return _new(K.nanquantile(_cupy(), self._data, q._data, dim, keepdim, interpolation=interpolation), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.nanquantile, self, q)
-
-
-def _meta_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
-    _check_devices('meta', self, q)
-    _r = _run_meta(K.nanquantile, [self._data, q._data, dim, keepdim], {'interpolation': interpolation})
-    return _r
+def _composite_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
+    return C.nanquantile(self, q, dim, keepdim, interpolation)
 
 _op_nanquantile_scalar = Dispatcher.define("nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
 
-def _cpu_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    try:
-        return _new(K.nanquantile(_np, self._data, q, dim, keepdim, interpolation=interpolation), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.nanquantile, self)
-
-
-def _cuda_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    try:
-        return _new(K.nanquantile(_cupy(), self._data, q, dim, keepdim, interpolation=interpolation), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.nanquantile, self)
-
-
-def _meta_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
-    _r = _run_meta(K.nanquantile, [self._data, q, dim, keepdim], {'interpolation': interpolation})
-    return _r
+def _composite_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
+    return C.nanquantile_scalar(self, q, dim, keepdim, interpolation)
 
 _op__unique2 = Dispatcher.define('_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)')
 
@@ -12460,305 +12381,204 @@ def _composite_relu6_default(ks, self):
 
 _op_special_erf = Dispatcher.define('special_erf(Tensor self) -> Tensor')
 
-def _cpu_special_erf_default(ks, self):
-    try:
-        return _new(K.erf(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.erf, self)
-
-
-def _cuda_special_erf_default(ks, self):
-    try:
-        return _new(K.erf(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.erf, self)
-
-
-def _meta_special_erf_default(ks, self):
-    _r = _run_meta(K.erf, [self._data], {})
-    return _r
+def _composite_special_erf_default(ks, self):
+    return C.special_erf(self)
 
 _op_special_erfc = Dispatcher.define('special_erfc(Tensor self) -> Tensor')
 
-def _cpu_special_erfc_default(ks, self):
-    try:
-        return _new(K.erfc(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.erfc, self)
-
-
-def _cuda_special_erfc_default(ks, self):
-    try:
-        return _new(K.erfc(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.erfc, self)
-
-
-def _meta_special_erfc_default(ks, self):
-    _r = _run_meta(K.erfc, [self._data], {})
-    return _r
+def _composite_special_erfc_default(ks, self):
+    return C.special_erfc(self)
 
 _op_special_erfinv = Dispatcher.define('special_erfinv(Tensor self) -> Tensor')
 
-def _cpu_special_erfinv_default(ks, self):
-    try:
-        return _new(K.erfinv(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.erfinv, self)
-
-
-def _cuda_special_erfinv_default(ks, self):
-    try:
-        return _new(K.erfinv(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.erfinv, self)
-
-
-def _meta_special_erfinv_default(ks, self):
-    _r = _run_meta(K.erfinv, [self._data], {})
-    return _r
+def _composite_special_erfinv_default(ks, self):
+    return C.special_erfinv(self)
 
 _op_special_expm1 = Dispatcher.define('special_expm1(Tensor self) -> Tensor')
 
-def _cpu_special_expm1_default(ks, self):
-    try:
-        return _new(K.expm1(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.expm1, self)
-
-
-def _cuda_special_expm1_default(ks, self):
-    try:
-        return _new(K.expm1(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.expm1, self)
-
-
-def _meta_special_expm1_default(ks, self):
-    _r = _run_meta(K.expm1, [self._data], {})
-    return _r
+def _composite_special_expm1_default(ks, self):
+    return C.special_expm1(self)
 
 _op_special_exp2 = Dispatcher.define('special_exp2(Tensor self) -> Tensor')
 
-def _cpu_special_exp2_default(ks, self):
-    try:
-        return _new(K.exp2(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.exp2, self)
-
-
-def _cuda_special_exp2_default(ks, self):
-    try:
-        return _new(K.exp2(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.exp2, self)
-
-
-def _meta_special_exp2_default(ks, self):
-    _r = _run_meta(K.exp2, [self._data], {})
-    return _r
+def _composite_special_exp2_default(ks, self):
+    return C.special_exp2(self)
 
 _op_special_gammaln = Dispatcher.define('special_gammaln(Tensor self) -> Tensor')
 
-def _cpu_special_gammaln_default(ks, self):
-    try:
-        return _new(K.lgamma(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.lgamma, self)
-
-
-def _cuda_special_gammaln_default(ks, self):
-    try:
-        return _new(K.lgamma(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.lgamma, self)
-
-
-def _meta_special_gammaln_default(ks, self):
-    _r = _run_meta(K.lgamma, [self._data], {})
-    return _r
+def _composite_special_gammaln_default(ks, self):
+    return C.special_gammaln(self)
 
 _op_special_digamma = Dispatcher.define('special_digamma(Tensor self) -> Tensor')
 
-def _cpu_special_digamma_default(ks, self):
-    try:
-        return _new(K.digamma(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.digamma, self)
-
-
-def _cuda_special_digamma_default(ks, self):
-    try:
-        return _new(K.digamma(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.digamma, self)
-
-
-def _meta_special_digamma_default(ks, self):
-    _r = _run_meta(K.digamma, [self._data], {})
-    return _r
+def _composite_special_digamma_default(ks, self):
+    return C.special_digamma(self)
 
 _op_special_psi = Dispatcher.define('special_psi(Tensor self) -> Tensor')
 
-def _cpu_special_psi_default(ks, self):
-    try:
-        return _new(K.digamma(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.digamma, self)
-
-
-def _cuda_special_psi_default(ks, self):
-    try:
-        return _new(K.digamma(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.digamma, self)
-
-
-def _meta_special_psi_default(ks, self):
-    _r = _run_meta(K.digamma, [self._data], {})
-    return _r
+def _composite_special_psi_default(ks, self):
+    return C.special_psi(self)
 
 _op_special_expit = Dispatcher.define('special_expit(Tensor self) -> Tensor')
 
-def _cpu_special_expit_default(ks, self):
-    try:
-        return _new(K.sigmoid(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.sigmoid, self)
-
-
-def _cuda_special_expit_default(ks, self):
-    try:
-        return _new(K.sigmoid(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.sigmoid, self)
-
-
-def _meta_special_expit_default(ks, self):
-    _r = _run_meta(K.sigmoid, [self._data], {})
-    return _r
+def _composite_special_expit_default(ks, self):
+    return C.special_expit(self)
 
 _op_special_i0 = Dispatcher.define('special_i0(Tensor self) -> Tensor')
 
-def _cpu_special_i0_default(ks, self):
+def _composite_special_i0_default(ks, self):
+    return C.special_i0(self)
+
+_op_special_i0e = Dispatcher.define('special_i0e(Tensor self) -> Tensor')
+
+def _cpu_special_i0e_default(ks, self):
     try:
-        return _new(K.i0(_np, self._data), _KS_CPU, _CPU)
+        return _new(K.special_i0e(_np, self._data), _KS_CPU, _CPU)
     except ValueError as _e:
-        _value_error(_e, K.i0, self)
+        _value_error(_e, K.special_i0e, self)
 
 
-def _cuda_special_i0_default(ks, self):
+def _cuda_special_i0e_default(ks, self):
     try:
-        return _new(K.i0(_cupy(), self._data), self._ks, self._device)
+        return _new(K.special_i0e(_cupy(), self._data), self._ks, self._device)
     except ValueError as _e:
-        _value_error(_e, K.i0, self)
+        _value_error(_e, K.special_i0e, self)
 
 
-def _meta_special_i0_default(ks, self):
-    _r = _run_meta(K.i0, [self._data], {})
+def _meta_special_i0e_default(ks, self):
+    _r = _run_meta(K.special_i0e, [self._data], {})
     return _r
+
+_op_special_i0e_out = Dispatcher.define('special_i0e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+
+def _cpu_special_i0e_out(ks, self, out):
+    try:
+        return _write_out(out, K.special_i0e(_np, self._data), 'special_i0e')
+    except ValueError as _e:
+        _value_error(_e, K.special_i0e, self, out)
+
+
+def _cuda_special_i0e_out(ks, self, out):
+    _check_devices('cuda', self, out)
+    try:
+        return _write_out(out, K.special_i0e(_cupy(), self._data), 'special_i0e')
+    except ValueError as _e:
+        _value_error(_e, K.special_i0e, self, out)
+
+
+def _meta_special_i0e_out(ks, self, out):
+    _check_devices('meta', self, out)
+    _r = _run_meta(K.special_i0e, [self._data], {})
+    return _write_out(out, _r._data, 'special_i0e')
+
+_op_special_i1 = Dispatcher.define('special_i1(Tensor self) -> Tensor')
+
+def _cpu_special_i1_default(ks, self):
+    try:
+        return _new(K.special_i1(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.special_i1, self)
+
+
+def _cuda_special_i1_default(ks, self):
+    try:
+        return _new(K.special_i1(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.special_i1, self)
+
+
+def _meta_special_i1_default(ks, self):
+    _r = _run_meta(K.special_i1, [self._data], {})
+    return _r
+
+_op_special_i1_out = Dispatcher.define('special_i1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+
+def _cpu_special_i1_out(ks, self, out):
+    try:
+        return _write_out(out, K.special_i1(_np, self._data), 'special_i1')
+    except ValueError as _e:
+        _value_error(_e, K.special_i1, self, out)
+
+
+def _cuda_special_i1_out(ks, self, out):
+    _check_devices('cuda', self, out)
+    try:
+        return _write_out(out, K.special_i1(_cupy(), self._data), 'special_i1')
+    except ValueError as _e:
+        _value_error(_e, K.special_i1, self, out)
+
+
+def _meta_special_i1_out(ks, self, out):
+    _check_devices('meta', self, out)
+    _r = _run_meta(K.special_i1, [self._data], {})
+    return _write_out(out, _r._data, 'special_i1')
+
+_op_special_i1e = Dispatcher.define('special_i1e(Tensor self) -> Tensor')
+
+def _cpu_special_i1e_default(ks, self):
+    try:
+        return _new(K.special_i1e(_np, self._data), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.special_i1e, self)
+
+
+def _cuda_special_i1e_default(ks, self):
+    try:
+        return _new(K.special_i1e(_cupy(), self._data), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.special_i1e, self)
+
+
+def _meta_special_i1e_default(ks, self):
+    _r = _run_meta(K.special_i1e, [self._data], {})
+    return _r
+
+_op_special_i1e_out = Dispatcher.define('special_i1e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+
+def _cpu_special_i1e_out(ks, self, out):
+    try:
+        return _write_out(out, K.special_i1e(_np, self._data), 'special_i1e')
+    except ValueError as _e:
+        _value_error(_e, K.special_i1e, self, out)
+
+
+def _cuda_special_i1e_out(ks, self, out):
+    _check_devices('cuda', self, out)
+    try:
+        return _write_out(out, K.special_i1e(_cupy(), self._data), 'special_i1e')
+    except ValueError as _e:
+        _value_error(_e, K.special_i1e, self, out)
+
+
+def _meta_special_i1e_out(ks, self, out):
+    _check_devices('meta', self, out)
+    _r = _run_meta(K.special_i1e, [self._data], {})
+    return _write_out(out, _r._data, 'special_i1e')
 
 _op_special_sinc = Dispatcher.define('special_sinc(Tensor self) -> Tensor')
 
-def _cpu_special_sinc_default(ks, self):
-    try:
-        return _new(K.sinc(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.sinc, self)
-
-
-def _cuda_special_sinc_default(ks, self):
-    try:
-        return _new(K.sinc(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.sinc, self)
-
-
-def _meta_special_sinc_default(ks, self):
-    _r = _run_meta(K.sinc, [self._data], {})
-    return _r
+def _composite_special_sinc_default(ks, self):
+    return C.special_sinc(self)
 
 _op_special_log1p = Dispatcher.define('special_log1p(Tensor self) -> Tensor')
 
-def _cpu_special_log1p_default(ks, self):
-    try:
-        return _new(K.log1p(_np, self._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.log1p, self)
-
-
-def _cuda_special_log1p_default(ks, self):
-    try:
-        return _new(K.log1p(_cupy(), self._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.log1p, self)
-
-
-def _meta_special_log1p_default(ks, self):
-    _r = _run_meta(K.log1p, [self._data], {})
-    return _r
+def _composite_special_log1p_default(ks, self):
+    return C.special_log1p(self)
 
 _op_special_xlogy = Dispatcher.define('special_xlogy(Tensor self, Tensor other) -> Tensor')
 
-def _cpu_special_xlogy_default(ks, self, other):
-    try:
-        return _new(K.xlogy(_np, self._data, other._data), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.xlogy, self, other)
-
-
-def _cuda_special_xlogy_default(ks, self, other):
-    _check_devices('cuda', self, other)
-    try:
-        return _new(K.xlogy(_cupy(), self._data, other._data), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.xlogy, self, other)
-
-
-def _meta_special_xlogy_default(ks, self, other):
-    _check_devices('meta', self, other)
-    _r = _run_meta(K.xlogy, [self._data, other._data], {})
-    return _r
+def _composite_special_xlogy_default(ks, self, other):
+    return C.special_xlogy(self, other)
 
 _op_special_logit = Dispatcher.define('special_logit(Tensor self, float? eps=None) -> Tensor')
 
-def _cpu_special_logit_default(ks, self, eps):
-    try:
-        return _new(K.logit(_np, self._data, eps), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.logit, self)
-
-
-def _cuda_special_logit_default(ks, self, eps):
-    try:
-        return _new(K.logit(_cupy(), self._data, eps), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.logit, self)
-
-
-def _meta_special_logit_default(ks, self, eps):
-    _r = _run_meta(K.logit, [self._data, eps], {})
-    return _r
+def _composite_special_logit_default(ks, self, eps):
+    return C.special_logit(self, eps)
 
 _op_special_logsumexp = Dispatcher.define('special_logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
 
-def _cpu_special_logsumexp_default(ks, self, dim, keepdim):
-    try:
-        return _new(K.logsumexp(_np, self._data, dim, keepdim), _KS_CPU, _CPU)
-    except ValueError as _e:
-        _value_error(_e, K.logsumexp, self)
-
-
-def _cuda_special_logsumexp_default(ks, self, dim, keepdim):
-    try:
-        return _new(K.logsumexp(_cupy(), self._data, dim, keepdim), self._ks, self._device)
-    except ValueError as _e:
-        _value_error(_e, K.logsumexp, self)
-
-
-def _meta_special_logsumexp_default(ks, self, dim, keepdim):
-    _r = _run_meta(K.logsumexp, [self._data, dim, keepdim], {})
-    return _r
+def _composite_special_logsumexp_default(ks, self, dim, keepdim):
+    return C.special_logsumexp(self, dim, keepdim)
 
 
 _op_abs.register(DispatchKey.CPU, _cpu_abs_default)
@@ -13200,9 +13020,7 @@ _op_logit.register(DispatchKey.Meta, _meta_logit_default)
 _op_polygamma.register(DispatchKey.CPU, _cpu_polygamma_default)
 _op_polygamma.register(DispatchKey.CUDA, _cuda_polygamma_default)
 _op_polygamma.register(DispatchKey.Meta, _meta_polygamma_default)
-_op_special_polygamma.register(DispatchKey.CPU, _cpu_special_polygamma_default)
-_op_special_polygamma.register(DispatchKey.CUDA, _cuda_special_polygamma_default)
-_op_special_polygamma.register(DispatchKey.Meta, _meta_special_polygamma_default)
+_op_special_polygamma.register(DispatchKey.CompositeImplicitAutograd, _composite_special_polygamma_default)
 _op_logit_.register(DispatchKey.CPU, _cpu_logit__default)
 _op_logit_.register(DispatchKey.CUDA, _cuda_logit__default)
 _op_logit_.register(DispatchKey.Meta, _meta_logit__default)
@@ -14013,18 +13831,10 @@ _op_median_dim.register(DispatchKey.Meta, _meta_median_dim)
 _op_mode.register(DispatchKey.CPU, _cpu_mode_default)
 _op_mode.register(DispatchKey.CUDA, _cuda_mode_default)
 _op_mode.register(DispatchKey.Meta, _meta_mode_default)
-_op_quantile.register(DispatchKey.CPU, _cpu_quantile_default)
-_op_quantile.register(DispatchKey.CUDA, _cuda_quantile_default)
-_op_quantile.register(DispatchKey.Meta, _meta_quantile_default)
-_op_quantile_scalar.register(DispatchKey.CPU, _cpu_quantile_scalar)
-_op_quantile_scalar.register(DispatchKey.CUDA, _cuda_quantile_scalar)
-_op_quantile_scalar.register(DispatchKey.Meta, _meta_quantile_scalar)
-_op_nanquantile.register(DispatchKey.CPU, _cpu_nanquantile_default)
-_op_nanquantile.register(DispatchKey.CUDA, _cuda_nanquantile_default)
-_op_nanquantile.register(DispatchKey.Meta, _meta_nanquantile_default)
-_op_nanquantile_scalar.register(DispatchKey.CPU, _cpu_nanquantile_scalar)
-_op_nanquantile_scalar.register(DispatchKey.CUDA, _cuda_nanquantile_scalar)
-_op_nanquantile_scalar.register(DispatchKey.Meta, _meta_nanquantile_scalar)
+_op_quantile.register(DispatchKey.CompositeImplicitAutograd, _composite_quantile_default)
+_op_quantile_scalar.register(DispatchKey.CompositeImplicitAutograd, _composite_quantile_scalar)
+_op_nanquantile.register(DispatchKey.CompositeImplicitAutograd, _composite_nanquantile_default)
+_op_nanquantile_scalar.register(DispatchKey.CompositeImplicitAutograd, _composite_nanquantile_scalar)
 _op__unique2.register(DispatchKey.CPU, _cpu__unique2_default)
 _op__unique2.register(DispatchKey.CUDA, _cuda__unique2_default)
 _op_unique_dim.register(DispatchKey.CPU, _cpu_unique_dim_default)
@@ -14575,48 +14385,36 @@ _op_slogdet.register(DispatchKey.CUDA, _cuda_slogdet_default)
 _op_slogdet.register(DispatchKey.Meta, _meta_slogdet_default)
 _op_pinverse.register(DispatchKey.CompositeImplicitAutograd, _composite_pinverse_default)
 _op_relu6.register(DispatchKey.CompositeImplicitAutograd, _composite_relu6_default)
-_op_special_erf.register(DispatchKey.CPU, _cpu_special_erf_default)
-_op_special_erf.register(DispatchKey.CUDA, _cuda_special_erf_default)
-_op_special_erf.register(DispatchKey.Meta, _meta_special_erf_default)
-_op_special_erfc.register(DispatchKey.CPU, _cpu_special_erfc_default)
-_op_special_erfc.register(DispatchKey.CUDA, _cuda_special_erfc_default)
-_op_special_erfc.register(DispatchKey.Meta, _meta_special_erfc_default)
-_op_special_erfinv.register(DispatchKey.CPU, _cpu_special_erfinv_default)
-_op_special_erfinv.register(DispatchKey.CUDA, _cuda_special_erfinv_default)
-_op_special_erfinv.register(DispatchKey.Meta, _meta_special_erfinv_default)
-_op_special_expm1.register(DispatchKey.CPU, _cpu_special_expm1_default)
-_op_special_expm1.register(DispatchKey.CUDA, _cuda_special_expm1_default)
-_op_special_expm1.register(DispatchKey.Meta, _meta_special_expm1_default)
-_op_special_exp2.register(DispatchKey.CPU, _cpu_special_exp2_default)
-_op_special_exp2.register(DispatchKey.CUDA, _cuda_special_exp2_default)
-_op_special_exp2.register(DispatchKey.Meta, _meta_special_exp2_default)
-_op_special_gammaln.register(DispatchKey.CPU, _cpu_special_gammaln_default)
-_op_special_gammaln.register(DispatchKey.CUDA, _cuda_special_gammaln_default)
-_op_special_gammaln.register(DispatchKey.Meta, _meta_special_gammaln_default)
-_op_special_digamma.register(DispatchKey.CPU, _cpu_special_digamma_default)
-_op_special_digamma.register(DispatchKey.CUDA, _cuda_special_digamma_default)
-_op_special_digamma.register(DispatchKey.Meta, _meta_special_digamma_default)
-_op_special_psi.register(DispatchKey.CPU, _cpu_special_psi_default)
-_op_special_psi.register(DispatchKey.CUDA, _cuda_special_psi_default)
-_op_special_psi.register(DispatchKey.Meta, _meta_special_psi_default)
-_op_special_expit.register(DispatchKey.CPU, _cpu_special_expit_default)
-_op_special_expit.register(DispatchKey.CUDA, _cuda_special_expit_default)
-_op_special_expit.register(DispatchKey.Meta, _meta_special_expit_default)
-_op_special_i0.register(DispatchKey.CPU, _cpu_special_i0_default)
-_op_special_i0.register(DispatchKey.CUDA, _cuda_special_i0_default)
-_op_special_i0.register(DispatchKey.Meta, _meta_special_i0_default)
-_op_special_sinc.register(DispatchKey.CPU, _cpu_special_sinc_default)
-_op_special_sinc.register(DispatchKey.CUDA, _cuda_special_sinc_default)
-_op_special_sinc.register(DispatchKey.Meta, _meta_special_sinc_default)
-_op_special_log1p.register(DispatchKey.CPU, _cpu_special_log1p_default)
-_op_special_log1p.register(DispatchKey.CUDA, _cuda_special_log1p_default)
-_op_special_log1p.register(DispatchKey.Meta, _meta_special_log1p_default)
-_op_special_xlogy.register(DispatchKey.CPU, _cpu_special_xlogy_default)
-_op_special_xlogy.register(DispatchKey.CUDA, _cuda_special_xlogy_default)
-_op_special_xlogy.register(DispatchKey.Meta, _meta_special_xlogy_default)
-_op_special_logit.register(DispatchKey.CPU, _cpu_special_logit_default)
-_op_special_logit.register(DispatchKey.CUDA, _cuda_special_logit_default)
-_op_special_logit.register(DispatchKey.Meta, _meta_special_logit_default)
-_op_special_logsumexp.register(DispatchKey.CPU, _cpu_special_logsumexp_default)
-_op_special_logsumexp.register(DispatchKey.CUDA, _cuda_special_logsumexp_default)
-_op_special_logsumexp.register(DispatchKey.Meta, _meta_special_logsumexp_default)
+_op_special_erf.register(DispatchKey.CompositeImplicitAutograd, _composite_special_erf_default)
+_op_special_erfc.register(DispatchKey.CompositeImplicitAutograd, _composite_special_erfc_default)
+_op_special_erfinv.register(DispatchKey.CompositeImplicitAutograd, _composite_special_erfinv_default)
+_op_special_expm1.register(DispatchKey.CompositeImplicitAutograd, _composite_special_expm1_default)
+_op_special_exp2.register(DispatchKey.CompositeImplicitAutograd, _composite_special_exp2_default)
+_op_special_gammaln.register(DispatchKey.CompositeImplicitAutograd, _composite_special_gammaln_default)
+_op_special_digamma.register(DispatchKey.CompositeImplicitAutograd, _composite_special_digamma_default)
+_op_special_psi.register(DispatchKey.CompositeImplicitAutograd, _composite_special_psi_default)
+_op_special_expit.register(DispatchKey.CompositeImplicitAutograd, _composite_special_expit_default)
+_op_special_i0.register(DispatchKey.CompositeImplicitAutograd, _composite_special_i0_default)
+_op_special_i0e.register(DispatchKey.CPU, _cpu_special_i0e_default)
+_op_special_i0e.register(DispatchKey.CUDA, _cuda_special_i0e_default)
+_op_special_i0e.register(DispatchKey.Meta, _meta_special_i0e_default)
+_op_special_i0e_out.register(DispatchKey.CPU, _cpu_special_i0e_out)
+_op_special_i0e_out.register(DispatchKey.CUDA, _cuda_special_i0e_out)
+_op_special_i0e_out.register(DispatchKey.Meta, _meta_special_i0e_out)
+_op_special_i1.register(DispatchKey.CPU, _cpu_special_i1_default)
+_op_special_i1.register(DispatchKey.CUDA, _cuda_special_i1_default)
+_op_special_i1.register(DispatchKey.Meta, _meta_special_i1_default)
+_op_special_i1_out.register(DispatchKey.CPU, _cpu_special_i1_out)
+_op_special_i1_out.register(DispatchKey.CUDA, _cuda_special_i1_out)
+_op_special_i1_out.register(DispatchKey.Meta, _meta_special_i1_out)
+_op_special_i1e.register(DispatchKey.CPU, _cpu_special_i1e_default)
+_op_special_i1e.register(DispatchKey.CUDA, _cuda_special_i1e_default)
+_op_special_i1e.register(DispatchKey.Meta, _meta_special_i1e_default)
+_op_special_i1e_out.register(DispatchKey.CPU, _cpu_special_i1e_out)
+_op_special_i1e_out.register(DispatchKey.CUDA, _cuda_special_i1e_out)
+_op_special_i1e_out.register(DispatchKey.Meta, _meta_special_i1e_out)
+_op_special_sinc.register(DispatchKey.CompositeImplicitAutograd, _composite_special_sinc_default)
+_op_special_log1p.register(DispatchKey.CompositeImplicitAutograd, _composite_special_log1p_default)
+_op_special_xlogy.register(DispatchKey.CompositeImplicitAutograd, _composite_special_xlogy_default)
+_op_special_logit.register(DispatchKey.CompositeImplicitAutograd, _composite_special_logit_default)
+_op_special_logsumexp.register(DispatchKey.CompositeImplicitAutograd, _composite_special_logsumexp_default)

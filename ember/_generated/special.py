@@ -11,7 +11,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['digamma', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammaln', 'i0', 'log1p', 'logit', 'logsumexp', 'polygamma', 'psi', 'sinc', 'xlogy']
+__all__ = ['digamma', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p', 'logit', 'logsumexp', 'polygamma', 'psi', 'sinc', 'xlogy']
 
 _sig_polygamma = _Signatures('polygamma', [
     (('n', 'int', False, False, None), ('input', 'T', False, False, None),),
@@ -252,6 +252,87 @@ def i0(*args, **kwargs):
     _i, _a = _sig_i0.parse(args, kwargs)
     if _i == 0:
         return _R._op_special_i0.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+_sig_i0e = _Signatures('i0e', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_i0e_0(input, *, out=None):
+    return (input, out)
+
+def i0e(*args, **kwargs):
+    try:
+        _b = _bind_i0e_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_special_i0e.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_special_i0e_out.call(input._ks, input, out)
+    _i, _a = _sig_i0e.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _R._op_special_i0e.call(_a['input']._ks, _a['input'])
+        return _R._op_special_i0e_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+_sig_i1 = _Signatures('i1', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_i1_0(input, *, out=None):
+    return (input, out)
+
+def i1(*args, **kwargs):
+    try:
+        _b = _bind_i1_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_special_i1.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_special_i1_out.call(input._ks, input, out)
+    _i, _a = _sig_i1.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _R._op_special_i1.call(_a['input']._ks, _a['input'])
+        return _R._op_special_i1_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+_sig_i1e = _Signatures('i1e', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_i1e_0(input, *, out=None):
+    return (input, out)
+
+def i1e(*args, **kwargs):
+    try:
+        _b = _bind_i1e_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _R._op_special_i1e.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _R._op_special_i1e_out.call(input._ks, input, out)
+    _i, _a = _sig_i1e.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _R._op_special_i1e.call(_a['input']._ks, _a['input'])
+        return _R._op_special_i1e_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 

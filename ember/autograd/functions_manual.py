@@ -348,6 +348,69 @@ def sinc_backward(grad, self):
     return grad * d.masked_fill(self == 0, 0)
 
 
+def _bessel_safe(self):
+    """(self with |self| <= eps replaced by eps, mask of the elements that are not tiny): the I1 formulas
+    divide by x and take their limit 0.5 at 0 (PyTorch's i1_backward)."""
+    eps = E.finfo(self.dtype).eps
+    not_tiny = self.abs() > eps
+    return E.where(not_tiny, self, E.full((), eps, dtype=self.dtype, device=self.device)), not_tiny
+
+
+def i1_backward(grad, self, result):
+    safe, not_tiny = _bessel_safe(self)
+    d = safe.i0() - result * safe.reciprocal()
+    return grad * E.where(not_tiny, d, E.full((), 0.5, dtype=self.dtype, device=self.device))
+
+
+def i1e_backward(grad, self, result):
+    safe, not_tiny = _bessel_safe(self)
+    d = E.special.i0e(safe) - result * (safe.sgn() + safe.reciprocal())
+    return grad * E.where(not_tiny, d, E.full((), 0.5, dtype=self.dtype, device=self.device))
+
+
+def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, wrt):
+    """Gradient of ``scatter_reduce`` for ``self`` (wrt="self") or ``src`` (PyTorch's
+    scatter_reduce_backward). One deliberate difference: for amax/amin with ``include_self=False``, an
+    excluded ``self`` value that happens to equal the result is not counted among the tied maximisers,
+    so the source gets its whole gradient (PyTorch 2.13 splits it with the excluded value)."""
+    dt = grad.dtype
+    if reduce == "sum":
+        g_self, g_src = (lambda: grad), (lambda: grad.gather(dim, index))
+    elif reduce == "mean":
+        base = E.ones_like(grad) if include_self else E.zeros_like(grad)
+        n = base.scatter_add(dim, index, E.ones_like(src, dtype=dt))
+        scaled = grad / n.masked_fill(n == 0, 1)
+        g_self, g_src = (lambda: scaled), (lambda: scaled.gather(dim, index))
+    elif reduce == "prod":
+        # The product of the other members of each group: result / x where x != 0; for a zero, the product
+        # of the group's non-zeros if it is the group's only zero, else 0.
+        self_zero = self == 0
+        if not include_self:
+            self_zero = self_zero.scatter(dim, index, False)
+        masked_self = self.masked_fill(self == 0, 1)
+        masked_src = src.masked_fill(src == 0, 1)
+        masked_result = masked_self.scatter_reduce(dim, index, masked_src, "prod", include_self=include_self)
+        zeros = self_zero.to(dt).scatter_add(dim, index, (src == 0).to(dt))
+        lone = grad * masked_result * (zeros == 1)
+        gr = grad * result
+        g_self = lambda: E.where(self_zero, lone, gr / masked_self)  # noqa: E731
+        g_src = lambda: E.where(src == 0, lone.gather(dim, index), gr.gather(dim, index) / masked_src)  # noqa: E731
+    elif reduce in ("amax", "amin"):
+        self_is = (self == result).to(dt)
+        if not include_self:
+            self_is = self_is.scatter(dim, index, 0.0)
+        src_is = (src == result.gather(dim, index)).to(dt)
+        share = grad / self_is.scatter_add(dim, index, src_is)
+        g_self, g_src = (lambda: self_is * share), (lambda: src_is * share.gather(dim, index))
+    else:
+        raise RuntimeError(f"Expected 'reduce' argument to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got "
+                           f"{reduce}")
+    if wrt == "src":
+        return g_src()
+    g = g_self()
+    return g if include_self else g.scatter(dim, index, 0.0)
+
+
 def clamp_backward(grad, self, min, max):  # noqa: A002
     mask = E.ones_like(self, dtype=E.bool)
     if min is not None:
@@ -660,6 +723,39 @@ def eigh_backward(grads, result):
         if gL is not None:
             inner = inner + gL.diag_embed()
     return V.matmul(inner).matmul(V.mT)
+
+
+def linalg_qr_backward(grads, A, mode, result):
+    """Gradient of A = QR (PyTorch's linalg_qr_backward, real case). For m >= n (reduced):
+    gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q and copyltu(M) = tril(M) + tril(M, -1)^T.
+    For m < n, A = [X | Y] with X = QU, Y = QV: gY = Q gV and X's gradient is the square case with
+    gQ + Y gV^T in place of gQ."""
+    m, n = A.shape[-2], A.shape[-1]
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use "
+                           "linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+    gQ, gR = grads
+    Q, R = result
+    if gQ is None:
+        gQ = E.zeros_like(Q)
+    if gR is None:
+        gR = E.zeros_like(R)
+
+    def square_or_tall(gQ, gR, Q, R):
+        M = R.matmul(gR.mT) - gQ.mT.matmul(Q)
+        low = M.tril(-1)
+        b = gQ + Q.matmul(M.tril() + low.mT)
+        return E.linalg.solve(R, b.mT).mT  # b R^-T
+
+    if m >= n:
+        return square_or_tall(gQ, gR, Q, R)
+    U = R[..., :, :m]
+    gU, gV = gR[..., :, :m], gR[..., :, m:]
+    Y = A[..., :, m:]
+    gX = square_or_tall(gQ + Y.matmul(gV.mT), gU, Q, U)
+    return E.cat([gX, Q.matmul(gV)], dim=-1)
 
 
 def svd_backward(grads, A, full_matrices, result):

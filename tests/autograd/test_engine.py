@@ -283,9 +283,9 @@ def test_gradients_are_reduced_over_broadcasting_and_grad_setter():
 
 def test_derivative_not_implemented_is_reported_at_backward():
     x = ember.ones(2, requires_grad=True)
-    y = ember.i0(x)
+    y = ember.histc(x, bins=4)  # not_implemented("histc") in PyTorch's derivatives.yaml too
     assert y.requires_grad
-    with pytest.raises(RuntimeError, match="the derivative for 'i0' is not implemented."):
+    with pytest.raises(RuntimeError, match="the derivative for 'histc' is not implemented."):
         y.sum().backward()
 
 

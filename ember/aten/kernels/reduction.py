@@ -403,36 +403,6 @@ def mode(xp, self, dim=-1, keepdim=False):
     return v, i
 
 
-def quantile(xp, self, q, dim=None, keepdim=False, interpolation="linear"):
-    if self.dtype.kind not in "f":
-        raise RuntimeError("quantile() input tensor must be either float or double dtype")
-    qa = q if not isinstance(q, (int, float)) else xp.asarray(q, dtype=self.dtype)
-    if isinstance(q, (int, float)):
-        if not 0 <= q <= 1:
-            raise RuntimeError("quantile() q must be in the range [0, 1] but got " + str(q))
-    elif q.dtype != self.dtype:
-        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
-    elif bool(((q < 0) | (q > 1)).any()):
-        raise RuntimeError("quantile() q values must be in the range [0, 1]")
-    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
-        raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
-                           f"Found '{interpolation}'")
-    method = {"nearest": "closest_observation"}.get(interpolation, interpolation)
-    if interpolation == "nearest":
-        method = "nearest"
-    axis = None if dim is None else wrap_dim(dim, self.ndim)
-    r = np.quantile(self.astype(np.float64), np.asarray(qa, np.float64), axis=axis, keepdims=keepdim,
-                    method=method)
-    return xp.asarray(r).astype(self.dtype)
-
-
-def nanquantile(xp, self, q, dim=None, keepdim=False, interpolation="linear"):
-    axis = None if dim is None else wrap_dim(dim, self.ndim)
-    r = np.nanquantile(self.astype(np.float64), np.asarray(q, np.float64), axis=axis, keepdims=keepdim,
-                       method=interpolation)
-    return xp.asarray(r).astype(self.dtype)
-
-
 def unique(xp, self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     if dim is None:
         u, inv, cnt = xp.unique(self.reshape(-1), return_inverse=True, return_counts=True)

@@ -40,6 +40,9 @@ for _name, _f in {
     "erf": lambda xp: (lambda x: sm.erf(xp, x)), "erfc": lambda xp: (lambda x: sm.erfc(xp, x)),
     "erfinv": lambda xp: (lambda x: sm.erfinv(xp, x)), "lgamma": lambda xp: (lambda x: sm.lgamma(xp, x)),
     "digamma": lambda xp: (lambda x: sm.digamma(xp, x)), "i0": lambda xp: (lambda x: sm.i0(xp, x)),
+    "special_i0e": lambda xp: (lambda x: sm.special_i0e(xp, x)),
+    "special_i1": lambda xp: (lambda x: sm.special_i1(xp, x)),
+    "special_i1e": lambda xp: (lambda x: sm.special_i1e(xp, x)),
     "sinc": lambda xp: xp.sinc, "deg2rad": lambda xp: xp.deg2rad, "rad2deg": lambda xp: xp.rad2deg,
 }.items():
     _float_unary(_name, _f)
