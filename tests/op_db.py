@@ -436,3 +436,61 @@ for name, src in [("det", "linalg.det"), ("inverse", "linalg.inv"), ("slogdet", 
 # ------------------------------------------------------------------------------ copies
 add(OpInfo("clone", unary_samples(), dtypes=ALL_REAL + BOOL))
 add(OpInfo("relu6", unary_samples(-8, 8), dtypes=FLOATS, method=False, torch_name="nn.functional.relu6"))
+
+# ------------------------------------------------------------------------------ nn ops (through nn.functional)
+add(OpInfo("softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((arr(r, (2, 3, 4), d), 0))],
+           covers=("_softmax",)))
+add(OpInfo("log_softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((arr(r, (2, 3, 4), d), -1))],
+           covers=("_log_softmax",)))
+add(OpInfo("gelu", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (5,), d),), dict(approximate="tanh"))],
+           method=False, ember_fn=lambda e, a, **k: e.nn.functional.gelu(a, **k),
+           torch_fn=lambda t, a, **k: t.nn.functional.gelu(a, **k)))
+add(OpInfo("layer_norm", lambda d, r: [Sample((arr(r, (2, 3, 4), d), arr(r, (4,), d), arr(r, (4,), d))),
+                                       Sample((arr(r, (3, 2, 2), d), arr(r, (2, 2), d), arr(r, (2, 2), d)))],
+           method=False, covers=("native_layer_norm",),
+           ember_fn=lambda e, x, w, b: e.nn.functional.layer_norm(x, tuple(w.shape), w, b),
+           torch_fn=lambda t, x, w, b: t.nn.functional.layer_norm(x, tuple(w.shape), w, b)))
+
+
+def _conv_call(lib, x, w, b, transposed=False, **k):
+    f = lib.nn.functional
+    fn = {(3, False): f.conv1d, (4, False): f.conv2d, (5, False): f.conv3d,
+          (3, True): f.conv_transpose1d, (4, True): f.conv_transpose2d}[(x.dim(), transposed)]
+    return fn(x, w, b, **k)
+
+
+add(OpInfo("convolution", lambda d, r: [
+    Sample((arr(r, (2, 4, 5, 5), d), arr(r, (6, 2, 3, 2), d), arr(r, (6,), d)),
+           dict(stride=(2, 1), padding=1, dilation=(1, 2), groups=2)),
+    Sample((arr(r, (1, 2, 6), d), arr(r, (3, 2, 3), d), arr(r, (3,), d)), dict(padding="same")),
+    Sample((arr(r, (1, 2, 3, 3, 3), d), arr(r, (2, 2, 2, 2, 2), d), arr(r, (2,), d))),
+    Sample((arr(r, (1, 4, 3, 3), d), arr(r, (4, 1, 3, 3), d), arr(r, (2,), d)),
+           dict(transposed=True, stride=2, padding=1, output_padding=1, groups=2))],
+    method=False, covers=("convolution_backward",), meta=False, ember_fn=_conv_call, torch_fn=_conv_call))
+
+
+def _pool_call(lib, x, **k):
+    f = lib.nn.functional
+    fn = {3: f.max_pool1d, 4: f.max_pool2d, 5: f.max_pool3d}[x.dim()]
+    out = fn(x, return_indices=True, **k)
+    return out[0], out[1]
+
+
+add(OpInfo("max_pool2d_with_indices", lambda d, r: [
+    Sample((arr(r, (2, 3, 7, 6), d),), dict(kernel_size=3, stride=2, padding=1)),
+    Sample((arr(r, (1, 2, 5, 5), d),), dict(kernel_size=2, ceil_mode=True, dilation=(1, 2))),
+    Sample((arr(r, (1, 2, 9), d),), dict(kernel_size=3, stride=2))],
+    method=False, covers=("max_pool3d_with_indices",), meta=False, ember_fn=_pool_call, torch_fn=_pool_call))
+add(OpInfo("max_pool3d_with_indices", lambda d, r: [
+    Sample((arr(r, (1, 2, 4, 5, 4), d),), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1)))],
+    method=False, meta=False, ember_fn=_pool_call, torch_fn=_pool_call))
+add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
+                                            Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
+           method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),
+           torch_fn=lambda t, x, p, v=0: t.nn.functional.pad(x, p, value=v)))
+add(OpInfo("embedding", lambda d, r: [Sample((np.array([[0, 2, 2], [4, 1, 0]]), arr(r, (5, 3), d))),
+                                      Sample((np.array([3, 0]), arr(r, (4, 2), d))),
+                                      Sample((np.array([1, 1, 3]), arr(r, (4, 2), d)), dict(padding_idx=1)),
+                                      Sample((np.array([1, 1, 3]), arr(r, (4, 2), d)), dict(scale_grad_by_freq=True))],
+           method=False, ember_fn=lambda e, i, w, **k: e.nn.functional.embedding(i, w, **k),
+           torch_fn=lambda t, i, w, **k: t.nn.functional.embedding(i, w, **k)))

@@ -7073,6 +7073,319 @@ def _ag_slogdet_default(ks, self):
     return result
 
 
+class _SoftmaxBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            _r.append(softmax_backward(grad, result, dim))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag__softmax_default(ks, self, dim, half_to_float):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op__softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+    _n = _SoftmaxBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    result = _R._op__softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class _LogSoftmaxBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            _r.append(log_softmax_backward(grad, result, dim))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag__log_softmax_default(ks, self, dim, half_to_float):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+    _n = _LogSoftmaxBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    result = _R._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class GeluBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        approximate = _n.approximate
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(gelu_backward(grad, self, approximate))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_gelu_default(ks, self, approximate):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_gelu.redispatch(ks & _BELOW, self, approximate)
+    _n = GeluBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.approximate = approximate
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_gelu.redispatch(ks & _BELOW, self, approximate)
+    _set_history(_n, (result,))
+    return result
+
+
+class NativeLayerNormBackward0(_Node):
+    _saved_names = ('input_', 'weight_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        normalized_shape = _n.normalized_shape
+        eps = _n.eps
+        _r = []
+        if _e[len(_r)] is not None:
+            input = _n._saved('input' + '_')
+            result = _n._saved('result_')
+            weight = _n._saved('weight' + '_')
+            _r.append(layer_norm_backward(grads[0], input, normalized_shape, weight, result[1], result[2], eps, "input"))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            input = _n._saved('input' + '_')
+            result = _n._saved('result_')
+            weight = _n._saved('weight' + '_')
+            _r.append(layer_norm_backward(grads[0], input, normalized_shape, weight, result[1], result[2], eps, "weight"))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            input = _n._saved('input' + '_')
+            result = _n._saved('result_')
+            weight = _n._saved('weight' + '_')
+            _r.append(layer_norm_backward(grads[0], input, normalized_shape, weight, result[1], result[2], eps, "bias"))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
+    if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
+        return _R._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
+    _n = NativeLayerNormBackward0()
+    _n._next = _edges(input, weight, bias)
+    _n._input_meta = _meta(input, weight, bias)
+    _n.normalized_shape = normalized_shape
+    _n.eps = eps
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    result = _R._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
+    _set_history(_n, tuple(result), [True, False, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class ConvolutionBackward0(_Node):
+    _saved_names = ('input_', 'weight_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        stride = _n.stride
+        padding = _n.padding
+        dilation = _n.dilation
+        transposed = _n.transposed
+        output_padding = _n.output_padding
+        groups = _n.groups
+        _r = []
+        if _e[len(_r)] is not None:
+            input = _n._saved('input' + '_')
+            weight = _n._saved('weight' + '_')
+            _r.append(E.ops.aten.convolution_backward(grad, input, weight, None, stride, padding, dilation, transposed, output_padding, groups, [True, False, False])[0])
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            input = _n._saved('input' + '_')
+            weight = _n._saved('weight' + '_')
+            _r.append(E.ops.aten.convolution_backward(grad, input, weight, None, stride, padding, dilation, transposed, output_padding, groups, [False, True, False])[1])
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            _r.append(grad.sum([0] + list(range(2, grad.dim()))))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    if not (_gm.enabled and (input._rg or weight._rg or (bias is not None and bias._rg))):
+        return _R._op_convolution.redispatch(ks & _BELOW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    _n = ConvolutionBackward0()
+    _n._next = _edges(input, weight, bias)
+    _n._input_meta = _meta(input, weight, bias)
+    _n.stride = stride
+    _n.padding = padding
+    _n.dilation = dilation
+    _n.transposed = transposed
+    _n.output_padding = output_padding
+    _n.groups = groups
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.weight_ = _SV(weight)
+    result = _R._op_convolution.redispatch(ks & _BELOW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    _set_history(_n, (result,))
+    return result
+
+
+class MaxPool2dWithIndicesBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(max_pool_backward(grad, self, result[1], 2))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
+    _n = MaxPool2dWithIndicesBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class MaxPool3dWithIndicesBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(max_pool_backward(grad, self, result[1], 3))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
+    _n = MaxPool3dWithIndicesBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class ConstantPadNdBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        pad = _n.pad
+        _r = []
+        if _e[len(_r)] is not None:
+            _r.append(E.ops.aten.constant_pad_nd(grad, [-p for p in pad]))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_constant_pad_nd_default(ks, self, pad, value):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_constant_pad_nd.redispatch(ks & _BELOW, self, pad, value)
+    _n = ConstantPadNdBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.pad = pad
+    result = _R._op_constant_pad_nd.redispatch(ks & _BELOW, self, pad, value)
+    _set_history(_n, (result,))
+    return result
+
+
+class EmbeddingBackward0(_Node):
+    _saved_names = ('indices_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        padding_idx = _n.padding_idx
+        scale_grad_by_freq = _n.scale_grad_by_freq
+        weight_sizes = _n.weight_sizes
+        _r = []
+        if _e[len(_r)] is not None:
+            indices = _n._saved('indices' + '_')
+            _r.append(embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_freq))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
+    if not (_gm.enabled and (weight._rg)):
+        return _R._op_embedding.redispatch(ks & _BELOW, weight, indices, padding_idx, scale_grad_by_freq, sparse)
+    _n = EmbeddingBackward0()
+    _n._next = _edges(weight)
+    _n._input_meta = _meta(weight)
+    _n.padding_idx = padding_idx
+    _n.scale_grad_by_freq = scale_grad_by_freq
+    _n.weight_sizes = tuple(weight.shape)
+    if _n._next[0] is not None:
+        _n.indices_ = _SV(indices)
+    result = _R._op_embedding.redispatch(ks & _BELOW, weight, indices, padding_idx, scale_grad_by_freq, sparse)
+    _set_history(_n, (result,))
+    return result
+
+
 class SpecialI0eBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -10052,6 +10365,33 @@ _R._op_inverse.register(DispatchKey.AutogradMeta, _ag_inverse_default)
 _R._op_slogdet.register(DispatchKey.AutogradCPU, _ag_slogdet_default)
 _R._op_slogdet.register(DispatchKey.AutogradCUDA, _ag_slogdet_default)
 _R._op_slogdet.register(DispatchKey.AutogradMeta, _ag_slogdet_default)
+_R._op__softmax.register(DispatchKey.AutogradCPU, _ag__softmax_default)
+_R._op__softmax.register(DispatchKey.AutogradCUDA, _ag__softmax_default)
+_R._op__softmax.register(DispatchKey.AutogradMeta, _ag__softmax_default)
+_R._op__log_softmax.register(DispatchKey.AutogradCPU, _ag__log_softmax_default)
+_R._op__log_softmax.register(DispatchKey.AutogradCUDA, _ag__log_softmax_default)
+_R._op__log_softmax.register(DispatchKey.AutogradMeta, _ag__log_softmax_default)
+_R._op_gelu.register(DispatchKey.AutogradCPU, _ag_gelu_default)
+_R._op_gelu.register(DispatchKey.AutogradCUDA, _ag_gelu_default)
+_R._op_gelu.register(DispatchKey.AutogradMeta, _ag_gelu_default)
+_R._op_native_layer_norm.register(DispatchKey.AutogradCPU, _ag_native_layer_norm_default)
+_R._op_native_layer_norm.register(DispatchKey.AutogradCUDA, _ag_native_layer_norm_default)
+_R._op_native_layer_norm.register(DispatchKey.AutogradMeta, _ag_native_layer_norm_default)
+_R._op_convolution.register(DispatchKey.AutogradCPU, _ag_convolution_default)
+_R._op_convolution.register(DispatchKey.AutogradCUDA, _ag_convolution_default)
+_R._op_convolution.register(DispatchKey.AutogradMeta, _ag_convolution_default)
+_R._op_max_pool2d_with_indices.register(DispatchKey.AutogradCPU, _ag_max_pool2d_with_indices_default)
+_R._op_max_pool2d_with_indices.register(DispatchKey.AutogradCUDA, _ag_max_pool2d_with_indices_default)
+_R._op_max_pool2d_with_indices.register(DispatchKey.AutogradMeta, _ag_max_pool2d_with_indices_default)
+_R._op_max_pool3d_with_indices.register(DispatchKey.AutogradCPU, _ag_max_pool3d_with_indices_default)
+_R._op_max_pool3d_with_indices.register(DispatchKey.AutogradCUDA, _ag_max_pool3d_with_indices_default)
+_R._op_max_pool3d_with_indices.register(DispatchKey.AutogradMeta, _ag_max_pool3d_with_indices_default)
+_R._op_constant_pad_nd.register(DispatchKey.AutogradCPU, _ag_constant_pad_nd_default)
+_R._op_constant_pad_nd.register(DispatchKey.AutogradCUDA, _ag_constant_pad_nd_default)
+_R._op_constant_pad_nd.register(DispatchKey.AutogradMeta, _ag_constant_pad_nd_default)
+_R._op_embedding.register(DispatchKey.AutogradCPU, _ag_embedding_default)
+_R._op_embedding.register(DispatchKey.AutogradCUDA, _ag_embedding_default)
+_R._op_embedding.register(DispatchKey.AutogradMeta, _ag_embedding_default)
 _R._op_special_i0e.register(DispatchKey.AutogradCPU, _ag_special_i0e_default)
 _R._op_special_i0e.register(DispatchKey.AutogradCUDA, _ag_special_i0e_default)
 _R._op_special_i0e.register(DispatchKey.AutogradMeta, _ag_special_i0e_default)

@@ -11,7 +11,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'baddbmm', 'bernoulli', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dstack', 'einsum', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'gt', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'baddbmm', 'bernoulli', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dstack', 'einsum', 'embedding', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'gt', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -8668,4 +8668,169 @@ def pinverse(*args, **kwargs):
     _i, _a = _sig_pinverse.parse(args, kwargs)
     if _i == 0:
         return _R._op_pinverse.call(_a['input']._ks, _a['input'], _a['rcond'])
+    raise AssertionError('unreachable')
+
+
+_sig_softmax = _Signatures('softmax', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),),
+], method=False)
+
+def _bind_softmax_0(input, dim, dtype=None):
+    return (input, dim, dtype)
+
+def softmax(*args, **kwargs):
+    try:
+        _b = _bind_softmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, dtype = _b
+        if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _R._op_softmax_int.call(input._ks, input, dim, dtype)
+    _i, _a = _sig_softmax.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_softmax_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
+    raise AssertionError('unreachable')
+
+
+_sig_log_softmax = _Signatures('log_softmax', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),),
+], method=False)
+
+def _bind_log_softmax_0(input, dim, dtype=None):
+    return (input, dim, dtype)
+
+def log_softmax(*args, **kwargs):
+    try:
+        _b = _bind_log_softmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, dtype = _b
+        if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _R._op_log_softmax_int.call(input._ks, input, dim, dtype)
+    _i, _a = _sig_log_softmax.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_log_softmax_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
+    raise AssertionError('unreachable')
+
+
+_sig_native_layer_norm = _Signatures('native_layer_norm', [
+    (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('eps', 'float', False, False, None),),
+], method=False)
+
+def _bind_native_layer_norm_0(input, normalized_shape, weight, bias, eps):
+    return (input, normalized_shape, weight, bias, eps)
+
+def native_layer_norm(*args, **kwargs):
+    try:
+        _b = _bind_native_layer_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, normalized_shape, weight, bias, eps = _b
+        if isinstance(input, _Tensor) and (normalized_shape_ := _ints(normalized_shape, False)) is not None and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(eps) is float:
+            return _R._op_native_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape_, weight, bias, eps)
+    _i, _a = _sig_native_layer_norm.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_native_layer_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['normalized_shape'], _a['weight'], _a['bias'], _a['eps'])
+    raise AssertionError('unreachable')
+
+
+_sig_layer_norm = _Signatures('layer_norm', [
+    (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, True, None), ('bias', 'T?', False, True, None), ('eps', 'float', False, True, 1e-05), ('cudnn_enable', 'bool', False, True, True),),
+], method=False)
+
+def _bind_layer_norm_0(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
+    return (input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+def layer_norm(*args, **kwargs):
+    try:
+        _b = _bind_layer_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, normalized_shape, weight, bias, eps, cudnn_enable = _b
+        if isinstance(input, _Tensor) and (normalized_shape_ := _ints(normalized_shape, False)) is not None and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(eps) is float and type(cudnn_enable) is bool:
+            return _R._op_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape_, weight, bias, eps, cudnn_enable)
+    _i, _a = _sig_layer_norm.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_layer_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['normalized_shape'], _a['weight'], _a['bias'], _a['eps'], _a['cudnn_enable'])
+    raise AssertionError('unreachable')
+
+
+_sig_convolution = _Signatures('convolution', [
+    (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None),),
+], method=False)
+
+def _bind_convolution_0(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    return (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+def convolution(*args, **kwargs):
+    try:
+        _b = _bind_convolution_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight, bias, stride, padding, dilation, transposed, output_padding, groups = _b
+        if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)) and (stride_ := _ints(stride, False)) is not None and (padding_ := _ints(padding, False)) is not None and (dilation_ := _ints(dilation, False)) is not None and type(transposed) is bool and (output_padding_ := _ints(output_padding, False)) is not None and type(groups) is int:
+            return _R._op_convolution.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride_, padding_, dilation_, transposed, output_padding_, groups)
+    _i, _a = _sig_convolution.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_convolution.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'], _a['stride'], _a['padding'], _a['dilation'], _a['transposed'], _a['output_padding'], _a['groups'])
+    raise AssertionError('unreachable')
+
+
+_sig_convolution_backward = _Signatures('convolution_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias_sizes', 'int[]?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None), ('output_mask', 'bool[]', False, False, None),),
+], method=False)
+
+def convolution_backward(*args, **kwargs):
+    _i, _a = _sig_convolution_backward.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_convolution_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['weight']._ks, _a['grad_output'], _a['input'], _a['weight'], _a['bias_sizes'], _a['stride'], _a['padding'], _a['dilation'], _a['transposed'], _a['output_padding'], _a['groups'], _a['output_mask'])
+    raise AssertionError('unreachable')
+
+
+_sig_constant_pad_nd = _Signatures('constant_pad_nd', [
+    (('input', 'T', False, False, None), ('pad', 'int[]', False, False, None), ('value', 'Scalar', False, True, 0),),
+], method=False)
+
+def _bind_constant_pad_nd_0(input, pad, value=0):
+    return (input, pad, value)
+
+def constant_pad_nd(*args, **kwargs):
+    try:
+        _b = _bind_constant_pad_nd_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, pad, value = _b
+        if isinstance(input, _Tensor) and (pad_ := _ints(pad, False)) is not None and type(value) in _NUMBERS:
+            return _R._op_constant_pad_nd.call(input._ks, input, pad_, value)
+    _i, _a = _sig_constant_pad_nd.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_constant_pad_nd.call(_a['input']._ks, _a['input'], _a['pad'], _a['value'])
+    raise AssertionError('unreachable')
+
+
+_sig_embedding = _Signatures('embedding', [
+    (('weight', 'T', False, False, None), ('indices', 'T', False, False, None), ('padding_idx', 'int', False, True, -1), ('scale_grad_by_freq', 'bool', False, True, False), ('sparse', 'bool', False, True, False),),
+], method=False)
+
+def _bind_embedding_0(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return (weight, indices, padding_idx, scale_grad_by_freq, sparse)
+
+def embedding(*args, **kwargs):
+    try:
+        _b = _bind_embedding_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        weight, indices, padding_idx, scale_grad_by_freq, sparse = _b
+        if isinstance(weight, _Tensor) and isinstance(indices, _Tensor) and type(padding_idx) is int and type(scale_grad_by_freq) is bool and type(sparse) is bool:
+            return _R._op_embedding.call(weight._ks | indices._ks, weight, indices, padding_idx, scale_grad_by_freq, sparse)
+    _i, _a = _sig_embedding.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_embedding.call(_a['weight']._ks | _a['indices']._ks, _a['weight'], _a['indices'], _a['padding_idx'], _a['scale_grad_by_freq'], _a['sparse'])
     raise AssertionError('unreachable')

@@ -11,7 +11,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['relu6']
+__all__ = ['gelu', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'relu6']
 
 _sig_relu6 = _Signatures('relu6', [
     (('input', 'T', False, False, None),),
@@ -32,4 +32,70 @@ def relu6(*args, **kwargs):
     _i, _a = _sig_relu6.parse(args, kwargs)
     if _i == 0:
         return _R._op_relu6.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+_sig_gelu = _Signatures('gelu', [
+    (('input', 'T', False, False, None), ('approximate', 'str', True, True, 'none'),),
+], method=False)
+
+def _bind_gelu_0(input, *, approximate='none'):
+    return (input, approximate)
+
+def gelu(*args, **kwargs):
+    try:
+        _b = _bind_gelu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, approximate = _b
+        if isinstance(input, _Tensor) and type(approximate) is str:
+            return _R._op_gelu.call(input._ks, input, approximate)
+    _i, _a = _sig_gelu.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_gelu.call(_a['input']._ks, _a['input'], _a['approximate'])
+    raise AssertionError('unreachable')
+
+
+_sig_max_pool2d_with_indices = _Signatures('max_pool2d_with_indices', [
+    (('input', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('stride', 'int[2]', False, True, ()), ('padding', 'int[2]', False, True, 0), ('dilation', 'int[2]', False, True, 1), ('ceil_mode', 'bool', False, True, False),),
+], method=False)
+
+def _bind_max_pool2d_with_indices_0(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return (input, kernel_size, stride, padding, dilation, ceil_mode)
+
+def max_pool2d_with_indices(*args, **kwargs):
+    try:
+        _b = _bind_max_pool2d_with_indices_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, kernel_size, stride, padding, dilation, ceil_mode = _b
+        if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool:
+            return _R._op_max_pool2d_with_indices.call(input._ks, input, kernel_size_, stride_, padding_, dilation_, ceil_mode)
+    _i, _a = _sig_max_pool2d_with_indices.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_max_pool2d_with_indices.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['dilation'], _a['ceil_mode'])
+    raise AssertionError('unreachable')
+
+
+_sig_max_pool3d_with_indices = _Signatures('max_pool3d_with_indices', [
+    (('input', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, True, ()), ('padding', 'int[3]', False, True, 0), ('dilation', 'int[3]', False, True, 1), ('ceil_mode', 'bool', False, True, False),),
+], method=False)
+
+def _bind_max_pool3d_with_indices_0(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return (input, kernel_size, stride, padding, dilation, ceil_mode)
+
+def max_pool3d_with_indices(*args, **kwargs):
+    try:
+        _b = _bind_max_pool3d_with_indices_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, kernel_size, stride, padding, dilation, ceil_mode = _b
+        if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool:
+            return _R._op_max_pool3d_with_indices.call(input._ks, input, kernel_size_, stride_, padding_, dilation_, ceil_mode)
+    _i, _a = _sig_max_pool3d_with_indices.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_max_pool3d_with_indices.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['dilation'], _a['ceil_mode'])
     raise AssertionError('unreachable')

@@ -1458,6 +1458,45 @@ pinverse = _P('pinverse', [
 relu6 = _P('relu6', [
     _O(_R._op_relu6, (('self', 'T', False, False, None),), ['self']),
 ])
+_softmax = _P('_softmax', [
+    _O(_R._op__softmax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('half_to_float', 'bool', False, False, None),), ['self', 'dim', 'half_to_float']),
+])
+_log_softmax = _P('_log_softmax', [
+    _O(_R._op__log_softmax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('half_to_float', 'bool', False, False, None),), ['self', 'dim', 'half_to_float']),
+])
+softmax = _P('softmax', [
+    _O(_R._op_softmax_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),), ['self', 'dim', 'dtype']),
+])
+log_softmax = _P('log_softmax', [
+    _O(_R._op_log_softmax_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),), ['self', 'dim', 'dtype']),
+])
+gelu = _P('gelu', [
+    _O(_R._op_gelu, (('self', 'T', False, False, None), ('approximate', 'str', True, True, 'none'),), ['self', 'approximate']),
+])
+native_layer_norm = _P('native_layer_norm', [
+    _O(_R._op_native_layer_norm, (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('eps', 'float', False, False, None),), ['input', 'normalized_shape', 'weight', 'bias', 'eps']),
+])
+layer_norm = _P('layer_norm', [
+    _O(_R._op_layer_norm, (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, True, None), ('bias', 'T?', False, True, None), ('eps', 'float', False, True, 1e-05), ('cudnn_enable', 'bool', False, True, True),), ['input', 'normalized_shape', 'weight', 'bias', 'eps', 'cudnn_enable']),
+])
+convolution = _P('convolution', [
+    _O(_R._op_convolution, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None),), ['input', 'weight', 'bias', 'stride', 'padding', 'dilation', 'transposed', 'output_padding', 'groups']),
+])
+convolution_backward = _P('convolution_backward', [
+    _O(_R._op_convolution_backward, (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias_sizes', 'int[]?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_output', 'input', 'weight', 'bias_sizes', 'stride', 'padding', 'dilation', 'transposed', 'output_padding', 'groups', 'output_mask']),
+])
+max_pool2d_with_indices = _P('max_pool2d_with_indices', [
+    _O(_R._op_max_pool2d_with_indices, (('self', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('stride', 'int[2]', False, True, ()), ('padding', 'int[2]', False, True, 0), ('dilation', 'int[2]', False, True, 1), ('ceil_mode', 'bool', False, True, False),), ['self', 'kernel_size', 'stride', 'padding', 'dilation', 'ceil_mode']),
+])
+max_pool3d_with_indices = _P('max_pool3d_with_indices', [
+    _O(_R._op_max_pool3d_with_indices, (('self', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, True, ()), ('padding', 'int[3]', False, True, 0), ('dilation', 'int[3]', False, True, 1), ('ceil_mode', 'bool', False, True, False),), ['self', 'kernel_size', 'stride', 'padding', 'dilation', 'ceil_mode']),
+])
+constant_pad_nd = _P('constant_pad_nd', [
+    _O(_R._op_constant_pad_nd, (('self', 'T', False, False, None), ('pad', 'int[]', False, False, None), ('value', 'Scalar', False, True, 0),), ['self', 'pad', 'value']),
+])
+embedding = _P('embedding', [
+    _O(_R._op_embedding, (('weight', 'T', False, False, None), ('indices', 'T', False, False, None), ('padding_idx', 'int', False, True, -1), ('scale_grad_by_freq', 'bool', False, True, False), ('sparse', 'bool', False, True, False),), ['weight', 'indices', 'padding_idx', 'scale_grad_by_freq', 'sparse']),
+])
 special_erf = _P('special_erf', [
     _O(_R._op_special_erf, (('self', 'T', False, False, None),), ['self']),
 ])

@@ -12379,6 +12379,229 @@ _op_relu6 = Dispatcher.define('relu6(Tensor self) -> Tensor')
 def _composite_relu6_default(ks, self):
     return C.relu6(self)
 
+_op__softmax = Dispatcher.define('_softmax(Tensor self, int dim, bool half_to_float) -> Tensor')
+
+def _cpu__softmax_default(ks, self, dim, half_to_float):
+    return _new(K.softmax_(_np, self._data, dim, half_to_float), _KS_CPU, _CPU)
+
+
+def _cuda__softmax_default(ks, self, dim, half_to_float):
+    return _new(K.softmax_(_cupy(), self._data, dim, half_to_float), self._ks, self._device)
+
+
+def _meta__softmax_default(ks, self, dim, half_to_float):
+    if self._device.type != 'meta':
+        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
+    self._vc.version += 1
+    return self
+
+_op__log_softmax = Dispatcher.define('_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor')
+
+def _cpu__log_softmax_default(ks, self, dim, half_to_float):
+    return _new(K.log_softmax_(_np, self._data, dim, half_to_float), _KS_CPU, _CPU)
+
+
+def _cuda__log_softmax_default(ks, self, dim, half_to_float):
+    return _new(K.log_softmax_(_cupy(), self._data, dim, half_to_float), self._ks, self._device)
+
+
+def _meta__log_softmax_default(ks, self, dim, half_to_float):
+    if self._device.type != 'meta':
+        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
+    self._vc.version += 1
+    return self
+
+_op_softmax_int = Dispatcher.define('softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
+
+def _composite_softmax_int(ks, self, dim, dtype):
+    return C.softmax_int(self, dim, dtype)
+
+_op_log_softmax_int = Dispatcher.define('log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
+
+def _composite_log_softmax_int(ks, self, dim, dtype):
+    return C.log_softmax_int(self, dim, dtype)
+
+_op_gelu = Dispatcher.define("gelu(Tensor self, *, str approximate='none') -> Tensor")
+
+def _cpu_gelu_default(ks, self, approximate):
+    try:
+        return _new(K.gelu(_np, self._data, approximate=approximate), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.gelu, self)
+
+
+def _cuda_gelu_default(ks, self, approximate):
+    try:
+        return _new(K.gelu(_cupy(), self._data, approximate=approximate), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.gelu, self)
+
+
+def _meta_gelu_default(ks, self, approximate):
+    _r = _run_meta(K.gelu, [self._data], {'approximate': approximate})
+    return _r
+
+_op_native_layer_norm = Dispatcher.define('native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)')
+
+def _cpu_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
+    try:
+        _rs = K.native_layer_norm(_np, input._data, normalized_shape, (None if weight is None else weight._data), (None if bias is None else bias._data), eps)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.native_layer_norm, input, weight, bias)
+
+
+def _cuda_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
+    _check_devices('cuda', input, weight, bias)
+    try:
+        _rs = K.native_layer_norm(_cupy(), input._data, normalized_shape, (None if weight is None else weight._data), (None if bias is None else bias._data), eps)
+        return (_new(_rs[0], input._ks, input._device), _new(_rs[1], input._ks, input._device), _new(_rs[2], input._ks, input._device),)
+    except ValueError as _e:
+        _value_error(_e, K.native_layer_norm, input, weight, bias)
+
+
+def _meta_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
+    _check_devices('meta', input, weight, bias)
+    _r = _run_meta(K.native_layer_norm, [input._data, normalized_shape, (None if weight is None else weight._data), (None if bias is None else bias._data), eps], {})
+    return _r
+
+_op_layer_norm = Dispatcher.define('layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor')
+
+def _composite_layer_norm_default(ks, input, normalized_shape, weight, bias, eps, cudnn_enable):
+    return C.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+_op_convolution = Dispatcher.define('convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor')
+
+def _cpu_convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    try:
+        return _new(K.convolution(_np, input._data, weight._data, (None if bias is None else bias._data), stride, padding, dilation, transposed, output_padding, groups), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.convolution, input, weight, bias)
+
+
+def _cuda_convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    _check_devices('cuda', input, weight, bias)
+    try:
+        return _new(K.convolution(_cupy(), input._data, weight._data, (None if bias is None else bias._data), stride, padding, dilation, transposed, output_padding, groups), input._ks, input._device)
+    except ValueError as _e:
+        _value_error(_e, K.convolution, input, weight, bias)
+
+
+def _meta_convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    _check_devices('meta', input, weight, bias)
+    _r = _run_meta(K.convolution, [input._data, weight._data, (None if bias is None else bias._data), stride, padding, dilation, transposed, output_padding, groups], {})
+    return _r
+
+_op_convolution_backward = Dispatcher.define('convolution_backward(Tensor grad_output, Tensor input, Tensor weight, int[]? bias_sizes, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
+
+def _cpu_convolution_backward_default(ks, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
+    try:
+        _rs = K.convolution_backward(_np, grad_output._data, input._data, weight._data, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.convolution_backward, grad_output, input, weight)
+
+
+def _cuda_convolution_backward_default(ks, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
+    _check_devices('cuda', grad_output, input, weight)
+    try:
+        _rs = K.convolution_backward(_cupy(), grad_output._data, input._data, weight._data, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+        return (_new(_rs[0], grad_output._ks, grad_output._device), _new(_rs[1], grad_output._ks, grad_output._device), _new(_rs[2], grad_output._ks, grad_output._device),)
+    except ValueError as _e:
+        _value_error(_e, K.convolution_backward, grad_output, input, weight)
+
+
+def _meta_convolution_backward_default(ks, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
+    _check_devices('meta', grad_output, input, weight)
+    _r = _run_meta(K.convolution_backward, [grad_output._data, input._data, weight._data, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask], {})
+    return _r
+
+_op_max_pool2d_with_indices = Dispatcher.define('max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)')
+
+def _cpu_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
+    try:
+        _rs = K.max_pool2d_with_indices(_np, self._data, kernel_size, stride, padding, dilation, ceil_mode)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.max_pool2d_with_indices, self)
+
+
+def _cuda_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
+    try:
+        _rs = K.max_pool2d_with_indices(_cupy(), self._data, kernel_size, stride, padding, dilation, ceil_mode)
+        return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
+    except ValueError as _e:
+        _value_error(_e, K.max_pool2d_with_indices, self)
+
+
+def _meta_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
+    _r = _run_meta(K.max_pool2d_with_indices, [self._data, kernel_size, stride, padding, dilation, ceil_mode], {})
+    return _r
+
+_op_max_pool3d_with_indices = Dispatcher.define('max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)')
+
+def _cpu_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
+    try:
+        _rs = K.max_pool3d_with_indices(_np, self._data, kernel_size, stride, padding, dilation, ceil_mode)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.max_pool3d_with_indices, self)
+
+
+def _cuda_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
+    try:
+        _rs = K.max_pool3d_with_indices(_cupy(), self._data, kernel_size, stride, padding, dilation, ceil_mode)
+        return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
+    except ValueError as _e:
+        _value_error(_e, K.max_pool3d_with_indices, self)
+
+
+def _meta_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
+    _r = _run_meta(K.max_pool3d_with_indices, [self._data, kernel_size, stride, padding, dilation, ceil_mode], {})
+    return _r
+
+_op_constant_pad_nd = Dispatcher.define('constant_pad_nd(Tensor self, int[] pad, Scalar value=0) -> Tensor')
+
+def _cpu_constant_pad_nd_default(ks, self, pad, value):
+    try:
+        return _new(K.constant_pad_nd(_np, self._data, pad, value), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.constant_pad_nd, self)
+
+
+def _cuda_constant_pad_nd_default(ks, self, pad, value):
+    try:
+        return _new(K.constant_pad_nd(_cupy(), self._data, pad, value), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.constant_pad_nd, self)
+
+
+def _meta_constant_pad_nd_default(ks, self, pad, value):
+    _r = _run_meta(K.constant_pad_nd, [self._data, pad, value], {})
+    return _r
+
+_op_embedding = Dispatcher.define('embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor')
+
+def _cpu_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
+    try:
+        return _new(K.embedding(_np, weight._data, indices._data, padding_idx, scale_grad_by_freq, sparse), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.embedding, weight, indices)
+
+
+def _cuda_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
+    _check_devices('cuda', weight, indices)
+    try:
+        return _new(K.embedding(_cupy(), weight._data, indices._data, padding_idx, scale_grad_by_freq, sparse), weight._ks, weight._device)
+    except ValueError as _e:
+        _value_error(_e, K.embedding, weight, indices)
+
+
+def _meta_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
+    _check_devices('meta', weight, indices)
+    _r = _run_meta(K.embedding, [weight._data, indices._data, padding_idx, scale_grad_by_freq, sparse], {})
+    return _r
+
 _op_special_erf = Dispatcher.define('special_erf(Tensor self) -> Tensor')
 
 def _composite_special_erf_default(ks, self):
@@ -14385,6 +14608,39 @@ _op_slogdet.register(DispatchKey.CUDA, _cuda_slogdet_default)
 _op_slogdet.register(DispatchKey.Meta, _meta_slogdet_default)
 _op_pinverse.register(DispatchKey.CompositeImplicitAutograd, _composite_pinverse_default)
 _op_relu6.register(DispatchKey.CompositeImplicitAutograd, _composite_relu6_default)
+_op__softmax.register(DispatchKey.CPU, _cpu__softmax_default)
+_op__softmax.register(DispatchKey.CUDA, _cuda__softmax_default)
+_op__softmax.register(DispatchKey.Meta, _meta__softmax_default)
+_op__log_softmax.register(DispatchKey.CPU, _cpu__log_softmax_default)
+_op__log_softmax.register(DispatchKey.CUDA, _cuda__log_softmax_default)
+_op__log_softmax.register(DispatchKey.Meta, _meta__log_softmax_default)
+_op_softmax_int.register(DispatchKey.CompositeImplicitAutograd, _composite_softmax_int)
+_op_log_softmax_int.register(DispatchKey.CompositeImplicitAutograd, _composite_log_softmax_int)
+_op_gelu.register(DispatchKey.CPU, _cpu_gelu_default)
+_op_gelu.register(DispatchKey.CUDA, _cuda_gelu_default)
+_op_gelu.register(DispatchKey.Meta, _meta_gelu_default)
+_op_native_layer_norm.register(DispatchKey.CPU, _cpu_native_layer_norm_default)
+_op_native_layer_norm.register(DispatchKey.CUDA, _cuda_native_layer_norm_default)
+_op_native_layer_norm.register(DispatchKey.Meta, _meta_native_layer_norm_default)
+_op_layer_norm.register(DispatchKey.CompositeImplicitAutograd, _composite_layer_norm_default)
+_op_convolution.register(DispatchKey.CPU, _cpu_convolution_default)
+_op_convolution.register(DispatchKey.CUDA, _cuda_convolution_default)
+_op_convolution.register(DispatchKey.Meta, _meta_convolution_default)
+_op_convolution_backward.register(DispatchKey.CPU, _cpu_convolution_backward_default)
+_op_convolution_backward.register(DispatchKey.CUDA, _cuda_convolution_backward_default)
+_op_convolution_backward.register(DispatchKey.Meta, _meta_convolution_backward_default)
+_op_max_pool2d_with_indices.register(DispatchKey.CPU, _cpu_max_pool2d_with_indices_default)
+_op_max_pool2d_with_indices.register(DispatchKey.CUDA, _cuda_max_pool2d_with_indices_default)
+_op_max_pool2d_with_indices.register(DispatchKey.Meta, _meta_max_pool2d_with_indices_default)
+_op_max_pool3d_with_indices.register(DispatchKey.CPU, _cpu_max_pool3d_with_indices_default)
+_op_max_pool3d_with_indices.register(DispatchKey.CUDA, _cuda_max_pool3d_with_indices_default)
+_op_max_pool3d_with_indices.register(DispatchKey.Meta, _meta_max_pool3d_with_indices_default)
+_op_constant_pad_nd.register(DispatchKey.CPU, _cpu_constant_pad_nd_default)
+_op_constant_pad_nd.register(DispatchKey.CUDA, _cuda_constant_pad_nd_default)
+_op_constant_pad_nd.register(DispatchKey.Meta, _meta_constant_pad_nd_default)
+_op_embedding.register(DispatchKey.CPU, _cpu_embedding_default)
+_op_embedding.register(DispatchKey.CUDA, _cuda_embedding_default)
+_op_embedding.register(DispatchKey.Meta, _meta_embedding_default)
 _op_special_erf.register(DispatchKey.CompositeImplicitAutograd, _composite_special_erf_default)
 _op_special_erfc.register(DispatchKey.CompositeImplicitAutograd, _composite_special_erfc_default)
 _op_special_erfinv.register(DispatchKey.CompositeImplicitAutograd, _composite_special_erfinv_default)

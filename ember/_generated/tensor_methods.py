@@ -11,7 +11,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'amax', 'amin', 'aminmax', 'any', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'contiguous', 'copy_', 'copysign', 'copysign_', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'div_', 'dot', 'eq', 'eq_', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_equal', 'gt', 'gt_', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_equal', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'mul_', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'sub', 'sub_', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
+__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'amax', 'amin', 'aminmax', 'any', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'contiguous', 'copy_', 'copysign', 'copysign_', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'div_', 'dot', 'eq', 'eq_', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_equal', 'gt', 'gt_', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_equal', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'mul_', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'sub', 'sub_', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
 
 _sig_abs = _Signatures('abs', [
     (),
@@ -8562,4 +8562,48 @@ def pinverse(self, *args, **kwargs):
     _i, _a = _sig_pinverse.parse(args, kwargs, self)
     if _i == 0:
         return _R._op_pinverse.call(self._ks, self, _a['rcond'])
+    raise AssertionError('unreachable')
+
+
+_sig_softmax = _Signatures('softmax', [
+    (('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),),
+], method=True)
+
+def _bind_softmax_0(dim, dtype=None):
+    return (dim, dtype)
+
+def softmax(self, *args, **kwargs):
+    try:
+        _b = _bind_softmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, dtype = _b
+        if type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _R._op_softmax_int.call(self._ks, self, dim, dtype)
+    _i, _a = _sig_softmax.parse(args, kwargs, self)
+    if _i == 0:
+        return _R._op_softmax_int.call(self._ks, self, _a['dim'], _a['dtype'])
+    raise AssertionError('unreachable')
+
+
+_sig_log_softmax = _Signatures('log_softmax', [
+    (('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),),
+], method=True)
+
+def _bind_log_softmax_0(dim, dtype=None):
+    return (dim, dtype)
+
+def log_softmax(self, *args, **kwargs):
+    try:
+        _b = _bind_log_softmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, dtype = _b
+        if type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _R._op_log_softmax_int.call(self._ks, self, dim, dtype)
+    _i, _a = _sig_log_softmax.parse(args, kwargs, self)
+    if _i == 0:
+        return _R._op_log_softmax_int.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')

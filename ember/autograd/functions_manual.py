@@ -836,3 +836,72 @@ def lstsq_backward_B(grad, A, b):
     g = grad.unsqueeze(-1) if grad.dim() == A.dim() - 1 else grad
     r = E.linalg.pinv(A).mT.matmul(g)
     return r.squeeze(-1) if b.dim() == A.dim() - 1 else r
+
+
+# ------------------------------------------------------------------------------ nn
+def softmax_backward(grad, result, dim):
+    """PyTorch's _softmax_backward_data: (grad - sum(grad * y)) * y."""
+    return (grad - (grad * result).sum(dim, keepdim=True)) * result
+
+
+def log_softmax_backward(grad, result, dim):
+    """PyTorch's _log_softmax_backward_data: grad - exp(y) * sum(grad)."""
+    return grad - result.exp() * grad.sum(dim, keepdim=True)
+
+
+def gelu_backward(grad, self, approximate):
+    if approximate == "tanh":
+        k_beta = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5
+        k_kappa = 0.044715
+        x_sq = self * self
+        inner = k_beta * (self + k_kappa * x_sq * self)
+        t = inner.tanh()
+        left = 0.5 * self
+        right = 1 + t
+        left_derivative = 0.5 * right
+        right_derivative = left * (1 - t * t) * (k_beta * (1 + 3 * k_kappa * x_sq))
+        return grad * (left_derivative + right_derivative)
+    cdf = 0.5 * (1 + (self * (1 / math.sqrt(2.0))).erf())
+    pdf = (-0.5 * self * self).exp() * (1 / math.sqrt(2 * math.pi))
+    return grad * (cdf + self * pdf)
+
+
+def layer_norm_backward(grad, input, normalized_shape, weight, mean, rstd, eps, wrt):  # noqa: A002
+    """Gradients of native_layer_norm (PyTorch's layer_norm_backward, written in ops so it can be
+    differentiated again): with xhat = (x - mean) * rstd and g = grad * weight,
+    dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the normalised dims."""
+    k = len(normalized_shape)
+    axes = list(range(input.dim() - k, input.dim()))
+    if E.is_grad_enabled() and input.requires_grad:
+        # create_graph: the saved statistics are outputs marked non-differentiable, so recompute them in
+        # ops to keep their dependence on input in the graph (PyTorch has layer_norm_double_backward).
+        mean = input.mean(axes, keepdim=True)
+        rstd = (input.var(axes, unbiased=False, keepdim=True) + eps).rsqrt()
+    xhat = (input - mean) * rstd
+    if wrt == "input":
+        g = grad * weight if weight is not None else grad
+        return rstd * (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True))
+    batch = list(range(input.dim() - k))
+    if wrt == "weight":
+        return (grad * xhat).sum(batch) if batch else grad * xhat
+    return grad.sum(batch) if batch else grad
+
+
+def max_pool_backward(grad, self, indices, nd):
+    """Scatter each output's gradient to the input element its index names (summing overlaps); indices
+    are flat over the ``nd`` spatial dims of the input."""
+    head = tuple(self.shape[:self.dim() - nd])
+    flat_in = E.zeros(head + (int(math.prod(self.shape[self.dim() - nd:])),), dtype=grad.dtype, device=grad.device)
+    return flat_in.scatter_add(-1, indices.flatten(len(head)), grad.flatten(len(head))).view(self.shape)
+
+
+def embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_freq):
+    num_weights, dim = weight_sizes[0], grad.shape[-1]
+    idx = indices.reshape(-1)
+    g = grad.reshape(-1, dim)
+    if padding_idx is not None and padding_idx >= 0:
+        g = g * (idx != padding_idx).unsqueeze(1).to(g.dtype)
+    if scale_grad_by_freq:
+        counts = E.zeros(num_weights, dtype=g.dtype, device=g.device).index_add(0, idx, E.ones_like(idx, dtype=g.dtype))
+        g = g / counts[idx].unsqueeze(1)
+    return E.zeros((num_weights, dim), dtype=grad.dtype, device=grad.device).index_add(0, idx, g)

@@ -1,2 +1,5 @@
-"""``ember.nn``: the functional namespace now; modules and layers land with the nn issue."""
-from ember.nn import functional  # noqa: F401
+"""``ember.nn`` (mirrors ``torch.nn``): ``Module``, ``Parameter``, the layers, ``functional``, ``init``
+and ``utils``."""
+from ember.nn.parameter import Buffer, Parameter, UninitializedParameter  # noqa: F401
+from ember.nn.modules import *  # noqa: F401,F403
+from ember.nn import functional, init, utils  # noqa: F401

@@ -1,4 +1,1020 @@
-"""``ember.nn.functional``: entries of native_functions.yaml with ``python_module: nn``, plus the
-functions written in Python over them (more land with the nn issue)."""
+"""``ember.nn.functional`` (mirrors ``torch/nn/functional.py``): the generated ``python_module: nn`` ops
+plus the functions PyTorch writes in Python over ops (argument checks, reductions, defaults)."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import ember
 from ember._generated.functions import relu, sigmoid, tanh  # noqa: F401
 from ember._generated.nn_functional import *  # noqa: F401,F403
+from ember._generated import nn_functional as _nnf
+
+_aten = None
+
+
+def _ops():
+    global _aten
+    if _aten is None:
+        _aten = ember.ops.aten
+    return _aten
+
+
+def _tuple(v, n):
+    if isinstance(v, (list, tuple)):
+        return tuple(v) if len(v) != 1 else tuple(v) * n
+    return (v,) * n
+
+
+# ------------------------------------------------------------------------------ reductions of losses
+def _reduction_enum(size_average, reduce):
+    if size_average is None:
+        size_average = True
+    if reduce is None:
+        reduce = True
+    if size_average and reduce:
+        ret = "mean"
+    elif reduce:
+        ret = "sum"
+    else:
+        ret = "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                  stacklevel=3)
+    return ret
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _legacy(size_average, reduce, reduction):
+    return _reduction_enum(size_average, reduce) if size_average is not None or reduce is not None else reduction
+
+
+# ------------------------------------------------------------------------------ activations
+def threshold(input, threshold, value, inplace=False):  # noqa: A002
+    r = ember.where(input > threshold, input, ember.full_like(input, value))
+    return input.copy_(r) if inplace else r
+
+
+def relu_(input):  # noqa: A002
+    return input.relu_()
+
+
+def relu6(input, inplace=False):  # noqa: A002
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
+
+
+def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+    r = ember.where(input > 0, input, alpha * input.expm1())
+    return input.copy_(r) if inplace else r
+
+
+def selu(input, inplace=False):  # noqa: A002
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    r = scale * ember.where(input > 0, input, alpha * input.expm1())
+    return input.copy_(r) if inplace else r
+
+
+def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    r = ember.where(input > 0, input, alpha * (input / alpha).expm1())
+    return input.copy_(r) if inplace else r
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    r = ember.where(input > 0, input, input * negative_slope)
+    return input.copy_(r) if inplace else r
+
+
+def prelu(input, weight):  # noqa: A002
+    w = weight
+    if input.dim() >= 2 and weight.numel() > 1:
+        w = weight.reshape((1, -1) + (1,) * (input.dim() - 2))
+    return ember.where(input > 0, input, input * w)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
+    if training:
+        a = ember.empty_like(input).uniform_(lower, upper)
+        r = ember.where(input >= 0, input, input * a)
+    else:
+        r = leaky_relu(input, (lower + upper) / 2)
+    return input.copy_(r) if inplace else r
+
+
+def glu(input, dim=-1):  # noqa: A002
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
+                           f"{input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def logsigmoid(input):  # noqa: A002
+    return -softplus(-input)
+
+
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+    bx = input * beta
+    return ember.where(bx > threshold, input, (bx.clamp(max=threshold)).exp().log1p() / beta)
+
+
+def softsign(input):  # noqa: A002
+    return input / (input.abs() + 1)
+
+
+def softshrink(input, lambd=0.5):  # noqa: A002
+    return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd,
+                                                                 ember.zeros_like(input)))
+
+
+def hardshrink(input, lambd=0.5):  # noqa: A002
+    return ember.where((input > lambd) | (input < -lambd), input, ember.zeros_like(input))
+
+
+def tanhshrink(input):  # noqa: A002
+    return input - input.tanh()
+
+
+def silu(input, inplace=False):  # noqa: A002
+    r = input * input.sigmoid()
+    return input.copy_(r) if inplace else r
+
+
+def mish(input, inplace=False):  # noqa: A002
+    r = input * softplus(input).tanh()
+    return input.copy_(r) if inplace else r
+
+
+def hardsigmoid(input, inplace=False):  # noqa: A002
+    r = (input + 3).clamp(0, 6) / 6
+    return input.copy_(r) if inplace else r
+
+
+def hardswish(input, inplace=False):  # noqa: A002
+    r = input * (input + 3).clamp(0, 6) / 6
+    return input.copy_(r) if inplace else r
+
+
+def gelu(input, approximate="none"):  # noqa: A002
+    return _nnf.gelu(input, approximate=approximate)
+
+
+def _softmax_dim(ndim):
+    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X as an "
+                  "argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return input.softmax(dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return (-input).softmax(dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    if dim is None:
+        dim = _softmax_dim(input.dim())
+    return input.log_softmax(dim, dtype=dtype)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    gumbels = -ember.empty_like(logits).exponential_().log() if hasattr(logits, "exponential_") else \
+        -(-ember.rand_like(logits).log()).log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if hard:
+        index = y_soft.max(dim, keepdim=True)[1]
+        y_hard = ember.zeros_like(logits).scatter_(dim, index, 1.0)
+        return y_hard - y_soft.detach() + y_soft
+    return y_soft
+
+
+# ------------------------------------------------------------------------------ linear
+def linear(input, weight, bias=None):  # noqa: A002
+    if input.dim() == 2 and bias is not None:
+        return ember.addmm(bias, input, weight.t())
+    out = input.matmul(weight.t())
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1, input2, weight, bias=None):
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError("bilinear(): input batch dimensions do not match: got " + str(list(input1.shape[:-1]))
+                           + " and " + str(list(input2.shape[:-1])))
+    out = ember.einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out + bias if bias is not None else out
+
+
+# ------------------------------------------------------------------------------ convolution
+def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):  # noqa: A002
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input of "
+                           f"size: {list(input.shape)}")
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    stride, dilation = _tuple(stride, nd), _tuple(dilation, nd)
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise ValueError(f"Invalid padding string '{padding}', should be one of ['valid', 'same']")
+        if padding == "valid":
+            padding = (0,) * nd
+        else:
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+            left = [t // 2 for t in total]
+            if any(t % 2 for t in total):  # asymmetric: pad the extra element on the right first
+                pad = []
+                for t, lo in zip(reversed(total), reversed(left)):
+                    pad += [0, t - 2 * lo]
+                x = _ops().constant_pad_nd(x, pad, 0)
+            padding = tuple(left)
+    else:
+        padding = _tuple(padding, nd)
+    out = _ops().convolution(x, weight, bias, stride, padding, dilation, False, (0,) * nd, groups)
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):  # noqa: A002
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input of "
+                           f"size: {list(input.shape)}")
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    out = _ops().convolution(x, weight, bias, _tuple(stride, nd), _tuple(padding, nd), _tuple(dilation, nd), True,
+                             _tuple(output_padding, nd), groups)
+    return out if batched else out.squeeze(0)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):  # noqa
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
+                           "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):  # noqa
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+                           "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):  # noqa
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                           "conv_transpose3d")
+
+
+# ------------------------------------------------------------------------------ pooling
+def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd):  # noqa: A002
+    k = _tuple(kernel_size, nd)
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd)
+    p, d = _tuple(padding, nd), _tuple(dilation, nd)
+    if nd == 1:
+        if input.dim() not in (2, 3):
+            raise RuntimeError(f"max_pool1d() Expected 2D or 3D input tensor, but got {list(input.shape)}")
+        v, i = _ops().max_pool2d_with_indices(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, (1,) + d, ceil_mode)
+        v, i = v.squeeze(-2), i.squeeze(-2)
+    elif nd == 2:
+        v, i = _ops().max_pool2d_with_indices(input, k, s, p, d, ceil_mode)
+    else:
+        v, i = _ops().max_pool3d_with_indices(input, k, s, p, d, ceil_mode)
+    return (v, i) if return_indices else v
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):  # noqa
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):  # noqa
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):  # noqa
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
+
+
+max_pool1d_with_indices = max_pool1d
+max_pool2d_with_indices = max_pool2d
+max_pool3d_with_indices = max_pool3d
+
+
+def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd):  # noqa: A002
+    """Average pooling as a depthwise convolution with a constant kernel; the divisor follows PyTorch:
+    the window clipped to input + padding (count_include_pad) or to the input alone."""
+    from ember.aten.kernels.nn import _pool_out
+    k = _tuple(kernel_size, nd)
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd)
+    p = _tuple(padding, nd)
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    for kk, pp in zip(k, p):
+        if pp > kk // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
+                               f"kernel_size={kk} and dilation=1")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    in_sp = tuple(x.shape[2:])
+    out_sp = tuple(_pool_out(i, kk, ss, pp, 1, ceil_mode) for i, kk, ss, pp in zip(in_sp, k, s, p))
+    right = [max(0, (o - 1) * ss + kk - i - pp) for o, ss, kk, i, pp in zip(out_sp, s, k, in_sp, p)]
+    pad = []
+    for pp, rr in zip(reversed(p), reversed(right)):
+        pad += [pp, rr]
+    xp_ = _ops().constant_pad_nd(x, pad, 0)
+    C = x.shape[1]
+    w = ember.ones((C, 1) + k, dtype=x.dtype, device=x.device)
+    summed = _ops().convolution(xp_, w, None, s, (0,) * nd, (1,) * nd, False, (0,) * nd, C)
+    summed = summed[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)]
+    if divisor_override is not None:
+        out = summed / divisor_override
+    else:
+        # per output position along each dim: the window's extent within [-p, i + p) or within [0, i)
+        div = None
+        for ax, (o, ss, kk, i, pp) in enumerate(zip(out_sp, s, k, in_sp, p)):
+            start = ember.arange(o, dtype=ember.int64) * ss - pp
+            end = (start + kk).clamp(max=i + pp)
+            if not count_include_pad:
+                start, end = start.clamp(min=0), end.clamp(max=i)
+            n = (end - start).to(x.dtype).reshape(tuple(-1 if a == ax else 1 for a in range(nd)))
+            div = n if div is None else div * n
+        out = summed / div
+    return out if batched else out.squeeze(0)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):  # noqa: A002
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
+               divisor_override=None):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
+               divisor_override=None):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
+
+
+def _adaptive_ranges(i, o):
+    return [(math.floor(j * i / o), math.ceil((j + 1) * i / o)) for j in range(o)]
+
+
+def _adaptive_pool(input, output_size, nd, reduce_fn):  # noqa: A002
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"adaptive_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    out = _tuple(output_size, nd)
+    in_sp = tuple(input.shape[input.dim() - nd:])
+    out = tuple(i if o is None else o for o, i in zip(out, in_sp))
+    x = input
+    for ax in range(nd):
+        dim = input.dim() - nd + ax
+        i, o = in_sp[ax], out[ax]
+        if i % o == 0:  # equal windows: one reshape and one reduction
+            shape = list(x.shape)
+            shape[dim:dim + 1] = [o, i // o]
+            x = reduce_fn(x.reshape(shape), dim + 1)
+        else:
+            x = ember.stack([reduce_fn(x.narrow(dim, a, b - a), dim) for a, b in _adaptive_ranges(i, o)], dim)
+    return x
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    return _adaptive_pool(input, output_size, 1, lambda t, d: t.mean(d))
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    return _adaptive_pool(input, output_size, 2, lambda t, d: t.mean(d))
+
+
+def adaptive_avg_pool3d(input, output_size):  # noqa: A002
+    return _adaptive_pool(input, output_size, 3, lambda t, d: t.mean(d))
+
+
+def _adaptive_max(input, output_size, return_indices, nd):  # noqa: A002
+    out = _tuple(output_size, nd)
+    in_sp = tuple(input.shape[input.dim() - nd:])
+    out = tuple(i if o is None else o for o, i in zip(out, in_sp))
+    lead = tuple(input.shape[:input.dim() - nd])
+    vals, idxs = [], []
+    for cell in _cells(in_sp, out):
+        sl = tuple(slice(a, b) for a, b in cell)
+        win = input[(Ellipsis,) + sl].reshape(lead + (-1,))
+        v, j = win.max(-1)
+        # flat index of the winner within the input's spatial dims
+        sizes = [b - a for a, b in cell]
+        coords, rem = [], j
+        for sz in reversed(sizes):
+            coords.append(rem % sz)
+            rem = rem // sz
+        coords = coords[::-1]
+        flat = 0
+        for c, (a, _), n in zip(coords, cell, in_sp):
+            flat = flat * n + (c + a)
+        vals.append(v)
+        idxs.append(flat)
+    v = ember.stack(vals, -1).reshape(lead + out)
+    i = ember.stack(idxs, -1).reshape(lead + out)
+    return (v, i) if return_indices else v
+
+
+def _cells(in_sp, out):
+    import itertools
+    return itertools.product(*[_adaptive_ranges(i, o) for i, o in zip(in_sp, out)])
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+    return _adaptive_max(input, output_size, return_indices, 1)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+    return _adaptive_max(input, output_size, return_indices, 2)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * relu(out.abs())).mul(kernel_size).pow(1.0 / norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    kw, kh = _tuple(kernel_size, 2)
+    out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * relu(out.abs())).mul(kw * kh).pow(1.0 / norm_type)
+
+
+# ------------------------------------------------------------------------------ normalization
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,  # noqa: A002
+               eps=1e-5):
+    if training:
+        size = input.numel() // input.shape[1]
+        if size == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+    dims = [0] + list(range(2, input.dim()))
+    shape = (1, -1) + (1,) * (input.dim() - 2)
+    if training or running_mean is None:
+        mean = input.mean(dims)
+        var = input.var(dims, unbiased=False)
+        if training and running_mean is not None:
+            n = input.numel() / input.shape[1]
+            with ember.no_grad():
+                running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
+                running_var.mul_(1 - momentum).add_(var.detach() * (momentum * n / max(n - 1, 1)))
+    else:
+        mean, var = running_mean, running_var
+    out = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,  # noqa
+                  momentum=0.1, eps=1e-5):
+    dims = list(range(2, input.dim()))
+    shape = (1, -1) + (1,) * (input.dim() - 2)
+    if use_input_stats or running_mean is None:
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, unbiased=False, keepdim=True)
+        if running_mean is not None and use_input_stats:
+            n = math.prod(input.shape[2:])
+            with ember.no_grad():
+                running_mean.mul_(1 - momentum).add_(mean.detach().mean(0).reshape(-1) * momentum)
+                running_var.mul_(1 - momentum).add_(var.detach().mean(0).reshape(-1) * (momentum * n / max(n - 1, 1)))
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    out = (input - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    return _ops().native_layer_norm(input, tuple(normalized_shape), weight, bias, eps)[0]
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    normalized_shape = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else (normalized_shape,)
+    dims = list(range(input.dim() - len(normalized_shape), input.dim()))
+    if eps is None:
+        eps = ember.finfo(input.dtype).eps
+    out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    N, C = input.shape[:2]
+    if C % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    x = input.reshape(N, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, unbiased=False, keepdim=True)
+    out = ((x - mean) * (var + eps).rsqrt()).reshape(input.shape)
+    shape = (1, -1) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    div = input.mul(input).unsqueeze(1)
+    if dim == 3:
+        div = _ops().constant_pad_nd(div, [0, 0, size // 2, (size - 1) // 2], 0)
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.size()
+        div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = _ops().constant_pad_nd(div, [0, 0, 0, 0, size // 2, (size - 1) // 2], 0)
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
+        div = div.view(sizes)
+    div = div.mul(alpha).add(k).pow(beta)
+    return input / div
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    r = input / denom
+    return out.copy_(r) if out is not None else r
+
+
+# ------------------------------------------------------------------------------ dropout
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """PyTorch's CPU dropout: noise = bernoulli(1 - p) / (1 - p), output = input * noise."""
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return input.mul_(0) if inplace else input * 0
+    noise = ember.empty_like(input).bernoulli_(1 - p).div_(1 - p)
+    return input.mul_(noise) if inplace else input * noise
+
+
+def _feature_dropout(input, p, training, inplace, batched_dim):  # noqa: A002
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    shape = tuple(input.shape[:batched_dim]) + (1,) * (input.dim() - batched_dim)
+    noise = ember.empty(shape, dtype=input.dtype, device=input.device)
+    if p == 1:
+        noise.zero_()
+    else:
+        noise.bernoulli_(1 - p).div_(1 - p)
+    return input.mul_(noise) if inplace else input * noise
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, 2 if input.dim() == 3 else 1)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _feature_dropout(input, p, training, inplace, 2 if input.dim() == 4 else 1)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _feature_dropout(input, p, training, inplace, 2 if input.dim() == 5 else 1)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    alpha = 1.7580993408473766
+    a = ((1 - p) * (1 + p * alpha * alpha)) ** -0.5
+    b = -a * alpha * p
+    keep = ember.empty_like(input).bernoulli_(1 - p)
+    r = (input * keep + (1 - keep) * (-alpha)) * a + b
+    return input.copy_(r) if inplace else r
+
+
+# ------------------------------------------------------------------------------ embedding
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,  # noqa: A002
+              sparse=False):
+    if padding_idx is not None:
+        if padding_idx > 0:
+            if padding_idx >= weight.size(0):
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if padding_idx < -weight.size(0):
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = weight.size(0) + padding_idx
+    else:
+        padding_idx = -1
+    if max_norm is not None:
+        with ember.no_grad():
+            rows = input.reshape(-1).unique()
+            norms = weight[rows].norm(norm_type, 1)
+            scale = ember.where(norms > max_norm, max_norm / (norms + 1e-7), ember.ones_like(norms))
+            weight[rows] = weight[rows] * scale.unsqueeze(1)
+    return _ops().embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
+
+
+def one_hot(tensor, num_classes=-1):
+    if tensor.dtype != ember.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    if tensor.numel() and (int(tensor.min()) < 0):
+        raise RuntimeError("Class values must be non-negative.")
+    if tensor.numel() and int(tensor.max()) >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = ember.zeros(tuple(tensor.shape) + (num_classes,), dtype=ember.int64, device=tensor.device)
+    return out.scatter_(-1, tensor.unsqueeze(-1), 1)
+
+
+# ------------------------------------------------------------------------------ padding and shapes
+def pad(input, pad, mode="constant", value=None):  # noqa: A002
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {input.dim()}")
+    if mode == "constant":
+        return _ops().constant_pad_nd(input, list(pad), 0 if value is None else value)
+    if value is not None and value != 0:
+        raise NotImplementedError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    x = input
+    for i in range(len(pad) // 2):
+        dim = input.dim() - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        n = x.shape[dim]
+        if mode == "reflect":
+            if lo >= n or hi >= n:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                                   f"but got: padding ({lo}, {hi}) at dimension {dim} of input {list(input.shape)}")
+            idx = list(range(lo, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - hi, -1))
+        elif mode == "replicate":
+            idx = [0] * lo + list(range(n)) + [n - 1] * hi
+        else:
+            if lo > n or hi > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            idx = [(j - lo) % n for j in range(n + lo + hi)]
+        x = x.index_select(dim, ember.tensor(idx, dtype=ember.int64, device=x.device))
+    return x
+
+
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    r = upscale_factor
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
+    n = len(lead)
+    x = x.permute(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+    return x.reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    r = downscale_factor
+    *lead, c, h, w = input.shape
+    n = len(lead)
+    x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
+    x = x.permute(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+    return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input, groups):  # noqa: A002
+    n, c = input.shape[:2]
+    return input.reshape((n, groups, c // groups) + tuple(input.shape[2:])).transpose(1, 2).reshape(input.shape)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    w12 = (x1 * x2).sum(dim)
+    n1 = (x1 * x1).sum(dim)
+    n2 = (x2 * x2).sum(dim)
+    return w12 / ((n1 * n2).clamp_min(eps * eps)).sqrt()
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+# ------------------------------------------------------------------------------ losses
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    return _reduce((input - target).abs(), _legacy(size_average, reduce, reduction))
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). This "
+                      "will likely lead to incorrect results due to broadcasting. Please ensure they have the same "
+                      "size.", stacklevel=2)
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _legacy(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
+    d = (input - target).abs()
+    loss = d if beta == 0 else ember.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    return _reduce(loss, _legacy(size_average, reduce, reduction))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
+    d = (input - target).abs()
+    loss = ember.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
+             reduction="mean"):
+    reduction = _legacy(size_average, reduce, reduction)
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    if input.dim() >= 2 and input.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0]}).")
+    class_dim = 0 if input.dim() == 1 else 1
+    C = input.shape[class_dim]
+    valid = target != ignore_index
+    safe_t = ember.where(valid, target, ember.zeros_like(target))
+    if target.numel() and valid.any() and (int(safe_t.max()) >= C or int(safe_t.min()) < 0):
+        raise IndexError(f"Target {int(safe_t.max()) if int(safe_t.max()) >= C else int(safe_t.min())} is out of "
+                         "bounds.")
+    picked = input.gather(class_dim, safe_t.unsqueeze(class_dim)).squeeze(class_dim)
+    w = weight[safe_t] if weight is not None else ember.ones_like(picked)
+    w = w * valid.to(w.dtype)
+    loss = -picked * w
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
+                  reduction="mean", label_smoothing=0.0):
+    reduction = _legacy(size_average, reduce, reduction)
+    class_dim = 0 if input.dim() == 1 else 1
+    logp = input.log_softmax(class_dim)
+    if target.dtype.is_floating_point:  # class probabilities
+        C = input.shape[class_dim]
+        t = target * (1 - label_smoothing) + label_smoothing / C if label_smoothing > 0 else target
+        wshape = (-1,) + (1,) * (input.dim() - class_dim - 1)
+        terms = logp * t if weight is None else logp * t * weight.reshape(wshape)
+        loss = -terms.sum(class_dim)
+        if reduction == "mean":
+            return loss.sum() / (input.numel() // C)
+        return _reduce(loss, reduction)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0:
+        return nll
+    C = input.shape[class_dim]
+    valid = (target != ignore_index)
+    wshape = (-1,) + (1,) * (input.dim() - class_dim - 1)
+    smooth = -(logp if weight is None else logp * weight.reshape(wshape)).sum(class_dim)
+    smooth = smooth * valid.to(smooth.dtype)
+    if reduction == "none":
+        smooth_r = smooth
+    elif reduction == "sum":
+        smooth_r = smooth.sum()
+    else:
+        if weight is not None:
+            safe_t = ember.where(valid, target, ember.zeros_like(target))
+            smooth_r = smooth.sum() / (weight[safe_t] * valid.to(weight.dtype)).sum()
+        else:
+            smooth_r = smooth.sum() / valid.sum()
+    return (1 - label_smoothing) * nll + smooth_r * (label_smoothing / C)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    reduction = _legacy(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
+                         "is deprecated. Please ensure they have the same size.")
+    loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(-100))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                                     reduction="mean", pos_weight=None):
+    reduction = _legacy(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    log_sig = logsigmoid(input)
+    log_sig_neg = logsigmoid(-input)
+    if pos_weight is not None:
+        loss = -(pos_weight * target * log_sig + (1 - target) * log_sig_neg)
+    else:
+        loss = -(target * log_sig + (1 - target) * log_sig_neg)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
+    reduction = _legacy(size_average, reduce, reduction)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = ember.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,  # noqa
+                     reduction="mean"):
+    reduction = _legacy(size_average, reduce, reduction)
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + ember.where(target > 1, stirling, ember.zeros_like(stirling))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
+    if var.dim() == input.dim() - 1 and tuple(var.shape) == tuple(input.shape[:-1]):
+        var = var.unsqueeze(-1)
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    var = var.clamp(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    return _reduce((-target * input).exp().log1p(), _legacy(size_average, reduce, reduction))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), _legacy(size_average, reduce, reduction))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    margin_clamp = (margin - input).clamp_min(0)
+    out_margin = ember.where(target != 1, margin_clamp, ember.zeros_like(margin_clamp))
+    out_self = ember.where(target != -1, input, ember.zeros_like(input))
+    return _reduce(out_margin + out_self, _legacy(size_average, reduce, reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag1 = (input1 * input1).sum(-1) + eps
+    mag2 = (input2 * input2).sum(-1) + eps
+    cos = prod / (mag1 * mag2).sqrt()
+    zeros = ember.zeros_like(cos)
+    pos = ember.where(target == 1, 1 - cos, zeros)
+    neg = ember.where(target == -1, (cos - margin).clamp_min(0), zeros)
+    return _reduce(pos + neg, _legacy(size_average, reduce, reduction))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                                reduction="mean"):
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(-1) / input.shape[-1]
+    return _reduce(loss, _legacy(size_average, reduce, reduction))
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,  # noqa: A002
+                      reduction="mean"):
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    t = target.reshape(-1)
+    picked = x.gather(1, t.unsqueeze(1))
+    m = (margin - picked + x).clamp_min(0)
+    if p == 2:
+        m = m * m
+    if weight is not None:
+        m = m * weight[t].unsqueeze(1)
+    mask = ember.ones_like(m).scatter_(1, t.unsqueeze(1), 0.0)
+    loss = (m * mask).sum(1) / x.shape[1]
+    if input.dim() == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, _legacy(size_average, reduce, reduction))
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    t = target if target.dim() == 2 else target.unsqueeze(0)
+    losses = []
+    for i in range(x.shape[0]):
+        row_t = []
+        for j in t[i].tolist():
+            if j < 0:
+                break
+            row_t.append(j)
+        is_t = ember.zeros(x.shape[1], dtype=ember.bool)
+        if row_t:
+            is_t[ember.tensor(row_t)] = True
+        tot = x[i].sum() * 0
+        for j in row_t:
+            tot = tot + ((1 - (x[i, j] - x[i])).clamp_min(0) * (~is_t).to(x.dtype)).sum()
+        losses.append(tot / x.shape[1])
+    loss = ember.stack(losses)
+    if input.dim() == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, _legacy(size_average, reduce, reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), _legacy(size_average, reduce, reduction))
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = ember.minimum(d_neg, dist(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+# ------------------------------------------------------------------------------ attention
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    L, S = query.size(-2), key.size(-2)
+    scale_factor = 1 / math.sqrt(query.size(-1)) if scale is None else scale
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if enable_gqa:
+        rep = query.size(-3) // key.size(-3)
+        key = key.repeat_interleave(rep, -3)
+        value = value.repeat_interleave(rep, -3)
+    scores = query.matmul(key.transpose(-2, -1)) * scale_factor
+    if is_causal:
+        causal = ember.ones(L, S, dtype=ember.bool, device=query.device).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == ember.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    attn = scores.softmax(-1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, True)
+    return attn.matmul(value)

@@ -544,3 +544,18 @@ for _name, _base in {"special_polygamma": "polygamma", "special_erf": "erf", "sp
                      "special_log1p": "log1p", "special_xlogy": "xlogy", "special_logit": "logit",
                      "special_logsumexp": "logsumexp"}.items():
     _alias(_name, _base)
+
+
+# ------------------------------------------------------------------------------ nn
+def softmax_int(self, dim, dtype=None):
+    x = self if dtype is None else self.to(dtype)
+    return _e().ops.aten._softmax(x, dim, False)
+
+
+def log_softmax_int(self, dim, dtype=None):
+    x = self if dtype is None else self.to(dtype)
+    return _e().ops.aten._log_softmax(x, dim, False)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):  # noqa: A002
+    return _e().ops.aten.native_layer_norm(input, normalized_shape, weight, bias, eps)[0]

@@ -11,6 +11,7 @@ from ember.aten.kernels.copy import *  # noqa: F401,F403
 from ember.aten.kernels.factory import *  # noqa: F401,F403
 from ember.aten.kernels.indexing import *  # noqa: F401,F403
 from ember.aten.kernels.linalg import *  # noqa: F401,F403
+from ember.aten.kernels.nn import *  # noqa: F401,F403
 from ember.aten.kernels.random import *  # noqa: F401,F403
 from ember.aten.kernels.reduction import *  # noqa: F401,F403
 from ember.aten.kernels.unary import *  # noqa: F401,F403

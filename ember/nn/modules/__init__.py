@@ -1,0 +1,28 @@
+"""``ember.nn.modules`` (mirrors ``torch/nn/modules``)."""
+from ember.nn.modules.module import Module  # noqa: F401
+from ember.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from ember.nn.modules.linear import Bilinear, Identity, Linear, NonDynamicallyQuantizableLinear  # noqa: F401
+from ember.nn.modules.conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,  # noqa: F401
+                                   ConvTranspose3d)
+from ember.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,  # noqa: F401
+                                      AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, AvgPool3d,
+                                      LPPool1d, LPPool2d, MaxPool1d, MaxPool2d, MaxPool3d)
+from ember.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
+from ember.nn.modules.normalization import (GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,  # noqa: F401
+                                            LayerNorm, LocalResponseNorm, RMSNorm)
+from ember.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
+from ember.nn.modules.sparse import Embedding  # noqa: F401
+from ember.nn.modules.activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid,  # noqa: F401
+                                         Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU,
+                                         ReLU6, RReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus,
+                                         Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
+from ember.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss,  # noqa: F401
+                                   GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss,
+                                   MarginRankingLoss, MSELoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
+                                   MultiMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
+                                   TripletMarginLoss, TripletMarginWithDistanceLoss)
+from ember.nn.modules.misc import (ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d,  # noqa: F401
+                                   ConstantPad1d, ConstantPad2d, ConstantPad3d, CosineSimilarity, Flatten,
+                                   PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d,
+                                   ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
+                                   ReplicationPad3d, Unflatten, ZeroPad1d, ZeroPad2d, ZeroPad3d)

@@ -1,0 +1,163 @@
+"""Pooling layers (mirrors ``torch/nn/modules/pooling.py``)."""
+from __future__ import annotations
+
+from ember.nn import functional as F
+from ember.nn.modules.module import Module
+
+
+class _MaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        return ("kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, "
+                "ceil_mode={ceil_mode}").format(**self.__dict__)
+
+    def forward(self, input):  # noqa: A002
+        fn = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[self._nd - 1]
+        return fn(input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
+                  return_indices=self.return_indices)
+
+
+class MaxPool1d(_MaxPoolNd):
+    _nd = 1
+
+
+class MaxPool2d(_MaxPoolNd):
+    _nd = 2
+
+
+class MaxPool3d(_MaxPoolNd):
+    _nd = 3
+
+
+class _AvgPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        if self._nd > 1:
+            self.divisor_override = divisor_override
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+    def forward(self, input):  # noqa: A002
+        if self._nd == 1:
+            return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                self.count_include_pad)
+        fn = F.avg_pool2d if self._nd == 2 else F.avg_pool3d
+        return fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                  self.divisor_override)
+
+
+class AvgPool1d(_AvgPoolNd):
+    _nd = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__(_one(kernel_size), _one(stride) if stride is not None else None, _one(padding), ceil_mode,
+                         count_include_pad)
+
+
+def _one(v):
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,)
+
+
+class AvgPool2d(_AvgPoolNd):
+    _nd = 2
+
+
+class AvgPool3d(_AvgPoolNd):
+    _nd = 3
+
+
+class _AdaptiveAvgPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+    def forward(self, input):  # noqa: A002
+        fn = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[self._nd - 1]
+        return fn(input, self.output_size)
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    _nd = 1
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    _nd = 2
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    _nd = 3
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+    def forward(self, input):  # noqa: A002
+        fn = F.adaptive_max_pool1d if self._nd == 1 else F.adaptive_max_pool2d
+        return fn(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _nd = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _nd = 2
+
+
+class _LPPoolNd(Module):
+    _nd = 2
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self) -> str:
+        return "norm_type={norm_type}, kernel_size={kernel_size}, stride={stride}, ceil_mode={ceil_mode}".format(
+            **self.__dict__)
+
+    def forward(self, input):  # noqa: A002
+        fn = F.lp_pool1d if self._nd == 1 else F.lp_pool2d
+        return fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool1d(_LPPoolNd):
+    _nd = 1
+
+
+class LPPool2d(_LPPoolNd):
+    _nd = 2
