@@ -1,0 +1,79 @@
+"""nn layer steps, ember against PyTorch in the same process.
+
+    python -m bench.nn_layers [--quick]
+
+Workloads (float32, 2 threads each, interleaved blocks, medians): Conv2d forward + backward (ResNet-style
+3x3, 64 -> 64 channels, padding 1, batch 32, 32x32), and a small CNN training step (Conv-BN-ReLU-Pool x2,
+Linear, cross entropy) on 64x1x28x28. Prints ms per step and the ratio PyTorch/ember (> 1: ember is faster).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+from bench._timing import interleaved  # noqa: E402
+
+
+def conv(lib, quick):
+    lib.manual_seed(0)
+    n, hw = (4, 16) if quick else (32, 32)
+    m = lib.nn.Conv2d(64, 64, 3, padding=1)
+    x = lib.tensor(np.random.default_rng(0).standard_normal((n, 64, hw, hw)).astype(np.float32), requires_grad=True)
+
+    def step():
+        m(x).sum().backward()
+        m.zero_grad()
+        x.grad = None
+    return step
+
+
+def cnn(lib, quick):
+    lib.manual_seed(0)
+    nn = lib.nn
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(16 * 7 * 7, 10))
+    rng = np.random.default_rng(0)
+    x = lib.tensor(rng.standard_normal((64, 1, 28, 28)).astype(np.float32))
+    y = lib.tensor(rng.integers(0, 10, 64))
+
+    def step():
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        model.zero_grad()
+    return step
+
+
+WORKLOADS = {"Conv2d 3x3 64ch b32 32x32 fwd+bwd": conv, "CNN step 64x1x28x28": cnn}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
+    ap.add_argument("--blocks", type=int, default=5)
+    args = ap.parse_args(argv)
+    try:
+        import torch
+        torch.set_num_threads(2)
+    except ImportError:
+        torch = None
+        print("PyTorch is not installed: printing ember's times only")
+    blocks, number = (1, 1) if args.quick else (args.blocks, 3)
+    print(f"{'workload':<36} {'ember ms':>9} {'torch ms':>9} {'torch/ember':>12}")
+    for name, make in WORKLOADS.items():
+        e, t = interleaved(make(ember, args.quick), make(torch, args.quick) if torch else None, blocks, number)
+        e, t = e * 1e3, (t * 1e3 if t is not None else None)
+        if t is not None:
+            print(f"{name:<36} {e:>9.2f} {t:>9.2f} {t / e:>12.2f}")
+        else:
+            print(f"{name:<36} {e:>9.2f}")
+
+
+if __name__ == "__main__":
+    main()
