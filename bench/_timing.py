@@ -22,3 +22,16 @@ def interleaved(ember_fn, torch_fn, blocks: int, number: int):
         if torch_fn is not None:
             tt.append(time_block(torch_fn, number))
     return statistics.median(et), (statistics.median(tt) if tt else None)
+
+
+def run_table(workloads, make_args, blocks, number, digits=3, torch=None):
+    """Print ``workload  ember ms  torch ms  torch/ember`` for each ``name -> make(lib, *make_args)``."""
+    import ember
+    print(f"{'workload':<36} {'ember ms':>9} {'torch ms':>9} {'torch/ember':>12}")
+    for name, make in workloads.items():
+        e, t = interleaved(make(ember, *make_args), make(torch, *make_args) if torch else None, blocks, number)
+        e, t = e * 1e3, (t * 1e3 if t is not None else None)
+        if t is not None:
+            print(f"{name:<36} {e:>9.{digits}f} {t:>9.{digits}f} {t / e:>12.2f}")
+        else:
+            print(f"{name:<36} {e:>9.{digits}f}")

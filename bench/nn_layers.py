@@ -16,8 +16,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 
 import numpy as np  # noqa: E402
 
-import ember  # noqa: E402
-from bench._timing import interleaved  # noqa: E402
+from bench._timing import run_table  # noqa: E402
 
 
 def conv(lib, quick):
@@ -65,15 +64,7 @@ def main(argv=None):
         torch = None
         print("PyTorch is not installed: printing ember's times only")
     blocks, number = (1, 1) if args.quick else (args.blocks, 3)
-    print(f"{'workload':<36} {'ember ms':>9} {'torch ms':>9} {'torch/ember':>12}")
-    for name, make in WORKLOADS.items():
-        e, t = interleaved(make(ember, args.quick), make(torch, args.quick) if torch else None, blocks, number)
-        e, t = e * 1e3, (t * 1e3 if t is not None else None)
-        if t is not None:
-            print(f"{name:<36} {e:>9.2f} {t:>9.2f} {t / e:>12.2f}")
-        else:
-            print(f"{name:<36} {e:>9.2f}")
-
+    run_table(WORKLOADS, (args.quick,), blocks, number, digits=2, torch=torch)
 
 if __name__ == "__main__":
     main()

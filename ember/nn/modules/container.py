@@ -11,11 +11,12 @@ from ember.nn.modules.module import Module, _addindent
 from ember.nn.parameter import Parameter
 
 
-def _index(idx, size, what):
+def _abs_index(idx, size):
+    """The attribute name of the child at list index ``idx`` (negative counts from the end)."""
     idx = operator.index(idx)
     if not (-size <= idx < size):
         raise IndexError(f"index {idx} is out of range")
-    return idx % size if size else idx
+    return str(idx + size if idx < 0 else idx)
 
 
 class Sequential(Module):
@@ -141,12 +142,7 @@ class ModuleList(Module):
             self += modules
 
     def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return _abs_index(idx, len(self))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -300,12 +296,7 @@ class ParameterList(Module):
             self += values
 
     def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return _abs_index(idx, len(self))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
