@@ -12382,34 +12382,42 @@ def _composite_relu6_default(ks, self):
 _op__softmax = Dispatcher.define('_softmax(Tensor self, int dim, bool half_to_float) -> Tensor')
 
 def _cpu__softmax_default(ks, self, dim, half_to_float):
-    return _new(K.softmax_(_np, self._data, dim, half_to_float), _KS_CPU, _CPU)
+    try:
+        return _new(K.softmax(_np, self._data, dim, half_to_float), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.softmax, self)
 
 
 def _cuda__softmax_default(ks, self, dim, half_to_float):
-    return _new(K.softmax_(_cupy(), self._data, dim, half_to_float), self._ks, self._device)
+    try:
+        return _new(K.softmax(_cupy(), self._data, dim, half_to_float), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.softmax, self)
 
 
 def _meta__softmax_default(ks, self, dim, half_to_float):
-    if self._device.type != 'meta':
-        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
-    self._vc.version += 1
-    return self
+    _r = _run_meta(K.softmax, [self._data, dim, half_to_float], {})
+    return _r
 
 _op__log_softmax = Dispatcher.define('_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor')
 
 def _cpu__log_softmax_default(ks, self, dim, half_to_float):
-    return _new(K.log_softmax_(_np, self._data, dim, half_to_float), _KS_CPU, _CPU)
+    try:
+        return _new(K.log_softmax(_np, self._data, dim, half_to_float), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.log_softmax, self)
 
 
 def _cuda__log_softmax_default(ks, self, dim, half_to_float):
-    return _new(K.log_softmax_(_cupy(), self._data, dim, half_to_float), self._ks, self._device)
+    try:
+        return _new(K.log_softmax(_cupy(), self._data, dim, half_to_float), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.log_softmax, self)
 
 
 def _meta__log_softmax_default(ks, self, dim, half_to_float):
-    if self._device.type != 'meta':
-        raise NotImplementedError('Cannot copy out of meta tensor; no data!')
-    self._vc.version += 1
-    return self
+    _r = _run_meta(K.log_softmax, [self._data, dim, half_to_float], {})
+    return _r
 
 _op_softmax_int = Dispatcher.define('softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
 

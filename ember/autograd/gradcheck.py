@@ -22,6 +22,13 @@ def _flat_outputs(func, inputs):
     return _as_tuple(func(*inputs))
 
 
+def _output_values(func, inputs):
+    """float64 NumPy copies of the tensor outputs of ``func(*inputs)``, flattened."""
+    import ember
+    return [o.detach().numpy().astype(np.float64).reshape(-1) for o in _flat_outputs(func, inputs)
+            if isinstance(o, ember.Tensor)]
+
+
 def _numerical_jacobian(func, inputs, outputs, eps):
     """jac[i][j]: d output j / d input i, shape (numel(input), numel(output)), by central differences."""
     import ember
@@ -36,11 +43,9 @@ def _numerical_jacobian(func, inputs, outputs, eps):
             idx = np.unravel_index(k, tuple(t.shape)) if t.dim() else ()
             orig = base[idx].item() if t.dim() else base.item()
             base[idx] = orig - eps
-            lo = [o.detach().numpy().astype(np.float64).reshape(-1).copy()
-                  for o in _flat_outputs(func, inputs) if isinstance(o, ember.Tensor)]
+            lo = _output_values(func, inputs)
             base[idx] = orig + eps
-            hi = [o.detach().numpy().astype(np.float64).reshape(-1).copy()
-                  for o in _flat_outputs(func, inputs) if isinstance(o, ember.Tensor)]
+            hi = _output_values(func, inputs)
             base[idx] = orig
             for j in range(len(outputs)):
                 cols[j][k] = (hi[j] - lo[j]) / (2 * eps)
@@ -66,12 +71,12 @@ def _fast_gradcheck(func, inputs, outputs, eps, atol, rtol, raise_exception):
         orig = base.clone()
         step = ember.tensor(eps * us[i], dtype=t.dtype)
         base.copy_(orig + step)
-        hi = [o.detach().numpy().astype(np.float64) for o in _flat_outputs(func, inputs) if isinstance(o, ember.Tensor)]
+        hi = _output_values(func, inputs)
         base.copy_(orig - step)
-        lo = [o.detach().numpy().astype(np.float64) for o in _flat_outputs(func, inputs) if isinstance(o, ember.Tensor)]
+        lo = _output_values(func, inputs)
         base.copy_(orig)
         for j in range(len(outputs)):
-            num[i, j] = float(((hi[j] - lo[j]) / (2 * eps) * vs[j]).sum())
+            num[i, j] = float(((hi[j] - lo[j]) / (2 * eps) * vs[j].reshape(-1)).sum())
     tensors = [t for _, t in diff]
     for j, o in enumerate(outputs):
         grads = ember.autograd.grad([o], tensors, [ember.tensor(vs[j], dtype=o.dtype)], retain_graph=True,

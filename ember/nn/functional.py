@@ -8,7 +8,6 @@ import warnings
 import ember
 from ember._generated.functions import relu, sigmoid, tanh  # noqa: F401
 from ember._generated.nn_functional import *  # noqa: F401,F403
-from ember._generated import nn_functional as _nnf
 
 _aten = None
 
@@ -170,10 +169,6 @@ def hardswish(input, inplace=False):  # noqa: A002
     return input.copy_(r) if inplace else r
 
 
-def gelu(input, approximate="none"):  # noqa: A002
-    return _nnf.gelu(input, approximate=approximate)
-
-
 def _softmax_dim(ndim):
     warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X as an "
                   "argument.", stacklevel=3)
@@ -199,8 +194,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
-    gumbels = -ember.empty_like(logits).exponential_().log() if hasattr(logits, "exponential_") else \
-        -(-ember.rand_like(logits).log()).log()
+    gumbels = -(-ember.rand_like(logits).log()).log()  # -log of Exp(1) draws
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if hard:
         index = y_soft.max(dim, keepdim=True)[1]

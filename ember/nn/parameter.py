@@ -26,9 +26,6 @@ class Parameter(Tensor):
         t.requires_grad_(requires_grad)
         return t
 
-    def __init__(self, data=None, requires_grad=True):
-        pass
-
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
@@ -55,8 +52,6 @@ class Buffer(Tensor):
         t.__dict__["persistent"] = persistent
         return t
 
-    def __init__(self, data=None, *, persistent=True):
-        pass
 
 
 class UninitializedParameter(Parameter):

@@ -13,21 +13,16 @@ import math
 
 import numpy as np
 
-from ember.aten.kernels._common import compute_dtype, wrap_dim
+from ember.aten.kernels._common import asdtype, compute_dtype, wrap_dim
 
-__all__ = ["softmax_", "log_softmax_", "gelu", "native_layer_norm", "convolution", "convolution_backward",
+__all__ = ["softmax", "log_softmax", "gelu", "native_layer_norm", "convolution", "convolution_backward",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding"]
 
 
-def _float_compute(x):
-    cdt = compute_dtype(x.dtype)
-    return x if x.dtype == cdt else x.astype(cdt)
-
-
 # ------------------------------------------------------------------------------ softmax
-def softmax_(xp, self, dim, half_to_float=False):
+def softmax(xp, self, dim, half_to_float=False):
     d = wrap_dim(dim, max(self.ndim, 1))
-    x = _float_compute(self)
+    x = asdtype(xp, self, compute_dtype(self.dtype))
     if x.ndim == 0:
         return xp.ones_like(self)
     with np.errstate(all="ignore"):
@@ -38,9 +33,9 @@ def softmax_(xp, self, dim, half_to_float=False):
     return r.astype(self.dtype, copy=False)
 
 
-def log_softmax_(xp, self, dim, half_to_float=False):
+def log_softmax(xp, self, dim, half_to_float=False):
     d = wrap_dim(dim, max(self.ndim, 1))
-    x = _float_compute(self)
+    x = asdtype(xp, self, compute_dtype(self.dtype))
     if x.ndim == 0:
         return xp.zeros_like(self)
     with np.errstate(all="ignore"):
@@ -55,7 +50,7 @@ def log_softmax_(xp, self, dim, half_to_float=False):
 def gelu(xp, self, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh. (got {approximate})")
-    x = _float_compute(self)
+    x = asdtype(xp, self, compute_dtype(self.dtype))
     with np.errstate(all="ignore"):
         if approximate == "tanh":
             inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
@@ -77,7 +72,7 @@ def native_layer_norm(xp, input, normalized_shape, weight, bias, eps):  # noqa: 
         if t is not None and tuple(t.shape) != normalized_shape:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(normalized_shape)}")
-    x = _float_compute(input)
+    x = asdtype(xp, input, compute_dtype(input.dtype))
     axes = tuple(range(input.ndim - k, input.ndim))
     mean = x.mean(axis=axes, keepdims=True)
     xc = x - mean

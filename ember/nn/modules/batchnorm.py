@@ -8,6 +8,27 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 
+def _affine_parameters(module, shape, affine, bias, device, dtype):
+    """Register ``weight`` (and ``bias`` unless ``bias=False``) of ``shape``, or both as None."""
+    if affine:
+        module.weight = Parameter(ember.empty(shape, device=device, dtype=dtype))
+        if bias:
+            module.bias = Parameter(ember.empty(shape, device=device, dtype=dtype))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module):
+    """PyTorch's default: weight 1, bias 0."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     _version = 2
     __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
@@ -20,15 +41,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if self.affine:
-            self.weight = Parameter(ember.empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(ember.empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_features, affine, bias, device, dtype)
         if self.track_running_stats:
             self.register_buffer("running_mean", ember.zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ember.ones(num_features, device=device, dtype=dtype))
@@ -47,10 +60,7 @@ class _NormBase(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input):  # noqa: A002
         raise NotImplementedError

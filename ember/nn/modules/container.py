@@ -19,6 +19,21 @@ def _abs_index(idx, size):
     return str(idx + size if idx < 0 else idx)
 
 
+def _parameters_repr(items) -> str:
+    """The ``(k): Parameter containing: [dtype of size AxB]`` lines of ParameterList / ParameterDict."""
+    child_lines = []
+    for k, p in items:
+        if isinstance(p, Tensor):
+            size_str = "x".join(str(size) for size in p.size())
+            parastr = "{} containing: [{} of size {}{}]".format(
+                "Parameter" if isinstance(p, Parameter) else "Tensor", str(p.dtype), size_str,
+                "" if p.device.type == "cpu" else f" ({p.device})")
+            child_lines.append("  (" + str(k) + "): " + parastr)
+        else:
+            child_lines.append("  (" + str(k) + "): Object of type: " + type(p).__name__)
+    return "\n".join(child_lines)
+
+
 class Sequential(Module):
     """Modules run in the order they were passed (positional or as an OrderedDict)."""
 
@@ -32,12 +47,7 @@ class Sequential(Module):
                 self.add_module(str(idx), module)
 
     def _get_item_by_idx(self, iterator, idx):
-        size = len(self)
-        idx = operator.index(idx)
-        if not -size <= idx < size:
-            raise IndexError(f"index {idx} is out of range")
-        idx %= size
-        return next(islice(iterator, idx, None))
+        return next(islice(iterator, int(_abs_index(idx, len(self))), None))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -339,17 +349,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        child_lines = []
-        for k, p in enumerate(self):
-            if isinstance(p, Tensor):
-                size_str = "x".join(str(size) for size in p.size())
-                parastr = "{} containing: [{} of size {}{}]".format(
-                    "Parameter" if isinstance(p, Parameter) else "Tensor", str(p.dtype),
-                    size_str, "" if p.device.type == "cpu" else f" ({p.device})")
-                child_lines.append("  (" + str(k) + "): " + parastr)
-            else:
-                child_lines.append("  (" + str(k) + "): Object of type: " + type(p).__name__)
-        return "\n".join(child_lines)
+        return _parameters_repr(enumerate(self))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterList should not be called.")
@@ -456,17 +456,7 @@ class ParameterDict(Module):
                 self[p[0]] = p[1]
 
     def extra_repr(self) -> str:
-        child_lines = []
-        for k, p in self.items():
-            if isinstance(p, Tensor):
-                size_str = "x".join(str(size) for size in p.size())
-                parastr = "{} containing: [{} of size {}{}]".format(
-                    "Parameter" if isinstance(p, Parameter) else "Tensor", str(p.dtype),
-                    size_str, "" if p.device.type == "cpu" else f" ({p.device})")
-                child_lines.append("  (" + str(k) + "): " + parastr)
-            else:
-                child_lines.append("  (" + str(k) + "): Object of type: " + type(p).__name__)
-        return "\n".join(child_lines)
+        return _parameters_repr(self.items())
 
     def __call__(self, input):  # noqa: A002
         raise RuntimeError("ParameterDict should not be called.")

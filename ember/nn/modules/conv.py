@@ -7,13 +7,8 @@ import ember
 from ember.nn import functional as F
 from ember.nn import init
 from ember.nn.modules.module import Module
+from ember.nn.modules.utils import _ntuple
 from ember.nn.parameter import Parameter
-
-
-def _ntuple(v, n):
-    if isinstance(v, (list, tuple)):
-        return tuple(v)
-    return (v,) * n
 
 
 def _reverse_repeat_tuple(t, n):

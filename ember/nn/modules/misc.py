@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
+from ember.nn.modules.utils import _ntuple
 
 
 class Flatten(Module):
@@ -29,10 +30,6 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
-
-
-def _ntuple(v, n):
-    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
 
 
 class _PadNd(Module):

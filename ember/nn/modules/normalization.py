@@ -7,7 +7,7 @@ import numbers
 import ember
 from ember.nn import functional as F
 from ember.nn import init
-from ember.nn.modules.batchnorm import _NormBase
+from ember.nn.modules.batchnorm import _NormBase, _affine_parameters, _reset_affine
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
@@ -22,22 +22,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if self.elementwise_affine:
-            self.weight = Parameter(ember.empty(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(ember.empty(self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):  # noqa: A002
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -58,22 +47,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if self.affine:
-            self.weight = Parameter(ember.empty(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(ember.empty(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_channels, affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):  # noqa: A002
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
+from ember.nn.modules.utils import _ntuple
 
 
 class _MaxPoolNd(Module):
@@ -69,12 +70,8 @@ class AvgPool1d(_AvgPoolNd):
     _nd = 1
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-        super().__init__(_one(kernel_size), _one(stride) if stride is not None else None, _one(padding), ceil_mode,
-                         count_include_pad)
-
-
-def _one(v):
-    return tuple(v) if isinstance(v, (list, tuple)) else (v,)
+        super().__init__(_ntuple(kernel_size, 1), _ntuple(stride, 1) if stride is not None else None,
+                         _ntuple(padding, 1), ceil_mode, count_include_pad)
 
 
 class AvgPool2d(_AvgPoolNd):

@@ -1,0 +1,7 @@
+"""Argument helpers of the layers (mirrors ``torch/nn/modules/utils.py``)."""
+from __future__ import annotations
+
+
+def _ntuple(v, n):
+    """``v`` as an n-tuple: sequences as given, a single value repeated."""
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
