@@ -494,3 +494,67 @@ add(OpInfo("embedding", lambda d, r: [Sample((np.array([[0, 2, 2], [4, 1, 0]]), 
                                       Sample((np.array([1, 1, 3]), arr(r, (4, 2), d)), dict(scale_grad_by_freq=True))],
            method=False, ember_fn=lambda e, i, w, **k: e.nn.functional.embedding(i, w, **k),
            torch_fn=lambda t, i, w, **k: t.nn.functional.embedding(i, w, **k)))
+
+
+# ------------------------------------------------------------------------------ recurrent ops
+def _rnn_call(mode, batch_first=False, bidirectional=False, packed=None):
+    """lstm / gru / rnn_* over flat arrays (x, h0[, c0], weights...), one layer; packed: batch sizes."""
+    def f(lib, x, h, *rest):
+        c, ws = (rest[0], list(rest[1:])) if mode == "lstm" else (None, list(rest))
+        hx = [h, c] if mode == "lstm" else h
+        op = getattr(lib, mode)
+        flags = (True, 1, 0.0, True, bidirectional)
+        if packed is not None:
+            out = op(x, lib.tensor(packed, dtype=lib.int64), hx, ws, *flags)
+        else:
+            out = op(x, hx, ws, *flags, batch_first)
+        return tuple(out)
+    return f
+
+
+def _rnn_samples(mode, bidirectional=False, packed=None, proj=0):
+    G = {"lstm": 4, "gru": 3}.get(mode, 1)
+
+    def f(d, r):
+        H, I, D = 3, 2, 2 if bidirectional else 1
+        Hr = proj or H
+        x = arr(r, (sum(packed), I) if packed else (3, 2, I), d, -1, 1)
+        B = packed[0] if packed else 2
+        states = [arr(r, (D, B, Hr), d, -1, 1)] + ([arr(r, (D, B, H), d, -1, 1)] if mode == "lstm" else [])
+        ws = []
+        for _ in range(D):
+            ws += [arr(r, (G * H, I), d, -1, 1), arr(r, (G * H, Hr), d, -1, 1), arr(r, (G * H,), d, -1, 1),
+                   arr(r, (G * H,), d, -1, 1)] + ([arr(r, (proj, H), d, -1, 1)] if proj else [])
+        return [Sample(tuple([x] + states + ws))]
+    return f
+
+
+for _mode, _covers in (("lstm", ("_rnn_layer", "_rnn_layer_backward")), ("gru", ()), ("rnn_tanh", ()),
+                       ("rnn_relu", ())):
+    add(OpInfo(_mode, _rnn_samples(_mode), method=False, covers=_covers, meta=False, noncontiguous=False,
+               ember_fn=_rnn_call(_mode), torch_fn=_rnn_call(_mode)))
+add(OpInfo("lstm", _rnn_samples("lstm", bidirectional=True, packed=[3, 2, 2, 1], proj=2), method=False, meta=False,
+           noncontiguous=False, ember_fn=_rnn_call("lstm", bidirectional=True, packed=[3, 2, 2, 1]),
+           torch_fn=_rnn_call("lstm", bidirectional=True, packed=[3, 2, 2, 1])))
+add(OpInfo("gru", _rnn_samples("gru", bidirectional=True, packed=[2, 2, 1]), method=False, meta=False,
+           noncontiguous=False, ember_fn=_rnn_call("gru", bidirectional=True, packed=[2, 2, 1]),
+           torch_fn=_rnn_call("gru", bidirectional=True, packed=[2, 2, 1])))
+
+
+def _cell_samples(G, lstm=False):
+    def f(d, r):
+        states = [arr(r, (2, 3), d, -1, 1)] * (2 if lstm else 1)
+        return [Sample(tuple([arr(r, (2, 4), d, -1, 1)] + states + [arr(r, (G * 3, 4), d, -1, 1),
+                                                                   arr(r, (G * 3, 3), d, -1, 1),
+                                                                   arr(r, (G * 3,), d, -1, 1),
+                                                                   arr(r, (G * 3,), d, -1, 1)]))]
+    return f
+
+
+add(OpInfo("lstm_cell", _cell_samples(4, lstm=True), method=False, meta=False,
+           ember_fn=lambda e, x, h, c, *w: tuple(e.lstm_cell(x, [h, c], *w)),
+           torch_fn=lambda t, x, h, c, *w: tuple(t.lstm_cell(x, [h, c], *w))))
+for _name, _g in (("gru_cell", 3), ("rnn_tanh_cell", 1), ("rnn_relu_cell", 1)):
+    add(OpInfo(_name, _cell_samples(_g), method=False, meta=False))
+add(OpInfo("dropout", lambda d, r: [Sample((arr(r, (3, 4), d), 0.0, True)), Sample((arr(r, (3, 4), d), 0.5, False))],
+           method=False))

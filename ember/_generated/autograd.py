@@ -7386,6 +7386,72 @@ def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, 
     return result
 
 
+class _RnnLayerBackward0(_Node):
+    _saved_names = ('input_', 'h0_', 'c0_', 'w_ih_', 'w_hh_', 'b_ih_', 'b_hh_', 'w_hr_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        batch_sizes = _n.batch_sizes
+        mode = _n.mode
+        reverse = _n.reverse
+        _r = []
+        grad_input_mask = [_e[len(_r) + 0] is not None, _e[len(_r) + 1] is not None, _e[len(_r) + 2] is not None, _e[len(_r) + 3] is not None, _e[len(_r) + 4] is not None, _e[len(_r) + 5] is not None, _e[len(_r) + 6] is not None, _e[len(_r) + 7] is not None]
+        if any(grad_input_mask):
+            b_hh = _n._saved('b_hh' + '_')
+            b_ih = _n._saved('b_ih' + '_')
+            c0 = _n._saved('c0' + '_')
+            h0 = _n._saved('h0' + '_')
+            input = _n._saved('input' + '_')
+            result = _n._saved('result_')
+            w_hh = _n._saved('w_hh' + '_')
+            w_hr = _n._saved('w_hr' + '_')
+            w_ih = _n._saved('w_ih' + '_')
+            _g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr = E.ops.aten._rnn_layer_backward(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, result[0], result[3], grads[0], grads[1], grads[2] if mode == 'LSTM' else None)
+        else:
+            _g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr = [None] * 8
+        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[0] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[1] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[2] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[3] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[4] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[5] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[6] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[7] if _e[len(_r)] is not None else None)
+        return _r
+
+
+def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
+    if not (_gm.enabled and (input._rg or h0._rg or (c0 is not None and c0._rg) or w_ih._rg or w_hh._rg or (b_ih is not None and b_ih._rg) or (b_hh is not None and b_hh._rg) or (w_hr is not None and w_hr._rg))):
+        return _R._op__rnn_layer.redispatch(ks & _BELOW, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
+    _n = _RnnLayerBackward0()
+    _n._next = _edges(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+    _n._input_meta = _meta(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+    _n.batch_sizes = batch_sizes
+    _n.mode = mode
+    _n.reverse = reverse
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None or _n._next[7] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None or _n._next[7] is not None:
+        _n.h0_ = _SV(h0)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None or _n._next[7] is not None:
+        _n.c0_ = _SV(c0 if c0 is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None or _n._next[7] is not None:
+        _n.w_ih_ = _SV(w_ih)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None or _n._next[7] is not None:
+        _n.w_hh_ = _SV(w_hh)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None or _n._next[7] is not None:
+        _n.b_ih_ = _SV(b_ih if b_ih is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None or _n._next[7] is not None:
+        _n.b_hh_ = _SV(b_hh if b_hh is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None or _n._next[7] is not None:
+        _n.w_hr_ = _SV(w_hr if w_hr is not None else None)
+    result = _R._op__rnn_layer.redispatch(ks & _BELOW, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
+    _set_history(_n, tuple(result), [True, True, True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 class SpecialI0eBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -10392,6 +10458,9 @@ _R._op_constant_pad_nd.register(DispatchKey.AutogradMeta, _ag_constant_pad_nd_de
 _R._op_embedding.register(DispatchKey.AutogradCPU, _ag_embedding_default)
 _R._op_embedding.register(DispatchKey.AutogradCUDA, _ag_embedding_default)
 _R._op_embedding.register(DispatchKey.AutogradMeta, _ag_embedding_default)
+_R._op__rnn_layer.register(DispatchKey.AutogradCPU, _ag__rnn_layer_default)
+_R._op__rnn_layer.register(DispatchKey.AutogradCUDA, _ag__rnn_layer_default)
+_R._op__rnn_layer.register(DispatchKey.AutogradMeta, _ag__rnn_layer_default)
 _R._op_special_i0e.register(DispatchKey.AutogradCPU, _ag_special_i0e_default)
 _R._op_special_i0e.register(DispatchKey.AutogradCUDA, _ag_special_i0e_default)
 _R._op_special_i0e.register(DispatchKey.AutogradMeta, _ag_special_i0e_default)

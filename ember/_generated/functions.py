@@ -11,7 +11,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'baddbmm', 'bernoulli', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dstack', 'einsum', 'embedding', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'gt', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'baddbmm', 'bernoulli', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dstack', 'einsum', 'embedding', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'gru', 'gru_cell', 'gt', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -8833,4 +8833,159 @@ def embedding(*args, **kwargs):
     _i, _a = _sig_embedding.parse(args, kwargs)
     if _i == 0:
         return _R._op_embedding.call(_a['weight']._ks | _a['indices']._ks, _a['weight'], _a['indices'], _a['padding_idx'], _a['scale_grad_by_freq'], _a['sparse'])
+    raise AssertionError('unreachable')
+
+
+_sig_dropout = _Signatures('dropout', [
+    (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),),
+], method=False)
+
+def _bind_dropout_0(input, p, train):
+    return (input, p, train)
+
+def dropout(*args, **kwargs):
+    try:
+        _b = _bind_dropout_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, train = _b
+        if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
+            return _R._op_dropout.call(input._ks, input, p, train)
+    _i, _a = _sig_dropout.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
+    raise AssertionError('unreachable')
+
+
+_sig_lstm = _Signatures('lstm', [
+    (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),),
+    (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),),
+], method=False)
+
+def lstm(*args, **kwargs):
+    _i, _a = _sig_lstm.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_lstm_input.call(_a['input']._ks | _ks_list(_a['hx']) | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
+    elif _i == 1:
+        return _R._op_lstm_data.call(_a['data']._ks | _a['batch_sizes']._ks | _ks_list(_a['hx']) | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
+    raise AssertionError('unreachable')
+
+
+_sig_gru = _Signatures('gru', [
+    (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),),
+    (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),),
+], method=False)
+
+def gru(*args, **kwargs):
+    _i, _a = _sig_gru.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_gru_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
+    elif _i == 1:
+        return _R._op_gru_data.call(_a['data']._ks | _a['batch_sizes']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
+    raise AssertionError('unreachable')
+
+
+_sig_rnn_tanh = _Signatures('rnn_tanh', [
+    (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),),
+    (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),),
+], method=False)
+
+def rnn_tanh(*args, **kwargs):
+    _i, _a = _sig_rnn_tanh.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_rnn_tanh_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
+    elif _i == 1:
+        return _R._op_rnn_tanh_data.call(_a['data']._ks | _a['batch_sizes']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
+    raise AssertionError('unreachable')
+
+
+_sig_rnn_relu = _Signatures('rnn_relu', [
+    (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),),
+    (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),),
+], method=False)
+
+def rnn_relu(*args, **kwargs):
+    _i, _a = _sig_rnn_relu.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_rnn_relu_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
+    elif _i == 1:
+        return _R._op_rnn_relu_data.call(_a['data']._ks | _a['batch_sizes']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
+    raise AssertionError('unreachable')
+
+
+_sig_lstm_cell = _Signatures('lstm_cell', [
+    (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),),
+], method=False)
+
+def lstm_cell(*args, **kwargs):
+    _i, _a = _sig_lstm_cell.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_lstm_cell.call(_a['input']._ks | _ks_list(_a['hx']) | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
+    raise AssertionError('unreachable')
+
+
+_sig_gru_cell = _Signatures('gru_cell', [
+    (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),),
+], method=False)
+
+def _bind_gru_cell_0(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return (input, hx, w_ih, w_hh, b_ih, b_hh)
+
+def gru_cell(*args, **kwargs):
+    try:
+        _b = _bind_gru_cell_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, hx, w_ih, w_hh, b_ih, b_hh = _b
+        if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
+            return _R._op_gru_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
+    _i, _a = _sig_gru_cell.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_gru_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
+    raise AssertionError('unreachable')
+
+
+_sig_rnn_tanh_cell = _Signatures('rnn_tanh_cell', [
+    (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),),
+], method=False)
+
+def _bind_rnn_tanh_cell_0(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return (input, hx, w_ih, w_hh, b_ih, b_hh)
+
+def rnn_tanh_cell(*args, **kwargs):
+    try:
+        _b = _bind_rnn_tanh_cell_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, hx, w_ih, w_hh, b_ih, b_hh = _b
+        if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
+            return _R._op_rnn_tanh_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
+    _i, _a = _sig_rnn_tanh_cell.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_rnn_tanh_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
+    raise AssertionError('unreachable')
+
+
+_sig_rnn_relu_cell = _Signatures('rnn_relu_cell', [
+    (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),),
+], method=False)
+
+def _bind_rnn_relu_cell_0(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return (input, hx, w_ih, w_hh, b_ih, b_hh)
+
+def rnn_relu_cell(*args, **kwargs):
+    try:
+        _b = _bind_rnn_relu_cell_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, hx, w_ih, w_hh, b_ih, b_hh = _b
+        if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
+            return _R._op_rnn_relu_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
+    _i, _a = _sig_rnn_relu_cell.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_rnn_relu_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')

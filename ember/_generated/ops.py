@@ -1497,6 +1497,43 @@ constant_pad_nd = _P('constant_pad_nd', [
 embedding = _P('embedding', [
     _O(_R._op_embedding, (('weight', 'T', False, False, None), ('indices', 'T', False, False, None), ('padding_idx', 'int', False, True, -1), ('scale_grad_by_freq', 'bool', False, True, False), ('sparse', 'bool', False, True, False),), ['weight', 'indices', 'padding_idx', 'scale_grad_by_freq', 'sparse']),
 ])
+dropout = _P('dropout', [
+    _O(_R._op_dropout, (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),), ['input', 'p', 'train']),
+])
+_rnn_layer = _P('_rnn_layer', [
+    _O(_R._op__rnn_layer, (('input', 'T', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('h0', 'T', False, False, None), ('c0', 'T?', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, False, None), ('b_hh', 'T?', False, False, None), ('w_hr', 'T?', False, False, None), ('mode', 'str', False, False, None), ('reverse', 'bool', False, False, None),), ['input', 'batch_sizes', 'h0', 'c0', 'w_ih', 'w_hh', 'b_ih', 'b_hh', 'w_hr', 'mode', 'reverse']),
+])
+_rnn_layer_backward = _P('_rnn_layer_backward', [
+    _O(_R._op__rnn_layer_backward, (('input', 'T', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('h0', 'T', False, False, None), ('c0', 'T?', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, False, None), ('b_hh', 'T?', False, False, None), ('w_hr', 'T?', False, False, None), ('mode', 'str', False, False, None), ('reverse', 'bool', False, False, None), ('output', 'T', False, False, None), ('workspace', 'T', False, False, None), ('grad_output', 'T?', False, False, None), ('grad_hn', 'T?', False, False, None), ('grad_cn', 'T?', False, False, None),), ['input', 'batch_sizes', 'h0', 'c0', 'w_ih', 'w_hh', 'b_ih', 'b_hh', 'w_hr', 'mode', 'reverse', 'output', 'workspace', 'grad_output', 'grad_hn', 'grad_cn']),
+])
+lstm = _P('lstm', [
+    _O(_R._op_lstm_input, (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
+    _O(_R._op_lstm_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
+])
+gru = _P('gru', [
+    _O(_R._op_gru_input, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
+    _O(_R._op_gru_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
+])
+rnn_tanh = _P('rnn_tanh', [
+    _O(_R._op_rnn_tanh_input, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
+    _O(_R._op_rnn_tanh_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
+])
+rnn_relu = _P('rnn_relu', [
+    _O(_R._op_rnn_relu_input, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
+    _O(_R._op_rnn_relu_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
+])
+lstm_cell = _P('lstm_cell', [
+    _O(_R._op_lstm_cell, (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
+])
+gru_cell = _P('gru_cell', [
+    _O(_R._op_gru_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
+])
+rnn_tanh_cell = _P('rnn_tanh_cell', [
+    _O(_R._op_rnn_tanh_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
+])
+rnn_relu_cell = _P('rnn_relu_cell', [
+    _O(_R._op_rnn_relu_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
+])
 special_erf = _P('special_erf', [
     _O(_R._op_special_erf, (('self', 'T', False, False, None),), ['self']),
 ])

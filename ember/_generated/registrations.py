@@ -12610,6 +12610,119 @@ def _meta_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq
     _r = _run_meta(K.embedding, [weight._data, indices._data, padding_idx, scale_grad_by_freq, sparse], {})
     return _r
 
+_op_dropout = Dispatcher.define('dropout(Tensor input, float p, bool train) -> Tensor')
+
+def _composite_dropout_default(ks, input, p, train):
+    return C.dropout(input, p, train)
+
+_op__rnn_layer = Dispatcher.define('_rnn_layer(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse) -> (Tensor, Tensor, Tensor, Tensor)')
+
+def _cpu__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
+    try:
+        _rs = K._rnn_layer(_np, input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU), _new(_rs[3], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K._rnn_layer, input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+
+
+def _cuda__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
+    _check_devices('cuda', input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+    try:
+        _rs = K._rnn_layer(_cupy(), input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse)
+        return (_new(_rs[0], input._ks, input._device), _new(_rs[1], input._ks, input._device), _new(_rs[2], input._ks, input._device), _new(_rs[3], input._ks, input._device),)
+    except ValueError as _e:
+        _value_error(_e, K._rnn_layer, input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+
+
+def _meta__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
+    _check_devices('meta', input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+    _r = _run_meta(K._rnn_layer, [input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse], {})
+    return _r
+
+_op__rnn_layer_backward = Dispatcher.define('_rnn_layer_backward(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse, Tensor output, Tensor workspace, Tensor? grad_output, Tensor? grad_hn, Tensor? grad_cn) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)')
+
+def _cpu__rnn_layer_backward_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn):
+    try:
+        _rs = K._rnn_layer_backward(_np, input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse, output._data, workspace._data, (None if grad_output is None else grad_output._data), (None if grad_hn is None else grad_hn._data), (None if grad_cn is None else grad_cn._data))
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU), _new(_rs[3], _KS_CPU, _CPU), _new(_rs[4], _KS_CPU, _CPU), _new(_rs[5], _KS_CPU, _CPU), _new(_rs[6], _KS_CPU, _CPU), _new(_rs[7], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K._rnn_layer_backward, input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, grad_output, grad_hn, grad_cn)
+
+
+def _cuda__rnn_layer_backward_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn):
+    _check_devices('cuda', input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, grad_output, grad_hn, grad_cn)
+    try:
+        _rs = K._rnn_layer_backward(_cupy(), input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse, output._data, workspace._data, (None if grad_output is None else grad_output._data), (None if grad_hn is None else grad_hn._data), (None if grad_cn is None else grad_cn._data))
+        return (_new(_rs[0], input._ks, input._device), _new(_rs[1], input._ks, input._device), _new(_rs[2], input._ks, input._device), _new(_rs[3], input._ks, input._device), _new(_rs[4], input._ks, input._device), _new(_rs[5], input._ks, input._device), _new(_rs[6], input._ks, input._device), _new(_rs[7], input._ks, input._device),)
+    except ValueError as _e:
+        _value_error(_e, K._rnn_layer_backward, input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, grad_output, grad_hn, grad_cn)
+
+
+def _meta__rnn_layer_backward_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn):
+    _check_devices('meta', input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, grad_output, grad_hn, grad_cn)
+    _r = _run_meta(K._rnn_layer_backward, [input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse, output._data, workspace._data, (None if grad_output is None else grad_output._data), (None if grad_hn is None else grad_hn._data), (None if grad_cn is None else grad_cn._data)], {})
+    return _r
+
+_op_lstm_input = Dispatcher.define('lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)')
+
+def _composite_lstm_input(ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    return C.lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+_op_lstm_data = Dispatcher.define('lstm.data(Tensor data, Tensor batch_sizes, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor, Tensor)')
+
+def _composite_lstm_data(ks, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    return C.lstm_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+
+_op_gru_input = Dispatcher.define('gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)')
+
+def _composite_gru_input(ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    return C.gru_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+_op_gru_data = Dispatcher.define('gru.data(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)')
+
+def _composite_gru_data(ks, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    return C.gru_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+
+_op_rnn_tanh_input = Dispatcher.define('rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)')
+
+def _composite_rnn_tanh_input(ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    return C.rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+_op_rnn_tanh_data = Dispatcher.define('rnn_tanh.data(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)')
+
+def _composite_rnn_tanh_data(ks, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    return C.rnn_tanh_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+
+_op_rnn_relu_input = Dispatcher.define('rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)')
+
+def _composite_rnn_relu_input(ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    return C.rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+_op_rnn_relu_data = Dispatcher.define('rnn_relu.data(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)')
+
+def _composite_rnn_relu_data(ks, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    return C.rnn_relu_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+
+_op_lstm_cell = Dispatcher.define('lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)')
+
+def _composite_lstm_cell_default(ks, input, hx, w_ih, w_hh, b_ih, b_hh):
+    return C.lstm_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+
+_op_gru_cell = Dispatcher.define('gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor')
+
+def _composite_gru_cell_default(ks, input, hx, w_ih, w_hh, b_ih, b_hh):
+    return C.gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+
+_op_rnn_tanh_cell = Dispatcher.define('rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor')
+
+def _composite_rnn_tanh_cell_default(ks, input, hx, w_ih, w_hh, b_ih, b_hh):
+    return C.rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+
+_op_rnn_relu_cell = Dispatcher.define('rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor')
+
+def _composite_rnn_relu_cell_default(ks, input, hx, w_ih, w_hh, b_ih, b_hh):
+    return C.rnn_relu_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+
 _op_special_erf = Dispatcher.define('special_erf(Tensor self) -> Tensor')
 
 def _composite_special_erf_default(ks, self):
@@ -14649,6 +14762,25 @@ _op_constant_pad_nd.register(DispatchKey.Meta, _meta_constant_pad_nd_default)
 _op_embedding.register(DispatchKey.CPU, _cpu_embedding_default)
 _op_embedding.register(DispatchKey.CUDA, _cuda_embedding_default)
 _op_embedding.register(DispatchKey.Meta, _meta_embedding_default)
+_op_dropout.register(DispatchKey.CompositeImplicitAutograd, _composite_dropout_default)
+_op__rnn_layer.register(DispatchKey.CPU, _cpu__rnn_layer_default)
+_op__rnn_layer.register(DispatchKey.CUDA, _cuda__rnn_layer_default)
+_op__rnn_layer.register(DispatchKey.Meta, _meta__rnn_layer_default)
+_op__rnn_layer_backward.register(DispatchKey.CPU, _cpu__rnn_layer_backward_default)
+_op__rnn_layer_backward.register(DispatchKey.CUDA, _cuda__rnn_layer_backward_default)
+_op__rnn_layer_backward.register(DispatchKey.Meta, _meta__rnn_layer_backward_default)
+_op_lstm_input.register(DispatchKey.CompositeImplicitAutograd, _composite_lstm_input)
+_op_lstm_data.register(DispatchKey.CompositeImplicitAutograd, _composite_lstm_data)
+_op_gru_input.register(DispatchKey.CompositeImplicitAutograd, _composite_gru_input)
+_op_gru_data.register(DispatchKey.CompositeImplicitAutograd, _composite_gru_data)
+_op_rnn_tanh_input.register(DispatchKey.CompositeImplicitAutograd, _composite_rnn_tanh_input)
+_op_rnn_tanh_data.register(DispatchKey.CompositeImplicitAutograd, _composite_rnn_tanh_data)
+_op_rnn_relu_input.register(DispatchKey.CompositeImplicitAutograd, _composite_rnn_relu_input)
+_op_rnn_relu_data.register(DispatchKey.CompositeImplicitAutograd, _composite_rnn_relu_data)
+_op_lstm_cell.register(DispatchKey.CompositeImplicitAutograd, _composite_lstm_cell_default)
+_op_gru_cell.register(DispatchKey.CompositeImplicitAutograd, _composite_gru_cell_default)
+_op_rnn_tanh_cell.register(DispatchKey.CompositeImplicitAutograd, _composite_rnn_tanh_cell_default)
+_op_rnn_relu_cell.register(DispatchKey.CompositeImplicitAutograd, _composite_rnn_relu_cell_default)
 _op_special_erf.register(DispatchKey.CompositeImplicitAutograd, _composite_special_erf_default)
 _op_special_erfc.register(DispatchKey.CompositeImplicitAutograd, _composite_special_erfc_default)
 _op_special_erfinv.register(DispatchKey.CompositeImplicitAutograd, _composite_special_erfinv_default)

@@ -124,6 +124,9 @@ NO_GRADGRAD = {"abs", "relu", "clamp", "clamp_min", "clamp_max", "clip", "maximu
                "div", "where", "masked_fill", "relu6", "copysign", "nan_to_num", "logit", "cdist", "linalg.vector_norm",
                "cumprod", "prod",
                "convolution",  # convolution_backward has no formula yet (double backward of conv)
+               # _rnn_layer_backward (BPTT in one kernel) has no formula, as PyTorch's cuDNN RNNs have none;
+               # the cells (lstm_cell, ...) are composite and do support double backward
+               "lstm", "gru", "rnn_tanh", "rnn_relu",
                "polygamma"}  # its sample's first argument is an int (gradgradcheck needs tensor inputs)
 
 

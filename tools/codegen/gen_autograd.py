@@ -26,6 +26,7 @@ class Derivative:
         self.grad_fn_name = None  # Note [grad_fn names]
         self.schema = schema
         self.formulas = formulas          # input name -> python expression
+        self.groups = {}                  # input name -> (names, expr) for "a, b: f(...)" entries
         self.output_differentiability = output_diff
         self.loc = loc
 
@@ -44,6 +45,16 @@ def load_derivatives(path: str = DERIV_PATH) -> dict[str, Derivative]:
             raise SchemaError(f"{loc}: {exc}") from None
         formulas = {k: str(v) for k, v in e.items() if k not in ("name", "output_differentiability",
                                                                   "grad_fn_name")}
+        # Note [multi-input formulas]: as in PyTorch, "input, weight, bias: f(..., grad_input_mask)" computes
+        # the gradients of several inputs with one call returning a tuple; grad_input_mask says which of
+        # them are needed.
+        groups = {}
+        for k in [k for k in formulas if "," in k]:
+            names = tuple(n.strip() for n in k.split(","))
+            f = formulas.pop(k)
+            for n in names:
+                formulas[n] = f
+                groups[n] = (names, f)
         argnames = {a.name for a in schema.arguments}
         for k, f in formulas.items():
             if k not in argnames:
@@ -53,6 +64,10 @@ def load_derivatives(path: str = DERIV_PATH) -> dict[str, Derivative]:
             except SyntaxError as exc:
                 raise SchemaError(f"{loc}: formula for {k} is not a Python expression: {exc}") from None
         out[schema.full_name] = Derivative(schema, formulas, e.get("output_differentiability"), loc)
+        out[schema.full_name].groups = groups
+        for n, (names, _) in groups.items():
+            if any(a.type.is_tensor_list for a in schema.arguments if a.name in names):
+                raise SchemaError(f"{loc}: a multi-input formula cannot include the Tensor[] argument {n}")
         out[schema.full_name].grad_fn_name = e.get("grad_fn_name")
     return out
 
@@ -118,8 +133,25 @@ def gen_node(plan: Plan) -> str:
         lines.append(f"        {n}_dtype, {n}_device = _n.{n}_meta")
     # edges: one per differentiable input; a Tensor[] input has one edge per element
     lines.append("        _r = []")
+    pos = {a.name: i for i, a in enumerate(plan.diff_inputs)}
     for a in plan.diff_inputs:
         f = plan.d.formulas[a.name]
+        if a.name in plan.d.groups:  # Note [multi-input formulas]
+            names, _ = plan.d.groups[a.name]
+            gvar = "_g_" + "_".join(names)
+            if a.name == min(names, key=pos.__getitem__):
+                needs = sorted(_names_in(f) & (set(plan.saved_tensors) | {"result"}))
+                mask = ", ".join(f"_e[len(_r) + {pos[n] - pos[a.name]}] is not None" for n in names)
+                lines.append(f"        grad_input_mask = [{mask}]")
+                lines.append("        if any(grad_input_mask):")
+                for nm in needs:
+                    lines.append(f"            {ident(nm)} = _n._saved({ident(nm)!r} + '_')" if nm != "result"
+                                 else "            result = _n._saved('result_')")
+                lines.append(f"            {gvar} = {f}")
+                lines.append("        else:")
+                lines.append(f"            {gvar} = [None] * {len(names)}")
+            lines.append(f"        _r.append({gvar}[{names.index(a.name)}] if _e[len(_r)] is not None else None)")
+            continue
         needs = sorted(_names_in(f) & (set(plan.saved_tensors) | {"result"}))
         if a.type.is_tensor_list:
             lines.append(f"        _k = _n._list_len_{a.name}")

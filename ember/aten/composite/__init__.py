@@ -559,3 +559,8 @@ def log_softmax_int(self, dim, dtype=None):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):  # noqa: A002
     return _e().ops.aten.native_layer_norm(input, normalized_shape, weight, bias, eps)[0]
+
+
+from ember.aten.composite.rnn import (dropout, gru_cell, gru_data, gru_input, lstm_cell, lstm_data,  # noqa: E402,F401
+                                      lstm_input, rnn_relu_cell, rnn_relu_data, rnn_relu_input, rnn_tanh_cell,
+                                      rnn_tanh_data, rnn_tanh_input)

@@ -17,3 +17,4 @@ from ember.aten.kernels.reduction import *  # noqa: F401,F403
 from ember.aten.kernels.unary import *  # noqa: F401,F403
 from ember.aten.kernels.views import *  # noqa: F401,F403
 from ember.aten.kernels.views import _reshape_alias  # noqa: F401
+from ember.aten.kernels.rnn import _rnn_layer, _rnn_layer_backward  # noqa: F401

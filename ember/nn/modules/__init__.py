@@ -26,6 +26,7 @@ from ember.nn.modules.misc import (ChannelShuffle, CircularPad1d, CircularPad2d,
                                    PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d,
                                    ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
                                    ReplicationPad3d, Unflatten, ZeroPad1d, ZeroPad2d, ZeroPad3d)
+from ember.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 
 # Export the classes only: the submodules (``utils``, ``linear``, ...) must not shadow ``ember.nn.utils``.
 __all__ = [_name for _name, _obj in list(globals().items()) if isinstance(_obj, type)]

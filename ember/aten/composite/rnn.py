@@ -1,0 +1,144 @@
+"""The recurrent-network ops of native_functions.yaml (``lstm.input``, ``gru.data``, ``lstm_cell``, ...;
+``aten/src/ATen/native/RNN.cpp``): layers and directions stacked over ``_rnn_layer``, and the single-step
+cells written over ordinary ops (so they support double backward, as PyTorch's CPU cells do)."""
+from __future__ import annotations
+
+
+def _e():
+    import ember
+    return ember
+
+
+def dropout(input, p, train):  # noqa: A002
+    """``at::dropout``: PyTorch's CPU mask, ``bernoulli(1 - p) / (1 - p)``."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not train or p == 0:
+        return input
+    if p == 1:
+        return input * 0
+    return input * _e().empty_like(input).bernoulli_(1 - p).div_(1 - p)
+
+
+def _stack(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout_p, train, bidirectional):
+    E = _e()
+    aten = E.ops.aten
+    D = 2 if bidirectional else 1
+    h0 = hx[0]
+    c0 = hx[1] if mode == "LSTM" else None
+    has_proj = mode == "LSTM" and h0.size(-1) != c0.size(-1)
+    per = 2 + 2 * bool(has_biases) + int(has_proj)
+    if len(params) != per * num_layers * D:
+        raise RuntimeError(f"Expected {per * num_layers * D} parameters for a {num_layers}-layer "
+                           f"{'bidirectional ' if bidirectional else ''}{mode} with has_biases={has_biases}, "
+                           f"got {len(params)}")
+    layer_input = data
+    hs, cs = [], []
+    for layer in range(num_layers):
+        outs = []
+        for d in range(D):
+            k = layer * D + d
+            p = params[k * per:(k + 1) * per]
+            b_ih, b_hh = (p[2], p[3]) if has_biases else (None, None)
+            out, hn, cn, _ = aten._rnn_layer(layer_input, batch_sizes, h0[k], None if c0 is None else c0[k], p[0],
+                                             p[1], b_ih, b_hh, p[-1] if has_proj else None, mode, d == 1)
+            outs.append(out)
+            hs.append(hn)
+            cs.append(cn)
+        layer_input = outs[0] if D == 1 else E.cat(outs, -1)
+        if dropout_p and train and layer < num_layers - 1:
+            layer_input = dropout(layer_input, dropout_p, train)
+    return layer_input, E.stack(hs), (E.stack(cs) if mode == "LSTM" else None)
+
+
+def _check_hidden(h, expected, what="hidden"):
+    if tuple(h.shape) != tuple(expected):
+        raise RuntimeError(f"Expected {what} size {tuple(expected)}, got {list(h.shape)}")
+
+
+def _run_input(mode, input, hx, params, has_biases, num_layers, dropout_p, train, bidirectional,  # noqa: A002
+               batch_first):
+    x = input.transpose(0, 1) if batch_first else input
+    T, B = x.size(0), x.size(1)
+    out, h, c = _stack(mode, x.reshape(T * B, x.size(2)), [B] * T, hx, params, has_biases, num_layers,
+                       dropout_p, train, bidirectional)
+    out = out.reshape(T, B, out.size(-1))
+    return (out.transpose(0, 1) if batch_first else out), h, c
+
+
+def _run_data(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout_p, train, bidirectional):
+    bs = [int(b) for b in batch_sizes.tolist()]
+    return _stack(mode, data, bs, hx, params, has_biases, num_layers, dropout_p, train, bidirectional)
+
+
+def lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
+    return _run_input("LSTM", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+
+def lstm_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    return _run_data("LSTM", data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
+
+
+def gru_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
+    return _run_input("GRU", input, [hx], params, has_biases, num_layers, dropout, train, bidirectional,
+                      batch_first)[:2]
+
+
+def gru_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    return _run_data("GRU", data, batch_sizes, [hx], params, has_biases, num_layers, dropout, train,
+                     bidirectional)[:2]
+
+
+def rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,  # noqa: A002
+                   batch_first):
+    return _run_input("RNN_TANH", input, [hx], params, has_biases, num_layers, dropout, train, bidirectional,
+                      batch_first)[:2]
+
+
+def rnn_tanh_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    return _run_data("RNN_TANH", data, batch_sizes, [hx], params, has_biases, num_layers, dropout, train,
+                     bidirectional)[:2]
+
+
+def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,  # noqa: A002
+                   batch_first):
+    return _run_input("RNN_RELU", input, [hx], params, has_biases, num_layers, dropout, train, bidirectional,
+                      batch_first)[:2]
+
+
+def rnn_relu_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    return _run_data("RNN_RELU", data, batch_sizes, [hx], params, has_biases, num_layers, dropout, train,
+                     bidirectional)[:2]
+
+
+# ------------------------------------------------------------------------------ cells
+def _linear(x, w, b):
+    E = _e()
+    return E.ops.aten.addmm(b, x, w.t()) if b is not None and x.dim() == 2 else \
+        (x.matmul(w.t()) + b if b is not None else x.matmul(w.t()))
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    h, c = hx[0], hx[1]
+    gates = _linear(input, w_ih, b_ih) + _linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, 1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    cy = f * c + i * g
+    return o * cy.tanh(), cy
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    gi = _linear(input, w_ih, b_ih).chunk(3, 1)
+    gh = _linear(hx, w_hh, b_hh).chunk(3, 1)
+    r = (gi[0] + gh[0]).sigmoid()
+    z = (gi[1] + gh[1]).sigmoid()
+    n = (gi[2] + r * gh[2]).tanh()
+    return n + z * (hx - n)
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).tanh()
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).relu()
