@@ -151,22 +151,18 @@ class RNNBase(Module):
         self.__dict__.setdefault("proj_size", 0)
 
     # -------------------------------------------------------------- forward (RNN and GRU; LSTM overrides)
-    def _unpack(self, input, hx, name):  # noqa: A002
-        """(input, hx, batch_sizes, sorted, unsorted, is_batched) with hx filled with zeros if absent."""
-        num_directions = 2 if self.bidirectional else 1
-        h = self.proj_size if self.proj_size > 0 else self.hidden_size
+    def _unpack(self, input, name):  # noqa: A002
+        """(data, batch_sizes, sorted_indices, unsorted_indices, is_batched) of a tensor or PackedSequence."""
         if isinstance(input, PackedSequence):
-            data, batch_sizes, sorted_indices, unsorted_indices = input
-            return data, batch_sizes, sorted_indices, unsorted_indices, True, int(batch_sizes[0])
+            return (*input, True)
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
                              f"{'tensor ' if name == 'RNN' else ''}instead")
-        return input, None, None, None, input.dim() == 3, None if input.dim() != 3 else \
-            (input.size(0) if self.batch_first else input.size(1))
+        return input, None, None, None, input.dim() == 3
 
     def forward(self, input, hx=None):  # noqa: A002
         name = type(self).__name__ if type(self).__name__ in ("RNN", "GRU") else "RNN"
-        data, batch_sizes, sorted_indices, unsorted_indices, is_batched, _ = self._unpack(input, hx, name)
+        data, batch_sizes, sorted_indices, unsorted_indices, is_batched = self._unpack(input, name)
         packed = batch_sizes is not None
         batch_dim = 0 if self.batch_first else 1
         if not packed and not is_batched:
@@ -245,7 +241,7 @@ class LSTM(RNNBase):
         return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
 
     def forward(self, input, hx=None):  # noqa: A002
-        data, batch_sizes, sorted_indices, unsorted_indices, is_batched, _ = self._unpack(input, hx, "LSTM")
+        data, batch_sizes, sorted_indices, unsorted_indices, is_batched = self._unpack(input, "LSTM")
         packed = batch_sizes is not None
         batch_dim = 0 if self.batch_first else 1
         if not packed and not is_batched:
