@@ -4,7 +4,7 @@
 
 Workloads (float32, 2 threads each, interleaved blocks, medians): Conv2d forward + backward (ResNet-style
 3x3, 64 -> 64 channels, padding 1, batch 32, 32x32), and a small CNN training step (Conv-BN-ReLU-Pool x2,
-Linear, cross entropy) on 64x1x28x28. Prints ms per step and the ratio PyTorch/ember (> 1: ember is faster).
+Linear, cross entropy) on 64x1x28x28, an LSTM language-model step and a TransformerEncoderLayer step. Prints ms per step and the ratio PyTorch/ember (> 1: ember is faster).
 """
 from __future__ import annotations
 
@@ -49,7 +49,41 @@ def cnn(lib, quick):
     return step
 
 
-WORKLOADS = {"Conv2d 3x3 64ch b32 32x32 fwd+bwd": conv, "CNN step 64x1x28x28": cnn}
+def lstm(lib, quick):
+    """LSTM language-model step: embedding 1000 x 128, LSTM 128 -> 256, seq 35, batch 20, decoder, loss."""
+    lib.manual_seed(0)
+    nn = lib.nn
+    T, B = (5, 4) if quick else (35, 20)
+    emb, rnn, dec = nn.Embedding(1000, 128), nn.LSTM(128, 256), nn.Linear(256, 1000)
+    rng = np.random.default_rng(0)
+    x = lib.tensor(rng.integers(0, 1000, (T, B)))
+    y = lib.tensor(rng.integers(0, 1000, (T * B,)))
+
+    def step():
+        out, _ = rnn(emb(x))
+        loss = nn.functional.cross_entropy(dec(out).reshape(T * B, 1000), y)
+        loss.backward()
+        for m in (emb, rnn, dec):
+            m.zero_grad()
+    return step
+
+
+def encoder_layer(lib, quick):
+    """TransformerEncoderLayer step: d_model 128, 4 heads, ff 512, batch 16, sequence 64, batch_first."""
+    lib.manual_seed(0)
+    nn = lib.nn
+    B, S = (2, 8) if quick else (16, 64)
+    layer = nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, batch_first=True)
+    x = lib.tensor(np.random.default_rng(0).standard_normal((B, S, 128)).astype(np.float32))
+
+    def step():
+        layer(x).pow(2).mean().backward()
+        layer.zero_grad()
+    return step
+
+
+WORKLOADS = {"Conv2d 3x3 64ch b32 32x32 fwd+bwd": conv, "CNN step 64x1x28x28": cnn,
+             "LSTM LM step 35x20, 128->256": lstm, "TransformerEncoderLayer step": encoder_layer}
 
 
 def main(argv=None):

@@ -15,7 +15,7 @@ from ember.nn.modules.sparse import Embedding  # noqa: F401
 from ember.nn.modules.activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid,  # noqa: F401
                                          Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU,
                                          ReLU6, RReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus,
-                                         Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
+                                         Softshrink, Softsign, Tanh, Tanhshrink, Threshold, MultiheadAttention)
 from ember.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss,  # noqa: F401
                                    GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss,
                                    MarginRankingLoss, MSELoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
@@ -27,6 +27,8 @@ from ember.nn.modules.misc import (ChannelShuffle, CircularPad1d, CircularPad2d,
                                    ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
                                    ReplicationPad3d, Unflatten, ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from ember.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
+from ember.nn.modules.transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
+                                          TransformerEncoder, TransformerEncoderLayer)
 
 # Export the classes only: the submodules (``utils``, ``linear``, ...) must not shadow ``ember.nn.utils``.
 __all__ = [_name for _name, _obj in list(globals().items()) if isinstance(_obj, type)]

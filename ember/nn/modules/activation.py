@@ -1,4 +1,4 @@
-"""Activation layers (mirrors ``torch/nn/modules/activation.py``; MultiheadAttention lands later)."""
+"""Activation layers and MultiheadAttention (mirrors ``torch/nn/modules/activation.py``)."""
 from __future__ import annotations
 
 import ember
@@ -255,3 +255,123 @@ class Softmax2d(Module):
         if input.dim() not in (3, 4):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
         return F.softmax(input, -3, _stacklevel=5)
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention (``torch.nn.MultiheadAttention``): packed in-projection ``in_proj_weight`` when
+    query, key and value share ``embed_dim``, separate ``q/k/v_proj_weight`` otherwise."""
+
+    __constants__ = ["batch_first"]
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
+        from ember.nn.modules.linear import NonDynamicallyQuantizableLinear
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads} instead")
+        fk = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != self.embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(ember.empty((embed_dim, embed_dim), **fk))
+            self.k_proj_weight = Parameter(ember.empty((embed_dim, self.kdim), **fk))
+            self.v_proj_weight = Parameter(ember.empty((embed_dim, self.vdim), **fk))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(ember.empty((3 * embed_dim, embed_dim), **fk))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(ember.empty(3 * embed_dim, **fk))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **fk)
+        if add_bias_kv:
+            self.bias_k = Parameter(ember.empty((1, 1, embed_dim), **fk))
+            self.bias_v = Parameter(ember.empty((1, 1, embed_dim), **fk))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self):
+        from ember.nn import init
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def __setstate__(self, state):
+        state.setdefault("_qkv_same_embed_dim", True)
+        super().__setstate__(state)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        is_batched = query.dim() == 3
+        key_padding_mask = F._canonical_mask(key_padding_mask, "key_padding_mask", F._none_or_dtype(attn_mask),
+                                             "attn_mask", query.dtype)
+        attn_mask = F._canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        if self.batch_first and is_batched:
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        common = dict(training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+                      attn_mask=attn_mask, average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if not self._qkv_same_embed_dim:
+            out, w = F.multi_head_attention_forward(
+                query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+                self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+                use_separate_proj_weight=True, q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+                v_proj_weight=self.v_proj_weight, **common)
+        else:
+            out, w = F.multi_head_attention_forward(
+                query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+                self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+                **common)
+        if self.batch_first and is_batched:
+            return out.transpose(1, 0), w
+        return out, w
+
+    def merge_masks(self, attn_mask, key_padding_mask, query):
+        """(merged float mask of shape (N, heads, L, S), its type) as PyTorch's fast path builds it."""
+        batch_size, seq_len = query.shape[0], query.shape[1]
+        merged, mask_type = None, None
+        if key_padding_mask is not None:
+            mask_type = 1
+            merged = key_padding_mask
+        if attn_mask is not None:
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                attn_mask_expanded = attn_mask.reshape(batch_size, -1, seq_len, seq_len)
+            else:
+                attn_mask_expanded = attn_mask.reshape(1, 1, seq_len, seq_len).expand(batch_size, self.num_heads,
+                                                                                       -1, -1)
+            merged = attn_mask_expanded
+            if key_padding_mask is not None:
+                kpm = key_padding_mask.reshape(batch_size, 1, 1, seq_len).expand(-1, self.num_heads, -1, -1)
+                merged = attn_mask_expanded + kpm
+        return merged, mask_type
