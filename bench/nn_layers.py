@@ -4,7 +4,8 @@
 
 Workloads (float32, 2 threads each, interleaved blocks, medians): Conv2d forward + backward (ResNet-style
 3x3, 64 -> 64 channels, padding 1, batch 32, 32x32), and a small CNN training step (Conv-BN-ReLU-Pool x2,
-Linear, cross entropy) on 64x1x28x28, an LSTM language-model step and a TransformerEncoderLayer step. Prints ms per step and the ratio PyTorch/ember (> 1: ember is faster).
+Linear, cross entropy) on 64x1x28x28, an LSTM language-model step and a TransformerEncoderLayer step.
+Prints ms per step and the ratio PyTorch/ember (> 1: ember is faster).
 """
 from __future__ import annotations
 

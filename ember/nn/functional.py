@@ -1185,3 +1185,312 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not is_batched:
         out = out.squeeze(1)
     return out, None
+
+
+# ------------------------------------------------------------------------------ interpolation
+_INTERP_MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+_MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+
+
+def _source_weights(in_size, out_size, scale, mode, align_corners):
+    """For one spatial dimension: [(index array, weight array or None)] so that
+    ``out[o] = sum_k w_k[o] * in[idx_k[o]]`` (PyTorch's ``area_pixel_compute_source_index`` and kernels)."""
+    import numpy as np
+    dst = np.arange(out_size, dtype=np.float64)
+    if mode in ("nearest", "nearest-exact"):
+        s = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+        src = np.floor((dst + 0.5) * s) if mode == "nearest-exact" else np.floor(dst * s)
+        return [(np.minimum(src.astype(np.int64), in_size - 1), None)]
+    if align_corners:
+        s = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        src = s * dst
+    else:
+        s = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+        src = s * (dst + 0.5) - 0.5
+    if mode == "bicubic":
+        f = np.floor(src)
+        t = src - f
+        A = -0.75
+
+        def c1(x):
+            return ((A + 2) * x - (A + 3)) * x * x + 1
+
+        def c2(x):
+            return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
+        ws = [c2(t + 1), c1(t), c1(1 - t), c2(2 - t)]
+        return [(np.clip(f.astype(np.int64) + k - 1, 0, in_size - 1), ws[k]) for k in range(4)]
+    if not align_corners:
+        src = np.maximum(src, 0.0)
+    i0 = np.floor(src).astype(np.int64)
+    i0 = np.minimum(i0, in_size - 1)
+    i1 = np.where(i0 < in_size - 1, i0 + 1, i0)
+    l1 = src - i0
+    return [(i0, 1.0 - l1), (i1, l1)]
+
+
+def _resample_dim(x, dim, in_size, out_size, scale, mode, align_corners):
+    terms = _source_weights(in_size, out_size, scale, mode, align_corners)
+    out = None
+    for idx, w in terms:
+        picked = x.index_select(dim, ember.tensor(idx, device=x.device))
+        if w is not None:
+            shape = [1] * x.dim()
+            shape[dim] = out_size
+            picked = picked * ember.tensor(w.reshape(shape), dtype=x.dtype, device=x.device)
+        out = picked if out is None else out + picked
+    return out
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
+                recompute_scale_factor=None, antialias=False):
+    """Resizes ``(N, C, d1, ..., dK)`` by ``size`` or ``scale_factor`` with PyTorch's sampling positions; the
+    linear modes and bicubic are separable, so they run one dimension at a time."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError("Input and output must have the same number of spatial dimensions, but got input "
+                                 f"with spatial dimensions of {list(input.shape[2:])} and output size of {size}. "
+                                 "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                                 "(o1, o2, ...,oK) format.")
+            output_size = [int(s) for s in size]
+        else:
+            output_size = [int(size)] * dim
+        scales = [None] * dim
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError("Input and scale_factor must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape "
+                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                                 "scale_factor in (s1, s2, ...,sK) format.")
+            scales = [float(s) for s in scale_factor]
+        else:
+            scales = [float(scale_factor)] * dim
+        output_size = [math.floor(float(input.size(i + 2)) * scales[i]) for i in range(dim)]
+        if recompute_scale_factor:
+            scales = [None] * dim
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if antialias and not (mode in ("bilinear", "bicubic") and input.dim() == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
+                         "as input")
+    if antialias:
+        raise NotImplementedError("interpolate(antialias=True) is not implemented in ember yet")
+    if input.dim() not in (3, 4, 5) or mode not in ("nearest", "area", "nearest-exact") + tuple(_MODE_DIMS):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+                                  f"the modes: {_INTERP_MODES} (got {mode})")
+    if mode in _MODE_DIMS and _MODE_DIMS[mode] != dim:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_MODE_DIMS[mode] + 2}D input")
+    if mode == "area":
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](input, output_size)
+    for s in output_size:
+        if s <= 0:
+            raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({', '.join(str(v) for v in input.shape[2:])}) and output ({', '.join(str(v) for v in output_size)})")  # noqa: E501
+    x = input
+    for i in reversed(range(dim)):
+        x = _resample_dim(x, i + 2, input.size(i + 2), output_size[i], scales[i], mode, align_corners)
+    return x
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ------------------------------------------------------------------------------ unfold / fold
+def _patch_index(spatial, kernel, dilation, padding, stride):
+    """(index into the padded, flattened spatial plane of shape (prod(kernel), L), padded sizes, block counts)."""
+    import numpy as np
+    padded = [s + 2 * p for s, p in zip(spatial, padding)]
+    blocks = [(p - d * (k - 1) - 1) // st + 1 for p, d, k, st in zip(padded, dilation, kernel, stride)]
+    ki = np.stack(np.meshgrid(*[np.arange(k) * d for k, d in zip(kernel, dilation)], indexing="ij"), -1).reshape(-1, 2)
+    bi = np.stack(np.meshgrid(*[np.arange(b) * st for b, st in zip(blocks, stride)], indexing="ij"), -1).reshape(-1, 2)
+    pos = ki[:, None, :] + bi[None, :, :]
+    return pos[..., 0] * padded[1] + pos[..., 1], padded, blocks
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """Sliding local blocks: ``(N, C, H, W) -> (N, C * kh * kw, L)``."""
+    if input.dim() not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    batched = input.dim() == 4
+    x = input if batched else input.unsqueeze(0)
+    k, d, p, s = (_tuple(v, 2) for v in (kernel_size, dilation, padding, stride))
+    idx, padded, blocks = _patch_index(tuple(x.shape[2:]), k, d, p, s)
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given input with spatial size ({x.shape[2]}, {x.shape[3]}), kernel_size=({k[0]}, {k[1]}), "
+                           f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of "
+                           f"sliding blocks as ({blocks[0]}, {blocks[1]}), but its components must be at least one.")
+    n, c = x.shape[0], x.shape[1]
+    xp = _ops().constant_pad_nd(x, [p[1], p[1], p[0], p[0]], 0) if any(p) else x
+    cols = xp.reshape(n, c, -1).index_select(2, ember.tensor(idx.reshape(-1), device=x.device))
+    out = cols.reshape(n, c * idx.shape[0], idx.shape[1])
+    return out if batched else out.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """Sums sliding local blocks back into an image: ``(N, C * kh * kw, L) -> (N, C, H, W)``."""
+    if input.dim() not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+                                  f"(got {input.dim()}D)")
+    batched = input.dim() == 3
+    x = input if batched else input.unsqueeze(0)
+    o, k, d, p, s = (_tuple(v, 2) for v in (output_size, kernel_size, dilation, padding, stride))
+    kk = k[0] * k[1]
+    if x.shape[1] % kk:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={x.shape[1]} and kernel_size=({k[0]}, {k[1]}).")
+    idx, padded, blocks = _patch_index(o, k, d, p, s)
+    if x.shape[2] != idx.shape[1]:
+        raise RuntimeError(f"Given output_size=({o[0]}, {o[1]}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, "
+                           f"{d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), expected size of input's "
+                           f"dimension 2 to match the calculated number of sliding blocks {blocks[0]} * {blocks[1]} = "
+                           f"{idx.shape[1]}, but got input.size(2)={x.shape[2]}.")
+    n, c = x.shape[0], x.shape[1] // kk
+    flat = ember.zeros((n, c, padded[0] * padded[1]), dtype=x.dtype, device=x.device)
+    flat = flat.index_add(2, ember.tensor(idx.reshape(-1), device=x.device), x.reshape(n, c, -1))
+    out = flat.reshape(n, c, padded[0], padded[1])[:, :, p[0]:p[0] + o[0], p[1]:p[1] + o[1]]
+    return out if batched else out.squeeze(0)
+
+
+# ------------------------------------------------------------------------------ max unpooling
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):  # noqa: A002
+    k = _tuple(kernel_size, nd)
+    s = _tuple(stride if stride is not None else kernel_size, nd)
+    p = _tuple(padding, nd)
+    default = [(input.size(input.dim() - nd + i) - 1) * s[i] + k[i] - 2 * p[i] for i in range(nd)]
+    if output_size is None:
+        out = default
+    else:
+        out = list(output_size)
+        if len(out) == nd + 2:
+            out = out[2:]
+        if len(out) != nd:
+            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+                             f"length of '{len(out)}'")
+        for i in range(nd):
+            lo, hi = default[i] - s[i], default[i] + s[i]
+            if not lo < out[i] < hi:
+                raise ValueError(f'invalid output_size "{tuple(out)}" (dim {i} must be between {lo} and {hi})')
+    lead = tuple(input.shape[:input.dim() - nd])
+    n_out = 1
+    for v in out:
+        n_out *= v
+    flat_in = input.reshape(lead + (-1,))
+    flat_idx = indices.reshape(lead + (-1,))
+    if flat_idx.numel() and (int(flat_idx.max()) >= n_out or int(flat_idx.min()) < 0):
+        raise RuntimeError(f"Found an invalid max index: {int(flat_idx.max())} (output volumes are of size "
+                           f"{'x'.join(str(v) for v in out)}")
+    res = ember.zeros(lead + (n_out,), dtype=input.dtype, device=input.device).scatter(-1, flat_idx, flat_in)
+    return res.reshape(lead + tuple(out))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+# ------------------------------------------------------------------------------ embedding bags
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,  # noqa: A002
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxes of bags of embeddings: bags are the rows of a 2-D ``input``, or the slices of a
+    1-D ``input`` starting at ``offsets``; entries equal to ``padding_idx`` are left out of their bag."""
+    if weight.dtype == ember.int64 and input.dtype.is_floating_point:
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, "
+                      "input, ...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+                      stacklevel=2)
+        weight, input = input, weight  # noqa: A001
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not None, then "
+                         f"it must have the same shape as the input ({tuple(input.shape)})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        B, L = input.shape
+        starts = list(range(0, B * L, L))
+        flat = input.reshape(-1)
+        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+        include_last_offset = False
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        flat, psw = input, per_sample_weights
+        starts = [int(v) for v in offsets.tolist()]
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    n = flat.numel()
+    if include_last_offset:
+        ends = starts[1:]
+        starts = starts[:-1]
+    else:
+        ends = starts[1:] + [n]
+    if starts and starts[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {starts[0]}")
+    if max_norm is not None:
+        embedding(flat, weight, max_norm=max_norm, norm_type=norm_type)
+    nb = len(starts)
+    import numpy as np
+    bag_of = np.zeros(n, dtype=np.int64)
+    for b, (s0, s1) in enumerate(zip(starts, ends)):
+        bag_of[s0:min(s1, n)] = b
+    keep = np.ones(n, dtype=bool)
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += weight.size(0)
+        keep = flat.cpu().numpy() != padding_idx
+    rows = np.nonzero(keep)[0]
+    dev = weight.device
+    emb = embedding(flat[ember.tensor(rows, device=flat.device)], weight, scale_grad_by_freq=scale_grad_by_freq)
+    if psw is not None:
+        emb = emb * psw[ember.tensor(rows, device=flat.device)].unsqueeze(1)
+    bags = ember.tensor(bag_of[rows], device=dev)
+    D = weight.size(1)
+    zeros = ember.zeros((nb, D), dtype=weight.dtype, device=dev)
+    if mode == "max":
+        idx = bags.unsqueeze(1).expand(-1, D)
+        return zeros.scatter_reduce(0, idx, emb, "amax", include_self=False)
+    out = zeros.index_add(0, bags, emb)
+    if mode == "mean":
+        counts = np.bincount(bag_of[rows], minlength=nb).astype(np.float64)
+        out = out / ember.tensor(np.maximum(counts, 1).reshape(-1, 1), dtype=weight.dtype, device=dev)
+    return out

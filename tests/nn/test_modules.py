@@ -56,6 +56,13 @@ MODULES = [
     ("ZeroPad2d", lambda nn: nn.ZeroPad2d(1), [(1, 2, 3, 3)]),
     ("CosineSimilarity", lambda nn: nn.CosineSimilarity(), [(3, 4), (3, 4)]),
     ("PairwiseDistance", lambda nn: nn.PairwiseDistance(), [(3, 4), (3, 4)]),
+    ("Upsample-bilinear", lambda nn: nn.Upsample(scale_factor=2, mode="bilinear"), [(1, 2, 3, 4)]),
+    ("UpsamplingNearest2d", lambda nn: nn.UpsamplingNearest2d(size=(5, 3)), [(1, 2, 3, 4)]),
+    ("Unfold", lambda nn: nn.Unfold(2, stride=2), [(1, 2, 4, 6)]),
+    ("Fold", lambda nn: nn.Fold((4, 5), 2), [(2, 8, 12)]),
+    ("EmbeddingBag", lambda nn: nn.EmbeddingBag(10, 3, mode="sum"), "embedding"),
+    ("GRUCell", lambda nn: nn.GRUCell(3, 4), [(2, 3)]),
+    ("Softmax2d", lambda nn: nn.Softmax2d(), [(2, 3, 4, 4)]),
     ("Sequential", lambda nn: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.0), nn.Linear(8, 2)), [(3, 4)]),
 ]
 ACTIVATIONS = ["ReLU", "ReLU6", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Hardtanh", "Hardsigmoid",

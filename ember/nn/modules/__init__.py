@@ -6,12 +6,13 @@ from ember.nn.modules.conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, Conv
                                    ConvTranspose3d)
 from ember.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,  # noqa: F401
                                       AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, AvgPool3d,
-                                      LPPool1d, LPPool2d, MaxPool1d, MaxPool2d, MaxPool3d)
+                                      LPPool1d, LPPool2d, MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d,
+                                      MaxUnpool2d, MaxUnpool3d)
 from ember.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 from ember.nn.modules.normalization import (GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,  # noqa: F401
                                             LayerNorm, LocalResponseNorm, RMSNorm)
 from ember.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
-from ember.nn.modules.sparse import Embedding  # noqa: F401
+from ember.nn.modules.sparse import Embedding, EmbeddingBag  # noqa: F401
 from ember.nn.modules.activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid,  # noqa: F401
                                          Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU,
                                          ReLU6, RReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus,
@@ -25,7 +26,8 @@ from ember.nn.modules.misc import (ChannelShuffle, CircularPad1d, CircularPad2d,
                                    ConstantPad1d, ConstantPad2d, ConstantPad3d, CosineSimilarity, Flatten,
                                    PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d,
                                    ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
-                                   ReplicationPad3d, Unflatten, ZeroPad1d, ZeroPad2d, ZeroPad3d)
+                                   ReplicationPad3d, Unflatten, ZeroPad1d, ZeroPad2d, ZeroPad3d, Upsample,
+                                   UpsamplingNearest2d, UpsamplingBilinear2d, Fold, Unfold)
 from ember.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from ember.nn.modules.transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                                           TransformerEncoder, TransformerEncoderLayer)

@@ -1,0 +1,115 @@
+"""interpolate (every mode), unfold/fold, max_unpool and embedding_bag against PyTorch: values, gradients of
+every differentiable input, and PyTorch's errors."""
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+
+
+def _compare(fn, arrays, rtol=1e-10, atol=1e-12):
+    """fn(lib, *tensors) on ember and torch (float64); compares outputs and the gradients of float inputs."""
+    e_in = [ember.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    t_in = [torch.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    eo, to = fn(ember, *e_in), fn(torch, *t_in)
+    assert tuple(eo.shape) == tuple(to.shape)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=rtol, atol=atol)
+    w = np.random.default_rng(9).standard_normal(tuple(to.shape))
+    (eo * ember.tensor(w)).sum().backward()
+    (to * torch.tensor(w)).sum().backward()
+    for a, b in zip(e_in, t_in):
+        if b.grad is not None:
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=rtol, atol=atol)
+
+
+R = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((2, 3, 5), dict(scale_factor=2)),
+    ((2, 3, 5), dict(size=7, mode="linear")),
+    ((2, 3, 5), dict(size=3, mode="linear", align_corners=True)),
+    ((1, 2, 4, 5), dict(scale_factor=(1.5, 0.7))),
+    ((1, 2, 4, 5), dict(size=(7, 3), mode="nearest-exact")),
+    ((1, 2, 4, 5), dict(scale_factor=2, mode="bilinear")),
+    ((1, 2, 4, 5), dict(size=(3, 8), mode="bilinear", align_corners=True)),
+    ((1, 2, 4, 5), dict(scale_factor=1.7, mode="bilinear", recompute_scale_factor=True)),
+    ((1, 2, 4, 5), dict(size=(9, 6), mode="bicubic")),
+    ((1, 2, 4, 5), dict(scale_factor=0.6, mode="bicubic", align_corners=True)),
+    ((1, 2, 6, 5), dict(size=(4, 3), mode="area")),
+    ((1, 2, 3, 4, 2), dict(scale_factor=2, mode="trilinear")),
+    ((1, 2, 3, 4, 2), dict(size=(2, 5, 3), mode="nearest")),
+    ((1, 2, 7), dict(size=3, mode="area")),
+])
+def test_interpolate_matches_pytorch(shape, kw):
+    _compare(lambda L, x: L.nn.functional.interpolate(x, **kw), [R.standard_normal(shape)])
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2),
+                                dict(kernel_size=(2, 3), stride=(1, 2), padding=1, dilation=(2, 1))])
+def test_unfold_fold_match_pytorch(kw):
+    x = R.standard_normal((2, 3, 6, 7))
+    _compare(lambda L, t: L.nn.functional.unfold(t, **kw), [x])
+    cols = torch.nn.functional.unfold(torch.tensor(x), **kw).numpy()
+    _compare(lambda L, t: L.nn.functional.fold(t, (6, 7), **kw), [cols])
+    _compare(lambda L, t: L.nn.functional.unfold(t, **kw), [x[0]])
+
+
+@pytest.mark.parametrize("nd,shape", [(1, (2, 3, 8)), (2, (2, 3, 6, 5)), (3, (1, 2, 4, 4, 6))])
+def test_max_unpool_inverts_max_pool_like_pytorch(nd, shape):
+    x = R.standard_normal(shape)
+    pool = getattr(torch.nn.functional, f"max_pool{nd}d")
+    out, idx = pool(torch.tensor(x), 2, return_indices=True)
+
+    def f(L, o, i):
+        return getattr(L.nn.functional, f"max_unpool{nd}d")(o, i, 2, output_size=list(x.shape[2:]))
+    _compare(f, [out.numpy(), idx.numpy()])
+    m = getattr(ember.nn, f"MaxUnpool{nd}d")(2)
+    assert tuple(m(ember.tensor(out.numpy()), ember.tensor(idx.numpy()), output_size=x.shape).shape) == x.shape
+
+
+@pytest.mark.parametrize("kw,inp,offsets", [
+    (dict(mode="sum"), np.array([[1, 2, 4], [4, 3, 2]]), None),
+    (dict(mode="mean"), np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 2, 2, 5])),
+    (dict(mode="max"), np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 3, 5])),
+    (dict(mode="mean", padding_idx=2), np.array([1, 2, 4, 2, 2, 3, 2, 9]), np.array([0, 3, 5])),
+    (dict(mode="sum", include_last_offset=True), np.array([1, 2, 4, 5, 4, 3]), np.array([0, 2, 4, 6])),
+])
+def test_embedding_bag_matches_pytorch(kw, inp, offsets):
+    w = R.standard_normal((10, 3))
+    if offsets is None:
+        _compare(lambda L, i, wt: L.nn.functional.embedding_bag(i, wt, **kw), [inp, w])
+    else:
+        _compare(lambda L, i, wt, o: L.nn.functional.embedding_bag(i, wt, o, **kw), [inp, w, offsets])
+
+
+def test_embedding_bag_per_sample_weights_and_module_init():
+    inp, off = np.array([1, 2, 4, 5, 4, 3]), np.array([0, 2])
+    _compare(lambda L, i, wt, o, psw: L.nn.functional.embedding_bag(i, wt, o, mode="sum", per_sample_weights=psw),
+             [inp, R.standard_normal((10, 3)), off, R.standard_normal(6)])
+    ember.manual_seed(0)
+    torch.manual_seed(0)
+    e, t = ember.nn.EmbeddingBag(6, 3, padding_idx=1), torch.nn.EmbeddingBag(6, 3, padding_idx=1)
+    np.testing.assert_allclose(e.weight.detach().numpy(), t.weight.detach().numpy(), rtol=1e-6)
+    assert repr(e) == repr(t)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.nn.functional.interpolate(L.randn(1, 2, 3), scale_factor=2, mode="bilinear"),
+    lambda L: L.nn.functional.interpolate(L.randn(1, 2, 3), size=(2, 2)),
+    lambda L: L.nn.functional.interpolate(L.randn(1, 2, 3, 3), mode="nearest", align_corners=True, size=2),
+    lambda L: L.nn.functional.interpolate(L.randn(1, 2, 3, 3)),
+    lambda L: L.nn.functional.interpolate(L.randn(1, 2, 3, 3), size=2, scale_factor=2),
+    lambda L: L.nn.functional.fold(L.randn(1, 10, 4), (3, 3), 2),
+    lambda L: L.nn.functional.embedding_bag(L.tensor([1, 2]), L.randn(3, 2)),
+    lambda L: L.nn.functional.embedding_bag(L.tensor([[1, 2]]), L.randn(3, 2), L.tensor([0])),
+    lambda L: L.nn.functional.max_unpool2d(L.randn(1, 1, 2, 2), L.zeros(1, 1, 2, 2, dtype=L.long), 2,
+                                           output_size=(9, 9)),
+])
+def test_errors_match_pytorch(call):
+    with pytest.raises(Exception) as te:
+        call(torch)
+    with pytest.raises(type(te.value)) as ee:
+        call(ember)
+    assert str(ee.value).replace("ember._tensor.", "ember.") == str(te.value).replace("torch.", "ember.")
