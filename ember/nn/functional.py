@@ -1494,3 +1494,243 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         counts = np.bincount(bag_of[rows], minlength=nb).astype(np.float64)
         out = out / ember.tensor(np.maximum(counts, 1).reshape(-1, 1), dtype=weight.dtype, device=dev)
     return out
+
+
+# ------------------------------------------------------------------------------ spatial transformers
+def _grid_align_default(align_corners):
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                      "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                      "grid_sample for details.", stacklevel=3)
+        return False
+    return align_corners
+
+
+def affine_grid(theta, size, align_corners=None):
+    """Sampling grids ``(N, H, W, 2)`` (or ``(N, D, H, W, 3)``) of the affine maps ``theta`` applied to the
+    normalised output coordinates in ``[-1, 1]``."""
+    align_corners = _grid_align_default(align_corners)
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = list(size)
+    if len(size) == 4:
+        if theta.dim() != 3 or tuple(theta.shape[-2:]) != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got "
+                             f"{theta.shape}.")
+        spatial = size[-2:]
+    elif len(size) == 5:
+        if theta.dim() != 3 or tuple(theta.shape[-2:]) != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. Got "
+                             f"{theta.shape}.")
+        spatial = size[-3:]
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    import numpy as np
+    axes = []
+    for n in spatial:
+        v = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+        axes.append(v if align_corners else v * (n - 1) / n)
+    mesh = np.meshgrid(*axes, indexing="ij")            # (D,) H, W
+    coords = [mesh[i] for i in reversed(range(len(spatial)))] + [np.ones_like(mesh[0])]  # x, y, (z), 1
+    base = np.stack(coords, -1).reshape(1, -1, len(spatial) + 1)
+    base_t = ember.tensor(base, dtype=theta.dtype, device=theta.device)
+    grid = base_t.matmul(theta.transpose(1, 2))
+    return grid.reshape([size[0]] + list(spatial) + [len(spatial)])
+
+
+def _reflect(coord, twice_low, twice_high):
+    if twice_low == twice_high:
+        return ember.zeros_like(coord)
+    lo = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    c = (coord - lo).abs()
+    extra = c.fmod(span)
+    flips = (c / span).floor().detach()
+    return ember.where(flips.remainder(2) == 0, extra + lo, span - extra + lo)
+
+
+def _source_coord(coord, size, padding_mode, align_corners):
+    c = ((coord + 1) / 2) * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+    if padding_mode == "border":
+        c = c.clamp(0, size - 1)
+    elif padding_mode == "reflection":
+        c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
+        c = c.clamp(0, size - 1)
+    return c
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
+    """Samples ``input`` (N, C, H, W) [or (N, C, D, H, W)] at the normalised positions ``grid`` (N, Ho, Wo, 2)
+    [(N, Do, Ho, Wo, 3)], with bilinear (trilinear) or nearest interpolation and zeros / border / reflection
+    padding, as PyTorch's grid sampler computes it; differentiable in both."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
+                         f"got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    align_corners = _grid_align_default(align_corners)
+    nd = input.dim() - 2
+    if nd not in (2, 3) or grid.dim() != input.dim():
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got "
+                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.size(-1) != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, but got grid with "
+                           f"sizes {list(grid.shape)}")
+    if input.size(0) != grid.size(0):
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with sizes "
+                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if mode == "bicubic":
+        raise NotImplementedError("grid_sample(mode='bicubic') is not implemented in ember yet")
+    N, C = input.shape[:2]
+    sizes = list(input.shape[2:])                      # (D,) H, W
+    out_sp = list(grid.shape[1:-1])
+    # per spatial dim (outermost first) the source coordinate; grid's last axis lists x (W) first
+    coords = [_source_coord(grid[..., nd - 1 - i], sizes[i], padding_mode, align_corners) for i in range(nd)]
+    flat = input.reshape(N, C, -1)
+    strides = [int(math.prod(sizes[i + 1:])) for i in range(nd)]
+
+    def gather(idx_list, weight):
+        inb = None
+        lin = None
+        for i, idx in enumerate(idx_list):
+            ok = (idx >= 0) & (idx <= sizes[i] - 1)
+            inb = ok if inb is None else inb & ok
+            part = idx.clamp(0, sizes[i] - 1).to(ember.int64) * strides[i]
+            lin = part if lin is None else lin + part
+        vals = flat.gather(2, lin.reshape(N, 1, -1).expand(N, C, -1))
+        w = weight * inb.to(input.dtype)
+        return vals * w.reshape(N, 1, -1)
+
+    if mode == "nearest":
+        # the sampled values do not depend on the grid: its gradient is zero (not absent), as in PyTorch
+        out = gather([c.detach().round() for c in coords], coords[0] * 0 + 1)
+    else:
+        lows = [c.detach().floor() for c in coords]
+        fr = [c - lo for c, lo in zip(coords, lows)]
+        out = None
+        for corner in range(2 ** nd):
+            bits = [(corner >> (nd - 1 - i)) & 1 for i in range(nd)]
+            w = None
+            for i, b in enumerate(bits):
+                wi = fr[i] if b else 1 - fr[i]
+                w = wi if w is None else w * wi
+            term = gather([lo + b for lo, b in zip(lows, bits)], w)
+            out = term if out is None else out + term
+    return out.reshape([N, C] + out_sp)
+
+
+# ------------------------------------------------------------------------------ CTC
+def _logaddexp_safe(*xs):
+    """log(sum(exp(x))) over tensors that may be -inf everywhere, with finite gradients there."""
+    m = xs[0]
+    for x in xs[1:]:
+        m = ember.maximum(m, x)
+    m = m.detach()
+    finite = m > float("-inf")
+    m0 = ember.where(finite, m, ember.zeros_like(m))
+    s = None
+    for x in xs:
+        e = (x - m0).exp()
+        s = e if s is None else s + e
+    pos = s > 0
+    return ember.where(pos, m0 + ember.where(pos, s, ember.ones_like(s)).log(), ember.full_like(s, float("-inf")))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",  # noqa: C901
+             zero_infinity=False):
+    """Connectionist Temporal Classification loss (Graves et al. 2006): the negative log-likelihood of each
+    target under all alignments, by the forward (alpha) recursion in log space over the extended target
+    ``blank, l1, blank, l2, ..., blank``; gradients through autograd.
+
+    The gradient with respect to ``log_probs`` is the true one.  PyTorch's kernel returns it plus
+    ``exp(log_probs)``, a term that vanishes after the backward of the ``log_softmax`` that produced
+    ``log_probs``; the gradients with respect to the logits agree."""
+    import numpy as np
+    batched = log_probs.dim() == 3
+    lp = log_probs if batched else log_probs.unsqueeze(1)
+    T, N, C = lp.shape
+    il = input_lengths.tolist() if isinstance(input_lengths, ember.Tensor) else list(input_lengths)
+    tl = target_lengths.tolist() if isinstance(target_lengths, ember.Tensor) else list(target_lengths)
+    if not batched:
+        il, tl = [il] if not isinstance(il, list) else il, [tl] if not isinstance(tl, list) else tl
+    tg = targets.cpu().numpy() if isinstance(targets, ember.Tensor) else np.asarray(targets)
+    if not batched and tg.ndim == 1:
+        tg = tg.reshape(1, -1)
+    if len(il) != N:
+        raise RuntimeError(f"input_lengths must be of size batch_size, but got {len(il)}")
+    if len(tl) != N:
+        raise RuntimeError(f"target_lengths must be of size batch_size, but got {len(tl)}")
+    S = max(tl) if tl else 0
+    lab = np.full((N, max(S, 1)), blank, dtype=np.int64)
+    off = 0
+    for n in range(N):
+        if il[n] > T:
+            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {il[n]} (while "
+                               f"checking arguments for ctc_loss_cpu)")
+        if tg.ndim == 2:
+            if tl[n] > tg.shape[1]:
+                raise RuntimeError(f"Expected tensor to have size at least {tl[n]} at dimension 1, but got size "
+                                   f"{tg.shape[1]} for argument #2 'targets' (while checking arguments for "
+                                   f"ctc_loss_cpu)")
+            lab[n, :tl[n]] = tg[n, :tl[n]]
+        else:
+            lab[n, :tl[n]] = tg[off:off + tl[n]]
+            off += tl[n]
+    L = 2 * S + 1
+    ext = np.full((N, L), blank, dtype=np.int64)
+    ext[:, 1::2] = lab[:, :S]
+    skip = np.zeros((N, L), dtype=bool)                # s-2 -> s allowed
+    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    dev = lp.device
+    ext_t = ember.tensor(ext, device=dev)
+    neg_inf = float("-inf")
+    valid_s = np.arange(L)[None, :] < (2 * np.asarray(tl)[:, None] + 1)
+    emit = lp.gather(2, ext_t.unsqueeze(0).expand(T, N, L))           # (T, N, L) log-probs of the labels
+    init = np.full((N, L), neg_inf)
+    init[:, 0] = 0.0
+    init[:, 1] = np.where(np.asarray(tl) > 0, 0.0, neg_inf)
+    alpha = ember.tensor(init, dtype=lp.dtype, device=dev) + emit[0]
+    skip_t = ember.tensor(skip, device=dev)
+    valid_t = ember.tensor(valid_s, device=dev)
+    ninf = ember.full((N, 1), neg_inf, dtype=lp.dtype, device=dev)
+    ninf2 = ember.full((N, 2), neg_inf, dtype=lp.dtype, device=dev)
+    alpha = ember.where(valid_t, alpha, ember.full_like(alpha, neg_inf))
+    finals = [None] * N
+    il_arr = np.asarray(il)
+    for n in range(N):
+        if il[n] == 1:
+            finals[n] = alpha[n]
+    for t in range(1, T):
+        a1 = ember.cat([ninf, alpha[:, :-1]], 1)
+        a2 = ember.cat([ninf2, alpha[:, :-2]], 1)
+        a2 = ember.where(skip_t, a2, ember.full_like(a2, neg_inf))
+        new = _logaddexp_safe(alpha, a1, a2) + emit[t]
+        new = ember.where(valid_t, new, ember.full_like(new, neg_inf))
+        alpha = new
+        for n in np.nonzero(il_arr == t + 1)[0]:
+            finals[n] = alpha[n]
+    losses = []
+    for n in range(N):
+        a = finals[n]
+        if a is None:                                  # zero-length input
+            a = ember.full((L,), neg_inf, dtype=lp.dtype, device=dev)
+            if tl[n] == 0:
+                a = ember.zeros((L,), dtype=lp.dtype, device=dev)
+        end = 2 * tl[n]
+        ll = _logaddexp_safe(a[end:end + 1], a[end - 1:end]) if tl[n] > 0 else a[0:1]
+        losses.append(-ll)
+    loss = ember.cat(losses) if losses else ember.zeros(0, dtype=lp.dtype, device=dev)
+    if zero_infinity:
+        loss = ember.where(loss == float("inf"), ember.zeros_like(loss), loss)
+    if reduction == "none":
+        return loss if batched else loss.squeeze(0)
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        denom = ember.tensor([max(v, 1) for v in tl], dtype=lp.dtype, device=dev)
+        return (loss / denom).mean()
+    raise ValueError(f"{reduction} is not a valid value for reduction")

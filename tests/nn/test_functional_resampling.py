@@ -113,3 +113,57 @@ def test_errors_match_pytorch(call):
     with pytest.raises(type(te.value)) as ee:
         call(ember)
     assert str(ee.value).replace("ember._tensor.", "ember.") == str(te.value).replace("torch.", "ember.")
+
+
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("size", [(2, 3, 4, 5), (1, 2, 3, 4, 2)])
+def test_affine_grid_matches_pytorch(align, size):
+    theta = R.standard_normal((size[0], len(size) - 2, len(size) - 1))
+    _compare(lambda L, t: L.nn.functional.affine_grid(t, size, align_corners=align), [theta])
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_matches_pytorch(mode, padding_mode, align):
+    x = R.standard_normal((2, 3, 4, 5))
+    grid = R.uniform(-1.3, 1.3, (2, 3, 6, 2))           # some points outside [-1, 1]
+    _compare(lambda L, a, g: L.nn.functional.grid_sample(a, g, mode=mode, padding_mode=padding_mode,
+                                                         align_corners=align), [x, grid], rtol=1e-9, atol=1e-11)
+
+
+def test_grid_sample_3d_matches_pytorch():
+    x = R.standard_normal((1, 2, 3, 4, 5))
+    grid = R.uniform(-1.1, 1.1, (1, 2, 3, 4, 3))
+    _compare(lambda L, a, g: L.nn.functional.grid_sample(a, g, align_corners=False), [x, grid], rtol=1e-9,
+             atol=1e-11)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("padded", [True, False])
+def test_ctc_loss_matches_pytorch(reduction, padded):
+    T, N, C = 12, 3, 5
+    logits = R.standard_normal((T, N, C))
+    tl = np.array([4, 2, 5])
+    il = np.array([12, 9, 11])
+    tg = R.integers(1, C, (N, 5))
+    tg[0, 1] = tg[0, 2]                                   # a repeated label needs a blank in between
+    if not padded:
+        tg = np.concatenate([tg[n, :tl[n]] for n in range(N)])
+    # through log_softmax: PyTorch's gradient w.r.t. log_probs carries an extra exp(log_probs) that only
+    # cancels there (see ember.nn.functional.ctc_loss)
+    _compare(lambda L, x, t, i, k: L.nn.functional.ctc_loss(x.log_softmax(2), t, i, k, reduction=reduction),
+             [logits, tg, il, tl], rtol=1e-9, atol=1e-11)
+
+
+def test_ctc_loss_infeasible_and_zero_infinity():
+    T, C = 3, 4
+    logits = R.standard_normal((T, 2, C))
+    lp = torch.tensor(logits).log_softmax(2).numpy()
+    tg = np.array([[1, 1, 1], [2, 3, 0]])                 # 1,1,1 needs 5 frames: infeasible in 3
+    il, tl = np.array([3, 3]), np.array([3, 2])
+    _compare(lambda L, x, t, i, k: L.nn.CTCLoss(zero_infinity=True, reduction="sum")(x.log_softmax(2), t, i, k),
+             [logits, tg, il, tl])
+    out = ember.nn.functional.ctc_loss(ember.tensor(lp), ember.tensor(tg), ember.tensor(il), ember.tensor(tl),
+                                       reduction="none")
+    assert out[0].item() == float("inf")

@@ -21,7 +21,7 @@ from ember.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLo
                                    GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss,
                                    MarginRankingLoss, MSELoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
                                    MultiMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
-                                   TripletMarginLoss, TripletMarginWithDistanceLoss)
+                                   TripletMarginLoss, TripletMarginWithDistanceLoss, CTCLoss)
 from ember.nn.modules.misc import (ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d,  # noqa: F401
                                    ConstantPad1d, ConstantPad2d, ConstantPad3d, CosineSimilarity, Flatten,
                                    PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d,
