@@ -13,7 +13,9 @@ import math
 
 import numpy as np
 
+from ember.aten.kernels import conv_algos
 from ember.aten.kernels._common import asdtype, compute_dtype, wrap_dim
+from ember.aten.kernels.conv_algos import _windows
 
 __all__ = ["softmax", "log_softmax", "gelu", "native_layer_norm", "convolution", "convolution_backward",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding"]
@@ -88,78 +90,17 @@ def native_layer_norm(xp, input, normalized_shape, weight, bias, eps):  # noqa: 
 
 
 # ------------------------------------------------------------------------------ convolution
-def _windows(xp, x, ksize, stride, dilation):
-    """(N, C, out..., k...) view of x's windows (x already padded)."""
-    nd = len(ksize)
-    span = tuple(d * (k - 1) + 1 for k, d in zip(ksize, dilation))
-    w = np.lib.stride_tricks.sliding_window_view(x, span, axis=tuple(range(2, 2 + nd))) if xp is np else \
-        xp.lib.stride_tricks.sliding_window_view(x, span, axis=tuple(range(2, 2 + nd)))
-    sl = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride) + \
-        tuple(slice(None, None, d) for d in dilation)
-    return w[sl]
-
-
-def _pad(xp, x, padding):
-    if not any(padding):
-        return x
-    return xp.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
-
-
 def _conv_forward(xp, x, w, stride, padding, dilation, groups):
-    nd = x.ndim - 2
-    ksize = w.shape[2:]
-    cols = _windows(xp, _pad(xp, x, padding), ksize, stride, dilation)  # N, C, out..., k...
-    N, C = x.shape[:2]
-    O = w.shape[0]
-    cg, og = C // groups, O // groups
-    outs = []
-    k_axes = tuple(range(2 + nd, 2 + 2 * nd))
-    for g in range(groups):
-        cg_cols = cols[:, g * cg:(g + 1) * cg]
-        wg = w[g * og:(g + 1) * og]
-        # contract C and k... : result (N, out..., O_g)
-        r = xp.tensordot(cg_cols, wg, axes=((1,) + k_axes, (1,) + tuple(range(2, 2 + nd))))
-        outs.append(r)
-    r = outs[0] if groups == 1 else xp.concatenate(outs, axis=-1)
-    return xp.moveaxis(r, -1, 1)
+    return conv_algos.run("forward", xp, x, w, None, stride, padding, dilation, groups)
 
 
 def _conv_input_grad(xp, gout, w, in_shape, stride, padding, dilation, groups):
     """Gradient of the convolution with respect to its input (the transposed convolution of gout)."""
-    N, C = in_shape[:2]
-    O = w.shape[0]
-    cg, og = C // groups, O // groups
-    ksize = w.shape[2:]
-    padded = tuple(s + 2 * p for s, p in zip(in_shape[2:], padding))
-    gx = xp.zeros((N, C) + padded, dtype=gout.dtype)
-    out_sp = gout.shape[2:]
-    for off in np.ndindex(*ksize):
-        sl = tuple(slice(o * d, o * d + s * (n - 1) + 1, s) for o, d, s, n in zip(off, dilation, stride, out_sp))
-        for g in range(groups):
-            go = gout[:, g * og:(g + 1) * og]                      # N, Og, out...
-            wk = w[(slice(g * og, (g + 1) * og), slice(None)) + off]  # Og, Cg
-            contrib = xp.tensordot(go, wk, axes=((1,), (0,)))     # N, out..., Cg
-            gx[(slice(None), slice(g * cg, (g + 1) * cg)) + sl] += xp.moveaxis(contrib, -1, 1)
-    if any(padding):
-        gx = gx[(slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(padding, in_shape[2:]))]
-    return gx
+    return conv_algos.run("input_grad", xp, gout, w, tuple(in_shape), stride, padding, dilation, groups)
 
 
 def _conv_weight_grad(xp, gout, x, w_shape, stride, padding, dilation, groups):
-    nd = x.ndim - 2
-    ksize = w_shape[2:]
-    cols = _windows(xp, _pad(xp, x, padding), ksize, stride, dilation)  # N, C, out..., k...
-    cols = cols[(slice(None), slice(None)) + tuple(slice(0, n) for n in gout.shape[2:])]
-    C = x.shape[1]
-    O = w_shape[0]
-    cg, og = C // groups, O // groups
-    sp_axes = tuple(range(2, 2 + nd))
-    outs = []
-    for g in range(groups):
-        go = gout[:, g * og:(g + 1) * og]
-        cc = cols[:, g * cg:(g + 1) * cg]
-        outs.append(xp.tensordot(go, cc, axes=((0,) + sp_axes, (0,) + sp_axes)))  # Og, Cg, k...
-    return outs[0] if groups == 1 else xp.concatenate(outs, axis=0)
+    return conv_algos.run("weight_grad", xp, gout, x, tuple(w_shape), stride, padding, dilation, groups)
 
 
 def _conv_out_size(in_sp, ksize, stride, padding, dilation):

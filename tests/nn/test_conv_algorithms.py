@@ -1,0 +1,70 @@
+"""Both convolution algorithms (gemm / offset) against PyTorch for forward, input and weight gradients,
+and the ``ember.backends.cudnn.benchmark`` selection (timed once per key, cached)."""
+import numpy as np
+import pytest
+
+import ember
+from ember.aten.kernels import conv_algos
+
+torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+
+CASES = [
+    ("conv2d", (2, 4, 7, 6), (6, 2, 3, 2), dict(stride=(2, 1), padding=1, dilation=(1, 2), groups=2)),
+    ("conv1d", (2, 3, 9), (4, 3, 3), dict(stride=2, padding=2)),
+    ("conv3d", (1, 2, 4, 5, 4), (3, 2, 2, 3, 2), dict(padding=(1, 0, 1))),
+    ("conv_transpose2d", (2, 4, 3, 4), (4, 3, 3, 3), dict(stride=2, padding=1, output_padding=1)),
+    ("conv_transpose1d", (1, 4, 5), (4, 1, 3), dict(stride=3, groups=2, dilation=2)),
+]
+
+
+@pytest.fixture
+def algorithm(request):
+    conv_algos.force = request.param
+    yield request.param
+    conv_algos.force = None
+
+
+@pytest.mark.parametrize("algorithm", conv_algos.ALGORITHMS, indirect=True)
+@pytest.mark.parametrize("fn,xs,ws,kw", CASES, ids=[c[0] for c in CASES])
+def test_algorithm_matches_pytorch(algorithm, fn, xs, ws, kw):
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(
+        ws[1] * kw.get("groups", 1) if "transpose" in fn else ws[0])
+    e = [ember.tensor(a, requires_grad=True) for a in (x, w, b)]
+    t = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    eo = getattr(ember.nn.functional, fn)(*e, **kw)
+    to = getattr(torch.nn.functional, fn)(*t, **kw)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-10, atol=1e-12)
+    g = rng.standard_normal(tuple(to.shape))
+    eo.backward(ember.tensor(g))
+    to.backward(torch.tensor(g))
+    for a, c in zip(e, t):
+        np.testing.assert_allclose(a.grad.numpy(), c.grad.numpy(), rtol=1e-10, atol=1e-12)
+    assert set(conv_algos._last.values()) == {algorithm}
+
+
+def test_benchmark_mode_times_once_per_key_and_caches():
+    conv_algos._cache.clear()
+    ember.backends.cudnn.benchmark = True
+    try:
+        assert ember.backends.cudnn.benchmark is True and conv_algos.benchmark is True
+        m = ember.nn.Conv2d(3, 4, 3, padding=1)
+        x = ember.randn(2, 3, 8, 8, requires_grad=True)
+        ref = torch.nn.functional.conv2d(torch.tensor(x.detach().numpy()), torch.tensor(m.weight.detach().numpy()),
+                                         torch.tensor(m.bias.detach().numpy()), padding=1)
+        for _ in range(2):
+            out = m(x)
+            out.sum().backward()
+            np.testing.assert_allclose(out.detach().numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+        assert {k[0] for k in conv_algos._cache} == {"forward", "input_grad", "weight_grad"}
+        assert len(conv_algos._cache) == 3                 # the second step reused the cached choices
+        assert set(conv_algos._cache.values()) <= set(conv_algos.ALGORITHMS)
+    finally:
+        ember.backends.cudnn.benchmark = False
+        conv_algos._cache.clear()
+
+
+def test_heuristic_falls_back_to_offset_for_huge_columns(monkeypatch):
+    monkeypatch.setattr(conv_algos, "GEMM_MAX_COLUMN_BYTES", 10)
+    ember.nn.functional.conv2d(ember.randn(1, 2, 5, 5), ember.randn(3, 2, 3, 3))
+    assert conv_algos._last["forward"] == "offset"
