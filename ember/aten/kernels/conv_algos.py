@@ -111,7 +111,6 @@ def _gw_gemm(xp, gout, x, w_shape, stride, padding, dilation, groups):
 
 # ------------------------------------------------------------------------------ offset (GEMM per kernel offset)
 def _fwd_offset(xp, x, w, stride, padding, dilation, groups):
-    nd = x.ndim - 2
     ksize = w.shape[2:]
     xpad = _pad(xp, x, padding)
     out_sp = tuple((p - d * (k - 1) - 1) // s + 1 for p, k, s, d in zip(xpad.shape[2:], ksize, stride, dilation))
