@@ -117,6 +117,12 @@ class Plan:
         self.uses_result = "result" in used or any(f"result{i}" in used for i in range(4))
 
 
+def _load_saved(names, indent):
+    """Lines unpacking the saved tensors (or ``result``) a formula uses."""
+    return [f"{indent}{ident(nm)} = _n._saved({ident(nm)!r} + '_')" if nm != "result"
+            else f"{indent}result = _n._saved('result_')" for nm in names]
+
+
 def gen_node(plan: Plan) -> str:
     lines = [f"class {plan.class_name}(_Node):"]
     saved = [f"{ident(n)}_" for n in plan.saved_tensors] + (["result_"] if plan.uses_result else [])
@@ -144,9 +150,7 @@ def gen_node(plan: Plan) -> str:
                 mask = ", ".join(f"_e[len(_r) + {pos[n] - pos[a.name]}] is not None" for n in names)
                 lines.append(f"        grad_input_mask = [{mask}]")
                 lines.append("        if any(grad_input_mask):")
-                for nm in needs:
-                    lines.append(f"            {ident(nm)} = _n._saved({ident(nm)!r} + '_')" if nm != "result"
-                                 else "            result = _n._saved('result_')")
+                lines += _load_saved(needs, "            ")
                 lines.append(f"            {gvar} = {f}")
                 lines.append("        else:")
                 lines.append(f"            {gvar} = [None] * {len(names)}")
@@ -156,17 +160,13 @@ def gen_node(plan: Plan) -> str:
         if a.type.is_tensor_list:
             lines.append(f"        _k = _n._list_len_{a.name}")
             lines.append("        if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):")
-            for nm in needs:
-                lines.append(f"            {ident(nm)} = _n._saved({ident(nm)!r} + '_')" if nm != "result"
-                             else "            result = _n._saved('result_')")
+            lines += _load_saved(needs, "            ")
             lines.append(f"            _r.extend({f})")
             lines.append("        else:")
             lines.append("            _r.extend([None] * _k)")
         else:
             lines.append("        if _e[len(_r)] is not None:")
-            for nm in needs:
-                lines.append(f"            {ident(nm)} = _n._saved({ident(nm)!r} + '_')" if nm != "result"
-                             else "            result = _n._saved('result_')")
+            lines += _load_saved(needs, "            ")
             lines.append(f"            _r.append({f})")
             lines.append("        else:")
             lines.append("            _r.append(None)")

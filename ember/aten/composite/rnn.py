@@ -79,36 +79,22 @@ def lstm_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, tr
     return _run_data("LSTM", data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
 
 
-def gru_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
-    return _run_input("GRU", input, [hx], params, has_biases, num_layers, dropout, train, bidirectional,
-                      batch_first)[:2]
+def _one_state_ops(mode):
+    """The ``.input`` and ``.data`` overloads of a recurrent op with one hidden state (GRU, RNN)."""
+    def run_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,  # noqa: A002
+                  batch_first):
+        return _run_input(mode, input, [hx], params, has_biases, num_layers, dropout, train, bidirectional,
+                          batch_first)[:2]
+
+    def run_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+        return _run_data(mode, data, batch_sizes, [hx], params, has_biases, num_layers, dropout, train,
+                         bidirectional)[:2]
+    return run_input, run_data
 
 
-def gru_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
-    return _run_data("GRU", data, batch_sizes, [hx], params, has_biases, num_layers, dropout, train,
-                     bidirectional)[:2]
-
-
-def rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,  # noqa: A002
-                   batch_first):
-    return _run_input("RNN_TANH", input, [hx], params, has_biases, num_layers, dropout, train, bidirectional,
-                      batch_first)[:2]
-
-
-def rnn_tanh_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
-    return _run_data("RNN_TANH", data, batch_sizes, [hx], params, has_biases, num_layers, dropout, train,
-                     bidirectional)[:2]
-
-
-def rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,  # noqa: A002
-                   batch_first):
-    return _run_input("RNN_RELU", input, [hx], params, has_biases, num_layers, dropout, train, bidirectional,
-                      batch_first)[:2]
-
-
-def rnn_relu_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
-    return _run_data("RNN_RELU", data, batch_sizes, [hx], params, has_biases, num_layers, dropout, train,
-                     bidirectional)[:2]
+gru_input, gru_data = _one_state_ops("GRU")
+rnn_tanh_input, rnn_tanh_data = _one_state_ops("RNN_TANH")
+rnn_relu_input, rnn_relu_data = _one_state_ops("RNN_RELU")
 
 
 # ------------------------------------------------------------------------------ cells

@@ -324,6 +324,18 @@ class RNNCellBase(Module):
                     raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {h.dim()}D instead")
         return input.dim() == 2
 
+    def _single_state(self, input, hx, name):  # noqa: A002
+        """(batched input, checked batched hidden state, is_batched) for the one-state cells."""
+        is_batched = self._batched(input, hx, name)
+        if not is_batched:
+            input = input.unsqueeze(0)  # noqa: A001
+        if hx is None:
+            hx = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
+        elif not is_batched:
+            hx = hx.unsqueeze(0)
+        self._check_cell(input, hx, "0")
+        return input, hx, is_batched
+
 
 class RNNCell(RNNCellBase):
     __constants__ = ["input_size", "hidden_size", "bias", "nonlinearity"]
@@ -333,14 +345,7 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):  # noqa: A002
-        is_batched = self._batched(input, hx, "RNNCell")
-        if not is_batched:
-            input = input.unsqueeze(0)  # noqa: A001
-        if hx is None:
-            hx = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
-        elif not is_batched:
-            hx = hx.unsqueeze(0)
-        self._check_cell(input, hx, "0")
+        input, hx, is_batched = self._single_state(input, hx, "RNNCell")  # noqa: A001
         if self.nonlinearity == "tanh":
             ret = ember.rnn_tanh_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         elif self.nonlinearity == "relu":
@@ -374,13 +379,6 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
 
     def forward(self, input, hx=None):  # noqa: A002
-        is_batched = self._batched(input, hx, "GRUCell")
-        if not is_batched:
-            input = input.unsqueeze(0)  # noqa: A001
-        if hx is None:
-            hx = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
-        elif not is_batched:
-            hx = hx.unsqueeze(0)
-        self._check_cell(input, hx, "0")
+        input, hx, is_batched = self._single_state(input, hx, "GRUCell")  # noqa: A001
         ret = ember.gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return ret if is_batched else ret.squeeze(0)
