@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 import ember
 from ember._generated.functions import relu, sigmoid, tanh  # noqa: F401
 from ember._generated.nn_functional import *  # noqa: F401,F403
@@ -579,13 +581,14 @@ def _check_p(p):
 
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
     """PyTorch's CPU dropout: noise = bernoulli(1 - p) / (1 - p), output = input * noise."""
+    if not inplace:
+        return _ops().dropout(input, p, training)
     _check_p(p)
     if not training or p == 0:
         return input
     if p == 1:
-        return input.mul_(0) if inplace else input * 0
-    noise = ember.empty_like(input).bernoulli_(1 - p).div_(1 - p)
-    return input.mul_(noise) if inplace else input * noise
+        return input.mul_(0)
+    return input.mul_(ember.empty_like(input).bernoulli_(1 - p).div_(1 - p))
 
 
 def _feature_dropout(input, p, training, inplace, batched_dim):  # noqa: A002
@@ -1195,7 +1198,6 @@ _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 def _source_weights(in_size, out_size, scale, mode, align_corners):
     """For one spatial dimension: [(index array, weight array or None)] so that
     ``out[o] = sum_k w_k[o] * in[idx_k[o]]`` (PyTorch's ``area_pixel_compute_source_index`` and kernels)."""
-    import numpy as np
     dst = np.arange(out_size, dtype=np.float64)
     if mode in ("nearest", "nearest-exact"):
         s = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
@@ -1321,7 +1323,6 @@ def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
 # ------------------------------------------------------------------------------ unfold / fold
 def _patch_index(spatial, kernel, dilation, padding, stride):
     """(index into the padded, flattened spatial plane of shape (prod(kernel), L), padded sizes, block counts)."""
-    import numpy as np
     padded = [s + 2 * p for s, p in zip(spatial, padding)]
     blocks = [(p - d * (k - 1) - 1) // st + 1 for p, d, k, st in zip(padded, dilation, kernel, stride)]
     ki = np.stack(np.meshgrid(*[np.arange(k) * d for k, d in zip(kernel, dilation)], indexing="ij"), -1).reshape(-1, 2)
@@ -1469,7 +1470,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if max_norm is not None:
         embedding(flat, weight, max_norm=max_norm, norm_type=norm_type)
     nb = len(starts)
-    import numpy as np
     bag_of = np.zeros(n, dtype=np.int64)
     for b, (s0, s1) in enumerate(zip(starts, ends)):
         bag_of[s0:min(s1, n)] = b
@@ -1528,7 +1528,6 @@ def affine_grid(theta, size, align_corners=None):
                                   f"respectively. Got size {size}.")
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
-    import numpy as np
     axes = []
     for n in spatial:
         v = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
@@ -1649,7 +1648,6 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     The gradient with respect to ``log_probs`` is the true one.  PyTorch's kernel returns it plus
     ``exp(log_probs)``, a term that vanishes after the backward of the ``log_softmax`` that produced
     ``log_probs``; the gradients with respect to the logits agree."""
-    import numpy as np
     batched = log_probs.dim() == 3
     lp = log_probs if batched else log_probs.unsqueeze(1)
     T, N, C = lp.shape

@@ -51,11 +51,6 @@ def _stack(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout_
     return layer_input, E.stack(hs), (E.stack(cs) if mode == "LSTM" else None)
 
 
-def _check_hidden(h, expected, what="hidden"):
-    if tuple(h.shape) != tuple(expected):
-        raise RuntimeError(f"Expected {what} size {tuple(expected)}, got {list(h.shape)}")
-
-
 def _run_input(mode, input, hx, params, has_biases, num_layers, dropout_p, train, bidirectional,  # noqa: A002
                batch_first):
     x = input.transpose(0, 1) if batch_first else input
@@ -104,8 +99,20 @@ def _linear(x, w, b):
         (x.matmul(w.t()) + b if b is not None else x.matmul(w.t()))
 
 
+def _check_cell(input, hx, w_ih, w_hh, which):  # noqa: A002
+    """PyTorch's ``check_rnn_cell_forward_input`` / ``_hidden`` messages."""
+    if input.size(1) != w_ih.size(1):
+        raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected {w_ih.size(1)}")
+    if input.size(0) != hx.size(0):
+        raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{which} batch size {hx.size(0)}")
+    if hx.size(1) != w_hh.size(1):
+        raise RuntimeError(f"hidden{which} has inconsistent hidden_size: got {hx.size(1)}, expected {w_hh.size(1)}")
+
+
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     h, c = hx[0], hx[1]
+    _check_cell(input, h, w_ih, w_hh, 0)
+    _check_cell(input, c, w_ih, w_hh, 1)
     gates = _linear(input, w_ih, b_ih) + _linear(h, w_hh, b_hh)
     i, f, g, o = gates.chunk(4, 1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
@@ -114,6 +121,7 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    _check_cell(input, hx, w_ih, w_hh, 0)
     gi = _linear(input, w_ih, b_ih).chunk(3, 1)
     gh = _linear(hx, w_hh, b_hh).chunk(3, 1)
     r = (gi[0] + gh[0]).sigmoid()
@@ -123,8 +131,10 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
 
 
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    _check_cell(input, hx, w_ih, w_hh, 0)
     return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).tanh()
 
 
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    _check_cell(input, hx, w_ih, w_hh, 0)
     return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).relu()

@@ -21,12 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from ember.aten.kernels._common import asdtype, compute_dtype
+from ember.aten.kernels.unary import _sigmoid
 
 MODES = ("RNN_TANH", "RNN_RELU", "LSTM", "GRU")
-
-
-def _sigmoid(xp, x):
-    return 1.0 / (1.0 + xp.exp(-x))
 
 
 def _steps(batch_sizes, reverse):
@@ -35,7 +32,7 @@ def _steps(batch_sizes, reverse):
     return offs, list(order)
 
 
-def _check(input, batch_sizes, h0, c0, w_ih, w_hh, mode):  # noqa: A002
+def _check(input, batch_sizes, h0, c0, w_ih, mode):  # noqa: A002
     if mode not in MODES:
         raise ValueError(f"Unknown mode '{mode}'")
     if input.ndim != 2:
@@ -56,7 +53,7 @@ def _check(input, batch_sizes, h0, c0, w_ih, w_hh, mode):  # noqa: A002
 
 def _rnn_layer(xp, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):  # noqa: A002
     batch_sizes = [int(b) for b in batch_sizes]
-    _check(input, batch_sizes, h0, c0, w_ih, w_hh, mode)
+    _check(input, batch_sizes, h0, c0, w_ih, mode)
     dt = compute_dtype(np.result_type(input.dtype, w_ih.dtype))
     x, wih, whh = asdtype(xp, input, dt), asdtype(xp, w_ih, dt), asdtype(xp, w_hh, dt)
     whr = asdtype(xp, w_hr, dt) if w_hr is not None else None

@@ -305,16 +305,6 @@ class RNNCellBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
-    def _check_cell(self, input, hx, which=""):  # noqa: A002
-        if input.size(1) != self.input_size:
-            raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected {self.input_size}")
-        if input.size(0) != hx.size(0):
-            raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{which} batch size "
-                               f"{hx.size(0)}")
-        if hx.size(1) != self.hidden_size:
-            raise RuntimeError(f"hidden{which} has inconsistent hidden_size: got {hx.size(1)}, expected "
-                               f"{self.hidden_size}")
-
     def _batched(self, input, hx, name):  # noqa: A002
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
@@ -333,7 +323,6 @@ class RNNCellBase(Module):
             hx = ember.zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
         elif not is_batched:
             hx = hx.unsqueeze(0)
-        self._check_cell(input, hx, "0")
         return input, hx, is_batched
 
 
@@ -368,8 +357,6 @@ class LSTMCell(RNNCellBase):
             hx = (z, z)
         elif not is_batched:
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
-        self._check_cell(input, hx[0], "0")
-        self._check_cell(input, hx[1], "1")
         h, c = ember.lstm_cell(input, list(hx), self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
 

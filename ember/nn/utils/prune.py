@@ -109,10 +109,7 @@ class PruningContainer(BasePruningMethod):
 
     def __init__(self, *args):
         self._pruning_methods = ()
-        if not isinstance(args, Iterable):
-            self._tensor_name = args._tensor_name
-            self.add_pruning_method(args)
-        elif len(args) == 1:
+        if len(args) == 1:
             self._tensor_name = args[0]._tensor_name
             self.add_pruning_method(args[0])
         else:
@@ -196,7 +193,9 @@ def _validate_structured(t):
                          f"{t.shape} with {t.dim()} dims")
 
 
-class RandomUnstructured(BasePruningMethod):
+class _Unstructured(BasePruningMethod):
+    """Zeroes the ``amount`` entries that ``_doomed(t, k)`` (flat indices) picks."""
+
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount):
@@ -209,32 +208,22 @@ class RandomUnstructured(BasePruningMethod):
         _validate_amount(self.amount, n)
         mask = default_mask.clone()
         if k != 0:
-            prob = ember.rand_like(t)
-            idx = ember.topk(prob.reshape(-1), k=k).indices
-            mask.reshape(-1)[idx] = 0
+            mask.reshape(-1)[self._doomed(t, k)] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    def _doomed(self, t, k):
+        return ember.topk(ember.rand_like(t).reshape(-1), k=k).indices
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount):
-        _validate_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        n = t.nelement()
-        k = _n_to_prune(self.amount, n)
-        _validate_amount(self.amount, n)
-        mask = default_mask.clone()
-        if k != 0:
-            idx = ember.topk(t.abs().reshape(-1), k=k, largest=False).indices
-            mask.reshape(-1)[idx] = 0
-        return mask
+class L1Unstructured(_Unstructured):
+    def _doomed(self, t, k):
+        return ember.topk(t.abs().reshape(-1), k=k, largest=False).indices
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
