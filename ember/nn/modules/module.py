@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import functools
 import itertools
-import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ember._tensor import Tensor
 from ember.nn.parameter import Buffer, Parameter
+from ember.utils.hooks import RemovableHandle
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
@@ -42,34 +42,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """Returned by the ``register_*_hook`` methods; ``remove()`` unregisters the hook."""
-
-    _next_id = itertools.count()
-
-    def __init__(self, hooks_dict, *, extra_dict=None):
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = next(RemovableHandle._next_id)
-        self.extra_dict_ref = tuple(weakref.ref(d) for d in
-                                    (extra_dict if isinstance(extra_dict, list) else [extra_dict] if extra_dict
-                                     is not None else []))
-
-    def remove(self):
-        d = self.hooks_dict_ref()
-        if d is not None and self.id in d:
-            del d[self.id]
-        for ref in self.extra_dict_ref:
-            e = ref()
-            if e is not None and self.id in e:
-                del e[self.id]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *args):
-        self.remove()
 
 
 # Hooks registered on every module (``nn.modules.module.register_module_forward_hook`` and friends).

@@ -1,0 +1,81 @@
+"""Adam (mirrors ``torch/optim/adam.py``; ``AdamW`` is Adam with decoupled weight decay)."""
+from __future__ import annotations
+
+import ember
+from ember.optim._elementwise import addcdiv_, ema_sq_, lerp_, weight_decay_
+from ember.optim.optimizer import (_check_betas, _check_fused_foreach, _check_lr, _check_nonnegative,
+                                   _ElementwiseOptimizer, _scalar_dtype, _to_float)
+
+__all__ = ["Adam"]
+
+
+class Adam(_ElementwiseOptimizer):
+    """Adam (Kingma & Ba) with optional AMSGrad; ``decoupled_weight_decay=True`` gives AdamW."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check_lr(lr)
+        _check_nonnegative(eps=eps)
+        _check_betas(betas)
+        _check_nonnegative(weight_decay=weight_decay)
+        if isinstance(betas[0], ember.Tensor) != isinstance(betas[1], ember.Tensor):
+            raise ValueError("betas must be either both floats or both Tensors")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+        _check_fused_foreach(fused, foreach, differentiable)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+            group.setdefault("decoupled_weight_decay", False)
+
+    def _tensor_keys(self, group):
+        return ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
+
+    def _init_state(self, p, group, state):
+        state["step"] = ember.tensor(0.0, dtype=_scalar_dtype())
+        state["exp_avg"] = ember.zeros_like(p, memory_format=ember.preserve_format)
+        state["exp_avg_sq"] = ember.zeros_like(p, memory_format=ember.preserve_format)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = ember.zeros_like(p, memory_format=ember.preserve_format)
+
+    @staticmethod
+    def _scalars(group, step, S):
+        beta1, beta2 = (_to_float(b) for b in group["betas"])
+        lr = _to_float(group["lr"])
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        return {"lr": lr, "beta1": beta1, "beta2": beta2, "eps": group["eps"],
+                "weight_decay": group["weight_decay"], "decoupled": group["decoupled_weight_decay"],
+                "amsgrad": group["amsgrad"], "step_size": lr / bias_correction1,
+                "bias_correction2_sqrt": bias_correction2 ** 0.5}
+
+    @staticmethod
+    def _update(xp, p, g, T, c, tmp):
+        t = tmp(0)
+        wd = c["weight_decay"]
+        if wd != 0:
+            if c["decoupled"]:
+                p *= 1 - c["lr"] * wd
+            else:
+                weight_decay_(xp, g, p, wd, t)
+        exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
+        lerp_(xp, exp_avg, g, 1 - c["beta1"], t)
+        ema_sq_(xp, exp_avg_sq, g, c["beta2"], t)
+        if c["amsgrad"]:
+            xp.maximum(T["max_exp_avg_sq"], exp_avg_sq, out=T["max_exp_avg_sq"])
+            exp_avg_sq = T["max_exp_avg_sq"]
+        denom = tmp(1)
+        xp.sqrt(exp_avg_sq, out=denom)
+        denom /= c["bias_correction2_sqrt"]
+        denom += c["eps"]
+        addcdiv_(xp, p, exp_avg, denom, -c["step_size"], t)

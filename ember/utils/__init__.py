@@ -1,0 +1,1 @@
+"""``ember.utils`` (mirrors ``torch/utils``): hooks and ``data``."""
