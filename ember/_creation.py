@@ -38,7 +38,9 @@ def _leaf_kind(data):
     return x
 
 
-def _infer(data):
+def _infer(data, want=None):
+    """(array, inferred dtype) for ``data``; Python numbers convert straight to ``want`` when given (so
+    ``tensor([1/3], dtype=float64)`` is not rounded through the default dtype first)."""
     from ember._tensor import Tensor
     if isinstance(data, Tensor):
         return data.cpu()._data, data.dtype
@@ -50,7 +52,7 @@ def _infer(data):
         d = _dt.scalar_dtype(data)
         if isinstance(data, int) and not isinstance(data, bool) and not -(1 << 63) <= data < (1 << 63):
             raise RuntimeError("Overflow when unpacking long")
-        return np.asarray(data, dtype=d.np), d
+        return np.asarray(data, dtype=(want or d).np), d
     if isinstance(data, str):
         raise TypeError("new(): invalid data type 'str'")
     if not isinstance(data, (list, tuple)):
@@ -85,11 +87,12 @@ def _infer(data):
     if d is None:
         d = _dt.get_default_dtype()
     conv = _to_nested_python(data)
+    target = d if want is None or explicit is not None else want
     try:
-        arr = np.array(conv, dtype=d.np if d is not _dt.bfloat16 else np.float64)
+        arr = np.array(conv, dtype=target.np if target is not _dt.bfloat16 else np.float64)
     except OverflowError:
         raise RuntimeError("Overflow when unpacking long") from None
-    return arr.astype(d.np, copy=False), d
+    return arr.astype(target.np, copy=False), d
 
 
 def _collect_kinds(x, out):
@@ -157,7 +160,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
-    arr, d = _infer(data)
+    arr, d = _infer(data, dtype)
     if dtype is not None:
         d = dtype
     if arr.dtype != d.np:
