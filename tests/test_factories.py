@@ -128,3 +128,12 @@ def test_size_object():
     assert ember.zeros(2, 3).size(1) == 3 and ember.zeros(2, 3).size(-1) == 3
     with pytest.raises(IndexError, match="Dimension out of range"):
         ember.zeros(2, 3).size(2)
+
+
+def test_tensor_converts_python_numbers_straight_to_the_requested_dtype():
+    torch = pytest.importorskip("torch")
+    for data, name in [([1 / 3, 2 / 3], "float64"), (1 / 3, "float64"), ([[1, 2 ** 40]], "float64"),
+                       ([1.7, -2.5], "int64"), ([0.1], "complex128")]:
+        e = ember.tensor(data, dtype=getattr(ember, name))
+        t = torch.tensor(data, dtype=getattr(torch, name))
+        assert np.array_equal(e.numpy(), t.numpy()), (data, name)
