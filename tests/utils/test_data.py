@@ -410,3 +410,10 @@ def test_errors_match_pytorch(case):
     with pytest.raises(type(te.value)) as ee:
         case(ember, eud, list(range(6)))
     assert str(ee.value) == str(te.value)
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_other_start_methods(context):
+    ds = eud.TensorDataset(ember.arange(10.0).reshape(5, 2))
+    dl = eud.DataLoader(ds, batch_size=2, num_workers=2, multiprocessing_context=context)
+    assert [b[0].tolist() for b in dl] == [[[0.0, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]], [[8.0, 9.0]]]

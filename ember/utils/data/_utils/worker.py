@@ -97,7 +97,8 @@ def _worker_loop(iterable, dataset, index_queue, data_queue, done_event, auto_co
             init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
 
         iteration_end = False
-        while os.getppid() == main_pid:  # exit when the main process is gone
+        parent = os.getppid()       # the main process, or the fork server that started this worker
+        while os.getppid() == parent:  # exit when it is gone
             try:
                 r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL * 5)
             except queue.Empty:
