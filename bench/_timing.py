@@ -5,6 +5,17 @@ import statistics
 import time
 
 
+def import_torch(threads: int):
+    """PyTorch (the side-by-side reference) with ``threads`` intra-op threads, or None with a note."""
+    try:
+        import torch
+    except ImportError:
+        print("PyTorch is not installed: printing ember's numbers only")
+        return None
+    torch.set_num_threads(threads)
+    return torch
+
+
 def time_block(fn, number: int) -> float:
     """Seconds per call over ``number`` calls."""
     t0 = time.perf_counter()

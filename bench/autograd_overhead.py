@@ -16,7 +16,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from bench._timing import run_table  # noqa: E402
+from bench._timing import import_torch, run_table  # noqa: E402
 
 
 def chain(lib):
@@ -58,12 +58,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
     ap.add_argument("--blocks", type=int, default=7)
     args = ap.parse_args(argv)
-    try:
-        import torch
-        torch.set_num_threads(1)
-    except ImportError:
-        torch = None
-        print("PyTorch is not installed: printing ember's times only")
+    torch = import_torch(1)
     blocks, number = (2, 5) if args.quick else (args.blocks, 100)
     run_table(WORKLOADS, (), blocks, number, digits=3, torch=torch)
 

@@ -16,10 +16,13 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 
+import importlib  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+from bench._timing import import_torch  # noqa: E402
 
 
 class Images:
@@ -57,13 +60,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     import ember
     import ember.utils.data as eud
-    try:
-        import torch
-        import torch.utils.data as tud
-        torch.set_num_threads(2)
-    except ImportError:
-        torch = tud = None
-        print("PyTorch is not installed: printing ember's numbers only")
+    torch = import_torch(2)
+    tud = None if torch is None else importlib.import_module("torch.utils.data")
     batches, repeats = (4, 1) if args.quick else (48, args.repeats)
     print(f"{'workers':<10} {'ember batches/s':>16} {'torch batches/s':>16} {'ember/torch':>12}")
     for workers in (0, 2):

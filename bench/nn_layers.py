@@ -17,7 +17,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 
 import numpy as np  # noqa: E402
 
-from bench._timing import run_table  # noqa: E402
+from bench._timing import import_torch, run_table  # noqa: E402
 
 
 def conv(lib, quick):
@@ -92,12 +92,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
     ap.add_argument("--blocks", type=int, default=5)
     args = ap.parse_args(argv)
-    try:
-        import torch
-        torch.set_num_threads(2)
-    except ImportError:
-        torch = None
-        print("PyTorch is not installed: printing ember's times only")
+    torch = import_torch(2)
     blocks, number = (1, 1) if args.quick else (args.blocks, 3)
     run_table(WORKLOADS, (args.quick,), blocks, number, digits=2, torch=torch)
 

@@ -16,7 +16,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
-from bench._timing import interleaved  # noqa: E402
+from bench._timing import import_torch, interleaved  # noqa: E402
 
 
 def workloads(lib):
@@ -49,12 +49,7 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
     p.add_argument("--blocks", type=int, default=7)
     args = p.parse_args(argv)
-    try:
-        import torch
-        torch.set_num_threads(1)
-    except ImportError:
-        torch = None
-        print("PyTorch is not installed: printing ember's times only")
+    torch = import_torch(1)
     blocks, number = (2, 50) if args.quick else (args.blocks, 2000)
     ew = workloads(ember)
     tw = workloads(torch) if torch else {}

@@ -18,7 +18,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 
 import numpy as np  # noqa: E402
 
-from bench._timing import interleaved  # noqa: E402
+from bench._timing import import_torch, interleaved  # noqa: E402
 
 SIZES = [16, 32, 64, 96, 128, 192, 256, 384, 512, 48]
 
@@ -57,12 +57,7 @@ def main(argv=None):
     ap.add_argument("--blocks", type=int, default=7)
     args = ap.parse_args(argv)
     import ember
-    try:
-        import torch
-        torch.set_num_threads(2)
-    except ImportError:
-        torch = None
-        print("PyTorch is not installed: printing ember's times only")
+    torch = import_torch(2)
     blocks, number = (1, 1) if args.quick else (args.blocks, 10)
     n = sum(int(np.prod(s)) for s in shapes(args.quick))
     print(f"{len(shapes(args.quick))} tensors, {n / 1e6:.2f} M elements, float32")

@@ -52,3 +52,17 @@ def weight_decay_(xp, g, p, weight_decay: float, t) -> None:
     """``grad = grad.add(param, alpha=weight_decay)`` (``g`` is the step's private copy)."""
     if weight_decay != 0:
         add_scaled_(xp, g, p, weight_decay, t)
+
+
+def adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t) -> None:
+    """The common start of Adam, NAdam and RAdam: weight decay (``p *= 1 - lr * wd`` when decoupled,
+    else ``g += wd * p``), then ``exp_avg.lerp_(g, 1 - beta1)`` and
+    ``exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)``."""
+    wd = c["weight_decay"]
+    if wd != 0:
+        if c["decoupled"]:
+            p *= 1 - c["lr"] * wd
+        else:
+            weight_decay_(xp, g, p, wd, t)
+    lerp_(xp, exp_avg, g, 1 - c["beta1"], t)
+    ema_sq_(xp, exp_avg_sq, g, c["beta2"], t)

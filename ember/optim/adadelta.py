@@ -1,9 +1,8 @@
 """Adadelta (mirrors ``torch/optim/adadelta.py``)."""
 from __future__ import annotations
 
-import ember
 from ember.optim._elementwise import add_scaled_, ema_sq_, weight_decay_
-from ember.optim.optimizer import _check_lr, _check_nonnegative, _ElementwiseOptimizer, _scalar_dtype, _to_float
+from ember.optim.optimizer import _zero_state, _check_lr, _check_nonnegative, _ElementwiseOptimizer, _to_float
 
 __all__ = ["Adadelta"]
 
@@ -25,9 +24,7 @@ class Adadelta(_ElementwiseOptimizer):
         return ("square_avg", "acc_delta")
 
     def _init_state(self, p, group, state):
-        state["step"] = ember.tensor(0.0, dtype=_scalar_dtype())
-        state["square_avg"] = ember.zeros_like(p, memory_format=ember.preserve_format)
-        state["acc_delta"] = ember.zeros_like(p, memory_format=ember.preserve_format)
+        _zero_state(p, state, "square_avg", "acc_delta")
 
     @staticmethod
     def _scalars(group, step, S):

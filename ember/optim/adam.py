@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import ember
-from ember.optim._elementwise import addcdiv_, ema_sq_, lerp_, weight_decay_
-from ember.optim.optimizer import (_check_betas, _check_fused_foreach, _check_lr, _check_nonnegative,
-                                   _ElementwiseOptimizer, _scalar_dtype, _to_float)
+from ember.optim._elementwise import adam_moments_, addcdiv_
+from ember.optim.optimizer import (_zero_state, _check_betas, _check_fused_foreach, _check_lr, _check_nonnegative,
+                                   _ElementwiseOptimizer, _to_float)
 
 __all__ = ["Adam"]
 
@@ -42,11 +42,7 @@ class Adam(_ElementwiseOptimizer):
         return ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
 
     def _init_state(self, p, group, state):
-        state["step"] = ember.tensor(0.0, dtype=_scalar_dtype())
-        state["exp_avg"] = ember.zeros_like(p, memory_format=ember.preserve_format)
-        state["exp_avg_sq"] = ember.zeros_like(p, memory_format=ember.preserve_format)
-        if group["amsgrad"]:
-            state["max_exp_avg_sq"] = ember.zeros_like(p, memory_format=ember.preserve_format)
+        _zero_state(p, state, *self._tensor_keys(group))
 
     @staticmethod
     def _scalars(group, step, S):
@@ -62,15 +58,8 @@ class Adam(_ElementwiseOptimizer):
     @staticmethod
     def _update(xp, p, g, T, c, tmp):
         t = tmp(0)
-        wd = c["weight_decay"]
-        if wd != 0:
-            if c["decoupled"]:
-                p *= 1 - c["lr"] * wd
-            else:
-                weight_decay_(xp, g, p, wd, t)
         exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
-        lerp_(xp, exp_avg, g, 1 - c["beta1"], t)
-        ema_sq_(xp, exp_avg_sq, g, c["beta2"], t)
+        adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
         if c["amsgrad"]:
             xp.maximum(T["max_exp_avg_sq"], exp_avg_sq, out=T["max_exp_avg_sq"])
             exp_avg_sq = T["max_exp_avg_sq"]

@@ -1,10 +1,9 @@
 """Adamax (mirrors ``torch/optim/adamax.py``)."""
 from __future__ import annotations
 
-import ember
 from ember.optim._elementwise import addcdiv_, lerp_, weight_decay_
-from ember.optim.optimizer import (_check_betas, _check_lr, _check_nonnegative, _ElementwiseOptimizer,
-                                   _scalar_dtype, _to_float)
+from ember.optim.optimizer import (_zero_state, _check_betas, _check_lr, _check_nonnegative, _ElementwiseOptimizer,
+                                   _to_float)
 
 __all__ = ["Adamax"]
 
@@ -26,9 +25,7 @@ class Adamax(_ElementwiseOptimizer):
         return ("exp_avg", "exp_inf")
 
     def _init_state(self, p, group, state):
-        state["step"] = ember.tensor(0.0, dtype=_scalar_dtype())
-        state["exp_avg"] = ember.zeros_like(p, memory_format=ember.preserve_format)
-        state["exp_inf"] = ember.zeros_like(p, memory_format=ember.preserve_format)
+        _zero_state(p, state, "exp_avg", "exp_inf")
 
     @staticmethod
     def _scalars(group, step, S):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ember
-from ember.optim._elementwise import addcdiv_, ema_sq_, lerp_, weight_decay_
+from ember.optim._elementwise import adam_moments_, addcdiv_
 from ember.optim.optimizer import (_check_betas, _check_lr, _check_nonnegative, _ElementwiseOptimizer,
                                    _scalar_dtype, _to_float)
 
@@ -54,15 +54,8 @@ class NAdam(_ElementwiseOptimizer):
     @staticmethod
     def _update(xp, p, g, T, c, tmp):
         t, denom = tmp(0), tmp(1)
-        wd = c["weight_decay"]
-        if wd != 0:
-            if c["decoupled"]:
-                p *= 1 - c["lr"] * wd
-            else:
-                weight_decay_(xp, g, p, wd, t)
         exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
-        lerp_(xp, exp_avg, g, 1 - c["beta1"], t)
-        ema_sq_(xp, exp_avg_sq, g, c["beta2"], t)
+        adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
         xp.divide(exp_avg_sq, c["bias_correction2"], out=denom)
         xp.sqrt(denom, out=denom)
         denom += c["eps"]

@@ -346,6 +346,13 @@ class Optimizer:
         return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
 
+def _zero_state(p, state, *keys) -> None:
+    """``state["step"] = tensor(0.)`` and a zero tensor like ``p`` for each key (PyTorch's order)."""
+    state["step"] = ember.tensor(0.0, dtype=_scalar_dtype())
+    for key in keys:
+        state[key] = ember.zeros_like(p, memory_format=ember.preserve_format)
+
+
 def _check_fused_foreach(fused, foreach, differentiable) -> None:
     if fused:
         if differentiable:

@@ -1,10 +1,9 @@
 """RAdam (mirrors ``torch/optim/radam.py``)."""
 from __future__ import annotations
 
-import ember
-from ember.optim._elementwise import ema_sq_, lerp_, weight_decay_
-from ember.optim.optimizer import (_check_betas, _check_lr, _check_nonnegative, _ElementwiseOptimizer,
-                                   _scalar_dtype, _to_float)
+from ember.optim._elementwise import adam_moments_
+from ember.optim.optimizer import (_zero_state, _check_betas, _check_lr, _check_nonnegative, _ElementwiseOptimizer,
+                                   _to_float)
 
 __all__ = ["RAdam"]
 
@@ -28,9 +27,7 @@ class RAdam(_ElementwiseOptimizer):
         return ("exp_avg", "exp_avg_sq")
 
     def _init_state(self, p, group, state):
-        state["step"] = ember.tensor(0.0, dtype=_scalar_dtype())
-        state["exp_avg"] = ember.zeros_like(p, memory_format=ember.preserve_format)
-        state["exp_avg_sq"] = ember.zeros_like(p, memory_format=ember.preserve_format)
+        _zero_state(p, state, "exp_avg", "exp_avg_sq")
 
     @staticmethod
     def _scalars(group, step, S):
@@ -50,15 +47,8 @@ class RAdam(_ElementwiseOptimizer):
     @staticmethod
     def _update(xp, p, g, T, c, tmp):
         t, u = tmp(0), tmp(1)
-        wd = c["weight_decay"]
-        if wd != 0:
-            if c["decoupled"]:
-                p *= 1 - c["lr"] * wd
-            else:
-                weight_decay_(xp, g, p, wd, t)
         exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
-        lerp_(xp, exp_avg, g, 1 - c["beta1"], t)
-        ema_sq_(xp, exp_avg_sq, g, c["beta2"], t)
+        adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
         xp.divide(exp_avg, c["bias_correction1"], out=u)   # bias-corrected exp_avg
         u *= c["lr"]
         if c["rect"] is not None:

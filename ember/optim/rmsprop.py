@@ -1,9 +1,8 @@
 """RMSprop (mirrors ``torch/optim/rmsprop.py``)."""
 from __future__ import annotations
 
-import ember
 from ember.optim._elementwise import add_scaled_, addcdiv_, addcmul_, ema_sq_, lerp_, weight_decay_
-from ember.optim.optimizer import _check_lr, _check_nonnegative, _ElementwiseOptimizer, _scalar_dtype, _to_float
+from ember.optim.optimizer import _zero_state, _check_lr, _check_nonnegative, _ElementwiseOptimizer, _to_float
 
 __all__ = ["RMSprop"]
 
@@ -29,12 +28,7 @@ class RMSprop(_ElementwiseOptimizer):
         return keys
 
     def _init_state(self, p, group, state):
-        state["step"] = ember.tensor(0.0, dtype=_scalar_dtype())
-        state["square_avg"] = ember.zeros_like(p, memory_format=ember.preserve_format)
-        if group["momentum"] > 0:
-            state["momentum_buffer"] = ember.zeros_like(p, memory_format=ember.preserve_format)
-        if group["centered"]:
-            state["grad_avg"] = ember.zeros_like(p, memory_format=ember.preserve_format)
+        _zero_state(p, state, *self._tensor_keys(group))
 
     @staticmethod
     def _scalars(group, step, S):
