@@ -40,6 +40,8 @@ from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabl
 _indexing._ops()
 _autograd_fallback.install()
 from ember import optim, utils  # noqa: E402,F401 - the frontend needs the grad modes above
+from ember import serialization  # noqa: E402
+from ember.serialization import load, save  # noqa: E402,F401
 
 __version__ = "0.1.0"
 

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-_OWNED: dict = {}          # id(buffer) -> weakref to it, for every flat buffer made here
+_OWNED: dict = {}          # id(buffer) -> (weakref to it, span starts, span stops), for every flat buffer made here
 CHUNK = 1 << 17            # elements per chunk of the flat update (bench/optim_step.py: 32K-1M all close)
 _POOL = None
 
@@ -70,8 +70,23 @@ def _as_real(a):
 
 
 def _owned(base) -> bool:
-    ref = _OWNED.get(id(base))
-    return ref is not None and ref() is base
+    entry = _OWNED.get(id(base))
+    return entry is not None and entry[0]() is base
+
+
+def slot_of(base, offset: int):
+    """``(start, stop)``: the element range of the tensor slot of flat buffer ``base`` holding element
+    ``offset``, or None when ``base`` is not one of ours.  Serialization saves a re-pointed tensor as its
+    own slot, not the whole buffer (see ember/serialization.py)."""
+    import bisect
+    entry = _OWNED.get(id(base))
+    if entry is None or entry[0]() is not base:
+        return None
+    starts, stops = entry[1], entry[2]
+    i = bisect.bisect_right(starts, offset) - 1
+    if i < 0 or offset >= stops[i]:
+        return None
+    return starts[i], stops[i]
 
 
 def _rebindable(t) -> bool:
@@ -104,7 +119,8 @@ class _FlatList:
         self.views = [t._data for t in tensors] if bound else None
         if bound:
             key = id(buf)
-            _OWNED[key] = weakref.ref(buf, lambda _r, key=key: _OWNED.pop(key, None))
+            _OWNED[key] = (weakref.ref(buf, lambda _r, key=key: _OWNED.pop(key, None)),
+                           [a for a, _, _ in spans], [b for _, b, _ in spans])
 
     def valid(self, tensors) -> bool:
         if self.bound:
