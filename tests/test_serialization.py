@@ -444,3 +444,75 @@ def test_unsupported_global_message_names_it_and_how_to_allowlist():
     with pytest.raises(pickle.UnpicklingError, match="whose module os is blocked"), \
             ember.serialization.safe_globals([os.system]):
         ember.load(io.BytesIO(MALICIOUS["os.system"]))
+
+
+# -- safetensors -----------------------------------------------------------------------------------------
+
+ST_DTYPES = ["float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool",
+             "complex64"]
+
+
+def test_safetensors_both_ways(tmp_path):
+    pytest.importorskip("safetensors")
+    import safetensors.torch as stt
+
+    import ember.utils.safetensors as est
+    rng = np.random.default_rng(0)
+    e = {d: ember.tensor(rng.standard_normal((2, 3)) * 3).to(getattr(ember, d)) for d in ST_DTYPES}
+    e["scalar"] = ember.tensor(2.5)
+    e["empty"] = ember.zeros(0, 4)
+    e["strided"] = ember.arange(12.0).reshape(3, 4).t()
+    est.save_file(e, tmp_path / "e.safetensors", metadata={"format": "pt"})
+    t = stt.load_file(tmp_path / "e.safetensors")
+    for k in e:
+        same(e[k], t[k])
+    stt.save_file({k: v.contiguous() for k, v in t.items()}, tmp_path / "t.safetensors")
+    back = est.load_file(tmp_path / "t.safetensors")
+    for k in e:
+        same(e[k], back[k])
+    assert ember.load(tmp_path / "t.safetensors")["bfloat16"].dtype == ember.bfloat16
+    blob = est.save({"a": ember.ones(2)})
+    assert est.load(blob)["a"].tolist() == [1.0, 1.0]
+
+
+def test_safetensors_shared_tensors_and_models(tmp_path):
+    pytest.importorskip("safetensors")
+    import ember.utils.safetensors as est
+    base = ember.arange(6.0)
+    with pytest.raises(RuntimeError, match="Some tensors share memory"):
+        est.save_file({"a": base, "b": base[2:]}, tmp_path / "x.safetensors")
+    est.save_file({"a": base[:3], "b": base[3:]}, tmp_path / "ok.safetensors")   # disjoint views are fine
+    with pytest.raises(ValueError, match="complex128"):
+        est.save_file({"c": ember.zeros(2, dtype=ember.complex128)}, tmp_path / "c.safetensors")
+
+    class Tied(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = ember.nn.Embedding(5, 3)
+            self.out = ember.nn.Linear(3, 5, bias=False)
+            self.out.weight = self.emb.weight
+    m = Tied()
+    est.save_model(m, tmp_path / "m.safetensors")
+    m2 = Tied()
+    missing, unexpected = est.load_model(m2, tmp_path / "m.safetensors")
+    assert missing == [] and unexpected == []
+    same(m2.out.weight, m.emb.weight)
+    assert m2.out.weight is m2.emb.weight
+    # a model trained a step (parameters re-pointed into one optimizer buffer) saves without complaint
+    lin = ember.nn.Linear(4, 2)
+    opt = ember.optim.SGD(lin.parameters(), lr=0.1)
+    lin(ember.ones(1, 4)).sum().backward()
+    opt.step()
+    est.save_model(lin, tmp_path / "lin.safetensors")
+    same(est.load_file(tmp_path / "lin.safetensors")["weight"], lin.weight)
+
+
+@pytest.mark.parametrize("blob", [b"", b"\x08\x00\x00\x00\x00\x00\x00\x00[1,2,3]", b"\xff" * 8 + b"{}",
+                                  b"\x10\x00\x00\x00\x00\x00\x00\x00" + b'{"a":{"dtype":"F32","shape":[4],'
+                                  b'"data_offsets":[0,99]}}'])
+def test_malformed_safetensors_are_refused(blob, tmp_path):
+    pytest.importorskip("safetensors")
+    import ember.utils.safetensors as est
+    with pytest.raises(Exception) as e:
+        est.load(blob)
+    assert str(e.value)

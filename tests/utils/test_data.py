@@ -417,3 +417,15 @@ def test_other_start_methods(context):
     ds = eud.TensorDataset(ember.arange(10.0).reshape(5, 2))
     dl = eud.DataLoader(ds, batch_size=2, num_workers=2, multiprocessing_context=context)
     assert [b[0].tolist() for b in dl] == [[[0.0, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]], [[8.0, 9.0]]]
+
+
+def test_zero_dim_and_empty_tensors_cross_the_process_boundary():
+    class D(eud.Dataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return ember.tensor(float(i)), ember.zeros(0, 2), ember.ones(2, dtype=ember.bfloat16)
+    got = list(eud.DataLoader(D(), batch_size=None, num_workers=1))
+    assert [tuple(a.shape) for a, _, _ in got] == [(), (), ()] and got[2][0].item() == 2.0
+    assert tuple(got[0][1].shape) == (0, 2) and got[0][2].dtype == ember.bfloat16

@@ -28,7 +28,8 @@ def _prefix(main_pid) -> str:
 
 def _reduce_tensor(t):
     import ember
-    arr = np.ascontiguousarray(t.detach().numpy())
+    src = t.detach().numpy()
+    arr = np.ascontiguousarray(src).reshape(src.shape)   # (ascontiguousarray makes 0-d arrays 1-d)
     if arr.nbytes == 0 or t.device.type != "cpu":
         return (_rebuild_plain, (arr, t.requires_grad))
     path = f"{_prefix(_main_pid)}{os.getpid()}-{next(_counter)}"
