@@ -516,3 +516,38 @@ def test_malformed_safetensors_are_refused(blob, tmp_path):
     with pytest.raises(Exception) as e:
         est.load(blob)
     assert str(e.value)
+
+
+# -- exact resume --------------------------------------------------------------------------------------------
+
+RESUME = os.path.join(os.path.dirname(__file__), "programs", "resume_train.py")
+
+
+def _run_resume(ckpt, out, steps, kill_after=None):
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    p = subprocess.Popen([sys.executable, RESUME, str(ckpt), str(steps), str(out)], stdout=subprocess.PIPE,
+                         env=env, text=True)
+    if kill_after is None:
+        assert p.wait(timeout=120) == 0
+        return None
+    line = ""
+    while line != f"step {kill_after}":
+        line = p.stdout.readline().strip()
+        assert line, "the training process ended before it could be killed"
+    p.send_signal(signal.SIGKILL)           # the next step (and its checkpoint write) may be under way
+    p.wait()
+    return p.returncode
+
+
+@pytest.mark.parametrize("kill_after", [3, 7, 8, 13])
+def test_killed_and_resumed_training_ends_bit_identical(tmp_path, kill_after):
+    steps = 16                                   # 8 batches per epoch: kills mid-epoch and at its end
+    _run_resume(tmp_path / "ref.ck", tmp_path / "ref.pt", steps)
+    assert _run_resume(tmp_path / "ck", tmp_path / "out.pt", steps, kill_after) == -signal.SIGKILL
+    assert not (tmp_path / "out.pt").exists()
+    _run_resume(tmp_path / "ck", tmp_path / "out.pt", steps)
+    ref, got = ember.load(tmp_path / "ref.pt"), ember.load(tmp_path / "out.pt")
+    assert list(ref) == list(got)
+    for k in ref:
+        assert np.array_equal(ref[k].numpy(), got[k].numpy()), k
+    assert ember.load(tmp_path / "ck")["step"] == steps
