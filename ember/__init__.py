@@ -41,6 +41,8 @@ _indexing._ops()
 _autograd_fallback.install()
 from ember import optim, utils  # noqa: E402,F401 - the frontend needs the grad modes above
 from ember import serialization  # noqa: E402
+from ember import distributions, testing  # noqa: E402,F401
+from ember._torch_shim import install_as_torch  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401
 
 __version__ = "0.1.0"

@@ -1,0 +1,117 @@
+"""Running PyTorch code on ember: ``import torch`` (and every ``torch.*`` submodule ember has) gives ember.
+
+``install_as_torch()`` puts a finder in front of ``sys.meta_path`` that answers ``torch`` and
+``torch.<path>`` with an alias module for ``ember`` / ``ember.<path>``.  An alias forwards attribute reads and
+writes to its ember module; reading something ember lacks raises an ``AttributeError`` that names the
+PyTorch attribute (``torch.foo is not available in ember``), and importing a submodule ember lacks raises a
+``ModuleNotFoundError`` naming it.  ``python -m ember SCRIPT [ARGS]`` installs this and runs the script.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import types
+
+import ember
+
+# the PyTorch release whose API ember follows (scripts compare torch.__version__)
+TORCH_VERSION = "2.13.0"
+
+_aliases: dict = {}
+
+
+def _torch_name(ember_name: str) -> str:
+    return "torch" + ember_name[len("ember"):]
+
+
+class _TorchAlias(types.ModuleType):
+    """``torch.<path>`` standing for ``ember.<path>``."""
+
+    def __init__(self, name, target):
+        super().__init__(name, getattr(target, "__doc__", None))
+        object.__setattr__(self, "_ember_target", target)
+        if hasattr(target, "__path__"):
+            object.__setattr__(self, "__path__", [])
+        object.__setattr__(self, "__file__", getattr(target, "__file__", None))
+
+    def __getattr__(self, name):
+        target = object.__getattribute__(self, "_ember_target")
+        if name == "__version__" and self.__name__ == "torch":
+            return f"{TORCH_VERSION}+ember{ember.__version__}"
+        try:
+            value = getattr(target, name)
+        except AttributeError:
+            try:
+                value = importlib.import_module(f"{target.__name__}.{name}")
+            except ImportError:
+                raise AttributeError(f"{self.__name__}.{name} is not available in ember (module '{target.__name__}' "
+                                     f"has no attribute '{name}')") from None
+        if isinstance(value, types.ModuleType) and (value.__name__ == "ember" or value.__name__.startswith("ember.")):
+            return alias(value)
+        return value
+
+    def __setattr__(self, name, value):
+        setattr(object.__getattribute__(self, "_ember_target"), name, value)
+
+    def __dir__(self):
+        return dir(object.__getattribute__(self, "_ember_target"))
+
+    def __repr__(self):
+        return f"<module '{self.__name__}' (ember: {object.__getattribute__(self, '_ember_target').__name__})>"
+
+
+def alias(module) -> _TorchAlias:
+    """The one alias module of an ember module."""
+    a = _aliases.get(module.__name__)
+    if a is None:
+        a = _aliases[module.__name__] = _TorchAlias(_torch_name(module.__name__), module)
+    return a
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, module):
+        self.module = module
+
+    def create_module(self, spec):
+        if isinstance(self.module, types.ModuleType):
+            return alias(self.module)
+        return self.module      # a module-like object ember keeps as an attribute (backends.cudnn)
+
+    def exec_module(self, module):
+        pass
+
+
+class _TorchFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" and not fullname.startswith("torch."):
+            return None
+        ember_name = "ember" + fullname[len("torch"):]
+        try:
+            module = importlib.import_module(ember_name)
+        except ModuleNotFoundError as e:
+            parent, _, last = ember_name.rpartition(".")
+            obj = getattr(importlib.import_module(parent), last, None) if parent else None
+            if obj is not None and not callable(obj):
+                module = obj
+            elif e.name and (ember_name == e.name or ember_name.startswith(e.name + ".")):
+                raise ModuleNotFoundError(f"No module named '{fullname}': ember has no '{ember_name}' (this PyTorch "
+                                          "module is not available in ember)", name=fullname) from None
+            else:
+                raise
+        return importlib.util.spec_from_loader(fullname, _AliasLoader(module))
+
+
+_FINDER = _TorchFinder()
+
+
+def install_as_torch() -> None:
+    """Make ``import torch`` (and ``torch.*``) give ember from now on — one line in a notebook:
+    ``import ember; ember.install_as_torch()``.  Already imported ``torch`` modules are dropped from
+    ``sys.modules`` so that later imports see ember."""
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
+    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+        if not isinstance(sys.modules[name], _TorchAlias):
+            del sys.modules[name]
