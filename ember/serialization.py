@@ -24,6 +24,7 @@ the target, so an interrupted save leaves the previous file intact.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import pickle
@@ -182,8 +183,9 @@ def _device(*args):
     return ember.device(*args)
 
 
+@functools.lru_cache(maxsize=None)
 def _allowed_globals() -> dict:
-    """PyTorch's allowlist, mapped to ember's objects."""
+    """PyTorch's allowlist, mapped to ember's objects (built once; do not mutate)."""
     from ember.nn.parameter import Parameter
     allowed = {
         "collections.OrderedDict": OrderedDict, "collections.Counter": Counter,
@@ -258,6 +260,7 @@ class _WeightsUnpickler:
         self.size = len(data)
         self.persistent_load = persistent_load
         self.allowed = _allowed_globals()
+        self.callables = {id(v) for v in self.allowed.values()} | {id(v) for v in _user_globals.values()}
 
     def read(self, n):
         b = self.buf.read(n)
@@ -286,7 +289,7 @@ class _WeightsUnpickler:
             "context manager to allowlist this global if you trust this class/function.")
 
     def _callable_ok(self, func) -> bool:
-        return any(func is v for v in self.allowed.values()) or any(func is v for v in _user_globals.values())
+        return id(func) in self.callables
 
     def load(self):
         try:

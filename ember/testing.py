@@ -71,7 +71,8 @@ def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, chec
     ia = np.unravel_index(int(np.argmax(d)), d.shape) if d.ndim else ()
     ir = np.unravel_index(int(np.argmax(r)), r.shape) if r.ndim else ()
     def fmt(v):
-        return repr(float(v)) if kind == "close" else (str(int(v)) if float(v).is_integer() else repr(float(v)))
+        v = float(v)
+        return str(int(v)) if kind == "equal" and v.is_integer() else repr(v)
     lines = [f"Tensor-likes are not {kind}!{where}", "", f"Mismatched elements: {bad} / {total} "
              f"({100 * bad / total:.1f}%)"]
     if kind == "close":

@@ -25,9 +25,9 @@ ROOT = os.path.dirname(os.path.dirname(ember.__file__))
 
 
 def as_np(t):
-    return t.detach().float().numpy() if t.dtype in (torch.bfloat16,) else t.detach().numpy() \
-        if isinstance(t, torch.Tensor) else (t.detach().float().numpy() if t.dtype == ember.bfloat16 else
-                                             t.detach().numpy())
+    """NumPy values of an ember or PyTorch tensor (bfloat16 widened to float32)."""
+    t = t.detach()
+    return (t.float() if str(t.dtype).endswith("bfloat16") else t).numpy()
 
 
 def same(a, b):
@@ -346,7 +346,7 @@ MALICIOUS = {
     "BUILD on a list": make_zip(b"\x80\x02]}\x8fb."),
     "SETITEM on a list": make_zip(b"\x80\x02]K\x01K\x02s."),
     "APPEND to a dict": make_zip(b"\x80\x02}K\x01a."),
-    "INST opcode": make_zip(b"\x80\x02(ios\nsystem\n" + _s("x")[0:0] + b"."),
+    "INST opcode": make_zip(b"\x80\x02(ios\nsystem\n."),
     "STACK_GLOBAL (protocol 4)": make_zip(b"\x80\x04" + _s("os") + _s("system") + b"\x93."),
     "FRAME (protocol 4)": make_zip(b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00N."),
     "REDUCE on a non-callable": make_zip(b"\x80\x02K\x01)R."),
@@ -393,7 +393,6 @@ MALFORMED = {
     "zip tail cut": GOOD[:-10],
     "legacy tar": _tar_checkpoint(),
     "raw pickle of os.system": b"\x80\x02" + _g("os", "system") + CALL_SENTINEL,
-    "duplicate records": None,
 }
 
 

@@ -2,8 +2,6 @@
 (mirrors ``torch/distributions/constraints.py``, the ones ember's distributions use)."""
 from __future__ import annotations
 
-import ember
-
 __all__ = ["Constraint", "boolean", "dependent_property", "greater_than", "integer_interval", "interval",
            "is_dependent", "less_than", "positive", "real", "real_vector", "simplex", "unit_interval"]
 
@@ -139,4 +137,3 @@ less_than = _LessThan
 interval = _Interval
 half_open_interval = _HalfOpenInterval
 integer_interval = _IntegerInterval
-del ember

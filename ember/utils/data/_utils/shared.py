@@ -27,7 +27,6 @@ def _prefix(main_pid) -> str:
 
 
 def _reduce_tensor(t):
-    import ember
     src = t.detach().numpy()
     arr = np.ascontiguousarray(src).reshape(src.shape)   # (ascontiguousarray makes 0-d arrays 1-d)
     if arr.nbytes == 0 or t.device.type != "cpu":
@@ -41,7 +40,6 @@ def _reduce_tensor(t):
     finally:
         os.close(fd)
     dtype = str(t.dtype).split(".")[-1]
-    del ember
     return (_rebuild_shared, (path, dtype, tuple(arr.shape), t.requires_grad))
 
 
