@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 
+from ember import _startup  # noqa: F401 - first: picks OpenBLAS's kernels before NumPy loads, tunes malloc
 from ember.c10 import dtype as _dtype_mod
 from ember.c10.dtype import (bfloat16, cdouble, cfloat, complex64, complex128, double, dtype, finfo, float16,
                              float32, float64, get_default_dtype, half, iinfo, int8, int16, int32, int64, long,

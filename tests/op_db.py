@@ -447,9 +447,30 @@ add(OpInfo("gelu", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (5
            torch_fn=lambda t, a, **k: t.nn.functional.gelu(a, **k)))
 add(OpInfo("layer_norm", lambda d, r: [Sample((arr(r, (2, 3, 4), d), arr(r, (4,), d), arr(r, (4,), d))),
                                        Sample((arr(r, (3, 2, 2), d), arr(r, (2, 2), d), arr(r, (2, 2), d)))],
-           method=False, covers=("native_layer_norm",),
+           method=False, covers=("native_layer_norm", "native_layer_norm_backward"),
            ember_fn=lambda e, x, w, b: e.nn.functional.layer_norm(x, tuple(w.shape), w, b),
            torch_fn=lambda t, x, w, b: t.nn.functional.layer_norm(x, tuple(w.shape), w, b)))
+
+
+
+def _batch_norm_call(lib, x, w=None, b=None, mode="train"):
+    """F.batch_norm with running statistics made inside (they are state, not inputs): "train" updates them,
+    "eval" normalises with them, "batch" has none (track_running_stats=False)."""
+    c = x.shape[1]
+    stats = np.linspace(-0.5, 0.5, c), np.linspace(0.5, 2.0, c)
+    if mode == "batch":
+        rm = rv = None
+    else:
+        rm, rv = (lib.tensor(a.astype(str(x.dtype).split(".")[-1])) for a in stats)
+    out = lib.nn.functional.batch_norm(x, rm, rv, w, b, training=mode != "eval", momentum=0.3)
+    return out if mode == "batch" else (out, rm, rv)
+
+
+add(OpInfo("batch_norm", lambda d, r: [Sample((arr(r, (4, 3, 2, 2), d), arr(r, (3,), d), arr(r, (3,), d))),
+                                       Sample((arr(r, (5, 2), d), arr(r, (2,), d), arr(r, (2,), d)), dict(mode="eval")),
+                                       Sample((arr(r, (3, 2, 4), d),), dict(mode="batch"))],
+           method=False, covers=("native_batch_norm", "native_batch_norm_backward"),
+           ember_fn=_batch_norm_call, torch_fn=_batch_norm_call))
 
 
 def _conv_call(lib, x, w, b, transposed=False, **k):

@@ -7162,7 +7162,7 @@ def _ag_gelu_default(ks, self, approximate):
 
 
 class NativeLayerNormBackward0(_Node):
-    _saved_names = ('input_', 'weight_', 'result_')
+    _saved_names = ('input_', 'weight_', 'bias_', 'result_')
 
     def apply(_n, grads):
         grad = grads[0]
@@ -7170,27 +7170,18 @@ class NativeLayerNormBackward0(_Node):
         normalized_shape = _n.normalized_shape
         eps = _n.eps
         _r = []
-        if _e[len(_r)] is not None:
+        grad_input_mask = [_e[len(_r) + 0] is not None, _e[len(_r) + 1] is not None, _e[len(_r) + 2] is not None]
+        if any(grad_input_mask):
+            bias = _n._saved('bias' + '_')
             input = _n._saved('input' + '_')
             result = _n._saved('result_')
             weight = _n._saved('weight' + '_')
-            _r.append(layer_norm_backward(grads[0], input, normalized_shape, weight, result[1], result[2], eps, "input"))
+            _g_input_weight_bias = layer_norm_backward(grads[0], input, normalized_shape, weight, bias, result[1], result[2], eps, grad_input_mask)
         else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            input = _n._saved('input' + '_')
-            result = _n._saved('result_')
-            weight = _n._saved('weight' + '_')
-            _r.append(layer_norm_backward(grads[0], input, normalized_shape, weight, result[1], result[2], eps, "weight"))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            input = _n._saved('input' + '_')
-            result = _n._saved('result_')
-            weight = _n._saved('weight' + '_')
-            _r.append(layer_norm_backward(grads[0], input, normalized_shape, weight, result[1], result[2], eps, "bias"))
-        else:
-            _r.append(None)
+            _g_input_weight_bias = [None] * 3
+        _r.append(_g_input_weight_bias[0] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_weight_bias[1] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_weight_bias[2] if _e[len(_r)] is not None else None)
         return _r
 
 
@@ -7206,7 +7197,56 @@ def _ag_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps
         _n.input_ = _SV(input)
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.weight_ = _SV(weight if weight is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.bias_ = _SV(bias if bias is not None else None)
     result = _R._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
+    _set_history(_n, tuple(result), [True, False, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class NativeBatchNormBackward0(_Node):
+    _saved_names = ('input_', 'weight_', 'running_mean_', 'running_var_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        training = _n.training
+        eps = _n.eps
+        _r = []
+        grad_input_mask = [_e[len(_r) + 0] is not None, _e[len(_r) + 1] is not None, _e[len(_r) + 2] is not None]
+        if any(grad_input_mask):
+            input = _n._saved('input' + '_')
+            result = _n._saved('result_')
+            running_mean = _n._saved('running_mean' + '_')
+            running_var = _n._saved('running_var' + '_')
+            weight = _n._saved('weight' + '_')
+            _g_input_weight_bias = batch_norm_backward(grads[0], input, weight, running_mean, running_var, result[1], result[2], training, eps, grad_input_mask)
+        else:
+            _g_input_weight_bias = [None] * 3
+        _r.append(_g_input_weight_bias[0] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_weight_bias[1] if _e[len(_r)] is not None else None)
+        _r.append(_g_input_weight_bias[2] if _e[len(_r)] is not None else None)
+        return _r
+
+
+def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
+        return _R._op_native_batch_norm.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    _n = NativeBatchNormBackward0()
+    _n._next = _edges(input, weight, bias)
+    _n._input_meta = _meta(input, weight, bias)
+    _n.training = training
+    _n.eps = eps
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.running_mean_ = _SV(running_mean if running_mean is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.running_var_ = _SV(running_var if running_var is not None else None)
+    result = _R._op_native_batch_norm.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
     _set_history(_n, tuple(result), [True, False, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -10443,6 +10483,9 @@ _R._op_gelu.register(DispatchKey.AutogradMeta, _ag_gelu_default)
 _R._op_native_layer_norm.register(DispatchKey.AutogradCPU, _ag_native_layer_norm_default)
 _R._op_native_layer_norm.register(DispatchKey.AutogradCUDA, _ag_native_layer_norm_default)
 _R._op_native_layer_norm.register(DispatchKey.AutogradMeta, _ag_native_layer_norm_default)
+_R._op_native_batch_norm.register(DispatchKey.AutogradCPU, _ag_native_batch_norm_default)
+_R._op_native_batch_norm.register(DispatchKey.AutogradCUDA, _ag_native_batch_norm_default)
+_R._op_native_batch_norm.register(DispatchKey.AutogradMeta, _ag_native_batch_norm_default)
 _R._op_convolution.register(DispatchKey.AutogradCPU, _ag_convolution_default)
 _R._op_convolution.register(DispatchKey.AutogradCUDA, _ag_convolution_default)
 _R._op_convolution.register(DispatchKey.AutogradMeta, _ag_convolution_default)

@@ -11,7 +11,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'baddbmm', 'bernoulli', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dstack', 'einsum', 'embedding', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'gru', 'gru_cell', 'gt', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'baddbmm', 'batch_norm', 'bernoulli', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dstack', 'einsum', 'embedding', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'gru', 'gru_cell', 'gt', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -8737,6 +8737,17 @@ def native_layer_norm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+_sig_native_layer_norm_backward = _Signatures('native_layer_norm_backward', [
+    (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('mean', 'T', False, False, None), ('rstd', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('output_mask', 'bool[]', False, False, None),),
+], method=False)
+
+def native_layer_norm_backward(*args, **kwargs):
+    _i, _a = _sig_native_layer_norm_backward.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_native_layer_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _a['mean']._ks | _a['rstd']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['grad_out'], _a['input'], _a['normalized_shape'], _a['mean'], _a['rstd'], _a['weight'], _a['bias'], _a['output_mask'])
+    raise AssertionError('unreachable')
+
+
 _sig_layer_norm = _Signatures('layer_norm', [
     (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, True, None), ('bias', 'T?', False, True, None), ('eps', 'float', False, True, 1e-05), ('cudnn_enable', 'bool', False, True, True),),
 ], method=False)
@@ -8756,6 +8767,61 @@ def layer_norm(*args, **kwargs):
     _i, _a = _sig_layer_norm.parse(args, kwargs)
     if _i == 0:
         return _R._op_layer_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['normalized_shape'], _a['weight'], _a['bias'], _a['eps'], _a['cudnn_enable'])
+    raise AssertionError('unreachable')
+
+
+_sig_native_batch_norm = _Signatures('native_batch_norm', [
+    (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('training', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None),),
+], method=False)
+
+def _bind_native_batch_norm_0(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    return (input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+def native_batch_norm(*args, **kwargs):
+    try:
+        _b = _bind_native_batch_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight, bias, running_mean, running_var, training, momentum, eps = _b
+        if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and (running_mean is None or isinstance(running_mean, _Tensor)) and (running_var is None or isinstance(running_var, _Tensor)) and type(training) is bool and type(momentum) is float and type(eps) is float:
+            return _R._op_native_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps)
+    _i, _a = _sig_native_batch_norm.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_native_batch_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']), _a['input'], _a['weight'], _a['bias'], _a['running_mean'], _a['running_var'], _a['training'], _a['momentum'], _a['eps'])
+    raise AssertionError('unreachable')
+
+
+_sig_native_batch_norm_backward = _Signatures('native_batch_norm_backward', [
+    (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('save_mean', 'T?', False, False, None), ('save_invstd', 'T?', False, False, None), ('train', 'bool', False, False, None), ('eps', 'float', False, False, None), ('output_mask', 'bool[]', False, False, None),),
+], method=False)
+
+def native_batch_norm_backward(*args, **kwargs):
+    _i, _a = _sig_native_batch_norm_backward.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_native_batch_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']) | _ks_opt(_a['save_mean']) | _ks_opt(_a['save_invstd']), _a['grad_out'], _a['input'], _a['weight'], _a['running_mean'], _a['running_var'], _a['save_mean'], _a['save_invstd'], _a['train'], _a['eps'], _a['output_mask'])
+    raise AssertionError('unreachable')
+
+
+_sig_batch_norm = _Signatures('batch_norm', [
+    (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('training', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None), ('cudnn_enabled', 'bool', False, False, None),),
+], method=False)
+
+def _bind_batch_norm_0(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    return (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+
+def batch_norm(*args, **kwargs):
+    try:
+        _b = _bind_batch_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled = _b
+        if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and (running_mean is None or isinstance(running_mean, _Tensor)) and (running_var is None or isinstance(running_var, _Tensor)) and type(training) is bool and type(momentum) is float and type(eps) is float and type(cudnn_enabled) is bool:
+            return _R._op_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+    _i, _a = _sig_batch_norm.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_batch_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']), _a['input'], _a['weight'], _a['bias'], _a['running_mean'], _a['running_var'], _a['training'], _a['momentum'], _a['eps'], _a['cudnn_enabled'])
     raise AssertionError('unreachable')
 
 

@@ -1476,8 +1476,20 @@ gelu = _P('gelu', [
 native_layer_norm = _P('native_layer_norm', [
     _O(_R._op_native_layer_norm, (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('eps', 'float', False, False, None),), ['input', 'normalized_shape', 'weight', 'bias', 'eps']),
 ])
+native_layer_norm_backward = _P('native_layer_norm_backward', [
+    _O(_R._op_native_layer_norm_backward, (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('mean', 'T', False, False, None), ('rstd', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_out', 'input', 'normalized_shape', 'mean', 'rstd', 'weight', 'bias', 'output_mask']),
+])
 layer_norm = _P('layer_norm', [
     _O(_R._op_layer_norm, (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, True, None), ('bias', 'T?', False, True, None), ('eps', 'float', False, True, 1e-05), ('cudnn_enable', 'bool', False, True, True),), ['input', 'normalized_shape', 'weight', 'bias', 'eps', 'cudnn_enable']),
+])
+native_batch_norm = _P('native_batch_norm', [
+    _O(_R._op_native_batch_norm, (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('training', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None),), ['input', 'weight', 'bias', 'running_mean', 'running_var', 'training', 'momentum', 'eps']),
+])
+native_batch_norm_backward = _P('native_batch_norm_backward', [
+    _O(_R._op_native_batch_norm_backward, (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('save_mean', 'T?', False, False, None), ('save_invstd', 'T?', False, False, None), ('train', 'bool', False, False, None), ('eps', 'float', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_out', 'input', 'weight', 'running_mean', 'running_var', 'save_mean', 'save_invstd', 'train', 'eps', 'output_mask']),
+])
+batch_norm = _P('batch_norm', [
+    _O(_R._op_batch_norm, (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('training', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None), ('cudnn_enabled', 'bool', False, False, None),), ['input', 'weight', 'bias', 'running_mean', 'running_var', 'training', 'momentum', 'eps', 'cudnn_enabled']),
 ])
 convolution = _P('convolution', [
     _O(_R._op_convolution, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None),), ['input', 'weight', 'bias', 'stride', 'padding', 'dilation', 'transposed', 'output_padding', 'groups']),

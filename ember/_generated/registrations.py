@@ -12473,10 +12473,87 @@ def _meta_native_layer_norm_default(ks, input, normalized_shape, weight, bias, e
     _r = _run_meta(K.native_layer_norm, [input._data, normalized_shape, (None if weight is None else weight._data), (None if bias is None else bias._data), eps], {})
     return _r
 
+_op_native_layer_norm_backward = Dispatcher.define('native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
+
+def _cpu_native_layer_norm_backward_default(ks, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    try:
+        _rs = K.native_layer_norm_backward(_np, grad_out._data, input._data, normalized_shape, mean._data, rstd._data, (None if weight is None else weight._data), (None if bias is None else bias._data), output_mask)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.native_layer_norm_backward, grad_out, input, mean, rstd, weight, bias)
+
+
+def _cuda_native_layer_norm_backward_default(ks, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    _check_devices('cuda', grad_out, input, mean, rstd, weight, bias)
+    try:
+        _rs = K.native_layer_norm_backward(_cupy(), grad_out._data, input._data, normalized_shape, mean._data, rstd._data, (None if weight is None else weight._data), (None if bias is None else bias._data), output_mask)
+        return (_new(_rs[0], grad_out._ks, grad_out._device), _new(_rs[1], grad_out._ks, grad_out._device), _new(_rs[2], grad_out._ks, grad_out._device),)
+    except ValueError as _e:
+        _value_error(_e, K.native_layer_norm_backward, grad_out, input, mean, rstd, weight, bias)
+
+
+def _meta_native_layer_norm_backward_default(ks, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    _check_devices('meta', grad_out, input, mean, rstd, weight, bias)
+    _r = _run_meta(K.native_layer_norm_backward, [grad_out._data, input._data, normalized_shape, mean._data, rstd._data, (None if weight is None else weight._data), (None if bias is None else bias._data), output_mask], {})
+    return _r
+
 _op_layer_norm = Dispatcher.define('layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor')
 
 def _composite_layer_norm_default(ks, input, normalized_shape, weight, bias, eps, cudnn_enable):
     return C.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+_op_native_batch_norm = Dispatcher.define('native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)')
+
+def _cpu_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    try:
+        _rs = K.native_batch_norm(_np, input._data, (None if weight is None else weight._data), (None if bias is None else bias._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), training, momentum, eps)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.native_batch_norm, input, weight, bias, running_mean, running_var)
+
+
+def _cuda_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    _check_devices('cuda', input, weight, bias, running_mean, running_var)
+    try:
+        _rs = K.native_batch_norm(_cupy(), input._data, (None if weight is None else weight._data), (None if bias is None else bias._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), training, momentum, eps)
+        return (_new(_rs[0], input._ks, input._device), _new(_rs[1], input._ks, input._device), _new(_rs[2], input._ks, input._device),)
+    except ValueError as _e:
+        _value_error(_e, K.native_batch_norm, input, weight, bias, running_mean, running_var)
+
+
+def _meta_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    _check_devices('meta', input, weight, bias, running_mean, running_var)
+    _r = _run_meta(K.native_batch_norm, [input._data, (None if weight is None else weight._data), (None if bias is None else bias._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), training, momentum, eps], {})
+    return _r
+
+_op_native_batch_norm_backward = Dispatcher.define('native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
+
+def _cpu_native_batch_norm_backward_default(ks, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask):
+    try:
+        _rs = K.native_batch_norm_backward(_np, grad_out._data, input._data, (None if weight is None else weight._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), (None if save_mean is None else save_mean._data), (None if save_invstd is None else save_invstd._data), train, eps, output_mask)
+        return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU),)
+    except ValueError as _e:
+        _value_error(_e, K.native_batch_norm_backward, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd)
+
+
+def _cuda_native_batch_norm_backward_default(ks, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask):
+    _check_devices('cuda', grad_out, input, weight, running_mean, running_var, save_mean, save_invstd)
+    try:
+        _rs = K.native_batch_norm_backward(_cupy(), grad_out._data, input._data, (None if weight is None else weight._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), (None if save_mean is None else save_mean._data), (None if save_invstd is None else save_invstd._data), train, eps, output_mask)
+        return (_new(_rs[0], grad_out._ks, grad_out._device), _new(_rs[1], grad_out._ks, grad_out._device), _new(_rs[2], grad_out._ks, grad_out._device),)
+    except ValueError as _e:
+        _value_error(_e, K.native_batch_norm_backward, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd)
+
+
+def _meta_native_batch_norm_backward_default(ks, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask):
+    _check_devices('meta', grad_out, input, weight, running_mean, running_var, save_mean, save_invstd)
+    _r = _run_meta(K.native_batch_norm_backward, [grad_out._data, input._data, (None if weight is None else weight._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), (None if save_mean is None else save_mean._data), (None if save_invstd is None else save_invstd._data), train, eps, output_mask], {})
+    return _r
+
+_op_batch_norm = Dispatcher.define('batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor')
+
+def _composite_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    return C.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
 
 _op_convolution = Dispatcher.define('convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor')
 
@@ -14743,7 +14820,17 @@ _op_gelu.register(DispatchKey.Meta, _meta_gelu_default)
 _op_native_layer_norm.register(DispatchKey.CPU, _cpu_native_layer_norm_default)
 _op_native_layer_norm.register(DispatchKey.CUDA, _cuda_native_layer_norm_default)
 _op_native_layer_norm.register(DispatchKey.Meta, _meta_native_layer_norm_default)
+_op_native_layer_norm_backward.register(DispatchKey.CPU, _cpu_native_layer_norm_backward_default)
+_op_native_layer_norm_backward.register(DispatchKey.CUDA, _cuda_native_layer_norm_backward_default)
+_op_native_layer_norm_backward.register(DispatchKey.Meta, _meta_native_layer_norm_backward_default)
 _op_layer_norm.register(DispatchKey.CompositeImplicitAutograd, _composite_layer_norm_default)
+_op_native_batch_norm.register(DispatchKey.CPU, _cpu_native_batch_norm_default)
+_op_native_batch_norm.register(DispatchKey.CUDA, _cuda_native_batch_norm_default)
+_op_native_batch_norm.register(DispatchKey.Meta, _meta_native_batch_norm_default)
+_op_native_batch_norm_backward.register(DispatchKey.CPU, _cpu_native_batch_norm_backward_default)
+_op_native_batch_norm_backward.register(DispatchKey.CUDA, _cuda_native_batch_norm_backward_default)
+_op_native_batch_norm_backward.register(DispatchKey.Meta, _meta_native_batch_norm_backward_default)
+_op_batch_norm.register(DispatchKey.CompositeImplicitAutograd, _composite_batch_norm_default)
 _op_convolution.register(DispatchKey.CPU, _cpu_convolution_default)
 _op_convolution.register(DispatchKey.CUDA, _cuda_convolution_default)
 _op_convolution.register(DispatchKey.Meta, _meta_convolution_default)

@@ -88,7 +88,7 @@ def run_meta(kernel, args, kwargs=None):
         shape = broadcast_shapes(*(a.shape for a in arrays))
         r = kernel(np, *_map_arrays(args, lambda a: _stand_in(a, True)), **kwargs)
         return _wrap_shape(shape, r.dtype)
-    r = kernel(np, *_map_arrays(args, _stand_in), **kwargs)
+    r = getattr(kernel, "meta_kernel", kernel)(np, *_map_arrays(args, _stand_in), **kwargs)
     return _wrap(r)
 
 

@@ -866,25 +866,66 @@ def gelu_backward(grad, self, approximate):
     return grad * (cdf + self * pdf)
 
 
-def layer_norm_backward(grad, input, normalized_shape, weight, mean, rstd, eps, wrt):  # noqa: A002
-    """Gradients of native_layer_norm (PyTorch's layer_norm_backward, written in ops so it can be
-    differentiated again): with xhat = (x - mean) * rstd and g = grad * weight,
+def layer_norm_backward(grad, input, normalized_shape, weight, bias, mean, rstd, eps, grad_input_mask):  # noqa: A002
+    """Gradients (input, weight, bias) of native_layer_norm.  A plain backward runs the fused kernel
+    native_layer_norm_backward; with create_graph (grad mode on inside backward) PyTorch's formula is written in
+    ops so it can be differentiated again: with xhat = (x - mean) * rstd and g = grad * weight,
     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the normalised dims."""
+    if not E.is_grad_enabled():
+        gi, gw, gb = E.ops.aten.native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, bias,
+                                                           grad_input_mask)
+        return [gi if grad_input_mask[0] else None, gw if grad_input_mask[1] else None,
+                gb if grad_input_mask[2] else None]
     k = len(normalized_shape)
     axes = list(range(input.dim() - k, input.dim()))
-    if E.is_grad_enabled() and input.requires_grad:
-        # create_graph: the saved statistics are outputs marked non-differentiable, so recompute them in
-        # ops to keep their dependence on input in the graph (PyTorch has layer_norm_double_backward).
-        mean = input.mean(axes, keepdim=True)
-        rstd = (input.var(axes, unbiased=False, keepdim=True) + eps).rsqrt()
+    # the saved statistics are outputs marked non-differentiable, so recompute them in ops to keep their
+    # dependence on input in the graph (PyTorch has layer_norm_double_backward)
+    mean = input.mean(axes, keepdim=True)
+    rstd = (input.var(axes, unbiased=False, keepdim=True) + eps).rsqrt()
     xhat = (input - mean) * rstd
-    if wrt == "input":
-        g = grad * weight if weight is not None else grad
-        return rstd * (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True))
     batch = list(range(input.dim() - k))
-    if wrt == "weight":
-        return (grad * xhat).sum(batch) if batch else grad * xhat
-    return grad.sum(batch) if batch else grad
+    out = [None, None, None]
+    if grad_input_mask[0]:
+        g = grad * weight if weight is not None else grad
+        out[0] = rstd * (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True))
+    if grad_input_mask[1]:
+        out[1] = (grad * xhat).sum(batch) if batch else grad * xhat
+    if grad_input_mask[2]:
+        out[2] = grad.sum(batch) if batch else grad
+    return out
+
+
+def batch_norm_backward(grad, input, weight, running_mean, running_var, save_mean, save_invstd, training, eps,  # noqa
+                        grad_input_mask):
+    """Gradients (input, weight, bias) of native_batch_norm.  A plain backward runs the fused kernel
+    native_batch_norm_backward; with create_graph the formula is written in ops so it can be differentiated
+    again (PyTorch's batchnorm_double_backward), the batch statistics recomputed from input in training."""
+    if not E.is_grad_enabled():
+        gi, gw, gb = E.ops.aten.native_batch_norm_backward(grad, input, weight, running_mean, running_var,
+                                                           save_mean, save_invstd, training, eps, grad_input_mask)
+        return [gi if grad_input_mask[0] else None, gw if grad_input_mask[1] else None,
+                gb if grad_input_mask[2] else None]
+    dims = [0] + list(range(2, input.dim()))
+    shape = (1, -1) + (1,) * (input.dim() - 2)
+    if training:
+        mean = input.mean(dims, keepdim=True)
+        invstd = (input.var(dims, unbiased=False, keepdim=True) + eps).rsqrt()
+    else:
+        mean = running_mean.reshape(shape)
+        invstd = (running_var.reshape(shape) + eps).rsqrt()
+    xhat = (input - mean) * invstd
+    out = [None, None, None]
+    if grad_input_mask[0]:
+        g = grad * weight.reshape(shape) if weight is not None else grad
+        if training:
+            out[0] = invstd * (g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True))
+        else:
+            out[0] = g * invstd
+    if grad_input_mask[1]:
+        out[1] = (grad * xhat).sum(dims)
+    if grad_input_mask[2]:
+        out[2] = grad.sum(dims)
+    return out
 
 
 def max_pool_backward(grad, self, indices, nd):

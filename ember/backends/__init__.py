@@ -1,6 +1,8 @@
 """``ember.backends``: switches PyTorch programs set (``cudnn.benchmark``, ``cuda.matmul.allow_tf32``)."""
 from types import SimpleNamespace
 
+from ember import _cpu_capability
+
 
 
 class _CudnnModule:
@@ -32,4 +34,5 @@ class _CudnnModule:
 
 cudnn = _CudnnModule()
 cuda = SimpleNamespace(matmul=SimpleNamespace(allow_tf32=False), is_built=lambda: False)
+cpu = SimpleNamespace(get_cpu_capability=_cpu_capability.get_cpu_capability)
 mps = SimpleNamespace(is_available=lambda: False, is_built=lambda: False)

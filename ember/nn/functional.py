@@ -471,28 +471,11 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # n
 # ------------------------------------------------------------------------------ normalization
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,  # noqa: A002
                eps=1e-5):
-    if training:
-        size = input.numel() // input.shape[1]
+    if training and input.dim() >= 1:
+        size = input.shape[0] * math.prod(input.shape[2:])
         if size == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
-    dims = [0] + list(range(2, input.dim()))
-    shape = (1, -1) + (1,) * (input.dim() - 2)
-    if training or running_mean is None:
-        mean = input.mean(dims)
-        var = input.var(dims, unbiased=False)
-        if training and running_mean is not None:
-            n = input.numel() / input.shape[1]
-            with ember.no_grad():
-                running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
-                running_var.mul_(1 - momentum).add_(var.detach() * (momentum * n / max(n - 1, 1)))
-    else:
-        mean, var = running_mean, running_var
-    out = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    return ember.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, False)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,  # noqa

@@ -561,6 +561,20 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn
     return _e().ops.aten.native_layer_norm(input, normalized_shape, weight, bias, eps)[0]
 
 
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):  # noqa
+    """PyTorch's _batch_norm_impl_index on the CPU: an empty input is passed through (scaled by the first
+    channel's weight and bias, which keeps the graph); anything else is native_batch_norm."""
+    if input.numel() == 0:
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        if bias is not None:
+            out = out + bias[0]
+        return out
+    return _e().ops.aten.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                                           eps)[0]
+
+
 from ember.aten.composite.rnn import (dropout, gru_cell, gru_data, gru_input, lstm_cell, lstm_data,  # noqa: E402,F401
                                       lstm_input, rnn_relu_cell, rnn_relu_data, rnn_relu_input, rnn_tanh_cell,
                                       rnn_tanh_data, rnn_tanh_input)

@@ -31,6 +31,15 @@ def meta_shape(shape_fn):
     return deco
 
 
+def meta_kernel(meta_fn):
+    """Attach ``meta_fn(np, *args)``, run by the Meta kernel on the stand-ins in place of the kernel itself
+    (for kernels that write into an argument, like native_batch_norm's running statistics)."""
+    def deco(fn):
+        fn.meta_kernel = meta_fn
+        return fn
+    return deco
+
+
 def result_np_dtype(*operands):
     """NumPy dtype of PyTorch's result type for these arrays / Python scalars (Note [Type promotion])."""
     a = operands[0]

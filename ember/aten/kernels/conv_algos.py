@@ -15,12 +15,15 @@ key and caches the fastest; otherwise a heuristic takes ``"gemm"`` unless its co
 ``GEMM_MAX_COLUMN_BYTES``."""
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
 
 ALGORITHMS = ("gemm", "offset")
 GEMM_MAX_COLUMN_BYTES = 1 << 30
+WORKSPACE_MAX_BYTES = 256 << 20    # columns up to this size are built in a per-thread buffer kept between calls
+_workspace = threading.local()
 benchmark = False                  # set through ember.backends.cudnn.benchmark
 _cache: dict = {}                  # key -> algorithm name chosen by benchmarking
 _last: dict = {}                   # pass -> algorithm used by the latest call (for tests and learners)
@@ -37,10 +40,44 @@ def _windows(xp, x, ksize, stride, dilation):
     return w[sl]
 
 
-def _pad(xp, x, padding):
+def _pad(xp, x, padding, scratch=False):
+    """x with ``padding`` zeros on both sides of each spatial dim (only the border is zero-filled); in the
+    padding scratch buffer if ``scratch`` (for a copy that dies inside the caller)."""
     if not any(padding):
         return x
-    return xp.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+    shape = x.shape[:2] + tuple(s + 2 * p for s, p in zip(x.shape[2:], padding))
+    out = _scratch(xp, shape, x.dtype, "pad") if scratch else xp.empty(shape, dtype=x.dtype)
+    lead = (slice(None), slice(None))
+    for d, p in enumerate(padding):
+        if p:
+            before = (slice(None),) * d
+            out[lead + before + (slice(0, p),)] = 0
+            out[lead + before + (slice(out.shape[2 + d] - p, None),)] = 0
+    out[lead + tuple(slice(p, p + s) for p, s in zip(padding, x.shape[2:]))] = x
+    return out
+
+
+def _scratch(xp, shape, dtype, slot="columns"):
+    """An uninitialised array for a temporary that dies inside the calling kernel (the columns matrix).
+
+    Like cuDNN's workspace: the same per-thread buffer serves every call, so a large columns matrix does not
+    cost a fresh allocation each time -- above glibc's mmap threshold (32 MiB at most) every ``empty`` is a
+    new mapping whose pages fault in one by one, which took as long as filling them (a 75 MB im2col: 7.1 ms
+    fresh, 3.7 ms into a reused buffer, ``docs/performance.md``).  CuPy has its own caching pool."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    if xp is not np or nbytes > WORKSPACE_MAX_BYTES:
+        return xp.empty(shape, dtype=dtype)
+    bufs = _workspace.__dict__.setdefault("bufs", {})
+    buf = bufs.get(slot)
+    if buf is None or buf.nbytes < nbytes:
+        buf = bufs[slot] = np.empty(max(nbytes, 1), dtype=np.uint8)
+    return buf[:nbytes].view(dtype).reshape(shape)
+
+
+def release_workspace():
+    """Frees this thread's scratch buffers; the next convolution allocates new ones."""
+    _workspace.__dict__.pop("bufs", None)
 
 
 def _offset_slice(off, dilation, stride, out_sp):
@@ -50,7 +87,7 @@ def _offset_slice(off, dilation, stride, out_sp):
 def _columns(xp, x, ksize, stride, padding, dilation, groups, out_sp=None):
     """(N, G, Cg * K, P) contiguous columns of x's windows (truncated to ``out_sp`` if given)."""
     nd = len(ksize)
-    cols = _windows(xp, _pad(xp, x, padding), ksize, stride, dilation)      # N, C, out..., k...
+    cols = _windows(xp, _pad(xp, x, padding, scratch=True), ksize, stride, dilation)      # N, C, out..., k...
     if out_sp is not None:
         cols = cols[(slice(None), slice(None)) + tuple(slice(0, n) for n in out_sp)]
     out_sp = cols.shape[2:2 + nd]
@@ -58,13 +95,16 @@ def _columns(xp, x, ksize, stride, padding, dilation, groups, out_sp=None):
     N, C = x.shape[:2]
     K = int(np.prod(ksize))
     P = int(np.prod(out_sp))
-    return xp.ascontiguousarray(cols.transpose(perm)).reshape(N, groups, (C // groups) * K, P), out_sp
+    cols = cols.transpose(perm)
+    buf = _scratch(xp, cols.shape, x.dtype)
+    buf[...] = cols
+    return buf.reshape(N, groups, (C // groups) * K, P), out_sp
 
 
 # ------------------------------------------------------------------------------ gemm (im2col)
 def _fwd_gemm(xp, x, w, stride, padding, dilation, groups):
     ksize = w.shape[2:]
-    cols, out_sp = _columns(xp, x, ksize, stride, padding, dilation, groups)
+    cols, out_sp = _columns(xp, x, ksize, stride, padding, dilation, groups)     # a scratch buffer
     O = w.shape[0]
     wm = w.reshape(groups, O // groups, -1)
     out = xp.matmul(wm, cols)                                                # N, G, Og, P

@@ -14,10 +14,12 @@ import math
 import numpy as np
 
 from ember.aten.kernels import conv_algos
-from ember.aten.kernels._common import asdtype, compute_dtype, wrap_dim
+from ember.aten.kernels._common import asdtype, compute_dtype, meta_kernel, shape_str, type_name, wrap_dim
 from ember.aten.kernels.conv_algos import _windows
+from ember.c10.dtype import BF16_NP
 
-__all__ = ["softmax", "log_softmax", "gelu", "native_layer_norm", "convolution", "convolution_backward",
+__all__ = ["softmax", "log_softmax", "gelu", "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
+           "native_batch_norm_backward", "convolution", "convolution_backward",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding"]
 
 
@@ -87,6 +89,184 @@ def native_layer_norm(xp, input, normalized_shape, weight, bias, eps):  # noqa: 
         out = out + bias
     stat_dt = input.dtype
     return out.astype(input.dtype, copy=False), mean.astype(stat_dt), rstd.astype(stat_dt)
+
+
+def native_layer_norm_backward(xp, grad_out, input, normalized_shape, mean, rstd, weight, bias,  # noqa: A002
+                               output_mask):
+    """PyTorch's layer_norm_backward in a few array passes: with xhat = (x - mean) * rstd and g = grad * weight,
+    dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the normalised dims; dweight = sum(grad * xhat),
+    dbias = sum(grad) over the leading dims."""
+    k = len(normalized_shape)
+    axes = tuple(range(input.ndim - k, input.ndim))
+    lead = tuple(range(input.ndim - k))
+    ct = compute_dtype(input.dtype)
+    x, g = asdtype(xp, input, ct), asdtype(xp, grad_out, ct)
+    mean, rstd = asdtype(xp, mean, ct), asdtype(xp, rstd, ct)
+    xhat = x - mean
+    xhat *= rstd
+    empty = xp.empty((0,), input.dtype)
+    gi = gw = gb = empty
+    if output_mask[0]:
+        gg = g * asdtype(xp, weight, ct) if weight is not None else g
+        c1 = (gg * xhat).mean(axis=axes, keepdims=True)
+        c0 = gg.mean(axis=axes, keepdims=True)
+        gi = xhat * c1
+        xp.subtract(gg, gi, out=gi)
+        gi -= c0
+        gi *= rstd
+        gi = gi.astype(input.dtype, copy=False)
+    if output_mask[1] and weight is not None:
+        gw = (g * xhat).sum(axis=lead).astype(weight.dtype, copy=False) if lead else (g * xhat).astype(weight.dtype)
+    if output_mask[2] and bias is not None:
+        gb = g.sum(axis=lead).astype(bias.dtype, copy=False) if lead else g.astype(bias.dtype)
+    return gi, gw, gb
+
+
+# ------------------------------------------------------------------------------ batch norm
+def _batch_norm_checks(input, weight, bias, running_mean, running_var, training):  # noqa: A002
+    if input.ndim < 2:
+        wrap_dim(1, input.ndim)
+    if input.dtype.kind != "f" and input.dtype != BF16_NP:
+        raise NotImplementedError(f"\"batch_norm\" not implemented for '{type_name(input.dtype)}'")
+    C = input.shape[1]
+    params = (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var))
+    for name, t in params:
+        if t is not None and t.size != C:
+            raise RuntimeError(f"{name} should contain {C} elements not {t.size}")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in evaluation mode")
+    defined = [t for _, t in params if t is not None]
+    if not defined or all(t.dtype == input.dtype for t in defined):
+        return
+    first = defined[0].dtype
+    low = input.dtype.itemsize == 2
+    if low and first == np.float32:            # bfloat16 / half input with float parameters: PyTorch's mixed type
+        if any(t.dtype != np.float32 for t in defined):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        return
+    if first != input.dtype:
+        if input.dtype == np.float64:
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    bad = next(t.dtype for t in defined if t.dtype != input.dtype)
+    raise RuntimeError(f"expected scalar type {type_name(input.dtype)} but found {type_name(bad)}")
+
+
+def _channel(a, ndim):
+    """A per-channel vector shaped to broadcast against (N, C, *)."""
+    return a.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _stats_dtype(input, weight, bias, running_mean, running_var):  # noqa: A002
+    """The dtype of save_mean / save_invstd: the parameters' for bfloat16 / half input with float parameters,
+    else the input's."""
+    for t in (weight, bias, running_mean, running_var):
+        if t is not None:
+            return t.dtype if input.dtype.itemsize == 2 else input.dtype
+    return input.dtype
+
+
+def _batch_norm_meta(xp, input, weight, bias, running_mean, running_var, training, momentum, eps):  # noqa: A002
+    _batch_norm_checks(input, weight, bias, running_mean, running_var, training)
+    sd = _stats_dtype(input, weight, bias, running_mean, running_var)
+    n = input.shape[1] if training else 0
+    stat = np.broadcast_to(np.ones((), sd), (n,))
+    return np.broadcast_to(np.ones((), input.dtype), input.shape), stat, stat
+
+
+@meta_kernel(_batch_norm_meta)
+def native_batch_norm(xp, input, weight, bias, running_mean, running_var, training, momentum, eps):  # noqa: A002
+    """PyTorch's batch_norm_cpu: normalise over every dim but the channel dim (1) with the batch's statistics
+    (training, updating running_mean / running_var in place with ``momentum``, the variance unbiased) or with
+    the running ones; returns (output, save_mean, save_invstd) -- the last two empty in evaluation mode.
+    The output is ``x * alpha + beta`` with per-channel alpha = invstd * weight, beta = bias - mean * alpha."""
+    _batch_norm_checks(input, weight, bias, running_mean, running_var, training)
+    sd = _stats_dtype(input, weight, bias, running_mean, running_var)
+    ct = compute_dtype(input.dtype)
+    if ct == np.float32 and sd == np.float64:
+        ct = np.dtype(np.float64)
+    C, nd = input.shape[1], input.ndim
+    axes = (0,) + tuple(range(2, nd))
+    x = asdtype(xp, input, ct)
+    if training:
+        if input.size == 0:
+            raise RuntimeError(f"input tensor must have at least one element, but got input_sizes = "
+                               f"{shape_str(input.shape)}")
+        mean = x.mean(axis=axes)
+        xc = x - _channel(mean, nd)
+        xp.multiply(xc, xc, out=xc)
+        var = xc.mean(axis=axes)
+        del xc
+        invstd = 1.0 / xp.sqrt(var + eps)
+        if running_mean is not None or running_var is not None:
+            n = input.size // C
+            for run, stat in ((running_mean, mean), (running_var, var * (n / max(n - 1, 1)))):
+                if run is not None:
+                    upd = momentum * stat + (1 - momentum) * asdtype(xp, run, ct)
+                    run[...] = upd.astype(run.dtype, copy=False)
+        save_mean, save_invstd = mean.astype(sd, copy=False), invstd.astype(sd, copy=False)
+    else:
+        mean = asdtype(xp, running_mean, ct)
+        invstd = 1.0 / xp.sqrt(asdtype(xp, running_var, ct) + eps)
+        save_mean = save_invstd = xp.empty((0,), sd)
+    alpha = invstd * asdtype(xp, weight, ct) if weight is not None else invstd
+    beta = -mean * alpha
+    if bias is not None:
+        beta = beta + asdtype(xp, bias, ct)
+    out = x * _channel(alpha.astype(ct, copy=False), nd)
+    out += _channel(beta.astype(ct, copy=False), nd)
+    return out.astype(input.dtype, copy=False), save_mean, save_invstd
+
+
+def native_batch_norm_backward(xp, grad_out, input, weight, running_mean, running_var, save_mean,  # noqa: A002
+                               save_invstd, train, eps, output_mask):
+    """PyTorch's batch_norm_backward_cpu.  Training, per channel over M = numel / C elements:
+    dx = weight * invstd * (g - sum(g) / M - (x - mean) * invstd^2 * sum(g * (x - mean)) / M),
+    evaluation (statistics are constants): dx = g * weight * invstd_running; dweight = sum(g * xhat),
+    dbias = sum(g)."""
+    ct = compute_dtype(input.dtype)
+    sd = _stats_dtype(input, weight, None, running_mean, running_var)
+    if ct == np.float32 and sd == np.float64:
+        ct = np.dtype(np.float64)
+    C, nd = input.shape[1], input.ndim
+    axes = (0,) + tuple(range(2, nd))
+    x, g = asdtype(xp, input, ct), asdtype(xp, grad_out, ct)
+    if train:
+        mean, invstd = asdtype(xp, save_mean, ct), asdtype(xp, save_invstd, ct)
+    else:
+        mean = asdtype(xp, running_mean, ct)
+        invstd = 1.0 / xp.sqrt(asdtype(xp, running_var, ct) + eps)
+    w = asdtype(xp, weight, ct) if weight is not None else xp.ones((C,), ct)
+    M = input.size // C if C else 0
+    need_dot = output_mask[1] or (output_mask[0] and train)
+    sum_g = g.sum(axis=axes)
+    xc = x - _channel(mean, nd)
+    dot = None
+    if need_dot:
+        tmp = g * xc
+        dot = tmp.sum(axis=axes)
+    else:
+        tmp = None
+    empty = xp.empty((0,), input.dtype)
+    gi = gw = gb = empty
+    if output_mask[0]:
+        k1 = invstd * w
+        if train and M:
+            k2 = -(invstd * invstd * invstd) * w * dot / M
+            k3 = -k1 * sum_g / M
+            xp.multiply(xc, _channel(k2, nd), out=xc)          # xc is ours: reuse it for the result
+            xp.multiply(g, _channel(k1, nd), out=tmp)
+            xc += tmp
+            xc += _channel(k3, nd)
+            gi = xc
+        else:
+            gi = g * _channel(k1, nd)
+        gi = gi.astype(input.dtype, copy=False)
+    if output_mask[1]:
+        gw = (dot * invstd).astype(weight.dtype if weight is not None else sd, copy=False)
+    if output_mask[2]:
+        gb = sum_g.astype(weight.dtype if weight is not None else sd, copy=False)
+    return gi, gw, gb
 
 
 # ------------------------------------------------------------------------------ convolution

@@ -2,7 +2,9 @@
 
 erf and erfc are W. J. Cody's rational Chebyshev approximations (CALERF, netlib specfun; about 1e-16
 relative error in float64), evaluated vectorised over three ranges of |x| — what GELU's forward and
-backward call on every element, so it must not be a Python loop; lgamma evaluates C's libm (through
+backward call on every element, so it must not be a Python loop.  erf of float32 (and of float16 /
+bfloat16, computed in float32) has its own cheaper evaluation in float32 (``_erf_float32``: 37 array passes
+instead of ~80 in float64, within 1.8 ulp, like PyTorch's vectorised erff); lgamma evaluates C's libm (through
 Python's ``math``) element by element in float64; erfinv refines a closed-form start with Newton steps on
 erf; digamma shifts the argument above 6 with the recurrence and sums the asymptotic series, reflecting
 negative arguments.
@@ -95,6 +97,53 @@ def _calerf_flat(x, complement: bool):
         return np.where(small, e_small, r)
 
 
+# erf in float32: |x| <= 0.9: erf(x) = x + x * Q(x^2); 0.9 < |x| (clamped to 4, where erf rounds to 1):
+# erf(|x|) = -expm1(L(|x|)) with L(a) ~ log(erfc(a)).  Minimax-style fits (iteratively reweighted least squares
+# against mpmath's erf, done once offline), coefficients highest degree first; evaluated in float32 the
+# result is within 1.4 ulp (small range) and 1.8 ulp (large range) of the exact value over a dense grid.
+_ERF32_SPLIT = 0.9
+_ERF32_Q = (-0.0006090651731938124, 0.005012028384953737, -0.026778962463140488, 0.11282142996788025,
+            -0.3761252462863922, 0.12837915122509003)
+_ERF32_LOG_ERFC = (-1.8357837916482822e-08, 2.0160500753263477e-06, -4.940045619150624e-05,
+                   0.0006132349371910095, -0.004808728117495775, 0.02651255391538143, -0.11018344014883041,
+                   -0.631760835647583, -1.1302515268325806, 0.00032066399580799043)
+
+
+def _horner32(xp, v, coeffs):
+    """sum(c_k v^k) (highest first) in v's dtype, in place on one temporary."""
+    r = v * v.dtype.type(coeffs[0])
+    for c in coeffs[1:-1]:
+        r += v.dtype.type(c)
+        r *= v
+    r += v.dtype.type(coeffs[-1])
+    return r
+
+
+def _erf_float32(xp, x):
+    """erf of a float32 array, evaluated in float32 on NumPy or CuPy.  Both ranges are evaluated on
+    u = min(|x|, 4) over the whole array and blended by multiplying with a 0/1 mask (exact, as both are finite;
+    ``where`` and masked gathers on random data cost 5-10x an arithmetic pass); the sign is copied bitwise."""
+    f = np.float32
+    with np.errstate(all="ignore"):
+        u = xp.abs(x)
+        xp.minimum(u, f(4.0), out=u)                       # NaN stays NaN
+        sq = u * u
+        small = _horner32(xp, sq, _ERF32_Q)
+        small *= u
+        small += u                                          # u + u * Q(u^2)
+        big = _horner32(xp, u, _ERF32_LOG_ERFC)
+        xp.expm1(big, out=big)
+        xp.negative(big, out=big)                           # -expm1(L(u))
+        m = (u <= f(_ERF32_SPLIT)).astype(np.float32)
+        small *= m
+        xp.subtract(f(1.0), m, out=m)
+        big *= m
+        big += small
+        bits = big.view(np.uint32)
+        xp.bitwise_or(bits, xp.bitwise_and(x.view(np.uint32), np.uint32(0x80000000)), out=bits)
+        return big
+
+
 def _lgamma_scalar(v: float) -> float:
     try:
         return math.lgamma(v)
@@ -115,7 +164,15 @@ def _back(xp, r, like):
 
 
 def erf(xp, x):
+    if x.dtype.kind == "f" and x.dtype.itemsize <= 4 or x.dtype == _bf16():
+        r = _erf_float32(xp, x.astype(np.float32, copy=False).reshape(-1))   # 1-d: 0-d ops give scalars
+        return r.reshape(x.shape).astype(x.dtype, copy=False)
     return _back(xp, _calerf(_host(xp, x), False), x)
+
+
+def _bf16():
+    from ember.c10.dtype import BF16_NP
+    return BF16_NP
 
 
 def erfc(xp, x):

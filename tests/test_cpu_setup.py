@@ -1,0 +1,115 @@
+"""What ``import ember`` sets up for the CPU (ember/_startup.py): OpenBLAS's kernels for this CPU, the CPU
+capability PyTorch reports, malloc tuning; and the float32 erf and convolution workspace that the
+performance work added (checked against float64 references and PyTorch)."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember.aten.kernels import conv_algos
+from ember.aten.kernels.special_math import _calerf, _erf_float32
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PROBE = """
+import json, os, sys
+if sys.argv[1] == "numpy-first":
+    import numpy
+import ember
+info = {"note": ember._cpu_capability.blas_note, "env": os.environ.get("OPENBLAS_CORETYPE"),
+        "cap": ember.backends.cpu.get_cpu_capability(), "alloc": ember.c10.cpu_allocator.configured}
+try:
+    from threadpoolctl import threadpool_info
+    info["arch"] = [i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"]
+except ImportError:
+    info["arch"] = None
+print(json.dumps(info))
+"""
+
+
+def _probe(mode="ember-first", **env):
+    e = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "EMBER_CPU_ALLOCATOR")}
+    e.update(env, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", _PROBE, mode], env=e, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_cpu_capability_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    assert ember.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
+
+
+def test_pinned_older_openblas_core_is_raised_on_avx512_only_for_this_process():
+    info = _probe(OPENBLAS_CORETYPE="Haswell")
+    assert info["env"] == "Haswell"                         # the environment is given back unchanged
+    if info["cap"] == "AVX512":
+        assert "raised to SkylakeX" in info["note"]
+        if info["arch"] is not None:
+            assert info["arch"] == ["SkylakeX"]
+    else:
+        assert info["note"] == "unchanged"
+
+
+def test_aten_cpu_capability_and_import_order_keep_the_pinned_core():
+    info = _probe(OPENBLAS_CORETYPE="Haswell", ATEN_CPU_CAPABILITY="avx2")
+    assert info["note"] == "unchanged" and info["cap"] in ("AVX2", "DEFAULT")
+    if info["arch"] is not None:
+        assert info["arch"] == ["Haswell"]
+    info = _probe("numpy-first", OPENBLAS_CORETYPE="Haswell")
+    assert info["note"].startswith("NumPy was imported before ember")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc tuning is for glibc")
+def test_allocator_tuning_and_its_switch():
+    assert _probe()["alloc"] in ("glibc", "system")          # "system" on a non-glibc C library
+    assert _probe(EMBER_CPU_ALLOCATOR="system")["alloc"] == "system"
+
+
+def _ulps(approx32, exact64):
+    spacing = np.spacing(np.abs(exact64.astype(np.float32))).astype(np.float64)
+    return np.abs(approx32.astype(np.float64) - exact64) / spacing
+
+
+def test_float32_erf_within_two_ulp_of_float64():
+    x = np.concatenate([np.linspace(-5, 5, 200001), np.geomspace(1e-38, 4, 2001), -np.geomspace(1e-30, 6, 2001)])
+    x32 = x.astype(np.float32)
+    exact = _calerf(x32.astype(np.float64), False)            # Cody's float64 erf, ~1e-16 relative
+    assert _ulps(_erf_float32(np, x32), exact).max() <= 2.0
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 4.0, -10.0], np.float32)
+    r = _erf_float32(np, special)
+    np.testing.assert_array_equal(r[:4], [0.0, -0.0, 1.0, -1.0])
+    assert np.signbit(r[1]) and np.isnan(r[4]) and r[5] == 1.0 and r[6] == -1.0
+    # through the op, every float dtype, against PyTorch
+    torch = pytest.importorskip("torch")
+    v = np.random.default_rng(0).standard_normal(1000).astype(np.float32) * 3
+    for dt in ("float32", "float16", "bfloat16", "float64"):
+        e = ember.tensor(v).to(getattr(ember, dt)).erf()
+        t = torch.tensor(v).to(getattr(torch, dt)).erf()
+        assert str(e.dtype)[6:] == str(t.dtype)[6:]
+        tol = {"float32": 1e-6, "float64": 1e-15, "float16": 1e-3, "bfloat16": 1e-2}[dt]
+        np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=tol, atol=tol)
+
+
+def test_convolution_workspace_is_reused_and_never_aliased():
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.standard_normal((2, 3, 8, 8)).astype(np.float32))
+    w = ember.tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32))
+    conv_algos.release_workspace()
+    a = ember.nn.functional.conv2d(x, w, padding=1)
+    kept = a.numpy().copy()
+    buf = conv_algos._workspace.bufs["columns"]
+    b = ember.nn.functional.conv2d(x * 2, w, padding=1)
+    assert conv_algos._workspace.bufs["columns"] is buf          # same buffer, no new allocation
+    np.testing.assert_array_equal(a.numpy(), kept)               # the first result does not live in it
+    np.testing.assert_allclose(b.numpy(), 2 * kept, rtol=1e-5, atol=1e-5)
+    big = conv_algos.WORKSPACE_MAX_BYTES
+    try:
+        conv_algos.WORKSPACE_MAX_BYTES = 0                       # above the cap: a fresh array each call
+        c = ember.nn.functional.conv2d(x, w, padding=1)
+        assert conv_algos._workspace.bufs["columns"] is buf
+        np.testing.assert_array_equal(c.numpy(), kept)
+    finally:
+        conv_algos.WORKSPACE_MAX_BYTES = big
