@@ -25,6 +25,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 
 import time  # noqa: E402
 
+import ember  # noqa: E402 - before NumPy, as a PyTorch script imports torch first (ember/_startup.py)
 import numpy as np  # noqa: E402
 
 from bench._timing import import_torch, interleaved  # noqa: E402
@@ -190,10 +191,11 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="small shapes, one block: a smoke run (CI)")
     ap.add_argument("--blocks", type=int, default=5, help="interleaved blocks per workload (median)")
     args = ap.parse_args(argv)
-    import ember
+    ember.set_num_threads(2)
     torch = import_torch(2)
     print(f"ember {ember.__version__}" + (f" vs PyTorch {torch.__version__}" if torch else "") +
           ", 2 threads each, median of interleaved blocks")
+    print(f"CPU capability {ember.backends.cpu.get_cpu_capability()}; OpenBLAS: {ember._cpu_capability.blas_note}")
     print(f"{'workload':<36} {'ember ms':>10} {'torch ms':>10} {'torch/ember':>12}")
     rows = []
     for name, make, number, warm in WORKLOADS:

@@ -113,3 +113,67 @@ def test_convolution_workspace_is_reused_and_never_aliased():
         np.testing.assert_array_equal(c.numpy(), kept)
     finally:
         conv_algos.WORKSPACE_MAX_BYTES = big
+
+
+def test_num_threads_api_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    from ember.aten import parallel
+    if not any(os.environ.get(v) for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")):
+        assert parallel._default_threads() == torch.get_num_threads()   # PyTorch's default: physical cores
+    before = ember.get_num_threads()
+    try:
+        for bad in (0, -1, 1.5, "2", True):
+            with pytest.raises(Exception) as te:
+                torch.set_num_threads(bad)
+            if not isinstance(te.value, RuntimeError):
+                continue                                # PyTorch's argument parser refuses a str with TypeError
+            with pytest.raises(RuntimeError) as ee:
+                ember.set_num_threads(bad)
+            assert str(ee.value) == str(te.value)
+        ember.set_num_threads(1)
+        assert ember.get_num_threads() == 1
+    finally:
+        ember.set_num_threads(before)
+    assert ember.get_num_threads() == before
+
+
+def test_parallel_for_covers_the_range_and_reraises():
+    from ember.aten import parallel
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(3)
+        seen = []
+        parallel.parallel_for(5, 200005, 1000, lambda b, e: seen.append((b, e)))
+        seen.sort()
+        assert len(seen) == 3 and seen[0][0] == 5 and seen[-1][1] == 200005
+        assert all(a[1] == b[0] for a, b in zip(seen, seen[1:]))
+        nested = []
+        parallel.parallel_for(0, 100000, 10, lambda b, e: parallel.parallel_for(b, e, 10, lambda c, d: nested.append(
+            parallel.in_parallel_region())))
+        assert nested and all(nested)                   # nested loops run serially inside their range
+
+        def boom(b, e):
+            if b > 0:
+                raise ValueError("range failed")
+        with pytest.raises(ValueError, match="range failed"):
+            parallel.parallel_for(0, 100000, 10, boom)
+        small = []
+        parallel.parallel_for(0, 10, 1000, lambda b, e: small.append((b, e)))
+        assert small == [(0, 10)]
+    finally:
+        ember.set_num_threads(before)
+
+
+def test_threaded_unary_kernels_equal_serial():
+    x = ember.tensor(np.random.default_rng(0).standard_normal(300_000).astype(np.float32) * 4)
+    before = ember.get_num_threads()
+    try:
+        outs = []
+        for n in (1, 2, 3):
+            ember.set_num_threads(n)
+            outs.append([x.erf(), x.exp(), x.tanh(), ember.nn.functional.gelu(x), x.reshape(3, -1).sigmoid()])
+        for other in outs[1:]:
+            for a, b in zip(outs[0], other):
+                np.testing.assert_array_equal(a.numpy(), b.numpy())
+    finally:
+        ember.set_num_threads(before)

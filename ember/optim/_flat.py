@@ -21,28 +21,18 @@ count and the hyper-parameters, so running it over the concatenation gives exact
 running it per tensor, provided all tensors of the bucket are at the same step (and share the other
 0-d state values); a bucket where they differ (after ``add_param_group`` or loading mismatched state)
 takes the per-parameter path for that step.  Large buffers are processed in chunks that stay in
-cache, spread over a small thread pool (NumPy releases the GIL inside ufuncs).
+cache, spread over the intra-op thread pool (``ember/aten/parallel.py``; NumPy releases the GIL inside ufuncs).
 """
 from __future__ import annotations
 
-import os
 import sys
 import weakref
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
+
+from ember.aten import parallel
 
 _OWNED: dict = {}          # id(buffer) -> (weakref to it, span starts, span stops), for every flat buffer made here
 CHUNK = 1 << 17            # elements per chunk of the flat update (bench/optim_step.py: 32K-1M all close)
-_POOL = None
-
-
-def _forget_pool() -> None:
-    global _POOL
-    _POOL = None            # a forked child has none of the parent's threads
-
-
-os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _xp(a):
@@ -50,14 +40,6 @@ def _xp(a):
         return np
     import cupy
     return cupy
-
-
-def _pool():
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)),
-                                   thread_name_prefix="ember-optim")
-    return _POOL
 
 
 def _as_real(a):
@@ -268,7 +250,7 @@ def _run_chunked(opt, xp, ent, c, tkeys) -> None:
         opt._update(xp, P, G, T, c, lambda i: _tmp(tmps, i, n, P.dtype, xp))
         return
     bounds = [(a, min(a + CHUNK, n)) for a in range(0, n, CHUNK)]
-    workers = _pool()._max_workers
+    workers = parallel.get_num_threads()
     per = (len(bounds) + workers - 1) // workers
     jobs = [bounds[i:i + per] for i in range(0, len(bounds), per)]
 
@@ -282,7 +264,7 @@ def _run_chunked(opt, xp, ent, c, tkeys) -> None:
         for a, b in job:
             opt._update(np, P[a:b], G[a:b], {k: v[a:b] for k, v in T.items()}, c, lambda i, m=b - a: tmp(i, m))
 
-    futures = [_pool().submit(run, job) for job in jobs[1:]]
+    futures = [parallel.executor().submit(run, job) for job in jobs[1:]]
     run(jobs[0])
     for f in futures:
         f.result()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 
+from ember.aten import parallel
 from ember.c10 import dtype as dt
 from ember.c10.dtype import from_numpy_dtype, result_type_of
 
@@ -29,6 +30,22 @@ def meta_shape(shape_fn):
         fn.meta_shape = shape_fn
         return fn
     return deco
+
+
+def chunked(xp, fn, x):
+    """fn(x) for a dtype-preserving elementwise fn, spread over the intra-op threads on large contiguous
+    NumPy arrays (``parallel_for`` with PyTorch's grain size; NumPy releases the GIL in its loops)."""
+    if xp is not np or x.size < 2 * parallel.GRAIN_SIZE or parallel.get_num_threads() < 2 \
+            or parallel.in_parallel_region() or not x.flags.c_contiguous:
+        return fn(x)
+    flat = x.reshape(-1)
+    out = np.empty(flat.shape, x.dtype)
+
+    def run(b, e):
+        with np.errstate(all="ignore"):            # error state is per thread
+            out[b:e] = fn(flat[b:e])
+    parallel.parallel_for(0, flat.size, parallel.GRAIN_SIZE, run)
+    return out.reshape(x.shape)
 
 
 def meta_kernel(meta_fn):

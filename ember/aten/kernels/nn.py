@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ember.aten.kernels import conv_algos
-from ember.aten.kernels._common import asdtype, compute_dtype, meta_kernel, shape_str, type_name, wrap_dim
+from ember.aten.kernels._common import asdtype, chunked, compute_dtype, meta_kernel, shape_str, type_name, wrap_dim
 from ember.aten.kernels.conv_algos import _windows
 from ember.c10.dtype import BF16_NP
 
@@ -61,7 +61,7 @@ def gelu(xp, self, approximate="none"):
             r = 0.5 * x * (1.0 + xp.tanh(inner))
         else:
             from ember.aten.kernels.special_math import erf
-            r = 0.5 * x * (1.0 + erf(xp, x * (1.0 / math.sqrt(2.0))))
+            r = 0.5 * x * (1.0 + chunked(xp, lambda v: erf(xp, v), x * (1.0 / math.sqrt(2.0))))
     return r.astype(self.dtype, copy=False)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from ember.c10.dtype import BF16_NP as _BF16
 
 from ember.aten.kernels import special_math as sm
-from ember.aten.kernels._common import compute_dtype, elementwise, float_result, is_integral
+from ember.aten.kernels._common import chunked, compute_dtype, elementwise, float_result, is_integral
 
 __all__ = []
 
@@ -19,7 +19,7 @@ def _float_unary(name, fn_of_xp):
         cdt = compute_dtype(out_dt)
         x = self if self.dtype == cdt else self.astype(cdt)
         with np.errstate(all="ignore"):
-            r = fn_of_xp(xp)(x)
+            r = chunked(xp, fn_of_xp(xp), x)
         return r if r.dtype == out_dt else r.astype(out_dt)
     kernel.__name__ = kernel.__qualname__ = name
     globals()[name] = kernel
