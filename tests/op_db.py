@@ -239,6 +239,11 @@ add(OpInfo("expand", lambda d, r: [Sample((arr(r, (3, 1), d), (3, 4))), Sample((
                                 r"non-singleton dimension 1")]))
 add(OpInfo("broadcast_to", lambda d, r: [Sample((arr(r, (3, 1), d), (2, 3, 4)))], dtypes=FLOATS,
            covers=("expand_as", "broadcast_tensors")))
+add(OpInfo("sum_to_size", lambda d, r: [Sample((arr(r, (2, 3), d), (1, 3))), Sample((arr(r, (2, 3), d), (3,))),
+                                        Sample((arr(r, (4, 2, 3), d), (2, 1))), Sample((arr(r, (2, 3), d), (2, 3)))],
+           dtypes=FLOATS, function=False,
+           errors=lambda: [_err((np.ones((2, 3)), (4, 3)), {}, RuntimeError,
+                                r"size \{\[4, 3\]\} is not expandable to size \{\[2, 3\]\}\.")]))
 add(OpInfo("squeeze", lambda d, r: [Sample((arr(r, (3, 1, 4, 1), d),)), Sample((arr(r, (3, 1, 4, 1), d), 1)),
                                     Sample((arr(r, (3, 1, 4, 1), d), (1, 3)))], dtypes=FLOATS))
 add(OpInfo("unsqueeze", lambda d, r: [Sample((arr(r, (3, 4), d), 0)), Sample((arr(r, (3, 4), d), -1))],

@@ -949,6 +949,9 @@ expand = _P('expand', [
 expand_as = _P('expand_as', [
     _O(_R._op_expand_as, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
+sum_to_size = _P('sum_to_size', [
+    _O(_R._op_sum_to_size, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None),), ['self', 'size']),
+])
 broadcast_to = _P('broadcast_to', [
     _O(_R._op_broadcast_to, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None),), ['self', 'size']),
 ])

@@ -9076,6 +9076,11 @@ _op_expand_as = Dispatcher.define('expand_as(Tensor(a) self, Tensor other) -> Te
 def _composite_expand_as_default(ks, self, other):
     return C.expand_as(self, other)
 
+_op_sum_to_size = Dispatcher.define('sum_to_size(Tensor self, SymInt[] size) -> Tensor')
+
+def _composite_sum_to_size_default(ks, self, size):
+    return C.sum_to_size(self, size)
+
 _op_broadcast_to = Dispatcher.define('broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)')
 
 def _composite_broadcast_to_default(ks, self, size):
@@ -14304,6 +14309,7 @@ _op_expand.register(DispatchKey.CPU, _cpu_expand_default)
 _op_expand.register(DispatchKey.CUDA, _cuda_expand_default)
 _op_expand.register(DispatchKey.Meta, _meta_expand_default)
 _op_expand_as.register(DispatchKey.CompositeImplicitAutograd, _composite_expand_as_default)
+_op_sum_to_size.register(DispatchKey.CompositeImplicitAutograd, _composite_sum_to_size_default)
 _op_broadcast_to.register(DispatchKey.CompositeImplicitAutograd, _composite_broadcast_to_default)
 _op_squeeze.register(DispatchKey.CPU, _cpu_squeeze_default)
 _op_squeeze.register(DispatchKey.CUDA, _cuda_squeeze_default)

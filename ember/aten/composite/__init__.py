@@ -78,6 +78,22 @@ def broadcast_to(self, size):
     return self.expand(size)
 
 
+def sum_to_size(self, size):
+    """PyTorch's at::sum_to: sum ``self`` down to ``size``, a shape it could have been expanded from (leading
+    dims summed away, dims of size 1 summed with keepdim); ``self`` itself when the shapes are equal."""
+    size = tuple(size)
+    shape = tuple(self.shape)
+    lead = len(shape) - len(size)
+    if lead < 0 or any(s != 1 and s != t for s, t in zip(size, shape[lead:])):
+        raise RuntimeError(f"size {{[{', '.join(map(str, size))}]}} is not expandable to size "
+                           f"{{[{', '.join(map(str, shape))}]}}.")
+    if size == shape:
+        return self
+    out = self.sum(list(range(lead))) if lead else self
+    keep = [i for i, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1]
+    return out.sum(keep, keepdim=True) if keep else out
+
+
 def positive(self):
     if self.dtype is _e().bool:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
