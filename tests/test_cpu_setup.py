@@ -3,6 +3,7 @@ capability PyTorch reports, malloc tuning; and the float32 erf and convolution w
 performance work added (checked against float64 references and PyTorch)."""
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -42,6 +43,11 @@ def test_cpu_capability_matches_pytorch():
     assert ember.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
 
 
+x86_only = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                              reason="OpenBLAS core names are x86's")
+
+
+@x86_only
 def test_pinned_older_openblas_core_is_raised_on_avx512_only_for_this_process():
     info = _probe(OPENBLAS_CORETYPE="Haswell")
     assert info["env"] == "Haswell"                         # the environment is given back unchanged
@@ -53,6 +59,7 @@ def test_pinned_older_openblas_core_is_raised_on_avx512_only_for_this_process():
         assert info["note"] == "unchanged"
 
 
+@x86_only
 def test_aten_cpu_capability_and_import_order_keep_the_pinned_core():
     info = _probe(OPENBLAS_CORETYPE="Haswell", ATEN_CPU_CAPABILITY="avx2")
     assert info["note"] == "unchanged" and info["cap"] in ("AVX2", "DEFAULT")

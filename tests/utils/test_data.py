@@ -429,3 +429,22 @@ def test_zero_dim_and_empty_tensors_cross_the_process_boundary():
     got = list(eud.DataLoader(D(), batch_size=None, num_workers=1))
     assert [tuple(a.shape) for a, _, _ in got] == [(), (), ()] and got[2][0].item() == 2.0
     assert tuple(got[0][1].shape) == (0, 2) and got[0][2].dtype == ember.bfloat16
+
+
+class ThreadCount:
+    """Reports the framework's intra-op thread count where each item is loaded."""
+
+    def __init__(self, lib):
+        self.lib = lib
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return self.lib.get_num_threads()
+
+
+def test_workers_run_one_thread_each_like_pytorch():
+    def run(lib, ud):
+        return [int(v) for b in ud.DataLoader(ThreadCount(lib), batch_size=2, num_workers=2) for v in b]
+    assert run(ember, eud) == run(torch, tud) == [1, 1, 1, 1]

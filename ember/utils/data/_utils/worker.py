@@ -82,6 +82,7 @@ def _worker_loop(iterable, dataset, index_queue, data_queue, done_event, auto_co
     from ember.utils.data._utils import shared
     try:
         shared.install_in_worker(main_pid)
+        ember.set_num_threads(1)        # as PyTorch: workers run side by side, one thread each
         seed = base_seed + worker_id
         random.seed(seed)
         ember.manual_seed(seed)
