@@ -23,8 +23,6 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 
-import time  # noqa: E402
-
 import ember  # noqa: E402 - before NumPy, as a PyTorch script imports torch first (ember/_startup.py)
 import numpy as np  # noqa: E402
 
@@ -215,20 +213,14 @@ def main(argv=None):
             print(f"{name:<36} {e * 1e3:>10.3f} {t * 1e3:>10.3f} {t / e:>12.2f}", flush=True)
     n = 64 if args.quick else 512
     a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    ea = ember.tensor(a)
     reps = 2 if args.quick else 20
-    np_time = min(_time(lambda: a @ a, reps) for _ in range(3))
-    e_time = [e for name, e, _ in rows if name.startswith("GEMM")][0]
+    blocks = 1 if args.quick else args.blocks
+    # ember's matmul and NumPy's, timed the same way (interleaved blocks, medians)
+    e_time, np_time = interleaved(lambda: ea @ ea, lambda: a @ a, blocks, reps)
     flop = 2 * n ** 3
     print(f"GEMM {n}^3 fp32: ember {flop / e_time / 1e9:.1f} GFLOP/s, NumPy's BLAS {flop / np_time / 1e9:.1f} "
           f"GFLOP/s (ember/NumPy {np_time / e_time:.2f})")
-
-
-def _time(fn, reps):
-    fn()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    return (time.perf_counter() - t0) / reps
 
 
 if __name__ == "__main__":
