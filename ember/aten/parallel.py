@@ -104,7 +104,8 @@ def set_num_interop_threads(n) -> None:
     _interop, _interop_fixed = n, True
 
 
-def _executor() -> ThreadPoolExecutor:
+def executor() -> ThreadPoolExecutor:
+    """The intra-op thread pool (``get_num_threads()`` workers), for kernels that schedule their own jobs."""
     global _pool, _pool_size, _interop_fixed
     n = get_num_threads()
     if _pool is None or _pool_size != n:
@@ -128,7 +129,7 @@ def parallel_for(begin: int, end: int, grain_size: int, f) -> None:
         return
     step = -(-n // threads)
     ranges = [(b, min(b + step, end)) for b in range(begin, end, step)]
-    futures = [_executor().submit(_in_region, f, b, e) for b, e in ranges[1:]]
+    futures = [executor().submit(_in_region, f, b, e) for b, e in ranges[1:]]
     first = None
     try:
         _in_region(f, *ranges[0])
@@ -154,11 +155,6 @@ def _in_region(f, b, e):
         return f(b, e)
     finally:
         _region.active = False
-
-
-def executor() -> ThreadPoolExecutor:
-    """The intra-op thread pool (``get_num_threads()`` workers), for kernels that schedule their own jobs."""
-    return _executor()
 
 
 def _set_blas_threads(n: int) -> bool:

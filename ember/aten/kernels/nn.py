@@ -183,8 +183,6 @@ def native_batch_norm(xp, input, weight, bias, running_mean, running_var, traini
     _batch_norm_checks(input, weight, bias, running_mean, running_var, training)
     sd = _stats_dtype(input, weight, bias, running_mean, running_var)
     ct = compute_dtype(input.dtype)
-    if ct == np.float32 and sd == np.float64:
-        ct = np.dtype(np.float64)
     C, nd = input.shape[1], input.ndim
     axes = (0,) + tuple(range(2, nd))
     x = asdtype(xp, input, ct)
@@ -213,8 +211,8 @@ def native_batch_norm(xp, input, weight, bias, running_mean, running_var, traini
     beta = -mean * alpha
     if bias is not None:
         beta = beta + asdtype(xp, bias, ct)
-    out = x * _channel(alpha.astype(ct, copy=False), nd)
-    out += _channel(beta.astype(ct, copy=False), nd)
+    out = x * _channel(alpha, nd)
+    out += _channel(beta, nd)
     return out.astype(input.dtype, copy=False), save_mean, save_invstd
 
 
@@ -226,8 +224,6 @@ def native_batch_norm_backward(xp, grad_out, input, weight, running_mean, runnin
     dbias = sum(g)."""
     ct = compute_dtype(input.dtype)
     sd = _stats_dtype(input, weight, None, running_mean, running_var)
-    if ct == np.float32 and sd == np.float64:
-        ct = np.dtype(np.float64)
     C, nd = input.shape[1], input.ndim
     axes = (0,) + tuple(range(2, nd))
     x, g = asdtype(xp, input, ct), asdtype(xp, grad_out, ct)
@@ -238,20 +234,18 @@ def native_batch_norm_backward(xp, grad_out, input, weight, running_mean, runnin
         invstd = 1.0 / xp.sqrt(asdtype(xp, running_var, ct) + eps)
     w = asdtype(xp, weight, ct) if weight is not None else xp.ones((C,), ct)
     M = input.size // C if C else 0
-    need_dot = output_mask[1] or (output_mask[0] and train)
-    sum_g = g.sum(axis=axes)
-    xc = x - _channel(mean, nd)
-    dot = None
-    if need_dot:
+    train_gi = output_mask[0] and train and M
+    sum_g = g.sum(axis=axes) if output_mask[2] or train_gi else None
+    xc = tmp = dot = None
+    if output_mask[1] or train_gi:
+        xc = x - _channel(mean, nd)
         tmp = g * xc
         dot = tmp.sum(axis=axes)
-    else:
-        tmp = None
     empty = xp.empty((0,), input.dtype)
     gi = gw = gb = empty
     if output_mask[0]:
         k1 = invstd * w
-        if train and M:
+        if train_gi:
             k2 = -(invstd * invstd * invstd) * w * dot / M
             k3 = -k1 * sum_g / M
             xp.multiply(xc, _channel(k2, nd), out=xc)          # xc is ours: reuse it for the result
