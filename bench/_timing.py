@@ -1,8 +1,18 @@
 """Timing shared by the benchmarks: ember and PyTorch interleaved block by block, medians."""
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
+
+
+def parse_args(doc: str, argv, blocks: int, repeat_name: str = "blocks"):
+    """Every benchmark's command line: ``--quick`` (the CI smoke run) and ``--<repeat_name> N`` (interleaved
+    blocks, medians); the description is the first line of the module's docstring."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
+    ap.add_argument(f"--{repeat_name}", type=int, default=blocks, help="interleaved blocks per workload (median)")
+    return ap.parse_args(argv)
 
 
 def import_torch(threads: int):

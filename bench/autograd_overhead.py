@@ -8,7 +8,6 @@ Prints median ms per step and the ratio PyTorch/ember (> 1: ember is faster).
 """
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -16,7 +15,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from bench._timing import import_torch, run_table  # noqa: E402
+from bench._timing import import_torch, parse_args, run_table  # noqa: E402
 
 
 def chain(lib):
@@ -54,10 +53,7 @@ WORKLOADS = {"chain of 20 elementwise ops 64x64": chain, "MLP 784-128-64-10 batc
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
-    ap.add_argument("--blocks", type=int, default=7)
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, argv, 7)
     torch = import_torch(1)
     blocks, number = (2, 5) if args.quick else (args.blocks, 100)
     run_table(WORKLOADS, (), blocks, number, digits=3, torch=torch)

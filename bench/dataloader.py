@@ -10,7 +10,6 @@ the ratio is ember/PyTorch throughput (> 1: ember is faster).
 """
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
@@ -22,7 +21,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from bench._timing import import_torch  # noqa: E402
+from bench._timing import import_torch, parse_args  # noqa: E402
 
 
 class Images:
@@ -54,10 +53,7 @@ def epoch(lib, ud, workers, batches, batch_size):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
-    ap.add_argument("--repeats", type=int, default=5)
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, argv, 5, repeat_name="repeats")
     import ember
     import ember.utils.data as eud
     torch = import_torch(2)

@@ -9,7 +9,6 @@ Prints ms per step and the ratio PyTorch/ember (> 1: ember is faster).
 """
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
@@ -17,7 +16,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 
 import numpy as np  # noqa: E402
 
-from bench._timing import import_torch, run_table  # noqa: E402
+from bench._timing import import_torch, parse_args, run_table  # noqa: E402
 
 
 def conv(lib, quick):
@@ -88,10 +87,7 @@ WORKLOADS = {"Conv2d 3x3 64ch b32 32x32 fwd+bwd": conv, "CNN step 64x1x28x28": c
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
-    ap.add_argument("--blocks", type=int, default=5)
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, argv, 5)
     torch = import_torch(2)
     blocks, number = (1, 1) if args.quick else (args.blocks, 3)
     run_table(WORKLOADS, (args.quick,), blocks, number, digits=2, torch=torch)

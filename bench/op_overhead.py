@@ -7,7 +7,6 @@ the table gives the median microseconds per call and the ratio PyTorch/ember (> 
 """
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -16,7 +15,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
-from bench._timing import import_torch, interleaved  # noqa: E402
+from bench._timing import import_torch, interleaved, parse_args  # noqa: E402
 
 
 def workloads(lib):
@@ -45,10 +44,7 @@ def workloads(lib):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
-    p.add_argument("--blocks", type=int, default=7)
-    args = p.parse_args(argv)
+    args = parse_args(__doc__, argv, 7)
     torch = import_torch(1)
     blocks, number = (2, 50) if args.quick else (args.blocks, 2000)
     ew = workloads(ember)

@@ -10,7 +10,6 @@ multi-tensor path) and, in the last column, with its default (which is the singl
 """
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
@@ -18,7 +17,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 
 import numpy as np  # noqa: E402
 
-from bench._timing import import_torch, interleaved  # noqa: E402
+from bench._timing import import_torch, interleaved, parse_args  # noqa: E402
 
 SIZES = [16, 32, 64, 96, 128, 192, 256, 384, 512, 48]
 
@@ -52,10 +51,7 @@ OPTIMIZERS = {"SGD momentum=0.9": ("SGD", dict(lr=1e-3, momentum=0.9)),
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a short smoke run (CI)")
-    ap.add_argument("--blocks", type=int, default=7)
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, argv, 7)
     import ember
     torch = import_torch(2)
     blocks, number = (1, 1) if args.quick else (args.blocks, 10)

@@ -17,7 +17,6 @@ of the blocks) and prints ms per step and the ratio PyTorch/ember (> 1 means emb
 """
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
@@ -26,7 +25,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 import ember  # noqa: E402 - before NumPy, as a PyTorch script imports torch first (ember/_startup.py)
 import numpy as np  # noqa: E402
 
-from bench._timing import import_torch, interleaved  # noqa: E402
+from bench._timing import import_torch, interleaved, parse_args  # noqa: E402
 
 
 def add_16(lib, quick):
@@ -185,10 +184,7 @@ WORKLOADS = [
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small shapes, one block: a smoke run (CI)")
-    ap.add_argument("--blocks", type=int, default=5, help="interleaved blocks per workload (median)")
-    args = ap.parse_args(argv)
+    args = parse_args(__doc__, argv, 5)
     ember.set_num_threads(2)
     torch = import_torch(2)
     print(f"ember {ember.__version__}" + (f" vs PyTorch {torch.__version__}" if torch else "") +

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from ember.c10.dtype import BF16_NP
+
 # Cody's coefficients: |x| <= 0.46875 (a, b), 0.46875 < |x| <= 4 (c, d), |x| > 4 (p, q)
 _A = (3.1611237438705656, 113.864154151050156, 377.485237685302021, 3209.37758913846947, 0.185777706184603153)
 _B = (23.6012909523441209, 244.024637934444173, 1282.61652607737228, 2844.23683343917062)
@@ -164,15 +166,11 @@ def _back(xp, r, like):
 
 
 def erf(xp, x):
-    if x.dtype.kind == "f" and x.dtype.itemsize <= 4 or x.dtype == _bf16():
+    if x.dtype.kind == "f" and x.dtype.itemsize <= 4 or x.dtype == BF16_NP:
         r = _erf_float32(xp, x.astype(np.float32, copy=False).reshape(-1))   # 1-d: 0-d ops give scalars
         return r.reshape(x.shape).astype(x.dtype, copy=False)
     return _back(xp, _calerf(_host(xp, x), False), x)
 
-
-def _bf16():
-    from ember.c10.dtype import BF16_NP
-    return BF16_NP
 
 
 def erfc(xp, x):
