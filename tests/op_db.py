@@ -31,11 +31,13 @@ for name, low, high, pos in [
 ]:
     add(OpInfo(name, unary_samples(low, high, pos), dtypes=FLOATS + ("int64",) if name not in
                ("erfinv", "atanh", "asin", "acos") else FLOATS, inplace=True, out=True,
-               covers=("special_" + name,) if name in ("erf", "erfc", "erfinv", "expm1", "exp2", "i0", "sinc",
-                                                      "log1p") else ()))
+               aliases={"digamma": ("special.psi", "special.digamma"), "sigmoid": ("special.expit",),
+                        "lgamma": ("special.gammaln",)}.get(name, ("special." + name,) if name in
+                                                           ("erf", "erfc", "erfinv", "expm1", "exp2", "i0", "sinc",
+                                                            "log1p") else ())))
 for _n in (1, 2, 3):
     add(OpInfo("polygamma", lambda d, r, n=_n: [Sample((n, positive(r, (3, 4), d)))], dtypes=FLOATS, method=False,
-               covers=("special_polygamma",),
+               aliases=("special.polygamma",),
                ember_fn=lambda e, n, x: e.polygamma(n, x), torch_fn=lambda t, n, x: t.polygamma(n, x)))
 add(OpInfo("acosh", unary_samples(pos=True), dtypes=FLOATS,
            ember_fn=lambda e, a: e.acosh(a + 1), torch_fn=lambda t, a: t.acosh(a + 1)))
@@ -43,9 +45,6 @@ for _name in ("i0e", "i1", "i1e"):  # both branches of the kernel: the series (|
     add(OpInfo("special_" + _name, lambda d, r: [Sample((arr(r, (3, 4), d, -4, 4),)),
                                                 Sample((np.array([-45.0, -30.5, 0.25, 29.5, 31.0, 80.0], d),))],
                method=False, out=True, torch_name="special." + _name, dtypes=FLOATS + ("int64",)))
-add(OpInfo("special_gammaln", unary_samples(pos=True), method=False, torch_name="special.gammaln",
-           covers=("special_psi", "special_digamma", "special_expit", "special_xlogy", "special_logit",
-                   "special_logsumexp")))
 for name in ["abs", "neg", "sign", "floor", "ceil", "trunc", "frac", "square"]:
     dts = ALL_REAL if name not in ("frac",) else FLOATS
     if name == "neg":
@@ -54,8 +53,7 @@ for name in ["abs", "neg", "sign", "floor", "ceil", "trunc", "frac", "square"]:
                errors=(lambda: [_err((np.array([True, False]),), {}, RuntimeError, "Negation, the `-` operator")])
                if name == "neg" else None))
 add(OpInfo("sgn", unary_samples(), dtypes=FLOATS + INTS, inplace=True, out=True))
-add(OpInfo("relu", unary_samples(), dtypes=FLOATS + INTS, inplace=True, out=True,
-           covers=("relu6",)))
+add(OpInfo("relu", unary_samples(), dtypes=FLOATS + INTS, inplace=True))  # PyTorch has no relu.out
 add(OpInfo("round", unary_samples(-10, 10), dtypes=FLOATS + INTS, inplace=True, out=True))
 add(OpInfo("round", lambda d, r: [Sample((arr(r, (3, 4), d, -100, 100),), dict(decimals=1))], dtypes=FLOATS,
            inplace=True))
@@ -70,7 +68,7 @@ add(OpInfo("nan_to_num", lambda d, r: [Sample((np.array([1.0, np.nan, np.inf, -n
            dtypes=FLOATS, inplace=True))
 add(OpInfo("logit", lambda d, r: [Sample((r.uniform(0.05, 0.95, (3, 4)).astype(d),)),
                                   Sample((r.uniform(0.0, 1.0, (3, 4)).astype(d),), dict(eps=1e-3))],
-           dtypes=FLOATS, inplace=True))
+           dtypes=FLOATS, inplace=True, aliases=("special.logit",)))
 add(OpInfo("positive", unary_samples(), dtypes=FLOATS + INTS, method=True))
 
 # ------------------------------------------------------------------------------ binary
@@ -82,12 +80,12 @@ add(OpInfo("add", binary_samples(), dtypes=ALL_REAL + BOOL, inplace=True, out=Tr
                                 "alpha must not be a floating point number")]))
 add(OpInfo("add", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (4,), d)), dict(alpha=2))], dtypes=ALL_REAL,
            inplace=True, out=True))
-add(OpInfo("sub", binary_samples(), dtypes=ALL_REAL, inplace=True, out=True, covers=("rsub",),
+add(OpInfo("sub", binary_samples(), dtypes=ALL_REAL, inplace=True, out=True,
            errors=lambda: [_err((np.array([True]), np.array([False])), {}, RuntimeError,
                                 "Subtraction, the `-` operator, with two bool tensors is not supported")]))
 add(OpInfo("mul", binary_samples(), dtypes=ALL_REAL + BOOL, inplace=True, out=True))
 add(OpInfo("div", binary_samples(pos_other=True), dtypes=FLOATS + INTS, inplace=True, out=True,
-           covers=("true_divide",)))
+           aliases=("true_divide",)))
 for mode in ("trunc", "floor"):
     add(OpInfo("div", lambda d, r, m=mode: [Sample((arr(r, (3, 4), d, -9, 9), positive(r, (4,), d)),
                                                    dict(rounding_mode=m)),
@@ -102,14 +100,22 @@ add(OpInfo("pow", lambda d, r: [Sample((positive(r, (3, 4), d), arr(r, (3, 4), d
                                 Sample((positive(r, (3, 4), d), 2)), Sample((positive(r, (3, 4), d), 0.5))]
            if np.dtype(d).kind == "f" else
            [Sample((arr(r, (3, 4), d), positive(r, (3, 4), d))), Sample((arr(r, (3, 4), d), 3))],
-           dtypes=FLOATS + INTS, inplace=True, out=True, covers=("float_power",),
+           dtypes=FLOATS + INTS, inplace=True, out=True,
            errors=lambda: [_err((np.array([2, 3]), -1), {}, RuntimeError,
                                 "Integers to negative integer powers are not allowed")]))
+add(OpInfo("rsub", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (4,), d))), Sample((arr(r, (3, 4), d), 2)),
+                                 Sample((arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(alpha=2))],
+           dtypes=FLOATS + INTS, method=False))
+add(OpInfo("float_power", lambda d, r: [Sample((positive(r, (3, 4), d), arr(r, (3, 4), d, -2, 2))),
+                                        Sample((positive(r, (3, 4), d), 2)), Sample((positive(r, (3, 4), d), -0.5)),
+                                        Sample((1.5, arr(r, (4,), d, -2, 2)))],
+           dtypes=FLOATS + INTS))
 for name in ["atan2", "hypot", "logaddexp", "logaddexp2", "copysign", "maximum", "minimum", "fmax", "fmin",
              "xlogy", "nextafter"]:
     add(OpInfo(name, binary_samples(scalar=False), dtypes=FLOATS, out=True,
-               inplace=name in ("atan2", "hypot", "copysign", "xlogy", "nextafter")))
-add(OpInfo("maximum", binary_samples(scalar=False), dtypes=INTS + ("uint8",), out=True, covers=("max",)))
+               inplace=name in ("atan2", "hypot", "copysign", "xlogy", "nextafter"),
+               aliases=("special.xlogy",) if name == "xlogy" else ()))
+add(OpInfo("maximum", binary_samples(scalar=False), dtypes=INTS + ("uint8",), out=True))
 for name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
     add(OpInfo(name, binary_samples(), dtypes=INTS + BOOL + ("uint8",), inplace=True, out=True))
 for name in ["bitwise_left_shift", "bitwise_right_shift"]:
@@ -119,8 +125,8 @@ for name in ["logical_and", "logical_or", "logical_xor"]:
     add(OpInfo(name, binary_samples(scalar=False), dtypes=FLOATS + INTS + BOOL, inplace=True, out=True))
 for name in ["eq", "ne", "lt", "le", "gt", "ge"]:
     add(OpInfo(name, binary_samples(low=-2, high=2), dtypes=ALL_REAL + BOOL, inplace=False, out=True,
-               covers={"gt": ("greater",), "ge": ("greater_equal",), "lt": ("less",), "le": ("less_equal",),
-                       "ne": ("not_equal",)}.get(name, ())))
+               aliases={"gt": ("greater",), "ge": ("greater_equal",), "lt": ("less",), "le": ("less_equal",),
+                        "ne": ("not_equal",)}.get(name, ())))
 
 # ------------------------------------------------------------------------------ ternary
 add(OpInfo("where", lambda d, r: [Sample((r.random((3, 4)) > 0.5, arr(r, (3, 4), d), arr(r, (4,), d))),
@@ -130,11 +136,13 @@ add(OpInfo("where", lambda d, r: [Sample((r.random((3, 4)) > 0.5, arr(r, (3, 4),
                                 "where expected condition to be a boolean tensor")]))
 add(OpInfo("clamp", lambda d, r: [Sample((arr(r, (3, 4), d), -1, 2)), Sample((arr(r, (3, 4), d), None, 1)),
                                   Sample((arr(r, (3, 4), d),), dict(min=arr(r, (4,), d), max=None))],
-           dtypes=FLOATS + INTS, inplace=True, out=True, covers=("clip", "clamp_min", "clamp_max"),
+           dtypes=FLOATS + INTS, inplace=True, out=True, aliases=("clip",),
            errors=lambda: [_err((np.ones(3),), {}, RuntimeError, "At least one of 'min' or 'max' must not be None")]))
-add(OpInfo("clamp_min", lambda d, r: [Sample((arr(r, (3, 4), d), 0))], dtypes=FLOATS, inplace=True))
-add(OpInfo("clamp_max", lambda d, r: [Sample((arr(r, (3, 4), d), 0))], dtypes=FLOATS, inplace=True))
-add(OpInfo("clip", lambda d, r: [Sample((arr(r, (3, 4), d), -1, 1))], dtypes=FLOATS, inplace=True))
+for name in ["clamp_min", "clamp_max"]:
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, (3, 4), d), 0))], dtypes=FLOATS, inplace=True))
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (4,), d)))], dtypes=FLOATS))
+add(OpInfo("clip", lambda d, r: [Sample((arr(r, (3, 4), d),), dict(min=arr(r, (4,), d), max=arr(r, (3, 1), d) + 1))],
+           dtypes=FLOATS))
 add(OpInfo("lerp", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3, 4), d), 0.3)),
                                  Sample((arr(r, (3, 4), d), arr(r, (4,), d), r.uniform(0, 1, (3, 4)).astype(d)))],
            dtypes=FLOATS, inplace=True, out=False))
@@ -144,7 +152,7 @@ for name in ["addcmul", "addcdiv"]:
                dtypes=FLOATS, inplace=True, out=True))
 
 # ------------------------------------------------------------------------------ reductions
-add(OpInfo("sum", reduction_samples(), dtypes=ALL_REAL + BOOL, out=True, covers=("nansum",)))
+add(OpInfo("sum", reduction_samples(), dtypes=ALL_REAL + BOOL, out=True))
 add(OpInfo("sum", lambda d, r: [Sample((arr(r, (3, 4), d), 1), dict(dtype="float64"))], dtypes=INTS))
 add(OpInfo("nansum", reduction_samples(dims=(None, 1)), dtypes=FLOATS))
 add(OpInfo("prod", reduction_samples(dims=(None,), keepdim=False), dtypes=FLOATS + INTS))
@@ -177,7 +185,7 @@ add(OpInfo("aminmax", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r,
            dtypes=FLOATS + INTS))
 for name in ["argmax", "argmin"]:
     add(OpInfo(name, reduction_samples(dims=(None, 0, -1)), dtypes=FLOATS + INTS))
-add(OpInfo("logsumexp", reduction_samples(dims=(0, (0, 2), -1)), dtypes=FLOATS, covers=("special_logsumexp",)))
+add(OpInfo("logsumexp", reduction_samples(dims=(0, (0, 2), -1)), dtypes=FLOATS, aliases=("special.logsumexp",)))
 for name in ["all", "any"]:
     add(OpInfo(name, lambda d, r: [Sample((arr(r, (3, 4), d, 0, 1),)), Sample((arr(r, (3, 4), d, 0, 1), 1)),
                                    Sample((arr(r, (3, 4), d, 0, 1), 0), dict(keepdim=True))],
@@ -209,7 +217,11 @@ add(OpInfo("median", lambda d, r: [Sample((r.permutation(20).reshape(4, 5).astyp
 add(OpInfo("mode", lambda d, r: [Sample((np.array([[1, 2, 2, 3], [4, 4, 1, 1]], d),))], dtypes=FLOATS + INTS))
 add(OpInfo("quantile", lambda d, r: [Sample((arr(r, (4, 5), d), 0.3)), Sample((arr(r, (4, 5), d), 0.5, 1)),
                                      Sample((arr(r, (4, 5), d), 0.25), dict(interpolation="nearest"))],
-           dtypes=FLOATS, covers=("nanquantile",)))
+           dtypes=FLOATS))
+add(OpInfo("nanquantile", lambda d, r: [Sample((np.where(r.random((4, 5)) > 0.7, np.nan, arr(r, (4, 5), d)).astype(d),
+                                                0.3)),
+                                        Sample((np.where(r.random((4, 5)) > 0.7, np.nan, arr(r, (4, 5), d)).astype(d),
+                                                arr(r, (2,), d, 0, 1), 1))], dtypes=FLOATS))
 add(OpInfo("bincount", lambda d, r: [Sample((r.integers(0, 6, 10).astype(d),)),
                                      Sample((r.integers(0, 6, 10).astype(d),), dict(minlength=9))],
            dtypes=INTS))
@@ -228,17 +240,20 @@ add(OpInfo("reshape", lambda d, r: [Sample((arr(r, (3, 4), d), (4, 3))), Sample(
                                     Sample((arr(r, (2, 3, 4), d), (6, -1)))], dtypes=ALL_REAL))
 add(OpInfo("t", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3,), d),))], dtypes=ALL_REAL))
 add(OpInfo("transpose", lambda d, r: [Sample((arr(r, (2, 3, 4), d), 0, 2)), Sample((arr(r, (2, 3, 4), d), -1, 1))],
-           dtypes=ALL_REAL, covers=("swapaxes", "swapdims")))
+           dtypes=ALL_REAL, aliases=("swapaxes", "swapdims")))
 add(OpInfo("permute", lambda d, r: [Sample((arr(r, (2, 3, 4), d), (2, 0, 1)))], dtypes=ALL_REAL))
 add(OpInfo("movedim", lambda d, r: [Sample((arr(r, (2, 3, 4), d), 0, 2)), Sample((arr(r, (2, 3, 4), d), (0, 1), (2, 0)))],
-           dtypes=FLOATS, covers=("moveaxis",)))
+           dtypes=FLOATS, aliases=("moveaxis",)))
 add(OpInfo("expand", lambda d, r: [Sample((arr(r, (3, 1), d), (3, 4))), Sample((arr(r, (3, 1), d), (2, -1, 4)))],
            dtypes=FLOATS, function=False,
            errors=lambda: [_err((np.ones((3, 2)), (3, 4)), {}, RuntimeError,
                                 r"The expanded size of the tensor \(4\) must match the existing size \(2\) at "
                                 r"non-singleton dimension 1")]))
-add(OpInfo("broadcast_to", lambda d, r: [Sample((arr(r, (3, 1), d), (2, 3, 4)))], dtypes=FLOATS,
-           covers=("expand_as", "broadcast_tensors")))
+add(OpInfo("broadcast_to", lambda d, r: [Sample((arr(r, (3, 1), d), (2, 3, 4)))], dtypes=FLOATS))
+add(OpInfo("expand_as", lambda d, r: [Sample((arr(r, (3, 1), d), arr(r, (2, 3, 4), d)))], dtypes=FLOATS,
+           function=False))
+add(OpInfo("broadcast_tensors", lambda d, r: [Sample((arr(r, (3, 1), d), arr(r, (4,), d), arr(r, (2, 1, 1), d)))],
+           dtypes=FLOATS, method=False))
 add(OpInfo("sum_to_size", lambda d, r: [Sample((arr(r, (2, 3), d), (1, 3))), Sample((arr(r, (2, 3), d), (3,))),
                                         Sample((arr(r, (4, 2, 3), d), (2, 1))), Sample((arr(r, (2, 3), d), (2, 3)))],
            dtypes=FLOATS, function=False,
@@ -249,7 +264,8 @@ add(OpInfo("squeeze", lambda d, r: [Sample((arr(r, (3, 1, 4, 1), d),)), Sample((
 add(OpInfo("unsqueeze", lambda d, r: [Sample((arr(r, (3, 4), d), 0)), Sample((arr(r, (3, 4), d), -1))],
            dtypes=FLOATS))
 add(OpInfo("flatten", lambda d, r: [Sample((arr(r, (2, 3, 4), d),)), Sample((arr(r, (2, 3, 4), d), 1)),
-                                    Sample((arr(r, (2, 3, 4), d), 0, 1))], dtypes=FLOATS, covers=("ravel",)))
+                                    Sample((arr(r, (2, 3, 4), d), 0, 1))], dtypes=FLOATS))
+add(OpInfo("ravel", lambda d, r: [Sample((arr(r, (2, 3, 4), d),))], dtypes=FLOATS))
 add(OpInfo("unflatten", lambda d, r: [Sample((arr(r, (2, 12), d), 1, (3, 4))), Sample((arr(r, (2, 12), d), 1, (-1, 2)))],
            dtypes=FLOATS))
 add(OpInfo("narrow", lambda d, r: [Sample((arr(r, (5, 4), d), 0, 1, 3)), Sample((arr(r, (5, 4), d), -1, 0, 2))],
@@ -273,12 +289,14 @@ add(OpInfo("as_strided", lambda d, r: [Sample((arr(r, (4, 5), d), (2, 2), (1, 2)
            noncontiguous=False))
 add(OpInfo("contiguous", lambda d, r: [Sample((arr(r, (4, 5), d),))], dtypes=FLOATS, function=False))
 add(OpInfo("view_as", lambda d, r: [Sample((arr(r, (4, 5), d), arr(r, (2, 10), d)))], dtypes=FLOATS, function=False,
-           covers=("reshape_as",), noncontiguous=False))
+           noncontiguous=False))
+add(OpInfo("reshape_as", lambda d, r: [Sample((arr(r, (4, 5), d), arr(r, (2, 10), d)))], dtypes=FLOATS,
+           function=False))
 
 # ------------------------------------------------------------------------------ joining, indexing, shapes
 add(OpInfo("cat", lambda d, r: [Sample(([arr(r, (2, 3), d), arr(r, (4, 3), d)],)),
                                 Sample(([arr(r, (2, 3), d), arr(r, (2, 1), d)], 1))], dtypes=ALL_REAL, method=False,
-           out=True, covers=("concat", "concatenate"),
+           out=True, aliases=("concat", "concatenate"),
            errors=lambda: [_err(([np.ones((2, 3)), np.ones((2, 4))],), {}, RuntimeError,
                                 "Sizes of tensors must match except in dimension 0")]))
 add(OpInfo("stack", lambda d, r: [Sample(([arr(r, (2, 3), d), arr(r, (2, 3), d)],)),
@@ -298,8 +316,9 @@ for name in ["tril", "triu"]:
     add(OpInfo(name, lambda d, r: [Sample((arr(r, (4, 5), d),)), Sample((arr(r, (4, 5), d), 1)),
                                    Sample((arr(r, (2, 4, 5), d), -1))], dtypes=FLOATS + INTS, inplace=True, out=True))
 add(OpInfo("flip", lambda d, r: [Sample((arr(r, (3, 4), d), (0,))), Sample((arr(r, (3, 4), d), (0, 1)))],
-           dtypes=FLOATS + INTS, covers=("fliplr", "flipud")))
-add(OpInfo("fliplr", lambda d, r: [Sample((arr(r, (3, 4), d),))], dtypes=FLOATS))
+           dtypes=FLOATS + INTS))
+for name in ["fliplr", "flipud"]:
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4, 2), d),))], dtypes=FLOATS))
 add(OpInfo("roll", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((arr(r, (3, 4), d), (1, -2), (0, 1)))],
            dtypes=FLOATS))
 add(OpInfo("rot90", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4), d), 2))], dtypes=FLOATS))
@@ -346,20 +365,20 @@ add(OpInfo("masked_select", lambda d, r: [Sample((arr(r, (3, 4), d), r.random((3
                                           Sample((arr(r, (3, 4), d), r.random((4,)) > 0.5))], dtypes=FLOATS + INTS))
 add(OpInfo("masked_scatter", lambda d, r: [Sample((arr(r, (3, 4), d), r.random((3, 4)) > 0.5, arr(r, (12,), d)))],
            dtypes=FLOATS, inplace=True))
-add(OpInfo("nonzero", lambda d, r: [Sample((arr(r, (3, 4), d, -1, 1),))], dtypes=FLOATS + INTS + BOOL,
-           covers=("argwhere",)))
+add(OpInfo("nonzero", lambda d, r: [Sample((arr(r, (3, 4), d, -1, 1),))], dtypes=FLOATS + INTS + BOOL))
 add(OpInfo("argwhere", lambda d, r: [Sample((arr(r, (3, 4), d, -1, 1),))], dtypes=FLOATS))
 add(OpInfo("take", lambda d, r: [Sample((arr(r, (3, 4), d), np.array([[0, 11], [5, 3]])))], dtypes=FLOATS))
 add(OpInfo("take_along_dim", lambda d, r: [Sample((arr(r, (3, 4), d), np.argsort(arr(r, (3, 4), d), 1), 1))],
            dtypes=FLOATS))
 add(OpInfo("searchsorted", lambda d, r: [Sample((np.sort(arr(r, (6,), d)), arr(r, (3, 2), d))),
                                          Sample((np.sort(arr(r, (6,), d)), arr(r, (3, 2), d)), dict(right=True))],
-           dtypes=FLOATS, method=False, covers=("bucketize",)))
+           dtypes=FLOATS, method=False))
 add(OpInfo("bucketize", lambda d, r: [Sample((arr(r, (3, 2), d), np.sort(arr(r, (6,), d))))], dtypes=FLOATS,
            method=False))
 add(OpInfo("unique", lambda d, r: [Sample((np.array([3, 1, 2, 3, 1], d),)),
-                                   Sample((np.array([3, 1, 2, 3, 1], d),), dict(return_inverse=True, return_counts=True))],
-           dtypes=FLOATS + INTS, noncontiguous=False, meta=False))
+                                   Sample((np.array([3, 1, 2, 3, 1], d),), dict(return_inverse=True, return_counts=True)),
+                                   Sample((np.array([[3, 1], [2, 0], [3, 1]], d),), dict(dim=0, return_counts=True))],
+           dtypes=FLOATS + INTS, noncontiguous=False, meta=False, covers=("_unique2", "unique_dim")))
 
 # ------------------------------------------------------------------------------ linear algebra
 add(OpInfo("mm", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (4, 5), d)))], dtypes=FLOATS, out=True,
@@ -373,9 +392,10 @@ add(OpInfo("matmul", lambda d, r: [Sample((arr(r, s1, d), arr(r, s2, d))) for s1
            errors=lambda: [_err((np.ones((2, 3)), np.ones((4, 5))), {}, RuntimeError,
                                 r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)")]))
 add(OpInfo("mv", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (4,), d)))], dtypes=FLOATS))
-add(OpInfo("dot", lambda d, r: [Sample((arr(r, (4,), d), arr(r, (4,), d)))], dtypes=FLOATS, covers=("vdot", "inner")))
+add(OpInfo("dot", lambda d, r: [Sample((arr(r, (4,), d), arr(r, (4,), d)))], dtypes=FLOATS))
+add(OpInfo("vdot", lambda d, r: [Sample((arr(r, (4,), d), arr(r, (4,), d)))], dtypes=FLOATS))
 add(OpInfo("inner", lambda d, r: [Sample((arr(r, (2, 4), d), arr(r, (3, 4), d)))], dtypes=FLOATS))
-add(OpInfo("outer", lambda d, r: [Sample((arr(r, (4,), d), arr(r, (3,), d)))], dtypes=FLOATS, covers=("ger",)))
+add(OpInfo("outer", lambda d, r: [Sample((arr(r, (4,), d), arr(r, (3,), d)))], dtypes=FLOATS, aliases=("ger",)))
 for name, shapes in [("addmm", ((3, 5), (3, 4), (4, 5))), ("addmv", ((3,), (3, 4), (4,))),
                      ("baddbmm", ((2, 3, 5), (2, 3, 4), (2, 4, 5))), ("addbmm", ((3, 5), (2, 3, 4), (2, 4, 5)))]:
     add(OpInfo(name, lambda d, r, s=shapes: [Sample(tuple(arr(r, x, d) for x in s)),
@@ -506,9 +526,10 @@ add(OpInfo("max_pool2d_with_indices", lambda d, r: [
     Sample((arr(r, (2, 3, 7, 6), d),), dict(kernel_size=3, stride=2, padding=1)),
     Sample((arr(r, (1, 2, 5, 5), d),), dict(kernel_size=2, ceil_mode=True, dilation=(1, 2))),
     Sample((arr(r, (1, 2, 9), d),), dict(kernel_size=3, stride=2))],
-    method=False, covers=("max_pool3d_with_indices",), meta=False, ember_fn=_pool_call, torch_fn=_pool_call))
+    method=False, meta=False, ember_fn=_pool_call, torch_fn=_pool_call))
 add(OpInfo("max_pool3d_with_indices", lambda d, r: [
-    Sample((arr(r, (1, 2, 4, 5, 4), d),), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1)))],
+    Sample((arr(r, (1, 2, 4, 5, 4), d),), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1))),
+    Sample((arr(r, (1, 1, 3, 4, 3), d),), dict(kernel_size=2, stride=1, padding=(0, 1, 0)))],
     method=False, meta=False, ember_fn=_pool_call, torch_fn=_pool_call))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
@@ -584,3 +605,27 @@ for _name, _g in (("gru_cell", 3), ("rnn_tanh_cell", 1), ("rnn_relu_cell", 1)):
     add(OpInfo(_name, _cell_samples(_g), method=False, meta=False))
 add(OpInfo("dropout", lambda d, r: [Sample((arr(r, (3, 4), d), 0.0, True)), Sample((arr(r, (3, 4), d), 0.5, False))],
            method=False))
+
+# ------------------------------------------------------------------------------ autograd support
+# no differentiable output: indices, masks, counts, comparisons, histograms
+NO_AUTOGRAD = {"all", "any", "argmax", "argmin", "argsort", "argwhere", "bucketize", "count_nonzero", "eq", "ne", "lt",
+               "le", "gt", "ge", "histc", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "signbit", "logical_and",
+               "logical_not", "logical_or", "logical_xor", "nonzero", "searchsorted",
+               # no derivative in PyTorch either: backward raises "derivative for aten::floor_divide is not
+               # implemented" / "the derivative for '_unique2' is not implemented." in both libraries
+               "floor_divide", "unique"}
+# non-smooth or piecewise ops whose second derivative finite differences cannot check
+NO_GRADGRAD = {"abs", "relu", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "max", "min",
+               "amax", "amin", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin", "fmax", "fmin",
+               "sgn", "sign", "floor", "ceil", "trunc", "round", "frac", "remainder", "fmod", "floor_divide",
+               "div", "where", "masked_fill", "relu6", "copysign", "nan_to_num", "logit", "cdist", "linalg.vector_norm",
+               "cumprod", "prod",
+               "convolution",  # convolution_backward has no formula yet (double backward of conv)
+               # _rnn_layer_backward (BPTT in one kernel) has no formula, as PyTorch's cuDNN RNNs have none;
+               # the cells (lstm_cell, ...) are composite and do support double backward
+               "lstm", "gru", "rnn_tanh", "rnn_relu",
+               "polygamma"}  # its sample's first argument is an int (gradgradcheck needs tensor inputs)
+for _op in op_db:
+    _op.supports_autograd = _op.name not in NO_AUTOGRAD
+    _op.supports_gradgrad = _op.name not in NO_GRADGRAD
+assert NO_AUTOGRAD | NO_GRADGRAD <= {o.name for o in op_db}, "a name of NO_AUTOGRAD / NO_GRADGRAD has no entry"

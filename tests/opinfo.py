@@ -41,7 +41,8 @@ class OpInfo:
     inplace: bool = False
     out: bool = False
     torch_name: str | None = None
-    covers: tuple = ()                 # other overload base names this entry exercises
+    aliases: tuple = ()                # other public names of the same op ("special.erf"): each is called too
+    covers: tuple = ()                 # ops of the YAML this entry's calls dispatch to ("_softmax"): checked
     rtol: float | None = None
     atol: float | None = None
     errors: object = None              # () -> list[ErrorInput]
@@ -50,6 +51,13 @@ class OpInfo:
     ember_fn: object = None            # override callables (ember, torch) for ops with unusual calls
     torch_fn: object = None
     exact_dtype: bool = True
+    supports_autograd: bool = True     # False: no output is differentiable (indices, masks, counts)
+    supports_gradgrad: bool = True     # False: second derivatives are not checked (see the reason where set)
+
+    @property
+    def variant(self) -> str:
+        """How the op is called by default: as a function, or as a method when it has no function form."""
+        return "function" if self.function else "method"
 
 
 def arr(rng, shape, dtype, low=-3.0, high=3.0):

@@ -48,3 +48,26 @@ def test_lower_layers_do_not_import_higher_ones_at_module_level():
                     if target > mine:
                         bad.append(f"{rel} imports {m}")
     assert not bad, bad
+
+
+def test_parity_tests_import_pytorch_through_importorskip():
+    """PyTorch is the test oracle only: a test module imports it after ``pytest.importorskip("torch")``, so
+    that without PyTorch its parity tests skip with a reason instead of failing at collection."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    bad = []
+    for root, _, files in os.walk(tests):
+        if os.path.join("programs", "torch_scripts") in root:  # PyTorch programs, run as scripts
+            continue
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(root, f)
+            skipped = False
+            for node in ast.parse(open(path).read()).body:
+                if "importorskip" in ast.unparse(node) and "torch" in ast.unparse(node):
+                    skipped = True
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                if not skipped and any(n == "torch" or n.startswith("torch.") for n in names):
+                    bad.append(os.path.relpath(path, tests))
+    assert not bad, f"import torch before pytest.importorskip('torch'): {bad}"

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import ember
+from ember.aten.dispatcher import OperatorHandle
 from tests.op_db import op_db
+from tests.opinfo import Sample
 
 torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
 
@@ -47,17 +49,21 @@ def kw_to_lib(lib, kwargs):
     return out
 
 
-def call(op, lib, sample, variant="function", out=None, args=None):
+def call(op, lib, sample, variant=None, out=None, args=None, path=None):
+    """Run one sample through ``op`` in ``lib`` (ember or torch). ``variant`` is "function", "method" or
+    "inplace" (default: the entry's own, ``op.variant``); ``path`` calls an alias instead of the op."""
     args = [to_lib(lib, a) for a in sample.args] if args is None else args
     kwargs = kw_to_lib(lib, sample.kwargs)
     if out is not None:
         kwargs["out"] = out
+    variant = variant or op.variant
     custom = op.ember_fn if lib is ember else op.torch_fn
-    if custom is not None and variant == "function":
+    if custom is not None and variant == op.variant and path is None:
         return custom(lib, *args, **kwargs)
+    path = path or path_of(op)
     if variant == "function":
-        return resolve(lib, path_of(op))(*args, **kwargs)
-    name = path_of(op).split(".")[-1]
+        return resolve(lib, path)(*args, **kwargs)
+    name = path.split(".")[-1]
     if variant == "method":
         return getattr(args[0], name)(*args[1:], **kwargs)
     if variant == "inplace":
@@ -91,10 +97,6 @@ def assert_same(e, t, op, dtype, what=""):
     assert e == t or (isinstance(t, float) and np.isclose(e, t)), f"{what}: {e!r} != {t!r}"
 
 
-def op_id(op):
-    return op.name
-
-
 CASES = [(op, d) for op in op_db for d in op.dtypes]
 IDS = [f"{op.name}-{d}-{i}" for i, (op, d) in enumerate(CASES)]
 
@@ -105,31 +107,62 @@ def samples_of(op, dtype):
     return op.samples(dtype, rng)
 
 
-@pytest.mark.parametrize("op,dtype", CASES, ids=IDS)
-def test_forward_matches_pytorch(op, dtype):
+def _describe(op, s):
+    return f"{op.name}{s.args if len(str(s.args)) < 200 else ''} {s.kwargs}"
+
+
+def _compare_forward(op, dtype, variant=None, path=None):
+    """Each sample through ember and PyTorch; PyTorch's refusals must be ember's. Returns how many samples
+    were compared by value."""
+    compared = 0
     for s in samples_of(op, dtype):
         try:
-            t = call(op, torch, s)
+            t = call(op, torch, s, variant, path=path)
         except Exception as exc:  # PyTorch refuses the sample: ember must refuse it the same way
             with pytest.raises(type(exc)):
-                call(op, ember, s)
+                call(op, ember, s, variant, path=path)
             continue
-        e = call(op, ember, s)
-        assert_same(e, t, op, dtype, f"{op.name}{s.args if len(str(s.args)) < 200 else ''} {s.kwargs}")
+        e = call(op, ember, s, variant, path=path)
+        assert_same(e, t, op, dtype, _describe(op, s))
+        compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("op,dtype", CASES, ids=IDS)
+def test_forward_matches_pytorch(op, dtype):
+    assert _compare_forward(op, dtype), f"{op.name}: PyTorch refused every sample, nothing was compared"
+
+
+# Note [aliases are called]: an alias ("special.erf" for "erf", "clip" for "clamp") is a public name of its
+# own and gets the entry's samples, as a function and, where PyTorch's Tensor has it, as a method.
+ALIAS_CASES = [(op, a, v) for op in op_db for a in op.aliases for v in ("function", "method")
+               if v == "function" or "." not in a and hasattr(torch.Tensor, a)]
+
+
+@pytest.mark.parametrize("op,alias,variant", ALIAS_CASES, ids=[f"{a}-{v}-{i}" for i, (_, a, v) in
+                                                                enumerate(ALIAS_CASES)])
+def test_alias_matches_pytorch(op, alias, variant):
+    for dtype in op.dtypes:
+        assert _compare_forward(op, dtype, variant, path=alias), f"{alias}: nothing was compared"
 
 
 @pytest.mark.parametrize("op,dtype", [c for c in CASES if c[0].method and c[0].function and
                                       not c[0].ember_fn], ids=lambda x: getattr(x, "name", str(x)))
 def test_method_matches_function(op, dtype):
+    compared = 0
     for s in samples_of(op, dtype):
         if not isinstance(s.args[0], np.ndarray):
             continue
         try:
-            f = call(op, ember, s)
-        except Exception:
+            f = call(op, ember, s, "function")
+        except Exception as exc:  # the method must refuse the sample too
+            with pytest.raises(type(exc)):
+                call(op, ember, s, "method")
             continue
         m = call(op, ember, s, "method")
         assert_same(m, _as_torch(f), op, dtype, "method vs function")
+        compared += 1
+    assert compared, f"{op.name}: no sample has a tensor first argument that the function accepts"
 
 
 def _as_torch(x):
@@ -144,15 +177,17 @@ def _as_torch(x):
 
 @pytest.mark.parametrize("op,dtype", [c for c in CASES if c[0].inplace], ids=lambda x: getattr(x, "name", str(x)))
 def test_inplace_matches_pytorch_and_bumps_version(op, dtype):
+    compared = 0
     for s in samples_of(op, dtype):
         if not isinstance(s.args[0], np.ndarray):
             continue
         targs = [to_lib(torch, a) for a in s.args]
         try:
             call(op, torch, s, "inplace", args=targs)
-        except Exception as exc:
+        except Exception as exc:  # e.g. an integer tensor cannot hold exp's float result: ember refuses too
             with pytest.raises(type(exc)):
                 call(op, ember, s, "inplace")
+            compared += not isinstance(exc, AttributeError)  # a missing method compares nothing
             continue
         eargs = [to_lib(ember, a) for a in s.args]
         x = eargs[0]
@@ -162,26 +197,32 @@ def test_inplace_matches_pytorch_and_bumps_version(op, dtype):
         assert x.data_ptr() == ptr, "in-place variant must keep the storage"
         assert x._version == v0 + 1, f"version {x._version}, expected {v0 + 1}"
         assert_same(x, targs[0], op, dtype, "in-place")
+        compared += 1
+    assert compared, f"{op.name}_: no sample was compared"
 
 
 @pytest.mark.parametrize("op,dtype", [c for c in CASES if c[0].out], ids=lambda x: getattr(x, "name", str(x)))
 def test_out_variant(op, dtype):
+    compared = 0
     for s in samples_of(op, dtype):
         try:
             f = call(op, ember, s)
-        except Exception:
+        except Exception:  # refusals are compared with PyTorch's by test_forward_matches_pytorch
             continue
         try:
             call(op, torch, s, out=torch.empty(0, dtype=getattr(torch, f.dtype.name)))
         except Exception as exc:  # no out= overload for this call in PyTorch either
             with pytest.raises(type(exc)):
                 call(op, ember, s, out=ember.empty(0, dtype=f.dtype))
+            compared += not isinstance(exc, AttributeError)
             continue
         o = ember.empty(0, dtype=f.dtype)
         r = call(op, ember, s, out=o)
         assert r is o
         assert_same(o, _as_torch(f), op, dtype, "out=")
         assert o._version >= 1
+        compared += 1
+    assert compared, f"{op.name}(out=): no sample was compared"
 
 
 def _noncontiguous(lib, a):
@@ -197,6 +238,7 @@ def _noncontiguous(lib, a):
 @pytest.mark.parametrize("op,dtype", [c for c in CASES if c[0].noncontiguous],
                          ids=lambda x: getattr(x, "name", str(x)))
 def test_noncontiguous_inputs(op, dtype):
+    compared = 0
     for s in samples_of(op, dtype):
         try:
             ref = call(op, ember, s)
@@ -204,10 +246,14 @@ def test_noncontiguous_inputs(op, dtype):
             continue
         args = [_noncontiguous(ember, a) if isinstance(a, np.ndarray) else
                 ([_noncontiguous(ember, x) for x in a] if isinstance(a, list) else a) for a in s.args]
-        if any(isinstance(a, ember.Tensor) and a.dim() and a.numel() > 1 for a in args):
-            assert any(not a.is_contiguous() for a in args if isinstance(a, ember.Tensor) and a.numel() > 1)
+        flat = [x for a in args for x in (a if isinstance(a, list) else [a])]
+        strided = [a for a in flat if isinstance(a, ember.Tensor) and a.dim() and a.numel() > 1]
+        if not any(not a.is_contiguous() for a in strided):
+            continue
         got = call(op, ember, s, args=args)
         assert_same(got, _as_torch(ref), op, dtype, "non-contiguous")
+        compared += 1
+    assert compared, f"{op.name}: no sample had a non-contiguous input (set noncontiguous=False if none can)"
 
 
 def _to_meta(x):
@@ -238,26 +284,96 @@ def _to_meta_torch(x):
 def test_meta_shapes_match_cpu(op, dtype):
     """Meta tensors give CPU's shapes and dtypes; where PyTorch's Meta backend refuses (data-dependent
     shapes), ember refuses with the same exception type."""
+    compared = 0
     for s in samples_of(op, dtype):
+        ms = Sample(s.args, {k: _to_meta(v) for k, v in s.kwargs.items()})  # tensor keywords (clamp's min) too
+        mt = Sample(s.args, {k: _to_meta_torch(v) for k, v in s.kwargs.items()})
         try:
-            call(op, torch, s, args=[_to_meta_torch(a) for a in s.args])
+            call(op, torch, mt, args=[_to_meta_torch(a) for a in s.args])
         except Exception as exc:
             if isinstance(exc, NotImplementedError) or "meta" in str(exc).lower():
                 with pytest.raises(type(exc)):
-                    call(op, ember, s, args=[_to_meta(a) for a in s.args])
+                    call(op, ember, ms, args=[_to_meta(a) for a in s.args])
+                compared += 1
                 continue
         try:
             ref = call(op, ember, s)
         except Exception as exc:
             with pytest.raises(type(exc)):
-                call(op, ember, s, args=[_to_meta(a) for a in s.args])
+                call(op, ember, ms, args=[_to_meta(a) for a in s.args])
             continue
-        got = call(op, ember, s, args=[_to_meta(a) for a in s.args])
+        got = call(op, ember, ms, args=[_to_meta(a) for a in s.args])
         assert _shapes(got) == _shapes(ref)
         flat = got if isinstance(got, (tuple, list)) else [got]
         for g in flat:
             if isinstance(g, ember.Tensor):
                 assert g.device.type == "meta"
+        compared += 1
+    assert compared, f"{op.name}: no sample was run on Meta tensors"
+
+
+def _float_inputs(lib, args, requires_grad):
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            t = lib.tensor(a.copy()) if lib is ember else torch.from_numpy(a.copy())
+            if requires_grad and a.dtype.kind == "f":
+                t.requires_grad_(True)
+            out.append(t)
+        elif isinstance(a, list) and a and all(isinstance(x, np.ndarray) for x in a):
+            out.append(_float_inputs(lib, a, requires_grad))
+        else:
+            out.append(a)
+    return out
+
+
+def _leaves(args):
+    for a in args:
+        if isinstance(a, list):
+            yield from _leaves(a)
+        elif hasattr(a, "requires_grad") and a.requires_grad:
+            yield a
+
+
+def _float_outputs(out):
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [o for o in outs if hasattr(o, "dtype") and o.dtype.is_floating_point]
+
+
+class _DispatchSpy:
+    """Records the name of every operator dispatched (called or redispatched) while it is active."""
+
+    def __init__(self, monkeypatch):
+        self.seen = set()
+        call_, redispatch_ = OperatorHandle.call, OperatorHandle.redispatch
+
+        def spy_call(h, ks, *args):
+            self.seen.add(h.name)
+            return call_(h, ks, *args)
+
+        def spy_redispatch(h, ks, *args):
+            self.seen.add(h.name)
+            return redispatch_(h, ks, *args)
+        monkeypatch.setattr(OperatorHandle, "call", spy_call)
+        monkeypatch.setattr(OperatorHandle, "redispatch", spy_redispatch)
+
+
+COVER_CASES = [op for op in op_db if op.covers]
+
+
+@pytest.mark.parametrize("op", COVER_CASES, ids=[f"{o.name}-{i}" for i, o in enumerate(COVER_CASES)])
+def test_covered_ops_are_dispatched(op, monkeypatch):
+    """``covers`` names the ops of the YAML an entry reaches without calling them by name (``_softmax`` under
+    ``softmax``, ``native_layer_norm_backward`` under ``layer_norm``'s backward): they must really run."""
+    spy = _DispatchSpy(monkeypatch)
+    dtype = "float64" if "float64" in op.dtypes else op.dtypes[0]
+    for s in samples_of(op, dtype):
+        args = _float_inputs(ember, s.args, requires_grad=True)
+        outs = [o for o in _float_outputs(call(op, ember, s, args=args)) if o.requires_grad]
+        if outs and op.supports_autograd:
+            sum(o.sum() for o in outs).backward()
+    missing = sorted(set(op.covers) - spy.seen)
+    assert not missing, f"{op.name}'s samples never dispatch {missing}: call them in an entry of their own"
 
 
 ERROR_CASES = [(op, e) for op in op_db if op.errors for e in op.errors()]
@@ -265,11 +381,10 @@ ERROR_CASES = [(op, e) for op in op_db if op.errors for e in op.errors()]
 
 @pytest.mark.parametrize("op,err", ERROR_CASES, ids=[f"{o.name}-{i}" for i, (o, _) in enumerate(ERROR_CASES)])
 def test_error_inputs(op, err):
-    variant = "function" if op.function else "method"
     with pytest.raises(err.error_type):
-        call(op, torch, err.sample, variant)
+        call(op, torch, err.sample)
     with pytest.raises(err.error_type, match=err.match):
-        call(op, ember, err.sample, variant)
+        call(op, ember, err.sample)
 
 
 # ------------------------------------------------------------------------------ coverage of the YAML
@@ -284,8 +399,6 @@ NOT_IN_TABLE = {
     "_to_copy", "_contiguous_copy", "copy", "fill", "zero", "alias", "_reshape_alias",
     # reached through Tensor indexing: tests/test_indexing.py
     "index", "slice",
-    # ember.unique calls these two: covered by the "unique" entry
-    "_unique2", "unique_dim",
 }
 
 
@@ -301,7 +414,7 @@ def test_every_op_has_a_table_entry():
     covered = set()
     for op in op_db:
         covered.add(op.name.replace(".", "_"))
-        covered.update(c.replace(".", "_") for c in op.covers)
+        covered.update(c.replace(".", "_") for c in op.covers + op.aliases)
     missing = sorted({_public_key(nf) for nf in nfs} - covered - NOT_IN_TABLE)
     assert not missing, f"ops without an op_db entry (add one, or list them in NOT_IN_TABLE with the test " \
                         f"that covers them): {missing}"

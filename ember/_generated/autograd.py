@@ -1666,60 +1666,6 @@ def _ag_true_divide_Scalar(ks, self, other):
     return result
 
 
-class FloorDivideBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_floor_divide_Tensor(ks, self, other):
-    if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_floor_divide_Tensor.redispatch(ks & _BELOW, self, other)
-    _n = FloorDivideBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
-    result = _R._op_floor_divide_Tensor.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
-class FloorDivideBackward1(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
-
-
-def _ag_floor_divide_Scalar(ks, self, other):
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_floor_divide_Scalar.redispatch(ks & _BELOW, self, other)
-    _n = FloorDivideBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    result = _R._op_floor_divide_Scalar.redispatch(ks & _BELOW, self, other)
-    _set_history(_n, (result,))
-    return result
-
-
 class RemainderBackward1(_Node):
     _saved_names = ('self_', 'other_')
 
@@ -1999,6 +1945,110 @@ def _ag_pow_Tensor_Scalar(ks, self, exponent):
     return result
 
 
+class FloatPowerBackward0(_Node):
+    _saved_names = ('self_', 'exponent_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            exponent = _n._saved('exponent' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(pow_backward_self(grad, self.to(grad.dtype), exponent.to(grad.dtype)))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            exponent = _n._saved('exponent' + '_')
+            result = _n._saved('result_')
+            self = _n._saved('self' + '_')
+            _r.append(pow_backward_exponent(grad, self.to(grad.dtype), exponent.to(grad.dtype), result))
+        else:
+            _r.append(None)
+        return _r
+FloatPowerBackward0.__name__ = FloatPowerBackward0.__qualname__ = 'PowBackward1'
+
+
+def _ag_float_power_Tensor_Tensor(ks, self, exponent):
+    if not (_gm.enabled and (self._rg or exponent._rg)):
+        return _R._op_float_power_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
+    _n = FloatPowerBackward0()
+    _n._next = _edges(self, exponent)
+    _n._input_meta = _meta(self, exponent)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.exponent_ = _SV(exponent)
+    result = _R._op_float_power_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class FloatPowerBackward1(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        exponent = _n.exponent
+        _r = []
+        if _e[len(_r)] is not None:
+            self = _n._saved('self' + '_')
+            _r.append(pow_backward_self(grad, self.to(grad.dtype), exponent))
+        else:
+            _r.append(None)
+        return _r
+FloatPowerBackward1.__name__ = FloatPowerBackward1.__qualname__ = 'PowBackward0'
+
+
+def _ag_float_power_Tensor_Scalar(ks, self, exponent):
+    if not (_gm.enabled and (self._rg)):
+        return _R._op_float_power_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
+    _n = FloatPowerBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.exponent = exponent
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = _R._op_float_power_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
+    _set_history(_n, (result,))
+    return result
+
+
+class FloatPowerBackward2(_Node):
+    _saved_names = ('exponent_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        self = _n.self
+        _r = []
+        if _e[len(_r)] is not None:
+            exponent = _n._saved('exponent' + '_')
+            result = _n._saved('result_')
+            _r.append(pow_backward_exponent(grad, self, exponent.to(grad.dtype), result))
+        else:
+            _r.append(None)
+        return _r
+FloatPowerBackward2.__name__ = FloatPowerBackward2.__qualname__ = 'PowBackward2'
+
+
+def _ag_float_power_Scalar(ks, self, exponent):
+    if not (_gm.enabled and (exponent._rg)):
+        return _R._op_float_power_Scalar.redispatch(ks & _BELOW, self, exponent)
+    _n = FloatPowerBackward2()
+    _n._next = _edges(exponent)
+    _n._input_meta = _meta(exponent)
+    _n.self = self
+    if _n._next[0] is not None:
+        _n.exponent_ = _SV(exponent)
+    result = _R._op_float_power_Scalar.redispatch(ks & _BELOW, self, exponent)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
 class Atan2Backward0(_Node):
     _saved_names = ('self_', 'other_')
 
@@ -2182,6 +2232,35 @@ def _ag_copysign_default(ks, self, other):
     result = _R._op_copysign.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
+    return result
+
+
+class NextafterBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            _r.append(grad)
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            _r.append(E.zeros_like(grad))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_nextafter_default(ks, self, other):
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return _R._op_nextafter.redispatch(ks & _BELOW, self, other)
+    _n = NextafterBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    result = _R._op_nextafter.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
     return result
 
 
@@ -2401,6 +2480,37 @@ def _ag_xlogy_Scalar_Other(ks, self, other):
     return result
 
 
+class XlogyBackward2(_Node):
+    _saved_names = ('other_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        self = _n.self
+        _r = []
+        if _e[len(_r)] is not None:
+            other = _n._saved('other' + '_')
+            _r.append(grad * self / other)
+        else:
+            _r.append(None)
+        return _r
+XlogyBackward2.__name__ = XlogyBackward2.__qualname__ = 'XlogyBackward1'
+
+
+def _ag_xlogy_Scalar_Self(ks, self, other):
+    if not (_gm.enabled and (other._rg)):
+        return _R._op_xlogy_Scalar_Self.redispatch(ks & _BELOW, self, other)
+    _n = XlogyBackward2()
+    _n._next = _edges(other)
+    _n._input_meta = _meta(other)
+    _n.self = self
+    if _n._next[0] is not None:
+        _n.other_ = _SV(other)
+    result = _R._op_xlogy_Scalar_Self.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    return result
+
+
 class CopysignBackward1(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -2559,6 +2669,7 @@ class ClipBackward0(_Node):
         else:
             _r.append(None)
         return _r
+ClipBackward0.__name__ = ClipBackward0.__qualname__ = 'ClampBackward1'
 
 
 def _ag_clip_default(ks, self, min, max):
@@ -2572,6 +2683,55 @@ def _ag_clip_default(ks, self, min, max):
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = _R._op_clip.redispatch(ks & _BELOW, self, min, max)
+    _set_history(_n, (result,))
+    return result
+
+
+class ClipBackward1(_Node):
+    _saved_names = ('self_', 'min_', 'max_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            max = _n._saved('max' + '_')
+            min = _n._saved('min' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(clamp_backward(grad, self, min, max))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            max = _n._saved('max' + '_')
+            min = _n._saved('min' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(clamp_backward_min_max(grad, self, min, max)[0])
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            max = _n._saved('max' + '_')
+            min = _n._saved('min' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(clamp_backward_min_max(grad, self, min, max)[1])
+        else:
+            _r.append(None)
+        return _r
+ClipBackward1.__name__ = ClipBackward1.__qualname__ = 'ClampBackward0'
+
+
+def _ag_clip_Tensor(ks, self, min, max):
+    if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
+        return _R._op_clip_Tensor.redispatch(ks & _BELOW, self, min, max)
+    _n = ClipBackward1()
+    _n._next = _edges(self, min, max)
+    _n._input_meta = _meta(self, min, max)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.min_ = _SV(min if min is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.max_ = _SV(max if max is not None else None)
+    result = _R._op_clip_Tensor.redispatch(ks & _BELOW, self, min, max)
     _set_history(_n, (result,))
     return result
 
@@ -2606,6 +2766,43 @@ def _ag_clamp_min_default(ks, self, min):
     return result
 
 
+class ClampMinBackward1(_Node):
+    _saved_names = ('self_', 'min_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            min = _n._saved('min' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(E.where(self >= min, grad, E.zeros((), dtype=grad.dtype)))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            min = _n._saved('min' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(E.where(self < min, grad, E.zeros((), dtype=grad.dtype)))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_clamp_min_Tensor(ks, self, min):
+    if not (_gm.enabled and (self._rg or min._rg)):
+        return _R._op_clamp_min_Tensor.redispatch(ks & _BELOW, self, min)
+    _n = ClampMinBackward1()
+    _n._next = _edges(self, min)
+    _n._input_meta = _meta(self, min)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.min_ = _SV(min)
+    result = _R._op_clamp_min_Tensor.redispatch(ks & _BELOW, self, min)
+    _set_history(_n, (result,))
+    return result
+
+
 class ClampMaxBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -2632,6 +2829,43 @@ def _ag_clamp_max_default(ks, self, max):
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = _R._op_clamp_max.redispatch(ks & _BELOW, self, max)
+    _set_history(_n, (result,))
+    return result
+
+
+class ClampMaxBackward1(_Node):
+    _saved_names = ('self_', 'max_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            max = _n._saved('max' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(E.where(self <= max, grad, E.zeros((), dtype=grad.dtype)))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            max = _n._saved('max' + '_')
+            self = _n._saved('self' + '_')
+            _r.append(E.where(self > max, grad, E.zeros((), dtype=grad.dtype)))
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_clamp_max_Tensor(ks, self, max):
+    if not (_gm.enabled and (self._rg or max._rg)):
+        return _R._op_clamp_max_Tensor.redispatch(ks & _BELOW, self, max)
+    _n = ClampMaxBackward1()
+    _n._next = _edges(self, max)
+    _n._input_meta = _meta(self, max)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.max_ = _SV(max)
+    result = _R._op_clamp_max_Tensor.redispatch(ks & _BELOW, self, max)
     _set_history(_n, (result,))
     return result
 
@@ -3854,17 +4088,21 @@ class _Unique2Backward0(_Node):
         grad = grads[0]
         _e = _n._next
         _r = []
+        if _e[len(_r)] is not None:
+            _r.append(not_implemented("_unique2"))
+        else:
+            _r.append(None)
         return _r
 
 
 def _ag__unique2_default(ks, self, sorted, return_inverse, return_counts):
-    if not (_gm.enabled and (False)):
+    if not (_gm.enabled and (self._rg)):
         return _R._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
     _n = _Unique2Backward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
     result = _R._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
-    _set_history(_n, tuple(result), [False, False, False])
+    _set_history(_n, tuple(result), [True, False, False])
     return result
 
 
@@ -3875,17 +4113,42 @@ class UniqueDimBackward0(_Node):
         grad = grads[0]
         _e = _n._next
         _r = []
+        if _e[len(_r)] is not None:
+            _r.append(not_implemented("unique_dim"))
+        else:
+            _r.append(None)
         return _r
 
 
 def _ag_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
-    if not (_gm.enabled and (False)):
+    if not (_gm.enabled and (self._rg)):
         return _R._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
     _n = UniqueDimBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = _R._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
+    _set_history(_n, tuple(result), [True, False, False])
+    return result
+
+
+class HistcBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        return _r
+
+
+def _ag_histc_default(ks, self, bins, min, max):
+    if not (_gm.enabled and (False)):
+        return _R._op_histc.redispatch(ks & _BELOW, self, bins, min, max)
+    _n = HistcBackward0()
     _n._next = _edges()
     _n._input_meta = _meta()
-    result = _R._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
-    _set_history(_n, tuple(result), [False, False, False])
+    result = _R._op_histc.redispatch(ks & _BELOW, self, bins, min, max)
+    _set_history(_n, (result,))
     return result
 
 
@@ -3914,6 +4177,30 @@ def _ag_view_default(ks, self, size):
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
     result = _R._op_view.redispatch(ks & _BELOW, self, size)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    return result
+
+
+class ViewBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        return _r
+
+
+def _ag_view_dtype(ks, self, dtype):
+    if not (_gm.enabled and (False)):
+        result = _R._op_view_dtype.redispatch(ks & _BELOW, self, dtype)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = ViewBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = _R._op_view_dtype.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4627,6 +4914,36 @@ def _ag_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memor
     return result
 
 
+class NormalBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        _r = []
+        if _e[len(_r)] is not None:
+            _r.append(E.zeros_like(grad))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            _r.append(E.zeros_like(grad))
+        else:
+            _r.append(None)
+        return _r
+NormalBackward0.__name__ = NormalBackward0.__qualname__ = 'NormalBackward3'
+
+
+def _ag_normal_Tensor_Tensor(ks, mean, std, generator):
+    if not (_gm.enabled and (mean._rg or std._rg)):
+        return _R._op_normal_Tensor_Tensor.redispatch(ks & _BELOW, mean, std, generator)
+    _n = NormalBackward0()
+    _n._next = _edges(mean, std)
+    _n._input_meta = _meta(mean, std)
+    result = _R._op_normal_Tensor_Tensor.redispatch(ks & _BELOW, mean, std, generator)
+    _set_history(_n, (result,))
+    return result
+
+
 class BernoulliBackward0(_Node):
     _saved_names = ()
 
@@ -5331,6 +5648,41 @@ def _ag_index_fill_int_Scalar(ks, self, dim, index, value):
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
     result = _R._op_index_fill_int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
+    _set_history(_n, (result,))
+    return result
+
+
+class IndexFillBackward1(_Node):
+    _saved_names = ('index_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        _e = _n._next
+        dim = _n.dim
+        _r = []
+        if _e[len(_r)] is not None:
+            index = _n._saved('index' + '_')
+            _r.append(grad.index_fill(dim, index, 0.0))
+        else:
+            _r.append(None)
+        if _e[len(_r)] is not None:
+            index = _n._saved('index' + '_')
+            _r.append(grad.index_select(dim, index).sum())
+        else:
+            _r.append(None)
+        return _r
+
+
+def _ag_index_fill_int_Tensor(ks, self, dim, index, value):
+    if not (_gm.enabled and (self._rg or value._rg)):
+        return _R._op_index_fill_int_Tensor.redispatch(ks & _BELOW, self, dim, index, value)
+    _n = IndexFillBackward1()
+    _n._next = _edges(self, value)
+    _n._input_meta = _meta(self, value)
+    _n.dim = dim
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
+    result = _R._op_index_fill_int_Tensor.redispatch(ks & _BELOW, self, dim, index, value)
     _set_history(_n, (result,))
     return result
 
@@ -8692,34 +9044,10 @@ def _ag_true_divide_Scalar_out(ks, self, other, out):
     return _R._op_true_divide_Scalar_out.redispatch(ks & _BELOW, self, other, out)
 
 
-def _ag_floor_divide__Tensor(ks, self, other):
-    _check_inplace(self)
-    if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_floor_divide__Tensor.redispatch(ks & _BELOW, self, other)
-    _n = FloorDivideBackward0()
-    _n._next = _edges(self, other)
-    _n._input_meta = _meta(self, other)
-    result = _R._op_floor_divide__Tensor.redispatch(ks & _BELOW, self, other)
-    _rebase_history(self, _n)
-    return result
-
-
 def _ag_floor_divide_out(ks, self, other, out):
     if _gm.enabled and (self._rg or other._rg):
         raise RuntimeError("floor_divide(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
     return _R._op_floor_divide_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_floor_divide__Scalar(ks, self, other):
-    _check_inplace(self)
-    if not (_gm.enabled and (self._rg)):
-        return _R._op_floor_divide__Scalar.redispatch(ks & _BELOW, self, other)
-    _n = FloorDivideBackward1()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    result = _R._op_floor_divide__Scalar.redispatch(ks & _BELOW, self, other)
-    _rebase_history(self, _n)
-    return result
 
 
 def _ag_floor_divide_Scalar_out(ks, self, other, out):
@@ -8942,6 +9270,18 @@ def _ag_nextafter_out(ks, self, other, out):
     if _gm.enabled and (self._rg or other._rg):
         raise RuntimeError("nextafter(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
     return _R._op_nextafter_out.redispatch(ks & _BELOW, self, other, out)
+
+
+def _ag_nextafter__default(ks, self, other):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return _R._op_nextafter_.redispatch(ks & _BELOW, self, other)
+    _n = NextafterBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    result = _R._op_nextafter_.redispatch(ks & _BELOW, self, other)
+    _rebase_history(self, _n)
+    return result
 
 
 def _ag_maximum_out(ks, self, other, out):
@@ -9391,12 +9731,6 @@ def _ag_cumprod_out(ks, self, dim, dtype, out):
     if _gm.enabled and (self._rg):
         raise RuntimeError("cumprod(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
     return _R._op_cumprod_out.redispatch(ks & _BELOW, self, dim, dtype, out)
-
-
-def _ag_view_dtype(ks, self, dtype):
-    result = _R._op_view_dtype.redispatch(ks & _BELOW, self, dtype)
-    result.__dict__['_base'] = (self._base if self._base is not None else self)
-    return result
 
 
 def _ag_zeros_out(ks, size, out):
@@ -9967,12 +10301,6 @@ _R._op_true_divide_Tensor.register(DispatchKey.AutogradMeta, _ag_true_divide_Ten
 _R._op_true_divide_Scalar.register(DispatchKey.AutogradCPU, _ag_true_divide_Scalar)
 _R._op_true_divide_Scalar.register(DispatchKey.AutogradCUDA, _ag_true_divide_Scalar)
 _R._op_true_divide_Scalar.register(DispatchKey.AutogradMeta, _ag_true_divide_Scalar)
-_R._op_floor_divide_Tensor.register(DispatchKey.AutogradCPU, _ag_floor_divide_Tensor)
-_R._op_floor_divide_Tensor.register(DispatchKey.AutogradCUDA, _ag_floor_divide_Tensor)
-_R._op_floor_divide_Tensor.register(DispatchKey.AutogradMeta, _ag_floor_divide_Tensor)
-_R._op_floor_divide_Scalar.register(DispatchKey.AutogradCPU, _ag_floor_divide_Scalar)
-_R._op_floor_divide_Scalar.register(DispatchKey.AutogradCUDA, _ag_floor_divide_Scalar)
-_R._op_floor_divide_Scalar.register(DispatchKey.AutogradMeta, _ag_floor_divide_Scalar)
 _R._op_remainder_Tensor.register(DispatchKey.AutogradCPU, _ag_remainder_Tensor)
 _R._op_remainder_Tensor.register(DispatchKey.AutogradCUDA, _ag_remainder_Tensor)
 _R._op_remainder_Tensor.register(DispatchKey.AutogradMeta, _ag_remainder_Tensor)
@@ -10000,6 +10328,15 @@ _R._op_pow_Scalar.register(DispatchKey.AutogradMeta, _ag_pow_Scalar)
 _R._op_pow_Tensor_Scalar.register(DispatchKey.AutogradCPU, _ag_pow_Tensor_Scalar)
 _R._op_pow_Tensor_Scalar.register(DispatchKey.AutogradCUDA, _ag_pow_Tensor_Scalar)
 _R._op_pow_Tensor_Scalar.register(DispatchKey.AutogradMeta, _ag_pow_Tensor_Scalar)
+_R._op_float_power_Tensor_Tensor.register(DispatchKey.AutogradCPU, _ag_float_power_Tensor_Tensor)
+_R._op_float_power_Tensor_Tensor.register(DispatchKey.AutogradCUDA, _ag_float_power_Tensor_Tensor)
+_R._op_float_power_Tensor_Tensor.register(DispatchKey.AutogradMeta, _ag_float_power_Tensor_Tensor)
+_R._op_float_power_Tensor_Scalar.register(DispatchKey.AutogradCPU, _ag_float_power_Tensor_Scalar)
+_R._op_float_power_Tensor_Scalar.register(DispatchKey.AutogradCUDA, _ag_float_power_Tensor_Scalar)
+_R._op_float_power_Tensor_Scalar.register(DispatchKey.AutogradMeta, _ag_float_power_Tensor_Scalar)
+_R._op_float_power_Scalar.register(DispatchKey.AutogradCPU, _ag_float_power_Scalar)
+_R._op_float_power_Scalar.register(DispatchKey.AutogradCUDA, _ag_float_power_Scalar)
+_R._op_float_power_Scalar.register(DispatchKey.AutogradMeta, _ag_float_power_Scalar)
 _R._op_atan2.register(DispatchKey.AutogradCPU, _ag_atan2_default)
 _R._op_atan2.register(DispatchKey.AutogradCUDA, _ag_atan2_default)
 _R._op_atan2.register(DispatchKey.AutogradMeta, _ag_atan2_default)
@@ -10015,6 +10352,9 @@ _R._op_logaddexp2.register(DispatchKey.AutogradMeta, _ag_logaddexp2_default)
 _R._op_copysign.register(DispatchKey.AutogradCPU, _ag_copysign_default)
 _R._op_copysign.register(DispatchKey.AutogradCUDA, _ag_copysign_default)
 _R._op_copysign.register(DispatchKey.AutogradMeta, _ag_copysign_default)
+_R._op_nextafter.register(DispatchKey.AutogradCPU, _ag_nextafter_default)
+_R._op_nextafter.register(DispatchKey.AutogradCUDA, _ag_nextafter_default)
+_R._op_nextafter.register(DispatchKey.AutogradMeta, _ag_nextafter_default)
 _R._op_maximum.register(DispatchKey.AutogradCPU, _ag_maximum_default)
 _R._op_maximum.register(DispatchKey.AutogradCUDA, _ag_maximum_default)
 _R._op_maximum.register(DispatchKey.AutogradMeta, _ag_maximum_default)
@@ -10033,6 +10373,9 @@ _R._op_xlogy.register(DispatchKey.AutogradMeta, _ag_xlogy_default)
 _R._op_xlogy_Scalar_Other.register(DispatchKey.AutogradCPU, _ag_xlogy_Scalar_Other)
 _R._op_xlogy_Scalar_Other.register(DispatchKey.AutogradCUDA, _ag_xlogy_Scalar_Other)
 _R._op_xlogy_Scalar_Other.register(DispatchKey.AutogradMeta, _ag_xlogy_Scalar_Other)
+_R._op_xlogy_Scalar_Self.register(DispatchKey.AutogradCPU, _ag_xlogy_Scalar_Self)
+_R._op_xlogy_Scalar_Self.register(DispatchKey.AutogradCUDA, _ag_xlogy_Scalar_Self)
+_R._op_xlogy_Scalar_Self.register(DispatchKey.AutogradMeta, _ag_xlogy_Scalar_Self)
 _R._op_copysign_Scalar.register(DispatchKey.AutogradCPU, _ag_copysign_Scalar)
 _R._op_copysign_Scalar.register(DispatchKey.AutogradCUDA, _ag_copysign_Scalar)
 _R._op_copysign_Scalar.register(DispatchKey.AutogradMeta, _ag_copysign_Scalar)
@@ -10048,12 +10391,21 @@ _R._op_clamp_Tensor.register(DispatchKey.AutogradMeta, _ag_clamp_Tensor)
 _R._op_clip.register(DispatchKey.AutogradCPU, _ag_clip_default)
 _R._op_clip.register(DispatchKey.AutogradCUDA, _ag_clip_default)
 _R._op_clip.register(DispatchKey.AutogradMeta, _ag_clip_default)
+_R._op_clip_Tensor.register(DispatchKey.AutogradCPU, _ag_clip_Tensor)
+_R._op_clip_Tensor.register(DispatchKey.AutogradCUDA, _ag_clip_Tensor)
+_R._op_clip_Tensor.register(DispatchKey.AutogradMeta, _ag_clip_Tensor)
 _R._op_clamp_min.register(DispatchKey.AutogradCPU, _ag_clamp_min_default)
 _R._op_clamp_min.register(DispatchKey.AutogradCUDA, _ag_clamp_min_default)
 _R._op_clamp_min.register(DispatchKey.AutogradMeta, _ag_clamp_min_default)
+_R._op_clamp_min_Tensor.register(DispatchKey.AutogradCPU, _ag_clamp_min_Tensor)
+_R._op_clamp_min_Tensor.register(DispatchKey.AutogradCUDA, _ag_clamp_min_Tensor)
+_R._op_clamp_min_Tensor.register(DispatchKey.AutogradMeta, _ag_clamp_min_Tensor)
 _R._op_clamp_max.register(DispatchKey.AutogradCPU, _ag_clamp_max_default)
 _R._op_clamp_max.register(DispatchKey.AutogradCUDA, _ag_clamp_max_default)
 _R._op_clamp_max.register(DispatchKey.AutogradMeta, _ag_clamp_max_default)
+_R._op_clamp_max_Tensor.register(DispatchKey.AutogradCPU, _ag_clamp_max_Tensor)
+_R._op_clamp_max_Tensor.register(DispatchKey.AutogradCUDA, _ag_clamp_max_Tensor)
+_R._op_clamp_max_Tensor.register(DispatchKey.AutogradMeta, _ag_clamp_max_Tensor)
 _R._op_lerp_Scalar.register(DispatchKey.AutogradCPU, _ag_lerp_Scalar)
 _R._op_lerp_Scalar.register(DispatchKey.AutogradCUDA, _ag_lerp_Scalar)
 _R._op_lerp_Scalar.register(DispatchKey.AutogradMeta, _ag_lerp_Scalar)
@@ -10171,9 +10523,15 @@ _R._op__unique2.register(DispatchKey.AutogradMeta, _ag__unique2_default)
 _R._op_unique_dim.register(DispatchKey.AutogradCPU, _ag_unique_dim_default)
 _R._op_unique_dim.register(DispatchKey.AutogradCUDA, _ag_unique_dim_default)
 _R._op_unique_dim.register(DispatchKey.AutogradMeta, _ag_unique_dim_default)
+_R._op_histc.register(DispatchKey.AutogradCPU, _ag_histc_default)
+_R._op_histc.register(DispatchKey.AutogradCUDA, _ag_histc_default)
+_R._op_histc.register(DispatchKey.AutogradMeta, _ag_histc_default)
 _R._op_view.register(DispatchKey.AutogradCPU, _ag_view_default)
 _R._op_view.register(DispatchKey.AutogradCUDA, _ag_view_default)
 _R._op_view.register(DispatchKey.AutogradMeta, _ag_view_default)
+_R._op_view_dtype.register(DispatchKey.AutogradCPU, _ag_view_dtype)
+_R._op_view_dtype.register(DispatchKey.AutogradCUDA, _ag_view_dtype)
+_R._op_view_dtype.register(DispatchKey.AutogradMeta, _ag_view_dtype)
 _R._op__reshape_alias.register(DispatchKey.AutogradCPU, _ag__reshape_alias_default)
 _R._op__reshape_alias.register(DispatchKey.AutogradCUDA, _ag__reshape_alias_default)
 _R._op__reshape_alias.register(DispatchKey.AutogradMeta, _ag__reshape_alias_default)
@@ -10243,6 +10601,9 @@ _R._op_ones_like.register(DispatchKey.AutogradMeta, _ag_ones_like_default)
 _R._op_full_like.register(DispatchKey.AutogradCPU, _ag_full_like_default)
 _R._op_full_like.register(DispatchKey.AutogradCUDA, _ag_full_like_default)
 _R._op_full_like.register(DispatchKey.AutogradMeta, _ag_full_like_default)
+_R._op_normal_Tensor_Tensor.register(DispatchKey.AutogradCPU, _ag_normal_Tensor_Tensor)
+_R._op_normal_Tensor_Tensor.register(DispatchKey.AutogradCUDA, _ag_normal_Tensor_Tensor)
+_R._op_normal_Tensor_Tensor.register(DispatchKey.AutogradMeta, _ag_normal_Tensor_Tensor)
 _R._op_bernoulli.register(DispatchKey.AutogradCPU, _ag_bernoulli_default)
 _R._op_bernoulli.register(DispatchKey.AutogradCUDA, _ag_bernoulli_default)
 _R._op_bernoulli.register(DispatchKey.AutogradMeta, _ag_bernoulli_default)
@@ -10312,6 +10673,9 @@ _R._op_index_copy.register(DispatchKey.AutogradMeta, _ag_index_copy_default)
 _R._op_index_fill_int_Scalar.register(DispatchKey.AutogradCPU, _ag_index_fill_int_Scalar)
 _R._op_index_fill_int_Scalar.register(DispatchKey.AutogradCUDA, _ag_index_fill_int_Scalar)
 _R._op_index_fill_int_Scalar.register(DispatchKey.AutogradMeta, _ag_index_fill_int_Scalar)
+_R._op_index_fill_int_Tensor.register(DispatchKey.AutogradCPU, _ag_index_fill_int_Tensor)
+_R._op_index_fill_int_Tensor.register(DispatchKey.AutogradCUDA, _ag_index_fill_int_Tensor)
+_R._op_index_fill_int_Tensor.register(DispatchKey.AutogradMeta, _ag_index_fill_int_Tensor)
 _R._op_masked_select.register(DispatchKey.AutogradCPU, _ag_masked_select_default)
 _R._op_masked_select.register(DispatchKey.AutogradCUDA, _ag_masked_select_default)
 _R._op_masked_select.register(DispatchKey.AutogradMeta, _ag_masked_select_default)
@@ -10852,15 +11216,9 @@ _R._op_true_divide__Scalar.register(DispatchKey.AutogradMeta, _ag_true_divide__S
 _R._op_true_divide_Scalar_out.register(DispatchKey.AutogradCPU, _ag_true_divide_Scalar_out)
 _R._op_true_divide_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_true_divide_Scalar_out)
 _R._op_true_divide_Scalar_out.register(DispatchKey.AutogradMeta, _ag_true_divide_Scalar_out)
-_R._op_floor_divide__Tensor.register(DispatchKey.AutogradCPU, _ag_floor_divide__Tensor)
-_R._op_floor_divide__Tensor.register(DispatchKey.AutogradCUDA, _ag_floor_divide__Tensor)
-_R._op_floor_divide__Tensor.register(DispatchKey.AutogradMeta, _ag_floor_divide__Tensor)
 _R._op_floor_divide_out.register(DispatchKey.AutogradCPU, _ag_floor_divide_out)
 _R._op_floor_divide_out.register(DispatchKey.AutogradCUDA, _ag_floor_divide_out)
 _R._op_floor_divide_out.register(DispatchKey.AutogradMeta, _ag_floor_divide_out)
-_R._op_floor_divide__Scalar.register(DispatchKey.AutogradCPU, _ag_floor_divide__Scalar)
-_R._op_floor_divide__Scalar.register(DispatchKey.AutogradCUDA, _ag_floor_divide__Scalar)
-_R._op_floor_divide__Scalar.register(DispatchKey.AutogradMeta, _ag_floor_divide__Scalar)
 _R._op_floor_divide_Scalar_out.register(DispatchKey.AutogradCPU, _ag_floor_divide_Scalar_out)
 _R._op_floor_divide_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_floor_divide_Scalar_out)
 _R._op_floor_divide_Scalar_out.register(DispatchKey.AutogradMeta, _ag_floor_divide_Scalar_out)
@@ -10930,6 +11288,9 @@ _R._op_copysign_.register(DispatchKey.AutogradMeta, _ag_copysign__default)
 _R._op_nextafter_out.register(DispatchKey.AutogradCPU, _ag_nextafter_out)
 _R._op_nextafter_out.register(DispatchKey.AutogradCUDA, _ag_nextafter_out)
 _R._op_nextafter_out.register(DispatchKey.AutogradMeta, _ag_nextafter_out)
+_R._op_nextafter_.register(DispatchKey.AutogradCPU, _ag_nextafter__default)
+_R._op_nextafter_.register(DispatchKey.AutogradCUDA, _ag_nextafter__default)
+_R._op_nextafter_.register(DispatchKey.AutogradMeta, _ag_nextafter__default)
 _R._op_maximum_out.register(DispatchKey.AutogradCPU, _ag_maximum_out)
 _R._op_maximum_out.register(DispatchKey.AutogradCUDA, _ag_maximum_out)
 _R._op_maximum_out.register(DispatchKey.AutogradMeta, _ag_maximum_out)
@@ -11095,9 +11456,6 @@ _R._op_cumprod_.register(DispatchKey.AutogradMeta, _ag_cumprod__default)
 _R._op_cumprod_out.register(DispatchKey.AutogradCPU, _ag_cumprod_out)
 _R._op_cumprod_out.register(DispatchKey.AutogradCUDA, _ag_cumprod_out)
 _R._op_cumprod_out.register(DispatchKey.AutogradMeta, _ag_cumprod_out)
-_R._op_view_dtype.register(DispatchKey.AutogradCPU, _ag_view_dtype)
-_R._op_view_dtype.register(DispatchKey.AutogradCUDA, _ag_view_dtype)
-_R._op_view_dtype.register(DispatchKey.AutogradMeta, _ag_view_dtype)
 _R._op_zeros_out.register(DispatchKey.AutogradCPU, _ag_zeros_out)
 _R._op_zeros_out.register(DispatchKey.AutogradCUDA, _ag_zeros_out)
 _R._op_zeros_out.register(DispatchKey.AutogradMeta, _ag_zeros_out)

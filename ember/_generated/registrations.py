@@ -8796,18 +8796,18 @@ _op_unique_dim = Dispatcher.define('unique_dim(Tensor self, int dim, bool sorted
 
 def _cpu_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
     try:
-        _rs = K.unique(_np, self._data, dim, sorted, return_inverse, return_counts)
+        _rs = K.unique_dim(_np, self._data, dim, sorted, return_inverse, return_counts)
         return (_new(_rs[0], _KS_CPU, _CPU), _new(_rs[1], _KS_CPU, _CPU), _new(_rs[2], _KS_CPU, _CPU),)
     except ValueError as _e:
-        _value_error(_e, K.unique, self)
+        _value_error(_e, K.unique_dim, self)
 
 
 def _cuda_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
     try:
-        _rs = K.unique(_cupy(), self._data, dim, sorted, return_inverse, return_counts)
+        _rs = K.unique_dim(_cupy(), self._data, dim, sorted, return_inverse, return_counts)
         return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device),)
     except ValueError as _e:
-        _value_error(_e, K.unique, self)
+        _value_error(_e, K.unique_dim, self)
 
 _op_bincount = Dispatcher.define('bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor')
 

@@ -1,7 +1,7 @@
 """The Autograd fallback (mirrors ``torch/csrc/autograd/autograd_not_implemented_fallback.cpp``): an op
 without a derivative formula runs below autograd; if grad is enabled and one of its tensor inputs requires
 grad, its floating-point outputs get a ``NotImplemented`` node, so backward through them raises
-``the derivative for '<op>' is not implemented.`` instead of silently dropping the gradient."""
+``derivative for aten::<op> is not implemented`` (PyTorch's words) instead of silently dropping the gradient."""
 from __future__ import annotations
 
 from ember.aten.dispatcher import BoxedFallback, keys_below, register_fallback

@@ -19,6 +19,11 @@ class _Frontend:
 E = _Frontend()
 
 
+def not_implemented(name: str):
+    """A formula PyTorch declares ``not_implemented("name")``: backward reaching it raises PyTorch's error."""
+    raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+
+
 def _dims(dim, ndim):
     if dim is None or dim == ():
         return tuple(range(ndim))

@@ -214,7 +214,8 @@ class NotImplementedBackward(Node):
         return "NotImplemented"
 
     def apply(self, grads):
-        raise RuntimeError(f"the derivative for '{self.opname}' is not implemented.")
+        # PyTorch's autograd_not_implemented_fallback names the operator without its overload
+        raise RuntimeError(f"derivative for aten::{self.opname.split('.')[0]} is not implemented")
 
 
 class CopySlices(Node):

@@ -282,11 +282,12 @@ def test_gradients_are_reduced_over_broadcasting_and_grad_setter():
 
 
 def test_derivative_not_implemented_is_reported_at_backward():
-    x = ember.ones(2, requires_grad=True)
-    y = ember.histc(x, bins=4)  # not_implemented("histc") in PyTorch's derivatives.yaml too
-    assert y.requires_grad
-    with pytest.raises(RuntimeError, match="the derivative for 'histc' is not implemented."):
+    x = ember.tensor([0.5, 2.0], requires_grad=True)
+    y = ember.floor_divide(x, 2.0)  # no formula in PyTorch either: its autograd fallback attaches NotImplemented
+    assert y.requires_grad and y.grad_fn.name() == "NotImplemented"
+    with pytest.raises(RuntimeError, match="^derivative for aten::floor_divide is not implemented$"):
         y.sum().backward()
+    assert not ember.histc(x, bins=4).requires_grad  # output_differentiability: [False], as in PyTorch
 
 
 def test_non_differentiable_outputs():
@@ -294,7 +295,10 @@ def test_non_differentiable_outputs():
     assert not (x > 1).requires_grad and not x.argmax().requires_grad
     v, i = x.max(0)
     assert v.requires_grad and not i.requires_grad
-    assert not ember.unique(x).requires_grad
+    u, inv = ember.unique(x, return_inverse=True)  # PyTorch: not_implemented("_unique2"), indices not differentiable
+    assert u.requires_grad and not inv.requires_grad
+    with pytest.raises(NotImplementedError, match="the derivative for '_unique2' is not implemented."):
+        u.sum().backward()
 
 
 def test_anomaly_mode_reports_nan_in_backward():

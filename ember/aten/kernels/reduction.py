@@ -403,15 +403,16 @@ def mode(xp, self, dim=-1, keepdim=False):
     return v, i
 
 
-def unique(xp, self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
-    if dim is None:
-        u, inv, cnt = xp.unique(self.reshape(-1), return_inverse=True, return_counts=True)
-        inv = inv.reshape(self.shape)
-    else:
-        d = wrap_dim(dim, self.ndim)
-        u, inv, cnt = xp.unique(self, return_inverse=True, return_counts=True, axis=d)
-        inv = inv.reshape(-1)
-    return u, inv.astype(np.int64), cnt.astype(np.int64)
+def unique(xp, self, sorted=True, return_inverse=False, return_counts=False):  # noqa: A002
+    """``_unique2``: the unique elements of the flattened input, the inverse (input-shaped) and counts."""
+    u, inv, cnt = xp.unique(self.reshape(-1), return_inverse=True, return_counts=True)
+    return u, inv.reshape(self.shape).astype(np.int64), cnt.astype(np.int64)
+
+
+def unique_dim(xp, self, dim, sorted=True, return_inverse=False, return_counts=False):  # noqa: A002
+    """The unique slices along ``dim`` (sorted lexicographically), the inverse and the counts."""
+    u, inv, cnt = xp.unique(self, return_inverse=True, return_counts=True, axis=wrap_dim(dim, self.ndim))
+    return u, inv.reshape(-1).astype(np.int64), cnt.astype(np.int64)
 
 
 def bincount(xp, self, weights=None, minlength=0):
