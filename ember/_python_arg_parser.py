@@ -17,7 +17,7 @@ import numpy as np
 from ember.c10 import dtype as _dt
 from ember.c10.device import canonical as _canonical_device
 from ember.c10.device import device as _device
-from ember.c10.dispatch_key import KS_CPU, KS_OF_DEVICE_TYPE
+from ember.aten.dispatcher import ks_device, ks_list, ks_opt  # noqa: F401 (the bindings import them from here)
 from ember.c10.generator import Generator
 from ember._size import Size as _Size
 
@@ -46,22 +46,6 @@ def fast_ints(x, single: bool):
     if single and t is int:
         return (x,)
     return None
-
-
-def ks_opt(t) -> int:
-    return 0 if t is None else t._ks
-
-
-def ks_list(ts) -> int:
-    ks = 0
-    for t in ts:
-        if t is not None:
-            ks |= t._ks
-    return ks or KS_CPU
-
-
-def ks_device(d) -> int:
-    return KS_OF_DEVICE_TYPE[_canonical_device(d).type]
 
 
 def finish_factory(t, a):

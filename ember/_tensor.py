@@ -13,12 +13,34 @@ import numpy as np
 from ember.c10.dtype import BF16_NP as _BF16
 
 from ember import _python_arg_parser
+from ember._generated import aten
 from ember.aten import wrap as _wrap
 from ember.c10 import dtype as _dt
 from ember.c10.device import CPU, canonical
 from ember.c10.tensor_impl import TensorImpl
 
 _NUMBER = (bool, int, float, complex, np.number, np.bool_)
+_NUMBER_TYPES = _python_arg_parser.NUMBER_TYPES
+
+
+def _binary(name, tensor_op, scalar_op):
+    """A binary operator (Note [Tensor operators])."""
+    def operator(self, other):
+        if isinstance(other, Tensor):
+            return tensor_op(self, other)
+        if type(other) in _NUMBER_TYPES:
+            return scalar_op(self, other)
+        return getattr(self, name)(other)
+    operator.__qualname__ = f"Tensor.{name}-operator"
+    return operator
+
+
+def _reflected(other, self, rop):
+    """``other <op> self`` for an operand that is neither a Tensor nor a Python number: NumPy scalars count as
+    their Python value; anything else is not ours (Python then raises its TypeError)."""
+    if isinstance(other, (np.number, np.bool_)):
+        return rop(self, other.item())
+    return NotImplemented
 
 
 class Tensor(TensorImpl):
@@ -442,34 +464,39 @@ class Tensor(TensorImpl):
         setitem(self, index, value)
 
     # -- operators ---------------------------------------------------------------------------------
-    def __add__(self, other):
-        return _F.add(self, other)
-
-    def __radd__(self, other):
-        return _F.add(self, other)
+    # Note [Tensor operators]: a Tensor or Python-number operand goes straight to the overload the binding
+    # would pick (``a + b`` -> ``aten.add_Tensor``, ``a + 1`` -> ``aten.add_Scalar``); any other operand takes
+    # the method binding, which converts what PyTorch converts (NumPy scalars, ...) and raises its errors.
+    __add__ = __radd__ = _binary("add", aten.add_Tensor, aten.add_Scalar)
+    __sub__ = _binary("sub", aten.sub_Tensor, aten.sub_Scalar)
+    __mul__ = __rmul__ = _binary("mul", aten.mul_Tensor, aten.mul_Scalar)
+    __truediv__ = _binary("div", aten.div_Tensor, aten.div_Scalar)
+    __floordiv__ = _binary("floor_divide", aten.floor_divide_Tensor, aten.floor_divide_Scalar)
+    __mod__ = _binary("remainder", aten.remainder_Tensor, aten.remainder_Scalar)
+    __pow__ = _binary("pow", aten.pow_Tensor_Tensor, aten.pow_Tensor_Scalar)
+    __and__ = __rand__ = _binary("bitwise_and", aten.bitwise_and_Tensor, aten.bitwise_and_Scalar)
+    __or__ = __ror__ = _binary("bitwise_or", aten.bitwise_or_Tensor, aten.bitwise_or_Scalar)
+    __xor__ = __rxor__ = _binary("bitwise_xor", aten.bitwise_xor_Tensor, aten.bitwise_xor_Scalar)
+    __lshift__ = _binary("bitwise_left_shift", aten.bitwise_left_shift_Tensor, aten.bitwise_left_shift_Scalar)
+    __rshift__ = _binary("bitwise_right_shift", aten.bitwise_right_shift_Tensor, aten.bitwise_right_shift_Scalar)
+    __lt__ = _binary("lt", aten.lt_Tensor, aten.lt_Scalar)
+    __le__ = _binary("le", aten.le_Tensor, aten.le_Scalar)
+    __gt__ = _binary("gt", aten.gt_Tensor, aten.gt_Scalar)
+    __ge__ = _binary("ge", aten.ge_Tensor, aten.ge_Scalar)
 
     def __iadd__(self, other):
         return self.add_(other)
 
-    def __sub__(self, other):
-        return _F.sub(self, other)
-
     def __rsub__(self, other):
-        return _F.rsub(self, other)
+        if type(other) in _NUMBER_TYPES:
+            return aten.rsub_Scalar(self, other)
+        return _reflected(other, self, Tensor.__rsub__)
 
     def __isub__(self, other):
         return self.sub_(other)
 
-    def __mul__(self, other):
-        return _F.mul(self, other)
-
-    __rmul__ = __mul__
-
     def __imul__(self, other):
         return self.mul_(other)
-
-    def __truediv__(self, other):
-        return _F.div(self, other)
 
     def __rtruediv__(self, other):
         return self.reciprocal() * other
@@ -477,29 +504,24 @@ class Tensor(TensorImpl):
     def __itruediv__(self, other):
         return self.div_(other)
 
-    def __floordiv__(self, other):
-        return _F.floor_divide(self, other)
-
     def __rfloordiv__(self, other):
-        return _F.floor_divide(_wrapped_number(other, self), self)
+        return aten.floor_divide_Tensor(_wrapped_number(other, self), self)
 
     def __ifloordiv__(self, other):
         return self.floor_divide_(other)
 
-    def __mod__(self, other):
-        return _F.remainder(self, other)
-
     def __rmod__(self, other):
-        return _F.remainder(other, self)
+        if type(other) in _NUMBER_TYPES:
+            return aten.remainder_Scalar_Tensor(other, self)
+        return _reflected(other, self, Tensor.__rmod__)
 
     def __imod__(self, other):
         return self.remainder_(other)
 
-    def __pow__(self, other):
-        return _F.pow(self, other)
-
     def __rpow__(self, other):
-        return _F.pow(other, self)
+        if type(other) in _NUMBER_TYPES:
+            return aten.pow_Scalar(other, self)
+        return _reflected(other, self, Tensor.__rpow__)
 
     def __ipow__(self, other):
         return self.pow_(other)
@@ -507,74 +529,45 @@ class Tensor(TensorImpl):
     def __matmul__(self, other):
         if not isinstance(other, Tensor):
             return NotImplemented
-        return _F.matmul(self, other)
+        return aten.matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _F.matmul(other, self)
+        return NotImplemented  # other is not a Tensor (else its __matmul__ ran): PyTorch's matmul takes tensors
 
     def __neg__(self):
-        return _F.neg(self)
+        return aten.neg(self)
 
     def __pos__(self):
-        return _F.positive(self)
+        return aten.positive(self)
 
     def __abs__(self):
-        return _F.abs(self)
+        return aten.abs(self)
 
     def __invert__(self):
-        return _F.bitwise_not(self)
-
-    def __and__(self, other):
-        return _F.bitwise_and(self, other)
-
-    __rand__ = __and__
+        return aten.bitwise_not(self)
 
     def __iand__(self, other):
         return self.bitwise_and_(other)
 
-    def __or__(self, other):
-        return _F.bitwise_or(self, other)
-
-    __ror__ = __or__
-
     def __ior__(self, other):
         return self.bitwise_or_(other)
-
-    def __xor__(self, other):
-        return _F.bitwise_xor(self, other)
-
-    __rxor__ = __xor__
 
     def __ixor__(self, other):
         return self.bitwise_xor_(other)
 
-    def __lshift__(self, other):
-        return _F.bitwise_left_shift(self, other)
-
-    def __rshift__(self, other):
-        return _F.bitwise_right_shift(self, other)
-
     def __eq__(self, other):
-        if not isinstance(other, (Tensor,) + _NUMBER):
+        if isinstance(other, Tensor):
+            return aten.eq_Tensor(self, other)
+        if not isinstance(other, _NUMBER):
             return False
-        return _F.eq(self, other)
+        return self.eq(other)
 
     def __ne__(self, other):
-        if not isinstance(other, (Tensor,) + _NUMBER):
+        if isinstance(other, Tensor):
+            return aten.ne_Tensor(self, other)
+        if not isinstance(other, _NUMBER):
             return True
-        return _F.ne(self, other)
-
-    def __lt__(self, other):
-        return _F.lt(self, other)
-
-    def __le__(self, other):
-        return _F.le(self, other)
-
-    def __gt__(self, other):
-        return _F.gt(self, other)
-
-    def __ge__(self, other):
-        return _F.ge(self, other)
+        return self.ne(other)
 
     # -- reductions with named-tuple / flexible signatures --------------------------------------------
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
@@ -624,14 +617,3 @@ def _install_generated_methods():
             setattr(Tensor, name, getattr(tensor_methods, name))
 
 
-class _LazyFunctions:
-    """Operators call ``ember._generated.functions`` (imported after this module)."""
-
-    def __getattr__(self, name):
-        from ember._generated import functions
-        f = getattr(functions, name)
-        setattr(self, name, f)
-        return f
-
-
-_F = _LazyFunctions()

@@ -6,7 +6,7 @@ import numpy as _np
 
 from ember.aten import kernels as K
 from ember.aten import composite as C
-from ember.aten.dispatcher import Dispatcher
+from ember._generated import aten as _A
 from ember.c10.dispatch_key import DispatchKey
 from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace
 from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable
@@ -30,7 +30,7 @@ def _cuda_device(d):
 def _new_meta(arr, ks, dev):
     return _new(arr, _KS_META, _META)
 
-_op_abs = Dispatcher.define('abs(Tensor self) -> Tensor')
+_op_abs = _A._op_abs
 
 def _cpu_abs_default(ks, self):
     try:
@@ -50,7 +50,7 @@ def _meta_abs_default(ks, self):
     _r = _run_meta(K.abs, [self._data], {})
     return _r
 
-_op_abs_ = Dispatcher.define('abs_(Tensor(a!) self) -> Tensor(a!)')
+_op_abs_ = _A._op_abs_
 
 def _cpu_abs__default(ks, self):
     try:
@@ -70,7 +70,7 @@ def _meta_abs__default(ks, self):
     _r = _run_meta(K.abs, [self._data], {})
     return _write_inplace(self, _r._data, 'abs_')
 
-_op_abs_out = Dispatcher.define('abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_abs_out = _A._op_abs_out
 
 def _cpu_abs_out(ks, self, out):
     try:
@@ -92,7 +92,7 @@ def _meta_abs_out(ks, self, out):
     _r = _run_meta(K.abs, [self._data], {})
     return _write_out(out, _r._data, 'abs')
 
-_op_neg = Dispatcher.define('neg(Tensor self) -> Tensor')
+_op_neg = _A._op_neg
 
 def _cpu_neg_default(ks, self):
     try:
@@ -112,7 +112,7 @@ def _meta_neg_default(ks, self):
     _r = _run_meta(K.neg, [self._data], {})
     return _r
 
-_op_neg_ = Dispatcher.define('neg_(Tensor(a!) self) -> Tensor(a!)')
+_op_neg_ = _A._op_neg_
 
 def _cpu_neg__default(ks, self):
     try:
@@ -132,7 +132,7 @@ def _meta_neg__default(ks, self):
     _r = _run_meta(K.neg, [self._data], {})
     return _write_inplace(self, _r._data, 'neg_')
 
-_op_neg_out = Dispatcher.define('neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_neg_out = _A._op_neg_out
 
 def _cpu_neg_out(ks, self, out):
     try:
@@ -154,7 +154,7 @@ def _meta_neg_out(ks, self, out):
     _r = _run_meta(K.neg, [self._data], {})
     return _write_out(out, _r._data, 'neg')
 
-_op_sign = Dispatcher.define('sign(Tensor self) -> Tensor')
+_op_sign = _A._op_sign
 
 def _cpu_sign_default(ks, self):
     try:
@@ -174,7 +174,7 @@ def _meta_sign_default(ks, self):
     _r = _run_meta(K.sign, [self._data], {})
     return _r
 
-_op_sign_ = Dispatcher.define('sign_(Tensor(a!) self) -> Tensor(a!)')
+_op_sign_ = _A._op_sign_
 
 def _cpu_sign__default(ks, self):
     try:
@@ -194,7 +194,7 @@ def _meta_sign__default(ks, self):
     _r = _run_meta(K.sign, [self._data], {})
     return _write_inplace(self, _r._data, 'sign_')
 
-_op_sign_out = Dispatcher.define('sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sign_out = _A._op_sign_out
 
 def _cpu_sign_out(ks, self, out):
     try:
@@ -216,7 +216,7 @@ def _meta_sign_out(ks, self, out):
     _r = _run_meta(K.sign, [self._data], {})
     return _write_out(out, _r._data, 'sign')
 
-_op_sgn = Dispatcher.define('sgn(Tensor self) -> Tensor')
+_op_sgn = _A._op_sgn
 
 def _cpu_sgn_default(ks, self):
     try:
@@ -236,7 +236,7 @@ def _meta_sgn_default(ks, self):
     _r = _run_meta(K.sgn, [self._data], {})
     return _r
 
-_op_sgn_ = Dispatcher.define('sgn_(Tensor(a!) self) -> Tensor(a!)')
+_op_sgn_ = _A._op_sgn_
 
 def _cpu_sgn__default(ks, self):
     try:
@@ -256,7 +256,7 @@ def _meta_sgn__default(ks, self):
     _r = _run_meta(K.sgn, [self._data], {})
     return _write_inplace(self, _r._data, 'sgn_')
 
-_op_sgn_out = Dispatcher.define('sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sgn_out = _A._op_sgn_out
 
 def _cpu_sgn_out(ks, self, out):
     try:
@@ -278,7 +278,7 @@ def _meta_sgn_out(ks, self, out):
     _r = _run_meta(K.sgn, [self._data], {})
     return _write_out(out, _r._data, 'sgn')
 
-_op_floor = Dispatcher.define('floor(Tensor self) -> Tensor')
+_op_floor = _A._op_floor
 
 def _cpu_floor_default(ks, self):
     try:
@@ -298,7 +298,7 @@ def _meta_floor_default(ks, self):
     _r = _run_meta(K.floor, [self._data], {})
     return _r
 
-_op_floor_ = Dispatcher.define('floor_(Tensor(a!) self) -> Tensor(a!)')
+_op_floor_ = _A._op_floor_
 
 def _cpu_floor__default(ks, self):
     try:
@@ -318,7 +318,7 @@ def _meta_floor__default(ks, self):
     _r = _run_meta(K.floor, [self._data], {})
     return _write_inplace(self, _r._data, 'floor_')
 
-_op_floor_out = Dispatcher.define('floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_floor_out = _A._op_floor_out
 
 def _cpu_floor_out(ks, self, out):
     try:
@@ -340,7 +340,7 @@ def _meta_floor_out(ks, self, out):
     _r = _run_meta(K.floor, [self._data], {})
     return _write_out(out, _r._data, 'floor')
 
-_op_ceil = Dispatcher.define('ceil(Tensor self) -> Tensor')
+_op_ceil = _A._op_ceil
 
 def _cpu_ceil_default(ks, self):
     try:
@@ -360,7 +360,7 @@ def _meta_ceil_default(ks, self):
     _r = _run_meta(K.ceil, [self._data], {})
     return _r
 
-_op_ceil_ = Dispatcher.define('ceil_(Tensor(a!) self) -> Tensor(a!)')
+_op_ceil_ = _A._op_ceil_
 
 def _cpu_ceil__default(ks, self):
     try:
@@ -380,7 +380,7 @@ def _meta_ceil__default(ks, self):
     _r = _run_meta(K.ceil, [self._data], {})
     return _write_inplace(self, _r._data, 'ceil_')
 
-_op_ceil_out = Dispatcher.define('ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ceil_out = _A._op_ceil_out
 
 def _cpu_ceil_out(ks, self, out):
     try:
@@ -402,7 +402,7 @@ def _meta_ceil_out(ks, self, out):
     _r = _run_meta(K.ceil, [self._data], {})
     return _write_out(out, _r._data, 'ceil')
 
-_op_trunc = Dispatcher.define('trunc(Tensor self) -> Tensor')
+_op_trunc = _A._op_trunc
 
 def _cpu_trunc_default(ks, self):
     try:
@@ -422,7 +422,7 @@ def _meta_trunc_default(ks, self):
     _r = _run_meta(K.trunc, [self._data], {})
     return _r
 
-_op_trunc_ = Dispatcher.define('trunc_(Tensor(a!) self) -> Tensor(a!)')
+_op_trunc_ = _A._op_trunc_
 
 def _cpu_trunc__default(ks, self):
     try:
@@ -442,7 +442,7 @@ def _meta_trunc__default(ks, self):
     _r = _run_meta(K.trunc, [self._data], {})
     return _write_inplace(self, _r._data, 'trunc_')
 
-_op_trunc_out = Dispatcher.define('trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_trunc_out = _A._op_trunc_out
 
 def _cpu_trunc_out(ks, self, out):
     try:
@@ -464,7 +464,7 @@ def _meta_trunc_out(ks, self, out):
     _r = _run_meta(K.trunc, [self._data], {})
     return _write_out(out, _r._data, 'trunc')
 
-_op_frac = Dispatcher.define('frac(Tensor self) -> Tensor')
+_op_frac = _A._op_frac
 
 def _cpu_frac_default(ks, self):
     try:
@@ -484,7 +484,7 @@ def _meta_frac_default(ks, self):
     _r = _run_meta(K.frac, [self._data], {})
     return _r
 
-_op_frac_ = Dispatcher.define('frac_(Tensor(a!) self) -> Tensor(a!)')
+_op_frac_ = _A._op_frac_
 
 def _cpu_frac__default(ks, self):
     try:
@@ -504,7 +504,7 @@ def _meta_frac__default(ks, self):
     _r = _run_meta(K.frac, [self._data], {})
     return _write_inplace(self, _r._data, 'frac_')
 
-_op_frac_out = Dispatcher.define('frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_frac_out = _A._op_frac_out
 
 def _cpu_frac_out(ks, self, out):
     try:
@@ -526,7 +526,7 @@ def _meta_frac_out(ks, self, out):
     _r = _run_meta(K.frac, [self._data], {})
     return _write_out(out, _r._data, 'frac')
 
-_op_exp = Dispatcher.define('exp(Tensor self) -> Tensor')
+_op_exp = _A._op_exp
 
 def _cpu_exp_default(ks, self):
     try:
@@ -546,7 +546,7 @@ def _meta_exp_default(ks, self):
     _r = _run_meta(K.exp, [self._data], {})
     return _r
 
-_op_exp_ = Dispatcher.define('exp_(Tensor(a!) self) -> Tensor(a!)')
+_op_exp_ = _A._op_exp_
 
 def _cpu_exp__default(ks, self):
     try:
@@ -566,7 +566,7 @@ def _meta_exp__default(ks, self):
     _r = _run_meta(K.exp, [self._data], {})
     return _write_inplace(self, _r._data, 'exp_')
 
-_op_exp_out = Dispatcher.define('exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_exp_out = _A._op_exp_out
 
 def _cpu_exp_out(ks, self, out):
     try:
@@ -588,7 +588,7 @@ def _meta_exp_out(ks, self, out):
     _r = _run_meta(K.exp, [self._data], {})
     return _write_out(out, _r._data, 'exp')
 
-_op_exp2 = Dispatcher.define('exp2(Tensor self) -> Tensor')
+_op_exp2 = _A._op_exp2
 
 def _cpu_exp2_default(ks, self):
     try:
@@ -608,7 +608,7 @@ def _meta_exp2_default(ks, self):
     _r = _run_meta(K.exp2, [self._data], {})
     return _r
 
-_op_exp2_ = Dispatcher.define('exp2_(Tensor(a!) self) -> Tensor(a!)')
+_op_exp2_ = _A._op_exp2_
 
 def _cpu_exp2__default(ks, self):
     try:
@@ -628,7 +628,7 @@ def _meta_exp2__default(ks, self):
     _r = _run_meta(K.exp2, [self._data], {})
     return _write_inplace(self, _r._data, 'exp2_')
 
-_op_exp2_out = Dispatcher.define('exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_exp2_out = _A._op_exp2_out
 
 def _cpu_exp2_out(ks, self, out):
     try:
@@ -650,7 +650,7 @@ def _meta_exp2_out(ks, self, out):
     _r = _run_meta(K.exp2, [self._data], {})
     return _write_out(out, _r._data, 'exp2')
 
-_op_expm1 = Dispatcher.define('expm1(Tensor self) -> Tensor')
+_op_expm1 = _A._op_expm1
 
 def _cpu_expm1_default(ks, self):
     try:
@@ -670,7 +670,7 @@ def _meta_expm1_default(ks, self):
     _r = _run_meta(K.expm1, [self._data], {})
     return _r
 
-_op_expm1_ = Dispatcher.define('expm1_(Tensor(a!) self) -> Tensor(a!)')
+_op_expm1_ = _A._op_expm1_
 
 def _cpu_expm1__default(ks, self):
     try:
@@ -690,7 +690,7 @@ def _meta_expm1__default(ks, self):
     _r = _run_meta(K.expm1, [self._data], {})
     return _write_inplace(self, _r._data, 'expm1_')
 
-_op_expm1_out = Dispatcher.define('expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_expm1_out = _A._op_expm1_out
 
 def _cpu_expm1_out(ks, self, out):
     try:
@@ -712,7 +712,7 @@ def _meta_expm1_out(ks, self, out):
     _r = _run_meta(K.expm1, [self._data], {})
     return _write_out(out, _r._data, 'expm1')
 
-_op_log = Dispatcher.define('log(Tensor self) -> Tensor')
+_op_log = _A._op_log
 
 def _cpu_log_default(ks, self):
     try:
@@ -732,7 +732,7 @@ def _meta_log_default(ks, self):
     _r = _run_meta(K.log, [self._data], {})
     return _r
 
-_op_log_ = Dispatcher.define('log_(Tensor(a!) self) -> Tensor(a!)')
+_op_log_ = _A._op_log_
 
 def _cpu_log__default(ks, self):
     try:
@@ -752,7 +752,7 @@ def _meta_log__default(ks, self):
     _r = _run_meta(K.log, [self._data], {})
     return _write_inplace(self, _r._data, 'log_')
 
-_op_log_out = Dispatcher.define('log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_log_out = _A._op_log_out
 
 def _cpu_log_out(ks, self, out):
     try:
@@ -774,7 +774,7 @@ def _meta_log_out(ks, self, out):
     _r = _run_meta(K.log, [self._data], {})
     return _write_out(out, _r._data, 'log')
 
-_op_log2 = Dispatcher.define('log2(Tensor self) -> Tensor')
+_op_log2 = _A._op_log2
 
 def _cpu_log2_default(ks, self):
     try:
@@ -794,7 +794,7 @@ def _meta_log2_default(ks, self):
     _r = _run_meta(K.log2, [self._data], {})
     return _r
 
-_op_log2_ = Dispatcher.define('log2_(Tensor(a!) self) -> Tensor(a!)')
+_op_log2_ = _A._op_log2_
 
 def _cpu_log2__default(ks, self):
     try:
@@ -814,7 +814,7 @@ def _meta_log2__default(ks, self):
     _r = _run_meta(K.log2, [self._data], {})
     return _write_inplace(self, _r._data, 'log2_')
 
-_op_log2_out = Dispatcher.define('log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_log2_out = _A._op_log2_out
 
 def _cpu_log2_out(ks, self, out):
     try:
@@ -836,7 +836,7 @@ def _meta_log2_out(ks, self, out):
     _r = _run_meta(K.log2, [self._data], {})
     return _write_out(out, _r._data, 'log2')
 
-_op_log10 = Dispatcher.define('log10(Tensor self) -> Tensor')
+_op_log10 = _A._op_log10
 
 def _cpu_log10_default(ks, self):
     try:
@@ -856,7 +856,7 @@ def _meta_log10_default(ks, self):
     _r = _run_meta(K.log10, [self._data], {})
     return _r
 
-_op_log10_ = Dispatcher.define('log10_(Tensor(a!) self) -> Tensor(a!)')
+_op_log10_ = _A._op_log10_
 
 def _cpu_log10__default(ks, self):
     try:
@@ -876,7 +876,7 @@ def _meta_log10__default(ks, self):
     _r = _run_meta(K.log10, [self._data], {})
     return _write_inplace(self, _r._data, 'log10_')
 
-_op_log10_out = Dispatcher.define('log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_log10_out = _A._op_log10_out
 
 def _cpu_log10_out(ks, self, out):
     try:
@@ -898,7 +898,7 @@ def _meta_log10_out(ks, self, out):
     _r = _run_meta(K.log10, [self._data], {})
     return _write_out(out, _r._data, 'log10')
 
-_op_log1p = Dispatcher.define('log1p(Tensor self) -> Tensor')
+_op_log1p = _A._op_log1p
 
 def _cpu_log1p_default(ks, self):
     try:
@@ -918,7 +918,7 @@ def _meta_log1p_default(ks, self):
     _r = _run_meta(K.log1p, [self._data], {})
     return _r
 
-_op_log1p_ = Dispatcher.define('log1p_(Tensor(a!) self) -> Tensor(a!)')
+_op_log1p_ = _A._op_log1p_
 
 def _cpu_log1p__default(ks, self):
     try:
@@ -938,7 +938,7 @@ def _meta_log1p__default(ks, self):
     _r = _run_meta(K.log1p, [self._data], {})
     return _write_inplace(self, _r._data, 'log1p_')
 
-_op_log1p_out = Dispatcher.define('log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_log1p_out = _A._op_log1p_out
 
 def _cpu_log1p_out(ks, self, out):
     try:
@@ -960,7 +960,7 @@ def _meta_log1p_out(ks, self, out):
     _r = _run_meta(K.log1p, [self._data], {})
     return _write_out(out, _r._data, 'log1p')
 
-_op_sqrt = Dispatcher.define('sqrt(Tensor self) -> Tensor')
+_op_sqrt = _A._op_sqrt
 
 def _cpu_sqrt_default(ks, self):
     try:
@@ -980,7 +980,7 @@ def _meta_sqrt_default(ks, self):
     _r = _run_meta(K.sqrt, [self._data], {})
     return _r
 
-_op_sqrt_ = Dispatcher.define('sqrt_(Tensor(a!) self) -> Tensor(a!)')
+_op_sqrt_ = _A._op_sqrt_
 
 def _cpu_sqrt__default(ks, self):
     try:
@@ -1000,7 +1000,7 @@ def _meta_sqrt__default(ks, self):
     _r = _run_meta(K.sqrt, [self._data], {})
     return _write_inplace(self, _r._data, 'sqrt_')
 
-_op_sqrt_out = Dispatcher.define('sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sqrt_out = _A._op_sqrt_out
 
 def _cpu_sqrt_out(ks, self, out):
     try:
@@ -1022,7 +1022,7 @@ def _meta_sqrt_out(ks, self, out):
     _r = _run_meta(K.sqrt, [self._data], {})
     return _write_out(out, _r._data, 'sqrt')
 
-_op_rsqrt = Dispatcher.define('rsqrt(Tensor self) -> Tensor')
+_op_rsqrt = _A._op_rsqrt
 
 def _cpu_rsqrt_default(ks, self):
     try:
@@ -1042,7 +1042,7 @@ def _meta_rsqrt_default(ks, self):
     _r = _run_meta(K.rsqrt, [self._data], {})
     return _r
 
-_op_rsqrt_ = Dispatcher.define('rsqrt_(Tensor(a!) self) -> Tensor(a!)')
+_op_rsqrt_ = _A._op_rsqrt_
 
 def _cpu_rsqrt__default(ks, self):
     try:
@@ -1062,7 +1062,7 @@ def _meta_rsqrt__default(ks, self):
     _r = _run_meta(K.rsqrt, [self._data], {})
     return _write_inplace(self, _r._data, 'rsqrt_')
 
-_op_rsqrt_out = Dispatcher.define('rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_rsqrt_out = _A._op_rsqrt_out
 
 def _cpu_rsqrt_out(ks, self, out):
     try:
@@ -1084,7 +1084,7 @@ def _meta_rsqrt_out(ks, self, out):
     _r = _run_meta(K.rsqrt, [self._data], {})
     return _write_out(out, _r._data, 'rsqrt')
 
-_op_sin = Dispatcher.define('sin(Tensor self) -> Tensor')
+_op_sin = _A._op_sin
 
 def _cpu_sin_default(ks, self):
     try:
@@ -1104,7 +1104,7 @@ def _meta_sin_default(ks, self):
     _r = _run_meta(K.sin, [self._data], {})
     return _r
 
-_op_sin_ = Dispatcher.define('sin_(Tensor(a!) self) -> Tensor(a!)')
+_op_sin_ = _A._op_sin_
 
 def _cpu_sin__default(ks, self):
     try:
@@ -1124,7 +1124,7 @@ def _meta_sin__default(ks, self):
     _r = _run_meta(K.sin, [self._data], {})
     return _write_inplace(self, _r._data, 'sin_')
 
-_op_sin_out = Dispatcher.define('sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sin_out = _A._op_sin_out
 
 def _cpu_sin_out(ks, self, out):
     try:
@@ -1146,7 +1146,7 @@ def _meta_sin_out(ks, self, out):
     _r = _run_meta(K.sin, [self._data], {})
     return _write_out(out, _r._data, 'sin')
 
-_op_cos = Dispatcher.define('cos(Tensor self) -> Tensor')
+_op_cos = _A._op_cos
 
 def _cpu_cos_default(ks, self):
     try:
@@ -1166,7 +1166,7 @@ def _meta_cos_default(ks, self):
     _r = _run_meta(K.cos, [self._data], {})
     return _r
 
-_op_cos_ = Dispatcher.define('cos_(Tensor(a!) self) -> Tensor(a!)')
+_op_cos_ = _A._op_cos_
 
 def _cpu_cos__default(ks, self):
     try:
@@ -1186,7 +1186,7 @@ def _meta_cos__default(ks, self):
     _r = _run_meta(K.cos, [self._data], {})
     return _write_inplace(self, _r._data, 'cos_')
 
-_op_cos_out = Dispatcher.define('cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_cos_out = _A._op_cos_out
 
 def _cpu_cos_out(ks, self, out):
     try:
@@ -1208,7 +1208,7 @@ def _meta_cos_out(ks, self, out):
     _r = _run_meta(K.cos, [self._data], {})
     return _write_out(out, _r._data, 'cos')
 
-_op_tan = Dispatcher.define('tan(Tensor self) -> Tensor')
+_op_tan = _A._op_tan
 
 def _cpu_tan_default(ks, self):
     try:
@@ -1228,7 +1228,7 @@ def _meta_tan_default(ks, self):
     _r = _run_meta(K.tan, [self._data], {})
     return _r
 
-_op_tan_ = Dispatcher.define('tan_(Tensor(a!) self) -> Tensor(a!)')
+_op_tan_ = _A._op_tan_
 
 def _cpu_tan__default(ks, self):
     try:
@@ -1248,7 +1248,7 @@ def _meta_tan__default(ks, self):
     _r = _run_meta(K.tan, [self._data], {})
     return _write_inplace(self, _r._data, 'tan_')
 
-_op_tan_out = Dispatcher.define('tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_tan_out = _A._op_tan_out
 
 def _cpu_tan_out(ks, self, out):
     try:
@@ -1270,7 +1270,7 @@ def _meta_tan_out(ks, self, out):
     _r = _run_meta(K.tan, [self._data], {})
     return _write_out(out, _r._data, 'tan')
 
-_op_asin = Dispatcher.define('asin(Tensor self) -> Tensor')
+_op_asin = _A._op_asin
 
 def _cpu_asin_default(ks, self):
     try:
@@ -1290,7 +1290,7 @@ def _meta_asin_default(ks, self):
     _r = _run_meta(K.asin, [self._data], {})
     return _r
 
-_op_asin_ = Dispatcher.define('asin_(Tensor(a!) self) -> Tensor(a!)')
+_op_asin_ = _A._op_asin_
 
 def _cpu_asin__default(ks, self):
     try:
@@ -1310,7 +1310,7 @@ def _meta_asin__default(ks, self):
     _r = _run_meta(K.asin, [self._data], {})
     return _write_inplace(self, _r._data, 'asin_')
 
-_op_asin_out = Dispatcher.define('asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_asin_out = _A._op_asin_out
 
 def _cpu_asin_out(ks, self, out):
     try:
@@ -1332,7 +1332,7 @@ def _meta_asin_out(ks, self, out):
     _r = _run_meta(K.asin, [self._data], {})
     return _write_out(out, _r._data, 'asin')
 
-_op_acos = Dispatcher.define('acos(Tensor self) -> Tensor')
+_op_acos = _A._op_acos
 
 def _cpu_acos_default(ks, self):
     try:
@@ -1352,7 +1352,7 @@ def _meta_acos_default(ks, self):
     _r = _run_meta(K.acos, [self._data], {})
     return _r
 
-_op_acos_ = Dispatcher.define('acos_(Tensor(a!) self) -> Tensor(a!)')
+_op_acos_ = _A._op_acos_
 
 def _cpu_acos__default(ks, self):
     try:
@@ -1372,7 +1372,7 @@ def _meta_acos__default(ks, self):
     _r = _run_meta(K.acos, [self._data], {})
     return _write_inplace(self, _r._data, 'acos_')
 
-_op_acos_out = Dispatcher.define('acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_acos_out = _A._op_acos_out
 
 def _cpu_acos_out(ks, self, out):
     try:
@@ -1394,7 +1394,7 @@ def _meta_acos_out(ks, self, out):
     _r = _run_meta(K.acos, [self._data], {})
     return _write_out(out, _r._data, 'acos')
 
-_op_atan = Dispatcher.define('atan(Tensor self) -> Tensor')
+_op_atan = _A._op_atan
 
 def _cpu_atan_default(ks, self):
     try:
@@ -1414,7 +1414,7 @@ def _meta_atan_default(ks, self):
     _r = _run_meta(K.atan, [self._data], {})
     return _r
 
-_op_atan_ = Dispatcher.define('atan_(Tensor(a!) self) -> Tensor(a!)')
+_op_atan_ = _A._op_atan_
 
 def _cpu_atan__default(ks, self):
     try:
@@ -1434,7 +1434,7 @@ def _meta_atan__default(ks, self):
     _r = _run_meta(K.atan, [self._data], {})
     return _write_inplace(self, _r._data, 'atan_')
 
-_op_atan_out = Dispatcher.define('atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_atan_out = _A._op_atan_out
 
 def _cpu_atan_out(ks, self, out):
     try:
@@ -1456,7 +1456,7 @@ def _meta_atan_out(ks, self, out):
     _r = _run_meta(K.atan, [self._data], {})
     return _write_out(out, _r._data, 'atan')
 
-_op_sinh = Dispatcher.define('sinh(Tensor self) -> Tensor')
+_op_sinh = _A._op_sinh
 
 def _cpu_sinh_default(ks, self):
     try:
@@ -1476,7 +1476,7 @@ def _meta_sinh_default(ks, self):
     _r = _run_meta(K.sinh, [self._data], {})
     return _r
 
-_op_sinh_ = Dispatcher.define('sinh_(Tensor(a!) self) -> Tensor(a!)')
+_op_sinh_ = _A._op_sinh_
 
 def _cpu_sinh__default(ks, self):
     try:
@@ -1496,7 +1496,7 @@ def _meta_sinh__default(ks, self):
     _r = _run_meta(K.sinh, [self._data], {})
     return _write_inplace(self, _r._data, 'sinh_')
 
-_op_sinh_out = Dispatcher.define('sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sinh_out = _A._op_sinh_out
 
 def _cpu_sinh_out(ks, self, out):
     try:
@@ -1518,7 +1518,7 @@ def _meta_sinh_out(ks, self, out):
     _r = _run_meta(K.sinh, [self._data], {})
     return _write_out(out, _r._data, 'sinh')
 
-_op_cosh = Dispatcher.define('cosh(Tensor self) -> Tensor')
+_op_cosh = _A._op_cosh
 
 def _cpu_cosh_default(ks, self):
     try:
@@ -1538,7 +1538,7 @@ def _meta_cosh_default(ks, self):
     _r = _run_meta(K.cosh, [self._data], {})
     return _r
 
-_op_cosh_ = Dispatcher.define('cosh_(Tensor(a!) self) -> Tensor(a!)')
+_op_cosh_ = _A._op_cosh_
 
 def _cpu_cosh__default(ks, self):
     try:
@@ -1558,7 +1558,7 @@ def _meta_cosh__default(ks, self):
     _r = _run_meta(K.cosh, [self._data], {})
     return _write_inplace(self, _r._data, 'cosh_')
 
-_op_cosh_out = Dispatcher.define('cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_cosh_out = _A._op_cosh_out
 
 def _cpu_cosh_out(ks, self, out):
     try:
@@ -1580,7 +1580,7 @@ def _meta_cosh_out(ks, self, out):
     _r = _run_meta(K.cosh, [self._data], {})
     return _write_out(out, _r._data, 'cosh')
 
-_op_tanh = Dispatcher.define('tanh(Tensor self) -> Tensor')
+_op_tanh = _A._op_tanh
 
 def _cpu_tanh_default(ks, self):
     try:
@@ -1600,7 +1600,7 @@ def _meta_tanh_default(ks, self):
     _r = _run_meta(K.tanh, [self._data], {})
     return _r
 
-_op_tanh_ = Dispatcher.define('tanh_(Tensor(a!) self) -> Tensor(a!)')
+_op_tanh_ = _A._op_tanh_
 
 def _cpu_tanh__default(ks, self):
     try:
@@ -1620,7 +1620,7 @@ def _meta_tanh__default(ks, self):
     _r = _run_meta(K.tanh, [self._data], {})
     return _write_inplace(self, _r._data, 'tanh_')
 
-_op_tanh_out = Dispatcher.define('tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_tanh_out = _A._op_tanh_out
 
 def _cpu_tanh_out(ks, self, out):
     try:
@@ -1642,7 +1642,7 @@ def _meta_tanh_out(ks, self, out):
     _r = _run_meta(K.tanh, [self._data], {})
     return _write_out(out, _r._data, 'tanh')
 
-_op_asinh = Dispatcher.define('asinh(Tensor self) -> Tensor')
+_op_asinh = _A._op_asinh
 
 def _cpu_asinh_default(ks, self):
     try:
@@ -1662,7 +1662,7 @@ def _meta_asinh_default(ks, self):
     _r = _run_meta(K.asinh, [self._data], {})
     return _r
 
-_op_asinh_ = Dispatcher.define('asinh_(Tensor(a!) self) -> Tensor(a!)')
+_op_asinh_ = _A._op_asinh_
 
 def _cpu_asinh__default(ks, self):
     try:
@@ -1682,7 +1682,7 @@ def _meta_asinh__default(ks, self):
     _r = _run_meta(K.asinh, [self._data], {})
     return _write_inplace(self, _r._data, 'asinh_')
 
-_op_asinh_out = Dispatcher.define('asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_asinh_out = _A._op_asinh_out
 
 def _cpu_asinh_out(ks, self, out):
     try:
@@ -1704,7 +1704,7 @@ def _meta_asinh_out(ks, self, out):
     _r = _run_meta(K.asinh, [self._data], {})
     return _write_out(out, _r._data, 'asinh')
 
-_op_acosh = Dispatcher.define('acosh(Tensor self) -> Tensor')
+_op_acosh = _A._op_acosh
 
 def _cpu_acosh_default(ks, self):
     try:
@@ -1724,7 +1724,7 @@ def _meta_acosh_default(ks, self):
     _r = _run_meta(K.acosh, [self._data], {})
     return _r
 
-_op_acosh_ = Dispatcher.define('acosh_(Tensor(a!) self) -> Tensor(a!)')
+_op_acosh_ = _A._op_acosh_
 
 def _cpu_acosh__default(ks, self):
     try:
@@ -1744,7 +1744,7 @@ def _meta_acosh__default(ks, self):
     _r = _run_meta(K.acosh, [self._data], {})
     return _write_inplace(self, _r._data, 'acosh_')
 
-_op_acosh_out = Dispatcher.define('acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_acosh_out = _A._op_acosh_out
 
 def _cpu_acosh_out(ks, self, out):
     try:
@@ -1766,7 +1766,7 @@ def _meta_acosh_out(ks, self, out):
     _r = _run_meta(K.acosh, [self._data], {})
     return _write_out(out, _r._data, 'acosh')
 
-_op_atanh = Dispatcher.define('atanh(Tensor self) -> Tensor')
+_op_atanh = _A._op_atanh
 
 def _cpu_atanh_default(ks, self):
     try:
@@ -1786,7 +1786,7 @@ def _meta_atanh_default(ks, self):
     _r = _run_meta(K.atanh, [self._data], {})
     return _r
 
-_op_atanh_ = Dispatcher.define('atanh_(Tensor(a!) self) -> Tensor(a!)')
+_op_atanh_ = _A._op_atanh_
 
 def _cpu_atanh__default(ks, self):
     try:
@@ -1806,7 +1806,7 @@ def _meta_atanh__default(ks, self):
     _r = _run_meta(K.atanh, [self._data], {})
     return _write_inplace(self, _r._data, 'atanh_')
 
-_op_atanh_out = Dispatcher.define('atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_atanh_out = _A._op_atanh_out
 
 def _cpu_atanh_out(ks, self, out):
     try:
@@ -1828,7 +1828,7 @@ def _meta_atanh_out(ks, self, out):
     _r = _run_meta(K.atanh, [self._data], {})
     return _write_out(out, _r._data, 'atanh')
 
-_op_sigmoid = Dispatcher.define('sigmoid(Tensor self) -> Tensor')
+_op_sigmoid = _A._op_sigmoid
 
 def _cpu_sigmoid_default(ks, self):
     try:
@@ -1848,7 +1848,7 @@ def _meta_sigmoid_default(ks, self):
     _r = _run_meta(K.sigmoid, [self._data], {})
     return _r
 
-_op_sigmoid_ = Dispatcher.define('sigmoid_(Tensor(a!) self) -> Tensor(a!)')
+_op_sigmoid_ = _A._op_sigmoid_
 
 def _cpu_sigmoid__default(ks, self):
     try:
@@ -1868,7 +1868,7 @@ def _meta_sigmoid__default(ks, self):
     _r = _run_meta(K.sigmoid, [self._data], {})
     return _write_inplace(self, _r._data, 'sigmoid_')
 
-_op_sigmoid_out = Dispatcher.define('sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sigmoid_out = _A._op_sigmoid_out
 
 def _cpu_sigmoid_out(ks, self, out):
     try:
@@ -1890,7 +1890,7 @@ def _meta_sigmoid_out(ks, self, out):
     _r = _run_meta(K.sigmoid, [self._data], {})
     return _write_out(out, _r._data, 'sigmoid')
 
-_op_reciprocal = Dispatcher.define('reciprocal(Tensor self) -> Tensor')
+_op_reciprocal = _A._op_reciprocal
 
 def _cpu_reciprocal_default(ks, self):
     try:
@@ -1910,7 +1910,7 @@ def _meta_reciprocal_default(ks, self):
     _r = _run_meta(K.reciprocal, [self._data], {})
     return _r
 
-_op_reciprocal_ = Dispatcher.define('reciprocal_(Tensor(a!) self) -> Tensor(a!)')
+_op_reciprocal_ = _A._op_reciprocal_
 
 def _cpu_reciprocal__default(ks, self):
     try:
@@ -1930,7 +1930,7 @@ def _meta_reciprocal__default(ks, self):
     _r = _run_meta(K.reciprocal, [self._data], {})
     return _write_inplace(self, _r._data, 'reciprocal_')
 
-_op_reciprocal_out = Dispatcher.define('reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_reciprocal_out = _A._op_reciprocal_out
 
 def _cpu_reciprocal_out(ks, self, out):
     try:
@@ -1952,7 +1952,7 @@ def _meta_reciprocal_out(ks, self, out):
     _r = _run_meta(K.reciprocal, [self._data], {})
     return _write_out(out, _r._data, 'reciprocal')
 
-_op_erf = Dispatcher.define('erf(Tensor self) -> Tensor')
+_op_erf = _A._op_erf
 
 def _cpu_erf_default(ks, self):
     try:
@@ -1972,7 +1972,7 @@ def _meta_erf_default(ks, self):
     _r = _run_meta(K.erf, [self._data], {})
     return _r
 
-_op_erf_ = Dispatcher.define('erf_(Tensor(a!) self) -> Tensor(a!)')
+_op_erf_ = _A._op_erf_
 
 def _cpu_erf__default(ks, self):
     try:
@@ -1992,7 +1992,7 @@ def _meta_erf__default(ks, self):
     _r = _run_meta(K.erf, [self._data], {})
     return _write_inplace(self, _r._data, 'erf_')
 
-_op_erf_out = Dispatcher.define('erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_erf_out = _A._op_erf_out
 
 def _cpu_erf_out(ks, self, out):
     try:
@@ -2014,7 +2014,7 @@ def _meta_erf_out(ks, self, out):
     _r = _run_meta(K.erf, [self._data], {})
     return _write_out(out, _r._data, 'erf')
 
-_op_erfc = Dispatcher.define('erfc(Tensor self) -> Tensor')
+_op_erfc = _A._op_erfc
 
 def _cpu_erfc_default(ks, self):
     try:
@@ -2034,7 +2034,7 @@ def _meta_erfc_default(ks, self):
     _r = _run_meta(K.erfc, [self._data], {})
     return _r
 
-_op_erfc_ = Dispatcher.define('erfc_(Tensor(a!) self) -> Tensor(a!)')
+_op_erfc_ = _A._op_erfc_
 
 def _cpu_erfc__default(ks, self):
     try:
@@ -2054,7 +2054,7 @@ def _meta_erfc__default(ks, self):
     _r = _run_meta(K.erfc, [self._data], {})
     return _write_inplace(self, _r._data, 'erfc_')
 
-_op_erfc_out = Dispatcher.define('erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_erfc_out = _A._op_erfc_out
 
 def _cpu_erfc_out(ks, self, out):
     try:
@@ -2076,7 +2076,7 @@ def _meta_erfc_out(ks, self, out):
     _r = _run_meta(K.erfc, [self._data], {})
     return _write_out(out, _r._data, 'erfc')
 
-_op_erfinv = Dispatcher.define('erfinv(Tensor self) -> Tensor')
+_op_erfinv = _A._op_erfinv
 
 def _cpu_erfinv_default(ks, self):
     try:
@@ -2096,7 +2096,7 @@ def _meta_erfinv_default(ks, self):
     _r = _run_meta(K.erfinv, [self._data], {})
     return _r
 
-_op_erfinv_ = Dispatcher.define('erfinv_(Tensor(a!) self) -> Tensor(a!)')
+_op_erfinv_ = _A._op_erfinv_
 
 def _cpu_erfinv__default(ks, self):
     try:
@@ -2116,7 +2116,7 @@ def _meta_erfinv__default(ks, self):
     _r = _run_meta(K.erfinv, [self._data], {})
     return _write_inplace(self, _r._data, 'erfinv_')
 
-_op_erfinv_out = Dispatcher.define('erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_erfinv_out = _A._op_erfinv_out
 
 def _cpu_erfinv_out(ks, self, out):
     try:
@@ -2138,7 +2138,7 @@ def _meta_erfinv_out(ks, self, out):
     _r = _run_meta(K.erfinv, [self._data], {})
     return _write_out(out, _r._data, 'erfinv')
 
-_op_lgamma = Dispatcher.define('lgamma(Tensor self) -> Tensor')
+_op_lgamma = _A._op_lgamma
 
 def _cpu_lgamma_default(ks, self):
     try:
@@ -2158,7 +2158,7 @@ def _meta_lgamma_default(ks, self):
     _r = _run_meta(K.lgamma, [self._data], {})
     return _r
 
-_op_lgamma_ = Dispatcher.define('lgamma_(Tensor(a!) self) -> Tensor(a!)')
+_op_lgamma_ = _A._op_lgamma_
 
 def _cpu_lgamma__default(ks, self):
     try:
@@ -2178,7 +2178,7 @@ def _meta_lgamma__default(ks, self):
     _r = _run_meta(K.lgamma, [self._data], {})
     return _write_inplace(self, _r._data, 'lgamma_')
 
-_op_lgamma_out = Dispatcher.define('lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_lgamma_out = _A._op_lgamma_out
 
 def _cpu_lgamma_out(ks, self, out):
     try:
@@ -2200,7 +2200,7 @@ def _meta_lgamma_out(ks, self, out):
     _r = _run_meta(K.lgamma, [self._data], {})
     return _write_out(out, _r._data, 'lgamma')
 
-_op_digamma = Dispatcher.define('digamma(Tensor self) -> Tensor')
+_op_digamma = _A._op_digamma
 
 def _cpu_digamma_default(ks, self):
     try:
@@ -2220,7 +2220,7 @@ def _meta_digamma_default(ks, self):
     _r = _run_meta(K.digamma, [self._data], {})
     return _r
 
-_op_digamma_ = Dispatcher.define('digamma_(Tensor(a!) self) -> Tensor(a!)')
+_op_digamma_ = _A._op_digamma_
 
 def _cpu_digamma__default(ks, self):
     try:
@@ -2240,7 +2240,7 @@ def _meta_digamma__default(ks, self):
     _r = _run_meta(K.digamma, [self._data], {})
     return _write_inplace(self, _r._data, 'digamma_')
 
-_op_digamma_out = Dispatcher.define('digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_digamma_out = _A._op_digamma_out
 
 def _cpu_digamma_out(ks, self, out):
     try:
@@ -2262,7 +2262,7 @@ def _meta_digamma_out(ks, self, out):
     _r = _run_meta(K.digamma, [self._data], {})
     return _write_out(out, _r._data, 'digamma')
 
-_op_i0 = Dispatcher.define('i0(Tensor self) -> Tensor')
+_op_i0 = _A._op_i0
 
 def _cpu_i0_default(ks, self):
     try:
@@ -2282,7 +2282,7 @@ def _meta_i0_default(ks, self):
     _r = _run_meta(K.i0, [self._data], {})
     return _r
 
-_op_i0_ = Dispatcher.define('i0_(Tensor(a!) self) -> Tensor(a!)')
+_op_i0_ = _A._op_i0_
 
 def _cpu_i0__default(ks, self):
     try:
@@ -2302,7 +2302,7 @@ def _meta_i0__default(ks, self):
     _r = _run_meta(K.i0, [self._data], {})
     return _write_inplace(self, _r._data, 'i0_')
 
-_op_i0_out = Dispatcher.define('i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_i0_out = _A._op_i0_out
 
 def _cpu_i0_out(ks, self, out):
     try:
@@ -2324,7 +2324,7 @@ def _meta_i0_out(ks, self, out):
     _r = _run_meta(K.i0, [self._data], {})
     return _write_out(out, _r._data, 'i0')
 
-_op_sinc = Dispatcher.define('sinc(Tensor self) -> Tensor')
+_op_sinc = _A._op_sinc
 
 def _cpu_sinc_default(ks, self):
     try:
@@ -2344,7 +2344,7 @@ def _meta_sinc_default(ks, self):
     _r = _run_meta(K.sinc, [self._data], {})
     return _r
 
-_op_sinc_ = Dispatcher.define('sinc_(Tensor(a!) self) -> Tensor(a!)')
+_op_sinc_ = _A._op_sinc_
 
 def _cpu_sinc__default(ks, self):
     try:
@@ -2364,7 +2364,7 @@ def _meta_sinc__default(ks, self):
     _r = _run_meta(K.sinc, [self._data], {})
     return _write_inplace(self, _r._data, 'sinc_')
 
-_op_sinc_out = Dispatcher.define('sinc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sinc_out = _A._op_sinc_out
 
 def _cpu_sinc_out(ks, self, out):
     try:
@@ -2386,7 +2386,7 @@ def _meta_sinc_out(ks, self, out):
     _r = _run_meta(K.sinc, [self._data], {})
     return _write_out(out, _r._data, 'sinc')
 
-_op_deg2rad = Dispatcher.define('deg2rad(Tensor self) -> Tensor')
+_op_deg2rad = _A._op_deg2rad
 
 def _cpu_deg2rad_default(ks, self):
     try:
@@ -2406,7 +2406,7 @@ def _meta_deg2rad_default(ks, self):
     _r = _run_meta(K.deg2rad, [self._data], {})
     return _r
 
-_op_deg2rad_ = Dispatcher.define('deg2rad_(Tensor(a!) self) -> Tensor(a!)')
+_op_deg2rad_ = _A._op_deg2rad_
 
 def _cpu_deg2rad__default(ks, self):
     try:
@@ -2426,7 +2426,7 @@ def _meta_deg2rad__default(ks, self):
     _r = _run_meta(K.deg2rad, [self._data], {})
     return _write_inplace(self, _r._data, 'deg2rad_')
 
-_op_deg2rad_out = Dispatcher.define('deg2rad.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_deg2rad_out = _A._op_deg2rad_out
 
 def _cpu_deg2rad_out(ks, self, out):
     try:
@@ -2448,7 +2448,7 @@ def _meta_deg2rad_out(ks, self, out):
     _r = _run_meta(K.deg2rad, [self._data], {})
     return _write_out(out, _r._data, 'deg2rad')
 
-_op_rad2deg = Dispatcher.define('rad2deg(Tensor self) -> Tensor')
+_op_rad2deg = _A._op_rad2deg
 
 def _cpu_rad2deg_default(ks, self):
     try:
@@ -2468,7 +2468,7 @@ def _meta_rad2deg_default(ks, self):
     _r = _run_meta(K.rad2deg, [self._data], {})
     return _r
 
-_op_rad2deg_ = Dispatcher.define('rad2deg_(Tensor(a!) self) -> Tensor(a!)')
+_op_rad2deg_ = _A._op_rad2deg_
 
 def _cpu_rad2deg__default(ks, self):
     try:
@@ -2488,7 +2488,7 @@ def _meta_rad2deg__default(ks, self):
     _r = _run_meta(K.rad2deg, [self._data], {})
     return _write_inplace(self, _r._data, 'rad2deg_')
 
-_op_rad2deg_out = Dispatcher.define('rad2deg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_rad2deg_out = _A._op_rad2deg_out
 
 def _cpu_rad2deg_out(ks, self, out):
     try:
@@ -2510,7 +2510,7 @@ def _meta_rad2deg_out(ks, self, out):
     _r = _run_meta(K.rad2deg, [self._data], {})
     return _write_out(out, _r._data, 'rad2deg')
 
-_op_square = Dispatcher.define('square(Tensor self) -> Tensor')
+_op_square = _A._op_square
 
 def _cpu_square_default(ks, self):
     try:
@@ -2530,7 +2530,7 @@ def _meta_square_default(ks, self):
     _r = _run_meta(K.square, [self._data], {})
     return _r
 
-_op_square_ = Dispatcher.define('square_(Tensor(a!) self) -> Tensor(a!)')
+_op_square_ = _A._op_square_
 
 def _cpu_square__default(ks, self):
     try:
@@ -2550,7 +2550,7 @@ def _meta_square__default(ks, self):
     _r = _run_meta(K.square, [self._data], {})
     return _write_inplace(self, _r._data, 'square_')
 
-_op_square_out = Dispatcher.define('square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_square_out = _A._op_square_out
 
 def _cpu_square_out(ks, self, out):
     try:
@@ -2572,7 +2572,7 @@ def _meta_square_out(ks, self, out):
     _r = _run_meta(K.square, [self._data], {})
     return _write_out(out, _r._data, 'square')
 
-_op_bitwise_not = Dispatcher.define('bitwise_not(Tensor self) -> Tensor')
+_op_bitwise_not = _A._op_bitwise_not
 
 def _cpu_bitwise_not_default(ks, self):
     try:
@@ -2592,7 +2592,7 @@ def _meta_bitwise_not_default(ks, self):
     _r = _run_meta(K.bitwise_not, [self._data], {})
     return _r
 
-_op_bitwise_not_ = Dispatcher.define('bitwise_not_(Tensor(a!) self) -> Tensor(a!)')
+_op_bitwise_not_ = _A._op_bitwise_not_
 
 def _cpu_bitwise_not__default(ks, self):
     try:
@@ -2612,7 +2612,7 @@ def _meta_bitwise_not__default(ks, self):
     _r = _run_meta(K.bitwise_not, [self._data], {})
     return _write_inplace(self, _r._data, 'bitwise_not_')
 
-_op_bitwise_not_out = Dispatcher.define('bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_not_out = _A._op_bitwise_not_out
 
 def _cpu_bitwise_not_out(ks, self, out):
     try:
@@ -2634,7 +2634,7 @@ def _meta_bitwise_not_out(ks, self, out):
     _r = _run_meta(K.bitwise_not, [self._data], {})
     return _write_out(out, _r._data, 'bitwise_not')
 
-_op_logical_not = Dispatcher.define('logical_not(Tensor self) -> Tensor')
+_op_logical_not = _A._op_logical_not
 
 def _cpu_logical_not_default(ks, self):
     try:
@@ -2654,7 +2654,7 @@ def _meta_logical_not_default(ks, self):
     _r = _run_meta(K.logical_not, [self._data], {})
     return _r
 
-_op_logical_not_ = Dispatcher.define('logical_not_(Tensor(a!) self) -> Tensor(a!)')
+_op_logical_not_ = _A._op_logical_not_
 
 def _cpu_logical_not__default(ks, self):
     try:
@@ -2674,7 +2674,7 @@ def _meta_logical_not__default(ks, self):
     _r = _run_meta(K.logical_not, [self._data], {})
     return _write_inplace(self, _r._data, 'logical_not_')
 
-_op_logical_not_out = Dispatcher.define('logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logical_not_out = _A._op_logical_not_out
 
 def _cpu_logical_not_out(ks, self, out):
     try:
@@ -2696,7 +2696,7 @@ def _meta_logical_not_out(ks, self, out):
     _r = _run_meta(K.logical_not, [self._data], {})
     return _write_out(out, _r._data, 'logical_not')
 
-_op_relu = Dispatcher.define('relu(Tensor self) -> Tensor')
+_op_relu = _A._op_relu
 
 def _cpu_relu_default(ks, self):
     try:
@@ -2716,7 +2716,7 @@ def _meta_relu_default(ks, self):
     _r = _run_meta(K.relu, [self._data], {})
     return _r
 
-_op_relu_ = Dispatcher.define('relu_(Tensor(a!) self) -> Tensor(a!)')
+_op_relu_ = _A._op_relu_
 
 def _cpu_relu__default(ks, self):
     try:
@@ -2736,12 +2736,12 @@ def _meta_relu__default(ks, self):
     _r = _run_meta(K.relu, [self._data], {})
     return _write_inplace(self, _r._data, 'relu_')
 
-_op_positive = Dispatcher.define('positive(Tensor(a) self) -> Tensor(a)')
+_op_positive = _A._op_positive
 
 def _composite_positive_default(ks, self):
     return C.positive(self)
 
-_op_round = Dispatcher.define('round(Tensor self) -> Tensor')
+_op_round = _A._op_round
 
 def _cpu_round_default(ks, self):
     try:
@@ -2761,7 +2761,7 @@ def _meta_round_default(ks, self):
     _r = _run_meta(K.round, [self._data], {})
     return _r
 
-_op_round_decimals = Dispatcher.define('round.decimals(Tensor self, *, int decimals) -> Tensor')
+_op_round_decimals = _A._op_round_decimals
 
 def _cpu_round_decimals(ks, self, decimals):
     try:
@@ -2781,7 +2781,7 @@ def _meta_round_decimals(ks, self, decimals):
     _r = _run_meta(K.round, [self._data], {'decimals': decimals})
     return _r
 
-_op_round_ = Dispatcher.define('round_(Tensor(a!) self) -> Tensor(a!)')
+_op_round_ = _A._op_round_
 
 def _cpu_round__default(ks, self):
     try:
@@ -2801,7 +2801,7 @@ def _meta_round__default(ks, self):
     _r = _run_meta(K.round, [self._data], {})
     return _write_inplace(self, _r._data, 'round_')
 
-_op_round__decimals = Dispatcher.define('round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)')
+_op_round__decimals = _A._op_round__decimals
 
 def _cpu_round__decimals(ks, self, decimals):
     try:
@@ -2821,7 +2821,7 @@ def _meta_round__decimals(ks, self, decimals):
     _r = _run_meta(K.round, [self._data], {'decimals': decimals})
     return _write_inplace(self, _r._data, 'round_')
 
-_op_round_out = Dispatcher.define('round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_round_out = _A._op_round_out
 
 def _cpu_round_out(ks, self, out):
     try:
@@ -2843,7 +2843,7 @@ def _meta_round_out(ks, self, out):
     _r = _run_meta(K.round, [self._data], {})
     return _write_out(out, _r._data, 'round')
 
-_op_isnan = Dispatcher.define('isnan(Tensor self) -> Tensor')
+_op_isnan = _A._op_isnan
 
 def _cpu_isnan_default(ks, self):
     try:
@@ -2863,7 +2863,7 @@ def _meta_isnan_default(ks, self):
     _r = _run_meta(K.isnan, [self._data], {})
     return _r
 
-_op_isinf = Dispatcher.define('isinf(Tensor self) -> Tensor')
+_op_isinf = _A._op_isinf
 
 def _cpu_isinf_default(ks, self):
     try:
@@ -2883,7 +2883,7 @@ def _meta_isinf_default(ks, self):
     _r = _run_meta(K.isinf, [self._data], {})
     return _r
 
-_op_isfinite = Dispatcher.define('isfinite(Tensor self) -> Tensor')
+_op_isfinite = _A._op_isfinite
 
 def _cpu_isfinite_default(ks, self):
     try:
@@ -2903,7 +2903,7 @@ def _meta_isfinite_default(ks, self):
     _r = _run_meta(K.isfinite, [self._data], {})
     return _r
 
-_op_isposinf = Dispatcher.define('isposinf(Tensor self) -> Tensor')
+_op_isposinf = _A._op_isposinf
 
 def _cpu_isposinf_default(ks, self):
     try:
@@ -2923,7 +2923,7 @@ def _meta_isposinf_default(ks, self):
     _r = _run_meta(K.isposinf, [self._data], {})
     return _r
 
-_op_isneginf = Dispatcher.define('isneginf(Tensor self) -> Tensor')
+_op_isneginf = _A._op_isneginf
 
 def _cpu_isneginf_default(ks, self):
     try:
@@ -2943,7 +2943,7 @@ def _meta_isneginf_default(ks, self):
     _r = _run_meta(K.isneginf, [self._data], {})
     return _r
 
-_op_signbit = Dispatcher.define('signbit(Tensor self) -> Tensor')
+_op_signbit = _A._op_signbit
 
 def _cpu_signbit_default(ks, self):
     try:
@@ -2963,7 +2963,7 @@ def _meta_signbit_default(ks, self):
     _r = _run_meta(K.signbit, [self._data], {})
     return _r
 
-_op_nan_to_num = Dispatcher.define('nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor')
+_op_nan_to_num = _A._op_nan_to_num
 
 def _cpu_nan_to_num_default(ks, self, nan, posinf, neginf):
     try:
@@ -2983,7 +2983,7 @@ def _meta_nan_to_num_default(ks, self, nan, posinf, neginf):
     _r = _run_meta(K.nan_to_num, [self._data, nan, posinf, neginf], {})
     return _r
 
-_op_nan_to_num_ = Dispatcher.define('nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)')
+_op_nan_to_num_ = _A._op_nan_to_num_
 
 def _cpu_nan_to_num__default(ks, self, nan, posinf, neginf):
     try:
@@ -3003,7 +3003,7 @@ def _meta_nan_to_num__default(ks, self, nan, posinf, neginf):
     _r = _run_meta(K.nan_to_num, [self._data, nan, posinf, neginf], {})
     return _write_inplace(self, _r._data, 'nan_to_num_')
 
-_op_logit = Dispatcher.define('logit(Tensor self, float? eps=None) -> Tensor')
+_op_logit = _A._op_logit
 
 def _cpu_logit_default(ks, self, eps):
     try:
@@ -3023,7 +3023,7 @@ def _meta_logit_default(ks, self, eps):
     _r = _run_meta(K.logit, [self._data, eps], {})
     return _r
 
-_op_polygamma = Dispatcher.define('polygamma(int n, Tensor self) -> Tensor')
+_op_polygamma = _A._op_polygamma
 
 def _cpu_polygamma_default(ks, n, self):
     try:
@@ -3043,12 +3043,12 @@ def _meta_polygamma_default(ks, n, self):
     _r = _run_meta(K.polygamma, [n, self._data], {})
     return _r
 
-_op_special_polygamma = Dispatcher.define('special_polygamma(int n, Tensor self) -> Tensor')
+_op_special_polygamma = _A._op_special_polygamma
 
 def _composite_special_polygamma_default(ks, n, self):
     return C.special_polygamma(n, self)
 
-_op_logit_ = Dispatcher.define('logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)')
+_op_logit_ = _A._op_logit_
 
 def _cpu_logit__default(ks, self, eps):
     try:
@@ -3068,7 +3068,7 @@ def _meta_logit__default(ks, self, eps):
     _r = _run_meta(K.logit, [self._data, eps], {})
     return _write_inplace(self, _r._data, 'logit_')
 
-_op_add_Tensor = Dispatcher.define('add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
+_op_add_Tensor = _A._op_add_Tensor
 
 def _cpu_add_Tensor(ks, self, other, alpha):
     try:
@@ -3090,7 +3090,7 @@ def _meta_add_Tensor(ks, self, other, alpha):
     _r = _run_meta(K.add, [self._data, other._data], {'alpha': alpha})
     return _r
 
-_op_add__Tensor = Dispatcher.define('add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)')
+_op_add__Tensor = _A._op_add__Tensor
 
 def _cpu_add__Tensor(ks, self, other, alpha):
     try:
@@ -3112,7 +3112,7 @@ def _meta_add__Tensor(ks, self, other, alpha):
     _r = _run_meta(K.add, [self._data, other._data], {'alpha': alpha})
     return _write_inplace(self, _r._data, 'add_')
 
-_op_add_out = Dispatcher.define('add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_add_out = _A._op_add_out
 
 def _cpu_add_out(ks, self, other, alpha, out):
     try:
@@ -3134,7 +3134,7 @@ def _meta_add_out(ks, self, other, alpha, out):
     _r = _run_meta(K.add, [self._data, other._data], {'alpha': alpha})
     return _write_out(out, _r._data, 'add')
 
-_op_add_Scalar = Dispatcher.define('add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
+_op_add_Scalar = _A._op_add_Scalar
 
 def _cpu_add_Scalar(ks, self, other, alpha):
     try:
@@ -3154,7 +3154,7 @@ def _meta_add_Scalar(ks, self, other, alpha):
     _r = _run_meta(K.add, [self._data, other, alpha], {})
     return _r
 
-_op_add__Scalar = Dispatcher.define('add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)')
+_op_add__Scalar = _A._op_add__Scalar
 
 def _cpu_add__Scalar(ks, self, other, alpha):
     try:
@@ -3174,7 +3174,7 @@ def _meta_add__Scalar(ks, self, other, alpha):
     _r = _run_meta(K.add, [self._data, other, alpha], {})
     return _write_inplace(self, _r._data, 'add_')
 
-_op_add_Scalar_out = Dispatcher.define('add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)')
+_op_add_Scalar_out = _A._op_add_Scalar_out
 
 def _cpu_add_Scalar_out(ks, self, other, alpha, out):
     try:
@@ -3196,7 +3196,7 @@ def _meta_add_Scalar_out(ks, self, other, alpha, out):
     _r = _run_meta(K.add, [self._data, other, alpha], {})
     return _write_out(out, _r._data, 'add')
 
-_op_sub_Tensor = Dispatcher.define('sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
+_op_sub_Tensor = _A._op_sub_Tensor
 
 def _cpu_sub_Tensor(ks, self, other, alpha):
     try:
@@ -3218,7 +3218,7 @@ def _meta_sub_Tensor(ks, self, other, alpha):
     _r = _run_meta(K.sub, [self._data, other._data], {'alpha': alpha})
     return _r
 
-_op_sub__Tensor = Dispatcher.define('sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)')
+_op_sub__Tensor = _A._op_sub__Tensor
 
 def _cpu_sub__Tensor(ks, self, other, alpha):
     try:
@@ -3240,7 +3240,7 @@ def _meta_sub__Tensor(ks, self, other, alpha):
     _r = _run_meta(K.sub, [self._data, other._data], {'alpha': alpha})
     return _write_inplace(self, _r._data, 'sub_')
 
-_op_sub_out = Dispatcher.define('sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_sub_out = _A._op_sub_out
 
 def _cpu_sub_out(ks, self, other, alpha, out):
     try:
@@ -3262,7 +3262,7 @@ def _meta_sub_out(ks, self, other, alpha, out):
     _r = _run_meta(K.sub, [self._data, other._data], {'alpha': alpha})
     return _write_out(out, _r._data, 'sub')
 
-_op_sub_Scalar = Dispatcher.define('sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
+_op_sub_Scalar = _A._op_sub_Scalar
 
 def _cpu_sub_Scalar(ks, self, other, alpha):
     try:
@@ -3282,7 +3282,7 @@ def _meta_sub_Scalar(ks, self, other, alpha):
     _r = _run_meta(K.sub, [self._data, other, alpha], {})
     return _r
 
-_op_sub__Scalar = Dispatcher.define('sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)')
+_op_sub__Scalar = _A._op_sub__Scalar
 
 def _cpu_sub__Scalar(ks, self, other, alpha):
     try:
@@ -3302,7 +3302,7 @@ def _meta_sub__Scalar(ks, self, other, alpha):
     _r = _run_meta(K.sub, [self._data, other, alpha], {})
     return _write_inplace(self, _r._data, 'sub_')
 
-_op_sub_Scalar_out = Dispatcher.define('sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sub_Scalar_out = _A._op_sub_Scalar_out
 
 def _cpu_sub_Scalar_out(ks, self, other, alpha, out):
     try:
@@ -3324,7 +3324,7 @@ def _meta_sub_Scalar_out(ks, self, other, alpha, out):
     _r = _run_meta(K.sub, [self._data, other, alpha], {})
     return _write_out(out, _r._data, 'sub')
 
-_op_mul_Tensor = Dispatcher.define('mul.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_mul_Tensor = _A._op_mul_Tensor
 
 def _cpu_mul_Tensor(ks, self, other):
     try:
@@ -3346,7 +3346,7 @@ def _meta_mul_Tensor(ks, self, other):
     _r = _run_meta(K.mul, [self._data, other._data], {})
     return _r
 
-_op_mul__Tensor = Dispatcher.define('mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_mul__Tensor = _A._op_mul__Tensor
 
 def _cpu_mul__Tensor(ks, self, other):
     try:
@@ -3368,7 +3368,7 @@ def _meta_mul__Tensor(ks, self, other):
     _r = _run_meta(K.mul, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'mul_')
 
-_op_mul_out = Dispatcher.define('mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_mul_out = _A._op_mul_out
 
 def _cpu_mul_out(ks, self, other, out):
     try:
@@ -3390,7 +3390,7 @@ def _meta_mul_out(ks, self, other, out):
     _r = _run_meta(K.mul, [self._data, other._data], {})
     return _write_out(out, _r._data, 'mul')
 
-_op_mul_Scalar = Dispatcher.define('mul.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_mul_Scalar = _A._op_mul_Scalar
 
 def _cpu_mul_Scalar(ks, self, other):
     try:
@@ -3410,7 +3410,7 @@ def _meta_mul_Scalar(ks, self, other):
     _r = _run_meta(K.mul, [self._data, other], {})
     return _r
 
-_op_mul__Scalar = Dispatcher.define('mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_mul__Scalar = _A._op_mul__Scalar
 
 def _cpu_mul__Scalar(ks, self, other):
     try:
@@ -3430,7 +3430,7 @@ def _meta_mul__Scalar(ks, self, other):
     _r = _run_meta(K.mul, [self._data, other], {})
     return _write_inplace(self, _r._data, 'mul_')
 
-_op_mul_Scalar_out = Dispatcher.define('mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_mul_Scalar_out = _A._op_mul_Scalar_out
 
 def _cpu_mul_Scalar_out(ks, self, other, out):
     try:
@@ -3452,7 +3452,7 @@ def _meta_mul_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.mul, [self._data, other], {})
     return _write_out(out, _r._data, 'mul')
 
-_op_div_Tensor = Dispatcher.define('div.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_div_Tensor = _A._op_div_Tensor
 
 def _cpu_div_Tensor(ks, self, other):
     try:
@@ -3474,7 +3474,7 @@ def _meta_div_Tensor(ks, self, other):
     _r = _run_meta(K.div, [self._data, other._data], {})
     return _r
 
-_op_div__Tensor = Dispatcher.define('div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_div__Tensor = _A._op_div__Tensor
 
 def _cpu_div__Tensor(ks, self, other):
     try:
@@ -3496,7 +3496,7 @@ def _meta_div__Tensor(ks, self, other):
     _r = _run_meta(K.div, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'div_')
 
-_op_div_out = Dispatcher.define('div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_div_out = _A._op_div_out
 
 def _cpu_div_out(ks, self, other, out):
     try:
@@ -3518,7 +3518,7 @@ def _meta_div_out(ks, self, other, out):
     _r = _run_meta(K.div, [self._data, other._data], {})
     return _write_out(out, _r._data, 'div')
 
-_op_div_Scalar = Dispatcher.define('div.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_div_Scalar = _A._op_div_Scalar
 
 def _cpu_div_Scalar(ks, self, other):
     try:
@@ -3538,7 +3538,7 @@ def _meta_div_Scalar(ks, self, other):
     _r = _run_meta(K.div, [self._data, other], {})
     return _r
 
-_op_div__Scalar = Dispatcher.define('div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_div__Scalar = _A._op_div__Scalar
 
 def _cpu_div__Scalar(ks, self, other):
     try:
@@ -3558,7 +3558,7 @@ def _meta_div__Scalar(ks, self, other):
     _r = _run_meta(K.div, [self._data, other], {})
     return _write_inplace(self, _r._data, 'div_')
 
-_op_div_Scalar_out = Dispatcher.define('div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_div_Scalar_out = _A._op_div_Scalar_out
 
 def _cpu_div_Scalar_out(ks, self, other, out):
     try:
@@ -3580,7 +3580,7 @@ def _meta_div_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.div, [self._data, other], {})
     return _write_out(out, _r._data, 'div')
 
-_op_div_Tensor_mode = Dispatcher.define('div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor')
+_op_div_Tensor_mode = _A._op_div_Tensor_mode
 
 def _cpu_div_Tensor_mode(ks, self, other, rounding_mode):
     try:
@@ -3602,7 +3602,7 @@ def _meta_div_Tensor_mode(ks, self, other, rounding_mode):
     _r = _run_meta(K.div, [self._data, other._data], {'rounding_mode': rounding_mode})
     return _r
 
-_op_div__Tensor_mode = Dispatcher.define('div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)')
+_op_div__Tensor_mode = _A._op_div__Tensor_mode
 
 def _cpu_div__Tensor_mode(ks, self, other, rounding_mode):
     try:
@@ -3624,7 +3624,7 @@ def _meta_div__Tensor_mode(ks, self, other, rounding_mode):
     _r = _run_meta(K.div, [self._data, other._data], {'rounding_mode': rounding_mode})
     return _write_inplace(self, _r._data, 'div_')
 
-_op_div_out_mode = Dispatcher.define('div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)')
+_op_div_out_mode = _A._op_div_out_mode
 
 def _cpu_div_out_mode(ks, self, other, rounding_mode, out):
     try:
@@ -3646,7 +3646,7 @@ def _meta_div_out_mode(ks, self, other, rounding_mode, out):
     _r = _run_meta(K.div, [self._data, other._data], {'rounding_mode': rounding_mode})
     return _write_out(out, _r._data, 'div')
 
-_op_div_Scalar_mode = Dispatcher.define('div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor')
+_op_div_Scalar_mode = _A._op_div_Scalar_mode
 
 def _cpu_div_Scalar_mode(ks, self, other, rounding_mode):
     try:
@@ -3666,7 +3666,7 @@ def _meta_div_Scalar_mode(ks, self, other, rounding_mode):
     _r = _run_meta(K.div, [self._data, other], {'rounding_mode': rounding_mode})
     return _r
 
-_op_div__Scalar_mode = Dispatcher.define('div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)')
+_op_div__Scalar_mode = _A._op_div__Scalar_mode
 
 def _cpu_div__Scalar_mode(ks, self, other, rounding_mode):
     try:
@@ -3686,7 +3686,7 @@ def _meta_div__Scalar_mode(ks, self, other, rounding_mode):
     _r = _run_meta(K.div, [self._data, other], {'rounding_mode': rounding_mode})
     return _write_inplace(self, _r._data, 'div_')
 
-_op_true_divide_Tensor = Dispatcher.define('true_divide.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_true_divide_Tensor = _A._op_true_divide_Tensor
 
 def _cpu_true_divide_Tensor(ks, self, other):
     try:
@@ -3708,7 +3708,7 @@ def _meta_true_divide_Tensor(ks, self, other):
     _r = _run_meta(K.true_divide, [self._data, other._data], {})
     return _r
 
-_op_true_divide__Tensor = Dispatcher.define('true_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_true_divide__Tensor = _A._op_true_divide__Tensor
 
 def _cpu_true_divide__Tensor(ks, self, other):
     try:
@@ -3730,7 +3730,7 @@ def _meta_true_divide__Tensor(ks, self, other):
     _r = _run_meta(K.true_divide, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'true_divide_')
 
-_op_true_divide_out = Dispatcher.define('true_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_true_divide_out = _A._op_true_divide_out
 
 def _cpu_true_divide_out(ks, self, other, out):
     try:
@@ -3752,7 +3752,7 @@ def _meta_true_divide_out(ks, self, other, out):
     _r = _run_meta(K.true_divide, [self._data, other._data], {})
     return _write_out(out, _r._data, 'true_divide')
 
-_op_true_divide_Scalar = Dispatcher.define('true_divide.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_true_divide_Scalar = _A._op_true_divide_Scalar
 
 def _cpu_true_divide_Scalar(ks, self, other):
     try:
@@ -3772,7 +3772,7 @@ def _meta_true_divide_Scalar(ks, self, other):
     _r = _run_meta(K.true_divide, [self._data, other], {})
     return _r
 
-_op_true_divide__Scalar = Dispatcher.define('true_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_true_divide__Scalar = _A._op_true_divide__Scalar
 
 def _cpu_true_divide__Scalar(ks, self, other):
     try:
@@ -3792,7 +3792,7 @@ def _meta_true_divide__Scalar(ks, self, other):
     _r = _run_meta(K.true_divide, [self._data, other], {})
     return _write_inplace(self, _r._data, 'true_divide_')
 
-_op_true_divide_Scalar_out = Dispatcher.define('true_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_true_divide_Scalar_out = _A._op_true_divide_Scalar_out
 
 def _cpu_true_divide_Scalar_out(ks, self, other, out):
     try:
@@ -3814,7 +3814,7 @@ def _meta_true_divide_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.true_divide, [self._data, other], {})
     return _write_out(out, _r._data, 'true_divide')
 
-_op_floor_divide_Tensor = Dispatcher.define('floor_divide.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_floor_divide_Tensor = _A._op_floor_divide_Tensor
 
 def _cpu_floor_divide_Tensor(ks, self, other):
     try:
@@ -3836,7 +3836,7 @@ def _meta_floor_divide_Tensor(ks, self, other):
     _r = _run_meta(K.floor_divide, [self._data, other._data], {})
     return _r
 
-_op_floor_divide__Tensor = Dispatcher.define('floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_floor_divide__Tensor = _A._op_floor_divide__Tensor
 
 def _cpu_floor_divide__Tensor(ks, self, other):
     try:
@@ -3858,7 +3858,7 @@ def _meta_floor_divide__Tensor(ks, self, other):
     _r = _run_meta(K.floor_divide, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'floor_divide_')
 
-_op_floor_divide_out = Dispatcher.define('floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_floor_divide_out = _A._op_floor_divide_out
 
 def _cpu_floor_divide_out(ks, self, other, out):
     try:
@@ -3880,7 +3880,7 @@ def _meta_floor_divide_out(ks, self, other, out):
     _r = _run_meta(K.floor_divide, [self._data, other._data], {})
     return _write_out(out, _r._data, 'floor_divide')
 
-_op_floor_divide_Scalar = Dispatcher.define('floor_divide.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_floor_divide_Scalar = _A._op_floor_divide_Scalar
 
 def _cpu_floor_divide_Scalar(ks, self, other):
     try:
@@ -3900,7 +3900,7 @@ def _meta_floor_divide_Scalar(ks, self, other):
     _r = _run_meta(K.floor_divide, [self._data, other], {})
     return _r
 
-_op_floor_divide__Scalar = Dispatcher.define('floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_floor_divide__Scalar = _A._op_floor_divide__Scalar
 
 def _cpu_floor_divide__Scalar(ks, self, other):
     try:
@@ -3920,7 +3920,7 @@ def _meta_floor_divide__Scalar(ks, self, other):
     _r = _run_meta(K.floor_divide, [self._data, other], {})
     return _write_inplace(self, _r._data, 'floor_divide_')
 
-_op_floor_divide_Scalar_out = Dispatcher.define('floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_floor_divide_Scalar_out = _A._op_floor_divide_Scalar_out
 
 def _cpu_floor_divide_Scalar_out(ks, self, other, out):
     try:
@@ -3942,7 +3942,7 @@ def _meta_floor_divide_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.floor_divide, [self._data, other], {})
     return _write_out(out, _r._data, 'floor_divide')
 
-_op_remainder_Tensor = Dispatcher.define('remainder.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_remainder_Tensor = _A._op_remainder_Tensor
 
 def _cpu_remainder_Tensor(ks, self, other):
     try:
@@ -3964,7 +3964,7 @@ def _meta_remainder_Tensor(ks, self, other):
     _r = _run_meta(K.remainder, [self._data, other._data], {})
     return _r
 
-_op_remainder__Tensor = Dispatcher.define('remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_remainder__Tensor = _A._op_remainder__Tensor
 
 def _cpu_remainder__Tensor(ks, self, other):
     try:
@@ -3986,7 +3986,7 @@ def _meta_remainder__Tensor(ks, self, other):
     _r = _run_meta(K.remainder, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'remainder_')
 
-_op_remainder_out = Dispatcher.define('remainder.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_remainder_out = _A._op_remainder_out
 
 def _cpu_remainder_out(ks, self, other, out):
     try:
@@ -4008,7 +4008,7 @@ def _meta_remainder_out(ks, self, other, out):
     _r = _run_meta(K.remainder, [self._data, other._data], {})
     return _write_out(out, _r._data, 'remainder')
 
-_op_remainder_Scalar = Dispatcher.define('remainder.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_remainder_Scalar = _A._op_remainder_Scalar
 
 def _cpu_remainder_Scalar(ks, self, other):
     try:
@@ -4028,7 +4028,7 @@ def _meta_remainder_Scalar(ks, self, other):
     _r = _run_meta(K.remainder, [self._data, other], {})
     return _r
 
-_op_remainder__Scalar = Dispatcher.define('remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_remainder__Scalar = _A._op_remainder__Scalar
 
 def _cpu_remainder__Scalar(ks, self, other):
     try:
@@ -4048,7 +4048,7 @@ def _meta_remainder__Scalar(ks, self, other):
     _r = _run_meta(K.remainder, [self._data, other], {})
     return _write_inplace(self, _r._data, 'remainder_')
 
-_op_remainder_Scalar_out = Dispatcher.define('remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_remainder_Scalar_out = _A._op_remainder_Scalar_out
 
 def _cpu_remainder_Scalar_out(ks, self, other, out):
     try:
@@ -4070,7 +4070,7 @@ def _meta_remainder_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.remainder, [self._data, other], {})
     return _write_out(out, _r._data, 'remainder')
 
-_op_remainder_Scalar_Tensor = Dispatcher.define('remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor')
+_op_remainder_Scalar_Tensor = _A._op_remainder_Scalar_Tensor
 
 def _cpu_remainder_Scalar_Tensor(ks, self, other):
     try:
@@ -4090,7 +4090,7 @@ def _meta_remainder_Scalar_Tensor(ks, self, other):
     _r = _run_meta(K.remainder, [self, other._data], {})
     return _r
 
-_op_fmod_Tensor = Dispatcher.define('fmod.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_fmod_Tensor = _A._op_fmod_Tensor
 
 def _cpu_fmod_Tensor(ks, self, other):
     try:
@@ -4112,7 +4112,7 @@ def _meta_fmod_Tensor(ks, self, other):
     _r = _run_meta(K.fmod, [self._data, other._data], {})
     return _r
 
-_op_fmod__Tensor = Dispatcher.define('fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_fmod__Tensor = _A._op_fmod__Tensor
 
 def _cpu_fmod__Tensor(ks, self, other):
     try:
@@ -4134,7 +4134,7 @@ def _meta_fmod__Tensor(ks, self, other):
     _r = _run_meta(K.fmod, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'fmod_')
 
-_op_fmod_out = Dispatcher.define('fmod.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_fmod_out = _A._op_fmod_out
 
 def _cpu_fmod_out(ks, self, other, out):
     try:
@@ -4156,7 +4156,7 @@ def _meta_fmod_out(ks, self, other, out):
     _r = _run_meta(K.fmod, [self._data, other._data], {})
     return _write_out(out, _r._data, 'fmod')
 
-_op_fmod_Scalar = Dispatcher.define('fmod.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_fmod_Scalar = _A._op_fmod_Scalar
 
 def _cpu_fmod_Scalar(ks, self, other):
     try:
@@ -4176,7 +4176,7 @@ def _meta_fmod_Scalar(ks, self, other):
     _r = _run_meta(K.fmod, [self._data, other], {})
     return _r
 
-_op_fmod__Scalar = Dispatcher.define('fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_fmod__Scalar = _A._op_fmod__Scalar
 
 def _cpu_fmod__Scalar(ks, self, other):
     try:
@@ -4196,7 +4196,7 @@ def _meta_fmod__Scalar(ks, self, other):
     _r = _run_meta(K.fmod, [self._data, other], {})
     return _write_inplace(self, _r._data, 'fmod_')
 
-_op_fmod_Scalar_out = Dispatcher.define('fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_fmod_Scalar_out = _A._op_fmod_Scalar_out
 
 def _cpu_fmod_Scalar_out(ks, self, other, out):
     try:
@@ -4218,7 +4218,7 @@ def _meta_fmod_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.fmod, [self._data, other], {})
     return _write_out(out, _r._data, 'fmod')
 
-_op_rsub_Tensor = Dispatcher.define('rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
+_op_rsub_Tensor = _A._op_rsub_Tensor
 
 def _cpu_rsub_Tensor(ks, self, other, alpha):
     try:
@@ -4240,7 +4240,7 @@ def _meta_rsub_Tensor(ks, self, other, alpha):
     _r = _run_meta(K.rsub, [self._data, other._data], {'alpha': alpha})
     return _r
 
-_op_rsub_Scalar = Dispatcher.define('rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
+_op_rsub_Scalar = _A._op_rsub_Scalar
 
 def _cpu_rsub_Scalar(ks, self, other, alpha):
     try:
@@ -4260,7 +4260,7 @@ def _meta_rsub_Scalar(ks, self, other, alpha):
     _r = _run_meta(K.rsub, [self._data, other, alpha], {})
     return _r
 
-_op_pow_Tensor_Tensor = Dispatcher.define('pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor')
+_op_pow_Tensor_Tensor = _A._op_pow_Tensor_Tensor
 
 def _cpu_pow_Tensor_Tensor(ks, self, exponent):
     try:
@@ -4282,7 +4282,7 @@ def _meta_pow_Tensor_Tensor(ks, self, exponent):
     _r = _run_meta(K.pow, [self._data, exponent._data], {})
     return _r
 
-_op_pow_Tensor_Tensor_out = Dispatcher.define('pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)')
+_op_pow_Tensor_Tensor_out = _A._op_pow_Tensor_Tensor_out
 
 def _cpu_pow_Tensor_Tensor_out(ks, self, exponent, out):
     try:
@@ -4304,7 +4304,7 @@ def _meta_pow_Tensor_Tensor_out(ks, self, exponent, out):
     _r = _run_meta(K.pow, [self._data, exponent._data], {})
     return _write_out(out, _r._data, 'pow')
 
-_op_pow_Scalar = Dispatcher.define('pow.Scalar(Scalar self, Tensor exponent) -> Tensor')
+_op_pow_Scalar = _A._op_pow_Scalar
 
 def _cpu_pow_Scalar(ks, self, exponent):
     try:
@@ -4324,7 +4324,7 @@ def _meta_pow_Scalar(ks, self, exponent):
     _r = _run_meta(K.pow, [self, exponent._data], {})
     return _r
 
-_op_pow_Scalar_out = Dispatcher.define('pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)')
+_op_pow_Scalar_out = _A._op_pow_Scalar_out
 
 def _cpu_pow_Scalar_out(ks, self, exponent, out):
     try:
@@ -4346,7 +4346,7 @@ def _meta_pow_Scalar_out(ks, self, exponent, out):
     _r = _run_meta(K.pow, [self, exponent._data], {})
     return _write_out(out, _r._data, 'pow')
 
-_op_pow_Tensor_Scalar = Dispatcher.define('pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor')
+_op_pow_Tensor_Scalar = _A._op_pow_Tensor_Scalar
 
 def _cpu_pow_Tensor_Scalar(ks, self, exponent):
     try:
@@ -4366,7 +4366,7 @@ def _meta_pow_Tensor_Scalar(ks, self, exponent):
     _r = _run_meta(K.pow, [self._data, exponent], {})
     return _r
 
-_op_pow_Tensor_Scalar_out = Dispatcher.define('pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)')
+_op_pow_Tensor_Scalar_out = _A._op_pow_Tensor_Scalar_out
 
 def _cpu_pow_Tensor_Scalar_out(ks, self, exponent, out):
     try:
@@ -4388,7 +4388,7 @@ def _meta_pow_Tensor_Scalar_out(ks, self, exponent, out):
     _r = _run_meta(K.pow, [self._data, exponent], {})
     return _write_out(out, _r._data, 'pow')
 
-_op_pow__Scalar = Dispatcher.define('pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)')
+_op_pow__Scalar = _A._op_pow__Scalar
 
 def _cpu_pow__Scalar(ks, self, exponent):
     try:
@@ -4408,7 +4408,7 @@ def _meta_pow__Scalar(ks, self, exponent):
     _r = _run_meta(K.pow, [self._data, exponent], {})
     return _write_inplace(self, _r._data, 'pow_')
 
-_op_pow__Tensor = Dispatcher.define('pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)')
+_op_pow__Tensor = _A._op_pow__Tensor
 
 def _cpu_pow__Tensor(ks, self, exponent):
     try:
@@ -4430,7 +4430,7 @@ def _meta_pow__Tensor(ks, self, exponent):
     _r = _run_meta(K.pow, [self._data, exponent._data], {})
     return _write_inplace(self, _r._data, 'pow_')
 
-_op_float_power_Tensor_Tensor = Dispatcher.define('float_power.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor')
+_op_float_power_Tensor_Tensor = _A._op_float_power_Tensor_Tensor
 
 def _cpu_float_power_Tensor_Tensor(ks, self, exponent):
     try:
@@ -4452,7 +4452,7 @@ def _meta_float_power_Tensor_Tensor(ks, self, exponent):
     _r = _run_meta(K.float_power, [self._data, exponent._data], {})
     return _r
 
-_op_float_power_Tensor_Scalar = Dispatcher.define('float_power.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor')
+_op_float_power_Tensor_Scalar = _A._op_float_power_Tensor_Scalar
 
 def _cpu_float_power_Tensor_Scalar(ks, self, exponent):
     try:
@@ -4472,7 +4472,7 @@ def _meta_float_power_Tensor_Scalar(ks, self, exponent):
     _r = _run_meta(K.float_power, [self._data, exponent], {})
     return _r
 
-_op_float_power_Scalar = Dispatcher.define('float_power.Scalar(Scalar self, Tensor exponent) -> Tensor')
+_op_float_power_Scalar = _A._op_float_power_Scalar
 
 def _cpu_float_power_Scalar(ks, self, exponent):
     try:
@@ -4492,7 +4492,7 @@ def _meta_float_power_Scalar(ks, self, exponent):
     _r = _run_meta(K.float_power, [self, exponent._data], {})
     return _r
 
-_op_atan2 = Dispatcher.define('atan2(Tensor self, Tensor other) -> Tensor')
+_op_atan2 = _A._op_atan2
 
 def _cpu_atan2_default(ks, self, other):
     try:
@@ -4514,7 +4514,7 @@ def _meta_atan2_default(ks, self, other):
     _r = _run_meta(K.atan2, [self._data, other._data], {})
     return _r
 
-_op_atan2_out = Dispatcher.define('atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_atan2_out = _A._op_atan2_out
 
 def _cpu_atan2_out(ks, self, other, out):
     try:
@@ -4536,7 +4536,7 @@ def _meta_atan2_out(ks, self, other, out):
     _r = _run_meta(K.atan2, [self._data, other._data], {})
     return _write_out(out, _r._data, 'atan2')
 
-_op_atan2_ = Dispatcher.define('atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_atan2_ = _A._op_atan2_
 
 def _cpu_atan2__default(ks, self, other):
     try:
@@ -4558,7 +4558,7 @@ def _meta_atan2__default(ks, self, other):
     _r = _run_meta(K.atan2, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'atan2_')
 
-_op_hypot = Dispatcher.define('hypot(Tensor self, Tensor other) -> Tensor')
+_op_hypot = _A._op_hypot
 
 def _cpu_hypot_default(ks, self, other):
     try:
@@ -4580,7 +4580,7 @@ def _meta_hypot_default(ks, self, other):
     _r = _run_meta(K.hypot, [self._data, other._data], {})
     return _r
 
-_op_hypot_out = Dispatcher.define('hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_hypot_out = _A._op_hypot_out
 
 def _cpu_hypot_out(ks, self, other, out):
     try:
@@ -4602,7 +4602,7 @@ def _meta_hypot_out(ks, self, other, out):
     _r = _run_meta(K.hypot, [self._data, other._data], {})
     return _write_out(out, _r._data, 'hypot')
 
-_op_hypot_ = Dispatcher.define('hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_hypot_ = _A._op_hypot_
 
 def _cpu_hypot__default(ks, self, other):
     try:
@@ -4624,7 +4624,7 @@ def _meta_hypot__default(ks, self, other):
     _r = _run_meta(K.hypot, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'hypot_')
 
-_op_logaddexp = Dispatcher.define('logaddexp(Tensor self, Tensor other) -> Tensor')
+_op_logaddexp = _A._op_logaddexp
 
 def _cpu_logaddexp_default(ks, self, other):
     try:
@@ -4646,7 +4646,7 @@ def _meta_logaddexp_default(ks, self, other):
     _r = _run_meta(K.logaddexp, [self._data, other._data], {})
     return _r
 
-_op_logaddexp_out = Dispatcher.define('logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logaddexp_out = _A._op_logaddexp_out
 
 def _cpu_logaddexp_out(ks, self, other, out):
     try:
@@ -4668,7 +4668,7 @@ def _meta_logaddexp_out(ks, self, other, out):
     _r = _run_meta(K.logaddexp, [self._data, other._data], {})
     return _write_out(out, _r._data, 'logaddexp')
 
-_op_logaddexp2 = Dispatcher.define('logaddexp2(Tensor self, Tensor other) -> Tensor')
+_op_logaddexp2 = _A._op_logaddexp2
 
 def _cpu_logaddexp2_default(ks, self, other):
     try:
@@ -4690,7 +4690,7 @@ def _meta_logaddexp2_default(ks, self, other):
     _r = _run_meta(K.logaddexp2, [self._data, other._data], {})
     return _r
 
-_op_logaddexp2_out = Dispatcher.define('logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logaddexp2_out = _A._op_logaddexp2_out
 
 def _cpu_logaddexp2_out(ks, self, other, out):
     try:
@@ -4712,7 +4712,7 @@ def _meta_logaddexp2_out(ks, self, other, out):
     _r = _run_meta(K.logaddexp2, [self._data, other._data], {})
     return _write_out(out, _r._data, 'logaddexp2')
 
-_op_copysign = Dispatcher.define('copysign(Tensor self, Tensor other) -> Tensor')
+_op_copysign = _A._op_copysign
 
 def _cpu_copysign_default(ks, self, other):
     try:
@@ -4734,7 +4734,7 @@ def _meta_copysign_default(ks, self, other):
     _r = _run_meta(K.copysign, [self._data, other._data], {})
     return _r
 
-_op_copysign_out = Dispatcher.define('copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_copysign_out = _A._op_copysign_out
 
 def _cpu_copysign_out(ks, self, other, out):
     try:
@@ -4756,7 +4756,7 @@ def _meta_copysign_out(ks, self, other, out):
     _r = _run_meta(K.copysign, [self._data, other._data], {})
     return _write_out(out, _r._data, 'copysign')
 
-_op_copysign_ = Dispatcher.define('copysign_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_copysign_ = _A._op_copysign_
 
 def _cpu_copysign__default(ks, self, other):
     try:
@@ -4778,7 +4778,7 @@ def _meta_copysign__default(ks, self, other):
     _r = _run_meta(K.copysign, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'copysign_')
 
-_op_nextafter = Dispatcher.define('nextafter(Tensor self, Tensor other) -> Tensor')
+_op_nextafter = _A._op_nextafter
 
 def _cpu_nextafter_default(ks, self, other):
     try:
@@ -4800,7 +4800,7 @@ def _meta_nextafter_default(ks, self, other):
     _r = _run_meta(K.nextafter, [self._data, other._data], {})
     return _r
 
-_op_nextafter_out = Dispatcher.define('nextafter.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_nextafter_out = _A._op_nextafter_out
 
 def _cpu_nextafter_out(ks, self, other, out):
     try:
@@ -4822,7 +4822,7 @@ def _meta_nextafter_out(ks, self, other, out):
     _r = _run_meta(K.nextafter, [self._data, other._data], {})
     return _write_out(out, _r._data, 'nextafter')
 
-_op_nextafter_ = Dispatcher.define('nextafter_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_nextafter_ = _A._op_nextafter_
 
 def _cpu_nextafter__default(ks, self, other):
     try:
@@ -4844,7 +4844,7 @@ def _meta_nextafter__default(ks, self, other):
     _r = _run_meta(K.nextafter, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'nextafter_')
 
-_op_maximum = Dispatcher.define('maximum(Tensor self, Tensor other) -> Tensor')
+_op_maximum = _A._op_maximum
 
 def _cpu_maximum_default(ks, self, other):
     try:
@@ -4866,7 +4866,7 @@ def _meta_maximum_default(ks, self, other):
     _r = _run_meta(K.maximum, [self._data, other._data], {})
     return _r
 
-_op_maximum_out = Dispatcher.define('maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_maximum_out = _A._op_maximum_out
 
 def _cpu_maximum_out(ks, self, other, out):
     try:
@@ -4888,7 +4888,7 @@ def _meta_maximum_out(ks, self, other, out):
     _r = _run_meta(K.maximum, [self._data, other._data], {})
     return _write_out(out, _r._data, 'maximum')
 
-_op_minimum = Dispatcher.define('minimum(Tensor self, Tensor other) -> Tensor')
+_op_minimum = _A._op_minimum
 
 def _cpu_minimum_default(ks, self, other):
     try:
@@ -4910,7 +4910,7 @@ def _meta_minimum_default(ks, self, other):
     _r = _run_meta(K.minimum, [self._data, other._data], {})
     return _r
 
-_op_minimum_out = Dispatcher.define('minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_minimum_out = _A._op_minimum_out
 
 def _cpu_minimum_out(ks, self, other, out):
     try:
@@ -4932,7 +4932,7 @@ def _meta_minimum_out(ks, self, other, out):
     _r = _run_meta(K.minimum, [self._data, other._data], {})
     return _write_out(out, _r._data, 'minimum')
 
-_op_fmax = Dispatcher.define('fmax(Tensor self, Tensor other) -> Tensor')
+_op_fmax = _A._op_fmax
 
 def _cpu_fmax_default(ks, self, other):
     try:
@@ -4954,7 +4954,7 @@ def _meta_fmax_default(ks, self, other):
     _r = _run_meta(K.fmax, [self._data, other._data], {})
     return _r
 
-_op_fmax_out = Dispatcher.define('fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_fmax_out = _A._op_fmax_out
 
 def _cpu_fmax_out(ks, self, other, out):
     try:
@@ -4976,7 +4976,7 @@ def _meta_fmax_out(ks, self, other, out):
     _r = _run_meta(K.fmax, [self._data, other._data], {})
     return _write_out(out, _r._data, 'fmax')
 
-_op_fmin = Dispatcher.define('fmin(Tensor self, Tensor other) -> Tensor')
+_op_fmin = _A._op_fmin
 
 def _cpu_fmin_default(ks, self, other):
     try:
@@ -4998,7 +4998,7 @@ def _meta_fmin_default(ks, self, other):
     _r = _run_meta(K.fmin, [self._data, other._data], {})
     return _r
 
-_op_fmin_out = Dispatcher.define('fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_fmin_out = _A._op_fmin_out
 
 def _cpu_fmin_out(ks, self, other, out):
     try:
@@ -5020,7 +5020,7 @@ def _meta_fmin_out(ks, self, other, out):
     _r = _run_meta(K.fmin, [self._data, other._data], {})
     return _write_out(out, _r._data, 'fmin')
 
-_op_xlogy = Dispatcher.define('xlogy(Tensor self, Tensor other) -> Tensor')
+_op_xlogy = _A._op_xlogy
 
 def _cpu_xlogy_default(ks, self, other):
     try:
@@ -5042,7 +5042,7 @@ def _meta_xlogy_default(ks, self, other):
     _r = _run_meta(K.xlogy, [self._data, other._data], {})
     return _r
 
-_op_xlogy_out = Dispatcher.define('xlogy.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_xlogy_out = _A._op_xlogy_out
 
 def _cpu_xlogy_out(ks, self, other, out):
     try:
@@ -5064,7 +5064,7 @@ def _meta_xlogy_out(ks, self, other, out):
     _r = _run_meta(K.xlogy, [self._data, other._data], {})
     return _write_out(out, _r._data, 'xlogy')
 
-_op_xlogy_ = Dispatcher.define('xlogy_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_xlogy_ = _A._op_xlogy_
 
 def _cpu_xlogy__default(ks, self, other):
     try:
@@ -5086,7 +5086,7 @@ def _meta_xlogy__default(ks, self, other):
     _r = _run_meta(K.xlogy, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'xlogy_')
 
-_op_xlogy_Scalar_Other = Dispatcher.define('xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor')
+_op_xlogy_Scalar_Other = _A._op_xlogy_Scalar_Other
 
 def _cpu_xlogy_Scalar_Other(ks, self, other):
     try:
@@ -5106,7 +5106,7 @@ def _meta_xlogy_Scalar_Other(ks, self, other):
     _r = _run_meta(K.xlogy, [self._data, other], {})
     return _r
 
-_op_xlogy_Scalar_Self = Dispatcher.define('xlogy.Scalar_Self(Scalar self, Tensor other) -> Tensor')
+_op_xlogy_Scalar_Self = _A._op_xlogy_Scalar_Self
 
 def _cpu_xlogy_Scalar_Self(ks, self, other):
     try:
@@ -5126,7 +5126,7 @@ def _meta_xlogy_Scalar_Self(ks, self, other):
     _r = _run_meta(K.xlogy, [self, other._data], {})
     return _r
 
-_op_copysign_Scalar = Dispatcher.define('copysign.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_copysign_Scalar = _A._op_copysign_Scalar
 
 def _cpu_copysign_Scalar(ks, self, other):
     try:
@@ -5146,17 +5146,17 @@ def _meta_copysign_Scalar(ks, self, other):
     _r = _run_meta(K.copysign, [self._data, other], {})
     return _r
 
-_op_max_other = Dispatcher.define('max.other(Tensor self, Tensor other) -> Tensor')
+_op_max_other = _A._op_max_other
 
 def _composite_max_other(ks, self, other):
     return C.max_other(self, other)
 
-_op_min_other = Dispatcher.define('min.other(Tensor self, Tensor other) -> Tensor')
+_op_min_other = _A._op_min_other
 
 def _composite_min_other(ks, self, other):
     return C.min_other(self, other)
 
-_op_bitwise_and_Tensor = Dispatcher.define('bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_bitwise_and_Tensor = _A._op_bitwise_and_Tensor
 
 def _cpu_bitwise_and_Tensor(ks, self, other):
     try:
@@ -5178,7 +5178,7 @@ def _meta_bitwise_and_Tensor(ks, self, other):
     _r = _run_meta(K.bitwise_and, [self._data, other._data], {})
     return _r
 
-_op_bitwise_and__Tensor = Dispatcher.define('bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_bitwise_and__Tensor = _A._op_bitwise_and__Tensor
 
 def _cpu_bitwise_and__Tensor(ks, self, other):
     try:
@@ -5200,7 +5200,7 @@ def _meta_bitwise_and__Tensor(ks, self, other):
     _r = _run_meta(K.bitwise_and, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'bitwise_and_')
 
-_op_bitwise_and_out = Dispatcher.define('bitwise_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_and_out = _A._op_bitwise_and_out
 
 def _cpu_bitwise_and_out(ks, self, other, out):
     try:
@@ -5222,7 +5222,7 @@ def _meta_bitwise_and_out(ks, self, other, out):
     _r = _run_meta(K.bitwise_and, [self._data, other._data], {})
     return _write_out(out, _r._data, 'bitwise_and')
 
-_op_bitwise_and_Scalar = Dispatcher.define('bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_bitwise_and_Scalar = _A._op_bitwise_and_Scalar
 
 def _cpu_bitwise_and_Scalar(ks, self, other):
     try:
@@ -5242,7 +5242,7 @@ def _meta_bitwise_and_Scalar(ks, self, other):
     _r = _run_meta(K.bitwise_and, [self._data, other], {})
     return _r
 
-_op_bitwise_and__Scalar = Dispatcher.define('bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_bitwise_and__Scalar = _A._op_bitwise_and__Scalar
 
 def _cpu_bitwise_and__Scalar(ks, self, other):
     try:
@@ -5262,7 +5262,7 @@ def _meta_bitwise_and__Scalar(ks, self, other):
     _r = _run_meta(K.bitwise_and, [self._data, other], {})
     return _write_inplace(self, _r._data, 'bitwise_and_')
 
-_op_bitwise_and_Scalar_out = Dispatcher.define('bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_and_Scalar_out = _A._op_bitwise_and_Scalar_out
 
 def _cpu_bitwise_and_Scalar_out(ks, self, other, out):
     try:
@@ -5284,7 +5284,7 @@ def _meta_bitwise_and_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.bitwise_and, [self._data, other], {})
     return _write_out(out, _r._data, 'bitwise_and')
 
-_op_bitwise_or_Tensor = Dispatcher.define('bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_bitwise_or_Tensor = _A._op_bitwise_or_Tensor
 
 def _cpu_bitwise_or_Tensor(ks, self, other):
     try:
@@ -5306,7 +5306,7 @@ def _meta_bitwise_or_Tensor(ks, self, other):
     _r = _run_meta(K.bitwise_or, [self._data, other._data], {})
     return _r
 
-_op_bitwise_or__Tensor = Dispatcher.define('bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_bitwise_or__Tensor = _A._op_bitwise_or__Tensor
 
 def _cpu_bitwise_or__Tensor(ks, self, other):
     try:
@@ -5328,7 +5328,7 @@ def _meta_bitwise_or__Tensor(ks, self, other):
     _r = _run_meta(K.bitwise_or, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'bitwise_or_')
 
-_op_bitwise_or_out = Dispatcher.define('bitwise_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_or_out = _A._op_bitwise_or_out
 
 def _cpu_bitwise_or_out(ks, self, other, out):
     try:
@@ -5350,7 +5350,7 @@ def _meta_bitwise_or_out(ks, self, other, out):
     _r = _run_meta(K.bitwise_or, [self._data, other._data], {})
     return _write_out(out, _r._data, 'bitwise_or')
 
-_op_bitwise_or_Scalar = Dispatcher.define('bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_bitwise_or_Scalar = _A._op_bitwise_or_Scalar
 
 def _cpu_bitwise_or_Scalar(ks, self, other):
     try:
@@ -5370,7 +5370,7 @@ def _meta_bitwise_or_Scalar(ks, self, other):
     _r = _run_meta(K.bitwise_or, [self._data, other], {})
     return _r
 
-_op_bitwise_or__Scalar = Dispatcher.define('bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_bitwise_or__Scalar = _A._op_bitwise_or__Scalar
 
 def _cpu_bitwise_or__Scalar(ks, self, other):
     try:
@@ -5390,7 +5390,7 @@ def _meta_bitwise_or__Scalar(ks, self, other):
     _r = _run_meta(K.bitwise_or, [self._data, other], {})
     return _write_inplace(self, _r._data, 'bitwise_or_')
 
-_op_bitwise_or_Scalar_out = Dispatcher.define('bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_or_Scalar_out = _A._op_bitwise_or_Scalar_out
 
 def _cpu_bitwise_or_Scalar_out(ks, self, other, out):
     try:
@@ -5412,7 +5412,7 @@ def _meta_bitwise_or_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.bitwise_or, [self._data, other], {})
     return _write_out(out, _r._data, 'bitwise_or')
 
-_op_bitwise_xor_Tensor = Dispatcher.define('bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_bitwise_xor_Tensor = _A._op_bitwise_xor_Tensor
 
 def _cpu_bitwise_xor_Tensor(ks, self, other):
     try:
@@ -5434,7 +5434,7 @@ def _meta_bitwise_xor_Tensor(ks, self, other):
     _r = _run_meta(K.bitwise_xor, [self._data, other._data], {})
     return _r
 
-_op_bitwise_xor__Tensor = Dispatcher.define('bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_bitwise_xor__Tensor = _A._op_bitwise_xor__Tensor
 
 def _cpu_bitwise_xor__Tensor(ks, self, other):
     try:
@@ -5456,7 +5456,7 @@ def _meta_bitwise_xor__Tensor(ks, self, other):
     _r = _run_meta(K.bitwise_xor, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'bitwise_xor_')
 
-_op_bitwise_xor_out = Dispatcher.define('bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_xor_out = _A._op_bitwise_xor_out
 
 def _cpu_bitwise_xor_out(ks, self, other, out):
     try:
@@ -5478,7 +5478,7 @@ def _meta_bitwise_xor_out(ks, self, other, out):
     _r = _run_meta(K.bitwise_xor, [self._data, other._data], {})
     return _write_out(out, _r._data, 'bitwise_xor')
 
-_op_bitwise_xor_Scalar = Dispatcher.define('bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_bitwise_xor_Scalar = _A._op_bitwise_xor_Scalar
 
 def _cpu_bitwise_xor_Scalar(ks, self, other):
     try:
@@ -5498,7 +5498,7 @@ def _meta_bitwise_xor_Scalar(ks, self, other):
     _r = _run_meta(K.bitwise_xor, [self._data, other], {})
     return _r
 
-_op_bitwise_xor__Scalar = Dispatcher.define('bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_bitwise_xor__Scalar = _A._op_bitwise_xor__Scalar
 
 def _cpu_bitwise_xor__Scalar(ks, self, other):
     try:
@@ -5518,7 +5518,7 @@ def _meta_bitwise_xor__Scalar(ks, self, other):
     _r = _run_meta(K.bitwise_xor, [self._data, other], {})
     return _write_inplace(self, _r._data, 'bitwise_xor_')
 
-_op_bitwise_xor_Scalar_out = Dispatcher.define('bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_xor_Scalar_out = _A._op_bitwise_xor_Scalar_out
 
 def _cpu_bitwise_xor_Scalar_out(ks, self, other, out):
     try:
@@ -5540,7 +5540,7 @@ def _meta_bitwise_xor_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.bitwise_xor, [self._data, other], {})
     return _write_out(out, _r._data, 'bitwise_xor')
 
-_op_bitwise_left_shift_Tensor = Dispatcher.define('bitwise_left_shift.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_bitwise_left_shift_Tensor = _A._op_bitwise_left_shift_Tensor
 
 def _cpu_bitwise_left_shift_Tensor(ks, self, other):
     try:
@@ -5562,7 +5562,7 @@ def _meta_bitwise_left_shift_Tensor(ks, self, other):
     _r = _run_meta(K.bitwise_left_shift, [self._data, other._data], {})
     return _r
 
-_op_bitwise_left_shift__Tensor = Dispatcher.define('bitwise_left_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_bitwise_left_shift__Tensor = _A._op_bitwise_left_shift__Tensor
 
 def _cpu_bitwise_left_shift__Tensor(ks, self, other):
     try:
@@ -5584,7 +5584,7 @@ def _meta_bitwise_left_shift__Tensor(ks, self, other):
     _r = _run_meta(K.bitwise_left_shift, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'bitwise_left_shift_')
 
-_op_bitwise_left_shift_out = Dispatcher.define('bitwise_left_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_left_shift_out = _A._op_bitwise_left_shift_out
 
 def _cpu_bitwise_left_shift_out(ks, self, other, out):
     try:
@@ -5606,7 +5606,7 @@ def _meta_bitwise_left_shift_out(ks, self, other, out):
     _r = _run_meta(K.bitwise_left_shift, [self._data, other._data], {})
     return _write_out(out, _r._data, 'bitwise_left_shift')
 
-_op_bitwise_left_shift_Scalar = Dispatcher.define('bitwise_left_shift.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_bitwise_left_shift_Scalar = _A._op_bitwise_left_shift_Scalar
 
 def _cpu_bitwise_left_shift_Scalar(ks, self, other):
     try:
@@ -5626,7 +5626,7 @@ def _meta_bitwise_left_shift_Scalar(ks, self, other):
     _r = _run_meta(K.bitwise_left_shift, [self._data, other], {})
     return _r
 
-_op_bitwise_left_shift__Scalar = Dispatcher.define('bitwise_left_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_bitwise_left_shift__Scalar = _A._op_bitwise_left_shift__Scalar
 
 def _cpu_bitwise_left_shift__Scalar(ks, self, other):
     try:
@@ -5646,7 +5646,7 @@ def _meta_bitwise_left_shift__Scalar(ks, self, other):
     _r = _run_meta(K.bitwise_left_shift, [self._data, other], {})
     return _write_inplace(self, _r._data, 'bitwise_left_shift_')
 
-_op_bitwise_left_shift_Scalar_out = Dispatcher.define('bitwise_left_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_left_shift_Scalar_out = _A._op_bitwise_left_shift_Scalar_out
 
 def _cpu_bitwise_left_shift_Scalar_out(ks, self, other, out):
     try:
@@ -5668,7 +5668,7 @@ def _meta_bitwise_left_shift_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.bitwise_left_shift, [self._data, other], {})
     return _write_out(out, _r._data, 'bitwise_left_shift')
 
-_op_bitwise_right_shift_Tensor = Dispatcher.define('bitwise_right_shift.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_bitwise_right_shift_Tensor = _A._op_bitwise_right_shift_Tensor
 
 def _cpu_bitwise_right_shift_Tensor(ks, self, other):
     try:
@@ -5690,7 +5690,7 @@ def _meta_bitwise_right_shift_Tensor(ks, self, other):
     _r = _run_meta(K.bitwise_right_shift, [self._data, other._data], {})
     return _r
 
-_op_bitwise_right_shift__Tensor = Dispatcher.define('bitwise_right_shift_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_bitwise_right_shift__Tensor = _A._op_bitwise_right_shift__Tensor
 
 def _cpu_bitwise_right_shift__Tensor(ks, self, other):
     try:
@@ -5712,7 +5712,7 @@ def _meta_bitwise_right_shift__Tensor(ks, self, other):
     _r = _run_meta(K.bitwise_right_shift, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'bitwise_right_shift_')
 
-_op_bitwise_right_shift_out = Dispatcher.define('bitwise_right_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_right_shift_out = _A._op_bitwise_right_shift_out
 
 def _cpu_bitwise_right_shift_out(ks, self, other, out):
     try:
@@ -5734,7 +5734,7 @@ def _meta_bitwise_right_shift_out(ks, self, other, out):
     _r = _run_meta(K.bitwise_right_shift, [self._data, other._data], {})
     return _write_out(out, _r._data, 'bitwise_right_shift')
 
-_op_bitwise_right_shift_Scalar = Dispatcher.define('bitwise_right_shift.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_bitwise_right_shift_Scalar = _A._op_bitwise_right_shift_Scalar
 
 def _cpu_bitwise_right_shift_Scalar(ks, self, other):
     try:
@@ -5754,7 +5754,7 @@ def _meta_bitwise_right_shift_Scalar(ks, self, other):
     _r = _run_meta(K.bitwise_right_shift, [self._data, other], {})
     return _r
 
-_op_bitwise_right_shift__Scalar = Dispatcher.define('bitwise_right_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_bitwise_right_shift__Scalar = _A._op_bitwise_right_shift__Scalar
 
 def _cpu_bitwise_right_shift__Scalar(ks, self, other):
     try:
@@ -5774,7 +5774,7 @@ def _meta_bitwise_right_shift__Scalar(ks, self, other):
     _r = _run_meta(K.bitwise_right_shift, [self._data, other], {})
     return _write_inplace(self, _r._data, 'bitwise_right_shift_')
 
-_op_bitwise_right_shift_Scalar_out = Dispatcher.define('bitwise_right_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_right_shift_Scalar_out = _A._op_bitwise_right_shift_Scalar_out
 
 def _cpu_bitwise_right_shift_Scalar_out(ks, self, other, out):
     try:
@@ -5796,7 +5796,7 @@ def _meta_bitwise_right_shift_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.bitwise_right_shift, [self._data, other], {})
     return _write_out(out, _r._data, 'bitwise_right_shift')
 
-_op_logical_and = Dispatcher.define('logical_and(Tensor self, Tensor other) -> Tensor')
+_op_logical_and = _A._op_logical_and
 
 def _cpu_logical_and_default(ks, self, other):
     try:
@@ -5818,7 +5818,7 @@ def _meta_logical_and_default(ks, self, other):
     _r = _run_meta(K.logical_and, [self._data, other._data], {})
     return _r
 
-_op_logical_and_ = Dispatcher.define('logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_logical_and_ = _A._op_logical_and_
 
 def _cpu_logical_and__default(ks, self, other):
     try:
@@ -5840,7 +5840,7 @@ def _meta_logical_and__default(ks, self, other):
     _r = _run_meta(K.logical_and, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'logical_and_')
 
-_op_logical_and_out = Dispatcher.define('logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logical_and_out = _A._op_logical_and_out
 
 def _cpu_logical_and_out(ks, self, other, out):
     try:
@@ -5862,7 +5862,7 @@ def _meta_logical_and_out(ks, self, other, out):
     _r = _run_meta(K.logical_and, [self._data, other._data], {})
     return _write_out(out, _r._data, 'logical_and')
 
-_op_logical_or = Dispatcher.define('logical_or(Tensor self, Tensor other) -> Tensor')
+_op_logical_or = _A._op_logical_or
 
 def _cpu_logical_or_default(ks, self, other):
     try:
@@ -5884,7 +5884,7 @@ def _meta_logical_or_default(ks, self, other):
     _r = _run_meta(K.logical_or, [self._data, other._data], {})
     return _r
 
-_op_logical_or_ = Dispatcher.define('logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_logical_or_ = _A._op_logical_or_
 
 def _cpu_logical_or__default(ks, self, other):
     try:
@@ -5906,7 +5906,7 @@ def _meta_logical_or__default(ks, self, other):
     _r = _run_meta(K.logical_or, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'logical_or_')
 
-_op_logical_or_out = Dispatcher.define('logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logical_or_out = _A._op_logical_or_out
 
 def _cpu_logical_or_out(ks, self, other, out):
     try:
@@ -5928,7 +5928,7 @@ def _meta_logical_or_out(ks, self, other, out):
     _r = _run_meta(K.logical_or, [self._data, other._data], {})
     return _write_out(out, _r._data, 'logical_or')
 
-_op_logical_xor = Dispatcher.define('logical_xor(Tensor self, Tensor other) -> Tensor')
+_op_logical_xor = _A._op_logical_xor
 
 def _cpu_logical_xor_default(ks, self, other):
     try:
@@ -5950,7 +5950,7 @@ def _meta_logical_xor_default(ks, self, other):
     _r = _run_meta(K.logical_xor, [self._data, other._data], {})
     return _r
 
-_op_logical_xor_ = Dispatcher.define('logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_logical_xor_ = _A._op_logical_xor_
 
 def _cpu_logical_xor__default(ks, self, other):
     try:
@@ -5972,7 +5972,7 @@ def _meta_logical_xor__default(ks, self, other):
     _r = _run_meta(K.logical_xor, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'logical_xor_')
 
-_op_logical_xor_out = Dispatcher.define('logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logical_xor_out = _A._op_logical_xor_out
 
 def _cpu_logical_xor_out(ks, self, other, out):
     try:
@@ -5994,7 +5994,7 @@ def _meta_logical_xor_out(ks, self, other, out):
     _r = _run_meta(K.logical_xor, [self._data, other._data], {})
     return _write_out(out, _r._data, 'logical_xor')
 
-_op_eq_Tensor = Dispatcher.define('eq.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_eq_Tensor = _A._op_eq_Tensor
 
 def _cpu_eq_Tensor(ks, self, other):
     try:
@@ -6016,7 +6016,7 @@ def _meta_eq_Tensor(ks, self, other):
     _r = _run_meta(K.eq, [self._data, other._data], {})
     return _r
 
-_op_eq__Tensor = Dispatcher.define('eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_eq__Tensor = _A._op_eq__Tensor
 
 def _cpu_eq__Tensor(ks, self, other):
     try:
@@ -6038,7 +6038,7 @@ def _meta_eq__Tensor(ks, self, other):
     _r = _run_meta(K.eq, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'eq_')
 
-_op_eq_out = Dispatcher.define('eq.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_eq_out = _A._op_eq_out
 
 def _cpu_eq_out(ks, self, other, out):
     try:
@@ -6060,7 +6060,7 @@ def _meta_eq_out(ks, self, other, out):
     _r = _run_meta(K.eq, [self._data, other._data], {})
     return _write_out(out, _r._data, 'eq')
 
-_op_eq_Scalar = Dispatcher.define('eq.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_eq_Scalar = _A._op_eq_Scalar
 
 def _cpu_eq_Scalar(ks, self, other):
     try:
@@ -6080,7 +6080,7 @@ def _meta_eq_Scalar(ks, self, other):
     _r = _run_meta(K.eq, [self._data, other], {})
     return _r
 
-_op_eq__Scalar = Dispatcher.define('eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_eq__Scalar = _A._op_eq__Scalar
 
 def _cpu_eq__Scalar(ks, self, other):
     try:
@@ -6100,7 +6100,7 @@ def _meta_eq__Scalar(ks, self, other):
     _r = _run_meta(K.eq, [self._data, other], {})
     return _write_inplace(self, _r._data, 'eq_')
 
-_op_eq_Scalar_out = Dispatcher.define('eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_eq_Scalar_out = _A._op_eq_Scalar_out
 
 def _cpu_eq_Scalar_out(ks, self, other, out):
     try:
@@ -6122,7 +6122,7 @@ def _meta_eq_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.eq, [self._data, other], {})
     return _write_out(out, _r._data, 'eq')
 
-_op_ne_Tensor = Dispatcher.define('ne.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_ne_Tensor = _A._op_ne_Tensor
 
 def _cpu_ne_Tensor(ks, self, other):
     try:
@@ -6144,7 +6144,7 @@ def _meta_ne_Tensor(ks, self, other):
     _r = _run_meta(K.ne, [self._data, other._data], {})
     return _r
 
-_op_ne__Tensor = Dispatcher.define('ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_ne__Tensor = _A._op_ne__Tensor
 
 def _cpu_ne__Tensor(ks, self, other):
     try:
@@ -6166,7 +6166,7 @@ def _meta_ne__Tensor(ks, self, other):
     _r = _run_meta(K.ne, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'ne_')
 
-_op_ne_out = Dispatcher.define('ne.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ne_out = _A._op_ne_out
 
 def _cpu_ne_out(ks, self, other, out):
     try:
@@ -6188,7 +6188,7 @@ def _meta_ne_out(ks, self, other, out):
     _r = _run_meta(K.ne, [self._data, other._data], {})
     return _write_out(out, _r._data, 'ne')
 
-_op_ne_Scalar = Dispatcher.define('ne.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_ne_Scalar = _A._op_ne_Scalar
 
 def _cpu_ne_Scalar(ks, self, other):
     try:
@@ -6208,7 +6208,7 @@ def _meta_ne_Scalar(ks, self, other):
     _r = _run_meta(K.ne, [self._data, other], {})
     return _r
 
-_op_ne__Scalar = Dispatcher.define('ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_ne__Scalar = _A._op_ne__Scalar
 
 def _cpu_ne__Scalar(ks, self, other):
     try:
@@ -6228,7 +6228,7 @@ def _meta_ne__Scalar(ks, self, other):
     _r = _run_meta(K.ne, [self._data, other], {})
     return _write_inplace(self, _r._data, 'ne_')
 
-_op_ne_Scalar_out = Dispatcher.define('ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ne_Scalar_out = _A._op_ne_Scalar_out
 
 def _cpu_ne_Scalar_out(ks, self, other, out):
     try:
@@ -6250,7 +6250,7 @@ def _meta_ne_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.ne, [self._data, other], {})
     return _write_out(out, _r._data, 'ne')
 
-_op_lt_Tensor = Dispatcher.define('lt.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_lt_Tensor = _A._op_lt_Tensor
 
 def _cpu_lt_Tensor(ks, self, other):
     try:
@@ -6272,7 +6272,7 @@ def _meta_lt_Tensor(ks, self, other):
     _r = _run_meta(K.lt, [self._data, other._data], {})
     return _r
 
-_op_lt__Tensor = Dispatcher.define('lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_lt__Tensor = _A._op_lt__Tensor
 
 def _cpu_lt__Tensor(ks, self, other):
     try:
@@ -6294,7 +6294,7 @@ def _meta_lt__Tensor(ks, self, other):
     _r = _run_meta(K.lt, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'lt_')
 
-_op_lt_out = Dispatcher.define('lt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_lt_out = _A._op_lt_out
 
 def _cpu_lt_out(ks, self, other, out):
     try:
@@ -6316,7 +6316,7 @@ def _meta_lt_out(ks, self, other, out):
     _r = _run_meta(K.lt, [self._data, other._data], {})
     return _write_out(out, _r._data, 'lt')
 
-_op_lt_Scalar = Dispatcher.define('lt.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_lt_Scalar = _A._op_lt_Scalar
 
 def _cpu_lt_Scalar(ks, self, other):
     try:
@@ -6336,7 +6336,7 @@ def _meta_lt_Scalar(ks, self, other):
     _r = _run_meta(K.lt, [self._data, other], {})
     return _r
 
-_op_lt__Scalar = Dispatcher.define('lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_lt__Scalar = _A._op_lt__Scalar
 
 def _cpu_lt__Scalar(ks, self, other):
     try:
@@ -6356,7 +6356,7 @@ def _meta_lt__Scalar(ks, self, other):
     _r = _run_meta(K.lt, [self._data, other], {})
     return _write_inplace(self, _r._data, 'lt_')
 
-_op_lt_Scalar_out = Dispatcher.define('lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_lt_Scalar_out = _A._op_lt_Scalar_out
 
 def _cpu_lt_Scalar_out(ks, self, other, out):
     try:
@@ -6378,7 +6378,7 @@ def _meta_lt_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.lt, [self._data, other], {})
     return _write_out(out, _r._data, 'lt')
 
-_op_le_Tensor = Dispatcher.define('le.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_le_Tensor = _A._op_le_Tensor
 
 def _cpu_le_Tensor(ks, self, other):
     try:
@@ -6400,7 +6400,7 @@ def _meta_le_Tensor(ks, self, other):
     _r = _run_meta(K.le, [self._data, other._data], {})
     return _r
 
-_op_le__Tensor = Dispatcher.define('le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_le__Tensor = _A._op_le__Tensor
 
 def _cpu_le__Tensor(ks, self, other):
     try:
@@ -6422,7 +6422,7 @@ def _meta_le__Tensor(ks, self, other):
     _r = _run_meta(K.le, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'le_')
 
-_op_le_out = Dispatcher.define('le.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_le_out = _A._op_le_out
 
 def _cpu_le_out(ks, self, other, out):
     try:
@@ -6444,7 +6444,7 @@ def _meta_le_out(ks, self, other, out):
     _r = _run_meta(K.le, [self._data, other._data], {})
     return _write_out(out, _r._data, 'le')
 
-_op_le_Scalar = Dispatcher.define('le.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_le_Scalar = _A._op_le_Scalar
 
 def _cpu_le_Scalar(ks, self, other):
     try:
@@ -6464,7 +6464,7 @@ def _meta_le_Scalar(ks, self, other):
     _r = _run_meta(K.le, [self._data, other], {})
     return _r
 
-_op_le__Scalar = Dispatcher.define('le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_le__Scalar = _A._op_le__Scalar
 
 def _cpu_le__Scalar(ks, self, other):
     try:
@@ -6484,7 +6484,7 @@ def _meta_le__Scalar(ks, self, other):
     _r = _run_meta(K.le, [self._data, other], {})
     return _write_inplace(self, _r._data, 'le_')
 
-_op_le_Scalar_out = Dispatcher.define('le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_le_Scalar_out = _A._op_le_Scalar_out
 
 def _cpu_le_Scalar_out(ks, self, other, out):
     try:
@@ -6506,7 +6506,7 @@ def _meta_le_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.le, [self._data, other], {})
     return _write_out(out, _r._data, 'le')
 
-_op_gt_Tensor = Dispatcher.define('gt.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_gt_Tensor = _A._op_gt_Tensor
 
 def _cpu_gt_Tensor(ks, self, other):
     try:
@@ -6528,7 +6528,7 @@ def _meta_gt_Tensor(ks, self, other):
     _r = _run_meta(K.gt, [self._data, other._data], {})
     return _r
 
-_op_gt__Tensor = Dispatcher.define('gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_gt__Tensor = _A._op_gt__Tensor
 
 def _cpu_gt__Tensor(ks, self, other):
     try:
@@ -6550,7 +6550,7 @@ def _meta_gt__Tensor(ks, self, other):
     _r = _run_meta(K.gt, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'gt_')
 
-_op_gt_out = Dispatcher.define('gt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_gt_out = _A._op_gt_out
 
 def _cpu_gt_out(ks, self, other, out):
     try:
@@ -6572,7 +6572,7 @@ def _meta_gt_out(ks, self, other, out):
     _r = _run_meta(K.gt, [self._data, other._data], {})
     return _write_out(out, _r._data, 'gt')
 
-_op_gt_Scalar = Dispatcher.define('gt.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_gt_Scalar = _A._op_gt_Scalar
 
 def _cpu_gt_Scalar(ks, self, other):
     try:
@@ -6592,7 +6592,7 @@ def _meta_gt_Scalar(ks, self, other):
     _r = _run_meta(K.gt, [self._data, other], {})
     return _r
 
-_op_gt__Scalar = Dispatcher.define('gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_gt__Scalar = _A._op_gt__Scalar
 
 def _cpu_gt__Scalar(ks, self, other):
     try:
@@ -6612,7 +6612,7 @@ def _meta_gt__Scalar(ks, self, other):
     _r = _run_meta(K.gt, [self._data, other], {})
     return _write_inplace(self, _r._data, 'gt_')
 
-_op_gt_Scalar_out = Dispatcher.define('gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_gt_Scalar_out = _A._op_gt_Scalar_out
 
 def _cpu_gt_Scalar_out(ks, self, other, out):
     try:
@@ -6634,7 +6634,7 @@ def _meta_gt_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.gt, [self._data, other], {})
     return _write_out(out, _r._data, 'gt')
 
-_op_ge_Tensor = Dispatcher.define('ge.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_ge_Tensor = _A._op_ge_Tensor
 
 def _cpu_ge_Tensor(ks, self, other):
     try:
@@ -6656,7 +6656,7 @@ def _meta_ge_Tensor(ks, self, other):
     _r = _run_meta(K.ge, [self._data, other._data], {})
     return _r
 
-_op_ge__Tensor = Dispatcher.define('ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+_op_ge__Tensor = _A._op_ge__Tensor
 
 def _cpu_ge__Tensor(ks, self, other):
     try:
@@ -6678,7 +6678,7 @@ def _meta_ge__Tensor(ks, self, other):
     _r = _run_meta(K.ge, [self._data, other._data], {})
     return _write_inplace(self, _r._data, 'ge_')
 
-_op_ge_out = Dispatcher.define('ge.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ge_out = _A._op_ge_out
 
 def _cpu_ge_out(ks, self, other, out):
     try:
@@ -6700,7 +6700,7 @@ def _meta_ge_out(ks, self, other, out):
     _r = _run_meta(K.ge, [self._data, other._data], {})
     return _write_out(out, _r._data, 'ge')
 
-_op_ge_Scalar = Dispatcher.define('ge.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_ge_Scalar = _A._op_ge_Scalar
 
 def _cpu_ge_Scalar(ks, self, other):
     try:
@@ -6720,7 +6720,7 @@ def _meta_ge_Scalar(ks, self, other):
     _r = _run_meta(K.ge, [self._data, other], {})
     return _r
 
-_op_ge__Scalar = Dispatcher.define('ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+_op_ge__Scalar = _A._op_ge__Scalar
 
 def _cpu_ge__Scalar(ks, self, other):
     try:
@@ -6740,7 +6740,7 @@ def _meta_ge__Scalar(ks, self, other):
     _r = _run_meta(K.ge, [self._data, other], {})
     return _write_inplace(self, _r._data, 'ge_')
 
-_op_ge_Scalar_out = Dispatcher.define('ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ge_Scalar_out = _A._op_ge_Scalar_out
 
 def _cpu_ge_Scalar_out(ks, self, other, out):
     try:
@@ -6762,7 +6762,7 @@ def _meta_ge_Scalar_out(ks, self, other, out):
     _r = _run_meta(K.ge, [self._data, other], {})
     return _write_out(out, _r._data, 'ge')
 
-_op_greater_Tensor = Dispatcher.define('greater.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_greater_Tensor = _A._op_greater_Tensor
 
 def _cpu_greater_Tensor(ks, self, other):
     try:
@@ -6784,7 +6784,7 @@ def _meta_greater_Tensor(ks, self, other):
     _r = _run_meta(K.gt, [self._data, other._data], {})
     return _r
 
-_op_greater_Scalar = Dispatcher.define('greater.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_greater_Scalar = _A._op_greater_Scalar
 
 def _cpu_greater_Scalar(ks, self, other):
     try:
@@ -6804,7 +6804,7 @@ def _meta_greater_Scalar(ks, self, other):
     _r = _run_meta(K.gt, [self._data, other], {})
     return _r
 
-_op_greater_equal_Tensor = Dispatcher.define('greater_equal.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_greater_equal_Tensor = _A._op_greater_equal_Tensor
 
 def _cpu_greater_equal_Tensor(ks, self, other):
     try:
@@ -6826,7 +6826,7 @@ def _meta_greater_equal_Tensor(ks, self, other):
     _r = _run_meta(K.ge, [self._data, other._data], {})
     return _r
 
-_op_greater_equal_Scalar = Dispatcher.define('greater_equal.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_greater_equal_Scalar = _A._op_greater_equal_Scalar
 
 def _cpu_greater_equal_Scalar(ks, self, other):
     try:
@@ -6846,7 +6846,7 @@ def _meta_greater_equal_Scalar(ks, self, other):
     _r = _run_meta(K.ge, [self._data, other], {})
     return _r
 
-_op_less_Tensor = Dispatcher.define('less.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_less_Tensor = _A._op_less_Tensor
 
 def _cpu_less_Tensor(ks, self, other):
     try:
@@ -6868,7 +6868,7 @@ def _meta_less_Tensor(ks, self, other):
     _r = _run_meta(K.lt, [self._data, other._data], {})
     return _r
 
-_op_less_Scalar = Dispatcher.define('less.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_less_Scalar = _A._op_less_Scalar
 
 def _cpu_less_Scalar(ks, self, other):
     try:
@@ -6888,7 +6888,7 @@ def _meta_less_Scalar(ks, self, other):
     _r = _run_meta(K.lt, [self._data, other], {})
     return _r
 
-_op_less_equal_Tensor = Dispatcher.define('less_equal.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_less_equal_Tensor = _A._op_less_equal_Tensor
 
 def _cpu_less_equal_Tensor(ks, self, other):
     try:
@@ -6910,7 +6910,7 @@ def _meta_less_equal_Tensor(ks, self, other):
     _r = _run_meta(K.le, [self._data, other._data], {})
     return _r
 
-_op_less_equal_Scalar = Dispatcher.define('less_equal.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_less_equal_Scalar = _A._op_less_equal_Scalar
 
 def _cpu_less_equal_Scalar(ks, self, other):
     try:
@@ -6930,7 +6930,7 @@ def _meta_less_equal_Scalar(ks, self, other):
     _r = _run_meta(K.le, [self._data, other], {})
     return _r
 
-_op_not_equal_Tensor = Dispatcher.define('not_equal.Tensor(Tensor self, Tensor other) -> Tensor')
+_op_not_equal_Tensor = _A._op_not_equal_Tensor
 
 def _cpu_not_equal_Tensor(ks, self, other):
     try:
@@ -6952,7 +6952,7 @@ def _meta_not_equal_Tensor(ks, self, other):
     _r = _run_meta(K.ne, [self._data, other._data], {})
     return _r
 
-_op_not_equal_Scalar = Dispatcher.define('not_equal.Scalar(Tensor self, Scalar other) -> Tensor')
+_op_not_equal_Scalar = _A._op_not_equal_Scalar
 
 def _cpu_not_equal_Scalar(ks, self, other):
     try:
@@ -6972,7 +6972,7 @@ def _meta_not_equal_Scalar(ks, self, other):
     _r = _run_meta(K.ne, [self._data, other], {})
     return _r
 
-_op_where_self = Dispatcher.define('where.self(Tensor condition, Tensor self, Tensor other) -> Tensor')
+_op_where_self = _A._op_where_self
 
 def _cpu_where_self(ks, condition, self, other):
     try:
@@ -6994,7 +6994,7 @@ def _meta_where_self(ks, condition, self, other):
     _r = _run_meta(K.where, [condition._data, self._data, other._data], {})
     return _r
 
-_op_where_self_out = Dispatcher.define('where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_where_self_out = _A._op_where_self_out
 
 def _cpu_where_self_out(ks, condition, self, other, out):
     try:
@@ -7016,17 +7016,17 @@ def _meta_where_self_out(ks, condition, self, other, out):
     _r = _run_meta(K.where, [condition._data, self._data, other._data], {})
     return _write_out(out, _r._data, 'where')
 
-_op_where_ScalarSelf = Dispatcher.define('where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor')
+_op_where_ScalarSelf = _A._op_where_ScalarSelf
 
 def _composite_where_ScalarSelf(ks, condition, self, other):
     return C.where_scalar_self(condition, self, other)
 
-_op_where_ScalarOther = Dispatcher.define('where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor')
+_op_where_ScalarOther = _A._op_where_ScalarOther
 
 def _composite_where_ScalarOther(ks, condition, self, other):
     return C.where_scalar_other(condition, self, other)
 
-_op_where_Scalar = Dispatcher.define('where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor')
+_op_where_Scalar = _A._op_where_Scalar
 
 def _cpu_where_Scalar(ks, condition, self, other):
     try:
@@ -7046,12 +7046,12 @@ def _meta_where_Scalar(ks, condition, self, other):
     _r = _run_meta(K.where, [condition._data, self, other], {})
     return _r
 
-_op_where = Dispatcher.define('where(Tensor condition) -> Tensor[]')
+_op_where = _A._op_where
 
 def _composite_where_default(ks, condition):
     return C.where_nonzero(condition)
 
-_op_clamp = Dispatcher.define('clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor')
+_op_clamp = _A._op_clamp
 
 def _cpu_clamp_default(ks, self, min, max):
     try:
@@ -7071,7 +7071,7 @@ def _meta_clamp_default(ks, self, min, max):
     _r = _run_meta(K.clamp, [self._data, min, max], {})
     return _r
 
-_op_clamp_Tensor = Dispatcher.define('clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor')
+_op_clamp_Tensor = _A._op_clamp_Tensor
 
 def _cpu_clamp_Tensor(ks, self, min, max):
     try:
@@ -7093,7 +7093,7 @@ def _meta_clamp_Tensor(ks, self, min, max):
     _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)], {})
     return _r
 
-_op_clamp_out = Dispatcher.define('clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)')
+_op_clamp_out = _A._op_clamp_out
 
 def _cpu_clamp_out(ks, self, min, max, out):
     try:
@@ -7115,7 +7115,7 @@ def _meta_clamp_out(ks, self, min, max, out):
     _r = _run_meta(K.clamp, [self._data, min, max], {})
     return _write_out(out, _r._data, 'clamp')
 
-_op_clamp_Tensor_out = Dispatcher.define('clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)')
+_op_clamp_Tensor_out = _A._op_clamp_Tensor_out
 
 def _cpu_clamp_Tensor_out(ks, self, min, max, out):
     try:
@@ -7137,7 +7137,7 @@ def _meta_clamp_Tensor_out(ks, self, min, max, out):
     _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)], {})
     return _write_out(out, _r._data, 'clamp')
 
-_op_clamp_ = Dispatcher.define('clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)')
+_op_clamp_ = _A._op_clamp_
 
 def _cpu_clamp__default(ks, self, min, max):
     try:
@@ -7157,7 +7157,7 @@ def _meta_clamp__default(ks, self, min, max):
     _r = _run_meta(K.clamp, [self._data, min, max], {})
     return _write_inplace(self, _r._data, 'clamp_')
 
-_op_clamp__Tensor = Dispatcher.define('clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)')
+_op_clamp__Tensor = _A._op_clamp__Tensor
 
 def _cpu_clamp__Tensor(ks, self, min, max):
     try:
@@ -7179,7 +7179,7 @@ def _meta_clamp__Tensor(ks, self, min, max):
     _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)], {})
     return _write_inplace(self, _r._data, 'clamp_')
 
-_op_clip = Dispatcher.define('clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor')
+_op_clip = _A._op_clip
 
 def _cpu_clip_default(ks, self, min, max):
     try:
@@ -7199,7 +7199,7 @@ def _meta_clip_default(ks, self, min, max):
     _r = _run_meta(K.clamp, [self._data, min, max], {})
     return _r
 
-_op_clip_Tensor = Dispatcher.define('clip.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor')
+_op_clip_Tensor = _A._op_clip_Tensor
 
 def _cpu_clip_Tensor(ks, self, min, max):
     try:
@@ -7221,7 +7221,7 @@ def _meta_clip_Tensor(ks, self, min, max):
     _r = _run_meta(K.clamp, [self._data, (None if min is None else min._data), (None if max is None else max._data)], {})
     return _r
 
-_op_clip_ = Dispatcher.define('clip_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)')
+_op_clip_ = _A._op_clip_
 
 def _cpu_clip__default(ks, self, min, max):
     try:
@@ -7241,7 +7241,7 @@ def _meta_clip__default(ks, self, min, max):
     _r = _run_meta(K.clamp, [self._data, min, max], {})
     return _write_inplace(self, _r._data, 'clip_')
 
-_op_clamp_min = Dispatcher.define('clamp_min(Tensor self, Scalar min) -> Tensor')
+_op_clamp_min = _A._op_clamp_min
 
 def _cpu_clamp_min_default(ks, self, min):
     try:
@@ -7261,7 +7261,7 @@ def _meta_clamp_min_default(ks, self, min):
     _r = _run_meta(K.clamp_min, [self._data, min], {})
     return _r
 
-_op_clamp_min_Tensor = Dispatcher.define('clamp_min.Tensor(Tensor self, Tensor min) -> Tensor')
+_op_clamp_min_Tensor = _A._op_clamp_min_Tensor
 
 def _cpu_clamp_min_Tensor(ks, self, min):
     try:
@@ -7283,7 +7283,7 @@ def _meta_clamp_min_Tensor(ks, self, min):
     _r = _run_meta(K.clamp_min, [self._data, min._data], {})
     return _r
 
-_op_clamp_min_ = Dispatcher.define('clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)')
+_op_clamp_min_ = _A._op_clamp_min_
 
 def _cpu_clamp_min__default(ks, self, min):
     try:
@@ -7303,7 +7303,7 @@ def _meta_clamp_min__default(ks, self, min):
     _r = _run_meta(K.clamp_min, [self._data, min], {})
     return _write_inplace(self, _r._data, 'clamp_min_')
 
-_op_clamp_max = Dispatcher.define('clamp_max(Tensor self, Scalar max) -> Tensor')
+_op_clamp_max = _A._op_clamp_max
 
 def _cpu_clamp_max_default(ks, self, max):
     try:
@@ -7323,7 +7323,7 @@ def _meta_clamp_max_default(ks, self, max):
     _r = _run_meta(K.clamp_max, [self._data, max], {})
     return _r
 
-_op_clamp_max_Tensor = Dispatcher.define('clamp_max.Tensor(Tensor self, Tensor max) -> Tensor')
+_op_clamp_max_Tensor = _A._op_clamp_max_Tensor
 
 def _cpu_clamp_max_Tensor(ks, self, max):
     try:
@@ -7345,7 +7345,7 @@ def _meta_clamp_max_Tensor(ks, self, max):
     _r = _run_meta(K.clamp_max, [self._data, max._data], {})
     return _r
 
-_op_clamp_max_ = Dispatcher.define('clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)')
+_op_clamp_max_ = _A._op_clamp_max_
 
 def _cpu_clamp_max__default(ks, self, max):
     try:
@@ -7365,7 +7365,7 @@ def _meta_clamp_max__default(ks, self, max):
     _r = _run_meta(K.clamp_max, [self._data, max], {})
     return _write_inplace(self, _r._data, 'clamp_max_')
 
-_op_lerp_Scalar = Dispatcher.define('lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor')
+_op_lerp_Scalar = _A._op_lerp_Scalar
 
 def _cpu_lerp_Scalar(ks, self, end, weight):
     try:
@@ -7387,7 +7387,7 @@ def _meta_lerp_Scalar(ks, self, end, weight):
     _r = _run_meta(K.lerp, [self._data, end._data, weight], {})
     return _r
 
-_op_lerp_Tensor = Dispatcher.define('lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor')
+_op_lerp_Tensor = _A._op_lerp_Tensor
 
 def _cpu_lerp_Tensor(ks, self, end, weight):
     try:
@@ -7409,7 +7409,7 @@ def _meta_lerp_Tensor(ks, self, end, weight):
     _r = _run_meta(K.lerp, [self._data, end._data, weight._data], {})
     return _r
 
-_op_lerp__Scalar = Dispatcher.define('lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)')
+_op_lerp__Scalar = _A._op_lerp__Scalar
 
 def _cpu_lerp__Scalar(ks, self, end, weight):
     try:
@@ -7431,7 +7431,7 @@ def _meta_lerp__Scalar(ks, self, end, weight):
     _r = _run_meta(K.lerp, [self._data, end._data, weight], {})
     return _write_inplace(self, _r._data, 'lerp_')
 
-_op_lerp__Tensor = Dispatcher.define('lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)')
+_op_lerp__Tensor = _A._op_lerp__Tensor
 
 def _cpu_lerp__Tensor(ks, self, end, weight):
     try:
@@ -7453,7 +7453,7 @@ def _meta_lerp__Tensor(ks, self, end, weight):
     _r = _run_meta(K.lerp, [self._data, end._data, weight._data], {})
     return _write_inplace(self, _r._data, 'lerp_')
 
-_op_lerp_Scalar_out = Dispatcher.define('lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)')
+_op_lerp_Scalar_out = _A._op_lerp_Scalar_out
 
 def _cpu_lerp_Scalar_out(ks, self, end, weight, out):
     try:
@@ -7475,7 +7475,7 @@ def _meta_lerp_Scalar_out(ks, self, end, weight, out):
     _r = _run_meta(K.lerp, [self._data, end._data, weight], {})
     return _write_out(out, _r._data, 'lerp')
 
-_op_addcmul = Dispatcher.define('addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor')
+_op_addcmul = _A._op_addcmul
 
 def _cpu_addcmul_default(ks, self, tensor1, tensor2, value):
     try:
@@ -7497,7 +7497,7 @@ def _meta_addcmul_default(ks, self, tensor1, tensor2, value):
     _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _r
 
-_op_addcmul_ = Dispatcher.define('addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)')
+_op_addcmul_ = _A._op_addcmul_
 
 def _cpu_addcmul__default(ks, self, tensor1, tensor2, value):
     try:
@@ -7519,7 +7519,7 @@ def _meta_addcmul__default(ks, self, tensor1, tensor2, value):
     _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _write_inplace(self, _r._data, 'addcmul_')
 
-_op_addcmul_out = Dispatcher.define('addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)')
+_op_addcmul_out = _A._op_addcmul_out
 
 def _cpu_addcmul_out(ks, self, tensor1, tensor2, value, out):
     try:
@@ -7541,7 +7541,7 @@ def _meta_addcmul_out(ks, self, tensor1, tensor2, value, out):
     _r = _run_meta(K.addcmul, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _write_out(out, _r._data, 'addcmul')
 
-_op_addcdiv = Dispatcher.define('addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor')
+_op_addcdiv = _A._op_addcdiv
 
 def _cpu_addcdiv_default(ks, self, tensor1, tensor2, value):
     try:
@@ -7563,7 +7563,7 @@ def _meta_addcdiv_default(ks, self, tensor1, tensor2, value):
     _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _r
 
-_op_addcdiv_ = Dispatcher.define('addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)')
+_op_addcdiv_ = _A._op_addcdiv_
 
 def _cpu_addcdiv__default(ks, self, tensor1, tensor2, value):
     try:
@@ -7585,7 +7585,7 @@ def _meta_addcdiv__default(ks, self, tensor1, tensor2, value):
     _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _write_inplace(self, _r._data, 'addcdiv_')
 
-_op_addcdiv_out = Dispatcher.define('addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)')
+_op_addcdiv_out = _A._op_addcdiv_out
 
 def _cpu_addcdiv_out(ks, self, tensor1, tensor2, value, out):
     try:
@@ -7607,7 +7607,7 @@ def _meta_addcdiv_out(ks, self, tensor1, tensor2, value, out):
     _r = _run_meta(K.addcdiv, [self._data, tensor1._data, tensor2._data], {'value': value})
     return _write_out(out, _r._data, 'addcdiv')
 
-_op_sum = Dispatcher.define('sum(Tensor self, *, ScalarType? dtype=None) -> Tensor')
+_op_sum = _A._op_sum
 
 def _cpu_sum_default(ks, self, dtype):
     try:
@@ -7627,7 +7627,7 @@ def _meta_sum_default(ks, self, dtype):
     _r = _run_meta(K.sum, [self._data], {'dtype': dtype})
     return _r
 
-_op_nansum = Dispatcher.define('nansum(Tensor self, *, ScalarType? dtype=None) -> Tensor')
+_op_nansum = _A._op_nansum
 
 def _cpu_nansum_default(ks, self, dtype):
     try:
@@ -7647,7 +7647,7 @@ def _meta_nansum_default(ks, self, dtype):
     _r = _run_meta(K.nansum, [self._data], {'dtype': dtype})
     return _r
 
-_op_prod = Dispatcher.define('prod(Tensor self, *, ScalarType? dtype=None) -> Tensor')
+_op_prod = _A._op_prod
 
 def _cpu_prod_default(ks, self, dtype):
     try:
@@ -7667,7 +7667,7 @@ def _meta_prod_default(ks, self, dtype):
     _r = _run_meta(K.prod, [self._data], {'dtype': dtype})
     return _r
 
-_op_sum_dim_IntList = Dispatcher.define('sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
+_op_sum_dim_IntList = _A._op_sum_dim_IntList
 
 def _cpu_sum_dim_IntList(ks, self, dim, keepdim, dtype):
     try:
@@ -7687,7 +7687,7 @@ def _meta_sum_dim_IntList(ks, self, dim, keepdim, dtype):
     _r = _run_meta(K.sum, [self._data, dim, keepdim], {'dtype': dtype})
     return _r
 
-_op_sum_IntList_out = Dispatcher.define('sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+_op_sum_IntList_out = _A._op_sum_IntList_out
 
 def _cpu_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
     try:
@@ -7709,7 +7709,7 @@ def _meta_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
     _r = _run_meta(K.sum, [self._data, dim, keepdim], {'dtype': dtype})
     return _write_out(out, _r._data, 'sum')
 
-_op_nansum_dim_IntList = Dispatcher.define('nansum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
+_op_nansum_dim_IntList = _A._op_nansum_dim_IntList
 
 def _cpu_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
     try:
@@ -7729,7 +7729,7 @@ def _meta_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
     _r = _run_meta(K.nansum, [self._data, dim, keepdim], {'dtype': dtype})
     return _r
 
-_op_prod_dim_int = Dispatcher.define('prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
+_op_prod_dim_int = _A._op_prod_dim_int
 
 def _cpu_prod_dim_int(ks, self, dim, keepdim, dtype):
     try:
@@ -7749,7 +7749,7 @@ def _meta_prod_dim_int(ks, self, dim, keepdim, dtype):
     _r = _run_meta(K.prod, [self._data, dim, keepdim], {'dtype': dtype})
     return _r
 
-_op_mean = Dispatcher.define('mean(Tensor self, *, ScalarType? dtype=None) -> Tensor')
+_op_mean = _A._op_mean
 
 def _cpu_mean_default(ks, self, dtype):
     try:
@@ -7769,7 +7769,7 @@ def _meta_mean_default(ks, self, dtype):
     _r = _run_meta(K.mean, [self._data], {'dtype': dtype})
     return _r
 
-_op_mean_dim = Dispatcher.define('mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
+_op_mean_dim = _A._op_mean_dim
 
 def _cpu_mean_dim(ks, self, dim, keepdim, dtype):
     try:
@@ -7789,7 +7789,7 @@ def _meta_mean_dim(ks, self, dim, keepdim, dtype):
     _r = _run_meta(K.mean, [self._data, dim, keepdim], {'dtype': dtype})
     return _r
 
-_op_nanmean = Dispatcher.define('nanmean(Tensor self, *, ScalarType? dtype=None) -> Tensor')
+_op_nanmean = _A._op_nanmean
 
 def _cpu_nanmean_default(ks, self, dtype):
     try:
@@ -7809,7 +7809,7 @@ def _meta_nanmean_default(ks, self, dtype):
     _r = _run_meta(K.nanmean, [self._data], {'dtype': dtype})
     return _r
 
-_op_nanmean_dim = Dispatcher.define('nanmean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
+_op_nanmean_dim = _A._op_nanmean_dim
 
 def _cpu_nanmean_dim(ks, self, dim, keepdim, dtype):
     try:
@@ -7829,7 +7829,7 @@ def _meta_nanmean_dim(ks, self, dim, keepdim, dtype):
     _r = _run_meta(K.nanmean, [self._data, dim, keepdim], {'dtype': dtype})
     return _r
 
-_op_mean_out = Dispatcher.define('mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+_op_mean_out = _A._op_mean_out
 
 def _cpu_mean_out(ks, self, dim, keepdim, dtype, out):
     try:
@@ -7851,7 +7851,7 @@ def _meta_mean_out(ks, self, dim, keepdim, dtype, out):
     _r = _run_meta(K.mean, [self._data, dim, keepdim], {'dtype': dtype})
     return _write_out(out, _r._data, 'mean')
 
-_op_mean_dtype_out = Dispatcher.define('mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+_op_mean_dtype_out = _A._op_mean_dtype_out
 
 def _cpu_mean_dtype_out(ks, self, dtype, out):
     try:
@@ -7873,17 +7873,17 @@ def _meta_mean_dtype_out(ks, self, dtype, out):
     _r = _run_meta(K.mean, [self._data], {'dtype': dtype})
     return _write_out(out, _r._data, 'mean')
 
-_op_var = Dispatcher.define('var(Tensor self, bool unbiased=True) -> Tensor')
+_op_var = _A._op_var
 
 def _composite_var_default(ks, self, unbiased):
     return C.var_unbiased(self, unbiased)
 
-_op_var_dim = Dispatcher.define('var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor')
+_op_var_dim = _A._op_var_dim
 
 def _composite_var_dim(ks, self, dim, unbiased, keepdim):
     return C.var_dim_unbiased(self, dim, unbiased, keepdim)
 
-_op_var_correction = Dispatcher.define('var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor')
+_op_var_correction = _A._op_var_correction
 
 def _cpu_var_correction(ks, self, dim, correction, keepdim):
     try:
@@ -7903,17 +7903,17 @@ def _meta_var_correction(ks, self, dim, correction, keepdim):
     _r = _run_meta(K.var, [self._data, dim], {'correction': correction, 'keepdim': keepdim})
     return _r
 
-_op_std = Dispatcher.define('std(Tensor self, bool unbiased=True) -> Tensor')
+_op_std = _A._op_std
 
 def _composite_std_default(ks, self, unbiased):
     return C.std_unbiased(self, unbiased)
 
-_op_std_dim = Dispatcher.define('std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor')
+_op_std_dim = _A._op_std_dim
 
 def _composite_std_dim(ks, self, dim, unbiased, keepdim):
     return C.std_dim_unbiased(self, dim, unbiased, keepdim)
 
-_op_std_correction = Dispatcher.define('std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor')
+_op_std_correction = _A._op_std_correction
 
 def _cpu_std_correction(ks, self, dim, correction, keepdim):
     try:
@@ -7933,17 +7933,17 @@ def _meta_std_correction(ks, self, dim, correction, keepdim):
     _r = _run_meta(K.std, [self._data, dim], {'correction': correction, 'keepdim': keepdim})
     return _r
 
-_op_var_mean = Dispatcher.define('var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)')
+_op_var_mean = _A._op_var_mean
 
 def _composite_var_mean_default(ks, self, unbiased):
     return C.var_mean_unbiased(self, unbiased)
 
-_op_var_mean_dim = Dispatcher.define('var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)')
+_op_var_mean_dim = _A._op_var_mean_dim
 
 def _composite_var_mean_dim(ks, self, dim, unbiased, keepdim):
     return C.var_mean_dim_unbiased(self, dim, unbiased, keepdim)
 
-_op_var_mean_correction = Dispatcher.define('var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)')
+_op_var_mean_correction = _A._op_var_mean_correction
 
 def _cpu_var_mean_correction(ks, self, dim, correction, keepdim):
     try:
@@ -7965,17 +7965,17 @@ def _meta_var_mean_correction(ks, self, dim, correction, keepdim):
     _r = _run_meta(K.var_mean, [self._data, dim], {'correction': correction, 'keepdim': keepdim})
     return _r
 
-_op_std_mean = Dispatcher.define('std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)')
+_op_std_mean = _A._op_std_mean
 
 def _composite_std_mean_default(ks, self, unbiased):
     return C.std_mean_unbiased(self, unbiased)
 
-_op_std_mean_dim = Dispatcher.define('std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)')
+_op_std_mean_dim = _A._op_std_mean_dim
 
 def _composite_std_mean_dim(ks, self, dim, unbiased, keepdim):
     return C.std_mean_dim_unbiased(self, dim, unbiased, keepdim)
 
-_op_std_mean_correction = Dispatcher.define('std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)')
+_op_std_mean_correction = _A._op_std_mean_correction
 
 def _cpu_std_mean_correction(ks, self, dim, correction, keepdim):
     try:
@@ -7997,7 +7997,7 @@ def _meta_std_mean_correction(ks, self, dim, correction, keepdim):
     _r = _run_meta(K.std_mean, [self._data, dim], {'correction': correction, 'keepdim': keepdim})
     return _r
 
-_op_max = Dispatcher.define('max(Tensor self) -> Tensor')
+_op_max = _A._op_max
 
 def _cpu_max_default(ks, self):
     try:
@@ -8017,7 +8017,7 @@ def _meta_max_default(ks, self):
     _r = _run_meta(K.max, [self._data], {})
     return _r
 
-_op_max_dim = Dispatcher.define('max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
+_op_max_dim = _A._op_max_dim
 
 def _cpu_max_dim(ks, self, dim, keepdim):
     try:
@@ -8039,7 +8039,7 @@ def _meta_max_dim(ks, self, dim, keepdim):
     _r = _run_meta(K.max_dim, [self._data, dim, keepdim], {})
     return _rt.max(*_r)
 
-_op_min = Dispatcher.define('min(Tensor self) -> Tensor')
+_op_min = _A._op_min
 
 def _cpu_min_default(ks, self):
     try:
@@ -8059,7 +8059,7 @@ def _meta_min_default(ks, self):
     _r = _run_meta(K.min, [self._data], {})
     return _r
 
-_op_min_dim = Dispatcher.define('min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
+_op_min_dim = _A._op_min_dim
 
 def _cpu_min_dim(ks, self, dim, keepdim):
     try:
@@ -8081,7 +8081,7 @@ def _meta_min_dim(ks, self, dim, keepdim):
     _r = _run_meta(K.min_dim, [self._data, dim, keepdim], {})
     return _rt.min(*_r)
 
-_op_amax = Dispatcher.define('amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor')
+_op_amax = _A._op_amax
 
 def _cpu_amax_default(ks, self, dim, keepdim):
     try:
@@ -8101,7 +8101,7 @@ def _meta_amax_default(ks, self, dim, keepdim):
     _r = _run_meta(K.amax, [self._data, dim, keepdim], {})
     return _r
 
-_op_amax_out = Dispatcher.define('amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)')
+_op_amax_out = _A._op_amax_out
 
 def _cpu_amax_out(ks, self, dim, keepdim, out):
     try:
@@ -8123,7 +8123,7 @@ def _meta_amax_out(ks, self, dim, keepdim, out):
     _r = _run_meta(K.amax, [self._data, dim, keepdim], {})
     return _write_out(out, _r._data, 'amax')
 
-_op_amin = Dispatcher.define('amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor')
+_op_amin = _A._op_amin
 
 def _cpu_amin_default(ks, self, dim, keepdim):
     try:
@@ -8143,7 +8143,7 @@ def _meta_amin_default(ks, self, dim, keepdim):
     _r = _run_meta(K.amin, [self._data, dim, keepdim], {})
     return _r
 
-_op_amin_out = Dispatcher.define('amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)')
+_op_amin_out = _A._op_amin_out
 
 def _cpu_amin_out(ks, self, dim, keepdim, out):
     try:
@@ -8165,7 +8165,7 @@ def _meta_amin_out(ks, self, dim, keepdim, out):
     _r = _run_meta(K.amin, [self._data, dim, keepdim], {})
     return _write_out(out, _r._data, 'amin')
 
-_op_aminmax = Dispatcher.define('aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)')
+_op_aminmax = _A._op_aminmax
 
 def _cpu_aminmax_default(ks, self, dim, keepdim):
     try:
@@ -8187,7 +8187,7 @@ def _meta_aminmax_default(ks, self, dim, keepdim):
     _r = _run_meta(K.aminmax, [self._data], {'dim': dim, 'keepdim': keepdim})
     return _rt.aminmax(*_r)
 
-_op_argmax = Dispatcher.define('argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor')
+_op_argmax = _A._op_argmax
 
 def _cpu_argmax_default(ks, self, dim, keepdim):
     try:
@@ -8207,7 +8207,7 @@ def _meta_argmax_default(ks, self, dim, keepdim):
     _r = _run_meta(K.argmax, [self._data, dim, keepdim], {})
     return _r
 
-_op_argmin = Dispatcher.define('argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor')
+_op_argmin = _A._op_argmin
 
 def _cpu_argmin_default(ks, self, dim, keepdim):
     try:
@@ -8227,7 +8227,7 @@ def _meta_argmin_default(ks, self, dim, keepdim):
     _r = _run_meta(K.argmin, [self._data, dim, keepdim], {})
     return _r
 
-_op_logsumexp = Dispatcher.define('logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
+_op_logsumexp = _A._op_logsumexp
 
 def _cpu_logsumexp_default(ks, self, dim, keepdim):
     try:
@@ -8247,7 +8247,7 @@ def _meta_logsumexp_default(ks, self, dim, keepdim):
     _r = _run_meta(K.logsumexp, [self._data, dim, keepdim], {})
     return _r
 
-_op_all = Dispatcher.define('all(Tensor self) -> Tensor')
+_op_all = _A._op_all
 
 def _cpu_all_default(ks, self):
     try:
@@ -8267,7 +8267,7 @@ def _meta_all_default(ks, self):
     _r = _run_meta(K.all, [self._data], {})
     return _r
 
-_op_all_dim = Dispatcher.define('all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor')
+_op_all_dim = _A._op_all_dim
 
 def _cpu_all_dim(ks, self, dim, keepdim):
     try:
@@ -8287,7 +8287,7 @@ def _meta_all_dim(ks, self, dim, keepdim):
     _r = _run_meta(K.all, [self._data, dim, keepdim], {})
     return _r
 
-_op_all_dims = Dispatcher.define('all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor')
+_op_all_dims = _A._op_all_dims
 
 def _cpu_all_dims(ks, self, dim, keepdim):
     try:
@@ -8307,7 +8307,7 @@ def _meta_all_dims(ks, self, dim, keepdim):
     _r = _run_meta(K.all, [self._data, dim, keepdim], {})
     return _r
 
-_op_any = Dispatcher.define('any(Tensor self) -> Tensor')
+_op_any = _A._op_any
 
 def _cpu_any_default(ks, self):
     try:
@@ -8327,7 +8327,7 @@ def _meta_any_default(ks, self):
     _r = _run_meta(K.any, [self._data], {})
     return _r
 
-_op_any_dim = Dispatcher.define('any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor')
+_op_any_dim = _A._op_any_dim
 
 def _cpu_any_dim(ks, self, dim, keepdim):
     try:
@@ -8347,7 +8347,7 @@ def _meta_any_dim(ks, self, dim, keepdim):
     _r = _run_meta(K.any, [self._data, dim, keepdim], {})
     return _r
 
-_op_any_dims = Dispatcher.define('any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor')
+_op_any_dims = _A._op_any_dims
 
 def _cpu_any_dims(ks, self, dim, keepdim):
     try:
@@ -8367,7 +8367,7 @@ def _meta_any_dims(ks, self, dim, keepdim):
     _r = _run_meta(K.any, [self._data, dim, keepdim], {})
     return _r
 
-_op_count_nonzero_dim_IntList = Dispatcher.define('count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor')
+_op_count_nonzero_dim_IntList = _A._op_count_nonzero_dim_IntList
 
 def _cpu_count_nonzero_dim_IntList(ks, self, dim):
     try:
@@ -8387,7 +8387,7 @@ def _meta_count_nonzero_dim_IntList(ks, self, dim):
     _r = _run_meta(K.count_nonzero, [self._data, dim], {})
     return _r
 
-_op_count_nonzero = Dispatcher.define('count_nonzero(Tensor self, int? dim=None) -> Tensor')
+_op_count_nonzero = _A._op_count_nonzero
 
 def _cpu_count_nonzero_default(ks, self, dim):
     try:
@@ -8407,7 +8407,7 @@ def _meta_count_nonzero_default(ks, self, dim):
     _r = _run_meta(K.count_nonzero, [self._data, dim], {})
     return _r
 
-_op_cumsum = Dispatcher.define('cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
+_op_cumsum = _A._op_cumsum
 
 def _cpu_cumsum_default(ks, self, dim, dtype):
     try:
@@ -8427,7 +8427,7 @@ def _meta_cumsum_default(ks, self, dim, dtype):
     _r = _run_meta(K.cumsum, [self._data, dim], {'dtype': dtype})
     return _r
 
-_op_cumsum_ = Dispatcher.define('cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)')
+_op_cumsum_ = _A._op_cumsum_
 
 def _cpu_cumsum__default(ks, self, dim, dtype):
     try:
@@ -8447,7 +8447,7 @@ def _meta_cumsum__default(ks, self, dim, dtype):
     _r = _run_meta(K.cumsum, [self._data, dim], {'dtype': dtype})
     return _write_inplace(self, _r._data, 'cumsum_')
 
-_op_cumsum_out = Dispatcher.define('cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+_op_cumsum_out = _A._op_cumsum_out
 
 def _cpu_cumsum_out(ks, self, dim, dtype, out):
     try:
@@ -8469,7 +8469,7 @@ def _meta_cumsum_out(ks, self, dim, dtype, out):
     _r = _run_meta(K.cumsum, [self._data, dim], {'dtype': dtype})
     return _write_out(out, _r._data, 'cumsum')
 
-_op_cumprod = Dispatcher.define('cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
+_op_cumprod = _A._op_cumprod
 
 def _cpu_cumprod_default(ks, self, dim, dtype):
     try:
@@ -8489,7 +8489,7 @@ def _meta_cumprod_default(ks, self, dim, dtype):
     _r = _run_meta(K.cumprod, [self._data, dim], {'dtype': dtype})
     return _r
 
-_op_cumprod_ = Dispatcher.define('cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)')
+_op_cumprod_ = _A._op_cumprod_
 
 def _cpu_cumprod__default(ks, self, dim, dtype):
     try:
@@ -8509,7 +8509,7 @@ def _meta_cumprod__default(ks, self, dim, dtype):
     _r = _run_meta(K.cumprod, [self._data, dim], {'dtype': dtype})
     return _write_inplace(self, _r._data, 'cumprod_')
 
-_op_cumprod_out = Dispatcher.define('cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+_op_cumprod_out = _A._op_cumprod_out
 
 def _cpu_cumprod_out(ks, self, dim, dtype, out):
     try:
@@ -8531,7 +8531,7 @@ def _meta_cumprod_out(ks, self, dim, dtype, out):
     _r = _run_meta(K.cumprod, [self._data, dim], {'dtype': dtype})
     return _write_out(out, _r._data, 'cumprod')
 
-_op_logcumsumexp = Dispatcher.define('logcumsumexp(Tensor self, int dim) -> Tensor')
+_op_logcumsumexp = _A._op_logcumsumexp
 
 def _cpu_logcumsumexp_default(ks, self, dim):
     try:
@@ -8551,7 +8551,7 @@ def _meta_logcumsumexp_default(ks, self, dim):
     _r = _run_meta(K.logcumsumexp, [self._data, dim], {})
     return _r
 
-_op_cummax = Dispatcher.define('cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)')
+_op_cummax = _A._op_cummax
 
 def _cpu_cummax_default(ks, self, dim):
     try:
@@ -8573,7 +8573,7 @@ def _meta_cummax_default(ks, self, dim):
     _r = _run_meta(K.cummax, [self._data, dim], {})
     return _rt.cummax(*_r)
 
-_op_cummin = Dispatcher.define('cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)')
+_op_cummin = _A._op_cummin
 
 def _cpu_cummin_default(ks, self, dim):
     try:
@@ -8595,12 +8595,12 @@ def _meta_cummin_default(ks, self, dim):
     _r = _run_meta(K.cummin, [self._data, dim], {})
     return _rt.cummin(*_r)
 
-_op_sort = Dispatcher.define('sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)')
+_op_sort = _A._op_sort
 
 def _composite_sort_default(ks, self, dim, descending):
     return C.sort_default(self, dim, descending)
 
-_op_sort_stable = Dispatcher.define('sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)')
+_op_sort_stable = _A._op_sort_stable
 
 def _cpu_sort_stable(ks, self, stable, dim, descending):
     try:
@@ -8622,12 +8622,12 @@ def _meta_sort_stable(ks, self, stable, dim, descending):
     _r = _run_meta(K.sort, [self._data], {'stable': stable, 'dim': dim, 'descending': descending})
     return _rt.sort(*_r)
 
-_op_argsort = Dispatcher.define('argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor')
+_op_argsort = _A._op_argsort
 
 def _composite_argsort_default(ks, self, dim, descending):
     return C.argsort_default(self, dim, descending)
 
-_op_argsort_stable = Dispatcher.define('argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor')
+_op_argsort_stable = _A._op_argsort_stable
 
 def _cpu_argsort_stable(ks, self, stable, dim, descending):
     try:
@@ -8647,7 +8647,7 @@ def _meta_argsort_stable(ks, self, stable, dim, descending):
     _r = _run_meta(K.argsort, [self._data], {'stable': stable, 'dim': dim, 'descending': descending})
     return _r
 
-_op_topk = Dispatcher.define('topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)')
+_op_topk = _A._op_topk
 
 def _cpu_topk_default(ks, self, k, dim, largest, sorted):
     try:
@@ -8669,7 +8669,7 @@ def _meta_topk_default(ks, self, k, dim, largest, sorted):
     _r = _run_meta(K.topk, [self._data, k, dim, largest, sorted], {})
     return _rt.topk(*_r)
 
-_op_kthvalue = Dispatcher.define('kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)')
+_op_kthvalue = _A._op_kthvalue
 
 def _cpu_kthvalue_default(ks, self, k, dim, keepdim):
     try:
@@ -8691,7 +8691,7 @@ def _meta_kthvalue_default(ks, self, k, dim, keepdim):
     _r = _run_meta(K.kthvalue, [self._data, k, dim, keepdim], {})
     return _rt.kthvalue(*_r)
 
-_op_median = Dispatcher.define('median(Tensor self) -> Tensor')
+_op_median = _A._op_median
 
 def _cpu_median_default(ks, self):
     try:
@@ -8711,7 +8711,7 @@ def _meta_median_default(ks, self):
     _r = _run_meta(K.median, [self._data], {})
     return _r
 
-_op_median_dim = Dispatcher.define('median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
+_op_median_dim = _A._op_median_dim
 
 def _cpu_median_dim(ks, self, dim, keepdim):
     try:
@@ -8733,7 +8733,7 @@ def _meta_median_dim(ks, self, dim, keepdim):
     _r = _run_meta(K.median_dim, [self._data, dim, keepdim], {})
     return _rt.median(*_r)
 
-_op_mode = Dispatcher.define('mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)')
+_op_mode = _A._op_mode
 
 def _cpu_mode_default(ks, self, dim, keepdim):
     try:
@@ -8755,27 +8755,27 @@ def _meta_mode_default(ks, self, dim, keepdim):
     _r = _run_meta(K.mode, [self._data, dim, keepdim], {})
     return _rt.mode(*_r)
 
-_op_quantile = Dispatcher.define("quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
+_op_quantile = _A._op_quantile
 
 def _composite_quantile_default(ks, self, q, dim, keepdim, interpolation):
     return C.quantile(self, q, dim, keepdim, interpolation)
 
-_op_quantile_scalar = Dispatcher.define("quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
+_op_quantile_scalar = _A._op_quantile_scalar
 
 def _composite_quantile_scalar(ks, self, q, dim, keepdim, interpolation):
     return C.quantile_scalar(self, q, dim, keepdim, interpolation)
 
-_op_nanquantile = Dispatcher.define("nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
+_op_nanquantile = _A._op_nanquantile
 
 def _composite_nanquantile_default(ks, self, q, dim, keepdim, interpolation):
     return C.nanquantile(self, q, dim, keepdim, interpolation)
 
-_op_nanquantile_scalar = Dispatcher.define("nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor")
+_op_nanquantile_scalar = _A._op_nanquantile_scalar
 
 def _composite_nanquantile_scalar(ks, self, q, dim, keepdim, interpolation):
     return C.nanquantile_scalar(self, q, dim, keepdim, interpolation)
 
-_op__unique2 = Dispatcher.define('_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)')
+_op__unique2 = _A._op__unique2
 
 def _cpu__unique2_default(ks, self, sorted, return_inverse, return_counts):
     try:
@@ -8792,7 +8792,7 @@ def _cuda__unique2_default(ks, self, sorted, return_inverse, return_counts):
     except ValueError as _e:
         _value_error(_e, K.unique, self)
 
-_op_unique_dim = Dispatcher.define('unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)')
+_op_unique_dim = _A._op_unique_dim
 
 def _cpu_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
     try:
@@ -8809,7 +8809,7 @@ def _cuda_unique_dim_default(ks, self, dim, sorted, return_inverse, return_count
     except ValueError as _e:
         _value_error(_e, K.unique_dim, self)
 
-_op_bincount = Dispatcher.define('bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor')
+_op_bincount = _A._op_bincount
 
 def _cpu_bincount_default(ks, self, weights, minlength):
     try:
@@ -8825,7 +8825,7 @@ def _cuda_bincount_default(ks, self, weights, minlength):
     except ValueError as _e:
         _value_error(_e, K.bincount, self, weights)
 
-_op_histc = Dispatcher.define('histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor')
+_op_histc = _A._op_histc
 
 def _cpu_histc_default(ks, self, bins, min, max):
     try:
@@ -8845,17 +8845,17 @@ def _meta_histc_default(ks, self, bins, min, max):
     _r = _run_meta(K.histc, [self._data, bins, min, max], {})
     return _r
 
-_op_norm_ScalarOpt_dim = Dispatcher.define('norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor')
+_op_norm_ScalarOpt_dim = _A._op_norm_ScalarOpt_dim
 
 def _composite_norm_ScalarOpt_dim(ks, self, p, dim, keepdim):
     return C.norm_dim(self, p, dim, keepdim)
 
-_op_norm_Scalar = Dispatcher.define('norm.Scalar(Tensor self, Scalar p=2) -> Tensor')
+_op_norm_Scalar = _A._op_norm_Scalar
 
 def _composite_norm_Scalar(ks, self, p):
     return C.norm_scalar(self, p)
 
-_op_view = Dispatcher.define('view(Tensor(a) self, SymInt[] size) -> Tensor(a)')
+_op_view = _A._op_view
 
 def _cpu_view_default(ks, self, size):
     try:
@@ -8874,7 +8874,7 @@ def _cuda_view_default(ks, self, size):
 def _meta_view_default(ks, self, size):
     return _view(K.view(_np, self._data, size), self)
 
-_op_view_dtype = Dispatcher.define('view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)')
+_op_view_dtype = _A._op_view_dtype
 
 def _cpu_view_dtype(ks, self, dtype):
     try:
@@ -8893,12 +8893,12 @@ def _cuda_view_dtype(ks, self, dtype):
 def _meta_view_dtype(ks, self, dtype):
     return _view(K.view_dtype(_np, self._data, dtype), self)
 
-_op_reshape = Dispatcher.define('reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)')
+_op_reshape = _A._op_reshape
 
 def _composite_reshape_default(ks, self, shape):
     return C.reshape(self, shape)
 
-_op__reshape_alias = Dispatcher.define('_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)')
+_op__reshape_alias = _A._op__reshape_alias
 
 def _cpu__reshape_alias_default(ks, self, size, stride):
     try:
@@ -8917,17 +8917,17 @@ def _cuda__reshape_alias_default(ks, self, size, stride):
 def _meta__reshape_alias_default(ks, self, size, stride):
     return _view(K._reshape_alias(_np, self._data, size, stride), self)
 
-_op_view_as = Dispatcher.define('view_as(Tensor(a) self, Tensor other) -> Tensor(a)')
+_op_view_as = _A._op_view_as
 
 def _composite_view_as_default(ks, self, other):
     return C.view_as(self, other)
 
-_op_reshape_as = Dispatcher.define('reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)')
+_op_reshape_as = _A._op_reshape_as
 
 def _composite_reshape_as_default(ks, self, other):
     return C.reshape_as(self, other)
 
-_op_as_strided = Dispatcher.define('as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)')
+_op_as_strided = _A._op_as_strided
 
 def _cpu_as_strided_default(ks, self, size, stride, storage_offset):
     try:
@@ -8946,7 +8946,7 @@ def _cuda_as_strided_default(ks, self, size, stride, storage_offset):
 def _meta_as_strided_default(ks, self, size, stride, storage_offset):
     return _view(K.as_strided(_np, self._data, size, stride, storage_offset), self)
 
-_op_alias = Dispatcher.define('alias(Tensor(a) self) -> Tensor(a)')
+_op_alias = _A._op_alias
 
 def _cpu_alias_default(ks, self):
     try:
@@ -8965,7 +8965,7 @@ def _cuda_alias_default(ks, self):
 def _meta_alias_default(ks, self):
     return _view(K.alias(_np, self._data), self)
 
-_op_t = Dispatcher.define('t(Tensor(a) self) -> Tensor(a)')
+_op_t = _A._op_t
 
 def _cpu_t_default(ks, self):
     try:
@@ -8984,7 +8984,7 @@ def _cuda_t_default(ks, self):
 def _meta_t_default(ks, self):
     return _view(K.t(_np, self._data), self)
 
-_op_transpose_int = Dispatcher.define('transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)')
+_op_transpose_int = _A._op_transpose_int
 
 def _cpu_transpose_int(ks, self, dim0, dim1):
     try:
@@ -9003,17 +9003,17 @@ def _cuda_transpose_int(ks, self, dim0, dim1):
 def _meta_transpose_int(ks, self, dim0, dim1):
     return _view(K.transpose(_np, self._data, dim0, dim1), self)
 
-_op_swapaxes = Dispatcher.define('swapaxes(Tensor(a) self, int axis0, int axis1) -> Tensor(a)')
+_op_swapaxes = _A._op_swapaxes
 
 def _composite_swapaxes_default(ks, self, axis0, axis1):
     return C.swapaxes(self, axis0, axis1)
 
-_op_swapdims = Dispatcher.define('swapdims(Tensor(a) self, int dim0, int dim1) -> Tensor(a)')
+_op_swapdims = _A._op_swapdims
 
 def _composite_swapdims_default(ks, self, dim0, dim1):
     return C.swapaxes(self, dim0, dim1)
 
-_op_permute = Dispatcher.define('permute(Tensor(a) self, int[] dims) -> Tensor(a)')
+_op_permute = _A._op_permute
 
 def _cpu_permute_default(ks, self, dims):
     try:
@@ -9032,27 +9032,27 @@ def _cuda_permute_default(ks, self, dims):
 def _meta_permute_default(ks, self, dims):
     return _view(K.permute(_np, self._data, dims), self)
 
-_op_movedim_intlist = Dispatcher.define('movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)')
+_op_movedim_intlist = _A._op_movedim_intlist
 
 def _composite_movedim_intlist(ks, self, source, destination):
     return C.movedim(self, source, destination)
 
-_op_movedim_int = Dispatcher.define('movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)')
+_op_movedim_int = _A._op_movedim_int
 
 def _composite_movedim_int(ks, self, source, destination):
     return C.movedim_int(self, source, destination)
 
-_op_moveaxis_intlist = Dispatcher.define('moveaxis.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)')
+_op_moveaxis_intlist = _A._op_moveaxis_intlist
 
 def _composite_moveaxis_intlist(ks, self, source, destination):
     return C.movedim(self, source, destination)
 
-_op_moveaxis_int = Dispatcher.define('moveaxis.int(Tensor(a) self, int source, int destination) -> Tensor(a)')
+_op_moveaxis_int = _A._op_moveaxis_int
 
 def _composite_moveaxis_int(ks, self, source, destination):
     return C.movedim_int(self, source, destination)
 
-_op_expand = Dispatcher.define('expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)')
+_op_expand = _A._op_expand
 
 def _cpu_expand_default(ks, self, size, implicit):
     try:
@@ -9071,22 +9071,22 @@ def _cuda_expand_default(ks, self, size, implicit):
 def _meta_expand_default(ks, self, size, implicit):
     return _view(K.expand(_np, self._data, size, implicit=implicit), self)
 
-_op_expand_as = Dispatcher.define('expand_as(Tensor(a) self, Tensor other) -> Tensor(a)')
+_op_expand_as = _A._op_expand_as
 
 def _composite_expand_as_default(ks, self, other):
     return C.expand_as(self, other)
 
-_op_sum_to_size = Dispatcher.define('sum_to_size(Tensor self, SymInt[] size) -> Tensor')
+_op_sum_to_size = _A._op_sum_to_size
 
 def _composite_sum_to_size_default(ks, self, size):
     return C.sum_to_size(self, size)
 
-_op_broadcast_to = Dispatcher.define('broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)')
+_op_broadcast_to = _A._op_broadcast_to
 
 def _composite_broadcast_to_default(ks, self, size):
     return C.broadcast_to(self, size)
 
-_op_squeeze = Dispatcher.define('squeeze(Tensor(a) self) -> Tensor(a)')
+_op_squeeze = _A._op_squeeze
 
 def _cpu_squeeze_default(ks, self):
     try:
@@ -9105,7 +9105,7 @@ def _cuda_squeeze_default(ks, self):
 def _meta_squeeze_default(ks, self):
     return _view(K.squeeze(_np, self._data), self)
 
-_op_squeeze_dim = Dispatcher.define('squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)')
+_op_squeeze_dim = _A._op_squeeze_dim
 
 def _cpu_squeeze_dim(ks, self, dim):
     try:
@@ -9124,7 +9124,7 @@ def _cuda_squeeze_dim(ks, self, dim):
 def _meta_squeeze_dim(ks, self, dim):
     return _view(K.squeeze(_np, self._data, dim), self)
 
-_op_squeeze_dims = Dispatcher.define('squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)')
+_op_squeeze_dims = _A._op_squeeze_dims
 
 def _cpu_squeeze_dims(ks, self, dim):
     try:
@@ -9143,7 +9143,7 @@ def _cuda_squeeze_dims(ks, self, dim):
 def _meta_squeeze_dims(ks, self, dim):
     return _view(K.squeeze(_np, self._data, dim), self)
 
-_op_unsqueeze = Dispatcher.define('unsqueeze(Tensor(a) self, int dim) -> Tensor(a)')
+_op_unsqueeze = _A._op_unsqueeze
 
 def _cpu_unsqueeze_default(ks, self, dim):
     try:
@@ -9162,12 +9162,12 @@ def _cuda_unsqueeze_default(ks, self, dim):
 def _meta_unsqueeze_default(ks, self, dim):
     return _view(K.unsqueeze(_np, self._data, dim), self)
 
-_op_flatten_using_ints = Dispatcher.define('flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)')
+_op_flatten_using_ints = _A._op_flatten_using_ints
 
 def _composite_flatten_using_ints(ks, self, start_dim, end_dim):
     return C.flatten(self, start_dim, end_dim)
 
-_op_unflatten_int = Dispatcher.define('unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)')
+_op_unflatten_int = _A._op_unflatten_int
 
 def _cpu_unflatten_int(ks, self, dim, sizes):
     try:
@@ -9186,17 +9186,17 @@ def _cuda_unflatten_int(ks, self, dim, sizes):
 def _meta_unflatten_int(ks, self, dim, sizes):
     return _view(K.unflatten(_np, self._data, dim, sizes), self)
 
-_op_ravel = Dispatcher.define('ravel(Tensor(a) self) -> Tensor(a)')
+_op_ravel = _A._op_ravel
 
 def _composite_ravel_default(ks, self):
     return C.ravel(self)
 
-_op_narrow = Dispatcher.define('narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)')
+_op_narrow = _A._op_narrow
 
 def _composite_narrow_default(ks, self, dim, start, length):
     return C.narrow(self, dim, start, length)
 
-_op_select_int = Dispatcher.define('select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)')
+_op_select_int = _A._op_select_int
 
 def _cpu_select_int(ks, self, dim, index):
     try:
@@ -9215,7 +9215,7 @@ def _cuda_select_int(ks, self, dim, index):
 def _meta_select_int(ks, self, dim, index):
     return _view(K.select(_np, self._data, dim, index), self)
 
-_op_slice_Tensor = Dispatcher.define('slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)')
+_op_slice_Tensor = _A._op_slice_Tensor
 
 def _cpu_slice_Tensor(ks, self, dim, start, end, step):
     try:
@@ -9234,7 +9234,7 @@ def _cuda_slice_Tensor(ks, self, dim, start, end, step):
 def _meta_slice_Tensor(ks, self, dim, start, end, step):
     return _view(K.slice(_np, self._data, dim, start, end, step), self)
 
-_op_unbind_int = Dispatcher.define('unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]')
+_op_unbind_int = _A._op_unbind_int
 
 def _cpu_unbind_int(ks, self, dim):
     try:
@@ -9253,7 +9253,7 @@ def _cuda_unbind_int(ks, self, dim):
 def _meta_unbind_int(ks, self, dim):
     return [_view(_r, self) for _r in K.unbind(_np, self._data, dim)]
 
-_op_split_Tensor = Dispatcher.define('split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]')
+_op_split_Tensor = _A._op_split_Tensor
 
 def _cpu_split_Tensor(ks, self, split_size, dim):
     try:
@@ -9272,12 +9272,12 @@ def _cuda_split_Tensor(ks, self, split_size, dim):
 def _meta_split_Tensor(ks, self, split_size, dim):
     return [_view(_r, self) for _r in K.split(_np, self._data, split_size, dim)]
 
-_op_split_sizes = Dispatcher.define('split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]')
+_op_split_sizes = _A._op_split_sizes
 
 def _composite_split_sizes(ks, self, split_size, dim):
     return C.split_sizes(self, split_size, dim)
 
-_op_split_with_sizes = Dispatcher.define('split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]')
+_op_split_with_sizes = _A._op_split_with_sizes
 
 def _cpu_split_with_sizes_default(ks, self, split_sizes, dim):
     try:
@@ -9296,22 +9296,22 @@ def _cuda_split_with_sizes_default(ks, self, split_sizes, dim):
 def _meta_split_with_sizes_default(ks, self, split_sizes, dim):
     return [_view(_r, self) for _r in K.split_with_sizes(_np, self._data, split_sizes, dim)]
 
-_op_chunk = Dispatcher.define('chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]')
+_op_chunk = _A._op_chunk
 
 def _composite_chunk_default(ks, self, chunks, dim):
     return C.chunk(self, chunks, dim)
 
-_op_tensor_split_sections = Dispatcher.define('tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]')
+_op_tensor_split_sections = _A._op_tensor_split_sections
 
 def _composite_tensor_split_sections(ks, self, sections, dim):
     return C.tensor_split(self, sections, dim)
 
-_op_tensor_split_indices = Dispatcher.define('tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]')
+_op_tensor_split_indices = _A._op_tensor_split_indices
 
 def _composite_tensor_split_indices(ks, self, indices, dim):
     return C.tensor_split_indices(self, indices, dim)
 
-_op_unfold = Dispatcher.define('unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)')
+_op_unfold = _A._op_unfold
 
 def _cpu_unfold_default(ks, self, dimension, size, step):
     try:
@@ -9330,7 +9330,7 @@ def _cuda_unfold_default(ks, self, dimension, size, step):
 def _meta_unfold_default(ks, self, dimension, size, step):
     return _view(K.unfold(_np, self._data, dimension, size, step), self)
 
-_op_diagonal = Dispatcher.define('diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)')
+_op_diagonal = _A._op_diagonal
 
 def _cpu_diagonal_default(ks, self, offset, dim1, dim2):
     try:
@@ -9349,12 +9349,12 @@ def _cuda_diagonal_default(ks, self, offset, dim1, dim2):
 def _meta_diagonal_default(ks, self, offset, dim1, dim2):
     return _view(K.diagonal(_np, self._data, offset, dim1, dim2), self)
 
-_op_contiguous = Dispatcher.define('contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)')
+_op_contiguous = _A._op_contiguous
 
 def _composite_contiguous_default(ks, self, memory_format):
     return C.contiguous(self, memory_format)
 
-_op_empty_memory_format = Dispatcher.define('empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+_op_empty_memory_format = _A._op_empty_memory_format
 
 def _cpu_empty_memory_format(ks, size, dtype, layout, device, pin_memory, memory_format):
     return _new(K.empty(_np, size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), _KS_CPU, _CPU)
@@ -9368,7 +9368,7 @@ def _meta_empty_memory_format(ks, size, dtype, layout, device, pin_memory, memor
     _r = _run_meta(K.empty, [size], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory, 'memory_format': memory_format})
     return _r
 
-_op_zeros = Dispatcher.define('zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_zeros = _A._op_zeros
 
 def _cpu_zeros_default(ks, size, dtype, layout, device, pin_memory):
     return _new(K.zeros(_np, size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9382,7 +9382,7 @@ def _meta_zeros_default(ks, size, dtype, layout, device, pin_memory):
     _r = _run_meta(K.zeros, [size], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_zeros_out = Dispatcher.define('zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)')
+_op_zeros_out = _A._op_zeros_out
 
 def _cpu_zeros_out(ks, size, out):
     try:
@@ -9402,7 +9402,7 @@ def _meta_zeros_out(ks, size, out):
     _r = _run_meta(K.zeros, [size], {})
     return _write_out(out, _r._data, 'zeros')
 
-_op_ones = Dispatcher.define('ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_ones = _A._op_ones
 
 def _cpu_ones_default(ks, size, dtype, layout, device, pin_memory):
     return _new(K.ones(_np, size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9416,7 +9416,7 @@ def _meta_ones_default(ks, size, dtype, layout, device, pin_memory):
     _r = _run_meta(K.ones, [size], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_ones_out = Dispatcher.define('ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ones_out = _A._op_ones_out
 
 def _cpu_ones_out(ks, size, out):
     try:
@@ -9436,7 +9436,7 @@ def _meta_ones_out(ks, size, out):
     _r = _run_meta(K.ones, [size], {})
     return _write_out(out, _r._data, 'ones')
 
-_op_full = Dispatcher.define('full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_full = _A._op_full
 
 def _cpu_full_default(ks, size, fill_value, dtype, layout, device, pin_memory):
     return _new(K.full(_np, size, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9450,7 +9450,7 @@ def _meta_full_default(ks, size, fill_value, dtype, layout, device, pin_memory):
     _r = _run_meta(K.full, [size, fill_value], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_scalar_tensor = Dispatcher.define('scalar_tensor(Scalar s, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_scalar_tensor = _A._op_scalar_tensor
 
 def _cpu_scalar_tensor_default(ks, s, dtype, layout, device, pin_memory):
     return _new(K.scalar_tensor(_np, s, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9464,7 +9464,7 @@ def _meta_scalar_tensor_default(ks, s, dtype, layout, device, pin_memory):
     _r = _run_meta(K.scalar_tensor, [s], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_empty_like = Dispatcher.define('empty_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+_op_empty_like = _A._op_empty_like
 
 def _cpu_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     try:
@@ -9484,7 +9484,7 @@ def _meta_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory
     _r = _run_meta(K.empty_like, [self._data], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory, 'memory_format': memory_format})
     return _r
 
-_op_zeros_like = Dispatcher.define('zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+_op_zeros_like = _A._op_zeros_like
 
 def _cpu_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     try:
@@ -9504,7 +9504,7 @@ def _meta_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory
     _r = _run_meta(K.zeros_like, [self._data], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory, 'memory_format': memory_format})
     return _r
 
-_op_ones_like = Dispatcher.define('ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+_op_ones_like = _A._op_ones_like
 
 def _cpu_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     try:
@@ -9524,7 +9524,7 @@ def _meta_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_
     _r = _run_meta(K.ones_like, [self._data], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory, 'memory_format': memory_format})
     return _r
 
-_op_full_like = Dispatcher.define('full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+_op_full_like = _A._op_full_like
 
 def _cpu_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
     try:
@@ -9544,17 +9544,17 @@ def _meta_full_like_default(ks, self, fill_value, dtype, layout, device, pin_mem
     _r = _run_meta(K.full_like, [self._data, fill_value], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory, 'memory_format': memory_format})
     return _r
 
-_op_arange = Dispatcher.define('arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_arange = _A._op_arange
 
 def _composite_arange_default(ks, end, dtype, layout, device, pin_memory):
     return C.arange_end(end, dtype, layout, device, pin_memory)
 
-_op_arange_start = Dispatcher.define('arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_arange_start = _A._op_arange_start
 
 def _composite_arange_start(ks, start, end, dtype, layout, device, pin_memory):
     return C.arange_start(start, end, dtype, layout, device, pin_memory)
 
-_op_arange_start_step = Dispatcher.define('arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_arange_start_step = _A._op_arange_start_step
 
 def _cpu_arange_start_step(ks, start, end, step, dtype, layout, device, pin_memory):
     return _new(K.arange(_np, start, end, step, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9568,7 +9568,7 @@ def _meta_arange_start_step(ks, start, end, step, dtype, layout, device, pin_mem
     _r = _run_meta(K.arange, [start, end, step], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_linspace = Dispatcher.define('linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_linspace = _A._op_linspace
 
 def _cpu_linspace_default(ks, start, end, steps, dtype, layout, device, pin_memory):
     return _new(K.linspace(_np, start, end, steps, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9582,7 +9582,7 @@ def _meta_linspace_default(ks, start, end, steps, dtype, layout, device, pin_mem
     _r = _run_meta(K.linspace, [start, end, steps], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_logspace = Dispatcher.define('logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_logspace = _A._op_logspace
 
 def _cpu_logspace_default(ks, start, end, steps, base, dtype, layout, device, pin_memory):
     return _new(K.logspace(_np, start, end, steps, base, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9596,7 +9596,7 @@ def _meta_logspace_default(ks, start, end, steps, base, dtype, layout, device, p
     _r = _run_meta(K.logspace, [start, end, steps, base], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_eye = Dispatcher.define('eye(SymInt n, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_eye = _A._op_eye
 
 def _cpu_eye_default(ks, n, dtype, layout, device, pin_memory):
     return _new(K.eye(_np, n, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9610,7 +9610,7 @@ def _meta_eye_default(ks, n, dtype, layout, device, pin_memory):
     _r = _run_meta(K.eye, [n], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_eye_m = Dispatcher.define('eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_eye_m = _A._op_eye_m
 
 def _cpu_eye_m(ks, n, m, dtype, layout, device, pin_memory):
     return _new(K.eye(_np, n, m, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9624,7 +9624,7 @@ def _meta_eye_m(ks, n, m, dtype, layout, device, pin_memory):
     _r = _run_meta(K.eye, [n, m], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_tril_indices = Dispatcher.define('tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_tril_indices = _A._op_tril_indices
 
 def _cpu_tril_indices_default(ks, row, col, offset, dtype, layout, device, pin_memory):
     return _new(K.tril_indices(_np, row, col, offset, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9638,7 +9638,7 @@ def _meta_tril_indices_default(ks, row, col, offset, dtype, layout, device, pin_
     _r = _run_meta(K.tril_indices, [row, col, offset], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_triu_indices = Dispatcher.define('triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_triu_indices = _A._op_triu_indices
 
 def _cpu_triu_indices_default(ks, row, col, offset, dtype, layout, device, pin_memory):
     return _new(K.triu_indices(_np, row, col, offset, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9652,27 +9652,27 @@ def _meta_triu_indices_default(ks, row, col, offset, dtype, layout, device, pin_
     _r = _run_meta(K.triu_indices, [row, col, offset], {'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_new_empty = Dispatcher.define('new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_new_empty = _A._op_new_empty
 
 def _composite_new_empty_default(ks, self, size, dtype, layout, device, pin_memory):
     return C.new_empty(self, size, dtype, layout, device, pin_memory)
 
-_op_new_zeros = Dispatcher.define('new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_new_zeros = _A._op_new_zeros
 
 def _composite_new_zeros_default(ks, self, size, dtype, layout, device, pin_memory):
     return C.new_zeros(self, size, dtype, layout, device, pin_memory)
 
-_op_new_ones = Dispatcher.define('new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_new_ones = _A._op_new_ones
 
 def _composite_new_ones_default(ks, self, size, dtype, layout, device, pin_memory):
     return C.new_ones(self, size, dtype, layout, device, pin_memory)
 
-_op_new_full = Dispatcher.define('new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_new_full = _A._op_new_full
 
 def _composite_new_full_default(ks, self, size, fill_value, dtype, layout, device, pin_memory):
     return C.new_full(self, size, fill_value, dtype, layout, device, pin_memory)
 
-_op_rand = Dispatcher.define('rand(SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_rand = _A._op_rand
 
 def _cpu_rand_default(ks, size, generator, dtype, layout, device, pin_memory):
     return _new(K.rand(_np, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9686,7 +9686,7 @@ def _meta_rand_default(ks, size, generator, dtype, layout, device, pin_memory):
     _r = _run_meta(K.rand, [size], {'generator': generator, 'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_randn = Dispatcher.define('randn(SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_randn = _A._op_randn
 
 def _cpu_randn_default(ks, size, generator, dtype, layout, device, pin_memory):
     return _new(K.randn(_np, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9700,12 +9700,12 @@ def _meta_randn_default(ks, size, generator, dtype, layout, device, pin_memory):
     _r = _run_meta(K.randn, [size], {'generator': generator, 'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_randint = Dispatcher.define('randint(SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_randint = _A._op_randint
 
 def _composite_randint_default(ks, high, size, generator, dtype, layout, device, pin_memory):
     return C.randint_high(high, size, generator, dtype, layout, device, pin_memory)
 
-_op_randint_low = Dispatcher.define('randint.low(SymInt low, SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_randint_low = _A._op_randint_low
 
 def _cpu_randint_low(ks, low, high, size, generator, dtype, layout, device, pin_memory):
     return _new(K.randint(_np, low, high, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9719,7 +9719,7 @@ def _meta_randint_low(ks, low, high, size, generator, dtype, layout, device, pin
     _r = _run_meta(K.randint, [low, high, size], {'generator': generator, 'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_randperm = Dispatcher.define('randperm(SymInt n, *, Generator? generator=None, ScalarType? dtype=long, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_randperm = _A._op_randperm
 
 def _cpu_randperm_default(ks, n, generator, dtype, layout, device, pin_memory):
     return _new(K.randperm(_np, n, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9733,17 +9733,17 @@ def _meta_randperm_default(ks, n, generator, dtype, layout, device, pin_memory):
     _r = _run_meta(K.randperm, [n], {'generator': generator, 'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_rand_like = Dispatcher.define('rand_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+_op_rand_like = _A._op_rand_like
 
 def _composite_rand_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     return C.rand_like(self, dtype, layout, device, pin_memory, memory_format)
 
-_op_randn_like = Dispatcher.define('randn_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+_op_randn_like = _A._op_randn_like
 
 def _composite_randn_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     return C.randn_like(self, dtype, layout, device, pin_memory, memory_format)
 
-_op_uniform_ = Dispatcher.define('uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)')
+_op_uniform_ = _A._op_uniform_
 
 def _cpu_uniform__default(ks, self, from_, to_, generator):
     _check_writable(self)
@@ -9765,7 +9765,7 @@ def _meta_uniform__default(ks, self, from_, to_, generator):
     self._vc.version += 1
     return self
 
-_op_normal_ = Dispatcher.define('normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)')
+_op_normal_ = _A._op_normal_
 
 def _cpu_normal__default(ks, self, mean, std, generator):
     _check_writable(self)
@@ -9787,7 +9787,7 @@ def _meta_normal__default(ks, self, mean, std, generator):
     self._vc.version += 1
     return self
 
-_op_random__from = Dispatcher.define('random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)')
+_op_random__from = _A._op_random__from
 
 def _cpu_random__from(ks, self, from_, to_, generator):
     _check_writable(self)
@@ -9809,17 +9809,17 @@ def _meta_random__from(ks, self, from_, to_, generator):
     self._vc.version += 1
     return self
 
-_op_random__to = Dispatcher.define('random_.to(Tensor(a!) self, int to, *, Generator? generator=None) -> Tensor(a!)')
+_op_random__to = _A._op_random__to
 
 def _composite_random__to(ks, self, to_, generator):
     return C.random_to(self, to_, generator)
 
-_op_random_ = Dispatcher.define('random_(Tensor(a!) self, *, Generator? generator=None) -> Tensor(a!)')
+_op_random_ = _A._op_random_
 
 def _composite_random__default(ks, self, generator):
     return C.random_default(self, generator)
 
-_op_normal_Tensor_Tensor = Dispatcher.define('normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor')
+_op_normal_Tensor_Tensor = _A._op_normal_Tensor_Tensor
 
 def _cpu_normal_Tensor_Tensor(ks, mean, std, generator):
     try:
@@ -9841,7 +9841,7 @@ def _meta_normal_Tensor_Tensor(ks, mean, std, generator):
     _r = _run_meta(K.normal_tensor_tensor, [mean._data, std._data], {'generator': generator})
     return _r
 
-_op_normal_float_float = Dispatcher.define('normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+_op_normal_float_float = _A._op_normal_float_float
 
 def _cpu_normal_float_float(ks, mean, std, size, generator, dtype, layout, device, pin_memory):
     return _new(K.normal_float_float(_np, mean, std, size, generator=generator, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), _KS_CPU, _CPU)
@@ -9855,7 +9855,7 @@ def _meta_normal_float_float(ks, mean, std, size, generator, dtype, layout, devi
     _r = _run_meta(K.normal_float_float, [mean, std, size], {'generator': generator, 'dtype': dtype, 'layout': layout, 'device': device, 'pin_memory': pin_memory})
     return _r
 
-_op_bernoulli = Dispatcher.define('bernoulli(Tensor self, *, Generator? generator=None) -> Tensor')
+_op_bernoulli = _A._op_bernoulli
 
 def _cpu_bernoulli_default(ks, self, generator):
     try:
@@ -9875,7 +9875,7 @@ def _meta_bernoulli_default(ks, self, generator):
     _r = _run_meta(K.bernoulli, [self._data], {'generator': generator})
     return _r
 
-_op_bernoulli__float = Dispatcher.define('bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)')
+_op_bernoulli__float = _A._op_bernoulli__float
 
 def _cpu_bernoulli__float(ks, self, p, generator):
     try:
@@ -9895,7 +9895,7 @@ def _meta_bernoulli__float(ks, self, p, generator):
     _r = _run_meta(K.bernoulli_p, [self._data, p], {'generator': generator})
     return _write_inplace(self, _r._data, 'bernoulli_')
 
-_op_bernoulli_p = Dispatcher.define('bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor')
+_op_bernoulli_p = _A._op_bernoulli_p
 
 def _cpu_bernoulli_p(ks, self, p, generator):
     try:
@@ -9915,7 +9915,7 @@ def _meta_bernoulli_p(ks, self, p, generator):
     _r = _run_meta(K.bernoulli_p, [self._data, p], {'generator': generator})
     return _r
 
-_op_multinomial = Dispatcher.define('multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor')
+_op_multinomial = _A._op_multinomial
 
 def _cpu_multinomial_default(ks, self, num_samples, replacement, generator):
     try:
@@ -9935,12 +9935,12 @@ def _meta_multinomial_default(ks, self, num_samples, replacement, generator):
     _r = _run_meta(K.multinomial, [self._data, num_samples, replacement], {'generator': generator})
     return _r
 
-_op__to_copy = Dispatcher.define('_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor')
+_op__to_copy = _A._op__to_copy
 
 def _composite__to_copy_default(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format):
     return C.to_copy(self, dtype, layout, device, pin_memory, non_blocking, memory_format)
 
-_op_clone = Dispatcher.define('clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor')
+_op_clone = _A._op_clone
 
 def _cpu_clone_default(ks, self, memory_format):
     try:
@@ -9960,7 +9960,7 @@ def _meta_clone_default(ks, self, memory_format):
     _r = _run_meta(K.clone, [self._data], {'memory_format': memory_format})
     return _r
 
-_op__contiguous_copy = Dispatcher.define('_contiguous_copy(Tensor self) -> Tensor')
+_op__contiguous_copy = _A._op__contiguous_copy
 
 def _cpu__contiguous_copy_default(ks, self):
     try:
@@ -9980,7 +9980,7 @@ def _meta__contiguous_copy_default(ks, self):
     _r = _run_meta(K.contiguous_copy, [self._data], {})
     return _r
 
-_op_copy_ = Dispatcher.define('copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)')
+_op_copy_ = _A._op_copy_
 
 def _cpu_copy__default(ks, self, src, non_blocking):
     _check_writable(self)
@@ -10003,7 +10003,7 @@ def _meta_copy__default(ks, self, src, non_blocking):
     self._vc.version += 1
     return self
 
-_op_fill__Scalar = Dispatcher.define('fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)')
+_op_fill__Scalar = _A._op_fill__Scalar
 
 def _cpu_fill__Scalar(ks, self, value):
     _check_writable(self)
@@ -10025,7 +10025,7 @@ def _meta_fill__Scalar(ks, self, value):
     self._vc.version += 1
     return self
 
-_op_fill__Tensor = Dispatcher.define('fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)')
+_op_fill__Tensor = _A._op_fill__Tensor
 
 def _cpu_fill__Tensor(ks, self, value):
     _check_writable(self)
@@ -10049,7 +10049,7 @@ def _meta_fill__Tensor(ks, self, value):
     self._vc.version += 1
     return self
 
-_op_zero_ = Dispatcher.define('zero_(Tensor(a!) self) -> Tensor(a!)')
+_op_zero_ = _A._op_zero_
 
 def _cpu_zero__default(ks, self):
     _check_writable(self)
@@ -10071,7 +10071,7 @@ def _meta_zero__default(ks, self):
     self._vc.version += 1
     return self
 
-_op_masked_fill_Scalar = Dispatcher.define('masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor')
+_op_masked_fill_Scalar = _A._op_masked_fill_Scalar
 
 def _cpu_masked_fill_Scalar(ks, self, mask, value):
     try:
@@ -10093,7 +10093,7 @@ def _meta_masked_fill_Scalar(ks, self, mask, value):
     _r = _run_meta(K.masked_fill, [self._data, mask._data, value], {})
     return _r
 
-_op_masked_fill_Tensor = Dispatcher.define('masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor')
+_op_masked_fill_Tensor = _A._op_masked_fill_Tensor
 
 def _cpu_masked_fill_Tensor(ks, self, mask, value):
     try:
@@ -10115,7 +10115,7 @@ def _meta_masked_fill_Tensor(ks, self, mask, value):
     _r = _run_meta(K.masked_fill, [self._data, mask._data, value._data], {})
     return _r
 
-_op_masked_fill__Scalar = Dispatcher.define('masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)')
+_op_masked_fill__Scalar = _A._op_masked_fill__Scalar
 
 def _cpu_masked_fill__Scalar(ks, self, mask, value):
     try:
@@ -10137,7 +10137,7 @@ def _meta_masked_fill__Scalar(ks, self, mask, value):
     _r = _run_meta(K.masked_fill, [self._data, mask._data, value], {})
     return _write_inplace(self, _r._data, 'masked_fill_')
 
-_op_masked_fill__Tensor = Dispatcher.define('masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)')
+_op_masked_fill__Tensor = _A._op_masked_fill__Tensor
 
 def _cpu_masked_fill__Tensor(ks, self, mask, value):
     try:
@@ -10159,7 +10159,7 @@ def _meta_masked_fill__Tensor(ks, self, mask, value):
     _r = _run_meta(K.masked_fill, [self._data, mask._data, value._data], {})
     return _write_inplace(self, _r._data, 'masked_fill_')
 
-_op_index_Tensor = Dispatcher.define('index.Tensor(Tensor self, Tensor?[] indices) -> Tensor')
+_op_index_Tensor = _A._op_index_Tensor
 
 def _cpu_index_Tensor(ks, self, indices):
     try:
@@ -10181,7 +10181,7 @@ def _meta_index_Tensor(ks, self, indices):
     _r = _run_meta(K.index, [self._data, [None if _t is None else _t._data for _t in indices]], {})
     return _r
 
-_op_index_put = Dispatcher.define('index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor')
+_op_index_put = _A._op_index_put
 
 def _cpu_index_put_default(ks, self, indices, values, accumulate):
     try:
@@ -10203,7 +10203,7 @@ def _meta_index_put_default(ks, self, indices, values, accumulate):
     _r = _run_meta(K.index_put, [self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate], {})
     return _r
 
-_op_index_put_ = Dispatcher.define('index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)')
+_op_index_put_ = _A._op_index_put_
 
 def _cpu_index_put__default(ks, self, indices, values, accumulate):
     try:
@@ -10225,7 +10225,7 @@ def _meta_index_put__default(ks, self, indices, values, accumulate):
     _r = _run_meta(K.index_put, [self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate], {})
     return _write_inplace(self, _r._data, 'index_put_')
 
-_op_index_select = Dispatcher.define('index_select(Tensor self, int dim, Tensor index) -> Tensor')
+_op_index_select = _A._op_index_select
 
 def _cpu_index_select_default(ks, self, dim, index):
     try:
@@ -10247,7 +10247,7 @@ def _meta_index_select_default(ks, self, dim, index):
     _r = _run_meta(K.index_select, [self._data, dim, index._data], {})
     return _r
 
-_op_index_select_out = Dispatcher.define('index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)')
+_op_index_select_out = _A._op_index_select_out
 
 def _cpu_index_select_out(ks, self, dim, index, out):
     try:
@@ -10269,7 +10269,7 @@ def _meta_index_select_out(ks, self, dim, index, out):
     _r = _run_meta(K.index_select, [self._data, dim, index._data], {})
     return _write_out(out, _r._data, 'index_select')
 
-_op_gather = Dispatcher.define('gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor')
+_op_gather = _A._op_gather
 
 def _cpu_gather_default(ks, self, dim, index, sparse_grad):
     try:
@@ -10291,7 +10291,7 @@ def _meta_gather_default(ks, self, dim, index, sparse_grad):
     _r = _run_meta(K.gather, [self._data, dim, index._data], {'sparse_grad': sparse_grad})
     return _r
 
-_op_gather_out = Dispatcher.define('gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)')
+_op_gather_out = _A._op_gather_out
 
 def _cpu_gather_out(ks, self, dim, index, sparse_grad, out):
     try:
@@ -10313,7 +10313,7 @@ def _meta_gather_out(ks, self, dim, index, sparse_grad, out):
     _r = _run_meta(K.gather, [self._data, dim, index._data], {'sparse_grad': sparse_grad})
     return _write_out(out, _r._data, 'gather')
 
-_op_scatter_src = Dispatcher.define('scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor')
+_op_scatter_src = _A._op_scatter_src
 
 def _cpu_scatter_src(ks, self, dim, index, src):
     try:
@@ -10335,7 +10335,7 @@ def _meta_scatter_src(ks, self, dim, index, src):
     _r = _run_meta(K.scatter, [self._data, dim, index._data, src._data], {})
     return _r
 
-_op_scatter_value = Dispatcher.define('scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor')
+_op_scatter_value = _A._op_scatter_value
 
 def _cpu_scatter_value(ks, self, dim, index, value):
     try:
@@ -10357,7 +10357,7 @@ def _meta_scatter_value(ks, self, dim, index, value):
     _r = _run_meta(K.scatter_value, [self._data, dim, index._data, value], {})
     return _r
 
-_op_scatter_reduce = Dispatcher.define('scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor')
+_op_scatter_reduce = _A._op_scatter_reduce
 
 def _cpu_scatter_reduce(ks, self, dim, index, src, reduce):
     try:
@@ -10379,7 +10379,7 @@ def _meta_scatter_reduce(ks, self, dim, index, src, reduce):
     _r = _run_meta(K.scatter_reduce_legacy, [self._data, dim, index._data, src._data], {'reduce': reduce})
     return _r
 
-_op_scatter__src = Dispatcher.define('scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)')
+_op_scatter__src = _A._op_scatter__src
 
 def _cpu_scatter__src(ks, self, dim, index, src):
     try:
@@ -10401,7 +10401,7 @@ def _meta_scatter__src(ks, self, dim, index, src):
     _r = _run_meta(K.scatter, [self._data, dim, index._data, src._data], {})
     return _write_inplace(self, _r._data, 'scatter_')
 
-_op_scatter__value = Dispatcher.define('scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)')
+_op_scatter__value = _A._op_scatter__value
 
 def _cpu_scatter__value(ks, self, dim, index, value):
     try:
@@ -10423,7 +10423,7 @@ def _meta_scatter__value(ks, self, dim, index, value):
     _r = _run_meta(K.scatter_value, [self._data, dim, index._data, value], {})
     return _write_inplace(self, _r._data, 'scatter_')
 
-_op_scatter__reduce = Dispatcher.define('scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)')
+_op_scatter__reduce = _A._op_scatter__reduce
 
 def _cpu_scatter__reduce(ks, self, dim, index, src, reduce):
     try:
@@ -10445,7 +10445,7 @@ def _meta_scatter__reduce(ks, self, dim, index, src, reduce):
     _r = _run_meta(K.scatter_reduce_legacy, [self._data, dim, index._data, src._data], {'reduce': reduce})
     return _write_inplace(self, _r._data, 'scatter_')
 
-_op_scatter_add = Dispatcher.define('scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor')
+_op_scatter_add = _A._op_scatter_add
 
 def _cpu_scatter_add_default(ks, self, dim, index, src):
     try:
@@ -10467,7 +10467,7 @@ def _meta_scatter_add_default(ks, self, dim, index, src):
     _r = _run_meta(K.scatter_add, [self._data, dim, index._data, src._data], {})
     return _r
 
-_op_scatter_add_ = Dispatcher.define('scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)')
+_op_scatter_add_ = _A._op_scatter_add_
 
 def _cpu_scatter_add__default(ks, self, dim, index, src):
     try:
@@ -10489,7 +10489,7 @@ def _meta_scatter_add__default(ks, self, dim, index, src):
     _r = _run_meta(K.scatter_add, [self._data, dim, index._data, src._data], {})
     return _write_inplace(self, _r._data, 'scatter_add_')
 
-_op_scatter_reduce_two = Dispatcher.define('scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor')
+_op_scatter_reduce_two = _A._op_scatter_reduce_two
 
 def _cpu_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
     try:
@@ -10511,7 +10511,7 @@ def _meta_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
     _r = _run_meta(K.scatter_reduce, [self._data, dim, index._data, src._data, reduce], {'include_self': include_self})
     return _r
 
-_op_scatter_reduce__two = Dispatcher.define('scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)')
+_op_scatter_reduce__two = _A._op_scatter_reduce__two
 
 def _cpu_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     try:
@@ -10533,7 +10533,7 @@ def _meta_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     _r = _run_meta(K.scatter_reduce, [self._data, dim, index._data, src._data, reduce], {'include_self': include_self})
     return _write_inplace(self, _r._data, 'scatter_reduce_')
 
-_op_index_add = Dispatcher.define('index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor')
+_op_index_add = _A._op_index_add
 
 def _cpu_index_add_default(ks, self, dim, index, source, alpha):
     try:
@@ -10555,7 +10555,7 @@ def _meta_index_add_default(ks, self, dim, index, source, alpha):
     _r = _run_meta(K.index_add, [self._data, dim, index._data, source._data], {'alpha': alpha})
     return _r
 
-_op_index_add_ = Dispatcher.define('index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)')
+_op_index_add_ = _A._op_index_add_
 
 def _cpu_index_add__default(ks, self, dim, index, source, alpha):
     try:
@@ -10577,7 +10577,7 @@ def _meta_index_add__default(ks, self, dim, index, source, alpha):
     _r = _run_meta(K.index_add, [self._data, dim, index._data, source._data], {'alpha': alpha})
     return _write_inplace(self, _r._data, 'index_add_')
 
-_op_index_copy = Dispatcher.define('index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor')
+_op_index_copy = _A._op_index_copy
 
 def _cpu_index_copy_default(ks, self, dim, index, source):
     try:
@@ -10599,7 +10599,7 @@ def _meta_index_copy_default(ks, self, dim, index, source):
     _r = _run_meta(K.index_copy, [self._data, dim, index._data, source._data], {})
     return _r
 
-_op_index_copy_ = Dispatcher.define('index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)')
+_op_index_copy_ = _A._op_index_copy_
 
 def _cpu_index_copy__default(ks, self, dim, index, source):
     try:
@@ -10621,7 +10621,7 @@ def _meta_index_copy__default(ks, self, dim, index, source):
     _r = _run_meta(K.index_copy, [self._data, dim, index._data, source._data], {})
     return _write_inplace(self, _r._data, 'index_copy_')
 
-_op_index_fill_int_Scalar = Dispatcher.define('index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor')
+_op_index_fill_int_Scalar = _A._op_index_fill_int_Scalar
 
 def _cpu_index_fill_int_Scalar(ks, self, dim, index, value):
     try:
@@ -10643,7 +10643,7 @@ def _meta_index_fill_int_Scalar(ks, self, dim, index, value):
     _r = _run_meta(K.index_fill, [self._data, dim, index._data, value], {})
     return _r
 
-_op_index_fill__int_Scalar = Dispatcher.define('index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)')
+_op_index_fill__int_Scalar = _A._op_index_fill__int_Scalar
 
 def _cpu_index_fill__int_Scalar(ks, self, dim, index, value):
     try:
@@ -10665,7 +10665,7 @@ def _meta_index_fill__int_Scalar(ks, self, dim, index, value):
     _r = _run_meta(K.index_fill, [self._data, dim, index._data, value], {})
     return _write_inplace(self, _r._data, 'index_fill_')
 
-_op_index_fill_int_Tensor = Dispatcher.define('index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor')
+_op_index_fill_int_Tensor = _A._op_index_fill_int_Tensor
 
 def _cpu_index_fill_int_Tensor(ks, self, dim, index, value):
     try:
@@ -10687,7 +10687,7 @@ def _meta_index_fill_int_Tensor(ks, self, dim, index, value):
     _r = _run_meta(K.index_fill, [self._data, dim, index._data, value._data], {})
     return _r
 
-_op_masked_select = Dispatcher.define('masked_select(Tensor self, Tensor mask) -> Tensor')
+_op_masked_select = _A._op_masked_select
 
 def _cpu_masked_select_default(ks, self, mask):
     try:
@@ -10703,7 +10703,7 @@ def _cuda_masked_select_default(ks, self, mask):
     except ValueError as _e:
         _value_error(_e, K.masked_select, self, mask)
 
-_op_masked_scatter = Dispatcher.define('masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor')
+_op_masked_scatter = _A._op_masked_scatter
 
 def _cpu_masked_scatter_default(ks, self, mask, source):
     try:
@@ -10725,7 +10725,7 @@ def _meta_masked_scatter_default(ks, self, mask, source):
     _r = _run_meta(K.masked_scatter, [self._data, mask._data, source._data], {})
     return _r
 
-_op_masked_scatter_ = Dispatcher.define('masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)')
+_op_masked_scatter_ = _A._op_masked_scatter_
 
 def _cpu_masked_scatter__default(ks, self, mask, source):
     try:
@@ -10747,7 +10747,7 @@ def _meta_masked_scatter__default(ks, self, mask, source):
     _r = _run_meta(K.masked_scatter, [self._data, mask._data, source._data], {})
     return _write_inplace(self, _r._data, 'masked_scatter_')
 
-_op_nonzero = Dispatcher.define('nonzero(Tensor self) -> Tensor')
+_op_nonzero = _A._op_nonzero
 
 def _cpu_nonzero_default(ks, self):
     try:
@@ -10762,7 +10762,7 @@ def _cuda_nonzero_default(ks, self):
     except ValueError as _e:
         _value_error(_e, K.nonzero, self)
 
-_op_argwhere = Dispatcher.define('argwhere(Tensor self) -> Tensor')
+_op_argwhere = _A._op_argwhere
 
 def _cpu_argwhere_default(ks, self):
     try:
@@ -10777,7 +10777,7 @@ def _cuda_argwhere_default(ks, self):
     except ValueError as _e:
         _value_error(_e, K.argwhere, self)
 
-_op_take = Dispatcher.define('take(Tensor self, Tensor index) -> Tensor')
+_op_take = _A._op_take
 
 def _cpu_take_default(ks, self, index):
     try:
@@ -10799,7 +10799,7 @@ def _meta_take_default(ks, self, index):
     _r = _run_meta(K.take, [self._data, index._data], {})
     return _r
 
-_op_take_along_dim = Dispatcher.define('take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor')
+_op_take_along_dim = _A._op_take_along_dim
 
 def _cpu_take_along_dim_default(ks, self, indices, dim):
     try:
@@ -10821,7 +10821,7 @@ def _meta_take_along_dim_default(ks, self, indices, dim):
     _r = _run_meta(K.take_along_dim, [self._data, indices._data, dim], {})
     return _r
 
-_op_cat = Dispatcher.define('cat(Tensor[] tensors, int dim=0) -> Tensor')
+_op_cat = _A._op_cat
 
 def _cpu_cat_default(ks, tensors, dim):
     return _new(K.cat(_np, [_t._data for _t in tensors], dim), _KS_CPU, _CPU)
@@ -10835,7 +10835,7 @@ def _meta_cat_default(ks, tensors, dim):
     _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim], {})
     return _r
 
-_op_cat_out = Dispatcher.define('cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)')
+_op_cat_out = _A._op_cat_out
 
 def _cpu_cat_out(ks, tensors, dim, out):
     try:
@@ -10857,7 +10857,7 @@ def _meta_cat_out(ks, tensors, dim, out):
     _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim], {})
     return _write_out(out, _r._data, 'cat')
 
-_op_concat = Dispatcher.define('concat(Tensor[] tensors, int dim=0) -> Tensor')
+_op_concat = _A._op_concat
 
 def _cpu_concat_default(ks, tensors, dim):
     return _new(K.cat(_np, [_t._data for _t in tensors], dim), _KS_CPU, _CPU)
@@ -10871,7 +10871,7 @@ def _meta_concat_default(ks, tensors, dim):
     _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim], {})
     return _r
 
-_op_concatenate = Dispatcher.define('concatenate(Tensor[] tensors, int dim=0) -> Tensor')
+_op_concatenate = _A._op_concatenate
 
 def _cpu_concatenate_default(ks, tensors, dim):
     return _new(K.cat(_np, [_t._data for _t in tensors], dim), _KS_CPU, _CPU)
@@ -10885,7 +10885,7 @@ def _meta_concatenate_default(ks, tensors, dim):
     _r = _run_meta(K.cat, [[_t._data for _t in tensors], dim], {})
     return _r
 
-_op_stack = Dispatcher.define('stack(Tensor[] tensors, int dim=0) -> Tensor')
+_op_stack = _A._op_stack
 
 def _cpu_stack_default(ks, tensors, dim):
     return _new(K.stack(_np, [_t._data for _t in tensors], dim), _KS_CPU, _CPU)
@@ -10899,7 +10899,7 @@ def _meta_stack_default(ks, tensors, dim):
     _r = _run_meta(K.stack, [[_t._data for _t in tensors], dim], {})
     return _r
 
-_op_stack_out = Dispatcher.define('stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)')
+_op_stack_out = _A._op_stack_out
 
 def _cpu_stack_out(ks, tensors, dim, out):
     try:
@@ -10921,77 +10921,77 @@ def _meta_stack_out(ks, tensors, dim, out):
     _r = _run_meta(K.stack, [[_t._data for _t in tensors], dim], {})
     return _write_out(out, _r._data, 'stack')
 
-_op_hstack = Dispatcher.define('hstack(Tensor[] tensors) -> Tensor')
+_op_hstack = _A._op_hstack
 
 def _composite_hstack_default(ks, tensors):
     return C.hstack(tensors)
 
-_op_vstack = Dispatcher.define('vstack(Tensor[] tensors) -> Tensor')
+_op_vstack = _A._op_vstack
 
 def _composite_vstack_default(ks, tensors):
     return C.vstack(tensors)
 
-_op_dstack = Dispatcher.define('dstack(Tensor[] tensors) -> Tensor')
+_op_dstack = _A._op_dstack
 
 def _composite_dstack_default(ks, tensors):
     return C.dstack(tensors)
 
-_op_column_stack = Dispatcher.define('column_stack(Tensor[] tensors) -> Tensor')
+_op_column_stack = _A._op_column_stack
 
 def _composite_column_stack_default(ks, tensors):
     return C.column_stack(tensors)
 
-_op_row_stack = Dispatcher.define('row_stack(Tensor[] tensors) -> Tensor')
+_op_row_stack = _A._op_row_stack
 
 def _composite_row_stack_default(ks, tensors):
     return C.row_stack(tensors)
 
-_op_atleast_1d = Dispatcher.define('atleast_1d(Tensor self) -> Tensor')
+_op_atleast_1d = _A._op_atleast_1d
 
 def _composite_atleast_1d_default(ks, self):
     return C.atleast_1d(self)
 
-_op_atleast_1d_Sequence = Dispatcher.define('atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]')
+_op_atleast_1d_Sequence = _A._op_atleast_1d_Sequence
 
 def _composite_atleast_1d_Sequence(ks, tensors):
     return C.atleast_1d_seq(tensors)
 
-_op_atleast_2d = Dispatcher.define('atleast_2d(Tensor self) -> Tensor')
+_op_atleast_2d = _A._op_atleast_2d
 
 def _composite_atleast_2d_default(ks, self):
     return C.atleast_2d(self)
 
-_op_atleast_2d_Sequence = Dispatcher.define('atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]')
+_op_atleast_2d_Sequence = _A._op_atleast_2d_Sequence
 
 def _composite_atleast_2d_Sequence(ks, tensors):
     return C.atleast_2d_seq(tensors)
 
-_op_atleast_3d = Dispatcher.define('atleast_3d(Tensor self) -> Tensor')
+_op_atleast_3d = _A._op_atleast_3d
 
 def _composite_atleast_3d_default(ks, self):
     return C.atleast_3d(self)
 
-_op_atleast_3d_Sequence = Dispatcher.define('atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]')
+_op_atleast_3d_Sequence = _A._op_atleast_3d_Sequence
 
 def _composite_atleast_3d_Sequence(ks, tensors):
     return C.atleast_3d_seq(tensors)
 
-_op_broadcast_tensors = Dispatcher.define('broadcast_tensors(Tensor[] tensors) -> Tensor[]')
+_op_broadcast_tensors = _A._op_broadcast_tensors
 
 def _composite_broadcast_tensors_default(ks, tensors):
     return C.broadcast_tensors(tensors)
 
-_op_meshgrid = Dispatcher.define('meshgrid(Tensor[] tensors) -> Tensor[]')
+_op_meshgrid = _A._op_meshgrid
 
 def _composite_meshgrid_default(ks, tensors):
     return C.meshgrid(tensors)
 
-_op_meshgrid_indexing = Dispatcher.define('meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]')
+_op_meshgrid_indexing = _A._op_meshgrid_indexing
 
 def _composite_meshgrid_indexing(ks, tensors, indexing):
     return C.meshgrid_indexing(tensors, indexing)
 
-_op_tril = Dispatcher.define('tril(Tensor self, int diagonal=0) -> Tensor')
+_op_tril = _A._op_tril
 
 def _cpu_tril_default(ks, self, diagonal):
     try:
@@ -11011,7 +11011,7 @@ def _meta_tril_default(ks, self, diagonal):
     _r = _run_meta(K.tril, [self._data, diagonal], {})
     return _r
 
-_op_tril_ = Dispatcher.define('tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)')
+_op_tril_ = _A._op_tril_
 
 def _cpu_tril__default(ks, self, diagonal):
     try:
@@ -11031,7 +11031,7 @@ def _meta_tril__default(ks, self, diagonal):
     _r = _run_meta(K.tril, [self._data, diagonal], {})
     return _write_inplace(self, _r._data, 'tril_')
 
-_op_tril_out = Dispatcher.define('tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)')
+_op_tril_out = _A._op_tril_out
 
 def _cpu_tril_out(ks, self, diagonal, out):
     try:
@@ -11053,7 +11053,7 @@ def _meta_tril_out(ks, self, diagonal, out):
     _r = _run_meta(K.tril, [self._data, diagonal], {})
     return _write_out(out, _r._data, 'tril')
 
-_op_triu = Dispatcher.define('triu(Tensor self, int diagonal=0) -> Tensor')
+_op_triu = _A._op_triu
 
 def _cpu_triu_default(ks, self, diagonal):
     try:
@@ -11073,7 +11073,7 @@ def _meta_triu_default(ks, self, diagonal):
     _r = _run_meta(K.triu, [self._data, diagonal], {})
     return _r
 
-_op_triu_ = Dispatcher.define('triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)')
+_op_triu_ = _A._op_triu_
 
 def _cpu_triu__default(ks, self, diagonal):
     try:
@@ -11093,7 +11093,7 @@ def _meta_triu__default(ks, self, diagonal):
     _r = _run_meta(K.triu, [self._data, diagonal], {})
     return _write_inplace(self, _r._data, 'triu_')
 
-_op_triu_out = Dispatcher.define('triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)')
+_op_triu_out = _A._op_triu_out
 
 def _cpu_triu_out(ks, self, diagonal, out):
     try:
@@ -11115,7 +11115,7 @@ def _meta_triu_out(ks, self, diagonal, out):
     _r = _run_meta(K.triu, [self._data, diagonal], {})
     return _write_out(out, _r._data, 'triu')
 
-_op_flip = Dispatcher.define('flip(Tensor self, int[] dims) -> Tensor')
+_op_flip = _A._op_flip
 
 def _cpu_flip_default(ks, self, dims):
     try:
@@ -11135,17 +11135,17 @@ def _meta_flip_default(ks, self, dims):
     _r = _run_meta(K.flip, [self._data, dims], {})
     return _r
 
-_op_fliplr = Dispatcher.define('fliplr(Tensor self) -> Tensor')
+_op_fliplr = _A._op_fliplr
 
 def _composite_fliplr_default(ks, self):
     return C.fliplr(self)
 
-_op_flipud = Dispatcher.define('flipud(Tensor self) -> Tensor')
+_op_flipud = _A._op_flipud
 
 def _composite_flipud_default(ks, self):
     return C.flipud(self)
 
-_op_roll = Dispatcher.define('roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor')
+_op_roll = _A._op_roll
 
 def _cpu_roll_default(ks, self, shifts, dims):
     try:
@@ -11165,7 +11165,7 @@ def _meta_roll_default(ks, self, shifts, dims):
     _r = _run_meta(K.roll, [self._data, shifts, dims], {})
     return _r
 
-_op_rot90 = Dispatcher.define('rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor')
+_op_rot90 = _A._op_rot90
 
 def _cpu_rot90_default(ks, self, k, dims):
     try:
@@ -11185,7 +11185,7 @@ def _meta_rot90_default(ks, self, k, dims):
     _r = _run_meta(K.rot90, [self._data, k, dims], {})
     return _r
 
-_op_repeat = Dispatcher.define('repeat(Tensor self, SymInt[] repeats) -> Tensor')
+_op_repeat = _A._op_repeat
 
 def _cpu_repeat_default(ks, self, repeats):
     try:
@@ -11205,12 +11205,12 @@ def _meta_repeat_default(ks, self, repeats):
     _r = _run_meta(K.repeat, [self._data, repeats], {})
     return _r
 
-_op_tile = Dispatcher.define('tile(Tensor self, SymInt[] dims) -> Tensor')
+_op_tile = _A._op_tile
 
 def _composite_tile_default(ks, self, dims):
     return C.tile(self, dims)
 
-_op_repeat_interleave_self_Tensor = Dispatcher.define('repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor')
+_op_repeat_interleave_self_Tensor = _A._op_repeat_interleave_self_Tensor
 
 def _cpu_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
     try:
@@ -11232,7 +11232,7 @@ def _meta_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
     _r = _run_meta(K.repeat_interleave, [self._data, repeats._data, dim], {'output_size': output_size})
     return _r
 
-_op_repeat_interleave_self_int = Dispatcher.define('repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor')
+_op_repeat_interleave_self_int = _A._op_repeat_interleave_self_int
 
 def _cpu_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
     try:
@@ -11252,7 +11252,7 @@ def _meta_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
     _r = _run_meta(K.repeat_interleave, [self._data, repeats, dim], {'output_size': output_size})
     return _r
 
-_op_repeat_interleave_Tensor = Dispatcher.define('repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor')
+_op_repeat_interleave_Tensor = _A._op_repeat_interleave_Tensor
 
 def _cpu_repeat_interleave_Tensor(ks, repeats, output_size):
     try:
@@ -11267,7 +11267,7 @@ def _cuda_repeat_interleave_Tensor(ks, repeats, output_size):
     except ValueError as _e:
         _value_error(_e, K.repeat_interleave_self, repeats)
 
-_op_diag = Dispatcher.define('diag(Tensor self, int diagonal=0) -> Tensor')
+_op_diag = _A._op_diag
 
 def _cpu_diag_default(ks, self, diagonal):
     try:
@@ -11287,7 +11287,7 @@ def _meta_diag_default(ks, self, diagonal):
     _r = _run_meta(K.diag, [self._data, diagonal], {})
     return _r
 
-_op_diag_embed = Dispatcher.define('diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor')
+_op_diag_embed = _A._op_diag_embed
 
 def _cpu_diag_embed_default(ks, self, offset, dim1, dim2):
     try:
@@ -11307,7 +11307,7 @@ def _meta_diag_embed_default(ks, self, offset, dim1, dim2):
     _r = _run_meta(K.diag_embed, [self._data, offset, dim1, dim2], {})
     return _r
 
-_op_searchsorted_Tensor = Dispatcher.define('searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor')
+_op_searchsorted_Tensor = _A._op_searchsorted_Tensor
 
 def _cpu_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
     try:
@@ -11329,7 +11329,7 @@ def _meta_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side,
     _r = _run_meta(K.searchsorted, [sorted_sequence._data, self._data], {'out_int32': out_int32, 'right': right, 'side': side, 'sorter': (None if sorter is None else sorter._data)})
     return _r
 
-_op_searchsorted_Scalar = Dispatcher.define('searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor')
+_op_searchsorted_Scalar = _A._op_searchsorted_Scalar
 
 def _cpu_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
     try:
@@ -11351,7 +11351,7 @@ def _meta_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side,
     _r = _run_meta(K.searchsorted, [sorted_sequence._data, self], {'out_int32': out_int32, 'right': right, 'side': side, 'sorter': (None if sorter is None else sorter._data)})
     return _r
 
-_op_bucketize_Tensor = Dispatcher.define('bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor')
+_op_bucketize_Tensor = _A._op_bucketize_Tensor
 
 def _cpu_bucketize_Tensor(ks, self, boundaries, out_int32, right):
     try:
@@ -11373,7 +11373,7 @@ def _meta_bucketize_Tensor(ks, self, boundaries, out_int32, right):
     _r = _run_meta(K.bucketize, [self._data, boundaries._data], {'out_int32': out_int32, 'right': right})
     return _r
 
-_op_mm = Dispatcher.define('mm(Tensor self, Tensor mat2) -> Tensor')
+_op_mm = _A._op_mm
 
 def _cpu_mm_default(ks, self, mat2):
     try:
@@ -11395,7 +11395,7 @@ def _meta_mm_default(ks, self, mat2):
     _r = _run_meta(K.mm, [self._data, mat2._data], {})
     return _r
 
-_op_mm_out = Dispatcher.define('mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)')
+_op_mm_out = _A._op_mm_out
 
 def _cpu_mm_out(ks, self, mat2, out):
     try:
@@ -11417,7 +11417,7 @@ def _meta_mm_out(ks, self, mat2, out):
     _r = _run_meta(K.mm, [self._data, mat2._data], {})
     return _write_out(out, _r._data, 'mm')
 
-_op_bmm = Dispatcher.define('bmm(Tensor self, Tensor mat2) -> Tensor')
+_op_bmm = _A._op_bmm
 
 def _cpu_bmm_default(ks, self, mat2):
     try:
@@ -11439,7 +11439,7 @@ def _meta_bmm_default(ks, self, mat2):
     _r = _run_meta(K.bmm, [self._data, mat2._data], {})
     return _r
 
-_op_bmm_out = Dispatcher.define('bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bmm_out = _A._op_bmm_out
 
 def _cpu_bmm_out(ks, self, mat2, out):
     try:
@@ -11461,12 +11461,12 @@ def _meta_bmm_out(ks, self, mat2, out):
     _r = _run_meta(K.bmm, [self._data, mat2._data], {})
     return _write_out(out, _r._data, 'bmm')
 
-_op_matmul = Dispatcher.define('matmul(Tensor self, Tensor other) -> Tensor')
+_op_matmul = _A._op_matmul
 
 def _composite_matmul_default(ks, self, other):
     return C.matmul(self, other)
 
-_op_matmul_out = Dispatcher.define('matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_matmul_out = _A._op_matmul_out
 
 def _cpu_matmul_out(ks, self, other, out):
     try:
@@ -11488,7 +11488,7 @@ def _meta_matmul_out(ks, self, other, out):
     _r = _run_meta(K.matmul, [self._data, other._data], {})
     return _write_out(out, _r._data, 'matmul')
 
-_op_mv = Dispatcher.define('mv(Tensor self, Tensor vec) -> Tensor')
+_op_mv = _A._op_mv
 
 def _cpu_mv_default(ks, self, vec):
     try:
@@ -11510,7 +11510,7 @@ def _meta_mv_default(ks, self, vec):
     _r = _run_meta(K.mv, [self._data, vec._data], {})
     return _r
 
-_op_dot = Dispatcher.define('dot(Tensor self, Tensor tensor) -> Tensor')
+_op_dot = _A._op_dot
 
 def _cpu_dot_default(ks, self, tensor):
     try:
@@ -11532,7 +11532,7 @@ def _meta_dot_default(ks, self, tensor):
     _r = _run_meta(K.dot, [self._data, tensor._data], {})
     return _r
 
-_op_vdot = Dispatcher.define('vdot(Tensor self, Tensor other) -> Tensor')
+_op_vdot = _A._op_vdot
 
 def _cpu_vdot_default(ks, self, other):
     try:
@@ -11554,12 +11554,12 @@ def _meta_vdot_default(ks, self, other):
     _r = _run_meta(K.vdot, [self._data, other._data], {})
     return _r
 
-_op_inner = Dispatcher.define('inner(Tensor self, Tensor other) -> Tensor')
+_op_inner = _A._op_inner
 
 def _composite_inner_default(ks, self, other):
     return C.inner(self, other)
 
-_op_outer = Dispatcher.define('outer(Tensor self, Tensor vec2) -> Tensor')
+_op_outer = _A._op_outer
 
 def _cpu_outer_default(ks, self, vec2):
     try:
@@ -11581,7 +11581,7 @@ def _meta_outer_default(ks, self, vec2):
     _r = _run_meta(K.outer, [self._data, vec2._data], {})
     return _r
 
-_op_ger = Dispatcher.define('ger(Tensor self, Tensor vec2) -> Tensor')
+_op_ger = _A._op_ger
 
 def _cpu_ger_default(ks, self, vec2):
     try:
@@ -11603,7 +11603,7 @@ def _meta_ger_default(ks, self, vec2):
     _r = _run_meta(K.outer, [self._data, vec2._data], {})
     return _r
 
-_op_addmm = Dispatcher.define('addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
+_op_addmm = _A._op_addmm
 
 def _cpu_addmm_default(ks, self, mat1, mat2, beta, alpha):
     try:
@@ -11625,7 +11625,7 @@ def _meta_addmm_default(ks, self, mat1, mat2, beta, alpha):
     _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data], {'beta': beta, 'alpha': alpha})
     return _r
 
-_op_addmm_ = Dispatcher.define('addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
+_op_addmm_ = _A._op_addmm_
 
 def _cpu_addmm__default(ks, self, mat1, mat2, beta, alpha):
     try:
@@ -11647,7 +11647,7 @@ def _meta_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data], {'beta': beta, 'alpha': alpha})
     return _write_inplace(self, _r._data, 'addmm_')
 
-_op_addmm_out = Dispatcher.define('addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_addmm_out = _A._op_addmm_out
 
 def _cpu_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
     try:
@@ -11669,7 +11669,7 @@ def _meta_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
     _r = _run_meta(K.addmm, [self._data, mat1._data, mat2._data], {'beta': beta, 'alpha': alpha})
     return _write_out(out, _r._data, 'addmm')
 
-_op_addmv = Dispatcher.define('addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
+_op_addmv = _A._op_addmv
 
 def _cpu_addmv_default(ks, self, mat, vec, beta, alpha):
     try:
@@ -11691,7 +11691,7 @@ def _meta_addmv_default(ks, self, mat, vec, beta, alpha):
     _r = _run_meta(K.addmv, [self._data, mat._data, vec._data], {'beta': beta, 'alpha': alpha})
     return _r
 
-_op_addmv_ = Dispatcher.define('addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
+_op_addmv_ = _A._op_addmv_
 
 def _cpu_addmv__default(ks, self, mat, vec, beta, alpha):
     try:
@@ -11713,7 +11713,7 @@ def _meta_addmv__default(ks, self, mat, vec, beta, alpha):
     _r = _run_meta(K.addmv, [self._data, mat._data, vec._data], {'beta': beta, 'alpha': alpha})
     return _write_inplace(self, _r._data, 'addmv_')
 
-_op_addmv_out = Dispatcher.define('addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_addmv_out = _A._op_addmv_out
 
 def _cpu_addmv_out(ks, self, mat, vec, beta, alpha, out):
     try:
@@ -11735,7 +11735,7 @@ def _meta_addmv_out(ks, self, mat, vec, beta, alpha, out):
     _r = _run_meta(K.addmv, [self._data, mat._data, vec._data], {'beta': beta, 'alpha': alpha})
     return _write_out(out, _r._data, 'addmv')
 
-_op_baddbmm = Dispatcher.define('baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
+_op_baddbmm = _A._op_baddbmm
 
 def _cpu_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
     try:
@@ -11757,7 +11757,7 @@ def _meta_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
     _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _r
 
-_op_baddbmm_ = Dispatcher.define('baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
+_op_baddbmm_ = _A._op_baddbmm_
 
 def _cpu_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     try:
@@ -11779,7 +11779,7 @@ def _meta_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _write_inplace(self, _r._data, 'baddbmm_')
 
-_op_baddbmm_out = Dispatcher.define('baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_baddbmm_out = _A._op_baddbmm_out
 
 def _cpu_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     try:
@@ -11801,7 +11801,7 @@ def _meta_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     _r = _run_meta(K.baddbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _write_out(out, _r._data, 'baddbmm')
 
-_op_addbmm = Dispatcher.define('addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
+_op_addbmm = _A._op_addbmm
 
 def _cpu_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     try:
@@ -11823,7 +11823,7 @@ def _meta_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _r
 
-_op_addbmm_ = Dispatcher.define('addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
+_op_addbmm_ = _A._op_addbmm_
 
 def _cpu_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     try:
@@ -11845,7 +11845,7 @@ def _meta_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _write_inplace(self, _r._data, 'addbmm_')
 
-_op_addbmm_out = Dispatcher.define('addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_addbmm_out = _A._op_addbmm_out
 
 def _cpu_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     try:
@@ -11867,7 +11867,7 @@ def _meta_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     _r = _run_meta(K.addbmm, [self._data, batch1._data, batch2._data], {'beta': beta, 'alpha': alpha})
     return _write_out(out, _r._data, 'addbmm')
 
-_op_einsum = Dispatcher.define('einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor')
+_op_einsum = _A._op_einsum
 
 def _cpu_einsum_default(ks, equation, tensors, path):
     return _new(K.einsum(_np, equation, [_t._data for _t in tensors], path=path), _KS_CPU, _CPU)
@@ -11881,7 +11881,7 @@ def _meta_einsum_default(ks, equation, tensors, path):
     _r = _run_meta(K.einsum, [equation, [_t._data for _t in tensors]], {'path': path})
     return _r
 
-_op_tensordot = Dispatcher.define('tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor')
+_op_tensordot = _A._op_tensordot
 
 def _cpu_tensordot_default(ks, self, other, dims_self, dims_other):
     try:
@@ -11903,7 +11903,7 @@ def _meta_tensordot_default(ks, self, other, dims_self, dims_other):
     _r = _run_meta(K.tensordot, [self._data, other._data, dims_self, dims_other], {})
     return _r
 
-_op_kron = Dispatcher.define('kron(Tensor self, Tensor other) -> Tensor')
+_op_kron = _A._op_kron
 
 def _cpu_kron_default(ks, self, other):
     try:
@@ -11925,7 +11925,7 @@ def _meta_kron_default(ks, self, other):
     _r = _run_meta(K.kron, [self._data, other._data], {})
     return _r
 
-_op_cdist = Dispatcher.define('cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor')
+_op_cdist = _A._op_cdist
 
 def _cpu_cdist_default(ks, x1, x2, p, compute_mode):
     try:
@@ -11947,12 +11947,12 @@ def _meta_cdist_default(ks, x1, x2, p, compute_mode):
     _r = _run_meta(K.cdist, [x1._data, x2._data, p, compute_mode], {})
     return _r
 
-_op_cross = Dispatcher.define('cross(Tensor self, Tensor other, int? dim=None) -> Tensor')
+_op_cross = _A._op_cross
 
 def _composite_cross_default(ks, self, other, dim):
     return C.cross(self, other, dim)
 
-_op_linalg_inv = Dispatcher.define('linalg_inv(Tensor A) -> Tensor')
+_op_linalg_inv = _A._op_linalg_inv
 
 def _cpu_linalg_inv_default(ks, A):
     try:
@@ -11972,7 +11972,7 @@ def _meta_linalg_inv_default(ks, A):
     _r = _run_meta(K.linalg_inv, [A._data], {})
     return _r
 
-_op_linalg_det = Dispatcher.define('linalg_det(Tensor A) -> Tensor')
+_op_linalg_det = _A._op_linalg_det
 
 def _cpu_linalg_det_default(ks, A):
     try:
@@ -11992,7 +11992,7 @@ def _meta_linalg_det_default(ks, A):
     _r = _run_meta(K.linalg_det, [A._data], {})
     return _r
 
-_op_linalg_slogdet = Dispatcher.define('linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)')
+_op_linalg_slogdet = _A._op_linalg_slogdet
 
 def _cpu_linalg_slogdet_default(ks, A):
     try:
@@ -12014,7 +12014,7 @@ def _meta_linalg_slogdet_default(ks, A):
     _r = _run_meta(K.linalg_slogdet, [A._data], {})
     return _rt.linalg_slogdet(*_r)
 
-_op_linalg_solve = Dispatcher.define('linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor')
+_op_linalg_solve = _A._op_linalg_solve
 
 def _cpu_linalg_solve_default(ks, A, B, left):
     try:
@@ -12036,7 +12036,7 @@ def _meta_linalg_solve_default(ks, A, B, left):
     _r = _run_meta(K.linalg_solve, [A._data, B._data], {'left': left})
     return _r
 
-_op_linalg_cholesky = Dispatcher.define('linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor')
+_op_linalg_cholesky = _A._op_linalg_cholesky
 
 def _cpu_linalg_cholesky_default(ks, self, upper):
     try:
@@ -12056,7 +12056,7 @@ def _meta_linalg_cholesky_default(ks, self, upper):
     _r = _run_meta(K.linalg_cholesky, [self._data], {'upper': upper})
     return _r
 
-_op_linalg_qr = Dispatcher.define("linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)")
+_op_linalg_qr = _A._op_linalg_qr
 
 def _cpu_linalg_qr_default(ks, A, mode):
     try:
@@ -12078,7 +12078,7 @@ def _meta_linalg_qr_default(ks, A, mode):
     _r = _run_meta(K.linalg_qr, [A._data, mode], {})
     return _rt.linalg_qr(*_r)
 
-_op_linalg_eigh = Dispatcher.define('linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors)')
+_op_linalg_eigh = _A._op_linalg_eigh
 
 def _cpu_linalg_eigh_default(ks, self, UPLO):
     try:
@@ -12100,7 +12100,7 @@ def _meta_linalg_eigh_default(ks, self, UPLO):
     _r = _run_meta(K.linalg_eigh, [self._data, UPLO], {})
     return _rt.linalg_eigh(*_r)
 
-_op_linalg_eigvalsh = Dispatcher.define('linalg_eigvalsh(Tensor self, str UPLO="L") -> Tensor')
+_op_linalg_eigvalsh = _A._op_linalg_eigvalsh
 
 def _cpu_linalg_eigvalsh_default(ks, self, UPLO):
     try:
@@ -12120,7 +12120,7 @@ def _meta_linalg_eigvalsh_default(ks, self, UPLO):
     _r = _run_meta(K.linalg_eigvalsh, [self._data, UPLO], {})
     return _r
 
-_op_linalg_svd = Dispatcher.define('linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)')
+_op_linalg_svd = _A._op_linalg_svd
 
 def _cpu_linalg_svd_default(ks, A, full_matrices, driver):
     try:
@@ -12142,7 +12142,7 @@ def _meta_linalg_svd_default(ks, A, full_matrices, driver):
     _r = _run_meta(K.linalg_svd, [A._data, full_matrices], {'driver': driver})
     return _rt.linalg_svd(*_r)
 
-_op_linalg_svdvals = Dispatcher.define('linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor')
+_op_linalg_svdvals = _A._op_linalg_svdvals
 
 def _cpu_linalg_svdvals_default(ks, A, driver):
     try:
@@ -12162,7 +12162,7 @@ def _meta_linalg_svdvals_default(ks, A, driver):
     _r = _run_meta(K.linalg_svdvals, [A._data], {'driver': driver})
     return _r
 
-_op_linalg_pinv = Dispatcher.define('linalg_pinv(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor')
+_op_linalg_pinv = _A._op_linalg_pinv
 
 def _cpu_linalg_pinv_default(ks, self, atol, rtol, hermitian):
     try:
@@ -12182,7 +12182,7 @@ def _meta_linalg_pinv_default(ks, self, atol, rtol, hermitian):
     _r = _run_meta(K.linalg_pinv, [self._data], {'atol': atol, 'rtol': rtol, 'hermitian': hermitian})
     return _r
 
-_op_linalg_matrix_power = Dispatcher.define('linalg_matrix_power(Tensor self, int n) -> Tensor')
+_op_linalg_matrix_power = _A._op_linalg_matrix_power
 
 def _cpu_linalg_matrix_power_default(ks, self, n):
     try:
@@ -12202,7 +12202,7 @@ def _meta_linalg_matrix_power_default(ks, self, n):
     _r = _run_meta(K.linalg_matrix_power, [self._data, n], {})
     return _r
 
-_op_linalg_lstsq = Dispatcher.define('linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)')
+_op_linalg_lstsq = _A._op_linalg_lstsq
 
 def _cpu_linalg_lstsq_default(ks, self, b, rcond, driver):
     try:
@@ -12220,7 +12220,7 @@ def _cuda_linalg_lstsq_default(ks, self, b, rcond, driver):
     except ValueError as _e:
         _value_error(_e, K.linalg_lstsq, self, b)
 
-_op_linalg_cross = Dispatcher.define('linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor')
+_op_linalg_cross = _A._op_linalg_cross
 
 def _cpu_linalg_cross_default(ks, self, other, dim):
     try:
@@ -12242,7 +12242,7 @@ def _meta_linalg_cross_default(ks, self, other, dim):
     _r = _run_meta(K.linalg_cross, [self._data, other._data], {'dim': dim})
     return _r
 
-_op_linalg_vector_norm = Dispatcher.define('linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
+_op_linalg_vector_norm = _A._op_linalg_vector_norm
 
 def _cpu_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
     try:
@@ -12262,7 +12262,7 @@ def _meta_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
     _r = _run_meta(K.linalg_vector_norm, [self._data, ord, dim, keepdim], {'dtype': dtype})
     return _r
 
-_op_linalg_matrix_norm_str_ord = Dispatcher.define("linalg_matrix_norm.str_ord(Tensor self, str ord='fro', int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
+_op_linalg_matrix_norm_str_ord = _A._op_linalg_matrix_norm_str_ord
 
 def _cpu_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
     try:
@@ -12282,7 +12282,7 @@ def _meta_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
     _r = _run_meta(K.linalg_matrix_norm, [self._data, ord, dim, keepdim], {'dtype': dtype})
     return _r
 
-_op_linalg_matrix_norm = Dispatcher.define('linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
+_op_linalg_matrix_norm = _A._op_linalg_matrix_norm
 
 def _cpu_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
     try:
@@ -12302,17 +12302,17 @@ def _meta_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
     _r = _run_meta(K.linalg_matrix_norm, [self._data, ord, dim, keepdim], {'dtype': dtype})
     return _r
 
-_op_linalg_norm = Dispatcher.define('linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
+_op_linalg_norm = _A._op_linalg_norm
 
 def _composite_linalg_norm_default(ks, self, ord, dim, keepdim, dtype):
     return C.linalg_norm(self, ord, dim, keepdim, dtype)
 
-_op_linalg_norm_ord_str = Dispatcher.define('linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor')
+_op_linalg_norm_ord_str = _A._op_linalg_norm_ord_str
 
 def _composite_linalg_norm_ord_str(ks, self, ord, dim, keepdim, dtype):
     return C.linalg_norm(self, ord, dim, keepdim, dtype)
 
-_op_det = Dispatcher.define('det(Tensor self) -> Tensor')
+_op_det = _A._op_det
 
 def _cpu_det_default(ks, self):
     try:
@@ -12332,7 +12332,7 @@ def _meta_det_default(ks, self):
     _r = _run_meta(K.linalg_det, [self._data], {})
     return _r
 
-_op_inverse = Dispatcher.define('inverse(Tensor self) -> Tensor')
+_op_inverse = _A._op_inverse
 
 def _cpu_inverse_default(ks, self):
     try:
@@ -12352,7 +12352,7 @@ def _meta_inverse_default(ks, self):
     _r = _run_meta(K.linalg_inv, [self._data], {})
     return _r
 
-_op_slogdet = Dispatcher.define('slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)')
+_op_slogdet = _A._op_slogdet
 
 def _cpu_slogdet_default(ks, self):
     try:
@@ -12374,17 +12374,17 @@ def _meta_slogdet_default(ks, self):
     _r = _run_meta(K.linalg_slogdet, [self._data], {})
     return _rt.slogdet(*_r)
 
-_op_pinverse = Dispatcher.define('pinverse(Tensor self, float rcond=1e-15) -> Tensor')
+_op_pinverse = _A._op_pinverse
 
 def _composite_pinverse_default(ks, self, rcond):
     return C.pinverse(self, rcond)
 
-_op_relu6 = Dispatcher.define('relu6(Tensor self) -> Tensor')
+_op_relu6 = _A._op_relu6
 
 def _composite_relu6_default(ks, self):
     return C.relu6(self)
 
-_op__softmax = Dispatcher.define('_softmax(Tensor self, int dim, bool half_to_float) -> Tensor')
+_op__softmax = _A._op__softmax
 
 def _cpu__softmax_default(ks, self, dim, half_to_float):
     try:
@@ -12404,7 +12404,7 @@ def _meta__softmax_default(ks, self, dim, half_to_float):
     _r = _run_meta(K.softmax, [self._data, dim, half_to_float], {})
     return _r
 
-_op__log_softmax = Dispatcher.define('_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor')
+_op__log_softmax = _A._op__log_softmax
 
 def _cpu__log_softmax_default(ks, self, dim, half_to_float):
     try:
@@ -12424,17 +12424,17 @@ def _meta__log_softmax_default(ks, self, dim, half_to_float):
     _r = _run_meta(K.log_softmax, [self._data, dim, half_to_float], {})
     return _r
 
-_op_softmax_int = Dispatcher.define('softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
+_op_softmax_int = _A._op_softmax_int
 
 def _composite_softmax_int(ks, self, dim, dtype):
     return C.softmax_int(self, dim, dtype)
 
-_op_log_softmax_int = Dispatcher.define('log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
+_op_log_softmax_int = _A._op_log_softmax_int
 
 def _composite_log_softmax_int(ks, self, dim, dtype):
     return C.log_softmax_int(self, dim, dtype)
 
-_op_gelu = Dispatcher.define("gelu(Tensor self, *, str approximate='none') -> Tensor")
+_op_gelu = _A._op_gelu
 
 def _cpu_gelu_default(ks, self, approximate):
     try:
@@ -12454,7 +12454,7 @@ def _meta_gelu_default(ks, self, approximate):
     _r = _run_meta(K.gelu, [self._data], {'approximate': approximate})
     return _r
 
-_op_native_layer_norm = Dispatcher.define('native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)')
+_op_native_layer_norm = _A._op_native_layer_norm
 
 def _cpu_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
     try:
@@ -12478,7 +12478,7 @@ def _meta_native_layer_norm_default(ks, input, normalized_shape, weight, bias, e
     _r = _run_meta(K.native_layer_norm, [input._data, normalized_shape, (None if weight is None else weight._data), (None if bias is None else bias._data), eps], {})
     return _r
 
-_op_native_layer_norm_backward = Dispatcher.define('native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
+_op_native_layer_norm_backward = _A._op_native_layer_norm_backward
 
 def _cpu_native_layer_norm_backward_default(ks, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
     try:
@@ -12502,12 +12502,12 @@ def _meta_native_layer_norm_backward_default(ks, grad_out, input, normalized_sha
     _r = _run_meta(K.native_layer_norm_backward, [grad_out._data, input._data, normalized_shape, mean._data, rstd._data, (None if weight is None else weight._data), (None if bias is None else bias._data), output_mask], {})
     return _r
 
-_op_layer_norm = Dispatcher.define('layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor')
+_op_layer_norm = _A._op_layer_norm
 
 def _composite_layer_norm_default(ks, input, normalized_shape, weight, bias, eps, cudnn_enable):
     return C.layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
-_op_native_batch_norm = Dispatcher.define('native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)')
+_op_native_batch_norm = _A._op_native_batch_norm
 
 def _cpu_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
     try:
@@ -12531,7 +12531,7 @@ def _meta_native_batch_norm_default(ks, input, weight, bias, running_mean, runni
     _r = _run_meta(K.native_batch_norm, [input._data, (None if weight is None else weight._data), (None if bias is None else bias._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), training, momentum, eps], {})
     return _r
 
-_op_native_batch_norm_backward = Dispatcher.define('native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
+_op_native_batch_norm_backward = _A._op_native_batch_norm_backward
 
 def _cpu_native_batch_norm_backward_default(ks, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask):
     try:
@@ -12555,12 +12555,12 @@ def _meta_native_batch_norm_backward_default(ks, grad_out, input, weight, runnin
     _r = _run_meta(K.native_batch_norm_backward, [grad_out._data, input._data, (None if weight is None else weight._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), (None if save_mean is None else save_mean._data), (None if save_invstd is None else save_invstd._data), train, eps, output_mask], {})
     return _r
 
-_op_batch_norm = Dispatcher.define('batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor')
+_op_batch_norm = _A._op_batch_norm
 
 def _composite_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
     return C.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
 
-_op_convolution = Dispatcher.define('convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor')
+_op_convolution = _A._op_convolution
 
 def _cpu_convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     try:
@@ -12582,7 +12582,7 @@ def _meta_convolution_default(ks, input, weight, bias, stride, padding, dilation
     _r = _run_meta(K.convolution, [input._data, weight._data, (None if bias is None else bias._data), stride, padding, dilation, transposed, output_padding, groups], {})
     return _r
 
-_op_convolution_backward = Dispatcher.define('convolution_backward(Tensor grad_output, Tensor input, Tensor weight, int[]? bias_sizes, int[] stride, int[] padding, int[] dilation, bool transposed, int[] output_padding, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
+_op_convolution_backward = _A._op_convolution_backward
 
 def _cpu_convolution_backward_default(ks, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
     try:
@@ -12606,7 +12606,7 @@ def _meta_convolution_backward_default(ks, grad_output, input, weight, bias_size
     _r = _run_meta(K.convolution_backward, [grad_output._data, input._data, weight._data, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask], {})
     return _r
 
-_op_max_pool2d_with_indices = Dispatcher.define('max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)')
+_op_max_pool2d_with_indices = _A._op_max_pool2d_with_indices
 
 def _cpu_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     try:
@@ -12628,7 +12628,7 @@ def _meta_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding
     _r = _run_meta(K.max_pool2d_with_indices, [self._data, kernel_size, stride, padding, dilation, ceil_mode], {})
     return _r
 
-_op_max_pool3d_with_indices = Dispatcher.define('max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)')
+_op_max_pool3d_with_indices = _A._op_max_pool3d_with_indices
 
 def _cpu_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     try:
@@ -12650,7 +12650,7 @@ def _meta_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding
     _r = _run_meta(K.max_pool3d_with_indices, [self._data, kernel_size, stride, padding, dilation, ceil_mode], {})
     return _r
 
-_op_constant_pad_nd = Dispatcher.define('constant_pad_nd(Tensor self, int[] pad, Scalar value=0) -> Tensor')
+_op_constant_pad_nd = _A._op_constant_pad_nd
 
 def _cpu_constant_pad_nd_default(ks, self, pad, value):
     try:
@@ -12670,7 +12670,7 @@ def _meta_constant_pad_nd_default(ks, self, pad, value):
     _r = _run_meta(K.constant_pad_nd, [self._data, pad, value], {})
     return _r
 
-_op_embedding = Dispatcher.define('embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor')
+_op_embedding = _A._op_embedding
 
 def _cpu_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
     try:
@@ -12692,12 +12692,12 @@ def _meta_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq
     _r = _run_meta(K.embedding, [weight._data, indices._data, padding_idx, scale_grad_by_freq, sparse], {})
     return _r
 
-_op_dropout = Dispatcher.define('dropout(Tensor input, float p, bool train) -> Tensor')
+_op_dropout = _A._op_dropout
 
 def _composite_dropout_default(ks, input, p, train):
     return C.dropout(input, p, train)
 
-_op__rnn_layer = Dispatcher.define('_rnn_layer(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse) -> (Tensor, Tensor, Tensor, Tensor)')
+_op__rnn_layer = _A._op__rnn_layer
 
 def _cpu__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
     try:
@@ -12721,7 +12721,7 @@ def _meta__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b
     _r = _run_meta(K._rnn_layer, [input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse], {})
     return _r
 
-_op__rnn_layer_backward = Dispatcher.define('_rnn_layer_backward(Tensor input, int[] batch_sizes, Tensor h0, Tensor? c0, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse, Tensor output, Tensor workspace, Tensor? grad_output, Tensor? grad_hn, Tensor? grad_cn) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)')
+_op__rnn_layer_backward = _A._op__rnn_layer_backward
 
 def _cpu__rnn_layer_backward_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn):
     try:
@@ -12745,117 +12745,117 @@ def _meta__rnn_layer_backward_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh
     _r = _run_meta(K._rnn_layer_backward, [input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse, output._data, workspace._data, (None if grad_output is None else grad_output._data), (None if grad_hn is None else grad_hn._data), (None if grad_cn is None else grad_cn._data)], {})
     return _r
 
-_op_lstm_input = Dispatcher.define('lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)')
+_op_lstm_input = _A._op_lstm_input
 
 def _composite_lstm_input(ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     return C.lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 
-_op_lstm_data = Dispatcher.define('lstm.data(Tensor data, Tensor batch_sizes, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor, Tensor)')
+_op_lstm_data = _A._op_lstm_data
 
 def _composite_lstm_data(ks, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
     return C.lstm_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
 
-_op_gru_input = Dispatcher.define('gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)')
+_op_gru_input = _A._op_gru_input
 
 def _composite_gru_input(ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     return C.gru_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 
-_op_gru_data = Dispatcher.define('gru.data(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)')
+_op_gru_data = _A._op_gru_data
 
 def _composite_gru_data(ks, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
     return C.gru_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
 
-_op_rnn_tanh_input = Dispatcher.define('rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)')
+_op_rnn_tanh_input = _A._op_rnn_tanh_input
 
 def _composite_rnn_tanh_input(ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     return C.rnn_tanh_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 
-_op_rnn_tanh_data = Dispatcher.define('rnn_tanh.data(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)')
+_op_rnn_tanh_data = _A._op_rnn_tanh_data
 
 def _composite_rnn_tanh_data(ks, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
     return C.rnn_tanh_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
 
-_op_rnn_relu_input = Dispatcher.define('rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)')
+_op_rnn_relu_input = _A._op_rnn_relu_input
 
 def _composite_rnn_relu_input(ks, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
     return C.rnn_relu_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 
-_op_rnn_relu_data = Dispatcher.define('rnn_relu.data(Tensor data, Tensor batch_sizes, Tensor hx, Tensor[] params, bool has_biases, int num_layers, float dropout, bool train, bool bidirectional) -> (Tensor, Tensor)')
+_op_rnn_relu_data = _A._op_rnn_relu_data
 
 def _composite_rnn_relu_data(ks, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
     return C.rnn_relu_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
 
-_op_lstm_cell = Dispatcher.define('lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> (Tensor, Tensor)')
+_op_lstm_cell = _A._op_lstm_cell
 
 def _composite_lstm_cell_default(ks, input, hx, w_ih, w_hh, b_ih, b_hh):
     return C.lstm_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
 
-_op_gru_cell = Dispatcher.define('gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor')
+_op_gru_cell = _A._op_gru_cell
 
 def _composite_gru_cell_default(ks, input, hx, w_ih, w_hh, b_ih, b_hh):
     return C.gru_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
 
-_op_rnn_tanh_cell = Dispatcher.define('rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor')
+_op_rnn_tanh_cell = _A._op_rnn_tanh_cell
 
 def _composite_rnn_tanh_cell_default(ks, input, hx, w_ih, w_hh, b_ih, b_hh):
     return C.rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
 
-_op_rnn_relu_cell = Dispatcher.define('rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, Tensor? b_hh=None) -> Tensor')
+_op_rnn_relu_cell = _A._op_rnn_relu_cell
 
 def _composite_rnn_relu_cell_default(ks, input, hx, w_ih, w_hh, b_ih, b_hh):
     return C.rnn_relu_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
 
-_op_special_erf = Dispatcher.define('special_erf(Tensor self) -> Tensor')
+_op_special_erf = _A._op_special_erf
 
 def _composite_special_erf_default(ks, self):
     return C.special_erf(self)
 
-_op_special_erfc = Dispatcher.define('special_erfc(Tensor self) -> Tensor')
+_op_special_erfc = _A._op_special_erfc
 
 def _composite_special_erfc_default(ks, self):
     return C.special_erfc(self)
 
-_op_special_erfinv = Dispatcher.define('special_erfinv(Tensor self) -> Tensor')
+_op_special_erfinv = _A._op_special_erfinv
 
 def _composite_special_erfinv_default(ks, self):
     return C.special_erfinv(self)
 
-_op_special_expm1 = Dispatcher.define('special_expm1(Tensor self) -> Tensor')
+_op_special_expm1 = _A._op_special_expm1
 
 def _composite_special_expm1_default(ks, self):
     return C.special_expm1(self)
 
-_op_special_exp2 = Dispatcher.define('special_exp2(Tensor self) -> Tensor')
+_op_special_exp2 = _A._op_special_exp2
 
 def _composite_special_exp2_default(ks, self):
     return C.special_exp2(self)
 
-_op_special_gammaln = Dispatcher.define('special_gammaln(Tensor self) -> Tensor')
+_op_special_gammaln = _A._op_special_gammaln
 
 def _composite_special_gammaln_default(ks, self):
     return C.special_gammaln(self)
 
-_op_special_digamma = Dispatcher.define('special_digamma(Tensor self) -> Tensor')
+_op_special_digamma = _A._op_special_digamma
 
 def _composite_special_digamma_default(ks, self):
     return C.special_digamma(self)
 
-_op_special_psi = Dispatcher.define('special_psi(Tensor self) -> Tensor')
+_op_special_psi = _A._op_special_psi
 
 def _composite_special_psi_default(ks, self):
     return C.special_psi(self)
 
-_op_special_expit = Dispatcher.define('special_expit(Tensor self) -> Tensor')
+_op_special_expit = _A._op_special_expit
 
 def _composite_special_expit_default(ks, self):
     return C.special_expit(self)
 
-_op_special_i0 = Dispatcher.define('special_i0(Tensor self) -> Tensor')
+_op_special_i0 = _A._op_special_i0
 
 def _composite_special_i0_default(ks, self):
     return C.special_i0(self)
 
-_op_special_i0e = Dispatcher.define('special_i0e(Tensor self) -> Tensor')
+_op_special_i0e = _A._op_special_i0e
 
 def _cpu_special_i0e_default(ks, self):
     try:
@@ -12875,7 +12875,7 @@ def _meta_special_i0e_default(ks, self):
     _r = _run_meta(K.special_i0e, [self._data], {})
     return _r
 
-_op_special_i0e_out = Dispatcher.define('special_i0e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_special_i0e_out = _A._op_special_i0e_out
 
 def _cpu_special_i0e_out(ks, self, out):
     try:
@@ -12897,7 +12897,7 @@ def _meta_special_i0e_out(ks, self, out):
     _r = _run_meta(K.special_i0e, [self._data], {})
     return _write_out(out, _r._data, 'special_i0e')
 
-_op_special_i1 = Dispatcher.define('special_i1(Tensor self) -> Tensor')
+_op_special_i1 = _A._op_special_i1
 
 def _cpu_special_i1_default(ks, self):
     try:
@@ -12917,7 +12917,7 @@ def _meta_special_i1_default(ks, self):
     _r = _run_meta(K.special_i1, [self._data], {})
     return _r
 
-_op_special_i1_out = Dispatcher.define('special_i1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_special_i1_out = _A._op_special_i1_out
 
 def _cpu_special_i1_out(ks, self, out):
     try:
@@ -12939,7 +12939,7 @@ def _meta_special_i1_out(ks, self, out):
     _r = _run_meta(K.special_i1, [self._data], {})
     return _write_out(out, _r._data, 'special_i1')
 
-_op_special_i1e = Dispatcher.define('special_i1e(Tensor self) -> Tensor')
+_op_special_i1e = _A._op_special_i1e
 
 def _cpu_special_i1e_default(ks, self):
     try:
@@ -12959,7 +12959,7 @@ def _meta_special_i1e_default(ks, self):
     _r = _run_meta(K.special_i1e, [self._data], {})
     return _r
 
-_op_special_i1e_out = Dispatcher.define('special_i1e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_special_i1e_out = _A._op_special_i1e_out
 
 def _cpu_special_i1e_out(ks, self, out):
     try:
@@ -12981,27 +12981,27 @@ def _meta_special_i1e_out(ks, self, out):
     _r = _run_meta(K.special_i1e, [self._data], {})
     return _write_out(out, _r._data, 'special_i1e')
 
-_op_special_sinc = Dispatcher.define('special_sinc(Tensor self) -> Tensor')
+_op_special_sinc = _A._op_special_sinc
 
 def _composite_special_sinc_default(ks, self):
     return C.special_sinc(self)
 
-_op_special_log1p = Dispatcher.define('special_log1p(Tensor self) -> Tensor')
+_op_special_log1p = _A._op_special_log1p
 
 def _composite_special_log1p_default(ks, self):
     return C.special_log1p(self)
 
-_op_special_xlogy = Dispatcher.define('special_xlogy(Tensor self, Tensor other) -> Tensor')
+_op_special_xlogy = _A._op_special_xlogy
 
 def _composite_special_xlogy_default(ks, self, other):
     return C.special_xlogy(self, other)
 
-_op_special_logit = Dispatcher.define('special_logit(Tensor self, float? eps=None) -> Tensor')
+_op_special_logit = _A._op_special_logit
 
 def _composite_special_logit_default(ks, self, eps):
     return C.special_logit(self, eps)
 
-_op_special_logsumexp = Dispatcher.define('special_logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
+_op_special_logsumexp = _A._op_special_logsumexp
 
 def _composite_special_logsumexp_default(ks, self, dim, keepdim):
     return C.special_logsumexp(self, dim, keepdim)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import threading
 
-from ember.c10.dispatch_key import AUTOGRAD_KEYS, BACKEND_KEYS, DispatchKey, DispatchKeySet
+from ember.c10.device import canonical as canonical_device
+from ember.c10.dispatch_key import AUTOGRAD_KEYS, BACKEND_KEYS, KS_CPU, KS_OF_DEVICE_TYPE, DispatchKey, DispatchKeySet
 
 FALLTHROUGH = object()
 
@@ -170,6 +171,27 @@ class OperatorHandle:
                 break
             bits &= ~(1 << key)
         return steps
+
+
+# Note [Dispatch key set of a call]
+# (``DispatchKeyExtractor``) A call's key set is the union of its tensor arguments' key sets (``Tensor?``
+# arguments that are None and empty ``Tensor[]`` lists add nothing); an op without tensor arguments (a
+# factory) takes the key set of its ``device`` argument, or CPU's.  The generated internal op API and the
+# Python bindings both compute it with these helpers.
+def ks_opt(t) -> int:
+    return 0 if t is None else t._ks
+
+
+def ks_list(ts) -> int:
+    ks = 0
+    for t in ts:
+        if t is not None:
+            ks |= t._ks
+    return ks or KS_CPU
+
+
+def ks_device(d) -> int:
+    return KS_OF_DEVICE_TYPE[canonical_device(d).type]
 
 
 def keys_below(key: DispatchKey) -> int:

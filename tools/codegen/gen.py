@@ -1,7 +1,9 @@
 """Generate ``ember/_generated/`` from ``ember/aten/native_functions.yaml`` (mirrors ``torchgen/gen.py``).
 
 Outputs:
-* ``registrations.py`` — one ``OperatorHandle`` per overload and its backend kernels: for each
+* ``aten.py`` — the internal op API (Note [The internal op API]): the operator handles, and one plain
+  function per overload calling the dispatcher.
+* ``registrations.py`` — the backend kernels of each operator handle: for each
   ``dispatch`` entry a wrapper that unwraps tensors to arrays, calls the array kernel with NumPy (CPU)
   or CuPy (CUDA), and wraps the result (fresh tensor, view, in-place write or ``out=`` write); a Meta
   kernel derived from the same array kernel; ``CompositeImplicitAutograd`` entries point at
@@ -218,7 +220,7 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
     out = [HEADER, '"""Operator handles and their backend kernels (see tools/codegen/gen.py)."""',
            "import numpy as _np", "",
            "from ember.aten import kernels as K", "from ember.aten import composite as C",
-           "from ember.aten.dispatcher import Dispatcher", "from ember.c10.dispatch_key import DispatchKey",
+           "from ember._generated import aten as _A", "from ember.c10.dispatch_key import DispatchKey",
            "from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace",
            "from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable",
            "from ember.aten.wrap import check_devices as _check_devices, value_error as _value_error",
@@ -244,7 +246,7 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
     for nf in nfs:
         s = nf.schema
         hv = handle_var(s)
-        out.append(f"{hv} = Dispatcher.define({str(s)!r})")
+        out.append(f"{hv} = _A.{hv}")
         for key, kernel in nf.dispatch.items():
             if key in ("CPU", "CUDA"):
                 fname, code = gen_backend_kernel(nf, key, kernel)
@@ -629,10 +631,66 @@ def gen_ops(nfs: list[NativeFunction]) -> str:
     return "\n".join(out) + "\n"
 
 
+# Note [The internal op API]
+# ``ember/_generated/aten.py`` is ember's ``at::`` namespace: for every overload of native_functions.yaml, its
+# operator handle and a plain function named ``aten_name`` that computes the call's dispatch key set (Note
+# [Dispatch key set of a call]) and calls the dispatcher. It imports nothing above ``ember.aten.dispatcher``, so
+# every layer can import it at module level: derivative formulas, composite ops, Tensor operators and the
+# frontend call it instead of the Python bindings, whose argument parsing is for users.
+def aten_name(s: FunctionSchema) -> str:
+    """The internal op API's name of an overload: ``add`` for ``add``'s default, ``add_Tensor`` for ``add.Tensor``,
+    ``add__Tensor`` for ``add_.Tensor`` (PyTorch's ``torch.ops.aten.add.Tensor``, flattened)."""
+    return ident(s.name + ("_" + s.overload_name if s.overload_name else ""))
+
+
+def _aten_params(s: FunctionSchema) -> str:
+    params, star = [], False
+    for a in s.arguments:
+        if a.kwarg_only and not star:
+            params.append("*")
+            star = True
+        d = _default_literal(a)
+        params.append(ident(a.name) + (f"={d}" if d is not None else ""))
+    return ", ".join(params)
+
+
+def gen_aten(nfs: list[NativeFunction]) -> str:
+    """The internal op API (``at::`` / ``torch.ops.aten``): the operator handles, and one plain function per
+    overload that computes the dispatch key set of its arguments and calls the dispatcher. No argument
+    parsing: callers pass what the schema says (Note [The internal op API])."""
+    out = [HEADER,
+           '"""The internal op API: one function per operator overload, calling the dispatcher directly',
+           "(``at::add`` / ``torch.ops.aten.add.Tensor``; Note [The internal op API] in tools/codegen/gen.py).",
+           "",
+           "``add_Tensor(self, other, *, alpha=1)`` is ``aten::add.Tensor``: arguments are passed as the schema",
+           "declares them (tensors, Python numbers, tuples of ints, dtypes, devices), unchecked. The handles",
+           '(``_op_add_Tensor``) are defined here; ``registrations`` gives them their kernels."""',
+           "from ember.aten.dispatcher import Dispatcher as _D, ks_device as _ks_device, ks_list as _ks_list, "
+           "ks_opt as _ks_opt",
+           "from ember.c10 import dtype as _dtypes  # noqa: F401",
+           "from ember.c10.dispatch_key import KS_CPU as _KS_CPU", ""]
+    names: dict[str, str] = {}
+    for nf in nfs:
+        s = nf.schema
+        fn = aten_name(s)
+        if fn in names:
+            raise ValueError(f"{nf.loc}: internal op API name {fn} is taken by {names[fn]}")
+        names[fn] = s.full_name
+        hv = handle_var(s)
+        args = ", ".join(ident(a.name) for a in s.arguments)
+        out.append(f"{hv} = _D.define({str(s)!r})")
+        out.append("")
+        out.append(f"def {fn}({_aten_params(s)}):")
+        out.append(f"    return {hv}.call({_ks_expr(nf, {})}{', ' if args else ''}{args})")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
 def generate(out_dir: str = OUT_DIR, yaml_path: str = YAML_PATH) -> dict[str, str]:
     nfs = load_native_functions(yaml_path)
     files = {
         "__init__.py": HEADER + '"""Code generated from native_functions.yaml; see tools/codegen."""\n',
+        "aten.py": gen_aten(nfs),
         "registrations.py": gen_registrations(nfs),
         "functions.py": gen_namespace(nfs, None, False, "ember.* functions"),
         "tensor_methods.py": gen_namespace(nfs, None, True, "Tensor methods"),
