@@ -15,7 +15,6 @@ import numbers
 import numpy as np
 
 from ember.c10 import dtype as _dt
-from ember.c10.device import canonical as _canonical_device
 from ember.c10.device import device as _device
 from ember.aten.dispatcher import ks_device, ks_list, ks_opt  # noqa: F401 (the bindings import them from here)
 from ember.c10.generator import Generator
