@@ -10,7 +10,7 @@ from ember.autograd.recording import (check_inplace as _check_inplace, collect_n
                                       input_meta as _meta, rebase_history as _rebase_history,
                                       set_history as _set_history)
 from ember.autograd.functions_manual import *  # noqa: F401,F403
-from ember.autograd.functions_manual import E
+from ember._generated import aten
 from ember.c10.dispatch_key import DispatchKey
 
 _BELOW = _keys_below(DispatchKey.ADInplaceOrView)
@@ -77,7 +77,7 @@ class SignBackward0(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -102,7 +102,7 @@ class SgnBackward0(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -127,7 +127,7 @@ class FloorBackward0(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -152,7 +152,7 @@ class CeilBackward0(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -177,7 +177,7 @@ class TruncBackward0(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -974,7 +974,7 @@ class DigammaBackward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             self = _n._saved('self' + '_')
-            _r.append(grad * E.polygamma(1, self))
+            _r.append(grad * aten.polygamma(1, self))
         else:
             _r.append(None)
         return _r
@@ -1002,7 +1002,7 @@ class I0Backward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             self = _n._saved('self' + '_')
-            _r.append(grad * E.special.i1(self))
+            _r.append(grad * aten.special_i1(self))
         else:
             _r.append(None)
         return _r
@@ -1162,7 +1162,7 @@ class RoundBackward0(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -1187,7 +1187,7 @@ class RoundBackward1(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -1272,7 +1272,7 @@ class PolygammaBackward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             self = _n._saved('self' + '_')
-            _r.append(grad * E.polygamma(n + 1, self))
+            _r.append(grad * aten.polygamma(n + 1, self))
         else:
             _r.append(None)
         return _r
@@ -1543,13 +1543,13 @@ class DivBackward2(_Node):
         _r = []
         if _e[len(_r)] is not None:
             other = _n._saved('other' + '_')
-            _r.append(E.zeros_like(grad) if rounding_mode is not None else grad / other)
+            _r.append(aten.zeros_like(grad) if rounding_mode is not None else grad / other)
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
             other = _n._saved('other' + '_')
             self = _n._saved('self' + '_')
-            _r.append(E.zeros_like(grad) if rounding_mode is not None else -grad * self / (other * other))
+            _r.append(aten.zeros_like(grad) if rounding_mode is not None else -grad * self / (other * other))
         else:
             _r.append(None)
         return _r
@@ -1581,7 +1581,7 @@ class DivBackward3(_Node):
         rounding_mode = _n.rounding_mode
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad) if rounding_mode is not None else grad / other)
+            _r.append(aten.zeros_like(grad) if rounding_mode is not None else grad / other)
         else:
             _r.append(None)
         return _r
@@ -2213,7 +2213,7 @@ class CopysignBackward0(_Node):
             _r.append(None)
         if _e[len(_r)] is not None:
             other = _n._saved('other' + '_')
-            _r.append(E.zeros_like(other))
+            _r.append(aten.zeros_like(other))
         else:
             _r.append(None)
         return _r
@@ -2247,7 +2247,7 @@ class NextafterBackward0(_Node):
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -2422,7 +2422,7 @@ class XlogyBackward0(_Node):
         if _e[len(_r)] is not None:
             other = _n._saved('other' + '_')
             self = _n._saved('self' + '_')
-            _r.append(grad * E.where(self == 0, E.zeros_like(other), other.log()))
+            _r.append(grad * aten.where_self(self == 0, aten.zeros_like(other), other.log()))
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
@@ -2459,7 +2459,7 @@ class XlogyBackward1(_Node):
         _r = []
         if _e[len(_r)] is not None:
             self = _n._saved('self' + '_')
-            _r.append(grad * E.xlogy(E.ones_like(self), other))
+            _r.append(grad * aten.xlogy_Scalar_Other(aten.ones_like(self), other))
         else:
             _r.append(None)
         return _r
@@ -2550,12 +2550,12 @@ class WhereBackward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             condition = _n._saved('condition' + '_')
-            _r.append(E.where(condition, grad, E.zeros((), dtype=grad.dtype)))
+            _r.append(aten.where_self(condition, grad, zeros_of((), grad)))
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
             condition = _n._saved('condition' + '_')
-            _r.append(E.where(condition, E.zeros((), dtype=grad.dtype), grad))
+            _r.append(aten.where_self(condition, zeros_of((), grad), grad))
         else:
             _r.append(None)
         return _r
@@ -2776,13 +2776,13 @@ class ClampMinBackward1(_Node):
         if _e[len(_r)] is not None:
             min = _n._saved('min' + '_')
             self = _n._saved('self' + '_')
-            _r.append(E.where(self >= min, grad, E.zeros((), dtype=grad.dtype)))
+            _r.append(aten.where_self(self >= min, grad, zeros_of((), grad)))
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
             min = _n._saved('min' + '_')
             self = _n._saved('self' + '_')
-            _r.append(E.where(self < min, grad, E.zeros((), dtype=grad.dtype)))
+            _r.append(aten.where_self(self < min, grad, zeros_of((), grad)))
         else:
             _r.append(None)
         return _r
@@ -2843,13 +2843,13 @@ class ClampMaxBackward1(_Node):
         if _e[len(_r)] is not None:
             max = _n._saved('max' + '_')
             self = _n._saved('self' + '_')
-            _r.append(E.where(self <= max, grad, E.zeros((), dtype=grad.dtype)))
+            _r.append(aten.where_self(self <= max, grad, zeros_of((), grad)))
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
             max = _n._saved('max' + '_')
             self = _n._saved('self' + '_')
-            _r.append(E.where(self > max, grad, E.zeros((), dtype=grad.dtype)))
+            _r.append(aten.where_self(self > max, grad, zeros_of((), grad)))
         else:
             _r.append(None)
         return _r
@@ -4922,11 +4922,11 @@ class NormalBackward0(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -4952,7 +4952,7 @@ class BernoulliBackward0(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -4977,7 +4977,7 @@ class BernoulliBackward1(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -5102,7 +5102,7 @@ class CopyBackward0(_Node):
         src_dtype, src_device = _n.src_meta
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
@@ -5134,7 +5134,7 @@ class FillBackward0(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -5161,7 +5161,7 @@ class FillBackward1(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
@@ -5192,7 +5192,7 @@ class ZeroBackward0(_Node):
         _e = _n._next
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.zeros_like(grad))
+            _r.append(aten.zeros_like(grad))
         else:
             _r.append(None)
         return _r
@@ -5312,7 +5312,7 @@ class IndexPutBackward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             indices = _n._saved('indices' + '_')
-            _r.append(grad if accumulate else grad.index_put(indices, E.zeros((), dtype=grad.dtype), False))
+            _r.append(grad if accumulate else grad.index_put(indices, zeros_of((), grad), False))
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
@@ -5349,7 +5349,7 @@ class IndexSelectBackward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             index = _n._saved('index' + '_')
-            _r.append(E.zeros(self_sizes, dtype=grad.dtype).index_add(dim, index, grad))
+            _r.append(zeros_of(self_sizes, grad).index_add(dim, index, grad))
         else:
             _r.append(None)
         return _r
@@ -5381,7 +5381,7 @@ class GatherBackward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             index = _n._saved('index' + '_')
-            _r.append(E.zeros(self_sizes, dtype=grad.dtype).scatter_add(dim, index, grad))
+            _r.append(zeros_of(self_sizes, grad).scatter_add(dim, index, grad))
         else:
             _r.append(None)
         return _r
@@ -5763,7 +5763,7 @@ class TakeBackward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             index = _n._saved('index' + '_')
-            _r.append(E.zeros(self_sizes, dtype=grad.dtype).reshape(-1).index_add(0, index.reshape(-1), grad.reshape(-1)).reshape(self_sizes))
+            _r.append(zeros_of(self_sizes, grad).reshape(-1).index_add(0, index.reshape(-1), grad.reshape(-1)).reshape(self_sizes))
         else:
             _r.append(None)
         return _r
@@ -7205,12 +7205,12 @@ class LinalgCrossBackward0(_Node):
         _r = []
         if _e[len(_r)] is not None:
             other = _n._saved('other' + '_')
-            _r.append(E.linalg.cross(other, grad, dim=dim))
+            _r.append(aten.linalg_cross(other, grad, dim=dim))
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
             self = _n._saved('self' + '_')
-            _r.append(E.linalg.cross(grad, self, dim=dim))
+            _r.append(aten.linalg_cross(grad, self, dim=dim))
         else:
             _r.append(None)
         return _r
@@ -7620,13 +7620,13 @@ class ConvolutionBackward0(_Node):
         if _e[len(_r)] is not None:
             input = _n._saved('input' + '_')
             weight = _n._saved('weight' + '_')
-            _r.append(E.ops.aten.convolution_backward(grad, input, weight, None, stride, padding, dilation, transposed, output_padding, groups, [True, False, False])[0])
+            _r.append(aten.convolution_backward(grad, input, weight, None, stride, padding, dilation, transposed, output_padding, groups, [True, False, False])[0])
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
             input = _n._saved('input' + '_')
             weight = _n._saved('weight' + '_')
-            _r.append(E.ops.aten.convolution_backward(grad, input, weight, None, stride, padding, dilation, transposed, output_padding, groups, [False, True, False])[1])
+            _r.append(aten.convolution_backward(grad, input, weight, None, stride, padding, dilation, transposed, output_padding, groups, [False, True, False])[1])
         else:
             _r.append(None)
         if _e[len(_r)] is not None:
@@ -7726,7 +7726,7 @@ class ConstantPadNdBackward0(_Node):
         pad = _n.pad
         _r = []
         if _e[len(_r)] is not None:
-            _r.append(E.ops.aten.constant_pad_nd(grad, [-p for p in pad]))
+            _r.append(aten.constant_pad_nd(grad, [-p for p in pad]))
         else:
             _r.append(None)
         return _r
@@ -7799,7 +7799,7 @@ class _RnnLayerBackward0(_Node):
             w_hh = _n._saved('w_hh' + '_')
             w_hr = _n._saved('w_hr' + '_')
             w_ih = _n._saved('w_ih' + '_')
-            _g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr = E.ops.aten._rnn_layer_backward(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, result[0], result[3], grads[0], grads[1], grads[2] if mode == 'LSTM' else None)
+            _g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr = aten._rnn_layer_backward(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, result[0], result[3], grads[0], grads[1], grads[2] if mode == 'LSTM' else None)
         else:
             _g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr = [None] * 8
         _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[0] if _e[len(_r)] is not None else None)
@@ -7854,7 +7854,7 @@ class SpecialI0eBackward0(_Node):
         if _e[len(_r)] is not None:
             result = _n._saved('result_')
             self = _n._saved('self' + '_')
-            _r.append(grad * (E.special.i1e(self) - self.sgn() * result))
+            _r.append(grad * (aten.special_i1e(self) - self.sgn() * result))
         else:
             _r.append(None)
         return _r

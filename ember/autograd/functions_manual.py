@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import math
 
+from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
+from ember.autograd import grad_mode
+from ember.c10.dtype import bool_, finfo
 
 
-class _Frontend:
-    """``ember`` itself, imported on first use (autograd sits below the frontend in the layer map)."""
-
-    def __getattr__(self, name):
-        import ember
-        return getattr(ember, name)
+def is_number(x) -> bool:
+    """A Python number (a ``Scalar`` argument), as opposed to a tensor."""
+    return type(x) in (int, float, bool, complex)
 
 
-E = _Frontend()
+def zeros_of(sizes, like):
+    """``at::zeros(sizes, like.options())``: zeros of ``like``'s dtype on ``like``'s device."""
+    return aten.zeros((sizes,) if type(sizes) is int else tuple(sizes), dtype=like.dtype, device=like.device)
+
+
+def full_of(sizes, value, like):
+    """``at::full(sizes, value, like.options())``."""
+    return aten.full((sizes,) if type(sizes) is int else tuple(sizes), value, dtype=like.dtype, device=like.device)
 
 
 def not_implemented(name: str):
@@ -76,9 +83,9 @@ def _prod_others(x, d):
     n = x.shape[d]
     if n == 0:
         return x
-    ones = E.ones_like(x.narrow(d, 0, 1))
-    left = E.cat([ones, x.narrow(d, 0, n - 1).cumprod(d)], d) if n > 1 else ones
-    right = E.cat([ones, x.flip((d,)).narrow(d, 0, n - 1).cumprod(d)], d).flip((d,)) if n > 1 else ones
+    ones = aten.ones_like(x.narrow(d, 0, 1))
+    left = aten.cat([ones, x.narrow(d, 0, n - 1).cumprod(d)], d) if n > 1 else ones
+    right = aten.cat([ones, x.flip((d,)).narrow(d, 0, n - 1).cumprod(d)], d).flip((d,)) if n > 1 else ones
     return left * right
 
 
@@ -123,7 +130,7 @@ def value_selecting_reduction_backward(grad, dim, indices, sizes, keepdim):
     if not keepdim:
         grad = grad.unsqueeze(d)
         indices = indices.unsqueeze(d)
-    return E.zeros(sizes, dtype=grad.dtype, device=grad.device).scatter(d, indices, grad)
+    return zeros_of(sizes, grad).scatter(d, indices, grad)
 
 
 def logsumexp_backward(grad, self, result, dim, keepdim):
@@ -140,7 +147,7 @@ def norm_backward(grad, self, p, norm, dim, keepdim):
     n = restore_reduced_dims(norm, sizes, dim, keepdim)
     p = float(p)
     if p == 0.0:
-        return E.zeros_like(self)
+        return aten.zeros_like(self)
     if p == 1.0:
         return self.sgn() * g
     if p == 2.0:
@@ -165,25 +172,25 @@ def maybe_multiply(t, s):
 def handle_inf_or_zero_pow(grad, self, exponent):
     """d/dx x**e = e * x**(e-1), 0 where e == 0 (PyTorch's pow_backward)."""
     if isinstance(exponent, (int, float)) and exponent == 0:
-        return E.zeros_like(self)
+        return aten.zeros_like(self)
     return grad * exponent * self.pow(exponent - 1)
 
 
 def pow_backward_self(grad, self, exponent):
-    if not isinstance(exponent, E.Tensor):
+    if is_number(exponent):
         return handle_inf_or_zero_pow(grad, self, exponent)
-    return E.where(exponent == 0, E.zeros((), dtype=grad.dtype), grad * exponent * self.pow(exponent - 1))
+    return aten.where_self(exponent == 0, zeros_of((), grad), grad * exponent * self.pow(exponent - 1))
 
 
 def pow_backward_exponent(grad, self, exponent, result):
     """d/de x**e = x**e * log(x), defined as 0 where x == 0 and e >= 0."""
-    if not isinstance(self, E.Tensor):
+    if is_number(self):
         if self == 0:
-            return E.where(exponent >= 0, E.zeros((), dtype=grad.dtype), grad * result * math.log(self)
-                           if self > 0 else grad * float("nan"))
+            return aten.where_self(exponent >= 0, zeros_of((), grad), grad * result * math.log(self)
+                                   if self > 0 else grad * float("nan"))
         return grad * result * math.log(self)
     cond = (self == 0) & (exponent >= 0)
-    return E.where(cond, E.zeros((), dtype=grad.dtype), grad * (result * self.log()))
+    return aten.where_self(cond, zeros_of((), grad), grad * (result * self.log()))
 
 
 def minmax_backward(grad, self, other, is_max: bool):
@@ -197,19 +204,19 @@ def minmax_backward(grad, self, other, is_max: bool):
 
 
 def select_backward(grad, sizes, dim, index):
-    out = E.zeros(sizes, dtype=grad.dtype, device=grad.device)
+    out = zeros_of(sizes, grad)
     out.select(dim, index).copy_(grad)
     return out
 
 
 def slice_backward(grad, sizes, dim, start, end, step):
-    out = E.zeros(sizes, dtype=grad.dtype, device=grad.device)
-    E.ops.aten.slice.Tensor(out, dim, start, end, step).copy_(grad)
+    out = zeros_of(sizes, grad)
+    aten.slice_Tensor(out, dim, start, end, step).copy_(grad)
     return out
 
 
 def diagonal_backward(grad, sizes, offset, dim1, dim2):
-    out = E.zeros(sizes, dtype=grad.dtype, device=grad.device)
+    out = zeros_of(sizes, grad)
     out.diagonal(offset, dim1, dim2).copy_(grad)
     return out
 
@@ -220,17 +227,17 @@ def strided_view_backward(grad, self_sizes, self_strides, self_offset, sizes, st
     computed on index tensors, so overlapping views accumulate correctly."""
     n_storage = self_offset + 1 + sum((s - 1) * st for s, st in zip(self_sizes, self_strides)) \
         if all(self_sizes) else 0
-    flat = E.zeros(max(n_storage, 1), dtype=grad.dtype, device=grad.device)
-    pos = E.arange(max(n_storage, 1), device=grad.device).as_strided(sizes, strides, offset).reshape(-1)
+    flat = zeros_of(max(n_storage, 1), grad)
+    pos = aten.arange(max(n_storage, 1), device=grad.device).as_strided(sizes, strides, offset).reshape(-1)
     flat = flat.index_add(0, pos, grad.reshape(-1))
-    src = E.arange(max(n_storage, 1), device=grad.device).as_strided(self_sizes, self_strides, self_offset)
+    src = aten.arange(max(n_storage, 1), device=grad.device).as_strided(self_sizes, self_strides, self_offset)
     return flat.index_select(0, src.reshape(-1)).reshape(self_sizes)
 
 
 def unbind_backward(grads, sizes, dim, dtype, device):
-    parts = [g if g is not None else E.zeros(tuple(s for i, s in enumerate(sizes) if i != dim), dtype=dtype,
-                                             device=device) for g in grads]
-    return E.stack(parts, dim)
+    parts = [g if g is not None else aten.zeros(tuple(s for i, s in enumerate(sizes) if i != dim),
+                                                  dtype=dtype, device=device) for g in grads]
+    return aten.stack(parts, dim)
 
 
 def split_backward(grads, split_sizes, dim, sizes, dtype, device):
@@ -239,9 +246,9 @@ def split_backward(grads, split_sizes, dim, sizes, dtype, device):
         if g is None:
             shape = list(sizes)
             shape[dim] = n
-            g = E.zeros(tuple(shape), dtype=dtype, device=device)
+            g = aten.zeros(tuple(shape), dtype=dtype, device=device)
         parts.append(g)
-    return E.cat(parts, dim)
+    return aten.cat(parts, dim)
 
 
 def cat_backward(grad, sizes_list, dim):
@@ -252,7 +259,7 @@ def cat_backward(grad, sizes_list, dim):
     out, start = [], 0
     for s in sizes_list:
         if len(s) == 1 and s[0] == 0 and len(ref) != 1:
-            out.append(E.zeros(s, dtype=grad.dtype, device=grad.device))
+            out.append(zeros_of(s, grad))
             continue
         out.append(grad.narrow(d, start, s[d]))
         start += s[d]
@@ -289,13 +296,13 @@ def repeat_backward(grad, repeats, sizes):
 
 
 def index_backward(grad, self_sizes, indices):
-    return E.zeros(self_sizes, dtype=grad.dtype, device=grad.device).index_put(indices, grad, True)
+    return zeros_of(self_sizes, grad).index_put(indices, grad, True)
 
 
 def masked_select_backward(grad, self, mask):
     from ember.aten.meta import broadcast_shapes
     shape = broadcast_shapes(tuple(self.shape), tuple(mask.shape))
-    out = E.zeros(shape, dtype=grad.dtype, device=grad.device).masked_scatter(mask.expand(shape), grad)
+    out = zeros_of(shape, grad).masked_scatter(mask.expand(shape), grad)
     return expand_backward(out, tuple(self.shape))
 
 
@@ -330,21 +337,21 @@ def det_backward(grad, self, result):
 
 
 def solve_backward_A(grad, A, result):
-    gB = E.linalg.solve(A.mT, grad)
+    gB = aten.linalg_solve(A.mT, grad)
     r = result if result.dim() == A.dim() else result.unsqueeze(-1)
     g2 = gB if gB.dim() == A.dim() else gB.unsqueeze(-1)
     return -(g2.matmul(r.mT))
 
 
 def solve_backward_B(grad, A):
-    return E.linalg.solve(A.mT, grad)
+    return aten.linalg_solve(A.mT, grad)
 
 
 def logit_backward(grad, self, eps):
     if eps is None:
         return grad / (self * (1 - self))
     inside = (self >= eps) & (self <= 1 - eps)
-    return E.where(inside, grad / (self * (1 - self)), E.zeros((), dtype=grad.dtype))
+    return aten.where_self(inside, grad / (self * (1 - self)), zeros_of((), grad))
 
 
 def sinc_backward(grad, self):
@@ -356,21 +363,21 @@ def sinc_backward(grad, self):
 def _bessel_safe(self):
     """(self with |self| <= eps replaced by eps, mask of the elements that are not tiny): the I1 formulas
     divide by x and take their limit 0.5 at 0 (PyTorch's i1_backward)."""
-    eps = E.finfo(self.dtype).eps
+    eps = finfo(self.dtype).eps
     not_tiny = self.abs() > eps
-    return E.where(not_tiny, self, E.full((), eps, dtype=self.dtype, device=self.device)), not_tiny
+    return aten.where_self(not_tiny, self, full_of((), eps, self)), not_tiny
 
 
 def i1_backward(grad, self, result):
     safe, not_tiny = _bessel_safe(self)
     d = safe.i0() - result * safe.reciprocal()
-    return grad * E.where(not_tiny, d, E.full((), 0.5, dtype=self.dtype, device=self.device))
+    return grad * aten.where_self(not_tiny, d, full_of((), 0.5, self))
 
 
 def i1e_backward(grad, self, result):
     safe, not_tiny = _bessel_safe(self)
-    d = E.special.i0e(safe) - result * (safe.sgn() + safe.reciprocal())
-    return grad * E.where(not_tiny, d, E.full((), 0.5, dtype=self.dtype, device=self.device))
+    d = aten.special_i0e(safe) - result * (safe.sgn() + safe.reciprocal())
+    return grad * aten.where_self(not_tiny, d, full_of((), 0.5, self))
 
 
 def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, wrt):
@@ -382,8 +389,8 @@ def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, r
     if reduce == "sum":
         g_self, g_src = (lambda: grad), (lambda: grad.gather(dim, index))
     elif reduce == "mean":
-        base = E.ones_like(grad) if include_self else E.zeros_like(grad)
-        n = base.scatter_add(dim, index, E.ones_like(src, dtype=dt))
+        base = aten.ones_like(grad) if include_self else aten.zeros_like(grad)
+        n = base.scatter_add(dim, index, aten.ones_like(src, dtype=dt))
         scaled = grad / n.masked_fill(n == 0, 1)
         g_self, g_src = (lambda: scaled), (lambda: scaled.gather(dim, index))
     elif reduce == "prod":
@@ -398,8 +405,8 @@ def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, r
         zeros = self_zero.to(dt).scatter_add(dim, index, (src == 0).to(dt))
         lone = grad * masked_result * (zeros == 1)
         gr = grad * result
-        g_self = lambda: E.where(self_zero, lone, gr / masked_self)  # noqa: E731
-        g_src = lambda: E.where(src == 0, lone.gather(dim, index), gr.gather(dim, index) / masked_src)  # noqa: E731
+        g_self = lambda: aten.where_self(self_zero, lone, gr / masked_self)  # noqa: E731
+        g_src = lambda: aten.where_self(src == 0, lone.gather(dim, index), gr.gather(dim, index) / masked_src)  # noqa: E731
     elif reduce in ("amax", "amin"):
         self_is = (self == result).to(dt)
         if not include_self:
@@ -417,7 +424,7 @@ def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, r
 
 
 def clamp_backward(grad, self, min, max):  # noqa: A002
-    mask = E.ones_like(self, dtype=E.bool)
+    mask = aten.ones_like(self, dtype=bool_)
     if min is not None:
         mask = mask & (self >= min)
     if max is not None:
@@ -446,12 +453,12 @@ def cumprod_backward(grad, self, dim, result):
     out = []
     for i in range(n):
         xi_excluded = self.narrow(d, i, 1)
-        ones = E.ones_like(xi_excluded)
-        x_wo = E.cat([self.narrow(d, 0, i), ones, self.narrow(d, i + 1, n - i - 1)], d)
+        ones = aten.ones_like(xi_excluded)
+        x_wo = aten.cat([self.narrow(d, 0, i), ones, self.narrow(d, i + 1, n - i - 1)], d)
         cp = x_wo.cumprod(d)
         contrib = (grad * cp).narrow(d, i, n - i).sum(d, keepdim=True)
         out.append(contrib)
-    return E.cat(out, d)
+    return aten.cat(out, d)
 
 
 def as_strided_backward(grad, self, size, stride, storage_offset):
@@ -484,7 +491,7 @@ def repeat_interleave_backward(grad, sizes, repeats, dim):
 
 
 def grad_index(grad, indices):
-    return E.ops.aten.index.Tensor(grad, indices)
+    return aten.index_Tensor(grad, indices)
 
 
 def masked_scatter_source_backward(grad, mask, source_sizes):
@@ -492,17 +499,17 @@ def masked_scatter_source_backward(grad, mask, source_sizes):
     for s in source_sizes:
         n *= s
     sel = grad.masked_select(mask)
-    pad = E.zeros(n - sel.numel(), dtype=grad.dtype, device=grad.device)
-    return E.cat([sel, pad]).reshape(source_sizes)
+    pad = zeros_of(n - sel.numel(), grad)
+    return aten.cat([sel, pad]).reshape(source_sizes)
 
 
 def take_along_dim_backward(grad, sizes, indices, dim):
     if dim is None:
-        return E.zeros(sizes, dtype=grad.dtype).reshape(-1).index_add(0, indices.reshape(-1),
+        return zeros_of(sizes, grad).reshape(-1).index_add(0, indices.reshape(-1),
                                                                        grad.reshape(-1)).reshape(sizes)
     d = wrap_dim(dim, len(sizes))
     bshape = tuple(g if i != d else s for i, (s, g) in enumerate(zip(sizes, grad.shape)))
-    base = E.zeros(bshape, dtype=grad.dtype, device=grad.device)  # self as broadcast by the forward
+    base = zeros_of(bshape, grad)  # self as broadcast by the forward
     return expand_backward(base.scatter_add(d, indices.expand(tuple(grad.shape)), grad), sizes)
 
 
@@ -520,7 +527,7 @@ def einsum_backward(grad, equation, tensors):
         target = specs[i]
         summed = [c for c in target if c not in rhs and all(c not in s for s in others)]
         eq = ",".join([rhs] + others) + "->" + "".join(c for c in target if c not in summed)
-        g = E.einsum(eq, grad, *ops)
+        g = aten.einsum(eq, [grad, *ops])
         if summed:  # letters only in this operand and reduced away: broadcast back
             for k, c in enumerate(target):
                 if c in summed:
@@ -537,10 +544,10 @@ def tensordot_backward(grad, self, other, dims_self, dims_other, which):
     free_o = [d for d in range(other.dim()) if d not in do]
     ns = len(free_s)
     if which == 0:  # dims of g: free dims of self, then other's contracted dims in increasing order
-        g = E.tensordot(grad, other, (list(range(ns, grad.dim())), free_o))
+        g = aten.tensordot(grad, other, tuple(range(ns, grad.dim())), tuple(free_o))
         order = free_s + [ds[do.index(r)] for r in sorted(do)]
         return g.permute([order.index(d) for d in range(self.dim())])
-    g = E.tensordot(self, grad, (free_s, list(range(ns))))
+    g = aten.tensordot(self, grad, tuple(free_s), tuple(range(ns)))
     order = [do[ds.index(r)] for r in sorted(ds)] + free_o
     return g.permute([order.index(d) for d in range(other.dim())])
 
@@ -581,7 +588,7 @@ def cummaxmin_backward(grad, dim, indices, sizes):
     """Several positions can select the same element: their gradients add up (scatter_add)."""
     if len(sizes) == 0:
         return grad
-    return E.zeros(sizes, dtype=grad.dtype, device=grad.device).scatter_add(dim, indices, grad)
+    return zeros_of(sizes, grad).scatter_add(dim, indices, grad)
 
 
 def repeat_interleave_tensor_backward(grad, sizes, repeats, dim):
@@ -589,10 +596,10 @@ def repeat_interleave_tensor_backward(grad, sizes, repeats, dim):
     d = 0 if dim is None else wrap_dim(dim, len(sizes))
     n = sizes[d] if dim is not None else int(math.prod(sizes))
     reps = repeats.expand((n,)) if repeats.numel() == 1 else repeats
-    ids = E.repeat_interleave(E.arange(n, device=grad.device), reps)
+    ids = aten.repeat_interleave_self_Tensor(aten.arange(n, device=grad.device), reps)
     g = grad if dim is not None else grad.reshape(-1)
     shape = list(sizes) if dim is not None else [n]
-    out = E.zeros(tuple(shape), dtype=grad.dtype, device=grad.device).index_add(d, ids, g)
+    out = zeros_of(tuple(shape), grad).index_add(d, ids, g)
     return out.reshape(sizes)
 
 
@@ -613,11 +620,11 @@ def var_mean_backward(grads, self, dim, correction, keepdim, is_std, result):
     if gm is not None:
         m = mean_backward(gm, tuple(self.shape), dim, keepdim)
         out = m if out is None else out + m
-    return out if out is not None else E.zeros_like(self)
+    return out if out is not None else aten.zeros_like(self)
 
 
 def aminmax_backward(grads, self, result, dim, keepdim):
-    out = E.zeros_like(self)
+    out = aten.zeros_like(self)
     d = () if dim is None else dim
     if grads[0] is not None:
         out = out + amax_amin_backward(grads[0], self, result[0], d, keepdim)
@@ -639,8 +646,8 @@ def logcumsumexp_backward(grad, self, result, dim):
 
 def slogdet_backward(grad_logabsdet, A):
     if grad_logabsdet is None:  # only the sign was used: its derivative is zero
-        return E.zeros_like(A)
-    return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * E.linalg.inv(A).mT
+        return aten.zeros_like(A)
+    return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * aten.linalg_inv(A).mT
 
 
 def cholesky_backward(grad, L, upper):
@@ -650,33 +657,33 @@ def cholesky_backward(grad, L, upper):
         grad = grad.mT
     P = L.mT.matmul(grad)
     phi = P.tril(-1) + P.diagonal(0, -2, -1).diag_embed() * 0.5
-    Linv = E.linalg.inv(L)
+    Linv = aten.linalg_inv(L)
     gA = Linv.mT.matmul(phi).matmul(Linv)
     return 0.5 * (gA + gA.mT)
 
 
 def eigvalsh_backward(grad, A, UPLO):
-    _, V = E.linalg.eigh(A, UPLO)
+    _, V = aten.linalg_eigh(A, UPLO)
     return V.matmul(grad.diag_embed()).matmul(V.mT)
 
 
 def svdvals_backward(grad, A):
-    U, _, Vh = E.linalg.svd(A, full_matrices=False)
+    U, _, Vh = aten.linalg_svd(A, full_matrices=False)
     return U.matmul(grad.diag_embed()).matmul(Vh)
 
 
 def matrix_power_backward(grad, A, n):
     if n == 0:
-        return E.zeros_like(A)
+        return aten.zeros_like(A)
     if n < 0:
-        Ainv = E.linalg.inv(A)
+        Ainv = aten.linalg_inv(A)
         g = matrix_power_backward(grad, Ainv, -n)
         return -(Ainv.mT.matmul(g).matmul(Ainv.mT))
     powers = [None] * n
-    powers[0] = E.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape))
+    powers[0] = aten.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape))
     for k in range(1, n):
         powers[k] = powers[k - 1].matmul(A)
-    out = E.zeros_like(A)
+    out = aten.zeros_like(A)
     for k in range(n):
         out = out + powers[k].mT.matmul(grad).matmul(powers[n - 1 - k].mT)
     return out
@@ -690,13 +697,13 @@ def matrix_norm_backward(grad, self, ord, result, dim, keepdim):  # noqa: A002
         return (self * (g / r)).masked_fill(r == 0, 0)
     if ord == "nuc":
         x = self.movedim(d, (-2, -1))
-        U, _, Vh = E.linalg.svd(x, full_matrices=False)
+        U, _, Vh = aten.linalg_svd(x, full_matrices=False)
         gx = U.matmul(Vh) * g.movedim(d, (-2, -1))
         return gx.movedim((-2, -1), d)
     x = self.movedim(d, (-2, -1))
     gx = g.movedim(d, (-2, -1))
     if ord in (2, -2):
-        U, S, Vh = E.linalg.svd(x, full_matrices=False)
+        U, S, Vh = aten.linalg_svd(x, full_matrices=False)
         k = 0 if ord == 2 else -1
         u = U.narrow(-1, k % U.shape[-1], 1)
         v = Vh.narrow(-2, k % Vh.shape[-2], 1)
@@ -723,7 +730,7 @@ def eigh_backward(grads, result):
         VhgV = 0.5 * (VhgV - VhgV.mT)
         Ediff = L.unsqueeze(-2) - L.unsqueeze(-1)
         n = L.shape[-1]
-        eye = E.eye(n, dtype=L.dtype, device=L.device).bool()
+        eye = aten.eye(n, dtype=L.dtype, device=L.device).bool()
         inner = (VhgV / Ediff.masked_fill(eye, 1.0)).masked_fill(eye, 0.0)
         if gL is not None:
             inner = inner + gL.diag_embed()
@@ -744,15 +751,15 @@ def linalg_qr_backward(grads, A, mode, result):
     gQ, gR = grads
     Q, R = result
     if gQ is None:
-        gQ = E.zeros_like(Q)
+        gQ = aten.zeros_like(Q)
     if gR is None:
-        gR = E.zeros_like(R)
+        gR = aten.zeros_like(R)
 
     def square_or_tall(gQ, gR, Q, R):
         M = R.matmul(gR.mT) - gQ.mT.matmul(Q)
         low = M.tril(-1)
         b = gQ + Q.matmul(M.tril() + low.mT)
-        return E.linalg.solve(R, b.mT).mT  # b R^-T
+        return aten.linalg_solve(R, b.mT).mT  # b R^-T
 
     if m >= n:
         return square_or_tall(gQ, gR, Q, R)
@@ -760,7 +767,7 @@ def linalg_qr_backward(grads, A, mode, result):
     gU, gV = gR[..., :, :m], gR[..., :, m:]
     Y = A[..., :, m:]
     gX = square_or_tall(gQ + Y.matmul(gV.mT), gU, Q, U)
-    return E.cat([gX, Q.matmul(gV)], dim=-1)
+    return aten.cat([gX, Q.matmul(gV)], dim=-1)
 
 
 def svd_backward(grads, A, full_matrices, result):
@@ -772,7 +779,7 @@ def svd_backward(grads, A, full_matrices, result):
     k = S.shape[-1]
     if gU is None and gVh is None:
         if gS is None:
-            return E.zeros_like(A)
+            return aten.zeros_like(A)
         Uk, Vhk = U.narrow(-1, 0, k), Vh.narrow(-2, 0, k)
         return Uk.matmul(gS.diag_embed()).matmul(Vhk)
     if full_matrices and (m != n):
@@ -785,7 +792,7 @@ def svd_backward(grads, A, full_matrices, result):
         return X - X.mT
     S2 = S * S
     Ediff = S2.unsqueeze(-2) - S2.unsqueeze(-1)
-    eye = E.eye(k, dtype=S.dtype, device=S.device).bool()
+    eye = aten.eye(k, dtype=S.dtype, device=S.device).bool()
     Ediff = Ediff.masked_fill(eye, 1.0)
     if gU is not None and gV is not None:
         gA = (skew(U.mT.matmul(gU)) * S.unsqueeze(-2) + S.unsqueeze(-1) * skew(V.mT.matmul(gV))) / Ediff
@@ -828,18 +835,18 @@ def pinv_backward(grad, pinvA, A):
 def lstsq_backward_A(grad, A, b):
     """The least-squares solution is pinv(A) @ b: its gradient flows through pinv."""
     if grad is None:
-        return E.zeros_like(A)
+        return aten.zeros_like(A)
     bb = b.unsqueeze(-1) if b.dim() == A.dim() - 1 else b
     g = grad.unsqueeze(-1) if grad.dim() == A.dim() - 1 else grad
-    P = E.linalg.pinv(A)
+    P = aten.linalg_pinv(A)
     return pinv_backward(g.matmul(bb.mT), P, A)
 
 
 def lstsq_backward_B(grad, A, b):
     if grad is None:
-        return E.zeros_like(b)
+        return aten.zeros_like(b)
     g = grad.unsqueeze(-1) if grad.dim() == A.dim() - 1 else grad
-    r = E.linalg.pinv(A).mT.matmul(g)
+    r = aten.linalg_pinv(A).mT.matmul(g)
     return r.squeeze(-1) if b.dim() == A.dim() - 1 else r
 
 
@@ -876,8 +883,8 @@ def layer_norm_backward(grad, input, normalized_shape, weight, bias, mean, rstd,
     native_layer_norm_backward; with create_graph (grad mode on inside backward) PyTorch's formula is written in
     ops so it can be differentiated again: with xhat = (x - mean) * rstd and g = grad * weight,
     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the normalised dims."""
-    if not E.is_grad_enabled():
-        gi, gw, gb = E.ops.aten.native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, bias,
+    if not grad_mode.state.enabled:
+        gi, gw, gb = aten.native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, bias,
                                                            grad_input_mask)
         return [gi if grad_input_mask[0] else None, gw if grad_input_mask[1] else None,
                 gb if grad_input_mask[2] else None]
@@ -905,8 +912,8 @@ def batch_norm_backward(grad, input, weight, running_mean, running_var, save_mea
     """Gradients (input, weight, bias) of native_batch_norm.  A plain backward runs the fused kernel
     native_batch_norm_backward; with create_graph the formula is written in ops so it can be differentiated
     again (PyTorch's batchnorm_double_backward), the batch statistics recomputed from input in training."""
-    if not E.is_grad_enabled():
-        gi, gw, gb = E.ops.aten.native_batch_norm_backward(grad, input, weight, running_mean, running_var,
+    if not grad_mode.state.enabled:
+        gi, gw, gb = aten.native_batch_norm_backward(grad, input, weight, running_mean, running_var,
                                                            save_mean, save_invstd, training, eps, grad_input_mask)
         return [gi if grad_input_mask[0] else None, gw if grad_input_mask[1] else None,
                 gb if grad_input_mask[2] else None]
@@ -937,7 +944,7 @@ def max_pool_backward(grad, self, indices, nd):
     """Scatter each output's gradient to the input element its index names (summing overlaps); indices
     are flat over the ``nd`` spatial dims of the input."""
     head = tuple(self.shape[:self.dim() - nd])
-    flat_in = E.zeros(head + (int(math.prod(self.shape[self.dim() - nd:])),), dtype=grad.dtype, device=grad.device)
+    flat_in = zeros_of(head + (int(math.prod(self.shape[self.dim() - nd:])),), grad)
     return flat_in.scatter_add(-1, indices.flatten(len(head)), grad.flatten(len(head))).view(self.shape)
 
 
@@ -948,6 +955,6 @@ def embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_f
     if padding_idx is not None and padding_idx >= 0:
         g = g * (idx != padding_idx).unsqueeze(1).to(g.dtype)
     if scale_grad_by_freq:
-        counts = E.zeros(num_weights, dtype=g.dtype, device=g.device).index_add(0, idx, E.ones_like(idx, dtype=g.dtype))
+        counts = zeros_of(num_weights, g).index_add(0, idx, aten.ones_like(idx, dtype=g.dtype))
         g = g / counts[idx].unsqueeze(1)
-    return E.zeros((num_weights, dim), dtype=grad.dtype, device=grad.device).index_add(0, idx, g)
+    return zeros_of((num_weights, dim), grad).index_add(0, idx, g)

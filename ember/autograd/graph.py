@@ -12,6 +12,8 @@ import itertools
 import weakref
 from typing import NamedTuple
 
+from ember.autograd.functions_manual import strided_view_backward, zeros_of
+
 _sequence = itertools.count()
 
 
@@ -238,14 +240,13 @@ class CopySlices(Node):
         return "CopySlices"
 
     def apply(self, grads):
-        from ember.autograd.functions_manual import E
         grad = grads[0]
         bs, bst, boff = self.base_geometry
         vs, vst, voff = self.view_geometry
         lo = min([boff, voff])
         span = max(boff + 1 + sum((s - 1) * st for s, st in zip(bs, bst)),
                    voff + 1 + sum((s - 1) * st for s, st in zip(vs, vst))) - lo if all(bs) else 1
-        storage = E.zeros(max(span, 1), dtype=grad.dtype, device=grad.device)
+        storage = zeros_of(max(span, 1), grad)
         base_view = storage.as_strided(bs, bst, boff - lo)
         base_view.copy_(grad)
         view_slice = storage.as_strided(vs, vst, voff - lo)
@@ -272,7 +273,6 @@ class AsStridedBackward0(Node):
         self._input_meta = ((base._data.shape, base.dtype),)
 
     def apply(self, grads):
-        from ember.autograd.functions_manual import strided_view_backward
         bs, bst, boff = self.base_geometry
         vs, vst, voff = self.view_geometry
         return [strided_view_backward(grads[0], bs, bst, boff, vs, vst, voff)]

@@ -332,7 +332,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
            "                                      input_meta as _meta, rebase_history as _rebase_history,",
            "                                      set_history as _set_history)",
            "from ember.autograd.functions_manual import *  # noqa: F401,F403",
-           "from ember.autograd.functions_manual import E",
+           "from ember._generated import aten",
            "from ember.c10.dispatch_key import DispatchKey",
            "",
            "_BELOW = _keys_below(DispatchKey.ADInplaceOrView)",
