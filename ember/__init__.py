@@ -18,7 +18,7 @@ from ember.c10.dtype import int32 as int  # noqa: A001
 from ember.c10.device import device
 from ember.c10.generator import Generator, default_generator
 from ember.c10.dispatch_key import DispatchKey, DispatchKeySet
-from ember._size import Size
+from ember.c10.size import Size
 from ember._tensor import Tensor, _install_generated_methods
 from ember import return_types
 from ember._ops import ops

@@ -91,7 +91,7 @@ def broadcast_tensors(*tensors):
 
 
 def broadcast_shapes(*shapes):
-    from ember._size import Size
+    from ember.c10.size import Size
     from ember.aten.meta import broadcast_shapes as _bs
     return Size(_bs(*[(s,) if isinstance(s, int) else tuple(s) for s in shapes]))
 

@@ -16,9 +16,10 @@ import numpy as np
 
 from ember.c10 import dtype as _dt
 from ember.c10.device import device as _device
+from ember.aten.composite import wrapped_number
 from ember.aten.dispatcher import ks_device, ks_list, ks_opt  # noqa: F401 (the bindings import them from here)
 from ember.c10.generator import Generator
-from ember._size import Size as _Size
+from ember.c10.size import Size as _Size
 
 Tensor = None  # set by ember._tensor
 
@@ -149,8 +150,7 @@ def _convert(kind: str, v):
 
 def _convert_number_ok(kind, v, like):
     if kind in ("T", "T?") and isinstance(v, (bool, int, float, complex, np.number, np.bool_)):
-        from ember._tensor import _wrapped_number
-        return _wrapped_number(v.item() if isinstance(v, np.generic) else v, like)
+        return wrapped_number(v.item() if isinstance(v, np.generic) else v, like)
     return _convert(kind, v)
 
 

@@ -1,7 +1,19 @@
 """Global random state (``torch/random.py``): seeding and saving the default CPU generator."""
 from __future__ import annotations
 
-from ember.c10.generator import default_generator
+import numpy as np
+
+from ember._creation import from_numpy
+from ember.c10.generator import Generator, default_generator
+
+
+def _get_state(self):
+    """``Generator.get_state()``: the state as a uint8 tensor in PyTorch's 5056-byte layout (the binding's part;
+    the generator itself, in c10, holds bytes)."""
+    return from_numpy(np.frombuffer(self.get_state_bytes(), dtype=np.uint8).copy())
+
+
+Generator.get_state = _get_state
 
 
 def manual_seed(seed):

@@ -14,6 +14,7 @@ from ember.c10.dtype import BF16_NP as _BF16
 
 from ember import _python_arg_parser
 from ember._generated import aten
+from ember.aten.composite import wrapped_number
 from ember.aten import wrap as _wrap
 from ember.c10 import dtype as _dt
 from ember.c10.device import CPU, canonical
@@ -505,7 +506,7 @@ class Tensor(TensorImpl):
         return self.div_(other)
 
     def __rfloordiv__(self, other):
-        return aten.floor_divide_Tensor(_wrapped_number(other, self), self)
+        return aten.floor_divide_Tensor(wrapped_number(other, self), self)
 
     def __ifloordiv__(self, other):
         return self.floor_divide_(other)
@@ -589,15 +590,6 @@ class Tensor(TensorImpl):
 def _rebuild_from_numpy(arr, device):
     import ember
     return ember.from_numpy(arr).to(device)
-
-
-def _wrapped_number(value, like):
-    """A Python number as a 0-dim tensor that promotes like a wrapped number next to ``like``."""
-    import ember
-    d = _dt.scalar_dtype(value)
-    if d._cat <= like.dtype._cat:
-        d = like.dtype
-    return ember.tensor(value, dtype=d, device=like.device)
 
 
 _TYPE_STRINGS = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",

@@ -1,53 +1,90 @@
-"""The import direction of DESIGN.md's layer map: c10 <- aten <- autograd <- frontend."""
+"""The import direction of DESIGN.md's layer map: c10 <- aten <- autograd <- frontend. Every import counts,
+function-level ones included (a lazy import does not remove a dependency), and the frontend reaches the
+operator library through its public or internal op API, never through the array kernels."""
 import ast
 import os
 
 import ember
 
 PKG = os.path.dirname(ember.__file__)
-ORDER = {"c10": 0, "aten": 1, "autograd": 2}
+C10, ATEN, AUTOGRAD, FRONTEND = range(4)
+LAYERS = {"c10": C10, "aten": ATEN, "autograd": AUTOGRAD}
+# generated modules sit in the layer of what they generate from
+GENERATED = {"aten": ATEN, "registrations": ATEN, "autograd": AUTOGRAD}
+# modules at PyTorch's public paths that belong to a lower layer: torch.return_types is the op library's
+TOP_LEVEL = {"return_types": ATEN}
 
 
-def layer_of(rel):
-    top = rel.split(os.sep)[0]
-    return ORDER.get(top, 3)
+def layer_of_module(name):
+    """The layer of the module ``ember.x.y``."""
+    parts = name.split(".")[1:]
+    if not parts:
+        return FRONTEND
+    if parts[0] == "_generated":
+        return GENERATED.get(parts[1], FRONTEND) if len(parts) > 1 else ATEN
+    if parts[0] in TOP_LEVEL and len(parts) == 1:
+        return TOP_LEVEL[parts[0]]
+    return LAYERS.get(parts[0], FRONTEND)
+
+
+def modules():
+    for root, _, files in os.walk(PKG):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(root, f)
+                rel = os.path.relpath(path, os.path.dirname(PKG))[:-3].replace(os.sep, ".")
+                yield path, rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
 
 
 def imports_of(path):
-    tree = ast.parse(open(path).read())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ember"):
-            yield node.module
+    """(line, module) for every import of an ember module in the file, at any depth."""
+    for node in ast.walk(ast.parse(open(path).read())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "ember":
+            if node.module in ("ember", "ember._generated"):  # from ember import x: x may be a module
+                for a in node.names:
+                    yield node.lineno, f"{node.module}.{a.name}"
+            else:
+                yield node.lineno, node.module
         elif isinstance(node, ast.Import):
             for a in node.names:
-                if a.name.startswith("ember"):
-                    yield a.name
+                if a.name.split(".")[0] == "ember":
+                    yield node.lineno, a.name
 
 
-def test_lower_layers_do_not_import_higher_ones_at_module_level():
+def test_no_layer_imports_a_higher_one():
     bad = []
-    for root, _, files in os.walk(PKG):
-        for f in files:
-            if not f.endswith(".py"):
-                continue
-            path = os.path.join(root, f)
-            rel = os.path.relpath(path, PKG)
-            mine = layer_of(rel)
-            if mine == 3:
-                continue
-            tree = ast.parse(open(path).read())
-            for node in tree.body:  # module-level imports only; lazy imports inside functions are allowed
-                mods = []
-                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ember"):
-                    mods = [node.module]
-                elif isinstance(node, ast.Import):
-                    mods = [a.name for a in node.names if a.name.startswith("ember")]
-                for m in mods:
-                    parts = m.split(".")
-                    target = ORDER.get(parts[1], 3) if len(parts) > 1 else 3
-                    if target > mine:
-                        bad.append(f"{rel} imports {m}")
-    assert not bad, bad
+    for path, mod in modules():
+        mine = layer_of_module(mod)
+        for line, target in imports_of(path):
+            if layer_of_module(target) > mine:
+                bad.append(f"{mod}:{line} imports {target}")
+    assert not bad, "imports against the layer map (c10 <- aten <- autograd <- frontend):\n" + "\n".join(bad)
+
+
+def test_frontend_does_not_import_kernels():
+    bad = []
+    for path, mod in modules():
+        if layer_of_module(mod) != FRONTEND:
+            continue
+        for line, target in imports_of(path):
+            if target.startswith("ember.aten.kernels"):
+                bad.append(f"{mod}:{line} imports {target}")
+    assert not bad, "the frontend calls operators (ember.* or ember._generated.aten), not kernels:\n" + "\n".join(bad)
+
+
+def test_the_checks_see_violations():
+    """The classifier the two tests above rely on."""
+    assert layer_of_module("ember.c10.dtype") == C10 and layer_of_module("ember.aten.kernels.nn") == ATEN
+    assert layer_of_module("ember._generated.aten") == ATEN and layer_of_module("ember._generated.autograd") == AUTOGRAD
+    assert layer_of_module("ember._generated.functions") == FRONTEND and layer_of_module("ember") == FRONTEND
+    assert layer_of_module("ember.nn.functional") == FRONTEND and layer_of_module("ember.return_types") == ATEN
+    src = "def f():\n    import ember\n    from ember import tensor\n"
+    tmp = os.path.join(os.path.dirname(__file__), "_layering_probe.py")
+    try:
+        open(tmp, "w").write(src)
+        assert [m for _, m in imports_of(tmp)] == ["ember", "ember.tensor"]
+    finally:
+        os.remove(tmp)
 
 
 def test_parity_tests_import_pytorch_through_importorskip():

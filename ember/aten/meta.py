@@ -95,3 +95,14 @@ def run_meta(kernel, args, kwargs=None):
 def _wrap_shape(shape, dt):
     from ember.aten.wrap import new_tensor
     return new_tensor(fake_array(shape, np.dtype(dt)), KS_META, META)
+
+
+def pooling_output_size(i, k, s, p, d, ceil_mode):
+    """PyTorch's ``pooling_output_shape`` (``aten/src/ATen/native/Pool.h``): windows of size ``k`` (dilation
+    ``d``) at stride ``s`` over ``i`` elements padded by ``p``; with ``ceil_mode`` the last partial window counts
+    if it starts inside the input or the left padding."""
+    num = i + 2 * p - d * (k - 1) - 1
+    o = (num + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= i + p:
+        o -= 1
+    return o

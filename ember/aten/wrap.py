@@ -17,6 +17,9 @@ import warnings
 
 import numpy as np
 
+from ember._generated import aten
+from ember.c10.device import CPU
+from ember.c10.dispatch_key import KS_CPU
 from ember.c10.dtype import can_cast, from_numpy_dtype
 from ember.c10.tensor_impl import VersionCounter
 
@@ -32,6 +35,13 @@ def new_tensor(arr, ks: int, device):
     t._vc = VersionCounter()
     t._device = device
     return t
+
+
+def tensor_like(data, like):
+    """``torch.tensor(data, dtype=like.dtype, device=like.device)`` for NumPy data, below the frontend's factory
+    (autograd's gradcheck and implicit gradients use it)."""
+    t = new_tensor(np.array(data), KS_CPU, CPU)  # a C-contiguous copy (ascontiguousarray makes 0-d 1-d)
+    return aten._to_copy(t, dtype=like.dtype, device=like.device)
 
 
 def view_of(arr, base):

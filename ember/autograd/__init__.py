@@ -2,13 +2,16 @@
 custom ``Function``, ``gradcheck`` and the graph classes."""
 from __future__ import annotations
 
-from ember.autograd import anomaly_mode, functional, graph  # noqa: F401
-from ember.autograd.visualize import graph_dot, graph_text, render_graph  # noqa: F401
+from ember._generated import aten
+from ember.aten.wrap import tensor_like
+from ember.autograd import anomaly_mode, graph  # noqa: F401
 from ember.autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
+from ember.autograd.engine import run_backward
 from ember.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
-from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
                                       is_inference_mode_enabled, no_grad, set_grad_enabled)
+from ember.autograd.visualize import graph_dot, graph_text, render_graph  # noqa: F401
+from ember.c10.tensor_impl import TensorImpl
 
 
 def _tensor_list(x):
@@ -20,7 +23,6 @@ def _tensor_list(x):
 
 
 def _make_grads(outputs, grad_outputs, is_grads_batched=False):
-    import ember
     out = []
     grad_outputs = grad_outputs if grad_outputs is not None else [None] * len(outputs)
     if len(grad_outputs) != len(outputs):
@@ -34,9 +36,9 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                 if not t.dtype.is_floating_point:
                     raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
                                        f"{t.dtype}")
-                g = ember.ones_like(t)
-        elif not isinstance(g, ember.Tensor):
-            g = ember.tensor(g, dtype=t.dtype)
+                g = aten.ones_like(t)
+        elif not isinstance(g, TensorImpl):
+            g = tensor_like(g, t)
         elif tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(f"Mismatch in shape: grad_output[{len(out)}] has a shape of {tuple(g.shape)} and "
                                f"output[{len(out)}] has a shape of {tuple(t.shape)}.".replace("(", "torch.Size([")
@@ -48,7 +50,6 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
-    from ember.autograd.engine import run_backward
     if grad_variables is not None:
         grad_tensors = grad_variables
     tensors = _tensor_list(tensors)
@@ -64,8 +65,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated into ``.grad``)."""
-    import ember
-    from ember.autograd.engine import run_backward
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")
@@ -78,7 +77,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         retain_graph = create_graph
     res = run_backward(outputs, grads, retain_graph, create_graph, inputs, allow_unused, accumulate_grad=False)
     if materialize_grads:
-        res = [ember.zeros_like(i) if r is None else r for r, i in zip(res, inputs)]
+        res = [aten.zeros_like(i) if r is None else r for r, i in zip(res, inputs)]
     return tuple(res)
 
 
@@ -89,3 +88,8 @@ class Variable:
         if requires_grad:
             data.requires_grad_(True)
         return data
+
+
+# after backward and grad: these modules use them
+from ember.autograd import functional  # noqa: E402,F401
+from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401

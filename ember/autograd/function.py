@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import functools
 
+from ember._generated import aten
 from ember.autograd.grad_mode import no_grad, state
 from ember.autograd.graph import Node, SavedVariable
 from ember.autograd.recording import check_inplace, collect_next_edges, input_meta, set_history
+from ember.c10.tensor_impl import TensorImpl as _Tensor  # every ember tensor is one
 
 
 class FunctionCtx:
@@ -65,10 +67,9 @@ class BackwardCFunction(Node, FunctionCtx):
         self._released = True
 
     def apply(self, grads):
-        import ember
         cls = self._forward_cls
         if self._materialize:
-            grads = [ember.zeros(shape, dtype=dt, device=dev) if g is None and shape is not None else g
+            grads = [aten.zeros(tuple(shape), dtype=dt, device=dev) if g is None and shape is not None else g
                      for g, (shape, dt, dev) in zip(grads, self._output_meta)]
         result = cls.backward(self, *grads)
         if not isinstance(result, tuple):
@@ -130,11 +131,10 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        import ember
         node = cls._backward_cls()
-        tensors = [a for a in args if isinstance(a, ember.Tensor)]
-        node._input_is_tensor = tuple(isinstance(a, ember.Tensor) for a in args)
-        node.needs_input_grad = tuple(isinstance(a, ember.Tensor) and a.requires_grad for a in args)
+        tensors = [a for a in args if isinstance(a, _Tensor)]
+        node._input_is_tensor = tuple(isinstance(a, _Tensor) for a in args)
+        node.needs_input_grad = tuple(isinstance(a, _Tensor) and a.requires_grad for a in args)
         record = state.enabled and any(t.requires_grad for t in tensors)
         custom_setup = cls.setup_context is not None and \
             cls.setup_context is not getattr(Function, "setup_context", None)
@@ -156,18 +156,18 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         non_diff = {id(t) for t in node._non_differentiable}
         fixed = []
         for o in outs:
-            if isinstance(o, ember.Tensor) and id(o) in input_ids and id(o) not in dirty:
+            if isinstance(o, _Tensor) and id(o) in input_ids and id(o) not in dirty:
                 with no_grad():
                     o = o.view_as(o)  # an input returned as is: its output is a new view of it
-            elif isinstance(o, ember.Tensor) and id(o) in dirty:
+            elif isinstance(o, _Tensor) and id(o) in dirty:
                 check_inplace(o)
             fixed.append(o)
         outs = tuple(fixed)
-        node._output_meta = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, ember.Tensor) else
+        node._output_meta = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, _Tensor) else
                                   (None, None, None) for o in outs)
-        diff = [isinstance(o, ember.Tensor) and id(o) not in non_diff for o in outs]
-        set_history(node, tuple(o if isinstance(o, ember.Tensor) else None for o in outs), diff)
-        node._saved_list = [SavedVariable(t, is_output=any(t is o for o in outs)) if isinstance(t, ember.Tensor) else t
+        diff = [isinstance(o, _Tensor) and id(o) not in non_diff for o in outs]
+        set_history(node, tuple(o if isinstance(o, _Tensor) else None for o in outs), diff)
+        node._saved_list = [SavedVariable(t, is_output=any(t is o for o in outs)) if isinstance(t, _Tensor) else t
                        for t in node._to_save]
         node._to_save = ()
         return outs[0] if single else outs
@@ -178,20 +178,19 @@ def once_differentiable(fn):
     make a second differentiation through them an error."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        import ember
         with no_grad():
             outputs = fn(ctx, *args)
         if not state.enabled:
             return outputs
-        requires = any(isinstance(a, ember.Tensor) and a.requires_grad for a in args)
+        requires = any(isinstance(a, _Tensor) and a.requires_grad for a in args)
         if not requires:
             return outputs
         tup = outputs if isinstance(outputs, tuple) else (outputs,)
         err = _DelayedError("trying to differentiate twice a function that was marked with @once_differentiable")
-        err._next = collect_next_edges(*[a for a in args if isinstance(a, ember.Tensor)])
+        err._next = collect_next_edges(*[a for a in args if isinstance(a, _Tensor)])
         outs = []
         for o in tup:
-            if isinstance(o, ember.Tensor):
+            if isinstance(o, _Tensor):
                 o = o.detach()
                 set_history(err, (o,))
             outs.append(o)

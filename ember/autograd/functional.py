@@ -2,6 +2,10 @@
 products, built on reverse mode (``autograd.grad``); ``jvp``/``hvp`` use the double-backward trick."""
 from __future__ import annotations
 
+from ember._generated import aten
+from ember.autograd import grad
+from ember.autograd.grad_mode import enable_grad
+
 
 def _tuple(x):
     return (tuple(x), True) if isinstance(x, (tuple, list)) else ((x,), False)
@@ -12,8 +16,7 @@ def _grad_inputs(inputs, create_graph):
 
 
 def _fill_none(grads, like):
-    import ember
-    return tuple(ember.zeros_like(x) if g is None else g for g, x in zip(grads, like))
+    return tuple(aten.zeros_like(x) if g is None else g for g, x in zip(grads, like))
 
 
 def _out(t, is_tuple):
@@ -31,8 +34,7 @@ def _check_outputs(outputs, strict):
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T J)``."""
-    import ember
-    with ember.enable_grad():
+    with enable_grad():
         inputs, in_tuple = _tuple(inputs)
         inputs = _grad_inputs(inputs, create_graph)
         outputs, out_tuple = _tuple(func(*inputs))
@@ -41,10 +43,10 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
             if any(o.numel() != 1 for o in outputs):
                 raise RuntimeError("The vector v can only be None if the user-provided function returns a single "
                                    "Tensor with a single element.")
-            v = tuple(ember.ones_like(o) for o in outputs)
+            v = tuple(aten.ones_like(o) for o in outputs)
         v, _ = _tuple(v)
         diff = [(o, g) for o, g in zip(outputs, v) if o.requires_grad]
-        grads = ember.autograd.grad([o for o, _ in diff], inputs, [g for _, g in diff], create_graph=create_graph,
+        grads = grad([o for o, _ in diff], inputs, [g for _, g in diff], create_graph=create_graph,
                                     allow_unused=True) if diff else (None,) * len(inputs)
     outs = tuple(o if create_graph else o.detach() for o in outputs)
     return _out(outs, out_tuple), _out(_fill_none(grads, inputs), in_tuple)
@@ -52,22 +54,21 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), J v)`` through the double-backward trick."""
-    import ember
-    with ember.enable_grad():
+    with enable_grad():
         inputs, in_tuple = _tuple(inputs)
         inputs = _grad_inputs(inputs, create_graph)
         if v is None:
             if any(i.numel() != 1 for i in inputs):
                 raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
                                    "single Tensor with a single element.")
-            v = tuple(ember.ones_like(i) for i in inputs)
+            v = tuple(aten.ones_like(i) for i in inputs)
         v, _ = _tuple(v)
         outputs, out_tuple = _tuple(func(*inputs))
         _check_outputs(outputs, strict)
-        dummies = tuple(ember.zeros_like(o).requires_grad_(True) for o in outputs)
-        g = ember.autograd.grad(outputs, inputs, dummies, create_graph=True, allow_unused=True)
+        dummies = tuple(aten.zeros_like(o).requires_grad_(True) for o in outputs)
+        g = grad(outputs, inputs, dummies, create_graph=True, allow_unused=True)
         pairs = [(gi, vi) for gi, vi in zip(g, v) if gi is not None]
-        res = ember.autograd.grad([p[0] for p in pairs], dummies, [p[1] for p in pairs],
+        res = grad([p[0] for p in pairs], dummies, [p[1] for p in pairs],
                                   create_graph=create_graph, allow_unused=True) if pairs else (None,) * len(outputs)
     outs = tuple(o if create_graph else o.detach() for o in outputs)
     return _out(outs, out_tuple), _out(_fill_none(res, outputs), out_tuple)
@@ -75,8 +76,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
     """The Jacobian of ``func`` at ``inputs``: ``J[i][j]`` has shape ``output_i.shape + input_j.shape``."""
-    import ember
-    with ember.enable_grad():
+    with enable_grad():
         inputs, in_tuple = _tuple(inputs)
         inputs = _grad_inputs(inputs, create_graph)
         outputs, out_tuple = _tuple(func(*inputs))
@@ -87,15 +87,16 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
             flat = o.reshape(-1)
             for k in range(flat.numel()):
                 if o.requires_grad:
-                    gs = ember.autograd.grad(flat[k], inputs, retain_graph=True, create_graph=create_graph,
+                    gs = grad(flat[k], inputs, retain_graph=True, create_graph=create_graph,
                                              allow_unused=True)
                 else:
                     gs = (None,) * len(inputs)
                 for j, (g, x) in enumerate(zip(gs, inputs)):
-                    rows[j].append(ember.zeros_like(x) if g is None else g)
+                    rows[j].append(aten.zeros_like(x) if g is None else g)
             per_input = []
             for j, x in enumerate(inputs):
-                m = ember.stack(rows[j]) if rows[j] else ember.zeros((0,) + tuple(x.shape), dtype=x.dtype)
+                m = aten.stack(rows[j]) if rows[j] else \
+                    aten.zeros((0,) + tuple(x.shape), dtype=x.dtype, device=x.device)
                 per_input.append(m.reshape(tuple(o.shape) + tuple(x.shape)))
             jac.append(_out(tuple(per_input), in_tuple))
     return _out(tuple(jac), out_tuple)
@@ -113,17 +114,16 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T H)`` for a scalar ``func``."""
-    import ember
-    with ember.enable_grad():
+    with enable_grad():
         inputs, in_tuple = _tuple(inputs)
         inputs = _grad_inputs(inputs, create_graph)
         out = func(*inputs)
         if out.numel() != 1:
             raise RuntimeError("The function given to hvp should return a single Tensor with a single element.")
         v, _ = _tuple(v)
-        g = ember.autograd.grad(out, inputs, create_graph=True, allow_unused=True)
+        g = grad(out, inputs, create_graph=True, allow_unused=True)
         pairs = [(gi, vi) for gi, vi in zip(g, v) if gi is not None]
-        res = ember.autograd.grad([p[0] for p in pairs], inputs, [p[1] for p in pairs], create_graph=create_graph,
+        res = grad([p[0] for p in pairs], inputs, [p[1] for p in pairs], create_graph=create_graph,
                                   allow_unused=True)
     return (out if create_graph else out.detach()), _out(_fill_none(res, inputs), in_tuple)
 

@@ -3,7 +3,14 @@
 ``eps=1e-6, atol=1e-5, rtol=1e-3`` meant for float64 inputs."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+
+from ember.autograd import grad
+from ember.aten.wrap import tensor_like
+from ember.c10.dtype import complex128, float64
+from ember.c10.tensor_impl import TensorImpl as _Tensor  # every ember tensor is one
 
 
 class GradcheckError(RuntimeError):
@@ -24,17 +31,15 @@ def _flat_outputs(func, inputs):
 
 def _output_values(func, inputs):
     """float64 NumPy copies of the tensor outputs of ``func(*inputs)``, flattened."""
-    import ember
     return [o.detach().numpy().astype(np.float64).reshape(-1) for o in _flat_outputs(func, inputs)
-            if isinstance(o, ember.Tensor)]
+            if isinstance(o, _Tensor)]
 
 
 def _numerical_jacobian(func, inputs, outputs, eps):
     """jac[i][j]: d output j / d input i, shape (numel(input), numel(output)), by central differences."""
-    import ember
     jac = []
     for t in inputs:
-        if not (isinstance(t, ember.Tensor) and t.requires_grad):
+        if not (isinstance(t, _Tensor) and t.requires_grad):
             jac.append(None)
             continue
         cols = [np.zeros((t.numel(), o.numel())) for o in outputs]
@@ -57,10 +62,9 @@ def _fast_gradcheck(func, inputs, outputs, eps, atol, rtol, raise_exception):
     """PyTorch's fast mode: instead of whole Jacobians, compare the scalars v^T J u for one random unit
     vector u per input and one random vector v per output; the analytical side costs one backward per
     output, the numerical side one pair of forward calls per input (a central difference along u)."""
-    import ember
     rng = np.random.default_rng(0)
     vs = [rng.uniform(size=tuple(o.shape)) for o in outputs]
-    diff = [(i, t) for i, t in enumerate(inputs) if isinstance(t, ember.Tensor) and t.requires_grad]
+    diff = [(i, t) for i, t in enumerate(inputs) if isinstance(t, _Tensor) and t.requires_grad]
     us = {}
     for i, t in diff:
         u = rng.uniform(size=tuple(t.shape))
@@ -69,7 +73,7 @@ def _fast_gradcheck(func, inputs, outputs, eps, atol, rtol, raise_exception):
     for i, t in diff:
         base = t.data
         orig = base.clone()
-        step = ember.tensor(eps * us[i], dtype=t.dtype)
+        step = tensor_like(eps * us[i], t)
         base.copy_(orig + step)
         hi = _output_values(func, inputs)
         base.copy_(orig - step)
@@ -79,8 +83,7 @@ def _fast_gradcheck(func, inputs, outputs, eps, atol, rtol, raise_exception):
             num[i, j] = float(((hi[j] - lo[j]) / (2 * eps) * vs[j].reshape(-1)).sum())
     tensors = [t for _, t in diff]
     for j, o in enumerate(outputs):
-        grads = ember.autograd.grad([o], tensors, [ember.tensor(vs[j], dtype=o.dtype)], retain_graph=True,
-                                    allow_unused=True)
+        grads = grad([o], tensors, [tensor_like(vs[j], o)], retain_graph=True, allow_unused=True)
         for (i, _), g in zip(diff, grads):
             a = 0.0 if g is None else float((g.detach().numpy().astype(np.float64) * us[i]).sum())
             n = num[i, j]
@@ -93,15 +96,13 @@ def _fast_gradcheck(func, inputs, outputs, eps, atol, rtol, raise_exception):
 
 
 def _analytical_jacobian(inputs, outputs):
-    import ember
-    diff_inputs = [t for t in inputs if isinstance(t, ember.Tensor) and t.requires_grad]
+    diff_inputs = [t for t in inputs if isinstance(t, _Tensor) and t.requires_grad]
     jac = {id(t): [np.zeros((t.numel(), o.numel())) for o in outputs] for t in diff_inputs}
     for j, o in enumerate(outputs):
         for k in range(o.numel()):
             onehot = np.zeros(tuple(o.shape))
             onehot.reshape(-1)[k] = 1.0
-            g = ember.tensor(onehot, dtype=o.dtype)
-            grads = ember.autograd.grad([o], diff_inputs, [g], retain_graph=True, allow_unused=True)
+            grads = grad([o], diff_inputs, [tensor_like(onehot, o)], retain_graph=True, allow_unused=True)
             for t, gi in zip(diff_inputs, grads):
                 if gi is not None:
                     jac[id(t)][j][:, k] = gi.detach().numpy().astype(np.float64).reshape(-1)
@@ -113,11 +114,9 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
               check_batched_forward_grad=False, check_forward_ad=False, check_backward_ad=True,
               fast_mode=False, masked=None) -> bool:
     """Check the gradients computed by autograd for ``func(*inputs)`` against finite differences."""
-    import ember
     inputs = _as_tuple(inputs)
     for t in inputs:
-        if isinstance(t, ember.Tensor) and t.requires_grad and t.dtype not in (ember.float64, ember.complex128):
-            import warnings
+        if isinstance(t, _Tensor) and t.requires_grad and t.dtype not in (float64, complex128):
             warnings.warn(f"Input #{inputs.index(t)} requires gradient and is not a double precision floating "
                           "point or complex. This check will likely fail if all the inputs are not of double "
                           "precision floating point or complex.", UserWarning, stacklevel=2)
@@ -153,22 +152,21 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
                   check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
                   check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False) -> bool:
     """gradcheck of the function ``(inputs, v) -> v^T J(inputs)``: second derivatives."""
-    import ember
     inputs = _as_tuple(inputs)
     outputs = _differentiable_outputs(_flat_outputs(func, inputs))
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(ember.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype,
-                                          requires_grad=True) for o in outputs)
+        grad_outputs = tuple(tensor_like(rng.standard_normal(tuple(o.shape)), o).requires_grad_(True)
+                             for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
-    diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, ember.Tensor) and t.requires_grad]
+    diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, _Tensor) and t.requires_grad]
 
     def vjp(*args):
         xs, vs = args[:n_in], args[n_in:]
         outs = _differentiable_outputs(_flat_outputs(func, xs))
         diff = [xs[i] for i in diff_idx]
-        gs = ember.autograd.grad(outs, diff, vs, create_graph=True, allow_unused=True)
+        gs = grad(outs, diff, vs, create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
 
     return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,

@@ -2,6 +2,7 @@
 from types import SimpleNamespace
 
 from ember import _cpu_capability
+from ember.aten.context import global_context
 
 
 
@@ -9,19 +10,24 @@ class _CudnnModule:
     """``torch.backends.cudnn``.  ``benchmark = True`` makes every convolution time its algorithms once per
     shape key and keep the fastest (``ember/aten/kernels/conv_algos.py``), on every backend."""
 
-    deterministic = False
     enabled = True
     allow_tf32 = True
 
     @property
     def benchmark(self):
-        from ember.aten.kernels import conv_algos
-        return conv_algos.benchmark
+        return global_context.benchmark_cudnn
 
     @benchmark.setter
     def benchmark(self, value):
-        from ember.aten.kernels import conv_algos
-        conv_algos.benchmark = bool(value)
+        global_context.benchmark_cudnn = bool(value)
+
+    @property
+    def deterministic(self):
+        return global_context.deterministic_cudnn
+
+    @deterministic.setter
+    def deterministic(self, value):
+        global_context.deterministic_cudnn = bool(value)
 
     @staticmethod
     def is_available():

@@ -4,7 +4,7 @@ The engine is the standard 32-bit Mersenne Twister seeded with ``init_genrand(se
 NumPy's ``MT19937`` bit generator runs the same recurrence, so ember sets its state and draws raw
 32-bit words from it in bulk.  ``random64`` joins two draws, the first as the high word, as PyTorch
 does.  The Box-Muller caches for single samples (``next_double_normal_sample``) are kept too, and
-``get_state`` / ``set_state`` use PyTorch's 5056-byte layout so states move between the two.
+``get_state_bytes`` / ``set_state`` use PyTorch's 5056-byte layout so states move between the two.
 """
 from __future__ import annotations
 
@@ -72,8 +72,9 @@ class Generator:
         return (r[0::2] << np.uint64(32)) | r[1::2]
 
     # -- state in PyTorch's layout -------------------------------------------------------------
-    def get_state(self):
-        from ember import tensor, uint8
+    def get_state_bytes(self) -> bytes:
+        """The state in PyTorch's layout; ``Generator.get_state()`` (ember/_random.py) hands it out as a
+        uint8 tensor, as PyTorch's binding (``torch/csrc/Generator.cpp``) wraps ``GeneratorImpl::get_state``."""
         st = self._bg.state["state"]
         pos = int(st["pos"])
         left, nxt = (1, _N if self._drawn else 0) if pos >= _N else (_N + 1 - pos, pos)
@@ -82,7 +83,7 @@ class Generator:
         raw = struct.pack(_STATE_FMT, self._initial_seed, left, 1, nxt, *[int(x) for x in st["key"]],
                           0.0, 0.0 if d is None else d, 0.0, 0 if d is None else 1,
                           0.0 if f is None else f, f is not None)
-        return tensor(list(raw), dtype=uint8)
+        return raw
 
     def set_state(self, new_state) -> Generator:
         data = bytes(new_state.numpy().astype(np.uint8).tobytes()) if hasattr(new_state, "numpy") \

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember.c10.dtype import from_numpy_dtype
+from ember.c10.size import Size
 from ember.c10.storage import UntypedStorage, array_data_ptr, root_array
 
 
@@ -69,11 +70,9 @@ class TensorImpl:
 
     @property
     def shape(self):
-        from ember._size import Size
         return Size(self._data.shape)
 
     def size(self, dim: int | None = None):
-        from ember._size import Size
         if dim is None:
             return Size(self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]

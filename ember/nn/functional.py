@@ -10,6 +10,7 @@ import numpy as np
 import ember
 from ember._generated.functions import relu, sigmoid, tanh  # noqa: F401
 from ember._generated.nn_functional import *  # noqa: F401,F403
+from ember.aten.meta import pooling_output_size
 
 _aten = None
 
@@ -326,7 +327,6 @@ max_pool3d_with_indices = max_pool3d
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd):  # noqa: A002
     """Average pooling as a depthwise convolution with a constant kernel; the divisor follows PyTorch:
     the window clipped to input + padding (count_include_pad) or to the input alone."""
-    from ember.aten.kernels.nn import _pool_out
     k = _tuple(kernel_size, nd)
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd)
     p = _tuple(padding, nd)
@@ -341,7 +341,7 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
     in_sp = tuple(x.shape[2:])
-    out_sp = tuple(_pool_out(i, kk, ss, pp, 1, ceil_mode) for i, kk, ss, pp in zip(in_sp, k, s, p))
+    out_sp = tuple(pooling_output_size(i, kk, ss, pp, 1, ceil_mode) for i, kk, ss, pp in zip(in_sp, k, s, p))
     right = [max(0, (o - 1) * ss + kk - i - pp) for o, ss, kk, i, pp in zip(out_sp, s, k, in_sp, p)]
     pad = []
     for pp, rr in zip(reversed(p), reversed(right)):

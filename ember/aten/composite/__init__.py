@@ -1,44 +1,44 @@
 """CompositeImplicitAutograd ops: written in other ember ops, so they need no kernel and no derivative
 formula (``aten/src/ATen/native`` functions registered as ``CompositeImplicitAutograd``).
 
-Each function takes the op's schema arguments in order.  They import ``ember`` lazily: this package sits
-below the frontend in the layer map but its ops are written against the public API, as PyTorch's are.
+Each function takes the op's schema arguments in order and is written in the internal op API
+(``ember/_generated/aten.py``, Note [The internal op API]) and Tensor methods, as PyTorch's are in ``at::``.
 """
 from __future__ import annotations
 
 import math
 
-
-def _e():
-    import ember
-    return ember
+from ember._generated import aten
+from ember.aten.kernels._common import wrap_dim, wrap_dims
+from ember.aten.kernels.linalg import _matmul_check
+from ember.aten.kernels.views import compute_stride, infer_size, narrow_check
+from ember.aten.meta import broadcast_shapes
+from ember.c10.dtype import bool_, float32, float64, int64, scalar_dtype
 
 
 # ------------------------------------------------------------------------------ copies
 def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
     """``_to_copy`` (CompositeExplicitAutograd): a new tensor on ``device`` / of ``dtype``, filled by ``copy_``."""
-    e = _e()
-    out = e.empty(tuple(self.shape), dtype=self.dtype if dtype is None else dtype,
-                  device=self.device if device is None else device)
+    out = aten.empty_memory_format(tuple(self.shape), dtype=self.dtype if dtype is None else dtype,
+                                   device=self.device if device is None else device)
     return out.copy_(self)
 
 
 # ------------------------------------------------------------------------------ views and shapes
 def reshape(self, shape):
-    from ember.aten.kernels.views import compute_stride, infer_size
     shape = infer_size(shape, self.numel())
     if self.is_contiguous():
         return self.view(shape)
     st = compute_stride(tuple(self.shape), self.stride(), shape)
     if st is not None:
-        return _e().ops.aten._reshape_alias(self, shape, st)
-    return _e().ops.aten._contiguous_copy(self).view(shape)
+        return aten._reshape_alias(self, shape, st)
+    return aten._contiguous_copy(self).view(shape)
 
 
 def contiguous(self, memory_format=None):
     if self.is_contiguous():
         return self
-    return _e().ops.aten._contiguous_copy(self)
+    return aten._contiguous_copy(self)
 
 
 def view_as(self, other):
@@ -50,7 +50,6 @@ def reshape_as(self, other):
 
 
 def flatten(self, start_dim=0, end_dim=-1):
-    from ember.aten.kernels._common import wrap_dim
     if self.dim() == 0:
         return self.reshape((1,))
     s, e = wrap_dim(start_dim, self.dim()), wrap_dim(end_dim, self.dim())
@@ -67,7 +66,7 @@ def ravel(self):
 
 
 def movedim_int(self, source, destination):
-    return _e().movedim(self, (source,), (destination,))
+    return aten.movedim_intlist(self, (source,), (destination,))
 
 
 def expand_as(self, other):
@@ -95,13 +94,12 @@ def sum_to_size(self, size):
 
 
 def positive(self):
-    if self.dtype is _e().bool:
+    if self.dtype is bool_:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return self
 
 
 def broadcast_tensors(tensors):
-    from ember.aten.meta import broadcast_shapes
     shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
     return [t.expand(shape) for t in tensors]
 
@@ -163,23 +161,23 @@ def atleast_3d_seq(tensors):
 
 def hstack(tensors):
     ts = atleast_1d_seq(tensors)
-    return _e().cat(ts, 0 if ts[0].dim() == 1 else 1)
+    return aten.cat(ts, 0 if ts[0].dim() == 1 else 1)
 
 
 def vstack(tensors):
-    return _e().cat(atleast_2d_seq(tensors), 0)
+    return aten.cat(atleast_2d_seq(tensors), 0)
 
 
 row_stack = vstack
 
 
 def dstack(tensors):
-    return _e().cat(atleast_3d_seq(tensors), 2)
+    return aten.cat(atleast_3d_seq(tensors), 2)
 
 
 def column_stack(tensors):
     ts = [t.reshape((t.numel(), 1)) if t.dim() <= 1 else t for t in tensors]
-    return _e().cat(ts, 1)
+    return aten.cat(ts, 1)
 
 
 def fliplr(self):
@@ -207,68 +205,68 @@ def where_nonzero(condition):
 
 # ------------------------------------------------------------------------------ reductions
 def var_unbiased(self, unbiased=True):
-    return _e().var(self, None, correction=1 if unbiased else 0)
+    return aten.var_correction(self, None, correction=1 if unbiased else 0)
 
 
 def std_unbiased(self, unbiased=True):
-    return _e().std(self, None, correction=1 if unbiased else 0)
+    return aten.std_correction(self, None, correction=1 if unbiased else 0)
 
 
 def var_dim_unbiased(self, dim, unbiased=True, keepdim=False):
-    return _e().var(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+    return aten.var_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
 def std_dim_unbiased(self, dim, unbiased=True, keepdim=False):
-    return _e().std(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+    return aten.std_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
 def var_mean_unbiased(self, unbiased=True):
-    return _e().var_mean(self, None, correction=1 if unbiased else 0)
+    return aten.var_mean_correction(self, None, correction=1 if unbiased else 0)
 
 
 def std_mean_unbiased(self, unbiased=True):
-    return _e().std_mean(self, None, correction=1 if unbiased else 0)
+    return aten.std_mean_correction(self, None, correction=1 if unbiased else 0)
 
 
 def var_mean_dim_unbiased(self, dim, unbiased=True, keepdim=False):
-    return _e().var_mean(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+    return aten.var_mean_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
 def std_mean_dim_unbiased(self, dim, unbiased=True, keepdim=False):
-    return _e().std_mean(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+    return aten.std_mean_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
 def sort_default(self, dim=-1, descending=False):
-    return _e().sort(self, stable=False, dim=dim, descending=descending)
+    return aten.sort_stable(self, stable=False, dim=dim, descending=descending)
 
 
 def argsort_default(self, dim=-1, descending=False):
-    return _e().argsort(self, stable=False, dim=dim, descending=descending)
+    return aten.argsort_stable(self, stable=False, dim=dim, descending=descending)
 
 
 def norm_dim(self, p, dim, keepdim=False):
-    return _e().linalg.vector_norm(self, 2 if p is None else p, dim, keepdim)
+    return aten.linalg_vector_norm(self, 2 if p is None else p, dim, keepdim)
 
 
 def norm_scalar(self, p=2):
-    return _e().linalg.vector_norm(self, p)
+    return aten.linalg_vector_norm(self, p)
 
 
 def linalg_norm(self, ord=None, dim=None, keepdim=False, dtype=None):  # noqa: A002
-    e = _e()
     if isinstance(ord, str) or (ord is not None and dim is not None and len(dim) == 2) or \
             (ord is not None and dim is None and self.dim() == 2):
-        return e.linalg.matrix_norm(self, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
-    return e.linalg.vector_norm(self, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+        matrix_norm = aten.linalg_matrix_norm_str_ord if isinstance(ord, str) else aten.linalg_matrix_norm
+        return matrix_norm(self, ord, (-2, -1) if dim is None else tuple(dim), keepdim, dtype=dtype)
+    return aten.linalg_vector_norm(self, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
 # ------------------------------------------------------------------------------ factories
 def arange_end(end, dtype=None, layout=None, device=None, pin_memory=None):
-    return _e().ops.aten.arange(0, end, 1, dtype=dtype, device=device)
+    return aten.arange_start_step(0, end, 1, dtype=dtype, device=device)
 
 
 def arange_start(start, end, dtype=None, layout=None, device=None, pin_memory=None):
-    return _e().ops.aten.arange(start, end, 1, dtype=dtype, device=device)
+    return aten.arange_start_step(start, end, 1, dtype=dtype, device=device)
 
 
 def _new_kw(self, dtype, device):
@@ -276,31 +274,31 @@ def _new_kw(self, dtype, device):
 
 
 def new_empty(self, size, dtype=None, layout=None, device=None, pin_memory=None):
-    return _e().empty(size, **_new_kw(self, dtype, device))
+    return aten.empty_memory_format(tuple(size), **_new_kw(self, dtype, device))
 
 
 def new_zeros(self, size, dtype=None, layout=None, device=None, pin_memory=None):
-    return _e().zeros(size, **_new_kw(self, dtype, device))
+    return aten.zeros(tuple(size), **_new_kw(self, dtype, device))
 
 
 def new_ones(self, size, dtype=None, layout=None, device=None, pin_memory=None):
-    return _e().ones(size, **_new_kw(self, dtype, device))
+    return aten.ones(tuple(size), **_new_kw(self, dtype, device))
 
 
 def new_full(self, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
-    return _e().full(size, fill_value, **_new_kw(self, dtype, device))
+    return aten.full(tuple(size), fill_value, **_new_kw(self, dtype, device))
 
 
 def randint_high(high, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
-    return _e().randint(0, high, size, generator=generator, dtype=dtype, device=device)
+    return aten.randint_low(0, high, tuple(size), generator=generator, dtype=dtype, device=device)
 
 
 def rand_like(self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _e().rand(tuple(self.shape), **_new_kw(self, dtype, device))
+    return aten.rand(tuple(self.shape), **_new_kw(self, dtype, device))
 
 
 def randn_like(self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
-    return _e().randn(tuple(self.shape), **_new_kw(self, dtype, device))
+    return aten.randn(tuple(self.shape), **_new_kw(self, dtype, device))
 
 
 def random_to(self, to, generator=None):
@@ -308,28 +306,28 @@ def random_to(self, to, generator=None):
 
 
 def random_default(self, generator=None):
-    return _e().ops.aten.random_(self, 0, None, generator=generator)
+    return aten.random__from(self, 0, None, generator=generator)
 
 
 # ------------------------------------------------------------------------------ linear algebra
 def inner(self, other):
     if self.dim() == 0 or other.dim() == 0:
         return self * other
-    return _e().tensordot(self, other, ([-1 % self.dim()], [-1 % other.dim()]))
+    return aten.tensordot(self, other, (-1 % self.dim(),), (-1 % other.dim(),))
 
 
 def cross(self, other, dim=None):
     if dim is None:
         dim = next((i for i, s in enumerate(self.shape) if s == 3), -1)
-    return _e().linalg.cross(self, other, dim=dim)
+    return aten.linalg_cross(self, other, dim=dim)
 
 
 def pinverse(self, rcond=1e-15):
-    return _e().linalg.pinv(self, rtol=rcond)
+    return aten.linalg_pinv(self, rtol=rcond)
 
 
 def relu6(self):
-    return _e().clamp(self, 0, 6)
+    return aten.clamp(self, 0, 6)
 
 
 # ------------------------------------------------------------------------------ ops PyTorch decomposes
@@ -340,7 +338,6 @@ def swapaxes(self, axis0, axis1):
 
 
 def movedim(self, source, destination):
-    from ember.aten.kernels._common import wrap_dims
     n = self.dim()
     if len(source) != len(destination):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(source)} dims) should "
@@ -355,9 +352,8 @@ def movedim(self, source, destination):
 
 
 def narrow(self, dim, start, length):
-    from ember.aten.kernels.views import narrow_check
     d, start = narrow_check(tuple(self.shape), dim, start, length)
-    return _e().ops.aten.slice.Tensor(self, d, start, start + length, 1)
+    return aten.slice_Tensor(self, d, start, start + length, 1)
 
 
 def split_sizes(self, split_size, dim=0):
@@ -365,7 +361,6 @@ def split_sizes(self, split_size, dim=0):
 
 
 def chunk(self, chunks, dim=0):
-    from ember.aten.kernels._common import wrap_dim
     if self.dim() == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
@@ -375,38 +370,34 @@ def chunk(self, chunks, dim=0):
     size = (n + chunks - 1) // chunks
     if size == 0 and n == 0:
         return list(self.split_with_sizes([0] * chunks, d))
-    return list(_e().ops.aten.split.Tensor(self, size, d))
+    return list(aten.split_Tensor(self, size, d))
 
 
 def tensor_split(self, sections, dim=0):
-    from ember.aten.kernels._common import wrap_dim
     if sections <= 0:
         raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
     d = wrap_dim(dim, self.dim())
     q, r = divmod(self.shape[d], sections)
     out, start = [], 0
     for size in [q + 1] * r + [q] * (sections - r):
-        out.append(_e().ops.aten.slice.Tensor(self, d, start, start + size, 1))
+        out.append(aten.slice_Tensor(self, d, start, start + size, 1))
         start += size
     return out
 
 
 def tensor_split_indices(self, indices, dim=0):
-    from ember.aten.kernels._common import wrap_dim
     d = wrap_dim(dim, self.dim())
     n = self.shape[d]
     out, prev = [], 0
     for i in list(indices) + [n]:
         i = max(min(i if i >= 0 else i + n, n), prev) if i != n else n
-        out.append(_e().ops.aten.slice.Tensor(self, d, prev, max(i, prev), 1))
+        out.append(aten.slice_Tensor(self, d, prev, max(i, prev), 1))
         prev = max(i, prev)
     return out
 
 
 def matmul(self, other):
     """PyTorch's matmul decomposition: dot, mv, mm, or a batched bmm over broadcast batch dims."""
-    from ember.aten.kernels.linalg import _matmul_check
-    from ember.aten.meta import broadcast_shapes
     _matmul_check(self._data, other._data)  # PyTorch's errors for every rank combination
     da, db = self.dim(), other.dim()
     if da == 1 and db == 1:
@@ -436,21 +427,28 @@ def matmul(self, other):
 
 
 def max_other(self, other):
-    return _e().maximum(self, other)
+    return aten.maximum(self, other)
 
 
 def min_other(self, other):
-    return _e().minimum(self, other)
+    return aten.minimum(self, other)
+
+
+def wrapped_number(value, like):
+    """A Python number as a 0-dim tensor that promotes like a wrapped number next to ``like`` (PyTorch's
+    ``wrapped_scalar_tensor``): of ``like``'s dtype unless the number's category is higher."""
+    d = scalar_dtype(value)
+    if d._cat <= like.dtype._cat:
+        d = like.dtype
+    return aten.scalar_tensor(value, dtype=d, device=like.device)
 
 
 def where_scalar_self(condition, self, other):
-    from ember._tensor import _wrapped_number
-    return _e().where(condition, _wrapped_number(self, other), other)
+    return aten.where_self(condition, wrapped_number(self, other), other)
 
 
 def where_scalar_other(condition, self, other):
-    from ember._tensor import _wrapped_number
-    return _e().where(condition, self, _wrapped_number(other, self))
+    return aten.where_self(condition, self, wrapped_number(other, self))
 
 
 # ------------------------------------------------------------------------------ quantiles
@@ -461,13 +459,11 @@ def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
     """PyTorch's quantile_impl (``aten/src/ATen/native/Sorting.cpp``): sort the reduced dim, gather the
     values at the ranks ``q * (n - 1)`` and lerp between neighbours. Written in ops, so it is
     differentiable through sort, gather and lerp."""
-    from ember.aten.kernels._common import wrap_dim
-    e = _e()
     if self.numel() == 0:
         raise RuntimeError("quantile() input tensor must be non-empty")
     if q.dim() > 1:
         raise RuntimeError("quantile() q must be a scalar or 1D tensor")
-    if self.dtype not in (e.float32, e.float64):
+    if self.dtype not in (float32, float64):
         raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if q.dtype != self.dtype:
         raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
@@ -492,7 +488,7 @@ def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
     else:
         reduced = self.unsqueeze(-1).transpose(wd, -1)
     reduced = reduced.reshape(rest + [reduced.shape[-1] if reduced.dim() else 1])
-    qd = q.to(e.float64)
+    qd = q.to(float64)
     if ignore_nan:
         count = reduced.isnan().logical_not().sum(-1, keepdim=True)
         ranks = qd * (count - 1)
@@ -501,7 +497,7 @@ def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
     else:
         has_nan = reduced.isnan().any(-1, keepdim=True)
         last = float(reduced.shape[-1] - 1)
-        ranks, has_nan = e.broadcast_tensors(qd * last, has_nan)
+        ranks, has_nan = aten.broadcast_tensors([qd * last, has_nan])
         ranks = ranks.masked_fill(has_nan, last)
     if interpolation == "lower":
         ranks = ranks.floor()
@@ -509,13 +505,13 @@ def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
         ranks = ranks.ceil()
     elif interpolation == "nearest":
         ranks = ranks.round()
-    below = ranks.to(e.int64)
+    below = ranks.to(int64)
     srt = reduced.sort(-1).values
     values = srt.gather(-1, below)
     if interpolation in ("linear", "midpoint"):
-        weights = e.full_like(ranks, 0.5, dtype=self.dtype) if interpolation == "midpoint" \
+        weights = aten.full_like(ranks, 0.5, dtype=self.dtype) if interpolation == "midpoint" \
             else (ranks - below).to(self.dtype)
-        values = values.lerp(srt.gather(-1, ranks.ceil().to(e.int64)), weights)
+        values = values.lerp(srt.gather(-1, ranks.ceil().to(int64)), weights)
     if q.dim() == 0:
         return values.squeeze(-1)
     return values.unsqueeze(0).transpose(0, -1).squeeze(-1)
@@ -524,7 +520,7 @@ def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
 def _scalar_q(self, q):
     if not 0 <= q <= 1:
         raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
-    return _e().scalar_tensor(q, dtype=self.dtype, device=self.device)
+    return aten.scalar_tensor(q, dtype=self.dtype, device=self.device)
 
 
 def quantile(self, q, dim=None, keepdim=False, interpolation="linear"):
@@ -547,8 +543,10 @@ def nanquantile_scalar(self, q, dim=None, keepdim=False, interpolation="linear")
 # PyTorch registers these CompositeImplicitAutograd: they call the base op, so autograd records the base
 # op's node (``torch.special.erf(x).grad_fn`` is an ``ErfBackward0``).
 def _alias(name, base):
-    def fn(*args, **kwargs):
-        return getattr(_e(), base)(*args, **kwargs)
+    base_op = getattr(aten, base)
+
+    def fn(*args):
+        return base_op(*args)
     fn.__name__ = fn.__qualname__ = name
     globals()[name] = fn
 
@@ -565,16 +563,16 @@ for _name, _base in {"special_polygamma": "polygamma", "special_erf": "erf", "sp
 # ------------------------------------------------------------------------------ nn
 def softmax_int(self, dim, dtype=None):
     x = self if dtype is None else self.to(dtype)
-    return _e().ops.aten._softmax(x, dim, False)
+    return aten._softmax(x, dim, False)
 
 
 def log_softmax_int(self, dim, dtype=None):
     x = self if dtype is None else self.to(dtype)
-    return _e().ops.aten._log_softmax(x, dim, False)
+    return aten._log_softmax(x, dim, False)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):  # noqa: A002
-    return _e().ops.aten.native_layer_norm(input, normalized_shape, weight, bias, eps)[0]
+    return aten.native_layer_norm(input, normalized_shape, weight, bias, eps)[0]
 
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):  # noqa
@@ -587,8 +585,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
         if bias is not None:
             out = out + bias[0]
         return out
-    return _e().ops.aten.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
-                                           eps)[0]
+    return aten.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 
 from ember.aten.composite.rnn import (dropout, gru_cell, gru_data, gru_input, lstm_cell, lstm_data,  # noqa: E402,F401

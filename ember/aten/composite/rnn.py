@@ -3,10 +3,7 @@
 cells written over ordinary ops (so they support double backward, as PyTorch's CPU cells do)."""
 from __future__ import annotations
 
-
-def _e():
-    import ember
-    return ember
+from ember._generated import aten
 
 
 def dropout(input, p, train):  # noqa: A002
@@ -17,12 +14,10 @@ def dropout(input, p, train):  # noqa: A002
         return input
     if p == 1:
         return input * 0
-    return input * _e().empty_like(input).bernoulli_(1 - p).div_(1 - p)
+    return input * aten.empty_like(input).bernoulli_(1 - p).div_(1 - p)
 
 
 def _stack(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout_p, train, bidirectional):
-    E = _e()
-    aten = E.ops.aten
     D = 2 if bidirectional else 1
     h0 = hx[0]
     c0 = hx[1] if mode == "LSTM" else None
@@ -45,10 +40,10 @@ def _stack(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout_
             outs.append(out)
             hs.append(hn)
             cs.append(cn)
-        layer_input = outs[0] if D == 1 else E.cat(outs, -1)
+        layer_input = outs[0] if D == 1 else aten.cat(outs, -1)
         if dropout_p and train and layer < num_layers - 1:
             layer_input = dropout(layer_input, dropout_p, train)
-    return layer_input, E.stack(hs), (E.stack(cs) if mode == "LSTM" else None)
+    return layer_input, aten.stack(hs), (aten.stack(cs) if mode == "LSTM" else None)
 
 
 def _run_input(mode, input, hx, params, has_biases, num_layers, dropout_p, train, bidirectional,  # noqa: A002
@@ -94,8 +89,7 @@ rnn_relu_input, rnn_relu_data = _one_state_ops("RNN_RELU")
 
 # ------------------------------------------------------------------------------ cells
 def _linear(x, w, b):
-    E = _e()
-    return E.ops.aten.addmm(b, x, w.t()) if b is not None and x.dim() == 2 else \
+    return aten.addmm(b, x, w.t()) if b is not None and x.dim() == 2 else \
         (x.matmul(w.t()) + b if b is not None else x.matmul(w.t()))
 
 

@@ -20,11 +20,12 @@ import time
 
 import numpy as np
 
+from ember.aten.context import global_context
+
 ALGORITHMS = ("gemm", "offset")
 GEMM_MAX_COLUMN_BYTES = 1 << 30
 WORKSPACE_MAX_BYTES = 256 << 20    # columns up to this size are built in a per-thread buffer kept between calls
 _workspace = threading.local()
-benchmark = False                  # set through ember.backends.cudnn.benchmark
 _cache: dict = {}                  # key -> algorithm name chosen by benchmarking
 _last: dict = {}                   # pass -> algorithm used by the latest call (for tests and learners)
 force = None                       # an algorithm name to use everywhere (tests), or None
@@ -233,7 +234,7 @@ def run(pass_name, xp, a, b, extra, stride, padding, dilation, groups):
     impls = IMPLS[pass_name]
     if force is not None:
         algo = force
-    elif benchmark:
+    elif global_context.benchmark_cudnn:
         key = (pass_name, xp.__name__, tuple(a.shape), tuple(b.shape), None if extra is None else tuple(extra),
                str(a.dtype), str(b.dtype), tuple(stride), tuple(padding), tuple(dilation), groups)
         algo = _cache.get(key)

@@ -16,6 +16,7 @@ import numpy as np
 from ember.aten.kernels import conv_algos
 from ember.aten.kernels._common import asdtype, chunked, compute_dtype, meta_kernel, shape_str, type_name, wrap_dim
 from ember.aten.kernels.conv_algos import _windows
+from ember.aten.meta import pooling_output_size
 from ember.c10.dtype import BF16_NP
 
 __all__ = ["softmax", "log_softmax", "gelu", "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
@@ -375,14 +376,6 @@ def convolution_backward(xp, grad_output, input, weight, bias_sizes, stride, pad
 
 
 # ------------------------------------------------------------------------------ pooling
-def _pool_out(i, k, s, p, d, ceil_mode):
-    num = i + 2 * p - d * (k - 1) - 1
-    o = (num + (s - 1 if ceil_mode else 0)) // s + 1
-    if ceil_mode and (o - 1) * s >= i + p:  # the last window must start inside the input or left padding
-        o -= 1
-    return o
-
-
 def max_pool2d_with_indices(xp, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return _max_pool(xp, self, 2, kernel_size, stride, padding, dilation, ceil_mode)
 
@@ -405,7 +398,8 @@ def _max_pool(xp, self, nd, kernel_size, stride, padding, dilation, ceil_mode):
         if pp > kk // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
                                f"kernel_size={kk} and dilation={d[0]}")
-    out_sp = tuple(_pool_out(i, kk, ss, pp, dd, ceil_mode) for i, kk, ss, pp, dd in zip(x.shape[2:], k, s, p, d))
+    out_sp = tuple(pooling_output_size(i, kk, ss, pp, dd, ceil_mode)
+                   for i, kk, ss, pp, dd in zip(x.shape[2:], k, s, p, d))
     if any(o <= 0 for o in out_sp):
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[1:]))}). Calculated output size: "
                            f"({'x'.join(map(str, (x.shape[1],) + out_sp))}). Output size is too small")
