@@ -1,0 +1,58 @@
+"""Elementwise ops written in other ops: unary plus, binary max / min, ``where`` with Python numbers
+(wrapped as PyTorch wraps them), and the ``torch.special`` aliases of the base ops (``UnaryOps.cpp``)."""
+from __future__ import annotations
+
+from ember._generated import aten
+from ember.c10.dtype import bool_, scalar_dtype
+
+
+def positive(self):
+    if self.dtype is bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return self
+
+
+def max_other(self, other):
+    return aten.maximum(self, other)
+
+
+def min_other(self, other):
+    return aten.minimum(self, other)
+
+
+def wrapped_number(value, like):
+    """A Python number as a 0-dim tensor that promotes like a wrapped number next to ``like`` (PyTorch's
+    ``wrapped_scalar_tensor``): of ``like``'s dtype unless the number's category is higher."""
+    d = scalar_dtype(value)
+    if d._cat <= like.dtype._cat:
+        d = like.dtype
+    return aten.scalar_tensor(value, dtype=d, device=like.device)
+
+
+def where_scalar_self(condition, self, other):
+    return aten.where_self(condition, wrapped_number(self, other), other)
+
+
+def where_scalar_other(condition, self, other):
+    return aten.where_self(condition, self, wrapped_number(other, self))
+
+
+def _alias(name, base):
+    base_op = getattr(aten, base)
+
+    def fn(*args):
+        return base_op(*args)
+    fn.__name__ = fn.__qualname__ = name
+    globals()[name] = fn
+
+
+for _name, _base in {"special_polygamma": "polygamma", "special_erf": "erf", "special_erfc": "erfc",
+                     "special_erfinv": "erfinv", "special_expm1": "expm1", "special_exp2": "exp2",
+                     "special_gammaln": "lgamma", "special_digamma": "digamma", "special_psi": "digamma",
+                     "special_expit": "sigmoid", "special_i0": "i0", "special_sinc": "sinc",
+                     "special_log1p": "log1p", "special_xlogy": "xlogy", "special_logit": "logit",
+                     "special_logsumexp": "logsumexp"}.items():
+    _alias(_name, _base)
+
+
+# ------------------------------------------------------------------------------ nn

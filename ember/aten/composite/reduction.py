@@ -1,0 +1,146 @@
+"""Reductions and sorting written in other ops (``ReduceOps.cpp``, ``Sorting.cpp``): the legacy ``unbiased``
+overloads of var / std, default sort / argsort, norm, and quantile / nanquantile."""
+from __future__ import annotations
+
+from ember._generated import aten
+from ember.aten.kernels._common import wrap_dim
+from ember.c10.dtype import float32, float64, int64
+
+
+def var_unbiased(self, unbiased=True):
+    return aten.var_correction(self, None, correction=1 if unbiased else 0)
+
+
+def std_unbiased(self, unbiased=True):
+    return aten.std_correction(self, None, correction=1 if unbiased else 0)
+
+
+def var_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+    return aten.var_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+def std_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+    return aten.std_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+def var_mean_unbiased(self, unbiased=True):
+    return aten.var_mean_correction(self, None, correction=1 if unbiased else 0)
+
+
+def std_mean_unbiased(self, unbiased=True):
+    return aten.std_mean_correction(self, None, correction=1 if unbiased else 0)
+
+
+def var_mean_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+    return aten.var_mean_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+def std_mean_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+    return aten.std_mean_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
+
+
+def sort_default(self, dim=-1, descending=False):
+    return aten.sort_stable(self, stable=False, dim=dim, descending=descending)
+
+
+def argsort_default(self, dim=-1, descending=False):
+    return aten.argsort_stable(self, stable=False, dim=dim, descending=descending)
+
+
+def norm_dim(self, p, dim, keepdim=False):
+    return aten.linalg_vector_norm(self, 2 if p is None else p, dim, keepdim)
+
+
+def norm_scalar(self, p=2):
+    return aten.linalg_vector_norm(self, p)
+
+
+_QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
+    """PyTorch's quantile_impl (``aten/src/ATen/native/Sorting.cpp``): sort the reduced dim, gather the
+    values at the ranks ``q * (n - 1)`` and lerp between neighbours. Written in ops, so it is
+    differentiable through sort, gather and lerp."""
+    if self.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if q.dim() > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if self.dtype not in (float32, float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if q.dtype != self.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    if q.device != self.device:
+        raise RuntimeError("quantile() q tensor must be on the same device as the input tensor")
+    if interpolation not in _QUANTILE_MODES:
+        raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                           f"Found '{interpolation}'")
+    if self.device.type == "cpu" and not bool(((q >= 0) & (q <= 1)).all()):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    ndim = self.dim()
+    wd = wrap_dim(dim, max(ndim, 1)) if dim is not None else 0
+    shape = list(self.shape)
+    if dim is not None and ndim > 0:
+        rest = shape[:wd] + ([1] if keepdim else []) + shape[wd + 1:]
+    else:
+        rest = [1] * ndim if keepdim else []
+    if dim is None:
+        reduced = self.flatten()
+    elif ndim == 0 or wd == ndim - 1:
+        reduced = self
+    else:
+        reduced = self.unsqueeze(-1).transpose(wd, -1)
+    reduced = reduced.reshape(rest + [reduced.shape[-1] if reduced.dim() else 1])
+    qd = q.to(float64)
+    if ignore_nan:
+        count = reduced.isnan().logical_not().sum(-1, keepdim=True)
+        ranks = qd * (count - 1)
+        ranks = ranks.masked_fill(ranks < 0, 0)
+        # NaNs sort last, and ranks below the non-NaN count never reach them; all-NaN rows stay NaN.
+    else:
+        has_nan = reduced.isnan().any(-1, keepdim=True)
+        last = float(reduced.shape[-1] - 1)
+        ranks, has_nan = aten.broadcast_tensors([qd * last, has_nan])
+        ranks = ranks.masked_fill(has_nan, last)
+    if interpolation == "lower":
+        ranks = ranks.floor()
+    elif interpolation == "higher":
+        ranks = ranks.ceil()
+    elif interpolation == "nearest":
+        ranks = ranks.round()
+    below = ranks.to(int64)
+    srt = reduced.sort(-1).values
+    values = srt.gather(-1, below)
+    if interpolation in ("linear", "midpoint"):
+        weights = aten.full_like(ranks, 0.5, dtype=self.dtype) if interpolation == "midpoint" \
+            else (ranks - below).to(self.dtype)
+        values = values.lerp(srt.gather(-1, ranks.ceil().to(int64)), weights)
+    if q.dim() == 0:
+        return values.squeeze(-1)
+    return values.unsqueeze(0).transpose(0, -1).squeeze(-1)
+
+
+def _scalar_q(self, q):
+    if not 0 <= q <= 1:
+        raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
+    return aten.scalar_tensor(q, dtype=self.dtype, device=self.device)
+
+
+def quantile(self, q, dim=None, keepdim=False, interpolation="linear"):
+    return _quantile(self, q, dim, keepdim, interpolation, False)
+
+
+def quantile_scalar(self, q, dim=None, keepdim=False, interpolation="linear"):
+    return _quantile(self, _scalar_q(self, q), dim, keepdim, interpolation, False)
+
+
+def nanquantile(self, q, dim=None, keepdim=False, interpolation="linear"):
+    return _quantile(self, q, dim, keepdim, interpolation, True)
+
+
+def nanquantile_scalar(self, q, dim=None, keepdim=False, interpolation="linear"):
+    return _quantile(self, _scalar_q(self, q), dim, keepdim, interpolation, True)
+
+
+# PyTorch registers these CompositeImplicitAutograd: they call the base op, so autograd records the base
+# op's node (``torch.special.erf(x).grad_fn`` is an ``ErfBackward0``).

@@ -1,0 +1,252 @@
+"""Shape and view ops written in other ops (``aten/src/ATen/native/TensorShape.cpp``): reshape, flatten,
+movedim, narrow, split / chunk / tensor_split, the stacks, meshgrid, atleast_*, tile, broadcasting helpers."""
+from __future__ import annotations
+
+import math
+
+from ember._generated import aten
+from ember.aten.kernels._common import wrap_dim, wrap_dims
+from ember.aten.kernels.views import compute_stride, infer_size, narrow_check
+from ember.aten.meta import broadcast_shapes
+
+
+def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
+    """``_to_copy`` (CompositeExplicitAutograd): a new tensor on ``device`` / of ``dtype``, filled by ``copy_``."""
+    out = aten.empty_memory_format(tuple(self.shape), dtype=self.dtype if dtype is None else dtype,
+                                   device=self.device if device is None else device)
+    return out.copy_(self)
+
+
+def reshape(self, shape):
+    shape = infer_size(shape, self.numel())
+    if self.is_contiguous():
+        return self.view(shape)
+    st = compute_stride(tuple(self.shape), self.stride(), shape)
+    if st is not None:
+        return aten._reshape_alias(self, shape, st)
+    return aten._contiguous_copy(self).view(shape)
+
+
+def contiguous(self, memory_format=None):
+    if self.is_contiguous():
+        return self
+    return aten._contiguous_copy(self)
+
+
+def view_as(self, other):
+    return self.view(other.shape)
+
+
+def reshape_as(self, other):
+    return self.reshape(other.shape)
+
+
+def flatten(self, start_dim=0, end_dim=-1):
+    if self.dim() == 0:
+        return self.reshape((1,))
+    s, e = wrap_dim(start_dim, self.dim()), wrap_dim(end_dim, self.dim())
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return self
+    shape = tuple(self.shape)
+    return self.reshape(shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+
+def ravel(self):
+    return self.contiguous().view(-1)
+
+
+def movedim_int(self, source, destination):
+    return aten.movedim_intlist(self, (source,), (destination,))
+
+
+def expand_as(self, other):
+    return self.expand(other.shape)
+
+
+def broadcast_to(self, size):
+    return self.expand(size)
+
+
+def sum_to_size(self, size):
+    """PyTorch's at::sum_to: sum ``self`` down to ``size``, a shape it could have been expanded from (leading
+    dims summed away, dims of size 1 summed with keepdim); ``self`` itself when the shapes are equal."""
+    size = tuple(size)
+    shape = tuple(self.shape)
+    lead = len(shape) - len(size)
+    if lead < 0 or any(s != 1 and s != t for s, t in zip(size, shape[lead:])):
+        raise RuntimeError(f"size {{[{', '.join(map(str, size))}]}} is not expandable to size "
+                           f"{{[{', '.join(map(str, shape))}]}}.")
+    if size == shape:
+        return self
+    out = self.sum(list(range(lead))) if lead else self
+    keep = [i for i, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1]
+    return out.sum(keep, keepdim=True) if keep else out
+
+
+def broadcast_tensors(tensors):
+    shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return [t.expand(shape) for t in tensors]
+
+
+def meshgrid(tensors):
+    return meshgrid_indexing(tensors, "ij")
+
+
+def meshgrid_indexing(tensors, indexing):
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+    ts = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.numel() for t in ts)
+    out = []
+    for i, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[i] = -1
+        out.append(t.view(view).expand(shape))
+    if swap:
+        out[0], out[1] = out[1], out[0]
+    return out
+
+
+def atleast_1d(self):
+    return self.reshape((1,)) if self.dim() == 0 else self
+
+
+def atleast_2d(self):
+    if self.dim() == 0:
+        return self.reshape((1, 1))
+    return self.unsqueeze(0) if self.dim() == 1 else self
+
+
+def atleast_3d(self):
+    if self.dim() == 0:
+        return self.reshape((1, 1, 1))
+    if self.dim() == 1:
+        return self.unsqueeze(0).unsqueeze(-1)
+    return self.unsqueeze(-1) if self.dim() == 2 else self
+
+
+def atleast_1d_seq(tensors):
+    return [atleast_1d(t) for t in tensors]
+
+
+def atleast_2d_seq(tensors):
+    return [atleast_2d(t) for t in tensors]
+
+
+def atleast_3d_seq(tensors):
+    return [atleast_3d(t) for t in tensors]
+
+
+def hstack(tensors):
+    ts = atleast_1d_seq(tensors)
+    return aten.cat(ts, 0 if ts[0].dim() == 1 else 1)
+
+
+def vstack(tensors):
+    return aten.cat(atleast_2d_seq(tensors), 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    return aten.cat(atleast_3d_seq(tensors), 2)
+
+
+def column_stack(tensors):
+    ts = [t.reshape((t.numel(), 1)) if t.dim() <= 1 else t for t in tensors]
+    return aten.cat(ts, 1)
+
+
+def fliplr(self):
+    if self.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return self.flip((1,))
+
+
+def flipud(self):
+    if self.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return self.flip((0,))
+
+
+def tile(self, dims):
+    dims = tuple(dims)
+    if len(dims) < self.dim():
+        dims = (1,) * (self.dim() - len(dims)) + dims
+    return self.repeat(dims)
+
+
+def where_nonzero(condition):
+    return list(condition.nonzero().unbind(1))
+
+
+def swapaxes(self, axis0, axis1):
+    return self.transpose(axis0, axis1)
+
+
+def movedim(self, source, destination):
+    n = self.dim()
+    if len(source) != len(destination):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(source)} dims) should "
+                           f"contain the same number of dims as destination ({list(destination)} dims)")
+    src, dst = wrap_dims(source, n), wrap_dims(destination, n)
+    order = [-1] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(n) if i not in src)
+    order = [next(rest) if o == -1 else o for o in order]
+    return self.permute(order)
+
+
+def narrow(self, dim, start, length):
+    d, start = narrow_check(tuple(self.shape), dim, start, length)
+    return aten.slice_Tensor(self, d, start, start + length, 1)
+
+
+def split_sizes(self, split_size, dim=0):
+    return self.split_with_sizes(split_size, dim)
+
+
+def chunk(self, chunks, dim=0):
+    if self.dim() == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = wrap_dim(dim, self.dim())
+    n = self.shape[d]
+    size = (n + chunks - 1) // chunks
+    if size == 0 and n == 0:
+        return list(self.split_with_sizes([0] * chunks, d))
+    return list(aten.split_Tensor(self, size, d))
+
+
+def tensor_split(self, sections, dim=0):
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+    d = wrap_dim(dim, self.dim())
+    q, r = divmod(self.shape[d], sections)
+    out, start = [], 0
+    for size in [q + 1] * r + [q] * (sections - r):
+        out.append(aten.slice_Tensor(self, d, start, start + size, 1))
+        start += size
+    return out
+
+
+def tensor_split_indices(self, indices, dim=0):
+    d = wrap_dim(dim, self.dim())
+    n = self.shape[d]
+    out, prev = [], 0
+    for i in list(indices) + [n]:
+        i = max(min(i if i >= 0 else i + n, n), prev) if i != n else n
+        out.append(aten.slice_Tensor(self, d, prev, max(i, prev), 1))
+        prev = max(i, prev)
+    return out
