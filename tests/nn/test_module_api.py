@@ -212,3 +212,21 @@ def test_clip_grad_norm_matches_pytorch():
             np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12)
     vec = enn.utils.parameters_to_vector(ep)
     assert vec.shape == (17,)
+
+
+def test_module_classes_live_where_pytorchs_do():
+    """Whole-module checkpoints name classes by module path (ember.nn.modules.flatten.Flatten is saved as
+    torch.nn.modules.flatten.Flatten): every nn class both libraries have must sit in PyTorch's file."""
+    wrong = []
+    for name in ember.nn.modules.__all__:
+        theirs = getattr(torch.nn, name, None)
+        ours = getattr(ember.nn, name)
+        if theirs is not None and ours.__module__.replace("ember", "torch", 1) != theirs.__module__:
+            wrong.append(f"{name}: {ours.__module__} (PyTorch: {theirs.__module__})")
+    assert not wrong, wrong
+    m = enn.Sequential(enn.Flatten(), enn.ZeroPad1d(1), enn.InstanceNorm1d(4), enn.PixelShuffle(2), enn.Fold((4, 4), 2))
+    buf = __import__("io").BytesIO()
+    ember.save(m, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)  # PyTorch finds every class (torch.nn.modules.misc is no file)
+    assert [type(x).__name__ for x in loaded] == ["Flatten", "ZeroPad1d", "InstanceNorm1d", "PixelShuffle", "Fold"]

@@ -9,8 +9,8 @@ from ember.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, Adap
                                       LPPool1d, LPPool2d, MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d,
                                       MaxUnpool2d, MaxUnpool3d)
 from ember.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
-from ember.nn.modules.normalization import (GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,  # noqa: F401
-                                            LayerNorm, LocalResponseNorm, RMSNorm)
+from ember.nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
+from ember.nn.modules.normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: F401
 from ember.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from ember.nn.modules.sparse import Embedding, EmbeddingBag  # noqa: F401
 from ember.nn.modules.activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid,  # noqa: F401
@@ -22,12 +22,16 @@ from ember.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLo
                                    MarginRankingLoss, MSELoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
                                    MultiMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
                                    TripletMarginLoss, TripletMarginWithDistanceLoss, CTCLoss)
-from ember.nn.modules.misc import (ChannelShuffle, CircularPad1d, CircularPad2d, CircularPad3d,  # noqa: F401
-                                   ConstantPad1d, ConstantPad2d, ConstantPad3d, CosineSimilarity, Flatten,
-                                   PairwiseDistance, PixelShuffle, PixelUnshuffle, ReflectionPad1d,
-                                   ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
-                                   ReplicationPad3d, Unflatten, ZeroPad1d, ZeroPad2d, ZeroPad3d, Upsample,
-                                   UpsamplingNearest2d, UpsamplingBilinear2d, Fold, Unfold)
+from ember.nn.modules.channelshuffle import ChannelShuffle  # noqa: F401
+from ember.nn.modules.distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from ember.nn.modules.flatten import Flatten, Unflatten  # noqa: F401
+from ember.nn.modules.fold import Fold, Unfold  # noqa: F401
+from ember.nn.modules.padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d,  # noqa: F401
+                                      ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
+                                      ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
+                                      ZeroPad3d)
+from ember.nn.modules.pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
+from ember.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from ember.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from ember.nn.modules.transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                                           TransformerEncoder, TransformerEncoderLayer)
