@@ -204,7 +204,7 @@ class Tensor(TensorImpl):
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if self._device.type != "cpu":
             if not force:
-                raise TypeError(f"can't convert {self._device.type} device type tensor to numpy. Use "
+                raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use "
                                 "Tensor.cpu() to copy the tensor to host memory first.")
             return self.cpu()._data
         return self._data

@@ -486,7 +486,7 @@ def _batch_norm_call(lib, x, w=None, b=None, mode="train"):
     if mode == "batch":
         rm = rv = None
     else:
-        rm, rv = (lib.tensor(a.astype(str(x.dtype).split(".")[-1])) for a in stats)
+        rm, rv = (lib.tensor(a.astype(str(x.dtype).split(".")[-1])).to(x.device) for a in stats)
     out = lib.nn.functional.batch_norm(x, rm, rv, w, b, training=mode != "eval", momentum=0.3)
     return out if mode == "batch" else (out, rm, rv)
 

@@ -1,13 +1,30 @@
-"""The CUDA backend (CuPy): every op-table sample on the GPU must give the CPU's result.  Skipped, with the
-reason, when CuPy or a GPU is missing — the same tests run unchanged the day one is present."""
+"""The CUDA backend: every op-table sample on the GPU must give the CPU's result, and tensors move, mix and
+fail across devices as in PyTorch.
+
+With a GPU (CuPy and a device) these run on it. Without one they run on ``tests/fake_cupy.py``, a NumPy-backed
+stand-in for CuPy whose arrays NumPy refuses to take for host arrays: the kernels compute on the CPU, but the
+device plumbing -- placement, array-module selection, cross-device copies, mixed-device errors -- is the code a
+GPU runs, so the day one is present only the kernels themselves are new."""
 import numpy as np
 import pytest
 
 import ember
+from tests import fake_cupy
 from tests.op_db import op_db
+from tests.opinfo import Sample
 from tests.test_ops import call, samples_of
 
-pytestmark = pytest.mark.skipif(not ember.cuda.is_available(), reason="no CUDA device (CuPy and a GPU are needed)")
+REAL_GPU = ember.cuda.is_available()
+
+
+@pytest.fixture(autouse=True)
+def cuda_device():
+    """A real GPU when there is one; the stand-in otherwise."""
+    if REAL_GPU:
+        yield "gpu"
+    else:
+        with fake_cupy.install():
+            yield "stand-in"
 
 
 def _to_cuda(x):
@@ -18,38 +35,106 @@ def _to_cuda(x):
     return x
 
 
-def _to_host(x):
-    if isinstance(x, (tuple, list)):
-        return [_to_host(y) for y in x]
-    if isinstance(x, ember.Tensor):
-        assert x.device.type in ("cuda", "cpu")
-        return x.cpu().numpy()
-    return x
+CASES = [(op, d) for op in op_db for d in op.dtypes]
 
 
-@pytest.mark.parametrize("op,dtype", [(op, d) for op in op_db for d in op.dtypes if op.name not in ("unique",)],
-                         ids=lambda x: getattr(x, "name", str(x)))
+def _assert_same(got, ref):
+    if isinstance(ref, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(ref)
+        for g, r in zip(got, ref):
+            _assert_same(g, r)
+    elif isinstance(ref, ember.Tensor):
+        assert isinstance(got, ember.Tensor) and got.device.type == "cuda", f"a result on {got.device}"
+        assert not isinstance(got._data, np.ndarray), "a CUDA tensor holds a host (NumPy) array"
+        assert got.dtype == ref.dtype and tuple(got.shape) == tuple(ref.shape)
+        np.testing.assert_allclose(got.cpu().numpy().astype(np.float64), ref.numpy().astype(np.float64),
+                                   rtol=1e-5, atol=1e-6)
+    else:
+        assert got == ref or (isinstance(ref, float) and np.isclose(got, ref))
+
+
+@pytest.mark.parametrize("op,dtype", CASES, ids=[f"{o.name}-{d}-{i}" for i, (o, d) in enumerate(CASES)])
 def test_cuda_matches_cpu(op, dtype):
+    compared = 0
     for s in samples_of(op, dtype):
+        cs = Sample(s.args, {k: _to_cuda(v) for k, v in s.kwargs.items()})  # tensor keywords too
         try:
             ref = call(op, ember, s)
         except Exception as exc:
             with pytest.raises(type(exc)):
-                call(op, ember, s, args=[_to_cuda(a) for a in s.args])
+                call(op, ember, cs, args=[_to_cuda(a) for a in s.args])
             continue
-        got = call(op, ember, s, args=[_to_cuda(a) for a in s.args])
-        for g, r in zip(np.atleast_1d(np.asarray(_to_host(got), dtype=object)),
-                        np.atleast_1d(np.asarray(_to_host(ref), dtype=object))):
-            np.testing.assert_allclose(np.asarray(g, dtype=np.float64), np.asarray(r, dtype=np.float64),
-                                       rtol=1e-5, atol=1e-6)
+        _assert_same(call(op, ember, cs, args=[_to_cuda(a) for a in s.args]), ref)
+        compared += 1
+    assert compared, f"{op.name}: no sample was compared"
 
 
 def test_device_moves_and_mixed_device_errors():
     x = ember.arange(6.0).reshape(2, 3)
     g = x.cuda()
-    assert g.is_cuda and g.device == ember.device("cuda", 0)
-    assert g.cpu().tolist() == x.tolist()
+    assert g.is_cuda and g.device == ember.device("cuda", 0) and not isinstance(g._data, np.ndarray)
+    assert g.cpu().tolist() == x.tolist() and isinstance(g.cpu()._data, np.ndarray)
+    assert g.to("cpu").device.type == "cpu" and x.to("cuda").device == ember.device("cuda", 0)
+    assert ember.zeros(2, device="cuda").device.type == "cuda"
+    assert ember.tensor([1.0, 2.0], device="cuda").cpu().tolist() == [1.0, 2.0]
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least two "
                                            "devices, cuda:0 and cpu!"):
         g + x
     assert (g + ember.tensor(1.0)).cpu().tolist() == (x + 1).tolist()  # 0-dim CPU tensors are scalars
+    with pytest.raises(TypeError, match=r"can't convert cuda:0 device type tensor to numpy\. Use Tensor\.cpu\(\)"):
+        g.numpy()
+    assert repr(g).endswith("device='cuda:0')")
+
+
+def test_cross_device_copies_and_views():
+    x = ember.arange(12.0).reshape(3, 4)
+    g = ember.zeros(3, 4, device="cuda")
+    g.copy_(x)                                   # host -> device
+    assert g.cpu().tolist() == x.tolist()
+    h = ember.zeros(4, 3)
+    h.copy_(g.t())                               # device -> host, from a strided view
+    assert h.tolist() == x.t().tolist()
+    v = g[1:, ::2]                               # views of a device tensor share its memory
+    v.fill_(-1.0)
+    assert g.cpu()[1:, ::2].tolist() == [[-1.0, -1.0]] * 2
+    assert g.as_strided((2, 2), (4, 1), 1).cpu().tolist() == [[1.0, 2.0], [5.0, -1.0]]
+
+
+def test_autograd_and_training_step_on_cuda():
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.ReLU(), ember.nn.Linear(8, 2))
+    ref = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.ReLU(), ember.nn.Linear(8, 2))
+    ref.load_state_dict(model.state_dict())
+    model = model.cuda()
+    assert all(p.is_cuda for p in model.parameters())
+    x = ember.randn(5, 4)
+    y = ember.tensor([0, 1, 1, 0, 1])
+    for m, xx, yy in ((model, x.cuda(), y.cuda()), (ref, x, y)):
+        opt = ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(3):
+            opt.zero_grad()
+            ember.nn.functional.cross_entropy(m(xx), yy).backward()
+            opt.step()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert p.is_cuda and p.grad.is_cuda
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_checkpoint_of_cuda_tensors_loads_on_cpu(tmp_path):
+    g = ember.arange(6.0).reshape(2, 3).cuda()
+    ember.save({"w": g}, tmp_path / "c.pt")
+    back = ember.load(tmp_path / "c.pt", map_location="cpu")
+    assert back["w"].device.type == "cpu" and back["w"].tolist() == g.cpu().tolist()
+    assert ember.load(tmp_path / "c.pt")["w"].device == ember.device("cuda", 0)
+
+
+def test_the_stand_in_refuses_implicit_host_conversion(cuda_device):
+    if cuda_device != "stand-in":
+        pytest.skip("checks the stand-in itself")
+    import cupy
+    a = cupy.asarray(np.arange(3.0))
+    with pytest.raises(TypeError, match="Implicit conversion to a NumPy array is not allowed"):
+        np.asarray(a)
+    with pytest.raises(TypeError, match="Unsupported type"):
+        cupy.add(a, np.ones(3))
+    assert isinstance(cupy.exp(a), cupy.ndarray) and np.allclose(cupy.exp(a).get(), np.exp(np.arange(3.0)))

@@ -22,6 +22,11 @@ def _cupy():
     return cupy
 
 
+def _dev(t):
+    a = t._data
+    return _cupy().asarray(a) if isinstance(a, _np.ndarray) else a
+
+
 def _cuda_device(d):
     from ember.c10.device import device
     return device('cuda', 0) if d is None or d.index is None else d
@@ -41,7 +46,7 @@ def _cpu_abs_default(ks, self):
 
 def _cuda_abs_default(ks, self):
     try:
-        return _new(K.abs(_cupy(), self._data), self._ks, self._device)
+        return _new(K.abs(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.abs, self)
 
@@ -61,7 +66,7 @@ def _cpu_abs__default(ks, self):
 
 def _cuda_abs__default(ks, self):
     try:
-        return _write_inplace(self, K.abs(_cupy(), self._data), 'abs_')
+        return _write_inplace(self, K.abs(_cupy(), _dev(self)), 'abs_')
     except ValueError as _e:
         _value_error(_e, K.abs, self)
 
@@ -82,7 +87,7 @@ def _cpu_abs_out(ks, self, out):
 def _cuda_abs_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.abs(_cupy(), self._data), 'abs')
+        return _write_out(out, K.abs(_cupy(), _dev(self)), 'abs')
     except ValueError as _e:
         _value_error(_e, K.abs, self, out)
 
@@ -103,7 +108,7 @@ def _cpu_neg_default(ks, self):
 
 def _cuda_neg_default(ks, self):
     try:
-        return _new(K.neg(_cupy(), self._data), self._ks, self._device)
+        return _new(K.neg(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.neg, self)
 
@@ -123,7 +128,7 @@ def _cpu_neg__default(ks, self):
 
 def _cuda_neg__default(ks, self):
     try:
-        return _write_inplace(self, K.neg(_cupy(), self._data), 'neg_')
+        return _write_inplace(self, K.neg(_cupy(), _dev(self)), 'neg_')
     except ValueError as _e:
         _value_error(_e, K.neg, self)
 
@@ -144,7 +149,7 @@ def _cpu_neg_out(ks, self, out):
 def _cuda_neg_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.neg(_cupy(), self._data), 'neg')
+        return _write_out(out, K.neg(_cupy(), _dev(self)), 'neg')
     except ValueError as _e:
         _value_error(_e, K.neg, self, out)
 
@@ -165,7 +170,7 @@ def _cpu_sign_default(ks, self):
 
 def _cuda_sign_default(ks, self):
     try:
-        return _new(K.sign(_cupy(), self._data), self._ks, self._device)
+        return _new(K.sign(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sign, self)
 
@@ -185,7 +190,7 @@ def _cpu_sign__default(ks, self):
 
 def _cuda_sign__default(ks, self):
     try:
-        return _write_inplace(self, K.sign(_cupy(), self._data), 'sign_')
+        return _write_inplace(self, K.sign(_cupy(), _dev(self)), 'sign_')
     except ValueError as _e:
         _value_error(_e, K.sign, self)
 
@@ -206,7 +211,7 @@ def _cpu_sign_out(ks, self, out):
 def _cuda_sign_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.sign(_cupy(), self._data), 'sign')
+        return _write_out(out, K.sign(_cupy(), _dev(self)), 'sign')
     except ValueError as _e:
         _value_error(_e, K.sign, self, out)
 
@@ -227,7 +232,7 @@ def _cpu_sgn_default(ks, self):
 
 def _cuda_sgn_default(ks, self):
     try:
-        return _new(K.sgn(_cupy(), self._data), self._ks, self._device)
+        return _new(K.sgn(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sgn, self)
 
@@ -247,7 +252,7 @@ def _cpu_sgn__default(ks, self):
 
 def _cuda_sgn__default(ks, self):
     try:
-        return _write_inplace(self, K.sgn(_cupy(), self._data), 'sgn_')
+        return _write_inplace(self, K.sgn(_cupy(), _dev(self)), 'sgn_')
     except ValueError as _e:
         _value_error(_e, K.sgn, self)
 
@@ -268,7 +273,7 @@ def _cpu_sgn_out(ks, self, out):
 def _cuda_sgn_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.sgn(_cupy(), self._data), 'sgn')
+        return _write_out(out, K.sgn(_cupy(), _dev(self)), 'sgn')
     except ValueError as _e:
         _value_error(_e, K.sgn, self, out)
 
@@ -289,7 +294,7 @@ def _cpu_floor_default(ks, self):
 
 def _cuda_floor_default(ks, self):
     try:
-        return _new(K.floor(_cupy(), self._data), self._ks, self._device)
+        return _new(K.floor(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.floor, self)
 
@@ -309,7 +314,7 @@ def _cpu_floor__default(ks, self):
 
 def _cuda_floor__default(ks, self):
     try:
-        return _write_inplace(self, K.floor(_cupy(), self._data), 'floor_')
+        return _write_inplace(self, K.floor(_cupy(), _dev(self)), 'floor_')
     except ValueError as _e:
         _value_error(_e, K.floor, self)
 
@@ -330,7 +335,7 @@ def _cpu_floor_out(ks, self, out):
 def _cuda_floor_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.floor(_cupy(), self._data), 'floor')
+        return _write_out(out, K.floor(_cupy(), _dev(self)), 'floor')
     except ValueError as _e:
         _value_error(_e, K.floor, self, out)
 
@@ -351,7 +356,7 @@ def _cpu_ceil_default(ks, self):
 
 def _cuda_ceil_default(ks, self):
     try:
-        return _new(K.ceil(_cupy(), self._data), self._ks, self._device)
+        return _new(K.ceil(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.ceil, self)
 
@@ -371,7 +376,7 @@ def _cpu_ceil__default(ks, self):
 
 def _cuda_ceil__default(ks, self):
     try:
-        return _write_inplace(self, K.ceil(_cupy(), self._data), 'ceil_')
+        return _write_inplace(self, K.ceil(_cupy(), _dev(self)), 'ceil_')
     except ValueError as _e:
         _value_error(_e, K.ceil, self)
 
@@ -392,7 +397,7 @@ def _cpu_ceil_out(ks, self, out):
 def _cuda_ceil_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.ceil(_cupy(), self._data), 'ceil')
+        return _write_out(out, K.ceil(_cupy(), _dev(self)), 'ceil')
     except ValueError as _e:
         _value_error(_e, K.ceil, self, out)
 
@@ -413,7 +418,7 @@ def _cpu_trunc_default(ks, self):
 
 def _cuda_trunc_default(ks, self):
     try:
-        return _new(K.trunc(_cupy(), self._data), self._ks, self._device)
+        return _new(K.trunc(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.trunc, self)
 
@@ -433,7 +438,7 @@ def _cpu_trunc__default(ks, self):
 
 def _cuda_trunc__default(ks, self):
     try:
-        return _write_inplace(self, K.trunc(_cupy(), self._data), 'trunc_')
+        return _write_inplace(self, K.trunc(_cupy(), _dev(self)), 'trunc_')
     except ValueError as _e:
         _value_error(_e, K.trunc, self)
 
@@ -454,7 +459,7 @@ def _cpu_trunc_out(ks, self, out):
 def _cuda_trunc_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.trunc(_cupy(), self._data), 'trunc')
+        return _write_out(out, K.trunc(_cupy(), _dev(self)), 'trunc')
     except ValueError as _e:
         _value_error(_e, K.trunc, self, out)
 
@@ -475,7 +480,7 @@ def _cpu_frac_default(ks, self):
 
 def _cuda_frac_default(ks, self):
     try:
-        return _new(K.frac(_cupy(), self._data), self._ks, self._device)
+        return _new(K.frac(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.frac, self)
 
@@ -495,7 +500,7 @@ def _cpu_frac__default(ks, self):
 
 def _cuda_frac__default(ks, self):
     try:
-        return _write_inplace(self, K.frac(_cupy(), self._data), 'frac_')
+        return _write_inplace(self, K.frac(_cupy(), _dev(self)), 'frac_')
     except ValueError as _e:
         _value_error(_e, K.frac, self)
 
@@ -516,7 +521,7 @@ def _cpu_frac_out(ks, self, out):
 def _cuda_frac_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.frac(_cupy(), self._data), 'frac')
+        return _write_out(out, K.frac(_cupy(), _dev(self)), 'frac')
     except ValueError as _e:
         _value_error(_e, K.frac, self, out)
 
@@ -537,7 +542,7 @@ def _cpu_exp_default(ks, self):
 
 def _cuda_exp_default(ks, self):
     try:
-        return _new(K.exp(_cupy(), self._data), self._ks, self._device)
+        return _new(K.exp(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.exp, self)
 
@@ -557,7 +562,7 @@ def _cpu_exp__default(ks, self):
 
 def _cuda_exp__default(ks, self):
     try:
-        return _write_inplace(self, K.exp(_cupy(), self._data), 'exp_')
+        return _write_inplace(self, K.exp(_cupy(), _dev(self)), 'exp_')
     except ValueError as _e:
         _value_error(_e, K.exp, self)
 
@@ -578,7 +583,7 @@ def _cpu_exp_out(ks, self, out):
 def _cuda_exp_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.exp(_cupy(), self._data), 'exp')
+        return _write_out(out, K.exp(_cupy(), _dev(self)), 'exp')
     except ValueError as _e:
         _value_error(_e, K.exp, self, out)
 
@@ -599,7 +604,7 @@ def _cpu_exp2_default(ks, self):
 
 def _cuda_exp2_default(ks, self):
     try:
-        return _new(K.exp2(_cupy(), self._data), self._ks, self._device)
+        return _new(K.exp2(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.exp2, self)
 
@@ -619,7 +624,7 @@ def _cpu_exp2__default(ks, self):
 
 def _cuda_exp2__default(ks, self):
     try:
-        return _write_inplace(self, K.exp2(_cupy(), self._data), 'exp2_')
+        return _write_inplace(self, K.exp2(_cupy(), _dev(self)), 'exp2_')
     except ValueError as _e:
         _value_error(_e, K.exp2, self)
 
@@ -640,7 +645,7 @@ def _cpu_exp2_out(ks, self, out):
 def _cuda_exp2_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.exp2(_cupy(), self._data), 'exp2')
+        return _write_out(out, K.exp2(_cupy(), _dev(self)), 'exp2')
     except ValueError as _e:
         _value_error(_e, K.exp2, self, out)
 
@@ -661,7 +666,7 @@ def _cpu_expm1_default(ks, self):
 
 def _cuda_expm1_default(ks, self):
     try:
-        return _new(K.expm1(_cupy(), self._data), self._ks, self._device)
+        return _new(K.expm1(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.expm1, self)
 
@@ -681,7 +686,7 @@ def _cpu_expm1__default(ks, self):
 
 def _cuda_expm1__default(ks, self):
     try:
-        return _write_inplace(self, K.expm1(_cupy(), self._data), 'expm1_')
+        return _write_inplace(self, K.expm1(_cupy(), _dev(self)), 'expm1_')
     except ValueError as _e:
         _value_error(_e, K.expm1, self)
 
@@ -702,7 +707,7 @@ def _cpu_expm1_out(ks, self, out):
 def _cuda_expm1_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.expm1(_cupy(), self._data), 'expm1')
+        return _write_out(out, K.expm1(_cupy(), _dev(self)), 'expm1')
     except ValueError as _e:
         _value_error(_e, K.expm1, self, out)
 
@@ -723,7 +728,7 @@ def _cpu_log_default(ks, self):
 
 def _cuda_log_default(ks, self):
     try:
-        return _new(K.log(_cupy(), self._data), self._ks, self._device)
+        return _new(K.log(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.log, self)
 
@@ -743,7 +748,7 @@ def _cpu_log__default(ks, self):
 
 def _cuda_log__default(ks, self):
     try:
-        return _write_inplace(self, K.log(_cupy(), self._data), 'log_')
+        return _write_inplace(self, K.log(_cupy(), _dev(self)), 'log_')
     except ValueError as _e:
         _value_error(_e, K.log, self)
 
@@ -764,7 +769,7 @@ def _cpu_log_out(ks, self, out):
 def _cuda_log_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.log(_cupy(), self._data), 'log')
+        return _write_out(out, K.log(_cupy(), _dev(self)), 'log')
     except ValueError as _e:
         _value_error(_e, K.log, self, out)
 
@@ -785,7 +790,7 @@ def _cpu_log2_default(ks, self):
 
 def _cuda_log2_default(ks, self):
     try:
-        return _new(K.log2(_cupy(), self._data), self._ks, self._device)
+        return _new(K.log2(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.log2, self)
 
@@ -805,7 +810,7 @@ def _cpu_log2__default(ks, self):
 
 def _cuda_log2__default(ks, self):
     try:
-        return _write_inplace(self, K.log2(_cupy(), self._data), 'log2_')
+        return _write_inplace(self, K.log2(_cupy(), _dev(self)), 'log2_')
     except ValueError as _e:
         _value_error(_e, K.log2, self)
 
@@ -826,7 +831,7 @@ def _cpu_log2_out(ks, self, out):
 def _cuda_log2_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.log2(_cupy(), self._data), 'log2')
+        return _write_out(out, K.log2(_cupy(), _dev(self)), 'log2')
     except ValueError as _e:
         _value_error(_e, K.log2, self, out)
 
@@ -847,7 +852,7 @@ def _cpu_log10_default(ks, self):
 
 def _cuda_log10_default(ks, self):
     try:
-        return _new(K.log10(_cupy(), self._data), self._ks, self._device)
+        return _new(K.log10(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.log10, self)
 
@@ -867,7 +872,7 @@ def _cpu_log10__default(ks, self):
 
 def _cuda_log10__default(ks, self):
     try:
-        return _write_inplace(self, K.log10(_cupy(), self._data), 'log10_')
+        return _write_inplace(self, K.log10(_cupy(), _dev(self)), 'log10_')
     except ValueError as _e:
         _value_error(_e, K.log10, self)
 
@@ -888,7 +893,7 @@ def _cpu_log10_out(ks, self, out):
 def _cuda_log10_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.log10(_cupy(), self._data), 'log10')
+        return _write_out(out, K.log10(_cupy(), _dev(self)), 'log10')
     except ValueError as _e:
         _value_error(_e, K.log10, self, out)
 
@@ -909,7 +914,7 @@ def _cpu_log1p_default(ks, self):
 
 def _cuda_log1p_default(ks, self):
     try:
-        return _new(K.log1p(_cupy(), self._data), self._ks, self._device)
+        return _new(K.log1p(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.log1p, self)
 
@@ -929,7 +934,7 @@ def _cpu_log1p__default(ks, self):
 
 def _cuda_log1p__default(ks, self):
     try:
-        return _write_inplace(self, K.log1p(_cupy(), self._data), 'log1p_')
+        return _write_inplace(self, K.log1p(_cupy(), _dev(self)), 'log1p_')
     except ValueError as _e:
         _value_error(_e, K.log1p, self)
 
@@ -950,7 +955,7 @@ def _cpu_log1p_out(ks, self, out):
 def _cuda_log1p_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.log1p(_cupy(), self._data), 'log1p')
+        return _write_out(out, K.log1p(_cupy(), _dev(self)), 'log1p')
     except ValueError as _e:
         _value_error(_e, K.log1p, self, out)
 
@@ -971,7 +976,7 @@ def _cpu_sqrt_default(ks, self):
 
 def _cuda_sqrt_default(ks, self):
     try:
-        return _new(K.sqrt(_cupy(), self._data), self._ks, self._device)
+        return _new(K.sqrt(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sqrt, self)
 
@@ -991,7 +996,7 @@ def _cpu_sqrt__default(ks, self):
 
 def _cuda_sqrt__default(ks, self):
     try:
-        return _write_inplace(self, K.sqrt(_cupy(), self._data), 'sqrt_')
+        return _write_inplace(self, K.sqrt(_cupy(), _dev(self)), 'sqrt_')
     except ValueError as _e:
         _value_error(_e, K.sqrt, self)
 
@@ -1012,7 +1017,7 @@ def _cpu_sqrt_out(ks, self, out):
 def _cuda_sqrt_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.sqrt(_cupy(), self._data), 'sqrt')
+        return _write_out(out, K.sqrt(_cupy(), _dev(self)), 'sqrt')
     except ValueError as _e:
         _value_error(_e, K.sqrt, self, out)
 
@@ -1033,7 +1038,7 @@ def _cpu_rsqrt_default(ks, self):
 
 def _cuda_rsqrt_default(ks, self):
     try:
-        return _new(K.rsqrt(_cupy(), self._data), self._ks, self._device)
+        return _new(K.rsqrt(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.rsqrt, self)
 
@@ -1053,7 +1058,7 @@ def _cpu_rsqrt__default(ks, self):
 
 def _cuda_rsqrt__default(ks, self):
     try:
-        return _write_inplace(self, K.rsqrt(_cupy(), self._data), 'rsqrt_')
+        return _write_inplace(self, K.rsqrt(_cupy(), _dev(self)), 'rsqrt_')
     except ValueError as _e:
         _value_error(_e, K.rsqrt, self)
 
@@ -1074,7 +1079,7 @@ def _cpu_rsqrt_out(ks, self, out):
 def _cuda_rsqrt_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.rsqrt(_cupy(), self._data), 'rsqrt')
+        return _write_out(out, K.rsqrt(_cupy(), _dev(self)), 'rsqrt')
     except ValueError as _e:
         _value_error(_e, K.rsqrt, self, out)
 
@@ -1095,7 +1100,7 @@ def _cpu_sin_default(ks, self):
 
 def _cuda_sin_default(ks, self):
     try:
-        return _new(K.sin(_cupy(), self._data), self._ks, self._device)
+        return _new(K.sin(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sin, self)
 
@@ -1115,7 +1120,7 @@ def _cpu_sin__default(ks, self):
 
 def _cuda_sin__default(ks, self):
     try:
-        return _write_inplace(self, K.sin(_cupy(), self._data), 'sin_')
+        return _write_inplace(self, K.sin(_cupy(), _dev(self)), 'sin_')
     except ValueError as _e:
         _value_error(_e, K.sin, self)
 
@@ -1136,7 +1141,7 @@ def _cpu_sin_out(ks, self, out):
 def _cuda_sin_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.sin(_cupy(), self._data), 'sin')
+        return _write_out(out, K.sin(_cupy(), _dev(self)), 'sin')
     except ValueError as _e:
         _value_error(_e, K.sin, self, out)
 
@@ -1157,7 +1162,7 @@ def _cpu_cos_default(ks, self):
 
 def _cuda_cos_default(ks, self):
     try:
-        return _new(K.cos(_cupy(), self._data), self._ks, self._device)
+        return _new(K.cos(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.cos, self)
 
@@ -1177,7 +1182,7 @@ def _cpu_cos__default(ks, self):
 
 def _cuda_cos__default(ks, self):
     try:
-        return _write_inplace(self, K.cos(_cupy(), self._data), 'cos_')
+        return _write_inplace(self, K.cos(_cupy(), _dev(self)), 'cos_')
     except ValueError as _e:
         _value_error(_e, K.cos, self)
 
@@ -1198,7 +1203,7 @@ def _cpu_cos_out(ks, self, out):
 def _cuda_cos_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.cos(_cupy(), self._data), 'cos')
+        return _write_out(out, K.cos(_cupy(), _dev(self)), 'cos')
     except ValueError as _e:
         _value_error(_e, K.cos, self, out)
 
@@ -1219,7 +1224,7 @@ def _cpu_tan_default(ks, self):
 
 def _cuda_tan_default(ks, self):
     try:
-        return _new(K.tan(_cupy(), self._data), self._ks, self._device)
+        return _new(K.tan(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.tan, self)
 
@@ -1239,7 +1244,7 @@ def _cpu_tan__default(ks, self):
 
 def _cuda_tan__default(ks, self):
     try:
-        return _write_inplace(self, K.tan(_cupy(), self._data), 'tan_')
+        return _write_inplace(self, K.tan(_cupy(), _dev(self)), 'tan_')
     except ValueError as _e:
         _value_error(_e, K.tan, self)
 
@@ -1260,7 +1265,7 @@ def _cpu_tan_out(ks, self, out):
 def _cuda_tan_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.tan(_cupy(), self._data), 'tan')
+        return _write_out(out, K.tan(_cupy(), _dev(self)), 'tan')
     except ValueError as _e:
         _value_error(_e, K.tan, self, out)
 
@@ -1281,7 +1286,7 @@ def _cpu_asin_default(ks, self):
 
 def _cuda_asin_default(ks, self):
     try:
-        return _new(K.asin(_cupy(), self._data), self._ks, self._device)
+        return _new(K.asin(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.asin, self)
 
@@ -1301,7 +1306,7 @@ def _cpu_asin__default(ks, self):
 
 def _cuda_asin__default(ks, self):
     try:
-        return _write_inplace(self, K.asin(_cupy(), self._data), 'asin_')
+        return _write_inplace(self, K.asin(_cupy(), _dev(self)), 'asin_')
     except ValueError as _e:
         _value_error(_e, K.asin, self)
 
@@ -1322,7 +1327,7 @@ def _cpu_asin_out(ks, self, out):
 def _cuda_asin_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.asin(_cupy(), self._data), 'asin')
+        return _write_out(out, K.asin(_cupy(), _dev(self)), 'asin')
     except ValueError as _e:
         _value_error(_e, K.asin, self, out)
 
@@ -1343,7 +1348,7 @@ def _cpu_acos_default(ks, self):
 
 def _cuda_acos_default(ks, self):
     try:
-        return _new(K.acos(_cupy(), self._data), self._ks, self._device)
+        return _new(K.acos(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.acos, self)
 
@@ -1363,7 +1368,7 @@ def _cpu_acos__default(ks, self):
 
 def _cuda_acos__default(ks, self):
     try:
-        return _write_inplace(self, K.acos(_cupy(), self._data), 'acos_')
+        return _write_inplace(self, K.acos(_cupy(), _dev(self)), 'acos_')
     except ValueError as _e:
         _value_error(_e, K.acos, self)
 
@@ -1384,7 +1389,7 @@ def _cpu_acos_out(ks, self, out):
 def _cuda_acos_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.acos(_cupy(), self._data), 'acos')
+        return _write_out(out, K.acos(_cupy(), _dev(self)), 'acos')
     except ValueError as _e:
         _value_error(_e, K.acos, self, out)
 
@@ -1405,7 +1410,7 @@ def _cpu_atan_default(ks, self):
 
 def _cuda_atan_default(ks, self):
     try:
-        return _new(K.atan(_cupy(), self._data), self._ks, self._device)
+        return _new(K.atan(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.atan, self)
 
@@ -1425,7 +1430,7 @@ def _cpu_atan__default(ks, self):
 
 def _cuda_atan__default(ks, self):
     try:
-        return _write_inplace(self, K.atan(_cupy(), self._data), 'atan_')
+        return _write_inplace(self, K.atan(_cupy(), _dev(self)), 'atan_')
     except ValueError as _e:
         _value_error(_e, K.atan, self)
 
@@ -1446,7 +1451,7 @@ def _cpu_atan_out(ks, self, out):
 def _cuda_atan_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.atan(_cupy(), self._data), 'atan')
+        return _write_out(out, K.atan(_cupy(), _dev(self)), 'atan')
     except ValueError as _e:
         _value_error(_e, K.atan, self, out)
 
@@ -1467,7 +1472,7 @@ def _cpu_sinh_default(ks, self):
 
 def _cuda_sinh_default(ks, self):
     try:
-        return _new(K.sinh(_cupy(), self._data), self._ks, self._device)
+        return _new(K.sinh(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sinh, self)
 
@@ -1487,7 +1492,7 @@ def _cpu_sinh__default(ks, self):
 
 def _cuda_sinh__default(ks, self):
     try:
-        return _write_inplace(self, K.sinh(_cupy(), self._data), 'sinh_')
+        return _write_inplace(self, K.sinh(_cupy(), _dev(self)), 'sinh_')
     except ValueError as _e:
         _value_error(_e, K.sinh, self)
 
@@ -1508,7 +1513,7 @@ def _cpu_sinh_out(ks, self, out):
 def _cuda_sinh_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.sinh(_cupy(), self._data), 'sinh')
+        return _write_out(out, K.sinh(_cupy(), _dev(self)), 'sinh')
     except ValueError as _e:
         _value_error(_e, K.sinh, self, out)
 
@@ -1529,7 +1534,7 @@ def _cpu_cosh_default(ks, self):
 
 def _cuda_cosh_default(ks, self):
     try:
-        return _new(K.cosh(_cupy(), self._data), self._ks, self._device)
+        return _new(K.cosh(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.cosh, self)
 
@@ -1549,7 +1554,7 @@ def _cpu_cosh__default(ks, self):
 
 def _cuda_cosh__default(ks, self):
     try:
-        return _write_inplace(self, K.cosh(_cupy(), self._data), 'cosh_')
+        return _write_inplace(self, K.cosh(_cupy(), _dev(self)), 'cosh_')
     except ValueError as _e:
         _value_error(_e, K.cosh, self)
 
@@ -1570,7 +1575,7 @@ def _cpu_cosh_out(ks, self, out):
 def _cuda_cosh_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.cosh(_cupy(), self._data), 'cosh')
+        return _write_out(out, K.cosh(_cupy(), _dev(self)), 'cosh')
     except ValueError as _e:
         _value_error(_e, K.cosh, self, out)
 
@@ -1591,7 +1596,7 @@ def _cpu_tanh_default(ks, self):
 
 def _cuda_tanh_default(ks, self):
     try:
-        return _new(K.tanh(_cupy(), self._data), self._ks, self._device)
+        return _new(K.tanh(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.tanh, self)
 
@@ -1611,7 +1616,7 @@ def _cpu_tanh__default(ks, self):
 
 def _cuda_tanh__default(ks, self):
     try:
-        return _write_inplace(self, K.tanh(_cupy(), self._data), 'tanh_')
+        return _write_inplace(self, K.tanh(_cupy(), _dev(self)), 'tanh_')
     except ValueError as _e:
         _value_error(_e, K.tanh, self)
 
@@ -1632,7 +1637,7 @@ def _cpu_tanh_out(ks, self, out):
 def _cuda_tanh_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.tanh(_cupy(), self._data), 'tanh')
+        return _write_out(out, K.tanh(_cupy(), _dev(self)), 'tanh')
     except ValueError as _e:
         _value_error(_e, K.tanh, self, out)
 
@@ -1653,7 +1658,7 @@ def _cpu_asinh_default(ks, self):
 
 def _cuda_asinh_default(ks, self):
     try:
-        return _new(K.asinh(_cupy(), self._data), self._ks, self._device)
+        return _new(K.asinh(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.asinh, self)
 
@@ -1673,7 +1678,7 @@ def _cpu_asinh__default(ks, self):
 
 def _cuda_asinh__default(ks, self):
     try:
-        return _write_inplace(self, K.asinh(_cupy(), self._data), 'asinh_')
+        return _write_inplace(self, K.asinh(_cupy(), _dev(self)), 'asinh_')
     except ValueError as _e:
         _value_error(_e, K.asinh, self)
 
@@ -1694,7 +1699,7 @@ def _cpu_asinh_out(ks, self, out):
 def _cuda_asinh_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.asinh(_cupy(), self._data), 'asinh')
+        return _write_out(out, K.asinh(_cupy(), _dev(self)), 'asinh')
     except ValueError as _e:
         _value_error(_e, K.asinh, self, out)
 
@@ -1715,7 +1720,7 @@ def _cpu_acosh_default(ks, self):
 
 def _cuda_acosh_default(ks, self):
     try:
-        return _new(K.acosh(_cupy(), self._data), self._ks, self._device)
+        return _new(K.acosh(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.acosh, self)
 
@@ -1735,7 +1740,7 @@ def _cpu_acosh__default(ks, self):
 
 def _cuda_acosh__default(ks, self):
     try:
-        return _write_inplace(self, K.acosh(_cupy(), self._data), 'acosh_')
+        return _write_inplace(self, K.acosh(_cupy(), _dev(self)), 'acosh_')
     except ValueError as _e:
         _value_error(_e, K.acosh, self)
 
@@ -1756,7 +1761,7 @@ def _cpu_acosh_out(ks, self, out):
 def _cuda_acosh_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.acosh(_cupy(), self._data), 'acosh')
+        return _write_out(out, K.acosh(_cupy(), _dev(self)), 'acosh')
     except ValueError as _e:
         _value_error(_e, K.acosh, self, out)
 
@@ -1777,7 +1782,7 @@ def _cpu_atanh_default(ks, self):
 
 def _cuda_atanh_default(ks, self):
     try:
-        return _new(K.atanh(_cupy(), self._data), self._ks, self._device)
+        return _new(K.atanh(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.atanh, self)
 
@@ -1797,7 +1802,7 @@ def _cpu_atanh__default(ks, self):
 
 def _cuda_atanh__default(ks, self):
     try:
-        return _write_inplace(self, K.atanh(_cupy(), self._data), 'atanh_')
+        return _write_inplace(self, K.atanh(_cupy(), _dev(self)), 'atanh_')
     except ValueError as _e:
         _value_error(_e, K.atanh, self)
 
@@ -1818,7 +1823,7 @@ def _cpu_atanh_out(ks, self, out):
 def _cuda_atanh_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.atanh(_cupy(), self._data), 'atanh')
+        return _write_out(out, K.atanh(_cupy(), _dev(self)), 'atanh')
     except ValueError as _e:
         _value_error(_e, K.atanh, self, out)
 
@@ -1839,7 +1844,7 @@ def _cpu_sigmoid_default(ks, self):
 
 def _cuda_sigmoid_default(ks, self):
     try:
-        return _new(K.sigmoid(_cupy(), self._data), self._ks, self._device)
+        return _new(K.sigmoid(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sigmoid, self)
 
@@ -1859,7 +1864,7 @@ def _cpu_sigmoid__default(ks, self):
 
 def _cuda_sigmoid__default(ks, self):
     try:
-        return _write_inplace(self, K.sigmoid(_cupy(), self._data), 'sigmoid_')
+        return _write_inplace(self, K.sigmoid(_cupy(), _dev(self)), 'sigmoid_')
     except ValueError as _e:
         _value_error(_e, K.sigmoid, self)
 
@@ -1880,7 +1885,7 @@ def _cpu_sigmoid_out(ks, self, out):
 def _cuda_sigmoid_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.sigmoid(_cupy(), self._data), 'sigmoid')
+        return _write_out(out, K.sigmoid(_cupy(), _dev(self)), 'sigmoid')
     except ValueError as _e:
         _value_error(_e, K.sigmoid, self, out)
 
@@ -1901,7 +1906,7 @@ def _cpu_reciprocal_default(ks, self):
 
 def _cuda_reciprocal_default(ks, self):
     try:
-        return _new(K.reciprocal(_cupy(), self._data), self._ks, self._device)
+        return _new(K.reciprocal(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.reciprocal, self)
 
@@ -1921,7 +1926,7 @@ def _cpu_reciprocal__default(ks, self):
 
 def _cuda_reciprocal__default(ks, self):
     try:
-        return _write_inplace(self, K.reciprocal(_cupy(), self._data), 'reciprocal_')
+        return _write_inplace(self, K.reciprocal(_cupy(), _dev(self)), 'reciprocal_')
     except ValueError as _e:
         _value_error(_e, K.reciprocal, self)
 
@@ -1942,7 +1947,7 @@ def _cpu_reciprocal_out(ks, self, out):
 def _cuda_reciprocal_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.reciprocal(_cupy(), self._data), 'reciprocal')
+        return _write_out(out, K.reciprocal(_cupy(), _dev(self)), 'reciprocal')
     except ValueError as _e:
         _value_error(_e, K.reciprocal, self, out)
 
@@ -1963,7 +1968,7 @@ def _cpu_erf_default(ks, self):
 
 def _cuda_erf_default(ks, self):
     try:
-        return _new(K.erf(_cupy(), self._data), self._ks, self._device)
+        return _new(K.erf(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.erf, self)
 
@@ -1983,7 +1988,7 @@ def _cpu_erf__default(ks, self):
 
 def _cuda_erf__default(ks, self):
     try:
-        return _write_inplace(self, K.erf(_cupy(), self._data), 'erf_')
+        return _write_inplace(self, K.erf(_cupy(), _dev(self)), 'erf_')
     except ValueError as _e:
         _value_error(_e, K.erf, self)
 
@@ -2004,7 +2009,7 @@ def _cpu_erf_out(ks, self, out):
 def _cuda_erf_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.erf(_cupy(), self._data), 'erf')
+        return _write_out(out, K.erf(_cupy(), _dev(self)), 'erf')
     except ValueError as _e:
         _value_error(_e, K.erf, self, out)
 
@@ -2025,7 +2030,7 @@ def _cpu_erfc_default(ks, self):
 
 def _cuda_erfc_default(ks, self):
     try:
-        return _new(K.erfc(_cupy(), self._data), self._ks, self._device)
+        return _new(K.erfc(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.erfc, self)
 
@@ -2045,7 +2050,7 @@ def _cpu_erfc__default(ks, self):
 
 def _cuda_erfc__default(ks, self):
     try:
-        return _write_inplace(self, K.erfc(_cupy(), self._data), 'erfc_')
+        return _write_inplace(self, K.erfc(_cupy(), _dev(self)), 'erfc_')
     except ValueError as _e:
         _value_error(_e, K.erfc, self)
 
@@ -2066,7 +2071,7 @@ def _cpu_erfc_out(ks, self, out):
 def _cuda_erfc_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.erfc(_cupy(), self._data), 'erfc')
+        return _write_out(out, K.erfc(_cupy(), _dev(self)), 'erfc')
     except ValueError as _e:
         _value_error(_e, K.erfc, self, out)
 
@@ -2087,7 +2092,7 @@ def _cpu_erfinv_default(ks, self):
 
 def _cuda_erfinv_default(ks, self):
     try:
-        return _new(K.erfinv(_cupy(), self._data), self._ks, self._device)
+        return _new(K.erfinv(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.erfinv, self)
 
@@ -2107,7 +2112,7 @@ def _cpu_erfinv__default(ks, self):
 
 def _cuda_erfinv__default(ks, self):
     try:
-        return _write_inplace(self, K.erfinv(_cupy(), self._data), 'erfinv_')
+        return _write_inplace(self, K.erfinv(_cupy(), _dev(self)), 'erfinv_')
     except ValueError as _e:
         _value_error(_e, K.erfinv, self)
 
@@ -2128,7 +2133,7 @@ def _cpu_erfinv_out(ks, self, out):
 def _cuda_erfinv_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.erfinv(_cupy(), self._data), 'erfinv')
+        return _write_out(out, K.erfinv(_cupy(), _dev(self)), 'erfinv')
     except ValueError as _e:
         _value_error(_e, K.erfinv, self, out)
 
@@ -2149,7 +2154,7 @@ def _cpu_lgamma_default(ks, self):
 
 def _cuda_lgamma_default(ks, self):
     try:
-        return _new(K.lgamma(_cupy(), self._data), self._ks, self._device)
+        return _new(K.lgamma(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.lgamma, self)
 
@@ -2169,7 +2174,7 @@ def _cpu_lgamma__default(ks, self):
 
 def _cuda_lgamma__default(ks, self):
     try:
-        return _write_inplace(self, K.lgamma(_cupy(), self._data), 'lgamma_')
+        return _write_inplace(self, K.lgamma(_cupy(), _dev(self)), 'lgamma_')
     except ValueError as _e:
         _value_error(_e, K.lgamma, self)
 
@@ -2190,7 +2195,7 @@ def _cpu_lgamma_out(ks, self, out):
 def _cuda_lgamma_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.lgamma(_cupy(), self._data), 'lgamma')
+        return _write_out(out, K.lgamma(_cupy(), _dev(self)), 'lgamma')
     except ValueError as _e:
         _value_error(_e, K.lgamma, self, out)
 
@@ -2211,7 +2216,7 @@ def _cpu_digamma_default(ks, self):
 
 def _cuda_digamma_default(ks, self):
     try:
-        return _new(K.digamma(_cupy(), self._data), self._ks, self._device)
+        return _new(K.digamma(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.digamma, self)
 
@@ -2231,7 +2236,7 @@ def _cpu_digamma__default(ks, self):
 
 def _cuda_digamma__default(ks, self):
     try:
-        return _write_inplace(self, K.digamma(_cupy(), self._data), 'digamma_')
+        return _write_inplace(self, K.digamma(_cupy(), _dev(self)), 'digamma_')
     except ValueError as _e:
         _value_error(_e, K.digamma, self)
 
@@ -2252,7 +2257,7 @@ def _cpu_digamma_out(ks, self, out):
 def _cuda_digamma_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.digamma(_cupy(), self._data), 'digamma')
+        return _write_out(out, K.digamma(_cupy(), _dev(self)), 'digamma')
     except ValueError as _e:
         _value_error(_e, K.digamma, self, out)
 
@@ -2273,7 +2278,7 @@ def _cpu_i0_default(ks, self):
 
 def _cuda_i0_default(ks, self):
     try:
-        return _new(K.i0(_cupy(), self._data), self._ks, self._device)
+        return _new(K.i0(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.i0, self)
 
@@ -2293,7 +2298,7 @@ def _cpu_i0__default(ks, self):
 
 def _cuda_i0__default(ks, self):
     try:
-        return _write_inplace(self, K.i0(_cupy(), self._data), 'i0_')
+        return _write_inplace(self, K.i0(_cupy(), _dev(self)), 'i0_')
     except ValueError as _e:
         _value_error(_e, K.i0, self)
 
@@ -2314,7 +2319,7 @@ def _cpu_i0_out(ks, self, out):
 def _cuda_i0_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.i0(_cupy(), self._data), 'i0')
+        return _write_out(out, K.i0(_cupy(), _dev(self)), 'i0')
     except ValueError as _e:
         _value_error(_e, K.i0, self, out)
 
@@ -2335,7 +2340,7 @@ def _cpu_sinc_default(ks, self):
 
 def _cuda_sinc_default(ks, self):
     try:
-        return _new(K.sinc(_cupy(), self._data), self._ks, self._device)
+        return _new(K.sinc(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sinc, self)
 
@@ -2355,7 +2360,7 @@ def _cpu_sinc__default(ks, self):
 
 def _cuda_sinc__default(ks, self):
     try:
-        return _write_inplace(self, K.sinc(_cupy(), self._data), 'sinc_')
+        return _write_inplace(self, K.sinc(_cupy(), _dev(self)), 'sinc_')
     except ValueError as _e:
         _value_error(_e, K.sinc, self)
 
@@ -2376,7 +2381,7 @@ def _cpu_sinc_out(ks, self, out):
 def _cuda_sinc_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.sinc(_cupy(), self._data), 'sinc')
+        return _write_out(out, K.sinc(_cupy(), _dev(self)), 'sinc')
     except ValueError as _e:
         _value_error(_e, K.sinc, self, out)
 
@@ -2397,7 +2402,7 @@ def _cpu_deg2rad_default(ks, self):
 
 def _cuda_deg2rad_default(ks, self):
     try:
-        return _new(K.deg2rad(_cupy(), self._data), self._ks, self._device)
+        return _new(K.deg2rad(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.deg2rad, self)
 
@@ -2417,7 +2422,7 @@ def _cpu_deg2rad__default(ks, self):
 
 def _cuda_deg2rad__default(ks, self):
     try:
-        return _write_inplace(self, K.deg2rad(_cupy(), self._data), 'deg2rad_')
+        return _write_inplace(self, K.deg2rad(_cupy(), _dev(self)), 'deg2rad_')
     except ValueError as _e:
         _value_error(_e, K.deg2rad, self)
 
@@ -2438,7 +2443,7 @@ def _cpu_deg2rad_out(ks, self, out):
 def _cuda_deg2rad_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.deg2rad(_cupy(), self._data), 'deg2rad')
+        return _write_out(out, K.deg2rad(_cupy(), _dev(self)), 'deg2rad')
     except ValueError as _e:
         _value_error(_e, K.deg2rad, self, out)
 
@@ -2459,7 +2464,7 @@ def _cpu_rad2deg_default(ks, self):
 
 def _cuda_rad2deg_default(ks, self):
     try:
-        return _new(K.rad2deg(_cupy(), self._data), self._ks, self._device)
+        return _new(K.rad2deg(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.rad2deg, self)
 
@@ -2479,7 +2484,7 @@ def _cpu_rad2deg__default(ks, self):
 
 def _cuda_rad2deg__default(ks, self):
     try:
-        return _write_inplace(self, K.rad2deg(_cupy(), self._data), 'rad2deg_')
+        return _write_inplace(self, K.rad2deg(_cupy(), _dev(self)), 'rad2deg_')
     except ValueError as _e:
         _value_error(_e, K.rad2deg, self)
 
@@ -2500,7 +2505,7 @@ def _cpu_rad2deg_out(ks, self, out):
 def _cuda_rad2deg_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.rad2deg(_cupy(), self._data), 'rad2deg')
+        return _write_out(out, K.rad2deg(_cupy(), _dev(self)), 'rad2deg')
     except ValueError as _e:
         _value_error(_e, K.rad2deg, self, out)
 
@@ -2521,7 +2526,7 @@ def _cpu_square_default(ks, self):
 
 def _cuda_square_default(ks, self):
     try:
-        return _new(K.square(_cupy(), self._data), self._ks, self._device)
+        return _new(K.square(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.square, self)
 
@@ -2541,7 +2546,7 @@ def _cpu_square__default(ks, self):
 
 def _cuda_square__default(ks, self):
     try:
-        return _write_inplace(self, K.square(_cupy(), self._data), 'square_')
+        return _write_inplace(self, K.square(_cupy(), _dev(self)), 'square_')
     except ValueError as _e:
         _value_error(_e, K.square, self)
 
@@ -2562,7 +2567,7 @@ def _cpu_square_out(ks, self, out):
 def _cuda_square_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.square(_cupy(), self._data), 'square')
+        return _write_out(out, K.square(_cupy(), _dev(self)), 'square')
     except ValueError as _e:
         _value_error(_e, K.square, self, out)
 
@@ -2583,7 +2588,7 @@ def _cpu_bitwise_not_default(ks, self):
 
 def _cuda_bitwise_not_default(ks, self):
     try:
-        return _new(K.bitwise_not(_cupy(), self._data), self._ks, self._device)
+        return _new(K.bitwise_not(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_not, self)
 
@@ -2603,7 +2608,7 @@ def _cpu_bitwise_not__default(ks, self):
 
 def _cuda_bitwise_not__default(ks, self):
     try:
-        return _write_inplace(self, K.bitwise_not(_cupy(), self._data), 'bitwise_not_')
+        return _write_inplace(self, K.bitwise_not(_cupy(), _dev(self)), 'bitwise_not_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_not, self)
 
@@ -2624,7 +2629,7 @@ def _cpu_bitwise_not_out(ks, self, out):
 def _cuda_bitwise_not_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.bitwise_not(_cupy(), self._data), 'bitwise_not')
+        return _write_out(out, K.bitwise_not(_cupy(), _dev(self)), 'bitwise_not')
     except ValueError as _e:
         _value_error(_e, K.bitwise_not, self, out)
 
@@ -2645,7 +2650,7 @@ def _cpu_logical_not_default(ks, self):
 
 def _cuda_logical_not_default(ks, self):
     try:
-        return _new(K.logical_not(_cupy(), self._data), self._ks, self._device)
+        return _new(K.logical_not(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.logical_not, self)
 
@@ -2665,7 +2670,7 @@ def _cpu_logical_not__default(ks, self):
 
 def _cuda_logical_not__default(ks, self):
     try:
-        return _write_inplace(self, K.logical_not(_cupy(), self._data), 'logical_not_')
+        return _write_inplace(self, K.logical_not(_cupy(), _dev(self)), 'logical_not_')
     except ValueError as _e:
         _value_error(_e, K.logical_not, self)
 
@@ -2686,7 +2691,7 @@ def _cpu_logical_not_out(ks, self, out):
 def _cuda_logical_not_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.logical_not(_cupy(), self._data), 'logical_not')
+        return _write_out(out, K.logical_not(_cupy(), _dev(self)), 'logical_not')
     except ValueError as _e:
         _value_error(_e, K.logical_not, self, out)
 
@@ -2707,7 +2712,7 @@ def _cpu_relu_default(ks, self):
 
 def _cuda_relu_default(ks, self):
     try:
-        return _new(K.relu(_cupy(), self._data), self._ks, self._device)
+        return _new(K.relu(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.relu, self)
 
@@ -2727,7 +2732,7 @@ def _cpu_relu__default(ks, self):
 
 def _cuda_relu__default(ks, self):
     try:
-        return _write_inplace(self, K.relu(_cupy(), self._data), 'relu_')
+        return _write_inplace(self, K.relu(_cupy(), _dev(self)), 'relu_')
     except ValueError as _e:
         _value_error(_e, K.relu, self)
 
@@ -2752,7 +2757,7 @@ def _cpu_round_default(ks, self):
 
 def _cuda_round_default(ks, self):
     try:
-        return _new(K.round(_cupy(), self._data), self._ks, self._device)
+        return _new(K.round(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.round, self)
 
@@ -2772,7 +2777,7 @@ def _cpu_round_decimals(ks, self, decimals):
 
 def _cuda_round_decimals(ks, self, decimals):
     try:
-        return _new(K.round(_cupy(), self._data, decimals=decimals), self._ks, self._device)
+        return _new(K.round(_cupy(), _dev(self), decimals=decimals), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.round, self)
 
@@ -2792,7 +2797,7 @@ def _cpu_round__default(ks, self):
 
 def _cuda_round__default(ks, self):
     try:
-        return _write_inplace(self, K.round(_cupy(), self._data), 'round_')
+        return _write_inplace(self, K.round(_cupy(), _dev(self)), 'round_')
     except ValueError as _e:
         _value_error(_e, K.round, self)
 
@@ -2812,7 +2817,7 @@ def _cpu_round__decimals(ks, self, decimals):
 
 def _cuda_round__decimals(ks, self, decimals):
     try:
-        return _write_inplace(self, K.round(_cupy(), self._data, decimals=decimals), 'round_')
+        return _write_inplace(self, K.round(_cupy(), _dev(self), decimals=decimals), 'round_')
     except ValueError as _e:
         _value_error(_e, K.round, self)
 
@@ -2833,7 +2838,7 @@ def _cpu_round_out(ks, self, out):
 def _cuda_round_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.round(_cupy(), self._data), 'round')
+        return _write_out(out, K.round(_cupy(), _dev(self)), 'round')
     except ValueError as _e:
         _value_error(_e, K.round, self, out)
 
@@ -2854,7 +2859,7 @@ def _cpu_isnan_default(ks, self):
 
 def _cuda_isnan_default(ks, self):
     try:
-        return _new(K.isnan(_cupy(), self._data), self._ks, self._device)
+        return _new(K.isnan(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.isnan, self)
 
@@ -2874,7 +2879,7 @@ def _cpu_isinf_default(ks, self):
 
 def _cuda_isinf_default(ks, self):
     try:
-        return _new(K.isinf(_cupy(), self._data), self._ks, self._device)
+        return _new(K.isinf(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.isinf, self)
 
@@ -2894,7 +2899,7 @@ def _cpu_isfinite_default(ks, self):
 
 def _cuda_isfinite_default(ks, self):
     try:
-        return _new(K.isfinite(_cupy(), self._data), self._ks, self._device)
+        return _new(K.isfinite(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.isfinite, self)
 
@@ -2914,7 +2919,7 @@ def _cpu_isposinf_default(ks, self):
 
 def _cuda_isposinf_default(ks, self):
     try:
-        return _new(K.isposinf(_cupy(), self._data), self._ks, self._device)
+        return _new(K.isposinf(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.isposinf, self)
 
@@ -2934,7 +2939,7 @@ def _cpu_isneginf_default(ks, self):
 
 def _cuda_isneginf_default(ks, self):
     try:
-        return _new(K.isneginf(_cupy(), self._data), self._ks, self._device)
+        return _new(K.isneginf(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.isneginf, self)
 
@@ -2954,7 +2959,7 @@ def _cpu_signbit_default(ks, self):
 
 def _cuda_signbit_default(ks, self):
     try:
-        return _new(K.signbit(_cupy(), self._data), self._ks, self._device)
+        return _new(K.signbit(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.signbit, self)
 
@@ -2974,7 +2979,7 @@ def _cpu_nan_to_num_default(ks, self, nan, posinf, neginf):
 
 def _cuda_nan_to_num_default(ks, self, nan, posinf, neginf):
     try:
-        return _new(K.nan_to_num(_cupy(), self._data, nan, posinf, neginf), self._ks, self._device)
+        return _new(K.nan_to_num(_cupy(), _dev(self), nan, posinf, neginf), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.nan_to_num, self)
 
@@ -2994,7 +2999,7 @@ def _cpu_nan_to_num__default(ks, self, nan, posinf, neginf):
 
 def _cuda_nan_to_num__default(ks, self, nan, posinf, neginf):
     try:
-        return _write_inplace(self, K.nan_to_num(_cupy(), self._data, nan, posinf, neginf), 'nan_to_num_')
+        return _write_inplace(self, K.nan_to_num(_cupy(), _dev(self), nan, posinf, neginf), 'nan_to_num_')
     except ValueError as _e:
         _value_error(_e, K.nan_to_num, self)
 
@@ -3014,7 +3019,7 @@ def _cpu_logit_default(ks, self, eps):
 
 def _cuda_logit_default(ks, self, eps):
     try:
-        return _new(K.logit(_cupy(), self._data, eps), self._ks, self._device)
+        return _new(K.logit(_cupy(), _dev(self), eps), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.logit, self)
 
@@ -3034,7 +3039,7 @@ def _cpu_polygamma_default(ks, n, self):
 
 def _cuda_polygamma_default(ks, n, self):
     try:
-        return _new(K.polygamma(_cupy(), n, self._data), self._ks, self._device)
+        return _new(K.polygamma(_cupy(), n, _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.polygamma, self)
 
@@ -3059,7 +3064,7 @@ def _cpu_logit__default(ks, self, eps):
 
 def _cuda_logit__default(ks, self, eps):
     try:
-        return _write_inplace(self, K.logit(_cupy(), self._data, eps), 'logit_')
+        return _write_inplace(self, K.logit(_cupy(), _dev(self), eps), 'logit_')
     except ValueError as _e:
         _value_error(_e, K.logit, self)
 
@@ -3080,7 +3085,7 @@ def _cpu_add_Tensor(ks, self, other, alpha):
 def _cuda_add_Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.add(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
+        return _new(K.add(_cupy(), _dev(self), _dev(other), alpha=alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.add, self, other)
 
@@ -3102,7 +3107,7 @@ def _cpu_add__Tensor(ks, self, other, alpha):
 def _cuda_add__Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.add(_cupy(), self._data, other._data, alpha=alpha), 'add_')
+        return _write_inplace(self, K.add(_cupy(), _dev(self), _dev(other), alpha=alpha), 'add_')
     except ValueError as _e:
         _value_error(_e, K.add, self, other)
 
@@ -3124,7 +3129,7 @@ def _cpu_add_out(ks, self, other, alpha, out):
 def _cuda_add_out(ks, self, other, alpha, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.add(_cupy(), self._data, other._data, alpha=alpha), 'add')
+        return _write_out(out, K.add(_cupy(), _dev(self), _dev(other), alpha=alpha), 'add')
     except ValueError as _e:
         _value_error(_e, K.add, self, other, out)
 
@@ -3145,7 +3150,7 @@ def _cpu_add_Scalar(ks, self, other, alpha):
 
 def _cuda_add_Scalar(ks, self, other, alpha):
     try:
-        return _new(K.add(_cupy(), self._data, other, alpha), self._ks, self._device)
+        return _new(K.add(_cupy(), _dev(self), other, alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.add, self)
 
@@ -3165,7 +3170,7 @@ def _cpu_add__Scalar(ks, self, other, alpha):
 
 def _cuda_add__Scalar(ks, self, other, alpha):
     try:
-        return _write_inplace(self, K.add(_cupy(), self._data, other, alpha), 'add_')
+        return _write_inplace(self, K.add(_cupy(), _dev(self), other, alpha), 'add_')
     except ValueError as _e:
         _value_error(_e, K.add, self)
 
@@ -3186,7 +3191,7 @@ def _cpu_add_Scalar_out(ks, self, other, alpha, out):
 def _cuda_add_Scalar_out(ks, self, other, alpha, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.add(_cupy(), self._data, other, alpha), 'add')
+        return _write_out(out, K.add(_cupy(), _dev(self), other, alpha), 'add')
     except ValueError as _e:
         _value_error(_e, K.add, self, out)
 
@@ -3208,7 +3213,7 @@ def _cpu_sub_Tensor(ks, self, other, alpha):
 def _cuda_sub_Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.sub(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
+        return _new(K.sub(_cupy(), _dev(self), _dev(other), alpha=alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sub, self, other)
 
@@ -3230,7 +3235,7 @@ def _cpu_sub__Tensor(ks, self, other, alpha):
 def _cuda_sub__Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.sub(_cupy(), self._data, other._data, alpha=alpha), 'sub_')
+        return _write_inplace(self, K.sub(_cupy(), _dev(self), _dev(other), alpha=alpha), 'sub_')
     except ValueError as _e:
         _value_error(_e, K.sub, self, other)
 
@@ -3252,7 +3257,7 @@ def _cpu_sub_out(ks, self, other, alpha, out):
 def _cuda_sub_out(ks, self, other, alpha, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.sub(_cupy(), self._data, other._data, alpha=alpha), 'sub')
+        return _write_out(out, K.sub(_cupy(), _dev(self), _dev(other), alpha=alpha), 'sub')
     except ValueError as _e:
         _value_error(_e, K.sub, self, other, out)
 
@@ -3273,7 +3278,7 @@ def _cpu_sub_Scalar(ks, self, other, alpha):
 
 def _cuda_sub_Scalar(ks, self, other, alpha):
     try:
-        return _new(K.sub(_cupy(), self._data, other, alpha), self._ks, self._device)
+        return _new(K.sub(_cupy(), _dev(self), other, alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sub, self)
 
@@ -3293,7 +3298,7 @@ def _cpu_sub__Scalar(ks, self, other, alpha):
 
 def _cuda_sub__Scalar(ks, self, other, alpha):
     try:
-        return _write_inplace(self, K.sub(_cupy(), self._data, other, alpha), 'sub_')
+        return _write_inplace(self, K.sub(_cupy(), _dev(self), other, alpha), 'sub_')
     except ValueError as _e:
         _value_error(_e, K.sub, self)
 
@@ -3314,7 +3319,7 @@ def _cpu_sub_Scalar_out(ks, self, other, alpha, out):
 def _cuda_sub_Scalar_out(ks, self, other, alpha, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.sub(_cupy(), self._data, other, alpha), 'sub')
+        return _write_out(out, K.sub(_cupy(), _dev(self), other, alpha), 'sub')
     except ValueError as _e:
         _value_error(_e, K.sub, self, out)
 
@@ -3336,7 +3341,7 @@ def _cpu_mul_Tensor(ks, self, other):
 def _cuda_mul_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.mul(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.mul(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.mul, self, other)
 
@@ -3358,7 +3363,7 @@ def _cpu_mul__Tensor(ks, self, other):
 def _cuda_mul__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.mul(_cupy(), self._data, other._data), 'mul_')
+        return _write_inplace(self, K.mul(_cupy(), _dev(self), _dev(other)), 'mul_')
     except ValueError as _e:
         _value_error(_e, K.mul, self, other)
 
@@ -3380,7 +3385,7 @@ def _cpu_mul_out(ks, self, other, out):
 def _cuda_mul_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.mul(_cupy(), self._data, other._data), 'mul')
+        return _write_out(out, K.mul(_cupy(), _dev(self), _dev(other)), 'mul')
     except ValueError as _e:
         _value_error(_e, K.mul, self, other, out)
 
@@ -3401,7 +3406,7 @@ def _cpu_mul_Scalar(ks, self, other):
 
 def _cuda_mul_Scalar(ks, self, other):
     try:
-        return _new(K.mul(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.mul(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.mul, self)
 
@@ -3421,7 +3426,7 @@ def _cpu_mul__Scalar(ks, self, other):
 
 def _cuda_mul__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.mul(_cupy(), self._data, other), 'mul_')
+        return _write_inplace(self, K.mul(_cupy(), _dev(self), other), 'mul_')
     except ValueError as _e:
         _value_error(_e, K.mul, self)
 
@@ -3442,7 +3447,7 @@ def _cpu_mul_Scalar_out(ks, self, other, out):
 def _cuda_mul_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.mul(_cupy(), self._data, other), 'mul')
+        return _write_out(out, K.mul(_cupy(), _dev(self), other), 'mul')
     except ValueError as _e:
         _value_error(_e, K.mul, self, out)
 
@@ -3464,7 +3469,7 @@ def _cpu_div_Tensor(ks, self, other):
 def _cuda_div_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.div(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.div(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.div, self, other)
 
@@ -3486,7 +3491,7 @@ def _cpu_div__Tensor(ks, self, other):
 def _cuda_div__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.div(_cupy(), self._data, other._data), 'div_')
+        return _write_inplace(self, K.div(_cupy(), _dev(self), _dev(other)), 'div_')
     except ValueError as _e:
         _value_error(_e, K.div, self, other)
 
@@ -3508,7 +3513,7 @@ def _cpu_div_out(ks, self, other, out):
 def _cuda_div_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.div(_cupy(), self._data, other._data), 'div')
+        return _write_out(out, K.div(_cupy(), _dev(self), _dev(other)), 'div')
     except ValueError as _e:
         _value_error(_e, K.div, self, other, out)
 
@@ -3529,7 +3534,7 @@ def _cpu_div_Scalar(ks, self, other):
 
 def _cuda_div_Scalar(ks, self, other):
     try:
-        return _new(K.div(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.div(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.div, self)
 
@@ -3549,7 +3554,7 @@ def _cpu_div__Scalar(ks, self, other):
 
 def _cuda_div__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.div(_cupy(), self._data, other), 'div_')
+        return _write_inplace(self, K.div(_cupy(), _dev(self), other), 'div_')
     except ValueError as _e:
         _value_error(_e, K.div, self)
 
@@ -3570,7 +3575,7 @@ def _cpu_div_Scalar_out(ks, self, other, out):
 def _cuda_div_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.div(_cupy(), self._data, other), 'div')
+        return _write_out(out, K.div(_cupy(), _dev(self), other), 'div')
     except ValueError as _e:
         _value_error(_e, K.div, self, out)
 
@@ -3592,7 +3597,7 @@ def _cpu_div_Tensor_mode(ks, self, other, rounding_mode):
 def _cuda_div_Tensor_mode(ks, self, other, rounding_mode):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), self._ks, self._device)
+        return _new(K.div(_cupy(), _dev(self), _dev(other), rounding_mode=rounding_mode), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.div, self, other)
 
@@ -3614,7 +3619,7 @@ def _cpu_div__Tensor_mode(ks, self, other, rounding_mode):
 def _cuda_div__Tensor_mode(ks, self, other, rounding_mode):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), 'div_')
+        return _write_inplace(self, K.div(_cupy(), _dev(self), _dev(other), rounding_mode=rounding_mode), 'div_')
     except ValueError as _e:
         _value_error(_e, K.div, self, other)
 
@@ -3636,7 +3641,7 @@ def _cpu_div_out_mode(ks, self, other, rounding_mode, out):
 def _cuda_div_out_mode(ks, self, other, rounding_mode, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.div(_cupy(), self._data, other._data, rounding_mode=rounding_mode), 'div')
+        return _write_out(out, K.div(_cupy(), _dev(self), _dev(other), rounding_mode=rounding_mode), 'div')
     except ValueError as _e:
         _value_error(_e, K.div, self, other, out)
 
@@ -3657,7 +3662,7 @@ def _cpu_div_Scalar_mode(ks, self, other, rounding_mode):
 
 def _cuda_div_Scalar_mode(ks, self, other, rounding_mode):
     try:
-        return _new(K.div(_cupy(), self._data, other, rounding_mode=rounding_mode), self._ks, self._device)
+        return _new(K.div(_cupy(), _dev(self), other, rounding_mode=rounding_mode), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.div, self)
 
@@ -3677,7 +3682,7 @@ def _cpu_div__Scalar_mode(ks, self, other, rounding_mode):
 
 def _cuda_div__Scalar_mode(ks, self, other, rounding_mode):
     try:
-        return _write_inplace(self, K.div(_cupy(), self._data, other, rounding_mode=rounding_mode), 'div_')
+        return _write_inplace(self, K.div(_cupy(), _dev(self), other, rounding_mode=rounding_mode), 'div_')
     except ValueError as _e:
         _value_error(_e, K.div, self)
 
@@ -3698,7 +3703,7 @@ def _cpu_true_divide_Tensor(ks, self, other):
 def _cuda_true_divide_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.true_divide(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.true_divide(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.true_divide, self, other)
 
@@ -3720,7 +3725,7 @@ def _cpu_true_divide__Tensor(ks, self, other):
 def _cuda_true_divide__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.true_divide(_cupy(), self._data, other._data), 'true_divide_')
+        return _write_inplace(self, K.true_divide(_cupy(), _dev(self), _dev(other)), 'true_divide_')
     except ValueError as _e:
         _value_error(_e, K.true_divide, self, other)
 
@@ -3742,7 +3747,7 @@ def _cpu_true_divide_out(ks, self, other, out):
 def _cuda_true_divide_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.true_divide(_cupy(), self._data, other._data), 'true_divide')
+        return _write_out(out, K.true_divide(_cupy(), _dev(self), _dev(other)), 'true_divide')
     except ValueError as _e:
         _value_error(_e, K.true_divide, self, other, out)
 
@@ -3763,7 +3768,7 @@ def _cpu_true_divide_Scalar(ks, self, other):
 
 def _cuda_true_divide_Scalar(ks, self, other):
     try:
-        return _new(K.true_divide(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.true_divide(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.true_divide, self)
 
@@ -3783,7 +3788,7 @@ def _cpu_true_divide__Scalar(ks, self, other):
 
 def _cuda_true_divide__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.true_divide(_cupy(), self._data, other), 'true_divide_')
+        return _write_inplace(self, K.true_divide(_cupy(), _dev(self), other), 'true_divide_')
     except ValueError as _e:
         _value_error(_e, K.true_divide, self)
 
@@ -3804,7 +3809,7 @@ def _cpu_true_divide_Scalar_out(ks, self, other, out):
 def _cuda_true_divide_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.true_divide(_cupy(), self._data, other), 'true_divide')
+        return _write_out(out, K.true_divide(_cupy(), _dev(self), other), 'true_divide')
     except ValueError as _e:
         _value_error(_e, K.true_divide, self, out)
 
@@ -3826,7 +3831,7 @@ def _cpu_floor_divide_Tensor(ks, self, other):
 def _cuda_floor_divide_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.floor_divide(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.floor_divide(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.floor_divide, self, other)
 
@@ -3848,7 +3853,7 @@ def _cpu_floor_divide__Tensor(ks, self, other):
 def _cuda_floor_divide__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.floor_divide(_cupy(), self._data, other._data), 'floor_divide_')
+        return _write_inplace(self, K.floor_divide(_cupy(), _dev(self), _dev(other)), 'floor_divide_')
     except ValueError as _e:
         _value_error(_e, K.floor_divide, self, other)
 
@@ -3870,7 +3875,7 @@ def _cpu_floor_divide_out(ks, self, other, out):
 def _cuda_floor_divide_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.floor_divide(_cupy(), self._data, other._data), 'floor_divide')
+        return _write_out(out, K.floor_divide(_cupy(), _dev(self), _dev(other)), 'floor_divide')
     except ValueError as _e:
         _value_error(_e, K.floor_divide, self, other, out)
 
@@ -3891,7 +3896,7 @@ def _cpu_floor_divide_Scalar(ks, self, other):
 
 def _cuda_floor_divide_Scalar(ks, self, other):
     try:
-        return _new(K.floor_divide(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.floor_divide(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.floor_divide, self)
 
@@ -3911,7 +3916,7 @@ def _cpu_floor_divide__Scalar(ks, self, other):
 
 def _cuda_floor_divide__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.floor_divide(_cupy(), self._data, other), 'floor_divide_')
+        return _write_inplace(self, K.floor_divide(_cupy(), _dev(self), other), 'floor_divide_')
     except ValueError as _e:
         _value_error(_e, K.floor_divide, self)
 
@@ -3932,7 +3937,7 @@ def _cpu_floor_divide_Scalar_out(ks, self, other, out):
 def _cuda_floor_divide_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.floor_divide(_cupy(), self._data, other), 'floor_divide')
+        return _write_out(out, K.floor_divide(_cupy(), _dev(self), other), 'floor_divide')
     except ValueError as _e:
         _value_error(_e, K.floor_divide, self, out)
 
@@ -3954,7 +3959,7 @@ def _cpu_remainder_Tensor(ks, self, other):
 def _cuda_remainder_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.remainder(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.remainder(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.remainder, self, other)
 
@@ -3976,7 +3981,7 @@ def _cpu_remainder__Tensor(ks, self, other):
 def _cuda_remainder__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.remainder(_cupy(), self._data, other._data), 'remainder_')
+        return _write_inplace(self, K.remainder(_cupy(), _dev(self), _dev(other)), 'remainder_')
     except ValueError as _e:
         _value_error(_e, K.remainder, self, other)
 
@@ -3998,7 +4003,7 @@ def _cpu_remainder_out(ks, self, other, out):
 def _cuda_remainder_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.remainder(_cupy(), self._data, other._data), 'remainder')
+        return _write_out(out, K.remainder(_cupy(), _dev(self), _dev(other)), 'remainder')
     except ValueError as _e:
         _value_error(_e, K.remainder, self, other, out)
 
@@ -4019,7 +4024,7 @@ def _cpu_remainder_Scalar(ks, self, other):
 
 def _cuda_remainder_Scalar(ks, self, other):
     try:
-        return _new(K.remainder(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.remainder(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.remainder, self)
 
@@ -4039,7 +4044,7 @@ def _cpu_remainder__Scalar(ks, self, other):
 
 def _cuda_remainder__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.remainder(_cupy(), self._data, other), 'remainder_')
+        return _write_inplace(self, K.remainder(_cupy(), _dev(self), other), 'remainder_')
     except ValueError as _e:
         _value_error(_e, K.remainder, self)
 
@@ -4060,7 +4065,7 @@ def _cpu_remainder_Scalar_out(ks, self, other, out):
 def _cuda_remainder_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.remainder(_cupy(), self._data, other), 'remainder')
+        return _write_out(out, K.remainder(_cupy(), _dev(self), other), 'remainder')
     except ValueError as _e:
         _value_error(_e, K.remainder, self, out)
 
@@ -4081,7 +4086,7 @@ def _cpu_remainder_Scalar_Tensor(ks, self, other):
 
 def _cuda_remainder_Scalar_Tensor(ks, self, other):
     try:
-        return _new(K.remainder(_cupy(), self, other._data), other._ks, other._device)
+        return _new(K.remainder(_cupy(), self, _dev(other)), other._ks, other._device)
     except ValueError as _e:
         _value_error(_e, K.remainder, other)
 
@@ -4102,7 +4107,7 @@ def _cpu_fmod_Tensor(ks, self, other):
 def _cuda_fmod_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.fmod(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.fmod(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.fmod, self, other)
 
@@ -4124,7 +4129,7 @@ def _cpu_fmod__Tensor(ks, self, other):
 def _cuda_fmod__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.fmod(_cupy(), self._data, other._data), 'fmod_')
+        return _write_inplace(self, K.fmod(_cupy(), _dev(self), _dev(other)), 'fmod_')
     except ValueError as _e:
         _value_error(_e, K.fmod, self, other)
 
@@ -4146,7 +4151,7 @@ def _cpu_fmod_out(ks, self, other, out):
 def _cuda_fmod_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.fmod(_cupy(), self._data, other._data), 'fmod')
+        return _write_out(out, K.fmod(_cupy(), _dev(self), _dev(other)), 'fmod')
     except ValueError as _e:
         _value_error(_e, K.fmod, self, other, out)
 
@@ -4167,7 +4172,7 @@ def _cpu_fmod_Scalar(ks, self, other):
 
 def _cuda_fmod_Scalar(ks, self, other):
     try:
-        return _new(K.fmod(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.fmod(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.fmod, self)
 
@@ -4187,7 +4192,7 @@ def _cpu_fmod__Scalar(ks, self, other):
 
 def _cuda_fmod__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.fmod(_cupy(), self._data, other), 'fmod_')
+        return _write_inplace(self, K.fmod(_cupy(), _dev(self), other), 'fmod_')
     except ValueError as _e:
         _value_error(_e, K.fmod, self)
 
@@ -4208,7 +4213,7 @@ def _cpu_fmod_Scalar_out(ks, self, other, out):
 def _cuda_fmod_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.fmod(_cupy(), self._data, other), 'fmod')
+        return _write_out(out, K.fmod(_cupy(), _dev(self), other), 'fmod')
     except ValueError as _e:
         _value_error(_e, K.fmod, self, out)
 
@@ -4230,7 +4235,7 @@ def _cpu_rsub_Tensor(ks, self, other, alpha):
 def _cuda_rsub_Tensor(ks, self, other, alpha):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.rsub(_cupy(), self._data, other._data, alpha=alpha), self._ks, self._device)
+        return _new(K.rsub(_cupy(), _dev(self), _dev(other), alpha=alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.rsub, self, other)
 
@@ -4251,7 +4256,7 @@ def _cpu_rsub_Scalar(ks, self, other, alpha):
 
 def _cuda_rsub_Scalar(ks, self, other, alpha):
     try:
-        return _new(K.rsub(_cupy(), self._data, other, alpha), self._ks, self._device)
+        return _new(K.rsub(_cupy(), _dev(self), other, alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.rsub, self)
 
@@ -4272,7 +4277,7 @@ def _cpu_pow_Tensor_Tensor(ks, self, exponent):
 def _cuda_pow_Tensor_Tensor(ks, self, exponent):
     _check_devices('cuda', self, exponent)
     try:
-        return _new(K.pow(_cupy(), self._data, exponent._data), self._ks, self._device)
+        return _new(K.pow(_cupy(), _dev(self), _dev(exponent)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.pow, self, exponent)
 
@@ -4294,7 +4299,7 @@ def _cpu_pow_Tensor_Tensor_out(ks, self, exponent, out):
 def _cuda_pow_Tensor_Tensor_out(ks, self, exponent, out):
     _check_devices('cuda', self, exponent, out)
     try:
-        return _write_out(out, K.pow(_cupy(), self._data, exponent._data), 'pow')
+        return _write_out(out, K.pow(_cupy(), _dev(self), _dev(exponent)), 'pow')
     except ValueError as _e:
         _value_error(_e, K.pow, self, exponent, out)
 
@@ -4315,7 +4320,7 @@ def _cpu_pow_Scalar(ks, self, exponent):
 
 def _cuda_pow_Scalar(ks, self, exponent):
     try:
-        return _new(K.pow(_cupy(), self, exponent._data), exponent._ks, exponent._device)
+        return _new(K.pow(_cupy(), self, _dev(exponent)), exponent._ks, exponent._device)
     except ValueError as _e:
         _value_error(_e, K.pow, exponent)
 
@@ -4336,7 +4341,7 @@ def _cpu_pow_Scalar_out(ks, self, exponent, out):
 def _cuda_pow_Scalar_out(ks, self, exponent, out):
     _check_devices('cuda', exponent, out)
     try:
-        return _write_out(out, K.pow(_cupy(), self, exponent._data), 'pow')
+        return _write_out(out, K.pow(_cupy(), self, _dev(exponent)), 'pow')
     except ValueError as _e:
         _value_error(_e, K.pow, exponent, out)
 
@@ -4357,7 +4362,7 @@ def _cpu_pow_Tensor_Scalar(ks, self, exponent):
 
 def _cuda_pow_Tensor_Scalar(ks, self, exponent):
     try:
-        return _new(K.pow(_cupy(), self._data, exponent), self._ks, self._device)
+        return _new(K.pow(_cupy(), _dev(self), exponent), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.pow, self)
 
@@ -4378,7 +4383,7 @@ def _cpu_pow_Tensor_Scalar_out(ks, self, exponent, out):
 def _cuda_pow_Tensor_Scalar_out(ks, self, exponent, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.pow(_cupy(), self._data, exponent), 'pow')
+        return _write_out(out, K.pow(_cupy(), _dev(self), exponent), 'pow')
     except ValueError as _e:
         _value_error(_e, K.pow, self, out)
 
@@ -4399,7 +4404,7 @@ def _cpu_pow__Scalar(ks, self, exponent):
 
 def _cuda_pow__Scalar(ks, self, exponent):
     try:
-        return _write_inplace(self, K.pow(_cupy(), self._data, exponent), 'pow_')
+        return _write_inplace(self, K.pow(_cupy(), _dev(self), exponent), 'pow_')
     except ValueError as _e:
         _value_error(_e, K.pow, self)
 
@@ -4420,7 +4425,7 @@ def _cpu_pow__Tensor(ks, self, exponent):
 def _cuda_pow__Tensor(ks, self, exponent):
     _check_devices('cuda', self, exponent)
     try:
-        return _write_inplace(self, K.pow(_cupy(), self._data, exponent._data), 'pow_')
+        return _write_inplace(self, K.pow(_cupy(), _dev(self), _dev(exponent)), 'pow_')
     except ValueError as _e:
         _value_error(_e, K.pow, self, exponent)
 
@@ -4442,7 +4447,7 @@ def _cpu_float_power_Tensor_Tensor(ks, self, exponent):
 def _cuda_float_power_Tensor_Tensor(ks, self, exponent):
     _check_devices('cuda', self, exponent)
     try:
-        return _new(K.float_power(_cupy(), self._data, exponent._data), self._ks, self._device)
+        return _new(K.float_power(_cupy(), _dev(self), _dev(exponent)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.float_power, self, exponent)
 
@@ -4463,7 +4468,7 @@ def _cpu_float_power_Tensor_Scalar(ks, self, exponent):
 
 def _cuda_float_power_Tensor_Scalar(ks, self, exponent):
     try:
-        return _new(K.float_power(_cupy(), self._data, exponent), self._ks, self._device)
+        return _new(K.float_power(_cupy(), _dev(self), exponent), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.float_power, self)
 
@@ -4483,7 +4488,7 @@ def _cpu_float_power_Scalar(ks, self, exponent):
 
 def _cuda_float_power_Scalar(ks, self, exponent):
     try:
-        return _new(K.float_power(_cupy(), self, exponent._data), exponent._ks, exponent._device)
+        return _new(K.float_power(_cupy(), self, _dev(exponent)), exponent._ks, exponent._device)
     except ValueError as _e:
         _value_error(_e, K.float_power, exponent)
 
@@ -4504,7 +4509,7 @@ def _cpu_atan2_default(ks, self, other):
 def _cuda_atan2_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.atan2(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.atan2(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.atan2, self, other)
 
@@ -4526,7 +4531,7 @@ def _cpu_atan2_out(ks, self, other, out):
 def _cuda_atan2_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.atan2(_cupy(), self._data, other._data), 'atan2')
+        return _write_out(out, K.atan2(_cupy(), _dev(self), _dev(other)), 'atan2')
     except ValueError as _e:
         _value_error(_e, K.atan2, self, other, out)
 
@@ -4548,7 +4553,7 @@ def _cpu_atan2__default(ks, self, other):
 def _cuda_atan2__default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.atan2(_cupy(), self._data, other._data), 'atan2_')
+        return _write_inplace(self, K.atan2(_cupy(), _dev(self), _dev(other)), 'atan2_')
     except ValueError as _e:
         _value_error(_e, K.atan2, self, other)
 
@@ -4570,7 +4575,7 @@ def _cpu_hypot_default(ks, self, other):
 def _cuda_hypot_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.hypot(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.hypot(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.hypot, self, other)
 
@@ -4592,7 +4597,7 @@ def _cpu_hypot_out(ks, self, other, out):
 def _cuda_hypot_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.hypot(_cupy(), self._data, other._data), 'hypot')
+        return _write_out(out, K.hypot(_cupy(), _dev(self), _dev(other)), 'hypot')
     except ValueError as _e:
         _value_error(_e, K.hypot, self, other, out)
 
@@ -4614,7 +4619,7 @@ def _cpu_hypot__default(ks, self, other):
 def _cuda_hypot__default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.hypot(_cupy(), self._data, other._data), 'hypot_')
+        return _write_inplace(self, K.hypot(_cupy(), _dev(self), _dev(other)), 'hypot_')
     except ValueError as _e:
         _value_error(_e, K.hypot, self, other)
 
@@ -4636,7 +4641,7 @@ def _cpu_logaddexp_default(ks, self, other):
 def _cuda_logaddexp_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.logaddexp(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.logaddexp(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.logaddexp, self, other)
 
@@ -4658,7 +4663,7 @@ def _cpu_logaddexp_out(ks, self, other, out):
 def _cuda_logaddexp_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.logaddexp(_cupy(), self._data, other._data), 'logaddexp')
+        return _write_out(out, K.logaddexp(_cupy(), _dev(self), _dev(other)), 'logaddexp')
     except ValueError as _e:
         _value_error(_e, K.logaddexp, self, other, out)
 
@@ -4680,7 +4685,7 @@ def _cpu_logaddexp2_default(ks, self, other):
 def _cuda_logaddexp2_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.logaddexp2(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.logaddexp2(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.logaddexp2, self, other)
 
@@ -4702,7 +4707,7 @@ def _cpu_logaddexp2_out(ks, self, other, out):
 def _cuda_logaddexp2_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.logaddexp2(_cupy(), self._data, other._data), 'logaddexp2')
+        return _write_out(out, K.logaddexp2(_cupy(), _dev(self), _dev(other)), 'logaddexp2')
     except ValueError as _e:
         _value_error(_e, K.logaddexp2, self, other, out)
 
@@ -4724,7 +4729,7 @@ def _cpu_copysign_default(ks, self, other):
 def _cuda_copysign_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.copysign(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.copysign(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.copysign, self, other)
 
@@ -4746,7 +4751,7 @@ def _cpu_copysign_out(ks, self, other, out):
 def _cuda_copysign_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.copysign(_cupy(), self._data, other._data), 'copysign')
+        return _write_out(out, K.copysign(_cupy(), _dev(self), _dev(other)), 'copysign')
     except ValueError as _e:
         _value_error(_e, K.copysign, self, other, out)
 
@@ -4768,7 +4773,7 @@ def _cpu_copysign__default(ks, self, other):
 def _cuda_copysign__default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.copysign(_cupy(), self._data, other._data), 'copysign_')
+        return _write_inplace(self, K.copysign(_cupy(), _dev(self), _dev(other)), 'copysign_')
     except ValueError as _e:
         _value_error(_e, K.copysign, self, other)
 
@@ -4790,7 +4795,7 @@ def _cpu_nextafter_default(ks, self, other):
 def _cuda_nextafter_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.nextafter(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.nextafter(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.nextafter, self, other)
 
@@ -4812,7 +4817,7 @@ def _cpu_nextafter_out(ks, self, other, out):
 def _cuda_nextafter_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.nextafter(_cupy(), self._data, other._data), 'nextafter')
+        return _write_out(out, K.nextafter(_cupy(), _dev(self), _dev(other)), 'nextafter')
     except ValueError as _e:
         _value_error(_e, K.nextafter, self, other, out)
 
@@ -4834,7 +4839,7 @@ def _cpu_nextafter__default(ks, self, other):
 def _cuda_nextafter__default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.nextafter(_cupy(), self._data, other._data), 'nextafter_')
+        return _write_inplace(self, K.nextafter(_cupy(), _dev(self), _dev(other)), 'nextafter_')
     except ValueError as _e:
         _value_error(_e, K.nextafter, self, other)
 
@@ -4856,7 +4861,7 @@ def _cpu_maximum_default(ks, self, other):
 def _cuda_maximum_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.maximum(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.maximum(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.maximum, self, other)
 
@@ -4878,7 +4883,7 @@ def _cpu_maximum_out(ks, self, other, out):
 def _cuda_maximum_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.maximum(_cupy(), self._data, other._data), 'maximum')
+        return _write_out(out, K.maximum(_cupy(), _dev(self), _dev(other)), 'maximum')
     except ValueError as _e:
         _value_error(_e, K.maximum, self, other, out)
 
@@ -4900,7 +4905,7 @@ def _cpu_minimum_default(ks, self, other):
 def _cuda_minimum_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.minimum(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.minimum(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.minimum, self, other)
 
@@ -4922,7 +4927,7 @@ def _cpu_minimum_out(ks, self, other, out):
 def _cuda_minimum_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.minimum(_cupy(), self._data, other._data), 'minimum')
+        return _write_out(out, K.minimum(_cupy(), _dev(self), _dev(other)), 'minimum')
     except ValueError as _e:
         _value_error(_e, K.minimum, self, other, out)
 
@@ -4944,7 +4949,7 @@ def _cpu_fmax_default(ks, self, other):
 def _cuda_fmax_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.fmax(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.fmax(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.fmax, self, other)
 
@@ -4966,7 +4971,7 @@ def _cpu_fmax_out(ks, self, other, out):
 def _cuda_fmax_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.fmax(_cupy(), self._data, other._data), 'fmax')
+        return _write_out(out, K.fmax(_cupy(), _dev(self), _dev(other)), 'fmax')
     except ValueError as _e:
         _value_error(_e, K.fmax, self, other, out)
 
@@ -4988,7 +4993,7 @@ def _cpu_fmin_default(ks, self, other):
 def _cuda_fmin_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.fmin(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.fmin(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.fmin, self, other)
 
@@ -5010,7 +5015,7 @@ def _cpu_fmin_out(ks, self, other, out):
 def _cuda_fmin_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.fmin(_cupy(), self._data, other._data), 'fmin')
+        return _write_out(out, K.fmin(_cupy(), _dev(self), _dev(other)), 'fmin')
     except ValueError as _e:
         _value_error(_e, K.fmin, self, other, out)
 
@@ -5032,7 +5037,7 @@ def _cpu_xlogy_default(ks, self, other):
 def _cuda_xlogy_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.xlogy(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.xlogy(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.xlogy, self, other)
 
@@ -5054,7 +5059,7 @@ def _cpu_xlogy_out(ks, self, other, out):
 def _cuda_xlogy_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.xlogy(_cupy(), self._data, other._data), 'xlogy')
+        return _write_out(out, K.xlogy(_cupy(), _dev(self), _dev(other)), 'xlogy')
     except ValueError as _e:
         _value_error(_e, K.xlogy, self, other, out)
 
@@ -5076,7 +5081,7 @@ def _cpu_xlogy__default(ks, self, other):
 def _cuda_xlogy__default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.xlogy(_cupy(), self._data, other._data), 'xlogy_')
+        return _write_inplace(self, K.xlogy(_cupy(), _dev(self), _dev(other)), 'xlogy_')
     except ValueError as _e:
         _value_error(_e, K.xlogy, self, other)
 
@@ -5097,7 +5102,7 @@ def _cpu_xlogy_Scalar_Other(ks, self, other):
 
 def _cuda_xlogy_Scalar_Other(ks, self, other):
     try:
-        return _new(K.xlogy(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.xlogy(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.xlogy, self)
 
@@ -5117,7 +5122,7 @@ def _cpu_xlogy_Scalar_Self(ks, self, other):
 
 def _cuda_xlogy_Scalar_Self(ks, self, other):
     try:
-        return _new(K.xlogy(_cupy(), self, other._data), other._ks, other._device)
+        return _new(K.xlogy(_cupy(), self, _dev(other)), other._ks, other._device)
     except ValueError as _e:
         _value_error(_e, K.xlogy, other)
 
@@ -5137,7 +5142,7 @@ def _cpu_copysign_Scalar(ks, self, other):
 
 def _cuda_copysign_Scalar(ks, self, other):
     try:
-        return _new(K.copysign(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.copysign(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.copysign, self)
 
@@ -5168,7 +5173,7 @@ def _cpu_bitwise_and_Tensor(ks, self, other):
 def _cuda_bitwise_and_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.bitwise_and(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.bitwise_and(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_and, self, other)
 
@@ -5190,7 +5195,7 @@ def _cpu_bitwise_and__Tensor(ks, self, other):
 def _cuda_bitwise_and__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.bitwise_and(_cupy(), self._data, other._data), 'bitwise_and_')
+        return _write_inplace(self, K.bitwise_and(_cupy(), _dev(self), _dev(other)), 'bitwise_and_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_and, self, other)
 
@@ -5212,7 +5217,7 @@ def _cpu_bitwise_and_out(ks, self, other, out):
 def _cuda_bitwise_and_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.bitwise_and(_cupy(), self._data, other._data), 'bitwise_and')
+        return _write_out(out, K.bitwise_and(_cupy(), _dev(self), _dev(other)), 'bitwise_and')
     except ValueError as _e:
         _value_error(_e, K.bitwise_and, self, other, out)
 
@@ -5233,7 +5238,7 @@ def _cpu_bitwise_and_Scalar(ks, self, other):
 
 def _cuda_bitwise_and_Scalar(ks, self, other):
     try:
-        return _new(K.bitwise_and(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.bitwise_and(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_and, self)
 
@@ -5253,7 +5258,7 @@ def _cpu_bitwise_and__Scalar(ks, self, other):
 
 def _cuda_bitwise_and__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.bitwise_and(_cupy(), self._data, other), 'bitwise_and_')
+        return _write_inplace(self, K.bitwise_and(_cupy(), _dev(self), other), 'bitwise_and_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_and, self)
 
@@ -5274,7 +5279,7 @@ def _cpu_bitwise_and_Scalar_out(ks, self, other, out):
 def _cuda_bitwise_and_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.bitwise_and(_cupy(), self._data, other), 'bitwise_and')
+        return _write_out(out, K.bitwise_and(_cupy(), _dev(self), other), 'bitwise_and')
     except ValueError as _e:
         _value_error(_e, K.bitwise_and, self, out)
 
@@ -5296,7 +5301,7 @@ def _cpu_bitwise_or_Tensor(ks, self, other):
 def _cuda_bitwise_or_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.bitwise_or(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.bitwise_or(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_or, self, other)
 
@@ -5318,7 +5323,7 @@ def _cpu_bitwise_or__Tensor(ks, self, other):
 def _cuda_bitwise_or__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.bitwise_or(_cupy(), self._data, other._data), 'bitwise_or_')
+        return _write_inplace(self, K.bitwise_or(_cupy(), _dev(self), _dev(other)), 'bitwise_or_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_or, self, other)
 
@@ -5340,7 +5345,7 @@ def _cpu_bitwise_or_out(ks, self, other, out):
 def _cuda_bitwise_or_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.bitwise_or(_cupy(), self._data, other._data), 'bitwise_or')
+        return _write_out(out, K.bitwise_or(_cupy(), _dev(self), _dev(other)), 'bitwise_or')
     except ValueError as _e:
         _value_error(_e, K.bitwise_or, self, other, out)
 
@@ -5361,7 +5366,7 @@ def _cpu_bitwise_or_Scalar(ks, self, other):
 
 def _cuda_bitwise_or_Scalar(ks, self, other):
     try:
-        return _new(K.bitwise_or(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.bitwise_or(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_or, self)
 
@@ -5381,7 +5386,7 @@ def _cpu_bitwise_or__Scalar(ks, self, other):
 
 def _cuda_bitwise_or__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.bitwise_or(_cupy(), self._data, other), 'bitwise_or_')
+        return _write_inplace(self, K.bitwise_or(_cupy(), _dev(self), other), 'bitwise_or_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_or, self)
 
@@ -5402,7 +5407,7 @@ def _cpu_bitwise_or_Scalar_out(ks, self, other, out):
 def _cuda_bitwise_or_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.bitwise_or(_cupy(), self._data, other), 'bitwise_or')
+        return _write_out(out, K.bitwise_or(_cupy(), _dev(self), other), 'bitwise_or')
     except ValueError as _e:
         _value_error(_e, K.bitwise_or, self, out)
 
@@ -5424,7 +5429,7 @@ def _cpu_bitwise_xor_Tensor(ks, self, other):
 def _cuda_bitwise_xor_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.bitwise_xor(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.bitwise_xor(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_xor, self, other)
 
@@ -5446,7 +5451,7 @@ def _cpu_bitwise_xor__Tensor(ks, self, other):
 def _cuda_bitwise_xor__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.bitwise_xor(_cupy(), self._data, other._data), 'bitwise_xor_')
+        return _write_inplace(self, K.bitwise_xor(_cupy(), _dev(self), _dev(other)), 'bitwise_xor_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_xor, self, other)
 
@@ -5468,7 +5473,7 @@ def _cpu_bitwise_xor_out(ks, self, other, out):
 def _cuda_bitwise_xor_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.bitwise_xor(_cupy(), self._data, other._data), 'bitwise_xor')
+        return _write_out(out, K.bitwise_xor(_cupy(), _dev(self), _dev(other)), 'bitwise_xor')
     except ValueError as _e:
         _value_error(_e, K.bitwise_xor, self, other, out)
 
@@ -5489,7 +5494,7 @@ def _cpu_bitwise_xor_Scalar(ks, self, other):
 
 def _cuda_bitwise_xor_Scalar(ks, self, other):
     try:
-        return _new(K.bitwise_xor(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.bitwise_xor(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_xor, self)
 
@@ -5509,7 +5514,7 @@ def _cpu_bitwise_xor__Scalar(ks, self, other):
 
 def _cuda_bitwise_xor__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.bitwise_xor(_cupy(), self._data, other), 'bitwise_xor_')
+        return _write_inplace(self, K.bitwise_xor(_cupy(), _dev(self), other), 'bitwise_xor_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_xor, self)
 
@@ -5530,7 +5535,7 @@ def _cpu_bitwise_xor_Scalar_out(ks, self, other, out):
 def _cuda_bitwise_xor_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.bitwise_xor(_cupy(), self._data, other), 'bitwise_xor')
+        return _write_out(out, K.bitwise_xor(_cupy(), _dev(self), other), 'bitwise_xor')
     except ValueError as _e:
         _value_error(_e, K.bitwise_xor, self, out)
 
@@ -5552,7 +5557,7 @@ def _cpu_bitwise_left_shift_Tensor(ks, self, other):
 def _cuda_bitwise_left_shift_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.bitwise_left_shift(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.bitwise_left_shift(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_left_shift, self, other)
 
@@ -5574,7 +5579,7 @@ def _cpu_bitwise_left_shift__Tensor(ks, self, other):
 def _cuda_bitwise_left_shift__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.bitwise_left_shift(_cupy(), self._data, other._data), 'bitwise_left_shift_')
+        return _write_inplace(self, K.bitwise_left_shift(_cupy(), _dev(self), _dev(other)), 'bitwise_left_shift_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_left_shift, self, other)
 
@@ -5596,7 +5601,7 @@ def _cpu_bitwise_left_shift_out(ks, self, other, out):
 def _cuda_bitwise_left_shift_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.bitwise_left_shift(_cupy(), self._data, other._data), 'bitwise_left_shift')
+        return _write_out(out, K.bitwise_left_shift(_cupy(), _dev(self), _dev(other)), 'bitwise_left_shift')
     except ValueError as _e:
         _value_error(_e, K.bitwise_left_shift, self, other, out)
 
@@ -5617,7 +5622,7 @@ def _cpu_bitwise_left_shift_Scalar(ks, self, other):
 
 def _cuda_bitwise_left_shift_Scalar(ks, self, other):
     try:
-        return _new(K.bitwise_left_shift(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.bitwise_left_shift(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_left_shift, self)
 
@@ -5637,7 +5642,7 @@ def _cpu_bitwise_left_shift__Scalar(ks, self, other):
 
 def _cuda_bitwise_left_shift__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.bitwise_left_shift(_cupy(), self._data, other), 'bitwise_left_shift_')
+        return _write_inplace(self, K.bitwise_left_shift(_cupy(), _dev(self), other), 'bitwise_left_shift_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_left_shift, self)
 
@@ -5658,7 +5663,7 @@ def _cpu_bitwise_left_shift_Scalar_out(ks, self, other, out):
 def _cuda_bitwise_left_shift_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.bitwise_left_shift(_cupy(), self._data, other), 'bitwise_left_shift')
+        return _write_out(out, K.bitwise_left_shift(_cupy(), _dev(self), other), 'bitwise_left_shift')
     except ValueError as _e:
         _value_error(_e, K.bitwise_left_shift, self, out)
 
@@ -5680,7 +5685,7 @@ def _cpu_bitwise_right_shift_Tensor(ks, self, other):
 def _cuda_bitwise_right_shift_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.bitwise_right_shift(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.bitwise_right_shift(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_right_shift, self, other)
 
@@ -5702,7 +5707,7 @@ def _cpu_bitwise_right_shift__Tensor(ks, self, other):
 def _cuda_bitwise_right_shift__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.bitwise_right_shift(_cupy(), self._data, other._data), 'bitwise_right_shift_')
+        return _write_inplace(self, K.bitwise_right_shift(_cupy(), _dev(self), _dev(other)), 'bitwise_right_shift_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_right_shift, self, other)
 
@@ -5724,7 +5729,7 @@ def _cpu_bitwise_right_shift_out(ks, self, other, out):
 def _cuda_bitwise_right_shift_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.bitwise_right_shift(_cupy(), self._data, other._data), 'bitwise_right_shift')
+        return _write_out(out, K.bitwise_right_shift(_cupy(), _dev(self), _dev(other)), 'bitwise_right_shift')
     except ValueError as _e:
         _value_error(_e, K.bitwise_right_shift, self, other, out)
 
@@ -5745,7 +5750,7 @@ def _cpu_bitwise_right_shift_Scalar(ks, self, other):
 
 def _cuda_bitwise_right_shift_Scalar(ks, self, other):
     try:
-        return _new(K.bitwise_right_shift(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.bitwise_right_shift(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bitwise_right_shift, self)
 
@@ -5765,7 +5770,7 @@ def _cpu_bitwise_right_shift__Scalar(ks, self, other):
 
 def _cuda_bitwise_right_shift__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.bitwise_right_shift(_cupy(), self._data, other), 'bitwise_right_shift_')
+        return _write_inplace(self, K.bitwise_right_shift(_cupy(), _dev(self), other), 'bitwise_right_shift_')
     except ValueError as _e:
         _value_error(_e, K.bitwise_right_shift, self)
 
@@ -5786,7 +5791,7 @@ def _cpu_bitwise_right_shift_Scalar_out(ks, self, other, out):
 def _cuda_bitwise_right_shift_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.bitwise_right_shift(_cupy(), self._data, other), 'bitwise_right_shift')
+        return _write_out(out, K.bitwise_right_shift(_cupy(), _dev(self), other), 'bitwise_right_shift')
     except ValueError as _e:
         _value_error(_e, K.bitwise_right_shift, self, out)
 
@@ -5808,7 +5813,7 @@ def _cpu_logical_and_default(ks, self, other):
 def _cuda_logical_and_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.logical_and(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.logical_and(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.logical_and, self, other)
 
@@ -5830,7 +5835,7 @@ def _cpu_logical_and__default(ks, self, other):
 def _cuda_logical_and__default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.logical_and(_cupy(), self._data, other._data), 'logical_and_')
+        return _write_inplace(self, K.logical_and(_cupy(), _dev(self), _dev(other)), 'logical_and_')
     except ValueError as _e:
         _value_error(_e, K.logical_and, self, other)
 
@@ -5852,7 +5857,7 @@ def _cpu_logical_and_out(ks, self, other, out):
 def _cuda_logical_and_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.logical_and(_cupy(), self._data, other._data), 'logical_and')
+        return _write_out(out, K.logical_and(_cupy(), _dev(self), _dev(other)), 'logical_and')
     except ValueError as _e:
         _value_error(_e, K.logical_and, self, other, out)
 
@@ -5874,7 +5879,7 @@ def _cpu_logical_or_default(ks, self, other):
 def _cuda_logical_or_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.logical_or(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.logical_or(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.logical_or, self, other)
 
@@ -5896,7 +5901,7 @@ def _cpu_logical_or__default(ks, self, other):
 def _cuda_logical_or__default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.logical_or(_cupy(), self._data, other._data), 'logical_or_')
+        return _write_inplace(self, K.logical_or(_cupy(), _dev(self), _dev(other)), 'logical_or_')
     except ValueError as _e:
         _value_error(_e, K.logical_or, self, other)
 
@@ -5918,7 +5923,7 @@ def _cpu_logical_or_out(ks, self, other, out):
 def _cuda_logical_or_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.logical_or(_cupy(), self._data, other._data), 'logical_or')
+        return _write_out(out, K.logical_or(_cupy(), _dev(self), _dev(other)), 'logical_or')
     except ValueError as _e:
         _value_error(_e, K.logical_or, self, other, out)
 
@@ -5940,7 +5945,7 @@ def _cpu_logical_xor_default(ks, self, other):
 def _cuda_logical_xor_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.logical_xor(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.logical_xor(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.logical_xor, self, other)
 
@@ -5962,7 +5967,7 @@ def _cpu_logical_xor__default(ks, self, other):
 def _cuda_logical_xor__default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.logical_xor(_cupy(), self._data, other._data), 'logical_xor_')
+        return _write_inplace(self, K.logical_xor(_cupy(), _dev(self), _dev(other)), 'logical_xor_')
     except ValueError as _e:
         _value_error(_e, K.logical_xor, self, other)
 
@@ -5984,7 +5989,7 @@ def _cpu_logical_xor_out(ks, self, other, out):
 def _cuda_logical_xor_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.logical_xor(_cupy(), self._data, other._data), 'logical_xor')
+        return _write_out(out, K.logical_xor(_cupy(), _dev(self), _dev(other)), 'logical_xor')
     except ValueError as _e:
         _value_error(_e, K.logical_xor, self, other, out)
 
@@ -6006,7 +6011,7 @@ def _cpu_eq_Tensor(ks, self, other):
 def _cuda_eq_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.eq(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.eq(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.eq, self, other)
 
@@ -6028,7 +6033,7 @@ def _cpu_eq__Tensor(ks, self, other):
 def _cuda_eq__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.eq(_cupy(), self._data, other._data), 'eq_')
+        return _write_inplace(self, K.eq(_cupy(), _dev(self), _dev(other)), 'eq_')
     except ValueError as _e:
         _value_error(_e, K.eq, self, other)
 
@@ -6050,7 +6055,7 @@ def _cpu_eq_out(ks, self, other, out):
 def _cuda_eq_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.eq(_cupy(), self._data, other._data), 'eq')
+        return _write_out(out, K.eq(_cupy(), _dev(self), _dev(other)), 'eq')
     except ValueError as _e:
         _value_error(_e, K.eq, self, other, out)
 
@@ -6071,7 +6076,7 @@ def _cpu_eq_Scalar(ks, self, other):
 
 def _cuda_eq_Scalar(ks, self, other):
     try:
-        return _new(K.eq(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.eq(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.eq, self)
 
@@ -6091,7 +6096,7 @@ def _cpu_eq__Scalar(ks, self, other):
 
 def _cuda_eq__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.eq(_cupy(), self._data, other), 'eq_')
+        return _write_inplace(self, K.eq(_cupy(), _dev(self), other), 'eq_')
     except ValueError as _e:
         _value_error(_e, K.eq, self)
 
@@ -6112,7 +6117,7 @@ def _cpu_eq_Scalar_out(ks, self, other, out):
 def _cuda_eq_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.eq(_cupy(), self._data, other), 'eq')
+        return _write_out(out, K.eq(_cupy(), _dev(self), other), 'eq')
     except ValueError as _e:
         _value_error(_e, K.eq, self, out)
 
@@ -6134,7 +6139,7 @@ def _cpu_ne_Tensor(ks, self, other):
 def _cuda_ne_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.ne(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.ne(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.ne, self, other)
 
@@ -6156,7 +6161,7 @@ def _cpu_ne__Tensor(ks, self, other):
 def _cuda_ne__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.ne(_cupy(), self._data, other._data), 'ne_')
+        return _write_inplace(self, K.ne(_cupy(), _dev(self), _dev(other)), 'ne_')
     except ValueError as _e:
         _value_error(_e, K.ne, self, other)
 
@@ -6178,7 +6183,7 @@ def _cpu_ne_out(ks, self, other, out):
 def _cuda_ne_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.ne(_cupy(), self._data, other._data), 'ne')
+        return _write_out(out, K.ne(_cupy(), _dev(self), _dev(other)), 'ne')
     except ValueError as _e:
         _value_error(_e, K.ne, self, other, out)
 
@@ -6199,7 +6204,7 @@ def _cpu_ne_Scalar(ks, self, other):
 
 def _cuda_ne_Scalar(ks, self, other):
     try:
-        return _new(K.ne(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.ne(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.ne, self)
 
@@ -6219,7 +6224,7 @@ def _cpu_ne__Scalar(ks, self, other):
 
 def _cuda_ne__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.ne(_cupy(), self._data, other), 'ne_')
+        return _write_inplace(self, K.ne(_cupy(), _dev(self), other), 'ne_')
     except ValueError as _e:
         _value_error(_e, K.ne, self)
 
@@ -6240,7 +6245,7 @@ def _cpu_ne_Scalar_out(ks, self, other, out):
 def _cuda_ne_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.ne(_cupy(), self._data, other), 'ne')
+        return _write_out(out, K.ne(_cupy(), _dev(self), other), 'ne')
     except ValueError as _e:
         _value_error(_e, K.ne, self, out)
 
@@ -6262,7 +6267,7 @@ def _cpu_lt_Tensor(ks, self, other):
 def _cuda_lt_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.lt(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.lt(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.lt, self, other)
 
@@ -6284,7 +6289,7 @@ def _cpu_lt__Tensor(ks, self, other):
 def _cuda_lt__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.lt(_cupy(), self._data, other._data), 'lt_')
+        return _write_inplace(self, K.lt(_cupy(), _dev(self), _dev(other)), 'lt_')
     except ValueError as _e:
         _value_error(_e, K.lt, self, other)
 
@@ -6306,7 +6311,7 @@ def _cpu_lt_out(ks, self, other, out):
 def _cuda_lt_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.lt(_cupy(), self._data, other._data), 'lt')
+        return _write_out(out, K.lt(_cupy(), _dev(self), _dev(other)), 'lt')
     except ValueError as _e:
         _value_error(_e, K.lt, self, other, out)
 
@@ -6327,7 +6332,7 @@ def _cpu_lt_Scalar(ks, self, other):
 
 def _cuda_lt_Scalar(ks, self, other):
     try:
-        return _new(K.lt(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.lt(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.lt, self)
 
@@ -6347,7 +6352,7 @@ def _cpu_lt__Scalar(ks, self, other):
 
 def _cuda_lt__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.lt(_cupy(), self._data, other), 'lt_')
+        return _write_inplace(self, K.lt(_cupy(), _dev(self), other), 'lt_')
     except ValueError as _e:
         _value_error(_e, K.lt, self)
 
@@ -6368,7 +6373,7 @@ def _cpu_lt_Scalar_out(ks, self, other, out):
 def _cuda_lt_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.lt(_cupy(), self._data, other), 'lt')
+        return _write_out(out, K.lt(_cupy(), _dev(self), other), 'lt')
     except ValueError as _e:
         _value_error(_e, K.lt, self, out)
 
@@ -6390,7 +6395,7 @@ def _cpu_le_Tensor(ks, self, other):
 def _cuda_le_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.le(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.le(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.le, self, other)
 
@@ -6412,7 +6417,7 @@ def _cpu_le__Tensor(ks, self, other):
 def _cuda_le__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.le(_cupy(), self._data, other._data), 'le_')
+        return _write_inplace(self, K.le(_cupy(), _dev(self), _dev(other)), 'le_')
     except ValueError as _e:
         _value_error(_e, K.le, self, other)
 
@@ -6434,7 +6439,7 @@ def _cpu_le_out(ks, self, other, out):
 def _cuda_le_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.le(_cupy(), self._data, other._data), 'le')
+        return _write_out(out, K.le(_cupy(), _dev(self), _dev(other)), 'le')
     except ValueError as _e:
         _value_error(_e, K.le, self, other, out)
 
@@ -6455,7 +6460,7 @@ def _cpu_le_Scalar(ks, self, other):
 
 def _cuda_le_Scalar(ks, self, other):
     try:
-        return _new(K.le(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.le(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.le, self)
 
@@ -6475,7 +6480,7 @@ def _cpu_le__Scalar(ks, self, other):
 
 def _cuda_le__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.le(_cupy(), self._data, other), 'le_')
+        return _write_inplace(self, K.le(_cupy(), _dev(self), other), 'le_')
     except ValueError as _e:
         _value_error(_e, K.le, self)
 
@@ -6496,7 +6501,7 @@ def _cpu_le_Scalar_out(ks, self, other, out):
 def _cuda_le_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.le(_cupy(), self._data, other), 'le')
+        return _write_out(out, K.le(_cupy(), _dev(self), other), 'le')
     except ValueError as _e:
         _value_error(_e, K.le, self, out)
 
@@ -6518,7 +6523,7 @@ def _cpu_gt_Tensor(ks, self, other):
 def _cuda_gt_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.gt(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.gt(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.gt, self, other)
 
@@ -6540,7 +6545,7 @@ def _cpu_gt__Tensor(ks, self, other):
 def _cuda_gt__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.gt(_cupy(), self._data, other._data), 'gt_')
+        return _write_inplace(self, K.gt(_cupy(), _dev(self), _dev(other)), 'gt_')
     except ValueError as _e:
         _value_error(_e, K.gt, self, other)
 
@@ -6562,7 +6567,7 @@ def _cpu_gt_out(ks, self, other, out):
 def _cuda_gt_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.gt(_cupy(), self._data, other._data), 'gt')
+        return _write_out(out, K.gt(_cupy(), _dev(self), _dev(other)), 'gt')
     except ValueError as _e:
         _value_error(_e, K.gt, self, other, out)
 
@@ -6583,7 +6588,7 @@ def _cpu_gt_Scalar(ks, self, other):
 
 def _cuda_gt_Scalar(ks, self, other):
     try:
-        return _new(K.gt(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.gt(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.gt, self)
 
@@ -6603,7 +6608,7 @@ def _cpu_gt__Scalar(ks, self, other):
 
 def _cuda_gt__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.gt(_cupy(), self._data, other), 'gt_')
+        return _write_inplace(self, K.gt(_cupy(), _dev(self), other), 'gt_')
     except ValueError as _e:
         _value_error(_e, K.gt, self)
 
@@ -6624,7 +6629,7 @@ def _cpu_gt_Scalar_out(ks, self, other, out):
 def _cuda_gt_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.gt(_cupy(), self._data, other), 'gt')
+        return _write_out(out, K.gt(_cupy(), _dev(self), other), 'gt')
     except ValueError as _e:
         _value_error(_e, K.gt, self, out)
 
@@ -6646,7 +6651,7 @@ def _cpu_ge_Tensor(ks, self, other):
 def _cuda_ge_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.ge(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.ge(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.ge, self, other)
 
@@ -6668,7 +6673,7 @@ def _cpu_ge__Tensor(ks, self, other):
 def _cuda_ge__Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _write_inplace(self, K.ge(_cupy(), self._data, other._data), 'ge_')
+        return _write_inplace(self, K.ge(_cupy(), _dev(self), _dev(other)), 'ge_')
     except ValueError as _e:
         _value_error(_e, K.ge, self, other)
 
@@ -6690,7 +6695,7 @@ def _cpu_ge_out(ks, self, other, out):
 def _cuda_ge_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.ge(_cupy(), self._data, other._data), 'ge')
+        return _write_out(out, K.ge(_cupy(), _dev(self), _dev(other)), 'ge')
     except ValueError as _e:
         _value_error(_e, K.ge, self, other, out)
 
@@ -6711,7 +6716,7 @@ def _cpu_ge_Scalar(ks, self, other):
 
 def _cuda_ge_Scalar(ks, self, other):
     try:
-        return _new(K.ge(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.ge(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.ge, self)
 
@@ -6731,7 +6736,7 @@ def _cpu_ge__Scalar(ks, self, other):
 
 def _cuda_ge__Scalar(ks, self, other):
     try:
-        return _write_inplace(self, K.ge(_cupy(), self._data, other), 'ge_')
+        return _write_inplace(self, K.ge(_cupy(), _dev(self), other), 'ge_')
     except ValueError as _e:
         _value_error(_e, K.ge, self)
 
@@ -6752,7 +6757,7 @@ def _cpu_ge_Scalar_out(ks, self, other, out):
 def _cuda_ge_Scalar_out(ks, self, other, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.ge(_cupy(), self._data, other), 'ge')
+        return _write_out(out, K.ge(_cupy(), _dev(self), other), 'ge')
     except ValueError as _e:
         _value_error(_e, K.ge, self, out)
 
@@ -6774,7 +6779,7 @@ def _cpu_greater_Tensor(ks, self, other):
 def _cuda_greater_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.gt(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.gt(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.gt, self, other)
 
@@ -6795,7 +6800,7 @@ def _cpu_greater_Scalar(ks, self, other):
 
 def _cuda_greater_Scalar(ks, self, other):
     try:
-        return _new(K.gt(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.gt(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.gt, self)
 
@@ -6816,7 +6821,7 @@ def _cpu_greater_equal_Tensor(ks, self, other):
 def _cuda_greater_equal_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.ge(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.ge(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.ge, self, other)
 
@@ -6837,7 +6842,7 @@ def _cpu_greater_equal_Scalar(ks, self, other):
 
 def _cuda_greater_equal_Scalar(ks, self, other):
     try:
-        return _new(K.ge(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.ge(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.ge, self)
 
@@ -6858,7 +6863,7 @@ def _cpu_less_Tensor(ks, self, other):
 def _cuda_less_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.lt(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.lt(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.lt, self, other)
 
@@ -6879,7 +6884,7 @@ def _cpu_less_Scalar(ks, self, other):
 
 def _cuda_less_Scalar(ks, self, other):
     try:
-        return _new(K.lt(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.lt(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.lt, self)
 
@@ -6900,7 +6905,7 @@ def _cpu_less_equal_Tensor(ks, self, other):
 def _cuda_less_equal_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.le(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.le(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.le, self, other)
 
@@ -6921,7 +6926,7 @@ def _cpu_less_equal_Scalar(ks, self, other):
 
 def _cuda_less_equal_Scalar(ks, self, other):
     try:
-        return _new(K.le(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.le(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.le, self)
 
@@ -6942,7 +6947,7 @@ def _cpu_not_equal_Tensor(ks, self, other):
 def _cuda_not_equal_Tensor(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.ne(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.ne(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.ne, self, other)
 
@@ -6963,7 +6968,7 @@ def _cpu_not_equal_Scalar(ks, self, other):
 
 def _cuda_not_equal_Scalar(ks, self, other):
     try:
-        return _new(K.ne(_cupy(), self._data, other), self._ks, self._device)
+        return _new(K.ne(_cupy(), _dev(self), other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.ne, self)
 
@@ -6984,7 +6989,7 @@ def _cpu_where_self(ks, condition, self, other):
 def _cuda_where_self(ks, condition, self, other):
     _check_devices('cuda', condition, self, other)
     try:
-        return _new(K.where(_cupy(), condition._data, self._data, other._data), condition._ks, condition._device)
+        return _new(K.where(_cupy(), _dev(condition), _dev(self), _dev(other)), condition._ks, condition._device)
     except ValueError as _e:
         _value_error(_e, K.where, condition, self, other)
 
@@ -7006,7 +7011,7 @@ def _cpu_where_self_out(ks, condition, self, other, out):
 def _cuda_where_self_out(ks, condition, self, other, out):
     _check_devices('cuda', condition, self, other, out)
     try:
-        return _write_out(out, K.where(_cupy(), condition._data, self._data, other._data), 'where')
+        return _write_out(out, K.where(_cupy(), _dev(condition), _dev(self), _dev(other)), 'where')
     except ValueError as _e:
         _value_error(_e, K.where, condition, self, other, out)
 
@@ -7037,7 +7042,7 @@ def _cpu_where_Scalar(ks, condition, self, other):
 
 def _cuda_where_Scalar(ks, condition, self, other):
     try:
-        return _new(K.where(_cupy(), condition._data, self, other), condition._ks, condition._device)
+        return _new(K.where(_cupy(), _dev(condition), self, other), condition._ks, condition._device)
     except ValueError as _e:
         _value_error(_e, K.where, condition)
 
@@ -7062,7 +7067,7 @@ def _cpu_clamp_default(ks, self, min, max):
 
 def _cuda_clamp_default(ks, self, min, max):
     try:
-        return _new(K.clamp(_cupy(), self._data, min, max), self._ks, self._device)
+        return _new(K.clamp(_cupy(), _dev(self), min, max), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.clamp, self)
 
@@ -7083,7 +7088,7 @@ def _cpu_clamp_Tensor(ks, self, min, max):
 def _cuda_clamp_Tensor(ks, self, min, max):
     _check_devices('cuda', self, min, max)
     try:
-        return _new(K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), self._ks, self._device)
+        return _new(K.clamp(_cupy(), _dev(self), (None if min is None else _dev(min)), (None if max is None else _dev(max))), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.clamp, self, min, max)
 
@@ -7105,7 +7110,7 @@ def _cpu_clamp_out(ks, self, min, max, out):
 def _cuda_clamp_out(ks, self, min, max, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.clamp(_cupy(), self._data, min, max), 'clamp')
+        return _write_out(out, K.clamp(_cupy(), _dev(self), min, max), 'clamp')
     except ValueError as _e:
         _value_error(_e, K.clamp, self, out)
 
@@ -7127,7 +7132,7 @@ def _cpu_clamp_Tensor_out(ks, self, min, max, out):
 def _cuda_clamp_Tensor_out(ks, self, min, max, out):
     _check_devices('cuda', self, min, max, out)
     try:
-        return _write_out(out, K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp')
+        return _write_out(out, K.clamp(_cupy(), _dev(self), (None if min is None else _dev(min)), (None if max is None else _dev(max))), 'clamp')
     except ValueError as _e:
         _value_error(_e, K.clamp, self, min, max, out)
 
@@ -7148,7 +7153,7 @@ def _cpu_clamp__default(ks, self, min, max):
 
 def _cuda_clamp__default(ks, self, min, max):
     try:
-        return _write_inplace(self, K.clamp(_cupy(), self._data, min, max), 'clamp_')
+        return _write_inplace(self, K.clamp(_cupy(), _dev(self), min, max), 'clamp_')
     except ValueError as _e:
         _value_error(_e, K.clamp, self)
 
@@ -7169,7 +7174,7 @@ def _cpu_clamp__Tensor(ks, self, min, max):
 def _cuda_clamp__Tensor(ks, self, min, max):
     _check_devices('cuda', self, min, max)
     try:
-        return _write_inplace(self, K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), 'clamp_')
+        return _write_inplace(self, K.clamp(_cupy(), _dev(self), (None if min is None else _dev(min)), (None if max is None else _dev(max))), 'clamp_')
     except ValueError as _e:
         _value_error(_e, K.clamp, self, min, max)
 
@@ -7190,7 +7195,7 @@ def _cpu_clip_default(ks, self, min, max):
 
 def _cuda_clip_default(ks, self, min, max):
     try:
-        return _new(K.clamp(_cupy(), self._data, min, max), self._ks, self._device)
+        return _new(K.clamp(_cupy(), _dev(self), min, max), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.clamp, self)
 
@@ -7211,7 +7216,7 @@ def _cpu_clip_Tensor(ks, self, min, max):
 def _cuda_clip_Tensor(ks, self, min, max):
     _check_devices('cuda', self, min, max)
     try:
-        return _new(K.clamp(_cupy(), self._data, (None if min is None else min._data), (None if max is None else max._data)), self._ks, self._device)
+        return _new(K.clamp(_cupy(), _dev(self), (None if min is None else _dev(min)), (None if max is None else _dev(max))), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.clamp, self, min, max)
 
@@ -7232,7 +7237,7 @@ def _cpu_clip__default(ks, self, min, max):
 
 def _cuda_clip__default(ks, self, min, max):
     try:
-        return _write_inplace(self, K.clamp(_cupy(), self._data, min, max), 'clip_')
+        return _write_inplace(self, K.clamp(_cupy(), _dev(self), min, max), 'clip_')
     except ValueError as _e:
         _value_error(_e, K.clamp, self)
 
@@ -7252,7 +7257,7 @@ def _cpu_clamp_min_default(ks, self, min):
 
 def _cuda_clamp_min_default(ks, self, min):
     try:
-        return _new(K.clamp_min(_cupy(), self._data, min), self._ks, self._device)
+        return _new(K.clamp_min(_cupy(), _dev(self), min), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.clamp_min, self)
 
@@ -7273,7 +7278,7 @@ def _cpu_clamp_min_Tensor(ks, self, min):
 def _cuda_clamp_min_Tensor(ks, self, min):
     _check_devices('cuda', self, min)
     try:
-        return _new(K.clamp_min(_cupy(), self._data, min._data), self._ks, self._device)
+        return _new(K.clamp_min(_cupy(), _dev(self), _dev(min)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.clamp_min, self, min)
 
@@ -7294,7 +7299,7 @@ def _cpu_clamp_min__default(ks, self, min):
 
 def _cuda_clamp_min__default(ks, self, min):
     try:
-        return _write_inplace(self, K.clamp_min(_cupy(), self._data, min), 'clamp_min_')
+        return _write_inplace(self, K.clamp_min(_cupy(), _dev(self), min), 'clamp_min_')
     except ValueError as _e:
         _value_error(_e, K.clamp_min, self)
 
@@ -7314,7 +7319,7 @@ def _cpu_clamp_max_default(ks, self, max):
 
 def _cuda_clamp_max_default(ks, self, max):
     try:
-        return _new(K.clamp_max(_cupy(), self._data, max), self._ks, self._device)
+        return _new(K.clamp_max(_cupy(), _dev(self), max), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.clamp_max, self)
 
@@ -7335,7 +7340,7 @@ def _cpu_clamp_max_Tensor(ks, self, max):
 def _cuda_clamp_max_Tensor(ks, self, max):
     _check_devices('cuda', self, max)
     try:
-        return _new(K.clamp_max(_cupy(), self._data, max._data), self._ks, self._device)
+        return _new(K.clamp_max(_cupy(), _dev(self), _dev(max)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.clamp_max, self, max)
 
@@ -7356,7 +7361,7 @@ def _cpu_clamp_max__default(ks, self, max):
 
 def _cuda_clamp_max__default(ks, self, max):
     try:
-        return _write_inplace(self, K.clamp_max(_cupy(), self._data, max), 'clamp_max_')
+        return _write_inplace(self, K.clamp_max(_cupy(), _dev(self), max), 'clamp_max_')
     except ValueError as _e:
         _value_error(_e, K.clamp_max, self)
 
@@ -7377,7 +7382,7 @@ def _cpu_lerp_Scalar(ks, self, end, weight):
 def _cuda_lerp_Scalar(ks, self, end, weight):
     _check_devices('cuda', self, end)
     try:
-        return _new(K.lerp(_cupy(), self._data, end._data, weight), self._ks, self._device)
+        return _new(K.lerp(_cupy(), _dev(self), _dev(end), weight), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.lerp, self, end)
 
@@ -7399,7 +7404,7 @@ def _cpu_lerp_Tensor(ks, self, end, weight):
 def _cuda_lerp_Tensor(ks, self, end, weight):
     _check_devices('cuda', self, end, weight)
     try:
-        return _new(K.lerp(_cupy(), self._data, end._data, weight._data), self._ks, self._device)
+        return _new(K.lerp(_cupy(), _dev(self), _dev(end), _dev(weight)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.lerp, self, end, weight)
 
@@ -7421,7 +7426,7 @@ def _cpu_lerp__Scalar(ks, self, end, weight):
 def _cuda_lerp__Scalar(ks, self, end, weight):
     _check_devices('cuda', self, end)
     try:
-        return _write_inplace(self, K.lerp(_cupy(), self._data, end._data, weight), 'lerp_')
+        return _write_inplace(self, K.lerp(_cupy(), _dev(self), _dev(end), weight), 'lerp_')
     except ValueError as _e:
         _value_error(_e, K.lerp, self, end)
 
@@ -7443,7 +7448,7 @@ def _cpu_lerp__Tensor(ks, self, end, weight):
 def _cuda_lerp__Tensor(ks, self, end, weight):
     _check_devices('cuda', self, end, weight)
     try:
-        return _write_inplace(self, K.lerp(_cupy(), self._data, end._data, weight._data), 'lerp_')
+        return _write_inplace(self, K.lerp(_cupy(), _dev(self), _dev(end), _dev(weight)), 'lerp_')
     except ValueError as _e:
         _value_error(_e, K.lerp, self, end, weight)
 
@@ -7465,7 +7470,7 @@ def _cpu_lerp_Scalar_out(ks, self, end, weight, out):
 def _cuda_lerp_Scalar_out(ks, self, end, weight, out):
     _check_devices('cuda', self, end, out)
     try:
-        return _write_out(out, K.lerp(_cupy(), self._data, end._data, weight), 'lerp')
+        return _write_out(out, K.lerp(_cupy(), _dev(self), _dev(end), weight), 'lerp')
     except ValueError as _e:
         _value_error(_e, K.lerp, self, end, out)
 
@@ -7487,7 +7492,7 @@ def _cpu_addcmul_default(ks, self, tensor1, tensor2, value):
 def _cuda_addcmul_default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
     try:
-        return _new(K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), self._ks, self._device)
+        return _new(K.addcmul(_cupy(), _dev(self), _dev(tensor1), _dev(tensor2), value=value), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.addcmul, self, tensor1, tensor2)
 
@@ -7509,7 +7514,7 @@ def _cpu_addcmul__default(ks, self, tensor1, tensor2, value):
 def _cuda_addcmul__default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
     try:
-        return _write_inplace(self, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcmul_')
+        return _write_inplace(self, K.addcmul(_cupy(), _dev(self), _dev(tensor1), _dev(tensor2), value=value), 'addcmul_')
     except ValueError as _e:
         _value_error(_e, K.addcmul, self, tensor1, tensor2)
 
@@ -7531,7 +7536,7 @@ def _cpu_addcmul_out(ks, self, tensor1, tensor2, value, out):
 def _cuda_addcmul_out(ks, self, tensor1, tensor2, value, out):
     _check_devices('cuda', self, tensor1, tensor2, out)
     try:
-        return _write_out(out, K.addcmul(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcmul')
+        return _write_out(out, K.addcmul(_cupy(), _dev(self), _dev(tensor1), _dev(tensor2), value=value), 'addcmul')
     except ValueError as _e:
         _value_error(_e, K.addcmul, self, tensor1, tensor2, out)
 
@@ -7553,7 +7558,7 @@ def _cpu_addcdiv_default(ks, self, tensor1, tensor2, value):
 def _cuda_addcdiv_default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
     try:
-        return _new(K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), self._ks, self._device)
+        return _new(K.addcdiv(_cupy(), _dev(self), _dev(tensor1), _dev(tensor2), value=value), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.addcdiv, self, tensor1, tensor2)
 
@@ -7575,7 +7580,7 @@ def _cpu_addcdiv__default(ks, self, tensor1, tensor2, value):
 def _cuda_addcdiv__default(ks, self, tensor1, tensor2, value):
     _check_devices('cuda', self, tensor1, tensor2)
     try:
-        return _write_inplace(self, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcdiv_')
+        return _write_inplace(self, K.addcdiv(_cupy(), _dev(self), _dev(tensor1), _dev(tensor2), value=value), 'addcdiv_')
     except ValueError as _e:
         _value_error(_e, K.addcdiv, self, tensor1, tensor2)
 
@@ -7597,7 +7602,7 @@ def _cpu_addcdiv_out(ks, self, tensor1, tensor2, value, out):
 def _cuda_addcdiv_out(ks, self, tensor1, tensor2, value, out):
     _check_devices('cuda', self, tensor1, tensor2, out)
     try:
-        return _write_out(out, K.addcdiv(_cupy(), self._data, tensor1._data, tensor2._data, value=value), 'addcdiv')
+        return _write_out(out, K.addcdiv(_cupy(), _dev(self), _dev(tensor1), _dev(tensor2), value=value), 'addcdiv')
     except ValueError as _e:
         _value_error(_e, K.addcdiv, self, tensor1, tensor2, out)
 
@@ -7618,7 +7623,7 @@ def _cpu_sum_default(ks, self, dtype):
 
 def _cuda_sum_default(ks, self, dtype):
     try:
-        return _new(K.sum(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+        return _new(K.sum(_cupy(), _dev(self), dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sum, self)
 
@@ -7638,7 +7643,7 @@ def _cpu_nansum_default(ks, self, dtype):
 
 def _cuda_nansum_default(ks, self, dtype):
     try:
-        return _new(K.nansum(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+        return _new(K.nansum(_cupy(), _dev(self), dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.nansum, self)
 
@@ -7658,7 +7663,7 @@ def _cpu_prod_default(ks, self, dtype):
 
 def _cuda_prod_default(ks, self, dtype):
     try:
-        return _new(K.prod(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+        return _new(K.prod(_cupy(), _dev(self), dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.prod, self)
 
@@ -7678,7 +7683,7 @@ def _cpu_sum_dim_IntList(ks, self, dim, keepdim, dtype):
 
 def _cuda_sum_dim_IntList(ks, self, dim, keepdim, dtype):
     try:
-        return _new(K.sum(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+        return _new(K.sum(_cupy(), _dev(self), dim, keepdim, dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.sum, self)
 
@@ -7699,7 +7704,7 @@ def _cpu_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
 def _cuda_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.sum(_cupy(), self._data, dim, keepdim, dtype=dtype), 'sum')
+        return _write_out(out, K.sum(_cupy(), _dev(self), dim, keepdim, dtype=dtype), 'sum')
     except ValueError as _e:
         _value_error(_e, K.sum, self, out)
 
@@ -7720,7 +7725,7 @@ def _cpu_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
 
 def _cuda_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
     try:
-        return _new(K.nansum(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+        return _new(K.nansum(_cupy(), _dev(self), dim, keepdim, dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.nansum, self)
 
@@ -7740,7 +7745,7 @@ def _cpu_prod_dim_int(ks, self, dim, keepdim, dtype):
 
 def _cuda_prod_dim_int(ks, self, dim, keepdim, dtype):
     try:
-        return _new(K.prod(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+        return _new(K.prod(_cupy(), _dev(self), dim, keepdim, dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.prod, self)
 
@@ -7760,7 +7765,7 @@ def _cpu_mean_default(ks, self, dtype):
 
 def _cuda_mean_default(ks, self, dtype):
     try:
-        return _new(K.mean(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+        return _new(K.mean(_cupy(), _dev(self), dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.mean, self)
 
@@ -7780,7 +7785,7 @@ def _cpu_mean_dim(ks, self, dim, keepdim, dtype):
 
 def _cuda_mean_dim(ks, self, dim, keepdim, dtype):
     try:
-        return _new(K.mean(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+        return _new(K.mean(_cupy(), _dev(self), dim, keepdim, dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.mean, self)
 
@@ -7800,7 +7805,7 @@ def _cpu_nanmean_default(ks, self, dtype):
 
 def _cuda_nanmean_default(ks, self, dtype):
     try:
-        return _new(K.nanmean(_cupy(), self._data, dtype=dtype), self._ks, self._device)
+        return _new(K.nanmean(_cupy(), _dev(self), dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.nanmean, self)
 
@@ -7820,7 +7825,7 @@ def _cpu_nanmean_dim(ks, self, dim, keepdim, dtype):
 
 def _cuda_nanmean_dim(ks, self, dim, keepdim, dtype):
     try:
-        return _new(K.nanmean(_cupy(), self._data, dim, keepdim, dtype=dtype), self._ks, self._device)
+        return _new(K.nanmean(_cupy(), _dev(self), dim, keepdim, dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.nanmean, self)
 
@@ -7841,7 +7846,7 @@ def _cpu_mean_out(ks, self, dim, keepdim, dtype, out):
 def _cuda_mean_out(ks, self, dim, keepdim, dtype, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.mean(_cupy(), self._data, dim, keepdim, dtype=dtype), 'mean')
+        return _write_out(out, K.mean(_cupy(), _dev(self), dim, keepdim, dtype=dtype), 'mean')
     except ValueError as _e:
         _value_error(_e, K.mean, self, out)
 
@@ -7863,7 +7868,7 @@ def _cpu_mean_dtype_out(ks, self, dtype, out):
 def _cuda_mean_dtype_out(ks, self, dtype, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.mean(_cupy(), self._data, dtype=dtype), 'mean')
+        return _write_out(out, K.mean(_cupy(), _dev(self), dtype=dtype), 'mean')
     except ValueError as _e:
         _value_error(_e, K.mean, self, out)
 
@@ -7894,7 +7899,7 @@ def _cpu_var_correction(ks, self, dim, correction, keepdim):
 
 def _cuda_var_correction(ks, self, dim, correction, keepdim):
     try:
-        return _new(K.var(_cupy(), self._data, dim, correction=correction, keepdim=keepdim), self._ks, self._device)
+        return _new(K.var(_cupy(), _dev(self), dim, correction=correction, keepdim=keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.var, self)
 
@@ -7924,7 +7929,7 @@ def _cpu_std_correction(ks, self, dim, correction, keepdim):
 
 def _cuda_std_correction(ks, self, dim, correction, keepdim):
     try:
-        return _new(K.std(_cupy(), self._data, dim, correction=correction, keepdim=keepdim), self._ks, self._device)
+        return _new(K.std(_cupy(), _dev(self), dim, correction=correction, keepdim=keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.std, self)
 
@@ -7955,7 +7960,7 @@ def _cpu_var_mean_correction(ks, self, dim, correction, keepdim):
 
 def _cuda_var_mean_correction(ks, self, dim, correction, keepdim):
     try:
-        _rs = K.var_mean(_cupy(), self._data, dim, correction=correction, keepdim=keepdim)
+        _rs = K.var_mean(_cupy(), _dev(self), dim, correction=correction, keepdim=keepdim)
         return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
     except ValueError as _e:
         _value_error(_e, K.var_mean, self)
@@ -7987,7 +7992,7 @@ def _cpu_std_mean_correction(ks, self, dim, correction, keepdim):
 
 def _cuda_std_mean_correction(ks, self, dim, correction, keepdim):
     try:
-        _rs = K.std_mean(_cupy(), self._data, dim, correction=correction, keepdim=keepdim)
+        _rs = K.std_mean(_cupy(), _dev(self), dim, correction=correction, keepdim=keepdim)
         return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
     except ValueError as _e:
         _value_error(_e, K.std_mean, self)
@@ -8008,7 +8013,7 @@ def _cpu_max_default(ks, self):
 
 def _cuda_max_default(ks, self):
     try:
-        return _new(K.max(_cupy(), self._data), self._ks, self._device)
+        return _new(K.max(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.max, self)
 
@@ -8029,7 +8034,7 @@ def _cpu_max_dim(ks, self, dim, keepdim):
 
 def _cuda_max_dim(ks, self, dim, keepdim):
     try:
-        _rs = K.max_dim(_cupy(), self._data, dim, keepdim)
+        _rs = K.max_dim(_cupy(), _dev(self), dim, keepdim)
         return _rt.max(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.max_dim, self)
@@ -8050,7 +8055,7 @@ def _cpu_min_default(ks, self):
 
 def _cuda_min_default(ks, self):
     try:
-        return _new(K.min(_cupy(), self._data), self._ks, self._device)
+        return _new(K.min(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.min, self)
 
@@ -8071,7 +8076,7 @@ def _cpu_min_dim(ks, self, dim, keepdim):
 
 def _cuda_min_dim(ks, self, dim, keepdim):
     try:
-        _rs = K.min_dim(_cupy(), self._data, dim, keepdim)
+        _rs = K.min_dim(_cupy(), _dev(self), dim, keepdim)
         return _rt.min(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.min_dim, self)
@@ -8092,7 +8097,7 @@ def _cpu_amax_default(ks, self, dim, keepdim):
 
 def _cuda_amax_default(ks, self, dim, keepdim):
     try:
-        return _new(K.amax(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+        return _new(K.amax(_cupy(), _dev(self), dim, keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.amax, self)
 
@@ -8113,7 +8118,7 @@ def _cpu_amax_out(ks, self, dim, keepdim, out):
 def _cuda_amax_out(ks, self, dim, keepdim, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.amax(_cupy(), self._data, dim, keepdim), 'amax')
+        return _write_out(out, K.amax(_cupy(), _dev(self), dim, keepdim), 'amax')
     except ValueError as _e:
         _value_error(_e, K.amax, self, out)
 
@@ -8134,7 +8139,7 @@ def _cpu_amin_default(ks, self, dim, keepdim):
 
 def _cuda_amin_default(ks, self, dim, keepdim):
     try:
-        return _new(K.amin(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+        return _new(K.amin(_cupy(), _dev(self), dim, keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.amin, self)
 
@@ -8155,7 +8160,7 @@ def _cpu_amin_out(ks, self, dim, keepdim, out):
 def _cuda_amin_out(ks, self, dim, keepdim, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.amin(_cupy(), self._data, dim, keepdim), 'amin')
+        return _write_out(out, K.amin(_cupy(), _dev(self), dim, keepdim), 'amin')
     except ValueError as _e:
         _value_error(_e, K.amin, self, out)
 
@@ -8177,7 +8182,7 @@ def _cpu_aminmax_default(ks, self, dim, keepdim):
 
 def _cuda_aminmax_default(ks, self, dim, keepdim):
     try:
-        _rs = K.aminmax(_cupy(), self._data, dim=dim, keepdim=keepdim)
+        _rs = K.aminmax(_cupy(), _dev(self), dim=dim, keepdim=keepdim)
         return _rt.aminmax(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.aminmax, self)
@@ -8198,7 +8203,7 @@ def _cpu_argmax_default(ks, self, dim, keepdim):
 
 def _cuda_argmax_default(ks, self, dim, keepdim):
     try:
-        return _new(K.argmax(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+        return _new(K.argmax(_cupy(), _dev(self), dim, keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.argmax, self)
 
@@ -8218,7 +8223,7 @@ def _cpu_argmin_default(ks, self, dim, keepdim):
 
 def _cuda_argmin_default(ks, self, dim, keepdim):
     try:
-        return _new(K.argmin(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+        return _new(K.argmin(_cupy(), _dev(self), dim, keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.argmin, self)
 
@@ -8238,7 +8243,7 @@ def _cpu_logsumexp_default(ks, self, dim, keepdim):
 
 def _cuda_logsumexp_default(ks, self, dim, keepdim):
     try:
-        return _new(K.logsumexp(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+        return _new(K.logsumexp(_cupy(), _dev(self), dim, keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.logsumexp, self)
 
@@ -8258,7 +8263,7 @@ def _cpu_all_default(ks, self):
 
 def _cuda_all_default(ks, self):
     try:
-        return _new(K.all(_cupy(), self._data), self._ks, self._device)
+        return _new(K.all(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.all, self)
 
@@ -8278,7 +8283,7 @@ def _cpu_all_dim(ks, self, dim, keepdim):
 
 def _cuda_all_dim(ks, self, dim, keepdim):
     try:
-        return _new(K.all(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+        return _new(K.all(_cupy(), _dev(self), dim, keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.all, self)
 
@@ -8298,7 +8303,7 @@ def _cpu_all_dims(ks, self, dim, keepdim):
 
 def _cuda_all_dims(ks, self, dim, keepdim):
     try:
-        return _new(K.all(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+        return _new(K.all(_cupy(), _dev(self), dim, keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.all, self)
 
@@ -8318,7 +8323,7 @@ def _cpu_any_default(ks, self):
 
 def _cuda_any_default(ks, self):
     try:
-        return _new(K.any(_cupy(), self._data), self._ks, self._device)
+        return _new(K.any(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.any, self)
 
@@ -8338,7 +8343,7 @@ def _cpu_any_dim(ks, self, dim, keepdim):
 
 def _cuda_any_dim(ks, self, dim, keepdim):
     try:
-        return _new(K.any(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+        return _new(K.any(_cupy(), _dev(self), dim, keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.any, self)
 
@@ -8358,7 +8363,7 @@ def _cpu_any_dims(ks, self, dim, keepdim):
 
 def _cuda_any_dims(ks, self, dim, keepdim):
     try:
-        return _new(K.any(_cupy(), self._data, dim, keepdim), self._ks, self._device)
+        return _new(K.any(_cupy(), _dev(self), dim, keepdim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.any, self)
 
@@ -8378,7 +8383,7 @@ def _cpu_count_nonzero_dim_IntList(ks, self, dim):
 
 def _cuda_count_nonzero_dim_IntList(ks, self, dim):
     try:
-        return _new(K.count_nonzero(_cupy(), self._data, dim), self._ks, self._device)
+        return _new(K.count_nonzero(_cupy(), _dev(self), dim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.count_nonzero, self)
 
@@ -8398,7 +8403,7 @@ def _cpu_count_nonzero_default(ks, self, dim):
 
 def _cuda_count_nonzero_default(ks, self, dim):
     try:
-        return _new(K.count_nonzero(_cupy(), self._data, dim), self._ks, self._device)
+        return _new(K.count_nonzero(_cupy(), _dev(self), dim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.count_nonzero, self)
 
@@ -8418,7 +8423,7 @@ def _cpu_cumsum_default(ks, self, dim, dtype):
 
 def _cuda_cumsum_default(ks, self, dim, dtype):
     try:
-        return _new(K.cumsum(_cupy(), self._data, dim, dtype=dtype), self._ks, self._device)
+        return _new(K.cumsum(_cupy(), _dev(self), dim, dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.cumsum, self)
 
@@ -8438,7 +8443,7 @@ def _cpu_cumsum__default(ks, self, dim, dtype):
 
 def _cuda_cumsum__default(ks, self, dim, dtype):
     try:
-        return _write_inplace(self, K.cumsum(_cupy(), self._data, dim, dtype=dtype), 'cumsum_')
+        return _write_inplace(self, K.cumsum(_cupy(), _dev(self), dim, dtype=dtype), 'cumsum_')
     except ValueError as _e:
         _value_error(_e, K.cumsum, self)
 
@@ -8459,7 +8464,7 @@ def _cpu_cumsum_out(ks, self, dim, dtype, out):
 def _cuda_cumsum_out(ks, self, dim, dtype, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.cumsum(_cupy(), self._data, dim, dtype=dtype), 'cumsum')
+        return _write_out(out, K.cumsum(_cupy(), _dev(self), dim, dtype=dtype), 'cumsum')
     except ValueError as _e:
         _value_error(_e, K.cumsum, self, out)
 
@@ -8480,7 +8485,7 @@ def _cpu_cumprod_default(ks, self, dim, dtype):
 
 def _cuda_cumprod_default(ks, self, dim, dtype):
     try:
-        return _new(K.cumprod(_cupy(), self._data, dim, dtype=dtype), self._ks, self._device)
+        return _new(K.cumprod(_cupy(), _dev(self), dim, dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.cumprod, self)
 
@@ -8500,7 +8505,7 @@ def _cpu_cumprod__default(ks, self, dim, dtype):
 
 def _cuda_cumprod__default(ks, self, dim, dtype):
     try:
-        return _write_inplace(self, K.cumprod(_cupy(), self._data, dim, dtype=dtype), 'cumprod_')
+        return _write_inplace(self, K.cumprod(_cupy(), _dev(self), dim, dtype=dtype), 'cumprod_')
     except ValueError as _e:
         _value_error(_e, K.cumprod, self)
 
@@ -8521,7 +8526,7 @@ def _cpu_cumprod_out(ks, self, dim, dtype, out):
 def _cuda_cumprod_out(ks, self, dim, dtype, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.cumprod(_cupy(), self._data, dim, dtype=dtype), 'cumprod')
+        return _write_out(out, K.cumprod(_cupy(), _dev(self), dim, dtype=dtype), 'cumprod')
     except ValueError as _e:
         _value_error(_e, K.cumprod, self, out)
 
@@ -8542,7 +8547,7 @@ def _cpu_logcumsumexp_default(ks, self, dim):
 
 def _cuda_logcumsumexp_default(ks, self, dim):
     try:
-        return _new(K.logcumsumexp(_cupy(), self._data, dim), self._ks, self._device)
+        return _new(K.logcumsumexp(_cupy(), _dev(self), dim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.logcumsumexp, self)
 
@@ -8563,7 +8568,7 @@ def _cpu_cummax_default(ks, self, dim):
 
 def _cuda_cummax_default(ks, self, dim):
     try:
-        _rs = K.cummax(_cupy(), self._data, dim)
+        _rs = K.cummax(_cupy(), _dev(self), dim)
         return _rt.cummax(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.cummax, self)
@@ -8585,7 +8590,7 @@ def _cpu_cummin_default(ks, self, dim):
 
 def _cuda_cummin_default(ks, self, dim):
     try:
-        _rs = K.cummin(_cupy(), self._data, dim)
+        _rs = K.cummin(_cupy(), _dev(self), dim)
         return _rt.cummin(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.cummin, self)
@@ -8612,7 +8617,7 @@ def _cpu_sort_stable(ks, self, stable, dim, descending):
 
 def _cuda_sort_stable(ks, self, stable, dim, descending):
     try:
-        _rs = K.sort(_cupy(), self._data, stable=stable, dim=dim, descending=descending)
+        _rs = K.sort(_cupy(), _dev(self), stable=stable, dim=dim, descending=descending)
         return _rt.sort(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.sort, self)
@@ -8638,7 +8643,7 @@ def _cpu_argsort_stable(ks, self, stable, dim, descending):
 
 def _cuda_argsort_stable(ks, self, stable, dim, descending):
     try:
-        return _new(K.argsort(_cupy(), self._data, stable=stable, dim=dim, descending=descending), self._ks, self._device)
+        return _new(K.argsort(_cupy(), _dev(self), stable=stable, dim=dim, descending=descending), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.argsort, self)
 
@@ -8659,7 +8664,7 @@ def _cpu_topk_default(ks, self, k, dim, largest, sorted):
 
 def _cuda_topk_default(ks, self, k, dim, largest, sorted):
     try:
-        _rs = K.topk(_cupy(), self._data, k, dim, largest, sorted)
+        _rs = K.topk(_cupy(), _dev(self), k, dim, largest, sorted)
         return _rt.topk(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.topk, self)
@@ -8681,7 +8686,7 @@ def _cpu_kthvalue_default(ks, self, k, dim, keepdim):
 
 def _cuda_kthvalue_default(ks, self, k, dim, keepdim):
     try:
-        _rs = K.kthvalue(_cupy(), self._data, k, dim, keepdim)
+        _rs = K.kthvalue(_cupy(), _dev(self), k, dim, keepdim)
         return _rt.kthvalue(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.kthvalue, self)
@@ -8702,7 +8707,7 @@ def _cpu_median_default(ks, self):
 
 def _cuda_median_default(ks, self):
     try:
-        return _new(K.median(_cupy(), self._data), self._ks, self._device)
+        return _new(K.median(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.median, self)
 
@@ -8723,7 +8728,7 @@ def _cpu_median_dim(ks, self, dim, keepdim):
 
 def _cuda_median_dim(ks, self, dim, keepdim):
     try:
-        _rs = K.median_dim(_cupy(), self._data, dim, keepdim)
+        _rs = K.median_dim(_cupy(), _dev(self), dim, keepdim)
         return _rt.median(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.median_dim, self)
@@ -8745,7 +8750,7 @@ def _cpu_mode_default(ks, self, dim, keepdim):
 
 def _cuda_mode_default(ks, self, dim, keepdim):
     try:
-        _rs = K.mode(_cupy(), self._data, dim, keepdim)
+        _rs = K.mode(_cupy(), _dev(self), dim, keepdim)
         return _rt.mode(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.mode, self)
@@ -8787,7 +8792,7 @@ def _cpu__unique2_default(ks, self, sorted, return_inverse, return_counts):
 
 def _cuda__unique2_default(ks, self, sorted, return_inverse, return_counts):
     try:
-        _rs = K.unique(_cupy(), self._data, sorted, return_inverse, return_counts)
+        _rs = K.unique(_cupy(), _dev(self), sorted, return_inverse, return_counts)
         return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device),)
     except ValueError as _e:
         _value_error(_e, K.unique, self)
@@ -8804,7 +8809,7 @@ def _cpu_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts
 
 def _cuda_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
     try:
-        _rs = K.unique_dim(_cupy(), self._data, dim, sorted, return_inverse, return_counts)
+        _rs = K.unique_dim(_cupy(), _dev(self), dim, sorted, return_inverse, return_counts)
         return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device),)
     except ValueError as _e:
         _value_error(_e, K.unique_dim, self)
@@ -8821,7 +8826,7 @@ def _cpu_bincount_default(ks, self, weights, minlength):
 def _cuda_bincount_default(ks, self, weights, minlength):
     _check_devices('cuda', self, weights)
     try:
-        return _new(K.bincount(_cupy(), self._data, (None if weights is None else weights._data), minlength), self._ks, self._device)
+        return _new(K.bincount(_cupy(), _dev(self), (None if weights is None else _dev(weights)), minlength), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bincount, self, weights)
 
@@ -8836,7 +8841,7 @@ def _cpu_histc_default(ks, self, bins, min, max):
 
 def _cuda_histc_default(ks, self, bins, min, max):
     try:
-        return _new(K.histc(_cupy(), self._data, bins, min, max), self._ks, self._device)
+        return _new(K.histc(_cupy(), _dev(self), bins, min, max), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.histc, self)
 
@@ -8866,7 +8871,7 @@ def _cpu_view_default(ks, self, size):
 
 def _cuda_view_default(ks, self, size):
     try:
-        return _view(K.view(_cupy(), self._data, size), self)
+        return _view(K.view(_cupy(), _dev(self), size), self)
     except ValueError as _e:
         _value_error(_e, K.view, self)
 
@@ -8885,7 +8890,7 @@ def _cpu_view_dtype(ks, self, dtype):
 
 def _cuda_view_dtype(ks, self, dtype):
     try:
-        return _view(K.view_dtype(_cupy(), self._data, dtype), self)
+        return _view(K.view_dtype(_cupy(), _dev(self), dtype), self)
     except ValueError as _e:
         _value_error(_e, K.view_dtype, self)
 
@@ -8909,7 +8914,7 @@ def _cpu__reshape_alias_default(ks, self, size, stride):
 
 def _cuda__reshape_alias_default(ks, self, size, stride):
     try:
-        return _view(K._reshape_alias(_cupy(), self._data, size, stride), self)
+        return _view(K._reshape_alias(_cupy(), _dev(self), size, stride), self)
     except ValueError as _e:
         _value_error(_e, K._reshape_alias, self)
 
@@ -8938,7 +8943,7 @@ def _cpu_as_strided_default(ks, self, size, stride, storage_offset):
 
 def _cuda_as_strided_default(ks, self, size, stride, storage_offset):
     try:
-        return _view(K.as_strided(_cupy(), self._data, size, stride, storage_offset), self)
+        return _view(K.as_strided(_cupy(), _dev(self), size, stride, storage_offset), self)
     except ValueError as _e:
         _value_error(_e, K.as_strided, self)
 
@@ -8957,7 +8962,7 @@ def _cpu_alias_default(ks, self):
 
 def _cuda_alias_default(ks, self):
     try:
-        return _view(K.alias(_cupy(), self._data), self)
+        return _view(K.alias(_cupy(), _dev(self)), self)
     except ValueError as _e:
         _value_error(_e, K.alias, self)
 
@@ -8976,7 +8981,7 @@ def _cpu_t_default(ks, self):
 
 def _cuda_t_default(ks, self):
     try:
-        return _view(K.t(_cupy(), self._data), self)
+        return _view(K.t(_cupy(), _dev(self)), self)
     except ValueError as _e:
         _value_error(_e, K.t, self)
 
@@ -8995,7 +9000,7 @@ def _cpu_transpose_int(ks, self, dim0, dim1):
 
 def _cuda_transpose_int(ks, self, dim0, dim1):
     try:
-        return _view(K.transpose(_cupy(), self._data, dim0, dim1), self)
+        return _view(K.transpose(_cupy(), _dev(self), dim0, dim1), self)
     except ValueError as _e:
         _value_error(_e, K.transpose, self)
 
@@ -9024,7 +9029,7 @@ def _cpu_permute_default(ks, self, dims):
 
 def _cuda_permute_default(ks, self, dims):
     try:
-        return _view(K.permute(_cupy(), self._data, dims), self)
+        return _view(K.permute(_cupy(), _dev(self), dims), self)
     except ValueError as _e:
         _value_error(_e, K.permute, self)
 
@@ -9063,7 +9068,7 @@ def _cpu_expand_default(ks, self, size, implicit):
 
 def _cuda_expand_default(ks, self, size, implicit):
     try:
-        return _view(K.expand(_cupy(), self._data, size, implicit=implicit), self)
+        return _view(K.expand(_cupy(), _dev(self), size, implicit=implicit), self)
     except ValueError as _e:
         _value_error(_e, K.expand, self)
 
@@ -9097,7 +9102,7 @@ def _cpu_squeeze_default(ks, self):
 
 def _cuda_squeeze_default(ks, self):
     try:
-        return _view(K.squeeze(_cupy(), self._data), self)
+        return _view(K.squeeze(_cupy(), _dev(self)), self)
     except ValueError as _e:
         _value_error(_e, K.squeeze, self)
 
@@ -9116,7 +9121,7 @@ def _cpu_squeeze_dim(ks, self, dim):
 
 def _cuda_squeeze_dim(ks, self, dim):
     try:
-        return _view(K.squeeze(_cupy(), self._data, dim), self)
+        return _view(K.squeeze(_cupy(), _dev(self), dim), self)
     except ValueError as _e:
         _value_error(_e, K.squeeze, self)
 
@@ -9135,7 +9140,7 @@ def _cpu_squeeze_dims(ks, self, dim):
 
 def _cuda_squeeze_dims(ks, self, dim):
     try:
-        return _view(K.squeeze(_cupy(), self._data, dim), self)
+        return _view(K.squeeze(_cupy(), _dev(self), dim), self)
     except ValueError as _e:
         _value_error(_e, K.squeeze, self)
 
@@ -9154,7 +9159,7 @@ def _cpu_unsqueeze_default(ks, self, dim):
 
 def _cuda_unsqueeze_default(ks, self, dim):
     try:
-        return _view(K.unsqueeze(_cupy(), self._data, dim), self)
+        return _view(K.unsqueeze(_cupy(), _dev(self), dim), self)
     except ValueError as _e:
         _value_error(_e, K.unsqueeze, self)
 
@@ -9178,7 +9183,7 @@ def _cpu_unflatten_int(ks, self, dim, sizes):
 
 def _cuda_unflatten_int(ks, self, dim, sizes):
     try:
-        return _view(K.unflatten(_cupy(), self._data, dim, sizes), self)
+        return _view(K.unflatten(_cupy(), _dev(self), dim, sizes), self)
     except ValueError as _e:
         _value_error(_e, K.unflatten, self)
 
@@ -9207,7 +9212,7 @@ def _cpu_select_int(ks, self, dim, index):
 
 def _cuda_select_int(ks, self, dim, index):
     try:
-        return _view(K.select(_cupy(), self._data, dim, index), self)
+        return _view(K.select(_cupy(), _dev(self), dim, index), self)
     except ValueError as _e:
         _value_error(_e, K.select, self)
 
@@ -9226,7 +9231,7 @@ def _cpu_slice_Tensor(ks, self, dim, start, end, step):
 
 def _cuda_slice_Tensor(ks, self, dim, start, end, step):
     try:
-        return _view(K.slice(_cupy(), self._data, dim, start, end, step), self)
+        return _view(K.slice(_cupy(), _dev(self), dim, start, end, step), self)
     except ValueError as _e:
         _value_error(_e, K.slice, self)
 
@@ -9245,7 +9250,7 @@ def _cpu_unbind_int(ks, self, dim):
 
 def _cuda_unbind_int(ks, self, dim):
     try:
-        return [_view(_r, self) for _r in K.unbind(_cupy(), self._data, dim)]
+        return [_view(_r, self) for _r in K.unbind(_cupy(), _dev(self), dim)]
     except ValueError as _e:
         _value_error(_e, K.unbind, self)
 
@@ -9264,7 +9269,7 @@ def _cpu_split_Tensor(ks, self, split_size, dim):
 
 def _cuda_split_Tensor(ks, self, split_size, dim):
     try:
-        return [_view(_r, self) for _r in K.split(_cupy(), self._data, split_size, dim)]
+        return [_view(_r, self) for _r in K.split(_cupy(), _dev(self), split_size, dim)]
     except ValueError as _e:
         _value_error(_e, K.split, self)
 
@@ -9288,7 +9293,7 @@ def _cpu_split_with_sizes_default(ks, self, split_sizes, dim):
 
 def _cuda_split_with_sizes_default(ks, self, split_sizes, dim):
     try:
-        return [_view(_r, self) for _r in K.split_with_sizes(_cupy(), self._data, split_sizes, dim)]
+        return [_view(_r, self) for _r in K.split_with_sizes(_cupy(), _dev(self), split_sizes, dim)]
     except ValueError as _e:
         _value_error(_e, K.split_with_sizes, self)
 
@@ -9322,7 +9327,7 @@ def _cpu_unfold_default(ks, self, dimension, size, step):
 
 def _cuda_unfold_default(ks, self, dimension, size, step):
     try:
-        return _view(K.unfold(_cupy(), self._data, dimension, size, step), self)
+        return _view(K.unfold(_cupy(), _dev(self), dimension, size, step), self)
     except ValueError as _e:
         _value_error(_e, K.unfold, self)
 
@@ -9341,7 +9346,7 @@ def _cpu_diagonal_default(ks, self, offset, dim1, dim2):
 
 def _cuda_diagonal_default(ks, self, offset, dim1, dim2):
     try:
-        return _view(K.diagonal(_cupy(), self._data, offset, dim1, dim2), self)
+        return _view(K.diagonal(_cupy(), _dev(self), offset, dim1, dim2), self)
     except ValueError as _e:
         _value_error(_e, K.diagonal, self)
 
@@ -9475,7 +9480,7 @@ def _cpu_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_
 
 def _cuda_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     try:
-        return _new(K.empty_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+        return _new(K.empty_like(_cupy(), _dev(self), dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.empty_like, self)
 
@@ -9495,7 +9500,7 @@ def _cpu_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_
 
 def _cuda_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     try:
-        return _new(K.zeros_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+        return _new(K.zeros_like(_cupy(), _dev(self), dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.zeros_like, self)
 
@@ -9515,7 +9520,7 @@ def _cpu_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_f
 
 def _cuda_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     try:
-        return _new(K.ones_like(_cupy(), self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+        return _new(K.ones_like(_cupy(), _dev(self), dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.ones_like, self)
 
@@ -9535,7 +9540,7 @@ def _cpu_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memo
 
 def _cuda_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
     try:
-        return _new(K.full_like(_cupy(), self._data, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
+        return _new(K.full_like(_cupy(), _dev(self), fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.full_like, self)
 
@@ -9754,7 +9759,7 @@ def _cpu_uniform__default(ks, self, from_, to_, generator):
 
 def _cuda_uniform__default(ks, self, from_, to_, generator):
     _check_writable(self)
-    K.uniform_(_cupy(), self._data, from_, to_, generator=generator)
+    K.uniform_(_cupy(), _dev(self), from_, to_, generator=generator)
     self._vc.version += 1
     return self
 
@@ -9776,7 +9781,7 @@ def _cpu_normal__default(ks, self, mean, std, generator):
 
 def _cuda_normal__default(ks, self, mean, std, generator):
     _check_writable(self)
-    K.normal_(_cupy(), self._data, mean, std, generator=generator)
+    K.normal_(_cupy(), _dev(self), mean, std, generator=generator)
     self._vc.version += 1
     return self
 
@@ -9798,7 +9803,7 @@ def _cpu_random__from(ks, self, from_, to_, generator):
 
 def _cuda_random__from(ks, self, from_, to_, generator):
     _check_writable(self)
-    K.random_(_cupy(), self._data, from_, to_, generator=generator)
+    K.random_(_cupy(), _dev(self), from_, to_, generator=generator)
     self._vc.version += 1
     return self
 
@@ -9831,7 +9836,7 @@ def _cpu_normal_Tensor_Tensor(ks, mean, std, generator):
 def _cuda_normal_Tensor_Tensor(ks, mean, std, generator):
     _check_devices('cuda', mean, std)
     try:
-        return _new(K.normal_tensor_tensor(_cupy(), mean._data, std._data, generator=generator), mean._ks, mean._device)
+        return _new(K.normal_tensor_tensor(_cupy(), _dev(mean), _dev(std), generator=generator), mean._ks, mean._device)
     except ValueError as _e:
         _value_error(_e, K.normal_tensor_tensor, mean, std)
 
@@ -9866,7 +9871,7 @@ def _cpu_bernoulli_default(ks, self, generator):
 
 def _cuda_bernoulli_default(ks, self, generator):
     try:
-        return _new(K.bernoulli(_cupy(), self._data, generator=generator), self._ks, self._device)
+        return _new(K.bernoulli(_cupy(), _dev(self), generator=generator), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bernoulli, self)
 
@@ -9886,7 +9891,7 @@ def _cpu_bernoulli__float(ks, self, p, generator):
 
 def _cuda_bernoulli__float(ks, self, p, generator):
     try:
-        return _write_inplace(self, K.bernoulli_p(_cupy(), self._data, p, generator=generator), 'bernoulli_')
+        return _write_inplace(self, K.bernoulli_p(_cupy(), _dev(self), p, generator=generator), 'bernoulli_')
     except ValueError as _e:
         _value_error(_e, K.bernoulli_p, self)
 
@@ -9906,7 +9911,7 @@ def _cpu_bernoulli_p(ks, self, p, generator):
 
 def _cuda_bernoulli_p(ks, self, p, generator):
     try:
-        return _new(K.bernoulli_p(_cupy(), self._data, p, generator=generator), self._ks, self._device)
+        return _new(K.bernoulli_p(_cupy(), _dev(self), p, generator=generator), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bernoulli_p, self)
 
@@ -9926,7 +9931,7 @@ def _cpu_multinomial_default(ks, self, num_samples, replacement, generator):
 
 def _cuda_multinomial_default(ks, self, num_samples, replacement, generator):
     try:
-        return _new(K.multinomial(_cupy(), self._data, num_samples, replacement, generator=generator), self._ks, self._device)
+        return _new(K.multinomial(_cupy(), _dev(self), num_samples, replacement, generator=generator), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.multinomial, self)
 
@@ -9951,7 +9956,7 @@ def _cpu_clone_default(ks, self, memory_format):
 
 def _cuda_clone_default(ks, self, memory_format):
     try:
-        return _new(K.clone(_cupy(), self._data, memory_format=memory_format), self._ks, self._device)
+        return _new(K.clone(_cupy(), _dev(self), memory_format=memory_format), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.clone, self)
 
@@ -9971,7 +9976,7 @@ def _cpu__contiguous_copy_default(ks, self):
 
 def _cuda__contiguous_copy_default(ks, self):
     try:
-        return _new(K.contiguous_copy(_cupy(), self._data), self._ks, self._device)
+        return _new(K.contiguous_copy(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.contiguous_copy, self)
 
@@ -9990,9 +9995,8 @@ def _cpu_copy__default(ks, self, src, non_blocking):
 
 
 def _cuda_copy__default(ks, self, src, non_blocking):
-    _check_devices('cuda', self, src)
     _check_writable(self)
-    K.copy_(_cupy(), self._data, src._data, non_blocking)
+    K.copy_(_cupy(), _dev(self), _dev(src), non_blocking)
     self._vc.version += 1
     return self
 
@@ -10014,7 +10018,7 @@ def _cpu_fill__Scalar(ks, self, value):
 
 def _cuda_fill__Scalar(ks, self, value):
     _check_writable(self)
-    K.fill_(_cupy(), self._data, value)
+    K.fill_(_cupy(), _dev(self), value)
     self._vc.version += 1
     return self
 
@@ -10037,7 +10041,7 @@ def _cpu_fill__Tensor(ks, self, value):
 def _cuda_fill__Tensor(ks, self, value):
     _check_devices('cuda', self, value)
     _check_writable(self)
-    K.fill_(_cupy(), self._data, value._data)
+    K.fill_(_cupy(), _dev(self), _dev(value))
     self._vc.version += 1
     return self
 
@@ -10060,7 +10064,7 @@ def _cpu_zero__default(ks, self):
 
 def _cuda_zero__default(ks, self):
     _check_writable(self)
-    K.zero_(_cupy(), self._data)
+    K.zero_(_cupy(), _dev(self))
     self._vc.version += 1
     return self
 
@@ -10083,7 +10087,7 @@ def _cpu_masked_fill_Scalar(ks, self, mask, value):
 def _cuda_masked_fill_Scalar(ks, self, mask, value):
     _check_devices('cuda', self, mask)
     try:
-        return _new(K.masked_fill(_cupy(), self._data, mask._data, value), self._ks, self._device)
+        return _new(K.masked_fill(_cupy(), _dev(self), _dev(mask), value), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.masked_fill, self, mask)
 
@@ -10105,7 +10109,7 @@ def _cpu_masked_fill_Tensor(ks, self, mask, value):
 def _cuda_masked_fill_Tensor(ks, self, mask, value):
     _check_devices('cuda', self, mask, value)
     try:
-        return _new(K.masked_fill(_cupy(), self._data, mask._data, value._data), self._ks, self._device)
+        return _new(K.masked_fill(_cupy(), _dev(self), _dev(mask), _dev(value)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.masked_fill, self, mask, value)
 
@@ -10127,7 +10131,7 @@ def _cpu_masked_fill__Scalar(ks, self, mask, value):
 def _cuda_masked_fill__Scalar(ks, self, mask, value):
     _check_devices('cuda', self, mask)
     try:
-        return _write_inplace(self, K.masked_fill(_cupy(), self._data, mask._data, value), 'masked_fill_')
+        return _write_inplace(self, K.masked_fill(_cupy(), _dev(self), _dev(mask), value), 'masked_fill_')
     except ValueError as _e:
         _value_error(_e, K.masked_fill, self, mask)
 
@@ -10149,7 +10153,7 @@ def _cpu_masked_fill__Tensor(ks, self, mask, value):
 def _cuda_masked_fill__Tensor(ks, self, mask, value):
     _check_devices('cuda', self, mask, value)
     try:
-        return _write_inplace(self, K.masked_fill(_cupy(), self._data, mask._data, value._data), 'masked_fill_')
+        return _write_inplace(self, K.masked_fill(_cupy(), _dev(self), _dev(mask), _dev(value)), 'masked_fill_')
     except ValueError as _e:
         _value_error(_e, K.masked_fill, self, mask, value)
 
@@ -10171,7 +10175,7 @@ def _cpu_index_Tensor(ks, self, indices):
 def _cuda_index_Tensor(ks, self, indices):
     _check_devices('cuda', self, indices)
     try:
-        return _new(K.index(_cupy(), self._data, [None if _t is None else _t._data for _t in indices]), self._ks, self._device)
+        return _new(K.index(_cupy(), _dev(self), [None if _t is None else _dev(_t) for _t in indices]), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.index, self)
 
@@ -10193,7 +10197,7 @@ def _cpu_index_put_default(ks, self, indices, values, accumulate):
 def _cuda_index_put_default(ks, self, indices, values, accumulate):
     _check_devices('cuda', self, indices, values)
     try:
-        return _new(K.index_put(_cupy(), self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), self._ks, self._device)
+        return _new(K.index_put(_cupy(), _dev(self), [None if _t is None else _dev(_t) for _t in indices], _dev(values), accumulate), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.index_put, self, values)
 
@@ -10215,7 +10219,7 @@ def _cpu_index_put__default(ks, self, indices, values, accumulate):
 def _cuda_index_put__default(ks, self, indices, values, accumulate):
     _check_devices('cuda', self, indices, values)
     try:
-        return _write_inplace(self, K.index_put(_cupy(), self._data, [None if _t is None else _t._data for _t in indices], values._data, accumulate), 'index_put_')
+        return _write_inplace(self, K.index_put(_cupy(), _dev(self), [None if _t is None else _dev(_t) for _t in indices], _dev(values), accumulate), 'index_put_')
     except ValueError as _e:
         _value_error(_e, K.index_put, self, values)
 
@@ -10237,7 +10241,7 @@ def _cpu_index_select_default(ks, self, dim, index):
 def _cuda_index_select_default(ks, self, dim, index):
     _check_devices('cuda', self, index)
     try:
-        return _new(K.index_select(_cupy(), self._data, dim, index._data), self._ks, self._device)
+        return _new(K.index_select(_cupy(), _dev(self), dim, _dev(index)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.index_select, self, index)
 
@@ -10259,7 +10263,7 @@ def _cpu_index_select_out(ks, self, dim, index, out):
 def _cuda_index_select_out(ks, self, dim, index, out):
     _check_devices('cuda', self, index, out)
     try:
-        return _write_out(out, K.index_select(_cupy(), self._data, dim, index._data), 'index_select')
+        return _write_out(out, K.index_select(_cupy(), _dev(self), dim, _dev(index)), 'index_select')
     except ValueError as _e:
         _value_error(_e, K.index_select, self, index, out)
 
@@ -10281,7 +10285,7 @@ def _cpu_gather_default(ks, self, dim, index, sparse_grad):
 def _cuda_gather_default(ks, self, dim, index, sparse_grad):
     _check_devices('cuda', self, index)
     try:
-        return _new(K.gather(_cupy(), self._data, dim, index._data, sparse_grad=sparse_grad), self._ks, self._device)
+        return _new(K.gather(_cupy(), _dev(self), dim, _dev(index), sparse_grad=sparse_grad), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.gather, self, index)
 
@@ -10303,7 +10307,7 @@ def _cpu_gather_out(ks, self, dim, index, sparse_grad, out):
 def _cuda_gather_out(ks, self, dim, index, sparse_grad, out):
     _check_devices('cuda', self, index, out)
     try:
-        return _write_out(out, K.gather(_cupy(), self._data, dim, index._data, sparse_grad=sparse_grad), 'gather')
+        return _write_out(out, K.gather(_cupy(), _dev(self), dim, _dev(index), sparse_grad=sparse_grad), 'gather')
     except ValueError as _e:
         _value_error(_e, K.gather, self, index, out)
 
@@ -10325,7 +10329,7 @@ def _cpu_scatter_src(ks, self, dim, index, src):
 def _cuda_scatter_src(ks, self, dim, index, src):
     _check_devices('cuda', self, index, src)
     try:
-        return _new(K.scatter(_cupy(), self._data, dim, index._data, src._data), self._ks, self._device)
+        return _new(K.scatter(_cupy(), _dev(self), dim, _dev(index), _dev(src)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.scatter, self, index, src)
 
@@ -10347,7 +10351,7 @@ def _cpu_scatter_value(ks, self, dim, index, value):
 def _cuda_scatter_value(ks, self, dim, index, value):
     _check_devices('cuda', self, index)
     try:
-        return _new(K.scatter_value(_cupy(), self._data, dim, index._data, value), self._ks, self._device)
+        return _new(K.scatter_value(_cupy(), _dev(self), dim, _dev(index), value), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.scatter_value, self, index)
 
@@ -10369,7 +10373,7 @@ def _cpu_scatter_reduce(ks, self, dim, index, src, reduce):
 def _cuda_scatter_reduce(ks, self, dim, index, src, reduce):
     _check_devices('cuda', self, index, src)
     try:
-        return _new(K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce=reduce), self._ks, self._device)
+        return _new(K.scatter_reduce_legacy(_cupy(), _dev(self), dim, _dev(index), _dev(src), reduce=reduce), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.scatter_reduce_legacy, self, index, src)
 
@@ -10391,7 +10395,7 @@ def _cpu_scatter__src(ks, self, dim, index, src):
 def _cuda_scatter__src(ks, self, dim, index, src):
     _check_devices('cuda', self, index, src)
     try:
-        return _write_inplace(self, K.scatter(_cupy(), self._data, dim, index._data, src._data), 'scatter_')
+        return _write_inplace(self, K.scatter(_cupy(), _dev(self), dim, _dev(index), _dev(src)), 'scatter_')
     except ValueError as _e:
         _value_error(_e, K.scatter, self, index, src)
 
@@ -10413,7 +10417,7 @@ def _cpu_scatter__value(ks, self, dim, index, value):
 def _cuda_scatter__value(ks, self, dim, index, value):
     _check_devices('cuda', self, index)
     try:
-        return _write_inplace(self, K.scatter_value(_cupy(), self._data, dim, index._data, value), 'scatter_')
+        return _write_inplace(self, K.scatter_value(_cupy(), _dev(self), dim, _dev(index), value), 'scatter_')
     except ValueError as _e:
         _value_error(_e, K.scatter_value, self, index)
 
@@ -10435,7 +10439,7 @@ def _cpu_scatter__reduce(ks, self, dim, index, src, reduce):
 def _cuda_scatter__reduce(ks, self, dim, index, src, reduce):
     _check_devices('cuda', self, index, src)
     try:
-        return _write_inplace(self, K.scatter_reduce_legacy(_cupy(), self._data, dim, index._data, src._data, reduce=reduce), 'scatter_')
+        return _write_inplace(self, K.scatter_reduce_legacy(_cupy(), _dev(self), dim, _dev(index), _dev(src), reduce=reduce), 'scatter_')
     except ValueError as _e:
         _value_error(_e, K.scatter_reduce_legacy, self, index, src)
 
@@ -10457,7 +10461,7 @@ def _cpu_scatter_add_default(ks, self, dim, index, src):
 def _cuda_scatter_add_default(ks, self, dim, index, src):
     _check_devices('cuda', self, index, src)
     try:
-        return _new(K.scatter_add(_cupy(), self._data, dim, index._data, src._data), self._ks, self._device)
+        return _new(K.scatter_add(_cupy(), _dev(self), dim, _dev(index), _dev(src)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.scatter_add, self, index, src)
 
@@ -10479,7 +10483,7 @@ def _cpu_scatter_add__default(ks, self, dim, index, src):
 def _cuda_scatter_add__default(ks, self, dim, index, src):
     _check_devices('cuda', self, index, src)
     try:
-        return _write_inplace(self, K.scatter_add(_cupy(), self._data, dim, index._data, src._data), 'scatter_add_')
+        return _write_inplace(self, K.scatter_add(_cupy(), _dev(self), dim, _dev(index), _dev(src)), 'scatter_add_')
     except ValueError as _e:
         _value_error(_e, K.scatter_add, self, index, src)
 
@@ -10501,7 +10505,7 @@ def _cpu_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
 def _cuda_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
     _check_devices('cuda', self, index, src)
     try:
-        return _new(K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self=include_self), self._ks, self._device)
+        return _new(K.scatter_reduce(_cupy(), _dev(self), dim, _dev(index), _dev(src), reduce, include_self=include_self), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.scatter_reduce, self, index, src)
 
@@ -10523,7 +10527,7 @@ def _cpu_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
 def _cuda_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     _check_devices('cuda', self, index, src)
     try:
-        return _write_inplace(self, K.scatter_reduce(_cupy(), self._data, dim, index._data, src._data, reduce, include_self=include_self), 'scatter_reduce_')
+        return _write_inplace(self, K.scatter_reduce(_cupy(), _dev(self), dim, _dev(index), _dev(src), reduce, include_self=include_self), 'scatter_reduce_')
     except ValueError as _e:
         _value_error(_e, K.scatter_reduce, self, index, src)
 
@@ -10545,7 +10549,7 @@ def _cpu_index_add_default(ks, self, dim, index, source, alpha):
 def _cuda_index_add_default(ks, self, dim, index, source, alpha):
     _check_devices('cuda', self, index, source)
     try:
-        return _new(K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha=alpha), self._ks, self._device)
+        return _new(K.index_add(_cupy(), _dev(self), dim, _dev(index), _dev(source), alpha=alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.index_add, self, index, source)
 
@@ -10567,7 +10571,7 @@ def _cpu_index_add__default(ks, self, dim, index, source, alpha):
 def _cuda_index_add__default(ks, self, dim, index, source, alpha):
     _check_devices('cuda', self, index, source)
     try:
-        return _write_inplace(self, K.index_add(_cupy(), self._data, dim, index._data, source._data, alpha=alpha), 'index_add_')
+        return _write_inplace(self, K.index_add(_cupy(), _dev(self), dim, _dev(index), _dev(source), alpha=alpha), 'index_add_')
     except ValueError as _e:
         _value_error(_e, K.index_add, self, index, source)
 
@@ -10589,7 +10593,7 @@ def _cpu_index_copy_default(ks, self, dim, index, source):
 def _cuda_index_copy_default(ks, self, dim, index, source):
     _check_devices('cuda', self, index, source)
     try:
-        return _new(K.index_copy(_cupy(), self._data, dim, index._data, source._data), self._ks, self._device)
+        return _new(K.index_copy(_cupy(), _dev(self), dim, _dev(index), _dev(source)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.index_copy, self, index, source)
 
@@ -10611,7 +10615,7 @@ def _cpu_index_copy__default(ks, self, dim, index, source):
 def _cuda_index_copy__default(ks, self, dim, index, source):
     _check_devices('cuda', self, index, source)
     try:
-        return _write_inplace(self, K.index_copy(_cupy(), self._data, dim, index._data, source._data), 'index_copy_')
+        return _write_inplace(self, K.index_copy(_cupy(), _dev(self), dim, _dev(index), _dev(source)), 'index_copy_')
     except ValueError as _e:
         _value_error(_e, K.index_copy, self, index, source)
 
@@ -10633,7 +10637,7 @@ def _cpu_index_fill_int_Scalar(ks, self, dim, index, value):
 def _cuda_index_fill_int_Scalar(ks, self, dim, index, value):
     _check_devices('cuda', self, index)
     try:
-        return _new(K.index_fill(_cupy(), self._data, dim, index._data, value), self._ks, self._device)
+        return _new(K.index_fill(_cupy(), _dev(self), dim, _dev(index), value), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.index_fill, self, index)
 
@@ -10655,7 +10659,7 @@ def _cpu_index_fill__int_Scalar(ks, self, dim, index, value):
 def _cuda_index_fill__int_Scalar(ks, self, dim, index, value):
     _check_devices('cuda', self, index)
     try:
-        return _write_inplace(self, K.index_fill(_cupy(), self._data, dim, index._data, value), 'index_fill_')
+        return _write_inplace(self, K.index_fill(_cupy(), _dev(self), dim, _dev(index), value), 'index_fill_')
     except ValueError as _e:
         _value_error(_e, K.index_fill, self, index)
 
@@ -10677,7 +10681,7 @@ def _cpu_index_fill_int_Tensor(ks, self, dim, index, value):
 def _cuda_index_fill_int_Tensor(ks, self, dim, index, value):
     _check_devices('cuda', self, index, value)
     try:
-        return _new(K.index_fill(_cupy(), self._data, dim, index._data, value._data), self._ks, self._device)
+        return _new(K.index_fill(_cupy(), _dev(self), dim, _dev(index), _dev(value)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.index_fill, self, index, value)
 
@@ -10699,7 +10703,7 @@ def _cpu_masked_select_default(ks, self, mask):
 def _cuda_masked_select_default(ks, self, mask):
     _check_devices('cuda', self, mask)
     try:
-        return _new(K.masked_select(_cupy(), self._data, mask._data), self._ks, self._device)
+        return _new(K.masked_select(_cupy(), _dev(self), _dev(mask)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.masked_select, self, mask)
 
@@ -10715,7 +10719,7 @@ def _cpu_masked_scatter_default(ks, self, mask, source):
 def _cuda_masked_scatter_default(ks, self, mask, source):
     _check_devices('cuda', self, mask, source)
     try:
-        return _new(K.masked_scatter(_cupy(), self._data, mask._data, source._data), self._ks, self._device)
+        return _new(K.masked_scatter(_cupy(), _dev(self), _dev(mask), _dev(source)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.masked_scatter, self, mask, source)
 
@@ -10737,7 +10741,7 @@ def _cpu_masked_scatter__default(ks, self, mask, source):
 def _cuda_masked_scatter__default(ks, self, mask, source):
     _check_devices('cuda', self, mask, source)
     try:
-        return _write_inplace(self, K.masked_scatter(_cupy(), self._data, mask._data, source._data), 'masked_scatter_')
+        return _write_inplace(self, K.masked_scatter(_cupy(), _dev(self), _dev(mask), _dev(source)), 'masked_scatter_')
     except ValueError as _e:
         _value_error(_e, K.masked_scatter, self, mask, source)
 
@@ -10758,7 +10762,7 @@ def _cpu_nonzero_default(ks, self):
 
 def _cuda_nonzero_default(ks, self):
     try:
-        return _new(K.nonzero(_cupy(), self._data), self._ks, self._device)
+        return _new(K.nonzero(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.nonzero, self)
 
@@ -10773,7 +10777,7 @@ def _cpu_argwhere_default(ks, self):
 
 def _cuda_argwhere_default(ks, self):
     try:
-        return _new(K.argwhere(_cupy(), self._data), self._ks, self._device)
+        return _new(K.argwhere(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.argwhere, self)
 
@@ -10789,7 +10793,7 @@ def _cpu_take_default(ks, self, index):
 def _cuda_take_default(ks, self, index):
     _check_devices('cuda', self, index)
     try:
-        return _new(K.take(_cupy(), self._data, index._data), self._ks, self._device)
+        return _new(K.take(_cupy(), _dev(self), _dev(index)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.take, self, index)
 
@@ -10811,7 +10815,7 @@ def _cpu_take_along_dim_default(ks, self, indices, dim):
 def _cuda_take_along_dim_default(ks, self, indices, dim):
     _check_devices('cuda', self, indices)
     try:
-        return _new(K.take_along_dim(_cupy(), self._data, indices._data, dim), self._ks, self._device)
+        return _new(K.take_along_dim(_cupy(), _dev(self), _dev(indices), dim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.take_along_dim, self, indices)
 
@@ -10828,7 +10832,7 @@ def _cpu_cat_default(ks, tensors, dim):
 
 
 def _cuda_cat_default(ks, tensors, dim):
-    return _new(K.cat(_cupy(), [_t._data for _t in tensors], dim), tensors[0]._ks, tensors[0]._device)
+    return _new(K.cat(_cupy(), [_dev(_t) for _t in tensors], dim), tensors[0]._ks, tensors[0]._device)
 
 
 def _meta_cat_default(ks, tensors, dim):
@@ -10847,7 +10851,7 @@ def _cpu_cat_out(ks, tensors, dim, out):
 def _cuda_cat_out(ks, tensors, dim, out):
     _check_devices('cuda', tensors, out)
     try:
-        return _write_out(out, K.cat(_cupy(), [_t._data for _t in tensors], dim), 'cat')
+        return _write_out(out, K.cat(_cupy(), [_dev(_t) for _t in tensors], dim), 'cat')
     except ValueError as _e:
         _value_error(_e, K.cat, out)
 
@@ -10864,7 +10868,7 @@ def _cpu_concat_default(ks, tensors, dim):
 
 
 def _cuda_concat_default(ks, tensors, dim):
-    return _new(K.cat(_cupy(), [_t._data for _t in tensors], dim), tensors[0]._ks, tensors[0]._device)
+    return _new(K.cat(_cupy(), [_dev(_t) for _t in tensors], dim), tensors[0]._ks, tensors[0]._device)
 
 
 def _meta_concat_default(ks, tensors, dim):
@@ -10878,7 +10882,7 @@ def _cpu_concatenate_default(ks, tensors, dim):
 
 
 def _cuda_concatenate_default(ks, tensors, dim):
-    return _new(K.cat(_cupy(), [_t._data for _t in tensors], dim), tensors[0]._ks, tensors[0]._device)
+    return _new(K.cat(_cupy(), [_dev(_t) for _t in tensors], dim), tensors[0]._ks, tensors[0]._device)
 
 
 def _meta_concatenate_default(ks, tensors, dim):
@@ -10892,7 +10896,7 @@ def _cpu_stack_default(ks, tensors, dim):
 
 
 def _cuda_stack_default(ks, tensors, dim):
-    return _new(K.stack(_cupy(), [_t._data for _t in tensors], dim), tensors[0]._ks, tensors[0]._device)
+    return _new(K.stack(_cupy(), [_dev(_t) for _t in tensors], dim), tensors[0]._ks, tensors[0]._device)
 
 
 def _meta_stack_default(ks, tensors, dim):
@@ -10911,7 +10915,7 @@ def _cpu_stack_out(ks, tensors, dim, out):
 def _cuda_stack_out(ks, tensors, dim, out):
     _check_devices('cuda', tensors, out)
     try:
-        return _write_out(out, K.stack(_cupy(), [_t._data for _t in tensors], dim), 'stack')
+        return _write_out(out, K.stack(_cupy(), [_dev(_t) for _t in tensors], dim), 'stack')
     except ValueError as _e:
         _value_error(_e, K.stack, out)
 
@@ -11002,7 +11006,7 @@ def _cpu_tril_default(ks, self, diagonal):
 
 def _cuda_tril_default(ks, self, diagonal):
     try:
-        return _new(K.tril(_cupy(), self._data, diagonal), self._ks, self._device)
+        return _new(K.tril(_cupy(), _dev(self), diagonal), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.tril, self)
 
@@ -11022,7 +11026,7 @@ def _cpu_tril__default(ks, self, diagonal):
 
 def _cuda_tril__default(ks, self, diagonal):
     try:
-        return _write_inplace(self, K.tril(_cupy(), self._data, diagonal), 'tril_')
+        return _write_inplace(self, K.tril(_cupy(), _dev(self), diagonal), 'tril_')
     except ValueError as _e:
         _value_error(_e, K.tril, self)
 
@@ -11043,7 +11047,7 @@ def _cpu_tril_out(ks, self, diagonal, out):
 def _cuda_tril_out(ks, self, diagonal, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.tril(_cupy(), self._data, diagonal), 'tril')
+        return _write_out(out, K.tril(_cupy(), _dev(self), diagonal), 'tril')
     except ValueError as _e:
         _value_error(_e, K.tril, self, out)
 
@@ -11064,7 +11068,7 @@ def _cpu_triu_default(ks, self, diagonal):
 
 def _cuda_triu_default(ks, self, diagonal):
     try:
-        return _new(K.triu(_cupy(), self._data, diagonal), self._ks, self._device)
+        return _new(K.triu(_cupy(), _dev(self), diagonal), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.triu, self)
 
@@ -11084,7 +11088,7 @@ def _cpu_triu__default(ks, self, diagonal):
 
 def _cuda_triu__default(ks, self, diagonal):
     try:
-        return _write_inplace(self, K.triu(_cupy(), self._data, diagonal), 'triu_')
+        return _write_inplace(self, K.triu(_cupy(), _dev(self), diagonal), 'triu_')
     except ValueError as _e:
         _value_error(_e, K.triu, self)
 
@@ -11105,7 +11109,7 @@ def _cpu_triu_out(ks, self, diagonal, out):
 def _cuda_triu_out(ks, self, diagonal, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.triu(_cupy(), self._data, diagonal), 'triu')
+        return _write_out(out, K.triu(_cupy(), _dev(self), diagonal), 'triu')
     except ValueError as _e:
         _value_error(_e, K.triu, self, out)
 
@@ -11126,7 +11130,7 @@ def _cpu_flip_default(ks, self, dims):
 
 def _cuda_flip_default(ks, self, dims):
     try:
-        return _new(K.flip(_cupy(), self._data, dims), self._ks, self._device)
+        return _new(K.flip(_cupy(), _dev(self), dims), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.flip, self)
 
@@ -11156,7 +11160,7 @@ def _cpu_roll_default(ks, self, shifts, dims):
 
 def _cuda_roll_default(ks, self, shifts, dims):
     try:
-        return _new(K.roll(_cupy(), self._data, shifts, dims), self._ks, self._device)
+        return _new(K.roll(_cupy(), _dev(self), shifts, dims), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.roll, self)
 
@@ -11176,7 +11180,7 @@ def _cpu_rot90_default(ks, self, k, dims):
 
 def _cuda_rot90_default(ks, self, k, dims):
     try:
-        return _new(K.rot90(_cupy(), self._data, k, dims), self._ks, self._device)
+        return _new(K.rot90(_cupy(), _dev(self), k, dims), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.rot90, self)
 
@@ -11196,7 +11200,7 @@ def _cpu_repeat_default(ks, self, repeats):
 
 def _cuda_repeat_default(ks, self, repeats):
     try:
-        return _new(K.repeat(_cupy(), self._data, repeats), self._ks, self._device)
+        return _new(K.repeat(_cupy(), _dev(self), repeats), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.repeat, self)
 
@@ -11222,7 +11226,7 @@ def _cpu_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
 def _cuda_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
     _check_devices('cuda', self, repeats)
     try:
-        return _new(K.repeat_interleave(_cupy(), self._data, repeats._data, dim, output_size=output_size), self._ks, self._device)
+        return _new(K.repeat_interleave(_cupy(), _dev(self), _dev(repeats), dim, output_size=output_size), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.repeat_interleave, self, repeats)
 
@@ -11243,7 +11247,7 @@ def _cpu_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
 
 def _cuda_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
     try:
-        return _new(K.repeat_interleave(_cupy(), self._data, repeats, dim, output_size=output_size), self._ks, self._device)
+        return _new(K.repeat_interleave(_cupy(), _dev(self), repeats, dim, output_size=output_size), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.repeat_interleave, self)
 
@@ -11263,7 +11267,7 @@ def _cpu_repeat_interleave_Tensor(ks, repeats, output_size):
 
 def _cuda_repeat_interleave_Tensor(ks, repeats, output_size):
     try:
-        return _new(K.repeat_interleave_self(_cupy(), repeats._data, output_size=output_size), repeats._ks, repeats._device)
+        return _new(K.repeat_interleave_self(_cupy(), _dev(repeats), output_size=output_size), repeats._ks, repeats._device)
     except ValueError as _e:
         _value_error(_e, K.repeat_interleave_self, repeats)
 
@@ -11278,7 +11282,7 @@ def _cpu_diag_default(ks, self, diagonal):
 
 def _cuda_diag_default(ks, self, diagonal):
     try:
-        return _new(K.diag(_cupy(), self._data, diagonal), self._ks, self._device)
+        return _new(K.diag(_cupy(), _dev(self), diagonal), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.diag, self)
 
@@ -11298,7 +11302,7 @@ def _cpu_diag_embed_default(ks, self, offset, dim1, dim2):
 
 def _cuda_diag_embed_default(ks, self, offset, dim1, dim2):
     try:
-        return _new(K.diag_embed(_cupy(), self._data, offset, dim1, dim2), self._ks, self._device)
+        return _new(K.diag_embed(_cupy(), _dev(self), offset, dim1, dim2), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.diag_embed, self)
 
@@ -11319,7 +11323,7 @@ def _cpu_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, 
 def _cuda_searchsorted_Tensor(ks, sorted_sequence, self, out_int32, right, side, sorter):
     _check_devices('cuda', sorted_sequence, self, sorter)
     try:
-        return _new(K.searchsorted(_cupy(), sorted_sequence._data, self._data, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
+        return _new(K.searchsorted(_cupy(), _dev(sorted_sequence), _dev(self), out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else _dev(sorter))), sorted_sequence._ks, sorted_sequence._device)
     except ValueError as _e:
         _value_error(_e, K.searchsorted, sorted_sequence, self, sorter)
 
@@ -11341,7 +11345,7 @@ def _cpu_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, 
 def _cuda_searchsorted_Scalar(ks, sorted_sequence, self, out_int32, right, side, sorter):
     _check_devices('cuda', sorted_sequence, sorter)
     try:
-        return _new(K.searchsorted(_cupy(), sorted_sequence._data, self, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else sorter._data)), sorted_sequence._ks, sorted_sequence._device)
+        return _new(K.searchsorted(_cupy(), _dev(sorted_sequence), self, out_int32=out_int32, right=right, side=side, sorter=(None if sorter is None else _dev(sorter))), sorted_sequence._ks, sorted_sequence._device)
     except ValueError as _e:
         _value_error(_e, K.searchsorted, sorted_sequence, sorter)
 
@@ -11363,7 +11367,7 @@ def _cpu_bucketize_Tensor(ks, self, boundaries, out_int32, right):
 def _cuda_bucketize_Tensor(ks, self, boundaries, out_int32, right):
     _check_devices('cuda', self, boundaries)
     try:
-        return _new(K.bucketize(_cupy(), self._data, boundaries._data, out_int32=out_int32, right=right), self._ks, self._device)
+        return _new(K.bucketize(_cupy(), _dev(self), _dev(boundaries), out_int32=out_int32, right=right), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bucketize, self, boundaries)
 
@@ -11385,7 +11389,7 @@ def _cpu_mm_default(ks, self, mat2):
 def _cuda_mm_default(ks, self, mat2):
     _check_devices('cuda', self, mat2)
     try:
-        return _new(K.mm(_cupy(), self._data, mat2._data), self._ks, self._device)
+        return _new(K.mm(_cupy(), _dev(self), _dev(mat2)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.mm, self, mat2)
 
@@ -11407,7 +11411,7 @@ def _cpu_mm_out(ks, self, mat2, out):
 def _cuda_mm_out(ks, self, mat2, out):
     _check_devices('cuda', self, mat2, out)
     try:
-        return _write_out(out, K.mm(_cupy(), self._data, mat2._data), 'mm')
+        return _write_out(out, K.mm(_cupy(), _dev(self), _dev(mat2)), 'mm')
     except ValueError as _e:
         _value_error(_e, K.mm, self, mat2, out)
 
@@ -11429,7 +11433,7 @@ def _cpu_bmm_default(ks, self, mat2):
 def _cuda_bmm_default(ks, self, mat2):
     _check_devices('cuda', self, mat2)
     try:
-        return _new(K.bmm(_cupy(), self._data, mat2._data), self._ks, self._device)
+        return _new(K.bmm(_cupy(), _dev(self), _dev(mat2)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.bmm, self, mat2)
 
@@ -11451,7 +11455,7 @@ def _cpu_bmm_out(ks, self, mat2, out):
 def _cuda_bmm_out(ks, self, mat2, out):
     _check_devices('cuda', self, mat2, out)
     try:
-        return _write_out(out, K.bmm(_cupy(), self._data, mat2._data), 'bmm')
+        return _write_out(out, K.bmm(_cupy(), _dev(self), _dev(mat2)), 'bmm')
     except ValueError as _e:
         _value_error(_e, K.bmm, self, mat2, out)
 
@@ -11478,7 +11482,7 @@ def _cpu_matmul_out(ks, self, other, out):
 def _cuda_matmul_out(ks, self, other, out):
     _check_devices('cuda', self, other, out)
     try:
-        return _write_out(out, K.matmul(_cupy(), self._data, other._data), 'matmul')
+        return _write_out(out, K.matmul(_cupy(), _dev(self), _dev(other)), 'matmul')
     except ValueError as _e:
         _value_error(_e, K.matmul, self, other, out)
 
@@ -11500,7 +11504,7 @@ def _cpu_mv_default(ks, self, vec):
 def _cuda_mv_default(ks, self, vec):
     _check_devices('cuda', self, vec)
     try:
-        return _new(K.mv(_cupy(), self._data, vec._data), self._ks, self._device)
+        return _new(K.mv(_cupy(), _dev(self), _dev(vec)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.mv, self, vec)
 
@@ -11522,7 +11526,7 @@ def _cpu_dot_default(ks, self, tensor):
 def _cuda_dot_default(ks, self, tensor):
     _check_devices('cuda', self, tensor)
     try:
-        return _new(K.dot(_cupy(), self._data, tensor._data), self._ks, self._device)
+        return _new(K.dot(_cupy(), _dev(self), _dev(tensor)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.dot, self, tensor)
 
@@ -11544,7 +11548,7 @@ def _cpu_vdot_default(ks, self, other):
 def _cuda_vdot_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.vdot(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.vdot(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.vdot, self, other)
 
@@ -11571,7 +11575,7 @@ def _cpu_outer_default(ks, self, vec2):
 def _cuda_outer_default(ks, self, vec2):
     _check_devices('cuda', self, vec2)
     try:
-        return _new(K.outer(_cupy(), self._data, vec2._data), self._ks, self._device)
+        return _new(K.outer(_cupy(), _dev(self), _dev(vec2)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.outer, self, vec2)
 
@@ -11593,7 +11597,7 @@ def _cpu_ger_default(ks, self, vec2):
 def _cuda_ger_default(ks, self, vec2):
     _check_devices('cuda', self, vec2)
     try:
-        return _new(K.outer(_cupy(), self._data, vec2._data), self._ks, self._device)
+        return _new(K.outer(_cupy(), _dev(self), _dev(vec2)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.outer, self, vec2)
 
@@ -11615,7 +11619,7 @@ def _cpu_addmm_default(ks, self, mat1, mat2, beta, alpha):
 def _cuda_addmm_default(ks, self, mat1, mat2, beta, alpha):
     _check_devices('cuda', self, mat1, mat2)
     try:
-        return _new(K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), self._ks, self._device)
+        return _new(K.addmm(_cupy(), _dev(self), _dev(mat1), _dev(mat2), beta=beta, alpha=alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.addmm, self, mat1, mat2)
 
@@ -11637,7 +11641,7 @@ def _cpu_addmm__default(ks, self, mat1, mat2, beta, alpha):
 def _cuda_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _check_devices('cuda', self, mat1, mat2)
     try:
-        return _write_inplace(self, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm_')
+        return _write_inplace(self, K.addmm(_cupy(), _dev(self), _dev(mat1), _dev(mat2), beta=beta, alpha=alpha), 'addmm_')
     except ValueError as _e:
         _value_error(_e, K.addmm, self, mat1, mat2)
 
@@ -11659,7 +11663,7 @@ def _cpu_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
 def _cuda_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
     _check_devices('cuda', self, mat1, mat2, out)
     try:
-        return _write_out(out, K.addmm(_cupy(), self._data, mat1._data, mat2._data, beta=beta, alpha=alpha), 'addmm')
+        return _write_out(out, K.addmm(_cupy(), _dev(self), _dev(mat1), _dev(mat2), beta=beta, alpha=alpha), 'addmm')
     except ValueError as _e:
         _value_error(_e, K.addmm, self, mat1, mat2, out)
 
@@ -11681,7 +11685,7 @@ def _cpu_addmv_default(ks, self, mat, vec, beta, alpha):
 def _cuda_addmv_default(ks, self, mat, vec, beta, alpha):
     _check_devices('cuda', self, mat, vec)
     try:
-        return _new(K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), self._ks, self._device)
+        return _new(K.addmv(_cupy(), _dev(self), _dev(mat), _dev(vec), beta=beta, alpha=alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.addmv, self, mat, vec)
 
@@ -11703,7 +11707,7 @@ def _cpu_addmv__default(ks, self, mat, vec, beta, alpha):
 def _cuda_addmv__default(ks, self, mat, vec, beta, alpha):
     _check_devices('cuda', self, mat, vec)
     try:
-        return _write_inplace(self, K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv_')
+        return _write_inplace(self, K.addmv(_cupy(), _dev(self), _dev(mat), _dev(vec), beta=beta, alpha=alpha), 'addmv_')
     except ValueError as _e:
         _value_error(_e, K.addmv, self, mat, vec)
 
@@ -11725,7 +11729,7 @@ def _cpu_addmv_out(ks, self, mat, vec, beta, alpha, out):
 def _cuda_addmv_out(ks, self, mat, vec, beta, alpha, out):
     _check_devices('cuda', self, mat, vec, out)
     try:
-        return _write_out(out, K.addmv(_cupy(), self._data, mat._data, vec._data, beta=beta, alpha=alpha), 'addmv')
+        return _write_out(out, K.addmv(_cupy(), _dev(self), _dev(mat), _dev(vec), beta=beta, alpha=alpha), 'addmv')
     except ValueError as _e:
         _value_error(_e, K.addmv, self, mat, vec, out)
 
@@ -11747,7 +11751,7 @@ def _cpu_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
 def _cuda_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
     try:
-        return _new(K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), self._ks, self._device)
+        return _new(K.baddbmm(_cupy(), _dev(self), _dev(batch1), _dev(batch2), beta=beta, alpha=alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.baddbmm, self, batch1, batch2)
 
@@ -11769,7 +11773,7 @@ def _cpu_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
 def _cuda_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
     try:
-        return _write_inplace(self, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm_')
+        return _write_inplace(self, K.baddbmm(_cupy(), _dev(self), _dev(batch1), _dev(batch2), beta=beta, alpha=alpha), 'baddbmm_')
     except ValueError as _e:
         _value_error(_e, K.baddbmm, self, batch1, batch2)
 
@@ -11791,7 +11795,7 @@ def _cpu_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
 def _cuda_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     _check_devices('cuda', self, batch1, batch2, out)
     try:
-        return _write_out(out, K.baddbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'baddbmm')
+        return _write_out(out, K.baddbmm(_cupy(), _dev(self), _dev(batch1), _dev(batch2), beta=beta, alpha=alpha), 'baddbmm')
     except ValueError as _e:
         _value_error(_e, K.baddbmm, self, batch1, batch2, out)
 
@@ -11813,7 +11817,7 @@ def _cpu_addbmm_default(ks, self, batch1, batch2, beta, alpha):
 def _cuda_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
     try:
-        return _new(K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), self._ks, self._device)
+        return _new(K.addbmm(_cupy(), _dev(self), _dev(batch1), _dev(batch2), beta=beta, alpha=alpha), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.addbmm, self, batch1, batch2)
 
@@ -11835,7 +11839,7 @@ def _cpu_addbmm__default(ks, self, batch1, batch2, beta, alpha):
 def _cuda_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_devices('cuda', self, batch1, batch2)
     try:
-        return _write_inplace(self, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm_')
+        return _write_inplace(self, K.addbmm(_cupy(), _dev(self), _dev(batch1), _dev(batch2), beta=beta, alpha=alpha), 'addbmm_')
     except ValueError as _e:
         _value_error(_e, K.addbmm, self, batch1, batch2)
 
@@ -11857,7 +11861,7 @@ def _cpu_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
 def _cuda_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
     _check_devices('cuda', self, batch1, batch2, out)
     try:
-        return _write_out(out, K.addbmm(_cupy(), self._data, batch1._data, batch2._data, beta=beta, alpha=alpha), 'addbmm')
+        return _write_out(out, K.addbmm(_cupy(), _dev(self), _dev(batch1), _dev(batch2), beta=beta, alpha=alpha), 'addbmm')
     except ValueError as _e:
         _value_error(_e, K.addbmm, self, batch1, batch2, out)
 
@@ -11874,7 +11878,7 @@ def _cpu_einsum_default(ks, equation, tensors, path):
 
 
 def _cuda_einsum_default(ks, equation, tensors, path):
-    return _new(K.einsum(_cupy(), equation, [_t._data for _t in tensors], path=path), tensors[0]._ks, tensors[0]._device)
+    return _new(K.einsum(_cupy(), equation, [_dev(_t) for _t in tensors], path=path), tensors[0]._ks, tensors[0]._device)
 
 
 def _meta_einsum_default(ks, equation, tensors, path):
@@ -11893,7 +11897,7 @@ def _cpu_tensordot_default(ks, self, other, dims_self, dims_other):
 def _cuda_tensordot_default(ks, self, other, dims_self, dims_other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.tensordot(_cupy(), self._data, other._data, dims_self, dims_other), self._ks, self._device)
+        return _new(K.tensordot(_cupy(), _dev(self), _dev(other), dims_self, dims_other), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.tensordot, self, other)
 
@@ -11915,7 +11919,7 @@ def _cpu_kron_default(ks, self, other):
 def _cuda_kron_default(ks, self, other):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.kron(_cupy(), self._data, other._data), self._ks, self._device)
+        return _new(K.kron(_cupy(), _dev(self), _dev(other)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.kron, self, other)
 
@@ -11937,7 +11941,7 @@ def _cpu_cdist_default(ks, x1, x2, p, compute_mode):
 def _cuda_cdist_default(ks, x1, x2, p, compute_mode):
     _check_devices('cuda', x1, x2)
     try:
-        return _new(K.cdist(_cupy(), x1._data, x2._data, p, compute_mode), x1._ks, x1._device)
+        return _new(K.cdist(_cupy(), _dev(x1), _dev(x2), p, compute_mode), x1._ks, x1._device)
     except ValueError as _e:
         _value_error(_e, K.cdist, x1, x2)
 
@@ -11963,7 +11967,7 @@ def _cpu_linalg_inv_default(ks, A):
 
 def _cuda_linalg_inv_default(ks, A):
     try:
-        return _new(K.linalg_inv(_cupy(), A._data), A._ks, A._device)
+        return _new(K.linalg_inv(_cupy(), _dev(A)), A._ks, A._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_inv, A)
 
@@ -11983,7 +11987,7 @@ def _cpu_linalg_det_default(ks, A):
 
 def _cuda_linalg_det_default(ks, A):
     try:
-        return _new(K.linalg_det(_cupy(), A._data), A._ks, A._device)
+        return _new(K.linalg_det(_cupy(), _dev(A)), A._ks, A._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_det, A)
 
@@ -12004,7 +12008,7 @@ def _cpu_linalg_slogdet_default(ks, A):
 
 def _cuda_linalg_slogdet_default(ks, A):
     try:
-        _rs = K.linalg_slogdet(_cupy(), A._data)
+        _rs = K.linalg_slogdet(_cupy(), _dev(A))
         return _rt.linalg_slogdet(_new(_rs[0], A._ks, A._device), _new(_rs[1], A._ks, A._device))
     except ValueError as _e:
         _value_error(_e, K.linalg_slogdet, A)
@@ -12026,7 +12030,7 @@ def _cpu_linalg_solve_default(ks, A, B, left):
 def _cuda_linalg_solve_default(ks, A, B, left):
     _check_devices('cuda', A, B)
     try:
-        return _new(K.linalg_solve(_cupy(), A._data, B._data, left=left), A._ks, A._device)
+        return _new(K.linalg_solve(_cupy(), _dev(A), _dev(B), left=left), A._ks, A._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_solve, A, B)
 
@@ -12047,7 +12051,7 @@ def _cpu_linalg_cholesky_default(ks, self, upper):
 
 def _cuda_linalg_cholesky_default(ks, self, upper):
     try:
-        return _new(K.linalg_cholesky(_cupy(), self._data, upper=upper), self._ks, self._device)
+        return _new(K.linalg_cholesky(_cupy(), _dev(self), upper=upper), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_cholesky, self)
 
@@ -12068,7 +12072,7 @@ def _cpu_linalg_qr_default(ks, A, mode):
 
 def _cuda_linalg_qr_default(ks, A, mode):
     try:
-        _rs = K.linalg_qr(_cupy(), A._data, mode)
+        _rs = K.linalg_qr(_cupy(), _dev(A), mode)
         return _rt.linalg_qr(_new(_rs[0], A._ks, A._device), _new(_rs[1], A._ks, A._device))
     except ValueError as _e:
         _value_error(_e, K.linalg_qr, A)
@@ -12090,7 +12094,7 @@ def _cpu_linalg_eigh_default(ks, self, UPLO):
 
 def _cuda_linalg_eigh_default(ks, self, UPLO):
     try:
-        _rs = K.linalg_eigh(_cupy(), self._data, UPLO)
+        _rs = K.linalg_eigh(_cupy(), _dev(self), UPLO)
         return _rt.linalg_eigh(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.linalg_eigh, self)
@@ -12111,7 +12115,7 @@ def _cpu_linalg_eigvalsh_default(ks, self, UPLO):
 
 def _cuda_linalg_eigvalsh_default(ks, self, UPLO):
     try:
-        return _new(K.linalg_eigvalsh(_cupy(), self._data, UPLO), self._ks, self._device)
+        return _new(K.linalg_eigvalsh(_cupy(), _dev(self), UPLO), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_eigvalsh, self)
 
@@ -12132,7 +12136,7 @@ def _cpu_linalg_svd_default(ks, A, full_matrices, driver):
 
 def _cuda_linalg_svd_default(ks, A, full_matrices, driver):
     try:
-        _rs = K.linalg_svd(_cupy(), A._data, full_matrices, driver=driver)
+        _rs = K.linalg_svd(_cupy(), _dev(A), full_matrices, driver=driver)
         return _rt.linalg_svd(_new(_rs[0], A._ks, A._device), _new(_rs[1], A._ks, A._device), _new(_rs[2], A._ks, A._device))
     except ValueError as _e:
         _value_error(_e, K.linalg_svd, A)
@@ -12153,7 +12157,7 @@ def _cpu_linalg_svdvals_default(ks, A, driver):
 
 def _cuda_linalg_svdvals_default(ks, A, driver):
     try:
-        return _new(K.linalg_svdvals(_cupy(), A._data, driver=driver), A._ks, A._device)
+        return _new(K.linalg_svdvals(_cupy(), _dev(A), driver=driver), A._ks, A._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_svdvals, A)
 
@@ -12173,7 +12177,7 @@ def _cpu_linalg_pinv_default(ks, self, atol, rtol, hermitian):
 
 def _cuda_linalg_pinv_default(ks, self, atol, rtol, hermitian):
     try:
-        return _new(K.linalg_pinv(_cupy(), self._data, atol=atol, rtol=rtol, hermitian=hermitian), self._ks, self._device)
+        return _new(K.linalg_pinv(_cupy(), _dev(self), atol=atol, rtol=rtol, hermitian=hermitian), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_pinv, self)
 
@@ -12193,7 +12197,7 @@ def _cpu_linalg_matrix_power_default(ks, self, n):
 
 def _cuda_linalg_matrix_power_default(ks, self, n):
     try:
-        return _new(K.linalg_matrix_power(_cupy(), self._data, n), self._ks, self._device)
+        return _new(K.linalg_matrix_power(_cupy(), _dev(self), n), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_matrix_power, self)
 
@@ -12215,7 +12219,7 @@ def _cpu_linalg_lstsq_default(ks, self, b, rcond, driver):
 def _cuda_linalg_lstsq_default(ks, self, b, rcond, driver):
     _check_devices('cuda', self, b)
     try:
-        _rs = K.linalg_lstsq(_cupy(), self._data, b._data, rcond, driver=driver)
+        _rs = K.linalg_lstsq(_cupy(), _dev(self), _dev(b), rcond, driver=driver)
         return _rt.linalg_lstsq(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device), _new(_rs[2], self._ks, self._device), _new(_rs[3], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.linalg_lstsq, self, b)
@@ -12232,7 +12236,7 @@ def _cpu_linalg_cross_default(ks, self, other, dim):
 def _cuda_linalg_cross_default(ks, self, other, dim):
     _check_devices('cuda', self, other)
     try:
-        return _new(K.linalg_cross(_cupy(), self._data, other._data, dim=dim), self._ks, self._device)
+        return _new(K.linalg_cross(_cupy(), _dev(self), _dev(other), dim=dim), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_cross, self, other)
 
@@ -12253,7 +12257,7 @@ def _cpu_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
 
 def _cuda_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
     try:
-        return _new(K.linalg_vector_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
+        return _new(K.linalg_vector_norm(_cupy(), _dev(self), ord, dim, keepdim, dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_vector_norm, self)
 
@@ -12273,7 +12277,7 @@ def _cpu_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
 
 def _cuda_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
     try:
-        return _new(K.linalg_matrix_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
+        return _new(K.linalg_matrix_norm(_cupy(), _dev(self), ord, dim, keepdim, dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_matrix_norm, self)
 
@@ -12293,7 +12297,7 @@ def _cpu_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
 
 def _cuda_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
     try:
-        return _new(K.linalg_matrix_norm(_cupy(), self._data, ord, dim, keepdim, dtype=dtype), self._ks, self._device)
+        return _new(K.linalg_matrix_norm(_cupy(), _dev(self), ord, dim, keepdim, dtype=dtype), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_matrix_norm, self)
 
@@ -12323,7 +12327,7 @@ def _cpu_det_default(ks, self):
 
 def _cuda_det_default(ks, self):
     try:
-        return _new(K.linalg_det(_cupy(), self._data), self._ks, self._device)
+        return _new(K.linalg_det(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_det, self)
 
@@ -12343,7 +12347,7 @@ def _cpu_inverse_default(ks, self):
 
 def _cuda_inverse_default(ks, self):
     try:
-        return _new(K.linalg_inv(_cupy(), self._data), self._ks, self._device)
+        return _new(K.linalg_inv(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.linalg_inv, self)
 
@@ -12364,7 +12368,7 @@ def _cpu_slogdet_default(ks, self):
 
 def _cuda_slogdet_default(ks, self):
     try:
-        _rs = K.linalg_slogdet(_cupy(), self._data)
+        _rs = K.linalg_slogdet(_cupy(), _dev(self))
         return _rt.slogdet(_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device))
     except ValueError as _e:
         _value_error(_e, K.linalg_slogdet, self)
@@ -12395,7 +12399,7 @@ def _cpu__softmax_default(ks, self, dim, half_to_float):
 
 def _cuda__softmax_default(ks, self, dim, half_to_float):
     try:
-        return _new(K.softmax(_cupy(), self._data, dim, half_to_float), self._ks, self._device)
+        return _new(K.softmax(_cupy(), _dev(self), dim, half_to_float), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.softmax, self)
 
@@ -12415,7 +12419,7 @@ def _cpu__log_softmax_default(ks, self, dim, half_to_float):
 
 def _cuda__log_softmax_default(ks, self, dim, half_to_float):
     try:
-        return _new(K.log_softmax(_cupy(), self._data, dim, half_to_float), self._ks, self._device)
+        return _new(K.log_softmax(_cupy(), _dev(self), dim, half_to_float), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.log_softmax, self)
 
@@ -12445,7 +12449,7 @@ def _cpu_gelu_default(ks, self, approximate):
 
 def _cuda_gelu_default(ks, self, approximate):
     try:
-        return _new(K.gelu(_cupy(), self._data, approximate=approximate), self._ks, self._device)
+        return _new(K.gelu(_cupy(), _dev(self), approximate=approximate), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.gelu, self)
 
@@ -12467,7 +12471,7 @@ def _cpu_native_layer_norm_default(ks, input, normalized_shape, weight, bias, ep
 def _cuda_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
     _check_devices('cuda', input, weight, bias)
     try:
-        _rs = K.native_layer_norm(_cupy(), input._data, normalized_shape, (None if weight is None else weight._data), (None if bias is None else bias._data), eps)
+        _rs = K.native_layer_norm(_cupy(), _dev(input), normalized_shape, (None if weight is None else _dev(weight)), (None if bias is None else _dev(bias)), eps)
         return (_new(_rs[0], input._ks, input._device), _new(_rs[1], input._ks, input._device), _new(_rs[2], input._ks, input._device),)
     except ValueError as _e:
         _value_error(_e, K.native_layer_norm, input, weight, bias)
@@ -12491,7 +12495,7 @@ def _cpu_native_layer_norm_backward_default(ks, grad_out, input, normalized_shap
 def _cuda_native_layer_norm_backward_default(ks, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
     _check_devices('cuda', grad_out, input, mean, rstd, weight, bias)
     try:
-        _rs = K.native_layer_norm_backward(_cupy(), grad_out._data, input._data, normalized_shape, mean._data, rstd._data, (None if weight is None else weight._data), (None if bias is None else bias._data), output_mask)
+        _rs = K.native_layer_norm_backward(_cupy(), _dev(grad_out), _dev(input), normalized_shape, _dev(mean), _dev(rstd), (None if weight is None else _dev(weight)), (None if bias is None else _dev(bias)), output_mask)
         return (_new(_rs[0], grad_out._ks, grad_out._device), _new(_rs[1], grad_out._ks, grad_out._device), _new(_rs[2], grad_out._ks, grad_out._device),)
     except ValueError as _e:
         _value_error(_e, K.native_layer_norm_backward, grad_out, input, mean, rstd, weight, bias)
@@ -12520,7 +12524,7 @@ def _cpu_native_batch_norm_default(ks, input, weight, bias, running_mean, runnin
 def _cuda_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
     _check_devices('cuda', input, weight, bias, running_mean, running_var)
     try:
-        _rs = K.native_batch_norm(_cupy(), input._data, (None if weight is None else weight._data), (None if bias is None else bias._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), training, momentum, eps)
+        _rs = K.native_batch_norm(_cupy(), _dev(input), (None if weight is None else _dev(weight)), (None if bias is None else _dev(bias)), (None if running_mean is None else _dev(running_mean)), (None if running_var is None else _dev(running_var)), training, momentum, eps)
         return (_new(_rs[0], input._ks, input._device), _new(_rs[1], input._ks, input._device), _new(_rs[2], input._ks, input._device),)
     except ValueError as _e:
         _value_error(_e, K.native_batch_norm, input, weight, bias, running_mean, running_var)
@@ -12544,7 +12548,7 @@ def _cpu_native_batch_norm_backward_default(ks, grad_out, input, weight, running
 def _cuda_native_batch_norm_backward_default(ks, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask):
     _check_devices('cuda', grad_out, input, weight, running_mean, running_var, save_mean, save_invstd)
     try:
-        _rs = K.native_batch_norm_backward(_cupy(), grad_out._data, input._data, (None if weight is None else weight._data), (None if running_mean is None else running_mean._data), (None if running_var is None else running_var._data), (None if save_mean is None else save_mean._data), (None if save_invstd is None else save_invstd._data), train, eps, output_mask)
+        _rs = K.native_batch_norm_backward(_cupy(), _dev(grad_out), _dev(input), (None if weight is None else _dev(weight)), (None if running_mean is None else _dev(running_mean)), (None if running_var is None else _dev(running_var)), (None if save_mean is None else _dev(save_mean)), (None if save_invstd is None else _dev(save_invstd)), train, eps, output_mask)
         return (_new(_rs[0], grad_out._ks, grad_out._device), _new(_rs[1], grad_out._ks, grad_out._device), _new(_rs[2], grad_out._ks, grad_out._device),)
     except ValueError as _e:
         _value_error(_e, K.native_batch_norm_backward, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd)
@@ -12572,7 +12576,7 @@ def _cpu_convolution_default(ks, input, weight, bias, stride, padding, dilation,
 def _cuda_convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     _check_devices('cuda', input, weight, bias)
     try:
-        return _new(K.convolution(_cupy(), input._data, weight._data, (None if bias is None else bias._data), stride, padding, dilation, transposed, output_padding, groups), input._ks, input._device)
+        return _new(K.convolution(_cupy(), _dev(input), _dev(weight), (None if bias is None else _dev(bias)), stride, padding, dilation, transposed, output_padding, groups), input._ks, input._device)
     except ValueError as _e:
         _value_error(_e, K.convolution, input, weight, bias)
 
@@ -12595,7 +12599,7 @@ def _cpu_convolution_backward_default(ks, grad_output, input, weight, bias_sizes
 def _cuda_convolution_backward_default(ks, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
     _check_devices('cuda', grad_output, input, weight)
     try:
-        _rs = K.convolution_backward(_cupy(), grad_output._data, input._data, weight._data, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+        _rs = K.convolution_backward(_cupy(), _dev(grad_output), _dev(input), _dev(weight), bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)
         return (_new(_rs[0], grad_output._ks, grad_output._device), _new(_rs[1], grad_output._ks, grad_output._device), _new(_rs[2], grad_output._ks, grad_output._device),)
     except ValueError as _e:
         _value_error(_e, K.convolution_backward, grad_output, input, weight)
@@ -12618,7 +12622,7 @@ def _cpu_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding,
 
 def _cuda_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     try:
-        _rs = K.max_pool2d_with_indices(_cupy(), self._data, kernel_size, stride, padding, dilation, ceil_mode)
+        _rs = K.max_pool2d_with_indices(_cupy(), _dev(self), kernel_size, stride, padding, dilation, ceil_mode)
         return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
     except ValueError as _e:
         _value_error(_e, K.max_pool2d_with_indices, self)
@@ -12640,7 +12644,7 @@ def _cpu_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding,
 
 def _cuda_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     try:
-        _rs = K.max_pool3d_with_indices(_cupy(), self._data, kernel_size, stride, padding, dilation, ceil_mode)
+        _rs = K.max_pool3d_with_indices(_cupy(), _dev(self), kernel_size, stride, padding, dilation, ceil_mode)
         return (_new(_rs[0], self._ks, self._device), _new(_rs[1], self._ks, self._device),)
     except ValueError as _e:
         _value_error(_e, K.max_pool3d_with_indices, self)
@@ -12661,7 +12665,7 @@ def _cpu_constant_pad_nd_default(ks, self, pad, value):
 
 def _cuda_constant_pad_nd_default(ks, self, pad, value):
     try:
-        return _new(K.constant_pad_nd(_cupy(), self._data, pad, value), self._ks, self._device)
+        return _new(K.constant_pad_nd(_cupy(), _dev(self), pad, value), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.constant_pad_nd, self)
 
@@ -12682,7 +12686,7 @@ def _cpu_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq,
 def _cuda_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
     _check_devices('cuda', weight, indices)
     try:
-        return _new(K.embedding(_cupy(), weight._data, indices._data, padding_idx, scale_grad_by_freq, sparse), weight._ks, weight._device)
+        return _new(K.embedding(_cupy(), _dev(weight), _dev(indices), padding_idx, scale_grad_by_freq, sparse), weight._ks, weight._device)
     except ValueError as _e:
         _value_error(_e, K.embedding, weight, indices)
 
@@ -12710,7 +12714,7 @@ def _cpu__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_
 def _cuda__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
     _check_devices('cuda', input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
     try:
-        _rs = K._rnn_layer(_cupy(), input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse)
+        _rs = K._rnn_layer(_cupy(), _dev(input), batch_sizes, _dev(h0), (None if c0 is None else _dev(c0)), _dev(w_ih), _dev(w_hh), (None if b_ih is None else _dev(b_ih)), (None if b_hh is None else _dev(b_hh)), (None if w_hr is None else _dev(w_hr)), mode, reverse)
         return (_new(_rs[0], input._ks, input._device), _new(_rs[1], input._ks, input._device), _new(_rs[2], input._ks, input._device), _new(_rs[3], input._ks, input._device),)
     except ValueError as _e:
         _value_error(_e, K._rnn_layer, input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
@@ -12734,7 +12738,7 @@ def _cpu__rnn_layer_backward_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh,
 def _cuda__rnn_layer_backward_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, output, workspace, grad_output, grad_hn, grad_cn):
     _check_devices('cuda', input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, grad_output, grad_hn, grad_cn)
     try:
-        _rs = K._rnn_layer_backward(_cupy(), input._data, batch_sizes, h0._data, (None if c0 is None else c0._data), w_ih._data, w_hh._data, (None if b_ih is None else b_ih._data), (None if b_hh is None else b_hh._data), (None if w_hr is None else w_hr._data), mode, reverse, output._data, workspace._data, (None if grad_output is None else grad_output._data), (None if grad_hn is None else grad_hn._data), (None if grad_cn is None else grad_cn._data))
+        _rs = K._rnn_layer_backward(_cupy(), _dev(input), batch_sizes, _dev(h0), (None if c0 is None else _dev(c0)), _dev(w_ih), _dev(w_hh), (None if b_ih is None else _dev(b_ih)), (None if b_hh is None else _dev(b_hh)), (None if w_hr is None else _dev(w_hr)), mode, reverse, _dev(output), _dev(workspace), (None if grad_output is None else _dev(grad_output)), (None if grad_hn is None else _dev(grad_hn)), (None if grad_cn is None else _dev(grad_cn)))
         return (_new(_rs[0], input._ks, input._device), _new(_rs[1], input._ks, input._device), _new(_rs[2], input._ks, input._device), _new(_rs[3], input._ks, input._device), _new(_rs[4], input._ks, input._device), _new(_rs[5], input._ks, input._device), _new(_rs[6], input._ks, input._device), _new(_rs[7], input._ks, input._device),)
     except ValueError as _e:
         _value_error(_e, K._rnn_layer_backward, input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, grad_output, grad_hn, grad_cn)
@@ -12866,7 +12870,7 @@ def _cpu_special_i0e_default(ks, self):
 
 def _cuda_special_i0e_default(ks, self):
     try:
-        return _new(K.special_i0e(_cupy(), self._data), self._ks, self._device)
+        return _new(K.special_i0e(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.special_i0e, self)
 
@@ -12887,7 +12891,7 @@ def _cpu_special_i0e_out(ks, self, out):
 def _cuda_special_i0e_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.special_i0e(_cupy(), self._data), 'special_i0e')
+        return _write_out(out, K.special_i0e(_cupy(), _dev(self)), 'special_i0e')
     except ValueError as _e:
         _value_error(_e, K.special_i0e, self, out)
 
@@ -12908,7 +12912,7 @@ def _cpu_special_i1_default(ks, self):
 
 def _cuda_special_i1_default(ks, self):
     try:
-        return _new(K.special_i1(_cupy(), self._data), self._ks, self._device)
+        return _new(K.special_i1(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.special_i1, self)
 
@@ -12929,7 +12933,7 @@ def _cpu_special_i1_out(ks, self, out):
 def _cuda_special_i1_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.special_i1(_cupy(), self._data), 'special_i1')
+        return _write_out(out, K.special_i1(_cupy(), _dev(self)), 'special_i1')
     except ValueError as _e:
         _value_error(_e, K.special_i1, self, out)
 
@@ -12950,7 +12954,7 @@ def _cpu_special_i1e_default(ks, self):
 
 def _cuda_special_i1e_default(ks, self):
     try:
-        return _new(K.special_i1e(_cupy(), self._data), self._ks, self._device)
+        return _new(K.special_i1e(_cupy(), _dev(self)), self._ks, self._device)
     except ValueError as _e:
         _value_error(_e, K.special_i1e, self)
 
@@ -12971,7 +12975,7 @@ def _cpu_special_i1e_out(ks, self, out):
 def _cuda_special_i1e_out(ks, self, out):
     _check_devices('cuda', self, out)
     try:
-        return _write_out(out, K.special_i1e(_cupy(), self._data), 'special_i1e')
+        return _write_out(out, K.special_i1e(_cupy(), _dev(self)), 'special_i1e')
     except ValueError as _e:
         _value_error(_e, K.special_i1e, self, out)
 

@@ -39,19 +39,22 @@ def handle_var(s: FunctionSchema) -> str:
 
 
 # ------------------------------------------------------------------------------ registrations
-def _unwrap(a: Argument) -> str:
+def _unwrap(a: Argument, backend: str = "CPU") -> str:
+    """The array of a tensor argument. On CUDA a tensor may be a 0-dim CPU tensor (PyTorch's CPU scalars mix
+    with any device): ``_dev`` copies its array to the device."""
     n = ident(a.name)
     t = a.type
+    data = (lambda x: f"_dev({x})") if backend == "CUDA" else (lambda x: f"{x}._data")
     if t.is_tensor:
-        return f"{n}._data" if not t.optional else f"(None if {n} is None else {n}._data)"
+        return data(n) if not t.optional else f"(None if {n} is None else {data(n)})"
     if t.is_tensor_list:
         if t.elem_optional:
-            return f"[None if _t is None else _t._data for _t in {n}]"
-        return f"[_t._data for _t in {n}]"
+            return f"[None if _t is None else {data('_t')} for _t in {n}]"
+        return f"[{data('_t')} for _t in {n}]"
     return n
 
 
-def _kernel_args(nf: NativeFunction) -> tuple[list[str], list[str]]:
+def _kernel_args(nf: NativeFunction, backend: str = "CPU") -> tuple[list[str], list[str]]:
     """Kernel arguments: positional schema arguments by position, keyword-only ones by name (so one
     kernel can serve overloads that declare different subsets of its parameters)."""
     pos, kw = [], []
@@ -59,14 +62,14 @@ def _kernel_args(nf: NativeFunction) -> tuple[list[str], list[str]]:
         if a.kwarg_only and a.type.is_write:
             continue
         if a.kwarg_only:
-            kw.append(f"{ident(a.name)}={_unwrap(a)}")
+            kw.append(f"{ident(a.name)}={_unwrap(a, backend)}")
         else:
-            pos.append(_unwrap(a))
+            pos.append(_unwrap(a, backend))
     return pos, kw
 
 
 def _kernel_call(nf: NativeFunction, kernel: str, xp: str) -> str:
-    pos, kw = _kernel_args(nf)
+    pos, kw = _kernel_args(nf, "CUDA" if xp == "_cupy()" else "CPU")
     return f"K.{kernel}({xp}, " + ", ".join(pos + kw) + ")"
 
 
@@ -131,7 +134,7 @@ def gen_backend_kernel(nf: NativeFunction, backend: str, kernel: str) -> tuple[s
     params = ", ".join(["ks"] + [ident(a.name) for a in s.arguments])
     xp = "_np" if backend == "CPU" else "_cupy()"
     lines = [f"def {fname}({params}):"]
-    if backend == "CUDA":
+    if backend == "CUDA" and s.name != "copy_":  # copy_ is how tensors cross devices
         lines += _device_check(s, "cuda")
     mutating_kernel = kernel.endswith("_")
     if s.is_inplace:
@@ -232,6 +235,11 @@ def gen_registrations(nfs: list[NativeFunction]) -> str:
            "def _cupy():",
            "    import cupy",
            "    return cupy",
+           "",
+           "",
+           "def _dev(t):",
+           "    a = t._data",
+           "    return _cupy().asarray(a) if isinstance(a, _np.ndarray) else a",
            "",
            "",
            "def _cuda_device(d):",

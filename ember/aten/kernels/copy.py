@@ -15,9 +15,11 @@ def contiguous_copy(xp, self):
 
 
 def copy_(xp, self, src, non_blocking=False):
-    """Write ``src`` into ``self`` (broadcasting ``src``), converting dtype and device."""
-    if not isinstance(src, type(self)):
-        src = xp.asarray(src.get() if hasattr(src, "get") else src)
+    """Write ``src`` into ``self`` (broadcasting ``src``), converting dtype and device. The destination's array
+    module does the copy: a CUDA ``copy_`` may write a CPU tensor (``.cpu()``) or read one (``.cuda()``)."""
+    xp = np if isinstance(self, np.ndarray) else xp
+    if type(src) is not type(self):
+        src = src.get() if hasattr(src, "get") else xp.asarray(src)
     try:
         np.broadcast_shapes(src.shape, self.shape)
         ok = np.broadcast_shapes(src.shape, self.shape) == self.shape
