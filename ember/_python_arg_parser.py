@@ -20,8 +20,8 @@ from ember.aten.composite import wrapped_number
 from ember.aten.dispatcher import ks_device, ks_list, ks_opt  # noqa: F401 (the bindings import them from here)
 from ember.c10.generator import Generator
 from ember.c10.size import Size as _Size
+from ember.c10.tensor_impl import TensorImpl as Tensor  # every ember tensor is one
 
-Tensor = None  # set by ember._tensor
 
 _FAIL = object()
 # PyTorch's should_allow_numbers_as_tensors list (python_arg_parser.cpp)
@@ -65,7 +65,7 @@ def _to_int(v):
         return _FAIL
     if isinstance(v, (numbers.Integral, np.integer)):
         return int(v)
-    if Tensor is not None and isinstance(v, Tensor) and v.numel() == 1 and not v.dtype.is_floating_point \
+    if isinstance(v, Tensor) and v.numel() == 1 and not v.dtype.is_floating_point \
             and not v.dtype.is_complex and v.dtype is not _dt.bool_:
         return int(v.item())
     return _FAIL
@@ -82,7 +82,7 @@ def _to_intlist(v, size):
         return tuple(out)
     if size and not isinstance(v, (tuple, list)):
         i = _to_int(v)
-        if i is not _FAIL and not (Tensor is not None and isinstance(v, Tensor) and v.dim() > 0):
+        if i is not _FAIL and not (isinstance(v, Tensor) and v.dim() > 0):
             return (i,)
     return _FAIL
 
@@ -155,7 +155,7 @@ def _convert_number_ok(kind, v, like):
 
 
 def _type_name(v) -> str:
-    if Tensor is not None and isinstance(v, Tensor):
+    if isinstance(v, Tensor):
         return "Tensor"
     if isinstance(v, (tuple, list)):
         return f"{type(v).__name__} of [{', '.join(_type_name(x) for x in v)}]"

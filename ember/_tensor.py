@@ -598,8 +598,7 @@ _TYPE_STRINGS = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor"
                  "bool": "torch.BoolTensor", "complex64": "torch.ComplexFloatTensor",
                  "complex128": "torch.ComplexDoubleTensor"}
 
-_wrap.Tensor = Tensor
-_python_arg_parser.Tensor = Tensor
+_wrap.set_tensor_class(Tensor)  # Note [The Python tensor class]
 
 
 def _install_generated_methods():

@@ -21,15 +21,25 @@ from ember._generated import aten
 from ember.c10.device import CPU
 from ember.c10.dispatch_key import KS_CPU
 from ember.c10.dtype import can_cast, from_numpy_dtype
-from ember.c10.tensor_impl import VersionCounter
+from ember.c10.tensor_impl import TensorImpl, VersionCounter
 
-Tensor = None  # set by ember._tensor (the frontend class the generated code returns)
+# Note [The Python tensor class]
+# Kernel results are wrapped as instances of the frontend's ``ember.Tensor`` (a ``TensorImpl`` with the Python
+# API), which is defined above this layer. As PyTorch's C++ core wraps results in the class torch/_tensor.py
+# registers (``THPVariableClass``), ``ember/_tensor.py`` registers its class here once, with
+# ``set_tensor_class``; until then results are bare ``TensorImpl`` objects. Checks use ``TensorImpl``.
+_tensor_class = TensorImpl
+
+
+def set_tensor_class(cls) -> None:
+    global _tensor_class
+    _tensor_class = cls
 
 
 def new_tensor(arr, ks: int, device):
     if isinstance(arr, np.generic):  # NumPy returns scalars for 0-d results; a tensor holds an array
         arr = np.asarray(arr)
-    t = object.__new__(Tensor)
+    t = object.__new__(_tensor_class)
     t._data = arr
     t._ks = ks
     t._vc = VersionCounter()
@@ -45,7 +55,7 @@ def tensor_like(data, like):
 
 
 def view_of(arr, base):
-    t = object.__new__(Tensor)
+    t = object.__new__(_tensor_class)
     t._data = arr
     t._ks = base._ks
     t._vc = base._vc
@@ -69,7 +79,7 @@ def value_error(exc, kernel, *tensors):
     the tensor arguments as PyTorch does; otherwise re-raise it unchanged."""
     if getattr(kernel, "elementwise", False):
         from ember.aten.meta import broadcast_shapes
-        broadcast_shapes(*(t._data.shape for t in tensors if isinstance(t, Tensor)))
+        broadcast_shapes(*(t._data.shape for t in tensors if isinstance(t, TensorImpl)))
     raise exc
 
 
@@ -126,7 +136,7 @@ def xp_copyto(dst, src) -> None:
 
 def write_out(out, result, opname: str = ""):
     """Store ``result`` in ``out``, resizing it as PyTorch's ``out=`` does."""
-    if not isinstance(out, Tensor):
+    if not isinstance(out, TensorImpl):
         raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if isinstance(result, np.generic):
         result = np.asarray(result)
