@@ -21,14 +21,12 @@ class AbsBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * self.sgn())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * self.sgn()
+        return grad_inputs
 
 
 def _ag_abs_default(ks, self):
@@ -49,13 +47,11 @@ class NegBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(-grad)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = -grad
+        return grad_inputs
 
 
 def _ag_neg_default(ks, self):
@@ -74,13 +70,11 @@ class SignBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_sign_default(ks, self):
@@ -99,13 +93,11 @@ class SgnBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_sgn_default(ks, self):
@@ -124,13 +116,11 @@ class FloorBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_floor_default(ks, self):
@@ -149,13 +139,11 @@ class CeilBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_ceil_default(ks, self):
@@ -174,13 +162,11 @@ class TruncBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_trunc_default(ks, self):
@@ -199,13 +185,11 @@ class FracBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
 
 
 def _ag_frac_default(ks, self):
@@ -224,14 +208,12 @@ class ExpBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(grad * result)
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = grad * result
+        return grad_inputs
 
 
 def _ag_exp_default(ks, self):
@@ -251,14 +233,12 @@ class Exp2Backward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(grad * result * 0.6931471805599453)
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = grad * result * 0.6931471805599453
+        return grad_inputs
 
 
 def _ag_exp2_default(ks, self):
@@ -278,14 +258,12 @@ class Expm1Backward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(grad * (result + 1))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = grad * (result + 1)
+        return grad_inputs
 
 
 def _ag_expm1_default(ks, self):
@@ -305,14 +283,12 @@ class LogBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad / self)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / self
+        return grad_inputs
 
 
 def _ag_log_default(ks, self):
@@ -333,14 +309,12 @@ class Log2Backward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad / (self * 0.6931471805599453))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / (self * 0.6931471805599453)
+        return grad_inputs
 
 
 def _ag_log2_default(ks, self):
@@ -361,14 +335,12 @@ class Log10Backward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad / (self * 2.302585092994046))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / (self * 2.302585092994046)
+        return grad_inputs
 
 
 def _ag_log10_default(ks, self):
@@ -389,14 +361,12 @@ class Log1pBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad / (self + 1))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / (self + 1)
+        return grad_inputs
 
 
 def _ag_log1p_default(ks, self):
@@ -417,14 +387,12 @@ class SqrtBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(grad / (2 * result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = grad / (2 * result)
+        return grad_inputs
 
 
 def _ag_sqrt_default(ks, self):
@@ -444,14 +412,12 @@ class RsqrtBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(-0.5 * grad * result.pow(3))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = -0.5 * grad * result.pow(3)
+        return grad_inputs
 
 
 def _ag_rsqrt_default(ks, self):
@@ -471,14 +437,12 @@ class SinBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * self.cos())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * self.cos()
+        return grad_inputs
 
 
 def _ag_sin_default(ks, self):
@@ -499,14 +463,12 @@ class CosBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(-grad * self.sin())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = -grad * self.sin()
+        return grad_inputs
 
 
 def _ag_cos_default(ks, self):
@@ -527,14 +489,12 @@ class TanBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(grad * (1 + result * result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = grad * (1 + result * result)
+        return grad_inputs
 
 
 def _ag_tan_default(ks, self):
@@ -554,14 +514,12 @@ class AsinBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad / (1 - self * self).sqrt())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / (1 - self * self).sqrt()
+        return grad_inputs
 
 
 def _ag_asin_default(ks, self):
@@ -582,14 +540,12 @@ class AcosBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(-grad / (1 - self * self).sqrt())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = -grad / (1 - self * self).sqrt()
+        return grad_inputs
 
 
 def _ag_acos_default(ks, self):
@@ -610,14 +566,12 @@ class AtanBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad / (1 + self * self))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / (1 + self * self)
+        return grad_inputs
 
 
 def _ag_atan_default(ks, self):
@@ -638,14 +592,12 @@ class SinhBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * self.cosh())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * self.cosh()
+        return grad_inputs
 
 
 def _ag_sinh_default(ks, self):
@@ -666,14 +618,12 @@ class CoshBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * self.sinh())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * self.sinh()
+        return grad_inputs
 
 
 def _ag_cosh_default(ks, self):
@@ -694,14 +644,12 @@ class TanhBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(grad * (1 - result * result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = grad * (1 - result * result)
+        return grad_inputs
 
 
 def _ag_tanh_default(ks, self):
@@ -721,14 +669,12 @@ class AsinhBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad / (self * self + 1).sqrt())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / (self * self + 1).sqrt()
+        return grad_inputs
 
 
 def _ag_asinh_default(ks, self):
@@ -749,14 +695,12 @@ class AcoshBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad / (self * self - 1).sqrt())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / (self * self - 1).sqrt()
+        return grad_inputs
 
 
 def _ag_acosh_default(ks, self):
@@ -777,14 +721,12 @@ class AtanhBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad / (1 - self * self))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / (1 - self * self)
+        return grad_inputs
 
 
 def _ag_atanh_default(ks, self):
@@ -805,14 +747,12 @@ class SigmoidBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(grad * result * (1 - result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = grad * result * (1 - result)
+        return grad_inputs
 
 
 def _ag_sigmoid_default(ks, self):
@@ -832,14 +772,12 @@ class ReciprocalBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(-grad * result * result)
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = -grad * result * result
+        return grad_inputs
 
 
 def _ag_reciprocal_default(ks, self):
@@ -859,14 +797,12 @@ class ErfBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * 1.1283791670955126 * (-self * self).exp())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * 1.1283791670955126 * (-self * self).exp()
+        return grad_inputs
 
 
 def _ag_erf_default(ks, self):
@@ -887,14 +823,12 @@ class ErfcBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(-grad * 1.1283791670955126 * (-self * self).exp())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = -grad * 1.1283791670955126 * (-self * self).exp()
+        return grad_inputs
 
 
 def _ag_erfc_default(ks, self):
@@ -915,14 +849,12 @@ class ErfinvBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(grad * 0.886226925452758 * (result * result).exp())
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = grad * 0.886226925452758 * (result * result).exp()
+        return grad_inputs
 
 
 def _ag_erfinv_default(ks, self):
@@ -942,14 +874,12 @@ class LgammaBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * self.digamma())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * self.digamma()
+        return grad_inputs
 
 
 def _ag_lgamma_default(ks, self):
@@ -970,14 +900,12 @@ class DigammaBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * aten.polygamma(1, self))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * aten.polygamma(1, self)
+        return grad_inputs
 
 
 def _ag_digamma_default(ks, self):
@@ -998,14 +926,12 @@ class I0Backward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * aten.special_i1(self))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * aten.special_i1(self)
+        return grad_inputs
 
 
 def _ag_i0_default(ks, self):
@@ -1026,14 +952,12 @@ class SincBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(sinc_backward(grad, self))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = sinc_backward(grad, self)
+        return grad_inputs
 
 
 def _ag_sinc_default(ks, self):
@@ -1054,13 +978,11 @@ class Deg2radBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad * 0.017453292519943295)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad * 0.017453292519943295
+        return grad_inputs
 
 
 def _ag_deg2rad_default(ks, self):
@@ -1079,13 +1001,11 @@ class Rad2degBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad * 57.29577951308232)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad * 57.29577951308232
+        return grad_inputs
 
 
 def _ag_rad2deg_default(ks, self):
@@ -1104,14 +1024,12 @@ class SquareBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(2 * grad * self)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = 2 * grad * self
+        return grad_inputs
 
 
 def _ag_square_default(ks, self):
@@ -1132,14 +1050,12 @@ class ReluBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(grad * (result > 0))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = grad * (result > 0)
+        return grad_inputs
 
 
 def _ag_relu_default(ks, self):
@@ -1159,13 +1075,11 @@ class RoundBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_round_default(ks, self):
@@ -1184,13 +1098,11 @@ class RoundBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_round_decimals(ks, self, decimals):
@@ -1209,14 +1121,12 @@ class NanToNumBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * self.isfinite())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * self.isfinite()
+        return grad_inputs
 
 
 def _ag_nan_to_num_default(ks, self, nan, posinf, neginf):
@@ -1237,15 +1147,13 @@ class LogitBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         eps = _n.eps
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(logit_backward(grad, self, eps))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = logit_backward(grad, self, eps)
+        return grad_inputs
 
 
 def _ag_logit_default(ks, self, eps):
@@ -1267,15 +1175,13 @@ class PolygammaBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         n = _n.n
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * aten.polygamma(n + 1, self))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * aten.polygamma(n + 1, self)
+        return grad_inputs
 
 
 def _ag_polygamma_default(ks, n, self):
@@ -1297,18 +1203,14 @@ class AddBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         alpha = _n.alpha
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            _r.append(maybe_multiply(grad, alpha))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        if _n._next[other_ix] is not None:
+            grad_inputs[other_ix] = maybe_multiply(grad, alpha)
+        return grad_inputs
 
 
 def _ag_add_Tensor(ks, self, other, alpha):
@@ -1328,13 +1230,11 @@ class AddBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
 AddBackward1.__name__ = AddBackward1.__qualname__ = 'AddBackward0'
 
 
@@ -1354,18 +1254,14 @@ class SubBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         alpha = _n.alpha
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            _r.append(maybe_multiply(-grad, alpha))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        if _n._next[other_ix] is not None:
+            grad_inputs[other_ix] = maybe_multiply(-grad, alpha)
+        return grad_inputs
 
 
 def _ag_sub_Tensor(ks, self, other, alpha):
@@ -1385,13 +1281,11 @@ class SubBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
 SubBackward1.__name__ = SubBackward1.__qualname__ = 'SubBackward0'
 
 
@@ -1411,19 +1305,15 @@ class MulBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            _r.append(grad * other)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * self)
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[self_ix] = grad * other
+        if _n._next[other_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = grad * self
+        return grad_inputs
 
 
 def _ag_mul_Tensor(ks, self, other):
@@ -1446,14 +1336,12 @@ class MulBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         other = _n.other
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad * other)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad * other
+        return grad_inputs
 MulBackward1.__name__ = MulBackward1.__qualname__ = 'MulBackward0'
 
 
@@ -1474,20 +1362,16 @@ class DivBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            _r.append(grad / other)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(-grad * self / (other * other))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[self_ix] = grad / other
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = -grad * self / (other * other)
+        return grad_inputs
 
 
 def _ag_div_Tensor(ks, self, other):
@@ -1510,14 +1394,12 @@ class DivBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         other = _n.other
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad / other)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad / other
+        return grad_inputs
 DivBackward1.__name__ = DivBackward1.__qualname__ = 'DivBackward0'
 
 
@@ -1538,21 +1420,17 @@ class DivBackward2(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         rounding_mode = _n.rounding_mode
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            _r.append(aten.zeros_like(grad) if rounding_mode is not None else grad / other)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(aten.zeros_like(grad) if rounding_mode is not None else -grad * self / (other * other))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[self_ix] = aten.zeros_like(grad) if rounding_mode is not None else grad / other
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = aten.zeros_like(grad) if rounding_mode is not None else -grad * self / (other * other)
+        return grad_inputs
 
 
 def _ag_div_Tensor_mode(ks, self, other, rounding_mode):
@@ -1576,15 +1454,13 @@ class DivBackward3(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         other = _n.other
         rounding_mode = _n.rounding_mode
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad) if rounding_mode is not None else grad / other)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad) if rounding_mode is not None else grad / other
+        return grad_inputs
 DivBackward3.__name__ = DivBackward3.__qualname__ = 'DivBackward2'
 
 
@@ -1606,20 +1482,16 @@ class TrueDivideBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            _r.append(grad / other)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(-grad * self / (other * other))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[self_ix] = grad / other
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = -grad * self / (other * other)
+        return grad_inputs
 TrueDivideBackward0.__name__ = TrueDivideBackward0.__qualname__ = 'DivBackward0'
 
 
@@ -1643,14 +1515,12 @@ class TrueDivideBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         other = _n.other
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad / other)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad / other
+        return grad_inputs
 TrueDivideBackward1.__name__ = TrueDivideBackward1.__qualname__ = 'DivBackward0'
 
 
@@ -1671,19 +1541,15 @@ class RemainderBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(-grad * self.div(other, rounding_mode='floor'))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = -grad * self.div(other, rounding_mode='floor')
+        return grad_inputs
 
 
 def _ag_remainder_Tensor(ks, self, other):
@@ -1706,13 +1572,11 @@ class RemainderBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
 
 
 def _ag_remainder_Scalar(ks, self, other):
@@ -1731,19 +1595,15 @@ class FmodBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(-grad * self.div(other, rounding_mode='trunc'))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = -grad * self.div(other, rounding_mode='trunc')
+        return grad_inputs
 
 
 def _ag_fmod_Tensor(ks, self, other):
@@ -1766,13 +1626,11 @@ class FmodBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
 
 
 def _ag_fmod_Scalar(ks, self, other):
@@ -1791,18 +1649,14 @@ class RsubBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         alpha = _n.alpha
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(maybe_multiply(-grad, alpha))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = maybe_multiply(-grad, alpha)
+        if _n._next[other_ix] is not None:
+            grad_inputs[other_ix] = grad
+        return grad_inputs
 
 
 def _ag_rsub_Tensor(ks, self, other, alpha):
@@ -1822,14 +1676,12 @@ class RsubBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         alpha = _n.alpha
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(maybe_multiply(-grad, alpha))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = maybe_multiply(-grad, alpha)
+        return grad_inputs
 
 
 def _ag_rsub_Scalar(ks, self, other, alpha):
@@ -1849,22 +1701,18 @@ class PowBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            exponent = _n._saved('exponent' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(pow_backward_self(grad, self, exponent))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            exponent = _n._saved('exponent' + '_')
+        self_ix, exponent_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            exponent = _n._saved('exponent_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = pow_backward_self(grad, self, exponent)
+        if _n._next[exponent_ix] is not None:
+            exponent = _n._saved('exponent_')
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(pow_backward_exponent(grad, self, exponent, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[exponent_ix] = pow_backward_exponent(grad, self, exponent, result)
+        return grad_inputs
 
 
 def _ag_pow_Tensor_Tensor(ks, self, exponent):
@@ -1888,16 +1736,14 @@ class PowBackward2(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self = _n.self
-        _r = []
-        if _e[len(_r)] is not None:
-            exponent = _n._saved('exponent' + '_')
+        exponent_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[exponent_ix] is not None:
+            exponent = _n._saved('exponent_')
             result = _n._saved('result_')
-            _r.append(pow_backward_exponent(grad, self, exponent, result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[exponent_ix] = pow_backward_exponent(grad, self, exponent, result)
+        return grad_inputs
 
 
 def _ag_pow_Scalar(ks, self, exponent):
@@ -1920,15 +1766,13 @@ class PowBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         exponent = _n.exponent
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(pow_backward_self(grad, self, exponent))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = pow_backward_self(grad, self, exponent)
+        return grad_inputs
 
 
 def _ag_pow_Tensor_Scalar(ks, self, exponent):
@@ -1950,22 +1794,18 @@ class FloatPowerBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            exponent = _n._saved('exponent' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(pow_backward_self(grad, self.to(grad.dtype), exponent.to(grad.dtype)))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            exponent = _n._saved('exponent' + '_')
+        self_ix, exponent_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            exponent = _n._saved('exponent_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = pow_backward_self(grad, self.to(grad.dtype), exponent.to(grad.dtype))
+        if _n._next[exponent_ix] is not None:
+            exponent = _n._saved('exponent_')
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(pow_backward_exponent(grad, self.to(grad.dtype), exponent.to(grad.dtype), result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[exponent_ix] = pow_backward_exponent(grad, self.to(grad.dtype), exponent.to(grad.dtype), result)
+        return grad_inputs
 FloatPowerBackward0.__name__ = FloatPowerBackward0.__qualname__ = 'PowBackward1'
 
 
@@ -1990,15 +1830,13 @@ class FloatPowerBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         exponent = _n.exponent
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(pow_backward_self(grad, self.to(grad.dtype), exponent))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = pow_backward_self(grad, self.to(grad.dtype), exponent)
+        return grad_inputs
 FloatPowerBackward1.__name__ = FloatPowerBackward1.__qualname__ = 'PowBackward0'
 
 
@@ -2021,16 +1859,14 @@ class FloatPowerBackward2(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self = _n.self
-        _r = []
-        if _e[len(_r)] is not None:
-            exponent = _n._saved('exponent' + '_')
+        exponent_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[exponent_ix] is not None:
+            exponent = _n._saved('exponent_')
             result = _n._saved('result_')
-            _r.append(pow_backward_exponent(grad, self, exponent.to(grad.dtype), result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[exponent_ix] = pow_backward_exponent(grad, self, exponent.to(grad.dtype), result)
+        return grad_inputs
 FloatPowerBackward2.__name__ = FloatPowerBackward2.__qualname__ = 'PowBackward2'
 
 
@@ -2054,21 +1890,17 @@ class Atan2Backward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * other / (self * self + other * other))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(-grad * self / (self * self + other * other))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * other / (self * self + other * other)
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = -grad * self / (self * self + other * other)
+        return grad_inputs
 
 
 def _ag_atan2_default(ks, self, other):
@@ -2091,21 +1923,17 @@ class HypotBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * self / result)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * self / result
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
             result = _n._saved('result_')
-            _r.append(grad * other / result)
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[other_ix] = grad * other / result
+        return grad_inputs
 
 
 def _ag_hypot_default(ks, self, other):
@@ -2129,21 +1957,17 @@ class LogaddexpBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad / (1 + (other - self).exp()))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad / (1 + (self - other).exp()))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / (1 + (other - self).exp())
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = grad / (1 + (self - other).exp())
+        return grad_inputs
 
 
 def _ag_logaddexp_default(ks, self, other):
@@ -2166,21 +1990,17 @@ class Logaddexp2Backward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad / (1 + (other - self).exp2()))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad / (1 + (self - other).exp2()))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / (1 + (other - self).exp2())
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = grad / (1 + (self - other).exp2())
+        return grad_inputs
 
 
 def _ag_logaddexp2_default(ks, self, other):
@@ -2203,20 +2023,16 @@ class CopysignBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * (result / self).masked_fill(self == 0, 0))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            _r.append(aten.zeros_like(other))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * (result / self).masked_fill(self == 0, 0)
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[other_ix] = aten.zeros_like(other)
+        return grad_inputs
 
 
 def _ag_copysign_default(ks, self, other):
@@ -2240,17 +2056,13 @@ class NextafterBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        if _n._next[other_ix] is not None:
+            grad_inputs[other_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_nextafter_default(ks, self, other):
@@ -2269,21 +2081,17 @@ class MaximumBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(minmax_backward(grad, self, other, True)[0])
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(minmax_backward(grad, self, other, True)[1])
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = minmax_backward(grad, self, other, True)[0]
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = minmax_backward(grad, self, other, True)[1]
+        return grad_inputs
 
 
 def _ag_maximum_default(ks, self, other):
@@ -2306,21 +2114,17 @@ class MinimumBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(minmax_backward(grad, self, other, False)[0])
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(minmax_backward(grad, self, other, False)[1])
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = minmax_backward(grad, self, other, False)[0]
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = minmax_backward(grad, self, other, False)[1]
+        return grad_inputs
 
 
 def _ag_minimum_default(ks, self, other):
@@ -2343,21 +2147,17 @@ class FmaxBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * ((self >= other) | other.isnan()))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * ((other > self) | self.isnan()))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * ((self >= other) | other.isnan())
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = grad * ((other > self) | self.isnan())
+        return grad_inputs
 
 
 def _ag_fmax_default(ks, self, other):
@@ -2380,21 +2180,17 @@ class FminBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * ((self <= other) | other.isnan()))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * ((other < self) | self.isnan()))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * ((self <= other) | other.isnan())
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = grad * ((other < self) | self.isnan())
+        return grad_inputs
 
 
 def _ag_fmin_default(ks, self, other):
@@ -2417,21 +2213,17 @@ class XlogyBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * aten.where_self(self == 0, aten.zeros_like(other), other.log()))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * self / other)
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * aten.where_self(self == 0, aten.zeros_like(other), other.log())
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = grad * self / other
+        return grad_inputs
 
 
 def _ag_xlogy_default(ks, self, other):
@@ -2454,15 +2246,13 @@ class XlogyBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         other = _n.other
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * aten.xlogy_Scalar_Other(aten.ones_like(self), other))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * aten.xlogy_Scalar_Other(aten.ones_like(self), other)
+        return grad_inputs
 XlogyBackward1.__name__ = XlogyBackward1.__qualname__ = 'XlogyBackward2'
 
 
@@ -2485,15 +2275,13 @@ class XlogyBackward2(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self = _n.self
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            _r.append(grad * self / other)
-        else:
-            _r.append(None)
-        return _r
+        other_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[other_ix] = grad * self / other
+        return grad_inputs
 XlogyBackward2.__name__ = XlogyBackward2.__qualname__ = 'XlogyBackward1'
 
 
@@ -2516,15 +2304,13 @@ class CopysignBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * (result / self).masked_fill(self == 0, 0))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * (result / self).masked_fill(self == 0, 0)
+        return grad_inputs
 
 
 def _ag_copysign_Scalar(ks, self, other):
@@ -2546,19 +2332,15 @@ class WhereBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            condition = _n._saved('condition' + '_')
-            _r.append(aten.where_self(condition, grad, zeros_of((), grad)))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            condition = _n._saved('condition' + '_')
-            _r.append(aten.where_self(condition, zeros_of((), grad), grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            condition = _n._saved('condition_')
+            grad_inputs[self_ix] = aten.where_self(condition, grad, zeros_of((), grad))
+        if _n._next[other_ix] is not None:
+            condition = _n._saved('condition_')
+            grad_inputs[other_ix] = aten.where_self(condition, zeros_of((), grad), grad)
+        return grad_inputs
 
 
 def _ag_where_self(ks, condition, self, other):
@@ -2579,16 +2361,14 @@ class ClampBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         min = _n.min
         max = _n.max
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(clamp_backward(grad, self, min, max))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = clamp_backward(grad, self, min, max)
+        return grad_inputs
 
 
 def _ag_clamp_default(ks, self, min, max):
@@ -2611,30 +2391,24 @@ class ClampBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            max = _n._saved('max' + '_')
-            min = _n._saved('min' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(clamp_backward(grad, self, min, max))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            max = _n._saved('max' + '_')
-            min = _n._saved('min' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(clamp_backward_min_max(grad, self, min, max)[0])
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            max = _n._saved('max' + '_')
-            min = _n._saved('min' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(clamp_backward_min_max(grad, self, min, max)[1])
-        else:
-            _r.append(None)
-        return _r
+        self_ix, min_ix, max_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            max = _n._saved('max_')
+            min = _n._saved('min_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = clamp_backward(grad, self, min, max)
+        if _n._next[min_ix] is not None:
+            max = _n._saved('max_')
+            min = _n._saved('min_')
+            self = _n._saved('self_')
+            grad_inputs[min_ix] = clamp_backward_min_max(grad, self, min, max)[0]
+        if _n._next[max_ix] is not None:
+            max = _n._saved('max_')
+            min = _n._saved('min_')
+            self = _n._saved('self_')
+            grad_inputs[max_ix] = clamp_backward_min_max(grad, self, min, max)[1]
+        return grad_inputs
 
 
 def _ag_clamp_Tensor(ks, self, min, max):
@@ -2659,16 +2433,14 @@ class ClipBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         min = _n.min
         max = _n.max
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(clamp_backward(grad, self, min, max))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = clamp_backward(grad, self, min, max)
+        return grad_inputs
 ClipBackward0.__name__ = ClipBackward0.__qualname__ = 'ClampBackward1'
 
 
@@ -2692,30 +2464,24 @@ class ClipBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            max = _n._saved('max' + '_')
-            min = _n._saved('min' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(clamp_backward(grad, self, min, max))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            max = _n._saved('max' + '_')
-            min = _n._saved('min' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(clamp_backward_min_max(grad, self, min, max)[0])
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            max = _n._saved('max' + '_')
-            min = _n._saved('min' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(clamp_backward_min_max(grad, self, min, max)[1])
-        else:
-            _r.append(None)
-        return _r
+        self_ix, min_ix, max_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            max = _n._saved('max_')
+            min = _n._saved('min_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = clamp_backward(grad, self, min, max)
+        if _n._next[min_ix] is not None:
+            max = _n._saved('max_')
+            min = _n._saved('min_')
+            self = _n._saved('self_')
+            grad_inputs[min_ix] = clamp_backward_min_max(grad, self, min, max)[0]
+        if _n._next[max_ix] is not None:
+            max = _n._saved('max_')
+            min = _n._saved('min_')
+            self = _n._saved('self_')
+            grad_inputs[max_ix] = clamp_backward_min_max(grad, self, min, max)[1]
+        return grad_inputs
 ClipBackward1.__name__ = ClipBackward1.__qualname__ = 'ClampBackward0'
 
 
@@ -2741,15 +2507,13 @@ class ClampMinBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         min = _n.min
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(clamp_backward(grad, self, min, None))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = clamp_backward(grad, self, min, None)
+        return grad_inputs
 
 
 def _ag_clamp_min_default(ks, self, min):
@@ -2771,21 +2535,17 @@ class ClampMinBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            min = _n._saved('min' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(aten.where_self(self >= min, grad, zeros_of((), grad)))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            min = _n._saved('min' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(aten.where_self(self < min, grad, zeros_of((), grad)))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, min_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            min = _n._saved('min_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.where_self(self >= min, grad, zeros_of((), grad))
+        if _n._next[min_ix] is not None:
+            min = _n._saved('min_')
+            self = _n._saved('self_')
+            grad_inputs[min_ix] = aten.where_self(self < min, grad, zeros_of((), grad))
+        return grad_inputs
 
 
 def _ag_clamp_min_Tensor(ks, self, min):
@@ -2808,15 +2568,13 @@ class ClampMaxBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         max = _n.max
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(clamp_backward(grad, self, None, max))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = clamp_backward(grad, self, None, max)
+        return grad_inputs
 
 
 def _ag_clamp_max_default(ks, self, max):
@@ -2838,21 +2596,17 @@ class ClampMaxBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            max = _n._saved('max' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(aten.where_self(self <= max, grad, zeros_of((), grad)))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            max = _n._saved('max' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(aten.where_self(self > max, grad, zeros_of((), grad)))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, max_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            max = _n._saved('max_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.where_self(self <= max, grad, zeros_of((), grad))
+        if _n._next[max_ix] is not None:
+            max = _n._saved('max_')
+            self = _n._saved('self_')
+            grad_inputs[max_ix] = aten.where_self(self > max, grad, zeros_of((), grad))
+        return grad_inputs
 
 
 def _ag_clamp_max_Tensor(ks, self, max):
@@ -2875,18 +2629,14 @@ class LerpBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         weight = _n.weight
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad * (1 - weight))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            _r.append(grad * weight)
-        else:
-            _r.append(None)
-        return _r
+        self_ix, end_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad * (1 - weight)
+        if _n._next[end_ix] is not None:
+            grad_inputs[end_ix] = grad * weight
+        return grad_inputs
 
 
 def _ag_lerp_Scalar(ks, self, end, weight):
@@ -2906,25 +2656,19 @@ class LerpBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            weight = _n._saved('weight' + '_')
-            _r.append(grad * (1 - weight))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            weight = _n._saved('weight' + '_')
-            _r.append(grad * weight)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            end = _n._saved('end' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * (end - self))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, end_ix, weight_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            weight = _n._saved('weight_')
+            grad_inputs[self_ix] = grad * (1 - weight)
+        if _n._next[end_ix] is not None:
+            weight = _n._saved('weight_')
+            grad_inputs[end_ix] = grad * weight
+        if _n._next[weight_ix] is not None:
+            end = _n._saved('end_')
+            self = _n._saved('self_')
+            grad_inputs[weight_ix] = grad * (end - self)
+        return grad_inputs
 
 
 def _ag_lerp_Tensor(ks, self, end, weight):
@@ -2949,24 +2693,18 @@ class AddcmulBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         value = _n.value
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            tensor2 = _n._saved('tensor2' + '_')
-            _r.append(grad * tensor2 * value)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            tensor1 = _n._saved('tensor1' + '_')
-            _r.append(grad * tensor1 * value)
-        else:
-            _r.append(None)
-        return _r
+        self_ix, tensor1_ix, tensor2_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        if _n._next[tensor1_ix] is not None:
+            tensor2 = _n._saved('tensor2_')
+            grad_inputs[tensor1_ix] = grad * tensor2 * value
+        if _n._next[tensor2_ix] is not None:
+            tensor1 = _n._saved('tensor1_')
+            grad_inputs[tensor2_ix] = grad * tensor1 * value
+        return grad_inputs
 
 
 def _ag_addcmul_default(ks, self, tensor1, tensor2, value):
@@ -2990,25 +2728,19 @@ class AddcdivBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         value = _n.value
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            tensor2 = _n._saved('tensor2' + '_')
-            _r.append(grad * value / tensor2)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            tensor1 = _n._saved('tensor1' + '_')
-            tensor2 = _n._saved('tensor2' + '_')
-            _r.append(-grad * value * tensor1 / (tensor2 * tensor2))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, tensor1_ix, tensor2_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        if _n._next[tensor1_ix] is not None:
+            tensor2 = _n._saved('tensor2_')
+            grad_inputs[tensor1_ix] = grad * value / tensor2
+        if _n._next[tensor2_ix] is not None:
+            tensor1 = _n._saved('tensor1_')
+            tensor2 = _n._saved('tensor2_')
+            grad_inputs[tensor2_ix] = -grad * value * tensor1 / (tensor2 * tensor2)
+        return grad_inputs
 
 
 def _ag_addcdiv_default(ks, self, tensor1, tensor2, value):
@@ -3032,14 +2764,12 @@ class SumBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.expand(self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.expand(self_sizes)
+        return grad_inputs
 
 
 def _ag_sum_default(ks, self, dtype):
@@ -3059,15 +2789,13 @@ class NansumBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad.expand(self_sizes) * self.isnan().logical_not())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad.expand(self_sizes) * self.isnan().logical_not()
+        return grad_inputs
 
 
 def _ag_nansum_default(ks, self, dtype):
@@ -3089,15 +2817,13 @@ class ProdBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(prod_backward(grad, self, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = prod_backward(grad, self, result)
+        return grad_inputs
 
 
 def _ag_prod_default(ks, self, dtype):
@@ -3119,16 +2845,14 @@ class SumBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(sum_backward(grad, self_sizes, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = sum_backward(grad, self_sizes, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_sum_dim_IntList(ks, self, dim, keepdim, dtype):
@@ -3150,17 +2874,15 @@ class NansumBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(sum_backward(grad, self_sizes, dim, keepdim) * self.isnan().logical_not())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = sum_backward(grad, self_sizes, dim, keepdim) * self.isnan().logical_not()
+        return grad_inputs
 
 
 def _ag_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
@@ -3184,17 +2906,15 @@ class ProdBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(prod_backward(grad, self, result, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = prod_backward(grad, self, result, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_prod_dim_int(ks, self, dim, keepdim, dtype):
@@ -3218,14 +2938,12 @@ class MeanBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(mean_backward(grad, self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = mean_backward(grad, self_sizes)
+        return grad_inputs
 
 
 def _ag_mean_default(ks, self, dtype):
@@ -3245,16 +2963,14 @@ class MeanBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(mean_backward(grad, self_sizes, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = mean_backward(grad, self_sizes, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_mean_dim(ks, self, dim, keepdim, dtype):
@@ -3276,14 +2992,12 @@ class NanmeanBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(nanmean_backward(grad, self, None, False))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = nanmean_backward(grad, self, None, False)
+        return grad_inputs
 
 
 def _ag_nanmean_default(ks, self, dtype):
@@ -3304,16 +3018,14 @@ class NanmeanBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(nanmean_backward(grad, self, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = nanmean_backward(grad, self, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_nanmean_dim(ks, self, dim, keepdim, dtype):
@@ -3336,17 +3048,15 @@ class VarBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         correction = _n.correction
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(var_backward(grad, self, dim, correction, keepdim))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = var_backward(grad, self, dim, correction, keepdim)
+        return grad_inputs
 
 
 def _ag_var_correction(ks, self, dim, correction, keepdim):
@@ -3370,18 +3080,16 @@ class StdBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         correction = _n.correction
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(std_backward(result, grad, self, dim, correction, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = std_backward(result, grad, self, dim, correction, keepdim)
+        return grad_inputs
 
 
 def _ag_std_correction(ks, self, dim, correction, keepdim):
@@ -3406,18 +3114,16 @@ class VarMeanBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         correction = _n.correction
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(var_mean_backward(grads, self, dim, correction, keepdim, False, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = var_mean_backward(grads, self, dim, correction, keepdim, False, result)
+        return grad_inputs
 
 
 def _ag_var_mean_correction(ks, self, dim, correction, keepdim):
@@ -3442,18 +3148,16 @@ class StdMeanBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         correction = _n.correction
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(var_mean_backward(grads, self, dim, correction, keepdim, True, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = var_mean_backward(grads, self, dim, correction, keepdim, True, result)
+        return grad_inputs
 
 
 def _ag_std_mean_correction(ks, self, dim, correction, keepdim):
@@ -3478,15 +3182,13 @@ class MaxBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(evenly_distribute_backward(grad, self, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = evenly_distribute_backward(grad, self, result)
+        return grad_inputs
 
 
 def _ag_max_default(ks, self):
@@ -3508,17 +3210,15 @@ class MaxBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
+        return grad_inputs
 
 
 def _ag_max_dim(ks, self, dim, keepdim):
@@ -3541,15 +3241,13 @@ class MinBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(evenly_distribute_backward(grad, self, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = evenly_distribute_backward(grad, self, result)
+        return grad_inputs
 
 
 def _ag_min_default(ks, self):
@@ -3571,17 +3269,15 @@ class MinBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
+        return grad_inputs
 
 
 def _ag_min_dim(ks, self, dim, keepdim):
@@ -3604,17 +3300,15 @@ class AmaxBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(amax_amin_backward(grad, self, result, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = amax_amin_backward(grad, self, result, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_amax_default(ks, self, dim, keepdim):
@@ -3638,17 +3332,15 @@ class AminBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(amax_amin_backward(grad, self, result, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = amax_amin_backward(grad, self, result, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_amin_default(ks, self, dim, keepdim):
@@ -3672,17 +3364,15 @@ class AminmaxBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(aminmax_backward(grads, self, result, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aminmax_backward(grads, self, result, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_aminmax_default(ks, self, dim, keepdim):
@@ -3706,17 +3396,15 @@ class LogsumexpBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(logsumexp_backward(grad, self, result, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = logsumexp_backward(grad, self, result, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_logsumexp_default(ks, self, dim, keepdim):
@@ -3740,15 +3428,13 @@ class CumsumBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         self_dtype, self_device = _n.self_meta
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(cumsum_backward(grad, dim).to(self_dtype))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = cumsum_backward(grad, dim).to(self_dtype)
+        return grad_inputs
 
 
 def _ag_cumsum_default(ks, self, dim, dtype):
@@ -3769,16 +3455,14 @@ class CumprodBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(cumprod_backward(grad, self, dim, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = cumprod_backward(grad, self, dim, result)
+        return grad_inputs
 
 
 def _ag_cumprod_default(ks, self, dim, dtype):
@@ -3801,16 +3485,14 @@ class LogcumsumexpBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(logcumsumexp_backward(grad, self, result, dim))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = logcumsumexp_backward(grad, self, result, dim)
+        return grad_inputs
 
 
 def _ag_logcumsumexp_default(ks, self, dim):
@@ -3833,16 +3515,14 @@ class CummaxBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(cummaxmin_backward(grad, dim, result[1], self_sizes))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = cummaxmin_backward(grad, dim, result[1], self_sizes)
+        return grad_inputs
 
 
 def _ag_cummax_default(ks, self, dim):
@@ -3864,16 +3544,14 @@ class CumminBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(cummaxmin_backward(grad, dim, result[1], self_sizes))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = cummaxmin_backward(grad, dim, result[1], self_sizes)
+        return grad_inputs
 
 
 def _ag_cummin_default(ks, self, dim):
@@ -3895,16 +3573,14 @@ class SortBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True)
+        return grad_inputs
 
 
 def _ag_sort_stable(ks, self, stable, dim, descending):
@@ -3926,16 +3602,14 @@ class TopkBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, True)
+        return grad_inputs
 
 
 def _ag_topk_default(ks, self, k, dim, largest, sorted):
@@ -3957,17 +3631,15 @@ class KthvalueBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
+        return grad_inputs
 
 
 def _ag_kthvalue_default(ks, self, k, dim, keepdim):
@@ -3990,15 +3662,13 @@ class MedianBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(evenly_distribute_backward(grad, self, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = evenly_distribute_backward(grad, self, result)
+        return grad_inputs
 
 
 def _ag_median_default(ks, self):
@@ -4020,17 +3690,15 @@ class MedianBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
+        return grad_inputs
 
 
 def _ag_median_dim(ks, self, dim, keepdim):
@@ -4053,17 +3721,15 @@ class ModeBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         keepdim = _n.keepdim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
+        return grad_inputs
 
 
 def _ag_mode_default(ks, self, dim, keepdim):
@@ -4086,13 +3752,11 @@ class _Unique2Backward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(not_implemented("_unique2"))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("_unique2")
+        return grad_inputs
 
 
 def _ag__unique2_default(ks, self, sorted, return_inverse, return_counts):
@@ -4111,13 +3775,11 @@ class UniqueDimBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(not_implemented("unique_dim"))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("unique_dim")
+        return grad_inputs
 
 
 def _ag_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
@@ -4136,9 +3798,8 @@ class HistcBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        return _r
+        grad_inputs = [None] * 0
+        return grad_inputs
 
 
 def _ag_histc_default(ks, self, bins, min, max):
@@ -4157,14 +3818,12 @@ class ViewBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.reshape(self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
 
 
 def _ag_view_default(ks, self, size):
@@ -4187,9 +3846,8 @@ class ViewBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        return _r
+        grad_inputs = [None] * 0
+        return grad_inputs
 
 
 def _ag_view_dtype(ks, self, dtype):
@@ -4211,14 +3869,12 @@ class _ReshapeAliasBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.reshape(self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
 
 
 def _ag__reshape_alias_default(ks, self, size, stride):
@@ -4241,17 +3897,15 @@ class AsStridedBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         size = _n.size
         stride = _n.stride
         storage_offset = _n.storage_offset
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(as_strided_backward(grad, self, size, stride, storage_offset))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = as_strided_backward(grad, self, size, stride, storage_offset)
+        return grad_inputs
 
 
 def _ag_as_strided_default(ks, self, size, stride, storage_offset):
@@ -4278,13 +3932,11 @@ class AliasBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
 
 
 def _ag_alias_default(ks, self):
@@ -4306,13 +3958,11 @@ class TBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.t())
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.t()
+        return grad_inputs
 
 
 def _ag_t_default(ks, self):
@@ -4334,15 +3984,13 @@ class TransposeBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim0 = _n.dim0
         dim1 = _n.dim1
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.transpose(dim0, dim1))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.transpose(dim0, dim1)
+        return grad_inputs
 
 
 def _ag_transpose_int(ks, self, dim0, dim1):
@@ -4366,14 +4014,12 @@ class PermuteBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dims = _n.dims
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(permute_backward(grad, dims))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = permute_backward(grad, dims)
+        return grad_inputs
 
 
 def _ag_permute_default(ks, self, dims):
@@ -4396,14 +4042,12 @@ class ExpandBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(expand_backward(grad, self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = expand_backward(grad, self_sizes)
+        return grad_inputs
 
 
 def _ag_expand_default(ks, self, size, implicit):
@@ -4426,14 +4070,12 @@ class SqueezeBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.reshape(self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
 
 
 def _ag_squeeze_default(ks, self):
@@ -4456,14 +4098,12 @@ class SqueezeBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.reshape(self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
 
 
 def _ag_squeeze_dim(ks, self, dim):
@@ -4486,14 +4126,12 @@ class SqueezeBackward2(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.reshape(self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
 
 
 def _ag_squeeze_dims(ks, self, dim):
@@ -4516,14 +4154,12 @@ class UnsqueezeBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.squeeze(dim))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.squeeze(dim)
+        return grad_inputs
 
 
 def _ag_unsqueeze_default(ks, self, dim):
@@ -4546,14 +4182,12 @@ class UnflattenBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.reshape(self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.reshape(self_sizes)
+        return grad_inputs
 
 
 def _ag_unflatten_int(ks, self, dim, sizes):
@@ -4576,16 +4210,14 @@ class SelectBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         index = _n.index
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(select_backward(grad, self_sizes, dim, index))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = select_backward(grad, self_sizes, dim, index)
+        return grad_inputs
 
 
 def _ag_select_int(ks, self, dim, index):
@@ -4610,18 +4242,16 @@ class SliceBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         start = _n.start
         end = _n.end
         step = _n.step
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(slice_backward(grad, self_sizes, dim, start, end, step))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = slice_backward(grad, self_sizes, dim, start, end, step)
+        return grad_inputs
 
 
 def _ag_slice_Tensor(ks, self, dim, start, end, step):
@@ -4648,16 +4278,14 @@ class UnbindBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         self_sizes = _n.self_sizes
         self_dtype, self_device = _n.self_meta
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(unbind_backward(grads, self_sizes, dim, self_dtype, self_device))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = unbind_backward(grads, self_sizes, dim, self_dtype, self_device)
+        return grad_inputs
 
 
 def _ag_unbind_int(ks, self, dim):
@@ -4686,17 +4314,15 @@ class SplitBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         split_size = _n.split_size
         dim = _n.dim
         self_sizes = _n.self_sizes
         self_dtype, self_device = _n.self_meta
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(split_backward(grads, split_sizes_of(self_sizes, split_size, dim), dim, self_sizes, self_dtype, self_device))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = split_backward(grads, split_sizes_of(self_sizes, split_size, dim), dim, self_sizes, self_dtype, self_device)
+        return grad_inputs
 
 
 def _ag_split_Tensor(ks, self, split_size, dim):
@@ -4726,17 +4352,15 @@ class SplitWithSizesBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         split_sizes = _n.split_sizes
         dim = _n.dim
         self_sizes = _n.self_sizes
         self_dtype, self_device = _n.self_meta
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(split_backward(grads, split_sizes, dim, self_sizes, self_dtype, self_device))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = split_backward(grads, split_sizes, dim, self_sizes, self_dtype, self_device)
+        return grad_inputs
 
 
 def _ag_split_with_sizes_default(ks, self, split_sizes, dim):
@@ -4766,15 +4390,13 @@ class UnfoldBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(as_strided_backward(grad, self, tuple(result.shape), result.stride(), result.storage_offset()))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = as_strided_backward(grad, self, tuple(result.shape), result.stride(), result.storage_offset())
+        return grad_inputs
 
 
 def _ag_unfold_default(ks, self, dimension, size, step):
@@ -4799,17 +4421,15 @@ class DiagonalBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         offset = _n.offset
         dim1 = _n.dim1
         dim2 = _n.dim2
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(diagonal_backward(grad, self_sizes, offset, dim1, dim2))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = diagonal_backward(grad, self_sizes, offset, dim1, dim2)
+        return grad_inputs
 
 
 def _ag_diagonal_default(ks, self, offset, dim1, dim2):
@@ -4835,9 +4455,8 @@ class EmptyLikeBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        return _r
+        grad_inputs = [None] * 0
+        return grad_inputs
 
 
 def _ag_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
@@ -4856,9 +4475,8 @@ class ZerosLikeBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        return _r
+        grad_inputs = [None] * 0
+        return grad_inputs
 
 
 def _ag_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
@@ -4877,9 +4495,8 @@ class OnesLikeBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        return _r
+        grad_inputs = [None] * 0
+        return grad_inputs
 
 
 def _ag_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
@@ -4898,9 +4515,8 @@ class FullLikeBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        return _r
+        grad_inputs = [None] * 0
+        return grad_inputs
 
 
 def _ag_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
@@ -4919,17 +4535,13 @@ class NormalBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        mean_ix, std_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[mean_ix] is not None:
+            grad_inputs[mean_ix] = aten.zeros_like(grad)
+        if _n._next[std_ix] is not None:
+            grad_inputs[std_ix] = aten.zeros_like(grad)
+        return grad_inputs
 NormalBackward0.__name__ = NormalBackward0.__qualname__ = 'NormalBackward3'
 
 
@@ -4949,13 +4561,11 @@ class BernoulliBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_bernoulli_default(ks, self, generator):
@@ -4974,13 +4584,11 @@ class BernoulliBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_bernoulli_p(ks, self, p, generator):
@@ -4999,9 +4607,8 @@ class MultinomialBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        return _r
+        grad_inputs = [None] * 0
+        return grad_inputs
 
 
 def _ag_multinomial_default(ks, self, num_samples, replacement, generator):
@@ -5020,14 +4627,12 @@ class _ToCopyBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_dtype, self_device = _n.self_meta
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.to(self_dtype, self_device))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.to(self_dtype, self_device)
+        return grad_inputs
 
 
 def _ag__to_copy_default(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format):
@@ -5047,13 +4652,11 @@ class CloneBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
 
 
 def _ag_clone_default(ks, self, memory_format):
@@ -5072,13 +4675,11 @@ class _ContiguousCopyBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        return grad_inputs
 
 
 def _ag__contiguous_copy_default(ks, self):
@@ -5097,19 +4698,15 @@ class CopyBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         src_sizes = _n.src_sizes
         src_dtype, src_device = _n.src_meta
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            _r.append(expand_backward(grad, src_sizes).to(src_dtype))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, src_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        if _n._next[src_ix] is not None:
+            grad_inputs[src_ix] = expand_backward(grad, src_sizes).to(src_dtype)
+        return grad_inputs
 
 
 def _ag_copy__default(ks, self, src, non_blocking):
@@ -5131,13 +4728,11 @@ class FillBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 FillBackward0.__name__ = FillBackward0.__qualname__ = 'FillBackward2'
 
 
@@ -5158,17 +4753,13 @@ class FillBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            _r.append(grad.sum())
-        else:
-            _r.append(None)
-        return _r
+        self_ix, value_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        if _n._next[value_ix] is not None:
+            grad_inputs[value_ix] = grad.sum()
+        return grad_inputs
 FillBackward1.__name__ = FillBackward1.__qualname__ = 'FillBackward3'
 
 
@@ -5189,13 +4780,11 @@ class ZeroBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.zeros_like(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
 
 
 def _ag_zero__default(ks, self):
@@ -5215,14 +4804,12 @@ class MaskedFillBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            mask = _n._saved('mask' + '_')
-            _r.append(grad.masked_fill(mask, 0))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            mask = _n._saved('mask_')
+            grad_inputs[self_ix] = grad.masked_fill(mask, 0)
+        return grad_inputs
 
 
 def _ag_masked_fill_Scalar(ks, self, mask, value):
@@ -5243,19 +4830,15 @@ class MaskedFillBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            mask = _n._saved('mask' + '_')
-            _r.append(grad.masked_fill(mask, 0))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            mask = _n._saved('mask' + '_')
-            _r.append(grad.masked_select(mask).sum())
-        else:
-            _r.append(None)
-        return _r
+        self_ix, value_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            mask = _n._saved('mask_')
+            grad_inputs[self_ix] = grad.masked_fill(mask, 0)
+        if _n._next[value_ix] is not None:
+            mask = _n._saved('mask_')
+            grad_inputs[value_ix] = grad.masked_select(mask).sum()
+        return grad_inputs
 
 
 def _ag_masked_fill_Tensor(ks, self, mask, value):
@@ -5276,15 +4859,13 @@ class IndexBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            indices = _n._saved('indices' + '_')
-            _r.append(index_backward(grad, self_sizes, indices))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            indices = _n._saved('indices_')
+            grad_inputs[self_ix] = index_backward(grad, self_sizes, indices)
+        return grad_inputs
 
 
 def _ag_index_Tensor(ks, self, indices):
@@ -5306,21 +4887,17 @@ class IndexPutBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         accumulate = _n.accumulate
         values_sizes = _n.values_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            indices = _n._saved('indices' + '_')
-            _r.append(grad if accumulate else grad.index_put(indices, zeros_of((), grad), False))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            indices = _n._saved('indices' + '_')
-            _r.append(expand_backward(grad_index(grad, indices), values_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, values_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            indices = _n._saved('indices_')
+            grad_inputs[self_ix] = grad if accumulate else grad.index_put(indices, zeros_of((), grad), False)
+        if _n._next[values_ix] is not None:
+            indices = _n._saved('indices_')
+            grad_inputs[values_ix] = expand_backward(grad_index(grad, indices), values_sizes)
+        return grad_inputs
 
 
 def _ag_index_put_default(ks, self, indices, values, accumulate):
@@ -5343,16 +4920,14 @@ class IndexSelectBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(zeros_of(self_sizes, grad).index_add(dim, index, grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[self_ix] = zeros_of(self_sizes, grad).index_add(dim, index, grad)
+        return grad_inputs
 
 
 def _ag_index_select_default(ks, self, dim, index):
@@ -5375,16 +4950,14 @@ class GatherBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(zeros_of(self_sizes, grad).scatter_add(dim, index, grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[self_ix] = zeros_of(self_sizes, grad).scatter_add(dim, index, grad)
+        return grad_inputs
 
 
 def _ag_gather_default(ks, self, dim, index, sparse_grad):
@@ -5407,20 +4980,16 @@ class ScatterBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(grad.scatter(dim, index, 0.0))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(grad.gather(dim, index))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, src_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[self_ix] = grad.scatter(dim, index, 0.0)
+        if _n._next[src_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[src_ix] = grad.gather(dim, index)
+        return grad_inputs
 
 
 def _ag_scatter_src(ks, self, dim, index, src):
@@ -5442,15 +5011,13 @@ class ScatterBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(grad.scatter(dim, index, 0.0))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[self_ix] = grad.scatter(dim, index, 0.0)
+        return grad_inputs
 
 
 def _ag_scatter_value(ks, self, dim, index, value):
@@ -5472,19 +5039,15 @@ class ScatterAddBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(grad.gather(dim, index))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, src_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        if _n._next[src_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[src_ix] = grad.gather(dim, index)
+        return grad_inputs
 
 
 def _ag_scatter_add_default(ks, self, dim, index, src):
@@ -5506,28 +5069,24 @@ class ScatterReduceBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         reduce = _n.reduce
         include_self = _n.include_self
-        _r = []
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
+        self_ix, src_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            index = _n._saved('index_')
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            src = _n._saved('src' + '_')
-            _r.append(scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, "self"))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
+            self = _n._saved('self_')
+            src = _n._saved('src_')
+            grad_inputs[self_ix] = scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, "self")
+        if _n._next[src_ix] is not None:
+            index = _n._saved('index_')
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            src = _n._saved('src' + '_')
-            _r.append(scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, "src"))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            src = _n._saved('src_')
+            grad_inputs[src_ix] = scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, "src")
+        return grad_inputs
 
 
 def _ag_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
@@ -5556,20 +5115,16 @@ class IndexAddBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         alpha = _n.alpha
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(maybe_multiply(grad.index_select(dim, index), alpha))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, source_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad
+        if _n._next[source_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[source_ix] = maybe_multiply(grad.index_select(dim, index), alpha)
+        return grad_inputs
 
 
 def _ag_index_add_default(ks, self, dim, index, source, alpha):
@@ -5592,20 +5147,16 @@ class IndexCopyBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(grad.index_fill(dim, index, 0.0))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(grad.index_select(dim, index))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, source_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[self_ix] = grad.index_fill(dim, index, 0.0)
+        if _n._next[source_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[source_ix] = grad.index_select(dim, index)
+        return grad_inputs
 
 
 def _ag_index_copy_default(ks, self, dim, index, source):
@@ -5627,15 +5178,13 @@ class IndexFillBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(grad.index_fill(dim, index, 0.0))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[self_ix] = grad.index_fill(dim, index, 0.0)
+        return grad_inputs
 
 
 def _ag_index_fill_int_Scalar(ks, self, dim, index, value):
@@ -5657,20 +5206,16 @@ class IndexFillBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(grad.index_fill(dim, index, 0.0))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(grad.index_select(dim, index).sum())
-        else:
-            _r.append(None)
-        return _r
+        self_ix, value_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[self_ix] = grad.index_fill(dim, index, 0.0)
+        if _n._next[value_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[value_ix] = grad.index_select(dim, index).sum()
+        return grad_inputs
 
 
 def _ag_index_fill_int_Tensor(ks, self, dim, index, value):
@@ -5692,15 +5237,13 @@ class MaskedSelectBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            mask = _n._saved('mask' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(masked_select_backward(grad, self, mask))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            mask = _n._saved('mask_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = masked_select_backward(grad, self, mask)
+        return grad_inputs
 
 
 def _ag_masked_select_default(ks, self, mask):
@@ -5723,20 +5266,16 @@ class MaskedScatterBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         source_sizes = _n.source_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            mask = _n._saved('mask' + '_')
-            _r.append(grad.masked_fill(mask, 0))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            mask = _n._saved('mask' + '_')
-            _r.append(masked_scatter_source_backward(grad, mask, source_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, source_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            mask = _n._saved('mask_')
+            grad_inputs[self_ix] = grad.masked_fill(mask, 0)
+        if _n._next[source_ix] is not None:
+            mask = _n._saved('mask_')
+            grad_inputs[source_ix] = masked_scatter_source_backward(grad, mask, source_sizes)
+        return grad_inputs
 
 
 def _ag_masked_scatter_default(ks, self, mask, source):
@@ -5758,15 +5297,13 @@ class TakeBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            index = _n._saved('index' + '_')
-            _r.append(zeros_of(self_sizes, grad).reshape(-1).index_add(0, index.reshape(-1), grad.reshape(-1)).reshape(self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            index = _n._saved('index_')
+            grad_inputs[self_ix] = zeros_of(self_sizes, grad).reshape(-1).index_add(0, index.reshape(-1), grad.reshape(-1)).reshape(self_sizes)
+        return grad_inputs
 
 
 def _ag_take_default(ks, self, index):
@@ -5788,16 +5325,14 @@ class TakeAlongDimBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            indices = _n._saved('indices' + '_')
-            _r.append(take_along_dim_backward(grad, self_sizes, indices, dim))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            indices = _n._saved('indices_')
+            grad_inputs[self_ix] = take_along_dim_backward(grad, self_sizes, indices, dim)
+        return grad_inputs
 
 
 def _ag_take_along_dim_default(ks, self, indices, dim):
@@ -5944,14 +5479,12 @@ class TrilBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         diagonal = _n.diagonal
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.tril(diagonal))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.tril(diagonal)
+        return grad_inputs
 
 
 def _ag_tril_default(ks, self, diagonal):
@@ -5971,14 +5504,12 @@ class TriuBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         diagonal = _n.diagonal
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.triu(diagonal))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.triu(diagonal)
+        return grad_inputs
 
 
 def _ag_triu_default(ks, self, diagonal):
@@ -5998,14 +5529,12 @@ class FlipBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dims = _n.dims
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.flip(dims))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.flip(dims)
+        return grad_inputs
 
 
 def _ag_flip_default(ks, self, dims):
@@ -6025,15 +5554,13 @@ class RollBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         shifts = _n.shifts
         dims = _n.dims
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.roll(tuple(-s for s in shifts), dims))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.roll(tuple(-s for s in shifts), dims)
+        return grad_inputs
 
 
 def _ag_roll_default(ks, self, shifts, dims):
@@ -6054,15 +5581,13 @@ class Rot90Backward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         k = _n.k
         dims = _n.dims
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.rot90(-k, dims))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.rot90(-k, dims)
+        return grad_inputs
 
 
 def _ag_rot90_default(ks, self, k, dims):
@@ -6083,15 +5608,13 @@ class RepeatBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         repeats = _n.repeats
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(repeat_backward(grad, repeats, self_sizes))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = repeat_backward(grad, repeats, self_sizes)
+        return grad_inputs
 
 
 def _ag_repeat_default(ks, self, repeats):
@@ -6112,16 +5635,14 @@ class RepeatInterleaveBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            repeats = _n._saved('repeats' + '_')
-            _r.append(repeat_interleave_tensor_backward(grad, self_sizes, repeats, dim))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            repeats = _n._saved('repeats_')
+            grad_inputs[self_ix] = repeat_interleave_tensor_backward(grad, self_sizes, repeats, dim)
+        return grad_inputs
 
 
 def _ag_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
@@ -6144,16 +5665,14 @@ class RepeatInterleaveBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         repeats = _n.repeats
         dim = _n.dim
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(repeat_interleave_backward(grad, self_sizes, repeats, dim))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = repeat_interleave_backward(grad, self_sizes, repeats, dim)
+        return grad_inputs
 
 
 def _ag_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
@@ -6175,15 +5694,13 @@ class DiagBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         diagonal = _n.diagonal
         self_sizes = _n.self_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(diag_backward(grad, self_sizes, diagonal))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = diag_backward(grad, self_sizes, diagonal)
+        return grad_inputs
 
 
 def _ag_diag_default(ks, self, diagonal):
@@ -6204,16 +5721,14 @@ class DiagEmbedBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         offset = _n.offset
         dim1 = _n.dim1
         dim2 = _n.dim2
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(grad.diagonal(offset, dim1, dim2))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.diagonal(offset, dim1, dim2)
+        return grad_inputs
 
 
 def _ag_diag_embed_default(ks, self, offset, dim1, dim2):
@@ -6235,19 +5750,15 @@ class MmBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            mat2 = _n._saved('mat2' + '_')
-            _r.append(grad.mm(mat2.t()))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(self.t().mm(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, mat2_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            mat2 = _n._saved('mat2_')
+            grad_inputs[self_ix] = grad.mm(mat2.t())
+        if _n._next[mat2_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[mat2_ix] = self.t().mm(grad)
+        return grad_inputs
 
 
 def _ag_mm_default(ks, self, mat2):
@@ -6270,19 +5781,15 @@ class BmmBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            mat2 = _n._saved('mat2' + '_')
-            _r.append(grad.bmm(mat2.transpose(1, 2)))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(self.transpose(1, 2).bmm(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, mat2_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            mat2 = _n._saved('mat2_')
+            grad_inputs[self_ix] = grad.bmm(mat2.transpose(1, 2))
+        if _n._next[mat2_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[mat2_ix] = self.transpose(1, 2).bmm(grad)
+        return grad_inputs
 
 
 def _ag_bmm_default(ks, self, mat2):
@@ -6305,19 +5812,15 @@ class MvBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            vec = _n._saved('vec' + '_')
-            _r.append(grad.unsqueeze(-1) * vec)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(self.t().mv(grad))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, vec_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            vec = _n._saved('vec_')
+            grad_inputs[self_ix] = grad.unsqueeze(-1) * vec
+        if _n._next[vec_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[vec_ix] = self.t().mv(grad)
+        return grad_inputs
 
 
 def _ag_mv_default(ks, self, vec):
@@ -6340,19 +5843,15 @@ class DotBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            tensor = _n._saved('tensor' + '_')
-            _r.append(grad * tensor)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * self)
-        else:
-            _r.append(None)
-        return _r
+        self_ix, tensor_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            tensor = _n._saved('tensor_')
+            grad_inputs[self_ix] = grad * tensor
+        if _n._next[tensor_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[tensor_ix] = grad * self
+        return grad_inputs
 
 
 def _ag_dot_default(ks, self, tensor):
@@ -6375,19 +5874,15 @@ class VdotBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            _r.append(grad * other)
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad * self)
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[self_ix] = grad * other
+        if _n._next[other_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = grad * self
+        return grad_inputs
 
 
 def _ag_vdot_default(ks, self, other):
@@ -6410,19 +5905,15 @@ class OuterBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            vec2 = _n._saved('vec2' + '_')
-            _r.append(grad.mv(vec2))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad.t().mv(self))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, vec2_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            vec2 = _n._saved('vec2_')
+            grad_inputs[self_ix] = grad.mv(vec2)
+        if _n._next[vec2_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[vec2_ix] = grad.t().mv(self)
+        return grad_inputs
 
 
 def _ag_outer_default(ks, self, vec2):
@@ -6445,19 +5936,15 @@ class GerBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            vec2 = _n._saved('vec2' + '_')
-            _r.append(grad.mv(vec2))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(grad.t().mv(self))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, vec2_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            vec2 = _n._saved('vec2_')
+            grad_inputs[self_ix] = grad.mv(vec2)
+        if _n._next[vec2_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[vec2_ix] = grad.t().mv(self)
+        return grad_inputs
 
 
 def _ag_ger_default(ks, self, vec2):
@@ -6480,25 +5967,19 @@ class AddmmBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         beta = _n.beta
         alpha = _n.alpha
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(maybe_multiply(grad, beta))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            mat2 = _n._saved('mat2' + '_')
-            _r.append(maybe_multiply(grad.mm(mat2.t()), alpha))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            mat1 = _n._saved('mat1' + '_')
-            _r.append(maybe_multiply(mat1.t().mm(grad), alpha))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, mat1_ix, mat2_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = maybe_multiply(grad, beta)
+        if _n._next[mat1_ix] is not None:
+            mat2 = _n._saved('mat2_')
+            grad_inputs[mat1_ix] = maybe_multiply(grad.mm(mat2.t()), alpha)
+        if _n._next[mat2_ix] is not None:
+            mat1 = _n._saved('mat1_')
+            grad_inputs[mat2_ix] = maybe_multiply(mat1.t().mm(grad), alpha)
+        return grad_inputs
 
 
 def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
@@ -6523,25 +6004,19 @@ class AddmvBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         beta = _n.beta
         alpha = _n.alpha
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(maybe_multiply(grad, beta))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            vec = _n._saved('vec' + '_')
-            _r.append(maybe_multiply(grad.unsqueeze(-1) * vec, alpha))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            mat = _n._saved('mat' + '_')
-            _r.append(maybe_multiply(mat.t().mv(grad), alpha))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, mat_ix, vec_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = maybe_multiply(grad, beta)
+        if _n._next[mat_ix] is not None:
+            vec = _n._saved('vec_')
+            grad_inputs[mat_ix] = maybe_multiply(grad.unsqueeze(-1) * vec, alpha)
+        if _n._next[vec_ix] is not None:
+            mat = _n._saved('mat_')
+            grad_inputs[vec_ix] = maybe_multiply(mat.t().mv(grad), alpha)
+        return grad_inputs
 
 
 def _ag_addmv_default(ks, self, mat, vec, beta, alpha):
@@ -6566,25 +6041,19 @@ class BaddbmmBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         beta = _n.beta
         alpha = _n.alpha
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(maybe_multiply(grad, beta))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            batch2 = _n._saved('batch2' + '_')
-            _r.append(maybe_multiply(grad.bmm(batch2.transpose(1, 2)), alpha))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            batch1 = _n._saved('batch1' + '_')
-            _r.append(maybe_multiply(batch1.transpose(1, 2).bmm(grad), alpha))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, batch1_ix, batch2_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = maybe_multiply(grad, beta)
+        if _n._next[batch1_ix] is not None:
+            batch2 = _n._saved('batch2_')
+            grad_inputs[batch1_ix] = maybe_multiply(grad.bmm(batch2.transpose(1, 2)), alpha)
+        if _n._next[batch2_ix] is not None:
+            batch1 = _n._saved('batch1_')
+            grad_inputs[batch2_ix] = maybe_multiply(batch1.transpose(1, 2).bmm(grad), alpha)
+        return grad_inputs
 
 
 def _ag_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
@@ -6609,26 +6078,20 @@ class AddbmmBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         beta = _n.beta
         alpha = _n.alpha
         batch1_sizes = _n.batch1_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(maybe_multiply(grad, beta))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            batch2 = _n._saved('batch2' + '_')
-            _r.append(maybe_multiply(grad.unsqueeze(0).expand(batch1_sizes[0], grad.shape[0], grad.shape[1]).bmm(batch2.transpose(1, 2)), alpha))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            batch1 = _n._saved('batch1' + '_')
-            _r.append(maybe_multiply(batch1.transpose(1, 2).bmm(grad.unsqueeze(0).expand(batch1_sizes[0], grad.shape[0], grad.shape[1])), alpha))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, batch1_ix, batch2_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = maybe_multiply(grad, beta)
+        if _n._next[batch1_ix] is not None:
+            batch2 = _n._saved('batch2_')
+            grad_inputs[batch1_ix] = maybe_multiply(grad.unsqueeze(0).expand(batch1_sizes[0], grad.shape[0], grad.shape[1]).bmm(batch2.transpose(1, 2)), alpha)
+        if _n._next[batch2_ix] is not None:
+            batch1 = _n._saved('batch1_')
+            grad_inputs[batch2_ix] = maybe_multiply(batch1.transpose(1, 2).bmm(grad.unsqueeze(0).expand(batch1_sizes[0], grad.shape[0], grad.shape[1])), alpha)
+        return grad_inputs
 
 
 def _ag_addbmm_default(ks, self, batch1, batch2, beta, alpha):
@@ -6659,7 +6122,7 @@ class EinsumBackward0(_Node):
         _r = []
         _k = _n._list_len_tensors
         if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):
-            tensors = _n._saved('tensors' + '_')
+            tensors = _n._saved('tensors_')
             _r.extend(einsum_backward(grad, equation, tensors))
         else:
             _r.extend([None] * _k)
@@ -6685,23 +6148,19 @@ class TensordotBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dims_self = _n.dims_self
         dims_other = _n.dims_other
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(tensordot_backward(grad, self, other, dims_self, dims_other, 0))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(tensordot_backward(grad, self, other, dims_self, dims_other, 1))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = tensordot_backward(grad, self, other, dims_self, dims_other, 0)
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = tensordot_backward(grad, self, other, dims_self, dims_other, 1)
+        return grad_inputs
 
 
 def _ag_tensordot_default(ks, self, other, dims_self, dims_other):
@@ -6726,21 +6185,17 @@ class KronBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(kron_backward(grad, self, other, 0))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(kron_backward(grad, self, other, 1))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = kron_backward(grad, self, other, 0)
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = kron_backward(grad, self, other, 1)
+        return grad_inputs
 
 
 def _ag_kron_default(ks, self, other):
@@ -6763,24 +6218,20 @@ class CdistBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         p = _n.p
-        _r = []
-        if _e[len(_r)] is not None:
+        x1_ix, x2_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[x1_ix] is not None:
             result = _n._saved('result_')
-            x1 = _n._saved('x1' + '_')
-            x2 = _n._saved('x2' + '_')
-            _r.append(cdist_backward(grad, x1, x2, p, result, 0))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
+            x1 = _n._saved('x1_')
+            x2 = _n._saved('x2_')
+            grad_inputs[x1_ix] = cdist_backward(grad, x1, x2, p, result, 0)
+        if _n._next[x2_ix] is not None:
             result = _n._saved('result_')
-            x1 = _n._saved('x1' + '_')
-            x2 = _n._saved('x2' + '_')
-            _r.append(cdist_backward(grad, x1, x2, p, result, 1))
-        else:
-            _r.append(None)
-        return _r
+            x1 = _n._saved('x1_')
+            x2 = _n._saved('x2_')
+            grad_inputs[x2_ix] = cdist_backward(grad, x1, x2, p, result, 1)
+        return grad_inputs
 
 
 def _ag_cdist_default(ks, x1, x2, p, compute_mode):
@@ -6805,14 +6256,12 @@ class LinalgInvBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        A_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[A_ix] is not None:
             result = _n._saved('result_')
-            _r.append(inverse_backward(grad, result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[A_ix] = inverse_backward(grad, result)
+        return grad_inputs
 
 
 def _ag_linalg_inv_default(ks, A):
@@ -6832,15 +6281,13 @@ class LinalgDetBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            A = _n._saved('A' + '_')
+        A_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[A_ix] is not None:
+            A = _n._saved('A_')
             result = _n._saved('result_')
-            _r.append(det_backward(grad, A, result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[A_ix] = det_backward(grad, A, result)
+        return grad_inputs
 
 
 def _ag_linalg_det_default(ks, A):
@@ -6862,14 +6309,12 @@ class LinalgSlogdetBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            A = _n._saved('A' + '_')
-            _r.append(slogdet_backward(grads[1], A))
-        else:
-            _r.append(None)
-        return _r
+        A_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[A_ix] is not None:
+            A = _n._saved('A_')
+            grad_inputs[A_ix] = slogdet_backward(grads[1], A)
+        return grad_inputs
 
 
 def _ag_linalg_slogdet_default(ks, A):
@@ -6890,20 +6335,16 @@ class LinalgSolveBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            A = _n._saved('A' + '_')
+        A_ix, B_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[A_ix] is not None:
+            A = _n._saved('A_')
             result = _n._saved('result_')
-            _r.append(solve_backward_A(grad, A, result))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            A = _n._saved('A' + '_')
-            _r.append(solve_backward_B(grad, A))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[A_ix] = solve_backward_A(grad, A, result)
+        if _n._next[B_ix] is not None:
+            A = _n._saved('A_')
+            grad_inputs[B_ix] = solve_backward_B(grad, A)
+        return grad_inputs
 
 
 def _ag_linalg_solve_default(ks, A, B, left):
@@ -6925,15 +6366,13 @@ class LinalgCholeskyBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         upper = _n.upper
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(cholesky_backward(grad, result, upper))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = cholesky_backward(grad, result, upper)
+        return grad_inputs
 
 
 def _ag_linalg_cholesky_default(ks, self, upper):
@@ -6954,16 +6393,14 @@ class LinalgQrBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         mode = _n.mode
-        _r = []
-        if _e[len(_r)] is not None:
-            A = _n._saved('A' + '_')
+        A_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[A_ix] is not None:
+            A = _n._saved('A_')
             result = _n._saved('result_')
-            _r.append(linalg_qr_backward(grads, A, mode, result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[A_ix] = linalg_qr_backward(grads, A, mode, result)
+        return grad_inputs
 
 
 def _ag_linalg_qr_default(ks, A, mode):
@@ -6986,14 +6423,12 @@ class LinalgEighBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(eigh_backward(grads, result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = eigh_backward(grads, result)
+        return grad_inputs
 
 
 def _ag_linalg_eigh_default(ks, self, UPLO):
@@ -7013,15 +6448,13 @@ class LinalgEigvalshBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         UPLO = _n.UPLO
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(eigvalsh_backward(grad, self, UPLO))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = eigvalsh_backward(grad, self, UPLO)
+        return grad_inputs
 
 
 def _ag_linalg_eigvalsh_default(ks, self, UPLO):
@@ -7043,16 +6476,14 @@ class LinalgSvdBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         full_matrices = _n.full_matrices
-        _r = []
-        if _e[len(_r)] is not None:
-            A = _n._saved('A' + '_')
+        A_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[A_ix] is not None:
+            A = _n._saved('A_')
             result = _n._saved('result_')
-            _r.append(svd_backward(grads, A, full_matrices, result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[A_ix] = svd_backward(grads, A, full_matrices, result)
+        return grad_inputs
 
 
 def _ag_linalg_svd_default(ks, A, full_matrices, driver):
@@ -7075,14 +6506,12 @@ class LinalgSvdvalsBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            A = _n._saved('A' + '_')
-            _r.append(svdvals_backward(grad, A))
-        else:
-            _r.append(None)
-        return _r
+        A_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[A_ix] is not None:
+            A = _n._saved('A_')
+            grad_inputs[A_ix] = svdvals_backward(grad, A)
+        return grad_inputs
 
 
 def _ag_linalg_svdvals_default(ks, A, driver):
@@ -7103,15 +6532,13 @@ class LinalgPinvBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(pinv_backward(grad, result, self))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = pinv_backward(grad, result, self)
+        return grad_inputs
 
 
 def _ag_linalg_pinv_default(ks, self, atol, rtol, hermitian):
@@ -7133,15 +6560,13 @@ class LinalgMatrixPowerBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         n = _n.n
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(matrix_power_backward(grad, self, n))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = matrix_power_backward(grad, self, n)
+        return grad_inputs
 
 
 def _ag_linalg_matrix_power_default(ks, self, n):
@@ -7163,21 +6588,17 @@ class LinalgLstsqBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            b = _n._saved('b' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(lstsq_backward_A(grads[0], self, b))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            b = _n._saved('b' + '_')
-            self = _n._saved('self' + '_')
-            _r.append(lstsq_backward_B(grads[0], self, b))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, b_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            b = _n._saved('b_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = lstsq_backward_A(grads[0], self, b)
+        if _n._next[b_ix] is not None:
+            b = _n._saved('b_')
+            self = _n._saved('self_')
+            grad_inputs[b_ix] = lstsq_backward_B(grads[0], self, b)
+        return grad_inputs
 
 
 def _ag_linalg_lstsq_default(ks, self, b, rcond, driver):
@@ -7200,20 +6621,16 @@ class LinalgCrossBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
-            other = _n._saved('other' + '_')
-            _r.append(aten.linalg_cross(other, grad, dim=dim))
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(aten.linalg_cross(grad, self, dim=dim))
-        else:
-            _r.append(None)
-        return _r
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[self_ix] = aten.linalg_cross(other, grad, dim=dim)
+        if _n._next[other_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = aten.linalg_cross(grad, self, dim=dim)
+        return grad_inputs
 
 
 def _ag_linalg_cross_default(ks, self, other, dim):
@@ -7237,18 +6654,16 @@ class LinalgVectorNormBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         ord = _n.ord
         dim = _n.dim
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(norm_backward(grad, self, ord, result, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = norm_backward(grad, self, ord, result, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
@@ -7273,18 +6688,16 @@ class LinalgMatrixNormBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         ord = _n.ord
         dim = _n.dim
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(matrix_norm_backward(grad, self, ord, result, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = matrix_norm_backward(grad, self, ord, result, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
@@ -7309,18 +6722,16 @@ class LinalgMatrixNormBackward1(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         ord = _n.ord
         dim = _n.dim
         keepdim = _n.keepdim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(matrix_norm_backward(grad, self, ord, result, dim, keepdim))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = matrix_norm_backward(grad, self, ord, result, dim, keepdim)
+        return grad_inputs
 
 
 def _ag_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
@@ -7345,15 +6756,13 @@ class DetBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(det_backward(grad, self, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = det_backward(grad, self, result)
+        return grad_inputs
 
 
 def _ag_det_default(ks, self):
@@ -7375,14 +6784,12 @@ class InverseBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(inverse_backward(grad, result))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = inverse_backward(grad, result)
+        return grad_inputs
 
 
 def _ag_inverse_default(ks, self):
@@ -7402,14 +6809,12 @@ class SlogdetBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(slogdet_backward(grads[1], self))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = slogdet_backward(grads[1], self)
+        return grad_inputs
 
 
 def _ag_slogdet_default(ks, self):
@@ -7430,15 +6835,13 @@ class _SoftmaxBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(softmax_backward(grad, result, dim))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = softmax_backward(grad, result, dim)
+        return grad_inputs
 
 
 def _ag__softmax_default(ks, self, dim, half_to_float):
@@ -7459,15 +6862,13 @@ class _LogSoftmaxBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            _r.append(log_softmax_backward(grad, result, dim))
-        else:
-            _r.append(None)
-        return _r
+            grad_inputs[self_ix] = log_softmax_backward(grad, result, dim)
+        return grad_inputs
 
 
 def _ag__log_softmax_default(ks, self, dim, half_to_float):
@@ -7488,15 +6889,13 @@ class GeluBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         approximate = _n.approximate
-        _r = []
-        if _e[len(_r)] is not None:
-            self = _n._saved('self' + '_')
-            _r.append(gelu_backward(grad, self, approximate))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = gelu_backward(grad, self, approximate)
+        return grad_inputs
 
 
 def _ag_gelu_default(ks, self, approximate):
@@ -7518,23 +6917,24 @@ class NativeLayerNormBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         normalized_shape = _n.normalized_shape
         eps = _n.eps
-        _r = []
-        grad_input_mask = [_e[len(_r) + 0] is not None, _e[len(_r) + 1] is not None, _e[len(_r) + 2] is not None]
+        input_ix, weight_ix, bias_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[weight_ix] is not None, _n._next[bias_ix] is not None]
         if any(grad_input_mask):
-            bias = _n._saved('bias' + '_')
-            input = _n._saved('input' + '_')
+            bias = _n._saved('bias_')
+            input = _n._saved('input_')
             result = _n._saved('result_')
-            weight = _n._saved('weight' + '_')
-            _g_input_weight_bias = layer_norm_backward(grads[0], input, normalized_shape, weight, bias, result[1], result[2], eps, grad_input_mask)
-        else:
-            _g_input_weight_bias = [None] * 3
-        _r.append(_g_input_weight_bias[0] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_weight_bias[1] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_weight_bias[2] if _e[len(_r)] is not None else None)
-        return _r
+            weight = _n._saved('weight_')
+            _gs = layer_norm_backward(grads[0], input, normalized_shape, weight, bias, result[1], result[2], eps, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[weight_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[bias_ix] = _gs[2]
+        return grad_inputs
 
 
 def _ag_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
@@ -7562,24 +6962,25 @@ class NativeBatchNormBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         training = _n.training
         eps = _n.eps
-        _r = []
-        grad_input_mask = [_e[len(_r) + 0] is not None, _e[len(_r) + 1] is not None, _e[len(_r) + 2] is not None]
+        input_ix, weight_ix, bias_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[weight_ix] is not None, _n._next[bias_ix] is not None]
         if any(grad_input_mask):
-            input = _n._saved('input' + '_')
+            input = _n._saved('input_')
             result = _n._saved('result_')
-            running_mean = _n._saved('running_mean' + '_')
-            running_var = _n._saved('running_var' + '_')
-            weight = _n._saved('weight' + '_')
-            _g_input_weight_bias = batch_norm_backward(grads[0], input, weight, running_mean, running_var, result[1], result[2], training, eps, grad_input_mask)
-        else:
-            _g_input_weight_bias = [None] * 3
-        _r.append(_g_input_weight_bias[0] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_weight_bias[1] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_weight_bias[2] if _e[len(_r)] is not None else None)
-        return _r
+            running_mean = _n._saved('running_mean_')
+            running_var = _n._saved('running_var_')
+            weight = _n._saved('weight_')
+            _gs = batch_norm_backward(grads[0], input, weight, running_mean, running_var, result[1], result[2], training, eps, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[weight_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[bias_ix] = _gs[2]
+        return grad_inputs
 
 
 def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -7609,31 +7010,25 @@ class ConvolutionBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         stride = _n.stride
         padding = _n.padding
         dilation = _n.dilation
         transposed = _n.transposed
         output_padding = _n.output_padding
         groups = _n.groups
-        _r = []
-        if _e[len(_r)] is not None:
-            input = _n._saved('input' + '_')
-            weight = _n._saved('weight' + '_')
-            _r.append(aten.convolution_backward(grad, input, weight, None, stride, padding, dilation, transposed, output_padding, groups, [True, False, False])[0])
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            input = _n._saved('input' + '_')
-            weight = _n._saved('weight' + '_')
-            _r.append(aten.convolution_backward(grad, input, weight, None, stride, padding, dilation, transposed, output_padding, groups, [False, True, False])[1])
-        else:
-            _r.append(None)
-        if _e[len(_r)] is not None:
-            _r.append(grad.sum([0] + list(range(2, grad.dim()))))
-        else:
-            _r.append(None)
-        return _r
+        input_ix, weight_ix, bias_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[input_ix] is not None:
+            input = _n._saved('input_')
+            weight = _n._saved('weight_')
+            grad_inputs[input_ix] = aten.convolution_backward(grad, input, weight, None, stride, padding, dilation, transposed, output_padding, groups, [True, False, False])[0]
+        if _n._next[weight_ix] is not None:
+            input = _n._saved('input_')
+            weight = _n._saved('weight_')
+            grad_inputs[weight_ix] = aten.convolution_backward(grad, input, weight, None, stride, padding, dilation, transposed, output_padding, groups, [False, True, False])[1]
+        if _n._next[bias_ix] is not None:
+            grad_inputs[bias_ix] = grad.sum([0] + list(range(2, grad.dim())))
+        return grad_inputs
 
 
 def _ag_convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
@@ -7662,15 +7057,13 @@ class MaxPool2dWithIndicesBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(max_pool_backward(grad, self, result[1], 2))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 2)
+        return grad_inputs
 
 
 def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
@@ -7692,15 +7085,13 @@ class MaxPool3dWithIndicesBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(max_pool_backward(grad, self, result[1], 3))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 3)
+        return grad_inputs
 
 
 def _ag_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
@@ -7722,14 +7113,12 @@ class ConstantPadNdBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         pad = _n.pad
-        _r = []
-        if _e[len(_r)] is not None:
-            _r.append(aten.constant_pad_nd(grad, [-p for p in pad]))
-        else:
-            _r.append(None)
-        return _r
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.constant_pad_nd(grad, [-p for p in pad])
+        return grad_inputs
 
 
 def _ag_constant_pad_nd_default(ks, self, pad, value):
@@ -7749,17 +7138,15 @@ class EmbeddingBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         padding_idx = _n.padding_idx
         scale_grad_by_freq = _n.scale_grad_by_freq
         weight_sizes = _n.weight_sizes
-        _r = []
-        if _e[len(_r)] is not None:
-            indices = _n._saved('indices' + '_')
-            _r.append(embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_freq))
-        else:
-            _r.append(None)
-        return _r
+        weight_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[weight_ix] is not None:
+            indices = _n._saved('indices_')
+            grad_inputs[weight_ix] = embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_freq)
+        return grad_inputs
 
 
 def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
@@ -7783,34 +7170,40 @@ class _RnnLayerBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         batch_sizes = _n.batch_sizes
         mode = _n.mode
         reverse = _n.reverse
-        _r = []
-        grad_input_mask = [_e[len(_r) + 0] is not None, _e[len(_r) + 1] is not None, _e[len(_r) + 2] is not None, _e[len(_r) + 3] is not None, _e[len(_r) + 4] is not None, _e[len(_r) + 5] is not None, _e[len(_r) + 6] is not None, _e[len(_r) + 7] is not None]
+        input_ix, h0_ix, c0_ix, w_ih_ix, w_hh_ix, b_ih_ix, b_hh_ix, w_hr_ix = 0, 1, 2, 3, 4, 5, 6, 7
+        grad_inputs = [None] * 8
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[h0_ix] is not None, _n._next[c0_ix] is not None, _n._next[w_ih_ix] is not None, _n._next[w_hh_ix] is not None, _n._next[b_ih_ix] is not None, _n._next[b_hh_ix] is not None, _n._next[w_hr_ix] is not None]
         if any(grad_input_mask):
-            b_hh = _n._saved('b_hh' + '_')
-            b_ih = _n._saved('b_ih' + '_')
-            c0 = _n._saved('c0' + '_')
-            h0 = _n._saved('h0' + '_')
-            input = _n._saved('input' + '_')
+            b_hh = _n._saved('b_hh_')
+            b_ih = _n._saved('b_ih_')
+            c0 = _n._saved('c0_')
+            h0 = _n._saved('h0_')
+            input = _n._saved('input_')
             result = _n._saved('result_')
-            w_hh = _n._saved('w_hh' + '_')
-            w_hr = _n._saved('w_hr' + '_')
-            w_ih = _n._saved('w_ih' + '_')
-            _g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr = aten._rnn_layer_backward(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, result[0], result[3], grads[0], grads[1], grads[2] if mode == 'LSTM' else None)
-        else:
-            _g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr = [None] * 8
-        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[0] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[1] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[2] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[3] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[4] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[5] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[6] if _e[len(_r)] is not None else None)
-        _r.append(_g_input_h0_c0_w_ih_w_hh_b_ih_b_hh_w_hr[7] if _e[len(_r)] is not None else None)
-        return _r
+            w_hh = _n._saved('w_hh_')
+            w_hr = _n._saved('w_hr_')
+            w_ih = _n._saved('w_ih_')
+            _gs = aten._rnn_layer_backward(input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse, result[0], result[3], grads[0], grads[1], grads[2] if mode == 'LSTM' else None)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[h0_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[c0_ix] = _gs[2]
+            if grad_input_mask[3]:
+                grad_inputs[w_ih_ix] = _gs[3]
+            if grad_input_mask[4]:
+                grad_inputs[w_hh_ix] = _gs[4]
+            if grad_input_mask[5]:
+                grad_inputs[b_ih_ix] = _gs[5]
+            if grad_input_mask[6]:
+                grad_inputs[b_hh_ix] = _gs[6]
+            if grad_input_mask[7]:
+                grad_inputs[w_hr_ix] = _gs[7]
+        return grad_inputs
 
 
 def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
@@ -7849,15 +7242,13 @@ class SpecialI0eBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(grad * (aten.special_i1e(self) - self.sgn() * result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * (aten.special_i1e(self) - self.sgn() * result)
+        return grad_inputs
 
 
 def _ag_special_i0e_default(ks, self):
@@ -7879,15 +7270,13 @@ class SpecialI1Backward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(i1_backward(grad, self, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = i1_backward(grad, self, result)
+        return grad_inputs
 
 
 def _ag_special_i1_default(ks, self):
@@ -7909,15 +7298,13 @@ class SpecialI1eBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
-        _r = []
-        if _e[len(_r)] is not None:
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self' + '_')
-            _r.append(i1e_backward(grad, self, result))
-        else:
-            _r.append(None)
-        return _r
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = i1e_backward(grad, self, result)
+        return grad_inputs
 
 
 def _ag_special_i1e_default(ks, self):
@@ -7948,12 +7335,6 @@ def _ag_abs__default(ks, self):
     return result
 
 
-def _ag_abs_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("abs(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_abs_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_neg__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -7964,12 +7345,6 @@ def _ag_neg__default(ks, self):
     result = _R._op_neg_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_neg_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("neg(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_neg_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_sign__default(ks, self):
@@ -7984,12 +7359,6 @@ def _ag_sign__default(ks, self):
     return result
 
 
-def _ag_sign_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("sign(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_sign_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_sgn__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8000,12 +7369,6 @@ def _ag_sgn__default(ks, self):
     result = _R._op_sgn_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_sgn_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("sgn(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_sgn_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_floor__default(ks, self):
@@ -8020,12 +7383,6 @@ def _ag_floor__default(ks, self):
     return result
 
 
-def _ag_floor_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("floor(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_floor_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_ceil__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8036,12 +7393,6 @@ def _ag_ceil__default(ks, self):
     result = _R._op_ceil_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_ceil_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("ceil(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_ceil_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_trunc__default(ks, self):
@@ -8056,12 +7407,6 @@ def _ag_trunc__default(ks, self):
     return result
 
 
-def _ag_trunc_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("trunc(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_trunc_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_frac__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8072,12 +7417,6 @@ def _ag_frac__default(ks, self):
     result = _R._op_frac_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_frac_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("frac(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_frac_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_exp__default(ks, self):
@@ -8093,12 +7432,6 @@ def _ag_exp__default(ks, self):
     return result
 
 
-def _ag_exp_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("exp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_exp_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_exp2__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8112,12 +7445,6 @@ def _ag_exp2__default(ks, self):
     return result
 
 
-def _ag_exp2_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("exp2(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_exp2_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_expm1__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8129,12 +7456,6 @@ def _ag_expm1__default(ks, self):
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
-
-def _ag_expm1_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("expm1(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_expm1_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_log__default(ks, self):
@@ -8151,12 +7472,6 @@ def _ag_log__default(ks, self):
     return result
 
 
-def _ag_log_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("log(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_log_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_log2__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8169,12 +7484,6 @@ def _ag_log2__default(ks, self):
     result = _R._op_log2_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_log2_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("log2(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_log2_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_log10__default(ks, self):
@@ -8191,12 +7500,6 @@ def _ag_log10__default(ks, self):
     return result
 
 
-def _ag_log10_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("log10(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_log10_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_log1p__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8209,12 +7512,6 @@ def _ag_log1p__default(ks, self):
     result = _R._op_log1p_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_log1p_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("log1p(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_log1p_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_sqrt__default(ks, self):
@@ -8230,12 +7527,6 @@ def _ag_sqrt__default(ks, self):
     return result
 
 
-def _ag_sqrt_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("sqrt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_sqrt_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_rsqrt__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8247,12 +7538,6 @@ def _ag_rsqrt__default(ks, self):
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
-
-def _ag_rsqrt_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("rsqrt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_rsqrt_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_sin__default(ks, self):
@@ -8269,12 +7554,6 @@ def _ag_sin__default(ks, self):
     return result
 
 
-def _ag_sin_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("sin(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_sin_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_cos__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8289,12 +7568,6 @@ def _ag_cos__default(ks, self):
     return result
 
 
-def _ag_cos_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("cos(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_cos_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_tan__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8306,12 +7579,6 @@ def _ag_tan__default(ks, self):
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
-
-def _ag_tan_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("tan(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_tan_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_asin__default(ks, self):
@@ -8328,12 +7595,6 @@ def _ag_asin__default(ks, self):
     return result
 
 
-def _ag_asin_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("asin(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_asin_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_acos__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8346,12 +7607,6 @@ def _ag_acos__default(ks, self):
     result = _R._op_acos_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_acos_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("acos(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_acos_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_atan__default(ks, self):
@@ -8368,12 +7623,6 @@ def _ag_atan__default(ks, self):
     return result
 
 
-def _ag_atan_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("atan(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_atan_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_sinh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8386,12 +7635,6 @@ def _ag_sinh__default(ks, self):
     result = _R._op_sinh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_sinh_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("sinh(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_sinh_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_cosh__default(ks, self):
@@ -8408,12 +7651,6 @@ def _ag_cosh__default(ks, self):
     return result
 
 
-def _ag_cosh_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("cosh(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_cosh_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_tanh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8425,12 +7662,6 @@ def _ag_tanh__default(ks, self):
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
-
-def _ag_tanh_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("tanh(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_tanh_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_asinh__default(ks, self):
@@ -8447,12 +7678,6 @@ def _ag_asinh__default(ks, self):
     return result
 
 
-def _ag_asinh_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("asinh(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_asinh_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_acosh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8465,12 +7690,6 @@ def _ag_acosh__default(ks, self):
     result = _R._op_acosh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_acosh_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("acosh(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_acosh_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_atanh__default(ks, self):
@@ -8487,12 +7706,6 @@ def _ag_atanh__default(ks, self):
     return result
 
 
-def _ag_atanh_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("atanh(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_atanh_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_sigmoid__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8506,12 +7719,6 @@ def _ag_sigmoid__default(ks, self):
     return result
 
 
-def _ag_sigmoid_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("sigmoid(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_sigmoid_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_reciprocal__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8523,12 +7730,6 @@ def _ag_reciprocal__default(ks, self):
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
-
-def _ag_reciprocal_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("reciprocal(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_reciprocal_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_erf__default(ks, self):
@@ -8545,12 +7746,6 @@ def _ag_erf__default(ks, self):
     return result
 
 
-def _ag_erf_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("erf(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_erf_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_erfc__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8565,12 +7760,6 @@ def _ag_erfc__default(ks, self):
     return result
 
 
-def _ag_erfc_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("erfc(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_erfc_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_erfinv__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8582,12 +7771,6 @@ def _ag_erfinv__default(ks, self):
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
-
-def _ag_erfinv_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("erfinv(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_erfinv_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_lgamma__default(ks, self):
@@ -8604,12 +7787,6 @@ def _ag_lgamma__default(ks, self):
     return result
 
 
-def _ag_lgamma_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("lgamma(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_lgamma_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_digamma__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8622,12 +7799,6 @@ def _ag_digamma__default(ks, self):
     result = _R._op_digamma_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_digamma_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("digamma(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_digamma_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_i0__default(ks, self):
@@ -8644,12 +7815,6 @@ def _ag_i0__default(ks, self):
     return result
 
 
-def _ag_i0_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("i0(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_i0_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_sinc__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8664,12 +7829,6 @@ def _ag_sinc__default(ks, self):
     return result
 
 
-def _ag_sinc_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("sinc(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_sinc_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_deg2rad__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8680,12 +7839,6 @@ def _ag_deg2rad__default(ks, self):
     result = _R._op_deg2rad_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_deg2rad_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("deg2rad(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_deg2rad_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_rad2deg__default(ks, self):
@@ -8700,12 +7853,6 @@ def _ag_rad2deg__default(ks, self):
     return result
 
 
-def _ag_rad2deg_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("rad2deg(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_rad2deg_out.redispatch(ks & _BELOW, self, out)
-
-
 def _ag_square__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8718,24 +7865,6 @@ def _ag_square__default(ks, self):
     result = _R._op_square_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_square_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("square(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_square_out.redispatch(ks & _BELOW, self, out)
-
-
-def _ag_bitwise_not_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("bitwise_not(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_not_out.redispatch(ks & _BELOW, self, out)
-
-
-def _ag_logical_not_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("logical_not(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_logical_not_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_relu__default(ks, self):
@@ -8773,12 +7902,6 @@ def _ag_round__decimals(ks, self, decimals):
     result = _R._op_round__decimals.redispatch(ks & _BELOW, self, decimals)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_round_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("round(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_round_out.redispatch(ks & _BELOW, self, out)
 
 
 def _ag_nan_to_num__default(ks, self, nan, posinf, neginf):
@@ -8823,12 +7946,6 @@ def _ag_add__Tensor(ks, self, other, alpha):
     return result
 
 
-def _ag_add_out(ks, self, other, alpha, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("add(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_add_out.redispatch(ks & _BELOW, self, other, alpha, out)
-
-
 def _ag_add__Scalar(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8839,12 +7956,6 @@ def _ag_add__Scalar(ks, self, other, alpha):
     result = _R._op_add__Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_add_Scalar_out(ks, self, other, alpha, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("add(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_add_Scalar_out.redispatch(ks & _BELOW, self, other, alpha, out)
 
 
 def _ag_sub__Tensor(ks, self, other, alpha):
@@ -8860,12 +7971,6 @@ def _ag_sub__Tensor(ks, self, other, alpha):
     return result
 
 
-def _ag_sub_out(ks, self, other, alpha, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("sub(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_sub_out.redispatch(ks & _BELOW, self, other, alpha, out)
-
-
 def _ag_sub__Scalar(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8876,12 +7981,6 @@ def _ag_sub__Scalar(ks, self, other, alpha):
     result = _R._op_sub__Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_sub_Scalar_out(ks, self, other, alpha, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("sub(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_sub_Scalar_out.redispatch(ks & _BELOW, self, other, alpha, out)
 
 
 def _ag_mul__Tensor(ks, self, other):
@@ -8900,12 +7999,6 @@ def _ag_mul__Tensor(ks, self, other):
     return result
 
 
-def _ag_mul_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("mul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_mul_out.redispatch(ks & _BELOW, self, other, out)
-
-
 def _ag_mul__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8917,12 +8010,6 @@ def _ag_mul__Scalar(ks, self, other):
     result = _R._op_mul__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_mul_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("mul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_mul_Scalar_out.redispatch(ks & _BELOW, self, other, out)
 
 
 def _ag_div__Tensor(ks, self, other):
@@ -8941,12 +8028,6 @@ def _ag_div__Tensor(ks, self, other):
     return result
 
 
-def _ag_div_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("div(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_div_out.redispatch(ks & _BELOW, self, other, out)
-
-
 def _ag_div__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -8958,12 +8039,6 @@ def _ag_div__Scalar(ks, self, other):
     result = _R._op_div__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_div_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("div(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_div_Scalar_out.redispatch(ks & _BELOW, self, other, out)
 
 
 def _ag_div__Tensor_mode(ks, self, other, rounding_mode):
@@ -8981,12 +8056,6 @@ def _ag_div__Tensor_mode(ks, self, other, rounding_mode):
     result = _R._op_div__Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_div_out_mode(ks, self, other, rounding_mode, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("div(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_div_out_mode.redispatch(ks & _BELOW, self, other, rounding_mode, out)
 
 
 def _ag_div__Scalar_mode(ks, self, other, rounding_mode):
@@ -9019,12 +8088,6 @@ def _ag_true_divide__Tensor(ks, self, other):
     return result
 
 
-def _ag_true_divide_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("true_divide(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_true_divide_out.redispatch(ks & _BELOW, self, other, out)
-
-
 def _ag_true_divide__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -9036,24 +8099,6 @@ def _ag_true_divide__Scalar(ks, self, other):
     result = _R._op_true_divide__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_true_divide_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("true_divide(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_true_divide_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_floor_divide_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("floor_divide(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_floor_divide_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_floor_divide_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("floor_divide(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_floor_divide_Scalar_out.redispatch(ks & _BELOW, self, other, out)
 
 
 def _ag_remainder__Tensor(ks, self, other):
@@ -9072,12 +8117,6 @@ def _ag_remainder__Tensor(ks, self, other):
     return result
 
 
-def _ag_remainder_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("remainder(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_remainder_out.redispatch(ks & _BELOW, self, other, out)
-
-
 def _ag_remainder__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -9088,12 +8127,6 @@ def _ag_remainder__Scalar(ks, self, other):
     result = _R._op_remainder__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_remainder_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("remainder(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_remainder_Scalar_out.redispatch(ks & _BELOW, self, other, out)
 
 
 def _ag_fmod__Tensor(ks, self, other):
@@ -9112,12 +8145,6 @@ def _ag_fmod__Tensor(ks, self, other):
     return result
 
 
-def _ag_fmod_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("fmod(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_fmod_out.redispatch(ks & _BELOW, self, other, out)
-
-
 def _ag_fmod__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -9128,30 +8155,6 @@ def _ag_fmod__Scalar(ks, self, other):
     result = _R._op_fmod__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_fmod_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("fmod(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_fmod_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_pow_Tensor_Tensor_out(ks, self, exponent, out):
-    if _gm.enabled and (self._rg or exponent._rg):
-        raise RuntimeError("pow(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_pow_Tensor_Tensor_out.redispatch(ks & _BELOW, self, exponent, out)
-
-
-def _ag_pow_Scalar_out(ks, self, exponent, out):
-    if _gm.enabled and (exponent._rg):
-        raise RuntimeError("pow(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_pow_Scalar_out.redispatch(ks & _BELOW, self, exponent, out)
-
-
-def _ag_pow_Tensor_Scalar_out(ks, self, exponent, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("pow(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_pow_Tensor_Scalar_out.redispatch(ks & _BELOW, self, exponent, out)
 
 
 def _ag_pow__Scalar(ks, self, exponent):
@@ -9186,12 +8189,6 @@ def _ag_pow__Tensor(ks, self, exponent):
     return result
 
 
-def _ag_atan2_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("atan2(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_atan2_out.redispatch(ks & _BELOW, self, other, out)
-
-
 def _ag_atan2__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
@@ -9206,12 +8203,6 @@ def _ag_atan2__default(ks, self, other):
     result = _R._op_atan2_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_hypot_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("hypot(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_hypot_out.redispatch(ks & _BELOW, self, other, out)
 
 
 def _ag_hypot__default(ks, self, other):
@@ -9231,24 +8222,6 @@ def _ag_hypot__default(ks, self, other):
     return result
 
 
-def _ag_logaddexp_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("logaddexp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_logaddexp_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_logaddexp2_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("logaddexp2(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_logaddexp2_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_copysign_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("copysign(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_copysign_out.redispatch(ks & _BELOW, self, other, out)
-
-
 def _ag_copysign__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
@@ -9266,12 +8239,6 @@ def _ag_copysign__default(ks, self, other):
     return result
 
 
-def _ag_nextafter_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("nextafter(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_nextafter_out.redispatch(ks & _BELOW, self, other, out)
-
-
 def _ag_nextafter__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
@@ -9282,36 +8249,6 @@ def _ag_nextafter__default(ks, self, other):
     result = _R._op_nextafter_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_maximum_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("maximum(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_maximum_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_minimum_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("minimum(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_minimum_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_fmax_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("fmax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_fmax_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_fmin_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("fmin(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_fmin_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_xlogy_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("xlogy(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_xlogy_out.redispatch(ks & _BELOW, self, other, out)
 
 
 def _ag_xlogy__default(ks, self, other):
@@ -9328,174 +8265,6 @@ def _ag_xlogy__default(ks, self, other):
     result = _R._op_xlogy_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_bitwise_and_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("bitwise_and(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_and_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_bitwise_and_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("bitwise_and(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_and_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_bitwise_or_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("bitwise_or(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_or_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_bitwise_or_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("bitwise_or(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_or_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_bitwise_xor_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("bitwise_xor(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_xor_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_bitwise_xor_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("bitwise_xor(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_xor_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_bitwise_left_shift_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("bitwise_left_shift(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_left_shift_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_bitwise_left_shift_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("bitwise_left_shift(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_left_shift_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_bitwise_right_shift_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("bitwise_right_shift(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_right_shift_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_bitwise_right_shift_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("bitwise_right_shift(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bitwise_right_shift_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_logical_and_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("logical_and(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_logical_and_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_logical_or_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("logical_or(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_logical_or_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_logical_xor_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("logical_xor(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_logical_xor_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_eq_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("eq(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_eq_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_eq_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("eq(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_eq_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_ne_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("ne(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_ne_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_ne_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("ne(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_ne_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_lt_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("lt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_lt_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_lt_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("lt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_lt_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_le_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("le(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_le_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_le_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("le(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_le_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_gt_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("gt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_gt_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_gt_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("gt(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_gt_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_ge_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("ge(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_ge_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_ge_Scalar_out(ks, self, other, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("ge(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_ge_Scalar_out.redispatch(ks & _BELOW, self, other, out)
-
-
-def _ag_where_self_out(ks, condition, self, other, out):
-    if _gm.enabled and (condition._rg or self._rg or other._rg):
-        raise RuntimeError("where(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_where_self_out.redispatch(ks & _BELOW, condition, self, other, out)
-
-
-def _ag_clamp_out(ks, self, min, max, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("clamp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_clamp_out.redispatch(ks & _BELOW, self, min, max, out)
-
-
-def _ag_clamp_Tensor_out(ks, self, min, max, out):
-    if _gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg)):
-        raise RuntimeError("clamp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_clamp_Tensor_out.redispatch(ks & _BELOW, self, min, max, out)
 
 
 def _ag_clamp__default(ks, self, min, max):
@@ -9609,12 +8378,6 @@ def _ag_lerp__Tensor(ks, self, end, weight):
     return result
 
 
-def _ag_lerp_Scalar_out(ks, self, end, weight, out):
-    if _gm.enabled and (self._rg or end._rg):
-        raise RuntimeError("lerp(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_lerp_Scalar_out.redispatch(ks & _BELOW, self, end, weight, out)
-
-
 def _ag_addcmul__default(ks, self, tensor1, tensor2, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
@@ -9630,12 +8393,6 @@ def _ag_addcmul__default(ks, self, tensor1, tensor2, value):
     result = _R._op_addcmul_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_addcmul_out(ks, self, tensor1, tensor2, value, out):
-    if _gm.enabled and (self._rg or tensor1._rg or tensor2._rg):
-        raise RuntimeError("addcmul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_addcmul_out.redispatch(ks & _BELOW, self, tensor1, tensor2, value, out)
 
 
 def _ag_addcdiv__default(ks, self, tensor1, tensor2, value):
@@ -9655,42 +8412,6 @@ def _ag_addcdiv__default(ks, self, tensor1, tensor2, value):
     return result
 
 
-def _ag_addcdiv_out(ks, self, tensor1, tensor2, value, out):
-    if _gm.enabled and (self._rg or tensor1._rg or tensor2._rg):
-        raise RuntimeError("addcdiv(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_addcdiv_out.redispatch(ks & _BELOW, self, tensor1, tensor2, value, out)
-
-
-def _ag_sum_IntList_out(ks, self, dim, keepdim, dtype, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("sum(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_sum_IntList_out.redispatch(ks & _BELOW, self, dim, keepdim, dtype, out)
-
-
-def _ag_mean_out(ks, self, dim, keepdim, dtype, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("mean(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_mean_out.redispatch(ks & _BELOW, self, dim, keepdim, dtype, out)
-
-
-def _ag_mean_dtype_out(ks, self, dtype, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("mean(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_mean_dtype_out.redispatch(ks & _BELOW, self, dtype, out)
-
-
-def _ag_amax_out(ks, self, dim, keepdim, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("amax(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_amax_out.redispatch(ks & _BELOW, self, dim, keepdim, out)
-
-
-def _ag_amin_out(ks, self, dim, keepdim, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("amin(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_amin_out.redispatch(ks & _BELOW, self, dim, keepdim, out)
-
-
 def _ag_cumsum__default(ks, self, dim, dtype):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -9703,12 +8424,6 @@ def _ag_cumsum__default(ks, self, dim, dtype):
     result = _R._op_cumsum_.redispatch(ks & _BELOW, self, dim, dtype)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_cumsum_out(ks, self, dim, dtype, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("cumsum(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_cumsum_out.redispatch(ks & _BELOW, self, dim, dtype, out)
 
 
 def _ag_cumprod__default(ks, self, dim, dtype):
@@ -9725,24 +8440,6 @@ def _ag_cumprod__default(ks, self, dim, dtype):
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
-
-
-def _ag_cumprod_out(ks, self, dim, dtype, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("cumprod(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_cumprod_out.redispatch(ks & _BELOW, self, dim, dtype, out)
-
-
-def _ag_zeros_out(ks, size, out):
-    if _gm.enabled and (False):
-        raise RuntimeError("zeros(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_zeros_out.redispatch(ks & _BELOW, size, out)
-
-
-def _ag_ones_out(ks, size, out):
-    if _gm.enabled and (False):
-        raise RuntimeError("ones(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_ones_out.redispatch(ks & _BELOW, size, out)
 
 
 def _ag_bernoulli__float(ks, self, p, generator):
@@ -9799,18 +8496,6 @@ def _ag_index_put__default(ks, self, indices, values, accumulate):
     result = _R._op_index_put_.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_index_select_out(ks, self, dim, index, out):
-    if _gm.enabled and (self._rg or index._rg):
-        raise RuntimeError("index_select(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_index_select_out.redispatch(ks & _BELOW, self, dim, index, out)
-
-
-def _ag_gather_out(ks, self, dim, index, sparse_grad, out):
-    if _gm.enabled and (self._rg or index._rg):
-        raise RuntimeError("gather(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_gather_out.redispatch(ks & _BELOW, self, dim, index, sparse_grad, out)
 
 
 def _ag_scatter__src(ks, self, dim, index, src):
@@ -9941,18 +8626,6 @@ def _ag_masked_scatter__default(ks, self, mask, source):
     return result
 
 
-def _ag_cat_out(ks, tensors, dim, out):
-    if _gm.enabled and (any(_t is not None and _t._rg for _t in tensors)):
-        raise RuntimeError("cat(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_cat_out.redispatch(ks & _BELOW, tensors, dim, out)
-
-
-def _ag_stack_out(ks, tensors, dim, out):
-    if _gm.enabled and (any(_t is not None and _t._rg for _t in tensors)):
-        raise RuntimeError("stack(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_stack_out.redispatch(ks & _BELOW, tensors, dim, out)
-
-
 def _ag_tril__default(ks, self, diagonal):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -9966,12 +8639,6 @@ def _ag_tril__default(ks, self, diagonal):
     return result
 
 
-def _ag_tril_out(ks, self, diagonal, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("tril(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_tril_out.redispatch(ks & _BELOW, self, diagonal, out)
-
-
 def _ag_triu__default(ks, self, diagonal):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -9983,30 +8650,6 @@ def _ag_triu__default(ks, self, diagonal):
     result = _R._op_triu_.redispatch(ks & _BELOW, self, diagonal)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_triu_out(ks, self, diagonal, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("triu(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_triu_out.redispatch(ks & _BELOW, self, diagonal, out)
-
-
-def _ag_mm_out(ks, self, mat2, out):
-    if _gm.enabled and (self._rg or mat2._rg):
-        raise RuntimeError("mm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_mm_out.redispatch(ks & _BELOW, self, mat2, out)
-
-
-def _ag_bmm_out(ks, self, mat2, out):
-    if _gm.enabled and (self._rg or mat2._rg):
-        raise RuntimeError("bmm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_bmm_out.redispatch(ks & _BELOW, self, mat2, out)
-
-
-def _ag_matmul_out(ks, self, other, out):
-    if _gm.enabled and (self._rg or other._rg):
-        raise RuntimeError("matmul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_matmul_out.redispatch(ks & _BELOW, self, other, out)
 
 
 def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
@@ -10027,12 +8670,6 @@ def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
     return result
 
 
-def _ag_addmm_out(ks, self, mat1, mat2, beta, alpha, out):
-    if _gm.enabled and (self._rg or mat1._rg or mat2._rg):
-        raise RuntimeError("addmm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_addmm_out.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha, out)
-
-
 def _ag_addmv__default(ks, self, mat, vec, beta, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or mat._rg or vec._rg)):
@@ -10051,12 +8688,6 @@ def _ag_addmv__default(ks, self, mat, vec, beta, alpha):
     return result
 
 
-def _ag_addmv_out(ks, self, mat, vec, beta, alpha, out):
-    if _gm.enabled and (self._rg or mat._rg or vec._rg):
-        raise RuntimeError("addmv(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_addmv_out.redispatch(ks & _BELOW, self, mat, vec, beta, alpha, out)
-
-
 def _ag_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
@@ -10073,12 +8704,6 @@ def _ag_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     result = _R._op_baddbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _rebase_history(self, _n)
     return result
-
-
-def _ag_baddbmm_out(ks, self, batch1, batch2, beta, alpha, out):
-    if _gm.enabled and (self._rg or batch1._rg or batch2._rg):
-        raise RuntimeError("baddbmm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_baddbmm_out.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha, out)
 
 
 def _ag_addbmm__default(ks, self, batch1, batch2, beta, alpha):
@@ -10100,1467 +8725,355 @@ def _ag_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     return result
 
 
-def _ag_addbmm_out(ks, self, batch1, batch2, beta, alpha, out):
-    if _gm.enabled and (self._rg or batch1._rg or batch2._rg):
-        raise RuntimeError("addbmm(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_addbmm_out.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha, out)
-
-
-def _ag_special_i0e_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("special_i0e(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_special_i0e_out.redispatch(ks & _BELOW, self, out)
-
-
-def _ag_special_i1_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("special_i1(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_special_i1_out.redispatch(ks & _BELOW, self, out)
-
-
-def _ag_special_i1e_out(ks, self, out):
-    if _gm.enabled and (self._rg):
-        raise RuntimeError("special_i1e(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad.")
-    return _R._op_special_i1e_out.redispatch(ks & _BELOW, self, out)
-
-
-_R._op_abs.register(DispatchKey.AutogradCPU, _ag_abs_default)
-_R._op_abs.register(DispatchKey.AutogradCUDA, _ag_abs_default)
-_R._op_abs.register(DispatchKey.AutogradMeta, _ag_abs_default)
-_R._op_neg.register(DispatchKey.AutogradCPU, _ag_neg_default)
-_R._op_neg.register(DispatchKey.AutogradCUDA, _ag_neg_default)
-_R._op_neg.register(DispatchKey.AutogradMeta, _ag_neg_default)
-_R._op_sign.register(DispatchKey.AutogradCPU, _ag_sign_default)
-_R._op_sign.register(DispatchKey.AutogradCUDA, _ag_sign_default)
-_R._op_sign.register(DispatchKey.AutogradMeta, _ag_sign_default)
-_R._op_sgn.register(DispatchKey.AutogradCPU, _ag_sgn_default)
-_R._op_sgn.register(DispatchKey.AutogradCUDA, _ag_sgn_default)
-_R._op_sgn.register(DispatchKey.AutogradMeta, _ag_sgn_default)
-_R._op_floor.register(DispatchKey.AutogradCPU, _ag_floor_default)
-_R._op_floor.register(DispatchKey.AutogradCUDA, _ag_floor_default)
-_R._op_floor.register(DispatchKey.AutogradMeta, _ag_floor_default)
-_R._op_ceil.register(DispatchKey.AutogradCPU, _ag_ceil_default)
-_R._op_ceil.register(DispatchKey.AutogradCUDA, _ag_ceil_default)
-_R._op_ceil.register(DispatchKey.AutogradMeta, _ag_ceil_default)
-_R._op_trunc.register(DispatchKey.AutogradCPU, _ag_trunc_default)
-_R._op_trunc.register(DispatchKey.AutogradCUDA, _ag_trunc_default)
-_R._op_trunc.register(DispatchKey.AutogradMeta, _ag_trunc_default)
-_R._op_frac.register(DispatchKey.AutogradCPU, _ag_frac_default)
-_R._op_frac.register(DispatchKey.AutogradCUDA, _ag_frac_default)
-_R._op_frac.register(DispatchKey.AutogradMeta, _ag_frac_default)
-_R._op_exp.register(DispatchKey.AutogradCPU, _ag_exp_default)
-_R._op_exp.register(DispatchKey.AutogradCUDA, _ag_exp_default)
-_R._op_exp.register(DispatchKey.AutogradMeta, _ag_exp_default)
-_R._op_exp2.register(DispatchKey.AutogradCPU, _ag_exp2_default)
-_R._op_exp2.register(DispatchKey.AutogradCUDA, _ag_exp2_default)
-_R._op_exp2.register(DispatchKey.AutogradMeta, _ag_exp2_default)
-_R._op_expm1.register(DispatchKey.AutogradCPU, _ag_expm1_default)
-_R._op_expm1.register(DispatchKey.AutogradCUDA, _ag_expm1_default)
-_R._op_expm1.register(DispatchKey.AutogradMeta, _ag_expm1_default)
-_R._op_log.register(DispatchKey.AutogradCPU, _ag_log_default)
-_R._op_log.register(DispatchKey.AutogradCUDA, _ag_log_default)
-_R._op_log.register(DispatchKey.AutogradMeta, _ag_log_default)
-_R._op_log2.register(DispatchKey.AutogradCPU, _ag_log2_default)
-_R._op_log2.register(DispatchKey.AutogradCUDA, _ag_log2_default)
-_R._op_log2.register(DispatchKey.AutogradMeta, _ag_log2_default)
-_R._op_log10.register(DispatchKey.AutogradCPU, _ag_log10_default)
-_R._op_log10.register(DispatchKey.AutogradCUDA, _ag_log10_default)
-_R._op_log10.register(DispatchKey.AutogradMeta, _ag_log10_default)
-_R._op_log1p.register(DispatchKey.AutogradCPU, _ag_log1p_default)
-_R._op_log1p.register(DispatchKey.AutogradCUDA, _ag_log1p_default)
-_R._op_log1p.register(DispatchKey.AutogradMeta, _ag_log1p_default)
-_R._op_sqrt.register(DispatchKey.AutogradCPU, _ag_sqrt_default)
-_R._op_sqrt.register(DispatchKey.AutogradCUDA, _ag_sqrt_default)
-_R._op_sqrt.register(DispatchKey.AutogradMeta, _ag_sqrt_default)
-_R._op_rsqrt.register(DispatchKey.AutogradCPU, _ag_rsqrt_default)
-_R._op_rsqrt.register(DispatchKey.AutogradCUDA, _ag_rsqrt_default)
-_R._op_rsqrt.register(DispatchKey.AutogradMeta, _ag_rsqrt_default)
-_R._op_sin.register(DispatchKey.AutogradCPU, _ag_sin_default)
-_R._op_sin.register(DispatchKey.AutogradCUDA, _ag_sin_default)
-_R._op_sin.register(DispatchKey.AutogradMeta, _ag_sin_default)
-_R._op_cos.register(DispatchKey.AutogradCPU, _ag_cos_default)
-_R._op_cos.register(DispatchKey.AutogradCUDA, _ag_cos_default)
-_R._op_cos.register(DispatchKey.AutogradMeta, _ag_cos_default)
-_R._op_tan.register(DispatchKey.AutogradCPU, _ag_tan_default)
-_R._op_tan.register(DispatchKey.AutogradCUDA, _ag_tan_default)
-_R._op_tan.register(DispatchKey.AutogradMeta, _ag_tan_default)
-_R._op_asin.register(DispatchKey.AutogradCPU, _ag_asin_default)
-_R._op_asin.register(DispatchKey.AutogradCUDA, _ag_asin_default)
-_R._op_asin.register(DispatchKey.AutogradMeta, _ag_asin_default)
-_R._op_acos.register(DispatchKey.AutogradCPU, _ag_acos_default)
-_R._op_acos.register(DispatchKey.AutogradCUDA, _ag_acos_default)
-_R._op_acos.register(DispatchKey.AutogradMeta, _ag_acos_default)
-_R._op_atan.register(DispatchKey.AutogradCPU, _ag_atan_default)
-_R._op_atan.register(DispatchKey.AutogradCUDA, _ag_atan_default)
-_R._op_atan.register(DispatchKey.AutogradMeta, _ag_atan_default)
-_R._op_sinh.register(DispatchKey.AutogradCPU, _ag_sinh_default)
-_R._op_sinh.register(DispatchKey.AutogradCUDA, _ag_sinh_default)
-_R._op_sinh.register(DispatchKey.AutogradMeta, _ag_sinh_default)
-_R._op_cosh.register(DispatchKey.AutogradCPU, _ag_cosh_default)
-_R._op_cosh.register(DispatchKey.AutogradCUDA, _ag_cosh_default)
-_R._op_cosh.register(DispatchKey.AutogradMeta, _ag_cosh_default)
-_R._op_tanh.register(DispatchKey.AutogradCPU, _ag_tanh_default)
-_R._op_tanh.register(DispatchKey.AutogradCUDA, _ag_tanh_default)
-_R._op_tanh.register(DispatchKey.AutogradMeta, _ag_tanh_default)
-_R._op_asinh.register(DispatchKey.AutogradCPU, _ag_asinh_default)
-_R._op_asinh.register(DispatchKey.AutogradCUDA, _ag_asinh_default)
-_R._op_asinh.register(DispatchKey.AutogradMeta, _ag_asinh_default)
-_R._op_acosh.register(DispatchKey.AutogradCPU, _ag_acosh_default)
-_R._op_acosh.register(DispatchKey.AutogradCUDA, _ag_acosh_default)
-_R._op_acosh.register(DispatchKey.AutogradMeta, _ag_acosh_default)
-_R._op_atanh.register(DispatchKey.AutogradCPU, _ag_atanh_default)
-_R._op_atanh.register(DispatchKey.AutogradCUDA, _ag_atanh_default)
-_R._op_atanh.register(DispatchKey.AutogradMeta, _ag_atanh_default)
-_R._op_sigmoid.register(DispatchKey.AutogradCPU, _ag_sigmoid_default)
-_R._op_sigmoid.register(DispatchKey.AutogradCUDA, _ag_sigmoid_default)
-_R._op_sigmoid.register(DispatchKey.AutogradMeta, _ag_sigmoid_default)
-_R._op_reciprocal.register(DispatchKey.AutogradCPU, _ag_reciprocal_default)
-_R._op_reciprocal.register(DispatchKey.AutogradCUDA, _ag_reciprocal_default)
-_R._op_reciprocal.register(DispatchKey.AutogradMeta, _ag_reciprocal_default)
-_R._op_erf.register(DispatchKey.AutogradCPU, _ag_erf_default)
-_R._op_erf.register(DispatchKey.AutogradCUDA, _ag_erf_default)
-_R._op_erf.register(DispatchKey.AutogradMeta, _ag_erf_default)
-_R._op_erfc.register(DispatchKey.AutogradCPU, _ag_erfc_default)
-_R._op_erfc.register(DispatchKey.AutogradCUDA, _ag_erfc_default)
-_R._op_erfc.register(DispatchKey.AutogradMeta, _ag_erfc_default)
-_R._op_erfinv.register(DispatchKey.AutogradCPU, _ag_erfinv_default)
-_R._op_erfinv.register(DispatchKey.AutogradCUDA, _ag_erfinv_default)
-_R._op_erfinv.register(DispatchKey.AutogradMeta, _ag_erfinv_default)
-_R._op_lgamma.register(DispatchKey.AutogradCPU, _ag_lgamma_default)
-_R._op_lgamma.register(DispatchKey.AutogradCUDA, _ag_lgamma_default)
-_R._op_lgamma.register(DispatchKey.AutogradMeta, _ag_lgamma_default)
-_R._op_digamma.register(DispatchKey.AutogradCPU, _ag_digamma_default)
-_R._op_digamma.register(DispatchKey.AutogradCUDA, _ag_digamma_default)
-_R._op_digamma.register(DispatchKey.AutogradMeta, _ag_digamma_default)
-_R._op_i0.register(DispatchKey.AutogradCPU, _ag_i0_default)
-_R._op_i0.register(DispatchKey.AutogradCUDA, _ag_i0_default)
-_R._op_i0.register(DispatchKey.AutogradMeta, _ag_i0_default)
-_R._op_sinc.register(DispatchKey.AutogradCPU, _ag_sinc_default)
-_R._op_sinc.register(DispatchKey.AutogradCUDA, _ag_sinc_default)
-_R._op_sinc.register(DispatchKey.AutogradMeta, _ag_sinc_default)
-_R._op_deg2rad.register(DispatchKey.AutogradCPU, _ag_deg2rad_default)
-_R._op_deg2rad.register(DispatchKey.AutogradCUDA, _ag_deg2rad_default)
-_R._op_deg2rad.register(DispatchKey.AutogradMeta, _ag_deg2rad_default)
-_R._op_rad2deg.register(DispatchKey.AutogradCPU, _ag_rad2deg_default)
-_R._op_rad2deg.register(DispatchKey.AutogradCUDA, _ag_rad2deg_default)
-_R._op_rad2deg.register(DispatchKey.AutogradMeta, _ag_rad2deg_default)
-_R._op_square.register(DispatchKey.AutogradCPU, _ag_square_default)
-_R._op_square.register(DispatchKey.AutogradCUDA, _ag_square_default)
-_R._op_square.register(DispatchKey.AutogradMeta, _ag_square_default)
-_R._op_relu.register(DispatchKey.AutogradCPU, _ag_relu_default)
-_R._op_relu.register(DispatchKey.AutogradCUDA, _ag_relu_default)
-_R._op_relu.register(DispatchKey.AutogradMeta, _ag_relu_default)
-_R._op_round.register(DispatchKey.AutogradCPU, _ag_round_default)
-_R._op_round.register(DispatchKey.AutogradCUDA, _ag_round_default)
-_R._op_round.register(DispatchKey.AutogradMeta, _ag_round_default)
-_R._op_round_decimals.register(DispatchKey.AutogradCPU, _ag_round_decimals)
-_R._op_round_decimals.register(DispatchKey.AutogradCUDA, _ag_round_decimals)
-_R._op_round_decimals.register(DispatchKey.AutogradMeta, _ag_round_decimals)
-_R._op_nan_to_num.register(DispatchKey.AutogradCPU, _ag_nan_to_num_default)
-_R._op_nan_to_num.register(DispatchKey.AutogradCUDA, _ag_nan_to_num_default)
-_R._op_nan_to_num.register(DispatchKey.AutogradMeta, _ag_nan_to_num_default)
-_R._op_logit.register(DispatchKey.AutogradCPU, _ag_logit_default)
-_R._op_logit.register(DispatchKey.AutogradCUDA, _ag_logit_default)
-_R._op_logit.register(DispatchKey.AutogradMeta, _ag_logit_default)
-_R._op_polygamma.register(DispatchKey.AutogradCPU, _ag_polygamma_default)
-_R._op_polygamma.register(DispatchKey.AutogradCUDA, _ag_polygamma_default)
-_R._op_polygamma.register(DispatchKey.AutogradMeta, _ag_polygamma_default)
-_R._op_add_Tensor.register(DispatchKey.AutogradCPU, _ag_add_Tensor)
-_R._op_add_Tensor.register(DispatchKey.AutogradCUDA, _ag_add_Tensor)
-_R._op_add_Tensor.register(DispatchKey.AutogradMeta, _ag_add_Tensor)
-_R._op_add_Scalar.register(DispatchKey.AutogradCPU, _ag_add_Scalar)
-_R._op_add_Scalar.register(DispatchKey.AutogradCUDA, _ag_add_Scalar)
-_R._op_add_Scalar.register(DispatchKey.AutogradMeta, _ag_add_Scalar)
-_R._op_sub_Tensor.register(DispatchKey.AutogradCPU, _ag_sub_Tensor)
-_R._op_sub_Tensor.register(DispatchKey.AutogradCUDA, _ag_sub_Tensor)
-_R._op_sub_Tensor.register(DispatchKey.AutogradMeta, _ag_sub_Tensor)
-_R._op_sub_Scalar.register(DispatchKey.AutogradCPU, _ag_sub_Scalar)
-_R._op_sub_Scalar.register(DispatchKey.AutogradCUDA, _ag_sub_Scalar)
-_R._op_sub_Scalar.register(DispatchKey.AutogradMeta, _ag_sub_Scalar)
-_R._op_mul_Tensor.register(DispatchKey.AutogradCPU, _ag_mul_Tensor)
-_R._op_mul_Tensor.register(DispatchKey.AutogradCUDA, _ag_mul_Tensor)
-_R._op_mul_Tensor.register(DispatchKey.AutogradMeta, _ag_mul_Tensor)
-_R._op_mul_Scalar.register(DispatchKey.AutogradCPU, _ag_mul_Scalar)
-_R._op_mul_Scalar.register(DispatchKey.AutogradCUDA, _ag_mul_Scalar)
-_R._op_mul_Scalar.register(DispatchKey.AutogradMeta, _ag_mul_Scalar)
-_R._op_div_Tensor.register(DispatchKey.AutogradCPU, _ag_div_Tensor)
-_R._op_div_Tensor.register(DispatchKey.AutogradCUDA, _ag_div_Tensor)
-_R._op_div_Tensor.register(DispatchKey.AutogradMeta, _ag_div_Tensor)
-_R._op_div_Scalar.register(DispatchKey.AutogradCPU, _ag_div_Scalar)
-_R._op_div_Scalar.register(DispatchKey.AutogradCUDA, _ag_div_Scalar)
-_R._op_div_Scalar.register(DispatchKey.AutogradMeta, _ag_div_Scalar)
-_R._op_div_Tensor_mode.register(DispatchKey.AutogradCPU, _ag_div_Tensor_mode)
-_R._op_div_Tensor_mode.register(DispatchKey.AutogradCUDA, _ag_div_Tensor_mode)
-_R._op_div_Tensor_mode.register(DispatchKey.AutogradMeta, _ag_div_Tensor_mode)
-_R._op_div_Scalar_mode.register(DispatchKey.AutogradCPU, _ag_div_Scalar_mode)
-_R._op_div_Scalar_mode.register(DispatchKey.AutogradCUDA, _ag_div_Scalar_mode)
-_R._op_div_Scalar_mode.register(DispatchKey.AutogradMeta, _ag_div_Scalar_mode)
-_R._op_true_divide_Tensor.register(DispatchKey.AutogradCPU, _ag_true_divide_Tensor)
-_R._op_true_divide_Tensor.register(DispatchKey.AutogradCUDA, _ag_true_divide_Tensor)
-_R._op_true_divide_Tensor.register(DispatchKey.AutogradMeta, _ag_true_divide_Tensor)
-_R._op_true_divide_Scalar.register(DispatchKey.AutogradCPU, _ag_true_divide_Scalar)
-_R._op_true_divide_Scalar.register(DispatchKey.AutogradCUDA, _ag_true_divide_Scalar)
-_R._op_true_divide_Scalar.register(DispatchKey.AutogradMeta, _ag_true_divide_Scalar)
-_R._op_remainder_Tensor.register(DispatchKey.AutogradCPU, _ag_remainder_Tensor)
-_R._op_remainder_Tensor.register(DispatchKey.AutogradCUDA, _ag_remainder_Tensor)
-_R._op_remainder_Tensor.register(DispatchKey.AutogradMeta, _ag_remainder_Tensor)
-_R._op_remainder_Scalar.register(DispatchKey.AutogradCPU, _ag_remainder_Scalar)
-_R._op_remainder_Scalar.register(DispatchKey.AutogradCUDA, _ag_remainder_Scalar)
-_R._op_remainder_Scalar.register(DispatchKey.AutogradMeta, _ag_remainder_Scalar)
-_R._op_fmod_Tensor.register(DispatchKey.AutogradCPU, _ag_fmod_Tensor)
-_R._op_fmod_Tensor.register(DispatchKey.AutogradCUDA, _ag_fmod_Tensor)
-_R._op_fmod_Tensor.register(DispatchKey.AutogradMeta, _ag_fmod_Tensor)
-_R._op_fmod_Scalar.register(DispatchKey.AutogradCPU, _ag_fmod_Scalar)
-_R._op_fmod_Scalar.register(DispatchKey.AutogradCUDA, _ag_fmod_Scalar)
-_R._op_fmod_Scalar.register(DispatchKey.AutogradMeta, _ag_fmod_Scalar)
-_R._op_rsub_Tensor.register(DispatchKey.AutogradCPU, _ag_rsub_Tensor)
-_R._op_rsub_Tensor.register(DispatchKey.AutogradCUDA, _ag_rsub_Tensor)
-_R._op_rsub_Tensor.register(DispatchKey.AutogradMeta, _ag_rsub_Tensor)
-_R._op_rsub_Scalar.register(DispatchKey.AutogradCPU, _ag_rsub_Scalar)
-_R._op_rsub_Scalar.register(DispatchKey.AutogradCUDA, _ag_rsub_Scalar)
-_R._op_rsub_Scalar.register(DispatchKey.AutogradMeta, _ag_rsub_Scalar)
-_R._op_pow_Tensor_Tensor.register(DispatchKey.AutogradCPU, _ag_pow_Tensor_Tensor)
-_R._op_pow_Tensor_Tensor.register(DispatchKey.AutogradCUDA, _ag_pow_Tensor_Tensor)
-_R._op_pow_Tensor_Tensor.register(DispatchKey.AutogradMeta, _ag_pow_Tensor_Tensor)
-_R._op_pow_Scalar.register(DispatchKey.AutogradCPU, _ag_pow_Scalar)
-_R._op_pow_Scalar.register(DispatchKey.AutogradCUDA, _ag_pow_Scalar)
-_R._op_pow_Scalar.register(DispatchKey.AutogradMeta, _ag_pow_Scalar)
-_R._op_pow_Tensor_Scalar.register(DispatchKey.AutogradCPU, _ag_pow_Tensor_Scalar)
-_R._op_pow_Tensor_Scalar.register(DispatchKey.AutogradCUDA, _ag_pow_Tensor_Scalar)
-_R._op_pow_Tensor_Scalar.register(DispatchKey.AutogradMeta, _ag_pow_Tensor_Scalar)
-_R._op_float_power_Tensor_Tensor.register(DispatchKey.AutogradCPU, _ag_float_power_Tensor_Tensor)
-_R._op_float_power_Tensor_Tensor.register(DispatchKey.AutogradCUDA, _ag_float_power_Tensor_Tensor)
-_R._op_float_power_Tensor_Tensor.register(DispatchKey.AutogradMeta, _ag_float_power_Tensor_Tensor)
-_R._op_float_power_Tensor_Scalar.register(DispatchKey.AutogradCPU, _ag_float_power_Tensor_Scalar)
-_R._op_float_power_Tensor_Scalar.register(DispatchKey.AutogradCUDA, _ag_float_power_Tensor_Scalar)
-_R._op_float_power_Tensor_Scalar.register(DispatchKey.AutogradMeta, _ag_float_power_Tensor_Scalar)
-_R._op_float_power_Scalar.register(DispatchKey.AutogradCPU, _ag_float_power_Scalar)
-_R._op_float_power_Scalar.register(DispatchKey.AutogradCUDA, _ag_float_power_Scalar)
-_R._op_float_power_Scalar.register(DispatchKey.AutogradMeta, _ag_float_power_Scalar)
-_R._op_atan2.register(DispatchKey.AutogradCPU, _ag_atan2_default)
-_R._op_atan2.register(DispatchKey.AutogradCUDA, _ag_atan2_default)
-_R._op_atan2.register(DispatchKey.AutogradMeta, _ag_atan2_default)
-_R._op_hypot.register(DispatchKey.AutogradCPU, _ag_hypot_default)
-_R._op_hypot.register(DispatchKey.AutogradCUDA, _ag_hypot_default)
-_R._op_hypot.register(DispatchKey.AutogradMeta, _ag_hypot_default)
-_R._op_logaddexp.register(DispatchKey.AutogradCPU, _ag_logaddexp_default)
-_R._op_logaddexp.register(DispatchKey.AutogradCUDA, _ag_logaddexp_default)
-_R._op_logaddexp.register(DispatchKey.AutogradMeta, _ag_logaddexp_default)
-_R._op_logaddexp2.register(DispatchKey.AutogradCPU, _ag_logaddexp2_default)
-_R._op_logaddexp2.register(DispatchKey.AutogradCUDA, _ag_logaddexp2_default)
-_R._op_logaddexp2.register(DispatchKey.AutogradMeta, _ag_logaddexp2_default)
-_R._op_copysign.register(DispatchKey.AutogradCPU, _ag_copysign_default)
-_R._op_copysign.register(DispatchKey.AutogradCUDA, _ag_copysign_default)
-_R._op_copysign.register(DispatchKey.AutogradMeta, _ag_copysign_default)
-_R._op_nextafter.register(DispatchKey.AutogradCPU, _ag_nextafter_default)
-_R._op_nextafter.register(DispatchKey.AutogradCUDA, _ag_nextafter_default)
-_R._op_nextafter.register(DispatchKey.AutogradMeta, _ag_nextafter_default)
-_R._op_maximum.register(DispatchKey.AutogradCPU, _ag_maximum_default)
-_R._op_maximum.register(DispatchKey.AutogradCUDA, _ag_maximum_default)
-_R._op_maximum.register(DispatchKey.AutogradMeta, _ag_maximum_default)
-_R._op_minimum.register(DispatchKey.AutogradCPU, _ag_minimum_default)
-_R._op_minimum.register(DispatchKey.AutogradCUDA, _ag_minimum_default)
-_R._op_minimum.register(DispatchKey.AutogradMeta, _ag_minimum_default)
-_R._op_fmax.register(DispatchKey.AutogradCPU, _ag_fmax_default)
-_R._op_fmax.register(DispatchKey.AutogradCUDA, _ag_fmax_default)
-_R._op_fmax.register(DispatchKey.AutogradMeta, _ag_fmax_default)
-_R._op_fmin.register(DispatchKey.AutogradCPU, _ag_fmin_default)
-_R._op_fmin.register(DispatchKey.AutogradCUDA, _ag_fmin_default)
-_R._op_fmin.register(DispatchKey.AutogradMeta, _ag_fmin_default)
-_R._op_xlogy.register(DispatchKey.AutogradCPU, _ag_xlogy_default)
-_R._op_xlogy.register(DispatchKey.AutogradCUDA, _ag_xlogy_default)
-_R._op_xlogy.register(DispatchKey.AutogradMeta, _ag_xlogy_default)
-_R._op_xlogy_Scalar_Other.register(DispatchKey.AutogradCPU, _ag_xlogy_Scalar_Other)
-_R._op_xlogy_Scalar_Other.register(DispatchKey.AutogradCUDA, _ag_xlogy_Scalar_Other)
-_R._op_xlogy_Scalar_Other.register(DispatchKey.AutogradMeta, _ag_xlogy_Scalar_Other)
-_R._op_xlogy_Scalar_Self.register(DispatchKey.AutogradCPU, _ag_xlogy_Scalar_Self)
-_R._op_xlogy_Scalar_Self.register(DispatchKey.AutogradCUDA, _ag_xlogy_Scalar_Self)
-_R._op_xlogy_Scalar_Self.register(DispatchKey.AutogradMeta, _ag_xlogy_Scalar_Self)
-_R._op_copysign_Scalar.register(DispatchKey.AutogradCPU, _ag_copysign_Scalar)
-_R._op_copysign_Scalar.register(DispatchKey.AutogradCUDA, _ag_copysign_Scalar)
-_R._op_copysign_Scalar.register(DispatchKey.AutogradMeta, _ag_copysign_Scalar)
-_R._op_where_self.register(DispatchKey.AutogradCPU, _ag_where_self)
-_R._op_where_self.register(DispatchKey.AutogradCUDA, _ag_where_self)
-_R._op_where_self.register(DispatchKey.AutogradMeta, _ag_where_self)
-_R._op_clamp.register(DispatchKey.AutogradCPU, _ag_clamp_default)
-_R._op_clamp.register(DispatchKey.AutogradCUDA, _ag_clamp_default)
-_R._op_clamp.register(DispatchKey.AutogradMeta, _ag_clamp_default)
-_R._op_clamp_Tensor.register(DispatchKey.AutogradCPU, _ag_clamp_Tensor)
-_R._op_clamp_Tensor.register(DispatchKey.AutogradCUDA, _ag_clamp_Tensor)
-_R._op_clamp_Tensor.register(DispatchKey.AutogradMeta, _ag_clamp_Tensor)
-_R._op_clip.register(DispatchKey.AutogradCPU, _ag_clip_default)
-_R._op_clip.register(DispatchKey.AutogradCUDA, _ag_clip_default)
-_R._op_clip.register(DispatchKey.AutogradMeta, _ag_clip_default)
-_R._op_clip_Tensor.register(DispatchKey.AutogradCPU, _ag_clip_Tensor)
-_R._op_clip_Tensor.register(DispatchKey.AutogradCUDA, _ag_clip_Tensor)
-_R._op_clip_Tensor.register(DispatchKey.AutogradMeta, _ag_clip_Tensor)
-_R._op_clamp_min.register(DispatchKey.AutogradCPU, _ag_clamp_min_default)
-_R._op_clamp_min.register(DispatchKey.AutogradCUDA, _ag_clamp_min_default)
-_R._op_clamp_min.register(DispatchKey.AutogradMeta, _ag_clamp_min_default)
-_R._op_clamp_min_Tensor.register(DispatchKey.AutogradCPU, _ag_clamp_min_Tensor)
-_R._op_clamp_min_Tensor.register(DispatchKey.AutogradCUDA, _ag_clamp_min_Tensor)
-_R._op_clamp_min_Tensor.register(DispatchKey.AutogradMeta, _ag_clamp_min_Tensor)
-_R._op_clamp_max.register(DispatchKey.AutogradCPU, _ag_clamp_max_default)
-_R._op_clamp_max.register(DispatchKey.AutogradCUDA, _ag_clamp_max_default)
-_R._op_clamp_max.register(DispatchKey.AutogradMeta, _ag_clamp_max_default)
-_R._op_clamp_max_Tensor.register(DispatchKey.AutogradCPU, _ag_clamp_max_Tensor)
-_R._op_clamp_max_Tensor.register(DispatchKey.AutogradCUDA, _ag_clamp_max_Tensor)
-_R._op_clamp_max_Tensor.register(DispatchKey.AutogradMeta, _ag_clamp_max_Tensor)
-_R._op_lerp_Scalar.register(DispatchKey.AutogradCPU, _ag_lerp_Scalar)
-_R._op_lerp_Scalar.register(DispatchKey.AutogradCUDA, _ag_lerp_Scalar)
-_R._op_lerp_Scalar.register(DispatchKey.AutogradMeta, _ag_lerp_Scalar)
-_R._op_lerp_Tensor.register(DispatchKey.AutogradCPU, _ag_lerp_Tensor)
-_R._op_lerp_Tensor.register(DispatchKey.AutogradCUDA, _ag_lerp_Tensor)
-_R._op_lerp_Tensor.register(DispatchKey.AutogradMeta, _ag_lerp_Tensor)
-_R._op_addcmul.register(DispatchKey.AutogradCPU, _ag_addcmul_default)
-_R._op_addcmul.register(DispatchKey.AutogradCUDA, _ag_addcmul_default)
-_R._op_addcmul.register(DispatchKey.AutogradMeta, _ag_addcmul_default)
-_R._op_addcdiv.register(DispatchKey.AutogradCPU, _ag_addcdiv_default)
-_R._op_addcdiv.register(DispatchKey.AutogradCUDA, _ag_addcdiv_default)
-_R._op_addcdiv.register(DispatchKey.AutogradMeta, _ag_addcdiv_default)
-_R._op_sum.register(DispatchKey.AutogradCPU, _ag_sum_default)
-_R._op_sum.register(DispatchKey.AutogradCUDA, _ag_sum_default)
-_R._op_sum.register(DispatchKey.AutogradMeta, _ag_sum_default)
-_R._op_nansum.register(DispatchKey.AutogradCPU, _ag_nansum_default)
-_R._op_nansum.register(DispatchKey.AutogradCUDA, _ag_nansum_default)
-_R._op_nansum.register(DispatchKey.AutogradMeta, _ag_nansum_default)
-_R._op_prod.register(DispatchKey.AutogradCPU, _ag_prod_default)
-_R._op_prod.register(DispatchKey.AutogradCUDA, _ag_prod_default)
-_R._op_prod.register(DispatchKey.AutogradMeta, _ag_prod_default)
-_R._op_sum_dim_IntList.register(DispatchKey.AutogradCPU, _ag_sum_dim_IntList)
-_R._op_sum_dim_IntList.register(DispatchKey.AutogradCUDA, _ag_sum_dim_IntList)
-_R._op_sum_dim_IntList.register(DispatchKey.AutogradMeta, _ag_sum_dim_IntList)
-_R._op_nansum_dim_IntList.register(DispatchKey.AutogradCPU, _ag_nansum_dim_IntList)
-_R._op_nansum_dim_IntList.register(DispatchKey.AutogradCUDA, _ag_nansum_dim_IntList)
-_R._op_nansum_dim_IntList.register(DispatchKey.AutogradMeta, _ag_nansum_dim_IntList)
-_R._op_prod_dim_int.register(DispatchKey.AutogradCPU, _ag_prod_dim_int)
-_R._op_prod_dim_int.register(DispatchKey.AutogradCUDA, _ag_prod_dim_int)
-_R._op_prod_dim_int.register(DispatchKey.AutogradMeta, _ag_prod_dim_int)
-_R._op_mean.register(DispatchKey.AutogradCPU, _ag_mean_default)
-_R._op_mean.register(DispatchKey.AutogradCUDA, _ag_mean_default)
-_R._op_mean.register(DispatchKey.AutogradMeta, _ag_mean_default)
-_R._op_mean_dim.register(DispatchKey.AutogradCPU, _ag_mean_dim)
-_R._op_mean_dim.register(DispatchKey.AutogradCUDA, _ag_mean_dim)
-_R._op_mean_dim.register(DispatchKey.AutogradMeta, _ag_mean_dim)
-_R._op_nanmean.register(DispatchKey.AutogradCPU, _ag_nanmean_default)
-_R._op_nanmean.register(DispatchKey.AutogradCUDA, _ag_nanmean_default)
-_R._op_nanmean.register(DispatchKey.AutogradMeta, _ag_nanmean_default)
-_R._op_nanmean_dim.register(DispatchKey.AutogradCPU, _ag_nanmean_dim)
-_R._op_nanmean_dim.register(DispatchKey.AutogradCUDA, _ag_nanmean_dim)
-_R._op_nanmean_dim.register(DispatchKey.AutogradMeta, _ag_nanmean_dim)
-_R._op_var_correction.register(DispatchKey.AutogradCPU, _ag_var_correction)
-_R._op_var_correction.register(DispatchKey.AutogradCUDA, _ag_var_correction)
-_R._op_var_correction.register(DispatchKey.AutogradMeta, _ag_var_correction)
-_R._op_std_correction.register(DispatchKey.AutogradCPU, _ag_std_correction)
-_R._op_std_correction.register(DispatchKey.AutogradCUDA, _ag_std_correction)
-_R._op_std_correction.register(DispatchKey.AutogradMeta, _ag_std_correction)
-_R._op_var_mean_correction.register(DispatchKey.AutogradCPU, _ag_var_mean_correction)
-_R._op_var_mean_correction.register(DispatchKey.AutogradCUDA, _ag_var_mean_correction)
-_R._op_var_mean_correction.register(DispatchKey.AutogradMeta, _ag_var_mean_correction)
-_R._op_std_mean_correction.register(DispatchKey.AutogradCPU, _ag_std_mean_correction)
-_R._op_std_mean_correction.register(DispatchKey.AutogradCUDA, _ag_std_mean_correction)
-_R._op_std_mean_correction.register(DispatchKey.AutogradMeta, _ag_std_mean_correction)
-_R._op_max.register(DispatchKey.AutogradCPU, _ag_max_default)
-_R._op_max.register(DispatchKey.AutogradCUDA, _ag_max_default)
-_R._op_max.register(DispatchKey.AutogradMeta, _ag_max_default)
-_R._op_max_dim.register(DispatchKey.AutogradCPU, _ag_max_dim)
-_R._op_max_dim.register(DispatchKey.AutogradCUDA, _ag_max_dim)
-_R._op_max_dim.register(DispatchKey.AutogradMeta, _ag_max_dim)
-_R._op_min.register(DispatchKey.AutogradCPU, _ag_min_default)
-_R._op_min.register(DispatchKey.AutogradCUDA, _ag_min_default)
-_R._op_min.register(DispatchKey.AutogradMeta, _ag_min_default)
-_R._op_min_dim.register(DispatchKey.AutogradCPU, _ag_min_dim)
-_R._op_min_dim.register(DispatchKey.AutogradCUDA, _ag_min_dim)
-_R._op_min_dim.register(DispatchKey.AutogradMeta, _ag_min_dim)
-_R._op_amax.register(DispatchKey.AutogradCPU, _ag_amax_default)
-_R._op_amax.register(DispatchKey.AutogradCUDA, _ag_amax_default)
-_R._op_amax.register(DispatchKey.AutogradMeta, _ag_amax_default)
-_R._op_amin.register(DispatchKey.AutogradCPU, _ag_amin_default)
-_R._op_amin.register(DispatchKey.AutogradCUDA, _ag_amin_default)
-_R._op_amin.register(DispatchKey.AutogradMeta, _ag_amin_default)
-_R._op_aminmax.register(DispatchKey.AutogradCPU, _ag_aminmax_default)
-_R._op_aminmax.register(DispatchKey.AutogradCUDA, _ag_aminmax_default)
-_R._op_aminmax.register(DispatchKey.AutogradMeta, _ag_aminmax_default)
-_R._op_logsumexp.register(DispatchKey.AutogradCPU, _ag_logsumexp_default)
-_R._op_logsumexp.register(DispatchKey.AutogradCUDA, _ag_logsumexp_default)
-_R._op_logsumexp.register(DispatchKey.AutogradMeta, _ag_logsumexp_default)
-_R._op_cumsum.register(DispatchKey.AutogradCPU, _ag_cumsum_default)
-_R._op_cumsum.register(DispatchKey.AutogradCUDA, _ag_cumsum_default)
-_R._op_cumsum.register(DispatchKey.AutogradMeta, _ag_cumsum_default)
-_R._op_cumprod.register(DispatchKey.AutogradCPU, _ag_cumprod_default)
-_R._op_cumprod.register(DispatchKey.AutogradCUDA, _ag_cumprod_default)
-_R._op_cumprod.register(DispatchKey.AutogradMeta, _ag_cumprod_default)
-_R._op_logcumsumexp.register(DispatchKey.AutogradCPU, _ag_logcumsumexp_default)
-_R._op_logcumsumexp.register(DispatchKey.AutogradCUDA, _ag_logcumsumexp_default)
-_R._op_logcumsumexp.register(DispatchKey.AutogradMeta, _ag_logcumsumexp_default)
-_R._op_cummax.register(DispatchKey.AutogradCPU, _ag_cummax_default)
-_R._op_cummax.register(DispatchKey.AutogradCUDA, _ag_cummax_default)
-_R._op_cummax.register(DispatchKey.AutogradMeta, _ag_cummax_default)
-_R._op_cummin.register(DispatchKey.AutogradCPU, _ag_cummin_default)
-_R._op_cummin.register(DispatchKey.AutogradCUDA, _ag_cummin_default)
-_R._op_cummin.register(DispatchKey.AutogradMeta, _ag_cummin_default)
-_R._op_sort_stable.register(DispatchKey.AutogradCPU, _ag_sort_stable)
-_R._op_sort_stable.register(DispatchKey.AutogradCUDA, _ag_sort_stable)
-_R._op_sort_stable.register(DispatchKey.AutogradMeta, _ag_sort_stable)
-_R._op_topk.register(DispatchKey.AutogradCPU, _ag_topk_default)
-_R._op_topk.register(DispatchKey.AutogradCUDA, _ag_topk_default)
-_R._op_topk.register(DispatchKey.AutogradMeta, _ag_topk_default)
-_R._op_kthvalue.register(DispatchKey.AutogradCPU, _ag_kthvalue_default)
-_R._op_kthvalue.register(DispatchKey.AutogradCUDA, _ag_kthvalue_default)
-_R._op_kthvalue.register(DispatchKey.AutogradMeta, _ag_kthvalue_default)
-_R._op_median.register(DispatchKey.AutogradCPU, _ag_median_default)
-_R._op_median.register(DispatchKey.AutogradCUDA, _ag_median_default)
-_R._op_median.register(DispatchKey.AutogradMeta, _ag_median_default)
-_R._op_median_dim.register(DispatchKey.AutogradCPU, _ag_median_dim)
-_R._op_median_dim.register(DispatchKey.AutogradCUDA, _ag_median_dim)
-_R._op_median_dim.register(DispatchKey.AutogradMeta, _ag_median_dim)
-_R._op_mode.register(DispatchKey.AutogradCPU, _ag_mode_default)
-_R._op_mode.register(DispatchKey.AutogradCUDA, _ag_mode_default)
-_R._op_mode.register(DispatchKey.AutogradMeta, _ag_mode_default)
-_R._op__unique2.register(DispatchKey.AutogradCPU, _ag__unique2_default)
-_R._op__unique2.register(DispatchKey.AutogradCUDA, _ag__unique2_default)
-_R._op__unique2.register(DispatchKey.AutogradMeta, _ag__unique2_default)
-_R._op_unique_dim.register(DispatchKey.AutogradCPU, _ag_unique_dim_default)
-_R._op_unique_dim.register(DispatchKey.AutogradCUDA, _ag_unique_dim_default)
-_R._op_unique_dim.register(DispatchKey.AutogradMeta, _ag_unique_dim_default)
-_R._op_histc.register(DispatchKey.AutogradCPU, _ag_histc_default)
-_R._op_histc.register(DispatchKey.AutogradCUDA, _ag_histc_default)
-_R._op_histc.register(DispatchKey.AutogradMeta, _ag_histc_default)
-_R._op_view.register(DispatchKey.AutogradCPU, _ag_view_default)
-_R._op_view.register(DispatchKey.AutogradCUDA, _ag_view_default)
-_R._op_view.register(DispatchKey.AutogradMeta, _ag_view_default)
-_R._op_view_dtype.register(DispatchKey.AutogradCPU, _ag_view_dtype)
-_R._op_view_dtype.register(DispatchKey.AutogradCUDA, _ag_view_dtype)
-_R._op_view_dtype.register(DispatchKey.AutogradMeta, _ag_view_dtype)
-_R._op__reshape_alias.register(DispatchKey.AutogradCPU, _ag__reshape_alias_default)
-_R._op__reshape_alias.register(DispatchKey.AutogradCUDA, _ag__reshape_alias_default)
-_R._op__reshape_alias.register(DispatchKey.AutogradMeta, _ag__reshape_alias_default)
-_R._op_as_strided.register(DispatchKey.AutogradCPU, _ag_as_strided_default)
-_R._op_as_strided.register(DispatchKey.AutogradCUDA, _ag_as_strided_default)
-_R._op_as_strided.register(DispatchKey.AutogradMeta, _ag_as_strided_default)
-_R._op_alias.register(DispatchKey.AutogradCPU, _ag_alias_default)
-_R._op_alias.register(DispatchKey.AutogradCUDA, _ag_alias_default)
-_R._op_alias.register(DispatchKey.AutogradMeta, _ag_alias_default)
-_R._op_t.register(DispatchKey.AutogradCPU, _ag_t_default)
-_R._op_t.register(DispatchKey.AutogradCUDA, _ag_t_default)
-_R._op_t.register(DispatchKey.AutogradMeta, _ag_t_default)
-_R._op_transpose_int.register(DispatchKey.AutogradCPU, _ag_transpose_int)
-_R._op_transpose_int.register(DispatchKey.AutogradCUDA, _ag_transpose_int)
-_R._op_transpose_int.register(DispatchKey.AutogradMeta, _ag_transpose_int)
-_R._op_permute.register(DispatchKey.AutogradCPU, _ag_permute_default)
-_R._op_permute.register(DispatchKey.AutogradCUDA, _ag_permute_default)
-_R._op_permute.register(DispatchKey.AutogradMeta, _ag_permute_default)
-_R._op_expand.register(DispatchKey.AutogradCPU, _ag_expand_default)
-_R._op_expand.register(DispatchKey.AutogradCUDA, _ag_expand_default)
-_R._op_expand.register(DispatchKey.AutogradMeta, _ag_expand_default)
-_R._op_squeeze.register(DispatchKey.AutogradCPU, _ag_squeeze_default)
-_R._op_squeeze.register(DispatchKey.AutogradCUDA, _ag_squeeze_default)
-_R._op_squeeze.register(DispatchKey.AutogradMeta, _ag_squeeze_default)
-_R._op_squeeze_dim.register(DispatchKey.AutogradCPU, _ag_squeeze_dim)
-_R._op_squeeze_dim.register(DispatchKey.AutogradCUDA, _ag_squeeze_dim)
-_R._op_squeeze_dim.register(DispatchKey.AutogradMeta, _ag_squeeze_dim)
-_R._op_squeeze_dims.register(DispatchKey.AutogradCPU, _ag_squeeze_dims)
-_R._op_squeeze_dims.register(DispatchKey.AutogradCUDA, _ag_squeeze_dims)
-_R._op_squeeze_dims.register(DispatchKey.AutogradMeta, _ag_squeeze_dims)
-_R._op_unsqueeze.register(DispatchKey.AutogradCPU, _ag_unsqueeze_default)
-_R._op_unsqueeze.register(DispatchKey.AutogradCUDA, _ag_unsqueeze_default)
-_R._op_unsqueeze.register(DispatchKey.AutogradMeta, _ag_unsqueeze_default)
-_R._op_unflatten_int.register(DispatchKey.AutogradCPU, _ag_unflatten_int)
-_R._op_unflatten_int.register(DispatchKey.AutogradCUDA, _ag_unflatten_int)
-_R._op_unflatten_int.register(DispatchKey.AutogradMeta, _ag_unflatten_int)
-_R._op_select_int.register(DispatchKey.AutogradCPU, _ag_select_int)
-_R._op_select_int.register(DispatchKey.AutogradCUDA, _ag_select_int)
-_R._op_select_int.register(DispatchKey.AutogradMeta, _ag_select_int)
-_R._op_slice_Tensor.register(DispatchKey.AutogradCPU, _ag_slice_Tensor)
-_R._op_slice_Tensor.register(DispatchKey.AutogradCUDA, _ag_slice_Tensor)
-_R._op_slice_Tensor.register(DispatchKey.AutogradMeta, _ag_slice_Tensor)
-_R._op_unbind_int.register(DispatchKey.AutogradCPU, _ag_unbind_int)
-_R._op_unbind_int.register(DispatchKey.AutogradCUDA, _ag_unbind_int)
-_R._op_unbind_int.register(DispatchKey.AutogradMeta, _ag_unbind_int)
-_R._op_split_Tensor.register(DispatchKey.AutogradCPU, _ag_split_Tensor)
-_R._op_split_Tensor.register(DispatchKey.AutogradCUDA, _ag_split_Tensor)
-_R._op_split_Tensor.register(DispatchKey.AutogradMeta, _ag_split_Tensor)
-_R._op_split_with_sizes.register(DispatchKey.AutogradCPU, _ag_split_with_sizes_default)
-_R._op_split_with_sizes.register(DispatchKey.AutogradCUDA, _ag_split_with_sizes_default)
-_R._op_split_with_sizes.register(DispatchKey.AutogradMeta, _ag_split_with_sizes_default)
-_R._op_unfold.register(DispatchKey.AutogradCPU, _ag_unfold_default)
-_R._op_unfold.register(DispatchKey.AutogradCUDA, _ag_unfold_default)
-_R._op_unfold.register(DispatchKey.AutogradMeta, _ag_unfold_default)
-_R._op_diagonal.register(DispatchKey.AutogradCPU, _ag_diagonal_default)
-_R._op_diagonal.register(DispatchKey.AutogradCUDA, _ag_diagonal_default)
-_R._op_diagonal.register(DispatchKey.AutogradMeta, _ag_diagonal_default)
-_R._op_empty_like.register(DispatchKey.AutogradCPU, _ag_empty_like_default)
-_R._op_empty_like.register(DispatchKey.AutogradCUDA, _ag_empty_like_default)
-_R._op_empty_like.register(DispatchKey.AutogradMeta, _ag_empty_like_default)
-_R._op_zeros_like.register(DispatchKey.AutogradCPU, _ag_zeros_like_default)
-_R._op_zeros_like.register(DispatchKey.AutogradCUDA, _ag_zeros_like_default)
-_R._op_zeros_like.register(DispatchKey.AutogradMeta, _ag_zeros_like_default)
-_R._op_ones_like.register(DispatchKey.AutogradCPU, _ag_ones_like_default)
-_R._op_ones_like.register(DispatchKey.AutogradCUDA, _ag_ones_like_default)
-_R._op_ones_like.register(DispatchKey.AutogradMeta, _ag_ones_like_default)
-_R._op_full_like.register(DispatchKey.AutogradCPU, _ag_full_like_default)
-_R._op_full_like.register(DispatchKey.AutogradCUDA, _ag_full_like_default)
-_R._op_full_like.register(DispatchKey.AutogradMeta, _ag_full_like_default)
-_R._op_normal_Tensor_Tensor.register(DispatchKey.AutogradCPU, _ag_normal_Tensor_Tensor)
-_R._op_normal_Tensor_Tensor.register(DispatchKey.AutogradCUDA, _ag_normal_Tensor_Tensor)
-_R._op_normal_Tensor_Tensor.register(DispatchKey.AutogradMeta, _ag_normal_Tensor_Tensor)
-_R._op_bernoulli.register(DispatchKey.AutogradCPU, _ag_bernoulli_default)
-_R._op_bernoulli.register(DispatchKey.AutogradCUDA, _ag_bernoulli_default)
-_R._op_bernoulli.register(DispatchKey.AutogradMeta, _ag_bernoulli_default)
-_R._op_bernoulli_p.register(DispatchKey.AutogradCPU, _ag_bernoulli_p)
-_R._op_bernoulli_p.register(DispatchKey.AutogradCUDA, _ag_bernoulli_p)
-_R._op_bernoulli_p.register(DispatchKey.AutogradMeta, _ag_bernoulli_p)
-_R._op_multinomial.register(DispatchKey.AutogradCPU, _ag_multinomial_default)
-_R._op_multinomial.register(DispatchKey.AutogradCUDA, _ag_multinomial_default)
-_R._op_multinomial.register(DispatchKey.AutogradMeta, _ag_multinomial_default)
-_R._op__to_copy.register(DispatchKey.AutogradCPU, _ag__to_copy_default)
-_R._op__to_copy.register(DispatchKey.AutogradCUDA, _ag__to_copy_default)
-_R._op__to_copy.register(DispatchKey.AutogradMeta, _ag__to_copy_default)
-_R._op_clone.register(DispatchKey.AutogradCPU, _ag_clone_default)
-_R._op_clone.register(DispatchKey.AutogradCUDA, _ag_clone_default)
-_R._op_clone.register(DispatchKey.AutogradMeta, _ag_clone_default)
-_R._op__contiguous_copy.register(DispatchKey.AutogradCPU, _ag__contiguous_copy_default)
-_R._op__contiguous_copy.register(DispatchKey.AutogradCUDA, _ag__contiguous_copy_default)
-_R._op__contiguous_copy.register(DispatchKey.AutogradMeta, _ag__contiguous_copy_default)
-_R._op_copy_.register(DispatchKey.AutogradCPU, _ag_copy__default)
-_R._op_copy_.register(DispatchKey.AutogradCUDA, _ag_copy__default)
-_R._op_copy_.register(DispatchKey.AutogradMeta, _ag_copy__default)
-_R._op_fill__Scalar.register(DispatchKey.AutogradCPU, _ag_fill__Scalar)
-_R._op_fill__Scalar.register(DispatchKey.AutogradCUDA, _ag_fill__Scalar)
-_R._op_fill__Scalar.register(DispatchKey.AutogradMeta, _ag_fill__Scalar)
-_R._op_fill__Tensor.register(DispatchKey.AutogradCPU, _ag_fill__Tensor)
-_R._op_fill__Tensor.register(DispatchKey.AutogradCUDA, _ag_fill__Tensor)
-_R._op_fill__Tensor.register(DispatchKey.AutogradMeta, _ag_fill__Tensor)
-_R._op_zero_.register(DispatchKey.AutogradCPU, _ag_zero__default)
-_R._op_zero_.register(DispatchKey.AutogradCUDA, _ag_zero__default)
-_R._op_zero_.register(DispatchKey.AutogradMeta, _ag_zero__default)
-_R._op_masked_fill_Scalar.register(DispatchKey.AutogradCPU, _ag_masked_fill_Scalar)
-_R._op_masked_fill_Scalar.register(DispatchKey.AutogradCUDA, _ag_masked_fill_Scalar)
-_R._op_masked_fill_Scalar.register(DispatchKey.AutogradMeta, _ag_masked_fill_Scalar)
-_R._op_masked_fill_Tensor.register(DispatchKey.AutogradCPU, _ag_masked_fill_Tensor)
-_R._op_masked_fill_Tensor.register(DispatchKey.AutogradCUDA, _ag_masked_fill_Tensor)
-_R._op_masked_fill_Tensor.register(DispatchKey.AutogradMeta, _ag_masked_fill_Tensor)
-_R._op_index_Tensor.register(DispatchKey.AutogradCPU, _ag_index_Tensor)
-_R._op_index_Tensor.register(DispatchKey.AutogradCUDA, _ag_index_Tensor)
-_R._op_index_Tensor.register(DispatchKey.AutogradMeta, _ag_index_Tensor)
-_R._op_index_put.register(DispatchKey.AutogradCPU, _ag_index_put_default)
-_R._op_index_put.register(DispatchKey.AutogradCUDA, _ag_index_put_default)
-_R._op_index_put.register(DispatchKey.AutogradMeta, _ag_index_put_default)
-_R._op_index_select.register(DispatchKey.AutogradCPU, _ag_index_select_default)
-_R._op_index_select.register(DispatchKey.AutogradCUDA, _ag_index_select_default)
-_R._op_index_select.register(DispatchKey.AutogradMeta, _ag_index_select_default)
-_R._op_gather.register(DispatchKey.AutogradCPU, _ag_gather_default)
-_R._op_gather.register(DispatchKey.AutogradCUDA, _ag_gather_default)
-_R._op_gather.register(DispatchKey.AutogradMeta, _ag_gather_default)
-_R._op_scatter_src.register(DispatchKey.AutogradCPU, _ag_scatter_src)
-_R._op_scatter_src.register(DispatchKey.AutogradCUDA, _ag_scatter_src)
-_R._op_scatter_src.register(DispatchKey.AutogradMeta, _ag_scatter_src)
-_R._op_scatter_value.register(DispatchKey.AutogradCPU, _ag_scatter_value)
-_R._op_scatter_value.register(DispatchKey.AutogradCUDA, _ag_scatter_value)
-_R._op_scatter_value.register(DispatchKey.AutogradMeta, _ag_scatter_value)
-_R._op_scatter_add.register(DispatchKey.AutogradCPU, _ag_scatter_add_default)
-_R._op_scatter_add.register(DispatchKey.AutogradCUDA, _ag_scatter_add_default)
-_R._op_scatter_add.register(DispatchKey.AutogradMeta, _ag_scatter_add_default)
-_R._op_scatter_reduce_two.register(DispatchKey.AutogradCPU, _ag_scatter_reduce_two)
-_R._op_scatter_reduce_two.register(DispatchKey.AutogradCUDA, _ag_scatter_reduce_two)
-_R._op_scatter_reduce_two.register(DispatchKey.AutogradMeta, _ag_scatter_reduce_two)
-_R._op_index_add.register(DispatchKey.AutogradCPU, _ag_index_add_default)
-_R._op_index_add.register(DispatchKey.AutogradCUDA, _ag_index_add_default)
-_R._op_index_add.register(DispatchKey.AutogradMeta, _ag_index_add_default)
-_R._op_index_copy.register(DispatchKey.AutogradCPU, _ag_index_copy_default)
-_R._op_index_copy.register(DispatchKey.AutogradCUDA, _ag_index_copy_default)
-_R._op_index_copy.register(DispatchKey.AutogradMeta, _ag_index_copy_default)
-_R._op_index_fill_int_Scalar.register(DispatchKey.AutogradCPU, _ag_index_fill_int_Scalar)
-_R._op_index_fill_int_Scalar.register(DispatchKey.AutogradCUDA, _ag_index_fill_int_Scalar)
-_R._op_index_fill_int_Scalar.register(DispatchKey.AutogradMeta, _ag_index_fill_int_Scalar)
-_R._op_index_fill_int_Tensor.register(DispatchKey.AutogradCPU, _ag_index_fill_int_Tensor)
-_R._op_index_fill_int_Tensor.register(DispatchKey.AutogradCUDA, _ag_index_fill_int_Tensor)
-_R._op_index_fill_int_Tensor.register(DispatchKey.AutogradMeta, _ag_index_fill_int_Tensor)
-_R._op_masked_select.register(DispatchKey.AutogradCPU, _ag_masked_select_default)
-_R._op_masked_select.register(DispatchKey.AutogradCUDA, _ag_masked_select_default)
-_R._op_masked_select.register(DispatchKey.AutogradMeta, _ag_masked_select_default)
-_R._op_masked_scatter.register(DispatchKey.AutogradCPU, _ag_masked_scatter_default)
-_R._op_masked_scatter.register(DispatchKey.AutogradCUDA, _ag_masked_scatter_default)
-_R._op_masked_scatter.register(DispatchKey.AutogradMeta, _ag_masked_scatter_default)
-_R._op_take.register(DispatchKey.AutogradCPU, _ag_take_default)
-_R._op_take.register(DispatchKey.AutogradCUDA, _ag_take_default)
-_R._op_take.register(DispatchKey.AutogradMeta, _ag_take_default)
-_R._op_take_along_dim.register(DispatchKey.AutogradCPU, _ag_take_along_dim_default)
-_R._op_take_along_dim.register(DispatchKey.AutogradCUDA, _ag_take_along_dim_default)
-_R._op_take_along_dim.register(DispatchKey.AutogradMeta, _ag_take_along_dim_default)
-_R._op_cat.register(DispatchKey.AutogradCPU, _ag_cat_default)
-_R._op_cat.register(DispatchKey.AutogradCUDA, _ag_cat_default)
-_R._op_cat.register(DispatchKey.AutogradMeta, _ag_cat_default)
-_R._op_concat.register(DispatchKey.AutogradCPU, _ag_concat_default)
-_R._op_concat.register(DispatchKey.AutogradCUDA, _ag_concat_default)
-_R._op_concat.register(DispatchKey.AutogradMeta, _ag_concat_default)
-_R._op_concatenate.register(DispatchKey.AutogradCPU, _ag_concatenate_default)
-_R._op_concatenate.register(DispatchKey.AutogradCUDA, _ag_concatenate_default)
-_R._op_concatenate.register(DispatchKey.AutogradMeta, _ag_concatenate_default)
-_R._op_stack.register(DispatchKey.AutogradCPU, _ag_stack_default)
-_R._op_stack.register(DispatchKey.AutogradCUDA, _ag_stack_default)
-_R._op_stack.register(DispatchKey.AutogradMeta, _ag_stack_default)
-_R._op_tril.register(DispatchKey.AutogradCPU, _ag_tril_default)
-_R._op_tril.register(DispatchKey.AutogradCUDA, _ag_tril_default)
-_R._op_tril.register(DispatchKey.AutogradMeta, _ag_tril_default)
-_R._op_triu.register(DispatchKey.AutogradCPU, _ag_triu_default)
-_R._op_triu.register(DispatchKey.AutogradCUDA, _ag_triu_default)
-_R._op_triu.register(DispatchKey.AutogradMeta, _ag_triu_default)
-_R._op_flip.register(DispatchKey.AutogradCPU, _ag_flip_default)
-_R._op_flip.register(DispatchKey.AutogradCUDA, _ag_flip_default)
-_R._op_flip.register(DispatchKey.AutogradMeta, _ag_flip_default)
-_R._op_roll.register(DispatchKey.AutogradCPU, _ag_roll_default)
-_R._op_roll.register(DispatchKey.AutogradCUDA, _ag_roll_default)
-_R._op_roll.register(DispatchKey.AutogradMeta, _ag_roll_default)
-_R._op_rot90.register(DispatchKey.AutogradCPU, _ag_rot90_default)
-_R._op_rot90.register(DispatchKey.AutogradCUDA, _ag_rot90_default)
-_R._op_rot90.register(DispatchKey.AutogradMeta, _ag_rot90_default)
-_R._op_repeat.register(DispatchKey.AutogradCPU, _ag_repeat_default)
-_R._op_repeat.register(DispatchKey.AutogradCUDA, _ag_repeat_default)
-_R._op_repeat.register(DispatchKey.AutogradMeta, _ag_repeat_default)
-_R._op_repeat_interleave_self_Tensor.register(DispatchKey.AutogradCPU, _ag_repeat_interleave_self_Tensor)
-_R._op_repeat_interleave_self_Tensor.register(DispatchKey.AutogradCUDA, _ag_repeat_interleave_self_Tensor)
-_R._op_repeat_interleave_self_Tensor.register(DispatchKey.AutogradMeta, _ag_repeat_interleave_self_Tensor)
-_R._op_repeat_interleave_self_int.register(DispatchKey.AutogradCPU, _ag_repeat_interleave_self_int)
-_R._op_repeat_interleave_self_int.register(DispatchKey.AutogradCUDA, _ag_repeat_interleave_self_int)
-_R._op_repeat_interleave_self_int.register(DispatchKey.AutogradMeta, _ag_repeat_interleave_self_int)
-_R._op_diag.register(DispatchKey.AutogradCPU, _ag_diag_default)
-_R._op_diag.register(DispatchKey.AutogradCUDA, _ag_diag_default)
-_R._op_diag.register(DispatchKey.AutogradMeta, _ag_diag_default)
-_R._op_diag_embed.register(DispatchKey.AutogradCPU, _ag_diag_embed_default)
-_R._op_diag_embed.register(DispatchKey.AutogradCUDA, _ag_diag_embed_default)
-_R._op_diag_embed.register(DispatchKey.AutogradMeta, _ag_diag_embed_default)
-_R._op_mm.register(DispatchKey.AutogradCPU, _ag_mm_default)
-_R._op_mm.register(DispatchKey.AutogradCUDA, _ag_mm_default)
-_R._op_mm.register(DispatchKey.AutogradMeta, _ag_mm_default)
-_R._op_bmm.register(DispatchKey.AutogradCPU, _ag_bmm_default)
-_R._op_bmm.register(DispatchKey.AutogradCUDA, _ag_bmm_default)
-_R._op_bmm.register(DispatchKey.AutogradMeta, _ag_bmm_default)
-_R._op_mv.register(DispatchKey.AutogradCPU, _ag_mv_default)
-_R._op_mv.register(DispatchKey.AutogradCUDA, _ag_mv_default)
-_R._op_mv.register(DispatchKey.AutogradMeta, _ag_mv_default)
-_R._op_dot.register(DispatchKey.AutogradCPU, _ag_dot_default)
-_R._op_dot.register(DispatchKey.AutogradCUDA, _ag_dot_default)
-_R._op_dot.register(DispatchKey.AutogradMeta, _ag_dot_default)
-_R._op_vdot.register(DispatchKey.AutogradCPU, _ag_vdot_default)
-_R._op_vdot.register(DispatchKey.AutogradCUDA, _ag_vdot_default)
-_R._op_vdot.register(DispatchKey.AutogradMeta, _ag_vdot_default)
-_R._op_outer.register(DispatchKey.AutogradCPU, _ag_outer_default)
-_R._op_outer.register(DispatchKey.AutogradCUDA, _ag_outer_default)
-_R._op_outer.register(DispatchKey.AutogradMeta, _ag_outer_default)
-_R._op_ger.register(DispatchKey.AutogradCPU, _ag_ger_default)
-_R._op_ger.register(DispatchKey.AutogradCUDA, _ag_ger_default)
-_R._op_ger.register(DispatchKey.AutogradMeta, _ag_ger_default)
-_R._op_addmm.register(DispatchKey.AutogradCPU, _ag_addmm_default)
-_R._op_addmm.register(DispatchKey.AutogradCUDA, _ag_addmm_default)
-_R._op_addmm.register(DispatchKey.AutogradMeta, _ag_addmm_default)
-_R._op_addmv.register(DispatchKey.AutogradCPU, _ag_addmv_default)
-_R._op_addmv.register(DispatchKey.AutogradCUDA, _ag_addmv_default)
-_R._op_addmv.register(DispatchKey.AutogradMeta, _ag_addmv_default)
-_R._op_baddbmm.register(DispatchKey.AutogradCPU, _ag_baddbmm_default)
-_R._op_baddbmm.register(DispatchKey.AutogradCUDA, _ag_baddbmm_default)
-_R._op_baddbmm.register(DispatchKey.AutogradMeta, _ag_baddbmm_default)
-_R._op_addbmm.register(DispatchKey.AutogradCPU, _ag_addbmm_default)
-_R._op_addbmm.register(DispatchKey.AutogradCUDA, _ag_addbmm_default)
-_R._op_addbmm.register(DispatchKey.AutogradMeta, _ag_addbmm_default)
-_R._op_einsum.register(DispatchKey.AutogradCPU, _ag_einsum_default)
-_R._op_einsum.register(DispatchKey.AutogradCUDA, _ag_einsum_default)
-_R._op_einsum.register(DispatchKey.AutogradMeta, _ag_einsum_default)
-_R._op_tensordot.register(DispatchKey.AutogradCPU, _ag_tensordot_default)
-_R._op_tensordot.register(DispatchKey.AutogradCUDA, _ag_tensordot_default)
-_R._op_tensordot.register(DispatchKey.AutogradMeta, _ag_tensordot_default)
-_R._op_kron.register(DispatchKey.AutogradCPU, _ag_kron_default)
-_R._op_kron.register(DispatchKey.AutogradCUDA, _ag_kron_default)
-_R._op_kron.register(DispatchKey.AutogradMeta, _ag_kron_default)
-_R._op_cdist.register(DispatchKey.AutogradCPU, _ag_cdist_default)
-_R._op_cdist.register(DispatchKey.AutogradCUDA, _ag_cdist_default)
-_R._op_cdist.register(DispatchKey.AutogradMeta, _ag_cdist_default)
-_R._op_linalg_inv.register(DispatchKey.AutogradCPU, _ag_linalg_inv_default)
-_R._op_linalg_inv.register(DispatchKey.AutogradCUDA, _ag_linalg_inv_default)
-_R._op_linalg_inv.register(DispatchKey.AutogradMeta, _ag_linalg_inv_default)
-_R._op_linalg_det.register(DispatchKey.AutogradCPU, _ag_linalg_det_default)
-_R._op_linalg_det.register(DispatchKey.AutogradCUDA, _ag_linalg_det_default)
-_R._op_linalg_det.register(DispatchKey.AutogradMeta, _ag_linalg_det_default)
-_R._op_linalg_slogdet.register(DispatchKey.AutogradCPU, _ag_linalg_slogdet_default)
-_R._op_linalg_slogdet.register(DispatchKey.AutogradCUDA, _ag_linalg_slogdet_default)
-_R._op_linalg_slogdet.register(DispatchKey.AutogradMeta, _ag_linalg_slogdet_default)
-_R._op_linalg_solve.register(DispatchKey.AutogradCPU, _ag_linalg_solve_default)
-_R._op_linalg_solve.register(DispatchKey.AutogradCUDA, _ag_linalg_solve_default)
-_R._op_linalg_solve.register(DispatchKey.AutogradMeta, _ag_linalg_solve_default)
-_R._op_linalg_cholesky.register(DispatchKey.AutogradCPU, _ag_linalg_cholesky_default)
-_R._op_linalg_cholesky.register(DispatchKey.AutogradCUDA, _ag_linalg_cholesky_default)
-_R._op_linalg_cholesky.register(DispatchKey.AutogradMeta, _ag_linalg_cholesky_default)
-_R._op_linalg_qr.register(DispatchKey.AutogradCPU, _ag_linalg_qr_default)
-_R._op_linalg_qr.register(DispatchKey.AutogradCUDA, _ag_linalg_qr_default)
-_R._op_linalg_qr.register(DispatchKey.AutogradMeta, _ag_linalg_qr_default)
-_R._op_linalg_eigh.register(DispatchKey.AutogradCPU, _ag_linalg_eigh_default)
-_R._op_linalg_eigh.register(DispatchKey.AutogradCUDA, _ag_linalg_eigh_default)
-_R._op_linalg_eigh.register(DispatchKey.AutogradMeta, _ag_linalg_eigh_default)
-_R._op_linalg_eigvalsh.register(DispatchKey.AutogradCPU, _ag_linalg_eigvalsh_default)
-_R._op_linalg_eigvalsh.register(DispatchKey.AutogradCUDA, _ag_linalg_eigvalsh_default)
-_R._op_linalg_eigvalsh.register(DispatchKey.AutogradMeta, _ag_linalg_eigvalsh_default)
-_R._op_linalg_svd.register(DispatchKey.AutogradCPU, _ag_linalg_svd_default)
-_R._op_linalg_svd.register(DispatchKey.AutogradCUDA, _ag_linalg_svd_default)
-_R._op_linalg_svd.register(DispatchKey.AutogradMeta, _ag_linalg_svd_default)
-_R._op_linalg_svdvals.register(DispatchKey.AutogradCPU, _ag_linalg_svdvals_default)
-_R._op_linalg_svdvals.register(DispatchKey.AutogradCUDA, _ag_linalg_svdvals_default)
-_R._op_linalg_svdvals.register(DispatchKey.AutogradMeta, _ag_linalg_svdvals_default)
-_R._op_linalg_pinv.register(DispatchKey.AutogradCPU, _ag_linalg_pinv_default)
-_R._op_linalg_pinv.register(DispatchKey.AutogradCUDA, _ag_linalg_pinv_default)
-_R._op_linalg_pinv.register(DispatchKey.AutogradMeta, _ag_linalg_pinv_default)
-_R._op_linalg_matrix_power.register(DispatchKey.AutogradCPU, _ag_linalg_matrix_power_default)
-_R._op_linalg_matrix_power.register(DispatchKey.AutogradCUDA, _ag_linalg_matrix_power_default)
-_R._op_linalg_matrix_power.register(DispatchKey.AutogradMeta, _ag_linalg_matrix_power_default)
-_R._op_linalg_lstsq.register(DispatchKey.AutogradCPU, _ag_linalg_lstsq_default)
-_R._op_linalg_lstsq.register(DispatchKey.AutogradCUDA, _ag_linalg_lstsq_default)
-_R._op_linalg_lstsq.register(DispatchKey.AutogradMeta, _ag_linalg_lstsq_default)
-_R._op_linalg_cross.register(DispatchKey.AutogradCPU, _ag_linalg_cross_default)
-_R._op_linalg_cross.register(DispatchKey.AutogradCUDA, _ag_linalg_cross_default)
-_R._op_linalg_cross.register(DispatchKey.AutogradMeta, _ag_linalg_cross_default)
-_R._op_linalg_vector_norm.register(DispatchKey.AutogradCPU, _ag_linalg_vector_norm_default)
-_R._op_linalg_vector_norm.register(DispatchKey.AutogradCUDA, _ag_linalg_vector_norm_default)
-_R._op_linalg_vector_norm.register(DispatchKey.AutogradMeta, _ag_linalg_vector_norm_default)
-_R._op_linalg_matrix_norm_str_ord.register(DispatchKey.AutogradCPU, _ag_linalg_matrix_norm_str_ord)
-_R._op_linalg_matrix_norm_str_ord.register(DispatchKey.AutogradCUDA, _ag_linalg_matrix_norm_str_ord)
-_R._op_linalg_matrix_norm_str_ord.register(DispatchKey.AutogradMeta, _ag_linalg_matrix_norm_str_ord)
-_R._op_linalg_matrix_norm.register(DispatchKey.AutogradCPU, _ag_linalg_matrix_norm_default)
-_R._op_linalg_matrix_norm.register(DispatchKey.AutogradCUDA, _ag_linalg_matrix_norm_default)
-_R._op_linalg_matrix_norm.register(DispatchKey.AutogradMeta, _ag_linalg_matrix_norm_default)
-_R._op_det.register(DispatchKey.AutogradCPU, _ag_det_default)
-_R._op_det.register(DispatchKey.AutogradCUDA, _ag_det_default)
-_R._op_det.register(DispatchKey.AutogradMeta, _ag_det_default)
-_R._op_inverse.register(DispatchKey.AutogradCPU, _ag_inverse_default)
-_R._op_inverse.register(DispatchKey.AutogradCUDA, _ag_inverse_default)
-_R._op_inverse.register(DispatchKey.AutogradMeta, _ag_inverse_default)
-_R._op_slogdet.register(DispatchKey.AutogradCPU, _ag_slogdet_default)
-_R._op_slogdet.register(DispatchKey.AutogradCUDA, _ag_slogdet_default)
-_R._op_slogdet.register(DispatchKey.AutogradMeta, _ag_slogdet_default)
-_R._op__softmax.register(DispatchKey.AutogradCPU, _ag__softmax_default)
-_R._op__softmax.register(DispatchKey.AutogradCUDA, _ag__softmax_default)
-_R._op__softmax.register(DispatchKey.AutogradMeta, _ag__softmax_default)
-_R._op__log_softmax.register(DispatchKey.AutogradCPU, _ag__log_softmax_default)
-_R._op__log_softmax.register(DispatchKey.AutogradCUDA, _ag__log_softmax_default)
-_R._op__log_softmax.register(DispatchKey.AutogradMeta, _ag__log_softmax_default)
-_R._op_gelu.register(DispatchKey.AutogradCPU, _ag_gelu_default)
-_R._op_gelu.register(DispatchKey.AutogradCUDA, _ag_gelu_default)
-_R._op_gelu.register(DispatchKey.AutogradMeta, _ag_gelu_default)
-_R._op_native_layer_norm.register(DispatchKey.AutogradCPU, _ag_native_layer_norm_default)
-_R._op_native_layer_norm.register(DispatchKey.AutogradCUDA, _ag_native_layer_norm_default)
-_R._op_native_layer_norm.register(DispatchKey.AutogradMeta, _ag_native_layer_norm_default)
-_R._op_native_batch_norm.register(DispatchKey.AutogradCPU, _ag_native_batch_norm_default)
-_R._op_native_batch_norm.register(DispatchKey.AutogradCUDA, _ag_native_batch_norm_default)
-_R._op_native_batch_norm.register(DispatchKey.AutogradMeta, _ag_native_batch_norm_default)
-_R._op_convolution.register(DispatchKey.AutogradCPU, _ag_convolution_default)
-_R._op_convolution.register(DispatchKey.AutogradCUDA, _ag_convolution_default)
-_R._op_convolution.register(DispatchKey.AutogradMeta, _ag_convolution_default)
-_R._op_max_pool2d_with_indices.register(DispatchKey.AutogradCPU, _ag_max_pool2d_with_indices_default)
-_R._op_max_pool2d_with_indices.register(DispatchKey.AutogradCUDA, _ag_max_pool2d_with_indices_default)
-_R._op_max_pool2d_with_indices.register(DispatchKey.AutogradMeta, _ag_max_pool2d_with_indices_default)
-_R._op_max_pool3d_with_indices.register(DispatchKey.AutogradCPU, _ag_max_pool3d_with_indices_default)
-_R._op_max_pool3d_with_indices.register(DispatchKey.AutogradCUDA, _ag_max_pool3d_with_indices_default)
-_R._op_max_pool3d_with_indices.register(DispatchKey.AutogradMeta, _ag_max_pool3d_with_indices_default)
-_R._op_constant_pad_nd.register(DispatchKey.AutogradCPU, _ag_constant_pad_nd_default)
-_R._op_constant_pad_nd.register(DispatchKey.AutogradCUDA, _ag_constant_pad_nd_default)
-_R._op_constant_pad_nd.register(DispatchKey.AutogradMeta, _ag_constant_pad_nd_default)
-_R._op_embedding.register(DispatchKey.AutogradCPU, _ag_embedding_default)
-_R._op_embedding.register(DispatchKey.AutogradCUDA, _ag_embedding_default)
-_R._op_embedding.register(DispatchKey.AutogradMeta, _ag_embedding_default)
-_R._op__rnn_layer.register(DispatchKey.AutogradCPU, _ag__rnn_layer_default)
-_R._op__rnn_layer.register(DispatchKey.AutogradCUDA, _ag__rnn_layer_default)
-_R._op__rnn_layer.register(DispatchKey.AutogradMeta, _ag__rnn_layer_default)
-_R._op_special_i0e.register(DispatchKey.AutogradCPU, _ag_special_i0e_default)
-_R._op_special_i0e.register(DispatchKey.AutogradCUDA, _ag_special_i0e_default)
-_R._op_special_i0e.register(DispatchKey.AutogradMeta, _ag_special_i0e_default)
-_R._op_special_i1.register(DispatchKey.AutogradCPU, _ag_special_i1_default)
-_R._op_special_i1.register(DispatchKey.AutogradCUDA, _ag_special_i1_default)
-_R._op_special_i1.register(DispatchKey.AutogradMeta, _ag_special_i1_default)
-_R._op_special_i1e.register(DispatchKey.AutogradCPU, _ag_special_i1e_default)
-_R._op_special_i1e.register(DispatchKey.AutogradCUDA, _ag_special_i1e_default)
-_R._op_special_i1e.register(DispatchKey.AutogradMeta, _ag_special_i1e_default)
-_R._op_abs_.register(DispatchKey.AutogradCPU, _ag_abs__default)
-_R._op_abs_.register(DispatchKey.AutogradCUDA, _ag_abs__default)
-_R._op_abs_.register(DispatchKey.AutogradMeta, _ag_abs__default)
-_R._op_abs_out.register(DispatchKey.AutogradCPU, _ag_abs_out)
-_R._op_abs_out.register(DispatchKey.AutogradCUDA, _ag_abs_out)
-_R._op_abs_out.register(DispatchKey.AutogradMeta, _ag_abs_out)
-_R._op_neg_.register(DispatchKey.AutogradCPU, _ag_neg__default)
-_R._op_neg_.register(DispatchKey.AutogradCUDA, _ag_neg__default)
-_R._op_neg_.register(DispatchKey.AutogradMeta, _ag_neg__default)
-_R._op_neg_out.register(DispatchKey.AutogradCPU, _ag_neg_out)
-_R._op_neg_out.register(DispatchKey.AutogradCUDA, _ag_neg_out)
-_R._op_neg_out.register(DispatchKey.AutogradMeta, _ag_neg_out)
-_R._op_sign_.register(DispatchKey.AutogradCPU, _ag_sign__default)
-_R._op_sign_.register(DispatchKey.AutogradCUDA, _ag_sign__default)
-_R._op_sign_.register(DispatchKey.AutogradMeta, _ag_sign__default)
-_R._op_sign_out.register(DispatchKey.AutogradCPU, _ag_sign_out)
-_R._op_sign_out.register(DispatchKey.AutogradCUDA, _ag_sign_out)
-_R._op_sign_out.register(DispatchKey.AutogradMeta, _ag_sign_out)
-_R._op_sgn_.register(DispatchKey.AutogradCPU, _ag_sgn__default)
-_R._op_sgn_.register(DispatchKey.AutogradCUDA, _ag_sgn__default)
-_R._op_sgn_.register(DispatchKey.AutogradMeta, _ag_sgn__default)
-_R._op_sgn_out.register(DispatchKey.AutogradCPU, _ag_sgn_out)
-_R._op_sgn_out.register(DispatchKey.AutogradCUDA, _ag_sgn_out)
-_R._op_sgn_out.register(DispatchKey.AutogradMeta, _ag_sgn_out)
-_R._op_floor_.register(DispatchKey.AutogradCPU, _ag_floor__default)
-_R._op_floor_.register(DispatchKey.AutogradCUDA, _ag_floor__default)
-_R._op_floor_.register(DispatchKey.AutogradMeta, _ag_floor__default)
-_R._op_floor_out.register(DispatchKey.AutogradCPU, _ag_floor_out)
-_R._op_floor_out.register(DispatchKey.AutogradCUDA, _ag_floor_out)
-_R._op_floor_out.register(DispatchKey.AutogradMeta, _ag_floor_out)
-_R._op_ceil_.register(DispatchKey.AutogradCPU, _ag_ceil__default)
-_R._op_ceil_.register(DispatchKey.AutogradCUDA, _ag_ceil__default)
-_R._op_ceil_.register(DispatchKey.AutogradMeta, _ag_ceil__default)
-_R._op_ceil_out.register(DispatchKey.AutogradCPU, _ag_ceil_out)
-_R._op_ceil_out.register(DispatchKey.AutogradCUDA, _ag_ceil_out)
-_R._op_ceil_out.register(DispatchKey.AutogradMeta, _ag_ceil_out)
-_R._op_trunc_.register(DispatchKey.AutogradCPU, _ag_trunc__default)
-_R._op_trunc_.register(DispatchKey.AutogradCUDA, _ag_trunc__default)
-_R._op_trunc_.register(DispatchKey.AutogradMeta, _ag_trunc__default)
-_R._op_trunc_out.register(DispatchKey.AutogradCPU, _ag_trunc_out)
-_R._op_trunc_out.register(DispatchKey.AutogradCUDA, _ag_trunc_out)
-_R._op_trunc_out.register(DispatchKey.AutogradMeta, _ag_trunc_out)
-_R._op_frac_.register(DispatchKey.AutogradCPU, _ag_frac__default)
-_R._op_frac_.register(DispatchKey.AutogradCUDA, _ag_frac__default)
-_R._op_frac_.register(DispatchKey.AutogradMeta, _ag_frac__default)
-_R._op_frac_out.register(DispatchKey.AutogradCPU, _ag_frac_out)
-_R._op_frac_out.register(DispatchKey.AutogradCUDA, _ag_frac_out)
-_R._op_frac_out.register(DispatchKey.AutogradMeta, _ag_frac_out)
-_R._op_exp_.register(DispatchKey.AutogradCPU, _ag_exp__default)
-_R._op_exp_.register(DispatchKey.AutogradCUDA, _ag_exp__default)
-_R._op_exp_.register(DispatchKey.AutogradMeta, _ag_exp__default)
-_R._op_exp_out.register(DispatchKey.AutogradCPU, _ag_exp_out)
-_R._op_exp_out.register(DispatchKey.AutogradCUDA, _ag_exp_out)
-_R._op_exp_out.register(DispatchKey.AutogradMeta, _ag_exp_out)
-_R._op_exp2_.register(DispatchKey.AutogradCPU, _ag_exp2__default)
-_R._op_exp2_.register(DispatchKey.AutogradCUDA, _ag_exp2__default)
-_R._op_exp2_.register(DispatchKey.AutogradMeta, _ag_exp2__default)
-_R._op_exp2_out.register(DispatchKey.AutogradCPU, _ag_exp2_out)
-_R._op_exp2_out.register(DispatchKey.AutogradCUDA, _ag_exp2_out)
-_R._op_exp2_out.register(DispatchKey.AutogradMeta, _ag_exp2_out)
-_R._op_expm1_.register(DispatchKey.AutogradCPU, _ag_expm1__default)
-_R._op_expm1_.register(DispatchKey.AutogradCUDA, _ag_expm1__default)
-_R._op_expm1_.register(DispatchKey.AutogradMeta, _ag_expm1__default)
-_R._op_expm1_out.register(DispatchKey.AutogradCPU, _ag_expm1_out)
-_R._op_expm1_out.register(DispatchKey.AutogradCUDA, _ag_expm1_out)
-_R._op_expm1_out.register(DispatchKey.AutogradMeta, _ag_expm1_out)
-_R._op_log_.register(DispatchKey.AutogradCPU, _ag_log__default)
-_R._op_log_.register(DispatchKey.AutogradCUDA, _ag_log__default)
-_R._op_log_.register(DispatchKey.AutogradMeta, _ag_log__default)
-_R._op_log_out.register(DispatchKey.AutogradCPU, _ag_log_out)
-_R._op_log_out.register(DispatchKey.AutogradCUDA, _ag_log_out)
-_R._op_log_out.register(DispatchKey.AutogradMeta, _ag_log_out)
-_R._op_log2_.register(DispatchKey.AutogradCPU, _ag_log2__default)
-_R._op_log2_.register(DispatchKey.AutogradCUDA, _ag_log2__default)
-_R._op_log2_.register(DispatchKey.AutogradMeta, _ag_log2__default)
-_R._op_log2_out.register(DispatchKey.AutogradCPU, _ag_log2_out)
-_R._op_log2_out.register(DispatchKey.AutogradCUDA, _ag_log2_out)
-_R._op_log2_out.register(DispatchKey.AutogradMeta, _ag_log2_out)
-_R._op_log10_.register(DispatchKey.AutogradCPU, _ag_log10__default)
-_R._op_log10_.register(DispatchKey.AutogradCUDA, _ag_log10__default)
-_R._op_log10_.register(DispatchKey.AutogradMeta, _ag_log10__default)
-_R._op_log10_out.register(DispatchKey.AutogradCPU, _ag_log10_out)
-_R._op_log10_out.register(DispatchKey.AutogradCUDA, _ag_log10_out)
-_R._op_log10_out.register(DispatchKey.AutogradMeta, _ag_log10_out)
-_R._op_log1p_.register(DispatchKey.AutogradCPU, _ag_log1p__default)
-_R._op_log1p_.register(DispatchKey.AutogradCUDA, _ag_log1p__default)
-_R._op_log1p_.register(DispatchKey.AutogradMeta, _ag_log1p__default)
-_R._op_log1p_out.register(DispatchKey.AutogradCPU, _ag_log1p_out)
-_R._op_log1p_out.register(DispatchKey.AutogradCUDA, _ag_log1p_out)
-_R._op_log1p_out.register(DispatchKey.AutogradMeta, _ag_log1p_out)
-_R._op_sqrt_.register(DispatchKey.AutogradCPU, _ag_sqrt__default)
-_R._op_sqrt_.register(DispatchKey.AutogradCUDA, _ag_sqrt__default)
-_R._op_sqrt_.register(DispatchKey.AutogradMeta, _ag_sqrt__default)
-_R._op_sqrt_out.register(DispatchKey.AutogradCPU, _ag_sqrt_out)
-_R._op_sqrt_out.register(DispatchKey.AutogradCUDA, _ag_sqrt_out)
-_R._op_sqrt_out.register(DispatchKey.AutogradMeta, _ag_sqrt_out)
-_R._op_rsqrt_.register(DispatchKey.AutogradCPU, _ag_rsqrt__default)
-_R._op_rsqrt_.register(DispatchKey.AutogradCUDA, _ag_rsqrt__default)
-_R._op_rsqrt_.register(DispatchKey.AutogradMeta, _ag_rsqrt__default)
-_R._op_rsqrt_out.register(DispatchKey.AutogradCPU, _ag_rsqrt_out)
-_R._op_rsqrt_out.register(DispatchKey.AutogradCUDA, _ag_rsqrt_out)
-_R._op_rsqrt_out.register(DispatchKey.AutogradMeta, _ag_rsqrt_out)
-_R._op_sin_.register(DispatchKey.AutogradCPU, _ag_sin__default)
-_R._op_sin_.register(DispatchKey.AutogradCUDA, _ag_sin__default)
-_R._op_sin_.register(DispatchKey.AutogradMeta, _ag_sin__default)
-_R._op_sin_out.register(DispatchKey.AutogradCPU, _ag_sin_out)
-_R._op_sin_out.register(DispatchKey.AutogradCUDA, _ag_sin_out)
-_R._op_sin_out.register(DispatchKey.AutogradMeta, _ag_sin_out)
-_R._op_cos_.register(DispatchKey.AutogradCPU, _ag_cos__default)
-_R._op_cos_.register(DispatchKey.AutogradCUDA, _ag_cos__default)
-_R._op_cos_.register(DispatchKey.AutogradMeta, _ag_cos__default)
-_R._op_cos_out.register(DispatchKey.AutogradCPU, _ag_cos_out)
-_R._op_cos_out.register(DispatchKey.AutogradCUDA, _ag_cos_out)
-_R._op_cos_out.register(DispatchKey.AutogradMeta, _ag_cos_out)
-_R._op_tan_.register(DispatchKey.AutogradCPU, _ag_tan__default)
-_R._op_tan_.register(DispatchKey.AutogradCUDA, _ag_tan__default)
-_R._op_tan_.register(DispatchKey.AutogradMeta, _ag_tan__default)
-_R._op_tan_out.register(DispatchKey.AutogradCPU, _ag_tan_out)
-_R._op_tan_out.register(DispatchKey.AutogradCUDA, _ag_tan_out)
-_R._op_tan_out.register(DispatchKey.AutogradMeta, _ag_tan_out)
-_R._op_asin_.register(DispatchKey.AutogradCPU, _ag_asin__default)
-_R._op_asin_.register(DispatchKey.AutogradCUDA, _ag_asin__default)
-_R._op_asin_.register(DispatchKey.AutogradMeta, _ag_asin__default)
-_R._op_asin_out.register(DispatchKey.AutogradCPU, _ag_asin_out)
-_R._op_asin_out.register(DispatchKey.AutogradCUDA, _ag_asin_out)
-_R._op_asin_out.register(DispatchKey.AutogradMeta, _ag_asin_out)
-_R._op_acos_.register(DispatchKey.AutogradCPU, _ag_acos__default)
-_R._op_acos_.register(DispatchKey.AutogradCUDA, _ag_acos__default)
-_R._op_acos_.register(DispatchKey.AutogradMeta, _ag_acos__default)
-_R._op_acos_out.register(DispatchKey.AutogradCPU, _ag_acos_out)
-_R._op_acos_out.register(DispatchKey.AutogradCUDA, _ag_acos_out)
-_R._op_acos_out.register(DispatchKey.AutogradMeta, _ag_acos_out)
-_R._op_atan_.register(DispatchKey.AutogradCPU, _ag_atan__default)
-_R._op_atan_.register(DispatchKey.AutogradCUDA, _ag_atan__default)
-_R._op_atan_.register(DispatchKey.AutogradMeta, _ag_atan__default)
-_R._op_atan_out.register(DispatchKey.AutogradCPU, _ag_atan_out)
-_R._op_atan_out.register(DispatchKey.AutogradCUDA, _ag_atan_out)
-_R._op_atan_out.register(DispatchKey.AutogradMeta, _ag_atan_out)
-_R._op_sinh_.register(DispatchKey.AutogradCPU, _ag_sinh__default)
-_R._op_sinh_.register(DispatchKey.AutogradCUDA, _ag_sinh__default)
-_R._op_sinh_.register(DispatchKey.AutogradMeta, _ag_sinh__default)
-_R._op_sinh_out.register(DispatchKey.AutogradCPU, _ag_sinh_out)
-_R._op_sinh_out.register(DispatchKey.AutogradCUDA, _ag_sinh_out)
-_R._op_sinh_out.register(DispatchKey.AutogradMeta, _ag_sinh_out)
-_R._op_cosh_.register(DispatchKey.AutogradCPU, _ag_cosh__default)
-_R._op_cosh_.register(DispatchKey.AutogradCUDA, _ag_cosh__default)
-_R._op_cosh_.register(DispatchKey.AutogradMeta, _ag_cosh__default)
-_R._op_cosh_out.register(DispatchKey.AutogradCPU, _ag_cosh_out)
-_R._op_cosh_out.register(DispatchKey.AutogradCUDA, _ag_cosh_out)
-_R._op_cosh_out.register(DispatchKey.AutogradMeta, _ag_cosh_out)
-_R._op_tanh_.register(DispatchKey.AutogradCPU, _ag_tanh__default)
-_R._op_tanh_.register(DispatchKey.AutogradCUDA, _ag_tanh__default)
-_R._op_tanh_.register(DispatchKey.AutogradMeta, _ag_tanh__default)
-_R._op_tanh_out.register(DispatchKey.AutogradCPU, _ag_tanh_out)
-_R._op_tanh_out.register(DispatchKey.AutogradCUDA, _ag_tanh_out)
-_R._op_tanh_out.register(DispatchKey.AutogradMeta, _ag_tanh_out)
-_R._op_asinh_.register(DispatchKey.AutogradCPU, _ag_asinh__default)
-_R._op_asinh_.register(DispatchKey.AutogradCUDA, _ag_asinh__default)
-_R._op_asinh_.register(DispatchKey.AutogradMeta, _ag_asinh__default)
-_R._op_asinh_out.register(DispatchKey.AutogradCPU, _ag_asinh_out)
-_R._op_asinh_out.register(DispatchKey.AutogradCUDA, _ag_asinh_out)
-_R._op_asinh_out.register(DispatchKey.AutogradMeta, _ag_asinh_out)
-_R._op_acosh_.register(DispatchKey.AutogradCPU, _ag_acosh__default)
-_R._op_acosh_.register(DispatchKey.AutogradCUDA, _ag_acosh__default)
-_R._op_acosh_.register(DispatchKey.AutogradMeta, _ag_acosh__default)
-_R._op_acosh_out.register(DispatchKey.AutogradCPU, _ag_acosh_out)
-_R._op_acosh_out.register(DispatchKey.AutogradCUDA, _ag_acosh_out)
-_R._op_acosh_out.register(DispatchKey.AutogradMeta, _ag_acosh_out)
-_R._op_atanh_.register(DispatchKey.AutogradCPU, _ag_atanh__default)
-_R._op_atanh_.register(DispatchKey.AutogradCUDA, _ag_atanh__default)
-_R._op_atanh_.register(DispatchKey.AutogradMeta, _ag_atanh__default)
-_R._op_atanh_out.register(DispatchKey.AutogradCPU, _ag_atanh_out)
-_R._op_atanh_out.register(DispatchKey.AutogradCUDA, _ag_atanh_out)
-_R._op_atanh_out.register(DispatchKey.AutogradMeta, _ag_atanh_out)
-_R._op_sigmoid_.register(DispatchKey.AutogradCPU, _ag_sigmoid__default)
-_R._op_sigmoid_.register(DispatchKey.AutogradCUDA, _ag_sigmoid__default)
-_R._op_sigmoid_.register(DispatchKey.AutogradMeta, _ag_sigmoid__default)
-_R._op_sigmoid_out.register(DispatchKey.AutogradCPU, _ag_sigmoid_out)
-_R._op_sigmoid_out.register(DispatchKey.AutogradCUDA, _ag_sigmoid_out)
-_R._op_sigmoid_out.register(DispatchKey.AutogradMeta, _ag_sigmoid_out)
-_R._op_reciprocal_.register(DispatchKey.AutogradCPU, _ag_reciprocal__default)
-_R._op_reciprocal_.register(DispatchKey.AutogradCUDA, _ag_reciprocal__default)
-_R._op_reciprocal_.register(DispatchKey.AutogradMeta, _ag_reciprocal__default)
-_R._op_reciprocal_out.register(DispatchKey.AutogradCPU, _ag_reciprocal_out)
-_R._op_reciprocal_out.register(DispatchKey.AutogradCUDA, _ag_reciprocal_out)
-_R._op_reciprocal_out.register(DispatchKey.AutogradMeta, _ag_reciprocal_out)
-_R._op_erf_.register(DispatchKey.AutogradCPU, _ag_erf__default)
-_R._op_erf_.register(DispatchKey.AutogradCUDA, _ag_erf__default)
-_R._op_erf_.register(DispatchKey.AutogradMeta, _ag_erf__default)
-_R._op_erf_out.register(DispatchKey.AutogradCPU, _ag_erf_out)
-_R._op_erf_out.register(DispatchKey.AutogradCUDA, _ag_erf_out)
-_R._op_erf_out.register(DispatchKey.AutogradMeta, _ag_erf_out)
-_R._op_erfc_.register(DispatchKey.AutogradCPU, _ag_erfc__default)
-_R._op_erfc_.register(DispatchKey.AutogradCUDA, _ag_erfc__default)
-_R._op_erfc_.register(DispatchKey.AutogradMeta, _ag_erfc__default)
-_R._op_erfc_out.register(DispatchKey.AutogradCPU, _ag_erfc_out)
-_R._op_erfc_out.register(DispatchKey.AutogradCUDA, _ag_erfc_out)
-_R._op_erfc_out.register(DispatchKey.AutogradMeta, _ag_erfc_out)
-_R._op_erfinv_.register(DispatchKey.AutogradCPU, _ag_erfinv__default)
-_R._op_erfinv_.register(DispatchKey.AutogradCUDA, _ag_erfinv__default)
-_R._op_erfinv_.register(DispatchKey.AutogradMeta, _ag_erfinv__default)
-_R._op_erfinv_out.register(DispatchKey.AutogradCPU, _ag_erfinv_out)
-_R._op_erfinv_out.register(DispatchKey.AutogradCUDA, _ag_erfinv_out)
-_R._op_erfinv_out.register(DispatchKey.AutogradMeta, _ag_erfinv_out)
-_R._op_lgamma_.register(DispatchKey.AutogradCPU, _ag_lgamma__default)
-_R._op_lgamma_.register(DispatchKey.AutogradCUDA, _ag_lgamma__default)
-_R._op_lgamma_.register(DispatchKey.AutogradMeta, _ag_lgamma__default)
-_R._op_lgamma_out.register(DispatchKey.AutogradCPU, _ag_lgamma_out)
-_R._op_lgamma_out.register(DispatchKey.AutogradCUDA, _ag_lgamma_out)
-_R._op_lgamma_out.register(DispatchKey.AutogradMeta, _ag_lgamma_out)
-_R._op_digamma_.register(DispatchKey.AutogradCPU, _ag_digamma__default)
-_R._op_digamma_.register(DispatchKey.AutogradCUDA, _ag_digamma__default)
-_R._op_digamma_.register(DispatchKey.AutogradMeta, _ag_digamma__default)
-_R._op_digamma_out.register(DispatchKey.AutogradCPU, _ag_digamma_out)
-_R._op_digamma_out.register(DispatchKey.AutogradCUDA, _ag_digamma_out)
-_R._op_digamma_out.register(DispatchKey.AutogradMeta, _ag_digamma_out)
-_R._op_i0_.register(DispatchKey.AutogradCPU, _ag_i0__default)
-_R._op_i0_.register(DispatchKey.AutogradCUDA, _ag_i0__default)
-_R._op_i0_.register(DispatchKey.AutogradMeta, _ag_i0__default)
-_R._op_i0_out.register(DispatchKey.AutogradCPU, _ag_i0_out)
-_R._op_i0_out.register(DispatchKey.AutogradCUDA, _ag_i0_out)
-_R._op_i0_out.register(DispatchKey.AutogradMeta, _ag_i0_out)
-_R._op_sinc_.register(DispatchKey.AutogradCPU, _ag_sinc__default)
-_R._op_sinc_.register(DispatchKey.AutogradCUDA, _ag_sinc__default)
-_R._op_sinc_.register(DispatchKey.AutogradMeta, _ag_sinc__default)
-_R._op_sinc_out.register(DispatchKey.AutogradCPU, _ag_sinc_out)
-_R._op_sinc_out.register(DispatchKey.AutogradCUDA, _ag_sinc_out)
-_R._op_sinc_out.register(DispatchKey.AutogradMeta, _ag_sinc_out)
-_R._op_deg2rad_.register(DispatchKey.AutogradCPU, _ag_deg2rad__default)
-_R._op_deg2rad_.register(DispatchKey.AutogradCUDA, _ag_deg2rad__default)
-_R._op_deg2rad_.register(DispatchKey.AutogradMeta, _ag_deg2rad__default)
-_R._op_deg2rad_out.register(DispatchKey.AutogradCPU, _ag_deg2rad_out)
-_R._op_deg2rad_out.register(DispatchKey.AutogradCUDA, _ag_deg2rad_out)
-_R._op_deg2rad_out.register(DispatchKey.AutogradMeta, _ag_deg2rad_out)
-_R._op_rad2deg_.register(DispatchKey.AutogradCPU, _ag_rad2deg__default)
-_R._op_rad2deg_.register(DispatchKey.AutogradCUDA, _ag_rad2deg__default)
-_R._op_rad2deg_.register(DispatchKey.AutogradMeta, _ag_rad2deg__default)
-_R._op_rad2deg_out.register(DispatchKey.AutogradCPU, _ag_rad2deg_out)
-_R._op_rad2deg_out.register(DispatchKey.AutogradCUDA, _ag_rad2deg_out)
-_R._op_rad2deg_out.register(DispatchKey.AutogradMeta, _ag_rad2deg_out)
-_R._op_square_.register(DispatchKey.AutogradCPU, _ag_square__default)
-_R._op_square_.register(DispatchKey.AutogradCUDA, _ag_square__default)
-_R._op_square_.register(DispatchKey.AutogradMeta, _ag_square__default)
-_R._op_square_out.register(DispatchKey.AutogradCPU, _ag_square_out)
-_R._op_square_out.register(DispatchKey.AutogradCUDA, _ag_square_out)
-_R._op_square_out.register(DispatchKey.AutogradMeta, _ag_square_out)
-_R._op_bitwise_not_out.register(DispatchKey.AutogradCPU, _ag_bitwise_not_out)
-_R._op_bitwise_not_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_not_out)
-_R._op_bitwise_not_out.register(DispatchKey.AutogradMeta, _ag_bitwise_not_out)
-_R._op_logical_not_out.register(DispatchKey.AutogradCPU, _ag_logical_not_out)
-_R._op_logical_not_out.register(DispatchKey.AutogradCUDA, _ag_logical_not_out)
-_R._op_logical_not_out.register(DispatchKey.AutogradMeta, _ag_logical_not_out)
-_R._op_relu_.register(DispatchKey.AutogradCPU, _ag_relu__default)
-_R._op_relu_.register(DispatchKey.AutogradCUDA, _ag_relu__default)
-_R._op_relu_.register(DispatchKey.AutogradMeta, _ag_relu__default)
-_R._op_round_.register(DispatchKey.AutogradCPU, _ag_round__default)
-_R._op_round_.register(DispatchKey.AutogradCUDA, _ag_round__default)
-_R._op_round_.register(DispatchKey.AutogradMeta, _ag_round__default)
-_R._op_round__decimals.register(DispatchKey.AutogradCPU, _ag_round__decimals)
-_R._op_round__decimals.register(DispatchKey.AutogradCUDA, _ag_round__decimals)
-_R._op_round__decimals.register(DispatchKey.AutogradMeta, _ag_round__decimals)
-_R._op_round_out.register(DispatchKey.AutogradCPU, _ag_round_out)
-_R._op_round_out.register(DispatchKey.AutogradCUDA, _ag_round_out)
-_R._op_round_out.register(DispatchKey.AutogradMeta, _ag_round_out)
-_R._op_nan_to_num_.register(DispatchKey.AutogradCPU, _ag_nan_to_num__default)
-_R._op_nan_to_num_.register(DispatchKey.AutogradCUDA, _ag_nan_to_num__default)
-_R._op_nan_to_num_.register(DispatchKey.AutogradMeta, _ag_nan_to_num__default)
-_R._op_logit_.register(DispatchKey.AutogradCPU, _ag_logit__default)
-_R._op_logit_.register(DispatchKey.AutogradCUDA, _ag_logit__default)
-_R._op_logit_.register(DispatchKey.AutogradMeta, _ag_logit__default)
-_R._op_add__Tensor.register(DispatchKey.AutogradCPU, _ag_add__Tensor)
-_R._op_add__Tensor.register(DispatchKey.AutogradCUDA, _ag_add__Tensor)
-_R._op_add__Tensor.register(DispatchKey.AutogradMeta, _ag_add__Tensor)
-_R._op_add_out.register(DispatchKey.AutogradCPU, _ag_add_out)
-_R._op_add_out.register(DispatchKey.AutogradCUDA, _ag_add_out)
-_R._op_add_out.register(DispatchKey.AutogradMeta, _ag_add_out)
-_R._op_add__Scalar.register(DispatchKey.AutogradCPU, _ag_add__Scalar)
-_R._op_add__Scalar.register(DispatchKey.AutogradCUDA, _ag_add__Scalar)
-_R._op_add__Scalar.register(DispatchKey.AutogradMeta, _ag_add__Scalar)
-_R._op_add_Scalar_out.register(DispatchKey.AutogradCPU, _ag_add_Scalar_out)
-_R._op_add_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_add_Scalar_out)
-_R._op_add_Scalar_out.register(DispatchKey.AutogradMeta, _ag_add_Scalar_out)
-_R._op_sub__Tensor.register(DispatchKey.AutogradCPU, _ag_sub__Tensor)
-_R._op_sub__Tensor.register(DispatchKey.AutogradCUDA, _ag_sub__Tensor)
-_R._op_sub__Tensor.register(DispatchKey.AutogradMeta, _ag_sub__Tensor)
-_R._op_sub_out.register(DispatchKey.AutogradCPU, _ag_sub_out)
-_R._op_sub_out.register(DispatchKey.AutogradCUDA, _ag_sub_out)
-_R._op_sub_out.register(DispatchKey.AutogradMeta, _ag_sub_out)
-_R._op_sub__Scalar.register(DispatchKey.AutogradCPU, _ag_sub__Scalar)
-_R._op_sub__Scalar.register(DispatchKey.AutogradCUDA, _ag_sub__Scalar)
-_R._op_sub__Scalar.register(DispatchKey.AutogradMeta, _ag_sub__Scalar)
-_R._op_sub_Scalar_out.register(DispatchKey.AutogradCPU, _ag_sub_Scalar_out)
-_R._op_sub_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_sub_Scalar_out)
-_R._op_sub_Scalar_out.register(DispatchKey.AutogradMeta, _ag_sub_Scalar_out)
-_R._op_mul__Tensor.register(DispatchKey.AutogradCPU, _ag_mul__Tensor)
-_R._op_mul__Tensor.register(DispatchKey.AutogradCUDA, _ag_mul__Tensor)
-_R._op_mul__Tensor.register(DispatchKey.AutogradMeta, _ag_mul__Tensor)
-_R._op_mul_out.register(DispatchKey.AutogradCPU, _ag_mul_out)
-_R._op_mul_out.register(DispatchKey.AutogradCUDA, _ag_mul_out)
-_R._op_mul_out.register(DispatchKey.AutogradMeta, _ag_mul_out)
-_R._op_mul__Scalar.register(DispatchKey.AutogradCPU, _ag_mul__Scalar)
-_R._op_mul__Scalar.register(DispatchKey.AutogradCUDA, _ag_mul__Scalar)
-_R._op_mul__Scalar.register(DispatchKey.AutogradMeta, _ag_mul__Scalar)
-_R._op_mul_Scalar_out.register(DispatchKey.AutogradCPU, _ag_mul_Scalar_out)
-_R._op_mul_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_mul_Scalar_out)
-_R._op_mul_Scalar_out.register(DispatchKey.AutogradMeta, _ag_mul_Scalar_out)
-_R._op_div__Tensor.register(DispatchKey.AutogradCPU, _ag_div__Tensor)
-_R._op_div__Tensor.register(DispatchKey.AutogradCUDA, _ag_div__Tensor)
-_R._op_div__Tensor.register(DispatchKey.AutogradMeta, _ag_div__Tensor)
-_R._op_div_out.register(DispatchKey.AutogradCPU, _ag_div_out)
-_R._op_div_out.register(DispatchKey.AutogradCUDA, _ag_div_out)
-_R._op_div_out.register(DispatchKey.AutogradMeta, _ag_div_out)
-_R._op_div__Scalar.register(DispatchKey.AutogradCPU, _ag_div__Scalar)
-_R._op_div__Scalar.register(DispatchKey.AutogradCUDA, _ag_div__Scalar)
-_R._op_div__Scalar.register(DispatchKey.AutogradMeta, _ag_div__Scalar)
-_R._op_div_Scalar_out.register(DispatchKey.AutogradCPU, _ag_div_Scalar_out)
-_R._op_div_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_div_Scalar_out)
-_R._op_div_Scalar_out.register(DispatchKey.AutogradMeta, _ag_div_Scalar_out)
-_R._op_div__Tensor_mode.register(DispatchKey.AutogradCPU, _ag_div__Tensor_mode)
-_R._op_div__Tensor_mode.register(DispatchKey.AutogradCUDA, _ag_div__Tensor_mode)
-_R._op_div__Tensor_mode.register(DispatchKey.AutogradMeta, _ag_div__Tensor_mode)
-_R._op_div_out_mode.register(DispatchKey.AutogradCPU, _ag_div_out_mode)
-_R._op_div_out_mode.register(DispatchKey.AutogradCUDA, _ag_div_out_mode)
-_R._op_div_out_mode.register(DispatchKey.AutogradMeta, _ag_div_out_mode)
-_R._op_div__Scalar_mode.register(DispatchKey.AutogradCPU, _ag_div__Scalar_mode)
-_R._op_div__Scalar_mode.register(DispatchKey.AutogradCUDA, _ag_div__Scalar_mode)
-_R._op_div__Scalar_mode.register(DispatchKey.AutogradMeta, _ag_div__Scalar_mode)
-_R._op_true_divide__Tensor.register(DispatchKey.AutogradCPU, _ag_true_divide__Tensor)
-_R._op_true_divide__Tensor.register(DispatchKey.AutogradCUDA, _ag_true_divide__Tensor)
-_R._op_true_divide__Tensor.register(DispatchKey.AutogradMeta, _ag_true_divide__Tensor)
-_R._op_true_divide_out.register(DispatchKey.AutogradCPU, _ag_true_divide_out)
-_R._op_true_divide_out.register(DispatchKey.AutogradCUDA, _ag_true_divide_out)
-_R._op_true_divide_out.register(DispatchKey.AutogradMeta, _ag_true_divide_out)
-_R._op_true_divide__Scalar.register(DispatchKey.AutogradCPU, _ag_true_divide__Scalar)
-_R._op_true_divide__Scalar.register(DispatchKey.AutogradCUDA, _ag_true_divide__Scalar)
-_R._op_true_divide__Scalar.register(DispatchKey.AutogradMeta, _ag_true_divide__Scalar)
-_R._op_true_divide_Scalar_out.register(DispatchKey.AutogradCPU, _ag_true_divide_Scalar_out)
-_R._op_true_divide_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_true_divide_Scalar_out)
-_R._op_true_divide_Scalar_out.register(DispatchKey.AutogradMeta, _ag_true_divide_Scalar_out)
-_R._op_floor_divide_out.register(DispatchKey.AutogradCPU, _ag_floor_divide_out)
-_R._op_floor_divide_out.register(DispatchKey.AutogradCUDA, _ag_floor_divide_out)
-_R._op_floor_divide_out.register(DispatchKey.AutogradMeta, _ag_floor_divide_out)
-_R._op_floor_divide_Scalar_out.register(DispatchKey.AutogradCPU, _ag_floor_divide_Scalar_out)
-_R._op_floor_divide_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_floor_divide_Scalar_out)
-_R._op_floor_divide_Scalar_out.register(DispatchKey.AutogradMeta, _ag_floor_divide_Scalar_out)
-_R._op_remainder__Tensor.register(DispatchKey.AutogradCPU, _ag_remainder__Tensor)
-_R._op_remainder__Tensor.register(DispatchKey.AutogradCUDA, _ag_remainder__Tensor)
-_R._op_remainder__Tensor.register(DispatchKey.AutogradMeta, _ag_remainder__Tensor)
-_R._op_remainder_out.register(DispatchKey.AutogradCPU, _ag_remainder_out)
-_R._op_remainder_out.register(DispatchKey.AutogradCUDA, _ag_remainder_out)
-_R._op_remainder_out.register(DispatchKey.AutogradMeta, _ag_remainder_out)
-_R._op_remainder__Scalar.register(DispatchKey.AutogradCPU, _ag_remainder__Scalar)
-_R._op_remainder__Scalar.register(DispatchKey.AutogradCUDA, _ag_remainder__Scalar)
-_R._op_remainder__Scalar.register(DispatchKey.AutogradMeta, _ag_remainder__Scalar)
-_R._op_remainder_Scalar_out.register(DispatchKey.AutogradCPU, _ag_remainder_Scalar_out)
-_R._op_remainder_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_remainder_Scalar_out)
-_R._op_remainder_Scalar_out.register(DispatchKey.AutogradMeta, _ag_remainder_Scalar_out)
-_R._op_fmod__Tensor.register(DispatchKey.AutogradCPU, _ag_fmod__Tensor)
-_R._op_fmod__Tensor.register(DispatchKey.AutogradCUDA, _ag_fmod__Tensor)
-_R._op_fmod__Tensor.register(DispatchKey.AutogradMeta, _ag_fmod__Tensor)
-_R._op_fmod_out.register(DispatchKey.AutogradCPU, _ag_fmod_out)
-_R._op_fmod_out.register(DispatchKey.AutogradCUDA, _ag_fmod_out)
-_R._op_fmod_out.register(DispatchKey.AutogradMeta, _ag_fmod_out)
-_R._op_fmod__Scalar.register(DispatchKey.AutogradCPU, _ag_fmod__Scalar)
-_R._op_fmod__Scalar.register(DispatchKey.AutogradCUDA, _ag_fmod__Scalar)
-_R._op_fmod__Scalar.register(DispatchKey.AutogradMeta, _ag_fmod__Scalar)
-_R._op_fmod_Scalar_out.register(DispatchKey.AutogradCPU, _ag_fmod_Scalar_out)
-_R._op_fmod_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_fmod_Scalar_out)
-_R._op_fmod_Scalar_out.register(DispatchKey.AutogradMeta, _ag_fmod_Scalar_out)
-_R._op_pow_Tensor_Tensor_out.register(DispatchKey.AutogradCPU, _ag_pow_Tensor_Tensor_out)
-_R._op_pow_Tensor_Tensor_out.register(DispatchKey.AutogradCUDA, _ag_pow_Tensor_Tensor_out)
-_R._op_pow_Tensor_Tensor_out.register(DispatchKey.AutogradMeta, _ag_pow_Tensor_Tensor_out)
-_R._op_pow_Scalar_out.register(DispatchKey.AutogradCPU, _ag_pow_Scalar_out)
-_R._op_pow_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_pow_Scalar_out)
-_R._op_pow_Scalar_out.register(DispatchKey.AutogradMeta, _ag_pow_Scalar_out)
-_R._op_pow_Tensor_Scalar_out.register(DispatchKey.AutogradCPU, _ag_pow_Tensor_Scalar_out)
-_R._op_pow_Tensor_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_pow_Tensor_Scalar_out)
-_R._op_pow_Tensor_Scalar_out.register(DispatchKey.AutogradMeta, _ag_pow_Tensor_Scalar_out)
-_R._op_pow__Scalar.register(DispatchKey.AutogradCPU, _ag_pow__Scalar)
-_R._op_pow__Scalar.register(DispatchKey.AutogradCUDA, _ag_pow__Scalar)
-_R._op_pow__Scalar.register(DispatchKey.AutogradMeta, _ag_pow__Scalar)
-_R._op_pow__Tensor.register(DispatchKey.AutogradCPU, _ag_pow__Tensor)
-_R._op_pow__Tensor.register(DispatchKey.AutogradCUDA, _ag_pow__Tensor)
-_R._op_pow__Tensor.register(DispatchKey.AutogradMeta, _ag_pow__Tensor)
-_R._op_atan2_out.register(DispatchKey.AutogradCPU, _ag_atan2_out)
-_R._op_atan2_out.register(DispatchKey.AutogradCUDA, _ag_atan2_out)
-_R._op_atan2_out.register(DispatchKey.AutogradMeta, _ag_atan2_out)
-_R._op_atan2_.register(DispatchKey.AutogradCPU, _ag_atan2__default)
-_R._op_atan2_.register(DispatchKey.AutogradCUDA, _ag_atan2__default)
-_R._op_atan2_.register(DispatchKey.AutogradMeta, _ag_atan2__default)
-_R._op_hypot_out.register(DispatchKey.AutogradCPU, _ag_hypot_out)
-_R._op_hypot_out.register(DispatchKey.AutogradCUDA, _ag_hypot_out)
-_R._op_hypot_out.register(DispatchKey.AutogradMeta, _ag_hypot_out)
-_R._op_hypot_.register(DispatchKey.AutogradCPU, _ag_hypot__default)
-_R._op_hypot_.register(DispatchKey.AutogradCUDA, _ag_hypot__default)
-_R._op_hypot_.register(DispatchKey.AutogradMeta, _ag_hypot__default)
-_R._op_logaddexp_out.register(DispatchKey.AutogradCPU, _ag_logaddexp_out)
-_R._op_logaddexp_out.register(DispatchKey.AutogradCUDA, _ag_logaddexp_out)
-_R._op_logaddexp_out.register(DispatchKey.AutogradMeta, _ag_logaddexp_out)
-_R._op_logaddexp2_out.register(DispatchKey.AutogradCPU, _ag_logaddexp2_out)
-_R._op_logaddexp2_out.register(DispatchKey.AutogradCUDA, _ag_logaddexp2_out)
-_R._op_logaddexp2_out.register(DispatchKey.AutogradMeta, _ag_logaddexp2_out)
-_R._op_copysign_out.register(DispatchKey.AutogradCPU, _ag_copysign_out)
-_R._op_copysign_out.register(DispatchKey.AutogradCUDA, _ag_copysign_out)
-_R._op_copysign_out.register(DispatchKey.AutogradMeta, _ag_copysign_out)
-_R._op_copysign_.register(DispatchKey.AutogradCPU, _ag_copysign__default)
-_R._op_copysign_.register(DispatchKey.AutogradCUDA, _ag_copysign__default)
-_R._op_copysign_.register(DispatchKey.AutogradMeta, _ag_copysign__default)
-_R._op_nextafter_out.register(DispatchKey.AutogradCPU, _ag_nextafter_out)
-_R._op_nextafter_out.register(DispatchKey.AutogradCUDA, _ag_nextafter_out)
-_R._op_nextafter_out.register(DispatchKey.AutogradMeta, _ag_nextafter_out)
-_R._op_nextafter_.register(DispatchKey.AutogradCPU, _ag_nextafter__default)
-_R._op_nextafter_.register(DispatchKey.AutogradCUDA, _ag_nextafter__default)
-_R._op_nextafter_.register(DispatchKey.AutogradMeta, _ag_nextafter__default)
-_R._op_maximum_out.register(DispatchKey.AutogradCPU, _ag_maximum_out)
-_R._op_maximum_out.register(DispatchKey.AutogradCUDA, _ag_maximum_out)
-_R._op_maximum_out.register(DispatchKey.AutogradMeta, _ag_maximum_out)
-_R._op_minimum_out.register(DispatchKey.AutogradCPU, _ag_minimum_out)
-_R._op_minimum_out.register(DispatchKey.AutogradCUDA, _ag_minimum_out)
-_R._op_minimum_out.register(DispatchKey.AutogradMeta, _ag_minimum_out)
-_R._op_fmax_out.register(DispatchKey.AutogradCPU, _ag_fmax_out)
-_R._op_fmax_out.register(DispatchKey.AutogradCUDA, _ag_fmax_out)
-_R._op_fmax_out.register(DispatchKey.AutogradMeta, _ag_fmax_out)
-_R._op_fmin_out.register(DispatchKey.AutogradCPU, _ag_fmin_out)
-_R._op_fmin_out.register(DispatchKey.AutogradCUDA, _ag_fmin_out)
-_R._op_fmin_out.register(DispatchKey.AutogradMeta, _ag_fmin_out)
-_R._op_xlogy_out.register(DispatchKey.AutogradCPU, _ag_xlogy_out)
-_R._op_xlogy_out.register(DispatchKey.AutogradCUDA, _ag_xlogy_out)
-_R._op_xlogy_out.register(DispatchKey.AutogradMeta, _ag_xlogy_out)
-_R._op_xlogy_.register(DispatchKey.AutogradCPU, _ag_xlogy__default)
-_R._op_xlogy_.register(DispatchKey.AutogradCUDA, _ag_xlogy__default)
-_R._op_xlogy_.register(DispatchKey.AutogradMeta, _ag_xlogy__default)
-_R._op_bitwise_and_out.register(DispatchKey.AutogradCPU, _ag_bitwise_and_out)
-_R._op_bitwise_and_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_and_out)
-_R._op_bitwise_and_out.register(DispatchKey.AutogradMeta, _ag_bitwise_and_out)
-_R._op_bitwise_and_Scalar_out.register(DispatchKey.AutogradCPU, _ag_bitwise_and_Scalar_out)
-_R._op_bitwise_and_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_and_Scalar_out)
-_R._op_bitwise_and_Scalar_out.register(DispatchKey.AutogradMeta, _ag_bitwise_and_Scalar_out)
-_R._op_bitwise_or_out.register(DispatchKey.AutogradCPU, _ag_bitwise_or_out)
-_R._op_bitwise_or_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_or_out)
-_R._op_bitwise_or_out.register(DispatchKey.AutogradMeta, _ag_bitwise_or_out)
-_R._op_bitwise_or_Scalar_out.register(DispatchKey.AutogradCPU, _ag_bitwise_or_Scalar_out)
-_R._op_bitwise_or_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_or_Scalar_out)
-_R._op_bitwise_or_Scalar_out.register(DispatchKey.AutogradMeta, _ag_bitwise_or_Scalar_out)
-_R._op_bitwise_xor_out.register(DispatchKey.AutogradCPU, _ag_bitwise_xor_out)
-_R._op_bitwise_xor_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_xor_out)
-_R._op_bitwise_xor_out.register(DispatchKey.AutogradMeta, _ag_bitwise_xor_out)
-_R._op_bitwise_xor_Scalar_out.register(DispatchKey.AutogradCPU, _ag_bitwise_xor_Scalar_out)
-_R._op_bitwise_xor_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_xor_Scalar_out)
-_R._op_bitwise_xor_Scalar_out.register(DispatchKey.AutogradMeta, _ag_bitwise_xor_Scalar_out)
-_R._op_bitwise_left_shift_out.register(DispatchKey.AutogradCPU, _ag_bitwise_left_shift_out)
-_R._op_bitwise_left_shift_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_left_shift_out)
-_R._op_bitwise_left_shift_out.register(DispatchKey.AutogradMeta, _ag_bitwise_left_shift_out)
-_R._op_bitwise_left_shift_Scalar_out.register(DispatchKey.AutogradCPU, _ag_bitwise_left_shift_Scalar_out)
-_R._op_bitwise_left_shift_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_left_shift_Scalar_out)
-_R._op_bitwise_left_shift_Scalar_out.register(DispatchKey.AutogradMeta, _ag_bitwise_left_shift_Scalar_out)
-_R._op_bitwise_right_shift_out.register(DispatchKey.AutogradCPU, _ag_bitwise_right_shift_out)
-_R._op_bitwise_right_shift_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_right_shift_out)
-_R._op_bitwise_right_shift_out.register(DispatchKey.AutogradMeta, _ag_bitwise_right_shift_out)
-_R._op_bitwise_right_shift_Scalar_out.register(DispatchKey.AutogradCPU, _ag_bitwise_right_shift_Scalar_out)
-_R._op_bitwise_right_shift_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_bitwise_right_shift_Scalar_out)
-_R._op_bitwise_right_shift_Scalar_out.register(DispatchKey.AutogradMeta, _ag_bitwise_right_shift_Scalar_out)
-_R._op_logical_and_out.register(DispatchKey.AutogradCPU, _ag_logical_and_out)
-_R._op_logical_and_out.register(DispatchKey.AutogradCUDA, _ag_logical_and_out)
-_R._op_logical_and_out.register(DispatchKey.AutogradMeta, _ag_logical_and_out)
-_R._op_logical_or_out.register(DispatchKey.AutogradCPU, _ag_logical_or_out)
-_R._op_logical_or_out.register(DispatchKey.AutogradCUDA, _ag_logical_or_out)
-_R._op_logical_or_out.register(DispatchKey.AutogradMeta, _ag_logical_or_out)
-_R._op_logical_xor_out.register(DispatchKey.AutogradCPU, _ag_logical_xor_out)
-_R._op_logical_xor_out.register(DispatchKey.AutogradCUDA, _ag_logical_xor_out)
-_R._op_logical_xor_out.register(DispatchKey.AutogradMeta, _ag_logical_xor_out)
-_R._op_eq_out.register(DispatchKey.AutogradCPU, _ag_eq_out)
-_R._op_eq_out.register(DispatchKey.AutogradCUDA, _ag_eq_out)
-_R._op_eq_out.register(DispatchKey.AutogradMeta, _ag_eq_out)
-_R._op_eq_Scalar_out.register(DispatchKey.AutogradCPU, _ag_eq_Scalar_out)
-_R._op_eq_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_eq_Scalar_out)
-_R._op_eq_Scalar_out.register(DispatchKey.AutogradMeta, _ag_eq_Scalar_out)
-_R._op_ne_out.register(DispatchKey.AutogradCPU, _ag_ne_out)
-_R._op_ne_out.register(DispatchKey.AutogradCUDA, _ag_ne_out)
-_R._op_ne_out.register(DispatchKey.AutogradMeta, _ag_ne_out)
-_R._op_ne_Scalar_out.register(DispatchKey.AutogradCPU, _ag_ne_Scalar_out)
-_R._op_ne_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_ne_Scalar_out)
-_R._op_ne_Scalar_out.register(DispatchKey.AutogradMeta, _ag_ne_Scalar_out)
-_R._op_lt_out.register(DispatchKey.AutogradCPU, _ag_lt_out)
-_R._op_lt_out.register(DispatchKey.AutogradCUDA, _ag_lt_out)
-_R._op_lt_out.register(DispatchKey.AutogradMeta, _ag_lt_out)
-_R._op_lt_Scalar_out.register(DispatchKey.AutogradCPU, _ag_lt_Scalar_out)
-_R._op_lt_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_lt_Scalar_out)
-_R._op_lt_Scalar_out.register(DispatchKey.AutogradMeta, _ag_lt_Scalar_out)
-_R._op_le_out.register(DispatchKey.AutogradCPU, _ag_le_out)
-_R._op_le_out.register(DispatchKey.AutogradCUDA, _ag_le_out)
-_R._op_le_out.register(DispatchKey.AutogradMeta, _ag_le_out)
-_R._op_le_Scalar_out.register(DispatchKey.AutogradCPU, _ag_le_Scalar_out)
-_R._op_le_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_le_Scalar_out)
-_R._op_le_Scalar_out.register(DispatchKey.AutogradMeta, _ag_le_Scalar_out)
-_R._op_gt_out.register(DispatchKey.AutogradCPU, _ag_gt_out)
-_R._op_gt_out.register(DispatchKey.AutogradCUDA, _ag_gt_out)
-_R._op_gt_out.register(DispatchKey.AutogradMeta, _ag_gt_out)
-_R._op_gt_Scalar_out.register(DispatchKey.AutogradCPU, _ag_gt_Scalar_out)
-_R._op_gt_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_gt_Scalar_out)
-_R._op_gt_Scalar_out.register(DispatchKey.AutogradMeta, _ag_gt_Scalar_out)
-_R._op_ge_out.register(DispatchKey.AutogradCPU, _ag_ge_out)
-_R._op_ge_out.register(DispatchKey.AutogradCUDA, _ag_ge_out)
-_R._op_ge_out.register(DispatchKey.AutogradMeta, _ag_ge_out)
-_R._op_ge_Scalar_out.register(DispatchKey.AutogradCPU, _ag_ge_Scalar_out)
-_R._op_ge_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_ge_Scalar_out)
-_R._op_ge_Scalar_out.register(DispatchKey.AutogradMeta, _ag_ge_Scalar_out)
-_R._op_where_self_out.register(DispatchKey.AutogradCPU, _ag_where_self_out)
-_R._op_where_self_out.register(DispatchKey.AutogradCUDA, _ag_where_self_out)
-_R._op_where_self_out.register(DispatchKey.AutogradMeta, _ag_where_self_out)
-_R._op_clamp_out.register(DispatchKey.AutogradCPU, _ag_clamp_out)
-_R._op_clamp_out.register(DispatchKey.AutogradCUDA, _ag_clamp_out)
-_R._op_clamp_out.register(DispatchKey.AutogradMeta, _ag_clamp_out)
-_R._op_clamp_Tensor_out.register(DispatchKey.AutogradCPU, _ag_clamp_Tensor_out)
-_R._op_clamp_Tensor_out.register(DispatchKey.AutogradCUDA, _ag_clamp_Tensor_out)
-_R._op_clamp_Tensor_out.register(DispatchKey.AutogradMeta, _ag_clamp_Tensor_out)
-_R._op_clamp_.register(DispatchKey.AutogradCPU, _ag_clamp__default)
-_R._op_clamp_.register(DispatchKey.AutogradCUDA, _ag_clamp__default)
-_R._op_clamp_.register(DispatchKey.AutogradMeta, _ag_clamp__default)
-_R._op_clamp__Tensor.register(DispatchKey.AutogradCPU, _ag_clamp__Tensor)
-_R._op_clamp__Tensor.register(DispatchKey.AutogradCUDA, _ag_clamp__Tensor)
-_R._op_clamp__Tensor.register(DispatchKey.AutogradMeta, _ag_clamp__Tensor)
-_R._op_clip_.register(DispatchKey.AutogradCPU, _ag_clip__default)
-_R._op_clip_.register(DispatchKey.AutogradCUDA, _ag_clip__default)
-_R._op_clip_.register(DispatchKey.AutogradMeta, _ag_clip__default)
-_R._op_clamp_min_.register(DispatchKey.AutogradCPU, _ag_clamp_min__default)
-_R._op_clamp_min_.register(DispatchKey.AutogradCUDA, _ag_clamp_min__default)
-_R._op_clamp_min_.register(DispatchKey.AutogradMeta, _ag_clamp_min__default)
-_R._op_clamp_max_.register(DispatchKey.AutogradCPU, _ag_clamp_max__default)
-_R._op_clamp_max_.register(DispatchKey.AutogradCUDA, _ag_clamp_max__default)
-_R._op_clamp_max_.register(DispatchKey.AutogradMeta, _ag_clamp_max__default)
-_R._op_lerp__Scalar.register(DispatchKey.AutogradCPU, _ag_lerp__Scalar)
-_R._op_lerp__Scalar.register(DispatchKey.AutogradCUDA, _ag_lerp__Scalar)
-_R._op_lerp__Scalar.register(DispatchKey.AutogradMeta, _ag_lerp__Scalar)
-_R._op_lerp__Tensor.register(DispatchKey.AutogradCPU, _ag_lerp__Tensor)
-_R._op_lerp__Tensor.register(DispatchKey.AutogradCUDA, _ag_lerp__Tensor)
-_R._op_lerp__Tensor.register(DispatchKey.AutogradMeta, _ag_lerp__Tensor)
-_R._op_lerp_Scalar_out.register(DispatchKey.AutogradCPU, _ag_lerp_Scalar_out)
-_R._op_lerp_Scalar_out.register(DispatchKey.AutogradCUDA, _ag_lerp_Scalar_out)
-_R._op_lerp_Scalar_out.register(DispatchKey.AutogradMeta, _ag_lerp_Scalar_out)
-_R._op_addcmul_.register(DispatchKey.AutogradCPU, _ag_addcmul__default)
-_R._op_addcmul_.register(DispatchKey.AutogradCUDA, _ag_addcmul__default)
-_R._op_addcmul_.register(DispatchKey.AutogradMeta, _ag_addcmul__default)
-_R._op_addcmul_out.register(DispatchKey.AutogradCPU, _ag_addcmul_out)
-_R._op_addcmul_out.register(DispatchKey.AutogradCUDA, _ag_addcmul_out)
-_R._op_addcmul_out.register(DispatchKey.AutogradMeta, _ag_addcmul_out)
-_R._op_addcdiv_.register(DispatchKey.AutogradCPU, _ag_addcdiv__default)
-_R._op_addcdiv_.register(DispatchKey.AutogradCUDA, _ag_addcdiv__default)
-_R._op_addcdiv_.register(DispatchKey.AutogradMeta, _ag_addcdiv__default)
-_R._op_addcdiv_out.register(DispatchKey.AutogradCPU, _ag_addcdiv_out)
-_R._op_addcdiv_out.register(DispatchKey.AutogradCUDA, _ag_addcdiv_out)
-_R._op_addcdiv_out.register(DispatchKey.AutogradMeta, _ag_addcdiv_out)
-_R._op_sum_IntList_out.register(DispatchKey.AutogradCPU, _ag_sum_IntList_out)
-_R._op_sum_IntList_out.register(DispatchKey.AutogradCUDA, _ag_sum_IntList_out)
-_R._op_sum_IntList_out.register(DispatchKey.AutogradMeta, _ag_sum_IntList_out)
-_R._op_mean_out.register(DispatchKey.AutogradCPU, _ag_mean_out)
-_R._op_mean_out.register(DispatchKey.AutogradCUDA, _ag_mean_out)
-_R._op_mean_out.register(DispatchKey.AutogradMeta, _ag_mean_out)
-_R._op_mean_dtype_out.register(DispatchKey.AutogradCPU, _ag_mean_dtype_out)
-_R._op_mean_dtype_out.register(DispatchKey.AutogradCUDA, _ag_mean_dtype_out)
-_R._op_mean_dtype_out.register(DispatchKey.AutogradMeta, _ag_mean_dtype_out)
-_R._op_amax_out.register(DispatchKey.AutogradCPU, _ag_amax_out)
-_R._op_amax_out.register(DispatchKey.AutogradCUDA, _ag_amax_out)
-_R._op_amax_out.register(DispatchKey.AutogradMeta, _ag_amax_out)
-_R._op_amin_out.register(DispatchKey.AutogradCPU, _ag_amin_out)
-_R._op_amin_out.register(DispatchKey.AutogradCUDA, _ag_amin_out)
-_R._op_amin_out.register(DispatchKey.AutogradMeta, _ag_amin_out)
-_R._op_cumsum_.register(DispatchKey.AutogradCPU, _ag_cumsum__default)
-_R._op_cumsum_.register(DispatchKey.AutogradCUDA, _ag_cumsum__default)
-_R._op_cumsum_.register(DispatchKey.AutogradMeta, _ag_cumsum__default)
-_R._op_cumsum_out.register(DispatchKey.AutogradCPU, _ag_cumsum_out)
-_R._op_cumsum_out.register(DispatchKey.AutogradCUDA, _ag_cumsum_out)
-_R._op_cumsum_out.register(DispatchKey.AutogradMeta, _ag_cumsum_out)
-_R._op_cumprod_.register(DispatchKey.AutogradCPU, _ag_cumprod__default)
-_R._op_cumprod_.register(DispatchKey.AutogradCUDA, _ag_cumprod__default)
-_R._op_cumprod_.register(DispatchKey.AutogradMeta, _ag_cumprod__default)
-_R._op_cumprod_out.register(DispatchKey.AutogradCPU, _ag_cumprod_out)
-_R._op_cumprod_out.register(DispatchKey.AutogradCUDA, _ag_cumprod_out)
-_R._op_cumprod_out.register(DispatchKey.AutogradMeta, _ag_cumprod_out)
-_R._op_zeros_out.register(DispatchKey.AutogradCPU, _ag_zeros_out)
-_R._op_zeros_out.register(DispatchKey.AutogradCUDA, _ag_zeros_out)
-_R._op_zeros_out.register(DispatchKey.AutogradMeta, _ag_zeros_out)
-_R._op_ones_out.register(DispatchKey.AutogradCPU, _ag_ones_out)
-_R._op_ones_out.register(DispatchKey.AutogradCUDA, _ag_ones_out)
-_R._op_ones_out.register(DispatchKey.AutogradMeta, _ag_ones_out)
-_R._op_bernoulli__float.register(DispatchKey.AutogradCPU, _ag_bernoulli__float)
-_R._op_bernoulli__float.register(DispatchKey.AutogradCUDA, _ag_bernoulli__float)
-_R._op_bernoulli__float.register(DispatchKey.AutogradMeta, _ag_bernoulli__float)
-_R._op_masked_fill__Scalar.register(DispatchKey.AutogradCPU, _ag_masked_fill__Scalar)
-_R._op_masked_fill__Scalar.register(DispatchKey.AutogradCUDA, _ag_masked_fill__Scalar)
-_R._op_masked_fill__Scalar.register(DispatchKey.AutogradMeta, _ag_masked_fill__Scalar)
-_R._op_masked_fill__Tensor.register(DispatchKey.AutogradCPU, _ag_masked_fill__Tensor)
-_R._op_masked_fill__Tensor.register(DispatchKey.AutogradCUDA, _ag_masked_fill__Tensor)
-_R._op_masked_fill__Tensor.register(DispatchKey.AutogradMeta, _ag_masked_fill__Tensor)
-_R._op_index_put_.register(DispatchKey.AutogradCPU, _ag_index_put__default)
-_R._op_index_put_.register(DispatchKey.AutogradCUDA, _ag_index_put__default)
-_R._op_index_put_.register(DispatchKey.AutogradMeta, _ag_index_put__default)
-_R._op_index_select_out.register(DispatchKey.AutogradCPU, _ag_index_select_out)
-_R._op_index_select_out.register(DispatchKey.AutogradCUDA, _ag_index_select_out)
-_R._op_index_select_out.register(DispatchKey.AutogradMeta, _ag_index_select_out)
-_R._op_gather_out.register(DispatchKey.AutogradCPU, _ag_gather_out)
-_R._op_gather_out.register(DispatchKey.AutogradCUDA, _ag_gather_out)
-_R._op_gather_out.register(DispatchKey.AutogradMeta, _ag_gather_out)
-_R._op_scatter__src.register(DispatchKey.AutogradCPU, _ag_scatter__src)
-_R._op_scatter__src.register(DispatchKey.AutogradCUDA, _ag_scatter__src)
-_R._op_scatter__src.register(DispatchKey.AutogradMeta, _ag_scatter__src)
-_R._op_scatter__value.register(DispatchKey.AutogradCPU, _ag_scatter__value)
-_R._op_scatter__value.register(DispatchKey.AutogradCUDA, _ag_scatter__value)
-_R._op_scatter__value.register(DispatchKey.AutogradMeta, _ag_scatter__value)
-_R._op_scatter_add_.register(DispatchKey.AutogradCPU, _ag_scatter_add__default)
-_R._op_scatter_add_.register(DispatchKey.AutogradCUDA, _ag_scatter_add__default)
-_R._op_scatter_add_.register(DispatchKey.AutogradMeta, _ag_scatter_add__default)
-_R._op_scatter_reduce__two.register(DispatchKey.AutogradCPU, _ag_scatter_reduce__two)
-_R._op_scatter_reduce__two.register(DispatchKey.AutogradCUDA, _ag_scatter_reduce__two)
-_R._op_scatter_reduce__two.register(DispatchKey.AutogradMeta, _ag_scatter_reduce__two)
-_R._op_index_add_.register(DispatchKey.AutogradCPU, _ag_index_add__default)
-_R._op_index_add_.register(DispatchKey.AutogradCUDA, _ag_index_add__default)
-_R._op_index_add_.register(DispatchKey.AutogradMeta, _ag_index_add__default)
-_R._op_index_copy_.register(DispatchKey.AutogradCPU, _ag_index_copy__default)
-_R._op_index_copy_.register(DispatchKey.AutogradCUDA, _ag_index_copy__default)
-_R._op_index_copy_.register(DispatchKey.AutogradMeta, _ag_index_copy__default)
-_R._op_index_fill__int_Scalar.register(DispatchKey.AutogradCPU, _ag_index_fill__int_Scalar)
-_R._op_index_fill__int_Scalar.register(DispatchKey.AutogradCUDA, _ag_index_fill__int_Scalar)
-_R._op_index_fill__int_Scalar.register(DispatchKey.AutogradMeta, _ag_index_fill__int_Scalar)
-_R._op_masked_scatter_.register(DispatchKey.AutogradCPU, _ag_masked_scatter__default)
-_R._op_masked_scatter_.register(DispatchKey.AutogradCUDA, _ag_masked_scatter__default)
-_R._op_masked_scatter_.register(DispatchKey.AutogradMeta, _ag_masked_scatter__default)
-_R._op_cat_out.register(DispatchKey.AutogradCPU, _ag_cat_out)
-_R._op_cat_out.register(DispatchKey.AutogradCUDA, _ag_cat_out)
-_R._op_cat_out.register(DispatchKey.AutogradMeta, _ag_cat_out)
-_R._op_stack_out.register(DispatchKey.AutogradCPU, _ag_stack_out)
-_R._op_stack_out.register(DispatchKey.AutogradCUDA, _ag_stack_out)
-_R._op_stack_out.register(DispatchKey.AutogradMeta, _ag_stack_out)
-_R._op_tril_.register(DispatchKey.AutogradCPU, _ag_tril__default)
-_R._op_tril_.register(DispatchKey.AutogradCUDA, _ag_tril__default)
-_R._op_tril_.register(DispatchKey.AutogradMeta, _ag_tril__default)
-_R._op_tril_out.register(DispatchKey.AutogradCPU, _ag_tril_out)
-_R._op_tril_out.register(DispatchKey.AutogradCUDA, _ag_tril_out)
-_R._op_tril_out.register(DispatchKey.AutogradMeta, _ag_tril_out)
-_R._op_triu_.register(DispatchKey.AutogradCPU, _ag_triu__default)
-_R._op_triu_.register(DispatchKey.AutogradCUDA, _ag_triu__default)
-_R._op_triu_.register(DispatchKey.AutogradMeta, _ag_triu__default)
-_R._op_triu_out.register(DispatchKey.AutogradCPU, _ag_triu_out)
-_R._op_triu_out.register(DispatchKey.AutogradCUDA, _ag_triu_out)
-_R._op_triu_out.register(DispatchKey.AutogradMeta, _ag_triu_out)
-_R._op_mm_out.register(DispatchKey.AutogradCPU, _ag_mm_out)
-_R._op_mm_out.register(DispatchKey.AutogradCUDA, _ag_mm_out)
-_R._op_mm_out.register(DispatchKey.AutogradMeta, _ag_mm_out)
-_R._op_bmm_out.register(DispatchKey.AutogradCPU, _ag_bmm_out)
-_R._op_bmm_out.register(DispatchKey.AutogradCUDA, _ag_bmm_out)
-_R._op_bmm_out.register(DispatchKey.AutogradMeta, _ag_bmm_out)
-_R._op_matmul_out.register(DispatchKey.AutogradCPU, _ag_matmul_out)
-_R._op_matmul_out.register(DispatchKey.AutogradCUDA, _ag_matmul_out)
-_R._op_matmul_out.register(DispatchKey.AutogradMeta, _ag_matmul_out)
-_R._op_addmm_.register(DispatchKey.AutogradCPU, _ag_addmm__default)
-_R._op_addmm_.register(DispatchKey.AutogradCUDA, _ag_addmm__default)
-_R._op_addmm_.register(DispatchKey.AutogradMeta, _ag_addmm__default)
-_R._op_addmm_out.register(DispatchKey.AutogradCPU, _ag_addmm_out)
-_R._op_addmm_out.register(DispatchKey.AutogradCUDA, _ag_addmm_out)
-_R._op_addmm_out.register(DispatchKey.AutogradMeta, _ag_addmm_out)
-_R._op_addmv_.register(DispatchKey.AutogradCPU, _ag_addmv__default)
-_R._op_addmv_.register(DispatchKey.AutogradCUDA, _ag_addmv__default)
-_R._op_addmv_.register(DispatchKey.AutogradMeta, _ag_addmv__default)
-_R._op_addmv_out.register(DispatchKey.AutogradCPU, _ag_addmv_out)
-_R._op_addmv_out.register(DispatchKey.AutogradCUDA, _ag_addmv_out)
-_R._op_addmv_out.register(DispatchKey.AutogradMeta, _ag_addmv_out)
-_R._op_baddbmm_.register(DispatchKey.AutogradCPU, _ag_baddbmm__default)
-_R._op_baddbmm_.register(DispatchKey.AutogradCUDA, _ag_baddbmm__default)
-_R._op_baddbmm_.register(DispatchKey.AutogradMeta, _ag_baddbmm__default)
-_R._op_baddbmm_out.register(DispatchKey.AutogradCPU, _ag_baddbmm_out)
-_R._op_baddbmm_out.register(DispatchKey.AutogradCUDA, _ag_baddbmm_out)
-_R._op_baddbmm_out.register(DispatchKey.AutogradMeta, _ag_baddbmm_out)
-_R._op_addbmm_.register(DispatchKey.AutogradCPU, _ag_addbmm__default)
-_R._op_addbmm_.register(DispatchKey.AutogradCUDA, _ag_addbmm__default)
-_R._op_addbmm_.register(DispatchKey.AutogradMeta, _ag_addbmm__default)
-_R._op_addbmm_out.register(DispatchKey.AutogradCPU, _ag_addbmm_out)
-_R._op_addbmm_out.register(DispatchKey.AutogradCUDA, _ag_addbmm_out)
-_R._op_addbmm_out.register(DispatchKey.AutogradMeta, _ag_addbmm_out)
-_R._op_special_i0e_out.register(DispatchKey.AutogradCPU, _ag_special_i0e_out)
-_R._op_special_i0e_out.register(DispatchKey.AutogradCUDA, _ag_special_i0e_out)
-_R._op_special_i0e_out.register(DispatchKey.AutogradMeta, _ag_special_i0e_out)
-_R._op_special_i1_out.register(DispatchKey.AutogradCPU, _ag_special_i1_out)
-_R._op_special_i1_out.register(DispatchKey.AutogradCUDA, _ag_special_i1_out)
-_R._op_special_i1_out.register(DispatchKey.AutogradMeta, _ag_special_i1_out)
-_R._op_special_i1e_out.register(DispatchKey.AutogradCPU, _ag_special_i1e_out)
-_R._op_special_i1e_out.register(DispatchKey.AutogradCUDA, _ag_special_i1e_out)
-_R._op_special_i1e_out.register(DispatchKey.AutogradMeta, _ag_special_i1e_out)
+for _h, _k in (
+    (_R._op_abs, _ag_abs_default),
+    (_R._op_neg, _ag_neg_default),
+    (_R._op_sign, _ag_sign_default),
+    (_R._op_sgn, _ag_sgn_default),
+    (_R._op_floor, _ag_floor_default),
+    (_R._op_ceil, _ag_ceil_default),
+    (_R._op_trunc, _ag_trunc_default),
+    (_R._op_frac, _ag_frac_default),
+    (_R._op_exp, _ag_exp_default),
+    (_R._op_exp2, _ag_exp2_default),
+    (_R._op_expm1, _ag_expm1_default),
+    (_R._op_log, _ag_log_default),
+    (_R._op_log2, _ag_log2_default),
+    (_R._op_log10, _ag_log10_default),
+    (_R._op_log1p, _ag_log1p_default),
+    (_R._op_sqrt, _ag_sqrt_default),
+    (_R._op_rsqrt, _ag_rsqrt_default),
+    (_R._op_sin, _ag_sin_default),
+    (_R._op_cos, _ag_cos_default),
+    (_R._op_tan, _ag_tan_default),
+    (_R._op_asin, _ag_asin_default),
+    (_R._op_acos, _ag_acos_default),
+    (_R._op_atan, _ag_atan_default),
+    (_R._op_sinh, _ag_sinh_default),
+    (_R._op_cosh, _ag_cosh_default),
+    (_R._op_tanh, _ag_tanh_default),
+    (_R._op_asinh, _ag_asinh_default),
+    (_R._op_acosh, _ag_acosh_default),
+    (_R._op_atanh, _ag_atanh_default),
+    (_R._op_sigmoid, _ag_sigmoid_default),
+    (_R._op_reciprocal, _ag_reciprocal_default),
+    (_R._op_erf, _ag_erf_default),
+    (_R._op_erfc, _ag_erfc_default),
+    (_R._op_erfinv, _ag_erfinv_default),
+    (_R._op_lgamma, _ag_lgamma_default),
+    (_R._op_digamma, _ag_digamma_default),
+    (_R._op_i0, _ag_i0_default),
+    (_R._op_sinc, _ag_sinc_default),
+    (_R._op_deg2rad, _ag_deg2rad_default),
+    (_R._op_rad2deg, _ag_rad2deg_default),
+    (_R._op_square, _ag_square_default),
+    (_R._op_relu, _ag_relu_default),
+    (_R._op_round, _ag_round_default),
+    (_R._op_round_decimals, _ag_round_decimals),
+    (_R._op_nan_to_num, _ag_nan_to_num_default),
+    (_R._op_logit, _ag_logit_default),
+    (_R._op_polygamma, _ag_polygamma_default),
+    (_R._op_add_Tensor, _ag_add_Tensor),
+    (_R._op_add_Scalar, _ag_add_Scalar),
+    (_R._op_sub_Tensor, _ag_sub_Tensor),
+    (_R._op_sub_Scalar, _ag_sub_Scalar),
+    (_R._op_mul_Tensor, _ag_mul_Tensor),
+    (_R._op_mul_Scalar, _ag_mul_Scalar),
+    (_R._op_div_Tensor, _ag_div_Tensor),
+    (_R._op_div_Scalar, _ag_div_Scalar),
+    (_R._op_div_Tensor_mode, _ag_div_Tensor_mode),
+    (_R._op_div_Scalar_mode, _ag_div_Scalar_mode),
+    (_R._op_true_divide_Tensor, _ag_true_divide_Tensor),
+    (_R._op_true_divide_Scalar, _ag_true_divide_Scalar),
+    (_R._op_remainder_Tensor, _ag_remainder_Tensor),
+    (_R._op_remainder_Scalar, _ag_remainder_Scalar),
+    (_R._op_fmod_Tensor, _ag_fmod_Tensor),
+    (_R._op_fmod_Scalar, _ag_fmod_Scalar),
+    (_R._op_rsub_Tensor, _ag_rsub_Tensor),
+    (_R._op_rsub_Scalar, _ag_rsub_Scalar),
+    (_R._op_pow_Tensor_Tensor, _ag_pow_Tensor_Tensor),
+    (_R._op_pow_Scalar, _ag_pow_Scalar),
+    (_R._op_pow_Tensor_Scalar, _ag_pow_Tensor_Scalar),
+    (_R._op_float_power_Tensor_Tensor, _ag_float_power_Tensor_Tensor),
+    (_R._op_float_power_Tensor_Scalar, _ag_float_power_Tensor_Scalar),
+    (_R._op_float_power_Scalar, _ag_float_power_Scalar),
+    (_R._op_atan2, _ag_atan2_default),
+    (_R._op_hypot, _ag_hypot_default),
+    (_R._op_logaddexp, _ag_logaddexp_default),
+    (_R._op_logaddexp2, _ag_logaddexp2_default),
+    (_R._op_copysign, _ag_copysign_default),
+    (_R._op_nextafter, _ag_nextafter_default),
+    (_R._op_maximum, _ag_maximum_default),
+    (_R._op_minimum, _ag_minimum_default),
+    (_R._op_fmax, _ag_fmax_default),
+    (_R._op_fmin, _ag_fmin_default),
+    (_R._op_xlogy, _ag_xlogy_default),
+    (_R._op_xlogy_Scalar_Other, _ag_xlogy_Scalar_Other),
+    (_R._op_xlogy_Scalar_Self, _ag_xlogy_Scalar_Self),
+    (_R._op_copysign_Scalar, _ag_copysign_Scalar),
+    (_R._op_where_self, _ag_where_self),
+    (_R._op_clamp, _ag_clamp_default),
+    (_R._op_clamp_Tensor, _ag_clamp_Tensor),
+    (_R._op_clip, _ag_clip_default),
+    (_R._op_clip_Tensor, _ag_clip_Tensor),
+    (_R._op_clamp_min, _ag_clamp_min_default),
+    (_R._op_clamp_min_Tensor, _ag_clamp_min_Tensor),
+    (_R._op_clamp_max, _ag_clamp_max_default),
+    (_R._op_clamp_max_Tensor, _ag_clamp_max_Tensor),
+    (_R._op_lerp_Scalar, _ag_lerp_Scalar),
+    (_R._op_lerp_Tensor, _ag_lerp_Tensor),
+    (_R._op_addcmul, _ag_addcmul_default),
+    (_R._op_addcdiv, _ag_addcdiv_default),
+    (_R._op_sum, _ag_sum_default),
+    (_R._op_nansum, _ag_nansum_default),
+    (_R._op_prod, _ag_prod_default),
+    (_R._op_sum_dim_IntList, _ag_sum_dim_IntList),
+    (_R._op_nansum_dim_IntList, _ag_nansum_dim_IntList),
+    (_R._op_prod_dim_int, _ag_prod_dim_int),
+    (_R._op_mean, _ag_mean_default),
+    (_R._op_mean_dim, _ag_mean_dim),
+    (_R._op_nanmean, _ag_nanmean_default),
+    (_R._op_nanmean_dim, _ag_nanmean_dim),
+    (_R._op_var_correction, _ag_var_correction),
+    (_R._op_std_correction, _ag_std_correction),
+    (_R._op_var_mean_correction, _ag_var_mean_correction),
+    (_R._op_std_mean_correction, _ag_std_mean_correction),
+    (_R._op_max, _ag_max_default),
+    (_R._op_max_dim, _ag_max_dim),
+    (_R._op_min, _ag_min_default),
+    (_R._op_min_dim, _ag_min_dim),
+    (_R._op_amax, _ag_amax_default),
+    (_R._op_amin, _ag_amin_default),
+    (_R._op_aminmax, _ag_aminmax_default),
+    (_R._op_logsumexp, _ag_logsumexp_default),
+    (_R._op_cumsum, _ag_cumsum_default),
+    (_R._op_cumprod, _ag_cumprod_default),
+    (_R._op_logcumsumexp, _ag_logcumsumexp_default),
+    (_R._op_cummax, _ag_cummax_default),
+    (_R._op_cummin, _ag_cummin_default),
+    (_R._op_sort_stable, _ag_sort_stable),
+    (_R._op_topk, _ag_topk_default),
+    (_R._op_kthvalue, _ag_kthvalue_default),
+    (_R._op_median, _ag_median_default),
+    (_R._op_median_dim, _ag_median_dim),
+    (_R._op_mode, _ag_mode_default),
+    (_R._op__unique2, _ag__unique2_default),
+    (_R._op_unique_dim, _ag_unique_dim_default),
+    (_R._op_histc, _ag_histc_default),
+    (_R._op_view, _ag_view_default),
+    (_R._op_view_dtype, _ag_view_dtype),
+    (_R._op__reshape_alias, _ag__reshape_alias_default),
+    (_R._op_as_strided, _ag_as_strided_default),
+    (_R._op_alias, _ag_alias_default),
+    (_R._op_t, _ag_t_default),
+    (_R._op_transpose_int, _ag_transpose_int),
+    (_R._op_permute, _ag_permute_default),
+    (_R._op_expand, _ag_expand_default),
+    (_R._op_squeeze, _ag_squeeze_default),
+    (_R._op_squeeze_dim, _ag_squeeze_dim),
+    (_R._op_squeeze_dims, _ag_squeeze_dims),
+    (_R._op_unsqueeze, _ag_unsqueeze_default),
+    (_R._op_unflatten_int, _ag_unflatten_int),
+    (_R._op_select_int, _ag_select_int),
+    (_R._op_slice_Tensor, _ag_slice_Tensor),
+    (_R._op_unbind_int, _ag_unbind_int),
+    (_R._op_split_Tensor, _ag_split_Tensor),
+    (_R._op_split_with_sizes, _ag_split_with_sizes_default),
+    (_R._op_unfold, _ag_unfold_default),
+    (_R._op_diagonal, _ag_diagonal_default),
+    (_R._op_empty_like, _ag_empty_like_default),
+    (_R._op_zeros_like, _ag_zeros_like_default),
+    (_R._op_ones_like, _ag_ones_like_default),
+    (_R._op_full_like, _ag_full_like_default),
+    (_R._op_normal_Tensor_Tensor, _ag_normal_Tensor_Tensor),
+    (_R._op_bernoulli, _ag_bernoulli_default),
+    (_R._op_bernoulli_p, _ag_bernoulli_p),
+    (_R._op_multinomial, _ag_multinomial_default),
+    (_R._op__to_copy, _ag__to_copy_default),
+    (_R._op_clone, _ag_clone_default),
+    (_R._op__contiguous_copy, _ag__contiguous_copy_default),
+    (_R._op_copy_, _ag_copy__default),
+    (_R._op_fill__Scalar, _ag_fill__Scalar),
+    (_R._op_fill__Tensor, _ag_fill__Tensor),
+    (_R._op_zero_, _ag_zero__default),
+    (_R._op_masked_fill_Scalar, _ag_masked_fill_Scalar),
+    (_R._op_masked_fill_Tensor, _ag_masked_fill_Tensor),
+    (_R._op_index_Tensor, _ag_index_Tensor),
+    (_R._op_index_put, _ag_index_put_default),
+    (_R._op_index_select, _ag_index_select_default),
+    (_R._op_gather, _ag_gather_default),
+    (_R._op_scatter_src, _ag_scatter_src),
+    (_R._op_scatter_value, _ag_scatter_value),
+    (_R._op_scatter_add, _ag_scatter_add_default),
+    (_R._op_scatter_reduce_two, _ag_scatter_reduce_two),
+    (_R._op_index_add, _ag_index_add_default),
+    (_R._op_index_copy, _ag_index_copy_default),
+    (_R._op_index_fill_int_Scalar, _ag_index_fill_int_Scalar),
+    (_R._op_index_fill_int_Tensor, _ag_index_fill_int_Tensor),
+    (_R._op_masked_select, _ag_masked_select_default),
+    (_R._op_masked_scatter, _ag_masked_scatter_default),
+    (_R._op_take, _ag_take_default),
+    (_R._op_take_along_dim, _ag_take_along_dim_default),
+    (_R._op_cat, _ag_cat_default),
+    (_R._op_concat, _ag_concat_default),
+    (_R._op_concatenate, _ag_concatenate_default),
+    (_R._op_stack, _ag_stack_default),
+    (_R._op_tril, _ag_tril_default),
+    (_R._op_triu, _ag_triu_default),
+    (_R._op_flip, _ag_flip_default),
+    (_R._op_roll, _ag_roll_default),
+    (_R._op_rot90, _ag_rot90_default),
+    (_R._op_repeat, _ag_repeat_default),
+    (_R._op_repeat_interleave_self_Tensor, _ag_repeat_interleave_self_Tensor),
+    (_R._op_repeat_interleave_self_int, _ag_repeat_interleave_self_int),
+    (_R._op_diag, _ag_diag_default),
+    (_R._op_diag_embed, _ag_diag_embed_default),
+    (_R._op_mm, _ag_mm_default),
+    (_R._op_bmm, _ag_bmm_default),
+    (_R._op_mv, _ag_mv_default),
+    (_R._op_dot, _ag_dot_default),
+    (_R._op_vdot, _ag_vdot_default),
+    (_R._op_outer, _ag_outer_default),
+    (_R._op_ger, _ag_ger_default),
+    (_R._op_addmm, _ag_addmm_default),
+    (_R._op_addmv, _ag_addmv_default),
+    (_R._op_baddbmm, _ag_baddbmm_default),
+    (_R._op_addbmm, _ag_addbmm_default),
+    (_R._op_einsum, _ag_einsum_default),
+    (_R._op_tensordot, _ag_tensordot_default),
+    (_R._op_kron, _ag_kron_default),
+    (_R._op_cdist, _ag_cdist_default),
+    (_R._op_linalg_inv, _ag_linalg_inv_default),
+    (_R._op_linalg_det, _ag_linalg_det_default),
+    (_R._op_linalg_slogdet, _ag_linalg_slogdet_default),
+    (_R._op_linalg_solve, _ag_linalg_solve_default),
+    (_R._op_linalg_cholesky, _ag_linalg_cholesky_default),
+    (_R._op_linalg_qr, _ag_linalg_qr_default),
+    (_R._op_linalg_eigh, _ag_linalg_eigh_default),
+    (_R._op_linalg_eigvalsh, _ag_linalg_eigvalsh_default),
+    (_R._op_linalg_svd, _ag_linalg_svd_default),
+    (_R._op_linalg_svdvals, _ag_linalg_svdvals_default),
+    (_R._op_linalg_pinv, _ag_linalg_pinv_default),
+    (_R._op_linalg_matrix_power, _ag_linalg_matrix_power_default),
+    (_R._op_linalg_lstsq, _ag_linalg_lstsq_default),
+    (_R._op_linalg_cross, _ag_linalg_cross_default),
+    (_R._op_linalg_vector_norm, _ag_linalg_vector_norm_default),
+    (_R._op_linalg_matrix_norm_str_ord, _ag_linalg_matrix_norm_str_ord),
+    (_R._op_linalg_matrix_norm, _ag_linalg_matrix_norm_default),
+    (_R._op_det, _ag_det_default),
+    (_R._op_inverse, _ag_inverse_default),
+    (_R._op_slogdet, _ag_slogdet_default),
+    (_R._op__softmax, _ag__softmax_default),
+    (_R._op__log_softmax, _ag__log_softmax_default),
+    (_R._op_gelu, _ag_gelu_default),
+    (_R._op_native_layer_norm, _ag_native_layer_norm_default),
+    (_R._op_native_batch_norm, _ag_native_batch_norm_default),
+    (_R._op_convolution, _ag_convolution_default),
+    (_R._op_max_pool2d_with_indices, _ag_max_pool2d_with_indices_default),
+    (_R._op_max_pool3d_with_indices, _ag_max_pool3d_with_indices_default),
+    (_R._op_constant_pad_nd, _ag_constant_pad_nd_default),
+    (_R._op_embedding, _ag_embedding_default),
+    (_R._op__rnn_layer, _ag__rnn_layer_default),
+    (_R._op_special_i0e, _ag_special_i0e_default),
+    (_R._op_special_i1, _ag_special_i1_default),
+    (_R._op_special_i1e, _ag_special_i1e_default),
+    (_R._op_abs_, _ag_abs__default),
+    (_R._op_neg_, _ag_neg__default),
+    (_R._op_sign_, _ag_sign__default),
+    (_R._op_sgn_, _ag_sgn__default),
+    (_R._op_floor_, _ag_floor__default),
+    (_R._op_ceil_, _ag_ceil__default),
+    (_R._op_trunc_, _ag_trunc__default),
+    (_R._op_frac_, _ag_frac__default),
+    (_R._op_exp_, _ag_exp__default),
+    (_R._op_exp2_, _ag_exp2__default),
+    (_R._op_expm1_, _ag_expm1__default),
+    (_R._op_log_, _ag_log__default),
+    (_R._op_log2_, _ag_log2__default),
+    (_R._op_log10_, _ag_log10__default),
+    (_R._op_log1p_, _ag_log1p__default),
+    (_R._op_sqrt_, _ag_sqrt__default),
+    (_R._op_rsqrt_, _ag_rsqrt__default),
+    (_R._op_sin_, _ag_sin__default),
+    (_R._op_cos_, _ag_cos__default),
+    (_R._op_tan_, _ag_tan__default),
+    (_R._op_asin_, _ag_asin__default),
+    (_R._op_acos_, _ag_acos__default),
+    (_R._op_atan_, _ag_atan__default),
+    (_R._op_sinh_, _ag_sinh__default),
+    (_R._op_cosh_, _ag_cosh__default),
+    (_R._op_tanh_, _ag_tanh__default),
+    (_R._op_asinh_, _ag_asinh__default),
+    (_R._op_acosh_, _ag_acosh__default),
+    (_R._op_atanh_, _ag_atanh__default),
+    (_R._op_sigmoid_, _ag_sigmoid__default),
+    (_R._op_reciprocal_, _ag_reciprocal__default),
+    (_R._op_erf_, _ag_erf__default),
+    (_R._op_erfc_, _ag_erfc__default),
+    (_R._op_erfinv_, _ag_erfinv__default),
+    (_R._op_lgamma_, _ag_lgamma__default),
+    (_R._op_digamma_, _ag_digamma__default),
+    (_R._op_i0_, _ag_i0__default),
+    (_R._op_sinc_, _ag_sinc__default),
+    (_R._op_deg2rad_, _ag_deg2rad__default),
+    (_R._op_rad2deg_, _ag_rad2deg__default),
+    (_R._op_square_, _ag_square__default),
+    (_R._op_relu_, _ag_relu__default),
+    (_R._op_round_, _ag_round__default),
+    (_R._op_round__decimals, _ag_round__decimals),
+    (_R._op_nan_to_num_, _ag_nan_to_num__default),
+    (_R._op_logit_, _ag_logit__default),
+    (_R._op_add__Tensor, _ag_add__Tensor),
+    (_R._op_add__Scalar, _ag_add__Scalar),
+    (_R._op_sub__Tensor, _ag_sub__Tensor),
+    (_R._op_sub__Scalar, _ag_sub__Scalar),
+    (_R._op_mul__Tensor, _ag_mul__Tensor),
+    (_R._op_mul__Scalar, _ag_mul__Scalar),
+    (_R._op_div__Tensor, _ag_div__Tensor),
+    (_R._op_div__Scalar, _ag_div__Scalar),
+    (_R._op_div__Tensor_mode, _ag_div__Tensor_mode),
+    (_R._op_div__Scalar_mode, _ag_div__Scalar_mode),
+    (_R._op_true_divide__Tensor, _ag_true_divide__Tensor),
+    (_R._op_true_divide__Scalar, _ag_true_divide__Scalar),
+    (_R._op_remainder__Tensor, _ag_remainder__Tensor),
+    (_R._op_remainder__Scalar, _ag_remainder__Scalar),
+    (_R._op_fmod__Tensor, _ag_fmod__Tensor),
+    (_R._op_fmod__Scalar, _ag_fmod__Scalar),
+    (_R._op_pow__Scalar, _ag_pow__Scalar),
+    (_R._op_pow__Tensor, _ag_pow__Tensor),
+    (_R._op_atan2_, _ag_atan2__default),
+    (_R._op_hypot_, _ag_hypot__default),
+    (_R._op_copysign_, _ag_copysign__default),
+    (_R._op_nextafter_, _ag_nextafter__default),
+    (_R._op_xlogy_, _ag_xlogy__default),
+    (_R._op_clamp_, _ag_clamp__default),
+    (_R._op_clamp__Tensor, _ag_clamp__Tensor),
+    (_R._op_clip_, _ag_clip__default),
+    (_R._op_clamp_min_, _ag_clamp_min__default),
+    (_R._op_clamp_max_, _ag_clamp_max__default),
+    (_R._op_lerp__Scalar, _ag_lerp__Scalar),
+    (_R._op_lerp__Tensor, _ag_lerp__Tensor),
+    (_R._op_addcmul_, _ag_addcmul__default),
+    (_R._op_addcdiv_, _ag_addcdiv__default),
+    (_R._op_cumsum_, _ag_cumsum__default),
+    (_R._op_cumprod_, _ag_cumprod__default),
+    (_R._op_bernoulli__float, _ag_bernoulli__float),
+    (_R._op_masked_fill__Scalar, _ag_masked_fill__Scalar),
+    (_R._op_masked_fill__Tensor, _ag_masked_fill__Tensor),
+    (_R._op_index_put_, _ag_index_put__default),
+    (_R._op_scatter__src, _ag_scatter__src),
+    (_R._op_scatter__value, _ag_scatter__value),
+    (_R._op_scatter_add_, _ag_scatter_add__default),
+    (_R._op_scatter_reduce__two, _ag_scatter_reduce__two),
+    (_R._op_index_add_, _ag_index_add__default),
+    (_R._op_index_copy_, _ag_index_copy__default),
+    (_R._op_index_fill__int_Scalar, _ag_index_fill__int_Scalar),
+    (_R._op_masked_scatter_, _ag_masked_scatter__default),
+    (_R._op_tril_, _ag_tril__default),
+    (_R._op_triu_, _ag_triu__default),
+    (_R._op_addmm_, _ag_addmm__default),
+    (_R._op_addmv_, _ag_addmv__default),
+    (_R._op_baddbmm_, _ag_baddbmm__default),
+    (_R._op_addbmm_, _ag_addbmm__default),
+):
+    _h.register(DispatchKey.Autograd, _k)

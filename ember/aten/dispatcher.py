@@ -8,8 +8,9 @@ runs it.  Kernels receive the key set first so they can ``redispatch`` to the ke
 
 Note [Kernel resolution]
 For a key K the table is consulted in PyTorch's order: a kernel registered for K itself; for a
-backend key, a ``CompositeExplicitAutograd`` kernel; for a backend or autograd key, a
-``CompositeImplicitAutograd`` kernel; then the global fallback for K.  A fallback may be
+backend key, a ``CompositeExplicitAutograd`` kernel; for a per-backend autograd key (``AutogradCPU``, ...),
+a kernel of the ``Autograd`` alias key (one registration serves every backend, as in PyTorch); for a
+backend or autograd key, a ``CompositeImplicitAutograd`` kernel; then the global fallback for K.  A fallback may be
 *fallthrough*, meaning "skip K and look at the next key down" — that is what the ``ADInplaceOrView``
 and ``Autograd*`` keys do for operators that have no kernel of their own there.  The resolved kernel
 is cached per key set; registering a kernel clears the cache.
@@ -68,6 +69,25 @@ class _LocalDispatchKeySet(threading.local):
 tls = _LocalDispatchKeySet()
 
 
+def _schema_arguments(schema: str) -> list[str]:
+    """The argument declarations of a schema string, split at top-level commas (``int[2] s=[1, 1]`` stays one)."""
+    inner = schema[schema.index("(") + 1:schema.rindex(") ->")]
+    args, depth, cur = [], 0, ""
+    for ch in inner:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        args.append(cur.strip())
+    return args
+
+
 class NotImplementedForKey(NotImplementedError):
     pass
 
@@ -75,7 +95,7 @@ class NotImplementedForKey(NotImplementedError):
 class OperatorHandle:
     """One operator overload: its schema and kernel table."""
 
-    __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "__weakref__")
+    __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "out_arity", "__weakref__")
 
     def __init__(self, schema: str):
         full = schema.split("(", 1)[0]
@@ -83,6 +103,10 @@ class OperatorHandle:
         self.schema = schema
         self.kernels: dict[DispatchKey, object] = {}
         self._cache: dict[int, object] = {}
+        # how many trailing out= arguments (keyword-only, written to: ``Tensor(a!) out``) the overload has
+        args = _schema_arguments(schema)
+        kw = args[args.index("*") + 1:] if "*" in args else []
+        self.out_arity = sum(1 for a in kw if "!" in a.split(" ")[0])
 
     @property
     def qualified_name(self) -> str:
@@ -106,6 +130,10 @@ class OperatorHandle:
             return k
         if key in BACKEND_KEYS:
             k = self.kernels.get(DispatchKey.CompositeExplicitAutograd)
+            if k is not None:
+                return k
+        if key in AUTOGRAD_KEYS:
+            k = self.kernels.get(DispatchKey.Autograd)
             if k is not None:
                 return k
         if key in BACKEND_KEYS or key in AUTOGRAD_KEYS:

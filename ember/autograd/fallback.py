@@ -1,5 +1,6 @@
-"""The Autograd fallback (mirrors ``torch/csrc/autograd/autograd_not_implemented_fallback.cpp``): an op
-without a derivative formula runs below autograd; if grad is enabled and one of its tensor inputs requires
+"""The Autograd fallback (mirrors ``torch/csrc/autograd/autograd_not_implemented_fallback.cpp``). An ``out=``
+overload refuses inputs that require grad (one boxed kernel for all of them, instead of one generated each); an
+op without a derivative formula runs below autograd; if grad is enabled and one of its tensor inputs requires
 grad, its floating-point outputs get a ``NotImplemented`` node, so backward through them raises
 ``derivative for aten::<op> is not implemented`` (PyTorch's words) instead of silently dropping the gradient."""
 from __future__ import annotations
@@ -24,6 +25,8 @@ def _tensors(args):
 
 
 def _make(op):
+    if op.out_arity:
+        return _make_out(op)
     name = op.name + (f".{op.overload_name}" if op.overload_name else "")
 
     def autograd_not_implemented(ks, *args):
@@ -41,6 +44,22 @@ def _make(op):
 
     autograd_not_implemented.__qualname__ = f"autograd_not_implemented[{name}]"
     return autograd_not_implemented
+
+
+def _make_out(op):
+    """``out=`` overloads: PyTorch's autograd refuses them when an input requires grad (the result written into
+    ``out`` would have no history); otherwise they run below autograd."""
+    n_out = op.out_arity
+    message = (f"{op.name}(): functions with out=... arguments don't support automatic differentiation, but one "
+               "of the arguments requires grad.")
+
+    def autograd_out(ks, *args):
+        if state.enabled and any(t._rg for t in _tensors(args[:-n_out])):
+            raise RuntimeError(message)
+        return op.redispatch(ks & _BELOW, *args)
+
+    autograd_out.__qualname__ = f"autograd_out[{op.name}.{op.overload_name}]"
+    return autograd_out
 
 
 def install() -> None:

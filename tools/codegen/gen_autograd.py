@@ -6,7 +6,8 @@ saving exactly what its formulas use (tensors as ``SavedVariable``s, sizes and s
 autograd kernel registered under the Autograd keys: with grad enabled and an input that requires grad it
 builds the node, runs the op below autograd (``redispatch``) and sets the outputs' history.  In-place
 variants reuse the functional formula (saving a clone of ``self`` when the formula needs its old value)
-and rebase ``self``'s history; ``out=`` variants refuse inputs that require grad, as PyTorch does.
+and rebase ``self``'s history. ``out=`` variants have no kernel here: the boxed Autograd fallback refuses their
+inputs that require grad (``ember/autograd/fallback.py``), as PyTorch does.
 """
 from __future__ import annotations
 
@@ -119,11 +120,66 @@ class Plan:
 
 def _load_saved(names, indent):
     """Lines unpacking the saved tensors (or ``result``) a formula uses."""
-    return [f"{indent}{ident(nm)} = _n._saved({ident(nm)!r} + '_')" if nm != "result"
-            else f"{indent}result = _n._saved('result_')" for nm in names]
+    return [f"{indent}{ident(nm)} = _n._saved({ident(nm) + '_'!r})" for nm in names]
 
 
 def gen_node(plan: Plan) -> str:
+    if not any(a.type.is_tensor_list for a in plan.diff_inputs):
+        return gen_node_indexed(plan)
+    return gen_node_dynamic(plan)
+
+
+def _node_head(plan: Plan) -> list[str]:
+    lines = [f"class {plan.class_name}(_Node):"]
+    saved = [f"{ident(n)}_" for n in plan.saved_tensors] + (["result_"] if plan.uses_result else [])
+    lines.append(f"    _saved_names = {tuple(saved)!r}")
+    lines.append("")
+    lines.append("    def apply(_n, grads):")
+    lines.append("        grad = grads[0]")
+    for n in plan.saved_values:
+        lines.append(f"        {ident(n)} = _n.{ident(n)}")
+    for n in plan.saved_sizes:
+        lines.append(f"        {n}_sizes = _n.{n}_sizes")
+    for n in plan.saved_meta:
+        lines.append(f"        {n}_dtype, {n}_device = _n.{n}_meta")
+    return lines
+
+
+def gen_node_indexed(plan: Plan) -> str:
+    """A Node whose inputs are single tensors, written as PyTorch's template writes it: each input has its
+    index (``self_ix``); its gradient is computed when its edge exists (``task_should_compute_output``)."""
+    lines = _node_head(plan)
+    ixs = [f"{a.name}_ix" for a in plan.diff_inputs]
+    if ixs:
+        lines.append(f"        {', '.join(ixs)} = {', '.join(str(i) for i in range(len(ixs)))}")
+    lines.append(f"        grad_inputs = [None] * {len(ixs)}")
+    done = set()
+    for a in plan.diff_inputs:
+        f = plan.d.formulas[a.name]
+        needs = sorted(_names_in(f) & (set(plan.saved_tensors) | {"result"}))
+        if a.name in plan.d.groups:  # Note [multi-input formulas]
+            names, _ = plan.d.groups[a.name]
+            if names in done:
+                continue
+            done.add(names)
+            mask = ", ".join(f"_n._next[{n}_ix] is not None" for n in names)
+            lines.append(f"        grad_input_mask = [{mask}]")
+            lines.append("        if any(grad_input_mask):")
+            lines += _load_saved(needs, "            ")
+            lines.append(f"            _gs = {f}")
+            for k, n in enumerate(names):
+                lines.append(f"            if grad_input_mask[{k}]:")
+                lines.append(f"                grad_inputs[{n}_ix] = _gs[{k}]")
+            continue
+        lines.append(f"        if _n._next[{a.name}_ix] is not None:")
+        lines += _load_saved(needs, "            ")
+        lines.append(f"            grad_inputs[{a.name}_ix] = {f}")
+    lines.append("        return grad_inputs")
+    return "\n".join(lines)
+
+
+def gen_node_dynamic(plan: Plan) -> str:
+    """A Node with a ``Tensor[]`` input (cat, stack, ...): edge positions depend on the list's length."""
     lines = [f"class {plan.class_name}(_Node):"]
     saved = [f"{ident(n)}_" for n in plan.saved_tensors] + (["result_"] if plan.uses_result else [])
     lines.append(f"    _saved_names = {tuple(saved)!r}")
@@ -297,21 +353,6 @@ def gen_view_kernel(nf: NativeFunction) -> tuple[str, str]:
                             _set_base_lines(s, "    ") + ["    return result"])
 
 
-def gen_out_kernel(nf: NativeFunction) -> tuple[str, str]:
-    s = nf.schema
-    fname = f"_ag_{s.name}_{s.overload_name or 'default'}"
-    params = ["ks"] + [ident(a.name) for a in s.arguments]
-    ins = [a for a in s.arguments if a.type.base == "Tensor" and not (a.kwarg_only and a.type.is_write)]
-    call = f"_R._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}.redispatch(ks & _BELOW, " \
-           f"{', '.join(ident(a.name) for a in s.arguments)})"
-    lines = [f"def {fname}({', '.join(params)}):",
-             f"    if _gm.enabled and ({_requires_expr(ins)}):",
-             f"        raise RuntimeError(\"{s.name}(): functions with out=... arguments don't support automatic "
-             f"differentiation, but one of the arguments requires grad.\")",
-             f"    return {call}"]
-    return fname, "\n".join(lines)
-
-
 def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) -> str:
     from tools.codegen.gen import YAML_PATH
     nfs = nfs if nfs is not None else load_native_functions(YAML_PATH)
@@ -380,8 +421,6 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
             if plan is None:
                 continue
             fname, code = gen_kernel(nf, plan, inplace=True)
-        elif s.is_out:
-            fname, code = gen_out_kernel(nf)
         elif s.is_view and s.full_name not in plans:
             fname, code = gen_view_kernel(nf)
         else:
@@ -390,10 +429,12 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         out.append("")
         out.append("")
         regs.append((s, fname))
+    # one registration under the Autograd alias key serves AutogradCPU / CUDA / Meta (Note [Kernel resolution])
+    out.append("for _h, _k in (")
     for s, fname in regs:
-        hv = f"_R._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}"
-        for key in ("AutogradCPU", "AutogradCUDA", "AutogradMeta"):
-            out.append(f"{hv}.register(DispatchKey.{key}, {fname})")
+        out.append(f"    (_R._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}, {fname}),")
+    out.append("):")
+    out.append("    _h.register(DispatchKey.Autograd, _k)")
     return "\n".join(out) + "\n"
 
 
