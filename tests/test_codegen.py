@@ -36,3 +36,28 @@ def test_readme_states_the_op_count():
     text = open(os.path.join(ROOT, "README.md")).read()
     m = re.search(r"(\d+) overloads in `native_functions.yaml`", text)
     assert m and int(m.group(1)) == n, f"README.md should state {n} overloads"
+
+
+def test_bindings_describe_themselves():
+    """Note [Binding docstrings]: help() and inspect.signature show what a binding takes."""
+    import inspect
+
+    import ember
+    from ember._generated import functions, tensor_methods
+    for mod in (functions, tensor_methods):
+        for name in mod.__all__:
+            doc = getattr(mod, name).__doc__
+            assert doc and f"{name}(" in doc, f"{mod.__name__}.{name} has no docstring"
+    assert str(inspect.signature(ember.exp)) == "(input, *, out=None)"
+    assert list(inspect.signature(ember.Tensor.exp).parameters) == ["self"]
+    assert ember.add.__doc__.startswith("Adds ``other``") and "other: Number" in ember.add.__doc__
+
+
+def test_docs_table_names_operators():
+    import runpy
+
+    from tools.codegen.gen import ROOT, YAML_PATH
+    from tools.codegen.model import load_native_functions
+    names = {nf.schema.name for nf in load_native_functions(YAML_PATH)}
+    docs = runpy.run_path(os.path.join(ROOT, "ember", "_torch_docs.py"))["DOCS"]
+    assert not sorted(set(docs) - names), "ember/_torch_docs.py documents ops that do not exist"

@@ -40,6 +40,11 @@ def abs(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+abs.__doc__ = 'Computes the absolute value of each element in ``input``.\n\nabs(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_abs(input, *, out=None): ...
+abs.__wrapped__ = _signature_abs
+
+
 _sig_abs_ = _Signatures('abs_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -60,6 +65,11 @@ def abs_(*args, **kwargs):
     if _i == 0:
         return _R._op_abs_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+abs_.__doc__ = 'Computes the absolute value of each element in ``input``.\n\nabs_(input: Tensor) -> Tensor'
+def _signature_abs_(input): ...
+abs_.__wrapped__ = _signature_abs_
 
 
 _sig_neg = _Signatures('neg', [
@@ -89,6 +99,11 @@ def neg(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+neg.__doc__ = 'Returns a new tensor with the negative of the elements of ``input``.\n\nneg(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_neg(input, *, out=None): ...
+neg.__wrapped__ = _signature_neg
+
+
 _sig_neg_ = _Signatures('neg_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -109,6 +124,11 @@ def neg_(*args, **kwargs):
     if _i == 0:
         return _R._op_neg_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+neg_.__doc__ = 'Returns a new tensor with the negative of the elements of ``input``.\n\nneg_(input: Tensor) -> Tensor'
+def _signature_neg_(input): ...
+neg_.__wrapped__ = _signature_neg_
 
 
 _sig_sign = _Signatures('sign', [
@@ -138,6 +158,11 @@ def sign(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sign.__doc__ = 'sign(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_sign(input, *, out=None): ...
+sign.__wrapped__ = _signature_sign
+
+
 _sig_sign_ = _Signatures('sign_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -158,6 +183,11 @@ def sign_(*args, **kwargs):
     if _i == 0:
         return _R._op_sign_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+sign_.__doc__ = 'sign_(input: Tensor) -> Tensor'
+def _signature_sign_(input): ...
+sign_.__wrapped__ = _signature_sign_
 
 
 _sig_sgn = _Signatures('sgn', [
@@ -187,6 +217,11 @@ def sgn(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sgn.__doc__ = 'sgn(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_sgn(input, *, out=None): ...
+sgn.__wrapped__ = _signature_sgn
+
+
 _sig_sgn_ = _Signatures('sgn_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -207,6 +242,11 @@ def sgn_(*args, **kwargs):
     if _i == 0:
         return _R._op_sgn_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+sgn_.__doc__ = 'sgn_(input: Tensor) -> Tensor'
+def _signature_sgn_(input): ...
+sgn_.__wrapped__ = _signature_sgn_
 
 
 _sig_floor = _Signatures('floor', [
@@ -236,6 +276,11 @@ def floor(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+floor.__doc__ = 'floor(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_floor(input, *, out=None): ...
+floor.__wrapped__ = _signature_floor
+
+
 _sig_floor_ = _Signatures('floor_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -256,6 +301,11 @@ def floor_(*args, **kwargs):
     if _i == 0:
         return _R._op_floor_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+floor_.__doc__ = 'floor_(input: Tensor) -> Tensor'
+def _signature_floor_(input): ...
+floor_.__wrapped__ = _signature_floor_
 
 
 _sig_ceil = _Signatures('ceil', [
@@ -285,6 +335,11 @@ def ceil(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+ceil.__doc__ = 'ceil(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_ceil(input, *, out=None): ...
+ceil.__wrapped__ = _signature_ceil
+
+
 _sig_ceil_ = _Signatures('ceil_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -305,6 +360,11 @@ def ceil_(*args, **kwargs):
     if _i == 0:
         return _R._op_ceil_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+ceil_.__doc__ = 'ceil_(input: Tensor) -> Tensor'
+def _signature_ceil_(input): ...
+ceil_.__wrapped__ = _signature_ceil_
 
 
 _sig_trunc = _Signatures('trunc', [
@@ -334,6 +394,11 @@ def trunc(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+trunc.__doc__ = 'trunc(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_trunc(input, *, out=None): ...
+trunc.__wrapped__ = _signature_trunc
+
+
 _sig_trunc_ = _Signatures('trunc_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -354,6 +419,11 @@ def trunc_(*args, **kwargs):
     if _i == 0:
         return _R._op_trunc_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+trunc_.__doc__ = 'trunc_(input: Tensor) -> Tensor'
+def _signature_trunc_(input): ...
+trunc_.__wrapped__ = _signature_trunc_
 
 
 _sig_frac = _Signatures('frac', [
@@ -383,6 +453,11 @@ def frac(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+frac.__doc__ = 'frac(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_frac(input, *, out=None): ...
+frac.__wrapped__ = _signature_frac
+
+
 _sig_frac_ = _Signatures('frac_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -403,6 +478,11 @@ def frac_(*args, **kwargs):
     if _i == 0:
         return _R._op_frac_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+frac_.__doc__ = 'frac_(input: Tensor) -> Tensor'
+def _signature_frac_(input): ...
+frac_.__wrapped__ = _signature_frac_
 
 
 _sig_exp = _Signatures('exp', [
@@ -432,6 +512,11 @@ def exp(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+exp.__doc__ = 'Returns a new tensor with the exponential of the elements of ``input``.\n\nexp(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_exp(input, *, out=None): ...
+exp.__wrapped__ = _signature_exp
+
+
 _sig_exp_ = _Signatures('exp_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -452,6 +537,11 @@ def exp_(*args, **kwargs):
     if _i == 0:
         return _R._op_exp_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+exp_.__doc__ = 'Returns a new tensor with the exponential of the elements of ``input``.\n\nexp_(input: Tensor) -> Tensor'
+def _signature_exp_(input): ...
+exp_.__wrapped__ = _signature_exp_
 
 
 _sig_exp2 = _Signatures('exp2', [
@@ -481,6 +571,11 @@ def exp2(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+exp2.__doc__ = 'exp2(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_exp2(input, *, out=None): ...
+exp2.__wrapped__ = _signature_exp2
+
+
 _sig_exp2_ = _Signatures('exp2_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -501,6 +596,11 @@ def exp2_(*args, **kwargs):
     if _i == 0:
         return _R._op_exp2_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+exp2_.__doc__ = 'exp2_(input: Tensor) -> Tensor'
+def _signature_exp2_(input): ...
+exp2_.__wrapped__ = _signature_exp2_
 
 
 _sig_expm1 = _Signatures('expm1', [
@@ -530,6 +630,11 @@ def expm1(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+expm1.__doc__ = 'expm1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_expm1(input, *, out=None): ...
+expm1.__wrapped__ = _signature_expm1
+
+
 _sig_expm1_ = _Signatures('expm1_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -550,6 +655,11 @@ def expm1_(*args, **kwargs):
     if _i == 0:
         return _R._op_expm1_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+expm1_.__doc__ = 'expm1_(input: Tensor) -> Tensor'
+def _signature_expm1_(input): ...
+expm1_.__wrapped__ = _signature_expm1_
 
 
 _sig_log = _Signatures('log', [
@@ -579,6 +689,11 @@ def log(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+log.__doc__ = 'Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_log(input, *, out=None): ...
+log.__wrapped__ = _signature_log
+
+
 _sig_log_ = _Signatures('log_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -599,6 +714,11 @@ def log_(*args, **kwargs):
     if _i == 0:
         return _R._op_log_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+log_.__doc__ = 'Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog_(input: Tensor) -> Tensor'
+def _signature_log_(input): ...
+log_.__wrapped__ = _signature_log_
 
 
 _sig_log2 = _Signatures('log2', [
@@ -628,6 +748,11 @@ def log2(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+log2.__doc__ = 'log2(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_log2(input, *, out=None): ...
+log2.__wrapped__ = _signature_log2
+
+
 _sig_log2_ = _Signatures('log2_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -648,6 +773,11 @@ def log2_(*args, **kwargs):
     if _i == 0:
         return _R._op_log2_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+log2_.__doc__ = 'log2_(input: Tensor) -> Tensor'
+def _signature_log2_(input): ...
+log2_.__wrapped__ = _signature_log2_
 
 
 _sig_log10 = _Signatures('log10', [
@@ -677,6 +807,11 @@ def log10(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+log10.__doc__ = 'log10(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_log10(input, *, out=None): ...
+log10.__wrapped__ = _signature_log10
+
+
 _sig_log10_ = _Signatures('log10_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -697,6 +832,11 @@ def log10_(*args, **kwargs):
     if _i == 0:
         return _R._op_log10_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+log10_.__doc__ = 'log10_(input: Tensor) -> Tensor'
+def _signature_log10_(input): ...
+log10_.__wrapped__ = _signature_log10_
 
 
 _sig_log1p = _Signatures('log1p', [
@@ -726,6 +866,11 @@ def log1p(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+log1p.__doc__ = 'log1p(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_log1p(input, *, out=None): ...
+log1p.__wrapped__ = _signature_log1p
+
+
 _sig_log1p_ = _Signatures('log1p_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -746,6 +891,11 @@ def log1p_(*args, **kwargs):
     if _i == 0:
         return _R._op_log1p_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+log1p_.__doc__ = 'log1p_(input: Tensor) -> Tensor'
+def _signature_log1p_(input): ...
+log1p_.__wrapped__ = _signature_log1p_
 
 
 _sig_sqrt = _Signatures('sqrt', [
@@ -775,6 +925,11 @@ def sqrt(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sqrt.__doc__ = 'Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_sqrt(input, *, out=None): ...
+sqrt.__wrapped__ = _signature_sqrt
+
+
 _sig_sqrt_ = _Signatures('sqrt_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -795,6 +950,11 @@ def sqrt_(*args, **kwargs):
     if _i == 0:
         return _R._op_sqrt_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+sqrt_.__doc__ = 'Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt_(input: Tensor) -> Tensor'
+def _signature_sqrt_(input): ...
+sqrt_.__wrapped__ = _signature_sqrt_
 
 
 _sig_rsqrt = _Signatures('rsqrt', [
@@ -824,6 +984,11 @@ def rsqrt(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+rsqrt.__doc__ = 'rsqrt(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_rsqrt(input, *, out=None): ...
+rsqrt.__wrapped__ = _signature_rsqrt
+
+
 _sig_rsqrt_ = _Signatures('rsqrt_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -844,6 +1009,11 @@ def rsqrt_(*args, **kwargs):
     if _i == 0:
         return _R._op_rsqrt_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+rsqrt_.__doc__ = 'rsqrt_(input: Tensor) -> Tensor'
+def _signature_rsqrt_(input): ...
+rsqrt_.__wrapped__ = _signature_rsqrt_
 
 
 _sig_sin = _Signatures('sin', [
@@ -873,6 +1043,11 @@ def sin(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sin.__doc__ = 'Returns a new tensor with the sine of the elements of ``input``.\n\nsin(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_sin(input, *, out=None): ...
+sin.__wrapped__ = _signature_sin
+
+
 _sig_sin_ = _Signatures('sin_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -893,6 +1068,11 @@ def sin_(*args, **kwargs):
     if _i == 0:
         return _R._op_sin_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+sin_.__doc__ = 'Returns a new tensor with the sine of the elements of ``input``.\n\nsin_(input: Tensor) -> Tensor'
+def _signature_sin_(input): ...
+sin_.__wrapped__ = _signature_sin_
 
 
 _sig_cos = _Signatures('cos', [
@@ -922,6 +1102,11 @@ def cos(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cos.__doc__ = 'Returns a new tensor with the cosine of the elements of ``input``.\n\ncos(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_cos(input, *, out=None): ...
+cos.__wrapped__ = _signature_cos
+
+
 _sig_cos_ = _Signatures('cos_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -942,6 +1127,11 @@ def cos_(*args, **kwargs):
     if _i == 0:
         return _R._op_cos_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+cos_.__doc__ = 'Returns a new tensor with the cosine of the elements of ``input``.\n\ncos_(input: Tensor) -> Tensor'
+def _signature_cos_(input): ...
+cos_.__wrapped__ = _signature_cos_
 
 
 _sig_tan = _Signatures('tan', [
@@ -971,6 +1161,11 @@ def tan(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+tan.__doc__ = 'tan(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_tan(input, *, out=None): ...
+tan.__wrapped__ = _signature_tan
+
+
 _sig_tan_ = _Signatures('tan_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -991,6 +1186,11 @@ def tan_(*args, **kwargs):
     if _i == 0:
         return _R._op_tan_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+tan_.__doc__ = 'tan_(input: Tensor) -> Tensor'
+def _signature_tan_(input): ...
+tan_.__wrapped__ = _signature_tan_
 
 
 _sig_asin = _Signatures('asin', [
@@ -1020,6 +1220,11 @@ def asin(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+asin.__doc__ = 'asin(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_asin(input, *, out=None): ...
+asin.__wrapped__ = _signature_asin
+
+
 _sig_asin_ = _Signatures('asin_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1040,6 +1245,11 @@ def asin_(*args, **kwargs):
     if _i == 0:
         return _R._op_asin_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+asin_.__doc__ = 'asin_(input: Tensor) -> Tensor'
+def _signature_asin_(input): ...
+asin_.__wrapped__ = _signature_asin_
 
 
 _sig_acos = _Signatures('acos', [
@@ -1069,6 +1279,11 @@ def acos(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+acos.__doc__ = 'acos(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_acos(input, *, out=None): ...
+acos.__wrapped__ = _signature_acos
+
+
 _sig_acos_ = _Signatures('acos_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1089,6 +1304,11 @@ def acos_(*args, **kwargs):
     if _i == 0:
         return _R._op_acos_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+acos_.__doc__ = 'acos_(input: Tensor) -> Tensor'
+def _signature_acos_(input): ...
+acos_.__wrapped__ = _signature_acos_
 
 
 _sig_atan = _Signatures('atan', [
@@ -1118,6 +1338,11 @@ def atan(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+atan.__doc__ = 'atan(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_atan(input, *, out=None): ...
+atan.__wrapped__ = _signature_atan
+
+
 _sig_atan_ = _Signatures('atan_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1138,6 +1363,11 @@ def atan_(*args, **kwargs):
     if _i == 0:
         return _R._op_atan_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+atan_.__doc__ = 'atan_(input: Tensor) -> Tensor'
+def _signature_atan_(input): ...
+atan_.__wrapped__ = _signature_atan_
 
 
 _sig_sinh = _Signatures('sinh', [
@@ -1167,6 +1397,11 @@ def sinh(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sinh.__doc__ = 'sinh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_sinh(input, *, out=None): ...
+sinh.__wrapped__ = _signature_sinh
+
+
 _sig_sinh_ = _Signatures('sinh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1187,6 +1422,11 @@ def sinh_(*args, **kwargs):
     if _i == 0:
         return _R._op_sinh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+sinh_.__doc__ = 'sinh_(input: Tensor) -> Tensor'
+def _signature_sinh_(input): ...
+sinh_.__wrapped__ = _signature_sinh_
 
 
 _sig_cosh = _Signatures('cosh', [
@@ -1216,6 +1456,11 @@ def cosh(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cosh.__doc__ = 'cosh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_cosh(input, *, out=None): ...
+cosh.__wrapped__ = _signature_cosh
+
+
 _sig_cosh_ = _Signatures('cosh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1236,6 +1481,11 @@ def cosh_(*args, **kwargs):
     if _i == 0:
         return _R._op_cosh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+cosh_.__doc__ = 'cosh_(input: Tensor) -> Tensor'
+def _signature_cosh_(input): ...
+cosh_.__wrapped__ = _signature_cosh_
 
 
 _sig_tanh = _Signatures('tanh', [
@@ -1265,6 +1515,11 @@ def tanh(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+tanh.__doc__ = 'Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_tanh(input, *, out=None): ...
+tanh.__wrapped__ = _signature_tanh
+
+
 _sig_tanh_ = _Signatures('tanh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1285,6 +1540,11 @@ def tanh_(*args, **kwargs):
     if _i == 0:
         return _R._op_tanh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+tanh_.__doc__ = 'Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh_(input: Tensor) -> Tensor'
+def _signature_tanh_(input): ...
+tanh_.__wrapped__ = _signature_tanh_
 
 
 _sig_asinh = _Signatures('asinh', [
@@ -1314,6 +1574,11 @@ def asinh(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+asinh.__doc__ = 'asinh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_asinh(input, *, out=None): ...
+asinh.__wrapped__ = _signature_asinh
+
+
 _sig_asinh_ = _Signatures('asinh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1334,6 +1599,11 @@ def asinh_(*args, **kwargs):
     if _i == 0:
         return _R._op_asinh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+asinh_.__doc__ = 'asinh_(input: Tensor) -> Tensor'
+def _signature_asinh_(input): ...
+asinh_.__wrapped__ = _signature_asinh_
 
 
 _sig_acosh = _Signatures('acosh', [
@@ -1363,6 +1633,11 @@ def acosh(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+acosh.__doc__ = 'acosh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_acosh(input, *, out=None): ...
+acosh.__wrapped__ = _signature_acosh
+
+
 _sig_acosh_ = _Signatures('acosh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1383,6 +1658,11 @@ def acosh_(*args, **kwargs):
     if _i == 0:
         return _R._op_acosh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+acosh_.__doc__ = 'acosh_(input: Tensor) -> Tensor'
+def _signature_acosh_(input): ...
+acosh_.__wrapped__ = _signature_acosh_
 
 
 _sig_atanh = _Signatures('atanh', [
@@ -1412,6 +1692,11 @@ def atanh(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+atanh.__doc__ = 'atanh(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_atanh(input, *, out=None): ...
+atanh.__wrapped__ = _signature_atanh
+
+
 _sig_atanh_ = _Signatures('atanh_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1432,6 +1717,11 @@ def atanh_(*args, **kwargs):
     if _i == 0:
         return _R._op_atanh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+atanh_.__doc__ = 'atanh_(input: Tensor) -> Tensor'
+def _signature_atanh_(input): ...
+atanh_.__wrapped__ = _signature_atanh_
 
 
 _sig_sigmoid = _Signatures('sigmoid', [
@@ -1461,6 +1751,11 @@ def sigmoid(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sigmoid.__doc__ = 'Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_sigmoid(input, *, out=None): ...
+sigmoid.__wrapped__ = _signature_sigmoid
+
+
 _sig_sigmoid_ = _Signatures('sigmoid_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1481,6 +1776,11 @@ def sigmoid_(*args, **kwargs):
     if _i == 0:
         return _R._op_sigmoid_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+sigmoid_.__doc__ = 'Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid_(input: Tensor) -> Tensor'
+def _signature_sigmoid_(input): ...
+sigmoid_.__wrapped__ = _signature_sigmoid_
 
 
 _sig_reciprocal = _Signatures('reciprocal', [
@@ -1510,6 +1810,11 @@ def reciprocal(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+reciprocal.__doc__ = 'reciprocal(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_reciprocal(input, *, out=None): ...
+reciprocal.__wrapped__ = _signature_reciprocal
+
+
 _sig_reciprocal_ = _Signatures('reciprocal_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1530,6 +1835,11 @@ def reciprocal_(*args, **kwargs):
     if _i == 0:
         return _R._op_reciprocal_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+reciprocal_.__doc__ = 'reciprocal_(input: Tensor) -> Tensor'
+def _signature_reciprocal_(input): ...
+reciprocal_.__wrapped__ = _signature_reciprocal_
 
 
 _sig_erf = _Signatures('erf', [
@@ -1559,6 +1869,11 @@ def erf(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+erf.__doc__ = 'erf(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_erf(input, *, out=None): ...
+erf.__wrapped__ = _signature_erf
+
+
 _sig_erf_ = _Signatures('erf_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1579,6 +1894,11 @@ def erf_(*args, **kwargs):
     if _i == 0:
         return _R._op_erf_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+erf_.__doc__ = 'erf_(input: Tensor) -> Tensor'
+def _signature_erf_(input): ...
+erf_.__wrapped__ = _signature_erf_
 
 
 _sig_erfc = _Signatures('erfc', [
@@ -1608,6 +1928,11 @@ def erfc(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+erfc.__doc__ = 'erfc(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_erfc(input, *, out=None): ...
+erfc.__wrapped__ = _signature_erfc
+
+
 _sig_erfc_ = _Signatures('erfc_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1628,6 +1953,11 @@ def erfc_(*args, **kwargs):
     if _i == 0:
         return _R._op_erfc_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+erfc_.__doc__ = 'erfc_(input: Tensor) -> Tensor'
+def _signature_erfc_(input): ...
+erfc_.__wrapped__ = _signature_erfc_
 
 
 _sig_erfinv = _Signatures('erfinv', [
@@ -1657,6 +1987,11 @@ def erfinv(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+erfinv.__doc__ = 'erfinv(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_erfinv(input, *, out=None): ...
+erfinv.__wrapped__ = _signature_erfinv
+
+
 _sig_erfinv_ = _Signatures('erfinv_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1677,6 +2012,11 @@ def erfinv_(*args, **kwargs):
     if _i == 0:
         return _R._op_erfinv_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+erfinv_.__doc__ = 'erfinv_(input: Tensor) -> Tensor'
+def _signature_erfinv_(input): ...
+erfinv_.__wrapped__ = _signature_erfinv_
 
 
 _sig_lgamma = _Signatures('lgamma', [
@@ -1706,6 +2046,11 @@ def lgamma(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+lgamma.__doc__ = 'lgamma(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_lgamma(input, *, out=None): ...
+lgamma.__wrapped__ = _signature_lgamma
+
+
 _sig_lgamma_ = _Signatures('lgamma_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1726,6 +2071,11 @@ def lgamma_(*args, **kwargs):
     if _i == 0:
         return _R._op_lgamma_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+lgamma_.__doc__ = 'lgamma_(input: Tensor) -> Tensor'
+def _signature_lgamma_(input): ...
+lgamma_.__wrapped__ = _signature_lgamma_
 
 
 _sig_digamma = _Signatures('digamma', [
@@ -1755,6 +2105,11 @@ def digamma(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+digamma.__doc__ = 'digamma(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_digamma(input, *, out=None): ...
+digamma.__wrapped__ = _signature_digamma
+
+
 _sig_digamma_ = _Signatures('digamma_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1775,6 +2130,11 @@ def digamma_(*args, **kwargs):
     if _i == 0:
         return _R._op_digamma_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+digamma_.__doc__ = 'digamma_(input: Tensor) -> Tensor'
+def _signature_digamma_(input): ...
+digamma_.__wrapped__ = _signature_digamma_
 
 
 _sig_i0 = _Signatures('i0', [
@@ -1804,6 +2164,11 @@ def i0(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+i0.__doc__ = 'i0(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_i0(input, *, out=None): ...
+i0.__wrapped__ = _signature_i0
+
+
 _sig_i0_ = _Signatures('i0_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1824,6 +2189,11 @@ def i0_(*args, **kwargs):
     if _i == 0:
         return _R._op_i0_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+i0_.__doc__ = 'i0_(input: Tensor) -> Tensor'
+def _signature_i0_(input): ...
+i0_.__wrapped__ = _signature_i0_
 
 
 _sig_sinc = _Signatures('sinc', [
@@ -1853,6 +2223,11 @@ def sinc(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sinc.__doc__ = 'sinc(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_sinc(input, *, out=None): ...
+sinc.__wrapped__ = _signature_sinc
+
+
 _sig_sinc_ = _Signatures('sinc_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1873,6 +2248,11 @@ def sinc_(*args, **kwargs):
     if _i == 0:
         return _R._op_sinc_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+sinc_.__doc__ = 'sinc_(input: Tensor) -> Tensor'
+def _signature_sinc_(input): ...
+sinc_.__wrapped__ = _signature_sinc_
 
 
 _sig_deg2rad = _Signatures('deg2rad', [
@@ -1902,6 +2282,11 @@ def deg2rad(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+deg2rad.__doc__ = 'deg2rad(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_deg2rad(input, *, out=None): ...
+deg2rad.__wrapped__ = _signature_deg2rad
+
+
 _sig_deg2rad_ = _Signatures('deg2rad_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1922,6 +2307,11 @@ def deg2rad_(*args, **kwargs):
     if _i == 0:
         return _R._op_deg2rad_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+deg2rad_.__doc__ = 'deg2rad_(input: Tensor) -> Tensor'
+def _signature_deg2rad_(input): ...
+deg2rad_.__wrapped__ = _signature_deg2rad_
 
 
 _sig_rad2deg = _Signatures('rad2deg', [
@@ -1951,6 +2341,11 @@ def rad2deg(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+rad2deg.__doc__ = 'rad2deg(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_rad2deg(input, *, out=None): ...
+rad2deg.__wrapped__ = _signature_rad2deg
+
+
 _sig_rad2deg_ = _Signatures('rad2deg_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -1971,6 +2366,11 @@ def rad2deg_(*args, **kwargs):
     if _i == 0:
         return _R._op_rad2deg_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+rad2deg_.__doc__ = 'rad2deg_(input: Tensor) -> Tensor'
+def _signature_rad2deg_(input): ...
+rad2deg_.__wrapped__ = _signature_rad2deg_
 
 
 _sig_square = _Signatures('square', [
@@ -2000,6 +2400,11 @@ def square(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+square.__doc__ = 'square(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_square(input, *, out=None): ...
+square.__wrapped__ = _signature_square
+
+
 _sig_square_ = _Signatures('square_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -2020,6 +2425,11 @@ def square_(*args, **kwargs):
     if _i == 0:
         return _R._op_square_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+square_.__doc__ = 'square_(input: Tensor) -> Tensor'
+def _signature_square_(input): ...
+square_.__wrapped__ = _signature_square_
 
 
 _sig_bitwise_not = _Signatures('bitwise_not', [
@@ -2049,6 +2459,11 @@ def bitwise_not(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bitwise_not.__doc__ = 'bitwise_not(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_bitwise_not(input, *, out=None): ...
+bitwise_not.__wrapped__ = _signature_bitwise_not
+
+
 _sig_bitwise_not_ = _Signatures('bitwise_not_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -2069,6 +2484,11 @@ def bitwise_not_(*args, **kwargs):
     if _i == 0:
         return _R._op_bitwise_not_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+bitwise_not_.__doc__ = 'bitwise_not_(input: Tensor) -> Tensor'
+def _signature_bitwise_not_(input): ...
+bitwise_not_.__wrapped__ = _signature_bitwise_not_
 
 
 _sig_logical_not = _Signatures('logical_not', [
@@ -2098,6 +2518,11 @@ def logical_not(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+logical_not.__doc__ = 'logical_not(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_logical_not(input, *, out=None): ...
+logical_not.__wrapped__ = _signature_logical_not
+
+
 _sig_logical_not_ = _Signatures('logical_not_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -2118,6 +2543,11 @@ def logical_not_(*args, **kwargs):
     if _i == 0:
         return _R._op_logical_not_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+logical_not_.__doc__ = 'logical_not_(input: Tensor) -> Tensor'
+def _signature_logical_not_(input): ...
+logical_not_.__wrapped__ = _signature_logical_not_
 
 
 _sig_relu = _Signatures('relu', [
@@ -2142,6 +2572,11 @@ def relu(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+relu.__doc__ = 'Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu(input: Tensor) -> Tensor'
+def _signature_relu(input): ...
+relu.__wrapped__ = _signature_relu
+
+
 _sig_relu_ = _Signatures('relu_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -2164,6 +2599,11 @@ def relu_(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+relu_.__doc__ = 'Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu_(input: Tensor) -> Tensor'
+def _signature_relu_(input): ...
+relu_.__wrapped__ = _signature_relu_
+
+
 _sig_positive = _Signatures('positive', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -2184,6 +2624,11 @@ def positive(*args, **kwargs):
     if _i == 0:
         return _R._op_positive.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+positive.__doc__ = 'positive(input: Tensor) -> Tensor'
+def _signature_positive(input): ...
+positive.__wrapped__ = _signature_positive
 
 
 _sig_round = _Signatures('round', [
@@ -2227,6 +2672,9 @@ def round(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+round.__doc__ = 'round(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nround(input: Tensor, *, decimals: int) -> Tensor'
+
+
 _sig_round_ = _Signatures('round_', [
     (('input', 'T', False, False, None),),
     (('input', 'T', False, False, None), ('decimals', 'int', True, False, None),),
@@ -2263,6 +2711,9 @@ def round_(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+round_.__doc__ = 'round_(input: Tensor) -> Tensor\nround_(input: Tensor, *, decimals: int) -> Tensor'
+
+
 _sig_isnan = _Signatures('isnan', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -2283,6 +2734,11 @@ def isnan(*args, **kwargs):
     if _i == 0:
         return _R._op_isnan.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+isnan.__doc__ = 'isnan(input: Tensor) -> Tensor'
+def _signature_isnan(input): ...
+isnan.__wrapped__ = _signature_isnan
 
 
 _sig_isinf = _Signatures('isinf', [
@@ -2307,6 +2763,11 @@ def isinf(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+isinf.__doc__ = 'isinf(input: Tensor) -> Tensor'
+def _signature_isinf(input): ...
+isinf.__wrapped__ = _signature_isinf
+
+
 _sig_isfinite = _Signatures('isfinite', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -2327,6 +2788,11 @@ def isfinite(*args, **kwargs):
     if _i == 0:
         return _R._op_isfinite.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+isfinite.__doc__ = 'isfinite(input: Tensor) -> Tensor'
+def _signature_isfinite(input): ...
+isfinite.__wrapped__ = _signature_isfinite
 
 
 _sig_isposinf = _Signatures('isposinf', [
@@ -2351,6 +2817,11 @@ def isposinf(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+isposinf.__doc__ = 'isposinf(input: Tensor) -> Tensor'
+def _signature_isposinf(input): ...
+isposinf.__wrapped__ = _signature_isposinf
+
+
 _sig_isneginf = _Signatures('isneginf', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -2371,6 +2842,11 @@ def isneginf(*args, **kwargs):
     if _i == 0:
         return _R._op_isneginf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+isneginf.__doc__ = 'isneginf(input: Tensor) -> Tensor'
+def _signature_isneginf(input): ...
+isneginf.__wrapped__ = _signature_isneginf
 
 
 _sig_signbit = _Signatures('signbit', [
@@ -2395,6 +2871,11 @@ def signbit(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+signbit.__doc__ = 'signbit(input: Tensor) -> Tensor'
+def _signature_signbit(input): ...
+signbit.__wrapped__ = _signature_signbit
+
+
 _sig_nan_to_num = _Signatures('nan_to_num', [
     (('input', 'T', False, False, None), ('nan', 'float?', False, True, None), ('posinf', 'float?', False, True, None), ('neginf', 'float?', False, True, None),),
 ], method=False)
@@ -2415,6 +2896,11 @@ def nan_to_num(*args, **kwargs):
     if _i == 0:
         return _R._op_nan_to_num.call(_a['input']._ks, _a['input'], _a['nan'], _a['posinf'], _a['neginf'])
     raise AssertionError('unreachable')
+
+
+nan_to_num.__doc__ = 'nan_to_num(input: Tensor, nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor'
+def _signature_nan_to_num(input, nan=None, posinf=None, neginf=None): ...
+nan_to_num.__wrapped__ = _signature_nan_to_num
 
 
 _sig_nan_to_num_ = _Signatures('nan_to_num_', [
@@ -2439,6 +2925,11 @@ def nan_to_num_(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+nan_to_num_.__doc__ = 'nan_to_num_(input: Tensor, nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor'
+def _signature_nan_to_num_(input, nan=None, posinf=None, neginf=None): ...
+nan_to_num_.__wrapped__ = _signature_nan_to_num_
+
+
 _sig_logit = _Signatures('logit', [
     (('input', 'T', False, False, None), ('eps', 'float?', False, True, None),),
 ], method=False)
@@ -2459,6 +2950,11 @@ def logit(*args, **kwargs):
     if _i == 0:
         return _R._op_logit.call(_a['input']._ks, _a['input'], _a['eps'])
     raise AssertionError('unreachable')
+
+
+logit.__doc__ = 'logit(input: Tensor, eps: Optional[float] = None) -> Tensor'
+def _signature_logit(input, eps=None): ...
+logit.__wrapped__ = _signature_logit
 
 
 _sig_polygamma = _Signatures('polygamma', [
@@ -2483,6 +2979,11 @@ def polygamma(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+polygamma.__doc__ = 'polygamma(n: int, input: Tensor) -> Tensor'
+def _signature_polygamma(n, input): ...
+polygamma.__wrapped__ = _signature_polygamma
+
+
 _sig_logit_ = _Signatures('logit_', [
     (('input', 'T', False, False, None), ('eps', 'float?', False, True, None),),
 ], method=False)
@@ -2503,6 +3004,11 @@ def logit_(*args, **kwargs):
     if _i == 0:
         return _R._op_logit_.call(_a['input']._ks, _a['input'], _a['eps'])
     raise AssertionError('unreachable')
+
+
+logit_.__doc__ = 'logit_(input: Tensor, eps: Optional[float] = None) -> Tensor'
+def _signature_logit_(input, eps=None): ...
+logit_.__wrapped__ = _signature_logit_
 
 
 _sig_add = _Signatures('add', [
@@ -2551,6 +3057,9 @@ def add(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+add.__doc__ = 'Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other.\n\nadd(input: Tensor, other: Tensor, *, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor\nadd(input: Tensor, other: Number, alpha: Number = 1, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_sub = _Signatures('sub', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1), ('out', 'T?', True, True, None),),
@@ -2597,6 +3106,9 @@ def sub(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sub.__doc__ = 'Subtracts ``other``, scaled by ``alpha``, from ``input``: out = input - alpha * other.\n\nsub(input: Tensor, other: Tensor, *, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor\nsub(input: Tensor, other: Number, alpha: Number = 1, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_mul = _Signatures('mul', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
@@ -2641,6 +3153,9 @@ def mul(*args, **kwargs):
             return _R._op_mul_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
         return _R._op_mul_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+mul.__doc__ = 'Multiplies ``input`` by ``other``, elementwise with broadcasting.\n\nmul(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nmul(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
 
 
 _sig_div = _Signatures('div', [
@@ -2722,6 +3237,9 @@ def div(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+div.__doc__ = "Divides each element of ``input`` by the corresponding element of ``other`` (``rounding_mode``: None, 'trunc' or 'floor').\n\ndiv(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\ndiv(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor\ndiv(input: Tensor, other: Tensor, *, rounding_mode: Optional[str], out: Optional[Tensor] = None) -> Tensor\ndiv(input: Tensor, other: Number, *, rounding_mode: Optional[str]) -> Tensor"
+
+
 _sig_true_divide = _Signatures('true_divide', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
@@ -2768,6 +3286,9 @@ def true_divide(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+true_divide.__doc__ = 'true_divide(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\ntrue_divide(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_floor_divide = _Signatures('floor_divide', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
@@ -2812,6 +3333,9 @@ def floor_divide(*args, **kwargs):
             return _R._op_floor_divide_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
         return _R._op_floor_divide_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+floor_divide.__doc__ = 'floor_divide(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nfloor_divide(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
 
 
 _sig_remainder = _Signatures('remainder', [
@@ -2874,6 +3398,9 @@ def remainder(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+remainder.__doc__ = 'remainder(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nremainder(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor\nremainder(input: Number, other: Tensor) -> Tensor'
+
+
 _sig_fmod = _Signatures('fmod', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
@@ -2920,6 +3447,9 @@ def fmod(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+fmod.__doc__ = 'fmod(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nfmod(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_rsub = _Signatures('rsub', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
@@ -2954,6 +3484,9 @@ def rsub(*args, **kwargs):
     elif _i == 1:
         return _R._op_rsub_Scalar.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'])
     raise AssertionError('unreachable')
+
+
+rsub.__doc__ = 'rsub(input: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor\nrsub(input: Tensor, other: Number, alpha: Number = 1) -> Tensor'
 
 
 _sig_pow = _Signatures('pow', [
@@ -3021,6 +3554,9 @@ def pow(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+pow.__doc__ = 'Takes the power of each element in ``input`` with ``exponent``.\n\npow(input: Tensor, exponent: Tensor, *, out: Optional[Tensor] = None) -> Tensor\npow(input: Number, exponent: Tensor, *, out: Optional[Tensor] = None) -> Tensor\npow(input: Tensor, exponent: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_float_power = _Signatures('float_power', [
     (('input', 'T', False, False, None), ('exponent', 'T', False, False, None),),
     (('input', 'T', False, False, None), ('exponent', 'Scalar', False, False, None),),
@@ -3071,6 +3607,9 @@ def float_power(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+float_power.__doc__ = 'float_power(input: Tensor, exponent: Tensor) -> Tensor\nfloat_power(input: Tensor, exponent: Number) -> Tensor\nfloat_power(input: Number, exponent: Tensor) -> Tensor'
+
+
 _sig_atan2 = _Signatures('atan2', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -3096,6 +3635,11 @@ def atan2(*args, **kwargs):
             return _R._op_atan2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
         return _R._op_atan2_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+atan2.__doc__ = 'atan2(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_atan2(input, other, *, out=None): ...
+atan2.__wrapped__ = _signature_atan2
 
 
 _sig_hypot = _Signatures('hypot', [
@@ -3125,6 +3669,11 @@ def hypot(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+hypot.__doc__ = 'hypot(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_hypot(input, other, *, out=None): ...
+hypot.__wrapped__ = _signature_hypot
+
+
 _sig_logaddexp = _Signatures('logaddexp', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -3152,6 +3701,11 @@ def logaddexp(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+logaddexp.__doc__ = 'logaddexp(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_logaddexp(input, other, *, out=None): ...
+logaddexp.__wrapped__ = _signature_logaddexp
+
+
 _sig_logaddexp2 = _Signatures('logaddexp2', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -3177,6 +3731,11 @@ def logaddexp2(*args, **kwargs):
             return _R._op_logaddexp2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
         return _R._op_logaddexp2_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+logaddexp2.__doc__ = 'logaddexp2(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_logaddexp2(input, other, *, out=None): ...
+logaddexp2.__wrapped__ = _signature_logaddexp2
 
 
 _sig_copysign = _Signatures('copysign', [
@@ -3220,6 +3779,9 @@ def copysign(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+copysign.__doc__ = 'copysign(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\ncopysign(input: Tensor, other: Number) -> Tensor'
+
+
 _sig_nextafter = _Signatures('nextafter', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -3245,6 +3807,11 @@ def nextafter(*args, **kwargs):
             return _R._op_nextafter.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
         return _R._op_nextafter_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+nextafter.__doc__ = 'nextafter(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_nextafter(input, other, *, out=None): ...
+nextafter.__wrapped__ = _signature_nextafter
 
 
 _sig_maximum = _Signatures('maximum', [
@@ -3274,6 +3841,11 @@ def maximum(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+maximum.__doc__ = 'maximum(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_maximum(input, other, *, out=None): ...
+maximum.__wrapped__ = _signature_maximum
+
+
 _sig_minimum = _Signatures('minimum', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -3299,6 +3871,11 @@ def minimum(*args, **kwargs):
             return _R._op_minimum.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
         return _R._op_minimum_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+minimum.__doc__ = 'minimum(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_minimum(input, other, *, out=None): ...
+minimum.__wrapped__ = _signature_minimum
 
 
 _sig_fmax = _Signatures('fmax', [
@@ -3328,6 +3905,11 @@ def fmax(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+fmax.__doc__ = 'fmax(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_fmax(input, other, *, out=None): ...
+fmax.__wrapped__ = _signature_fmax
+
+
 _sig_fmin = _Signatures('fmin', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -3353,6 +3935,11 @@ def fmin(*args, **kwargs):
             return _R._op_fmin.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
         return _R._op_fmin_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+fmin.__doc__ = 'fmin(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_fmin(input, other, *, out=None): ...
+fmin.__wrapped__ = _signature_fmin
 
 
 _sig_xlogy = _Signatures('xlogy', [
@@ -3410,6 +3997,9 @@ def xlogy(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+xlogy.__doc__ = 'xlogy(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nxlogy(input: Tensor, other: Number) -> Tensor\nxlogy(input: Number, other: Tensor) -> Tensor'
+
+
 _sig_max = _Signatures('max', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
     (('input', 'T', False, False, None),),
@@ -3458,6 +4048,9 @@ def max(*args, **kwargs):
     elif _i == 2:
         return _R._op_max_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+max.__doc__ = 'Returns the maximum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise maximum.\n\nmax(input: Tensor, other: Tensor) -> Tensor\nmax(input: Tensor) -> Tensor\nmax(input: Tensor, dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
 
 
 _sig_min = _Signatures('min', [
@@ -3510,6 +4103,9 @@ def min(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+min.__doc__ = 'Returns the minimum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise minimum.\n\nmin(input: Tensor, other: Tensor) -> Tensor\nmin(input: Tensor) -> Tensor\nmin(input: Tensor, dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+
+
 _sig_bitwise_and = _Signatures('bitwise_and', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
@@ -3554,6 +4150,9 @@ def bitwise_and(*args, **kwargs):
             return _R._op_bitwise_and_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
         return _R._op_bitwise_and_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+bitwise_and.__doc__ = 'bitwise_and(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nbitwise_and(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
 
 
 _sig_bitwise_or = _Signatures('bitwise_or', [
@@ -3602,6 +4201,9 @@ def bitwise_or(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bitwise_or.__doc__ = 'bitwise_or(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nbitwise_or(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_bitwise_xor = _Signatures('bitwise_xor', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
@@ -3646,6 +4248,9 @@ def bitwise_xor(*args, **kwargs):
             return _R._op_bitwise_xor_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
         return _R._op_bitwise_xor_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+bitwise_xor.__doc__ = 'bitwise_xor(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nbitwise_xor(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
 
 
 _sig_bitwise_left_shift = _Signatures('bitwise_left_shift', [
@@ -3694,6 +4299,9 @@ def bitwise_left_shift(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bitwise_left_shift.__doc__ = 'bitwise_left_shift(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nbitwise_left_shift(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_bitwise_right_shift = _Signatures('bitwise_right_shift', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
@@ -3740,6 +4348,9 @@ def bitwise_right_shift(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bitwise_right_shift.__doc__ = 'bitwise_right_shift(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nbitwise_right_shift(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_logical_and = _Signatures('logical_and', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -3765,6 +4376,11 @@ def logical_and(*args, **kwargs):
             return _R._op_logical_and.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
         return _R._op_logical_and_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+logical_and.__doc__ = 'logical_and(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_logical_and(input, other, *, out=None): ...
+logical_and.__wrapped__ = _signature_logical_and
 
 
 _sig_logical_or = _Signatures('logical_or', [
@@ -3794,6 +4410,11 @@ def logical_or(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+logical_or.__doc__ = 'logical_or(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_logical_or(input, other, *, out=None): ...
+logical_or.__wrapped__ = _signature_logical_or
+
+
 _sig_logical_xor = _Signatures('logical_xor', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -3819,6 +4440,11 @@ def logical_xor(*args, **kwargs):
             return _R._op_logical_xor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
         return _R._op_logical_xor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+logical_xor.__doc__ = 'logical_xor(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_logical_xor(input, other, *, out=None): ...
+logical_xor.__wrapped__ = _signature_logical_xor
 
 
 _sig_eq = _Signatures('eq', [
@@ -3867,6 +4493,9 @@ def eq(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+eq.__doc__ = 'eq(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\neq(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_ne = _Signatures('ne', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
@@ -3911,6 +4540,9 @@ def ne(*args, **kwargs):
             return _R._op_ne_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
         return _R._op_ne_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+ne.__doc__ = 'ne(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nne(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
 
 
 _sig_lt = _Signatures('lt', [
@@ -3959,6 +4591,9 @@ def lt(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+lt.__doc__ = 'lt(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlt(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_le = _Signatures('le', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
@@ -4003,6 +4638,9 @@ def le(*args, **kwargs):
             return _R._op_le_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
         return _R._op_le_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
+
+
+le.__doc__ = 'le(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nle(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
 
 
 _sig_gt = _Signatures('gt', [
@@ -4051,6 +4689,9 @@ def gt(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+gt.__doc__ = 'gt(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\ngt(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_ge = _Signatures('ge', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
@@ -4097,6 +4738,9 @@ def ge(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+ge.__doc__ = 'ge(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nge(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_greater = _Signatures('greater', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
@@ -4131,6 +4775,9 @@ def greater(*args, **kwargs):
     elif _i == 1:
         return _R._op_greater_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
+
+
+greater.__doc__ = 'greater(input: Tensor, other: Tensor) -> Tensor\ngreater(input: Tensor, other: Number) -> Tensor'
 
 
 _sig_greater_equal = _Signatures('greater_equal', [
@@ -4169,6 +4816,9 @@ def greater_equal(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+greater_equal.__doc__ = 'greater_equal(input: Tensor, other: Tensor) -> Tensor\ngreater_equal(input: Tensor, other: Number) -> Tensor'
+
+
 _sig_less = _Signatures('less', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
@@ -4203,6 +4853,9 @@ def less(*args, **kwargs):
     elif _i == 1:
         return _R._op_less_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
+
+
+less.__doc__ = 'less(input: Tensor, other: Tensor) -> Tensor\nless(input: Tensor, other: Number) -> Tensor'
 
 
 _sig_less_equal = _Signatures('less_equal', [
@@ -4241,6 +4894,9 @@ def less_equal(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+less_equal.__doc__ = 'less_equal(input: Tensor, other: Tensor) -> Tensor\nless_equal(input: Tensor, other: Number) -> Tensor'
+
+
 _sig_not_equal = _Signatures('not_equal', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
     (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
@@ -4275,6 +4931,9 @@ def not_equal(*args, **kwargs):
     elif _i == 1:
         return _R._op_not_equal_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
+
+
+not_equal.__doc__ = 'not_equal(input: Tensor, other: Tensor) -> Tensor\nnot_equal(input: Tensor, other: Number) -> Tensor'
 
 
 _sig_where = _Signatures('where', [
@@ -4360,6 +5019,9 @@ def where(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+where.__doc__ = 'Returns a tensor of elements selected from ``input`` or ``other``, depending on ``condition``.\n\nwhere(condition: Tensor, input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nwhere(condition: Tensor, input: Number, other: Tensor) -> Tensor\nwhere(condition: Tensor, input: Tensor, other: Number) -> Tensor\nwhere(condition: Tensor, input: Number, other: Number) -> Tensor\nwhere(condition: Tensor) -> List[Tensor]'
+
+
 _sig_clamp = _Signatures('clamp', [
     (('input', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None), ('out', 'T?', True, True, None),),
     (('input', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None), ('out', 'T?', True, True, None),),
@@ -4406,6 +5068,9 @@ def clamp(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+clamp.__doc__ = 'Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None, *, out: Optional[Tensor] = None) -> Tensor\nclamp(input: Tensor, min: Optional[Tensor] = None, max: Optional[Tensor] = None, *, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_clamp_ = _Signatures('clamp_', [
     (('input', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),),
     (('input', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),),
@@ -4440,6 +5105,9 @@ def clamp_(*args, **kwargs):
     elif _i == 1:
         return _R._op_clamp__Tensor.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
+
+
+clamp_.__doc__ = 'Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp_(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclamp_(input: Tensor, min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor'
 
 
 _sig_clip = _Signatures('clip', [
@@ -4478,6 +5146,9 @@ def clip(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+clip.__doc__ = 'clip(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclip(input: Tensor, min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_clip_ = _Signatures('clip_', [
     (('input', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),),
 ], method=False)
@@ -4498,6 +5169,11 @@ def clip_(*args, **kwargs):
     if _i == 0:
         return _R._op_clip_.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
+
+
+clip_.__doc__ = 'clip_(input: Tensor, min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor'
+def _signature_clip_(input, min=None, max=None): ...
+clip_.__wrapped__ = _signature_clip_
 
 
 _sig_clamp_min = _Signatures('clamp_min', [
@@ -4536,6 +5212,9 @@ def clamp_min(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+clamp_min.__doc__ = 'clamp_min(input: Tensor, min: Number) -> Tensor\nclamp_min(input: Tensor, min: Tensor) -> Tensor'
+
+
 _sig_clamp_min_ = _Signatures('clamp_min_', [
     (('input', 'T', False, False, None), ('min', 'Scalar', False, False, None),),
 ], method=False)
@@ -4556,6 +5235,11 @@ def clamp_min_(*args, **kwargs):
     if _i == 0:
         return _R._op_clamp_min_.call(_a['input']._ks, _a['input'], _a['min'])
     raise AssertionError('unreachable')
+
+
+clamp_min_.__doc__ = 'clamp_min_(input: Tensor, min: Number) -> Tensor'
+def _signature_clamp_min_(input, min): ...
+clamp_min_.__wrapped__ = _signature_clamp_min_
 
 
 _sig_clamp_max = _Signatures('clamp_max', [
@@ -4594,6 +5278,9 @@ def clamp_max(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+clamp_max.__doc__ = 'clamp_max(input: Tensor, max: Number) -> Tensor\nclamp_max(input: Tensor, max: Tensor) -> Tensor'
+
+
 _sig_clamp_max_ = _Signatures('clamp_max_', [
     (('input', 'T', False, False, None), ('max', 'Scalar', False, False, None),),
 ], method=False)
@@ -4614,6 +5301,11 @@ def clamp_max_(*args, **kwargs):
     if _i == 0:
         return _R._op_clamp_max_.call(_a['input']._ks, _a['input'], _a['max'])
     raise AssertionError('unreachable')
+
+
+clamp_max_.__doc__ = 'clamp_max_(input: Tensor, max: Number) -> Tensor'
+def _signature_clamp_max_(input, max): ...
+clamp_max_.__wrapped__ = _signature_clamp_max_
 
 
 _sig_lerp = _Signatures('lerp', [
@@ -4657,6 +5349,9 @@ def lerp(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+lerp.__doc__ = 'lerp(input: Tensor, end: Tensor, weight: Number, *, out: Optional[Tensor] = None) -> Tensor\nlerp(input: Tensor, end: Tensor, weight: Tensor) -> Tensor'
+
+
 _sig_addcmul = _Signatures('addcmul', [
     (('input', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -4684,6 +5379,11 @@ def addcmul(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+addcmul.__doc__ = 'addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+def _signature_addcmul(input, tensor1, tensor2, *, value=1, out=None): ...
+addcmul.__wrapped__ = _signature_addcmul
+
+
 _sig_addcdiv = _Signatures('addcdiv', [
     (('input', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -4709,6 +5409,11 @@ def addcdiv(*args, **kwargs):
             return _R._op_addcdiv.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
         return _R._op_addcdiv_out.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'], _a['out'])
     raise AssertionError('unreachable')
+
+
+addcdiv.__doc__ = 'addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+def _signature_addcdiv(input, tensor1, tensor2, *, value=1, out=None): ...
+addcdiv.__wrapped__ = _signature_addcdiv
 
 
 _sig_sum = _Signatures('sum', [
@@ -4752,6 +5457,9 @@ def sum(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sum.__doc__ = 'Returns the sum of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nsum(input: Tensor, *, dtype: Optional[dtype] = None) -> Tensor\nsum(input: Tensor, dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_nansum = _Signatures('nansum', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),),
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
@@ -4788,6 +5496,9 @@ def nansum(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+nansum.__doc__ = 'nansum(input: Tensor, *, dtype: Optional[dtype] = None) -> Tensor\nnansum(input: Tensor, dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+
+
 _sig_prod = _Signatures('prod', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),),
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
@@ -4822,6 +5533,9 @@ def prod(*args, **kwargs):
     elif _i == 1:
         return _R._op_prod_dim_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
+
+
+prod.__doc__ = 'Returns the product of the elements of ``input``.\n\nprod(input: Tensor, *, dtype: Optional[dtype] = None) -> Tensor\nprod(input: Tensor, dim: int, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
 
 
 _sig_mean = _Signatures('mean', [
@@ -4870,6 +5584,9 @@ def mean(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+mean.__doc__ = 'Returns the mean of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nmean(input: Tensor, *, dtype: Optional[dtype] = None, out: Optional[Tensor] = None) -> Tensor\nmean(input: Tensor, dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None, out: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_nanmean = _Signatures('nanmean', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),),
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
@@ -4904,6 +5621,9 @@ def nanmean(*args, **kwargs):
     elif _i == 1:
         return _R._op_nanmean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
+
+
+nanmean.__doc__ = 'nanmean(input: Tensor, *, dtype: Optional[dtype] = None) -> Tensor\nnanmean(input: Tensor, dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
 
 
 _sig_var = _Signatures('var', [
@@ -4956,6 +5676,9 @@ def var(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+var.__doc__ = "Calculates the variance over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nvar(input: Tensor, unbiased: bool = True) -> Tensor\nvar(input: Tensor, dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nvar(input: Tensor, dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor"
+
+
 _sig_std = _Signatures('std', [
     (('input', 'T', False, False, None), ('unbiased', 'bool', False, True, True),),
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),),
@@ -5004,6 +5727,9 @@ def std(*args, **kwargs):
     elif _i == 2:
         return _R._op_std_correction.call(_a['input']._ks, _a['input'], _a['dim'], _a['correction'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+std.__doc__ = "Calculates the standard deviation over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nstd(input: Tensor, unbiased: bool = True) -> Tensor\nstd(input: Tensor, dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nstd(input: Tensor, dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor"
 
 
 _sig_var_mean = _Signatures('var_mean', [
@@ -5056,6 +5782,9 @@ def var_mean(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+var_mean.__doc__ = 'var_mean(input: Tensor, unbiased: bool = True) -> (Tensor, Tensor)\nvar_mean(input: Tensor, dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> (Tensor, Tensor)\nvar_mean(input: Tensor, dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> (Tensor, Tensor)'
+
+
 _sig_std_mean = _Signatures('std_mean', [
     (('input', 'T', False, False, None), ('unbiased', 'bool', False, True, True),),
     (('input', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),),
@@ -5106,6 +5835,9 @@ def std_mean(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+std_mean.__doc__ = 'std_mean(input: Tensor, unbiased: bool = True) -> (Tensor, Tensor)\nstd_mean(input: Tensor, dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> (Tensor, Tensor)\nstd_mean(input: Tensor, dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> (Tensor, Tensor)'
+
+
 _sig_amax = _Signatures('amax', [
     (('input', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -5131,6 +5863,11 @@ def amax(*args, **kwargs):
             return _R._op_amax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
         return _R._op_amax_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
     raise AssertionError('unreachable')
+
+
+amax.__doc__ = 'amax(input: Tensor, dim: List[int] = (), keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_amax(input, dim=(), keepdim=False, *, out=None): ...
+amax.__wrapped__ = _signature_amax
 
 
 _sig_amin = _Signatures('amin', [
@@ -5160,6 +5897,11 @@ def amin(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+amin.__doc__ = 'amin(input: Tensor, dim: List[int] = (), keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_amin(input, dim=(), keepdim=False, *, out=None): ...
+amin.__wrapped__ = _signature_amin
+
+
 _sig_aminmax = _Signatures('aminmax', [
     (('input', 'T', False, False, None), ('dim', 'int?', True, True, None), ('keepdim', 'bool', True, True, False),),
 ], method=False)
@@ -5180,6 +5922,11 @@ def aminmax(*args, **kwargs):
     if _i == 0:
         return _R._op_aminmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+aminmax.__doc__ = 'aminmax(input: Tensor, *, dim: Optional[int] = None, keepdim: bool = False) -> (Tensor, Tensor)'
+def _signature_aminmax(input, *, dim=None, keepdim=False): ...
+aminmax.__wrapped__ = _signature_aminmax
 
 
 _sig_argmax = _Signatures('argmax', [
@@ -5204,6 +5951,11 @@ def argmax(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+argmax.__doc__ = 'Returns the indices of the maximum values of ``input``.\n\nargmax(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor'
+def _signature_argmax(input, dim=None, keepdim=False): ...
+argmax.__wrapped__ = _signature_argmax
+
+
 _sig_argmin = _Signatures('argmin', [
     (('input', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
@@ -5226,6 +5978,11 @@ def argmin(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+argmin.__doc__ = 'Returns the indices of the minimum values of ``input``.\n\nargmin(input: Tensor, dim: Optional[int] = None, keepdim: bool = False) -> Tensor'
+def _signature_argmin(input, dim=None, keepdim=False): ...
+argmin.__wrapped__ = _signature_argmin
+
+
 _sig_logsumexp = _Signatures('logsumexp', [
     (('input', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
@@ -5246,6 +6003,11 @@ def logsumexp(*args, **kwargs):
     if _i == 0:
         return _R._op_logsumexp.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+logsumexp.__doc__ = 'logsumexp(input: Tensor, dim: List[int], keepdim: bool = False) -> Tensor'
+def _signature_logsumexp(input, dim, keepdim=False): ...
+logsumexp.__wrapped__ = _signature_logsumexp
 
 
 _sig_all = _Signatures('all', [
@@ -5298,6 +6060,9 @@ def all(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+all.__doc__ = 'all(input: Tensor) -> Tensor\nall(input: Tensor, dim: int, keepdim: bool = False) -> Tensor\nall(input: Tensor, dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor'
+
+
 _sig_any = _Signatures('any', [
     (('input', 'T', False, False, None),),
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),),
@@ -5348,6 +6113,9 @@ def any(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+any.__doc__ = 'any(input: Tensor) -> Tensor\nany(input: Tensor, dim: int, keepdim: bool = False) -> Tensor\nany(input: Tensor, dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor'
+
+
 _sig_count_nonzero = _Signatures('count_nonzero', [
     (('input', 'T', False, False, None), ('dim', 'int[]', False, False, None),),
     (('input', 'T', False, False, None), ('dim', 'int?', False, True, None),),
@@ -5384,6 +6152,9 @@ def count_nonzero(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+count_nonzero.__doc__ = 'count_nonzero(input: Tensor, dim: List[int]) -> Tensor\ncount_nonzero(input: Tensor, dim: Optional[int] = None) -> Tensor'
+
+
 _sig_cumsum = _Signatures('cumsum', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -5409,6 +6180,11 @@ def cumsum(*args, **kwargs):
             return _R._op_cumsum.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
         return _R._op_cumsum_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'], _a['out'])
     raise AssertionError('unreachable')
+
+
+cumsum.__doc__ = 'Returns the cumulative sum of the elements of ``input`` along ``dim``.\n\ncumsum(input: Tensor, dim: int, *, dtype: Optional[dtype] = None, out: Optional[Tensor] = None) -> Tensor'
+def _signature_cumsum(input, dim, *, dtype=None, out=None): ...
+cumsum.__wrapped__ = _signature_cumsum
 
 
 _sig_cumprod = _Signatures('cumprod', [
@@ -5438,6 +6214,11 @@ def cumprod(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cumprod.__doc__ = 'cumprod(input: Tensor, dim: int, *, dtype: Optional[dtype] = None, out: Optional[Tensor] = None) -> Tensor'
+def _signature_cumprod(input, dim, *, dtype=None, out=None): ...
+cumprod.__wrapped__ = _signature_cumprod
+
+
 _sig_logcumsumexp = _Signatures('logcumsumexp', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None),),
 ], method=False)
@@ -5458,6 +6239,11 @@ def logcumsumexp(*args, **kwargs):
     if _i == 0:
         return _R._op_logcumsumexp.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
+
+
+logcumsumexp.__doc__ = 'logcumsumexp(input: Tensor, dim: int) -> Tensor'
+def _signature_logcumsumexp(input, dim): ...
+logcumsumexp.__wrapped__ = _signature_logcumsumexp
 
 
 _sig_cummax = _Signatures('cummax', [
@@ -5482,6 +6268,11 @@ def cummax(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cummax.__doc__ = 'cummax(input: Tensor, dim: int) -> (Tensor, Tensor)'
+def _signature_cummax(input, dim): ...
+cummax.__wrapped__ = _signature_cummax
+
+
 _sig_cummin = _Signatures('cummin', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None),),
 ], method=False)
@@ -5502,6 +6293,11 @@ def cummin(*args, **kwargs):
     if _i == 0:
         return _R._op_cummin.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
+
+
+cummin.__doc__ = 'cummin(input: Tensor, dim: int) -> (Tensor, Tensor)'
+def _signature_cummin(input, dim): ...
+cummin.__wrapped__ = _signature_cummin
 
 
 _sig_sort = _Signatures('sort', [
@@ -5540,6 +6336,9 @@ def sort(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sort.__doc__ = 'Sorts the elements of ``input`` along ``dim``; returns (values, indices).\n\nsort(input: Tensor, dim: int = -1, descending: bool = False) -> (Tensor, Tensor)\nsort(input: Tensor, *, stable: Optional[bool], dim: int = -1, descending: bool = False) -> (Tensor, Tensor)'
+
+
 _sig_argsort = _Signatures('argsort', [
     (('input', 'T', False, False, None), ('dim', 'int', False, True, -1), ('descending', 'bool', False, True, False),),
     (('input', 'T', False, False, None), ('stable', 'bool', True, False, None), ('dim', 'int', True, True, -1), ('descending', 'bool', True, True, False),),
@@ -5576,6 +6375,9 @@ def argsort(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+argsort.__doc__ = 'argsort(input: Tensor, dim: int = -1, descending: bool = False) -> Tensor\nargsort(input: Tensor, *, stable: bool, dim: int = -1, descending: bool = False) -> Tensor'
+
+
 _sig_topk = _Signatures('topk', [
     (('input', 'T', False, False, None), ('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('largest', 'bool', False, True, True), ('sorted', 'bool', False, True, True),),
 ], method=False)
@@ -5598,6 +6400,11 @@ def topk(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+topk.__doc__ = 'Returns the ``k`` largest elements of ``input`` along ``dim``; returns (values, indices).\n\ntopk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> (Tensor, Tensor)'
+def _signature_topk(input, k, dim=-1, largest=True, sorted=True): ...
+topk.__wrapped__ = _signature_topk
+
+
 _sig_kthvalue = _Signatures('kthvalue', [
     (('input', 'T', False, False, None), ('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),),
 ], method=False)
@@ -5618,6 +6425,11 @@ def kthvalue(*args, **kwargs):
     if _i == 0:
         return _R._op_kthvalue.call(_a['input']._ks, _a['input'], _a['k'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+kthvalue.__doc__ = 'kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)'
+def _signature_kthvalue(input, k, dim=-1, keepdim=False): ...
+kthvalue.__wrapped__ = _signature_kthvalue
 
 
 _sig_median = _Signatures('median', [
@@ -5656,6 +6468,9 @@ def median(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+median.__doc__ = 'median(input: Tensor) -> Tensor\nmedian(input: Tensor, dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+
+
 _sig_mode = _Signatures('mode', [
     (('input', 'T', False, False, None), ('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),),
 ], method=False)
@@ -5676,6 +6491,11 @@ def mode(*args, **kwargs):
     if _i == 0:
         return _R._op_mode.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+mode.__doc__ = 'mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)'
+def _signature_mode(input, dim=-1, keepdim=False): ...
+mode.__wrapped__ = _signature_mode
 
 
 _sig_quantile = _Signatures('quantile', [
@@ -5714,6 +6534,9 @@ def quantile(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+quantile.__doc__ = "quantile(input: Tensor, q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nquantile(input: Tensor, q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor"
+
+
 _sig_nanquantile = _Signatures('nanquantile', [
     (('input', 'T', False, False, None), ('q', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),),
     (('input', 'T', False, False, None), ('q', 'float', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),),
@@ -5750,6 +6573,9 @@ def nanquantile(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+nanquantile.__doc__ = "nanquantile(input: Tensor, q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nnanquantile(input: Tensor, q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor"
+
+
 _sig_unique_dim = _Signatures('unique_dim', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('sorted', 'bool', False, True, True), ('return_inverse', 'bool', False, True, False), ('return_counts', 'bool', False, True, False),),
 ], method=False)
@@ -5770,6 +6596,11 @@ def unique_dim(*args, **kwargs):
     if _i == 0:
         return _R._op_unique_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['sorted'], _a['return_inverse'], _a['return_counts'])
     raise AssertionError('unreachable')
+
+
+unique_dim.__doc__ = 'unique_dim(input: Tensor, dim: int, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False) -> (Tensor, Tensor, Tensor)'
+def _signature_unique_dim(input, dim, sorted=True, return_inverse=False, return_counts=False): ...
+unique_dim.__wrapped__ = _signature_unique_dim
 
 
 _sig_bincount = _Signatures('bincount', [
@@ -5794,6 +6625,11 @@ def bincount(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bincount.__doc__ = 'bincount(input: Tensor, weights: Optional[Tensor] = None, minlength: int = 0) -> Tensor'
+def _signature_bincount(input, weights=None, minlength=0): ...
+bincount.__wrapped__ = _signature_bincount
+
+
 _sig_histc = _Signatures('histc', [
     (('input', 'T', False, False, None), ('bins', 'int', False, True, 100), ('min', 'Scalar', False, True, 0), ('max', 'Scalar', False, True, 0),),
 ], method=False)
@@ -5814,6 +6650,11 @@ def histc(*args, **kwargs):
     if _i == 0:
         return _R._op_histc.call(_a['input']._ks, _a['input'], _a['bins'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
+
+
+histc.__doc__ = 'histc(input: Tensor, bins: int = 100, min: Number = 0, max: Number = 0) -> Tensor'
+def _signature_histc(input, bins=100, min=0, max=0): ...
+histc.__wrapped__ = _signature_histc
 
 
 _sig_norm = _Signatures('norm', [
@@ -5852,6 +6693,9 @@ def norm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+norm.__doc__ = 'norm(input: Tensor, p: Optional[Number], dim: List[int], keepdim: bool = False) -> Tensor\nnorm(input: Tensor, p: Number = 2) -> Tensor'
+
+
 _sig_reshape = _Signatures('reshape', [
     (('input', 'T', False, False, None), ('shape', 'int[]', False, False, None),),
 ], method=False)
@@ -5872,6 +6716,11 @@ def reshape(*args, **kwargs):
     if _i == 0:
         return _R._op_reshape.call(_a['input']._ks, _a['input'], _a['shape'])
     raise AssertionError('unreachable')
+
+
+reshape.__doc__ = 'Returns a tensor with the same data and number of elements as ``input``, with the given shape (a view when possible).\n\nreshape(input: Tensor, shape: List[int]) -> Tensor'
+def _signature_reshape(input, shape): ...
+reshape.__wrapped__ = _signature_reshape
 
 
 _sig_as_strided = _Signatures('as_strided', [
@@ -5896,6 +6745,11 @@ def as_strided(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+as_strided.__doc__ = 'as_strided(input: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor'
+def _signature_as_strided(input, size, stride, storage_offset=None): ...
+as_strided.__wrapped__ = _signature_as_strided
+
+
 _sig_alias = _Signatures('alias', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -5916,6 +6770,11 @@ def alias(*args, **kwargs):
     if _i == 0:
         return _R._op_alias.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+alias.__doc__ = 'alias(input: Tensor) -> Tensor'
+def _signature_alias(input): ...
+alias.__wrapped__ = _signature_alias
 
 
 _sig_t = _Signatures('t', [
@@ -5940,6 +6799,11 @@ def t(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+t.__doc__ = 't(input: Tensor) -> Tensor'
+def _signature_t(input): ...
+t.__wrapped__ = _signature_t
+
+
 _sig_transpose = _Signatures('transpose', [
     (('input', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),),
 ], method=False)
@@ -5960,6 +6824,11 @@ def transpose(*args, **kwargs):
     if _i == 0:
         return _R._op_transpose_int.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
     raise AssertionError('unreachable')
+
+
+transpose.__doc__ = 'Returns a view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.\n\ntranspose(input: Tensor, dim0: int, dim1: int) -> Tensor'
+def _signature_transpose(input, dim0, dim1): ...
+transpose.__wrapped__ = _signature_transpose
 
 
 _sig_swapaxes = _Signatures('swapaxes', [
@@ -5984,6 +6853,11 @@ def swapaxes(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+swapaxes.__doc__ = 'swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor'
+def _signature_swapaxes(input, axis0, axis1): ...
+swapaxes.__wrapped__ = _signature_swapaxes
+
+
 _sig_swapdims = _Signatures('swapdims', [
     (('input', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),),
 ], method=False)
@@ -6006,6 +6880,11 @@ def swapdims(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+swapdims.__doc__ = 'swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor'
+def _signature_swapdims(input, dim0, dim1): ...
+swapdims.__wrapped__ = _signature_swapdims
+
+
 _sig_permute = _Signatures('permute', [
     (('input', 'T', False, False, None), ('dims', 'int[]', False, False, None),),
 ], method=False)
@@ -6026,6 +6905,11 @@ def permute(*args, **kwargs):
     if _i == 0:
         return _R._op_permute.call(_a['input']._ks, _a['input'], _a['dims'])
     raise AssertionError('unreachable')
+
+
+permute.__doc__ = 'Returns a view of ``input`` with its dimensions permuted.\n\npermute(input: Tensor, dims: List[int]) -> Tensor'
+def _signature_permute(input, dims): ...
+permute.__wrapped__ = _signature_permute
 
 
 _sig_movedim = _Signatures('movedim', [
@@ -6064,6 +6948,9 @@ def movedim(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+movedim.__doc__ = 'movedim(input: Tensor, source: List[int], destination: List[int]) -> Tensor\nmovedim(input: Tensor, source: int, destination: int) -> Tensor'
+
+
 _sig_moveaxis = _Signatures('moveaxis', [
     (('input', 'T', False, False, None), ('source', 'int[]', False, False, None), ('destination', 'int[]', False, False, None),),
     (('input', 'T', False, False, None), ('source', 'int', False, False, None), ('destination', 'int', False, False, None),),
@@ -6100,6 +6987,9 @@ def moveaxis(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+moveaxis.__doc__ = 'moveaxis(input: Tensor, source: List[int], destination: List[int]) -> Tensor\nmoveaxis(input: Tensor, source: int, destination: int) -> Tensor'
+
+
 _sig_broadcast_to = _Signatures('broadcast_to', [
     (('input', 'T', False, False, None), ('size', 'int[]', False, False, None),),
 ], method=False)
@@ -6120,6 +7010,11 @@ def broadcast_to(*args, **kwargs):
     if _i == 0:
         return _R._op_broadcast_to.call(_a['input']._ks, _a['input'], _a['size'])
     raise AssertionError('unreachable')
+
+
+broadcast_to.__doc__ = 'broadcast_to(input: Tensor, size: List[int]) -> Tensor'
+def _signature_broadcast_to(input, size): ...
+broadcast_to.__wrapped__ = _signature_broadcast_to
 
 
 _sig_squeeze = _Signatures('squeeze', [
@@ -6172,6 +7067,9 @@ def squeeze(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+squeeze.__doc__ = 'Returns a tensor with the dimensions of ``input`` of size 1 removed.\n\nsqueeze(input: Tensor) -> Tensor\nsqueeze(input: Tensor, dim: int) -> Tensor\nsqueeze(input: Tensor, dim: List[int]) -> Tensor'
+
+
 _sig_unsqueeze = _Signatures('unsqueeze', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None),),
 ], method=False)
@@ -6192,6 +7090,11 @@ def unsqueeze(*args, **kwargs):
     if _i == 0:
         return _R._op_unsqueeze.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
+
+
+unsqueeze.__doc__ = 'Returns a new tensor with a dimension of size one inserted at position ``dim``.\n\nunsqueeze(input: Tensor, dim: int) -> Tensor'
+def _signature_unsqueeze(input, dim): ...
+unsqueeze.__wrapped__ = _signature_unsqueeze
 
 
 _sig_flatten = _Signatures('flatten', [
@@ -6216,6 +7119,11 @@ def flatten(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+flatten.__doc__ = 'Flattens ``input`` by reshaping it into a one-dimensional tensor (dims ``start_dim`` to ``end_dim``).\n\nflatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor'
+def _signature_flatten(input, start_dim=0, end_dim=-1): ...
+flatten.__wrapped__ = _signature_flatten
+
+
 _sig_unflatten = _Signatures('unflatten', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('sizes', 'int[]', False, False, None),),
 ], method=False)
@@ -6236,6 +7144,11 @@ def unflatten(*args, **kwargs):
     if _i == 0:
         return _R._op_unflatten_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['sizes'])
     raise AssertionError('unreachable')
+
+
+unflatten.__doc__ = 'unflatten(input: Tensor, dim: int, sizes: List[int]) -> Tensor'
+def _signature_unflatten(input, dim, sizes): ...
+unflatten.__wrapped__ = _signature_unflatten
 
 
 _sig_ravel = _Signatures('ravel', [
@@ -6260,6 +7173,11 @@ def ravel(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+ravel.__doc__ = 'ravel(input: Tensor) -> Tensor'
+def _signature_ravel(input): ...
+ravel.__wrapped__ = _signature_ravel
+
+
 _sig_narrow = _Signatures('narrow', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('start', 'int', False, False, None), ('length', 'int', False, False, None),),
 ], method=False)
@@ -6280,6 +7198,11 @@ def narrow(*args, **kwargs):
     if _i == 0:
         return _R._op_narrow.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['length'])
     raise AssertionError('unreachable')
+
+
+narrow.__doc__ = 'narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor'
+def _signature_narrow(input, dim, start, length): ...
+narrow.__wrapped__ = _signature_narrow
 
 
 _sig_select = _Signatures('select', [
@@ -6304,6 +7227,11 @@ def select(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+select.__doc__ = 'select(input: Tensor, dim: int, index: int) -> Tensor'
+def _signature_select(input, dim, index): ...
+select.__wrapped__ = _signature_select
+
+
 _sig_slice = _Signatures('slice', [
     (('input', 'T', False, False, None), ('dim', 'int', False, True, 0), ('start', 'int?', False, True, None), ('end', 'int?', False, True, None), ('step', 'int', False, True, 1),),
 ], method=False)
@@ -6326,6 +7254,11 @@ def slice(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+slice.__doc__ = 'slice(input: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor'
+def _signature_slice(input, dim=0, start=None, end=None, step=1): ...
+slice.__wrapped__ = _signature_slice
+
+
 _sig_unbind = _Signatures('unbind', [
     (('input', 'T', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=False)
@@ -6346,6 +7279,11 @@ def unbind(*args, **kwargs):
     if _i == 0:
         return _R._op_unbind_int.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
+
+
+unbind.__doc__ = 'unbind(input: Tensor, dim: int = 0) -> List[Tensor]'
+def _signature_unbind(input, dim=0): ...
+unbind.__wrapped__ = _signature_unbind
 
 
 _sig_split = _Signatures('split', [
@@ -6384,6 +7322,9 @@ def split(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+split.__doc__ = 'split(input: Tensor, split_size: int, dim: int = 0) -> List[Tensor]\nsplit(input: Tensor, split_size: List[int], dim: int = 0) -> List[Tensor]'
+
+
 _sig_split_with_sizes = _Signatures('split_with_sizes', [
     (('input', 'T', False, False, None), ('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=False)
@@ -6406,6 +7347,11 @@ def split_with_sizes(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+split_with_sizes.__doc__ = 'split_with_sizes(input: Tensor, split_sizes: List[int], dim: int = 0) -> List[Tensor]'
+def _signature_split_with_sizes(input, split_sizes, dim=0): ...
+split_with_sizes.__wrapped__ = _signature_split_with_sizes
+
+
 _sig_chunk = _Signatures('chunk', [
     (('input', 'T', False, False, None), ('chunks', 'int', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=False)
@@ -6426,6 +7372,11 @@ def chunk(*args, **kwargs):
     if _i == 0:
         return _R._op_chunk.call(_a['input']._ks, _a['input'], _a['chunks'], _a['dim'])
     raise AssertionError('unreachable')
+
+
+chunk.__doc__ = 'chunk(input: Tensor, chunks: int, dim: int = 0) -> List[Tensor]'
+def _signature_chunk(input, chunks, dim=0): ...
+chunk.__wrapped__ = _signature_chunk
 
 
 _sig_tensor_split = _Signatures('tensor_split', [
@@ -6464,6 +7415,9 @@ def tensor_split(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+tensor_split.__doc__ = 'tensor_split(input: Tensor, sections: int, dim: int = 0) -> List[Tensor]\ntensor_split(input: Tensor, indices: List[int], dim: int = 0) -> List[Tensor]'
+
+
 _sig_diagonal = _Signatures('diagonal', [
     (('input', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1),),
 ], method=False)
@@ -6484,6 +7438,11 @@ def diagonal(*args, **kwargs):
     if _i == 0:
         return _R._op_diagonal.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
+
+
+diagonal.__doc__ = 'diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor'
+def _signature_diagonal(input, offset=0, dim1=0, dim2=1): ...
+diagonal.__wrapped__ = _signature_diagonal
 
 
 _sig_empty = _Signatures('empty', [
@@ -6511,6 +7470,11 @@ def empty(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+empty.__doc__ = 'empty(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+def _signature_empty(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
+empty.__wrapped__ = _signature_empty
+
+
 _sig_zeros = _Signatures('zeros', [
     (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6534,6 +7498,11 @@ def zeros(*args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_zeros.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
+
+
+zeros.__doc__ = 'Returns a tensor filled with the scalar value 0, with the shape defined by ``size``.\n\nzeros(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+zeros.__wrapped__ = _signature_zeros
 
 
 _sig_ones = _Signatures('ones', [
@@ -6561,6 +7530,11 @@ def ones(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+ones.__doc__ = 'Returns a tensor filled with the scalar value 1, with the shape defined by ``size``.\n\nones(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_ones(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+ones.__wrapped__ = _signature_ones
+
+
 _sig_full = _Signatures('full', [
     (('size', 'int[]', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6581,6 +7555,11 @@ def full(*args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_full.call(_ks_device(_a['device']), _a['size'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
+
+
+full.__doc__ = 'Creates a tensor of size ``size`` filled with ``fill_value``.\n\nfull(size: List[int], fill_value: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+full.__wrapped__ = _signature_full
 
 
 _sig_scalar_tensor = _Signatures('scalar_tensor', [
@@ -6605,6 +7584,11 @@ def scalar_tensor(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+scalar_tensor.__doc__ = 'scalar_tensor(s: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+scalar_tensor.__wrapped__ = _signature_scalar_tensor
+
+
 _sig_empty_like = _Signatures('empty_like', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6625,6 +7609,11 @@ def empty_like(*args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_empty_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
+
+
+empty_like.__doc__ = 'empty_like(input: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+def _signature_empty_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
+empty_like.__wrapped__ = _signature_empty_like
 
 
 _sig_zeros_like = _Signatures('zeros_like', [
@@ -6649,6 +7638,11 @@ def zeros_like(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+zeros_like.__doc__ = 'zeros_like(input: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+def _signature_zeros_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
+zeros_like.__wrapped__ = _signature_zeros_like
+
+
 _sig_ones_like = _Signatures('ones_like', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6671,6 +7665,11 @@ def ones_like(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+ones_like.__doc__ = 'ones_like(input: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+def _signature_ones_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
+ones_like.__wrapped__ = _signature_ones_like
+
+
 _sig_full_like = _Signatures('full_like', [
     (('input', 'T', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6691,6 +7690,11 @@ def full_like(*args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_full_like.call(_a['input']._ks, _a['input'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
+
+
+full_like.__doc__ = 'full_like(input: Tensor, fill_value: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+def _signature_full_like(input, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
+full_like.__wrapped__ = _signature_full_like
 
 
 _sig_arange = _Signatures('arange', [
@@ -6743,6 +7747,9 @@ def arange(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+arange.__doc__ = 'Returns a 1-D tensor of values from ``start`` to ``end`` (exclusive) with step ``step``.\n\narange(end: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\narange(start: Number, end: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\narange(start: Number, end: Number, step: Number = 1, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+
+
 _sig_linspace = _Signatures('linspace', [
     (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('steps', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6765,6 +7772,11 @@ def linspace(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+linspace.__doc__ = 'Creates a one-dimensional tensor of ``steps`` values evenly spaced from ``start`` to ``end``.\n\nlinspace(start: Number, end: Number, steps: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_linspace(start, end, steps, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+linspace.__wrapped__ = _signature_linspace
+
+
 _sig_logspace = _Signatures('logspace', [
     (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('steps', 'int', False, False, None), ('base', 'float', False, True, 10.0), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6785,6 +7797,11 @@ def logspace(*args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_logspace.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['steps'], _a['base'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
+
+
+logspace.__doc__ = 'logspace(start: Number, end: Number, steps: int, base: float = 10.0, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+logspace.__wrapped__ = _signature_logspace
 
 
 _sig_eye = _Signatures('eye', [
@@ -6823,6 +7840,9 @@ def eye(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+eye.__doc__ = 'Returns a 2-D tensor with ones on the diagonal and zeros elsewhere.\n\neye(n: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\neye(n: int, m: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+
+
 _sig_tril_indices = _Signatures('tril_indices', [
     (('row', 'int', False, False, None), ('col', 'int', False, False, None), ('offset', 'int', False, True, 0), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6845,6 +7865,11 @@ def tril_indices(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+tril_indices.__doc__ = 'tril_indices(row: int, col: int, offset: int = 0, *, dtype: Optional[dtype] = _dtypes.long, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_tril_indices(row, col, offset=0, *, dtype=_dtypes.long, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+tril_indices.__wrapped__ = _signature_tril_indices
+
+
 _sig_triu_indices = _Signatures('triu_indices', [
     (('row', 'int', False, False, None), ('col', 'int', False, False, None), ('offset', 'int', False, True, 0), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6865,6 +7890,11 @@ def triu_indices(*args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_triu_indices.call(_ks_device(_a['device']), _a['row'], _a['col'], _a['offset'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
+
+
+triu_indices.__doc__ = 'triu_indices(row: int, col: int, offset: int = 0, *, dtype: Optional[dtype] = _dtypes.long, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_triu_indices(row, col, offset=0, *, dtype=_dtypes.long, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+triu_indices.__wrapped__ = _signature_triu_indices
 
 
 _sig_rand = _Signatures('rand', [
@@ -6892,6 +7922,11 @@ def rand(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+rand.__doc__ = 'Returns a tensor filled with random numbers from a uniform distribution on [0, 1).\n\nrand(size: List[int], *, generator: Optional[Generator] = None, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_rand(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+rand.__wrapped__ = _signature_rand
+
+
 _sig_randn = _Signatures('randn', [
     (('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6915,6 +7950,11 @@ def randn(*args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_randn.call(_ks_device(_a['device']), _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
+
+
+randn.__doc__ = 'Returns a tensor filled with random numbers from the standard normal distribution.\n\nrandn(size: List[int], *, generator: Optional[Generator] = None, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_randn(size, *, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+randn.__wrapped__ = _signature_randn
 
 
 _sig_randint = _Signatures('randint', [
@@ -6953,6 +7993,9 @@ def randint(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+randint.__doc__ = 'Returns a tensor filled with random integers from ``low`` (inclusive) to ``high`` (exclusive).\n\nrandint(high: int, size: List[int], *, generator: Optional[Generator] = None, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nrandint(low: int, high: int, size: List[int], *, generator: Optional[Generator] = None, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+
+
 _sig_randperm = _Signatures('randperm', [
     (('n', 'int', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -6973,6 +8016,11 @@ def randperm(*args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_randperm.call(_ks_device(_a['device']), _a['n'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
+
+
+randperm.__doc__ = 'randperm(n: int, *, generator: Optional[Generator] = None, dtype: Optional[dtype] = _dtypes.long, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_randperm(n, *, generator=None, dtype=_dtypes.long, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+randperm.__wrapped__ = _signature_randperm
 
 
 _sig_rand_like = _Signatures('rand_like', [
@@ -6997,6 +8045,11 @@ def rand_like(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+rand_like.__doc__ = 'rand_like(input: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+def _signature_rand_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
+rand_like.__wrapped__ = _signature_rand_like
+
+
 _sig_randn_like = _Signatures('randn_like', [
     (('input', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
@@ -7017,6 +8070,11 @@ def randn_like(*args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_randn_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
+
+
+randn_like.__doc__ = 'randn_like(input: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+def _signature_randn_like(input, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False): ...
+randn_like.__wrapped__ = _signature_randn_like
 
 
 _sig_normal = _Signatures('normal', [
@@ -7055,6 +8113,9 @@ def normal(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+normal.__doc__ = 'normal(mean: Tensor, std: Tensor, *, generator: Optional[Generator] = None) -> Tensor\nnormal(mean: float, std: float, size: List[int], *, generator: Optional[Generator] = None, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+
+
 _sig_bernoulli = _Signatures('bernoulli', [
     (('input', 'T', False, False, None), ('generator', 'gen?', True, True, None),),
     (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('generator', 'gen?', True, True, None),),
@@ -7091,6 +8152,9 @@ def bernoulli(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bernoulli.__doc__ = 'bernoulli(input: Tensor, *, generator: Optional[Generator] = None) -> Tensor\nbernoulli(input: Tensor, p: float, *, generator: Optional[Generator] = None) -> Tensor'
+
+
 _sig_multinomial = _Signatures('multinomial', [
     (('input', 'T', False, False, None), ('num_samples', 'int', False, False, None), ('replacement', 'bool', False, True, False), ('generator', 'gen?', True, True, None),),
 ], method=False)
@@ -7113,6 +8177,11 @@ def multinomial(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+multinomial.__doc__ = 'multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Optional[Generator] = None) -> Tensor'
+def _signature_multinomial(input, num_samples, replacement=False, *, generator=None): ...
+multinomial.__wrapped__ = _signature_multinomial
+
+
 _sig_clone = _Signatures('clone', [
     (('input', 'T', False, False, None), ('memory_format', 'any', True, True, None),),
 ], method=False)
@@ -7133,6 +8202,11 @@ def clone(*args, **kwargs):
     if _i == 0:
         return _R._op_clone.call(_a['input']._ks, _a['input'], _a['memory_format'])
     raise AssertionError('unreachable')
+
+
+clone.__doc__ = 'Returns a copy of ``input``.\n\nclone(input: Tensor, *, memory_format=None) -> Tensor'
+def _signature_clone(input, *, memory_format=None): ...
+clone.__wrapped__ = _signature_clone
 
 
 _sig_fill_ = _Signatures('fill_', [
@@ -7171,6 +8245,9 @@ def fill_(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+fill_.__doc__ = 'fill_(input: Tensor, value: Number) -> Tensor\nfill_(input: Tensor, value: Tensor) -> Tensor'
+
+
 _sig_zero_ = _Signatures('zero_', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -7191,6 +8268,11 @@ def zero_(*args, **kwargs):
     if _i == 0:
         return _R._op_zero_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+zero_.__doc__ = 'zero_(input: Tensor) -> Tensor'
+def _signature_zero_(input): ...
+zero_.__wrapped__ = _signature_zero_
 
 
 _sig_masked_fill = _Signatures('masked_fill', [
@@ -7229,6 +8311,9 @@ def masked_fill(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+masked_fill.__doc__ = 'Fills elements of ``self`` with ``value`` where ``mask`` is True.\n\nmasked_fill(input: Tensor, mask: Tensor, value: Number) -> Tensor\nmasked_fill(input: Tensor, mask: Tensor, value: Tensor) -> Tensor'
+
+
 _sig_index = _Signatures('index', [
     (('input', 'T', False, False, None), ('indices', 'T?[]', False, False, None),),
 ], method=False)
@@ -7238,6 +8323,11 @@ def index(*args, **kwargs):
     if _i == 0:
         return _R._op_index_Tensor.call(_a['input']._ks | _ks_list(_a['indices']), _a['input'], _a['indices'])
     raise AssertionError('unreachable')
+
+
+index.__doc__ = 'index(input: Tensor, indices: List[Optional[Tensor]]) -> Tensor'
+def _signature_index(input, indices): ...
+index.__wrapped__ = _signature_index
 
 
 _sig_index_put = _Signatures('index_put', [
@@ -7251,6 +8341,11 @@ def index_put(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+index_put.__doc__ = 'index_put(input: Tensor, indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor'
+def _signature_index_put(input, indices, values, accumulate=False): ...
+index_put.__wrapped__ = _signature_index_put
+
+
 _sig_index_put_ = _Signatures('index_put_', [
     (('input', 'T', False, False, None), ('indices', 'T?[]', False, False, None), ('values', 'T', False, False, None), ('accumulate', 'bool', False, True, False),),
 ], method=False)
@@ -7260,6 +8355,11 @@ def index_put_(*args, **kwargs):
     if _i == 0:
         return _R._op_index_put_.call(_a['input']._ks | _ks_list(_a['indices']) | _a['values']._ks, _a['input'], _a['indices'], _a['values'], _a['accumulate'])
     raise AssertionError('unreachable')
+
+
+index_put_.__doc__ = 'index_put_(input: Tensor, indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor'
+def _signature_index_put_(input, indices, values, accumulate=False): ...
+index_put_.__wrapped__ = _signature_index_put_
 
 
 _sig_index_select = _Signatures('index_select', [
@@ -7289,6 +8389,11 @@ def index_select(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+index_select.__doc__ = 'Returns a new tensor indexing ``input`` along ``dim`` with the entries of ``index``.\n\nindex_select(input: Tensor, dim: int, index: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_index_select(input, dim, index, *, out=None): ...
+index_select.__wrapped__ = _signature_index_select
+
+
 _sig_gather = _Signatures('gather', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('sparse_grad', 'bool', True, True, False), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -7314,6 +8419,11 @@ def gather(*args, **kwargs):
             return _R._op_gather.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['sparse_grad'])
         return _R._op_gather_out.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['sparse_grad'], _a['out'])
     raise AssertionError('unreachable')
+
+
+gather.__doc__ = 'Gathers values along an axis specified by ``dim``.\n\ngather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False, out: Optional[Tensor] = None) -> Tensor'
+def _signature_gather(input, dim, index, *, sparse_grad=False, out=None): ...
+gather.__wrapped__ = _signature_gather
 
 
 _sig_scatter = _Signatures('scatter', [
@@ -7366,6 +8476,9 @@ def scatter(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+scatter.__doc__ = 'scatter(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor\nscatter(input: Tensor, dim: int, index: Tensor, value: Number) -> Tensor\nscatter(input: Tensor, dim: int, index: Tensor, src: Tensor, *, reduce: str) -> Tensor'
+
+
 _sig_scatter_add = _Signatures('scatter_add', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),),
 ], method=False)
@@ -7386,6 +8499,11 @@ def scatter_add(*args, **kwargs):
     if _i == 0:
         return _R._op_scatter_add.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'])
     raise AssertionError('unreachable')
+
+
+scatter_add.__doc__ = 'scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor'
+def _signature_scatter_add(input, dim, index, src): ...
+scatter_add.__wrapped__ = _signature_scatter_add
 
 
 _sig_scatter_reduce = _Signatures('scatter_reduce', [
@@ -7410,6 +8528,11 @@ def scatter_reduce(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+scatter_reduce.__doc__ = 'scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor'
+def _signature_scatter_reduce(input, dim, index, src, reduce, *, include_self=True): ...
+scatter_reduce.__wrapped__ = _signature_scatter_reduce
+
+
 _sig_index_add = _Signatures('index_add', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
 ], method=False)
@@ -7432,6 +8555,11 @@ def index_add(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+index_add.__doc__ = 'index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor'
+def _signature_index_add(input, dim, index, source, *, alpha=1): ...
+index_add.__wrapped__ = _signature_index_add
+
+
 _sig_index_copy = _Signatures('index_copy', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None),),
 ], method=False)
@@ -7452,6 +8580,11 @@ def index_copy(*args, **kwargs):
     if _i == 0:
         return _R._op_index_copy.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'])
     raise AssertionError('unreachable')
+
+
+index_copy.__doc__ = 'index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor'
+def _signature_index_copy(input, dim, index, source): ...
+index_copy.__wrapped__ = _signature_index_copy
 
 
 _sig_index_fill = _Signatures('index_fill', [
@@ -7490,6 +8623,9 @@ def index_fill(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+index_fill.__doc__ = 'index_fill(input: Tensor, dim: int, index: Tensor, value: Number) -> Tensor\nindex_fill(input: Tensor, dim: int, index: Tensor, value: Tensor) -> Tensor'
+
+
 _sig_masked_select = _Signatures('masked_select', [
     (('input', 'T', False, False, None), ('mask', 'T', False, False, None),),
 ], method=False)
@@ -7510,6 +8646,11 @@ def masked_select(*args, **kwargs):
     if _i == 0:
         return _R._op_masked_select.call(_a['input']._ks | _a['mask']._ks, _a['input'], _a['mask'])
     raise AssertionError('unreachable')
+
+
+masked_select.__doc__ = 'masked_select(input: Tensor, mask: Tensor) -> Tensor'
+def _signature_masked_select(input, mask): ...
+masked_select.__wrapped__ = _signature_masked_select
 
 
 _sig_masked_scatter = _Signatures('masked_scatter', [
@@ -7534,6 +8675,11 @@ def masked_scatter(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+masked_scatter.__doc__ = 'masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor'
+def _signature_masked_scatter(input, mask, source): ...
+masked_scatter.__wrapped__ = _signature_masked_scatter
+
+
 _sig_nonzero = _Signatures('nonzero', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -7554,6 +8700,11 @@ def nonzero(*args, **kwargs):
     if _i == 0:
         return _R._op_nonzero.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+nonzero.__doc__ = 'nonzero(input: Tensor) -> Tensor'
+def _signature_nonzero(input): ...
+nonzero.__wrapped__ = _signature_nonzero
 
 
 _sig_argwhere = _Signatures('argwhere', [
@@ -7578,6 +8729,11 @@ def argwhere(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+argwhere.__doc__ = 'argwhere(input: Tensor) -> Tensor'
+def _signature_argwhere(input): ...
+argwhere.__wrapped__ = _signature_argwhere
+
+
 _sig_take = _Signatures('take', [
     (('input', 'T', False, False, None), ('index', 'T', False, False, None),),
 ], method=False)
@@ -7598,6 +8754,11 @@ def take(*args, **kwargs):
     if _i == 0:
         return _R._op_take.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['index'])
     raise AssertionError('unreachable')
+
+
+take.__doc__ = 'take(input: Tensor, index: Tensor) -> Tensor'
+def _signature_take(input, index): ...
+take.__wrapped__ = _signature_take
 
 
 _sig_take_along_dim = _Signatures('take_along_dim', [
@@ -7622,6 +8783,11 @@ def take_along_dim(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+take_along_dim.__doc__ = 'take_along_dim(input: Tensor, indices: Tensor, dim: Optional[int] = None) -> Tensor'
+def _signature_take_along_dim(input, indices, dim=None): ...
+take_along_dim.__wrapped__ = _signature_take_along_dim
+
+
 _sig_cat = _Signatures('cat', [
     (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -7635,6 +8801,11 @@ def cat(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cat.__doc__ = 'Concatenates the given sequence of tensors in ``tensors`` along ``dim``.\n\ncat(tensors: List[Tensor], dim: int = 0, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_cat(tensors, dim=0, *, out=None): ...
+cat.__wrapped__ = _signature_cat
+
+
 _sig_concat = _Signatures('concat', [
     (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=False)
@@ -7646,6 +8817,11 @@ def concat(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+concat.__doc__ = 'concat(tensors: List[Tensor], dim: int = 0) -> Tensor'
+def _signature_concat(tensors, dim=0): ...
+concat.__wrapped__ = _signature_concat
+
+
 _sig_concatenate = _Signatures('concatenate', [
     (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=False)
@@ -7655,6 +8831,11 @@ def concatenate(*args, **kwargs):
     if _i == 0:
         return _R._op_concatenate.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
     raise AssertionError('unreachable')
+
+
+concatenate.__doc__ = 'concatenate(tensors: List[Tensor], dim: int = 0) -> Tensor'
+def _signature_concatenate(tensors, dim=0): ...
+concatenate.__wrapped__ = _signature_concatenate
 
 
 _sig_stack = _Signatures('stack', [
@@ -7670,6 +8851,11 @@ def stack(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+stack.__doc__ = 'Concatenates a sequence of tensors along a new dimension ``dim``.\n\nstack(tensors: List[Tensor], dim: int = 0, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_stack(tensors, dim=0, *, out=None): ...
+stack.__wrapped__ = _signature_stack
+
+
 _sig_hstack = _Signatures('hstack', [
     (('tensors', 'T[]', False, False, None),),
 ], method=False)
@@ -7679,6 +8865,11 @@ def hstack(*args, **kwargs):
     if _i == 0:
         return _R._op_hstack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
+
+
+hstack.__doc__ = 'hstack(tensors: List[Tensor]) -> Tensor'
+def _signature_hstack(tensors): ...
+hstack.__wrapped__ = _signature_hstack
 
 
 _sig_vstack = _Signatures('vstack', [
@@ -7692,6 +8883,11 @@ def vstack(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+vstack.__doc__ = 'vstack(tensors: List[Tensor]) -> Tensor'
+def _signature_vstack(tensors): ...
+vstack.__wrapped__ = _signature_vstack
+
+
 _sig_dstack = _Signatures('dstack', [
     (('tensors', 'T[]', False, False, None),),
 ], method=False)
@@ -7701,6 +8897,11 @@ def dstack(*args, **kwargs):
     if _i == 0:
         return _R._op_dstack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
+
+
+dstack.__doc__ = 'dstack(tensors: List[Tensor]) -> Tensor'
+def _signature_dstack(tensors): ...
+dstack.__wrapped__ = _signature_dstack
 
 
 _sig_column_stack = _Signatures('column_stack', [
@@ -7714,6 +8915,11 @@ def column_stack(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+column_stack.__doc__ = 'column_stack(tensors: List[Tensor]) -> Tensor'
+def _signature_column_stack(tensors): ...
+column_stack.__wrapped__ = _signature_column_stack
+
+
 _sig_row_stack = _Signatures('row_stack', [
     (('tensors', 'T[]', False, False, None),),
 ], method=False)
@@ -7723,6 +8929,11 @@ def row_stack(*args, **kwargs):
     if _i == 0:
         return _R._op_row_stack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
+
+
+row_stack.__doc__ = 'row_stack(tensors: List[Tensor]) -> Tensor'
+def _signature_row_stack(tensors): ...
+row_stack.__wrapped__ = _signature_row_stack
 
 
 _sig_atleast_1d = _Signatures('atleast_1d', [
@@ -7750,6 +8961,9 @@ def atleast_1d(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+atleast_1d.__doc__ = 'atleast_1d(input: Tensor) -> Tensor\natleast_1d(tensors: List[Tensor]) -> List[Tensor]'
+
+
 _sig_atleast_2d = _Signatures('atleast_2d', [
     (('input', 'T', False, False, None),),
     (('tensors', 'T[]', False, False, None),),
@@ -7773,6 +8987,9 @@ def atleast_2d(*args, **kwargs):
     elif _i == 1:
         return _R._op_atleast_2d_Sequence.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
+
+
+atleast_2d.__doc__ = 'atleast_2d(input: Tensor) -> Tensor\natleast_2d(tensors: List[Tensor]) -> List[Tensor]'
 
 
 _sig_atleast_3d = _Signatures('atleast_3d', [
@@ -7800,6 +9017,9 @@ def atleast_3d(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+atleast_3d.__doc__ = 'atleast_3d(input: Tensor) -> Tensor\natleast_3d(tensors: List[Tensor]) -> List[Tensor]'
+
+
 _sig_broadcast_tensors = _Signatures('broadcast_tensors', [
     (('tensors', 'T[]', False, False, None),),
 ], method=False)
@@ -7809,6 +9029,11 @@ def broadcast_tensors(*args, **kwargs):
     if _i == 0:
         return _R._op_broadcast_tensors.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
+
+
+broadcast_tensors.__doc__ = 'broadcast_tensors(tensors: List[Tensor]) -> List[Tensor]'
+def _signature_broadcast_tensors(tensors): ...
+broadcast_tensors.__wrapped__ = _signature_broadcast_tensors
 
 
 _sig_meshgrid = _Signatures('meshgrid', [
@@ -7823,6 +9048,9 @@ def meshgrid(*args, **kwargs):
     elif _i == 1:
         return _R._op_meshgrid_indexing.call(_ks_list(_a['tensors']), _a['tensors'], _a['indexing'])
     raise AssertionError('unreachable')
+
+
+meshgrid.__doc__ = 'meshgrid(tensors: List[Tensor]) -> List[Tensor]\nmeshgrid(tensors: List[Tensor], *, indexing: str) -> List[Tensor]'
 
 
 _sig_tril = _Signatures('tril', [
@@ -7852,6 +9080,11 @@ def tril(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+tril.__doc__ = 'tril(input: Tensor, diagonal: int = 0, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_tril(input, diagonal=0, *, out=None): ...
+tril.__wrapped__ = _signature_tril
+
+
 _sig_triu = _Signatures('triu', [
     (('input', 'T', False, False, None), ('diagonal', 'int', False, True, 0), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -7879,6 +9112,11 @@ def triu(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+triu.__doc__ = 'triu(input: Tensor, diagonal: int = 0, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_triu(input, diagonal=0, *, out=None): ...
+triu.__wrapped__ = _signature_triu
+
+
 _sig_flip = _Signatures('flip', [
     (('input', 'T', False, False, None), ('dims', 'int[]', False, False, None),),
 ], method=False)
@@ -7899,6 +9137,11 @@ def flip(*args, **kwargs):
     if _i == 0:
         return _R._op_flip.call(_a['input']._ks, _a['input'], _a['dims'])
     raise AssertionError('unreachable')
+
+
+flip.__doc__ = 'flip(input: Tensor, dims: List[int]) -> Tensor'
+def _signature_flip(input, dims): ...
+flip.__wrapped__ = _signature_flip
 
 
 _sig_fliplr = _Signatures('fliplr', [
@@ -7923,6 +9166,11 @@ def fliplr(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+fliplr.__doc__ = 'fliplr(input: Tensor) -> Tensor'
+def _signature_fliplr(input): ...
+fliplr.__wrapped__ = _signature_fliplr
+
+
 _sig_flipud = _Signatures('flipud', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -7943,6 +9191,11 @@ def flipud(*args, **kwargs):
     if _i == 0:
         return _R._op_flipud.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+flipud.__doc__ = 'flipud(input: Tensor) -> Tensor'
+def _signature_flipud(input): ...
+flipud.__wrapped__ = _signature_flipud
 
 
 _sig_roll = _Signatures('roll', [
@@ -7967,6 +9220,11 @@ def roll(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+roll.__doc__ = 'roll(input: Tensor, shifts: List[int], dims: List[int] = ()) -> Tensor'
+def _signature_roll(input, shifts, dims=()): ...
+roll.__wrapped__ = _signature_roll
+
+
 _sig_rot90 = _Signatures('rot90', [
     (('input', 'T', False, False, None), ('k', 'int', False, True, 1), ('dims', 'int[]', False, True, (0,1)),),
 ], method=False)
@@ -7989,6 +9247,11 @@ def rot90(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+rot90.__doc__ = 'rot90(input: Tensor, k: int = 1, dims: List[int] = (0,1)) -> Tensor'
+def _signature_rot90(input, k=1, dims=(0,1)): ...
+rot90.__wrapped__ = _signature_rot90
+
+
 _sig_tile = _Signatures('tile', [
     (('input', 'T', False, False, None), ('dims', 'int[]', False, False, None),),
 ], method=False)
@@ -8009,6 +9272,11 @@ def tile(*args, **kwargs):
     if _i == 0:
         return _R._op_tile.call(_a['input']._ks, _a['input'], _a['dims'])
     raise AssertionError('unreachable')
+
+
+tile.__doc__ = 'tile(input: Tensor, dims: List[int]) -> Tensor'
+def _signature_tile(input, dims): ...
+tile.__wrapped__ = _signature_tile
 
 
 _sig_repeat_interleave = _Signatures('repeat_interleave', [
@@ -8061,6 +9329,9 @@ def repeat_interleave(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+repeat_interleave.__doc__ = 'repeat_interleave(input: Tensor, repeats: Tensor, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor\nrepeat_interleave(input: Tensor, repeats: int, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor\nrepeat_interleave(repeats: Tensor, *, output_size: Optional[int] = None) -> Tensor'
+
+
 _sig_diag = _Signatures('diag', [
     (('input', 'T', False, False, None), ('diagonal', 'int', False, True, 0),),
 ], method=False)
@@ -8083,6 +9354,11 @@ def diag(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+diag.__doc__ = 'diag(input: Tensor, diagonal: int = 0) -> Tensor'
+def _signature_diag(input, diagonal=0): ...
+diag.__wrapped__ = _signature_diag
+
+
 _sig_diag_embed = _Signatures('diag_embed', [
     (('input', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, -2), ('dim2', 'int', False, True, -1),),
 ], method=False)
@@ -8103,6 +9379,11 @@ def diag_embed(*args, **kwargs):
     if _i == 0:
         return _R._op_diag_embed.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
+
+
+diag_embed.__doc__ = 'diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor'
+def _signature_diag_embed(input, offset=0, dim1=-2, dim2=-1): ...
+diag_embed.__wrapped__ = _signature_diag_embed
 
 
 _sig_searchsorted = _Signatures('searchsorted', [
@@ -8141,6 +9422,9 @@ def searchsorted(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+searchsorted.__doc__ = 'searchsorted(sorted_sequence: Tensor, input: Tensor, *, out_int32: bool = False, right: bool = False, side: Optional[str] = None, sorter: Optional[Tensor] = None) -> Tensor\nsearchsorted(sorted_sequence: Tensor, input: Number, *, out_int32: bool = False, right: bool = False, side: Optional[str] = None, sorter: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_bucketize = _Signatures('bucketize', [
     (('input', 'T', False, False, None), ('boundaries', 'T', False, False, None), ('out_int32', 'bool', True, True, False), ('right', 'bool', True, True, False),),
 ], method=False)
@@ -8161,6 +9445,11 @@ def bucketize(*args, **kwargs):
     if _i == 0:
         return _R._op_bucketize_Tensor.call(_a['input']._ks | _a['boundaries']._ks, _a['input'], _a['boundaries'], _a['out_int32'], _a['right'])
     raise AssertionError('unreachable')
+
+
+bucketize.__doc__ = 'bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor'
+def _signature_bucketize(input, boundaries, *, out_int32=False, right=False): ...
+bucketize.__wrapped__ = _signature_bucketize
 
 
 _sig_mm = _Signatures('mm', [
@@ -8190,6 +9479,11 @@ def mm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+mm.__doc__ = 'Performs a matrix multiplication of the matrices ``input`` and ``mat2``.\n\nmm(input: Tensor, mat2: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_mm(input, mat2, *, out=None): ...
+mm.__wrapped__ = _signature_mm
+
+
 _sig_bmm = _Signatures('bmm', [
     (('input', 'T', False, False, None), ('mat2', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -8215,6 +9509,11 @@ def bmm(*args, **kwargs):
             return _R._op_bmm.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'])
         return _R._op_bmm_out.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'], _a['out'])
     raise AssertionError('unreachable')
+
+
+bmm.__doc__ = 'Performs a batch matrix-matrix product of the matrices in ``input`` and ``mat2``.\n\nbmm(input: Tensor, mat2: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_bmm(input, mat2, *, out=None): ...
+bmm.__wrapped__ = _signature_bmm
 
 
 _sig_matmul = _Signatures('matmul', [
@@ -8244,6 +9543,11 @@ def matmul(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+matmul.__doc__ = 'Matrix product of two tensors, broadcasting batch dimensions (dot, mv, mm or bmm by rank).\n\nmatmul(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_matmul(input, other, *, out=None): ...
+matmul.__wrapped__ = _signature_matmul
+
+
 _sig_mv = _Signatures('mv', [
     (('input', 'T', False, False, None), ('vec', 'T', False, False, None),),
 ], method=False)
@@ -8264,6 +9568,11 @@ def mv(*args, **kwargs):
     if _i == 0:
         return _R._op_mv.call(_a['input']._ks | _a['vec']._ks, _a['input'], _a['vec'])
     raise AssertionError('unreachable')
+
+
+mv.__doc__ = 'mv(input: Tensor, vec: Tensor) -> Tensor'
+def _signature_mv(input, vec): ...
+mv.__wrapped__ = _signature_mv
 
 
 _sig_dot = _Signatures('dot', [
@@ -8288,6 +9597,11 @@ def dot(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+dot.__doc__ = 'Computes the dot product of two 1D tensors.\n\ndot(input: Tensor, tensor: Tensor) -> Tensor'
+def _signature_dot(input, tensor): ...
+dot.__wrapped__ = _signature_dot
+
+
 _sig_vdot = _Signatures('vdot', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
 ], method=False)
@@ -8308,6 +9622,11 @@ def vdot(*args, **kwargs):
     if _i == 0:
         return _R._op_vdot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
+
+
+vdot.__doc__ = 'vdot(input: Tensor, other: Tensor) -> Tensor'
+def _signature_vdot(input, other): ...
+vdot.__wrapped__ = _signature_vdot
 
 
 _sig_inner = _Signatures('inner', [
@@ -8332,6 +9651,11 @@ def inner(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+inner.__doc__ = 'inner(input: Tensor, other: Tensor) -> Tensor'
+def _signature_inner(input, other): ...
+inner.__wrapped__ = _signature_inner
+
+
 _sig_outer = _Signatures('outer', [
     (('input', 'T', False, False, None), ('vec2', 'T', False, False, None),),
 ], method=False)
@@ -8354,6 +9678,11 @@ def outer(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+outer.__doc__ = 'outer(input: Tensor, vec2: Tensor) -> Tensor'
+def _signature_outer(input, vec2): ...
+outer.__wrapped__ = _signature_outer
+
+
 _sig_ger = _Signatures('ger', [
     (('input', 'T', False, False, None), ('vec2', 'T', False, False, None),),
 ], method=False)
@@ -8374,6 +9703,11 @@ def ger(*args, **kwargs):
     if _i == 0:
         return _R._op_ger.call(_a['input']._ks | _a['vec2']._ks, _a['input'], _a['vec2'])
     raise AssertionError('unreachable')
+
+
+ger.__doc__ = 'ger(input: Tensor, vec2: Tensor) -> Tensor'
+def _signature_ger(input, vec2): ...
+ger.__wrapped__ = _signature_ger
 
 
 _sig_addmm = _Signatures('addmm', [
@@ -8403,6 +9737,11 @@ def addmm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+addmm.__doc__ = 'Performs beta * input + alpha * (mat1 @ mat2).\n\naddmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+def _signature_addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None): ...
+addmm.__wrapped__ = _signature_addmm
+
+
 _sig_addmv = _Signatures('addmv', [
     (('input', 'T', False, False, None), ('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -8428,6 +9767,11 @@ def addmv(*args, **kwargs):
             return _R._op_addmv.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
         return _R._op_addmv_out.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
+
+
+addmv.__doc__ = 'addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+def _signature_addmv(input, mat, vec, *, beta=1, alpha=1, out=None): ...
+addmv.__wrapped__ = _signature_addmv
 
 
 _sig_baddbmm = _Signatures('baddbmm', [
@@ -8457,6 +9801,11 @@ def baddbmm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+baddbmm.__doc__ = 'baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+def _signature_baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None): ...
+baddbmm.__wrapped__ = _signature_baddbmm
+
+
 _sig_addbmm = _Signatures('addbmm', [
     (('input', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -8484,6 +9833,11 @@ def addbmm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+addbmm.__doc__ = 'addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor'
+def _signature_addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None): ...
+addbmm.__wrapped__ = _signature_addbmm
+
+
 _sig_einsum = _Signatures('einsum', [
     (('equation', 'str', False, False, None), ('tensors', 'T[]', False, False, None), ('path', 'int[]?', True, True, None),),
 ], method=False)
@@ -8493,6 +9847,11 @@ def einsum(*args, **kwargs):
     if _i == 0:
         return _R._op_einsum.call(_ks_list(_a['tensors']), _a['equation'], _a['tensors'], _a['path'])
     raise AssertionError('unreachable')
+
+
+einsum.__doc__ = 'Sums the product of the elements of the operands along dimensions given by Einstein notation.\n\neinsum(equation: str, tensors: List[Tensor], *, path: Optional[List[int]] = None) -> Tensor'
+def _signature_einsum(equation, tensors, *, path=None): ...
+einsum.__wrapped__ = _signature_einsum
 
 
 _sig_tensordot = _Signatures('tensordot', [
@@ -8517,6 +9876,11 @@ def tensordot(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+tensordot.__doc__ = 'tensordot(input: Tensor, other: Tensor, dims_self: List[int], dims_other: List[int]) -> Tensor'
+def _signature_tensordot(input, other, dims_self, dims_other): ...
+tensordot.__wrapped__ = _signature_tensordot
+
+
 _sig_kron = _Signatures('kron', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
 ], method=False)
@@ -8537,6 +9901,11 @@ def kron(*args, **kwargs):
     if _i == 0:
         return _R._op_kron.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
+
+
+kron.__doc__ = 'kron(input: Tensor, other: Tensor) -> Tensor'
+def _signature_kron(input, other): ...
+kron.__wrapped__ = _signature_kron
 
 
 _sig_cdist = _Signatures('cdist', [
@@ -8561,6 +9930,11 @@ def cdist(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cdist.__doc__ = 'cdist(x1: Tensor, x2: Tensor, p: float = 2, compute_mode: Optional[int] = None) -> Tensor'
+def _signature_cdist(x1, x2, p=2, compute_mode=None): ...
+cdist.__wrapped__ = _signature_cdist
+
+
 _sig_cross = _Signatures('cross', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('dim', 'int?', False, True, None),),
 ], method=False)
@@ -8581,6 +9955,11 @@ def cross(*args, **kwargs):
     if _i == 0:
         return _R._op_cross.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dim'])
     raise AssertionError('unreachable')
+
+
+cross.__doc__ = 'cross(input: Tensor, other: Tensor, dim: Optional[int] = None) -> Tensor'
+def _signature_cross(input, other, dim=None): ...
+cross.__wrapped__ = _signature_cross
 
 
 _sig_det = _Signatures('det', [
@@ -8605,6 +9984,11 @@ def det(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+det.__doc__ = 'det(input: Tensor) -> Tensor'
+def _signature_det(input): ...
+det.__wrapped__ = _signature_det
+
+
 _sig_inverse = _Signatures('inverse', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -8625,6 +10009,11 @@ def inverse(*args, **kwargs):
     if _i == 0:
         return _R._op_inverse.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+inverse.__doc__ = 'inverse(input: Tensor) -> Tensor'
+def _signature_inverse(input): ...
+inverse.__wrapped__ = _signature_inverse
 
 
 _sig_slogdet = _Signatures('slogdet', [
@@ -8649,6 +10038,11 @@ def slogdet(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+slogdet.__doc__ = 'slogdet(input: Tensor) -> (Tensor, Tensor)'
+def _signature_slogdet(input): ...
+slogdet.__wrapped__ = _signature_slogdet
+
+
 _sig_pinverse = _Signatures('pinverse', [
     (('input', 'T', False, False, None), ('rcond', 'float', False, True, 1e-15),),
 ], method=False)
@@ -8669,6 +10063,11 @@ def pinverse(*args, **kwargs):
     if _i == 0:
         return _R._op_pinverse.call(_a['input']._ks, _a['input'], _a['rcond'])
     raise AssertionError('unreachable')
+
+
+pinverse.__doc__ = 'pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor'
+def _signature_pinverse(input, rcond=1e-15): ...
+pinverse.__wrapped__ = _signature_pinverse
 
 
 _sig_softmax = _Signatures('softmax', [
@@ -8693,6 +10092,11 @@ def softmax(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+softmax.__doc__ = 'Applies the softmax function along ``dim``.\n\nsoftmax(input: Tensor, dim: int, dtype: Optional[dtype] = None) -> Tensor'
+def _signature_softmax(input, dim, dtype=None): ...
+softmax.__wrapped__ = _signature_softmax
+
+
 _sig_log_softmax = _Signatures('log_softmax', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),),
 ], method=False)
@@ -8713,6 +10117,11 @@ def log_softmax(*args, **kwargs):
     if _i == 0:
         return _R._op_log_softmax_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
+
+
+log_softmax.__doc__ = 'Applies the softmax followed by the logarithm along ``dim``.\n\nlog_softmax(input: Tensor, dim: int, dtype: Optional[dtype] = None) -> Tensor'
+def _signature_log_softmax(input, dim, dtype=None): ...
+log_softmax.__wrapped__ = _signature_log_softmax
 
 
 _sig_native_layer_norm = _Signatures('native_layer_norm', [
@@ -8737,6 +10146,11 @@ def native_layer_norm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+native_layer_norm.__doc__ = 'native_layer_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> (Tensor, Tensor, Tensor)'
+def _signature_native_layer_norm(input, normalized_shape, weight, bias, eps): ...
+native_layer_norm.__wrapped__ = _signature_native_layer_norm
+
+
 _sig_native_layer_norm_backward = _Signatures('native_layer_norm_backward', [
     (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('mean', 'T', False, False, None), ('rstd', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('output_mask', 'bool[]', False, False, None),),
 ], method=False)
@@ -8746,6 +10160,11 @@ def native_layer_norm_backward(*args, **kwargs):
     if _i == 0:
         return _R._op_native_layer_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _a['mean']._ks | _a['rstd']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['grad_out'], _a['input'], _a['normalized_shape'], _a['mean'], _a['rstd'], _a['weight'], _a['bias'], _a['output_mask'])
     raise AssertionError('unreachable')
+
+
+native_layer_norm_backward.__doc__ = 'native_layer_norm_backward(grad_out: Tensor, input: Tensor, normalized_shape: List[int], mean: Tensor, rstd: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], output_mask) -> (Tensor, Tensor, Tensor)'
+def _signature_native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask): ...
+native_layer_norm_backward.__wrapped__ = _signature_native_layer_norm_backward
 
 
 _sig_layer_norm = _Signatures('layer_norm', [
@@ -8770,6 +10189,11 @@ def layer_norm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+layer_norm.__doc__ = 'layer_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-05, cudnn_enable: bool = True) -> Tensor'
+def _signature_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True): ...
+layer_norm.__wrapped__ = _signature_layer_norm
+
+
 _sig_native_batch_norm = _Signatures('native_batch_norm', [
     (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('training', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None),),
 ], method=False)
@@ -8792,6 +10216,11 @@ def native_batch_norm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+native_batch_norm.__doc__ = 'native_batch_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], training: bool, momentum: float, eps: float) -> (Tensor, Tensor, Tensor)'
+def _signature_native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps): ...
+native_batch_norm.__wrapped__ = _signature_native_batch_norm
+
+
 _sig_native_batch_norm_backward = _Signatures('native_batch_norm_backward', [
     (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('save_mean', 'T?', False, False, None), ('save_invstd', 'T?', False, False, None), ('train', 'bool', False, False, None), ('eps', 'float', False, False, None), ('output_mask', 'bool[]', False, False, None),),
 ], method=False)
@@ -8801,6 +10230,11 @@ def native_batch_norm_backward(*args, **kwargs):
     if _i == 0:
         return _R._op_native_batch_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']) | _ks_opt(_a['save_mean']) | _ks_opt(_a['save_invstd']), _a['grad_out'], _a['input'], _a['weight'], _a['running_mean'], _a['running_var'], _a['save_mean'], _a['save_invstd'], _a['train'], _a['eps'], _a['output_mask'])
     raise AssertionError('unreachable')
+
+
+native_batch_norm_backward.__doc__ = 'native_batch_norm_backward(grad_out: Tensor, input: Tensor, weight: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], save_mean: Optional[Tensor], save_invstd: Optional[Tensor], train: bool, eps: float, output_mask) -> (Tensor, Tensor, Tensor)'
+def _signature_native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask): ...
+native_batch_norm_backward.__wrapped__ = _signature_native_batch_norm_backward
 
 
 _sig_batch_norm = _Signatures('batch_norm', [
@@ -8825,6 +10259,11 @@ def batch_norm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+batch_norm.__doc__ = 'batch_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], training: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor'
+def _signature_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled): ...
+batch_norm.__wrapped__ = _signature_batch_norm
+
+
 _sig_convolution = _Signatures('convolution', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None),),
 ], method=False)
@@ -8847,6 +10286,11 @@ def convolution(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+convolution.__doc__ = 'convolution(input: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int], dilation: List[int], transposed: bool, output_padding: List[int], groups: int) -> Tensor'
+def _signature_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups): ...
+convolution.__wrapped__ = _signature_convolution
+
+
 _sig_convolution_backward = _Signatures('convolution_backward', [
     (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias_sizes', 'int[]?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None), ('output_mask', 'bool[]', False, False, None),),
 ], method=False)
@@ -8856,6 +10300,11 @@ def convolution_backward(*args, **kwargs):
     if _i == 0:
         return _R._op_convolution_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['weight']._ks, _a['grad_output'], _a['input'], _a['weight'], _a['bias_sizes'], _a['stride'], _a['padding'], _a['dilation'], _a['transposed'], _a['output_padding'], _a['groups'], _a['output_mask'])
     raise AssertionError('unreachable')
+
+
+convolution_backward.__doc__ = 'convolution_backward(grad_output: Tensor, input: Tensor, weight: Tensor, bias_sizes: Optional[List[int]], stride: List[int], padding: List[int], dilation: List[int], transposed: bool, output_padding: List[int], groups: int, output_mask) -> (Tensor, Tensor, Tensor)'
+def _signature_convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask): ...
+convolution_backward.__wrapped__ = _signature_convolution_backward
 
 
 _sig_constant_pad_nd = _Signatures('constant_pad_nd', [
@@ -8880,6 +10329,11 @@ def constant_pad_nd(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+constant_pad_nd.__doc__ = 'constant_pad_nd(input: Tensor, pad: List[int], value: Number = 0) -> Tensor'
+def _signature_constant_pad_nd(input, pad, value=0): ...
+constant_pad_nd.__wrapped__ = _signature_constant_pad_nd
+
+
 _sig_embedding = _Signatures('embedding', [
     (('weight', 'T', False, False, None), ('indices', 'T', False, False, None), ('padding_idx', 'int', False, True, -1), ('scale_grad_by_freq', 'bool', False, True, False), ('sparse', 'bool', False, True, False),),
 ], method=False)
@@ -8900,6 +10354,11 @@ def embedding(*args, **kwargs):
     if _i == 0:
         return _R._op_embedding.call(_a['weight']._ks | _a['indices']._ks, _a['weight'], _a['indices'], _a['padding_idx'], _a['scale_grad_by_freq'], _a['sparse'])
     raise AssertionError('unreachable')
+
+
+embedding.__doc__ = 'embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor'
+def _signature_embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False): ...
+embedding.__wrapped__ = _signature_embedding
 
 
 _sig_dropout = _Signatures('dropout', [
@@ -8924,6 +10383,11 @@ def dropout(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+dropout.__doc__ = 'Zeroes elements of ``input`` with probability ``p`` (training), scaling the rest by 1 / (1 - p).\n\ndropout(input: Tensor, p: float, train: bool) -> Tensor'
+def _signature_dropout(input, p, train): ...
+dropout.__wrapped__ = _signature_dropout
+
+
 _sig_lstm = _Signatures('lstm', [
     (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),),
     (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),),
@@ -8936,6 +10400,9 @@ def lstm(*args, **kwargs):
     elif _i == 1:
         return _R._op_lstm_data.call(_a['data']._ks | _a['batch_sizes']._ks | _ks_list(_a['hx']) | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
     raise AssertionError('unreachable')
+
+
+lstm.__doc__ = 'lstm(input: Tensor, hx: List[Tensor], params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor, Tensor)\nlstm(data: Tensor, batch_sizes: Tensor, hx: List[Tensor], params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor, Tensor)'
 
 
 _sig_gru = _Signatures('gru', [
@@ -8952,6 +10419,9 @@ def gru(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+gru.__doc__ = 'gru(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\ngru(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)'
+
+
 _sig_rnn_tanh = _Signatures('rnn_tanh', [
     (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),),
     (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),),
@@ -8964,6 +10434,9 @@ def rnn_tanh(*args, **kwargs):
     elif _i == 1:
         return _R._op_rnn_tanh_data.call(_a['data']._ks | _a['batch_sizes']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
     raise AssertionError('unreachable')
+
+
+rnn_tanh.__doc__ = 'rnn_tanh(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\nrnn_tanh(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)'
 
 
 _sig_rnn_relu = _Signatures('rnn_relu', [
@@ -8980,6 +10453,9 @@ def rnn_relu(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+rnn_relu.__doc__ = 'rnn_relu(input: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> (Tensor, Tensor)\nrnn_relu(data: Tensor, batch_sizes: Tensor, hx: Tensor, params: List[Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool, bidirectional: bool) -> (Tensor, Tensor)'
+
+
 _sig_lstm_cell = _Signatures('lstm_cell', [
     (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),),
 ], method=False)
@@ -8989,6 +10465,11 @@ def lstm_cell(*args, **kwargs):
     if _i == 0:
         return _R._op_lstm_cell.call(_a['input']._ks | _ks_list(_a['hx']) | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')
+
+
+lstm_cell.__doc__ = 'lstm_cell(input: Tensor, hx: List[Tensor], w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> (Tensor, Tensor)'
+def _signature_lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
+lstm_cell.__wrapped__ = _signature_lstm_cell
 
 
 _sig_gru_cell = _Signatures('gru_cell', [
@@ -9013,6 +10494,11 @@ def gru_cell(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+gru_cell.__doc__ = 'gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor'
+def _signature_gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
+gru_cell.__wrapped__ = _signature_gru_cell
+
+
 _sig_rnn_tanh_cell = _Signatures('rnn_tanh_cell', [
     (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),),
 ], method=False)
@@ -9035,6 +10521,11 @@ def rnn_tanh_cell(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+rnn_tanh_cell.__doc__ = 'rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor'
+def _signature_rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
+rnn_tanh_cell.__wrapped__ = _signature_rnn_tanh_cell
+
+
 _sig_rnn_relu_cell = _Signatures('rnn_relu_cell', [
     (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),),
 ], method=False)
@@ -9055,3 +10546,8 @@ def rnn_relu_cell(*args, **kwargs):
     if _i == 0:
         return _R._op_rnn_relu_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')
+
+
+rnn_relu_cell.__doc__ = 'rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor'
+def _signature_rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
+rnn_relu_cell.__wrapped__ = _signature_rnn_relu_cell

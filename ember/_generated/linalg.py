@@ -35,6 +35,11 @@ def inv(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+inv.__doc__ = 'inv(A: Tensor) -> Tensor'
+def _signature_inv(A): ...
+inv.__wrapped__ = _signature_inv
+
+
 _sig_det = _Signatures('det', [
     (('A', 'T', False, False, None),),
 ], method=False)
@@ -55,6 +60,11 @@ def det(*args, **kwargs):
     if _i == 0:
         return _R._op_linalg_det.call(_a['A']._ks, _a['A'])
     raise AssertionError('unreachable')
+
+
+det.__doc__ = 'det(A: Tensor) -> Tensor'
+def _signature_det(A): ...
+det.__wrapped__ = _signature_det
 
 
 _sig_slogdet = _Signatures('slogdet', [
@@ -79,6 +89,11 @@ def slogdet(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+slogdet.__doc__ = 'slogdet(A: Tensor) -> (Tensor, Tensor)'
+def _signature_slogdet(A): ...
+slogdet.__wrapped__ = _signature_slogdet
+
+
 _sig_solve = _Signatures('solve', [
     (('A', 'T', False, False, None), ('B', 'T', False, False, None), ('left', 'bool', True, True, True),),
 ], method=False)
@@ -99,6 +114,11 @@ def solve(*args, **kwargs):
     if _i == 0:
         return _R._op_linalg_solve.call(_a['A']._ks | _a['B']._ks, _a['A'], _a['B'], _a['left'])
     raise AssertionError('unreachable')
+
+
+solve.__doc__ = 'solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor'
+def _signature_solve(A, B, *, left=True): ...
+solve.__wrapped__ = _signature_solve
 
 
 _sig_cholesky = _Signatures('cholesky', [
@@ -123,6 +143,11 @@ def cholesky(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cholesky.__doc__ = 'cholesky(input: Tensor, *, upper: bool = False) -> Tensor'
+def _signature_cholesky(input, *, upper=False): ...
+cholesky.__wrapped__ = _signature_cholesky
+
+
 _sig_qr = _Signatures('qr', [
     (('A', 'T', False, False, None), ('mode', 'str', False, True, 'reduced'),),
 ], method=False)
@@ -143,6 +168,11 @@ def qr(*args, **kwargs):
     if _i == 0:
         return _R._op_linalg_qr.call(_a['A']._ks, _a['A'], _a['mode'])
     raise AssertionError('unreachable')
+
+
+qr.__doc__ = "qr(A: Tensor, mode: str = 'reduced') -> (Tensor, Tensor)"
+def _signature_qr(A, mode='reduced'): ...
+qr.__wrapped__ = _signature_qr
 
 
 _sig_eigh = _Signatures('eigh', [
@@ -167,6 +197,11 @@ def eigh(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+eigh.__doc__ = "eigh(input: Tensor, UPLO: str = 'L') -> (Tensor, Tensor)"
+def _signature_eigh(input, UPLO='L'): ...
+eigh.__wrapped__ = _signature_eigh
+
+
 _sig_eigvalsh = _Signatures('eigvalsh', [
     (('input', 'T', False, False, None), ('UPLO', 'str', False, True, 'L'),),
 ], method=False)
@@ -187,6 +222,11 @@ def eigvalsh(*args, **kwargs):
     if _i == 0:
         return _R._op_linalg_eigvalsh.call(_a['input']._ks, _a['input'], _a['UPLO'])
     raise AssertionError('unreachable')
+
+
+eigvalsh.__doc__ = "eigvalsh(input: Tensor, UPLO: str = 'L') -> Tensor"
+def _signature_eigvalsh(input, UPLO='L'): ...
+eigvalsh.__wrapped__ = _signature_eigvalsh
 
 
 _sig_svd = _Signatures('svd', [
@@ -211,6 +251,11 @@ def svd(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+svd.__doc__ = 'svd(A: Tensor, full_matrices: bool = True, *, driver: Optional[str] = None) -> (Tensor, Tensor, Tensor)'
+def _signature_svd(A, full_matrices=True, *, driver=None): ...
+svd.__wrapped__ = _signature_svd
+
+
 _sig_svdvals = _Signatures('svdvals', [
     (('A', 'T', False, False, None), ('driver', 'str?', True, True, None),),
 ], method=False)
@@ -231,6 +276,11 @@ def svdvals(*args, **kwargs):
     if _i == 0:
         return _R._op_linalg_svdvals.call(_a['A']._ks, _a['A'], _a['driver'])
     raise AssertionError('unreachable')
+
+
+svdvals.__doc__ = 'svdvals(A: Tensor, *, driver: Optional[str] = None) -> Tensor'
+def _signature_svdvals(A, *, driver=None): ...
+svdvals.__wrapped__ = _signature_svdvals
 
 
 _sig_pinv = _Signatures('pinv', [
@@ -255,6 +305,11 @@ def pinv(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+pinv.__doc__ = 'pinv(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor'
+def _signature_pinv(input, *, atol=None, rtol=None, hermitian=False): ...
+pinv.__wrapped__ = _signature_pinv
+
+
 _sig_matrix_power = _Signatures('matrix_power', [
     (('input', 'T', False, False, None), ('n', 'int', False, False, None),),
 ], method=False)
@@ -275,6 +330,11 @@ def matrix_power(*args, **kwargs):
     if _i == 0:
         return _R._op_linalg_matrix_power.call(_a['input']._ks, _a['input'], _a['n'])
     raise AssertionError('unreachable')
+
+
+matrix_power.__doc__ = 'matrix_power(input: Tensor, n: int) -> Tensor'
+def _signature_matrix_power(input, n): ...
+matrix_power.__wrapped__ = _signature_matrix_power
 
 
 _sig_lstsq = _Signatures('lstsq', [
@@ -299,6 +359,11 @@ def lstsq(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+lstsq.__doc__ = 'lstsq(input: Tensor, b: Tensor, rcond: Optional[float] = None, *, driver: Optional[str] = None) -> (Tensor, Tensor, Tensor, Tensor)'
+def _signature_lstsq(input, b, rcond=None, *, driver=None): ...
+lstsq.__wrapped__ = _signature_lstsq
+
+
 _sig_cross = _Signatures('cross', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('dim', 'int', True, True, -1),),
 ], method=False)
@@ -321,6 +386,11 @@ def cross(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cross.__doc__ = 'cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor'
+def _signature_cross(input, other, *, dim=-1): ...
+cross.__wrapped__ = _signature_cross
+
+
 _sig_vector_norm = _Signatures('vector_norm', [
     (('input', 'T', False, False, None), ('ord', 'Scalar', False, True, 2), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
 ], method=False)
@@ -341,6 +411,11 @@ def vector_norm(*args, **kwargs):
     if _i == 0:
         return _R._op_linalg_vector_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
+
+
+vector_norm.__doc__ = 'vector_norm(input: Tensor, ord: Number = 2, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+def _signature_vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None): ...
+vector_norm.__wrapped__ = _signature_vector_norm
 
 
 _sig_matrix_norm = _Signatures('matrix_norm', [
@@ -379,6 +454,9 @@ def matrix_norm(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+matrix_norm.__doc__ = "matrix_norm(input: Tensor, ord: str = 'fro', dim: List[int] = (-2,-1), keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nmatrix_norm(input: Tensor, ord: Number, dim: List[int] = (-2,-1), keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor"
+
+
 _sig_norm = _Signatures('norm', [
     (('input', 'T', False, False, None), ('ord', 'Scalar?', False, True, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
     (('input', 'T', False, False, None), ('ord', 'str', False, False, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
@@ -413,3 +491,6 @@ def norm(*args, **kwargs):
     elif _i == 1:
         return _R._op_linalg_norm_ord_str.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
+
+
+norm.__doc__ = 'norm(input: Tensor, ord: Optional[Number] = None, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nnorm(input: Tensor, ord: str, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'

@@ -35,6 +35,11 @@ def relu6(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+relu6.__doc__ = 'relu6(input: Tensor) -> Tensor'
+def _signature_relu6(input): ...
+relu6.__wrapped__ = _signature_relu6
+
+
 _sig_gelu = _Signatures('gelu', [
     (('input', 'T', False, False, None), ('approximate', 'str', True, True, 'none'),),
 ], method=False)
@@ -55,6 +60,11 @@ def gelu(*args, **kwargs):
     if _i == 0:
         return _R._op_gelu.call(_a['input']._ks, _a['input'], _a['approximate'])
     raise AssertionError('unreachable')
+
+
+gelu.__doc__ = "gelu(input: Tensor, *, approximate: str = 'none') -> Tensor"
+def _signature_gelu(input, *, approximate='none'): ...
+gelu.__wrapped__ = _signature_gelu
 
 
 _sig_max_pool2d_with_indices = _Signatures('max_pool2d_with_indices', [
@@ -79,6 +89,11 @@ def max_pool2d_with_indices(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+max_pool2d_with_indices.__doc__ = 'max_pool2d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, dilation: List[int] = 1, ceil_mode: bool = False) -> (Tensor, Tensor)'
+def _signature_max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False): ...
+max_pool2d_with_indices.__wrapped__ = _signature_max_pool2d_with_indices
+
+
 _sig_max_pool3d_with_indices = _Signatures('max_pool3d_with_indices', [
     (('input', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, True, ()), ('padding', 'int[3]', False, True, 0), ('dilation', 'int[3]', False, True, 1), ('ceil_mode', 'bool', False, True, False),),
 ], method=False)
@@ -99,3 +114,8 @@ def max_pool3d_with_indices(*args, **kwargs):
     if _i == 0:
         return _R._op_max_pool3d_with_indices.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['dilation'], _a['ceil_mode'])
     raise AssertionError('unreachable')
+
+
+max_pool3d_with_indices.__doc__ = 'max_pool3d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, dilation: List[int] = 1, ceil_mode: bool = False) -> (Tensor, Tensor)'
+def _signature_max_pool3d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False): ...
+max_pool3d_with_indices.__wrapped__ = _signature_max_pool3d_with_indices

@@ -35,6 +35,11 @@ def polygamma(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+polygamma.__doc__ = 'polygamma(n: int, input: Tensor) -> Tensor'
+def _signature_polygamma(n, input): ...
+polygamma.__wrapped__ = _signature_polygamma
+
+
 _sig_erf = _Signatures('erf', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -55,6 +60,11 @@ def erf(*args, **kwargs):
     if _i == 0:
         return _R._op_special_erf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+erf.__doc__ = 'erf(input: Tensor) -> Tensor'
+def _signature_erf(input): ...
+erf.__wrapped__ = _signature_erf
 
 
 _sig_erfc = _Signatures('erfc', [
@@ -79,6 +89,11 @@ def erfc(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+erfc.__doc__ = 'erfc(input: Tensor) -> Tensor'
+def _signature_erfc(input): ...
+erfc.__wrapped__ = _signature_erfc
+
+
 _sig_erfinv = _Signatures('erfinv', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -99,6 +114,11 @@ def erfinv(*args, **kwargs):
     if _i == 0:
         return _R._op_special_erfinv.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+erfinv.__doc__ = 'erfinv(input: Tensor) -> Tensor'
+def _signature_erfinv(input): ...
+erfinv.__wrapped__ = _signature_erfinv
 
 
 _sig_expm1 = _Signatures('expm1', [
@@ -123,6 +143,11 @@ def expm1(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+expm1.__doc__ = 'expm1(input: Tensor) -> Tensor'
+def _signature_expm1(input): ...
+expm1.__wrapped__ = _signature_expm1
+
+
 _sig_exp2 = _Signatures('exp2', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -143,6 +168,11 @@ def exp2(*args, **kwargs):
     if _i == 0:
         return _R._op_special_exp2.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+exp2.__doc__ = 'exp2(input: Tensor) -> Tensor'
+def _signature_exp2(input): ...
+exp2.__wrapped__ = _signature_exp2
 
 
 _sig_gammaln = _Signatures('gammaln', [
@@ -167,6 +197,11 @@ def gammaln(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+gammaln.__doc__ = 'gammaln(input: Tensor) -> Tensor'
+def _signature_gammaln(input): ...
+gammaln.__wrapped__ = _signature_gammaln
+
+
 _sig_digamma = _Signatures('digamma', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -187,6 +222,11 @@ def digamma(*args, **kwargs):
     if _i == 0:
         return _R._op_special_digamma.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+digamma.__doc__ = 'digamma(input: Tensor) -> Tensor'
+def _signature_digamma(input): ...
+digamma.__wrapped__ = _signature_digamma
 
 
 _sig_psi = _Signatures('psi', [
@@ -211,6 +251,11 @@ def psi(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+psi.__doc__ = 'psi(input: Tensor) -> Tensor'
+def _signature_psi(input): ...
+psi.__wrapped__ = _signature_psi
+
+
 _sig_expit = _Signatures('expit', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -233,6 +278,11 @@ def expit(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+expit.__doc__ = 'expit(input: Tensor) -> Tensor'
+def _signature_expit(input): ...
+expit.__wrapped__ = _signature_expit
+
+
 _sig_i0 = _Signatures('i0', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -253,6 +303,11 @@ def i0(*args, **kwargs):
     if _i == 0:
         return _R._op_special_i0.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+i0.__doc__ = 'i0(input: Tensor) -> Tensor'
+def _signature_i0(input): ...
+i0.__wrapped__ = _signature_i0
 
 
 _sig_i0e = _Signatures('i0e', [
@@ -282,6 +337,11 @@ def i0e(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+i0e.__doc__ = 'i0e(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_i0e(input, *, out=None): ...
+i0e.__wrapped__ = _signature_i0e
+
+
 _sig_i1 = _Signatures('i1', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
@@ -307,6 +367,11 @@ def i1(*args, **kwargs):
             return _R._op_special_i1.call(_a['input']._ks, _a['input'])
         return _R._op_special_i1_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
+
+
+i1.__doc__ = 'i1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_i1(input, *, out=None): ...
+i1.__wrapped__ = _signature_i1
 
 
 _sig_i1e = _Signatures('i1e', [
@@ -336,6 +401,11 @@ def i1e(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+i1e.__doc__ = 'i1e(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_i1e(input, *, out=None): ...
+i1e.__wrapped__ = _signature_i1e
+
+
 _sig_sinc = _Signatures('sinc', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -356,6 +426,11 @@ def sinc(*args, **kwargs):
     if _i == 0:
         return _R._op_special_sinc.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
+
+
+sinc.__doc__ = 'sinc(input: Tensor) -> Tensor'
+def _signature_sinc(input): ...
+sinc.__wrapped__ = _signature_sinc
 
 
 _sig_log1p = _Signatures('log1p', [
@@ -380,6 +455,11 @@ def log1p(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+log1p.__doc__ = 'log1p(input: Tensor) -> Tensor'
+def _signature_log1p(input): ...
+log1p.__wrapped__ = _signature_log1p
+
+
 _sig_xlogy = _Signatures('xlogy', [
     (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
 ], method=False)
@@ -400,6 +480,11 @@ def xlogy(*args, **kwargs):
     if _i == 0:
         return _R._op_special_xlogy.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
+
+
+xlogy.__doc__ = 'xlogy(input: Tensor, other: Tensor) -> Tensor'
+def _signature_xlogy(input, other): ...
+xlogy.__wrapped__ = _signature_xlogy
 
 
 _sig_logit = _Signatures('logit', [
@@ -424,6 +509,11 @@ def logit(*args, **kwargs):
     raise AssertionError('unreachable')
 
 
+logit.__doc__ = 'logit(input: Tensor, eps: Optional[float] = None) -> Tensor'
+def _signature_logit(input, eps=None): ...
+logit.__wrapped__ = _signature_logit
+
+
 _sig_logsumexp = _Signatures('logsumexp', [
     (('input', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=False)
@@ -444,3 +534,8 @@ def logsumexp(*args, **kwargs):
     if _i == 0:
         return _R._op_special_logsumexp.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+logsumexp.__doc__ = 'logsumexp(input: Tensor, dim: List[int], keepdim: bool = False) -> Tensor'
+def _signature_logsumexp(input, dim, keepdim=False): ...
+logsumexp.__wrapped__ = _signature_logsumexp

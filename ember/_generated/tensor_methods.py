@@ -34,6 +34,11 @@ def abs(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+abs.__doc__ = 'Computes the absolute value of each element in ``input``.\n\nabs() -> Tensor'
+def _signature_abs(self): ...
+abs.__wrapped__ = _signature_abs
+
+
 _sig_abs_ = _Signatures('abs_', [
     (),
 ], method=True)
@@ -53,6 +58,11 @@ def abs_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_abs_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+abs_.__doc__ = 'Computes the absolute value of each element in ``input``.\n\nabs_() -> Tensor\n\nIn-place version of :meth:`Tensor.abs`.'
+def _signature_abs_(self): ...
+abs_.__wrapped__ = _signature_abs_
 
 
 _sig_neg = _Signatures('neg', [
@@ -76,6 +86,11 @@ def neg(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+neg.__doc__ = 'Returns a new tensor with the negative of the elements of ``input``.\n\nneg() -> Tensor'
+def _signature_neg(self): ...
+neg.__wrapped__ = _signature_neg
+
+
 _sig_neg_ = _Signatures('neg_', [
     (),
 ], method=True)
@@ -95,6 +110,11 @@ def neg_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_neg_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+neg_.__doc__ = 'Returns a new tensor with the negative of the elements of ``input``.\n\nneg_() -> Tensor\n\nIn-place version of :meth:`Tensor.neg`.'
+def _signature_neg_(self): ...
+neg_.__wrapped__ = _signature_neg_
 
 
 _sig_sign = _Signatures('sign', [
@@ -118,6 +138,11 @@ def sign(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sign.__doc__ = 'sign() -> Tensor'
+def _signature_sign(self): ...
+sign.__wrapped__ = _signature_sign
+
+
 _sig_sign_ = _Signatures('sign_', [
     (),
 ], method=True)
@@ -137,6 +162,11 @@ def sign_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_sign_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+sign_.__doc__ = 'sign_() -> Tensor\n\nIn-place version of :meth:`Tensor.sign`.'
+def _signature_sign_(self): ...
+sign_.__wrapped__ = _signature_sign_
 
 
 _sig_sgn = _Signatures('sgn', [
@@ -160,6 +190,11 @@ def sgn(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sgn.__doc__ = 'sgn() -> Tensor'
+def _signature_sgn(self): ...
+sgn.__wrapped__ = _signature_sgn
+
+
 _sig_sgn_ = _Signatures('sgn_', [
     (),
 ], method=True)
@@ -179,6 +214,11 @@ def sgn_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_sgn_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+sgn_.__doc__ = 'sgn_() -> Tensor\n\nIn-place version of :meth:`Tensor.sgn`.'
+def _signature_sgn_(self): ...
+sgn_.__wrapped__ = _signature_sgn_
 
 
 _sig_floor = _Signatures('floor', [
@@ -202,6 +242,11 @@ def floor(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+floor.__doc__ = 'floor() -> Tensor'
+def _signature_floor(self): ...
+floor.__wrapped__ = _signature_floor
+
+
 _sig_floor_ = _Signatures('floor_', [
     (),
 ], method=True)
@@ -221,6 +266,11 @@ def floor_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_floor_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+floor_.__doc__ = 'floor_() -> Tensor\n\nIn-place version of :meth:`Tensor.floor`.'
+def _signature_floor_(self): ...
+floor_.__wrapped__ = _signature_floor_
 
 
 _sig_ceil = _Signatures('ceil', [
@@ -244,6 +294,11 @@ def ceil(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+ceil.__doc__ = 'ceil() -> Tensor'
+def _signature_ceil(self): ...
+ceil.__wrapped__ = _signature_ceil
+
+
 _sig_ceil_ = _Signatures('ceil_', [
     (),
 ], method=True)
@@ -263,6 +318,11 @@ def ceil_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_ceil_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+ceil_.__doc__ = 'ceil_() -> Tensor\n\nIn-place version of :meth:`Tensor.ceil`.'
+def _signature_ceil_(self): ...
+ceil_.__wrapped__ = _signature_ceil_
 
 
 _sig_trunc = _Signatures('trunc', [
@@ -286,6 +346,11 @@ def trunc(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+trunc.__doc__ = 'trunc() -> Tensor'
+def _signature_trunc(self): ...
+trunc.__wrapped__ = _signature_trunc
+
+
 _sig_trunc_ = _Signatures('trunc_', [
     (),
 ], method=True)
@@ -305,6 +370,11 @@ def trunc_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_trunc_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+trunc_.__doc__ = 'trunc_() -> Tensor\n\nIn-place version of :meth:`Tensor.trunc`.'
+def _signature_trunc_(self): ...
+trunc_.__wrapped__ = _signature_trunc_
 
 
 _sig_frac = _Signatures('frac', [
@@ -328,6 +398,11 @@ def frac(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+frac.__doc__ = 'frac() -> Tensor'
+def _signature_frac(self): ...
+frac.__wrapped__ = _signature_frac
+
+
 _sig_frac_ = _Signatures('frac_', [
     (),
 ], method=True)
@@ -347,6 +422,11 @@ def frac_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_frac_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+frac_.__doc__ = 'frac_() -> Tensor\n\nIn-place version of :meth:`Tensor.frac`.'
+def _signature_frac_(self): ...
+frac_.__wrapped__ = _signature_frac_
 
 
 _sig_exp = _Signatures('exp', [
@@ -370,6 +450,11 @@ def exp(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+exp.__doc__ = 'Returns a new tensor with the exponential of the elements of ``input``.\n\nexp() -> Tensor'
+def _signature_exp(self): ...
+exp.__wrapped__ = _signature_exp
+
+
 _sig_exp_ = _Signatures('exp_', [
     (),
 ], method=True)
@@ -389,6 +474,11 @@ def exp_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_exp_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+exp_.__doc__ = 'Returns a new tensor with the exponential of the elements of ``input``.\n\nexp_() -> Tensor\n\nIn-place version of :meth:`Tensor.exp`.'
+def _signature_exp_(self): ...
+exp_.__wrapped__ = _signature_exp_
 
 
 _sig_exp2 = _Signatures('exp2', [
@@ -412,6 +502,11 @@ def exp2(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+exp2.__doc__ = 'exp2() -> Tensor'
+def _signature_exp2(self): ...
+exp2.__wrapped__ = _signature_exp2
+
+
 _sig_exp2_ = _Signatures('exp2_', [
     (),
 ], method=True)
@@ -431,6 +526,11 @@ def exp2_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_exp2_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+exp2_.__doc__ = 'exp2_() -> Tensor\n\nIn-place version of :meth:`Tensor.exp2`.'
+def _signature_exp2_(self): ...
+exp2_.__wrapped__ = _signature_exp2_
 
 
 _sig_expm1 = _Signatures('expm1', [
@@ -454,6 +554,11 @@ def expm1(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+expm1.__doc__ = 'expm1() -> Tensor'
+def _signature_expm1(self): ...
+expm1.__wrapped__ = _signature_expm1
+
+
 _sig_expm1_ = _Signatures('expm1_', [
     (),
 ], method=True)
@@ -473,6 +578,11 @@ def expm1_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_expm1_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+expm1_.__doc__ = 'expm1_() -> Tensor\n\nIn-place version of :meth:`Tensor.expm1`.'
+def _signature_expm1_(self): ...
+expm1_.__wrapped__ = _signature_expm1_
 
 
 _sig_log = _Signatures('log', [
@@ -496,6 +606,11 @@ def log(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+log.__doc__ = 'Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog() -> Tensor'
+def _signature_log(self): ...
+log.__wrapped__ = _signature_log
+
+
 _sig_log_ = _Signatures('log_', [
     (),
 ], method=True)
@@ -515,6 +630,11 @@ def log_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_log_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+log_.__doc__ = 'Returns a new tensor with the natural logarithm of the elements of ``input``.\n\nlog_() -> Tensor\n\nIn-place version of :meth:`Tensor.log`.'
+def _signature_log_(self): ...
+log_.__wrapped__ = _signature_log_
 
 
 _sig_log2 = _Signatures('log2', [
@@ -538,6 +658,11 @@ def log2(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+log2.__doc__ = 'log2() -> Tensor'
+def _signature_log2(self): ...
+log2.__wrapped__ = _signature_log2
+
+
 _sig_log2_ = _Signatures('log2_', [
     (),
 ], method=True)
@@ -557,6 +682,11 @@ def log2_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_log2_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+log2_.__doc__ = 'log2_() -> Tensor\n\nIn-place version of :meth:`Tensor.log2`.'
+def _signature_log2_(self): ...
+log2_.__wrapped__ = _signature_log2_
 
 
 _sig_log10 = _Signatures('log10', [
@@ -580,6 +710,11 @@ def log10(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+log10.__doc__ = 'log10() -> Tensor'
+def _signature_log10(self): ...
+log10.__wrapped__ = _signature_log10
+
+
 _sig_log10_ = _Signatures('log10_', [
     (),
 ], method=True)
@@ -599,6 +734,11 @@ def log10_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_log10_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+log10_.__doc__ = 'log10_() -> Tensor\n\nIn-place version of :meth:`Tensor.log10`.'
+def _signature_log10_(self): ...
+log10_.__wrapped__ = _signature_log10_
 
 
 _sig_log1p = _Signatures('log1p', [
@@ -622,6 +762,11 @@ def log1p(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+log1p.__doc__ = 'log1p() -> Tensor'
+def _signature_log1p(self): ...
+log1p.__wrapped__ = _signature_log1p
+
+
 _sig_log1p_ = _Signatures('log1p_', [
     (),
 ], method=True)
@@ -641,6 +786,11 @@ def log1p_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_log1p_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+log1p_.__doc__ = 'log1p_() -> Tensor\n\nIn-place version of :meth:`Tensor.log1p`.'
+def _signature_log1p_(self): ...
+log1p_.__wrapped__ = _signature_log1p_
 
 
 _sig_sqrt = _Signatures('sqrt', [
@@ -664,6 +814,11 @@ def sqrt(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sqrt.__doc__ = 'Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt() -> Tensor'
+def _signature_sqrt(self): ...
+sqrt.__wrapped__ = _signature_sqrt
+
+
 _sig_sqrt_ = _Signatures('sqrt_', [
     (),
 ], method=True)
@@ -683,6 +838,11 @@ def sqrt_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_sqrt_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+sqrt_.__doc__ = 'Returns a new tensor with the square root of the elements of ``input``.\n\nsqrt_() -> Tensor\n\nIn-place version of :meth:`Tensor.sqrt`.'
+def _signature_sqrt_(self): ...
+sqrt_.__wrapped__ = _signature_sqrt_
 
 
 _sig_rsqrt = _Signatures('rsqrt', [
@@ -706,6 +866,11 @@ def rsqrt(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+rsqrt.__doc__ = 'rsqrt() -> Tensor'
+def _signature_rsqrt(self): ...
+rsqrt.__wrapped__ = _signature_rsqrt
+
+
 _sig_rsqrt_ = _Signatures('rsqrt_', [
     (),
 ], method=True)
@@ -725,6 +890,11 @@ def rsqrt_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_rsqrt_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+rsqrt_.__doc__ = 'rsqrt_() -> Tensor\n\nIn-place version of :meth:`Tensor.rsqrt`.'
+def _signature_rsqrt_(self): ...
+rsqrt_.__wrapped__ = _signature_rsqrt_
 
 
 _sig_sin = _Signatures('sin', [
@@ -748,6 +918,11 @@ def sin(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sin.__doc__ = 'Returns a new tensor with the sine of the elements of ``input``.\n\nsin() -> Tensor'
+def _signature_sin(self): ...
+sin.__wrapped__ = _signature_sin
+
+
 _sig_sin_ = _Signatures('sin_', [
     (),
 ], method=True)
@@ -767,6 +942,11 @@ def sin_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_sin_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+sin_.__doc__ = 'Returns a new tensor with the sine of the elements of ``input``.\n\nsin_() -> Tensor\n\nIn-place version of :meth:`Tensor.sin`.'
+def _signature_sin_(self): ...
+sin_.__wrapped__ = _signature_sin_
 
 
 _sig_cos = _Signatures('cos', [
@@ -790,6 +970,11 @@ def cos(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cos.__doc__ = 'Returns a new tensor with the cosine of the elements of ``input``.\n\ncos() -> Tensor'
+def _signature_cos(self): ...
+cos.__wrapped__ = _signature_cos
+
+
 _sig_cos_ = _Signatures('cos_', [
     (),
 ], method=True)
@@ -809,6 +994,11 @@ def cos_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_cos_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+cos_.__doc__ = 'Returns a new tensor with the cosine of the elements of ``input``.\n\ncos_() -> Tensor\n\nIn-place version of :meth:`Tensor.cos`.'
+def _signature_cos_(self): ...
+cos_.__wrapped__ = _signature_cos_
 
 
 _sig_tan = _Signatures('tan', [
@@ -832,6 +1022,11 @@ def tan(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+tan.__doc__ = 'tan() -> Tensor'
+def _signature_tan(self): ...
+tan.__wrapped__ = _signature_tan
+
+
 _sig_tan_ = _Signatures('tan_', [
     (),
 ], method=True)
@@ -851,6 +1046,11 @@ def tan_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_tan_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+tan_.__doc__ = 'tan_() -> Tensor\n\nIn-place version of :meth:`Tensor.tan`.'
+def _signature_tan_(self): ...
+tan_.__wrapped__ = _signature_tan_
 
 
 _sig_asin = _Signatures('asin', [
@@ -874,6 +1074,11 @@ def asin(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+asin.__doc__ = 'asin() -> Tensor'
+def _signature_asin(self): ...
+asin.__wrapped__ = _signature_asin
+
+
 _sig_asin_ = _Signatures('asin_', [
     (),
 ], method=True)
@@ -893,6 +1098,11 @@ def asin_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_asin_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+asin_.__doc__ = 'asin_() -> Tensor\n\nIn-place version of :meth:`Tensor.asin`.'
+def _signature_asin_(self): ...
+asin_.__wrapped__ = _signature_asin_
 
 
 _sig_acos = _Signatures('acos', [
@@ -916,6 +1126,11 @@ def acos(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+acos.__doc__ = 'acos() -> Tensor'
+def _signature_acos(self): ...
+acos.__wrapped__ = _signature_acos
+
+
 _sig_acos_ = _Signatures('acos_', [
     (),
 ], method=True)
@@ -935,6 +1150,11 @@ def acos_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_acos_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+acos_.__doc__ = 'acos_() -> Tensor\n\nIn-place version of :meth:`Tensor.acos`.'
+def _signature_acos_(self): ...
+acos_.__wrapped__ = _signature_acos_
 
 
 _sig_atan = _Signatures('atan', [
@@ -958,6 +1178,11 @@ def atan(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+atan.__doc__ = 'atan() -> Tensor'
+def _signature_atan(self): ...
+atan.__wrapped__ = _signature_atan
+
+
 _sig_atan_ = _Signatures('atan_', [
     (),
 ], method=True)
@@ -977,6 +1202,11 @@ def atan_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_atan_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+atan_.__doc__ = 'atan_() -> Tensor\n\nIn-place version of :meth:`Tensor.atan`.'
+def _signature_atan_(self): ...
+atan_.__wrapped__ = _signature_atan_
 
 
 _sig_sinh = _Signatures('sinh', [
@@ -1000,6 +1230,11 @@ def sinh(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sinh.__doc__ = 'sinh() -> Tensor'
+def _signature_sinh(self): ...
+sinh.__wrapped__ = _signature_sinh
+
+
 _sig_sinh_ = _Signatures('sinh_', [
     (),
 ], method=True)
@@ -1019,6 +1254,11 @@ def sinh_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_sinh_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+sinh_.__doc__ = 'sinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.sinh`.'
+def _signature_sinh_(self): ...
+sinh_.__wrapped__ = _signature_sinh_
 
 
 _sig_cosh = _Signatures('cosh', [
@@ -1042,6 +1282,11 @@ def cosh(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cosh.__doc__ = 'cosh() -> Tensor'
+def _signature_cosh(self): ...
+cosh.__wrapped__ = _signature_cosh
+
+
 _sig_cosh_ = _Signatures('cosh_', [
     (),
 ], method=True)
@@ -1061,6 +1306,11 @@ def cosh_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_cosh_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+cosh_.__doc__ = 'cosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.cosh`.'
+def _signature_cosh_(self): ...
+cosh_.__wrapped__ = _signature_cosh_
 
 
 _sig_tanh = _Signatures('tanh', [
@@ -1084,6 +1334,11 @@ def tanh(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+tanh.__doc__ = 'Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh() -> Tensor'
+def _signature_tanh(self): ...
+tanh.__wrapped__ = _signature_tanh
+
+
 _sig_tanh_ = _Signatures('tanh_', [
     (),
 ], method=True)
@@ -1103,6 +1358,11 @@ def tanh_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_tanh_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+tanh_.__doc__ = 'Returns a new tensor with the hyperbolic tangent of the elements of ``input``.\n\ntanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.tanh`.'
+def _signature_tanh_(self): ...
+tanh_.__wrapped__ = _signature_tanh_
 
 
 _sig_asinh = _Signatures('asinh', [
@@ -1126,6 +1386,11 @@ def asinh(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+asinh.__doc__ = 'asinh() -> Tensor'
+def _signature_asinh(self): ...
+asinh.__wrapped__ = _signature_asinh
+
+
 _sig_asinh_ = _Signatures('asinh_', [
     (),
 ], method=True)
@@ -1145,6 +1410,11 @@ def asinh_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_asinh_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+asinh_.__doc__ = 'asinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.asinh`.'
+def _signature_asinh_(self): ...
+asinh_.__wrapped__ = _signature_asinh_
 
 
 _sig_acosh = _Signatures('acosh', [
@@ -1168,6 +1438,11 @@ def acosh(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+acosh.__doc__ = 'acosh() -> Tensor'
+def _signature_acosh(self): ...
+acosh.__wrapped__ = _signature_acosh
+
+
 _sig_acosh_ = _Signatures('acosh_', [
     (),
 ], method=True)
@@ -1187,6 +1462,11 @@ def acosh_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_acosh_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+acosh_.__doc__ = 'acosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.acosh`.'
+def _signature_acosh_(self): ...
+acosh_.__wrapped__ = _signature_acosh_
 
 
 _sig_atanh = _Signatures('atanh', [
@@ -1210,6 +1490,11 @@ def atanh(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+atanh.__doc__ = 'atanh() -> Tensor'
+def _signature_atanh(self): ...
+atanh.__wrapped__ = _signature_atanh
+
+
 _sig_atanh_ = _Signatures('atanh_', [
     (),
 ], method=True)
@@ -1229,6 +1514,11 @@ def atanh_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_atanh_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+atanh_.__doc__ = 'atanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.atanh`.'
+def _signature_atanh_(self): ...
+atanh_.__wrapped__ = _signature_atanh_
 
 
 _sig_sigmoid = _Signatures('sigmoid', [
@@ -1252,6 +1542,11 @@ def sigmoid(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sigmoid.__doc__ = 'Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid() -> Tensor'
+def _signature_sigmoid(self): ...
+sigmoid.__wrapped__ = _signature_sigmoid
+
+
 _sig_sigmoid_ = _Signatures('sigmoid_', [
     (),
 ], method=True)
@@ -1271,6 +1566,11 @@ def sigmoid_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_sigmoid_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+sigmoid_.__doc__ = 'Returns a new tensor with the logistic sigmoid of the elements of ``input``.\n\nsigmoid_() -> Tensor\n\nIn-place version of :meth:`Tensor.sigmoid`.'
+def _signature_sigmoid_(self): ...
+sigmoid_.__wrapped__ = _signature_sigmoid_
 
 
 _sig_reciprocal = _Signatures('reciprocal', [
@@ -1294,6 +1594,11 @@ def reciprocal(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+reciprocal.__doc__ = 'reciprocal() -> Tensor'
+def _signature_reciprocal(self): ...
+reciprocal.__wrapped__ = _signature_reciprocal
+
+
 _sig_reciprocal_ = _Signatures('reciprocal_', [
     (),
 ], method=True)
@@ -1313,6 +1618,11 @@ def reciprocal_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_reciprocal_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+reciprocal_.__doc__ = 'reciprocal_() -> Tensor\n\nIn-place version of :meth:`Tensor.reciprocal`.'
+def _signature_reciprocal_(self): ...
+reciprocal_.__wrapped__ = _signature_reciprocal_
 
 
 _sig_erf = _Signatures('erf', [
@@ -1336,6 +1646,11 @@ def erf(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+erf.__doc__ = 'erf() -> Tensor'
+def _signature_erf(self): ...
+erf.__wrapped__ = _signature_erf
+
+
 _sig_erf_ = _Signatures('erf_', [
     (),
 ], method=True)
@@ -1355,6 +1670,11 @@ def erf_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_erf_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+erf_.__doc__ = 'erf_() -> Tensor\n\nIn-place version of :meth:`Tensor.erf`.'
+def _signature_erf_(self): ...
+erf_.__wrapped__ = _signature_erf_
 
 
 _sig_erfc = _Signatures('erfc', [
@@ -1378,6 +1698,11 @@ def erfc(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+erfc.__doc__ = 'erfc() -> Tensor'
+def _signature_erfc(self): ...
+erfc.__wrapped__ = _signature_erfc
+
+
 _sig_erfc_ = _Signatures('erfc_', [
     (),
 ], method=True)
@@ -1397,6 +1722,11 @@ def erfc_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_erfc_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+erfc_.__doc__ = 'erfc_() -> Tensor\n\nIn-place version of :meth:`Tensor.erfc`.'
+def _signature_erfc_(self): ...
+erfc_.__wrapped__ = _signature_erfc_
 
 
 _sig_erfinv = _Signatures('erfinv', [
@@ -1420,6 +1750,11 @@ def erfinv(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+erfinv.__doc__ = 'erfinv() -> Tensor'
+def _signature_erfinv(self): ...
+erfinv.__wrapped__ = _signature_erfinv
+
+
 _sig_erfinv_ = _Signatures('erfinv_', [
     (),
 ], method=True)
@@ -1439,6 +1774,11 @@ def erfinv_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_erfinv_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+erfinv_.__doc__ = 'erfinv_() -> Tensor\n\nIn-place version of :meth:`Tensor.erfinv`.'
+def _signature_erfinv_(self): ...
+erfinv_.__wrapped__ = _signature_erfinv_
 
 
 _sig_lgamma = _Signatures('lgamma', [
@@ -1462,6 +1802,11 @@ def lgamma(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+lgamma.__doc__ = 'lgamma() -> Tensor'
+def _signature_lgamma(self): ...
+lgamma.__wrapped__ = _signature_lgamma
+
+
 _sig_lgamma_ = _Signatures('lgamma_', [
     (),
 ], method=True)
@@ -1481,6 +1826,11 @@ def lgamma_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_lgamma_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+lgamma_.__doc__ = 'lgamma_() -> Tensor\n\nIn-place version of :meth:`Tensor.lgamma`.'
+def _signature_lgamma_(self): ...
+lgamma_.__wrapped__ = _signature_lgamma_
 
 
 _sig_digamma = _Signatures('digamma', [
@@ -1504,6 +1854,11 @@ def digamma(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+digamma.__doc__ = 'digamma() -> Tensor'
+def _signature_digamma(self): ...
+digamma.__wrapped__ = _signature_digamma
+
+
 _sig_digamma_ = _Signatures('digamma_', [
     (),
 ], method=True)
@@ -1523,6 +1878,11 @@ def digamma_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_digamma_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+digamma_.__doc__ = 'digamma_() -> Tensor\n\nIn-place version of :meth:`Tensor.digamma`.'
+def _signature_digamma_(self): ...
+digamma_.__wrapped__ = _signature_digamma_
 
 
 _sig_i0 = _Signatures('i0', [
@@ -1546,6 +1906,11 @@ def i0(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+i0.__doc__ = 'i0() -> Tensor'
+def _signature_i0(self): ...
+i0.__wrapped__ = _signature_i0
+
+
 _sig_i0_ = _Signatures('i0_', [
     (),
 ], method=True)
@@ -1565,6 +1930,11 @@ def i0_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_i0_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+i0_.__doc__ = 'i0_() -> Tensor\n\nIn-place version of :meth:`Tensor.i0`.'
+def _signature_i0_(self): ...
+i0_.__wrapped__ = _signature_i0_
 
 
 _sig_sinc = _Signatures('sinc', [
@@ -1588,6 +1958,11 @@ def sinc(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sinc.__doc__ = 'sinc() -> Tensor'
+def _signature_sinc(self): ...
+sinc.__wrapped__ = _signature_sinc
+
+
 _sig_sinc_ = _Signatures('sinc_', [
     (),
 ], method=True)
@@ -1607,6 +1982,11 @@ def sinc_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_sinc_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+sinc_.__doc__ = 'sinc_() -> Tensor\n\nIn-place version of :meth:`Tensor.sinc`.'
+def _signature_sinc_(self): ...
+sinc_.__wrapped__ = _signature_sinc_
 
 
 _sig_deg2rad = _Signatures('deg2rad', [
@@ -1630,6 +2010,11 @@ def deg2rad(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+deg2rad.__doc__ = 'deg2rad() -> Tensor'
+def _signature_deg2rad(self): ...
+deg2rad.__wrapped__ = _signature_deg2rad
+
+
 _sig_deg2rad_ = _Signatures('deg2rad_', [
     (),
 ], method=True)
@@ -1649,6 +2034,11 @@ def deg2rad_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_deg2rad_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+deg2rad_.__doc__ = 'deg2rad_() -> Tensor\n\nIn-place version of :meth:`Tensor.deg2rad`.'
+def _signature_deg2rad_(self): ...
+deg2rad_.__wrapped__ = _signature_deg2rad_
 
 
 _sig_rad2deg = _Signatures('rad2deg', [
@@ -1672,6 +2062,11 @@ def rad2deg(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+rad2deg.__doc__ = 'rad2deg() -> Tensor'
+def _signature_rad2deg(self): ...
+rad2deg.__wrapped__ = _signature_rad2deg
+
+
 _sig_rad2deg_ = _Signatures('rad2deg_', [
     (),
 ], method=True)
@@ -1691,6 +2086,11 @@ def rad2deg_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_rad2deg_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+rad2deg_.__doc__ = 'rad2deg_() -> Tensor\n\nIn-place version of :meth:`Tensor.rad2deg`.'
+def _signature_rad2deg_(self): ...
+rad2deg_.__wrapped__ = _signature_rad2deg_
 
 
 _sig_square = _Signatures('square', [
@@ -1714,6 +2114,11 @@ def square(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+square.__doc__ = 'square() -> Tensor'
+def _signature_square(self): ...
+square.__wrapped__ = _signature_square
+
+
 _sig_square_ = _Signatures('square_', [
     (),
 ], method=True)
@@ -1733,6 +2138,11 @@ def square_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_square_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+square_.__doc__ = 'square_() -> Tensor\n\nIn-place version of :meth:`Tensor.square`.'
+def _signature_square_(self): ...
+square_.__wrapped__ = _signature_square_
 
 
 _sig_bitwise_not = _Signatures('bitwise_not', [
@@ -1756,6 +2166,11 @@ def bitwise_not(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bitwise_not.__doc__ = 'bitwise_not() -> Tensor'
+def _signature_bitwise_not(self): ...
+bitwise_not.__wrapped__ = _signature_bitwise_not
+
+
 _sig_bitwise_not_ = _Signatures('bitwise_not_', [
     (),
 ], method=True)
@@ -1775,6 +2190,11 @@ def bitwise_not_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_bitwise_not_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+bitwise_not_.__doc__ = 'bitwise_not_() -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_not`.'
+def _signature_bitwise_not_(self): ...
+bitwise_not_.__wrapped__ = _signature_bitwise_not_
 
 
 _sig_logical_not = _Signatures('logical_not', [
@@ -1798,6 +2218,11 @@ def logical_not(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+logical_not.__doc__ = 'logical_not() -> Tensor'
+def _signature_logical_not(self): ...
+logical_not.__wrapped__ = _signature_logical_not
+
+
 _sig_logical_not_ = _Signatures('logical_not_', [
     (),
 ], method=True)
@@ -1817,6 +2242,11 @@ def logical_not_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_logical_not_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+logical_not_.__doc__ = 'logical_not_() -> Tensor\n\nIn-place version of :meth:`Tensor.logical_not`.'
+def _signature_logical_not_(self): ...
+logical_not_.__wrapped__ = _signature_logical_not_
 
 
 _sig_relu = _Signatures('relu', [
@@ -1840,6 +2270,11 @@ def relu(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+relu.__doc__ = 'Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu() -> Tensor'
+def _signature_relu(self): ...
+relu.__wrapped__ = _signature_relu
+
+
 _sig_relu_ = _Signatures('relu_', [
     (),
 ], method=True)
@@ -1861,6 +2296,11 @@ def relu_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+relu_.__doc__ = 'Applies the rectified linear unit function elementwise: max(0, x).\n\nrelu_() -> Tensor\n\nIn-place version of :meth:`Tensor.relu`.'
+def _signature_relu_(self): ...
+relu_.__wrapped__ = _signature_relu_
+
+
 _sig_positive = _Signatures('positive', [
     (),
 ], method=True)
@@ -1880,6 +2320,11 @@ def positive(self, *args, **kwargs):
     if _i == 0:
         return _R._op_positive.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+positive.__doc__ = 'positive() -> Tensor'
+def _signature_positive(self): ...
+positive.__wrapped__ = _signature_positive
 
 
 _sig_round = _Signatures('round', [
@@ -1917,6 +2362,9 @@ def round(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+round.__doc__ = 'round() -> Tensor\nround(*, decimals: int) -> Tensor'
+
+
 _sig_round_ = _Signatures('round_', [
     (),
     (('decimals', 'int', True, False, None),),
@@ -1952,6 +2400,9 @@ def round_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+round_.__doc__ = 'round_() -> Tensor\nround_(*, decimals: int) -> Tensor\n\nIn-place version of :meth:`Tensor.round`.'
+
+
 _sig_isnan = _Signatures('isnan', [
     (),
 ], method=True)
@@ -1971,6 +2422,11 @@ def isnan(self, *args, **kwargs):
     if _i == 0:
         return _R._op_isnan.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+isnan.__doc__ = 'isnan() -> Tensor'
+def _signature_isnan(self): ...
+isnan.__wrapped__ = _signature_isnan
 
 
 _sig_isinf = _Signatures('isinf', [
@@ -1994,6 +2450,11 @@ def isinf(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+isinf.__doc__ = 'isinf() -> Tensor'
+def _signature_isinf(self): ...
+isinf.__wrapped__ = _signature_isinf
+
+
 _sig_isfinite = _Signatures('isfinite', [
     (),
 ], method=True)
@@ -2013,6 +2474,11 @@ def isfinite(self, *args, **kwargs):
     if _i == 0:
         return _R._op_isfinite.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+isfinite.__doc__ = 'isfinite() -> Tensor'
+def _signature_isfinite(self): ...
+isfinite.__wrapped__ = _signature_isfinite
 
 
 _sig_isposinf = _Signatures('isposinf', [
@@ -2036,6 +2502,11 @@ def isposinf(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+isposinf.__doc__ = 'isposinf() -> Tensor'
+def _signature_isposinf(self): ...
+isposinf.__wrapped__ = _signature_isposinf
+
+
 _sig_isneginf = _Signatures('isneginf', [
     (),
 ], method=True)
@@ -2057,6 +2528,11 @@ def isneginf(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+isneginf.__doc__ = 'isneginf() -> Tensor'
+def _signature_isneginf(self): ...
+isneginf.__wrapped__ = _signature_isneginf
+
+
 _sig_signbit = _Signatures('signbit', [
     (),
 ], method=True)
@@ -2076,6 +2552,11 @@ def signbit(self, *args, **kwargs):
     if _i == 0:
         return _R._op_signbit.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+signbit.__doc__ = 'signbit() -> Tensor'
+def _signature_signbit(self): ...
+signbit.__wrapped__ = _signature_signbit
 
 
 _sig_nan_to_num = _Signatures('nan_to_num', [
@@ -2100,6 +2581,11 @@ def nan_to_num(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+nan_to_num.__doc__ = 'nan_to_num(nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor'
+def _signature_nan_to_num(self, nan=None, posinf=None, neginf=None): ...
+nan_to_num.__wrapped__ = _signature_nan_to_num
+
+
 _sig_nan_to_num_ = _Signatures('nan_to_num_', [
     (('nan', 'float?', False, True, None), ('posinf', 'float?', False, True, None), ('neginf', 'float?', False, True, None),),
 ], method=True)
@@ -2120,6 +2606,11 @@ def nan_to_num_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_nan_to_num_.call(self._ks, self, _a['nan'], _a['posinf'], _a['neginf'])
     raise AssertionError('unreachable')
+
+
+nan_to_num_.__doc__ = 'nan_to_num_(nan: Optional[float] = None, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.nan_to_num`.'
+def _signature_nan_to_num_(self, nan=None, posinf=None, neginf=None): ...
+nan_to_num_.__wrapped__ = _signature_nan_to_num_
 
 
 _sig_logit = _Signatures('logit', [
@@ -2144,6 +2635,11 @@ def logit(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+logit.__doc__ = 'logit(eps: Optional[float] = None) -> Tensor'
+def _signature_logit(self, eps=None): ...
+logit.__wrapped__ = _signature_logit
+
+
 _sig_logit_ = _Signatures('logit_', [
     (('eps', 'float?', False, True, None),),
 ], method=True)
@@ -2164,6 +2660,11 @@ def logit_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_logit_.call(self._ks, self, _a['eps'])
     raise AssertionError('unreachable')
+
+
+logit_.__doc__ = 'logit_(eps: Optional[float] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.logit`.'
+def _signature_logit_(self, eps=None): ...
+logit_.__wrapped__ = _signature_logit_
 
 
 _sig_add = _Signatures('add', [
@@ -2202,6 +2703,9 @@ def add(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+add.__doc__ = 'Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other.\n\nadd(other: Tensor, *, alpha: Number = 1) -> Tensor\nadd(other: Number, alpha: Number = 1) -> Tensor'
+
+
 _sig_add_ = _Signatures('add_', [
     (('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
     (('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
@@ -2236,6 +2740,9 @@ def add_(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_add__Scalar.call(self._ks, self, _a['other'], _a['alpha'])
     raise AssertionError('unreachable')
+
+
+add_.__doc__ = 'Adds ``other``, scaled by ``alpha``, to ``input``: out = input + alpha * other.\n\nadd_(other: Tensor, *, alpha: Number = 1) -> Tensor\nadd_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.add`.'
 
 
 _sig_sub = _Signatures('sub', [
@@ -2274,6 +2781,9 @@ def sub(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sub.__doc__ = 'Subtracts ``other``, scaled by ``alpha``, from ``input``: out = input - alpha * other.\n\nsub(other: Tensor, *, alpha: Number = 1) -> Tensor\nsub(other: Number, alpha: Number = 1) -> Tensor'
+
+
 _sig_sub_ = _Signatures('sub_', [
     (('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
     (('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
@@ -2308,6 +2818,9 @@ def sub_(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_sub__Scalar.call(self._ks, self, _a['other'], _a['alpha'])
     raise AssertionError('unreachable')
+
+
+sub_.__doc__ = 'Subtracts ``other``, scaled by ``alpha``, from ``input``: out = input - alpha * other.\n\nsub_(other: Tensor, *, alpha: Number = 1) -> Tensor\nsub_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.sub`.'
 
 
 _sig_mul = _Signatures('mul', [
@@ -2346,6 +2859,9 @@ def mul(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+mul.__doc__ = 'Multiplies ``input`` by ``other``, elementwise with broadcasting.\n\nmul(other: Tensor) -> Tensor\nmul(other: Number) -> Tensor'
+
+
 _sig_mul_ = _Signatures('mul_', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -2380,6 +2896,9 @@ def mul_(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_mul__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+mul_.__doc__ = 'Multiplies ``input`` by ``other``, elementwise with broadcasting.\n\nmul_(other: Tensor) -> Tensor\nmul_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.mul`.'
 
 
 _sig_div = _Signatures('div', [
@@ -2446,6 +2965,9 @@ def div(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+div.__doc__ = "Divides each element of ``input`` by the corresponding element of ``other`` (``rounding_mode``: None, 'trunc' or 'floor').\n\ndiv(other: Tensor) -> Tensor\ndiv(other: Number) -> Tensor\ndiv(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndiv(other: Number, *, rounding_mode: Optional[str]) -> Tensor"
+
+
 _sig_div_ = _Signatures('div_', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -2510,6 +3032,9 @@ def div_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+div_.__doc__ = "Divides each element of ``input`` by the corresponding element of ``other`` (``rounding_mode``: None, 'trunc' or 'floor').\n\ndiv_(other: Tensor) -> Tensor\ndiv_(other: Number) -> Tensor\ndiv_(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndiv_(other: Number, *, rounding_mode: Optional[str]) -> Tensor\n\nIn-place version of :meth:`Tensor.div`."
+
+
 _sig_true_divide = _Signatures('true_divide', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -2544,6 +3069,9 @@ def true_divide(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_true_divide_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+true_divide.__doc__ = 'true_divide(other: Tensor) -> Tensor\ntrue_divide(other: Number) -> Tensor'
 
 
 _sig_true_divide_ = _Signatures('true_divide_', [
@@ -2582,6 +3110,9 @@ def true_divide_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+true_divide_.__doc__ = 'true_divide_(other: Tensor) -> Tensor\ntrue_divide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.true_divide`.'
+
+
 _sig_floor_divide = _Signatures('floor_divide', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -2616,6 +3147,9 @@ def floor_divide(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_floor_divide_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+floor_divide.__doc__ = 'floor_divide(other: Tensor) -> Tensor\nfloor_divide(other: Number) -> Tensor'
 
 
 _sig_floor_divide_ = _Signatures('floor_divide_', [
@@ -2654,6 +3188,9 @@ def floor_divide_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+floor_divide_.__doc__ = 'floor_divide_(other: Tensor) -> Tensor\nfloor_divide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.floor_divide`.'
+
+
 _sig_remainder = _Signatures('remainder', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -2688,6 +3225,9 @@ def remainder(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_remainder_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+remainder.__doc__ = 'remainder(other: Tensor) -> Tensor\nremainder(other: Number) -> Tensor'
 
 
 _sig_remainder_ = _Signatures('remainder_', [
@@ -2726,6 +3266,9 @@ def remainder_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+remainder_.__doc__ = 'remainder_(other: Tensor) -> Tensor\nremainder_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.remainder`.'
+
+
 _sig_fmod = _Signatures('fmod', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -2760,6 +3303,9 @@ def fmod(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_fmod_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+fmod.__doc__ = 'fmod(other: Tensor) -> Tensor\nfmod(other: Number) -> Tensor'
 
 
 _sig_fmod_ = _Signatures('fmod_', [
@@ -2798,6 +3344,9 @@ def fmod_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+fmod_.__doc__ = 'fmod_(other: Tensor) -> Tensor\nfmod_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.fmod`.'
+
+
 _sig_pow = _Signatures('pow', [
     (('exponent', 'T', False, False, None),),
     (('exponent', 'Scalar', False, False, None),),
@@ -2832,6 +3381,9 @@ def pow(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_pow_Tensor_Scalar.call(self._ks, self, _a['exponent'])
     raise AssertionError('unreachable')
+
+
+pow.__doc__ = 'Takes the power of each element in ``input`` with ``exponent``.\n\npow(exponent: Tensor) -> Tensor\npow(exponent: Number) -> Tensor'
 
 
 _sig_pow_ = _Signatures('pow_', [
@@ -2870,6 +3422,9 @@ def pow_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+pow_.__doc__ = 'Takes the power of each element in ``input`` with ``exponent``.\n\npow_(exponent: Number) -> Tensor\npow_(exponent: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.pow`.'
+
+
 _sig_float_power = _Signatures('float_power', [
     (('exponent', 'T', False, False, None),),
     (('exponent', 'Scalar', False, False, None),),
@@ -2906,6 +3461,9 @@ def float_power(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+float_power.__doc__ = 'float_power(exponent: Tensor) -> Tensor\nfloat_power(exponent: Number) -> Tensor'
+
+
 _sig_atan2 = _Signatures('atan2', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -2926,6 +3484,11 @@ def atan2(self, *args, **kwargs):
     if _i == 0:
         return _R._op_atan2.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+atan2.__doc__ = 'atan2(other: Tensor) -> Tensor'
+def _signature_atan2(self, other): ...
+atan2.__wrapped__ = _signature_atan2
 
 
 _sig_atan2_ = _Signatures('atan2_', [
@@ -2950,6 +3513,11 @@ def atan2_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+atan2_.__doc__ = 'atan2_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.atan2`.'
+def _signature_atan2_(self, other): ...
+atan2_.__wrapped__ = _signature_atan2_
+
+
 _sig_hypot = _Signatures('hypot', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -2970,6 +3538,11 @@ def hypot(self, *args, **kwargs):
     if _i == 0:
         return _R._op_hypot.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+hypot.__doc__ = 'hypot(other: Tensor) -> Tensor'
+def _signature_hypot(self, other): ...
+hypot.__wrapped__ = _signature_hypot
 
 
 _sig_hypot_ = _Signatures('hypot_', [
@@ -2994,6 +3567,11 @@ def hypot_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+hypot_.__doc__ = 'hypot_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.hypot`.'
+def _signature_hypot_(self, other): ...
+hypot_.__wrapped__ = _signature_hypot_
+
+
 _sig_logaddexp = _Signatures('logaddexp', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3016,6 +3594,11 @@ def logaddexp(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+logaddexp.__doc__ = 'logaddexp(other: Tensor) -> Tensor'
+def _signature_logaddexp(self, other): ...
+logaddexp.__wrapped__ = _signature_logaddexp
+
+
 _sig_logaddexp2 = _Signatures('logaddexp2', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3036,6 +3619,11 @@ def logaddexp2(self, *args, **kwargs):
     if _i == 0:
         return _R._op_logaddexp2.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+logaddexp2.__doc__ = 'logaddexp2(other: Tensor) -> Tensor'
+def _signature_logaddexp2(self, other): ...
+logaddexp2.__wrapped__ = _signature_logaddexp2
 
 
 _sig_copysign = _Signatures('copysign', [
@@ -3074,6 +3662,9 @@ def copysign(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+copysign.__doc__ = 'copysign(other: Tensor) -> Tensor\ncopysign(other: Number) -> Tensor'
+
+
 _sig_copysign_ = _Signatures('copysign_', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3094,6 +3685,11 @@ def copysign_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_copysign_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+copysign_.__doc__ = 'copysign_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.copysign`.'
+def _signature_copysign_(self, other): ...
+copysign_.__wrapped__ = _signature_copysign_
 
 
 _sig_nextafter = _Signatures('nextafter', [
@@ -3118,6 +3714,11 @@ def nextafter(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+nextafter.__doc__ = 'nextafter(other: Tensor) -> Tensor'
+def _signature_nextafter(self, other): ...
+nextafter.__wrapped__ = _signature_nextafter
+
+
 _sig_nextafter_ = _Signatures('nextafter_', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3138,6 +3739,11 @@ def nextafter_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_nextafter_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+nextafter_.__doc__ = 'nextafter_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.nextafter`.'
+def _signature_nextafter_(self, other): ...
+nextafter_.__wrapped__ = _signature_nextafter_
 
 
 _sig_maximum = _Signatures('maximum', [
@@ -3162,6 +3768,11 @@ def maximum(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+maximum.__doc__ = 'maximum(other: Tensor) -> Tensor'
+def _signature_maximum(self, other): ...
+maximum.__wrapped__ = _signature_maximum
+
+
 _sig_minimum = _Signatures('minimum', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3182,6 +3793,11 @@ def minimum(self, *args, **kwargs):
     if _i == 0:
         return _R._op_minimum.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+minimum.__doc__ = 'minimum(other: Tensor) -> Tensor'
+def _signature_minimum(self, other): ...
+minimum.__wrapped__ = _signature_minimum
 
 
 _sig_fmax = _Signatures('fmax', [
@@ -3206,6 +3822,11 @@ def fmax(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+fmax.__doc__ = 'fmax(other: Tensor) -> Tensor'
+def _signature_fmax(self, other): ...
+fmax.__wrapped__ = _signature_fmax
+
+
 _sig_fmin = _Signatures('fmin', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3226,6 +3847,11 @@ def fmin(self, *args, **kwargs):
     if _i == 0:
         return _R._op_fmin.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+fmin.__doc__ = 'fmin(other: Tensor) -> Tensor'
+def _signature_fmin(self, other): ...
+fmin.__wrapped__ = _signature_fmin
 
 
 _sig_xlogy = _Signatures('xlogy', [
@@ -3264,6 +3890,9 @@ def xlogy(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+xlogy.__doc__ = 'xlogy(other: Tensor) -> Tensor\nxlogy(other: Number) -> Tensor'
+
+
 _sig_xlogy_ = _Signatures('xlogy_', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3284,6 +3913,11 @@ def xlogy_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_xlogy_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+xlogy_.__doc__ = 'xlogy_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.xlogy`.'
+def _signature_xlogy_(self, other): ...
+xlogy_.__wrapped__ = _signature_xlogy_
 
 
 _sig_max = _Signatures('max', [
@@ -3335,6 +3969,9 @@ def max(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+max.__doc__ = 'Returns the maximum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise maximum.\n\nmax(other: Tensor) -> Tensor\nmax() -> Tensor\nmax(dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+
+
 _sig_min = _Signatures('min', [
     (('other', 'T', False, False, None),),
     (),
@@ -3384,6 +4021,9 @@ def min(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+min.__doc__ = 'Returns the minimum of ``input``; with ``dim``, a (values, indices) tuple; with ``other``, the elementwise minimum.\n\nmin(other: Tensor) -> Tensor\nmin() -> Tensor\nmin(dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+
+
 _sig_bitwise_and = _Signatures('bitwise_and', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -3418,6 +4058,9 @@ def bitwise_and(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_bitwise_and_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+bitwise_and.__doc__ = 'bitwise_and(other: Tensor) -> Tensor\nbitwise_and(other: Number) -> Tensor'
 
 
 _sig_bitwise_and_ = _Signatures('bitwise_and_', [
@@ -3456,6 +4099,9 @@ def bitwise_and_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bitwise_and_.__doc__ = 'bitwise_and_(other: Tensor) -> Tensor\nbitwise_and_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_and`.'
+
+
 _sig_bitwise_or = _Signatures('bitwise_or', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -3490,6 +4136,9 @@ def bitwise_or(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_bitwise_or_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+bitwise_or.__doc__ = 'bitwise_or(other: Tensor) -> Tensor\nbitwise_or(other: Number) -> Tensor'
 
 
 _sig_bitwise_or_ = _Signatures('bitwise_or_', [
@@ -3528,6 +4177,9 @@ def bitwise_or_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bitwise_or_.__doc__ = 'bitwise_or_(other: Tensor) -> Tensor\nbitwise_or_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_or`.'
+
+
 _sig_bitwise_xor = _Signatures('bitwise_xor', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -3562,6 +4214,9 @@ def bitwise_xor(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_bitwise_xor_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+bitwise_xor.__doc__ = 'bitwise_xor(other: Tensor) -> Tensor\nbitwise_xor(other: Number) -> Tensor'
 
 
 _sig_bitwise_xor_ = _Signatures('bitwise_xor_', [
@@ -3600,6 +4255,9 @@ def bitwise_xor_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bitwise_xor_.__doc__ = 'bitwise_xor_(other: Tensor) -> Tensor\nbitwise_xor_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_xor`.'
+
+
 _sig_bitwise_left_shift = _Signatures('bitwise_left_shift', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -3634,6 +4292,9 @@ def bitwise_left_shift(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_bitwise_left_shift_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+bitwise_left_shift.__doc__ = 'bitwise_left_shift(other: Tensor) -> Tensor\nbitwise_left_shift(other: Number) -> Tensor'
 
 
 _sig_bitwise_left_shift_ = _Signatures('bitwise_left_shift_', [
@@ -3672,6 +4333,9 @@ def bitwise_left_shift_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bitwise_left_shift_.__doc__ = 'bitwise_left_shift_(other: Tensor) -> Tensor\nbitwise_left_shift_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_left_shift`.'
+
+
 _sig_bitwise_right_shift = _Signatures('bitwise_right_shift', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -3706,6 +4370,9 @@ def bitwise_right_shift(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_bitwise_right_shift_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+bitwise_right_shift.__doc__ = 'bitwise_right_shift(other: Tensor) -> Tensor\nbitwise_right_shift(other: Number) -> Tensor'
 
 
 _sig_bitwise_right_shift_ = _Signatures('bitwise_right_shift_', [
@@ -3744,6 +4411,9 @@ def bitwise_right_shift_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bitwise_right_shift_.__doc__ = 'bitwise_right_shift_(other: Tensor) -> Tensor\nbitwise_right_shift_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.bitwise_right_shift`.'
+
+
 _sig_logical_and = _Signatures('logical_and', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3764,6 +4434,11 @@ def logical_and(self, *args, **kwargs):
     if _i == 0:
         return _R._op_logical_and.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+logical_and.__doc__ = 'logical_and(other: Tensor) -> Tensor'
+def _signature_logical_and(self, other): ...
+logical_and.__wrapped__ = _signature_logical_and
 
 
 _sig_logical_and_ = _Signatures('logical_and_', [
@@ -3788,6 +4463,11 @@ def logical_and_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+logical_and_.__doc__ = 'logical_and_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_and`.'
+def _signature_logical_and_(self, other): ...
+logical_and_.__wrapped__ = _signature_logical_and_
+
+
 _sig_logical_or = _Signatures('logical_or', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3808,6 +4488,11 @@ def logical_or(self, *args, **kwargs):
     if _i == 0:
         return _R._op_logical_or.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+logical_or.__doc__ = 'logical_or(other: Tensor) -> Tensor'
+def _signature_logical_or(self, other): ...
+logical_or.__wrapped__ = _signature_logical_or
 
 
 _sig_logical_or_ = _Signatures('logical_or_', [
@@ -3832,6 +4517,11 @@ def logical_or_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+logical_or_.__doc__ = 'logical_or_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_or`.'
+def _signature_logical_or_(self, other): ...
+logical_or_.__wrapped__ = _signature_logical_or_
+
+
 _sig_logical_xor = _Signatures('logical_xor', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3854,6 +4544,11 @@ def logical_xor(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+logical_xor.__doc__ = 'logical_xor(other: Tensor) -> Tensor'
+def _signature_logical_xor(self, other): ...
+logical_xor.__wrapped__ = _signature_logical_xor
+
+
 _sig_logical_xor_ = _Signatures('logical_xor_', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -3874,6 +4569,11 @@ def logical_xor_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_logical_xor_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+logical_xor_.__doc__ = 'logical_xor_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.logical_xor`.'
+def _signature_logical_xor_(self, other): ...
+logical_xor_.__wrapped__ = _signature_logical_xor_
 
 
 _sig_eq = _Signatures('eq', [
@@ -3912,6 +4612,9 @@ def eq(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+eq.__doc__ = 'eq(other: Tensor) -> Tensor\neq(other: Number) -> Tensor'
+
+
 _sig_eq_ = _Signatures('eq_', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -3946,6 +4649,9 @@ def eq_(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_eq__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+eq_.__doc__ = 'eq_(other: Tensor) -> Tensor\neq_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.eq`.'
 
 
 _sig_ne = _Signatures('ne', [
@@ -3984,6 +4690,9 @@ def ne(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+ne.__doc__ = 'ne(other: Tensor) -> Tensor\nne(other: Number) -> Tensor'
+
+
 _sig_ne_ = _Signatures('ne_', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -4018,6 +4727,9 @@ def ne_(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_ne__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+ne_.__doc__ = 'ne_(other: Tensor) -> Tensor\nne_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.ne`.'
 
 
 _sig_lt = _Signatures('lt', [
@@ -4056,6 +4768,9 @@ def lt(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+lt.__doc__ = 'lt(other: Tensor) -> Tensor\nlt(other: Number) -> Tensor'
+
+
 _sig_lt_ = _Signatures('lt_', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -4090,6 +4805,9 @@ def lt_(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_lt__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+lt_.__doc__ = 'lt_(other: Tensor) -> Tensor\nlt_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.lt`.'
 
 
 _sig_le = _Signatures('le', [
@@ -4128,6 +4846,9 @@ def le(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+le.__doc__ = 'le(other: Tensor) -> Tensor\nle(other: Number) -> Tensor'
+
+
 _sig_le_ = _Signatures('le_', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -4162,6 +4883,9 @@ def le_(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_le__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+le_.__doc__ = 'le_(other: Tensor) -> Tensor\nle_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.le`.'
 
 
 _sig_gt = _Signatures('gt', [
@@ -4200,6 +4924,9 @@ def gt(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+gt.__doc__ = 'gt(other: Tensor) -> Tensor\ngt(other: Number) -> Tensor'
+
+
 _sig_gt_ = _Signatures('gt_', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -4234,6 +4961,9 @@ def gt_(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_gt__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+gt_.__doc__ = 'gt_(other: Tensor) -> Tensor\ngt_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.gt`.'
 
 
 _sig_ge = _Signatures('ge', [
@@ -4272,6 +5002,9 @@ def ge(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+ge.__doc__ = 'ge(other: Tensor) -> Tensor\nge(other: Number) -> Tensor'
+
+
 _sig_ge_ = _Signatures('ge_', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -4306,6 +5039,9 @@ def ge_(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_ge__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+ge_.__doc__ = 'ge_(other: Tensor) -> Tensor\nge_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.ge`.'
 
 
 _sig_greater = _Signatures('greater', [
@@ -4344,6 +5080,9 @@ def greater(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+greater.__doc__ = 'greater(other: Tensor) -> Tensor\ngreater(other: Number) -> Tensor'
+
+
 _sig_greater_equal = _Signatures('greater_equal', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -4378,6 +5117,9 @@ def greater_equal(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_greater_equal_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+greater_equal.__doc__ = 'greater_equal(other: Tensor) -> Tensor\ngreater_equal(other: Number) -> Tensor'
 
 
 _sig_less = _Signatures('less', [
@@ -4416,6 +5158,9 @@ def less(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+less.__doc__ = 'less(other: Tensor) -> Tensor\nless(other: Number) -> Tensor'
+
+
 _sig_less_equal = _Signatures('less_equal', [
     (('other', 'T', False, False, None),),
     (('other', 'Scalar', False, False, None),),
@@ -4450,6 +5195,9 @@ def less_equal(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_less_equal_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+less_equal.__doc__ = 'less_equal(other: Tensor) -> Tensor\nless_equal(other: Number) -> Tensor'
 
 
 _sig_not_equal = _Signatures('not_equal', [
@@ -4488,6 +5236,9 @@ def not_equal(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+not_equal.__doc__ = 'not_equal(other: Tensor) -> Tensor\nnot_equal(other: Number) -> Tensor'
+
+
 _sig_where = _Signatures('where', [
     (('self', 'T', False, False, None), ('other', 'T', False, False, None),),
     (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
@@ -4522,6 +5273,9 @@ def where(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_where_ScalarOther.call(self._ks | _a['self']._ks, self, _a['self'], _a['other'])
     raise AssertionError('unreachable')
+
+
+where.__doc__ = 'Returns a tensor of elements selected from ``input`` or ``other``, depending on ``condition``.\n\nwhere(self: Tensor, other: Tensor) -> Tensor\nwhere(self: Tensor, other: Number) -> Tensor'
 
 
 _sig_clamp = _Signatures('clamp', [
@@ -4560,6 +5314,9 @@ def clamp(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+clamp.__doc__ = 'Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclamp(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_clamp_ = _Signatures('clamp_', [
     (('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),),
     (('min', 'T?', False, True, None), ('max', 'T?', False, True, None),),
@@ -4594,6 +5351,9 @@ def clamp_(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_clamp__Tensor.call(self._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), self, _a['min'], _a['max'])
     raise AssertionError('unreachable')
+
+
+clamp_.__doc__ = 'Clamps all elements in ``input`` into the range [``min``, ``max``].\n\nclamp_(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclamp_(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp`.'
 
 
 _sig_clip = _Signatures('clip', [
@@ -4632,6 +5392,9 @@ def clip(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+clip.__doc__ = 'clip(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\nclip(min: Optional[Tensor] = None, max: Optional[Tensor] = None) -> Tensor'
+
+
 _sig_clip_ = _Signatures('clip_', [
     (('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),),
 ], method=True)
@@ -4652,6 +5415,11 @@ def clip_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_clip_.call(self._ks, self, _a['min'], _a['max'])
     raise AssertionError('unreachable')
+
+
+clip_.__doc__ = 'clip_(min: Optional[Number] = None, max: Optional[Number] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.clip`.'
+def _signature_clip_(self, min=None, max=None): ...
+clip_.__wrapped__ = _signature_clip_
 
 
 _sig_clamp_min = _Signatures('clamp_min', [
@@ -4690,6 +5458,9 @@ def clamp_min(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+clamp_min.__doc__ = 'clamp_min(min: Number) -> Tensor\nclamp_min(min: Tensor) -> Tensor'
+
+
 _sig_clamp_min_ = _Signatures('clamp_min_', [
     (('min', 'Scalar', False, False, None),),
 ], method=True)
@@ -4710,6 +5481,11 @@ def clamp_min_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_clamp_min_.call(self._ks, self, _a['min'])
     raise AssertionError('unreachable')
+
+
+clamp_min_.__doc__ = 'clamp_min_(min: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_min`.'
+def _signature_clamp_min_(self, min): ...
+clamp_min_.__wrapped__ = _signature_clamp_min_
 
 
 _sig_clamp_max = _Signatures('clamp_max', [
@@ -4748,6 +5524,9 @@ def clamp_max(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+clamp_max.__doc__ = 'clamp_max(max: Number) -> Tensor\nclamp_max(max: Tensor) -> Tensor'
+
+
 _sig_clamp_max_ = _Signatures('clamp_max_', [
     (('max', 'Scalar', False, False, None),),
 ], method=True)
@@ -4768,6 +5547,11 @@ def clamp_max_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_clamp_max_.call(self._ks, self, _a['max'])
     raise AssertionError('unreachable')
+
+
+clamp_max_.__doc__ = 'clamp_max_(max: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_max`.'
+def _signature_clamp_max_(self, max): ...
+clamp_max_.__wrapped__ = _signature_clamp_max_
 
 
 _sig_lerp = _Signatures('lerp', [
@@ -4806,6 +5590,9 @@ def lerp(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+lerp.__doc__ = 'lerp(end: Tensor, weight: Number) -> Tensor\nlerp(end: Tensor, weight: Tensor) -> Tensor'
+
+
 _sig_lerp_ = _Signatures('lerp_', [
     (('end', 'T', False, False, None), ('weight', 'Scalar', False, False, None),),
     (('end', 'T', False, False, None), ('weight', 'T', False, False, None),),
@@ -4842,6 +5629,9 @@ def lerp_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+lerp_.__doc__ = 'lerp_(end: Tensor, weight: Number) -> Tensor\nlerp_(end: Tensor, weight: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.lerp`.'
+
+
 _sig_addcmul = _Signatures('addcmul', [
     (('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),),
 ], method=True)
@@ -4862,6 +5652,11 @@ def addcmul(self, *args, **kwargs):
     if _i == 0:
         return _R._op_addcmul.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
     raise AssertionError('unreachable')
+
+
+addcmul.__doc__ = 'addcmul(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor'
+def _signature_addcmul(self, tensor1, tensor2, *, value=1): ...
+addcmul.__wrapped__ = _signature_addcmul
 
 
 _sig_addcmul_ = _Signatures('addcmul_', [
@@ -4886,6 +5681,11 @@ def addcmul_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+addcmul_.__doc__ = 'addcmul_(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addcmul`.'
+def _signature_addcmul_(self, tensor1, tensor2, *, value=1): ...
+addcmul_.__wrapped__ = _signature_addcmul_
+
+
 _sig_addcdiv = _Signatures('addcdiv', [
     (('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),),
 ], method=True)
@@ -4908,6 +5708,11 @@ def addcdiv(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+addcdiv.__doc__ = 'addcdiv(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor'
+def _signature_addcdiv(self, tensor1, tensor2, *, value=1): ...
+addcdiv.__wrapped__ = _signature_addcdiv
+
+
 _sig_addcdiv_ = _Signatures('addcdiv_', [
     (('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),),
 ], method=True)
@@ -4928,6 +5733,11 @@ def addcdiv_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_addcdiv_.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
     raise AssertionError('unreachable')
+
+
+addcdiv_.__doc__ = 'addcdiv_(tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addcdiv`.'
+def _signature_addcdiv_(self, tensor1, tensor2, *, value=1): ...
+addcdiv_.__wrapped__ = _signature_addcdiv_
 
 
 _sig_sum = _Signatures('sum', [
@@ -4966,6 +5776,9 @@ def sum(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sum.__doc__ = 'Returns the sum of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nsum(*, dtype: Optional[dtype] = None) -> Tensor\nsum(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+
+
 _sig_nansum = _Signatures('nansum', [
     (('dtype', 'dtype?', True, True, None),),
     (('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
@@ -5000,6 +5813,9 @@ def nansum(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_nansum_dim_IntList.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
+
+
+nansum.__doc__ = 'nansum(*, dtype: Optional[dtype] = None) -> Tensor\nnansum(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
 
 
 _sig_prod = _Signatures('prod', [
@@ -5038,6 +5854,9 @@ def prod(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+prod.__doc__ = 'Returns the product of the elements of ``input``.\n\nprod(*, dtype: Optional[dtype] = None) -> Tensor\nprod(dim: int, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+
+
 _sig_mean = _Signatures('mean', [
     (('dtype', 'dtype?', True, True, None),),
     (('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
@@ -5074,6 +5893,9 @@ def mean(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+mean.__doc__ = 'Returns the mean of the elements of ``input`` (over ``dim``, keeping it with ``keepdim``).\n\nmean(*, dtype: Optional[dtype] = None) -> Tensor\nmean(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+
+
 _sig_nanmean = _Signatures('nanmean', [
     (('dtype', 'dtype?', True, True, None),),
     (('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),),
@@ -5108,6 +5930,9 @@ def nanmean(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_nanmean_dim.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
+
+
+nanmean.__doc__ = 'nanmean(*, dtype: Optional[dtype] = None) -> Tensor\nnanmean(dim: Optional[List[int]], keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
 
 
 _sig_var = _Signatures('var', [
@@ -5163,6 +5988,9 @@ def var(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+var.__doc__ = "Calculates the variance over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nvar(unbiased: bool = True) -> Tensor\nvar(dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nvar(dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor"
+
+
 _sig_std = _Signatures('std', [
     (('unbiased', 'bool', False, True, True),),
     (('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),),
@@ -5216,6 +6044,9 @@ def std(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+std.__doc__ = "Calculates the standard deviation over ``dim`` (``correction``: Bessel's correction, 1 by default).\n\nstd(unbiased: bool = True) -> Tensor\nstd(dim: Optional[List[int]], unbiased: bool = True, keepdim: bool = False) -> Tensor\nstd(dim: Optional[List[int]] = None, *, correction: Optional[Number] = None, keepdim: bool = False) -> Tensor"
+
+
 _sig_amax = _Signatures('amax', [
     (('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False),),
 ], method=True)
@@ -5236,6 +6067,11 @@ def amax(self, *args, **kwargs):
     if _i == 0:
         return _R._op_amax.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+amax.__doc__ = 'amax(dim: List[int] = (), keepdim: bool = False) -> Tensor'
+def _signature_amax(self, dim=(), keepdim=False): ...
+amax.__wrapped__ = _signature_amax
 
 
 _sig_amin = _Signatures('amin', [
@@ -5260,6 +6096,11 @@ def amin(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+amin.__doc__ = 'amin(dim: List[int] = (), keepdim: bool = False) -> Tensor'
+def _signature_amin(self, dim=(), keepdim=False): ...
+amin.__wrapped__ = _signature_amin
+
+
 _sig_aminmax = _Signatures('aminmax', [
     (('dim', 'int?', True, True, None), ('keepdim', 'bool', True, True, False),),
 ], method=True)
@@ -5280,6 +6121,11 @@ def aminmax(self, *args, **kwargs):
     if _i == 0:
         return _R._op_aminmax.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+aminmax.__doc__ = 'aminmax(*, dim: Optional[int] = None, keepdim: bool = False) -> (Tensor, Tensor)'
+def _signature_aminmax(self, *, dim=None, keepdim=False): ...
+aminmax.__wrapped__ = _signature_aminmax
 
 
 _sig_argmax = _Signatures('argmax', [
@@ -5304,6 +6150,11 @@ def argmax(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+argmax.__doc__ = 'Returns the indices of the maximum values of ``input``.\n\nargmax(dim: Optional[int] = None, keepdim: bool = False) -> Tensor'
+def _signature_argmax(self, dim=None, keepdim=False): ...
+argmax.__wrapped__ = _signature_argmax
+
+
 _sig_argmin = _Signatures('argmin', [
     (('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False),),
 ], method=True)
@@ -5326,6 +6177,11 @@ def argmin(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+argmin.__doc__ = 'Returns the indices of the minimum values of ``input``.\n\nargmin(dim: Optional[int] = None, keepdim: bool = False) -> Tensor'
+def _signature_argmin(self, dim=None, keepdim=False): ...
+argmin.__wrapped__ = _signature_argmin
+
+
 _sig_logsumexp = _Signatures('logsumexp', [
     (('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),),
 ], method=True)
@@ -5346,6 +6202,11 @@ def logsumexp(self, *args, **kwargs):
     if _i == 0:
         return _R._op_logsumexp.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+logsumexp.__doc__ = 'logsumexp(dim: List[int], keepdim: bool = False) -> Tensor'
+def _signature_logsumexp(self, dim, keepdim=False): ...
+logsumexp.__wrapped__ = _signature_logsumexp
 
 
 _sig_all = _Signatures('all', [
@@ -5397,6 +6258,9 @@ def all(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+all.__doc__ = 'all() -> Tensor\nall(dim: int, keepdim: bool = False) -> Tensor\nall(dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor'
+
+
 _sig_any = _Signatures('any', [
     (),
     (('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),),
@@ -5446,6 +6310,9 @@ def any(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+any.__doc__ = 'any() -> Tensor\nany(dim: int, keepdim: bool = False) -> Tensor\nany(dim: Optional[List[int]] = None, keepdim: bool = False) -> Tensor'
+
+
 _sig_count_nonzero = _Signatures('count_nonzero', [
     (('dim', 'int[]', False, False, None),),
     (('dim', 'int?', False, True, None),),
@@ -5485,6 +6352,9 @@ def count_nonzero(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+count_nonzero.__doc__ = 'count_nonzero(dim: List[int]) -> Tensor\ncount_nonzero(dim: Optional[int] = None) -> Tensor'
+
+
 _sig_cumsum = _Signatures('cumsum', [
     (('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
@@ -5505,6 +6375,11 @@ def cumsum(self, *args, **kwargs):
     if _i == 0:
         return _R._op_cumsum.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
+
+
+cumsum.__doc__ = 'Returns the cumulative sum of the elements of ``input`` along ``dim``.\n\ncumsum(dim: int, *, dtype: Optional[dtype] = None) -> Tensor'
+def _signature_cumsum(self, dim, *, dtype=None): ...
+cumsum.__wrapped__ = _signature_cumsum
 
 
 _sig_cumsum_ = _Signatures('cumsum_', [
@@ -5529,6 +6404,11 @@ def cumsum_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cumsum_.__doc__ = 'Returns the cumulative sum of the elements of ``input`` along ``dim``.\n\ncumsum_(dim: int, *, dtype: Optional[dtype] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cumsum`.'
+def _signature_cumsum_(self, dim, *, dtype=None): ...
+cumsum_.__wrapped__ = _signature_cumsum_
+
+
 _sig_cumprod = _Signatures('cumprod', [
     (('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),),
 ], method=True)
@@ -5549,6 +6429,11 @@ def cumprod(self, *args, **kwargs):
     if _i == 0:
         return _R._op_cumprod.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
+
+
+cumprod.__doc__ = 'cumprod(dim: int, *, dtype: Optional[dtype] = None) -> Tensor'
+def _signature_cumprod(self, dim, *, dtype=None): ...
+cumprod.__wrapped__ = _signature_cumprod
 
 
 _sig_cumprod_ = _Signatures('cumprod_', [
@@ -5573,6 +6458,11 @@ def cumprod_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cumprod_.__doc__ = 'cumprod_(dim: int, *, dtype: Optional[dtype] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.cumprod`.'
+def _signature_cumprod_(self, dim, *, dtype=None): ...
+cumprod_.__wrapped__ = _signature_cumprod_
+
+
 _sig_logcumsumexp = _Signatures('logcumsumexp', [
     (('dim', 'int', False, False, None),),
 ], method=True)
@@ -5593,6 +6483,11 @@ def logcumsumexp(self, *args, **kwargs):
     if _i == 0:
         return _R._op_logcumsumexp.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
+
+
+logcumsumexp.__doc__ = 'logcumsumexp(dim: int) -> Tensor'
+def _signature_logcumsumexp(self, dim): ...
+logcumsumexp.__wrapped__ = _signature_logcumsumexp
 
 
 _sig_cummax = _Signatures('cummax', [
@@ -5617,6 +6512,11 @@ def cummax(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+cummax.__doc__ = 'cummax(dim: int) -> (Tensor, Tensor)'
+def _signature_cummax(self, dim): ...
+cummax.__wrapped__ = _signature_cummax
+
+
 _sig_cummin = _Signatures('cummin', [
     (('dim', 'int', False, False, None),),
 ], method=True)
@@ -5637,6 +6537,11 @@ def cummin(self, *args, **kwargs):
     if _i == 0:
         return _R._op_cummin.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
+
+
+cummin.__doc__ = 'cummin(dim: int) -> (Tensor, Tensor)'
+def _signature_cummin(self, dim): ...
+cummin.__wrapped__ = _signature_cummin
 
 
 _sig_sort = _Signatures('sort', [
@@ -5675,6 +6580,9 @@ def sort(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sort.__doc__ = 'Sorts the elements of ``input`` along ``dim``; returns (values, indices).\n\nsort(dim: int = -1, descending: bool = False) -> (Tensor, Tensor)\nsort(*, stable: Optional[bool], dim: int = -1, descending: bool = False) -> (Tensor, Tensor)'
+
+
 _sig_argsort = _Signatures('argsort', [
     (('dim', 'int', False, True, -1), ('descending', 'bool', False, True, False),),
     (('stable', 'bool', True, False, None), ('dim', 'int', True, True, -1), ('descending', 'bool', True, True, False),),
@@ -5711,6 +6619,9 @@ def argsort(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+argsort.__doc__ = 'argsort(dim: int = -1, descending: bool = False) -> Tensor\nargsort(*, stable: bool, dim: int = -1, descending: bool = False) -> Tensor'
+
+
 _sig_topk = _Signatures('topk', [
     (('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('largest', 'bool', False, True, True), ('sorted', 'bool', False, True, True),),
 ], method=True)
@@ -5733,6 +6644,11 @@ def topk(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+topk.__doc__ = 'Returns the ``k`` largest elements of ``input`` along ``dim``; returns (values, indices).\n\ntopk(k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> (Tensor, Tensor)'
+def _signature_topk(self, k, dim=-1, largest=True, sorted=True): ...
+topk.__wrapped__ = _signature_topk
+
+
 _sig_kthvalue = _Signatures('kthvalue', [
     (('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),),
 ], method=True)
@@ -5753,6 +6669,11 @@ def kthvalue(self, *args, **kwargs):
     if _i == 0:
         return _R._op_kthvalue.call(self._ks, self, _a['k'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+kthvalue.__doc__ = 'kthvalue(k: int, dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)'
+def _signature_kthvalue(self, k, dim=-1, keepdim=False): ...
+kthvalue.__wrapped__ = _signature_kthvalue
 
 
 _sig_median = _Signatures('median', [
@@ -5790,6 +6711,9 @@ def median(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+median.__doc__ = 'median() -> Tensor\nmedian(dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+
+
 _sig_mode = _Signatures('mode', [
     (('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),),
 ], method=True)
@@ -5810,6 +6734,11 @@ def mode(self, *args, **kwargs):
     if _i == 0:
         return _R._op_mode.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
+
+
+mode.__doc__ = 'mode(dim: int = -1, keepdim: bool = False) -> (Tensor, Tensor)'
+def _signature_mode(self, dim=-1, keepdim=False): ...
+mode.__wrapped__ = _signature_mode
 
 
 _sig_quantile = _Signatures('quantile', [
@@ -5848,6 +6777,9 @@ def quantile(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+quantile.__doc__ = "quantile(q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nquantile(q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor"
+
+
 _sig_nanquantile = _Signatures('nanquantile', [
     (('q', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),),
     (('q', 'float', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),),
@@ -5884,6 +6816,9 @@ def nanquantile(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+nanquantile.__doc__ = "nanquantile(q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nnanquantile(q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor"
+
+
 _sig_bincount = _Signatures('bincount', [
     (('weights', 'T?', False, True, None), ('minlength', 'int', False, True, 0),),
 ], method=True)
@@ -5906,6 +6841,11 @@ def bincount(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bincount.__doc__ = 'bincount(weights: Optional[Tensor] = None, minlength: int = 0) -> Tensor'
+def _signature_bincount(self, weights=None, minlength=0): ...
+bincount.__wrapped__ = _signature_bincount
+
+
 _sig_histc = _Signatures('histc', [
     (('bins', 'int', False, True, 100), ('min', 'Scalar', False, True, 0), ('max', 'Scalar', False, True, 0),),
 ], method=True)
@@ -5926,6 +6866,11 @@ def histc(self, *args, **kwargs):
     if _i == 0:
         return _R._op_histc.call(self._ks, self, _a['bins'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
+
+
+histc.__doc__ = 'histc(bins: int = 100, min: Number = 0, max: Number = 0) -> Tensor'
+def _signature_histc(self, bins=100, min=0, max=0): ...
+histc.__wrapped__ = _signature_histc
 
 
 _sig_norm = _Signatures('norm', [
@@ -5962,6 +6907,9 @@ def norm(self, *args, **kwargs):
     elif _i == 1:
         return _R._op_norm_Scalar.call(self._ks, self, _a['p'])
     raise AssertionError('unreachable')
+
+
+norm.__doc__ = 'norm(p: Optional[Number], dim: List[int], keepdim: bool = False) -> Tensor\nnorm(p: Number = 2) -> Tensor'
 
 
 _sig_view = _Signatures('view', [
@@ -6003,6 +6951,9 @@ def view(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+view.__doc__ = 'Returns a new tensor with the same data as ``self`` and a different ``shape`` (always a view).\n\nview(size: List[int]) -> Tensor\nview(dtype: Optional[dtype]) -> Tensor'
+
+
 _sig_reshape = _Signatures('reshape', [
     (('shape', 'int[]', False, False, None),),
 ], method=True)
@@ -6028,6 +6979,11 @@ def reshape(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+reshape.__doc__ = 'Returns a tensor with the same data and number of elements as ``input``, with the given shape (a view when possible).\n\nreshape(shape: List[int]) -> Tensor'
+def _signature_reshape(self, shape): ...
+reshape.__wrapped__ = _signature_reshape
+
+
 _sig_view_as = _Signatures('view_as', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -6048,6 +7004,11 @@ def view_as(self, *args, **kwargs):
     if _i == 0:
         return _R._op_view_as.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+view_as.__doc__ = 'view_as(other: Tensor) -> Tensor'
+def _signature_view_as(self, other): ...
+view_as.__wrapped__ = _signature_view_as
 
 
 _sig_reshape_as = _Signatures('reshape_as', [
@@ -6072,6 +7033,11 @@ def reshape_as(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+reshape_as.__doc__ = 'reshape_as(other: Tensor) -> Tensor'
+def _signature_reshape_as(self, other): ...
+reshape_as.__wrapped__ = _signature_reshape_as
+
+
 _sig_as_strided = _Signatures('as_strided', [
     (('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None),),
 ], method=True)
@@ -6094,6 +7060,11 @@ def as_strided(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+as_strided.__doc__ = 'as_strided(size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor'
+def _signature_as_strided(self, size, stride, storage_offset=None): ...
+as_strided.__wrapped__ = _signature_as_strided
+
+
 _sig_t = _Signatures('t', [
     (),
 ], method=True)
@@ -6113,6 +7084,11 @@ def t(self, *args, **kwargs):
     if _i == 0:
         return _R._op_t.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+t.__doc__ = 't() -> Tensor'
+def _signature_t(self): ...
+t.__wrapped__ = _signature_t
 
 
 _sig_transpose = _Signatures('transpose', [
@@ -6137,6 +7113,11 @@ def transpose(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+transpose.__doc__ = 'Returns a view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.\n\ntranspose(dim0: int, dim1: int) -> Tensor'
+def _signature_transpose(self, dim0, dim1): ...
+transpose.__wrapped__ = _signature_transpose
+
+
 _sig_swapaxes = _Signatures('swapaxes', [
     (('axis0', 'int', False, False, None), ('axis1', 'int', False, False, None),),
 ], method=True)
@@ -6159,6 +7140,11 @@ def swapaxes(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+swapaxes.__doc__ = 'swapaxes(axis0: int, axis1: int) -> Tensor'
+def _signature_swapaxes(self, axis0, axis1): ...
+swapaxes.__wrapped__ = _signature_swapaxes
+
+
 _sig_swapdims = _Signatures('swapdims', [
     (('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),),
 ], method=True)
@@ -6179,6 +7165,11 @@ def swapdims(self, *args, **kwargs):
     if _i == 0:
         return _R._op_swapdims.call(self._ks, self, _a['dim0'], _a['dim1'])
     raise AssertionError('unreachable')
+
+
+swapdims.__doc__ = 'swapdims(dim0: int, dim1: int) -> Tensor'
+def _signature_swapdims(self, dim0, dim1): ...
+swapdims.__wrapped__ = _signature_swapdims
 
 
 _sig_permute = _Signatures('permute', [
@@ -6204,6 +7195,11 @@ def permute(self, *args, **kwargs):
     if _i == 0:
         return _R._op_permute.call(self._ks, self, _a['dims'])
     raise AssertionError('unreachable')
+
+
+permute.__doc__ = 'Returns a view of ``input`` with its dimensions permuted.\n\npermute(dims: List[int]) -> Tensor'
+def _signature_permute(self, dims): ...
+permute.__wrapped__ = _signature_permute
 
 
 _sig_movedim = _Signatures('movedim', [
@@ -6242,6 +7238,9 @@ def movedim(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+movedim.__doc__ = 'movedim(source: List[int], destination: List[int]) -> Tensor\nmovedim(source: int, destination: int) -> Tensor'
+
+
 _sig_moveaxis = _Signatures('moveaxis', [
     (('source', 'int[]', False, False, None), ('destination', 'int[]', False, False, None),),
     (('source', 'int', False, False, None), ('destination', 'int', False, False, None),),
@@ -6278,6 +7277,9 @@ def moveaxis(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+moveaxis.__doc__ = 'moveaxis(source: List[int], destination: List[int]) -> Tensor\nmoveaxis(source: int, destination: int) -> Tensor'
+
+
 _sig_expand = _Signatures('expand', [
     (('size', 'int[]', False, False, None), ('implicit', 'bool', True, True, False),),
 ], method=True)
@@ -6303,6 +7305,11 @@ def expand(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+expand.__doc__ = 'Returns a new view of the tensor with singleton dimensions expanded to a larger size.\n\nexpand(size: List[int], *, implicit: bool = False) -> Tensor'
+def _signature_expand(self, size, *, implicit=False): ...
+expand.__wrapped__ = _signature_expand
+
+
 _sig_expand_as = _Signatures('expand_as', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -6323,6 +7330,11 @@ def expand_as(self, *args, **kwargs):
     if _i == 0:
         return _R._op_expand_as.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+expand_as.__doc__ = 'expand_as(other: Tensor) -> Tensor'
+def _signature_expand_as(self, other): ...
+expand_as.__wrapped__ = _signature_expand_as
 
 
 _sig_sum_to_size = _Signatures('sum_to_size', [
@@ -6350,6 +7362,11 @@ def sum_to_size(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+sum_to_size.__doc__ = 'sum_to_size(size: List[int]) -> Tensor'
+def _signature_sum_to_size(self, size): ...
+sum_to_size.__wrapped__ = _signature_sum_to_size
+
+
 _sig_broadcast_to = _Signatures('broadcast_to', [
     (('size', 'int[]', False, False, None),),
 ], method=True)
@@ -6373,6 +7390,11 @@ def broadcast_to(self, *args, **kwargs):
     if _i == 0:
         return _R._op_broadcast_to.call(self._ks, self, _a['size'])
     raise AssertionError('unreachable')
+
+
+broadcast_to.__doc__ = 'broadcast_to(size: List[int]) -> Tensor'
+def _signature_broadcast_to(self, size): ...
+broadcast_to.__wrapped__ = _signature_broadcast_to
 
 
 _sig_squeeze = _Signatures('squeeze', [
@@ -6427,6 +7449,9 @@ def squeeze(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+squeeze.__doc__ = 'Returns a tensor with the dimensions of ``input`` of size 1 removed.\n\nsqueeze() -> Tensor\nsqueeze(dim: int) -> Tensor\nsqueeze(dim: List[int]) -> Tensor'
+
+
 _sig_unsqueeze = _Signatures('unsqueeze', [
     (('dim', 'int', False, False, None),),
 ], method=True)
@@ -6447,6 +7472,11 @@ def unsqueeze(self, *args, **kwargs):
     if _i == 0:
         return _R._op_unsqueeze.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
+
+
+unsqueeze.__doc__ = 'Returns a new tensor with a dimension of size one inserted at position ``dim``.\n\nunsqueeze(dim: int) -> Tensor'
+def _signature_unsqueeze(self, dim): ...
+unsqueeze.__wrapped__ = _signature_unsqueeze
 
 
 _sig_flatten = _Signatures('flatten', [
@@ -6471,6 +7501,11 @@ def flatten(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+flatten.__doc__ = 'Flattens ``input`` by reshaping it into a one-dimensional tensor (dims ``start_dim`` to ``end_dim``).\n\nflatten(start_dim: int = 0, end_dim: int = -1) -> Tensor'
+def _signature_flatten(self, start_dim=0, end_dim=-1): ...
+flatten.__wrapped__ = _signature_flatten
+
+
 _sig_unflatten = _Signatures('unflatten', [
     (('dim', 'int', False, False, None), ('sizes', 'int[]', False, False, None),),
 ], method=True)
@@ -6493,6 +7528,11 @@ def unflatten(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+unflatten.__doc__ = 'unflatten(dim: int, sizes: List[int]) -> Tensor'
+def _signature_unflatten(self, dim, sizes): ...
+unflatten.__wrapped__ = _signature_unflatten
+
+
 _sig_ravel = _Signatures('ravel', [
     (),
 ], method=True)
@@ -6512,6 +7552,11 @@ def ravel(self, *args, **kwargs):
     if _i == 0:
         return _R._op_ravel.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+ravel.__doc__ = 'ravel() -> Tensor'
+def _signature_ravel(self): ...
+ravel.__wrapped__ = _signature_ravel
 
 
 _sig_narrow = _Signatures('narrow', [
@@ -6536,6 +7581,11 @@ def narrow(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+narrow.__doc__ = 'narrow(dim: int, start: int, length: int) -> Tensor'
+def _signature_narrow(self, dim, start, length): ...
+narrow.__wrapped__ = _signature_narrow
+
+
 _sig_select = _Signatures('select', [
     (('dim', 'int', False, False, None), ('index', 'int', False, False, None),),
 ], method=True)
@@ -6558,6 +7608,11 @@ def select(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+select.__doc__ = 'select(dim: int, index: int) -> Tensor'
+def _signature_select(self, dim, index): ...
+select.__wrapped__ = _signature_select
+
+
 _sig_unbind = _Signatures('unbind', [
     (('dim', 'int', False, True, 0),),
 ], method=True)
@@ -6578,6 +7633,11 @@ def unbind(self, *args, **kwargs):
     if _i == 0:
         return _R._op_unbind_int.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
+
+
+unbind.__doc__ = 'unbind(dim: int = 0) -> List[Tensor]'
+def _signature_unbind(self, dim=0): ...
+unbind.__wrapped__ = _signature_unbind
 
 
 _sig_split = _Signatures('split', [
@@ -6616,6 +7676,9 @@ def split(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+split.__doc__ = 'split(split_size: int, dim: int = 0) -> List[Tensor]\nsplit(split_size: List[int], dim: int = 0) -> List[Tensor]'
+
+
 _sig_split_with_sizes = _Signatures('split_with_sizes', [
     (('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=True)
@@ -6638,6 +7701,11 @@ def split_with_sizes(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+split_with_sizes.__doc__ = 'split_with_sizes(split_sizes: List[int], dim: int = 0) -> List[Tensor]'
+def _signature_split_with_sizes(self, split_sizes, dim=0): ...
+split_with_sizes.__wrapped__ = _signature_split_with_sizes
+
+
 _sig_chunk = _Signatures('chunk', [
     (('chunks', 'int', False, False, None), ('dim', 'int', False, True, 0),),
 ], method=True)
@@ -6658,6 +7726,11 @@ def chunk(self, *args, **kwargs):
     if _i == 0:
         return _R._op_chunk.call(self._ks, self, _a['chunks'], _a['dim'])
     raise AssertionError('unreachable')
+
+
+chunk.__doc__ = 'chunk(chunks: int, dim: int = 0) -> List[Tensor]'
+def _signature_chunk(self, chunks, dim=0): ...
+chunk.__wrapped__ = _signature_chunk
 
 
 _sig_tensor_split = _Signatures('tensor_split', [
@@ -6696,6 +7769,9 @@ def tensor_split(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+tensor_split.__doc__ = 'tensor_split(sections: int, dim: int = 0) -> List[Tensor]\ntensor_split(indices: List[int], dim: int = 0) -> List[Tensor]'
+
+
 _sig_unfold = _Signatures('unfold', [
     (('dimension', 'int', False, False, None), ('size', 'int', False, False, None), ('step', 'int', False, False, None),),
 ], method=True)
@@ -6716,6 +7792,11 @@ def unfold(self, *args, **kwargs):
     if _i == 0:
         return _R._op_unfold.call(self._ks, self, _a['dimension'], _a['size'], _a['step'])
     raise AssertionError('unreachable')
+
+
+unfold.__doc__ = 'unfold(dimension: int, size: int, step: int) -> Tensor'
+def _signature_unfold(self, dimension, size, step): ...
+unfold.__wrapped__ = _signature_unfold
 
 
 _sig_diagonal = _Signatures('diagonal', [
@@ -6740,6 +7821,11 @@ def diagonal(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+diagonal.__doc__ = 'diagonal(offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor'
+def _signature_diagonal(self, offset=0, dim1=0, dim2=1): ...
+diagonal.__wrapped__ = _signature_diagonal
+
+
 _sig_contiguous = _Signatures('contiguous', [
     (('memory_format', 'any', True, True, None),),
 ], method=True)
@@ -6760,6 +7846,11 @@ def contiguous(self, *args, **kwargs):
     if _i == 0:
         return _R._op_contiguous.call(self._ks, self, _a['memory_format'])
     raise AssertionError('unreachable')
+
+
+contiguous.__doc__ = 'contiguous(*, memory_format=None) -> Tensor'
+def _signature_contiguous(self, *, memory_format=None): ...
+contiguous.__wrapped__ = _signature_contiguous
 
 
 _sig_new_empty = _Signatures('new_empty', [
@@ -6787,6 +7878,11 @@ def new_empty(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+new_empty.__doc__ = 'new_empty(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+new_empty.__wrapped__ = _signature_new_empty
+
+
 _sig_new_zeros = _Signatures('new_zeros', [
     (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=True)
@@ -6810,6 +7906,11 @@ def new_zeros(self, *args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_new_zeros.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
+
+
+new_zeros.__doc__ = 'new_zeros(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+new_zeros.__wrapped__ = _signature_new_zeros
 
 
 _sig_new_ones = _Signatures('new_ones', [
@@ -6837,6 +7938,11 @@ def new_ones(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+new_ones.__doc__ = 'new_ones(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+new_ones.__wrapped__ = _signature_new_ones
+
+
 _sig_new_full = _Signatures('new_full', [
     (('size', 'int[]', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=True)
@@ -6857,6 +7963,11 @@ def new_full(self, *args, **kwargs):
     if _i == 0:
         return _finish_factory(_R._op_new_full.call(self._ks, self, _a['size'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
+
+
+new_full.__doc__ = 'new_full(size: List[int], fill_value: Number, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+new_full.__wrapped__ = _signature_new_full
 
 
 _sig_uniform_ = _Signatures('uniform_', [
@@ -6881,6 +7992,11 @@ def uniform_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+uniform_.__doc__ = 'uniform_(from_: float = 0, to_: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.uniform`.'
+def _signature_uniform_(self, from_=0, to_=1, *, generator=None): ...
+uniform_.__wrapped__ = _signature_uniform_
+
+
 _sig_normal_ = _Signatures('normal_', [
     (('mean', 'float', False, True, 0), ('std', 'float', False, True, 1), ('generator', 'gen?', True, True, None),),
 ], method=True)
@@ -6901,6 +8017,11 @@ def normal_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_normal_.call(self._ks, self, _a['mean'], _a['std'], _a['generator'])
     raise AssertionError('unreachable')
+
+
+normal_.__doc__ = 'normal_(mean: float = 0, std: float = 1, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.normal`.'
+def _signature_normal_(self, mean=0, std=1, *, generator=None): ...
+normal_.__wrapped__ = _signature_normal_
 
 
 _sig_random_ = _Signatures('random_', [
@@ -6953,6 +8074,9 @@ def random_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+random_.__doc__ = 'random_(from_: int, to_: Optional[int], *, generator: Optional[Generator] = None) -> Tensor\nrandom_(to_: int, *, generator: Optional[Generator] = None) -> Tensor\nrandom_(*, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.random`.'
+
+
 _sig_bernoulli = _Signatures('bernoulli', [
     (('generator', 'gen?', True, True, None),),
     (('p', 'float', False, False, None), ('generator', 'gen?', True, True, None),),
@@ -6989,6 +8113,9 @@ def bernoulli(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bernoulli.__doc__ = 'bernoulli(*, generator: Optional[Generator] = None) -> Tensor\nbernoulli(p: float, *, generator: Optional[Generator] = None) -> Tensor'
+
+
 _sig_bernoulli_ = _Signatures('bernoulli_', [
     (('p', 'float', False, True, 0.5), ('generator', 'gen?', True, True, None),),
 ], method=True)
@@ -7009,6 +8136,11 @@ def bernoulli_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_bernoulli__float.call(self._ks, self, _a['p'], _a['generator'])
     raise AssertionError('unreachable')
+
+
+bernoulli_.__doc__ = 'bernoulli_(p: float = 0.5, *, generator: Optional[Generator] = None) -> Tensor\n\nIn-place version of :meth:`Tensor.bernoulli`.'
+def _signature_bernoulli_(self, p=0.5, *, generator=None): ...
+bernoulli_.__wrapped__ = _signature_bernoulli_
 
 
 _sig_multinomial = _Signatures('multinomial', [
@@ -7033,6 +8165,11 @@ def multinomial(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+multinomial.__doc__ = 'multinomial(num_samples: int, replacement: bool = False, *, generator: Optional[Generator] = None) -> Tensor'
+def _signature_multinomial(self, num_samples, replacement=False, *, generator=None): ...
+multinomial.__wrapped__ = _signature_multinomial
+
+
 _sig_clone = _Signatures('clone', [
     (('memory_format', 'any', True, True, None),),
 ], method=True)
@@ -7055,6 +8192,11 @@ def clone(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+clone.__doc__ = 'Returns a copy of ``input``.\n\nclone(*, memory_format=None) -> Tensor'
+def _signature_clone(self, *, memory_format=None): ...
+clone.__wrapped__ = _signature_clone
+
+
 _sig_copy_ = _Signatures('copy_', [
     (('src', 'T', False, False, None), ('non_blocking', 'bool', False, True, False),),
 ], method=True)
@@ -7075,6 +8217,11 @@ def copy_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_copy_.call(self._ks | _a['src']._ks, self, _a['src'], _a['non_blocking'])
     raise AssertionError('unreachable')
+
+
+copy_.__doc__ = 'copy_(src: Tensor, non_blocking: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.copy`.'
+def _signature_copy_(self, src, non_blocking=False): ...
+copy_.__wrapped__ = _signature_copy_
 
 
 _sig_fill_ = _Signatures('fill_', [
@@ -7113,6 +8260,9 @@ def fill_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+fill_.__doc__ = 'fill_(value: Number) -> Tensor\nfill_(value: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.fill`.'
+
+
 _sig_zero_ = _Signatures('zero_', [
     (),
 ], method=True)
@@ -7132,6 +8282,11 @@ def zero_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_zero_.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+zero_.__doc__ = 'zero_() -> Tensor\n\nIn-place version of :meth:`Tensor.zero`.'
+def _signature_zero_(self): ...
+zero_.__wrapped__ = _signature_zero_
 
 
 _sig_masked_fill = _Signatures('masked_fill', [
@@ -7170,6 +8325,9 @@ def masked_fill(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+masked_fill.__doc__ = 'Fills elements of ``self`` with ``value`` where ``mask`` is True.\n\nmasked_fill(mask: Tensor, value: Number) -> Tensor\nmasked_fill(mask: Tensor, value: Tensor) -> Tensor'
+
+
 _sig_masked_fill_ = _Signatures('masked_fill_', [
     (('mask', 'T', False, False, None), ('value', 'Scalar', False, False, None),),
     (('mask', 'T', False, False, None), ('value', 'T', False, False, None),),
@@ -7206,6 +8364,9 @@ def masked_fill_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+masked_fill_.__doc__ = 'Fills elements of ``self`` with ``value`` where ``mask`` is True.\n\nmasked_fill_(mask: Tensor, value: Number) -> Tensor\nmasked_fill_(mask: Tensor, value: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.masked_fill`.'
+
+
 _sig_index_put = _Signatures('index_put', [
     (('indices', 'T?[]', False, False, None), ('values', 'T', False, False, None), ('accumulate', 'bool', False, True, False),),
 ], method=True)
@@ -7217,6 +8378,11 @@ def index_put(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+index_put.__doc__ = 'index_put(indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor'
+def _signature_index_put(self, indices, values, accumulate=False): ...
+index_put.__wrapped__ = _signature_index_put
+
+
 _sig_index_put_ = _Signatures('index_put_', [
     (('indices', 'T?[]', False, False, None), ('values', 'T', False, False, None), ('accumulate', 'bool', False, True, False),),
 ], method=True)
@@ -7226,6 +8392,11 @@ def index_put_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_index_put_.call(self._ks | _ks_list(_a['indices']) | _a['values']._ks, self, _a['indices'], _a['values'], _a['accumulate'])
     raise AssertionError('unreachable')
+
+
+index_put_.__doc__ = 'index_put_(indices: List[Optional[Tensor]], values: Tensor, accumulate: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.index_put`.'
+def _signature_index_put_(self, indices, values, accumulate=False): ...
+index_put_.__wrapped__ = _signature_index_put_
 
 
 _sig_index_select = _Signatures('index_select', [
@@ -7250,6 +8421,11 @@ def index_select(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+index_select.__doc__ = 'Returns a new tensor indexing ``input`` along ``dim`` with the entries of ``index``.\n\nindex_select(dim: int, index: Tensor) -> Tensor'
+def _signature_index_select(self, dim, index): ...
+index_select.__wrapped__ = _signature_index_select
+
+
 _sig_gather = _Signatures('gather', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('sparse_grad', 'bool', True, True, False),),
 ], method=True)
@@ -7270,6 +8446,11 @@ def gather(self, *args, **kwargs):
     if _i == 0:
         return _R._op_gather.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['sparse_grad'])
     raise AssertionError('unreachable')
+
+
+gather.__doc__ = 'Gathers values along an axis specified by ``dim``.\n\ngather(dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor'
+def _signature_gather(self, dim, index, *, sparse_grad=False): ...
+gather.__wrapped__ = _signature_gather
 
 
 _sig_scatter = _Signatures('scatter', [
@@ -7322,6 +8503,9 @@ def scatter(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+scatter.__doc__ = 'scatter(dim: int, index: Tensor, src: Tensor) -> Tensor\nscatter(dim: int, index: Tensor, value: Number) -> Tensor\nscatter(dim: int, index: Tensor, src: Tensor, *, reduce: str) -> Tensor'
+
+
 _sig_scatter_ = _Signatures('scatter_', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),),
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),),
@@ -7372,6 +8556,9 @@ def scatter_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+scatter_.__doc__ = 'scatter_(dim: int, index: Tensor, src: Tensor) -> Tensor\nscatter_(dim: int, index: Tensor, value: Number) -> Tensor\nscatter_(dim: int, index: Tensor, src: Tensor, *, reduce: str) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter`.'
+
+
 _sig_scatter_add = _Signatures('scatter_add', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),),
 ], method=True)
@@ -7392,6 +8579,11 @@ def scatter_add(self, *args, **kwargs):
     if _i == 0:
         return _R._op_scatter_add.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
     raise AssertionError('unreachable')
+
+
+scatter_add.__doc__ = 'scatter_add(dim: int, index: Tensor, src: Tensor) -> Tensor'
+def _signature_scatter_add(self, dim, index, src): ...
+scatter_add.__wrapped__ = _signature_scatter_add
 
 
 _sig_scatter_add_ = _Signatures('scatter_add_', [
@@ -7416,6 +8608,11 @@ def scatter_add_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+scatter_add_.__doc__ = 'scatter_add_(dim: int, index: Tensor, src: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter_add`.'
+def _signature_scatter_add_(self, dim, index, src): ...
+scatter_add_.__wrapped__ = _signature_scatter_add_
+
+
 _sig_scatter_reduce = _Signatures('scatter_reduce', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),),
 ], method=True)
@@ -7436,6 +8633,11 @@ def scatter_reduce(self, *args, **kwargs):
     if _i == 0:
         return _R._op_scatter_reduce_two.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
     raise AssertionError('unreachable')
+
+
+scatter_reduce.__doc__ = 'scatter_reduce(dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor'
+def _signature_scatter_reduce(self, dim, index, src, reduce, *, include_self=True): ...
+scatter_reduce.__wrapped__ = _signature_scatter_reduce
 
 
 _sig_scatter_reduce_ = _Signatures('scatter_reduce_', [
@@ -7460,6 +8662,11 @@ def scatter_reduce_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+scatter_reduce_.__doc__ = 'scatter_reduce_(dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True) -> Tensor\n\nIn-place version of :meth:`Tensor.scatter_reduce`.'
+def _signature_scatter_reduce_(self, dim, index, src, reduce, *, include_self=True): ...
+scatter_reduce_.__wrapped__ = _signature_scatter_reduce_
+
+
 _sig_index_add = _Signatures('index_add', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
@@ -7480,6 +8687,11 @@ def index_add(self, *args, **kwargs):
     if _i == 0:
         return _R._op_index_add.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['alpha'])
     raise AssertionError('unreachable')
+
+
+index_add.__doc__ = 'index_add(dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor'
+def _signature_index_add(self, dim, index, source, *, alpha=1): ...
+index_add.__wrapped__ = _signature_index_add
 
 
 _sig_index_add_ = _Signatures('index_add_', [
@@ -7504,6 +8716,11 @@ def index_add_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+index_add_.__doc__ = 'index_add_(dim: int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.index_add`.'
+def _signature_index_add_(self, dim, index, source, *, alpha=1): ...
+index_add_.__wrapped__ = _signature_index_add_
+
+
 _sig_index_copy = _Signatures('index_copy', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None),),
 ], method=True)
@@ -7526,6 +8743,11 @@ def index_copy(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+index_copy.__doc__ = 'index_copy(dim: int, index: Tensor, source: Tensor) -> Tensor'
+def _signature_index_copy(self, dim, index, source): ...
+index_copy.__wrapped__ = _signature_index_copy
+
+
 _sig_index_copy_ = _Signatures('index_copy_', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None),),
 ], method=True)
@@ -7546,6 +8768,11 @@ def index_copy_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_index_copy_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'])
     raise AssertionError('unreachable')
+
+
+index_copy_.__doc__ = 'index_copy_(dim: int, index: Tensor, source: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.index_copy`.'
+def _signature_index_copy_(self, dim, index, source): ...
+index_copy_.__wrapped__ = _signature_index_copy_
 
 
 _sig_index_fill = _Signatures('index_fill', [
@@ -7584,6 +8811,9 @@ def index_fill(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+index_fill.__doc__ = 'index_fill(dim: int, index: Tensor, value: Number) -> Tensor\nindex_fill(dim: int, index: Tensor, value: Tensor) -> Tensor'
+
+
 _sig_index_fill_ = _Signatures('index_fill_', [
     (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),),
 ], method=True)
@@ -7604,6 +8834,11 @@ def index_fill_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_index_fill__int_Scalar.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
     raise AssertionError('unreachable')
+
+
+index_fill_.__doc__ = 'index_fill_(dim: int, index: Tensor, value: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.index_fill`.'
+def _signature_index_fill_(self, dim, index, value): ...
+index_fill_.__wrapped__ = _signature_index_fill_
 
 
 _sig_masked_select = _Signatures('masked_select', [
@@ -7628,6 +8863,11 @@ def masked_select(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+masked_select.__doc__ = 'masked_select(mask: Tensor) -> Tensor'
+def _signature_masked_select(self, mask): ...
+masked_select.__wrapped__ = _signature_masked_select
+
+
 _sig_masked_scatter = _Signatures('masked_scatter', [
     (('mask', 'T', False, False, None), ('source', 'T', False, False, None),),
 ], method=True)
@@ -7648,6 +8888,11 @@ def masked_scatter(self, *args, **kwargs):
     if _i == 0:
         return _R._op_masked_scatter.call(self._ks | _a['mask']._ks | _a['source']._ks, self, _a['mask'], _a['source'])
     raise AssertionError('unreachable')
+
+
+masked_scatter.__doc__ = 'masked_scatter(mask: Tensor, source: Tensor) -> Tensor'
+def _signature_masked_scatter(self, mask, source): ...
+masked_scatter.__wrapped__ = _signature_masked_scatter
 
 
 _sig_masked_scatter_ = _Signatures('masked_scatter_', [
@@ -7672,6 +8917,11 @@ def masked_scatter_(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+masked_scatter_.__doc__ = 'masked_scatter_(mask: Tensor, source: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.masked_scatter`.'
+def _signature_masked_scatter_(self, mask, source): ...
+masked_scatter_.__wrapped__ = _signature_masked_scatter_
+
+
 _sig_nonzero = _Signatures('nonzero', [
     (),
 ], method=True)
@@ -7693,6 +8943,11 @@ def nonzero(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+nonzero.__doc__ = 'nonzero() -> Tensor'
+def _signature_nonzero(self): ...
+nonzero.__wrapped__ = _signature_nonzero
+
+
 _sig_argwhere = _Signatures('argwhere', [
     (),
 ], method=True)
@@ -7712,6 +8967,11 @@ def argwhere(self, *args, **kwargs):
     if _i == 0:
         return _R._op_argwhere.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+argwhere.__doc__ = 'argwhere() -> Tensor'
+def _signature_argwhere(self): ...
+argwhere.__wrapped__ = _signature_argwhere
 
 
 _sig_take = _Signatures('take', [
@@ -7736,6 +8996,11 @@ def take(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+take.__doc__ = 'take(index: Tensor) -> Tensor'
+def _signature_take(self, index): ...
+take.__wrapped__ = _signature_take
+
+
 _sig_take_along_dim = _Signatures('take_along_dim', [
     (('indices', 'T', False, False, None), ('dim', 'int?', False, True, None),),
 ], method=True)
@@ -7756,6 +9021,11 @@ def take_along_dim(self, *args, **kwargs):
     if _i == 0:
         return _R._op_take_along_dim.call(self._ks | _a['indices']._ks, self, _a['indices'], _a['dim'])
     raise AssertionError('unreachable')
+
+
+take_along_dim.__doc__ = 'take_along_dim(indices: Tensor, dim: Optional[int] = None) -> Tensor'
+def _signature_take_along_dim(self, indices, dim=None): ...
+take_along_dim.__wrapped__ = _signature_take_along_dim
 
 
 _sig_tril = _Signatures('tril', [
@@ -7780,6 +9050,11 @@ def tril(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+tril.__doc__ = 'tril(diagonal: int = 0) -> Tensor'
+def _signature_tril(self, diagonal=0): ...
+tril.__wrapped__ = _signature_tril
+
+
 _sig_tril_ = _Signatures('tril_', [
     (('diagonal', 'int', False, True, 0),),
 ], method=True)
@@ -7800,6 +9075,11 @@ def tril_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_tril_.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
+
+
+tril_.__doc__ = 'tril_(diagonal: int = 0) -> Tensor\n\nIn-place version of :meth:`Tensor.tril`.'
+def _signature_tril_(self, diagonal=0): ...
+tril_.__wrapped__ = _signature_tril_
 
 
 _sig_triu = _Signatures('triu', [
@@ -7824,6 +9104,11 @@ def triu(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+triu.__doc__ = 'triu(diagonal: int = 0) -> Tensor'
+def _signature_triu(self, diagonal=0): ...
+triu.__wrapped__ = _signature_triu
+
+
 _sig_triu_ = _Signatures('triu_', [
     (('diagonal', 'int', False, True, 0),),
 ], method=True)
@@ -7844,6 +9129,11 @@ def triu_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_triu_.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
+
+
+triu_.__doc__ = 'triu_(diagonal: int = 0) -> Tensor\n\nIn-place version of :meth:`Tensor.triu`.'
+def _signature_triu_(self, diagonal=0): ...
+triu_.__wrapped__ = _signature_triu_
 
 
 _sig_flip = _Signatures('flip', [
@@ -7871,6 +9161,11 @@ def flip(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+flip.__doc__ = 'flip(dims: List[int]) -> Tensor'
+def _signature_flip(self, dims): ...
+flip.__wrapped__ = _signature_flip
+
+
 _sig_fliplr = _Signatures('fliplr', [
     (),
 ], method=True)
@@ -7892,6 +9187,11 @@ def fliplr(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+fliplr.__doc__ = 'fliplr() -> Tensor'
+def _signature_fliplr(self): ...
+fliplr.__wrapped__ = _signature_fliplr
+
+
 _sig_flipud = _Signatures('flipud', [
     (),
 ], method=True)
@@ -7911,6 +9211,11 @@ def flipud(self, *args, **kwargs):
     if _i == 0:
         return _R._op_flipud.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+flipud.__doc__ = 'flipud() -> Tensor'
+def _signature_flipud(self): ...
+flipud.__wrapped__ = _signature_flipud
 
 
 _sig_roll = _Signatures('roll', [
@@ -7935,6 +9240,11 @@ def roll(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+roll.__doc__ = 'roll(shifts: List[int], dims: List[int] = ()) -> Tensor'
+def _signature_roll(self, shifts, dims=()): ...
+roll.__wrapped__ = _signature_roll
+
+
 _sig_rot90 = _Signatures('rot90', [
     (('k', 'int', False, True, 1), ('dims', 'int[]', False, True, (0,1)),),
 ], method=True)
@@ -7955,6 +9265,11 @@ def rot90(self, *args, **kwargs):
     if _i == 0:
         return _R._op_rot90.call(self._ks, self, _a['k'], _a['dims'])
     raise AssertionError('unreachable')
+
+
+rot90.__doc__ = 'rot90(k: int = 1, dims: List[int] = (0,1)) -> Tensor'
+def _signature_rot90(self, k=1, dims=(0,1)): ...
+rot90.__wrapped__ = _signature_rot90
 
 
 _sig_repeat = _Signatures('repeat', [
@@ -7982,6 +9297,11 @@ def repeat(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+repeat.__doc__ = 'repeat(repeats: List[int]) -> Tensor'
+def _signature_repeat(self, repeats): ...
+repeat.__wrapped__ = _signature_repeat
+
+
 _sig_tile = _Signatures('tile', [
     (('dims', 'int[]', False, False, None),),
 ], method=True)
@@ -8005,6 +9325,11 @@ def tile(self, *args, **kwargs):
     if _i == 0:
         return _R._op_tile.call(self._ks, self, _a['dims'])
     raise AssertionError('unreachable')
+
+
+tile.__doc__ = 'tile(dims: List[int]) -> Tensor'
+def _signature_tile(self, dims): ...
+tile.__wrapped__ = _signature_tile
 
 
 _sig_repeat_interleave = _Signatures('repeat_interleave', [
@@ -8043,6 +9368,9 @@ def repeat_interleave(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+repeat_interleave.__doc__ = 'repeat_interleave(repeats: Tensor, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor\nrepeat_interleave(repeats: int, dim: Optional[int] = None, *, output_size: Optional[int] = None) -> Tensor'
+
+
 _sig_diag = _Signatures('diag', [
     (('diagonal', 'int', False, True, 0),),
 ], method=True)
@@ -8063,6 +9391,11 @@ def diag(self, *args, **kwargs):
     if _i == 0:
         return _R._op_diag.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
+
+
+diag.__doc__ = 'diag(diagonal: int = 0) -> Tensor'
+def _signature_diag(self, diagonal=0): ...
+diag.__wrapped__ = _signature_diag
 
 
 _sig_diag_embed = _Signatures('diag_embed', [
@@ -8087,6 +9420,11 @@ def diag_embed(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+diag_embed.__doc__ = 'diag_embed(offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor'
+def _signature_diag_embed(self, offset=0, dim1=-2, dim2=-1): ...
+diag_embed.__wrapped__ = _signature_diag_embed
+
+
 _sig_mm = _Signatures('mm', [
     (('mat2', 'T', False, False, None),),
 ], method=True)
@@ -8107,6 +9445,11 @@ def mm(self, *args, **kwargs):
     if _i == 0:
         return _R._op_mm.call(self._ks | _a['mat2']._ks, self, _a['mat2'])
     raise AssertionError('unreachable')
+
+
+mm.__doc__ = 'Performs a matrix multiplication of the matrices ``input`` and ``mat2``.\n\nmm(mat2: Tensor) -> Tensor'
+def _signature_mm(self, mat2): ...
+mm.__wrapped__ = _signature_mm
 
 
 _sig_bmm = _Signatures('bmm', [
@@ -8131,6 +9474,11 @@ def bmm(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+bmm.__doc__ = 'Performs a batch matrix-matrix product of the matrices in ``input`` and ``mat2``.\n\nbmm(mat2: Tensor) -> Tensor'
+def _signature_bmm(self, mat2): ...
+bmm.__wrapped__ = _signature_bmm
+
+
 _sig_matmul = _Signatures('matmul', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -8151,6 +9499,11 @@ def matmul(self, *args, **kwargs):
     if _i == 0:
         return _R._op_matmul.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+matmul.__doc__ = 'Matrix product of two tensors, broadcasting batch dimensions (dot, mv, mm or bmm by rank).\n\nmatmul(other: Tensor) -> Tensor'
+def _signature_matmul(self, other): ...
+matmul.__wrapped__ = _signature_matmul
 
 
 _sig_mv = _Signatures('mv', [
@@ -8175,6 +9528,11 @@ def mv(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+mv.__doc__ = 'mv(vec: Tensor) -> Tensor'
+def _signature_mv(self, vec): ...
+mv.__wrapped__ = _signature_mv
+
+
 _sig_dot = _Signatures('dot', [
     (('tensor', 'T', False, False, None),),
 ], method=True)
@@ -8195,6 +9553,11 @@ def dot(self, *args, **kwargs):
     if _i == 0:
         return _R._op_dot.call(self._ks | _a['tensor']._ks, self, _a['tensor'])
     raise AssertionError('unreachable')
+
+
+dot.__doc__ = 'Computes the dot product of two 1D tensors.\n\ndot(tensor: Tensor) -> Tensor'
+def _signature_dot(self, tensor): ...
+dot.__wrapped__ = _signature_dot
 
 
 _sig_vdot = _Signatures('vdot', [
@@ -8219,6 +9582,11 @@ def vdot(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+vdot.__doc__ = 'vdot(other: Tensor) -> Tensor'
+def _signature_vdot(self, other): ...
+vdot.__wrapped__ = _signature_vdot
+
+
 _sig_inner = _Signatures('inner', [
     (('other', 'T', False, False, None),),
 ], method=True)
@@ -8239,6 +9607,11 @@ def inner(self, *args, **kwargs):
     if _i == 0:
         return _R._op_inner.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
+
+
+inner.__doc__ = 'inner(other: Tensor) -> Tensor'
+def _signature_inner(self, other): ...
+inner.__wrapped__ = _signature_inner
 
 
 _sig_outer = _Signatures('outer', [
@@ -8263,6 +9636,11 @@ def outer(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+outer.__doc__ = 'outer(vec2: Tensor) -> Tensor'
+def _signature_outer(self, vec2): ...
+outer.__wrapped__ = _signature_outer
+
+
 _sig_ger = _Signatures('ger', [
     (('vec2', 'T', False, False, None),),
 ], method=True)
@@ -8283,6 +9661,11 @@ def ger(self, *args, **kwargs):
     if _i == 0:
         return _R._op_ger.call(self._ks | _a['vec2']._ks, self, _a['vec2'])
     raise AssertionError('unreachable')
+
+
+ger.__doc__ = 'ger(vec2: Tensor) -> Tensor'
+def _signature_ger(self, vec2): ...
+ger.__wrapped__ = _signature_ger
 
 
 _sig_addmm = _Signatures('addmm', [
@@ -8307,6 +9690,11 @@ def addmm(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+addmm.__doc__ = 'Performs beta * input + alpha * (mat1 @ mat2).\n\naddmm(mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+def _signature_addmm(self, mat1, mat2, *, beta=1, alpha=1): ...
+addmm.__wrapped__ = _signature_addmm
+
+
 _sig_addmm_ = _Signatures('addmm_', [
     (('mat1', 'T', False, False, None), ('mat2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
@@ -8327,6 +9715,11 @@ def addmm_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_addmm_.call(self._ks | _a['mat1']._ks | _a['mat2']._ks, self, _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
+
+
+addmm_.__doc__ = 'Performs beta * input + alpha * (mat1 @ mat2).\n\naddmm_(mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addmm`.'
+def _signature_addmm_(self, mat1, mat2, *, beta=1, alpha=1): ...
+addmm_.__wrapped__ = _signature_addmm_
 
 
 _sig_addmv = _Signatures('addmv', [
@@ -8351,6 +9744,11 @@ def addmv(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+addmv.__doc__ = 'addmv(mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+def _signature_addmv(self, mat, vec, *, beta=1, alpha=1): ...
+addmv.__wrapped__ = _signature_addmv
+
+
 _sig_addmv_ = _Signatures('addmv_', [
     (('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
@@ -8371,6 +9769,11 @@ def addmv_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_addmv_.call(self._ks | _a['mat']._ks | _a['vec']._ks, self, _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
+
+
+addmv_.__doc__ = 'addmv_(mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addmv`.'
+def _signature_addmv_(self, mat, vec, *, beta=1, alpha=1): ...
+addmv_.__wrapped__ = _signature_addmv_
 
 
 _sig_baddbmm = _Signatures('baddbmm', [
@@ -8395,6 +9798,11 @@ def baddbmm(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+baddbmm.__doc__ = 'baddbmm(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+def _signature_baddbmm(self, batch1, batch2, *, beta=1, alpha=1): ...
+baddbmm.__wrapped__ = _signature_baddbmm
+
+
 _sig_baddbmm_ = _Signatures('baddbmm_', [
     (('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
@@ -8415,6 +9823,11 @@ def baddbmm_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_baddbmm_.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
+
+
+baddbmm_.__doc__ = 'baddbmm_(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.baddbmm`.'
+def _signature_baddbmm_(self, batch1, batch2, *, beta=1, alpha=1): ...
+baddbmm_.__wrapped__ = _signature_baddbmm_
 
 
 _sig_addbmm = _Signatures('addbmm', [
@@ -8439,6 +9852,11 @@ def addbmm(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+addbmm.__doc__ = 'addbmm(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+def _signature_addbmm(self, batch1, batch2, *, beta=1, alpha=1): ...
+addbmm.__wrapped__ = _signature_addbmm
+
+
 _sig_addbmm_ = _Signatures('addbmm_', [
     (('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
 ], method=True)
@@ -8459,6 +9877,11 @@ def addbmm_(self, *args, **kwargs):
     if _i == 0:
         return _R._op_addbmm_.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
+
+
+addbmm_.__doc__ = 'addbmm_(batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addbmm`.'
+def _signature_addbmm_(self, batch1, batch2, *, beta=1, alpha=1): ...
+addbmm_.__wrapped__ = _signature_addbmm_
 
 
 _sig_kron = _Signatures('kron', [
@@ -8483,6 +9906,11 @@ def kron(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+kron.__doc__ = 'kron(other: Tensor) -> Tensor'
+def _signature_kron(self, other): ...
+kron.__wrapped__ = _signature_kron
+
+
 _sig_cross = _Signatures('cross', [
     (('other', 'T', False, False, None), ('dim', 'int?', False, True, None),),
 ], method=True)
@@ -8503,6 +9931,11 @@ def cross(self, *args, **kwargs):
     if _i == 0:
         return _R._op_cross.call(self._ks | _a['other']._ks, self, _a['other'], _a['dim'])
     raise AssertionError('unreachable')
+
+
+cross.__doc__ = 'cross(other: Tensor, dim: Optional[int] = None) -> Tensor'
+def _signature_cross(self, other, dim=None): ...
+cross.__wrapped__ = _signature_cross
 
 
 _sig_det = _Signatures('det', [
@@ -8526,6 +9959,11 @@ def det(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+det.__doc__ = 'det() -> Tensor'
+def _signature_det(self): ...
+det.__wrapped__ = _signature_det
+
+
 _sig_inverse = _Signatures('inverse', [
     (),
 ], method=True)
@@ -8547,6 +9985,11 @@ def inverse(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+inverse.__doc__ = 'inverse() -> Tensor'
+def _signature_inverse(self): ...
+inverse.__wrapped__ = _signature_inverse
+
+
 _sig_slogdet = _Signatures('slogdet', [
     (),
 ], method=True)
@@ -8566,6 +10009,11 @@ def slogdet(self, *args, **kwargs):
     if _i == 0:
         return _R._op_slogdet.call(self._ks, self)
     raise AssertionError('unreachable')
+
+
+slogdet.__doc__ = 'slogdet() -> (Tensor, Tensor)'
+def _signature_slogdet(self): ...
+slogdet.__wrapped__ = _signature_slogdet
 
 
 _sig_pinverse = _Signatures('pinverse', [
@@ -8590,6 +10038,11 @@ def pinverse(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+pinverse.__doc__ = 'pinverse(rcond: float = 1e-15) -> Tensor'
+def _signature_pinverse(self, rcond=1e-15): ...
+pinverse.__wrapped__ = _signature_pinverse
+
+
 _sig_softmax = _Signatures('softmax', [
     (('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),),
 ], method=True)
@@ -8612,6 +10065,11 @@ def softmax(self, *args, **kwargs):
     raise AssertionError('unreachable')
 
 
+softmax.__doc__ = 'Applies the softmax function along ``dim``.\n\nsoftmax(dim: int, dtype: Optional[dtype] = None) -> Tensor'
+def _signature_softmax(self, dim, dtype=None): ...
+softmax.__wrapped__ = _signature_softmax
+
+
 _sig_log_softmax = _Signatures('log_softmax', [
     (('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),),
 ], method=True)
@@ -8632,3 +10090,8 @@ def log_softmax(self, *args, **kwargs):
     if _i == 0:
         return _R._op_log_softmax_int.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
+
+
+log_softmax.__doc__ = 'Applies the softmax followed by the logarithm along ``dim``.\n\nlog_softmax(dim: int, dtype: Optional[dtype] = None) -> Tensor'
+def _signature_log_softmax(self, dim, dtype=None): ...
+log_softmax.__wrapped__ = _signature_log_softmax

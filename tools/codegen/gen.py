@@ -353,7 +353,7 @@ def _factory_extras(sig: PySig) -> bool:
     return "device" in names and "dtype" in names
 
 
-def gen_binding(name: str, sigs: list[PySig], method: bool) -> str:
+def gen_binding(name: str, sigs: list[PySig], method: bool, docs: dict | None = None) -> str:
     """A generic-parser binding: ``_parse`` picks the overload and returns converted arguments."""
     specs = []
     for sg in sigs:
@@ -387,6 +387,13 @@ def gen_binding(name: str, sigs: list[PySig], method: bool) -> str:
         body = _call_body(sg, method)
         lines += ["        " + b for b in body]
     lines.append("    raise AssertionError('unreachable')")
+    lines.append("")
+    lines.append("")
+    lines.append(f"{name}.__doc__ = {_binding_doc(name, sigs, method, docs or {})!r}")
+    if len(sigs) == 1:  # Note [Binding docstrings]
+        self_p = ["self"] if method else []
+        lines.append(f"def _signature_{name}({', '.join(self_p + _py_params(sigs[0]))}): ...")
+        lines.append(f"{name}.__wrapped__ = _signature_{name}")
     return "\n".join(lines)
 
 
@@ -431,24 +438,16 @@ def _fast_check(kind: str, v: str) -> tuple[str, str | None]:
     return "", None
 
 
-def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], list[str]]:
-    params, checks, conv = [], [], {}
-    star = False
+def _py_params(sg: PySig, with_out: bool = True) -> list[str]:
+    """The Python parameters of one signature, as users call it (``input, other, *, alpha=1, out=None``)."""
+    params, star = [], False
     for a in sg.args:
-        pn = sg.pyname(a)
-        kind = _kind(a)
         if a.kwarg_only and not star:
             params.append("*")
             star = True
         d = _default_literal(a)
-        params.append(pn if d is None else f"{pn}={d}")
-        c, e = _fast_check(kind, pn)
-        if e is None:
-            return [], []
-        checks.append(c)
-        conv[pn] = e
-    extra_out = sg.out_nf is not None and len(sg.out_nf.schema.out_arguments) == 1
-    if extra_out:
+        params.append(sg.pyname(a) if d is None else f"{sg.pyname(a)}={d}")
+    if sg.out_nf is not None and with_out:
         if not star:
             params.append("*")
             star = True
@@ -457,6 +456,68 @@ def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], l
         if not star:
             params.append("*")
         params.append("requires_grad=False")
+    return params
+
+
+_DOC_TYPES = {"T": "Tensor", "T?": "Optional[Tensor]", "T[]": "List[Tensor]", "T?[]": "List[Optional[Tensor]]",
+              "Scalar": "Number", "Scalar?": "Optional[Number]", "int": "int", "int?": "Optional[int]",
+              "float": "float", "float?": "Optional[float]", "bool": "bool", "bool?": "Optional[bool]", "str": "str",
+              "str?": "Optional[str]", "dtype?": "Optional[dtype]", "device?": "Optional[device]",
+              "gen?": "Optional[Generator]"}
+
+
+def _doc_params(sg: PySig) -> list[str]:
+    """``_py_params`` with each parameter's type, for docstrings (``other: Number``)."""
+    kinds = {sg.pyname(a): _kind(a) for a in sg.args}
+    out = []
+    for p in _py_params(sg):
+        name, eq, default = p.partition("=")
+        k = kinds.get(name)
+        t = _DOC_TYPES.get(k) if k else None
+        if t is None and k and k.startswith("int["):
+            t = "List[int]" if not k.endswith("?") else "Optional[List[int]]"
+        if name == "out":
+            t = "Optional[Tensor]"
+        elif name == "requires_grad":
+            t = "bool"
+        out.append(p if t is None else f"{name}: {t}" + (f" = {default}" if eq else ""))
+    return out
+
+
+def _returns_text(sg: PySig) -> str:
+    rs = sg.nf.schema.returns
+    if len(rs) == 1:
+        return "List[Tensor]" if rs[0].type.is_list else ("Tensor" if rs[0].type.base == "Tensor" else rs[0].type.base)
+    return "(" + ", ".join("Tensor" if r.type.base == "Tensor" else r.type.base for r in rs) + ")"
+
+
+# Note [Binding docstrings]
+# Every binding's ``__doc__`` is its summary from ember/_torch_docs.py (PyTorch's ``_torch_docs.py``; a line
+# per op where written) followed by one line per Python signature, ``add(input, other, *, alpha=1, out=None) ->
+# Tensor``. A name with a single signature also gets ``__wrapped__``, a function with exactly that signature, so
+# ``inspect.signature`` and IDEs see its parameters; with several overloads there is no single signature (as for
+# PyTorch's builtins) and the docstring lists them.
+def _binding_doc(name: str, sigs: list[PySig], method: bool, docs: dict) -> str:
+    head = docs.get(sigs[0].nf.schema.name.rstrip("_") if name.endswith("_") else sigs[0].nf.schema.name)
+    lines = [f"{name}({', '.join(_doc_params(sg))}) -> {_returns_text(sg)}" for sg in sigs]
+    if name.endswith("_") and method:
+        lines.append("")
+        lines.append(f"In-place version of :meth:`Tensor.{name[:-1]}`.")
+    return ((head + "\n\n") if head else "") + "\n".join(lines)
+
+
+def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], list[str]]:
+    checks, conv = [], {}
+    for a in sg.args:
+        pn = sg.pyname(a)
+        c, e = _fast_check(_kind(a), pn)
+        if e is None:
+            return [], []
+        checks.append(c)
+        conv[pn] = e
+    extra_out = sg.out_nf is not None and len(sg.out_nf.schema.out_arguments) == 1
+    params = _py_params(sg, with_out=extra_out)  # several out tensors (values=, indices=) take the slow path
+    if _factory_extras(sg):
         checks.append("not requires_grad")
     names = [p.split("=")[0] for p in params if p != "*"]
     bind = f"_bind_{name}_{i}"
@@ -597,6 +658,12 @@ def group_functions(nfs: list[NativeFunction], method: bool, module: str | None)
     return groups
 
 
+def load_docs() -> dict:
+    """ember/_torch_docs.py's table, read without importing ember (it may be the stale code being replaced)."""
+    import runpy
+    return runpy.run_path(os.path.join(ROOT, "ember", "_torch_docs.py"))["DOCS"]
+
+
 def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, title: str) -> str:
     groups = group_functions(nfs, method, module)
     out = [HEADER, f'"""{title} (see tools/codegen/gen.py)."""',
@@ -610,8 +677,9 @@ def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, t
            "from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, "
            "ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory", "",
            f"__all__ = {sorted(groups)!r}", ""]
+    docs = load_docs()
     for name, sigs in groups.items():
-        out.append(gen_binding(name, sigs, method))
+        out.append(gen_binding(name, sigs, method, docs))
         out.append("")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
