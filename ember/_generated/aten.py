@@ -21,7 +21,7 @@ _op_abs_ = _D.define('abs_(Tensor(a!) self) -> Tensor(a!)')
 def abs_(self):
     return _op_abs_.call(self._ks, self)
 
-_op_abs_out = _D.define('abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_abs_out = _D.define('abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def abs_out(self, *, out):
     return _op_abs_out.call(self._ks, self, out)
@@ -36,7 +36,7 @@ _op_neg_ = _D.define('neg_(Tensor(a!) self) -> Tensor(a!)')
 def neg_(self):
     return _op_neg_.call(self._ks, self)
 
-_op_neg_out = _D.define('neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_neg_out = _D.define('neg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def neg_out(self, *, out):
     return _op_neg_out.call(self._ks, self, out)
@@ -51,7 +51,7 @@ _op_sign_ = _D.define('sign_(Tensor(a!) self) -> Tensor(a!)')
 def sign_(self):
     return _op_sign_.call(self._ks, self)
 
-_op_sign_out = _D.define('sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sign_out = _D.define('sign.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sign_out(self, *, out):
     return _op_sign_out.call(self._ks, self, out)
@@ -66,7 +66,7 @@ _op_sgn_ = _D.define('sgn_(Tensor(a!) self) -> Tensor(a!)')
 def sgn_(self):
     return _op_sgn_.call(self._ks, self)
 
-_op_sgn_out = _D.define('sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sgn_out = _D.define('sgn.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sgn_out(self, *, out):
     return _op_sgn_out.call(self._ks, self, out)
@@ -81,7 +81,7 @@ _op_floor_ = _D.define('floor_(Tensor(a!) self) -> Tensor(a!)')
 def floor_(self):
     return _op_floor_.call(self._ks, self)
 
-_op_floor_out = _D.define('floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_floor_out = _D.define('floor.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def floor_out(self, *, out):
     return _op_floor_out.call(self._ks, self, out)
@@ -96,7 +96,7 @@ _op_ceil_ = _D.define('ceil_(Tensor(a!) self) -> Tensor(a!)')
 def ceil_(self):
     return _op_ceil_.call(self._ks, self)
 
-_op_ceil_out = _D.define('ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ceil_out = _D.define('ceil.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ceil_out(self, *, out):
     return _op_ceil_out.call(self._ks, self, out)
@@ -111,7 +111,7 @@ _op_trunc_ = _D.define('trunc_(Tensor(a!) self) -> Tensor(a!)')
 def trunc_(self):
     return _op_trunc_.call(self._ks, self)
 
-_op_trunc_out = _D.define('trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_trunc_out = _D.define('trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def trunc_out(self, *, out):
     return _op_trunc_out.call(self._ks, self, out)
@@ -126,7 +126,7 @@ _op_frac_ = _D.define('frac_(Tensor(a!) self) -> Tensor(a!)')
 def frac_(self):
     return _op_frac_.call(self._ks, self)
 
-_op_frac_out = _D.define('frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_frac_out = _D.define('frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def frac_out(self, *, out):
     return _op_frac_out.call(self._ks, self, out)
@@ -141,7 +141,7 @@ _op_exp_ = _D.define('exp_(Tensor(a!) self) -> Tensor(a!)')
 def exp_(self):
     return _op_exp_.call(self._ks, self)
 
-_op_exp_out = _D.define('exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_exp_out = _D.define('exp.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def exp_out(self, *, out):
     return _op_exp_out.call(self._ks, self, out)
@@ -156,7 +156,7 @@ _op_exp2_ = _D.define('exp2_(Tensor(a!) self) -> Tensor(a!)')
 def exp2_(self):
     return _op_exp2_.call(self._ks, self)
 
-_op_exp2_out = _D.define('exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_exp2_out = _D.define('exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def exp2_out(self, *, out):
     return _op_exp2_out.call(self._ks, self, out)
@@ -171,7 +171,7 @@ _op_expm1_ = _D.define('expm1_(Tensor(a!) self) -> Tensor(a!)')
 def expm1_(self):
     return _op_expm1_.call(self._ks, self)
 
-_op_expm1_out = _D.define('expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_expm1_out = _D.define('expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def expm1_out(self, *, out):
     return _op_expm1_out.call(self._ks, self, out)
@@ -186,7 +186,7 @@ _op_log_ = _D.define('log_(Tensor(a!) self) -> Tensor(a!)')
 def log_(self):
     return _op_log_.call(self._ks, self)
 
-_op_log_out = _D.define('log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_log_out = _D.define('log.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def log_out(self, *, out):
     return _op_log_out.call(self._ks, self, out)
@@ -201,7 +201,7 @@ _op_log2_ = _D.define('log2_(Tensor(a!) self) -> Tensor(a!)')
 def log2_(self):
     return _op_log2_.call(self._ks, self)
 
-_op_log2_out = _D.define('log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_log2_out = _D.define('log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def log2_out(self, *, out):
     return _op_log2_out.call(self._ks, self, out)
@@ -216,7 +216,7 @@ _op_log10_ = _D.define('log10_(Tensor(a!) self) -> Tensor(a!)')
 def log10_(self):
     return _op_log10_.call(self._ks, self)
 
-_op_log10_out = _D.define('log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_log10_out = _D.define('log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def log10_out(self, *, out):
     return _op_log10_out.call(self._ks, self, out)
@@ -231,7 +231,7 @@ _op_log1p_ = _D.define('log1p_(Tensor(a!) self) -> Tensor(a!)')
 def log1p_(self):
     return _op_log1p_.call(self._ks, self)
 
-_op_log1p_out = _D.define('log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_log1p_out = _D.define('log1p.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def log1p_out(self, *, out):
     return _op_log1p_out.call(self._ks, self, out)
@@ -246,7 +246,7 @@ _op_sqrt_ = _D.define('sqrt_(Tensor(a!) self) -> Tensor(a!)')
 def sqrt_(self):
     return _op_sqrt_.call(self._ks, self)
 
-_op_sqrt_out = _D.define('sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sqrt_out = _D.define('sqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sqrt_out(self, *, out):
     return _op_sqrt_out.call(self._ks, self, out)
@@ -261,7 +261,7 @@ _op_rsqrt_ = _D.define('rsqrt_(Tensor(a!) self) -> Tensor(a!)')
 def rsqrt_(self):
     return _op_rsqrt_.call(self._ks, self)
 
-_op_rsqrt_out = _D.define('rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_rsqrt_out = _D.define('rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def rsqrt_out(self, *, out):
     return _op_rsqrt_out.call(self._ks, self, out)
@@ -276,7 +276,7 @@ _op_sin_ = _D.define('sin_(Tensor(a!) self) -> Tensor(a!)')
 def sin_(self):
     return _op_sin_.call(self._ks, self)
 
-_op_sin_out = _D.define('sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sin_out = _D.define('sin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sin_out(self, *, out):
     return _op_sin_out.call(self._ks, self, out)
@@ -291,7 +291,7 @@ _op_cos_ = _D.define('cos_(Tensor(a!) self) -> Tensor(a!)')
 def cos_(self):
     return _op_cos_.call(self._ks, self)
 
-_op_cos_out = _D.define('cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_cos_out = _D.define('cos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def cos_out(self, *, out):
     return _op_cos_out.call(self._ks, self, out)
@@ -306,7 +306,7 @@ _op_tan_ = _D.define('tan_(Tensor(a!) self) -> Tensor(a!)')
 def tan_(self):
     return _op_tan_.call(self._ks, self)
 
-_op_tan_out = _D.define('tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_tan_out = _D.define('tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def tan_out(self, *, out):
     return _op_tan_out.call(self._ks, self, out)
@@ -321,7 +321,7 @@ _op_asin_ = _D.define('asin_(Tensor(a!) self) -> Tensor(a!)')
 def asin_(self):
     return _op_asin_.call(self._ks, self)
 
-_op_asin_out = _D.define('asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_asin_out = _D.define('asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def asin_out(self, *, out):
     return _op_asin_out.call(self._ks, self, out)
@@ -336,7 +336,7 @@ _op_acos_ = _D.define('acos_(Tensor(a!) self) -> Tensor(a!)')
 def acos_(self):
     return _op_acos_.call(self._ks, self)
 
-_op_acos_out = _D.define('acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_acos_out = _D.define('acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def acos_out(self, *, out):
     return _op_acos_out.call(self._ks, self, out)
@@ -351,7 +351,7 @@ _op_atan_ = _D.define('atan_(Tensor(a!) self) -> Tensor(a!)')
 def atan_(self):
     return _op_atan_.call(self._ks, self)
 
-_op_atan_out = _D.define('atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_atan_out = _D.define('atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def atan_out(self, *, out):
     return _op_atan_out.call(self._ks, self, out)
@@ -366,7 +366,7 @@ _op_sinh_ = _D.define('sinh_(Tensor(a!) self) -> Tensor(a!)')
 def sinh_(self):
     return _op_sinh_.call(self._ks, self)
 
-_op_sinh_out = _D.define('sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sinh_out = _D.define('sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sinh_out(self, *, out):
     return _op_sinh_out.call(self._ks, self, out)
@@ -381,7 +381,7 @@ _op_cosh_ = _D.define('cosh_(Tensor(a!) self) -> Tensor(a!)')
 def cosh_(self):
     return _op_cosh_.call(self._ks, self)
 
-_op_cosh_out = _D.define('cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_cosh_out = _D.define('cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def cosh_out(self, *, out):
     return _op_cosh_out.call(self._ks, self, out)
@@ -396,7 +396,7 @@ _op_tanh_ = _D.define('tanh_(Tensor(a!) self) -> Tensor(a!)')
 def tanh_(self):
     return _op_tanh_.call(self._ks, self)
 
-_op_tanh_out = _D.define('tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_tanh_out = _D.define('tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def tanh_out(self, *, out):
     return _op_tanh_out.call(self._ks, self, out)
@@ -411,7 +411,7 @@ _op_asinh_ = _D.define('asinh_(Tensor(a!) self) -> Tensor(a!)')
 def asinh_(self):
     return _op_asinh_.call(self._ks, self)
 
-_op_asinh_out = _D.define('asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_asinh_out = _D.define('asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def asinh_out(self, *, out):
     return _op_asinh_out.call(self._ks, self, out)
@@ -426,7 +426,7 @@ _op_acosh_ = _D.define('acosh_(Tensor(a!) self) -> Tensor(a!)')
 def acosh_(self):
     return _op_acosh_.call(self._ks, self)
 
-_op_acosh_out = _D.define('acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_acosh_out = _D.define('acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def acosh_out(self, *, out):
     return _op_acosh_out.call(self._ks, self, out)
@@ -441,7 +441,7 @@ _op_atanh_ = _D.define('atanh_(Tensor(a!) self) -> Tensor(a!)')
 def atanh_(self):
     return _op_atanh_.call(self._ks, self)
 
-_op_atanh_out = _D.define('atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_atanh_out = _D.define('atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def atanh_out(self, *, out):
     return _op_atanh_out.call(self._ks, self, out)
@@ -456,7 +456,7 @@ _op_sigmoid_ = _D.define('sigmoid_(Tensor(a!) self) -> Tensor(a!)')
 def sigmoid_(self):
     return _op_sigmoid_.call(self._ks, self)
 
-_op_sigmoid_out = _D.define('sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sigmoid_out = _D.define('sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sigmoid_out(self, *, out):
     return _op_sigmoid_out.call(self._ks, self, out)
@@ -471,7 +471,7 @@ _op_reciprocal_ = _D.define('reciprocal_(Tensor(a!) self) -> Tensor(a!)')
 def reciprocal_(self):
     return _op_reciprocal_.call(self._ks, self)
 
-_op_reciprocal_out = _D.define('reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_reciprocal_out = _D.define('reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def reciprocal_out(self, *, out):
     return _op_reciprocal_out.call(self._ks, self, out)
@@ -486,7 +486,7 @@ _op_erf_ = _D.define('erf_(Tensor(a!) self) -> Tensor(a!)')
 def erf_(self):
     return _op_erf_.call(self._ks, self)
 
-_op_erf_out = _D.define('erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_erf_out = _D.define('erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def erf_out(self, *, out):
     return _op_erf_out.call(self._ks, self, out)
@@ -501,7 +501,7 @@ _op_erfc_ = _D.define('erfc_(Tensor(a!) self) -> Tensor(a!)')
 def erfc_(self):
     return _op_erfc_.call(self._ks, self)
 
-_op_erfc_out = _D.define('erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_erfc_out = _D.define('erfc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def erfc_out(self, *, out):
     return _op_erfc_out.call(self._ks, self, out)
@@ -516,7 +516,7 @@ _op_erfinv_ = _D.define('erfinv_(Tensor(a!) self) -> Tensor(a!)')
 def erfinv_(self):
     return _op_erfinv_.call(self._ks, self)
 
-_op_erfinv_out = _D.define('erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_erfinv_out = _D.define('erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def erfinv_out(self, *, out):
     return _op_erfinv_out.call(self._ks, self, out)
@@ -531,7 +531,7 @@ _op_lgamma_ = _D.define('lgamma_(Tensor(a!) self) -> Tensor(a!)')
 def lgamma_(self):
     return _op_lgamma_.call(self._ks, self)
 
-_op_lgamma_out = _D.define('lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_lgamma_out = _D.define('lgamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def lgamma_out(self, *, out):
     return _op_lgamma_out.call(self._ks, self, out)
@@ -546,7 +546,7 @@ _op_digamma_ = _D.define('digamma_(Tensor(a!) self) -> Tensor(a!)')
 def digamma_(self):
     return _op_digamma_.call(self._ks, self)
 
-_op_digamma_out = _D.define('digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_digamma_out = _D.define('digamma.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def digamma_out(self, *, out):
     return _op_digamma_out.call(self._ks, self, out)
@@ -561,7 +561,7 @@ _op_i0_ = _D.define('i0_(Tensor(a!) self) -> Tensor(a!)')
 def i0_(self):
     return _op_i0_.call(self._ks, self)
 
-_op_i0_out = _D.define('i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_i0_out = _D.define('i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def i0_out(self, *, out):
     return _op_i0_out.call(self._ks, self, out)
@@ -576,7 +576,7 @@ _op_sinc_ = _D.define('sinc_(Tensor(a!) self) -> Tensor(a!)')
 def sinc_(self):
     return _op_sinc_.call(self._ks, self)
 
-_op_sinc_out = _D.define('sinc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sinc_out = _D.define('sinc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sinc_out(self, *, out):
     return _op_sinc_out.call(self._ks, self, out)
@@ -591,7 +591,7 @@ _op_deg2rad_ = _D.define('deg2rad_(Tensor(a!) self) -> Tensor(a!)')
 def deg2rad_(self):
     return _op_deg2rad_.call(self._ks, self)
 
-_op_deg2rad_out = _D.define('deg2rad.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_deg2rad_out = _D.define('deg2rad.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def deg2rad_out(self, *, out):
     return _op_deg2rad_out.call(self._ks, self, out)
@@ -606,7 +606,7 @@ _op_rad2deg_ = _D.define('rad2deg_(Tensor(a!) self) -> Tensor(a!)')
 def rad2deg_(self):
     return _op_rad2deg_.call(self._ks, self)
 
-_op_rad2deg_out = _D.define('rad2deg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_rad2deg_out = _D.define('rad2deg.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def rad2deg_out(self, *, out):
     return _op_rad2deg_out.call(self._ks, self, out)
@@ -621,7 +621,7 @@ _op_square_ = _D.define('square_(Tensor(a!) self) -> Tensor(a!)')
 def square_(self):
     return _op_square_.call(self._ks, self)
 
-_op_square_out = _D.define('square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_square_out = _D.define('square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def square_out(self, *, out):
     return _op_square_out.call(self._ks, self, out)
@@ -636,7 +636,7 @@ _op_bitwise_not_ = _D.define('bitwise_not_(Tensor(a!) self) -> Tensor(a!)')
 def bitwise_not_(self):
     return _op_bitwise_not_.call(self._ks, self)
 
-_op_bitwise_not_out = _D.define('bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_not_out = _D.define('bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_not_out(self, *, out):
     return _op_bitwise_not_out.call(self._ks, self, out)
@@ -651,7 +651,7 @@ _op_logical_not_ = _D.define('logical_not_(Tensor(a!) self) -> Tensor(a!)')
 def logical_not_(self):
     return _op_logical_not_.call(self._ks, self)
 
-_op_logical_not_out = _D.define('logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logical_not_out = _D.define('logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logical_not_out(self, *, out):
     return _op_logical_not_out.call(self._ks, self, out)
@@ -691,7 +691,7 @@ _op_round__decimals = _D.define('round_.decimals(Tensor(a!) self, *, int decimal
 def round__decimals(self, *, decimals):
     return _op_round__decimals.call(self._ks, self, decimals)
 
-_op_round_out = _D.define('round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_round_out = _D.define('round.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def round_out(self, *, out):
     return _op_round_out.call(self._ks, self, out)
@@ -766,7 +766,7 @@ _op_add__Tensor = _D.define('add_.Tensor(Tensor(a!) self, Tensor other, *, Scala
 def add__Tensor(self, other, *, alpha=1):
     return _op_add__Tensor.call(self._ks | other._ks, self, other, alpha)
 
-_op_add_out = _D.define('add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_add_out = _D.define('add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def add_out(self, other, *, alpha=1, out):
     return _op_add_out.call(self._ks | other._ks, self, other, alpha, out)
@@ -781,7 +781,7 @@ _op_add__Scalar = _D.define('add_.Scalar(Tensor(a!) self, Scalar other, Scalar a
 def add__Scalar(self, other, alpha=1):
     return _op_add__Scalar.call(self._ks, self, other, alpha)
 
-_op_add_Scalar_out = _D.define('add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)')
+_op_add_Scalar_out = _D.define('add.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def add_Scalar_out(self, other, alpha=1, *, out):
     return _op_add_Scalar_out.call(self._ks, self, other, alpha, out)
@@ -796,7 +796,7 @@ _op_sub__Tensor = _D.define('sub_.Tensor(Tensor(a!) self, Tensor other, *, Scala
 def sub__Tensor(self, other, *, alpha=1):
     return _op_sub__Tensor.call(self._ks | other._ks, self, other, alpha)
 
-_op_sub_out = _D.define('sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_sub_out = _D.define('sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sub_out(self, other, *, alpha=1, out):
     return _op_sub_out.call(self._ks | other._ks, self, other, alpha, out)
@@ -811,7 +811,7 @@ _op_sub__Scalar = _D.define('sub_.Scalar(Tensor(a!) self, Scalar other, Scalar a
 def sub__Scalar(self, other, alpha=1):
     return _op_sub__Scalar.call(self._ks, self, other, alpha)
 
-_op_sub_Scalar_out = _D.define('sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)')
+_op_sub_Scalar_out = _D.define('sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sub_Scalar_out(self, other, alpha=1, *, out):
     return _op_sub_Scalar_out.call(self._ks, self, other, alpha, out)
@@ -826,7 +826,7 @@ _op_mul__Tensor = _D.define('mul_.Tensor(Tensor(a!) self, Tensor other) -> Tenso
 def mul__Tensor(self, other):
     return _op_mul__Tensor.call(self._ks | other._ks, self, other)
 
-_op_mul_out = _D.define('mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_mul_out = _D.define('mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def mul_out(self, other, *, out):
     return _op_mul_out.call(self._ks | other._ks, self, other, out)
@@ -841,7 +841,7 @@ _op_mul__Scalar = _D.define('mul_.Scalar(Tensor(a!) self, Scalar other) -> Tenso
 def mul__Scalar(self, other):
     return _op_mul__Scalar.call(self._ks, self, other)
 
-_op_mul_Scalar_out = _D.define('mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_mul_Scalar_out = _D.define('mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def mul_Scalar_out(self, other, *, out):
     return _op_mul_Scalar_out.call(self._ks, self, other, out)
@@ -856,7 +856,7 @@ _op_div__Tensor = _D.define('div_.Tensor(Tensor(a!) self, Tensor other) -> Tenso
 def div__Tensor(self, other):
     return _op_div__Tensor.call(self._ks | other._ks, self, other)
 
-_op_div_out = _D.define('div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_div_out = _D.define('div.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def div_out(self, other, *, out):
     return _op_div_out.call(self._ks | other._ks, self, other, out)
@@ -871,7 +871,7 @@ _op_div__Scalar = _D.define('div_.Scalar(Tensor(a!) self, Scalar other) -> Tenso
 def div__Scalar(self, other):
     return _op_div__Scalar.call(self._ks, self, other)
 
-_op_div_Scalar_out = _D.define('div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_div_Scalar_out = _D.define('div.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def div_Scalar_out(self, other, *, out):
     return _op_div_Scalar_out.call(self._ks, self, other, out)
@@ -886,7 +886,7 @@ _op_div__Tensor_mode = _D.define('div_.Tensor_mode(Tensor(a!) self, Tensor other
 def div__Tensor_mode(self, other, *, rounding_mode):
     return _op_div__Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
 
-_op_div_out_mode = _D.define('div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)')
+_op_div_out_mode = _D.define('div.out_mode(Tensor self, Tensor other, *, str? rounding_mode, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def div_out_mode(self, other, *, rounding_mode, out):
     return _op_div_out_mode.call(self._ks | other._ks, self, other, rounding_mode, out)
@@ -911,7 +911,7 @@ _op_true_divide__Tensor = _D.define('true_divide_.Tensor(Tensor(a!) self, Tensor
 def true_divide__Tensor(self, other):
     return _op_true_divide__Tensor.call(self._ks | other._ks, self, other)
 
-_op_true_divide_out = _D.define('true_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_true_divide_out = _D.define('true_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def true_divide_out(self, other, *, out):
     return _op_true_divide_out.call(self._ks | other._ks, self, other, out)
@@ -926,7 +926,7 @@ _op_true_divide__Scalar = _D.define('true_divide_.Scalar(Tensor(a!) self, Scalar
 def true_divide__Scalar(self, other):
     return _op_true_divide__Scalar.call(self._ks, self, other)
 
-_op_true_divide_Scalar_out = _D.define('true_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_true_divide_Scalar_out = _D.define('true_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def true_divide_Scalar_out(self, other, *, out):
     return _op_true_divide_Scalar_out.call(self._ks, self, other, out)
@@ -941,7 +941,7 @@ _op_floor_divide__Tensor = _D.define('floor_divide_.Tensor(Tensor(a!) self, Tens
 def floor_divide__Tensor(self, other):
     return _op_floor_divide__Tensor.call(self._ks | other._ks, self, other)
 
-_op_floor_divide_out = _D.define('floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_floor_divide_out = _D.define('floor_divide.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def floor_divide_out(self, other, *, out):
     return _op_floor_divide_out.call(self._ks | other._ks, self, other, out)
@@ -956,7 +956,7 @@ _op_floor_divide__Scalar = _D.define('floor_divide_.Scalar(Tensor(a!) self, Scal
 def floor_divide__Scalar(self, other):
     return _op_floor_divide__Scalar.call(self._ks, self, other)
 
-_op_floor_divide_Scalar_out = _D.define('floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_floor_divide_Scalar_out = _D.define('floor_divide.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def floor_divide_Scalar_out(self, other, *, out):
     return _op_floor_divide_Scalar_out.call(self._ks, self, other, out)
@@ -971,7 +971,7 @@ _op_remainder__Tensor = _D.define('remainder_.Tensor(Tensor(a!) self, Tensor oth
 def remainder__Tensor(self, other):
     return _op_remainder__Tensor.call(self._ks | other._ks, self, other)
 
-_op_remainder_out = _D.define('remainder.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_remainder_out = _D.define('remainder.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def remainder_out(self, other, *, out):
     return _op_remainder_out.call(self._ks | other._ks, self, other, out)
@@ -986,7 +986,7 @@ _op_remainder__Scalar = _D.define('remainder_.Scalar(Tensor(a!) self, Scalar oth
 def remainder__Scalar(self, other):
     return _op_remainder__Scalar.call(self._ks, self, other)
 
-_op_remainder_Scalar_out = _D.define('remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_remainder_Scalar_out = _D.define('remainder.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def remainder_Scalar_out(self, other, *, out):
     return _op_remainder_Scalar_out.call(self._ks, self, other, out)
@@ -1006,7 +1006,7 @@ _op_fmod__Tensor = _D.define('fmod_.Tensor(Tensor(a!) self, Tensor other) -> Ten
 def fmod__Tensor(self, other):
     return _op_fmod__Tensor.call(self._ks | other._ks, self, other)
 
-_op_fmod_out = _D.define('fmod.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_fmod_out = _D.define('fmod.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fmod_out(self, other, *, out):
     return _op_fmod_out.call(self._ks | other._ks, self, other, out)
@@ -1021,7 +1021,7 @@ _op_fmod__Scalar = _D.define('fmod_.Scalar(Tensor(a!) self, Scalar other) -> Ten
 def fmod__Scalar(self, other):
     return _op_fmod__Scalar.call(self._ks, self, other)
 
-_op_fmod_Scalar_out = _D.define('fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_fmod_Scalar_out = _D.define('fmod.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fmod_Scalar_out(self, other, *, out):
     return _op_fmod_Scalar_out.call(self._ks, self, other, out)
@@ -1041,7 +1041,7 @@ _op_pow_Tensor_Tensor = _D.define('pow.Tensor_Tensor(Tensor self, Tensor exponen
 def pow_Tensor_Tensor(self, exponent):
     return _op_pow_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
 
-_op_pow_Tensor_Tensor_out = _D.define('pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)')
+_op_pow_Tensor_Tensor_out = _D.define('pow.Tensor_Tensor_out(Tensor self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def pow_Tensor_Tensor_out(self, exponent, *, out):
     return _op_pow_Tensor_Tensor_out.call(self._ks | exponent._ks, self, exponent, out)
@@ -1051,7 +1051,7 @@ _op_pow_Scalar = _D.define('pow.Scalar(Scalar self, Tensor exponent) -> Tensor')
 def pow_Scalar(self, exponent):
     return _op_pow_Scalar.call(exponent._ks, self, exponent)
 
-_op_pow_Scalar_out = _D.define('pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)')
+_op_pow_Scalar_out = _D.define('pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def pow_Scalar_out(self, exponent, *, out):
     return _op_pow_Scalar_out.call(exponent._ks, self, exponent, out)
@@ -1061,7 +1061,7 @@ _op_pow_Tensor_Scalar = _D.define('pow.Tensor_Scalar(Tensor self, Scalar exponen
 def pow_Tensor_Scalar(self, exponent):
     return _op_pow_Tensor_Scalar.call(self._ks, self, exponent)
 
-_op_pow_Tensor_Scalar_out = _D.define('pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)')
+_op_pow_Tensor_Scalar_out = _D.define('pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def pow_Tensor_Scalar_out(self, exponent, *, out):
     return _op_pow_Tensor_Scalar_out.call(self._ks, self, exponent, out)
@@ -1096,7 +1096,7 @@ _op_atan2 = _D.define('atan2(Tensor self, Tensor other) -> Tensor')
 def atan2(self, other):
     return _op_atan2.call(self._ks | other._ks, self, other)
 
-_op_atan2_out = _D.define('atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_atan2_out = _D.define('atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def atan2_out(self, other, *, out):
     return _op_atan2_out.call(self._ks | other._ks, self, other, out)
@@ -1111,7 +1111,7 @@ _op_hypot = _D.define('hypot(Tensor self, Tensor other) -> Tensor')
 def hypot(self, other):
     return _op_hypot.call(self._ks | other._ks, self, other)
 
-_op_hypot_out = _D.define('hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_hypot_out = _D.define('hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def hypot_out(self, other, *, out):
     return _op_hypot_out.call(self._ks | other._ks, self, other, out)
@@ -1126,7 +1126,7 @@ _op_logaddexp = _D.define('logaddexp(Tensor self, Tensor other) -> Tensor')
 def logaddexp(self, other):
     return _op_logaddexp.call(self._ks | other._ks, self, other)
 
-_op_logaddexp_out = _D.define('logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logaddexp_out = _D.define('logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logaddexp_out(self, other, *, out):
     return _op_logaddexp_out.call(self._ks | other._ks, self, other, out)
@@ -1136,7 +1136,7 @@ _op_logaddexp2 = _D.define('logaddexp2(Tensor self, Tensor other) -> Tensor')
 def logaddexp2(self, other):
     return _op_logaddexp2.call(self._ks | other._ks, self, other)
 
-_op_logaddexp2_out = _D.define('logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logaddexp2_out = _D.define('logaddexp2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logaddexp2_out(self, other, *, out):
     return _op_logaddexp2_out.call(self._ks | other._ks, self, other, out)
@@ -1146,7 +1146,7 @@ _op_copysign = _D.define('copysign(Tensor self, Tensor other) -> Tensor')
 def copysign(self, other):
     return _op_copysign.call(self._ks | other._ks, self, other)
 
-_op_copysign_out = _D.define('copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_copysign_out = _D.define('copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def copysign_out(self, other, *, out):
     return _op_copysign_out.call(self._ks | other._ks, self, other, out)
@@ -1161,7 +1161,7 @@ _op_nextafter = _D.define('nextafter(Tensor self, Tensor other) -> Tensor')
 def nextafter(self, other):
     return _op_nextafter.call(self._ks | other._ks, self, other)
 
-_op_nextafter_out = _D.define('nextafter.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_nextafter_out = _D.define('nextafter.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def nextafter_out(self, other, *, out):
     return _op_nextafter_out.call(self._ks | other._ks, self, other, out)
@@ -1176,7 +1176,7 @@ _op_maximum = _D.define('maximum(Tensor self, Tensor other) -> Tensor')
 def maximum(self, other):
     return _op_maximum.call(self._ks | other._ks, self, other)
 
-_op_maximum_out = _D.define('maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_maximum_out = _D.define('maximum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def maximum_out(self, other, *, out):
     return _op_maximum_out.call(self._ks | other._ks, self, other, out)
@@ -1186,7 +1186,7 @@ _op_minimum = _D.define('minimum(Tensor self, Tensor other) -> Tensor')
 def minimum(self, other):
     return _op_minimum.call(self._ks | other._ks, self, other)
 
-_op_minimum_out = _D.define('minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_minimum_out = _D.define('minimum.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def minimum_out(self, other, *, out):
     return _op_minimum_out.call(self._ks | other._ks, self, other, out)
@@ -1196,7 +1196,7 @@ _op_fmax = _D.define('fmax(Tensor self, Tensor other) -> Tensor')
 def fmax(self, other):
     return _op_fmax.call(self._ks | other._ks, self, other)
 
-_op_fmax_out = _D.define('fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_fmax_out = _D.define('fmax.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fmax_out(self, other, *, out):
     return _op_fmax_out.call(self._ks | other._ks, self, other, out)
@@ -1206,7 +1206,7 @@ _op_fmin = _D.define('fmin(Tensor self, Tensor other) -> Tensor')
 def fmin(self, other):
     return _op_fmin.call(self._ks | other._ks, self, other)
 
-_op_fmin_out = _D.define('fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_fmin_out = _D.define('fmin.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def fmin_out(self, other, *, out):
     return _op_fmin_out.call(self._ks | other._ks, self, other, out)
@@ -1216,7 +1216,7 @@ _op_xlogy = _D.define('xlogy(Tensor self, Tensor other) -> Tensor')
 def xlogy(self, other):
     return _op_xlogy.call(self._ks | other._ks, self, other)
 
-_op_xlogy_out = _D.define('xlogy.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_xlogy_out = _D.define('xlogy.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def xlogy_out(self, other, *, out):
     return _op_xlogy_out.call(self._ks | other._ks, self, other, out)
@@ -1261,7 +1261,7 @@ _op_bitwise_and__Tensor = _D.define('bitwise_and_.Tensor(Tensor(a!) self, Tensor
 def bitwise_and__Tensor(self, other):
     return _op_bitwise_and__Tensor.call(self._ks | other._ks, self, other)
 
-_op_bitwise_and_out = _D.define('bitwise_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_and_out = _D.define('bitwise_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_and_out(self, other, *, out):
     return _op_bitwise_and_out.call(self._ks | other._ks, self, other, out)
@@ -1276,7 +1276,7 @@ _op_bitwise_and__Scalar = _D.define('bitwise_and_.Scalar(Tensor(a!) self, Scalar
 def bitwise_and__Scalar(self, other):
     return _op_bitwise_and__Scalar.call(self._ks, self, other)
 
-_op_bitwise_and_Scalar_out = _D.define('bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_and_Scalar_out = _D.define('bitwise_and.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_and_Scalar_out(self, other, *, out):
     return _op_bitwise_and_Scalar_out.call(self._ks, self, other, out)
@@ -1291,7 +1291,7 @@ _op_bitwise_or__Tensor = _D.define('bitwise_or_.Tensor(Tensor(a!) self, Tensor o
 def bitwise_or__Tensor(self, other):
     return _op_bitwise_or__Tensor.call(self._ks | other._ks, self, other)
 
-_op_bitwise_or_out = _D.define('bitwise_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_or_out = _D.define('bitwise_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_or_out(self, other, *, out):
     return _op_bitwise_or_out.call(self._ks | other._ks, self, other, out)
@@ -1306,7 +1306,7 @@ _op_bitwise_or__Scalar = _D.define('bitwise_or_.Scalar(Tensor(a!) self, Scalar o
 def bitwise_or__Scalar(self, other):
     return _op_bitwise_or__Scalar.call(self._ks, self, other)
 
-_op_bitwise_or_Scalar_out = _D.define('bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_or_Scalar_out = _D.define('bitwise_or.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_or_Scalar_out(self, other, *, out):
     return _op_bitwise_or_Scalar_out.call(self._ks, self, other, out)
@@ -1321,7 +1321,7 @@ _op_bitwise_xor__Tensor = _D.define('bitwise_xor_.Tensor(Tensor(a!) self, Tensor
 def bitwise_xor__Tensor(self, other):
     return _op_bitwise_xor__Tensor.call(self._ks | other._ks, self, other)
 
-_op_bitwise_xor_out = _D.define('bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_xor_out = _D.define('bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_xor_out(self, other, *, out):
     return _op_bitwise_xor_out.call(self._ks | other._ks, self, other, out)
@@ -1336,7 +1336,7 @@ _op_bitwise_xor__Scalar = _D.define('bitwise_xor_.Scalar(Tensor(a!) self, Scalar
 def bitwise_xor__Scalar(self, other):
     return _op_bitwise_xor__Scalar.call(self._ks, self, other)
 
-_op_bitwise_xor_Scalar_out = _D.define('bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_xor_Scalar_out = _D.define('bitwise_xor.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_xor_Scalar_out(self, other, *, out):
     return _op_bitwise_xor_Scalar_out.call(self._ks, self, other, out)
@@ -1351,7 +1351,7 @@ _op_bitwise_left_shift__Tensor = _D.define('bitwise_left_shift_.Tensor(Tensor(a!
 def bitwise_left_shift__Tensor(self, other):
     return _op_bitwise_left_shift__Tensor.call(self._ks | other._ks, self, other)
 
-_op_bitwise_left_shift_out = _D.define('bitwise_left_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_left_shift_out = _D.define('bitwise_left_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_left_shift_out(self, other, *, out):
     return _op_bitwise_left_shift_out.call(self._ks | other._ks, self, other, out)
@@ -1366,7 +1366,7 @@ _op_bitwise_left_shift__Scalar = _D.define('bitwise_left_shift_.Scalar(Tensor(a!
 def bitwise_left_shift__Scalar(self, other):
     return _op_bitwise_left_shift__Scalar.call(self._ks, self, other)
 
-_op_bitwise_left_shift_Scalar_out = _D.define('bitwise_left_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_left_shift_Scalar_out = _D.define('bitwise_left_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_left_shift_Scalar_out(self, other, *, out):
     return _op_bitwise_left_shift_Scalar_out.call(self._ks, self, other, out)
@@ -1381,7 +1381,7 @@ _op_bitwise_right_shift__Tensor = _D.define('bitwise_right_shift_.Tensor(Tensor(
 def bitwise_right_shift__Tensor(self, other):
     return _op_bitwise_right_shift__Tensor.call(self._ks | other._ks, self, other)
 
-_op_bitwise_right_shift_out = _D.define('bitwise_right_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_right_shift_out = _D.define('bitwise_right_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_right_shift_out(self, other, *, out):
     return _op_bitwise_right_shift_out.call(self._ks | other._ks, self, other, out)
@@ -1396,7 +1396,7 @@ _op_bitwise_right_shift__Scalar = _D.define('bitwise_right_shift_.Scalar(Tensor(
 def bitwise_right_shift__Scalar(self, other):
     return _op_bitwise_right_shift__Scalar.call(self._ks, self, other)
 
-_op_bitwise_right_shift_Scalar_out = _D.define('bitwise_right_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bitwise_right_shift_Scalar_out = _D.define('bitwise_right_shift.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bitwise_right_shift_Scalar_out(self, other, *, out):
     return _op_bitwise_right_shift_Scalar_out.call(self._ks, self, other, out)
@@ -1411,7 +1411,7 @@ _op_logical_and_ = _D.define('logical_and_(Tensor(a!) self, Tensor other) -> Ten
 def logical_and_(self, other):
     return _op_logical_and_.call(self._ks | other._ks, self, other)
 
-_op_logical_and_out = _D.define('logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logical_and_out = _D.define('logical_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logical_and_out(self, other, *, out):
     return _op_logical_and_out.call(self._ks | other._ks, self, other, out)
@@ -1426,7 +1426,7 @@ _op_logical_or_ = _D.define('logical_or_(Tensor(a!) self, Tensor other) -> Tenso
 def logical_or_(self, other):
     return _op_logical_or_.call(self._ks | other._ks, self, other)
 
-_op_logical_or_out = _D.define('logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logical_or_out = _D.define('logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logical_or_out(self, other, *, out):
     return _op_logical_or_out.call(self._ks | other._ks, self, other, out)
@@ -1441,7 +1441,7 @@ _op_logical_xor_ = _D.define('logical_xor_(Tensor(a!) self, Tensor other) -> Ten
 def logical_xor_(self, other):
     return _op_logical_xor_.call(self._ks | other._ks, self, other)
 
-_op_logical_xor_out = _D.define('logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_logical_xor_out = _D.define('logical_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def logical_xor_out(self, other, *, out):
     return _op_logical_xor_out.call(self._ks | other._ks, self, other, out)
@@ -1456,7 +1456,7 @@ _op_eq__Tensor = _D.define('eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def eq__Tensor(self, other):
     return _op_eq__Tensor.call(self._ks | other._ks, self, other)
 
-_op_eq_out = _D.define('eq.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_eq_out = _D.define('eq.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def eq_out(self, other, *, out):
     return _op_eq_out.call(self._ks | other._ks, self, other, out)
@@ -1471,7 +1471,7 @@ _op_eq__Scalar = _D.define('eq_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(
 def eq__Scalar(self, other):
     return _op_eq__Scalar.call(self._ks, self, other)
 
-_op_eq_Scalar_out = _D.define('eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_eq_Scalar_out = _D.define('eq.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def eq_Scalar_out(self, other, *, out):
     return _op_eq_Scalar_out.call(self._ks, self, other, out)
@@ -1486,7 +1486,7 @@ _op_ne__Tensor = _D.define('ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def ne__Tensor(self, other):
     return _op_ne__Tensor.call(self._ks | other._ks, self, other)
 
-_op_ne_out = _D.define('ne.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ne_out = _D.define('ne.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ne_out(self, other, *, out):
     return _op_ne_out.call(self._ks | other._ks, self, other, out)
@@ -1501,7 +1501,7 @@ _op_ne__Scalar = _D.define('ne_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(
 def ne__Scalar(self, other):
     return _op_ne__Scalar.call(self._ks, self, other)
 
-_op_ne_Scalar_out = _D.define('ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ne_Scalar_out = _D.define('ne.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ne_Scalar_out(self, other, *, out):
     return _op_ne_Scalar_out.call(self._ks, self, other, out)
@@ -1516,7 +1516,7 @@ _op_lt__Tensor = _D.define('lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def lt__Tensor(self, other):
     return _op_lt__Tensor.call(self._ks | other._ks, self, other)
 
-_op_lt_out = _D.define('lt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_lt_out = _D.define('lt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def lt_out(self, other, *, out):
     return _op_lt_out.call(self._ks | other._ks, self, other, out)
@@ -1531,7 +1531,7 @@ _op_lt__Scalar = _D.define('lt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(
 def lt__Scalar(self, other):
     return _op_lt__Scalar.call(self._ks, self, other)
 
-_op_lt_Scalar_out = _D.define('lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_lt_Scalar_out = _D.define('lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def lt_Scalar_out(self, other, *, out):
     return _op_lt_Scalar_out.call(self._ks, self, other, out)
@@ -1546,7 +1546,7 @@ _op_le__Tensor = _D.define('le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def le__Tensor(self, other):
     return _op_le__Tensor.call(self._ks | other._ks, self, other)
 
-_op_le_out = _D.define('le.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_le_out = _D.define('le.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def le_out(self, other, *, out):
     return _op_le_out.call(self._ks | other._ks, self, other, out)
@@ -1561,7 +1561,7 @@ _op_le__Scalar = _D.define('le_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(
 def le__Scalar(self, other):
     return _op_le__Scalar.call(self._ks, self, other)
 
-_op_le_Scalar_out = _D.define('le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_le_Scalar_out = _D.define('le.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def le_Scalar_out(self, other, *, out):
     return _op_le_Scalar_out.call(self._ks, self, other, out)
@@ -1576,7 +1576,7 @@ _op_gt__Tensor = _D.define('gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def gt__Tensor(self, other):
     return _op_gt__Tensor.call(self._ks | other._ks, self, other)
 
-_op_gt_out = _D.define('gt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_gt_out = _D.define('gt.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def gt_out(self, other, *, out):
     return _op_gt_out.call(self._ks | other._ks, self, other, out)
@@ -1591,7 +1591,7 @@ _op_gt__Scalar = _D.define('gt_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(
 def gt__Scalar(self, other):
     return _op_gt__Scalar.call(self._ks, self, other)
 
-_op_gt_Scalar_out = _D.define('gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_gt_Scalar_out = _D.define('gt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def gt_Scalar_out(self, other, *, out):
     return _op_gt_Scalar_out.call(self._ks, self, other, out)
@@ -1606,7 +1606,7 @@ _op_ge__Tensor = _D.define('ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(
 def ge__Tensor(self, other):
     return _op_ge__Tensor.call(self._ks | other._ks, self, other)
 
-_op_ge_out = _D.define('ge.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ge_out = _D.define('ge.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ge_out(self, other, *, out):
     return _op_ge_out.call(self._ks | other._ks, self, other, out)
@@ -1621,7 +1621,7 @@ _op_ge__Scalar = _D.define('ge_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(
 def ge__Scalar(self, other):
     return _op_ge__Scalar.call(self._ks, self, other)
 
-_op_ge_Scalar_out = _D.define('ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ge_Scalar_out = _D.define('ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ge_Scalar_out(self, other, *, out):
     return _op_ge_Scalar_out.call(self._ks, self, other, out)
@@ -1681,7 +1681,7 @@ _op_where_self = _D.define('where.self(Tensor condition, Tensor self, Tensor oth
 def where_self(condition, self, other):
     return _op_where_self.call(condition._ks | self._ks | other._ks, condition, self, other)
 
-_op_where_self_out = _D.define('where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_where_self_out = _D.define('where.self_out(Tensor condition, Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def where_self_out(condition, self, other, *, out):
     return _op_where_self_out.call(condition._ks | self._ks | other._ks, condition, self, other, out)
@@ -1716,12 +1716,12 @@ _op_clamp_Tensor = _D.define('clamp.Tensor(Tensor self, Tensor? min=None, Tensor
 def clamp_Tensor(self, min=None, max=None):
     return _op_clamp_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
 
-_op_clamp_out = _D.define('clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)')
+_op_clamp_out = _D.define('clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def clamp_out(self, min=None, max=None, *, out):
     return _op_clamp_out.call(self._ks, self, min, max, out)
 
-_op_clamp_Tensor_out = _D.define('clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)')
+_op_clamp_Tensor_out = _D.define('clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def clamp_Tensor_out(self, min=None, max=None, *, out):
     return _op_clamp_Tensor_out.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max, out)
@@ -1801,7 +1801,7 @@ _op_lerp__Tensor = _D.define('lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor w
 def lerp__Tensor(self, end, weight):
     return _op_lerp__Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
 
-_op_lerp_Scalar_out = _D.define('lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)')
+_op_lerp_Scalar_out = _D.define('lerp.Scalar_out(Tensor self, Tensor end, Scalar weight, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def lerp_Scalar_out(self, end, weight, *, out):
     return _op_lerp_Scalar_out.call(self._ks | end._ks, self, end, weight, out)
@@ -1816,7 +1816,7 @@ _op_addcmul_ = _D.define('addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tenso
 def addcmul_(self, tensor1, tensor2, *, value=1):
     return _op_addcmul_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
 
-_op_addcmul_out = _D.define('addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)')
+_op_addcmul_out = _D.define('addcmul.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def addcmul_out(self, tensor1, tensor2, *, value=1, out):
     return _op_addcmul_out.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value, out)
@@ -1831,7 +1831,7 @@ _op_addcdiv_ = _D.define('addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tenso
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     return _op_addcdiv_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
 
-_op_addcdiv_out = _D.define('addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)')
+_op_addcdiv_out = _D.define('addcdiv.out(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def addcdiv_out(self, tensor1, tensor2, *, value=1, out):
     return _op_addcdiv_out.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value, out)
@@ -1856,7 +1856,7 @@ _op_sum_dim_IntList = _D.define('sum.dim_IntList(Tensor self, int[1]? dim, bool 
 def sum_dim_IntList(self, dim, keepdim=False, *, dtype=None):
     return _op_sum_dim_IntList.call(self._ks, self, dim, keepdim, dtype)
 
-_op_sum_IntList_out = _D.define('sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+_op_sum_IntList_out = _D.define('sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def sum_IntList_out(self, dim, keepdim=False, *, dtype=None, out):
     return _op_sum_IntList_out.call(self._ks, self, dim, keepdim, dtype, out)
@@ -1891,12 +1891,12 @@ _op_nanmean_dim = _D.define('nanmean.dim(Tensor self, int[1]? dim, bool keepdim=
 def nanmean_dim(self, dim, keepdim=False, *, dtype=None):
     return _op_nanmean_dim.call(self._ks, self, dim, keepdim, dtype)
 
-_op_mean_out = _D.define('mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+_op_mean_out = _D.define('mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def mean_out(self, dim, keepdim=False, *, dtype=None, out):
     return _op_mean_out.call(self._ks, self, dim, keepdim, dtype, out)
 
-_op_mean_dtype_out = _D.define('mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+_op_mean_dtype_out = _D.define('mean.dtype_out(Tensor self, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def mean_dtype_out(self, *, dtype=None, out):
     return _op_mean_dtype_out.call(self._ks, self, dtype, out)
@@ -1986,7 +1986,7 @@ _op_amax = _D.define('amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Te
 def amax(self, dim=(), keepdim=False):
     return _op_amax.call(self._ks, self, dim, keepdim)
 
-_op_amax_out = _D.define('amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)')
+_op_amax_out = _D.define('amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def amax_out(self, dim=(), keepdim=False, *, out):
     return _op_amax_out.call(self._ks, self, dim, keepdim, out)
@@ -1996,7 +1996,7 @@ _op_amin = _D.define('amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Te
 def amin(self, dim=(), keepdim=False):
     return _op_amin.call(self._ks, self, dim, keepdim)
 
-_op_amin_out = _D.define('amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)')
+_op_amin_out = _D.define('amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def amin_out(self, dim=(), keepdim=False, *, out):
     return _op_amin_out.call(self._ks, self, dim, keepdim, out)
@@ -2071,7 +2071,7 @@ _op_cumsum_ = _D.define('cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=
 def cumsum_(self, dim, *, dtype=None):
     return _op_cumsum_.call(self._ks, self, dim, dtype)
 
-_op_cumsum_out = _D.define('cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+_op_cumsum_out = _D.define('cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def cumsum_out(self, dim, *, dtype=None, out):
     return _op_cumsum_out.call(self._ks, self, dim, dtype, out)
@@ -2086,7 +2086,7 @@ _op_cumprod_ = _D.define('cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtyp
 def cumprod_(self, dim, *, dtype=None):
     return _op_cumprod_.call(self._ks, self, dim, dtype)
 
-_op_cumprod_out = _D.define('cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)')
+_op_cumprod_out = _D.define('cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def cumprod_out(self, dim, *, dtype=None, out):
     return _op_cumprod_out.call(self._ks, self, dim, dtype, out)
@@ -2416,7 +2416,7 @@ _op_zeros = _D.define('zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? l
 def zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None):
     return _op_zeros.call(_ks_device(device), size, dtype, layout, device, pin_memory)
 
-_op_zeros_out = _D.define('zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)')
+_op_zeros_out = _D.define('zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def zeros_out(size, *, out):
     return _op_zeros_out.call(_KS_CPU, size, out)
@@ -2426,7 +2426,7 @@ _op_ones = _D.define('ones(SymInt[] size, *, ScalarType? dtype=None, Layout? lay
 def ones(size, *, dtype=None, layout=None, device=None, pin_memory=None):
     return _op_ones.call(_ks_device(device), size, dtype, layout, device, pin_memory)
 
-_op_ones_out = _D.define('ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)')
+_op_ones_out = _D.define('ones.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def ones_out(size, *, out):
     return _op_ones_out.call(_KS_CPU, size, out)
@@ -2691,7 +2691,7 @@ _op_index_select = _D.define('index_select(Tensor self, int dim, Tensor index) -
 def index_select(self, dim, index):
     return _op_index_select.call(self._ks | index._ks, self, dim, index)
 
-_op_index_select_out = _D.define('index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)')
+_op_index_select_out = _D.define('index_select.out(Tensor self, int dim, Tensor index, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def index_select_out(self, dim, index, *, out):
     return _op_index_select_out.call(self._ks | index._ks, self, dim, index, out)
@@ -2701,7 +2701,7 @@ _op_gather = _D.define('gather(Tensor self, int dim, Tensor index, *, bool spars
 def gather(self, dim, index, *, sparse_grad=False):
     return _op_gather.call(self._ks | index._ks, self, dim, index, sparse_grad)
 
-_op_gather_out = _D.define('gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)')
+_op_gather_out = _D.define('gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def gather_out(self, dim, index, *, sparse_grad=False, out):
     return _op_gather_out.call(self._ks | index._ks, self, dim, index, sparse_grad, out)
@@ -2831,7 +2831,7 @@ _op_cat = _D.define('cat(Tensor[] tensors, int dim=0) -> Tensor')
 def cat(tensors, dim=0):
     return _op_cat.call(_ks_list(tensors), tensors, dim)
 
-_op_cat_out = _D.define('cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)')
+_op_cat_out = _D.define('cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def cat_out(tensors, dim=0, *, out):
     return _op_cat_out.call(_ks_list(tensors), tensors, dim, out)
@@ -2851,7 +2851,7 @@ _op_stack = _D.define('stack(Tensor[] tensors, int dim=0) -> Tensor')
 def stack(tensors, dim=0):
     return _op_stack.call(_ks_list(tensors), tensors, dim)
 
-_op_stack_out = _D.define('stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)')
+_op_stack_out = _D.define('stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def stack_out(tensors, dim=0, *, out):
     return _op_stack_out.call(_ks_list(tensors), tensors, dim, out)
@@ -2936,7 +2936,7 @@ _op_tril_ = _D.define('tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)')
 def tril_(self, diagonal=0):
     return _op_tril_.call(self._ks, self, diagonal)
 
-_op_tril_out = _D.define('tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)')
+_op_tril_out = _D.define('tril.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def tril_out(self, diagonal=0, *, out):
     return _op_tril_out.call(self._ks, self, diagonal, out)
@@ -2951,7 +2951,7 @@ _op_triu_ = _D.define('triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)')
 def triu_(self, diagonal=0):
     return _op_triu_.call(self._ks, self, diagonal)
 
-_op_triu_out = _D.define('triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)')
+_op_triu_out = _D.define('triu.out(Tensor self, int diagonal=0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def triu_out(self, diagonal=0, *, out):
     return _op_triu_out.call(self._ks, self, diagonal, out)
@@ -3036,7 +3036,7 @@ _op_mm = _D.define('mm(Tensor self, Tensor mat2) -> Tensor')
 def mm(self, mat2):
     return _op_mm.call(self._ks | mat2._ks, self, mat2)
 
-_op_mm_out = _D.define('mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)')
+_op_mm_out = _D.define('mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def mm_out(self, mat2, *, out):
     return _op_mm_out.call(self._ks | mat2._ks, self, mat2, out)
@@ -3046,7 +3046,7 @@ _op_bmm = _D.define('bmm(Tensor self, Tensor mat2) -> Tensor')
 def bmm(self, mat2):
     return _op_bmm.call(self._ks | mat2._ks, self, mat2)
 
-_op_bmm_out = _D.define('bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)')
+_op_bmm_out = _D.define('bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def bmm_out(self, mat2, *, out):
     return _op_bmm_out.call(self._ks | mat2._ks, self, mat2, out)
@@ -3056,7 +3056,7 @@ _op_matmul = _D.define('matmul(Tensor self, Tensor other) -> Tensor')
 def matmul(self, other):
     return _op_matmul.call(self._ks | other._ks, self, other)
 
-_op_matmul_out = _D.define('matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)')
+_op_matmul_out = _D.define('matmul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def matmul_out(self, other, *, out):
     return _op_matmul_out.call(self._ks | other._ks, self, other, out)
@@ -3101,7 +3101,7 @@ _op_addmm_ = _D.define('addmm_(Tensor(a!) self, Tensor mat1, Tensor mat2, *, Sca
 def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
     return _op_addmm_.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
 
-_op_addmm_out = _D.define('addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_addmm_out = _D.define('addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def addmm_out(self, mat1, mat2, *, beta=1, alpha=1, out):
     return _op_addmm_out.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha, out)
@@ -3116,7 +3116,7 @@ _op_addmv_ = _D.define('addmv_(Tensor(a!) self, Tensor mat, Tensor vec, *, Scala
 def addmv_(self, mat, vec, *, beta=1, alpha=1):
     return _op_addmv_.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
 
-_op_addmv_out = _D.define('addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_addmv_out = _D.define('addmv.out(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def addmv_out(self, mat, vec, *, beta=1, alpha=1, out):
     return _op_addmv_out.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha, out)
@@ -3131,7 +3131,7 @@ _op_baddbmm_ = _D.define('baddbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2
 def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     return _op_baddbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
 
-_op_baddbmm_out = _D.define('baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_baddbmm_out = _D.define('baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def baddbmm_out(self, batch1, batch2, *, beta=1, alpha=1, out):
     return _op_baddbmm_out.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha, out)
@@ -3146,7 +3146,7 @@ _op_addbmm_ = _D.define('addbmm_(Tensor(a!) self, Tensor batch1, Tensor batch2, 
 def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     return _op_addbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
 
-_op_addbmm_out = _D.define('addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)')
+_op_addbmm_out = _D.define('addbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def addbmm_out(self, batch1, batch2, *, beta=1, alpha=1, out):
     return _op_addbmm_out.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha, out)
@@ -3511,7 +3511,7 @@ _op_special_i0e = _D.define('special_i0e(Tensor self) -> Tensor')
 def special_i0e(self):
     return _op_special_i0e.call(self._ks, self)
 
-_op_special_i0e_out = _D.define('special_i0e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_special_i0e_out = _D.define('special_i0e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_i0e_out(self, *, out):
     return _op_special_i0e_out.call(self._ks, self, out)
@@ -3521,7 +3521,7 @@ _op_special_i1 = _D.define('special_i1(Tensor self) -> Tensor')
 def special_i1(self):
     return _op_special_i1.call(self._ks, self)
 
-_op_special_i1_out = _D.define('special_i1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_special_i1_out = _D.define('special_i1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_i1_out(self, *, out):
     return _op_special_i1_out.call(self._ks, self, out)
@@ -3531,7 +3531,7 @@ _op_special_i1e = _D.define('special_i1e(Tensor self) -> Tensor')
 def special_i1e(self):
     return _op_special_i1e.call(self._ks, self)
 
-_op_special_i1e_out = _D.define('special_i1e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)')
+_op_special_i1e_out = _D.define('special_i1e.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
 
 def special_i1e_out(self, *, out):
     return _op_special_i1e_out.call(self._ks, self, out)

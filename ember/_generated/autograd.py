@@ -5355,9 +5355,9 @@ class CatBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         tensors_sizes = _n.tensors_sizes
+        _e = _n._next
         _r = []
         _k = _n._list_len_tensors
         if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):
@@ -5386,9 +5386,9 @@ class ConcatBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         tensors_sizes = _n.tensors_sizes
+        _e = _n._next
         _r = []
         _k = _n._list_len_tensors
         if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):
@@ -5417,9 +5417,9 @@ class ConcatenateBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         tensors_sizes = _n.tensors_sizes
+        _e = _n._next
         _r = []
         _k = _n._list_len_tensors
         if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):
@@ -5448,9 +5448,9 @@ class StackBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         dim = _n.dim
         tensors_sizes = _n.tensors_sizes
+        _e = _n._next
         _r = []
         _k = _n._list_len_tensors
         if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):
@@ -6117,8 +6117,8 @@ class EinsumBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        _e = _n._next
         equation = _n.equation
+        _e = _n._next
         _r = []
         _k = _n._list_len_tensors
         if any(_x is not None for _x in _e[len(_r):len(_r) + _k]):

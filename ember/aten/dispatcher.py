@@ -69,25 +69,6 @@ class _LocalDispatchKeySet(threading.local):
 tls = _LocalDispatchKeySet()
 
 
-def _schema_arguments(schema: str) -> list[str]:
-    """The argument declarations of a schema string, split at top-level commas (``int[2] s=[1, 1]`` stays one)."""
-    inner = schema[schema.index("(") + 1:schema.rindex(") ->")]
-    args, depth, cur = [], 0, ""
-    for ch in inner:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            args.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        args.append(cur.strip())
-    return args
-
-
 class NotImplementedForKey(NotImplementedError):
     pass
 
@@ -97,16 +78,13 @@ class OperatorHandle:
 
     __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "out_arity", "__weakref__")
 
-    def __init__(self, schema: str):
+    def __init__(self, schema: str, out_arity: int = 0):
         full = schema.split("(", 1)[0]
         self.name, _, self.overload_name = full.partition(".")
         self.schema = schema
         self.kernels: dict[DispatchKey, object] = {}
         self._cache: dict[int, object] = {}
-        # how many trailing out= arguments (keyword-only, written to: ``Tensor(a!) out``) the overload has
-        args = _schema_arguments(schema)
-        kw = args[args.index("*") + 1:] if "*" in args else []
-        self.out_arity = sum(1 for a in kw if "!" in a.split(" ")[0])
+        self.out_arity = out_arity  # trailing out= arguments (``*, Tensor(a!) out``): 0 unless an out= overload
 
     @property
     def qualified_name(self) -> str:
@@ -233,8 +211,8 @@ class Dispatcher:
     ops: dict[str, OperatorHandle] = {}
 
     @classmethod
-    def define(cls, schema: str) -> OperatorHandle:
-        h = OperatorHandle(schema)
+    def define(cls, schema: str, out_arity: int = 0) -> OperatorHandle:
+        h = OperatorHandle(schema, out_arity)
         key = h.qualified_name
         if key in cls.ops:
             raise RuntimeError(f"operator {key} defined twice")

@@ -438,15 +438,22 @@ def _fast_check(kind: str, v: str) -> tuple[str, str | None]:
     return "", None
 
 
-def _py_params(sg: PySig, with_out: bool = True) -> list[str]:
-    """The Python parameters of one signature, as users call it (``input, other, *, alpha=1, out=None``)."""
+def _param_list(args: list[Argument], name_of) -> list[str]:
+    """Python parameters for schema arguments: ``*`` before the keyword-only ones, defaults as literals."""
     params, star = [], False
-    for a in sg.args:
+    for a in args:
         if a.kwarg_only and not star:
             params.append("*")
             star = True
         d = _default_literal(a)
-        params.append(sg.pyname(a) if d is None else f"{sg.pyname(a)}={d}")
+        params.append(name_of(a) + (f"={d}" if d is not None else ""))
+    return params
+
+
+def _py_params(sg: PySig, with_out: bool = True) -> list[str]:
+    """The Python parameters of one signature, as users call it (``input, other, *, alpha=1, out=None``)."""
+    params = _param_list(sg.args, sg.pyname)
+    star = "*" in params
     if sg.out_nf is not None and with_out:
         if not star:
             params.append("*")
@@ -720,14 +727,7 @@ def aten_name(s: FunctionSchema) -> str:
 
 
 def _aten_params(s: FunctionSchema) -> str:
-    params, star = [], False
-    for a in s.arguments:
-        if a.kwarg_only and not star:
-            params.append("*")
-            star = True
-        d = _default_literal(a)
-        params.append(ident(a.name) + (f"={d}" if d is not None else ""))
-    return ", ".join(params)
+    return ", ".join(_param_list(s.arguments, lambda a: ident(a.name)))
 
 
 def gen_aten(nfs: list[NativeFunction]) -> str:
@@ -754,7 +754,8 @@ def gen_aten(nfs: list[NativeFunction]) -> str:
         names[fn] = s.full_name
         hv = handle_var(s)
         args = ", ".join(ident(a.name) for a in s.arguments)
-        out.append(f"{hv} = _D.define({str(s)!r})")
+        n_out = len(s.out_arguments) if s.is_out else 0
+        out.append(f"{hv} = _D.define({str(s)!r}{f', out_arity={n_out}' if n_out else ''})")
         out.append("")
         out.append(f"def {fn}({_aten_params(s)}):")
         out.append(f"    return {hv}.call({_ks_expr(nf, {})}{', ' if args else ''}{args})")

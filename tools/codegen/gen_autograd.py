@@ -180,19 +180,8 @@ def gen_node_indexed(plan: Plan) -> str:
 
 def gen_node_dynamic(plan: Plan) -> str:
     """A Node with a ``Tensor[]`` input (cat, stack, ...): edge positions depend on the list's length."""
-    lines = [f"class {plan.class_name}(_Node):"]
-    saved = [f"{ident(n)}_" for n in plan.saved_tensors] + (["result_"] if plan.uses_result else [])
-    lines.append(f"    _saved_names = {tuple(saved)!r}")
-    lines.append("")
-    lines.append("    def apply(_n, grads):")
-    lines.append("        grad = grads[0]")
+    lines = _node_head(plan)
     lines.append("        _e = _n._next")
-    for n in plan.saved_values:
-        lines.append(f"        {ident(n)} = _n.{ident(n)}")
-    for n in plan.saved_sizes:
-        lines.append(f"        {n}_sizes = _n.{n}_sizes")
-    for n in plan.saved_meta:
-        lines.append(f"        {n}_dtype, {n}_device = _n.{n}_meta")
     # edges: one per differentiable input; a Tensor[] input has one edge per element
     lines.append("        _r = []")
     pos = {a.name: i for i, a in enumerate(plan.diff_inputs)}
