@@ -463,6 +463,18 @@ add(OpInfo("clone", unary_samples(), dtypes=ALL_REAL + BOOL))
 add(OpInfo("relu6", unary_samples(-8, 8), dtypes=FLOATS, method=False, torch_name="nn.functional.relu6"))
 
 # ------------------------------------------------------------------------------ nn ops (through nn.functional)
+add(OpInfo("linear", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (5, 4), d), arr(r, (5,), d))),
+                                   Sample((arr(r, (2, 3, 4), d), arr(r, (5, 4), d), arr(r, (5,), d))),
+                                   Sample((arr(r, (4,), d), arr(r, (5, 4), d)))],
+           method=False, torch_name="nn.functional.linear"))
+add(OpInfo("mse_loss", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(reduction=red))
+                                     for red in ("mean", "sum", "none")] +
+           [Sample((arr(r, (3, 4), d), arr(r, (4,), d)))],  # broadcast (PyTorch warns)
+           method=False, torch_name="nn.functional.mse_loss", covers=("mse_loss_backward",),
+           errors=lambda: [_err((np.ones(2), np.ones(2)), dict(reduction="bad"), ValueError,
+                                "bad is not a valid value for reduction"),
+                           _err((np.ones(2, "int64"), np.ones(2, "int64")), {}, NotImplementedError,
+                                "\"mse_cpu\" not implemented for 'Long'")]))
 add(OpInfo("softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((arr(r, (2, 3, 4), d), 0))],
            covers=("_softmax",)))
 add(OpInfo("log_softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((arr(r, (2, 3, 4), d), -1))],

@@ -3291,6 +3291,21 @@ _op_pinverse = _D.define('pinverse(Tensor self, float rcond=1e-15) -> Tensor')
 def pinverse(self, rcond=1e-15):
     return _op_pinverse.call(self._ks, self, rcond)
 
+_op_linear = _D.define('linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor')
+
+def linear(input, weight, bias=None):
+    return _op_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias)
+
+_op_mse_loss = _D.define('mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor')
+
+def mse_loss(self, target, reduction=1):
+    return _op_mse_loss.call(self._ks | target._ks, self, target, reduction)
+
+_op_mse_loss_backward = _D.define('mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor')
+
+def mse_loss_backward(grad_output, self, target, reduction):
+    return _op_mse_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction)
+
 _op_relu6 = _D.define('relu6(Tensor self) -> Tensor')
 
 def relu6(self):

@@ -6830,6 +6830,41 @@ def _ag_slogdet_default(ks, self):
     return result
 
 
+class MseLossBackward0(_Node):
+    _saved_names = ('self_', 'target_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        self_ix, target_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            grad_inputs[self_ix] = aten.mse_loss_backward(grad, self, target, reduction)
+        if _n._next[target_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            grad_inputs[target_ix] = aten.mse_loss_backward(grad, target, self, reduction)
+        return grad_inputs
+
+
+def _ag_mse_loss_default(ks, self, target, reduction):
+    if not (_gm.enabled and (self._rg or target._rg)):
+        return _R._op_mse_loss.redispatch(ks & _BELOW, self, target, reduction)
+    _n = MseLossBackward0()
+    _n._next = _edges(self, target)
+    _n._input_meta = _meta(self, target)
+    _n.reduction = reduction
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.target_ = _SV(target)
+    result = _R._op_mse_loss.redispatch(ks & _BELOW, self, target, reduction)
+    _set_history(_n, (result,))
+    return result
+
+
 class _SoftmaxBackward0(_Node):
     _saved_names = ('result_',)
 
@@ -8963,6 +8998,7 @@ for _h, _k in (
     (_R._op_det, _ag_det_default),
     (_R._op_inverse, _ag_inverse_default),
     (_R._op_slogdet, _ag_slogdet_default),
+    (_R._op_mse_loss, _ag_mse_loss_default),
     (_R._op__softmax, _ag__softmax_default),
     (_R._op__log_softmax, _ag__log_softmax_default),
     (_R._op_gelu, _ag_gelu_default),

@@ -11,7 +11,88 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['gelu', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'relu6']
+__all__ = ['gelu', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'relu6']
+
+_sig_linear = _Signatures('linear', [
+    (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
+], method=False)
+
+def _bind_linear_0(input, weight, bias=None):
+    return (input, weight, bias)
+
+def linear(*args, **kwargs):
+    try:
+        _b = _bind_linear_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight, bias = _b
+        if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)):
+            return _R._op_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias)
+    _i, _a = _sig_linear.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_linear.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'])
+    raise AssertionError('unreachable')
+
+
+linear.__doc__ = 'linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor'
+def _signature_linear(input, weight, bias=None): ...
+linear.__wrapped__ = _signature_linear
+
+
+_sig_mse_loss = _Signatures('mse_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_mse_loss_0(input, target, reduction=1):
+    return (input, target, reduction)
+
+def mse_loss(*args, **kwargs):
+    try:
+        _b = _bind_mse_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, reduction = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
+            return _R._op_mse_loss.call(input._ks | target._ks, input, target, reduction)
+    _i, _a = _sig_mse_loss.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_mse_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+mse_loss.__doc__ = 'mse_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor'
+def _signature_mse_loss(input, target, reduction=1): ...
+mse_loss.__wrapped__ = _signature_mse_loss
+
+
+_sig_mse_loss_backward = _Signatures('mse_loss_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None),),
+], method=False)
+
+def _bind_mse_loss_backward_0(grad_output, input, target, reduction):
+    return (grad_output, input, target, reduction)
+
+def mse_loss_backward(*args, **kwargs):
+    try:
+        _b = _bind_mse_loss_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, target, reduction = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
+            return _R._op_mse_loss_backward.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction)
+    _i, _a = _sig_mse_loss_backward.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_mse_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+mse_loss_backward.__doc__ = 'mse_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor'
+def _signature_mse_loss_backward(grad_output, input, target, reduction): ...
+mse_loss_backward.__wrapped__ = _signature_mse_loss_backward
+
 
 _sig_relu6 = _Signatures('relu6', [
     (('input', 'T', False, False, None),),

@@ -1458,6 +1458,15 @@ slogdet = _P('slogdet', [
 pinverse = _P('pinverse', [
     _O(_R._op_pinverse, (('self', 'T', False, False, None), ('rcond', 'float', False, True, 1e-15),), ['self', 'rcond']),
 ])
+linear = _P('linear', [
+    _O(_R._op_linear, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),), ['input', 'weight', 'bias']),
+])
+mse_loss = _P('mse_loss', [
+    _O(_R._op_mse_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'reduction']),
+])
+mse_loss_backward = _P('mse_loss_backward', [
+    _O(_R._op_mse_loss_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None),), ['grad_output', 'self', 'target', 'reduction']),
+])
 relu6 = _P('relu6', [
     _O(_R._op_relu6, (('self', 'T', False, False, None),), ['self']),
 ])

@@ -12383,6 +12383,38 @@ _op_pinverse = _A._op_pinverse
 def _composite_pinverse_default(ks, self, rcond):
     return C.pinverse(self, rcond)
 
+_op_linear = _A._op_linear
+
+def _composite_linear_default(ks, input, weight, bias):
+    return C.linear(input, weight, bias)
+
+_op_mse_loss = _A._op_mse_loss
+
+def _cpu_mse_loss_default(ks, self, target, reduction):
+    try:
+        return _new(K.mse_loss(_np, self._data, target._data, reduction), _KS_CPU, _CPU)
+    except ValueError as _e:
+        _value_error(_e, K.mse_loss, self, target)
+
+
+def _cuda_mse_loss_default(ks, self, target, reduction):
+    _check_devices('cuda', self, target)
+    try:
+        return _new(K.mse_loss(_cupy(), _dev(self), _dev(target), reduction), self._ks, self._device)
+    except ValueError as _e:
+        _value_error(_e, K.mse_loss, self, target)
+
+
+def _meta_mse_loss_default(ks, self, target, reduction):
+    _check_devices('meta', self, target)
+    _r = _run_meta(K.mse_loss, [self._data, target._data, reduction], {})
+    return _r
+
+_op_mse_loss_backward = _A._op_mse_loss_backward
+
+def _composite_mse_loss_backward_default(ks, grad_output, self, target, reduction):
+    return C.mse_loss_backward(grad_output, self, target, reduction)
+
 _op_relu6 = _A._op_relu6
 
 def _composite_relu6_default(ks, self):
@@ -14815,6 +14847,11 @@ _op_slogdet.register(DispatchKey.CPU, _cpu_slogdet_default)
 _op_slogdet.register(DispatchKey.CUDA, _cuda_slogdet_default)
 _op_slogdet.register(DispatchKey.Meta, _meta_slogdet_default)
 _op_pinverse.register(DispatchKey.CompositeImplicitAutograd, _composite_pinverse_default)
+_op_linear.register(DispatchKey.CompositeImplicitAutograd, _composite_linear_default)
+_op_mse_loss.register(DispatchKey.CPU, _cpu_mse_loss_default)
+_op_mse_loss.register(DispatchKey.CUDA, _cuda_mse_loss_default)
+_op_mse_loss.register(DispatchKey.Meta, _meta_mse_loss_default)
+_op_mse_loss_backward.register(DispatchKey.CompositeImplicitAutograd, _composite_mse_loss_backward_default)
 _op_relu6.register(DispatchKey.CompositeImplicitAutograd, _composite_relu6_default)
 _op__softmax.register(DispatchKey.CPU, _cpu__softmax_default)
 _op__softmax.register(DispatchKey.CUDA, _cuda__softmax_default)

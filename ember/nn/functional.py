@@ -10,6 +10,7 @@ import numpy as np
 import ember
 from ember._generated.functions import relu, sigmoid, tanh  # noqa: F401
 from ember._generated.nn_functional import *  # noqa: F401,F403
+from ember._generated import aten
 from ember.aten.meta import pooling_output_size
 
 _aten = None
@@ -53,6 +54,9 @@ def _reduce(loss, reduction):
     if reduction == "sum":
         return loss.sum()
     raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}  # at::Reduction, what the loss operators take
 
 
 def _legacy(size_average, reduce, reduction):
@@ -207,13 +211,6 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
 
 
 # ------------------------------------------------------------------------------ linear
-def linear(input, weight, bias=None):  # noqa: A002
-    if input.dim() == 2 and bias is not None:
-        return ember.addmm(bias, input, weight.t())
-    out = input.matmul(weight.t())
-    return out + bias if bias is not None else out
-
-
 def bilinear(input1, input2, weight, bias=None):
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError("bilinear(): input batch dimensions do not match: got " + str(list(input1.shape[:-1]))
@@ -730,11 +727,12 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). This "
                       "will likely lead to incorrect results due to broadcasting. Please ensure they have the same "
                       "size.", stacklevel=2)
-    d = input - target
-    loss = d * d
+    reduction = _legacy(size_average, reduce, reduction)
+    x, t = aten.broadcast_tensors([input, target])
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, _legacy(size_average, reduce, reduction))
+        d = x - t
+        return _reduce(d * d * weight, reduction)
+    return aten.mse_loss(x, t, _REDUCTIONS[reduction] if reduction in _REDUCTIONS else _reduce(x, reduction))
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002

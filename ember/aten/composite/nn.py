@@ -36,3 +36,18 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
             out = out + bias[0]
         return out
     return aten.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
+
+
+def linear(input, weight, bias=None):  # noqa: A002
+    """``input @ weight.T + bias``: one addmm for a matrix input with a bias (PyTorch's ``at::linear``)."""
+    if input.dim() == 2 and bias is not None:
+        return aten.addmm(bias, input, weight.t())
+    out = input.matmul(weight.t())
+    return out + bias if bias is not None else out
+
+
+def mse_loss_backward(grad_output, self, target, reduction):
+    """d mse_loss / d self: ``2 (self - target) grad``, over ``numel`` for the mean. Written in ops, so the
+    loss's double backward needs no formula of its own."""
+    norm = 2.0 / self.numel() if reduction == 1 else 2.0
+    return (self - target) * norm * grad_output

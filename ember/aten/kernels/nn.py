@@ -14,14 +14,15 @@ import math
 import numpy as np
 
 from ember.aten.kernels import conv_algos
-from ember.aten.kernels._common import asdtype, chunked, compute_dtype, meta_kernel, shape_str, type_name, wrap_dim
+from ember.aten.kernels._common import (asdtype, chunked, compute_dtype, meta_kernel, result_np_dtype, shape_str,
+                                       type_name, wrap_dim)
 from ember.aten.kernels.conv_algos import _windows
 from ember.aten.meta import pooling_output_size
 from ember.c10.dtype import BF16_NP
 
 __all__ = ["softmax", "log_softmax", "gelu", "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
            "native_batch_norm_backward", "convolution", "convolution_backward",
-           "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding"]
+           "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding", "mse_loss"]
 
 
 # ------------------------------------------------------------------------------ softmax
@@ -469,3 +470,24 @@ def embedding(xp, weight, indices, padding_idx=-1, scale_grad_by_freq=False, spa
     if indices.size and (int(indices.max()) >= n or int(indices.min()) < 0):
         raise IndexError("index out of range in self")
     return weight[indices]
+
+
+# ------------------------------------------------------------------------------ losses
+_MEAN, _SUM = 1, 2  # at::Reduction (None is 0)
+
+
+def mse_loss(xp, self, target, reduction=_MEAN):
+    """``(self - target) ** 2``, then the mean, the sum or nothing (``aten/src/ATen/native/Loss.cpp``). The
+    Python layer broadcasts ``self`` and ``target`` first, as PyTorch's ``F.mse_loss`` does."""
+    npdt = result_np_dtype(self, target)
+    if npdt.kind not in "fc":
+        raise NotImplementedError(f"\"mse_cpu\" not implemented for '{type_name(npdt)}'")
+    cdt = compute_dtype(npdt)
+    with np.errstate(all="ignore"):
+        d = xp.subtract(self, target, dtype=cdt)
+        loss = xp.multiply(d, d, out=d)
+        if reduction == _SUM:
+            loss = xp.add.reduce(loss.reshape(-1))
+        elif reduction == _MEAN:
+            loss = xp.add.reduce(loss.reshape(-1)) / loss.size if loss.size else xp.asarray(np.nan, cdt)
+    return xp.asarray(loss).astype(npdt, copy=False)
