@@ -10,6 +10,7 @@ import numpy as np
 import ember
 from ember._generated.functions import relu, sigmoid, tanh  # noqa: F401
 from ember._generated.nn_functional import *  # noqa: F401,F403
+from ember._generated.nn_functional import linear
 from ember._generated import aten
 from ember.aten.meta import pooling_output_size
 
