@@ -467,10 +467,19 @@ add(OpInfo("linear", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (5, 4), d),
                                    Sample((arr(r, (2, 3, 4), d), arr(r, (5, 4), d), arr(r, (5,), d))),
                                    Sample((arr(r, (4,), d), arr(r, (5, 4), d)))],
            method=False, torch_name="nn.functional.linear"))
-add(OpInfo("mse_loss", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(reduction=red))
-                                     for red in ("mean", "sum", "none")] +
-           [Sample((arr(r, (3, 4), d), arr(r, (4,), d)))],  # broadcast (PyTorch warns)
-           method=False, torch_name="nn.functional.mse_loss", covers=("mse_loss_backward",),
+def _loss_samples(d, r):
+    """Each reduction, a broadcast target, and PyTorch 2.13's ``weight=`` (the mean divides by its sum)."""
+    return ([Sample((arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(reduction=red)) for red in ("mean", "sum", "none")] +
+            [Sample((arr(r, (3, 4), d), arr(r, (4,), d)))] +
+            [Sample((arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(reduction=red, weight=positive(r, (3, 4), d)))
+             for red in ("mean", "sum", "none")])
+
+
+add(OpInfo("l1_loss", _loss_samples,
+           method=False, torch_name="nn.functional.l1_loss",
+           errors=lambda: [_err((np.ones(2), np.ones(2)), dict(reduction="bad"), ValueError,
+                                "bad is not a valid value for reduction")]))
+add(OpInfo("mse_loss", _loss_samples, method=False, torch_name="nn.functional.mse_loss", covers=("mse_loss_backward",),
            errors=lambda: [_err((np.ones(2), np.ones(2)), dict(reduction="bad"), ValueError,
                                 "bad is not a valid value for reduction"),
                            _err((np.ones(2, "int64"), np.ones(2, "int64")), {}, NotImplementedError,
@@ -627,7 +636,7 @@ NO_AUTOGRAD = {"all", "any", "argmax", "argmin", "argsort", "argwhere", "bucketi
                # implemented" / "the derivative for '_unique2' is not implemented." in both libraries
                "floor_divide", "unique"}
 # non-smooth or piecewise ops whose second derivative finite differences cannot check
-NO_GRADGRAD = {"abs", "relu", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "max", "min",
+NO_GRADGRAD = {"abs", "l1_loss", "relu", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "max", "min",
                "amax", "amin", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin", "fmax", "fmin",
                "sgn", "sign", "floor", "ceil", "trunc", "round", "frac", "remainder", "fmod", "floor_divide",
                "div", "where", "masked_fill", "relu6", "copysign", "nan_to_num", "logit", "cdist", "linalg.vector_norm",
@@ -638,6 +647,6 @@ NO_GRADGRAD = {"abs", "relu", "clamp", "clamp_min", "clamp_max", "clip", "maximu
                "lstm", "gru", "rnn_tanh", "rnn_relu",
                "polygamma"}  # its sample's first argument is an int (gradgradcheck needs tensor inputs)
 for _op in op_db:
-    _op.supports_autograd = _op.name not in NO_AUTOGRAD
-    _op.supports_gradgrad = _op.name not in NO_GRADGRAD
+    _op.supports_autograd = _op.supports_autograd and _op.name not in NO_AUTOGRAD
+    _op.supports_gradgrad = _op.supports_gradgrad and _op.name not in NO_GRADGRAD
 assert NO_AUTOGRAD | NO_GRADGRAD <= {o.name for o in op_db}, "a name of NO_AUTOGRAD / NO_GRADGRAD has no entry"

@@ -3296,6 +3296,11 @@ _op_linear = _D.define('linear(Tensor input, Tensor weight, Tensor? bias=None) -
 def linear(input, weight, bias=None):
     return _op_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias)
 
+_op_l1_loss = _D.define('l1_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor')
+
+def l1_loss(self, target, reduction=1):
+    return _op_l1_loss.call(self._ks | target._ks, self, target, reduction)
+
 _op_mse_loss = _D.define('mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor')
 
 def mse_loss(self, target, reduction=1):

@@ -11,7 +11,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['gelu', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'relu6']
+__all__ = ['gelu', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'relu6']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -38,6 +38,33 @@ def linear(*args, **kwargs):
 linear.__doc__ = 'linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor'
 def _signature_linear(input, weight, bias=None): ...
 linear.__wrapped__ = _signature_linear
+
+
+_sig_l1_loss = _Signatures('l1_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_l1_loss_0(input, target, reduction=1):
+    return (input, target, reduction)
+
+def l1_loss(*args, **kwargs):
+    try:
+        _b = _bind_l1_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, reduction = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
+            return _R._op_l1_loss.call(input._ks | target._ks, input, target, reduction)
+    _i, _a = _sig_l1_loss.parse(args, kwargs)
+    if _i == 0:
+        return _R._op_l1_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+l1_loss.__doc__ = 'l1_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor'
+def _signature_l1_loss(input, target, reduction=1): ...
+l1_loss.__wrapped__ = _signature_l1_loss
 
 
 _sig_mse_loss = _Signatures('mse_loss', [

@@ -1461,6 +1461,9 @@ pinverse = _P('pinverse', [
 linear = _P('linear', [
     _O(_R._op_linear, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),), ['input', 'weight', 'bias']),
 ])
+l1_loss = _P('l1_loss', [
+    _O(_R._op_l1_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'reduction']),
+])
 mse_loss = _P('mse_loss', [
     _O(_R._op_mse_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'reduction']),
 ])

@@ -12388,6 +12388,11 @@ _op_linear = _A._op_linear
 def _composite_linear_default(ks, input, weight, bias):
     return C.linear(input, weight, bias)
 
+_op_l1_loss = _A._op_l1_loss
+
+def _composite_l1_loss_default(ks, self, target, reduction):
+    return C.l1_loss(self, target, reduction)
+
 _op_mse_loss = _A._op_mse_loss
 
 def _cpu_mse_loss_default(ks, self, target, reduction):
@@ -14848,6 +14853,7 @@ _op_slogdet.register(DispatchKey.CUDA, _cuda_slogdet_default)
 _op_slogdet.register(DispatchKey.Meta, _meta_slogdet_default)
 _op_pinverse.register(DispatchKey.CompositeImplicitAutograd, _composite_pinverse_default)
 _op_linear.register(DispatchKey.CompositeImplicitAutograd, _composite_linear_default)
+_op_l1_loss.register(DispatchKey.CompositeImplicitAutograd, _composite_l1_loss_default)
 _op_mse_loss.register(DispatchKey.CPU, _cpu_mse_loss_default)
 _op_mse_loss.register(DispatchKey.CUDA, _cuda_mse_loss_default)
 _op_mse_loss.register(DispatchKey.Meta, _meta_mse_loss_default)

@@ -60,6 +60,21 @@ def _reduce(loss, reduction):
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}  # at::Reduction, what the loss operators take
 
 
+def _weighted_loss(errors, weight, input, reduction):  # noqa: A002
+    """The ``weight=`` path of l1_loss / mse_loss, as PyTorch's Python computes it: the mean divides by the sum
+    of the weights."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    weighted = errors * weight
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return weighted.sum()
+    if reduction == "mean":
+        return weighted.sum() / weight.sum()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+
+
 def _legacy(size_average, reduce, reduction):
     return _reduction_enum(size_average, reduce) if size_average is not None or reduce is not None else reduction
 
@@ -719,8 +734,18 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 # ------------------------------------------------------------------------------ losses
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    return _reduce((input - target).abs(), _legacy(size_average, reduce, reduction))
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). This "
+                      "will likely lead to incorrect results due to broadcasting. Please ensure they have the same "
+                      "size.", stacklevel=2)
+    reduction = _legacy(size_average, reduce, reduction)
+    x, t = aten.broadcast_tensors([input, target])
+    if weight is not None:
+        return _weighted_loss((x - t).abs(), weight, input, reduction)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return aten.l1_loss(x, t, _REDUCTIONS[reduction])
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
@@ -731,9 +756,10 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _legacy(size_average, reduce, reduction)
     x, t = aten.broadcast_tensors([input, target])
     if weight is not None:
-        d = x - t
-        return _reduce(d * d * weight, reduction)
-    return aten.mse_loss(x, t, _REDUCTIONS[reduction] if reduction in _REDUCTIONS else _reduce(x, reduction))
+        return _weighted_loss((x - t).pow(2), weight, input, reduction)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return aten.mse_loss(x, t, _REDUCTIONS[reduction])
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002

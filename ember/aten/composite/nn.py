@@ -51,3 +51,13 @@ def mse_loss_backward(grad_output, self, target, reduction):
     loss's double backward needs no formula of its own."""
     norm = 2.0 / self.numel() if reduction == 1 else 2.0
     return (self - target) * norm * grad_output
+
+
+def apply_loss_reduction(loss, reduction):
+    """PyTorch's ``apply_loss_reduction``: at::Reduction 0 (none), 1 (mean) or 2 (sum)."""
+    return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
+
+
+def l1_loss(self, target, reduction=1):
+    """``|self - target|`` reduced (PyTorch's composite ``l1_loss``: AbsBackward0 / MeanBackward0 / SumBackward0)."""
+    return apply_loss_reduction((self - target).abs(), reduction)
