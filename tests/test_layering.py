@@ -72,19 +72,16 @@ def test_frontend_does_not_import_kernels():
     assert not bad, "the frontend calls operators (ember.* or ember._generated.aten), not kernels:\n" + "\n".join(bad)
 
 
-def test_the_checks_see_violations():
+def test_the_checks_see_violations(tmp_path):
     """The classifier the two tests above rely on."""
     assert layer_of_module("ember.c10.dtype") == C10 and layer_of_module("ember.aten.kernels.nn") == ATEN
     assert layer_of_module("ember._generated.aten") == ATEN and layer_of_module("ember._generated.autograd") == AUTOGRAD
     assert layer_of_module("ember._generated.functions") == FRONTEND and layer_of_module("ember") == FRONTEND
     assert layer_of_module("ember.nn.functional") == FRONTEND and layer_of_module("ember.return_types") == ATEN
     src = "def f():\n    import ember\n    from ember import tensor\n"
-    tmp = os.path.join(os.path.dirname(__file__), "_layering_probe.py")
-    try:
-        open(tmp, "w").write(src)
-        assert [m for _, m in imports_of(tmp)] == ["ember", "ember.tensor"]
-    finally:
-        os.remove(tmp)
+    probe = tmp_path / "probe.py"
+    probe.write_text(src)
+    assert [m for _, m in imports_of(str(probe))] == ["ember", "ember.tensor"]
 
 
 def test_parity_tests_import_pytorch_through_importorskip():

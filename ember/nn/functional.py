@@ -734,32 +734,28 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 # ------------------------------------------------------------------------------ losses
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+def _pointwise_loss(input, target, size_average, reduce, reduction, weight, errors, op):  # noqa: A002
+    """l1_loss / mse_loss as PyTorch's Python writes them: warn on a size mismatch, broadcast, then either the
+    weighted formula (``errors(x - t) * weight``) or the loss operator ``op`` with the reduction's enum."""
     if tuple(target.shape) != tuple(input.shape):
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). This "
                       "will likely lead to incorrect results due to broadcasting. Please ensure they have the same "
-                      "size.", stacklevel=2)
+                      "size.", stacklevel=3)
     reduction = _legacy(size_average, reduce, reduction)
     x, t = aten.broadcast_tensors([input, target])
     if weight is not None:
-        return _weighted_loss((x - t).abs(), weight, input, reduction)
+        return _weighted_loss(errors(x - t), weight, input, reduction)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    return aten.l1_loss(x, t, _REDUCTIONS[reduction])
+    return op(x, t, _REDUCTIONS[reduction])
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+    return _pointwise_loss(input, target, size_average, reduce, reduction, weight, lambda d: d.abs(), aten.l1_loss)
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
-    if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). This "
-                      "will likely lead to incorrect results due to broadcasting. Please ensure they have the same "
-                      "size.", stacklevel=2)
-    reduction = _legacy(size_average, reduce, reduction)
-    x, t = aten.broadcast_tensors([input, target])
-    if weight is not None:
-        return _weighted_loss((x - t).pow(2), weight, input, reduction)
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-    return aten.mse_loss(x, t, _REDUCTIONS[reduction])
+    return _pointwise_loss(input, target, size_average, reduce, reduction, weight, lambda d: d.pow(2), aten.mse_loss)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
