@@ -39,7 +39,6 @@ from ember.autograd import fallback as _autograd_fallback  # noqa: E402
 from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                       is_inference_mode_enabled, no_grad, set_grad_enabled)
 
-_indexing._ops()
 _autograd_fallback.install()
 from ember import optim, utils  # noqa: E402,F401 - the frontend needs the grad modes above
 from ember import serialization  # noqa: E402

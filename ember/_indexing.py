@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from ember._generated.aten import _op_index_Tensor, _op_select_int, _op_slice_Tensor, _op_unsqueeze
 from ember._tensor import Tensor
 from ember.c10 import dtype as _dt
 
@@ -142,15 +143,6 @@ def _adv_list(view: Tensor, adv):
     while out and out[-1] is None:
         out.pop()
     return out
-
-
-def _ops():
-    global _op_index_Tensor, _op_select_int, _op_slice_Tensor, _op_unsqueeze
-    from ember._generated.registrations import (_op_index_Tensor, _op_select_int,  # noqa: F811
-                                                _op_slice_Tensor, _op_unsqueeze)
-
-
-_op_index_Tensor = _op_select_int = _op_slice_Tensor = _op_unsqueeze = None
 
 
 def getitem(t: Tensor, index):

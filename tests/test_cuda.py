@@ -81,6 +81,10 @@ def test_device_moves_and_mixed_device_errors():
                                            "devices, cuda:0 and cpu!"):
         g + x
     assert (g + ember.tensor(1.0)).cpu().tolist() == (x + 1).tolist()  # 0-dim CPU tensors are scalars
+    r = ember.tensor(2.0) * g  # ... in any position: the result is on the device (the device guard's)
+    assert r.device == ember.device("cuda", 0) and r.cpu().tolist() == (2 * x).tolist()
+    r = ember.where(g > 1, ember.tensor(-1.0), g)
+    assert r.is_cuda and r.cpu().tolist() == ember.where(x > 1, ember.tensor(-1.0), x).tolist()
     with pytest.raises(TypeError, match=r"can't convert cuda:0 device type tensor to numpy\. Use Tensor\.cpu\(\)"):
         g.numpy()
     assert repr(g).endswith("device='cuda:0')")

@@ -2,7 +2,6 @@
 # Regenerate with: python -m tools.codegen
 
 """Autograd Nodes and kernels (see tools/codegen/gen_autograd.py)."""
-from ember._generated import registrations as _R
 from ember.aten.dispatcher import keys_below as _keys_below
 from ember.autograd.grad_mode import state as _gm
 from ember.autograd.graph import Node as _Node, SavedVariable as _SV
@@ -31,13 +30,13 @@ class AbsBackward0(_Node):
 
 def _ag_abs_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_abs.redispatch(ks & _BELOW, self)
+        return aten._op_abs.redispatch(ks & _BELOW, self)
     _n = AbsBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_abs.redispatch(ks & _BELOW, self)
+    result = aten._op_abs.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -56,11 +55,11 @@ class NegBackward0(_Node):
 
 def _ag_neg_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_neg.redispatch(ks & _BELOW, self)
+        return aten._op_neg.redispatch(ks & _BELOW, self)
     _n = NegBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_neg.redispatch(ks & _BELOW, self)
+    result = aten._op_neg.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -79,11 +78,11 @@ class SignBackward0(_Node):
 
 def _ag_sign_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sign.redispatch(ks & _BELOW, self)
+        return aten._op_sign.redispatch(ks & _BELOW, self)
     _n = SignBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_sign.redispatch(ks & _BELOW, self)
+    result = aten._op_sign.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -102,11 +101,11 @@ class SgnBackward0(_Node):
 
 def _ag_sgn_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sgn.redispatch(ks & _BELOW, self)
+        return aten._op_sgn.redispatch(ks & _BELOW, self)
     _n = SgnBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_sgn.redispatch(ks & _BELOW, self)
+    result = aten._op_sgn.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -125,11 +124,11 @@ class FloorBackward0(_Node):
 
 def _ag_floor_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_floor.redispatch(ks & _BELOW, self)
+        return aten._op_floor.redispatch(ks & _BELOW, self)
     _n = FloorBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_floor.redispatch(ks & _BELOW, self)
+    result = aten._op_floor.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -148,11 +147,11 @@ class CeilBackward0(_Node):
 
 def _ag_ceil_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_ceil.redispatch(ks & _BELOW, self)
+        return aten._op_ceil.redispatch(ks & _BELOW, self)
     _n = CeilBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_ceil.redispatch(ks & _BELOW, self)
+    result = aten._op_ceil.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -171,11 +170,11 @@ class TruncBackward0(_Node):
 
 def _ag_trunc_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_trunc.redispatch(ks & _BELOW, self)
+        return aten._op_trunc.redispatch(ks & _BELOW, self)
     _n = TruncBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_trunc.redispatch(ks & _BELOW, self)
+    result = aten._op_trunc.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -194,11 +193,11 @@ class FracBackward0(_Node):
 
 def _ag_frac_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_frac.redispatch(ks & _BELOW, self)
+        return aten._op_frac.redispatch(ks & _BELOW, self)
     _n = FracBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_frac.redispatch(ks & _BELOW, self)
+    result = aten._op_frac.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -218,11 +217,11 @@ class ExpBackward0(_Node):
 
 def _ag_exp_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_exp.redispatch(ks & _BELOW, self)
+        return aten._op_exp.redispatch(ks & _BELOW, self)
     _n = ExpBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_exp.redispatch(ks & _BELOW, self)
+    result = aten._op_exp.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -243,11 +242,11 @@ class Exp2Backward0(_Node):
 
 def _ag_exp2_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_exp2.redispatch(ks & _BELOW, self)
+        return aten._op_exp2.redispatch(ks & _BELOW, self)
     _n = Exp2Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_exp2.redispatch(ks & _BELOW, self)
+    result = aten._op_exp2.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -268,11 +267,11 @@ class Expm1Backward0(_Node):
 
 def _ag_expm1_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_expm1.redispatch(ks & _BELOW, self)
+        return aten._op_expm1.redispatch(ks & _BELOW, self)
     _n = Expm1Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_expm1.redispatch(ks & _BELOW, self)
+    result = aten._op_expm1.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -293,13 +292,13 @@ class LogBackward0(_Node):
 
 def _ag_log_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_log.redispatch(ks & _BELOW, self)
+        return aten._op_log.redispatch(ks & _BELOW, self)
     _n = LogBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_log.redispatch(ks & _BELOW, self)
+    result = aten._op_log.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -319,13 +318,13 @@ class Log2Backward0(_Node):
 
 def _ag_log2_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_log2.redispatch(ks & _BELOW, self)
+        return aten._op_log2.redispatch(ks & _BELOW, self)
     _n = Log2Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_log2.redispatch(ks & _BELOW, self)
+    result = aten._op_log2.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -345,13 +344,13 @@ class Log10Backward0(_Node):
 
 def _ag_log10_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_log10.redispatch(ks & _BELOW, self)
+        return aten._op_log10.redispatch(ks & _BELOW, self)
     _n = Log10Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_log10.redispatch(ks & _BELOW, self)
+    result = aten._op_log10.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -371,13 +370,13 @@ class Log1pBackward0(_Node):
 
 def _ag_log1p_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_log1p.redispatch(ks & _BELOW, self)
+        return aten._op_log1p.redispatch(ks & _BELOW, self)
     _n = Log1pBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_log1p.redispatch(ks & _BELOW, self)
+    result = aten._op_log1p.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -397,11 +396,11 @@ class SqrtBackward0(_Node):
 
 def _ag_sqrt_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sqrt.redispatch(ks & _BELOW, self)
+        return aten._op_sqrt.redispatch(ks & _BELOW, self)
     _n = SqrtBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_sqrt.redispatch(ks & _BELOW, self)
+    result = aten._op_sqrt.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -422,11 +421,11 @@ class RsqrtBackward0(_Node):
 
 def _ag_rsqrt_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_rsqrt.redispatch(ks & _BELOW, self)
+        return aten._op_rsqrt.redispatch(ks & _BELOW, self)
     _n = RsqrtBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_rsqrt.redispatch(ks & _BELOW, self)
+    result = aten._op_rsqrt.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -447,13 +446,13 @@ class SinBackward0(_Node):
 
 def _ag_sin_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sin.redispatch(ks & _BELOW, self)
+        return aten._op_sin.redispatch(ks & _BELOW, self)
     _n = SinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_sin.redispatch(ks & _BELOW, self)
+    result = aten._op_sin.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -473,13 +472,13 @@ class CosBackward0(_Node):
 
 def _ag_cos_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_cos.redispatch(ks & _BELOW, self)
+        return aten._op_cos.redispatch(ks & _BELOW, self)
     _n = CosBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_cos.redispatch(ks & _BELOW, self)
+    result = aten._op_cos.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -499,11 +498,11 @@ class TanBackward0(_Node):
 
 def _ag_tan_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_tan.redispatch(ks & _BELOW, self)
+        return aten._op_tan.redispatch(ks & _BELOW, self)
     _n = TanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_tan.redispatch(ks & _BELOW, self)
+    result = aten._op_tan.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -524,13 +523,13 @@ class AsinBackward0(_Node):
 
 def _ag_asin_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_asin.redispatch(ks & _BELOW, self)
+        return aten._op_asin.redispatch(ks & _BELOW, self)
     _n = AsinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_asin.redispatch(ks & _BELOW, self)
+    result = aten._op_asin.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -550,13 +549,13 @@ class AcosBackward0(_Node):
 
 def _ag_acos_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_acos.redispatch(ks & _BELOW, self)
+        return aten._op_acos.redispatch(ks & _BELOW, self)
     _n = AcosBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_acos.redispatch(ks & _BELOW, self)
+    result = aten._op_acos.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -576,13 +575,13 @@ class AtanBackward0(_Node):
 
 def _ag_atan_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_atan.redispatch(ks & _BELOW, self)
+        return aten._op_atan.redispatch(ks & _BELOW, self)
     _n = AtanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_atan.redispatch(ks & _BELOW, self)
+    result = aten._op_atan.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -602,13 +601,13 @@ class SinhBackward0(_Node):
 
 def _ag_sinh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sinh.redispatch(ks & _BELOW, self)
+        return aten._op_sinh.redispatch(ks & _BELOW, self)
     _n = SinhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_sinh.redispatch(ks & _BELOW, self)
+    result = aten._op_sinh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -628,13 +627,13 @@ class CoshBackward0(_Node):
 
 def _ag_cosh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_cosh.redispatch(ks & _BELOW, self)
+        return aten._op_cosh.redispatch(ks & _BELOW, self)
     _n = CoshBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_cosh.redispatch(ks & _BELOW, self)
+    result = aten._op_cosh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -654,11 +653,11 @@ class TanhBackward0(_Node):
 
 def _ag_tanh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_tanh.redispatch(ks & _BELOW, self)
+        return aten._op_tanh.redispatch(ks & _BELOW, self)
     _n = TanhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_tanh.redispatch(ks & _BELOW, self)
+    result = aten._op_tanh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -679,13 +678,13 @@ class AsinhBackward0(_Node):
 
 def _ag_asinh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_asinh.redispatch(ks & _BELOW, self)
+        return aten._op_asinh.redispatch(ks & _BELOW, self)
     _n = AsinhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_asinh.redispatch(ks & _BELOW, self)
+    result = aten._op_asinh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -705,13 +704,13 @@ class AcoshBackward0(_Node):
 
 def _ag_acosh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_acosh.redispatch(ks & _BELOW, self)
+        return aten._op_acosh.redispatch(ks & _BELOW, self)
     _n = AcoshBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_acosh.redispatch(ks & _BELOW, self)
+    result = aten._op_acosh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -731,13 +730,13 @@ class AtanhBackward0(_Node):
 
 def _ag_atanh_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_atanh.redispatch(ks & _BELOW, self)
+        return aten._op_atanh.redispatch(ks & _BELOW, self)
     _n = AtanhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_atanh.redispatch(ks & _BELOW, self)
+    result = aten._op_atanh.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -757,11 +756,11 @@ class SigmoidBackward0(_Node):
 
 def _ag_sigmoid_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sigmoid.redispatch(ks & _BELOW, self)
+        return aten._op_sigmoid.redispatch(ks & _BELOW, self)
     _n = SigmoidBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_sigmoid.redispatch(ks & _BELOW, self)
+    result = aten._op_sigmoid.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -782,11 +781,11 @@ class ReciprocalBackward0(_Node):
 
 def _ag_reciprocal_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_reciprocal.redispatch(ks & _BELOW, self)
+        return aten._op_reciprocal.redispatch(ks & _BELOW, self)
     _n = ReciprocalBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_reciprocal.redispatch(ks & _BELOW, self)
+    result = aten._op_reciprocal.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -807,13 +806,13 @@ class ErfBackward0(_Node):
 
 def _ag_erf_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_erf.redispatch(ks & _BELOW, self)
+        return aten._op_erf.redispatch(ks & _BELOW, self)
     _n = ErfBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_erf.redispatch(ks & _BELOW, self)
+    result = aten._op_erf.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -833,13 +832,13 @@ class ErfcBackward0(_Node):
 
 def _ag_erfc_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_erfc.redispatch(ks & _BELOW, self)
+        return aten._op_erfc.redispatch(ks & _BELOW, self)
     _n = ErfcBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_erfc.redispatch(ks & _BELOW, self)
+    result = aten._op_erfc.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -859,11 +858,11 @@ class ErfinvBackward0(_Node):
 
 def _ag_erfinv_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_erfinv.redispatch(ks & _BELOW, self)
+        return aten._op_erfinv.redispatch(ks & _BELOW, self)
     _n = ErfinvBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_erfinv.redispatch(ks & _BELOW, self)
+    result = aten._op_erfinv.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -884,13 +883,13 @@ class LgammaBackward0(_Node):
 
 def _ag_lgamma_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_lgamma.redispatch(ks & _BELOW, self)
+        return aten._op_lgamma.redispatch(ks & _BELOW, self)
     _n = LgammaBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_lgamma.redispatch(ks & _BELOW, self)
+    result = aten._op_lgamma.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -910,13 +909,13 @@ class DigammaBackward0(_Node):
 
 def _ag_digamma_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_digamma.redispatch(ks & _BELOW, self)
+        return aten._op_digamma.redispatch(ks & _BELOW, self)
     _n = DigammaBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_digamma.redispatch(ks & _BELOW, self)
+    result = aten._op_digamma.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -936,13 +935,13 @@ class I0Backward0(_Node):
 
 def _ag_i0_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_i0.redispatch(ks & _BELOW, self)
+        return aten._op_i0.redispatch(ks & _BELOW, self)
     _n = I0Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_i0.redispatch(ks & _BELOW, self)
+    result = aten._op_i0.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -962,13 +961,13 @@ class SincBackward0(_Node):
 
 def _ag_sinc_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sinc.redispatch(ks & _BELOW, self)
+        return aten._op_sinc.redispatch(ks & _BELOW, self)
     _n = SincBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_sinc.redispatch(ks & _BELOW, self)
+    result = aten._op_sinc.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -987,11 +986,11 @@ class Deg2radBackward0(_Node):
 
 def _ag_deg2rad_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_deg2rad.redispatch(ks & _BELOW, self)
+        return aten._op_deg2rad.redispatch(ks & _BELOW, self)
     _n = Deg2radBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_deg2rad.redispatch(ks & _BELOW, self)
+    result = aten._op_deg2rad.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -1010,11 +1009,11 @@ class Rad2degBackward0(_Node):
 
 def _ag_rad2deg_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_rad2deg.redispatch(ks & _BELOW, self)
+        return aten._op_rad2deg.redispatch(ks & _BELOW, self)
     _n = Rad2degBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_rad2deg.redispatch(ks & _BELOW, self)
+    result = aten._op_rad2deg.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -1034,13 +1033,13 @@ class SquareBackward0(_Node):
 
 def _ag_square_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_square.redispatch(ks & _BELOW, self)
+        return aten._op_square.redispatch(ks & _BELOW, self)
     _n = SquareBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_square.redispatch(ks & _BELOW, self)
+    result = aten._op_square.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -1060,11 +1059,11 @@ class ReluBackward0(_Node):
 
 def _ag_relu_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_relu.redispatch(ks & _BELOW, self)
+        return aten._op_relu.redispatch(ks & _BELOW, self)
     _n = ReluBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_relu.redispatch(ks & _BELOW, self)
+    result = aten._op_relu.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -1084,11 +1083,11 @@ class RoundBackward0(_Node):
 
 def _ag_round_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_round.redispatch(ks & _BELOW, self)
+        return aten._op_round.redispatch(ks & _BELOW, self)
     _n = RoundBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_round.redispatch(ks & _BELOW, self)
+    result = aten._op_round.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -1107,11 +1106,11 @@ class RoundBackward1(_Node):
 
 def _ag_round_decimals(ks, self, decimals):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_round_decimals.redispatch(ks & _BELOW, self, decimals)
+        return aten._op_round_decimals.redispatch(ks & _BELOW, self, decimals)
     _n = RoundBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_round_decimals.redispatch(ks & _BELOW, self, decimals)
+    result = aten._op_round_decimals.redispatch(ks & _BELOW, self, decimals)
     _set_history(_n, (result,))
     return result
 
@@ -1131,13 +1130,13 @@ class NanToNumBackward0(_Node):
 
 def _ag_nan_to_num_default(ks, self, nan, posinf, neginf):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_nan_to_num.redispatch(ks & _BELOW, self, nan, posinf, neginf)
+        return aten._op_nan_to_num.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _n = NanToNumBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_nan_to_num.redispatch(ks & _BELOW, self, nan, posinf, neginf)
+    result = aten._op_nan_to_num.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _set_history(_n, (result,))
     return result
 
@@ -1158,14 +1157,14 @@ class LogitBackward0(_Node):
 
 def _ag_logit_default(ks, self, eps):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_logit.redispatch(ks & _BELOW, self, eps)
+        return aten._op_logit.redispatch(ks & _BELOW, self, eps)
     _n = LogitBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.eps = eps
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_logit.redispatch(ks & _BELOW, self, eps)
+    result = aten._op_logit.redispatch(ks & _BELOW, self, eps)
     _set_history(_n, (result,))
     return result
 
@@ -1186,14 +1185,14 @@ class PolygammaBackward0(_Node):
 
 def _ag_polygamma_default(ks, n, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_polygamma.redispatch(ks & _BELOW, n, self)
+        return aten._op_polygamma.redispatch(ks & _BELOW, n, self)
     _n = PolygammaBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.n = n
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_polygamma.redispatch(ks & _BELOW, n, self)
+    result = aten._op_polygamma.redispatch(ks & _BELOW, n, self)
     _set_history(_n, (result,))
     return result
 
@@ -1215,12 +1214,12 @@ class AddBackward0(_Node):
 
 def _ag_add_Tensor(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_add_Tensor.redispatch(ks & _BELOW, self, other, alpha)
+        return aten._op_add_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = AddBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.alpha = alpha
-    result = _R._op_add_Tensor.redispatch(ks & _BELOW, self, other, alpha)
+    result = aten._op_add_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -1240,11 +1239,11 @@ AddBackward1.__name__ = AddBackward1.__qualname__ = 'AddBackward0'
 
 def _ag_add_Scalar(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_add_Scalar.redispatch(ks & _BELOW, self, other, alpha)
+        return aten._op_add_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = AddBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_add_Scalar.redispatch(ks & _BELOW, self, other, alpha)
+    result = aten._op_add_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -1266,12 +1265,12 @@ class SubBackward0(_Node):
 
 def _ag_sub_Tensor(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_sub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
+        return aten._op_sub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = SubBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.alpha = alpha
-    result = _R._op_sub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
+    result = aten._op_sub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -1291,11 +1290,11 @@ SubBackward1.__name__ = SubBackward1.__qualname__ = 'SubBackward0'
 
 def _ag_sub_Scalar(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
+        return aten._op_sub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = SubBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_sub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
+    result = aten._op_sub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -1318,7 +1317,7 @@ class MulBackward0(_Node):
 
 def _ag_mul_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_mul_Tensor.redispatch(ks & _BELOW, self, other)
+        return aten._op_mul_Tensor.redispatch(ks & _BELOW, self, other)
     _n = MulBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -1326,7 +1325,7 @@ def _ag_mul_Tensor(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_mul_Tensor.redispatch(ks & _BELOW, self, other)
+    result = aten._op_mul_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1347,12 +1346,12 @@ MulBackward1.__name__ = MulBackward1.__qualname__ = 'MulBackward0'
 
 def _ag_mul_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_mul_Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_mul_Scalar.redispatch(ks & _BELOW, self, other)
     _n = MulBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.other = other
-    result = _R._op_mul_Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_mul_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1376,7 +1375,7 @@ class DivBackward0(_Node):
 
 def _ag_div_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_div_Tensor.redispatch(ks & _BELOW, self, other)
+        return aten._op_div_Tensor.redispatch(ks & _BELOW, self, other)
     _n = DivBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -1384,7 +1383,7 @@ def _ag_div_Tensor(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_div_Tensor.redispatch(ks & _BELOW, self, other)
+    result = aten._op_div_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1405,12 +1404,12 @@ DivBackward1.__name__ = DivBackward1.__qualname__ = 'DivBackward0'
 
 def _ag_div_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_div_Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_div_Scalar.redispatch(ks & _BELOW, self, other)
     _n = DivBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.other = other
-    result = _R._op_div_Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_div_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1435,7 +1434,7 @@ class DivBackward2(_Node):
 
 def _ag_div_Tensor_mode(ks, self, other, rounding_mode):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_div_Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
+        return aten._op_div_Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _n = DivBackward2()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -1444,7 +1443,7 @@ def _ag_div_Tensor_mode(ks, self, other, rounding_mode):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_div_Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
+    result = aten._op_div_Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _set_history(_n, (result,))
     return result
 
@@ -1466,13 +1465,13 @@ DivBackward3.__name__ = DivBackward3.__qualname__ = 'DivBackward2'
 
 def _ag_div_Scalar_mode(ks, self, other, rounding_mode):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_div_Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
+        return aten._op_div_Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _n = DivBackward3()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.other = other
     _n.rounding_mode = rounding_mode
-    result = _R._op_div_Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
+    result = aten._op_div_Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _set_history(_n, (result,))
     return result
 
@@ -1497,7 +1496,7 @@ TrueDivideBackward0.__name__ = TrueDivideBackward0.__qualname__ = 'DivBackward0'
 
 def _ag_true_divide_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_true_divide_Tensor.redispatch(ks & _BELOW, self, other)
+        return aten._op_true_divide_Tensor.redispatch(ks & _BELOW, self, other)
     _n = TrueDivideBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -1505,7 +1504,7 @@ def _ag_true_divide_Tensor(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_true_divide_Tensor.redispatch(ks & _BELOW, self, other)
+    result = aten._op_true_divide_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1526,12 +1525,12 @@ TrueDivideBackward1.__name__ = TrueDivideBackward1.__qualname__ = 'DivBackward0'
 
 def _ag_true_divide_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_true_divide_Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_true_divide_Scalar.redispatch(ks & _BELOW, self, other)
     _n = TrueDivideBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.other = other
-    result = _R._op_true_divide_Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_true_divide_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1554,7 +1553,7 @@ class RemainderBackward1(_Node):
 
 def _ag_remainder_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_remainder_Tensor.redispatch(ks & _BELOW, self, other)
+        return aten._op_remainder_Tensor.redispatch(ks & _BELOW, self, other)
     _n = RemainderBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -1562,7 +1561,7 @@ def _ag_remainder_Tensor(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_remainder_Tensor.redispatch(ks & _BELOW, self, other)
+    result = aten._op_remainder_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1581,11 +1580,11 @@ class RemainderBackward0(_Node):
 
 def _ag_remainder_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_remainder_Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_remainder_Scalar.redispatch(ks & _BELOW, self, other)
     _n = RemainderBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_remainder_Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_remainder_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1608,7 +1607,7 @@ class FmodBackward1(_Node):
 
 def _ag_fmod_Tensor(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_fmod_Tensor.redispatch(ks & _BELOW, self, other)
+        return aten._op_fmod_Tensor.redispatch(ks & _BELOW, self, other)
     _n = FmodBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -1616,7 +1615,7 @@ def _ag_fmod_Tensor(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_fmod_Tensor.redispatch(ks & _BELOW, self, other)
+    result = aten._op_fmod_Tensor.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1635,11 +1634,11 @@ class FmodBackward0(_Node):
 
 def _ag_fmod_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_fmod_Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_fmod_Scalar.redispatch(ks & _BELOW, self, other)
     _n = FmodBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_fmod_Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_fmod_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1661,12 +1660,12 @@ class RsubBackward0(_Node):
 
 def _ag_rsub_Tensor(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_rsub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
+        return aten._op_rsub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = RsubBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.alpha = alpha
-    result = _R._op_rsub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
+    result = aten._op_rsub_Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -1686,12 +1685,12 @@ class RsubBackward1(_Node):
 
 def _ag_rsub_Scalar(ks, self, other, alpha):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_rsub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
+        return aten._op_rsub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = RsubBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.alpha = alpha
-    result = _R._op_rsub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
+    result = aten._op_rsub_Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -1717,7 +1716,7 @@ class PowBackward1(_Node):
 
 def _ag_pow_Tensor_Tensor(ks, self, exponent):
     if not (_gm.enabled and (self._rg or exponent._rg)):
-        return _R._op_pow_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
+        return aten._op_pow_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward1()
     _n._next = _edges(self, exponent)
     _n._input_meta = _meta(self, exponent)
@@ -1725,7 +1724,7 @@ def _ag_pow_Tensor_Tensor(ks, self, exponent):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.exponent_ = _SV(exponent)
-    result = _R._op_pow_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
+    result = aten._op_pow_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -1748,14 +1747,14 @@ class PowBackward2(_Node):
 
 def _ag_pow_Scalar(ks, self, exponent):
     if not (_gm.enabled and (exponent._rg)):
-        return _R._op_pow_Scalar.redispatch(ks & _BELOW, self, exponent)
+        return aten._op_pow_Scalar.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward2()
     _n._next = _edges(exponent)
     _n._input_meta = _meta(exponent)
     _n.self = self
     if _n._next[0] is not None:
         _n.exponent_ = _SV(exponent)
-    result = _R._op_pow_Scalar.redispatch(ks & _BELOW, self, exponent)
+    result = aten._op_pow_Scalar.redispatch(ks & _BELOW, self, exponent)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -1777,14 +1776,14 @@ class PowBackward0(_Node):
 
 def _ag_pow_Tensor_Scalar(ks, self, exponent):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_pow_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
+        return aten._op_pow_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.exponent = exponent
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_pow_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
+    result = aten._op_pow_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
     _set_history(_n, (result,))
     return result
 
@@ -1811,7 +1810,7 @@ FloatPowerBackward0.__name__ = FloatPowerBackward0.__qualname__ = 'PowBackward1'
 
 def _ag_float_power_Tensor_Tensor(ks, self, exponent):
     if not (_gm.enabled and (self._rg or exponent._rg)):
-        return _R._op_float_power_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
+        return aten._op_float_power_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
     _n = FloatPowerBackward0()
     _n._next = _edges(self, exponent)
     _n._input_meta = _meta(self, exponent)
@@ -1819,7 +1818,7 @@ def _ag_float_power_Tensor_Tensor(ks, self, exponent):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.exponent_ = _SV(exponent)
-    result = _R._op_float_power_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
+    result = aten._op_float_power_Tensor_Tensor.redispatch(ks & _BELOW, self, exponent)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -1842,14 +1841,14 @@ FloatPowerBackward1.__name__ = FloatPowerBackward1.__qualname__ = 'PowBackward0'
 
 def _ag_float_power_Tensor_Scalar(ks, self, exponent):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_float_power_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
+        return aten._op_float_power_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
     _n = FloatPowerBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.exponent = exponent
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_float_power_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
+    result = aten._op_float_power_Tensor_Scalar.redispatch(ks & _BELOW, self, exponent)
     _set_history(_n, (result,))
     return result
 
@@ -1872,14 +1871,14 @@ FloatPowerBackward2.__name__ = FloatPowerBackward2.__qualname__ = 'PowBackward2'
 
 def _ag_float_power_Scalar(ks, self, exponent):
     if not (_gm.enabled and (exponent._rg)):
-        return _R._op_float_power_Scalar.redispatch(ks & _BELOW, self, exponent)
+        return aten._op_float_power_Scalar.redispatch(ks & _BELOW, self, exponent)
     _n = FloatPowerBackward2()
     _n._next = _edges(exponent)
     _n._input_meta = _meta(exponent)
     _n.self = self
     if _n._next[0] is not None:
         _n.exponent_ = _SV(exponent)
-    result = _R._op_float_power_Scalar.redispatch(ks & _BELOW, self, exponent)
+    result = aten._op_float_power_Scalar.redispatch(ks & _BELOW, self, exponent)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -1905,7 +1904,7 @@ class Atan2Backward0(_Node):
 
 def _ag_atan2_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_atan2.redispatch(ks & _BELOW, self, other)
+        return aten._op_atan2.redispatch(ks & _BELOW, self, other)
     _n = Atan2Backward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -1913,7 +1912,7 @@ def _ag_atan2_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_atan2.redispatch(ks & _BELOW, self, other)
+    result = aten._op_atan2.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -1938,7 +1937,7 @@ class HypotBackward0(_Node):
 
 def _ag_hypot_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_hypot.redispatch(ks & _BELOW, self, other)
+        return aten._op_hypot.redispatch(ks & _BELOW, self, other)
     _n = HypotBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -1946,7 +1945,7 @@ def _ag_hypot_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_hypot.redispatch(ks & _BELOW, self, other)
+    result = aten._op_hypot.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -1972,7 +1971,7 @@ class LogaddexpBackward0(_Node):
 
 def _ag_logaddexp_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_logaddexp.redispatch(ks & _BELOW, self, other)
+        return aten._op_logaddexp.redispatch(ks & _BELOW, self, other)
     _n = LogaddexpBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -1980,7 +1979,7 @@ def _ag_logaddexp_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_logaddexp.redispatch(ks & _BELOW, self, other)
+    result = aten._op_logaddexp.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2005,7 +2004,7 @@ class Logaddexp2Backward0(_Node):
 
 def _ag_logaddexp2_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_logaddexp2.redispatch(ks & _BELOW, self, other)
+        return aten._op_logaddexp2.redispatch(ks & _BELOW, self, other)
     _n = Logaddexp2Backward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -2013,7 +2012,7 @@ def _ag_logaddexp2_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_logaddexp2.redispatch(ks & _BELOW, self, other)
+    result = aten._op_logaddexp2.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2037,7 +2036,7 @@ class CopysignBackward0(_Node):
 
 def _ag_copysign_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_copysign.redispatch(ks & _BELOW, self, other)
+        return aten._op_copysign.redispatch(ks & _BELOW, self, other)
     _n = CopysignBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -2045,7 +2044,7 @@ def _ag_copysign_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_copysign.redispatch(ks & _BELOW, self, other)
+    result = aten._op_copysign.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -2067,11 +2066,11 @@ class NextafterBackward0(_Node):
 
 def _ag_nextafter_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_nextafter.redispatch(ks & _BELOW, self, other)
+        return aten._op_nextafter.redispatch(ks & _BELOW, self, other)
     _n = NextafterBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    result = _R._op_nextafter.redispatch(ks & _BELOW, self, other)
+    result = aten._op_nextafter.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2096,7 +2095,7 @@ class MaximumBackward0(_Node):
 
 def _ag_maximum_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_maximum.redispatch(ks & _BELOW, self, other)
+        return aten._op_maximum.redispatch(ks & _BELOW, self, other)
     _n = MaximumBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -2104,7 +2103,7 @@ def _ag_maximum_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_maximum.redispatch(ks & _BELOW, self, other)
+    result = aten._op_maximum.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2129,7 +2128,7 @@ class MinimumBackward0(_Node):
 
 def _ag_minimum_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_minimum.redispatch(ks & _BELOW, self, other)
+        return aten._op_minimum.redispatch(ks & _BELOW, self, other)
     _n = MinimumBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -2137,7 +2136,7 @@ def _ag_minimum_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_minimum.redispatch(ks & _BELOW, self, other)
+    result = aten._op_minimum.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2162,7 +2161,7 @@ class FmaxBackward0(_Node):
 
 def _ag_fmax_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_fmax.redispatch(ks & _BELOW, self, other)
+        return aten._op_fmax.redispatch(ks & _BELOW, self, other)
     _n = FmaxBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -2170,7 +2169,7 @@ def _ag_fmax_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_fmax.redispatch(ks & _BELOW, self, other)
+    result = aten._op_fmax.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2195,7 +2194,7 @@ class FminBackward0(_Node):
 
 def _ag_fmin_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_fmin.redispatch(ks & _BELOW, self, other)
+        return aten._op_fmin.redispatch(ks & _BELOW, self, other)
     _n = FminBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -2203,7 +2202,7 @@ def _ag_fmin_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_fmin.redispatch(ks & _BELOW, self, other)
+    result = aten._op_fmin.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2228,7 +2227,7 @@ class XlogyBackward0(_Node):
 
 def _ag_xlogy_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_xlogy.redispatch(ks & _BELOW, self, other)
+        return aten._op_xlogy.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -2236,7 +2235,7 @@ def _ag_xlogy_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_xlogy.redispatch(ks & _BELOW, self, other)
+    result = aten._op_xlogy.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2258,14 +2257,14 @@ XlogyBackward1.__name__ = XlogyBackward1.__qualname__ = 'XlogyBackward2'
 
 def _ag_xlogy_Scalar_Other(ks, self, other):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_xlogy_Scalar_Other.redispatch(ks & _BELOW, self, other)
+        return aten._op_xlogy_Scalar_Other.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.other = other
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_xlogy_Scalar_Other.redispatch(ks & _BELOW, self, other)
+    result = aten._op_xlogy_Scalar_Other.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2287,14 +2286,14 @@ XlogyBackward2.__name__ = XlogyBackward2.__qualname__ = 'XlogyBackward1'
 
 def _ag_xlogy_Scalar_Self(ks, self, other):
     if not (_gm.enabled and (other._rg)):
-        return _R._op_xlogy_Scalar_Self.redispatch(ks & _BELOW, self, other)
+        return aten._op_xlogy_Scalar_Self.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward2()
     _n._next = _edges(other)
     _n._input_meta = _meta(other)
     _n.self = self
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_xlogy_Scalar_Self.redispatch(ks & _BELOW, self, other)
+    result = aten._op_xlogy_Scalar_Self.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2315,13 +2314,13 @@ class CopysignBackward1(_Node):
 
 def _ag_copysign_Scalar(ks, self, other):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_copysign_Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_copysign_Scalar.redispatch(ks & _BELOW, self, other)
     _n = CopysignBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_copysign_Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_copysign_Scalar.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -2345,13 +2344,13 @@ class WhereBackward0(_Node):
 
 def _ag_where_self(ks, condition, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_where_self.redispatch(ks & _BELOW, condition, self, other)
+        return aten._op_where_self.redispatch(ks & _BELOW, condition, self, other)
     _n = WhereBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.condition_ = _SV(condition)
-    result = _R._op_where_self.redispatch(ks & _BELOW, condition, self, other)
+    result = aten._op_where_self.redispatch(ks & _BELOW, condition, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -2373,7 +2372,7 @@ class ClampBackward1(_Node):
 
 def _ag_clamp_default(ks, self, min, max):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_clamp.redispatch(ks & _BELOW, self, min, max)
+        return aten._op_clamp.redispatch(ks & _BELOW, self, min, max)
     _n = ClampBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -2381,7 +2380,7 @@ def _ag_clamp_default(ks, self, min, max):
     _n.max = max
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_clamp.redispatch(ks & _BELOW, self, min, max)
+    result = aten._op_clamp.redispatch(ks & _BELOW, self, min, max)
     _set_history(_n, (result,))
     return result
 
@@ -2413,7 +2412,7 @@ class ClampBackward0(_Node):
 
 def _ag_clamp_Tensor(ks, self, min, max):
     if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
-        return _R._op_clamp_Tensor.redispatch(ks & _BELOW, self, min, max)
+        return aten._op_clamp_Tensor.redispatch(ks & _BELOW, self, min, max)
     _n = ClampBackward0()
     _n._next = _edges(self, min, max)
     _n._input_meta = _meta(self, min, max)
@@ -2423,7 +2422,7 @@ def _ag_clamp_Tensor(ks, self, min, max):
         _n.min_ = _SV(min if min is not None else None)
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.max_ = _SV(max if max is not None else None)
-    result = _R._op_clamp_Tensor.redispatch(ks & _BELOW, self, min, max)
+    result = aten._op_clamp_Tensor.redispatch(ks & _BELOW, self, min, max)
     _set_history(_n, (result,))
     return result
 
@@ -2446,7 +2445,7 @@ ClipBackward0.__name__ = ClipBackward0.__qualname__ = 'ClampBackward1'
 
 def _ag_clip_default(ks, self, min, max):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_clip.redispatch(ks & _BELOW, self, min, max)
+        return aten._op_clip.redispatch(ks & _BELOW, self, min, max)
     _n = ClipBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -2454,7 +2453,7 @@ def _ag_clip_default(ks, self, min, max):
     _n.max = max
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_clip.redispatch(ks & _BELOW, self, min, max)
+    result = aten._op_clip.redispatch(ks & _BELOW, self, min, max)
     _set_history(_n, (result,))
     return result
 
@@ -2487,7 +2486,7 @@ ClipBackward1.__name__ = ClipBackward1.__qualname__ = 'ClampBackward0'
 
 def _ag_clip_Tensor(ks, self, min, max):
     if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
-        return _R._op_clip_Tensor.redispatch(ks & _BELOW, self, min, max)
+        return aten._op_clip_Tensor.redispatch(ks & _BELOW, self, min, max)
     _n = ClipBackward1()
     _n._next = _edges(self, min, max)
     _n._input_meta = _meta(self, min, max)
@@ -2497,7 +2496,7 @@ def _ag_clip_Tensor(ks, self, min, max):
         _n.min_ = _SV(min if min is not None else None)
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.max_ = _SV(max if max is not None else None)
-    result = _R._op_clip_Tensor.redispatch(ks & _BELOW, self, min, max)
+    result = aten._op_clip_Tensor.redispatch(ks & _BELOW, self, min, max)
     _set_history(_n, (result,))
     return result
 
@@ -2518,14 +2517,14 @@ class ClampMinBackward0(_Node):
 
 def _ag_clamp_min_default(ks, self, min):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_clamp_min.redispatch(ks & _BELOW, self, min)
+        return aten._op_clamp_min.redispatch(ks & _BELOW, self, min)
     _n = ClampMinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.min = min
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_clamp_min.redispatch(ks & _BELOW, self, min)
+    result = aten._op_clamp_min.redispatch(ks & _BELOW, self, min)
     _set_history(_n, (result,))
     return result
 
@@ -2550,7 +2549,7 @@ class ClampMinBackward1(_Node):
 
 def _ag_clamp_min_Tensor(ks, self, min):
     if not (_gm.enabled and (self._rg or min._rg)):
-        return _R._op_clamp_min_Tensor.redispatch(ks & _BELOW, self, min)
+        return aten._op_clamp_min_Tensor.redispatch(ks & _BELOW, self, min)
     _n = ClampMinBackward1()
     _n._next = _edges(self, min)
     _n._input_meta = _meta(self, min)
@@ -2558,7 +2557,7 @@ def _ag_clamp_min_Tensor(ks, self, min):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.min_ = _SV(min)
-    result = _R._op_clamp_min_Tensor.redispatch(ks & _BELOW, self, min)
+    result = aten._op_clamp_min_Tensor.redispatch(ks & _BELOW, self, min)
     _set_history(_n, (result,))
     return result
 
@@ -2579,14 +2578,14 @@ class ClampMaxBackward0(_Node):
 
 def _ag_clamp_max_default(ks, self, max):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_clamp_max.redispatch(ks & _BELOW, self, max)
+        return aten._op_clamp_max.redispatch(ks & _BELOW, self, max)
     _n = ClampMaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.max = max
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_clamp_max.redispatch(ks & _BELOW, self, max)
+    result = aten._op_clamp_max.redispatch(ks & _BELOW, self, max)
     _set_history(_n, (result,))
     return result
 
@@ -2611,7 +2610,7 @@ class ClampMaxBackward1(_Node):
 
 def _ag_clamp_max_Tensor(ks, self, max):
     if not (_gm.enabled and (self._rg or max._rg)):
-        return _R._op_clamp_max_Tensor.redispatch(ks & _BELOW, self, max)
+        return aten._op_clamp_max_Tensor.redispatch(ks & _BELOW, self, max)
     _n = ClampMaxBackward1()
     _n._next = _edges(self, max)
     _n._input_meta = _meta(self, max)
@@ -2619,7 +2618,7 @@ def _ag_clamp_max_Tensor(ks, self, max):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.max_ = _SV(max)
-    result = _R._op_clamp_max_Tensor.redispatch(ks & _BELOW, self, max)
+    result = aten._op_clamp_max_Tensor.redispatch(ks & _BELOW, self, max)
     _set_history(_n, (result,))
     return result
 
@@ -2641,12 +2640,12 @@ class LerpBackward0(_Node):
 
 def _ag_lerp_Scalar(ks, self, end, weight):
     if not (_gm.enabled and (self._rg or end._rg)):
-        return _R._op_lerp_Scalar.redispatch(ks & _BELOW, self, end, weight)
+        return aten._op_lerp_Scalar.redispatch(ks & _BELOW, self, end, weight)
     _n = LerpBackward0()
     _n._next = _edges(self, end)
     _n._input_meta = _meta(self, end)
     _n.weight = weight
-    result = _R._op_lerp_Scalar.redispatch(ks & _BELOW, self, end, weight)
+    result = aten._op_lerp_Scalar.redispatch(ks & _BELOW, self, end, weight)
     _set_history(_n, (result,))
     return result
 
@@ -2673,7 +2672,7 @@ class LerpBackward1(_Node):
 
 def _ag_lerp_Tensor(ks, self, end, weight):
     if not (_gm.enabled and (self._rg or end._rg or weight._rg)):
-        return _R._op_lerp_Tensor.redispatch(ks & _BELOW, self, end, weight)
+        return aten._op_lerp_Tensor.redispatch(ks & _BELOW, self, end, weight)
     _n = LerpBackward1()
     _n._next = _edges(self, end, weight)
     _n._input_meta = _meta(self, end, weight)
@@ -2683,7 +2682,7 @@ def _ag_lerp_Tensor(ks, self, end, weight):
         _n.end_ = _SV(end)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.weight_ = _SV(weight)
-    result = _R._op_lerp_Tensor.redispatch(ks & _BELOW, self, end, weight)
+    result = aten._op_lerp_Tensor.redispatch(ks & _BELOW, self, end, weight)
     _set_history(_n, (result,))
     return result
 
@@ -2709,7 +2708,7 @@ class AddcmulBackward0(_Node):
 
 def _ag_addcmul_default(ks, self, tensor1, tensor2, value):
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
-        return _R._op_addcmul.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
+        return aten._op_addcmul.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _n = AddcmulBackward0()
     _n._next = _edges(self, tensor1, tensor2)
     _n._input_meta = _meta(self, tensor1, tensor2)
@@ -2718,7 +2717,7 @@ def _ag_addcmul_default(ks, self, tensor1, tensor2, value):
         _n.tensor1_ = _SV(tensor1)
     if _n._next[1] is not None:
         _n.tensor2_ = _SV(tensor2)
-    result = _R._op_addcmul.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
+    result = aten._op_addcmul.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _set_history(_n, (result,))
     return result
 
@@ -2745,7 +2744,7 @@ class AddcdivBackward0(_Node):
 
 def _ag_addcdiv_default(ks, self, tensor1, tensor2, value):
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
-        return _R._op_addcdiv.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
+        return aten._op_addcdiv.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _n = AddcdivBackward0()
     _n._next = _edges(self, tensor1, tensor2)
     _n._input_meta = _meta(self, tensor1, tensor2)
@@ -2754,7 +2753,7 @@ def _ag_addcdiv_default(ks, self, tensor1, tensor2, value):
         _n.tensor1_ = _SV(tensor1)
     if _n._next[1] is not None or _n._next[2] is not None:
         _n.tensor2_ = _SV(tensor2)
-    result = _R._op_addcdiv.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
+    result = aten._op_addcdiv.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _set_history(_n, (result,))
     return result
 
@@ -2774,12 +2773,12 @@ class SumBackward0(_Node):
 
 def _ag_sum_default(ks, self, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sum.redispatch(ks & _BELOW, self, dtype)
+        return aten._op_sum.redispatch(ks & _BELOW, self, dtype)
     _n = SumBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_sum.redispatch(ks & _BELOW, self, dtype)
+    result = aten._op_sum.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -2800,14 +2799,14 @@ class NansumBackward0(_Node):
 
 def _ag_nansum_default(ks, self, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_nansum.redispatch(ks & _BELOW, self, dtype)
+        return aten._op_nansum.redispatch(ks & _BELOW, self, dtype)
     _n = NansumBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_nansum.redispatch(ks & _BELOW, self, dtype)
+    result = aten._op_nansum.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -2828,13 +2827,13 @@ class ProdBackward0(_Node):
 
 def _ag_prod_default(ks, self, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_prod.redispatch(ks & _BELOW, self, dtype)
+        return aten._op_prod.redispatch(ks & _BELOW, self, dtype)
     _n = ProdBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_prod.redispatch(ks & _BELOW, self, dtype)
+    result = aten._op_prod.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -2857,14 +2856,14 @@ class SumBackward1(_Node):
 
 def _ag_sum_dim_IntList(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+        return aten._op_sum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = SumBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_sum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+    result = aten._op_sum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -2887,7 +2886,7 @@ class NansumBackward1(_Node):
 
 def _ag_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_nansum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+        return aten._op_nansum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = NansumBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -2896,7 +2895,7 @@ def _ag_nansum_dim_IntList(ks, self, dim, keepdim, dtype):
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_nansum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+    result = aten._op_nansum_dim_IntList.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -2919,7 +2918,7 @@ class ProdBackward1(_Node):
 
 def _ag_prod_dim_int(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_prod_dim_int.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+        return aten._op_prod_dim_int.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = ProdBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -2927,7 +2926,7 @@ def _ag_prod_dim_int(ks, self, dim, keepdim, dtype):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_prod_dim_int.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+    result = aten._op_prod_dim_int.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -2948,12 +2947,12 @@ class MeanBackward0(_Node):
 
 def _ag_mean_default(ks, self, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_mean.redispatch(ks & _BELOW, self, dtype)
+        return aten._op_mean.redispatch(ks & _BELOW, self, dtype)
     _n = MeanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_mean.redispatch(ks & _BELOW, self, dtype)
+    result = aten._op_mean.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -2975,14 +2974,14 @@ class MeanBackward1(_Node):
 
 def _ag_mean_dim(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_mean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+        return aten._op_mean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = MeanBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_mean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+    result = aten._op_mean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -3002,13 +3001,13 @@ class NanmeanBackward0(_Node):
 
 def _ag_nanmean_default(ks, self, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_nanmean.redispatch(ks & _BELOW, self, dtype)
+        return aten._op_nanmean.redispatch(ks & _BELOW, self, dtype)
     _n = NanmeanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_nanmean.redispatch(ks & _BELOW, self, dtype)
+    result = aten._op_nanmean.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -3030,7 +3029,7 @@ class NanmeanBackward1(_Node):
 
 def _ag_nanmean_dim(ks, self, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_nanmean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+        return aten._op_nanmean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _n = NanmeanBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -3038,7 +3037,7 @@ def _ag_nanmean_dim(ks, self, dim, keepdim, dtype):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_nanmean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
+    result = aten._op_nanmean_dim.redispatch(ks & _BELOW, self, dim, keepdim, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -3061,7 +3060,7 @@ class VarBackward0(_Node):
 
 def _ag_var_correction(ks, self, dim, correction, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_var_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+        return aten._op_var_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = VarBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -3070,7 +3069,7 @@ def _ag_var_correction(ks, self, dim, correction, keepdim):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_var_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+    result = aten._op_var_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _set_history(_n, (result,))
     return result
 
@@ -3094,7 +3093,7 @@ class StdBackward0(_Node):
 
 def _ag_std_correction(ks, self, dim, correction, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_std_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+        return aten._op_std_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = StdBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -3103,7 +3102,7 @@ def _ag_std_correction(ks, self, dim, correction, keepdim):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_std_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+    result = aten._op_std_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -3128,7 +3127,7 @@ class VarMeanBackward0(_Node):
 
 def _ag_var_mean_correction(ks, self, dim, correction, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_var_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+        return aten._op_var_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = VarMeanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -3137,7 +3136,7 @@ def _ag_var_mean_correction(ks, self, dim, correction, keepdim):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_var_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+    result = aten._op_var_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _set_history(_n, tuple(result), None)
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3162,7 +3161,7 @@ class StdMeanBackward0(_Node):
 
 def _ag_std_mean_correction(ks, self, dim, correction, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_std_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+        return aten._op_std_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _n = StdMeanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -3171,7 +3170,7 @@ def _ag_std_mean_correction(ks, self, dim, correction, keepdim):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_std_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
+    result = aten._op_std_mean_correction.redispatch(ks & _BELOW, self, dim, correction, keepdim)
     _set_history(_n, tuple(result), None)
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3193,13 +3192,13 @@ class MaxBackward1(_Node):
 
 def _ag_max_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_max.redispatch(ks & _BELOW, self)
+        return aten._op_max.redispatch(ks & _BELOW, self)
     _n = MaxBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_max.redispatch(ks & _BELOW, self)
+    result = aten._op_max.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -3223,14 +3222,14 @@ class MaxBackward0(_Node):
 
 def _ag_max_dim(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_max_dim.redispatch(ks & _BELOW, self, dim, keepdim)
+        return aten._op_max_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = MaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_max_dim.redispatch(ks & _BELOW, self, dim, keepdim)
+    result = aten._op_max_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3252,13 +3251,13 @@ class MinBackward1(_Node):
 
 def _ag_min_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_min.redispatch(ks & _BELOW, self)
+        return aten._op_min.redispatch(ks & _BELOW, self)
     _n = MinBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_min.redispatch(ks & _BELOW, self)
+    result = aten._op_min.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -3282,14 +3281,14 @@ class MinBackward0(_Node):
 
 def _ag_min_dim(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_min_dim.redispatch(ks & _BELOW, self, dim, keepdim)
+        return aten._op_min_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = MinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_min_dim.redispatch(ks & _BELOW, self, dim, keepdim)
+    result = aten._op_min_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3313,7 +3312,7 @@ class AmaxBackward0(_Node):
 
 def _ag_amax_default(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_amax.redispatch(ks & _BELOW, self, dim, keepdim)
+        return aten._op_amax.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AmaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -3321,7 +3320,7 @@ def _ag_amax_default(ks, self, dim, keepdim):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_amax.redispatch(ks & _BELOW, self, dim, keepdim)
+    result = aten._op_amax.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -3345,7 +3344,7 @@ class AminBackward0(_Node):
 
 def _ag_amin_default(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_amin.redispatch(ks & _BELOW, self, dim, keepdim)
+        return aten._op_amin.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AminBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -3353,7 +3352,7 @@ def _ag_amin_default(ks, self, dim, keepdim):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_amin.redispatch(ks & _BELOW, self, dim, keepdim)
+    result = aten._op_amin.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -3377,7 +3376,7 @@ class AminmaxBackward0(_Node):
 
 def _ag_aminmax_default(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_aminmax.redispatch(ks & _BELOW, self, dim, keepdim)
+        return aten._op_aminmax.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = AminmaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -3385,7 +3384,7 @@ def _ag_aminmax_default(ks, self, dim, keepdim):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_aminmax.redispatch(ks & _BELOW, self, dim, keepdim)
+    result = aten._op_aminmax.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), None)
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3409,7 +3408,7 @@ class LogsumexpBackward0(_Node):
 
 def _ag_logsumexp_default(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
+        return aten._op_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = LogsumexpBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -3417,7 +3416,7 @@ def _ag_logsumexp_default(ks, self, dim, keepdim):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
+    result = aten._op_logsumexp.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -3439,13 +3438,13 @@ class CumsumBackward0(_Node):
 
 def _ag_cumsum_default(ks, self, dim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_cumsum.redispatch(ks & _BELOW, self, dim, dtype)
+        return aten._op_cumsum.redispatch(ks & _BELOW, self, dim, dtype)
     _n = CumsumBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.self_meta = (self.dtype, self.device)
-    result = _R._op_cumsum.redispatch(ks & _BELOW, self, dim, dtype)
+    result = aten._op_cumsum.redispatch(ks & _BELOW, self, dim, dtype)
     _set_history(_n, (result,))
     return result
 
@@ -3467,14 +3466,14 @@ class CumprodBackward0(_Node):
 
 def _ag_cumprod_default(ks, self, dim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_cumprod.redispatch(ks & _BELOW, self, dim, dtype)
+        return aten._op_cumprod.redispatch(ks & _BELOW, self, dim, dtype)
     _n = CumprodBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_cumprod.redispatch(ks & _BELOW, self, dim, dtype)
+    result = aten._op_cumprod.redispatch(ks & _BELOW, self, dim, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -3497,14 +3496,14 @@ class LogcumsumexpBackward0(_Node):
 
 def _ag_logcumsumexp_default(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_logcumsumexp.redispatch(ks & _BELOW, self, dim)
+        return aten._op_logcumsumexp.redispatch(ks & _BELOW, self, dim)
     _n = LogcumsumexpBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_logcumsumexp.redispatch(ks & _BELOW, self, dim)
+    result = aten._op_logcumsumexp.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -3527,13 +3526,13 @@ class CummaxBackward0(_Node):
 
 def _ag_cummax_default(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_cummax.redispatch(ks & _BELOW, self, dim)
+        return aten._op_cummax.redispatch(ks & _BELOW, self, dim)
     _n = CummaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_cummax.redispatch(ks & _BELOW, self, dim)
+    result = aten._op_cummax.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3556,13 +3555,13 @@ class CumminBackward0(_Node):
 
 def _ag_cummin_default(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_cummin.redispatch(ks & _BELOW, self, dim)
+        return aten._op_cummin.redispatch(ks & _BELOW, self, dim)
     _n = CumminBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_cummin.redispatch(ks & _BELOW, self, dim)
+    result = aten._op_cummin.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3585,13 +3584,13 @@ class SortBackward0(_Node):
 
 def _ag_sort_stable(ks, self, stable, dim, descending):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sort_stable.redispatch(ks & _BELOW, self, stable, dim, descending)
+        return aten._op_sort_stable.redispatch(ks & _BELOW, self, stable, dim, descending)
     _n = SortBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_sort_stable.redispatch(ks & _BELOW, self, stable, dim, descending)
+    result = aten._op_sort_stable.redispatch(ks & _BELOW, self, stable, dim, descending)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3614,13 +3613,13 @@ class TopkBackward0(_Node):
 
 def _ag_topk_default(ks, self, k, dim, largest, sorted):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_topk.redispatch(ks & _BELOW, self, k, dim, largest, sorted)
+        return aten._op_topk.redispatch(ks & _BELOW, self, k, dim, largest, sorted)
     _n = TopkBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_topk.redispatch(ks & _BELOW, self, k, dim, largest, sorted)
+    result = aten._op_topk.redispatch(ks & _BELOW, self, k, dim, largest, sorted)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3644,14 +3643,14 @@ class KthvalueBackward0(_Node):
 
 def _ag_kthvalue_default(ks, self, k, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_kthvalue.redispatch(ks & _BELOW, self, k, dim, keepdim)
+        return aten._op_kthvalue.redispatch(ks & _BELOW, self, k, dim, keepdim)
     _n = KthvalueBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_kthvalue.redispatch(ks & _BELOW, self, k, dim, keepdim)
+    result = aten._op_kthvalue.redispatch(ks & _BELOW, self, k, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3673,13 +3672,13 @@ class MedianBackward1(_Node):
 
 def _ag_median_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_median.redispatch(ks & _BELOW, self)
+        return aten._op_median.redispatch(ks & _BELOW, self)
     _n = MedianBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_median.redispatch(ks & _BELOW, self)
+    result = aten._op_median.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -3703,14 +3702,14 @@ class MedianBackward0(_Node):
 
 def _ag_median_dim(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_median_dim.redispatch(ks & _BELOW, self, dim, keepdim)
+        return aten._op_median_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = MedianBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_median_dim.redispatch(ks & _BELOW, self, dim, keepdim)
+    result = aten._op_median_dim.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3734,14 +3733,14 @@ class ModeBackward0(_Node):
 
 def _ag_mode_default(ks, self, dim, keepdim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_mode.redispatch(ks & _BELOW, self, dim, keepdim)
+        return aten._op_mode.redispatch(ks & _BELOW, self, dim, keepdim)
     _n = ModeBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.keepdim = keepdim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_mode.redispatch(ks & _BELOW, self, dim, keepdim)
+    result = aten._op_mode.redispatch(ks & _BELOW, self, dim, keepdim)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -3761,11 +3760,11 @@ class _Unique2Backward0(_Node):
 
 def _ag__unique2_default(ks, self, sorted, return_inverse, return_counts):
     if not (_gm.enabled and (self._rg)):
-        return _R._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
+        return aten._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
     _n = _Unique2Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
+    result = aten._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
     _set_history(_n, tuple(result), [True, False, False])
     return result
 
@@ -3784,11 +3783,11 @@ class UniqueDimBackward0(_Node):
 
 def _ag_unique_dim_default(ks, self, dim, sorted, return_inverse, return_counts):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
+        return aten._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
     _n = UniqueDimBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
+    result = aten._op_unique_dim.redispatch(ks & _BELOW, self, dim, sorted, return_inverse, return_counts)
     _set_history(_n, tuple(result), [True, False, False])
     return result
 
@@ -3804,11 +3803,11 @@ class HistcBackward0(_Node):
 
 def _ag_histc_default(ks, self, bins, min, max):
     if not (_gm.enabled and (False)):
-        return _R._op_histc.redispatch(ks & _BELOW, self, bins, min, max)
+        return aten._op_histc.redispatch(ks & _BELOW, self, bins, min, max)
     _n = HistcBackward0()
     _n._next = _edges()
     _n._input_meta = _meta()
-    result = _R._op_histc.redispatch(ks & _BELOW, self, bins, min, max)
+    result = aten._op_histc.redispatch(ks & _BELOW, self, bins, min, max)
     _set_history(_n, (result,))
     return result
 
@@ -3828,14 +3827,14 @@ class ViewBackward0(_Node):
 
 def _ag_view_default(ks, self, size):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_view.redispatch(ks & _BELOW, self, size)
+        result = aten._op_view.redispatch(ks & _BELOW, self, size)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = ViewBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_view.redispatch(ks & _BELOW, self, size)
+    result = aten._op_view.redispatch(ks & _BELOW, self, size)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -3852,13 +3851,13 @@ class ViewBackward1(_Node):
 
 def _ag_view_dtype(ks, self, dtype):
     if not (_gm.enabled and (False)):
-        result = _R._op_view_dtype.redispatch(ks & _BELOW, self, dtype)
+        result = aten._op_view_dtype.redispatch(ks & _BELOW, self, dtype)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = ViewBackward1()
     _n._next = _edges()
     _n._input_meta = _meta()
-    result = _R._op_view_dtype.redispatch(ks & _BELOW, self, dtype)
+    result = aten._op_view_dtype.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -3879,14 +3878,14 @@ class _ReshapeAliasBackward0(_Node):
 
 def _ag__reshape_alias_default(ks, self, size, stride):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op__reshape_alias.redispatch(ks & _BELOW, self, size, stride)
+        result = aten._op__reshape_alias.redispatch(ks & _BELOW, self, size, stride)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = _ReshapeAliasBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    result = _R._op__reshape_alias.redispatch(ks & _BELOW, self, size, stride)
+    result = aten._op__reshape_alias.redispatch(ks & _BELOW, self, size, stride)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -3910,7 +3909,7 @@ class AsStridedBackward0(_Node):
 
 def _ag_as_strided_default(ks, self, size, stride, storage_offset):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_as_strided.redispatch(ks & _BELOW, self, size, stride, storage_offset)
+        result = aten._op_as_strided.redispatch(ks & _BELOW, self, size, stride, storage_offset)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = AsStridedBackward0()
@@ -3921,7 +3920,7 @@ def _ag_as_strided_default(ks, self, size, stride, storage_offset):
     _n.storage_offset = storage_offset
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_as_strided.redispatch(ks & _BELOW, self, size, stride, storage_offset)
+    result = aten._op_as_strided.redispatch(ks & _BELOW, self, size, stride, storage_offset)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -3941,13 +3940,13 @@ class AliasBackward0(_Node):
 
 def _ag_alias_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_alias.redispatch(ks & _BELOW, self)
+        result = aten._op_alias.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = AliasBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_alias.redispatch(ks & _BELOW, self)
+    result = aten._op_alias.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -3967,13 +3966,13 @@ class TBackward0(_Node):
 
 def _ag_t_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_t.redispatch(ks & _BELOW, self)
+        result = aten._op_t.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = TBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_t.redispatch(ks & _BELOW, self)
+    result = aten._op_t.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -3995,7 +3994,7 @@ class TransposeBackward0(_Node):
 
 def _ag_transpose_int(ks, self, dim0, dim1):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_transpose_int.redispatch(ks & _BELOW, self, dim0, dim1)
+        result = aten._op_transpose_int.redispatch(ks & _BELOW, self, dim0, dim1)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = TransposeBackward0()
@@ -4003,7 +4002,7 @@ def _ag_transpose_int(ks, self, dim0, dim1):
     _n._input_meta = _meta(self)
     _n.dim0 = dim0
     _n.dim1 = dim1
-    result = _R._op_transpose_int.redispatch(ks & _BELOW, self, dim0, dim1)
+    result = aten._op_transpose_int.redispatch(ks & _BELOW, self, dim0, dim1)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4024,14 +4023,14 @@ class PermuteBackward0(_Node):
 
 def _ag_permute_default(ks, self, dims):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_permute.redispatch(ks & _BELOW, self, dims)
+        result = aten._op_permute.redispatch(ks & _BELOW, self, dims)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = PermuteBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dims = dims
-    result = _R._op_permute.redispatch(ks & _BELOW, self, dims)
+    result = aten._op_permute.redispatch(ks & _BELOW, self, dims)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4052,14 +4051,14 @@ class ExpandBackward0(_Node):
 
 def _ag_expand_default(ks, self, size, implicit):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_expand.redispatch(ks & _BELOW, self, size, implicit)
+        result = aten._op_expand.redispatch(ks & _BELOW, self, size, implicit)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = ExpandBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_expand.redispatch(ks & _BELOW, self, size, implicit)
+    result = aten._op_expand.redispatch(ks & _BELOW, self, size, implicit)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4080,14 +4079,14 @@ class SqueezeBackward0(_Node):
 
 def _ag_squeeze_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_squeeze.redispatch(ks & _BELOW, self)
+        result = aten._op_squeeze.redispatch(ks & _BELOW, self)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = SqueezeBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_squeeze.redispatch(ks & _BELOW, self)
+    result = aten._op_squeeze.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4108,14 +4107,14 @@ class SqueezeBackward1(_Node):
 
 def _ag_squeeze_dim(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_squeeze_dim.redispatch(ks & _BELOW, self, dim)
+        result = aten._op_squeeze_dim.redispatch(ks & _BELOW, self, dim)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = SqueezeBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_squeeze_dim.redispatch(ks & _BELOW, self, dim)
+    result = aten._op_squeeze_dim.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4136,14 +4135,14 @@ class SqueezeBackward2(_Node):
 
 def _ag_squeeze_dims(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_squeeze_dims.redispatch(ks & _BELOW, self, dim)
+        result = aten._op_squeeze_dims.redispatch(ks & _BELOW, self, dim)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = SqueezeBackward2()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_squeeze_dims.redispatch(ks & _BELOW, self, dim)
+    result = aten._op_squeeze_dims.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4164,14 +4163,14 @@ class UnsqueezeBackward0(_Node):
 
 def _ag_unsqueeze_default(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_unsqueeze.redispatch(ks & _BELOW, self, dim)
+        result = aten._op_unsqueeze.redispatch(ks & _BELOW, self, dim)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = UnsqueezeBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
-    result = _R._op_unsqueeze.redispatch(ks & _BELOW, self, dim)
+    result = aten._op_unsqueeze.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4192,14 +4191,14 @@ class UnflattenBackward0(_Node):
 
 def _ag_unflatten_int(ks, self, dim, sizes):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_unflatten_int.redispatch(ks & _BELOW, self, dim, sizes)
+        result = aten._op_unflatten_int.redispatch(ks & _BELOW, self, dim, sizes)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = UnflattenBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_unflatten_int.redispatch(ks & _BELOW, self, dim, sizes)
+    result = aten._op_unflatten_int.redispatch(ks & _BELOW, self, dim, sizes)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4222,7 +4221,7 @@ class SelectBackward0(_Node):
 
 def _ag_select_int(ks, self, dim, index):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_select_int.redispatch(ks & _BELOW, self, dim, index)
+        result = aten._op_select_int.redispatch(ks & _BELOW, self, dim, index)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = SelectBackward0()
@@ -4231,7 +4230,7 @@ def _ag_select_int(ks, self, dim, index):
     _n.dim = dim
     _n.index = index
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_select_int.redispatch(ks & _BELOW, self, dim, index)
+    result = aten._op_select_int.redispatch(ks & _BELOW, self, dim, index)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4256,7 +4255,7 @@ class SliceBackward0(_Node):
 
 def _ag_slice_Tensor(ks, self, dim, start, end, step):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_slice_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
+        result = aten._op_slice_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = SliceBackward0()
@@ -4267,7 +4266,7 @@ def _ag_slice_Tensor(ks, self, dim, start, end, step):
     _n.end = end
     _n.step = step
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_slice_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
+    result = aten._op_slice_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4290,7 +4289,7 @@ class UnbindBackward0(_Node):
 
 def _ag_unbind_int(ks, self, dim):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_unbind_int.redispatch(ks & _BELOW, self, dim)
+        result = aten._op_unbind_int.redispatch(ks & _BELOW, self, dim)
         _b = (self._base if self._base is not None else self)
         for _o in result:
             _o.__dict__['_base'] = _b
@@ -4301,7 +4300,7 @@ def _ag_unbind_int(ks, self, dim):
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     _n.self_meta = (self.dtype, self.device)
-    result = _R._op_unbind_int.redispatch(ks & _BELOW, self, dim)
+    result = aten._op_unbind_int.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, result)
     _b = (self._base if self._base is not None else self)
     for _o in result:
@@ -4327,7 +4326,7 @@ class SplitBackward0(_Node):
 
 def _ag_split_Tensor(ks, self, split_size, dim):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_split_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
+        result = aten._op_split_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
         _b = (self._base if self._base is not None else self)
         for _o in result:
             _o.__dict__['_base'] = _b
@@ -4339,7 +4338,7 @@ def _ag_split_Tensor(ks, self, split_size, dim):
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     _n.self_meta = (self.dtype, self.device)
-    result = _R._op_split_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
+    result = aten._op_split_Tensor.redispatch(ks & _BELOW, self, split_size, dim)
     _set_history(_n, result)
     _b = (self._base if self._base is not None else self)
     for _o in result:
@@ -4365,7 +4364,7 @@ class SplitWithSizesBackward0(_Node):
 
 def _ag_split_with_sizes_default(ks, self, split_sizes, dim):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
+        result = aten._op_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
         _b = (self._base if self._base is not None else self)
         for _o in result:
             _o.__dict__['_base'] = _b
@@ -4377,7 +4376,7 @@ def _ag_split_with_sizes_default(ks, self, split_sizes, dim):
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
     _n.self_meta = (self.dtype, self.device)
-    result = _R._op_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
+    result = aten._op_split_with_sizes.redispatch(ks & _BELOW, self, split_sizes, dim)
     _set_history(_n, result)
     _b = (self._base if self._base is not None else self)
     for _o in result:
@@ -4401,7 +4400,7 @@ class UnfoldBackward0(_Node):
 
 def _ag_unfold_default(ks, self, dimension, size, step):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_unfold.redispatch(ks & _BELOW, self, dimension, size, step)
+        result = aten._op_unfold.redispatch(ks & _BELOW, self, dimension, size, step)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = UnfoldBackward0()
@@ -4409,7 +4408,7 @@ def _ag_unfold_default(ks, self, dimension, size, step):
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_unfold.redispatch(ks & _BELOW, self, dimension, size, step)
+    result = aten._op_unfold.redispatch(ks & _BELOW, self, dimension, size, step)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     _n.result_ = _SV(result, True)
@@ -4434,7 +4433,7 @@ class DiagonalBackward0(_Node):
 
 def _ag_diagonal_default(ks, self, offset, dim1, dim2):
     if not (_gm.enabled and (self._rg)):
-        result = _R._op_diagonal.redispatch(ks & _BELOW, self, offset, dim1, dim2)
+        result = aten._op_diagonal.redispatch(ks & _BELOW, self, offset, dim1, dim2)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
     _n = DiagonalBackward0()
@@ -4444,7 +4443,7 @@ def _ag_diagonal_default(ks, self, offset, dim1, dim2):
     _n.dim1 = dim1
     _n.dim2 = dim2
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_diagonal.redispatch(ks & _BELOW, self, offset, dim1, dim2)
+    result = aten._op_diagonal.redispatch(ks & _BELOW, self, offset, dim1, dim2)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
     return result
@@ -4461,11 +4460,11 @@ class EmptyLikeBackward0(_Node):
 
 def _ag_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     if not (_gm.enabled and (False)):
-        return _R._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+        return aten._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
     _n = EmptyLikeBackward0()
     _n._next = _edges()
     _n._input_meta = _meta()
-    result = _R._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    result = aten._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
     _set_history(_n, (result,))
     return result
 
@@ -4481,11 +4480,11 @@ class ZerosLikeBackward0(_Node):
 
 def _ag_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     if not (_gm.enabled and (False)):
-        return _R._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+        return aten._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
     _n = ZerosLikeBackward0()
     _n._next = _edges()
     _n._input_meta = _meta()
-    result = _R._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    result = aten._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
     _set_history(_n, (result,))
     return result
 
@@ -4501,11 +4500,11 @@ class OnesLikeBackward0(_Node):
 
 def _ag_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
     if not (_gm.enabled and (False)):
-        return _R._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+        return aten._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
     _n = OnesLikeBackward0()
     _n._next = _edges()
     _n._input_meta = _meta()
-    result = _R._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
+    result = aten._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
     _set_history(_n, (result,))
     return result
 
@@ -4521,11 +4520,11 @@ class FullLikeBackward0(_Node):
 
 def _ag_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
     if not (_gm.enabled and (False)):
-        return _R._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
+        return aten._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
     _n = FullLikeBackward0()
     _n._next = _edges()
     _n._input_meta = _meta()
-    result = _R._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
+    result = aten._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
     _set_history(_n, (result,))
     return result
 
@@ -4547,11 +4546,11 @@ NormalBackward0.__name__ = NormalBackward0.__qualname__ = 'NormalBackward3'
 
 def _ag_normal_Tensor_Tensor(ks, mean, std, generator):
     if not (_gm.enabled and (mean._rg or std._rg)):
-        return _R._op_normal_Tensor_Tensor.redispatch(ks & _BELOW, mean, std, generator)
+        return aten._op_normal_Tensor_Tensor.redispatch(ks & _BELOW, mean, std, generator)
     _n = NormalBackward0()
     _n._next = _edges(mean, std)
     _n._input_meta = _meta(mean, std)
-    result = _R._op_normal_Tensor_Tensor.redispatch(ks & _BELOW, mean, std, generator)
+    result = aten._op_normal_Tensor_Tensor.redispatch(ks & _BELOW, mean, std, generator)
     _set_history(_n, (result,))
     return result
 
@@ -4570,11 +4569,11 @@ class BernoulliBackward0(_Node):
 
 def _ag_bernoulli_default(ks, self, generator):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_bernoulli.redispatch(ks & _BELOW, self, generator)
+        return aten._op_bernoulli.redispatch(ks & _BELOW, self, generator)
     _n = BernoulliBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_bernoulli.redispatch(ks & _BELOW, self, generator)
+    result = aten._op_bernoulli.redispatch(ks & _BELOW, self, generator)
     _set_history(_n, (result,))
     return result
 
@@ -4593,11 +4592,11 @@ class BernoulliBackward1(_Node):
 
 def _ag_bernoulli_p(ks, self, p, generator):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
+        return aten._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
     _n = BernoulliBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
+    result = aten._op_bernoulli_p.redispatch(ks & _BELOW, self, p, generator)
     _set_history(_n, (result,))
     return result
 
@@ -4613,11 +4612,11 @@ class MultinomialBackward0(_Node):
 
 def _ag_multinomial_default(ks, self, num_samples, replacement, generator):
     if not (_gm.enabled and (False)):
-        return _R._op_multinomial.redispatch(ks & _BELOW, self, num_samples, replacement, generator)
+        return aten._op_multinomial.redispatch(ks & _BELOW, self, num_samples, replacement, generator)
     _n = MultinomialBackward0()
     _n._next = _edges()
     _n._input_meta = _meta()
-    result = _R._op_multinomial.redispatch(ks & _BELOW, self, num_samples, replacement, generator)
+    result = aten._op_multinomial.redispatch(ks & _BELOW, self, num_samples, replacement, generator)
     _set_history(_n, (result,))
     return result
 
@@ -4637,12 +4636,12 @@ class _ToCopyBackward0(_Node):
 
 def _ag__to_copy_default(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format):
     if not (_gm.enabled and (self._rg)):
-        return _R._op__to_copy.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
+        return aten._op__to_copy.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
     _n = _ToCopyBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_meta = (self.dtype, self.device)
-    result = _R._op__to_copy.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
+    result = aten._op__to_copy.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
     _set_history(_n, (result,))
     return result
 
@@ -4661,11 +4660,11 @@ class CloneBackward0(_Node):
 
 def _ag_clone_default(ks, self, memory_format):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_clone.redispatch(ks & _BELOW, self, memory_format)
+        return aten._op_clone.redispatch(ks & _BELOW, self, memory_format)
     _n = CloneBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_clone.redispatch(ks & _BELOW, self, memory_format)
+    result = aten._op_clone.redispatch(ks & _BELOW, self, memory_format)
     _set_history(_n, (result,))
     return result
 
@@ -4684,11 +4683,11 @@ class _ContiguousCopyBackward0(_Node):
 
 def _ag__contiguous_copy_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op__contiguous_copy.redispatch(ks & _BELOW, self)
+        return aten._op__contiguous_copy.redispatch(ks & _BELOW, self)
     _n = _ContiguousCopyBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op__contiguous_copy.redispatch(ks & _BELOW, self)
+    result = aten._op__contiguous_copy.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     return result
 
@@ -4712,13 +4711,13 @@ class CopyBackward0(_Node):
 def _ag_copy__default(ks, self, src, non_blocking):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or src._rg)):
-        return _R._op_copy_.redispatch(ks & _BELOW, self, src, non_blocking)
+        return aten._op_copy_.redispatch(ks & _BELOW, self, src, non_blocking)
     _n = CopyBackward0()
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
     _n.src_sizes = tuple(src.shape)
     _n.src_meta = (src.dtype, src.device)
-    result = _R._op_copy_.redispatch(ks & _BELOW, self, src, non_blocking)
+    result = aten._op_copy_.redispatch(ks & _BELOW, self, src, non_blocking)
     _rebase_history(self, _n)
     return result
 
@@ -4739,11 +4738,11 @@ FillBackward0.__name__ = FillBackward0.__qualname__ = 'FillBackward2'
 def _ag_fill__Scalar(ks, self, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_fill__Scalar.redispatch(ks & _BELOW, self, value)
+        return aten._op_fill__Scalar.redispatch(ks & _BELOW, self, value)
     _n = FillBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_fill__Scalar.redispatch(ks & _BELOW, self, value)
+    result = aten._op_fill__Scalar.redispatch(ks & _BELOW, self, value)
     _rebase_history(self, _n)
     return result
 
@@ -4766,11 +4765,11 @@ FillBackward1.__name__ = FillBackward1.__qualname__ = 'FillBackward3'
 def _ag_fill__Tensor(ks, self, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or value._rg)):
-        return _R._op_fill__Tensor.redispatch(ks & _BELOW, self, value)
+        return aten._op_fill__Tensor.redispatch(ks & _BELOW, self, value)
     _n = FillBackward1()
     _n._next = _edges(self, value)
     _n._input_meta = _meta(self, value)
-    result = _R._op_fill__Tensor.redispatch(ks & _BELOW, self, value)
+    result = aten._op_fill__Tensor.redispatch(ks & _BELOW, self, value)
     _rebase_history(self, _n)
     return result
 
@@ -4790,11 +4789,11 @@ class ZeroBackward0(_Node):
 def _ag_zero__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_zero_.redispatch(ks & _BELOW, self)
+        return aten._op_zero_.redispatch(ks & _BELOW, self)
     _n = ZeroBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_zero_.redispatch(ks & _BELOW, self)
+    result = aten._op_zero_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -4814,13 +4813,13 @@ class MaskedFillBackward0(_Node):
 
 def _ag_masked_fill_Scalar(ks, self, mask, value):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_masked_fill_Scalar.redispatch(ks & _BELOW, self, mask, value)
+        return aten._op_masked_fill_Scalar.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.mask_ = _SV(mask)
-    result = _R._op_masked_fill_Scalar.redispatch(ks & _BELOW, self, mask, value)
+    result = aten._op_masked_fill_Scalar.redispatch(ks & _BELOW, self, mask, value)
     _set_history(_n, (result,))
     return result
 
@@ -4843,13 +4842,13 @@ class MaskedFillBackward1(_Node):
 
 def _ag_masked_fill_Tensor(ks, self, mask, value):
     if not (_gm.enabled and (self._rg or value._rg)):
-        return _R._op_masked_fill_Tensor.redispatch(ks & _BELOW, self, mask, value)
+        return aten._op_masked_fill_Tensor.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward1()
     _n._next = _edges(self, value)
     _n._input_meta = _meta(self, value)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.mask_ = _SV(mask)
-    result = _R._op_masked_fill_Tensor.redispatch(ks & _BELOW, self, mask, value)
+    result = aten._op_masked_fill_Tensor.redispatch(ks & _BELOW, self, mask, value)
     _set_history(_n, (result,))
     return result
 
@@ -4870,14 +4869,14 @@ class IndexBackward0(_Node):
 
 def _ag_index_Tensor(ks, self, indices):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_index_Tensor.redispatch(ks & _BELOW, self, indices)
+        return aten._op_index_Tensor.redispatch(ks & _BELOW, self, indices)
     _n = IndexBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.indices_ = [_SV(_t) for _t in indices]
-    result = _R._op_index_Tensor.redispatch(ks & _BELOW, self, indices)
+    result = aten._op_index_Tensor.redispatch(ks & _BELOW, self, indices)
     _set_history(_n, (result,))
     return result
 
@@ -4902,7 +4901,7 @@ class IndexPutBackward0(_Node):
 
 def _ag_index_put_default(ks, self, indices, values, accumulate):
     if not (_gm.enabled and (self._rg or values._rg)):
-        return _R._op_index_put.redispatch(ks & _BELOW, self, indices, values, accumulate)
+        return aten._op_index_put.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _n = IndexPutBackward0()
     _n._next = _edges(self, values)
     _n._input_meta = _meta(self, values)
@@ -4910,7 +4909,7 @@ def _ag_index_put_default(ks, self, indices, values, accumulate):
     _n.values_sizes = tuple(values.shape)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.indices_ = [_SV(_t) for _t in indices]
-    result = _R._op_index_put.redispatch(ks & _BELOW, self, indices, values, accumulate)
+    result = aten._op_index_put.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _set_history(_n, (result,))
     return result
 
@@ -4932,7 +4931,7 @@ class IndexSelectBackward0(_Node):
 
 def _ag_index_select_default(ks, self, dim, index):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_index_select.redispatch(ks & _BELOW, self, dim, index)
+        return aten._op_index_select.redispatch(ks & _BELOW, self, dim, index)
     _n = IndexSelectBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -4940,7 +4939,7 @@ def _ag_index_select_default(ks, self, dim, index):
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_index_select.redispatch(ks & _BELOW, self, dim, index)
+    result = aten._op_index_select.redispatch(ks & _BELOW, self, dim, index)
     _set_history(_n, (result,))
     return result
 
@@ -4962,7 +4961,7 @@ class GatherBackward0(_Node):
 
 def _ag_gather_default(ks, self, dim, index, sparse_grad):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_gather.redispatch(ks & _BELOW, self, dim, index, sparse_grad)
+        return aten._op_gather.redispatch(ks & _BELOW, self, dim, index, sparse_grad)
     _n = GatherBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -4970,7 +4969,7 @@ def _ag_gather_default(ks, self, dim, index, sparse_grad):
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_gather.redispatch(ks & _BELOW, self, dim, index, sparse_grad)
+    result = aten._op_gather.redispatch(ks & _BELOW, self, dim, index, sparse_grad)
     _set_history(_n, (result,))
     return result
 
@@ -4994,14 +4993,14 @@ class ScatterBackward0(_Node):
 
 def _ag_scatter_src(ks, self, dim, index, src):
     if not (_gm.enabled and (self._rg or src._rg)):
-        return _R._op_scatter_src.redispatch(ks & _BELOW, self, dim, index, src)
+        return aten._op_scatter_src.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterBackward0()
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
     _n.dim = dim
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_scatter_src.redispatch(ks & _BELOW, self, dim, index, src)
+    result = aten._op_scatter_src.redispatch(ks & _BELOW, self, dim, index, src)
     _set_history(_n, (result,))
     return result
 
@@ -5022,14 +5021,14 @@ class ScatterBackward1(_Node):
 
 def _ag_scatter_value(ks, self, dim, index, value):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_scatter_value.redispatch(ks & _BELOW, self, dim, index, value)
+        return aten._op_scatter_value.redispatch(ks & _BELOW, self, dim, index, value)
     _n = ScatterBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_scatter_value.redispatch(ks & _BELOW, self, dim, index, value)
+    result = aten._op_scatter_value.redispatch(ks & _BELOW, self, dim, index, value)
     _set_history(_n, (result,))
     return result
 
@@ -5052,14 +5051,14 @@ class ScatterAddBackward0(_Node):
 
 def _ag_scatter_add_default(ks, self, dim, index, src):
     if not (_gm.enabled and (self._rg or src._rg)):
-        return _R._op_scatter_add.redispatch(ks & _BELOW, self, dim, index, src)
+        return aten._op_scatter_add.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterAddBackward0()
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
     _n.dim = dim
     if _n._next[1] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_scatter_add.redispatch(ks & _BELOW, self, dim, index, src)
+    result = aten._op_scatter_add.redispatch(ks & _BELOW, self, dim, index, src)
     _set_history(_n, (result,))
     return result
 
@@ -5091,7 +5090,7 @@ class ScatterReduceBackward0(_Node):
 
 def _ag_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
     if not (_gm.enabled and (self._rg or src._rg)):
-        return _R._op_scatter_reduce_two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
+        return aten._op_scatter_reduce_two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
     _n = ScatterReduceBackward0()
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
@@ -5104,7 +5103,7 @@ def _ag_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
         _n.index_ = _SV(index)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.src_ = _SV(src)
-    result = _R._op_scatter_reduce_two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
+    result = aten._op_scatter_reduce_two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -5129,7 +5128,7 @@ class IndexAddBackward0(_Node):
 
 def _ag_index_add_default(ks, self, dim, index, source, alpha):
     if not (_gm.enabled and (self._rg or source._rg)):
-        return _R._op_index_add.redispatch(ks & _BELOW, self, dim, index, source, alpha)
+        return aten._op_index_add.redispatch(ks & _BELOW, self, dim, index, source, alpha)
     _n = IndexAddBackward0()
     _n._next = _edges(self, source)
     _n._input_meta = _meta(self, source)
@@ -5137,7 +5136,7 @@ def _ag_index_add_default(ks, self, dim, index, source, alpha):
     _n.alpha = alpha
     if _n._next[1] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_index_add.redispatch(ks & _BELOW, self, dim, index, source, alpha)
+    result = aten._op_index_add.redispatch(ks & _BELOW, self, dim, index, source, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -5161,14 +5160,14 @@ class IndexCopyBackward0(_Node):
 
 def _ag_index_copy_default(ks, self, dim, index, source):
     if not (_gm.enabled and (self._rg or source._rg)):
-        return _R._op_index_copy.redispatch(ks & _BELOW, self, dim, index, source)
+        return aten._op_index_copy.redispatch(ks & _BELOW, self, dim, index, source)
     _n = IndexCopyBackward0()
     _n._next = _edges(self, source)
     _n._input_meta = _meta(self, source)
     _n.dim = dim
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_index_copy.redispatch(ks & _BELOW, self, dim, index, source)
+    result = aten._op_index_copy.redispatch(ks & _BELOW, self, dim, index, source)
     _set_history(_n, (result,))
     return result
 
@@ -5189,14 +5188,14 @@ class IndexFillBackward0(_Node):
 
 def _ag_index_fill_int_Scalar(ks, self, dim, index, value):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_index_fill_int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
+        return aten._op_index_fill_int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _n = IndexFillBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_index_fill_int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
+    result = aten._op_index_fill_int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _set_history(_n, (result,))
     return result
 
@@ -5220,14 +5219,14 @@ class IndexFillBackward1(_Node):
 
 def _ag_index_fill_int_Tensor(ks, self, dim, index, value):
     if not (_gm.enabled and (self._rg or value._rg)):
-        return _R._op_index_fill_int_Tensor.redispatch(ks & _BELOW, self, dim, index, value)
+        return aten._op_index_fill_int_Tensor.redispatch(ks & _BELOW, self, dim, index, value)
     _n = IndexFillBackward1()
     _n._next = _edges(self, value)
     _n._input_meta = _meta(self, value)
     _n.dim = dim
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_index_fill_int_Tensor.redispatch(ks & _BELOW, self, dim, index, value)
+    result = aten._op_index_fill_int_Tensor.redispatch(ks & _BELOW, self, dim, index, value)
     _set_history(_n, (result,))
     return result
 
@@ -5248,7 +5247,7 @@ class MaskedSelectBackward0(_Node):
 
 def _ag_masked_select_default(ks, self, mask):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_masked_select.redispatch(ks & _BELOW, self, mask)
+        return aten._op_masked_select.redispatch(ks & _BELOW, self, mask)
     _n = MaskedSelectBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -5256,7 +5255,7 @@ def _ag_masked_select_default(ks, self, mask):
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
         _n.mask_ = _SV(mask)
-    result = _R._op_masked_select.redispatch(ks & _BELOW, self, mask)
+    result = aten._op_masked_select.redispatch(ks & _BELOW, self, mask)
     _set_history(_n, (result,))
     return result
 
@@ -5280,14 +5279,14 @@ class MaskedScatterBackward0(_Node):
 
 def _ag_masked_scatter_default(ks, self, mask, source):
     if not (_gm.enabled and (self._rg or source._rg)):
-        return _R._op_masked_scatter.redispatch(ks & _BELOW, self, mask, source)
+        return aten._op_masked_scatter.redispatch(ks & _BELOW, self, mask, source)
     _n = MaskedScatterBackward0()
     _n._next = _edges(self, source)
     _n._input_meta = _meta(self, source)
     _n.source_sizes = tuple(source.shape)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.mask_ = _SV(mask)
-    result = _R._op_masked_scatter.redispatch(ks & _BELOW, self, mask, source)
+    result = aten._op_masked_scatter.redispatch(ks & _BELOW, self, mask, source)
     _set_history(_n, (result,))
     return result
 
@@ -5308,14 +5307,14 @@ class TakeBackward0(_Node):
 
 def _ag_take_default(ks, self, index):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_take.redispatch(ks & _BELOW, self, index)
+        return aten._op_take.redispatch(ks & _BELOW, self, index)
     _n = TakeBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_take.redispatch(ks & _BELOW, self, index)
+    result = aten._op_take.redispatch(ks & _BELOW, self, index)
     _set_history(_n, (result,))
     return result
 
@@ -5337,7 +5336,7 @@ class TakeAlongDimBackward0(_Node):
 
 def _ag_take_along_dim_default(ks, self, indices, dim):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_take_along_dim.redispatch(ks & _BELOW, self, indices, dim)
+        return aten._op_take_along_dim.redispatch(ks & _BELOW, self, indices, dim)
     _n = TakeAlongDimBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -5345,7 +5344,7 @@ def _ag_take_along_dim_default(ks, self, indices, dim):
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.indices_ = _SV(indices)
-    result = _R._op_take_along_dim.redispatch(ks & _BELOW, self, indices, dim)
+    result = aten._op_take_along_dim.redispatch(ks & _BELOW, self, indices, dim)
     _set_history(_n, (result,))
     return result
 
@@ -5369,14 +5368,14 @@ class CatBackward0(_Node):
 
 def _ag_cat_default(ks, tensors, dim):
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
-        return _R._op_cat.redispatch(ks & _BELOW, tensors, dim)
+        return aten._op_cat.redispatch(ks & _BELOW, tensors, dim)
     _n = CatBackward0()
     _n._next = _edges(*tensors)
     _n._input_meta = _meta(*tensors)
     _n._list_len_tensors = len(tensors)
     _n.dim = dim
     _n.tensors_sizes = [tuple(_t.shape) for _t in tensors]
-    result = _R._op_cat.redispatch(ks & _BELOW, tensors, dim)
+    result = aten._op_cat.redispatch(ks & _BELOW, tensors, dim)
     _set_history(_n, (result,))
     return result
 
@@ -5400,14 +5399,14 @@ class ConcatBackward0(_Node):
 
 def _ag_concat_default(ks, tensors, dim):
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
-        return _R._op_concat.redispatch(ks & _BELOW, tensors, dim)
+        return aten._op_concat.redispatch(ks & _BELOW, tensors, dim)
     _n = ConcatBackward0()
     _n._next = _edges(*tensors)
     _n._input_meta = _meta(*tensors)
     _n._list_len_tensors = len(tensors)
     _n.dim = dim
     _n.tensors_sizes = [tuple(_t.shape) for _t in tensors]
-    result = _R._op_concat.redispatch(ks & _BELOW, tensors, dim)
+    result = aten._op_concat.redispatch(ks & _BELOW, tensors, dim)
     _set_history(_n, (result,))
     return result
 
@@ -5431,14 +5430,14 @@ class ConcatenateBackward0(_Node):
 
 def _ag_concatenate_default(ks, tensors, dim):
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
-        return _R._op_concatenate.redispatch(ks & _BELOW, tensors, dim)
+        return aten._op_concatenate.redispatch(ks & _BELOW, tensors, dim)
     _n = ConcatenateBackward0()
     _n._next = _edges(*tensors)
     _n._input_meta = _meta(*tensors)
     _n._list_len_tensors = len(tensors)
     _n.dim = dim
     _n.tensors_sizes = [tuple(_t.shape) for _t in tensors]
-    result = _R._op_concatenate.redispatch(ks & _BELOW, tensors, dim)
+    result = aten._op_concatenate.redispatch(ks & _BELOW, tensors, dim)
     _set_history(_n, (result,))
     return result
 
@@ -5462,14 +5461,14 @@ class StackBackward0(_Node):
 
 def _ag_stack_default(ks, tensors, dim):
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
-        return _R._op_stack.redispatch(ks & _BELOW, tensors, dim)
+        return aten._op_stack.redispatch(ks & _BELOW, tensors, dim)
     _n = StackBackward0()
     _n._next = _edges(*tensors)
     _n._input_meta = _meta(*tensors)
     _n._list_len_tensors = len(tensors)
     _n.dim = dim
     _n.tensors_sizes = [tuple(_t.shape) for _t in tensors]
-    result = _R._op_stack.redispatch(ks & _BELOW, tensors, dim)
+    result = aten._op_stack.redispatch(ks & _BELOW, tensors, dim)
     _set_history(_n, (result,))
     return result
 
@@ -5489,12 +5488,12 @@ class TrilBackward0(_Node):
 
 def _ag_tril_default(ks, self, diagonal):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_tril.redispatch(ks & _BELOW, self, diagonal)
+        return aten._op_tril.redispatch(ks & _BELOW, self, diagonal)
     _n = TrilBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.diagonal = diagonal
-    result = _R._op_tril.redispatch(ks & _BELOW, self, diagonal)
+    result = aten._op_tril.redispatch(ks & _BELOW, self, diagonal)
     _set_history(_n, (result,))
     return result
 
@@ -5514,12 +5513,12 @@ class TriuBackward0(_Node):
 
 def _ag_triu_default(ks, self, diagonal):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_triu.redispatch(ks & _BELOW, self, diagonal)
+        return aten._op_triu.redispatch(ks & _BELOW, self, diagonal)
     _n = TriuBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.diagonal = diagonal
-    result = _R._op_triu.redispatch(ks & _BELOW, self, diagonal)
+    result = aten._op_triu.redispatch(ks & _BELOW, self, diagonal)
     _set_history(_n, (result,))
     return result
 
@@ -5539,12 +5538,12 @@ class FlipBackward0(_Node):
 
 def _ag_flip_default(ks, self, dims):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_flip.redispatch(ks & _BELOW, self, dims)
+        return aten._op_flip.redispatch(ks & _BELOW, self, dims)
     _n = FlipBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dims = dims
-    result = _R._op_flip.redispatch(ks & _BELOW, self, dims)
+    result = aten._op_flip.redispatch(ks & _BELOW, self, dims)
     _set_history(_n, (result,))
     return result
 
@@ -5565,13 +5564,13 @@ class RollBackward0(_Node):
 
 def _ag_roll_default(ks, self, shifts, dims):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_roll.redispatch(ks & _BELOW, self, shifts, dims)
+        return aten._op_roll.redispatch(ks & _BELOW, self, shifts, dims)
     _n = RollBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.shifts = shifts
     _n.dims = dims
-    result = _R._op_roll.redispatch(ks & _BELOW, self, shifts, dims)
+    result = aten._op_roll.redispatch(ks & _BELOW, self, shifts, dims)
     _set_history(_n, (result,))
     return result
 
@@ -5592,13 +5591,13 @@ class Rot90Backward0(_Node):
 
 def _ag_rot90_default(ks, self, k, dims):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_rot90.redispatch(ks & _BELOW, self, k, dims)
+        return aten._op_rot90.redispatch(ks & _BELOW, self, k, dims)
     _n = Rot90Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.k = k
     _n.dims = dims
-    result = _R._op_rot90.redispatch(ks & _BELOW, self, k, dims)
+    result = aten._op_rot90.redispatch(ks & _BELOW, self, k, dims)
     _set_history(_n, (result,))
     return result
 
@@ -5619,13 +5618,13 @@ class RepeatBackward0(_Node):
 
 def _ag_repeat_default(ks, self, repeats):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_repeat.redispatch(ks & _BELOW, self, repeats)
+        return aten._op_repeat.redispatch(ks & _BELOW, self, repeats)
     _n = RepeatBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.repeats = repeats
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_repeat.redispatch(ks & _BELOW, self, repeats)
+    result = aten._op_repeat.redispatch(ks & _BELOW, self, repeats)
     _set_history(_n, (result,))
     return result
 
@@ -5647,7 +5646,7 @@ class RepeatInterleaveBackward0(_Node):
 
 def _ag_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_repeat_interleave_self_Tensor.redispatch(ks & _BELOW, self, repeats, dim, output_size)
+        return aten._op_repeat_interleave_self_Tensor.redispatch(ks & _BELOW, self, repeats, dim, output_size)
     _n = RepeatInterleaveBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -5655,7 +5654,7 @@ def _ag_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
     _n.self_sizes = tuple(self.shape)
     if _n._next[0] is not None:
         _n.repeats_ = _SV(repeats)
-    result = _R._op_repeat_interleave_self_Tensor.redispatch(ks & _BELOW, self, repeats, dim, output_size)
+    result = aten._op_repeat_interleave_self_Tensor.redispatch(ks & _BELOW, self, repeats, dim, output_size)
     _set_history(_n, (result,))
     return result
 
@@ -5677,14 +5676,14 @@ class RepeatInterleaveBackward1(_Node):
 
 def _ag_repeat_interleave_self_int(ks, self, repeats, dim, output_size):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_repeat_interleave_self_int.redispatch(ks & _BELOW, self, repeats, dim, output_size)
+        return aten._op_repeat_interleave_self_int.redispatch(ks & _BELOW, self, repeats, dim, output_size)
     _n = RepeatInterleaveBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.repeats = repeats
     _n.dim = dim
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_repeat_interleave_self_int.redispatch(ks & _BELOW, self, repeats, dim, output_size)
+    result = aten._op_repeat_interleave_self_int.redispatch(ks & _BELOW, self, repeats, dim, output_size)
     _set_history(_n, (result,))
     return result
 
@@ -5705,13 +5704,13 @@ class DiagBackward0(_Node):
 
 def _ag_diag_default(ks, self, diagonal):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_diag.redispatch(ks & _BELOW, self, diagonal)
+        return aten._op_diag.redispatch(ks & _BELOW, self, diagonal)
     _n = DiagBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.diagonal = diagonal
     _n.self_sizes = tuple(self.shape)
-    result = _R._op_diag.redispatch(ks & _BELOW, self, diagonal)
+    result = aten._op_diag.redispatch(ks & _BELOW, self, diagonal)
     _set_history(_n, (result,))
     return result
 
@@ -5733,14 +5732,14 @@ class DiagEmbedBackward0(_Node):
 
 def _ag_diag_embed_default(ks, self, offset, dim1, dim2):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_diag_embed.redispatch(ks & _BELOW, self, offset, dim1, dim2)
+        return aten._op_diag_embed.redispatch(ks & _BELOW, self, offset, dim1, dim2)
     _n = DiagEmbedBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.offset = offset
     _n.dim1 = dim1
     _n.dim2 = dim2
-    result = _R._op_diag_embed.redispatch(ks & _BELOW, self, offset, dim1, dim2)
+    result = aten._op_diag_embed.redispatch(ks & _BELOW, self, offset, dim1, dim2)
     _set_history(_n, (result,))
     return result
 
@@ -5763,7 +5762,7 @@ class MmBackward0(_Node):
 
 def _ag_mm_default(ks, self, mat2):
     if not (_gm.enabled and (self._rg or mat2._rg)):
-        return _R._op_mm.redispatch(ks & _BELOW, self, mat2)
+        return aten._op_mm.redispatch(ks & _BELOW, self, mat2)
     _n = MmBackward0()
     _n._next = _edges(self, mat2)
     _n._input_meta = _meta(self, mat2)
@@ -5771,7 +5770,7 @@ def _ag_mm_default(ks, self, mat2):
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
         _n.mat2_ = _SV(mat2)
-    result = _R._op_mm.redispatch(ks & _BELOW, self, mat2)
+    result = aten._op_mm.redispatch(ks & _BELOW, self, mat2)
     _set_history(_n, (result,))
     return result
 
@@ -5794,7 +5793,7 @@ class BmmBackward0(_Node):
 
 def _ag_bmm_default(ks, self, mat2):
     if not (_gm.enabled and (self._rg or mat2._rg)):
-        return _R._op_bmm.redispatch(ks & _BELOW, self, mat2)
+        return aten._op_bmm.redispatch(ks & _BELOW, self, mat2)
     _n = BmmBackward0()
     _n._next = _edges(self, mat2)
     _n._input_meta = _meta(self, mat2)
@@ -5802,7 +5801,7 @@ def _ag_bmm_default(ks, self, mat2):
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
         _n.mat2_ = _SV(mat2)
-    result = _R._op_bmm.redispatch(ks & _BELOW, self, mat2)
+    result = aten._op_bmm.redispatch(ks & _BELOW, self, mat2)
     _set_history(_n, (result,))
     return result
 
@@ -5825,7 +5824,7 @@ class MvBackward0(_Node):
 
 def _ag_mv_default(ks, self, vec):
     if not (_gm.enabled and (self._rg or vec._rg)):
-        return _R._op_mv.redispatch(ks & _BELOW, self, vec)
+        return aten._op_mv.redispatch(ks & _BELOW, self, vec)
     _n = MvBackward0()
     _n._next = _edges(self, vec)
     _n._input_meta = _meta(self, vec)
@@ -5833,7 +5832,7 @@ def _ag_mv_default(ks, self, vec):
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
         _n.vec_ = _SV(vec)
-    result = _R._op_mv.redispatch(ks & _BELOW, self, vec)
+    result = aten._op_mv.redispatch(ks & _BELOW, self, vec)
     _set_history(_n, (result,))
     return result
 
@@ -5856,7 +5855,7 @@ class DotBackward0(_Node):
 
 def _ag_dot_default(ks, self, tensor):
     if not (_gm.enabled and (self._rg or tensor._rg)):
-        return _R._op_dot.redispatch(ks & _BELOW, self, tensor)
+        return aten._op_dot.redispatch(ks & _BELOW, self, tensor)
     _n = DotBackward0()
     _n._next = _edges(self, tensor)
     _n._input_meta = _meta(self, tensor)
@@ -5864,7 +5863,7 @@ def _ag_dot_default(ks, self, tensor):
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
         _n.tensor_ = _SV(tensor)
-    result = _R._op_dot.redispatch(ks & _BELOW, self, tensor)
+    result = aten._op_dot.redispatch(ks & _BELOW, self, tensor)
     _set_history(_n, (result,))
     return result
 
@@ -5887,7 +5886,7 @@ class VdotBackward0(_Node):
 
 def _ag_vdot_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_vdot.redispatch(ks & _BELOW, self, other)
+        return aten._op_vdot.redispatch(ks & _BELOW, self, other)
     _n = VdotBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -5895,7 +5894,7 @@ def _ag_vdot_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_vdot.redispatch(ks & _BELOW, self, other)
+    result = aten._op_vdot.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -5918,7 +5917,7 @@ class OuterBackward0(_Node):
 
 def _ag_outer_default(ks, self, vec2):
     if not (_gm.enabled and (self._rg or vec2._rg)):
-        return _R._op_outer.redispatch(ks & _BELOW, self, vec2)
+        return aten._op_outer.redispatch(ks & _BELOW, self, vec2)
     _n = OuterBackward0()
     _n._next = _edges(self, vec2)
     _n._input_meta = _meta(self, vec2)
@@ -5926,7 +5925,7 @@ def _ag_outer_default(ks, self, vec2):
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
         _n.vec2_ = _SV(vec2)
-    result = _R._op_outer.redispatch(ks & _BELOW, self, vec2)
+    result = aten._op_outer.redispatch(ks & _BELOW, self, vec2)
     _set_history(_n, (result,))
     return result
 
@@ -5949,7 +5948,7 @@ class GerBackward0(_Node):
 
 def _ag_ger_default(ks, self, vec2):
     if not (_gm.enabled and (self._rg or vec2._rg)):
-        return _R._op_ger.redispatch(ks & _BELOW, self, vec2)
+        return aten._op_ger.redispatch(ks & _BELOW, self, vec2)
     _n = GerBackward0()
     _n._next = _edges(self, vec2)
     _n._input_meta = _meta(self, vec2)
@@ -5957,7 +5956,7 @@ def _ag_ger_default(ks, self, vec2):
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
         _n.vec2_ = _SV(vec2)
-    result = _R._op_ger.redispatch(ks & _BELOW, self, vec2)
+    result = aten._op_ger.redispatch(ks & _BELOW, self, vec2)
     _set_history(_n, (result,))
     return result
 
@@ -5984,7 +5983,7 @@ class AddmmBackward0(_Node):
 
 def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
     if not (_gm.enabled and (self._rg or mat1._rg or mat2._rg)):
-        return _R._op_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
+        return aten._op_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _n = AddmmBackward0()
     _n._next = _edges(self, mat1, mat2)
     _n._input_meta = _meta(self, mat1, mat2)
@@ -5994,7 +5993,7 @@ def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
         _n.mat1_ = _SV(mat1)
     if _n._next[1] is not None:
         _n.mat2_ = _SV(mat2)
-    result = _R._op_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
+    result = aten._op_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -6021,7 +6020,7 @@ class AddmvBackward0(_Node):
 
 def _ag_addmv_default(ks, self, mat, vec, beta, alpha):
     if not (_gm.enabled and (self._rg or mat._rg or vec._rg)):
-        return _R._op_addmv.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
+        return aten._op_addmv.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
     _n = AddmvBackward0()
     _n._next = _edges(self, mat, vec)
     _n._input_meta = _meta(self, mat, vec)
@@ -6031,7 +6030,7 @@ def _ag_addmv_default(ks, self, mat, vec, beta, alpha):
         _n.mat_ = _SV(mat)
     if _n._next[1] is not None:
         _n.vec_ = _SV(vec)
-    result = _R._op_addmv.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
+    result = aten._op_addmv.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -6058,7 +6057,7 @@ class BaddbmmBackward0(_Node):
 
 def _ag_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
-        return _R._op_baddbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
+        return aten._op_baddbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _n = BaddbmmBackward0()
     _n._next = _edges(self, batch1, batch2)
     _n._input_meta = _meta(self, batch1, batch2)
@@ -6068,7 +6067,7 @@ def _ag_baddbmm_default(ks, self, batch1, batch2, beta, alpha):
         _n.batch1_ = _SV(batch1)
     if _n._next[1] is not None:
         _n.batch2_ = _SV(batch2)
-    result = _R._op_baddbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
+    result = aten._op_baddbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -6096,7 +6095,7 @@ class AddbmmBackward0(_Node):
 
 def _ag_addbmm_default(ks, self, batch1, batch2, beta, alpha):
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
-        return _R._op_addbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
+        return aten._op_addbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _n = AddbmmBackward0()
     _n._next = _edges(self, batch1, batch2)
     _n._input_meta = _meta(self, batch1, batch2)
@@ -6107,7 +6106,7 @@ def _ag_addbmm_default(ks, self, batch1, batch2, beta, alpha):
         _n.batch1_ = _SV(batch1)
     if _n._next[1] is not None:
         _n.batch2_ = _SV(batch2)
-    result = _R._op_addbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
+    result = aten._op_addbmm.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _set_history(_n, (result,))
     return result
 
@@ -6131,14 +6130,14 @@ class EinsumBackward0(_Node):
 
 def _ag_einsum_default(ks, equation, tensors, path):
     if not (_gm.enabled and (any(_t is not None and _t._rg for _t in tensors))):
-        return _R._op_einsum.redispatch(ks & _BELOW, equation, tensors, path)
+        return aten._op_einsum.redispatch(ks & _BELOW, equation, tensors, path)
     _n = EinsumBackward0()
     _n._next = _edges(*tensors)
     _n._input_meta = _meta(*tensors)
     _n._list_len_tensors = len(tensors)
     _n.equation = equation
     _n.tensors_ = [_SV(_t) for _t in tensors]
-    result = _R._op_einsum.redispatch(ks & _BELOW, equation, tensors, path)
+    result = aten._op_einsum.redispatch(ks & _BELOW, equation, tensors, path)
     _set_history(_n, (result,))
     return result
 
@@ -6165,7 +6164,7 @@ class TensordotBackward0(_Node):
 
 def _ag_tensordot_default(ks, self, other, dims_self, dims_other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_tensordot.redispatch(ks & _BELOW, self, other, dims_self, dims_other)
+        return aten._op_tensordot.redispatch(ks & _BELOW, self, other, dims_self, dims_other)
     _n = TensordotBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -6175,7 +6174,7 @@ def _ag_tensordot_default(ks, self, other, dims_self, dims_other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_tensordot.redispatch(ks & _BELOW, self, other, dims_self, dims_other)
+    result = aten._op_tensordot.redispatch(ks & _BELOW, self, other, dims_self, dims_other)
     _set_history(_n, (result,))
     return result
 
@@ -6200,7 +6199,7 @@ class KronBackward0(_Node):
 
 def _ag_kron_default(ks, self, other):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_kron.redispatch(ks & _BELOW, self, other)
+        return aten._op_kron.redispatch(ks & _BELOW, self, other)
     _n = KronBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -6208,7 +6207,7 @@ def _ag_kron_default(ks, self, other):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_kron.redispatch(ks & _BELOW, self, other)
+    result = aten._op_kron.redispatch(ks & _BELOW, self, other)
     _set_history(_n, (result,))
     return result
 
@@ -6236,7 +6235,7 @@ class CdistBackward0(_Node):
 
 def _ag_cdist_default(ks, x1, x2, p, compute_mode):
     if not (_gm.enabled and (x1._rg or x2._rg)):
-        return _R._op_cdist.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
+        return aten._op_cdist.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
     _n = CdistBackward0()
     _n._next = _edges(x1, x2)
     _n._input_meta = _meta(x1, x2)
@@ -6245,7 +6244,7 @@ def _ag_cdist_default(ks, x1, x2, p, compute_mode):
         _n.x1_ = _SV(x1)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.x2_ = _SV(x2)
-    result = _R._op_cdist.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
+    result = aten._op_cdist.redispatch(ks & _BELOW, x1, x2, p, compute_mode)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6266,11 +6265,11 @@ class LinalgInvBackward0(_Node):
 
 def _ag_linalg_inv_default(ks, A):
     if not (_gm.enabled and (A._rg)):
-        return _R._op_linalg_inv.redispatch(ks & _BELOW, A)
+        return aten._op_linalg_inv.redispatch(ks & _BELOW, A)
     _n = LinalgInvBackward0()
     _n._next = _edges(A)
     _n._input_meta = _meta(A)
-    result = _R._op_linalg_inv.redispatch(ks & _BELOW, A)
+    result = aten._op_linalg_inv.redispatch(ks & _BELOW, A)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6292,13 +6291,13 @@ class LinalgDetBackward0(_Node):
 
 def _ag_linalg_det_default(ks, A):
     if not (_gm.enabled and (A._rg)):
-        return _R._op_linalg_det.redispatch(ks & _BELOW, A)
+        return aten._op_linalg_det.redispatch(ks & _BELOW, A)
     _n = LinalgDetBackward0()
     _n._next = _edges(A)
     _n._input_meta = _meta(A)
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
-    result = _R._op_linalg_det.redispatch(ks & _BELOW, A)
+    result = aten._op_linalg_det.redispatch(ks & _BELOW, A)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6319,13 +6318,13 @@ class LinalgSlogdetBackward0(_Node):
 
 def _ag_linalg_slogdet_default(ks, A):
     if not (_gm.enabled and (A._rg)):
-        return _R._op_linalg_slogdet.redispatch(ks & _BELOW, A)
+        return aten._op_linalg_slogdet.redispatch(ks & _BELOW, A)
     _n = LinalgSlogdetBackward0()
     _n._next = _edges(A)
     _n._input_meta = _meta(A)
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
-    result = _R._op_linalg_slogdet.redispatch(ks & _BELOW, A)
+    result = aten._op_linalg_slogdet.redispatch(ks & _BELOW, A)
     _set_history(_n, tuple(result), None)
     return result
 
@@ -6349,13 +6348,13 @@ class LinalgSolveBackward0(_Node):
 
 def _ag_linalg_solve_default(ks, A, B, left):
     if not (_gm.enabled and (A._rg or B._rg)):
-        return _R._op_linalg_solve.redispatch(ks & _BELOW, A, B, left)
+        return aten._op_linalg_solve.redispatch(ks & _BELOW, A, B, left)
     _n = LinalgSolveBackward0()
     _n._next = _edges(A, B)
     _n._input_meta = _meta(A, B)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.A_ = _SV(A)
-    result = _R._op_linalg_solve.redispatch(ks & _BELOW, A, B, left)
+    result = aten._op_linalg_solve.redispatch(ks & _BELOW, A, B, left)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6377,12 +6376,12 @@ class LinalgCholeskyBackward0(_Node):
 
 def _ag_linalg_cholesky_default(ks, self, upper):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_linalg_cholesky.redispatch(ks & _BELOW, self, upper)
+        return aten._op_linalg_cholesky.redispatch(ks & _BELOW, self, upper)
     _n = LinalgCholeskyBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.upper = upper
-    result = _R._op_linalg_cholesky.redispatch(ks & _BELOW, self, upper)
+    result = aten._op_linalg_cholesky.redispatch(ks & _BELOW, self, upper)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6405,14 +6404,14 @@ class LinalgQrBackward0(_Node):
 
 def _ag_linalg_qr_default(ks, A, mode):
     if not (_gm.enabled and (A._rg)):
-        return _R._op_linalg_qr.redispatch(ks & _BELOW, A, mode)
+        return aten._op_linalg_qr.redispatch(ks & _BELOW, A, mode)
     _n = LinalgQrBackward0()
     _n._next = _edges(A)
     _n._input_meta = _meta(A)
     _n.mode = mode
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
-    result = _R._op_linalg_qr.redispatch(ks & _BELOW, A, mode)
+    result = aten._op_linalg_qr.redispatch(ks & _BELOW, A, mode)
     _set_history(_n, tuple(result), None)
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -6433,11 +6432,11 @@ class LinalgEighBackward0(_Node):
 
 def _ag_linalg_eigh_default(ks, self, UPLO):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_linalg_eigh.redispatch(ks & _BELOW, self, UPLO)
+        return aten._op_linalg_eigh.redispatch(ks & _BELOW, self, UPLO)
     _n = LinalgEighBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_linalg_eigh.redispatch(ks & _BELOW, self, UPLO)
+    result = aten._op_linalg_eigh.redispatch(ks & _BELOW, self, UPLO)
     _set_history(_n, tuple(result), None)
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -6459,14 +6458,14 @@ class LinalgEigvalshBackward0(_Node):
 
 def _ag_linalg_eigvalsh_default(ks, self, UPLO):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_linalg_eigvalsh.redispatch(ks & _BELOW, self, UPLO)
+        return aten._op_linalg_eigvalsh.redispatch(ks & _BELOW, self, UPLO)
     _n = LinalgEigvalshBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.UPLO = UPLO
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_linalg_eigvalsh.redispatch(ks & _BELOW, self, UPLO)
+    result = aten._op_linalg_eigvalsh.redispatch(ks & _BELOW, self, UPLO)
     _set_history(_n, (result,))
     return result
 
@@ -6488,14 +6487,14 @@ class LinalgSvdBackward0(_Node):
 
 def _ag_linalg_svd_default(ks, A, full_matrices, driver):
     if not (_gm.enabled and (A._rg)):
-        return _R._op_linalg_svd.redispatch(ks & _BELOW, A, full_matrices, driver)
+        return aten._op_linalg_svd.redispatch(ks & _BELOW, A, full_matrices, driver)
     _n = LinalgSvdBackward0()
     _n._next = _edges(A)
     _n._input_meta = _meta(A)
     _n.full_matrices = full_matrices
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
-    result = _R._op_linalg_svd.redispatch(ks & _BELOW, A, full_matrices, driver)
+    result = aten._op_linalg_svd.redispatch(ks & _BELOW, A, full_matrices, driver)
     _set_history(_n, tuple(result), None)
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -6516,13 +6515,13 @@ class LinalgSvdvalsBackward0(_Node):
 
 def _ag_linalg_svdvals_default(ks, A, driver):
     if not (_gm.enabled and (A._rg)):
-        return _R._op_linalg_svdvals.redispatch(ks & _BELOW, A, driver)
+        return aten._op_linalg_svdvals.redispatch(ks & _BELOW, A, driver)
     _n = LinalgSvdvalsBackward0()
     _n._next = _edges(A)
     _n._input_meta = _meta(A)
     if _n._next[0] is not None:
         _n.A_ = _SV(A)
-    result = _R._op_linalg_svdvals.redispatch(ks & _BELOW, A, driver)
+    result = aten._op_linalg_svdvals.redispatch(ks & _BELOW, A, driver)
     _set_history(_n, (result,))
     return result
 
@@ -6543,13 +6542,13 @@ class LinalgPinvBackward0(_Node):
 
 def _ag_linalg_pinv_default(ks, self, atol, rtol, hermitian):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_linalg_pinv.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
+        return aten._op_linalg_pinv.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
     _n = LinalgPinvBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_linalg_pinv.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
+    result = aten._op_linalg_pinv.redispatch(ks & _BELOW, self, atol, rtol, hermitian)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6571,14 +6570,14 @@ class LinalgMatrixPowerBackward0(_Node):
 
 def _ag_linalg_matrix_power_default(ks, self, n):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_linalg_matrix_power.redispatch(ks & _BELOW, self, n)
+        return aten._op_linalg_matrix_power.redispatch(ks & _BELOW, self, n)
     _n = LinalgMatrixPowerBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.n = n
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_linalg_matrix_power.redispatch(ks & _BELOW, self, n)
+    result = aten._op_linalg_matrix_power.redispatch(ks & _BELOW, self, n)
     _set_history(_n, (result,))
     return result
 
@@ -6603,7 +6602,7 @@ class LinalgLstsqBackward0(_Node):
 
 def _ag_linalg_lstsq_default(ks, self, b, rcond, driver):
     if not (_gm.enabled and (self._rg or b._rg)):
-        return _R._op_linalg_lstsq.redispatch(ks & _BELOW, self, b, rcond, driver)
+        return aten._op_linalg_lstsq.redispatch(ks & _BELOW, self, b, rcond, driver)
     _n = LinalgLstsqBackward0()
     _n._next = _edges(self, b)
     _n._input_meta = _meta(self, b)
@@ -6611,7 +6610,7 @@ def _ag_linalg_lstsq_default(ks, self, b, rcond, driver):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.b_ = _SV(b)
-    result = _R._op_linalg_lstsq.redispatch(ks & _BELOW, self, b, rcond, driver)
+    result = aten._op_linalg_lstsq.redispatch(ks & _BELOW, self, b, rcond, driver)
     _set_history(_n, tuple(result), None)
     return result
 
@@ -6635,7 +6634,7 @@ class LinalgCrossBackward0(_Node):
 
 def _ag_linalg_cross_default(ks, self, other, dim):
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_linalg_cross.redispatch(ks & _BELOW, self, other, dim)
+        return aten._op_linalg_cross.redispatch(ks & _BELOW, self, other, dim)
     _n = LinalgCrossBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -6644,7 +6643,7 @@ def _ag_linalg_cross_default(ks, self, other, dim):
         _n.self_ = _SV(self)
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_linalg_cross.redispatch(ks & _BELOW, self, other, dim)
+    result = aten._op_linalg_cross.redispatch(ks & _BELOW, self, other, dim)
     _set_history(_n, (result,))
     return result
 
@@ -6668,7 +6667,7 @@ class LinalgVectorNormBackward0(_Node):
 
 def _ag_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_linalg_vector_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
+        return aten._op_linalg_vector_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
     _n = LinalgVectorNormBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -6677,7 +6676,7 @@ def _ag_linalg_vector_norm_default(ks, self, ord, dim, keepdim, dtype):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_linalg_vector_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
+    result = aten._op_linalg_vector_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6702,7 +6701,7 @@ class LinalgMatrixNormBackward0(_Node):
 
 def _ag_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_linalg_matrix_norm_str_ord.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
+        return aten._op_linalg_matrix_norm_str_ord.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
     _n = LinalgMatrixNormBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -6711,7 +6710,7 @@ def _ag_linalg_matrix_norm_str_ord(ks, self, ord, dim, keepdim, dtype):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_linalg_matrix_norm_str_ord.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
+    result = aten._op_linalg_matrix_norm_str_ord.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6736,7 +6735,7 @@ class LinalgMatrixNormBackward1(_Node):
 
 def _ag_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_linalg_matrix_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
+        return aten._op_linalg_matrix_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
     _n = LinalgMatrixNormBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -6745,7 +6744,7 @@ def _ag_linalg_matrix_norm_default(ks, self, ord, dim, keepdim, dtype):
     _n.keepdim = keepdim
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_linalg_matrix_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
+    result = aten._op_linalg_matrix_norm.redispatch(ks & _BELOW, self, ord, dim, keepdim, dtype)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6767,13 +6766,13 @@ class DetBackward0(_Node):
 
 def _ag_det_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_det.redispatch(ks & _BELOW, self)
+        return aten._op_det.redispatch(ks & _BELOW, self)
     _n = DetBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_det.redispatch(ks & _BELOW, self)
+    result = aten._op_det.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6794,11 +6793,11 @@ class InverseBackward0(_Node):
 
 def _ag_inverse_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_inverse.redispatch(ks & _BELOW, self)
+        return aten._op_inverse.redispatch(ks & _BELOW, self)
     _n = InverseBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_inverse.redispatch(ks & _BELOW, self)
+    result = aten._op_inverse.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6819,13 +6818,13 @@ class SlogdetBackward0(_Node):
 
 def _ag_slogdet_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_slogdet.redispatch(ks & _BELOW, self)
+        return aten._op_slogdet.redispatch(ks & _BELOW, self)
     _n = SlogdetBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_slogdet.redispatch(ks & _BELOW, self)
+    result = aten._op_slogdet.redispatch(ks & _BELOW, self)
     _set_history(_n, tuple(result), None)
     return result
 
@@ -6851,7 +6850,7 @@ class MseLossBackward0(_Node):
 
 def _ag_mse_loss_default(ks, self, target, reduction):
     if not (_gm.enabled and (self._rg or target._rg)):
-        return _R._op_mse_loss.redispatch(ks & _BELOW, self, target, reduction)
+        return aten._op_mse_loss.redispatch(ks & _BELOW, self, target, reduction)
     _n = MseLossBackward0()
     _n._next = _edges(self, target)
     _n._input_meta = _meta(self, target)
@@ -6860,7 +6859,7 @@ def _ag_mse_loss_default(ks, self, target, reduction):
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.target_ = _SV(target)
-    result = _R._op_mse_loss.redispatch(ks & _BELOW, self, target, reduction)
+    result = aten._op_mse_loss.redispatch(ks & _BELOW, self, target, reduction)
     _set_history(_n, (result,))
     return result
 
@@ -6881,12 +6880,12 @@ class _SoftmaxBackward0(_Node):
 
 def _ag__softmax_default(ks, self, dim, half_to_float):
     if not (_gm.enabled and (self._rg)):
-        return _R._op__softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+        return aten._op__softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _n = _SoftmaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
-    result = _R._op__softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+    result = aten._op__softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6908,12 +6907,12 @@ class _LogSoftmaxBackward0(_Node):
 
 def _ag__log_softmax_default(ks, self, dim, half_to_float):
     if not (_gm.enabled and (self._rg)):
-        return _R._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+        return aten._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _n = _LogSoftmaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
-    result = _R._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
+    result = aten._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -6935,14 +6934,14 @@ class GeluBackward0(_Node):
 
 def _ag_gelu_default(ks, self, approximate):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_gelu.redispatch(ks & _BELOW, self, approximate)
+        return aten._op_gelu.redispatch(ks & _BELOW, self, approximate)
     _n = GeluBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.approximate = approximate
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_gelu.redispatch(ks & _BELOW, self, approximate)
+    result = aten._op_gelu.redispatch(ks & _BELOW, self, approximate)
     _set_history(_n, (result,))
     return result
 
@@ -6974,7 +6973,7 @@ class NativeLayerNormBackward0(_Node):
 
 def _ag_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
     if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
-        return _R._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
+        return aten._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
     _n = NativeLayerNormBackward0()
     _n._next = _edges(input, weight, bias)
     _n._input_meta = _meta(input, weight, bias)
@@ -6986,7 +6985,7 @@ def _ag_native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps
         _n.weight_ = _SV(weight if weight is not None else None)
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.bias_ = _SV(bias if bias is not None else None)
-    result = _R._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
+    result = aten._op_native_layer_norm.redispatch(ks & _BELOW, input, normalized_shape, weight, bias, eps)
     _set_history(_n, tuple(result), [True, False, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -7020,7 +7019,7 @@ class NativeBatchNormBackward0(_Node):
 
 def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
     if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
-        return _R._op_native_batch_norm.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
+        return aten._op_native_batch_norm.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
     _n = NativeBatchNormBackward0()
     _n._next = _edges(input, weight, bias)
     _n._input_meta = _meta(input, weight, bias)
@@ -7034,7 +7033,7 @@ def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running
         _n.running_mean_ = _SV(running_mean if running_mean is not None else None)
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.running_var_ = _SV(running_var if running_var is not None else None)
-    result = _R._op_native_batch_norm.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    result = aten._op_native_batch_norm.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
     _set_history(_n, tuple(result), [True, False, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -7068,7 +7067,7 @@ class ConvolutionBackward0(_Node):
 
 def _ag_convolution_default(ks, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     if not (_gm.enabled and (input._rg or weight._rg or (bias is not None and bias._rg))):
-        return _R._op_convolution.redispatch(ks & _BELOW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+        return aten._op_convolution.redispatch(ks & _BELOW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     _n = ConvolutionBackward0()
     _n._next = _edges(input, weight, bias)
     _n._input_meta = _meta(input, weight, bias)
@@ -7082,7 +7081,7 @@ def _ag_convolution_default(ks, input, weight, bias, stride, padding, dilation, 
         _n.input_ = _SV(input)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.weight_ = _SV(weight)
-    result = _R._op_convolution.redispatch(ks & _BELOW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    result = aten._op_convolution.redispatch(ks & _BELOW, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     _set_history(_n, (result,))
     return result
 
@@ -7103,13 +7102,13 @@ class MaxPool2dWithIndicesBackward0(_Node):
 
 def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
+        return aten._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _n = MaxPool2dWithIndicesBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
+    result = aten._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -7131,13 +7130,13 @@ class MaxPool3dWithIndicesBackward0(_Node):
 
 def _ag_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
+        return aten._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _n = MaxPool3dWithIndicesBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
+    result = aten._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
     _set_history(_n, tuple(result), [True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -7158,12 +7157,12 @@ class ConstantPadNdBackward0(_Node):
 
 def _ag_constant_pad_nd_default(ks, self, pad, value):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_constant_pad_nd.redispatch(ks & _BELOW, self, pad, value)
+        return aten._op_constant_pad_nd.redispatch(ks & _BELOW, self, pad, value)
     _n = ConstantPadNdBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.pad = pad
-    result = _R._op_constant_pad_nd.redispatch(ks & _BELOW, self, pad, value)
+    result = aten._op_constant_pad_nd.redispatch(ks & _BELOW, self, pad, value)
     _set_history(_n, (result,))
     return result
 
@@ -7186,7 +7185,7 @@ class EmbeddingBackward0(_Node):
 
 def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
     if not (_gm.enabled and (weight._rg)):
-        return _R._op_embedding.redispatch(ks & _BELOW, weight, indices, padding_idx, scale_grad_by_freq, sparse)
+        return aten._op_embedding.redispatch(ks & _BELOW, weight, indices, padding_idx, scale_grad_by_freq, sparse)
     _n = EmbeddingBackward0()
     _n._next = _edges(weight)
     _n._input_meta = _meta(weight)
@@ -7195,7 +7194,7 @@ def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, 
     _n.weight_sizes = tuple(weight.shape)
     if _n._next[0] is not None:
         _n.indices_ = _SV(indices)
-    result = _R._op_embedding.redispatch(ks & _BELOW, weight, indices, padding_idx, scale_grad_by_freq, sparse)
+    result = aten._op_embedding.redispatch(ks & _BELOW, weight, indices, padding_idx, scale_grad_by_freq, sparse)
     _set_history(_n, (result,))
     return result
 
@@ -7243,7 +7242,7 @@ class _RnnLayerBackward0(_Node):
 
 def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
     if not (_gm.enabled and (input._rg or h0._rg or (c0 is not None and c0._rg) or w_ih._rg or w_hh._rg or (b_ih is not None and b_ih._rg) or (b_hh is not None and b_hh._rg) or (w_hr is not None and w_hr._rg))):
-        return _R._op__rnn_layer.redispatch(ks & _BELOW, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
+        return aten._op__rnn_layer.redispatch(ks & _BELOW, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
     _n = _RnnLayerBackward0()
     _n._next = _edges(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
     _n._input_meta = _meta(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
@@ -7266,7 +7265,7 @@ def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_h
         _n.b_hh_ = _SV(b_hh if b_hh is not None else None)
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None or _n._next[3] is not None or _n._next[4] is not None or _n._next[5] is not None or _n._next[6] is not None or _n._next[7] is not None:
         _n.w_hr_ = _SV(w_hr if w_hr is not None else None)
-    result = _R._op__rnn_layer.redispatch(ks & _BELOW, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
+    result = aten._op__rnn_layer.redispatch(ks & _BELOW, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
     _set_history(_n, tuple(result), [True, True, True, False])
     _n.result_ = [_SV(_o, True) for _o in result]
     return result
@@ -7288,13 +7287,13 @@ class SpecialI0eBackward0(_Node):
 
 def _ag_special_i0e_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_special_i0e.redispatch(ks & _BELOW, self)
+        return aten._op_special_i0e.redispatch(ks & _BELOW, self)
     _n = SpecialI0eBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_special_i0e.redispatch(ks & _BELOW, self)
+    result = aten._op_special_i0e.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -7316,13 +7315,13 @@ class SpecialI1Backward0(_Node):
 
 def _ag_special_i1_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_special_i1.redispatch(ks & _BELOW, self)
+        return aten._op_special_i1.redispatch(ks & _BELOW, self)
     _n = SpecialI1Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_special_i1.redispatch(ks & _BELOW, self)
+    result = aten._op_special_i1.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -7344,13 +7343,13 @@ class SpecialI1eBackward0(_Node):
 
 def _ag_special_i1e_default(ks, self):
     if not (_gm.enabled and (self._rg)):
-        return _R._op_special_i1e.redispatch(ks & _BELOW, self)
+        return aten._op_special_i1e.redispatch(ks & _BELOW, self)
     _n = SpecialI1eBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
-    result = _R._op_special_i1e.redispatch(ks & _BELOW, self)
+    result = aten._op_special_i1e.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -7359,13 +7358,13 @@ def _ag_special_i1e_default(ks, self):
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_abs_.redispatch(ks & _BELOW, self)
+        return aten._op_abs_.redispatch(ks & _BELOW, self)
     _n = AbsBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_abs_.redispatch(ks & _BELOW, self)
+    result = aten._op_abs_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7373,11 +7372,11 @@ def _ag_abs__default(ks, self):
 def _ag_neg__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_neg_.redispatch(ks & _BELOW, self)
+        return aten._op_neg_.redispatch(ks & _BELOW, self)
     _n = NegBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_neg_.redispatch(ks & _BELOW, self)
+    result = aten._op_neg_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7385,11 +7384,11 @@ def _ag_neg__default(ks, self):
 def _ag_sign__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sign_.redispatch(ks & _BELOW, self)
+        return aten._op_sign_.redispatch(ks & _BELOW, self)
     _n = SignBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_sign_.redispatch(ks & _BELOW, self)
+    result = aten._op_sign_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7397,11 +7396,11 @@ def _ag_sign__default(ks, self):
 def _ag_sgn__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sgn_.redispatch(ks & _BELOW, self)
+        return aten._op_sgn_.redispatch(ks & _BELOW, self)
     _n = SgnBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_sgn_.redispatch(ks & _BELOW, self)
+    result = aten._op_sgn_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7409,11 +7408,11 @@ def _ag_sgn__default(ks, self):
 def _ag_floor__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_floor_.redispatch(ks & _BELOW, self)
+        return aten._op_floor_.redispatch(ks & _BELOW, self)
     _n = FloorBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_floor_.redispatch(ks & _BELOW, self)
+    result = aten._op_floor_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7421,11 +7420,11 @@ def _ag_floor__default(ks, self):
 def _ag_ceil__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_ceil_.redispatch(ks & _BELOW, self)
+        return aten._op_ceil_.redispatch(ks & _BELOW, self)
     _n = CeilBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_ceil_.redispatch(ks & _BELOW, self)
+    result = aten._op_ceil_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7433,11 +7432,11 @@ def _ag_ceil__default(ks, self):
 def _ag_trunc__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_trunc_.redispatch(ks & _BELOW, self)
+        return aten._op_trunc_.redispatch(ks & _BELOW, self)
     _n = TruncBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_trunc_.redispatch(ks & _BELOW, self)
+    result = aten._op_trunc_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7445,11 +7444,11 @@ def _ag_trunc__default(ks, self):
 def _ag_frac__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_frac_.redispatch(ks & _BELOW, self)
+        return aten._op_frac_.redispatch(ks & _BELOW, self)
     _n = FracBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_frac_.redispatch(ks & _BELOW, self)
+    result = aten._op_frac_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7457,11 +7456,11 @@ def _ag_frac__default(ks, self):
 def _ag_exp__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_exp_.redispatch(ks & _BELOW, self)
+        return aten._op_exp_.redispatch(ks & _BELOW, self)
     _n = ExpBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_exp_.redispatch(ks & _BELOW, self)
+    result = aten._op_exp_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7470,11 +7469,11 @@ def _ag_exp__default(ks, self):
 def _ag_exp2__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_exp2_.redispatch(ks & _BELOW, self)
+        return aten._op_exp2_.redispatch(ks & _BELOW, self)
     _n = Exp2Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_exp2_.redispatch(ks & _BELOW, self)
+    result = aten._op_exp2_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7483,11 +7482,11 @@ def _ag_exp2__default(ks, self):
 def _ag_expm1__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_expm1_.redispatch(ks & _BELOW, self)
+        return aten._op_expm1_.redispatch(ks & _BELOW, self)
     _n = Expm1Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_expm1_.redispatch(ks & _BELOW, self)
+    result = aten._op_expm1_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7496,13 +7495,13 @@ def _ag_expm1__default(ks, self):
 def _ag_log__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_log_.redispatch(ks & _BELOW, self)
+        return aten._op_log_.redispatch(ks & _BELOW, self)
     _n = LogBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_log_.redispatch(ks & _BELOW, self)
+    result = aten._op_log_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7510,13 +7509,13 @@ def _ag_log__default(ks, self):
 def _ag_log2__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_log2_.redispatch(ks & _BELOW, self)
+        return aten._op_log2_.redispatch(ks & _BELOW, self)
     _n = Log2Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_log2_.redispatch(ks & _BELOW, self)
+    result = aten._op_log2_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7524,13 +7523,13 @@ def _ag_log2__default(ks, self):
 def _ag_log10__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_log10_.redispatch(ks & _BELOW, self)
+        return aten._op_log10_.redispatch(ks & _BELOW, self)
     _n = Log10Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_log10_.redispatch(ks & _BELOW, self)
+    result = aten._op_log10_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7538,13 +7537,13 @@ def _ag_log10__default(ks, self):
 def _ag_log1p__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_log1p_.redispatch(ks & _BELOW, self)
+        return aten._op_log1p_.redispatch(ks & _BELOW, self)
     _n = Log1pBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_log1p_.redispatch(ks & _BELOW, self)
+    result = aten._op_log1p_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7552,11 +7551,11 @@ def _ag_log1p__default(ks, self):
 def _ag_sqrt__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sqrt_.redispatch(ks & _BELOW, self)
+        return aten._op_sqrt_.redispatch(ks & _BELOW, self)
     _n = SqrtBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_sqrt_.redispatch(ks & _BELOW, self)
+    result = aten._op_sqrt_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7565,11 +7564,11 @@ def _ag_sqrt__default(ks, self):
 def _ag_rsqrt__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_rsqrt_.redispatch(ks & _BELOW, self)
+        return aten._op_rsqrt_.redispatch(ks & _BELOW, self)
     _n = RsqrtBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_rsqrt_.redispatch(ks & _BELOW, self)
+    result = aten._op_rsqrt_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7578,13 +7577,13 @@ def _ag_rsqrt__default(ks, self):
 def _ag_sin__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sin_.redispatch(ks & _BELOW, self)
+        return aten._op_sin_.redispatch(ks & _BELOW, self)
     _n = SinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_sin_.redispatch(ks & _BELOW, self)
+    result = aten._op_sin_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7592,13 +7591,13 @@ def _ag_sin__default(ks, self):
 def _ag_cos__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_cos_.redispatch(ks & _BELOW, self)
+        return aten._op_cos_.redispatch(ks & _BELOW, self)
     _n = CosBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_cos_.redispatch(ks & _BELOW, self)
+    result = aten._op_cos_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7606,11 +7605,11 @@ def _ag_cos__default(ks, self):
 def _ag_tan__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_tan_.redispatch(ks & _BELOW, self)
+        return aten._op_tan_.redispatch(ks & _BELOW, self)
     _n = TanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_tan_.redispatch(ks & _BELOW, self)
+    result = aten._op_tan_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7619,13 +7618,13 @@ def _ag_tan__default(ks, self):
 def _ag_asin__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_asin_.redispatch(ks & _BELOW, self)
+        return aten._op_asin_.redispatch(ks & _BELOW, self)
     _n = AsinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_asin_.redispatch(ks & _BELOW, self)
+    result = aten._op_asin_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7633,13 +7632,13 @@ def _ag_asin__default(ks, self):
 def _ag_acos__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_acos_.redispatch(ks & _BELOW, self)
+        return aten._op_acos_.redispatch(ks & _BELOW, self)
     _n = AcosBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_acos_.redispatch(ks & _BELOW, self)
+    result = aten._op_acos_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7647,13 +7646,13 @@ def _ag_acos__default(ks, self):
 def _ag_atan__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_atan_.redispatch(ks & _BELOW, self)
+        return aten._op_atan_.redispatch(ks & _BELOW, self)
     _n = AtanBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_atan_.redispatch(ks & _BELOW, self)
+    result = aten._op_atan_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7661,13 +7660,13 @@ def _ag_atan__default(ks, self):
 def _ag_sinh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sinh_.redispatch(ks & _BELOW, self)
+        return aten._op_sinh_.redispatch(ks & _BELOW, self)
     _n = SinhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_sinh_.redispatch(ks & _BELOW, self)
+    result = aten._op_sinh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7675,13 +7674,13 @@ def _ag_sinh__default(ks, self):
 def _ag_cosh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_cosh_.redispatch(ks & _BELOW, self)
+        return aten._op_cosh_.redispatch(ks & _BELOW, self)
     _n = CoshBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_cosh_.redispatch(ks & _BELOW, self)
+    result = aten._op_cosh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7689,11 +7688,11 @@ def _ag_cosh__default(ks, self):
 def _ag_tanh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_tanh_.redispatch(ks & _BELOW, self)
+        return aten._op_tanh_.redispatch(ks & _BELOW, self)
     _n = TanhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_tanh_.redispatch(ks & _BELOW, self)
+    result = aten._op_tanh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7702,13 +7701,13 @@ def _ag_tanh__default(ks, self):
 def _ag_asinh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_asinh_.redispatch(ks & _BELOW, self)
+        return aten._op_asinh_.redispatch(ks & _BELOW, self)
     _n = AsinhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_asinh_.redispatch(ks & _BELOW, self)
+    result = aten._op_asinh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7716,13 +7715,13 @@ def _ag_asinh__default(ks, self):
 def _ag_acosh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_acosh_.redispatch(ks & _BELOW, self)
+        return aten._op_acosh_.redispatch(ks & _BELOW, self)
     _n = AcoshBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_acosh_.redispatch(ks & _BELOW, self)
+    result = aten._op_acosh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7730,13 +7729,13 @@ def _ag_acosh__default(ks, self):
 def _ag_atanh__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_atanh_.redispatch(ks & _BELOW, self)
+        return aten._op_atanh_.redispatch(ks & _BELOW, self)
     _n = AtanhBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_atanh_.redispatch(ks & _BELOW, self)
+    result = aten._op_atanh_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7744,11 +7743,11 @@ def _ag_atanh__default(ks, self):
 def _ag_sigmoid__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sigmoid_.redispatch(ks & _BELOW, self)
+        return aten._op_sigmoid_.redispatch(ks & _BELOW, self)
     _n = SigmoidBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_sigmoid_.redispatch(ks & _BELOW, self)
+    result = aten._op_sigmoid_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7757,11 +7756,11 @@ def _ag_sigmoid__default(ks, self):
 def _ag_reciprocal__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_reciprocal_.redispatch(ks & _BELOW, self)
+        return aten._op_reciprocal_.redispatch(ks & _BELOW, self)
     _n = ReciprocalBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_reciprocal_.redispatch(ks & _BELOW, self)
+    result = aten._op_reciprocal_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7770,13 +7769,13 @@ def _ag_reciprocal__default(ks, self):
 def _ag_erf__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_erf_.redispatch(ks & _BELOW, self)
+        return aten._op_erf_.redispatch(ks & _BELOW, self)
     _n = ErfBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_erf_.redispatch(ks & _BELOW, self)
+    result = aten._op_erf_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7784,13 +7783,13 @@ def _ag_erf__default(ks, self):
 def _ag_erfc__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_erfc_.redispatch(ks & _BELOW, self)
+        return aten._op_erfc_.redispatch(ks & _BELOW, self)
     _n = ErfcBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_erfc_.redispatch(ks & _BELOW, self)
+    result = aten._op_erfc_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7798,11 +7797,11 @@ def _ag_erfc__default(ks, self):
 def _ag_erfinv__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_erfinv_.redispatch(ks & _BELOW, self)
+        return aten._op_erfinv_.redispatch(ks & _BELOW, self)
     _n = ErfinvBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_erfinv_.redispatch(ks & _BELOW, self)
+    result = aten._op_erfinv_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7811,13 +7810,13 @@ def _ag_erfinv__default(ks, self):
 def _ag_lgamma__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_lgamma_.redispatch(ks & _BELOW, self)
+        return aten._op_lgamma_.redispatch(ks & _BELOW, self)
     _n = LgammaBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_lgamma_.redispatch(ks & _BELOW, self)
+    result = aten._op_lgamma_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7825,13 +7824,13 @@ def _ag_lgamma__default(ks, self):
 def _ag_digamma__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_digamma_.redispatch(ks & _BELOW, self)
+        return aten._op_digamma_.redispatch(ks & _BELOW, self)
     _n = DigammaBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_digamma_.redispatch(ks & _BELOW, self)
+    result = aten._op_digamma_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7839,13 +7838,13 @@ def _ag_digamma__default(ks, self):
 def _ag_i0__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_i0_.redispatch(ks & _BELOW, self)
+        return aten._op_i0_.redispatch(ks & _BELOW, self)
     _n = I0Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_i0_.redispatch(ks & _BELOW, self)
+    result = aten._op_i0_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7853,13 +7852,13 @@ def _ag_i0__default(ks, self):
 def _ag_sinc__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sinc_.redispatch(ks & _BELOW, self)
+        return aten._op_sinc_.redispatch(ks & _BELOW, self)
     _n = SincBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_sinc_.redispatch(ks & _BELOW, self)
+    result = aten._op_sinc_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7867,11 +7866,11 @@ def _ag_sinc__default(ks, self):
 def _ag_deg2rad__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_deg2rad_.redispatch(ks & _BELOW, self)
+        return aten._op_deg2rad_.redispatch(ks & _BELOW, self)
     _n = Deg2radBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_deg2rad_.redispatch(ks & _BELOW, self)
+    result = aten._op_deg2rad_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7879,11 +7878,11 @@ def _ag_deg2rad__default(ks, self):
 def _ag_rad2deg__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_rad2deg_.redispatch(ks & _BELOW, self)
+        return aten._op_rad2deg_.redispatch(ks & _BELOW, self)
     _n = Rad2degBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_rad2deg_.redispatch(ks & _BELOW, self)
+    result = aten._op_rad2deg_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7891,13 +7890,13 @@ def _ag_rad2deg__default(ks, self):
 def _ag_square__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_square_.redispatch(ks & _BELOW, self)
+        return aten._op_square_.redispatch(ks & _BELOW, self)
     _n = SquareBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_square_.redispatch(ks & _BELOW, self)
+    result = aten._op_square_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7905,11 +7904,11 @@ def _ag_square__default(ks, self):
 def _ag_relu__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_relu_.redispatch(ks & _BELOW, self)
+        return aten._op_relu_.redispatch(ks & _BELOW, self)
     _n = ReluBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_relu_.redispatch(ks & _BELOW, self)
+    result = aten._op_relu_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -7918,11 +7917,11 @@ def _ag_relu__default(ks, self):
 def _ag_round__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_round_.redispatch(ks & _BELOW, self)
+        return aten._op_round_.redispatch(ks & _BELOW, self)
     _n = RoundBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_round_.redispatch(ks & _BELOW, self)
+    result = aten._op_round_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -7930,11 +7929,11 @@ def _ag_round__default(ks, self):
 def _ag_round__decimals(ks, self, decimals):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_round__decimals.redispatch(ks & _BELOW, self, decimals)
+        return aten._op_round__decimals.redispatch(ks & _BELOW, self, decimals)
     _n = RoundBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_round__decimals.redispatch(ks & _BELOW, self, decimals)
+    result = aten._op_round__decimals.redispatch(ks & _BELOW, self, decimals)
     _rebase_history(self, _n)
     return result
 
@@ -7942,13 +7941,13 @@ def _ag_round__decimals(ks, self, decimals):
 def _ag_nan_to_num__default(ks, self, nan, posinf, neginf):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_nan_to_num_.redispatch(ks & _BELOW, self, nan, posinf, neginf)
+        return aten._op_nan_to_num_.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _n = NanToNumBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_nan_to_num_.redispatch(ks & _BELOW, self, nan, posinf, neginf)
+    result = aten._op_nan_to_num_.redispatch(ks & _BELOW, self, nan, posinf, neginf)
     _rebase_history(self, _n)
     return result
 
@@ -7956,14 +7955,14 @@ def _ag_nan_to_num__default(ks, self, nan, posinf, neginf):
 def _ag_logit__default(ks, self, eps):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_logit_.redispatch(ks & _BELOW, self, eps)
+        return aten._op_logit_.redispatch(ks & _BELOW, self, eps)
     _n = LogitBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.eps = eps
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_logit_.redispatch(ks & _BELOW, self, eps)
+    result = aten._op_logit_.redispatch(ks & _BELOW, self, eps)
     _rebase_history(self, _n)
     return result
 
@@ -7971,12 +7970,12 @@ def _ag_logit__default(ks, self, eps):
 def _ag_add__Tensor(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_add__Tensor.redispatch(ks & _BELOW, self, other, alpha)
+        return aten._op_add__Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = AddBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.alpha = alpha
-    result = _R._op_add__Tensor.redispatch(ks & _BELOW, self, other, alpha)
+    result = aten._op_add__Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _rebase_history(self, _n)
     return result
 
@@ -7984,11 +7983,11 @@ def _ag_add__Tensor(ks, self, other, alpha):
 def _ag_add__Scalar(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_add__Scalar.redispatch(ks & _BELOW, self, other, alpha)
+        return aten._op_add__Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = AddBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_add__Scalar.redispatch(ks & _BELOW, self, other, alpha)
+    result = aten._op_add__Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _rebase_history(self, _n)
     return result
 
@@ -7996,12 +7995,12 @@ def _ag_add__Scalar(ks, self, other, alpha):
 def _ag_sub__Tensor(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_sub__Tensor.redispatch(ks & _BELOW, self, other, alpha)
+        return aten._op_sub__Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _n = SubBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
     _n.alpha = alpha
-    result = _R._op_sub__Tensor.redispatch(ks & _BELOW, self, other, alpha)
+    result = aten._op_sub__Tensor.redispatch(ks & _BELOW, self, other, alpha)
     _rebase_history(self, _n)
     return result
 
@@ -8009,11 +8008,11 @@ def _ag_sub__Tensor(ks, self, other, alpha):
 def _ag_sub__Scalar(ks, self, other, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_sub__Scalar.redispatch(ks & _BELOW, self, other, alpha)
+        return aten._op_sub__Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _n = SubBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_sub__Scalar.redispatch(ks & _BELOW, self, other, alpha)
+    result = aten._op_sub__Scalar.redispatch(ks & _BELOW, self, other, alpha)
     _rebase_history(self, _n)
     return result
 
@@ -8021,7 +8020,7 @@ def _ag_sub__Scalar(ks, self, other, alpha):
 def _ag_mul__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_mul__Tensor.redispatch(ks & _BELOW, self, other)
+        return aten._op_mul__Tensor.redispatch(ks & _BELOW, self, other)
     _n = MulBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -8029,7 +8028,7 @@ def _ag_mul__Tensor(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_mul__Tensor.redispatch(ks & _BELOW, self, other)
+    result = aten._op_mul__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8037,12 +8036,12 @@ def _ag_mul__Tensor(ks, self, other):
 def _ag_mul__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_mul__Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_mul__Scalar.redispatch(ks & _BELOW, self, other)
     _n = MulBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.other = other
-    result = _R._op_mul__Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_mul__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8050,7 +8049,7 @@ def _ag_mul__Scalar(ks, self, other):
 def _ag_div__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_div__Tensor.redispatch(ks & _BELOW, self, other)
+        return aten._op_div__Tensor.redispatch(ks & _BELOW, self, other)
     _n = DivBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -8058,7 +8057,7 @@ def _ag_div__Tensor(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_div__Tensor.redispatch(ks & _BELOW, self, other)
+    result = aten._op_div__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8066,12 +8065,12 @@ def _ag_div__Tensor(ks, self, other):
 def _ag_div__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_div__Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_div__Scalar.redispatch(ks & _BELOW, self, other)
     _n = DivBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.other = other
-    result = _R._op_div__Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_div__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8079,7 +8078,7 @@ def _ag_div__Scalar(ks, self, other):
 def _ag_div__Tensor_mode(ks, self, other, rounding_mode):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_div__Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
+        return aten._op_div__Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _n = DivBackward2()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -8088,7 +8087,7 @@ def _ag_div__Tensor_mode(ks, self, other, rounding_mode):
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_div__Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
+    result = aten._op_div__Tensor_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _rebase_history(self, _n)
     return result
 
@@ -8096,13 +8095,13 @@ def _ag_div__Tensor_mode(ks, self, other, rounding_mode):
 def _ag_div__Scalar_mode(ks, self, other, rounding_mode):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_div__Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
+        return aten._op_div__Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _n = DivBackward3()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.other = other
     _n.rounding_mode = rounding_mode
-    result = _R._op_div__Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
+    result = aten._op_div__Scalar_mode.redispatch(ks & _BELOW, self, other, rounding_mode)
     _rebase_history(self, _n)
     return result
 
@@ -8110,7 +8109,7 @@ def _ag_div__Scalar_mode(ks, self, other, rounding_mode):
 def _ag_true_divide__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_true_divide__Tensor.redispatch(ks & _BELOW, self, other)
+        return aten._op_true_divide__Tensor.redispatch(ks & _BELOW, self, other)
     _n = TrueDivideBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -8118,7 +8117,7 @@ def _ag_true_divide__Tensor(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_true_divide__Tensor.redispatch(ks & _BELOW, self, other)
+    result = aten._op_true_divide__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8126,12 +8125,12 @@ def _ag_true_divide__Tensor(ks, self, other):
 def _ag_true_divide__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_true_divide__Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_true_divide__Scalar.redispatch(ks & _BELOW, self, other)
     _n = TrueDivideBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.other = other
-    result = _R._op_true_divide__Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_true_divide__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8139,7 +8138,7 @@ def _ag_true_divide__Scalar(ks, self, other):
 def _ag_remainder__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_remainder__Tensor.redispatch(ks & _BELOW, self, other)
+        return aten._op_remainder__Tensor.redispatch(ks & _BELOW, self, other)
     _n = RemainderBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -8147,7 +8146,7 @@ def _ag_remainder__Tensor(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_remainder__Tensor.redispatch(ks & _BELOW, self, other)
+    result = aten._op_remainder__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8155,11 +8154,11 @@ def _ag_remainder__Tensor(ks, self, other):
 def _ag_remainder__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_remainder__Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_remainder__Scalar.redispatch(ks & _BELOW, self, other)
     _n = RemainderBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_remainder__Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_remainder__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8167,7 +8166,7 @@ def _ag_remainder__Scalar(ks, self, other):
 def _ag_fmod__Tensor(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_fmod__Tensor.redispatch(ks & _BELOW, self, other)
+        return aten._op_fmod__Tensor.redispatch(ks & _BELOW, self, other)
     _n = FmodBackward1()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -8175,7 +8174,7 @@ def _ag_fmod__Tensor(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_fmod__Tensor.redispatch(ks & _BELOW, self, other)
+    result = aten._op_fmod__Tensor.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8183,11 +8182,11 @@ def _ag_fmod__Tensor(ks, self, other):
 def _ag_fmod__Scalar(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_fmod__Scalar.redispatch(ks & _BELOW, self, other)
+        return aten._op_fmod__Scalar.redispatch(ks & _BELOW, self, other)
     _n = FmodBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_fmod__Scalar.redispatch(ks & _BELOW, self, other)
+    result = aten._op_fmod__Scalar.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8195,14 +8194,14 @@ def _ag_fmod__Scalar(ks, self, other):
 def _ag_pow__Scalar(ks, self, exponent):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_pow__Scalar.redispatch(ks & _BELOW, self, exponent)
+        return aten._op_pow__Scalar.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.exponent = exponent
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_pow__Scalar.redispatch(ks & _BELOW, self, exponent)
+    result = aten._op_pow__Scalar.redispatch(ks & _BELOW, self, exponent)
     _rebase_history(self, _n)
     return result
 
@@ -8210,7 +8209,7 @@ def _ag_pow__Scalar(ks, self, exponent):
 def _ag_pow__Tensor(ks, self, exponent):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or exponent._rg)):
-        return _R._op_pow__Tensor.redispatch(ks & _BELOW, self, exponent)
+        return aten._op_pow__Tensor.redispatch(ks & _BELOW, self, exponent)
     _n = PowBackward1()
     _n._next = _edges(self, exponent)
     _n._input_meta = _meta(self, exponent)
@@ -8218,7 +8217,7 @@ def _ag_pow__Tensor(ks, self, exponent):
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.exponent_ = _SV(exponent)
-    result = _R._op_pow__Tensor.redispatch(ks & _BELOW, self, exponent)
+    result = aten._op_pow__Tensor.redispatch(ks & _BELOW, self, exponent)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -8227,7 +8226,7 @@ def _ag_pow__Tensor(ks, self, exponent):
 def _ag_atan2__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_atan2_.redispatch(ks & _BELOW, self, other)
+        return aten._op_atan2_.redispatch(ks & _BELOW, self, other)
     _n = Atan2Backward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -8235,7 +8234,7 @@ def _ag_atan2__default(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_atan2_.redispatch(ks & _BELOW, self, other)
+    result = aten._op_atan2_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8243,7 +8242,7 @@ def _ag_atan2__default(ks, self, other):
 def _ag_hypot__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_hypot_.redispatch(ks & _BELOW, self, other)
+        return aten._op_hypot_.redispatch(ks & _BELOW, self, other)
     _n = HypotBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -8251,7 +8250,7 @@ def _ag_hypot__default(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_hypot_.redispatch(ks & _BELOW, self, other)
+    result = aten._op_hypot_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -8260,7 +8259,7 @@ def _ag_hypot__default(ks, self, other):
 def _ag_copysign__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_copysign_.redispatch(ks & _BELOW, self, other)
+        return aten._op_copysign_.redispatch(ks & _BELOW, self, other)
     _n = CopysignBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -8268,7 +8267,7 @@ def _ag_copysign__default(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_copysign_.redispatch(ks & _BELOW, self, other)
+    result = aten._op_copysign_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -8277,11 +8276,11 @@ def _ag_copysign__default(ks, self, other):
 def _ag_nextafter__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_nextafter_.redispatch(ks & _BELOW, self, other)
+        return aten._op_nextafter_.redispatch(ks & _BELOW, self, other)
     _n = NextafterBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    result = _R._op_nextafter_.redispatch(ks & _BELOW, self, other)
+    result = aten._op_nextafter_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8289,7 +8288,7 @@ def _ag_nextafter__default(ks, self, other):
 def _ag_xlogy__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
-        return _R._op_xlogy_.redispatch(ks & _BELOW, self, other)
+        return aten._op_xlogy_.redispatch(ks & _BELOW, self, other)
     _n = XlogyBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
@@ -8297,7 +8296,7 @@ def _ag_xlogy__default(ks, self, other):
         _n.self_ = _SV(self.clone())
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
-    result = _R._op_xlogy_.redispatch(ks & _BELOW, self, other)
+    result = aten._op_xlogy_.redispatch(ks & _BELOW, self, other)
     _rebase_history(self, _n)
     return result
 
@@ -8305,7 +8304,7 @@ def _ag_xlogy__default(ks, self, other):
 def _ag_clamp__default(ks, self, min, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_clamp_.redispatch(ks & _BELOW, self, min, max)
+        return aten._op_clamp_.redispatch(ks & _BELOW, self, min, max)
     _n = ClampBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -8313,7 +8312,7 @@ def _ag_clamp__default(ks, self, min, max):
     _n.max = max
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_clamp_.redispatch(ks & _BELOW, self, min, max)
+    result = aten._op_clamp_.redispatch(ks & _BELOW, self, min, max)
     _rebase_history(self, _n)
     return result
 
@@ -8321,7 +8320,7 @@ def _ag_clamp__default(ks, self, min, max):
 def _ag_clamp__Tensor(ks, self, min, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or (min is not None and min._rg) or (max is not None and max._rg))):
-        return _R._op_clamp__Tensor.redispatch(ks & _BELOW, self, min, max)
+        return aten._op_clamp__Tensor.redispatch(ks & _BELOW, self, min, max)
     _n = ClampBackward0()
     _n._next = _edges(self, min, max)
     _n._input_meta = _meta(self, min, max)
@@ -8331,7 +8330,7 @@ def _ag_clamp__Tensor(ks, self, min, max):
         _n.min_ = _SV(min if min is not None else None)
     if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
         _n.max_ = _SV(max if max is not None else None)
-    result = _R._op_clamp__Tensor.redispatch(ks & _BELOW, self, min, max)
+    result = aten._op_clamp__Tensor.redispatch(ks & _BELOW, self, min, max)
     _rebase_history(self, _n)
     return result
 
@@ -8339,7 +8338,7 @@ def _ag_clamp__Tensor(ks, self, min, max):
 def _ag_clip__default(ks, self, min, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_clip_.redispatch(ks & _BELOW, self, min, max)
+        return aten._op_clip_.redispatch(ks & _BELOW, self, min, max)
     _n = ClipBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
@@ -8347,7 +8346,7 @@ def _ag_clip__default(ks, self, min, max):
     _n.max = max
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_clip_.redispatch(ks & _BELOW, self, min, max)
+    result = aten._op_clip_.redispatch(ks & _BELOW, self, min, max)
     _rebase_history(self, _n)
     return result
 
@@ -8355,14 +8354,14 @@ def _ag_clip__default(ks, self, min, max):
 def _ag_clamp_min__default(ks, self, min):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_clamp_min_.redispatch(ks & _BELOW, self, min)
+        return aten._op_clamp_min_.redispatch(ks & _BELOW, self, min)
     _n = ClampMinBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.min = min
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_clamp_min_.redispatch(ks & _BELOW, self, min)
+    result = aten._op_clamp_min_.redispatch(ks & _BELOW, self, min)
     _rebase_history(self, _n)
     return result
 
@@ -8370,14 +8369,14 @@ def _ag_clamp_min__default(ks, self, min):
 def _ag_clamp_max__default(ks, self, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_clamp_max_.redispatch(ks & _BELOW, self, max)
+        return aten._op_clamp_max_.redispatch(ks & _BELOW, self, max)
     _n = ClampMaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.max = max
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_clamp_max_.redispatch(ks & _BELOW, self, max)
+    result = aten._op_clamp_max_.redispatch(ks & _BELOW, self, max)
     _rebase_history(self, _n)
     return result
 
@@ -8385,12 +8384,12 @@ def _ag_clamp_max__default(ks, self, max):
 def _ag_lerp__Scalar(ks, self, end, weight):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or end._rg)):
-        return _R._op_lerp__Scalar.redispatch(ks & _BELOW, self, end, weight)
+        return aten._op_lerp__Scalar.redispatch(ks & _BELOW, self, end, weight)
     _n = LerpBackward0()
     _n._next = _edges(self, end)
     _n._input_meta = _meta(self, end)
     _n.weight = weight
-    result = _R._op_lerp__Scalar.redispatch(ks & _BELOW, self, end, weight)
+    result = aten._op_lerp__Scalar.redispatch(ks & _BELOW, self, end, weight)
     _rebase_history(self, _n)
     return result
 
@@ -8398,7 +8397,7 @@ def _ag_lerp__Scalar(ks, self, end, weight):
 def _ag_lerp__Tensor(ks, self, end, weight):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or end._rg or weight._rg)):
-        return _R._op_lerp__Tensor.redispatch(ks & _BELOW, self, end, weight)
+        return aten._op_lerp__Tensor.redispatch(ks & _BELOW, self, end, weight)
     _n = LerpBackward1()
     _n._next = _edges(self, end, weight)
     _n._input_meta = _meta(self, end, weight)
@@ -8408,7 +8407,7 @@ def _ag_lerp__Tensor(ks, self, end, weight):
         _n.end_ = _SV(end)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.weight_ = _SV(weight)
-    result = _R._op_lerp__Tensor.redispatch(ks & _BELOW, self, end, weight)
+    result = aten._op_lerp__Tensor.redispatch(ks & _BELOW, self, end, weight)
     _rebase_history(self, _n)
     return result
 
@@ -8416,7 +8415,7 @@ def _ag_lerp__Tensor(ks, self, end, weight):
 def _ag_addcmul__default(ks, self, tensor1, tensor2, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
-        return _R._op_addcmul_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
+        return aten._op_addcmul_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _n = AddcmulBackward0()
     _n._next = _edges(self, tensor1, tensor2)
     _n._input_meta = _meta(self, tensor1, tensor2)
@@ -8425,7 +8424,7 @@ def _ag_addcmul__default(ks, self, tensor1, tensor2, value):
         _n.tensor1_ = _SV(tensor1)
     if _n._next[1] is not None:
         _n.tensor2_ = _SV(tensor2)
-    result = _R._op_addcmul_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
+    result = aten._op_addcmul_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _rebase_history(self, _n)
     return result
 
@@ -8433,7 +8432,7 @@ def _ag_addcmul__default(ks, self, tensor1, tensor2, value):
 def _ag_addcdiv__default(ks, self, tensor1, tensor2, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or tensor1._rg or tensor2._rg)):
-        return _R._op_addcdiv_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
+        return aten._op_addcdiv_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _n = AddcdivBackward0()
     _n._next = _edges(self, tensor1, tensor2)
     _n._input_meta = _meta(self, tensor1, tensor2)
@@ -8442,7 +8441,7 @@ def _ag_addcdiv__default(ks, self, tensor1, tensor2, value):
         _n.tensor1_ = _SV(tensor1)
     if _n._next[1] is not None or _n._next[2] is not None:
         _n.tensor2_ = _SV(tensor2)
-    result = _R._op_addcdiv_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
+    result = aten._op_addcdiv_.redispatch(ks & _BELOW, self, tensor1, tensor2, value)
     _rebase_history(self, _n)
     return result
 
@@ -8450,13 +8449,13 @@ def _ag_addcdiv__default(ks, self, tensor1, tensor2, value):
 def _ag_cumsum__default(ks, self, dim, dtype):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_cumsum_.redispatch(ks & _BELOW, self, dim, dtype)
+        return aten._op_cumsum_.redispatch(ks & _BELOW, self, dim, dtype)
     _n = CumsumBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     _n.self_meta = (self.dtype, self.device)
-    result = _R._op_cumsum_.redispatch(ks & _BELOW, self, dim, dtype)
+    result = aten._op_cumsum_.redispatch(ks & _BELOW, self, dim, dtype)
     _rebase_history(self, _n)
     return result
 
@@ -8464,14 +8463,14 @@ def _ag_cumsum__default(ks, self, dim, dtype):
 def _ag_cumprod__default(ks, self, dim, dtype):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_cumprod_.redispatch(ks & _BELOW, self, dim, dtype)
+        return aten._op_cumprod_.redispatch(ks & _BELOW, self, dim, dtype)
     _n = CumprodBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
-    result = _R._op_cumprod_.redispatch(ks & _BELOW, self, dim, dtype)
+    result = aten._op_cumprod_.redispatch(ks & _BELOW, self, dim, dtype)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -8480,11 +8479,11 @@ def _ag_cumprod__default(ks, self, dim, dtype):
 def _ag_bernoulli__float(ks, self, p, generator):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_bernoulli__float.redispatch(ks & _BELOW, self, p, generator)
+        return aten._op_bernoulli__float.redispatch(ks & _BELOW, self, p, generator)
     _n = BernoulliBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    result = _R._op_bernoulli__float.redispatch(ks & _BELOW, self, p, generator)
+    result = aten._op_bernoulli__float.redispatch(ks & _BELOW, self, p, generator)
     _rebase_history(self, _n)
     return result
 
@@ -8492,13 +8491,13 @@ def _ag_bernoulli__float(ks, self, p, generator):
 def _ag_masked_fill__Scalar(ks, self, mask, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_masked_fill__Scalar.redispatch(ks & _BELOW, self, mask, value)
+        return aten._op_masked_fill__Scalar.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
         _n.mask_ = _SV(mask)
-    result = _R._op_masked_fill__Scalar.redispatch(ks & _BELOW, self, mask, value)
+    result = aten._op_masked_fill__Scalar.redispatch(ks & _BELOW, self, mask, value)
     _rebase_history(self, _n)
     return result
 
@@ -8506,13 +8505,13 @@ def _ag_masked_fill__Scalar(ks, self, mask, value):
 def _ag_masked_fill__Tensor(ks, self, mask, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or value._rg)):
-        return _R._op_masked_fill__Tensor.redispatch(ks & _BELOW, self, mask, value)
+        return aten._op_masked_fill__Tensor.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward1()
     _n._next = _edges(self, value)
     _n._input_meta = _meta(self, value)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.mask_ = _SV(mask)
-    result = _R._op_masked_fill__Tensor.redispatch(ks & _BELOW, self, mask, value)
+    result = aten._op_masked_fill__Tensor.redispatch(ks & _BELOW, self, mask, value)
     _rebase_history(self, _n)
     return result
 
@@ -8520,7 +8519,7 @@ def _ag_masked_fill__Tensor(ks, self, mask, value):
 def _ag_index_put__default(ks, self, indices, values, accumulate):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or values._rg)):
-        return _R._op_index_put_.redispatch(ks & _BELOW, self, indices, values, accumulate)
+        return aten._op_index_put_.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _n = IndexPutBackward0()
     _n._next = _edges(self, values)
     _n._input_meta = _meta(self, values)
@@ -8528,7 +8527,7 @@ def _ag_index_put__default(ks, self, indices, values, accumulate):
     _n.values_sizes = tuple(values.shape)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.indices_ = [_SV(_t) for _t in indices]
-    result = _R._op_index_put_.redispatch(ks & _BELOW, self, indices, values, accumulate)
+    result = aten._op_index_put_.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _rebase_history(self, _n)
     return result
 
@@ -8536,14 +8535,14 @@ def _ag_index_put__default(ks, self, indices, values, accumulate):
 def _ag_scatter__src(ks, self, dim, index, src):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or src._rg)):
-        return _R._op_scatter__src.redispatch(ks & _BELOW, self, dim, index, src)
+        return aten._op_scatter__src.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterBackward0()
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
     _n.dim = dim
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_scatter__src.redispatch(ks & _BELOW, self, dim, index, src)
+    result = aten._op_scatter__src.redispatch(ks & _BELOW, self, dim, index, src)
     _rebase_history(self, _n)
     return result
 
@@ -8551,14 +8550,14 @@ def _ag_scatter__src(ks, self, dim, index, src):
 def _ag_scatter__value(ks, self, dim, index, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_scatter__value.redispatch(ks & _BELOW, self, dim, index, value)
+        return aten._op_scatter__value.redispatch(ks & _BELOW, self, dim, index, value)
     _n = ScatterBackward1()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_scatter__value.redispatch(ks & _BELOW, self, dim, index, value)
+    result = aten._op_scatter__value.redispatch(ks & _BELOW, self, dim, index, value)
     _rebase_history(self, _n)
     return result
 
@@ -8566,14 +8565,14 @@ def _ag_scatter__value(ks, self, dim, index, value):
 def _ag_scatter_add__default(ks, self, dim, index, src):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or src._rg)):
-        return _R._op_scatter_add_.redispatch(ks & _BELOW, self, dim, index, src)
+        return aten._op_scatter_add_.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterAddBackward0()
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
     _n.dim = dim
     if _n._next[1] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_scatter_add_.redispatch(ks & _BELOW, self, dim, index, src)
+    result = aten._op_scatter_add_.redispatch(ks & _BELOW, self, dim, index, src)
     _rebase_history(self, _n)
     return result
 
@@ -8581,7 +8580,7 @@ def _ag_scatter_add__default(ks, self, dim, index, src):
 def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or src._rg)):
-        return _R._op_scatter_reduce__two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
+        return aten._op_scatter_reduce__two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
     _n = ScatterReduceBackward0()
     _n._next = _edges(self, src)
     _n._input_meta = _meta(self, src)
@@ -8594,7 +8593,7 @@ def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
         _n.index_ = _SV(index)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.src_ = _SV(src)
-    result = _R._op_scatter_reduce__two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
+    result = aten._op_scatter_reduce__two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
     _rebase_history(self, _n)
     _n.result_ = _SV(result, True)
     return result
@@ -8603,7 +8602,7 @@ def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
 def _ag_index_add__default(ks, self, dim, index, source, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or source._rg)):
-        return _R._op_index_add_.redispatch(ks & _BELOW, self, dim, index, source, alpha)
+        return aten._op_index_add_.redispatch(ks & _BELOW, self, dim, index, source, alpha)
     _n = IndexAddBackward0()
     _n._next = _edges(self, source)
     _n._input_meta = _meta(self, source)
@@ -8611,7 +8610,7 @@ def _ag_index_add__default(ks, self, dim, index, source, alpha):
     _n.alpha = alpha
     if _n._next[1] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_index_add_.redispatch(ks & _BELOW, self, dim, index, source, alpha)
+    result = aten._op_index_add_.redispatch(ks & _BELOW, self, dim, index, source, alpha)
     _rebase_history(self, _n)
     return result
 
@@ -8619,14 +8618,14 @@ def _ag_index_add__default(ks, self, dim, index, source, alpha):
 def _ag_index_copy__default(ks, self, dim, index, source):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or source._rg)):
-        return _R._op_index_copy_.redispatch(ks & _BELOW, self, dim, index, source)
+        return aten._op_index_copy_.redispatch(ks & _BELOW, self, dim, index, source)
     _n = IndexCopyBackward0()
     _n._next = _edges(self, source)
     _n._input_meta = _meta(self, source)
     _n.dim = dim
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_index_copy_.redispatch(ks & _BELOW, self, dim, index, source)
+    result = aten._op_index_copy_.redispatch(ks & _BELOW, self, dim, index, source)
     _rebase_history(self, _n)
     return result
 
@@ -8634,14 +8633,14 @@ def _ag_index_copy__default(ks, self, dim, index, source):
 def _ag_index_fill__int_Scalar(ks, self, dim, index, value):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_index_fill__int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
+        return aten._op_index_fill__int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _n = IndexFillBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
     if _n._next[0] is not None:
         _n.index_ = _SV(index)
-    result = _R._op_index_fill__int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
+    result = aten._op_index_fill__int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _rebase_history(self, _n)
     return result
 
@@ -8649,14 +8648,14 @@ def _ag_index_fill__int_Scalar(ks, self, dim, index, value):
 def _ag_masked_scatter__default(ks, self, mask, source):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or source._rg)):
-        return _R._op_masked_scatter_.redispatch(ks & _BELOW, self, mask, source)
+        return aten._op_masked_scatter_.redispatch(ks & _BELOW, self, mask, source)
     _n = MaskedScatterBackward0()
     _n._next = _edges(self, source)
     _n._input_meta = _meta(self, source)
     _n.source_sizes = tuple(source.shape)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.mask_ = _SV(mask)
-    result = _R._op_masked_scatter_.redispatch(ks & _BELOW, self, mask, source)
+    result = aten._op_masked_scatter_.redispatch(ks & _BELOW, self, mask, source)
     _rebase_history(self, _n)
     return result
 
@@ -8664,12 +8663,12 @@ def _ag_masked_scatter__default(ks, self, mask, source):
 def _ag_tril__default(ks, self, diagonal):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_tril_.redispatch(ks & _BELOW, self, diagonal)
+        return aten._op_tril_.redispatch(ks & _BELOW, self, diagonal)
     _n = TrilBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.diagonal = diagonal
-    result = _R._op_tril_.redispatch(ks & _BELOW, self, diagonal)
+    result = aten._op_tril_.redispatch(ks & _BELOW, self, diagonal)
     _rebase_history(self, _n)
     return result
 
@@ -8677,12 +8676,12 @@ def _ag_tril__default(ks, self, diagonal):
 def _ag_triu__default(ks, self, diagonal):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
-        return _R._op_triu_.redispatch(ks & _BELOW, self, diagonal)
+        return aten._op_triu_.redispatch(ks & _BELOW, self, diagonal)
     _n = TriuBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.diagonal = diagonal
-    result = _R._op_triu_.redispatch(ks & _BELOW, self, diagonal)
+    result = aten._op_triu_.redispatch(ks & _BELOW, self, diagonal)
     _rebase_history(self, _n)
     return result
 
@@ -8690,7 +8689,7 @@ def _ag_triu__default(ks, self, diagonal):
 def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or mat1._rg or mat2._rg)):
-        return _R._op_addmm_.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
+        return aten._op_addmm_.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _n = AddmmBackward0()
     _n._next = _edges(self, mat1, mat2)
     _n._input_meta = _meta(self, mat1, mat2)
@@ -8700,7 +8699,7 @@ def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
         _n.mat1_ = _SV(mat1)
     if _n._next[1] is not None:
         _n.mat2_ = _SV(mat2)
-    result = _R._op_addmm_.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
+    result = aten._op_addmm_.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _rebase_history(self, _n)
     return result
 
@@ -8708,7 +8707,7 @@ def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
 def _ag_addmv__default(ks, self, mat, vec, beta, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or mat._rg or vec._rg)):
-        return _R._op_addmv_.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
+        return aten._op_addmv_.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
     _n = AddmvBackward0()
     _n._next = _edges(self, mat, vec)
     _n._input_meta = _meta(self, mat, vec)
@@ -8718,7 +8717,7 @@ def _ag_addmv__default(ks, self, mat, vec, beta, alpha):
         _n.mat_ = _SV(mat)
     if _n._next[1] is not None:
         _n.vec_ = _SV(vec)
-    result = _R._op_addmv_.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
+    result = aten._op_addmv_.redispatch(ks & _BELOW, self, mat, vec, beta, alpha)
     _rebase_history(self, _n)
     return result
 
@@ -8726,7 +8725,7 @@ def _ag_addmv__default(ks, self, mat, vec, beta, alpha):
 def _ag_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
-        return _R._op_baddbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
+        return aten._op_baddbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _n = BaddbmmBackward0()
     _n._next = _edges(self, batch1, batch2)
     _n._input_meta = _meta(self, batch1, batch2)
@@ -8736,7 +8735,7 @@ def _ag_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
         _n.batch1_ = _SV(batch1)
     if _n._next[1] is not None:
         _n.batch2_ = _SV(batch2)
-    result = _R._op_baddbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
+    result = aten._op_baddbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _rebase_history(self, _n)
     return result
 
@@ -8744,7 +8743,7 @@ def _ag_baddbmm__default(ks, self, batch1, batch2, beta, alpha):
 def _ag_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or batch1._rg or batch2._rg)):
-        return _R._op_addbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
+        return aten._op_addbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _n = AddbmmBackward0()
     _n._next = _edges(self, batch1, batch2)
     _n._input_meta = _meta(self, batch1, batch2)
@@ -8755,361 +8754,361 @@ def _ag_addbmm__default(ks, self, batch1, batch2, beta, alpha):
         _n.batch1_ = _SV(batch1)
     if _n._next[1] is not None:
         _n.batch2_ = _SV(batch2)
-    result = _R._op_addbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
+    result = aten._op_addbmm_.redispatch(ks & _BELOW, self, batch1, batch2, beta, alpha)
     _rebase_history(self, _n)
     return result
 
 
 for _h, _k in (
-    (_R._op_abs, _ag_abs_default),
-    (_R._op_neg, _ag_neg_default),
-    (_R._op_sign, _ag_sign_default),
-    (_R._op_sgn, _ag_sgn_default),
-    (_R._op_floor, _ag_floor_default),
-    (_R._op_ceil, _ag_ceil_default),
-    (_R._op_trunc, _ag_trunc_default),
-    (_R._op_frac, _ag_frac_default),
-    (_R._op_exp, _ag_exp_default),
-    (_R._op_exp2, _ag_exp2_default),
-    (_R._op_expm1, _ag_expm1_default),
-    (_R._op_log, _ag_log_default),
-    (_R._op_log2, _ag_log2_default),
-    (_R._op_log10, _ag_log10_default),
-    (_R._op_log1p, _ag_log1p_default),
-    (_R._op_sqrt, _ag_sqrt_default),
-    (_R._op_rsqrt, _ag_rsqrt_default),
-    (_R._op_sin, _ag_sin_default),
-    (_R._op_cos, _ag_cos_default),
-    (_R._op_tan, _ag_tan_default),
-    (_R._op_asin, _ag_asin_default),
-    (_R._op_acos, _ag_acos_default),
-    (_R._op_atan, _ag_atan_default),
-    (_R._op_sinh, _ag_sinh_default),
-    (_R._op_cosh, _ag_cosh_default),
-    (_R._op_tanh, _ag_tanh_default),
-    (_R._op_asinh, _ag_asinh_default),
-    (_R._op_acosh, _ag_acosh_default),
-    (_R._op_atanh, _ag_atanh_default),
-    (_R._op_sigmoid, _ag_sigmoid_default),
-    (_R._op_reciprocal, _ag_reciprocal_default),
-    (_R._op_erf, _ag_erf_default),
-    (_R._op_erfc, _ag_erfc_default),
-    (_R._op_erfinv, _ag_erfinv_default),
-    (_R._op_lgamma, _ag_lgamma_default),
-    (_R._op_digamma, _ag_digamma_default),
-    (_R._op_i0, _ag_i0_default),
-    (_R._op_sinc, _ag_sinc_default),
-    (_R._op_deg2rad, _ag_deg2rad_default),
-    (_R._op_rad2deg, _ag_rad2deg_default),
-    (_R._op_square, _ag_square_default),
-    (_R._op_relu, _ag_relu_default),
-    (_R._op_round, _ag_round_default),
-    (_R._op_round_decimals, _ag_round_decimals),
-    (_R._op_nan_to_num, _ag_nan_to_num_default),
-    (_R._op_logit, _ag_logit_default),
-    (_R._op_polygamma, _ag_polygamma_default),
-    (_R._op_add_Tensor, _ag_add_Tensor),
-    (_R._op_add_Scalar, _ag_add_Scalar),
-    (_R._op_sub_Tensor, _ag_sub_Tensor),
-    (_R._op_sub_Scalar, _ag_sub_Scalar),
-    (_R._op_mul_Tensor, _ag_mul_Tensor),
-    (_R._op_mul_Scalar, _ag_mul_Scalar),
-    (_R._op_div_Tensor, _ag_div_Tensor),
-    (_R._op_div_Scalar, _ag_div_Scalar),
-    (_R._op_div_Tensor_mode, _ag_div_Tensor_mode),
-    (_R._op_div_Scalar_mode, _ag_div_Scalar_mode),
-    (_R._op_true_divide_Tensor, _ag_true_divide_Tensor),
-    (_R._op_true_divide_Scalar, _ag_true_divide_Scalar),
-    (_R._op_remainder_Tensor, _ag_remainder_Tensor),
-    (_R._op_remainder_Scalar, _ag_remainder_Scalar),
-    (_R._op_fmod_Tensor, _ag_fmod_Tensor),
-    (_R._op_fmod_Scalar, _ag_fmod_Scalar),
-    (_R._op_rsub_Tensor, _ag_rsub_Tensor),
-    (_R._op_rsub_Scalar, _ag_rsub_Scalar),
-    (_R._op_pow_Tensor_Tensor, _ag_pow_Tensor_Tensor),
-    (_R._op_pow_Scalar, _ag_pow_Scalar),
-    (_R._op_pow_Tensor_Scalar, _ag_pow_Tensor_Scalar),
-    (_R._op_float_power_Tensor_Tensor, _ag_float_power_Tensor_Tensor),
-    (_R._op_float_power_Tensor_Scalar, _ag_float_power_Tensor_Scalar),
-    (_R._op_float_power_Scalar, _ag_float_power_Scalar),
-    (_R._op_atan2, _ag_atan2_default),
-    (_R._op_hypot, _ag_hypot_default),
-    (_R._op_logaddexp, _ag_logaddexp_default),
-    (_R._op_logaddexp2, _ag_logaddexp2_default),
-    (_R._op_copysign, _ag_copysign_default),
-    (_R._op_nextafter, _ag_nextafter_default),
-    (_R._op_maximum, _ag_maximum_default),
-    (_R._op_minimum, _ag_minimum_default),
-    (_R._op_fmax, _ag_fmax_default),
-    (_R._op_fmin, _ag_fmin_default),
-    (_R._op_xlogy, _ag_xlogy_default),
-    (_R._op_xlogy_Scalar_Other, _ag_xlogy_Scalar_Other),
-    (_R._op_xlogy_Scalar_Self, _ag_xlogy_Scalar_Self),
-    (_R._op_copysign_Scalar, _ag_copysign_Scalar),
-    (_R._op_where_self, _ag_where_self),
-    (_R._op_clamp, _ag_clamp_default),
-    (_R._op_clamp_Tensor, _ag_clamp_Tensor),
-    (_R._op_clip, _ag_clip_default),
-    (_R._op_clip_Tensor, _ag_clip_Tensor),
-    (_R._op_clamp_min, _ag_clamp_min_default),
-    (_R._op_clamp_min_Tensor, _ag_clamp_min_Tensor),
-    (_R._op_clamp_max, _ag_clamp_max_default),
-    (_R._op_clamp_max_Tensor, _ag_clamp_max_Tensor),
-    (_R._op_lerp_Scalar, _ag_lerp_Scalar),
-    (_R._op_lerp_Tensor, _ag_lerp_Tensor),
-    (_R._op_addcmul, _ag_addcmul_default),
-    (_R._op_addcdiv, _ag_addcdiv_default),
-    (_R._op_sum, _ag_sum_default),
-    (_R._op_nansum, _ag_nansum_default),
-    (_R._op_prod, _ag_prod_default),
-    (_R._op_sum_dim_IntList, _ag_sum_dim_IntList),
-    (_R._op_nansum_dim_IntList, _ag_nansum_dim_IntList),
-    (_R._op_prod_dim_int, _ag_prod_dim_int),
-    (_R._op_mean, _ag_mean_default),
-    (_R._op_mean_dim, _ag_mean_dim),
-    (_R._op_nanmean, _ag_nanmean_default),
-    (_R._op_nanmean_dim, _ag_nanmean_dim),
-    (_R._op_var_correction, _ag_var_correction),
-    (_R._op_std_correction, _ag_std_correction),
-    (_R._op_var_mean_correction, _ag_var_mean_correction),
-    (_R._op_std_mean_correction, _ag_std_mean_correction),
-    (_R._op_max, _ag_max_default),
-    (_R._op_max_dim, _ag_max_dim),
-    (_R._op_min, _ag_min_default),
-    (_R._op_min_dim, _ag_min_dim),
-    (_R._op_amax, _ag_amax_default),
-    (_R._op_amin, _ag_amin_default),
-    (_R._op_aminmax, _ag_aminmax_default),
-    (_R._op_logsumexp, _ag_logsumexp_default),
-    (_R._op_cumsum, _ag_cumsum_default),
-    (_R._op_cumprod, _ag_cumprod_default),
-    (_R._op_logcumsumexp, _ag_logcumsumexp_default),
-    (_R._op_cummax, _ag_cummax_default),
-    (_R._op_cummin, _ag_cummin_default),
-    (_R._op_sort_stable, _ag_sort_stable),
-    (_R._op_topk, _ag_topk_default),
-    (_R._op_kthvalue, _ag_kthvalue_default),
-    (_R._op_median, _ag_median_default),
-    (_R._op_median_dim, _ag_median_dim),
-    (_R._op_mode, _ag_mode_default),
-    (_R._op__unique2, _ag__unique2_default),
-    (_R._op_unique_dim, _ag_unique_dim_default),
-    (_R._op_histc, _ag_histc_default),
-    (_R._op_view, _ag_view_default),
-    (_R._op_view_dtype, _ag_view_dtype),
-    (_R._op__reshape_alias, _ag__reshape_alias_default),
-    (_R._op_as_strided, _ag_as_strided_default),
-    (_R._op_alias, _ag_alias_default),
-    (_R._op_t, _ag_t_default),
-    (_R._op_transpose_int, _ag_transpose_int),
-    (_R._op_permute, _ag_permute_default),
-    (_R._op_expand, _ag_expand_default),
-    (_R._op_squeeze, _ag_squeeze_default),
-    (_R._op_squeeze_dim, _ag_squeeze_dim),
-    (_R._op_squeeze_dims, _ag_squeeze_dims),
-    (_R._op_unsqueeze, _ag_unsqueeze_default),
-    (_R._op_unflatten_int, _ag_unflatten_int),
-    (_R._op_select_int, _ag_select_int),
-    (_R._op_slice_Tensor, _ag_slice_Tensor),
-    (_R._op_unbind_int, _ag_unbind_int),
-    (_R._op_split_Tensor, _ag_split_Tensor),
-    (_R._op_split_with_sizes, _ag_split_with_sizes_default),
-    (_R._op_unfold, _ag_unfold_default),
-    (_R._op_diagonal, _ag_diagonal_default),
-    (_R._op_empty_like, _ag_empty_like_default),
-    (_R._op_zeros_like, _ag_zeros_like_default),
-    (_R._op_ones_like, _ag_ones_like_default),
-    (_R._op_full_like, _ag_full_like_default),
-    (_R._op_normal_Tensor_Tensor, _ag_normal_Tensor_Tensor),
-    (_R._op_bernoulli, _ag_bernoulli_default),
-    (_R._op_bernoulli_p, _ag_bernoulli_p),
-    (_R._op_multinomial, _ag_multinomial_default),
-    (_R._op__to_copy, _ag__to_copy_default),
-    (_R._op_clone, _ag_clone_default),
-    (_R._op__contiguous_copy, _ag__contiguous_copy_default),
-    (_R._op_copy_, _ag_copy__default),
-    (_R._op_fill__Scalar, _ag_fill__Scalar),
-    (_R._op_fill__Tensor, _ag_fill__Tensor),
-    (_R._op_zero_, _ag_zero__default),
-    (_R._op_masked_fill_Scalar, _ag_masked_fill_Scalar),
-    (_R._op_masked_fill_Tensor, _ag_masked_fill_Tensor),
-    (_R._op_index_Tensor, _ag_index_Tensor),
-    (_R._op_index_put, _ag_index_put_default),
-    (_R._op_index_select, _ag_index_select_default),
-    (_R._op_gather, _ag_gather_default),
-    (_R._op_scatter_src, _ag_scatter_src),
-    (_R._op_scatter_value, _ag_scatter_value),
-    (_R._op_scatter_add, _ag_scatter_add_default),
-    (_R._op_scatter_reduce_two, _ag_scatter_reduce_two),
-    (_R._op_index_add, _ag_index_add_default),
-    (_R._op_index_copy, _ag_index_copy_default),
-    (_R._op_index_fill_int_Scalar, _ag_index_fill_int_Scalar),
-    (_R._op_index_fill_int_Tensor, _ag_index_fill_int_Tensor),
-    (_R._op_masked_select, _ag_masked_select_default),
-    (_R._op_masked_scatter, _ag_masked_scatter_default),
-    (_R._op_take, _ag_take_default),
-    (_R._op_take_along_dim, _ag_take_along_dim_default),
-    (_R._op_cat, _ag_cat_default),
-    (_R._op_concat, _ag_concat_default),
-    (_R._op_concatenate, _ag_concatenate_default),
-    (_R._op_stack, _ag_stack_default),
-    (_R._op_tril, _ag_tril_default),
-    (_R._op_triu, _ag_triu_default),
-    (_R._op_flip, _ag_flip_default),
-    (_R._op_roll, _ag_roll_default),
-    (_R._op_rot90, _ag_rot90_default),
-    (_R._op_repeat, _ag_repeat_default),
-    (_R._op_repeat_interleave_self_Tensor, _ag_repeat_interleave_self_Tensor),
-    (_R._op_repeat_interleave_self_int, _ag_repeat_interleave_self_int),
-    (_R._op_diag, _ag_diag_default),
-    (_R._op_diag_embed, _ag_diag_embed_default),
-    (_R._op_mm, _ag_mm_default),
-    (_R._op_bmm, _ag_bmm_default),
-    (_R._op_mv, _ag_mv_default),
-    (_R._op_dot, _ag_dot_default),
-    (_R._op_vdot, _ag_vdot_default),
-    (_R._op_outer, _ag_outer_default),
-    (_R._op_ger, _ag_ger_default),
-    (_R._op_addmm, _ag_addmm_default),
-    (_R._op_addmv, _ag_addmv_default),
-    (_R._op_baddbmm, _ag_baddbmm_default),
-    (_R._op_addbmm, _ag_addbmm_default),
-    (_R._op_einsum, _ag_einsum_default),
-    (_R._op_tensordot, _ag_tensordot_default),
-    (_R._op_kron, _ag_kron_default),
-    (_R._op_cdist, _ag_cdist_default),
-    (_R._op_linalg_inv, _ag_linalg_inv_default),
-    (_R._op_linalg_det, _ag_linalg_det_default),
-    (_R._op_linalg_slogdet, _ag_linalg_slogdet_default),
-    (_R._op_linalg_solve, _ag_linalg_solve_default),
-    (_R._op_linalg_cholesky, _ag_linalg_cholesky_default),
-    (_R._op_linalg_qr, _ag_linalg_qr_default),
-    (_R._op_linalg_eigh, _ag_linalg_eigh_default),
-    (_R._op_linalg_eigvalsh, _ag_linalg_eigvalsh_default),
-    (_R._op_linalg_svd, _ag_linalg_svd_default),
-    (_R._op_linalg_svdvals, _ag_linalg_svdvals_default),
-    (_R._op_linalg_pinv, _ag_linalg_pinv_default),
-    (_R._op_linalg_matrix_power, _ag_linalg_matrix_power_default),
-    (_R._op_linalg_lstsq, _ag_linalg_lstsq_default),
-    (_R._op_linalg_cross, _ag_linalg_cross_default),
-    (_R._op_linalg_vector_norm, _ag_linalg_vector_norm_default),
-    (_R._op_linalg_matrix_norm_str_ord, _ag_linalg_matrix_norm_str_ord),
-    (_R._op_linalg_matrix_norm, _ag_linalg_matrix_norm_default),
-    (_R._op_det, _ag_det_default),
-    (_R._op_inverse, _ag_inverse_default),
-    (_R._op_slogdet, _ag_slogdet_default),
-    (_R._op_mse_loss, _ag_mse_loss_default),
-    (_R._op__softmax, _ag__softmax_default),
-    (_R._op__log_softmax, _ag__log_softmax_default),
-    (_R._op_gelu, _ag_gelu_default),
-    (_R._op_native_layer_norm, _ag_native_layer_norm_default),
-    (_R._op_native_batch_norm, _ag_native_batch_norm_default),
-    (_R._op_convolution, _ag_convolution_default),
-    (_R._op_max_pool2d_with_indices, _ag_max_pool2d_with_indices_default),
-    (_R._op_max_pool3d_with_indices, _ag_max_pool3d_with_indices_default),
-    (_R._op_constant_pad_nd, _ag_constant_pad_nd_default),
-    (_R._op_embedding, _ag_embedding_default),
-    (_R._op__rnn_layer, _ag__rnn_layer_default),
-    (_R._op_special_i0e, _ag_special_i0e_default),
-    (_R._op_special_i1, _ag_special_i1_default),
-    (_R._op_special_i1e, _ag_special_i1e_default),
-    (_R._op_abs_, _ag_abs__default),
-    (_R._op_neg_, _ag_neg__default),
-    (_R._op_sign_, _ag_sign__default),
-    (_R._op_sgn_, _ag_sgn__default),
-    (_R._op_floor_, _ag_floor__default),
-    (_R._op_ceil_, _ag_ceil__default),
-    (_R._op_trunc_, _ag_trunc__default),
-    (_R._op_frac_, _ag_frac__default),
-    (_R._op_exp_, _ag_exp__default),
-    (_R._op_exp2_, _ag_exp2__default),
-    (_R._op_expm1_, _ag_expm1__default),
-    (_R._op_log_, _ag_log__default),
-    (_R._op_log2_, _ag_log2__default),
-    (_R._op_log10_, _ag_log10__default),
-    (_R._op_log1p_, _ag_log1p__default),
-    (_R._op_sqrt_, _ag_sqrt__default),
-    (_R._op_rsqrt_, _ag_rsqrt__default),
-    (_R._op_sin_, _ag_sin__default),
-    (_R._op_cos_, _ag_cos__default),
-    (_R._op_tan_, _ag_tan__default),
-    (_R._op_asin_, _ag_asin__default),
-    (_R._op_acos_, _ag_acos__default),
-    (_R._op_atan_, _ag_atan__default),
-    (_R._op_sinh_, _ag_sinh__default),
-    (_R._op_cosh_, _ag_cosh__default),
-    (_R._op_tanh_, _ag_tanh__default),
-    (_R._op_asinh_, _ag_asinh__default),
-    (_R._op_acosh_, _ag_acosh__default),
-    (_R._op_atanh_, _ag_atanh__default),
-    (_R._op_sigmoid_, _ag_sigmoid__default),
-    (_R._op_reciprocal_, _ag_reciprocal__default),
-    (_R._op_erf_, _ag_erf__default),
-    (_R._op_erfc_, _ag_erfc__default),
-    (_R._op_erfinv_, _ag_erfinv__default),
-    (_R._op_lgamma_, _ag_lgamma__default),
-    (_R._op_digamma_, _ag_digamma__default),
-    (_R._op_i0_, _ag_i0__default),
-    (_R._op_sinc_, _ag_sinc__default),
-    (_R._op_deg2rad_, _ag_deg2rad__default),
-    (_R._op_rad2deg_, _ag_rad2deg__default),
-    (_R._op_square_, _ag_square__default),
-    (_R._op_relu_, _ag_relu__default),
-    (_R._op_round_, _ag_round__default),
-    (_R._op_round__decimals, _ag_round__decimals),
-    (_R._op_nan_to_num_, _ag_nan_to_num__default),
-    (_R._op_logit_, _ag_logit__default),
-    (_R._op_add__Tensor, _ag_add__Tensor),
-    (_R._op_add__Scalar, _ag_add__Scalar),
-    (_R._op_sub__Tensor, _ag_sub__Tensor),
-    (_R._op_sub__Scalar, _ag_sub__Scalar),
-    (_R._op_mul__Tensor, _ag_mul__Tensor),
-    (_R._op_mul__Scalar, _ag_mul__Scalar),
-    (_R._op_div__Tensor, _ag_div__Tensor),
-    (_R._op_div__Scalar, _ag_div__Scalar),
-    (_R._op_div__Tensor_mode, _ag_div__Tensor_mode),
-    (_R._op_div__Scalar_mode, _ag_div__Scalar_mode),
-    (_R._op_true_divide__Tensor, _ag_true_divide__Tensor),
-    (_R._op_true_divide__Scalar, _ag_true_divide__Scalar),
-    (_R._op_remainder__Tensor, _ag_remainder__Tensor),
-    (_R._op_remainder__Scalar, _ag_remainder__Scalar),
-    (_R._op_fmod__Tensor, _ag_fmod__Tensor),
-    (_R._op_fmod__Scalar, _ag_fmod__Scalar),
-    (_R._op_pow__Scalar, _ag_pow__Scalar),
-    (_R._op_pow__Tensor, _ag_pow__Tensor),
-    (_R._op_atan2_, _ag_atan2__default),
-    (_R._op_hypot_, _ag_hypot__default),
-    (_R._op_copysign_, _ag_copysign__default),
-    (_R._op_nextafter_, _ag_nextafter__default),
-    (_R._op_xlogy_, _ag_xlogy__default),
-    (_R._op_clamp_, _ag_clamp__default),
-    (_R._op_clamp__Tensor, _ag_clamp__Tensor),
-    (_R._op_clip_, _ag_clip__default),
-    (_R._op_clamp_min_, _ag_clamp_min__default),
-    (_R._op_clamp_max_, _ag_clamp_max__default),
-    (_R._op_lerp__Scalar, _ag_lerp__Scalar),
-    (_R._op_lerp__Tensor, _ag_lerp__Tensor),
-    (_R._op_addcmul_, _ag_addcmul__default),
-    (_R._op_addcdiv_, _ag_addcdiv__default),
-    (_R._op_cumsum_, _ag_cumsum__default),
-    (_R._op_cumprod_, _ag_cumprod__default),
-    (_R._op_bernoulli__float, _ag_bernoulli__float),
-    (_R._op_masked_fill__Scalar, _ag_masked_fill__Scalar),
-    (_R._op_masked_fill__Tensor, _ag_masked_fill__Tensor),
-    (_R._op_index_put_, _ag_index_put__default),
-    (_R._op_scatter__src, _ag_scatter__src),
-    (_R._op_scatter__value, _ag_scatter__value),
-    (_R._op_scatter_add_, _ag_scatter_add__default),
-    (_R._op_scatter_reduce__two, _ag_scatter_reduce__two),
-    (_R._op_index_add_, _ag_index_add__default),
-    (_R._op_index_copy_, _ag_index_copy__default),
-    (_R._op_index_fill__int_Scalar, _ag_index_fill__int_Scalar),
-    (_R._op_masked_scatter_, _ag_masked_scatter__default),
-    (_R._op_tril_, _ag_tril__default),
-    (_R._op_triu_, _ag_triu__default),
-    (_R._op_addmm_, _ag_addmm__default),
-    (_R._op_addmv_, _ag_addmv__default),
-    (_R._op_baddbmm_, _ag_baddbmm__default),
-    (_R._op_addbmm_, _ag_addbmm__default),
+    (aten._op_abs, _ag_abs_default),
+    (aten._op_neg, _ag_neg_default),
+    (aten._op_sign, _ag_sign_default),
+    (aten._op_sgn, _ag_sgn_default),
+    (aten._op_floor, _ag_floor_default),
+    (aten._op_ceil, _ag_ceil_default),
+    (aten._op_trunc, _ag_trunc_default),
+    (aten._op_frac, _ag_frac_default),
+    (aten._op_exp, _ag_exp_default),
+    (aten._op_exp2, _ag_exp2_default),
+    (aten._op_expm1, _ag_expm1_default),
+    (aten._op_log, _ag_log_default),
+    (aten._op_log2, _ag_log2_default),
+    (aten._op_log10, _ag_log10_default),
+    (aten._op_log1p, _ag_log1p_default),
+    (aten._op_sqrt, _ag_sqrt_default),
+    (aten._op_rsqrt, _ag_rsqrt_default),
+    (aten._op_sin, _ag_sin_default),
+    (aten._op_cos, _ag_cos_default),
+    (aten._op_tan, _ag_tan_default),
+    (aten._op_asin, _ag_asin_default),
+    (aten._op_acos, _ag_acos_default),
+    (aten._op_atan, _ag_atan_default),
+    (aten._op_sinh, _ag_sinh_default),
+    (aten._op_cosh, _ag_cosh_default),
+    (aten._op_tanh, _ag_tanh_default),
+    (aten._op_asinh, _ag_asinh_default),
+    (aten._op_acosh, _ag_acosh_default),
+    (aten._op_atanh, _ag_atanh_default),
+    (aten._op_sigmoid, _ag_sigmoid_default),
+    (aten._op_reciprocal, _ag_reciprocal_default),
+    (aten._op_erf, _ag_erf_default),
+    (aten._op_erfc, _ag_erfc_default),
+    (aten._op_erfinv, _ag_erfinv_default),
+    (aten._op_lgamma, _ag_lgamma_default),
+    (aten._op_digamma, _ag_digamma_default),
+    (aten._op_i0, _ag_i0_default),
+    (aten._op_sinc, _ag_sinc_default),
+    (aten._op_deg2rad, _ag_deg2rad_default),
+    (aten._op_rad2deg, _ag_rad2deg_default),
+    (aten._op_square, _ag_square_default),
+    (aten._op_relu, _ag_relu_default),
+    (aten._op_round, _ag_round_default),
+    (aten._op_round_decimals, _ag_round_decimals),
+    (aten._op_nan_to_num, _ag_nan_to_num_default),
+    (aten._op_logit, _ag_logit_default),
+    (aten._op_polygamma, _ag_polygamma_default),
+    (aten._op_add_Tensor, _ag_add_Tensor),
+    (aten._op_add_Scalar, _ag_add_Scalar),
+    (aten._op_sub_Tensor, _ag_sub_Tensor),
+    (aten._op_sub_Scalar, _ag_sub_Scalar),
+    (aten._op_mul_Tensor, _ag_mul_Tensor),
+    (aten._op_mul_Scalar, _ag_mul_Scalar),
+    (aten._op_div_Tensor, _ag_div_Tensor),
+    (aten._op_div_Scalar, _ag_div_Scalar),
+    (aten._op_div_Tensor_mode, _ag_div_Tensor_mode),
+    (aten._op_div_Scalar_mode, _ag_div_Scalar_mode),
+    (aten._op_true_divide_Tensor, _ag_true_divide_Tensor),
+    (aten._op_true_divide_Scalar, _ag_true_divide_Scalar),
+    (aten._op_remainder_Tensor, _ag_remainder_Tensor),
+    (aten._op_remainder_Scalar, _ag_remainder_Scalar),
+    (aten._op_fmod_Tensor, _ag_fmod_Tensor),
+    (aten._op_fmod_Scalar, _ag_fmod_Scalar),
+    (aten._op_rsub_Tensor, _ag_rsub_Tensor),
+    (aten._op_rsub_Scalar, _ag_rsub_Scalar),
+    (aten._op_pow_Tensor_Tensor, _ag_pow_Tensor_Tensor),
+    (aten._op_pow_Scalar, _ag_pow_Scalar),
+    (aten._op_pow_Tensor_Scalar, _ag_pow_Tensor_Scalar),
+    (aten._op_float_power_Tensor_Tensor, _ag_float_power_Tensor_Tensor),
+    (aten._op_float_power_Tensor_Scalar, _ag_float_power_Tensor_Scalar),
+    (aten._op_float_power_Scalar, _ag_float_power_Scalar),
+    (aten._op_atan2, _ag_atan2_default),
+    (aten._op_hypot, _ag_hypot_default),
+    (aten._op_logaddexp, _ag_logaddexp_default),
+    (aten._op_logaddexp2, _ag_logaddexp2_default),
+    (aten._op_copysign, _ag_copysign_default),
+    (aten._op_nextafter, _ag_nextafter_default),
+    (aten._op_maximum, _ag_maximum_default),
+    (aten._op_minimum, _ag_minimum_default),
+    (aten._op_fmax, _ag_fmax_default),
+    (aten._op_fmin, _ag_fmin_default),
+    (aten._op_xlogy, _ag_xlogy_default),
+    (aten._op_xlogy_Scalar_Other, _ag_xlogy_Scalar_Other),
+    (aten._op_xlogy_Scalar_Self, _ag_xlogy_Scalar_Self),
+    (aten._op_copysign_Scalar, _ag_copysign_Scalar),
+    (aten._op_where_self, _ag_where_self),
+    (aten._op_clamp, _ag_clamp_default),
+    (aten._op_clamp_Tensor, _ag_clamp_Tensor),
+    (aten._op_clip, _ag_clip_default),
+    (aten._op_clip_Tensor, _ag_clip_Tensor),
+    (aten._op_clamp_min, _ag_clamp_min_default),
+    (aten._op_clamp_min_Tensor, _ag_clamp_min_Tensor),
+    (aten._op_clamp_max, _ag_clamp_max_default),
+    (aten._op_clamp_max_Tensor, _ag_clamp_max_Tensor),
+    (aten._op_lerp_Scalar, _ag_lerp_Scalar),
+    (aten._op_lerp_Tensor, _ag_lerp_Tensor),
+    (aten._op_addcmul, _ag_addcmul_default),
+    (aten._op_addcdiv, _ag_addcdiv_default),
+    (aten._op_sum, _ag_sum_default),
+    (aten._op_nansum, _ag_nansum_default),
+    (aten._op_prod, _ag_prod_default),
+    (aten._op_sum_dim_IntList, _ag_sum_dim_IntList),
+    (aten._op_nansum_dim_IntList, _ag_nansum_dim_IntList),
+    (aten._op_prod_dim_int, _ag_prod_dim_int),
+    (aten._op_mean, _ag_mean_default),
+    (aten._op_mean_dim, _ag_mean_dim),
+    (aten._op_nanmean, _ag_nanmean_default),
+    (aten._op_nanmean_dim, _ag_nanmean_dim),
+    (aten._op_var_correction, _ag_var_correction),
+    (aten._op_std_correction, _ag_std_correction),
+    (aten._op_var_mean_correction, _ag_var_mean_correction),
+    (aten._op_std_mean_correction, _ag_std_mean_correction),
+    (aten._op_max, _ag_max_default),
+    (aten._op_max_dim, _ag_max_dim),
+    (aten._op_min, _ag_min_default),
+    (aten._op_min_dim, _ag_min_dim),
+    (aten._op_amax, _ag_amax_default),
+    (aten._op_amin, _ag_amin_default),
+    (aten._op_aminmax, _ag_aminmax_default),
+    (aten._op_logsumexp, _ag_logsumexp_default),
+    (aten._op_cumsum, _ag_cumsum_default),
+    (aten._op_cumprod, _ag_cumprod_default),
+    (aten._op_logcumsumexp, _ag_logcumsumexp_default),
+    (aten._op_cummax, _ag_cummax_default),
+    (aten._op_cummin, _ag_cummin_default),
+    (aten._op_sort_stable, _ag_sort_stable),
+    (aten._op_topk, _ag_topk_default),
+    (aten._op_kthvalue, _ag_kthvalue_default),
+    (aten._op_median, _ag_median_default),
+    (aten._op_median_dim, _ag_median_dim),
+    (aten._op_mode, _ag_mode_default),
+    (aten._op__unique2, _ag__unique2_default),
+    (aten._op_unique_dim, _ag_unique_dim_default),
+    (aten._op_histc, _ag_histc_default),
+    (aten._op_view, _ag_view_default),
+    (aten._op_view_dtype, _ag_view_dtype),
+    (aten._op__reshape_alias, _ag__reshape_alias_default),
+    (aten._op_as_strided, _ag_as_strided_default),
+    (aten._op_alias, _ag_alias_default),
+    (aten._op_t, _ag_t_default),
+    (aten._op_transpose_int, _ag_transpose_int),
+    (aten._op_permute, _ag_permute_default),
+    (aten._op_expand, _ag_expand_default),
+    (aten._op_squeeze, _ag_squeeze_default),
+    (aten._op_squeeze_dim, _ag_squeeze_dim),
+    (aten._op_squeeze_dims, _ag_squeeze_dims),
+    (aten._op_unsqueeze, _ag_unsqueeze_default),
+    (aten._op_unflatten_int, _ag_unflatten_int),
+    (aten._op_select_int, _ag_select_int),
+    (aten._op_slice_Tensor, _ag_slice_Tensor),
+    (aten._op_unbind_int, _ag_unbind_int),
+    (aten._op_split_Tensor, _ag_split_Tensor),
+    (aten._op_split_with_sizes, _ag_split_with_sizes_default),
+    (aten._op_unfold, _ag_unfold_default),
+    (aten._op_diagonal, _ag_diagonal_default),
+    (aten._op_empty_like, _ag_empty_like_default),
+    (aten._op_zeros_like, _ag_zeros_like_default),
+    (aten._op_ones_like, _ag_ones_like_default),
+    (aten._op_full_like, _ag_full_like_default),
+    (aten._op_normal_Tensor_Tensor, _ag_normal_Tensor_Tensor),
+    (aten._op_bernoulli, _ag_bernoulli_default),
+    (aten._op_bernoulli_p, _ag_bernoulli_p),
+    (aten._op_multinomial, _ag_multinomial_default),
+    (aten._op__to_copy, _ag__to_copy_default),
+    (aten._op_clone, _ag_clone_default),
+    (aten._op__contiguous_copy, _ag__contiguous_copy_default),
+    (aten._op_copy_, _ag_copy__default),
+    (aten._op_fill__Scalar, _ag_fill__Scalar),
+    (aten._op_fill__Tensor, _ag_fill__Tensor),
+    (aten._op_zero_, _ag_zero__default),
+    (aten._op_masked_fill_Scalar, _ag_masked_fill_Scalar),
+    (aten._op_masked_fill_Tensor, _ag_masked_fill_Tensor),
+    (aten._op_index_Tensor, _ag_index_Tensor),
+    (aten._op_index_put, _ag_index_put_default),
+    (aten._op_index_select, _ag_index_select_default),
+    (aten._op_gather, _ag_gather_default),
+    (aten._op_scatter_src, _ag_scatter_src),
+    (aten._op_scatter_value, _ag_scatter_value),
+    (aten._op_scatter_add, _ag_scatter_add_default),
+    (aten._op_scatter_reduce_two, _ag_scatter_reduce_two),
+    (aten._op_index_add, _ag_index_add_default),
+    (aten._op_index_copy, _ag_index_copy_default),
+    (aten._op_index_fill_int_Scalar, _ag_index_fill_int_Scalar),
+    (aten._op_index_fill_int_Tensor, _ag_index_fill_int_Tensor),
+    (aten._op_masked_select, _ag_masked_select_default),
+    (aten._op_masked_scatter, _ag_masked_scatter_default),
+    (aten._op_take, _ag_take_default),
+    (aten._op_take_along_dim, _ag_take_along_dim_default),
+    (aten._op_cat, _ag_cat_default),
+    (aten._op_concat, _ag_concat_default),
+    (aten._op_concatenate, _ag_concatenate_default),
+    (aten._op_stack, _ag_stack_default),
+    (aten._op_tril, _ag_tril_default),
+    (aten._op_triu, _ag_triu_default),
+    (aten._op_flip, _ag_flip_default),
+    (aten._op_roll, _ag_roll_default),
+    (aten._op_rot90, _ag_rot90_default),
+    (aten._op_repeat, _ag_repeat_default),
+    (aten._op_repeat_interleave_self_Tensor, _ag_repeat_interleave_self_Tensor),
+    (aten._op_repeat_interleave_self_int, _ag_repeat_interleave_self_int),
+    (aten._op_diag, _ag_diag_default),
+    (aten._op_diag_embed, _ag_diag_embed_default),
+    (aten._op_mm, _ag_mm_default),
+    (aten._op_bmm, _ag_bmm_default),
+    (aten._op_mv, _ag_mv_default),
+    (aten._op_dot, _ag_dot_default),
+    (aten._op_vdot, _ag_vdot_default),
+    (aten._op_outer, _ag_outer_default),
+    (aten._op_ger, _ag_ger_default),
+    (aten._op_addmm, _ag_addmm_default),
+    (aten._op_addmv, _ag_addmv_default),
+    (aten._op_baddbmm, _ag_baddbmm_default),
+    (aten._op_addbmm, _ag_addbmm_default),
+    (aten._op_einsum, _ag_einsum_default),
+    (aten._op_tensordot, _ag_tensordot_default),
+    (aten._op_kron, _ag_kron_default),
+    (aten._op_cdist, _ag_cdist_default),
+    (aten._op_linalg_inv, _ag_linalg_inv_default),
+    (aten._op_linalg_det, _ag_linalg_det_default),
+    (aten._op_linalg_slogdet, _ag_linalg_slogdet_default),
+    (aten._op_linalg_solve, _ag_linalg_solve_default),
+    (aten._op_linalg_cholesky, _ag_linalg_cholesky_default),
+    (aten._op_linalg_qr, _ag_linalg_qr_default),
+    (aten._op_linalg_eigh, _ag_linalg_eigh_default),
+    (aten._op_linalg_eigvalsh, _ag_linalg_eigvalsh_default),
+    (aten._op_linalg_svd, _ag_linalg_svd_default),
+    (aten._op_linalg_svdvals, _ag_linalg_svdvals_default),
+    (aten._op_linalg_pinv, _ag_linalg_pinv_default),
+    (aten._op_linalg_matrix_power, _ag_linalg_matrix_power_default),
+    (aten._op_linalg_lstsq, _ag_linalg_lstsq_default),
+    (aten._op_linalg_cross, _ag_linalg_cross_default),
+    (aten._op_linalg_vector_norm, _ag_linalg_vector_norm_default),
+    (aten._op_linalg_matrix_norm_str_ord, _ag_linalg_matrix_norm_str_ord),
+    (aten._op_linalg_matrix_norm, _ag_linalg_matrix_norm_default),
+    (aten._op_det, _ag_det_default),
+    (aten._op_inverse, _ag_inverse_default),
+    (aten._op_slogdet, _ag_slogdet_default),
+    (aten._op_mse_loss, _ag_mse_loss_default),
+    (aten._op__softmax, _ag__softmax_default),
+    (aten._op__log_softmax, _ag__log_softmax_default),
+    (aten._op_gelu, _ag_gelu_default),
+    (aten._op_native_layer_norm, _ag_native_layer_norm_default),
+    (aten._op_native_batch_norm, _ag_native_batch_norm_default),
+    (aten._op_convolution, _ag_convolution_default),
+    (aten._op_max_pool2d_with_indices, _ag_max_pool2d_with_indices_default),
+    (aten._op_max_pool3d_with_indices, _ag_max_pool3d_with_indices_default),
+    (aten._op_constant_pad_nd, _ag_constant_pad_nd_default),
+    (aten._op_embedding, _ag_embedding_default),
+    (aten._op__rnn_layer, _ag__rnn_layer_default),
+    (aten._op_special_i0e, _ag_special_i0e_default),
+    (aten._op_special_i1, _ag_special_i1_default),
+    (aten._op_special_i1e, _ag_special_i1e_default),
+    (aten._op_abs_, _ag_abs__default),
+    (aten._op_neg_, _ag_neg__default),
+    (aten._op_sign_, _ag_sign__default),
+    (aten._op_sgn_, _ag_sgn__default),
+    (aten._op_floor_, _ag_floor__default),
+    (aten._op_ceil_, _ag_ceil__default),
+    (aten._op_trunc_, _ag_trunc__default),
+    (aten._op_frac_, _ag_frac__default),
+    (aten._op_exp_, _ag_exp__default),
+    (aten._op_exp2_, _ag_exp2__default),
+    (aten._op_expm1_, _ag_expm1__default),
+    (aten._op_log_, _ag_log__default),
+    (aten._op_log2_, _ag_log2__default),
+    (aten._op_log10_, _ag_log10__default),
+    (aten._op_log1p_, _ag_log1p__default),
+    (aten._op_sqrt_, _ag_sqrt__default),
+    (aten._op_rsqrt_, _ag_rsqrt__default),
+    (aten._op_sin_, _ag_sin__default),
+    (aten._op_cos_, _ag_cos__default),
+    (aten._op_tan_, _ag_tan__default),
+    (aten._op_asin_, _ag_asin__default),
+    (aten._op_acos_, _ag_acos__default),
+    (aten._op_atan_, _ag_atan__default),
+    (aten._op_sinh_, _ag_sinh__default),
+    (aten._op_cosh_, _ag_cosh__default),
+    (aten._op_tanh_, _ag_tanh__default),
+    (aten._op_asinh_, _ag_asinh__default),
+    (aten._op_acosh_, _ag_acosh__default),
+    (aten._op_atanh_, _ag_atanh__default),
+    (aten._op_sigmoid_, _ag_sigmoid__default),
+    (aten._op_reciprocal_, _ag_reciprocal__default),
+    (aten._op_erf_, _ag_erf__default),
+    (aten._op_erfc_, _ag_erfc__default),
+    (aten._op_erfinv_, _ag_erfinv__default),
+    (aten._op_lgamma_, _ag_lgamma__default),
+    (aten._op_digamma_, _ag_digamma__default),
+    (aten._op_i0_, _ag_i0__default),
+    (aten._op_sinc_, _ag_sinc__default),
+    (aten._op_deg2rad_, _ag_deg2rad__default),
+    (aten._op_rad2deg_, _ag_rad2deg__default),
+    (aten._op_square_, _ag_square__default),
+    (aten._op_relu_, _ag_relu__default),
+    (aten._op_round_, _ag_round__default),
+    (aten._op_round__decimals, _ag_round__decimals),
+    (aten._op_nan_to_num_, _ag_nan_to_num__default),
+    (aten._op_logit_, _ag_logit__default),
+    (aten._op_add__Tensor, _ag_add__Tensor),
+    (aten._op_add__Scalar, _ag_add__Scalar),
+    (aten._op_sub__Tensor, _ag_sub__Tensor),
+    (aten._op_sub__Scalar, _ag_sub__Scalar),
+    (aten._op_mul__Tensor, _ag_mul__Tensor),
+    (aten._op_mul__Scalar, _ag_mul__Scalar),
+    (aten._op_div__Tensor, _ag_div__Tensor),
+    (aten._op_div__Scalar, _ag_div__Scalar),
+    (aten._op_div__Tensor_mode, _ag_div__Tensor_mode),
+    (aten._op_div__Scalar_mode, _ag_div__Scalar_mode),
+    (aten._op_true_divide__Tensor, _ag_true_divide__Tensor),
+    (aten._op_true_divide__Scalar, _ag_true_divide__Scalar),
+    (aten._op_remainder__Tensor, _ag_remainder__Tensor),
+    (aten._op_remainder__Scalar, _ag_remainder__Scalar),
+    (aten._op_fmod__Tensor, _ag_fmod__Tensor),
+    (aten._op_fmod__Scalar, _ag_fmod__Scalar),
+    (aten._op_pow__Scalar, _ag_pow__Scalar),
+    (aten._op_pow__Tensor, _ag_pow__Tensor),
+    (aten._op_atan2_, _ag_atan2__default),
+    (aten._op_hypot_, _ag_hypot__default),
+    (aten._op_copysign_, _ag_copysign__default),
+    (aten._op_nextafter_, _ag_nextafter__default),
+    (aten._op_xlogy_, _ag_xlogy__default),
+    (aten._op_clamp_, _ag_clamp__default),
+    (aten._op_clamp__Tensor, _ag_clamp__Tensor),
+    (aten._op_clip_, _ag_clip__default),
+    (aten._op_clamp_min_, _ag_clamp_min__default),
+    (aten._op_clamp_max_, _ag_clamp_max__default),
+    (aten._op_lerp__Scalar, _ag_lerp__Scalar),
+    (aten._op_lerp__Tensor, _ag_lerp__Tensor),
+    (aten._op_addcmul_, _ag_addcmul__default),
+    (aten._op_addcdiv_, _ag_addcdiv__default),
+    (aten._op_cumsum_, _ag_cumsum__default),
+    (aten._op_cumprod_, _ag_cumprod__default),
+    (aten._op_bernoulli__float, _ag_bernoulli__float),
+    (aten._op_masked_fill__Scalar, _ag_masked_fill__Scalar),
+    (aten._op_masked_fill__Tensor, _ag_masked_fill__Tensor),
+    (aten._op_index_put_, _ag_index_put__default),
+    (aten._op_scatter__src, _ag_scatter__src),
+    (aten._op_scatter__value, _ag_scatter__value),
+    (aten._op_scatter_add_, _ag_scatter_add__default),
+    (aten._op_scatter_reduce__two, _ag_scatter_reduce__two),
+    (aten._op_index_add_, _ag_index_add__default),
+    (aten._op_index_copy_, _ag_index_copy__default),
+    (aten._op_index_fill__int_Scalar, _ag_index_fill__int_Scalar),
+    (aten._op_masked_scatter_, _ag_masked_scatter__default),
+    (aten._op_tril_, _ag_tril__default),
+    (aten._op_triu_, _ag_triu__default),
+    (aten._op_addmm_, _ag_addmm__default),
+    (aten._op_addmv_, _ag_addmv__default),
+    (aten._op_baddbmm_, _ag_baddbmm__default),
+    (aten._op_addbmm_, _ag_addbmm__default),
 ):
     _h.register(DispatchKey.Autograd, _k)

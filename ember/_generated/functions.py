@@ -2,7 +2,8 @@
 # Regenerate with: python -m tools.codegen
 
 """ember.* functions (see tools/codegen/gen.py)."""
-from ember._generated import registrations as _R
+from ember._generated import aten as _A
+from ember._generated import registrations  # noqa: F401 (registers the kernels)
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10 import dtype as _dtypes  # noqa: F401
 from ember.c10.dtype import dtype as _dtype
@@ -29,14 +30,14 @@ def abs(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_abs.call(input._ks, input)
+                return _A._op_abs.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_abs_out.call(input._ks, input, out)
+                return _A._op_abs_out.call(input._ks, input, out)
     _i, _a = _sig_abs.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_abs.call(_a['input']._ks, _a['input'])
-        return _R._op_abs_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_abs.call(_a['input']._ks, _a['input'])
+        return _A._op_abs_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -60,10 +61,10 @@ def abs_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_abs_.call(input._ks, input)
+            return _A._op_abs_.call(input._ks, input)
     _i, _a = _sig_abs_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_abs_.call(_a['input']._ks, _a['input'])
+        return _A._op_abs_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -88,14 +89,14 @@ def neg(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_neg.call(input._ks, input)
+                return _A._op_neg.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_neg_out.call(input._ks, input, out)
+                return _A._op_neg_out.call(input._ks, input, out)
     _i, _a = _sig_neg.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_neg.call(_a['input']._ks, _a['input'])
-        return _R._op_neg_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_neg.call(_a['input']._ks, _a['input'])
+        return _A._op_neg_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -119,10 +120,10 @@ def neg_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_neg_.call(input._ks, input)
+            return _A._op_neg_.call(input._ks, input)
     _i, _a = _sig_neg_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_neg_.call(_a['input']._ks, _a['input'])
+        return _A._op_neg_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -147,14 +148,14 @@ def sign(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_sign.call(input._ks, input)
+                return _A._op_sign.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_sign_out.call(input._ks, input, out)
+                return _A._op_sign_out.call(input._ks, input, out)
     _i, _a = _sig_sign.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_sign.call(_a['input']._ks, _a['input'])
-        return _R._op_sign_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_sign.call(_a['input']._ks, _a['input'])
+        return _A._op_sign_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -178,10 +179,10 @@ def sign_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_sign_.call(input._ks, input)
+            return _A._op_sign_.call(input._ks, input)
     _i, _a = _sig_sign_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_sign_.call(_a['input']._ks, _a['input'])
+        return _A._op_sign_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -206,14 +207,14 @@ def sgn(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_sgn.call(input._ks, input)
+                return _A._op_sgn.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_sgn_out.call(input._ks, input, out)
+                return _A._op_sgn_out.call(input._ks, input, out)
     _i, _a = _sig_sgn.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_sgn.call(_a['input']._ks, _a['input'])
-        return _R._op_sgn_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_sgn.call(_a['input']._ks, _a['input'])
+        return _A._op_sgn_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -237,10 +238,10 @@ def sgn_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_sgn_.call(input._ks, input)
+            return _A._op_sgn_.call(input._ks, input)
     _i, _a = _sig_sgn_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_sgn_.call(_a['input']._ks, _a['input'])
+        return _A._op_sgn_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -265,14 +266,14 @@ def floor(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_floor.call(input._ks, input)
+                return _A._op_floor.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_floor_out.call(input._ks, input, out)
+                return _A._op_floor_out.call(input._ks, input, out)
     _i, _a = _sig_floor.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_floor.call(_a['input']._ks, _a['input'])
-        return _R._op_floor_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_floor.call(_a['input']._ks, _a['input'])
+        return _A._op_floor_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -296,10 +297,10 @@ def floor_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_floor_.call(input._ks, input)
+            return _A._op_floor_.call(input._ks, input)
     _i, _a = _sig_floor_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_floor_.call(_a['input']._ks, _a['input'])
+        return _A._op_floor_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -324,14 +325,14 @@ def ceil(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_ceil.call(input._ks, input)
+                return _A._op_ceil.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_ceil_out.call(input._ks, input, out)
+                return _A._op_ceil_out.call(input._ks, input, out)
     _i, _a = _sig_ceil.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_ceil.call(_a['input']._ks, _a['input'])
-        return _R._op_ceil_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_ceil.call(_a['input']._ks, _a['input'])
+        return _A._op_ceil_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -355,10 +356,10 @@ def ceil_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_ceil_.call(input._ks, input)
+            return _A._op_ceil_.call(input._ks, input)
     _i, _a = _sig_ceil_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_ceil_.call(_a['input']._ks, _a['input'])
+        return _A._op_ceil_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -383,14 +384,14 @@ def trunc(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_trunc.call(input._ks, input)
+                return _A._op_trunc.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_trunc_out.call(input._ks, input, out)
+                return _A._op_trunc_out.call(input._ks, input, out)
     _i, _a = _sig_trunc.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_trunc.call(_a['input']._ks, _a['input'])
-        return _R._op_trunc_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_trunc.call(_a['input']._ks, _a['input'])
+        return _A._op_trunc_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -414,10 +415,10 @@ def trunc_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_trunc_.call(input._ks, input)
+            return _A._op_trunc_.call(input._ks, input)
     _i, _a = _sig_trunc_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_trunc_.call(_a['input']._ks, _a['input'])
+        return _A._op_trunc_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -442,14 +443,14 @@ def frac(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_frac.call(input._ks, input)
+                return _A._op_frac.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_frac_out.call(input._ks, input, out)
+                return _A._op_frac_out.call(input._ks, input, out)
     _i, _a = _sig_frac.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_frac.call(_a['input']._ks, _a['input'])
-        return _R._op_frac_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_frac.call(_a['input']._ks, _a['input'])
+        return _A._op_frac_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -473,10 +474,10 @@ def frac_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_frac_.call(input._ks, input)
+            return _A._op_frac_.call(input._ks, input)
     _i, _a = _sig_frac_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_frac_.call(_a['input']._ks, _a['input'])
+        return _A._op_frac_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -501,14 +502,14 @@ def exp(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_exp.call(input._ks, input)
+                return _A._op_exp.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_exp_out.call(input._ks, input, out)
+                return _A._op_exp_out.call(input._ks, input, out)
     _i, _a = _sig_exp.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_exp.call(_a['input']._ks, _a['input'])
-        return _R._op_exp_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_exp.call(_a['input']._ks, _a['input'])
+        return _A._op_exp_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -532,10 +533,10 @@ def exp_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_exp_.call(input._ks, input)
+            return _A._op_exp_.call(input._ks, input)
     _i, _a = _sig_exp_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_exp_.call(_a['input']._ks, _a['input'])
+        return _A._op_exp_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -560,14 +561,14 @@ def exp2(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_exp2.call(input._ks, input)
+                return _A._op_exp2.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_exp2_out.call(input._ks, input, out)
+                return _A._op_exp2_out.call(input._ks, input, out)
     _i, _a = _sig_exp2.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_exp2.call(_a['input']._ks, _a['input'])
-        return _R._op_exp2_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_exp2.call(_a['input']._ks, _a['input'])
+        return _A._op_exp2_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -591,10 +592,10 @@ def exp2_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_exp2_.call(input._ks, input)
+            return _A._op_exp2_.call(input._ks, input)
     _i, _a = _sig_exp2_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_exp2_.call(_a['input']._ks, _a['input'])
+        return _A._op_exp2_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -619,14 +620,14 @@ def expm1(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_expm1.call(input._ks, input)
+                return _A._op_expm1.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_expm1_out.call(input._ks, input, out)
+                return _A._op_expm1_out.call(input._ks, input, out)
     _i, _a = _sig_expm1.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_expm1.call(_a['input']._ks, _a['input'])
-        return _R._op_expm1_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_expm1.call(_a['input']._ks, _a['input'])
+        return _A._op_expm1_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -650,10 +651,10 @@ def expm1_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_expm1_.call(input._ks, input)
+            return _A._op_expm1_.call(input._ks, input)
     _i, _a = _sig_expm1_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_expm1_.call(_a['input']._ks, _a['input'])
+        return _A._op_expm1_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -678,14 +679,14 @@ def log(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_log.call(input._ks, input)
+                return _A._op_log.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_log_out.call(input._ks, input, out)
+                return _A._op_log_out.call(input._ks, input, out)
     _i, _a = _sig_log.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_log.call(_a['input']._ks, _a['input'])
-        return _R._op_log_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_log.call(_a['input']._ks, _a['input'])
+        return _A._op_log_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -709,10 +710,10 @@ def log_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_log_.call(input._ks, input)
+            return _A._op_log_.call(input._ks, input)
     _i, _a = _sig_log_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_log_.call(_a['input']._ks, _a['input'])
+        return _A._op_log_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -737,14 +738,14 @@ def log2(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_log2.call(input._ks, input)
+                return _A._op_log2.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_log2_out.call(input._ks, input, out)
+                return _A._op_log2_out.call(input._ks, input, out)
     _i, _a = _sig_log2.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_log2.call(_a['input']._ks, _a['input'])
-        return _R._op_log2_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_log2.call(_a['input']._ks, _a['input'])
+        return _A._op_log2_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -768,10 +769,10 @@ def log2_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_log2_.call(input._ks, input)
+            return _A._op_log2_.call(input._ks, input)
     _i, _a = _sig_log2_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_log2_.call(_a['input']._ks, _a['input'])
+        return _A._op_log2_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -796,14 +797,14 @@ def log10(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_log10.call(input._ks, input)
+                return _A._op_log10.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_log10_out.call(input._ks, input, out)
+                return _A._op_log10_out.call(input._ks, input, out)
     _i, _a = _sig_log10.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_log10.call(_a['input']._ks, _a['input'])
-        return _R._op_log10_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_log10.call(_a['input']._ks, _a['input'])
+        return _A._op_log10_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -827,10 +828,10 @@ def log10_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_log10_.call(input._ks, input)
+            return _A._op_log10_.call(input._ks, input)
     _i, _a = _sig_log10_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_log10_.call(_a['input']._ks, _a['input'])
+        return _A._op_log10_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -855,14 +856,14 @@ def log1p(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_log1p.call(input._ks, input)
+                return _A._op_log1p.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_log1p_out.call(input._ks, input, out)
+                return _A._op_log1p_out.call(input._ks, input, out)
     _i, _a = _sig_log1p.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_log1p.call(_a['input']._ks, _a['input'])
-        return _R._op_log1p_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_log1p.call(_a['input']._ks, _a['input'])
+        return _A._op_log1p_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -886,10 +887,10 @@ def log1p_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_log1p_.call(input._ks, input)
+            return _A._op_log1p_.call(input._ks, input)
     _i, _a = _sig_log1p_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_log1p_.call(_a['input']._ks, _a['input'])
+        return _A._op_log1p_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -914,14 +915,14 @@ def sqrt(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_sqrt.call(input._ks, input)
+                return _A._op_sqrt.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_sqrt_out.call(input._ks, input, out)
+                return _A._op_sqrt_out.call(input._ks, input, out)
     _i, _a = _sig_sqrt.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_sqrt.call(_a['input']._ks, _a['input'])
-        return _R._op_sqrt_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_sqrt.call(_a['input']._ks, _a['input'])
+        return _A._op_sqrt_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -945,10 +946,10 @@ def sqrt_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_sqrt_.call(input._ks, input)
+            return _A._op_sqrt_.call(input._ks, input)
     _i, _a = _sig_sqrt_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_sqrt_.call(_a['input']._ks, _a['input'])
+        return _A._op_sqrt_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -973,14 +974,14 @@ def rsqrt(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_rsqrt.call(input._ks, input)
+                return _A._op_rsqrt.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_rsqrt_out.call(input._ks, input, out)
+                return _A._op_rsqrt_out.call(input._ks, input, out)
     _i, _a = _sig_rsqrt.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_rsqrt.call(_a['input']._ks, _a['input'])
-        return _R._op_rsqrt_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_rsqrt.call(_a['input']._ks, _a['input'])
+        return _A._op_rsqrt_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1004,10 +1005,10 @@ def rsqrt_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_rsqrt_.call(input._ks, input)
+            return _A._op_rsqrt_.call(input._ks, input)
     _i, _a = _sig_rsqrt_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_rsqrt_.call(_a['input']._ks, _a['input'])
+        return _A._op_rsqrt_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1032,14 +1033,14 @@ def sin(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_sin.call(input._ks, input)
+                return _A._op_sin.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_sin_out.call(input._ks, input, out)
+                return _A._op_sin_out.call(input._ks, input, out)
     _i, _a = _sig_sin.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_sin.call(_a['input']._ks, _a['input'])
-        return _R._op_sin_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_sin.call(_a['input']._ks, _a['input'])
+        return _A._op_sin_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1063,10 +1064,10 @@ def sin_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_sin_.call(input._ks, input)
+            return _A._op_sin_.call(input._ks, input)
     _i, _a = _sig_sin_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_sin_.call(_a['input']._ks, _a['input'])
+        return _A._op_sin_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1091,14 +1092,14 @@ def cos(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_cos.call(input._ks, input)
+                return _A._op_cos.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_cos_out.call(input._ks, input, out)
+                return _A._op_cos_out.call(input._ks, input, out)
     _i, _a = _sig_cos.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_cos.call(_a['input']._ks, _a['input'])
-        return _R._op_cos_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_cos.call(_a['input']._ks, _a['input'])
+        return _A._op_cos_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1122,10 +1123,10 @@ def cos_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_cos_.call(input._ks, input)
+            return _A._op_cos_.call(input._ks, input)
     _i, _a = _sig_cos_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_cos_.call(_a['input']._ks, _a['input'])
+        return _A._op_cos_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1150,14 +1151,14 @@ def tan(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_tan.call(input._ks, input)
+                return _A._op_tan.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_tan_out.call(input._ks, input, out)
+                return _A._op_tan_out.call(input._ks, input, out)
     _i, _a = _sig_tan.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_tan.call(_a['input']._ks, _a['input'])
-        return _R._op_tan_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_tan.call(_a['input']._ks, _a['input'])
+        return _A._op_tan_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1181,10 +1182,10 @@ def tan_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_tan_.call(input._ks, input)
+            return _A._op_tan_.call(input._ks, input)
     _i, _a = _sig_tan_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_tan_.call(_a['input']._ks, _a['input'])
+        return _A._op_tan_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1209,14 +1210,14 @@ def asin(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_asin.call(input._ks, input)
+                return _A._op_asin.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_asin_out.call(input._ks, input, out)
+                return _A._op_asin_out.call(input._ks, input, out)
     _i, _a = _sig_asin.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_asin.call(_a['input']._ks, _a['input'])
-        return _R._op_asin_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_asin.call(_a['input']._ks, _a['input'])
+        return _A._op_asin_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1240,10 +1241,10 @@ def asin_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_asin_.call(input._ks, input)
+            return _A._op_asin_.call(input._ks, input)
     _i, _a = _sig_asin_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_asin_.call(_a['input']._ks, _a['input'])
+        return _A._op_asin_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1268,14 +1269,14 @@ def acos(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_acos.call(input._ks, input)
+                return _A._op_acos.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_acos_out.call(input._ks, input, out)
+                return _A._op_acos_out.call(input._ks, input, out)
     _i, _a = _sig_acos.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_acos.call(_a['input']._ks, _a['input'])
-        return _R._op_acos_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_acos.call(_a['input']._ks, _a['input'])
+        return _A._op_acos_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1299,10 +1300,10 @@ def acos_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_acos_.call(input._ks, input)
+            return _A._op_acos_.call(input._ks, input)
     _i, _a = _sig_acos_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_acos_.call(_a['input']._ks, _a['input'])
+        return _A._op_acos_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1327,14 +1328,14 @@ def atan(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_atan.call(input._ks, input)
+                return _A._op_atan.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_atan_out.call(input._ks, input, out)
+                return _A._op_atan_out.call(input._ks, input, out)
     _i, _a = _sig_atan.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_atan.call(_a['input']._ks, _a['input'])
-        return _R._op_atan_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_atan.call(_a['input']._ks, _a['input'])
+        return _A._op_atan_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1358,10 +1359,10 @@ def atan_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_atan_.call(input._ks, input)
+            return _A._op_atan_.call(input._ks, input)
     _i, _a = _sig_atan_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_atan_.call(_a['input']._ks, _a['input'])
+        return _A._op_atan_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1386,14 +1387,14 @@ def sinh(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_sinh.call(input._ks, input)
+                return _A._op_sinh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_sinh_out.call(input._ks, input, out)
+                return _A._op_sinh_out.call(input._ks, input, out)
     _i, _a = _sig_sinh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_sinh.call(_a['input']._ks, _a['input'])
-        return _R._op_sinh_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_sinh.call(_a['input']._ks, _a['input'])
+        return _A._op_sinh_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1417,10 +1418,10 @@ def sinh_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_sinh_.call(input._ks, input)
+            return _A._op_sinh_.call(input._ks, input)
     _i, _a = _sig_sinh_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_sinh_.call(_a['input']._ks, _a['input'])
+        return _A._op_sinh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1445,14 +1446,14 @@ def cosh(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_cosh.call(input._ks, input)
+                return _A._op_cosh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_cosh_out.call(input._ks, input, out)
+                return _A._op_cosh_out.call(input._ks, input, out)
     _i, _a = _sig_cosh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_cosh.call(_a['input']._ks, _a['input'])
-        return _R._op_cosh_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_cosh.call(_a['input']._ks, _a['input'])
+        return _A._op_cosh_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1476,10 +1477,10 @@ def cosh_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_cosh_.call(input._ks, input)
+            return _A._op_cosh_.call(input._ks, input)
     _i, _a = _sig_cosh_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_cosh_.call(_a['input']._ks, _a['input'])
+        return _A._op_cosh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1504,14 +1505,14 @@ def tanh(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_tanh.call(input._ks, input)
+                return _A._op_tanh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_tanh_out.call(input._ks, input, out)
+                return _A._op_tanh_out.call(input._ks, input, out)
     _i, _a = _sig_tanh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_tanh.call(_a['input']._ks, _a['input'])
-        return _R._op_tanh_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_tanh.call(_a['input']._ks, _a['input'])
+        return _A._op_tanh_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1535,10 +1536,10 @@ def tanh_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_tanh_.call(input._ks, input)
+            return _A._op_tanh_.call(input._ks, input)
     _i, _a = _sig_tanh_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_tanh_.call(_a['input']._ks, _a['input'])
+        return _A._op_tanh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1563,14 +1564,14 @@ def asinh(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_asinh.call(input._ks, input)
+                return _A._op_asinh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_asinh_out.call(input._ks, input, out)
+                return _A._op_asinh_out.call(input._ks, input, out)
     _i, _a = _sig_asinh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_asinh.call(_a['input']._ks, _a['input'])
-        return _R._op_asinh_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_asinh.call(_a['input']._ks, _a['input'])
+        return _A._op_asinh_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1594,10 +1595,10 @@ def asinh_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_asinh_.call(input._ks, input)
+            return _A._op_asinh_.call(input._ks, input)
     _i, _a = _sig_asinh_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_asinh_.call(_a['input']._ks, _a['input'])
+        return _A._op_asinh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1622,14 +1623,14 @@ def acosh(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_acosh.call(input._ks, input)
+                return _A._op_acosh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_acosh_out.call(input._ks, input, out)
+                return _A._op_acosh_out.call(input._ks, input, out)
     _i, _a = _sig_acosh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_acosh.call(_a['input']._ks, _a['input'])
-        return _R._op_acosh_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_acosh.call(_a['input']._ks, _a['input'])
+        return _A._op_acosh_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1653,10 +1654,10 @@ def acosh_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_acosh_.call(input._ks, input)
+            return _A._op_acosh_.call(input._ks, input)
     _i, _a = _sig_acosh_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_acosh_.call(_a['input']._ks, _a['input'])
+        return _A._op_acosh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1681,14 +1682,14 @@ def atanh(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_atanh.call(input._ks, input)
+                return _A._op_atanh.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_atanh_out.call(input._ks, input, out)
+                return _A._op_atanh_out.call(input._ks, input, out)
     _i, _a = _sig_atanh.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_atanh.call(_a['input']._ks, _a['input'])
-        return _R._op_atanh_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_atanh.call(_a['input']._ks, _a['input'])
+        return _A._op_atanh_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1712,10 +1713,10 @@ def atanh_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_atanh_.call(input._ks, input)
+            return _A._op_atanh_.call(input._ks, input)
     _i, _a = _sig_atanh_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_atanh_.call(_a['input']._ks, _a['input'])
+        return _A._op_atanh_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1740,14 +1741,14 @@ def sigmoid(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_sigmoid.call(input._ks, input)
+                return _A._op_sigmoid.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_sigmoid_out.call(input._ks, input, out)
+                return _A._op_sigmoid_out.call(input._ks, input, out)
     _i, _a = _sig_sigmoid.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_sigmoid.call(_a['input']._ks, _a['input'])
-        return _R._op_sigmoid_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_sigmoid.call(_a['input']._ks, _a['input'])
+        return _A._op_sigmoid_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1771,10 +1772,10 @@ def sigmoid_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_sigmoid_.call(input._ks, input)
+            return _A._op_sigmoid_.call(input._ks, input)
     _i, _a = _sig_sigmoid_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_sigmoid_.call(_a['input']._ks, _a['input'])
+        return _A._op_sigmoid_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1799,14 +1800,14 @@ def reciprocal(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_reciprocal.call(input._ks, input)
+                return _A._op_reciprocal.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_reciprocal_out.call(input._ks, input, out)
+                return _A._op_reciprocal_out.call(input._ks, input, out)
     _i, _a = _sig_reciprocal.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_reciprocal.call(_a['input']._ks, _a['input'])
-        return _R._op_reciprocal_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_reciprocal.call(_a['input']._ks, _a['input'])
+        return _A._op_reciprocal_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1830,10 +1831,10 @@ def reciprocal_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_reciprocal_.call(input._ks, input)
+            return _A._op_reciprocal_.call(input._ks, input)
     _i, _a = _sig_reciprocal_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_reciprocal_.call(_a['input']._ks, _a['input'])
+        return _A._op_reciprocal_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1858,14 +1859,14 @@ def erf(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_erf.call(input._ks, input)
+                return _A._op_erf.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_erf_out.call(input._ks, input, out)
+                return _A._op_erf_out.call(input._ks, input, out)
     _i, _a = _sig_erf.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_erf.call(_a['input']._ks, _a['input'])
-        return _R._op_erf_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_erf.call(_a['input']._ks, _a['input'])
+        return _A._op_erf_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1889,10 +1890,10 @@ def erf_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_erf_.call(input._ks, input)
+            return _A._op_erf_.call(input._ks, input)
     _i, _a = _sig_erf_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_erf_.call(_a['input']._ks, _a['input'])
+        return _A._op_erf_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1917,14 +1918,14 @@ def erfc(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_erfc.call(input._ks, input)
+                return _A._op_erfc.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_erfc_out.call(input._ks, input, out)
+                return _A._op_erfc_out.call(input._ks, input, out)
     _i, _a = _sig_erfc.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_erfc.call(_a['input']._ks, _a['input'])
-        return _R._op_erfc_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_erfc.call(_a['input']._ks, _a['input'])
+        return _A._op_erfc_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -1948,10 +1949,10 @@ def erfc_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_erfc_.call(input._ks, input)
+            return _A._op_erfc_.call(input._ks, input)
     _i, _a = _sig_erfc_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_erfc_.call(_a['input']._ks, _a['input'])
+        return _A._op_erfc_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -1976,14 +1977,14 @@ def erfinv(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_erfinv.call(input._ks, input)
+                return _A._op_erfinv.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_erfinv_out.call(input._ks, input, out)
+                return _A._op_erfinv_out.call(input._ks, input, out)
     _i, _a = _sig_erfinv.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_erfinv.call(_a['input']._ks, _a['input'])
-        return _R._op_erfinv_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_erfinv.call(_a['input']._ks, _a['input'])
+        return _A._op_erfinv_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2007,10 +2008,10 @@ def erfinv_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_erfinv_.call(input._ks, input)
+            return _A._op_erfinv_.call(input._ks, input)
     _i, _a = _sig_erfinv_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_erfinv_.call(_a['input']._ks, _a['input'])
+        return _A._op_erfinv_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2035,14 +2036,14 @@ def lgamma(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_lgamma.call(input._ks, input)
+                return _A._op_lgamma.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_lgamma_out.call(input._ks, input, out)
+                return _A._op_lgamma_out.call(input._ks, input, out)
     _i, _a = _sig_lgamma.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_lgamma.call(_a['input']._ks, _a['input'])
-        return _R._op_lgamma_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_lgamma.call(_a['input']._ks, _a['input'])
+        return _A._op_lgamma_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2066,10 +2067,10 @@ def lgamma_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_lgamma_.call(input._ks, input)
+            return _A._op_lgamma_.call(input._ks, input)
     _i, _a = _sig_lgamma_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_lgamma_.call(_a['input']._ks, _a['input'])
+        return _A._op_lgamma_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2094,14 +2095,14 @@ def digamma(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_digamma.call(input._ks, input)
+                return _A._op_digamma.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_digamma_out.call(input._ks, input, out)
+                return _A._op_digamma_out.call(input._ks, input, out)
     _i, _a = _sig_digamma.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_digamma.call(_a['input']._ks, _a['input'])
-        return _R._op_digamma_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_digamma.call(_a['input']._ks, _a['input'])
+        return _A._op_digamma_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2125,10 +2126,10 @@ def digamma_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_digamma_.call(input._ks, input)
+            return _A._op_digamma_.call(input._ks, input)
     _i, _a = _sig_digamma_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_digamma_.call(_a['input']._ks, _a['input'])
+        return _A._op_digamma_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2153,14 +2154,14 @@ def i0(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_i0.call(input._ks, input)
+                return _A._op_i0.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_i0_out.call(input._ks, input, out)
+                return _A._op_i0_out.call(input._ks, input, out)
     _i, _a = _sig_i0.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_i0.call(_a['input']._ks, _a['input'])
-        return _R._op_i0_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_i0.call(_a['input']._ks, _a['input'])
+        return _A._op_i0_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2184,10 +2185,10 @@ def i0_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_i0_.call(input._ks, input)
+            return _A._op_i0_.call(input._ks, input)
     _i, _a = _sig_i0_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_i0_.call(_a['input']._ks, _a['input'])
+        return _A._op_i0_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2212,14 +2213,14 @@ def sinc(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_sinc.call(input._ks, input)
+                return _A._op_sinc.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_sinc_out.call(input._ks, input, out)
+                return _A._op_sinc_out.call(input._ks, input, out)
     _i, _a = _sig_sinc.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_sinc.call(_a['input']._ks, _a['input'])
-        return _R._op_sinc_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_sinc.call(_a['input']._ks, _a['input'])
+        return _A._op_sinc_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2243,10 +2244,10 @@ def sinc_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_sinc_.call(input._ks, input)
+            return _A._op_sinc_.call(input._ks, input)
     _i, _a = _sig_sinc_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_sinc_.call(_a['input']._ks, _a['input'])
+        return _A._op_sinc_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2271,14 +2272,14 @@ def deg2rad(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_deg2rad.call(input._ks, input)
+                return _A._op_deg2rad.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_deg2rad_out.call(input._ks, input, out)
+                return _A._op_deg2rad_out.call(input._ks, input, out)
     _i, _a = _sig_deg2rad.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_deg2rad.call(_a['input']._ks, _a['input'])
-        return _R._op_deg2rad_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_deg2rad.call(_a['input']._ks, _a['input'])
+        return _A._op_deg2rad_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2302,10 +2303,10 @@ def deg2rad_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_deg2rad_.call(input._ks, input)
+            return _A._op_deg2rad_.call(input._ks, input)
     _i, _a = _sig_deg2rad_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_deg2rad_.call(_a['input']._ks, _a['input'])
+        return _A._op_deg2rad_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2330,14 +2331,14 @@ def rad2deg(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_rad2deg.call(input._ks, input)
+                return _A._op_rad2deg.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_rad2deg_out.call(input._ks, input, out)
+                return _A._op_rad2deg_out.call(input._ks, input, out)
     _i, _a = _sig_rad2deg.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_rad2deg.call(_a['input']._ks, _a['input'])
-        return _R._op_rad2deg_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_rad2deg.call(_a['input']._ks, _a['input'])
+        return _A._op_rad2deg_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2361,10 +2362,10 @@ def rad2deg_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_rad2deg_.call(input._ks, input)
+            return _A._op_rad2deg_.call(input._ks, input)
     _i, _a = _sig_rad2deg_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_rad2deg_.call(_a['input']._ks, _a['input'])
+        return _A._op_rad2deg_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2389,14 +2390,14 @@ def square(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_square.call(input._ks, input)
+                return _A._op_square.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_square_out.call(input._ks, input, out)
+                return _A._op_square_out.call(input._ks, input, out)
     _i, _a = _sig_square.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_square.call(_a['input']._ks, _a['input'])
-        return _R._op_square_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_square.call(_a['input']._ks, _a['input'])
+        return _A._op_square_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2420,10 +2421,10 @@ def square_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_square_.call(input._ks, input)
+            return _A._op_square_.call(input._ks, input)
     _i, _a = _sig_square_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_square_.call(_a['input']._ks, _a['input'])
+        return _A._op_square_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2448,14 +2449,14 @@ def bitwise_not(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_bitwise_not.call(input._ks, input)
+                return _A._op_bitwise_not.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_not_out.call(input._ks, input, out)
+                return _A._op_bitwise_not_out.call(input._ks, input, out)
     _i, _a = _sig_bitwise_not.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_bitwise_not.call(_a['input']._ks, _a['input'])
-        return _R._op_bitwise_not_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_bitwise_not.call(_a['input']._ks, _a['input'])
+        return _A._op_bitwise_not_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2479,10 +2480,10 @@ def bitwise_not_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_bitwise_not_.call(input._ks, input)
+            return _A._op_bitwise_not_.call(input._ks, input)
     _i, _a = _sig_bitwise_not_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_bitwise_not_.call(_a['input']._ks, _a['input'])
+        return _A._op_bitwise_not_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2507,14 +2508,14 @@ def logical_not(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_logical_not.call(input._ks, input)
+                return _A._op_logical_not.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_logical_not_out.call(input._ks, input, out)
+                return _A._op_logical_not_out.call(input._ks, input, out)
     _i, _a = _sig_logical_not.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_logical_not.call(_a['input']._ks, _a['input'])
-        return _R._op_logical_not_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_logical_not.call(_a['input']._ks, _a['input'])
+        return _A._op_logical_not_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -2538,10 +2539,10 @@ def logical_not_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_logical_not_.call(input._ks, input)
+            return _A._op_logical_not_.call(input._ks, input)
     _i, _a = _sig_logical_not_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_logical_not_.call(_a['input']._ks, _a['input'])
+        return _A._op_logical_not_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2565,10 +2566,10 @@ def relu(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_relu.call(input._ks, input)
+            return _A._op_relu.call(input._ks, input)
     _i, _a = _sig_relu.parse(args, kwargs)
     if _i == 0:
-        return _R._op_relu.call(_a['input']._ks, _a['input'])
+        return _A._op_relu.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2592,10 +2593,10 @@ def relu_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_relu_.call(input._ks, input)
+            return _A._op_relu_.call(input._ks, input)
     _i, _a = _sig_relu_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_relu_.call(_a['input']._ks, _a['input'])
+        return _A._op_relu_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2619,10 +2620,10 @@ def positive(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_positive.call(input._ks, input)
+            return _A._op_positive.call(input._ks, input)
     _i, _a = _sig_positive.parse(args, kwargs)
     if _i == 0:
-        return _R._op_positive.call(_a['input']._ks, _a['input'])
+        return _A._op_positive.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2651,9 +2652,9 @@ def round(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_round.call(input._ks, input)
+                return _A._op_round.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_round_out.call(input._ks, input, out)
+                return _A._op_round_out.call(input._ks, input, out)
     try:
         _b = _bind_round_1(*args, **kwargs)
     except TypeError:
@@ -2661,14 +2662,14 @@ def round(*args, **kwargs):
     if _b is not None:
         input, decimals = _b
         if isinstance(input, _Tensor) and type(decimals) is int:
-            return _R._op_round_decimals.call(input._ks, input, decimals)
+            return _A._op_round_decimals.call(input._ks, input, decimals)
     _i, _a = _sig_round.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_round.call(_a['input']._ks, _a['input'])
-        return _R._op_round_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_round.call(_a['input']._ks, _a['input'])
+        return _A._op_round_out.call(_a['input']._ks, _a['input'], _a['out'])
     elif _i == 1:
-        return _R._op_round_decimals.call(_a['input']._ks, _a['input'], _a['decimals'])
+        return _A._op_round_decimals.call(_a['input']._ks, _a['input'], _a['decimals'])
     raise AssertionError('unreachable')
 
 
@@ -2694,7 +2695,7 @@ def round_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_round_.call(input._ks, input)
+            return _A._op_round_.call(input._ks, input)
     try:
         _b = _bind_round__1(*args, **kwargs)
     except TypeError:
@@ -2702,12 +2703,12 @@ def round_(*args, **kwargs):
     if _b is not None:
         input, decimals = _b
         if isinstance(input, _Tensor) and type(decimals) is int:
-            return _R._op_round__decimals.call(input._ks, input, decimals)
+            return _A._op_round__decimals.call(input._ks, input, decimals)
     _i, _a = _sig_round_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_round_.call(_a['input']._ks, _a['input'])
+        return _A._op_round_.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _R._op_round__decimals.call(_a['input']._ks, _a['input'], _a['decimals'])
+        return _A._op_round__decimals.call(_a['input']._ks, _a['input'], _a['decimals'])
     raise AssertionError('unreachable')
 
 
@@ -2729,10 +2730,10 @@ def isnan(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_isnan.call(input._ks, input)
+            return _A._op_isnan.call(input._ks, input)
     _i, _a = _sig_isnan.parse(args, kwargs)
     if _i == 0:
-        return _R._op_isnan.call(_a['input']._ks, _a['input'])
+        return _A._op_isnan.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2756,10 +2757,10 @@ def isinf(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_isinf.call(input._ks, input)
+            return _A._op_isinf.call(input._ks, input)
     _i, _a = _sig_isinf.parse(args, kwargs)
     if _i == 0:
-        return _R._op_isinf.call(_a['input']._ks, _a['input'])
+        return _A._op_isinf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2783,10 +2784,10 @@ def isfinite(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_isfinite.call(input._ks, input)
+            return _A._op_isfinite.call(input._ks, input)
     _i, _a = _sig_isfinite.parse(args, kwargs)
     if _i == 0:
-        return _R._op_isfinite.call(_a['input']._ks, _a['input'])
+        return _A._op_isfinite.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2810,10 +2811,10 @@ def isposinf(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_isposinf.call(input._ks, input)
+            return _A._op_isposinf.call(input._ks, input)
     _i, _a = _sig_isposinf.parse(args, kwargs)
     if _i == 0:
-        return _R._op_isposinf.call(_a['input']._ks, _a['input'])
+        return _A._op_isposinf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2837,10 +2838,10 @@ def isneginf(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_isneginf.call(input._ks, input)
+            return _A._op_isneginf.call(input._ks, input)
     _i, _a = _sig_isneginf.parse(args, kwargs)
     if _i == 0:
-        return _R._op_isneginf.call(_a['input']._ks, _a['input'])
+        return _A._op_isneginf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2864,10 +2865,10 @@ def signbit(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_signbit.call(input._ks, input)
+            return _A._op_signbit.call(input._ks, input)
     _i, _a = _sig_signbit.parse(args, kwargs)
     if _i == 0:
-        return _R._op_signbit.call(_a['input']._ks, _a['input'])
+        return _A._op_signbit.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2891,10 +2892,10 @@ def nan_to_num(*args, **kwargs):
     if _b is not None:
         input, nan, posinf, neginf = _b
         if isinstance(input, _Tensor) and (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
-            return _R._op_nan_to_num.call(input._ks, input, nan, posinf, neginf)
+            return _A._op_nan_to_num.call(input._ks, input, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num.parse(args, kwargs)
     if _i == 0:
-        return _R._op_nan_to_num.call(_a['input']._ks, _a['input'], _a['nan'], _a['posinf'], _a['neginf'])
+        return _A._op_nan_to_num.call(_a['input']._ks, _a['input'], _a['nan'], _a['posinf'], _a['neginf'])
     raise AssertionError('unreachable')
 
 
@@ -2918,10 +2919,10 @@ def nan_to_num_(*args, **kwargs):
     if _b is not None:
         input, nan, posinf, neginf = _b
         if isinstance(input, _Tensor) and (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
-            return _R._op_nan_to_num_.call(input._ks, input, nan, posinf, neginf)
+            return _A._op_nan_to_num_.call(input._ks, input, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_nan_to_num_.call(_a['input']._ks, _a['input'], _a['nan'], _a['posinf'], _a['neginf'])
+        return _A._op_nan_to_num_.call(_a['input']._ks, _a['input'], _a['nan'], _a['posinf'], _a['neginf'])
     raise AssertionError('unreachable')
 
 
@@ -2945,10 +2946,10 @@ def logit(*args, **kwargs):
     if _b is not None:
         input, eps = _b
         if isinstance(input, _Tensor) and (eps is None or type(eps) is float):
-            return _R._op_logit.call(input._ks, input, eps)
+            return _A._op_logit.call(input._ks, input, eps)
     _i, _a = _sig_logit.parse(args, kwargs)
     if _i == 0:
-        return _R._op_logit.call(_a['input']._ks, _a['input'], _a['eps'])
+        return _A._op_logit.call(_a['input']._ks, _a['input'], _a['eps'])
     raise AssertionError('unreachable')
 
 
@@ -2972,10 +2973,10 @@ def polygamma(*args, **kwargs):
     if _b is not None:
         n, input = _b
         if type(n) is int and isinstance(input, _Tensor):
-            return _R._op_polygamma.call(input._ks, n, input)
+            return _A._op_polygamma.call(input._ks, n, input)
     _i, _a = _sig_polygamma.parse(args, kwargs)
     if _i == 0:
-        return _R._op_polygamma.call(_a['input']._ks, _a['n'], _a['input'])
+        return _A._op_polygamma.call(_a['input']._ks, _a['n'], _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -2999,10 +3000,10 @@ def logit_(*args, **kwargs):
     if _b is not None:
         input, eps = _b
         if isinstance(input, _Tensor) and (eps is None or type(eps) is float):
-            return _R._op_logit_.call(input._ks, input, eps)
+            return _A._op_logit_.call(input._ks, input, eps)
     _i, _a = _sig_logit_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_logit_.call(_a['input']._ks, _a['input'], _a['eps'])
+        return _A._op_logit_.call(_a['input']._ks, _a['input'], _a['eps'])
     raise AssertionError('unreachable')
 
 
@@ -3031,9 +3032,9 @@ def add(*args, **kwargs):
         input, other, alpha, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
             if out is None:
-                return _R._op_add_Tensor.call(input._ks | other._ks, input, other, alpha)
+                return _A._op_add_Tensor.call(input._ks | other._ks, input, other, alpha)
             if isinstance(out, _Tensor):
-                return _R._op_add_out.call(input._ks | other._ks, input, other, alpha, out)
+                return _A._op_add_out.call(input._ks | other._ks, input, other, alpha, out)
     try:
         _b = _bind_add_1(*args, **kwargs)
     except TypeError:
@@ -3042,18 +3043,18 @@ def add(*args, **kwargs):
         input, other, alpha, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             if out is None:
-                return _R._op_add_Scalar.call(input._ks, input, other, alpha)
+                return _A._op_add_Scalar.call(input._ks, input, other, alpha)
             if isinstance(out, _Tensor):
-                return _R._op_add_Scalar_out.call(input._ks, input, other, alpha, out)
+                return _A._op_add_Scalar_out.call(input._ks, input, other, alpha, out)
     _i, _a = _sig_add.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_add_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
-        return _R._op_add_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
+            return _A._op_add_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
+        return _A._op_add_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_add_Scalar.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'])
-        return _R._op_add_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
+            return _A._op_add_Scalar.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'])
+        return _A._op_add_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3080,9 +3081,9 @@ def sub(*args, **kwargs):
         input, other, alpha, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
             if out is None:
-                return _R._op_sub_Tensor.call(input._ks | other._ks, input, other, alpha)
+                return _A._op_sub_Tensor.call(input._ks | other._ks, input, other, alpha)
             if isinstance(out, _Tensor):
-                return _R._op_sub_out.call(input._ks | other._ks, input, other, alpha, out)
+                return _A._op_sub_out.call(input._ks | other._ks, input, other, alpha, out)
     try:
         _b = _bind_sub_1(*args, **kwargs)
     except TypeError:
@@ -3091,18 +3092,18 @@ def sub(*args, **kwargs):
         input, other, alpha, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS and type(alpha) in _NUMBERS:
             if out is None:
-                return _R._op_sub_Scalar.call(input._ks, input, other, alpha)
+                return _A._op_sub_Scalar.call(input._ks, input, other, alpha)
             if isinstance(out, _Tensor):
-                return _R._op_sub_Scalar_out.call(input._ks, input, other, alpha, out)
+                return _A._op_sub_Scalar_out.call(input._ks, input, other, alpha, out)
     _i, _a = _sig_sub.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_sub_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
-        return _R._op_sub_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
+            return _A._op_sub_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
+        return _A._op_sub_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_sub_Scalar.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'])
-        return _R._op_sub_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
+            return _A._op_sub_Scalar.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'])
+        return _A._op_sub_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3129,9 +3130,9 @@ def mul(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_mul_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_mul_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_mul_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_mul_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_mul_1(*args, **kwargs)
     except TypeError:
@@ -3140,18 +3141,18 @@ def mul(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_mul_Scalar.call(input._ks, input, other)
+                return _A._op_mul_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_mul_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_mul_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_mul.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_mul_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_mul_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_mul_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_mul_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_mul_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_mul_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_mul_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_mul_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3186,9 +3187,9 @@ def div(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_div_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_div_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_div_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_div_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_div_1(*args, **kwargs)
     except TypeError:
@@ -3197,9 +3198,9 @@ def div(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_div_Scalar.call(input._ks, input, other)
+                return _A._op_div_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_div_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_div_Scalar_out.call(input._ks, input, other, out)
     try:
         _b = _bind_div_2(*args, **kwargs)
     except TypeError:
@@ -3208,9 +3209,9 @@ def div(*args, **kwargs):
         input, other, rounding_mode, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
             if out is None:
-                return _R._op_div_Tensor_mode.call(input._ks | other._ks, input, other, rounding_mode)
+                return _A._op_div_Tensor_mode.call(input._ks | other._ks, input, other, rounding_mode)
             if isinstance(out, _Tensor):
-                return _R._op_div_out_mode.call(input._ks | other._ks, input, other, rounding_mode, out)
+                return _A._op_div_out_mode.call(input._ks | other._ks, input, other, rounding_mode, out)
     try:
         _b = _bind_div_3(*args, **kwargs)
     except TypeError:
@@ -3218,22 +3219,22 @@ def div(*args, **kwargs):
     if _b is not None:
         input, other, rounding_mode = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
-            return _R._op_div_Scalar_mode.call(input._ks, input, other, rounding_mode)
+            return _A._op_div_Scalar_mode.call(input._ks, input, other, rounding_mode)
     _i, _a = _sig_div.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_div_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_div_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_div_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_div_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_div_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_div_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_div_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_div_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
-            return _R._op_div_Tensor_mode.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rounding_mode'])
-        return _R._op_div_out_mode.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rounding_mode'], _a['out'])
+            return _A._op_div_Tensor_mode.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rounding_mode'])
+        return _A._op_div_out_mode.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rounding_mode'], _a['out'])
     elif _i == 3:
-        return _R._op_div_Scalar_mode.call(_a['input']._ks, _a['input'], _a['other'], _a['rounding_mode'])
+        return _A._op_div_Scalar_mode.call(_a['input']._ks, _a['input'], _a['other'], _a['rounding_mode'])
     raise AssertionError('unreachable')
 
 
@@ -3260,9 +3261,9 @@ def true_divide(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_true_divide_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_true_divide_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_true_divide_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_true_divide_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_true_divide_1(*args, **kwargs)
     except TypeError:
@@ -3271,18 +3272,18 @@ def true_divide(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_true_divide_Scalar.call(input._ks, input, other)
+                return _A._op_true_divide_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_true_divide_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_true_divide_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_true_divide.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_true_divide_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_true_divide_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_true_divide_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_true_divide_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_true_divide_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_true_divide_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_true_divide_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_true_divide_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3309,9 +3310,9 @@ def floor_divide(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_floor_divide_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_floor_divide_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_floor_divide_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_floor_divide_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_floor_divide_1(*args, **kwargs)
     except TypeError:
@@ -3320,18 +3321,18 @@ def floor_divide(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_floor_divide_Scalar.call(input._ks, input, other)
+                return _A._op_floor_divide_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_floor_divide_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_floor_divide_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_floor_divide.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_floor_divide_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_floor_divide_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_floor_divide_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_floor_divide_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_floor_divide_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_floor_divide_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_floor_divide_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_floor_divide_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3362,9 +3363,9 @@ def remainder(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_remainder_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_remainder_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_remainder_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_remainder_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_remainder_1(*args, **kwargs)
     except TypeError:
@@ -3373,9 +3374,9 @@ def remainder(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_remainder_Scalar.call(input._ks, input, other)
+                return _A._op_remainder_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_remainder_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_remainder_Scalar_out.call(input._ks, input, other, out)
     try:
         _b = _bind_remainder_2(*args, **kwargs)
     except TypeError:
@@ -3383,18 +3384,18 @@ def remainder(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if type(input) in _NUMBERS and isinstance(other, _Tensor):
-            return _R._op_remainder_Scalar_Tensor.call(other._ks, input, other)
+            return _A._op_remainder_Scalar_Tensor.call(other._ks, input, other)
     _i, _a = _sig_remainder.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_remainder_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_remainder_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_remainder_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_remainder_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_remainder_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_remainder_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_remainder_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_remainder_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 2:
-        return _R._op_remainder_Scalar_Tensor.call(_a['other']._ks, _a['input'], _a['other'])
+        return _A._op_remainder_Scalar_Tensor.call(_a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3421,9 +3422,9 @@ def fmod(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_fmod_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_fmod_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_fmod_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_fmod_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_fmod_1(*args, **kwargs)
     except TypeError:
@@ -3432,18 +3433,18 @@ def fmod(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_fmod_Scalar.call(input._ks, input, other)
+                return _A._op_fmod_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_fmod_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_fmod_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_fmod.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_fmod_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_fmod_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_fmod_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_fmod_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_fmod_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_fmod_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_fmod_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_fmod_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3469,7 +3470,7 @@ def rsub(*args, **kwargs):
     if _b is not None:
         input, other, alpha = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
-            return _R._op_rsub_Tensor.call(input._ks | other._ks, input, other, alpha)
+            return _A._op_rsub_Tensor.call(input._ks | other._ks, input, other, alpha)
     try:
         _b = _bind_rsub_1(*args, **kwargs)
     except TypeError:
@@ -3477,12 +3478,12 @@ def rsub(*args, **kwargs):
     if _b is not None:
         input, other, alpha = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_rsub_Scalar.call(input._ks, input, other, alpha)
+            return _A._op_rsub_Scalar.call(input._ks, input, other, alpha)
     _i, _a = _sig_rsub.parse(args, kwargs)
     if _i == 0:
-        return _R._op_rsub_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
+        return _A._op_rsub_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
     elif _i == 1:
-        return _R._op_rsub_Scalar.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'])
+        return _A._op_rsub_Scalar.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -3513,9 +3514,9 @@ def pow(*args, **kwargs):
         input, exponent, out = _b
         if isinstance(input, _Tensor) and isinstance(exponent, _Tensor):
             if out is None:
-                return _R._op_pow_Tensor_Tensor.call(input._ks | exponent._ks, input, exponent)
+                return _A._op_pow_Tensor_Tensor.call(input._ks | exponent._ks, input, exponent)
             if isinstance(out, _Tensor):
-                return _R._op_pow_Tensor_Tensor_out.call(input._ks | exponent._ks, input, exponent, out)
+                return _A._op_pow_Tensor_Tensor_out.call(input._ks | exponent._ks, input, exponent, out)
     try:
         _b = _bind_pow_1(*args, **kwargs)
     except TypeError:
@@ -3524,9 +3525,9 @@ def pow(*args, **kwargs):
         input, exponent, out = _b
         if type(input) in _NUMBERS and isinstance(exponent, _Tensor):
             if out is None:
-                return _R._op_pow_Scalar.call(exponent._ks, input, exponent)
+                return _A._op_pow_Scalar.call(exponent._ks, input, exponent)
             if isinstance(out, _Tensor):
-                return _R._op_pow_Scalar_out.call(exponent._ks, input, exponent, out)
+                return _A._op_pow_Scalar_out.call(exponent._ks, input, exponent, out)
     try:
         _b = _bind_pow_2(*args, **kwargs)
     except TypeError:
@@ -3535,22 +3536,22 @@ def pow(*args, **kwargs):
         input, exponent, out = _b
         if isinstance(input, _Tensor) and type(exponent) in _NUMBERS:
             if out is None:
-                return _R._op_pow_Tensor_Scalar.call(input._ks, input, exponent)
+                return _A._op_pow_Tensor_Scalar.call(input._ks, input, exponent)
             if isinstance(out, _Tensor):
-                return _R._op_pow_Tensor_Scalar_out.call(input._ks, input, exponent, out)
+                return _A._op_pow_Tensor_Scalar_out.call(input._ks, input, exponent, out)
     _i, _a = _sig_pow.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_pow_Tensor_Tensor.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'])
-        return _R._op_pow_Tensor_Tensor_out.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'], _a['out'])
+            return _A._op_pow_Tensor_Tensor.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'])
+        return _A._op_pow_Tensor_Tensor_out.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_pow_Scalar.call(_a['exponent']._ks, _a['input'], _a['exponent'])
-        return _R._op_pow_Scalar_out.call(_a['exponent']._ks, _a['input'], _a['exponent'], _a['out'])
+            return _A._op_pow_Scalar.call(_a['exponent']._ks, _a['input'], _a['exponent'])
+        return _A._op_pow_Scalar_out.call(_a['exponent']._ks, _a['input'], _a['exponent'], _a['out'])
     elif _i == 2:
         if _a['out'] is None:
-            return _R._op_pow_Tensor_Scalar.call(_a['input']._ks, _a['input'], _a['exponent'])
-        return _R._op_pow_Tensor_Scalar_out.call(_a['input']._ks, _a['input'], _a['exponent'], _a['out'])
+            return _A._op_pow_Tensor_Scalar.call(_a['input']._ks, _a['input'], _a['exponent'])
+        return _A._op_pow_Tensor_Scalar_out.call(_a['input']._ks, _a['input'], _a['exponent'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3580,7 +3581,7 @@ def float_power(*args, **kwargs):
     if _b is not None:
         input, exponent = _b
         if isinstance(input, _Tensor) and isinstance(exponent, _Tensor):
-            return _R._op_float_power_Tensor_Tensor.call(input._ks | exponent._ks, input, exponent)
+            return _A._op_float_power_Tensor_Tensor.call(input._ks | exponent._ks, input, exponent)
     try:
         _b = _bind_float_power_1(*args, **kwargs)
     except TypeError:
@@ -3588,7 +3589,7 @@ def float_power(*args, **kwargs):
     if _b is not None:
         input, exponent = _b
         if isinstance(input, _Tensor) and type(exponent) in _NUMBERS:
-            return _R._op_float_power_Tensor_Scalar.call(input._ks, input, exponent)
+            return _A._op_float_power_Tensor_Scalar.call(input._ks, input, exponent)
     try:
         _b = _bind_float_power_2(*args, **kwargs)
     except TypeError:
@@ -3596,14 +3597,14 @@ def float_power(*args, **kwargs):
     if _b is not None:
         input, exponent = _b
         if type(input) in _NUMBERS and isinstance(exponent, _Tensor):
-            return _R._op_float_power_Scalar.call(exponent._ks, input, exponent)
+            return _A._op_float_power_Scalar.call(exponent._ks, input, exponent)
     _i, _a = _sig_float_power.parse(args, kwargs)
     if _i == 0:
-        return _R._op_float_power_Tensor_Tensor.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'])
+        return _A._op_float_power_Tensor_Tensor.call(_a['input']._ks | _a['exponent']._ks, _a['input'], _a['exponent'])
     elif _i == 1:
-        return _R._op_float_power_Tensor_Scalar.call(_a['input']._ks, _a['input'], _a['exponent'])
+        return _A._op_float_power_Tensor_Scalar.call(_a['input']._ks, _a['input'], _a['exponent'])
     elif _i == 2:
-        return _R._op_float_power_Scalar.call(_a['exponent']._ks, _a['input'], _a['exponent'])
+        return _A._op_float_power_Scalar.call(_a['exponent']._ks, _a['input'], _a['exponent'])
     raise AssertionError('unreachable')
 
 
@@ -3626,14 +3627,14 @@ def atan2(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_atan2.call(input._ks | other._ks, input, other)
+                return _A._op_atan2.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_atan2_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_atan2_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_atan2.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_atan2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_atan2_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_atan2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_atan2_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3658,14 +3659,14 @@ def hypot(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_hypot.call(input._ks | other._ks, input, other)
+                return _A._op_hypot.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_hypot_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_hypot_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_hypot.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_hypot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_hypot_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_hypot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_hypot_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3690,14 +3691,14 @@ def logaddexp(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_logaddexp.call(input._ks | other._ks, input, other)
+                return _A._op_logaddexp.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_logaddexp_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_logaddexp_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logaddexp.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_logaddexp.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_logaddexp_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_logaddexp.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_logaddexp_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3722,14 +3723,14 @@ def logaddexp2(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_logaddexp2.call(input._ks | other._ks, input, other)
+                return _A._op_logaddexp2.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_logaddexp2_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_logaddexp2_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logaddexp2.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_logaddexp2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_logaddexp2_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_logaddexp2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_logaddexp2_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3758,9 +3759,9 @@ def copysign(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_copysign.call(input._ks | other._ks, input, other)
+                return _A._op_copysign.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_copysign_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_copysign_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_copysign_1(*args, **kwargs)
     except TypeError:
@@ -3768,14 +3769,14 @@ def copysign(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
-            return _R._op_copysign_Scalar.call(input._ks, input, other)
+            return _A._op_copysign_Scalar.call(input._ks, input, other)
     _i, _a = _sig_copysign.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_copysign.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_copysign_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_copysign.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_copysign_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
-        return _R._op_copysign_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_copysign_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3798,14 +3799,14 @@ def nextafter(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_nextafter.call(input._ks | other._ks, input, other)
+                return _A._op_nextafter.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_nextafter_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_nextafter_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_nextafter.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_nextafter.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_nextafter_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_nextafter.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_nextafter_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3830,14 +3831,14 @@ def maximum(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_maximum.call(input._ks | other._ks, input, other)
+                return _A._op_maximum.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_maximum_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_maximum_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_maximum.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_maximum.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_maximum_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_maximum.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_maximum_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3862,14 +3863,14 @@ def minimum(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_minimum.call(input._ks | other._ks, input, other)
+                return _A._op_minimum.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_minimum_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_minimum_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_minimum.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_minimum.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_minimum_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_minimum.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_minimum_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3894,14 +3895,14 @@ def fmax(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_fmax.call(input._ks | other._ks, input, other)
+                return _A._op_fmax.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_fmax_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_fmax_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_fmax.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_fmax.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_fmax_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_fmax.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_fmax_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3926,14 +3927,14 @@ def fmin(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_fmin.call(input._ks | other._ks, input, other)
+                return _A._op_fmin.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_fmin_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_fmin_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_fmin.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_fmin.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_fmin_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_fmin.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_fmin_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -3966,9 +3967,9 @@ def xlogy(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_xlogy.call(input._ks | other._ks, input, other)
+                return _A._op_xlogy.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_xlogy_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_xlogy_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_xlogy_1(*args, **kwargs)
     except TypeError:
@@ -3976,7 +3977,7 @@ def xlogy(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
-            return _R._op_xlogy_Scalar_Other.call(input._ks, input, other)
+            return _A._op_xlogy_Scalar_Other.call(input._ks, input, other)
     try:
         _b = _bind_xlogy_2(*args, **kwargs)
     except TypeError:
@@ -3984,16 +3985,16 @@ def xlogy(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if type(input) in _NUMBERS and isinstance(other, _Tensor):
-            return _R._op_xlogy_Scalar_Self.call(other._ks, input, other)
+            return _A._op_xlogy_Scalar_Self.call(other._ks, input, other)
     _i, _a = _sig_xlogy.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_xlogy.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_xlogy_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_xlogy.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_xlogy_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
-        return _R._op_xlogy_Scalar_Other.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_xlogy_Scalar_Other.call(_a['input']._ks, _a['input'], _a['other'])
     elif _i == 2:
-        return _R._op_xlogy_Scalar_Self.call(_a['other']._ks, _a['input'], _a['other'])
+        return _A._op_xlogy_Scalar_Self.call(_a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4023,7 +4024,7 @@ def max(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_max_other.call(input._ks | other._ks, input, other)
+            return _A._op_max_other.call(input._ks | other._ks, input, other)
     try:
         _b = _bind_max_1(*args, **kwargs)
     except TypeError:
@@ -4031,7 +4032,7 @@ def max(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_max.call(input._ks, input)
+            return _A._op_max.call(input._ks, input)
     try:
         _b = _bind_max_2(*args, **kwargs)
     except TypeError:
@@ -4039,14 +4040,14 @@ def max(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
-            return _R._op_max_dim.call(input._ks, input, dim, keepdim)
+            return _A._op_max_dim.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_max.parse(args, kwargs)
     if _i == 0:
-        return _R._op_max_other.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_max_other.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
-        return _R._op_max.call(_a['input']._ks, _a['input'])
+        return _A._op_max.call(_a['input']._ks, _a['input'])
     elif _i == 2:
-        return _R._op_max_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_max_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -4076,7 +4077,7 @@ def min(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_min_other.call(input._ks | other._ks, input, other)
+            return _A._op_min_other.call(input._ks | other._ks, input, other)
     try:
         _b = _bind_min_1(*args, **kwargs)
     except TypeError:
@@ -4084,7 +4085,7 @@ def min(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_min.call(input._ks, input)
+            return _A._op_min.call(input._ks, input)
     try:
         _b = _bind_min_2(*args, **kwargs)
     except TypeError:
@@ -4092,14 +4093,14 @@ def min(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
-            return _R._op_min_dim.call(input._ks, input, dim, keepdim)
+            return _A._op_min_dim.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_min.parse(args, kwargs)
     if _i == 0:
-        return _R._op_min_other.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_min_other.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
-        return _R._op_min.call(_a['input']._ks, _a['input'])
+        return _A._op_min.call(_a['input']._ks, _a['input'])
     elif _i == 2:
-        return _R._op_min_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_min_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -4126,9 +4127,9 @@ def bitwise_and(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_bitwise_and_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_bitwise_and_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_and_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_and_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_bitwise_and_1(*args, **kwargs)
     except TypeError:
@@ -4137,18 +4138,18 @@ def bitwise_and(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_bitwise_and_Scalar.call(input._ks, input, other)
+                return _A._op_bitwise_and_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_and_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_and_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_and.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_bitwise_and_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_bitwise_and_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_and_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_and_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_bitwise_and_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_bitwise_and_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_and_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_and_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4175,9 +4176,9 @@ def bitwise_or(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_bitwise_or_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_bitwise_or_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_or_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_or_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_bitwise_or_1(*args, **kwargs)
     except TypeError:
@@ -4186,18 +4187,18 @@ def bitwise_or(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_bitwise_or_Scalar.call(input._ks, input, other)
+                return _A._op_bitwise_or_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_or_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_or_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_or.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_bitwise_or_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_bitwise_or_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_or_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_or_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_bitwise_or_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_bitwise_or_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_or_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_or_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4224,9 +4225,9 @@ def bitwise_xor(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_bitwise_xor_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_bitwise_xor_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_xor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_xor_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_bitwise_xor_1(*args, **kwargs)
     except TypeError:
@@ -4235,18 +4236,18 @@ def bitwise_xor(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_bitwise_xor_Scalar.call(input._ks, input, other)
+                return _A._op_bitwise_xor_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_xor_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_xor_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_xor.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_bitwise_xor_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_bitwise_xor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_xor_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_xor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_bitwise_xor_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_bitwise_xor_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_xor_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_xor_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4273,9 +4274,9 @@ def bitwise_left_shift(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_bitwise_left_shift_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_bitwise_left_shift_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_left_shift_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_left_shift_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_bitwise_left_shift_1(*args, **kwargs)
     except TypeError:
@@ -4284,18 +4285,18 @@ def bitwise_left_shift(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_bitwise_left_shift_Scalar.call(input._ks, input, other)
+                return _A._op_bitwise_left_shift_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_left_shift_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_left_shift_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_left_shift.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_bitwise_left_shift_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_bitwise_left_shift_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_left_shift_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_left_shift_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_bitwise_left_shift_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_bitwise_left_shift_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_left_shift_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_left_shift_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4322,9 +4323,9 @@ def bitwise_right_shift(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_bitwise_right_shift_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_bitwise_right_shift_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_right_shift_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_bitwise_right_shift_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_bitwise_right_shift_1(*args, **kwargs)
     except TypeError:
@@ -4333,18 +4334,18 @@ def bitwise_right_shift(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_bitwise_right_shift_Scalar.call(input._ks, input, other)
+                return _A._op_bitwise_right_shift_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_bitwise_right_shift_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_bitwise_right_shift_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_bitwise_right_shift.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_bitwise_right_shift_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_bitwise_right_shift_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_right_shift_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_right_shift_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_bitwise_right_shift_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_bitwise_right_shift_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_bitwise_right_shift_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_bitwise_right_shift_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4367,14 +4368,14 @@ def logical_and(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_logical_and.call(input._ks | other._ks, input, other)
+                return _A._op_logical_and.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_logical_and_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_logical_and_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logical_and.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_logical_and.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_logical_and_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_logical_and.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_logical_and_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4399,14 +4400,14 @@ def logical_or(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_logical_or.call(input._ks | other._ks, input, other)
+                return _A._op_logical_or.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_logical_or_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_logical_or_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logical_or.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_logical_or.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_logical_or_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_logical_or.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_logical_or_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4431,14 +4432,14 @@ def logical_xor(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_logical_xor.call(input._ks | other._ks, input, other)
+                return _A._op_logical_xor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_logical_xor_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_logical_xor_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_logical_xor.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_logical_xor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_logical_xor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_logical_xor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_logical_xor_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4467,9 +4468,9 @@ def eq(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_eq_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_eq_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_eq_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_eq_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_eq_1(*args, **kwargs)
     except TypeError:
@@ -4478,18 +4479,18 @@ def eq(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_eq_Scalar.call(input._ks, input, other)
+                return _A._op_eq_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_eq_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_eq_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_eq.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_eq_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_eq_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_eq_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_eq_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_eq_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_eq_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_eq_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_eq_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4516,9 +4517,9 @@ def ne(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_ne_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_ne_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_ne_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_ne_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_ne_1(*args, **kwargs)
     except TypeError:
@@ -4527,18 +4528,18 @@ def ne(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_ne_Scalar.call(input._ks, input, other)
+                return _A._op_ne_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_ne_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_ne_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_ne.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_ne_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_ne_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_ne_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_ne_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_ne_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_ne_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_ne_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_ne_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4565,9 +4566,9 @@ def lt(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_lt_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_lt_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_lt_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_lt_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_lt_1(*args, **kwargs)
     except TypeError:
@@ -4576,18 +4577,18 @@ def lt(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_lt_Scalar.call(input._ks, input, other)
+                return _A._op_lt_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_lt_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_lt_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_lt.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_lt_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_lt_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_lt_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_lt_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_lt_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_lt_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_lt_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_lt_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4614,9 +4615,9 @@ def le(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_le_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_le_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_le_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_le_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_le_1(*args, **kwargs)
     except TypeError:
@@ -4625,18 +4626,18 @@ def le(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_le_Scalar.call(input._ks, input, other)
+                return _A._op_le_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_le_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_le_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_le.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_le_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_le_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_le_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_le_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_le_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_le_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_le_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_le_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4663,9 +4664,9 @@ def gt(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_gt_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_gt_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_gt_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_gt_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_gt_1(*args, **kwargs)
     except TypeError:
@@ -4674,18 +4675,18 @@ def gt(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_gt_Scalar.call(input._ks, input, other)
+                return _A._op_gt_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_gt_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_gt_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_gt.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_gt_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_gt_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_gt_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_gt_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_gt_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_gt_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_gt_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_gt_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4712,9 +4713,9 @@ def ge(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_ge_Tensor.call(input._ks | other._ks, input, other)
+                return _A._op_ge_Tensor.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_ge_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_ge_out.call(input._ks | other._ks, input, other, out)
     try:
         _b = _bind_ge_1(*args, **kwargs)
     except TypeError:
@@ -4723,18 +4724,18 @@ def ge(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
             if out is None:
-                return _R._op_ge_Scalar.call(input._ks, input, other)
+                return _A._op_ge_Scalar.call(input._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_ge_Scalar_out.call(input._ks, input, other, out)
+                return _A._op_ge_Scalar_out.call(input._ks, input, other, out)
     _i, _a = _sig_ge.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_ge_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_ge_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_ge_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_ge_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_ge_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
-        return _R._op_ge_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_ge_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_ge_Scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -4760,7 +4761,7 @@ def greater(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_greater_Tensor.call(input._ks | other._ks, input, other)
+            return _A._op_greater_Tensor.call(input._ks | other._ks, input, other)
     try:
         _b = _bind_greater_1(*args, **kwargs)
     except TypeError:
@@ -4768,12 +4769,12 @@ def greater(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
-            return _R._op_greater_Scalar.call(input._ks, input, other)
+            return _A._op_greater_Scalar.call(input._ks, input, other)
     _i, _a = _sig_greater.parse(args, kwargs)
     if _i == 0:
-        return _R._op_greater_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_greater_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
-        return _R._op_greater_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_greater_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4799,7 +4800,7 @@ def greater_equal(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_greater_equal_Tensor.call(input._ks | other._ks, input, other)
+            return _A._op_greater_equal_Tensor.call(input._ks | other._ks, input, other)
     try:
         _b = _bind_greater_equal_1(*args, **kwargs)
     except TypeError:
@@ -4807,12 +4808,12 @@ def greater_equal(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
-            return _R._op_greater_equal_Scalar.call(input._ks, input, other)
+            return _A._op_greater_equal_Scalar.call(input._ks, input, other)
     _i, _a = _sig_greater_equal.parse(args, kwargs)
     if _i == 0:
-        return _R._op_greater_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_greater_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
-        return _R._op_greater_equal_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_greater_equal_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4838,7 +4839,7 @@ def less(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_less_Tensor.call(input._ks | other._ks, input, other)
+            return _A._op_less_Tensor.call(input._ks | other._ks, input, other)
     try:
         _b = _bind_less_1(*args, **kwargs)
     except TypeError:
@@ -4846,12 +4847,12 @@ def less(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
-            return _R._op_less_Scalar.call(input._ks, input, other)
+            return _A._op_less_Scalar.call(input._ks, input, other)
     _i, _a = _sig_less.parse(args, kwargs)
     if _i == 0:
-        return _R._op_less_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_less_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
-        return _R._op_less_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_less_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4877,7 +4878,7 @@ def less_equal(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_less_equal_Tensor.call(input._ks | other._ks, input, other)
+            return _A._op_less_equal_Tensor.call(input._ks | other._ks, input, other)
     try:
         _b = _bind_less_equal_1(*args, **kwargs)
     except TypeError:
@@ -4885,12 +4886,12 @@ def less_equal(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
-            return _R._op_less_equal_Scalar.call(input._ks, input, other)
+            return _A._op_less_equal_Scalar.call(input._ks, input, other)
     _i, _a = _sig_less_equal.parse(args, kwargs)
     if _i == 0:
-        return _R._op_less_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_less_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
-        return _R._op_less_equal_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_less_equal_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4916,7 +4917,7 @@ def not_equal(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_not_equal_Tensor.call(input._ks | other._ks, input, other)
+            return _A._op_not_equal_Tensor.call(input._ks | other._ks, input, other)
     try:
         _b = _bind_not_equal_1(*args, **kwargs)
     except TypeError:
@@ -4924,12 +4925,12 @@ def not_equal(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and type(other) in _NUMBERS:
-            return _R._op_not_equal_Scalar.call(input._ks, input, other)
+            return _A._op_not_equal_Scalar.call(input._ks, input, other)
     _i, _a = _sig_not_equal.parse(args, kwargs)
     if _i == 0:
-        return _R._op_not_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_not_equal_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     elif _i == 1:
-        return _R._op_not_equal_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_not_equal_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4968,9 +4969,9 @@ def where(*args, **kwargs):
         condition, input, other, out = _b
         if isinstance(condition, _Tensor) and isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_where_self.call(condition._ks | input._ks | other._ks, condition, input, other)
+                return _A._op_where_self.call(condition._ks | input._ks | other._ks, condition, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_where_self_out.call(condition._ks | input._ks | other._ks, condition, input, other, out)
+                return _A._op_where_self_out.call(condition._ks | input._ks | other._ks, condition, input, other, out)
     try:
         _b = _bind_where_1(*args, **kwargs)
     except TypeError:
@@ -4978,7 +4979,7 @@ def where(*args, **kwargs):
     if _b is not None:
         condition, input, other = _b
         if isinstance(condition, _Tensor) and type(input) in _NUMBERS and isinstance(other, _Tensor):
-            return _R._op_where_ScalarSelf.call(condition._ks | other._ks, condition, input, other)
+            return _A._op_where_ScalarSelf.call(condition._ks | other._ks, condition, input, other)
     try:
         _b = _bind_where_2(*args, **kwargs)
     except TypeError:
@@ -4986,7 +4987,7 @@ def where(*args, **kwargs):
     if _b is not None:
         condition, input, other = _b
         if isinstance(condition, _Tensor) and isinstance(input, _Tensor) and type(other) in _NUMBERS:
-            return _R._op_where_ScalarOther.call(condition._ks | input._ks, condition, input, other)
+            return _A._op_where_ScalarOther.call(condition._ks | input._ks, condition, input, other)
     try:
         _b = _bind_where_3(*args, **kwargs)
     except TypeError:
@@ -4994,7 +4995,7 @@ def where(*args, **kwargs):
     if _b is not None:
         condition, input, other = _b
         if isinstance(condition, _Tensor) and type(input) in _NUMBERS and type(other) in _NUMBERS:
-            return _R._op_where_Scalar.call(condition._ks, condition, input, other)
+            return _A._op_where_Scalar.call(condition._ks, condition, input, other)
     try:
         _b = _bind_where_4(*args, **kwargs)
     except TypeError:
@@ -5002,20 +5003,20 @@ def where(*args, **kwargs):
     if _b is not None:
         condition, = _b
         if isinstance(condition, _Tensor):
-            return _R._op_where.call(condition._ks, condition)
+            return _A._op_where.call(condition._ks, condition)
     _i, _a = _sig_where.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_where_self.call(_a['condition']._ks | _a['input']._ks | _a['other']._ks, _a['condition'], _a['input'], _a['other'])
-        return _R._op_where_self_out.call(_a['condition']._ks | _a['input']._ks | _a['other']._ks, _a['condition'], _a['input'], _a['other'], _a['out'])
+            return _A._op_where_self.call(_a['condition']._ks | _a['input']._ks | _a['other']._ks, _a['condition'], _a['input'], _a['other'])
+        return _A._op_where_self_out.call(_a['condition']._ks | _a['input']._ks | _a['other']._ks, _a['condition'], _a['input'], _a['other'], _a['out'])
     elif _i == 1:
-        return _R._op_where_ScalarSelf.call(_a['condition']._ks | _a['other']._ks, _a['condition'], _a['input'], _a['other'])
+        return _A._op_where_ScalarSelf.call(_a['condition']._ks | _a['other']._ks, _a['condition'], _a['input'], _a['other'])
     elif _i == 2:
-        return _R._op_where_ScalarOther.call(_a['condition']._ks | _a['input']._ks, _a['condition'], _a['input'], _a['other'])
+        return _A._op_where_ScalarOther.call(_a['condition']._ks | _a['input']._ks, _a['condition'], _a['input'], _a['other'])
     elif _i == 3:
-        return _R._op_where_Scalar.call(_a['condition']._ks, _a['condition'], _a['input'], _a['other'])
+        return _A._op_where_Scalar.call(_a['condition']._ks, _a['condition'], _a['input'], _a['other'])
     elif _i == 4:
-        return _R._op_where.call(_a['condition']._ks, _a['condition'])
+        return _A._op_where.call(_a['condition']._ks, _a['condition'])
     raise AssertionError('unreachable')
 
 
@@ -5042,9 +5043,9 @@ def clamp(*args, **kwargs):
         input, min, max, out = _b
         if isinstance(input, _Tensor) and (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
             if out is None:
-                return _R._op_clamp.call(input._ks, input, min, max)
+                return _A._op_clamp.call(input._ks, input, min, max)
             if isinstance(out, _Tensor):
-                return _R._op_clamp_out.call(input._ks, input, min, max, out)
+                return _A._op_clamp_out.call(input._ks, input, min, max, out)
     try:
         _b = _bind_clamp_1(*args, **kwargs)
     except TypeError:
@@ -5053,18 +5054,18 @@ def clamp(*args, **kwargs):
         input, min, max, out = _b
         if isinstance(input, _Tensor) and (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
             if out is None:
-                return _R._op_clamp_Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
+                return _A._op_clamp_Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
             if isinstance(out, _Tensor):
-                return _R._op_clamp_Tensor_out.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max, out)
+                return _A._op_clamp_Tensor_out.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max, out)
     _i, _a = _sig_clamp.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_clamp.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
-        return _R._op_clamp_out.call(_a['input']._ks, _a['input'], _a['min'], _a['max'], _a['out'])
+            return _A._op_clamp.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
+        return _A._op_clamp_out.call(_a['input']._ks, _a['input'], _a['min'], _a['max'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_clamp_Tensor.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'])
-        return _R._op_clamp_Tensor_out.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'], _a['out'])
+            return _A._op_clamp_Tensor.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'])
+        return _A._op_clamp_Tensor_out.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5090,7 +5091,7 @@ def clamp_(*args, **kwargs):
     if _b is not None:
         input, min, max = _b
         if isinstance(input, _Tensor) and (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
-            return _R._op_clamp_.call(input._ks, input, min, max)
+            return _A._op_clamp_.call(input._ks, input, min, max)
     try:
         _b = _bind_clamp__1(*args, **kwargs)
     except TypeError:
@@ -5098,12 +5099,12 @@ def clamp_(*args, **kwargs):
     if _b is not None:
         input, min, max = _b
         if isinstance(input, _Tensor) and (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
-            return _R._op_clamp__Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
+            return _A._op_clamp__Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
     _i, _a = _sig_clamp_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_clamp_.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
+        return _A._op_clamp_.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
     elif _i == 1:
-        return _R._op_clamp__Tensor.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'])
+        return _A._op_clamp__Tensor.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5129,7 +5130,7 @@ def clip(*args, **kwargs):
     if _b is not None:
         input, min, max = _b
         if isinstance(input, _Tensor) and (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
-            return _R._op_clip.call(input._ks, input, min, max)
+            return _A._op_clip.call(input._ks, input, min, max)
     try:
         _b = _bind_clip_1(*args, **kwargs)
     except TypeError:
@@ -5137,12 +5138,12 @@ def clip(*args, **kwargs):
     if _b is not None:
         input, min, max = _b
         if isinstance(input, _Tensor) and (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
-            return _R._op_clip_Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
+            return _A._op_clip_Tensor.call(input._ks | _ks_opt(min) | _ks_opt(max), input, min, max)
     _i, _a = _sig_clip.parse(args, kwargs)
     if _i == 0:
-        return _R._op_clip.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
+        return _A._op_clip.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
     elif _i == 1:
-        return _R._op_clip_Tensor.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'])
+        return _A._op_clip_Tensor.call(_a['input']._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), _a['input'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5164,10 +5165,10 @@ def clip_(*args, **kwargs):
     if _b is not None:
         input, min, max = _b
         if isinstance(input, _Tensor) and (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
-            return _R._op_clip_.call(input._ks, input, min, max)
+            return _A._op_clip_.call(input._ks, input, min, max)
     _i, _a = _sig_clip_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_clip_.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
+        return _A._op_clip_.call(_a['input']._ks, _a['input'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5195,7 +5196,7 @@ def clamp_min(*args, **kwargs):
     if _b is not None:
         input, min = _b
         if isinstance(input, _Tensor) and type(min) in _NUMBERS:
-            return _R._op_clamp_min.call(input._ks, input, min)
+            return _A._op_clamp_min.call(input._ks, input, min)
     try:
         _b = _bind_clamp_min_1(*args, **kwargs)
     except TypeError:
@@ -5203,12 +5204,12 @@ def clamp_min(*args, **kwargs):
     if _b is not None:
         input, min = _b
         if isinstance(input, _Tensor) and isinstance(min, _Tensor):
-            return _R._op_clamp_min_Tensor.call(input._ks | min._ks, input, min)
+            return _A._op_clamp_min_Tensor.call(input._ks | min._ks, input, min)
     _i, _a = _sig_clamp_min.parse(args, kwargs)
     if _i == 0:
-        return _R._op_clamp_min.call(_a['input']._ks, _a['input'], _a['min'])
+        return _A._op_clamp_min.call(_a['input']._ks, _a['input'], _a['min'])
     elif _i == 1:
-        return _R._op_clamp_min_Tensor.call(_a['input']._ks | _a['min']._ks, _a['input'], _a['min'])
+        return _A._op_clamp_min_Tensor.call(_a['input']._ks | _a['min']._ks, _a['input'], _a['min'])
     raise AssertionError('unreachable')
 
 
@@ -5230,10 +5231,10 @@ def clamp_min_(*args, **kwargs):
     if _b is not None:
         input, min = _b
         if isinstance(input, _Tensor) and type(min) in _NUMBERS:
-            return _R._op_clamp_min_.call(input._ks, input, min)
+            return _A._op_clamp_min_.call(input._ks, input, min)
     _i, _a = _sig_clamp_min_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_clamp_min_.call(_a['input']._ks, _a['input'], _a['min'])
+        return _A._op_clamp_min_.call(_a['input']._ks, _a['input'], _a['min'])
     raise AssertionError('unreachable')
 
 
@@ -5261,7 +5262,7 @@ def clamp_max(*args, **kwargs):
     if _b is not None:
         input, max = _b
         if isinstance(input, _Tensor) and type(max) in _NUMBERS:
-            return _R._op_clamp_max.call(input._ks, input, max)
+            return _A._op_clamp_max.call(input._ks, input, max)
     try:
         _b = _bind_clamp_max_1(*args, **kwargs)
     except TypeError:
@@ -5269,12 +5270,12 @@ def clamp_max(*args, **kwargs):
     if _b is not None:
         input, max = _b
         if isinstance(input, _Tensor) and isinstance(max, _Tensor):
-            return _R._op_clamp_max_Tensor.call(input._ks | max._ks, input, max)
+            return _A._op_clamp_max_Tensor.call(input._ks | max._ks, input, max)
     _i, _a = _sig_clamp_max.parse(args, kwargs)
     if _i == 0:
-        return _R._op_clamp_max.call(_a['input']._ks, _a['input'], _a['max'])
+        return _A._op_clamp_max.call(_a['input']._ks, _a['input'], _a['max'])
     elif _i == 1:
-        return _R._op_clamp_max_Tensor.call(_a['input']._ks | _a['max']._ks, _a['input'], _a['max'])
+        return _A._op_clamp_max_Tensor.call(_a['input']._ks | _a['max']._ks, _a['input'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5296,10 +5297,10 @@ def clamp_max_(*args, **kwargs):
     if _b is not None:
         input, max = _b
         if isinstance(input, _Tensor) and type(max) in _NUMBERS:
-            return _R._op_clamp_max_.call(input._ks, input, max)
+            return _A._op_clamp_max_.call(input._ks, input, max)
     _i, _a = _sig_clamp_max_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_clamp_max_.call(_a['input']._ks, _a['input'], _a['max'])
+        return _A._op_clamp_max_.call(_a['input']._ks, _a['input'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5328,9 +5329,9 @@ def lerp(*args, **kwargs):
         input, end, weight, out = _b
         if isinstance(input, _Tensor) and isinstance(end, _Tensor) and type(weight) in _NUMBERS:
             if out is None:
-                return _R._op_lerp_Scalar.call(input._ks | end._ks, input, end, weight)
+                return _A._op_lerp_Scalar.call(input._ks | end._ks, input, end, weight)
             if isinstance(out, _Tensor):
-                return _R._op_lerp_Scalar_out.call(input._ks | end._ks, input, end, weight, out)
+                return _A._op_lerp_Scalar_out.call(input._ks | end._ks, input, end, weight, out)
     try:
         _b = _bind_lerp_1(*args, **kwargs)
     except TypeError:
@@ -5338,14 +5339,14 @@ def lerp(*args, **kwargs):
     if _b is not None:
         input, end, weight = _b
         if isinstance(input, _Tensor) and isinstance(end, _Tensor) and isinstance(weight, _Tensor):
-            return _R._op_lerp_Tensor.call(input._ks | end._ks | weight._ks, input, end, weight)
+            return _A._op_lerp_Tensor.call(input._ks | end._ks | weight._ks, input, end, weight)
     _i, _a = _sig_lerp.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_lerp_Scalar.call(_a['input']._ks | _a['end']._ks, _a['input'], _a['end'], _a['weight'])
-        return _R._op_lerp_Scalar_out.call(_a['input']._ks | _a['end']._ks, _a['input'], _a['end'], _a['weight'], _a['out'])
+            return _A._op_lerp_Scalar.call(_a['input']._ks | _a['end']._ks, _a['input'], _a['end'], _a['weight'])
+        return _A._op_lerp_Scalar_out.call(_a['input']._ks | _a['end']._ks, _a['input'], _a['end'], _a['weight'], _a['out'])
     elif _i == 1:
-        return _R._op_lerp_Tensor.call(_a['input']._ks | _a['end']._ks | _a['weight']._ks, _a['input'], _a['end'], _a['weight'])
+        return _A._op_lerp_Tensor.call(_a['input']._ks | _a['end']._ks | _a['weight']._ks, _a['input'], _a['end'], _a['weight'])
     raise AssertionError('unreachable')
 
 
@@ -5368,14 +5369,14 @@ def addcmul(*args, **kwargs):
         input, tensor1, tensor2, value, out = _b
         if isinstance(input, _Tensor) and isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
             if out is None:
-                return _R._op_addcmul.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value)
+                return _A._op_addcmul.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value)
             if isinstance(out, _Tensor):
-                return _R._op_addcmul_out.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value, out)
+                return _A._op_addcmul_out.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value, out)
     _i, _a = _sig_addcmul.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_addcmul.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
-        return _R._op_addcmul_out.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'], _a['out'])
+            return _A._op_addcmul.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
+        return _A._op_addcmul_out.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5400,14 +5401,14 @@ def addcdiv(*args, **kwargs):
         input, tensor1, tensor2, value, out = _b
         if isinstance(input, _Tensor) and isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
             if out is None:
-                return _R._op_addcdiv.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value)
+                return _A._op_addcdiv.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value)
             if isinstance(out, _Tensor):
-                return _R._op_addcdiv_out.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value, out)
+                return _A._op_addcdiv_out.call(input._ks | tensor1._ks | tensor2._ks, input, tensor1, tensor2, value, out)
     _i, _a = _sig_addcdiv.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_addcdiv.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
-        return _R._op_addcdiv_out.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'], _a['out'])
+            return _A._op_addcdiv.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
+        return _A._op_addcdiv_out.call(_a['input']._ks | _a['tensor1']._ks | _a['tensor2']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['value'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5435,7 +5436,7 @@ def sum(*args, **kwargs):
     if _b is not None:
         input, dtype = _b
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
-            return _R._op_sum.call(input._ks, input, dtype)
+            return _A._op_sum.call(input._ks, input, dtype)
     try:
         _b = _bind_sum_1(*args, **kwargs)
     except TypeError:
@@ -5444,16 +5445,16 @@ def sum(*args, **kwargs):
         input, dim, keepdim, dtype, out = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             if out is None:
-                return _R._op_sum_dim_IntList.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
+                return _A._op_sum_dim_IntList.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
             if isinstance(out, _Tensor):
-                return _R._op_sum_IntList_out.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype, out)
+                return _A._op_sum_IntList_out.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype, out)
     _i, _a = _sig_sum.parse(args, kwargs)
     if _i == 0:
-        return _R._op_sum.call(_a['input']._ks, _a['input'], _a['dtype'])
+        return _A._op_sum.call(_a['input']._ks, _a['input'], _a['dtype'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_sum_dim_IntList.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
-        return _R._op_sum_IntList_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'], _a['out'])
+            return _A._op_sum_dim_IntList.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_sum_IntList_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5479,7 +5480,7 @@ def nansum(*args, **kwargs):
     if _b is not None:
         input, dtype = _b
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
-            return _R._op_nansum.call(input._ks, input, dtype)
+            return _A._op_nansum.call(input._ks, input, dtype)
     try:
         _b = _bind_nansum_1(*args, **kwargs)
     except TypeError:
@@ -5487,12 +5488,12 @@ def nansum(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim, dtype = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_nansum_dim_IntList.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_nansum_dim_IntList.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nansum.parse(args, kwargs)
     if _i == 0:
-        return _R._op_nansum.call(_a['input']._ks, _a['input'], _a['dtype'])
+        return _A._op_nansum.call(_a['input']._ks, _a['input'], _a['dtype'])
     elif _i == 1:
-        return _R._op_nansum_dim_IntList.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_nansum_dim_IntList.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -5518,7 +5519,7 @@ def prod(*args, **kwargs):
     if _b is not None:
         input, dtype = _b
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
-            return _R._op_prod.call(input._ks, input, dtype)
+            return _A._op_prod.call(input._ks, input, dtype)
     try:
         _b = _bind_prod_1(*args, **kwargs)
     except TypeError:
@@ -5526,12 +5527,12 @@ def prod(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim, dtype = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_prod_dim_int.call(input._ks, input, dim, keepdim, dtype)
+            return _A._op_prod_dim_int.call(input._ks, input, dim, keepdim, dtype)
     _i, _a = _sig_prod.parse(args, kwargs)
     if _i == 0:
-        return _R._op_prod.call(_a['input']._ks, _a['input'], _a['dtype'])
+        return _A._op_prod.call(_a['input']._ks, _a['input'], _a['dtype'])
     elif _i == 1:
-        return _R._op_prod_dim_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_prod_dim_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -5558,9 +5559,9 @@ def mean(*args, **kwargs):
         input, dtype, out = _b
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
             if out is None:
-                return _R._op_mean.call(input._ks, input, dtype)
+                return _A._op_mean.call(input._ks, input, dtype)
             if isinstance(out, _Tensor):
-                return _R._op_mean_dtype_out.call(input._ks, input, dtype, out)
+                return _A._op_mean_dtype_out.call(input._ks, input, dtype, out)
     try:
         _b = _bind_mean_1(*args, **kwargs)
     except TypeError:
@@ -5569,18 +5570,18 @@ def mean(*args, **kwargs):
         input, dim, keepdim, dtype, out = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
             if out is None:
-                return _R._op_mean_dim.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
+                return _A._op_mean_dim.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
             if isinstance(out, _Tensor):
-                return _R._op_mean_out.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype, out)
+                return _A._op_mean_out.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype, out)
     _i, _a = _sig_mean.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_mean.call(_a['input']._ks, _a['input'], _a['dtype'])
-        return _R._op_mean_dtype_out.call(_a['input']._ks, _a['input'], _a['dtype'], _a['out'])
+            return _A._op_mean.call(_a['input']._ks, _a['input'], _a['dtype'])
+        return _A._op_mean_dtype_out.call(_a['input']._ks, _a['input'], _a['dtype'], _a['out'])
     elif _i == 1:
         if _a['out'] is None:
-            return _R._op_mean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
-        return _R._op_mean_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'], _a['out'])
+            return _A._op_mean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_mean_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5606,7 +5607,7 @@ def nanmean(*args, **kwargs):
     if _b is not None:
         input, dtype = _b
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
-            return _R._op_nanmean.call(input._ks, input, dtype)
+            return _A._op_nanmean.call(input._ks, input, dtype)
     try:
         _b = _bind_nanmean_1(*args, **kwargs)
     except TypeError:
@@ -5614,12 +5615,12 @@ def nanmean(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim, dtype = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_nanmean_dim.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_nanmean_dim.call(input._ks, input, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nanmean.parse(args, kwargs)
     if _i == 0:
-        return _R._op_nanmean.call(_a['input']._ks, _a['input'], _a['dtype'])
+        return _A._op_nanmean.call(_a['input']._ks, _a['input'], _a['dtype'])
     elif _i == 1:
-        return _R._op_nanmean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_nanmean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -5649,7 +5650,7 @@ def var(*args, **kwargs):
     if _b is not None:
         input, unbiased = _b
         if isinstance(input, _Tensor) and type(unbiased) is bool:
-            return _R._op_var.call(input._ks, input, unbiased)
+            return _A._op_var.call(input._ks, input, unbiased)
     try:
         _b = _bind_var_1(*args, **kwargs)
     except TypeError:
@@ -5657,7 +5658,7 @@ def var(*args, **kwargs):
     if _b is not None:
         input, dim, unbiased, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
-            return _R._op_var_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
+            return _A._op_var_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
     try:
         _b = _bind_var_2(*args, **kwargs)
     except TypeError:
@@ -5665,14 +5666,14 @@ def var(*args, **kwargs):
     if _b is not None:
         input, dim, correction, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
-            return _R._op_var_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
+            return _A._op_var_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_var.parse(args, kwargs)
     if _i == 0:
-        return _R._op_var.call(_a['input']._ks, _a['input'], _a['unbiased'])
+        return _A._op_var.call(_a['input']._ks, _a['input'], _a['unbiased'])
     elif _i == 1:
-        return _R._op_var_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['unbiased'], _a['keepdim'])
+        return _A._op_var_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['unbiased'], _a['keepdim'])
     elif _i == 2:
-        return _R._op_var_correction.call(_a['input']._ks, _a['input'], _a['dim'], _a['correction'], _a['keepdim'])
+        return _A._op_var_correction.call(_a['input']._ks, _a['input'], _a['dim'], _a['correction'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -5702,7 +5703,7 @@ def std(*args, **kwargs):
     if _b is not None:
         input, unbiased = _b
         if isinstance(input, _Tensor) and type(unbiased) is bool:
-            return _R._op_std.call(input._ks, input, unbiased)
+            return _A._op_std.call(input._ks, input, unbiased)
     try:
         _b = _bind_std_1(*args, **kwargs)
     except TypeError:
@@ -5710,7 +5711,7 @@ def std(*args, **kwargs):
     if _b is not None:
         input, dim, unbiased, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
-            return _R._op_std_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
+            return _A._op_std_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
     try:
         _b = _bind_std_2(*args, **kwargs)
     except TypeError:
@@ -5718,14 +5719,14 @@ def std(*args, **kwargs):
     if _b is not None:
         input, dim, correction, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
-            return _R._op_std_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
+            return _A._op_std_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_std.parse(args, kwargs)
     if _i == 0:
-        return _R._op_std.call(_a['input']._ks, _a['input'], _a['unbiased'])
+        return _A._op_std.call(_a['input']._ks, _a['input'], _a['unbiased'])
     elif _i == 1:
-        return _R._op_std_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['unbiased'], _a['keepdim'])
+        return _A._op_std_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['unbiased'], _a['keepdim'])
     elif _i == 2:
-        return _R._op_std_correction.call(_a['input']._ks, _a['input'], _a['dim'], _a['correction'], _a['keepdim'])
+        return _A._op_std_correction.call(_a['input']._ks, _a['input'], _a['dim'], _a['correction'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -5755,7 +5756,7 @@ def var_mean(*args, **kwargs):
     if _b is not None:
         input, unbiased = _b
         if isinstance(input, _Tensor) and type(unbiased) is bool:
-            return _R._op_var_mean.call(input._ks, input, unbiased)
+            return _A._op_var_mean.call(input._ks, input, unbiased)
     try:
         _b = _bind_var_mean_1(*args, **kwargs)
     except TypeError:
@@ -5763,7 +5764,7 @@ def var_mean(*args, **kwargs):
     if _b is not None:
         input, dim, unbiased, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
-            return _R._op_var_mean_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
+            return _A._op_var_mean_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
     try:
         _b = _bind_var_mean_2(*args, **kwargs)
     except TypeError:
@@ -5771,14 +5772,14 @@ def var_mean(*args, **kwargs):
     if _b is not None:
         input, dim, correction, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
-            return _R._op_var_mean_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
+            return _A._op_var_mean_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_var_mean.parse(args, kwargs)
     if _i == 0:
-        return _R._op_var_mean.call(_a['input']._ks, _a['input'], _a['unbiased'])
+        return _A._op_var_mean.call(_a['input']._ks, _a['input'], _a['unbiased'])
     elif _i == 1:
-        return _R._op_var_mean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['unbiased'], _a['keepdim'])
+        return _A._op_var_mean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['unbiased'], _a['keepdim'])
     elif _i == 2:
-        return _R._op_var_mean_correction.call(_a['input']._ks, _a['input'], _a['dim'], _a['correction'], _a['keepdim'])
+        return _A._op_var_mean_correction.call(_a['input']._ks, _a['input'], _a['dim'], _a['correction'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -5808,7 +5809,7 @@ def std_mean(*args, **kwargs):
     if _b is not None:
         input, unbiased = _b
         if isinstance(input, _Tensor) and type(unbiased) is bool:
-            return _R._op_std_mean.call(input._ks, input, unbiased)
+            return _A._op_std_mean.call(input._ks, input, unbiased)
     try:
         _b = _bind_std_mean_1(*args, **kwargs)
     except TypeError:
@@ -5816,7 +5817,7 @@ def std_mean(*args, **kwargs):
     if _b is not None:
         input, dim, unbiased, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
-            return _R._op_std_mean_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
+            return _A._op_std_mean_dim.call(input._ks, input, (None if dim is None else dim_), unbiased, keepdim)
     try:
         _b = _bind_std_mean_2(*args, **kwargs)
     except TypeError:
@@ -5824,14 +5825,14 @@ def std_mean(*args, **kwargs):
     if _b is not None:
         input, dim, correction, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
-            return _R._op_std_mean_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
+            return _A._op_std_mean_correction.call(input._ks, input, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_std_mean.parse(args, kwargs)
     if _i == 0:
-        return _R._op_std_mean.call(_a['input']._ks, _a['input'], _a['unbiased'])
+        return _A._op_std_mean.call(_a['input']._ks, _a['input'], _a['unbiased'])
     elif _i == 1:
-        return _R._op_std_mean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['unbiased'], _a['keepdim'])
+        return _A._op_std_mean_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['unbiased'], _a['keepdim'])
     elif _i == 2:
-        return _R._op_std_mean_correction.call(_a['input']._ks, _a['input'], _a['dim'], _a['correction'], _a['keepdim'])
+        return _A._op_std_mean_correction.call(_a['input']._ks, _a['input'], _a['dim'], _a['correction'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -5854,14 +5855,14 @@ def amax(*args, **kwargs):
         input, dim, keepdim, out = _b
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             if out is None:
-                return _R._op_amax.call(input._ks, input, dim_, keepdim)
+                return _A._op_amax.call(input._ks, input, dim_, keepdim)
             if isinstance(out, _Tensor):
-                return _R._op_amax_out.call(input._ks, input, dim_, keepdim, out)
+                return _A._op_amax_out.call(input._ks, input, dim_, keepdim, out)
     _i, _a = _sig_amax.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_amax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
-        return _R._op_amax_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
+            return _A._op_amax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_amax_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5886,14 +5887,14 @@ def amin(*args, **kwargs):
         input, dim, keepdim, out = _b
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
             if out is None:
-                return _R._op_amin.call(input._ks, input, dim_, keepdim)
+                return _A._op_amin.call(input._ks, input, dim_, keepdim)
             if isinstance(out, _Tensor):
-                return _R._op_amin_out.call(input._ks, input, dim_, keepdim, out)
+                return _A._op_amin_out.call(input._ks, input, dim_, keepdim, out)
     _i, _a = _sig_amin.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_amin.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
-        return _R._op_amin_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
+            return _A._op_amin.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_amin_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -5917,10 +5918,10 @@ def aminmax(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool:
-            return _R._op_aminmax.call(input._ks, input, dim, keepdim)
+            return _A._op_aminmax.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_aminmax.parse(args, kwargs)
     if _i == 0:
-        return _R._op_aminmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_aminmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -5944,10 +5945,10 @@ def argmax(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool:
-            return _R._op_argmax.call(input._ks, input, dim, keepdim)
+            return _A._op_argmax.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_argmax.parse(args, kwargs)
     if _i == 0:
-        return _R._op_argmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_argmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -5971,10 +5972,10 @@ def argmin(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool:
-            return _R._op_argmin.call(input._ks, input, dim, keepdim)
+            return _A._op_argmin.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_argmin.parse(args, kwargs)
     if _i == 0:
-        return _R._op_argmin.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_argmin.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -5998,10 +5999,10 @@ def logsumexp(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
-            return _R._op_logsumexp.call(input._ks, input, dim_, keepdim)
+            return _A._op_logsumexp.call(input._ks, input, dim_, keepdim)
     _i, _a = _sig_logsumexp.parse(args, kwargs)
     if _i == 0:
-        return _R._op_logsumexp.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_logsumexp.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6033,7 +6034,7 @@ def all(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_all.call(input._ks, input)
+            return _A._op_all.call(input._ks, input)
     try:
         _b = _bind_all_1(*args, **kwargs)
     except TypeError:
@@ -6041,7 +6042,7 @@ def all(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
-            return _R._op_all_dim.call(input._ks, input, dim, keepdim)
+            return _A._op_all_dim.call(input._ks, input, dim, keepdim)
     try:
         _b = _bind_all_2(*args, **kwargs)
     except TypeError:
@@ -6049,14 +6050,14 @@ def all(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
-            return _R._op_all_dims.call(input._ks, input, (None if dim is None else dim_), keepdim)
+            return _A._op_all_dims.call(input._ks, input, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_all.parse(args, kwargs)
     if _i == 0:
-        return _R._op_all.call(_a['input']._ks, _a['input'])
+        return _A._op_all.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _R._op_all_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_all_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     elif _i == 2:
-        return _R._op_all_dims.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_all_dims.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6086,7 +6087,7 @@ def any(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_any.call(input._ks, input)
+            return _A._op_any.call(input._ks, input)
     try:
         _b = _bind_any_1(*args, **kwargs)
     except TypeError:
@@ -6094,7 +6095,7 @@ def any(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
-            return _R._op_any_dim.call(input._ks, input, dim, keepdim)
+            return _A._op_any_dim.call(input._ks, input, dim, keepdim)
     try:
         _b = _bind_any_2(*args, **kwargs)
     except TypeError:
@@ -6102,14 +6103,14 @@ def any(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
-            return _R._op_any_dims.call(input._ks, input, (None if dim is None else dim_), keepdim)
+            return _A._op_any_dims.call(input._ks, input, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_any.parse(args, kwargs)
     if _i == 0:
-        return _R._op_any.call(_a['input']._ks, _a['input'])
+        return _A._op_any.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _R._op_any_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_any_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     elif _i == 2:
-        return _R._op_any_dims.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_any_dims.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6135,7 +6136,7 @@ def count_nonzero(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None:
-            return _R._op_count_nonzero_dim_IntList.call(input._ks, input, dim_)
+            return _A._op_count_nonzero_dim_IntList.call(input._ks, input, dim_)
     try:
         _b = _bind_count_nonzero_1(*args, **kwargs)
     except TypeError:
@@ -6143,12 +6144,12 @@ def count_nonzero(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and (dim is None or type(dim) is int):
-            return _R._op_count_nonzero.call(input._ks, input, dim)
+            return _A._op_count_nonzero.call(input._ks, input, dim)
     _i, _a = _sig_count_nonzero.parse(args, kwargs)
     if _i == 0:
-        return _R._op_count_nonzero_dim_IntList.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_count_nonzero_dim_IntList.call(_a['input']._ks, _a['input'], _a['dim'])
     elif _i == 1:
-        return _R._op_count_nonzero.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_count_nonzero.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -6171,14 +6172,14 @@ def cumsum(*args, **kwargs):
         input, dim, dtype, out = _b
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
             if out is None:
-                return _R._op_cumsum.call(input._ks, input, dim, dtype)
+                return _A._op_cumsum.call(input._ks, input, dim, dtype)
             if isinstance(out, _Tensor):
-                return _R._op_cumsum_out.call(input._ks, input, dim, dtype, out)
+                return _A._op_cumsum_out.call(input._ks, input, dim, dtype, out)
     _i, _a = _sig_cumsum.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_cumsum.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
-        return _R._op_cumsum_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'], _a['out'])
+            return _A._op_cumsum.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
+        return _A._op_cumsum_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -6203,14 +6204,14 @@ def cumprod(*args, **kwargs):
         input, dim, dtype, out = _b
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
             if out is None:
-                return _R._op_cumprod.call(input._ks, input, dim, dtype)
+                return _A._op_cumprod.call(input._ks, input, dim, dtype)
             if isinstance(out, _Tensor):
-                return _R._op_cumprod_out.call(input._ks, input, dim, dtype, out)
+                return _A._op_cumprod_out.call(input._ks, input, dim, dtype, out)
     _i, _a = _sig_cumprod.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_cumprod.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
-        return _R._op_cumprod_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'], _a['out'])
+            return _A._op_cumprod.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
+        return _A._op_cumprod_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -6234,10 +6235,10 @@ def logcumsumexp(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and type(dim) is int:
-            return _R._op_logcumsumexp.call(input._ks, input, dim)
+            return _A._op_logcumsumexp.call(input._ks, input, dim)
     _i, _a = _sig_logcumsumexp.parse(args, kwargs)
     if _i == 0:
-        return _R._op_logcumsumexp.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_logcumsumexp.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -6261,10 +6262,10 @@ def cummax(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and type(dim) is int:
-            return _R._op_cummax.call(input._ks, input, dim)
+            return _A._op_cummax.call(input._ks, input, dim)
     _i, _a = _sig_cummax.parse(args, kwargs)
     if _i == 0:
-        return _R._op_cummax.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_cummax.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -6288,10 +6289,10 @@ def cummin(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and type(dim) is int:
-            return _R._op_cummin.call(input._ks, input, dim)
+            return _A._op_cummin.call(input._ks, input, dim)
     _i, _a = _sig_cummin.parse(args, kwargs)
     if _i == 0:
-        return _R._op_cummin.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_cummin.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -6319,7 +6320,7 @@ def sort(*args, **kwargs):
     if _b is not None:
         input, dim, descending = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(descending) is bool:
-            return _R._op_sort.call(input._ks, input, dim, descending)
+            return _A._op_sort.call(input._ks, input, dim, descending)
     try:
         _b = _bind_sort_1(*args, **kwargs)
     except TypeError:
@@ -6327,12 +6328,12 @@ def sort(*args, **kwargs):
     if _b is not None:
         input, stable, dim, descending = _b
         if isinstance(input, _Tensor) and (stable is None or type(stable) is bool) and type(dim) is int and type(descending) is bool:
-            return _R._op_sort_stable.call(input._ks, input, stable, dim, descending)
+            return _A._op_sort_stable.call(input._ks, input, stable, dim, descending)
     _i, _a = _sig_sort.parse(args, kwargs)
     if _i == 0:
-        return _R._op_sort.call(_a['input']._ks, _a['input'], _a['dim'], _a['descending'])
+        return _A._op_sort.call(_a['input']._ks, _a['input'], _a['dim'], _a['descending'])
     elif _i == 1:
-        return _R._op_sort_stable.call(_a['input']._ks, _a['input'], _a['stable'], _a['dim'], _a['descending'])
+        return _A._op_sort_stable.call(_a['input']._ks, _a['input'], _a['stable'], _a['dim'], _a['descending'])
     raise AssertionError('unreachable')
 
 
@@ -6358,7 +6359,7 @@ def argsort(*args, **kwargs):
     if _b is not None:
         input, dim, descending = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(descending) is bool:
-            return _R._op_argsort.call(input._ks, input, dim, descending)
+            return _A._op_argsort.call(input._ks, input, dim, descending)
     try:
         _b = _bind_argsort_1(*args, **kwargs)
     except TypeError:
@@ -6366,12 +6367,12 @@ def argsort(*args, **kwargs):
     if _b is not None:
         input, stable, dim, descending = _b
         if isinstance(input, _Tensor) and type(stable) is bool and type(dim) is int and type(descending) is bool:
-            return _R._op_argsort_stable.call(input._ks, input, stable, dim, descending)
+            return _A._op_argsort_stable.call(input._ks, input, stable, dim, descending)
     _i, _a = _sig_argsort.parse(args, kwargs)
     if _i == 0:
-        return _R._op_argsort.call(_a['input']._ks, _a['input'], _a['dim'], _a['descending'])
+        return _A._op_argsort.call(_a['input']._ks, _a['input'], _a['dim'], _a['descending'])
     elif _i == 1:
-        return _R._op_argsort_stable.call(_a['input']._ks, _a['input'], _a['stable'], _a['dim'], _a['descending'])
+        return _A._op_argsort_stable.call(_a['input']._ks, _a['input'], _a['stable'], _a['dim'], _a['descending'])
     raise AssertionError('unreachable')
 
 
@@ -6393,10 +6394,10 @@ def topk(*args, **kwargs):
     if _b is not None:
         input, k, dim, largest, sorted = _b
         if isinstance(input, _Tensor) and type(k) is int and type(dim) is int and type(largest) is bool and type(sorted) is bool:
-            return _R._op_topk.call(input._ks, input, k, dim, largest, sorted)
+            return _A._op_topk.call(input._ks, input, k, dim, largest, sorted)
     _i, _a = _sig_topk.parse(args, kwargs)
     if _i == 0:
-        return _R._op_topk.call(_a['input']._ks, _a['input'], _a['k'], _a['dim'], _a['largest'], _a['sorted'])
+        return _A._op_topk.call(_a['input']._ks, _a['input'], _a['k'], _a['dim'], _a['largest'], _a['sorted'])
     raise AssertionError('unreachable')
 
 
@@ -6420,10 +6421,10 @@ def kthvalue(*args, **kwargs):
     if _b is not None:
         input, k, dim, keepdim = _b
         if isinstance(input, _Tensor) and type(k) is int and type(dim) is int and type(keepdim) is bool:
-            return _R._op_kthvalue.call(input._ks, input, k, dim, keepdim)
+            return _A._op_kthvalue.call(input._ks, input, k, dim, keepdim)
     _i, _a = _sig_kthvalue.parse(args, kwargs)
     if _i == 0:
-        return _R._op_kthvalue.call(_a['input']._ks, _a['input'], _a['k'], _a['dim'], _a['keepdim'])
+        return _A._op_kthvalue.call(_a['input']._ks, _a['input'], _a['k'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6451,7 +6452,7 @@ def median(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_median.call(input._ks, input)
+            return _A._op_median.call(input._ks, input)
     try:
         _b = _bind_median_1(*args, **kwargs)
     except TypeError:
@@ -6459,12 +6460,12 @@ def median(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
-            return _R._op_median_dim.call(input._ks, input, dim, keepdim)
+            return _A._op_median_dim.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_median.parse(args, kwargs)
     if _i == 0:
-        return _R._op_median.call(_a['input']._ks, _a['input'])
+        return _A._op_median.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _R._op_median_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_median_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6486,10 +6487,10 @@ def mode(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
-            return _R._op_mode.call(input._ks, input, dim, keepdim)
+            return _A._op_mode.call(input._ks, input, dim, keepdim)
     _i, _a = _sig_mode.parse(args, kwargs)
     if _i == 0:
-        return _R._op_mode.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_mode.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6517,7 +6518,7 @@ def quantile(*args, **kwargs):
     if _b is not None:
         input, q, dim, keepdim, interpolation = _b
         if isinstance(input, _Tensor) and isinstance(q, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
-            return _R._op_quantile.call(input._ks | q._ks, input, q, dim, keepdim, interpolation)
+            return _A._op_quantile.call(input._ks | q._ks, input, q, dim, keepdim, interpolation)
     try:
         _b = _bind_quantile_1(*args, **kwargs)
     except TypeError:
@@ -6525,12 +6526,12 @@ def quantile(*args, **kwargs):
     if _b is not None:
         input, q, dim, keepdim, interpolation = _b
         if isinstance(input, _Tensor) and type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
-            return _R._op_quantile_scalar.call(input._ks, input, q, dim, keepdim, interpolation)
+            return _A._op_quantile_scalar.call(input._ks, input, q, dim, keepdim, interpolation)
     _i, _a = _sig_quantile.parse(args, kwargs)
     if _i == 0:
-        return _R._op_quantile.call(_a['input']._ks | _a['q']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
+        return _A._op_quantile.call(_a['input']._ks | _a['q']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     elif _i == 1:
-        return _R._op_quantile_scalar.call(_a['input']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
+        return _A._op_quantile_scalar.call(_a['input']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     raise AssertionError('unreachable')
 
 
@@ -6556,7 +6557,7 @@ def nanquantile(*args, **kwargs):
     if _b is not None:
         input, q, dim, keepdim, interpolation = _b
         if isinstance(input, _Tensor) and isinstance(q, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
-            return _R._op_nanquantile.call(input._ks | q._ks, input, q, dim, keepdim, interpolation)
+            return _A._op_nanquantile.call(input._ks | q._ks, input, q, dim, keepdim, interpolation)
     try:
         _b = _bind_nanquantile_1(*args, **kwargs)
     except TypeError:
@@ -6564,12 +6565,12 @@ def nanquantile(*args, **kwargs):
     if _b is not None:
         input, q, dim, keepdim, interpolation = _b
         if isinstance(input, _Tensor) and type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
-            return _R._op_nanquantile_scalar.call(input._ks, input, q, dim, keepdim, interpolation)
+            return _A._op_nanquantile_scalar.call(input._ks, input, q, dim, keepdim, interpolation)
     _i, _a = _sig_nanquantile.parse(args, kwargs)
     if _i == 0:
-        return _R._op_nanquantile.call(_a['input']._ks | _a['q']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
+        return _A._op_nanquantile.call(_a['input']._ks | _a['q']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     elif _i == 1:
-        return _R._op_nanquantile_scalar.call(_a['input']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
+        return _A._op_nanquantile_scalar.call(_a['input']._ks, _a['input'], _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     raise AssertionError('unreachable')
 
 
@@ -6591,10 +6592,10 @@ def unique_dim(*args, **kwargs):
     if _b is not None:
         input, dim, sorted, return_inverse, return_counts = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(sorted) is bool and type(return_inverse) is bool and type(return_counts) is bool:
-            return _R._op_unique_dim.call(input._ks, input, dim, sorted, return_inverse, return_counts)
+            return _A._op_unique_dim.call(input._ks, input, dim, sorted, return_inverse, return_counts)
     _i, _a = _sig_unique_dim.parse(args, kwargs)
     if _i == 0:
-        return _R._op_unique_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['sorted'], _a['return_inverse'], _a['return_counts'])
+        return _A._op_unique_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['sorted'], _a['return_inverse'], _a['return_counts'])
     raise AssertionError('unreachable')
 
 
@@ -6618,10 +6619,10 @@ def bincount(*args, **kwargs):
     if _b is not None:
         input, weights, minlength = _b
         if isinstance(input, _Tensor) and (weights is None or isinstance(weights, _Tensor)) and type(minlength) is int:
-            return _R._op_bincount.call(input._ks | _ks_opt(weights), input, weights, minlength)
+            return _A._op_bincount.call(input._ks | _ks_opt(weights), input, weights, minlength)
     _i, _a = _sig_bincount.parse(args, kwargs)
     if _i == 0:
-        return _R._op_bincount.call(_a['input']._ks | _ks_opt(_a['weights']), _a['input'], _a['weights'], _a['minlength'])
+        return _A._op_bincount.call(_a['input']._ks | _ks_opt(_a['weights']), _a['input'], _a['weights'], _a['minlength'])
     raise AssertionError('unreachable')
 
 
@@ -6645,10 +6646,10 @@ def histc(*args, **kwargs):
     if _b is not None:
         input, bins, min, max = _b
         if isinstance(input, _Tensor) and type(bins) is int and type(min) in _NUMBERS and type(max) in _NUMBERS:
-            return _R._op_histc.call(input._ks, input, bins, min, max)
+            return _A._op_histc.call(input._ks, input, bins, min, max)
     _i, _a = _sig_histc.parse(args, kwargs)
     if _i == 0:
-        return _R._op_histc.call(_a['input']._ks, _a['input'], _a['bins'], _a['min'], _a['max'])
+        return _A._op_histc.call(_a['input']._ks, _a['input'], _a['bins'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -6676,7 +6677,7 @@ def norm(*args, **kwargs):
     if _b is not None:
         input, p, dim, keepdim = _b
         if isinstance(input, _Tensor) and (p is None or type(p) in _NUMBERS) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
-            return _R._op_norm_ScalarOpt_dim.call(input._ks, input, p, dim_, keepdim)
+            return _A._op_norm_ScalarOpt_dim.call(input._ks, input, p, dim_, keepdim)
     try:
         _b = _bind_norm_1(*args, **kwargs)
     except TypeError:
@@ -6684,12 +6685,12 @@ def norm(*args, **kwargs):
     if _b is not None:
         input, p = _b
         if isinstance(input, _Tensor) and type(p) in _NUMBERS:
-            return _R._op_norm_Scalar.call(input._ks, input, p)
+            return _A._op_norm_Scalar.call(input._ks, input, p)
     _i, _a = _sig_norm.parse(args, kwargs)
     if _i == 0:
-        return _R._op_norm_ScalarOpt_dim.call(_a['input']._ks, _a['input'], _a['p'], _a['dim'], _a['keepdim'])
+        return _A._op_norm_ScalarOpt_dim.call(_a['input']._ks, _a['input'], _a['p'], _a['dim'], _a['keepdim'])
     elif _i == 1:
-        return _R._op_norm_Scalar.call(_a['input']._ks, _a['input'], _a['p'])
+        return _A._op_norm_Scalar.call(_a['input']._ks, _a['input'], _a['p'])
     raise AssertionError('unreachable')
 
 
@@ -6711,10 +6712,10 @@ def reshape(*args, **kwargs):
     if _b is not None:
         input, shape = _b
         if isinstance(input, _Tensor) and (shape_ := _ints(shape, False)) is not None:
-            return _R._op_reshape.call(input._ks, input, shape_)
+            return _A._op_reshape.call(input._ks, input, shape_)
     _i, _a = _sig_reshape.parse(args, kwargs)
     if _i == 0:
-        return _R._op_reshape.call(_a['input']._ks, _a['input'], _a['shape'])
+        return _A._op_reshape.call(_a['input']._ks, _a['input'], _a['shape'])
     raise AssertionError('unreachable')
 
 
@@ -6738,10 +6739,10 @@ def as_strided(*args, **kwargs):
     if _b is not None:
         input, size, stride, storage_offset = _b
         if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
-            return _R._op_as_strided.call(input._ks, input, size_, stride_, storage_offset)
+            return _A._op_as_strided.call(input._ks, input, size_, stride_, storage_offset)
     _i, _a = _sig_as_strided.parse(args, kwargs)
     if _i == 0:
-        return _R._op_as_strided.call(_a['input']._ks, _a['input'], _a['size'], _a['stride'], _a['storage_offset'])
+        return _A._op_as_strided.call(_a['input']._ks, _a['input'], _a['size'], _a['stride'], _a['storage_offset'])
     raise AssertionError('unreachable')
 
 
@@ -6765,10 +6766,10 @@ def alias(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_alias.call(input._ks, input)
+            return _A._op_alias.call(input._ks, input)
     _i, _a = _sig_alias.parse(args, kwargs)
     if _i == 0:
-        return _R._op_alias.call(_a['input']._ks, _a['input'])
+        return _A._op_alias.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -6792,10 +6793,10 @@ def t(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_t.call(input._ks, input)
+            return _A._op_t.call(input._ks, input)
     _i, _a = _sig_t.parse(args, kwargs)
     if _i == 0:
-        return _R._op_t.call(_a['input']._ks, _a['input'])
+        return _A._op_t.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -6819,10 +6820,10 @@ def transpose(*args, **kwargs):
     if _b is not None:
         input, dim0, dim1 = _b
         if isinstance(input, _Tensor) and type(dim0) is int and type(dim1) is int:
-            return _R._op_transpose_int.call(input._ks, input, dim0, dim1)
+            return _A._op_transpose_int.call(input._ks, input, dim0, dim1)
     _i, _a = _sig_transpose.parse(args, kwargs)
     if _i == 0:
-        return _R._op_transpose_int.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
+        return _A._op_transpose_int.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
     raise AssertionError('unreachable')
 
 
@@ -6846,10 +6847,10 @@ def swapaxes(*args, **kwargs):
     if _b is not None:
         input, axis0, axis1 = _b
         if isinstance(input, _Tensor) and type(axis0) is int and type(axis1) is int:
-            return _R._op_swapaxes.call(input._ks, input, axis0, axis1)
+            return _A._op_swapaxes.call(input._ks, input, axis0, axis1)
     _i, _a = _sig_swapaxes.parse(args, kwargs)
     if _i == 0:
-        return _R._op_swapaxes.call(_a['input']._ks, _a['input'], _a['axis0'], _a['axis1'])
+        return _A._op_swapaxes.call(_a['input']._ks, _a['input'], _a['axis0'], _a['axis1'])
     raise AssertionError('unreachable')
 
 
@@ -6873,10 +6874,10 @@ def swapdims(*args, **kwargs):
     if _b is not None:
         input, dim0, dim1 = _b
         if isinstance(input, _Tensor) and type(dim0) is int and type(dim1) is int:
-            return _R._op_swapdims.call(input._ks, input, dim0, dim1)
+            return _A._op_swapdims.call(input._ks, input, dim0, dim1)
     _i, _a = _sig_swapdims.parse(args, kwargs)
     if _i == 0:
-        return _R._op_swapdims.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
+        return _A._op_swapdims.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
     raise AssertionError('unreachable')
 
 
@@ -6900,10 +6901,10 @@ def permute(*args, **kwargs):
     if _b is not None:
         input, dims = _b
         if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
-            return _R._op_permute.call(input._ks, input, dims_)
+            return _A._op_permute.call(input._ks, input, dims_)
     _i, _a = _sig_permute.parse(args, kwargs)
     if _i == 0:
-        return _R._op_permute.call(_a['input']._ks, _a['input'], _a['dims'])
+        return _A._op_permute.call(_a['input']._ks, _a['input'], _a['dims'])
     raise AssertionError('unreachable')
 
 
@@ -6931,7 +6932,7 @@ def movedim(*args, **kwargs):
     if _b is not None:
         input, source, destination = _b
         if isinstance(input, _Tensor) and (source_ := _ints(source, False)) is not None and (destination_ := _ints(destination, False)) is not None:
-            return _R._op_movedim_intlist.call(input._ks, input, source_, destination_)
+            return _A._op_movedim_intlist.call(input._ks, input, source_, destination_)
     try:
         _b = _bind_movedim_1(*args, **kwargs)
     except TypeError:
@@ -6939,12 +6940,12 @@ def movedim(*args, **kwargs):
     if _b is not None:
         input, source, destination = _b
         if isinstance(input, _Tensor) and type(source) is int and type(destination) is int:
-            return _R._op_movedim_int.call(input._ks, input, source, destination)
+            return _A._op_movedim_int.call(input._ks, input, source, destination)
     _i, _a = _sig_movedim.parse(args, kwargs)
     if _i == 0:
-        return _R._op_movedim_intlist.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
+        return _A._op_movedim_intlist.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
     elif _i == 1:
-        return _R._op_movedim_int.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
+        return _A._op_movedim_int.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
     raise AssertionError('unreachable')
 
 
@@ -6970,7 +6971,7 @@ def moveaxis(*args, **kwargs):
     if _b is not None:
         input, source, destination = _b
         if isinstance(input, _Tensor) and (source_ := _ints(source, False)) is not None and (destination_ := _ints(destination, False)) is not None:
-            return _R._op_moveaxis_intlist.call(input._ks, input, source_, destination_)
+            return _A._op_moveaxis_intlist.call(input._ks, input, source_, destination_)
     try:
         _b = _bind_moveaxis_1(*args, **kwargs)
     except TypeError:
@@ -6978,12 +6979,12 @@ def moveaxis(*args, **kwargs):
     if _b is not None:
         input, source, destination = _b
         if isinstance(input, _Tensor) and type(source) is int and type(destination) is int:
-            return _R._op_moveaxis_int.call(input._ks, input, source, destination)
+            return _A._op_moveaxis_int.call(input._ks, input, source, destination)
     _i, _a = _sig_moveaxis.parse(args, kwargs)
     if _i == 0:
-        return _R._op_moveaxis_intlist.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
+        return _A._op_moveaxis_intlist.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
     elif _i == 1:
-        return _R._op_moveaxis_int.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
+        return _A._op_moveaxis_int.call(_a['input']._ks, _a['input'], _a['source'], _a['destination'])
     raise AssertionError('unreachable')
 
 
@@ -7005,10 +7006,10 @@ def broadcast_to(*args, **kwargs):
     if _b is not None:
         input, size = _b
         if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None:
-            return _R._op_broadcast_to.call(input._ks, input, size_)
+            return _A._op_broadcast_to.call(input._ks, input, size_)
     _i, _a = _sig_broadcast_to.parse(args, kwargs)
     if _i == 0:
-        return _R._op_broadcast_to.call(_a['input']._ks, _a['input'], _a['size'])
+        return _A._op_broadcast_to.call(_a['input']._ks, _a['input'], _a['size'])
     raise AssertionError('unreachable')
 
 
@@ -7040,7 +7041,7 @@ def squeeze(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_squeeze.call(input._ks, input)
+            return _A._op_squeeze.call(input._ks, input)
     try:
         _b = _bind_squeeze_1(*args, **kwargs)
     except TypeError:
@@ -7048,7 +7049,7 @@ def squeeze(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and type(dim) is int:
-            return _R._op_squeeze_dim.call(input._ks, input, dim)
+            return _A._op_squeeze_dim.call(input._ks, input, dim)
     try:
         _b = _bind_squeeze_2(*args, **kwargs)
     except TypeError:
@@ -7056,14 +7057,14 @@ def squeeze(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None:
-            return _R._op_squeeze_dims.call(input._ks, input, dim_)
+            return _A._op_squeeze_dims.call(input._ks, input, dim_)
     _i, _a = _sig_squeeze.parse(args, kwargs)
     if _i == 0:
-        return _R._op_squeeze.call(_a['input']._ks, _a['input'])
+        return _A._op_squeeze.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _R._op_squeeze_dim.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_squeeze_dim.call(_a['input']._ks, _a['input'], _a['dim'])
     elif _i == 2:
-        return _R._op_squeeze_dims.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_squeeze_dims.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7085,10 +7086,10 @@ def unsqueeze(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and type(dim) is int:
-            return _R._op_unsqueeze.call(input._ks, input, dim)
+            return _A._op_unsqueeze.call(input._ks, input, dim)
     _i, _a = _sig_unsqueeze.parse(args, kwargs)
     if _i == 0:
-        return _R._op_unsqueeze.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_unsqueeze.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7112,10 +7113,10 @@ def flatten(*args, **kwargs):
     if _b is not None:
         input, start_dim, end_dim = _b
         if isinstance(input, _Tensor) and type(start_dim) is int and type(end_dim) is int:
-            return _R._op_flatten_using_ints.call(input._ks, input, start_dim, end_dim)
+            return _A._op_flatten_using_ints.call(input._ks, input, start_dim, end_dim)
     _i, _a = _sig_flatten.parse(args, kwargs)
     if _i == 0:
-        return _R._op_flatten_using_ints.call(_a['input']._ks, _a['input'], _a['start_dim'], _a['end_dim'])
+        return _A._op_flatten_using_ints.call(_a['input']._ks, _a['input'], _a['start_dim'], _a['end_dim'])
     raise AssertionError('unreachable')
 
 
@@ -7139,10 +7140,10 @@ def unflatten(*args, **kwargs):
     if _b is not None:
         input, dim, sizes = _b
         if isinstance(input, _Tensor) and type(dim) is int and (sizes_ := _ints(sizes, False)) is not None:
-            return _R._op_unflatten_int.call(input._ks, input, dim, sizes_)
+            return _A._op_unflatten_int.call(input._ks, input, dim, sizes_)
     _i, _a = _sig_unflatten.parse(args, kwargs)
     if _i == 0:
-        return _R._op_unflatten_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['sizes'])
+        return _A._op_unflatten_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['sizes'])
     raise AssertionError('unreachable')
 
 
@@ -7166,10 +7167,10 @@ def ravel(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_ravel.call(input._ks, input)
+            return _A._op_ravel.call(input._ks, input)
     _i, _a = _sig_ravel.parse(args, kwargs)
     if _i == 0:
-        return _R._op_ravel.call(_a['input']._ks, _a['input'])
+        return _A._op_ravel.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -7193,10 +7194,10 @@ def narrow(*args, **kwargs):
     if _b is not None:
         input, dim, start, length = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(start) is int and type(length) is int:
-            return _R._op_narrow.call(input._ks, input, dim, start, length)
+            return _A._op_narrow.call(input._ks, input, dim, start, length)
     _i, _a = _sig_narrow.parse(args, kwargs)
     if _i == 0:
-        return _R._op_narrow.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['length'])
+        return _A._op_narrow.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['length'])
     raise AssertionError('unreachable')
 
 
@@ -7220,10 +7221,10 @@ def select(*args, **kwargs):
     if _b is not None:
         input, dim, index = _b
         if isinstance(input, _Tensor) and type(dim) is int and type(index) is int:
-            return _R._op_select_int.call(input._ks, input, dim, index)
+            return _A._op_select_int.call(input._ks, input, dim, index)
     _i, _a = _sig_select.parse(args, kwargs)
     if _i == 0:
-        return _R._op_select_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['index'])
+        return _A._op_select_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['index'])
     raise AssertionError('unreachable')
 
 
@@ -7247,10 +7248,10 @@ def slice(*args, **kwargs):
     if _b is not None:
         input, dim, start, end, step = _b
         if isinstance(input, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
-            return _R._op_slice_Tensor.call(input._ks, input, dim, start, end, step)
+            return _A._op_slice_Tensor.call(input._ks, input, dim, start, end, step)
     _i, _a = _sig_slice.parse(args, kwargs)
     if _i == 0:
-        return _R._op_slice_Tensor.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['end'], _a['step'])
+        return _A._op_slice_Tensor.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['end'], _a['step'])
     raise AssertionError('unreachable')
 
 
@@ -7274,10 +7275,10 @@ def unbind(*args, **kwargs):
     if _b is not None:
         input, dim = _b
         if isinstance(input, _Tensor) and type(dim) is int:
-            return _R._op_unbind_int.call(input._ks, input, dim)
+            return _A._op_unbind_int.call(input._ks, input, dim)
     _i, _a = _sig_unbind.parse(args, kwargs)
     if _i == 0:
-        return _R._op_unbind_int.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_unbind_int.call(_a['input']._ks, _a['input'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7305,7 +7306,7 @@ def split(*args, **kwargs):
     if _b is not None:
         input, split_size, dim = _b
         if isinstance(input, _Tensor) and type(split_size) is int and type(dim) is int:
-            return _R._op_split_Tensor.call(input._ks, input, split_size, dim)
+            return _A._op_split_Tensor.call(input._ks, input, split_size, dim)
     try:
         _b = _bind_split_1(*args, **kwargs)
     except TypeError:
@@ -7313,12 +7314,12 @@ def split(*args, **kwargs):
     if _b is not None:
         input, split_size, dim = _b
         if isinstance(input, _Tensor) and (split_size_ := _ints(split_size, False)) is not None and type(dim) is int:
-            return _R._op_split_sizes.call(input._ks, input, split_size_, dim)
+            return _A._op_split_sizes.call(input._ks, input, split_size_, dim)
     _i, _a = _sig_split.parse(args, kwargs)
     if _i == 0:
-        return _R._op_split_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
+        return _A._op_split_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
     elif _i == 1:
-        return _R._op_split_sizes.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
+        return _A._op_split_sizes.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7340,10 +7341,10 @@ def split_with_sizes(*args, **kwargs):
     if _b is not None:
         input, split_sizes, dim = _b
         if isinstance(input, _Tensor) and (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
-            return _R._op_split_with_sizes.call(input._ks, input, split_sizes_, dim)
+            return _A._op_split_with_sizes.call(input._ks, input, split_sizes_, dim)
     _i, _a = _sig_split_with_sizes.parse(args, kwargs)
     if _i == 0:
-        return _R._op_split_with_sizes.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim'])
+        return _A._op_split_with_sizes.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7367,10 +7368,10 @@ def chunk(*args, **kwargs):
     if _b is not None:
         input, chunks, dim = _b
         if isinstance(input, _Tensor) and type(chunks) is int and type(dim) is int:
-            return _R._op_chunk.call(input._ks, input, chunks, dim)
+            return _A._op_chunk.call(input._ks, input, chunks, dim)
     _i, _a = _sig_chunk.parse(args, kwargs)
     if _i == 0:
-        return _R._op_chunk.call(_a['input']._ks, _a['input'], _a['chunks'], _a['dim'])
+        return _A._op_chunk.call(_a['input']._ks, _a['input'], _a['chunks'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7398,7 +7399,7 @@ def tensor_split(*args, **kwargs):
     if _b is not None:
         input, sections, dim = _b
         if isinstance(input, _Tensor) and type(sections) is int and type(dim) is int:
-            return _R._op_tensor_split_sections.call(input._ks, input, sections, dim)
+            return _A._op_tensor_split_sections.call(input._ks, input, sections, dim)
     try:
         _b = _bind_tensor_split_1(*args, **kwargs)
     except TypeError:
@@ -7406,12 +7407,12 @@ def tensor_split(*args, **kwargs):
     if _b is not None:
         input, indices, dim = _b
         if isinstance(input, _Tensor) and (indices_ := _ints(indices, False)) is not None and type(dim) is int:
-            return _R._op_tensor_split_indices.call(input._ks, input, indices_, dim)
+            return _A._op_tensor_split_indices.call(input._ks, input, indices_, dim)
     _i, _a = _sig_tensor_split.parse(args, kwargs)
     if _i == 0:
-        return _R._op_tensor_split_sections.call(_a['input']._ks, _a['input'], _a['sections'], _a['dim'])
+        return _A._op_tensor_split_sections.call(_a['input']._ks, _a['input'], _a['sections'], _a['dim'])
     elif _i == 1:
-        return _R._op_tensor_split_indices.call(_a['input']._ks, _a['input'], _a['indices'], _a['dim'])
+        return _A._op_tensor_split_indices.call(_a['input']._ks, _a['input'], _a['indices'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7433,10 +7434,10 @@ def diagonal(*args, **kwargs):
     if _b is not None:
         input, offset, dim1, dim2 = _b
         if isinstance(input, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
-            return _R._op_diagonal.call(input._ks, input, offset, dim1, dim2)
+            return _A._op_diagonal.call(input._ks, input, offset, dim1, dim2)
     _i, _a = _sig_diagonal.parse(args, kwargs)
     if _i == 0:
-        return _R._op_diagonal.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
+        return _A._op_diagonal.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
@@ -7463,10 +7464,10 @@ def empty(*args, **kwargs):
     if _b is not None:
         size, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
-            return _R._op_empty_memory_format.call(_ks_device(device), size_, dtype, layout, device, pin_memory, memory_format)
+            return _A._op_empty_memory_format.call(_ks_device(device), size_, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_empty.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_empty_memory_format.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+        return _finish_factory(_A._op_empty_memory_format.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7493,10 +7494,10 @@ def zeros(*args, **kwargs):
     if _b is not None:
         size, dtype, layout, device, pin_memory, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_zeros.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
+            return _A._op_zeros.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_zeros.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_zeros.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_zeros.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7523,10 +7524,10 @@ def ones(*args, **kwargs):
     if _b is not None:
         size, dtype, layout, device, pin_memory, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_ones.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
+            return _A._op_ones.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_ones.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_ones.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_ones.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7550,10 +7551,10 @@ def full(*args, **kwargs):
     if _b is not None:
         size, fill_value, dtype, layout, device, pin_memory, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_full.call(_ks_device(device), size_, fill_value, dtype, layout, device, pin_memory)
+            return _A._op_full.call(_ks_device(device), size_, fill_value, dtype, layout, device, pin_memory)
     _i, _a = _sig_full.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_full.call(_ks_device(_a['device']), _a['size'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_full.call(_ks_device(_a['device']), _a['size'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7577,10 +7578,10 @@ def scalar_tensor(*args, **kwargs):
     if _b is not None:
         s, dtype, layout, device, pin_memory, requires_grad = _b
         if type(s) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_scalar_tensor.call(_ks_device(device), s, dtype, layout, device, pin_memory)
+            return _A._op_scalar_tensor.call(_ks_device(device), s, dtype, layout, device, pin_memory)
     _i, _a = _sig_scalar_tensor.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_scalar_tensor.call(_ks_device(_a['device']), _a['s'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_scalar_tensor.call(_ks_device(_a['device']), _a['s'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7604,10 +7605,10 @@ def empty_like(*args, **kwargs):
     if _b is not None:
         input, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
-            return _R._op_empty_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
+            return _A._op_empty_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_empty_like.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_empty_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+        return _finish_factory(_A._op_empty_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7631,10 +7632,10 @@ def zeros_like(*args, **kwargs):
     if _b is not None:
         input, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
-            return _R._op_zeros_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
+            return _A._op_zeros_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_zeros_like.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_zeros_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+        return _finish_factory(_A._op_zeros_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7658,10 +7659,10 @@ def ones_like(*args, **kwargs):
     if _b is not None:
         input, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
-            return _R._op_ones_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
+            return _A._op_ones_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_ones_like.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_ones_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+        return _finish_factory(_A._op_ones_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7685,10 +7686,10 @@ def full_like(*args, **kwargs):
     if _b is not None:
         input, fill_value, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
         if isinstance(input, _Tensor) and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
-            return _R._op_full_like.call(input._ks, input, fill_value, dtype, layout, device, pin_memory, memory_format)
+            return _A._op_full_like.call(input._ks, input, fill_value, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_full_like.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_full_like.call(_a['input']._ks, _a['input'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+        return _finish_factory(_A._op_full_like.call(_a['input']._ks, _a['input'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7720,7 +7721,7 @@ def arange(*args, **kwargs):
     if _b is not None:
         end, dtype, layout, device, pin_memory, requires_grad = _b
         if type(end) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_arange.call(_ks_device(device), end, dtype, layout, device, pin_memory)
+            return _A._op_arange.call(_ks_device(device), end, dtype, layout, device, pin_memory)
     try:
         _b = _bind_arange_1(*args, **kwargs)
     except TypeError:
@@ -7728,7 +7729,7 @@ def arange(*args, **kwargs):
     if _b is not None:
         start, end, dtype, layout, device, pin_memory, requires_grad = _b
         if type(start) in _NUMBERS and type(end) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_arange_start.call(_ks_device(device), start, end, dtype, layout, device, pin_memory)
+            return _A._op_arange_start.call(_ks_device(device), start, end, dtype, layout, device, pin_memory)
     try:
         _b = _bind_arange_2(*args, **kwargs)
     except TypeError:
@@ -7736,14 +7737,14 @@ def arange(*args, **kwargs):
     if _b is not None:
         start, end, step, dtype, layout, device, pin_memory, requires_grad = _b
         if type(start) in _NUMBERS and type(end) in _NUMBERS and type(step) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_arange_start_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
+            return _A._op_arange_start_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
     _i, _a = _sig_arange.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_arange.call(_ks_device(_a['device']), _a['end'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_arange.call(_ks_device(_a['device']), _a['end'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
-        return _finish_factory(_R._op_arange_start.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_arange_start.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 2:
-        return _finish_factory(_R._op_arange_start_step.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['step'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_arange_start_step.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['step'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7765,10 +7766,10 @@ def linspace(*args, **kwargs):
     if _b is not None:
         start, end, steps, dtype, layout, device, pin_memory, requires_grad = _b
         if type(start) in _NUMBERS and type(end) in _NUMBERS and type(steps) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_linspace.call(_ks_device(device), start, end, steps, dtype, layout, device, pin_memory)
+            return _A._op_linspace.call(_ks_device(device), start, end, steps, dtype, layout, device, pin_memory)
     _i, _a = _sig_linspace.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_linspace.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['steps'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_linspace.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['steps'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7792,10 +7793,10 @@ def logspace(*args, **kwargs):
     if _b is not None:
         start, end, steps, base, dtype, layout, device, pin_memory, requires_grad = _b
         if type(start) in _NUMBERS and type(end) in _NUMBERS and type(steps) is int and type(base) is float and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_logspace.call(_ks_device(device), start, end, steps, base, dtype, layout, device, pin_memory)
+            return _A._op_logspace.call(_ks_device(device), start, end, steps, base, dtype, layout, device, pin_memory)
     _i, _a = _sig_logspace.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_logspace.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['steps'], _a['base'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_logspace.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['steps'], _a['base'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7823,7 +7824,7 @@ def eye(*args, **kwargs):
     if _b is not None:
         n, dtype, layout, device, pin_memory, requires_grad = _b
         if type(n) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_eye.call(_ks_device(device), n, dtype, layout, device, pin_memory)
+            return _A._op_eye.call(_ks_device(device), n, dtype, layout, device, pin_memory)
     try:
         _b = _bind_eye_1(*args, **kwargs)
     except TypeError:
@@ -7831,12 +7832,12 @@ def eye(*args, **kwargs):
     if _b is not None:
         n, m, dtype, layout, device, pin_memory, requires_grad = _b
         if type(n) is int and type(m) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_eye_m.call(_ks_device(device), n, m, dtype, layout, device, pin_memory)
+            return _A._op_eye_m.call(_ks_device(device), n, m, dtype, layout, device, pin_memory)
     _i, _a = _sig_eye.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_eye.call(_ks_device(_a['device']), _a['n'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_eye.call(_ks_device(_a['device']), _a['n'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
-        return _finish_factory(_R._op_eye_m.call(_ks_device(_a['device']), _a['n'], _a['m'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_eye_m.call(_ks_device(_a['device']), _a['n'], _a['m'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7858,10 +7859,10 @@ def tril_indices(*args, **kwargs):
     if _b is not None:
         row, col, offset, dtype, layout, device, pin_memory, requires_grad = _b
         if type(row) is int and type(col) is int and type(offset) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_tril_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
+            return _A._op_tril_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
     _i, _a = _sig_tril_indices.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_tril_indices.call(_ks_device(_a['device']), _a['row'], _a['col'], _a['offset'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_tril_indices.call(_ks_device(_a['device']), _a['row'], _a['col'], _a['offset'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7885,10 +7886,10 @@ def triu_indices(*args, **kwargs):
     if _b is not None:
         row, col, offset, dtype, layout, device, pin_memory, requires_grad = _b
         if type(row) is int and type(col) is int and type(offset) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_triu_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
+            return _A._op_triu_indices.call(_ks_device(device), row, col, offset, dtype, layout, device, pin_memory)
     _i, _a = _sig_triu_indices.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_triu_indices.call(_ks_device(_a['device']), _a['row'], _a['col'], _a['offset'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_triu_indices.call(_ks_device(_a['device']), _a['row'], _a['col'], _a['offset'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7915,10 +7916,10 @@ def rand(*args, **kwargs):
     if _b is not None:
         size, generator, dtype, layout, device, pin_memory, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_rand.call(_ks_device(device), size_, generator, dtype, layout, device, pin_memory)
+            return _A._op_rand.call(_ks_device(device), size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_rand.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_rand.call(_ks_device(_a['device']), _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_rand.call(_ks_device(_a['device']), _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7945,10 +7946,10 @@ def randn(*args, **kwargs):
     if _b is not None:
         size, generator, dtype, layout, device, pin_memory, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_randn.call(_ks_device(device), size_, generator, dtype, layout, device, pin_memory)
+            return _A._op_randn.call(_ks_device(device), size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_randn.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_randn.call(_ks_device(_a['device']), _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_randn.call(_ks_device(_a['device']), _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7976,7 +7977,7 @@ def randint(*args, **kwargs):
     if _b is not None:
         high, size, generator, dtype, layout, device, pin_memory, requires_grad = _b
         if type(high) is int and (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_randint.call(_ks_device(device), high, size_, generator, dtype, layout, device, pin_memory)
+            return _A._op_randint.call(_ks_device(device), high, size_, generator, dtype, layout, device, pin_memory)
     try:
         _b = _bind_randint_1(*args, **kwargs)
     except TypeError:
@@ -7984,12 +7985,12 @@ def randint(*args, **kwargs):
     if _b is not None:
         low, high, size, generator, dtype, layout, device, pin_memory, requires_grad = _b
         if type(low) is int and type(high) is int and (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_randint_low.call(_ks_device(device), low, high, size_, generator, dtype, layout, device, pin_memory)
+            return _A._op_randint_low.call(_ks_device(device), low, high, size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_randint.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_randint.call(_ks_device(_a['device']), _a['high'], _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_randint.call(_ks_device(_a['device']), _a['high'], _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     elif _i == 1:
-        return _finish_factory(_R._op_randint_low.call(_ks_device(_a['device']), _a['low'], _a['high'], _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_randint_low.call(_ks_device(_a['device']), _a['low'], _a['high'], _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -8011,10 +8012,10 @@ def randperm(*args, **kwargs):
     if _b is not None:
         n, generator, dtype, layout, device, pin_memory, requires_grad = _b
         if type(n) is int and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_randperm.call(_ks_device(device), n, generator, dtype, layout, device, pin_memory)
+            return _A._op_randperm.call(_ks_device(device), n, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_randperm.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_randperm.call(_ks_device(_a['device']), _a['n'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_randperm.call(_ks_device(_a['device']), _a['n'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -8038,10 +8039,10 @@ def rand_like(*args, **kwargs):
     if _b is not None:
         input, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
-            return _R._op_rand_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
+            return _A._op_rand_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_rand_like.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_rand_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+        return _finish_factory(_A._op_rand_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
@@ -8065,10 +8066,10 @@ def randn_like(*args, **kwargs):
     if _b is not None:
         input, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
         if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
-            return _R._op_randn_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
+            return _A._op_randn_like.call(input._ks, input, dtype, layout, device, pin_memory, memory_format)
     _i, _a = _sig_randn_like.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_R._op_randn_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+        return _finish_factory(_A._op_randn_like.call(_a['input']._ks, _a['input'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
     raise AssertionError('unreachable')
 
 
@@ -8096,7 +8097,7 @@ def normal(*args, **kwargs):
     if _b is not None:
         mean, std, generator = _b
         if isinstance(mean, _Tensor) and isinstance(std, _Tensor) and (generator is None or type(generator) is _Generator):
-            return _R._op_normal_Tensor_Tensor.call(mean._ks | std._ks, mean, std, generator)
+            return _A._op_normal_Tensor_Tensor.call(mean._ks | std._ks, mean, std, generator)
     try:
         _b = _bind_normal_1(*args, **kwargs)
     except TypeError:
@@ -8104,12 +8105,12 @@ def normal(*args, **kwargs):
     if _b is not None:
         mean, std, size, generator, dtype, layout, device, pin_memory, requires_grad = _b
         if type(mean) is float and type(std) is float and (size_ := _ints(size, False)) is not None and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_normal_float_float.call(_ks_device(device), mean, std, size_, generator, dtype, layout, device, pin_memory)
+            return _A._op_normal_float_float.call(_ks_device(device), mean, std, size_, generator, dtype, layout, device, pin_memory)
     _i, _a = _sig_normal.parse(args, kwargs)
     if _i == 0:
-        return _R._op_normal_Tensor_Tensor.call(_a['mean']._ks | _a['std']._ks, _a['mean'], _a['std'], _a['generator'])
+        return _A._op_normal_Tensor_Tensor.call(_a['mean']._ks | _a['std']._ks, _a['mean'], _a['std'], _a['generator'])
     elif _i == 1:
-        return _finish_factory(_R._op_normal_float_float.call(_ks_device(_a['device']), _a['mean'], _a['std'], _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_normal_float_float.call(_ks_device(_a['device']), _a['mean'], _a['std'], _a['size'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -8135,7 +8136,7 @@ def bernoulli(*args, **kwargs):
     if _b is not None:
         input, generator = _b
         if isinstance(input, _Tensor) and (generator is None or type(generator) is _Generator):
-            return _R._op_bernoulli.call(input._ks, input, generator)
+            return _A._op_bernoulli.call(input._ks, input, generator)
     try:
         _b = _bind_bernoulli_1(*args, **kwargs)
     except TypeError:
@@ -8143,12 +8144,12 @@ def bernoulli(*args, **kwargs):
     if _b is not None:
         input, p, generator = _b
         if isinstance(input, _Tensor) and type(p) is float and (generator is None or type(generator) is _Generator):
-            return _R._op_bernoulli_p.call(input._ks, input, p, generator)
+            return _A._op_bernoulli_p.call(input._ks, input, p, generator)
     _i, _a = _sig_bernoulli.parse(args, kwargs)
     if _i == 0:
-        return _R._op_bernoulli.call(_a['input']._ks, _a['input'], _a['generator'])
+        return _A._op_bernoulli.call(_a['input']._ks, _a['input'], _a['generator'])
     elif _i == 1:
-        return _R._op_bernoulli_p.call(_a['input']._ks, _a['input'], _a['p'], _a['generator'])
+        return _A._op_bernoulli_p.call(_a['input']._ks, _a['input'], _a['p'], _a['generator'])
     raise AssertionError('unreachable')
 
 
@@ -8170,10 +8171,10 @@ def multinomial(*args, **kwargs):
     if _b is not None:
         input, num_samples, replacement, generator = _b
         if isinstance(input, _Tensor) and type(num_samples) is int and type(replacement) is bool and (generator is None or type(generator) is _Generator):
-            return _R._op_multinomial.call(input._ks, input, num_samples, replacement, generator)
+            return _A._op_multinomial.call(input._ks, input, num_samples, replacement, generator)
     _i, _a = _sig_multinomial.parse(args, kwargs)
     if _i == 0:
-        return _R._op_multinomial.call(_a['input']._ks, _a['input'], _a['num_samples'], _a['replacement'], _a['generator'])
+        return _A._op_multinomial.call(_a['input']._ks, _a['input'], _a['num_samples'], _a['replacement'], _a['generator'])
     raise AssertionError('unreachable')
 
 
@@ -8197,10 +8198,10 @@ def clone(*args, **kwargs):
     if _b is not None:
         input, memory_format = _b
         if isinstance(input, _Tensor) and True:
-            return _R._op_clone.call(input._ks, input, memory_format)
+            return _A._op_clone.call(input._ks, input, memory_format)
     _i, _a = _sig_clone.parse(args, kwargs)
     if _i == 0:
-        return _R._op_clone.call(_a['input']._ks, _a['input'], _a['memory_format'])
+        return _A._op_clone.call(_a['input']._ks, _a['input'], _a['memory_format'])
     raise AssertionError('unreachable')
 
 
@@ -8228,7 +8229,7 @@ def fill_(*args, **kwargs):
     if _b is not None:
         input, value = _b
         if isinstance(input, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_fill__Scalar.call(input._ks, input, value)
+            return _A._op_fill__Scalar.call(input._ks, input, value)
     try:
         _b = _bind_fill__1(*args, **kwargs)
     except TypeError:
@@ -8236,12 +8237,12 @@ def fill_(*args, **kwargs):
     if _b is not None:
         input, value = _b
         if isinstance(input, _Tensor) and isinstance(value, _Tensor):
-            return _R._op_fill__Tensor.call(input._ks | value._ks, input, value)
+            return _A._op_fill__Tensor.call(input._ks | value._ks, input, value)
     _i, _a = _sig_fill_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_fill__Scalar.call(_a['input']._ks, _a['input'], _a['value'])
+        return _A._op_fill__Scalar.call(_a['input']._ks, _a['input'], _a['value'])
     elif _i == 1:
-        return _R._op_fill__Tensor.call(_a['input']._ks | _a['value']._ks, _a['input'], _a['value'])
+        return _A._op_fill__Tensor.call(_a['input']._ks | _a['value']._ks, _a['input'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -8263,10 +8264,10 @@ def zero_(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_zero_.call(input._ks, input)
+            return _A._op_zero_.call(input._ks, input)
     _i, _a = _sig_zero_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_zero_.call(_a['input']._ks, _a['input'])
+        return _A._op_zero_.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -8294,7 +8295,7 @@ def masked_fill(*args, **kwargs):
     if _b is not None:
         input, mask, value = _b
         if isinstance(input, _Tensor) and isinstance(mask, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_masked_fill_Scalar.call(input._ks | mask._ks, input, mask, value)
+            return _A._op_masked_fill_Scalar.call(input._ks | mask._ks, input, mask, value)
     try:
         _b = _bind_masked_fill_1(*args, **kwargs)
     except TypeError:
@@ -8302,12 +8303,12 @@ def masked_fill(*args, **kwargs):
     if _b is not None:
         input, mask, value = _b
         if isinstance(input, _Tensor) and isinstance(mask, _Tensor) and isinstance(value, _Tensor):
-            return _R._op_masked_fill_Tensor.call(input._ks | mask._ks | value._ks, input, mask, value)
+            return _A._op_masked_fill_Tensor.call(input._ks | mask._ks | value._ks, input, mask, value)
     _i, _a = _sig_masked_fill.parse(args, kwargs)
     if _i == 0:
-        return _R._op_masked_fill_Scalar.call(_a['input']._ks | _a['mask']._ks, _a['input'], _a['mask'], _a['value'])
+        return _A._op_masked_fill_Scalar.call(_a['input']._ks | _a['mask']._ks, _a['input'], _a['mask'], _a['value'])
     elif _i == 1:
-        return _R._op_masked_fill_Tensor.call(_a['input']._ks | _a['mask']._ks | _a['value']._ks, _a['input'], _a['mask'], _a['value'])
+        return _A._op_masked_fill_Tensor.call(_a['input']._ks | _a['mask']._ks | _a['value']._ks, _a['input'], _a['mask'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -8321,7 +8322,7 @@ _sig_index = _Signatures('index', [
 def index(*args, **kwargs):
     _i, _a = _sig_index.parse(args, kwargs)
     if _i == 0:
-        return _R._op_index_Tensor.call(_a['input']._ks | _ks_list(_a['indices']), _a['input'], _a['indices'])
+        return _A._op_index_Tensor.call(_a['input']._ks | _ks_list(_a['indices']), _a['input'], _a['indices'])
     raise AssertionError('unreachable')
 
 
@@ -8337,7 +8338,7 @@ _sig_index_put = _Signatures('index_put', [
 def index_put(*args, **kwargs):
     _i, _a = _sig_index_put.parse(args, kwargs)
     if _i == 0:
-        return _R._op_index_put.call(_a['input']._ks | _ks_list(_a['indices']) | _a['values']._ks, _a['input'], _a['indices'], _a['values'], _a['accumulate'])
+        return _A._op_index_put.call(_a['input']._ks | _ks_list(_a['indices']) | _a['values']._ks, _a['input'], _a['indices'], _a['values'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
@@ -8353,7 +8354,7 @@ _sig_index_put_ = _Signatures('index_put_', [
 def index_put_(*args, **kwargs):
     _i, _a = _sig_index_put_.parse(args, kwargs)
     if _i == 0:
-        return _R._op_index_put_.call(_a['input']._ks | _ks_list(_a['indices']) | _a['values']._ks, _a['input'], _a['indices'], _a['values'], _a['accumulate'])
+        return _A._op_index_put_.call(_a['input']._ks | _ks_list(_a['indices']) | _a['values']._ks, _a['input'], _a['indices'], _a['values'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
@@ -8378,14 +8379,14 @@ def index_select(*args, **kwargs):
         input, dim, index, out = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor):
             if out is None:
-                return _R._op_index_select.call(input._ks | index._ks, input, dim, index)
+                return _A._op_index_select.call(input._ks | index._ks, input, dim, index)
             if isinstance(out, _Tensor):
-                return _R._op_index_select_out.call(input._ks | index._ks, input, dim, index, out)
+                return _A._op_index_select_out.call(input._ks | index._ks, input, dim, index, out)
     _i, _a = _sig_index_select.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_index_select.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'])
-        return _R._op_index_select_out.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['out'])
+            return _A._op_index_select.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'])
+        return _A._op_index_select_out.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -8410,14 +8411,14 @@ def gather(*args, **kwargs):
         input, dim, index, sparse_grad, out = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and type(sparse_grad) is bool:
             if out is None:
-                return _R._op_gather.call(input._ks | index._ks, input, dim, index, sparse_grad)
+                return _A._op_gather.call(input._ks | index._ks, input, dim, index, sparse_grad)
             if isinstance(out, _Tensor):
-                return _R._op_gather_out.call(input._ks | index._ks, input, dim, index, sparse_grad, out)
+                return _A._op_gather_out.call(input._ks | index._ks, input, dim, index, sparse_grad, out)
     _i, _a = _sig_gather.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_gather.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['sparse_grad'])
-        return _R._op_gather_out.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['sparse_grad'], _a['out'])
+            return _A._op_gather.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['sparse_grad'])
+        return _A._op_gather_out.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['sparse_grad'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -8449,7 +8450,7 @@ def scatter(*args, **kwargs):
     if _b is not None:
         input, dim, index, src = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
-            return _R._op_scatter_src.call(input._ks | index._ks | src._ks, input, dim, index, src)
+            return _A._op_scatter_src.call(input._ks | index._ks | src._ks, input, dim, index, src)
     try:
         _b = _bind_scatter_1(*args, **kwargs)
     except TypeError:
@@ -8457,7 +8458,7 @@ def scatter(*args, **kwargs):
     if _b is not None:
         input, dim, index, value = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_scatter_value.call(input._ks | index._ks, input, dim, index, value)
+            return _A._op_scatter_value.call(input._ks | index._ks, input, dim, index, value)
     try:
         _b = _bind_scatter_2(*args, **kwargs)
     except TypeError:
@@ -8465,14 +8466,14 @@ def scatter(*args, **kwargs):
     if _b is not None:
         input, dim, index, src, reduce = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
-            return _R._op_scatter_reduce.call(input._ks | index._ks | src._ks, input, dim, index, src, reduce)
+            return _A._op_scatter_reduce.call(input._ks | index._ks | src._ks, input, dim, index, src, reduce)
     _i, _a = _sig_scatter.parse(args, kwargs)
     if _i == 0:
-        return _R._op_scatter_src.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'])
+        return _A._op_scatter_src.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'])
     elif _i == 1:
-        return _R._op_scatter_value.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['value'])
+        return _A._op_scatter_value.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['value'])
     elif _i == 2:
-        return _R._op_scatter_reduce.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'], _a['reduce'])
+        return _A._op_scatter_reduce.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'], _a['reduce'])
     raise AssertionError('unreachable')
 
 
@@ -8494,10 +8495,10 @@ def scatter_add(*args, **kwargs):
     if _b is not None:
         input, dim, index, src = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
-            return _R._op_scatter_add.call(input._ks | index._ks | src._ks, input, dim, index, src)
+            return _A._op_scatter_add.call(input._ks | index._ks | src._ks, input, dim, index, src)
     _i, _a = _sig_scatter_add.parse(args, kwargs)
     if _i == 0:
-        return _R._op_scatter_add.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'])
+        return _A._op_scatter_add.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'])
     raise AssertionError('unreachable')
 
 
@@ -8521,10 +8522,10 @@ def scatter_reduce(*args, **kwargs):
     if _b is not None:
         input, dim, index, src, reduce, include_self = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
-            return _R._op_scatter_reduce_two.call(input._ks | index._ks | src._ks, input, dim, index, src, reduce, include_self)
+            return _A._op_scatter_reduce_two.call(input._ks | index._ks | src._ks, input, dim, index, src, reduce, include_self)
     _i, _a = _sig_scatter_reduce.parse(args, kwargs)
     if _i == 0:
-        return _R._op_scatter_reduce_two.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
+        return _A._op_scatter_reduce_two.call(_a['input']._ks | _a['index']._ks | _a['src']._ks, _a['input'], _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
     raise AssertionError('unreachable')
 
 
@@ -8548,10 +8549,10 @@ def index_add(*args, **kwargs):
     if _b is not None:
         input, dim, index, source, alpha = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
-            return _R._op_index_add.call(input._ks | index._ks | source._ks, input, dim, index, source, alpha)
+            return _A._op_index_add.call(input._ks | index._ks | source._ks, input, dim, index, source, alpha)
     _i, _a = _sig_index_add.parse(args, kwargs)
     if _i == 0:
-        return _R._op_index_add.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'], _a['alpha'])
+        return _A._op_index_add.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -8575,10 +8576,10 @@ def index_copy(*args, **kwargs):
     if _b is not None:
         input, dim, index, source = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
-            return _R._op_index_copy.call(input._ks | index._ks | source._ks, input, dim, index, source)
+            return _A._op_index_copy.call(input._ks | index._ks | source._ks, input, dim, index, source)
     _i, _a = _sig_index_copy.parse(args, kwargs)
     if _i == 0:
-        return _R._op_index_copy.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'])
+        return _A._op_index_copy.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'])
     raise AssertionError('unreachable')
 
 
@@ -8606,7 +8607,7 @@ def index_fill(*args, **kwargs):
     if _b is not None:
         input, dim, index, value = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_index_fill_int_Scalar.call(input._ks | index._ks, input, dim, index, value)
+            return _A._op_index_fill_int_Scalar.call(input._ks | index._ks, input, dim, index, value)
     try:
         _b = _bind_index_fill_1(*args, **kwargs)
     except TypeError:
@@ -8614,12 +8615,12 @@ def index_fill(*args, **kwargs):
     if _b is not None:
         input, dim, index, value = _b
         if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(value, _Tensor):
-            return _R._op_index_fill_int_Tensor.call(input._ks | index._ks | value._ks, input, dim, index, value)
+            return _A._op_index_fill_int_Tensor.call(input._ks | index._ks | value._ks, input, dim, index, value)
     _i, _a = _sig_index_fill.parse(args, kwargs)
     if _i == 0:
-        return _R._op_index_fill_int_Scalar.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['value'])
+        return _A._op_index_fill_int_Scalar.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['dim'], _a['index'], _a['value'])
     elif _i == 1:
-        return _R._op_index_fill_int_Tensor.call(_a['input']._ks | _a['index']._ks | _a['value']._ks, _a['input'], _a['dim'], _a['index'], _a['value'])
+        return _A._op_index_fill_int_Tensor.call(_a['input']._ks | _a['index']._ks | _a['value']._ks, _a['input'], _a['dim'], _a['index'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -8641,10 +8642,10 @@ def masked_select(*args, **kwargs):
     if _b is not None:
         input, mask = _b
         if isinstance(input, _Tensor) and isinstance(mask, _Tensor):
-            return _R._op_masked_select.call(input._ks | mask._ks, input, mask)
+            return _A._op_masked_select.call(input._ks | mask._ks, input, mask)
     _i, _a = _sig_masked_select.parse(args, kwargs)
     if _i == 0:
-        return _R._op_masked_select.call(_a['input']._ks | _a['mask']._ks, _a['input'], _a['mask'])
+        return _A._op_masked_select.call(_a['input']._ks | _a['mask']._ks, _a['input'], _a['mask'])
     raise AssertionError('unreachable')
 
 
@@ -8668,10 +8669,10 @@ def masked_scatter(*args, **kwargs):
     if _b is not None:
         input, mask, source = _b
         if isinstance(input, _Tensor) and isinstance(mask, _Tensor) and isinstance(source, _Tensor):
-            return _R._op_masked_scatter.call(input._ks | mask._ks | source._ks, input, mask, source)
+            return _A._op_masked_scatter.call(input._ks | mask._ks | source._ks, input, mask, source)
     _i, _a = _sig_masked_scatter.parse(args, kwargs)
     if _i == 0:
-        return _R._op_masked_scatter.call(_a['input']._ks | _a['mask']._ks | _a['source']._ks, _a['input'], _a['mask'], _a['source'])
+        return _A._op_masked_scatter.call(_a['input']._ks | _a['mask']._ks | _a['source']._ks, _a['input'], _a['mask'], _a['source'])
     raise AssertionError('unreachable')
 
 
@@ -8695,10 +8696,10 @@ def nonzero(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_nonzero.call(input._ks, input)
+            return _A._op_nonzero.call(input._ks, input)
     _i, _a = _sig_nonzero.parse(args, kwargs)
     if _i == 0:
-        return _R._op_nonzero.call(_a['input']._ks, _a['input'])
+        return _A._op_nonzero.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -8722,10 +8723,10 @@ def argwhere(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_argwhere.call(input._ks, input)
+            return _A._op_argwhere.call(input._ks, input)
     _i, _a = _sig_argwhere.parse(args, kwargs)
     if _i == 0:
-        return _R._op_argwhere.call(_a['input']._ks, _a['input'])
+        return _A._op_argwhere.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -8749,10 +8750,10 @@ def take(*args, **kwargs):
     if _b is not None:
         input, index = _b
         if isinstance(input, _Tensor) and isinstance(index, _Tensor):
-            return _R._op_take.call(input._ks | index._ks, input, index)
+            return _A._op_take.call(input._ks | index._ks, input, index)
     _i, _a = _sig_take.parse(args, kwargs)
     if _i == 0:
-        return _R._op_take.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['index'])
+        return _A._op_take.call(_a['input']._ks | _a['index']._ks, _a['input'], _a['index'])
     raise AssertionError('unreachable')
 
 
@@ -8776,10 +8777,10 @@ def take_along_dim(*args, **kwargs):
     if _b is not None:
         input, indices, dim = _b
         if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (dim is None or type(dim) is int):
-            return _R._op_take_along_dim.call(input._ks | indices._ks, input, indices, dim)
+            return _A._op_take_along_dim.call(input._ks | indices._ks, input, indices, dim)
     _i, _a = _sig_take_along_dim.parse(args, kwargs)
     if _i == 0:
-        return _R._op_take_along_dim.call(_a['input']._ks | _a['indices']._ks, _a['input'], _a['indices'], _a['dim'])
+        return _A._op_take_along_dim.call(_a['input']._ks | _a['indices']._ks, _a['input'], _a['indices'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -8796,8 +8797,8 @@ def cat(*args, **kwargs):
     _i, _a = _sig_cat.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_cat.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
-        return _R._op_cat_out.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'], _a['out'])
+            return _A._op_cat.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
+        return _A._op_cat_out.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -8813,7 +8814,7 @@ _sig_concat = _Signatures('concat', [
 def concat(*args, **kwargs):
     _i, _a = _sig_concat.parse(args, kwargs)
     if _i == 0:
-        return _R._op_concat.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
+        return _A._op_concat.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -8829,7 +8830,7 @@ _sig_concatenate = _Signatures('concatenate', [
 def concatenate(*args, **kwargs):
     _i, _a = _sig_concatenate.parse(args, kwargs)
     if _i == 0:
-        return _R._op_concatenate.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
+        return _A._op_concatenate.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -8846,8 +8847,8 @@ def stack(*args, **kwargs):
     _i, _a = _sig_stack.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_stack.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
-        return _R._op_stack_out.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'], _a['out'])
+            return _A._op_stack.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'])
+        return _A._op_stack_out.call(_ks_list(_a['tensors']), _a['tensors'], _a['dim'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -8863,7 +8864,7 @@ _sig_hstack = _Signatures('hstack', [
 def hstack(*args, **kwargs):
     _i, _a = _sig_hstack.parse(args, kwargs)
     if _i == 0:
-        return _R._op_hstack.call(_ks_list(_a['tensors']), _a['tensors'])
+        return _A._op_hstack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
@@ -8879,7 +8880,7 @@ _sig_vstack = _Signatures('vstack', [
 def vstack(*args, **kwargs):
     _i, _a = _sig_vstack.parse(args, kwargs)
     if _i == 0:
-        return _R._op_vstack.call(_ks_list(_a['tensors']), _a['tensors'])
+        return _A._op_vstack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
@@ -8895,7 +8896,7 @@ _sig_dstack = _Signatures('dstack', [
 def dstack(*args, **kwargs):
     _i, _a = _sig_dstack.parse(args, kwargs)
     if _i == 0:
-        return _R._op_dstack.call(_ks_list(_a['tensors']), _a['tensors'])
+        return _A._op_dstack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
@@ -8911,7 +8912,7 @@ _sig_column_stack = _Signatures('column_stack', [
 def column_stack(*args, **kwargs):
     _i, _a = _sig_column_stack.parse(args, kwargs)
     if _i == 0:
-        return _R._op_column_stack.call(_ks_list(_a['tensors']), _a['tensors'])
+        return _A._op_column_stack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
@@ -8927,7 +8928,7 @@ _sig_row_stack = _Signatures('row_stack', [
 def row_stack(*args, **kwargs):
     _i, _a = _sig_row_stack.parse(args, kwargs)
     if _i == 0:
-        return _R._op_row_stack.call(_ks_list(_a['tensors']), _a['tensors'])
+        return _A._op_row_stack.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
@@ -8952,12 +8953,12 @@ def atleast_1d(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_atleast_1d.call(input._ks, input)
+            return _A._op_atleast_1d.call(input._ks, input)
     _i, _a = _sig_atleast_1d.parse(args, kwargs)
     if _i == 0:
-        return _R._op_atleast_1d.call(_a['input']._ks, _a['input'])
+        return _A._op_atleast_1d.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _R._op_atleast_1d_Sequence.call(_ks_list(_a['tensors']), _a['tensors'])
+        return _A._op_atleast_1d_Sequence.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
@@ -8980,12 +8981,12 @@ def atleast_2d(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_atleast_2d.call(input._ks, input)
+            return _A._op_atleast_2d.call(input._ks, input)
     _i, _a = _sig_atleast_2d.parse(args, kwargs)
     if _i == 0:
-        return _R._op_atleast_2d.call(_a['input']._ks, _a['input'])
+        return _A._op_atleast_2d.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _R._op_atleast_2d_Sequence.call(_ks_list(_a['tensors']), _a['tensors'])
+        return _A._op_atleast_2d_Sequence.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
@@ -9008,12 +9009,12 @@ def atleast_3d(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_atleast_3d.call(input._ks, input)
+            return _A._op_atleast_3d.call(input._ks, input)
     _i, _a = _sig_atleast_3d.parse(args, kwargs)
     if _i == 0:
-        return _R._op_atleast_3d.call(_a['input']._ks, _a['input'])
+        return _A._op_atleast_3d.call(_a['input']._ks, _a['input'])
     elif _i == 1:
-        return _R._op_atleast_3d_Sequence.call(_ks_list(_a['tensors']), _a['tensors'])
+        return _A._op_atleast_3d_Sequence.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
@@ -9027,7 +9028,7 @@ _sig_broadcast_tensors = _Signatures('broadcast_tensors', [
 def broadcast_tensors(*args, **kwargs):
     _i, _a = _sig_broadcast_tensors.parse(args, kwargs)
     if _i == 0:
-        return _R._op_broadcast_tensors.call(_ks_list(_a['tensors']), _a['tensors'])
+        return _A._op_broadcast_tensors.call(_ks_list(_a['tensors']), _a['tensors'])
     raise AssertionError('unreachable')
 
 
@@ -9044,9 +9045,9 @@ _sig_meshgrid = _Signatures('meshgrid', [
 def meshgrid(*args, **kwargs):
     _i, _a = _sig_meshgrid.parse(args, kwargs)
     if _i == 0:
-        return _R._op_meshgrid.call(_ks_list(_a['tensors']), _a['tensors'])
+        return _A._op_meshgrid.call(_ks_list(_a['tensors']), _a['tensors'])
     elif _i == 1:
-        return _R._op_meshgrid_indexing.call(_ks_list(_a['tensors']), _a['tensors'], _a['indexing'])
+        return _A._op_meshgrid_indexing.call(_ks_list(_a['tensors']), _a['tensors'], _a['indexing'])
     raise AssertionError('unreachable')
 
 
@@ -9069,14 +9070,14 @@ def tril(*args, **kwargs):
         input, diagonal, out = _b
         if isinstance(input, _Tensor) and type(diagonal) is int:
             if out is None:
-                return _R._op_tril.call(input._ks, input, diagonal)
+                return _A._op_tril.call(input._ks, input, diagonal)
             if isinstance(out, _Tensor):
-                return _R._op_tril_out.call(input._ks, input, diagonal, out)
+                return _A._op_tril_out.call(input._ks, input, diagonal, out)
     _i, _a = _sig_tril.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_tril.call(_a['input']._ks, _a['input'], _a['diagonal'])
-        return _R._op_tril_out.call(_a['input']._ks, _a['input'], _a['diagonal'], _a['out'])
+            return _A._op_tril.call(_a['input']._ks, _a['input'], _a['diagonal'])
+        return _A._op_tril_out.call(_a['input']._ks, _a['input'], _a['diagonal'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -9101,14 +9102,14 @@ def triu(*args, **kwargs):
         input, diagonal, out = _b
         if isinstance(input, _Tensor) and type(diagonal) is int:
             if out is None:
-                return _R._op_triu.call(input._ks, input, diagonal)
+                return _A._op_triu.call(input._ks, input, diagonal)
             if isinstance(out, _Tensor):
-                return _R._op_triu_out.call(input._ks, input, diagonal, out)
+                return _A._op_triu_out.call(input._ks, input, diagonal, out)
     _i, _a = _sig_triu.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_triu.call(_a['input']._ks, _a['input'], _a['diagonal'])
-        return _R._op_triu_out.call(_a['input']._ks, _a['input'], _a['diagonal'], _a['out'])
+            return _A._op_triu.call(_a['input']._ks, _a['input'], _a['diagonal'])
+        return _A._op_triu_out.call(_a['input']._ks, _a['input'], _a['diagonal'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -9132,10 +9133,10 @@ def flip(*args, **kwargs):
     if _b is not None:
         input, dims = _b
         if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
-            return _R._op_flip.call(input._ks, input, dims_)
+            return _A._op_flip.call(input._ks, input, dims_)
     _i, _a = _sig_flip.parse(args, kwargs)
     if _i == 0:
-        return _R._op_flip.call(_a['input']._ks, _a['input'], _a['dims'])
+        return _A._op_flip.call(_a['input']._ks, _a['input'], _a['dims'])
     raise AssertionError('unreachable')
 
 
@@ -9159,10 +9160,10 @@ def fliplr(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_fliplr.call(input._ks, input)
+            return _A._op_fliplr.call(input._ks, input)
     _i, _a = _sig_fliplr.parse(args, kwargs)
     if _i == 0:
-        return _R._op_fliplr.call(_a['input']._ks, _a['input'])
+        return _A._op_fliplr.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -9186,10 +9187,10 @@ def flipud(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_flipud.call(input._ks, input)
+            return _A._op_flipud.call(input._ks, input)
     _i, _a = _sig_flipud.parse(args, kwargs)
     if _i == 0:
-        return _R._op_flipud.call(_a['input']._ks, _a['input'])
+        return _A._op_flipud.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -9213,10 +9214,10 @@ def roll(*args, **kwargs):
     if _b is not None:
         input, shifts, dims = _b
         if isinstance(input, _Tensor) and (shifts_ := _ints(shifts, True)) is not None and (dims_ := _ints(dims, True)) is not None:
-            return _R._op_roll.call(input._ks, input, shifts_, dims_)
+            return _A._op_roll.call(input._ks, input, shifts_, dims_)
     _i, _a = _sig_roll.parse(args, kwargs)
     if _i == 0:
-        return _R._op_roll.call(_a['input']._ks, _a['input'], _a['shifts'], _a['dims'])
+        return _A._op_roll.call(_a['input']._ks, _a['input'], _a['shifts'], _a['dims'])
     raise AssertionError('unreachable')
 
 
@@ -9240,10 +9241,10 @@ def rot90(*args, **kwargs):
     if _b is not None:
         input, k, dims = _b
         if isinstance(input, _Tensor) and type(k) is int and (dims_ := _ints(dims, False)) is not None:
-            return _R._op_rot90.call(input._ks, input, k, dims_)
+            return _A._op_rot90.call(input._ks, input, k, dims_)
     _i, _a = _sig_rot90.parse(args, kwargs)
     if _i == 0:
-        return _R._op_rot90.call(_a['input']._ks, _a['input'], _a['k'], _a['dims'])
+        return _A._op_rot90.call(_a['input']._ks, _a['input'], _a['k'], _a['dims'])
     raise AssertionError('unreachable')
 
 
@@ -9267,10 +9268,10 @@ def tile(*args, **kwargs):
     if _b is not None:
         input, dims = _b
         if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
-            return _R._op_tile.call(input._ks, input, dims_)
+            return _A._op_tile.call(input._ks, input, dims_)
     _i, _a = _sig_tile.parse(args, kwargs)
     if _i == 0:
-        return _R._op_tile.call(_a['input']._ks, _a['input'], _a['dims'])
+        return _A._op_tile.call(_a['input']._ks, _a['input'], _a['dims'])
     raise AssertionError('unreachable')
 
 
@@ -9302,7 +9303,7 @@ def repeat_interleave(*args, **kwargs):
     if _b is not None:
         input, repeats, dim, output_size = _b
         if isinstance(input, _Tensor) and isinstance(repeats, _Tensor) and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
-            return _R._op_repeat_interleave_self_Tensor.call(input._ks | repeats._ks, input, repeats, dim, output_size)
+            return _A._op_repeat_interleave_self_Tensor.call(input._ks | repeats._ks, input, repeats, dim, output_size)
     try:
         _b = _bind_repeat_interleave_1(*args, **kwargs)
     except TypeError:
@@ -9310,7 +9311,7 @@ def repeat_interleave(*args, **kwargs):
     if _b is not None:
         input, repeats, dim, output_size = _b
         if isinstance(input, _Tensor) and type(repeats) is int and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
-            return _R._op_repeat_interleave_self_int.call(input._ks, input, repeats, dim, output_size)
+            return _A._op_repeat_interleave_self_int.call(input._ks, input, repeats, dim, output_size)
     try:
         _b = _bind_repeat_interleave_2(*args, **kwargs)
     except TypeError:
@@ -9318,14 +9319,14 @@ def repeat_interleave(*args, **kwargs):
     if _b is not None:
         repeats, output_size = _b
         if isinstance(repeats, _Tensor) and (output_size is None or type(output_size) is int):
-            return _R._op_repeat_interleave_Tensor.call(repeats._ks, repeats, output_size)
+            return _A._op_repeat_interleave_Tensor.call(repeats._ks, repeats, output_size)
     _i, _a = _sig_repeat_interleave.parse(args, kwargs)
     if _i == 0:
-        return _R._op_repeat_interleave_self_Tensor.call(_a['input']._ks | _a['repeats']._ks, _a['input'], _a['repeats'], _a['dim'], _a['output_size'])
+        return _A._op_repeat_interleave_self_Tensor.call(_a['input']._ks | _a['repeats']._ks, _a['input'], _a['repeats'], _a['dim'], _a['output_size'])
     elif _i == 1:
-        return _R._op_repeat_interleave_self_int.call(_a['input']._ks, _a['input'], _a['repeats'], _a['dim'], _a['output_size'])
+        return _A._op_repeat_interleave_self_int.call(_a['input']._ks, _a['input'], _a['repeats'], _a['dim'], _a['output_size'])
     elif _i == 2:
-        return _R._op_repeat_interleave_Tensor.call(_a['repeats']._ks, _a['repeats'], _a['output_size'])
+        return _A._op_repeat_interleave_Tensor.call(_a['repeats']._ks, _a['repeats'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
@@ -9347,10 +9348,10 @@ def diag(*args, **kwargs):
     if _b is not None:
         input, diagonal = _b
         if isinstance(input, _Tensor) and type(diagonal) is int:
-            return _R._op_diag.call(input._ks, input, diagonal)
+            return _A._op_diag.call(input._ks, input, diagonal)
     _i, _a = _sig_diag.parse(args, kwargs)
     if _i == 0:
-        return _R._op_diag.call(_a['input']._ks, _a['input'], _a['diagonal'])
+        return _A._op_diag.call(_a['input']._ks, _a['input'], _a['diagonal'])
     raise AssertionError('unreachable')
 
 
@@ -9374,10 +9375,10 @@ def diag_embed(*args, **kwargs):
     if _b is not None:
         input, offset, dim1, dim2 = _b
         if isinstance(input, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
-            return _R._op_diag_embed.call(input._ks, input, offset, dim1, dim2)
+            return _A._op_diag_embed.call(input._ks, input, offset, dim1, dim2)
     _i, _a = _sig_diag_embed.parse(args, kwargs)
     if _i == 0:
-        return _R._op_diag_embed.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
+        return _A._op_diag_embed.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
@@ -9405,7 +9406,7 @@ def searchsorted(*args, **kwargs):
     if _b is not None:
         sorted_sequence, input, out_int32, right, side, sorter = _b
         if isinstance(sorted_sequence, _Tensor) and isinstance(input, _Tensor) and type(out_int32) is bool and type(right) is bool and (side is None or type(side) is str) and (sorter is None or isinstance(sorter, _Tensor)):
-            return _R._op_searchsorted_Tensor.call(sorted_sequence._ks | input._ks | _ks_opt(sorter), sorted_sequence, input, out_int32, right, side, sorter)
+            return _A._op_searchsorted_Tensor.call(sorted_sequence._ks | input._ks | _ks_opt(sorter), sorted_sequence, input, out_int32, right, side, sorter)
     try:
         _b = _bind_searchsorted_1(*args, **kwargs)
     except TypeError:
@@ -9413,12 +9414,12 @@ def searchsorted(*args, **kwargs):
     if _b is not None:
         sorted_sequence, input, out_int32, right, side, sorter = _b
         if isinstance(sorted_sequence, _Tensor) and type(input) in _NUMBERS and type(out_int32) is bool and type(right) is bool and (side is None or type(side) is str) and (sorter is None or isinstance(sorter, _Tensor)):
-            return _R._op_searchsorted_Scalar.call(sorted_sequence._ks | _ks_opt(sorter), sorted_sequence, input, out_int32, right, side, sorter)
+            return _A._op_searchsorted_Scalar.call(sorted_sequence._ks | _ks_opt(sorter), sorted_sequence, input, out_int32, right, side, sorter)
     _i, _a = _sig_searchsorted.parse(args, kwargs)
     if _i == 0:
-        return _R._op_searchsorted_Tensor.call(_a['sorted_sequence']._ks | _a['input']._ks | _ks_opt(_a['sorter']), _a['sorted_sequence'], _a['input'], _a['out_int32'], _a['right'], _a['side'], _a['sorter'])
+        return _A._op_searchsorted_Tensor.call(_a['sorted_sequence']._ks | _a['input']._ks | _ks_opt(_a['sorter']), _a['sorted_sequence'], _a['input'], _a['out_int32'], _a['right'], _a['side'], _a['sorter'])
     elif _i == 1:
-        return _R._op_searchsorted_Scalar.call(_a['sorted_sequence']._ks | _ks_opt(_a['sorter']), _a['sorted_sequence'], _a['input'], _a['out_int32'], _a['right'], _a['side'], _a['sorter'])
+        return _A._op_searchsorted_Scalar.call(_a['sorted_sequence']._ks | _ks_opt(_a['sorter']), _a['sorted_sequence'], _a['input'], _a['out_int32'], _a['right'], _a['side'], _a['sorter'])
     raise AssertionError('unreachable')
 
 
@@ -9440,10 +9441,10 @@ def bucketize(*args, **kwargs):
     if _b is not None:
         input, boundaries, out_int32, right = _b
         if isinstance(input, _Tensor) and isinstance(boundaries, _Tensor) and type(out_int32) is bool and type(right) is bool:
-            return _R._op_bucketize_Tensor.call(input._ks | boundaries._ks, input, boundaries, out_int32, right)
+            return _A._op_bucketize_Tensor.call(input._ks | boundaries._ks, input, boundaries, out_int32, right)
     _i, _a = _sig_bucketize.parse(args, kwargs)
     if _i == 0:
-        return _R._op_bucketize_Tensor.call(_a['input']._ks | _a['boundaries']._ks, _a['input'], _a['boundaries'], _a['out_int32'], _a['right'])
+        return _A._op_bucketize_Tensor.call(_a['input']._ks | _a['boundaries']._ks, _a['input'], _a['boundaries'], _a['out_int32'], _a['right'])
     raise AssertionError('unreachable')
 
 
@@ -9468,14 +9469,14 @@ def mm(*args, **kwargs):
         input, mat2, out = _b
         if isinstance(input, _Tensor) and isinstance(mat2, _Tensor):
             if out is None:
-                return _R._op_mm.call(input._ks | mat2._ks, input, mat2)
+                return _A._op_mm.call(input._ks | mat2._ks, input, mat2)
             if isinstance(out, _Tensor):
-                return _R._op_mm_out.call(input._ks | mat2._ks, input, mat2, out)
+                return _A._op_mm_out.call(input._ks | mat2._ks, input, mat2, out)
     _i, _a = _sig_mm.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_mm.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'])
-        return _R._op_mm_out.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'], _a['out'])
+            return _A._op_mm.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'])
+        return _A._op_mm_out.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -9500,14 +9501,14 @@ def bmm(*args, **kwargs):
         input, mat2, out = _b
         if isinstance(input, _Tensor) and isinstance(mat2, _Tensor):
             if out is None:
-                return _R._op_bmm.call(input._ks | mat2._ks, input, mat2)
+                return _A._op_bmm.call(input._ks | mat2._ks, input, mat2)
             if isinstance(out, _Tensor):
-                return _R._op_bmm_out.call(input._ks | mat2._ks, input, mat2, out)
+                return _A._op_bmm_out.call(input._ks | mat2._ks, input, mat2, out)
     _i, _a = _sig_bmm.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_bmm.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'])
-        return _R._op_bmm_out.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'], _a['out'])
+            return _A._op_bmm.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'])
+        return _A._op_bmm_out.call(_a['input']._ks | _a['mat2']._ks, _a['input'], _a['mat2'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -9532,14 +9533,14 @@ def matmul(*args, **kwargs):
         input, other, out = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
             if out is None:
-                return _R._op_matmul.call(input._ks | other._ks, input, other)
+                return _A._op_matmul.call(input._ks | other._ks, input, other)
             if isinstance(out, _Tensor):
-                return _R._op_matmul_out.call(input._ks | other._ks, input, other, out)
+                return _A._op_matmul_out.call(input._ks | other._ks, input, other, out)
     _i, _a = _sig_matmul.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_matmul.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
-        return _R._op_matmul_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+            return _A._op_matmul.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_matmul_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -9563,10 +9564,10 @@ def mv(*args, **kwargs):
     if _b is not None:
         input, vec = _b
         if isinstance(input, _Tensor) and isinstance(vec, _Tensor):
-            return _R._op_mv.call(input._ks | vec._ks, input, vec)
+            return _A._op_mv.call(input._ks | vec._ks, input, vec)
     _i, _a = _sig_mv.parse(args, kwargs)
     if _i == 0:
-        return _R._op_mv.call(_a['input']._ks | _a['vec']._ks, _a['input'], _a['vec'])
+        return _A._op_mv.call(_a['input']._ks | _a['vec']._ks, _a['input'], _a['vec'])
     raise AssertionError('unreachable')
 
 
@@ -9590,10 +9591,10 @@ def dot(*args, **kwargs):
     if _b is not None:
         input, tensor = _b
         if isinstance(input, _Tensor) and isinstance(tensor, _Tensor):
-            return _R._op_dot.call(input._ks | tensor._ks, input, tensor)
+            return _A._op_dot.call(input._ks | tensor._ks, input, tensor)
     _i, _a = _sig_dot.parse(args, kwargs)
     if _i == 0:
-        return _R._op_dot.call(_a['input']._ks | _a['tensor']._ks, _a['input'], _a['tensor'])
+        return _A._op_dot.call(_a['input']._ks | _a['tensor']._ks, _a['input'], _a['tensor'])
     raise AssertionError('unreachable')
 
 
@@ -9617,10 +9618,10 @@ def vdot(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_vdot.call(input._ks | other._ks, input, other)
+            return _A._op_vdot.call(input._ks | other._ks, input, other)
     _i, _a = _sig_vdot.parse(args, kwargs)
     if _i == 0:
-        return _R._op_vdot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_vdot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -9644,10 +9645,10 @@ def inner(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_inner.call(input._ks | other._ks, input, other)
+            return _A._op_inner.call(input._ks | other._ks, input, other)
     _i, _a = _sig_inner.parse(args, kwargs)
     if _i == 0:
-        return _R._op_inner.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_inner.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -9671,10 +9672,10 @@ def outer(*args, **kwargs):
     if _b is not None:
         input, vec2 = _b
         if isinstance(input, _Tensor) and isinstance(vec2, _Tensor):
-            return _R._op_outer.call(input._ks | vec2._ks, input, vec2)
+            return _A._op_outer.call(input._ks | vec2._ks, input, vec2)
     _i, _a = _sig_outer.parse(args, kwargs)
     if _i == 0:
-        return _R._op_outer.call(_a['input']._ks | _a['vec2']._ks, _a['input'], _a['vec2'])
+        return _A._op_outer.call(_a['input']._ks | _a['vec2']._ks, _a['input'], _a['vec2'])
     raise AssertionError('unreachable')
 
 
@@ -9698,10 +9699,10 @@ def ger(*args, **kwargs):
     if _b is not None:
         input, vec2 = _b
         if isinstance(input, _Tensor) and isinstance(vec2, _Tensor):
-            return _R._op_ger.call(input._ks | vec2._ks, input, vec2)
+            return _A._op_ger.call(input._ks | vec2._ks, input, vec2)
     _i, _a = _sig_ger.parse(args, kwargs)
     if _i == 0:
-        return _R._op_ger.call(_a['input']._ks | _a['vec2']._ks, _a['input'], _a['vec2'])
+        return _A._op_ger.call(_a['input']._ks | _a['vec2']._ks, _a['input'], _a['vec2'])
     raise AssertionError('unreachable')
 
 
@@ -9726,14 +9727,14 @@ def addmm(*args, **kwargs):
         input, mat1, mat2, beta, alpha, out = _b
         if isinstance(input, _Tensor) and isinstance(mat1, _Tensor) and isinstance(mat2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             if out is None:
-                return _R._op_addmm.call(input._ks | mat1._ks | mat2._ks, input, mat1, mat2, beta, alpha)
+                return _A._op_addmm.call(input._ks | mat1._ks | mat2._ks, input, mat1, mat2, beta, alpha)
             if isinstance(out, _Tensor):
-                return _R._op_addmm_out.call(input._ks | mat1._ks | mat2._ks, input, mat1, mat2, beta, alpha, out)
+                return _A._op_addmm_out.call(input._ks | mat1._ks | mat2._ks, input, mat1, mat2, beta, alpha, out)
     _i, _a = _sig_addmm.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_addmm.call(_a['input']._ks | _a['mat1']._ks | _a['mat2']._ks, _a['input'], _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
-        return _R._op_addmm_out.call(_a['input']._ks | _a['mat1']._ks | _a['mat2']._ks, _a['input'], _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'], _a['out'])
+            return _A._op_addmm.call(_a['input']._ks | _a['mat1']._ks | _a['mat2']._ks, _a['input'], _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
+        return _A._op_addmm_out.call(_a['input']._ks | _a['mat1']._ks | _a['mat2']._ks, _a['input'], _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -9758,14 +9759,14 @@ def addmv(*args, **kwargs):
         input, mat, vec, beta, alpha, out = _b
         if isinstance(input, _Tensor) and isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             if out is None:
-                return _R._op_addmv.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha)
+                return _A._op_addmv.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha)
             if isinstance(out, _Tensor):
-                return _R._op_addmv_out.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha, out)
+                return _A._op_addmv_out.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha, out)
     _i, _a = _sig_addmv.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_addmv.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
-        return _R._op_addmv_out.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'], _a['out'])
+            return _A._op_addmv.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
+        return _A._op_addmv_out.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -9790,14 +9791,14 @@ def baddbmm(*args, **kwargs):
         input, batch1, batch2, beta, alpha, out = _b
         if isinstance(input, _Tensor) and isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             if out is None:
-                return _R._op_baddbmm.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha)
+                return _A._op_baddbmm.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha)
             if isinstance(out, _Tensor):
-                return _R._op_baddbmm_out.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha, out)
+                return _A._op_baddbmm_out.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha, out)
     _i, _a = _sig_baddbmm.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_baddbmm.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
-        return _R._op_baddbmm_out.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'], _a['out'])
+            return _A._op_baddbmm.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
+        return _A._op_baddbmm_out.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -9822,14 +9823,14 @@ def addbmm(*args, **kwargs):
         input, batch1, batch2, beta, alpha, out = _b
         if isinstance(input, _Tensor) and isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
             if out is None:
-                return _R._op_addbmm.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha)
+                return _A._op_addbmm.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha)
             if isinstance(out, _Tensor):
-                return _R._op_addbmm_out.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha, out)
+                return _A._op_addbmm_out.call(input._ks | batch1._ks | batch2._ks, input, batch1, batch2, beta, alpha, out)
     _i, _a = _sig_addbmm.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_addbmm.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
-        return _R._op_addbmm_out.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'], _a['out'])
+            return _A._op_addbmm.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
+        return _A._op_addbmm_out.call(_a['input']._ks | _a['batch1']._ks | _a['batch2']._ks, _a['input'], _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -9845,7 +9846,7 @@ _sig_einsum = _Signatures('einsum', [
 def einsum(*args, **kwargs):
     _i, _a = _sig_einsum.parse(args, kwargs)
     if _i == 0:
-        return _R._op_einsum.call(_ks_list(_a['tensors']), _a['equation'], _a['tensors'], _a['path'])
+        return _A._op_einsum.call(_ks_list(_a['tensors']), _a['equation'], _a['tensors'], _a['path'])
     raise AssertionError('unreachable')
 
 
@@ -9869,10 +9870,10 @@ def tensordot(*args, **kwargs):
     if _b is not None:
         input, other, dims_self, dims_other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dims_self_ := _ints(dims_self, False)) is not None and (dims_other_ := _ints(dims_other, False)) is not None:
-            return _R._op_tensordot.call(input._ks | other._ks, input, other, dims_self_, dims_other_)
+            return _A._op_tensordot.call(input._ks | other._ks, input, other, dims_self_, dims_other_)
     _i, _a = _sig_tensordot.parse(args, kwargs)
     if _i == 0:
-        return _R._op_tensordot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dims_self'], _a['dims_other'])
+        return _A._op_tensordot.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dims_self'], _a['dims_other'])
     raise AssertionError('unreachable')
 
 
@@ -9896,10 +9897,10 @@ def kron(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_kron.call(input._ks | other._ks, input, other)
+            return _A._op_kron.call(input._ks | other._ks, input, other)
     _i, _a = _sig_kron.parse(args, kwargs)
     if _i == 0:
-        return _R._op_kron.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_kron.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -9923,10 +9924,10 @@ def cdist(*args, **kwargs):
     if _b is not None:
         x1, x2, p, compute_mode = _b
         if isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and type(p) is float and (compute_mode is None or type(compute_mode) is int):
-            return _R._op_cdist.call(x1._ks | x2._ks, x1, x2, p, compute_mode)
+            return _A._op_cdist.call(x1._ks | x2._ks, x1, x2, p, compute_mode)
     _i, _a = _sig_cdist.parse(args, kwargs)
     if _i == 0:
-        return _R._op_cdist.call(_a['x1']._ks | _a['x2']._ks, _a['x1'], _a['x2'], _a['p'], _a['compute_mode'])
+        return _A._op_cdist.call(_a['x1']._ks | _a['x2']._ks, _a['x1'], _a['x2'], _a['p'], _a['compute_mode'])
     raise AssertionError('unreachable')
 
 
@@ -9950,10 +9951,10 @@ def cross(*args, **kwargs):
     if _b is not None:
         input, other, dim = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dim is None or type(dim) is int):
-            return _R._op_cross.call(input._ks | other._ks, input, other, dim)
+            return _A._op_cross.call(input._ks | other._ks, input, other, dim)
     _i, _a = _sig_cross.parse(args, kwargs)
     if _i == 0:
-        return _R._op_cross.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dim'])
+        return _A._op_cross.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -9977,10 +9978,10 @@ def det(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_det.call(input._ks, input)
+            return _A._op_det.call(input._ks, input)
     _i, _a = _sig_det.parse(args, kwargs)
     if _i == 0:
-        return _R._op_det.call(_a['input']._ks, _a['input'])
+        return _A._op_det.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -10004,10 +10005,10 @@ def inverse(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_inverse.call(input._ks, input)
+            return _A._op_inverse.call(input._ks, input)
     _i, _a = _sig_inverse.parse(args, kwargs)
     if _i == 0:
-        return _R._op_inverse.call(_a['input']._ks, _a['input'])
+        return _A._op_inverse.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -10031,10 +10032,10 @@ def slogdet(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_slogdet.call(input._ks, input)
+            return _A._op_slogdet.call(input._ks, input)
     _i, _a = _sig_slogdet.parse(args, kwargs)
     if _i == 0:
-        return _R._op_slogdet.call(_a['input']._ks, _a['input'])
+        return _A._op_slogdet.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -10058,10 +10059,10 @@ def pinverse(*args, **kwargs):
     if _b is not None:
         input, rcond = _b
         if isinstance(input, _Tensor) and type(rcond) is float:
-            return _R._op_pinverse.call(input._ks, input, rcond)
+            return _A._op_pinverse.call(input._ks, input, rcond)
     _i, _a = _sig_pinverse.parse(args, kwargs)
     if _i == 0:
-        return _R._op_pinverse.call(_a['input']._ks, _a['input'], _a['rcond'])
+        return _A._op_pinverse.call(_a['input']._ks, _a['input'], _a['rcond'])
     raise AssertionError('unreachable')
 
 
@@ -10085,10 +10086,10 @@ def softmax(*args, **kwargs):
     if _b is not None:
         input, dim, dtype = _b
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
-            return _R._op_softmax_int.call(input._ks, input, dim, dtype)
+            return _A._op_softmax_int.call(input._ks, input, dim, dtype)
     _i, _a = _sig_softmax.parse(args, kwargs)
     if _i == 0:
-        return _R._op_softmax_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
+        return _A._op_softmax_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -10112,10 +10113,10 @@ def log_softmax(*args, **kwargs):
     if _b is not None:
         input, dim, dtype = _b
         if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
-            return _R._op_log_softmax_int.call(input._ks, input, dim, dtype)
+            return _A._op_log_softmax_int.call(input._ks, input, dim, dtype)
     _i, _a = _sig_log_softmax.parse(args, kwargs)
     if _i == 0:
-        return _R._op_log_softmax_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
+        return _A._op_log_softmax_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -10139,10 +10140,10 @@ def native_layer_norm(*args, **kwargs):
     if _b is not None:
         input, normalized_shape, weight, bias, eps = _b
         if isinstance(input, _Tensor) and (normalized_shape_ := _ints(normalized_shape, False)) is not None and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(eps) is float:
-            return _R._op_native_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape_, weight, bias, eps)
+            return _A._op_native_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape_, weight, bias, eps)
     _i, _a = _sig_native_layer_norm.parse(args, kwargs)
     if _i == 0:
-        return _R._op_native_layer_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['normalized_shape'], _a['weight'], _a['bias'], _a['eps'])
+        return _A._op_native_layer_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['normalized_shape'], _a['weight'], _a['bias'], _a['eps'])
     raise AssertionError('unreachable')
 
 
@@ -10158,7 +10159,7 @@ _sig_native_layer_norm_backward = _Signatures('native_layer_norm_backward', [
 def native_layer_norm_backward(*args, **kwargs):
     _i, _a = _sig_native_layer_norm_backward.parse(args, kwargs)
     if _i == 0:
-        return _R._op_native_layer_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _a['mean']._ks | _a['rstd']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['grad_out'], _a['input'], _a['normalized_shape'], _a['mean'], _a['rstd'], _a['weight'], _a['bias'], _a['output_mask'])
+        return _A._op_native_layer_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _a['mean']._ks | _a['rstd']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['grad_out'], _a['input'], _a['normalized_shape'], _a['mean'], _a['rstd'], _a['weight'], _a['bias'], _a['output_mask'])
     raise AssertionError('unreachable')
 
 
@@ -10182,10 +10183,10 @@ def layer_norm(*args, **kwargs):
     if _b is not None:
         input, normalized_shape, weight, bias, eps, cudnn_enable = _b
         if isinstance(input, _Tensor) and (normalized_shape_ := _ints(normalized_shape, False)) is not None and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(eps) is float and type(cudnn_enable) is bool:
-            return _R._op_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape_, weight, bias, eps, cudnn_enable)
+            return _A._op_layer_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, normalized_shape_, weight, bias, eps, cudnn_enable)
     _i, _a = _sig_layer_norm.parse(args, kwargs)
     if _i == 0:
-        return _R._op_layer_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['normalized_shape'], _a['weight'], _a['bias'], _a['eps'], _a['cudnn_enable'])
+        return _A._op_layer_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['normalized_shape'], _a['weight'], _a['bias'], _a['eps'], _a['cudnn_enable'])
     raise AssertionError('unreachable')
 
 
@@ -10209,10 +10210,10 @@ def native_batch_norm(*args, **kwargs):
     if _b is not None:
         input, weight, bias, running_mean, running_var, training, momentum, eps = _b
         if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and (running_mean is None or isinstance(running_mean, _Tensor)) and (running_var is None or isinstance(running_var, _Tensor)) and type(training) is bool and type(momentum) is float and type(eps) is float:
-            return _R._op_native_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps)
+            return _A._op_native_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps)
     _i, _a = _sig_native_batch_norm.parse(args, kwargs)
     if _i == 0:
-        return _R._op_native_batch_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']), _a['input'], _a['weight'], _a['bias'], _a['running_mean'], _a['running_var'], _a['training'], _a['momentum'], _a['eps'])
+        return _A._op_native_batch_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']), _a['input'], _a['weight'], _a['bias'], _a['running_mean'], _a['running_var'], _a['training'], _a['momentum'], _a['eps'])
     raise AssertionError('unreachable')
 
 
@@ -10228,7 +10229,7 @@ _sig_native_batch_norm_backward = _Signatures('native_batch_norm_backward', [
 def native_batch_norm_backward(*args, **kwargs):
     _i, _a = _sig_native_batch_norm_backward.parse(args, kwargs)
     if _i == 0:
-        return _R._op_native_batch_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']) | _ks_opt(_a['save_mean']) | _ks_opt(_a['save_invstd']), _a['grad_out'], _a['input'], _a['weight'], _a['running_mean'], _a['running_var'], _a['save_mean'], _a['save_invstd'], _a['train'], _a['eps'], _a['output_mask'])
+        return _A._op_native_batch_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']) | _ks_opt(_a['save_mean']) | _ks_opt(_a['save_invstd']), _a['grad_out'], _a['input'], _a['weight'], _a['running_mean'], _a['running_var'], _a['save_mean'], _a['save_invstd'], _a['train'], _a['eps'], _a['output_mask'])
     raise AssertionError('unreachable')
 
 
@@ -10252,10 +10253,10 @@ def batch_norm(*args, **kwargs):
     if _b is not None:
         input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled = _b
         if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and (running_mean is None or isinstance(running_mean, _Tensor)) and (running_var is None or isinstance(running_var, _Tensor)) and type(training) is bool and type(momentum) is float and type(eps) is float and type(cudnn_enabled) is bool:
-            return _R._op_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+            return _A._op_batch_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
     _i, _a = _sig_batch_norm.parse(args, kwargs)
     if _i == 0:
-        return _R._op_batch_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']), _a['input'], _a['weight'], _a['bias'], _a['running_mean'], _a['running_var'], _a['training'], _a['momentum'], _a['eps'], _a['cudnn_enabled'])
+        return _A._op_batch_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']), _a['input'], _a['weight'], _a['bias'], _a['running_mean'], _a['running_var'], _a['training'], _a['momentum'], _a['eps'], _a['cudnn_enabled'])
     raise AssertionError('unreachable')
 
 
@@ -10279,10 +10280,10 @@ def convolution(*args, **kwargs):
     if _b is not None:
         input, weight, bias, stride, padding, dilation, transposed, output_padding, groups = _b
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)) and (stride_ := _ints(stride, False)) is not None and (padding_ := _ints(padding, False)) is not None and (dilation_ := _ints(dilation, False)) is not None and type(transposed) is bool and (output_padding_ := _ints(output_padding, False)) is not None and type(groups) is int:
-            return _R._op_convolution.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride_, padding_, dilation_, transposed, output_padding_, groups)
+            return _A._op_convolution.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias, stride_, padding_, dilation_, transposed, output_padding_, groups)
     _i, _a = _sig_convolution.parse(args, kwargs)
     if _i == 0:
-        return _R._op_convolution.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'], _a['stride'], _a['padding'], _a['dilation'], _a['transposed'], _a['output_padding'], _a['groups'])
+        return _A._op_convolution.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'], _a['stride'], _a['padding'], _a['dilation'], _a['transposed'], _a['output_padding'], _a['groups'])
     raise AssertionError('unreachable')
 
 
@@ -10298,7 +10299,7 @@ _sig_convolution_backward = _Signatures('convolution_backward', [
 def convolution_backward(*args, **kwargs):
     _i, _a = _sig_convolution_backward.parse(args, kwargs)
     if _i == 0:
-        return _R._op_convolution_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['weight']._ks, _a['grad_output'], _a['input'], _a['weight'], _a['bias_sizes'], _a['stride'], _a['padding'], _a['dilation'], _a['transposed'], _a['output_padding'], _a['groups'], _a['output_mask'])
+        return _A._op_convolution_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['weight']._ks, _a['grad_output'], _a['input'], _a['weight'], _a['bias_sizes'], _a['stride'], _a['padding'], _a['dilation'], _a['transposed'], _a['output_padding'], _a['groups'], _a['output_mask'])
     raise AssertionError('unreachable')
 
 
@@ -10322,10 +10323,10 @@ def constant_pad_nd(*args, **kwargs):
     if _b is not None:
         input, pad, value = _b
         if isinstance(input, _Tensor) and (pad_ := _ints(pad, False)) is not None and type(value) in _NUMBERS:
-            return _R._op_constant_pad_nd.call(input._ks, input, pad_, value)
+            return _A._op_constant_pad_nd.call(input._ks, input, pad_, value)
     _i, _a = _sig_constant_pad_nd.parse(args, kwargs)
     if _i == 0:
-        return _R._op_constant_pad_nd.call(_a['input']._ks, _a['input'], _a['pad'], _a['value'])
+        return _A._op_constant_pad_nd.call(_a['input']._ks, _a['input'], _a['pad'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -10349,10 +10350,10 @@ def embedding(*args, **kwargs):
     if _b is not None:
         weight, indices, padding_idx, scale_grad_by_freq, sparse = _b
         if isinstance(weight, _Tensor) and isinstance(indices, _Tensor) and type(padding_idx) is int and type(scale_grad_by_freq) is bool and type(sparse) is bool:
-            return _R._op_embedding.call(weight._ks | indices._ks, weight, indices, padding_idx, scale_grad_by_freq, sparse)
+            return _A._op_embedding.call(weight._ks | indices._ks, weight, indices, padding_idx, scale_grad_by_freq, sparse)
     _i, _a = _sig_embedding.parse(args, kwargs)
     if _i == 0:
-        return _R._op_embedding.call(_a['weight']._ks | _a['indices']._ks, _a['weight'], _a['indices'], _a['padding_idx'], _a['scale_grad_by_freq'], _a['sparse'])
+        return _A._op_embedding.call(_a['weight']._ks | _a['indices']._ks, _a['weight'], _a['indices'], _a['padding_idx'], _a['scale_grad_by_freq'], _a['sparse'])
     raise AssertionError('unreachable')
 
 
@@ -10376,10 +10377,10 @@ def dropout(*args, **kwargs):
     if _b is not None:
         input, p, train = _b
         if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
-            return _R._op_dropout.call(input._ks, input, p, train)
+            return _A._op_dropout.call(input._ks, input, p, train)
     _i, _a = _sig_dropout.parse(args, kwargs)
     if _i == 0:
-        return _R._op_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
+        return _A._op_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
     raise AssertionError('unreachable')
 
 
@@ -10396,9 +10397,9 @@ _sig_lstm = _Signatures('lstm', [
 def lstm(*args, **kwargs):
     _i, _a = _sig_lstm.parse(args, kwargs)
     if _i == 0:
-        return _R._op_lstm_input.call(_a['input']._ks | _ks_list(_a['hx']) | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
+        return _A._op_lstm_input.call(_a['input']._ks | _ks_list(_a['hx']) | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
     elif _i == 1:
-        return _R._op_lstm_data.call(_a['data']._ks | _a['batch_sizes']._ks | _ks_list(_a['hx']) | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
+        return _A._op_lstm_data.call(_a['data']._ks | _a['batch_sizes']._ks | _ks_list(_a['hx']) | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
     raise AssertionError('unreachable')
 
 
@@ -10413,9 +10414,9 @@ _sig_gru = _Signatures('gru', [
 def gru(*args, **kwargs):
     _i, _a = _sig_gru.parse(args, kwargs)
     if _i == 0:
-        return _R._op_gru_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
+        return _A._op_gru_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
     elif _i == 1:
-        return _R._op_gru_data.call(_a['data']._ks | _a['batch_sizes']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
+        return _A._op_gru_data.call(_a['data']._ks | _a['batch_sizes']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
     raise AssertionError('unreachable')
 
 
@@ -10430,9 +10431,9 @@ _sig_rnn_tanh = _Signatures('rnn_tanh', [
 def rnn_tanh(*args, **kwargs):
     _i, _a = _sig_rnn_tanh.parse(args, kwargs)
     if _i == 0:
-        return _R._op_rnn_tanh_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
+        return _A._op_rnn_tanh_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
     elif _i == 1:
-        return _R._op_rnn_tanh_data.call(_a['data']._ks | _a['batch_sizes']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
+        return _A._op_rnn_tanh_data.call(_a['data']._ks | _a['batch_sizes']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
     raise AssertionError('unreachable')
 
 
@@ -10447,9 +10448,9 @@ _sig_rnn_relu = _Signatures('rnn_relu', [
 def rnn_relu(*args, **kwargs):
     _i, _a = _sig_rnn_relu.parse(args, kwargs)
     if _i == 0:
-        return _R._op_rnn_relu_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
+        return _A._op_rnn_relu_input.call(_a['input']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['input'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'], _a['batch_first'])
     elif _i == 1:
-        return _R._op_rnn_relu_data.call(_a['data']._ks | _a['batch_sizes']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
+        return _A._op_rnn_relu_data.call(_a['data']._ks | _a['batch_sizes']._ks | _a['hx']._ks | _ks_list(_a['params']), _a['data'], _a['batch_sizes'], _a['hx'], _a['params'], _a['has_biases'], _a['num_layers'], _a['dropout'], _a['train'], _a['bidirectional'])
     raise AssertionError('unreachable')
 
 
@@ -10463,7 +10464,7 @@ _sig_lstm_cell = _Signatures('lstm_cell', [
 def lstm_cell(*args, **kwargs):
     _i, _a = _sig_lstm_cell.parse(args, kwargs)
     if _i == 0:
-        return _R._op_lstm_cell.call(_a['input']._ks | _ks_list(_a['hx']) | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
+        return _A._op_lstm_cell.call(_a['input']._ks | _ks_list(_a['hx']) | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')
 
 
@@ -10487,10 +10488,10 @@ def gru_cell(*args, **kwargs):
     if _b is not None:
         input, hx, w_ih, w_hh, b_ih, b_hh = _b
         if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
-            return _R._op_gru_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
+            return _A._op_gru_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
     _i, _a = _sig_gru_cell.parse(args, kwargs)
     if _i == 0:
-        return _R._op_gru_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
+        return _A._op_gru_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')
 
 
@@ -10514,10 +10515,10 @@ def rnn_tanh_cell(*args, **kwargs):
     if _b is not None:
         input, hx, w_ih, w_hh, b_ih, b_hh = _b
         if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
-            return _R._op_rnn_tanh_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
+            return _A._op_rnn_tanh_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
     _i, _a = _sig_rnn_tanh_cell.parse(args, kwargs)
     if _i == 0:
-        return _R._op_rnn_tanh_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
+        return _A._op_rnn_tanh_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')
 
 
@@ -10541,10 +10542,10 @@ def rnn_relu_cell(*args, **kwargs):
     if _b is not None:
         input, hx, w_ih, w_hh, b_ih, b_hh = _b
         if isinstance(input, _Tensor) and isinstance(hx, _Tensor) and isinstance(w_ih, _Tensor) and isinstance(w_hh, _Tensor) and (b_ih is None or isinstance(b_ih, _Tensor)) and (b_hh is None or isinstance(b_hh, _Tensor)):
-            return _R._op_rnn_relu_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
+            return _A._op_rnn_relu_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
     _i, _a = _sig_rnn_relu_cell.parse(args, kwargs)
     if _i == 0:
-        return _R._op_rnn_relu_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
+        return _A._op_rnn_relu_cell.call(_a['input']._ks | _a['hx']._ks | _a['w_ih']._ks | _a['w_hh']._ks | _ks_opt(_a['b_ih']) | _ks_opt(_a['b_hh']), _a['input'], _a['hx'], _a['w_ih'], _a['w_hh'], _a['b_ih'], _a['b_hh'])
     raise AssertionError('unreachable')
 
 

@@ -2,7 +2,8 @@
 # Regenerate with: python -m tools.codegen
 
 """ember.linalg functions (see tools/codegen/gen.py)."""
-from ember._generated import registrations as _R
+from ember._generated import aten as _A
+from ember._generated import registrations  # noqa: F401 (registers the kernels)
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10 import dtype as _dtypes  # noqa: F401
 from ember.c10.dtype import dtype as _dtype
@@ -28,10 +29,10 @@ def inv(*args, **kwargs):
     if _b is not None:
         A, = _b
         if isinstance(A, _Tensor):
-            return _R._op_linalg_inv.call(A._ks, A)
+            return _A._op_linalg_inv.call(A._ks, A)
     _i, _a = _sig_inv.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_inv.call(_a['A']._ks, _a['A'])
+        return _A._op_linalg_inv.call(_a['A']._ks, _a['A'])
     raise AssertionError('unreachable')
 
 
@@ -55,10 +56,10 @@ def det(*args, **kwargs):
     if _b is not None:
         A, = _b
         if isinstance(A, _Tensor):
-            return _R._op_linalg_det.call(A._ks, A)
+            return _A._op_linalg_det.call(A._ks, A)
     _i, _a = _sig_det.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_det.call(_a['A']._ks, _a['A'])
+        return _A._op_linalg_det.call(_a['A']._ks, _a['A'])
     raise AssertionError('unreachable')
 
 
@@ -82,10 +83,10 @@ def slogdet(*args, **kwargs):
     if _b is not None:
         A, = _b
         if isinstance(A, _Tensor):
-            return _R._op_linalg_slogdet.call(A._ks, A)
+            return _A._op_linalg_slogdet.call(A._ks, A)
     _i, _a = _sig_slogdet.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_slogdet.call(_a['A']._ks, _a['A'])
+        return _A._op_linalg_slogdet.call(_a['A']._ks, _a['A'])
     raise AssertionError('unreachable')
 
 
@@ -109,10 +110,10 @@ def solve(*args, **kwargs):
     if _b is not None:
         A, B, left = _b
         if isinstance(A, _Tensor) and isinstance(B, _Tensor) and type(left) is bool:
-            return _R._op_linalg_solve.call(A._ks | B._ks, A, B, left)
+            return _A._op_linalg_solve.call(A._ks | B._ks, A, B, left)
     _i, _a = _sig_solve.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_solve.call(_a['A']._ks | _a['B']._ks, _a['A'], _a['B'], _a['left'])
+        return _A._op_linalg_solve.call(_a['A']._ks | _a['B']._ks, _a['A'], _a['B'], _a['left'])
     raise AssertionError('unreachable')
 
 
@@ -136,10 +137,10 @@ def cholesky(*args, **kwargs):
     if _b is not None:
         input, upper = _b
         if isinstance(input, _Tensor) and type(upper) is bool:
-            return _R._op_linalg_cholesky.call(input._ks, input, upper)
+            return _A._op_linalg_cholesky.call(input._ks, input, upper)
     _i, _a = _sig_cholesky.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_cholesky.call(_a['input']._ks, _a['input'], _a['upper'])
+        return _A._op_linalg_cholesky.call(_a['input']._ks, _a['input'], _a['upper'])
     raise AssertionError('unreachable')
 
 
@@ -163,10 +164,10 @@ def qr(*args, **kwargs):
     if _b is not None:
         A, mode = _b
         if isinstance(A, _Tensor) and type(mode) is str:
-            return _R._op_linalg_qr.call(A._ks, A, mode)
+            return _A._op_linalg_qr.call(A._ks, A, mode)
     _i, _a = _sig_qr.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_qr.call(_a['A']._ks, _a['A'], _a['mode'])
+        return _A._op_linalg_qr.call(_a['A']._ks, _a['A'], _a['mode'])
     raise AssertionError('unreachable')
 
 
@@ -190,10 +191,10 @@ def eigh(*args, **kwargs):
     if _b is not None:
         input, UPLO = _b
         if isinstance(input, _Tensor) and type(UPLO) is str:
-            return _R._op_linalg_eigh.call(input._ks, input, UPLO)
+            return _A._op_linalg_eigh.call(input._ks, input, UPLO)
     _i, _a = _sig_eigh.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_eigh.call(_a['input']._ks, _a['input'], _a['UPLO'])
+        return _A._op_linalg_eigh.call(_a['input']._ks, _a['input'], _a['UPLO'])
     raise AssertionError('unreachable')
 
 
@@ -217,10 +218,10 @@ def eigvalsh(*args, **kwargs):
     if _b is not None:
         input, UPLO = _b
         if isinstance(input, _Tensor) and type(UPLO) is str:
-            return _R._op_linalg_eigvalsh.call(input._ks, input, UPLO)
+            return _A._op_linalg_eigvalsh.call(input._ks, input, UPLO)
     _i, _a = _sig_eigvalsh.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_eigvalsh.call(_a['input']._ks, _a['input'], _a['UPLO'])
+        return _A._op_linalg_eigvalsh.call(_a['input']._ks, _a['input'], _a['UPLO'])
     raise AssertionError('unreachable')
 
 
@@ -244,10 +245,10 @@ def svd(*args, **kwargs):
     if _b is not None:
         A, full_matrices, driver = _b
         if isinstance(A, _Tensor) and type(full_matrices) is bool and (driver is None or type(driver) is str):
-            return _R._op_linalg_svd.call(A._ks, A, full_matrices, driver)
+            return _A._op_linalg_svd.call(A._ks, A, full_matrices, driver)
     _i, _a = _sig_svd.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_svd.call(_a['A']._ks, _a['A'], _a['full_matrices'], _a['driver'])
+        return _A._op_linalg_svd.call(_a['A']._ks, _a['A'], _a['full_matrices'], _a['driver'])
     raise AssertionError('unreachable')
 
 
@@ -271,10 +272,10 @@ def svdvals(*args, **kwargs):
     if _b is not None:
         A, driver = _b
         if isinstance(A, _Tensor) and (driver is None or type(driver) is str):
-            return _R._op_linalg_svdvals.call(A._ks, A, driver)
+            return _A._op_linalg_svdvals.call(A._ks, A, driver)
     _i, _a = _sig_svdvals.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_svdvals.call(_a['A']._ks, _a['A'], _a['driver'])
+        return _A._op_linalg_svdvals.call(_a['A']._ks, _a['A'], _a['driver'])
     raise AssertionError('unreachable')
 
 
@@ -298,10 +299,10 @@ def pinv(*args, **kwargs):
     if _b is not None:
         input, atol, rtol, hermitian = _b
         if isinstance(input, _Tensor) and (atol is None or type(atol) is float) and (rtol is None or type(rtol) is float) and type(hermitian) is bool:
-            return _R._op_linalg_pinv.call(input._ks, input, atol, rtol, hermitian)
+            return _A._op_linalg_pinv.call(input._ks, input, atol, rtol, hermitian)
     _i, _a = _sig_pinv.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_pinv.call(_a['input']._ks, _a['input'], _a['atol'], _a['rtol'], _a['hermitian'])
+        return _A._op_linalg_pinv.call(_a['input']._ks, _a['input'], _a['atol'], _a['rtol'], _a['hermitian'])
     raise AssertionError('unreachable')
 
 
@@ -325,10 +326,10 @@ def matrix_power(*args, **kwargs):
     if _b is not None:
         input, n = _b
         if isinstance(input, _Tensor) and type(n) is int:
-            return _R._op_linalg_matrix_power.call(input._ks, input, n)
+            return _A._op_linalg_matrix_power.call(input._ks, input, n)
     _i, _a = _sig_matrix_power.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_matrix_power.call(_a['input']._ks, _a['input'], _a['n'])
+        return _A._op_linalg_matrix_power.call(_a['input']._ks, _a['input'], _a['n'])
     raise AssertionError('unreachable')
 
 
@@ -352,10 +353,10 @@ def lstsq(*args, **kwargs):
     if _b is not None:
         input, b, rcond, driver = _b
         if isinstance(input, _Tensor) and isinstance(b, _Tensor) and (rcond is None or type(rcond) is float) and (driver is None or type(driver) is str):
-            return _R._op_linalg_lstsq.call(input._ks | b._ks, input, b, rcond, driver)
+            return _A._op_linalg_lstsq.call(input._ks | b._ks, input, b, rcond, driver)
     _i, _a = _sig_lstsq.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_lstsq.call(_a['input']._ks | _a['b']._ks, _a['input'], _a['b'], _a['rcond'], _a['driver'])
+        return _A._op_linalg_lstsq.call(_a['input']._ks | _a['b']._ks, _a['input'], _a['b'], _a['rcond'], _a['driver'])
     raise AssertionError('unreachable')
 
 
@@ -379,10 +380,10 @@ def cross(*args, **kwargs):
     if _b is not None:
         input, other, dim = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(dim) is int:
-            return _R._op_linalg_cross.call(input._ks | other._ks, input, other, dim)
+            return _A._op_linalg_cross.call(input._ks | other._ks, input, other, dim)
     _i, _a = _sig_cross.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_cross.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dim'])
+        return _A._op_linalg_cross.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -406,10 +407,10 @@ def vector_norm(*args, **kwargs):
     if _b is not None:
         input, ord, dim, keepdim, dtype = _b
         if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_linalg_vector_norm.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_linalg_vector_norm.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_vector_norm.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_vector_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_linalg_vector_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -437,7 +438,7 @@ def matrix_norm(*args, **kwargs):
     if _b is not None:
         input, ord, dim, keepdim, dtype = _b
         if isinstance(input, _Tensor) and type(ord) is str and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_linalg_matrix_norm_str_ord.call(input._ks, input, ord, dim_, keepdim, dtype)
+            return _A._op_linalg_matrix_norm_str_ord.call(input._ks, input, ord, dim_, keepdim, dtype)
     try:
         _b = _bind_matrix_norm_1(*args, **kwargs)
     except TypeError:
@@ -445,12 +446,12 @@ def matrix_norm(*args, **kwargs):
     if _b is not None:
         input, ord, dim, keepdim, dtype = _b
         if isinstance(input, _Tensor) and type(ord) in _NUMBERS and (dim_ := _ints(dim, False)) is not None and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_linalg_matrix_norm.call(input._ks, input, ord, dim_, keepdim, dtype)
+            return _A._op_linalg_matrix_norm.call(input._ks, input, ord, dim_, keepdim, dtype)
     _i, _a = _sig_matrix_norm.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_matrix_norm_str_ord.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_linalg_matrix_norm_str_ord.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
     elif _i == 1:
-        return _R._op_linalg_matrix_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_linalg_matrix_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -476,7 +477,7 @@ def norm(*args, **kwargs):
     if _b is not None:
         input, ord, dim, keepdim, dtype = _b
         if isinstance(input, _Tensor) and (ord is None or type(ord) in _NUMBERS) and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_linalg_norm.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_linalg_norm.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
     try:
         _b = _bind_norm_1(*args, **kwargs)
     except TypeError:
@@ -484,12 +485,12 @@ def norm(*args, **kwargs):
     if _b is not None:
         input, ord, dim, keepdim, dtype = _b
         if isinstance(input, _Tensor) and type(ord) is str and (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_linalg_norm_ord_str.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_linalg_norm_ord_str.call(input._ks, input, ord, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_norm.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linalg_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_linalg_norm.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
     elif _i == 1:
-        return _R._op_linalg_norm_ord_str.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_linalg_norm_ord_str.call(_a['input']._ks, _a['input'], _a['ord'], _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 

@@ -2,7 +2,8 @@
 # Regenerate with: python -m tools.codegen
 
 """ember.nn.functional entries (see tools/codegen/gen.py)."""
-from ember._generated import registrations as _R
+from ember._generated import aten as _A
+from ember._generated import registrations  # noqa: F401 (registers the kernels)
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10 import dtype as _dtypes  # noqa: F401
 from ember.c10.dtype import dtype as _dtype
@@ -28,10 +29,10 @@ def linear(*args, **kwargs):
     if _b is not None:
         input, weight, bias = _b
         if isinstance(input, _Tensor) and isinstance(weight, _Tensor) and (bias is None or isinstance(bias, _Tensor)):
-            return _R._op_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias)
+            return _A._op_linear.call(input._ks | weight._ks | _ks_opt(bias), input, weight, bias)
     _i, _a = _sig_linear.parse(args, kwargs)
     if _i == 0:
-        return _R._op_linear.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'])
+        return _A._op_linear.call(_a['input']._ks | _a['weight']._ks | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'])
     raise AssertionError('unreachable')
 
 
@@ -55,10 +56,10 @@ def l1_loss(*args, **kwargs):
     if _b is not None:
         input, target, reduction = _b
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
-            return _R._op_l1_loss.call(input._ks | target._ks, input, target, reduction)
+            return _A._op_l1_loss.call(input._ks | target._ks, input, target, reduction)
     _i, _a = _sig_l1_loss.parse(args, kwargs)
     if _i == 0:
-        return _R._op_l1_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
+        return _A._op_l1_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
@@ -82,10 +83,10 @@ def mse_loss(*args, **kwargs):
     if _b is not None:
         input, target, reduction = _b
         if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
-            return _R._op_mse_loss.call(input._ks | target._ks, input, target, reduction)
+            return _A._op_mse_loss.call(input._ks | target._ks, input, target, reduction)
     _i, _a = _sig_mse_loss.parse(args, kwargs)
     if _i == 0:
-        return _R._op_mse_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
+        return _A._op_mse_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
@@ -109,10 +110,10 @@ def mse_loss_backward(*args, **kwargs):
     if _b is not None:
         grad_output, input, target, reduction = _b
         if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
-            return _R._op_mse_loss_backward.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction)
+            return _A._op_mse_loss_backward.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction)
     _i, _a = _sig_mse_loss_backward.parse(args, kwargs)
     if _i == 0:
-        return _R._op_mse_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'])
+        return _A._op_mse_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'])
     raise AssertionError('unreachable')
 
 
@@ -136,10 +137,10 @@ def relu6(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_relu6.call(input._ks, input)
+            return _A._op_relu6.call(input._ks, input)
     _i, _a = _sig_relu6.parse(args, kwargs)
     if _i == 0:
-        return _R._op_relu6.call(_a['input']._ks, _a['input'])
+        return _A._op_relu6.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -163,10 +164,10 @@ def gelu(*args, **kwargs):
     if _b is not None:
         input, approximate = _b
         if isinstance(input, _Tensor) and type(approximate) is str:
-            return _R._op_gelu.call(input._ks, input, approximate)
+            return _A._op_gelu.call(input._ks, input, approximate)
     _i, _a = _sig_gelu.parse(args, kwargs)
     if _i == 0:
-        return _R._op_gelu.call(_a['input']._ks, _a['input'], _a['approximate'])
+        return _A._op_gelu.call(_a['input']._ks, _a['input'], _a['approximate'])
     raise AssertionError('unreachable')
 
 
@@ -190,10 +191,10 @@ def max_pool2d_with_indices(*args, **kwargs):
     if _b is not None:
         input, kernel_size, stride, padding, dilation, ceil_mode = _b
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool:
-            return _R._op_max_pool2d_with_indices.call(input._ks, input, kernel_size_, stride_, padding_, dilation_, ceil_mode)
+            return _A._op_max_pool2d_with_indices.call(input._ks, input, kernel_size_, stride_, padding_, dilation_, ceil_mode)
     _i, _a = _sig_max_pool2d_with_indices.parse(args, kwargs)
     if _i == 0:
-        return _R._op_max_pool2d_with_indices.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['dilation'], _a['ceil_mode'])
+        return _A._op_max_pool2d_with_indices.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['dilation'], _a['ceil_mode'])
     raise AssertionError('unreachable')
 
 
@@ -217,10 +218,10 @@ def max_pool3d_with_indices(*args, **kwargs):
     if _b is not None:
         input, kernel_size, stride, padding, dilation, ceil_mode = _b
         if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and type(ceil_mode) is bool:
-            return _R._op_max_pool3d_with_indices.call(input._ks, input, kernel_size_, stride_, padding_, dilation_, ceil_mode)
+            return _A._op_max_pool3d_with_indices.call(input._ks, input, kernel_size_, stride_, padding_, dilation_, ceil_mode)
     _i, _a = _sig_max_pool3d_with_indices.parse(args, kwargs)
     if _i == 0:
-        return _R._op_max_pool3d_with_indices.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['dilation'], _a['ceil_mode'])
+        return _A._op_max_pool3d_with_indices.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['dilation'], _a['ceil_mode'])
     raise AssertionError('unreachable')
 
 

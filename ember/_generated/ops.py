@@ -2,1619 +2,1620 @@
 # Regenerate with: python -m tools.codegen
 
 """ember.ops.aten: one packet per operator name, one attribute per overload."""
-from ember._generated import registrations as _R
+from ember._generated import aten as _A
+from ember._generated import registrations  # noqa: F401 (registers the kernels)
 from ember.c10 import dtype as _dtypes  # noqa: F401
 from ember._ops import OpOverload as _O, OpOverloadPacket as _P
 
 abs = _P('abs', [
-    _O(_R._op_abs, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_abs_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_abs, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_abs_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 abs_ = _P('abs_', [
-    _O(_R._op_abs_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_abs_, (('self', 'T', False, False, None),), ['self']),
 ])
 neg = _P('neg', [
-    _O(_R._op_neg, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_neg_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_neg, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_neg_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 neg_ = _P('neg_', [
-    _O(_R._op_neg_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_neg_, (('self', 'T', False, False, None),), ['self']),
 ])
 sign = _P('sign', [
-    _O(_R._op_sign, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_sign_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_sign, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sign_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 sign_ = _P('sign_', [
-    _O(_R._op_sign_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sign_, (('self', 'T', False, False, None),), ['self']),
 ])
 sgn = _P('sgn', [
-    _O(_R._op_sgn, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_sgn_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_sgn, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sgn_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 sgn_ = _P('sgn_', [
-    _O(_R._op_sgn_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sgn_, (('self', 'T', False, False, None),), ['self']),
 ])
 floor = _P('floor', [
-    _O(_R._op_floor, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_floor_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_floor, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_floor_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 floor_ = _P('floor_', [
-    _O(_R._op_floor_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_floor_, (('self', 'T', False, False, None),), ['self']),
 ])
 ceil = _P('ceil', [
-    _O(_R._op_ceil, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_ceil_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_ceil, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_ceil_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 ceil_ = _P('ceil_', [
-    _O(_R._op_ceil_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_ceil_, (('self', 'T', False, False, None),), ['self']),
 ])
 trunc = _P('trunc', [
-    _O(_R._op_trunc, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_trunc_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_trunc, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_trunc_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 trunc_ = _P('trunc_', [
-    _O(_R._op_trunc_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_trunc_, (('self', 'T', False, False, None),), ['self']),
 ])
 frac = _P('frac', [
-    _O(_R._op_frac, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_frac_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_frac, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_frac_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 frac_ = _P('frac_', [
-    _O(_R._op_frac_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_frac_, (('self', 'T', False, False, None),), ['self']),
 ])
 exp = _P('exp', [
-    _O(_R._op_exp, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_exp_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_exp, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_exp_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 exp_ = _P('exp_', [
-    _O(_R._op_exp_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_exp_, (('self', 'T', False, False, None),), ['self']),
 ])
 exp2 = _P('exp2', [
-    _O(_R._op_exp2, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_exp2_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_exp2, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_exp2_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 exp2_ = _P('exp2_', [
-    _O(_R._op_exp2_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_exp2_, (('self', 'T', False, False, None),), ['self']),
 ])
 expm1 = _P('expm1', [
-    _O(_R._op_expm1, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_expm1_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_expm1, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_expm1_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 expm1_ = _P('expm1_', [
-    _O(_R._op_expm1_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_expm1_, (('self', 'T', False, False, None),), ['self']),
 ])
 log = _P('log', [
-    _O(_R._op_log, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_log_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_log, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_log_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 log_ = _P('log_', [
-    _O(_R._op_log_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_log_, (('self', 'T', False, False, None),), ['self']),
 ])
 log2 = _P('log2', [
-    _O(_R._op_log2, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_log2_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_log2, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_log2_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 log2_ = _P('log2_', [
-    _O(_R._op_log2_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_log2_, (('self', 'T', False, False, None),), ['self']),
 ])
 log10 = _P('log10', [
-    _O(_R._op_log10, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_log10_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_log10, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_log10_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 log10_ = _P('log10_', [
-    _O(_R._op_log10_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_log10_, (('self', 'T', False, False, None),), ['self']),
 ])
 log1p = _P('log1p', [
-    _O(_R._op_log1p, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_log1p_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_log1p, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_log1p_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 log1p_ = _P('log1p_', [
-    _O(_R._op_log1p_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_log1p_, (('self', 'T', False, False, None),), ['self']),
 ])
 sqrt = _P('sqrt', [
-    _O(_R._op_sqrt, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_sqrt_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_sqrt, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sqrt_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 sqrt_ = _P('sqrt_', [
-    _O(_R._op_sqrt_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sqrt_, (('self', 'T', False, False, None),), ['self']),
 ])
 rsqrt = _P('rsqrt', [
-    _O(_R._op_rsqrt, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_rsqrt_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_rsqrt, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_rsqrt_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 rsqrt_ = _P('rsqrt_', [
-    _O(_R._op_rsqrt_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_rsqrt_, (('self', 'T', False, False, None),), ['self']),
 ])
 sin = _P('sin', [
-    _O(_R._op_sin, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_sin_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_sin, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sin_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 sin_ = _P('sin_', [
-    _O(_R._op_sin_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sin_, (('self', 'T', False, False, None),), ['self']),
 ])
 cos = _P('cos', [
-    _O(_R._op_cos, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_cos_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_cos, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_cos_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 cos_ = _P('cos_', [
-    _O(_R._op_cos_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_cos_, (('self', 'T', False, False, None),), ['self']),
 ])
 tan = _P('tan', [
-    _O(_R._op_tan, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_tan_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_tan, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_tan_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 tan_ = _P('tan_', [
-    _O(_R._op_tan_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_tan_, (('self', 'T', False, False, None),), ['self']),
 ])
 asin = _P('asin', [
-    _O(_R._op_asin, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_asin_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_asin, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_asin_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 asin_ = _P('asin_', [
-    _O(_R._op_asin_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_asin_, (('self', 'T', False, False, None),), ['self']),
 ])
 acos = _P('acos', [
-    _O(_R._op_acos, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_acos_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_acos, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_acos_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 acos_ = _P('acos_', [
-    _O(_R._op_acos_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_acos_, (('self', 'T', False, False, None),), ['self']),
 ])
 atan = _P('atan', [
-    _O(_R._op_atan, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_atan_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_atan, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_atan_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 atan_ = _P('atan_', [
-    _O(_R._op_atan_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_atan_, (('self', 'T', False, False, None),), ['self']),
 ])
 sinh = _P('sinh', [
-    _O(_R._op_sinh, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_sinh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_sinh, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sinh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 sinh_ = _P('sinh_', [
-    _O(_R._op_sinh_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sinh_, (('self', 'T', False, False, None),), ['self']),
 ])
 cosh = _P('cosh', [
-    _O(_R._op_cosh, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_cosh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_cosh, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_cosh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 cosh_ = _P('cosh_', [
-    _O(_R._op_cosh_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_cosh_, (('self', 'T', False, False, None),), ['self']),
 ])
 tanh = _P('tanh', [
-    _O(_R._op_tanh, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_tanh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_tanh, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_tanh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 tanh_ = _P('tanh_', [
-    _O(_R._op_tanh_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_tanh_, (('self', 'T', False, False, None),), ['self']),
 ])
 asinh = _P('asinh', [
-    _O(_R._op_asinh, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_asinh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_asinh, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_asinh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 asinh_ = _P('asinh_', [
-    _O(_R._op_asinh_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_asinh_, (('self', 'T', False, False, None),), ['self']),
 ])
 acosh = _P('acosh', [
-    _O(_R._op_acosh, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_acosh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_acosh, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_acosh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 acosh_ = _P('acosh_', [
-    _O(_R._op_acosh_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_acosh_, (('self', 'T', False, False, None),), ['self']),
 ])
 atanh = _P('atanh', [
-    _O(_R._op_atanh, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_atanh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_atanh, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_atanh_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 atanh_ = _P('atanh_', [
-    _O(_R._op_atanh_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_atanh_, (('self', 'T', False, False, None),), ['self']),
 ])
 sigmoid = _P('sigmoid', [
-    _O(_R._op_sigmoid, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_sigmoid_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_sigmoid, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sigmoid_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 sigmoid_ = _P('sigmoid_', [
-    _O(_R._op_sigmoid_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sigmoid_, (('self', 'T', False, False, None),), ['self']),
 ])
 reciprocal = _P('reciprocal', [
-    _O(_R._op_reciprocal, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_reciprocal_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_reciprocal, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_reciprocal_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 reciprocal_ = _P('reciprocal_', [
-    _O(_R._op_reciprocal_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_reciprocal_, (('self', 'T', False, False, None),), ['self']),
 ])
 erf = _P('erf', [
-    _O(_R._op_erf, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_erf_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_erf, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_erf_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 erf_ = _P('erf_', [
-    _O(_R._op_erf_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_erf_, (('self', 'T', False, False, None),), ['self']),
 ])
 erfc = _P('erfc', [
-    _O(_R._op_erfc, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_erfc_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_erfc, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_erfc_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 erfc_ = _P('erfc_', [
-    _O(_R._op_erfc_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_erfc_, (('self', 'T', False, False, None),), ['self']),
 ])
 erfinv = _P('erfinv', [
-    _O(_R._op_erfinv, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_erfinv_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_erfinv, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_erfinv_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 erfinv_ = _P('erfinv_', [
-    _O(_R._op_erfinv_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_erfinv_, (('self', 'T', False, False, None),), ['self']),
 ])
 lgamma = _P('lgamma', [
-    _O(_R._op_lgamma, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_lgamma_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_lgamma, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_lgamma_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 lgamma_ = _P('lgamma_', [
-    _O(_R._op_lgamma_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_lgamma_, (('self', 'T', False, False, None),), ['self']),
 ])
 digamma = _P('digamma', [
-    _O(_R._op_digamma, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_digamma_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_digamma, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_digamma_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 digamma_ = _P('digamma_', [
-    _O(_R._op_digamma_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_digamma_, (('self', 'T', False, False, None),), ['self']),
 ])
 i0 = _P('i0', [
-    _O(_R._op_i0, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_i0_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_i0, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_i0_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 i0_ = _P('i0_', [
-    _O(_R._op_i0_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_i0_, (('self', 'T', False, False, None),), ['self']),
 ])
 sinc = _P('sinc', [
-    _O(_R._op_sinc, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_sinc_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_sinc, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sinc_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 sinc_ = _P('sinc_', [
-    _O(_R._op_sinc_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_sinc_, (('self', 'T', False, False, None),), ['self']),
 ])
 deg2rad = _P('deg2rad', [
-    _O(_R._op_deg2rad, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_deg2rad_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_deg2rad, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_deg2rad_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 deg2rad_ = _P('deg2rad_', [
-    _O(_R._op_deg2rad_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_deg2rad_, (('self', 'T', False, False, None),), ['self']),
 ])
 rad2deg = _P('rad2deg', [
-    _O(_R._op_rad2deg, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_rad2deg_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_rad2deg, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_rad2deg_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 rad2deg_ = _P('rad2deg_', [
-    _O(_R._op_rad2deg_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_rad2deg_, (('self', 'T', False, False, None),), ['self']),
 ])
 square = _P('square', [
-    _O(_R._op_square, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_square_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_square, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_square_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 square_ = _P('square_', [
-    _O(_R._op_square_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_square_, (('self', 'T', False, False, None),), ['self']),
 ])
 bitwise_not = _P('bitwise_not', [
-    _O(_R._op_bitwise_not, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_bitwise_not_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_bitwise_not, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_bitwise_not_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 bitwise_not_ = _P('bitwise_not_', [
-    _O(_R._op_bitwise_not_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_bitwise_not_, (('self', 'T', False, False, None),), ['self']),
 ])
 logical_not = _P('logical_not', [
-    _O(_R._op_logical_not, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_logical_not_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_logical_not, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_logical_not_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 logical_not_ = _P('logical_not_', [
-    _O(_R._op_logical_not_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_logical_not_, (('self', 'T', False, False, None),), ['self']),
 ])
 relu = _P('relu', [
-    _O(_R._op_relu, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_relu, (('self', 'T', False, False, None),), ['self']),
 ])
 relu_ = _P('relu_', [
-    _O(_R._op_relu_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_relu_, (('self', 'T', False, False, None),), ['self']),
 ])
 positive = _P('positive', [
-    _O(_R._op_positive, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_positive, (('self', 'T', False, False, None),), ['self']),
 ])
 round = _P('round', [
-    _O(_R._op_round, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_round_decimals, (('self', 'T', False, False, None), ('decimals', 'int', True, False, None),), ['self', 'decimals']),
-    _O(_R._op_round_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_round, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_round_decimals, (('self', 'T', False, False, None), ('decimals', 'int', True, False, None),), ['self', 'decimals']),
+    _O(_A._op_round_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 round_ = _P('round_', [
-    _O(_R._op_round_, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_round__decimals, (('self', 'T', False, False, None), ('decimals', 'int', True, False, None),), ['self', 'decimals']),
+    _O(_A._op_round_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_round__decimals, (('self', 'T', False, False, None), ('decimals', 'int', True, False, None),), ['self', 'decimals']),
 ])
 isnan = _P('isnan', [
-    _O(_R._op_isnan, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_isnan, (('self', 'T', False, False, None),), ['self']),
 ])
 isinf = _P('isinf', [
-    _O(_R._op_isinf, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_isinf, (('self', 'T', False, False, None),), ['self']),
 ])
 isfinite = _P('isfinite', [
-    _O(_R._op_isfinite, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_isfinite, (('self', 'T', False, False, None),), ['self']),
 ])
 isposinf = _P('isposinf', [
-    _O(_R._op_isposinf, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_isposinf, (('self', 'T', False, False, None),), ['self']),
 ])
 isneginf = _P('isneginf', [
-    _O(_R._op_isneginf, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_isneginf, (('self', 'T', False, False, None),), ['self']),
 ])
 signbit = _P('signbit', [
-    _O(_R._op_signbit, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_signbit, (('self', 'T', False, False, None),), ['self']),
 ])
 nan_to_num = _P('nan_to_num', [
-    _O(_R._op_nan_to_num, (('self', 'T', False, False, None), ('nan', 'float?', False, True, None), ('posinf', 'float?', False, True, None), ('neginf', 'float?', False, True, None),), ['self', 'nan', 'posinf', 'neginf']),
+    _O(_A._op_nan_to_num, (('self', 'T', False, False, None), ('nan', 'float?', False, True, None), ('posinf', 'float?', False, True, None), ('neginf', 'float?', False, True, None),), ['self', 'nan', 'posinf', 'neginf']),
 ])
 nan_to_num_ = _P('nan_to_num_', [
-    _O(_R._op_nan_to_num_, (('self', 'T', False, False, None), ('nan', 'float?', False, True, None), ('posinf', 'float?', False, True, None), ('neginf', 'float?', False, True, None),), ['self', 'nan', 'posinf', 'neginf']),
+    _O(_A._op_nan_to_num_, (('self', 'T', False, False, None), ('nan', 'float?', False, True, None), ('posinf', 'float?', False, True, None), ('neginf', 'float?', False, True, None),), ['self', 'nan', 'posinf', 'neginf']),
 ])
 logit = _P('logit', [
-    _O(_R._op_logit, (('self', 'T', False, False, None), ('eps', 'float?', False, True, None),), ['self', 'eps']),
+    _O(_A._op_logit, (('self', 'T', False, False, None), ('eps', 'float?', False, True, None),), ['self', 'eps']),
 ])
 polygamma = _P('polygamma', [
-    _O(_R._op_polygamma, (('n', 'int', False, False, None), ('self', 'T', False, False, None),), ['n', 'self']),
+    _O(_A._op_polygamma, (('n', 'int', False, False, None), ('self', 'T', False, False, None),), ['n', 'self']),
 ])
 special_polygamma = _P('special_polygamma', [
-    _O(_R._op_special_polygamma, (('n', 'int', False, False, None), ('self', 'T', False, False, None),), ['n', 'self']),
+    _O(_A._op_special_polygamma, (('n', 'int', False, False, None), ('self', 'T', False, False, None),), ['n', 'self']),
 ])
 logit_ = _P('logit_', [
-    _O(_R._op_logit_, (('self', 'T', False, False, None), ('eps', 'float?', False, True, None),), ['self', 'eps']),
+    _O(_A._op_logit_, (('self', 'T', False, False, None), ('eps', 'float?', False, True, None),), ['self', 'eps']),
 ])
 add = _P('add', [
-    _O(_R._op_add_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
-    _O(_R._op_add_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'other', 'alpha', 'out']),
-    _O(_R._op_add_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
-    _O(_R._op_add_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1), ('out', 'T', True, False, None),), ['self', 'other', 'alpha', 'out']),
+    _O(_A._op_add_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_add_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'other', 'alpha', 'out']),
+    _O(_A._op_add_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_add_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1), ('out', 'T', True, False, None),), ['self', 'other', 'alpha', 'out']),
 ])
 add_ = _P('add_', [
-    _O(_R._op_add__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
-    _O(_R._op_add__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_add__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_add__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
 ])
 sub = _P('sub', [
-    _O(_R._op_sub_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
-    _O(_R._op_sub_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'other', 'alpha', 'out']),
-    _O(_R._op_sub_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
-    _O(_R._op_sub_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1), ('out', 'T', True, False, None),), ['self', 'other', 'alpha', 'out']),
+    _O(_A._op_sub_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_sub_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'other', 'alpha', 'out']),
+    _O(_A._op_sub_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_sub_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1), ('out', 'T', True, False, None),), ['self', 'other', 'alpha', 'out']),
 ])
 sub_ = _P('sub_', [
-    _O(_R._op_sub__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
-    _O(_R._op_sub__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_sub__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_sub__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
 ])
 mul = _P('mul', [
-    _O(_R._op_mul_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_mul_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_mul_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_mul_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_mul_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_mul_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_mul_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_mul_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 mul_ = _P('mul_', [
-    _O(_R._op_mul__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_mul__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_mul__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_mul__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 div = _P('div', [
-    _O(_R._op_div_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_div_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_div_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_div_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_div_Tensor_mode, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
-    _O(_R._op_div_out_mode, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'rounding_mode', 'out']),
-    _O(_R._op_div_Scalar_mode, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
+    _O(_A._op_div_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_div_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_div_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_div_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_div_Tensor_mode, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
+    _O(_A._op_div_out_mode, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'rounding_mode', 'out']),
+    _O(_A._op_div_Scalar_mode, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
 ])
 div_ = _P('div_', [
-    _O(_R._op_div__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_div__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_div__Tensor_mode, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
-    _O(_R._op_div__Scalar_mode, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
+    _O(_A._op_div__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_div__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_div__Tensor_mode, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
+    _O(_A._op_div__Scalar_mode, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
 ])
 true_divide = _P('true_divide', [
-    _O(_R._op_true_divide_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_true_divide_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_true_divide_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_true_divide_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_true_divide_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_true_divide_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_true_divide_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_true_divide_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 true_divide_ = _P('true_divide_', [
-    _O(_R._op_true_divide__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_true_divide__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_true_divide__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_true_divide__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 floor_divide = _P('floor_divide', [
-    _O(_R._op_floor_divide_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_floor_divide_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_floor_divide_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_floor_divide_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_floor_divide_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_floor_divide_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_floor_divide_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_floor_divide_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 floor_divide_ = _P('floor_divide_', [
-    _O(_R._op_floor_divide__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_floor_divide__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_floor_divide__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_floor_divide__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 remainder = _P('remainder', [
-    _O(_R._op_remainder_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_remainder_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_remainder_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_remainder_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_remainder_Scalar_Tensor, (('self', 'Scalar', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_remainder_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_remainder_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_remainder_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_remainder_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_remainder_Scalar_Tensor, (('self', 'Scalar', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 remainder_ = _P('remainder_', [
-    _O(_R._op_remainder__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_remainder__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_remainder__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_remainder__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 fmod = _P('fmod', [
-    _O(_R._op_fmod_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_fmod_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_fmod_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_fmod_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_fmod_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_fmod_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_fmod_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_fmod_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 fmod_ = _P('fmod_', [
-    _O(_R._op_fmod__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_fmod__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_fmod__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_fmod__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 rsub = _P('rsub', [
-    _O(_R._op_rsub_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
-    _O(_R._op_rsub_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_rsub_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_rsub_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
 ])
 pow = _P('pow', [
-    _O(_R._op_pow_Tensor_Tensor, (('self', 'T', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
-    _O(_R._op_pow_Tensor_Tensor_out, (('self', 'T', False, False, None), ('exponent', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'exponent', 'out']),
-    _O(_R._op_pow_Scalar, (('self', 'Scalar', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
-    _O(_R._op_pow_Scalar_out, (('self', 'Scalar', False, False, None), ('exponent', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'exponent', 'out']),
-    _O(_R._op_pow_Tensor_Scalar, (('self', 'T', False, False, None), ('exponent', 'Scalar', False, False, None),), ['self', 'exponent']),
-    _O(_R._op_pow_Tensor_Scalar_out, (('self', 'T', False, False, None), ('exponent', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'exponent', 'out']),
+    _O(_A._op_pow_Tensor_Tensor, (('self', 'T', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
+    _O(_A._op_pow_Tensor_Tensor_out, (('self', 'T', False, False, None), ('exponent', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'exponent', 'out']),
+    _O(_A._op_pow_Scalar, (('self', 'Scalar', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
+    _O(_A._op_pow_Scalar_out, (('self', 'Scalar', False, False, None), ('exponent', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'exponent', 'out']),
+    _O(_A._op_pow_Tensor_Scalar, (('self', 'T', False, False, None), ('exponent', 'Scalar', False, False, None),), ['self', 'exponent']),
+    _O(_A._op_pow_Tensor_Scalar_out, (('self', 'T', False, False, None), ('exponent', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'exponent', 'out']),
 ])
 pow_ = _P('pow_', [
-    _O(_R._op_pow__Scalar, (('self', 'T', False, False, None), ('exponent', 'Scalar', False, False, None),), ['self', 'exponent']),
-    _O(_R._op_pow__Tensor, (('self', 'T', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
+    _O(_A._op_pow__Scalar, (('self', 'T', False, False, None), ('exponent', 'Scalar', False, False, None),), ['self', 'exponent']),
+    _O(_A._op_pow__Tensor, (('self', 'T', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
 ])
 float_power = _P('float_power', [
-    _O(_R._op_float_power_Tensor_Tensor, (('self', 'T', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
-    _O(_R._op_float_power_Tensor_Scalar, (('self', 'T', False, False, None), ('exponent', 'Scalar', False, False, None),), ['self', 'exponent']),
-    _O(_R._op_float_power_Scalar, (('self', 'Scalar', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
+    _O(_A._op_float_power_Tensor_Tensor, (('self', 'T', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
+    _O(_A._op_float_power_Tensor_Scalar, (('self', 'T', False, False, None), ('exponent', 'Scalar', False, False, None),), ['self', 'exponent']),
+    _O(_A._op_float_power_Scalar, (('self', 'Scalar', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
 ])
 atan2 = _P('atan2', [
-    _O(_R._op_atan2, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_atan2_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_atan2, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_atan2_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 atan2_ = _P('atan2_', [
-    _O(_R._op_atan2_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_atan2_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 hypot = _P('hypot', [
-    _O(_R._op_hypot, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_hypot_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_hypot, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_hypot_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 hypot_ = _P('hypot_', [
-    _O(_R._op_hypot_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_hypot_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 logaddexp = _P('logaddexp', [
-    _O(_R._op_logaddexp, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_logaddexp_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_logaddexp, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_logaddexp_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 logaddexp2 = _P('logaddexp2', [
-    _O(_R._op_logaddexp2, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_logaddexp2_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_logaddexp2, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_logaddexp2_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 copysign = _P('copysign', [
-    _O(_R._op_copysign, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_copysign_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_copysign_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_copysign, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_copysign_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_copysign_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 copysign_ = _P('copysign_', [
-    _O(_R._op_copysign_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_copysign_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 nextafter = _P('nextafter', [
-    _O(_R._op_nextafter, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_nextafter_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_nextafter, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_nextafter_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 nextafter_ = _P('nextafter_', [
-    _O(_R._op_nextafter_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_nextafter_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 maximum = _P('maximum', [
-    _O(_R._op_maximum, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_maximum_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_maximum, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_maximum_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 minimum = _P('minimum', [
-    _O(_R._op_minimum, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_minimum_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_minimum, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_minimum_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 fmax = _P('fmax', [
-    _O(_R._op_fmax, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_fmax_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_fmax, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_fmax_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 fmin = _P('fmin', [
-    _O(_R._op_fmin, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_fmin_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_fmin, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_fmin_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 xlogy = _P('xlogy', [
-    _O(_R._op_xlogy, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_xlogy_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_xlogy_Scalar_Other, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_xlogy_Scalar_Self, (('self', 'Scalar', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_xlogy, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_xlogy_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_xlogy_Scalar_Other, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_xlogy_Scalar_Self, (('self', 'Scalar', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 xlogy_ = _P('xlogy_', [
-    _O(_R._op_xlogy_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_xlogy_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 max = _P('max', [
-    _O(_R._op_max_other, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_max, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_max_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_max_other, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_max, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_max_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])
 min = _P('min', [
-    _O(_R._op_min_other, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_min, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_min_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_min_other, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_min, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_min_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])
 bitwise_and = _P('bitwise_and', [
-    _O(_R._op_bitwise_and_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_and_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_bitwise_and_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_and_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_and_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_and_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_and_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_and_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 bitwise_and_ = _P('bitwise_and_', [
-    _O(_R._op_bitwise_and__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_and__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_and__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_and__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 bitwise_or = _P('bitwise_or', [
-    _O(_R._op_bitwise_or_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_or_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_bitwise_or_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_or_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_or_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_or_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_or_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_or_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 bitwise_or_ = _P('bitwise_or_', [
-    _O(_R._op_bitwise_or__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_or__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_or__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_or__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 bitwise_xor = _P('bitwise_xor', [
-    _O(_R._op_bitwise_xor_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_xor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_bitwise_xor_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_xor_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_xor_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_xor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_xor_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_xor_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 bitwise_xor_ = _P('bitwise_xor_', [
-    _O(_R._op_bitwise_xor__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_xor__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_xor__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_xor__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 bitwise_left_shift = _P('bitwise_left_shift', [
-    _O(_R._op_bitwise_left_shift_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_left_shift_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_bitwise_left_shift_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_left_shift_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_left_shift_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_left_shift_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_left_shift_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_left_shift_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 bitwise_left_shift_ = _P('bitwise_left_shift_', [
-    _O(_R._op_bitwise_left_shift__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_left_shift__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_left_shift__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_left_shift__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 bitwise_right_shift = _P('bitwise_right_shift', [
-    _O(_R._op_bitwise_right_shift_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_right_shift_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_bitwise_right_shift_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_right_shift_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_right_shift_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_right_shift_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_bitwise_right_shift_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_right_shift_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 bitwise_right_shift_ = _P('bitwise_right_shift_', [
-    _O(_R._op_bitwise_right_shift__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_bitwise_right_shift__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_right_shift__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_bitwise_right_shift__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 logical_and = _P('logical_and', [
-    _O(_R._op_logical_and, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_logical_and_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_logical_and, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_logical_and_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 logical_and_ = _P('logical_and_', [
-    _O(_R._op_logical_and_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_logical_and_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 logical_or = _P('logical_or', [
-    _O(_R._op_logical_or, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_logical_or_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_logical_or, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_logical_or_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 logical_or_ = _P('logical_or_', [
-    _O(_R._op_logical_or_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_logical_or_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 logical_xor = _P('logical_xor', [
-    _O(_R._op_logical_xor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_logical_xor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_logical_xor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_logical_xor_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 logical_xor_ = _P('logical_xor_', [
-    _O(_R._op_logical_xor_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_logical_xor_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 eq = _P('eq', [
-    _O(_R._op_eq_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_eq_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_eq_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_eq_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_eq_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_eq_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_eq_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_eq_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 eq_ = _P('eq_', [
-    _O(_R._op_eq__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_eq__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_eq__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_eq__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 ne = _P('ne', [
-    _O(_R._op_ne_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_ne_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_ne_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_ne_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_ne_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_ne_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_ne_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_ne_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 ne_ = _P('ne_', [
-    _O(_R._op_ne__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_ne__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_ne__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_ne__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 lt = _P('lt', [
-    _O(_R._op_lt_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_lt_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_lt_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_lt_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_lt_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_lt_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_lt_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_lt_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 lt_ = _P('lt_', [
-    _O(_R._op_lt__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_lt__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_lt__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_lt__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 le = _P('le', [
-    _O(_R._op_le_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_le_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_le_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_le_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_le_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_le_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_le_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_le_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 le_ = _P('le_', [
-    _O(_R._op_le__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_le__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_le__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_le__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 gt = _P('gt', [
-    _O(_R._op_gt_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_gt_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_gt_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_gt_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_gt_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_gt_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_gt_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_gt_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 gt_ = _P('gt_', [
-    _O(_R._op_gt__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_gt__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_gt__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_gt__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 ge = _P('ge', [
-    _O(_R._op_ge_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_ge_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
-    _O(_R._op_ge_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
-    _O(_R._op_ge_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_ge_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_ge_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_ge_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_ge_Scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 ge_ = _P('ge_', [
-    _O(_R._op_ge__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_ge__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_ge__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_ge__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 greater = _P('greater', [
-    _O(_R._op_greater_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_greater_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_greater_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_greater_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 greater_equal = _P('greater_equal', [
-    _O(_R._op_greater_equal_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_greater_equal_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_greater_equal_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_greater_equal_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 less = _P('less', [
-    _O(_R._op_less_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_less_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_less_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_less_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 less_equal = _P('less_equal', [
-    _O(_R._op_less_equal_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_less_equal_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_less_equal_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_less_equal_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 not_equal = _P('not_equal', [
-    _O(_R._op_not_equal_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_not_equal_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_not_equal_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_not_equal_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
 ])
 where = _P('where', [
-    _O(_R._op_where_self, (('condition', 'T', False, False, None), ('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['condition', 'self', 'other']),
-    _O(_R._op_where_self_out, (('condition', 'T', False, False, None), ('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['condition', 'self', 'other', 'out']),
-    _O(_R._op_where_ScalarSelf, (('condition', 'T', False, False, None), ('self', 'Scalar', False, False, None), ('other', 'T', False, False, None),), ['condition', 'self', 'other']),
-    _O(_R._op_where_ScalarOther, (('condition', 'T', False, False, None), ('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['condition', 'self', 'other']),
-    _O(_R._op_where_Scalar, (('condition', 'T', False, False, None), ('self', 'Scalar', False, False, None), ('other', 'Scalar', False, False, None),), ['condition', 'self', 'other']),
-    _O(_R._op_where, (('condition', 'T', False, False, None),), ['condition']),
+    _O(_A._op_where_self, (('condition', 'T', False, False, None), ('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['condition', 'self', 'other']),
+    _O(_A._op_where_self_out, (('condition', 'T', False, False, None), ('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['condition', 'self', 'other', 'out']),
+    _O(_A._op_where_ScalarSelf, (('condition', 'T', False, False, None), ('self', 'Scalar', False, False, None), ('other', 'T', False, False, None),), ['condition', 'self', 'other']),
+    _O(_A._op_where_ScalarOther, (('condition', 'T', False, False, None), ('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['condition', 'self', 'other']),
+    _O(_A._op_where_Scalar, (('condition', 'T', False, False, None), ('self', 'Scalar', False, False, None), ('other', 'Scalar', False, False, None),), ['condition', 'self', 'other']),
+    _O(_A._op_where, (('condition', 'T', False, False, None),), ['condition']),
 ])
 clamp = _P('clamp', [
-    _O(_R._op_clamp, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),), ['self', 'min', 'max']),
-    _O(_R._op_clamp_Tensor, (('self', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),), ['self', 'min', 'max']),
-    _O(_R._op_clamp_out, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None), ('out', 'T', True, False, None),), ['self', 'min', 'max', 'out']),
-    _O(_R._op_clamp_Tensor_out, (('self', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None), ('out', 'T', True, False, None),), ['self', 'min', 'max', 'out']),
+    _O(_A._op_clamp, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),), ['self', 'min', 'max']),
+    _O(_A._op_clamp_Tensor, (('self', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),), ['self', 'min', 'max']),
+    _O(_A._op_clamp_out, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None), ('out', 'T', True, False, None),), ['self', 'min', 'max', 'out']),
+    _O(_A._op_clamp_Tensor_out, (('self', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None), ('out', 'T', True, False, None),), ['self', 'min', 'max', 'out']),
 ])
 clamp_ = _P('clamp_', [
-    _O(_R._op_clamp_, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),), ['self', 'min', 'max']),
-    _O(_R._op_clamp__Tensor, (('self', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),), ['self', 'min', 'max']),
+    _O(_A._op_clamp_, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),), ['self', 'min', 'max']),
+    _O(_A._op_clamp__Tensor, (('self', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),), ['self', 'min', 'max']),
 ])
 clip = _P('clip', [
-    _O(_R._op_clip, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),), ['self', 'min', 'max']),
-    _O(_R._op_clip_Tensor, (('self', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),), ['self', 'min', 'max']),
+    _O(_A._op_clip, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),), ['self', 'min', 'max']),
+    _O(_A._op_clip_Tensor, (('self', 'T', False, False, None), ('min', 'T?', False, True, None), ('max', 'T?', False, True, None),), ['self', 'min', 'max']),
 ])
 clip_ = _P('clip_', [
-    _O(_R._op_clip_, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),), ['self', 'min', 'max']),
+    _O(_A._op_clip_, (('self', 'T', False, False, None), ('min', 'Scalar?', False, True, None), ('max', 'Scalar?', False, True, None),), ['self', 'min', 'max']),
 ])
 clamp_min = _P('clamp_min', [
-    _O(_R._op_clamp_min, (('self', 'T', False, False, None), ('min', 'Scalar', False, False, None),), ['self', 'min']),
-    _O(_R._op_clamp_min_Tensor, (('self', 'T', False, False, None), ('min', 'T', False, False, None),), ['self', 'min']),
+    _O(_A._op_clamp_min, (('self', 'T', False, False, None), ('min', 'Scalar', False, False, None),), ['self', 'min']),
+    _O(_A._op_clamp_min_Tensor, (('self', 'T', False, False, None), ('min', 'T', False, False, None),), ['self', 'min']),
 ])
 clamp_min_ = _P('clamp_min_', [
-    _O(_R._op_clamp_min_, (('self', 'T', False, False, None), ('min', 'Scalar', False, False, None),), ['self', 'min']),
+    _O(_A._op_clamp_min_, (('self', 'T', False, False, None), ('min', 'Scalar', False, False, None),), ['self', 'min']),
 ])
 clamp_max = _P('clamp_max', [
-    _O(_R._op_clamp_max, (('self', 'T', False, False, None), ('max', 'Scalar', False, False, None),), ['self', 'max']),
-    _O(_R._op_clamp_max_Tensor, (('self', 'T', False, False, None), ('max', 'T', False, False, None),), ['self', 'max']),
+    _O(_A._op_clamp_max, (('self', 'T', False, False, None), ('max', 'Scalar', False, False, None),), ['self', 'max']),
+    _O(_A._op_clamp_max_Tensor, (('self', 'T', False, False, None), ('max', 'T', False, False, None),), ['self', 'max']),
 ])
 clamp_max_ = _P('clamp_max_', [
-    _O(_R._op_clamp_max_, (('self', 'T', False, False, None), ('max', 'Scalar', False, False, None),), ['self', 'max']),
+    _O(_A._op_clamp_max_, (('self', 'T', False, False, None), ('max', 'Scalar', False, False, None),), ['self', 'max']),
 ])
 lerp = _P('lerp', [
-    _O(_R._op_lerp_Scalar, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'Scalar', False, False, None),), ['self', 'end', 'weight']),
-    _O(_R._op_lerp_Tensor, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'T', False, False, None),), ['self', 'end', 'weight']),
-    _O(_R._op_lerp_Scalar_out, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'end', 'weight', 'out']),
+    _O(_A._op_lerp_Scalar, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'Scalar', False, False, None),), ['self', 'end', 'weight']),
+    _O(_A._op_lerp_Tensor, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'T', False, False, None),), ['self', 'end', 'weight']),
+    _O(_A._op_lerp_Scalar_out, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'end', 'weight', 'out']),
 ])
 lerp_ = _P('lerp_', [
-    _O(_R._op_lerp__Scalar, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'Scalar', False, False, None),), ['self', 'end', 'weight']),
-    _O(_R._op_lerp__Tensor, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'T', False, False, None),), ['self', 'end', 'weight']),
+    _O(_A._op_lerp__Scalar, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'Scalar', False, False, None),), ['self', 'end', 'weight']),
+    _O(_A._op_lerp__Tensor, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'T', False, False, None),), ['self', 'end', 'weight']),
 ])
 addcmul = _P('addcmul', [
-    _O(_R._op_addcmul, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
-    _O(_R._op_addcmul_out, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'tensor1', 'tensor2', 'value', 'out']),
+    _O(_A._op_addcmul, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
+    _O(_A._op_addcmul_out, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'tensor1', 'tensor2', 'value', 'out']),
 ])
 addcmul_ = _P('addcmul_', [
-    _O(_R._op_addcmul_, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
+    _O(_A._op_addcmul_, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
 ])
 addcdiv = _P('addcdiv', [
-    _O(_R._op_addcdiv, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
-    _O(_R._op_addcdiv_out, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'tensor1', 'tensor2', 'value', 'out']),
+    _O(_A._op_addcdiv, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
+    _O(_A._op_addcdiv_out, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'tensor1', 'tensor2', 'value', 'out']),
 ])
 addcdiv_ = _P('addcdiv_', [
-    _O(_R._op_addcdiv_, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
+    _O(_A._op_addcdiv_, (('self', 'T', False, False, None), ('tensor1', 'T', False, False, None), ('tensor2', 'T', False, False, None), ('value', 'Scalar', True, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
 ])
 sum = _P('sum', [
-    _O(_R._op_sum, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
-    _O(_R._op_sum_dim_IntList, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
-    _O(_R._op_sum_IntList_out, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'dtype', 'out']),
+    _O(_A._op_sum, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
+    _O(_A._op_sum_dim_IntList, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_sum_IntList_out, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'dtype', 'out']),
 ])
 nansum = _P('nansum', [
-    _O(_R._op_nansum, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
-    _O(_R._op_nansum_dim_IntList, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_nansum, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
+    _O(_A._op_nansum_dim_IntList, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
 ])
 prod = _P('prod', [
-    _O(_R._op_prod, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
-    _O(_R._op_prod_dim_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_prod, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
+    _O(_A._op_prod_dim_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
 ])
 mean = _P('mean', [
-    _O(_R._op_mean, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
-    _O(_R._op_mean_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
-    _O(_R._op_mean_out, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'dtype', 'out']),
-    _O(_R._op_mean_dtype_out, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dtype', 'out']),
+    _O(_A._op_mean, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
+    _O(_A._op_mean_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_mean_out, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'dtype', 'out']),
+    _O(_A._op_mean_dtype_out, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dtype', 'out']),
 ])
 nanmean = _P('nanmean', [
-    _O(_R._op_nanmean, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
-    _O(_R._op_nanmean_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_nanmean, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dtype']),
+    _O(_A._op_nanmean_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'keepdim', 'dtype']),
 ])
 var = _P('var', [
-    _O(_R._op_var, (('self', 'T', False, False, None), ('unbiased', 'bool', False, True, True),), ['self', 'unbiased']),
-    _O(_R._op_var_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'unbiased', 'keepdim']),
-    _O(_R._op_var_correction, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),), ['self', 'dim', 'correction', 'keepdim']),
+    _O(_A._op_var, (('self', 'T', False, False, None), ('unbiased', 'bool', False, True, True),), ['self', 'unbiased']),
+    _O(_A._op_var_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'unbiased', 'keepdim']),
+    _O(_A._op_var_correction, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),), ['self', 'dim', 'correction', 'keepdim']),
 ])
 std = _P('std', [
-    _O(_R._op_std, (('self', 'T', False, False, None), ('unbiased', 'bool', False, True, True),), ['self', 'unbiased']),
-    _O(_R._op_std_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'unbiased', 'keepdim']),
-    _O(_R._op_std_correction, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),), ['self', 'dim', 'correction', 'keepdim']),
+    _O(_A._op_std, (('self', 'T', False, False, None), ('unbiased', 'bool', False, True, True),), ['self', 'unbiased']),
+    _O(_A._op_std_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'unbiased', 'keepdim']),
+    _O(_A._op_std_correction, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),), ['self', 'dim', 'correction', 'keepdim']),
 ])
 var_mean = _P('var_mean', [
-    _O(_R._op_var_mean, (('self', 'T', False, False, None), ('unbiased', 'bool', False, True, True),), ['self', 'unbiased']),
-    _O(_R._op_var_mean_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'unbiased', 'keepdim']),
-    _O(_R._op_var_mean_correction, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),), ['self', 'dim', 'correction', 'keepdim']),
+    _O(_A._op_var_mean, (('self', 'T', False, False, None), ('unbiased', 'bool', False, True, True),), ['self', 'unbiased']),
+    _O(_A._op_var_mean_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'unbiased', 'keepdim']),
+    _O(_A._op_var_mean_correction, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),), ['self', 'dim', 'correction', 'keepdim']),
 ])
 std_mean = _P('std_mean', [
-    _O(_R._op_std_mean, (('self', 'T', False, False, None), ('unbiased', 'bool', False, True, True),), ['self', 'unbiased']),
-    _O(_R._op_std_mean_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'unbiased', 'keepdim']),
-    _O(_R._op_std_mean_correction, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),), ['self', 'dim', 'correction', 'keepdim']),
+    _O(_A._op_std_mean, (('self', 'T', False, False, None), ('unbiased', 'bool', False, True, True),), ['self', 'unbiased']),
+    _O(_A._op_std_mean_dim, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, False, None), ('unbiased', 'bool', False, True, True), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'unbiased', 'keepdim']),
+    _O(_A._op_std_mean_correction, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None), ('correction', 'Scalar?', True, True, None), ('keepdim', 'bool', True, True, False),), ['self', 'dim', 'correction', 'keepdim']),
 ])
 amax = _P('amax', [
-    _O(_R._op_amax, (('self', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
-    _O(_R._op_amax_out, (('self', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'out']),
+    _O(_A._op_amax, (('self', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_amax_out, (('self', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'out']),
 ])
 amin = _P('amin', [
-    _O(_R._op_amin, (('self', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
-    _O(_R._op_amin_out, (('self', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'out']),
+    _O(_A._op_amin, (('self', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_amin_out, (('self', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', False, True, False), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'out']),
 ])
 aminmax = _P('aminmax', [
-    _O(_R._op_aminmax, (('self', 'T', False, False, None), ('dim', 'int?', True, True, None), ('keepdim', 'bool', True, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_aminmax, (('self', 'T', False, False, None), ('dim', 'int?', True, True, None), ('keepdim', 'bool', True, True, False),), ['self', 'dim', 'keepdim']),
 ])
 argmax = _P('argmax', [
-    _O(_R._op_argmax, (('self', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_argmax, (('self', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])
 argmin = _P('argmin', [
-    _O(_R._op_argmin, (('self', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_argmin, (('self', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])
 logsumexp = _P('logsumexp', [
-    _O(_R._op_logsumexp, (('self', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_logsumexp, (('self', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])
 all = _P('all', [
-    _O(_R._op_all, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_all_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
-    _O(_R._op_all_dims, (('self', 'T', False, False, None), ('dim', 'int[]?', False, True, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_all, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_all_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_all_dims, (('self', 'T', False, False, None), ('dim', 'int[]?', False, True, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])
 any = _P('any', [
-    _O(_R._op_any, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_any_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
-    _O(_R._op_any_dims, (('self', 'T', False, False, None), ('dim', 'int[]?', False, True, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_any, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_any_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_any_dims, (('self', 'T', False, False, None), ('dim', 'int[]?', False, True, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])
 count_nonzero = _P('count_nonzero', [
-    _O(_R._op_count_nonzero_dim_IntList, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None),), ['self', 'dim']),
-    _O(_R._op_count_nonzero, (('self', 'T', False, False, None), ('dim', 'int?', False, True, None),), ['self', 'dim']),
+    _O(_A._op_count_nonzero_dim_IntList, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None),), ['self', 'dim']),
+    _O(_A._op_count_nonzero, (('self', 'T', False, False, None), ('dim', 'int?', False, True, None),), ['self', 'dim']),
 ])
 cumsum = _P('cumsum', [
-    _O(_R._op_cumsum, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'dtype']),
-    _O(_R._op_cumsum_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dim', 'dtype', 'out']),
+    _O(_A._op_cumsum, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'dtype']),
+    _O(_A._op_cumsum_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dim', 'dtype', 'out']),
 ])
 cumsum_ = _P('cumsum_', [
-    _O(_R._op_cumsum_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'dtype']),
+    _O(_A._op_cumsum_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'dtype']),
 ])
 cumprod = _P('cumprod', [
-    _O(_R._op_cumprod, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'dtype']),
-    _O(_R._op_cumprod_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dim', 'dtype', 'out']),
+    _O(_A._op_cumprod, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'dtype']),
+    _O(_A._op_cumprod_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('out', 'T', True, False, None),), ['self', 'dim', 'dtype', 'out']),
 ])
 cumprod_ = _P('cumprod_', [
-    _O(_R._op_cumprod_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'dtype']),
+    _O(_A._op_cumprod_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'dtype']),
 ])
 logcumsumexp = _P('logcumsumexp', [
-    _O(_R._op_logcumsumexp, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
+    _O(_A._op_logcumsumexp, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
 ])
 cummax = _P('cummax', [
-    _O(_R._op_cummax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
+    _O(_A._op_cummax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
 ])
 cummin = _P('cummin', [
-    _O(_R._op_cummin, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
+    _O(_A._op_cummin, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
 ])
 sort = _P('sort', [
-    _O(_R._op_sort, (('self', 'T', False, False, None), ('dim', 'int', False, True, -1), ('descending', 'bool', False, True, False),), ['self', 'dim', 'descending']),
-    _O(_R._op_sort_stable, (('self', 'T', False, False, None), ('stable', 'bool?', True, False, None), ('dim', 'int', True, True, -1), ('descending', 'bool', True, True, False),), ['self', 'stable', 'dim', 'descending']),
+    _O(_A._op_sort, (('self', 'T', False, False, None), ('dim', 'int', False, True, -1), ('descending', 'bool', False, True, False),), ['self', 'dim', 'descending']),
+    _O(_A._op_sort_stable, (('self', 'T', False, False, None), ('stable', 'bool?', True, False, None), ('dim', 'int', True, True, -1), ('descending', 'bool', True, True, False),), ['self', 'stable', 'dim', 'descending']),
 ])
 argsort = _P('argsort', [
-    _O(_R._op_argsort, (('self', 'T', False, False, None), ('dim', 'int', False, True, -1), ('descending', 'bool', False, True, False),), ['self', 'dim', 'descending']),
-    _O(_R._op_argsort_stable, (('self', 'T', False, False, None), ('stable', 'bool', True, False, None), ('dim', 'int', True, True, -1), ('descending', 'bool', True, True, False),), ['self', 'stable', 'dim', 'descending']),
+    _O(_A._op_argsort, (('self', 'T', False, False, None), ('dim', 'int', False, True, -1), ('descending', 'bool', False, True, False),), ['self', 'dim', 'descending']),
+    _O(_A._op_argsort_stable, (('self', 'T', False, False, None), ('stable', 'bool', True, False, None), ('dim', 'int', True, True, -1), ('descending', 'bool', True, True, False),), ['self', 'stable', 'dim', 'descending']),
 ])
 topk = _P('topk', [
-    _O(_R._op_topk, (('self', 'T', False, False, None), ('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('largest', 'bool', False, True, True), ('sorted', 'bool', False, True, True),), ['self', 'k', 'dim', 'largest', 'sorted']),
+    _O(_A._op_topk, (('self', 'T', False, False, None), ('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('largest', 'bool', False, True, True), ('sorted', 'bool', False, True, True),), ['self', 'k', 'dim', 'largest', 'sorted']),
 ])
 kthvalue = _P('kthvalue', [
-    _O(_R._op_kthvalue, (('self', 'T', False, False, None), ('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),), ['self', 'k', 'dim', 'keepdim']),
+    _O(_A._op_kthvalue, (('self', 'T', False, False, None), ('k', 'int', False, False, None), ('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),), ['self', 'k', 'dim', 'keepdim']),
 ])
 median = _P('median', [
-    _O(_R._op_median, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_median_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_median, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_median_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])
 mode = _P('mode', [
-    _O(_R._op_mode, (('self', 'T', False, False, None), ('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_mode, (('self', 'T', False, False, None), ('dim', 'int', False, True, -1), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])
 quantile = _P('quantile', [
-    _O(_R._op_quantile, (('self', 'T', False, False, None), ('q', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),), ['self', 'q', 'dim', 'keepdim', 'interpolation']),
-    _O(_R._op_quantile_scalar, (('self', 'T', False, False, None), ('q', 'float', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),), ['self', 'q', 'dim', 'keepdim', 'interpolation']),
+    _O(_A._op_quantile, (('self', 'T', False, False, None), ('q', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),), ['self', 'q', 'dim', 'keepdim', 'interpolation']),
+    _O(_A._op_quantile_scalar, (('self', 'T', False, False, None), ('q', 'float', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),), ['self', 'q', 'dim', 'keepdim', 'interpolation']),
 ])
 nanquantile = _P('nanquantile', [
-    _O(_R._op_nanquantile, (('self', 'T', False, False, None), ('q', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),), ['self', 'q', 'dim', 'keepdim', 'interpolation']),
-    _O(_R._op_nanquantile_scalar, (('self', 'T', False, False, None), ('q', 'float', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),), ['self', 'q', 'dim', 'keepdim', 'interpolation']),
+    _O(_A._op_nanquantile, (('self', 'T', False, False, None), ('q', 'T', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),), ['self', 'q', 'dim', 'keepdim', 'interpolation']),
+    _O(_A._op_nanquantile_scalar, (('self', 'T', False, False, None), ('q', 'float', False, False, None), ('dim', 'int?', False, True, None), ('keepdim', 'bool', False, True, False), ('interpolation', 'str', True, True, 'linear'),), ['self', 'q', 'dim', 'keepdim', 'interpolation']),
 ])
 _unique2 = _P('_unique2', [
-    _O(_R._op__unique2, (('self', 'T', False, False, None), ('sorted', 'bool', False, True, True), ('return_inverse', 'bool', False, True, False), ('return_counts', 'bool', False, True, False),), ['self', 'sorted', 'return_inverse', 'return_counts']),
+    _O(_A._op__unique2, (('self', 'T', False, False, None), ('sorted', 'bool', False, True, True), ('return_inverse', 'bool', False, True, False), ('return_counts', 'bool', False, True, False),), ['self', 'sorted', 'return_inverse', 'return_counts']),
 ])
 unique_dim = _P('unique_dim', [
-    _O(_R._op_unique_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('sorted', 'bool', False, True, True), ('return_inverse', 'bool', False, True, False), ('return_counts', 'bool', False, True, False),), ['self', 'dim', 'sorted', 'return_inverse', 'return_counts']),
+    _O(_A._op_unique_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('sorted', 'bool', False, True, True), ('return_inverse', 'bool', False, True, False), ('return_counts', 'bool', False, True, False),), ['self', 'dim', 'sorted', 'return_inverse', 'return_counts']),
 ])
 bincount = _P('bincount', [
-    _O(_R._op_bincount, (('self', 'T', False, False, None), ('weights', 'T?', False, True, None), ('minlength', 'int', False, True, 0),), ['self', 'weights', 'minlength']),
+    _O(_A._op_bincount, (('self', 'T', False, False, None), ('weights', 'T?', False, True, None), ('minlength', 'int', False, True, 0),), ['self', 'weights', 'minlength']),
 ])
 histc = _P('histc', [
-    _O(_R._op_histc, (('self', 'T', False, False, None), ('bins', 'int', False, True, 100), ('min', 'Scalar', False, True, 0), ('max', 'Scalar', False, True, 0),), ['self', 'bins', 'min', 'max']),
+    _O(_A._op_histc, (('self', 'T', False, False, None), ('bins', 'int', False, True, 100), ('min', 'Scalar', False, True, 0), ('max', 'Scalar', False, True, 0),), ['self', 'bins', 'min', 'max']),
 ])
 norm = _P('norm', [
-    _O(_R._op_norm_ScalarOpt_dim, (('self', 'T', False, False, None), ('p', 'Scalar?', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'p', 'dim', 'keepdim']),
-    _O(_R._op_norm_Scalar, (('self', 'T', False, False, None), ('p', 'Scalar', False, True, 2),), ['self', 'p']),
+    _O(_A._op_norm_ScalarOpt_dim, (('self', 'T', False, False, None), ('p', 'Scalar?', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'p', 'dim', 'keepdim']),
+    _O(_A._op_norm_Scalar, (('self', 'T', False, False, None), ('p', 'Scalar', False, True, 2),), ['self', 'p']),
 ])
 view = _P('view', [
-    _O(_R._op_view, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None),), ['self', 'size']),
-    _O(_R._op_view_dtype, (('self', 'T', False, False, None), ('dtype', 'dtype?', False, False, None),), ['self', 'dtype']),
+    _O(_A._op_view, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None),), ['self', 'size']),
+    _O(_A._op_view_dtype, (('self', 'T', False, False, None), ('dtype', 'dtype?', False, False, None),), ['self', 'dtype']),
 ])
 reshape = _P('reshape', [
-    _O(_R._op_reshape, (('self', 'T', False, False, None), ('shape', 'int[]', False, False, None),), ['self', 'shape']),
+    _O(_A._op_reshape, (('self', 'T', False, False, None), ('shape', 'int[]', False, False, None),), ['self', 'shape']),
 ])
 _reshape_alias = _P('_reshape_alias', [
-    _O(_R._op__reshape_alias, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None),), ['self', 'size', 'stride']),
+    _O(_A._op__reshape_alias, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None),), ['self', 'size', 'stride']),
 ])
 view_as = _P('view_as', [
-    _O(_R._op_view_as, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_view_as, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 reshape_as = _P('reshape_as', [
-    _O(_R._op_reshape_as, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_reshape_as, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 as_strided = _P('as_strided', [
-    _O(_R._op_as_strided, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None),), ['self', 'size', 'stride', 'storage_offset']),
+    _O(_A._op_as_strided, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None),), ['self', 'size', 'stride', 'storage_offset']),
 ])
 alias = _P('alias', [
-    _O(_R._op_alias, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_alias, (('self', 'T', False, False, None),), ['self']),
 ])
 t = _P('t', [
-    _O(_R._op_t, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_t, (('self', 'T', False, False, None),), ['self']),
 ])
 transpose = _P('transpose', [
-    _O(_R._op_transpose_int, (('self', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),), ['self', 'dim0', 'dim1']),
+    _O(_A._op_transpose_int, (('self', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),), ['self', 'dim0', 'dim1']),
 ])
 swapaxes = _P('swapaxes', [
-    _O(_R._op_swapaxes, (('self', 'T', False, False, None), ('axis0', 'int', False, False, None), ('axis1', 'int', False, False, None),), ['self', 'axis0', 'axis1']),
+    _O(_A._op_swapaxes, (('self', 'T', False, False, None), ('axis0', 'int', False, False, None), ('axis1', 'int', False, False, None),), ['self', 'axis0', 'axis1']),
 ])
 swapdims = _P('swapdims', [
-    _O(_R._op_swapdims, (('self', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),), ['self', 'dim0', 'dim1']),
+    _O(_A._op_swapdims, (('self', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),), ['self', 'dim0', 'dim1']),
 ])
 permute = _P('permute', [
-    _O(_R._op_permute, (('self', 'T', False, False, None), ('dims', 'int[]', False, False, None),), ['self', 'dims']),
+    _O(_A._op_permute, (('self', 'T', False, False, None), ('dims', 'int[]', False, False, None),), ['self', 'dims']),
 ])
 movedim = _P('movedim', [
-    _O(_R._op_movedim_intlist, (('self', 'T', False, False, None), ('source', 'int[]', False, False, None), ('destination', 'int[]', False, False, None),), ['self', 'source', 'destination']),
-    _O(_R._op_movedim_int, (('self', 'T', False, False, None), ('source', 'int', False, False, None), ('destination', 'int', False, False, None),), ['self', 'source', 'destination']),
+    _O(_A._op_movedim_intlist, (('self', 'T', False, False, None), ('source', 'int[]', False, False, None), ('destination', 'int[]', False, False, None),), ['self', 'source', 'destination']),
+    _O(_A._op_movedim_int, (('self', 'T', False, False, None), ('source', 'int', False, False, None), ('destination', 'int', False, False, None),), ['self', 'source', 'destination']),
 ])
 moveaxis = _P('moveaxis', [
-    _O(_R._op_moveaxis_intlist, (('self', 'T', False, False, None), ('source', 'int[]', False, False, None), ('destination', 'int[]', False, False, None),), ['self', 'source', 'destination']),
-    _O(_R._op_moveaxis_int, (('self', 'T', False, False, None), ('source', 'int', False, False, None), ('destination', 'int', False, False, None),), ['self', 'source', 'destination']),
+    _O(_A._op_moveaxis_intlist, (('self', 'T', False, False, None), ('source', 'int[]', False, False, None), ('destination', 'int[]', False, False, None),), ['self', 'source', 'destination']),
+    _O(_A._op_moveaxis_int, (('self', 'T', False, False, None), ('source', 'int', False, False, None), ('destination', 'int', False, False, None),), ['self', 'source', 'destination']),
 ])
 expand = _P('expand', [
-    _O(_R._op_expand, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('implicit', 'bool', True, True, False),), ['self', 'size', 'implicit']),
+    _O(_A._op_expand, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('implicit', 'bool', True, True, False),), ['self', 'size', 'implicit']),
 ])
 expand_as = _P('expand_as', [
-    _O(_R._op_expand_as, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_expand_as, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 sum_to_size = _P('sum_to_size', [
-    _O(_R._op_sum_to_size, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None),), ['self', 'size']),
+    _O(_A._op_sum_to_size, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None),), ['self', 'size']),
 ])
 broadcast_to = _P('broadcast_to', [
-    _O(_R._op_broadcast_to, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None),), ['self', 'size']),
+    _O(_A._op_broadcast_to, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None),), ['self', 'size']),
 ])
 squeeze = _P('squeeze', [
-    _O(_R._op_squeeze, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_squeeze_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
-    _O(_R._op_squeeze_dims, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None),), ['self', 'dim']),
+    _O(_A._op_squeeze, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_squeeze_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
+    _O(_A._op_squeeze_dims, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None),), ['self', 'dim']),
 ])
 unsqueeze = _P('unsqueeze', [
-    _O(_R._op_unsqueeze, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
+    _O(_A._op_unsqueeze, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
 ])
 flatten = _P('flatten', [
-    _O(_R._op_flatten_using_ints, (('self', 'T', False, False, None), ('start_dim', 'int', False, True, 0), ('end_dim', 'int', False, True, -1),), ['self', 'start_dim', 'end_dim']),
+    _O(_A._op_flatten_using_ints, (('self', 'T', False, False, None), ('start_dim', 'int', False, True, 0), ('end_dim', 'int', False, True, -1),), ['self', 'start_dim', 'end_dim']),
 ])
 unflatten = _P('unflatten', [
-    _O(_R._op_unflatten_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('sizes', 'int[]', False, False, None),), ['self', 'dim', 'sizes']),
+    _O(_A._op_unflatten_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('sizes', 'int[]', False, False, None),), ['self', 'dim', 'sizes']),
 ])
 ravel = _P('ravel', [
-    _O(_R._op_ravel, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_ravel, (('self', 'T', False, False, None),), ['self']),
 ])
 narrow = _P('narrow', [
-    _O(_R._op_narrow, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('start', 'int', False, False, None), ('length', 'int', False, False, None),), ['self', 'dim', 'start', 'length']),
+    _O(_A._op_narrow, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('start', 'int', False, False, None), ('length', 'int', False, False, None),), ['self', 'dim', 'start', 'length']),
 ])
 select = _P('select', [
-    _O(_R._op_select_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'int', False, False, None),), ['self', 'dim', 'index']),
+    _O(_A._op_select_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'int', False, False, None),), ['self', 'dim', 'index']),
 ])
 slice = _P('slice', [
-    _O(_R._op_slice_Tensor, (('self', 'T', False, False, None), ('dim', 'int', False, True, 0), ('start', 'int?', False, True, None), ('end', 'int?', False, True, None), ('step', 'int', False, True, 1),), ['self', 'dim', 'start', 'end', 'step']),
+    _O(_A._op_slice_Tensor, (('self', 'T', False, False, None), ('dim', 'int', False, True, 0), ('start', 'int?', False, True, None), ('end', 'int?', False, True, None), ('step', 'int', False, True, 1),), ['self', 'dim', 'start', 'end', 'step']),
 ])
 unbind = _P('unbind', [
-    _O(_R._op_unbind_int, (('self', 'T', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'dim']),
+    _O(_A._op_unbind_int, (('self', 'T', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'dim']),
 ])
 split = _P('split', [
-    _O(_R._op_split_Tensor, (('self', 'T', False, False, None), ('split_size', 'int', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'split_size', 'dim']),
-    _O(_R._op_split_sizes, (('self', 'T', False, False, None), ('split_size', 'int[]', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'split_size', 'dim']),
+    _O(_A._op_split_Tensor, (('self', 'T', False, False, None), ('split_size', 'int', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'split_size', 'dim']),
+    _O(_A._op_split_sizes, (('self', 'T', False, False, None), ('split_size', 'int[]', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'split_size', 'dim']),
 ])
 split_with_sizes = _P('split_with_sizes', [
-    _O(_R._op_split_with_sizes, (('self', 'T', False, False, None), ('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'split_sizes', 'dim']),
+    _O(_A._op_split_with_sizes, (('self', 'T', False, False, None), ('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'split_sizes', 'dim']),
 ])
 chunk = _P('chunk', [
-    _O(_R._op_chunk, (('self', 'T', False, False, None), ('chunks', 'int', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'chunks', 'dim']),
+    _O(_A._op_chunk, (('self', 'T', False, False, None), ('chunks', 'int', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'chunks', 'dim']),
 ])
 tensor_split = _P('tensor_split', [
-    _O(_R._op_tensor_split_sections, (('self', 'T', False, False, None), ('sections', 'int', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'sections', 'dim']),
-    _O(_R._op_tensor_split_indices, (('self', 'T', False, False, None), ('indices', 'int[]', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'indices', 'dim']),
+    _O(_A._op_tensor_split_sections, (('self', 'T', False, False, None), ('sections', 'int', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'sections', 'dim']),
+    _O(_A._op_tensor_split_indices, (('self', 'T', False, False, None), ('indices', 'int[]', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'indices', 'dim']),
 ])
 unfold = _P('unfold', [
-    _O(_R._op_unfold, (('self', 'T', False, False, None), ('dimension', 'int', False, False, None), ('size', 'int', False, False, None), ('step', 'int', False, False, None),), ['self', 'dimension', 'size', 'step']),
+    _O(_A._op_unfold, (('self', 'T', False, False, None), ('dimension', 'int', False, False, None), ('size', 'int', False, False, None), ('step', 'int', False, False, None),), ['self', 'dimension', 'size', 'step']),
 ])
 diagonal = _P('diagonal', [
-    _O(_R._op_diagonal, (('self', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1),), ['self', 'offset', 'dim1', 'dim2']),
+    _O(_A._op_diagonal, (('self', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1),), ['self', 'offset', 'dim1', 'dim2']),
 ])
 contiguous = _P('contiguous', [
-    _O(_R._op_contiguous, (('self', 'T', False, False, None), ('memory_format', 'any', True, True, None),), ['self', 'memory_format']),
+    _O(_A._op_contiguous, (('self', 'T', False, False, None), ('memory_format', 'any', True, True, None),), ['self', 'memory_format']),
 ])
 empty = _P('empty', [
-    _O(_R._op_empty_memory_format, (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['size', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_empty_memory_format, (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['size', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
 ])
 zeros = _P('zeros', [
-    _O(_R._op_zeros, (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'dtype', 'layout', 'device', 'pin_memory']),
-    _O(_R._op_zeros_out, (('size', 'int[]', False, False, None), ('out', 'T', True, False, None),), ['size', 'out']),
+    _O(_A._op_zeros, (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_zeros_out, (('size', 'int[]', False, False, None), ('out', 'T', True, False, None),), ['size', 'out']),
 ])
 ones = _P('ones', [
-    _O(_R._op_ones, (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'dtype', 'layout', 'device', 'pin_memory']),
-    _O(_R._op_ones_out, (('size', 'int[]', False, False, None), ('out', 'T', True, False, None),), ['size', 'out']),
+    _O(_A._op_ones, (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_ones_out, (('size', 'int[]', False, False, None), ('out', 'T', True, False, None),), ['size', 'out']),
 ])
 full = _P('full', [
-    _O(_R._op_full, (('size', 'int[]', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'fill_value', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_full, (('size', 'int[]', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'fill_value', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 scalar_tensor = _P('scalar_tensor', [
-    _O(_R._op_scalar_tensor, (('s', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['s', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_scalar_tensor, (('s', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['s', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 empty_like = _P('empty_like', [
-    _O(_R._op_empty_like, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_empty_like, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
 ])
 zeros_like = _P('zeros_like', [
-    _O(_R._op_zeros_like, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_zeros_like, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
 ])
 ones_like = _P('ones_like', [
-    _O(_R._op_ones_like, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_ones_like, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
 ])
 full_like = _P('full_like', [
-    _O(_R._op_full_like, (('self', 'T', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'fill_value', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_full_like, (('self', 'T', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'fill_value', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
 ])
 arange = _P('arange', [
-    _O(_R._op_arange, (('end', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['end', 'dtype', 'layout', 'device', 'pin_memory']),
-    _O(_R._op_arange_start, (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['start', 'end', 'dtype', 'layout', 'device', 'pin_memory']),
-    _O(_R._op_arange_start_step, (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('step', 'Scalar', False, True, 1), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['start', 'end', 'step', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_arange, (('end', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['end', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_arange_start, (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['start', 'end', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_arange_start_step, (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('step', 'Scalar', False, True, 1), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['start', 'end', 'step', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 linspace = _P('linspace', [
-    _O(_R._op_linspace, (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('steps', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['start', 'end', 'steps', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_linspace, (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('steps', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['start', 'end', 'steps', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 logspace = _P('logspace', [
-    _O(_R._op_logspace, (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('steps', 'int', False, False, None), ('base', 'float', False, True, 10.0), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['start', 'end', 'steps', 'base', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_logspace, (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('steps', 'int', False, False, None), ('base', 'float', False, True, 10.0), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['start', 'end', 'steps', 'base', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 eye = _P('eye', [
-    _O(_R._op_eye, (('n', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['n', 'dtype', 'layout', 'device', 'pin_memory']),
-    _O(_R._op_eye_m, (('n', 'int', False, False, None), ('m', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['n', 'm', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_eye, (('n', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['n', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_eye_m, (('n', 'int', False, False, None), ('m', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['n', 'm', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 tril_indices = _P('tril_indices', [
-    _O(_R._op_tril_indices, (('row', 'int', False, False, None), ('col', 'int', False, False, None), ('offset', 'int', False, True, 0), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['row', 'col', 'offset', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_tril_indices, (('row', 'int', False, False, None), ('col', 'int', False, False, None), ('offset', 'int', False, True, 0), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['row', 'col', 'offset', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 triu_indices = _P('triu_indices', [
-    _O(_R._op_triu_indices, (('row', 'int', False, False, None), ('col', 'int', False, False, None), ('offset', 'int', False, True, 0), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['row', 'col', 'offset', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_triu_indices, (('row', 'int', False, False, None), ('col', 'int', False, False, None), ('offset', 'int', False, True, 0), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['row', 'col', 'offset', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 new_empty = _P('new_empty', [
-    _O(_R._op_new_empty, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['self', 'size', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_new_empty, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['self', 'size', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 new_zeros = _P('new_zeros', [
-    _O(_R._op_new_zeros, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['self', 'size', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_new_zeros, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['self', 'size', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 new_ones = _P('new_ones', [
-    _O(_R._op_new_ones, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['self', 'size', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_new_ones, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['self', 'size', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 new_full = _P('new_full', [
-    _O(_R._op_new_full, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['self', 'size', 'fill_value', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_new_full, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('fill_value', 'Scalar', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['self', 'size', 'fill_value', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 rand = _P('rand', [
-    _O(_R._op_rand, (('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_rand, (('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 randn = _P('randn', [
-    _O(_R._op_randn, (('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_randn, (('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 randint = _P('randint', [
-    _O(_R._op_randint, (('high', 'int', False, False, None), ('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['high', 'size', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
-    _O(_R._op_randint_low, (('low', 'int', False, False, None), ('high', 'int', False, False, None), ('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['low', 'high', 'size', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_randint, (('high', 'int', False, False, None), ('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['high', 'size', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_randint_low, (('low', 'int', False, False, None), ('high', 'int', False, False, None), ('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['low', 'high', 'size', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 randperm = _P('randperm', [
-    _O(_R._op_randperm, (('n', 'int', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['n', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_randperm, (('n', 'int', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, _dtypes.long), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['n', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 rand_like = _P('rand_like', [
-    _O(_R._op_rand_like, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_rand_like, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
 ])
 randn_like = _P('randn_like', [
-    _O(_R._op_randn_like, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_randn_like, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
 ])
 uniform_ = _P('uniform_', [
-    _O(_R._op_uniform_, (('self', 'T', False, False, None), ('from_', 'float', False, True, 0), ('to_', 'float', False, True, 1), ('generator', 'gen?', True, True, None),), ['self', 'from_', 'to_', 'generator']),
+    _O(_A._op_uniform_, (('self', 'T', False, False, None), ('from_', 'float', False, True, 0), ('to_', 'float', False, True, 1), ('generator', 'gen?', True, True, None),), ['self', 'from_', 'to_', 'generator']),
 ])
 normal_ = _P('normal_', [
-    _O(_R._op_normal_, (('self', 'T', False, False, None), ('mean', 'float', False, True, 0), ('std', 'float', False, True, 1), ('generator', 'gen?', True, True, None),), ['self', 'mean', 'std', 'generator']),
+    _O(_A._op_normal_, (('self', 'T', False, False, None), ('mean', 'float', False, True, 0), ('std', 'float', False, True, 1), ('generator', 'gen?', True, True, None),), ['self', 'mean', 'std', 'generator']),
 ])
 random_ = _P('random_', [
-    _O(_R._op_random__from, (('self', 'T', False, False, None), ('from_', 'int', False, False, None), ('to_', 'int?', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'from_', 'to_', 'generator']),
-    _O(_R._op_random__to, (('self', 'T', False, False, None), ('to_', 'int', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'to_', 'generator']),
-    _O(_R._op_random_, (('self', 'T', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'generator']),
+    _O(_A._op_random__from, (('self', 'T', False, False, None), ('from_', 'int', False, False, None), ('to_', 'int?', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'from_', 'to_', 'generator']),
+    _O(_A._op_random__to, (('self', 'T', False, False, None), ('to_', 'int', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'to_', 'generator']),
+    _O(_A._op_random_, (('self', 'T', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'generator']),
 ])
 normal = _P('normal', [
-    _O(_R._op_normal_Tensor_Tensor, (('mean', 'T', False, False, None), ('std', 'T', False, False, None), ('generator', 'gen?', True, True, None),), ['mean', 'std', 'generator']),
-    _O(_R._op_normal_float_float, (('mean', 'float', False, False, None), ('std', 'float', False, False, None), ('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['mean', 'std', 'size', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_normal_Tensor_Tensor, (('mean', 'T', False, False, None), ('std', 'T', False, False, None), ('generator', 'gen?', True, True, None),), ['mean', 'std', 'generator']),
+    _O(_A._op_normal_float_float, (('mean', 'float', False, False, None), ('std', 'float', False, False, None), ('size', 'int[]', False, False, None), ('generator', 'gen?', True, True, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['mean', 'std', 'size', 'generator', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 bernoulli = _P('bernoulli', [
-    _O(_R._op_bernoulli, (('self', 'T', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'generator']),
-    _O(_R._op_bernoulli_p, (('self', 'T', False, False, None), ('p', 'float', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'p', 'generator']),
+    _O(_A._op_bernoulli, (('self', 'T', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'generator']),
+    _O(_A._op_bernoulli_p, (('self', 'T', False, False, None), ('p', 'float', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'p', 'generator']),
 ])
 bernoulli_ = _P('bernoulli_', [
-    _O(_R._op_bernoulli__float, (('self', 'T', False, False, None), ('p', 'float', False, True, 0.5), ('generator', 'gen?', True, True, None),), ['self', 'p', 'generator']),
+    _O(_A._op_bernoulli__float, (('self', 'T', False, False, None), ('p', 'float', False, True, 0.5), ('generator', 'gen?', True, True, None),), ['self', 'p', 'generator']),
 ])
 multinomial = _P('multinomial', [
-    _O(_R._op_multinomial, (('self', 'T', False, False, None), ('num_samples', 'int', False, False, None), ('replacement', 'bool', False, True, False), ('generator', 'gen?', True, True, None),), ['self', 'num_samples', 'replacement', 'generator']),
+    _O(_A._op_multinomial, (('self', 'T', False, False, None), ('num_samples', 'int', False, False, None), ('replacement', 'bool', False, True, False), ('generator', 'gen?', True, True, None),), ['self', 'num_samples', 'replacement', 'generator']),
 ])
 _to_copy = _P('_to_copy', [
-    _O(_R._op__to_copy, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('non_blocking', 'bool', True, True, False), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'non_blocking', 'memory_format']),
+    _O(_A._op__to_copy, (('self', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('non_blocking', 'bool', True, True, False), ('memory_format', 'any', True, True, None),), ['self', 'dtype', 'layout', 'device', 'pin_memory', 'non_blocking', 'memory_format']),
 ])
 clone = _P('clone', [
-    _O(_R._op_clone, (('self', 'T', False, False, None), ('memory_format', 'any', True, True, None),), ['self', 'memory_format']),
+    _O(_A._op_clone, (('self', 'T', False, False, None), ('memory_format', 'any', True, True, None),), ['self', 'memory_format']),
 ])
 _contiguous_copy = _P('_contiguous_copy', [
-    _O(_R._op__contiguous_copy, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op__contiguous_copy, (('self', 'T', False, False, None),), ['self']),
 ])
 copy_ = _P('copy_', [
-    _O(_R._op_copy_, (('self', 'T', False, False, None), ('src', 'T', False, False, None), ('non_blocking', 'bool', False, True, False),), ['self', 'src', 'non_blocking']),
+    _O(_A._op_copy_, (('self', 'T', False, False, None), ('src', 'T', False, False, None), ('non_blocking', 'bool', False, True, False),), ['self', 'src', 'non_blocking']),
 ])
 fill_ = _P('fill_', [
-    _O(_R._op_fill__Scalar, (('self', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'value']),
-    _O(_R._op_fill__Tensor, (('self', 'T', False, False, None), ('value', 'T', False, False, None),), ['self', 'value']),
+    _O(_A._op_fill__Scalar, (('self', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'value']),
+    _O(_A._op_fill__Tensor, (('self', 'T', False, False, None), ('value', 'T', False, False, None),), ['self', 'value']),
 ])
 zero_ = _P('zero_', [
-    _O(_R._op_zero_, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_zero_, (('self', 'T', False, False, None),), ['self']),
 ])
 masked_fill = _P('masked_fill', [
-    _O(_R._op_masked_fill_Scalar, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'mask', 'value']),
-    _O(_R._op_masked_fill_Tensor, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('value', 'T', False, False, None),), ['self', 'mask', 'value']),
+    _O(_A._op_masked_fill_Scalar, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'mask', 'value']),
+    _O(_A._op_masked_fill_Tensor, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('value', 'T', False, False, None),), ['self', 'mask', 'value']),
 ])
 masked_fill_ = _P('masked_fill_', [
-    _O(_R._op_masked_fill__Scalar, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'mask', 'value']),
-    _O(_R._op_masked_fill__Tensor, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('value', 'T', False, False, None),), ['self', 'mask', 'value']),
+    _O(_A._op_masked_fill__Scalar, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'mask', 'value']),
+    _O(_A._op_masked_fill__Tensor, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('value', 'T', False, False, None),), ['self', 'mask', 'value']),
 ])
 index = _P('index', [
-    _O(_R._op_index_Tensor, (('self', 'T', False, False, None), ('indices', 'T?[]', False, False, None),), ['self', 'indices']),
+    _O(_A._op_index_Tensor, (('self', 'T', False, False, None), ('indices', 'T?[]', False, False, None),), ['self', 'indices']),
 ])
 index_put = _P('index_put', [
-    _O(_R._op_index_put, (('self', 'T', False, False, None), ('indices', 'T?[]', False, False, None), ('values', 'T', False, False, None), ('accumulate', 'bool', False, True, False),), ['self', 'indices', 'values', 'accumulate']),
+    _O(_A._op_index_put, (('self', 'T', False, False, None), ('indices', 'T?[]', False, False, None), ('values', 'T', False, False, None), ('accumulate', 'bool', False, True, False),), ['self', 'indices', 'values', 'accumulate']),
 ])
 index_put_ = _P('index_put_', [
-    _O(_R._op_index_put_, (('self', 'T', False, False, None), ('indices', 'T?[]', False, False, None), ('values', 'T', False, False, None), ('accumulate', 'bool', False, True, False),), ['self', 'indices', 'values', 'accumulate']),
+    _O(_A._op_index_put_, (('self', 'T', False, False, None), ('indices', 'T?[]', False, False, None), ('values', 'T', False, False, None), ('accumulate', 'bool', False, True, False),), ['self', 'indices', 'values', 'accumulate']),
 ])
 index_select = _P('index_select', [
-    _O(_R._op_index_select, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None),), ['self', 'dim', 'index']),
-    _O(_R._op_index_select_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim', 'index', 'out']),
+    _O(_A._op_index_select, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None),), ['self', 'dim', 'index']),
+    _O(_A._op_index_select_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim', 'index', 'out']),
 ])
 gather = _P('gather', [
-    _O(_R._op_gather, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('sparse_grad', 'bool', True, True, False),), ['self', 'dim', 'index', 'sparse_grad']),
-    _O(_R._op_gather_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('sparse_grad', 'bool', True, True, False), ('out', 'T', True, False, None),), ['self', 'dim', 'index', 'sparse_grad', 'out']),
+    _O(_A._op_gather, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('sparse_grad', 'bool', True, True, False),), ['self', 'dim', 'index', 'sparse_grad']),
+    _O(_A._op_gather_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('sparse_grad', 'bool', True, True, False), ('out', 'T', True, False, None),), ['self', 'dim', 'index', 'sparse_grad', 'out']),
 ])
 scatter = _P('scatter', [
-    _O(_R._op_scatter_src, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),), ['self', 'dim', 'index', 'src']),
-    _O(_R._op_scatter_value, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'dim', 'index', 'value']),
-    _O(_R._op_scatter_reduce, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', True, False, None),), ['self', 'dim', 'index', 'src', 'reduce']),
+    _O(_A._op_scatter_src, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),), ['self', 'dim', 'index', 'src']),
+    _O(_A._op_scatter_value, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'dim', 'index', 'value']),
+    _O(_A._op_scatter_reduce, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', True, False, None),), ['self', 'dim', 'index', 'src', 'reduce']),
 ])
 scatter_ = _P('scatter_', [
-    _O(_R._op_scatter__src, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),), ['self', 'dim', 'index', 'src']),
-    _O(_R._op_scatter__value, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'dim', 'index', 'value']),
-    _O(_R._op_scatter__reduce, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', True, False, None),), ['self', 'dim', 'index', 'src', 'reduce']),
+    _O(_A._op_scatter__src, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),), ['self', 'dim', 'index', 'src']),
+    _O(_A._op_scatter__value, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'dim', 'index', 'value']),
+    _O(_A._op_scatter__reduce, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', True, False, None),), ['self', 'dim', 'index', 'src', 'reduce']),
 ])
 scatter_add = _P('scatter_add', [
-    _O(_R._op_scatter_add, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),), ['self', 'dim', 'index', 'src']),
+    _O(_A._op_scatter_add, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),), ['self', 'dim', 'index', 'src']),
 ])
 scatter_add_ = _P('scatter_add_', [
-    _O(_R._op_scatter_add_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),), ['self', 'dim', 'index', 'src']),
+    _O(_A._op_scatter_add_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None),), ['self', 'dim', 'index', 'src']),
 ])
 scatter_reduce = _P('scatter_reduce', [
-    _O(_R._op_scatter_reduce_two, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),), ['self', 'dim', 'index', 'src', 'reduce', 'include_self']),
+    _O(_A._op_scatter_reduce_two, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),), ['self', 'dim', 'index', 'src', 'reduce', 'include_self']),
 ])
 scatter_reduce_ = _P('scatter_reduce_', [
-    _O(_R._op_scatter_reduce__two, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),), ['self', 'dim', 'index', 'src', 'reduce', 'include_self']),
+    _O(_A._op_scatter_reduce__two, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('src', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),), ['self', 'dim', 'index', 'src', 'reduce', 'include_self']),
 ])
 index_add = _P('index_add', [
-    _O(_R._op_index_add, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'dim', 'index', 'source', 'alpha']),
+    _O(_A._op_index_add, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'dim', 'index', 'source', 'alpha']),
 ])
 index_add_ = _P('index_add_', [
-    _O(_R._op_index_add_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'dim', 'index', 'source', 'alpha']),
+    _O(_A._op_index_add_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'dim', 'index', 'source', 'alpha']),
 ])
 index_copy = _P('index_copy', [
-    _O(_R._op_index_copy, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None),), ['self', 'dim', 'index', 'source']),
+    _O(_A._op_index_copy, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None),), ['self', 'dim', 'index', 'source']),
 ])
 index_copy_ = _P('index_copy_', [
-    _O(_R._op_index_copy_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None),), ['self', 'dim', 'index', 'source']),
+    _O(_A._op_index_copy_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None),), ['self', 'dim', 'index', 'source']),
 ])
 index_fill = _P('index_fill', [
-    _O(_R._op_index_fill_int_Scalar, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'dim', 'index', 'value']),
-    _O(_R._op_index_fill_int_Tensor, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'T', False, False, None),), ['self', 'dim', 'index', 'value']),
+    _O(_A._op_index_fill_int_Scalar, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'dim', 'index', 'value']),
+    _O(_A._op_index_fill_int_Tensor, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'T', False, False, None),), ['self', 'dim', 'index', 'value']),
 ])
 index_fill_ = _P('index_fill_', [
-    _O(_R._op_index_fill__int_Scalar, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'dim', 'index', 'value']),
+    _O(_A._op_index_fill__int_Scalar, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'dim', 'index', 'value']),
 ])
 masked_select = _P('masked_select', [
-    _O(_R._op_masked_select, (('self', 'T', False, False, None), ('mask', 'T', False, False, None),), ['self', 'mask']),
+    _O(_A._op_masked_select, (('self', 'T', False, False, None), ('mask', 'T', False, False, None),), ['self', 'mask']),
 ])
 masked_scatter = _P('masked_scatter', [
-    _O(_R._op_masked_scatter, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('source', 'T', False, False, None),), ['self', 'mask', 'source']),
+    _O(_A._op_masked_scatter, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('source', 'T', False, False, None),), ['self', 'mask', 'source']),
 ])
 masked_scatter_ = _P('masked_scatter_', [
-    _O(_R._op_masked_scatter_, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('source', 'T', False, False, None),), ['self', 'mask', 'source']),
+    _O(_A._op_masked_scatter_, (('self', 'T', False, False, None), ('mask', 'T', False, False, None), ('source', 'T', False, False, None),), ['self', 'mask', 'source']),
 ])
 nonzero = _P('nonzero', [
-    _O(_R._op_nonzero, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_nonzero, (('self', 'T', False, False, None),), ['self']),
 ])
 argwhere = _P('argwhere', [
-    _O(_R._op_argwhere, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_argwhere, (('self', 'T', False, False, None),), ['self']),
 ])
 take = _P('take', [
-    _O(_R._op_take, (('self', 'T', False, False, None), ('index', 'T', False, False, None),), ['self', 'index']),
+    _O(_A._op_take, (('self', 'T', False, False, None), ('index', 'T', False, False, None),), ['self', 'index']),
 ])
 take_along_dim = _P('take_along_dim', [
-    _O(_R._op_take_along_dim, (('self', 'T', False, False, None), ('indices', 'T', False, False, None), ('dim', 'int?', False, True, None),), ['self', 'indices', 'dim']),
+    _O(_A._op_take_along_dim, (('self', 'T', False, False, None), ('indices', 'T', False, False, None), ('dim', 'int?', False, True, None),), ['self', 'indices', 'dim']),
 ])
 cat = _P('cat', [
-    _O(_R._op_cat, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0),), ['tensors', 'dim']),
-    _O(_R._op_cat_out, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0), ('out', 'T', True, False, None),), ['tensors', 'dim', 'out']),
+    _O(_A._op_cat, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0),), ['tensors', 'dim']),
+    _O(_A._op_cat_out, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0), ('out', 'T', True, False, None),), ['tensors', 'dim', 'out']),
 ])
 concat = _P('concat', [
-    _O(_R._op_concat, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0),), ['tensors', 'dim']),
+    _O(_A._op_concat, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0),), ['tensors', 'dim']),
 ])
 concatenate = _P('concatenate', [
-    _O(_R._op_concatenate, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0),), ['tensors', 'dim']),
+    _O(_A._op_concatenate, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0),), ['tensors', 'dim']),
 ])
 stack = _P('stack', [
-    _O(_R._op_stack, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0),), ['tensors', 'dim']),
-    _O(_R._op_stack_out, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0), ('out', 'T', True, False, None),), ['tensors', 'dim', 'out']),
+    _O(_A._op_stack, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0),), ['tensors', 'dim']),
+    _O(_A._op_stack_out, (('tensors', 'T[]', False, False, None), ('dim', 'int', False, True, 0), ('out', 'T', True, False, None),), ['tensors', 'dim', 'out']),
 ])
 hstack = _P('hstack', [
-    _O(_R._op_hstack, (('tensors', 'T[]', False, False, None),), ['tensors']),
+    _O(_A._op_hstack, (('tensors', 'T[]', False, False, None),), ['tensors']),
 ])
 vstack = _P('vstack', [
-    _O(_R._op_vstack, (('tensors', 'T[]', False, False, None),), ['tensors']),
+    _O(_A._op_vstack, (('tensors', 'T[]', False, False, None),), ['tensors']),
 ])
 dstack = _P('dstack', [
-    _O(_R._op_dstack, (('tensors', 'T[]', False, False, None),), ['tensors']),
+    _O(_A._op_dstack, (('tensors', 'T[]', False, False, None),), ['tensors']),
 ])
 column_stack = _P('column_stack', [
-    _O(_R._op_column_stack, (('tensors', 'T[]', False, False, None),), ['tensors']),
+    _O(_A._op_column_stack, (('tensors', 'T[]', False, False, None),), ['tensors']),
 ])
 row_stack = _P('row_stack', [
-    _O(_R._op_row_stack, (('tensors', 'T[]', False, False, None),), ['tensors']),
+    _O(_A._op_row_stack, (('tensors', 'T[]', False, False, None),), ['tensors']),
 ])
 atleast_1d = _P('atleast_1d', [
-    _O(_R._op_atleast_1d, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_atleast_1d_Sequence, (('tensors', 'T[]', False, False, None),), ['tensors']),
+    _O(_A._op_atleast_1d, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_atleast_1d_Sequence, (('tensors', 'T[]', False, False, None),), ['tensors']),
 ])
 atleast_2d = _P('atleast_2d', [
-    _O(_R._op_atleast_2d, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_atleast_2d_Sequence, (('tensors', 'T[]', False, False, None),), ['tensors']),
+    _O(_A._op_atleast_2d, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_atleast_2d_Sequence, (('tensors', 'T[]', False, False, None),), ['tensors']),
 ])
 atleast_3d = _P('atleast_3d', [
-    _O(_R._op_atleast_3d, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_atleast_3d_Sequence, (('tensors', 'T[]', False, False, None),), ['tensors']),
+    _O(_A._op_atleast_3d, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_atleast_3d_Sequence, (('tensors', 'T[]', False, False, None),), ['tensors']),
 ])
 broadcast_tensors = _P('broadcast_tensors', [
-    _O(_R._op_broadcast_tensors, (('tensors', 'T[]', False, False, None),), ['tensors']),
+    _O(_A._op_broadcast_tensors, (('tensors', 'T[]', False, False, None),), ['tensors']),
 ])
 meshgrid = _P('meshgrid', [
-    _O(_R._op_meshgrid, (('tensors', 'T[]', False, False, None),), ['tensors']),
-    _O(_R._op_meshgrid_indexing, (('tensors', 'T[]', False, False, None), ('indexing', 'str', True, False, None),), ['tensors', 'indexing']),
+    _O(_A._op_meshgrid, (('tensors', 'T[]', False, False, None),), ['tensors']),
+    _O(_A._op_meshgrid_indexing, (('tensors', 'T[]', False, False, None), ('indexing', 'str', True, False, None),), ['tensors', 'indexing']),
 ])
 tril = _P('tril', [
-    _O(_R._op_tril, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0),), ['self', 'diagonal']),
-    _O(_R._op_tril_out, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0), ('out', 'T', True, False, None),), ['self', 'diagonal', 'out']),
+    _O(_A._op_tril, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0),), ['self', 'diagonal']),
+    _O(_A._op_tril_out, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0), ('out', 'T', True, False, None),), ['self', 'diagonal', 'out']),
 ])
 tril_ = _P('tril_', [
-    _O(_R._op_tril_, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0),), ['self', 'diagonal']),
+    _O(_A._op_tril_, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0),), ['self', 'diagonal']),
 ])
 triu = _P('triu', [
-    _O(_R._op_triu, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0),), ['self', 'diagonal']),
-    _O(_R._op_triu_out, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0), ('out', 'T', True, False, None),), ['self', 'diagonal', 'out']),
+    _O(_A._op_triu, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0),), ['self', 'diagonal']),
+    _O(_A._op_triu_out, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0), ('out', 'T', True, False, None),), ['self', 'diagonal', 'out']),
 ])
 triu_ = _P('triu_', [
-    _O(_R._op_triu_, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0),), ['self', 'diagonal']),
+    _O(_A._op_triu_, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0),), ['self', 'diagonal']),
 ])
 flip = _P('flip', [
-    _O(_R._op_flip, (('self', 'T', False, False, None), ('dims', 'int[]', False, False, None),), ['self', 'dims']),
+    _O(_A._op_flip, (('self', 'T', False, False, None), ('dims', 'int[]', False, False, None),), ['self', 'dims']),
 ])
 fliplr = _P('fliplr', [
-    _O(_R._op_fliplr, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_fliplr, (('self', 'T', False, False, None),), ['self']),
 ])
 flipud = _P('flipud', [
-    _O(_R._op_flipud, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_flipud, (('self', 'T', False, False, None),), ['self']),
 ])
 roll = _P('roll', [
-    _O(_R._op_roll, (('self', 'T', False, False, None), ('shifts', 'int[1]', False, False, None), ('dims', 'int[1]', False, True, ()),), ['self', 'shifts', 'dims']),
+    _O(_A._op_roll, (('self', 'T', False, False, None), ('shifts', 'int[1]', False, False, None), ('dims', 'int[1]', False, True, ()),), ['self', 'shifts', 'dims']),
 ])
 rot90 = _P('rot90', [
-    _O(_R._op_rot90, (('self', 'T', False, False, None), ('k', 'int', False, True, 1), ('dims', 'int[]', False, True, (0,1)),), ['self', 'k', 'dims']),
+    _O(_A._op_rot90, (('self', 'T', False, False, None), ('k', 'int', False, True, 1), ('dims', 'int[]', False, True, (0,1)),), ['self', 'k', 'dims']),
 ])
 repeat = _P('repeat', [
-    _O(_R._op_repeat, (('self', 'T', False, False, None), ('repeats', 'int[]', False, False, None),), ['self', 'repeats']),
+    _O(_A._op_repeat, (('self', 'T', False, False, None), ('repeats', 'int[]', False, False, None),), ['self', 'repeats']),
 ])
 tile = _P('tile', [
-    _O(_R._op_tile, (('self', 'T', False, False, None), ('dims', 'int[]', False, False, None),), ['self', 'dims']),
+    _O(_A._op_tile, (('self', 'T', False, False, None), ('dims', 'int[]', False, False, None),), ['self', 'dims']),
 ])
 repeat_interleave = _P('repeat_interleave', [
-    _O(_R._op_repeat_interleave_self_Tensor, (('self', 'T', False, False, None), ('repeats', 'T', False, False, None), ('dim', 'int?', False, True, None), ('output_size', 'int?', True, True, None),), ['self', 'repeats', 'dim', 'output_size']),
-    _O(_R._op_repeat_interleave_self_int, (('self', 'T', False, False, None), ('repeats', 'int', False, False, None), ('dim', 'int?', False, True, None), ('output_size', 'int?', True, True, None),), ['self', 'repeats', 'dim', 'output_size']),
-    _O(_R._op_repeat_interleave_Tensor, (('repeats', 'T', False, False, None), ('output_size', 'int?', True, True, None),), ['repeats', 'output_size']),
+    _O(_A._op_repeat_interleave_self_Tensor, (('self', 'T', False, False, None), ('repeats', 'T', False, False, None), ('dim', 'int?', False, True, None), ('output_size', 'int?', True, True, None),), ['self', 'repeats', 'dim', 'output_size']),
+    _O(_A._op_repeat_interleave_self_int, (('self', 'T', False, False, None), ('repeats', 'int', False, False, None), ('dim', 'int?', False, True, None), ('output_size', 'int?', True, True, None),), ['self', 'repeats', 'dim', 'output_size']),
+    _O(_A._op_repeat_interleave_Tensor, (('repeats', 'T', False, False, None), ('output_size', 'int?', True, True, None),), ['repeats', 'output_size']),
 ])
 diag = _P('diag', [
-    _O(_R._op_diag, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0),), ['self', 'diagonal']),
+    _O(_A._op_diag, (('self', 'T', False, False, None), ('diagonal', 'int', False, True, 0),), ['self', 'diagonal']),
 ])
 diag_embed = _P('diag_embed', [
-    _O(_R._op_diag_embed, (('self', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, -2), ('dim2', 'int', False, True, -1),), ['self', 'offset', 'dim1', 'dim2']),
+    _O(_A._op_diag_embed, (('self', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, -2), ('dim2', 'int', False, True, -1),), ['self', 'offset', 'dim1', 'dim2']),
 ])
 searchsorted = _P('searchsorted', [
-    _O(_R._op_searchsorted_Tensor, (('sorted_sequence', 'T', False, False, None), ('self', 'T', False, False, None), ('out_int32', 'bool', True, True, False), ('right', 'bool', True, True, False), ('side', 'str?', True, True, None), ('sorter', 'T?', True, True, None),), ['sorted_sequence', 'self', 'out_int32', 'right', 'side', 'sorter']),
-    _O(_R._op_searchsorted_Scalar, (('sorted_sequence', 'T', False, False, None), ('self', 'Scalar', False, False, None), ('out_int32', 'bool', True, True, False), ('right', 'bool', True, True, False), ('side', 'str?', True, True, None), ('sorter', 'T?', True, True, None),), ['sorted_sequence', 'self', 'out_int32', 'right', 'side', 'sorter']),
+    _O(_A._op_searchsorted_Tensor, (('sorted_sequence', 'T', False, False, None), ('self', 'T', False, False, None), ('out_int32', 'bool', True, True, False), ('right', 'bool', True, True, False), ('side', 'str?', True, True, None), ('sorter', 'T?', True, True, None),), ['sorted_sequence', 'self', 'out_int32', 'right', 'side', 'sorter']),
+    _O(_A._op_searchsorted_Scalar, (('sorted_sequence', 'T', False, False, None), ('self', 'Scalar', False, False, None), ('out_int32', 'bool', True, True, False), ('right', 'bool', True, True, False), ('side', 'str?', True, True, None), ('sorter', 'T?', True, True, None),), ['sorted_sequence', 'self', 'out_int32', 'right', 'side', 'sorter']),
 ])
 bucketize = _P('bucketize', [
-    _O(_R._op_bucketize_Tensor, (('self', 'T', False, False, None), ('boundaries', 'T', False, False, None), ('out_int32', 'bool', True, True, False), ('right', 'bool', True, True, False),), ['self', 'boundaries', 'out_int32', 'right']),
+    _O(_A._op_bucketize_Tensor, (('self', 'T', False, False, None), ('boundaries', 'T', False, False, None), ('out_int32', 'bool', True, True, False), ('right', 'bool', True, True, False),), ['self', 'boundaries', 'out_int32', 'right']),
 ])
 mm = _P('mm', [
-    _O(_R._op_mm, (('self', 'T', False, False, None), ('mat2', 'T', False, False, None),), ['self', 'mat2']),
-    _O(_R._op_mm_out, (('self', 'T', False, False, None), ('mat2', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'mat2', 'out']),
+    _O(_A._op_mm, (('self', 'T', False, False, None), ('mat2', 'T', False, False, None),), ['self', 'mat2']),
+    _O(_A._op_mm_out, (('self', 'T', False, False, None), ('mat2', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'mat2', 'out']),
 ])
 bmm = _P('bmm', [
-    _O(_R._op_bmm, (('self', 'T', False, False, None), ('mat2', 'T', False, False, None),), ['self', 'mat2']),
-    _O(_R._op_bmm_out, (('self', 'T', False, False, None), ('mat2', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'mat2', 'out']),
+    _O(_A._op_bmm, (('self', 'T', False, False, None), ('mat2', 'T', False, False, None),), ['self', 'mat2']),
+    _O(_A._op_bmm_out, (('self', 'T', False, False, None), ('mat2', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'mat2', 'out']),
 ])
 matmul = _P('matmul', [
-    _O(_R._op_matmul, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
-    _O(_R._op_matmul_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_matmul, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_matmul_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
 mv = _P('mv', [
-    _O(_R._op_mv, (('self', 'T', False, False, None), ('vec', 'T', False, False, None),), ['self', 'vec']),
+    _O(_A._op_mv, (('self', 'T', False, False, None), ('vec', 'T', False, False, None),), ['self', 'vec']),
 ])
 dot = _P('dot', [
-    _O(_R._op_dot, (('self', 'T', False, False, None), ('tensor', 'T', False, False, None),), ['self', 'tensor']),
+    _O(_A._op_dot, (('self', 'T', False, False, None), ('tensor', 'T', False, False, None),), ['self', 'tensor']),
 ])
 vdot = _P('vdot', [
-    _O(_R._op_vdot, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_vdot, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 inner = _P('inner', [
-    _O(_R._op_inner, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_inner, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 outer = _P('outer', [
-    _O(_R._op_outer, (('self', 'T', False, False, None), ('vec2', 'T', False, False, None),), ['self', 'vec2']),
+    _O(_A._op_outer, (('self', 'T', False, False, None), ('vec2', 'T', False, False, None),), ['self', 'vec2']),
 ])
 ger = _P('ger', [
-    _O(_R._op_ger, (('self', 'T', False, False, None), ('vec2', 'T', False, False, None),), ['self', 'vec2']),
+    _O(_A._op_ger, (('self', 'T', False, False, None), ('vec2', 'T', False, False, None),), ['self', 'vec2']),
 ])
 addmm = _P('addmm', [
-    _O(_R._op_addmm, (('self', 'T', False, False, None), ('mat1', 'T', False, False, None), ('mat2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'mat1', 'mat2', 'beta', 'alpha']),
-    _O(_R._op_addmm_out, (('self', 'T', False, False, None), ('mat1', 'T', False, False, None), ('mat2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'mat1', 'mat2', 'beta', 'alpha', 'out']),
+    _O(_A._op_addmm, (('self', 'T', False, False, None), ('mat1', 'T', False, False, None), ('mat2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'mat1', 'mat2', 'beta', 'alpha']),
+    _O(_A._op_addmm_out, (('self', 'T', False, False, None), ('mat1', 'T', False, False, None), ('mat2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'mat1', 'mat2', 'beta', 'alpha', 'out']),
 ])
 addmm_ = _P('addmm_', [
-    _O(_R._op_addmm_, (('self', 'T', False, False, None), ('mat1', 'T', False, False, None), ('mat2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'mat1', 'mat2', 'beta', 'alpha']),
+    _O(_A._op_addmm_, (('self', 'T', False, False, None), ('mat1', 'T', False, False, None), ('mat2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'mat1', 'mat2', 'beta', 'alpha']),
 ])
 addmv = _P('addmv', [
-    _O(_R._op_addmv, (('self', 'T', False, False, None), ('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'mat', 'vec', 'beta', 'alpha']),
-    _O(_R._op_addmv_out, (('self', 'T', False, False, None), ('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'mat', 'vec', 'beta', 'alpha', 'out']),
+    _O(_A._op_addmv, (('self', 'T', False, False, None), ('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'mat', 'vec', 'beta', 'alpha']),
+    _O(_A._op_addmv_out, (('self', 'T', False, False, None), ('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'mat', 'vec', 'beta', 'alpha', 'out']),
 ])
 addmv_ = _P('addmv_', [
-    _O(_R._op_addmv_, (('self', 'T', False, False, None), ('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'mat', 'vec', 'beta', 'alpha']),
+    _O(_A._op_addmv_, (('self', 'T', False, False, None), ('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'mat', 'vec', 'beta', 'alpha']),
 ])
 baddbmm = _P('baddbmm', [
-    _O(_R._op_baddbmm, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'batch1', 'batch2', 'beta', 'alpha']),
-    _O(_R._op_baddbmm_out, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'batch1', 'batch2', 'beta', 'alpha', 'out']),
+    _O(_A._op_baddbmm, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'batch1', 'batch2', 'beta', 'alpha']),
+    _O(_A._op_baddbmm_out, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'batch1', 'batch2', 'beta', 'alpha', 'out']),
 ])
 baddbmm_ = _P('baddbmm_', [
-    _O(_R._op_baddbmm_, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'batch1', 'batch2', 'beta', 'alpha']),
+    _O(_A._op_baddbmm_, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'batch1', 'batch2', 'beta', 'alpha']),
 ])
 addbmm = _P('addbmm', [
-    _O(_R._op_addbmm, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'batch1', 'batch2', 'beta', 'alpha']),
-    _O(_R._op_addbmm_out, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'batch1', 'batch2', 'beta', 'alpha', 'out']),
+    _O(_A._op_addbmm, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'batch1', 'batch2', 'beta', 'alpha']),
+    _O(_A._op_addbmm_out, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1), ('out', 'T', True, False, None),), ['self', 'batch1', 'batch2', 'beta', 'alpha', 'out']),
 ])
 addbmm_ = _P('addbmm_', [
-    _O(_R._op_addbmm_, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'batch1', 'batch2', 'beta', 'alpha']),
+    _O(_A._op_addbmm_, (('self', 'T', False, False, None), ('batch1', 'T', False, False, None), ('batch2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'batch1', 'batch2', 'beta', 'alpha']),
 ])
 einsum = _P('einsum', [
-    _O(_R._op_einsum, (('equation', 'str', False, False, None), ('tensors', 'T[]', False, False, None), ('path', 'int[]?', True, True, None),), ['equation', 'tensors', 'path']),
+    _O(_A._op_einsum, (('equation', 'str', False, False, None), ('tensors', 'T[]', False, False, None), ('path', 'int[]?', True, True, None),), ['equation', 'tensors', 'path']),
 ])
 tensordot = _P('tensordot', [
-    _O(_R._op_tensordot, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('dims_self', 'int[]', False, False, None), ('dims_other', 'int[]', False, False, None),), ['self', 'other', 'dims_self', 'dims_other']),
+    _O(_A._op_tensordot, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('dims_self', 'int[]', False, False, None), ('dims_other', 'int[]', False, False, None),), ['self', 'other', 'dims_self', 'dims_other']),
 ])
 kron = _P('kron', [
-    _O(_R._op_kron, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_kron, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 cdist = _P('cdist', [
-    _O(_R._op_cdist, (('x1', 'T', False, False, None), ('x2', 'T', False, False, None), ('p', 'float', False, True, 2), ('compute_mode', 'int?', False, True, None),), ['x1', 'x2', 'p', 'compute_mode']),
+    _O(_A._op_cdist, (('x1', 'T', False, False, None), ('x2', 'T', False, False, None), ('p', 'float', False, True, 2), ('compute_mode', 'int?', False, True, None),), ['x1', 'x2', 'p', 'compute_mode']),
 ])
 cross = _P('cross', [
-    _O(_R._op_cross, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('dim', 'int?', False, True, None),), ['self', 'other', 'dim']),
+    _O(_A._op_cross, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('dim', 'int?', False, True, None),), ['self', 'other', 'dim']),
 ])
 linalg_inv = _P('linalg_inv', [
-    _O(_R._op_linalg_inv, (('A', 'T', False, False, None),), ['A']),
+    _O(_A._op_linalg_inv, (('A', 'T', False, False, None),), ['A']),
 ])
 linalg_det = _P('linalg_det', [
-    _O(_R._op_linalg_det, (('A', 'T', False, False, None),), ['A']),
+    _O(_A._op_linalg_det, (('A', 'T', False, False, None),), ['A']),
 ])
 linalg_slogdet = _P('linalg_slogdet', [
-    _O(_R._op_linalg_slogdet, (('A', 'T', False, False, None),), ['A']),
+    _O(_A._op_linalg_slogdet, (('A', 'T', False, False, None),), ['A']),
 ])
 linalg_solve = _P('linalg_solve', [
-    _O(_R._op_linalg_solve, (('A', 'T', False, False, None), ('B', 'T', False, False, None), ('left', 'bool', True, True, True),), ['A', 'B', 'left']),
+    _O(_A._op_linalg_solve, (('A', 'T', False, False, None), ('B', 'T', False, False, None), ('left', 'bool', True, True, True),), ['A', 'B', 'left']),
 ])
 linalg_cholesky = _P('linalg_cholesky', [
-    _O(_R._op_linalg_cholesky, (('self', 'T', False, False, None), ('upper', 'bool', True, True, False),), ['self', 'upper']),
+    _O(_A._op_linalg_cholesky, (('self', 'T', False, False, None), ('upper', 'bool', True, True, False),), ['self', 'upper']),
 ])
 linalg_qr = _P('linalg_qr', [
-    _O(_R._op_linalg_qr, (('A', 'T', False, False, None), ('mode', 'str', False, True, 'reduced'),), ['A', 'mode']),
+    _O(_A._op_linalg_qr, (('A', 'T', False, False, None), ('mode', 'str', False, True, 'reduced'),), ['A', 'mode']),
 ])
 linalg_eigh = _P('linalg_eigh', [
-    _O(_R._op_linalg_eigh, (('self', 'T', False, False, None), ('UPLO', 'str', False, True, 'L'),), ['self', 'UPLO']),
+    _O(_A._op_linalg_eigh, (('self', 'T', False, False, None), ('UPLO', 'str', False, True, 'L'),), ['self', 'UPLO']),
 ])
 linalg_eigvalsh = _P('linalg_eigvalsh', [
-    _O(_R._op_linalg_eigvalsh, (('self', 'T', False, False, None), ('UPLO', 'str', False, True, 'L'),), ['self', 'UPLO']),
+    _O(_A._op_linalg_eigvalsh, (('self', 'T', False, False, None), ('UPLO', 'str', False, True, 'L'),), ['self', 'UPLO']),
 ])
 linalg_svd = _P('linalg_svd', [
-    _O(_R._op_linalg_svd, (('A', 'T', False, False, None), ('full_matrices', 'bool', False, True, True), ('driver', 'str?', True, True, None),), ['A', 'full_matrices', 'driver']),
+    _O(_A._op_linalg_svd, (('A', 'T', False, False, None), ('full_matrices', 'bool', False, True, True), ('driver', 'str?', True, True, None),), ['A', 'full_matrices', 'driver']),
 ])
 linalg_svdvals = _P('linalg_svdvals', [
-    _O(_R._op_linalg_svdvals, (('A', 'T', False, False, None), ('driver', 'str?', True, True, None),), ['A', 'driver']),
+    _O(_A._op_linalg_svdvals, (('A', 'T', False, False, None), ('driver', 'str?', True, True, None),), ['A', 'driver']),
 ])
 linalg_pinv = _P('linalg_pinv', [
-    _O(_R._op_linalg_pinv, (('self', 'T', False, False, None), ('atol', 'float?', True, True, None), ('rtol', 'float?', True, True, None), ('hermitian', 'bool', True, True, False),), ['self', 'atol', 'rtol', 'hermitian']),
+    _O(_A._op_linalg_pinv, (('self', 'T', False, False, None), ('atol', 'float?', True, True, None), ('rtol', 'float?', True, True, None), ('hermitian', 'bool', True, True, False),), ['self', 'atol', 'rtol', 'hermitian']),
 ])
 linalg_matrix_power = _P('linalg_matrix_power', [
-    _O(_R._op_linalg_matrix_power, (('self', 'T', False, False, None), ('n', 'int', False, False, None),), ['self', 'n']),
+    _O(_A._op_linalg_matrix_power, (('self', 'T', False, False, None), ('n', 'int', False, False, None),), ['self', 'n']),
 ])
 linalg_lstsq = _P('linalg_lstsq', [
-    _O(_R._op_linalg_lstsq, (('self', 'T', False, False, None), ('b', 'T', False, False, None), ('rcond', 'float?', False, True, None), ('driver', 'str?', True, True, None),), ['self', 'b', 'rcond', 'driver']),
+    _O(_A._op_linalg_lstsq, (('self', 'T', False, False, None), ('b', 'T', False, False, None), ('rcond', 'float?', False, True, None), ('driver', 'str?', True, True, None),), ['self', 'b', 'rcond', 'driver']),
 ])
 linalg_cross = _P('linalg_cross', [
-    _O(_R._op_linalg_cross, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['self', 'other', 'dim']),
+    _O(_A._op_linalg_cross, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['self', 'other', 'dim']),
 ])
 linalg_vector_norm = _P('linalg_vector_norm', [
-    _O(_R._op_linalg_vector_norm, (('self', 'T', False, False, None), ('ord', 'Scalar', False, True, 2), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'ord', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_linalg_vector_norm, (('self', 'T', False, False, None), ('ord', 'Scalar', False, True, 2), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'ord', 'dim', 'keepdim', 'dtype']),
 ])
 linalg_matrix_norm = _P('linalg_matrix_norm', [
-    _O(_R._op_linalg_matrix_norm_str_ord, (('self', 'T', False, False, None), ('ord', 'str', False, True, 'fro'), ('dim', 'int[]', False, True, (-2,-1)), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'ord', 'dim', 'keepdim', 'dtype']),
-    _O(_R._op_linalg_matrix_norm, (('self', 'T', False, False, None), ('ord', 'Scalar', False, False, None), ('dim', 'int[]', False, True, (-2,-1)), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'ord', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_linalg_matrix_norm_str_ord, (('self', 'T', False, False, None), ('ord', 'str', False, True, 'fro'), ('dim', 'int[]', False, True, (-2,-1)), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'ord', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_linalg_matrix_norm, (('self', 'T', False, False, None), ('ord', 'Scalar', False, False, None), ('dim', 'int[]', False, True, (-2,-1)), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'ord', 'dim', 'keepdim', 'dtype']),
 ])
 linalg_norm = _P('linalg_norm', [
-    _O(_R._op_linalg_norm, (('self', 'T', False, False, None), ('ord', 'Scalar?', False, True, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'ord', 'dim', 'keepdim', 'dtype']),
-    _O(_R._op_linalg_norm_ord_str, (('self', 'T', False, False, None), ('ord', 'str', False, False, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'ord', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_linalg_norm, (('self', 'T', False, False, None), ('ord', 'Scalar?', False, True, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'ord', 'dim', 'keepdim', 'dtype']),
+    _O(_A._op_linalg_norm_ord_str, (('self', 'T', False, False, None), ('ord', 'str', False, False, None), ('dim', 'int[1]?', False, True, None), ('keepdim', 'bool', False, True, False), ('dtype', 'dtype?', True, True, None),), ['self', 'ord', 'dim', 'keepdim', 'dtype']),
 ])
 det = _P('det', [
-    _O(_R._op_det, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_det, (('self', 'T', False, False, None),), ['self']),
 ])
 inverse = _P('inverse', [
-    _O(_R._op_inverse, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_inverse, (('self', 'T', False, False, None),), ['self']),
 ])
 slogdet = _P('slogdet', [
-    _O(_R._op_slogdet, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_slogdet, (('self', 'T', False, False, None),), ['self']),
 ])
 pinverse = _P('pinverse', [
-    _O(_R._op_pinverse, (('self', 'T', False, False, None), ('rcond', 'float', False, True, 1e-15),), ['self', 'rcond']),
+    _O(_A._op_pinverse, (('self', 'T', False, False, None), ('rcond', 'float', False, True, 1e-15),), ['self', 'rcond']),
 ])
 linear = _P('linear', [
-    _O(_R._op_linear, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),), ['input', 'weight', 'bias']),
+    _O(_A._op_linear, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),), ['input', 'weight', 'bias']),
 ])
 l1_loss = _P('l1_loss', [
-    _O(_R._op_l1_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'reduction']),
+    _O(_A._op_l1_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'reduction']),
 ])
 mse_loss = _P('mse_loss', [
-    _O(_R._op_mse_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'reduction']),
+    _O(_A._op_mse_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'reduction']),
 ])
 mse_loss_backward = _P('mse_loss_backward', [
-    _O(_R._op_mse_loss_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None),), ['grad_output', 'self', 'target', 'reduction']),
+    _O(_A._op_mse_loss_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None),), ['grad_output', 'self', 'target', 'reduction']),
 ])
 relu6 = _P('relu6', [
-    _O(_R._op_relu6, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_relu6, (('self', 'T', False, False, None),), ['self']),
 ])
 _softmax = _P('_softmax', [
-    _O(_R._op__softmax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('half_to_float', 'bool', False, False, None),), ['self', 'dim', 'half_to_float']),
+    _O(_A._op__softmax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('half_to_float', 'bool', False, False, None),), ['self', 'dim', 'half_to_float']),
 ])
 _log_softmax = _P('_log_softmax', [
-    _O(_R._op__log_softmax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('half_to_float', 'bool', False, False, None),), ['self', 'dim', 'half_to_float']),
+    _O(_A._op__log_softmax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('half_to_float', 'bool', False, False, None),), ['self', 'dim', 'half_to_float']),
 ])
 softmax = _P('softmax', [
-    _O(_R._op_softmax_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),), ['self', 'dim', 'dtype']),
+    _O(_A._op_softmax_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),), ['self', 'dim', 'dtype']),
 ])
 log_softmax = _P('log_softmax', [
-    _O(_R._op_log_softmax_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),), ['self', 'dim', 'dtype']),
+    _O(_A._op_log_softmax_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),), ['self', 'dim', 'dtype']),
 ])
 gelu = _P('gelu', [
-    _O(_R._op_gelu, (('self', 'T', False, False, None), ('approximate', 'str', True, True, 'none'),), ['self', 'approximate']),
+    _O(_A._op_gelu, (('self', 'T', False, False, None), ('approximate', 'str', True, True, 'none'),), ['self', 'approximate']),
 ])
 native_layer_norm = _P('native_layer_norm', [
-    _O(_R._op_native_layer_norm, (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('eps', 'float', False, False, None),), ['input', 'normalized_shape', 'weight', 'bias', 'eps']),
+    _O(_A._op_native_layer_norm, (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('eps', 'float', False, False, None),), ['input', 'normalized_shape', 'weight', 'bias', 'eps']),
 ])
 native_layer_norm_backward = _P('native_layer_norm_backward', [
-    _O(_R._op_native_layer_norm_backward, (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('mean', 'T', False, False, None), ('rstd', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_out', 'input', 'normalized_shape', 'mean', 'rstd', 'weight', 'bias', 'output_mask']),
+    _O(_A._op_native_layer_norm_backward, (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('mean', 'T', False, False, None), ('rstd', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_out', 'input', 'normalized_shape', 'mean', 'rstd', 'weight', 'bias', 'output_mask']),
 ])
 layer_norm = _P('layer_norm', [
-    _O(_R._op_layer_norm, (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, True, None), ('bias', 'T?', False, True, None), ('eps', 'float', False, True, 1e-05), ('cudnn_enable', 'bool', False, True, True),), ['input', 'normalized_shape', 'weight', 'bias', 'eps', 'cudnn_enable']),
+    _O(_A._op_layer_norm, (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, True, None), ('bias', 'T?', False, True, None), ('eps', 'float', False, True, 1e-05), ('cudnn_enable', 'bool', False, True, True),), ['input', 'normalized_shape', 'weight', 'bias', 'eps', 'cudnn_enable']),
 ])
 native_batch_norm = _P('native_batch_norm', [
-    _O(_R._op_native_batch_norm, (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('training', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None),), ['input', 'weight', 'bias', 'running_mean', 'running_var', 'training', 'momentum', 'eps']),
+    _O(_A._op_native_batch_norm, (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('training', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None),), ['input', 'weight', 'bias', 'running_mean', 'running_var', 'training', 'momentum', 'eps']),
 ])
 native_batch_norm_backward = _P('native_batch_norm_backward', [
-    _O(_R._op_native_batch_norm_backward, (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('save_mean', 'T?', False, False, None), ('save_invstd', 'T?', False, False, None), ('train', 'bool', False, False, None), ('eps', 'float', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_out', 'input', 'weight', 'running_mean', 'running_var', 'save_mean', 'save_invstd', 'train', 'eps', 'output_mask']),
+    _O(_A._op_native_batch_norm_backward, (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('save_mean', 'T?', False, False, None), ('save_invstd', 'T?', False, False, None), ('train', 'bool', False, False, None), ('eps', 'float', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_out', 'input', 'weight', 'running_mean', 'running_var', 'save_mean', 'save_invstd', 'train', 'eps', 'output_mask']),
 ])
 batch_norm = _P('batch_norm', [
-    _O(_R._op_batch_norm, (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('training', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None), ('cudnn_enabled', 'bool', False, False, None),), ['input', 'weight', 'bias', 'running_mean', 'running_var', 'training', 'momentum', 'eps', 'cudnn_enabled']),
+    _O(_A._op_batch_norm, (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('training', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None), ('cudnn_enabled', 'bool', False, False, None),), ['input', 'weight', 'bias', 'running_mean', 'running_var', 'training', 'momentum', 'eps', 'cudnn_enabled']),
 ])
 convolution = _P('convolution', [
-    _O(_R._op_convolution, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None),), ['input', 'weight', 'bias', 'stride', 'padding', 'dilation', 'transposed', 'output_padding', 'groups']),
+    _O(_A._op_convolution, (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None),), ['input', 'weight', 'bias', 'stride', 'padding', 'dilation', 'transposed', 'output_padding', 'groups']),
 ])
 convolution_backward = _P('convolution_backward', [
-    _O(_R._op_convolution_backward, (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias_sizes', 'int[]?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_output', 'input', 'weight', 'bias_sizes', 'stride', 'padding', 'dilation', 'transposed', 'output_padding', 'groups', 'output_mask']),
+    _O(_A._op_convolution_backward, (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias_sizes', 'int[]?', False, False, None), ('stride', 'int[]', False, False, None), ('padding', 'int[]', False, False, None), ('dilation', 'int[]', False, False, None), ('transposed', 'bool', False, False, None), ('output_padding', 'int[]', False, False, None), ('groups', 'int', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_output', 'input', 'weight', 'bias_sizes', 'stride', 'padding', 'dilation', 'transposed', 'output_padding', 'groups', 'output_mask']),
 ])
 max_pool2d_with_indices = _P('max_pool2d_with_indices', [
-    _O(_R._op_max_pool2d_with_indices, (('self', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('stride', 'int[2]', False, True, ()), ('padding', 'int[2]', False, True, 0), ('dilation', 'int[2]', False, True, 1), ('ceil_mode', 'bool', False, True, False),), ['self', 'kernel_size', 'stride', 'padding', 'dilation', 'ceil_mode']),
+    _O(_A._op_max_pool2d_with_indices, (('self', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('stride', 'int[2]', False, True, ()), ('padding', 'int[2]', False, True, 0), ('dilation', 'int[2]', False, True, 1), ('ceil_mode', 'bool', False, True, False),), ['self', 'kernel_size', 'stride', 'padding', 'dilation', 'ceil_mode']),
 ])
 max_pool3d_with_indices = _P('max_pool3d_with_indices', [
-    _O(_R._op_max_pool3d_with_indices, (('self', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, True, ()), ('padding', 'int[3]', False, True, 0), ('dilation', 'int[3]', False, True, 1), ('ceil_mode', 'bool', False, True, False),), ['self', 'kernel_size', 'stride', 'padding', 'dilation', 'ceil_mode']),
+    _O(_A._op_max_pool3d_with_indices, (('self', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, True, ()), ('padding', 'int[3]', False, True, 0), ('dilation', 'int[3]', False, True, 1), ('ceil_mode', 'bool', False, True, False),), ['self', 'kernel_size', 'stride', 'padding', 'dilation', 'ceil_mode']),
 ])
 constant_pad_nd = _P('constant_pad_nd', [
-    _O(_R._op_constant_pad_nd, (('self', 'T', False, False, None), ('pad', 'int[]', False, False, None), ('value', 'Scalar', False, True, 0),), ['self', 'pad', 'value']),
+    _O(_A._op_constant_pad_nd, (('self', 'T', False, False, None), ('pad', 'int[]', False, False, None), ('value', 'Scalar', False, True, 0),), ['self', 'pad', 'value']),
 ])
 embedding = _P('embedding', [
-    _O(_R._op_embedding, (('weight', 'T', False, False, None), ('indices', 'T', False, False, None), ('padding_idx', 'int', False, True, -1), ('scale_grad_by_freq', 'bool', False, True, False), ('sparse', 'bool', False, True, False),), ['weight', 'indices', 'padding_idx', 'scale_grad_by_freq', 'sparse']),
+    _O(_A._op_embedding, (('weight', 'T', False, False, None), ('indices', 'T', False, False, None), ('padding_idx', 'int', False, True, -1), ('scale_grad_by_freq', 'bool', False, True, False), ('sparse', 'bool', False, True, False),), ['weight', 'indices', 'padding_idx', 'scale_grad_by_freq', 'sparse']),
 ])
 dropout = _P('dropout', [
-    _O(_R._op_dropout, (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),), ['input', 'p', 'train']),
+    _O(_A._op_dropout, (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),), ['input', 'p', 'train']),
 ])
 _rnn_layer = _P('_rnn_layer', [
-    _O(_R._op__rnn_layer, (('input', 'T', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('h0', 'T', False, False, None), ('c0', 'T?', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, False, None), ('b_hh', 'T?', False, False, None), ('w_hr', 'T?', False, False, None), ('mode', 'str', False, False, None), ('reverse', 'bool', False, False, None),), ['input', 'batch_sizes', 'h0', 'c0', 'w_ih', 'w_hh', 'b_ih', 'b_hh', 'w_hr', 'mode', 'reverse']),
+    _O(_A._op__rnn_layer, (('input', 'T', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('h0', 'T', False, False, None), ('c0', 'T?', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, False, None), ('b_hh', 'T?', False, False, None), ('w_hr', 'T?', False, False, None), ('mode', 'str', False, False, None), ('reverse', 'bool', False, False, None),), ['input', 'batch_sizes', 'h0', 'c0', 'w_ih', 'w_hh', 'b_ih', 'b_hh', 'w_hr', 'mode', 'reverse']),
 ])
 _rnn_layer_backward = _P('_rnn_layer_backward', [
-    _O(_R._op__rnn_layer_backward, (('input', 'T', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('h0', 'T', False, False, None), ('c0', 'T?', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, False, None), ('b_hh', 'T?', False, False, None), ('w_hr', 'T?', False, False, None), ('mode', 'str', False, False, None), ('reverse', 'bool', False, False, None), ('output', 'T', False, False, None), ('workspace', 'T', False, False, None), ('grad_output', 'T?', False, False, None), ('grad_hn', 'T?', False, False, None), ('grad_cn', 'T?', False, False, None),), ['input', 'batch_sizes', 'h0', 'c0', 'w_ih', 'w_hh', 'b_ih', 'b_hh', 'w_hr', 'mode', 'reverse', 'output', 'workspace', 'grad_output', 'grad_hn', 'grad_cn']),
+    _O(_A._op__rnn_layer_backward, (('input', 'T', False, False, None), ('batch_sizes', 'int[]', False, False, None), ('h0', 'T', False, False, None), ('c0', 'T?', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, False, None), ('b_hh', 'T?', False, False, None), ('w_hr', 'T?', False, False, None), ('mode', 'str', False, False, None), ('reverse', 'bool', False, False, None), ('output', 'T', False, False, None), ('workspace', 'T', False, False, None), ('grad_output', 'T?', False, False, None), ('grad_hn', 'T?', False, False, None), ('grad_cn', 'T?', False, False, None),), ['input', 'batch_sizes', 'h0', 'c0', 'w_ih', 'w_hh', 'b_ih', 'b_hh', 'w_hr', 'mode', 'reverse', 'output', 'workspace', 'grad_output', 'grad_hn', 'grad_cn']),
 ])
 lstm = _P('lstm', [
-    _O(_R._op_lstm_input, (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
-    _O(_R._op_lstm_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
+    _O(_A._op_lstm_input, (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
+    _O(_A._op_lstm_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
 ])
 gru = _P('gru', [
-    _O(_R._op_gru_input, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
-    _O(_R._op_gru_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
+    _O(_A._op_gru_input, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
+    _O(_A._op_gru_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
 ])
 rnn_tanh = _P('rnn_tanh', [
-    _O(_R._op_rnn_tanh_input, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
-    _O(_R._op_rnn_tanh_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
+    _O(_A._op_rnn_tanh_input, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
+    _O(_A._op_rnn_tanh_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
 ])
 rnn_relu = _P('rnn_relu', [
-    _O(_R._op_rnn_relu_input, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
-    _O(_R._op_rnn_relu_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
+    _O(_A._op_rnn_relu_input, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None), ('batch_first', 'bool', False, False, None),), ['input', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional', 'batch_first']),
+    _O(_A._op_rnn_relu_data, (('data', 'T', False, False, None), ('batch_sizes', 'T', False, False, None), ('hx', 'T', False, False, None), ('params', 'T[]', False, False, None), ('has_biases', 'bool', False, False, None), ('num_layers', 'int', False, False, None), ('dropout', 'float', False, False, None), ('train', 'bool', False, False, None), ('bidirectional', 'bool', False, False, None),), ['data', 'batch_sizes', 'hx', 'params', 'has_biases', 'num_layers', 'dropout', 'train', 'bidirectional']),
 ])
 lstm_cell = _P('lstm_cell', [
-    _O(_R._op_lstm_cell, (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
+    _O(_A._op_lstm_cell, (('input', 'T', False, False, None), ('hx', 'T[]', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
 ])
 gru_cell = _P('gru_cell', [
-    _O(_R._op_gru_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
+    _O(_A._op_gru_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
 ])
 rnn_tanh_cell = _P('rnn_tanh_cell', [
-    _O(_R._op_rnn_tanh_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
+    _O(_A._op_rnn_tanh_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
 ])
 rnn_relu_cell = _P('rnn_relu_cell', [
-    _O(_R._op_rnn_relu_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
+    _O(_A._op_rnn_relu_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
 ])
 special_erf = _P('special_erf', [
-    _O(_R._op_special_erf, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_erf, (('self', 'T', False, False, None),), ['self']),
 ])
 special_erfc = _P('special_erfc', [
-    _O(_R._op_special_erfc, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_erfc, (('self', 'T', False, False, None),), ['self']),
 ])
 special_erfinv = _P('special_erfinv', [
-    _O(_R._op_special_erfinv, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_erfinv, (('self', 'T', False, False, None),), ['self']),
 ])
 special_expm1 = _P('special_expm1', [
-    _O(_R._op_special_expm1, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_expm1, (('self', 'T', False, False, None),), ['self']),
 ])
 special_exp2 = _P('special_exp2', [
-    _O(_R._op_special_exp2, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_exp2, (('self', 'T', False, False, None),), ['self']),
 ])
 special_gammaln = _P('special_gammaln', [
-    _O(_R._op_special_gammaln, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_gammaln, (('self', 'T', False, False, None),), ['self']),
 ])
 special_digamma = _P('special_digamma', [
-    _O(_R._op_special_digamma, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_digamma, (('self', 'T', False, False, None),), ['self']),
 ])
 special_psi = _P('special_psi', [
-    _O(_R._op_special_psi, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_psi, (('self', 'T', False, False, None),), ['self']),
 ])
 special_expit = _P('special_expit', [
-    _O(_R._op_special_expit, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_expit, (('self', 'T', False, False, None),), ['self']),
 ])
 special_i0 = _P('special_i0', [
-    _O(_R._op_special_i0, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_i0, (('self', 'T', False, False, None),), ['self']),
 ])
 special_i0e = _P('special_i0e', [
-    _O(_R._op_special_i0e, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_special_i0e_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_special_i0e, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_i0e_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 special_i1 = _P('special_i1', [
-    _O(_R._op_special_i1, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_special_i1_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_special_i1, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_i1_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 special_i1e = _P('special_i1e', [
-    _O(_R._op_special_i1e, (('self', 'T', False, False, None),), ['self']),
-    _O(_R._op_special_i1e_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_special_i1e, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_i1e_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
 ])
 special_sinc = _P('special_sinc', [
-    _O(_R._op_special_sinc, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_sinc, (('self', 'T', False, False, None),), ['self']),
 ])
 special_log1p = _P('special_log1p', [
-    _O(_R._op_special_log1p, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_log1p, (('self', 'T', False, False, None),), ['self']),
 ])
 special_xlogy = _P('special_xlogy', [
-    _O(_R._op_special_xlogy, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_special_xlogy, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
 ])
 special_logit = _P('special_logit', [
-    _O(_R._op_special_logit, (('self', 'T', False, False, None), ('eps', 'float?', False, True, None),), ['self', 'eps']),
+    _O(_A._op_special_logit, (('self', 'T', False, False, None), ('eps', 'float?', False, True, None),), ['self', 'eps']),
 ])
 special_logsumexp = _P('special_logsumexp', [
-    _O(_R._op_special_logsumexp, (('self', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_special_logsumexp, (('self', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])

@@ -2,7 +2,8 @@
 # Regenerate with: python -m tools.codegen
 
 """ember.special functions (see tools/codegen/gen.py)."""
-from ember._generated import registrations as _R
+from ember._generated import aten as _A
+from ember._generated import registrations  # noqa: F401 (registers the kernels)
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10 import dtype as _dtypes  # noqa: F401
 from ember.c10.dtype import dtype as _dtype
@@ -28,10 +29,10 @@ def polygamma(*args, **kwargs):
     if _b is not None:
         n, input = _b
         if type(n) is int and isinstance(input, _Tensor):
-            return _R._op_special_polygamma.call(input._ks, n, input)
+            return _A._op_special_polygamma.call(input._ks, n, input)
     _i, _a = _sig_polygamma.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_polygamma.call(_a['input']._ks, _a['n'], _a['input'])
+        return _A._op_special_polygamma.call(_a['input']._ks, _a['n'], _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -55,10 +56,10 @@ def erf(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_erf.call(input._ks, input)
+            return _A._op_special_erf.call(input._ks, input)
     _i, _a = _sig_erf.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_erf.call(_a['input']._ks, _a['input'])
+        return _A._op_special_erf.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -82,10 +83,10 @@ def erfc(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_erfc.call(input._ks, input)
+            return _A._op_special_erfc.call(input._ks, input)
     _i, _a = _sig_erfc.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_erfc.call(_a['input']._ks, _a['input'])
+        return _A._op_special_erfc.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -109,10 +110,10 @@ def erfinv(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_erfinv.call(input._ks, input)
+            return _A._op_special_erfinv.call(input._ks, input)
     _i, _a = _sig_erfinv.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_erfinv.call(_a['input']._ks, _a['input'])
+        return _A._op_special_erfinv.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -136,10 +137,10 @@ def expm1(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_expm1.call(input._ks, input)
+            return _A._op_special_expm1.call(input._ks, input)
     _i, _a = _sig_expm1.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_expm1.call(_a['input']._ks, _a['input'])
+        return _A._op_special_expm1.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -163,10 +164,10 @@ def exp2(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_exp2.call(input._ks, input)
+            return _A._op_special_exp2.call(input._ks, input)
     _i, _a = _sig_exp2.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_exp2.call(_a['input']._ks, _a['input'])
+        return _A._op_special_exp2.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -190,10 +191,10 @@ def gammaln(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_gammaln.call(input._ks, input)
+            return _A._op_special_gammaln.call(input._ks, input)
     _i, _a = _sig_gammaln.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_gammaln.call(_a['input']._ks, _a['input'])
+        return _A._op_special_gammaln.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -217,10 +218,10 @@ def digamma(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_digamma.call(input._ks, input)
+            return _A._op_special_digamma.call(input._ks, input)
     _i, _a = _sig_digamma.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_digamma.call(_a['input']._ks, _a['input'])
+        return _A._op_special_digamma.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -244,10 +245,10 @@ def psi(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_psi.call(input._ks, input)
+            return _A._op_special_psi.call(input._ks, input)
     _i, _a = _sig_psi.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_psi.call(_a['input']._ks, _a['input'])
+        return _A._op_special_psi.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -271,10 +272,10 @@ def expit(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_expit.call(input._ks, input)
+            return _A._op_special_expit.call(input._ks, input)
     _i, _a = _sig_expit.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_expit.call(_a['input']._ks, _a['input'])
+        return _A._op_special_expit.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -298,10 +299,10 @@ def i0(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_i0.call(input._ks, input)
+            return _A._op_special_i0.call(input._ks, input)
     _i, _a = _sig_i0.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_i0.call(_a['input']._ks, _a['input'])
+        return _A._op_special_i0.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -326,14 +327,14 @@ def i0e(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_special_i0e.call(input._ks, input)
+                return _A._op_special_i0e.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_special_i0e_out.call(input._ks, input, out)
+                return _A._op_special_i0e_out.call(input._ks, input, out)
     _i, _a = _sig_i0e.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_special_i0e.call(_a['input']._ks, _a['input'])
-        return _R._op_special_i0e_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_special_i0e.call(_a['input']._ks, _a['input'])
+        return _A._op_special_i0e_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -358,14 +359,14 @@ def i1(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_special_i1.call(input._ks, input)
+                return _A._op_special_i1.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_special_i1_out.call(input._ks, input, out)
+                return _A._op_special_i1_out.call(input._ks, input, out)
     _i, _a = _sig_i1.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_special_i1.call(_a['input']._ks, _a['input'])
-        return _R._op_special_i1_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_special_i1.call(_a['input']._ks, _a['input'])
+        return _A._op_special_i1_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -390,14 +391,14 @@ def i1e(*args, **kwargs):
         input, out = _b
         if isinstance(input, _Tensor):
             if out is None:
-                return _R._op_special_i1e.call(input._ks, input)
+                return _A._op_special_i1e.call(input._ks, input)
             if isinstance(out, _Tensor):
-                return _R._op_special_i1e_out.call(input._ks, input, out)
+                return _A._op_special_i1e_out.call(input._ks, input, out)
     _i, _a = _sig_i1e.parse(args, kwargs)
     if _i == 0:
         if _a['out'] is None:
-            return _R._op_special_i1e.call(_a['input']._ks, _a['input'])
-        return _R._op_special_i1e_out.call(_a['input']._ks, _a['input'], _a['out'])
+            return _A._op_special_i1e.call(_a['input']._ks, _a['input'])
+        return _A._op_special_i1e_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
@@ -421,10 +422,10 @@ def sinc(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_sinc.call(input._ks, input)
+            return _A._op_special_sinc.call(input._ks, input)
     _i, _a = _sig_sinc.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_sinc.call(_a['input']._ks, _a['input'])
+        return _A._op_special_sinc.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -448,10 +449,10 @@ def log1p(*args, **kwargs):
     if _b is not None:
         input, = _b
         if isinstance(input, _Tensor):
-            return _R._op_special_log1p.call(input._ks, input)
+            return _A._op_special_log1p.call(input._ks, input)
     _i, _a = _sig_log1p.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_log1p.call(_a['input']._ks, _a['input'])
+        return _A._op_special_log1p.call(_a['input']._ks, _a['input'])
     raise AssertionError('unreachable')
 
 
@@ -475,10 +476,10 @@ def xlogy(*args, **kwargs):
     if _b is not None:
         input, other = _b
         if isinstance(input, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_special_xlogy.call(input._ks | other._ks, input, other)
+            return _A._op_special_xlogy.call(input._ks | other._ks, input, other)
     _i, _a = _sig_xlogy.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_xlogy.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_special_xlogy.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -502,10 +503,10 @@ def logit(*args, **kwargs):
     if _b is not None:
         input, eps = _b
         if isinstance(input, _Tensor) and (eps is None or type(eps) is float):
-            return _R._op_special_logit.call(input._ks, input, eps)
+            return _A._op_special_logit.call(input._ks, input, eps)
     _i, _a = _sig_logit.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_logit.call(_a['input']._ks, _a['input'], _a['eps'])
+        return _A._op_special_logit.call(_a['input']._ks, _a['input'], _a['eps'])
     raise AssertionError('unreachable')
 
 
@@ -529,10 +530,10 @@ def logsumexp(*args, **kwargs):
     if _b is not None:
         input, dim, keepdim = _b
         if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
-            return _R._op_special_logsumexp.call(input._ks, input, dim_, keepdim)
+            return _A._op_special_logsumexp.call(input._ks, input, dim_, keepdim)
     _i, _a = _sig_logsumexp.parse(args, kwargs)
     if _i == 0:
-        return _R._op_special_logsumexp.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_special_logsumexp.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 

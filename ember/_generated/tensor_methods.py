@@ -2,7 +2,8 @@
 # Regenerate with: python -m tools.codegen
 
 """Tensor methods (see tools/codegen/gen.py)."""
-from ember._generated import registrations as _R
+from ember._generated import aten as _A
+from ember._generated import registrations  # noqa: F401 (registers the kernels)
 from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401
 from ember.c10 import dtype as _dtypes  # noqa: F401
 from ember.c10.dtype import dtype as _dtype
@@ -27,10 +28,10 @@ def abs(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_abs.call(self._ks, self)
+            return _A._op_abs.call(self._ks, self)
     _i, _a = _sig_abs.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_abs.call(self._ks, self)
+        return _A._op_abs.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -53,10 +54,10 @@ def abs_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_abs_.call(self._ks, self)
+            return _A._op_abs_.call(self._ks, self)
     _i, _a = _sig_abs_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_abs_.call(self._ks, self)
+        return _A._op_abs_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -79,10 +80,10 @@ def neg(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_neg.call(self._ks, self)
+            return _A._op_neg.call(self._ks, self)
     _i, _a = _sig_neg.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_neg.call(self._ks, self)
+        return _A._op_neg.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -105,10 +106,10 @@ def neg_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_neg_.call(self._ks, self)
+            return _A._op_neg_.call(self._ks, self)
     _i, _a = _sig_neg_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_neg_.call(self._ks, self)
+        return _A._op_neg_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -131,10 +132,10 @@ def sign(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sign.call(self._ks, self)
+            return _A._op_sign.call(self._ks, self)
     _i, _a = _sig_sign.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sign.call(self._ks, self)
+        return _A._op_sign.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -157,10 +158,10 @@ def sign_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sign_.call(self._ks, self)
+            return _A._op_sign_.call(self._ks, self)
     _i, _a = _sig_sign_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sign_.call(self._ks, self)
+        return _A._op_sign_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -183,10 +184,10 @@ def sgn(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sgn.call(self._ks, self)
+            return _A._op_sgn.call(self._ks, self)
     _i, _a = _sig_sgn.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sgn.call(self._ks, self)
+        return _A._op_sgn.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -209,10 +210,10 @@ def sgn_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sgn_.call(self._ks, self)
+            return _A._op_sgn_.call(self._ks, self)
     _i, _a = _sig_sgn_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sgn_.call(self._ks, self)
+        return _A._op_sgn_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -235,10 +236,10 @@ def floor(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_floor.call(self._ks, self)
+            return _A._op_floor.call(self._ks, self)
     _i, _a = _sig_floor.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_floor.call(self._ks, self)
+        return _A._op_floor.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -261,10 +262,10 @@ def floor_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_floor_.call(self._ks, self)
+            return _A._op_floor_.call(self._ks, self)
     _i, _a = _sig_floor_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_floor_.call(self._ks, self)
+        return _A._op_floor_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -287,10 +288,10 @@ def ceil(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_ceil.call(self._ks, self)
+            return _A._op_ceil.call(self._ks, self)
     _i, _a = _sig_ceil.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_ceil.call(self._ks, self)
+        return _A._op_ceil.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -313,10 +314,10 @@ def ceil_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_ceil_.call(self._ks, self)
+            return _A._op_ceil_.call(self._ks, self)
     _i, _a = _sig_ceil_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_ceil_.call(self._ks, self)
+        return _A._op_ceil_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -339,10 +340,10 @@ def trunc(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_trunc.call(self._ks, self)
+            return _A._op_trunc.call(self._ks, self)
     _i, _a = _sig_trunc.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_trunc.call(self._ks, self)
+        return _A._op_trunc.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -365,10 +366,10 @@ def trunc_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_trunc_.call(self._ks, self)
+            return _A._op_trunc_.call(self._ks, self)
     _i, _a = _sig_trunc_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_trunc_.call(self._ks, self)
+        return _A._op_trunc_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -391,10 +392,10 @@ def frac(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_frac.call(self._ks, self)
+            return _A._op_frac.call(self._ks, self)
     _i, _a = _sig_frac.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_frac.call(self._ks, self)
+        return _A._op_frac.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -417,10 +418,10 @@ def frac_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_frac_.call(self._ks, self)
+            return _A._op_frac_.call(self._ks, self)
     _i, _a = _sig_frac_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_frac_.call(self._ks, self)
+        return _A._op_frac_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -443,10 +444,10 @@ def exp(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_exp.call(self._ks, self)
+            return _A._op_exp.call(self._ks, self)
     _i, _a = _sig_exp.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_exp.call(self._ks, self)
+        return _A._op_exp.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -469,10 +470,10 @@ def exp_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_exp_.call(self._ks, self)
+            return _A._op_exp_.call(self._ks, self)
     _i, _a = _sig_exp_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_exp_.call(self._ks, self)
+        return _A._op_exp_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -495,10 +496,10 @@ def exp2(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_exp2.call(self._ks, self)
+            return _A._op_exp2.call(self._ks, self)
     _i, _a = _sig_exp2.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_exp2.call(self._ks, self)
+        return _A._op_exp2.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -521,10 +522,10 @@ def exp2_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_exp2_.call(self._ks, self)
+            return _A._op_exp2_.call(self._ks, self)
     _i, _a = _sig_exp2_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_exp2_.call(self._ks, self)
+        return _A._op_exp2_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -547,10 +548,10 @@ def expm1(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_expm1.call(self._ks, self)
+            return _A._op_expm1.call(self._ks, self)
     _i, _a = _sig_expm1.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_expm1.call(self._ks, self)
+        return _A._op_expm1.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -573,10 +574,10 @@ def expm1_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_expm1_.call(self._ks, self)
+            return _A._op_expm1_.call(self._ks, self)
     _i, _a = _sig_expm1_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_expm1_.call(self._ks, self)
+        return _A._op_expm1_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -599,10 +600,10 @@ def log(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_log.call(self._ks, self)
+            return _A._op_log.call(self._ks, self)
     _i, _a = _sig_log.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_log.call(self._ks, self)
+        return _A._op_log.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -625,10 +626,10 @@ def log_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_log_.call(self._ks, self)
+            return _A._op_log_.call(self._ks, self)
     _i, _a = _sig_log_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_log_.call(self._ks, self)
+        return _A._op_log_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -651,10 +652,10 @@ def log2(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_log2.call(self._ks, self)
+            return _A._op_log2.call(self._ks, self)
     _i, _a = _sig_log2.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_log2.call(self._ks, self)
+        return _A._op_log2.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -677,10 +678,10 @@ def log2_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_log2_.call(self._ks, self)
+            return _A._op_log2_.call(self._ks, self)
     _i, _a = _sig_log2_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_log2_.call(self._ks, self)
+        return _A._op_log2_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -703,10 +704,10 @@ def log10(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_log10.call(self._ks, self)
+            return _A._op_log10.call(self._ks, self)
     _i, _a = _sig_log10.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_log10.call(self._ks, self)
+        return _A._op_log10.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -729,10 +730,10 @@ def log10_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_log10_.call(self._ks, self)
+            return _A._op_log10_.call(self._ks, self)
     _i, _a = _sig_log10_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_log10_.call(self._ks, self)
+        return _A._op_log10_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -755,10 +756,10 @@ def log1p(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_log1p.call(self._ks, self)
+            return _A._op_log1p.call(self._ks, self)
     _i, _a = _sig_log1p.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_log1p.call(self._ks, self)
+        return _A._op_log1p.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -781,10 +782,10 @@ def log1p_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_log1p_.call(self._ks, self)
+            return _A._op_log1p_.call(self._ks, self)
     _i, _a = _sig_log1p_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_log1p_.call(self._ks, self)
+        return _A._op_log1p_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -807,10 +808,10 @@ def sqrt(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sqrt.call(self._ks, self)
+            return _A._op_sqrt.call(self._ks, self)
     _i, _a = _sig_sqrt.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sqrt.call(self._ks, self)
+        return _A._op_sqrt.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -833,10 +834,10 @@ def sqrt_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sqrt_.call(self._ks, self)
+            return _A._op_sqrt_.call(self._ks, self)
     _i, _a = _sig_sqrt_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sqrt_.call(self._ks, self)
+        return _A._op_sqrt_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -859,10 +860,10 @@ def rsqrt(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_rsqrt.call(self._ks, self)
+            return _A._op_rsqrt.call(self._ks, self)
     _i, _a = _sig_rsqrt.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_rsqrt.call(self._ks, self)
+        return _A._op_rsqrt.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -885,10 +886,10 @@ def rsqrt_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_rsqrt_.call(self._ks, self)
+            return _A._op_rsqrt_.call(self._ks, self)
     _i, _a = _sig_rsqrt_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_rsqrt_.call(self._ks, self)
+        return _A._op_rsqrt_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -911,10 +912,10 @@ def sin(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sin.call(self._ks, self)
+            return _A._op_sin.call(self._ks, self)
     _i, _a = _sig_sin.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sin.call(self._ks, self)
+        return _A._op_sin.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -937,10 +938,10 @@ def sin_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sin_.call(self._ks, self)
+            return _A._op_sin_.call(self._ks, self)
     _i, _a = _sig_sin_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sin_.call(self._ks, self)
+        return _A._op_sin_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -963,10 +964,10 @@ def cos(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_cos.call(self._ks, self)
+            return _A._op_cos.call(self._ks, self)
     _i, _a = _sig_cos.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cos.call(self._ks, self)
+        return _A._op_cos.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -989,10 +990,10 @@ def cos_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_cos_.call(self._ks, self)
+            return _A._op_cos_.call(self._ks, self)
     _i, _a = _sig_cos_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cos_.call(self._ks, self)
+        return _A._op_cos_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1015,10 +1016,10 @@ def tan(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_tan.call(self._ks, self)
+            return _A._op_tan.call(self._ks, self)
     _i, _a = _sig_tan.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_tan.call(self._ks, self)
+        return _A._op_tan.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1041,10 +1042,10 @@ def tan_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_tan_.call(self._ks, self)
+            return _A._op_tan_.call(self._ks, self)
     _i, _a = _sig_tan_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_tan_.call(self._ks, self)
+        return _A._op_tan_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1067,10 +1068,10 @@ def asin(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_asin.call(self._ks, self)
+            return _A._op_asin.call(self._ks, self)
     _i, _a = _sig_asin.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_asin.call(self._ks, self)
+        return _A._op_asin.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1093,10 +1094,10 @@ def asin_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_asin_.call(self._ks, self)
+            return _A._op_asin_.call(self._ks, self)
     _i, _a = _sig_asin_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_asin_.call(self._ks, self)
+        return _A._op_asin_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1119,10 +1120,10 @@ def acos(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_acos.call(self._ks, self)
+            return _A._op_acos.call(self._ks, self)
     _i, _a = _sig_acos.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_acos.call(self._ks, self)
+        return _A._op_acos.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1145,10 +1146,10 @@ def acos_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_acos_.call(self._ks, self)
+            return _A._op_acos_.call(self._ks, self)
     _i, _a = _sig_acos_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_acos_.call(self._ks, self)
+        return _A._op_acos_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1171,10 +1172,10 @@ def atan(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_atan.call(self._ks, self)
+            return _A._op_atan.call(self._ks, self)
     _i, _a = _sig_atan.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_atan.call(self._ks, self)
+        return _A._op_atan.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1197,10 +1198,10 @@ def atan_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_atan_.call(self._ks, self)
+            return _A._op_atan_.call(self._ks, self)
     _i, _a = _sig_atan_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_atan_.call(self._ks, self)
+        return _A._op_atan_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1223,10 +1224,10 @@ def sinh(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sinh.call(self._ks, self)
+            return _A._op_sinh.call(self._ks, self)
     _i, _a = _sig_sinh.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sinh.call(self._ks, self)
+        return _A._op_sinh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1249,10 +1250,10 @@ def sinh_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sinh_.call(self._ks, self)
+            return _A._op_sinh_.call(self._ks, self)
     _i, _a = _sig_sinh_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sinh_.call(self._ks, self)
+        return _A._op_sinh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1275,10 +1276,10 @@ def cosh(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_cosh.call(self._ks, self)
+            return _A._op_cosh.call(self._ks, self)
     _i, _a = _sig_cosh.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cosh.call(self._ks, self)
+        return _A._op_cosh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1301,10 +1302,10 @@ def cosh_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_cosh_.call(self._ks, self)
+            return _A._op_cosh_.call(self._ks, self)
     _i, _a = _sig_cosh_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cosh_.call(self._ks, self)
+        return _A._op_cosh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1327,10 +1328,10 @@ def tanh(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_tanh.call(self._ks, self)
+            return _A._op_tanh.call(self._ks, self)
     _i, _a = _sig_tanh.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_tanh.call(self._ks, self)
+        return _A._op_tanh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1353,10 +1354,10 @@ def tanh_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_tanh_.call(self._ks, self)
+            return _A._op_tanh_.call(self._ks, self)
     _i, _a = _sig_tanh_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_tanh_.call(self._ks, self)
+        return _A._op_tanh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1379,10 +1380,10 @@ def asinh(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_asinh.call(self._ks, self)
+            return _A._op_asinh.call(self._ks, self)
     _i, _a = _sig_asinh.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_asinh.call(self._ks, self)
+        return _A._op_asinh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1405,10 +1406,10 @@ def asinh_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_asinh_.call(self._ks, self)
+            return _A._op_asinh_.call(self._ks, self)
     _i, _a = _sig_asinh_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_asinh_.call(self._ks, self)
+        return _A._op_asinh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1431,10 +1432,10 @@ def acosh(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_acosh.call(self._ks, self)
+            return _A._op_acosh.call(self._ks, self)
     _i, _a = _sig_acosh.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_acosh.call(self._ks, self)
+        return _A._op_acosh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1457,10 +1458,10 @@ def acosh_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_acosh_.call(self._ks, self)
+            return _A._op_acosh_.call(self._ks, self)
     _i, _a = _sig_acosh_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_acosh_.call(self._ks, self)
+        return _A._op_acosh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1483,10 +1484,10 @@ def atanh(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_atanh.call(self._ks, self)
+            return _A._op_atanh.call(self._ks, self)
     _i, _a = _sig_atanh.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_atanh.call(self._ks, self)
+        return _A._op_atanh.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1509,10 +1510,10 @@ def atanh_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_atanh_.call(self._ks, self)
+            return _A._op_atanh_.call(self._ks, self)
     _i, _a = _sig_atanh_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_atanh_.call(self._ks, self)
+        return _A._op_atanh_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1535,10 +1536,10 @@ def sigmoid(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sigmoid.call(self._ks, self)
+            return _A._op_sigmoid.call(self._ks, self)
     _i, _a = _sig_sigmoid.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sigmoid.call(self._ks, self)
+        return _A._op_sigmoid.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1561,10 +1562,10 @@ def sigmoid_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sigmoid_.call(self._ks, self)
+            return _A._op_sigmoid_.call(self._ks, self)
     _i, _a = _sig_sigmoid_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sigmoid_.call(self._ks, self)
+        return _A._op_sigmoid_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1587,10 +1588,10 @@ def reciprocal(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_reciprocal.call(self._ks, self)
+            return _A._op_reciprocal.call(self._ks, self)
     _i, _a = _sig_reciprocal.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_reciprocal.call(self._ks, self)
+        return _A._op_reciprocal.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1613,10 +1614,10 @@ def reciprocal_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_reciprocal_.call(self._ks, self)
+            return _A._op_reciprocal_.call(self._ks, self)
     _i, _a = _sig_reciprocal_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_reciprocal_.call(self._ks, self)
+        return _A._op_reciprocal_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1639,10 +1640,10 @@ def erf(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_erf.call(self._ks, self)
+            return _A._op_erf.call(self._ks, self)
     _i, _a = _sig_erf.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_erf.call(self._ks, self)
+        return _A._op_erf.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1665,10 +1666,10 @@ def erf_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_erf_.call(self._ks, self)
+            return _A._op_erf_.call(self._ks, self)
     _i, _a = _sig_erf_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_erf_.call(self._ks, self)
+        return _A._op_erf_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1691,10 +1692,10 @@ def erfc(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_erfc.call(self._ks, self)
+            return _A._op_erfc.call(self._ks, self)
     _i, _a = _sig_erfc.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_erfc.call(self._ks, self)
+        return _A._op_erfc.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1717,10 +1718,10 @@ def erfc_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_erfc_.call(self._ks, self)
+            return _A._op_erfc_.call(self._ks, self)
     _i, _a = _sig_erfc_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_erfc_.call(self._ks, self)
+        return _A._op_erfc_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1743,10 +1744,10 @@ def erfinv(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_erfinv.call(self._ks, self)
+            return _A._op_erfinv.call(self._ks, self)
     _i, _a = _sig_erfinv.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_erfinv.call(self._ks, self)
+        return _A._op_erfinv.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1769,10 +1770,10 @@ def erfinv_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_erfinv_.call(self._ks, self)
+            return _A._op_erfinv_.call(self._ks, self)
     _i, _a = _sig_erfinv_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_erfinv_.call(self._ks, self)
+        return _A._op_erfinv_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1795,10 +1796,10 @@ def lgamma(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_lgamma.call(self._ks, self)
+            return _A._op_lgamma.call(self._ks, self)
     _i, _a = _sig_lgamma.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_lgamma.call(self._ks, self)
+        return _A._op_lgamma.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1821,10 +1822,10 @@ def lgamma_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_lgamma_.call(self._ks, self)
+            return _A._op_lgamma_.call(self._ks, self)
     _i, _a = _sig_lgamma_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_lgamma_.call(self._ks, self)
+        return _A._op_lgamma_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1847,10 +1848,10 @@ def digamma(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_digamma.call(self._ks, self)
+            return _A._op_digamma.call(self._ks, self)
     _i, _a = _sig_digamma.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_digamma.call(self._ks, self)
+        return _A._op_digamma.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1873,10 +1874,10 @@ def digamma_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_digamma_.call(self._ks, self)
+            return _A._op_digamma_.call(self._ks, self)
     _i, _a = _sig_digamma_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_digamma_.call(self._ks, self)
+        return _A._op_digamma_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1899,10 +1900,10 @@ def i0(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_i0.call(self._ks, self)
+            return _A._op_i0.call(self._ks, self)
     _i, _a = _sig_i0.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_i0.call(self._ks, self)
+        return _A._op_i0.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1925,10 +1926,10 @@ def i0_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_i0_.call(self._ks, self)
+            return _A._op_i0_.call(self._ks, self)
     _i, _a = _sig_i0_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_i0_.call(self._ks, self)
+        return _A._op_i0_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1951,10 +1952,10 @@ def sinc(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sinc.call(self._ks, self)
+            return _A._op_sinc.call(self._ks, self)
     _i, _a = _sig_sinc.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sinc.call(self._ks, self)
+        return _A._op_sinc.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -1977,10 +1978,10 @@ def sinc_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_sinc_.call(self._ks, self)
+            return _A._op_sinc_.call(self._ks, self)
     _i, _a = _sig_sinc_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sinc_.call(self._ks, self)
+        return _A._op_sinc_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2003,10 +2004,10 @@ def deg2rad(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_deg2rad.call(self._ks, self)
+            return _A._op_deg2rad.call(self._ks, self)
     _i, _a = _sig_deg2rad.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_deg2rad.call(self._ks, self)
+        return _A._op_deg2rad.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2029,10 +2030,10 @@ def deg2rad_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_deg2rad_.call(self._ks, self)
+            return _A._op_deg2rad_.call(self._ks, self)
     _i, _a = _sig_deg2rad_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_deg2rad_.call(self._ks, self)
+        return _A._op_deg2rad_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2055,10 +2056,10 @@ def rad2deg(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_rad2deg.call(self._ks, self)
+            return _A._op_rad2deg.call(self._ks, self)
     _i, _a = _sig_rad2deg.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_rad2deg.call(self._ks, self)
+        return _A._op_rad2deg.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2081,10 +2082,10 @@ def rad2deg_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_rad2deg_.call(self._ks, self)
+            return _A._op_rad2deg_.call(self._ks, self)
     _i, _a = _sig_rad2deg_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_rad2deg_.call(self._ks, self)
+        return _A._op_rad2deg_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2107,10 +2108,10 @@ def square(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_square.call(self._ks, self)
+            return _A._op_square.call(self._ks, self)
     _i, _a = _sig_square.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_square.call(self._ks, self)
+        return _A._op_square.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2133,10 +2134,10 @@ def square_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_square_.call(self._ks, self)
+            return _A._op_square_.call(self._ks, self)
     _i, _a = _sig_square_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_square_.call(self._ks, self)
+        return _A._op_square_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2159,10 +2160,10 @@ def bitwise_not(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_bitwise_not.call(self._ks, self)
+            return _A._op_bitwise_not.call(self._ks, self)
     _i, _a = _sig_bitwise_not.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_not.call(self._ks, self)
+        return _A._op_bitwise_not.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2185,10 +2186,10 @@ def bitwise_not_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_bitwise_not_.call(self._ks, self)
+            return _A._op_bitwise_not_.call(self._ks, self)
     _i, _a = _sig_bitwise_not_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_not_.call(self._ks, self)
+        return _A._op_bitwise_not_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2211,10 +2212,10 @@ def logical_not(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_logical_not.call(self._ks, self)
+            return _A._op_logical_not.call(self._ks, self)
     _i, _a = _sig_logical_not.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logical_not.call(self._ks, self)
+        return _A._op_logical_not.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2237,10 +2238,10 @@ def logical_not_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_logical_not_.call(self._ks, self)
+            return _A._op_logical_not_.call(self._ks, self)
     _i, _a = _sig_logical_not_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logical_not_.call(self._ks, self)
+        return _A._op_logical_not_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2263,10 +2264,10 @@ def relu(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_relu.call(self._ks, self)
+            return _A._op_relu.call(self._ks, self)
     _i, _a = _sig_relu.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_relu.call(self._ks, self)
+        return _A._op_relu.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2289,10 +2290,10 @@ def relu_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_relu_.call(self._ks, self)
+            return _A._op_relu_.call(self._ks, self)
     _i, _a = _sig_relu_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_relu_.call(self._ks, self)
+        return _A._op_relu_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2315,10 +2316,10 @@ def positive(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_positive.call(self._ks, self)
+            return _A._op_positive.call(self._ks, self)
     _i, _a = _sig_positive.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_positive.call(self._ks, self)
+        return _A._op_positive.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2345,7 +2346,7 @@ def round(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_round.call(self._ks, self)
+            return _A._op_round.call(self._ks, self)
     try:
         _b = _bind_round_1(*args, **kwargs)
     except TypeError:
@@ -2353,12 +2354,12 @@ def round(self, *args, **kwargs):
     if _b is not None:
         decimals, = _b
         if type(decimals) is int:
-            return _R._op_round_decimals.call(self._ks, self, decimals)
+            return _A._op_round_decimals.call(self._ks, self, decimals)
     _i, _a = _sig_round.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_round.call(self._ks, self)
+        return _A._op_round.call(self._ks, self)
     elif _i == 1:
-        return _R._op_round_decimals.call(self._ks, self, _a['decimals'])
+        return _A._op_round_decimals.call(self._ks, self, _a['decimals'])
     raise AssertionError('unreachable')
 
 
@@ -2383,7 +2384,7 @@ def round_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_round_.call(self._ks, self)
+            return _A._op_round_.call(self._ks, self)
     try:
         _b = _bind_round__1(*args, **kwargs)
     except TypeError:
@@ -2391,12 +2392,12 @@ def round_(self, *args, **kwargs):
     if _b is not None:
         decimals, = _b
         if type(decimals) is int:
-            return _R._op_round__decimals.call(self._ks, self, decimals)
+            return _A._op_round__decimals.call(self._ks, self, decimals)
     _i, _a = _sig_round_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_round_.call(self._ks, self)
+        return _A._op_round_.call(self._ks, self)
     elif _i == 1:
-        return _R._op_round__decimals.call(self._ks, self, _a['decimals'])
+        return _A._op_round__decimals.call(self._ks, self, _a['decimals'])
     raise AssertionError('unreachable')
 
 
@@ -2417,10 +2418,10 @@ def isnan(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_isnan.call(self._ks, self)
+            return _A._op_isnan.call(self._ks, self)
     _i, _a = _sig_isnan.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_isnan.call(self._ks, self)
+        return _A._op_isnan.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2443,10 +2444,10 @@ def isinf(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_isinf.call(self._ks, self)
+            return _A._op_isinf.call(self._ks, self)
     _i, _a = _sig_isinf.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_isinf.call(self._ks, self)
+        return _A._op_isinf.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2469,10 +2470,10 @@ def isfinite(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_isfinite.call(self._ks, self)
+            return _A._op_isfinite.call(self._ks, self)
     _i, _a = _sig_isfinite.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_isfinite.call(self._ks, self)
+        return _A._op_isfinite.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2495,10 +2496,10 @@ def isposinf(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_isposinf.call(self._ks, self)
+            return _A._op_isposinf.call(self._ks, self)
     _i, _a = _sig_isposinf.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_isposinf.call(self._ks, self)
+        return _A._op_isposinf.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2521,10 +2522,10 @@ def isneginf(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_isneginf.call(self._ks, self)
+            return _A._op_isneginf.call(self._ks, self)
     _i, _a = _sig_isneginf.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_isneginf.call(self._ks, self)
+        return _A._op_isneginf.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2547,10 +2548,10 @@ def signbit(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_signbit.call(self._ks, self)
+            return _A._op_signbit.call(self._ks, self)
     _i, _a = _sig_signbit.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_signbit.call(self._ks, self)
+        return _A._op_signbit.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -2574,10 +2575,10 @@ def nan_to_num(self, *args, **kwargs):
     if _b is not None:
         nan, posinf, neginf = _b
         if (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
-            return _R._op_nan_to_num.call(self._ks, self, nan, posinf, neginf)
+            return _A._op_nan_to_num.call(self._ks, self, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_nan_to_num.call(self._ks, self, _a['nan'], _a['posinf'], _a['neginf'])
+        return _A._op_nan_to_num.call(self._ks, self, _a['nan'], _a['posinf'], _a['neginf'])
     raise AssertionError('unreachable')
 
 
@@ -2601,10 +2602,10 @@ def nan_to_num_(self, *args, **kwargs):
     if _b is not None:
         nan, posinf, neginf = _b
         if (nan is None or type(nan) is float) and (posinf is None or type(posinf) is float) and (neginf is None or type(neginf) is float):
-            return _R._op_nan_to_num_.call(self._ks, self, nan, posinf, neginf)
+            return _A._op_nan_to_num_.call(self._ks, self, nan, posinf, neginf)
     _i, _a = _sig_nan_to_num_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_nan_to_num_.call(self._ks, self, _a['nan'], _a['posinf'], _a['neginf'])
+        return _A._op_nan_to_num_.call(self._ks, self, _a['nan'], _a['posinf'], _a['neginf'])
     raise AssertionError('unreachable')
 
 
@@ -2628,10 +2629,10 @@ def logit(self, *args, **kwargs):
     if _b is not None:
         eps, = _b
         if (eps is None or type(eps) is float):
-            return _R._op_logit.call(self._ks, self, eps)
+            return _A._op_logit.call(self._ks, self, eps)
     _i, _a = _sig_logit.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logit.call(self._ks, self, _a['eps'])
+        return _A._op_logit.call(self._ks, self, _a['eps'])
     raise AssertionError('unreachable')
 
 
@@ -2655,10 +2656,10 @@ def logit_(self, *args, **kwargs):
     if _b is not None:
         eps, = _b
         if (eps is None or type(eps) is float):
-            return _R._op_logit_.call(self._ks, self, eps)
+            return _A._op_logit_.call(self._ks, self, eps)
     _i, _a = _sig_logit_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logit_.call(self._ks, self, _a['eps'])
+        return _A._op_logit_.call(self._ks, self, _a['eps'])
     raise AssertionError('unreachable')
 
 
@@ -2686,7 +2687,7 @@ def add(self, *args, **kwargs):
     if _b is not None:
         other, alpha = _b
         if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
-            return _R._op_add_Tensor.call(self._ks | other._ks, self, other, alpha)
+            return _A._op_add_Tensor.call(self._ks | other._ks, self, other, alpha)
     try:
         _b = _bind_add_1(*args, **kwargs)
     except TypeError:
@@ -2694,12 +2695,12 @@ def add(self, *args, **kwargs):
     if _b is not None:
         other, alpha = _b
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_add_Scalar.call(self._ks, self, other, alpha)
+            return _A._op_add_Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_add.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_add_Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
+        return _A._op_add_Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
     elif _i == 1:
-        return _R._op_add_Scalar.call(self._ks, self, _a['other'], _a['alpha'])
+        return _A._op_add_Scalar.call(self._ks, self, _a['other'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -2725,7 +2726,7 @@ def add_(self, *args, **kwargs):
     if _b is not None:
         other, alpha = _b
         if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
-            return _R._op_add__Tensor.call(self._ks | other._ks, self, other, alpha)
+            return _A._op_add__Tensor.call(self._ks | other._ks, self, other, alpha)
     try:
         _b = _bind_add__1(*args, **kwargs)
     except TypeError:
@@ -2733,12 +2734,12 @@ def add_(self, *args, **kwargs):
     if _b is not None:
         other, alpha = _b
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_add__Scalar.call(self._ks, self, other, alpha)
+            return _A._op_add__Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_add_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_add__Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
+        return _A._op_add__Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
     elif _i == 1:
-        return _R._op_add__Scalar.call(self._ks, self, _a['other'], _a['alpha'])
+        return _A._op_add__Scalar.call(self._ks, self, _a['other'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -2764,7 +2765,7 @@ def sub(self, *args, **kwargs):
     if _b is not None:
         other, alpha = _b
         if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
-            return _R._op_sub_Tensor.call(self._ks | other._ks, self, other, alpha)
+            return _A._op_sub_Tensor.call(self._ks | other._ks, self, other, alpha)
     try:
         _b = _bind_sub_1(*args, **kwargs)
     except TypeError:
@@ -2772,12 +2773,12 @@ def sub(self, *args, **kwargs):
     if _b is not None:
         other, alpha = _b
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_sub_Scalar.call(self._ks, self, other, alpha)
+            return _A._op_sub_Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_sub.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sub_Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
+        return _A._op_sub_Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
     elif _i == 1:
-        return _R._op_sub_Scalar.call(self._ks, self, _a['other'], _a['alpha'])
+        return _A._op_sub_Scalar.call(self._ks, self, _a['other'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -2803,7 +2804,7 @@ def sub_(self, *args, **kwargs):
     if _b is not None:
         other, alpha = _b
         if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
-            return _R._op_sub__Tensor.call(self._ks | other._ks, self, other, alpha)
+            return _A._op_sub__Tensor.call(self._ks | other._ks, self, other, alpha)
     try:
         _b = _bind_sub__1(*args, **kwargs)
     except TypeError:
@@ -2811,12 +2812,12 @@ def sub_(self, *args, **kwargs):
     if _b is not None:
         other, alpha = _b
         if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_sub__Scalar.call(self._ks, self, other, alpha)
+            return _A._op_sub__Scalar.call(self._ks, self, other, alpha)
     _i, _a = _sig_sub_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sub__Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
+        return _A._op_sub__Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
     elif _i == 1:
-        return _R._op_sub__Scalar.call(self._ks, self, _a['other'], _a['alpha'])
+        return _A._op_sub__Scalar.call(self._ks, self, _a['other'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -2842,7 +2843,7 @@ def mul(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_mul_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_mul_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_mul_1(*args, **kwargs)
     except TypeError:
@@ -2850,12 +2851,12 @@ def mul(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_mul_Scalar.call(self._ks, self, other)
+            return _A._op_mul_Scalar.call(self._ks, self, other)
     _i, _a = _sig_mul.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_mul_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_mul_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_mul_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_mul_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -2881,7 +2882,7 @@ def mul_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_mul__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_mul__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_mul__1(*args, **kwargs)
     except TypeError:
@@ -2889,12 +2890,12 @@ def mul_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_mul__Scalar.call(self._ks, self, other)
+            return _A._op_mul__Scalar.call(self._ks, self, other)
     _i, _a = _sig_mul_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_mul__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_mul__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_mul__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_mul__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -2928,7 +2929,7 @@ def div(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_div_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_div_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_div_1(*args, **kwargs)
     except TypeError:
@@ -2936,7 +2937,7 @@ def div(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_div_Scalar.call(self._ks, self, other)
+            return _A._op_div_Scalar.call(self._ks, self, other)
     try:
         _b = _bind_div_2(*args, **kwargs)
     except TypeError:
@@ -2944,7 +2945,7 @@ def div(self, *args, **kwargs):
     if _b is not None:
         other, rounding_mode = _b
         if isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
-            return _R._op_div_Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
+            return _A._op_div_Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
     try:
         _b = _bind_div_3(*args, **kwargs)
     except TypeError:
@@ -2952,16 +2953,16 @@ def div(self, *args, **kwargs):
     if _b is not None:
         other, rounding_mode = _b
         if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
-            return _R._op_div_Scalar_mode.call(self._ks, self, other, rounding_mode)
+            return _A._op_div_Scalar_mode.call(self._ks, self, other, rounding_mode)
     _i, _a = _sig_div.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_div_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_div_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_div_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_div_Scalar.call(self._ks, self, _a['other'])
     elif _i == 2:
-        return _R._op_div_Tensor_mode.call(self._ks | _a['other']._ks, self, _a['other'], _a['rounding_mode'])
+        return _A._op_div_Tensor_mode.call(self._ks | _a['other']._ks, self, _a['other'], _a['rounding_mode'])
     elif _i == 3:
-        return _R._op_div_Scalar_mode.call(self._ks, self, _a['other'], _a['rounding_mode'])
+        return _A._op_div_Scalar_mode.call(self._ks, self, _a['other'], _a['rounding_mode'])
     raise AssertionError('unreachable')
 
 
@@ -2995,7 +2996,7 @@ def div_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_div__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_div__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_div__1(*args, **kwargs)
     except TypeError:
@@ -3003,7 +3004,7 @@ def div_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_div__Scalar.call(self._ks, self, other)
+            return _A._op_div__Scalar.call(self._ks, self, other)
     try:
         _b = _bind_div__2(*args, **kwargs)
     except TypeError:
@@ -3011,7 +3012,7 @@ def div_(self, *args, **kwargs):
     if _b is not None:
         other, rounding_mode = _b
         if isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
-            return _R._op_div__Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
+            return _A._op_div__Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
     try:
         _b = _bind_div__3(*args, **kwargs)
     except TypeError:
@@ -3019,16 +3020,16 @@ def div_(self, *args, **kwargs):
     if _b is not None:
         other, rounding_mode = _b
         if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
-            return _R._op_div__Scalar_mode.call(self._ks, self, other, rounding_mode)
+            return _A._op_div__Scalar_mode.call(self._ks, self, other, rounding_mode)
     _i, _a = _sig_div_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_div__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_div__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_div__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_div__Scalar.call(self._ks, self, _a['other'])
     elif _i == 2:
-        return _R._op_div__Tensor_mode.call(self._ks | _a['other']._ks, self, _a['other'], _a['rounding_mode'])
+        return _A._op_div__Tensor_mode.call(self._ks | _a['other']._ks, self, _a['other'], _a['rounding_mode'])
     elif _i == 3:
-        return _R._op_div__Scalar_mode.call(self._ks, self, _a['other'], _a['rounding_mode'])
+        return _A._op_div__Scalar_mode.call(self._ks, self, _a['other'], _a['rounding_mode'])
     raise AssertionError('unreachable')
 
 
@@ -3054,7 +3055,7 @@ def true_divide(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_true_divide_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_true_divide_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_true_divide_1(*args, **kwargs)
     except TypeError:
@@ -3062,12 +3063,12 @@ def true_divide(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_true_divide_Scalar.call(self._ks, self, other)
+            return _A._op_true_divide_Scalar.call(self._ks, self, other)
     _i, _a = _sig_true_divide.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_true_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_true_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_true_divide_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_true_divide_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3093,7 +3094,7 @@ def true_divide_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_true_divide__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_true_divide__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_true_divide__1(*args, **kwargs)
     except TypeError:
@@ -3101,12 +3102,12 @@ def true_divide_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_true_divide__Scalar.call(self._ks, self, other)
+            return _A._op_true_divide__Scalar.call(self._ks, self, other)
     _i, _a = _sig_true_divide_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_true_divide__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_true_divide__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_true_divide__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_true_divide__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3132,7 +3133,7 @@ def floor_divide(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_floor_divide_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_floor_divide_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_floor_divide_1(*args, **kwargs)
     except TypeError:
@@ -3140,12 +3141,12 @@ def floor_divide(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_floor_divide_Scalar.call(self._ks, self, other)
+            return _A._op_floor_divide_Scalar.call(self._ks, self, other)
     _i, _a = _sig_floor_divide.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_floor_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_floor_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_floor_divide_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_floor_divide_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3171,7 +3172,7 @@ def floor_divide_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_floor_divide__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_floor_divide__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_floor_divide__1(*args, **kwargs)
     except TypeError:
@@ -3179,12 +3180,12 @@ def floor_divide_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_floor_divide__Scalar.call(self._ks, self, other)
+            return _A._op_floor_divide__Scalar.call(self._ks, self, other)
     _i, _a = _sig_floor_divide_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_floor_divide__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_floor_divide__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_floor_divide__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_floor_divide__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3210,7 +3211,7 @@ def remainder(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_remainder_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_remainder_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_remainder_1(*args, **kwargs)
     except TypeError:
@@ -3218,12 +3219,12 @@ def remainder(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_remainder_Scalar.call(self._ks, self, other)
+            return _A._op_remainder_Scalar.call(self._ks, self, other)
     _i, _a = _sig_remainder.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_remainder_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_remainder_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_remainder_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_remainder_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3249,7 +3250,7 @@ def remainder_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_remainder__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_remainder__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_remainder__1(*args, **kwargs)
     except TypeError:
@@ -3257,12 +3258,12 @@ def remainder_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_remainder__Scalar.call(self._ks, self, other)
+            return _A._op_remainder__Scalar.call(self._ks, self, other)
     _i, _a = _sig_remainder_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_remainder__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_remainder__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_remainder__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_remainder__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3288,7 +3289,7 @@ def fmod(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_fmod_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_fmod_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_fmod_1(*args, **kwargs)
     except TypeError:
@@ -3296,12 +3297,12 @@ def fmod(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_fmod_Scalar.call(self._ks, self, other)
+            return _A._op_fmod_Scalar.call(self._ks, self, other)
     _i, _a = _sig_fmod.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_fmod_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_fmod_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_fmod_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_fmod_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3327,7 +3328,7 @@ def fmod_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_fmod__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_fmod__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_fmod__1(*args, **kwargs)
     except TypeError:
@@ -3335,12 +3336,12 @@ def fmod_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_fmod__Scalar.call(self._ks, self, other)
+            return _A._op_fmod__Scalar.call(self._ks, self, other)
     _i, _a = _sig_fmod_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_fmod__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_fmod__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_fmod__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_fmod__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3366,7 +3367,7 @@ def pow(self, *args, **kwargs):
     if _b is not None:
         exponent, = _b
         if isinstance(exponent, _Tensor):
-            return _R._op_pow_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
+            return _A._op_pow_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
     try:
         _b = _bind_pow_1(*args, **kwargs)
     except TypeError:
@@ -3374,12 +3375,12 @@ def pow(self, *args, **kwargs):
     if _b is not None:
         exponent, = _b
         if type(exponent) in _NUMBERS:
-            return _R._op_pow_Tensor_Scalar.call(self._ks, self, exponent)
+            return _A._op_pow_Tensor_Scalar.call(self._ks, self, exponent)
     _i, _a = _sig_pow.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_pow_Tensor_Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
+        return _A._op_pow_Tensor_Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
     elif _i == 1:
-        return _R._op_pow_Tensor_Scalar.call(self._ks, self, _a['exponent'])
+        return _A._op_pow_Tensor_Scalar.call(self._ks, self, _a['exponent'])
     raise AssertionError('unreachable')
 
 
@@ -3405,7 +3406,7 @@ def pow_(self, *args, **kwargs):
     if _b is not None:
         exponent, = _b
         if type(exponent) in _NUMBERS:
-            return _R._op_pow__Scalar.call(self._ks, self, exponent)
+            return _A._op_pow__Scalar.call(self._ks, self, exponent)
     try:
         _b = _bind_pow__1(*args, **kwargs)
     except TypeError:
@@ -3413,12 +3414,12 @@ def pow_(self, *args, **kwargs):
     if _b is not None:
         exponent, = _b
         if isinstance(exponent, _Tensor):
-            return _R._op_pow__Tensor.call(self._ks | exponent._ks, self, exponent)
+            return _A._op_pow__Tensor.call(self._ks | exponent._ks, self, exponent)
     _i, _a = _sig_pow_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_pow__Scalar.call(self._ks, self, _a['exponent'])
+        return _A._op_pow__Scalar.call(self._ks, self, _a['exponent'])
     elif _i == 1:
-        return _R._op_pow__Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
+        return _A._op_pow__Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
     raise AssertionError('unreachable')
 
 
@@ -3444,7 +3445,7 @@ def float_power(self, *args, **kwargs):
     if _b is not None:
         exponent, = _b
         if isinstance(exponent, _Tensor):
-            return _R._op_float_power_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
+            return _A._op_float_power_Tensor_Tensor.call(self._ks | exponent._ks, self, exponent)
     try:
         _b = _bind_float_power_1(*args, **kwargs)
     except TypeError:
@@ -3452,12 +3453,12 @@ def float_power(self, *args, **kwargs):
     if _b is not None:
         exponent, = _b
         if type(exponent) in _NUMBERS:
-            return _R._op_float_power_Tensor_Scalar.call(self._ks, self, exponent)
+            return _A._op_float_power_Tensor_Scalar.call(self._ks, self, exponent)
     _i, _a = _sig_float_power.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_float_power_Tensor_Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
+        return _A._op_float_power_Tensor_Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
     elif _i == 1:
-        return _R._op_float_power_Tensor_Scalar.call(self._ks, self, _a['exponent'])
+        return _A._op_float_power_Tensor_Scalar.call(self._ks, self, _a['exponent'])
     raise AssertionError('unreachable')
 
 
@@ -3479,10 +3480,10 @@ def atan2(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_atan2.call(self._ks | other._ks, self, other)
+            return _A._op_atan2.call(self._ks | other._ks, self, other)
     _i, _a = _sig_atan2.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_atan2.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_atan2.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3506,10 +3507,10 @@ def atan2_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_atan2_.call(self._ks | other._ks, self, other)
+            return _A._op_atan2_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_atan2_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_atan2_.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_atan2_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3533,10 +3534,10 @@ def hypot(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_hypot.call(self._ks | other._ks, self, other)
+            return _A._op_hypot.call(self._ks | other._ks, self, other)
     _i, _a = _sig_hypot.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_hypot.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_hypot.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3560,10 +3561,10 @@ def hypot_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_hypot_.call(self._ks | other._ks, self, other)
+            return _A._op_hypot_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_hypot_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_hypot_.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_hypot_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3587,10 +3588,10 @@ def logaddexp(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_logaddexp.call(self._ks | other._ks, self, other)
+            return _A._op_logaddexp.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logaddexp.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logaddexp.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_logaddexp.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3614,10 +3615,10 @@ def logaddexp2(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_logaddexp2.call(self._ks | other._ks, self, other)
+            return _A._op_logaddexp2.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logaddexp2.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logaddexp2.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_logaddexp2.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3645,7 +3646,7 @@ def copysign(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_copysign.call(self._ks | other._ks, self, other)
+            return _A._op_copysign.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_copysign_1(*args, **kwargs)
     except TypeError:
@@ -3653,12 +3654,12 @@ def copysign(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_copysign_Scalar.call(self._ks, self, other)
+            return _A._op_copysign_Scalar.call(self._ks, self, other)
     _i, _a = _sig_copysign.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_copysign.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_copysign.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_copysign_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_copysign_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3680,10 +3681,10 @@ def copysign_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_copysign_.call(self._ks | other._ks, self, other)
+            return _A._op_copysign_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_copysign_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_copysign_.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_copysign_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3707,10 +3708,10 @@ def nextafter(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_nextafter.call(self._ks | other._ks, self, other)
+            return _A._op_nextafter.call(self._ks | other._ks, self, other)
     _i, _a = _sig_nextafter.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_nextafter.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_nextafter.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3734,10 +3735,10 @@ def nextafter_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_nextafter_.call(self._ks | other._ks, self, other)
+            return _A._op_nextafter_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_nextafter_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_nextafter_.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_nextafter_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3761,10 +3762,10 @@ def maximum(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_maximum.call(self._ks | other._ks, self, other)
+            return _A._op_maximum.call(self._ks | other._ks, self, other)
     _i, _a = _sig_maximum.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_maximum.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_maximum.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3788,10 +3789,10 @@ def minimum(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_minimum.call(self._ks | other._ks, self, other)
+            return _A._op_minimum.call(self._ks | other._ks, self, other)
     _i, _a = _sig_minimum.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_minimum.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_minimum.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3815,10 +3816,10 @@ def fmax(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_fmax.call(self._ks | other._ks, self, other)
+            return _A._op_fmax.call(self._ks | other._ks, self, other)
     _i, _a = _sig_fmax.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_fmax.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_fmax.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3842,10 +3843,10 @@ def fmin(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_fmin.call(self._ks | other._ks, self, other)
+            return _A._op_fmin.call(self._ks | other._ks, self, other)
     _i, _a = _sig_fmin.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_fmin.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_fmin.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3873,7 +3874,7 @@ def xlogy(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_xlogy.call(self._ks | other._ks, self, other)
+            return _A._op_xlogy.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_xlogy_1(*args, **kwargs)
     except TypeError:
@@ -3881,12 +3882,12 @@ def xlogy(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_xlogy_Scalar_Other.call(self._ks, self, other)
+            return _A._op_xlogy_Scalar_Other.call(self._ks, self, other)
     _i, _a = _sig_xlogy.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_xlogy.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_xlogy.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_xlogy_Scalar_Other.call(self._ks, self, _a['other'])
+        return _A._op_xlogy_Scalar_Other.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3908,10 +3909,10 @@ def xlogy_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_xlogy_.call(self._ks | other._ks, self, other)
+            return _A._op_xlogy_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_xlogy_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_xlogy_.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_xlogy_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -3943,14 +3944,14 @@ def max(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_max_other.call(self._ks | other._ks, self, other)
+            return _A._op_max_other.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_max_1(*args, **kwargs)
     except TypeError:
         _b = None
     if _b is not None:
         if True:
-            return _R._op_max.call(self._ks, self)
+            return _A._op_max.call(self._ks, self)
     try:
         _b = _bind_max_2(*args, **kwargs)
     except TypeError:
@@ -3958,14 +3959,14 @@ def max(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if type(dim) is int and type(keepdim) is bool:
-            return _R._op_max_dim.call(self._ks, self, dim, keepdim)
+            return _A._op_max_dim.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_max.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_max_other.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_max_other.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_max.call(self._ks, self)
+        return _A._op_max.call(self._ks, self)
     elif _i == 2:
-        return _R._op_max_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_max_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -3995,14 +3996,14 @@ def min(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_min_other.call(self._ks | other._ks, self, other)
+            return _A._op_min_other.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_min_1(*args, **kwargs)
     except TypeError:
         _b = None
     if _b is not None:
         if True:
-            return _R._op_min.call(self._ks, self)
+            return _A._op_min.call(self._ks, self)
     try:
         _b = _bind_min_2(*args, **kwargs)
     except TypeError:
@@ -4010,14 +4011,14 @@ def min(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if type(dim) is int and type(keepdim) is bool:
-            return _R._op_min_dim.call(self._ks, self, dim, keepdim)
+            return _A._op_min_dim.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_min.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_min_other.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_min_other.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_min.call(self._ks, self)
+        return _A._op_min.call(self._ks, self)
     elif _i == 2:
-        return _R._op_min_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_min_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -4043,7 +4044,7 @@ def bitwise_and(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_bitwise_and_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_bitwise_and_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_bitwise_and_1(*args, **kwargs)
     except TypeError:
@@ -4051,12 +4052,12 @@ def bitwise_and(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_bitwise_and_Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_and_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_and.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_and_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_bitwise_and_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_bitwise_and_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_and_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4082,7 +4083,7 @@ def bitwise_and_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_bitwise_and__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_bitwise_and__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_bitwise_and__1(*args, **kwargs)
     except TypeError:
@@ -4090,12 +4091,12 @@ def bitwise_and_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_bitwise_and__Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_and__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_and_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_and__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_bitwise_and__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_bitwise_and__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_and__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4121,7 +4122,7 @@ def bitwise_or(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_bitwise_or_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_bitwise_or_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_bitwise_or_1(*args, **kwargs)
     except TypeError:
@@ -4129,12 +4130,12 @@ def bitwise_or(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_bitwise_or_Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_or_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_or.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_or_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_bitwise_or_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_bitwise_or_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_or_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4160,7 +4161,7 @@ def bitwise_or_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_bitwise_or__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_bitwise_or__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_bitwise_or__1(*args, **kwargs)
     except TypeError:
@@ -4168,12 +4169,12 @@ def bitwise_or_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_bitwise_or__Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_or__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_or_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_or__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_bitwise_or__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_bitwise_or__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_or__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4199,7 +4200,7 @@ def bitwise_xor(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_bitwise_xor_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_bitwise_xor_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_bitwise_xor_1(*args, **kwargs)
     except TypeError:
@@ -4207,12 +4208,12 @@ def bitwise_xor(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_bitwise_xor_Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_xor_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_xor.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_xor_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_bitwise_xor_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_bitwise_xor_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_xor_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4238,7 +4239,7 @@ def bitwise_xor_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_bitwise_xor__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_bitwise_xor__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_bitwise_xor__1(*args, **kwargs)
     except TypeError:
@@ -4246,12 +4247,12 @@ def bitwise_xor_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_bitwise_xor__Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_xor__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_xor_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_xor__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_bitwise_xor__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_bitwise_xor__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_xor__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4277,7 +4278,7 @@ def bitwise_left_shift(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_bitwise_left_shift_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_bitwise_left_shift_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_bitwise_left_shift_1(*args, **kwargs)
     except TypeError:
@@ -4285,12 +4286,12 @@ def bitwise_left_shift(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_bitwise_left_shift_Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_left_shift_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_left_shift.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_left_shift_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_bitwise_left_shift_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_bitwise_left_shift_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_left_shift_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4316,7 +4317,7 @@ def bitwise_left_shift_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_bitwise_left_shift__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_bitwise_left_shift__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_bitwise_left_shift__1(*args, **kwargs)
     except TypeError:
@@ -4324,12 +4325,12 @@ def bitwise_left_shift_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_bitwise_left_shift__Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_left_shift__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_left_shift_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_left_shift__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_bitwise_left_shift__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_bitwise_left_shift__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_left_shift__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4355,7 +4356,7 @@ def bitwise_right_shift(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_bitwise_right_shift_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_bitwise_right_shift_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_bitwise_right_shift_1(*args, **kwargs)
     except TypeError:
@@ -4363,12 +4364,12 @@ def bitwise_right_shift(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_bitwise_right_shift_Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_right_shift_Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_right_shift.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_right_shift_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_bitwise_right_shift_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_bitwise_right_shift_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_right_shift_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4394,7 +4395,7 @@ def bitwise_right_shift_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_bitwise_right_shift__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_bitwise_right_shift__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_bitwise_right_shift__1(*args, **kwargs)
     except TypeError:
@@ -4402,12 +4403,12 @@ def bitwise_right_shift_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_bitwise_right_shift__Scalar.call(self._ks, self, other)
+            return _A._op_bitwise_right_shift__Scalar.call(self._ks, self, other)
     _i, _a = _sig_bitwise_right_shift_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bitwise_right_shift__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_bitwise_right_shift__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_bitwise_right_shift__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_bitwise_right_shift__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4429,10 +4430,10 @@ def logical_and(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_logical_and.call(self._ks | other._ks, self, other)
+            return _A._op_logical_and.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_and.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logical_and.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_logical_and.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4456,10 +4457,10 @@ def logical_and_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_logical_and_.call(self._ks | other._ks, self, other)
+            return _A._op_logical_and_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_and_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logical_and_.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_logical_and_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4483,10 +4484,10 @@ def logical_or(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_logical_or.call(self._ks | other._ks, self, other)
+            return _A._op_logical_or.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_or.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logical_or.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_logical_or.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4510,10 +4511,10 @@ def logical_or_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_logical_or_.call(self._ks | other._ks, self, other)
+            return _A._op_logical_or_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_or_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logical_or_.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_logical_or_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4537,10 +4538,10 @@ def logical_xor(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_logical_xor.call(self._ks | other._ks, self, other)
+            return _A._op_logical_xor.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_xor.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logical_xor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_logical_xor.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4564,10 +4565,10 @@ def logical_xor_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_logical_xor_.call(self._ks | other._ks, self, other)
+            return _A._op_logical_xor_.call(self._ks | other._ks, self, other)
     _i, _a = _sig_logical_xor_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logical_xor_.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_logical_xor_.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4595,7 +4596,7 @@ def eq(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_eq_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_eq_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_eq_1(*args, **kwargs)
     except TypeError:
@@ -4603,12 +4604,12 @@ def eq(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_eq_Scalar.call(self._ks, self, other)
+            return _A._op_eq_Scalar.call(self._ks, self, other)
     _i, _a = _sig_eq.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_eq_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_eq_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_eq_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_eq_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4634,7 +4635,7 @@ def eq_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_eq__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_eq__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_eq__1(*args, **kwargs)
     except TypeError:
@@ -4642,12 +4643,12 @@ def eq_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_eq__Scalar.call(self._ks, self, other)
+            return _A._op_eq__Scalar.call(self._ks, self, other)
     _i, _a = _sig_eq_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_eq__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_eq__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_eq__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_eq__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4673,7 +4674,7 @@ def ne(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_ne_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_ne_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_ne_1(*args, **kwargs)
     except TypeError:
@@ -4681,12 +4682,12 @@ def ne(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_ne_Scalar.call(self._ks, self, other)
+            return _A._op_ne_Scalar.call(self._ks, self, other)
     _i, _a = _sig_ne.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_ne_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_ne_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_ne_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_ne_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4712,7 +4713,7 @@ def ne_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_ne__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_ne__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_ne__1(*args, **kwargs)
     except TypeError:
@@ -4720,12 +4721,12 @@ def ne_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_ne__Scalar.call(self._ks, self, other)
+            return _A._op_ne__Scalar.call(self._ks, self, other)
     _i, _a = _sig_ne_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_ne__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_ne__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_ne__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_ne__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4751,7 +4752,7 @@ def lt(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_lt_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_lt_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_lt_1(*args, **kwargs)
     except TypeError:
@@ -4759,12 +4760,12 @@ def lt(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_lt_Scalar.call(self._ks, self, other)
+            return _A._op_lt_Scalar.call(self._ks, self, other)
     _i, _a = _sig_lt.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_lt_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_lt_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_lt_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_lt_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4790,7 +4791,7 @@ def lt_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_lt__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_lt__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_lt__1(*args, **kwargs)
     except TypeError:
@@ -4798,12 +4799,12 @@ def lt_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_lt__Scalar.call(self._ks, self, other)
+            return _A._op_lt__Scalar.call(self._ks, self, other)
     _i, _a = _sig_lt_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_lt__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_lt__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_lt__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_lt__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4829,7 +4830,7 @@ def le(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_le_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_le_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_le_1(*args, **kwargs)
     except TypeError:
@@ -4837,12 +4838,12 @@ def le(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_le_Scalar.call(self._ks, self, other)
+            return _A._op_le_Scalar.call(self._ks, self, other)
     _i, _a = _sig_le.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_le_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_le_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_le_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_le_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4868,7 +4869,7 @@ def le_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_le__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_le__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_le__1(*args, **kwargs)
     except TypeError:
@@ -4876,12 +4877,12 @@ def le_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_le__Scalar.call(self._ks, self, other)
+            return _A._op_le__Scalar.call(self._ks, self, other)
     _i, _a = _sig_le_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_le__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_le__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_le__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_le__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4907,7 +4908,7 @@ def gt(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_gt_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_gt_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_gt_1(*args, **kwargs)
     except TypeError:
@@ -4915,12 +4916,12 @@ def gt(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_gt_Scalar.call(self._ks, self, other)
+            return _A._op_gt_Scalar.call(self._ks, self, other)
     _i, _a = _sig_gt.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_gt_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_gt_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_gt_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_gt_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4946,7 +4947,7 @@ def gt_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_gt__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_gt__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_gt__1(*args, **kwargs)
     except TypeError:
@@ -4954,12 +4955,12 @@ def gt_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_gt__Scalar.call(self._ks, self, other)
+            return _A._op_gt__Scalar.call(self._ks, self, other)
     _i, _a = _sig_gt_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_gt__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_gt__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_gt__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_gt__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -4985,7 +4986,7 @@ def ge(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_ge_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_ge_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_ge_1(*args, **kwargs)
     except TypeError:
@@ -4993,12 +4994,12 @@ def ge(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_ge_Scalar.call(self._ks, self, other)
+            return _A._op_ge_Scalar.call(self._ks, self, other)
     _i, _a = _sig_ge.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_ge_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_ge_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_ge_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_ge_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5024,7 +5025,7 @@ def ge_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_ge__Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_ge__Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_ge__1(*args, **kwargs)
     except TypeError:
@@ -5032,12 +5033,12 @@ def ge_(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_ge__Scalar.call(self._ks, self, other)
+            return _A._op_ge__Scalar.call(self._ks, self, other)
     _i, _a = _sig_ge_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_ge__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_ge__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_ge__Scalar.call(self._ks, self, _a['other'])
+        return _A._op_ge__Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5063,7 +5064,7 @@ def greater(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_greater_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_greater_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_greater_1(*args, **kwargs)
     except TypeError:
@@ -5071,12 +5072,12 @@ def greater(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_greater_Scalar.call(self._ks, self, other)
+            return _A._op_greater_Scalar.call(self._ks, self, other)
     _i, _a = _sig_greater.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_greater_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_greater_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_greater_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_greater_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5102,7 +5103,7 @@ def greater_equal(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_greater_equal_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_greater_equal_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_greater_equal_1(*args, **kwargs)
     except TypeError:
@@ -5110,12 +5111,12 @@ def greater_equal(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_greater_equal_Scalar.call(self._ks, self, other)
+            return _A._op_greater_equal_Scalar.call(self._ks, self, other)
     _i, _a = _sig_greater_equal.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_greater_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_greater_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_greater_equal_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_greater_equal_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5141,7 +5142,7 @@ def less(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_less_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_less_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_less_1(*args, **kwargs)
     except TypeError:
@@ -5149,12 +5150,12 @@ def less(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_less_Scalar.call(self._ks, self, other)
+            return _A._op_less_Scalar.call(self._ks, self, other)
     _i, _a = _sig_less.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_less_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_less_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_less_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_less_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5180,7 +5181,7 @@ def less_equal(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_less_equal_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_less_equal_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_less_equal_1(*args, **kwargs)
     except TypeError:
@@ -5188,12 +5189,12 @@ def less_equal(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_less_equal_Scalar.call(self._ks, self, other)
+            return _A._op_less_equal_Scalar.call(self._ks, self, other)
     _i, _a = _sig_less_equal.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_less_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_less_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_less_equal_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_less_equal_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5219,7 +5220,7 @@ def not_equal(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_not_equal_Tensor.call(self._ks | other._ks, self, other)
+            return _A._op_not_equal_Tensor.call(self._ks | other._ks, self, other)
     try:
         _b = _bind_not_equal_1(*args, **kwargs)
     except TypeError:
@@ -5227,12 +5228,12 @@ def not_equal(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if type(other) in _NUMBERS:
-            return _R._op_not_equal_Scalar.call(self._ks, self, other)
+            return _A._op_not_equal_Scalar.call(self._ks, self, other)
     _i, _a = _sig_not_equal.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_not_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_not_equal_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
     elif _i == 1:
-        return _R._op_not_equal_Scalar.call(self._ks, self, _a['other'])
+        return _A._op_not_equal_Scalar.call(self._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5258,7 +5259,7 @@ def where(self, *args, **kwargs):
     if _b is not None:
         self, other = _b
         if isinstance(self, _Tensor) and isinstance(other, _Tensor):
-            return _R._op_where_self.call(self._ks | self._ks | other._ks, self, self, other)
+            return _A._op_where_self.call(self._ks | self._ks | other._ks, self, self, other)
     try:
         _b = _bind_where_1(*args, **kwargs)
     except TypeError:
@@ -5266,12 +5267,12 @@ def where(self, *args, **kwargs):
     if _b is not None:
         self, other = _b
         if isinstance(self, _Tensor) and type(other) in _NUMBERS:
-            return _R._op_where_ScalarOther.call(self._ks | self._ks, self, self, other)
+            return _A._op_where_ScalarOther.call(self._ks | self._ks, self, self, other)
     _i, _a = _sig_where.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_where_self.call(self._ks | _a['self']._ks | _a['other']._ks, self, _a['self'], _a['other'])
+        return _A._op_where_self.call(self._ks | _a['self']._ks | _a['other']._ks, self, _a['self'], _a['other'])
     elif _i == 1:
-        return _R._op_where_ScalarOther.call(self._ks | _a['self']._ks, self, _a['self'], _a['other'])
+        return _A._op_where_ScalarOther.call(self._ks | _a['self']._ks, self, _a['self'], _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -5297,7 +5298,7 @@ def clamp(self, *args, **kwargs):
     if _b is not None:
         min, max = _b
         if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
-            return _R._op_clamp.call(self._ks, self, min, max)
+            return _A._op_clamp.call(self._ks, self, min, max)
     try:
         _b = _bind_clamp_1(*args, **kwargs)
     except TypeError:
@@ -5305,12 +5306,12 @@ def clamp(self, *args, **kwargs):
     if _b is not None:
         min, max = _b
         if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
-            return _R._op_clamp_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
+            return _A._op_clamp_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
     _i, _a = _sig_clamp.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_clamp.call(self._ks, self, _a['min'], _a['max'])
+        return _A._op_clamp.call(self._ks, self, _a['min'], _a['max'])
     elif _i == 1:
-        return _R._op_clamp_Tensor.call(self._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), self, _a['min'], _a['max'])
+        return _A._op_clamp_Tensor.call(self._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), self, _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5336,7 +5337,7 @@ def clamp_(self, *args, **kwargs):
     if _b is not None:
         min, max = _b
         if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
-            return _R._op_clamp_.call(self._ks, self, min, max)
+            return _A._op_clamp_.call(self._ks, self, min, max)
     try:
         _b = _bind_clamp__1(*args, **kwargs)
     except TypeError:
@@ -5344,12 +5345,12 @@ def clamp_(self, *args, **kwargs):
     if _b is not None:
         min, max = _b
         if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
-            return _R._op_clamp__Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
+            return _A._op_clamp__Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
     _i, _a = _sig_clamp_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_clamp_.call(self._ks, self, _a['min'], _a['max'])
+        return _A._op_clamp_.call(self._ks, self, _a['min'], _a['max'])
     elif _i == 1:
-        return _R._op_clamp__Tensor.call(self._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), self, _a['min'], _a['max'])
+        return _A._op_clamp__Tensor.call(self._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), self, _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5375,7 +5376,7 @@ def clip(self, *args, **kwargs):
     if _b is not None:
         min, max = _b
         if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
-            return _R._op_clip.call(self._ks, self, min, max)
+            return _A._op_clip.call(self._ks, self, min, max)
     try:
         _b = _bind_clip_1(*args, **kwargs)
     except TypeError:
@@ -5383,12 +5384,12 @@ def clip(self, *args, **kwargs):
     if _b is not None:
         min, max = _b
         if (min is None or isinstance(min, _Tensor)) and (max is None or isinstance(max, _Tensor)):
-            return _R._op_clip_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
+            return _A._op_clip_Tensor.call(self._ks | _ks_opt(min) | _ks_opt(max), self, min, max)
     _i, _a = _sig_clip.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_clip.call(self._ks, self, _a['min'], _a['max'])
+        return _A._op_clip.call(self._ks, self, _a['min'], _a['max'])
     elif _i == 1:
-        return _R._op_clip_Tensor.call(self._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), self, _a['min'], _a['max'])
+        return _A._op_clip_Tensor.call(self._ks | _ks_opt(_a['min']) | _ks_opt(_a['max']), self, _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5410,10 +5411,10 @@ def clip_(self, *args, **kwargs):
     if _b is not None:
         min, max = _b
         if (min is None or type(min) in _NUMBERS) and (max is None or type(max) in _NUMBERS):
-            return _R._op_clip_.call(self._ks, self, min, max)
+            return _A._op_clip_.call(self._ks, self, min, max)
     _i, _a = _sig_clip_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_clip_.call(self._ks, self, _a['min'], _a['max'])
+        return _A._op_clip_.call(self._ks, self, _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5441,7 +5442,7 @@ def clamp_min(self, *args, **kwargs):
     if _b is not None:
         min, = _b
         if type(min) in _NUMBERS:
-            return _R._op_clamp_min.call(self._ks, self, min)
+            return _A._op_clamp_min.call(self._ks, self, min)
     try:
         _b = _bind_clamp_min_1(*args, **kwargs)
     except TypeError:
@@ -5449,12 +5450,12 @@ def clamp_min(self, *args, **kwargs):
     if _b is not None:
         min, = _b
         if isinstance(min, _Tensor):
-            return _R._op_clamp_min_Tensor.call(self._ks | min._ks, self, min)
+            return _A._op_clamp_min_Tensor.call(self._ks | min._ks, self, min)
     _i, _a = _sig_clamp_min.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_clamp_min.call(self._ks, self, _a['min'])
+        return _A._op_clamp_min.call(self._ks, self, _a['min'])
     elif _i == 1:
-        return _R._op_clamp_min_Tensor.call(self._ks | _a['min']._ks, self, _a['min'])
+        return _A._op_clamp_min_Tensor.call(self._ks | _a['min']._ks, self, _a['min'])
     raise AssertionError('unreachable')
 
 
@@ -5476,10 +5477,10 @@ def clamp_min_(self, *args, **kwargs):
     if _b is not None:
         min, = _b
         if type(min) in _NUMBERS:
-            return _R._op_clamp_min_.call(self._ks, self, min)
+            return _A._op_clamp_min_.call(self._ks, self, min)
     _i, _a = _sig_clamp_min_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_clamp_min_.call(self._ks, self, _a['min'])
+        return _A._op_clamp_min_.call(self._ks, self, _a['min'])
     raise AssertionError('unreachable')
 
 
@@ -5507,7 +5508,7 @@ def clamp_max(self, *args, **kwargs):
     if _b is not None:
         max, = _b
         if type(max) in _NUMBERS:
-            return _R._op_clamp_max.call(self._ks, self, max)
+            return _A._op_clamp_max.call(self._ks, self, max)
     try:
         _b = _bind_clamp_max_1(*args, **kwargs)
     except TypeError:
@@ -5515,12 +5516,12 @@ def clamp_max(self, *args, **kwargs):
     if _b is not None:
         max, = _b
         if isinstance(max, _Tensor):
-            return _R._op_clamp_max_Tensor.call(self._ks | max._ks, self, max)
+            return _A._op_clamp_max_Tensor.call(self._ks | max._ks, self, max)
     _i, _a = _sig_clamp_max.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_clamp_max.call(self._ks, self, _a['max'])
+        return _A._op_clamp_max.call(self._ks, self, _a['max'])
     elif _i == 1:
-        return _R._op_clamp_max_Tensor.call(self._ks | _a['max']._ks, self, _a['max'])
+        return _A._op_clamp_max_Tensor.call(self._ks | _a['max']._ks, self, _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5542,10 +5543,10 @@ def clamp_max_(self, *args, **kwargs):
     if _b is not None:
         max, = _b
         if type(max) in _NUMBERS:
-            return _R._op_clamp_max_.call(self._ks, self, max)
+            return _A._op_clamp_max_.call(self._ks, self, max)
     _i, _a = _sig_clamp_max_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_clamp_max_.call(self._ks, self, _a['max'])
+        return _A._op_clamp_max_.call(self._ks, self, _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -5573,7 +5574,7 @@ def lerp(self, *args, **kwargs):
     if _b is not None:
         end, weight = _b
         if isinstance(end, _Tensor) and type(weight) in _NUMBERS:
-            return _R._op_lerp_Scalar.call(self._ks | end._ks, self, end, weight)
+            return _A._op_lerp_Scalar.call(self._ks | end._ks, self, end, weight)
     try:
         _b = _bind_lerp_1(*args, **kwargs)
     except TypeError:
@@ -5581,12 +5582,12 @@ def lerp(self, *args, **kwargs):
     if _b is not None:
         end, weight = _b
         if isinstance(end, _Tensor) and isinstance(weight, _Tensor):
-            return _R._op_lerp_Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
+            return _A._op_lerp_Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
     _i, _a = _sig_lerp.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_lerp_Scalar.call(self._ks | _a['end']._ks, self, _a['end'], _a['weight'])
+        return _A._op_lerp_Scalar.call(self._ks | _a['end']._ks, self, _a['end'], _a['weight'])
     elif _i == 1:
-        return _R._op_lerp_Tensor.call(self._ks | _a['end']._ks | _a['weight']._ks, self, _a['end'], _a['weight'])
+        return _A._op_lerp_Tensor.call(self._ks | _a['end']._ks | _a['weight']._ks, self, _a['end'], _a['weight'])
     raise AssertionError('unreachable')
 
 
@@ -5612,7 +5613,7 @@ def lerp_(self, *args, **kwargs):
     if _b is not None:
         end, weight = _b
         if isinstance(end, _Tensor) and type(weight) in _NUMBERS:
-            return _R._op_lerp__Scalar.call(self._ks | end._ks, self, end, weight)
+            return _A._op_lerp__Scalar.call(self._ks | end._ks, self, end, weight)
     try:
         _b = _bind_lerp__1(*args, **kwargs)
     except TypeError:
@@ -5620,12 +5621,12 @@ def lerp_(self, *args, **kwargs):
     if _b is not None:
         end, weight = _b
         if isinstance(end, _Tensor) and isinstance(weight, _Tensor):
-            return _R._op_lerp__Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
+            return _A._op_lerp__Tensor.call(self._ks | end._ks | weight._ks, self, end, weight)
     _i, _a = _sig_lerp_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_lerp__Scalar.call(self._ks | _a['end']._ks, self, _a['end'], _a['weight'])
+        return _A._op_lerp__Scalar.call(self._ks | _a['end']._ks, self, _a['end'], _a['weight'])
     elif _i == 1:
-        return _R._op_lerp__Tensor.call(self._ks | _a['end']._ks | _a['weight']._ks, self, _a['end'], _a['weight'])
+        return _A._op_lerp__Tensor.call(self._ks | _a['end']._ks | _a['weight']._ks, self, _a['end'], _a['weight'])
     raise AssertionError('unreachable')
 
 
@@ -5647,10 +5648,10 @@ def addcmul(self, *args, **kwargs):
     if _b is not None:
         tensor1, tensor2, value = _b
         if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_addcmul.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
+            return _A._op_addcmul.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcmul.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_addcmul.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
+        return _A._op_addcmul.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -5674,10 +5675,10 @@ def addcmul_(self, *args, **kwargs):
     if _b is not None:
         tensor1, tensor2, value = _b
         if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_addcmul_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
+            return _A._op_addcmul_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcmul_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_addcmul_.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
+        return _A._op_addcmul_.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -5701,10 +5702,10 @@ def addcdiv(self, *args, **kwargs):
     if _b is not None:
         tensor1, tensor2, value = _b
         if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_addcdiv.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
+            return _A._op_addcdiv.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcdiv.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_addcdiv.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
+        return _A._op_addcdiv.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -5728,10 +5729,10 @@ def addcdiv_(self, *args, **kwargs):
     if _b is not None:
         tensor1, tensor2, value = _b
         if isinstance(tensor1, _Tensor) and isinstance(tensor2, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_addcdiv_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
+            return _A._op_addcdiv_.call(self._ks | tensor1._ks | tensor2._ks, self, tensor1, tensor2, value)
     _i, _a = _sig_addcdiv_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_addcdiv_.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
+        return _A._op_addcdiv_.call(self._ks | _a['tensor1']._ks | _a['tensor2']._ks, self, _a['tensor1'], _a['tensor2'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -5759,7 +5760,7 @@ def sum(self, *args, **kwargs):
     if _b is not None:
         dtype, = _b
         if (dtype is None or type(dtype) is _dtype):
-            return _R._op_sum.call(self._ks, self, dtype)
+            return _A._op_sum.call(self._ks, self, dtype)
     try:
         _b = _bind_sum_1(*args, **kwargs)
     except TypeError:
@@ -5767,12 +5768,12 @@ def sum(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim, dtype = _b
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_sum_dim_IntList.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_sum_dim_IntList.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_sum.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sum.call(self._ks, self, _a['dtype'])
+        return _A._op_sum.call(self._ks, self, _a['dtype'])
     elif _i == 1:
-        return _R._op_sum_dim_IntList.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_sum_dim_IntList.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -5798,7 +5799,7 @@ def nansum(self, *args, **kwargs):
     if _b is not None:
         dtype, = _b
         if (dtype is None or type(dtype) is _dtype):
-            return _R._op_nansum.call(self._ks, self, dtype)
+            return _A._op_nansum.call(self._ks, self, dtype)
     try:
         _b = _bind_nansum_1(*args, **kwargs)
     except TypeError:
@@ -5806,12 +5807,12 @@ def nansum(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim, dtype = _b
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_nansum_dim_IntList.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_nansum_dim_IntList.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nansum.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_nansum.call(self._ks, self, _a['dtype'])
+        return _A._op_nansum.call(self._ks, self, _a['dtype'])
     elif _i == 1:
-        return _R._op_nansum_dim_IntList.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_nansum_dim_IntList.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -5837,7 +5838,7 @@ def prod(self, *args, **kwargs):
     if _b is not None:
         dtype, = _b
         if (dtype is None or type(dtype) is _dtype):
-            return _R._op_prod.call(self._ks, self, dtype)
+            return _A._op_prod.call(self._ks, self, dtype)
     try:
         _b = _bind_prod_1(*args, **kwargs)
     except TypeError:
@@ -5845,12 +5846,12 @@ def prod(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim, dtype = _b
         if type(dim) is int and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_prod_dim_int.call(self._ks, self, dim, keepdim, dtype)
+            return _A._op_prod_dim_int.call(self._ks, self, dim, keepdim, dtype)
     _i, _a = _sig_prod.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_prod.call(self._ks, self, _a['dtype'])
+        return _A._op_prod.call(self._ks, self, _a['dtype'])
     elif _i == 1:
-        return _R._op_prod_dim_int.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_prod_dim_int.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -5876,7 +5877,7 @@ def mean(self, *args, **kwargs):
     if _b is not None:
         dtype, = _b
         if (dtype is None or type(dtype) is _dtype):
-            return _R._op_mean.call(self._ks, self, dtype)
+            return _A._op_mean.call(self._ks, self, dtype)
     try:
         _b = _bind_mean_1(*args, **kwargs)
     except TypeError:
@@ -5884,12 +5885,12 @@ def mean(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim, dtype = _b
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_mean_dim.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_mean_dim.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_mean.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_mean.call(self._ks, self, _a['dtype'])
+        return _A._op_mean.call(self._ks, self, _a['dtype'])
     elif _i == 1:
-        return _R._op_mean_dim.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_mean_dim.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -5915,7 +5916,7 @@ def nanmean(self, *args, **kwargs):
     if _b is not None:
         dtype, = _b
         if (dtype is None or type(dtype) is _dtype):
-            return _R._op_nanmean.call(self._ks, self, dtype)
+            return _A._op_nanmean.call(self._ks, self, dtype)
     try:
         _b = _bind_nanmean_1(*args, **kwargs)
     except TypeError:
@@ -5923,12 +5924,12 @@ def nanmean(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim, dtype = _b
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(keepdim) is bool and (dtype is None or type(dtype) is _dtype):
-            return _R._op_nanmean_dim.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
+            return _A._op_nanmean_dim.call(self._ks, self, (None if dim is None else dim_), keepdim, dtype)
     _i, _a = _sig_nanmean.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_nanmean.call(self._ks, self, _a['dtype'])
+        return _A._op_nanmean.call(self._ks, self, _a['dtype'])
     elif _i == 1:
-        return _R._op_nanmean_dim.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
+        return _A._op_nanmean_dim.call(self._ks, self, _a['dim'], _a['keepdim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -5958,7 +5959,7 @@ def var(self, *args, **kwargs):
     if _b is not None:
         unbiased, = _b
         if type(unbiased) is bool:
-            return _R._op_var.call(self._ks, self, unbiased)
+            return _A._op_var.call(self._ks, self, unbiased)
     try:
         _b = _bind_var_1(*args, **kwargs)
     except TypeError:
@@ -5966,7 +5967,7 @@ def var(self, *args, **kwargs):
     if _b is not None:
         dim, unbiased, keepdim = _b
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
-            return _R._op_var_dim.call(self._ks, self, (None if dim is None else dim_), unbiased, keepdim)
+            return _A._op_var_dim.call(self._ks, self, (None if dim is None else dim_), unbiased, keepdim)
     try:
         if args and type(args[0]) is int:
             _b = _bind_var_2(args, **kwargs)
@@ -5977,14 +5978,14 @@ def var(self, *args, **kwargs):
     if _b is not None:
         dim, correction, keepdim = _b
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
-            return _R._op_var_correction.call(self._ks, self, (None if dim is None else dim_), correction, keepdim)
+            return _A._op_var_correction.call(self._ks, self, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_var.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_var.call(self._ks, self, _a['unbiased'])
+        return _A._op_var.call(self._ks, self, _a['unbiased'])
     elif _i == 1:
-        return _R._op_var_dim.call(self._ks, self, _a['dim'], _a['unbiased'], _a['keepdim'])
+        return _A._op_var_dim.call(self._ks, self, _a['dim'], _a['unbiased'], _a['keepdim'])
     elif _i == 2:
-        return _R._op_var_correction.call(self._ks, self, _a['dim'], _a['correction'], _a['keepdim'])
+        return _A._op_var_correction.call(self._ks, self, _a['dim'], _a['correction'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6014,7 +6015,7 @@ def std(self, *args, **kwargs):
     if _b is not None:
         unbiased, = _b
         if type(unbiased) is bool:
-            return _R._op_std.call(self._ks, self, unbiased)
+            return _A._op_std.call(self._ks, self, unbiased)
     try:
         _b = _bind_std_1(*args, **kwargs)
     except TypeError:
@@ -6022,7 +6023,7 @@ def std(self, *args, **kwargs):
     if _b is not None:
         dim, unbiased, keepdim = _b
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and type(unbiased) is bool and type(keepdim) is bool:
-            return _R._op_std_dim.call(self._ks, self, (None if dim is None else dim_), unbiased, keepdim)
+            return _A._op_std_dim.call(self._ks, self, (None if dim is None else dim_), unbiased, keepdim)
     try:
         if args and type(args[0]) is int:
             _b = _bind_std_2(args, **kwargs)
@@ -6033,14 +6034,14 @@ def std(self, *args, **kwargs):
     if _b is not None:
         dim, correction, keepdim = _b
         if (dim is None or (dim_ := _ints(dim, True)) is not None) and (correction is None or type(correction) in _NUMBERS) and type(keepdim) is bool:
-            return _R._op_std_correction.call(self._ks, self, (None if dim is None else dim_), correction, keepdim)
+            return _A._op_std_correction.call(self._ks, self, (None if dim is None else dim_), correction, keepdim)
     _i, _a = _sig_std.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_std.call(self._ks, self, _a['unbiased'])
+        return _A._op_std.call(self._ks, self, _a['unbiased'])
     elif _i == 1:
-        return _R._op_std_dim.call(self._ks, self, _a['dim'], _a['unbiased'], _a['keepdim'])
+        return _A._op_std_dim.call(self._ks, self, _a['dim'], _a['unbiased'], _a['keepdim'])
     elif _i == 2:
-        return _R._op_std_correction.call(self._ks, self, _a['dim'], _a['correction'], _a['keepdim'])
+        return _A._op_std_correction.call(self._ks, self, _a['dim'], _a['correction'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6062,10 +6063,10 @@ def amax(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
-            return _R._op_amax.call(self._ks, self, dim_, keepdim)
+            return _A._op_amax.call(self._ks, self, dim_, keepdim)
     _i, _a = _sig_amax.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_amax.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_amax.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6089,10 +6090,10 @@ def amin(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
-            return _R._op_amin.call(self._ks, self, dim_, keepdim)
+            return _A._op_amin.call(self._ks, self, dim_, keepdim)
     _i, _a = _sig_amin.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_amin.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_amin.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6116,10 +6117,10 @@ def aminmax(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if (dim is None or type(dim) is int) and type(keepdim) is bool:
-            return _R._op_aminmax.call(self._ks, self, dim, keepdim)
+            return _A._op_aminmax.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_aminmax.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_aminmax.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_aminmax.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6143,10 +6144,10 @@ def argmax(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if (dim is None or type(dim) is int) and type(keepdim) is bool:
-            return _R._op_argmax.call(self._ks, self, dim, keepdim)
+            return _A._op_argmax.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_argmax.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_argmax.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_argmax.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6170,10 +6171,10 @@ def argmin(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if (dim is None or type(dim) is int) and type(keepdim) is bool:
-            return _R._op_argmin.call(self._ks, self, dim, keepdim)
+            return _A._op_argmin.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_argmin.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_argmin.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_argmin.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6197,10 +6198,10 @@ def logsumexp(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
-            return _R._op_logsumexp.call(self._ks, self, dim_, keepdim)
+            return _A._op_logsumexp.call(self._ks, self, dim_, keepdim)
     _i, _a = _sig_logsumexp.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logsumexp.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_logsumexp.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6231,7 +6232,7 @@ def all(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_all.call(self._ks, self)
+            return _A._op_all.call(self._ks, self)
     try:
         _b = _bind_all_1(*args, **kwargs)
     except TypeError:
@@ -6239,7 +6240,7 @@ def all(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if type(dim) is int and type(keepdim) is bool:
-            return _R._op_all_dim.call(self._ks, self, dim, keepdim)
+            return _A._op_all_dim.call(self._ks, self, dim, keepdim)
     try:
         _b = _bind_all_2(*args, **kwargs)
     except TypeError:
@@ -6247,14 +6248,14 @@ def all(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
-            return _R._op_all_dims.call(self._ks, self, (None if dim is None else dim_), keepdim)
+            return _A._op_all_dims.call(self._ks, self, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_all.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_all.call(self._ks, self)
+        return _A._op_all.call(self._ks, self)
     elif _i == 1:
-        return _R._op_all_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_all_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
     elif _i == 2:
-        return _R._op_all_dims.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_all_dims.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6283,7 +6284,7 @@ def any(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_any.call(self._ks, self)
+            return _A._op_any.call(self._ks, self)
     try:
         _b = _bind_any_1(*args, **kwargs)
     except TypeError:
@@ -6291,7 +6292,7 @@ def any(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if type(dim) is int and type(keepdim) is bool:
-            return _R._op_any_dim.call(self._ks, self, dim, keepdim)
+            return _A._op_any_dim.call(self._ks, self, dim, keepdim)
     try:
         _b = _bind_any_2(*args, **kwargs)
     except TypeError:
@@ -6299,14 +6300,14 @@ def any(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if (dim is None or (dim_ := _ints(dim, False)) is not None) and type(keepdim) is bool:
-            return _R._op_any_dims.call(self._ks, self, (None if dim is None else dim_), keepdim)
+            return _A._op_any_dims.call(self._ks, self, (None if dim is None else dim_), keepdim)
     _i, _a = _sig_any.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_any.call(self._ks, self)
+        return _A._op_any.call(self._ks, self)
     elif _i == 1:
-        return _R._op_any_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_any_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
     elif _i == 2:
-        return _R._op_any_dims.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_any_dims.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6335,7 +6336,7 @@ def count_nonzero(self, *args, **kwargs):
     if _b is not None:
         dim, = _b
         if (dim_ := _ints(dim, False)) is not None:
-            return _R._op_count_nonzero_dim_IntList.call(self._ks, self, dim_)
+            return _A._op_count_nonzero_dim_IntList.call(self._ks, self, dim_)
     try:
         _b = _bind_count_nonzero_1(*args, **kwargs)
     except TypeError:
@@ -6343,12 +6344,12 @@ def count_nonzero(self, *args, **kwargs):
     if _b is not None:
         dim, = _b
         if (dim is None or type(dim) is int):
-            return _R._op_count_nonzero.call(self._ks, self, dim)
+            return _A._op_count_nonzero.call(self._ks, self, dim)
     _i, _a = _sig_count_nonzero.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_count_nonzero_dim_IntList.call(self._ks, self, _a['dim'])
+        return _A._op_count_nonzero_dim_IntList.call(self._ks, self, _a['dim'])
     elif _i == 1:
-        return _R._op_count_nonzero.call(self._ks, self, _a['dim'])
+        return _A._op_count_nonzero.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -6370,10 +6371,10 @@ def cumsum(self, *args, **kwargs):
     if _b is not None:
         dim, dtype = _b
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
-            return _R._op_cumsum.call(self._ks, self, dim, dtype)
+            return _A._op_cumsum.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumsum.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cumsum.call(self._ks, self, _a['dim'], _a['dtype'])
+        return _A._op_cumsum.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -6397,10 +6398,10 @@ def cumsum_(self, *args, **kwargs):
     if _b is not None:
         dim, dtype = _b
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
-            return _R._op_cumsum_.call(self._ks, self, dim, dtype)
+            return _A._op_cumsum_.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumsum_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cumsum_.call(self._ks, self, _a['dim'], _a['dtype'])
+        return _A._op_cumsum_.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -6424,10 +6425,10 @@ def cumprod(self, *args, **kwargs):
     if _b is not None:
         dim, dtype = _b
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
-            return _R._op_cumprod.call(self._ks, self, dim, dtype)
+            return _A._op_cumprod.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumprod.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cumprod.call(self._ks, self, _a['dim'], _a['dtype'])
+        return _A._op_cumprod.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -6451,10 +6452,10 @@ def cumprod_(self, *args, **kwargs):
     if _b is not None:
         dim, dtype = _b
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
-            return _R._op_cumprod_.call(self._ks, self, dim, dtype)
+            return _A._op_cumprod_.call(self._ks, self, dim, dtype)
     _i, _a = _sig_cumprod_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cumprod_.call(self._ks, self, _a['dim'], _a['dtype'])
+        return _A._op_cumprod_.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -6478,10 +6479,10 @@ def logcumsumexp(self, *args, **kwargs):
     if _b is not None:
         dim, = _b
         if type(dim) is int:
-            return _R._op_logcumsumexp.call(self._ks, self, dim)
+            return _A._op_logcumsumexp.call(self._ks, self, dim)
     _i, _a = _sig_logcumsumexp.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_logcumsumexp.call(self._ks, self, _a['dim'])
+        return _A._op_logcumsumexp.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -6505,10 +6506,10 @@ def cummax(self, *args, **kwargs):
     if _b is not None:
         dim, = _b
         if type(dim) is int:
-            return _R._op_cummax.call(self._ks, self, dim)
+            return _A._op_cummax.call(self._ks, self, dim)
     _i, _a = _sig_cummax.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cummax.call(self._ks, self, _a['dim'])
+        return _A._op_cummax.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -6532,10 +6533,10 @@ def cummin(self, *args, **kwargs):
     if _b is not None:
         dim, = _b
         if type(dim) is int:
-            return _R._op_cummin.call(self._ks, self, dim)
+            return _A._op_cummin.call(self._ks, self, dim)
     _i, _a = _sig_cummin.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cummin.call(self._ks, self, _a['dim'])
+        return _A._op_cummin.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -6563,7 +6564,7 @@ def sort(self, *args, **kwargs):
     if _b is not None:
         dim, descending = _b
         if type(dim) is int and type(descending) is bool:
-            return _R._op_sort.call(self._ks, self, dim, descending)
+            return _A._op_sort.call(self._ks, self, dim, descending)
     try:
         _b = _bind_sort_1(*args, **kwargs)
     except TypeError:
@@ -6571,12 +6572,12 @@ def sort(self, *args, **kwargs):
     if _b is not None:
         stable, dim, descending = _b
         if (stable is None or type(stable) is bool) and type(dim) is int and type(descending) is bool:
-            return _R._op_sort_stable.call(self._ks, self, stable, dim, descending)
+            return _A._op_sort_stable.call(self._ks, self, stable, dim, descending)
     _i, _a = _sig_sort.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sort.call(self._ks, self, _a['dim'], _a['descending'])
+        return _A._op_sort.call(self._ks, self, _a['dim'], _a['descending'])
     elif _i == 1:
-        return _R._op_sort_stable.call(self._ks, self, _a['stable'], _a['dim'], _a['descending'])
+        return _A._op_sort_stable.call(self._ks, self, _a['stable'], _a['dim'], _a['descending'])
     raise AssertionError('unreachable')
 
 
@@ -6602,7 +6603,7 @@ def argsort(self, *args, **kwargs):
     if _b is not None:
         dim, descending = _b
         if type(dim) is int and type(descending) is bool:
-            return _R._op_argsort.call(self._ks, self, dim, descending)
+            return _A._op_argsort.call(self._ks, self, dim, descending)
     try:
         _b = _bind_argsort_1(*args, **kwargs)
     except TypeError:
@@ -6610,12 +6611,12 @@ def argsort(self, *args, **kwargs):
     if _b is not None:
         stable, dim, descending = _b
         if type(stable) is bool and type(dim) is int and type(descending) is bool:
-            return _R._op_argsort_stable.call(self._ks, self, stable, dim, descending)
+            return _A._op_argsort_stable.call(self._ks, self, stable, dim, descending)
     _i, _a = _sig_argsort.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_argsort.call(self._ks, self, _a['dim'], _a['descending'])
+        return _A._op_argsort.call(self._ks, self, _a['dim'], _a['descending'])
     elif _i == 1:
-        return _R._op_argsort_stable.call(self._ks, self, _a['stable'], _a['dim'], _a['descending'])
+        return _A._op_argsort_stable.call(self._ks, self, _a['stable'], _a['dim'], _a['descending'])
     raise AssertionError('unreachable')
 
 
@@ -6637,10 +6638,10 @@ def topk(self, *args, **kwargs):
     if _b is not None:
         k, dim, largest, sorted = _b
         if type(k) is int and type(dim) is int and type(largest) is bool and type(sorted) is bool:
-            return _R._op_topk.call(self._ks, self, k, dim, largest, sorted)
+            return _A._op_topk.call(self._ks, self, k, dim, largest, sorted)
     _i, _a = _sig_topk.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_topk.call(self._ks, self, _a['k'], _a['dim'], _a['largest'], _a['sorted'])
+        return _A._op_topk.call(self._ks, self, _a['k'], _a['dim'], _a['largest'], _a['sorted'])
     raise AssertionError('unreachable')
 
 
@@ -6664,10 +6665,10 @@ def kthvalue(self, *args, **kwargs):
     if _b is not None:
         k, dim, keepdim = _b
         if type(k) is int and type(dim) is int and type(keepdim) is bool:
-            return _R._op_kthvalue.call(self._ks, self, k, dim, keepdim)
+            return _A._op_kthvalue.call(self._ks, self, k, dim, keepdim)
     _i, _a = _sig_kthvalue.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_kthvalue.call(self._ks, self, _a['k'], _a['dim'], _a['keepdim'])
+        return _A._op_kthvalue.call(self._ks, self, _a['k'], _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6694,7 +6695,7 @@ def median(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_median.call(self._ks, self)
+            return _A._op_median.call(self._ks, self)
     try:
         _b = _bind_median_1(*args, **kwargs)
     except TypeError:
@@ -6702,12 +6703,12 @@ def median(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if type(dim) is int and type(keepdim) is bool:
-            return _R._op_median_dim.call(self._ks, self, dim, keepdim)
+            return _A._op_median_dim.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_median.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_median.call(self._ks, self)
+        return _A._op_median.call(self._ks, self)
     elif _i == 1:
-        return _R._op_median_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_median_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6729,10 +6730,10 @@ def mode(self, *args, **kwargs):
     if _b is not None:
         dim, keepdim = _b
         if type(dim) is int and type(keepdim) is bool:
-            return _R._op_mode.call(self._ks, self, dim, keepdim)
+            return _A._op_mode.call(self._ks, self, dim, keepdim)
     _i, _a = _sig_mode.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_mode.call(self._ks, self, _a['dim'], _a['keepdim'])
+        return _A._op_mode.call(self._ks, self, _a['dim'], _a['keepdim'])
     raise AssertionError('unreachable')
 
 
@@ -6760,7 +6761,7 @@ def quantile(self, *args, **kwargs):
     if _b is not None:
         q, dim, keepdim, interpolation = _b
         if isinstance(q, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
-            return _R._op_quantile.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
+            return _A._op_quantile.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
     try:
         _b = _bind_quantile_1(*args, **kwargs)
     except TypeError:
@@ -6768,12 +6769,12 @@ def quantile(self, *args, **kwargs):
     if _b is not None:
         q, dim, keepdim, interpolation = _b
         if type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
-            return _R._op_quantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
+            return _A._op_quantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
     _i, _a = _sig_quantile.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_quantile.call(self._ks | _a['q']._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
+        return _A._op_quantile.call(self._ks | _a['q']._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     elif _i == 1:
-        return _R._op_quantile_scalar.call(self._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
+        return _A._op_quantile_scalar.call(self._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     raise AssertionError('unreachable')
 
 
@@ -6799,7 +6800,7 @@ def nanquantile(self, *args, **kwargs):
     if _b is not None:
         q, dim, keepdim, interpolation = _b
         if isinstance(q, _Tensor) and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
-            return _R._op_nanquantile.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
+            return _A._op_nanquantile.call(self._ks | q._ks, self, q, dim, keepdim, interpolation)
     try:
         _b = _bind_nanquantile_1(*args, **kwargs)
     except TypeError:
@@ -6807,12 +6808,12 @@ def nanquantile(self, *args, **kwargs):
     if _b is not None:
         q, dim, keepdim, interpolation = _b
         if type(q) is float and (dim is None or type(dim) is int) and type(keepdim) is bool and type(interpolation) is str:
-            return _R._op_nanquantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
+            return _A._op_nanquantile_scalar.call(self._ks, self, q, dim, keepdim, interpolation)
     _i, _a = _sig_nanquantile.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_nanquantile.call(self._ks | _a['q']._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
+        return _A._op_nanquantile.call(self._ks | _a['q']._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     elif _i == 1:
-        return _R._op_nanquantile_scalar.call(self._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
+        return _A._op_nanquantile_scalar.call(self._ks, self, _a['q'], _a['dim'], _a['keepdim'], _a['interpolation'])
     raise AssertionError('unreachable')
 
 
@@ -6834,10 +6835,10 @@ def bincount(self, *args, **kwargs):
     if _b is not None:
         weights, minlength = _b
         if (weights is None or isinstance(weights, _Tensor)) and type(minlength) is int:
-            return _R._op_bincount.call(self._ks | _ks_opt(weights), self, weights, minlength)
+            return _A._op_bincount.call(self._ks | _ks_opt(weights), self, weights, minlength)
     _i, _a = _sig_bincount.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bincount.call(self._ks | _ks_opt(_a['weights']), self, _a['weights'], _a['minlength'])
+        return _A._op_bincount.call(self._ks | _ks_opt(_a['weights']), self, _a['weights'], _a['minlength'])
     raise AssertionError('unreachable')
 
 
@@ -6861,10 +6862,10 @@ def histc(self, *args, **kwargs):
     if _b is not None:
         bins, min, max = _b
         if type(bins) is int and type(min) in _NUMBERS and type(max) in _NUMBERS:
-            return _R._op_histc.call(self._ks, self, bins, min, max)
+            return _A._op_histc.call(self._ks, self, bins, min, max)
     _i, _a = _sig_histc.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_histc.call(self._ks, self, _a['bins'], _a['min'], _a['max'])
+        return _A._op_histc.call(self._ks, self, _a['bins'], _a['min'], _a['max'])
     raise AssertionError('unreachable')
 
 
@@ -6892,7 +6893,7 @@ def norm(self, *args, **kwargs):
     if _b is not None:
         p, dim, keepdim = _b
         if (p is None or type(p) in _NUMBERS) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
-            return _R._op_norm_ScalarOpt_dim.call(self._ks, self, p, dim_, keepdim)
+            return _A._op_norm_ScalarOpt_dim.call(self._ks, self, p, dim_, keepdim)
     try:
         _b = _bind_norm_1(*args, **kwargs)
     except TypeError:
@@ -6900,12 +6901,12 @@ def norm(self, *args, **kwargs):
     if _b is not None:
         p, = _b
         if type(p) in _NUMBERS:
-            return _R._op_norm_Scalar.call(self._ks, self, p)
+            return _A._op_norm_Scalar.call(self._ks, self, p)
     _i, _a = _sig_norm.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_norm_ScalarOpt_dim.call(self._ks, self, _a['p'], _a['dim'], _a['keepdim'])
+        return _A._op_norm_ScalarOpt_dim.call(self._ks, self, _a['p'], _a['dim'], _a['keepdim'])
     elif _i == 1:
-        return _R._op_norm_Scalar.call(self._ks, self, _a['p'])
+        return _A._op_norm_Scalar.call(self._ks, self, _a['p'])
     raise AssertionError('unreachable')
 
 
@@ -6934,7 +6935,7 @@ def view(self, *args, **kwargs):
     if _b is not None:
         size, = _b
         if (size_ := _ints(size, False)) is not None:
-            return _R._op_view.call(self._ks, self, size_)
+            return _A._op_view.call(self._ks, self, size_)
     try:
         _b = _bind_view_1(*args, **kwargs)
     except TypeError:
@@ -6942,12 +6943,12 @@ def view(self, *args, **kwargs):
     if _b is not None:
         dtype, = _b
         if (dtype is None or type(dtype) is _dtype):
-            return _R._op_view_dtype.call(self._ks, self, dtype)
+            return _A._op_view_dtype.call(self._ks, self, dtype)
     _i, _a = _sig_view.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_view.call(self._ks, self, _a['size'])
+        return _A._op_view.call(self._ks, self, _a['size'])
     elif _i == 1:
-        return _R._op_view_dtype.call(self._ks, self, _a['dtype'])
+        return _A._op_view_dtype.call(self._ks, self, _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -6972,10 +6973,10 @@ def reshape(self, *args, **kwargs):
     if _b is not None:
         shape, = _b
         if (shape_ := _ints(shape, False)) is not None:
-            return _R._op_reshape.call(self._ks, self, shape_)
+            return _A._op_reshape.call(self._ks, self, shape_)
     _i, _a = _sig_reshape.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_reshape.call(self._ks, self, _a['shape'])
+        return _A._op_reshape.call(self._ks, self, _a['shape'])
     raise AssertionError('unreachable')
 
 
@@ -6999,10 +7000,10 @@ def view_as(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_view_as.call(self._ks | other._ks, self, other)
+            return _A._op_view_as.call(self._ks | other._ks, self, other)
     _i, _a = _sig_view_as.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_view_as.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_view_as.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -7026,10 +7027,10 @@ def reshape_as(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_reshape_as.call(self._ks | other._ks, self, other)
+            return _A._op_reshape_as.call(self._ks | other._ks, self, other)
     _i, _a = _sig_reshape_as.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_reshape_as.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_reshape_as.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -7053,10 +7054,10 @@ def as_strided(self, *args, **kwargs):
     if _b is not None:
         size, stride, storage_offset = _b
         if (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
-            return _R._op_as_strided.call(self._ks, self, size_, stride_, storage_offset)
+            return _A._op_as_strided.call(self._ks, self, size_, stride_, storage_offset)
     _i, _a = _sig_as_strided.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_as_strided.call(self._ks, self, _a['size'], _a['stride'], _a['storage_offset'])
+        return _A._op_as_strided.call(self._ks, self, _a['size'], _a['stride'], _a['storage_offset'])
     raise AssertionError('unreachable')
 
 
@@ -7079,10 +7080,10 @@ def t(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_t.call(self._ks, self)
+            return _A._op_t.call(self._ks, self)
     _i, _a = _sig_t.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_t.call(self._ks, self)
+        return _A._op_t.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -7106,10 +7107,10 @@ def transpose(self, *args, **kwargs):
     if _b is not None:
         dim0, dim1 = _b
         if type(dim0) is int and type(dim1) is int:
-            return _R._op_transpose_int.call(self._ks, self, dim0, dim1)
+            return _A._op_transpose_int.call(self._ks, self, dim0, dim1)
     _i, _a = _sig_transpose.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_transpose_int.call(self._ks, self, _a['dim0'], _a['dim1'])
+        return _A._op_transpose_int.call(self._ks, self, _a['dim0'], _a['dim1'])
     raise AssertionError('unreachable')
 
 
@@ -7133,10 +7134,10 @@ def swapaxes(self, *args, **kwargs):
     if _b is not None:
         axis0, axis1 = _b
         if type(axis0) is int and type(axis1) is int:
-            return _R._op_swapaxes.call(self._ks, self, axis0, axis1)
+            return _A._op_swapaxes.call(self._ks, self, axis0, axis1)
     _i, _a = _sig_swapaxes.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_swapaxes.call(self._ks, self, _a['axis0'], _a['axis1'])
+        return _A._op_swapaxes.call(self._ks, self, _a['axis0'], _a['axis1'])
     raise AssertionError('unreachable')
 
 
@@ -7160,10 +7161,10 @@ def swapdims(self, *args, **kwargs):
     if _b is not None:
         dim0, dim1 = _b
         if type(dim0) is int and type(dim1) is int:
-            return _R._op_swapdims.call(self._ks, self, dim0, dim1)
+            return _A._op_swapdims.call(self._ks, self, dim0, dim1)
     _i, _a = _sig_swapdims.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_swapdims.call(self._ks, self, _a['dim0'], _a['dim1'])
+        return _A._op_swapdims.call(self._ks, self, _a['dim0'], _a['dim1'])
     raise AssertionError('unreachable')
 
 
@@ -7190,10 +7191,10 @@ def permute(self, *args, **kwargs):
     if _b is not None:
         dims, = _b
         if (dims_ := _ints(dims, False)) is not None:
-            return _R._op_permute.call(self._ks, self, dims_)
+            return _A._op_permute.call(self._ks, self, dims_)
     _i, _a = _sig_permute.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_permute.call(self._ks, self, _a['dims'])
+        return _A._op_permute.call(self._ks, self, _a['dims'])
     raise AssertionError('unreachable')
 
 
@@ -7221,7 +7222,7 @@ def movedim(self, *args, **kwargs):
     if _b is not None:
         source, destination = _b
         if (source_ := _ints(source, False)) is not None and (destination_ := _ints(destination, False)) is not None:
-            return _R._op_movedim_intlist.call(self._ks, self, source_, destination_)
+            return _A._op_movedim_intlist.call(self._ks, self, source_, destination_)
     try:
         _b = _bind_movedim_1(*args, **kwargs)
     except TypeError:
@@ -7229,12 +7230,12 @@ def movedim(self, *args, **kwargs):
     if _b is not None:
         source, destination = _b
         if type(source) is int and type(destination) is int:
-            return _R._op_movedim_int.call(self._ks, self, source, destination)
+            return _A._op_movedim_int.call(self._ks, self, source, destination)
     _i, _a = _sig_movedim.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_movedim_intlist.call(self._ks, self, _a['source'], _a['destination'])
+        return _A._op_movedim_intlist.call(self._ks, self, _a['source'], _a['destination'])
     elif _i == 1:
-        return _R._op_movedim_int.call(self._ks, self, _a['source'], _a['destination'])
+        return _A._op_movedim_int.call(self._ks, self, _a['source'], _a['destination'])
     raise AssertionError('unreachable')
 
 
@@ -7260,7 +7261,7 @@ def moveaxis(self, *args, **kwargs):
     if _b is not None:
         source, destination = _b
         if (source_ := _ints(source, False)) is not None and (destination_ := _ints(destination, False)) is not None:
-            return _R._op_moveaxis_intlist.call(self._ks, self, source_, destination_)
+            return _A._op_moveaxis_intlist.call(self._ks, self, source_, destination_)
     try:
         _b = _bind_moveaxis_1(*args, **kwargs)
     except TypeError:
@@ -7268,12 +7269,12 @@ def moveaxis(self, *args, **kwargs):
     if _b is not None:
         source, destination = _b
         if type(source) is int and type(destination) is int:
-            return _R._op_moveaxis_int.call(self._ks, self, source, destination)
+            return _A._op_moveaxis_int.call(self._ks, self, source, destination)
     _i, _a = _sig_moveaxis.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_moveaxis_intlist.call(self._ks, self, _a['source'], _a['destination'])
+        return _A._op_moveaxis_intlist.call(self._ks, self, _a['source'], _a['destination'])
     elif _i == 1:
-        return _R._op_moveaxis_int.call(self._ks, self, _a['source'], _a['destination'])
+        return _A._op_moveaxis_int.call(self._ks, self, _a['source'], _a['destination'])
     raise AssertionError('unreachable')
 
 
@@ -7298,10 +7299,10 @@ def expand(self, *args, **kwargs):
     if _b is not None:
         size, implicit = _b
         if (size_ := _ints(size, False)) is not None and type(implicit) is bool:
-            return _R._op_expand.call(self._ks, self, size_, implicit)
+            return _A._op_expand.call(self._ks, self, size_, implicit)
     _i, _a = _sig_expand.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_expand.call(self._ks, self, _a['size'], _a['implicit'])
+        return _A._op_expand.call(self._ks, self, _a['size'], _a['implicit'])
     raise AssertionError('unreachable')
 
 
@@ -7325,10 +7326,10 @@ def expand_as(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_expand_as.call(self._ks | other._ks, self, other)
+            return _A._op_expand_as.call(self._ks | other._ks, self, other)
     _i, _a = _sig_expand_as.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_expand_as.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_expand_as.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -7355,10 +7356,10 @@ def sum_to_size(self, *args, **kwargs):
     if _b is not None:
         size, = _b
         if (size_ := _ints(size, False)) is not None:
-            return _R._op_sum_to_size.call(self._ks, self, size_)
+            return _A._op_sum_to_size.call(self._ks, self, size_)
     _i, _a = _sig_sum_to_size.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_sum_to_size.call(self._ks, self, _a['size'])
+        return _A._op_sum_to_size.call(self._ks, self, _a['size'])
     raise AssertionError('unreachable')
 
 
@@ -7385,10 +7386,10 @@ def broadcast_to(self, *args, **kwargs):
     if _b is not None:
         size, = _b
         if (size_ := _ints(size, False)) is not None:
-            return _R._op_broadcast_to.call(self._ks, self, size_)
+            return _A._op_broadcast_to.call(self._ks, self, size_)
     _i, _a = _sig_broadcast_to.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_broadcast_to.call(self._ks, self, _a['size'])
+        return _A._op_broadcast_to.call(self._ks, self, _a['size'])
     raise AssertionError('unreachable')
 
 
@@ -7419,7 +7420,7 @@ def squeeze(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_squeeze.call(self._ks, self)
+            return _A._op_squeeze.call(self._ks, self)
     try:
         _b = _bind_squeeze_1(*args, **kwargs)
     except TypeError:
@@ -7427,7 +7428,7 @@ def squeeze(self, *args, **kwargs):
     if _b is not None:
         dim, = _b
         if type(dim) is int:
-            return _R._op_squeeze_dim.call(self._ks, self, dim)
+            return _A._op_squeeze_dim.call(self._ks, self, dim)
     try:
         if args and type(args[0]) is int:
             _b = _bind_squeeze_2(args, **kwargs)
@@ -7438,14 +7439,14 @@ def squeeze(self, *args, **kwargs):
     if _b is not None:
         dim, = _b
         if (dim_ := _ints(dim, False)) is not None:
-            return _R._op_squeeze_dims.call(self._ks, self, dim_)
+            return _A._op_squeeze_dims.call(self._ks, self, dim_)
     _i, _a = _sig_squeeze.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_squeeze.call(self._ks, self)
+        return _A._op_squeeze.call(self._ks, self)
     elif _i == 1:
-        return _R._op_squeeze_dim.call(self._ks, self, _a['dim'])
+        return _A._op_squeeze_dim.call(self._ks, self, _a['dim'])
     elif _i == 2:
-        return _R._op_squeeze_dims.call(self._ks, self, _a['dim'])
+        return _A._op_squeeze_dims.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7467,10 +7468,10 @@ def unsqueeze(self, *args, **kwargs):
     if _b is not None:
         dim, = _b
         if type(dim) is int:
-            return _R._op_unsqueeze.call(self._ks, self, dim)
+            return _A._op_unsqueeze.call(self._ks, self, dim)
     _i, _a = _sig_unsqueeze.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_unsqueeze.call(self._ks, self, _a['dim'])
+        return _A._op_unsqueeze.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7494,10 +7495,10 @@ def flatten(self, *args, **kwargs):
     if _b is not None:
         start_dim, end_dim = _b
         if type(start_dim) is int and type(end_dim) is int:
-            return _R._op_flatten_using_ints.call(self._ks, self, start_dim, end_dim)
+            return _A._op_flatten_using_ints.call(self._ks, self, start_dim, end_dim)
     _i, _a = _sig_flatten.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_flatten_using_ints.call(self._ks, self, _a['start_dim'], _a['end_dim'])
+        return _A._op_flatten_using_ints.call(self._ks, self, _a['start_dim'], _a['end_dim'])
     raise AssertionError('unreachable')
 
 
@@ -7521,10 +7522,10 @@ def unflatten(self, *args, **kwargs):
     if _b is not None:
         dim, sizes = _b
         if type(dim) is int and (sizes_ := _ints(sizes, False)) is not None:
-            return _R._op_unflatten_int.call(self._ks, self, dim, sizes_)
+            return _A._op_unflatten_int.call(self._ks, self, dim, sizes_)
     _i, _a = _sig_unflatten.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_unflatten_int.call(self._ks, self, _a['dim'], _a['sizes'])
+        return _A._op_unflatten_int.call(self._ks, self, _a['dim'], _a['sizes'])
     raise AssertionError('unreachable')
 
 
@@ -7547,10 +7548,10 @@ def ravel(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_ravel.call(self._ks, self)
+            return _A._op_ravel.call(self._ks, self)
     _i, _a = _sig_ravel.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_ravel.call(self._ks, self)
+        return _A._op_ravel.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -7574,10 +7575,10 @@ def narrow(self, *args, **kwargs):
     if _b is not None:
         dim, start, length = _b
         if type(dim) is int and type(start) is int and type(length) is int:
-            return _R._op_narrow.call(self._ks, self, dim, start, length)
+            return _A._op_narrow.call(self._ks, self, dim, start, length)
     _i, _a = _sig_narrow.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_narrow.call(self._ks, self, _a['dim'], _a['start'], _a['length'])
+        return _A._op_narrow.call(self._ks, self, _a['dim'], _a['start'], _a['length'])
     raise AssertionError('unreachable')
 
 
@@ -7601,10 +7602,10 @@ def select(self, *args, **kwargs):
     if _b is not None:
         dim, index = _b
         if type(dim) is int and type(index) is int:
-            return _R._op_select_int.call(self._ks, self, dim, index)
+            return _A._op_select_int.call(self._ks, self, dim, index)
     _i, _a = _sig_select.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_select_int.call(self._ks, self, _a['dim'], _a['index'])
+        return _A._op_select_int.call(self._ks, self, _a['dim'], _a['index'])
     raise AssertionError('unreachable')
 
 
@@ -7628,10 +7629,10 @@ def unbind(self, *args, **kwargs):
     if _b is not None:
         dim, = _b
         if type(dim) is int:
-            return _R._op_unbind_int.call(self._ks, self, dim)
+            return _A._op_unbind_int.call(self._ks, self, dim)
     _i, _a = _sig_unbind.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_unbind_int.call(self._ks, self, _a['dim'])
+        return _A._op_unbind_int.call(self._ks, self, _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7659,7 +7660,7 @@ def split(self, *args, **kwargs):
     if _b is not None:
         split_size, dim = _b
         if type(split_size) is int and type(dim) is int:
-            return _R._op_split_Tensor.call(self._ks, self, split_size, dim)
+            return _A._op_split_Tensor.call(self._ks, self, split_size, dim)
     try:
         _b = _bind_split_1(*args, **kwargs)
     except TypeError:
@@ -7667,12 +7668,12 @@ def split(self, *args, **kwargs):
     if _b is not None:
         split_size, dim = _b
         if (split_size_ := _ints(split_size, False)) is not None and type(dim) is int:
-            return _R._op_split_sizes.call(self._ks, self, split_size_, dim)
+            return _A._op_split_sizes.call(self._ks, self, split_size_, dim)
     _i, _a = _sig_split.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_split_Tensor.call(self._ks, self, _a['split_size'], _a['dim'])
+        return _A._op_split_Tensor.call(self._ks, self, _a['split_size'], _a['dim'])
     elif _i == 1:
-        return _R._op_split_sizes.call(self._ks, self, _a['split_size'], _a['dim'])
+        return _A._op_split_sizes.call(self._ks, self, _a['split_size'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7694,10 +7695,10 @@ def split_with_sizes(self, *args, **kwargs):
     if _b is not None:
         split_sizes, dim = _b
         if (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
-            return _R._op_split_with_sizes.call(self._ks, self, split_sizes_, dim)
+            return _A._op_split_with_sizes.call(self._ks, self, split_sizes_, dim)
     _i, _a = _sig_split_with_sizes.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_split_with_sizes.call(self._ks, self, _a['split_sizes'], _a['dim'])
+        return _A._op_split_with_sizes.call(self._ks, self, _a['split_sizes'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7721,10 +7722,10 @@ def chunk(self, *args, **kwargs):
     if _b is not None:
         chunks, dim = _b
         if type(chunks) is int and type(dim) is int:
-            return _R._op_chunk.call(self._ks, self, chunks, dim)
+            return _A._op_chunk.call(self._ks, self, chunks, dim)
     _i, _a = _sig_chunk.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_chunk.call(self._ks, self, _a['chunks'], _a['dim'])
+        return _A._op_chunk.call(self._ks, self, _a['chunks'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7752,7 +7753,7 @@ def tensor_split(self, *args, **kwargs):
     if _b is not None:
         sections, dim = _b
         if type(sections) is int and type(dim) is int:
-            return _R._op_tensor_split_sections.call(self._ks, self, sections, dim)
+            return _A._op_tensor_split_sections.call(self._ks, self, sections, dim)
     try:
         _b = _bind_tensor_split_1(*args, **kwargs)
     except TypeError:
@@ -7760,12 +7761,12 @@ def tensor_split(self, *args, **kwargs):
     if _b is not None:
         indices, dim = _b
         if (indices_ := _ints(indices, False)) is not None and type(dim) is int:
-            return _R._op_tensor_split_indices.call(self._ks, self, indices_, dim)
+            return _A._op_tensor_split_indices.call(self._ks, self, indices_, dim)
     _i, _a = _sig_tensor_split.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_tensor_split_sections.call(self._ks, self, _a['sections'], _a['dim'])
+        return _A._op_tensor_split_sections.call(self._ks, self, _a['sections'], _a['dim'])
     elif _i == 1:
-        return _R._op_tensor_split_indices.call(self._ks, self, _a['indices'], _a['dim'])
+        return _A._op_tensor_split_indices.call(self._ks, self, _a['indices'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -7787,10 +7788,10 @@ def unfold(self, *args, **kwargs):
     if _b is not None:
         dimension, size, step = _b
         if type(dimension) is int and type(size) is int and type(step) is int:
-            return _R._op_unfold.call(self._ks, self, dimension, size, step)
+            return _A._op_unfold.call(self._ks, self, dimension, size, step)
     _i, _a = _sig_unfold.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_unfold.call(self._ks, self, _a['dimension'], _a['size'], _a['step'])
+        return _A._op_unfold.call(self._ks, self, _a['dimension'], _a['size'], _a['step'])
     raise AssertionError('unreachable')
 
 
@@ -7814,10 +7815,10 @@ def diagonal(self, *args, **kwargs):
     if _b is not None:
         offset, dim1, dim2 = _b
         if type(offset) is int and type(dim1) is int and type(dim2) is int:
-            return _R._op_diagonal.call(self._ks, self, offset, dim1, dim2)
+            return _A._op_diagonal.call(self._ks, self, offset, dim1, dim2)
     _i, _a = _sig_diagonal.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_diagonal.call(self._ks, self, _a['offset'], _a['dim1'], _a['dim2'])
+        return _A._op_diagonal.call(self._ks, self, _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
@@ -7841,10 +7842,10 @@ def contiguous(self, *args, **kwargs):
     if _b is not None:
         memory_format, = _b
         if True:
-            return _R._op_contiguous.call(self._ks, self, memory_format)
+            return _A._op_contiguous.call(self._ks, self, memory_format)
     _i, _a = _sig_contiguous.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_contiguous.call(self._ks, self, _a['memory_format'])
+        return _A._op_contiguous.call(self._ks, self, _a['memory_format'])
     raise AssertionError('unreachable')
 
 
@@ -7871,10 +7872,10 @@ def new_empty(self, *args, **kwargs):
     if _b is not None:
         size, dtype, layout, device, pin_memory, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_new_empty.call(self._ks, self, size_, dtype, layout, device, pin_memory)
+            return _A._op_new_empty.call(self._ks, self, size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_empty.parse(args, kwargs, self)
     if _i == 0:
-        return _finish_factory(_R._op_new_empty.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_new_empty.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7901,10 +7902,10 @@ def new_zeros(self, *args, **kwargs):
     if _b is not None:
         size, dtype, layout, device, pin_memory, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_new_zeros.call(self._ks, self, size_, dtype, layout, device, pin_memory)
+            return _A._op_new_zeros.call(self._ks, self, size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_zeros.parse(args, kwargs, self)
     if _i == 0:
-        return _finish_factory(_R._op_new_zeros.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_new_zeros.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7931,10 +7932,10 @@ def new_ones(self, *args, **kwargs):
     if _b is not None:
         size, dtype, layout, device, pin_memory, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_new_ones.call(self._ks, self, size_, dtype, layout, device, pin_memory)
+            return _A._op_new_ones.call(self._ks, self, size_, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_ones.parse(args, kwargs, self)
     if _i == 0:
-        return _finish_factory(_R._op_new_ones.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_new_ones.call(self._ks, self, _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7958,10 +7959,10 @@ def new_full(self, *args, **kwargs):
     if _b is not None:
         size, fill_value, dtype, layout, device, pin_memory, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and type(fill_value) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _R._op_new_full.call(self._ks, self, size_, fill_value, dtype, layout, device, pin_memory)
+            return _A._op_new_full.call(self._ks, self, size_, fill_value, dtype, layout, device, pin_memory)
     _i, _a = _sig_new_full.parse(args, kwargs, self)
     if _i == 0:
-        return _finish_factory(_R._op_new_full.call(self._ks, self, _a['size'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        return _finish_factory(_A._op_new_full.call(self._ks, self, _a['size'], _a['fill_value'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
     raise AssertionError('unreachable')
 
 
@@ -7985,10 +7986,10 @@ def uniform_(self, *args, **kwargs):
     if _b is not None:
         from_, to_, generator = _b
         if type(from_) is float and type(to_) is float and (generator is None or type(generator) is _Generator):
-            return _R._op_uniform_.call(self._ks, self, from_, to_, generator)
+            return _A._op_uniform_.call(self._ks, self, from_, to_, generator)
     _i, _a = _sig_uniform_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_uniform_.call(self._ks, self, _a['from_'], _a['to_'], _a['generator'])
+        return _A._op_uniform_.call(self._ks, self, _a['from_'], _a['to_'], _a['generator'])
     raise AssertionError('unreachable')
 
 
@@ -8012,10 +8013,10 @@ def normal_(self, *args, **kwargs):
     if _b is not None:
         mean, std, generator = _b
         if type(mean) is float and type(std) is float and (generator is None or type(generator) is _Generator):
-            return _R._op_normal_.call(self._ks, self, mean, std, generator)
+            return _A._op_normal_.call(self._ks, self, mean, std, generator)
     _i, _a = _sig_normal_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_normal_.call(self._ks, self, _a['mean'], _a['std'], _a['generator'])
+        return _A._op_normal_.call(self._ks, self, _a['mean'], _a['std'], _a['generator'])
     raise AssertionError('unreachable')
 
 
@@ -8047,7 +8048,7 @@ def random_(self, *args, **kwargs):
     if _b is not None:
         from_, to_, generator = _b
         if type(from_) is int and (to_ is None or type(to_) is int) and (generator is None or type(generator) is _Generator):
-            return _R._op_random__from.call(self._ks, self, from_, to_, generator)
+            return _A._op_random__from.call(self._ks, self, from_, to_, generator)
     try:
         _b = _bind_random__1(*args, **kwargs)
     except TypeError:
@@ -8055,7 +8056,7 @@ def random_(self, *args, **kwargs):
     if _b is not None:
         to_, generator = _b
         if type(to_) is int and (generator is None or type(generator) is _Generator):
-            return _R._op_random__to.call(self._ks, self, to_, generator)
+            return _A._op_random__to.call(self._ks, self, to_, generator)
     try:
         _b = _bind_random__2(*args, **kwargs)
     except TypeError:
@@ -8063,14 +8064,14 @@ def random_(self, *args, **kwargs):
     if _b is not None:
         generator, = _b
         if (generator is None or type(generator) is _Generator):
-            return _R._op_random_.call(self._ks, self, generator)
+            return _A._op_random_.call(self._ks, self, generator)
     _i, _a = _sig_random_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_random__from.call(self._ks, self, _a['from_'], _a['to_'], _a['generator'])
+        return _A._op_random__from.call(self._ks, self, _a['from_'], _a['to_'], _a['generator'])
     elif _i == 1:
-        return _R._op_random__to.call(self._ks, self, _a['to_'], _a['generator'])
+        return _A._op_random__to.call(self._ks, self, _a['to_'], _a['generator'])
     elif _i == 2:
-        return _R._op_random_.call(self._ks, self, _a['generator'])
+        return _A._op_random_.call(self._ks, self, _a['generator'])
     raise AssertionError('unreachable')
 
 
@@ -8096,7 +8097,7 @@ def bernoulli(self, *args, **kwargs):
     if _b is not None:
         generator, = _b
         if (generator is None or type(generator) is _Generator):
-            return _R._op_bernoulli.call(self._ks, self, generator)
+            return _A._op_bernoulli.call(self._ks, self, generator)
     try:
         _b = _bind_bernoulli_1(*args, **kwargs)
     except TypeError:
@@ -8104,12 +8105,12 @@ def bernoulli(self, *args, **kwargs):
     if _b is not None:
         p, generator = _b
         if type(p) is float and (generator is None or type(generator) is _Generator):
-            return _R._op_bernoulli_p.call(self._ks, self, p, generator)
+            return _A._op_bernoulli_p.call(self._ks, self, p, generator)
     _i, _a = _sig_bernoulli.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bernoulli.call(self._ks, self, _a['generator'])
+        return _A._op_bernoulli.call(self._ks, self, _a['generator'])
     elif _i == 1:
-        return _R._op_bernoulli_p.call(self._ks, self, _a['p'], _a['generator'])
+        return _A._op_bernoulli_p.call(self._ks, self, _a['p'], _a['generator'])
     raise AssertionError('unreachable')
 
 
@@ -8131,10 +8132,10 @@ def bernoulli_(self, *args, **kwargs):
     if _b is not None:
         p, generator = _b
         if type(p) is float and (generator is None or type(generator) is _Generator):
-            return _R._op_bernoulli__float.call(self._ks, self, p, generator)
+            return _A._op_bernoulli__float.call(self._ks, self, p, generator)
     _i, _a = _sig_bernoulli_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bernoulli__float.call(self._ks, self, _a['p'], _a['generator'])
+        return _A._op_bernoulli__float.call(self._ks, self, _a['p'], _a['generator'])
     raise AssertionError('unreachable')
 
 
@@ -8158,10 +8159,10 @@ def multinomial(self, *args, **kwargs):
     if _b is not None:
         num_samples, replacement, generator = _b
         if type(num_samples) is int and type(replacement) is bool and (generator is None or type(generator) is _Generator):
-            return _R._op_multinomial.call(self._ks, self, num_samples, replacement, generator)
+            return _A._op_multinomial.call(self._ks, self, num_samples, replacement, generator)
     _i, _a = _sig_multinomial.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_multinomial.call(self._ks, self, _a['num_samples'], _a['replacement'], _a['generator'])
+        return _A._op_multinomial.call(self._ks, self, _a['num_samples'], _a['replacement'], _a['generator'])
     raise AssertionError('unreachable')
 
 
@@ -8185,10 +8186,10 @@ def clone(self, *args, **kwargs):
     if _b is not None:
         memory_format, = _b
         if True:
-            return _R._op_clone.call(self._ks, self, memory_format)
+            return _A._op_clone.call(self._ks, self, memory_format)
     _i, _a = _sig_clone.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_clone.call(self._ks, self, _a['memory_format'])
+        return _A._op_clone.call(self._ks, self, _a['memory_format'])
     raise AssertionError('unreachable')
 
 
@@ -8212,10 +8213,10 @@ def copy_(self, *args, **kwargs):
     if _b is not None:
         src, non_blocking = _b
         if isinstance(src, _Tensor) and type(non_blocking) is bool:
-            return _R._op_copy_.call(self._ks | src._ks, self, src, non_blocking)
+            return _A._op_copy_.call(self._ks | src._ks, self, src, non_blocking)
     _i, _a = _sig_copy_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_copy_.call(self._ks | _a['src']._ks, self, _a['src'], _a['non_blocking'])
+        return _A._op_copy_.call(self._ks | _a['src']._ks, self, _a['src'], _a['non_blocking'])
     raise AssertionError('unreachable')
 
 
@@ -8243,7 +8244,7 @@ def fill_(self, *args, **kwargs):
     if _b is not None:
         value, = _b
         if type(value) in _NUMBERS:
-            return _R._op_fill__Scalar.call(self._ks, self, value)
+            return _A._op_fill__Scalar.call(self._ks, self, value)
     try:
         _b = _bind_fill__1(*args, **kwargs)
     except TypeError:
@@ -8251,12 +8252,12 @@ def fill_(self, *args, **kwargs):
     if _b is not None:
         value, = _b
         if isinstance(value, _Tensor):
-            return _R._op_fill__Tensor.call(self._ks | value._ks, self, value)
+            return _A._op_fill__Tensor.call(self._ks | value._ks, self, value)
     _i, _a = _sig_fill_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_fill__Scalar.call(self._ks, self, _a['value'])
+        return _A._op_fill__Scalar.call(self._ks, self, _a['value'])
     elif _i == 1:
-        return _R._op_fill__Tensor.call(self._ks | _a['value']._ks, self, _a['value'])
+        return _A._op_fill__Tensor.call(self._ks | _a['value']._ks, self, _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -8277,10 +8278,10 @@ def zero_(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_zero_.call(self._ks, self)
+            return _A._op_zero_.call(self._ks, self)
     _i, _a = _sig_zero_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_zero_.call(self._ks, self)
+        return _A._op_zero_.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -8308,7 +8309,7 @@ def masked_fill(self, *args, **kwargs):
     if _b is not None:
         mask, value = _b
         if isinstance(mask, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_masked_fill_Scalar.call(self._ks | mask._ks, self, mask, value)
+            return _A._op_masked_fill_Scalar.call(self._ks | mask._ks, self, mask, value)
     try:
         _b = _bind_masked_fill_1(*args, **kwargs)
     except TypeError:
@@ -8316,12 +8317,12 @@ def masked_fill(self, *args, **kwargs):
     if _b is not None:
         mask, value = _b
         if isinstance(mask, _Tensor) and isinstance(value, _Tensor):
-            return _R._op_masked_fill_Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
+            return _A._op_masked_fill_Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
     _i, _a = _sig_masked_fill.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_masked_fill_Scalar.call(self._ks | _a['mask']._ks, self, _a['mask'], _a['value'])
+        return _A._op_masked_fill_Scalar.call(self._ks | _a['mask']._ks, self, _a['mask'], _a['value'])
     elif _i == 1:
-        return _R._op_masked_fill_Tensor.call(self._ks | _a['mask']._ks | _a['value']._ks, self, _a['mask'], _a['value'])
+        return _A._op_masked_fill_Tensor.call(self._ks | _a['mask']._ks | _a['value']._ks, self, _a['mask'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -8347,7 +8348,7 @@ def masked_fill_(self, *args, **kwargs):
     if _b is not None:
         mask, value = _b
         if isinstance(mask, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_masked_fill__Scalar.call(self._ks | mask._ks, self, mask, value)
+            return _A._op_masked_fill__Scalar.call(self._ks | mask._ks, self, mask, value)
     try:
         _b = _bind_masked_fill__1(*args, **kwargs)
     except TypeError:
@@ -8355,12 +8356,12 @@ def masked_fill_(self, *args, **kwargs):
     if _b is not None:
         mask, value = _b
         if isinstance(mask, _Tensor) and isinstance(value, _Tensor):
-            return _R._op_masked_fill__Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
+            return _A._op_masked_fill__Tensor.call(self._ks | mask._ks | value._ks, self, mask, value)
     _i, _a = _sig_masked_fill_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_masked_fill__Scalar.call(self._ks | _a['mask']._ks, self, _a['mask'], _a['value'])
+        return _A._op_masked_fill__Scalar.call(self._ks | _a['mask']._ks, self, _a['mask'], _a['value'])
     elif _i == 1:
-        return _R._op_masked_fill__Tensor.call(self._ks | _a['mask']._ks | _a['value']._ks, self, _a['mask'], _a['value'])
+        return _A._op_masked_fill__Tensor.call(self._ks | _a['mask']._ks | _a['value']._ks, self, _a['mask'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -8374,7 +8375,7 @@ _sig_index_put = _Signatures('index_put', [
 def index_put(self, *args, **kwargs):
     _i, _a = _sig_index_put.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_index_put.call(self._ks | _ks_list(_a['indices']) | _a['values']._ks, self, _a['indices'], _a['values'], _a['accumulate'])
+        return _A._op_index_put.call(self._ks | _ks_list(_a['indices']) | _a['values']._ks, self, _a['indices'], _a['values'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
@@ -8390,7 +8391,7 @@ _sig_index_put_ = _Signatures('index_put_', [
 def index_put_(self, *args, **kwargs):
     _i, _a = _sig_index_put_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_index_put_.call(self._ks | _ks_list(_a['indices']) | _a['values']._ks, self, _a['indices'], _a['values'], _a['accumulate'])
+        return _A._op_index_put_.call(self._ks | _ks_list(_a['indices']) | _a['values']._ks, self, _a['indices'], _a['values'], _a['accumulate'])
     raise AssertionError('unreachable')
 
 
@@ -8414,10 +8415,10 @@ def index_select(self, *args, **kwargs):
     if _b is not None:
         dim, index = _b
         if type(dim) is int and isinstance(index, _Tensor):
-            return _R._op_index_select.call(self._ks | index._ks, self, dim, index)
+            return _A._op_index_select.call(self._ks | index._ks, self, dim, index)
     _i, _a = _sig_index_select.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_index_select.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'])
+        return _A._op_index_select.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'])
     raise AssertionError('unreachable')
 
 
@@ -8441,10 +8442,10 @@ def gather(self, *args, **kwargs):
     if _b is not None:
         dim, index, sparse_grad = _b
         if type(dim) is int and isinstance(index, _Tensor) and type(sparse_grad) is bool:
-            return _R._op_gather.call(self._ks | index._ks, self, dim, index, sparse_grad)
+            return _A._op_gather.call(self._ks | index._ks, self, dim, index, sparse_grad)
     _i, _a = _sig_gather.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_gather.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['sparse_grad'])
+        return _A._op_gather.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['sparse_grad'])
     raise AssertionError('unreachable')
 
 
@@ -8476,7 +8477,7 @@ def scatter(self, *args, **kwargs):
     if _b is not None:
         dim, index, src = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
-            return _R._op_scatter_src.call(self._ks | index._ks | src._ks, self, dim, index, src)
+            return _A._op_scatter_src.call(self._ks | index._ks | src._ks, self, dim, index, src)
     try:
         _b = _bind_scatter_1(*args, **kwargs)
     except TypeError:
@@ -8484,7 +8485,7 @@ def scatter(self, *args, **kwargs):
     if _b is not None:
         dim, index, value = _b
         if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_scatter_value.call(self._ks | index._ks, self, dim, index, value)
+            return _A._op_scatter_value.call(self._ks | index._ks, self, dim, index, value)
     try:
         _b = _bind_scatter_2(*args, **kwargs)
     except TypeError:
@@ -8492,14 +8493,14 @@ def scatter(self, *args, **kwargs):
     if _b is not None:
         dim, index, src, reduce = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
-            return _R._op_scatter_reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
+            return _A._op_scatter_reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
     _i, _a = _sig_scatter.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_scatter_src.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
+        return _A._op_scatter_src.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
     elif _i == 1:
-        return _R._op_scatter_value.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
+        return _A._op_scatter_value.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
     elif _i == 2:
-        return _R._op_scatter_reduce.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'])
+        return _A._op_scatter_reduce.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'])
     raise AssertionError('unreachable')
 
 
@@ -8529,7 +8530,7 @@ def scatter_(self, *args, **kwargs):
     if _b is not None:
         dim, index, src = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
-            return _R._op_scatter__src.call(self._ks | index._ks | src._ks, self, dim, index, src)
+            return _A._op_scatter__src.call(self._ks | index._ks | src._ks, self, dim, index, src)
     try:
         _b = _bind_scatter__1(*args, **kwargs)
     except TypeError:
@@ -8537,7 +8538,7 @@ def scatter_(self, *args, **kwargs):
     if _b is not None:
         dim, index, value = _b
         if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_scatter__value.call(self._ks | index._ks, self, dim, index, value)
+            return _A._op_scatter__value.call(self._ks | index._ks, self, dim, index, value)
     try:
         _b = _bind_scatter__2(*args, **kwargs)
     except TypeError:
@@ -8545,14 +8546,14 @@ def scatter_(self, *args, **kwargs):
     if _b is not None:
         dim, index, src, reduce = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str:
-            return _R._op_scatter__reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
+            return _A._op_scatter__reduce.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce)
     _i, _a = _sig_scatter_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_scatter__src.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
+        return _A._op_scatter__src.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
     elif _i == 1:
-        return _R._op_scatter__value.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
+        return _A._op_scatter__value.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
     elif _i == 2:
-        return _R._op_scatter__reduce.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'])
+        return _A._op_scatter__reduce.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'])
     raise AssertionError('unreachable')
 
 
@@ -8574,10 +8575,10 @@ def scatter_add(self, *args, **kwargs):
     if _b is not None:
         dim, index, src = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
-            return _R._op_scatter_add.call(self._ks | index._ks | src._ks, self, dim, index, src)
+            return _A._op_scatter_add.call(self._ks | index._ks | src._ks, self, dim, index, src)
     _i, _a = _sig_scatter_add.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_scatter_add.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
+        return _A._op_scatter_add.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
     raise AssertionError('unreachable')
 
 
@@ -8601,10 +8602,10 @@ def scatter_add_(self, *args, **kwargs):
     if _b is not None:
         dim, index, src = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor):
-            return _R._op_scatter_add_.call(self._ks | index._ks | src._ks, self, dim, index, src)
+            return _A._op_scatter_add_.call(self._ks | index._ks | src._ks, self, dim, index, src)
     _i, _a = _sig_scatter_add_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_scatter_add_.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
+        return _A._op_scatter_add_.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'])
     raise AssertionError('unreachable')
 
 
@@ -8628,10 +8629,10 @@ def scatter_reduce(self, *args, **kwargs):
     if _b is not None:
         dim, index, src, reduce, include_self = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
-            return _R._op_scatter_reduce_two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
+            return _A._op_scatter_reduce_two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
     _i, _a = _sig_scatter_reduce.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_scatter_reduce_two.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
+        return _A._op_scatter_reduce_two.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
     raise AssertionError('unreachable')
 
 
@@ -8655,10 +8656,10 @@ def scatter_reduce_(self, *args, **kwargs):
     if _b is not None:
         dim, index, src, reduce, include_self = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(src, _Tensor) and type(reduce) is str and type(include_self) is bool:
-            return _R._op_scatter_reduce__two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
+            return _A._op_scatter_reduce__two.call(self._ks | index._ks | src._ks, self, dim, index, src, reduce, include_self)
     _i, _a = _sig_scatter_reduce_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_scatter_reduce__two.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
+        return _A._op_scatter_reduce__two.call(self._ks | _a['index']._ks | _a['src']._ks, self, _a['dim'], _a['index'], _a['src'], _a['reduce'], _a['include_self'])
     raise AssertionError('unreachable')
 
 
@@ -8682,10 +8683,10 @@ def index_add(self, *args, **kwargs):
     if _b is not None:
         dim, index, source, alpha = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
-            return _R._op_index_add.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
+            return _A._op_index_add.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
     _i, _a = _sig_index_add.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_index_add.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['alpha'])
+        return _A._op_index_add.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -8709,10 +8710,10 @@ def index_add_(self, *args, **kwargs):
     if _b is not None:
         dim, index, source, alpha = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(alpha) in _NUMBERS:
-            return _R._op_index_add_.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
+            return _A._op_index_add_.call(self._ks | index._ks | source._ks, self, dim, index, source, alpha)
     _i, _a = _sig_index_add_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_index_add_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['alpha'])
+        return _A._op_index_add_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -8736,10 +8737,10 @@ def index_copy(self, *args, **kwargs):
     if _b is not None:
         dim, index, source = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
-            return _R._op_index_copy.call(self._ks | index._ks | source._ks, self, dim, index, source)
+            return _A._op_index_copy.call(self._ks | index._ks | source._ks, self, dim, index, source)
     _i, _a = _sig_index_copy.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_index_copy.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'])
+        return _A._op_index_copy.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'])
     raise AssertionError('unreachable')
 
 
@@ -8763,10 +8764,10 @@ def index_copy_(self, *args, **kwargs):
     if _b is not None:
         dim, index, source = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor):
-            return _R._op_index_copy_.call(self._ks | index._ks | source._ks, self, dim, index, source)
+            return _A._op_index_copy_.call(self._ks | index._ks | source._ks, self, dim, index, source)
     _i, _a = _sig_index_copy_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_index_copy_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'])
+        return _A._op_index_copy_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'])
     raise AssertionError('unreachable')
 
 
@@ -8794,7 +8795,7 @@ def index_fill(self, *args, **kwargs):
     if _b is not None:
         dim, index, value = _b
         if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_index_fill_int_Scalar.call(self._ks | index._ks, self, dim, index, value)
+            return _A._op_index_fill_int_Scalar.call(self._ks | index._ks, self, dim, index, value)
     try:
         _b = _bind_index_fill_1(*args, **kwargs)
     except TypeError:
@@ -8802,12 +8803,12 @@ def index_fill(self, *args, **kwargs):
     if _b is not None:
         dim, index, value = _b
         if type(dim) is int and isinstance(index, _Tensor) and isinstance(value, _Tensor):
-            return _R._op_index_fill_int_Tensor.call(self._ks | index._ks | value._ks, self, dim, index, value)
+            return _A._op_index_fill_int_Tensor.call(self._ks | index._ks | value._ks, self, dim, index, value)
     _i, _a = _sig_index_fill.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_index_fill_int_Scalar.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
+        return _A._op_index_fill_int_Scalar.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
     elif _i == 1:
-        return _R._op_index_fill_int_Tensor.call(self._ks | _a['index']._ks | _a['value']._ks, self, _a['dim'], _a['index'], _a['value'])
+        return _A._op_index_fill_int_Tensor.call(self._ks | _a['index']._ks | _a['value']._ks, self, _a['dim'], _a['index'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -8829,10 +8830,10 @@ def index_fill_(self, *args, **kwargs):
     if _b is not None:
         dim, index, value = _b
         if type(dim) is int and isinstance(index, _Tensor) and type(value) in _NUMBERS:
-            return _R._op_index_fill__int_Scalar.call(self._ks | index._ks, self, dim, index, value)
+            return _A._op_index_fill__int_Scalar.call(self._ks | index._ks, self, dim, index, value)
     _i, _a = _sig_index_fill_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_index_fill__int_Scalar.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
+        return _A._op_index_fill__int_Scalar.call(self._ks | _a['index']._ks, self, _a['dim'], _a['index'], _a['value'])
     raise AssertionError('unreachable')
 
 
@@ -8856,10 +8857,10 @@ def masked_select(self, *args, **kwargs):
     if _b is not None:
         mask, = _b
         if isinstance(mask, _Tensor):
-            return _R._op_masked_select.call(self._ks | mask._ks, self, mask)
+            return _A._op_masked_select.call(self._ks | mask._ks, self, mask)
     _i, _a = _sig_masked_select.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_masked_select.call(self._ks | _a['mask']._ks, self, _a['mask'])
+        return _A._op_masked_select.call(self._ks | _a['mask']._ks, self, _a['mask'])
     raise AssertionError('unreachable')
 
 
@@ -8883,10 +8884,10 @@ def masked_scatter(self, *args, **kwargs):
     if _b is not None:
         mask, source = _b
         if isinstance(mask, _Tensor) and isinstance(source, _Tensor):
-            return _R._op_masked_scatter.call(self._ks | mask._ks | source._ks, self, mask, source)
+            return _A._op_masked_scatter.call(self._ks | mask._ks | source._ks, self, mask, source)
     _i, _a = _sig_masked_scatter.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_masked_scatter.call(self._ks | _a['mask']._ks | _a['source']._ks, self, _a['mask'], _a['source'])
+        return _A._op_masked_scatter.call(self._ks | _a['mask']._ks | _a['source']._ks, self, _a['mask'], _a['source'])
     raise AssertionError('unreachable')
 
 
@@ -8910,10 +8911,10 @@ def masked_scatter_(self, *args, **kwargs):
     if _b is not None:
         mask, source = _b
         if isinstance(mask, _Tensor) and isinstance(source, _Tensor):
-            return _R._op_masked_scatter_.call(self._ks | mask._ks | source._ks, self, mask, source)
+            return _A._op_masked_scatter_.call(self._ks | mask._ks | source._ks, self, mask, source)
     _i, _a = _sig_masked_scatter_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_masked_scatter_.call(self._ks | _a['mask']._ks | _a['source']._ks, self, _a['mask'], _a['source'])
+        return _A._op_masked_scatter_.call(self._ks | _a['mask']._ks | _a['source']._ks, self, _a['mask'], _a['source'])
     raise AssertionError('unreachable')
 
 
@@ -8936,10 +8937,10 @@ def nonzero(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_nonzero.call(self._ks, self)
+            return _A._op_nonzero.call(self._ks, self)
     _i, _a = _sig_nonzero.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_nonzero.call(self._ks, self)
+        return _A._op_nonzero.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -8962,10 +8963,10 @@ def argwhere(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_argwhere.call(self._ks, self)
+            return _A._op_argwhere.call(self._ks, self)
     _i, _a = _sig_argwhere.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_argwhere.call(self._ks, self)
+        return _A._op_argwhere.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -8989,10 +8990,10 @@ def take(self, *args, **kwargs):
     if _b is not None:
         index, = _b
         if isinstance(index, _Tensor):
-            return _R._op_take.call(self._ks | index._ks, self, index)
+            return _A._op_take.call(self._ks | index._ks, self, index)
     _i, _a = _sig_take.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_take.call(self._ks | _a['index']._ks, self, _a['index'])
+        return _A._op_take.call(self._ks | _a['index']._ks, self, _a['index'])
     raise AssertionError('unreachable')
 
 
@@ -9016,10 +9017,10 @@ def take_along_dim(self, *args, **kwargs):
     if _b is not None:
         indices, dim = _b
         if isinstance(indices, _Tensor) and (dim is None or type(dim) is int):
-            return _R._op_take_along_dim.call(self._ks | indices._ks, self, indices, dim)
+            return _A._op_take_along_dim.call(self._ks | indices._ks, self, indices, dim)
     _i, _a = _sig_take_along_dim.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_take_along_dim.call(self._ks | _a['indices']._ks, self, _a['indices'], _a['dim'])
+        return _A._op_take_along_dim.call(self._ks | _a['indices']._ks, self, _a['indices'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -9043,10 +9044,10 @@ def tril(self, *args, **kwargs):
     if _b is not None:
         diagonal, = _b
         if type(diagonal) is int:
-            return _R._op_tril.call(self._ks, self, diagonal)
+            return _A._op_tril.call(self._ks, self, diagonal)
     _i, _a = _sig_tril.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_tril.call(self._ks, self, _a['diagonal'])
+        return _A._op_tril.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
 
 
@@ -9070,10 +9071,10 @@ def tril_(self, *args, **kwargs):
     if _b is not None:
         diagonal, = _b
         if type(diagonal) is int:
-            return _R._op_tril_.call(self._ks, self, diagonal)
+            return _A._op_tril_.call(self._ks, self, diagonal)
     _i, _a = _sig_tril_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_tril_.call(self._ks, self, _a['diagonal'])
+        return _A._op_tril_.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
 
 
@@ -9097,10 +9098,10 @@ def triu(self, *args, **kwargs):
     if _b is not None:
         diagonal, = _b
         if type(diagonal) is int:
-            return _R._op_triu.call(self._ks, self, diagonal)
+            return _A._op_triu.call(self._ks, self, diagonal)
     _i, _a = _sig_triu.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_triu.call(self._ks, self, _a['diagonal'])
+        return _A._op_triu.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
 
 
@@ -9124,10 +9125,10 @@ def triu_(self, *args, **kwargs):
     if _b is not None:
         diagonal, = _b
         if type(diagonal) is int:
-            return _R._op_triu_.call(self._ks, self, diagonal)
+            return _A._op_triu_.call(self._ks, self, diagonal)
     _i, _a = _sig_triu_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_triu_.call(self._ks, self, _a['diagonal'])
+        return _A._op_triu_.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
 
 
@@ -9154,10 +9155,10 @@ def flip(self, *args, **kwargs):
     if _b is not None:
         dims, = _b
         if (dims_ := _ints(dims, False)) is not None:
-            return _R._op_flip.call(self._ks, self, dims_)
+            return _A._op_flip.call(self._ks, self, dims_)
     _i, _a = _sig_flip.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_flip.call(self._ks, self, _a['dims'])
+        return _A._op_flip.call(self._ks, self, _a['dims'])
     raise AssertionError('unreachable')
 
 
@@ -9180,10 +9181,10 @@ def fliplr(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_fliplr.call(self._ks, self)
+            return _A._op_fliplr.call(self._ks, self)
     _i, _a = _sig_fliplr.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_fliplr.call(self._ks, self)
+        return _A._op_fliplr.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -9206,10 +9207,10 @@ def flipud(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_flipud.call(self._ks, self)
+            return _A._op_flipud.call(self._ks, self)
     _i, _a = _sig_flipud.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_flipud.call(self._ks, self)
+        return _A._op_flipud.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -9233,10 +9234,10 @@ def roll(self, *args, **kwargs):
     if _b is not None:
         shifts, dims = _b
         if (shifts_ := _ints(shifts, True)) is not None and (dims_ := _ints(dims, True)) is not None:
-            return _R._op_roll.call(self._ks, self, shifts_, dims_)
+            return _A._op_roll.call(self._ks, self, shifts_, dims_)
     _i, _a = _sig_roll.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_roll.call(self._ks, self, _a['shifts'], _a['dims'])
+        return _A._op_roll.call(self._ks, self, _a['shifts'], _a['dims'])
     raise AssertionError('unreachable')
 
 
@@ -9260,10 +9261,10 @@ def rot90(self, *args, **kwargs):
     if _b is not None:
         k, dims = _b
         if type(k) is int and (dims_ := _ints(dims, False)) is not None:
-            return _R._op_rot90.call(self._ks, self, k, dims_)
+            return _A._op_rot90.call(self._ks, self, k, dims_)
     _i, _a = _sig_rot90.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_rot90.call(self._ks, self, _a['k'], _a['dims'])
+        return _A._op_rot90.call(self._ks, self, _a['k'], _a['dims'])
     raise AssertionError('unreachable')
 
 
@@ -9290,10 +9291,10 @@ def repeat(self, *args, **kwargs):
     if _b is not None:
         repeats, = _b
         if (repeats_ := _ints(repeats, False)) is not None:
-            return _R._op_repeat.call(self._ks, self, repeats_)
+            return _A._op_repeat.call(self._ks, self, repeats_)
     _i, _a = _sig_repeat.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_repeat.call(self._ks, self, _a['repeats'])
+        return _A._op_repeat.call(self._ks, self, _a['repeats'])
     raise AssertionError('unreachable')
 
 
@@ -9320,10 +9321,10 @@ def tile(self, *args, **kwargs):
     if _b is not None:
         dims, = _b
         if (dims_ := _ints(dims, False)) is not None:
-            return _R._op_tile.call(self._ks, self, dims_)
+            return _A._op_tile.call(self._ks, self, dims_)
     _i, _a = _sig_tile.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_tile.call(self._ks, self, _a['dims'])
+        return _A._op_tile.call(self._ks, self, _a['dims'])
     raise AssertionError('unreachable')
 
 
@@ -9351,7 +9352,7 @@ def repeat_interleave(self, *args, **kwargs):
     if _b is not None:
         repeats, dim, output_size = _b
         if isinstance(repeats, _Tensor) and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
-            return _R._op_repeat_interleave_self_Tensor.call(self._ks | repeats._ks, self, repeats, dim, output_size)
+            return _A._op_repeat_interleave_self_Tensor.call(self._ks | repeats._ks, self, repeats, dim, output_size)
     try:
         _b = _bind_repeat_interleave_1(*args, **kwargs)
     except TypeError:
@@ -9359,12 +9360,12 @@ def repeat_interleave(self, *args, **kwargs):
     if _b is not None:
         repeats, dim, output_size = _b
         if type(repeats) is int and (dim is None or type(dim) is int) and (output_size is None or type(output_size) is int):
-            return _R._op_repeat_interleave_self_int.call(self._ks, self, repeats, dim, output_size)
+            return _A._op_repeat_interleave_self_int.call(self._ks, self, repeats, dim, output_size)
     _i, _a = _sig_repeat_interleave.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_repeat_interleave_self_Tensor.call(self._ks | _a['repeats']._ks, self, _a['repeats'], _a['dim'], _a['output_size'])
+        return _A._op_repeat_interleave_self_Tensor.call(self._ks | _a['repeats']._ks, self, _a['repeats'], _a['dim'], _a['output_size'])
     elif _i == 1:
-        return _R._op_repeat_interleave_self_int.call(self._ks, self, _a['repeats'], _a['dim'], _a['output_size'])
+        return _A._op_repeat_interleave_self_int.call(self._ks, self, _a['repeats'], _a['dim'], _a['output_size'])
     raise AssertionError('unreachable')
 
 
@@ -9386,10 +9387,10 @@ def diag(self, *args, **kwargs):
     if _b is not None:
         diagonal, = _b
         if type(diagonal) is int:
-            return _R._op_diag.call(self._ks, self, diagonal)
+            return _A._op_diag.call(self._ks, self, diagonal)
     _i, _a = _sig_diag.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_diag.call(self._ks, self, _a['diagonal'])
+        return _A._op_diag.call(self._ks, self, _a['diagonal'])
     raise AssertionError('unreachable')
 
 
@@ -9413,10 +9414,10 @@ def diag_embed(self, *args, **kwargs):
     if _b is not None:
         offset, dim1, dim2 = _b
         if type(offset) is int and type(dim1) is int and type(dim2) is int:
-            return _R._op_diag_embed.call(self._ks, self, offset, dim1, dim2)
+            return _A._op_diag_embed.call(self._ks, self, offset, dim1, dim2)
     _i, _a = _sig_diag_embed.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_diag_embed.call(self._ks, self, _a['offset'], _a['dim1'], _a['dim2'])
+        return _A._op_diag_embed.call(self._ks, self, _a['offset'], _a['dim1'], _a['dim2'])
     raise AssertionError('unreachable')
 
 
@@ -9440,10 +9441,10 @@ def mm(self, *args, **kwargs):
     if _b is not None:
         mat2, = _b
         if isinstance(mat2, _Tensor):
-            return _R._op_mm.call(self._ks | mat2._ks, self, mat2)
+            return _A._op_mm.call(self._ks | mat2._ks, self, mat2)
     _i, _a = _sig_mm.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_mm.call(self._ks | _a['mat2']._ks, self, _a['mat2'])
+        return _A._op_mm.call(self._ks | _a['mat2']._ks, self, _a['mat2'])
     raise AssertionError('unreachable')
 
 
@@ -9467,10 +9468,10 @@ def bmm(self, *args, **kwargs):
     if _b is not None:
         mat2, = _b
         if isinstance(mat2, _Tensor):
-            return _R._op_bmm.call(self._ks | mat2._ks, self, mat2)
+            return _A._op_bmm.call(self._ks | mat2._ks, self, mat2)
     _i, _a = _sig_bmm.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_bmm.call(self._ks | _a['mat2']._ks, self, _a['mat2'])
+        return _A._op_bmm.call(self._ks | _a['mat2']._ks, self, _a['mat2'])
     raise AssertionError('unreachable')
 
 
@@ -9494,10 +9495,10 @@ def matmul(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_matmul.call(self._ks | other._ks, self, other)
+            return _A._op_matmul.call(self._ks | other._ks, self, other)
     _i, _a = _sig_matmul.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_matmul.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_matmul.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -9521,10 +9522,10 @@ def mv(self, *args, **kwargs):
     if _b is not None:
         vec, = _b
         if isinstance(vec, _Tensor):
-            return _R._op_mv.call(self._ks | vec._ks, self, vec)
+            return _A._op_mv.call(self._ks | vec._ks, self, vec)
     _i, _a = _sig_mv.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_mv.call(self._ks | _a['vec']._ks, self, _a['vec'])
+        return _A._op_mv.call(self._ks | _a['vec']._ks, self, _a['vec'])
     raise AssertionError('unreachable')
 
 
@@ -9548,10 +9549,10 @@ def dot(self, *args, **kwargs):
     if _b is not None:
         tensor, = _b
         if isinstance(tensor, _Tensor):
-            return _R._op_dot.call(self._ks | tensor._ks, self, tensor)
+            return _A._op_dot.call(self._ks | tensor._ks, self, tensor)
     _i, _a = _sig_dot.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_dot.call(self._ks | _a['tensor']._ks, self, _a['tensor'])
+        return _A._op_dot.call(self._ks | _a['tensor']._ks, self, _a['tensor'])
     raise AssertionError('unreachable')
 
 
@@ -9575,10 +9576,10 @@ def vdot(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_vdot.call(self._ks | other._ks, self, other)
+            return _A._op_vdot.call(self._ks | other._ks, self, other)
     _i, _a = _sig_vdot.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_vdot.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_vdot.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -9602,10 +9603,10 @@ def inner(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_inner.call(self._ks | other._ks, self, other)
+            return _A._op_inner.call(self._ks | other._ks, self, other)
     _i, _a = _sig_inner.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_inner.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_inner.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -9629,10 +9630,10 @@ def outer(self, *args, **kwargs):
     if _b is not None:
         vec2, = _b
         if isinstance(vec2, _Tensor):
-            return _R._op_outer.call(self._ks | vec2._ks, self, vec2)
+            return _A._op_outer.call(self._ks | vec2._ks, self, vec2)
     _i, _a = _sig_outer.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_outer.call(self._ks | _a['vec2']._ks, self, _a['vec2'])
+        return _A._op_outer.call(self._ks | _a['vec2']._ks, self, _a['vec2'])
     raise AssertionError('unreachable')
 
 
@@ -9656,10 +9657,10 @@ def ger(self, *args, **kwargs):
     if _b is not None:
         vec2, = _b
         if isinstance(vec2, _Tensor):
-            return _R._op_ger.call(self._ks | vec2._ks, self, vec2)
+            return _A._op_ger.call(self._ks | vec2._ks, self, vec2)
     _i, _a = _sig_ger.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_ger.call(self._ks | _a['vec2']._ks, self, _a['vec2'])
+        return _A._op_ger.call(self._ks | _a['vec2']._ks, self, _a['vec2'])
     raise AssertionError('unreachable')
 
 
@@ -9683,10 +9684,10 @@ def addmm(self, *args, **kwargs):
     if _b is not None:
         mat1, mat2, beta, alpha = _b
         if isinstance(mat1, _Tensor) and isinstance(mat2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_addmm.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
+            return _A._op_addmm.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
     _i, _a = _sig_addmm.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_addmm.call(self._ks | _a['mat1']._ks | _a['mat2']._ks, self, _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
+        return _A._op_addmm.call(self._ks | _a['mat1']._ks | _a['mat2']._ks, self, _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -9710,10 +9711,10 @@ def addmm_(self, *args, **kwargs):
     if _b is not None:
         mat1, mat2, beta, alpha = _b
         if isinstance(mat1, _Tensor) and isinstance(mat2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_addmm_.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
+            return _A._op_addmm_.call(self._ks | mat1._ks | mat2._ks, self, mat1, mat2, beta, alpha)
     _i, _a = _sig_addmm_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_addmm_.call(self._ks | _a['mat1']._ks | _a['mat2']._ks, self, _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
+        return _A._op_addmm_.call(self._ks | _a['mat1']._ks | _a['mat2']._ks, self, _a['mat1'], _a['mat2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -9737,10 +9738,10 @@ def addmv(self, *args, **kwargs):
     if _b is not None:
         mat, vec, beta, alpha = _b
         if isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_addmv.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
+            return _A._op_addmv.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
     _i, _a = _sig_addmv.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_addmv.call(self._ks | _a['mat']._ks | _a['vec']._ks, self, _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
+        return _A._op_addmv.call(self._ks | _a['mat']._ks | _a['vec']._ks, self, _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -9764,10 +9765,10 @@ def addmv_(self, *args, **kwargs):
     if _b is not None:
         mat, vec, beta, alpha = _b
         if isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_addmv_.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
+            return _A._op_addmv_.call(self._ks | mat._ks | vec._ks, self, mat, vec, beta, alpha)
     _i, _a = _sig_addmv_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_addmv_.call(self._ks | _a['mat']._ks | _a['vec']._ks, self, _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
+        return _A._op_addmv_.call(self._ks | _a['mat']._ks | _a['vec']._ks, self, _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -9791,10 +9792,10 @@ def baddbmm(self, *args, **kwargs):
     if _b is not None:
         batch1, batch2, beta, alpha = _b
         if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_baddbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
+            return _A._op_baddbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_baddbmm.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_baddbmm.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
+        return _A._op_baddbmm.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -9818,10 +9819,10 @@ def baddbmm_(self, *args, **kwargs):
     if _b is not None:
         batch1, batch2, beta, alpha = _b
         if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_baddbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
+            return _A._op_baddbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_baddbmm_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_baddbmm_.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
+        return _A._op_baddbmm_.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -9845,10 +9846,10 @@ def addbmm(self, *args, **kwargs):
     if _b is not None:
         batch1, batch2, beta, alpha = _b
         if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_addbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
+            return _A._op_addbmm.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_addbmm.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_addbmm.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
+        return _A._op_addbmm.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -9872,10 +9873,10 @@ def addbmm_(self, *args, **kwargs):
     if _b is not None:
         batch1, batch2, beta, alpha = _b
         if isinstance(batch1, _Tensor) and isinstance(batch2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
-            return _R._op_addbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
+            return _A._op_addbmm_.call(self._ks | batch1._ks | batch2._ks, self, batch1, batch2, beta, alpha)
     _i, _a = _sig_addbmm_.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_addbmm_.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
+        return _A._op_addbmm_.call(self._ks | _a['batch1']._ks | _a['batch2']._ks, self, _a['batch1'], _a['batch2'], _a['beta'], _a['alpha'])
     raise AssertionError('unreachable')
 
 
@@ -9899,10 +9900,10 @@ def kron(self, *args, **kwargs):
     if _b is not None:
         other, = _b
         if isinstance(other, _Tensor):
-            return _R._op_kron.call(self._ks | other._ks, self, other)
+            return _A._op_kron.call(self._ks | other._ks, self, other)
     _i, _a = _sig_kron.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_kron.call(self._ks | _a['other']._ks, self, _a['other'])
+        return _A._op_kron.call(self._ks | _a['other']._ks, self, _a['other'])
     raise AssertionError('unreachable')
 
 
@@ -9926,10 +9927,10 @@ def cross(self, *args, **kwargs):
     if _b is not None:
         other, dim = _b
         if isinstance(other, _Tensor) and (dim is None or type(dim) is int):
-            return _R._op_cross.call(self._ks | other._ks, self, other, dim)
+            return _A._op_cross.call(self._ks | other._ks, self, other, dim)
     _i, _a = _sig_cross.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_cross.call(self._ks | _a['other']._ks, self, _a['other'], _a['dim'])
+        return _A._op_cross.call(self._ks | _a['other']._ks, self, _a['other'], _a['dim'])
     raise AssertionError('unreachable')
 
 
@@ -9952,10 +9953,10 @@ def det(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_det.call(self._ks, self)
+            return _A._op_det.call(self._ks, self)
     _i, _a = _sig_det.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_det.call(self._ks, self)
+        return _A._op_det.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -9978,10 +9979,10 @@ def inverse(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_inverse.call(self._ks, self)
+            return _A._op_inverse.call(self._ks, self)
     _i, _a = _sig_inverse.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_inverse.call(self._ks, self)
+        return _A._op_inverse.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -10004,10 +10005,10 @@ def slogdet(self, *args, **kwargs):
         _b = None
     if _b is not None:
         if True:
-            return _R._op_slogdet.call(self._ks, self)
+            return _A._op_slogdet.call(self._ks, self)
     _i, _a = _sig_slogdet.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_slogdet.call(self._ks, self)
+        return _A._op_slogdet.call(self._ks, self)
     raise AssertionError('unreachable')
 
 
@@ -10031,10 +10032,10 @@ def pinverse(self, *args, **kwargs):
     if _b is not None:
         rcond, = _b
         if type(rcond) is float:
-            return _R._op_pinverse.call(self._ks, self, rcond)
+            return _A._op_pinverse.call(self._ks, self, rcond)
     _i, _a = _sig_pinverse.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_pinverse.call(self._ks, self, _a['rcond'])
+        return _A._op_pinverse.call(self._ks, self, _a['rcond'])
     raise AssertionError('unreachable')
 
 
@@ -10058,10 +10059,10 @@ def softmax(self, *args, **kwargs):
     if _b is not None:
         dim, dtype = _b
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
-            return _R._op_softmax_int.call(self._ks, self, dim, dtype)
+            return _A._op_softmax_int.call(self._ks, self, dim, dtype)
     _i, _a = _sig_softmax.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_softmax_int.call(self._ks, self, _a['dim'], _a['dtype'])
+        return _A._op_softmax_int.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 
@@ -10085,10 +10086,10 @@ def log_softmax(self, *args, **kwargs):
     if _b is not None:
         dim, dtype = _b
         if type(dim) is int and (dtype is None or type(dtype) is _dtype):
-            return _R._op_log_softmax_int.call(self._ks, self, dim, dtype)
+            return _A._op_log_softmax_int.call(self._ks, self, dim, dtype)
     _i, _a = _sig_log_softmax.parse(args, kwargs, self)
     if _i == 0:
-        return _R._op_log_softmax_int.call(self._ks, self, _a['dim'], _a['dtype'])
+        return _A._op_log_softmax_int.call(self._ks, self, _a['dim'], _a['dtype'])
     raise AssertionError('unreachable')
 
 

@@ -59,11 +59,19 @@ for _k in AUTOGRAD_KEYS:
 
 
 class _LocalDispatchKeySet(threading.local):
-    """Thread-local included / excluded key bits (``c10/core/impl/LocalDispatchKeySet.h``)."""
+    """Thread-local included / excluded key bits (``c10/core/impl/LocalDispatchKeySet.h``), kept as one pair
+    ``keys = (included, ~excluded)`` so that a call reads the thread-local state once."""
 
     def __init__(self):
-        self.included = 0
-        self.excluded = 0
+        self.keys = (0, -1)
+
+    @property
+    def included(self) -> int:
+        return self.keys[0]
+
+    @property
+    def excluded(self) -> int:
+        return ~self.keys[1]
 
 
 tls = _LocalDispatchKeySet()
@@ -150,7 +158,8 @@ class OperatorHandle:
 
     def call(self, ks: int, *args):
         """Dispatch: apply thread-local keys, find the kernel of the highest key, run it."""
-        ks = (ks | tls.included) & ~tls.excluded
+        inc, keep = tls.keys
+        ks = (ks | inc) & keep
         k = self._cache.get(ks)
         if k is None:
             k = self.resolve(ks)
@@ -165,7 +174,8 @@ class OperatorHandle:
 
     def dispatch_trace(self, ks: int) -> list[str]:
         """The keys a call with ``ks`` visits and what each does (a debugging aid for learners)."""
-        ks = (ks | tls.included) & ~tls.excluded
+        inc, keep = tls.keys
+        ks = (ks | inc) & keep
         steps, bits = [], ks
         while bits:
             key = DispatchKey(bits.bit_length() - 1)
@@ -242,11 +252,11 @@ class ExcludeDispatchKeyGuard:
         self.bits = keys.repr_ if isinstance(keys, DispatchKeySet) else 1 << keys
 
     def __enter__(self):
-        self.prev = tls.excluded
-        tls.excluded = self.prev | self.bits
+        self.prev = inc, keep = tls.keys
+        tls.keys = (inc, keep & ~self.bits)
 
     def __exit__(self, *exc):
-        tls.excluded = self.prev
+        tls.keys = self.prev
 
 
 class IncludeDispatchKeyGuard:
@@ -254,8 +264,8 @@ class IncludeDispatchKeyGuard:
         self.bits = keys.repr_ if isinstance(keys, DispatchKeySet) else 1 << keys
 
     def __enter__(self):
-        self.prev = tls.included
-        tls.included = self.prev | self.bits
+        self.prev = inc, keep = tls.keys
+        tls.keys = (inc | self.bits, keep)
 
     def __exit__(self, *exc):
-        tls.included = self.prev
+        tls.keys = self.prev

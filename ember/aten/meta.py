@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.aten.dispatcher import BoxedFallback, NotImplementedForKey, register_fallback
+from ember.aten.wrap import new_tensor, write_inplace, write_out
 from ember.c10.device import META
-from ember.c10.dispatch_key import KS_META
-from ember.c10.tensor_impl import fake_array
+from ember.c10.dispatch_key import KS_META, DispatchKey
+from ember.c10.tensor_impl import TensorImpl, fake_array
 
 _ZERO = {}
 
@@ -54,7 +56,6 @@ def _infer_size(a: tuple, b: tuple) -> tuple:
 
 
 def _wrap(r):
-    from ember.aten.wrap import new_tensor
     if isinstance(r, tuple):
         return tuple(_wrap(x) for x in r)
     if isinstance(r, list):
@@ -93,7 +94,6 @@ def run_meta(kernel, args, kwargs=None):
 
 
 def _wrap_shape(shape, dt):
-    from ember.aten.wrap import new_tensor
     return new_tensor(fake_array(shape, np.dtype(dt)), KS_META, META)
 
 
@@ -106,3 +106,77 @@ def pooling_output_size(i, k, s, p, d, ceil_mode):
     if ceil_mode and (o - 1) * s >= i + p:
         o -= 1
     return o
+
+
+# Note [The Meta fallback]
+# No Meta kernel is generated. Meta is a boxed fallback, as PyTorch's boxed fallbacks are kernels for every
+# operator under one key that receive the operator: for an operator whose table row lists Meta (Note [Backend
+# kernels] in aten/backends.py), it derives the kernel from the row — the array kernel, which arguments are
+# keyword-only, the kind of result — and ``run_meta`` above; an operator without one (data-dependent shapes:
+# ``nonzero``, ``unique``, ...) raises PyTorch's "Could not run ... with arguments from the 'Meta' backend".
+# Composite operators never get here: their composite kernel comes first (Note [Kernel resolution]).
+_DERIVED: dict = {}
+
+
+def derive(op, wrapper, kernel, kwnames, kind, rt, device_check=True) -> None:
+    """Record what the Meta kernel of ``op`` is derived from (called by ``register_kernels``)."""
+    _DERIVED[op] = (wrapper, kernel, kwnames, kind, rt, device_check)
+    op._cache.clear()
+
+
+def _check_meta(args) -> None:
+    for a in args:
+        if isinstance(a, TensorImpl):
+            if a._device.type != "meta":
+                raise RuntimeError(f"Tensor on device {a._device} is not on the expected device meta!")
+        elif isinstance(a, (list, tuple)):
+            _check_meta(a)
+
+
+def _arrays(a):
+    if isinstance(a, TensorImpl):
+        return a._data
+    if isinstance(a, list) and any(isinstance(x, TensorImpl) for x in a):
+        return [x._data if isinstance(x, TensorImpl) else x for x in a]
+    return a
+
+
+def meta_kernel(op):
+    """The Meta kernel of ``op``, derived from its table row (Note [The Meta fallback])."""
+    row = _DERIVED.get(op)
+    if row is None:
+        def missing(ks, *args):
+            raise NotImplementedForKey(op._missing_message(ks))
+        return missing
+    wrapper, kernel, kwnames, kind, rt, device_check = row
+    nout, nkw, name = op.out_arity, len(kwnames), op.name
+
+    def meta(ks, *args):
+        if device_check:
+            _check_meta(args)
+        if kind == "view":  # view kernels compute strides only: they run on the metadata-only arrays as they are
+            return wrapper(ks, *args)
+        if kind == "mutating":  # a kernel that writes its first argument changes no metadata
+            self = args[0]
+            if self._device.type != "meta":
+                raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+            self._vc.version += 1
+            return self
+        n = len(args) - nout
+        npos = n - nkw
+        r = run_meta(kernel, [_arrays(a) for a in args[:npos]],
+                     {k: _arrays(a) for k, a in zip(kwnames, args[npos:n])})
+        if kind == "inplace":
+            return write_inplace(args[0], r._data, name)
+        if nout == 1:
+            return write_out(args[n], r._data, name)
+        if nout:
+            for o, x in zip(args[n:], r):
+                write_out(o, x._data, name)
+            return rt(*args[n:]) if rt is not None else tuple(args[n:])
+        return rt(*r) if rt is not None else r
+    meta.__qualname__ = meta.__name__ = f"meta_{name}_{op.overload_name or 'default'}"
+    return meta
+
+
+register_fallback(DispatchKey.Meta, BoxedFallback(meta_kernel))

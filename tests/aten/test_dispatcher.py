@@ -71,7 +71,7 @@ def test_cache_is_per_keyset():
 def test_real_ops_are_registered_with_pytorch_names():
     add = Dispatcher.find("aten::add.Tensor")
     assert add.schema == "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
-    assert DispatchKey.CPU in add.kernels and DispatchKey.Meta in add.kernels
+    assert DispatchKey.CPU in add.kernels and add.resolve(1 << DispatchKey.Meta).__name__ == "meta_add_Tensor"
     assert ember.ops.aten.add.Tensor(ember.ones(2), ember.ones(2), alpha=3).tolist() == [4.0, 4.0]
     assert ember.ops.aten.add(ember.ones(2), 2).tolist() == [3.0, 3.0]
     with pytest.raises(RuntimeError, match="No such operator"):
@@ -90,3 +90,34 @@ def test_a_call_goes_through_the_dispatcher():
     # the Autograd kernel ran first and redispatched below itself: the CPU kernel sees only the CPU key
     assert seen == [1 << DispatchKey.CPU] and r.tolist() == [1.0, 1.0]
     assert h.dispatch_trace(KS_CPU)[0] == "AutogradCPU: _ag_mul_Tensor"
+
+
+def test_one_wrapper_per_op_serves_cpu_and_cuda():
+    """Note [Backend kernels]: the CUDA registration is the CPU wrapper behind the device check and guard; every
+    row of the generated table is registered that way."""
+    from ember._generated.registrations import _BACKEND_KERNELS
+    assert len(_BACKEND_KERNELS) > 500
+    for op, fn, keys, *_ in _BACKEND_KERNELS:
+        assert op.kernels[DispatchKey.CPU] is fn
+        assert ("CUDA" in keys) == (DispatchKey.CUDA in op.kernels)
+        if "CUDA" in keys:
+            assert op.kernels[DispatchKey.CUDA].__wrapped__ is fn
+        assert DispatchKey.Meta not in op.kernels  # derived by the Meta fallback
+
+
+def test_meta_is_a_boxed_fallback():
+    """Note [The Meta fallback]: a Meta kernel derived from the table row, or PyTorch's error for an op without one."""
+    m = ember.empty(2, 3, device="meta")
+    mx = Dispatcher.find("aten::max.dim")
+    assert mx.resolve(1 << DispatchKey.Meta).__name__ == "meta_max_dim"
+    v, i = ember.max(m, 1)
+    assert v.shape == (2,) and i.dtype == ember.int64 and v.device.type == "meta"
+    with pytest.raises(NotImplementedError, match=r"Could not run 'aten::nonzero' with arguments from the 'Meta' "
+                                                  r"backend\. 'aten::nonzero' is only available for these backends: "
+                                                  r"\[CPU, CUDA\]\."):
+        ember.nonzero(m)
+    out = ember.empty(0, device="meta")
+    assert ember.add(m, 1, out=out) is out and out.shape == (2, 3)
+    assert m.add_(1) is m and m.t().shape == (3, 2)
+    with pytest.raises(RuntimeError, match="Tensor on device cpu is not on the expected device meta!"):
+        ember.add(m, ember.ones(2, 3))

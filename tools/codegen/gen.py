@@ -3,10 +3,11 @@
 Outputs:
 * ``aten.py`` — the internal op API (Note [The internal op API]): the operator handles, and one plain
   function per overload calling the dispatcher.
-* ``registrations.py`` — the backend kernels of each operator handle: for each
-  ``dispatch`` entry a wrapper that unwraps tensors to arrays, calls the array kernel with NumPy (CPU)
-  or CuPy (CUDA), and wraps the result (fresh tensor, view, in-place write or ``out=`` write); a Meta
-  kernel derived from the same array kernel; ``CompositeImplicitAutograd`` entries point at
+* ``registrations.py`` — the kernels of each operator (Note [Backend kernels] in ember/aten/backends.py): one
+  wrapper per operator with an array kernel, which unwraps tensors to arrays, calls the kernel with the array
+  module of the backend it runs on (NumPy for CPU, CuPy for CUDA, looked up by key) and wraps the result (fresh
+  tensor, view, in-place write or ``out=`` write); then the table that registers these wrappers for CPU and
+  CUDA, records what the Meta fallback derives Meta kernels from, and points composite entries at
   ``ember/aten/composite``.
 * ``functions.py`` / ``tensor_methods.py`` / ``nn_functional.py`` / ``linalg.py`` / ``special.py`` /
   ``fft.py`` — the Python bindings: one function per public name, resolving its overloads as
@@ -39,60 +40,44 @@ def handle_var(s: FunctionSchema) -> str:
 
 
 # ------------------------------------------------------------------------------ registrations
-def _unwrap(a: Argument, backend: str = "CPU") -> str:
-    """The array of a tensor argument. On CUDA a tensor may be a 0-dim CPU tensor (PyTorch's CPU scalars mix
-    with any device): ``_dev`` copies its array to the device."""
+# Note [Backend kernels] (ember/aten/backends.py): one wrapper per operator serves CPU and CUDA, the backend looked
+# up by key; the Meta kernel is derived by the Meta fallback; the registrations are a table.
+def _unwrap(a: Argument) -> str:
+    """The array of a tensor argument (``None`` stays ``None`` for ``Tensor?``)."""
     n = ident(a.name)
     t = a.type
-    data = (lambda x: f"_dev({x})") if backend == "CUDA" else (lambda x: f"{x}._data")
     if t.is_tensor:
-        return data(n) if not t.optional else f"(None if {n} is None else {data(n)})"
+        return f"{n}._data" if not t.optional else f"(None if {n} is None else {n}._data)"
     if t.is_tensor_list:
         if t.elem_optional:
-            return f"[None if _t is None else {data('_t')} for _t in {n}]"
-        return f"[{data('_t')} for _t in {n}]"
+            return f"[None if _t is None else _t._data for _t in {n}]"
+        return f"[_t._data for _t in {n}]"
     return n
 
 
-def _kernel_args(nf: NativeFunction, backend: str = "CPU") -> tuple[list[str], list[str]]:
-    """Kernel arguments: positional schema arguments by position, keyword-only ones by name (so one
-    kernel can serve overloads that declare different subsets of its parameters)."""
-    pos, kw = [], []
-    for a in nf.schema.arguments:
-        if a.kwarg_only and a.type.is_write:
-            continue
-        if a.kwarg_only:
-            kw.append(f"{ident(a.name)}={_unwrap(a, backend)}")
-        else:
-            pos.append(_unwrap(a, backend))
-    return pos, kw
+def _kwarg_names(s: FunctionSchema) -> list[str]:
+    """Keyword-only arguments the array kernel takes by name (``out=`` arguments are not passed)."""
+    return [ident(a.name) for a in s.arguments if a.kwarg_only and not a.type.is_write]
 
 
-def _kernel_call(nf: NativeFunction, kernel: str, xp: str) -> str:
-    pos, kw = _kernel_args(nf, "CUDA" if xp == "_cupy()" else "CPU")
-    return f"K.{kernel}({xp}, " + ", ".join(pos + kw) + ")"
+def _kernel_call(nf: NativeFunction, kernel: str) -> str:
+    """Kernel arguments: positional schema arguments by position, keyword-only ones by name (so one kernel can
+    serve overloads that declare different subsets of its parameters)."""
+    args = [_unwrap(a) for a in nf.schema.arguments if not a.kwarg_only]
+    args += [f"{ident(a.name)}={_unwrap(a)}" for a in nf.schema.arguments if a.kwarg_only and not a.type.is_write]
+    return f"K.{kernel}(be.xp, " + ", ".join(args) + ")"
 
 
-def _first_tensor(s: FunctionSchema) -> str | None:
-    for a in s.arguments:
-        if a.type.is_tensor and not a.type.optional:
-            return ident(a.name)
-        if a.type.is_tensor_list:
-            return ident(a.name) + "[0]"
+def _rt_class(s: FunctionSchema) -> str | None:
+    """The named-tuple class of an op whose returns are named (``max.dim -> (values, indices)``)."""
+    if len(s.returns) > 1 and s.returns[0].name:
+        return f"_rt.{s.base_name.rstrip('_')}"
     return None
 
 
-def _wrap_result(nf: NativeFunction, expr: str, backend: str) -> list[str]:
+def _wrap_result(nf: NativeFunction, expr: str) -> list[str]:
     """Lines that wrap the kernel result ``expr`` for a functional (non-mutating) op."""
     s = nf.schema
-    if backend == "CPU":
-        dev, ks = "_CPU", "_KS_CPU"
-    else:
-        ft = _first_tensor(s)
-        if ft is not None:
-            dev, ks = f"{ft}._device", f"{ft}._ks"
-        else:
-            dev, ks = "_cuda_device(device)", "_KS_CUDA"
     if s.is_view:
         base = ident(s.arguments[0].name)
         if s.returns[0].type.is_list:
@@ -100,178 +85,114 @@ def _wrap_result(nf: NativeFunction, expr: str, backend: str) -> list[str]:
         if len(s.returns) > 1:
             return [f"return tuple(_view(_r, {base}) for _r in {expr})"]
         return [f"return _view({expr}, {base})"]
+    new = "_new({}, be.ks, be.device)"
     if len(s.returns) == 1:
         r = s.returns[0].type
         if r.is_list:
-            return [f"return [_new(_r, {ks}, {dev}) for _r in {expr}]"]
+            return [f"return [{new.format('_r')} for _r in {expr}]"]
         if r.base != "Tensor":
             return [f"return {expr}"]
-        return [f"return _new({expr}, {ks}, {dev})"]
+        return [f"return {new.format(expr)}"]
     if len(s.returns) == 0:
         return [f"{expr}", "return None"]
-    lines = [f"_rs = {expr}"]
-    items = ", ".join(f"_new(_rs[{i}], {ks}, {dev})" if r.type.base == "Tensor" else f"_rs[{i}]"
+    items = ", ".join(new.format(f"_rs[{i}]") if r.type.base == "Tensor" else f"_rs[{i}]"
                       for i, r in enumerate(s.returns))
-    if s.returns[0].name:
-        lines.append(f"return _rt.{s.name.rstrip('_')}({items})")
-    else:
-        lines.append(f"return ({items},)")
-    return lines
+    rt = _rt_class(s)
+    return [f"_rs = {expr}", f"return {rt}({items})" if rt else f"return ({items},)"]
 
 
-def _device_check(s: FunctionSchema, device_type: str) -> list[str]:
-    """Device agreement of tensor arguments.  Not needed on CPU: a key set whose highest backend is CPU
-    has no CUDA or Meta tensor in it (both rank above CPU)."""
-    tensors = [ident(a.name) for a in s.arguments if a.type.base == "Tensor"]
-    if len(tensors) < 2:
-        return []
-    return [f"    _check_devices({device_type!r}, {', '.join(tensors)})"]
-
-
-def gen_backend_kernel(nf: NativeFunction, backend: str, kernel: str) -> tuple[str, str]:
+def result_kind(nf: NativeFunction, kernel: str) -> str:
+    """How a wrapper delivers its result; the Meta fallback derives the Meta kernel by it."""
     s = nf.schema
-    fname = f"_{backend.lower()}_{s.name}_{s.overload_name or 'default'}"
-    params = ", ".join(["ks"] + [ident(a.name) for a in s.arguments])
-    xp = "_np" if backend == "CPU" else "_cupy()"
-    lines = [f"def {fname}({params}):"]
-    if backend == "CUDA" and s.name != "copy_":  # copy_ is how tensors cross devices
-        lines += _device_check(s, "cuda")
-    mutating_kernel = kernel.endswith("_")
-    if s.is_inplace:
-        self_n = ident(s.arguments[0].name)
-        if mutating_kernel:
-            lines.append(f"    _check_writable({self_n})")
-            lines.append(f"    {_kernel_call(nf, kernel, xp)}")
-            lines.append(f"    {self_n}._vc.version += 1")
-            lines.append(f"    return {self_n}")
-        else:
-            lines.append(f"    return _write_inplace({self_n}, {_kernel_call(nf, kernel, xp)}, '{s.name}')")
-    elif s.is_out:
-        outs = s.out_arguments
-        if len(outs) == 1:
-            o = ident(outs[0].name)
-            lines.append(f"    return _write_out({o}, {_kernel_call(nf, kernel, xp)}, '{s.base_name}')")
-        else:
-            lines.append(f"    _rs = {_kernel_call(nf, kernel, xp)}")
-            for i, o in enumerate(outs):
-                lines.append(f"    _write_out({ident(o.name)}, _rs[{i}], '{s.base_name}')")
-            names = ", ".join(ident(o.name) for o in outs)
-            if s.returns[0].name:
-                lines.append(f"    return _rt.{s.base_name}({names})")
-            else:
-                lines.append(f"    return ({names},)")
-    else:
-        lines += ["    " + ln for ln in _wrap_result(nf, _kernel_call(nf, kernel, xp), backend)]
-    tensors = [ident(a.name) for a in s.arguments if a.type.is_tensor]
-    if tensors and not mutating_kernel:  # Note: try costs nothing until something is raised
-        head = [ln for ln in lines if ln.startswith("def ") or ln.startswith("    _check_devices")]
-        body = [ln for ln in lines if ln not in head]
-        lines = head + ["    try:"] + ["    " + ln for ln in body] + \
-            ["    except ValueError as _e:", f"        _value_error(_e, K.{kernel}, {', '.join(tensors)})"]
-    return fname, "\n".join(lines)
-
-
-def gen_meta_kernel(nf: NativeFunction, kernel: str) -> tuple[str, str]:
-    s = nf.schema
-    fname = f"_meta_{s.name}_{s.overload_name or 'default'}"
-    params = ", ".join(["ks"] + [ident(a.name) for a in s.arguments])
-    lines = [f"def {fname}({params}):"]
-    if s.name != "copy_":
-        lines += _device_check(s, "meta")
-    pos, kw = _kernel_args(nf)
-    kw_dict = "{" + ", ".join(f"{k.split('=', 1)[0]!r}: {k.split('=', 1)[1]}" for k in kw) + "}"
     if s.is_view:
-        lines += ["    " + ln for ln in _wrap_result(nf, _kernel_call(nf, kernel, "_np"), "Meta")]
-        fixed = []
-        for ln in lines:
-            fixed.append(ln.replace("_new(", "_new_meta("))
-        return fname, "\n".join(fixed)
-    if kernel.endswith("_"):  # mutating kernels change no metadata
-        self_n = ident(s.arguments[0].name)
-        lines.append(f"    if {self_n}._device.type != 'meta':")
-        lines.append("        raise NotImplementedError('Cannot copy out of meta tensor; no data!')")
-        lines.append(f"    {self_n}._vc.version += 1")
-        lines.append(f"    return {self_n}")
-        return fname, "\n".join(lines)
-    lines.append(f"    _r = _run_meta(K.{kernel}, [{', '.join(pos)}], {kw_dict})")
+        return "view"
+    if kernel.endswith("_"):
+        return "mutating"  # the array kernel writes its first argument itself
     if s.is_inplace:
+        return "inplace"
+    if s.is_out:
+        return "out"
+    return "new"
+
+
+def gen_backend_kernel(nf: NativeFunction, kernel: str) -> tuple[str, str]:
+    s = nf.schema
+    fname = f"_{s.name}_{s.overload_name or 'default'}"
+    params = ", ".join(["ks"] + [ident(a.name) for a in s.arguments])
+    call = _kernel_call(nf, kernel)
+    head = [f"def {fname}({params}):", "    be = BACKEND[ks & ON_CUDA]"]
+    kind = result_kind(nf, kernel)
+    if kind == "mutating":
         self_n = ident(s.arguments[0].name)
-        lines.append(f"    return _write_inplace({self_n}, _r._data, '{s.name}')")
-    elif s.is_out:
+        return fname, "\n".join(head + [f"    _check_writable({self_n})", f"    {call}",
+                                         f"    {self_n}._vc.version += 1", f"    return {self_n}"])
+    if kind == "inplace":
+        body = [f"return _write_inplace({ident(s.arguments[0].name)}, {call}, '{s.name}')"]
+    elif kind == "out":
         outs = s.out_arguments
         if len(outs) == 1:
-            lines.append(f"    return _write_out({ident(outs[0].name)}, _r._data, '{s.base_name}')")
+            body = [f"return _write_out({ident(outs[0].name)}, {call}, '{s.base_name}')"]
         else:
-            for i, o in enumerate(outs):
-                lines.append(f"    _write_out({ident(o.name)}, _r[{i}]._data, '{s.base_name}')")
-            lines.append(f"    return ({', '.join(ident(o.name) for o in outs)},)")
-    elif len(s.returns) > 1 and s.returns[0].name:
-        lines.append(f"    return _rt.{s.name}(*_r)")
+            body = [f"_rs = {call}"]
+            body += [f"_write_out({ident(o.name)}, _rs[{i}], '{s.base_name}')" for i, o in enumerate(outs)]
+            names = ", ".join(ident(o.name) for o in outs)
+            rt = _rt_class(s)
+            body.append(f"return {rt}({names})" if rt else f"return ({names},)")
     else:
-        lines.append("    return _r")
-    return fname, "\n".join(lines)
+        body = _wrap_result(nf, call)
+    tensors = [ident(a.name) for a in s.arguments if a.type.is_tensor]
+    if not tensors:
+        return fname, "\n".join(head + ["    " + ln for ln in body])
+    # try costs nothing until something is raised
+    catch = ["    except ValueError as _e:", f"        _value_error(_e, K.{kernel}, {', '.join(tensors)})"]
+    return fname, "\n".join(head + ["    try:"] + ["        " + ln for ln in body] + catch)
 
 
-def gen_composite_kernel(nf: NativeFunction, fn: str) -> tuple[str, str]:
-    s = nf.schema
-    fname = f"_composite_{s.name}_{s.overload_name or 'default'}"
-    params = [ident(a.name) for a in s.arguments]
-    return fname, f"def {fname}(ks, {', '.join(params)}):\n    return C.{fn}({', '.join(params)})"
+_BACKEND_KEYS = ("CPU", "CUDA", "Meta")
+_COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
 
 
 def gen_registrations(nfs: list[NativeFunction]) -> str:
-    out = [HEADER, '"""Operator handles and their backend kernels (see tools/codegen/gen.py)."""',
-           "import numpy as _np", "",
+    out = [HEADER, '"""The kernels of every operator, and the table that registers them (Note [Backend kernels] in',
+           'ember/aten/backends.py)."""',
            "from ember.aten import kernels as K", "from ember.aten import composite as C",
-           "from ember._generated import aten as _A", "from ember.c10.dispatch_key import DispatchKey",
+           "from ember._generated import aten as _A",
+           "from ember.aten.backends import BACKEND, ON_CUDA, register_kernels",
            "from ember.aten.wrap import new_tensor as _new, view_of as _view, write_inplace as _write_inplace",
            "from ember.aten.wrap import write_out as _write_out, check_writable as _check_writable",
-           "from ember.aten.wrap import check_devices as _check_devices, value_error as _value_error",
-           "from ember.aten.meta import run_meta as _run_meta",
-           "from ember.c10.device import CPU as _CPU, META as _META",
-           "from ember.c10.dispatch_key import KS_CPU as _KS_CPU, KS_CUDA as _KS_CUDA, KS_META as _KS_META",
-           "from ember import return_types as _rt", "",
-           "",
-           "def _cupy():",
-           "    import cupy",
-           "    return cupy",
-           "",
-           "",
-           "def _dev(t):",
-           "    a = t._data",
-           "    return _cupy().asarray(a) if isinstance(a, _np.ndarray) else a",
-           "",
-           "",
-           "def _cuda_device(d):",
-           "    from ember.c10.device import device",
-           "    return device('cuda', 0) if d is None or d.index is None else d",
-           "",
-           "",
-           "def _new_meta(arr, ks, dev):",
-           "    return _new(arr, _KS_META, _META)",
-           ""]
-    regs = []
+           "from ember.aten.wrap import value_error as _value_error",
+           "from ember import return_types as _rt", ""]
+    backend_rows, composite_rows, no_check = [], [], []
     for nf in nfs:
         s = nf.schema
         hv = handle_var(s)
-        out.append(f"{hv} = _A.{hv}")
-        for key, kernel in nf.dispatch.items():
-            if key in ("CPU", "CUDA"):
-                fname, code = gen_backend_kernel(nf, key, kernel)
-                out += ["", code, ""]
-                regs.append(f"{hv}.register(DispatchKey.{key}, {fname})")
-            elif key == "Meta":
-                fname, code = gen_meta_kernel(nf, kernel)
-                out += ["", code, ""]
-                regs.append(f"{hv}.register(DispatchKey.Meta, {fname})")
-            elif key in ("CompositeImplicitAutograd", "CompositeExplicitAutograd"):
-                fname, code = gen_composite_kernel(nf, kernel)
-                out += ["", code, ""]
-                regs.append(f"{hv}.register(DispatchKey.{key}, {fname})")
-            else:
+        backend = {k: v for k, v in nf.dispatch.items() if k in _BACKEND_KEYS}
+        for key, fn in nf.dispatch.items():
+            if key in _COMPOSITE_KEYS:
+                composite_rows.append(f"    (_A.{hv}, {key!r}, C.{fn}),")
+            elif key not in _BACKEND_KEYS:
                 raise ValueError(f"{nf.loc}: unsupported dispatch key {key}")
-    out.append("")
-    out += regs
+        if not backend:
+            continue
+        kernels = set(backend.values())
+        if len(kernels) != 1:
+            raise ValueError(f"{nf.loc}: one array kernel serves every backend (Note [Backend kernels]); got {kernels}")
+        kernel = kernels.pop()
+        fname, code = gen_backend_kernel(nf, kernel)
+        out += ["", code, ""]
+        keys = tuple(k for k in _BACKEND_KEYS if k in backend)
+        kw = tuple(_kwarg_names(s))
+        backend_rows.append(f"    (_A.{hv}, {fname}, {keys!r}, K.{kernel}, {kw!r}, {result_kind(nf, kernel)!r}, "
+                            f"{_rt_class(s)}),")
+        if nf.device_check == "NoCheck":
+            no_check.append(f"_A.{hv}")
+    out += ["",
+            "# operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple",
+            "_BACKEND_KERNELS = ("] + backend_rows + [")", "",
+            "# operator, key, composite function", "_COMPOSITE_KERNELS = ("] + composite_rows + [")", "",
+            "# ``device_check: NoCheck``: the operators whose arguments may be on different devices",
+            f"_NO_DEVICE_CHECK = frozenset(({', '.join(no_check)}{',' if len(no_check) == 1 else ''}))", "",
+            "register_kernels(_BACKEND_KERNELS, _COMPOSITE_KERNELS, _NO_DEVICE_CHECK)"]
     return "\n".join(out) + "\n"
 
 
@@ -554,7 +475,7 @@ def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], l
         argnames[a.name] = "self" if (method and a is sg.self_arg) else conv[sg.pyname(a)]
     call_args = [argnames[a.name] for a in s.arguments]
     ks = _ks_expr(sg.nf, argnames)
-    call = f"_R.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
+    call = f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
     if extra_out:
         out_s = sg.out_nf.schema
         oargs = []
@@ -566,7 +487,7 @@ def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], l
         body.append("            if out is None:")
         body.append(f"                return {call}")
         body.append("            if isinstance(out, _Tensor):")
-        body.append(f"                return _R.{handle_var(out_s)}.call({_ks_expr(sg.out_nf, argnames)}, "
+        body.append(f"                return _A.{handle_var(out_s)}.call({_ks_expr(sg.out_nf, argnames)}, "
                     f"{', '.join(oargs)})")
     else:
         body.append(f"            return {call}")
@@ -609,7 +530,7 @@ def _call_body(sg: PySig, method: bool) -> list[str]:
     if sg.out_nf is not None:
         out_s = sg.out_nf.schema
         lines.append("if _a['out'] is None:")
-        call = f"_R.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
+        call = f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
         lines.append(f"    return {fin}({call}, _a)" if fin else f"    return {call}")
         oargs = []
         for a in out_s.arguments:
@@ -623,9 +544,9 @@ def _call_body(sg: PySig, method: bool) -> list[str]:
             else:
                 oargs.append(f"_a[{sg.pyname(a)!r}]")
         oks = _ks_expr(sg.out_nf, argnames)
-        lines.append(f"return _R.{handle_var(out_s)}.call({oks}, {', '.join(oargs)})")
+        lines.append(f"return _A.{handle_var(out_s)}.call({oks}, {', '.join(oargs)})")
     else:
-        call = f"_R.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
+        call = f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
         lines.append(f"return {fin}({call}, _a)" if fin else f"return {call}")
     return lines
 
@@ -674,7 +595,8 @@ def load_docs() -> dict:
 def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, title: str) -> str:
     groups = group_functions(nfs, method, module)
     out = [HEADER, f'"""{title} (see tools/codegen/gen.py)."""',
-           "from ember._generated import registrations as _R",
+           "from ember._generated import aten as _A",
+           "from ember._generated import registrations  # noqa: F401 (registers the kernels)",
            "from ember.c10.dispatch_key import KS_CPU as _KS_CPU  # noqa: F401",
            "from ember.c10 import dtype as _dtypes  # noqa: F401",
            "from ember.c10.dtype import dtype as _dtype",
@@ -698,7 +620,8 @@ def gen_ops(nfs: list[NativeFunction]) -> str:
     for nf in nfs:
         by_name.setdefault(nf.schema.name, []).append(nf)
     out = [HEADER, '"""ember.ops.aten: one packet per operator name, one attribute per overload."""',
-           "from ember._generated import registrations as _R",
+           "from ember._generated import aten as _A",
+           "from ember._generated import registrations  # noqa: F401 (registers the kernels)",
            "from ember.c10 import dtype as _dtypes  # noqa: F401",
            "from ember._ops import OpOverload as _O, OpOverloadPacket as _P", ""]
     for name, lst in by_name.items():
@@ -707,7 +630,7 @@ def gen_ops(nfs: list[NativeFunction]) -> str:
             s = nf.schema
             entries = [_spec_entry(a, ident(a.name)) for a in s.arguments]
             names = [ident(a.name) for a in s.arguments]
-            items.append(f"    _O(_R.{handle_var(s)}, ({', '.join(entries)}{',' if entries else ''}), {names!r}),")
+            items.append(f"    _O(_A.{handle_var(s)}, ({', '.join(entries)}{',' if entries else ''}), {names!r}),")
         out.append(f"{ident(name)} = _P({name!r}, [")
         out += items
         out.append("])")

@@ -247,7 +247,7 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]
     s = nf.schema
     fname = f"_ag_{s.name}_{s.overload_name or 'default'}"
     params = ["ks"] + [ident(a.name) for a in s.arguments]
-    call = f"_R._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}.redispatch(ks & _BELOW, " \
+    call = f"aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}.redispatch(ks & _BELOW, " \
            f"{', '.join(ident(a.name) for a in s.arguments)})"
     diff = plan.diff_inputs
     lines = [f"def {fname}({', '.join(params)}):"]
@@ -336,7 +336,7 @@ def gen_view_kernel(nf: NativeFunction) -> tuple[str, str]:
     s = nf.schema
     fname = f"_ag_{s.name}_{s.overload_name or 'default'}"
     params = ["ks"] + [ident(a.name) for a in s.arguments]
-    call = f"_R._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}.redispatch(ks & _BELOW, " \
+    call = f"aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}.redispatch(ks & _BELOW, " \
            f"{', '.join(ident(a.name) for a in s.arguments)})"
     return fname, "\n".join([f"def {fname}({', '.join(params)}):", f"    result = {call}"] +
                             _set_base_lines(s, "    ") + ["    return result"])
@@ -354,7 +354,6 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
         if nf.is_composite:
             raise SchemaError(f"{d.loc}: {full} is composite and needs no formula")
     out = [HEADER, '"""Autograd Nodes and kernels (see tools/codegen/gen_autograd.py)."""',
-           "from ember._generated import registrations as _R",
            "from ember.aten.dispatcher import keys_below as _keys_below",
            "from ember.autograd.grad_mode import state as _gm",
            "from ember.autograd.graph import Node as _Node, SavedVariable as _SV",
@@ -421,7 +420,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
     # one registration under the Autograd alias key serves AutogradCPU / CUDA / Meta (Note [Kernel resolution])
     out.append("for _h, _k in (")
     for s, fname in regs:
-        out.append(f"    (_R._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}, {fname}),")
+        out.append(f"    (aten._op_{s.name}{'_' + s.overload_name if s.overload_name else ''}, {fname}),")
     out.append("):")
     out.append("    _h.register(DispatchKey.Autograd, _k)")
     return "\n".join(out) + "\n"

@@ -196,6 +196,7 @@ class NativeFunction:
     loc: str
     tags: tuple[str, ...] = field(default_factory=tuple)
     meta: str | None = None     # ember: how the Meta kernel is derived, see ember/aten/meta.py
+    device_check: str = "ExactSame"  # "NoCheck": arguments may be on different devices (copy_)
 
     @property
     def is_composite(self) -> bool:
@@ -241,5 +242,5 @@ def load_native_functions(path: str) -> list[NativeFunction]:
         tags = entry.get("tags", ())
         tags = (tags,) if isinstance(tags, str) else tuple(tags)
         out.append(NativeFunction(schema, variants, dispatch, entry.get("python_module"), loc, tags,
-                                  entry.get("meta")))
+                                  entry.get("meta"), str(entry.get("device_check", "ExactSame"))))
     return out

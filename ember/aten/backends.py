@@ -1,0 +1,144 @@
+"""The backends one generated kernel runs on, and the registration of the operator library's kernels.
+
+Note [Backend kernels]
+Most operators have one array kernel (``aten/kernels``) that serves every device: it receives the array module
+(``xp``: NumPy or CuPy) first and computes with it. For such an operator the code generator emits **one**
+wrapper (``ember/_generated/registrations.py``), registered for CPU and CUDA alike, which
+
+1. looks up the backend by the call's key set — ``be = BACKEND[ks & ON_CUDA]`` (a key set whose highest backend
+   is CPU has no CUDA tensor in it, since CUDA ranks above CPU);
+2. unwraps its tensor arguments' arrays and calls the array kernel with ``be.xp``;
+3. wraps the result as a tensor of the backend (``be.ks``, ``be.device``), a view of its base, or writes it into
+   ``self`` / ``out=``.
+
+The CUDA registration passes through ``cuda_kernel``, which does what PyTorch's generated CUDA wrappers do before
+the kernel: the device check (all tensor arguments on the device; 0-dim CPU tensors are scalars and are moved to
+it) and the device guard (results go on the device of the first CUDA tensor, or of the ``device`` argument).
+Operators marked ``device_check: NoCheck`` (``copy_``: how data crosses devices) skip both and see their arrays
+as they are. The Meta kernel is not generated either: it is derived from the same array kernel by the Meta
+key's boxed fallback (``aten/meta.py``), from the facts the table below records.
+
+``register_kernels`` reads the generated table: one row per operator with its wrapper, keys, array kernel,
+keyword-only argument names, result kind and named-tuple class.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ember.c10.device import CPU, device as _device
+from ember.c10.dispatch_key import KS_CPU, KS_CUDA, DispatchKey
+from ember.aten.wrap import new_tensor
+from ember.c10.tensor_impl import TensorImpl
+
+ON_CUDA = 1 << DispatchKey.CUDA
+_ON_CPU = 1 << DispatchKey.CPU
+
+
+class Backend:
+    """What a kernel wrapper needs of the backend it runs on: the array module, and the key set and device of
+    the tensors it creates."""
+
+    __slots__ = ("xp", "ks", "device")
+
+    def __init__(self, xp, ks: int, device):
+        self.xp, self.ks, self.device = xp, ks, device
+
+
+class _CudaBackend(threading.local):
+    """CUDA: CuPy, imported on first use; ``device`` is set per call by ``cuda_kernel`` (the device guard), per
+    thread."""
+
+    ks = KS_CUDA
+
+    def __init__(self):
+        self.device = _device("cuda", 0)
+
+    @property
+    def xp(self):
+        import cupy
+        return cupy
+
+
+CPU_BACKEND = Backend(np, KS_CPU, CPU)
+CUDA_BACKEND = _CudaBackend()
+BACKEND = {0: CPU_BACKEND, ON_CUDA: CUDA_BACKEND}
+
+
+def _mismatch(t) -> RuntimeError:
+    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                        f"cuda:0 and {t._device}!")
+
+
+def _to_cuda(a, dev):
+    """A CPU argument of a CUDA call: a 0-dim tensor (a scalar, as in PyTorch) is copied to the device; any other
+    CPU tensor is PyTorch's device-mismatch error."""
+    if isinstance(a, TensorImpl):
+        if a._device.type != "cpu":
+            return a
+        if a._data.ndim:
+            raise _mismatch(a)
+        return new_tensor(CUDA_BACKEND.xp.asarray(a._data), KS_CUDA, dev)
+    if isinstance(a, (list, tuple)) and any(isinstance(x, TensorImpl) for x in a):
+        return type(a)(_to_cuda(x, dev) for x in a)
+    return a
+
+
+def _cuda_device_of(args):
+    """The device guard's device: the first CUDA tensor argument's, else a CUDA ``device`` argument's, else cuda:0."""
+    for a in args:
+        if isinstance(a, TensorImpl):
+            if a._device.type == "cuda":
+                return a._device
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                if isinstance(x, TensorImpl) and x._device.type == "cuda":
+                    return x._device
+    for a in args:
+        if isinstance(a, _device) and a.type == "cuda":
+            return a if a.index is not None else _device("cuda", 0)
+    return _device("cuda", 0)
+
+
+def cuda_kernel(fn, device_check: bool = True):
+    """The CUDA registration of a backend wrapper: device check and device guard, then the wrapper."""
+    def kernel(ks, *args):
+        dev = _cuda_device_of(args)
+        if device_check and ks & _ON_CPU:  # a CPU tensor among the arguments
+            args = tuple(_to_cuda(a, dev) for a in args)
+        CUDA_BACKEND.device = dev
+        return fn(ks, *args)
+    kernel.__qualname__ = kernel.__name__ = "cuda" + fn.__name__
+    kernel.__wrapped__ = fn
+    return kernel
+
+
+def composite_kernel(fn):
+    """A composite op's registration: the function of ``aten/composite``, which takes no key set."""
+    def kernel(ks, *args):
+        return fn(*args)
+    kernel.__qualname__ = kernel.__name__ = "composite_" + fn.__name__
+    kernel.__wrapped__ = fn
+    return kernel
+
+
+def register_kernels(backend_rows, composite_rows, no_device_check) -> None:
+    """Register the generated table (Note [Backend kernels]).
+
+    ``backend_rows``: ``(op, wrapper, keys, array kernel, keyword-only argument names, result kind, named tuple)``;
+    ``composite_rows``: ``(op, key, function)``; ``no_device_check``: the ops declared ``device_check: NoCheck``."""
+    from ember.aten import meta
+    for op, fn, keys, kernel, kwnames, kind, rt in backend_rows:
+        check = op not in no_device_check
+        for k in keys:
+            if k == "CPU":
+                op.register(DispatchKey.CPU, fn)
+            elif k == "CUDA":
+                op.register(DispatchKey.CUDA, cuda_kernel(fn, check))
+            elif k == "Meta":
+                meta.derive(op, fn, kernel, kwnames, kind, rt, check)
+            else:
+                raise ValueError(f"{op}: no backend {k}")
+    for op, key, fn in composite_rows:
+        op.register(DispatchKey[key], composite_kernel(fn))
