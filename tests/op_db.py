@@ -484,6 +484,76 @@ add(OpInfo("mse_loss", _loss_samples, method=False, torch_name="nn.functional.ms
                                 "bad is not a valid value for reduction"),
                            _err((np.ones(2, "int64"), np.ones(2, "int64")), {}, NotImplementedError,
                                 "\"mse_cpu\" not implemented for 'Long'")]))
+def _nll_samples(d, r):
+    """(N, C), no batch (C,), spatial (N, C, H, W) and other ranks (viewed as spatial); weights, ignore_index."""
+    t = np.array([0, 3, -100, 1, 2])
+    out = [Sample((arr(r, (5, 4), d), t), dict(reduction=red)) for red in ("mean", "sum", "none")]
+    out += [Sample((arr(r, (5, 4), d), t), dict(reduction=red, weight=positive(r, (4,), d))) for red in ("mean", "none")]
+    out += [Sample((arr(r, (5, 4), d), np.array([0, 1, 1, 3, 1])), dict(ignore_index=1, weight=positive(r, (4,), d))),
+            Sample((arr(r, (4,), d), np.array(2))), Sample((arr(r, (4,), d), np.array(1)), dict(reduction="none")),
+            Sample((arr(r, (2, 3, 2, 2), d), np.array([[[0, 2], [1, -100]], [[2, 2], [0, 1]]])), {}),
+            Sample((arr(r, (2, 3, 2, 2), d), np.array([[[0, 2], [1, 0]], [[2, 2], [0, 1]]])), dict(reduction="none")),
+            Sample((arr(r, (2, 3, 4), d), np.array([[0, 2, 1, 1], [2, 0, -100, 1]])), dict(reduction="none")),
+            Sample((arr(r, (2, 3, 2, 1, 2), d), np.array([[[[0, 2]], [[1, 1]]], [[[2, 0]], [[0, 1]]]])),
+                   dict(weight=positive(r, (3,), d))),
+            Sample((arr(r, (0, 4), d), np.zeros(0, "int64")), dict(reduction="sum"))]
+    return out
+
+
+def _nll_errors():
+    x, t = np.ones((3, 4)), np.array([0, 1, 2])
+    return [_err((x, t), dict(reduction="bad"), ValueError, "bad is not a valid value for reduction"),
+            _err((x, np.array([0, 5, 1])), {}, IndexError, "Target 5 is out of bounds."),
+            _err((x, np.array([0, 1])), {}, ValueError, r"Expected input batch_size \(3\) to match target batch_size "
+                 r"\(2\)\."),
+            _err((x, t), dict(weight=np.ones(3)), RuntimeError, r"weight tensor should be defined either for all 4 "
+                 r"classes or no classes but got weight tensor of shape: \[3\]"),
+            _err((x, t.astype("float64")), {}, RuntimeError, "expected target dtype to be Long or Byte, but got Double"),
+            _err((np.ones(4), np.array([1, 2])), {}, ValueError,
+                 "For 1D input, 1D target must have size 1, but got target size: 2"),
+            _err((np.ones((2, 3, 4)), np.zeros((2, 5), "int64")), {}, RuntimeError, r"Expected target size \[2, 4\], "
+                 r"got \[2, 5\]"),
+            _err((np.ones(()), np.array(0)), {}, ValueError, r"Expected 1 or more dimensions \(got 0\)")]
+
+
+_NLL_OPS = ("nll_loss_nd", "nll_loss", "nll_loss_forward", "nll_loss_backward", "nll_loss2d", "nll_loss2d_forward",
+            "nll_loss2d_backward")
+add(OpInfo("nll_loss", _nll_samples, method=False, torch_name="nn.functional.nll_loss", covers=_NLL_OPS,
+           errors=_nll_errors))
+
+
+def _cross_entropy_samples(d, r):
+    """Class indices (with label smoothing, weights, ignore_index, spatial) and class probabilities."""
+    t = np.array([0, 3, -100, 1, 2])
+    out = [Sample((arr(r, (5, 4), d), t), dict(reduction=red)) for red in ("mean", "sum", "none")]
+    out += [Sample((arr(r, (5, 4), d), t), dict(reduction=red, label_smoothing=0.2, weight=positive(r, (4,), d)))
+            for red in ("mean", "sum", "none")]
+    out += [Sample((arr(r, (5, 4), d), t), dict(label_smoothing=0.1)),
+            Sample((arr(r, (2, 3, 2, 2), d), np.array([[[0, 2], [1, -100]], [[2, 2], [0, 1]]])),
+                   dict(label_smoothing=0.3)),
+            Sample((arr(r, (4,), d), np.array(3))),
+            Sample((arr(r, (3, 4), d), positive(r, (3, 4), d)), dict(reduction="mean")),
+            Sample((arr(r, (3, 4), d), positive(r, (3, 4), d)), dict(reduction="none", weight=positive(r, (4,), d))),
+            Sample((arr(r, (2, 3, 2), d), positive(r, (2, 3, 2), d)), dict(label_smoothing=0.25, reduction="sum"))]
+    return out
+
+
+def _cross_entropy_errors():
+    x, t = np.ones((3, 4)), np.array([0, 1, 2])
+    return [_err((x, t), dict(label_smoothing=1.5), RuntimeError, r"label_smoothing must be between 0\.0 and 1\.0\. "
+                 r"Got: 1\.5"),
+            _err((x, np.ones((3, 4))), dict(ignore_index=1), RuntimeError,
+                 "ignore_index is not supported for floating point target"),
+            _err((x, np.ones((3, 4), "int64")), {}, RuntimeError,
+                 "Expected floating point type for target with class probabilities, got Long"),
+            _err((x, np.ones((3, 4))), dict(weight=np.ones(3)), RuntimeError, r"cross_entropy: weight tensor should be "
+                 r"defined either for all 4 classes or no classes but got weight tensor of shape: \[3\]"),
+            _err((x, t), dict(reduction="bad"), ValueError, "bad is not a valid value for reduction")]
+
+
+add(OpInfo("cross_entropy", _cross_entropy_samples, method=False, torch_name="nn.functional.cross_entropy",
+           covers=("cross_entropy_loss", "nll_loss_nd", "nll_loss_forward", "nll_loss_backward"),
+           errors=_cross_entropy_errors))
 add(OpInfo("softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((arr(r, (2, 3, 4), d), 0))],
            covers=("_softmax",)))
 add(OpInfo("log_softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((arr(r, (2, 3, 4), d), -1))],

@@ -3311,6 +3311,46 @@ _op_mse_loss_backward = _D.define('mse_loss_backward(Tensor grad_output, Tensor 
 def mse_loss_backward(grad_output, self, target, reduction):
     return _op_mse_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction)
 
+_op_nll_loss_nd = _D.define('nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor')
+
+def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
+    return _op_nll_loss_nd.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
+
+_op_nll_loss = _D.define('nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor')
+
+def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
+    return _op_nll_loss.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
+
+_op_nll_loss_forward = _D.define('nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)')
+
+def nll_loss_forward(self, target, weight, reduction, ignore_index):
+    return _op_nll_loss_forward.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
+
+_op_nll_loss_backward = _D.define('nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor')
+
+def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    return _op_nll_loss_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, self, target, weight, reduction, ignore_index, total_weight)
+
+_op_nll_loss2d = _D.define('nll_loss2d(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor')
+
+def nll_loss2d(self, target, weight=None, reduction=1, ignore_index=-100):
+    return _op_nll_loss2d.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
+
+_op_nll_loss2d_forward = _D.define('nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)')
+
+def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
+    return _op_nll_loss2d_forward.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index)
+
+_op_nll_loss2d_backward = _D.define('nll_loss2d_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor')
+
+def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    return _op_nll_loss2d_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, self, target, weight, reduction, ignore_index, total_weight)
+
+_op_cross_entropy_loss = _D.define('cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor')
+
+def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    return _op_cross_entropy_loss.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction, ignore_index, label_smoothing)
+
 _op_relu6 = _D.define('relu6(Tensor self) -> Tensor')
 
 def relu6(self):

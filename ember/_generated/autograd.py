@@ -6,6 +6,7 @@ from ember.aten.dispatcher import keys_below as _keys_below
 from ember.autograd.grad_mode import state as _gm
 from ember.autograd.graph import Node as _Node, SavedVariable as _SV
 from ember.autograd.recording import (check_inplace as _check_inplace, collect_next_edges as _edges,
+                                      check_no_requires_grad as _check_no_requires_grad,
                                       input_meta as _meta, rebase_history as _rebase_history,
                                       set_history as _set_history)
 from ember.autograd.functions_manual import *  # noqa: F401,F403
@@ -355,7 +356,7 @@ def _ag_log10_default(ks, self):
     return result
 
 
-class Log1pBackward0(_Node):
+class Log1PBackward0(_Node):
     _saved_names = ('self_',)
 
     def apply(_n, grads):
@@ -371,7 +372,7 @@ class Log1pBackward0(_Node):
 def _ag_log1p_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_log1p.redispatch(ks & _BELOW, self)
-    _n = Log1pBackward0()
+    _n = Log1PBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
@@ -972,7 +973,7 @@ def _ag_sinc_default(ks, self):
     return result
 
 
-class Deg2radBackward0(_Node):
+class Deg2RadBackward0(_Node):
     _saved_names = ()
 
     def apply(_n, grads):
@@ -987,7 +988,7 @@ class Deg2radBackward0(_Node):
 def _ag_deg2rad_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_deg2rad.redispatch(ks & _BELOW, self)
-    _n = Deg2radBackward0()
+    _n = Deg2RadBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = aten._op_deg2rad.redispatch(ks & _BELOW, self)
@@ -995,7 +996,7 @@ def _ag_deg2rad_default(ks, self):
     return result
 
 
-class Rad2degBackward0(_Node):
+class Rad2DegBackward0(_Node):
     _saved_names = ()
 
     def apply(_n, grads):
@@ -1010,7 +1011,7 @@ class Rad2degBackward0(_Node):
 def _ag_rad2deg_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_rad2deg.redispatch(ks & _BELOW, self)
-    _n = Rad2degBackward0()
+    _n = Rad2DegBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = aten._op_rad2deg.redispatch(ks & _BELOW, self)
@@ -2343,6 +2344,8 @@ class WhereBackward0(_Node):
 
 
 def _ag_where_self(ks, condition, self, other):
+    if _gm.enabled and (condition._rg):
+        _check_no_requires_grad(condition, 'condition', 'where')
     if not (_gm.enabled and (self._rg or other._rg)):
         return aten._op_where_self.redispatch(ks & _BELOW, condition, self, other)
     _n = WhereBackward0()
@@ -4812,6 +4815,8 @@ class MaskedFillBackward0(_Node):
 
 
 def _ag_masked_fill_Scalar(ks, self, mask, value):
+    if _gm.enabled and (mask._rg):
+        _check_no_requires_grad(mask, 'mask', 'masked_fill')
     if not (_gm.enabled and (self._rg)):
         return aten._op_masked_fill_Scalar.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward0()
@@ -4841,6 +4846,8 @@ class MaskedFillBackward1(_Node):
 
 
 def _ag_masked_fill_Tensor(ks, self, mask, value):
+    if _gm.enabled and (mask._rg):
+        _check_no_requires_grad(mask, 'mask', 'masked_fill')
     if not (_gm.enabled and (self._rg or value._rg)):
         return aten._op_masked_fill_Tensor.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward1()
@@ -4868,6 +4875,8 @@ class IndexBackward0(_Node):
 
 
 def _ag_index_Tensor(ks, self, indices):
+    if _gm.enabled and (any(_t is not None and _t._rg for _t in indices)):
+        _check_no_requires_grad(indices, 'indices', 'index')
     if not (_gm.enabled and (self._rg)):
         return aten._op_index_Tensor.redispatch(ks & _BELOW, self, indices)
     _n = IndexBackward0()
@@ -4900,6 +4909,8 @@ class IndexPutBackward0(_Node):
 
 
 def _ag_index_put_default(ks, self, indices, values, accumulate):
+    if _gm.enabled and (any(_t is not None and _t._rg for _t in indices)):
+        _check_no_requires_grad(indices, 'indices', 'index_put')
     if not (_gm.enabled and (self._rg or values._rg)):
         return aten._op_index_put.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _n = IndexPutBackward0()
@@ -4930,6 +4941,8 @@ class IndexSelectBackward0(_Node):
 
 
 def _ag_index_select_default(ks, self, dim, index):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'index_select')
     if not (_gm.enabled and (self._rg)):
         return aten._op_index_select.redispatch(ks & _BELOW, self, dim, index)
     _n = IndexSelectBackward0()
@@ -4960,6 +4973,8 @@ class GatherBackward0(_Node):
 
 
 def _ag_gather_default(ks, self, dim, index, sparse_grad):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'gather')
     if not (_gm.enabled and (self._rg)):
         return aten._op_gather.redispatch(ks & _BELOW, self, dim, index, sparse_grad)
     _n = GatherBackward0()
@@ -4992,6 +5007,8 @@ class ScatterBackward0(_Node):
 
 
 def _ag_scatter_src(ks, self, dim, index, src):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'scatter')
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter_src.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterBackward0()
@@ -5020,6 +5037,8 @@ class ScatterBackward1(_Node):
 
 
 def _ag_scatter_value(ks, self, dim, index, value):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'scatter')
     if not (_gm.enabled and (self._rg)):
         return aten._op_scatter_value.redispatch(ks & _BELOW, self, dim, index, value)
     _n = ScatterBackward1()
@@ -5050,6 +5069,8 @@ class ScatterAddBackward0(_Node):
 
 
 def _ag_scatter_add_default(ks, self, dim, index, src):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'scatter_add')
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter_add.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterAddBackward0()
@@ -5089,6 +5110,8 @@ class ScatterReduceBackward0(_Node):
 
 
 def _ag_scatter_reduce_two(ks, self, dim, index, src, reduce, include_self):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'scatter_reduce')
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter_reduce_two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
     _n = ScatterReduceBackward0()
@@ -5127,6 +5150,8 @@ class IndexAddBackward0(_Node):
 
 
 def _ag_index_add_default(ks, self, dim, index, source, alpha):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'index_add')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_index_add.redispatch(ks & _BELOW, self, dim, index, source, alpha)
     _n = IndexAddBackward0()
@@ -5159,6 +5184,8 @@ class IndexCopyBackward0(_Node):
 
 
 def _ag_index_copy_default(ks, self, dim, index, source):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'index_copy')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_index_copy.redispatch(ks & _BELOW, self, dim, index, source)
     _n = IndexCopyBackward0()
@@ -5187,6 +5214,8 @@ class IndexFillBackward0(_Node):
 
 
 def _ag_index_fill_int_Scalar(ks, self, dim, index, value):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'index_fill')
     if not (_gm.enabled and (self._rg)):
         return aten._op_index_fill_int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _n = IndexFillBackward0()
@@ -5218,6 +5247,8 @@ class IndexFillBackward1(_Node):
 
 
 def _ag_index_fill_int_Tensor(ks, self, dim, index, value):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'index_fill')
     if not (_gm.enabled and (self._rg or value._rg)):
         return aten._op_index_fill_int_Tensor.redispatch(ks & _BELOW, self, dim, index, value)
     _n = IndexFillBackward1()
@@ -5246,6 +5277,8 @@ class MaskedSelectBackward0(_Node):
 
 
 def _ag_masked_select_default(ks, self, mask):
+    if _gm.enabled and (mask._rg):
+        _check_no_requires_grad(mask, 'mask', 'masked_select')
     if not (_gm.enabled and (self._rg)):
         return aten._op_masked_select.redispatch(ks & _BELOW, self, mask)
     _n = MaskedSelectBackward0()
@@ -5278,6 +5311,8 @@ class MaskedScatterBackward0(_Node):
 
 
 def _ag_masked_scatter_default(ks, self, mask, source):
+    if _gm.enabled and (mask._rg):
+        _check_no_requires_grad(mask, 'mask', 'masked_scatter')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_masked_scatter.redispatch(ks & _BELOW, self, mask, source)
     _n = MaskedScatterBackward0()
@@ -5306,6 +5341,8 @@ class TakeBackward0(_Node):
 
 
 def _ag_take_default(ks, self, index):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'take')
     if not (_gm.enabled and (self._rg)):
         return aten._op_take.redispatch(ks & _BELOW, self, index)
     _n = TakeBackward0()
@@ -5335,6 +5372,8 @@ class TakeAlongDimBackward0(_Node):
 
 
 def _ag_take_along_dim_default(ks, self, indices, dim):
+    if _gm.enabled and (indices._rg):
+        _check_no_requires_grad(indices, 'indices', 'take_along_dim')
     if not (_gm.enabled and (self._rg)):
         return aten._op_take_along_dim.redispatch(ks & _BELOW, self, indices, dim)
     _n = TakeAlongDimBackward0()
@@ -5645,6 +5684,8 @@ class RepeatInterleaveBackward0(_Node):
 
 
 def _ag_repeat_interleave_self_Tensor(ks, self, repeats, dim, output_size):
+    if _gm.enabled and (repeats._rg):
+        _check_no_requires_grad(repeats, 'repeats', 'repeat_interleave')
     if not (_gm.enabled and (self._rg)):
         return aten._op_repeat_interleave_self_Tensor.redispatch(ks & _BELOW, self, repeats, dim, output_size)
     _n = RepeatInterleaveBackward0()
@@ -6864,6 +6905,162 @@ def _ag_mse_loss_default(ks, self, target, reduction):
     return result
 
 
+class NllLossBackward0(_Node):
+    _saved_names = ('self_', 'target_', 'weight_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        ignore_index = _n.ignore_index
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            weight = _n._saved('weight_')
+            grad_inputs[self_ix] = aten.nll_loss_backward(grad, self, target, weight, reduction, ignore_index, result[1])
+        return grad_inputs
+
+
+def _ag_nll_loss_forward_default(ks, self, target, weight, reduction, ignore_index):
+    if _gm.enabled and ((weight is not None and weight._rg)):
+        _check_no_requires_grad(weight, 'weight', 'nll_loss_forward')
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_nll_loss_forward.redispatch(ks & _BELOW, self, target, weight, reduction, ignore_index)
+    _n = NllLossBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.reduction = reduction
+    _n.ignore_index = ignore_index
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.target_ = _SV(target)
+    if _n._next[0] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    result = aten._op_nll_loss_forward.redispatch(ks & _BELOW, self, target, weight, reduction, ignore_index)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class NllLossBackwardBackward0(_Node):
+    _saved_names = ('target_', 'weight_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        ignore_index = _n.ignore_index
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            target = _n._saved('target_')
+            weight = _n._saved('weight_')
+            grad_inputs[grad_output_ix] = aten.nll_loss(grad, target, weight, reduction, ignore_index)
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
+
+
+def _ag_nll_loss_backward_default(ks, grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    if _gm.enabled and ((weight is not None and weight._rg) or total_weight._rg):
+        _check_no_requires_grad(weight, 'weight', 'nll_loss_backward')
+        _check_no_requires_grad(total_weight, 'total_weight', 'nll_loss_backward')
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op_nll_loss_backward.redispatch(ks & _BELOW, grad_output, self, target, weight, reduction, ignore_index, total_weight)
+    _n = NllLossBackwardBackward0()
+    _n._next = _edges(grad_output, self)
+    _n._input_meta = _meta(grad_output, self)
+    _n.reduction = reduction
+    _n.ignore_index = ignore_index
+    if _n._next[0] is not None:
+        _n.target_ = _SV(target)
+    if _n._next[0] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    result = aten._op_nll_loss_backward.redispatch(ks & _BELOW, grad_output, self, target, weight, reduction, ignore_index, total_weight)
+    _set_history(_n, (result,))
+    return result
+
+
+class NllLoss2DBackward0(_Node):
+    _saved_names = ('self_', 'target_', 'weight_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        ignore_index = _n.ignore_index
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            weight = _n._saved('weight_')
+            grad_inputs[self_ix] = aten.nll_loss2d_backward(grad, self, target, weight, reduction, ignore_index, result[1])
+        return grad_inputs
+
+
+def _ag_nll_loss2d_forward_default(ks, self, target, weight, reduction, ignore_index):
+    if _gm.enabled and ((weight is not None and weight._rg)):
+        _check_no_requires_grad(weight, 'weight', 'nll_loss2d_forward')
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_nll_loss2d_forward.redispatch(ks & _BELOW, self, target, weight, reduction, ignore_index)
+    _n = NllLoss2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.reduction = reduction
+    _n.ignore_index = ignore_index
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.target_ = _SV(target)
+    if _n._next[0] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    result = aten._op_nll_loss2d_forward.redispatch(ks & _BELOW, self, target, weight, reduction, ignore_index)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class NllLoss2DBackwardBackward0(_Node):
+    _saved_names = ('target_', 'weight_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        ignore_index = _n.ignore_index
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            target = _n._saved('target_')
+            weight = _n._saved('weight_')
+            grad_inputs[grad_output_ix] = aten.nll_loss2d(grad, target, weight, reduction, ignore_index)
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
+
+
+def _ag_nll_loss2d_backward_default(ks, grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    if _gm.enabled and ((weight is not None and weight._rg) or total_weight._rg):
+        _check_no_requires_grad(weight, 'weight', 'nll_loss2d_backward')
+        _check_no_requires_grad(total_weight, 'total_weight', 'nll_loss2d_backward')
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op_nll_loss2d_backward.redispatch(ks & _BELOW, grad_output, self, target, weight, reduction, ignore_index, total_weight)
+    _n = NllLoss2DBackwardBackward0()
+    _n._next = _edges(grad_output, self)
+    _n._input_meta = _meta(grad_output, self)
+    _n.reduction = reduction
+    _n.ignore_index = ignore_index
+    if _n._next[0] is not None:
+        _n.target_ = _SV(target)
+    if _n._next[0] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    result = aten._op_nll_loss2d_backward.redispatch(ks & _BELOW, grad_output, self, target, weight, reduction, ignore_index, total_weight)
+    _set_history(_n, (result,))
+    return result
+
+
 class _SoftmaxBackward0(_Node):
     _saved_names = ('result_',)
 
@@ -7018,6 +7215,9 @@ class NativeBatchNormBackward0(_Node):
 
 
 def _ag_native_batch_norm_default(ks, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    if _gm.enabled and ((running_mean is not None and running_mean._rg) or (running_var is not None and running_var._rg)):
+        _check_no_requires_grad(running_mean, 'running_mean', 'native_batch_norm')
+        _check_no_requires_grad(running_var, 'running_var', 'native_batch_norm')
     if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
         return aten._op_native_batch_norm.redispatch(ks & _BELOW, input, weight, bias, running_mean, running_var, training, momentum, eps)
     _n = NativeBatchNormBackward0()
@@ -7086,7 +7286,7 @@ def _ag_convolution_default(ks, input, weight, bias, stride, padding, dilation, 
     return result
 
 
-class MaxPool2dWithIndicesBackward0(_Node):
+class MaxPool2DWithIndicesBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
     def apply(_n, grads):
@@ -7103,7 +7303,7 @@ class MaxPool2dWithIndicesBackward0(_Node):
 def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_pool2d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
-    _n = MaxPool2dWithIndicesBackward0()
+    _n = MaxPool2DWithIndicesBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
@@ -7114,7 +7314,7 @@ def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, 
     return result
 
 
-class MaxPool3dWithIndicesBackward0(_Node):
+class MaxPool3DWithIndicesBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
     def apply(_n, grads):
@@ -7131,7 +7331,7 @@ class MaxPool3dWithIndicesBackward0(_Node):
 def _ag_max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     if not (_gm.enabled and (self._rg)):
         return aten._op_max_pool3d_with_indices.redispatch(ks & _BELOW, self, kernel_size, stride, padding, dilation, ceil_mode)
-    _n = MaxPool3dWithIndicesBackward0()
+    _n = MaxPool3DWithIndicesBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
@@ -7184,6 +7384,8 @@ class EmbeddingBackward0(_Node):
 
 
 def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, sparse):
+    if _gm.enabled and (indices._rg):
+        _check_no_requires_grad(indices, 'indices', 'embedding')
     if not (_gm.enabled and (weight._rg)):
         return aten._op_embedding.redispatch(ks & _BELOW, weight, indices, padding_idx, scale_grad_by_freq, sparse)
     _n = EmbeddingBackward0()
@@ -7271,7 +7473,7 @@ def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_h
     return result
 
 
-class SpecialI0eBackward0(_Node):
+class SpecialI0EBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
     def apply(_n, grads):
@@ -7288,7 +7490,7 @@ class SpecialI0eBackward0(_Node):
 def _ag_special_i0e_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_i0e.redispatch(ks & _BELOW, self)
-    _n = SpecialI0eBackward0()
+    _n = SpecialI0EBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
@@ -7327,7 +7529,7 @@ def _ag_special_i1_default(ks, self):
     return result
 
 
-class SpecialI1eBackward0(_Node):
+class SpecialI1EBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
     def apply(_n, grads):
@@ -7344,7 +7546,7 @@ class SpecialI1eBackward0(_Node):
 def _ag_special_i1e_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op_special_i1e.redispatch(ks & _BELOW, self)
-    _n = SpecialI1eBackward0()
+    _n = SpecialI1EBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
@@ -7538,7 +7740,7 @@ def _ag_log1p__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_log1p_.redispatch(ks & _BELOW, self)
-    _n = Log1pBackward0()
+    _n = Log1PBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     if _n._next[0] is not None:
@@ -7867,7 +8069,7 @@ def _ag_deg2rad__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_deg2rad_.redispatch(ks & _BELOW, self)
-    _n = Deg2radBackward0()
+    _n = Deg2RadBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = aten._op_deg2rad_.redispatch(ks & _BELOW, self)
@@ -7879,7 +8081,7 @@ def _ag_rad2deg__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
         return aten._op_rad2deg_.redispatch(ks & _BELOW, self)
-    _n = Rad2degBackward0()
+    _n = Rad2DegBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = aten._op_rad2deg_.redispatch(ks & _BELOW, self)
@@ -8490,6 +8692,8 @@ def _ag_bernoulli__float(ks, self, p, generator):
 
 def _ag_masked_fill__Scalar(ks, self, mask, value):
     _check_inplace(self)
+    if _gm.enabled and (mask._rg):
+        _check_no_requires_grad(mask, 'mask', 'masked_fill_')
     if not (_gm.enabled and (self._rg)):
         return aten._op_masked_fill__Scalar.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward0()
@@ -8504,6 +8708,8 @@ def _ag_masked_fill__Scalar(ks, self, mask, value):
 
 def _ag_masked_fill__Tensor(ks, self, mask, value):
     _check_inplace(self)
+    if _gm.enabled and (mask._rg):
+        _check_no_requires_grad(mask, 'mask', 'masked_fill_')
     if not (_gm.enabled and (self._rg or value._rg)):
         return aten._op_masked_fill__Tensor.redispatch(ks & _BELOW, self, mask, value)
     _n = MaskedFillBackward1()
@@ -8518,6 +8724,8 @@ def _ag_masked_fill__Tensor(ks, self, mask, value):
 
 def _ag_index_put__default(ks, self, indices, values, accumulate):
     _check_inplace(self)
+    if _gm.enabled and (any(_t is not None and _t._rg for _t in indices)):
+        _check_no_requires_grad(indices, 'indices', 'index_put_')
     if not (_gm.enabled and (self._rg or values._rg)):
         return aten._op_index_put_.redispatch(ks & _BELOW, self, indices, values, accumulate)
     _n = IndexPutBackward0()
@@ -8534,6 +8742,8 @@ def _ag_index_put__default(ks, self, indices, values, accumulate):
 
 def _ag_scatter__src(ks, self, dim, index, src):
     _check_inplace(self)
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'scatter_')
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter__src.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterBackward0()
@@ -8549,6 +8759,8 @@ def _ag_scatter__src(ks, self, dim, index, src):
 
 def _ag_scatter__value(ks, self, dim, index, value):
     _check_inplace(self)
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'scatter_')
     if not (_gm.enabled and (self._rg)):
         return aten._op_scatter__value.redispatch(ks & _BELOW, self, dim, index, value)
     _n = ScatterBackward1()
@@ -8564,6 +8776,8 @@ def _ag_scatter__value(ks, self, dim, index, value):
 
 def _ag_scatter_add__default(ks, self, dim, index, src):
     _check_inplace(self)
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'scatter_add_')
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter_add_.redispatch(ks & _BELOW, self, dim, index, src)
     _n = ScatterAddBackward0()
@@ -8579,6 +8793,8 @@ def _ag_scatter_add__default(ks, self, dim, index, src):
 
 def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
     _check_inplace(self)
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'scatter_reduce_')
     if not (_gm.enabled and (self._rg or src._rg)):
         return aten._op_scatter_reduce__two.redispatch(ks & _BELOW, self, dim, index, src, reduce, include_self)
     _n = ScatterReduceBackward0()
@@ -8601,6 +8817,8 @@ def _ag_scatter_reduce__two(ks, self, dim, index, src, reduce, include_self):
 
 def _ag_index_add__default(ks, self, dim, index, source, alpha):
     _check_inplace(self)
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'index_add_')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_index_add_.redispatch(ks & _BELOW, self, dim, index, source, alpha)
     _n = IndexAddBackward0()
@@ -8617,6 +8835,8 @@ def _ag_index_add__default(ks, self, dim, index, source, alpha):
 
 def _ag_index_copy__default(ks, self, dim, index, source):
     _check_inplace(self)
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'index_copy_')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_index_copy_.redispatch(ks & _BELOW, self, dim, index, source)
     _n = IndexCopyBackward0()
@@ -8632,6 +8852,8 @@ def _ag_index_copy__default(ks, self, dim, index, source):
 
 def _ag_index_fill__int_Scalar(ks, self, dim, index, value):
     _check_inplace(self)
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'index_fill_')
     if not (_gm.enabled and (self._rg)):
         return aten._op_index_fill__int_Scalar.redispatch(ks & _BELOW, self, dim, index, value)
     _n = IndexFillBackward0()
@@ -8647,6 +8869,8 @@ def _ag_index_fill__int_Scalar(ks, self, dim, index, value):
 
 def _ag_masked_scatter__default(ks, self, mask, source):
     _check_inplace(self)
+    if _gm.enabled and (mask._rg):
+        _check_no_requires_grad(mask, 'mask', 'masked_scatter_')
     if not (_gm.enabled and (self._rg or source._rg)):
         return aten._op_masked_scatter_.redispatch(ks & _BELOW, self, mask, source)
     _n = MaskedScatterBackward0()
@@ -8998,6 +9222,10 @@ for _h, _k in (
     (aten._op_inverse, _ag_inverse_default),
     (aten._op_slogdet, _ag_slogdet_default),
     (aten._op_mse_loss, _ag_mse_loss_default),
+    (aten._op_nll_loss_forward, _ag_nll_loss_forward_default),
+    (aten._op_nll_loss_backward, _ag_nll_loss_backward_default),
+    (aten._op_nll_loss2d_forward, _ag_nll_loss2d_forward_default),
+    (aten._op_nll_loss2d_backward, _ag_nll_loss2d_backward_default),
     (aten._op__softmax, _ag__softmax_default),
     (aten._op__log_softmax, _ag__log_softmax_default),
     (aten._op_gelu, _ag_gelu_default),

@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['gelu', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'relu6']
+__all__ = ['cross_entropy_loss', 'gelu', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -120,6 +120,222 @@ def mse_loss_backward(*args, **kwargs):
 mse_loss_backward.__doc__ = 'mse_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor'
 def _signature_mse_loss_backward(grad_output, input, target, reduction): ...
 mse_loss_backward.__wrapped__ = _signature_mse_loss_backward
+
+
+_sig_nll_loss_nd = _Signatures('nll_loss_nd', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1), ('ignore_index', 'int', False, True, -100),),
+], method=False)
+
+def _bind_nll_loss_nd_0(input, target, weight=None, reduction=1, ignore_index=-100):
+    return (input, target, weight, reduction, ignore_index)
+
+def nll_loss_nd(*args, **kwargs):
+    try:
+        _b = _bind_nll_loss_nd_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, weight, reduction, ignore_index = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
+            return _A._op_nll_loss_nd.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
+    _i, _a = _sig_nll_loss_nd.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_nll_loss_nd.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'])
+    raise AssertionError('unreachable')
+
+
+nll_loss_nd.__doc__ = 'nll_loss_nd(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor'
+def _signature_nll_loss_nd(input, target, weight=None, reduction=1, ignore_index=-100): ...
+nll_loss_nd.__wrapped__ = _signature_nll_loss_nd
+
+
+_sig_nll_loss = _Signatures('nll_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1), ('ignore_index', 'int', False, True, -100),),
+], method=False)
+
+def _bind_nll_loss_0(input, target, weight=None, reduction=1, ignore_index=-100):
+    return (input, target, weight, reduction, ignore_index)
+
+def nll_loss(*args, **kwargs):
+    try:
+        _b = _bind_nll_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, weight, reduction, ignore_index = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
+            return _A._op_nll_loss.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
+    _i, _a = _sig_nll_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_nll_loss.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'])
+    raise AssertionError('unreachable')
+
+
+nll_loss.__doc__ = 'nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor'
+def _signature_nll_loss(input, target, weight=None, reduction=1, ignore_index=-100): ...
+nll_loss.__wrapped__ = _signature_nll_loss
+
+
+_sig_nll_loss_forward = _Signatures('nll_loss_forward', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, False, None), ('reduction', 'int', False, False, None), ('ignore_index', 'int', False, False, None),),
+], method=False)
+
+def _bind_nll_loss_forward_0(input, target, weight, reduction, ignore_index):
+    return (input, target, weight, reduction, ignore_index)
+
+def nll_loss_forward(*args, **kwargs):
+    try:
+        _b = _bind_nll_loss_forward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, weight, reduction, ignore_index = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
+            return _A._op_nll_loss_forward.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
+    _i, _a = _sig_nll_loss_forward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_nll_loss_forward.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'])
+    raise AssertionError('unreachable')
+
+
+nll_loss_forward.__doc__ = 'nll_loss_forward(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int) -> (Tensor, Tensor)'
+def _signature_nll_loss_forward(input, target, weight, reduction, ignore_index): ...
+nll_loss_forward.__wrapped__ = _signature_nll_loss_forward
+
+
+_sig_nll_loss_backward = _Signatures('nll_loss_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, False, None), ('reduction', 'int', False, False, None), ('ignore_index', 'int', False, False, None), ('total_weight', 'T', False, False, None),),
+], method=False)
+
+def _bind_nll_loss_backward_0(grad_output, input, target, weight, reduction, ignore_index, total_weight):
+    return (grad_output, input, target, weight, reduction, ignore_index, total_weight)
+
+def nll_loss_backward(*args, **kwargs):
+    try:
+        _b = _bind_nll_loss_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, target, weight, reduction, ignore_index, total_weight = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int and isinstance(total_weight, _Tensor):
+            return _A._op_nll_loss_backward.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, input, target, weight, reduction, ignore_index, total_weight)
+    _i, _a = _sig_nll_loss_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_nll_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']) | _a['total_weight']._ks, _a['grad_output'], _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'], _a['total_weight'])
+    raise AssertionError('unreachable')
+
+
+nll_loss_backward.__doc__ = 'nll_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int, total_weight: Tensor) -> Tensor'
+def _signature_nll_loss_backward(grad_output, input, target, weight, reduction, ignore_index, total_weight): ...
+nll_loss_backward.__wrapped__ = _signature_nll_loss_backward
+
+
+_sig_nll_loss2d = _Signatures('nll_loss2d', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1), ('ignore_index', 'int', False, True, -100),),
+], method=False)
+
+def _bind_nll_loss2d_0(input, target, weight=None, reduction=1, ignore_index=-100):
+    return (input, target, weight, reduction, ignore_index)
+
+def nll_loss2d(*args, **kwargs):
+    try:
+        _b = _bind_nll_loss2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, weight, reduction, ignore_index = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
+            return _A._op_nll_loss2d.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
+    _i, _a = _sig_nll_loss2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_nll_loss2d.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'])
+    raise AssertionError('unreachable')
+
+
+nll_loss2d.__doc__ = 'nll_loss2d(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100) -> Tensor'
+def _signature_nll_loss2d(input, target, weight=None, reduction=1, ignore_index=-100): ...
+nll_loss2d.__wrapped__ = _signature_nll_loss2d
+
+
+_sig_nll_loss2d_forward = _Signatures('nll_loss2d_forward', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, False, None), ('reduction', 'int', False, False, None), ('ignore_index', 'int', False, False, None),),
+], method=False)
+
+def _bind_nll_loss2d_forward_0(input, target, weight, reduction, ignore_index):
+    return (input, target, weight, reduction, ignore_index)
+
+def nll_loss2d_forward(*args, **kwargs):
+    try:
+        _b = _bind_nll_loss2d_forward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, weight, reduction, ignore_index = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int:
+            return _A._op_nll_loss2d_forward.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index)
+    _i, _a = _sig_nll_loss2d_forward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_nll_loss2d_forward.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'])
+    raise AssertionError('unreachable')
+
+
+nll_loss2d_forward.__doc__ = 'nll_loss2d_forward(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int) -> (Tensor, Tensor)'
+def _signature_nll_loss2d_forward(input, target, weight, reduction, ignore_index): ...
+nll_loss2d_forward.__wrapped__ = _signature_nll_loss2d_forward
+
+
+_sig_nll_loss2d_backward = _Signatures('nll_loss2d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, False, None), ('reduction', 'int', False, False, None), ('ignore_index', 'int', False, False, None), ('total_weight', 'T', False, False, None),),
+], method=False)
+
+def _bind_nll_loss2d_backward_0(grad_output, input, target, weight, reduction, ignore_index, total_weight):
+    return (grad_output, input, target, weight, reduction, ignore_index, total_weight)
+
+def nll_loss2d_backward(*args, **kwargs):
+    try:
+        _b = _bind_nll_loss2d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, target, weight, reduction, ignore_index, total_weight = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int and isinstance(total_weight, _Tensor):
+            return _A._op_nll_loss2d_backward.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight) | total_weight._ks, grad_output, input, target, weight, reduction, ignore_index, total_weight)
+    _i, _a = _sig_nll_loss2d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_nll_loss2d_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']) | _a['total_weight']._ks, _a['grad_output'], _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'], _a['total_weight'])
+    raise AssertionError('unreachable')
+
+
+nll_loss2d_backward.__doc__ = 'nll_loss2d_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: int, ignore_index: int, total_weight: Tensor) -> Tensor'
+def _signature_nll_loss2d_backward(grad_output, input, target, weight, reduction, ignore_index, total_weight): ...
+nll_loss2d_backward.__wrapped__ = _signature_nll_loss2d_backward
+
+
+_sig_cross_entropy_loss = _Signatures('cross_entropy_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1), ('ignore_index', 'int', False, True, -100), ('label_smoothing', 'float', False, True, 0.0),),
+], method=False)
+
+def _bind_cross_entropy_loss_0(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    return (input, target, weight, reduction, ignore_index, label_smoothing)
+
+def cross_entropy_loss(*args, **kwargs):
+    try:
+        _b = _bind_cross_entropy_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, weight, reduction, ignore_index, label_smoothing = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int and type(ignore_index) is int and type(label_smoothing) is float:
+            return _A._op_cross_entropy_loss.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction, ignore_index, label_smoothing)
+    _i, _a = _sig_cross_entropy_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_cross_entropy_loss.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'], _a['ignore_index'], _a['label_smoothing'])
+    raise AssertionError('unreachable')
+
+
+cross_entropy_loss.__doc__ = 'cross_entropy_loss(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1, ignore_index: int = -100, label_smoothing: float = 0.0) -> Tensor'
+def _signature_cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0): ...
+cross_entropy_loss.__wrapped__ = _signature_cross_entropy_loss
 
 
 _sig_relu6 = _Signatures('relu6', [

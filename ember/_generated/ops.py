@@ -1471,6 +1471,30 @@ mse_loss = _P('mse_loss', [
 mse_loss_backward = _P('mse_loss_backward', [
     _O(_A._op_mse_loss_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None),), ['grad_output', 'self', 'target', 'reduction']),
 ])
+nll_loss_nd = _P('nll_loss_nd', [
+    _O(_A._op_nll_loss_nd, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1), ('ignore_index', 'int', False, True, -100),), ['self', 'target', 'weight', 'reduction', 'ignore_index']),
+])
+nll_loss = _P('nll_loss', [
+    _O(_A._op_nll_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1), ('ignore_index', 'int', False, True, -100),), ['self', 'target', 'weight', 'reduction', 'ignore_index']),
+])
+nll_loss_forward = _P('nll_loss_forward', [
+    _O(_A._op_nll_loss_forward, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, False, None), ('reduction', 'int', False, False, None), ('ignore_index', 'int', False, False, None),), ['self', 'target', 'weight', 'reduction', 'ignore_index']),
+])
+nll_loss_backward = _P('nll_loss_backward', [
+    _O(_A._op_nll_loss_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, False, None), ('reduction', 'int', False, False, None), ('ignore_index', 'int', False, False, None), ('total_weight', 'T', False, False, None),), ['grad_output', 'self', 'target', 'weight', 'reduction', 'ignore_index', 'total_weight']),
+])
+nll_loss2d = _P('nll_loss2d', [
+    _O(_A._op_nll_loss2d, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1), ('ignore_index', 'int', False, True, -100),), ['self', 'target', 'weight', 'reduction', 'ignore_index']),
+])
+nll_loss2d_forward = _P('nll_loss2d_forward', [
+    _O(_A._op_nll_loss2d_forward, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, False, None), ('reduction', 'int', False, False, None), ('ignore_index', 'int', False, False, None),), ['self', 'target', 'weight', 'reduction', 'ignore_index']),
+])
+nll_loss2d_backward = _P('nll_loss2d_backward', [
+    _O(_A._op_nll_loss2d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, False, None), ('reduction', 'int', False, False, None), ('ignore_index', 'int', False, False, None), ('total_weight', 'T', False, False, None),), ['grad_output', 'self', 'target', 'weight', 'reduction', 'ignore_index', 'total_weight']),
+])
+cross_entropy_loss = _P('cross_entropy_loss', [
+    _O(_A._op_cross_entropy_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1), ('ignore_index', 'int', False, True, -100), ('label_smoothing', 'float', False, True, 0.0),), ['self', 'target', 'weight', 'reduction', 'ignore_index', 'label_smoothing']),
+])
 relu6 = _P('relu6', [
     _O(_A._op_relu6, (('self', 'T', False, False, None),), ['self']),
 ])

@@ -4599,6 +4599,40 @@ def _mse_loss_default(ks, self, target, reduction):
         _value_error(_e, K.mse_loss, self, target)
 
 
+def _nll_loss_forward_default(ks, self, target, weight, reduction, ignore_index):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.nll_loss_forward(be.xp, self._data, target._data, (None if weight is None else weight._data), reduction, ignore_index)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.nll_loss_forward, self, target, weight)
+
+
+def _nll_loss_backward_default(ks, grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.nll_loss_backward(be.xp, grad_output._data, self._data, target._data, (None if weight is None else weight._data), reduction, ignore_index, total_weight._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.nll_loss_backward, grad_output, self, target, weight, total_weight)
+
+
+def _nll_loss2d_forward_default(ks, self, target, weight, reduction, ignore_index):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.nll_loss2d_forward(be.xp, self._data, target._data, (None if weight is None else weight._data), reduction, ignore_index)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.nll_loss2d_forward, self, target, weight)
+
+
+def _nll_loss2d_backward_default(ks, grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.nll_loss2d_backward(be.xp, grad_output._data, self._data, target._data, (None if weight is None else weight._data), reduction, ignore_index, total_weight._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.nll_loss2d_backward, grad_output, self, target, weight, total_weight)
+
+
 def __softmax_default(ks, self, dim, half_to_float):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -5357,6 +5391,10 @@ _BACKEND_KERNELS = (
     (_A._op_inverse, _inverse_default, ('CPU', 'CUDA', 'Meta'), K.linalg_inv, (), 'new', None),
     (_A._op_slogdet, _slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet, (), 'new', _rt.slogdet),
     (_A._op_mse_loss, _mse_loss_default, ('CPU', 'CUDA', 'Meta'), K.mse_loss, (), 'new', None),
+    (_A._op_nll_loss_forward, _nll_loss_forward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss_forward, (), 'new', None),
+    (_A._op_nll_loss_backward, _nll_loss_backward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss_backward, (), 'new', None),
+    (_A._op_nll_loss2d_forward, _nll_loss2d_forward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_forward, (), 'new', None),
+    (_A._op_nll_loss2d_backward, _nll_loss2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_backward, (), 'new', None),
     (_A._op__softmax, __softmax_default, ('CPU', 'CUDA', 'Meta'), K.softmax, (), 'new', None),
     (_A._op__log_softmax, __log_softmax_default, ('CPU', 'CUDA', 'Meta'), K.log_softmax, (), 'new', None),
     (_A._op_gelu, _gelu_default, ('CPU', 'CUDA', 'Meta'), K.gelu, ('approximate',), 'new', None),
@@ -5463,6 +5501,10 @@ _COMPOSITE_KERNELS = (
     (_A._op_linear, 'CompositeImplicitAutograd', C.linear),
     (_A._op_l1_loss, 'CompositeImplicitAutograd', C.l1_loss),
     (_A._op_mse_loss_backward, 'CompositeImplicitAutograd', C.mse_loss_backward),
+    (_A._op_nll_loss_nd, 'CompositeImplicitAutograd', C.nll_loss_nd),
+    (_A._op_nll_loss, 'CompositeImplicitAutograd', C.nll_loss),
+    (_A._op_nll_loss2d, 'CompositeImplicitAutograd', C.nll_loss2d),
+    (_A._op_cross_entropy_loss, 'CompositeImplicitAutograd', C.cross_entropy_loss),
     (_A._op_relu6, 'CompositeImplicitAutograd', C.relu6),
     (_A._op_softmax_int, 'CompositeImplicitAutograd', C.softmax_int),
     (_A._op_log_softmax_int, 'CompositeImplicitAutograd', C.log_softmax_int),

@@ -73,5 +73,16 @@ def check_inplace(t) -> None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+def check_no_requires_grad(t, name: str, fn: str) -> None:
+    """PyTorch's ``check_no_requires_grad``: a tensor argument that has no derivative formula (and is not declared
+    ``non_differentiable``) must not require grad while grad mode is on."""
+    if t is None:
+        return
+    for x in (t if isinstance(t, list) else (t,)):
+        if x is not None and x._rg:
+            raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument '{name}'. This "
+                               "input cannot have requires_grad True.")
+
+
 def input_meta(*tensors) -> tuple:
     return tuple(None if t is None else (t._data.shape, t.dtype) for t in tensors)

@@ -60,6 +60,16 @@ def _reduce(loss, reduction):
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}  # at::Reduction, what the loss operators take
 
 
+def _get_enum(reduction) -> int:
+    """PyTorch's ``_Reduction.get_enum``: the at::Reduction a loss operator takes."""
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated, please use reduction='mean' instead.", stacklevel=3)
+        return 1
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _REDUCTIONS[reduction]
+
+
 def _weighted_loss(errors, weight, input, reduction):  # noqa: A002
     """The ``weight=`` path of l1_loss / mse_loss, as PyTorch's Python computes it: the mean divides by the sum
     of the weights."""
@@ -774,65 +784,13 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
              reduction="mean"):
-    reduction = _legacy(size_average, reduce, reduction)
-    if input.dim() < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    if input.dim() >= 2 and input.shape[0] != target.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0]}).")
-    class_dim = 0 if input.dim() == 1 else 1
-    C = input.shape[class_dim]
-    valid = target != ignore_index
-    safe_t = ember.where(valid, target, ember.zeros_like(target))
-    if target.numel() and valid.any() and (int(safe_t.max()) >= C or int(safe_t.min()) < 0):
-        raise IndexError(f"Target {int(safe_t.max()) if int(safe_t.max()) >= C else int(safe_t.min())} is out of "
-                         "bounds.")
-    picked = input.gather(class_dim, safe_t.unsqueeze(class_dim)).squeeze(class_dim)
-    w = weight[safe_t] if weight is not None else ember.ones_like(picked)
-    w = w * valid.to(w.dtype)
-    loss = -picked * w
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "mean":
-        return loss.sum() / w.sum()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    return aten.nll_loss_nd(input, target, weight, _get_enum(_legacy(size_average, reduce, reduction)), ignore_index)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
                   reduction="mean", label_smoothing=0.0):
-    reduction = _legacy(size_average, reduce, reduction)
-    class_dim = 0 if input.dim() == 1 else 1
-    logp = input.log_softmax(class_dim)
-    if target.dtype.is_floating_point:  # class probabilities
-        C = input.shape[class_dim]
-        t = target * (1 - label_smoothing) + label_smoothing / C if label_smoothing > 0 else target
-        wshape = (-1,) + (1,) * (input.dim() - class_dim - 1)
-        terms = logp * t if weight is None else logp * t * weight.reshape(wshape)
-        loss = -terms.sum(class_dim)
-        if reduction == "mean":
-            return loss.sum() / (input.numel() // C)
-        return _reduce(loss, reduction)
-    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing <= 0:
-        return nll
-    C = input.shape[class_dim]
-    valid = (target != ignore_index)
-    wshape = (-1,) + (1,) * (input.dim() - class_dim - 1)
-    smooth = -(logp if weight is None else logp * weight.reshape(wshape)).sum(class_dim)
-    smooth = smooth * valid.to(smooth.dtype)
-    if reduction == "none":
-        smooth_r = smooth
-    elif reduction == "sum":
-        smooth_r = smooth.sum()
-    else:
-        if weight is not None:
-            safe_t = ember.where(valid, target, ember.zeros_like(target))
-            smooth_r = smooth.sum() / (weight[safe_t] * valid.to(weight.dtype)).sum()
-        else:
-            smooth_r = smooth.sum() / valid.sum()
-    return (1 - label_smoothing) * nll + smooth_r * (label_smoothing / C)
+    return aten.cross_entropy_loss(input, target, weight, _get_enum(_legacy(size_average, reduce, reduction)),
+                                   ignore_index, label_smoothing)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):  # noqa: A002

@@ -68,10 +68,19 @@ def _kernel_call(nf: NativeFunction, kernel: str) -> str:
     return f"K.{kernel}(be.xp, " + ", ".join(args) + ")"
 
 
+def _return_types() -> set[str]:
+    """The named tuples ``ember/return_types.py`` defines (``torch.return_types``: public ops only)."""
+    import re
+    with open(os.path.join(ROOT, "ember", "return_types.py")) as f:
+        return set(re.findall(r"^(\w+) = _make\(", f.read(), re.M))
+
+
 def _rt_class(s: FunctionSchema) -> str | None:
-    """The named-tuple class of an op whose returns are named (``max.dim -> (values, indices)``)."""
-    if len(s.returns) > 1 and s.returns[0].name:
-        return f"_rt.{s.base_name.rstrip('_')}"
+    """The named-tuple class of an op whose returns are named (``max.dim -> (values, indices)``), where
+    ``torch.return_types`` has one; other ops (``nll_loss_forward``) return a plain tuple, as in PyTorch."""
+    name = s.base_name.rstrip("_")
+    if len(s.returns) > 1 and s.returns[0].name and name in _RETURN_TYPES:
+        return f"_rt.{name}"
     return None
 
 
@@ -148,6 +157,7 @@ def gen_backend_kernel(nf: NativeFunction, kernel: str) -> tuple[str, str]:
     return fname, "\n".join(head + ["    try:"] + ["        " + ln for ln in body] + catch)
 
 
+_RETURN_TYPES = _return_types()
 _BACKEND_KEYS = ("CPU", "CUDA", "Meta")
 _COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
 

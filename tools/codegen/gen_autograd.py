@@ -30,6 +30,7 @@ class Derivative:
         self.groups = {}                  # input name -> (names, expr) for "a, b: f(...)" entries
         self.output_differentiability = output_diff
         self.loc = loc
+        self.non_differentiable: set[str] = set()  # inputs declared ``non_differentiable``
 
 
 def load_derivatives(path: str = DERIV_PATH) -> dict[str, Derivative]:
@@ -46,6 +47,8 @@ def load_derivatives(path: str = DERIV_PATH) -> dict[str, Derivative]:
             raise SchemaError(f"{loc}: {exc}") from None
         formulas = {k: str(v) for k, v in e.items() if k not in ("name", "output_differentiability",
                                                                   "grad_fn_name")}
+        non_diff = {k for k, v in formulas.items() if v == "non_differentiable"}
+        formulas = {k: _outputs_by_index(schema, v) for k, v in formulas.items() if k not in non_diff}
         # Note [multi-input formulas]: as in PyTorch, "input, weight, bias: f(..., grad_input_mask)" computes
         # the gradients of several inputs with one call returning a tuple; grad_input_mask says which of
         # them are needed.
@@ -66,6 +69,10 @@ def load_derivatives(path: str = DERIV_PATH) -> dict[str, Derivative]:
                 raise SchemaError(f"{loc}: formula for {k} is not a Python expression: {exc}") from None
         out[schema.full_name] = Derivative(schema, formulas, e.get("output_differentiability"), loc)
         out[schema.full_name].groups = groups
+        out[schema.full_name].non_differentiable = non_diff
+        for k in non_diff:
+            if k not in argnames:
+                raise SchemaError(f"{loc}: '{k}' is not an argument of {schema.full_name}")
         for n, (names, _) in groups.items():
             if any(a.type.is_tensor_list for a in schema.arguments if a.name in names):
                 raise SchemaError(f"{loc}: a multi-input formula cannot include the Tensor[] argument {n}")
@@ -73,19 +80,38 @@ def load_derivatives(path: str = DERIV_PATH) -> dict[str, Derivative]:
     return out
 
 
+def _outputs_by_index(schema: FunctionSchema, formula: str) -> str:
+    """A formula may name an output of a multi-output op (``total_weight`` of nll_loss_forward), as in PyTorch; it
+    reads ``result[i]``."""
+    names = {r.name: i for i, r in enumerate(schema.returns) if r.name} if len(schema.returns) > 1 else {}
+    if not names or not (_names_in(formula) & set(names)):
+        return formula
+
+    class _Sub(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id in names:
+                return ast.Subscript(ast.Name("result", ast.Load()), ast.Constant(names[node.id]), ast.Load())
+            return node
+    return ast.unparse(_Sub().visit(ast.parse(formula, mode="eval")))
+
+
 # Note [grad_fn names]
 # A node is named ``<Op>Backward<k>``, k counting the overloads of the op in derivatives.yaml order, as
 # PyTorch's generator does; ember's file keeps PyTorch's order for multi-overload ops.  An entry may set
 # ``grad_fn_name`` where ember calls a different overload than PyTorch's Python binding does: PyTorch wraps
 # Python numbers into tensors and calls ``add.Tensor``, so ``x + 1`` shows ``AddBackward0`` there, while
-# ember calls ``add.Scalar`` directly; its node is named ``AddBackward0`` too.
+# ember calls ``add.Scalar`` directly; its node is named ``AddBackward0`` too. A ``_forward`` suffix is dropped
+# (``nll_loss_forward`` -> ``NllLossBackward0``).
 
 
 def camel(name: str) -> str:
     name = name.rstrip("_")
+    if name.endswith("_forward"):  # as PyTorch names them: nll_loss_forward's node is NllLossBackward0
+        name = name[:-len("_forward")]
+    # str.title, as PyTorch's generator: a letter after a digit is upper case too (MaxPool2DWithIndices, Log1P)
     if name.startswith("_"):
-        return "_" + "".join(p[:1].upper() + p[1:] for p in name[1:].split("_"))
-    return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
+        return "_" + "".join(p.title() for p in name[1:].split("_"))
+    return "".join(p.title() for p in name.split("_"))
 
 
 def ident(name: str) -> str:
@@ -254,6 +280,16 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]
     req = _requires_expr(diff)
     if inplace:
         lines.append(f"    _check_inplace({ident(s.arguments[0].name)})")
+    # Note [Inputs without a formula]: as PyTorch's check_no_requires_grad, a tensor input that has no formula and
+    # is not declared ``non_differentiable`` must not require grad (while grad mode is on). An op with no
+    # differentiable output (``output_differentiability: [False]``) checks nothing.
+    od = plan.d.output_differentiability
+    unchecked = [a for a in s.arguments if (a.type.is_tensor or a.type.is_tensor_list) and not a.type.is_write
+                 and a.name not in plan.d.formulas and a.name not in plan.d.non_differentiable
+                 and (od is None or any(od))]
+    if unchecked:
+        lines.append(f"    if _gm.enabled and ({_requires_expr(unchecked)}):")
+        lines += [f"        _check_no_requires_grad({ident(a.name)}, {a.name!r}, {s.name!r})" for a in unchecked]
     lines.append(f"    if not (_gm.enabled and ({req})):")
     if s.is_view:  # views always know their base (in-place ops on them rebase it)
         lines.append(f"        result = {call}")
@@ -358,6 +394,7 @@ def generate(nfs: list[NativeFunction] | None = None, path: str = DERIV_PATH) ->
            "from ember.autograd.grad_mode import state as _gm",
            "from ember.autograd.graph import Node as _Node, SavedVariable as _SV",
            "from ember.autograd.recording import (check_inplace as _check_inplace, collect_next_edges as _edges,",
+           "                                      check_no_requires_grad as _check_no_requires_grad,",
            "                                      input_meta as _meta, rebase_history as _rebase_history,",
            "                                      set_history as _set_history)",
            "from ember.autograd.functions_manual import *  # noqa: F401,F403",

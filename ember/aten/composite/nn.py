@@ -3,6 +3,7 @@ batch_norm over their native kernels (``Activation.cpp``, ``SoftMax.cpp``, ``Nor
 from __future__ import annotations
 
 from ember._generated import aten
+from ember.aten.wrap import _type_name
 
 
 def relu6(self):
@@ -61,3 +62,113 @@ def apply_loss_reduction(loss, reduction):
 def l1_loss(self, target, reduction=1):
     """``|self - target|`` reduced (PyTorch's composite ``l1_loss``: AbsBackward0 / MeanBackward0 / SumBackward0)."""
     return apply_loss_reduction((self - target).abs(), reduction)
+
+
+# ------------------------------------------------------------------------------ nll_loss / cross_entropy
+# (``LossNLL.cpp``: nll_loss and nll_loss2d take the output of their *_forward kernel; nll_loss_nd picks one by the
+# input's rank and views other ranks as 4-d; cross_entropy_loss is log_softmax + nll_loss_nd, or its
+# class-probability and label-smoothing forms.)
+def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
+    return aten.nll_loss_forward(self, target, weight, reduction, ignore_index)[0]
+
+
+def nll_loss2d(self, target, weight=None, reduction=1, ignore_index=-100):
+    return aten.nll_loss2d_forward(self, target, weight, reduction, ignore_index)[0]
+
+
+def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
+    if self.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {self.dim()})")
+    if self.dim() != 1 and self.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({self.shape[0]}) to match target batch_size "
+                         f"({target.shape[0]}).")
+    if self.dim() in (1, 2):
+        return aten.nll_loss(self, target, weight, reduction, ignore_index)
+    if self.dim() == 4:
+        return aten.nll_loss2d(self, target, weight, reduction, ignore_index)
+    n, c = self.shape[0], self.shape[1]
+    out_size = (n,) + tuple(self.shape[2:])
+    if tuple(target.shape[1:]) != tuple(self.shape[2:]):
+        raise RuntimeError(f"Expected target size [{', '.join(map(str, out_size))}], got "
+                           f"[{', '.join(map(str, target.shape))}]")
+    x = self.contiguous()
+    t = target.contiguous()
+    x = aten.view(x, (n, c, 1, -1) if x.numel() > 0 else (n, c, 0, 0))
+    t = aten.view(t, (n, 1, -1) if t.numel() > 0 else (n, 0, 0))
+    out = aten.nll_loss2d(x, t, weight, reduction, ignore_index)
+    return out if reduction != 0 else aten.view(out, out_size)
+
+
+def _class_weight_view(weight, ndim, class_dim):
+    shape = [1] * ndim
+    shape[class_dim] = weight.shape[0]
+    return aten.view(weight, shape)
+
+
+def _cross_entropy_prob_target(self, target, weight, reduction, label_smoothing):
+    class_dim = 0 if self.dim() == 1 else 1
+    c = self.shape[class_dim]
+    if weight is not None and (weight.dim() != 1 or weight.numel() != c):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {c} classes or no classes "
+                           f"but got weight tensor of shape: [{', '.join(map(str, weight.shape))}]")
+    logp = aten.log_softmax_int(self, class_dim, self.dtype)
+    if label_smoothing > 0.0:
+        if label_smoothing > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        target = target * (1 - label_smoothing) + label_smoothing / c
+    terms = logp * target
+    if weight is not None:
+        terms = terms * (_class_weight_view(weight, logp.dim(), 1) if logp.dim() > 1 else weight)
+    if reduction == 1:
+        if logp.numel() == 0:
+            return -(terms.sum().fill_(float("nan")))
+        return -terms.sum() / (logp.numel() // c)
+    if reduction == 2:
+        return -terms.sum()
+    if reduction == 0:
+        return -terms.sum(class_dim)
+    raise RuntimeError(f"Invalid reduction type encountered in cross_entropy: {reduction}")
+
+
+def _cross_entropy_label_smoothing(self, target, weight, reduction, ignore_index, label_smoothing):
+    class_dim = 0 if self.dim() == 1 else 1
+    logp = aten.log_softmax_int(self, class_dim, self.dtype)
+    nll = aten.nll_loss_nd(logp, target, weight, reduction, ignore_index)
+    c = logp.shape[class_dim]
+    if weight is not None:
+        smooth = -(logp * _class_weight_view(weight, logp.dim(), class_dim)).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    ignored = target == ignore_index
+    smooth = smooth.masked_fill(ignored, 0.0)
+    if reduction == 1:
+        if weight is not None:  # the weights of the targets, ignored ones masked out (no data-dependent shape)
+            picked = aten.gather(weight, 0, target.masked_fill(ignored, 0).flatten())
+            ret = smooth.sum() / picked.masked_fill(ignored.flatten(), 0).sum()
+        else:
+            ret = smooth.sum() / (~ignored).sum()
+    elif reduction == 2:
+        ret = smooth.sum()
+    elif reduction == 0:
+        ret = smooth
+    else:
+        raise RuntimeError(f"Invalid reduction type encountered in cross_entropy: {reduction}")
+    return (1 - label_smoothing) * nll + ret * (label_smoothing / c)
+
+
+def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    """Class indices: ``nll_loss_nd(log_softmax(self))``; a target shaped as the input holds class probabilities."""
+    if tuple(self.shape) == tuple(target.shape):
+        if not target.dtype.is_floating_point:
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                               f"{_type_name(target.dtype)}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        return _cross_entropy_prob_target(self, target, weight, reduction, label_smoothing)
+    if label_smoothing > 0.0:
+        if label_smoothing > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        return _cross_entropy_label_smoothing(self, target, weight, reduction, ignore_index, label_smoothing)
+    class_dim = 0 if self.dim() == 1 else 1
+    return aten.nll_loss_nd(aten.log_softmax_int(self, class_dim, self.dtype), target, weight, reduction,
+                            ignore_index)

@@ -22,7 +22,8 @@ from ember.c10.dtype import BF16_NP
 
 __all__ = ["softmax", "log_softmax", "gelu", "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
            "native_batch_norm_backward", "convolution", "convolution_backward",
-           "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding", "mse_loss"]
+           "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding", "mse_loss",
+           "nll_loss_forward", "nll_loss2d_forward", "nll_loss_backward", "nll_loss2d_backward"]
 
 
 # ------------------------------------------------------------------------------ softmax
@@ -491,3 +492,184 @@ def mse_loss(xp, self, target, reduction=_MEAN):
         elif reduction == _MEAN:
             loss = xp.add.reduce(loss.reshape(-1)) / loss.size if loss.size else xp.asarray(np.nan, cdt)
     return xp.asarray(loss).astype(npdt, copy=False)
+
+
+# ------------------------------------------------------------------------------ nll_loss
+# ``aten/src/ATen/native/LossNLL.cpp`` and ``LossNLL2d.cpp``: scores of shape (N, C) (or (C,) without a batch) or
+# (N, C, H, W) with one class index per row / pixel. Both kernels move the class dim last and work on (M, C).
+def _nll_dtypes(self, target, weight):
+    if self.dtype.kind != "f" and self.dtype != BF16_NP:
+        raise NotImplementedError(f"\"nll_loss_out_frame\" not implemented for '{type_name(self.dtype)}'")
+    if target.dtype != np.int64 and target.dtype != np.uint8:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {type_name(target.dtype)}")
+    if weight is not None and weight.dtype != self.dtype:
+        raise RuntimeError(f"expected scalar type {type_name(self.dtype)} but found {type_name(weight.dtype)}")
+
+
+def _nll_checks(self, target, weight, spatial):
+    """The shape checks of PyTorch's nll_loss_forward meta function / ``check_inputs_nll_loss2d``."""
+    if spatial:
+        if target.ndim != 3:
+            raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of dimension: "
+                               f"{target.ndim}")
+        if self.ndim != 4:
+            raise RuntimeError(f"only batches of spatial inputs supported (4D tensors), but got input of dimension: "
+                               f"{self.ndim}")
+        if weight is not None and weight.size != self.shape[1]:
+            raise RuntimeError("weight tensor should be defined either for all or no classes")
+        if (self.shape[0], self.shape[2], self.shape[3]) != target.shape:
+            raise RuntimeError(f"size mismatch (got input: {shape_str(self.shape)} , target: {shape_str(target.shape)}")
+    else:
+        if not 0 < self.ndim <= 2:
+            raise RuntimeError("input tensor should be 1D or 2D")
+        if target.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if self.ndim == 1 and target.ndim == 1 and target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
+        if self.ndim == 2:
+            if target.ndim == 0:
+                raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+            if self.shape[0] != target.shape[0]:
+                raise RuntimeError(f"size mismatch (got input: {shape_str(self.shape)}, target: "
+                                   f"{shape_str(target.shape)})")
+        c = self.shape[-1]
+        if weight is not None and (weight.ndim != 1 or weight.size != c):
+            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                               f"weight tensor of shape: {shape_str(weight.shape)}")
+    _nll_dtypes(self, target, weight)
+
+
+def _rows(xp, self, target, spatial):
+    """Scores as (M, C) rows and targets as (M,) int64."""
+    if spatial:
+        x = xp.moveaxis(self, 1, -1).reshape(-1, self.shape[1])
+    else:
+        x = self.reshape(-1, self.shape[-1])
+    return x, target.reshape(-1).astype(np.int64, copy=False)
+
+
+def _picked_weights(xp, x, t, weight, ignore_index, ct):
+    """Per row: the target's score, its class weight (0 where the target is ignore_index) and the valid mask;
+    PyTorch's "Target k is out of bounds." for the first invalid target in order."""
+    valid = t != ignore_index
+    c = x.shape[1]
+    bad = valid & ((t < 0) | (t >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+    safe = xp.where(valid, t, 0)
+    picked = x[xp.arange(x.shape[0]), safe].astype(ct, copy=False)
+    w = valid.astype(ct) if weight is None else xp.where(valid, weight.astype(ct, copy=False)[safe], 0)
+    return picked, w, valid
+
+
+def _nll_forward_meta(xp, self, target, weight, reduction, ignore_index, spatial=False):
+    _nll_checks(self, target, weight, spatial)
+    if reduction == 0 and (spatial or self.ndim == 2):
+        shape = target.shape
+    else:
+        shape = ()
+    return np.broadcast_to(np.empty((), self.dtype), shape), np.empty((), self.dtype)
+
+
+@meta_kernel(_nll_forward_meta)
+def nll_loss_forward(xp, self, target, weight, reduction, ignore_index, spatial=False):
+    """(output, total_weight): ``-weight[t] * self[i, t]`` per row (0 where ``t == ignore_index``), kept per row for
+    reduction None with a batch, else summed, and for Mean divided by the summed weights (NaN for no rows)."""
+    _nll_checks(self, target, weight, spatial)
+    ct = compute_dtype(self.dtype)
+    x, t = _rows(xp, self, target, spatial)
+    picked, w, valid = _picked_weights(xp, x, t, weight, ignore_index, ct)
+    with np.errstate(all="ignore"):
+        loss = xp.where(valid, -(picked * w), 0)
+        if reduction == 0 and (spatial or self.ndim == 2):
+            return loss.reshape(target.shape).astype(self.dtype), xp.zeros((), self.dtype)
+        if t.size == 0:
+            out = np.nan if reduction == _MEAN else 0.0
+            return xp.asarray(out, self.dtype), xp.zeros((), self.dtype)
+        total = xp.add.reduce(w)
+        out = xp.add.reduce(loss)
+        if reduction == _MEAN:
+            out = out / total
+    return xp.asarray(out).astype(self.dtype), xp.asarray(total).astype(self.dtype)
+
+
+def nll_loss2d_forward(xp, self, target, weight, reduction, ignore_index):
+    return nll_loss_forward(xp, self, target, weight, reduction, ignore_index, spatial=True)
+
+
+nll_loss2d_forward.meta_kernel = lambda xp, *a: _nll_forward_meta(xp, *a, spatial=True)
+
+
+def _nll_backward_checks(grad_output, self, target, weight, reduction, total_weight, spatial):
+    if spatial:
+        _nll_checks(self, target, weight, True)
+    else:
+        if not 0 < self.ndim <= 2:
+            raise RuntimeError("input tensor should be 1D or 2D")
+        if target.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if self.ndim == 2 and (target.ndim == 0 or self.shape[0] != target.shape[0]):
+            raise RuntimeError(f"size mismatch (got input: {shape_str(self.shape)}, target: {shape_str(target.shape)})")
+    if total_weight.size != 1:
+        raise RuntimeError(f"expected total_weight to be a  single element tensor, got: "
+                           f"{shape_str(total_weight.shape)} ({total_weight.size} elements)")
+    if not spatial and weight is not None and weight.size != self.shape[-1]:
+        raise RuntimeError("weight tensor should be defined either for all or no classes")
+    if reduction == 0 and spatial:
+        if grad_output.ndim != 3:
+            raise RuntimeError(f"grad_output must have same dimension as target (3) but got dimension: "
+                               f"{shape_str(grad_output.shape)}")
+        if grad_output.shape != target.shape:
+            raise RuntimeError(f"size mismatch (got grad_output: {shape_str(grad_output.shape)} target: "
+                               f"{shape_str(target.shape)}")
+    elif reduction == 0 and self.ndim == 2:
+        if grad_output.ndim != 1 or grad_output.shape[0] != self.shape[0]:
+            raise RuntimeError(f"Expected a tensor of dimension 1 and tensor.size[0] == {self.shape[0]} but got: "
+                               f"dimension {grad_output.ndim} and tensor.size[0] = "
+                               f"{grad_output.shape[0] if grad_output.ndim else 1}")
+    elif grad_output.ndim > 1 or grad_output.size != 1:
+        raise RuntimeError(f"Expected a single element grad_output tensor, but got: {shape_str(grad_output.shape)}")
+    _nll_dtypes(self, target, weight)
+
+
+def _nll_backward_meta(xp, grad_output, self, target, weight, reduction, ignore_index, total_weight, spatial=False):
+    _nll_backward_checks(grad_output, self, target, weight, reduction, total_weight, spatial)
+    return np.broadcast_to(np.empty((), self.dtype), self.shape)
+
+
+@meta_kernel(_nll_backward_meta)
+def nll_loss_backward(xp, grad_output, self, target, weight, reduction, ignore_index, total_weight, spatial=False):
+    """The gradient of nll_loss_forward with respect to ``self``: ``-weight[t] * grad`` at each row's target
+    (divided by total_weight for Mean), zero elsewhere and on ignored rows."""
+    _nll_backward_checks(grad_output, self, target, weight, reduction, total_weight, spatial)
+    ct = compute_dtype(self.dtype)
+    x, t = _rows(xp, self, target, spatial)
+    valid = t != ignore_index
+    c = x.shape[1]
+    bad = valid & ((t < 0) | (t >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+    safe = xp.where(valid, t, 0)
+    w = valid.astype(ct) if weight is None else xp.where(valid, weight.astype(ct, copy=False)[safe], 0)
+    g = grad_output.astype(ct, copy=False)
+    with np.errstate(all="ignore"):
+        if reduction == 0 and (spatial or self.ndim == 2):
+            g = g.reshape(-1)
+        else:
+            g = g.reshape(())
+            if reduction == _MEAN:
+                g = g / total_weight.reshape(()).astype(ct)
+        vals = xp.where(valid, -(w * g), 0)
+    gi = xp.zeros(x.shape, ct)
+    gi[xp.arange(x.shape[0]), safe] = vals
+    if spatial:
+        n, _, h, wd = self.shape
+        gi = xp.moveaxis(gi.reshape(n, h, wd, c), -1, 1)
+    return xp.ascontiguousarray(gi.reshape(self.shape)).astype(self.dtype, copy=False)
+
+
+def nll_loss2d_backward(xp, grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    return nll_loss_backward(xp, grad_output, self, target, weight, reduction, ignore_index, total_weight, spatial=True)
+
+
+nll_loss2d_backward.meta_kernel = lambda xp, *a: _nll_backward_meta(xp, *a, spatial=True)
