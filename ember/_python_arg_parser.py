@@ -87,6 +87,13 @@ def _to_intlist(v, size):
     return _FAIL
 
 
+def _none_is_default(param) -> bool:
+    """PyTorch's parser takes None for an ``int[]`` argument whose default is ``[]`` (``avg_pool2d``'s stride,
+    ``roll``'s dims) and passes the default."""
+    _name, kind, _kwonly, has_default, default = param
+    return has_default and default == () and kind.startswith("int[")
+
+
 def _convert(kind: str, v):
     """Convert ``v`` for a parameter of ``kind``; ``_FAIL`` when it does not fit."""
     opt = kind.endswith("?")
@@ -202,6 +209,9 @@ class Signatures:
             return None
         out = {}
         for p, v in zip(positional, args):
+            if v is None and _none_is_default(p):
+                out[p[0]] = p[4]
+                continue
             c = _convert(p[1], v) if numbers_like is None else _convert_number_ok(p[1], v, numbers_like)
             if c is _FAIL:
                 return None
@@ -214,6 +224,9 @@ class Signatures:
                 continue
             if name in kwargs:
                 nkw += 1
+                if kwargs[name] is None and _none_is_default((name, kind, _kwonly, has_default, default)):
+                    out[name] = default
+                    continue
                 c = _convert(kind, kwargs[name]) if numbers_like is None else \
                     _convert_number_ok(kind, kwargs[name], numbers_like)
                 if c is _FAIL:

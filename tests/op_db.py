@@ -622,6 +622,48 @@ add(OpInfo("max_pool3d_with_indices", lambda d, r: [
     Sample((arr(r, (1, 2, 4, 5, 4), d),), dict(kernel_size=2, stride=(1, 2, 2), padding=(1, 0, 1))),
     Sample((arr(r, (1, 1, 3, 4, 3), d),), dict(kernel_size=2, stride=1, padding=(0, 1, 0)))],
     method=False, meta=False, ember_fn=_pool_call, torch_fn=_pool_call))
+def _avg_pool_errors(nd):
+    x = np.ones((1, 2) + (5,) * nd)
+    name = f"avg_pool{nd}d"
+    errs = [_err((x, 3), dict(padding=2), RuntimeError, "pad should be at most half of effective kernel size, but got "
+                 "pad=2, kernel_size=3 and dilation=1"),
+            _err((x, 2), dict(stride=0), RuntimeError, "stride should not be zero")]
+    if nd == 1:
+        return errs + [_err((x, (2, 2)), {}, RuntimeError, r"avg_pool1d\(\) argument 'kernel_size' should contain one "
+                            r"int \(got 2\)"),
+                       _err((np.ones((1, 1, 2, 2)), 2), {}, RuntimeError, "Expected 2 to 3 dimensions, but got "
+                            "4-dimensional tensor for argument #1 'self' \\(while checking arguments for avg_pool1d\\)")]
+    either = "either " if nd == 2 else ""
+    many = "two" if nd == 2 else "three"
+    return errs + [_err((x, (2,) * (nd + 1)), {}, RuntimeError, f"{name}: kernel_size must {either}be a single int, or "
+                        f"a tuple of {many} ints"),
+                   _err((x, 2), dict(divisor_override=0), RuntimeError, "divisor must be not zero"),
+                   _err((x, 7), {}, RuntimeError, "Output size is too small" if nd == 2 else "smaller than kernel size"),
+                   _err((x, 2), dict(padding=-1), RuntimeError, "pad must be non-negative, but got pad: -1")]
+
+
+def _avg_pool_samples(nd):
+    def samples(d, r):
+        sp = {1: (8,), 2: (5, 4), 3: (3, 4, 3)}[nd]
+        out = [Sample((arr(r, (2, 2) + sp, d), 2)),
+               Sample((arr(r, (2,) + sp, d), 3), dict(stride=2, padding=1)),
+               Sample((arr(r, (1, 2) + sp, d), 3), dict(stride=2, padding=1, count_include_pad=False)),
+               Sample((arr(r, (1, 2) + sp, d), 2), dict(ceil_mode=True)),
+               Sample((arr(r, (1, 1) + sp, d), 3), dict(stride=2, padding=1, ceil_mode=True,
+                                                        count_include_pad=False))]
+        if nd > 1:
+            out += [Sample((arr(r, (1, 2) + sp, d), (2,) + (1,) * (nd - 1)), dict(divisor_override=3)),
+                    Sample((arr(r, (0, 2) + sp, d), 2))]
+        return out
+    return samples
+
+
+add(OpInfo("avg_pool1d", _avg_pool_samples(1), method=False, torch_name="nn.functional.avg_pool1d",
+           errors=lambda: _avg_pool_errors(1), covers=("avg_pool2d", "avg_pool2d_backward")))
+add(OpInfo("avg_pool2d", _avg_pool_samples(2), method=False, torch_name="nn.functional.avg_pool2d",
+           errors=lambda: _avg_pool_errors(2), covers=("avg_pool2d_backward",)))
+add(OpInfo("avg_pool3d", _avg_pool_samples(3), method=False, torch_name="nn.functional.avg_pool3d",
+           errors=lambda: _avg_pool_errors(3), covers=("avg_pool3d_backward",)))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),

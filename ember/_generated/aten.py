@@ -3426,6 +3426,31 @@ _op_max_pool2d_with_indices = _D.define('max_pool2d_with_indices(Tensor self, in
 def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return _op_max_pool2d_with_indices.call(self._ks, self, kernel_size, stride, padding, dilation, ceil_mode)
 
+_op_avg_pool1d = _D.define('avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor')
+
+def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    return _op_avg_pool1d.call(self._ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+_op_avg_pool2d = _D.define('avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor')
+
+def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    return _op_avg_pool2d.call(self._ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+_op_avg_pool2d_backward = _D.define('avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor')
+
+def avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    return _op_avg_pool2d_backward.call(grad_output._ks | self._ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+_op_avg_pool3d = _D.define('avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor')
+
+def avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    return _op_avg_pool3d.call(self._ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+_op_avg_pool3d_backward = _D.define('avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor')
+
+def avg_pool3d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    return _op_avg_pool3d_backward.call(grad_output._ks | self._ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
 _op_max_pool3d_with_indices = _D.define('max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)')
 
 def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):

@@ -7314,6 +7314,162 @@ def _ag_max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, 
     return result
 
 
+class AvgPool2DBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        kernel_size = _n.kernel_size
+        stride = _n.stride
+        padding = _n.padding
+        ceil_mode = _n.ceil_mode
+        count_include_pad = _n.count_include_pad
+        divisor_override = _n.divisor_override
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        return grad_inputs
+
+
+def _ag_avg_pool2d_default(ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_avg_pool2d.redispatch(ks & _BELOW, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    _n = AvgPool2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.kernel_size = kernel_size
+    _n.stride = stride
+    _n.padding = padding
+    _n.ceil_mode = ceil_mode
+    _n.count_include_pad = count_include_pad
+    _n.divisor_override = divisor_override
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_avg_pool2d.redispatch(ks & _BELOW, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    _set_history(_n, (result,))
+    return result
+
+
+class AvgPool2DBackwardBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        kernel_size = _n.kernel_size
+        stride = _n.stride
+        padding = _n.padding
+        ceil_mode = _n.ceil_mode
+        count_include_pad = _n.count_include_pad
+        divisor_override = _n.divisor_override
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten.avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.zeros_like(self)
+        return grad_inputs
+
+
+def _ag_avg_pool2d_backward_default(ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op_avg_pool2d_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    _n = AvgPool2DBackwardBackward0()
+    _n._next = _edges(grad_output, self)
+    _n._input_meta = _meta(grad_output, self)
+    _n.kernel_size = kernel_size
+    _n.stride = stride
+    _n.padding = padding
+    _n.ceil_mode = ceil_mode
+    _n.count_include_pad = count_include_pad
+    _n.divisor_override = divisor_override
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_avg_pool2d_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    _set_history(_n, (result,))
+    return result
+
+
+class AvgPool3DBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        kernel_size = _n.kernel_size
+        stride = _n.stride
+        padding = _n.padding
+        ceil_mode = _n.ceil_mode
+        count_include_pad = _n.count_include_pad
+        divisor_override = _n.divisor_override
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.avg_pool3d_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        return grad_inputs
+
+
+def _ag_avg_pool3d_default(ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_avg_pool3d.redispatch(ks & _BELOW, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    _n = AvgPool3DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.kernel_size = kernel_size
+    _n.stride = stride
+    _n.padding = padding
+    _n.ceil_mode = ceil_mode
+    _n.count_include_pad = count_include_pad
+    _n.divisor_override = divisor_override
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_avg_pool3d.redispatch(ks & _BELOW, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    _set_history(_n, (result,))
+    return result
+
+
+class AvgPool3DBackwardBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        kernel_size = _n.kernel_size
+        stride = _n.stride
+        padding = _n.padding
+        ceil_mode = _n.ceil_mode
+        count_include_pad = _n.count_include_pad
+        divisor_override = _n.divisor_override
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten.avg_pool3d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.zeros_like(self)
+        return grad_inputs
+
+
+def _ag_avg_pool3d_backward_default(ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op_avg_pool3d_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    _n = AvgPool3DBackwardBackward0()
+    _n._next = _edges(grad_output, self)
+    _n._input_meta = _meta(grad_output, self)
+    _n.kernel_size = kernel_size
+    _n.stride = stride
+    _n.padding = padding
+    _n.ceil_mode = ceil_mode
+    _n.count_include_pad = count_include_pad
+    _n.divisor_override = divisor_override
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_avg_pool3d_backward.redispatch(ks & _BELOW, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    _set_history(_n, (result,))
+    return result
+
+
 class MaxPool3DWithIndicesBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -9233,6 +9389,10 @@ for _h, _k in (
     (aten._op_native_batch_norm, _ag_native_batch_norm_default),
     (aten._op_convolution, _ag_convolution_default),
     (aten._op_max_pool2d_with_indices, _ag_max_pool2d_with_indices_default),
+    (aten._op_avg_pool2d, _ag_avg_pool2d_default),
+    (aten._op_avg_pool2d_backward, _ag_avg_pool2d_backward_default),
+    (aten._op_avg_pool3d, _ag_avg_pool3d_default),
+    (aten._op_avg_pool3d_backward, _ag_avg_pool3d_backward_default),
     (aten._op_max_pool3d_with_indices, _ag_max_pool3d_with_indices_default),
     (aten._op_constant_pad_nd, _ag_constant_pad_nd_default),
     (aten._op_embedding, _ag_embedding_default),

@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['cross_entropy_loss', 'gelu', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6']
+__all__ = ['avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'cross_entropy_loss', 'gelu', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -417,6 +417,114 @@ def max_pool2d_with_indices(*args, **kwargs):
 max_pool2d_with_indices.__doc__ = 'max_pool2d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, dilation: List[int] = 1, ceil_mode: bool = False) -> (Tensor, Tensor)'
 def _signature_max_pool2d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False): ...
 max_pool2d_with_indices.__wrapped__ = _signature_max_pool2d_with_indices
+
+
+_sig_avg_pool2d = _Signatures('avg_pool2d', [
+    (('input', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('stride', 'int[2]', False, True, ()), ('padding', 'int[2]', False, True, 0), ('ceil_mode', 'bool', False, True, False), ('count_include_pad', 'bool', False, True, True), ('divisor_override', 'int?', False, True, None),),
+], method=False)
+
+def _bind_avg_pool2d_0(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    return (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+def avg_pool2d(*args, **kwargs):
+    try:
+        _b = _bind_avg_pool2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override = _b
+        if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
+            return _A._op_avg_pool2d.call(input._ks, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
+    _i, _a = _sig_avg_pool2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_avg_pool2d.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['ceil_mode'], _a['count_include_pad'], _a['divisor_override'])
+    raise AssertionError('unreachable')
+
+
+avg_pool2d.__doc__ = 'avg_pool2d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Tensor'
+def _signature_avg_pool2d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None): ...
+avg_pool2d.__wrapped__ = _signature_avg_pool2d
+
+
+_sig_avg_pool2d_backward = _Signatures('avg_pool2d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('stride', 'int[2]', False, False, None), ('padding', 'int[2]', False, False, None), ('ceil_mode', 'bool', False, False, None), ('count_include_pad', 'bool', False, False, None), ('divisor_override', 'int?', False, False, None),),
+], method=False)
+
+def _bind_avg_pool2d_backward_0(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    return (grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+def avg_pool2d_backward(*args, **kwargs):
+    try:
+        _b = _bind_avg_pool2d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
+            return _A._op_avg_pool2d_backward.call(grad_output._ks | input._ks, grad_output, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
+    _i, _a = _sig_avg_pool2d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_avg_pool2d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['ceil_mode'], _a['count_include_pad'], _a['divisor_override'])
+    raise AssertionError('unreachable')
+
+
+avg_pool2d_backward.__doc__ = 'avg_pool2d_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool, count_include_pad: bool, divisor_override: Optional[int]) -> Tensor'
+def _signature_avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): ...
+avg_pool2d_backward.__wrapped__ = _signature_avg_pool2d_backward
+
+
+_sig_avg_pool3d = _Signatures('avg_pool3d', [
+    (('input', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, True, ()), ('padding', 'int[3]', False, True, 0), ('ceil_mode', 'bool', False, True, False), ('count_include_pad', 'bool', False, True, True), ('divisor_override', 'int?', False, True, None),),
+], method=False)
+
+def _bind_avg_pool3d_0(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    return (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+def avg_pool3d(*args, **kwargs):
+    try:
+        _b = _bind_avg_pool3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override = _b
+        if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
+            return _A._op_avg_pool3d.call(input._ks, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
+    _i, _a = _sig_avg_pool3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_avg_pool3d.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['ceil_mode'], _a['count_include_pad'], _a['divisor_override'])
+    raise AssertionError('unreachable')
+
+
+avg_pool3d.__doc__ = 'avg_pool3d(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: Optional[int] = None) -> Tensor'
+def _signature_avg_pool3d(input, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None): ...
+avg_pool3d.__wrapped__ = _signature_avg_pool3d
+
+
+_sig_avg_pool3d_backward = _Signatures('avg_pool3d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, False, None), ('padding', 'int[3]', False, False, None), ('ceil_mode', 'bool', False, False, None), ('count_include_pad', 'bool', False, False, None), ('divisor_override', 'int?', False, False, None),),
+], method=False)
+
+def _bind_avg_pool3d_backward_0(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    return (grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+def avg_pool3d_backward(*args, **kwargs):
+    try:
+        _b = _bind_avg_pool3d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None and type(ceil_mode) is bool and type(count_include_pad) is bool and (divisor_override is None or type(divisor_override) is int):
+            return _A._op_avg_pool3d_backward.call(grad_output._ks | input._ks, grad_output, input, kernel_size_, stride_, padding_, ceil_mode, count_include_pad, divisor_override)
+    _i, _a = _sig_avg_pool3d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_avg_pool3d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['kernel_size'], _a['stride'], _a['padding'], _a['ceil_mode'], _a['count_include_pad'], _a['divisor_override'])
+    raise AssertionError('unreachable')
+
+
+avg_pool3d_backward.__doc__ = 'avg_pool3d_backward(grad_output: Tensor, input: Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool, count_include_pad: bool, divisor_override: Optional[int]) -> Tensor'
+def _signature_avg_pool3d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override): ...
+avg_pool3d_backward.__wrapped__ = _signature_avg_pool3d_backward
 
 
 _sig_max_pool3d_with_indices = _Signatures('max_pool3d_with_indices', [

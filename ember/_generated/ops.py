@@ -1540,6 +1540,21 @@ convolution_backward = _P('convolution_backward', [
 max_pool2d_with_indices = _P('max_pool2d_with_indices', [
     _O(_A._op_max_pool2d_with_indices, (('self', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('stride', 'int[2]', False, True, ()), ('padding', 'int[2]', False, True, 0), ('dilation', 'int[2]', False, True, 1), ('ceil_mode', 'bool', False, True, False),), ['self', 'kernel_size', 'stride', 'padding', 'dilation', 'ceil_mode']),
 ])
+avg_pool1d = _P('avg_pool1d', [
+    _O(_A._op_avg_pool1d, (('self', 'T', False, False, None), ('kernel_size', 'int[1]', False, False, None), ('stride', 'int[1]', False, True, ()), ('padding', 'int[1]', False, True, 0), ('ceil_mode', 'bool', False, True, False), ('count_include_pad', 'bool', False, True, True),), ['self', 'kernel_size', 'stride', 'padding', 'ceil_mode', 'count_include_pad']),
+])
+avg_pool2d = _P('avg_pool2d', [
+    _O(_A._op_avg_pool2d, (('self', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('stride', 'int[2]', False, True, ()), ('padding', 'int[2]', False, True, 0), ('ceil_mode', 'bool', False, True, False), ('count_include_pad', 'bool', False, True, True), ('divisor_override', 'int?', False, True, None),), ['self', 'kernel_size', 'stride', 'padding', 'ceil_mode', 'count_include_pad', 'divisor_override']),
+])
+avg_pool2d_backward = _P('avg_pool2d_backward', [
+    _O(_A._op_avg_pool2d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('stride', 'int[2]', False, False, None), ('padding', 'int[2]', False, False, None), ('ceil_mode', 'bool', False, False, None), ('count_include_pad', 'bool', False, False, None), ('divisor_override', 'int?', False, False, None),), ['grad_output', 'self', 'kernel_size', 'stride', 'padding', 'ceil_mode', 'count_include_pad', 'divisor_override']),
+])
+avg_pool3d = _P('avg_pool3d', [
+    _O(_A._op_avg_pool3d, (('self', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, True, ()), ('padding', 'int[3]', False, True, 0), ('ceil_mode', 'bool', False, True, False), ('count_include_pad', 'bool', False, True, True), ('divisor_override', 'int?', False, True, None),), ['self', 'kernel_size', 'stride', 'padding', 'ceil_mode', 'count_include_pad', 'divisor_override']),
+])
+avg_pool3d_backward = _P('avg_pool3d_backward', [
+    _O(_A._op_avg_pool3d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, False, None), ('padding', 'int[3]', False, False, None), ('ceil_mode', 'bool', False, False, None), ('count_include_pad', 'bool', False, False, None), ('divisor_override', 'int?', False, False, None),), ['grad_output', 'self', 'kernel_size', 'stride', 'padding', 'ceil_mode', 'count_include_pad', 'divisor_override']),
+])
 max_pool3d_with_indices = _P('max_pool3d_with_indices', [
     _O(_A._op_max_pool3d_with_indices, (('self', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, True, ()), ('padding', 'int[3]', False, True, 0), ('dilation', 'int[3]', False, True, 1), ('ceil_mode', 'bool', False, True, False),), ['self', 'kernel_size', 'stride', 'padding', 'dilation', 'ceil_mode']),
 ])

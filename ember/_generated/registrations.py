@@ -4719,6 +4719,38 @@ def _max_pool2d_with_indices_default(ks, self, kernel_size, stride, padding, dil
         _value_error(_e, K.max_pool2d_with_indices, self)
 
 
+def _avg_pool2d_default(ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.avg_pool2d(be.xp, self._data, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.avg_pool2d, self)
+
+
+def _avg_pool2d_backward_default(ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.avg_pool2d_backward(be.xp, grad_output._data, self._data, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.avg_pool2d_backward, grad_output, self)
+
+
+def _avg_pool3d_default(ks, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.avg_pool3d(be.xp, self._data, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.avg_pool3d, self)
+
+
+def _avg_pool3d_backward_default(ks, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.avg_pool3d_backward(be.xp, grad_output._data, self._data, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.avg_pool3d_backward, grad_output, self)
+
+
 def _max_pool3d_with_indices_default(ks, self, kernel_size, stride, padding, dilation, ceil_mode):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -5405,6 +5437,10 @@ _BACKEND_KERNELS = (
     (_A._op_convolution, _convolution_default, ('CPU', 'CUDA', 'Meta'), K.convolution, (), 'new', None),
     (_A._op_convolution_backward, _convolution_backward_default, ('CPU', 'CUDA', 'Meta'), K.convolution_backward, (), 'new', None),
     (_A._op_max_pool2d_with_indices, _max_pool2d_with_indices_default, ('CPU', 'CUDA', 'Meta'), K.max_pool2d_with_indices, (), 'new', None),
+    (_A._op_avg_pool2d, _avg_pool2d_default, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d, (), 'new', None),
+    (_A._op_avg_pool2d_backward, _avg_pool2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.avg_pool2d_backward, (), 'new', None),
+    (_A._op_avg_pool3d, _avg_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d, (), 'new', None),
+    (_A._op_avg_pool3d_backward, _avg_pool3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.avg_pool3d_backward, (), 'new', None),
     (_A._op_max_pool3d_with_indices, _max_pool3d_with_indices_default, ('CPU', 'CUDA', 'Meta'), K.max_pool3d_with_indices, (), 'new', None),
     (_A._op_constant_pad_nd, _constant_pad_nd_default, ('CPU', 'CUDA', 'Meta'), K.constant_pad_nd, (), 'new', None),
     (_A._op_embedding, _embedding_default, ('CPU', 'CUDA', 'Meta'), K.embedding, (), 'new', None),
@@ -5510,6 +5546,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_log_softmax_int, 'CompositeImplicitAutograd', C.log_softmax_int),
     (_A._op_layer_norm, 'CompositeImplicitAutograd', C.layer_norm),
     (_A._op_batch_norm, 'CompositeImplicitAutograd', C.batch_norm),
+    (_A._op_avg_pool1d, 'CompositeImplicitAutograd', C.avg_pool1d),
     (_A._op_dropout, 'CompositeImplicitAutograd', C.dropout),
     (_A._op_lstm_input, 'CompositeImplicitAutograd', C.lstm_input),
     (_A._op_lstm_data, 'CompositeImplicitAutograd', C.lstm_data),

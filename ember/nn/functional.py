@@ -8,21 +8,10 @@ import warnings
 import numpy as np
 
 import ember
-from ember._generated.functions import relu, sigmoid, tanh  # noqa: F401
+from ember._generated.functions import avg_pool1d, relu, sigmoid, tanh  # noqa: F401
 from ember._generated.nn_functional import *  # noqa: F401,F403
-from ember._generated.nn_functional import linear
+from ember._generated.nn_functional import avg_pool2d, avg_pool3d, linear  # noqa: F401
 from ember._generated import aten
-from ember.aten.meta import pooling_output_size
-
-_aten = None
-
-
-def _ops():
-    global _aten
-    if _aten is None:
-        _aten = ember.ops.aten
-    return _aten
-
 
 def _tuple(v, n):
     if isinstance(v, (list, tuple)):
@@ -267,11 +256,11 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):  # 
                 pad = []
                 for t, lo in zip(reversed(total), reversed(left)):
                     pad += [0, t - 2 * lo]
-                x = _ops().constant_pad_nd(x, pad, 0)
+                x = aten.constant_pad_nd(x, pad, 0)
             padding = tuple(left)
     else:
         padding = _tuple(padding, nd)
-    out = _ops().convolution(x, weight, bias, stride, padding, dilation, False, (0,) * nd, groups)
+    out = aten.convolution(x, weight, bias, stride, padding, dilation, False, (0,) * nd, groups)
     return out if batched else out.squeeze(0)
 
 
@@ -293,7 +282,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
                            f"size: {list(input.shape)}")
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
-    out = _ops().convolution(x, weight, bias, _tuple(stride, nd), _tuple(padding, nd), _tuple(dilation, nd), True,
+    out = aten.convolution(x, weight, bias, _tuple(stride, nd), _tuple(padding, nd), _tuple(dilation, nd), True,
                              _tuple(output_padding, nd), groups)
     return out if batched else out.squeeze(0)
 
@@ -321,12 +310,12 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
     if nd == 1:
         if input.dim() not in (2, 3):
             raise RuntimeError(f"max_pool1d() Expected 2D or 3D input tensor, but got {list(input.shape)}")
-        v, i = _ops().max_pool2d_with_indices(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, (1,) + d, ceil_mode)
+        v, i = aten.max_pool2d_with_indices(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, (1,) + d, ceil_mode)
         v, i = v.squeeze(-2), i.squeeze(-2)
     elif nd == 2:
-        v, i = _ops().max_pool2d_with_indices(input, k, s, p, d, ceil_mode)
+        v, i = aten.max_pool2d_with_indices(input, k, s, p, d, ceil_mode)
     else:
-        v, i = _ops().max_pool3d_with_indices(input, k, s, p, d, ceil_mode)
+        v, i = aten.max_pool3d_with_indices(input, k, s, p, d, ceil_mode)
     return (v, i) if return_indices else v
 
 
@@ -345,63 +334,6 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 max_pool1d_with_indices = max_pool1d
 max_pool2d_with_indices = max_pool2d
 max_pool3d_with_indices = max_pool3d
-
-
-def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd):  # noqa: A002
-    """Average pooling as a depthwise convolution with a constant kernel; the divisor follows PyTorch:
-    the window clipped to input + padding (count_include_pad) or to the input alone."""
-    k = _tuple(kernel_size, nd)
-    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd)
-    p = _tuple(padding, nd)
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
-    for kk, pp in zip(k, p):
-        if pp > kk // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
-                               f"kernel_size={kk} and dilation=1")
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
-    batched = input.dim() == nd + 2
-    x = input if batched else input.unsqueeze(0)
-    in_sp = tuple(x.shape[2:])
-    out_sp = tuple(pooling_output_size(i, kk, ss, pp, 1, ceil_mode) for i, kk, ss, pp in zip(in_sp, k, s, p))
-    right = [max(0, (o - 1) * ss + kk - i - pp) for o, ss, kk, i, pp in zip(out_sp, s, k, in_sp, p)]
-    pad = []
-    for pp, rr in zip(reversed(p), reversed(right)):
-        pad += [pp, rr]
-    xp_ = _ops().constant_pad_nd(x, pad, 0)
-    C = x.shape[1]
-    w = ember.ones((C, 1) + k, dtype=x.dtype, device=x.device)
-    summed = _ops().convolution(xp_, w, None, s, (0,) * nd, (1,) * nd, False, (0,) * nd, C)
-    summed = summed[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)]
-    if divisor_override is not None:
-        out = summed / divisor_override
-    else:
-        # per output position along each dim: the window's extent within [-p, i + p) or within [0, i)
-        div = None
-        for ax, (o, ss, kk, i, pp) in enumerate(zip(out_sp, s, k, in_sp, p)):
-            start = ember.arange(o, dtype=ember.int64) * ss - pp
-            end = (start + kk).clamp(max=i + pp)
-            if not count_include_pad:
-                start, end = start.clamp(min=0), end.clamp(max=i)
-            n = (end - start).to(x.dtype).reshape(tuple(-1 if a == ax else 1 for a in range(nd)))
-            div = n if div is None else div * n
-        out = summed / div
-    return out if batched else out.squeeze(0)
-
-
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):  # noqa: A002
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
-
-
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
-               divisor_override=None):
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
-
-
-def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,  # noqa: A002
-               divisor_override=None):
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
 
 
 def _adaptive_ranges(i, o):
@@ -524,7 +456,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
-    return _ops().native_layer_norm(input, tuple(normalized_shape), weight, bias, eps)[0]
+    return aten.native_layer_norm(input, tuple(normalized_shape), weight, bias, eps)[0]
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
@@ -561,12 +493,12 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
         raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
     div = input.mul(input).unsqueeze(1)
     if dim == 3:
-        div = _ops().constant_pad_nd(div, [0, 0, size // 2, (size - 1) // 2], 0)
+        div = aten.constant_pad_nd(div, [0, 0, size // 2, (size - 1) // 2], 0)
         div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
     else:
         sizes = input.size()
         div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
-        div = _ops().constant_pad_nd(div, [0, 0, 0, 0, size // 2, (size - 1) // 2], 0)
+        div = aten.constant_pad_nd(div, [0, 0, 0, 0, size // 2, (size - 1) // 2], 0)
         div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
         div = div.view(sizes)
     div = div.mul(alpha).add(k).pow(beta)
@@ -588,7 +520,7 @@ def _check_p(p):
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
     """PyTorch's CPU dropout: noise = bernoulli(1 - p) / (1 - p), output = input * noise."""
     if not inplace:
-        return _ops().dropout(input, p, training)
+        return aten.dropout(input, p, training)
     _check_p(p)
     if not training or p == 0:
         return input
@@ -657,7 +589,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             norms = weight[rows].norm(norm_type, 1)
             scale = ember.where(norms > max_norm, max_norm / (norms + 1e-7), ember.ones_like(norms))
             weight[rows] = weight[rows] * scale.unsqueeze(1)
-    return _ops().embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
+    return aten.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -681,7 +613,7 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
         raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
                            f"padding length {len(pad)} and input of dimension {input.dim()}")
     if mode == "constant":
-        return _ops().constant_pad_nd(input, list(pad), 0 if value is None else value)
+        return aten.constant_pad_nd(input, list(pad), 0 if value is None else value)
     if value is not None and value != 0:
         raise NotImplementedError(f"Padding mode \"{mode}\" doesn't take in value argument.")
     if mode not in ("reflect", "replicate", "circular"):
@@ -1306,7 +1238,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
                            f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of "
                            f"sliding blocks as ({blocks[0]}, {blocks[1]}), but its components must be at least one.")
     n, c = x.shape[0], x.shape[1]
-    xp = _ops().constant_pad_nd(x, [p[1], p[1], p[0], p[0]], 0) if any(p) else x
+    xp = aten.constant_pad_nd(x, [p[1], p[1], p[0], p[0]], 0) if any(p) else x
     cols = xp.reshape(n, c, -1).index_select(2, ember.tensor(idx.reshape(-1), device=x.device))
     out = cols.reshape(n, c * idx.shape[0], idx.shape[1])
     return out if batched else out.squeeze(0)

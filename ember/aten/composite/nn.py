@@ -172,3 +172,24 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
     class_dim = 0 if self.dim() == 1 else 1
     return aten.nll_loss_nd(aten.log_softmax_int(self, class_dim, self.dtype), target, weight, reduction,
                             ignore_index)
+
+
+# ------------------------------------------------------------------------------ pooling
+def _check1d(name, arg, v):
+    v = (v,) if isinstance(v, int) else tuple(v)
+    if len(v) != 1:
+        raise RuntimeError(f"{name}() argument '{arg}' should contain one int (got {len(v)})")
+    return v
+
+
+def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    """``avg_pool2d`` over a unit height (``Pooling.cpp``)."""
+    stride = kernel_size if not isinstance(stride, int) and len(stride) == 0 else stride
+    if not 2 <= self.dim() <= 3:
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {self.dim()}-dimensional tensor for argument #1 "
+                           "'self' (while checking arguments for avg_pool1d)")
+    k = _check1d("avg_pool1d", "kernel_size", kernel_size)
+    s = _check1d("avg_pool1d", "stride", stride)
+    p = _check1d("avg_pool1d", "padding", padding)
+    out = aten.avg_pool2d(aten.unsqueeze(self, -2), (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode, count_include_pad)
+    return aten.squeeze_dim(out, -2)

@@ -23,7 +23,8 @@ from ember.c10.dtype import BF16_NP
 __all__ = ["softmax", "log_softmax", "gelu", "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
            "native_batch_norm_backward", "convolution", "convolution_backward",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding", "mse_loss",
-           "nll_loss_forward", "nll_loss2d_forward", "nll_loss_backward", "nll_loss2d_backward"]
+           "nll_loss_forward", "nll_loss2d_forward", "nll_loss_backward", "nll_loss2d_backward", "avg_pool2d",
+           "avg_pool3d", "avg_pool2d_backward", "avg_pool3d_backward"]
 
 
 # ------------------------------------------------------------------------------ softmax
@@ -673,3 +674,165 @@ def nll_loss2d_backward(xp, grad_output, self, target, weight, reduction, ignore
 
 
 nll_loss2d_backward.meta_kernel = lambda xp, *a: _nll_backward_meta(xp, *a, spatial=True)
+
+
+# ------------------------------------------------------------------------------ avg_pool
+# ``AveragePool2d.cpp`` / ``AveragePool3d.cpp``: each output is the sum of its window of the zero-padded input over
+# a divisor — ``divisor_override``, else the window clipped to input + padding (``count_include_pad``) or to the
+# input alone; a window wholly in the padding gives 0. The sum runs over kernel offsets: one strided slice of the
+# padded input per offset, added into the output (the backward adds the scaled gradient back the same way).
+def _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_override):
+    name, either = f"avg_pool{nd}d", "either " if nd == 2 else ""
+    kernel_size, stride, padding = ((v,) if isinstance(v, int) else tuple(v) for v in (kernel_size, stride, padding))
+    if len(kernel_size) not in (1, nd):
+        raise RuntimeError(f"{name}: kernel_size must {either}be a single int, or a tuple of {_NUMS[nd]} ints")
+    if len(stride) not in (0, 1, nd):
+        raise RuntimeError(f"{name}: stride must {either}be omitted, a single int, or a tuple of {_NUMS[nd]} ints")
+    if len(padding) not in (1, nd):
+        raise RuntimeError(f"{name}: padding must {either}be a single int, or a tuple of {_NUMS[nd]} ints")
+    k = kernel_size * nd if len(kernel_size) == 1 else kernel_size
+    s = k if not stride else stride * nd if len(stride) == 1 else stride
+    p = padding * nd if len(padding) == 1 else padding
+    if nd == 3 and self.ndim not in (4, 5):
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    if nd == 2:
+        if self.ndim < 3:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-max(self.ndim, 1)}, "
+                             f"{max(self.ndim, 1) - 1}], but got -3)")
+    for ss in s:
+        if ss == 0:
+            raise RuntimeError("stride should not be zero")
+    for kk, pp in zip(k, p):
+        if pp < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {pp}")
+        if pp > kk // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
+                               f"kernel_size={kk} and dilation=1")
+    in_sp = self.shape[-nd:]
+    out_sp = tuple(pooling_output_size(i, kk, ss, pp, 1, ceil_mode) for i, kk, ss, pp in zip(in_sp, k, s, p))
+    planes = self.shape[-nd - 1]
+    if nd == 2:
+        if not ((self.ndim == 3 and self.shape[0] and self.shape[1] and self.shape[2]) or
+                (self.ndim == 4 and self.shape[1] and self.shape[2] and self.shape[3])):
+            raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+                               f"got:{shape_str(self.shape)}")
+        if any(kk <= 0 for kk in k):
+            raise RuntimeError(f"kernel size should be greater than zero, but got kH: {k[0]} kW: {k[1]}")
+        if any(ss < 0 for ss in s):
+            raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
+    else:
+        for i in range(self.ndim):
+            if not (self.ndim == 5 and i == 0) and self.shape[i] <= 0:
+                raise RuntimeError(f"avg_pool3d(): Expected input's non-batch dimensions to have positive length, but "
+                                   f"input has a shape of {shape_str(self.shape)} and non-batch dimension "
+                                   f"{self.shape[i]} has length zero!")
+        if any(i < kk for i, kk in zip(in_sp, k)):
+            raise RuntimeError(f"input image (T: {in_sp[0]} H: {in_sp[1]} W: {in_sp[2]}) smaller than kernel size "
+                               f"(kT: {k[0]} kH: {k[1]} kW: {k[2]})")
+    if any(o < 1 for o in out_sp):
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (planes,) + tuple(in_sp)))}). Calculated output "
+                           f"size: ({'x'.join(map(str, (planes,) + out_sp))}). Output size is too small")
+    return k, s, p, out_sp
+
+
+_NUMS = {1: "one", 2: "two", 3: "three"}
+
+
+def _avg_pool_divisor(xp, in_sp, out_sp, k, s, p, count_include_pad, divisor_override, dtype):
+    """Per output position (broadcast over the spatial dims): the divisor of its window."""
+    if divisor_override is not None:
+        return xp.asarray(divisor_override, dtype)
+    nd = len(k)
+    div = None
+    for ax, (i, o, kk, ss, pp) in enumerate(zip(in_sp, out_sp, k, s, p)):
+        start = np.arange(o) * ss - pp
+        end = np.minimum(start + kk, i + pp)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, i)
+        n = (end - start).reshape(tuple(-1 if a == ax else 1 for a in range(nd)))
+        div = n if div is None else div * n
+    return xp.asarray(div.astype(dtype))
+
+
+def _window_slices(out_sp, s, offset):
+    return tuple(slice(off, off + (o - 1) * ss + 1, ss) for o, ss, off in zip(out_sp, s, offset))
+
+
+def _avg_pool_meta(xp, self, nd, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    _, _, _, out_sp = _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_override)
+    return np.broadcast_to(np.empty((), self.dtype), self.shape[:-nd] + out_sp)
+
+
+def _avg_pool(xp, self, nd, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    k, s, p, out_sp = _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_override)
+    in_sp = self.shape[-nd:]
+    lead = self.shape[:-nd]
+    ct = compute_dtype(self.dtype) if self.dtype.kind != "i" and self.dtype.kind != "u" else np.dtype(np.float64)
+    right = tuple(max(0, (o - 1) * ss + kk - i - pp) for o, ss, kk, i, pp in zip(out_sp, s, k, in_sp, p))
+    x = asdtype(xp, self, ct)
+    x = xp.pad(x, [(0, 0)] * len(lead) + [(pp, rr) for pp, rr in zip(p, right)])
+    out = xp.zeros(lead + out_sp, ct)
+    for offset in np.ndindex(*k):
+        out += x[(Ellipsis,) + _window_slices(out_sp, s, offset)]
+    div = _avg_pool_divisor(xp, in_sp, out_sp, k, s, p, count_include_pad, divisor_override, ct)
+    with np.errstate(all="ignore"):
+        out = xp.where(div != 0, out / div, 0)
+    if ct != self.dtype and self.dtype.kind in "iu":
+        out = xp.trunc(out)
+    return out.astype(self.dtype, copy=False)
+
+
+def _avg_pool_backward(xp, grad_output, self, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                       divisor_override):
+    k, s, p, out_sp = _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_override)
+    in_sp = self.shape[-nd:]
+    lead = self.shape[:-nd]
+    if grad_output.shape != lead + out_sp:
+        for ax in range(self.ndim - nd - 1, self.ndim):
+            want = (lead + out_sp)[ax]
+            if grad_output.ndim != self.ndim or grad_output.shape[ax] != want:
+                raise RuntimeError(f"Expected a tensor of dimension {self.ndim} and tensor.size[{ax}] == {want} but "
+                                   f"got: dimension {grad_output.ndim} and tensor.size[{ax}] = "
+                                   f"{grad_output.shape[ax] if ax < grad_output.ndim else 1}")
+    ct = compute_dtype(self.dtype)
+    right = tuple(max(0, (o - 1) * ss + kk - i - pp) for o, ss, kk, i, pp in zip(out_sp, s, k, in_sp, p))
+    div = _avg_pool_divisor(xp, in_sp, out_sp, k, s, p, count_include_pad, divisor_override, ct)
+    with np.errstate(all="ignore"):
+        g = xp.where(div != 0, asdtype(xp, grad_output, ct) / div, 0)
+    gi = xp.zeros(lead + tuple(i + pp + rr for i, pp, rr in zip(in_sp, p, right)), ct)
+    for offset in np.ndindex(*k):
+        gi[(Ellipsis,) + _window_slices(out_sp, s, offset)] += g
+    gi = gi[(Ellipsis,) + tuple(slice(pp, pp + i) for pp, i in zip(p, in_sp))]
+    return xp.ascontiguousarray(gi).astype(self.dtype, copy=False)
+
+
+def _avg_pool_backward_meta(xp, grad_output, self, *args):
+    return np.broadcast_to(np.empty((), self.dtype), self.shape)
+
+
+@meta_kernel(lambda xp, self, *a: _avg_pool_meta(xp, self, 2, *a))
+def avg_pool2d(xp, self, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(xp, self, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+@meta_kernel(lambda xp, self, *a: _avg_pool_meta(xp, self, 3, *a))
+def avg_pool3d(xp, self, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(xp, self, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+@meta_kernel(_avg_pool_backward_meta)
+def avg_pool2d_backward(xp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                        divisor_override):
+    return _avg_pool_backward(xp, grad_output, self, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                              divisor_override)
+
+
+@meta_kernel(_avg_pool_backward_meta)
+def avg_pool3d_backward(xp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                        divisor_override):
+    return _avg_pool_backward(xp, grad_output, self, 3, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                              divisor_override)
