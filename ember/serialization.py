@@ -43,6 +43,7 @@ from ember._utils import _STORAGE_NAMES, _Storage, _StorageType, _dtype_name
 from ember._weights_only_unpickler import (_PY2_MODULES, _allowed_globals, _ascii, _user_globals,  # noqa: F401
                                            _WeightsUnpickler, add_safe_globals, clear_safe_globals, get_safe_globals,
                                            safe_globals)
+from ember.c10 import arena
 from ember.c10.storage import array_data_ptr, root_array
 
 __all__ = ["save", "load", "add_safe_globals", "safe_globals", "get_safe_globals", "clear_safe_globals",
@@ -496,8 +497,8 @@ class _Saver(pickle._Pickler):
         item = a.itemsize
         offset = 0 if a.size == 0 else (array_data_ptr(a) - array_data_ptr(root)) // item
         start = 0
-        slot = _flat_slot(root, offset)
-        if slot is not None:   # a parameter re-pointed into an optimizer's flat buffer: its own slot only
+        slot = arena.slot_of(root, offset)
+        if slot is not None:   # a tensor living in an arena (Note [Arenas]): its own slot only
             start, stop = slot
             root = root[start:stop]
         ident = (id(root) if slot is None else id(root.base), start, _dtype_name(t.dtype))
@@ -523,11 +524,6 @@ class _Saver(pickle._Pickler):
         if isinstance(obj, ember.device):
             return (_Global("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
         return NotImplemented
-
-
-def _flat_slot(root, offset):
-    from ember.optim import _flat
-    return _flat.slot_of(root, offset)
 
 
 def _contiguous_strides(shape):

@@ -72,6 +72,21 @@ def test_frontend_does_not_import_kernels():
     assert not bad, "the frontend calls operators (ember.* or ember._generated.aten), not kernels:\n" + "\n".join(bad)
 
 
+def test_optimizers_and_serialization_leave_storage_to_the_op_library():
+    """Only aten touches a tensor's storage (``_data``) and version counter (``_vc``) on the optimizers' behalf: the
+    fused optimizer ops own the arenas, and serialization asks c10 (``ember.c10.arena``) what a slot is."""
+    bad = []
+    for path, mod in modules():
+        if mod.startswith("ember.optim"):
+            for node in ast.walk(ast.parse(open(path).read())):
+                if isinstance(node, ast.Attribute) and node.attr in ("_data", "_vc"):
+                    bad.append(f"{mod}:{node.lineno} uses .{node.attr}")
+        for line, target in imports_of(path):
+            if mod == "ember.serialization" and target.startswith("ember.optim"):
+                bad.append(f"{mod}:{line} imports {target}")
+    assert not bad, "\n".join(bad)
+
+
 def test_the_checks_see_violations(tmp_path):
     """The classifier the two tests above rely on."""
     assert layer_of_module("ember.c10.dtype") == C10 and layer_of_module("ember.aten.kernels.nn") == ATEN

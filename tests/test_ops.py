@@ -399,6 +399,9 @@ NOT_IN_TABLE = {
     "_to_copy", "_contiguous_copy", "copy", "fill", "zero", "alias", "_reshape_alias",
     # reached through Tensor indexing: tests/test_indexing.py
     "index", "slice",
+    # the optimizers' ops: tests/optim/test_fused_ops.py (against PyTorch's own) and tests/optim/test_optimizers.py
+    "_foreach_add", "_fused_sgd", "_fused_adam", "_fused_adamw", "_fused_adagrad", "_fused_rmsprop", "_fused_adadelta",
+    "_fused_adamax", "_fused_nadam", "_fused_radam", "_fused_asgd", "_fused_rprop",
 }
 
 

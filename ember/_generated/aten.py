@@ -3645,3 +3645,63 @@ _op_special_logsumexp = _D.define('special_logsumexp(Tensor self, int[1] dim, bo
 
 def special_logsumexp(self, dim, keepdim=False):
     return _op_special_logsumexp.call(self._ks, self, dim, keepdim)
+
+_op__foreach_add__Scalar = _D.define('_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
+
+def _foreach_add__Scalar(self, scalar):
+    return _op__foreach_add__Scalar.call(_ks_list(self), self, scalar)
+
+_op__fused_sgd_ = _D.define('_fused_sgd_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] momentum_buffer_list, *, float weight_decay, float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step, Tensor? grad_scale=None, Tensor? found_inf=None) -> ()')
+
+def _fused_sgd_(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale=None, found_inf=None):
+    return _op__fused_sgd_.call(_ks_list(self) | _ks_list(grads) | _ks_list(momentum_buffer_list) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale, found_inf)
+
+_op__fused_adam_ = _D.define('_fused_adam_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_avg_sqs, Tensor(e!)[] max_exp_avg_sqs, Tensor(f!)[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, Tensor? grad_scale=None, Tensor? found_inf=None) -> ()')
+
+def _fused_adam_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
+    return _op__fused_adam_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(max_exp_avg_sqs) | _ks_list(state_steps) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
+
+_op__fused_adamw_ = _D.define('_fused_adamw_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_avg_sqs, Tensor(e!)[] max_exp_avg_sqs, Tensor(f!)[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, Tensor? grad_scale=None, Tensor? found_inf=None) -> ()')
+
+def _fused_adamw_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None):
+    return _op__fused_adamw_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(max_exp_avg_sqs) | _ks_list(state_steps) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf)
+
+_op__fused_adagrad_ = _D.define('_fused_adagrad_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] state_sums, Tensor(d!)[] state_steps, *, float lr, float lr_decay, float weight_decay, float eps, bool maximize, Tensor? grad_scale=None, Tensor? found_inf=None) -> ()')
+
+def _fused_adagrad_(self, grads, state_sums, state_steps, *, lr, lr_decay, weight_decay, eps, maximize, grad_scale=None, found_inf=None):
+    return _op__fused_adagrad_.call(_ks_list(self) | _ks_list(grads) | _ks_list(state_sums) | _ks_list(state_steps) | _ks_opt(grad_scale) | _ks_opt(found_inf), self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale, found_inf)
+
+_op__fused_rmsprop_ = _D.define('_fused_rmsprop_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] square_avgs, Tensor(d!)[] grad_avgs, Tensor(e!)[] momentum_buffer_list, Tensor(f!)[] state_steps, *, float lr, float alpha, float eps, float weight_decay, float momentum, bool centered, bool maximize) -> ()')
+
+def _fused_rmsprop_(self, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, *, lr, alpha, eps, weight_decay, momentum, centered, maximize):
+    return _op__fused_rmsprop_.call(_ks_list(self) | _ks_list(grads) | _ks_list(square_avgs) | _ks_list(grad_avgs) | _ks_list(momentum_buffer_list) | _ks_list(state_steps), self, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, lr, alpha, eps, weight_decay, momentum, centered, maximize)
+
+_op__fused_adadelta_ = _D.define('_fused_adadelta_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] square_avgs, Tensor(d!)[] acc_deltas, Tensor(e!)[] state_steps, *, float lr, float rho, float eps, float weight_decay, bool maximize) -> ()')
+
+def _fused_adadelta_(self, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps, weight_decay, maximize):
+    return _op__fused_adadelta_.call(_ks_list(self) | _ks_list(grads) | _ks_list(square_avgs) | _ks_list(acc_deltas) | _ks_list(state_steps), self, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps, weight_decay, maximize)
+
+_op__fused_adamax_ = _D.define('_fused_adamax_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_infs, Tensor(e!)[] state_steps, *, float lr, float beta1, float beta2, float eps, float weight_decay, bool maximize) -> ()')
+
+def _fused_adamax_(self, grads, exp_avgs, exp_infs, state_steps, *, lr, beta1, beta2, eps, weight_decay, maximize):
+    return _op__fused_adamax_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_infs) | _ks_list(state_steps), self, grads, exp_avgs, exp_infs, state_steps, lr, beta1, beta2, eps, weight_decay, maximize)
+
+_op__fused_nadam_ = _D.define('_fused_nadam_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_avg_sqs, Tensor(e!)[] mu_products, Tensor(f!)[] state_steps, *, float lr, float beta1, float beta2, float eps, float weight_decay, float momentum_decay, bool decoupled_weight_decay, bool maximize) -> ()')
+
+def _fused_nadam_(self, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, *, lr, beta1, beta2, eps, weight_decay, momentum_decay, decoupled_weight_decay, maximize):
+    return _op__fused_nadam_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(mu_products) | _ks_list(state_steps), self, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, lr, beta1, beta2, eps, weight_decay, momentum_decay, decoupled_weight_decay, maximize)
+
+_op__fused_radam_ = _D.define('_fused_radam_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_avg_sqs, Tensor(e!)[] state_steps, *, float lr, float beta1, float beta2, float eps, float weight_decay, bool decoupled_weight_decay, bool maximize) -> ()')
+
+def _fused_radam_(self, grads, exp_avgs, exp_avg_sqs, state_steps, *, lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay, maximize):
+    return _op__fused_radam_.call(_ks_list(self) | _ks_list(grads) | _ks_list(exp_avgs) | _ks_list(exp_avg_sqs) | _ks_list(state_steps), self, grads, exp_avgs, exp_avg_sqs, state_steps, lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay, maximize)
+
+_op__fused_asgd_ = _D.define('_fused_asgd_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] axs, Tensor(d!)[] mus, Tensor(e!)[] etas, Tensor(f!)[] state_steps, *, float lr, float lambd, float alpha, float t0, float weight_decay, bool maximize) -> ()')
+
+def _fused_asgd_(self, grads, axs, mus, etas, state_steps, *, lr, lambd, alpha, t0, weight_decay, maximize):
+    return _op__fused_asgd_.call(_ks_list(self) | _ks_list(grads) | _ks_list(axs) | _ks_list(mus) | _ks_list(etas) | _ks_list(state_steps), self, grads, axs, mus, etas, state_steps, lr, lambd, alpha, t0, weight_decay, maximize)
+
+_op__fused_rprop_ = _D.define('_fused_rprop_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] prevs, Tensor(d!)[] step_sizes, Tensor(e!)[] state_steps, *, float etaminus, float etaplus, float step_size_min, float step_size_max, bool maximize) -> ()')
+
+def _fused_rprop_(self, grads, prevs, step_sizes, state_steps, *, etaminus, etaplus, step_size_min, step_size_max, maximize):
+    return _op__fused_rprop_.call(_ks_list(self) | _ks_list(grads) | _ks_list(prevs) | _ks_list(step_sizes) | _ks_list(state_steps), self, grads, prevs, step_sizes, state_steps, etaminus, etaplus, step_size_min, step_size_max, maximize)

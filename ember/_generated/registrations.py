@@ -5575,6 +5575,18 @@ _COMPOSITE_KERNELS = (
     (_A._op_special_xlogy, 'CompositeImplicitAutograd', C.special_xlogy),
     (_A._op_special_logit, 'CompositeImplicitAutograd', C.special_logit),
     (_A._op_special_logsumexp, 'CompositeImplicitAutograd', C.special_logsumexp),
+    (_A._op__foreach_add__Scalar, 'CompositeExplicitAutograd', C._foreach_add__Scalar),
+    (_A._op__fused_sgd_, 'CompositeExplicitAutograd', C._fused_sgd_),
+    (_A._op__fused_adam_, 'CompositeExplicitAutograd', C._fused_adam_),
+    (_A._op__fused_adamw_, 'CompositeExplicitAutograd', C._fused_adamw_),
+    (_A._op__fused_adagrad_, 'CompositeExplicitAutograd', C._fused_adagrad_),
+    (_A._op__fused_rmsprop_, 'CompositeExplicitAutograd', C._fused_rmsprop_),
+    (_A._op__fused_adadelta_, 'CompositeExplicitAutograd', C._fused_adadelta_),
+    (_A._op__fused_adamax_, 'CompositeExplicitAutograd', C._fused_adamax_),
+    (_A._op__fused_nadam_, 'CompositeExplicitAutograd', C._fused_nadam_),
+    (_A._op__fused_radam_, 'CompositeExplicitAutograd', C._fused_radam_),
+    (_A._op__fused_asgd_, 'CompositeExplicitAutograd', C._fused_asgd_),
+    (_A._op__fused_rprop_, 'CompositeExplicitAutograd', C._fused_rprop_),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ember
-from ember.optim._elementwise import adam_moments_, addcdiv_
+from ember._generated import aten
 from ember.optim.optimizer import (_zero_state, _check_betas, _check_fused_foreach, _check_lr, _check_nonnegative,
                                    _ElementwiseOptimizer, _to_float)
 
@@ -11,6 +11,8 @@ __all__ = ["Adam"]
 
 class Adam(_ElementwiseOptimizer):
     """Adam (Kingma & Ba) with optional AMSGrad; ``decoupled_weight_decay=True`` gives AdamW."""
+
+    _op = aten._fused_adam_
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
@@ -38,33 +40,16 @@ class Adam(_ElementwiseOptimizer):
             group.setdefault("fused", None)
             group.setdefault("decoupled_weight_decay", False)
 
-    def _tensor_keys(self, group):
-        return ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
-
     def _init_state(self, p, group, state):
-        _zero_state(p, state, *self._tensor_keys(group))
+        _zero_state(p, state, *(k for k in self._lists(group)[:3] if k is not None))
 
-    @staticmethod
-    def _scalars(group, step, S):
+    def _lists(self, group):
+        return ("exp_avg", "exp_avg_sq", "max_exp_avg_sq" if group["amsgrad"] else None, "step")
+
+    def _hyper(self, group):
         beta1, beta2 = (_to_float(b) for b in group["betas"])
-        lr = _to_float(group["lr"])
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
-        return {"lr": lr, "beta1": beta1, "beta2": beta2, "eps": group["eps"],
-                "weight_decay": group["weight_decay"], "decoupled": group["decoupled_weight_decay"],
-                "amsgrad": group["amsgrad"], "step_size": lr / bias_correction1,
-                "bias_correction2_sqrt": bias_correction2 ** 0.5}
+        return dict(lr=_to_float(group["lr"]), beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"],
+                    eps=group["eps"], amsgrad=group["amsgrad"], maximize=group["maximize"])
 
-    @staticmethod
-    def _update(xp, p, g, T, c, tmp):
-        t = tmp(0)
-        exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
-        adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
-        if c["amsgrad"]:
-            xp.maximum(T["max_exp_avg_sq"], exp_avg_sq, out=T["max_exp_avg_sq"])
-            exp_avg_sq = T["max_exp_avg_sq"]
-        denom = tmp(1)
-        xp.sqrt(exp_avg_sq, out=denom)
-        denom /= c["bias_correction2_sqrt"]
-        denom += c["eps"]
-        addcdiv_(xp, p, exp_avg, denom, -c["step_size"], t)
+    def _op_for(self, group):
+        return aten._fused_adamw_ if group["decoupled_weight_decay"] else aten._fused_adam_

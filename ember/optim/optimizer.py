@@ -5,13 +5,11 @@
 PyTorch's ``state_dict`` layout: parameters are replaced by integer ids in ``param_groups`` order, so
 a checkpoint written by PyTorch loads here and the other way round.
 
-The built-in optimizers derive from ``_ElementwiseOptimizer``: each declares its per-parameter state,
-a ``_scalars`` function (the Python-float part of one step: bias corrections, step sizes) and an
-``_update`` function (the elementwise part, written once on arrays).  ``ember/optim/_flat.py`` runs
-that ``_update`` either once per parameter (``foreach=False``: PyTorch's single-tensor
-implementation, operation by operation) or once over flat buffers holding every parameter of a group
-(the default, see Note [Flat buffers] there); both apply the same operations to the same elements,
-so they give identical numbers.
+The built-in optimizers derive from ``_ElementwiseOptimizer``: each declares its per-parameter state and
+the fused op of the operator library that updates a list of parameters (``_fused_adam_``, ...; Note [Fused
+optimizer steps] in ``ember/aten/arena.py``). The op runs once per parameter group (the default, over flat
+buffers holding every parameter of the group) or once per parameter (``foreach=False``: PyTorch's single-tensor
+implementation); both apply the same operations to the same elements, so they give identical numbers.
 """
 from __future__ import annotations
 
@@ -22,6 +20,7 @@ from copy import deepcopy
 from itertools import chain
 
 import ember
+from ember._generated import aten
 from ember.utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
@@ -383,26 +382,27 @@ def _check_nonnegative(**values) -> None:
 
 
 class _ElementwiseOptimizer(Optimizer):
-    """An optimizer whose update is elementwise given a few Python floats per step.
+    """An optimizer whose step is one fused op of the operator library (``_fused_adam_``, ``_fused_sgd_``, ...;
+    Note [Fused optimizer steps] in ``ember/aten/arena.py``).
 
-    Subclasses set ``_tensor_keys(group)`` / ``_scalar_keys`` (state names, in PyTorch's order),
-    ``_init_state(p, group, state)``, ``_scalars(group, step, S) -> dict`` and
-    ``_update(xp, p, g, T, c, tmp)``; ``ember/optim/_flat.py`` runs them (Note [Flat buffers])."""
+    Subclasses set ``_op`` (the op of ``ember._generated.aten``), ``_lists(group)`` (the state names whose lists
+    the op takes after the parameters and gradients, in its order; None for a list the group does not use, passed
+    empty), ``_hyper(group)`` (the op's keyword arguments) and ``_init_state(p, group, state)``. Like PyTorch's
+    foreach / fused paths, a step increments the ``step`` tensors with ``_foreach_add_`` and calls the op once per
+    parameter group; ``foreach=False`` (PyTorch's single-tensor implementation) calls it once per parameter, which
+    gives the same numbers."""
 
-    _scalar_keys: tuple = ("step",)
     _has_step = True
+    _op = None
 
     def __init__(self, params, defaults: dict) -> None:
         if defaults.get("differentiable"):
             raise NotImplementedError(f"{type(self).__name__}(differentiable=True) is not supported by ember: the "
                                       "update runs outside autograd, so gradients cannot flow through step()")
         super().__init__(params, defaults)
-        self._flat_cache: dict = {}
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
-        self.__dict__.setdefault("_flat_cache", {})
-        self._flat_cache.clear()
         for group in self.param_groups:
             for name, default in self.defaults.items():
                 if default is not required:
@@ -412,7 +412,10 @@ class _ElementwiseOptimizer(Optimizer):
                 if st and "step" in st and not isinstance(st["step"], ember.Tensor):  # pre-1.12 checkpoints
                     st["step"] = ember.tensor(float(st["step"]), dtype=_scalar_dtype())
 
-    def _tensor_keys(self, group) -> tuple:
+    def _lists(self, group) -> tuple:
+        raise NotImplementedError
+
+    def _hyper(self, group) -> dict:
         raise NotImplementedError
 
     def _init_state(self, p, group, state) -> None:
@@ -423,15 +426,32 @@ class _ElementwiseOptimizer(Optimizer):
             raise AssertionError("If capturable=True, params and state_steps must be on supported devices: "
                                  "['cuda', 'xpu', 'hpu', 'privateuseone', 'xla'].")
 
+    def _run(self, group, params, states) -> None:
+        """One call of the op for ``params``."""
+        if self._has_step:
+            aten._foreach_add__Scalar([st["step"] for st in states], 1)
+        lists = [[st[k] for st in states] if k is not None else [] for k in self._lists(group)]
+        self._op_for(group)(params, [p.grad for p in params], *lists, **self._hyper(group))
+
+    def _op_for(self, group):
+        return type(self)._op
+
+    def _group_step(self, group, params) -> None:
+        states = [self.state[p] for p in params]
+        if group.get("foreach") is False and not group.get("fused"):
+            for p, st in zip(params, states):
+                self._run(group, [p], [st])
+        else:
+            self._run(group, params, states)
+
     @ember.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
-        from ember.optim import _flat
         loss = None
         if closure is not None:
             with ember.enable_grad():
                 loss = closure()
-        for index, group in enumerate(self.param_groups):
+        for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             if not params:
                 continue
@@ -440,5 +460,5 @@ class _ElementwiseOptimizer(Optimizer):
                 st = self.state[p]
                 if len(st) == 0:
                     self._init_state(p, group, st)
-            _flat.group_step(self, index, group, params)
+            self._group_step(group, params)
         return loss

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ember
+from ember._generated import aten
 from ember.optim.optimizer import _check_lr, _ElementwiseOptimizer, _scalar_dtype, _to_float
 
 __all__ = ["Rprop"]
@@ -10,6 +11,8 @@ __all__ = ["Rprop"]
 class Rprop(_ElementwiseOptimizer):
     """Resilient backpropagation (Riedmiller & Braun): per-element step sizes grown by ``etaplus`` while
     the gradient keeps its sign and shrunk by ``etaminus`` when it flips; only the sign of g is used."""
+
+    _op = aten._fused_rprop_
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
@@ -20,9 +23,6 @@ class Rprop(_ElementwiseOptimizer):
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def _tensor_keys(self, group):
-        return ("prev", "step_size")
-
     def _init_state(self, p, group, state):
         state["step"] = ember.tensor(0.0, dtype=_scalar_dtype())
         state["prev"] = ember.zeros_like(p, memory_format=ember.preserve_format)
@@ -31,27 +31,11 @@ class Rprop(_ElementwiseOptimizer):
         else:
             state["step_size"] = ember.full_like(p.grad, _to_float(group["lr"]))
 
-    @staticmethod
-    def _scalars(group, step, S):
+    def _lists(self, group):
+        return ("prev", "step_size", "step")
+
+    def _hyper(self, group):
         etaminus, etaplus = group["etas"]
         step_size_min, step_size_max = group["step_sizes"]
-        return {"etaminus": etaminus, "etaplus": etaplus, "min": step_size_min, "max": step_size_max}
-
-    @staticmethod
-    def _update(xp, p, g, T, c, tmp):
-        sign = tmp(0)
-        prev, step_size = T["prev"], T["step_size"]
-        xp.multiply(g, prev, out=sign)
-        xp.sign(sign, out=sign)
-        positive, negative, zero = sign > 0, sign < 0, sign == 0
-        xp.copyto(sign, c["etaplus"], where=positive)
-        xp.copyto(sign, c["etaminus"], where=negative)
-        xp.copyto(sign, 1, where=zero)
-        step_size *= sign
-        xp.clip(step_size, c["min"], c["max"], out=step_size)
-        xp.copyto(g, 0, where=sign == sign.dtype.type(c["etaminus"]))
-        xp.copyto(prev, g)
-        xp.sign(g, out=g)
-        g *= -1
-        g *= step_size
-        p += g
+        return dict(etaminus=etaminus, etaplus=etaplus, step_size_min=step_size_min, step_size_max=step_size_max,
+                    maximize=group["maximize"])

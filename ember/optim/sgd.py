@@ -1,7 +1,8 @@
 """Stochastic gradient descent (mirrors ``torch/optim/sgd.py``)."""
 from __future__ import annotations
 
-from ember.optim._elementwise import add_scaled_, weight_decay_
+import ember
+from ember._generated import aten
 from ember.optim.optimizer import _check_fused_foreach, _check_lr, _ElementwiseOptimizer, _to_float
 
 __all__ = ["SGD"]
@@ -11,7 +12,7 @@ class SGD(_ElementwiseOptimizer):
     """SGD with optional momentum (PyTorch's formulation: ``buf = momentum * buf + (1 - dampening) * g``,
     ``p -= lr * buf``), Nesterov momentum and L2 weight decay."""
 
-    _scalar_keys = ()
+    _has_step = False
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
@@ -37,31 +38,23 @@ class SGD(_ElementwiseOptimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", False)
 
-    def _tensor_keys(self, group):
-        return ("momentum_buffer",) if group["momentum"] != 0 else ()
-
     def _init_state(self, p, group, state):
         pass  # the momentum buffer is made on the first step, as a copy of the gradient
 
-    @staticmethod
-    def _scalars(group, step, S):
-        return {"lr": _to_float(group["lr"]), "momentum": group["momentum"], "dampening": group["dampening"],
-                "weight_decay": _to_float(group["weight_decay"]), "nesterov": group["nesterov"]}
-
-    @staticmethod
-    def _update(xp, p, g, T, c, tmp):
-        t = tmp(0)
-        weight_decay_(xp, g, p, c["weight_decay"], t)
-        momentum = c["momentum"]
+    def _run(self, group, params, states):
+        momentum = group["momentum"]
+        bufs, first = [], False
         if momentum != 0:
-            buf = T["momentum_buffer"]
-            if c["fresh"]:
-                xp.copyto(buf, g)
-            else:
-                buf *= momentum
-                add_scaled_(xp, buf, g, 1 - c["dampening"], t)
-            if c["nesterov"]:
-                add_scaled_(xp, g, buf, momentum, t)
-            else:
-                g = buf
-        add_scaled_(xp, p, g, -c["lr"], t)
+            have = ["momentum_buffer" in st for st in states]
+            if any(have) and not all(have):  # some parameters take their first step with momentum, others not
+                for p, st in zip(params, states):
+                    self._run(group, [p], [st])
+                return
+            first = not have[0]
+            if first:
+                for p, st in zip(params, states):
+                    st["momentum_buffer"] = ember.zeros_like(p, memory_format=ember.preserve_format)
+            bufs = [st["momentum_buffer"] for st in states]
+        aten._fused_sgd_(params, [p.grad for p in params], bufs, weight_decay=_to_float(group["weight_decay"]),
+                         momentum=momentum, lr=_to_float(group["lr"]), dampening=group["dampening"],
+                         nesterov=group["nesterov"], maximize=group["maximize"], is_first_step=first)

@@ -502,8 +502,8 @@ def test_a_graph_saved_before_the_step_sees_the_in_place_update():
 @pytest.mark.parametrize("name,kw", [("Adam", dict(lr=0.01, weight_decay=0.1)), ("RMSprop", dict(centered=True)),
                                      ("Rprop", {}), ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True))])
 def test_chunked_threaded_flat_update_matches_single_tensor(name, kw):
-    """Buffers above 2 x _flat.CHUNK elements are updated in chunks spread over threads."""
-    from ember.optim import _flat
+    """Buffers above 2 x arena.CHUNK elements are updated in chunks spread over threads."""
+    from ember.aten import arena as _flat
 
     def run(foreach):
         rng = np.random.default_rng(5)

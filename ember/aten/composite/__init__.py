@@ -9,6 +9,7 @@ from ember.aten.composite.elementwise import *  # noqa: F401,F403
 from ember.aten.composite.factories import *  # noqa: F401,F403
 from ember.aten.composite.linalg import *  # noqa: F401,F403
 from ember.aten.composite.nn import *  # noqa: F401,F403
+from ember.aten.composite.optim import *  # noqa: F401,F403
 from ember.aten.composite.reduction import *  # noqa: F401,F403
 from ember.aten.composite.rnn import *  # noqa: F401,F403
 from ember.aten.composite.shape import *  # noqa: F401,F403

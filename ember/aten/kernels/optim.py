@@ -1,0 +1,225 @@
+"""The array updates of ember's fused optimizer ops (``aten/composite/optim.py``), run over a parameter group's
+arenas or one tensor's arrays by ``aten/arena.py`` (Note [Fused optimizer steps]).
+
+Each ``<optimizer>_update(xp, p, g, T, c, tmp)`` applies PyTorch's single-tensor implementation of the optimizer,
+operation by operation, with its rounding order, to the parameter ``p`` given its gradient ``g`` (a private copy the
+update may overwrite), its state arrays ``T`` (by PyTorch's state names) and the step's Python floats ``c``; ``tmp(i)``
+is the i-th scratch array shaped as ``p``. The helpers below apply one PyTorch tensor operation each (Python scalars
+are rounded to the array's dtype first, as PyTorch's CPU kernels do).
+"""
+from __future__ import annotations
+
+
+def lerp_(xp, a, b, w: float, t) -> None:
+    """``a.lerp_(b, w)``: ``a + w * (b - a)`` for ``|w| < 0.5``, else ``b - (b - a) * (1 - w)``."""
+    xp.subtract(b, a, out=t)
+    w = a.dtype.type(w)
+    if abs(w) < 0.5:
+        t *= w
+        a += t
+    else:
+        t *= a.dtype.type(1) - w
+        xp.subtract(b, t, out=a)
+
+
+def add_scaled_(xp, a, b, alpha: float, t) -> None:
+    """``a.add_(b, alpha=alpha)``: ``a + alpha * b``."""
+    if alpha == 1:
+        a += b              # 1 * b is b exactly: one pass fewer
+        return
+    xp.multiply(b, alpha, out=t)
+    a += t
+
+
+def addcmul_(xp, a, b, c, value: float, t) -> None:
+    """``a.addcmul_(b, c, value=value)``: ``a + value * b * c``."""
+    xp.multiply(b, value, out=t)
+    t *= c
+    a += t
+
+
+def addcdiv_(xp, a, b, c, value: float, t) -> None:
+    """``a.addcdiv_(b, c, value=value)``: ``a + value * b / c``."""
+    xp.multiply(b, value, out=t)
+    t /= c
+    a += t
+
+
+def ema_sq_(xp, v, g, beta: float, t) -> None:
+    """``v.mul_(beta).addcmul_(g, g, value=1 - beta)``."""
+    v *= beta
+    addcmul_(xp, v, g, g, 1 - beta, t)
+
+
+def weight_decay_(xp, g, p, weight_decay: float, t) -> None:
+    """``grad = grad.add(param, alpha=weight_decay)`` (``g`` is the step's private copy)."""
+    if weight_decay != 0:
+        add_scaled_(xp, g, p, weight_decay, t)
+
+
+def adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t) -> None:
+    """The common start of Adam, NAdam and RAdam: weight decay (``p *= 1 - lr * wd`` when decoupled,
+    else ``g += wd * p``), then ``exp_avg.lerp_(g, 1 - beta1)`` and
+    ``exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)``."""
+    wd = c["weight_decay"]
+    if wd != 0:
+        if c["decoupled"]:
+            p *= 1 - c["lr"] * wd
+        else:
+            weight_decay_(xp, g, p, wd, t)
+    lerp_(xp, exp_avg, g, 1 - c["beta1"], t)
+    ema_sq_(xp, exp_avg_sq, g, c["beta2"], t)
+
+
+def sgd_update(xp, p, g, T, c, tmp):
+    t = tmp(0)
+    weight_decay_(xp, g, p, c["weight_decay"], t)
+    momentum = c["momentum"]
+    if momentum != 0:
+        buf = T["momentum_buffer"]
+        if c["fresh"]:
+            xp.copyto(buf, g)
+        else:
+            buf *= momentum
+            add_scaled_(xp, buf, g, 1 - c["dampening"], t)
+        if c["nesterov"]:
+            add_scaled_(xp, g, buf, momentum, t)
+        else:
+            g = buf
+    add_scaled_(xp, p, g, -c["lr"], t)
+
+
+def adam_update(xp, p, g, T, c, tmp):
+    t = tmp(0)
+    exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
+    adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
+    if c["amsgrad"]:
+        xp.maximum(T["max_exp_avg_sq"], exp_avg_sq, out=T["max_exp_avg_sq"])
+        exp_avg_sq = T["max_exp_avg_sq"]
+    denom = tmp(1)
+    xp.sqrt(exp_avg_sq, out=denom)
+    denom /= c["bias_correction2_sqrt"]
+    denom += c["eps"]
+    addcdiv_(xp, p, exp_avg, denom, -c["step_size"], t)
+
+
+def adagrad_update(xp, p, g, T, c, tmp):
+    t, std = tmp(0), tmp(1)
+    weight_decay_(xp, g, p, c["weight_decay"], t)
+    state_sum = T["sum"]
+    addcmul_(xp, state_sum, g, g, 1, t)
+    xp.sqrt(state_sum, out=std)
+    std += c["eps"]
+    addcdiv_(xp, p, g, std, -c["clr"], t)
+
+
+def rmsprop_update(xp, p, g, T, c, tmp):
+    t, avg = tmp(0), tmp(1)
+    weight_decay_(xp, g, p, c["weight_decay"], t)
+    square_avg = T["square_avg"]
+    alpha = c["alpha"]
+    ema_sq_(xp, square_avg, g, alpha, t)
+    if c["centered"]:
+        grad_avg = T["grad_avg"]
+        lerp_(xp, grad_avg, g, 1 - alpha, t)
+        xp.copyto(avg, square_avg)
+        addcmul_(xp, avg, grad_avg, grad_avg, -1, t)
+        xp.sqrt(avg, out=avg)
+    else:
+        xp.sqrt(square_avg, out=avg)
+    avg += c["eps"]
+    if c["momentum"] > 0:
+        buf = T["momentum_buffer"]
+        buf *= c["momentum"]
+        addcdiv_(xp, buf, g, avg, 1, t)
+        add_scaled_(xp, p, buf, -c["lr"], t)
+    else:
+        addcdiv_(xp, p, g, avg, -c["lr"], t)
+
+
+def adadelta_update(xp, p, g, T, c, tmp):
+    t, std, delta = tmp(0), tmp(1), tmp(2)
+    weight_decay_(xp, g, p, c["weight_decay"], t)
+    square_avg, acc_delta = T["square_avg"], T["acc_delta"]
+    rho, eps = c["rho"], c["eps"]
+    ema_sq_(xp, square_avg, g, rho, t)
+    xp.add(square_avg, eps, out=std)
+    xp.sqrt(std, out=std)
+    xp.add(acc_delta, eps, out=delta)
+    xp.sqrt(delta, out=delta)
+    delta /= std
+    delta *= g
+    ema_sq_(xp, acc_delta, delta, rho, t)
+    add_scaled_(xp, p, delta, -c["lr"], t)
+
+
+def adamax_update(xp, p, g, T, c, tmp):
+    t = tmp(0)
+    weight_decay_(xp, g, p, c["weight_decay"], t)
+    exp_avg, exp_inf = T["exp_avg"], T["exp_inf"]
+    lerp_(xp, exp_avg, g, 1 - c["beta1"], t)
+    exp_inf *= c["beta2"]
+    xp.abs(g, out=t)
+    t += c["eps"]
+    xp.maximum(exp_inf, t, out=exp_inf)
+    addcdiv_(xp, p, exp_avg, exp_inf, -c["clr"], t)
+
+
+def nadam_update(xp, p, g, T, c, tmp):
+    t, denom = tmp(0), tmp(1)
+    exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
+    adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
+    xp.divide(exp_avg_sq, c["bias_correction2"], out=denom)
+    xp.sqrt(denom, out=denom)
+    denom += c["eps"]
+    addcdiv_(xp, p, g, denom, c["grad_coef"], t)
+    addcdiv_(xp, p, exp_avg, denom, c["avg_coef"], t)
+
+
+def radam_update(xp, p, g, T, c, tmp):
+    t, u = tmp(0), tmp(1)
+    exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
+    adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
+    xp.divide(exp_avg, c["bias_correction1"], out=u)   # bias-corrected exp_avg
+    u *= c["lr"]
+    if c["rect"] is not None:
+        xp.sqrt(exp_avg_sq, out=t)
+        t += c["eps"]
+        xp.divide(c["bias_correction2_sqrt"], t, out=t)   # the adaptive learning rate
+        u *= t
+        u *= c["rect"]
+    p -= u
+
+
+def asgd_update(xp, p, g, T, c, tmp):
+    t = tmp(0)
+    weight_decay_(xp, g, p, c["weight_decay"], t)
+    eta = c["eta"]
+    p *= 1 - c["lambd"] * eta
+    add_scaled_(xp, p, g, -eta, t)
+    ax = T["ax"]
+    if c["mu"] != 1:
+        xp.subtract(p, ax, out=t)
+        t *= c["mu"]
+        ax += t
+    else:
+        xp.copyto(ax, p)
+
+
+def rprop_update(xp, p, g, T, c, tmp):
+    sign = tmp(0)
+    prev, step_size = T["prev"], T["step_size"]
+    xp.multiply(g, prev, out=sign)
+    xp.sign(sign, out=sign)
+    positive, negative, zero = sign > 0, sign < 0, sign == 0
+    xp.copyto(sign, c["etaplus"], where=positive)
+    xp.copyto(sign, c["etaminus"], where=negative)
+    xp.copyto(sign, 1, where=zero)
+    step_size *= sign
+    xp.clip(step_size, c["min"], c["max"], out=step_size)
+    xp.copyto(g, 0, where=sign == sign.dtype.type(c["etaminus"]))
+    xp.copyto(prev, g)
+    xp.sign(g, out=g)
+    g *= -1
+    g *= step_size
+    p += g
