@@ -664,6 +664,44 @@ add(OpInfo("avg_pool2d", _avg_pool_samples(2), method=False, torch_name="nn.func
            errors=lambda: _avg_pool_errors(2), covers=("avg_pool2d_backward",)))
 add(OpInfo("avg_pool3d", _avg_pool_samples(3), method=False, torch_name="nn.functional.avg_pool3d",
            errors=lambda: _avg_pool_errors(3), covers=("avg_pool3d_backward",)))
+def _upsample_entry(op, nd, interp):
+    """An upsample op through ``torch.ops.aten`` / ``ember.ops.aten``: its base overload with and without scales,
+    and its ``.vec`` overload (what F.interpolate calls) with an output size or scale factors."""
+    def call(lib, x, *args, vec=False):
+        fn = getattr(lib.ops.aten, op)
+        return (fn.vec if vec else fn)(x, *args)
+    sp = {1: (5,), 2: (4, 3), 3: (2, 3, 2)}[nd]
+    osz = {1: (7,), 2: (6, 5), 3: (3, 4, 3)}[nd]  # tuples: the table's lists are lists of tensors
+    ac = (False,) if interp else ()
+
+    def samples(d, r):
+        out = [Sample((arr(r, (1, 2) + sp, d), osz) + ac),
+               Sample((arr(r, (2, 1) + sp, d), (2,) * nd) + ac),
+               Sample((arr(r, (1, 2) + sp, d), osz) + ac + (1.7,) * nd),
+               Sample((arr(r, (1, 1) + sp, d), None) + ac + ((1.5,) * nd,), dict(vec=True)),
+               Sample((arr(r, (1, 1) + sp, d), osz) + ac + (None,), dict(vec=True))]
+        if interp:
+            out.append(Sample((arr(r, (1, 2) + sp, d), osz, True)))
+        return out
+
+    def errors():
+        x = np.ones((1, 2) + sp)
+        return [_err((x, (0,) + osz[1:]) + ac, {}, RuntimeError, "Input and output sizes should be greater than 0"),
+                _err((x, osz + (3,)) + ac, {}, RuntimeError, f"It is expected output_size equals to {nd}, but got size "
+                     f"{nd + 1}"),
+                _err((np.ones((1, 0) + sp), osz) + ac, {}, RuntimeError, f"Non-empty {nd + 2}D data tensor expected"),
+                _err((x, osz) + ac + ((2.0,) * nd,), dict(vec=True), RuntimeError,
+                     "Must specify exactly one of output_size and scale_factors")]
+    add(OpInfo(op, samples, method=False, ember_fn=call, torch_fn=call, errors=errors, covers=(op + "_backward",)))
+
+
+for _nd in (1, 2, 3):
+    _upsample_entry(f"upsample_nearest{_nd}d", _nd, False)
+    _upsample_entry(f"_upsample_nearest_exact{_nd}d", _nd, False)
+_upsample_entry("upsample_linear1d", 1, True)
+_upsample_entry("upsample_bilinear2d", 2, True)
+_upsample_entry("upsample_bicubic2d", 2, True)
+_upsample_entry("upsample_trilinear3d", 3, True)
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),

@@ -3705,3 +3705,153 @@ _op__fused_rprop_ = _D.define('_fused_rprop_(Tensor(a!)[] self, Tensor(b!)[] gra
 
 def _fused_rprop_(self, grads, prevs, step_sizes, state_steps, *, etaminus, etaplus, step_size_min, step_size_max, maximize):
     return _op__fused_rprop_.call(_ks_list(self) | _ks_list(grads) | _ks_list(prevs) | _ks_list(step_sizes) | _ks_list(state_steps), self, grads, prevs, step_sizes, state_steps, etaminus, etaplus, step_size_min, step_size_max, maximize)
+
+_op_upsample_nearest1d = _D.define('upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor')
+
+def upsample_nearest1d(self, output_size, scales=None):
+    return _op_upsample_nearest1d.call(self._ks, self, output_size, scales)
+
+_op_upsample_nearest1d_vec = _D.define('upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
+
+def upsample_nearest1d_vec(input, output_size, scale_factors):
+    return _op_upsample_nearest1d_vec.call(input._ks, input, output_size, scale_factors)
+
+_op_upsample_nearest1d_backward = _D.define('upsample_nearest1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, float? scales=None) -> Tensor')
+
+def upsample_nearest1d_backward(grad_output, output_size, input_size, scales=None):
+    return _op_upsample_nearest1d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales)
+
+_op__upsample_nearest_exact1d = _D.define('_upsample_nearest_exact1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor')
+
+def _upsample_nearest_exact1d(self, output_size, scales=None):
+    return _op__upsample_nearest_exact1d.call(self._ks, self, output_size, scales)
+
+_op__upsample_nearest_exact1d_vec = _D.define('_upsample_nearest_exact1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
+
+def _upsample_nearest_exact1d_vec(input, output_size, scale_factors):
+    return _op__upsample_nearest_exact1d_vec.call(input._ks, input, output_size, scale_factors)
+
+_op__upsample_nearest_exact1d_backward = _D.define('_upsample_nearest_exact1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, float? scales=None) -> Tensor')
+
+def _upsample_nearest_exact1d_backward(grad_output, output_size, input_size, scales=None):
+    return _op__upsample_nearest_exact1d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales)
+
+_op_upsample_nearest2d = _D.define('upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def upsample_nearest2d(self, output_size, scales_h=None, scales_w=None):
+    return _op_upsample_nearest2d.call(self._ks, self, output_size, scales_h, scales_w)
+
+_op_upsample_nearest2d_vec = _D.define('upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
+
+def upsample_nearest2d_vec(input, output_size, scale_factors):
+    return _op_upsample_nearest2d_vec.call(input._ks, input, output_size, scale_factors)
+
+_op_upsample_nearest2d_backward = _D.define('upsample_nearest2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def upsample_nearest2d_backward(grad_output, output_size, input_size, scales_h=None, scales_w=None):
+    return _op_upsample_nearest2d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_h, scales_w)
+
+_op__upsample_nearest_exact2d = _D.define('_upsample_nearest_exact2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def _upsample_nearest_exact2d(self, output_size, scales_h=None, scales_w=None):
+    return _op__upsample_nearest_exact2d.call(self._ks, self, output_size, scales_h, scales_w)
+
+_op__upsample_nearest_exact2d_vec = _D.define('_upsample_nearest_exact2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
+
+def _upsample_nearest_exact2d_vec(input, output_size, scale_factors):
+    return _op__upsample_nearest_exact2d_vec.call(input._ks, input, output_size, scale_factors)
+
+_op__upsample_nearest_exact2d_backward = _D.define('_upsample_nearest_exact2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def _upsample_nearest_exact2d_backward(grad_output, output_size, input_size, scales_h=None, scales_w=None):
+    return _op__upsample_nearest_exact2d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_h, scales_w)
+
+_op_upsample_nearest3d = _D.define('upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def upsample_nearest3d(self, output_size, scales_d=None, scales_h=None, scales_w=None):
+    return _op_upsample_nearest3d.call(self._ks, self, output_size, scales_d, scales_h, scales_w)
+
+_op_upsample_nearest3d_vec = _D.define('upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
+
+def upsample_nearest3d_vec(input, output_size, scale_factors):
+    return _op_upsample_nearest3d_vec.call(input._ks, input, output_size, scale_factors)
+
+_op_upsample_nearest3d_backward = _D.define('upsample_nearest3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def upsample_nearest3d_backward(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
+    return _op_upsample_nearest3d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+
+_op__upsample_nearest_exact3d = _D.define('_upsample_nearest_exact3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def _upsample_nearest_exact3d(self, output_size, scales_d=None, scales_h=None, scales_w=None):
+    return _op__upsample_nearest_exact3d.call(self._ks, self, output_size, scales_d, scales_h, scales_w)
+
+_op__upsample_nearest_exact3d_vec = _D.define('_upsample_nearest_exact3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor')
+
+def _upsample_nearest_exact3d_vec(input, output_size, scale_factors):
+    return _op__upsample_nearest_exact3d_vec.call(input._ks, input, output_size, scale_factors)
+
+_op__upsample_nearest_exact3d_backward = _D.define('_upsample_nearest_exact3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def _upsample_nearest_exact3d_backward(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
+    return _op__upsample_nearest_exact3d_backward.call(grad_output._ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+
+_op_upsample_linear1d = _D.define('upsample_linear1d(Tensor self, SymInt[1] output_size, bool align_corners, float? scales=None) -> Tensor')
+
+def upsample_linear1d(self, output_size, align_corners, scales=None):
+    return _op_upsample_linear1d.call(self._ks, self, output_size, align_corners, scales)
+
+_op_upsample_linear1d_vec = _D.define('upsample_linear1d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
+
+def upsample_linear1d_vec(input, output_size, align_corners, scale_factors):
+    return _op_upsample_linear1d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
+
+_op_upsample_linear1d_backward = _D.define('upsample_linear1d_backward(Tensor grad_output, SymInt[1] output_size, SymInt[3] input_size, bool align_corners, float? scales=None) -> Tensor')
+
+def upsample_linear1d_backward(grad_output, output_size, input_size, align_corners, scales=None):
+    return _op_upsample_linear1d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales)
+
+_op_upsample_bilinear2d = _D.define('upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_w=None):
+    return _op_upsample_bilinear2d.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
+
+_op_upsample_bilinear2d_vec = _D.define('upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
+
+def upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):
+    return _op_upsample_bilinear2d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
+
+_op_upsample_bilinear2d_backward = _D.define('upsample_bilinear2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def upsample_bilinear2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return _op_upsample_bilinear2d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+_op_upsample_bicubic2d = _D.define('upsample_bicubic2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def upsample_bicubic2d(self, output_size, align_corners, scales_h=None, scales_w=None):
+    return _op_upsample_bicubic2d.call(self._ks, self, output_size, align_corners, scales_h, scales_w)
+
+_op_upsample_bicubic2d_vec = _D.define('upsample_bicubic2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
+
+def upsample_bicubic2d_vec(input, output_size, align_corners, scale_factors):
+    return _op_upsample_bicubic2d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
+
+_op_upsample_bicubic2d_backward = _D.define('upsample_bicubic2d_backward(Tensor grad_output, SymInt[2] output_size, SymInt[4] input_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def upsample_bicubic2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return _op_upsample_bicubic2d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+_op_upsample_trilinear3d = _D.define('upsample_trilinear3d(Tensor self, SymInt[3] output_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def upsample_trilinear3d(self, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
+    return _op_upsample_trilinear3d.call(self._ks, self, output_size, align_corners, scales_d, scales_h, scales_w)
+
+_op_upsample_trilinear3d_vec = _D.define('upsample_trilinear3d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor')
+
+def upsample_trilinear3d_vec(input, output_size, align_corners, scale_factors):
+    return _op_upsample_trilinear3d_vec.call(input._ks, input, output_size, align_corners, scale_factors)
+
+_op_upsample_trilinear3d_backward = _D.define('upsample_trilinear3d_backward(Tensor grad_output, SymInt[3] output_size, SymInt[5] input_size, bool align_corners, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor')
+
+def upsample_trilinear3d_backward(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
+    return _op_upsample_trilinear3d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)

@@ -3749,7 +3749,7 @@ def _ag_mode_default(ks, self, dim, keepdim):
     return result
 
 
-class _Unique2Backward0(_Node):
+class Unique2Backward0(_Node):
     _saved_names = ()
 
     def apply(_n, grads):
@@ -3764,7 +3764,7 @@ class _Unique2Backward0(_Node):
 def _ag__unique2_default(ks, self, sorted, return_inverse, return_counts):
     if not (_gm.enabled and (self._rg)):
         return aten._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
-    _n = _Unique2Backward0()
+    _n = Unique2Backward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = aten._op__unique2.redispatch(ks & _BELOW, self, sorted, return_inverse, return_counts)
@@ -3866,7 +3866,7 @@ def _ag_view_dtype(ks, self, dtype):
     return result
 
 
-class _ReshapeAliasBackward0(_Node):
+class ReshapeAliasBackward0(_Node):
     _saved_names = ()
 
     def apply(_n, grads):
@@ -3884,7 +3884,7 @@ def _ag__reshape_alias_default(ks, self, size, stride):
         result = aten._op__reshape_alias.redispatch(ks & _BELOW, self, size, stride)
         result.__dict__['_base'] = (self._base if self._base is not None else self)
         return result
-    _n = _ReshapeAliasBackward0()
+    _n = ReshapeAliasBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_sizes = tuple(self.shape)
@@ -4624,7 +4624,7 @@ def _ag_multinomial_default(ks, self, num_samples, replacement, generator):
     return result
 
 
-class _ToCopyBackward0(_Node):
+class ToCopyBackward0(_Node):
     _saved_names = ()
 
     def apply(_n, grads):
@@ -4640,7 +4640,7 @@ class _ToCopyBackward0(_Node):
 def _ag__to_copy_default(ks, self, dtype, layout, device, pin_memory, non_blocking, memory_format):
     if not (_gm.enabled and (self._rg)):
         return aten._op__to_copy.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, non_blocking, memory_format)
-    _n = _ToCopyBackward0()
+    _n = ToCopyBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.self_meta = (self.dtype, self.device)
@@ -4672,7 +4672,7 @@ def _ag_clone_default(ks, self, memory_format):
     return result
 
 
-class _ContiguousCopyBackward0(_Node):
+class ContiguousCopyBackward0(_Node):
     _saved_names = ()
 
     def apply(_n, grads):
@@ -4687,7 +4687,7 @@ class _ContiguousCopyBackward0(_Node):
 def _ag__contiguous_copy_default(ks, self):
     if not (_gm.enabled and (self._rg)):
         return aten._op__contiguous_copy.redispatch(ks & _BELOW, self)
-    _n = _ContiguousCopyBackward0()
+    _n = ContiguousCopyBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     result = aten._op__contiguous_copy.redispatch(ks & _BELOW, self)
@@ -7061,7 +7061,7 @@ def _ag_nll_loss2d_backward_default(ks, grad_output, self, target, weight, reduc
     return result
 
 
-class _SoftmaxBackward0(_Node):
+class SoftmaxBackward0(_Node):
     _saved_names = ('result_',)
 
     def apply(_n, grads):
@@ -7078,7 +7078,7 @@ class _SoftmaxBackward0(_Node):
 def _ag__softmax_default(ks, self, dim, half_to_float):
     if not (_gm.enabled and (self._rg)):
         return aten._op__softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
-    _n = _SoftmaxBackward0()
+    _n = SoftmaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
@@ -7088,7 +7088,7 @@ def _ag__softmax_default(ks, self, dim, half_to_float):
     return result
 
 
-class _LogSoftmaxBackward0(_Node):
+class LogSoftmaxBackward0(_Node):
     _saved_names = ('result_',)
 
     def apply(_n, grads):
@@ -7105,7 +7105,7 @@ class _LogSoftmaxBackward0(_Node):
 def _ag__log_softmax_default(ks, self, dim, half_to_float):
     if not (_gm.enabled and (self._rg)):
         return aten._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
-    _n = _LogSoftmaxBackward0()
+    _n = LogSoftmaxBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
     _n.dim = dim
@@ -7557,7 +7557,7 @@ def _ag_embedding_default(ks, weight, indices, padding_idx, scale_grad_by_freq, 
     return result
 
 
-class _RnnLayerBackward0(_Node):
+class RnnLayerBackward0(_Node):
     _saved_names = ('input_', 'h0_', 'c0_', 'w_ih_', 'w_hh_', 'b_ih_', 'b_hh_', 'w_hr_', 'result_')
 
     def apply(_n, grads):
@@ -7601,7 +7601,7 @@ class _RnnLayerBackward0(_Node):
 def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):
     if not (_gm.enabled and (input._rg or h0._rg or (c0 is not None and c0._rg) or w_ih._rg or w_hh._rg or (b_ih is not None and b_ih._rg) or (b_hh is not None and b_hh._rg) or (w_hr is not None and w_hr._rg))):
         return aten._op__rnn_layer.redispatch(ks & _BELOW, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)
-    _n = _RnnLayerBackward0()
+    _n = RnnLayerBackward0()
     _n._next = _edges(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
     _n._input_meta = _meta(input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
     _n.batch_sizes = batch_sizes
@@ -7710,6 +7710,622 @@ def _ag_special_i1e_default(ks, self):
     result = aten._op_special_i1e.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
+    return result
+
+
+class UpsampleNearest1DBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales = _n.scales
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.upsample_nearest1d_backward(grad, output_size, self_sizes, scales)
+        return grad_inputs
+
+
+def _ag_upsample_nearest1d_default(ks, self, output_size, scales):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_upsample_nearest1d.redispatch(ks & _BELOW, self, output_size, scales)
+    _n = UpsampleNearest1DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.scales = scales
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_upsample_nearest1d.redispatch(ks & _BELOW, self, output_size, scales)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearest1DBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales = _n.scales
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten.upsample_nearest1d(grad, output_size, scales)
+        return grad_inputs
+
+
+def _ag_upsample_nearest1d_backward_default(ks, grad_output, output_size, input_size, scales):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op_upsample_nearest1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales)
+    _n = UpsampleNearest1DBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.scales = scales
+    result = aten._op_upsample_nearest1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearestExact1DBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales = _n.scales
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten._upsample_nearest_exact1d_backward(grad, output_size, self_sizes, scales)
+        return grad_inputs
+
+
+def _ag__upsample_nearest_exact1d_default(ks, self, output_size, scales):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__upsample_nearest_exact1d.redispatch(ks & _BELOW, self, output_size, scales)
+    _n = UpsampleNearestExact1DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.scales = scales
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op__upsample_nearest_exact1d.redispatch(ks & _BELOW, self, output_size, scales)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearestExact1DBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales = _n.scales
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten._upsample_nearest_exact1d(grad, output_size, scales)
+        return grad_inputs
+
+
+def _ag__upsample_nearest_exact1d_backward_default(ks, grad_output, output_size, input_size, scales):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op__upsample_nearest_exact1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales)
+    _n = UpsampleNearestExact1DBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.scales = scales
+    result = aten._op__upsample_nearest_exact1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearest2DBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.upsample_nearest2d_backward(grad, output_size, self_sizes, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag_upsample_nearest2d_default(ks, self, output_size, scales_h, scales_w):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_upsample_nearest2d.redispatch(ks & _BELOW, self, output_size, scales_h, scales_w)
+    _n = UpsampleNearest2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_upsample_nearest2d.redispatch(ks & _BELOW, self, output_size, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearest2DBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten.upsample_nearest2d(grad, output_size, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag_upsample_nearest2d_backward_default(ks, grad_output, output_size, input_size, scales_h, scales_w):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op_upsample_nearest2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_h, scales_w)
+    _n = UpsampleNearest2DBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    result = aten._op_upsample_nearest2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearestExact2DBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten._upsample_nearest_exact2d_backward(grad, output_size, self_sizes, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag__upsample_nearest_exact2d_default(ks, self, output_size, scales_h, scales_w):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__upsample_nearest_exact2d.redispatch(ks & _BELOW, self, output_size, scales_h, scales_w)
+    _n = UpsampleNearestExact2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op__upsample_nearest_exact2d.redispatch(ks & _BELOW, self, output_size, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearestExact2DBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten._upsample_nearest_exact2d(grad, output_size, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag__upsample_nearest_exact2d_backward_default(ks, grad_output, output_size, input_size, scales_h, scales_w):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op__upsample_nearest_exact2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_h, scales_w)
+    _n = UpsampleNearestExact2DBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    result = aten._op__upsample_nearest_exact2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearest3DBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales_d = _n.scales_d
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.upsample_nearest3d_backward(grad, output_size, self_sizes, scales_d, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag_upsample_nearest3d_default(ks, self, output_size, scales_d, scales_h, scales_w):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_upsample_nearest3d.redispatch(ks & _BELOW, self, output_size, scales_d, scales_h, scales_w)
+    _n = UpsampleNearest3DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.scales_d = scales_d
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_upsample_nearest3d.redispatch(ks & _BELOW, self, output_size, scales_d, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearest3DBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales_d = _n.scales_d
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten.upsample_nearest3d(grad, output_size, scales_d, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag_upsample_nearest3d_backward_default(ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op_upsample_nearest3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+    _n = UpsampleNearest3DBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.scales_d = scales_d
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    result = aten._op_upsample_nearest3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearestExact3DBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales_d = _n.scales_d
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten._upsample_nearest_exact3d_backward(grad, output_size, self_sizes, scales_d, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag__upsample_nearest_exact3d_default(ks, self, output_size, scales_d, scales_h, scales_w):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__upsample_nearest_exact3d.redispatch(ks & _BELOW, self, output_size, scales_d, scales_h, scales_w)
+    _n = UpsampleNearestExact3DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.scales_d = scales_d
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op__upsample_nearest_exact3d.redispatch(ks & _BELOW, self, output_size, scales_d, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleNearestExact3DBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        scales_d = _n.scales_d
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten._upsample_nearest_exact3d(grad, output_size, scales_d, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag__upsample_nearest_exact3d_backward_default(ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op__upsample_nearest_exact3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+    _n = UpsampleNearestExact3DBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.scales_d = scales_d
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    result = aten._op__upsample_nearest_exact3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleLinear1DBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales = _n.scales
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.upsample_linear1d_backward(grad, output_size, self_sizes, align_corners, scales)
+        return grad_inputs
+
+
+def _ag_upsample_linear1d_default(ks, self, output_size, align_corners, scales):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_upsample_linear1d.redispatch(ks & _BELOW, self, output_size, align_corners, scales)
+    _n = UpsampleLinear1DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales = scales
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_upsample_linear1d.redispatch(ks & _BELOW, self, output_size, align_corners, scales)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleLinear1DBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales = _n.scales
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten.upsample_linear1d(grad, output_size, align_corners, scales)
+        return grad_inputs
+
+
+def _ag_upsample_linear1d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op_upsample_linear1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales)
+    _n = UpsampleLinear1DBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales = scales
+    result = aten._op_upsample_linear1d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleBilinear2DBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.upsample_bilinear2d_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag_upsample_bilinear2d_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_upsample_bilinear2d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
+    _n = UpsampleBilinear2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_upsample_bilinear2d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleBilinear2DBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten.upsample_bilinear2d(grad, output_size, align_corners, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag_upsample_bilinear2d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op_upsample_bilinear2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+    _n = UpsampleBilinear2DBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    result = aten._op_upsample_bilinear2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleBicubic2DBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.upsample_bicubic2d_backward(grad, output_size, self_sizes, align_corners, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag_upsample_bicubic2d_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_upsample_bicubic2d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
+    _n = UpsampleBicubic2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_upsample_bicubic2d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleBicubic2DBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten.upsample_bicubic2d(grad, output_size, align_corners, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag_upsample_bicubic2d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op_upsample_bicubic2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+    _n = UpsampleBicubic2DBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    result = aten._op_upsample_bicubic2d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleTrilinear3DBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_d = _n.scales_d
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.upsample_trilinear3d_backward(grad, output_size, self_sizes, align_corners, scales_d, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag_upsample_trilinear3d_default(ks, self, output_size, align_corners, scales_d, scales_h, scales_w):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_upsample_trilinear3d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_d, scales_h, scales_w)
+    _n = UpsampleTrilinear3DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_d = scales_d
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_upsample_trilinear3d.redispatch(ks & _BELOW, self, output_size, align_corners, scales_d, scales_h, scales_w)
+    _set_history(_n, (result,))
+    return result
+
+
+class UpsampleTrilinear3DBackwardBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        output_size = _n.output_size
+        align_corners = _n.align_corners
+        scales_d = _n.scales_d
+        scales_h = _n.scales_h
+        scales_w = _n.scales_w
+        grad_output_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten.upsample_trilinear3d(grad, output_size, align_corners, scales_d, scales_h, scales_w)
+        return grad_inputs
+
+
+def _ag_upsample_trilinear3d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w):
+    if not (_gm.enabled and (grad_output._rg)):
+        return aten._op_upsample_trilinear3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
+    _n = UpsampleTrilinear3DBackwardBackward0()
+    _n._next = _edges(grad_output)
+    _n._input_meta = _meta(grad_output)
+    _n.output_size = output_size
+    _n.align_corners = align_corners
+    _n.scales_d = scales_d
+    _n.scales_h = scales_h
+    _n.scales_w = scales_w
+    result = aten._op_upsample_trilinear3d_backward.redispatch(ks & _BELOW, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
+    _set_history(_n, (result,))
     return result
 
 
@@ -9400,6 +10016,26 @@ for _h, _k in (
     (aten._op_special_i0e, _ag_special_i0e_default),
     (aten._op_special_i1, _ag_special_i1_default),
     (aten._op_special_i1e, _ag_special_i1e_default),
+    (aten._op_upsample_nearest1d, _ag_upsample_nearest1d_default),
+    (aten._op_upsample_nearest1d_backward, _ag_upsample_nearest1d_backward_default),
+    (aten._op__upsample_nearest_exact1d, _ag__upsample_nearest_exact1d_default),
+    (aten._op__upsample_nearest_exact1d_backward, _ag__upsample_nearest_exact1d_backward_default),
+    (aten._op_upsample_nearest2d, _ag_upsample_nearest2d_default),
+    (aten._op_upsample_nearest2d_backward, _ag_upsample_nearest2d_backward_default),
+    (aten._op__upsample_nearest_exact2d, _ag__upsample_nearest_exact2d_default),
+    (aten._op__upsample_nearest_exact2d_backward, _ag__upsample_nearest_exact2d_backward_default),
+    (aten._op_upsample_nearest3d, _ag_upsample_nearest3d_default),
+    (aten._op_upsample_nearest3d_backward, _ag_upsample_nearest3d_backward_default),
+    (aten._op__upsample_nearest_exact3d, _ag__upsample_nearest_exact3d_default),
+    (aten._op__upsample_nearest_exact3d_backward, _ag__upsample_nearest_exact3d_backward_default),
+    (aten._op_upsample_linear1d, _ag_upsample_linear1d_default),
+    (aten._op_upsample_linear1d_backward, _ag_upsample_linear1d_backward_default),
+    (aten._op_upsample_bilinear2d, _ag_upsample_bilinear2d_default),
+    (aten._op_upsample_bilinear2d_backward, _ag_upsample_bilinear2d_backward_default),
+    (aten._op_upsample_bicubic2d, _ag_upsample_bicubic2d_default),
+    (aten._op_upsample_bicubic2d_backward, _ag_upsample_bicubic2d_backward_default),
+    (aten._op_upsample_trilinear3d, _ag_upsample_trilinear3d_default),
+    (aten._op_upsample_trilinear3d_backward, _ag_upsample_trilinear3d_backward_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),

@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'cross_entropy_loss', 'gelu', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6']
+__all__ = ['avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'cross_entropy_loss', 'gelu', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -552,3 +552,388 @@ def max_pool3d_with_indices(*args, **kwargs):
 max_pool3d_with_indices.__doc__ = 'max_pool3d_with_indices(input: Tensor, kernel_size: List[int], stride: List[int] = (), padding: List[int] = 0, dilation: List[int] = 1, ceil_mode: bool = False) -> (Tensor, Tensor)'
 def _signature_max_pool3d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False): ...
 max_pool3d_with_indices.__wrapped__ = _signature_max_pool3d_with_indices
+
+
+_sig_upsample_nearest1d = _Signatures('upsample_nearest1d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[1]', False, False, None), ('scales', 'float?', False, True, None),),
+    (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('scale_factors', 'float[]?', False, False, None),),
+], method=False)
+
+def _bind_upsample_nearest1d_0(input, output_size, scales=None):
+    return (input, output_size, scales)
+
+def upsample_nearest1d(*args, **kwargs):
+    try:
+        _b = _bind_upsample_nearest1d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size, scales = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales is None or type(scales) is float):
+            return _A._op_upsample_nearest1d.call(input._ks, input, output_size_, scales)
+    _i, _a = _sig_upsample_nearest1d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_nearest1d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['scales'])
+    elif _i == 1:
+        return _A._op_upsample_nearest1d_vec.call(_a['input']._ks, _a['input'], _a['output_size'], _a['scale_factors'])
+    raise AssertionError('unreachable')
+
+
+upsample_nearest1d.__doc__ = 'upsample_nearest1d(input: Tensor, output_size: List[int], scales: Optional[float] = None) -> Tensor\nupsample_nearest1d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor'
+
+
+_sig_upsample_nearest1d_backward = _Signatures('upsample_nearest1d_backward', [
+    (('grad_output', 'T', False, False, None), ('output_size', 'int[1]', False, False, None), ('input_size', 'int[3]', False, False, None), ('scales', 'float?', False, True, None),),
+], method=False)
+
+def _bind_upsample_nearest1d_backward_0(grad_output, output_size, input_size, scales=None):
+    return (grad_output, output_size, input_size, scales)
+
+def upsample_nearest1d_backward(*args, **kwargs):
+    try:
+        _b = _bind_upsample_nearest1d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, output_size, input_size, scales = _b
+        if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales is None or type(scales) is float):
+            return _A._op_upsample_nearest1d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, scales)
+    _i, _a = _sig_upsample_nearest1d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_nearest1d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['scales'])
+    raise AssertionError('unreachable')
+
+
+upsample_nearest1d_backward.__doc__ = 'upsample_nearest1d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales: Optional[float] = None) -> Tensor'
+def _signature_upsample_nearest1d_backward(grad_output, output_size, input_size, scales=None): ...
+upsample_nearest1d_backward.__wrapped__ = _signature_upsample_nearest1d_backward
+
+
+_sig_upsample_nearest2d = _Signatures('upsample_nearest2d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),),
+    (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('scale_factors', 'float[]?', False, False, None),),
+], method=False)
+
+def _bind_upsample_nearest2d_0(input, output_size, scales_h=None, scales_w=None):
+    return (input, output_size, scales_h, scales_w)
+
+def upsample_nearest2d(*args, **kwargs):
+    try:
+        _b = _bind_upsample_nearest2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size, scales_h, scales_w = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
+            return _A._op_upsample_nearest2d.call(input._ks, input, output_size_, scales_h, scales_w)
+    _i, _a = _sig_upsample_nearest2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_nearest2d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['scales_h'], _a['scales_w'])
+    elif _i == 1:
+        return _A._op_upsample_nearest2d_vec.call(_a['input']._ks, _a['input'], _a['output_size'], _a['scale_factors'])
+    raise AssertionError('unreachable')
+
+
+upsample_nearest2d.__doc__ = 'upsample_nearest2d(input: Tensor, output_size: List[int], scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_nearest2d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor'
+
+
+_sig_upsample_nearest2d_backward = _Signatures('upsample_nearest2d_backward', [
+    (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),),
+], method=False)
+
+def _bind_upsample_nearest2d_backward_0(grad_output, output_size, input_size, scales_h=None, scales_w=None):
+    return (grad_output, output_size, input_size, scales_h, scales_w)
+
+def upsample_nearest2d_backward(*args, **kwargs):
+    try:
+        _b = _bind_upsample_nearest2d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, output_size, input_size, scales_h, scales_w = _b
+        if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
+            return _A._op_upsample_nearest2d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, scales_h, scales_w)
+    _i, _a = _sig_upsample_nearest2d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_nearest2d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['scales_h'], _a['scales_w'])
+    raise AssertionError('unreachable')
+
+
+upsample_nearest2d_backward.__doc__ = 'upsample_nearest2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
+def _signature_upsample_nearest2d_backward(grad_output, output_size, input_size, scales_h=None, scales_w=None): ...
+upsample_nearest2d_backward.__wrapped__ = _signature_upsample_nearest2d_backward
+
+
+_sig_upsample_nearest3d = _Signatures('upsample_nearest3d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),),
+    (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('scale_factors', 'float[]?', False, False, None),),
+], method=False)
+
+def _bind_upsample_nearest3d_0(input, output_size, scales_d=None, scales_h=None, scales_w=None):
+    return (input, output_size, scales_d, scales_h, scales_w)
+
+def upsample_nearest3d(*args, **kwargs):
+    try:
+        _b = _bind_upsample_nearest3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size, scales_d, scales_h, scales_w = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
+            return _A._op_upsample_nearest3d.call(input._ks, input, output_size_, scales_d, scales_h, scales_w)
+    _i, _a = _sig_upsample_nearest3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_nearest3d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['scales_d'], _a['scales_h'], _a['scales_w'])
+    elif _i == 1:
+        return _A._op_upsample_nearest3d_vec.call(_a['input']._ks, _a['input'], _a['output_size'], _a['scale_factors'])
+    raise AssertionError('unreachable')
+
+
+upsample_nearest3d.__doc__ = 'upsample_nearest3d(input: Tensor, output_size: List[int], scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_nearest3d(input: Tensor, output_size: Optional[List[int]], scale_factors) -> Tensor'
+
+
+_sig_upsample_nearest3d_backward = _Signatures('upsample_nearest3d_backward', [
+    (('grad_output', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('input_size', 'int[5]', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),),
+], method=False)
+
+def _bind_upsample_nearest3d_backward_0(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None):
+    return (grad_output, output_size, input_size, scales_d, scales_h, scales_w)
+
+def upsample_nearest3d_backward(*args, **kwargs):
+    try:
+        _b = _bind_upsample_nearest3d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, output_size, input_size, scales_d, scales_h, scales_w = _b
+        if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
+            return _A._op_upsample_nearest3d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, scales_d, scales_h, scales_w)
+    _i, _a = _sig_upsample_nearest3d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_nearest3d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['scales_d'], _a['scales_h'], _a['scales_w'])
+    raise AssertionError('unreachable')
+
+
+upsample_nearest3d_backward.__doc__ = 'upsample_nearest3d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
+def _signature_upsample_nearest3d_backward(grad_output, output_size, input_size, scales_d=None, scales_h=None, scales_w=None): ...
+upsample_nearest3d_backward.__wrapped__ = _signature_upsample_nearest3d_backward
+
+
+_sig_upsample_linear1d = _Signatures('upsample_linear1d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[1]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales', 'float?', False, True, None),),
+    (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),),
+], method=False)
+
+def _bind_upsample_linear1d_0(input, output_size, align_corners, scales=None):
+    return (input, output_size, align_corners, scales)
+
+def upsample_linear1d(*args, **kwargs):
+    try:
+        _b = _bind_upsample_linear1d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size, align_corners, scales = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales is None or type(scales) is float):
+            return _A._op_upsample_linear1d.call(input._ks, input, output_size_, align_corners, scales)
+    _i, _a = _sig_upsample_linear1d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_linear1d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scales'])
+    elif _i == 1:
+        return _A._op_upsample_linear1d_vec.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scale_factors'])
+    raise AssertionError('unreachable')
+
+
+upsample_linear1d.__doc__ = 'upsample_linear1d(input: Tensor, output_size: List[int], align_corners: bool, scales: Optional[float] = None) -> Tensor\nupsample_linear1d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor'
+
+
+_sig_upsample_linear1d_backward = _Signatures('upsample_linear1d_backward', [
+    (('grad_output', 'T', False, False, None), ('output_size', 'int[1]', False, False, None), ('input_size', 'int[3]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales', 'float?', False, True, None),),
+], method=False)
+
+def _bind_upsample_linear1d_backward_0(grad_output, output_size, input_size, align_corners, scales=None):
+    return (grad_output, output_size, input_size, align_corners, scales)
+
+def upsample_linear1d_backward(*args, **kwargs):
+    try:
+        _b = _bind_upsample_linear1d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, output_size, input_size, align_corners, scales = _b
+        if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales is None or type(scales) is float):
+            return _A._op_upsample_linear1d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales)
+    _i, _a = _sig_upsample_linear1d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_linear1d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['align_corners'], _a['scales'])
+    raise AssertionError('unreachable')
+
+
+upsample_linear1d_backward.__doc__ = 'upsample_linear1d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales: Optional[float] = None) -> Tensor'
+def _signature_upsample_linear1d_backward(grad_output, output_size, input_size, align_corners, scales=None): ...
+upsample_linear1d_backward.__wrapped__ = _signature_upsample_linear1d_backward
+
+
+_sig_upsample_bilinear2d = _Signatures('upsample_bilinear2d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),),
+    (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),),
+], method=False)
+
+def _bind_upsample_bilinear2d_0(input, output_size, align_corners, scales_h=None, scales_w=None):
+    return (input, output_size, align_corners, scales_h, scales_w)
+
+def upsample_bilinear2d(*args, **kwargs):
+    try:
+        _b = _bind_upsample_bilinear2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size, align_corners, scales_h, scales_w = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
+            return _A._op_upsample_bilinear2d.call(input._ks, input, output_size_, align_corners, scales_h, scales_w)
+    _i, _a = _sig_upsample_bilinear2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_bilinear2d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scales_h'], _a['scales_w'])
+    elif _i == 1:
+        return _A._op_upsample_bilinear2d_vec.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scale_factors'])
+    raise AssertionError('unreachable')
+
+
+upsample_bilinear2d.__doc__ = 'upsample_bilinear2d(input: Tensor, output_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_bilinear2d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor'
+
+
+_sig_upsample_bilinear2d_backward = _Signatures('upsample_bilinear2d_backward', [
+    (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),),
+], method=False)
+
+def _bind_upsample_bilinear2d_backward_0(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return (grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+def upsample_bilinear2d_backward(*args, **kwargs):
+    try:
+        _b = _bind_upsample_bilinear2d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, output_size, input_size, align_corners, scales_h, scales_w = _b
+        if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
+            return _A._op_upsample_bilinear2d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_h, scales_w)
+    _i, _a = _sig_upsample_bilinear2d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_bilinear2d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['align_corners'], _a['scales_h'], _a['scales_w'])
+    raise AssertionError('unreachable')
+
+
+upsample_bilinear2d_backward.__doc__ = 'upsample_bilinear2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
+def _signature_upsample_bilinear2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None): ...
+upsample_bilinear2d_backward.__wrapped__ = _signature_upsample_bilinear2d_backward
+
+
+_sig_upsample_bicubic2d = _Signatures('upsample_bicubic2d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),),
+    (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),),
+], method=False)
+
+def _bind_upsample_bicubic2d_0(input, output_size, align_corners, scales_h=None, scales_w=None):
+    return (input, output_size, align_corners, scales_h, scales_w)
+
+def upsample_bicubic2d(*args, **kwargs):
+    try:
+        _b = _bind_upsample_bicubic2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size, align_corners, scales_h, scales_w = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
+            return _A._op_upsample_bicubic2d.call(input._ks, input, output_size_, align_corners, scales_h, scales_w)
+    _i, _a = _sig_upsample_bicubic2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_bicubic2d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scales_h'], _a['scales_w'])
+    elif _i == 1:
+        return _A._op_upsample_bicubic2d_vec.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scale_factors'])
+    raise AssertionError('unreachable')
+
+
+upsample_bicubic2d.__doc__ = 'upsample_bicubic2d(input: Tensor, output_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_bicubic2d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor'
+
+
+_sig_upsample_bicubic2d_backward = _Signatures('upsample_bicubic2d_backward', [
+    (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),),
+], method=False)
+
+def _bind_upsample_bicubic2d_backward_0(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    return (grad_output, output_size, input_size, align_corners, scales_h, scales_w)
+
+def upsample_bicubic2d_backward(*args, **kwargs):
+    try:
+        _b = _bind_upsample_bicubic2d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, output_size, input_size, align_corners, scales_h, scales_w = _b
+        if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
+            return _A._op_upsample_bicubic2d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_h, scales_w)
+    _i, _a = _sig_upsample_bicubic2d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_bicubic2d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['align_corners'], _a['scales_h'], _a['scales_w'])
+    raise AssertionError('unreachable')
+
+
+upsample_bicubic2d_backward.__doc__ = 'upsample_bicubic2d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
+def _signature_upsample_bicubic2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None): ...
+upsample_bicubic2d_backward.__wrapped__ = _signature_upsample_bicubic2d_backward
+
+
+_sig_upsample_trilinear3d = _Signatures('upsample_trilinear3d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),),
+    (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),),
+], method=False)
+
+def _bind_upsample_trilinear3d_0(input, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
+    return (input, output_size, align_corners, scales_d, scales_h, scales_w)
+
+def upsample_trilinear3d(*args, **kwargs):
+    try:
+        _b = _bind_upsample_trilinear3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size, align_corners, scales_d, scales_h, scales_w = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and type(align_corners) is bool and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
+            return _A._op_upsample_trilinear3d.call(input._ks, input, output_size_, align_corners, scales_d, scales_h, scales_w)
+    _i, _a = _sig_upsample_trilinear3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_trilinear3d.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scales_d'], _a['scales_h'], _a['scales_w'])
+    elif _i == 1:
+        return _A._op_upsample_trilinear3d_vec.call(_a['input']._ks, _a['input'], _a['output_size'], _a['align_corners'], _a['scale_factors'])
+    raise AssertionError('unreachable')
+
+
+upsample_trilinear3d.__doc__ = 'upsample_trilinear3d(input: Tensor, output_size: List[int], align_corners: bool, scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor\nupsample_trilinear3d(input: Tensor, output_size: Optional[List[int]], align_corners: bool, scale_factors) -> Tensor'
+
+
+_sig_upsample_trilinear3d_backward = _Signatures('upsample_trilinear3d_backward', [
+    (('grad_output', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('input_size', 'int[5]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),),
+], method=False)
+
+def _bind_upsample_trilinear3d_backward_0(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
+    return (grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
+
+def upsample_trilinear3d_backward(*args, **kwargs):
+    try:
+        _b = _bind_upsample_trilinear3d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w = _b
+        if isinstance(grad_output, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (input_size_ := _ints(input_size, True)) is not None and type(align_corners) is bool and (scales_d is None or type(scales_d) is float) and (scales_h is None or type(scales_h) is float) and (scales_w is None or type(scales_w) is float):
+            return _A._op_upsample_trilinear3d_backward.call(grad_output._ks, grad_output, output_size_, input_size_, align_corners, scales_d, scales_h, scales_w)
+    _i, _a = _sig_upsample_trilinear3d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_upsample_trilinear3d_backward.call(_a['grad_output']._ks, _a['grad_output'], _a['output_size'], _a['input_size'], _a['align_corners'], _a['scales_d'], _a['scales_h'], _a['scales_w'])
+    raise AssertionError('unreachable')
+
+
+upsample_trilinear3d_backward.__doc__ = 'upsample_trilinear3d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
+def _signature_upsample_trilinear3d_backward(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None): ...
+upsample_trilinear3d_backward.__wrapped__ = _signature_upsample_trilinear3d_backward

@@ -1694,3 +1694,73 @@ _fused_asgd_ = _P('_fused_asgd_', [
 _fused_rprop_ = _P('_fused_rprop_', [
     _O(_A._op__fused_rprop_, (('self', 'T[]', False, False, None), ('grads', 'T[]', False, False, None), ('prevs', 'T[]', False, False, None), ('step_sizes', 'T[]', False, False, None), ('state_steps', 'T[]', False, False, None), ('etaminus', 'float', True, False, None), ('etaplus', 'float', True, False, None), ('step_size_min', 'float', True, False, None), ('step_size_max', 'float', True, False, None), ('maximize', 'bool', True, False, None),), ['self', 'grads', 'prevs', 'step_sizes', 'state_steps', 'etaminus', 'etaplus', 'step_size_min', 'step_size_max', 'maximize']),
 ])
+upsample_nearest1d = _P('upsample_nearest1d', [
+    _O(_A._op_upsample_nearest1d, (('self', 'T', False, False, None), ('output_size', 'int[1]', False, False, None), ('scales', 'float?', False, True, None),), ['self', 'output_size', 'scales']),
+    _O(_A._op_upsample_nearest1d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'scale_factors']),
+])
+upsample_nearest1d_backward = _P('upsample_nearest1d_backward', [
+    _O(_A._op_upsample_nearest1d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[1]', False, False, None), ('input_size', 'int[3]', False, False, None), ('scales', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'scales']),
+])
+_upsample_nearest_exact1d = _P('_upsample_nearest_exact1d', [
+    _O(_A._op__upsample_nearest_exact1d, (('self', 'T', False, False, None), ('output_size', 'int[1]', False, False, None), ('scales', 'float?', False, True, None),), ['self', 'output_size', 'scales']),
+    _O(_A._op__upsample_nearest_exact1d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'scale_factors']),
+])
+_upsample_nearest_exact1d_backward = _P('_upsample_nearest_exact1d_backward', [
+    _O(_A._op__upsample_nearest_exact1d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[1]', False, False, None), ('input_size', 'int[3]', False, False, None), ('scales', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'scales']),
+])
+upsample_nearest2d = _P('upsample_nearest2d', [
+    _O(_A._op_upsample_nearest2d, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'scales_h', 'scales_w']),
+    _O(_A._op_upsample_nearest2d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'scale_factors']),
+])
+upsample_nearest2d_backward = _P('upsample_nearest2d_backward', [
+    _O(_A._op_upsample_nearest2d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'scales_h', 'scales_w']),
+])
+_upsample_nearest_exact2d = _P('_upsample_nearest_exact2d', [
+    _O(_A._op__upsample_nearest_exact2d, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'scales_h', 'scales_w']),
+    _O(_A._op__upsample_nearest_exact2d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'scale_factors']),
+])
+_upsample_nearest_exact2d_backward = _P('_upsample_nearest_exact2d_backward', [
+    _O(_A._op__upsample_nearest_exact2d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'scales_h', 'scales_w']),
+])
+upsample_nearest3d = _P('upsample_nearest3d', [
+    _O(_A._op_upsample_nearest3d, (('self', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'scales_d', 'scales_h', 'scales_w']),
+    _O(_A._op_upsample_nearest3d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'scale_factors']),
+])
+upsample_nearest3d_backward = _P('upsample_nearest3d_backward', [
+    _O(_A._op_upsample_nearest3d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('input_size', 'int[5]', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'scales_d', 'scales_h', 'scales_w']),
+])
+_upsample_nearest_exact3d = _P('_upsample_nearest_exact3d', [
+    _O(_A._op__upsample_nearest_exact3d, (('self', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'scales_d', 'scales_h', 'scales_w']),
+    _O(_A._op__upsample_nearest_exact3d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'scale_factors']),
+])
+_upsample_nearest_exact3d_backward = _P('_upsample_nearest_exact3d_backward', [
+    _O(_A._op__upsample_nearest_exact3d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('input_size', 'int[5]', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'scales_d', 'scales_h', 'scales_w']),
+])
+upsample_linear1d = _P('upsample_linear1d', [
+    _O(_A._op_upsample_linear1d, (('self', 'T', False, False, None), ('output_size', 'int[1]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales', 'float?', False, True, None),), ['self', 'output_size', 'align_corners', 'scales']),
+    _O(_A._op_upsample_linear1d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'align_corners', 'scale_factors']),
+])
+upsample_linear1d_backward = _P('upsample_linear1d_backward', [
+    _O(_A._op_upsample_linear1d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[1]', False, False, None), ('input_size', 'int[3]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'align_corners', 'scales']),
+])
+upsample_bilinear2d = _P('upsample_bilinear2d', [
+    _O(_A._op_upsample_bilinear2d, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'align_corners', 'scales_h', 'scales_w']),
+    _O(_A._op_upsample_bilinear2d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'align_corners', 'scale_factors']),
+])
+upsample_bilinear2d_backward = _P('upsample_bilinear2d_backward', [
+    _O(_A._op_upsample_bilinear2d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'align_corners', 'scales_h', 'scales_w']),
+])
+upsample_bicubic2d = _P('upsample_bicubic2d', [
+    _O(_A._op_upsample_bicubic2d, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'align_corners', 'scales_h', 'scales_w']),
+    _O(_A._op_upsample_bicubic2d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'align_corners', 'scale_factors']),
+])
+upsample_bicubic2d_backward = _P('upsample_bicubic2d_backward', [
+    _O(_A._op_upsample_bicubic2d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('input_size', 'int[4]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'align_corners', 'scales_h', 'scales_w']),
+])
+upsample_trilinear3d = _P('upsample_trilinear3d', [
+    _O(_A._op_upsample_trilinear3d, (('self', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['self', 'output_size', 'align_corners', 'scales_d', 'scales_h', 'scales_w']),
+    _O(_A._op_upsample_trilinear3d_vec, (('input', 'T', False, False, None), ('output_size', 'int[]?', False, False, None), ('align_corners', 'bool', False, False, None), ('scale_factors', 'float[]?', False, False, None),), ['input', 'output_size', 'align_corners', 'scale_factors']),
+])
+upsample_trilinear3d_backward = _P('upsample_trilinear3d_backward', [
+    _O(_A._op_upsample_trilinear3d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('input_size', 'int[5]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'align_corners', 'scales_d', 'scales_h', 'scales_w']),
+])

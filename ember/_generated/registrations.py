@@ -4842,6 +4842,166 @@ def _special_i1e_out(ks, self, out):
         _value_error(_e, K.special_i1e, self, out)
 
 
+def _upsample_nearest1d_default(ks, self, output_size, scales):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_nearest1d(be.xp, self._data, output_size, scales), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_nearest1d, self)
+
+
+def _upsample_nearest1d_backward_default(ks, grad_output, output_size, input_size, scales):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_nearest1d_backward(be.xp, grad_output._data, output_size, input_size, scales), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_nearest1d_backward, grad_output)
+
+
+def __upsample_nearest_exact1d_default(ks, self, output_size, scales):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_nearest_exact1d(be.xp, self._data, output_size, scales), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_nearest_exact1d, self)
+
+
+def __upsample_nearest_exact1d_backward_default(ks, grad_output, output_size, input_size, scales):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_nearest_exact1d_backward(be.xp, grad_output._data, output_size, input_size, scales), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_nearest_exact1d_backward, grad_output)
+
+
+def _upsample_nearest2d_default(ks, self, output_size, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_nearest2d(be.xp, self._data, output_size, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_nearest2d, self)
+
+
+def _upsample_nearest2d_backward_default(ks, grad_output, output_size, input_size, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_nearest2d_backward(be.xp, grad_output._data, output_size, input_size, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_nearest2d_backward, grad_output)
+
+
+def __upsample_nearest_exact2d_default(ks, self, output_size, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_nearest_exact2d(be.xp, self._data, output_size, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_nearest_exact2d, self)
+
+
+def __upsample_nearest_exact2d_backward_default(ks, grad_output, output_size, input_size, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_nearest_exact2d_backward(be.xp, grad_output._data, output_size, input_size, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_nearest_exact2d_backward, grad_output)
+
+
+def _upsample_nearest3d_default(ks, self, output_size, scales_d, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_nearest3d(be.xp, self._data, output_size, scales_d, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_nearest3d, self)
+
+
+def _upsample_nearest3d_backward_default(ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_nearest3d_backward(be.xp, grad_output._data, output_size, input_size, scales_d, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_nearest3d_backward, grad_output)
+
+
+def __upsample_nearest_exact3d_default(ks, self, output_size, scales_d, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_nearest_exact3d(be.xp, self._data, output_size, scales_d, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_nearest_exact3d, self)
+
+
+def __upsample_nearest_exact3d_backward_default(ks, grad_output, output_size, input_size, scales_d, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._upsample_nearest_exact3d_backward(be.xp, grad_output._data, output_size, input_size, scales_d, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._upsample_nearest_exact3d_backward, grad_output)
+
+
+def _upsample_linear1d_default(ks, self, output_size, align_corners, scales):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_linear1d(be.xp, self._data, output_size, align_corners, scales), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_linear1d, self)
+
+
+def _upsample_linear1d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_linear1d_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_linear1d_backward, grad_output)
+
+
+def _upsample_bilinear2d_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_bilinear2d(be.xp, self._data, output_size, align_corners, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_bilinear2d, self)
+
+
+def _upsample_bilinear2d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_bilinear2d_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_bilinear2d_backward, grad_output)
+
+
+def _upsample_bicubic2d_default(ks, self, output_size, align_corners, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_bicubic2d(be.xp, self._data, output_size, align_corners, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_bicubic2d, self)
+
+
+def _upsample_bicubic2d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_bicubic2d_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_bicubic2d_backward, grad_output)
+
+
+def _upsample_trilinear3d_default(ks, self, output_size, align_corners, scales_d, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_trilinear3d(be.xp, self._data, output_size, align_corners, scales_d, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_trilinear3d, self)
+
+
+def _upsample_trilinear3d_backward_default(ks, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.upsample_trilinear3d_backward(be.xp, grad_output._data, output_size, input_size, align_corners, scales_d, scales_h, scales_w), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.upsample_trilinear3d_backward, grad_output)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -5452,6 +5612,26 @@ _BACKEND_KERNELS = (
     (_A._op_special_i1_out, _special_i1_out, ('CPU', 'CUDA', 'Meta'), K.special_i1, (), 'out', None),
     (_A._op_special_i1e, _special_i1e_default, ('CPU', 'CUDA', 'Meta'), K.special_i1e, (), 'new', None),
     (_A._op_special_i1e_out, _special_i1e_out, ('CPU', 'CUDA', 'Meta'), K.special_i1e, (), 'out', None),
+    (_A._op_upsample_nearest1d, _upsample_nearest1d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest1d, (), 'new', None),
+    (_A._op_upsample_nearest1d_backward, _upsample_nearest1d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest1d_backward, (), 'new', None),
+    (_A._op__upsample_nearest_exact1d, __upsample_nearest_exact1d_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact1d, (), 'new', None),
+    (_A._op__upsample_nearest_exact1d_backward, __upsample_nearest_exact1d_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact1d_backward, (), 'new', None),
+    (_A._op_upsample_nearest2d, _upsample_nearest2d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d, (), 'new', None),
+    (_A._op_upsample_nearest2d_backward, _upsample_nearest2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest2d_backward, (), 'new', None),
+    (_A._op__upsample_nearest_exact2d, __upsample_nearest_exact2d_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d, (), 'new', None),
+    (_A._op__upsample_nearest_exact2d_backward, __upsample_nearest_exact2d_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact2d_backward, (), 'new', None),
+    (_A._op_upsample_nearest3d, _upsample_nearest3d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d, (), 'new', None),
+    (_A._op_upsample_nearest3d_backward, _upsample_nearest3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_nearest3d_backward, (), 'new', None),
+    (_A._op__upsample_nearest_exact3d, __upsample_nearest_exact3d_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d, (), 'new', None),
+    (_A._op__upsample_nearest_exact3d_backward, __upsample_nearest_exact3d_backward_default, ('CPU', 'CUDA', 'Meta'), K._upsample_nearest_exact3d_backward, (), 'new', None),
+    (_A._op_upsample_linear1d, _upsample_linear1d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d, (), 'new', None),
+    (_A._op_upsample_linear1d_backward, _upsample_linear1d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_linear1d_backward, (), 'new', None),
+    (_A._op_upsample_bilinear2d, _upsample_bilinear2d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d, (), 'new', None),
+    (_A._op_upsample_bilinear2d_backward, _upsample_bilinear2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bilinear2d_backward, (), 'new', None),
+    (_A._op_upsample_bicubic2d, _upsample_bicubic2d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d, (), 'new', None),
+    (_A._op_upsample_bicubic2d_backward, _upsample_bicubic2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d_backward, (), 'new', None),
+    (_A._op_upsample_trilinear3d, _upsample_trilinear3d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d, (), 'new', None),
+    (_A._op_upsample_trilinear3d_backward, _upsample_trilinear3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d_backward, (), 'new', None),
 )
 
 # operator, key, composite function
@@ -5587,6 +5767,16 @@ _COMPOSITE_KERNELS = (
     (_A._op__fused_radam_, 'CompositeExplicitAutograd', C._fused_radam_),
     (_A._op__fused_asgd_, 'CompositeExplicitAutograd', C._fused_asgd_),
     (_A._op__fused_rprop_, 'CompositeExplicitAutograd', C._fused_rprop_),
+    (_A._op_upsample_nearest1d_vec, 'CompositeImplicitAutograd', C.upsample_nearest1d_vec),
+    (_A._op__upsample_nearest_exact1d_vec, 'CompositeImplicitAutograd', C.upsample_nearest_exact1d_vec),
+    (_A._op_upsample_nearest2d_vec, 'CompositeImplicitAutograd', C.upsample_nearest2d_vec),
+    (_A._op__upsample_nearest_exact2d_vec, 'CompositeImplicitAutograd', C.upsample_nearest_exact2d_vec),
+    (_A._op_upsample_nearest3d_vec, 'CompositeImplicitAutograd', C.upsample_nearest3d_vec),
+    (_A._op__upsample_nearest_exact3d_vec, 'CompositeImplicitAutograd', C.upsample_nearest_exact3d_vec),
+    (_A._op_upsample_linear1d_vec, 'CompositeImplicitAutograd', C.upsample_linear1d_vec),
+    (_A._op_upsample_bilinear2d_vec, 'CompositeImplicitAutograd', C.upsample_bilinear2d_vec),
+    (_A._op_upsample_bicubic2d_vec, 'CompositeImplicitAutograd', C.upsample_bicubic2d_vec),
+    (_A._op_upsample_trilinear3d_vec, 'CompositeImplicitAutograd', C.upsample_trilinear3d_vec),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

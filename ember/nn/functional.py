@@ -1087,60 +1087,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 # ------------------------------------------------------------------------------ interpolation
 _INTERP_MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
-
-
-def _source_weights(in_size, out_size, scale, mode, align_corners):
-    """For one spatial dimension: [(index array, weight array or None)] so that
-    ``out[o] = sum_k w_k[o] * in[idx_k[o]]`` (PyTorch's ``area_pixel_compute_source_index`` and kernels)."""
-    dst = np.arange(out_size, dtype=np.float64)
-    if mode in ("nearest", "nearest-exact"):
-        s = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
-        src = np.floor((dst + 0.5) * s) if mode == "nearest-exact" else np.floor(dst * s)
-        return [(np.minimum(src.astype(np.int64), in_size - 1), None)]
-    if align_corners:
-        s = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-        src = s * dst
-    else:
-        s = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
-        src = s * (dst + 0.5) - 0.5
-    if mode == "bicubic":
-        f = np.floor(src)
-        t = src - f
-        A = -0.75
-
-        def c1(x):
-            return ((A + 2) * x - (A + 3)) * x * x + 1
-
-        def c2(x):
-            return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
-        ws = [c2(t + 1), c1(t), c1(1 - t), c2(2 - t)]
-        return [(np.clip(f.astype(np.int64) + k - 1, 0, in_size - 1), ws[k]) for k in range(4)]
-    if not align_corners:
-        src = np.maximum(src, 0.0)
-    i0 = np.floor(src).astype(np.int64)
-    i0 = np.minimum(i0, in_size - 1)
-    i1 = np.where(i0 < in_size - 1, i0 + 1, i0)
-    l1 = src - i0
-    return [(i0, 1.0 - l1), (i1, l1)]
-
-
-def _resample_dim(x, dim, in_size, out_size, scale, mode, align_corners):
-    terms = _source_weights(in_size, out_size, scale, mode, align_corners)
-    out = None
-    for idx, w in terms:
-        picked = x.index_select(dim, ember.tensor(idx, device=x.device))
-        if w is not None:
-            shape = [1] * x.dim()
-            shape[dim] = out_size
-            picked = picked * ember.tensor(w.reshape(shape), dtype=x.dtype, device=x.device)
-        out = picked if out is None else out + picked
-    return out
+_UPSAMPLE_OPS = {("nearest", 1): "upsample_nearest1d", ("nearest", 2): "upsample_nearest2d",
+                 ("nearest", 3): "upsample_nearest3d", ("nearest-exact", 1): "_upsample_nearest_exact1d",
+                 ("nearest-exact", 2): "_upsample_nearest_exact2d", ("nearest-exact", 3): "_upsample_nearest_exact3d",
+                 ("linear", 1): "upsample_linear1d", ("bilinear", 2): "upsample_bilinear2d",
+                 ("bicubic", 2): "upsample_bicubic2d", ("trilinear", 3): "upsample_trilinear3d"}
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
                 recompute_scale_factor=None, antialias=False):
-    """Resizes ``(N, C, d1, ..., dK)`` by ``size`` or ``scale_factor`` with PyTorch's sampling positions; the
-    linear modes and bicubic are separable, so they run one dimension at a time."""
+    """PyTorch's argument handling, then the ``upsample_*`` operator of the mode (``.vec`` overloads: an output size
+    or per-dim scale factors) or ``adaptive_avg_pool*d`` for ``area``."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -1151,50 +1108,57 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
+        scale_factors = None
         if isinstance(size, (list, tuple)):
             if len(size) != dim:
                 raise ValueError("Input and output must have the same number of spatial dimensions, but got input "
                                  f"with spatial dimensions of {list(input.shape[2:])} and output size of {size}. "
                                  "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
                                  "(o1, o2, ...,oK) format.")
-            output_size = [int(s) for s in size]
+            if not all(isinstance(v, int) or (isinstance(v, ember.Tensor) and not v.dtype.is_floating_point)
+                       for v in size):
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                                f"Tuple[int, int, int], but got size with types {[type(v) for v in size]}")
+            output_size = [int(v) for v in size]
         else:
             output_size = [int(size)] * dim
-        scales = [None] * dim
     elif scale_factor is not None:
+        output_size = None
         if isinstance(scale_factor, (list, tuple)):
             if len(scale_factor) != dim:
                 raise ValueError("Input and scale_factor must have the same number of spatial dimensions, but got "
                                  f"input with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape "
                                  f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
                                  "scale_factor in (s1, s2, ...,sK) format.")
-            scales = [float(s) for s in scale_factor]
+            scale_factors = [float(v) for v in scale_factor]
         else:
-            scales = [float(scale_factor)] * dim
-        output_size = [math.floor(float(input.size(i + 2)) * scales[i]) for i in range(dim)]
-        if recompute_scale_factor:
-            scales = [None] * dim
+            scale_factors = [float(scale_factor)] * dim
     else:
         raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True
+    if recompute_scale_factor is not None and recompute_scale_factor:
+        output_size = [math.floor(float(input.size(i + 2)) * scale_factors[i]) for i in range(dim)]
+        scale_factors = None
     if antialias and not (mode in ("bilinear", "bicubic") and input.dim() == 4):
         raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
                          "as input")
     if antialias:
         raise NotImplementedError("interpolate(antialias=True) is not implemented in ember yet")
-    if input.dim() not in (3, 4, 5) or mode not in ("nearest", "area", "nearest-exact") + tuple(_MODE_DIMS):
+    if mode == "area" and input.dim() in (3, 4, 5):
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](input, output_size)
+    op = _UPSAMPLE_OPS.get((mode, dim))
+    if op is None:
+        if input.dim() in (3, 4, 5) and mode in _MODE_DIMS:
+            raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_MODE_DIMS[mode] + 2}D input")
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
                                   f"the modes: {_INTERP_MODES} (got {mode})")
-    if mode in _MODE_DIMS and _MODE_DIMS[mode] != dim:
-        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_MODE_DIMS[mode] + 2}D input")
-    if mode == "area":
-        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](input, output_size)
-    for s in output_size:
-        if s <= 0:
-            raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({', '.join(str(v) for v in input.shape[2:])}) and output ({', '.join(str(v) for v in output_size)})")  # noqa: E501
-    x = input
-    for i in reversed(range(dim)):
-        x = _resample_dim(x, i + 2, input.size(i + 2), output_size[i], scales[i], mode, align_corners)
-    return x
+    fn = getattr(aten, op + "_vec")
+    if mode in _MODE_DIMS:
+        return fn(input, output_size, align_corners, scale_factors)
+    return fn(input, output_size, scale_factors)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002

@@ -108,10 +108,9 @@ def camel(name: str) -> str:
     name = name.rstrip("_")
     if name.endswith("_forward"):  # as PyTorch names them: nll_loss_forward's node is NllLossBackward0
         name = name[:-len("_forward")]
-    # str.title, as PyTorch's generator: a letter after a digit is upper case too (MaxPool2DWithIndices, Log1P)
-    if name.startswith("_"):
-        return "_" + "".join(p.title() for p in name[1:].split("_"))
-    return "".join(p.title() for p in name.split("_"))
+    # str.title, as PyTorch's generator: a letter after a digit is upper case too (MaxPool2DWithIndices, Log1P);
+    # leading underscores go (_softmax -> SoftmaxBackward0, _to_copy -> ToCopyBackward0)
+    return "".join(p.title() for p in name.lstrip("_").split("_"))
 
 
 def ident(name: str) -> str:

@@ -193,3 +193,66 @@ def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_i
     p = _check1d("avg_pool1d", "padding", padding)
     out = aten.avg_pool2d(aten.unsqueeze(self, -2), (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode, count_include_pad)
     return aten.squeeze_dim(out, -2)
+
+
+# ------------------------------------------------------------------------------ upsampling
+def _upsample_vec_args(input, output_size, scale_factors):  # noqa: A002
+    """PyTorch's ``compute_output_size`` / ``get_scale_value`` for the ``.vec`` overloads."""
+    nd = input.dim() - 2
+    if (output_size is None) == (scale_factors is None):
+        raise RuntimeError("Must specify exactly one of output_size and scale_factors")
+    if output_size is not None:
+        return tuple(output_size), [None] * nd
+    if len(scale_factors) != nd:
+        raise RuntimeError(f"It is expected scale_factors equals to {nd}, but got size {len(scale_factors)}")
+    return tuple(int(input.shape[2 + i] * float(f)) for i, f in enumerate(scale_factors)), list(scale_factors)
+
+
+def upsample_nearest1d_vec(input, output_size, scale_factors):  # noqa: A002
+    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+    return aten.upsample_nearest1d(input, osize, *scales)
+
+
+def upsample_nearest_exact1d_vec(input, output_size, scale_factors):  # noqa: A002
+    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+    return aten._upsample_nearest_exact1d(input, osize, *scales)
+
+
+def upsample_nearest2d_vec(input, output_size, scale_factors):  # noqa: A002
+    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+    return aten.upsample_nearest2d(input, osize, *scales)
+
+
+def upsample_nearest_exact2d_vec(input, output_size, scale_factors):  # noqa: A002
+    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+    return aten._upsample_nearest_exact2d(input, osize, *scales)
+
+
+def upsample_nearest3d_vec(input, output_size, scale_factors):  # noqa: A002
+    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+    return aten.upsample_nearest3d(input, osize, *scales)
+
+
+def upsample_nearest_exact3d_vec(input, output_size, scale_factors):  # noqa: A002
+    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+    return aten._upsample_nearest_exact3d(input, osize, *scales)
+
+
+def upsample_linear1d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
+    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+    return aten.upsample_linear1d(input, osize, align_corners, *scales)
+
+
+def upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
+    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+    return aten.upsample_bilinear2d(input, osize, align_corners, *scales)
+
+
+def upsample_bicubic2d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
+    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+    return aten.upsample_bicubic2d(input, osize, align_corners, *scales)
+
+
+def upsample_trilinear3d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
+    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+    return aten.upsample_trilinear3d(input, osize, align_corners, *scales)
