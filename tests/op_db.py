@@ -702,6 +702,36 @@ _upsample_entry("upsample_linear1d", 1, True)
 _upsample_entry("upsample_bilinear2d", 2, True)
 _upsample_entry("upsample_bicubic2d", 2, True)
 _upsample_entry("upsample_trilinear3d", 3, True)
+def _adaptive_entry(name, nd, indices):
+    """F.adaptive_{avg,max}_pool{nd}d: exact and uneven windows, output 1 (the mean path for averages), None
+    entries, unbatched inputs."""
+    def call(lib, x, osz, **k):
+        out = getattr(lib.nn.functional, name)(x, osz, **k)
+        return tuple(out) if isinstance(out, tuple) else out
+    sp = {1: (7,), 2: (7, 5), 3: (4, 5, 3)}[nd]
+
+    def samples(d, r):
+        out = [Sample((arr(r, (2, 2) + sp, d), (3,) * nd)), Sample((arr(r, (1, 2) + sp, d), (1,) * nd)),
+               Sample((arr(r, (2,) + sp, d), tuple(s - 1 for s in sp))),
+               Sample((arr(r, (1, 1) + sp, d), tuple(s + 2 for s in sp)))]
+        if nd > 1:
+            out.append(Sample((arr(r, (1, 2) + sp, d), (None,) + (2,) * (nd - 1))))
+        if indices:
+            out = [Sample(s.args, dict(return_indices=True)) for s in out]
+        return out
+
+    def errors():
+        return [_err((np.ones((5,)), (2,) * nd), {}, RuntimeError, "Expected 2 to 3 dimensions, but got 1-dimensional")
+                if nd == 1 else _err((np.ones((5,)), (2,) * nd), {}, ValueError, "Input dimension should be at least"),
+                _err((np.ones((5,) * (nd + 3)), (2,) * nd), {}, RuntimeError, "Expected"),
+                _err((np.ones((1, 2) + sp, "int64"), (2,) * nd), {}, NotImplementedError, "not implemented for 'Long'")]
+    add(OpInfo(name, samples, method=False, ember_fn=call, torch_fn=call, errors=errors, noncontiguous=nd > 1,
+               covers=(("_" + name, "_" + name + "_backward") if "avg" in name and nd > 1 else ())))
+
+
+for _nd in (1, 2, 3):
+    _adaptive_entry(f"adaptive_avg_pool{_nd}d", _nd, False)
+    _adaptive_entry(f"adaptive_max_pool{_nd}d", _nd, True)
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),

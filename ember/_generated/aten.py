@@ -3855,3 +3855,53 @@ _op_upsample_trilinear3d_backward = _D.define('upsample_trilinear3d_backward(Ten
 
 def upsample_trilinear3d_backward(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None):
     return _op_upsample_trilinear3d_backward.call(grad_output._ks, grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w)
+
+_op_adaptive_avg_pool1d = _D.define('adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor')
+
+def adaptive_avg_pool1d(self, output_size):
+    return _op_adaptive_avg_pool1d.call(self._ks, self, output_size)
+
+_op_adaptive_avg_pool2d = _D.define('adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor')
+
+def adaptive_avg_pool2d(self, output_size):
+    return _op_adaptive_avg_pool2d.call(self._ks, self, output_size)
+
+_op__adaptive_avg_pool2d = _D.define('_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor')
+
+def _adaptive_avg_pool2d(self, output_size):
+    return _op__adaptive_avg_pool2d.call(self._ks, self, output_size)
+
+_op__adaptive_avg_pool2d_backward = _D.define('_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor')
+
+def _adaptive_avg_pool2d_backward(grad_output, self):
+    return _op__adaptive_avg_pool2d_backward.call(grad_output._ks | self._ks, grad_output, self)
+
+_op_adaptive_avg_pool3d = _D.define('adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor')
+
+def adaptive_avg_pool3d(self, output_size):
+    return _op_adaptive_avg_pool3d.call(self._ks, self, output_size)
+
+_op__adaptive_avg_pool3d = _D.define('_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor')
+
+def _adaptive_avg_pool3d(self, output_size):
+    return _op__adaptive_avg_pool3d.call(self._ks, self, output_size)
+
+_op__adaptive_avg_pool3d_backward = _D.define('_adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor')
+
+def _adaptive_avg_pool3d_backward(grad_output, self):
+    return _op__adaptive_avg_pool3d_backward.call(grad_output._ks | self._ks, grad_output, self)
+
+_op_adaptive_max_pool1d = _D.define('adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)')
+
+def adaptive_max_pool1d(self, output_size):
+    return _op_adaptive_max_pool1d.call(self._ks, self, output_size)
+
+_op_adaptive_max_pool2d = _D.define('adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)')
+
+def adaptive_max_pool2d(self, output_size):
+    return _op_adaptive_max_pool2d.call(self._ks, self, output_size)
+
+_op_adaptive_max_pool3d = _D.define('adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)')
+
+def adaptive_max_pool3d(self, output_size):
+    return _op_adaptive_max_pool3d.call(self._ks, self, output_size)

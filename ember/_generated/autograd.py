@@ -8329,6 +8329,174 @@ def _ag_upsample_trilinear3d_backward_default(ks, grad_output, output_size, inpu
     return result
 
 
+class AdaptiveAvgPool2DBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten._adaptive_avg_pool2d_backward(grad, self)
+        return grad_inputs
+
+
+def _ag__adaptive_avg_pool2d_default(ks, self, output_size):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__adaptive_avg_pool2d.redispatch(ks & _BELOW, self, output_size)
+    _n = AdaptiveAvgPool2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__adaptive_avg_pool2d.redispatch(ks & _BELOW, self, output_size)
+    _set_history(_n, (result,))
+    return result
+
+
+class AdaptiveAvgPool2DBackwardBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_output_sizes = _n.grad_output_sizes
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten._adaptive_avg_pool2d(grad, grad_output_sizes[-2:])
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.zeros_like(self)
+        return grad_inputs
+
+
+def _ag__adaptive_avg_pool2d_backward_default(ks, grad_output, self):
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op__adaptive_avg_pool2d_backward.redispatch(ks & _BELOW, grad_output, self)
+    _n = AdaptiveAvgPool2DBackwardBackward0()
+    _n._next = _edges(grad_output, self)
+    _n._input_meta = _meta(grad_output, self)
+    _n.grad_output_sizes = tuple(grad_output.shape)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__adaptive_avg_pool2d_backward.redispatch(ks & _BELOW, grad_output, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class AdaptiveAvgPool3DBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten._adaptive_avg_pool3d_backward(grad, self)
+        return grad_inputs
+
+
+def _ag__adaptive_avg_pool3d_default(ks, self, output_size):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__adaptive_avg_pool3d.redispatch(ks & _BELOW, self, output_size)
+    _n = AdaptiveAvgPool3DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__adaptive_avg_pool3d.redispatch(ks & _BELOW, self, output_size)
+    _set_history(_n, (result,))
+    return result
+
+
+class AdaptiveAvgPool3DBackwardBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_output_sizes = _n.grad_output_sizes
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            grad_inputs[grad_output_ix] = aten._adaptive_avg_pool3d(grad, grad_output_sizes[-3:])
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.zeros_like(self)
+        return grad_inputs
+
+
+def _ag__adaptive_avg_pool3d_backward_default(ks, grad_output, self):
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op__adaptive_avg_pool3d_backward.redispatch(ks & _BELOW, grad_output, self)
+    _n = AdaptiveAvgPool3DBackwardBackward0()
+    _n._next = _edges(grad_output, self)
+    _n._input_meta = _meta(grad_output, self)
+    _n.grad_output_sizes = tuple(grad_output.shape)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__adaptive_avg_pool3d_backward.redispatch(ks & _BELOW, grad_output, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class AdaptiveMaxPool2DBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 2)
+        return grad_inputs
+
+
+def _ag_adaptive_max_pool2d_default(ks, self, output_size):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_adaptive_max_pool2d.redispatch(ks & _BELOW, self, output_size)
+    _n = AdaptiveMaxPool2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_adaptive_max_pool2d.redispatch(ks & _BELOW, self, output_size)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class AdaptiveMaxPool3DBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 3)
+        return grad_inputs
+
+
+def _ag_adaptive_max_pool3d_default(ks, self, output_size):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_adaptive_max_pool3d.redispatch(ks & _BELOW, self, output_size)
+    _n = AdaptiveMaxPool3DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_adaptive_max_pool3d.redispatch(ks & _BELOW, self, output_size)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -10036,6 +10204,12 @@ for _h, _k in (
     (aten._op_upsample_bicubic2d_backward, _ag_upsample_bicubic2d_backward_default),
     (aten._op_upsample_trilinear3d, _ag_upsample_trilinear3d_default),
     (aten._op_upsample_trilinear3d_backward, _ag_upsample_trilinear3d_backward_default),
+    (aten._op__adaptive_avg_pool2d, _ag__adaptive_avg_pool2d_default),
+    (aten._op__adaptive_avg_pool2d_backward, _ag__adaptive_avg_pool2d_backward_default),
+    (aten._op__adaptive_avg_pool3d, _ag__adaptive_avg_pool3d_default),
+    (aten._op__adaptive_avg_pool3d_backward, _ag__adaptive_avg_pool3d_backward_default),
+    (aten._op_adaptive_max_pool2d, _ag_adaptive_max_pool2d_default),
+    (aten._op_adaptive_max_pool3d, _ag_adaptive_max_pool3d_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),

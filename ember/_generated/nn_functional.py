@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'cross_entropy_loss', 'gelu', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
+__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'cross_entropy_loss', 'gelu', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -937,3 +937,111 @@ def upsample_trilinear3d_backward(*args, **kwargs):
 upsample_trilinear3d_backward.__doc__ = 'upsample_trilinear3d_backward(grad_output: Tensor, output_size: List[int], input_size: List[int], align_corners: bool, scales_d: Optional[float] = None, scales_h: Optional[float] = None, scales_w: Optional[float] = None) -> Tensor'
 def _signature_upsample_trilinear3d_backward(grad_output, output_size, input_size, align_corners, scales_d=None, scales_h=None, scales_w=None): ...
 upsample_trilinear3d_backward.__wrapped__ = _signature_upsample_trilinear3d_backward
+
+
+_sig_adaptive_avg_pool2d = _Signatures('adaptive_avg_pool2d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[2]', False, False, None),),
+], method=False)
+
+def _bind_adaptive_avg_pool2d_0(input, output_size):
+    return (input, output_size)
+
+def adaptive_avg_pool2d(*args, **kwargs):
+    try:
+        _b = _bind_adaptive_avg_pool2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
+            return _A._op_adaptive_avg_pool2d.call(input._ks, input, output_size_)
+    _i, _a = _sig_adaptive_avg_pool2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_adaptive_avg_pool2d.call(_a['input']._ks, _a['input'], _a['output_size'])
+    raise AssertionError('unreachable')
+
+
+adaptive_avg_pool2d.__doc__ = 'adaptive_avg_pool2d(input: Tensor, output_size: List[int]) -> Tensor'
+def _signature_adaptive_avg_pool2d(input, output_size): ...
+adaptive_avg_pool2d.__wrapped__ = _signature_adaptive_avg_pool2d
+
+
+_sig_adaptive_avg_pool3d = _Signatures('adaptive_avg_pool3d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[3]', False, False, None),),
+], method=False)
+
+def _bind_adaptive_avg_pool3d_0(input, output_size):
+    return (input, output_size)
+
+def adaptive_avg_pool3d(*args, **kwargs):
+    try:
+        _b = _bind_adaptive_avg_pool3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
+            return _A._op_adaptive_avg_pool3d.call(input._ks, input, output_size_)
+    _i, _a = _sig_adaptive_avg_pool3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_adaptive_avg_pool3d.call(_a['input']._ks, _a['input'], _a['output_size'])
+    raise AssertionError('unreachable')
+
+
+adaptive_avg_pool3d.__doc__ = 'adaptive_avg_pool3d(input: Tensor, output_size: List[int]) -> Tensor'
+def _signature_adaptive_avg_pool3d(input, output_size): ...
+adaptive_avg_pool3d.__wrapped__ = _signature_adaptive_avg_pool3d
+
+
+_sig_adaptive_max_pool2d = _Signatures('adaptive_max_pool2d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[2]', False, False, None),),
+], method=False)
+
+def _bind_adaptive_max_pool2d_0(input, output_size):
+    return (input, output_size)
+
+def adaptive_max_pool2d(*args, **kwargs):
+    try:
+        _b = _bind_adaptive_max_pool2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
+            return _A._op_adaptive_max_pool2d.call(input._ks, input, output_size_)
+    _i, _a = _sig_adaptive_max_pool2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_adaptive_max_pool2d.call(_a['input']._ks, _a['input'], _a['output_size'])
+    raise AssertionError('unreachable')
+
+
+adaptive_max_pool2d.__doc__ = 'adaptive_max_pool2d(input: Tensor, output_size: List[int]) -> (Tensor, Tensor)'
+def _signature_adaptive_max_pool2d(input, output_size): ...
+adaptive_max_pool2d.__wrapped__ = _signature_adaptive_max_pool2d
+
+
+_sig_adaptive_max_pool3d = _Signatures('adaptive_max_pool3d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[3]', False, False, None),),
+], method=False)
+
+def _bind_adaptive_max_pool3d_0(input, output_size):
+    return (input, output_size)
+
+def adaptive_max_pool3d(*args, **kwargs):
+    try:
+        _b = _bind_adaptive_max_pool3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
+            return _A._op_adaptive_max_pool3d.call(input._ks, input, output_size_)
+    _i, _a = _sig_adaptive_max_pool3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_adaptive_max_pool3d.call(_a['input']._ks, _a['input'], _a['output_size'])
+    raise AssertionError('unreachable')
+
+
+adaptive_max_pool3d.__doc__ = 'adaptive_max_pool3d(input: Tensor, output_size: List[int]) -> (Tensor, Tensor)'
+def _signature_adaptive_max_pool3d(input, output_size): ...
+adaptive_max_pool3d.__wrapped__ = _signature_adaptive_max_pool3d

@@ -1764,3 +1764,33 @@ upsample_trilinear3d = _P('upsample_trilinear3d', [
 upsample_trilinear3d_backward = _P('upsample_trilinear3d_backward', [
     _O(_A._op_upsample_trilinear3d_backward, (('grad_output', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('input_size', 'int[5]', False, False, None), ('align_corners', 'bool', False, False, None), ('scales_d', 'float?', False, True, None), ('scales_h', 'float?', False, True, None), ('scales_w', 'float?', False, True, None),), ['grad_output', 'output_size', 'input_size', 'align_corners', 'scales_d', 'scales_h', 'scales_w']),
 ])
+adaptive_avg_pool1d = _P('adaptive_avg_pool1d', [
+    _O(_A._op_adaptive_avg_pool1d, (('self', 'T', False, False, None), ('output_size', 'int[1]', False, False, None),), ['self', 'output_size']),
+])
+adaptive_avg_pool2d = _P('adaptive_avg_pool2d', [
+    _O(_A._op_adaptive_avg_pool2d, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None),), ['self', 'output_size']),
+])
+_adaptive_avg_pool2d = _P('_adaptive_avg_pool2d', [
+    _O(_A._op__adaptive_avg_pool2d, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None),), ['self', 'output_size']),
+])
+_adaptive_avg_pool2d_backward = _P('_adaptive_avg_pool2d_backward', [
+    _O(_A._op__adaptive_avg_pool2d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None),), ['grad_output', 'self']),
+])
+adaptive_avg_pool3d = _P('adaptive_avg_pool3d', [
+    _O(_A._op_adaptive_avg_pool3d, (('self', 'T', False, False, None), ('output_size', 'int[3]', False, False, None),), ['self', 'output_size']),
+])
+_adaptive_avg_pool3d = _P('_adaptive_avg_pool3d', [
+    _O(_A._op__adaptive_avg_pool3d, (('self', 'T', False, False, None), ('output_size', 'int[3]', False, False, None),), ['self', 'output_size']),
+])
+_adaptive_avg_pool3d_backward = _P('_adaptive_avg_pool3d_backward', [
+    _O(_A._op__adaptive_avg_pool3d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None),), ['grad_output', 'self']),
+])
+adaptive_max_pool1d = _P('adaptive_max_pool1d', [
+    _O(_A._op_adaptive_max_pool1d, (('self', 'T', False, False, None), ('output_size', 'int[1]', False, False, None),), ['self', 'output_size']),
+])
+adaptive_max_pool2d = _P('adaptive_max_pool2d', [
+    _O(_A._op_adaptive_max_pool2d, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None),), ['self', 'output_size']),
+])
+adaptive_max_pool3d = _P('adaptive_max_pool3d', [
+    _O(_A._op_adaptive_max_pool3d, (('self', 'T', False, False, None), ('output_size', 'int[3]', False, False, None),), ['self', 'output_size']),
+])

@@ -5002,6 +5002,56 @@ def _upsample_trilinear3d_backward_default(ks, grad_output, output_size, input_s
         _value_error(_e, K.upsample_trilinear3d_backward, grad_output)
 
 
+def __adaptive_avg_pool2d_default(ks, self, output_size):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._adaptive_avg_pool2d(be.xp, self._data, output_size), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._adaptive_avg_pool2d, self)
+
+
+def __adaptive_avg_pool2d_backward_default(ks, grad_output, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._adaptive_avg_pool2d_backward(be.xp, grad_output._data, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._adaptive_avg_pool2d_backward, grad_output, self)
+
+
+def __adaptive_avg_pool3d_default(ks, self, output_size):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._adaptive_avg_pool3d(be.xp, self._data, output_size), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._adaptive_avg_pool3d, self)
+
+
+def __adaptive_avg_pool3d_backward_default(ks, grad_output, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._adaptive_avg_pool3d_backward(be.xp, grad_output._data, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._adaptive_avg_pool3d_backward, grad_output, self)
+
+
+def _adaptive_max_pool2d_default(ks, self, output_size):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.adaptive_max_pool2d(be.xp, self._data, output_size)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.adaptive_max_pool2d, self)
+
+
+def _adaptive_max_pool3d_default(ks, self, output_size):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.adaptive_max_pool3d(be.xp, self._data, output_size)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.adaptive_max_pool3d, self)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -5632,6 +5682,12 @@ _BACKEND_KERNELS = (
     (_A._op_upsample_bicubic2d_backward, _upsample_bicubic2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_bicubic2d_backward, (), 'new', None),
     (_A._op_upsample_trilinear3d, _upsample_trilinear3d_default, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d, (), 'new', None),
     (_A._op_upsample_trilinear3d_backward, _upsample_trilinear3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.upsample_trilinear3d_backward, (), 'new', None),
+    (_A._op__adaptive_avg_pool2d, __adaptive_avg_pool2d_default, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d, (), 'new', None),
+    (_A._op__adaptive_avg_pool2d_backward, __adaptive_avg_pool2d_backward_default, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool2d_backward, (), 'new', None),
+    (_A._op__adaptive_avg_pool3d, __adaptive_avg_pool3d_default, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d, (), 'new', None),
+    (_A._op__adaptive_avg_pool3d_backward, __adaptive_avg_pool3d_backward_default, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d_backward, (), 'new', None),
+    (_A._op_adaptive_max_pool2d, _adaptive_max_pool2d_default, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool2d, (), 'new', None),
+    (_A._op_adaptive_max_pool3d, _adaptive_max_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool3d, (), 'new', None),
 )
 
 # operator, key, composite function
@@ -5777,6 +5833,10 @@ _COMPOSITE_KERNELS = (
     (_A._op_upsample_bilinear2d_vec, 'CompositeImplicitAutograd', C.upsample_bilinear2d_vec),
     (_A._op_upsample_bicubic2d_vec, 'CompositeImplicitAutograd', C.upsample_bicubic2d_vec),
     (_A._op_upsample_trilinear3d_vec, 'CompositeImplicitAutograd', C.upsample_trilinear3d_vec),
+    (_A._op_adaptive_avg_pool1d, 'CompositeImplicitAutograd', C.adaptive_avg_pool1d),
+    (_A._op_adaptive_avg_pool2d, 'CompositeImplicitAutograd', C.adaptive_avg_pool2d),
+    (_A._op_adaptive_avg_pool3d, 'CompositeImplicitAutograd', C.adaptive_avg_pool3d),
+    (_A._op_adaptive_max_pool1d, 'CompositeImplicitAutograd', C.adaptive_max_pool1d),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

@@ -336,80 +336,45 @@ max_pool2d_with_indices = max_pool2d
 max_pool3d_with_indices = max_pool3d
 
 
-def _adaptive_ranges(i, o):
-    return [(math.floor(j * i / o), math.ceil((j + 1) * i / o)) for j in range(o)]
-
-
-def _adaptive_pool(input, output_size, nd, reduce_fn):  # noqa: A002
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(f"adaptive_pool{nd}d(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
-                           f"{list(input.shape)}")
-    out = _tuple(output_size, nd)
-    in_sp = tuple(input.shape[input.dim() - nd:])
-    out = tuple(i if o is None else o for o, i in zip(out, in_sp))
-    x = input
-    for ax in range(nd):
-        dim = input.dim() - nd + ax
-        i, o = in_sp[ax], out[ax]
-        if i % o == 0:  # equal windows: one reshape and one reduction
-            shape = list(x.shape)
-            shape[dim:dim + 1] = [o, i // o]
-            x = reduce_fn(x.reshape(shape), dim + 1)
-        else:
-            x = ember.stack([reduce_fn(x.narrow(dim, a, b - a), dim) for a, b in _adaptive_ranges(i, o)], dim)
-    return x
+def _list_with_default(out_size, defaults):
+    """PyTorch's ``_list_with_default``: None entries of an output size take the input's size."""
+    if isinstance(out_size, int):
+        return out_size
+    if len(defaults) <= len(out_size):
+        raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
+    return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size):])]
 
 
 def adaptive_avg_pool1d(input, output_size):  # noqa: A002
-    return _adaptive_pool(input, output_size, 1, lambda t, d: t.mean(d))
+    return aten.adaptive_avg_pool1d(input, _tuple(output_size, 1))
 
 
 def adaptive_avg_pool2d(input, output_size):  # noqa: A002
-    return _adaptive_pool(input, output_size, 2, lambda t, d: t.mean(d))
+    return aten.adaptive_avg_pool2d(input, _tuple(_list_with_default(output_size, input.shape), 2))
 
 
 def adaptive_avg_pool3d(input, output_size):  # noqa: A002
-    return _adaptive_pool(input, output_size, 3, lambda t, d: t.mean(d))
-
-
-def _adaptive_max(input, output_size, return_indices, nd):  # noqa: A002
-    out = _tuple(output_size, nd)
-    in_sp = tuple(input.shape[input.dim() - nd:])
-    out = tuple(i if o is None else o for o, i in zip(out, in_sp))
-    lead = tuple(input.shape[:input.dim() - nd])
-    vals, idxs = [], []
-    for cell in _cells(in_sp, out):
-        sl = tuple(slice(a, b) for a, b in cell)
-        win = input[(Ellipsis,) + sl].reshape(lead + (-1,))
-        v, j = win.max(-1)
-        # flat index of the winner within the input's spatial dims
-        sizes = [b - a for a, b in cell]
-        coords, rem = [], j
-        for sz in reversed(sizes):
-            coords.append(rem % sz)
-            rem = rem // sz
-        coords = coords[::-1]
-        flat = 0
-        for c, (a, _), n in zip(coords, cell, in_sp):
-            flat = flat * n + (c + a)
-        vals.append(v)
-        idxs.append(flat)
-    v = ember.stack(vals, -1).reshape(lead + out)
-    i = ember.stack(idxs, -1).reshape(lead + out)
-    return (v, i) if return_indices else v
-
-
-def _cells(in_sp, out):
-    import itertools
-    return itertools.product(*[_adaptive_ranges(i, o) for i, o in zip(in_sp, out)])
+    return aten.adaptive_avg_pool3d(input, _tuple(_list_with_default(output_size, input.shape), 3))
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
-    return _adaptive_max(input, output_size, return_indices, 1)
+    out = aten.adaptive_max_pool1d(input, _tuple(output_size, 1))
+    return out if return_indices else out[0]
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
-    return _adaptive_max(input, output_size, return_indices, 2)
+    out = aten.adaptive_max_pool2d(input, _tuple(_list_with_default(output_size, input.shape), 2))
+    return out if return_indices else out[0]
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
+    out = aten.adaptive_max_pool3d(input, _tuple(_list_with_default(output_size, input.shape), 3))
+    return out if return_indices else out[0]
+
+
+adaptive_max_pool1d_with_indices = adaptive_max_pool1d
+adaptive_max_pool2d_with_indices = adaptive_max_pool2d
+adaptive_max_pool3d_with_indices = adaptive_max_pool3d
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002

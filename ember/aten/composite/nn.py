@@ -256,3 +256,43 @@ def upsample_bicubic2d_vec(input, output_size, align_corners, scale_factors):  #
 def upsample_trilinear3d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
     osize, scales = _upsample_vec_args(input, output_size, scale_factors)
     return aten.upsample_trilinear3d(input, osize, align_corners, *scales)
+
+
+# ------------------------------------------------------------------------------ adaptive pooling
+def adaptive_avg_pool1d(self, output_size):
+    """``adaptive_avg_pool2d`` over a unit height (``AdaptiveAveragePooling.cpp``)."""
+    if not 2 <= self.dim() <= 3:
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {self.dim()}-dimensional tensor for argument #1 "
+                           "'self' (while checking arguments for adaptive_avg_pool1d)")
+    o = _check1d("adaptive_avg_pool1d", "output_size", output_size)
+    return aten.squeeze_dim(aten.adaptive_avg_pool2d(aten.unsqueeze(self, -2), (1, o[0])), -2)
+
+
+def _adaptive_avg(self, output_size, nd):
+    name = f"adaptive_avg_pool{nd}d"
+    output_size = tuple(output_size)
+    if len(output_size) != nd:
+        raise RuntimeError(f"{name}: output_size must be {nd}")
+    if any(o < 0 for o in output_size):
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{', '.join(map(str, output_size))}}}")
+    if all(o == 1 for o in output_size):  # the mean over the spatial dims (PyTorch takes this path too)
+        return aten.mean_dim(self, tuple(range(-nd, 0)), True)
+    return (aten._adaptive_avg_pool2d if nd == 2 else aten._adaptive_avg_pool3d)(self, output_size)
+
+
+def adaptive_avg_pool2d(self, output_size):
+    return _adaptive_avg(self, output_size, 2)
+
+
+def adaptive_avg_pool3d(self, output_size):
+    return _adaptive_avg(self, output_size, 3)
+
+
+def adaptive_max_pool1d(self, output_size):
+    if not 2 <= self.dim() <= 3:
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {self.dim()}-dimensional tensor for argument #1 "
+                           "'self' (while checking arguments for adaptive_max_pool1d)")
+    o = _check1d("adaptive_max_pool1d", "output_size", output_size)
+    v, i = aten.adaptive_max_pool2d(aten.unsqueeze(self, -2), (1, o[0]))
+    return aten.squeeze_dim(v, -2), aten.squeeze_dim(i, -2)

@@ -997,3 +997,177 @@ _def_upsample("upsample_linear1d", "linear", 1, True)
 _def_upsample("upsample_bilinear2d", "linear", 2, True)
 _def_upsample("upsample_bicubic2d", "cubic", 2, True)
 _def_upsample("upsample_trilinear3d", "linear", 3, True)
+
+
+# ------------------------------------------------------------------------------ adaptive pooling
+# ``AdaptiveAveragePooling*.cpp`` / ``AdaptiveMaxPooling*.cpp``: output cell j of a spatial dim of size i pooled to o
+# covers ``[floor(j * i / o), ceil((j + 1) * i / o))``. Averages are separable: one (o, i) averaging matrix per dim.
+# Maxima gather each cell's window (padded to the longest by repeating its last element, which changes neither the
+# maximum nor which element is first) and reduce it; a NaN wins, the last one in scan order, as PyTorch's loop.
+def _adaptive_windows(i, o):
+    j = np.arange(o)
+    return (j * i) // o, -((-(j + 1) * i) // o)
+
+
+def _adaptive_checks(self, output_size, nd, name, avg):
+    output_size = tuple(output_size)
+    if avg and len(output_size) != nd:
+        raise RuntimeError(f"{name}: output_size must be {nd}")
+    if self.ndim not in (nd + 1, nd + 2):
+        colon = ":" if not avg else ""
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got{colon} {shape_str(self.shape)}")
+    dims = range(self.ndim - nd, self.ndim) if avg else range(1, self.ndim)
+    for d in dims:
+        if self.shape[d] <= 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {shape_str(self.shape)} with dimension {d} being empty")
+    if not avg and len(output_size) != nd:
+        raise RuntimeError(f"{name}(): internal error: output_size.size() must be {nd}")
+    dt = self.dtype
+    if not (dt.kind == "f" or dt == BF16_NP):
+        raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(dt)}'")
+    return output_size
+
+
+def _window_table(i, o):
+    """(o, L) input indices of each output cell's window, padded to the longest by repeating its last element, and
+    the (o, L) mask of real (non-padding) entries."""
+    s, e = _adaptive_windows(i, o)
+    length = int((e - s).max()) if o else 1
+    idx = s[:, None] + np.arange(length)[None, :]
+    return np.minimum(idx, (e - 1)[:, None]).astype(np.int64), idx < e[:, None]
+
+
+def _divisor(shape, output_size, in_sp, ct, xp):
+    """The window sizes of the output cells (their product over the spatial dims), broadcast against the output."""
+    nd = len(output_size)
+    div = np.ones((1,) * nd)
+    for k in range(nd):
+        s, e = _adaptive_windows(in_sp[k], output_size[k])
+        div = div * (e - s).reshape(tuple(-1 if a == k else 1 for a in range(nd)))
+    return xp.asarray(div.astype(ct))
+
+
+def _adaptive_avg(xp, self, output_size, nd, name):
+    """Window sums one dim at a time (masked, so a NaN or inf reaches only the cells whose window holds it), then
+    the division by the window size, as PyTorch's ``sum / (kh * kw)``."""
+    output_size = _adaptive_checks(self, output_size, nd, name, True)
+    ct = compute_dtype(self.dtype)
+    x = asdtype(xp, self, ct)
+    in_sp = self.shape[-nd:]
+    for k in range(nd):
+        axis = self.ndim - nd + k
+        idx, mask = _window_table(in_sp[k], output_size[k])
+        g = xp.take(x, xp.asarray(idx.reshape(-1)), axis=axis)
+        g = g.reshape(g.shape[:axis] + idx.shape + g.shape[axis + 1:])
+        m = xp.asarray(mask.reshape(mask.shape + (1,) * (x.ndim - axis - 1)))
+        x = xp.where(m, g, 0).sum(axis=axis + 1)
+    with np.errstate(all="ignore"):
+        x = x / _divisor(x.shape, output_size, in_sp, ct, xp)
+    return xp.ascontiguousarray(x).astype(self.dtype, copy=False)
+
+
+def _adaptive_avg_backward(xp, grad_output, self, nd, name):
+    for d in range(1, grad_output.ndim):
+        if grad_output.shape[d] == 0:
+            raise RuntimeError(f"{name}_backward(): Expected grad_output to have non-zero size for non-batch "
+                               f"dimensions, but grad_output has sizes {shape_str(grad_output.shape)} with dimension "
+                               f"{d} being empty")
+    ct = compute_dtype(self.dtype)
+    in_sp = self.shape[-nd:]
+    out_sp = grad_output.shape[-nd:]
+    with np.errstate(all="ignore"):
+        g = asdtype(xp, grad_output, ct) / _divisor(grad_output.shape, out_sp, in_sp, ct, xp)
+    for k in range(nd):
+        axis = self.ndim - nd + k
+        idx, mask = _window_table(in_sp[k], out_sp[k])
+        gm = xp.moveaxis(g, axis, 0)
+        acc = xp.zeros((in_sp[k],) + gm.shape[1:], ct)
+        for j in range(idx.shape[1]):
+            keep = xp.asarray(mask[:, j].reshape((-1,) + (1,) * (gm.ndim - 1)))
+            acc = acc + _scatter_rows(xp, xp.where(keep, gm, 0), idx[:, j], in_sp[k])
+        g = xp.moveaxis(acc, 0, axis)
+    return xp.ascontiguousarray(g).astype(self.dtype, copy=False)
+
+
+def _adaptive_max(xp, self, output_size, nd, name):
+    output_size = _adaptive_checks(self, output_size, nd, name, False)
+    lead, in_sp = self.shape[:-nd], self.shape[-nd:]
+    tables, lens = [], []
+    x = self
+    for k in range(nd):
+        idx, _ = _window_table(in_sp[k], output_size[k])
+        tables.append(idx)
+        lens.append(idx.shape[1])
+        axis = len(lead) + 2 * k
+        x = xp.take(x, xp.asarray(idx.reshape(-1)), axis=axis)
+        x = x.reshape(x.shape[:axis] + idx.shape + x.shape[axis + 1:])
+    # lead + (o1, L1, o2, L2, ...) -> lead + (o1, o2, ...) + (L1 * L2 * ...)
+    n = len(lead)
+    x = xp.transpose(x, tuple(range(n)) + tuple(n + 2 * k for k in range(nd)) + tuple(n + 2 * k + 1 for k in range(nd)))
+    x = x.reshape(lead + tuple(output_size) + (-1,))
+    arg = xp.argmax(x, axis=-1)
+    if x.dtype.kind == "f" or x.dtype == BF16_NP:
+        nan = xp.isnan(x)
+        if bool(nan.any()):
+            last = x.shape[-1] - 1 - xp.argmax(nan[..., ::-1], axis=-1)
+            arg = xp.where(nan.any(axis=-1), last, arg)
+    vals = xp.take_along_axis(x, arg[..., None], axis=-1)[..., 0]
+    # window position -> the input's flat spatial index
+    flat = 0
+    rem = arg
+    coords = []
+    for k in reversed(range(nd)):
+        coords.append(rem % lens[k])
+        rem = rem // lens[k]
+    coords = coords[::-1]
+    for k in range(nd):
+        shape = [1] * nd
+        shape[k] = output_size[k]
+        rows = xp.asarray(tables[k]).reshape(tuple(shape) + (lens[k],))
+        pos = xp.take_along_axis(xp.broadcast_to(rows, lead + rows.shape[:-1] + (lens[k],)),
+                                 xp.broadcast_to(coords[k], lead + tuple(output_size))[..., None], axis=-1)[..., 0]
+        flat = flat * in_sp[k] + pos
+    return xp.ascontiguousarray(vals), xp.ascontiguousarray(xp.broadcast_to(flat, vals.shape)).astype(np.int64)
+
+
+def _adaptive_meta(nd, avg, name):
+    def meta(xp, self, output_size):
+        out = _adaptive_checks(self, output_size, nd, name, avg)
+        v = np.broadcast_to(np.empty((), self.dtype), self.shape[:-nd] + tuple(out))
+        return v if avg else (v, np.broadcast_to(np.empty((), np.int64), v.shape))
+    return meta
+
+
+@meta_kernel(_adaptive_meta(2, True, "adaptive_avg_pool2d"))
+def _adaptive_avg_pool2d(xp, self, output_size):
+    return _adaptive_avg(xp, self, output_size, 2, "adaptive_avg_pool2d")
+
+
+@meta_kernel(_adaptive_meta(3, True, "adaptive_avg_pool3d"))
+def _adaptive_avg_pool3d(xp, self, output_size):
+    return _adaptive_avg(xp, self, output_size, 3, "adaptive_avg_pool3d")
+
+
+@meta_kernel(lambda xp, grad_output, self: np.broadcast_to(np.empty((), self.dtype), self.shape))
+def _adaptive_avg_pool2d_backward(xp, grad_output, self):
+    return _adaptive_avg_backward(xp, grad_output, self, 2, "adaptive_avg_pool2d")
+
+
+@meta_kernel(lambda xp, grad_output, self: np.broadcast_to(np.empty((), self.dtype), self.shape))
+def _adaptive_avg_pool3d_backward(xp, grad_output, self):
+    return _adaptive_avg_backward(xp, grad_output, self, 3, "adaptive_avg_pool3d")
+
+
+@meta_kernel(_adaptive_meta(2, False, "adaptive_max_pool2d"))
+def adaptive_max_pool2d(xp, self, output_size):
+    return _adaptive_max(xp, self, output_size, 2, "adaptive_max_pool2d")
+
+
+@meta_kernel(_adaptive_meta(3, False, "adaptive_max_pool3d"))
+def adaptive_max_pool3d(xp, self, output_size):
+    return _adaptive_max(xp, self, output_size, 3, "adaptive_max_pool3d")
+
+
+__all__ += ["_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "_adaptive_avg_pool2d_backward",
+            "_adaptive_avg_pool3d_backward", "adaptive_max_pool2d", "adaptive_max_pool3d"]

@@ -5,9 +5,9 @@ from ember.nn.modules.linear import Bilinear, Identity, Linear, NonDynamicallyQu
 from ember.nn.modules.conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,  # noqa: F401
                                    ConvTranspose3d)
 from ember.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,  # noqa: F401
-                                      AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, AvgPool3d,
-                                      LPPool1d, LPPool2d, MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d,
-                                      MaxUnpool2d, MaxUnpool3d)
+                                      AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d,
+                                      AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, MaxPool1d, MaxPool2d, MaxPool3d,
+                                      MaxUnpool1d, MaxUnpool2d, MaxUnpool3d)
 from ember.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 from ember.nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from ember.nn.modules.normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: F401

@@ -121,7 +121,7 @@ class _AdaptiveMaxPoolNd(Module):
         return f"output_size={self.output_size}"
 
     def forward(self, input):  # noqa: A002
-        fn = F.adaptive_max_pool1d if self._nd == 1 else F.adaptive_max_pool2d
+        fn = (F.adaptive_max_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool3d)[self._nd - 1]
         return fn(input, self.output_size, self.return_indices)
 
 
@@ -131,6 +131,10 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     _nd = 2
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    _nd = 3
 
 
 class _LPPoolNd(Module):
