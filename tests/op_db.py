@@ -732,6 +732,37 @@ def _adaptive_entry(name, nd, indices):
 for _nd in (1, 2, 3):
     _adaptive_entry(f"adaptive_avg_pool{_nd}d", _nd, False)
     _adaptive_entry(f"adaptive_max_pool{_nd}d", _nd, True)
+def _unfold_call(lib, x, **k):
+    return lib.nn.functional.unfold(x, **k)
+
+
+def _fold_call(lib, x, output_size, **k):
+    return lib.nn.functional.fold(x, output_size, **k)
+
+
+add(OpInfo("im2col", lambda d, r: [
+    Sample((arr(r, (2, 3, 4, 5), d),), dict(kernel_size=2)),
+    Sample((arr(r, (3, 4, 5), d),), dict(kernel_size=(2, 3), dilation=(2, 1), padding=1, stride=(1, 2))),
+    Sample((arr(r, (1, 2, 3, 3), d),), dict(kernel_size=3, padding=1, stride=2))],
+    method=False, ember_fn=_unfold_call, torch_fn=_unfold_call,
+    errors=lambda: [_err((np.ones((1, 2, 5, 5)),), dict(kernel_size=7), RuntimeError, "but its components must be at "
+                         "least one"),
+                    _err((np.ones((1, 2, 5, 5)),), dict(kernel_size=2, stride=0), RuntimeError,
+                         "stride should be greater than zero, but got stride_height: 0 stride_width: 0"),
+                    _err((np.ones((1, 0, 5, 5)),), dict(kernel_size=2), RuntimeError, "Expected 3D or 4D"),
+                    _err((np.ones((1, 2, 5, 5), "int64"),), dict(kernel_size=2), NotImplementedError,
+                         "\"im2col_out_cpu\" not implemented for 'Long'")]))
+add(OpInfo("col2im", lambda d, r: [
+    Sample((arr(r, (2, 12, 12), d), (4, 5)), dict(kernel_size=2)),
+    Sample((arr(r, (18, 15), d), (4, 5)), dict(kernel_size=(2, 3), dilation=(2, 1), padding=1, stride=(1, 2))),
+    Sample((arr(r, (1, 18, 4), d), (3, 3)), dict(kernel_size=3, padding=1, stride=2)),
+    Sample((arr(r, (1, 8, 4), d), (3, 3)), dict(kernel_size=2))],
+    method=False, ember_fn=_fold_call, torch_fn=_fold_call,
+    errors=lambda: [_err((np.ones((1, 7, 16)), (5, 5)), dict(kernel_size=2), RuntimeError, "divisible by the product "
+                         "of kernel_size"),
+                    _err((np.ones((1, 8, 15)), (5, 5)), dict(kernel_size=2), RuntimeError,
+                         "to match the calculated number of sliding blocks 4 \\* 4 = 16, but got input.size\\(2\\)=15"),
+                    _err((np.ones((1, 1, 8, 16)), (5, 5)), dict(kernel_size=2), RuntimeError, "Expected 2D or 3D")]))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),

@@ -3905,3 +3905,13 @@ _op_adaptive_max_pool3d = _D.define('adaptive_max_pool3d(Tensor self, int[3] out
 
 def adaptive_max_pool3d(self, output_size):
     return _op_adaptive_max_pool3d.call(self._ks, self, output_size)
+
+_op_im2col = _D.define('im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor')
+
+def im2col(self, kernel_size, dilation, padding, stride):
+    return _op_im2col.call(self._ks, self, kernel_size, dilation, padding, stride)
+
+_op_col2im = _D.define('col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor')
+
+def col2im(self, output_size, kernel_size, dilation, padding, stride):
+    return _op_col2im.call(self._ks, self, output_size, kernel_size, dilation, padding, stride)

@@ -8497,6 +8497,70 @@ def _ag_adaptive_max_pool3d_default(ks, self, output_size):
     return result
 
 
+class Im2ColBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        kernel_size = _n.kernel_size
+        dilation = _n.dilation
+        padding = _n.padding
+        stride = _n.stride
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.col2im(grad, self_sizes[-2:], kernel_size, dilation, padding, stride)
+        return grad_inputs
+
+
+def _ag_im2col_default(ks, self, kernel_size, dilation, padding, stride):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_im2col.redispatch(ks & _BELOW, self, kernel_size, dilation, padding, stride)
+    _n = Im2ColBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.kernel_size = kernel_size
+    _n.dilation = dilation
+    _n.padding = padding
+    _n.stride = stride
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_im2col.redispatch(ks & _BELOW, self, kernel_size, dilation, padding, stride)
+    _set_history(_n, (result,))
+    return result
+
+
+class Col2ImBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        kernel_size = _n.kernel_size
+        dilation = _n.dilation
+        padding = _n.padding
+        stride = _n.stride
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.im2col(grad, kernel_size, dilation, padding, stride)
+        return grad_inputs
+
+
+def _ag_col2im_default(ks, self, output_size, kernel_size, dilation, padding, stride):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_col2im.redispatch(ks & _BELOW, self, output_size, kernel_size, dilation, padding, stride)
+    _n = Col2ImBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.kernel_size = kernel_size
+    _n.dilation = dilation
+    _n.padding = padding
+    _n.stride = stride
+    result = aten._op_col2im.redispatch(ks & _BELOW, self, output_size, kernel_size, dilation, padding, stride)
+    _set_history(_n, (result,))
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -10210,6 +10274,8 @@ for _h, _k in (
     (aten._op__adaptive_avg_pool3d_backward, _ag__adaptive_avg_pool3d_backward_default),
     (aten._op_adaptive_max_pool2d, _ag_adaptive_max_pool2d_default),
     (aten._op_adaptive_max_pool3d, _ag_adaptive_max_pool3d_default),
+    (aten._op_im2col, _ag_im2col_default),
+    (aten._op_col2im, _ag_col2im_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),

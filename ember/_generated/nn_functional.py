@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'cross_entropy_loss', 'gelu', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
+__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'col2im', 'cross_entropy_loss', 'gelu', 'im2col', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -1045,3 +1045,57 @@ def adaptive_max_pool3d(*args, **kwargs):
 adaptive_max_pool3d.__doc__ = 'adaptive_max_pool3d(input: Tensor, output_size: List[int]) -> (Tensor, Tensor)'
 def _signature_adaptive_max_pool3d(input, output_size): ...
 adaptive_max_pool3d.__wrapped__ = _signature_adaptive_max_pool3d
+
+
+_sig_im2col = _Signatures('im2col', [
+    (('input', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('dilation', 'int[2]', False, False, None), ('padding', 'int[2]', False, False, None), ('stride', 'int[2]', False, False, None),),
+], method=False)
+
+def _bind_im2col_0(input, kernel_size, dilation, padding, stride):
+    return (input, kernel_size, dilation, padding, stride)
+
+def im2col(*args, **kwargs):
+    try:
+        _b = _bind_im2col_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, kernel_size, dilation, padding, stride = _b
+        if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and (padding_ := _ints(padding, True)) is not None and (stride_ := _ints(stride, True)) is not None:
+            return _A._op_im2col.call(input._ks, input, kernel_size_, dilation_, padding_, stride_)
+    _i, _a = _sig_im2col.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_im2col.call(_a['input']._ks, _a['input'], _a['kernel_size'], _a['dilation'], _a['padding'], _a['stride'])
+    raise AssertionError('unreachable')
+
+
+im2col.__doc__ = 'im2col(input: Tensor, kernel_size: List[int], dilation: List[int], padding: List[int], stride: List[int]) -> Tensor'
+def _signature_im2col(input, kernel_size, dilation, padding, stride): ...
+im2col.__wrapped__ = _signature_im2col
+
+
+_sig_col2im = _Signatures('col2im', [
+    (('input', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('dilation', 'int[2]', False, False, None), ('padding', 'int[2]', False, False, None), ('stride', 'int[2]', False, False, None),),
+], method=False)
+
+def _bind_col2im_0(input, output_size, kernel_size, dilation, padding, stride):
+    return (input, output_size, kernel_size, dilation, padding, stride)
+
+def col2im(*args, **kwargs):
+    try:
+        _b = _bind_col2im_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size, kernel_size, dilation, padding, stride = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (kernel_size_ := _ints(kernel_size, True)) is not None and (dilation_ := _ints(dilation, True)) is not None and (padding_ := _ints(padding, True)) is not None and (stride_ := _ints(stride, True)) is not None:
+            return _A._op_col2im.call(input._ks, input, output_size_, kernel_size_, dilation_, padding_, stride_)
+    _i, _a = _sig_col2im.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_col2im.call(_a['input']._ks, _a['input'], _a['output_size'], _a['kernel_size'], _a['dilation'], _a['padding'], _a['stride'])
+    raise AssertionError('unreachable')
+
+
+col2im.__doc__ = 'col2im(input: Tensor, output_size: List[int], kernel_size: List[int], dilation: List[int], padding: List[int], stride: List[int]) -> Tensor'
+def _signature_col2im(input, output_size, kernel_size, dilation, padding, stride): ...
+col2im.__wrapped__ = _signature_col2im

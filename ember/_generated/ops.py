@@ -1794,3 +1794,9 @@ adaptive_max_pool2d = _P('adaptive_max_pool2d', [
 adaptive_max_pool3d = _P('adaptive_max_pool3d', [
     _O(_A._op_adaptive_max_pool3d, (('self', 'T', False, False, None), ('output_size', 'int[3]', False, False, None),), ['self', 'output_size']),
 ])
+im2col = _P('im2col', [
+    _O(_A._op_im2col, (('self', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('dilation', 'int[2]', False, False, None), ('padding', 'int[2]', False, False, None), ('stride', 'int[2]', False, False, None),), ['self', 'kernel_size', 'dilation', 'padding', 'stride']),
+])
+col2im = _P('col2im', [
+    _O(_A._op_col2im, (('self', 'T', False, False, None), ('output_size', 'int[2]', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('dilation', 'int[2]', False, False, None), ('padding', 'int[2]', False, False, None), ('stride', 'int[2]', False, False, None),), ['self', 'output_size', 'kernel_size', 'dilation', 'padding', 'stride']),
+])

@@ -5052,6 +5052,22 @@ def _adaptive_max_pool3d_default(ks, self, output_size):
         _value_error(_e, K.adaptive_max_pool3d, self)
 
 
+def _im2col_default(ks, self, kernel_size, dilation, padding, stride):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.im2col(be.xp, self._data, kernel_size, dilation, padding, stride), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.im2col, self)
+
+
+def _col2im_default(ks, self, output_size, kernel_size, dilation, padding, stride):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.col2im(be.xp, self._data, output_size, kernel_size, dilation, padding, stride), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.col2im, self)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -5688,6 +5704,8 @@ _BACKEND_KERNELS = (
     (_A._op__adaptive_avg_pool3d_backward, __adaptive_avg_pool3d_backward_default, ('CPU', 'CUDA', 'Meta'), K._adaptive_avg_pool3d_backward, (), 'new', None),
     (_A._op_adaptive_max_pool2d, _adaptive_max_pool2d_default, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool2d, (), 'new', None),
     (_A._op_adaptive_max_pool3d, _adaptive_max_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool3d, (), 'new', None),
+    (_A._op_im2col, _im2col_default, ('CPU', 'CUDA', 'Meta'), K.im2col, (), 'new', None),
+    (_A._op_col2im, _col2im_default, ('CPU', 'CUDA', 'Meta'), K.col2im, (), 'new', None),
 )
 
 # operator, key, composite function

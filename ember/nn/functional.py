@@ -1144,58 +1144,15 @@ def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
 
 
 # ------------------------------------------------------------------------------ unfold / fold
-def _patch_index(spatial, kernel, dilation, padding, stride):
-    """(index into the padded, flattened spatial plane of shape (prod(kernel), L), padded sizes, block counts)."""
-    padded = [s + 2 * p for s, p in zip(spatial, padding)]
-    blocks = [(p - d * (k - 1) - 1) // st + 1 for p, d, k, st in zip(padded, dilation, kernel, stride)]
-    ki = np.stack(np.meshgrid(*[np.arange(k) * d for k, d in zip(kernel, dilation)], indexing="ij"), -1).reshape(-1, 2)
-    bi = np.stack(np.meshgrid(*[np.arange(b) * st for b, st in zip(blocks, stride)], indexing="ij"), -1).reshape(-1, 2)
-    pos = ki[:, None, :] + bi[None, :, :]
-    return pos[..., 0] * padded[1] + pos[..., 1], padded, blocks
-
-
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
-    """Sliding local blocks: ``(N, C, H, W) -> (N, C * kh * kw, L)``."""
-    if input.dim() not in (3, 4):
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
-    batched = input.dim() == 4
-    x = input if batched else input.unsqueeze(0)
-    k, d, p, s = (_tuple(v, 2) for v in (kernel_size, dilation, padding, stride))
-    idx, padded, blocks = _patch_index(tuple(x.shape[2:]), k, d, p, s)
-    if min(blocks) < 1:
-        raise RuntimeError(f"Given input with spatial size ({x.shape[2]}, {x.shape[3]}), kernel_size=({k[0]}, {k[1]}), "
-                           f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of "
-                           f"sliding blocks as ({blocks[0]}, {blocks[1]}), but its components must be at least one.")
-    n, c = x.shape[0], x.shape[1]
-    xp = aten.constant_pad_nd(x, [p[1], p[1], p[0], p[0]], 0) if any(p) else x
-    cols = xp.reshape(n, c, -1).index_select(2, ember.tensor(idx.reshape(-1), device=x.device))
-    out = cols.reshape(n, c * idx.shape[0], idx.shape[1])
-    return out if batched else out.squeeze(0)
+    """Sliding local blocks: ``(N, C, H, W) -> (N, C * kh * kw, L)`` (``im2col``)."""
+    return aten.im2col(input, _tuple(kernel_size, 2), _tuple(dilation, 2), _tuple(padding, 2), _tuple(stride, 2))
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
-    """Sums sliding local blocks back into an image: ``(N, C * kh * kw, L) -> (N, C, H, W)``."""
-    if input.dim() not in (2, 3):
-        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
-                                  f"(got {input.dim()}D)")
-    batched = input.dim() == 3
-    x = input if batched else input.unsqueeze(0)
-    o, k, d, p, s = (_tuple(v, 2) for v in (output_size, kernel_size, dilation, padding, stride))
-    kk = k[0] * k[1]
-    if x.shape[1] % kk:
-        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
-                           f"got input.size(1)={x.shape[1]} and kernel_size=({k[0]}, {k[1]}).")
-    idx, padded, blocks = _patch_index(o, k, d, p, s)
-    if x.shape[2] != idx.shape[1]:
-        raise RuntimeError(f"Given output_size=({o[0]}, {o[1]}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, "
-                           f"{d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), expected size of input's "
-                           f"dimension 2 to match the calculated number of sliding blocks {blocks[0]} * {blocks[1]} = "
-                           f"{idx.shape[1]}, but got input.size(2)={x.shape[2]}.")
-    n, c = x.shape[0], x.shape[1] // kk
-    flat = ember.zeros((n, c, padded[0] * padded[1]), dtype=x.dtype, device=x.device)
-    flat = flat.index_add(2, ember.tensor(idx.reshape(-1), device=x.device), x.reshape(n, c, -1))
-    out = flat.reshape(n, c, padded[0], padded[1])[:, :, p[0]:p[0] + o[0], p[1]:p[1] + o[1]]
-    return out if batched else out.squeeze(0)
+    """Sums sliding local blocks back into an image: ``(N, C * kh * kw, L) -> (N, C, H, W)`` (``col2im``)."""
+    return aten.col2im(input, _tuple(output_size, 2), _tuple(kernel_size, 2), _tuple(dilation, 2), _tuple(padding, 2),
+                       _tuple(stride, 2))
 
 
 # ------------------------------------------------------------------------------ max unpooling

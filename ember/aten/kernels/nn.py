@@ -1171,3 +1171,117 @@ def adaptive_max_pool3d(xp, self, output_size):
 
 __all__ += ["_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "_adaptive_avg_pool2d_backward",
             "_adaptive_avg_pool3d_backward", "adaptive_max_pool2d", "adaptive_max_pool3d"]
+
+
+# ------------------------------------------------------------------------------ im2col / col2im
+# ``Im2Col.cpp`` / ``Col2Im.cpp`` (F.unfold / F.fold): the sliding blocks of a (N, C, H, W) image as the columns of a
+# (N, C * kh * kw, L) matrix, and back, summing where blocks overlap.
+def _im2col_params(kernel_size, dilation, padding, stride, col2im):
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (tuple(v) for v in (kernel_size, dilation, padding, stride))
+    if kh <= 0 or kw <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kh} kernel_width: {kw}")
+    checks = [("dilation", dh, dw, "dilation_height", "dilation_width"),
+              ("stride", sh, sw, "stride_height", "stride_width")]
+    for what, a, b, na, nb in (checks[::-1] if col2im else checks):
+        if a <= 0 or b <= 0:
+            raise RuntimeError(f"{what} should be greater than zero, but got {na}: {a} {nb}: {b}")
+        if not col2im and what == "dilation" and (ph < 0 or pw < 0):
+            raise RuntimeError(f"padding should be non-negative, but got pad_height: {ph} pad_width: {pw}")
+    if col2im and (ph < 0 or pw < 0):
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {ph} pad_width: {pw}")
+    return (kh, kw), (dh, dw), (ph, pw), (sh, sw)
+
+
+def _blocks(size, k, d, p, s):
+    return tuple((n + 2 * pp - (dd * (kk - 1) + 1)) // ss + 1 for n, kk, dd, pp, ss in zip(size, k, d, p, s))
+
+
+def _im2col_checks(self, kernel_size, dilation, padding, stride):
+    k, d, p, s = _im2col_params(kernel_size, dilation, padding, stride, False)
+    if self.ndim < 3:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(self.ndim, 1)}, "
+                         f"{max(self.ndim, 1) - 1}], but got 2)")
+    sh = self.shape
+    if not ((self.ndim == 3 and sh[0] and sh[1] and sh[2]) or (self.ndim == 4 and sh[1] and sh[2] and sh[3])):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {shape_str(sh)}")
+    size = sh[-2:]
+    blocks = _blocks(size, k, d, p, s)
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given input with spatial size ({size[0]}, {size[0]}), kernel_size=({k[0]}, {k[1]}), "
+                           f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of "
+                           f"sliding blocks as ({blocks[0]}, {blocks[1]}), but its components must be at least one.")
+    if not (self.dtype.kind == "f" or self.dtype == BF16_NP or self.dtype.kind == "c"):
+        raise NotImplementedError(f"\"im2col_out_cpu\" not implemented for '{type_name(self.dtype)}'")
+    return k, d, p, s, blocks
+
+
+def _im2col_meta(xp, self, kernel_size, dilation, padding, stride):
+    k, d, p, s, blocks = _im2col_checks(self, kernel_size, dilation, padding, stride)
+    lead = self.shape[:-3]
+    return np.broadcast_to(np.empty((), self.dtype), lead + (self.shape[-3] * k[0] * k[1], blocks[0] * blocks[1]))
+
+
+@meta_kernel(_im2col_meta)
+def im2col(xp, self, kernel_size, dilation, padding, stride):
+    k, d, p, s, blocks = _im2col_checks(self, kernel_size, dilation, padding, stride)
+    x = self if self.ndim == 4 else self[None]
+    n, c = x.shape[:2]
+    if any(p):
+        x = xp.pad(x, [(0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])])
+    win = _windows(xp, x, k, s, d)[:, :, :blocks[0], :blocks[1]]        # (N, C, oh, ow, kh, kw)
+    cols = xp.ascontiguousarray(xp.transpose(win, (0, 1, 4, 5, 2, 3))).reshape(n, c * k[0] * k[1], -1)
+    return cols if self.ndim == 4 else cols[0]
+
+
+def _col2im_checks(self, output_size, kernel_size, dilation, padding, stride):
+    k, d, p, s = _im2col_params(kernel_size, dilation, padding, stride, True)
+    o = tuple(output_size)
+    sh = self.shape
+    if not ((self.ndim == 2 and sh[0] and sh[1]) or (self.ndim == 3 and sh[1] and sh[2])):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {shape_str(sh)}")
+    planes, length = sh[-2], sh[-1]
+    if planes % (k[0] * k[1]):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={planes} and kernel_size=({k[0]}, {k[1]}).")
+    blocks = _blocks(o, k, d, p, s)
+    desc = (f"Given output_size=({o[0]}, {o[1]}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, {d[1]}), "
+            f"padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), ")
+    if length != blocks[0] * blocks[1]:
+        raise RuntimeError(f"{desc}expected size of input's dimension 2 to match the calculated number of sliding "
+                           f"blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)="
+                           f"{length}.")
+    if min(blocks) < 1:
+        raise RuntimeError(f"{desc}calculated shape of the array of sliding blocks as ({blocks[0]}, {blocks[1]}), "
+                           f"which is too small (non-positive)")
+    if min(o) < 1:
+        raise RuntimeError(f"Expected output spatial size to be positive, but got: output_size=({o[0]}, {o[1]}).")
+    if not (self.dtype.kind == "f" or self.dtype == BF16_NP or self.dtype.kind == "c"):
+        raise NotImplementedError(f"\"col2im_out_cpu\" not implemented for '{type_name(self.dtype)}'")
+    return o, k, d, p, s, blocks
+
+
+def _col2im_meta(xp, self, output_size, kernel_size, dilation, padding, stride):
+    o, k, *_ = _col2im_checks(self, output_size, kernel_size, dilation, padding, stride)
+    return np.broadcast_to(np.empty((), self.dtype), self.shape[:-2] + (self.shape[-2] // (k[0] * k[1]),) + o)
+
+
+@meta_kernel(_col2im_meta)
+def col2im(xp, self, output_size, kernel_size, dilation, padding, stride):
+    o, k, d, p, s, blocks = _col2im_checks(self, output_size, kernel_size, dilation, padding, stride)
+    x = self if self.ndim == 3 else self[None]
+    n = x.shape[0]
+    c = x.shape[1] // (k[0] * k[1])
+    cols = x.reshape(n, c, k[0], k[1], blocks[0], blocks[1])
+    ct = compute_dtype(self.dtype)
+    out = xp.zeros((n, c, o[0] + 2 * p[0], o[1] + 2 * p[1]), ct)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            out[:, :, i * d[0]:i * d[0] + s[0] * (blocks[0] - 1) + 1:s[0],
+                j * d[1]:j * d[1] + s[1] * (blocks[1] - 1) + 1:s[1]] += cols[:, :, i, j]
+    out = xp.ascontiguousarray(out[:, :, p[0]:p[0] + o[0], p[1]:p[1] + o[1]]).astype(self.dtype, copy=False)
+    return out if self.ndim == 3 else out[0]
+
+
+__all__ += ["im2col", "col2im"]
