@@ -763,6 +763,35 @@ add(OpInfo("col2im", lambda d, r: [
                     _err((np.ones((1, 8, 15)), (5, 5)), dict(kernel_size=2), RuntimeError,
                          "to match the calculated number of sliding blocks 4 \\* 4 = 16, but got input.size\\(2\\)=15"),
                     _err((np.ones((1, 1, 8, 16)), (5, 5)), dict(kernel_size=2), RuntimeError, "Expected 2D or 3D")]))
+def _embedding_bag_call(lib, inp, w, offsets=None, psw=None, **k):
+    return lib.nn.functional.embedding_bag(inp, w, offsets, per_sample_weights=psw, **k)
+
+
+add(OpInfo("embedding_bag", lambda d, r: [
+    Sample((np.array([1, 2, 4, 5, 4, 3, 2, 0]), arr(r, (6, 3), d), np.array([0, 0, 3, 5])), dict(mode=m))
+    for m in ("sum", "mean", "max")] + [
+    Sample((np.array([[1, 2], [4, 5], [4, 3]]), arr(r, (6, 3), d)), dict(mode="mean", padding_idx=-2)),
+    # (include_last_offset with entries after the last offset: PyTorch's float32 and float64 kernels disagree)
+    Sample((np.array([1, 2, 4, 5, 4, 3, 2, 0]), arr(r, (6, 3), d), np.array([0, 2, 3, 5, 8])),
+           dict(mode="mean", include_last_offset=True, scale_grad_by_freq=True)),
+    Sample((np.array([1, 2, 4, 5, 4, 3, 2, 0]), arr(r, (6, 3), d), np.array([0, 2, 3, 5]), arr(r, (8,), d)),
+           dict(mode="sum", padding_idx=4)),
+    Sample((np.array([1, 2, 4, 5]), arr(r, (6, 3), d), np.array([0, 1]).astype("int32").astype("int64")),
+           dict(mode="max", padding_idx=2))],
+    method=False, ember_fn=_embedding_bag_call, torch_fn=_embedding_bag_call,
+    covers=("embedding_bag", "_embedding_bag", "_embedding_bag_backward", "_embedding_bag_per_sample_weights_backward"),
+    errors=lambda: [_err((np.array([1, 2]), np.ones((6, 3)), np.array([1])), {}, RuntimeError,
+                         "offsets\\[0\\] has to be 0"),
+                    _err((np.array([1, 2]), np.ones((6, 3)), np.array([0, 3])), {}, RuntimeError,
+                         "offsets\\[-1\\] can not be greater than input's length 2 but got offsets\\[-1\\] of 3"),
+                    _err((np.array([1, 20]), np.ones((6, 3)), np.array([0])), {}, RuntimeError,
+                         "Index 1 of input takes value 20 which is not in the valid range \\[0, 6\\)"),
+                    _err((np.array([1, 2]), np.ones((6, 3)), np.array([0])), dict(padding_idx=7), RuntimeError,
+                         "padding_idx must be within the number of embeddings, -6 through 5, but got 7"),
+                    _err((np.array([1, 2]), np.ones((6, 3)), np.array([0])), dict(mode="bad"), ValueError,
+                         "mode has to be one of sum, mean or max"),
+                    _err((np.array([1, 2]), np.ones((6, 3)), np.array([0]), np.ones(2)), dict(mode="mean"),
+                         NotImplementedError, "per_sample_weights is only supported for mode='sum'")]))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),

@@ -8561,6 +8561,58 @@ def _ag_col2im_default(ks, self, output_size, kernel_size, dilation, padding, st
     return result
 
 
+class EmbeddingBagBackward0(_Node):
+    _saved_names = ('weight_', 'indices_', 'offsets_', 'per_sample_weights_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        scale_grad_by_freq = _n.scale_grad_by_freq
+        mode = _n.mode
+        sparse = _n.sparse
+        padding_idx = _n.padding_idx
+        weight_sizes = _n.weight_sizes
+        weight_ix, per_sample_weights_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[weight_ix] is not None:
+            indices = _n._saved('indices_')
+            offsets = _n._saved('offsets_')
+            per_sample_weights = _n._saved('per_sample_weights_')
+            result = _n._saved('result_')
+            grad_inputs[weight_ix] = aten._embedding_bag_backward(grad, indices, offsets, result[1], result[2], result[3], weight_sizes[0], scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx)
+        if _n._next[per_sample_weights_ix] is not None:
+            indices = _n._saved('indices_')
+            offsets = _n._saved('offsets_')
+            result = _n._saved('result_')
+            weight = _n._saved('weight_')
+            grad_inputs[per_sample_weights_ix] = aten._embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, result[1], mode, padding_idx)
+        return grad_inputs
+
+
+def _ag__embedding_bag_default(ks, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
+    if not (_gm.enabled and (weight._rg or (per_sample_weights is not None and per_sample_weights._rg))):
+        return aten._op__embedding_bag.redispatch(ks & _BELOW, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
+    _n = EmbeddingBagBackward0()
+    _n._next = _edges(weight, per_sample_weights)
+    _n._input_meta = _meta(weight, per_sample_weights)
+    _n.scale_grad_by_freq = scale_grad_by_freq
+    _n.mode = mode
+    _n.sparse = sparse
+    _n.padding_idx = padding_idx
+    _n.weight_sizes = tuple(weight.shape)
+    if _n._next[1] is not None:
+        _n.weight_ = _SV(weight)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.indices_ = _SV(indices)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.offsets_ = _SV(offsets)
+    if _n._next[0] is not None:
+        _n.per_sample_weights_ = _SV(per_sample_weights if per_sample_weights is not None else None)
+    result = aten._op__embedding_bag.redispatch(ks & _BELOW, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
+    _set_history(_n, tuple(result), [True, False, False, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -10276,6 +10328,7 @@ for _h, _k in (
     (aten._op_adaptive_max_pool3d, _ag_adaptive_max_pool3d_default),
     (aten._op_im2col, _ag_im2col_default),
     (aten._op_col2im, _ag_col2im_default),
+    (aten._op__embedding_bag, _ag__embedding_bag_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),

@@ -5068,6 +5068,15 @@ def _col2im_default(ks, self, output_size, kernel_size, dilation, padding, strid
         _value_error(_e, K.col2im, self)
 
 
+def __embedding_bag_default(ks, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K._embedding_bag(be.xp, weight._data, indices._data, offsets._data, scale_grad_by_freq, mode, sparse, (None if per_sample_weights is None else per_sample_weights._data), include_last_offset, padding_idx)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device), _new(_rs[3], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K._embedding_bag, weight, indices, offsets, per_sample_weights)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -5706,6 +5715,7 @@ _BACKEND_KERNELS = (
     (_A._op_adaptive_max_pool3d, _adaptive_max_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.adaptive_max_pool3d, (), 'new', None),
     (_A._op_im2col, _im2col_default, ('CPU', 'CUDA', 'Meta'), K.im2col, (), 'new', None),
     (_A._op_col2im, _col2im_default, ('CPU', 'CUDA', 'Meta'), K.col2im, (), 'new', None),
+    (_A._op__embedding_bag, __embedding_bag_default, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
 )
 
 # operator, key, composite function
@@ -5855,6 +5865,10 @@ _COMPOSITE_KERNELS = (
     (_A._op_adaptive_avg_pool2d, 'CompositeImplicitAutograd', C.adaptive_avg_pool2d),
     (_A._op_adaptive_avg_pool3d, 'CompositeImplicitAutograd', C.adaptive_avg_pool3d),
     (_A._op_adaptive_max_pool1d, 'CompositeImplicitAutograd', C.adaptive_max_pool1d),
+    (_A._op_embedding_bag, 'CompositeImplicitAutograd', C.embedding_bag),
+    (_A._op_embedding_bag_padding_idx, 'CompositeImplicitAutograd', C.embedding_bag_padding_idx),
+    (_A._op__embedding_bag_backward, 'CompositeImplicitAutograd', C.embedding_bag_backward),
+    (_A._op__embedding_bag_per_sample_weights_backward, 'CompositeImplicitAutograd', C.embedding_bag_per_sample_weights_backward),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

@@ -1218,62 +1218,36 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
                              f"fixed length sequences. However, found offsets of type {type(offsets)}")
-        B, L = input.shape
-        starts = list(range(0, B * L, L))
-        flat = input.reshape(-1)
-        psw = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+        offsets = ember.arange(0, input.numel(), input.size(1), dtype=input.dtype, device=input.device)
         include_last_offset = False
+        input = input.reshape(-1)  # noqa: A001
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
     elif input.dim() == 1:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.dim() != 1:
             raise ValueError("offsets has to be a 1D Tensor")
-        flat, psw = input, per_sample_weights
-        starts = [int(v) for v in offsets.tolist()]
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
-    if mode not in ("sum", "mean", "max"):
+    if mode not in _BAG_MODES:
         raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        embedding(input, weight, max_norm=max_norm, norm_type=norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   "GitHub.")
-    n = flat.numel()
-    if include_last_offset:
-        ends = starts[1:]
-        starts = starts[:-1]
-    else:
-        ends = starts[1:] + [n]
-    if starts and starts[0] != 0:
-        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
-                           f"position 0. However, got {starts[0]}")
-    if max_norm is not None:
-        embedding(flat, weight, max_norm=max_norm, norm_type=norm_type)
-    nb = len(starts)
-    bag_of = np.zeros(n, dtype=np.int64)
-    for b, (s0, s1) in enumerate(zip(starts, ends)):
-        bag_of[s0:min(s1, n)] = b
-    keep = np.ones(n, dtype=bool)
-    if padding_idx is not None:
-        if padding_idx < 0:
-            padding_idx += weight.size(0)
-        keep = flat.cpu().numpy() != padding_idx
-    rows = np.nonzero(keep)[0]
-    dev = weight.device
-    emb = embedding(flat[ember.tensor(rows, device=flat.device)], weight, scale_grad_by_freq=scale_grad_by_freq)
-    if psw is not None:
-        emb = emb * psw[ember.tensor(rows, device=flat.device)].unsqueeze(1)
-    bags = ember.tensor(bag_of[rows], device=dev)
-    D = weight.size(1)
-    zeros = ember.zeros((nb, D), dtype=weight.dtype, device=dev)
-    if mode == "max":
-        idx = bags.unsqueeze(1).expand(-1, D)
-        return zeros.scatter_reduce(0, idx, emb, "amax", include_self=False)
-    out = zeros.index_add(0, bags, emb)
-    if mode == "mean":
-        counts = np.bincount(bag_of[rows], minlength=nb).astype(np.float64)
-        out = out / ember.tensor(np.maximum(counts, 1).reshape(-1, 1), dtype=weight.dtype, device=dev)
-    return out
+    return aten.embedding_bag_padding_idx(weight, input, offsets, scale_grad_by_freq, _BAG_MODES[mode], sparse,
+                                          per_sample_weights, include_last_offset, padding_idx)[0]
+
+
+_BAG_MODES = {"sum": 0, "mean": 1, "max": 2}
 
 
 # ------------------------------------------------------------------------------ spatial transformers

@@ -296,3 +296,64 @@ def adaptive_max_pool1d(self, output_size):
     o = _check1d("adaptive_max_pool1d", "output_size", output_size)
     v, i = aten.adaptive_max_pool2d(aten.unsqueeze(self, -2), (1, o[0]))
     return aten.squeeze_dim(v, -2), aten.squeeze_dim(i, -2)
+
+
+# ------------------------------------------------------------------------------ embedding_bag
+def embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                              include_last_offset, padding_idx):
+    """``EmbeddingBag.cpp``'s ``embedding_bag``: a negative padding_idx counts from the end; None is no padding."""
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, {-num} through {num - 1}, but "
+                               f"got {padding_idx}")
+        padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
+    else:
+        padding_idx = -1
+    return aten._embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                               include_last_offset, padding_idx)
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
+                  include_last_offset=False):
+    return embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                                     include_last_offset, None)
+
+
+def embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
+                            scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx=-1):
+    """The weight gradient of _embedding_bag, in ops (so its own gradient is automatic): each index's row gets its
+    bag's gradient (over the bag size for mean, times its per-sample weight); for max, each bag's maximum row per
+    column gets it."""
+    d = grad.shape[1]
+    zeros = grad.new_zeros((num_weights, d))
+    if mode == 2:
+        live = (bag_size > 0).unsqueeze(1).to(grad.dtype)
+        return zeros.scatter_add(0, maximum_indices, grad * live)
+    g = aten.index_select(grad, 0, offset2bag)
+    if mode == 1:
+        g = g / aten.index_select(bag_size, 0, offset2bag).clamp(min=1).unsqueeze(1).to(grad.dtype)
+    if per_sample_weights is not None:
+        g = g * per_sample_weights.unsqueeze(1)
+    idx = indices.reshape(-1).to(offset2bag.dtype)
+    if padding_idx >= 0:
+        g = g * (idx != padding_idx).unsqueeze(1).to(grad.dtype)
+    if scale_grad_by_freq:
+        # PyTorch's CPU kernel (_embedding_bag_dense_backward_cpu_sum_mean) scales the entries of the k-th distinct
+        # index by 1 / counts[sorted_indices[k]] -- the count of the value at position k of the sorted indices, not
+        # of the index itself; ember does the same, so that gradients match PyTorch's.
+        counts = grad.new_zeros((num_weights,)).index_add(0, idx, aten.ones_like(idx, dtype=grad.dtype))
+        rank = aten._unique2(idx, True, True, False)[1]
+        sorted_idx = aten.sort(idx)[0]
+        g = g / aten.index_select(counts, 0, aten.index_select(sorted_idx, 0, rank)).unsqueeze(1)
+    return zeros.index_add(0, idx, g)
+
+
+def embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1):
+    if mode != 0:
+        raise RuntimeError("embedding_bag_backward: per_sample_weights only supported for mode='sum'")
+    idx = indices.reshape(-1).to(offset2bag.dtype)
+    out = (aten.index_select(grad, 0, offset2bag) * aten.index_select(weight, 0, idx)).sum(1)
+    if padding_idx >= 0:
+        out = out * (idx != padding_idx).to(out.dtype)
+    return out
