@@ -792,6 +792,48 @@ add(OpInfo("embedding_bag", lambda d, r: [
                          "mode has to be one of sum, mean or max"),
                     _err((np.array([1, 2]), np.ones((6, 3)), np.array([0]), np.ones(2)), dict(mode="mean"),
                          NotImplementedError, "per_sample_weights is only supported for mode='sum'")]))
+def _grid_sample_call(lib, x, grid, **k):
+    return lib.nn.functional.grid_sample(x, grid, **k)
+
+
+def _grid_samples(d, r):
+    out = []
+    for mode in ("bilinear", "nearest"):
+        for pad, ac in (("zeros", False), ("border", True), ("reflection", False), ("reflection", True)):
+            out.append(Sample((arr(r, (1, 2, 3, 4), d), np.clip(arr(r, (1, 2, 3, 2), d), -1.2, 1.2)),
+                              dict(mode=mode, padding_mode=pad, align_corners=ac)))
+    out.append(Sample((arr(r, (1, 1, 2, 3, 2), d), np.clip(arr(r, (1, 2, 2, 1, 3), d), -1.2, 1.2)),
+                      dict(align_corners=False)))
+    out.append(Sample((arr(r, (1, 1, 2, 3, 2), d), np.clip(arr(r, (1, 2, 1, 2, 3), d), -1.2, 1.2)),
+                      dict(mode="nearest", padding_mode="border", align_corners=True)))
+    return out
+
+
+add(OpInfo("grid_sampler", _grid_samples, method=False, ember_fn=_grid_sample_call, torch_fn=_grid_sample_call,
+           covers=("grid_sampler_2d", "grid_sampler_2d_backward", "grid_sampler_3d", "grid_sampler_3d_backward"),
+           errors=lambda: [_err((np.ones((1, 2, 3, 4)), np.ones((2, 2, 2, 2))), dict(align_corners=False),
+                                RuntimeError, "expected grid and input to have same batch size"),
+                           _err((np.ones((1, 2, 3, 4)), np.ones((1, 2, 2, 3))), dict(align_corners=False),
+                                RuntimeError, "expected grid to have size 2 in last dimension"),
+                           _err((np.ones((1, 2, 3, 4)), np.ones((1, 2, 2, 2))), dict(mode="cubic"), ValueError,
+                                "expected mode to be 'bilinear', 'nearest' or 'bicubic'"),
+                           _err((np.ones((1, 2, 3)), np.ones((1, 2, 2))), dict(align_corners=False), RuntimeError,
+                                "expected 4D or 5D input and grid with same number of dimensions")]))
+
+
+def _affine_grid_call(lib, theta, size, **k):
+    return lib.nn.functional.affine_grid(theta, size, **k)
+
+
+add(OpInfo("affine_grid_generator", lambda d, r: [
+    Sample((arr(r, (2, 2, 3), d), (2, 3, 4, 5)), dict(align_corners=False)),
+    Sample((arr(r, (1, 2, 3), d), (1, 1, 3, 1)), dict(align_corners=False)),
+    Sample((arr(r, (2, 3, 4), d), (2, 1, 2, 3, 2)), dict(align_corners=True))],
+    method=False, ember_fn=_affine_grid_call, torch_fn=_affine_grid_call, covers=("affine_grid_generator_backward",),
+    errors=lambda: [_err((np.ones((2, 2, 3)), (2, 3, 4)), dict(align_corners=False), NotImplementedError,
+                         "affine_grid only supports 4D and 5D sizes"),
+                    _err((np.ones((2, 3, 3)), (2, 3, 4, 5)), dict(align_corners=False), ValueError,
+                         "Expected a batch of 2D affine matrices of shape Nx2x3")]))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),
@@ -885,7 +927,8 @@ NO_GRADGRAD = {"abs", "l1_loss", "relu", "clamp", "clamp_min", "clamp_max", "cli
                # _rnn_layer_backward (BPTT in one kernel) has no formula, as PyTorch's cuDNN RNNs have none;
                # the cells (lstm_cell, ...) are composite and do support double backward
                "lstm", "gru", "rnn_tanh", "rnn_relu",
-               "polygamma"}  # its sample's first argument is an int (gradgradcheck needs tensor inputs)
+               "polygamma",  # its sample's first argument is an int (gradgradcheck needs tensor inputs)
+               "grid_sampler"}  # grid_sampler_2d/3d_backward have no derivative, in PyTorch either
 for _op in op_db:
     _op.supports_autograd = _op.supports_autograd and _op.name not in NO_AUTOGRAD
     _op.supports_gradgrad = _op.supports_gradgrad and _op.name not in NO_GRADGRAD

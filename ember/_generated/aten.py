@@ -3940,3 +3940,38 @@ _op__embedding_bag_per_sample_weights_backward = _D.define('_embedding_bag_per_s
 
 def _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1):
     return _op__embedding_bag_per_sample_weights_backward.call(grad._ks | weight._ks | indices._ks | offsets._ks | offset2bag._ks, grad, weight, indices, offsets, offset2bag, mode, padding_idx)
+
+_op_grid_sampler = _D.define('grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor')
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    return _op_grid_sampler.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
+
+_op_grid_sampler_2d = _D.define('grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor')
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    return _op_grid_sampler_2d.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
+
+_op_grid_sampler_2d_backward = _D.define('grid_sampler_2d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)')
+
+def grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
+    return _op_grid_sampler_2d_backward.call(grad_output._ks | input._ks | grid._ks, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
+
+_op_grid_sampler_3d = _D.define('grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor')
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    return _op_grid_sampler_3d.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
+
+_op_grid_sampler_3d_backward = _D.define('grid_sampler_3d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)')
+
+def grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
+    return _op_grid_sampler_3d_backward.call(grad_output._ks | input._ks | grid._ks, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask)
+
+_op_affine_grid_generator = _D.define('affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor')
+
+def affine_grid_generator(theta, size, align_corners):
+    return _op_affine_grid_generator.call(theta._ks, theta, size, align_corners)
+
+_op_affine_grid_generator_backward = _D.define('affine_grid_generator_backward(Tensor grad, SymInt[] size, bool align_corners) -> Tensor')
+
+def affine_grid_generator_backward(grad, size, align_corners):
+    return _op_affine_grid_generator_backward.call(grad._ks, grad, size, align_corners)

@@ -8613,6 +8613,113 @@ def _ag__embedding_bag_default(ks, weight, indices, offsets, scale_grad_by_freq,
     return result
 
 
+class GridSampler2DBackward0(_Node):
+    _saved_names = ('input_', 'grid_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        interpolation_mode = _n.interpolation_mode
+        padding_mode = _n.padding_mode
+        align_corners = _n.align_corners
+        input_ix, grid_ix = 0, 1
+        grad_inputs = [None] * 2
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[grid_ix] is not None]
+        if any(grad_input_mask):
+            grid = _n._saved('grid_')
+            input = _n._saved('input_')
+            _gs = aten.grid_sampler_2d_backward(grad, input, grid, interpolation_mode, padding_mode, align_corners, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[grid_ix] = _gs[1]
+        return grad_inputs
+
+
+def _ag_grid_sampler_2d_default(ks, input, grid, interpolation_mode, padding_mode, align_corners):
+    if not (_gm.enabled and (input._rg or grid._rg)):
+        return aten._op_grid_sampler_2d.redispatch(ks & _BELOW, input, grid, interpolation_mode, padding_mode, align_corners)
+    _n = GridSampler2DBackward0()
+    _n._next = _edges(input, grid)
+    _n._input_meta = _meta(input, grid)
+    _n.interpolation_mode = interpolation_mode
+    _n.padding_mode = padding_mode
+    _n.align_corners = align_corners
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.grid_ = _SV(grid)
+    result = aten._op_grid_sampler_2d.redispatch(ks & _BELOW, input, grid, interpolation_mode, padding_mode, align_corners)
+    _set_history(_n, (result,))
+    return result
+
+
+class GridSampler3DBackward0(_Node):
+    _saved_names = ('input_', 'grid_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        interpolation_mode = _n.interpolation_mode
+        padding_mode = _n.padding_mode
+        align_corners = _n.align_corners
+        input_ix, grid_ix = 0, 1
+        grad_inputs = [None] * 2
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[grid_ix] is not None]
+        if any(grad_input_mask):
+            grid = _n._saved('grid_')
+            input = _n._saved('input_')
+            _gs = aten.grid_sampler_3d_backward(grad, input, grid, interpolation_mode, padding_mode, align_corners, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[grid_ix] = _gs[1]
+        return grad_inputs
+
+
+def _ag_grid_sampler_3d_default(ks, input, grid, interpolation_mode, padding_mode, align_corners):
+    if not (_gm.enabled and (input._rg or grid._rg)):
+        return aten._op_grid_sampler_3d.redispatch(ks & _BELOW, input, grid, interpolation_mode, padding_mode, align_corners)
+    _n = GridSampler3DBackward0()
+    _n._next = _edges(input, grid)
+    _n._input_meta = _meta(input, grid)
+    _n.interpolation_mode = interpolation_mode
+    _n.padding_mode = padding_mode
+    _n.align_corners = align_corners
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.grid_ = _SV(grid)
+    result = aten._op_grid_sampler_3d.redispatch(ks & _BELOW, input, grid, interpolation_mode, padding_mode, align_corners)
+    _set_history(_n, (result,))
+    return result
+
+
+class AffineGridGeneratorBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        size = _n.size
+        align_corners = _n.align_corners
+        theta_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[theta_ix] is not None:
+            grad_inputs[theta_ix] = aten.affine_grid_generator_backward(grad, size, align_corners)
+        return grad_inputs
+
+
+def _ag_affine_grid_generator_default(ks, theta, size, align_corners):
+    if not (_gm.enabled and (theta._rg)):
+        return aten._op_affine_grid_generator.redispatch(ks & _BELOW, theta, size, align_corners)
+    _n = AffineGridGeneratorBackward0()
+    _n._next = _edges(theta)
+    _n._input_meta = _meta(theta)
+    _n.size = size
+    _n.align_corners = align_corners
+    result = aten._op_affine_grid_generator.redispatch(ks & _BELOW, theta, size, align_corners)
+    _set_history(_n, (result,))
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -10329,6 +10436,9 @@ for _h, _k in (
     (aten._op_im2col, _ag_im2col_default),
     (aten._op_col2im, _ag_col2im_default),
     (aten._op__embedding_bag, _ag__embedding_bag_default),
+    (aten._op_grid_sampler_2d, _ag_grid_sampler_2d_default),
+    (aten._op_grid_sampler_3d, _ag_grid_sampler_3d_default),
+    (aten._op_affine_grid_generator, _ag_affine_grid_generator_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),

@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'gru', 'gru_cell', 'gt', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'gru', 'gru_cell', 'gt', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -10672,3 +10672,170 @@ def embedding_bag(*args, **kwargs):
 
 
 embedding_bag.__doc__ = 'embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False) -> (Tensor, Tensor, Tensor, Tensor)\nembedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool, mode: int, sparse: bool, per_sample_weights: Optional[Tensor], include_last_offset: bool, padding_idx: Optional[int]) -> (Tensor, Tensor, Tensor, Tensor)'
+
+
+_sig_grid_sampler = _Signatures('grid_sampler', [
+    (('input', 'T', False, False, None), ('grid', 'T', False, False, None), ('interpolation_mode', 'int', False, False, None), ('padding_mode', 'int', False, False, None), ('align_corners', 'bool', False, False, None),),
+], method=False)
+
+def _bind_grid_sampler_0(input, grid, interpolation_mode, padding_mode, align_corners):
+    return (input, grid, interpolation_mode, padding_mode, align_corners)
+
+def grid_sampler(*args, **kwargs):
+    try:
+        _b = _bind_grid_sampler_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, grid, interpolation_mode, padding_mode, align_corners = _b
+        if isinstance(input, _Tensor) and isinstance(grid, _Tensor) and type(interpolation_mode) is int and type(padding_mode) is int and type(align_corners) is bool:
+            return _A._op_grid_sampler.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
+    _i, _a = _sig_grid_sampler.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_grid_sampler.call(_a['input']._ks | _a['grid']._ks, _a['input'], _a['grid'], _a['interpolation_mode'], _a['padding_mode'], _a['align_corners'])
+    raise AssertionError('unreachable')
+
+
+grid_sampler.__doc__ = 'grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor'
+def _signature_grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): ...
+grid_sampler.__wrapped__ = _signature_grid_sampler
+
+
+_sig_grid_sampler_2d = _Signatures('grid_sampler_2d', [
+    (('input', 'T', False, False, None), ('grid', 'T', False, False, None), ('interpolation_mode', 'int', False, False, None), ('padding_mode', 'int', False, False, None), ('align_corners', 'bool', False, False, None),),
+], method=False)
+
+def _bind_grid_sampler_2d_0(input, grid, interpolation_mode, padding_mode, align_corners):
+    return (input, grid, interpolation_mode, padding_mode, align_corners)
+
+def grid_sampler_2d(*args, **kwargs):
+    try:
+        _b = _bind_grid_sampler_2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, grid, interpolation_mode, padding_mode, align_corners = _b
+        if isinstance(input, _Tensor) and isinstance(grid, _Tensor) and type(interpolation_mode) is int and type(padding_mode) is int and type(align_corners) is bool:
+            return _A._op_grid_sampler_2d.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
+    _i, _a = _sig_grid_sampler_2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_grid_sampler_2d.call(_a['input']._ks | _a['grid']._ks, _a['input'], _a['grid'], _a['interpolation_mode'], _a['padding_mode'], _a['align_corners'])
+    raise AssertionError('unreachable')
+
+
+grid_sampler_2d.__doc__ = 'grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor'
+def _signature_grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners): ...
+grid_sampler_2d.__wrapped__ = _signature_grid_sampler_2d
+
+
+_sig_grid_sampler_2d_backward = _Signatures('grid_sampler_2d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('grid', 'T', False, False, None), ('interpolation_mode', 'int', False, False, None), ('padding_mode', 'int', False, False, None), ('align_corners', 'bool', False, False, None), ('output_mask', 'bool[]', False, False, None),),
+], method=False)
+
+def grid_sampler_2d_backward(*args, **kwargs):
+    _i, _a = _sig_grid_sampler_2d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_grid_sampler_2d_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['grid']._ks, _a['grad_output'], _a['input'], _a['grid'], _a['interpolation_mode'], _a['padding_mode'], _a['align_corners'], _a['output_mask'])
+    raise AssertionError('unreachable')
+
+
+grid_sampler_2d_backward.__doc__ = 'grid_sampler_2d_backward(grad_output: Tensor, input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool, output_mask) -> (Tensor, Tensor)'
+def _signature_grid_sampler_2d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask): ...
+grid_sampler_2d_backward.__wrapped__ = _signature_grid_sampler_2d_backward
+
+
+_sig_grid_sampler_3d = _Signatures('grid_sampler_3d', [
+    (('input', 'T', False, False, None), ('grid', 'T', False, False, None), ('interpolation_mode', 'int', False, False, None), ('padding_mode', 'int', False, False, None), ('align_corners', 'bool', False, False, None),),
+], method=False)
+
+def _bind_grid_sampler_3d_0(input, grid, interpolation_mode, padding_mode, align_corners):
+    return (input, grid, interpolation_mode, padding_mode, align_corners)
+
+def grid_sampler_3d(*args, **kwargs):
+    try:
+        _b = _bind_grid_sampler_3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, grid, interpolation_mode, padding_mode, align_corners = _b
+        if isinstance(input, _Tensor) and isinstance(grid, _Tensor) and type(interpolation_mode) is int and type(padding_mode) is int and type(align_corners) is bool:
+            return _A._op_grid_sampler_3d.call(input._ks | grid._ks, input, grid, interpolation_mode, padding_mode, align_corners)
+    _i, _a = _sig_grid_sampler_3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_grid_sampler_3d.call(_a['input']._ks | _a['grid']._ks, _a['input'], _a['grid'], _a['interpolation_mode'], _a['padding_mode'], _a['align_corners'])
+    raise AssertionError('unreachable')
+
+
+grid_sampler_3d.__doc__ = 'grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool) -> Tensor'
+def _signature_grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners): ...
+grid_sampler_3d.__wrapped__ = _signature_grid_sampler_3d
+
+
+_sig_grid_sampler_3d_backward = _Signatures('grid_sampler_3d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('grid', 'T', False, False, None), ('interpolation_mode', 'int', False, False, None), ('padding_mode', 'int', False, False, None), ('align_corners', 'bool', False, False, None), ('output_mask', 'bool[]', False, False, None),),
+], method=False)
+
+def grid_sampler_3d_backward(*args, **kwargs):
+    _i, _a = _sig_grid_sampler_3d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_grid_sampler_3d_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['grid']._ks, _a['grad_output'], _a['input'], _a['grid'], _a['interpolation_mode'], _a['padding_mode'], _a['align_corners'], _a['output_mask'])
+    raise AssertionError('unreachable')
+
+
+grid_sampler_3d_backward.__doc__ = 'grid_sampler_3d_backward(grad_output: Tensor, input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int, align_corners: bool, output_mask) -> (Tensor, Tensor)'
+def _signature_grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask): ...
+grid_sampler_3d_backward.__wrapped__ = _signature_grid_sampler_3d_backward
+
+
+_sig_affine_grid_generator = _Signatures('affine_grid_generator', [
+    (('theta', 'T', False, False, None), ('size', 'int[]', False, False, None), ('align_corners', 'bool', False, False, None),),
+], method=False)
+
+def _bind_affine_grid_generator_0(theta, size, align_corners):
+    return (theta, size, align_corners)
+
+def affine_grid_generator(*args, **kwargs):
+    try:
+        _b = _bind_affine_grid_generator_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        theta, size, align_corners = _b
+        if isinstance(theta, _Tensor) and (size_ := _ints(size, False)) is not None and type(align_corners) is bool:
+            return _A._op_affine_grid_generator.call(theta._ks, theta, size_, align_corners)
+    _i, _a = _sig_affine_grid_generator.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_affine_grid_generator.call(_a['theta']._ks, _a['theta'], _a['size'], _a['align_corners'])
+    raise AssertionError('unreachable')
+
+
+affine_grid_generator.__doc__ = 'affine_grid_generator(theta: Tensor, size: List[int], align_corners: bool) -> Tensor'
+def _signature_affine_grid_generator(theta, size, align_corners): ...
+affine_grid_generator.__wrapped__ = _signature_affine_grid_generator
+
+
+_sig_affine_grid_generator_backward = _Signatures('affine_grid_generator_backward', [
+    (('grad', 'T', False, False, None), ('size', 'int[]', False, False, None), ('align_corners', 'bool', False, False, None),),
+], method=False)
+
+def _bind_affine_grid_generator_backward_0(grad, size, align_corners):
+    return (grad, size, align_corners)
+
+def affine_grid_generator_backward(*args, **kwargs):
+    try:
+        _b = _bind_affine_grid_generator_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad, size, align_corners = _b
+        if isinstance(grad, _Tensor) and (size_ := _ints(size, False)) is not None and type(align_corners) is bool:
+            return _A._op_affine_grid_generator_backward.call(grad._ks, grad, size_, align_corners)
+    _i, _a = _sig_affine_grid_generator_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_affine_grid_generator_backward.call(_a['grad']._ks, _a['grad'], _a['size'], _a['align_corners'])
+    raise AssertionError('unreachable')
+
+
+affine_grid_generator_backward.__doc__ = 'affine_grid_generator_backward(grad: Tensor, size: List[int], align_corners: bool) -> Tensor'
+def _signature_affine_grid_generator_backward(grad, size, align_corners): ...
+affine_grid_generator_backward.__wrapped__ = _signature_affine_grid_generator_backward

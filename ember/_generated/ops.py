@@ -1813,3 +1813,24 @@ _embedding_bag_backward = _P('_embedding_bag_backward', [
 _embedding_bag_per_sample_weights_backward = _P('_embedding_bag_per_sample_weights_backward', [
     _O(_A._op__embedding_bag_per_sample_weights_backward, (('grad', 'T', False, False, None), ('weight', 'T', False, False, None), ('indices', 'T', False, False, None), ('offsets', 'T', False, False, None), ('offset2bag', 'T', False, False, None), ('mode', 'int', False, False, None), ('padding_idx', 'int', False, True, -1),), ['grad', 'weight', 'indices', 'offsets', 'offset2bag', 'mode', 'padding_idx']),
 ])
+grid_sampler = _P('grid_sampler', [
+    _O(_A._op_grid_sampler, (('input', 'T', False, False, None), ('grid', 'T', False, False, None), ('interpolation_mode', 'int', False, False, None), ('padding_mode', 'int', False, False, None), ('align_corners', 'bool', False, False, None),), ['input', 'grid', 'interpolation_mode', 'padding_mode', 'align_corners']),
+])
+grid_sampler_2d = _P('grid_sampler_2d', [
+    _O(_A._op_grid_sampler_2d, (('input', 'T', False, False, None), ('grid', 'T', False, False, None), ('interpolation_mode', 'int', False, False, None), ('padding_mode', 'int', False, False, None), ('align_corners', 'bool', False, False, None),), ['input', 'grid', 'interpolation_mode', 'padding_mode', 'align_corners']),
+])
+grid_sampler_2d_backward = _P('grid_sampler_2d_backward', [
+    _O(_A._op_grid_sampler_2d_backward, (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('grid', 'T', False, False, None), ('interpolation_mode', 'int', False, False, None), ('padding_mode', 'int', False, False, None), ('align_corners', 'bool', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_output', 'input', 'grid', 'interpolation_mode', 'padding_mode', 'align_corners', 'output_mask']),
+])
+grid_sampler_3d = _P('grid_sampler_3d', [
+    _O(_A._op_grid_sampler_3d, (('input', 'T', False, False, None), ('grid', 'T', False, False, None), ('interpolation_mode', 'int', False, False, None), ('padding_mode', 'int', False, False, None), ('align_corners', 'bool', False, False, None),), ['input', 'grid', 'interpolation_mode', 'padding_mode', 'align_corners']),
+])
+grid_sampler_3d_backward = _P('grid_sampler_3d_backward', [
+    _O(_A._op_grid_sampler_3d_backward, (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('grid', 'T', False, False, None), ('interpolation_mode', 'int', False, False, None), ('padding_mode', 'int', False, False, None), ('align_corners', 'bool', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_output', 'input', 'grid', 'interpolation_mode', 'padding_mode', 'align_corners', 'output_mask']),
+])
+affine_grid_generator = _P('affine_grid_generator', [
+    _O(_A._op_affine_grid_generator, (('theta', 'T', False, False, None), ('size', 'int[]', False, False, None), ('align_corners', 'bool', False, False, None),), ['theta', 'size', 'align_corners']),
+])
+affine_grid_generator_backward = _P('affine_grid_generator_backward', [
+    _O(_A._op_affine_grid_generator_backward, (('grad', 'T', False, False, None), ('size', 'int[]', False, False, None), ('align_corners', 'bool', False, False, None),), ['grad', 'size', 'align_corners']),
+])

@@ -5077,6 +5077,48 @@ def __embedding_bag_default(ks, weight, indices, offsets, scale_grad_by_freq, mo
         _value_error(_e, K._embedding_bag, weight, indices, offsets, per_sample_weights)
 
 
+def _grid_sampler_2d_default(ks, input, grid, interpolation_mode, padding_mode, align_corners):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.grid_sampler_2d(be.xp, input._data, grid._data, interpolation_mode, padding_mode, align_corners), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.grid_sampler_2d, input, grid)
+
+
+def _grid_sampler_2d_backward_default(ks, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.grid_sampler_2d_backward(be.xp, grad_output._data, input._data, grid._data, interpolation_mode, padding_mode, align_corners, output_mask)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.grid_sampler_2d_backward, grad_output, input, grid)
+
+
+def _grid_sampler_3d_default(ks, input, grid, interpolation_mode, padding_mode, align_corners):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.grid_sampler_3d(be.xp, input._data, grid._data, interpolation_mode, padding_mode, align_corners), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.grid_sampler_3d, input, grid)
+
+
+def _grid_sampler_3d_backward_default(ks, grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.grid_sampler_3d_backward(be.xp, grad_output._data, input._data, grid._data, interpolation_mode, padding_mode, align_corners, output_mask)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.grid_sampler_3d_backward, grad_output, input, grid)
+
+
+def _affine_grid_generator_default(ks, theta, size, align_corners):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.affine_grid_generator(be.xp, theta._data, size, align_corners), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.affine_grid_generator, theta)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -5716,6 +5758,11 @@ _BACKEND_KERNELS = (
     (_A._op_im2col, _im2col_default, ('CPU', 'CUDA', 'Meta'), K.im2col, (), 'new', None),
     (_A._op_col2im, _col2im_default, ('CPU', 'CUDA', 'Meta'), K.col2im, (), 'new', None),
     (_A._op__embedding_bag, __embedding_bag_default, ('CPU', 'CUDA', 'Meta'), K._embedding_bag, (), 'new', None),
+    (_A._op_grid_sampler_2d, _grid_sampler_2d_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d, (), 'new', None),
+    (_A._op_grid_sampler_2d_backward, _grid_sampler_2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_2d_backward, (), 'new', None),
+    (_A._op_grid_sampler_3d, _grid_sampler_3d_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d, (), 'new', None),
+    (_A._op_grid_sampler_3d_backward, _grid_sampler_3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d_backward, (), 'new', None),
+    (_A._op_affine_grid_generator, _affine_grid_generator_default, ('CPU', 'CUDA', 'Meta'), K.affine_grid_generator, (), 'new', None),
 )
 
 # operator, key, composite function
@@ -5869,6 +5916,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_embedding_bag_padding_idx, 'CompositeImplicitAutograd', C.embedding_bag_padding_idx),
     (_A._op__embedding_bag_backward, 'CompositeImplicitAutograd', C.embedding_bag_backward),
     (_A._op__embedding_bag_per_sample_weights_backward, 'CompositeImplicitAutograd', C.embedding_bag_per_sample_weights_backward),
+    (_A._op_grid_sampler, 'CompositeImplicitAutograd', C.grid_sampler),
+    (_A._op_affine_grid_generator_backward, 'CompositeImplicitAutograd', C.affine_grid_generator_backward),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

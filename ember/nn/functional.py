@@ -1280,39 +1280,13 @@ def affine_grid(theta, size, align_corners=None):
     else:
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
                                   f"respectively. Got size {size}.")
-    if min(size) <= 0:
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+                      "align_corners=True. This is not an intended use case of affine_grid. See the documentation of "
+                      "affine_grid for details.", stacklevel=2)
+    elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
-    axes = []
-    for n in spatial:
-        v = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
-        axes.append(v if align_corners else v * (n - 1) / n)
-    mesh = np.meshgrid(*axes, indexing="ij")            # (D,) H, W
-    coords = [mesh[i] for i in reversed(range(len(spatial)))] + [np.ones_like(mesh[0])]  # x, y, (z), 1
-    base = np.stack(coords, -1).reshape(1, -1, len(spatial) + 1)
-    base_t = ember.tensor(base, dtype=theta.dtype, device=theta.device)
-    grid = base_t.matmul(theta.transpose(1, 2))
-    return grid.reshape([size[0]] + list(spatial) + [len(spatial)])
-
-
-def _reflect(coord, twice_low, twice_high):
-    if twice_low == twice_high:
-        return ember.zeros_like(coord)
-    lo = twice_low / 2
-    span = (twice_high - twice_low) / 2
-    c = (coord - lo).abs()
-    extra = c.fmod(span)
-    flips = (c / span).floor().detach()
-    return ember.where(flips.remainder(2) == 0, extra + lo, span - extra + lo)
-
-
-def _source_coord(coord, size, padding_mode, align_corners):
-    c = ((coord + 1) / 2) * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
-    if padding_mode == "border":
-        c = c.clamp(0, size - 1)
-    elif padding_mode == "reflection":
-        c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
-        c = c.clamp(0, size - 1)
-    return c
+    return aten.affine_grid_generator(theta, size, align_corners)
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
@@ -1326,54 +1300,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
     align_corners = _grid_align_default(align_corners)
-    nd = input.dim() - 2
-    if nd not in (2, 3) or grid.dim() != input.dim():
-        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got "
-                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if grid.size(-1) != nd:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, but got grid with "
-                           f"sizes {list(grid.shape)}")
-    if input.size(0) != grid.size(0):
-        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with sizes "
-                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if mode == "bicubic":
-        raise NotImplementedError("grid_sample(mode='bicubic') is not implemented in ember yet")
-    N, C = input.shape[:2]
-    sizes = list(input.shape[2:])                      # (D,) H, W
-    out_sp = list(grid.shape[1:-1])
-    # per spatial dim (outermost first) the source coordinate; grid's last axis lists x (W) first
-    coords = [_source_coord(grid[..., nd - 1 - i], sizes[i], padding_mode, align_corners) for i in range(nd)]
-    flat = input.reshape(N, C, -1)
-    strides = [int(math.prod(sizes[i + 1:])) for i in range(nd)]
-
-    def gather(idx_list, weight):
-        inb = None
-        lin = None
-        for i, idx in enumerate(idx_list):
-            ok = (idx >= 0) & (idx <= sizes[i] - 1)
-            inb = ok if inb is None else inb & ok
-            part = idx.clamp(0, sizes[i] - 1).to(ember.int64) * strides[i]
-            lin = part if lin is None else lin + part
-        vals = flat.gather(2, lin.reshape(N, 1, -1).expand(N, C, -1))
-        w = weight * inb.to(input.dtype)
-        return vals * w.reshape(N, 1, -1)
-
-    if mode == "nearest":
-        # the sampled values do not depend on the grid: its gradient is zero (not absent), as in PyTorch
-        out = gather([c.detach().round() for c in coords], coords[0] * 0 + 1)
-    else:
-        lows = [c.detach().floor() for c in coords]
-        fr = [c - lo for c, lo in zip(coords, lows)]
-        out = None
-        for corner in range(2 ** nd):
-            bits = [(corner >> (nd - 1 - i)) & 1 for i in range(nd)]
-            w = None
-            for i, b in enumerate(bits):
-                wi = fr[i] if b else 1 - fr[i]
-                w = wi if w is None else w * wi
-            term = gather([lo + b for lo, b in zip(lows, bits)], w)
-            out = term if out is None else out + term
-    return out.reshape([N, C] + out_sp)
+    return aten.grid_sampler(input, grid, ("bilinear", "nearest", "bicubic").index(mode),
+                             ("zeros", "border", "reflection").index(padding_mode), align_corners)
 
 
 # ------------------------------------------------------------------------------ CTC

@@ -3,7 +3,8 @@ batch_norm over their native kernels (``Activation.cpp``, ``SoftMax.cpp``, ``Nor
 from __future__ import annotations
 
 from ember._generated import aten
-from ember.aten.wrap import _type_name
+from ember.aten.kernels.nn import affine_base
+from ember.aten.wrap import _type_name, tensor_like
 
 
 def relu6(self):
@@ -357,3 +358,34 @@ def embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, of
     if padding_idx >= 0:
         out = out * (idx != padding_idx).to(out.dtype)
     return out
+
+
+# ------------------------------------------------------------------------------ grid sampling
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):  # noqa: A002
+    """``GridSampler.cpp``'s checks, then grid_sampler_2d or grid_sampler_3d."""
+    if input.dtype != grid.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has {input.dtype} "
+                           f"and grid has {grid.dtype}")
+    sizes = f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+    if input.dim() not in (4, 5) or input.dim() != grid.dim():
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got "
+                           f"{sizes}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got {sizes}")
+    if grid.shape[-1] != input.dim() - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.dim() - 2} in last dimension, but got "
+                           f"grid with sizes {list(grid.shape)}")
+    for i in range(2, input.dim()):
+        if input.shape[i] <= 0:
+            raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
+                               f"sizes {list(input.shape)} with dimension {i} being empty")
+    fn = aten.grid_sampler_2d if input.dim() == 4 else aten.grid_sampler_3d
+    return fn(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def affine_grid_generator_backward(grad, size, align_corners):
+    """theta's gradient: the base grid's transpose times ``grad`` (in ops, as PyTorch's, so it has a gradient too)."""
+    base, spatial = affine_base(size, align_corners, "float64")
+    b = tensor_like(base.T.copy(), grad)
+    g = grad.reshape(size[0], -1, len(spatial))
+    return aten.matmul(b, g).transpose(1, 2)
