@@ -834,6 +834,32 @@ add(OpInfo("affine_grid_generator", lambda d, r: [
                          "affine_grid only supports 4D and 5D sizes"),
                     _err((np.ones((2, 3, 3)), (2, 3, 4, 5)), dict(align_corners=False), ValueError,
                          "Expected a batch of 2D affine matrices of shape Nx2x3")]))
+def _ctc_call(lib, logits, targets, il, tl, **k):
+    """ctc_loss of log_softmax(logits): PyTorch's backward of _ctc_loss is the gradient with respect to the logits
+    of a log_softmax, so that is what finite differences can check."""
+    return lib.nn.functional.ctc_loss(logits.log_softmax(-1), targets, il, tl, **k)
+
+
+add(OpInfo("ctc_loss", lambda d, r: [
+    Sample((arr(r, (5, 2, 4), d), np.array([[1, 2, 2], [3, 1, 0]]), (5, 4), (3, 2)), dict(reduction=red))
+    for red in ("mean", "sum", "none")] + [
+    Sample((arr(r, (5, 3, 4), d), np.array([1, 2, 3, 3, 1]), (5, 5, 2), (2, 2, 1)), dict(zero_infinity=True)),
+    Sample((arr(r, (4, 2, 3), d), np.array([[1, 1, 1], [2, 2, 2]]), (2, 4), (3, 0)), dict(reduction="none")),
+    Sample((arr(r, (4, 2, 3), d), np.array([[1, 1, 1], [2, 2, 2]]), (2, 4), (3, 0)),
+           dict(reduction="none", zero_infinity=True)),
+    Sample((arr(r, (6, 4), d), np.array([1, 2]), (6,), (2,)), dict(blank=3))],
+    method=False, ember_fn=_ctc_call, torch_fn=_ctc_call, covers=("_ctc_loss", "_ctc_loss_backward"),
+    errors=lambda: [_err((np.ones((5, 2, 4)), np.array([[1, 2], [3, 3]]), (5, 5, 5), (2, 2)), {}, RuntimeError,
+                         "input_lengths must be of size batch_size"),
+                    _err((np.ones((5, 2, 4)), np.array([[1, 2], [3, 3]]), (6, 5), (2, 2)), {}, RuntimeError,
+                         "Expected input_lengths to have value at most 5, but got value 6"),
+                    _err((np.ones((5, 2, 4)), np.array([[1, 2], [3, 3]]), (5, 5), (3, 2)), {}, RuntimeError,
+                         "Expected tensor to have size at least 3 at dimension 1, but got size 2 for argument #2 "
+                         "'targets'"),
+                    _err((np.ones((5, 2, 4)), np.array([[1, 2], [3, 3]]), (5, 5), (2, 2)), dict(blank=4),
+                         RuntimeError, "blank must be in label range"),
+                    _err((np.ones((5, 2, 4)), np.array([1, 2, 3]), (5, 5), (2, 2)), {}, RuntimeError,
+                         "Expected tensor to have size 4 at dimension 0, but got size 3")]))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),
@@ -928,7 +954,8 @@ NO_GRADGRAD = {"abs", "l1_loss", "relu", "clamp", "clamp_min", "clamp_max", "cli
                # the cells (lstm_cell, ...) are composite and do support double backward
                "lstm", "gru", "rnn_tanh", "rnn_relu",
                "polygamma",  # its sample's first argument is an int (gradgradcheck needs tensor inputs)
-               "grid_sampler"}  # grid_sampler_2d/3d_backward have no derivative, in PyTorch either
+               "grid_sampler",  # grid_sampler_2d/3d_backward have no derivative, in PyTorch either
+               "ctc_loss"}  # nor has _ctc_loss_backward
 for _op in op_db:
     _op.supports_autograd = _op.supports_autograd and _op.name not in NO_AUTOGRAD
     _op.supports_gradgrad = _op.supports_gradgrad and _op.name not in NO_GRADGRAD

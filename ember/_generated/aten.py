@@ -3975,3 +3975,23 @@ _op_affine_grid_generator_backward = _D.define('affine_grid_generator_backward(T
 
 def affine_grid_generator_backward(grad, size, align_corners):
     return _op_affine_grid_generator_backward.call(grad._ks, grad, size, align_corners)
+
+_op_ctc_loss_IntList = _D.define('ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor')
+
+def ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    return _op_ctc_loss_IntList.call(log_probs._ks | targets._ks, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
+
+_op_ctc_loss_Tensor = _D.define('ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=Mean, bool zero_infinity=False) -> Tensor')
+
+def ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    return _op_ctc_loss_Tensor.call(log_probs._ks | targets._ks | input_lengths._ks | target_lengths._ks, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
+
+_op__ctc_loss = _D.define('_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, bool zero_infinity=False) -> (Tensor, Tensor)')
+
+def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
+    return _op__ctc_loss.call(log_probs._ks | targets._ks, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
+
+_op__ctc_loss_backward = _D.define('_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, Tensor neg_log_likelihood, Tensor log_alpha, int blank, bool zero_infinity=False) -> Tensor')
+
+def _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity=False):
+    return _op__ctc_loss_backward.call(grad._ks | log_probs._ks | targets._ks | neg_log_likelihood._ks | log_alpha._ks, grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity)

@@ -8720,6 +8720,45 @@ def _ag_affine_grid_generator_default(ks, theta, size, align_corners):
     return result
 
 
+class CtcLossBackward0(_Node):
+    _saved_names = ('log_probs_', 'targets_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        input_lengths = _n.input_lengths
+        target_lengths = _n.target_lengths
+        blank = _n.blank
+        zero_infinity = _n.zero_infinity
+        log_probs_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[log_probs_ix] is not None:
+            log_probs = _n._saved('log_probs_')
+            result = _n._saved('result_')
+            targets = _n._saved('targets_')
+            grad_inputs[log_probs_ix] = aten._ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, result[0], result[1], blank, zero_infinity)
+        return grad_inputs
+
+
+def _ag__ctc_loss_default(ks, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
+    if not (_gm.enabled and (log_probs._rg)):
+        return aten._op__ctc_loss.redispatch(ks & _BELOW, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
+    _n = CtcLossBackward0()
+    _n._next = _edges(log_probs)
+    _n._input_meta = _meta(log_probs)
+    _n.input_lengths = input_lengths
+    _n.target_lengths = target_lengths
+    _n.blank = blank
+    _n.zero_infinity = zero_infinity
+    if _n._next[0] is not None:
+        _n.log_probs_ = _SV(log_probs)
+    if _n._next[0] is not None:
+        _n.targets_ = _SV(targets)
+    result = aten._op__ctc_loss.redispatch(ks & _BELOW, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -10439,6 +10478,7 @@ for _h, _k in (
     (aten._op_grid_sampler_2d, _ag_grid_sampler_2d_default),
     (aten._op_grid_sampler_3d, _ag_grid_sampler_3d_default),
     (aten._op_affine_grid_generator, _ag_affine_grid_generator_default),
+    (aten._op__ctc_loss, _ag__ctc_loss_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),

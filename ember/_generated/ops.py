@@ -1834,3 +1834,13 @@ affine_grid_generator = _P('affine_grid_generator', [
 affine_grid_generator_backward = _P('affine_grid_generator_backward', [
     _O(_A._op_affine_grid_generator_backward, (('grad', 'T', False, False, None), ('size', 'int[]', False, False, None), ('align_corners', 'bool', False, False, None),), ['grad', 'size', 'align_corners']),
 ])
+ctc_loss = _P('ctc_loss', [
+    _O(_A._op_ctc_loss_IntList, (('log_probs', 'T', False, False, None), ('targets', 'T', False, False, None), ('input_lengths', 'int[]', False, False, None), ('target_lengths', 'int[]', False, False, None), ('blank', 'int', False, True, 0), ('reduction', 'int', False, True, 1), ('zero_infinity', 'bool', False, True, False),), ['log_probs', 'targets', 'input_lengths', 'target_lengths', 'blank', 'reduction', 'zero_infinity']),
+    _O(_A._op_ctc_loss_Tensor, (('log_probs', 'T', False, False, None), ('targets', 'T', False, False, None), ('input_lengths', 'T', False, False, None), ('target_lengths', 'T', False, False, None), ('blank', 'int', False, True, 0), ('reduction', 'int', False, True, 1), ('zero_infinity', 'bool', False, True, False),), ['log_probs', 'targets', 'input_lengths', 'target_lengths', 'blank', 'reduction', 'zero_infinity']),
+])
+_ctc_loss = _P('_ctc_loss', [
+    _O(_A._op__ctc_loss, (('log_probs', 'T', False, False, None), ('targets', 'T', False, False, None), ('input_lengths', 'int[]', False, False, None), ('target_lengths', 'int[]', False, False, None), ('blank', 'int', False, True, 0), ('zero_infinity', 'bool', False, True, False),), ['log_probs', 'targets', 'input_lengths', 'target_lengths', 'blank', 'zero_infinity']),
+])
+_ctc_loss_backward = _P('_ctc_loss_backward', [
+    _O(_A._op__ctc_loss_backward, (('grad', 'T', False, False, None), ('log_probs', 'T', False, False, None), ('targets', 'T', False, False, None), ('input_lengths', 'int[]', False, False, None), ('target_lengths', 'int[]', False, False, None), ('neg_log_likelihood', 'T', False, False, None), ('log_alpha', 'T', False, False, None), ('blank', 'int', False, False, None), ('zero_infinity', 'bool', False, True, False),), ['grad', 'log_probs', 'targets', 'input_lengths', 'target_lengths', 'neg_log_likelihood', 'log_alpha', 'blank', 'zero_infinity']),
+])

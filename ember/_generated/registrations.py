@@ -5119,6 +5119,23 @@ def _affine_grid_generator_default(ks, theta, size, align_corners):
         _value_error(_e, K.affine_grid_generator, theta)
 
 
+def __ctc_loss_default(ks, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K._ctc_loss(be.xp, log_probs._data, targets._data, input_lengths, target_lengths, blank, zero_infinity)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K._ctc_loss, log_probs, targets)
+
+
+def __ctc_loss_backward_default(ks, grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._ctc_loss_backward(be.xp, grad._data, log_probs._data, targets._data, input_lengths, target_lengths, neg_log_likelihood._data, log_alpha._data, blank, zero_infinity), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._ctc_loss_backward, grad, log_probs, targets, neg_log_likelihood, log_alpha)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -5763,6 +5780,8 @@ _BACKEND_KERNELS = (
     (_A._op_grid_sampler_3d, _grid_sampler_3d_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d, (), 'new', None),
     (_A._op_grid_sampler_3d_backward, _grid_sampler_3d_backward_default, ('CPU', 'CUDA', 'Meta'), K.grid_sampler_3d_backward, (), 'new', None),
     (_A._op_affine_grid_generator, _affine_grid_generator_default, ('CPU', 'CUDA', 'Meta'), K.affine_grid_generator, (), 'new', None),
+    (_A._op__ctc_loss, __ctc_loss_default, ('CPU', 'CUDA', 'Meta'), K._ctc_loss, (), 'new', None),
+    (_A._op__ctc_loss_backward, __ctc_loss_backward_default, ('CPU', 'CUDA', 'Meta'), K._ctc_loss_backward, (), 'new', None),
 )
 
 # operator, key, composite function
@@ -5918,6 +5937,8 @@ _COMPOSITE_KERNELS = (
     (_A._op__embedding_bag_per_sample_weights_backward, 'CompositeImplicitAutograd', C.embedding_bag_per_sample_weights_backward),
     (_A._op_grid_sampler, 'CompositeImplicitAutograd', C.grid_sampler),
     (_A._op_affine_grid_generator_backward, 'CompositeImplicitAutograd', C.affine_grid_generator_backward),
+    (_A._op_ctc_loss_IntList, 'CompositeImplicitAutograd', C.ctc_loss_IntList),
+    (_A._op_ctc_loss_Tensor, 'CompositeImplicitAutograd', C.ctc_loss_Tensor),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 import ember
 from ember._generated.functions import avg_pool1d, relu, sigmoid, tanh  # noqa: F401
 from ember._generated.nn_functional import *  # noqa: F401,F403
@@ -1305,112 +1303,9 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 
 # ------------------------------------------------------------------------------ CTC
-def _logaddexp_safe(*xs):
-    """log(sum(exp(x))) over tensors that may be -inf everywhere, with finite gradients there."""
-    m = xs[0]
-    for x in xs[1:]:
-        m = ember.maximum(m, x)
-    m = m.detach()
-    finite = m > float("-inf")
-    m0 = ember.where(finite, m, ember.zeros_like(m))
-    s = None
-    for x in xs:
-        e = (x - m0).exp()
-        s = e if s is None else s + e
-    pos = s > 0
-    return ember.where(pos, m0 + ember.where(pos, s, ember.ones_like(s)).log(), ember.full_like(s, float("-inf")))
-
-
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",  # noqa: C901
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",  # noqa: A002
              zero_infinity=False):
-    """Connectionist Temporal Classification loss (Graves et al. 2006): the negative log-likelihood of each
-    target under all alignments, by the forward (alpha) recursion in log space over the extended target
-    ``blank, l1, blank, l2, ..., blank``; gradients through autograd.
-
-    The gradient with respect to ``log_probs`` is the true one.  PyTorch's kernel returns it plus
-    ``exp(log_probs)``, a term that vanishes after the backward of the ``log_softmax`` that produced
-    ``log_probs``; the gradients with respect to the logits agree."""
-    batched = log_probs.dim() == 3
-    lp = log_probs if batched else log_probs.unsqueeze(1)
-    T, N, C = lp.shape
-    il = input_lengths.tolist() if isinstance(input_lengths, ember.Tensor) else list(input_lengths)
-    tl = target_lengths.tolist() if isinstance(target_lengths, ember.Tensor) else list(target_lengths)
-    if not batched:
-        il, tl = [il] if not isinstance(il, list) else il, [tl] if not isinstance(tl, list) else tl
-    tg = targets.cpu().numpy() if isinstance(targets, ember.Tensor) else np.asarray(targets)
-    if not batched and tg.ndim == 1:
-        tg = tg.reshape(1, -1)
-    if len(il) != N:
-        raise RuntimeError(f"input_lengths must be of size batch_size, but got {len(il)}")
-    if len(tl) != N:
-        raise RuntimeError(f"target_lengths must be of size batch_size, but got {len(tl)}")
-    S = max(tl) if tl else 0
-    lab = np.full((N, max(S, 1)), blank, dtype=np.int64)
-    off = 0
-    for n in range(N):
-        if il[n] > T:
-            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {il[n]} (while "
-                               f"checking arguments for ctc_loss_cpu)")
-        if tg.ndim == 2:
-            if tl[n] > tg.shape[1]:
-                raise RuntimeError(f"Expected tensor to have size at least {tl[n]} at dimension 1, but got size "
-                                   f"{tg.shape[1]} for argument #2 'targets' (while checking arguments for "
-                                   f"ctc_loss_cpu)")
-            lab[n, :tl[n]] = tg[n, :tl[n]]
-        else:
-            lab[n, :tl[n]] = tg[off:off + tl[n]]
-            off += tl[n]
-    L = 2 * S + 1
-    ext = np.full((N, L), blank, dtype=np.int64)
-    ext[:, 1::2] = lab[:, :S]
-    skip = np.zeros((N, L), dtype=bool)                # s-2 -> s allowed
-    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    dev = lp.device
-    ext_t = ember.tensor(ext, device=dev)
-    neg_inf = float("-inf")
-    valid_s = np.arange(L)[None, :] < (2 * np.asarray(tl)[:, None] + 1)
-    emit = lp.gather(2, ext_t.unsqueeze(0).expand(T, N, L))           # (T, N, L) log-probs of the labels
-    init = np.full((N, L), neg_inf)
-    init[:, 0] = 0.0
-    init[:, 1] = np.where(np.asarray(tl) > 0, 0.0, neg_inf)
-    alpha = ember.tensor(init, dtype=lp.dtype, device=dev) + emit[0]
-    skip_t = ember.tensor(skip, device=dev)
-    valid_t = ember.tensor(valid_s, device=dev)
-    ninf = ember.full((N, 1), neg_inf, dtype=lp.dtype, device=dev)
-    ninf2 = ember.full((N, 2), neg_inf, dtype=lp.dtype, device=dev)
-    alpha = ember.where(valid_t, alpha, ember.full_like(alpha, neg_inf))
-    finals = [None] * N
-    il_arr = np.asarray(il)
-    for n in range(N):
-        if il[n] == 1:
-            finals[n] = alpha[n]
-    for t in range(1, T):
-        a1 = ember.cat([ninf, alpha[:, :-1]], 1)
-        a2 = ember.cat([ninf2, alpha[:, :-2]], 1)
-        a2 = ember.where(skip_t, a2, ember.full_like(a2, neg_inf))
-        new = _logaddexp_safe(alpha, a1, a2) + emit[t]
-        new = ember.where(valid_t, new, ember.full_like(new, neg_inf))
-        alpha = new
-        for n in np.nonzero(il_arr == t + 1)[0]:
-            finals[n] = alpha[n]
-    losses = []
-    for n in range(N):
-        a = finals[n]
-        if a is None:                                  # zero-length input
-            a = ember.full((L,), neg_inf, dtype=lp.dtype, device=dev)
-            if tl[n] == 0:
-                a = ember.zeros((L,), dtype=lp.dtype, device=dev)
-        end = 2 * tl[n]
-        ll = _logaddexp_safe(a[end:end + 1], a[end - 1:end]) if tl[n] > 0 else a[0:1]
-        losses.append(-ll)
-    loss = ember.cat(losses) if losses else ember.zeros(0, dtype=lp.dtype, device=dev)
-    if zero_infinity:
-        loss = ember.where(loss == float("inf"), ember.zeros_like(loss), loss)
-    if reduction == "none":
-        return loss if batched else loss.squeeze(0)
-    if reduction == "sum":
-        return loss.sum()
-    if reduction == "mean":
-        denom = ember.tensor([max(v, 1) for v in tl], dtype=lp.dtype, device=dev)
-        return (loss / denom).mean()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    """Connectionist Temporal Classification loss (Graves et al. 2006): the ``ctc_loss`` operator (``_ctc_loss``'s
+    alpha recursion; its backward is PyTorch's gradient, the one with respect to the logits of a log_softmax)."""
+    return ember.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _get_enum(reduction),
+                          zero_infinity)

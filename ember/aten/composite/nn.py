@@ -5,6 +5,7 @@ from __future__ import annotations
 from ember._generated import aten
 from ember.aten.kernels.nn import affine_base
 from ember.aten.wrap import _type_name, tensor_like
+from ember.c10.dtype import bool_ as _bool, int64 as _int64
 
 
 def relu6(self):
@@ -389,3 +390,29 @@ def affine_grid_generator_backward(grad, size, align_corners):
     b = tensor_like(base.T.copy(), grad)
     g = grad.reshape(size[0], -1, len(spatial))
     return aten.matmul(b, g).transpose(1, 2)
+
+
+# ------------------------------------------------------------------------------ CTC
+def ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    """``LossCTC.cpp``'s ctc_loss: _ctc_loss on a batched input (targets as int64), zero_infinity, the reduction
+    (the mean divides each loss by its target length first)."""
+    batched = log_probs.dim() == 3
+    lp = log_probs if batched else aten.unsqueeze(log_probs, 1)
+    res = aten._ctc_loss(lp, targets.to(dtype=_int64), tuple(input_lengths), tuple(target_lengths), blank,
+                         zero_infinity)[0]
+    if zero_infinity:
+        res = aten.where_self(res == float("inf"), aten.zeros_like(res), res)
+    if reduction == 1:
+        lengths = tensor_like([max(int(v), 1) for v in target_lengths], res)
+        return (res / lengths).mean()
+    if reduction == 2:
+        return res.sum()
+    return res if batched else aten.squeeze_dim(res, 0)
+
+
+def ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    for name, t in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
+        if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == _bool:
+            raise RuntimeError(f"{name} must be integral")
+    return ctc_loss_IntList(log_probs, targets, input_lengths.reshape(-1).tolist(), target_lengths.reshape(-1).tolist(),
+                            blank, reduction, zero_infinity)
