@@ -860,6 +860,41 @@ add(OpInfo("ctc_loss", lambda d, r: [
                          RuntimeError, "blank must be in label range"),
                     _err((np.ones((5, 2, 4)), np.array([1, 2, 3]), (5, 5), (2, 2)), {}, RuntimeError,
                          "Expected tensor to have size 4 at dimension 0, but got size 3")]))
+def _probs(r, shape, d):
+    return (r.uniform(0.05, 0.95, shape)).astype(d)
+
+
+add(OpInfo("smooth_l1_loss", lambda d, r: [
+    Sample((arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(reduction=red, beta=b))
+    for red, b in (("mean", 1.0), ("sum", 0.5), ("none", 2.0))] + [Sample((arr(r, (3, 4), d), arr(r, (4,), d)))],
+    method=False, torch_name="nn.functional.smooth_l1_loss", covers=("smooth_l1_loss_backward",),
+    errors=lambda: [_err((np.ones(2), np.ones(2)), dict(beta=-1.0), RuntimeError,
+                         "smooth_l1_loss does not support negative values for beta"),
+                    _err((np.ones(2, "int64"), np.ones(2, "int64")), {}, NotImplementedError,
+                         "\"smooth_l1_cpu\" not implemented for 'Long'")]))
+add(OpInfo("huber_loss", lambda d, r: [
+    Sample((arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(reduction=red, delta=b))
+    for red, b in (("mean", 1.0), ("sum", 0.5), ("none", 0.3))] + [
+    Sample((arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(weight=positive(r, (3, 4), d)))],
+    method=False, torch_name="nn.functional.huber_loss", covers=("huber_loss_backward",),
+    errors=lambda: [_err((np.ones(2), np.ones(2)), dict(delta=0.0), RuntimeError,
+                         "huber_loss does not support non-positive values for delta")]))
+add(OpInfo("binary_cross_entropy", lambda d, r: [
+    Sample((_probs(r, (3, 4), d), _probs(r, (3, 4), d)), dict(reduction=red)) for red in ("mean", "sum", "none")] + [
+    Sample((_probs(r, (3, 4), d), _probs(r, (3, 4), d)), dict(weight=positive(r, (4,), d)))],
+    method=False, torch_name="nn.functional.binary_cross_entropy", covers=("binary_cross_entropy_backward",),
+    errors=lambda: [_err((np.array([1.5]), np.array([1.0])), {}, RuntimeError,
+                         "all elements of input should be between 0 and 1"),
+                    _err((np.array([0.5]), np.array([1.5])), {}, RuntimeError,
+                         "all elements of target should be between 0 and 1"),
+                    _err((np.array([0.5]), np.array([1.0, 1.0])), {}, ValueError,
+                         "Using a target size")]))
+add(OpInfo("binary_cross_entropy_with_logits", lambda d, r: [
+    Sample((arr(r, (3, 4), d), _probs(r, (3, 4), d)), dict(reduction=red)) for red in ("mean", "sum", "none")] + [
+    Sample((arr(r, (3, 4), d), _probs(r, (3, 4), d)), dict(weight=positive(r, (4,), d), pos_weight=positive(r, (4,), d)))],
+    method=False, torch_name="nn.functional.binary_cross_entropy_with_logits",
+    errors=lambda: [_err((np.array([0.5]), np.array([1.0, 1.0])), {}, ValueError,
+                         "must be the same as input size")]))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),

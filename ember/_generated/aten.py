@@ -3995,3 +3995,38 @@ _op__ctc_loss_backward = _D.define('_ctc_loss_backward(Tensor grad, Tensor log_p
 
 def _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity=False):
     return _op__ctc_loss_backward.call(grad._ks | log_probs._ks | targets._ks | neg_log_likelihood._ks | log_alpha._ks, grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha, blank, zero_infinity)
+
+_op_smooth_l1_loss = _D.define('smooth_l1_loss(Tensor self, Tensor target, int reduction=Mean, float beta=1.0) -> Tensor')
+
+def smooth_l1_loss(self, target, reduction=1, beta=1.0):
+    return _op_smooth_l1_loss.call(self._ks | target._ks, self, target, reduction, beta)
+
+_op_smooth_l1_loss_backward = _D.define('smooth_l1_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float beta) -> Tensor')
+
+def smooth_l1_loss_backward(grad_output, self, target, reduction, beta):
+    return _op_smooth_l1_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction, beta)
+
+_op_huber_loss = _D.define('huber_loss(Tensor self, Tensor target, int reduction=Mean, float delta=1.0) -> Tensor')
+
+def huber_loss(self, target, reduction=1, delta=1.0):
+    return _op_huber_loss.call(self._ks | target._ks, self, target, reduction, delta)
+
+_op_huber_loss_backward = _D.define('huber_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, float delta) -> Tensor')
+
+def huber_loss_backward(grad_output, self, target, reduction, delta):
+    return _op_huber_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction, delta)
+
+_op_binary_cross_entropy = _D.define('binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor')
+
+def binary_cross_entropy(self, target, weight=None, reduction=1):
+    return _op_binary_cross_entropy.call(self._ks | target._ks | _ks_opt(weight), self, target, weight, reduction)
+
+_op_binary_cross_entropy_backward = _D.define('binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean) -> Tensor')
+
+def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduction=1):
+    return _op_binary_cross_entropy_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight), grad_output, self, target, weight, reduction)
+
+_op_binary_cross_entropy_with_logits = _D.define('binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=Mean) -> Tensor')
+
+def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
+    return _op_binary_cross_entropy_with_logits.call(self._ks | target._ks | _ks_opt(weight) | _ks_opt(pos_weight), self, target, weight, pos_weight, reduction)

@@ -8759,6 +8759,167 @@ def _ag__ctc_loss_default(ks, log_probs, targets, input_lengths, target_lengths,
     return result
 
 
+class SmoothL1LossBackward0(_Node):
+    _saved_names = ('self_', 'target_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        beta = _n.beta
+        self_ix, target_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            grad_inputs[self_ix] = aten.smooth_l1_loss_backward(grad, self, target, reduction, beta)
+        if _n._next[target_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            grad_inputs[target_ix] = aten.smooth_l1_loss_backward(grad, target, self, reduction, beta)
+        return grad_inputs
+
+
+def _ag_smooth_l1_loss_default(ks, self, target, reduction, beta):
+    if not (_gm.enabled and (self._rg or target._rg)):
+        return aten._op_smooth_l1_loss.redispatch(ks & _BELOW, self, target, reduction, beta)
+    _n = SmoothL1LossBackward0()
+    _n._next = _edges(self, target)
+    _n._input_meta = _meta(self, target)
+    _n.reduction = reduction
+    _n.beta = beta
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.target_ = _SV(target)
+    result = aten._op_smooth_l1_loss.redispatch(ks & _BELOW, self, target, reduction, beta)
+    _set_history(_n, (result,))
+    return result
+
+
+class HuberLossBackward0(_Node):
+    _saved_names = ('self_', 'target_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        delta = _n.delta
+        self_ix, target_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            grad_inputs[self_ix] = aten.huber_loss_backward(grad, self, target, reduction, delta)
+        if _n._next[target_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            grad_inputs[target_ix] = aten.huber_loss_backward(grad, target, self, reduction, delta)
+        return grad_inputs
+
+
+def _ag_huber_loss_default(ks, self, target, reduction, delta):
+    if not (_gm.enabled and (self._rg or target._rg)):
+        return aten._op_huber_loss.redispatch(ks & _BELOW, self, target, reduction, delta)
+    _n = HuberLossBackward0()
+    _n._next = _edges(self, target)
+    _n._input_meta = _meta(self, target)
+    _n.reduction = reduction
+    _n.delta = delta
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.target_ = _SV(target)
+    result = aten._op_huber_loss.redispatch(ks & _BELOW, self, target, reduction, delta)
+    _set_history(_n, (result,))
+    return result
+
+
+class BinaryCrossEntropyBackward0(_Node):
+    _saved_names = ('self_', 'target_', 'weight_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        self_ix, target_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            weight = _n._saved('weight_')
+            grad_inputs[self_ix] = aten.binary_cross_entropy_backward(grad, self, target, weight, reduction)
+        if _n._next[target_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            weight = _n._saved('weight_')
+            grad_inputs[target_ix] = binary_cross_entropy_target_backward(grad, self, target, weight, reduction)
+        return grad_inputs
+
+
+def _ag_binary_cross_entropy_default(ks, self, target, weight, reduction):
+    if _gm.enabled and ((weight is not None and weight._rg)):
+        _check_no_requires_grad(weight, 'weight', 'binary_cross_entropy')
+    if not (_gm.enabled and (self._rg or target._rg)):
+        return aten._op_binary_cross_entropy.redispatch(ks & _BELOW, self, target, weight, reduction)
+    _n = BinaryCrossEntropyBackward0()
+    _n._next = _edges(self, target)
+    _n._input_meta = _meta(self, target)
+    _n.reduction = reduction
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.target_ = _SV(target)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    result = aten._op_binary_cross_entropy.redispatch(ks & _BELOW, self, target, weight, reduction)
+    _set_history(_n, (result,))
+    return result
+
+
+class BinaryCrossEntropyWithLogitsBackward0(_Node):
+    _saved_names = ('self_', 'target_', 'weight_', 'pos_weight_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        self_ix, target_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            pos_weight = _n._saved('pos_weight_')
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            weight = _n._saved('weight_')
+            grad_inputs[self_ix] = binary_cross_entropy_with_logits_backward(grad, self, target, weight, pos_weight, reduction)
+        if _n._next[target_ix] is not None:
+            pos_weight = _n._saved('pos_weight_')
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            weight = _n._saved('weight_')
+            grad_inputs[target_ix] = binary_cross_entropy_with_logits_target_backward(grad, self, target, weight, pos_weight, reduction)
+        return grad_inputs
+
+
+def _ag_binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_weight, reduction):
+    if _gm.enabled and ((weight is not None and weight._rg) or (pos_weight is not None and pos_weight._rg)):
+        _check_no_requires_grad(weight, 'weight', 'binary_cross_entropy_with_logits')
+        _check_no_requires_grad(pos_weight, 'pos_weight', 'binary_cross_entropy_with_logits')
+    if not (_gm.enabled and (self._rg or target._rg)):
+        return aten._op_binary_cross_entropy_with_logits.redispatch(ks & _BELOW, self, target, weight, pos_weight, reduction)
+    _n = BinaryCrossEntropyWithLogitsBackward0()
+    _n._next = _edges(self, target)
+    _n._input_meta = _meta(self, target)
+    _n.reduction = reduction
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.target_ = _SV(target)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.pos_weight_ = _SV(pos_weight if pos_weight is not None else None)
+    result = aten._op_binary_cross_entropy_with_logits.redispatch(ks & _BELOW, self, target, weight, pos_weight, reduction)
+    _set_history(_n, (result,))
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -10479,6 +10640,10 @@ for _h, _k in (
     (aten._op_grid_sampler_3d, _ag_grid_sampler_3d_default),
     (aten._op_affine_grid_generator, _ag_affine_grid_generator_default),
     (aten._op__ctc_loss, _ag__ctc_loss_default),
+    (aten._op_smooth_l1_loss, _ag_smooth_l1_loss_default),
+    (aten._op_huber_loss, _ag_huber_loss_default),
+    (aten._op_binary_cross_entropy, _ag_binary_cross_entropy_default),
+    (aten._op_binary_cross_entropy_with_logits, _ag_binary_cross_entropy_with_logits_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),

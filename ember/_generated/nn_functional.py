@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'col2im', 'cross_entropy_loss', 'gelu', 'im2col', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
+__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'gelu', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -1099,3 +1099,165 @@ def col2im(*args, **kwargs):
 col2im.__doc__ = 'col2im(input: Tensor, output_size: List[int], kernel_size: List[int], dilation: List[int], padding: List[int], stride: List[int]) -> Tensor'
 def _signature_col2im(input, output_size, kernel_size, dilation, padding, stride): ...
 col2im.__wrapped__ = _signature_col2im
+
+
+_sig_smooth_l1_loss = _Signatures('smooth_l1_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1), ('beta', 'float', False, True, 1.0),),
+], method=False)
+
+def _bind_smooth_l1_loss_0(input, target, reduction=1, beta=1.0):
+    return (input, target, reduction, beta)
+
+def smooth_l1_loss(*args, **kwargs):
+    try:
+        _b = _bind_smooth_l1_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, reduction, beta = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(beta) is float:
+            return _A._op_smooth_l1_loss.call(input._ks | target._ks, input, target, reduction, beta)
+    _i, _a = _sig_smooth_l1_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_smooth_l1_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'], _a['beta'])
+    raise AssertionError('unreachable')
+
+
+smooth_l1_loss.__doc__ = 'smooth_l1_loss(input: Tensor, target: Tensor, reduction: int = 1, beta: float = 1.0) -> Tensor'
+def _signature_smooth_l1_loss(input, target, reduction=1, beta=1.0): ...
+smooth_l1_loss.__wrapped__ = _signature_smooth_l1_loss
+
+
+_sig_smooth_l1_loss_backward = _Signatures('smooth_l1_loss_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None), ('beta', 'float', False, False, None),),
+], method=False)
+
+def _bind_smooth_l1_loss_backward_0(grad_output, input, target, reduction, beta):
+    return (grad_output, input, target, reduction, beta)
+
+def smooth_l1_loss_backward(*args, **kwargs):
+    try:
+        _b = _bind_smooth_l1_loss_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, target, reduction, beta = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(beta) is float:
+            return _A._op_smooth_l1_loss_backward.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction, beta)
+    _i, _a = _sig_smooth_l1_loss_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_smooth_l1_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'], _a['beta'])
+    raise AssertionError('unreachable')
+
+
+smooth_l1_loss_backward.__doc__ = 'smooth_l1_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, beta: float) -> Tensor'
+def _signature_smooth_l1_loss_backward(grad_output, input, target, reduction, beta): ...
+smooth_l1_loss_backward.__wrapped__ = _signature_smooth_l1_loss_backward
+
+
+_sig_huber_loss = _Signatures('huber_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1), ('delta', 'float', False, True, 1.0),),
+], method=False)
+
+def _bind_huber_loss_0(input, target, reduction=1, delta=1.0):
+    return (input, target, reduction, delta)
+
+def huber_loss(*args, **kwargs):
+    try:
+        _b = _bind_huber_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, reduction, delta = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(delta) is float:
+            return _A._op_huber_loss.call(input._ks | target._ks, input, target, reduction, delta)
+    _i, _a = _sig_huber_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_huber_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'], _a['delta'])
+    raise AssertionError('unreachable')
+
+
+huber_loss.__doc__ = 'huber_loss(input: Tensor, target: Tensor, reduction: int = 1, delta: float = 1.0) -> Tensor'
+def _signature_huber_loss(input, target, reduction=1, delta=1.0): ...
+huber_loss.__wrapped__ = _signature_huber_loss
+
+
+_sig_huber_loss_backward = _Signatures('huber_loss_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None), ('delta', 'float', False, False, None),),
+], method=False)
+
+def _bind_huber_loss_backward_0(grad_output, input, target, reduction, delta):
+    return (grad_output, input, target, reduction, delta)
+
+def huber_loss_backward(*args, **kwargs):
+    try:
+        _b = _bind_huber_loss_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, target, reduction, delta = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(delta) is float:
+            return _A._op_huber_loss_backward.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction, delta)
+    _i, _a = _sig_huber_loss_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_huber_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'], _a['delta'])
+    raise AssertionError('unreachable')
+
+
+huber_loss_backward.__doc__ = 'huber_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, delta: float) -> Tensor'
+def _signature_huber_loss_backward(grad_output, input, target, reduction, delta): ...
+huber_loss_backward.__wrapped__ = _signature_huber_loss_backward
+
+
+_sig_binary_cross_entropy = _Signatures('binary_cross_entropy', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_binary_cross_entropy_0(input, target, weight=None, reduction=1):
+    return (input, target, weight, reduction)
+
+def binary_cross_entropy(*args, **kwargs):
+    try:
+        _b = _bind_binary_cross_entropy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, weight, reduction = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
+            return _A._op_binary_cross_entropy.call(input._ks | target._ks | _ks_opt(weight), input, target, weight, reduction)
+    _i, _a = _sig_binary_cross_entropy.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_binary_cross_entropy.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['weight'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+binary_cross_entropy.__doc__ = 'binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor'
+def _signature_binary_cross_entropy(input, target, weight=None, reduction=1): ...
+binary_cross_entropy.__wrapped__ = _signature_binary_cross_entropy
+
+
+_sig_binary_cross_entropy_backward = _Signatures('binary_cross_entropy_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_binary_cross_entropy_backward_0(grad_output, input, target, weight=None, reduction=1):
+    return (grad_output, input, target, weight, reduction)
+
+def binary_cross_entropy_backward(*args, **kwargs):
+    try:
+        _b = _bind_binary_cross_entropy_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, target, weight, reduction = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
+            return _A._op_binary_cross_entropy_backward.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight), grad_output, input, target, weight, reduction)
+    _i, _a = _sig_binary_cross_entropy_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_binary_cross_entropy_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['grad_output'], _a['input'], _a['target'], _a['weight'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+binary_cross_entropy_backward.__doc__ = 'binary_cross_entropy_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor'
+def _signature_binary_cross_entropy_backward(grad_output, input, target, weight=None, reduction=1): ...
+binary_cross_entropy_backward.__wrapped__ = _signature_binary_cross_entropy_backward

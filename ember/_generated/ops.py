@@ -1844,3 +1844,24 @@ _ctc_loss = _P('_ctc_loss', [
 _ctc_loss_backward = _P('_ctc_loss_backward', [
     _O(_A._op__ctc_loss_backward, (('grad', 'T', False, False, None), ('log_probs', 'T', False, False, None), ('targets', 'T', False, False, None), ('input_lengths', 'int[]', False, False, None), ('target_lengths', 'int[]', False, False, None), ('neg_log_likelihood', 'T', False, False, None), ('log_alpha', 'T', False, False, None), ('blank', 'int', False, False, None), ('zero_infinity', 'bool', False, True, False),), ['grad', 'log_probs', 'targets', 'input_lengths', 'target_lengths', 'neg_log_likelihood', 'log_alpha', 'blank', 'zero_infinity']),
 ])
+smooth_l1_loss = _P('smooth_l1_loss', [
+    _O(_A._op_smooth_l1_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1), ('beta', 'float', False, True, 1.0),), ['self', 'target', 'reduction', 'beta']),
+])
+smooth_l1_loss_backward = _P('smooth_l1_loss_backward', [
+    _O(_A._op_smooth_l1_loss_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None), ('beta', 'float', False, False, None),), ['grad_output', 'self', 'target', 'reduction', 'beta']),
+])
+huber_loss = _P('huber_loss', [
+    _O(_A._op_huber_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1), ('delta', 'float', False, True, 1.0),), ['self', 'target', 'reduction', 'delta']),
+])
+huber_loss_backward = _P('huber_loss_backward', [
+    _O(_A._op_huber_loss_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None), ('delta', 'float', False, False, None),), ['grad_output', 'self', 'target', 'reduction', 'delta']),
+])
+binary_cross_entropy = _P('binary_cross_entropy', [
+    _O(_A._op_binary_cross_entropy, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'weight', 'reduction']),
+])
+binary_cross_entropy_backward = _P('binary_cross_entropy_backward', [
+    _O(_A._op_binary_cross_entropy_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),), ['grad_output', 'self', 'target', 'weight', 'reduction']),
+])
+binary_cross_entropy_with_logits = _P('binary_cross_entropy_with_logits', [
+    _O(_A._op_binary_cross_entropy_with_logits, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('pos_weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'weight', 'pos_weight', 'reduction']),
+])

@@ -5136,6 +5136,38 @@ def __ctc_loss_backward_default(ks, grad, log_probs, targets, input_lengths, tar
         _value_error(_e, K._ctc_loss_backward, grad, log_probs, targets, neg_log_likelihood, log_alpha)
 
 
+def _smooth_l1_loss_default(ks, self, target, reduction, beta):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.smooth_l1_loss(be.xp, self._data, target._data, reduction, beta), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.smooth_l1_loss, self, target)
+
+
+def _huber_loss_default(ks, self, target, reduction, delta):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.huber_loss(be.xp, self._data, target._data, reduction, delta), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.huber_loss, self, target)
+
+
+def _binary_cross_entropy_default(ks, self, target, weight, reduction):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.binary_cross_entropy(be.xp, self._data, target._data, (None if weight is None else weight._data), reduction), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.binary_cross_entropy, self, target, weight)
+
+
+def _binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_weight, reduction):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.binary_cross_entropy_with_logits(be.xp, self._data, target._data, (None if weight is None else weight._data), (None if pos_weight is None else pos_weight._data), reduction), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.binary_cross_entropy_with_logits, self, target, weight, pos_weight)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -5782,6 +5814,10 @@ _BACKEND_KERNELS = (
     (_A._op_affine_grid_generator, _affine_grid_generator_default, ('CPU', 'CUDA', 'Meta'), K.affine_grid_generator, (), 'new', None),
     (_A._op__ctc_loss, __ctc_loss_default, ('CPU', 'CUDA', 'Meta'), K._ctc_loss, (), 'new', None),
     (_A._op__ctc_loss_backward, __ctc_loss_backward_default, ('CPU', 'CUDA', 'Meta'), K._ctc_loss_backward, (), 'new', None),
+    (_A._op_smooth_l1_loss, _smooth_l1_loss_default, ('CPU', 'CUDA', 'Meta'), K.smooth_l1_loss, (), 'new', None),
+    (_A._op_huber_loss, _huber_loss_default, ('CPU', 'CUDA', 'Meta'), K.huber_loss, (), 'new', None),
+    (_A._op_binary_cross_entropy, _binary_cross_entropy_default, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy, (), 'new', None),
+    (_A._op_binary_cross_entropy_with_logits, _binary_cross_entropy_with_logits_default, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy_with_logits, (), 'new', None),
 )
 
 # operator, key, composite function
@@ -5939,6 +5975,9 @@ _COMPOSITE_KERNELS = (
     (_A._op_affine_grid_generator_backward, 'CompositeImplicitAutograd', C.affine_grid_generator_backward),
     (_A._op_ctc_loss_IntList, 'CompositeImplicitAutograd', C.ctc_loss_IntList),
     (_A._op_ctc_loss_Tensor, 'CompositeImplicitAutograd', C.ctc_loss_Tensor),
+    (_A._op_smooth_l1_loss_backward, 'CompositeImplicitAutograd', C.smooth_l1_loss_backward),
+    (_A._op_huber_loss_backward, 'CompositeImplicitAutograd', C.huber_loss_backward),
+    (_A._op_binary_cross_entropy_backward, 'CompositeImplicitAutograd', C.binary_cross_entropy_backward),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

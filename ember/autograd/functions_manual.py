@@ -958,3 +958,40 @@ def embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_f
         counts = zeros_of(num_weights, g).index_add(0, idx, aten.ones_like(idx, dtype=g.dtype))
         g = g / counts[idx].unsqueeze(1)
     return zeros_of((num_weights, dim), grad).index_add(0, idx, g)
+
+
+def binary_cross_entropy_target_backward(grad, self, target, weight, reduction):
+    """d binary_cross_entropy / d target: ``-logit(self)`` (PyTorch's FunctionsManual)."""
+    g = -aten.logit(self) * grad
+    if weight is not None:
+        g = g * weight
+    return g / target.numel() if reduction == 1 else g
+
+
+def binary_cross_entropy_with_logits_backward(grad, self, target, weight, pos_weight, reduction):
+    """``sigmoid(x) - t``, or ``(pos_weight t + 1 - t) sigmoid(x) - pos_weight t`` with pos_weight."""
+    if pos_weight is not None:
+        t = pos_weight * target
+        g = (t + 1 - target) * aten.sigmoid(self) - t
+    else:
+        g = aten.sigmoid(self) - target
+    if weight is not None:
+        g = g * weight
+    g = g * grad
+    return g / self.numel() if reduction == 1 else g
+
+
+def binary_cross_entropy_with_logits_target_backward(grad, self, target, weight, pos_weight, reduction):
+    if pos_weight is not None:
+        g = _log_sigmoid(-self) - _log_sigmoid(self) * pos_weight
+    else:
+        g = -self
+    if weight is not None:
+        g = g * weight
+    g = g * grad
+    return g / target.numel() if reduction == 1 else g
+
+
+def _log_sigmoid(x):
+    """``log(sigmoid(x))`` as PyTorch's kernel computes it: ``min(x, 0) - log1p(exp(-|x|))``."""
+    return x.clamp(max=0) - x.abs().neg().exp().log1p()

@@ -642,10 +642,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 def _pointwise_loss(input, target, size_average, reduce, reduction, weight, errors, op):  # noqa: A002
     """l1_loss / mse_loss as PyTorch's Python writes them: warn on a size mismatch, broadcast, then either the
     weighted formula (``errors(x - t) * weight``) or the loss operator ``op`` with the reduction's enum."""
-    if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). This "
-                      "will likely lead to incorrect results due to broadcasting. Please ensure they have the same "
-                      "size.", stacklevel=3)
+    _size_warning(input, target)
     reduction = _legacy(size_average, reduce, reduction)
     x, t = aten.broadcast_tensors([input, target])
     if weight is not None:
@@ -663,18 +660,37 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _pointwise_loss(input, target, size_average, reduce, reduction, weight, lambda d: d.pow(2), aten.mse_loss)
 
 
+def _size_warning(input, target):  # noqa: A002
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). This "
+                      "will likely lead to incorrect results due to broadcasting. Please ensure they have the same "
+                      "size.", stacklevel=3)
+
+
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
-    d = (input - target).abs()
-    loss = d if beta == 0 else ember.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
-    return _reduce(loss, _legacy(size_average, reduce, reduction))
+    _size_warning(input, target)
+    reduction = _legacy(size_average, reduce, reduction)
+    x, t = aten.broadcast_tensors([input, target])
+    if beta == 0.0:
+        return aten.l1_loss(x, t, _get_enum(reduction))
+    return aten.smooth_l1_loss(x, t, _get_enum(reduction), beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
-    d = (input - target).abs()
-    loss = ember.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    _size_warning(input, target)
+    x, t = aten.broadcast_tensors([input, target])
+    if weight is None:
+        return aten.huber_loss(x, t, _get_enum(reduction), delta)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    weighted = aten.huber_loss(x, t, 0, delta) * weight
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return weighted.sum()
+    if reduction == "mean":
+        return weighted.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
@@ -689,30 +705,21 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _get_enum(_legacy(size_average, reduce, reduction))
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
                          "is deprecated. Please ensure they have the same size.")
-    loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(-100))
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+        weight = weight.expand(ember.broadcast_shapes(target.shape, weight.shape))
+    return aten.binary_cross_entropy(input, target, weight, reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                                      reduction="mean", pos_weight=None):
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _get_enum(_legacy(size_average, reduce, reduction))
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
-    log_sig = logsigmoid(input)
-    log_sig_neg = logsigmoid(-input)
-    if pos_weight is not None:
-        loss = -(pos_weight * target * log_sig + (1 - target) * log_sig_neg)
-    else:
-        loss = -(target * log_sig + (1 - target) * log_sig_neg)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return aten.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002

@@ -416,3 +416,26 @@ def ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, blank=0, 
             raise RuntimeError(f"{name} must be integral")
     return ctc_loss_IntList(log_probs, targets, input_lengths.reshape(-1).tolist(), target_lengths.reshape(-1).tolist(),
                             blank, reduction, zero_infinity)
+
+
+# ------------------------------------------------------------------------------ pointwise losses' backward
+# (in ops, so each loss has a second derivative; PyTorch's formulas)
+def _loss_norm(self, reduction):
+    return 1.0 / self.numel() if reduction == 1 else 1.0
+
+
+def smooth_l1_loss_backward(grad_output, self, target, reduction, beta):
+    """``-1`` below -beta, ``1`` above beta, ``x / beta`` between (x = self - target), times grad (over numel)."""
+    return (self - target).clamp(-beta, beta) / beta * _loss_norm(self, reduction) * grad_output
+
+
+def huber_loss_backward(grad_output, self, target, reduction, delta):
+    return (self - target).clamp(-delta, delta) * _loss_norm(self, reduction) * grad_output
+
+
+def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduction=1):
+    """``(x - t) / max(x (1 - x), 1e-12)`` times grad and weight (over numel for the mean)."""
+    g = (self - target) / ((1 - self) * self).clamp(min=1e-12) * grad_output
+    if weight is not None:
+        g = g * weight
+    return g * _loss_norm(self, reduction)

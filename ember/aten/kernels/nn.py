@@ -1777,3 +1777,81 @@ def _ctc_loss_backward(xp, grad, log_probs, targets, input_lengths, target_lengt
 
 
 __all__ += ["_ctc_loss", "_ctc_loss_backward"]
+
+
+# ------------------------------------------------------------------------------ pointwise losses
+# ``Loss.cpp``: elementwise losses (in the input's opmath type) then the reduction of apply_loss_reduction.
+def _reduce_loss(xp, loss, reduction, npdt):
+    if reduction == _MEAN:
+        loss = xp.add.reduce(loss.reshape(-1)) / loss.size if loss.size else xp.asarray(np.nan, loss.dtype)
+    elif reduction == _SUM:
+        loss = xp.add.reduce(loss.reshape(-1))
+    return xp.asarray(loss).astype(npdt, copy=False)
+
+
+def _loss_dtype(self, target, name):
+    npdt = result_np_dtype(self, target)
+    if not (npdt.kind == "f" or npdt == BF16_NP):
+        raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(npdt)}'")
+    return npdt, compute_dtype(npdt)
+
+
+def smooth_l1_loss(xp, self, target, reduction=_MEAN, beta=1.0):
+    npdt, ct = _loss_dtype(self, target, "smooth_l1_cpu")
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    with np.errstate(all="ignore"):
+        z = xp.abs(xp.subtract(self, target, dtype=ct))
+        loss = xp.where(z < beta, 0.5 * z * z / beta if beta else z, z - 0.5 * beta)
+    return _reduce_loss(xp, loss, reduction, npdt)
+
+
+def huber_loss(xp, self, target, reduction=_MEAN, delta=1.0):
+    npdt, ct = _loss_dtype(self, target, "huber_cpu")
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    with np.errstate(all="ignore"):
+        z = xp.abs(xp.subtract(self, target, dtype=ct))
+        loss = xp.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+    return _reduce_loss(xp, loss, reduction, npdt)
+
+
+def binary_cross_entropy(xp, self, target, weight=None, reduction=_MEAN):
+    if not (self.dtype.kind == "f" or self.dtype == BF16_NP):
+        raise NotImplementedError(f"\"binary_cross_entropy\" not implemented for '{type_name(self.dtype)}'")
+    if target.dtype != self.dtype:
+        raise RuntimeError(f"Found dtype {type_name(target.dtype)} but expected {type_name(self.dtype)}")
+    ct = compute_dtype(self.dtype)
+    x, t = asdtype(xp, self, ct), asdtype(xp, target, ct)
+    if bool(((x < 0) | (x > 1) | xp.isnan(x)).any()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if bool(((t < 0) | (t > 1)).any()):
+        raise RuntimeError("all elements of target should be between 0 and 1")
+    with np.errstate(all="ignore"):
+        loss = (t - 1) * xp.maximum(xp.log1p(-x), -100) - t * xp.maximum(xp.log(x), -100)
+    if weight is not None:
+        if np.broadcast_shapes(weight.shape, loss.shape) != loss.shape:
+            raise RuntimeError(f"output with shape {shape_str(loss.shape)} doesn't match the broadcast shape "
+                               f"{shape_str(np.broadcast_shapes(weight.shape, loss.shape))}")
+        loss = loss * asdtype(xp, weight, ct)
+    return _reduce_loss(xp, loss, reduction, self.dtype)
+
+
+def _log_sigmoid(xp, x):
+    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def binary_cross_entropy_with_logits(xp, self, target, weight=None, pos_weight=None, reduction=_MEAN):
+    npdt, ct = _loss_dtype(self, target, "log_sigmoid_cpu")
+    x, t = asdtype(xp, self, ct), asdtype(xp, target, ct)
+    with np.errstate(all="ignore"):
+        ls = _log_sigmoid(xp, x)
+        if pos_weight is not None:
+            ls = ls * ((asdtype(xp, pos_weight, ct) - 1) * t + 1)
+        loss = (1 - t) * x - ls
+        if weight is not None:
+            loss = loss * asdtype(xp, weight, ct)
+    return _reduce_loss(xp, loss, reduction, npdt)
+
+
+__all__ += ["smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
