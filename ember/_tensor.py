@@ -7,6 +7,7 @@ bulk of its methods (``add``, ``sum``, ``view``, ...) are generated from native_
 from __future__ import annotations
 
 import builtins
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,7 +45,13 @@ def _reflected(other, self, rop):
     return NotImplemented
 
 
-class Tensor(TensorImpl):
+if TYPE_CHECKING:  # the generated methods' signatures, for type checkers (Note [Type stubs] in tools/codegen/gen.py)
+    from ember._generated.tensor_methods import _TensorMethods
+else:
+    _TensorMethods = object
+
+
+class Tensor(TensorImpl, _TensorMethods):
     """A multi-dimensional array with a dtype and a device; see ``ember.tensor`` to make one."""
 
     __array_priority__ = 1000

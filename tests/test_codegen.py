@@ -3,6 +3,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+import ember
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -61,3 +65,49 @@ def test_docs_table_names_operators():
     names = {nf.schema.name for nf in load_native_functions(YAML_PATH)}
     docs = runpy.run_path(os.path.join(ROOT, "ember", "_torch_docs.py"))["DOCS"]
     assert not sorted(set(docs) - names), "ember/_torch_docs.py documents ops that do not exist"
+
+
+# ------------------------------------------------------------------------------ type stubs (Note [Type stubs])
+_STUBBED = {"functions": None, "nn_functional": None, "linalg": None, "special": None, "fft": None}
+
+
+def _stub_names(path, cls=None):
+    import ast
+    tree = ast.parse(open(path).read())
+    body = tree.body
+    if cls is not None:
+        body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls).body
+    return {n.name for n in body if isinstance(n, ast.FunctionDef)}
+
+
+def test_every_binding_has_a_type_stub():
+    import importlib
+    gen = os.path.join(os.path.dirname(ember.__file__), "_generated")
+    for mod in _STUBBED:
+        names = set(importlib.import_module(f"ember._generated.{mod}").__all__)
+        assert names == _stub_names(os.path.join(gen, f"{mod}.pyi")), mod
+    methods = set(importlib.import_module("ember._generated.tensor_methods").__all__)
+    assert methods == _stub_names(os.path.join(gen, "tensor_methods.pyi"), "_TensorMethods")
+
+
+def test_mypy_checks_programs_against_the_stubs(tmp_path):
+    """A type checker sees the bindings' signatures: a correct program passes, wrong calls are reported."""
+    api = pytest.importorskip("mypy.api")
+    good = tmp_path / "good.py"
+    good.write_text("import ember\nimport ember.nn.functional as F\n"
+                    "x = ember.ones(2, 3)\ny: ember.Tensor = ember.add(x, 1, alpha=2)\nz = x.view(6).sum()\n"
+                    "v, i = ember.max(x, 1)\nw = F.linear(x, ember.ones(4, 3))\np = x.add(1).relu_()\n")
+    bad = tmp_path / "bad.py"
+    bad.write_text("import ember\nx = ember.ones(2, 3)\ny = ember.add(x, 'one')\nz: int = ember.matmul(x, x)\n")
+    args = ["--follow-imports=silent", "--ignore-missing-imports", "--no-incremental", "--cache-dir=/dev/null"]
+    out, err, status = api.run(args + [str(good)])
+    assert status == 0, out + err
+    out, err, status = api.run(args + [str(bad)])
+    assert status == 1 and "bad.py:3: error: No overload variant of \"add\"" in out and "bad.py:4: error" in out, out
+
+
+def test_a_method_binds_the_argument_named_self():
+    """PyTorch's rule: ``x.where(cond, y)`` is ``where(cond, x, y)`` (the schema's ``self``, not its first argument)."""
+    x, cond = ember.tensor([5.0, 6.0]), ember.tensor([True, False])
+    assert x.where(cond, ember.tensor([9.0, 9.0])).tolist() == [5.0, 9.0]
+    assert x.where(cond, 0.5).tolist() == [5.0, 0.5]

@@ -5241,15 +5241,15 @@ not_equal.__doc__ = 'not_equal(other: Tensor) -> Tensor\nnot_equal(other: Number
 
 
 _sig_where = _Signatures('where', [
-    (('self', 'T', False, False, None), ('other', 'T', False, False, None),),
-    (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
+    (('condition', 'T', False, False, None), ('other', 'T', False, False, None),),
+    (('condition', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
 ], method=True)
 
-def _bind_where_0(self, other):
-    return (self, other)
+def _bind_where_0(condition, other):
+    return (condition, other)
 
-def _bind_where_1(self, other):
-    return (self, other)
+def _bind_where_1(condition, other):
+    return (condition, other)
 
 def where(self, *args, **kwargs):
     try:
@@ -5257,26 +5257,26 @@ def where(self, *args, **kwargs):
     except TypeError:
         _b = None
     if _b is not None:
-        self, other = _b
-        if isinstance(self, _Tensor) and isinstance(other, _Tensor):
-            return _A._op_where_self.call(self._ks | self._ks | other._ks, self, self, other)
+        condition, other = _b
+        if isinstance(condition, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_where_self.call(condition._ks | self._ks | other._ks, condition, self, other)
     try:
         _b = _bind_where_1(*args, **kwargs)
     except TypeError:
         _b = None
     if _b is not None:
-        self, other = _b
-        if isinstance(self, _Tensor) and type(other) in _NUMBERS:
-            return _A._op_where_ScalarOther.call(self._ks | self._ks, self, self, other)
+        condition, other = _b
+        if isinstance(condition, _Tensor) and type(other) in _NUMBERS:
+            return _A._op_where_ScalarOther.call(condition._ks | self._ks, condition, self, other)
     _i, _a = _sig_where.parse(args, kwargs, self)
     if _i == 0:
-        return _A._op_where_self.call(self._ks | _a['self']._ks | _a['other']._ks, self, _a['self'], _a['other'])
+        return _A._op_where_self.call(_a['condition']._ks | self._ks | _a['other']._ks, _a['condition'], self, _a['other'])
     elif _i == 1:
-        return _A._op_where_ScalarOther.call(self._ks | _a['self']._ks, self, _a['self'], _a['other'])
+        return _A._op_where_ScalarOther.call(_a['condition']._ks | self._ks, _a['condition'], self, _a['other'])
     raise AssertionError('unreachable')
 
 
-where.__doc__ = 'Returns a tensor of elements selected from ``input`` or ``other``, depending on ``condition``.\n\nwhere(self: Tensor, other: Tensor) -> Tensor\nwhere(self: Tensor, other: Number) -> Tensor'
+where.__doc__ = 'Returns a tensor of elements selected from ``input`` or ``other``, depending on ``condition``.\n\nwhere(condition: Tensor, other: Tensor) -> Tensor\nwhere(condition: Tensor, other: Number) -> Tensor'
 
 
 _sig_clamp = _Signatures('clamp', [

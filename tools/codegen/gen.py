@@ -214,8 +214,9 @@ class PySig:
         self.nf, self.out_nf, self.method = nf, out_nf, method
         s = nf.schema
         args = list(s.arguments)
-        self.self_arg = args[0] if method else None
-        self.args = args[1:] if method else args
+        # a method binds the argument named ``self`` (PyTorch's rule: ``x.where(cond, y)`` is ``where(cond, x, y)``)
+        self.self_arg = next((a for a in args if a.name == "self"), args[0]) if method else None
+        self.args = [a for a in args if a is not self.self_arg] if method else args
         positional = [a for a in self.args if not a.kwarg_only]
         self.varargs = (len(positional) == 1 and positional[0].type.base in ("int", "SymInt")
                         and positional[0].type.is_list)
@@ -624,6 +625,93 @@ def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, t
     return "\n".join(out).rstrip() + "\n"
 
 
+# Note [Type stubs]
+# Next to each binding module the generator writes a ``.pyi`` stub with the Python signatures of its public names,
+# typed from the schemas (``@overload`` where a name has several), which type checkers and IDEs read instead of
+# the ``(*args, **kwargs)`` bindings. The Tensor methods are a stub-only class ``_TensorMethods`` that
+# ``ember._tensor.Tensor`` derives from when type checking (``TYPE_CHECKING``), as PyTorch's ``_TensorBase``
+# stubs do. A test checks every binding has its stub and runs mypy over a program written against them.
+_STUB_TYPES = {"T": "Tensor", "T?": "Tensor | None", "T[]": "Sequence[Tensor]", "T?[]": "Sequence[Tensor | None]",
+               "Scalar": "Number", "Scalar?": "Number | None", "int": "int", "int?": "int | None", "float": "float",
+               "float?": "float | None", "bool": "bool", "bool?": "bool | None", "str": "str", "str?": "str | None",
+               "dtype?": "_dtype | None", "device?": "_device | str | int | None", "gen?": "Generator | None",
+               "float[]": "Sequence[float]", "float[]?": "Sequence[float] | None", "bool[]": "Sequence[bool]"}
+
+
+def _stub_type(kind: str) -> str:
+    t = _STUB_TYPES.get(kind)
+    if t is not None:
+        return t
+    if kind.startswith("int["):
+        sized = not kind.startswith("int[]")
+        t = "Sequence[int] | int" if sized else "Sequence[int]"
+        return t + " | None" if kind.endswith("?") else t
+    return "Any"
+
+
+def _stub_returns(sg: PySig) -> str:
+    s = sg.nf.schema
+    rs = s.returns
+    if not rs:
+        return "None"
+
+    def one(r):
+        if r.type.is_list:
+            return "list[Tensor]"
+        return {"Tensor": "Tensor", "bool": "bool", "int": "int", "SymInt": "int", "float": "float",
+                "Scalar": "Number", "ScalarType": "_dtype"}.get(r.type.base, "Any")
+    if len(rs) == 1:
+        return one(rs[0])
+    rt = _rt_class(s)
+    if rt is not None:
+        return "return_types." + rt.split(".", 1)[1]
+    return "tuple[" + ", ".join(one(r) for r in rs) + "]"
+
+
+def _stub_params(sg: PySig) -> list[str]:
+    kinds = {sg.pyname(a): _kind(a) for a in sg.args}
+    out = []
+    for p in _py_params(sg):
+        name, eq, _default = p.partition("=")
+        if name == "*":
+            out.append("*")
+            continue
+        t = "Tensor | None" if name == "out" else "bool" if name == "requires_grad" else _stub_type(kinds[name])
+        out.append(f"{name}: {t}" + (" = ..." if eq else ""))
+    return out
+
+
+def gen_stub(nfs: list[NativeFunction], module: str | None, method: bool) -> str:
+    groups = group_functions(nfs, method, module)
+    out = [HEADER.replace("# @", "# @", 1) + "# Note [Type stubs] in tools/codegen/gen.py.",
+           "from typing import Any, Sequence, overload", "",
+           "from ember import return_types", "from ember._tensor import Tensor",
+           "from ember.c10.device import device as _device", "from ember.c10.dtype import dtype as _dtype",
+           "from ember.c10.generator import Generator", "", "Number = int | float | bool | complex", ""]
+    ind = ""
+    if method:
+        out += ["", "class _TensorMethods:"]
+        ind = "    "
+    else:
+        out.append(f"__all__ = {sorted(groups)!r}")
+    for name, sigs in groups.items():
+        entries = []
+        for sg in sigs:
+            params = _stub_params(sg)
+            entries.append(params)
+            if sg.varargs:  # ``x.view(2, 3)`` as well as ``x.view((2, 3))``
+                first = next(i for i, p in enumerate(params) if p != "*")
+                rest = [p for p in params[first + 1:] if p != "*"]
+                entries.append([f"*{params[first].split(':')[0]}: int"] + rest)
+        for params, sg in zip(entries, [sg for sg in sigs for _ in range(2 if sg.varargs else 1)]):
+            if method:
+                params = ["self"] + params
+            if len(entries) > 1:
+                out.append(f"{ind}@overload")
+            out.append(f"{ind}def {name}({', '.join(params)}) -> {_stub_returns(sg)}: ...")
+    return "\n".join(out) + "\n"
+
+
 def gen_ops(nfs: list[NativeFunction]) -> str:
     """``ember.ops.aten.<name>.<overload>``: every overload, callable with its schema's argument names."""
     by_name: dict[str, list[NativeFunction]] = OrderedDict()
@@ -709,6 +797,12 @@ def generate(out_dir: str = OUT_DIR, yaml_path: str = YAML_PATH) -> dict[str, st
         "special.py": gen_namespace(nfs, "special", False, "ember.special functions"),
         "fft.py": gen_namespace(nfs, "fft", False, "ember.fft functions"),
         "ops.py": gen_ops(nfs),
+        "functions.pyi": gen_stub(nfs, None, False),
+        "tensor_methods.pyi": gen_stub(nfs, None, True),
+        "nn_functional.pyi": gen_stub(nfs, "nn", False),
+        "linalg.pyi": gen_stub(nfs, "linalg", False),
+        "special.pyi": gen_stub(nfs, "special", False),
+        "fft.pyi": gen_stub(nfs, "fft", False),
         "autograd.py": __import__("tools.codegen.gen_autograd", fromlist=["generate"]).generate(nfs),
     }
     return files
