@@ -111,3 +111,11 @@ def test_a_method_binds_the_argument_named_self():
     x, cond = ember.tensor([5.0, 6.0]), ember.tensor([True, False])
     assert x.where(cond, ember.tensor([9.0, 9.0])).tolist() == [5.0, 9.0]
     assert x.where(cond, 0.5).tolist() == [5.0, 0.5]
+
+
+def test_c10_type_checks_strictly():
+    """``mypy --strict`` passes on ember/c10 (the first layer under the type checker; issue 14 item 5)."""
+    api = pytest.importorskip("mypy.api")
+    out, err, status = api.run(["--strict", "--follow-imports=silent", "--no-incremental", "--cache-dir=/dev/null",
+                                os.path.join(ROOT, "ember", "c10")])
+    assert status == 0, out + err

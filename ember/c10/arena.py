@@ -12,28 +12,34 @@ from __future__ import annotations
 
 import bisect
 import weakref
+from typing import Any, Sequence
 
-_ARENAS: dict = {}  # id(buffer) -> (weakref to it, slot starts, slot stops, {id(view): (slot, weakref to view)})
+_Entry = tuple["weakref.ref[Any]", list[int], list[int], dict[int, tuple[int, "weakref.ref[Any]"]]]
+# id(buffer) -> (weakref to it, slot starts, slot stops, {id(view): (slot, weakref to view)})
+_ARENAS: dict[int, _Entry] = {}
 
 
-def register(buf, starts: list, stops: list, views=()) -> None:
+def register(buf: Any, starts: Sequence[int], stops: Sequence[int], views: Sequence[Any] = ()) -> None:
     """Record ``buf`` as an arena whose slots are ``[starts[i], stops[i])`` (increasing, element offsets);
     ``views[i]``, when given, is the array the tensor in slot i holds (``span_of`` recognises it by identity)."""
     key = id(buf)
     slots = {id(v): (i, weakref.ref(v)) for i, v in enumerate(views)}
-    _ARENAS[key] = (weakref.ref(buf, lambda _r, key=key: _ARENAS.pop(key, None)), list(starts), list(stops), slots)
+
+    def forget(_ref: Any, key: int = key) -> None:
+        _ARENAS.pop(key, None)
+    _ARENAS[key] = (weakref.ref(buf, forget), list(starts), list(stops), slots)
 
 
-def _entry(base):
+def _entry(base: Any) -> _Entry | None:
     entry = _ARENAS.get(id(base))
     return entry if entry is not None and entry[0]() is base else None
 
 
-def is_arena(base) -> bool:
+def is_arena(base: Any) -> bool:
     return _entry(base) is not None
 
 
-def slot_of(base, offset: int):
+def slot_of(base: Any, offset: int) -> tuple[int, int] | None:
     """``(start, stop)``: the slot of arena ``base`` holding element ``offset``; None when ``base`` is not an arena
     (or the offset lies between slots)."""
     entry = _entry(base)
@@ -46,7 +52,7 @@ def slot_of(base, offset: int):
     return starts[i], stops[i]
 
 
-def span_of(arrays):
+def span_of(arrays: Sequence[Any]) -> tuple[Any, int, int] | None:
     """``(buffer, start, stop)`` when ``arrays`` are the registered views of consecutive slots of one arena, in
     order (so one operation on ``buffer[start:stop]`` is that operation on each of them); else None."""
     if not arrays:
@@ -56,12 +62,12 @@ def span_of(arrays):
     if entry is None:
         return None
     slots = entry[3]
-    first = None
+    first = -1
     for k, a in enumerate(arrays):
         e = slots.get(id(a))
         if e is None or e[1]() is not a:
             return None
-        if first is None:
+        if first < 0:
             first = e[0]
         elif e[0] != first + k:
             return None

@@ -1,6 +1,8 @@
 """``ember.device`` (mirrors ``c10/core/Device.h``): a device type and an optional index."""
 from __future__ import annotations
 
+from typing import Any
+
 _TYPES = ("cpu", "cuda", "meta")
 
 
@@ -8,15 +10,19 @@ class device:
     """Where a tensor's data lives: ``device("cpu")``, ``device("cuda:1")``, ``device("cuda", 0)``."""
 
     __slots__ = ("type", "index", "_prev")
+    type: str
+    index: int | None
+    _prev: device
 
-    def __init__(self, type, index: int | None = None):
+    def __init__(self, type: str | int | device, index: int | None = None) -> None:  # noqa: A002
         if isinstance(type, device):
             if index is not None:
                 raise RuntimeError("device(): with a device argument, index must not be given")
             self.type, self.index = type.type, type.index
             return
         if isinstance(type, int) and not isinstance(type, bool):  # device(0) -> cuda:0, as PyTorch
-            type, index = "cuda", type
+            index = type
+            type = "cuda"
         if not isinstance(type, str):
             raise TypeError(f"device() received an invalid combination of arguments - got ({type!r})")
         s = type
@@ -46,7 +52,7 @@ class device:
     def __str__(self) -> str:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
             try:
                 other = device(other)
@@ -57,16 +63,16 @@ class device:
     def __hash__(self) -> int:
         return hash((self.type, self.index))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[str, int | None]]:
         return (device, (self.type, self.index))
 
-    def __enter__(self):  # ``with ember.device("cpu"):`` sets the default factory device
+    def __enter__(self) -> device:  # ``with ember.device("cpu"):`` sets the default factory device
         from ember.c10 import _state
         self._prev = _state.default_device
         _state.default_device = self
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         from ember.c10 import _state
         _state.default_device = self._prev
 
@@ -75,7 +81,7 @@ CPU = device("cpu")
 META = device("meta")
 
 
-def canonical(d) -> device:
+def canonical(d: device | str | int | None) -> device:
     """``None`` -> current default device; strings and ints -> ``device``."""
     if d is None:
         from ember.c10 import _state

@@ -7,6 +7,8 @@ of the highest key in the set.
 """
 from __future__ import annotations
 
+from typing import Iterable, Iterator
+
 import enum
 
 
@@ -58,7 +60,7 @@ class DispatchKeySet:
 
     __slots__ = ("repr_",)
 
-    def __init__(self, keys=()):
+    def __init__(self, keys: int | DispatchKey | Iterable[DispatchKey] = ()) -> None:
         bits = 0
         if isinstance(keys, int) and not isinstance(keys, DispatchKey):
             bits = keys
@@ -95,14 +97,14 @@ class DispatchKeySet:
     def highestPriorityTypeId(self) -> DispatchKey:
         return DispatchKey(self.repr_.bit_length() - 1) if self.repr_ else DispatchKey.Undefined
 
-    def __iter__(self):  # highest priority first, like PyTorch's iteration order reversed
+    def __iter__(self) -> Iterator[DispatchKey]:  # highest priority first, like PyTorch's iteration order reversed
         bits = self.repr_
         while bits:
             k = bits.bit_length() - 1
             yield DispatchKey(k)
             bits &= ~(1 << k)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, DispatchKeySet) and other.repr_ == self.repr_
 
     def __hash__(self) -> int:

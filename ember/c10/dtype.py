@@ -14,6 +14,7 @@ higher: ``int32 tensor + 1.5 -> float32`` (the default dtype), ``uint8 tensor + 
 from __future__ import annotations
 
 import builtins
+from typing import Any, Iterable
 
 import ml_dtypes
 import numpy as np
@@ -34,7 +35,7 @@ class dtype:
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed", "_cat",
                  "__weakref__")
 
-    def __init__(self, name: str, np_dtype, cat: int, signed: bool):
+    def __init__(self, name: str, np_dtype: Any, cat: int, signed: bool) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
@@ -46,7 +47,7 @@ class dtype:
     def __repr__(self) -> str:
         return f"ember.{self.name}"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
         return (_dtype_by_name, (self.name,))
 
     def to_real(self) -> dtype:
@@ -84,7 +85,7 @@ def _dtype_by_name(name: str) -> dtype:
     return _BY_NAME[name]
 
 
-def from_numpy_dtype(np_dtype) -> dtype:
+def from_numpy_dtype(np_dtype: Any) -> dtype:
     """The ember dtype of a NumPy dtype; TypeError for dtypes ember does not have."""
     try:
         return _BY_NP[np_dtype]
@@ -159,7 +160,7 @@ def default_complex_dtype() -> dtype:
     return complex128 if _default is float64 else complex64
 
 
-def scalar_dtype(value) -> dtype:
+def scalar_dtype(value: object) -> dtype:
     """The dtype PyTorch gives a Python scalar on its own (``torch.tensor(1.5).dtype``)."""
     t = type(value)
     if t is builtins.bool or t is np.bool_:
@@ -189,7 +190,7 @@ def _combine_categories(higher: dtype | None, lower: dtype | None) -> dtype | No
     return higher
 
 
-def result_type_of(operands) -> dtype:
+def result_type_of(operands: Iterable[Any]) -> dtype:
     """Result dtype of an elementwise op over arrays and Python scalars (Note [Type promotion]).
 
     ``operands`` are NumPy/CuPy arrays (a 0-d array stands for a 0-dim tensor) or Python numbers.
@@ -206,19 +207,23 @@ def result_type_of(operands) -> dtype:
                 dim = d if dim is None else promote_types(dim, d)
             else:
                 zero = d if zero is None else promote_types(zero, d)
-    return _combine_categories(dim, _combine_categories(zero, wrapped))
+    r = _combine_categories(dim, _combine_categories(zero, wrapped))
+    if r is None:
+        raise TypeError("result_type_of() needs at least one operand")
+    return r
 
 
 # --------------------------------------------------------------------------- finfo / iinfo
 class finfo:
     """Machine limits of a floating-point dtype (``torch.finfo``)."""
 
-    def __init__(self, type: dtype | None = None):
+    def __init__(self, type: dtype | None = None) -> None:  # noqa: A002
         type = type or _default
         if not (type.is_floating_point or type.is_complex):
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to "
                             "handle 'torch.finfo'")
-        info = ml_dtypes.finfo(type.to_real().np) if type is bfloat16 else np.finfo(type.to_real().np)
+        info: Any = ml_dtypes.finfo(type.to_real().np) if type is bfloat16 else np.finfo(  # type: ignore[no-untyped-call]
+            type.to_real().np)
         self.bits = info.bits
         self.eps = builtins.float(info.eps)
         self.max = builtins.float(info.max)

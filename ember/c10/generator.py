@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import Any
 
 import numpy as np
+
+from ember.c10.device import device as _device
 
 _N = 624
 _STATE_FMT = "<QiiQ624Qdddi4xf?3x"  # CPUGeneratorImplState: legacy pod + float normal cache
@@ -30,14 +33,17 @@ def _init_genrand(seed: int) -> np.ndarray:
 class Generator:
     """``ember.Generator(device='cpu')``: an independent random stream."""
 
-    def __init__(self, device="cpu"):
-        from ember.c10.device import device as _device
+    def __init__(self, device: Any = "cpu") -> None:
         self.device = _device(device)
+        self._initial_seed: int = 0
+        self._drawn = False
+        self.next_double_normal_sample: float | None = None
+        self.next_float_normal_sample: float | None = None
         self._bg = np.random.MT19937()
         self.manual_seed(67280421310721)  # PyTorch's default_rng_seed_val
 
     # -- seeding -------------------------------------------------------------------------------
-    def manual_seed(self, seed) -> Generator:
+    def manual_seed(self, seed: Any) -> Generator:
         seed = int(seed)
         if seed < 0:
             if seed < -(1 << 63):
@@ -61,12 +67,12 @@ class Generator:
         return self._initial_seed
 
     # -- raw draws ----------------------------------------------------------------------------
-    def random(self, n: int) -> np.ndarray:
+    def random(self, n: int) -> Any:
         """``n`` 32-bit words as uint64."""
         self._drawn = True
         return self._bg.random_raw(n)
 
-    def random64(self, n: int) -> np.ndarray:
+    def random64(self, n: int) -> Any:
         r = self._bg.random_raw(2 * n)
         self._drawn = True
         return (r[0::2] << np.uint64(32)) | r[1::2]
@@ -85,7 +91,7 @@ class Generator:
                           0.0 if f is None else f, f is not None)
         return raw
 
-    def set_state(self, new_state) -> Generator:
+    def set_state(self, new_state: Any) -> Generator:
         data = bytes(new_state.numpy().astype(np.uint8).tobytes()) if hasattr(new_state, "numpy") \
             else bytes(new_state)
         if len(data) != STATE_SIZE:

@@ -1,21 +1,23 @@
 """``ember.Size``: a tuple of ints, printed ``ember.Size([2, 3])`` (``torch.Size``)."""
 from __future__ import annotations
 
+from typing import Any, Iterable, SupportsIndex
 
-class Size(tuple):
+
+class Size(tuple[int, ...]):
     __slots__ = ()
 
-    def __new__(cls, sizes=()):
+    def __new__(cls, sizes: Iterable[Any] = ()) -> Size:
         return super().__new__(cls, (int(s) for s in sizes))
 
     def __repr__(self) -> str:
         return f"ember.Size([{', '.join(str(s) for s in self)}])"
 
-    def __getitem__(self, item):
-        r = super().__getitem__(item)
+    def __getitem__(self, item: SupportsIndex | slice) -> Any:
+        r: Any = super().__getitem__(item)
         return Size(r) if isinstance(item, slice) else r
 
-    def __add__(self, other):
+    def __add__(self, other: tuple[Any, ...]) -> Size:
         return Size(tuple(self) + tuple(other))
 
     def numel(self) -> int:
@@ -24,5 +26,5 @@ class Size(tuple):
             n *= s
         return n
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Size], tuple[tuple[int, ...]]]:
         return (Size, (tuple(self),))

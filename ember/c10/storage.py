@@ -6,10 +6,14 @@ tensor report the same storage, ``data_ptr`` and byte size, as in PyTorch.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from ember.c10.device import device as _device
 
-def root_array(arr):
+
+def root_array(arr: Any) -> Any:
     """The array that owns the memory ``arr`` views."""
     r = arr
     while True:
@@ -21,9 +25,9 @@ def root_array(arr):
         r = b
 
 
-def array_data_ptr(arr) -> int:
+def array_data_ptr(arr: Any) -> int:
     if isinstance(arr, np.ndarray):
-        return arr.__array_interface__["data"][0]
+        return int(arr.__array_interface__["data"][0])
     return int(arr.data.ptr)  # CuPy
 
 
@@ -32,7 +36,7 @@ class UntypedStorage:
 
     __slots__ = ("_root", "device", "_nbytes")
 
-    def __init__(self, root, device, nbytes: int | None = None):
+    def __init__(self, root: Any, device: _device, nbytes: int | None = None) -> None:
         self._root = root
         self.device = device
         self._nbytes = root.size * root.itemsize if nbytes is None else nbytes
@@ -53,15 +57,16 @@ class UntypedStorage:
             return 0
         return array_data_ptr(self._root)
 
-    def _bytes(self) -> np.ndarray:
+    def _bytes(self) -> Any:
         """The storage as a flat uint8 array (shares memory)."""
         r = np.ascontiguousarray(self._root) if self._root.ndim else self._root.reshape(1)
         return r.view(np.uint8).reshape(-1)
 
-    def tolist(self) -> list:
-        return self._bytes().tolist()
+    def tolist(self) -> list[int]:
+        out: list[int] = self._bytes().tolist()
+        return out
 
-    def __eq__(self, other) -> bool:  # two handles on one storage compare by identity of the memory
+    def __eq__(self, other: object) -> bool:  # two handles on one storage compare by identity of the memory
         return isinstance(other, UntypedStorage) and other._root is self._root
 
     def __hash__(self) -> int:

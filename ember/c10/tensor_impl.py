@@ -13,9 +13,12 @@ kernels never see it: the Meta registrations (ember/aten/meta.py) compute shapes
 """
 from __future__ import annotations
 
+from typing import Any, Iterable, Sequence
+
 import numpy as np
 
-from ember.c10.dtype import from_numpy_dtype
+from ember.c10.device import device
+from ember.c10.dtype import dtype, from_numpy_dtype
 from ember.c10.size import Size
 from ember.c10.storage import UntypedStorage, array_data_ptr, root_array
 
@@ -25,11 +28,11 @@ class VersionCounter:
 
     __slots__ = ("version",)
 
-    def __init__(self, version: int = 0):
+    def __init__(self, version: int = 0) -> None:
         self.version = version
 
 
-def contiguous_strides(shape) -> tuple:
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     strides, acc = [], 1
     for s in reversed(shape):
         strides.append(acc)
@@ -37,14 +40,14 @@ def contiguous_strides(shape) -> tuple:
     return tuple(reversed(strides))
 
 
-_FAKE_BUFFERS: dict = {}
+_FAKE_BUFFERS: dict[Any, Any] = {}
 
 
-def is_fake_buffer(root) -> bool:
+def is_fake_buffer(root: Any) -> bool:
     return _FAKE_BUFFERS.get(root.dtype) is root
 
 
-def fake_array(shape, dtype_np, strides=None):
+def fake_array(shape: Iterable[int], dtype_np: Any, strides: Iterable[int] | None = None) -> Any:
     """A metadata-only array for a meta tensor (Note [Meta tensors])."""
     buf = _FAKE_BUFFERS.get(dtype_np)
     if buf is None:
@@ -58,51 +61,55 @@ def fake_array(shape, dtype_np, strides=None):
 
 class TensorImpl:
     __slots__ = ("_data", "_ks", "_vc", "_device", "__weakref__", "__dict__")
+    _data: Any  # the NumPy / CuPy array
+    _ks: int  # the dispatch key set, a bitset
+    _vc: VersionCounter
+    _device: device
 
     # -- metadata --------------------------------------------------------------------------
     @property
-    def dtype(self):
+    def dtype(self) -> dtype:
         return from_numpy_dtype(self._data.dtype)
 
     @property
-    def device(self):
+    def device(self) -> device:
         return self._device
 
     @property
-    def shape(self):
+    def shape(self) -> Size:
         return Size(self._data.shape)
 
-    def size(self, dim: int | None = None):
+    def size(self, dim: int | None = None) -> Any:  # a Size, or an int for one dim
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+        return int(self._data.shape[_wrap_dim(dim, self._data.ndim)])
 
     def dim(self) -> int:
-        return self._data.ndim
+        return int(self._data.ndim)
 
     ndimension = dim
 
     @property
     def ndim(self) -> int:
-        return self._data.ndim
+        return int(self._data.ndim)
 
     def numel(self) -> int:
-        return self._data.size
+        return int(self._data.size)
 
     nelement = numel
 
     def element_size(self) -> int:
-        return self._data.itemsize
+        return int(self._data.itemsize)
 
     @property
     def itemsize(self) -> int:
-        return self._data.itemsize
+        return int(self._data.itemsize)
 
     @property
     def nbytes(self) -> int:
-        return self._data.size * self._data.itemsize
+        return int(self._data.size * self._data.itemsize)
 
-    def stride(self, dim: int | None = None):
+    def stride(self, dim: int | None = None) -> Any:  # a tuple, or an int for one dim
         a = self._data
         st = tuple(s // a.itemsize for s in a.strides)
         if dim is None:
@@ -111,7 +118,7 @@ class TensorImpl:
 
     def storage_offset(self) -> int:
         a = self._data
-        return (array_data_ptr(a) - array_data_ptr(root_array(a))) // a.itemsize
+        return int((array_data_ptr(a) - array_data_ptr(root_array(a))) // a.itemsize)
 
     def untyped_storage(self) -> UntypedStorage:
         root = root_array(self._data)
@@ -125,7 +132,7 @@ class TensorImpl:
             return 0
         return array_data_ptr(self._data)
 
-    def is_contiguous(self, memory_format=None) -> bool:
+    def is_contiguous(self, memory_format: Any = None) -> bool:
         a = self._data
         if memory_format is not None and getattr(memory_format, "name", "") == "channels_last":
             return _is_channels_last(a)
@@ -159,7 +166,7 @@ class TensorImpl:
         self._vc.version += 1
 
 
-def _is_channels_last(a) -> bool:
+def _is_channels_last(a: Any) -> bool:
     """NHWC memory order: strides (H*W*C, 1, W*C, C) in elements, ignoring size-1 dims."""
     if a.ndim != 4:
         return False
