@@ -210,54 +210,26 @@ def _upsample_vec_args(input, output_size, scale_factors):  # noqa: A002
     return tuple(int(input.shape[2 + i] * float(f)) for i, f in enumerate(scale_factors)), list(scale_factors)
 
 
-def upsample_nearest1d_vec(input, output_size, scale_factors):  # noqa: A002
-    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
-    return aten.upsample_nearest1d(input, osize, *scales)
+def _def_upsample_vec(op, interp):
+    """The ``.vec`` overload of an upsample op: an output size or per-dim scale factors, then the op."""
+    fn = getattr(aten, op)
+    if interp:
+        def vec(input, output_size, align_corners, scale_factors):  # noqa: A002
+            osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+            return fn(input, osize, align_corners, *scales)
+    else:
+        def vec(input, output_size, scale_factors):  # noqa: A002
+            osize, scales = _upsample_vec_args(input, output_size, scale_factors)
+            return fn(input, osize, *scales)
+    vec.__name__ = vec.__qualname__ = op.lstrip("_") + "_vec"
+    globals()[vec.__name__] = vec
 
 
-def upsample_nearest_exact1d_vec(input, output_size, scale_factors):  # noqa: A002
-    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
-    return aten._upsample_nearest_exact1d(input, osize, *scales)
-
-
-def upsample_nearest2d_vec(input, output_size, scale_factors):  # noqa: A002
-    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
-    return aten.upsample_nearest2d(input, osize, *scales)
-
-
-def upsample_nearest_exact2d_vec(input, output_size, scale_factors):  # noqa: A002
-    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
-    return aten._upsample_nearest_exact2d(input, osize, *scales)
-
-
-def upsample_nearest3d_vec(input, output_size, scale_factors):  # noqa: A002
-    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
-    return aten.upsample_nearest3d(input, osize, *scales)
-
-
-def upsample_nearest_exact3d_vec(input, output_size, scale_factors):  # noqa: A002
-    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
-    return aten._upsample_nearest_exact3d(input, osize, *scales)
-
-
-def upsample_linear1d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
-    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
-    return aten.upsample_linear1d(input, osize, align_corners, *scales)
-
-
-def upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
-    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
-    return aten.upsample_bilinear2d(input, osize, align_corners, *scales)
-
-
-def upsample_bicubic2d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
-    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
-    return aten.upsample_bicubic2d(input, osize, align_corners, *scales)
-
-
-def upsample_trilinear3d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
-    osize, scales = _upsample_vec_args(input, output_size, scale_factors)
-    return aten.upsample_trilinear3d(input, osize, align_corners, *scales)
+for _nd in (1, 2, 3):
+    _def_upsample_vec(f"upsample_nearest{_nd}d", False)
+    _def_upsample_vec(f"_upsample_nearest_exact{_nd}d", False)
+for _op in ("upsample_linear1d", "upsample_bilinear2d", "upsample_bicubic2d", "upsample_trilinear3d"):
+    _def_upsample_vec(_op, True)
 
 
 # ------------------------------------------------------------------------------ adaptive pooling

@@ -495,6 +495,11 @@ def mse_loss(xp, self, target, reduction=_MEAN):
     return xp.asarray(loss).astype(npdt, copy=False)
 
 
+def _meta_array(dtype, shape):
+    """A metadata-only result for a meta_kernel: ``shape`` and ``dtype``, no memory."""
+    return np.broadcast_to(np.empty((), dtype), shape)
+
+
 # ------------------------------------------------------------------------------ nll_loss
 # ``aten/src/ATen/native/LossNLL.cpp`` and ``LossNLL2d.cpp``: scores of shape (N, C) (or (C,) without a batch) or
 # (N, C, H, W) with one class index per row / pixel. Both kernels move the class dim last and work on (M, C).
@@ -569,7 +574,7 @@ def _nll_forward_meta(xp, self, target, weight, reduction, ignore_index, spatial
         shape = target.shape
     else:
         shape = ()
-    return np.broadcast_to(np.empty((), self.dtype), shape), np.empty((), self.dtype)
+    return _meta_array(self.dtype, shape), np.empty((), self.dtype)
 
 
 @meta_kernel(_nll_forward_meta)
@@ -635,7 +640,7 @@ def _nll_backward_checks(grad_output, self, target, weight, reduction, total_wei
 
 def _nll_backward_meta(xp, grad_output, self, target, weight, reduction, ignore_index, total_weight, spatial=False):
     _nll_backward_checks(grad_output, self, target, weight, reduction, total_weight, spatial)
-    return np.broadcast_to(np.empty((), self.dtype), self.shape)
+    return _meta_array(self.dtype, self.shape)
 
 
 @meta_kernel(_nll_backward_meta)
@@ -762,7 +767,7 @@ def _window_slices(out_sp, s, offset):
 
 def _avg_pool_meta(xp, self, nd, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     _, _, _, out_sp = _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_override)
-    return np.broadcast_to(np.empty((), self.dtype), self.shape[:-nd] + out_sp)
+    return _meta_array(self.dtype, self.shape[:-nd] + out_sp)
 
 
 def _avg_pool(xp, self, nd, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
@@ -809,7 +814,7 @@ def _avg_pool_backward(xp, grad_output, self, nd, kernel_size, stride, padding, 
 
 
 def _avg_pool_backward_meta(xp, grad_output, self, *args):
-    return np.broadcast_to(np.empty((), self.dtype), self.shape)
+    return _meta_array(self.dtype, self.shape)
 
 
 @meta_kernel(lambda xp, self, *a: _avg_pool_meta(xp, self, 2, *a))
@@ -1134,8 +1139,8 @@ def _adaptive_max(xp, self, output_size, nd, name):
 def _adaptive_meta(nd, avg, name):
     def meta(xp, self, output_size):
         out = _adaptive_checks(self, output_size, nd, name, avg)
-        v = np.broadcast_to(np.empty((), self.dtype), self.shape[:-nd] + tuple(out))
-        return v if avg else (v, np.broadcast_to(np.empty((), np.int64), v.shape))
+        v = _meta_array(self.dtype, self.shape[:-nd] + tuple(out))
+        return v if avg else (v, _meta_array(np.int64, v.shape))
     return meta
 
 
@@ -1149,12 +1154,12 @@ def _adaptive_avg_pool3d(xp, self, output_size):
     return _adaptive_avg(xp, self, output_size, 3, "adaptive_avg_pool3d")
 
 
-@meta_kernel(lambda xp, grad_output, self: np.broadcast_to(np.empty((), self.dtype), self.shape))
+@meta_kernel(lambda xp, grad_output, self: _meta_array(self.dtype, self.shape))
 def _adaptive_avg_pool2d_backward(xp, grad_output, self):
     return _adaptive_avg_backward(xp, grad_output, self, 2, "adaptive_avg_pool2d")
 
 
-@meta_kernel(lambda xp, grad_output, self: np.broadcast_to(np.empty((), self.dtype), self.shape))
+@meta_kernel(lambda xp, grad_output, self: _meta_array(self.dtype, self.shape))
 def _adaptive_avg_pool3d_backward(xp, grad_output, self):
     return _adaptive_avg_backward(xp, grad_output, self, 3, "adaptive_avg_pool3d")
 
@@ -1219,7 +1224,7 @@ def _im2col_checks(self, kernel_size, dilation, padding, stride):
 def _im2col_meta(xp, self, kernel_size, dilation, padding, stride):
     k, d, p, s, blocks = _im2col_checks(self, kernel_size, dilation, padding, stride)
     lead = self.shape[:-3]
-    return np.broadcast_to(np.empty((), self.dtype), lead + (self.shape[-3] * k[0] * k[1], blocks[0] * blocks[1]))
+    return _meta_array(self.dtype, lead + (self.shape[-3] * k[0] * k[1], blocks[0] * blocks[1]))
 
 
 @meta_kernel(_im2col_meta)
@@ -1264,7 +1269,7 @@ def _col2im_checks(self, output_size, kernel_size, dilation, padding, stride):
 
 def _col2im_meta(xp, self, output_size, kernel_size, dilation, padding, stride):
     o, k, *_ = _col2im_checks(self, output_size, kernel_size, dilation, padding, stride)
-    return np.broadcast_to(np.empty((), self.dtype), self.shape[:-2] + (self.shape[-2] // (k[0] * k[1]),) + o)
+    return _meta_array(self.dtype, self.shape[:-2] + (self.shape[-2] // (k[0] * k[1]),) + o)
 
 
 @meta_kernel(_col2im_meta)
@@ -1336,7 +1341,7 @@ def _embedding_bag_meta(xp, weight, indices, offsets, scale_grad_by_freq=False, 
     b = offsets.shape[0] - (1 if include_last_offset else 0)
     d = weight.shape[1]
     i64 = np.empty((), np.int64)
-    return (np.broadcast_to(np.empty((), weight.dtype), (b, d)), np.broadcast_to(i64, (indices.size,)),
+    return (_meta_array(weight.dtype, (b, d)), np.broadcast_to(i64, (indices.size,)),
             np.broadcast_to(i64, (b,)), np.broadcast_to(i64, (b, d) if mode == _EB_MAX else (b,)))
 
 
@@ -1553,12 +1558,12 @@ def _grid_sampler_backward(xp, grad_output, input, grid, mode, padding_mode, ali
 
 def _grid_meta(xp, input, grid, mode, padding_mode, align_corners):
     _grid_checks(input, grid, mode, input.ndim - 2)
-    return np.broadcast_to(np.empty((), input.dtype), input.shape[:2] + grid.shape[1:-1])
+    return _meta_array(input.dtype, input.shape[:2] + grid.shape[1:-1])
 
 
 def _grid_backward_meta(xp, grad_output, input, grid, mode, padding_mode, align_corners, output_mask):
-    return (np.broadcast_to(np.empty((), input.dtype), input.shape if output_mask[0] else (0,)),
-            np.broadcast_to(np.empty((), grid.dtype), grid.shape if output_mask[1] else (0,)))
+    return (_meta_array(input.dtype, input.shape if output_mask[0] else (0,)),
+            _meta_array(grid.dtype, grid.shape if output_mask[1] else (0,)))
 
 
 @meta_kernel(_grid_meta)
@@ -1682,8 +1687,8 @@ def _logsumexp3(xp, a, b, c):
 def _ctc_meta(xp, log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
     t_len, n, _ = log_probs.shape
     s_max = max([int(v) for v in target_lengths], default=0)
-    return (np.broadcast_to(np.empty((), log_probs.dtype), (n,)),
-            np.broadcast_to(np.empty((), log_probs.dtype), (n, t_len, 2 * s_max + 1)))
+    return (_meta_array(log_probs.dtype, (n,)),
+            _meta_array(log_probs.dtype, (n, t_len, 2 * s_max + 1)))
 
 
 @meta_kernel(_ctc_meta)
@@ -1720,7 +1725,7 @@ def _ctc_loss(xp, log_probs, targets, input_lengths, target_lengths, blank=0, ze
 
 
 def _ctc_backward_meta(xp, grad, log_probs, *args, **kwargs):
-    return np.broadcast_to(np.empty((), log_probs.dtype), log_probs.shape)
+    return _meta_array(log_probs.dtype, log_probs.shape)
 
 
 @meta_kernel(_ctc_backward_meta)
