@@ -895,6 +895,26 @@ add(OpInfo("binary_cross_entropy_with_logits", lambda d, r: [
     method=False, torch_name="nn.functional.binary_cross_entropy_with_logits",
     errors=lambda: [_err((np.array([0.5]), np.array([1.0, 1.0])), {}, ValueError,
                          "must be the same as input size")]))
+def _activation_entry(name, torch_name=None, kwargs=({},), shape=(3, 4), errors=None):
+    """An activation through F (its ``inplace=`` form is the in-place op): values around the kinks too."""
+    def samples(d, r):
+        base = arr(r, shape, d) * 3
+        return [Sample((base,), dict(k)) for k in kwargs] + [Sample((arr(r, (5,), d),))]
+    add(OpInfo(name, samples, method=False, torch_name=torch_name or f"nn.functional.{name}", errors=errors,
+               covers={"celu": (), "log_sigmoid": ("log_sigmoid_forward", "log_sigmoid_backward")}.get(
+                   name, (name + "_backward",))))
+
+
+for _name, _kw in (("silu", ({},)), ("mish", ({},)), ("hardswish", ({},)), ("hardsigmoid", ({},)),
+                   ("leaky_relu", ({}, dict(negative_slope=0.2))), ("elu", ({}, dict(alpha=0.5))),
+                   ("celu", ({}, dict(alpha=0.5))), ("hardtanh", ({}, dict(min_val=-2.0, max_val=0.5))),
+                   ("softplus", ({}, dict(beta=2.0, threshold=3.0)))):
+    _activation_entry(_name, kwargs=_kw)
+_activation_entry("log_sigmoid", torch_name="nn.functional.logsigmoid")
+add(OpInfo("glu", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (4, 2, 3), d),), dict(dim=0))],
+           method=False, torch_name="nn.functional.glu", covers=("glu_backward",),
+           errors=lambda: [_err((np.ones((3, 3)),), {}, RuntimeError, "Halving dimension must be even, but dimension 1 "
+                                "is size 3")]))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),

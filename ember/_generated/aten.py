@@ -4030,3 +4030,153 @@ _op_binary_cross_entropy_with_logits = _D.define('binary_cross_entropy_with_logi
 
 def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
     return _op_binary_cross_entropy_with_logits.call(self._ks | target._ks | _ks_opt(weight) | _ks_opt(pos_weight), self, target, weight, pos_weight, reduction)
+
+_op_silu = _D.define('silu(Tensor self) -> Tensor')
+
+def silu(self):
+    return _op_silu.call(self._ks, self)
+
+_op_silu_ = _D.define('silu_(Tensor(a!) self) -> Tensor(a!)')
+
+def silu_(self):
+    return _op_silu_.call(self._ks, self)
+
+_op_silu_backward = _D.define('silu_backward(Tensor grad_output, Tensor self) -> Tensor')
+
+def silu_backward(grad_output, self):
+    return _op_silu_backward.call(grad_output._ks | self._ks, grad_output, self)
+
+_op_mish = _D.define('mish(Tensor self) -> Tensor')
+
+def mish(self):
+    return _op_mish.call(self._ks, self)
+
+_op_mish_ = _D.define('mish_(Tensor(a!) self) -> Tensor(a!)')
+
+def mish_(self):
+    return _op_mish_.call(self._ks, self)
+
+_op_mish_backward = _D.define('mish_backward(Tensor grad_output, Tensor self) -> Tensor')
+
+def mish_backward(grad_output, self):
+    return _op_mish_backward.call(grad_output._ks | self._ks, grad_output, self)
+
+_op_hardswish = _D.define('hardswish(Tensor self) -> Tensor')
+
+def hardswish(self):
+    return _op_hardswish.call(self._ks, self)
+
+_op_hardswish_ = _D.define('hardswish_(Tensor(a!) self) -> Tensor(a!)')
+
+def hardswish_(self):
+    return _op_hardswish_.call(self._ks, self)
+
+_op_hardswish_backward = _D.define('hardswish_backward(Tensor grad_output, Tensor self) -> Tensor')
+
+def hardswish_backward(grad_output, self):
+    return _op_hardswish_backward.call(grad_output._ks | self._ks, grad_output, self)
+
+_op_hardsigmoid = _D.define('hardsigmoid(Tensor self) -> Tensor')
+
+def hardsigmoid(self):
+    return _op_hardsigmoid.call(self._ks, self)
+
+_op_hardsigmoid_ = _D.define('hardsigmoid_(Tensor(a!) self) -> Tensor(a!)')
+
+def hardsigmoid_(self):
+    return _op_hardsigmoid_.call(self._ks, self)
+
+_op_hardsigmoid_backward = _D.define('hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor')
+
+def hardsigmoid_backward(grad_output, self):
+    return _op_hardsigmoid_backward.call(grad_output._ks | self._ks, grad_output, self)
+
+_op_leaky_relu = _D.define('leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor')
+
+def leaky_relu(self, negative_slope=0.01):
+    return _op_leaky_relu.call(self._ks, self, negative_slope)
+
+_op_leaky_relu_ = _D.define('leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)')
+
+def leaky_relu_(self, negative_slope=0.01):
+    return _op_leaky_relu_.call(self._ks, self, negative_slope)
+
+_op_leaky_relu_backward = _D.define('leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope, bool self_is_result) -> Tensor')
+
+def leaky_relu_backward(grad_output, self, negative_slope, self_is_result):
+    return _op_leaky_relu_backward.call(grad_output._ks | self._ks, grad_output, self, negative_slope, self_is_result)
+
+_op_elu = _D.define('elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor')
+
+def elu(self, alpha=1, scale=1, input_scale=1):
+    return _op_elu.call(self._ks, self, alpha, scale, input_scale)
+
+_op_elu_ = _D.define('elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)')
+
+def elu_(self, alpha=1, scale=1, input_scale=1):
+    return _op_elu_.call(self._ks, self, alpha, scale, input_scale)
+
+_op_elu_backward = _D.define('elu_backward(Tensor grad_output, Scalar alpha, Scalar scale, Scalar input_scale, bool is_result, Tensor self_or_result) -> Tensor')
+
+def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
+    return _op_elu_backward.call(grad_output._ks | self_or_result._ks, grad_output, alpha, scale, input_scale, is_result, self_or_result)
+
+_op_hardtanh = _D.define('hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor')
+
+def hardtanh(self, min_val=-1, max_val=1):
+    return _op_hardtanh.call(self._ks, self, min_val, max_val)
+
+_op_hardtanh_ = _D.define('hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)')
+
+def hardtanh_(self, min_val=-1, max_val=1):
+    return _op_hardtanh_.call(self._ks, self, min_val, max_val)
+
+_op_hardtanh_backward = _D.define('hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor')
+
+def hardtanh_backward(grad_output, self, min_val, max_val):
+    return _op_hardtanh_backward.call(grad_output._ks | self._ks, grad_output, self, min_val, max_val)
+
+_op_softplus = _D.define('softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor')
+
+def softplus(self, beta=1, threshold=20):
+    return _op_softplus.call(self._ks, self, beta, threshold)
+
+_op_softplus_backward = _D.define('softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor')
+
+def softplus_backward(grad_output, self, beta, threshold):
+    return _op_softplus_backward.call(grad_output._ks | self._ks, grad_output, self, beta, threshold)
+
+_op_glu = _D.define('glu(Tensor self, int dim=-1) -> Tensor')
+
+def glu(self, dim=-1):
+    return _op_glu.call(self._ks, self, dim)
+
+_op_glu_backward = _D.define('glu_backward(Tensor grad_output, Tensor self, int dim) -> Tensor')
+
+def glu_backward(grad_output, self, dim):
+    return _op_glu_backward.call(grad_output._ks | self._ks, grad_output, self, dim)
+
+_op_celu = _D.define('celu(Tensor self, Scalar alpha=1.0) -> Tensor')
+
+def celu(self, alpha=1.0):
+    return _op_celu.call(self._ks, self, alpha)
+
+_op_celu_ = _D.define('celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)')
+
+def celu_(self, alpha=1.0):
+    return _op_celu_.call(self._ks, self, alpha)
+
+_op_log_sigmoid = _D.define('log_sigmoid(Tensor self) -> Tensor')
+
+def log_sigmoid(self):
+    return _op_log_sigmoid.call(self._ks, self)
+
+_op_log_sigmoid_forward = _D.define('log_sigmoid_forward(Tensor self) -> (Tensor output, Tensor buffer)')
+
+def log_sigmoid_forward(self):
+    return _op_log_sigmoid_forward.call(self._ks, self)
+
+_op_log_sigmoid_backward = _D.define('log_sigmoid_backward(Tensor grad_output, Tensor self, Tensor buffer) -> Tensor')
+
+def log_sigmoid_backward(grad_output, self, buffer):
+    return _op_log_sigmoid_backward.call(grad_output._ks | self._ks | buffer._ks, grad_output, self, buffer)

@@ -8920,6 +8920,314 @@ def _ag_binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_w
     return result
 
 
+class SiluBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.silu_backward(grad, self)
+        return grad_inputs
+
+
+def _ag_silu_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_silu.redispatch(ks & _BELOW, self)
+    _n = SiluBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_silu.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class MishBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.mish_backward(grad, self)
+        return grad_inputs
+
+
+def _ag_mish_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_mish.redispatch(ks & _BELOW, self)
+    _n = MishBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_mish.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class HardswishBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.hardswish_backward(grad, self)
+        return grad_inputs
+
+
+def _ag_hardswish_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_hardswish.redispatch(ks & _BELOW, self)
+    _n = HardswishBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_hardswish.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class HardsigmoidBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.hardsigmoid_backward(grad, self)
+        return grad_inputs
+
+
+def _ag_hardsigmoid_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_hardsigmoid.redispatch(ks & _BELOW, self)
+    _n = HardsigmoidBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_hardsigmoid.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class LeakyReluBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        negative_slope = _n.negative_slope
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.leaky_relu_backward(grad, self, negative_slope, False)
+        return grad_inputs
+
+
+def _ag_leaky_relu_default(ks, self, negative_slope):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_leaky_relu.redispatch(ks & _BELOW, self, negative_slope)
+    _n = LeakyReluBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.negative_slope = negative_slope
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_leaky_relu.redispatch(ks & _BELOW, self, negative_slope)
+    _set_history(_n, (result,))
+    return result
+
+
+class EluBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        alpha = _n.alpha
+        scale = _n.scale
+        input_scale = _n.input_scale
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.elu_backward(grad, alpha, scale, input_scale, False, self)
+        return grad_inputs
+
+
+def _ag_elu_default(ks, self, alpha, scale, input_scale):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_elu.redispatch(ks & _BELOW, self, alpha, scale, input_scale)
+    _n = EluBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.alpha = alpha
+    _n.scale = scale
+    _n.input_scale = input_scale
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_elu.redispatch(ks & _BELOW, self, alpha, scale, input_scale)
+    _set_history(_n, (result,))
+    return result
+
+
+class HardtanhBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        min_val = _n.min_val
+        max_val = _n.max_val
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.hardtanh_backward(grad, self, min_val, max_val)
+        return grad_inputs
+
+
+def _ag_hardtanh_default(ks, self, min_val, max_val):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_hardtanh.redispatch(ks & _BELOW, self, min_val, max_val)
+    _n = HardtanhBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.min_val = min_val
+    _n.max_val = max_val
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_hardtanh.redispatch(ks & _BELOW, self, min_val, max_val)
+    _set_history(_n, (result,))
+    return result
+
+
+class SoftplusBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        beta = _n.beta
+        threshold = _n.threshold
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.softplus_backward(grad, self, beta, threshold)
+        return grad_inputs
+
+
+def _ag_softplus_default(ks, self, beta, threshold):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_softplus.redispatch(ks & _BELOW, self, beta, threshold)
+    _n = SoftplusBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.beta = beta
+    _n.threshold = threshold
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_softplus.redispatch(ks & _BELOW, self, beta, threshold)
+    _set_history(_n, (result,))
+    return result
+
+
+class GluBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.glu_backward(grad, self, dim)
+        return grad_inputs
+
+
+def _ag_glu_default(ks, self, dim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_glu.redispatch(ks & _BELOW, self, dim)
+    _n = GluBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_glu.redispatch(ks & _BELOW, self, dim)
+    _set_history(_n, (result,))
+    return result
+
+
+class CeluBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        alpha = _n.alpha
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.elu_backward(grad, alpha, 1, 1.0 / alpha, False, self)
+        return grad_inputs
+
+
+def _ag_celu_default(ks, self, alpha):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_celu.redispatch(ks & _BELOW, self, alpha)
+    _n = CeluBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.alpha = alpha
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_celu.redispatch(ks & _BELOW, self, alpha)
+    _set_history(_n, (result,))
+    return result
+
+
+class LogSigmoidBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.log_sigmoid_backward(grad, self, result[1])
+        return grad_inputs
+
+
+def _ag_log_sigmoid_forward_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_log_sigmoid_forward.redispatch(ks & _BELOW, self)
+    _n = LogSigmoidBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_log_sigmoid_forward.redispatch(ks & _BELOW, self)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -10346,6 +10654,125 @@ def _ag_addbmm__default(ks, self, batch1, batch2, beta, alpha):
     return result
 
 
+def _ag_silu__default(ks, self):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_silu_.redispatch(ks & _BELOW, self)
+    _n = SiluBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = aten._op_silu_.redispatch(ks & _BELOW, self)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_mish__default(ks, self):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_mish_.redispatch(ks & _BELOW, self)
+    _n = MishBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = aten._op_mish_.redispatch(ks & _BELOW, self)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_hardswish__default(ks, self):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_hardswish_.redispatch(ks & _BELOW, self)
+    _n = HardswishBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = aten._op_hardswish_.redispatch(ks & _BELOW, self)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_hardsigmoid__default(ks, self):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_hardsigmoid_.redispatch(ks & _BELOW, self)
+    _n = HardsigmoidBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = aten._op_hardsigmoid_.redispatch(ks & _BELOW, self)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_leaky_relu__default(ks, self, negative_slope):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_leaky_relu_.redispatch(ks & _BELOW, self, negative_slope)
+    _n = LeakyReluBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.negative_slope = negative_slope
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = aten._op_leaky_relu_.redispatch(ks & _BELOW, self, negative_slope)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_elu__default(ks, self, alpha, scale, input_scale):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_elu_.redispatch(ks & _BELOW, self, alpha, scale, input_scale)
+    _n = EluBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.alpha = alpha
+    _n.scale = scale
+    _n.input_scale = input_scale
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = aten._op_elu_.redispatch(ks & _BELOW, self, alpha, scale, input_scale)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_hardtanh__default(ks, self, min_val, max_val):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_hardtanh_.redispatch(ks & _BELOW, self, min_val, max_val)
+    _n = HardtanhBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.min_val = min_val
+    _n.max_val = max_val
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = aten._op_hardtanh_.redispatch(ks & _BELOW, self, min_val, max_val)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_celu__default(ks, self, alpha):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_celu_.redispatch(ks & _BELOW, self, alpha)
+    _n = CeluBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.alpha = alpha
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = aten._op_celu_.redispatch(ks & _BELOW, self, alpha)
+    _rebase_history(self, _n)
+    return result
+
+
 for _h, _k in (
     (aten._op_abs, _ag_abs_default),
     (aten._op_neg, _ag_neg_default),
@@ -10644,6 +11071,17 @@ for _h, _k in (
     (aten._op_huber_loss, _ag_huber_loss_default),
     (aten._op_binary_cross_entropy, _ag_binary_cross_entropy_default),
     (aten._op_binary_cross_entropy_with_logits, _ag_binary_cross_entropy_with_logits_default),
+    (aten._op_silu, _ag_silu_default),
+    (aten._op_mish, _ag_mish_default),
+    (aten._op_hardswish, _ag_hardswish_default),
+    (aten._op_hardsigmoid, _ag_hardsigmoid_default),
+    (aten._op_leaky_relu, _ag_leaky_relu_default),
+    (aten._op_elu, _ag_elu_default),
+    (aten._op_hardtanh, _ag_hardtanh_default),
+    (aten._op_softplus, _ag_softplus_default),
+    (aten._op_glu, _ag_glu_default),
+    (aten._op_celu, _ag_celu_default),
+    (aten._op_log_sigmoid_forward, _ag_log_sigmoid_forward_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),
@@ -10742,5 +11180,13 @@ for _h, _k in (
     (aten._op_addmv_, _ag_addmv__default),
     (aten._op_baddbmm_, _ag_baddbmm__default),
     (aten._op_addbmm_, _ag_addbmm__default),
+    (aten._op_silu_, _ag_silu__default),
+    (aten._op_mish_, _ag_mish__default),
+    (aten._op_hardswish_, _ag_hardswish__default),
+    (aten._op_hardsigmoid_, _ag_hardsigmoid__default),
+    (aten._op_leaky_relu_, _ag_leaky_relu__default),
+    (aten._op_elu_, _ag_elu__default),
+    (aten._op_hardtanh_, _ag_hardtanh__default),
+    (aten._op_celu_, _ag_celu__default),
 ):
     _h.register(DispatchKey.Autograd, _k)

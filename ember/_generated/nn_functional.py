@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'gelu', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'linear', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
+__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'gelu', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'softplus', 'softplus_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -1261,3 +1261,759 @@ def binary_cross_entropy_backward(*args, **kwargs):
 binary_cross_entropy_backward.__doc__ = 'binary_cross_entropy_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor'
 def _signature_binary_cross_entropy_backward(grad_output, input, target, weight=None, reduction=1): ...
 binary_cross_entropy_backward.__wrapped__ = _signature_binary_cross_entropy_backward
+
+
+_sig_silu = _Signatures('silu', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_silu_0(input):
+    return (input,)
+
+def silu(*args, **kwargs):
+    try:
+        _b = _bind_silu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_silu.call(input._ks, input)
+    _i, _a = _sig_silu.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_silu.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+silu.__doc__ = 'silu(input: Tensor) -> Tensor'
+def _signature_silu(input): ...
+silu.__wrapped__ = _signature_silu
+
+
+_sig_silu_ = _Signatures('silu_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_silu__0(input):
+    return (input,)
+
+def silu_(*args, **kwargs):
+    try:
+        _b = _bind_silu__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_silu_.call(input._ks, input)
+    _i, _a = _sig_silu_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_silu_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+silu_.__doc__ = 'silu_(input: Tensor) -> Tensor'
+def _signature_silu_(input): ...
+silu_.__wrapped__ = _signature_silu_
+
+
+_sig_silu_backward = _Signatures('silu_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_silu_backward_0(grad_output, input):
+    return (grad_output, input)
+
+def silu_backward(*args, **kwargs):
+    try:
+        _b = _bind_silu_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
+            return _A._op_silu_backward.call(grad_output._ks | input._ks, grad_output, input)
+    _i, _a = _sig_silu_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_silu_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'])
+    raise AssertionError('unreachable')
+
+
+silu_backward.__doc__ = 'silu_backward(grad_output: Tensor, input: Tensor) -> Tensor'
+def _signature_silu_backward(grad_output, input): ...
+silu_backward.__wrapped__ = _signature_silu_backward
+
+
+_sig_mish = _Signatures('mish', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_mish_0(input):
+    return (input,)
+
+def mish(*args, **kwargs):
+    try:
+        _b = _bind_mish_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_mish.call(input._ks, input)
+    _i, _a = _sig_mish.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_mish.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+mish.__doc__ = 'mish(input: Tensor) -> Tensor'
+def _signature_mish(input): ...
+mish.__wrapped__ = _signature_mish
+
+
+_sig_mish_ = _Signatures('mish_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_mish__0(input):
+    return (input,)
+
+def mish_(*args, **kwargs):
+    try:
+        _b = _bind_mish__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_mish_.call(input._ks, input)
+    _i, _a = _sig_mish_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_mish_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+mish_.__doc__ = 'mish_(input: Tensor) -> Tensor'
+def _signature_mish_(input): ...
+mish_.__wrapped__ = _signature_mish_
+
+
+_sig_mish_backward = _Signatures('mish_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_mish_backward_0(grad_output, input):
+    return (grad_output, input)
+
+def mish_backward(*args, **kwargs):
+    try:
+        _b = _bind_mish_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
+            return _A._op_mish_backward.call(grad_output._ks | input._ks, grad_output, input)
+    _i, _a = _sig_mish_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_mish_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'])
+    raise AssertionError('unreachable')
+
+
+mish_backward.__doc__ = 'mish_backward(grad_output: Tensor, input: Tensor) -> Tensor'
+def _signature_mish_backward(grad_output, input): ...
+mish_backward.__wrapped__ = _signature_mish_backward
+
+
+_sig_hardswish = _Signatures('hardswish', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_hardswish_0(input):
+    return (input,)
+
+def hardswish(*args, **kwargs):
+    try:
+        _b = _bind_hardswish_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_hardswish.call(input._ks, input)
+    _i, _a = _sig_hardswish.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_hardswish.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+hardswish.__doc__ = 'hardswish(input: Tensor) -> Tensor'
+def _signature_hardswish(input): ...
+hardswish.__wrapped__ = _signature_hardswish
+
+
+_sig_hardswish_ = _Signatures('hardswish_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_hardswish__0(input):
+    return (input,)
+
+def hardswish_(*args, **kwargs):
+    try:
+        _b = _bind_hardswish__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_hardswish_.call(input._ks, input)
+    _i, _a = _sig_hardswish_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_hardswish_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+hardswish_.__doc__ = 'hardswish_(input: Tensor) -> Tensor'
+def _signature_hardswish_(input): ...
+hardswish_.__wrapped__ = _signature_hardswish_
+
+
+_sig_hardswish_backward = _Signatures('hardswish_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_hardswish_backward_0(grad_output, input):
+    return (grad_output, input)
+
+def hardswish_backward(*args, **kwargs):
+    try:
+        _b = _bind_hardswish_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
+            return _A._op_hardswish_backward.call(grad_output._ks | input._ks, grad_output, input)
+    _i, _a = _sig_hardswish_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_hardswish_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'])
+    raise AssertionError('unreachable')
+
+
+hardswish_backward.__doc__ = 'hardswish_backward(grad_output: Tensor, input: Tensor) -> Tensor'
+def _signature_hardswish_backward(grad_output, input): ...
+hardswish_backward.__wrapped__ = _signature_hardswish_backward
+
+
+_sig_hardsigmoid = _Signatures('hardsigmoid', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_hardsigmoid_0(input):
+    return (input,)
+
+def hardsigmoid(*args, **kwargs):
+    try:
+        _b = _bind_hardsigmoid_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_hardsigmoid.call(input._ks, input)
+    _i, _a = _sig_hardsigmoid.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_hardsigmoid.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+hardsigmoid.__doc__ = 'hardsigmoid(input: Tensor) -> Tensor'
+def _signature_hardsigmoid(input): ...
+hardsigmoid.__wrapped__ = _signature_hardsigmoid
+
+
+_sig_hardsigmoid_ = _Signatures('hardsigmoid_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_hardsigmoid__0(input):
+    return (input,)
+
+def hardsigmoid_(*args, **kwargs):
+    try:
+        _b = _bind_hardsigmoid__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_hardsigmoid_.call(input._ks, input)
+    _i, _a = _sig_hardsigmoid_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_hardsigmoid_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+hardsigmoid_.__doc__ = 'hardsigmoid_(input: Tensor) -> Tensor'
+def _signature_hardsigmoid_(input): ...
+hardsigmoid_.__wrapped__ = _signature_hardsigmoid_
+
+
+_sig_hardsigmoid_backward = _Signatures('hardsigmoid_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_hardsigmoid_backward_0(grad_output, input):
+    return (grad_output, input)
+
+def hardsigmoid_backward(*args, **kwargs):
+    try:
+        _b = _bind_hardsigmoid_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor):
+            return _A._op_hardsigmoid_backward.call(grad_output._ks | input._ks, grad_output, input)
+    _i, _a = _sig_hardsigmoid_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_hardsigmoid_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'])
+    raise AssertionError('unreachable')
+
+
+hardsigmoid_backward.__doc__ = 'hardsigmoid_backward(grad_output: Tensor, input: Tensor) -> Tensor'
+def _signature_hardsigmoid_backward(grad_output, input): ...
+hardsigmoid_backward.__wrapped__ = _signature_hardsigmoid_backward
+
+
+_sig_leaky_relu = _Signatures('leaky_relu', [
+    (('input', 'T', False, False, None), ('negative_slope', 'Scalar', False, True, 0.01),),
+], method=False)
+
+def _bind_leaky_relu_0(input, negative_slope=0.01):
+    return (input, negative_slope)
+
+def leaky_relu(*args, **kwargs):
+    try:
+        _b = _bind_leaky_relu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, negative_slope = _b
+        if isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS:
+            return _A._op_leaky_relu.call(input._ks, input, negative_slope)
+    _i, _a = _sig_leaky_relu.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_leaky_relu.call(_a['input']._ks, _a['input'], _a['negative_slope'])
+    raise AssertionError('unreachable')
+
+
+leaky_relu.__doc__ = 'leaky_relu(input: Tensor, negative_slope: Number = 0.01) -> Tensor'
+def _signature_leaky_relu(input, negative_slope=0.01): ...
+leaky_relu.__wrapped__ = _signature_leaky_relu
+
+
+_sig_leaky_relu_ = _Signatures('leaky_relu_', [
+    (('input', 'T', False, False, None), ('negative_slope', 'Scalar', False, True, 0.01),),
+], method=False)
+
+def _bind_leaky_relu__0(input, negative_slope=0.01):
+    return (input, negative_slope)
+
+def leaky_relu_(*args, **kwargs):
+    try:
+        _b = _bind_leaky_relu__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, negative_slope = _b
+        if isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS:
+            return _A._op_leaky_relu_.call(input._ks, input, negative_slope)
+    _i, _a = _sig_leaky_relu_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_leaky_relu_.call(_a['input']._ks, _a['input'], _a['negative_slope'])
+    raise AssertionError('unreachable')
+
+
+leaky_relu_.__doc__ = 'leaky_relu_(input: Tensor, negative_slope: Number = 0.01) -> Tensor'
+def _signature_leaky_relu_(input, negative_slope=0.01): ...
+leaky_relu_.__wrapped__ = _signature_leaky_relu_
+
+
+_sig_leaky_relu_backward = _Signatures('leaky_relu_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('negative_slope', 'Scalar', False, False, None), ('self_is_result', 'bool', False, False, None),),
+], method=False)
+
+def _bind_leaky_relu_backward_0(grad_output, input, negative_slope, self_is_result):
+    return (grad_output, input, negative_slope, self_is_result)
+
+def leaky_relu_backward(*args, **kwargs):
+    try:
+        _b = _bind_leaky_relu_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, negative_slope, self_is_result = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(negative_slope) in _NUMBERS and type(self_is_result) is bool:
+            return _A._op_leaky_relu_backward.call(grad_output._ks | input._ks, grad_output, input, negative_slope, self_is_result)
+    _i, _a = _sig_leaky_relu_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_leaky_relu_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['negative_slope'], _a['self_is_result'])
+    raise AssertionError('unreachable')
+
+
+leaky_relu_backward.__doc__ = 'leaky_relu_backward(grad_output: Tensor, input: Tensor, negative_slope: Number, self_is_result: bool) -> Tensor'
+def _signature_leaky_relu_backward(grad_output, input, negative_slope, self_is_result): ...
+leaky_relu_backward.__wrapped__ = _signature_leaky_relu_backward
+
+
+_sig_elu = _Signatures('elu', [
+    (('input', 'T', False, False, None), ('alpha', 'Scalar', False, True, 1), ('scale', 'Scalar', False, True, 1), ('input_scale', 'Scalar', False, True, 1),),
+], method=False)
+
+def _bind_elu_0(input, alpha=1, scale=1, input_scale=1):
+    return (input, alpha, scale, input_scale)
+
+def elu(*args, **kwargs):
+    try:
+        _b = _bind_elu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, alpha, scale, input_scale = _b
+        if isinstance(input, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS:
+            return _A._op_elu.call(input._ks, input, alpha, scale, input_scale)
+    _i, _a = _sig_elu.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_elu.call(_a['input']._ks, _a['input'], _a['alpha'], _a['scale'], _a['input_scale'])
+    raise AssertionError('unreachable')
+
+
+elu.__doc__ = 'elu(input: Tensor, alpha: Number = 1, scale: Number = 1, input_scale: Number = 1) -> Tensor'
+def _signature_elu(input, alpha=1, scale=1, input_scale=1): ...
+elu.__wrapped__ = _signature_elu
+
+
+_sig_elu_ = _Signatures('elu_', [
+    (('input', 'T', False, False, None), ('alpha', 'Scalar', False, True, 1), ('scale', 'Scalar', False, True, 1), ('input_scale', 'Scalar', False, True, 1),),
+], method=False)
+
+def _bind_elu__0(input, alpha=1, scale=1, input_scale=1):
+    return (input, alpha, scale, input_scale)
+
+def elu_(*args, **kwargs):
+    try:
+        _b = _bind_elu__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, alpha, scale, input_scale = _b
+        if isinstance(input, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS:
+            return _A._op_elu_.call(input._ks, input, alpha, scale, input_scale)
+    _i, _a = _sig_elu_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_elu_.call(_a['input']._ks, _a['input'], _a['alpha'], _a['scale'], _a['input_scale'])
+    raise AssertionError('unreachable')
+
+
+elu_.__doc__ = 'elu_(input: Tensor, alpha: Number = 1, scale: Number = 1, input_scale: Number = 1) -> Tensor'
+def _signature_elu_(input, alpha=1, scale=1, input_scale=1): ...
+elu_.__wrapped__ = _signature_elu_
+
+
+_sig_elu_backward = _Signatures('elu_backward', [
+    (('grad_output', 'T', False, False, None), ('alpha', 'Scalar', False, False, None), ('scale', 'Scalar', False, False, None), ('input_scale', 'Scalar', False, False, None), ('is_result', 'bool', False, False, None), ('self_or_result', 'T', False, False, None),),
+], method=False)
+
+def _bind_elu_backward_0(grad_output, alpha, scale, input_scale, is_result, self_or_result):
+    return (grad_output, alpha, scale, input_scale, is_result, self_or_result)
+
+def elu_backward(*args, **kwargs):
+    try:
+        _b = _bind_elu_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, alpha, scale, input_scale, is_result, self_or_result = _b
+        if isinstance(grad_output, _Tensor) and type(alpha) in _NUMBERS and type(scale) in _NUMBERS and type(input_scale) in _NUMBERS and type(is_result) is bool and isinstance(self_or_result, _Tensor):
+            return _A._op_elu_backward.call(grad_output._ks | self_or_result._ks, grad_output, alpha, scale, input_scale, is_result, self_or_result)
+    _i, _a = _sig_elu_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_elu_backward.call(_a['grad_output']._ks | _a['self_or_result']._ks, _a['grad_output'], _a['alpha'], _a['scale'], _a['input_scale'], _a['is_result'], _a['self_or_result'])
+    raise AssertionError('unreachable')
+
+
+elu_backward.__doc__ = 'elu_backward(grad_output: Tensor, alpha: Number, scale: Number, input_scale: Number, is_result: bool, self_or_result: Tensor) -> Tensor'
+def _signature_elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result): ...
+elu_backward.__wrapped__ = _signature_elu_backward
+
+
+_sig_hardtanh = _Signatures('hardtanh', [
+    (('input', 'T', False, False, None), ('min_val', 'Scalar', False, True, -1), ('max_val', 'Scalar', False, True, 1),),
+], method=False)
+
+def _bind_hardtanh_0(input, min_val=-1, max_val=1):
+    return (input, min_val, max_val)
+
+def hardtanh(*args, **kwargs):
+    try:
+        _b = _bind_hardtanh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min_val, max_val = _b
+        if isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
+            return _A._op_hardtanh.call(input._ks, input, min_val, max_val)
+    _i, _a = _sig_hardtanh.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_hardtanh.call(_a['input']._ks, _a['input'], _a['min_val'], _a['max_val'])
+    raise AssertionError('unreachable')
+
+
+hardtanh.__doc__ = 'hardtanh(input: Tensor, min_val: Number = -1, max_val: Number = 1) -> Tensor'
+def _signature_hardtanh(input, min_val=-1, max_val=1): ...
+hardtanh.__wrapped__ = _signature_hardtanh
+
+
+_sig_hardtanh_ = _Signatures('hardtanh_', [
+    (('input', 'T', False, False, None), ('min_val', 'Scalar', False, True, -1), ('max_val', 'Scalar', False, True, 1),),
+], method=False)
+
+def _bind_hardtanh__0(input, min_val=-1, max_val=1):
+    return (input, min_val, max_val)
+
+def hardtanh_(*args, **kwargs):
+    try:
+        _b = _bind_hardtanh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min_val, max_val = _b
+        if isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
+            return _A._op_hardtanh_.call(input._ks, input, min_val, max_val)
+    _i, _a = _sig_hardtanh_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_hardtanh_.call(_a['input']._ks, _a['input'], _a['min_val'], _a['max_val'])
+    raise AssertionError('unreachable')
+
+
+hardtanh_.__doc__ = 'hardtanh_(input: Tensor, min_val: Number = -1, max_val: Number = 1) -> Tensor'
+def _signature_hardtanh_(input, min_val=-1, max_val=1): ...
+hardtanh_.__wrapped__ = _signature_hardtanh_
+
+
+_sig_hardtanh_backward = _Signatures('hardtanh_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('min_val', 'Scalar', False, False, None), ('max_val', 'Scalar', False, False, None),),
+], method=False)
+
+def _bind_hardtanh_backward_0(grad_output, input, min_val, max_val):
+    return (grad_output, input, min_val, max_val)
+
+def hardtanh_backward(*args, **kwargs):
+    try:
+        _b = _bind_hardtanh_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, min_val, max_val = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(min_val) in _NUMBERS and type(max_val) in _NUMBERS:
+            return _A._op_hardtanh_backward.call(grad_output._ks | input._ks, grad_output, input, min_val, max_val)
+    _i, _a = _sig_hardtanh_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_hardtanh_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['min_val'], _a['max_val'])
+    raise AssertionError('unreachable')
+
+
+hardtanh_backward.__doc__ = 'hardtanh_backward(grad_output: Tensor, input: Tensor, min_val: Number, max_val: Number) -> Tensor'
+def _signature_hardtanh_backward(grad_output, input, min_val, max_val): ...
+hardtanh_backward.__wrapped__ = _signature_hardtanh_backward
+
+
+_sig_softplus = _Signatures('softplus', [
+    (('input', 'T', False, False, None), ('beta', 'Scalar', False, True, 1), ('threshold', 'Scalar', False, True, 20),),
+], method=False)
+
+def _bind_softplus_0(input, beta=1, threshold=20):
+    return (input, beta, threshold)
+
+def softplus(*args, **kwargs):
+    try:
+        _b = _bind_softplus_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, beta, threshold = _b
+        if isinstance(input, _Tensor) and type(beta) in _NUMBERS and type(threshold) in _NUMBERS:
+            return _A._op_softplus.call(input._ks, input, beta, threshold)
+    _i, _a = _sig_softplus.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_softplus.call(_a['input']._ks, _a['input'], _a['beta'], _a['threshold'])
+    raise AssertionError('unreachable')
+
+
+softplus.__doc__ = 'softplus(input: Tensor, beta: Number = 1, threshold: Number = 20) -> Tensor'
+def _signature_softplus(input, beta=1, threshold=20): ...
+softplus.__wrapped__ = _signature_softplus
+
+
+_sig_softplus_backward = _Signatures('softplus_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('beta', 'Scalar', False, False, None), ('threshold', 'Scalar', False, False, None),),
+], method=False)
+
+def _bind_softplus_backward_0(grad_output, input, beta, threshold):
+    return (grad_output, input, beta, threshold)
+
+def softplus_backward(*args, **kwargs):
+    try:
+        _b = _bind_softplus_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, beta, threshold = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(beta) in _NUMBERS and type(threshold) in _NUMBERS:
+            return _A._op_softplus_backward.call(grad_output._ks | input._ks, grad_output, input, beta, threshold)
+    _i, _a = _sig_softplus_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_softplus_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['beta'], _a['threshold'])
+    raise AssertionError('unreachable')
+
+
+softplus_backward.__doc__ = 'softplus_backward(grad_output: Tensor, input: Tensor, beta: Number, threshold: Number) -> Tensor'
+def _signature_softplus_backward(grad_output, input, beta, threshold): ...
+softplus_backward.__wrapped__ = _signature_softplus_backward
+
+
+_sig_glu = _Signatures('glu', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, True, -1),),
+], method=False)
+
+def _bind_glu_0(input, dim=-1):
+    return (input, dim)
+
+def glu(*args, **kwargs):
+    try:
+        _b = _bind_glu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and type(dim) is int:
+            return _A._op_glu.call(input._ks, input, dim)
+    _i, _a = _sig_glu.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_glu.call(_a['input']._ks, _a['input'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+glu.__doc__ = 'glu(input: Tensor, dim: int = -1) -> Tensor'
+def _signature_glu(input, dim=-1): ...
+glu.__wrapped__ = _signature_glu
+
+
+_sig_glu_backward = _Signatures('glu_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('dim', 'int', False, False, None),),
+], method=False)
+
+def _bind_glu_backward_0(grad_output, input, dim):
+    return (grad_output, input, dim)
+
+def glu_backward(*args, **kwargs):
+    try:
+        _b = _bind_glu_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, dim = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(dim) is int:
+            return _A._op_glu_backward.call(grad_output._ks | input._ks, grad_output, input, dim)
+    _i, _a = _sig_glu_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_glu_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+glu_backward.__doc__ = 'glu_backward(grad_output: Tensor, input: Tensor, dim: int) -> Tensor'
+def _signature_glu_backward(grad_output, input, dim): ...
+glu_backward.__wrapped__ = _signature_glu_backward
+
+
+_sig_log_sigmoid = _Signatures('log_sigmoid', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_log_sigmoid_0(input):
+    return (input,)
+
+def log_sigmoid(*args, **kwargs):
+    try:
+        _b = _bind_log_sigmoid_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_log_sigmoid.call(input._ks, input)
+    _i, _a = _sig_log_sigmoid.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_log_sigmoid.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+log_sigmoid.__doc__ = 'log_sigmoid(input: Tensor) -> Tensor'
+def _signature_log_sigmoid(input): ...
+log_sigmoid.__wrapped__ = _signature_log_sigmoid
+
+
+_sig_log_sigmoid_forward = _Signatures('log_sigmoid_forward', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_log_sigmoid_forward_0(input):
+    return (input,)
+
+def log_sigmoid_forward(*args, **kwargs):
+    try:
+        _b = _bind_log_sigmoid_forward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_log_sigmoid_forward.call(input._ks, input)
+    _i, _a = _sig_log_sigmoid_forward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_log_sigmoid_forward.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+log_sigmoid_forward.__doc__ = 'log_sigmoid_forward(input: Tensor) -> (Tensor, Tensor)'
+def _signature_log_sigmoid_forward(input): ...
+log_sigmoid_forward.__wrapped__ = _signature_log_sigmoid_forward
+
+
+_sig_log_sigmoid_backward = _Signatures('log_sigmoid_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('buffer', 'T', False, False, None),),
+], method=False)
+
+def _bind_log_sigmoid_backward_0(grad_output, input, buffer):
+    return (grad_output, input, buffer)
+
+def log_sigmoid_backward(*args, **kwargs):
+    try:
+        _b = _bind_log_sigmoid_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, buffer = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(buffer, _Tensor):
+            return _A._op_log_sigmoid_backward.call(grad_output._ks | input._ks | buffer._ks, grad_output, input, buffer)
+    _i, _a = _sig_log_sigmoid_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_log_sigmoid_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['buffer']._ks, _a['grad_output'], _a['input'], _a['buffer'])
+    raise AssertionError('unreachable')
+
+
+log_sigmoid_backward.__doc__ = 'log_sigmoid_backward(grad_output: Tensor, input: Tensor, buffer: Tensor) -> Tensor'
+def _signature_log_sigmoid_backward(grad_output, input, buffer): ...
+log_sigmoid_backward.__wrapped__ = _signature_log_sigmoid_backward

@@ -1865,3 +1865,93 @@ binary_cross_entropy_backward = _P('binary_cross_entropy_backward', [
 binary_cross_entropy_with_logits = _P('binary_cross_entropy_with_logits', [
     _O(_A._op_binary_cross_entropy_with_logits, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('pos_weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'weight', 'pos_weight', 'reduction']),
 ])
+silu = _P('silu', [
+    _O(_A._op_silu, (('self', 'T', False, False, None),), ['self']),
+])
+silu_ = _P('silu_', [
+    _O(_A._op_silu_, (('self', 'T', False, False, None),), ['self']),
+])
+silu_backward = _P('silu_backward', [
+    _O(_A._op_silu_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None),), ['grad_output', 'self']),
+])
+mish = _P('mish', [
+    _O(_A._op_mish, (('self', 'T', False, False, None),), ['self']),
+])
+mish_ = _P('mish_', [
+    _O(_A._op_mish_, (('self', 'T', False, False, None),), ['self']),
+])
+mish_backward = _P('mish_backward', [
+    _O(_A._op_mish_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None),), ['grad_output', 'self']),
+])
+hardswish = _P('hardswish', [
+    _O(_A._op_hardswish, (('self', 'T', False, False, None),), ['self']),
+])
+hardswish_ = _P('hardswish_', [
+    _O(_A._op_hardswish_, (('self', 'T', False, False, None),), ['self']),
+])
+hardswish_backward = _P('hardswish_backward', [
+    _O(_A._op_hardswish_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None),), ['grad_output', 'self']),
+])
+hardsigmoid = _P('hardsigmoid', [
+    _O(_A._op_hardsigmoid, (('self', 'T', False, False, None),), ['self']),
+])
+hardsigmoid_ = _P('hardsigmoid_', [
+    _O(_A._op_hardsigmoid_, (('self', 'T', False, False, None),), ['self']),
+])
+hardsigmoid_backward = _P('hardsigmoid_backward', [
+    _O(_A._op_hardsigmoid_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None),), ['grad_output', 'self']),
+])
+leaky_relu = _P('leaky_relu', [
+    _O(_A._op_leaky_relu, (('self', 'T', False, False, None), ('negative_slope', 'Scalar', False, True, 0.01),), ['self', 'negative_slope']),
+])
+leaky_relu_ = _P('leaky_relu_', [
+    _O(_A._op_leaky_relu_, (('self', 'T', False, False, None), ('negative_slope', 'Scalar', False, True, 0.01),), ['self', 'negative_slope']),
+])
+leaky_relu_backward = _P('leaky_relu_backward', [
+    _O(_A._op_leaky_relu_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('negative_slope', 'Scalar', False, False, None), ('self_is_result', 'bool', False, False, None),), ['grad_output', 'self', 'negative_slope', 'self_is_result']),
+])
+elu = _P('elu', [
+    _O(_A._op_elu, (('self', 'T', False, False, None), ('alpha', 'Scalar', False, True, 1), ('scale', 'Scalar', False, True, 1), ('input_scale', 'Scalar', False, True, 1),), ['self', 'alpha', 'scale', 'input_scale']),
+])
+elu_ = _P('elu_', [
+    _O(_A._op_elu_, (('self', 'T', False, False, None), ('alpha', 'Scalar', False, True, 1), ('scale', 'Scalar', False, True, 1), ('input_scale', 'Scalar', False, True, 1),), ['self', 'alpha', 'scale', 'input_scale']),
+])
+elu_backward = _P('elu_backward', [
+    _O(_A._op_elu_backward, (('grad_output', 'T', False, False, None), ('alpha', 'Scalar', False, False, None), ('scale', 'Scalar', False, False, None), ('input_scale', 'Scalar', False, False, None), ('is_result', 'bool', False, False, None), ('self_or_result', 'T', False, False, None),), ['grad_output', 'alpha', 'scale', 'input_scale', 'is_result', 'self_or_result']),
+])
+hardtanh = _P('hardtanh', [
+    _O(_A._op_hardtanh, (('self', 'T', False, False, None), ('min_val', 'Scalar', False, True, -1), ('max_val', 'Scalar', False, True, 1),), ['self', 'min_val', 'max_val']),
+])
+hardtanh_ = _P('hardtanh_', [
+    _O(_A._op_hardtanh_, (('self', 'T', False, False, None), ('min_val', 'Scalar', False, True, -1), ('max_val', 'Scalar', False, True, 1),), ['self', 'min_val', 'max_val']),
+])
+hardtanh_backward = _P('hardtanh_backward', [
+    _O(_A._op_hardtanh_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('min_val', 'Scalar', False, False, None), ('max_val', 'Scalar', False, False, None),), ['grad_output', 'self', 'min_val', 'max_val']),
+])
+softplus = _P('softplus', [
+    _O(_A._op_softplus, (('self', 'T', False, False, None), ('beta', 'Scalar', False, True, 1), ('threshold', 'Scalar', False, True, 20),), ['self', 'beta', 'threshold']),
+])
+softplus_backward = _P('softplus_backward', [
+    _O(_A._op_softplus_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('beta', 'Scalar', False, False, None), ('threshold', 'Scalar', False, False, None),), ['grad_output', 'self', 'beta', 'threshold']),
+])
+glu = _P('glu', [
+    _O(_A._op_glu, (('self', 'T', False, False, None), ('dim', 'int', False, True, -1),), ['self', 'dim']),
+])
+glu_backward = _P('glu_backward', [
+    _O(_A._op_glu_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['grad_output', 'self', 'dim']),
+])
+celu = _P('celu', [
+    _O(_A._op_celu, (('self', 'T', False, False, None), ('alpha', 'Scalar', False, True, 1.0),), ['self', 'alpha']),
+])
+celu_ = _P('celu_', [
+    _O(_A._op_celu_, (('self', 'T', False, False, None), ('alpha', 'Scalar', False, True, 1.0),), ['self', 'alpha']),
+])
+log_sigmoid = _P('log_sigmoid', [
+    _O(_A._op_log_sigmoid, (('self', 'T', False, False, None),), ['self']),
+])
+log_sigmoid_forward = _P('log_sigmoid_forward', [
+    _O(_A._op_log_sigmoid_forward, (('self', 'T', False, False, None),), ['self']),
+])
+log_sigmoid_backward = _P('log_sigmoid_backward', [
+    _O(_A._op_log_sigmoid_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('buffer', 'T', False, False, None),), ['grad_output', 'self', 'buffer']),
+])

@@ -5168,6 +5168,159 @@ def _binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_weig
         _value_error(_e, K.binary_cross_entropy_with_logits, self, target, weight, pos_weight)
 
 
+def _silu_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.silu(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.silu, self)
+
+
+def _silu__default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.silu(be.xp, self._data), 'silu_')
+    except ValueError as _e:
+        _value_error(_e, K.silu, self)
+
+
+def _mish_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.mish(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.mish, self)
+
+
+def _mish__default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.mish(be.xp, self._data), 'mish_')
+    except ValueError as _e:
+        _value_error(_e, K.mish, self)
+
+
+def _hardswish_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.hardswish(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.hardswish, self)
+
+
+def _hardswish__default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.hardswish(be.xp, self._data), 'hardswish_')
+    except ValueError as _e:
+        _value_error(_e, K.hardswish, self)
+
+
+def _hardsigmoid_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.hardsigmoid(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.hardsigmoid, self)
+
+
+def _hardsigmoid__default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.hardsigmoid(be.xp, self._data), 'hardsigmoid_')
+    except ValueError as _e:
+        _value_error(_e, K.hardsigmoid, self)
+
+
+def _leaky_relu_default(ks, self, negative_slope):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.leaky_relu(be.xp, self._data, negative_slope), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.leaky_relu, self)
+
+
+def _leaky_relu__default(ks, self, negative_slope):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.leaky_relu(be.xp, self._data, negative_slope), 'leaky_relu_')
+    except ValueError as _e:
+        _value_error(_e, K.leaky_relu, self)
+
+
+def _elu_default(ks, self, alpha, scale, input_scale):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.elu(be.xp, self._data, alpha, scale, input_scale), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.elu, self)
+
+
+def _elu__default(ks, self, alpha, scale, input_scale):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.elu(be.xp, self._data, alpha, scale, input_scale), 'elu_')
+    except ValueError as _e:
+        _value_error(_e, K.elu, self)
+
+
+def _hardtanh_default(ks, self, min_val, max_val):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.hardtanh(be.xp, self._data, min_val, max_val), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.hardtanh, self)
+
+
+def _hardtanh__default(ks, self, min_val, max_val):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.hardtanh(be.xp, self._data, min_val, max_val), 'hardtanh_')
+    except ValueError as _e:
+        _value_error(_e, K.hardtanh, self)
+
+
+def _softplus_default(ks, self, beta, threshold):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.softplus(be.xp, self._data, beta, threshold), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.softplus, self)
+
+
+def _glu_default(ks, self, dim):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.glu(be.xp, self._data, dim), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.glu, self)
+
+
+def _celu_default(ks, self, alpha):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.celu(be.xp, self._data, alpha), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.celu, self)
+
+
+def _celu__default(ks, self, alpha):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.celu(be.xp, self._data, alpha), 'celu_')
+    except ValueError as _e:
+        _value_error(_e, K.celu, self)
+
+
+def _log_sigmoid_forward_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.log_sigmoid_forward(be.xp, self._data)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.log_sigmoid_forward, self)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -5818,6 +5971,25 @@ _BACKEND_KERNELS = (
     (_A._op_huber_loss, _huber_loss_default, ('CPU', 'CUDA', 'Meta'), K.huber_loss, (), 'new', None),
     (_A._op_binary_cross_entropy, _binary_cross_entropy_default, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy, (), 'new', None),
     (_A._op_binary_cross_entropy_with_logits, _binary_cross_entropy_with_logits_default, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy_with_logits, (), 'new', None),
+    (_A._op_silu, _silu_default, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'new', None),
+    (_A._op_silu_, _silu__default, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'inplace', None),
+    (_A._op_mish, _mish_default, ('CPU', 'CUDA', 'Meta'), K.mish, (), 'new', None),
+    (_A._op_mish_, _mish__default, ('CPU', 'CUDA', 'Meta'), K.mish, (), 'inplace', None),
+    (_A._op_hardswish, _hardswish_default, ('CPU', 'CUDA', 'Meta'), K.hardswish, (), 'new', None),
+    (_A._op_hardswish_, _hardswish__default, ('CPU', 'CUDA', 'Meta'), K.hardswish, (), 'inplace', None),
+    (_A._op_hardsigmoid, _hardsigmoid_default, ('CPU', 'CUDA', 'Meta'), K.hardsigmoid, (), 'new', None),
+    (_A._op_hardsigmoid_, _hardsigmoid__default, ('CPU', 'CUDA', 'Meta'), K.hardsigmoid, (), 'inplace', None),
+    (_A._op_leaky_relu, _leaky_relu_default, ('CPU', 'CUDA', 'Meta'), K.leaky_relu, (), 'new', None),
+    (_A._op_leaky_relu_, _leaky_relu__default, ('CPU', 'CUDA', 'Meta'), K.leaky_relu, (), 'inplace', None),
+    (_A._op_elu, _elu_default, ('CPU', 'CUDA', 'Meta'), K.elu, (), 'new', None),
+    (_A._op_elu_, _elu__default, ('CPU', 'CUDA', 'Meta'), K.elu, (), 'inplace', None),
+    (_A._op_hardtanh, _hardtanh_default, ('CPU', 'CUDA', 'Meta'), K.hardtanh, (), 'new', None),
+    (_A._op_hardtanh_, _hardtanh__default, ('CPU', 'CUDA', 'Meta'), K.hardtanh, (), 'inplace', None),
+    (_A._op_softplus, _softplus_default, ('CPU', 'CUDA', 'Meta'), K.softplus, (), 'new', None),
+    (_A._op_glu, _glu_default, ('CPU', 'CUDA', 'Meta'), K.glu, (), 'new', None),
+    (_A._op_celu, _celu_default, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'new', None),
+    (_A._op_celu_, _celu__default, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'inplace', None),
+    (_A._op_log_sigmoid_forward, _log_sigmoid_forward_default, ('CPU', 'CUDA', 'Meta'), K.log_sigmoid_forward, (), 'new', None),
 )
 
 # operator, key, composite function
@@ -5978,6 +6150,17 @@ _COMPOSITE_KERNELS = (
     (_A._op_smooth_l1_loss_backward, 'CompositeImplicitAutograd', C.smooth_l1_loss_backward),
     (_A._op_huber_loss_backward, 'CompositeImplicitAutograd', C.huber_loss_backward),
     (_A._op_binary_cross_entropy_backward, 'CompositeImplicitAutograd', C.binary_cross_entropy_backward),
+    (_A._op_silu_backward, 'CompositeImplicitAutograd', C.silu_backward),
+    (_A._op_mish_backward, 'CompositeImplicitAutograd', C.mish_backward),
+    (_A._op_hardswish_backward, 'CompositeImplicitAutograd', C.hardswish_backward),
+    (_A._op_hardsigmoid_backward, 'CompositeImplicitAutograd', C.hardsigmoid_backward),
+    (_A._op_leaky_relu_backward, 'CompositeImplicitAutograd', C.leaky_relu_backward),
+    (_A._op_elu_backward, 'CompositeImplicitAutograd', C.elu_backward),
+    (_A._op_hardtanh_backward, 'CompositeImplicitAutograd', C.hardtanh_backward),
+    (_A._op_softplus_backward, 'CompositeImplicitAutograd', C.softplus_backward),
+    (_A._op_glu_backward, 'CompositeImplicitAutograd', C.glu_backward),
+    (_A._op_log_sigmoid, 'CompositeImplicitAutograd', C.log_sigmoid),
+    (_A._op_log_sigmoid_backward, 'CompositeImplicitAutograd', C.log_sigmoid_backward),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

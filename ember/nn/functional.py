@@ -93,28 +93,28 @@ def relu6(input, inplace=False):  # noqa: A002
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
+    return aten.hardtanh_(input, min_val, max_val) if inplace else aten.hardtanh(input, min_val, max_val)
 
 
 def elu(input, alpha=1.0, inplace=False):  # noqa: A002
-    r = ember.where(input > 0, input, alpha * input.expm1())
-    return input.copy_(r) if inplace else r
+    return aten.elu_(input, alpha) if inplace else aten.elu(input, alpha)
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):  # noqa: A002
-    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    r = scale * ember.where(input > 0, input, alpha * input.expm1())
-    return input.copy_(r) if inplace else r
+    """``torch.selu``: elu with SELU's alpha and scale (EluBackward0, as PyTorch's composite)."""
+    fn = aten.elu_ if inplace else aten.elu
+    return fn(input, _SELU_ALPHA, _SELU_SCALE)
 
 
 def celu(input, alpha=1.0, inplace=False):  # noqa: A002
-    r = ember.where(input > 0, input, alpha * (input / alpha).expm1())
-    return input.copy_(r) if inplace else r
+    return aten.celu_(input, alpha) if inplace else aten.celu(input, alpha)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
-    r = ember.where(input > 0, input, input * negative_slope)
-    return input.copy_(r) if inplace else r
+    return aten.leaky_relu_(input, negative_slope) if inplace else aten.leaky_relu(input, negative_slope)
 
 
 def prelu(input, weight):  # noqa: A002
@@ -136,20 +136,15 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  
 def glu(input, dim=-1):  # noqa: A002
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    if input.shape[dim] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
-                           f"{input.shape[dim]}")
-    a, b = input.chunk(2, dim)
-    return a * b.sigmoid()
+    return aten.glu(input, dim)
 
 
 def logsigmoid(input):  # noqa: A002
-    return -softplus(-input)
+    return aten.log_sigmoid(input)
 
 
 def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
-    bx = input * beta
-    return ember.where(bx > threshold, input, (bx.clamp(max=threshold)).exp().log1p() / beta)
+    return aten.softplus(input, beta, threshold)
 
 
 def softsign(input):  # noqa: A002
@@ -170,23 +165,19 @@ def tanhshrink(input):  # noqa: A002
 
 
 def silu(input, inplace=False):  # noqa: A002
-    r = input * input.sigmoid()
-    return input.copy_(r) if inplace else r
+    return aten.silu_(input) if inplace else aten.silu(input)
 
 
 def mish(input, inplace=False):  # noqa: A002
-    r = input * softplus(input).tanh()
-    return input.copy_(r) if inplace else r
+    return aten.mish_(input) if inplace else aten.mish(input)
 
 
 def hardsigmoid(input, inplace=False):  # noqa: A002
-    r = (input + 3).clamp(0, 6) / 6
-    return input.copy_(r) if inplace else r
+    return aten.hardsigmoid_(input) if inplace else aten.hardsigmoid(input)
 
 
 def hardswish(input, inplace=False):  # noqa: A002
-    r = input * (input + 3).clamp(0, 6) / 6
-    return input.copy_(r) if inplace else r
+    return aten.hardswish_(input) if inplace else aten.hardswish(input)
 
 
 def _softmax_dim(ndim):

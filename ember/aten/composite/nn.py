@@ -9,7 +9,7 @@ from ember.c10.dtype import bool_ as _bool, int64 as _int64
 
 
 def relu6(self):
-    return aten.clamp(self, 0, 6)
+    return aten.hardtanh(self, 0, 6)
 
 
 # (written as PyTorch's CompositeImplicitAutograd versions are, so autograd records the same nodes:
@@ -411,3 +411,67 @@ def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduct
     if weight is not None:
         g = g * weight
     return g * _loss_norm(self, reduction)
+
+
+# ------------------------------------------------------------------------------ activations' backward
+# (PyTorch's backward kernels of Activation.cpp, written in ops so that each has a second derivative)
+def _where(cond, a, b):
+    return aten.where_self(cond, a, b)
+
+
+def silu_backward(grad_output, self):
+    s = self.sigmoid()
+    return grad_output * s * (1 + self * (1 - s))
+
+
+def mish_backward(grad_output, self):
+    s = self.sigmoid()
+    t = aten.softplus(self).tanh()
+    return grad_output * (t + self * s * (1 - t * t))
+
+
+def hardswish_backward(grad_output, self):
+    """0 up to -3, ``x / 3 + 1/2`` inside (-3, 3), 1 from 3 on, times grad (PyTorch's kernel)."""
+    zero = aten.zeros_like(grad_output)
+    return _where(self <= -3, zero, _where(self < 3, grad_output * (self / 3 + 0.5), grad_output))
+
+
+def hardsigmoid_backward(grad_output, self):
+    return _where((self > -3) & (self < 3), grad_output / 6, aten.zeros_like(grad_output))
+
+
+def leaky_relu_backward(grad_output, self, negative_slope, self_is_result):
+    return _where(self > 0, grad_output, grad_output * negative_slope)
+
+
+def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
+    x = self_or_result
+    if is_result:
+        neg = grad_output * input_scale * (x + alpha * scale)
+    else:
+        neg = grad_output * (input_scale * alpha * scale) * (x * input_scale).exp()
+    return _where(x <= 0, neg, grad_output * scale)
+
+
+def hardtanh_backward(grad_output, self, min_val, max_val):
+    return _where((self <= min_val) | (self >= max_val), aten.zeros_like(grad_output), grad_output)
+
+
+def softplus_backward(grad_output, self, beta, threshold):
+    z = (self * beta).exp()
+    return _where(self * beta > threshold, grad_output, grad_output * z / (z + 1))
+
+
+def log_sigmoid(self):
+    return aten.log_sigmoid_forward(self)[0]
+
+
+def log_sigmoid_backward(grad_output, self, buffer):
+    """``grad * sigmoid(-x)`` (PyTorch's kernel computes the same value by branches on the sign of x)."""
+    return grad_output * (-self).sigmoid()
+
+
+def glu_backward(grad_output, self, dim):
+    a, b = self.chunk(2, dim)
+    sb = b.sigmoid()
+    return aten.cat([grad_output * sb, grad_output * a * sb * (1 - sb)], dim)

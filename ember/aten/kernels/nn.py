@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 from ember.aten.kernels import conv_algos
-from ember.aten.kernels._common import (asdtype, chunked, compute_dtype, meta_kernel, result_np_dtype, shape_str,
-                                       type_name, wrap_dim)
+from ember.aten.kernels._common import (asdtype, chunked, compute_dtype, elementwise, meta_kernel, result_np_dtype,
+                                       shape_str, type_name, wrap_dim)
 from ember.aten.kernels.conv_algos import _windows
 from ember.aten.meta import pooling_output_size
 from ember.c10.dtype import BF16_NP
@@ -1860,3 +1860,72 @@ def binary_cross_entropy_with_logits(xp, self, target, weight=None, pos_weight=N
 
 
 __all__ += ["smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
+
+
+# ------------------------------------------------------------------------------ activations
+# ``Activation.cpp``: elementwise, computed in the opmath type (float32 for half types).
+def _activation(name, f):
+    """An elementwise activation kernel ``f(xp, x, *args)`` on floating inputs, with PyTorch's dtype error."""
+    @elementwise
+    def kernel(xp, self, *args):
+        if not (self.dtype.kind == "f" or self.dtype == BF16_NP):
+            raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(self.dtype)}'")
+        ct = compute_dtype(self.dtype)
+        with np.errstate(all="ignore"):
+            return xp.asarray(f(xp, asdtype(xp, self, ct), *args)).astype(self.dtype, copy=False)
+    kernel.__name__ = kernel.__qualname__ = name
+    globals()[name] = kernel
+    __all__.append(name)
+
+
+def _sigmoid(xp, x):
+    return 1 / (1 + xp.exp(-x))
+
+
+def _softplus(xp, x, beta=1.0, threshold=20.0):
+    bx = x * beta
+    return xp.where(bx > threshold, x, xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta)
+
+
+_activation("silu", lambda xp, x: x * _sigmoid(xp, x))
+_activation("mish", lambda xp, x: x * xp.tanh(_softplus(xp, x)))
+_activation("hardswish", lambda xp, x: x * xp.clip(x + 3, 0, 6) / 6)
+_activation("hardsigmoid", lambda xp, x: xp.clip(x + 3, 0, 6) / 6)
+_activation("leaky_relu", lambda xp, x, negative_slope=0.01: xp.where(x > 0, x, x * negative_slope))
+_activation("elu", lambda xp, x, alpha=1.0, scale=1.0, input_scale=1.0:
+            xp.where(x > 0, x * scale, xp.expm1(x * input_scale) * alpha * scale))
+_activation("celu", lambda xp, x, alpha=1.0: xp.where(x > 0, x, xp.expm1(x / alpha) * alpha))
+_activation("hardtanh", lambda xp, x, min_val=-1.0, max_val=1.0: xp.minimum(xp.maximum(x, min_val), max_val))
+_activation("softplus", _softplus)
+
+
+@elementwise
+def log_sigmoid_forward(xp, self):
+    """(log(sigmoid(x)), buffer): ``min(x, 0) - log1p(exp(-|x|))``; the buffer is empty on the CPU, as PyTorch's."""
+    if not (self.dtype.kind == "f" or self.dtype == BF16_NP):
+        raise NotImplementedError(f"\"log_sigmoid_cpu\" not implemented for '{type_name(self.dtype)}'")
+    ct = compute_dtype(self.dtype)
+    x = asdtype(xp, self, ct)
+    out = (xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))).astype(self.dtype, copy=False)
+    return out, xp.empty((0,), self.dtype)
+
+
+log_sigmoid_forward.meta_kernel = lambda xp, self: (_meta_array(self.dtype, self.shape), _meta_array(self.dtype, (0,)))
+log_sigmoid_forward.elementwise = False
+
+
+def glu(xp, self, dim=-1):
+    if self.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, self.ndim)
+    if self.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {self.shape[d]}")
+    if not (self.dtype.kind == "f" or self.dtype == BF16_NP):
+        raise NotImplementedError(f"\"glu\" not implemented for '{type_name(self.dtype)}'")
+    ct = compute_dtype(self.dtype)
+    a, b = xp.split(asdtype(xp, self, ct), 2, axis=d)
+    with np.errstate(all="ignore"):
+        return (a * _sigmoid(xp, b)).astype(self.dtype, copy=False)
+
+
+__all__ += ["log_sigmoid_forward", "glu"]
