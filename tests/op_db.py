@@ -911,6 +911,12 @@ for _name, _kw in (("silu", ({},)), ("mish", ({},)), ("hardswish", ({},)), ("har
                    ("softplus", ({}, dict(beta=2.0, threshold=3.0)))):
     _activation_entry(_name, kwargs=_kw)
 _activation_entry("log_sigmoid", torch_name="nn.functional.logsigmoid")
+_activation_entry("softshrink", kwargs=({}, dict(lambd=1.2)), errors=lambda: [
+    _err((np.ones(2),), dict(lambd=-1.0), RuntimeError, "lambda must be in range"),
+    _err((np.ones(2, "int64"),), {}, NotImplementedError, "\"softshrink_check\" not implemented for 'Long'")])
+_activation_entry("hardshrink", kwargs=({}, dict(lambd=1.2)))
+add(OpInfo("threshold", lambda d, r: [Sample((arr(r, (3, 4), d) * 3, 0.5, -2.0)), Sample((arr(r, (5,), d), 0, 7))],
+           method=False, dtypes=FLOATS + INTS, torch_name="nn.functional.threshold", covers=("threshold_backward",)))
 add(OpInfo("glu", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (4, 2, 3), d),), dict(dim=0))],
            method=False, torch_name="nn.functional.glu", covers=("glu_backward",),
            errors=lambda: [_err((np.ones((3, 3)),), {}, RuntimeError, "Halving dimension must be even, but dimension 1 "

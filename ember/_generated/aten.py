@@ -4180,3 +4180,38 @@ _op_log_sigmoid_backward = _D.define('log_sigmoid_backward(Tensor grad_output, T
 
 def log_sigmoid_backward(grad_output, self, buffer):
     return _op_log_sigmoid_backward.call(grad_output._ks | self._ks | buffer._ks, grad_output, self, buffer)
+
+_op_threshold = _D.define('threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor')
+
+def threshold(self, threshold, value):
+    return _op_threshold.call(self._ks, self, threshold, value)
+
+_op_threshold_ = _D.define('threshold_(Tensor(a!) self, Scalar threshold, Scalar value) -> Tensor(a!)')
+
+def threshold_(self, threshold, value):
+    return _op_threshold_.call(self._ks, self, threshold, value)
+
+_op_threshold_backward = _D.define('threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor')
+
+def threshold_backward(grad_output, self, threshold):
+    return _op_threshold_backward.call(grad_output._ks | self._ks, grad_output, self, threshold)
+
+_op_softshrink = _D.define('softshrink(Tensor self, Scalar lambd=0.5) -> Tensor')
+
+def softshrink(self, lambd=0.5):
+    return _op_softshrink.call(self._ks, self, lambd)
+
+_op_softshrink_backward = _D.define('softshrink_backward(Tensor grad_output, Tensor self, Scalar lambd) -> Tensor')
+
+def softshrink_backward(grad_output, self, lambd):
+    return _op_softshrink_backward.call(grad_output._ks | self._ks, grad_output, self, lambd)
+
+_op_hardshrink = _D.define('hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor')
+
+def hardshrink(self, lambd=0.5):
+    return _op_hardshrink.call(self._ks, self, lambd)
+
+_op_hardshrink_backward = _D.define('hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor')
+
+def hardshrink_backward(grad_out, self, lambd):
+    return _op_hardshrink_backward.call(grad_out._ks | self._ks, grad_out, self, lambd)

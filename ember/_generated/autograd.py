@@ -9228,6 +9228,90 @@ def _ag_log_sigmoid_forward_default(ks, self):
     return result
 
 
+class ThresholdBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        threshold = _n.threshold
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.threshold_backward(grad, self, threshold)
+        return grad_inputs
+
+
+def _ag_threshold_default(ks, self, threshold, value):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_threshold.redispatch(ks & _BELOW, self, threshold, value)
+    _n = ThresholdBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.threshold = threshold
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_threshold.redispatch(ks & _BELOW, self, threshold, value)
+    _set_history(_n, (result,))
+    return result
+
+
+class SoftshrinkBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        lambd = _n.lambd
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.softshrink_backward(grad, self, lambd)
+        return grad_inputs
+
+
+def _ag_softshrink_default(ks, self, lambd):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_softshrink.redispatch(ks & _BELOW, self, lambd)
+    _n = SoftshrinkBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.lambd = lambd
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_softshrink.redispatch(ks & _BELOW, self, lambd)
+    _set_history(_n, (result,))
+    return result
+
+
+class HardshrinkBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        lambd = _n.lambd
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.hardshrink_backward(grad, self, lambd)
+        return grad_inputs
+
+
+def _ag_hardshrink_default(ks, self, lambd):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_hardshrink.redispatch(ks & _BELOW, self, lambd)
+    _n = HardshrinkBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.lambd = lambd
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_hardshrink.redispatch(ks & _BELOW, self, lambd)
+    _set_history(_n, (result,))
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -10773,6 +10857,21 @@ def _ag_celu__default(ks, self, alpha):
     return result
 
 
+def _ag_threshold__default(ks, self, threshold, value):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_threshold_.redispatch(ks & _BELOW, self, threshold, value)
+    _n = ThresholdBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.threshold = threshold
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    result = aten._op_threshold_.redispatch(ks & _BELOW, self, threshold, value)
+    _rebase_history(self, _n)
+    return result
+
+
 for _h, _k in (
     (aten._op_abs, _ag_abs_default),
     (aten._op_neg, _ag_neg_default),
@@ -11082,6 +11181,9 @@ for _h, _k in (
     (aten._op_glu, _ag_glu_default),
     (aten._op_celu, _ag_celu_default),
     (aten._op_log_sigmoid_forward, _ag_log_sigmoid_forward_default),
+    (aten._op_threshold, _ag_threshold_default),
+    (aten._op_softshrink, _ag_softshrink_default),
+    (aten._op_hardshrink, _ag_hardshrink_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),
@@ -11188,5 +11290,6 @@ for _h, _k in (
     (aten._op_elu_, _ag_elu__default),
     (aten._op_hardtanh_, _ag_hardtanh__default),
     (aten._op_celu_, _ag_celu__default),
+    (aten._op_threshold_, _ag_threshold__default),
 ):
     _h.register(DispatchKey.Autograd, _k)

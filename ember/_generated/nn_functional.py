@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'gelu', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'softplus', 'softplus_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
+__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'gelu', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -2017,3 +2017,57 @@ def log_sigmoid_backward(*args, **kwargs):
 log_sigmoid_backward.__doc__ = 'log_sigmoid_backward(grad_output: Tensor, input: Tensor, buffer: Tensor) -> Tensor'
 def _signature_log_sigmoid_backward(grad_output, input, buffer): ...
 log_sigmoid_backward.__wrapped__ = _signature_log_sigmoid_backward
+
+
+_sig_softshrink = _Signatures('softshrink', [
+    (('input', 'T', False, False, None), ('lambd', 'Scalar', False, True, 0.5),),
+], method=False)
+
+def _bind_softshrink_0(input, lambd=0.5):
+    return (input, lambd)
+
+def softshrink(*args, **kwargs):
+    try:
+        _b = _bind_softshrink_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, lambd = _b
+        if isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
+            return _A._op_softshrink.call(input._ks, input, lambd)
+    _i, _a = _sig_softshrink.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_softshrink.call(_a['input']._ks, _a['input'], _a['lambd'])
+    raise AssertionError('unreachable')
+
+
+softshrink.__doc__ = 'softshrink(input: Tensor, lambd: Number = 0.5) -> Tensor'
+def _signature_softshrink(input, lambd=0.5): ...
+softshrink.__wrapped__ = _signature_softshrink
+
+
+_sig_softshrink_backward = _Signatures('softshrink_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('lambd', 'Scalar', False, False, None),),
+], method=False)
+
+def _bind_softshrink_backward_0(grad_output, input, lambd):
+    return (grad_output, input, lambd)
+
+def softshrink_backward(*args, **kwargs):
+    try:
+        _b = _bind_softshrink_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, lambd = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and type(lambd) in _NUMBERS:
+            return _A._op_softshrink_backward.call(grad_output._ks | input._ks, grad_output, input, lambd)
+    _i, _a = _sig_softshrink_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_softshrink_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['lambd'])
+    raise AssertionError('unreachable')
+
+
+softshrink_backward.__doc__ = 'softshrink_backward(grad_output: Tensor, input: Tensor, lambd: Number) -> Tensor'
+def _signature_softshrink_backward(grad_output, input, lambd): ...
+softshrink_backward.__wrapped__ = _signature_softshrink_backward

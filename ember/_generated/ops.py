@@ -1955,3 +1955,24 @@ log_sigmoid_forward = _P('log_sigmoid_forward', [
 log_sigmoid_backward = _P('log_sigmoid_backward', [
     _O(_A._op_log_sigmoid_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('buffer', 'T', False, False, None),), ['grad_output', 'self', 'buffer']),
 ])
+threshold = _P('threshold', [
+    _O(_A._op_threshold, (('self', 'T', False, False, None), ('threshold', 'Scalar', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'threshold', 'value']),
+])
+threshold_ = _P('threshold_', [
+    _O(_A._op_threshold_, (('self', 'T', False, False, None), ('threshold', 'Scalar', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'threshold', 'value']),
+])
+threshold_backward = _P('threshold_backward', [
+    _O(_A._op_threshold_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('threshold', 'Scalar', False, False, None),), ['grad_output', 'self', 'threshold']),
+])
+softshrink = _P('softshrink', [
+    _O(_A._op_softshrink, (('self', 'T', False, False, None), ('lambd', 'Scalar', False, True, 0.5),), ['self', 'lambd']),
+])
+softshrink_backward = _P('softshrink_backward', [
+    _O(_A._op_softshrink_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('lambd', 'Scalar', False, False, None),), ['grad_output', 'self', 'lambd']),
+])
+hardshrink = _P('hardshrink', [
+    _O(_A._op_hardshrink, (('self', 'T', False, False, None), ('lambd', 'Scalar', False, True, 0.5),), ['self', 'lambd']),
+])
+hardshrink_backward = _P('hardshrink_backward', [
+    _O(_A._op_hardshrink_backward, (('grad_out', 'T', False, False, None), ('self', 'T', False, False, None), ('lambd', 'Scalar', False, False, None),), ['grad_out', 'self', 'lambd']),
+])

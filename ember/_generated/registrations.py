@@ -5321,6 +5321,38 @@ def _log_sigmoid_forward_default(ks, self):
         _value_error(_e, K.log_sigmoid_forward, self)
 
 
+def _threshold_default(ks, self, threshold, value):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.threshold(be.xp, self._data, threshold, value), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.threshold, self)
+
+
+def _threshold__default(ks, self, threshold, value):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.threshold(be.xp, self._data, threshold, value), 'threshold_')
+    except ValueError as _e:
+        _value_error(_e, K.threshold, self)
+
+
+def _softshrink_default(ks, self, lambd):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.softshrink(be.xp, self._data, lambd), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.softshrink, self)
+
+
+def _hardshrink_default(ks, self, lambd):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.hardshrink(be.xp, self._data, lambd), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.hardshrink, self)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -5990,6 +6022,10 @@ _BACKEND_KERNELS = (
     (_A._op_celu, _celu_default, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'new', None),
     (_A._op_celu_, _celu__default, ('CPU', 'CUDA', 'Meta'), K.celu, (), 'inplace', None),
     (_A._op_log_sigmoid_forward, _log_sigmoid_forward_default, ('CPU', 'CUDA', 'Meta'), K.log_sigmoid_forward, (), 'new', None),
+    (_A._op_threshold, _threshold_default, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'new', None),
+    (_A._op_threshold_, _threshold__default, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'inplace', None),
+    (_A._op_softshrink, _softshrink_default, ('CPU', 'CUDA', 'Meta'), K.softshrink, (), 'new', None),
+    (_A._op_hardshrink, _hardshrink_default, ('CPU', 'CUDA', 'Meta'), K.hardshrink, (), 'new', None),
 )
 
 # operator, key, composite function
@@ -6161,6 +6197,9 @@ _COMPOSITE_KERNELS = (
     (_A._op_glu_backward, 'CompositeImplicitAutograd', C.glu_backward),
     (_A._op_log_sigmoid, 'CompositeImplicitAutograd', C.log_sigmoid),
     (_A._op_log_sigmoid_backward, 'CompositeImplicitAutograd', C.log_sigmoid_backward),
+    (_A._op_threshold_backward, 'CompositeImplicitAutograd', C.threshold_backward),
+    (_A._op_softshrink_backward, 'CompositeImplicitAutograd', C.shrink_backward),
+    (_A._op_hardshrink_backward, 'CompositeImplicitAutograd', C.shrink_backward),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

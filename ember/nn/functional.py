@@ -78,8 +78,7 @@ def _legacy(size_average, reduce, reduction):
 
 # ------------------------------------------------------------------------------ activations
 def threshold(input, threshold, value, inplace=False):  # noqa: A002
-    r = ember.where(input > threshold, input, ember.full_like(input, value))
-    return input.copy_(r) if inplace else r
+    return aten.threshold_(input, threshold, value) if inplace else aten.threshold(input, threshold, value)
 
 
 def relu_(input):  # noqa: A002
@@ -152,12 +151,11 @@ def softsign(input):  # noqa: A002
 
 
 def softshrink(input, lambd=0.5):  # noqa: A002
-    return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd,
-                                                                 ember.zeros_like(input)))
+    return aten.softshrink(input, lambd)
 
 
 def hardshrink(input, lambd=0.5):  # noqa: A002
-    return ember.where((input > lambd) | (input < -lambd), input, ember.zeros_like(input))
+    return aten.hardshrink(input, lambd)
 
 
 def tanhshrink(input):  # noqa: A002

@@ -475,3 +475,12 @@ def glu_backward(grad_output, self, dim):
     a, b = self.chunk(2, dim)
     sb = b.sigmoid()
     return aten.cat([grad_output * sb, grad_output * a * sb * (1 - sb)], dim)
+
+
+def threshold_backward(grad_output, self, threshold):
+    return _where(self <= threshold, aten.zeros_like(grad_output), grad_output)
+
+
+def shrink_backward(grad_out, self, lambd):
+    """softshrink_backward and hardshrink_backward: the gradient passes where ``|x| > lambd``."""
+    return _where((self >= -lambd) & (self <= lambd), aten.zeros_like(grad_out), grad_out)

@@ -1929,3 +1929,34 @@ def glu(xp, self, dim=-1):
 
 
 __all__ += ["log_sigmoid_forward", "glu"]
+
+
+@elementwise
+def threshold(xp, self, threshold, value):
+    """``value`` where ``x <= threshold``, else x (any real dtype, as PyTorch's)."""
+    if self.dtype.kind == "b":
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    return xp.where(self <= threshold, xp.asarray(value).astype(self.dtype), self)
+
+
+def _shrink_check(self, lambd, name):
+    if not (self.dtype.kind == "f" or self.dtype == BF16_NP):
+        raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(self.dtype)}'")
+
+
+@elementwise
+def softshrink(xp, self, lambd=0.5):
+    _shrink_check(self, lambd, "softshrink_check")
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be in range [0, {float(np.finfo(np.float32).max):g}] for input dtype "
+                           f"{type_name(self.dtype)}, but found {lambd:g}")
+    return xp.where(self > lambd, self - lambd, xp.where(self < -lambd, self + lambd, 0)).astype(self.dtype)
+
+
+@elementwise
+def hardshrink(xp, self, lambd=0.5):
+    _shrink_check(self, lambd, "hardshrink_cpu")
+    return xp.where((self >= -lambd) & (self <= lambd), 0, self).astype(self.dtype)
+
+
+__all__ += ["threshold", "softshrink", "hardshrink"]
