@@ -921,6 +921,15 @@ add(OpInfo("glu", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (4,
            method=False, torch_name="nn.functional.glu", covers=("glu_backward",),
            errors=lambda: [_err((np.ones((3, 3)),), {}, RuntimeError, "Halving dimension must be even, but dimension 1 "
                                 "is size 3")]))
+add(OpInfo("pixel_shuffle", lambda d, r: [Sample((arr(r, (1, 8, 2, 3), d), 2)), Sample((arr(r, (9, 2, 2), d), 3)),
+                                          Sample((arr(r, (2, 1, 4, 1, 2), d), 2))],
+           method=False, dtypes=FLOATS + INTS,
+           errors=lambda: [_err((np.ones((1, 3, 2, 2)), 2), {}, RuntimeError, "is not divisible by 4"),
+                           _err((np.ones((4, 2)), 2), {}, RuntimeError, "at least 3 dimensions")]))
+add(OpInfo("pixel_unshuffle", lambda d, r: [Sample((arr(r, (1, 2, 4, 6), d), 2)), Sample((arr(r, (1, 3, 3), d), 3))],
+           method=False, dtypes=FLOATS + INTS,
+           errors=lambda: [_err((np.ones((1, 3, 3, 4)), 2), {}, RuntimeError, "expects height to be divisible"),
+                           _err((np.ones((1, 3, 4, 3)), 2), {}, RuntimeError, "expects width to be divisible")]))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),

@@ -4215,3 +4215,13 @@ _op_hardshrink_backward = _D.define('hardshrink_backward(Tensor grad_out, Tensor
 
 def hardshrink_backward(grad_out, self, lambd):
     return _op_hardshrink_backward.call(grad_out._ks | self._ks, grad_out, self, lambd)
+
+_op_pixel_shuffle = _D.define('pixel_shuffle(Tensor self, int upscale_factor) -> Tensor')
+
+def pixel_shuffle(self, upscale_factor):
+    return _op_pixel_shuffle.call(self._ks, self, upscale_factor)
+
+_op_pixel_unshuffle = _D.define('pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor')
+
+def pixel_unshuffle(self, downscale_factor):
+    return _op_pixel_unshuffle.call(self._ks, self, downscale_factor)

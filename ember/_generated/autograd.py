@@ -9312,6 +9312,56 @@ def _ag_hardshrink_default(ks, self, lambd):
     return result
 
 
+class PixelShuffleBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        upscale_factor = _n.upscale_factor
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.pixel_unshuffle(grad, upscale_factor)
+        return grad_inputs
+
+
+def _ag_pixel_shuffle_default(ks, self, upscale_factor):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_pixel_shuffle.redispatch(ks & _BELOW, self, upscale_factor)
+    _n = PixelShuffleBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.upscale_factor = upscale_factor
+    result = aten._op_pixel_shuffle.redispatch(ks & _BELOW, self, upscale_factor)
+    _set_history(_n, (result,))
+    return result
+
+
+class PixelUnshuffleBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        downscale_factor = _n.downscale_factor
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.pixel_shuffle(grad, downscale_factor)
+        return grad_inputs
+
+
+def _ag_pixel_unshuffle_default(ks, self, downscale_factor):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_pixel_unshuffle.redispatch(ks & _BELOW, self, downscale_factor)
+    _n = PixelUnshuffleBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.downscale_factor = downscale_factor
+    result = aten._op_pixel_unshuffle.redispatch(ks & _BELOW, self, downscale_factor)
+    _set_history(_n, (result,))
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -11184,6 +11234,8 @@ for _h, _k in (
     (aten._op_threshold, _ag_threshold_default),
     (aten._op_softshrink, _ag_softshrink_default),
     (aten._op_hardshrink, _ag_hardshrink_default),
+    (aten._op_pixel_shuffle, _ag_pixel_shuffle_default),
+    (aten._op_pixel_unshuffle, _ag_pixel_unshuffle_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),

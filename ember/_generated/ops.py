@@ -1976,3 +1976,9 @@ hardshrink = _P('hardshrink', [
 hardshrink_backward = _P('hardshrink_backward', [
     _O(_A._op_hardshrink_backward, (('grad_out', 'T', False, False, None), ('self', 'T', False, False, None), ('lambd', 'Scalar', False, False, None),), ['grad_out', 'self', 'lambd']),
 ])
+pixel_shuffle = _P('pixel_shuffle', [
+    _O(_A._op_pixel_shuffle, (('self', 'T', False, False, None), ('upscale_factor', 'int', False, False, None),), ['self', 'upscale_factor']),
+])
+pixel_unshuffle = _P('pixel_unshuffle', [
+    _O(_A._op_pixel_unshuffle, (('self', 'T', False, False, None), ('downscale_factor', 'int', False, False, None),), ['self', 'downscale_factor']),
+])

@@ -5353,6 +5353,22 @@ def _hardshrink_default(ks, self, lambd):
         _value_error(_e, K.hardshrink, self)
 
 
+def _pixel_shuffle_default(ks, self, upscale_factor):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.pixel_shuffle(be.xp, self._data, upscale_factor), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.pixel_shuffle, self)
+
+
+def _pixel_unshuffle_default(ks, self, downscale_factor):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.pixel_unshuffle(be.xp, self._data, downscale_factor), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.pixel_unshuffle, self)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -6026,6 +6042,8 @@ _BACKEND_KERNELS = (
     (_A._op_threshold_, _threshold__default, ('CPU', 'CUDA', 'Meta'), K.threshold, (), 'inplace', None),
     (_A._op_softshrink, _softshrink_default, ('CPU', 'CUDA', 'Meta'), K.softshrink, (), 'new', None),
     (_A._op_hardshrink, _hardshrink_default, ('CPU', 'CUDA', 'Meta'), K.hardshrink, (), 'new', None),
+    (_A._op_pixel_shuffle, _pixel_shuffle_default, ('CPU', 'CUDA', 'Meta'), K.pixel_shuffle, (), 'new', None),
+    (_A._op_pixel_unshuffle, _pixel_unshuffle_default, ('CPU', 'CUDA', 'Meta'), K.pixel_unshuffle, (), 'new', None),
 )
 
 # operator, key, composite function

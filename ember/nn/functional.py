@@ -6,7 +6,7 @@ import math
 import warnings
 
 import ember
-from ember._generated.functions import avg_pool1d, relu, sigmoid, tanh  # noqa: F401
+from ember._generated.functions import avg_pool1d, pixel_shuffle, pixel_unshuffle, relu, sigmoid, tanh  # noqa: F401
 from ember._generated.nn_functional import *  # noqa: F401,F403
 from ember._generated.nn_functional import avg_pool2d, avg_pool3d, linear  # noqa: F401
 from ember._generated import aten
@@ -588,27 +588,6 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
             idx = [(j - lo) % n for j in range(n + lo + hi)]
         x = x.index_select(dim, ember.tensor(idx, dtype=ember.int64, device=x.device))
     return x
-
-
-def pixel_shuffle(input, upscale_factor):  # noqa: A002
-    r = upscale_factor
-    *lead, c, h, w = input.shape
-    if c % (r * r):
-        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
-                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
-    x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
-    n = len(lead)
-    x = x.permute(tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
-    return x.reshape(tuple(lead) + (c // (r * r), h * r, w * r))
-
-
-def pixel_unshuffle(input, downscale_factor):  # noqa: A002
-    r = downscale_factor
-    *lead, c, h, w = input.shape
-    n = len(lead)
-    x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
-    x = x.permute(tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
-    return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))
 
 
 def channel_shuffle(input, groups):  # noqa: A002

@@ -1960,3 +1960,46 @@ def hardshrink(xp, self, lambd=0.5):
 
 
 __all__ += ["threshold", "softshrink", "hardshrink"]
+
+
+# ------------------------------------------------------------------------------ pixel shuffle (PixelShuffle.cpp)
+def pixel_shuffle(xp, self, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r)."""
+    if self.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{self.ndim} dimension(s)")
+    r = upscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, c, h, w = self.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = self.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
+    x = xp.transpose(x, tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2))
+    return xp.ascontiguousarray(x).reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(xp, self, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W)."""
+    if self.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{self.ndim} dimension(s)")
+    r = downscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, c, h, w = self.shape
+    if h % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)="
+                           f"{h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)="
+                           f"{w} is not divisible by {r}")
+    n = len(lead)
+    x = self.reshape(tuple(lead) + (c, h // r, r, w // r, r))
+    x = xp.transpose(x, tuple(range(n)) + (n, n + 2, n + 4, n + 1, n + 3))
+    return xp.ascontiguousarray(x).reshape(tuple(lead) + (c * r * r, h // r, w // r))
+
+
+__all__ += ["pixel_shuffle", "pixel_unshuffle"]
