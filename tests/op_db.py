@@ -930,6 +930,20 @@ add(OpInfo("pixel_unshuffle", lambda d, r: [Sample((arr(r, (1, 2, 4, 6), d), 2))
            method=False, dtypes=FLOATS + INTS,
            errors=lambda: [_err((np.ones((1, 3, 3, 4)), 2), {}, RuntimeError, "expects height to be divisible"),
                            _err((np.ones((1, 3, 4, 3)), 2), {}, RuntimeError, "expects width to be divisible")]))
+def _group_norm_call(lib, x, g, w=None, b=None, **k):
+    return lib.nn.functional.group_norm(x, g, w, b, **k)
+
+
+add(OpInfo("group_norm", lambda d, r: [
+    Sample((arr(r, (2, 6, 3), d), 3, arr(r, (6,), d), arr(r, (6,), d))),
+    Sample((arr(r, (2, 4, 2, 2), d), 2), dict(eps=1e-3)),
+    Sample((arr(r, (3, 4), d), 2, arr(r, (4,), d)))],
+    method=False, ember_fn=_group_norm_call, torch_fn=_group_norm_call,
+    covers=("native_group_norm", "native_group_norm_backward"),
+    errors=lambda: [_err((np.ones((2, 6, 3)), 4), {}, RuntimeError, "divisible by num_groups"),
+                    _err((np.ones((2, 6, 3)), 3, np.ones(5)), {}, RuntimeError,
+                         "Expected weight to be a vector of size equal to the number of channels"),
+                    _err((np.ones((1, 2, 1)), 2), {}, ValueError, "Expected more than 1 value per channel")]))
 add(OpInfo("constant_pad_nd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), [1, 2, 0, 1])),
                                             Sample((arr(r, (2, 5), d), [-1, 2], 3.5))],
            method=False, noncontiguous=False, ember_fn=lambda e, x, p, v=0: e.nn.functional.pad(x, p, value=v),

@@ -4225,3 +4225,18 @@ _op_pixel_unshuffle = _D.define('pixel_unshuffle(Tensor self, int downscale_fact
 
 def pixel_unshuffle(self, downscale_factor):
     return _op_pixel_unshuffle.call(self._ks, self, downscale_factor)
+
+_op_group_norm = _D.define('group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor')
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
+    return _op_group_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, num_groups, weight, bias, eps, cudnn_enabled)
+
+_op_native_group_norm = _D.define('native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)')
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    return _op_native_group_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, weight, bias, N, C, HxW, group, eps)
+
+_op_native_group_norm_backward = _D.define('native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)')
+
+def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
+    return _op_native_group_norm_backward.call(grad_out._ks | input._ks | mean._ks | rstd._ks | _ks_opt(weight), grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask)

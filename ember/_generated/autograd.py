@@ -9362,6 +9362,52 @@ def _ag_pixel_unshuffle_default(ks, self, downscale_factor):
     return result
 
 
+class NativeGroupNormBackward0(_Node):
+    _saved_names = ('input_', 'weight_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        N = _n.N
+        C = _n.C
+        HxW = _n.HxW
+        group = _n.group
+        eps = _n.eps
+        input_ix, weight_ix, bias_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        grad_input_mask = [_n._next[input_ix] is not None, _n._next[weight_ix] is not None, _n._next[bias_ix] is not None]
+        if any(grad_input_mask):
+            input = _n._saved('input_')
+            weight = _n._saved('weight_')
+            _gs = group_norm_backward(grad, input, weight, N, C, HxW, group, eps, grad_input_mask)
+            if grad_input_mask[0]:
+                grad_inputs[input_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[weight_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[bias_ix] = _gs[2]
+        return grad_inputs
+
+
+def _ag_native_group_norm_default(ks, input, weight, bias, N, C, HxW, group, eps):
+    if not (_gm.enabled and (input._rg or (weight is not None and weight._rg) or (bias is not None and bias._rg))):
+        return aten._op_native_group_norm.redispatch(ks & _BELOW, input, weight, bias, N, C, HxW, group, eps)
+    _n = NativeGroupNormBackward0()
+    _n._next = _edges(input, weight, bias)
+    _n._input_meta = _meta(input, weight, bias)
+    _n.N = N
+    _n.C = C
+    _n.HxW = HxW
+    _n.group = group
+    _n.eps = eps
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.input_ = _SV(input)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    result = aten._op_native_group_norm.redispatch(ks & _BELOW, input, weight, bias, N, C, HxW, group, eps)
+    _set_history(_n, tuple(result), [True, False, False])
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -11236,6 +11282,7 @@ for _h, _k in (
     (aten._op_hardshrink, _ag_hardshrink_default),
     (aten._op_pixel_shuffle, _ag_pixel_shuffle_default),
     (aten._op_pixel_unshuffle, _ag_pixel_unshuffle_default),
+    (aten._op_native_group_norm, _ag_native_group_norm_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),

@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -11148,3 +11148,73 @@ def pixel_unshuffle(*args, **kwargs):
 pixel_unshuffle.__doc__ = 'pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor'
 def _signature_pixel_unshuffle(input, downscale_factor): ...
 pixel_unshuffle.__wrapped__ = _signature_pixel_unshuffle
+
+
+_sig_group_norm = _Signatures('group_norm', [
+    (('input', 'T', False, False, None), ('num_groups', 'int', False, False, None), ('weight', 'T?', False, True, None), ('bias', 'T?', False, True, None), ('eps', 'float', False, True, 1e-05), ('cudnn_enabled', 'bool', False, True, True),),
+], method=False)
+
+def _bind_group_norm_0(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
+    return (input, num_groups, weight, bias, eps, cudnn_enabled)
+
+def group_norm(*args, **kwargs):
+    try:
+        _b = _bind_group_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, num_groups, weight, bias, eps, cudnn_enabled = _b
+        if isinstance(input, _Tensor) and type(num_groups) is int and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(eps) is float and type(cudnn_enabled) is bool:
+            return _A._op_group_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, num_groups, weight, bias, eps, cudnn_enabled)
+    _i, _a = _sig_group_norm.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_group_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['num_groups'], _a['weight'], _a['bias'], _a['eps'], _a['cudnn_enabled'])
+    raise AssertionError('unreachable')
+
+
+group_norm.__doc__ = 'group_norm(input: Tensor, num_groups: int, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None, eps: float = 1e-05, cudnn_enabled: bool = True) -> Tensor'
+def _signature_group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True): ...
+group_norm.__wrapped__ = _signature_group_norm
+
+
+_sig_native_group_norm = _Signatures('native_group_norm', [
+    (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('N', 'int', False, False, None), ('C', 'int', False, False, None), ('HxW', 'int', False, False, None), ('group', 'int', False, False, None), ('eps', 'float', False, False, None),),
+], method=False)
+
+def _bind_native_group_norm_0(input, weight, bias, N, C, HxW, group, eps):
+    return (input, weight, bias, N, C, HxW, group, eps)
+
+def native_group_norm(*args, **kwargs):
+    try:
+        _b = _bind_native_group_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight, bias, N, C, HxW, group, eps = _b
+        if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and type(N) is int and type(C) is int and type(HxW) is int and type(group) is int and type(eps) is float:
+            return _A._op_native_group_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias), input, weight, bias, N, C, HxW, group, eps)
+    _i, _a = _sig_native_group_norm.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_native_group_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']), _a['input'], _a['weight'], _a['bias'], _a['N'], _a['C'], _a['HxW'], _a['group'], _a['eps'])
+    raise AssertionError('unreachable')
+
+
+native_group_norm.__doc__ = 'native_group_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], N: int, C: int, HxW: int, group: int, eps: float) -> (Tensor, Tensor, Tensor)'
+def _signature_native_group_norm(input, weight, bias, N, C, HxW, group, eps): ...
+native_group_norm.__wrapped__ = _signature_native_group_norm
+
+
+_sig_native_group_norm_backward = _Signatures('native_group_norm_backward', [
+    (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('mean', 'T', False, False, None), ('rstd', 'T', False, False, None), ('weight', 'T?', False, False, None), ('N', 'int', False, False, None), ('C', 'int', False, False, None), ('HxW', 'int', False, False, None), ('group', 'int', False, False, None), ('output_mask', 'bool[]', False, False, None),),
+], method=False)
+
+def native_group_norm_backward(*args, **kwargs):
+    _i, _a = _sig_native_group_norm_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_native_group_norm_backward.call(_a['grad_out']._ks | _a['input']._ks | _a['mean']._ks | _a['rstd']._ks | _ks_opt(_a['weight']), _a['grad_out'], _a['input'], _a['mean'], _a['rstd'], _a['weight'], _a['N'], _a['C'], _a['HxW'], _a['group'], _a['output_mask'])
+    raise AssertionError('unreachable')
+
+
+native_group_norm_backward.__doc__ = 'native_group_norm_backward(grad_out: Tensor, input: Tensor, mean: Tensor, rstd: Tensor, weight: Optional[Tensor], N: int, C: int, HxW: int, group: int, output_mask) -> (Tensor, Tensor, Tensor)'
+def _signature_native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask): ...
+native_group_norm_backward.__wrapped__ = _signature_native_group_norm_backward

@@ -1982,3 +1982,12 @@ pixel_shuffle = _P('pixel_shuffle', [
 pixel_unshuffle = _P('pixel_unshuffle', [
     _O(_A._op_pixel_unshuffle, (('self', 'T', False, False, None), ('downscale_factor', 'int', False, False, None),), ['self', 'downscale_factor']),
 ])
+group_norm = _P('group_norm', [
+    _O(_A._op_group_norm, (('input', 'T', False, False, None), ('num_groups', 'int', False, False, None), ('weight', 'T?', False, True, None), ('bias', 'T?', False, True, None), ('eps', 'float', False, True, 1e-05), ('cudnn_enabled', 'bool', False, True, True),), ['input', 'num_groups', 'weight', 'bias', 'eps', 'cudnn_enabled']),
+])
+native_group_norm = _P('native_group_norm', [
+    _O(_A._op_native_group_norm, (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('N', 'int', False, False, None), ('C', 'int', False, False, None), ('HxW', 'int', False, False, None), ('group', 'int', False, False, None), ('eps', 'float', False, False, None),), ['input', 'weight', 'bias', 'N', 'C', 'HxW', 'group', 'eps']),
+])
+native_group_norm_backward = _P('native_group_norm_backward', [
+    _O(_A._op_native_group_norm_backward, (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('mean', 'T', False, False, None), ('rstd', 'T', False, False, None), ('weight', 'T?', False, False, None), ('N', 'int', False, False, None), ('C', 'int', False, False, None), ('HxW', 'int', False, False, None), ('group', 'int', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_out', 'input', 'mean', 'rstd', 'weight', 'N', 'C', 'HxW', 'group', 'output_mask']),
+])

@@ -5369,6 +5369,15 @@ def _pixel_unshuffle_default(ks, self, downscale_factor):
         _value_error(_e, K.pixel_unshuffle, self)
 
 
+def _native_group_norm_default(ks, input, weight, bias, N, C, HxW, group, eps):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.native_group_norm(be.xp, input._data, (None if weight is None else weight._data), (None if bias is None else bias._data), N, C, HxW, group, eps)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.native_group_norm, input, weight, bias)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -6044,6 +6053,7 @@ _BACKEND_KERNELS = (
     (_A._op_hardshrink, _hardshrink_default, ('CPU', 'CUDA', 'Meta'), K.hardshrink, (), 'new', None),
     (_A._op_pixel_shuffle, _pixel_shuffle_default, ('CPU', 'CUDA', 'Meta'), K.pixel_shuffle, (), 'new', None),
     (_A._op_pixel_unshuffle, _pixel_unshuffle_default, ('CPU', 'CUDA', 'Meta'), K.pixel_unshuffle, (), 'new', None),
+    (_A._op_native_group_norm, _native_group_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_group_norm, (), 'new', None),
 )
 
 # operator, key, composite function
@@ -6218,6 +6228,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_threshold_backward, 'CompositeImplicitAutograd', C.threshold_backward),
     (_A._op_softshrink_backward, 'CompositeImplicitAutograd', C.shrink_backward),
     (_A._op_hardshrink_backward, 'CompositeImplicitAutograd', C.shrink_backward),
+    (_A._op_group_norm, 'CompositeImplicitAutograd', C.group_norm),
+    (_A._op_native_group_norm_backward, 'CompositeImplicitAutograd', C.native_group_norm_backward),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

@@ -995,3 +995,13 @@ def binary_cross_entropy_with_logits_target_backward(grad, self, target, weight,
 def _log_sigmoid(x):
     """``log(sigmoid(x))`` as PyTorch's kernel computes it: ``min(x, 0) - log1p(exp(-|x|))``."""
     return x.clamp(max=0) - x.abs().neg().exp().log1p()
+
+
+def group_norm_backward(grad, input, weight, N, C, HxW, group, eps, grad_input_mask):  # noqa: A002
+    """native_group_norm's gradients with the group statistics recomputed from ``input`` in ops, so that a second
+    derivative sees their dependence on the input, as PyTorch's infinitely differentiable version does."""
+    x = input.reshape(N, group, -1)
+    mean = x.mean(-1, keepdim=True)
+    rstd = (((x - mean) ** 2).mean(-1, keepdim=True) + eps).rsqrt()
+    return aten.native_group_norm_backward(grad, input, mean.squeeze(-1), rstd.squeeze(-1), weight, N, C, HxW, group,
+                                           grad_input_mask)

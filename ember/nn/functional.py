@@ -376,12 +376,19 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # n
 
 
 # ------------------------------------------------------------------------------ normalization
+def _verify_batch_size(size) -> None:
+    """PyTorch's: training statistics need more than one value per channel."""
+    prod = size[0]
+    for s in size[2:]:
+        prod *= s
+    if prod == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,  # noqa: A002
                eps=1e-5):
     if training and input.dim() >= 1:
-        size = input.shape[0] * math.prod(input.shape[2:])
-        if size == 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+        _verify_batch_size(input.shape)
     return ember.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, False)
 
 
@@ -423,20 +430,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
-    N, C = input.shape[:2]
-    if C % num_groups:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
-                           f"shape {list(input.shape)} and num_groups={num_groups}")
-    x = input.reshape(N, num_groups, -1)
-    mean = x.mean(-1, keepdim=True)
-    var = x.var(-1, unbiased=False, keepdim=True)
-    out = ((x - mean) * (var + eps).rsqrt()).reshape(input.shape)
-    shape = (1, -1) + (1,) * (input.dim() - 2)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:]))
+    return aten.group_norm(input, num_groups, weight, bias, eps)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002

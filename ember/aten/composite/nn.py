@@ -484,3 +484,39 @@ def threshold_backward(grad_output, self, threshold):
 def shrink_backward(grad_out, self, lambd):
     """softshrink_backward and hardshrink_backward: the gradient passes where ``|x| > lambd``."""
     return _where((self >= -lambd) & (self <= lambd), aten.zeros_like(grad_out), grad_out)
+
+
+# ------------------------------------------------------------------------------ group_norm
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):  # noqa: A002
+    """``Normalization.cpp``'s group_norm: its checks, then native_group_norm on (N, C, H*W)."""
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, but "
+                               f"got {name} of shape {list(weight.shape)} and input of shape {list(input.shape)}")
+    hxw = 1
+    for s in input.shape[2:]:
+        hxw *= s
+    return aten.native_group_norm(input.contiguous(), weight, bias, n, c, hxw, num_groups, eps)[0]
+
+
+def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):  # noqa: A002
+    """The gradients of native_group_norm, written in ops (so they have gradients too): with x^ the normalised
+    input, dx = rstd (dx^ - mean(dx^) - x^ mean(dx^ x^)) over each group, dx^ = dy * weight."""
+    x = input.reshape(N, group, -1)
+    xhat = (x - mean.unsqueeze(-1)) * rstd.unsqueeze(-1)
+    dy = grad_out.reshape(N, C, -1)
+    gi = gw = gb = None
+    if output_mask[0]:
+        dxhat = dy * weight.reshape(1, C, 1) if weight is not None else dy
+        dxhat = dxhat.reshape(N, group, -1)
+        gi = (rstd.unsqueeze(-1) * (dxhat - dxhat.mean(-1, keepdim=True)
+                                    - xhat * (dxhat * xhat).mean(-1, keepdim=True))).reshape(input.shape)
+    if output_mask[1] and weight is not None:
+        gw = (dy * xhat.reshape(N, C, -1)).sum((0, 2))
+    if output_mask[2]:
+        gb = dy.sum((0, 2))
+    return gi, gw, gb

@@ -2003,3 +2003,29 @@ def pixel_unshuffle(xp, self, downscale_factor):
 
 
 __all__ += ["pixel_shuffle", "pixel_unshuffle"]
+
+
+# ------------------------------------------------------------------------------ group_norm (group_norm_kernel.cpp)
+def native_group_norm(xp, input, weight, bias, N, C, HxW, group, eps):  # noqa: A002
+    """(out, mean, rstd): each sample's channel groups normalised by their mean and biased variance, then scaled and
+    shifted per channel; mean / rstd are (N, group)."""
+    if not (input.dtype.kind == "f" or input.dtype == BF16_NP):
+        raise NotImplementedError(f"\"group_norm\" not implemented for '{type_name(input.dtype)}'")
+    ct = compute_dtype(input.dtype)
+    x = asdtype(xp, input, ct).reshape(N, group, -1)
+    mean = x.mean(axis=2) if x.shape[2] else xp.zeros((N, group), ct)
+    var = ((x - mean[..., None]) ** 2).mean(axis=2) if x.shape[2] else xp.zeros((N, group), ct)
+    with np.errstate(all="ignore"):
+        rstd = 1 / xp.sqrt(var + eps)
+    out = ((x - mean[..., None]) * rstd[..., None]).reshape(N, C, -1)
+    if weight is not None:
+        out = out * asdtype(xp, weight, ct).reshape(1, C, 1)
+    if bias is not None:
+        out = out + asdtype(xp, bias, ct).reshape(1, C, 1)
+    return (out.reshape(input.shape).astype(input.dtype, copy=False), mean.astype(input.dtype, copy=False),
+            rstd.astype(input.dtype, copy=False))
+
+
+native_group_norm.meta_kernel = lambda xp, input, weight, bias, N, C, HxW, group, eps: (  # noqa: E731
+    _meta_array(input.dtype, input.shape), _meta_array(input.dtype, (N, group)), _meta_array(input.dtype, (N, group)))
+__all__ += ["native_group_norm"]
