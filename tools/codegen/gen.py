@@ -683,7 +683,7 @@ def _stub_params(sg: PySig) -> list[str]:
 
 def gen_stub(nfs: list[NativeFunction], module: str | None, method: bool) -> str:
     groups = group_functions(nfs, method, module)
-    out = [HEADER.replace("# @", "# @", 1) + "# Note [Type stubs] in tools/codegen/gen.py.",
+    out = [HEADER + "# Note [Type stubs] in tools/codegen/gen.py.",
            "from typing import Any, Sequence, overload", "",
            "from ember import return_types", "from ember._tensor import Tensor",
            "from ember.c10.device import device as _device", "from ember.c10.dtype import dtype as _dtype",
@@ -695,15 +695,15 @@ def gen_stub(nfs: list[NativeFunction], module: str | None, method: bool) -> str
     else:
         out.append(f"__all__ = {sorted(groups)!r}")
     for name, sigs in groups.items():
-        entries = []
+        entries = []  # (parameters, signature)
         for sg in sigs:
             params = _stub_params(sg)
-            entries.append(params)
+            entries.append((params, sg))
             if sg.varargs:  # ``x.view(2, 3)`` as well as ``x.view((2, 3))``
                 first = next(i for i, p in enumerate(params) if p != "*")
                 rest = [p for p in params[first + 1:] if p != "*"]
-                entries.append([f"*{params[first].split(':')[0]}: int"] + rest)
-        for params, sg in zip(entries, [sg for sg in sigs for _ in range(2 if sg.varargs else 1)]):
+                entries.append(([f"*{params[first].split(':')[0]}: int"] + rest, sg))
+        for params, sg in entries:
             if method:
                 params = ["self"] + params
             if len(entries) > 1:

@@ -1899,7 +1899,6 @@ _activation("hardtanh", lambda xp, x, min_val=-1.0, max_val=1.0: xp.minimum(xp.m
 _activation("softplus", _softplus)
 
 
-@elementwise
 def log_sigmoid_forward(xp, self):
     """(log(sigmoid(x)), buffer): ``min(x, 0) - log1p(exp(-|x|))``; the buffer is empty on the CPU, as PyTorch's."""
     if not (self.dtype.kind == "f" or self.dtype == BF16_NP):
@@ -1911,7 +1910,6 @@ def log_sigmoid_forward(xp, self):
 
 
 log_sigmoid_forward.meta_kernel = lambda xp, self: (_meta_array(self.dtype, self.shape), _meta_array(self.dtype, (0,)))
-log_sigmoid_forward.elementwise = False
 
 
 def glu(xp, self, dim=-1):
