@@ -34,6 +34,17 @@ class _MemPtr:
         return self.root.__array_interface__["data"][0] + self.offset
 
 
+class _View:
+    """Memory described by address (the array interface), keeping the root allocation alive: a view of any
+    root, even one NumPy made by striding (whose ``base`` chain ends before a contiguous buffer)."""
+
+    def __init__(self, memptr, shape, dtype, strides):
+        self.root = memptr.root
+        self.__array_interface__ = {"shape": tuple(shape), "typestr": np.dtype(dtype).str, "version": 3,
+                                    "data": (memptr.ptr, False),
+                                    "strides": None if strides is None else tuple(strides)}
+
+
 def _root(a: np.ndarray) -> np.ndarray:
     while isinstance(a.base, np.ndarray):
         a = a.base
@@ -88,7 +99,7 @@ class ndarray:
         if memptr is None:
             self._a = np.empty(shape, dtype, order=order)
         else:
-            self._a = np.ndarray(tuple(shape), dtype, buffer=memptr.root, offset=memptr.offset, strides=strides)
+            self._a = np.asarray(_View(memptr, shape, dtype, strides))
 
     @classmethod
     def _of(cls, a):

@@ -1019,6 +1019,208 @@ for _name, _g in (("gru_cell", 3), ("rnn_tanh_cell", 1), ("rnn_relu_cell", 1)):
 add(OpInfo("dropout", lambda d, r: [Sample((arr(r, (3, 4), d), 0.0, True)), Sample((arr(r, (3, 4), d), 0.5, False))],
            method=False))
 
+
+# ------------------------------------------------------------------------------ random nn ops, seeded
+def resolve_path(lib, path):
+    obj = lib
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _seeded(path, *fixed):
+    """Call ``path`` (a name under the library) after ``manual_seed(0)``: random ops become deterministic, so
+    ember's draws are compared with PyTorch's and gradcheck's repeated calls see one function. An in-place
+    call works on a copy of the input (a leaf that requires grad cannot be modified in place)."""
+    def fn(lib, *args, **kwargs):
+        if kwargs.get("inplace"):
+            args = (args[0].clone(),) + args[1:]
+        lib.manual_seed(0)
+        return resolve_path(lib, path)(*args, *fixed, **kwargs)
+    return fn
+
+
+def _random_entry(name, path, shapes, fixed=(), kwargs=({},), covers=(), errors=None, **kw):
+    add(OpInfo(name, lambda d, r: [Sample((arr(r, s, d),), dict(k)) for s in shapes for k in kwargs], method=False,
+               ember_fn=_seeded(path, *fixed), torch_fn=_seeded(path, *fixed), covers=covers, errors=errors, **kw))
+
+
+_random_entry("dropout_", "nn.functional.dropout", [(3, 4), (2, 3, 2)], kwargs=(dict(p=0.4, inplace=True),),
+              errors=lambda: [_err((np.ones(3),), dict(p=1.5), ValueError, "dropout probability has to be between")])
+_random_entry("feature_dropout", "nn.functional.dropout2d", [(2, 3, 2, 2)],
+              kwargs=(dict(p=0.4), dict(p=0.4, inplace=True), dict(p=1.0)), covers=("feature_dropout_",))
+_random_entry("alpha_dropout", "nn.functional.alpha_dropout", [(3, 4), (2, 3, 2)],
+              kwargs=(dict(p=0.4, training=True), dict(p=0.4, training=True, inplace=True), dict(p=0.3)),
+              covers=("alpha_dropout_",))
+_random_entry("feature_alpha_dropout", "nn.functional.feature_alpha_dropout", [(2, 3, 2)],
+              kwargs=(dict(p=0.4, training=True), dict(p=0.4, training=True, inplace=True)),
+              covers=("feature_alpha_dropout_",),
+              errors=lambda: [_err((np.ones(3),), dict(training=True), RuntimeError,
+                                   "Feature dropout requires at least 2 dimensions in the input")])
+_random_entry("native_dropout", "native_dropout", [(3, 4), (5,)], fixed=(0.3,),
+              kwargs=(dict(train=True), dict(train=False), dict(train=None)), covers=("native_dropout_backward",))
+_random_entry("rrelu", "nn.functional.rrelu", [(3, 4), (6,)],
+              kwargs=({}, dict(training=True), dict(lower=0.2, upper=0.5, training=True),
+                      dict(training=True, inplace=True)),
+              covers=("rrelu_", "rrelu_with_noise", "rrelu_with_noise_backward"),
+              errors=lambda: [_err((np.ones(3),), dict(lower=0.5, upper=0.2), RuntimeError,
+                                   "Lower bound should be less than or equal to the upper bound")])
+
+
+# ------------------------------------------------------------------------------ the losses PyTorch composes
+def _signs(r, shape, d):
+    return np.where(r.random(shape) > 0.4, 1.0, -1.0).astype(d)
+
+
+def _loss_entry(name, samples, covers=(), errors=None, ember_fn=None, torch_fn=None, **kw):
+    add(OpInfo(name, samples, method=False, torch_name=f"nn.functional.{name}", covers=covers, errors=errors,
+               ember_fn=ember_fn, torch_fn=torch_fn, **kw))
+
+
+_REDS = ("mean", "sum", "none")
+_loss_entry("kl_div", lambda d, r: [
+    Sample((arr(r, (3, 4), d), positive(r, (3, 4), d) / 3), dict(reduction=red)) for red in _REDS + ("batchmean",)] + [
+    Sample((arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(log_target=True, reduction="sum")),
+    Sample((arr(r, (4,), d), np.array([0.0, 0.5, 0.25, 0.25], d)), dict(reduction="batchmean"))])
+_loss_entry("poisson_nll_loss", lambda d, r: [
+    Sample((arr(r, (3, 4), d), positive(r, (3, 4), d)), dict(reduction=red, full=full))
+    for red in _REDS for full in (False, True)] + [
+    Sample((positive(r, (3, 4), d), positive(r, (3, 4), d)), dict(log_input=False, eps=1e-3))],
+    errors=lambda: [_err((np.ones(2), np.ones(2)), dict(reduction="avg"), ValueError,
+                         "avg is not a valid value for reduction")])
+_loss_entry("margin_ranking_loss", lambda d, r: [
+    Sample((arr(r, (5,), d), arr(r, (5,), d), _signs(r, (5,), d)), dict(margin=m, reduction=red))
+    for m, red in ((0.0, "mean"), (0.5, "sum"), (0.2, "none"))],
+    errors=lambda: [_err((np.ones(2), np.ones(2), np.ones((2, 1))), {}, RuntimeError,
+                         "All input tensors should have same dimension")])
+_loss_entry("hinge_embedding_loss", lambda d, r: [
+    Sample((arr(r, (3, 4), d), _signs(r, (3, 4), d)), dict(margin=m, reduction=red))
+    for m, red in ((1.0, "mean"), (0.5, "sum"), (2.0, "none"))])
+_loss_entry("cosine_embedding_loss", lambda d, r: [
+    Sample((arr(r, (3, 4), d), arr(r, (3, 4), d), _signs(r, (3,), d)), dict(margin=m, reduction=red))
+    for m, red in ((0.0, "mean"), (0.3, "sum"), (-0.2, "none"))] + [
+    Sample((arr(r, (4,), d), arr(r, (4,), d), np.array(-1.0, d)), dict(reduction="none"))],
+    errors=lambda: [_err((np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 1))), {}, RuntimeError,
+                         "0D or 1D target tensor expected, multi-target not supported"),
+                    _err((np.ones(3), np.ones(3), np.ones(2)), {}, RuntimeError,
+                         "1D target tensor expects 2D input tensors")])
+_loss_entry("triplet_margin_loss", lambda d, r: [
+    Sample((arr(r, (3, 4), d), arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(margin=m, p=p, swap=sw, reduction=red))
+    for m, p, sw, red in ((1.0, 2, False, "mean"), (0.5, 1, True, "sum"), (2.0, 3, True, "none"))],
+    covers=("pairwise_distance",),
+    errors=lambda: [_err((np.ones((2, 3)), np.ones((2, 3)), np.ones(3)), {}, RuntimeError,
+                         "expected to have the same number of dimensions"),
+                    _err((np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3))), dict(margin=0.0), ValueError,
+                         "margin must be greater than 0")])
+
+
+# (the targets PyTorch does not differentiate are passed by keyword: keyword tensors do not require grad)
+_loss_entry("soft_margin_loss", lambda d, r: [
+    Sample((arr(r, (3, 4), d),), dict(target=_signs(r, (3, 4), d), reduction=red)) for red in _REDS],
+    covers=("soft_margin_loss_backward",),
+    errors=lambda: [_err((np.ones(3),), dict(target=np.ones((2, 3))), RuntimeError,
+                         "output with shape \\[3\\] doesn't match the broadcast shape \\[2, 3\\]")])
+_loss_entry("multi_margin_loss", lambda d, r: [
+    Sample((arr(r, (3, 4), d), np.array([0, 3, 1])), dict(p=p, margin=m, reduction=red))
+    for p, m, red in ((1, 1.0, "mean"), (2, 0.5, "sum"), (1, 2.0, "none"))] + [
+    Sample((arr(r, (3, 4), d), np.array([2, 2, 0])), dict(weight=positive(r, (4,), d), p=2)),
+    Sample((arr(r, (5,), d), np.array([4])), dict(reduction="none"))],
+    covers=("multi_margin_loss_backward",),
+    errors=lambda: [_err((np.ones((2, 3)), np.array([0, 3])), {}, RuntimeError, "target out of range"),
+                    _err((np.ones((2, 3)), np.array([0, 1, 1])), {}, RuntimeError,
+                         "target tensor should be 1-D with size equal to the number of input samples"),
+                    _err((np.ones((2, 3)), np.array([0, 1])), dict(weight=np.ones(2)), RuntimeError,
+                         "inconsistent weight size, expected 3 but got \\[2\\]"),
+                    _err((np.ones((2, 0)), np.array([0, 1])), {}, RuntimeError,
+                         "Expected non-empty vector or matrix with optional 0-dim batch size"),
+                    _err((np.ones((2, 3)), np.array([0, 1])), dict(p=3), ValueError,
+                         "only p == 1 and p == 2 supported"),
+                    _err((np.ones((2, 3), "int64"), np.array([0, 1])), {}, NotImplementedError,
+                         "\"multi_margin_loss_cpu_kernel\" not implemented for 'Long'")])
+_loss_entry("multilabel_margin_loss", lambda d, r: [
+    Sample((arr(r, (3, 4), d), np.array([[0, 3, -1, 1], [2, 2, 1, -1], [-1, 0, 0, 0]])), dict(reduction=red))
+    for red in _REDS] + [
+    Sample((arr(r, (4,), d), np.array([3, 1, -1, 0])), dict(reduction="none")),
+    Sample((arr(r, (2, 3), d), np.array([[0, 1, 2], [1, -1, 2]])), dict(reduction="sum"))],
+    covers=("multilabel_margin_loss_forward", "multilabel_margin_loss_backward"),
+    errors=lambda: [_err((np.ones((2, 3)), np.array([[0, 3, -1], [0, 1, 2]])), {}, RuntimeError,
+                         "argument #2 'target' is out of range"),
+                    _err((np.ones((2, 3)), np.array([[0, 1, -1]])), {}, RuntimeError,
+                         "inconsistent target size: \\[1, 3\\] for input of size: \\[2, 3\\]"),
+                    _err((np.ones((2, 3)), np.array([[0, 1, -1], [0, 1, 2]], "int32")), {}, RuntimeError,
+                         "expected scalar type Long but found Int")])
+add(OpInfo("cosine_similarity", lambda d, r: [
+    Sample((arr(r, (3, 4), d), arr(r, (3, 4), d))), Sample((arr(r, (3, 4), d), arr(r, (4,), d)), dict(dim=-1)),
+    Sample((arr(r, (2, 3), d), np.zeros((2, 3), d)), dict(dim=0, eps=1e-3))], method=False,
+    torch_name="nn.functional.cosine_similarity"))
+add(OpInfo("pairwise_distance", lambda d, r: [
+    Sample((arr(r, (3, 4), d), arr(r, (3, 4), d))), Sample((arr(r, (3, 4), d), arr(r, (4,), d)), dict(p=1.0)),
+    Sample((arr(r, (5,), d), arr(r, (5,), d)), dict(p=3.0, keepdim=True))], method=False,
+    torch_name="nn.functional.pairwise_distance"))
+
+
+# ------------------------------------------------------------------------------ more nn ops
+def _instance_norm_call(lib, x, *stats, **kwargs):
+    """With running statistics (fresh copies, updated in place) the result is (output, mean, var)."""
+    if stats:
+        rm, rv = (st.detach().clone() for st in stats)
+        return lib.nn.functional.instance_norm(x, rm, rv, **kwargs), rm, rv
+    return lib.nn.functional.instance_norm(x, **kwargs)
+
+
+add(OpInfo("instance_norm", lambda d, r: [
+    Sample((arr(r, (2, 3, 4), d),)), Sample((arr(r, (2, 3, 2, 2), d),), dict(weight=arr(r, (3,), d), bias=arr(r, (3,), d))),
+    Sample((arr(r, (2, 3, 4), d), arr(r, (3,), d), positive(r, (3,), d)), dict(momentum=0.3)),
+    Sample((arr(r, (2, 3, 4), d), arr(r, (3,), d), positive(r, (3,), d)), dict(use_input_stats=False))],
+    method=False, ember_fn=_instance_norm_call, torch_fn=_instance_norm_call, noncontiguous=False,
+    errors=lambda: [_err((np.ones((2, 3, 1)),), {}, ValueError, "Expected more than 1 spatial element when training"),
+                    _err((np.ones((2, 3, 4)),), dict(use_input_stats=False), RuntimeError,
+                         "Expected running_mean and running_var to be defined when use_input_stats is false")]))
+add(OpInfo("rms_norm", lambda d, r: [
+    Sample((arr(r, (2, 3, 4), d), (4,))), Sample((arr(r, (2, 3, 4), d), (3, 4)), dict(weight=arr(r, (3, 4), d))),
+    Sample((arr(r, (5, 2), d), (2,)), dict(eps=0.1))],
+    method=False, torch_name="nn.functional.rms_norm",
+    errors=lambda: [_err((np.ones((2, 3)), (4,)), {}, RuntimeError, "Given normalized_shape=\\[4\\], expected input"),
+                    _err((np.ones((2, 3)), (3,)), dict(weight=np.ones(2)), RuntimeError,
+                         "Expected weight to be of same shape as normalized_shape")]))
+add(OpInfo("channel_shuffle", lambda d, r: [Sample((arr(r, (1, 6, 2), d), 2)), Sample((arr(r, (2, 4, 2, 3), d), 4))],
+           method=False, dtypes=FLOATS + INTS, torch_name="nn.functional.channel_shuffle",
+           errors=lambda: [_err((np.ones((1, 6, 2)), 4), {}, RuntimeError,
+                                "Number of channels must be divisible by groups. Got 6 channels and 4 groups."),
+                           _err((np.ones((6, 2)), 2), {}, RuntimeError, "at least 3 dimensions"),
+                           _err((np.ones((1, 6, 2)), 0), {}, RuntimeError, "Number of groups to divide channels")]))
+add(OpInfo("native_channel_shuffle", lambda d, r: [Sample((arr(r, (1, 6, 2), d), 2)),
+                                                   Sample((arr(r, (2, 4, 2, 3), d), 4))],
+           method=False, dtypes=FLOATS + INTS, supports_autograd=False))
+add(OpInfo("prelu", lambda d, r: [
+    Sample((arr(r, (2, 3, 4), d), positive(r, (3,), d) / 4)), Sample((arr(r, (2, 3), d), np.array([0.25], d))),
+    Sample((arr(r, (5,), d), np.array(0.1, d))), Sample((arr(r, (2, 4, 2, 2), d), arr(r, (4,), d)))],
+    torch_name="nn.functional.prelu", covers=("_prelu_kernel", "_prelu_kernel_backward"),
+    errors=lambda: [_err((np.ones((2, 3)), np.ones(4)), {}, RuntimeError,
+                         "Mismatch of parameter numbers and input channel size. Found parameter numbers = 4 and "
+                         "channel size = 3."),
+                    _err((np.ones((2, 3)), np.ones(3, "float32")), {}, RuntimeError,
+                         "prelu: Type promoting not supported. Got Double and Float")]))
+
+
+def _sdpa_call(lib, q, k, v, *mask, **kwargs):
+    return lib.nn.functional.scaled_dot_product_attention(q, k, v, *mask, **kwargs)
+
+
+add(OpInfo("scaled_dot_product_attention", lambda d, r: [
+    Sample((arr(r, (2, 3, 4), d), arr(r, (2, 5, 4), d), arr(r, (2, 5, 3), d))),
+    Sample((arr(r, (1, 2, 3, 4), d), arr(r, (1, 2, 3, 4), d), arr(r, (1, 2, 3, 2), d)), dict(is_causal=True)),
+    Sample((arr(r, (2, 3, 4), d), arr(r, (2, 5, 4), d), arr(r, (2, 5, 3), d), arr(r, (3, 5), d)), dict(scale=0.7)),
+    Sample((arr(r, (2, 3, 4), d), arr(r, (2, 5, 4), d), arr(r, (2, 5, 3), d),
+            np.array([[True, False, True, True, False], [False] * 5, [True] * 5]))),
+    Sample((arr(r, (1, 4, 3, 2), d), arr(r, (1, 2, 3, 2), d), arr(r, (1, 2, 3, 2), d)), dict(enable_gqa=True))],
+    method=False, ember_fn=_sdpa_call, torch_fn=_sdpa_call, noncontiguous=False,
+    covers=("_scaled_dot_product_attention_math", "_safe_softmax"),
+    errors=lambda: [_err((np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 2))), dict(is_causal=True),
+                         RuntimeError, "Explicit attn_mask should not be set when is_causal=True"),
+                    _err((np.ones((2, 3)), np.ones((2, 3), "float32"), np.ones((2, 3))), {}, RuntimeError,
+                         "Expected query, key, and value to have the same dtype")]))
+
 # ------------------------------------------------------------------------------ autograd support
 # no differentiable output: indices, masks, counts, comparisons, histograms
 NO_AUTOGRAD = {"all", "any", "argmax", "argmin", "argsort", "argwhere", "bucketize", "count_nonzero", "eq", "ne", "lt",

@@ -4031,6 +4031,81 @@ _op_binary_cross_entropy_with_logits = _D.define('binary_cross_entropy_with_logi
 def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
     return _op_binary_cross_entropy_with_logits.call(self._ks | target._ks | _ks_opt(weight) | _ks_opt(pos_weight), self, target, weight, pos_weight, reduction)
 
+_op_kl_div = _D.define('kl_div(Tensor self, Tensor target, int reduction=Mean, *, bool log_target=False) -> Tensor')
+
+def kl_div(self, target, reduction=1, *, log_target=False):
+    return _op_kl_div.call(self._ks | target._ks, self, target, reduction, log_target)
+
+_op_poisson_nll_loss = _D.define('poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction) -> Tensor')
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    return _op_poisson_nll_loss.call(input._ks | target._ks, input, target, log_input, full, eps, reduction)
+
+_op_margin_ranking_loss = _D.define('margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor')
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
+    return _op_margin_ranking_loss.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
+
+_op_hinge_embedding_loss = _D.define('hinge_embedding_loss(Tensor self, Tensor target, float margin=1.0, int reduction=Mean) -> Tensor')
+
+def hinge_embedding_loss(self, target, margin=1.0, reduction=1):
+    return _op_hinge_embedding_loss.call(self._ks | target._ks, self, target, margin, reduction)
+
+_op_cosine_embedding_loss = _D.define('cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=Mean) -> Tensor')
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
+    return _op_cosine_embedding_loss.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
+
+_op_triplet_margin_loss = _D.define('triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=Mean) -> Tensor')
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=1):
+    return _op_triplet_margin_loss.call(anchor._ks | positive._ks | negative._ks, anchor, positive, negative, margin, p, eps, swap, reduction)
+
+_op_soft_margin_loss = _D.define('soft_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor')
+
+def soft_margin_loss(self, target, reduction=1):
+    return _op_soft_margin_loss.call(self._ks | target._ks, self, target, reduction)
+
+_op_soft_margin_loss_backward = _D.define('soft_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> Tensor')
+
+def soft_margin_loss_backward(grad_output, self, target, reduction):
+    return _op_soft_margin_loss_backward.call(grad_output._ks | self._ks | target._ks, grad_output, self, target, reduction)
+
+_op_multi_margin_loss = _D.define('multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=Mean) -> Tensor')
+
+def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1):
+    return _op_multi_margin_loss.call(self._ks | target._ks | _ks_opt(weight), self, target, p, margin, weight, reduction)
+
+_op_multi_margin_loss_backward = _D.define('multi_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, Scalar p, Scalar margin, Tensor? weight=None, int reduction=Mean) -> Tensor')
+
+def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None, reduction=1):
+    return _op_multi_margin_loss_backward.call(grad_output._ks | self._ks | target._ks | _ks_opt(weight), grad_output, self, target, p, margin, weight, reduction)
+
+_op_multilabel_margin_loss = _D.define('multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor')
+
+def multilabel_margin_loss(self, target, reduction=1):
+    return _op_multilabel_margin_loss.call(self._ks | target._ks, self, target, reduction)
+
+_op_multilabel_margin_loss_forward = _D.define('multilabel_margin_loss_forward(Tensor self, Tensor target, int reduction) -> (Tensor output, Tensor is_target)')
+
+def multilabel_margin_loss_forward(self, target, reduction):
+    return _op_multilabel_margin_loss_forward.call(self._ks | target._ks, self, target, reduction)
+
+_op_multilabel_margin_loss_backward = _D.define('multilabel_margin_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction, Tensor is_target) -> Tensor')
+
+def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target):
+    return _op_multilabel_margin_loss_backward.call(grad_output._ks | self._ks | target._ks | is_target._ks, grad_output, self, target, reduction, is_target)
+
+_op_cosine_similarity = _D.define('cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor')
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+    return _op_cosine_similarity.call(x1._ks | x2._ks, x1, x2, dim, eps)
+
+_op_pairwise_distance = _D.define('pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor')
+
+def pairwise_distance(x1, x2, p=2, eps=1e-06, keepdim=False):
+    return _op_pairwise_distance.call(x1._ks | x2._ks, x1, x2, p, eps, keepdim)
+
 _op_silu = _D.define('silu(Tensor self) -> Tensor')
 
 def silu(self):
@@ -4225,6 +4300,126 @@ _op_pixel_unshuffle = _D.define('pixel_unshuffle(Tensor self, int downscale_fact
 
 def pixel_unshuffle(self, downscale_factor):
     return _op_pixel_unshuffle.call(self._ks, self, downscale_factor)
+
+_op_rms_norm = _D.define('rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor')
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return _op_rms_norm.call(input._ks | _ks_opt(weight), input, normalized_shape, weight, eps)
+
+_op_instance_norm = _D.define('instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor')
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+    return _op_instance_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
+
+_op_channel_shuffle = _D.define('channel_shuffle(Tensor self, SymInt groups) -> Tensor')
+
+def channel_shuffle(self, groups):
+    return _op_channel_shuffle.call(self._ks, self, groups)
+
+_op_native_channel_shuffle = _D.define('native_channel_shuffle(Tensor self, SymInt groups) -> Tensor')
+
+def native_channel_shuffle(self, groups):
+    return _op_native_channel_shuffle.call(self._ks, self, groups)
+
+_op_prelu = _D.define('prelu(Tensor self, Tensor weight) -> Tensor')
+
+def prelu(self, weight):
+    return _op_prelu.call(self._ks | weight._ks, self, weight)
+
+_op__prelu_kernel = _D.define('_prelu_kernel(Tensor self, Tensor weight) -> Tensor')
+
+def _prelu_kernel(self, weight):
+    return _op__prelu_kernel.call(self._ks | weight._ks, self, weight)
+
+_op__prelu_kernel_backward = _D.define('_prelu_kernel_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)')
+
+def _prelu_kernel_backward(grad_output, self, weight):
+    return _op__prelu_kernel_backward.call(grad_output._ks | self._ks | weight._ks, grad_output, self, weight)
+
+_op_rrelu = _D.define('rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor')
+
+def rrelu(self, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    return _op_rrelu.call(self._ks, self, lower, upper, training, generator)
+
+_op_rrelu_ = _D.define('rrelu_(Tensor(a!) self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor(a!)')
+
+def rrelu_(self, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    return _op_rrelu_.call(self._ks, self, lower, upper, training, generator)
+
+_op_rrelu_with_noise = _D.define('rrelu_with_noise(Tensor self, Tensor(b!) noise, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor')
+
+def rrelu_with_noise(self, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    return _op_rrelu_with_noise.call(self._ks | noise._ks, self, noise, lower, upper, training, generator)
+
+_op_rrelu_with_noise_ = _D.define('rrelu_with_noise_(Tensor(a!) self, Tensor(b!) noise, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor(a!)')
+
+def rrelu_with_noise_(self, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    return _op_rrelu_with_noise_.call(self._ks | noise._ks, self, noise, lower, upper, training, generator)
+
+_op_rrelu_with_noise_backward = _D.define('rrelu_with_noise_backward(Tensor grad_output, Tensor self, Tensor noise, Scalar lower, Scalar upper, bool training, bool self_is_result) -> Tensor')
+
+def rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training, self_is_result):
+    return _op_rrelu_with_noise_backward.call(grad_output._ks | self._ks | noise._ks, grad_output, self, noise, lower, upper, training, self_is_result)
+
+_op_dropout_ = _D.define('dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)')
+
+def dropout_(self, p, train):
+    return _op_dropout_.call(self._ks, self, p, train)
+
+_op_feature_dropout = _D.define('feature_dropout(Tensor input, float p, bool train) -> Tensor')
+
+def feature_dropout(input, p, train):
+    return _op_feature_dropout.call(input._ks, input, p, train)
+
+_op_feature_dropout_ = _D.define('feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)')
+
+def feature_dropout_(self, p, train):
+    return _op_feature_dropout_.call(self._ks, self, p, train)
+
+_op_alpha_dropout = _D.define('alpha_dropout(Tensor input, float p, bool train) -> Tensor')
+
+def alpha_dropout(input, p, train):
+    return _op_alpha_dropout.call(input._ks, input, p, train)
+
+_op_alpha_dropout_ = _D.define('alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)')
+
+def alpha_dropout_(self, p, train):
+    return _op_alpha_dropout_.call(self._ks, self, p, train)
+
+_op_feature_alpha_dropout = _D.define('feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor')
+
+def feature_alpha_dropout(input, p, train):
+    return _op_feature_alpha_dropout.call(input._ks, input, p, train)
+
+_op_feature_alpha_dropout_ = _D.define('feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)')
+
+def feature_alpha_dropout_(self, p, train):
+    return _op_feature_alpha_dropout_.call(self._ks, self, p, train)
+
+_op_native_dropout = _D.define('native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)')
+
+def native_dropout(input, p, train):
+    return _op_native_dropout.call(input._ks, input, p, train)
+
+_op_native_dropout_backward = _D.define('native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor')
+
+def native_dropout_backward(grad_output, mask, scale):
+    return _op_native_dropout_backward.call(grad_output._ks | mask._ks, grad_output, mask, scale)
+
+_op__safe_softmax = _D.define('_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
+
+def _safe_softmax(self, dim, dtype=None):
+    return _op__safe_softmax.call(self._ks, self, dim, dtype)
+
+_op_scaled_dot_product_attention = _D.define('scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor')
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
+    return _op_scaled_dot_product_attention.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+_op__scaled_dot_product_attention_math = _D.define('_scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, Tensor? dropout_mask=None, *, float? scale=None, bool enable_gqa=False) -> (Tensor, Tensor)')
+
+def _scaled_dot_product_attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, dropout_mask=None, *, scale=None, enable_gqa=False):
+    return _op__scaled_dot_product_attention_math.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask) | _ks_opt(dropout_mask), query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
 
 _op_group_norm = _D.define('group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor')
 

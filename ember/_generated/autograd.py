@@ -8920,6 +8920,112 @@ def _ag_binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_w
     return result
 
 
+class SoftMarginLossBackward0(_Node):
+    _saved_names = ('self_', 'target_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            grad_inputs[self_ix] = aten.soft_margin_loss_backward(grad, self, target, reduction)
+        return grad_inputs
+
+
+def _ag_soft_margin_loss_default(ks, self, target, reduction):
+    if _gm.enabled and (target._rg):
+        _check_no_requires_grad(target, 'target', 'soft_margin_loss')
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_soft_margin_loss.redispatch(ks & _BELOW, self, target, reduction)
+    _n = SoftMarginLossBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.reduction = reduction
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.target_ = _SV(target)
+    result = aten._op_soft_margin_loss.redispatch(ks & _BELOW, self, target, reduction)
+    _set_history(_n, (result,))
+    return result
+
+
+class MultiMarginLossBackward0(_Node):
+    _saved_names = ('self_', 'target_', 'weight_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        p = _n.p
+        margin = _n.margin
+        reduction = _n.reduction
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            weight = _n._saved('weight_')
+            grad_inputs[self_ix] = aten.multi_margin_loss_backward(grad, self, target, p, margin, weight, reduction)
+        return grad_inputs
+
+
+def _ag_multi_margin_loss_default(ks, self, target, p, margin, weight, reduction):
+    if _gm.enabled and ((weight is not None and weight._rg)):
+        _check_no_requires_grad(weight, 'weight', 'multi_margin_loss')
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_multi_margin_loss.redispatch(ks & _BELOW, self, target, p, margin, weight, reduction)
+    _n = MultiMarginLossBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.p = p
+    _n.margin = margin
+    _n.reduction = reduction
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.target_ = _SV(target)
+    if _n._next[0] is not None:
+        _n.weight_ = _SV(weight if weight is not None else None)
+    result = aten._op_multi_margin_loss.redispatch(ks & _BELOW, self, target, p, margin, weight, reduction)
+    _set_history(_n, (result,))
+    return result
+
+
+class MultilabelMarginLossBackward0(_Node):
+    _saved_names = ('self_', 'target_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        reduction = _n.reduction
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            target = _n._saved('target_')
+            grad_inputs[self_ix] = aten.multilabel_margin_loss_backward(grad, self, target, reduction, result[1])
+        return grad_inputs
+
+
+def _ag_multilabel_margin_loss_forward_default(ks, self, target, reduction):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_multilabel_margin_loss_forward.redispatch(ks & _BELOW, self, target, reduction)
+    _n = MultilabelMarginLossBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.reduction = reduction
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.target_ = _SV(target)
+    result = aten._op_multilabel_margin_loss_forward.redispatch(ks & _BELOW, self, target, reduction)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 class SiluBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -9359,6 +9465,184 @@ def _ag_pixel_unshuffle_default(ks, self, downscale_factor):
     _n.downscale_factor = downscale_factor
     result = aten._op_pixel_unshuffle.redispatch(ks & _BELOW, self, downscale_factor)
     _set_history(_n, (result,))
+    return result
+
+
+class ChannelShuffleBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        groups = _n.groups
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.channel_shuffle(grad, self.size(1) // groups)
+        return grad_inputs
+
+
+def _ag_channel_shuffle_default(ks, self, groups):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_channel_shuffle.redispatch(ks & _BELOW, self, groups)
+    _n = ChannelShuffleBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.groups = groups
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_channel_shuffle.redispatch(ks & _BELOW, self, groups)
+    _set_history(_n, (result,))
+    return result
+
+
+class NativeChannelShuffleBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("native_channel_shuffle")
+        return grad_inputs
+
+
+def _ag_native_channel_shuffle_default(ks, self, groups):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_native_channel_shuffle.redispatch(ks & _BELOW, self, groups)
+    _n = NativeChannelShuffleBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_native_channel_shuffle.redispatch(ks & _BELOW, self, groups)
+    _set_history(_n, (result,))
+    return result
+
+
+class PreluKernelBackward0(_Node):
+    _saved_names = ('self_', 'weight_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix, weight_ix = 0, 1
+        grad_inputs = [None] * 2
+        grad_input_mask = [_n._next[self_ix] is not None, _n._next[weight_ix] is not None]
+        if any(grad_input_mask):
+            self = _n._saved('self_')
+            weight = _n._saved('weight_')
+            _gs = aten._prelu_kernel_backward(grad, self, weight)
+            if grad_input_mask[0]:
+                grad_inputs[self_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[weight_ix] = _gs[1]
+        return grad_inputs
+
+
+def _ag__prelu_kernel_default(ks, self, weight):
+    if not (_gm.enabled and (self._rg or weight._rg)):
+        return aten._op__prelu_kernel.redispatch(ks & _BELOW, self, weight)
+    _n = PreluKernelBackward0()
+    _n._next = _edges(self, weight)
+    _n._input_meta = _meta(self, weight)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.weight_ = _SV(weight)
+    result = aten._op__prelu_kernel.redispatch(ks & _BELOW, self, weight)
+    _set_history(_n, (result,))
+    return result
+
+
+class RreluWithNoiseBackward0(_Node):
+    _saved_names = ('self_', 'noise_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        lower = _n.lower
+        upper = _n.upper
+        training = _n.training
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            noise = _n._saved('noise_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.rrelu_with_noise_backward(grad, self, noise, lower, upper, training, False)
+        return grad_inputs
+
+
+def _ag_rrelu_with_noise_default(ks, self, noise, lower, upper, training, generator):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_rrelu_with_noise.redispatch(ks & _BELOW, self, noise, lower, upper, training, generator)
+    _n = RreluWithNoiseBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.lower = lower
+    _n.upper = upper
+    _n.training = training
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None:
+        _n.noise_ = _SV(noise)
+    result = aten._op_rrelu_with_noise.redispatch(ks & _BELOW, self, noise, lower, upper, training, generator)
+    _set_history(_n, (result,))
+    return result
+
+
+class NativeDropoutBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        p = _n.p
+        train = _n.train
+        input_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[input_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[input_ix] = aten.native_dropout_backward(grad, result[1], (0.0 if p == 1 else 1.0 / (1.0 - p)) if train else 1.0)
+        return grad_inputs
+
+
+def _ag_native_dropout_default(ks, input, p, train):
+    if not (_gm.enabled and (input._rg)):
+        return aten._op_native_dropout.redispatch(ks & _BELOW, input, p, train)
+    _n = NativeDropoutBackward0()
+    _n._next = _edges(input)
+    _n._input_meta = _meta(input)
+    _n.p = p
+    _n.train = train
+    result = aten._op_native_dropout.redispatch(ks & _BELOW, input, p, train)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class SafeSoftmaxBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        self_dtype, self_device = _n.self_meta
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[self_ix] = softmax_backward(grad, result, dim).to(self_dtype)
+        return grad_inputs
+
+
+def _ag__safe_softmax_default(ks, self, dim, dtype):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__safe_softmax.redispatch(ks & _BELOW, self, dim, dtype)
+    _n = SafeSoftmaxBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.self_meta = (self.dtype, self.device)
+    result = aten._op__safe_softmax.redispatch(ks & _BELOW, self, dim, dtype)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
     return result
 
 
@@ -10968,6 +11252,25 @@ def _ag_threshold__default(ks, self, threshold, value):
     return result
 
 
+def _ag_rrelu_with_noise__default(ks, self, noise, lower, upper, training, generator):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_rrelu_with_noise_.redispatch(ks & _BELOW, self, noise, lower, upper, training, generator)
+    _n = RreluWithNoiseBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.lower = lower
+    _n.upper = upper
+    _n.training = training
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None:
+        _n.noise_ = _SV(noise)
+    result = aten._op_rrelu_with_noise_.redispatch(ks & _BELOW, self, noise, lower, upper, training, generator)
+    _rebase_history(self, _n)
+    return result
+
+
 for _h, _k in (
     (aten._op_abs, _ag_abs_default),
     (aten._op_neg, _ag_neg_default),
@@ -11266,6 +11569,9 @@ for _h, _k in (
     (aten._op_huber_loss, _ag_huber_loss_default),
     (aten._op_binary_cross_entropy, _ag_binary_cross_entropy_default),
     (aten._op_binary_cross_entropy_with_logits, _ag_binary_cross_entropy_with_logits_default),
+    (aten._op_soft_margin_loss, _ag_soft_margin_loss_default),
+    (aten._op_multi_margin_loss, _ag_multi_margin_loss_default),
+    (aten._op_multilabel_margin_loss_forward, _ag_multilabel_margin_loss_forward_default),
     (aten._op_silu, _ag_silu_default),
     (aten._op_mish, _ag_mish_default),
     (aten._op_hardswish, _ag_hardswish_default),
@@ -11282,6 +11588,12 @@ for _h, _k in (
     (aten._op_hardshrink, _ag_hardshrink_default),
     (aten._op_pixel_shuffle, _ag_pixel_shuffle_default),
     (aten._op_pixel_unshuffle, _ag_pixel_unshuffle_default),
+    (aten._op_channel_shuffle, _ag_channel_shuffle_default),
+    (aten._op_native_channel_shuffle, _ag_native_channel_shuffle_default),
+    (aten._op__prelu_kernel, _ag__prelu_kernel_default),
+    (aten._op_rrelu_with_noise, _ag_rrelu_with_noise_default),
+    (aten._op_native_dropout, _ag_native_dropout_default),
+    (aten._op__safe_softmax, _ag__safe_softmax_default),
     (aten._op_native_group_norm, _ag_native_group_norm_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),
@@ -11390,5 +11702,6 @@ for _h, _k in (
     (aten._op_hardtanh_, _ag_hardtanh__default),
     (aten._op_celu_, _ag_celu__default),
     (aten._op_threshold_, _ag_threshold__default),
+    (aten._op_rrelu_with_noise_, _ag_rrelu_with_noise__default),
 ):
     _h.register(DispatchKey.Autograd, _k)

@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'polygamma', 'positive', 'pow', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -10907,6 +10907,222 @@ def _signature_binary_cross_entropy_with_logits(input, target, weight=None, pos_
 binary_cross_entropy_with_logits.__wrapped__ = _signature_binary_cross_entropy_with_logits
 
 
+_sig_kl_div = _Signatures('kl_div', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1), ('log_target', 'bool', True, True, False),),
+], method=False)
+
+def _bind_kl_div_0(input, target, reduction=1, *, log_target=False):
+    return (input, target, reduction, log_target)
+
+def kl_div(*args, **kwargs):
+    try:
+        _b = _bind_kl_div_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, reduction, log_target = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and type(log_target) is bool:
+            return _A._op_kl_div.call(input._ks | target._ks, input, target, reduction, log_target)
+    _i, _a = _sig_kl_div.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_kl_div.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'], _a['log_target'])
+    raise AssertionError('unreachable')
+
+
+kl_div.__doc__ = 'kl_div(input: Tensor, target: Tensor, reduction: int = 1, *, log_target: bool = False) -> Tensor'
+def _signature_kl_div(input, target, reduction=1, *, log_target=False): ...
+kl_div.__wrapped__ = _signature_kl_div
+
+
+_sig_poisson_nll_loss = _Signatures('poisson_nll_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('log_input', 'bool', False, False, None), ('full', 'bool', False, False, None), ('eps', 'float', False, False, None), ('reduction', 'int', False, False, None),),
+], method=False)
+
+def _bind_poisson_nll_loss_0(input, target, log_input, full, eps, reduction):
+    return (input, target, log_input, full, eps, reduction)
+
+def poisson_nll_loss(*args, **kwargs):
+    try:
+        _b = _bind_poisson_nll_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, log_input, full, eps, reduction = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(log_input) is bool and type(full) is bool and type(eps) is float and type(reduction) is int:
+            return _A._op_poisson_nll_loss.call(input._ks | target._ks, input, target, log_input, full, eps, reduction)
+    _i, _a = _sig_poisson_nll_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_poisson_nll_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['log_input'], _a['full'], _a['eps'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+poisson_nll_loss.__doc__ = 'poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float, reduction: int) -> Tensor'
+def _signature_poisson_nll_loss(input, target, log_input, full, eps, reduction): ...
+poisson_nll_loss.__wrapped__ = _signature_poisson_nll_loss
+
+
+_sig_margin_ranking_loss = _Signatures('margin_ranking_loss', [
+    (('input1', 'T', False, False, None), ('input2', 'T', False, False, None), ('target', 'T', False, False, None), ('margin', 'float', False, True, 0.0), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_margin_ranking_loss_0(input1, input2, target, margin=0.0, reduction=1):
+    return (input1, input2, target, margin, reduction)
+
+def margin_ranking_loss(*args, **kwargs):
+    try:
+        _b = _bind_margin_ranking_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input1, input2, target, margin, reduction = _b
+        if isinstance(input1, _Tensor) and isinstance(input2, _Tensor) and isinstance(target, _Tensor) and type(margin) is float and type(reduction) is int:
+            return _A._op_margin_ranking_loss.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
+    _i, _a = _sig_margin_ranking_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_margin_ranking_loss.call(_a['input1']._ks | _a['input2']._ks | _a['target']._ks, _a['input1'], _a['input2'], _a['target'], _a['margin'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+margin_ranking_loss.__doc__ = 'margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 1) -> Tensor'
+def _signature_margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1): ...
+margin_ranking_loss.__wrapped__ = _signature_margin_ranking_loss
+
+
+_sig_hinge_embedding_loss = _Signatures('hinge_embedding_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('margin', 'float', False, True, 1.0), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_hinge_embedding_loss_0(input, target, margin=1.0, reduction=1):
+    return (input, target, margin, reduction)
+
+def hinge_embedding_loss(*args, **kwargs):
+    try:
+        _b = _bind_hinge_embedding_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, margin, reduction = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(margin) is float and type(reduction) is int:
+            return _A._op_hinge_embedding_loss.call(input._ks | target._ks, input, target, margin, reduction)
+    _i, _a = _sig_hinge_embedding_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_hinge_embedding_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['margin'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+hinge_embedding_loss.__doc__ = 'hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = 1) -> Tensor'
+def _signature_hinge_embedding_loss(input, target, margin=1.0, reduction=1): ...
+hinge_embedding_loss.__wrapped__ = _signature_hinge_embedding_loss
+
+
+_sig_cosine_embedding_loss = _Signatures('cosine_embedding_loss', [
+    (('input1', 'T', False, False, None), ('input2', 'T', False, False, None), ('target', 'T', False, False, None), ('margin', 'float', False, True, 0.0), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_cosine_embedding_loss_0(input1, input2, target, margin=0.0, reduction=1):
+    return (input1, input2, target, margin, reduction)
+
+def cosine_embedding_loss(*args, **kwargs):
+    try:
+        _b = _bind_cosine_embedding_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input1, input2, target, margin, reduction = _b
+        if isinstance(input1, _Tensor) and isinstance(input2, _Tensor) and isinstance(target, _Tensor) and type(margin) is float and type(reduction) is int:
+            return _A._op_cosine_embedding_loss.call(input1._ks | input2._ks | target._ks, input1, input2, target, margin, reduction)
+    _i, _a = _sig_cosine_embedding_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_cosine_embedding_loss.call(_a['input1']._ks | _a['input2']._ks | _a['target']._ks, _a['input1'], _a['input2'], _a['target'], _a['margin'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+cosine_embedding_loss.__doc__ = 'cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 1) -> Tensor'
+def _signature_cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1): ...
+cosine_embedding_loss.__wrapped__ = _signature_cosine_embedding_loss
+
+
+_sig_triplet_margin_loss = _Signatures('triplet_margin_loss', [
+    (('anchor', 'T', False, False, None), ('positive', 'T', False, False, None), ('negative', 'T', False, False, None), ('margin', 'float', False, True, 1.0), ('p', 'float', False, True, 2), ('eps', 'float', False, True, 1e-06), ('swap', 'bool', False, True, False), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_triplet_margin_loss_0(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=1):
+    return (anchor, positive, negative, margin, p, eps, swap, reduction)
+
+def triplet_margin_loss(*args, **kwargs):
+    try:
+        _b = _bind_triplet_margin_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        anchor, positive, negative, margin, p, eps, swap, reduction = _b
+        if isinstance(anchor, _Tensor) and isinstance(positive, _Tensor) and isinstance(negative, _Tensor) and type(margin) is float and type(p) is float and type(eps) is float and type(swap) is bool and type(reduction) is int:
+            return _A._op_triplet_margin_loss.call(anchor._ks | positive._ks | negative._ks, anchor, positive, negative, margin, p, eps, swap, reduction)
+    _i, _a = _sig_triplet_margin_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_triplet_margin_loss.call(_a['anchor']._ks | _a['positive']._ks | _a['negative']._ks, _a['anchor'], _a['positive'], _a['negative'], _a['margin'], _a['p'], _a['eps'], _a['swap'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+triplet_margin_loss.__doc__ = 'triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2, eps: float = 1e-06, swap: bool = False, reduction: int = 1) -> Tensor'
+def _signature_triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=1): ...
+triplet_margin_loss.__wrapped__ = _signature_triplet_margin_loss
+
+
+_sig_cosine_similarity = _Signatures('cosine_similarity', [
+    (('x1', 'T', False, False, None), ('x2', 'T', False, False, None), ('dim', 'int', False, True, 1), ('eps', 'float', False, True, 1e-08),),
+], method=False)
+
+def _bind_cosine_similarity_0(x1, x2, dim=1, eps=1e-08):
+    return (x1, x2, dim, eps)
+
+def cosine_similarity(*args, **kwargs):
+    try:
+        _b = _bind_cosine_similarity_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x1, x2, dim, eps = _b
+        if isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and type(dim) is int and type(eps) is float:
+            return _A._op_cosine_similarity.call(x1._ks | x2._ks, x1, x2, dim, eps)
+    _i, _a = _sig_cosine_similarity.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_cosine_similarity.call(_a['x1']._ks | _a['x2']._ks, _a['x1'], _a['x2'], _a['dim'], _a['eps'])
+    raise AssertionError('unreachable')
+
+
+cosine_similarity.__doc__ = 'cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08) -> Tensor'
+def _signature_cosine_similarity(x1, x2, dim=1, eps=1e-08): ...
+cosine_similarity.__wrapped__ = _signature_cosine_similarity
+
+
+_sig_pairwise_distance = _Signatures('pairwise_distance', [
+    (('x1', 'T', False, False, None), ('x2', 'T', False, False, None), ('p', 'float', False, True, 2), ('eps', 'float', False, True, 1e-06), ('keepdim', 'bool', False, True, False),),
+], method=False)
+
+def _bind_pairwise_distance_0(x1, x2, p=2, eps=1e-06, keepdim=False):
+    return (x1, x2, p, eps, keepdim)
+
+def pairwise_distance(*args, **kwargs):
+    try:
+        _b = _bind_pairwise_distance_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x1, x2, p, eps, keepdim = _b
+        if isinstance(x1, _Tensor) and isinstance(x2, _Tensor) and type(p) is float and type(eps) is float and type(keepdim) is bool:
+            return _A._op_pairwise_distance.call(x1._ks | x2._ks, x1, x2, p, eps, keepdim)
+    _i, _a = _sig_pairwise_distance.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_pairwise_distance.call(_a['x1']._ks | _a['x2']._ks, _a['x1'], _a['x2'], _a['p'], _a['eps'], _a['keepdim'])
+    raise AssertionError('unreachable')
+
+
+pairwise_distance.__doc__ = 'pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2, eps: float = 1e-06, keepdim: bool = False) -> Tensor'
+def _signature_pairwise_distance(x1, x2, p=2, eps=1e-06, keepdim=False): ...
+pairwise_distance.__wrapped__ = _signature_pairwise_distance
+
+
 _sig_celu = _Signatures('celu', [
     (('input', 'T', False, False, None), ('alpha', 'Scalar', False, True, 1.0),),
 ], method=False)
@@ -11148,6 +11364,438 @@ def pixel_unshuffle(*args, **kwargs):
 pixel_unshuffle.__doc__ = 'pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor'
 def _signature_pixel_unshuffle(input, downscale_factor): ...
 pixel_unshuffle.__wrapped__ = _signature_pixel_unshuffle
+
+
+_sig_rms_norm = _Signatures('rms_norm', [
+    (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, True, None), ('eps', 'float?', False, True, None),),
+], method=False)
+
+def _bind_rms_norm_0(input, normalized_shape, weight=None, eps=None):
+    return (input, normalized_shape, weight, eps)
+
+def rms_norm(*args, **kwargs):
+    try:
+        _b = _bind_rms_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, normalized_shape, weight, eps = _b
+        if isinstance(input, _Tensor) and (normalized_shape_ := _ints(normalized_shape, False)) is not None and (weight is None or isinstance(weight, _Tensor)) and (eps is None or type(eps) is float):
+            return _A._op_rms_norm.call(input._ks | _ks_opt(weight), input, normalized_shape_, weight, eps)
+    _i, _a = _sig_rms_norm.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_rms_norm.call(_a['input']._ks | _ks_opt(_a['weight']), _a['input'], _a['normalized_shape'], _a['weight'], _a['eps'])
+    raise AssertionError('unreachable')
+
+
+rms_norm.__doc__ = 'rms_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tensor] = None, eps: Optional[float] = None) -> Tensor'
+def _signature_rms_norm(input, normalized_shape, weight=None, eps=None): ...
+rms_norm.__wrapped__ = _signature_rms_norm
+
+
+_sig_instance_norm = _Signatures('instance_norm', [
+    (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('use_input_stats', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None), ('cudnn_enabled', 'bool', False, False, None),),
+], method=False)
+
+def _bind_instance_norm_0(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+    return (input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
+
+def instance_norm(*args, **kwargs):
+    try:
+        _b = _bind_instance_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled = _b
+        if isinstance(input, _Tensor) and (weight is None or isinstance(weight, _Tensor)) and (bias is None or isinstance(bias, _Tensor)) and (running_mean is None or isinstance(running_mean, _Tensor)) and (running_var is None or isinstance(running_var, _Tensor)) and type(use_input_stats) is bool and type(momentum) is float and type(eps) is float and type(cudnn_enabled) is bool:
+            return _A._op_instance_norm.call(input._ks | _ks_opt(weight) | _ks_opt(bias) | _ks_opt(running_mean) | _ks_opt(running_var), input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled)
+    _i, _a = _sig_instance_norm.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_instance_norm.call(_a['input']._ks | _ks_opt(_a['weight']) | _ks_opt(_a['bias']) | _ks_opt(_a['running_mean']) | _ks_opt(_a['running_var']), _a['input'], _a['weight'], _a['bias'], _a['running_mean'], _a['running_var'], _a['use_input_stats'], _a['momentum'], _a['eps'], _a['cudnn_enabled'])
+    raise AssertionError('unreachable')
+
+
+instance_norm.__doc__ = 'instance_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], running_mean: Optional[Tensor], running_var: Optional[Tensor], use_input_stats: bool, momentum: float, eps: float, cudnn_enabled: bool) -> Tensor'
+def _signature_instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled): ...
+instance_norm.__wrapped__ = _signature_instance_norm
+
+
+_sig_channel_shuffle = _Signatures('channel_shuffle', [
+    (('input', 'T', False, False, None), ('groups', 'int', False, False, None),),
+], method=False)
+
+def _bind_channel_shuffle_0(input, groups):
+    return (input, groups)
+
+def channel_shuffle(*args, **kwargs):
+    try:
+        _b = _bind_channel_shuffle_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, groups = _b
+        if isinstance(input, _Tensor) and type(groups) is int:
+            return _A._op_channel_shuffle.call(input._ks, input, groups)
+    _i, _a = _sig_channel_shuffle.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_channel_shuffle.call(_a['input']._ks, _a['input'], _a['groups'])
+    raise AssertionError('unreachable')
+
+
+channel_shuffle.__doc__ = 'channel_shuffle(input: Tensor, groups: int) -> Tensor'
+def _signature_channel_shuffle(input, groups): ...
+channel_shuffle.__wrapped__ = _signature_channel_shuffle
+
+
+_sig_native_channel_shuffle = _Signatures('native_channel_shuffle', [
+    (('input', 'T', False, False, None), ('groups', 'int', False, False, None),),
+], method=False)
+
+def _bind_native_channel_shuffle_0(input, groups):
+    return (input, groups)
+
+def native_channel_shuffle(*args, **kwargs):
+    try:
+        _b = _bind_native_channel_shuffle_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, groups = _b
+        if isinstance(input, _Tensor) and type(groups) is int:
+            return _A._op_native_channel_shuffle.call(input._ks, input, groups)
+    _i, _a = _sig_native_channel_shuffle.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_native_channel_shuffle.call(_a['input']._ks, _a['input'], _a['groups'])
+    raise AssertionError('unreachable')
+
+
+native_channel_shuffle.__doc__ = 'native_channel_shuffle(input: Tensor, groups: int) -> Tensor'
+def _signature_native_channel_shuffle(input, groups): ...
+native_channel_shuffle.__wrapped__ = _signature_native_channel_shuffle
+
+
+_sig_prelu = _Signatures('prelu', [
+    (('input', 'T', False, False, None), ('weight', 'T', False, False, None),),
+], method=False)
+
+def _bind_prelu_0(input, weight):
+    return (input, weight)
+
+def prelu(*args, **kwargs):
+    try:
+        _b = _bind_prelu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight = _b
+        if isinstance(input, _Tensor) and isinstance(weight, _Tensor):
+            return _A._op_prelu.call(input._ks | weight._ks, input, weight)
+    _i, _a = _sig_prelu.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_prelu.call(_a['input']._ks | _a['weight']._ks, _a['input'], _a['weight'])
+    raise AssertionError('unreachable')
+
+
+prelu.__doc__ = 'prelu(input: Tensor, weight: Tensor) -> Tensor'
+def _signature_prelu(input, weight): ...
+prelu.__wrapped__ = _signature_prelu
+
+
+_sig_rrelu = _Signatures('rrelu', [
+    (('input', 'T', False, False, None), ('lower', 'Scalar', False, True, 0.125), ('upper', 'Scalar', False, True, 0.3333333333333333), ('training', 'bool', False, True, False), ('generator', 'gen?', False, True, None),),
+], method=False)
+
+def _bind_rrelu_0(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    return (input, lower, upper, training, generator)
+
+def rrelu(*args, **kwargs):
+    try:
+        _b = _bind_rrelu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, lower, upper, training, generator = _b
+        if isinstance(input, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
+            return _A._op_rrelu.call(input._ks, input, lower, upper, training, generator)
+    _i, _a = _sig_rrelu.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_rrelu.call(_a['input']._ks, _a['input'], _a['lower'], _a['upper'], _a['training'], _a['generator'])
+    raise AssertionError('unreachable')
+
+
+rrelu.__doc__ = 'rrelu(input: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor'
+def _signature_rrelu(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None): ...
+rrelu.__wrapped__ = _signature_rrelu
+
+
+_sig_rrelu_ = _Signatures('rrelu_', [
+    (('input', 'T', False, False, None), ('lower', 'Scalar', False, True, 0.125), ('upper', 'Scalar', False, True, 0.3333333333333333), ('training', 'bool', False, True, False), ('generator', 'gen?', False, True, None),),
+], method=False)
+
+def _bind_rrelu__0(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    return (input, lower, upper, training, generator)
+
+def rrelu_(*args, **kwargs):
+    try:
+        _b = _bind_rrelu__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, lower, upper, training, generator = _b
+        if isinstance(input, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
+            return _A._op_rrelu_.call(input._ks, input, lower, upper, training, generator)
+    _i, _a = _sig_rrelu_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_rrelu_.call(_a['input']._ks, _a['input'], _a['lower'], _a['upper'], _a['training'], _a['generator'])
+    raise AssertionError('unreachable')
+
+
+rrelu_.__doc__ = 'rrelu_(input: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor'
+def _signature_rrelu_(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None): ...
+rrelu_.__wrapped__ = _signature_rrelu_
+
+
+_sig_dropout_ = _Signatures('dropout_', [
+    (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),),
+], method=False)
+
+def _bind_dropout__0(input, p, train):
+    return (input, p, train)
+
+def dropout_(*args, **kwargs):
+    try:
+        _b = _bind_dropout__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, train = _b
+        if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
+            return _A._op_dropout_.call(input._ks, input, p, train)
+    _i, _a = _sig_dropout_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_dropout_.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
+    raise AssertionError('unreachable')
+
+
+dropout_.__doc__ = 'Zeroes elements of ``input`` with probability ``p`` (training), scaling the rest by 1 / (1 - p).\n\ndropout_(input: Tensor, p: float, train: bool) -> Tensor'
+def _signature_dropout_(input, p, train): ...
+dropout_.__wrapped__ = _signature_dropout_
+
+
+_sig_feature_dropout = _Signatures('feature_dropout', [
+    (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),),
+], method=False)
+
+def _bind_feature_dropout_0(input, p, train):
+    return (input, p, train)
+
+def feature_dropout(*args, **kwargs):
+    try:
+        _b = _bind_feature_dropout_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, train = _b
+        if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
+            return _A._op_feature_dropout.call(input._ks, input, p, train)
+    _i, _a = _sig_feature_dropout.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_feature_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
+    raise AssertionError('unreachable')
+
+
+feature_dropout.__doc__ = 'feature_dropout(input: Tensor, p: float, train: bool) -> Tensor'
+def _signature_feature_dropout(input, p, train): ...
+feature_dropout.__wrapped__ = _signature_feature_dropout
+
+
+_sig_feature_dropout_ = _Signatures('feature_dropout_', [
+    (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),),
+], method=False)
+
+def _bind_feature_dropout__0(input, p, train):
+    return (input, p, train)
+
+def feature_dropout_(*args, **kwargs):
+    try:
+        _b = _bind_feature_dropout__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, train = _b
+        if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
+            return _A._op_feature_dropout_.call(input._ks, input, p, train)
+    _i, _a = _sig_feature_dropout_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_feature_dropout_.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
+    raise AssertionError('unreachable')
+
+
+feature_dropout_.__doc__ = 'feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor'
+def _signature_feature_dropout_(input, p, train): ...
+feature_dropout_.__wrapped__ = _signature_feature_dropout_
+
+
+_sig_alpha_dropout = _Signatures('alpha_dropout', [
+    (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),),
+], method=False)
+
+def _bind_alpha_dropout_0(input, p, train):
+    return (input, p, train)
+
+def alpha_dropout(*args, **kwargs):
+    try:
+        _b = _bind_alpha_dropout_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, train = _b
+        if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
+            return _A._op_alpha_dropout.call(input._ks, input, p, train)
+    _i, _a = _sig_alpha_dropout.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_alpha_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
+    raise AssertionError('unreachable')
+
+
+alpha_dropout.__doc__ = 'alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor'
+def _signature_alpha_dropout(input, p, train): ...
+alpha_dropout.__wrapped__ = _signature_alpha_dropout
+
+
+_sig_alpha_dropout_ = _Signatures('alpha_dropout_', [
+    (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),),
+], method=False)
+
+def _bind_alpha_dropout__0(input, p, train):
+    return (input, p, train)
+
+def alpha_dropout_(*args, **kwargs):
+    try:
+        _b = _bind_alpha_dropout__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, train = _b
+        if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
+            return _A._op_alpha_dropout_.call(input._ks, input, p, train)
+    _i, _a = _sig_alpha_dropout_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_alpha_dropout_.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
+    raise AssertionError('unreachable')
+
+
+alpha_dropout_.__doc__ = 'alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor'
+def _signature_alpha_dropout_(input, p, train): ...
+alpha_dropout_.__wrapped__ = _signature_alpha_dropout_
+
+
+_sig_feature_alpha_dropout = _Signatures('feature_alpha_dropout', [
+    (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),),
+], method=False)
+
+def _bind_feature_alpha_dropout_0(input, p, train):
+    return (input, p, train)
+
+def feature_alpha_dropout(*args, **kwargs):
+    try:
+        _b = _bind_feature_alpha_dropout_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, train = _b
+        if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
+            return _A._op_feature_alpha_dropout.call(input._ks, input, p, train)
+    _i, _a = _sig_feature_alpha_dropout.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_feature_alpha_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
+    raise AssertionError('unreachable')
+
+
+feature_alpha_dropout.__doc__ = 'feature_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor'
+def _signature_feature_alpha_dropout(input, p, train): ...
+feature_alpha_dropout.__wrapped__ = _signature_feature_alpha_dropout
+
+
+_sig_feature_alpha_dropout_ = _Signatures('feature_alpha_dropout_', [
+    (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),),
+], method=False)
+
+def _bind_feature_alpha_dropout__0(input, p, train):
+    return (input, p, train)
+
+def feature_alpha_dropout_(*args, **kwargs):
+    try:
+        _b = _bind_feature_alpha_dropout__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, train = _b
+        if isinstance(input, _Tensor) and type(p) is float and type(train) is bool:
+            return _A._op_feature_alpha_dropout_.call(input._ks, input, p, train)
+    _i, _a = _sig_feature_alpha_dropout_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_feature_alpha_dropout_.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
+    raise AssertionError('unreachable')
+
+
+feature_alpha_dropout_.__doc__ = 'feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor'
+def _signature_feature_alpha_dropout_(input, p, train): ...
+feature_alpha_dropout_.__wrapped__ = _signature_feature_alpha_dropout_
+
+
+_sig_native_dropout = _Signatures('native_dropout', [
+    (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool?', False, False, None),),
+], method=False)
+
+def _bind_native_dropout_0(input, p, train):
+    return (input, p, train)
+
+def native_dropout(*args, **kwargs):
+    try:
+        _b = _bind_native_dropout_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, train = _b
+        if isinstance(input, _Tensor) and type(p) is float and (train is None or type(train) is bool):
+            return _A._op_native_dropout.call(input._ks, input, p, train)
+    _i, _a = _sig_native_dropout.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_native_dropout.call(_a['input']._ks, _a['input'], _a['p'], _a['train'])
+    raise AssertionError('unreachable')
+
+
+native_dropout.__doc__ = 'native_dropout(input: Tensor, p: float, train: Optional[bool]) -> (Tensor, Tensor)'
+def _signature_native_dropout(input, p, train): ...
+native_dropout.__wrapped__ = _signature_native_dropout
+
+
+_sig_native_dropout_backward = _Signatures('native_dropout_backward', [
+    (('grad_output', 'T', False, False, None), ('mask', 'T', False, False, None), ('scale', 'float', False, False, None),),
+], method=False)
+
+def _bind_native_dropout_backward_0(grad_output, mask, scale):
+    return (grad_output, mask, scale)
+
+def native_dropout_backward(*args, **kwargs):
+    try:
+        _b = _bind_native_dropout_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, mask, scale = _b
+        if isinstance(grad_output, _Tensor) and isinstance(mask, _Tensor) and type(scale) is float:
+            return _A._op_native_dropout_backward.call(grad_output._ks | mask._ks, grad_output, mask, scale)
+    _i, _a = _sig_native_dropout_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_native_dropout_backward.call(_a['grad_output']._ks | _a['mask']._ks, _a['grad_output'], _a['mask'], _a['scale'])
+    raise AssertionError('unreachable')
+
+
+native_dropout_backward.__doc__ = 'native_dropout_backward(grad_output: Tensor, mask: Tensor, scale: float) -> Tensor'
+def _signature_native_dropout_backward(grad_output, mask, scale): ...
+native_dropout_backward.__wrapped__ = _signature_native_dropout_backward
 
 
 _sig_group_norm = _Signatures('group_norm', [

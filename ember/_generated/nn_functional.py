@@ -12,7 +12,7 @@ from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _int
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 
-__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'gelu', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
+__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'gelu', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'multi_margin_loss', 'multi_margin_loss_backward', 'multilabel_margin_loss', 'multilabel_margin_loss_backward', 'multilabel_margin_loss_forward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'rrelu_with_noise', 'rrelu_with_noise_', 'rrelu_with_noise_backward', 'scaled_dot_product_attention', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'soft_margin_loss', 'soft_margin_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -1263,6 +1263,195 @@ def _signature_binary_cross_entropy_backward(grad_output, input, target, weight=
 binary_cross_entropy_backward.__wrapped__ = _signature_binary_cross_entropy_backward
 
 
+_sig_soft_margin_loss = _Signatures('soft_margin_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_soft_margin_loss_0(input, target, reduction=1):
+    return (input, target, reduction)
+
+def soft_margin_loss(*args, **kwargs):
+    try:
+        _b = _bind_soft_margin_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, reduction = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
+            return _A._op_soft_margin_loss.call(input._ks | target._ks, input, target, reduction)
+    _i, _a = _sig_soft_margin_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_soft_margin_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+soft_margin_loss.__doc__ = 'soft_margin_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor'
+def _signature_soft_margin_loss(input, target, reduction=1): ...
+soft_margin_loss.__wrapped__ = _signature_soft_margin_loss
+
+
+_sig_soft_margin_loss_backward = _Signatures('soft_margin_loss_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None),),
+], method=False)
+
+def _bind_soft_margin_loss_backward_0(grad_output, input, target, reduction):
+    return (grad_output, input, target, reduction)
+
+def soft_margin_loss_backward(*args, **kwargs):
+    try:
+        _b = _bind_soft_margin_loss_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, target, reduction = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
+            return _A._op_soft_margin_loss_backward.call(grad_output._ks | input._ks | target._ks, grad_output, input, target, reduction)
+    _i, _a = _sig_soft_margin_loss_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_soft_margin_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+soft_margin_loss_backward.__doc__ = 'soft_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor'
+def _signature_soft_margin_loss_backward(grad_output, input, target, reduction): ...
+soft_margin_loss_backward.__wrapped__ = _signature_soft_margin_loss_backward
+
+
+_sig_multi_margin_loss = _Signatures('multi_margin_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('p', 'Scalar', False, True, 1), ('margin', 'Scalar', False, True, 1), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_multi_margin_loss_0(input, target, p=1, margin=1, weight=None, reduction=1):
+    return (input, target, p, margin, weight, reduction)
+
+def multi_margin_loss(*args, **kwargs):
+    try:
+        _b = _bind_multi_margin_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, p, margin, weight, reduction = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(p) in _NUMBERS and type(margin) in _NUMBERS and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
+            return _A._op_multi_margin_loss.call(input._ks | target._ks | _ks_opt(weight), input, target, p, margin, weight, reduction)
+    _i, _a = _sig_multi_margin_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_multi_margin_loss.call(_a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['input'], _a['target'], _a['p'], _a['margin'], _a['weight'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+multi_margin_loss.__doc__ = 'multi_margin_loss(input: Tensor, target: Tensor, p: Number = 1, margin: Number = 1, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor'
+def _signature_multi_margin_loss(input, target, p=1, margin=1, weight=None, reduction=1): ...
+multi_margin_loss.__wrapped__ = _signature_multi_margin_loss
+
+
+_sig_multi_margin_loss_backward = _Signatures('multi_margin_loss_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('target', 'T', False, False, None), ('p', 'Scalar', False, False, None), ('margin', 'Scalar', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_multi_margin_loss_backward_0(grad_output, input, target, p, margin, weight=None, reduction=1):
+    return (grad_output, input, target, p, margin, weight, reduction)
+
+def multi_margin_loss_backward(*args, **kwargs):
+    try:
+        _b = _bind_multi_margin_loss_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, target, p, margin, weight, reduction = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(p) in _NUMBERS and type(margin) in _NUMBERS and (weight is None or isinstance(weight, _Tensor)) and type(reduction) is int:
+            return _A._op_multi_margin_loss_backward.call(grad_output._ks | input._ks | target._ks | _ks_opt(weight), grad_output, input, target, p, margin, weight, reduction)
+    _i, _a = _sig_multi_margin_loss_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_multi_margin_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks | _ks_opt(_a['weight']), _a['grad_output'], _a['input'], _a['target'], _a['p'], _a['margin'], _a['weight'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+multi_margin_loss_backward.__doc__ = 'multi_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, p: Number, margin: Number, weight: Optional[Tensor] = None, reduction: int = 1) -> Tensor'
+def _signature_multi_margin_loss_backward(grad_output, input, target, p, margin, weight=None, reduction=1): ...
+multi_margin_loss_backward.__wrapped__ = _signature_multi_margin_loss_backward
+
+
+_sig_multilabel_margin_loss = _Signatures('multilabel_margin_loss', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),),
+], method=False)
+
+def _bind_multilabel_margin_loss_0(input, target, reduction=1):
+    return (input, target, reduction)
+
+def multilabel_margin_loss(*args, **kwargs):
+    try:
+        _b = _bind_multilabel_margin_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, reduction = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
+            return _A._op_multilabel_margin_loss.call(input._ks | target._ks, input, target, reduction)
+    _i, _a = _sig_multilabel_margin_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_multilabel_margin_loss.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+multilabel_margin_loss.__doc__ = 'multilabel_margin_loss(input: Tensor, target: Tensor, reduction: int = 1) -> Tensor'
+def _signature_multilabel_margin_loss(input, target, reduction=1): ...
+multilabel_margin_loss.__wrapped__ = _signature_multilabel_margin_loss
+
+
+_sig_multilabel_margin_loss_forward = _Signatures('multilabel_margin_loss_forward', [
+    (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None),),
+], method=False)
+
+def _bind_multilabel_margin_loss_forward_0(input, target, reduction):
+    return (input, target, reduction)
+
+def multilabel_margin_loss_forward(*args, **kwargs):
+    try:
+        _b = _bind_multilabel_margin_loss_forward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, target, reduction = _b
+        if isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int:
+            return _A._op_multilabel_margin_loss_forward.call(input._ks | target._ks, input, target, reduction)
+    _i, _a = _sig_multilabel_margin_loss_forward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_multilabel_margin_loss_forward.call(_a['input']._ks | _a['target']._ks, _a['input'], _a['target'], _a['reduction'])
+    raise AssertionError('unreachable')
+
+
+multilabel_margin_loss_forward.__doc__ = 'multilabel_margin_loss_forward(input: Tensor, target: Tensor, reduction: int) -> (Tensor, Tensor)'
+def _signature_multilabel_margin_loss_forward(input, target, reduction): ...
+multilabel_margin_loss_forward.__wrapped__ = _signature_multilabel_margin_loss_forward
+
+
+_sig_multilabel_margin_loss_backward = _Signatures('multilabel_margin_loss_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None), ('is_target', 'T', False, False, None),),
+], method=False)
+
+def _bind_multilabel_margin_loss_backward_0(grad_output, input, target, reduction, is_target):
+    return (grad_output, input, target, reduction, is_target)
+
+def multilabel_margin_loss_backward(*args, **kwargs):
+    try:
+        _b = _bind_multilabel_margin_loss_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, target, reduction, is_target = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(target, _Tensor) and type(reduction) is int and isinstance(is_target, _Tensor):
+            return _A._op_multilabel_margin_loss_backward.call(grad_output._ks | input._ks | target._ks | is_target._ks, grad_output, input, target, reduction, is_target)
+    _i, _a = _sig_multilabel_margin_loss_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_multilabel_margin_loss_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['target']._ks | _a['is_target']._ks, _a['grad_output'], _a['input'], _a['target'], _a['reduction'], _a['is_target'])
+    raise AssertionError('unreachable')
+
+
+multilabel_margin_loss_backward.__doc__ = 'multilabel_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int, is_target: Tensor) -> Tensor'
+def _signature_multilabel_margin_loss_backward(grad_output, input, target, reduction, is_target): ...
+multilabel_margin_loss_backward.__wrapped__ = _signature_multilabel_margin_loss_backward
+
+
 _sig_silu = _Signatures('silu', [
     (('input', 'T', False, False, None),),
 ], method=False)
@@ -2071,3 +2260,111 @@ def softshrink_backward(*args, **kwargs):
 softshrink_backward.__doc__ = 'softshrink_backward(grad_output: Tensor, input: Tensor, lambd: Number) -> Tensor'
 def _signature_softshrink_backward(grad_output, input, lambd): ...
 softshrink_backward.__wrapped__ = _signature_softshrink_backward
+
+
+_sig_rrelu_with_noise = _Signatures('rrelu_with_noise', [
+    (('input', 'T', False, False, None), ('noise', 'T', False, False, None), ('lower', 'Scalar', False, True, 0.125), ('upper', 'Scalar', False, True, 0.3333333333333333), ('training', 'bool', False, True, False), ('generator', 'gen?', False, True, None),),
+], method=False)
+
+def _bind_rrelu_with_noise_0(input, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    return (input, noise, lower, upper, training, generator)
+
+def rrelu_with_noise(*args, **kwargs):
+    try:
+        _b = _bind_rrelu_with_noise_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, noise, lower, upper, training, generator = _b
+        if isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
+            return _A._op_rrelu_with_noise.call(input._ks | noise._ks, input, noise, lower, upper, training, generator)
+    _i, _a = _sig_rrelu_with_noise.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_rrelu_with_noise.call(_a['input']._ks | _a['noise']._ks, _a['input'], _a['noise'], _a['lower'], _a['upper'], _a['training'], _a['generator'])
+    raise AssertionError('unreachable')
+
+
+rrelu_with_noise.__doc__ = 'rrelu_with_noise(input: Tensor, noise: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor'
+def _signature_rrelu_with_noise(input, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None): ...
+rrelu_with_noise.__wrapped__ = _signature_rrelu_with_noise
+
+
+_sig_rrelu_with_noise_ = _Signatures('rrelu_with_noise_', [
+    (('input', 'T', False, False, None), ('noise', 'T', False, False, None), ('lower', 'Scalar', False, True, 0.125), ('upper', 'Scalar', False, True, 0.3333333333333333), ('training', 'bool', False, True, False), ('generator', 'gen?', False, True, None),),
+], method=False)
+
+def _bind_rrelu_with_noise__0(input, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    return (input, noise, lower, upper, training, generator)
+
+def rrelu_with_noise_(*args, **kwargs):
+    try:
+        _b = _bind_rrelu_with_noise__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, noise, lower, upper, training, generator = _b
+        if isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and (generator is None or type(generator) is _Generator):
+            return _A._op_rrelu_with_noise_.call(input._ks | noise._ks, input, noise, lower, upper, training, generator)
+    _i, _a = _sig_rrelu_with_noise_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_rrelu_with_noise_.call(_a['input']._ks | _a['noise']._ks, _a['input'], _a['noise'], _a['lower'], _a['upper'], _a['training'], _a['generator'])
+    raise AssertionError('unreachable')
+
+
+rrelu_with_noise_.__doc__ = 'rrelu_with_noise_(input: Tensor, noise: Tensor, lower: Number = 0.125, upper: Number = 0.3333333333333333, training: bool = False, generator: Optional[Generator] = None) -> Tensor'
+def _signature_rrelu_with_noise_(input, noise, lower=0.125, upper=0.3333333333333333, training=False, generator=None): ...
+rrelu_with_noise_.__wrapped__ = _signature_rrelu_with_noise_
+
+
+_sig_rrelu_with_noise_backward = _Signatures('rrelu_with_noise_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('noise', 'T', False, False, None), ('lower', 'Scalar', False, False, None), ('upper', 'Scalar', False, False, None), ('training', 'bool', False, False, None), ('self_is_result', 'bool', False, False, None),),
+], method=False)
+
+def _bind_rrelu_with_noise_backward_0(grad_output, input, noise, lower, upper, training, self_is_result):
+    return (grad_output, input, noise, lower, upper, training, self_is_result)
+
+def rrelu_with_noise_backward(*args, **kwargs):
+    try:
+        _b = _bind_rrelu_with_noise_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, noise, lower, upper, training, self_is_result = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and isinstance(noise, _Tensor) and type(lower) in _NUMBERS and type(upper) in _NUMBERS and type(training) is bool and type(self_is_result) is bool:
+            return _A._op_rrelu_with_noise_backward.call(grad_output._ks | input._ks | noise._ks, grad_output, input, noise, lower, upper, training, self_is_result)
+    _i, _a = _sig_rrelu_with_noise_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_rrelu_with_noise_backward.call(_a['grad_output']._ks | _a['input']._ks | _a['noise']._ks, _a['grad_output'], _a['input'], _a['noise'], _a['lower'], _a['upper'], _a['training'], _a['self_is_result'])
+    raise AssertionError('unreachable')
+
+
+rrelu_with_noise_backward.__doc__ = 'rrelu_with_noise_backward(grad_output: Tensor, input: Tensor, noise: Tensor, lower: Number, upper: Number, training: bool, self_is_result: bool) -> Tensor'
+def _signature_rrelu_with_noise_backward(grad_output, input, noise, lower, upper, training, self_is_result): ...
+rrelu_with_noise_backward.__wrapped__ = _signature_rrelu_with_noise_backward
+
+
+_sig_scaled_dot_product_attention = _Signatures('scaled_dot_product_attention', [
+    (('query', 'T', False, False, None), ('key', 'T', False, False, None), ('value', 'T', False, False, None), ('attn_mask', 'T?', False, True, None), ('dropout_p', 'float', False, True, 0.0), ('is_causal', 'bool', False, True, False), ('scale', 'float?', True, True, None), ('enable_gqa', 'bool', True, True, False),),
+], method=False)
+
+def _bind_scaled_dot_product_attention_0(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
+    return (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+def scaled_dot_product_attention(*args, **kwargs):
+    try:
+        _b = _bind_scaled_dot_product_attention_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa = _b
+        if isinstance(query, _Tensor) and isinstance(key, _Tensor) and isinstance(value, _Tensor) and (attn_mask is None or isinstance(attn_mask, _Tensor)) and type(dropout_p) is float and type(is_causal) is bool and (scale is None or type(scale) is float) and type(enable_gqa) is bool:
+            return _A._op_scaled_dot_product_attention.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    _i, _a = _sig_scaled_dot_product_attention.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_scaled_dot_product_attention.call(_a['query']._ks | _a['key']._ks | _a['value']._ks | _ks_opt(_a['attn_mask']), _a['query'], _a['key'], _a['value'], _a['attn_mask'], _a['dropout_p'], _a['is_causal'], _a['scale'], _a['enable_gqa'])
+    raise AssertionError('unreachable')
+
+
+scaled_dot_product_attention.__doc__ = 'scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0, is_causal: bool = False, *, scale: Optional[float] = None, enable_gqa: bool = False) -> Tensor'
+def _signature_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False): ...
+scaled_dot_product_attention.__wrapped__ = _signature_scaled_dot_product_attention

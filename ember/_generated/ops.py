@@ -1865,6 +1865,51 @@ binary_cross_entropy_backward = _P('binary_cross_entropy_backward', [
 binary_cross_entropy_with_logits = _P('binary_cross_entropy_with_logits', [
     _O(_A._op_binary_cross_entropy_with_logits, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('weight', 'T?', False, True, None), ('pos_weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'weight', 'pos_weight', 'reduction']),
 ])
+kl_div = _P('kl_div', [
+    _O(_A._op_kl_div, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1), ('log_target', 'bool', True, True, False),), ['self', 'target', 'reduction', 'log_target']),
+])
+poisson_nll_loss = _P('poisson_nll_loss', [
+    _O(_A._op_poisson_nll_loss, (('input', 'T', False, False, None), ('target', 'T', False, False, None), ('log_input', 'bool', False, False, None), ('full', 'bool', False, False, None), ('eps', 'float', False, False, None), ('reduction', 'int', False, False, None),), ['input', 'target', 'log_input', 'full', 'eps', 'reduction']),
+])
+margin_ranking_loss = _P('margin_ranking_loss', [
+    _O(_A._op_margin_ranking_loss, (('input1', 'T', False, False, None), ('input2', 'T', False, False, None), ('target', 'T', False, False, None), ('margin', 'float', False, True, 0.0), ('reduction', 'int', False, True, 1),), ['input1', 'input2', 'target', 'margin', 'reduction']),
+])
+hinge_embedding_loss = _P('hinge_embedding_loss', [
+    _O(_A._op_hinge_embedding_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('margin', 'float', False, True, 1.0), ('reduction', 'int', False, True, 1),), ['self', 'target', 'margin', 'reduction']),
+])
+cosine_embedding_loss = _P('cosine_embedding_loss', [
+    _O(_A._op_cosine_embedding_loss, (('input1', 'T', False, False, None), ('input2', 'T', False, False, None), ('target', 'T', False, False, None), ('margin', 'float', False, True, 0.0), ('reduction', 'int', False, True, 1),), ['input1', 'input2', 'target', 'margin', 'reduction']),
+])
+triplet_margin_loss = _P('triplet_margin_loss', [
+    _O(_A._op_triplet_margin_loss, (('anchor', 'T', False, False, None), ('positive', 'T', False, False, None), ('negative', 'T', False, False, None), ('margin', 'float', False, True, 1.0), ('p', 'float', False, True, 2), ('eps', 'float', False, True, 1e-06), ('swap', 'bool', False, True, False), ('reduction', 'int', False, True, 1),), ['anchor', 'positive', 'negative', 'margin', 'p', 'eps', 'swap', 'reduction']),
+])
+soft_margin_loss = _P('soft_margin_loss', [
+    _O(_A._op_soft_margin_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'reduction']),
+])
+soft_margin_loss_backward = _P('soft_margin_loss_backward', [
+    _O(_A._op_soft_margin_loss_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None),), ['grad_output', 'self', 'target', 'reduction']),
+])
+multi_margin_loss = _P('multi_margin_loss', [
+    _O(_A._op_multi_margin_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('p', 'Scalar', False, True, 1), ('margin', 'Scalar', False, True, 1), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'p', 'margin', 'weight', 'reduction']),
+])
+multi_margin_loss_backward = _P('multi_margin_loss_backward', [
+    _O(_A._op_multi_margin_loss_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('p', 'Scalar', False, False, None), ('margin', 'Scalar', False, False, None), ('weight', 'T?', False, True, None), ('reduction', 'int', False, True, 1),), ['grad_output', 'self', 'target', 'p', 'margin', 'weight', 'reduction']),
+])
+multilabel_margin_loss = _P('multilabel_margin_loss', [
+    _O(_A._op_multilabel_margin_loss, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, True, 1),), ['self', 'target', 'reduction']),
+])
+multilabel_margin_loss_forward = _P('multilabel_margin_loss_forward', [
+    _O(_A._op_multilabel_margin_loss_forward, (('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None),), ['self', 'target', 'reduction']),
+])
+multilabel_margin_loss_backward = _P('multilabel_margin_loss_backward', [
+    _O(_A._op_multilabel_margin_loss_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('target', 'T', False, False, None), ('reduction', 'int', False, False, None), ('is_target', 'T', False, False, None),), ['grad_output', 'self', 'target', 'reduction', 'is_target']),
+])
+cosine_similarity = _P('cosine_similarity', [
+    _O(_A._op_cosine_similarity, (('x1', 'T', False, False, None), ('x2', 'T', False, False, None), ('dim', 'int', False, True, 1), ('eps', 'float', False, True, 1e-08),), ['x1', 'x2', 'dim', 'eps']),
+])
+pairwise_distance = _P('pairwise_distance', [
+    _O(_A._op_pairwise_distance, (('x1', 'T', False, False, None), ('x2', 'T', False, False, None), ('p', 'float', False, True, 2), ('eps', 'float', False, True, 1e-06), ('keepdim', 'bool', False, True, False),), ['x1', 'x2', 'p', 'eps', 'keepdim']),
+])
 silu = _P('silu', [
     _O(_A._op_silu, (('self', 'T', False, False, None),), ['self']),
 ])
@@ -1981,6 +2026,78 @@ pixel_shuffle = _P('pixel_shuffle', [
 ])
 pixel_unshuffle = _P('pixel_unshuffle', [
     _O(_A._op_pixel_unshuffle, (('self', 'T', False, False, None), ('downscale_factor', 'int', False, False, None),), ['self', 'downscale_factor']),
+])
+rms_norm = _P('rms_norm', [
+    _O(_A._op_rms_norm, (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, True, None), ('eps', 'float?', False, True, None),), ['input', 'normalized_shape', 'weight', 'eps']),
+])
+instance_norm = _P('instance_norm', [
+    _O(_A._op_instance_norm, (('input', 'T', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('running_mean', 'T?', False, False, None), ('running_var', 'T?', False, False, None), ('use_input_stats', 'bool', False, False, None), ('momentum', 'float', False, False, None), ('eps', 'float', False, False, None), ('cudnn_enabled', 'bool', False, False, None),), ['input', 'weight', 'bias', 'running_mean', 'running_var', 'use_input_stats', 'momentum', 'eps', 'cudnn_enabled']),
+])
+channel_shuffle = _P('channel_shuffle', [
+    _O(_A._op_channel_shuffle, (('self', 'T', False, False, None), ('groups', 'int', False, False, None),), ['self', 'groups']),
+])
+native_channel_shuffle = _P('native_channel_shuffle', [
+    _O(_A._op_native_channel_shuffle, (('self', 'T', False, False, None), ('groups', 'int', False, False, None),), ['self', 'groups']),
+])
+prelu = _P('prelu', [
+    _O(_A._op_prelu, (('self', 'T', False, False, None), ('weight', 'T', False, False, None),), ['self', 'weight']),
+])
+_prelu_kernel = _P('_prelu_kernel', [
+    _O(_A._op__prelu_kernel, (('self', 'T', False, False, None), ('weight', 'T', False, False, None),), ['self', 'weight']),
+])
+_prelu_kernel_backward = _P('_prelu_kernel_backward', [
+    _O(_A._op__prelu_kernel_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('weight', 'T', False, False, None),), ['grad_output', 'self', 'weight']),
+])
+rrelu = _P('rrelu', [
+    _O(_A._op_rrelu, (('self', 'T', False, False, None), ('lower', 'Scalar', False, True, 0.125), ('upper', 'Scalar', False, True, 0.3333333333333333), ('training', 'bool', False, True, False), ('generator', 'gen?', False, True, None),), ['self', 'lower', 'upper', 'training', 'generator']),
+])
+rrelu_ = _P('rrelu_', [
+    _O(_A._op_rrelu_, (('self', 'T', False, False, None), ('lower', 'Scalar', False, True, 0.125), ('upper', 'Scalar', False, True, 0.3333333333333333), ('training', 'bool', False, True, False), ('generator', 'gen?', False, True, None),), ['self', 'lower', 'upper', 'training', 'generator']),
+])
+rrelu_with_noise = _P('rrelu_with_noise', [
+    _O(_A._op_rrelu_with_noise, (('self', 'T', False, False, None), ('noise', 'T', False, False, None), ('lower', 'Scalar', False, True, 0.125), ('upper', 'Scalar', False, True, 0.3333333333333333), ('training', 'bool', False, True, False), ('generator', 'gen?', False, True, None),), ['self', 'noise', 'lower', 'upper', 'training', 'generator']),
+])
+rrelu_with_noise_ = _P('rrelu_with_noise_', [
+    _O(_A._op_rrelu_with_noise_, (('self', 'T', False, False, None), ('noise', 'T', False, False, None), ('lower', 'Scalar', False, True, 0.125), ('upper', 'Scalar', False, True, 0.3333333333333333), ('training', 'bool', False, True, False), ('generator', 'gen?', False, True, None),), ['self', 'noise', 'lower', 'upper', 'training', 'generator']),
+])
+rrelu_with_noise_backward = _P('rrelu_with_noise_backward', [
+    _O(_A._op_rrelu_with_noise_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('noise', 'T', False, False, None), ('lower', 'Scalar', False, False, None), ('upper', 'Scalar', False, False, None), ('training', 'bool', False, False, None), ('self_is_result', 'bool', False, False, None),), ['grad_output', 'self', 'noise', 'lower', 'upper', 'training', 'self_is_result']),
+])
+dropout_ = _P('dropout_', [
+    _O(_A._op_dropout_, (('self', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),), ['self', 'p', 'train']),
+])
+feature_dropout = _P('feature_dropout', [
+    _O(_A._op_feature_dropout, (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),), ['input', 'p', 'train']),
+])
+feature_dropout_ = _P('feature_dropout_', [
+    _O(_A._op_feature_dropout_, (('self', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),), ['self', 'p', 'train']),
+])
+alpha_dropout = _P('alpha_dropout', [
+    _O(_A._op_alpha_dropout, (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),), ['input', 'p', 'train']),
+])
+alpha_dropout_ = _P('alpha_dropout_', [
+    _O(_A._op_alpha_dropout_, (('self', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),), ['self', 'p', 'train']),
+])
+feature_alpha_dropout = _P('feature_alpha_dropout', [
+    _O(_A._op_feature_alpha_dropout, (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),), ['input', 'p', 'train']),
+])
+feature_alpha_dropout_ = _P('feature_alpha_dropout_', [
+    _O(_A._op_feature_alpha_dropout_, (('self', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool', False, False, None),), ['self', 'p', 'train']),
+])
+native_dropout = _P('native_dropout', [
+    _O(_A._op_native_dropout, (('input', 'T', False, False, None), ('p', 'float', False, False, None), ('train', 'bool?', False, False, None),), ['input', 'p', 'train']),
+])
+native_dropout_backward = _P('native_dropout_backward', [
+    _O(_A._op_native_dropout_backward, (('grad_output', 'T', False, False, None), ('mask', 'T', False, False, None), ('scale', 'float', False, False, None),), ['grad_output', 'mask', 'scale']),
+])
+_safe_softmax = _P('_safe_softmax', [
+    _O(_A._op__safe_softmax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),), ['self', 'dim', 'dtype']),
+])
+scaled_dot_product_attention = _P('scaled_dot_product_attention', [
+    _O(_A._op_scaled_dot_product_attention, (('query', 'T', False, False, None), ('key', 'T', False, False, None), ('value', 'T', False, False, None), ('attn_mask', 'T?', False, True, None), ('dropout_p', 'float', False, True, 0.0), ('is_causal', 'bool', False, True, False), ('scale', 'float?', True, True, None), ('enable_gqa', 'bool', True, True, False),), ['query', 'key', 'value', 'attn_mask', 'dropout_p', 'is_causal', 'scale', 'enable_gqa']),
+])
+_scaled_dot_product_attention_math = _P('_scaled_dot_product_attention_math', [
+    _O(_A._op__scaled_dot_product_attention_math, (('query', 'T', False, False, None), ('key', 'T', False, False, None), ('value', 'T', False, False, None), ('attn_mask', 'T?', False, True, None), ('dropout_p', 'float', False, True, 0.0), ('is_causal', 'bool', False, True, False), ('dropout_mask', 'T?', False, True, None), ('scale', 'float?', True, True, None), ('enable_gqa', 'bool', True, True, False),), ['query', 'key', 'value', 'attn_mask', 'dropout_p', 'is_causal', 'dropout_mask', 'scale', 'enable_gqa']),
 ])
 group_norm = _P('group_norm', [
     _O(_A._op_group_norm, (('input', 'T', False, False, None), ('num_groups', 'int', False, False, None), ('weight', 'T?', False, True, None), ('bias', 'T?', False, True, None), ('eps', 'float', False, True, 1e-05), ('cudnn_enabled', 'bool', False, True, True),), ['input', 'num_groups', 'weight', 'bias', 'eps', 'cudnn_enabled']),

@@ -5168,6 +5168,31 @@ def _binary_cross_entropy_with_logits_default(ks, self, target, weight, pos_weig
         _value_error(_e, K.binary_cross_entropy_with_logits, self, target, weight, pos_weight)
 
 
+def _soft_margin_loss_default(ks, self, target, reduction):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.soft_margin_loss(be.xp, self._data, target._data, reduction), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.soft_margin_loss, self, target)
+
+
+def _multi_margin_loss_default(ks, self, target, p, margin, weight, reduction):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.multi_margin_loss(be.xp, self._data, target._data, p, margin, (None if weight is None else weight._data), reduction), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.multi_margin_loss, self, target, weight)
+
+
+def _multilabel_margin_loss_forward_default(ks, self, target, reduction):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.multilabel_margin_loss_forward(be.xp, self._data, target._data, reduction)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.multilabel_margin_loss_forward, self, target)
+
+
 def _silu_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -5367,6 +5392,63 @@ def _pixel_unshuffle_default(ks, self, downscale_factor):
         return _new(K.pixel_unshuffle(be.xp, self._data, downscale_factor), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.pixel_unshuffle, self)
+
+
+def _channel_shuffle_default(ks, self, groups):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.channel_shuffle(be.xp, self._data, groups), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.channel_shuffle, self)
+
+
+def _native_channel_shuffle_default(ks, self, groups):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.channel_shuffle(be.xp, self._data, groups), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.channel_shuffle, self)
+
+
+def __prelu_kernel_default(ks, self, weight):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._prelu_kernel(be.xp, self._data, weight._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._prelu_kernel, self, weight)
+
+
+def _rrelu_with_noise_default(ks, self, noise, lower, upper, training, generator):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.rrelu_with_noise(be.xp, self._data, noise._data, lower, upper, training, generator), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.rrelu_with_noise, self, noise)
+
+
+def _rrelu_with_noise__default(ks, self, noise, lower, upper, training, generator):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.rrelu_with_noise(be.xp, self._data, noise._data, lower, upper, training, generator), 'rrelu_with_noise_')
+    except ValueError as _e:
+        _value_error(_e, K.rrelu_with_noise, self, noise)
+
+
+def _native_dropout_default(ks, input, p, train):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.native_dropout(be.xp, input._data, p, train)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.native_dropout, input)
+
+
+def __safe_softmax_default(ks, self, dim, dtype):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._safe_softmax(be.xp, self._data, dim, dtype), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._safe_softmax, self)
 
 
 def _native_group_norm_default(ks, input, weight, bias, N, C, HxW, group, eps):
@@ -6028,6 +6110,9 @@ _BACKEND_KERNELS = (
     (_A._op_huber_loss, _huber_loss_default, ('CPU', 'CUDA', 'Meta'), K.huber_loss, (), 'new', None),
     (_A._op_binary_cross_entropy, _binary_cross_entropy_default, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy, (), 'new', None),
     (_A._op_binary_cross_entropy_with_logits, _binary_cross_entropy_with_logits_default, ('CPU', 'CUDA', 'Meta'), K.binary_cross_entropy_with_logits, (), 'new', None),
+    (_A._op_soft_margin_loss, _soft_margin_loss_default, ('CPU', 'CUDA', 'Meta'), K.soft_margin_loss, (), 'new', None),
+    (_A._op_multi_margin_loss, _multi_margin_loss_default, ('CPU', 'CUDA', 'Meta'), K.multi_margin_loss, (), 'new', None),
+    (_A._op_multilabel_margin_loss_forward, _multilabel_margin_loss_forward_default, ('CPU', 'CUDA', 'Meta'), K.multilabel_margin_loss_forward, (), 'new', None),
     (_A._op_silu, _silu_default, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'new', None),
     (_A._op_silu_, _silu__default, ('CPU', 'CUDA', 'Meta'), K.silu, (), 'inplace', None),
     (_A._op_mish, _mish_default, ('CPU', 'CUDA', 'Meta'), K.mish, (), 'new', None),
@@ -6053,6 +6138,13 @@ _BACKEND_KERNELS = (
     (_A._op_hardshrink, _hardshrink_default, ('CPU', 'CUDA', 'Meta'), K.hardshrink, (), 'new', None),
     (_A._op_pixel_shuffle, _pixel_shuffle_default, ('CPU', 'CUDA', 'Meta'), K.pixel_shuffle, (), 'new', None),
     (_A._op_pixel_unshuffle, _pixel_unshuffle_default, ('CPU', 'CUDA', 'Meta'), K.pixel_unshuffle, (), 'new', None),
+    (_A._op_channel_shuffle, _channel_shuffle_default, ('CPU', 'CUDA', 'Meta'), K.channel_shuffle, (), 'new', None),
+    (_A._op_native_channel_shuffle, _native_channel_shuffle_default, ('CPU', 'CUDA', 'Meta'), K.channel_shuffle, (), 'new', None),
+    (_A._op__prelu_kernel, __prelu_kernel_default, ('CPU', 'CUDA', 'Meta'), K._prelu_kernel, (), 'new', None),
+    (_A._op_rrelu_with_noise, _rrelu_with_noise_default, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'new', None),
+    (_A._op_rrelu_with_noise_, _rrelu_with_noise__default, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'inplace', None),
+    (_A._op_native_dropout, _native_dropout_default, ('CPU', 'CUDA', 'Meta'), K.native_dropout, (), 'new', None),
+    (_A._op__safe_softmax, __safe_softmax_default, ('CPU', 'CUDA', 'Meta'), K._safe_softmax, (), 'new', None),
     (_A._op_native_group_norm, _native_group_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_group_norm, (), 'new', None),
 )
 
@@ -6214,6 +6306,18 @@ _COMPOSITE_KERNELS = (
     (_A._op_smooth_l1_loss_backward, 'CompositeImplicitAutograd', C.smooth_l1_loss_backward),
     (_A._op_huber_loss_backward, 'CompositeImplicitAutograd', C.huber_loss_backward),
     (_A._op_binary_cross_entropy_backward, 'CompositeImplicitAutograd', C.binary_cross_entropy_backward),
+    (_A._op_kl_div, 'CompositeImplicitAutograd', C.kl_div),
+    (_A._op_poisson_nll_loss, 'CompositeImplicitAutograd', C.poisson_nll_loss),
+    (_A._op_margin_ranking_loss, 'CompositeImplicitAutograd', C.margin_ranking_loss),
+    (_A._op_hinge_embedding_loss, 'CompositeImplicitAutograd', C.hinge_embedding_loss),
+    (_A._op_cosine_embedding_loss, 'CompositeImplicitAutograd', C.cosine_embedding_loss),
+    (_A._op_triplet_margin_loss, 'CompositeImplicitAutograd', C.triplet_margin_loss),
+    (_A._op_soft_margin_loss_backward, 'CompositeImplicitAutograd', C.soft_margin_loss_backward),
+    (_A._op_multi_margin_loss_backward, 'CompositeImplicitAutograd', C.multi_margin_loss_backward),
+    (_A._op_multilabel_margin_loss, 'CompositeImplicitAutograd', C.multilabel_margin_loss),
+    (_A._op_multilabel_margin_loss_backward, 'CompositeImplicitAutograd', C.multilabel_margin_loss_backward),
+    (_A._op_cosine_similarity, 'CompositeImplicitAutograd', C.cosine_similarity),
+    (_A._op_pairwise_distance, 'CompositeImplicitAutograd', C.pairwise_distance),
     (_A._op_silu_backward, 'CompositeImplicitAutograd', C.silu_backward),
     (_A._op_mish_backward, 'CompositeImplicitAutograd', C.mish_backward),
     (_A._op_hardswish_backward, 'CompositeImplicitAutograd', C.hardswish_backward),
@@ -6228,6 +6332,23 @@ _COMPOSITE_KERNELS = (
     (_A._op_threshold_backward, 'CompositeImplicitAutograd', C.threshold_backward),
     (_A._op_softshrink_backward, 'CompositeImplicitAutograd', C.shrink_backward),
     (_A._op_hardshrink_backward, 'CompositeImplicitAutograd', C.shrink_backward),
+    (_A._op_rms_norm, 'CompositeImplicitAutograd', C.rms_norm),
+    (_A._op_instance_norm, 'CompositeImplicitAutograd', C.instance_norm),
+    (_A._op_prelu, 'CompositeImplicitAutograd', C.prelu),
+    (_A._op__prelu_kernel_backward, 'CompositeImplicitAutograd', C._prelu_kernel_backward),
+    (_A._op_rrelu, 'CompositeImplicitAutograd', C.rrelu),
+    (_A._op_rrelu_, 'CompositeImplicitAutograd', C.rrelu_),
+    (_A._op_rrelu_with_noise_backward, 'CompositeImplicitAutograd', C.rrelu_with_noise_backward),
+    (_A._op_dropout_, 'CompositeImplicitAutograd', C.dropout_),
+    (_A._op_feature_dropout, 'CompositeImplicitAutograd', C.feature_dropout),
+    (_A._op_feature_dropout_, 'CompositeImplicitAutograd', C.feature_dropout_),
+    (_A._op_alpha_dropout, 'CompositeImplicitAutograd', C.alpha_dropout),
+    (_A._op_alpha_dropout_, 'CompositeImplicitAutograd', C.alpha_dropout_),
+    (_A._op_feature_alpha_dropout, 'CompositeImplicitAutograd', C.feature_alpha_dropout),
+    (_A._op_feature_alpha_dropout_, 'CompositeImplicitAutograd', C.feature_alpha_dropout_),
+    (_A._op_native_dropout_backward, 'CompositeImplicitAutograd', C.native_dropout_backward),
+    (_A._op_scaled_dot_product_attention, 'CompositeImplicitAutograd', C.scaled_dot_product_attention),
+    (_A._op__scaled_dot_product_attention_math, 'CompositeImplicitAutograd', C._scaled_dot_product_attention_math),
     (_A._op_group_norm, 'CompositeImplicitAutograd', C.group_norm),
     (_A._op_native_group_norm_backward, 'CompositeImplicitAutograd', C.native_group_norm_backward),
 )

@@ -117,19 +117,11 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
 
 
 def prelu(input, weight):  # noqa: A002
-    w = weight
-    if input.dim() >= 2 and weight.numel() > 1:
-        w = weight.reshape((1, -1) + (1,) * (input.dim() - 2))
-    return ember.where(input > 0, input, input * w)
+    return aten.prelu(input, weight)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
-    if training:
-        a = ember.empty_like(input).uniform_(lower, upper)
-        r = ember.where(input >= 0, input, input * a)
-    else:
-        r = leaky_relu(input, (lower + upper) / 2)
-    return input.copy_(r) if inplace else r
+    return aten.rrelu_(input, lower, upper, training) if inplace else aten.rrelu(input, lower, upper, training)
 
 
 def glu(input, dim=-1):  # noqa: A002
@@ -392,26 +384,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return ember.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, False)
 
 
+def _verify_spatial_size(size) -> None:
+    """PyTorch's: instance statistics need more than one spatial element."""
+    if math.prod(size[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+
+
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,  # noqa
                   momentum=0.1, eps=1e-5):
-    dims = list(range(2, input.dim()))
-    shape = (1, -1) + (1,) * (input.dim() - 2)
-    if use_input_stats or running_mean is None:
-        mean = input.mean(dims, keepdim=True)
-        var = input.var(dims, unbiased=False, keepdim=True)
-        if running_mean is not None and use_input_stats:
-            n = math.prod(input.shape[2:])
-            with ember.no_grad():
-                running_mean.mul_(1 - momentum).add_(mean.detach().mean(0).reshape(-1) * momentum)
-                running_var.mul_(1 - momentum).add_(var.detach().mean(0).reshape(-1) * (momentum * n / max(n - 1, 1)))
-    else:
-        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-    out = (input - mean) * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    if use_input_stats:
+        _verify_spatial_size(input.size())
+    return aten.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, False)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
@@ -419,12 +402,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
-    normalized_shape = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else (normalized_shape,)
-    dims = list(range(input.dim() - len(normalized_shape), input.dim()))
-    if eps is None:
-        eps = ember.finfo(input.dtype).eps
-    out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
-    return out * weight if weight is not None else out
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return aten.rms_norm(input, tuple(normalized_shape), weight, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
@@ -466,55 +446,68 @@ def _check_p(p):
 
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
     """PyTorch's CPU dropout: noise = bernoulli(1 - p) / (1 - p), output = input * noise."""
-    if not inplace:
-        return aten.dropout(input, p, training)
     _check_p(p)
-    if not training or p == 0:
-        return input
-    if p == 1:
-        return input.mul_(0)
-    return input.mul_(ember.empty_like(input).bernoulli_(1 - p).div_(1 - p))
+    return aten.dropout_(input, p, training) if inplace else aten.dropout(input, p, training)
 
 
-def _feature_dropout(input, p, training, inplace, batched_dim):  # noqa: A002
-    _check_p(p)
-    if not training or p == 0:
-        return input
-    shape = tuple(input.shape[:batched_dim]) + (1,) * (input.dim() - batched_dim)
-    noise = ember.empty(shape, dtype=input.dtype, device=input.device)
-    if p == 1:
-        noise.zero_()
-    else:
-        noise.bernoulli_(1 - p).div_(1 - p)
-    return input.mul_(noise) if inplace else input * noise
+def _feature_dropout(input, p, training, inplace, batched_ndim):  # noqa: A002
+    """dropout1d / dropout3d: an unbatched input gets a batch dimension for the feature dropout."""
+    unbatched = input.dim() != batched_ndim
+    if unbatched:
+        input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    result = aten.feature_dropout_(input, p, training) if inplace else aten.feature_dropout(input, p, training)
+    if unbatched:
+        result = result.squeeze_(0) if inplace else result.squeeze(0)
+    return result
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    _check_p(p)
     if input.dim() not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
                            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
                            "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
-    return _feature_dropout(input, p, training, inplace, 2 if input.dim() == 3 else 1)
+    return _feature_dropout(input, p, training, inplace, 3)
+
+
+def _warn_unusual_ndim(name, inp_dim, spatial):
+    """dropout2d / dropout3d on an input that is neither batched nor unbatched (PyTorch's deprecation warning)."""
+    if inp_dim not in (spatial + 1, spatial + 2):
+        warnings.warn(f"{name}: Received a {inp_dim}-D input to {name}, which is deprecated and will result in an "
+                      f"error in a future release. To retain the behavior and silence this warning, please use dropout "
+                      f"instead. Note that {name} exists to provide channel-wise dropout on inputs with {spatial} "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. {spatial + 1}D "
+                      f"or {spatial + 2}D inputs).", stacklevel=3)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
-    return _feature_dropout(input, p, training, inplace, 2 if input.dim() == 4 else 1)
+    _check_p(p)
+    _warn_unusual_ndim("dropout2d", input.dim(), 2)
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", stacklevel=2)
+    return aten.feature_dropout_(input, p, training) if inplace else aten.feature_dropout(input, p, training)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
-    return _feature_dropout(input, p, training, inplace, 2 if input.dim() == 5 else 1)
+    _check_p(p)
+    _warn_unusual_ndim("dropout3d", input.dim(), 3)
+    return _feature_dropout(input, p, training, inplace, 5)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
     _check_p(p)
-    if not training or p == 0:
-        return input
-    alpha = 1.7580993408473766
-    a = ((1 - p) * (1 + p * alpha * alpha)) ** -0.5
-    b = -a * alpha * p
-    keep = ember.empty_like(input).bernoulli_(1 - p)
-    r = (input * keep + (1 - keep) * (-alpha)) * a + b
-    return input.copy_(r) if inplace else r
+    return aten.alpha_dropout_(input, p, training) if inplace else aten.alpha_dropout(input, p, training)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    _check_p(p)
+    if inplace:
+        return aten.feature_alpha_dropout_(input, p, training)
+    return aten.feature_alpha_dropout(input, p, training)
 
 
 # ------------------------------------------------------------------------------ embedding
@@ -586,19 +579,19 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
 
 
 def channel_shuffle(input, groups):  # noqa: A002
-    n, c = input.shape[:2]
-    return input.reshape((n, groups, c // groups) + tuple(input.shape[2:])).transpose(1, 2).reshape(input.shape)
+    return aten.channel_shuffle(input, groups)
+
+
+def native_channel_shuffle(input, groups):  # noqa: A002
+    return aten.native_channel_shuffle(input, groups)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    w12 = (x1 * x2).sum(dim)
-    n1 = (x1 * x1).sum(dim)
-    n2 = (x2 * x2).sum(dim)
-    return w12 / ((n1 * n2).clamp_min(eps * eps)).sqrt()
+    return aten.cosine_similarity(x1, x2, dim, eps)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+    return aten.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
 # ------------------------------------------------------------------------------ losses
@@ -686,29 +679,27 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
-    reduction = _legacy(size_average, reduce, reduction)
-    if log_target:
-        loss = target.exp() * (target - input)
+    if size_average is not None or reduce is not None:
+        reduction_enum = _get_enum(_reduction_enum(size_average, reduce))
     else:
-        loss = ember.xlogy(target, target) - target * input
-    if reduction == "batchmean":
-        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
-    if reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
-                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
-                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-                      stacklevel=2)
-    return _reduce(loss, reduction)
+        if reduction == "mean":
+            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                          "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                          "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                          stacklevel=2)
+        reduction_enum = _get_enum("sum" if reduction == "batchmean" else reduction)
+    reduced = aten.kl_div(input, target, reduction_enum, log_target=log_target)
+    if reduction == "batchmean" and input.dim() != 0:
+        reduced = reduced / input.size()[0]
+    return reduced
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,  # noqa
                      reduction="mean"):
     reduction = _legacy(size_average, reduce, reduction)
-    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
-    if full:
-        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
-        loss = loss + ember.where(target > 1, stirling, ember.zeros_like(stirling))
-    return _reduce(loss, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not a valid value for reduction")
+    return aten.poisson_nll_loss(input, target, log_input, full, eps, _get_enum(reduction))
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
@@ -724,30 +715,24 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    return _reduce((-target * input).exp().log1p(), _legacy(size_average, reduce, reduction))
+    return aten.soft_margin_loss(input, target, _get_enum(_legacy(size_average, reduce, reduction)))
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), _legacy(size_average, reduce, reduction))
+    reduction_enum = _get_enum(_legacy(size_average, reduce, reduction))
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
+    return aten.margin_ranking_loss(input1, input2, target, margin, reduction_enum)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    margin_clamp = (margin - input).clamp_min(0)
-    out_margin = ember.where(target != 1, margin_clamp, ember.zeros_like(margin_clamp))
-    out_self = ember.where(target != -1, input, ember.zeros_like(input))
-    return _reduce(out_margin + out_self, _legacy(size_average, reduce, reduction))
+    return aten.hinge_embedding_loss(input, target, margin, _get_enum(_legacy(size_average, reduce, reduction)))
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
-    eps = 1e-12
-    prod = (input1 * input2).sum(-1)
-    mag1 = (input1 * input1).sum(-1) + eps
-    mag2 = (input2 * input2).sum(-1) + eps
-    cos = prod / (mag1 * mag2).sqrt()
-    zeros = ember.zeros_like(cos)
-    pos = ember.where(target == 1, 1 - cos, zeros)
-    neg = ember.where(target == -1, (cos - margin).clamp_min(0), zeros)
-    return _reduce(pos + neg, _legacy(size_average, reduce, reduction))
+    return aten.cosine_embedding_loss(input1, input2, target, margin,
+                                      _get_enum(_legacy(size_average, reduce, reduction)))
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
@@ -761,51 +746,24 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,  # noqa: A002
                       reduction="mean"):
-    x = input if input.dim() == 2 else input.unsqueeze(0)
-    t = target.reshape(-1)
-    picked = x.gather(1, t.unsqueeze(1))
-    m = (margin - picked + x).clamp_min(0)
-    if p == 2:
-        m = m * m
-    if weight is not None:
-        m = m * weight[t].unsqueeze(1)
-    mask = ember.ones_like(m).scatter_(1, t.unsqueeze(1), 0.0)
-    loss = (m * mask).sum(1) / x.shape[1]
-    if input.dim() == 1:
-        loss = loss.squeeze(0)
-    return _reduce(loss, _legacy(size_average, reduce, reduction))
+    reduction_enum = _get_enum(_legacy(size_average, reduce, reduction))
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    return aten.multi_margin_loss(input, target, p, margin, weight, reduction_enum)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    x = input if input.dim() == 2 else input.unsqueeze(0)
-    t = target if target.dim() == 2 else target.unsqueeze(0)
-    losses = []
-    for i in range(x.shape[0]):
-        row_t = []
-        for j in t[i].tolist():
-            if j < 0:
-                break
-            row_t.append(j)
-        is_t = ember.zeros(x.shape[1], dtype=ember.bool)
-        if row_t:
-            is_t[ember.tensor(row_t)] = True
-        tot = x[i].sum() * 0
-        for j in row_t:
-            tot = tot + ((1 - (x[i, j] - x[i])).clamp_min(0) * (~is_t).to(x.dtype)).sum()
-        losses.append(tot / x.shape[1])
-    loss = ember.stack(losses)
-    if input.dim() == 1:
-        loss = loss.squeeze(0)
-    return _reduce(loss, _legacy(size_average, reduce, reduction))
+    return aten.multilabel_margin_loss(input, target, _get_enum(_legacy(size_average, reduce, reduction)))
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
-    d_pos = pairwise_distance(anchor, positive, p, eps)
-    d_neg = pairwise_distance(anchor, negative, p, eps)
-    if swap:
-        d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce((margin + d_pos - d_neg).clamp_min(0), _legacy(size_average, reduce, reduction))
+    reduction_enum = _get_enum(_legacy(size_average, reduce, reduction))
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    return aten.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction_enum)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
@@ -821,27 +779,8 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 # ------------------------------------------------------------------------------ attention
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
-    L, S = query.size(-2), key.size(-2)
-    scale_factor = 1 / math.sqrt(query.size(-1)) if scale is None else scale
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
-    if enable_gqa:
-        rep = query.size(-3) // key.size(-3)
-        key = key.repeat_interleave(rep, -3)
-        value = value.repeat_interleave(rep, -3)
-    scores = query.matmul(key.transpose(-2, -1)) * scale_factor
-    if is_causal:
-        causal = ember.ones(L, S, dtype=ember.bool, device=query.device).tril()
-        scores = scores.masked_fill(~causal, float("-inf"))
-    if attn_mask is not None:
-        if attn_mask.dtype == ember.bool:
-            scores = scores.masked_fill(~attn_mask, float("-inf"))
-        else:
-            scores = scores + attn_mask
-    attn = scores.softmax(-1)
-    if dropout_p > 0.0:
-        attn = dropout(attn, dropout_p, True)
-    return attn.matmul(value)
+    return aten.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+                                             enable_gqa=enable_gqa)
 
 
 def _none_or_dtype(input):  # noqa: A002

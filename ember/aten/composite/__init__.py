@@ -6,11 +6,15 @@ Each function takes the op's schema arguments in order and is written in the int
 (``ember/_generated/aten.py``, Note [The internal op API]) and Tensor methods, as PyTorch's are in ``at::``.
 """
 from ember.aten.composite.elementwise import *  # noqa: F401,F403
+from ember.aten.composite.dropout import *  # noqa: F401,F403
 from ember.aten.composite.factories import *  # noqa: F401,F403
 from ember.aten.composite.linalg import *  # noqa: F401,F403
+from ember.aten.composite.loss import *  # noqa: F401,F403
 from ember.aten.composite.nn import *  # noqa: F401,F403
 from ember.aten.composite.optim import *  # noqa: F401,F403
 from ember.aten.composite.reduction import *  # noqa: F401,F403
 from ember.aten.composite.rnn import *  # noqa: F401,F403
 from ember.aten.composite.shape import *  # noqa: F401,F403
 from ember.aten.composite.elementwise import wrapped_number  # noqa: F401 (ember._tensor and the parser use it)
+from ember.aten.composite.nn import (_prelu_kernel_backward,  # noqa: F401
+                                     _scaled_dot_product_attention_math)

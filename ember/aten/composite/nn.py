@@ -2,10 +2,12 @@
 batch_norm over their native kernels (``Activation.cpp``, ``SoftMax.cpp``, ``Normalization.cpp``)."""
 from __future__ import annotations
 
+import math
+
 from ember._generated import aten
 from ember.aten.kernels.nn import affine_base
 from ember.aten.wrap import _type_name, tensor_like
-from ember.c10.dtype import bool_ as _bool, int64 as _int64
+from ember.c10.dtype import bool_ as _bool, finfo, float32 as _float32, float64 as _float64, int64 as _int64
 
 
 def relu6(self):
@@ -520,3 +522,167 @@ def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, g
     if output_mask[2]:
         gb = dy.sum((0, 2))
     return gi, gw, gb
+
+
+# ------------------------------------------------------------------------------ rms norm (layer_norm.cpp)
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """``x / sqrt(mean(x^2) + eps)`` over the trailing ``normalized_shape`` dimensions, computed in the op-math
+    type (float32 for half types) and cast back, then times ``weight``; ``eps`` defaults to that type's epsilon."""
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if k == 0:
+        raise RuntimeError(f"Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           f"element, but got normalized_shape = {list(normalized_shape)}")
+    if weight is not None and tuple(weight.shape) != normalized_shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(normalized_shape)}")
+    if input.dim() < k or tuple(input.shape[input.dim() - k:]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape [*, "
+                           f"{', '.join(str(s) for s in normalized_shape)}], but got input of size{list(input.shape)}")
+    opmath = input.dtype if input.dtype in (_float32, _float64) or input.dtype.is_complex else _float32
+    x = input.to(opmath)
+    if eps is None:
+        eps = finfo(opmath).eps
+    dims = tuple(input.dim() - i - 1 for i in range(k))
+    result = x.mul(aten.rsqrt(x.pow(2).mean(dims, keepdim=True).add_(eps))).type_as(input)
+    return result.mul(weight) if weight is not None else result
+
+
+# ------------------------------------------------------------------------------ instance norm, channel shuffle
+def _repeat_if_defined(t, n):
+    return t.repeat([n]) if t is not None else None
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,  # noqa: A002
+                  cudnn_enabled):
+    """``Normalization.cpp``: batch_norm over (1, N*C, *), with the affine parameters and running statistics repeated
+    per sample; the running statistics get the mean over the samples of the updated copies."""
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    b, c = input.shape[0], input.shape[1]
+    shape = [1, b * c] + list(input.shape[2:])
+    running_mean_ = _repeat_if_defined(running_mean, b)
+    running_var_ = _repeat_if_defined(running_var, b)
+    out = aten.batch_norm(input.contiguous().view(shape), _repeat_if_defined(weight, b), _repeat_if_defined(bias, b),
+                          running_mean_, running_var_, use_input_stats, momentum, eps, cudnn_enabled)
+    for run, upd in ((running_mean, running_mean_), (running_var, running_var_)):
+        if run is not None:
+            aten.alias(run).copy_(upd.view([b, c]).mean(0))
+    return out.view(list(input.shape))
+
+
+# ------------------------------------------------------------------------------ prelu, rrelu (Activation.cpp)
+def prelu(self, weight):
+    """Checks, then ``_prelu_kernel`` with the weight reshaped to broadcast over the channel dimension (1)."""
+    if self.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {_type_name(self.dtype)} and "
+                           f"{_type_name(weight.dtype)}")
+    self_dim = self.dim()
+    if weight.numel() != 1:
+        if self_dim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channel_size = self.shape[1] if self_dim > 1 else 1
+        if channel_size != weight.numel():
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {channel_size}.")
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    if self_dim != weight.dim():
+        dim_w = [1] * self_dim
+        if self_dim > 1:
+            dim_w[1] = weight.numel()
+        weight = weight.reshape(dim_w)
+    return aten._prelu_kernel(self, weight)
+
+
+def _prelu_kernel_backward(grad_output, self, weight):
+    """(grad_self, grad_weight): ``grad`` where x > 0 else ``weight * grad``; ``x * grad`` where x <= 0, summed to
+    the weight's shape."""
+    pos = self > 0
+    grad_self = aten.where_self(pos, grad_output, weight * grad_output)
+    grad_weight = aten.where_self(pos, aten.zeros_like(grad_output), self * grad_output)
+    return grad_self, grad_weight.sum_to_size(list(weight.shape))
+
+
+def rrelu(self, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    return aten.rrelu_with_noise(self, aten.empty_like(self), lower, upper, training, generator=generator)
+
+
+def rrelu_(self, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    return aten.rrelu_with_noise_(self, aten.empty_like(self), lower, upper, training, generator=generator)
+
+
+def rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training, self_is_result):
+    """``grad * noise`` in training (the slopes drawn); leaky_relu's gradient with the mean slope otherwise."""
+    if training and upper - lower > 1e-6:
+        return grad_output * noise
+    return aten.leaky_relu_backward(grad_output, self, (lower + upper) / 2, self_is_result)
+
+
+# ------------------------------------------------------------------------------ attention (attention.cpp)
+def _bool_mask_to_float(mask, dtype):
+    """A bool mask (True = may attend) as an additive one: 0 where True, -inf where False."""
+    if mask is None or mask.dtype != _bool:
+        return mask
+    return aten.zeros_like(mask, dtype=dtype).masked_fill(mask.logical_not(), float("-inf"))
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """PyTorch's input checks, then the math path (ember has no fused attention kernel)."""
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    if not (query.device == key.device == value.device):
+        raise RuntimeError(f"Expected query, key, and value to have the same device type, but got query.device: "
+                           f"{query.device} key.device: {key.device} and value.device: {value.device} instead.")
+    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+                           f"{query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()} instead.")
+    if attn_mask is not None and attn_mask.dtype not in (_bool, query.dtype) and not attn_mask.dtype.is_floating_point:
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {query.dtype} instead.")
+    mask = _bool_mask_to_float(attn_mask, query.dtype)
+    return aten._scaled_dot_product_attention_math(query, key, value, mask, dropout_p, is_causal, None, scale=scale,
+                                                   enable_gqa=enable_gqa)[0]
+
+
+def _gqa_expand(query, key, value, enable_gqa):
+    if not enable_gqa:
+        return key, value
+    q_heads, k_heads, v_heads = query.size(-3), key.size(-3), value.size(-3)
+    if q_heads % k_heads or q_heads % v_heads:
+        raise RuntimeError(f"Number of heads in key and value must divide the number of heads in query, but got "
+                           f"query heads {q_heads}, key heads {k_heads} and value heads {v_heads}")
+    return (key.repeat_interleave(q_heads // k_heads, -3), value.repeat_interleave(q_heads // v_heads, -3))
+
+
+def _scaled_dot_product_attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                       dropout_mask=None, scale=None, enable_gqa=False):
+    """(output, attention weights): ``softmax(q k^T * scale + mask) v``, the scale's square root applied to q and k
+    each (for stability), fully masked rows giving zeros."""
+    negative = scale is not None and scale < 0
+    s = abs(scale) if negative else (scale if scale is not None else 1.0 / math.sqrt(query.size(-1)))
+    factor = math.sqrt(s)
+    query = query * (-factor if negative else factor)
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        L, S = query.size(-2), key.size(-2)
+        attn_mask = _bool_mask_to_float(aten.ones((L, S), dtype=_bool, device=query.device).tril(), query.dtype)
+    key, value = _gqa_expand(query, key, value, enable_gqa)
+    attn = aten.matmul(query, key.transpose(-2, -1) * factor)
+    if attn_mask is not None:
+        attn = attn + attn_mask
+    attn = aten._safe_softmax(attn, -1)
+    if dropout_p > 0.0:
+        if dropout_mask is not None:
+            attn = attn.masked_fill(dropout_mask.logical_not(), 0.0) * (1.0 / (1.0 - dropout_p))
+        else:
+            attn = aten.dropout(attn, dropout_p, True)
+    return aten.matmul(attn, value), attn

@@ -6,17 +6,6 @@ from __future__ import annotations
 from ember._generated import aten
 
 
-def dropout(input, p, train):  # noqa: A002
-    """``at::dropout``: PyTorch's CPU mask, ``bernoulli(1 - p) / (1 - p)``."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not train or p == 0:
-        return input
-    if p == 1:
-        return input * 0
-    return input * aten.empty_like(input).bernoulli_(1 - p).div_(1 - p)
-
-
 def _stack(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout_p, train, bidirectional):
     D = 2 if bidirectional else 1
     h0 = hx[0]
@@ -42,7 +31,7 @@ def _stack(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout_
             cs.append(cn)
         layer_input = outs[0] if D == 1 else aten.cat(outs, -1)
         if dropout_p and train and layer < num_layers - 1:
-            layer_input = dropout(layer_input, dropout_p, train)
+            layer_input = aten.dropout(layer_input, dropout_p, train)
     return layer_input, aten.stack(hs), (aten.stack(cs) if mode == "LSTM" else None)
 
 

@@ -17,6 +17,7 @@ from ember.aten.kernels import conv_algos
 from ember.aten.kernels._common import (asdtype, chunked, compute_dtype, elementwise, meta_kernel, result_np_dtype,
                                        shape_str, type_name, wrap_dim)
 from ember.aten.kernels.conv_algos import _windows
+from ember.aten.kernels.random import _gen, bernoulli_p, uniform_bits
 from ember.aten.meta import pooling_output_size
 from ember.c10.dtype import BF16_NP
 
@@ -39,6 +40,16 @@ def softmax(xp, self, dim, half_to_float=False):
         e = xp.exp(x - m)
         r = e / xp.sum(e, axis=d, keepdims=True)
     return r.astype(self.dtype, copy=False)
+
+
+def _safe_softmax(xp, self, dim, dtype=None):
+    """softmax, with 0 (not NaN) in the rows that are -inf throughout (attention rows masked entirely)."""
+    x = self if dtype is None else self.astype(dtype.np, copy=False)
+    r = softmax(xp, x, dim)
+    if x.ndim == 0:
+        return r
+    masked = xp.all(x == -np.inf, axis=wrap_dim(dim, x.ndim), keepdims=True)
+    return xp.where(masked, xp.zeros((), r.dtype), r)
 
 
 def log_softmax(xp, self, dim, half_to_float=False):
@@ -2027,3 +2038,188 @@ def native_group_norm(xp, input, weight, bias, N, C, HxW, group, eps):  # noqa: 
 native_group_norm.meta_kernel = lambda xp, input, weight, bias, N, C, HxW, group, eps: (  # noqa: E731
     _meta_array(input.dtype, input.shape), _meta_array(input.dtype, (N, group)), _meta_array(input.dtype, (N, group)))
 __all__ += ["native_group_norm"]
+
+
+# ------------------------------------------------------------------------------ margin losses (Loss*.cpp)
+def soft_margin_loss(xp, self, target, reduction=_MEAN):
+    """``log(1 + exp(-target * self))``, written into a tensor of ``self``'s shape and dtype as PyTorch's
+    ``neg_out(output, self).mul_(target).exp_().add_(1).log_()`` does."""
+    if self.dtype.kind != "f" and self.dtype != BF16_NP:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {type_name(self.dtype)}")
+    shape = np.broadcast_shapes(self.shape, target.shape)
+    if shape != self.shape:
+        raise RuntimeError(f"output with shape {shape_str(self.shape)} doesn't match the broadcast shape "
+                           f"{shape_str(shape)}")
+    ct = compute_dtype(self.dtype)
+    with np.errstate(all="ignore"):
+        loss = xp.log1p(xp.exp(-asdtype(xp, self, ct) * asdtype(xp, target, ct)))
+    return _reduce_loss(xp, loss, reduction, self.dtype)
+
+
+def _margin_shape_check(self, name):
+    nd = self.ndim
+    if not ((nd == 2 and self.shape[1] != 0) or (nd == 1 and self.shape[0] != 0) or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{shape_str(self.shape)}")
+    if self.dtype.kind != "f" and self.dtype != BF16_NP:
+        raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(self.dtype)}'")
+    if nd <= 1:
+        return 1, 1 if nd == 0 else self.shape[0]
+    return self.shape
+
+
+def _check_long(target):
+    if target.dtype != np.int64:
+        raise RuntimeError(f"expected scalar type Long but found {type_name(target.dtype)}")
+
+
+def multi_margin_loss(xp, self, target, p=1, margin=1, weight=None, reduction=_MEAN):
+    """Per sample ``sum_{j != y} max(0, margin - x[y] + x[j])^p * weight[y] / C`` (``LossMultiMargin.cpp``)."""
+    nframe, dim = _margin_shape_check(self, "multi_margin_loss_cpu_kernel")
+    if p not in (1, 2):
+        raise RuntimeError("only p == 1 and p == 2 supported")
+    if target.ndim > 1 or target.size != nframe:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{nframe}], but got "
+                           f"{shape_str(target.shape)}. Input has shape {shape_str(self.shape)}.")
+    _check_long(target)
+    if weight is not None:
+        if weight.ndim > 1 or weight.size != dim:
+            raise RuntimeError(f"inconsistent weight size, expected {dim} but got {shape_str(weight.shape)}")
+        if weight.dtype != self.dtype:
+            raise RuntimeError(f"expected scalar type {type_name(self.dtype)} but found {type_name(weight.dtype)}")
+    t = target.reshape(nframe)
+    if t.size and bool(((t < 0) | (t >= dim)).any()):
+        raise RuntimeError("target out of range")
+    ct = compute_dtype(self.dtype)
+    x = asdtype(xp, self, ct).reshape(nframe, dim)
+    rows = xp.arange(nframe)
+    with np.errstate(all="ignore"):
+        z = margin - x[rows, t][:, None] + x
+        z[rows, t] = 0
+        h = xp.where(z > 0, z * z if p == 2 else z, 0)
+        if weight is not None:
+            h = h * asdtype(xp, weight, ct).reshape(dim)[t][:, None]
+        loss = h.sum(axis=1) / dim
+    if reduction == 0:
+        return loss.reshape(target.shape if self.ndim <= 1 else (nframe,)).astype(self.dtype)
+    return _reduce_loss(xp, loss, reduction, self.dtype)
+
+
+def multilabel_margin_loss_forward(xp, self, target, reduction):
+    """(output, is_target): the targets of a row are its indices up to the first -1; per row,
+    ``sum_{k target} sum_{j not a target} max(0, 1 - (x[y_k] - x[j])) / C`` (``LossMultiLabelMargin.cpp``)."""
+    nframe, dim = _margin_shape_check(self, "multilabel_margin_loss_forward_out_frame")
+    if (self.ndim <= 1 and not (target.ndim <= 1 and target.size == dim)) or \
+            (self.ndim == 2 and target.shape != (nframe, dim)):
+        raise RuntimeError(f"inconsistent target size: {shape_str(target.shape)} for input of size: "
+                           f"{shape_str(self.shape)}")
+    _check_long(target)
+    t = target.reshape(nframe, dim)
+    if t.size and bool(((t < -1) | (t >= dim)).any()):
+        raise RuntimeError("argument #2 'target' is out of range")
+    ct = compute_dtype(self.dtype)
+    x = asdtype(xp, self, ct).reshape(nframe, dim)
+    valid = xp.cumprod(t != -1, axis=1).astype(bool)               # the indices before the first -1
+    tc = xp.where(valid, t, 0)
+    is_target = xp.zeros((nframe, dim), bool)
+    rows = xp.broadcast_to(xp.arange(nframe)[:, None], t.shape)
+    is_target[rows[valid], tc[valid]] = True
+    with np.errstate(all="ignore"):
+        z = 1 - xp.take_along_axis(x, tc, 1)[:, :, None] + x[:, None, :]
+        active = (z > 0) & valid[:, :, None] & ~is_target[:, None, :]
+        loss = xp.where(active, z, 0).sum(axis=(1, 2)) / dim
+    is_target = is_target.astype(self.dtype).reshape(target.shape)
+    if reduction == 0:
+        return loss.reshape(() if self.ndim <= 1 else (nframe,)).astype(self.dtype), is_target
+    return _reduce_loss(xp, loss, reduction, self.dtype), is_target
+
+
+__all__ += ["soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss_forward"]
+
+
+# ------------------------------------------------------------------------------ prelu, rrelu (Activation.cpp)
+@elementwise
+def _prelu_kernel(xp, self, weight):
+    npdt = result_np_dtype(self, weight)
+    if npdt.kind != "f" and npdt != BF16_NP:
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{type_name(npdt)}'")
+    return xp.where(self > 0, self, weight * self).astype(npdt, copy=False)
+
+
+def _rrelu_checks(self, noise):
+    if self.dtype.kind != "f" and self.dtype != BF16_NP:
+        raise NotImplementedError(f"\"rrelu_with_noise_out_cpu\" not implemented for '{type_name(self.dtype)}'")
+    if noise.shape != self.shape:
+        raise RuntimeError(f"noise tensor shape must match self tensor shape. Got self.shape = "
+                           f"{shape_str(self.shape)} noise.shape = {shape_str(noise.shape)}")
+
+
+def _rrelu_meta(xp, self, noise, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+    _rrelu_checks(self, noise)
+    return xp.empty(self.shape, self.dtype)
+
+
+@meta_kernel(_rrelu_meta)
+def rrelu_with_noise(xp, self, noise, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+    """Training: each element ``x <= 0`` (in index order) draws ``r ~ U(lower, upper)`` from one 64-bit number
+    (PyTorch's ``uniform_real_distribution<double>``), gives ``x * r`` and writes ``r`` to ``noise`` (1 elsewhere).
+    Evaluation: leaky_relu with slope ``(lower + upper) / 2``, ``noise`` untouched."""
+    _rrelu_checks(self, noise)
+    ct = compute_dtype(self.dtype)
+    x = asdtype(xp, self, ct)
+    if not training:
+        return xp.where(x > 0, x, x * ct.type((lower + upper) / 2)).astype(self.dtype, copy=False)
+    neg = x <= 0
+    n = int(neg.sum())
+    u = uniform_bits(_gen(generator), n, np.dtype(np.float64))
+    r = np.ones(x.shape, ct)
+    r[np.asarray(neg.get() if hasattr(neg, "get") else neg)] = (u * (float(upper) - float(lower)) + float(lower))
+    r = xp.asarray(r)
+    noise[...] = r.astype(noise.dtype, copy=False)
+    return xp.where(neg, x * r, x).astype(self.dtype, copy=False)
+
+
+# ------------------------------------------------------------------------------ dropout (Dropout.cpp)
+def _native_dropout_meta(xp, input, p, train):  # noqa: A002
+    return xp.empty(input.shape, input.dtype), xp.empty(input.shape, bool)
+
+
+@meta_kernel(_native_dropout_meta)
+def native_dropout(xp, input, p, train):  # noqa: A002
+    """(output, mask): in training ``mask ~ bernoulli(1 - p)`` (a bool tensor) and ``output = input * mask / (1 - p)``
+    (0 for ``p == 1``); otherwise a copy of the input and an all-True mask."""
+    if input.size == 0:
+        return input.copy(), xp.empty(input.shape, input.dtype)
+    if train is None or train:
+        p1m = 1.0 - p
+        scale = 0.0 if p1m == 0 else 1.0 / p1m
+        mask = bernoulli_p(xp, xp.empty(input.shape, bool), p1m)
+        return (input * mask * input.dtype.type(scale)).astype(input.dtype, copy=False), mask
+    return input.copy(), xp.ones(input.shape, bool)
+
+
+__all__ += ["_prelu_kernel", "rrelu_with_noise", "native_dropout"]
+
+
+# ------------------------------------------------------------------------------ channel shuffle (ChanelShuffle.cpp)
+def _channel_shuffle_checks(self, groups):
+    if self.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{self.ndim} dimension(s)")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    if self.shape[1] % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {self.shape[1]} channels and "
+                           f"{groups} groups.")
+
+
+def channel_shuffle(xp, self, groups):
+    """(N, g * k, *) -> channels read as a (g, k) grid and written transposed, (k, g)."""
+    _channel_shuffle_checks(self, groups)
+    n, c = self.shape[:2]
+    x = self.reshape((n, groups, c // groups) + self.shape[2:])
+    return xp.ascontiguousarray(xp.swapaxes(x, 1, 2)).reshape(self.shape)
+
+
+__all__ += ["channel_shuffle", "_safe_softmax"]

@@ -1,0 +1,168 @@
+"""The losses PyTorch writes in other ops (``Loss.cpp``), the backward ops of its margin-loss kernels
+(``LossMultiMargin.cpp``, ``LossMultiLabelMargin.cpp``) and the distances of ``Distance.cpp``.
+
+Written as PyTorch's are, so autograd records the same nodes (``margin_ranking_loss`` ends in
+ClampMinBackward0); the backward ops are in ops too, so their own derivatives come for free.
+"""
+from __future__ import annotations
+
+import math
+
+from ember._generated import aten
+from ember.c10.dtype import bool_ as _bool, promote_types
+
+_NONE, _MEAN, _SUM = 0, 1, 2  # at::Reduction
+
+__all__ = ["kl_div", "poisson_nll_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+           "triplet_margin_loss", "soft_margin_loss_backward", "multi_margin_loss_backward", "multilabel_margin_loss",
+           "multilabel_margin_loss_backward", "cosine_similarity", "pairwise_distance"]
+
+
+def _apply_reduction(unreduced, reduction):
+    if reduction == _MEAN:
+        return unreduced.mean()
+    if reduction == _SUM:
+        return unreduced.sum()
+    return unreduced
+
+
+def kl_div(self, target, reduction=_MEAN, log_target=False):
+    """``exp(t) (t - x)`` for a log target, else ``xlogy(t, t) - t x`` (0 where ``t == 0``)."""
+    if log_target:
+        out = target.exp() * (target - self)
+    else:
+        out = aten.xlogy(target, target) - target * self
+    return _apply_reduction(out, reduction)
+
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):  # noqa: A002
+    """``exp(x) - t x`` (or ``x - t log(x + eps)``), plus Stirling's ``t log t - t + log(2 pi t) / 2`` where
+    ``t > 1`` when ``full``."""
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _apply_reduction(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=_MEAN):
+    return _apply_reduction((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(self, target, margin=1.0, reduction=_MEAN):
+    zeros = aten.zeros_like(self)
+    margin_clamp = (margin - self).clamp_min(0)
+    output_margin = aten.where_self(target != 1, margin_clamp, zeros)
+    output_self = aten.where_self(target != -1, self, zeros)
+    return _apply_reduction(output_margin + output_self, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=_MEAN):
+    """``1 - cos`` where ``target == 1``, ``max(0, cos - margin)`` where ``target == -1``; the cosine over the last
+    dimension with 1e-12 added to each squared magnitude."""
+    targ_dim = target.dim()
+    if targ_dim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.dim() != targ_dim + 1:
+        raise RuntimeError(f"{targ_dim}D target tensor expects {targ_dim + 1}D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    eps = 1e-12
+    prod_sum = (input1 * input2).sum(targ_dim)
+    mag_square1 = (input1 * input1).sum(targ_dim) + eps
+    mag_square2 = (input2 * input2).sum(targ_dim) + eps
+    cos = prod_sum / (mag_square1 * mag_square2).sqrt()
+    zeros = aten.zeros_like(cos)
+    output_pos = aten.where_self(target == 1, 1 - cos, zeros)
+    output_neg = aten.where_self(target == -1, (cos - margin).clamp_min(0), zeros)
+    return _apply_reduction(output_pos + output_neg, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=_MEAN):
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not a_dim == p_dim == n_dim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
+    dist_pos = aten.pairwise_distance(anchor, positive, p, eps)
+    dist_neg = aten.pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = aten.minimum(dist_neg, aten.pairwise_distance(positive, negative, p, eps))
+    return _apply_reduction((margin + dist_pos - dist_neg).clamp_min(0), reduction)
+
+
+def soft_margin_loss_backward(grad_output, self, target, reduction):
+    """``-norm * t * z / (1 + z) * grad`` with ``z = exp(-t x)``."""
+    norm = 1.0 / self.numel() if reduction == _MEAN else 1.0
+    z = (-target * self).exp()
+    return target * z * (-norm) / (z + 1) * grad_output
+
+
+def _rows(self):
+    """(frames, classes) of a margin loss's input: a vector or scalar is one frame."""
+    return (1, 1 if self.dim() == 0 else self.shape[0]) if self.dim() <= 1 else tuple(self.shape)
+
+
+def _frame_grad(grad_output, nframe, reduction):
+    """``grad_output`` as a (frames, 1) factor: per frame for reduction None, divided by the frames for Mean."""
+    if reduction == _NONE:
+        return grad_output.reshape(nframe, 1)
+    return grad_output / nframe if reduction == _MEAN else grad_output
+
+
+def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None, reduction=_MEAN):
+    """d/dx[j] = p z^(p-1) weight[y] / C for each ``j != y`` with ``z = margin - x[y] + x[j] > 0``, and x[y] gets minus
+    their sum."""
+    nframe, dim = _rows(self)
+    x = self.reshape(nframe, dim)
+    t = target.reshape(nframe, 1)
+    z = margin - x.gather(1, t) + x
+    not_target = aten.ones_like(z, dtype=_bool).scatter(1, t, False)
+    active = (z > 0).logical_and(not_target)
+    g = active.to(self.dtype)
+    if p == 2:
+        g = g * (2 * z)
+    g = g / dim
+    if weight is not None:
+        g = g * weight.reshape(dim).gather(0, t.reshape(nframe)).unsqueeze(1)
+    g = g * _frame_grad(grad_output, nframe, reduction)
+    return (g - aten.zeros_like(g).scatter(1, t, g.sum(1, keepdim=True))).reshape(self.shape)
+
+
+def multilabel_margin_loss(self, target, reduction=_MEAN):
+    return aten.multilabel_margin_loss_forward(self, target, reduction)[0]
+
+
+def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target):
+    """Each (target k, non-target j) pair with ``1 - x[y_k] + x[j] > 0`` adds 1 / C to x[j]'s gradient and takes it
+    from x[y_k]'s."""
+    nframe, dim = _rows(self)
+    x = self.reshape(nframe, dim)
+    t = target.reshape(nframe, dim)
+    valid = (t != -1).cumprod(1) != 0                                     # the targets before the first -1
+    tc = aten.where_ScalarOther(valid, t, 0)
+    z = 1 - x.gather(1, tc).unsqueeze(2) + x.unsqueeze(1)                # (frame, target k, class j)
+    active = (z > 0).logical_and(valid.unsqueeze(2)).logical_and(is_target.reshape(nframe, 1, dim) == 0)
+    a = active.to(self.dtype)
+    g = (a.sum(1) - aten.zeros_like(x).scatter_add(1, tc, a.sum(2))) / dim
+    return (g * _frame_grad(grad_output, nframe, reduction)).reshape(self.shape)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+    """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` over ``dim`` (PyTorch's stable form); the clamp is
+    outside autograd, as PyTorch's ``clamp_min_`` under NoGradGuard is."""
+    common = promote_types(x1.dtype, x2.dtype)
+    if not common.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {common}")
+    x1 = x1 if x1.dtype.is_floating_point or x1.dtype.is_complex else x1.to(common)
+    x2 = x2 if x2.dtype.is_floating_point or x2.dtype.is_complex else x2.to(common)
+    x1, x2 = aten.broadcast_tensors([x1, x2])
+    n1 = aten.linalg_vector_norm(x1, 2, (dim,), True)
+    n2 = aten.linalg_vector_norm(x2, 2, (dim,), True)
+    n1 = n1 + (n1.clamp_min(eps) - n1).detach()
+    n2 = n2 + (n2.clamp_min(eps) - n2).detach()
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2, eps=1e-06, keepdim=False):
+    """``norm(x1 - x2 + eps, p)`` over the last dimension of the broadcast inputs."""
+    innermost = max(x1.dim(), x2.dim()) - 1
+    return aten.norm_ScalarOpt_dim(x1 - x2 + eps, p, (innermost,), keepdim)
