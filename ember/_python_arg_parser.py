@@ -54,6 +54,12 @@ def finish_factory(t, a):
     return t
 
 
+def returning(_nothing, tensors):
+    """What PyTorch's binding returns for an op that updates a tensor list in place and returns nothing
+    (``torch._foreach_mul_(xs, 2)`` gives ``xs``): the list."""
+    return tensors
+
+
 def _is_int(v) -> bool:
     return (type(v) is int) or (isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_)))
 
@@ -108,6 +114,11 @@ def _convert(kind: str, v):
         if isinstance(v, Tensor) and v.dim() == 0:
             return v.item()
         return _FAIL
+    if k == "Scalar[]":
+        if isinstance(v, (list, tuple)) and all(isinstance(x, (bool, int, float, complex, np.number, np.bool_))
+                                                for x in v):
+            return tuple(x.item() if isinstance(x, (np.number, np.bool_)) else x for x in v)
+        return _FAIL
     if k == "int":
         return _to_int(v)
     if k.startswith("int["):
@@ -132,7 +143,7 @@ def _convert(kind: str, v):
         return tuple(v) if isinstance(v, (list, tuple)) else _FAIL
     if k == "T[]":
         if isinstance(v, (list, tuple)) and all(isinstance(x, Tensor) for x in v):
-            return list(v)
+            return v if type(v) is list else list(v)
         return _FAIL
     if k == "T?[]":
         if isinstance(v, (list, tuple)) and all(x is None or isinstance(x, Tensor) for x in v):
@@ -170,6 +181,7 @@ def _type_name(v) -> str:
 
 
 _KIND_NAMES = {"T": "Tensor", "T?": "Tensor", "T[]": "tuple of Tensors", "T?[]": "tuple of Tensors",
+               "Scalar[]": "tuple of Scalars",
                "dtype?": "torch.dtype", "device?": "torch.device", "gen?": "torch.Generator", "any": "object"}
 
 

@@ -1766,6 +1766,11 @@ _op_clamp_min_ = _D.define('clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!
 def clamp_min_(self, min):
     return _op_clamp_min_.call(self._ks, self, min)
 
+_op_clamp_min__Tensor = _D.define('clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)')
+
+def clamp_min__Tensor(self, min):
+    return _op_clamp_min__Tensor.call(self._ks | min._ks, self, min)
+
 _op_clamp_max = _D.define('clamp_max(Tensor self, Scalar max) -> Tensor')
 
 def clamp_max(self, max):
@@ -1780,6 +1785,11 @@ _op_clamp_max_ = _D.define('clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!
 
 def clamp_max_(self, max):
     return _op_clamp_max_.call(self._ks, self, max)
+
+_op_clamp_max__Tensor = _D.define('clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)')
+
+def clamp_max__Tensor(self, max):
+    return _op_clamp_max__Tensor.call(self._ks | max._ks, self, max)
 
 _op_lerp_Scalar = _D.define('lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor')
 
@@ -3645,6 +3655,726 @@ _op_special_logsumexp = _D.define('special_logsumexp(Tensor self, int[1] dim, bo
 
 def special_logsumexp(self, dim, keepdim=False):
     return _op_special_logsumexp.call(self._ks, self, dim, keepdim)
+
+_op__foreach_abs = _D.define('_foreach_abs(Tensor[] self) -> Tensor[]')
+
+def _foreach_abs(self):
+    return _op__foreach_abs.call(_ks_list(self), self)
+
+_op__foreach_abs_ = _D.define('_foreach_abs_(Tensor(a!)[] self) -> ()')
+
+def _foreach_abs_(self):
+    return _op__foreach_abs_.call(_ks_list(self), self)
+
+_op__foreach_acos = _D.define('_foreach_acos(Tensor[] self) -> Tensor[]')
+
+def _foreach_acos(self):
+    return _op__foreach_acos.call(_ks_list(self), self)
+
+_op__foreach_acos_ = _D.define('_foreach_acos_(Tensor(a!)[] self) -> ()')
+
+def _foreach_acos_(self):
+    return _op__foreach_acos_.call(_ks_list(self), self)
+
+_op__foreach_add_Scalar = _D.define('_foreach_add.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
+
+def _foreach_add_Scalar(self, scalar):
+    return _op__foreach_add_Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_add_List = _D.define('_foreach_add.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]')
+
+def _foreach_add_List(self, other, *, alpha=1):
+    return _op__foreach_add_List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
+
+_op__foreach_add_ScalarList = _D.define('_foreach_add.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
+
+def _foreach_add_ScalarList(self, scalars):
+    return _op__foreach_add_ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_add_Tensor = _D.define('_foreach_add.Tensor(Tensor[] self, Tensor other, *, Scalar alpha=1) -> Tensor[]')
+
+def _foreach_add_Tensor(self, other, *, alpha=1):
+    return _op__foreach_add_Tensor.call(_ks_list(self) | other._ks, self, other, alpha)
+
+_op__foreach_add__List = _D.define('_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()')
+
+def _foreach_add__List(self, other, *, alpha=1):
+    return _op__foreach_add__List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
+
+_op__foreach_add__ScalarList = _D.define('_foreach_add_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
+
+def _foreach_add__ScalarList(self, scalars):
+    return _op__foreach_add__ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_add__Tensor = _D.define('_foreach_add_.Tensor(Tensor(a!)[] self, Tensor other, *, Scalar alpha=1) -> ()')
+
+def _foreach_add__Tensor(self, other, *, alpha=1):
+    return _op__foreach_add__Tensor.call(_ks_list(self) | other._ks, self, other, alpha)
+
+_op__foreach_addcdiv_Scalar = _D.define('_foreach_addcdiv.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]')
+
+def _foreach_addcdiv_Scalar(self, tensor1, tensor2, value=1):
+    return _op__foreach_addcdiv_Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
+
+_op__foreach_addcdiv_ScalarList = _D.define('_foreach_addcdiv.ScalarList(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar[] scalars) -> Tensor[]')
+
+def _foreach_addcdiv_ScalarList(self, tensor1, tensor2, scalars):
+    return _op__foreach_addcdiv_ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
+
+_op__foreach_addcdiv_Tensor = _D.define('_foreach_addcdiv.Tensor(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Tensor scalars) -> Tensor[]')
+
+def _foreach_addcdiv_Tensor(self, tensor1, tensor2, scalars):
+    return _op__foreach_addcdiv_Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
+
+_op__foreach_addcdiv__Scalar = _D.define('_foreach_addcdiv_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()')
+
+def _foreach_addcdiv__Scalar(self, tensor1, tensor2, value=1):
+    return _op__foreach_addcdiv__Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
+
+_op__foreach_addcdiv__ScalarList = _D.define('_foreach_addcdiv_.ScalarList(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar[] scalars) -> ()')
+
+def _foreach_addcdiv__ScalarList(self, tensor1, tensor2, scalars):
+    return _op__foreach_addcdiv__ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
+
+_op__foreach_addcdiv__Tensor = _D.define('_foreach_addcdiv_.Tensor(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Tensor scalars) -> ()')
+
+def _foreach_addcdiv__Tensor(self, tensor1, tensor2, scalars):
+    return _op__foreach_addcdiv__Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
+
+_op__foreach_addcmul_Scalar = _D.define('_foreach_addcmul.Scalar(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> Tensor[]')
+
+def _foreach_addcmul_Scalar(self, tensor1, tensor2, value=1):
+    return _op__foreach_addcmul_Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
+
+_op__foreach_addcmul_ScalarList = _D.define('_foreach_addcmul.ScalarList(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar[] scalars) -> Tensor[]')
+
+def _foreach_addcmul_ScalarList(self, tensor1, tensor2, scalars):
+    return _op__foreach_addcmul_ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
+
+_op__foreach_addcmul_Tensor = _D.define('_foreach_addcmul.Tensor(Tensor[] self, Tensor[] tensor1, Tensor[] tensor2, Tensor scalars) -> Tensor[]')
+
+def _foreach_addcmul_Tensor(self, tensor1, tensor2, scalars):
+    return _op__foreach_addcmul_Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
+
+_op__foreach_addcmul__Scalar = _D.define('_foreach_addcmul_.Scalar(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar value=1) -> ()')
+
+def _foreach_addcmul__Scalar(self, tensor1, tensor2, value=1):
+    return _op__foreach_addcmul__Scalar.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, value)
+
+_op__foreach_addcmul__ScalarList = _D.define('_foreach_addcmul_.ScalarList(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Scalar[] scalars) -> ()')
+
+def _foreach_addcmul__ScalarList(self, tensor1, tensor2, scalars):
+    return _op__foreach_addcmul__ScalarList.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2), self, tensor1, tensor2, scalars)
+
+_op__foreach_addcmul__Tensor = _D.define('_foreach_addcmul_.Tensor(Tensor(a!)[] self, Tensor[] tensor1, Tensor[] tensor2, Tensor scalars) -> ()')
+
+def _foreach_addcmul__Tensor(self, tensor1, tensor2, scalars):
+    return _op__foreach_addcmul__Tensor.call(_ks_list(self) | _ks_list(tensor1) | _ks_list(tensor2) | scalars._ks, self, tensor1, tensor2, scalars)
+
+_op__foreach_asin = _D.define('_foreach_asin(Tensor[] self) -> Tensor[]')
+
+def _foreach_asin(self):
+    return _op__foreach_asin.call(_ks_list(self), self)
+
+_op__foreach_asin_ = _D.define('_foreach_asin_(Tensor(a!)[] self) -> ()')
+
+def _foreach_asin_(self):
+    return _op__foreach_asin_.call(_ks_list(self), self)
+
+_op__foreach_atan = _D.define('_foreach_atan(Tensor[] self) -> Tensor[]')
+
+def _foreach_atan(self):
+    return _op__foreach_atan.call(_ks_list(self), self)
+
+_op__foreach_atan_ = _D.define('_foreach_atan_(Tensor(a!)[] self) -> ()')
+
+def _foreach_atan_(self):
+    return _op__foreach_atan_.call(_ks_list(self), self)
+
+_op__foreach_ceil = _D.define('_foreach_ceil(Tensor[] self) -> Tensor[]')
+
+def _foreach_ceil(self):
+    return _op__foreach_ceil.call(_ks_list(self), self)
+
+_op__foreach_ceil_ = _D.define('_foreach_ceil_(Tensor(a!)[] self) -> ()')
+
+def _foreach_ceil_(self):
+    return _op__foreach_ceil_.call(_ks_list(self), self)
+
+_op__foreach_clamp_max_Scalar = _D.define('_foreach_clamp_max.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
+
+def _foreach_clamp_max_Scalar(self, scalar):
+    return _op__foreach_clamp_max_Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_clamp_max_List = _D.define('_foreach_clamp_max.List(Tensor[] self, Tensor[] other) -> Tensor[]')
+
+def _foreach_clamp_max_List(self, other):
+    return _op__foreach_clamp_max_List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_clamp_max_ScalarList = _D.define('_foreach_clamp_max.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
+
+def _foreach_clamp_max_ScalarList(self, scalars):
+    return _op__foreach_clamp_max_ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_clamp_max__Scalar = _D.define('_foreach_clamp_max_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
+
+def _foreach_clamp_max__Scalar(self, scalar):
+    return _op__foreach_clamp_max__Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_clamp_max__List = _D.define('_foreach_clamp_max_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
+
+def _foreach_clamp_max__List(self, other):
+    return _op__foreach_clamp_max__List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_clamp_max__ScalarList = _D.define('_foreach_clamp_max_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
+
+def _foreach_clamp_max__ScalarList(self, scalars):
+    return _op__foreach_clamp_max__ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_clamp_min_Scalar = _D.define('_foreach_clamp_min.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
+
+def _foreach_clamp_min_Scalar(self, scalar):
+    return _op__foreach_clamp_min_Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_clamp_min_List = _D.define('_foreach_clamp_min.List(Tensor[] self, Tensor[] other) -> Tensor[]')
+
+def _foreach_clamp_min_List(self, other):
+    return _op__foreach_clamp_min_List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_clamp_min_ScalarList = _D.define('_foreach_clamp_min.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
+
+def _foreach_clamp_min_ScalarList(self, scalars):
+    return _op__foreach_clamp_min_ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_clamp_min__Scalar = _D.define('_foreach_clamp_min_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
+
+def _foreach_clamp_min__Scalar(self, scalar):
+    return _op__foreach_clamp_min__Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_clamp_min__List = _D.define('_foreach_clamp_min_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
+
+def _foreach_clamp_min__List(self, other):
+    return _op__foreach_clamp_min__List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_clamp_min__ScalarList = _D.define('_foreach_clamp_min_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
+
+def _foreach_clamp_min__ScalarList(self, scalars):
+    return _op__foreach_clamp_min__ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_clone = _D.define('_foreach_clone(Tensor[] self, *, MemoryFormat? memory_format=None) -> Tensor[]')
+
+def _foreach_clone(self, *, memory_format=None):
+    return _op__foreach_clone.call(_ks_list(self), self, memory_format)
+
+_op__foreach_copy_ = _D.define('_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()')
+
+def _foreach_copy_(self, src, non_blocking=False):
+    return _op__foreach_copy_.call(_ks_list(self) | _ks_list(src), self, src, non_blocking)
+
+_op__foreach_cos = _D.define('_foreach_cos(Tensor[] self) -> Tensor[]')
+
+def _foreach_cos(self):
+    return _op__foreach_cos.call(_ks_list(self), self)
+
+_op__foreach_cos_ = _D.define('_foreach_cos_(Tensor(a!)[] self) -> ()')
+
+def _foreach_cos_(self):
+    return _op__foreach_cos_.call(_ks_list(self), self)
+
+_op__foreach_cosh = _D.define('_foreach_cosh(Tensor[] self) -> Tensor[]')
+
+def _foreach_cosh(self):
+    return _op__foreach_cosh.call(_ks_list(self), self)
+
+_op__foreach_cosh_ = _D.define('_foreach_cosh_(Tensor(a!)[] self) -> ()')
+
+def _foreach_cosh_(self):
+    return _op__foreach_cosh_.call(_ks_list(self), self)
+
+_op__foreach_div_Scalar = _D.define('_foreach_div.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
+
+def _foreach_div_Scalar(self, scalar):
+    return _op__foreach_div_Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_div_List = _D.define('_foreach_div.List(Tensor[] self, Tensor[] other) -> Tensor[]')
+
+def _foreach_div_List(self, other):
+    return _op__foreach_div_List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_div_ScalarList = _D.define('_foreach_div.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
+
+def _foreach_div_ScalarList(self, scalars):
+    return _op__foreach_div_ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_div_Tensor = _D.define('_foreach_div.Tensor(Tensor[] self, Tensor other) -> Tensor[]')
+
+def _foreach_div_Tensor(self, other):
+    return _op__foreach_div_Tensor.call(_ks_list(self) | other._ks, self, other)
+
+_op__foreach_div__Scalar = _D.define('_foreach_div_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
+
+def _foreach_div__Scalar(self, scalar):
+    return _op__foreach_div__Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_div__List = _D.define('_foreach_div_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
+
+def _foreach_div__List(self, other):
+    return _op__foreach_div__List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_div__ScalarList = _D.define('_foreach_div_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
+
+def _foreach_div__ScalarList(self, scalars):
+    return _op__foreach_div__ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_div__Tensor = _D.define('_foreach_div_.Tensor(Tensor(a!)[] self, Tensor other) -> ()')
+
+def _foreach_div__Tensor(self, other):
+    return _op__foreach_div__Tensor.call(_ks_list(self) | other._ks, self, other)
+
+_op__foreach_erf = _D.define('_foreach_erf(Tensor[] self) -> Tensor[]')
+
+def _foreach_erf(self):
+    return _op__foreach_erf.call(_ks_list(self), self)
+
+_op__foreach_erf_ = _D.define('_foreach_erf_(Tensor(a!)[] self) -> ()')
+
+def _foreach_erf_(self):
+    return _op__foreach_erf_.call(_ks_list(self), self)
+
+_op__foreach_erfc = _D.define('_foreach_erfc(Tensor[] self) -> Tensor[]')
+
+def _foreach_erfc(self):
+    return _op__foreach_erfc.call(_ks_list(self), self)
+
+_op__foreach_erfc_ = _D.define('_foreach_erfc_(Tensor(a!)[] self) -> ()')
+
+def _foreach_erfc_(self):
+    return _op__foreach_erfc_.call(_ks_list(self), self)
+
+_op__foreach_exp = _D.define('_foreach_exp(Tensor[] self) -> Tensor[]')
+
+def _foreach_exp(self):
+    return _op__foreach_exp.call(_ks_list(self), self)
+
+_op__foreach_exp_ = _D.define('_foreach_exp_(Tensor(a!)[] self) -> ()')
+
+def _foreach_exp_(self):
+    return _op__foreach_exp_.call(_ks_list(self), self)
+
+_op__foreach_expm1 = _D.define('_foreach_expm1(Tensor[] self) -> Tensor[]')
+
+def _foreach_expm1(self):
+    return _op__foreach_expm1.call(_ks_list(self), self)
+
+_op__foreach_expm1_ = _D.define('_foreach_expm1_(Tensor(a!)[] self) -> ()')
+
+def _foreach_expm1_(self):
+    return _op__foreach_expm1_.call(_ks_list(self), self)
+
+_op__foreach_floor = _D.define('_foreach_floor(Tensor[] self) -> Tensor[]')
+
+def _foreach_floor(self):
+    return _op__foreach_floor.call(_ks_list(self), self)
+
+_op__foreach_floor_ = _D.define('_foreach_floor_(Tensor(a!)[] self) -> ()')
+
+def _foreach_floor_(self):
+    return _op__foreach_floor_.call(_ks_list(self), self)
+
+_op__foreach_frac = _D.define('_foreach_frac(Tensor[] self) -> Tensor[]')
+
+def _foreach_frac(self):
+    return _op__foreach_frac.call(_ks_list(self), self)
+
+_op__foreach_frac_ = _D.define('_foreach_frac_(Tensor(a!)[] self) -> ()')
+
+def _foreach_frac_(self):
+    return _op__foreach_frac_.call(_ks_list(self), self)
+
+_op__foreach_lerp_List = _D.define('_foreach_lerp.List(Tensor[] self, Tensor[] tensors1, Tensor[] weights) -> Tensor[]')
+
+def _foreach_lerp_List(self, tensors1, weights):
+    return _op__foreach_lerp_List.call(_ks_list(self) | _ks_list(tensors1) | _ks_list(weights), self, tensors1, weights)
+
+_op__foreach_lerp_Scalar = _D.define('_foreach_lerp.Scalar(Tensor[] self, Tensor[] tensors1, Scalar weight) -> Tensor[]')
+
+def _foreach_lerp_Scalar(self, tensors1, weight):
+    return _op__foreach_lerp_Scalar.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
+
+_op__foreach_lerp_ScalarList = _D.define('_foreach_lerp.ScalarList(Tensor[] self, Tensor[] tensors1, Scalar[] weight) -> Tensor[]')
+
+def _foreach_lerp_ScalarList(self, tensors1, weight):
+    return _op__foreach_lerp_ScalarList.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
+
+_op__foreach_lerp__List = _D.define('_foreach_lerp_.List(Tensor(a!)[] self, Tensor[] tensors1, Tensor[] weights) -> ()')
+
+def _foreach_lerp__List(self, tensors1, weights):
+    return _op__foreach_lerp__List.call(_ks_list(self) | _ks_list(tensors1) | _ks_list(weights), self, tensors1, weights)
+
+_op__foreach_lerp__Scalar = _D.define('_foreach_lerp_.Scalar(Tensor(a!)[] self, Tensor[] tensors1, Scalar weight) -> ()')
+
+def _foreach_lerp__Scalar(self, tensors1, weight):
+    return _op__foreach_lerp__Scalar.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
+
+_op__foreach_lerp__ScalarList = _D.define('_foreach_lerp_.ScalarList(Tensor(a!)[] self, Tensor[] tensors1, Scalar[] weight) -> ()')
+
+def _foreach_lerp__ScalarList(self, tensors1, weight):
+    return _op__foreach_lerp__ScalarList.call(_ks_list(self) | _ks_list(tensors1), self, tensors1, weight)
+
+_op__foreach_lgamma = _D.define('_foreach_lgamma(Tensor[] self) -> Tensor[]')
+
+def _foreach_lgamma(self):
+    return _op__foreach_lgamma.call(_ks_list(self), self)
+
+_op__foreach_lgamma_ = _D.define('_foreach_lgamma_(Tensor(a!)[] self) -> ()')
+
+def _foreach_lgamma_(self):
+    return _op__foreach_lgamma_.call(_ks_list(self), self)
+
+_op__foreach_log = _D.define('_foreach_log(Tensor[] self) -> Tensor[]')
+
+def _foreach_log(self):
+    return _op__foreach_log.call(_ks_list(self), self)
+
+_op__foreach_log10 = _D.define('_foreach_log10(Tensor[] self) -> Tensor[]')
+
+def _foreach_log10(self):
+    return _op__foreach_log10.call(_ks_list(self), self)
+
+_op__foreach_log10_ = _D.define('_foreach_log10_(Tensor(a!)[] self) -> ()')
+
+def _foreach_log10_(self):
+    return _op__foreach_log10_.call(_ks_list(self), self)
+
+_op__foreach_log1p = _D.define('_foreach_log1p(Tensor[] self) -> Tensor[]')
+
+def _foreach_log1p(self):
+    return _op__foreach_log1p.call(_ks_list(self), self)
+
+_op__foreach_log1p_ = _D.define('_foreach_log1p_(Tensor(a!)[] self) -> ()')
+
+def _foreach_log1p_(self):
+    return _op__foreach_log1p_.call(_ks_list(self), self)
+
+_op__foreach_log2 = _D.define('_foreach_log2(Tensor[] self) -> Tensor[]')
+
+def _foreach_log2(self):
+    return _op__foreach_log2.call(_ks_list(self), self)
+
+_op__foreach_log2_ = _D.define('_foreach_log2_(Tensor(a!)[] self) -> ()')
+
+def _foreach_log2_(self):
+    return _op__foreach_log2_.call(_ks_list(self), self)
+
+_op__foreach_log_ = _D.define('_foreach_log_(Tensor(a!)[] self) -> ()')
+
+def _foreach_log_(self):
+    return _op__foreach_log_.call(_ks_list(self), self)
+
+_op__foreach_max = _D.define('_foreach_max(Tensor[] self) -> Tensor[]')
+
+def _foreach_max(self):
+    return _op__foreach_max.call(_ks_list(self), self)
+
+_op__foreach_maximum_Scalar = _D.define('_foreach_maximum.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
+
+def _foreach_maximum_Scalar(self, scalar):
+    return _op__foreach_maximum_Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_maximum_List = _D.define('_foreach_maximum.List(Tensor[] self, Tensor[] other) -> Tensor[]')
+
+def _foreach_maximum_List(self, other):
+    return _op__foreach_maximum_List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_maximum_ScalarList = _D.define('_foreach_maximum.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
+
+def _foreach_maximum_ScalarList(self, scalars):
+    return _op__foreach_maximum_ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_maximum__Scalar = _D.define('_foreach_maximum_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
+
+def _foreach_maximum__Scalar(self, scalar):
+    return _op__foreach_maximum__Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_maximum__List = _D.define('_foreach_maximum_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
+
+def _foreach_maximum__List(self, other):
+    return _op__foreach_maximum__List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_maximum__ScalarList = _D.define('_foreach_maximum_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
+
+def _foreach_maximum__ScalarList(self, scalars):
+    return _op__foreach_maximum__ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_minimum_Scalar = _D.define('_foreach_minimum.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
+
+def _foreach_minimum_Scalar(self, scalar):
+    return _op__foreach_minimum_Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_minimum_List = _D.define('_foreach_minimum.List(Tensor[] self, Tensor[] other) -> Tensor[]')
+
+def _foreach_minimum_List(self, other):
+    return _op__foreach_minimum_List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_minimum_ScalarList = _D.define('_foreach_minimum.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
+
+def _foreach_minimum_ScalarList(self, scalars):
+    return _op__foreach_minimum_ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_minimum__Scalar = _D.define('_foreach_minimum_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
+
+def _foreach_minimum__Scalar(self, scalar):
+    return _op__foreach_minimum__Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_minimum__List = _D.define('_foreach_minimum_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
+
+def _foreach_minimum__List(self, other):
+    return _op__foreach_minimum__List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_minimum__ScalarList = _D.define('_foreach_minimum_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
+
+def _foreach_minimum__ScalarList(self, scalars):
+    return _op__foreach_minimum__ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_mm = _D.define('_foreach_mm(Tensor[] self, Tensor[] mat2) -> Tensor[]')
+
+def _foreach_mm(self, mat2):
+    return _op__foreach_mm.call(_ks_list(self) | _ks_list(mat2), self, mat2)
+
+_op__foreach_mul_Scalar = _D.define('_foreach_mul.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
+
+def _foreach_mul_Scalar(self, scalar):
+    return _op__foreach_mul_Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_mul_List = _D.define('_foreach_mul.List(Tensor[] self, Tensor[] other) -> Tensor[]')
+
+def _foreach_mul_List(self, other):
+    return _op__foreach_mul_List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_mul_ScalarList = _D.define('_foreach_mul.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
+
+def _foreach_mul_ScalarList(self, scalars):
+    return _op__foreach_mul_ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_mul_Tensor = _D.define('_foreach_mul.Tensor(Tensor[] self, Tensor other) -> Tensor[]')
+
+def _foreach_mul_Tensor(self, other):
+    return _op__foreach_mul_Tensor.call(_ks_list(self) | other._ks, self, other)
+
+_op__foreach_mul__Scalar = _D.define('_foreach_mul_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
+
+def _foreach_mul__Scalar(self, scalar):
+    return _op__foreach_mul__Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_mul__List = _D.define('_foreach_mul_.List(Tensor(a!)[] self, Tensor[] other) -> ()')
+
+def _foreach_mul__List(self, other):
+    return _op__foreach_mul__List.call(_ks_list(self) | _ks_list(other), self, other)
+
+_op__foreach_mul__ScalarList = _D.define('_foreach_mul_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
+
+def _foreach_mul__ScalarList(self, scalars):
+    return _op__foreach_mul__ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_mul__Tensor = _D.define('_foreach_mul_.Tensor(Tensor(a!)[] self, Tensor other) -> ()')
+
+def _foreach_mul__Tensor(self, other):
+    return _op__foreach_mul__Tensor.call(_ks_list(self) | other._ks, self, other)
+
+_op__foreach_neg = _D.define('_foreach_neg(Tensor[] self) -> Tensor[]')
+
+def _foreach_neg(self):
+    return _op__foreach_neg.call(_ks_list(self), self)
+
+_op__foreach_neg_ = _D.define('_foreach_neg_(Tensor(a!)[] self) -> ()')
+
+def _foreach_neg_(self):
+    return _op__foreach_neg_.call(_ks_list(self), self)
+
+_op__foreach_norm_Scalar = _D.define('_foreach_norm.Scalar(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]')
+
+def _foreach_norm_Scalar(self, ord=2, dtype=None):
+    return _op__foreach_norm_Scalar.call(_ks_list(self), self, ord, dtype)
+
+_op__foreach_pow_List = _D.define('_foreach_pow.List(Tensor[] self, Tensor[] exponent) -> Tensor[]')
+
+def _foreach_pow_List(self, exponent):
+    return _op__foreach_pow_List.call(_ks_list(self) | _ks_list(exponent), self, exponent)
+
+_op__foreach_pow_Scalar = _D.define('_foreach_pow.Scalar(Tensor[] self, Scalar exponent) -> Tensor[]')
+
+def _foreach_pow_Scalar(self, exponent):
+    return _op__foreach_pow_Scalar.call(_ks_list(self), self, exponent)
+
+_op__foreach_pow_ScalarList = _D.define('_foreach_pow.ScalarList(Tensor[] self, Scalar[] exponent) -> Tensor[]')
+
+def _foreach_pow_ScalarList(self, exponent):
+    return _op__foreach_pow_ScalarList.call(_ks_list(self), self, exponent)
+
+_op__foreach_pow_ScalarAndTensor = _D.define('_foreach_pow.ScalarAndTensor(Scalar self, Tensor[] exponent) -> Tensor[]')
+
+def _foreach_pow_ScalarAndTensor(self, exponent):
+    return _op__foreach_pow_ScalarAndTensor.call(_ks_list(exponent), self, exponent)
+
+_op__foreach_pow__List = _D.define('_foreach_pow_.List(Tensor(a!)[] self, Tensor[] exponent) -> ()')
+
+def _foreach_pow__List(self, exponent):
+    return _op__foreach_pow__List.call(_ks_list(self) | _ks_list(exponent), self, exponent)
+
+_op__foreach_pow__Scalar = _D.define('_foreach_pow_.Scalar(Tensor(a!)[] self, Scalar exponent) -> ()')
+
+def _foreach_pow__Scalar(self, exponent):
+    return _op__foreach_pow__Scalar.call(_ks_list(self), self, exponent)
+
+_op__foreach_pow__ScalarList = _D.define('_foreach_pow_.ScalarList(Tensor(a!)[] self, Scalar[] exponent) -> ()')
+
+def _foreach_pow__ScalarList(self, exponent):
+    return _op__foreach_pow__ScalarList.call(_ks_list(self), self, exponent)
+
+_op__foreach_reciprocal = _D.define('_foreach_reciprocal(Tensor[] self) -> Tensor[]')
+
+def _foreach_reciprocal(self):
+    return _op__foreach_reciprocal.call(_ks_list(self), self)
+
+_op__foreach_reciprocal_ = _D.define('_foreach_reciprocal_(Tensor(a!)[] self) -> ()')
+
+def _foreach_reciprocal_(self):
+    return _op__foreach_reciprocal_.call(_ks_list(self), self)
+
+_op__foreach_round = _D.define('_foreach_round(Tensor[] self) -> Tensor[]')
+
+def _foreach_round(self):
+    return _op__foreach_round.call(_ks_list(self), self)
+
+_op__foreach_round_ = _D.define('_foreach_round_(Tensor(a!)[] self) -> ()')
+
+def _foreach_round_(self):
+    return _op__foreach_round_.call(_ks_list(self), self)
+
+_op__foreach_rsqrt = _D.define('_foreach_rsqrt(Tensor[] self) -> Tensor[]')
+
+def _foreach_rsqrt(self):
+    return _op__foreach_rsqrt.call(_ks_list(self), self)
+
+_op__foreach_rsqrt_ = _D.define('_foreach_rsqrt_(Tensor(a!)[] self) -> ()')
+
+def _foreach_rsqrt_(self):
+    return _op__foreach_rsqrt_.call(_ks_list(self), self)
+
+_op__foreach_sigmoid = _D.define('_foreach_sigmoid(Tensor[] self) -> Tensor[]')
+
+def _foreach_sigmoid(self):
+    return _op__foreach_sigmoid.call(_ks_list(self), self)
+
+_op__foreach_sigmoid_ = _D.define('_foreach_sigmoid_(Tensor(a!)[] self) -> ()')
+
+def _foreach_sigmoid_(self):
+    return _op__foreach_sigmoid_.call(_ks_list(self), self)
+
+_op__foreach_sign = _D.define('_foreach_sign(Tensor[] self) -> Tensor[]')
+
+def _foreach_sign(self):
+    return _op__foreach_sign.call(_ks_list(self), self)
+
+_op__foreach_sign_ = _D.define('_foreach_sign_(Tensor(a!)[] self) -> ()')
+
+def _foreach_sign_(self):
+    return _op__foreach_sign_.call(_ks_list(self), self)
+
+_op__foreach_sin = _D.define('_foreach_sin(Tensor[] self) -> Tensor[]')
+
+def _foreach_sin(self):
+    return _op__foreach_sin.call(_ks_list(self), self)
+
+_op__foreach_sin_ = _D.define('_foreach_sin_(Tensor(a!)[] self) -> ()')
+
+def _foreach_sin_(self):
+    return _op__foreach_sin_.call(_ks_list(self), self)
+
+_op__foreach_sinh = _D.define('_foreach_sinh(Tensor[] self) -> Tensor[]')
+
+def _foreach_sinh(self):
+    return _op__foreach_sinh.call(_ks_list(self), self)
+
+_op__foreach_sinh_ = _D.define('_foreach_sinh_(Tensor(a!)[] self) -> ()')
+
+def _foreach_sinh_(self):
+    return _op__foreach_sinh_.call(_ks_list(self), self)
+
+_op__foreach_sqrt = _D.define('_foreach_sqrt(Tensor[] self) -> Tensor[]')
+
+def _foreach_sqrt(self):
+    return _op__foreach_sqrt.call(_ks_list(self), self)
+
+_op__foreach_sqrt_ = _D.define('_foreach_sqrt_(Tensor(a!)[] self) -> ()')
+
+def _foreach_sqrt_(self):
+    return _op__foreach_sqrt_.call(_ks_list(self), self)
+
+_op__foreach_sub_Scalar = _D.define('_foreach_sub.Scalar(Tensor[] self, Scalar scalar) -> Tensor[]')
+
+def _foreach_sub_Scalar(self, scalar):
+    return _op__foreach_sub_Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_sub_List = _D.define('_foreach_sub.List(Tensor[] self, Tensor[] other, *, Scalar alpha=1) -> Tensor[]')
+
+def _foreach_sub_List(self, other, *, alpha=1):
+    return _op__foreach_sub_List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
+
+_op__foreach_sub_ScalarList = _D.define('_foreach_sub.ScalarList(Tensor[] self, Scalar[] scalars) -> Tensor[]')
+
+def _foreach_sub_ScalarList(self, scalars):
+    return _op__foreach_sub_ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_sub__Scalar = _D.define('_foreach_sub_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
+
+def _foreach_sub__Scalar(self, scalar):
+    return _op__foreach_sub__Scalar.call(_ks_list(self), self, scalar)
+
+_op__foreach_sub__List = _D.define('_foreach_sub_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()')
+
+def _foreach_sub__List(self, other, *, alpha=1):
+    return _op__foreach_sub__List.call(_ks_list(self) | _ks_list(other), self, other, alpha)
+
+_op__foreach_sub__ScalarList = _D.define('_foreach_sub_.ScalarList(Tensor(a!)[] self, Scalar[] scalars) -> ()')
+
+def _foreach_sub__ScalarList(self, scalars):
+    return _op__foreach_sub__ScalarList.call(_ks_list(self), self, scalars)
+
+_op__foreach_tan = _D.define('_foreach_tan(Tensor[] self) -> Tensor[]')
+
+def _foreach_tan(self):
+    return _op__foreach_tan.call(_ks_list(self), self)
+
+_op__foreach_tan_ = _D.define('_foreach_tan_(Tensor(a!)[] self) -> ()')
+
+def _foreach_tan_(self):
+    return _op__foreach_tan_.call(_ks_list(self), self)
+
+_op__foreach_tanh = _D.define('_foreach_tanh(Tensor[] self) -> Tensor[]')
+
+def _foreach_tanh(self):
+    return _op__foreach_tanh.call(_ks_list(self), self)
+
+_op__foreach_tanh_ = _D.define('_foreach_tanh_(Tensor(a!)[] self) -> ()')
+
+def _foreach_tanh_(self):
+    return _op__foreach_tanh_.call(_ks_list(self), self)
+
+_op__foreach_trunc = _D.define('_foreach_trunc(Tensor[] self) -> Tensor[]')
+
+def _foreach_trunc(self):
+    return _op__foreach_trunc.call(_ks_list(self), self)
+
+_op__foreach_trunc_ = _D.define('_foreach_trunc_(Tensor(a!)[] self) -> ()')
+
+def _foreach_trunc_(self):
+    return _op__foreach_trunc_.call(_ks_list(self), self)
+
+_op__foreach_zero_ = _D.define('_foreach_zero_(Tensor(a!)[] self) -> ()')
+
+def _foreach_zero_(self):
+    return _op__foreach_zero_.call(_ks_list(self), self)
 
 _op__foreach_add__Scalar = _D.define('_foreach_add_.Scalar(Tensor(a!)[] self, Scalar scalar) -> ()')
 

@@ -10703,6 +10703,22 @@ def _ag_clamp_min__default(ks, self, min):
     return result
 
 
+def _ag_clamp_min__Tensor(ks, self, min):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg or min._rg)):
+        return aten._op_clamp_min__Tensor.redispatch(ks & _BELOW, self, min)
+    _n = ClampMinBackward1()
+    _n._next = _edges(self, min)
+    _n._input_meta = _meta(self, min)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.min_ = _SV(min)
+    result = aten._op_clamp_min__Tensor.redispatch(ks & _BELOW, self, min)
+    _rebase_history(self, _n)
+    return result
+
+
 def _ag_clamp_max__default(ks, self, max):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -10714,6 +10730,22 @@ def _ag_clamp_max__default(ks, self, max):
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_clamp_max_.redispatch(ks & _BELOW, self, max)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_clamp_max__Tensor(ks, self, max):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg or max._rg)):
+        return aten._op_clamp_max__Tensor.redispatch(ks & _BELOW, self, max)
+    _n = ClampMaxBackward1()
+    _n._next = _edges(self, max)
+    _n._input_meta = _meta(self, max)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.max_ = _SV(max)
+    result = aten._op_clamp_max__Tensor.redispatch(ks & _BELOW, self, max)
     _rebase_history(self, _n)
     return result
 
@@ -11668,7 +11700,9 @@ for _h, _k in (
     (aten._op_clamp__Tensor, _ag_clamp__Tensor),
     (aten._op_clip_, _ag_clip__default),
     (aten._op_clamp_min_, _ag_clamp_min__default),
+    (aten._op_clamp_min__Tensor, _ag_clamp_min__Tensor),
     (aten._op_clamp_max_, _ag_clamp_max__default),
+    (aten._op_clamp_max__Tensor, _ag_clamp_max__Tensor),
     (aten._op_lerp__Scalar, _ag_lerp__Scalar),
     (aten._op_lerp__Tensor, _ag_lerp__Tensor),
     (aten._op_addcmul_, _ag_addcmul__default),

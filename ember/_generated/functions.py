@@ -11,8 +11,9 @@ from ember.c10.generator import Generator as _Generator
 from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
+from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_embedding_bag', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_prelu_kernel', '_safe_softmax', '_scaled_dot_product_attention_math', '_softmax', '_unique2', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -5218,9 +5219,13 @@ clamp_min.__doc__ = 'clamp_min(input: Tensor, min: Number) -> Tensor\nclamp_min(
 
 _sig_clamp_min_ = _Signatures('clamp_min_', [
     (('input', 'T', False, False, None), ('min', 'Scalar', False, False, None),),
+    (('input', 'T', False, False, None), ('min', 'T', False, False, None),),
 ], method=False)
 
 def _bind_clamp_min__0(input, min):
+    return (input, min)
+
+def _bind_clamp_min__1(input, min):
     return (input, min)
 
 def clamp_min_(*args, **kwargs):
@@ -5232,15 +5237,23 @@ def clamp_min_(*args, **kwargs):
         input, min = _b
         if isinstance(input, _Tensor) and type(min) in _NUMBERS:
             return _A._op_clamp_min_.call(input._ks, input, min)
+    try:
+        _b = _bind_clamp_min__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, min = _b
+        if isinstance(input, _Tensor) and isinstance(min, _Tensor):
+            return _A._op_clamp_min__Tensor.call(input._ks | min._ks, input, min)
     _i, _a = _sig_clamp_min_.parse(args, kwargs)
     if _i == 0:
         return _A._op_clamp_min_.call(_a['input']._ks, _a['input'], _a['min'])
+    elif _i == 1:
+        return _A._op_clamp_min__Tensor.call(_a['input']._ks | _a['min']._ks, _a['input'], _a['min'])
     raise AssertionError('unreachable')
 
 
-clamp_min_.__doc__ = 'clamp_min_(input: Tensor, min: Number) -> Tensor'
-def _signature_clamp_min_(input, min): ...
-clamp_min_.__wrapped__ = _signature_clamp_min_
+clamp_min_.__doc__ = 'clamp_min_(input: Tensor, min: Number) -> Tensor\nclamp_min_(input: Tensor, min: Tensor) -> Tensor'
 
 
 _sig_clamp_max = _Signatures('clamp_max', [
@@ -5284,9 +5297,13 @@ clamp_max.__doc__ = 'clamp_max(input: Tensor, max: Number) -> Tensor\nclamp_max(
 
 _sig_clamp_max_ = _Signatures('clamp_max_', [
     (('input', 'T', False, False, None), ('max', 'Scalar', False, False, None),),
+    (('input', 'T', False, False, None), ('max', 'T', False, False, None),),
 ], method=False)
 
 def _bind_clamp_max__0(input, max):
+    return (input, max)
+
+def _bind_clamp_max__1(input, max):
     return (input, max)
 
 def clamp_max_(*args, **kwargs):
@@ -5298,15 +5315,23 @@ def clamp_max_(*args, **kwargs):
         input, max = _b
         if isinstance(input, _Tensor) and type(max) in _NUMBERS:
             return _A._op_clamp_max_.call(input._ks, input, max)
+    try:
+        _b = _bind_clamp_max__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, max = _b
+        if isinstance(input, _Tensor) and isinstance(max, _Tensor):
+            return _A._op_clamp_max__Tensor.call(input._ks | max._ks, input, max)
     _i, _a = _sig_clamp_max_.parse(args, kwargs)
     if _i == 0:
         return _A._op_clamp_max_.call(_a['input']._ks, _a['input'], _a['max'])
+    elif _i == 1:
+        return _A._op_clamp_max__Tensor.call(_a['input']._ks | _a['max']._ks, _a['input'], _a['max'])
     raise AssertionError('unreachable')
 
 
-clamp_max_.__doc__ = 'clamp_max_(input: Tensor, max: Number) -> Tensor'
-def _signature_clamp_max_(input, max): ...
-clamp_max_.__wrapped__ = _signature_clamp_max_
+clamp_max_.__doc__ = 'clamp_max_(input: Tensor, max: Number) -> Tensor\nclamp_max_(input: Tensor, max: Tensor) -> Tensor'
 
 
 _sig_lerp = _Signatures('lerp', [
@@ -6575,6 +6600,33 @@ def nanquantile(*args, **kwargs):
 
 
 nanquantile.__doc__ = "nanquantile(input: Tensor, q: Tensor, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor\nnanquantile(input: Tensor, q: float, dim: Optional[int] = None, keepdim: bool = False, *, interpolation: str = 'linear') -> Tensor"
+
+
+_sig__unique2 = _Signatures('_unique2', [
+    (('input', 'T', False, False, None), ('sorted', 'bool', False, True, True), ('return_inverse', 'bool', False, True, False), ('return_counts', 'bool', False, True, False),),
+], method=False)
+
+def _bind__unique2_0(input, sorted=True, return_inverse=False, return_counts=False):
+    return (input, sorted, return_inverse, return_counts)
+
+def _unique2(*args, **kwargs):
+    try:
+        _b = _bind__unique2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, sorted, return_inverse, return_counts = _b
+        if isinstance(input, _Tensor) and type(sorted) is bool and type(return_inverse) is bool and type(return_counts) is bool:
+            return _A._op__unique2.call(input._ks, input, sorted, return_inverse, return_counts)
+    _i, _a = _sig__unique2.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__unique2.call(_a['input']._ks, _a['input'], _a['sorted'], _a['return_inverse'], _a['return_counts'])
+    raise AssertionError('unreachable')
+
+
+_unique2.__doc__ = '_unique2(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False) -> (Tensor, Tensor, Tensor)'
+def _signature__unique2(input, sorted=True, return_inverse=False, return_counts=False): ...
+_unique2.__wrapped__ = _signature__unique2
 
 
 _sig_unique_dim = _Signatures('unique_dim', [
@@ -10071,6 +10123,60 @@ def _signature_pinverse(input, rcond=1e-15): ...
 pinverse.__wrapped__ = _signature_pinverse
 
 
+_sig__softmax = _Signatures('_softmax', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('half_to_float', 'bool', False, False, None),),
+], method=False)
+
+def _bind__softmax_0(input, dim, half_to_float):
+    return (input, dim, half_to_float)
+
+def _softmax(*args, **kwargs):
+    try:
+        _b = _bind__softmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, half_to_float = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(half_to_float) is bool:
+            return _A._op__softmax.call(input._ks, input, dim, half_to_float)
+    _i, _a = _sig__softmax.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__softmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['half_to_float'])
+    raise AssertionError('unreachable')
+
+
+_softmax.__doc__ = '_softmax(input: Tensor, dim: int, half_to_float: bool) -> Tensor'
+def _signature__softmax(input, dim, half_to_float): ...
+_softmax.__wrapped__ = _signature__softmax
+
+
+_sig__log_softmax = _Signatures('_log_softmax', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('half_to_float', 'bool', False, False, None),),
+], method=False)
+
+def _bind__log_softmax_0(input, dim, half_to_float):
+    return (input, dim, half_to_float)
+
+def _log_softmax(*args, **kwargs):
+    try:
+        _b = _bind__log_softmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, half_to_float = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(half_to_float) is bool:
+            return _A._op__log_softmax.call(input._ks, input, dim, half_to_float)
+    _i, _a = _sig__log_softmax.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__log_softmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['half_to_float'])
+    raise AssertionError('unreachable')
+
+
+_log_softmax.__doc__ = '_log_softmax(input: Tensor, dim: int, half_to_float: bool) -> Tensor'
+def _signature__log_softmax(input, dim, half_to_float): ...
+_log_softmax.__wrapped__ = _signature__log_softmax
+
+
 _sig_softmax = _Signatures('softmax', [
     (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),),
 ], method=False)
@@ -10581,6 +10687,1627 @@ def _signature_rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
 rnn_relu_cell.__wrapped__ = _signature_rnn_relu_cell
 
 
+_sig__foreach_abs = _Signatures('_foreach_abs', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_abs(*args, **kwargs):
+    _i, _a = _sig__foreach_abs.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_abs.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_abs.__doc__ = '_foreach_abs(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_abs(input): ...
+_foreach_abs.__wrapped__ = _signature__foreach_abs
+
+
+_sig__foreach_abs_ = _Signatures('_foreach_abs_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_abs_(*args, **kwargs):
+    _i, _a = _sig__foreach_abs_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_abs_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_abs_.__doc__ = '_foreach_abs_(input: List[Tensor]) -> ()'
+def _signature__foreach_abs_(input): ...
+_foreach_abs_.__wrapped__ = _signature__foreach_abs_
+
+
+_sig__foreach_acos = _Signatures('_foreach_acos', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_acos(*args, **kwargs):
+    _i, _a = _sig__foreach_acos.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_acos.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_acos.__doc__ = '_foreach_acos(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_acos(input): ...
+_foreach_acos.__wrapped__ = _signature__foreach_acos
+
+
+_sig__foreach_acos_ = _Signatures('_foreach_acos_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_acos_(*args, **kwargs):
+    _i, _a = _sig__foreach_acos_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_acos_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_acos_.__doc__ = '_foreach_acos_(input: List[Tensor]) -> ()'
+def _signature__foreach_acos_(input): ...
+_foreach_acos_.__wrapped__ = _signature__foreach_acos_
+
+
+_sig__foreach_add = _Signatures('_foreach_add', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None), ('alpha', 'Scalar', True, True, 1),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
+], method=False)
+
+def _foreach_add(*args, **kwargs):
+    _i, _a = _sig__foreach_add.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_add_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+    elif _i == 1:
+        return _A._op__foreach_add_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'], _a['alpha'])
+    elif _i == 2:
+        return _A._op__foreach_add_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+    elif _i == 3:
+        return _A._op__foreach_add_Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
+    raise AssertionError('unreachable')
+
+
+_foreach_add.__doc__ = '_foreach_add(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_add(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> List[Tensor]\n_foreach_add(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_add(input: List[Tensor], other: Tensor, *, alpha: Number = 1) -> List[Tensor]'
+
+
+_sig__foreach_add_ = _Signatures('_foreach_add_', [
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None), ('alpha', 'Scalar', True, True, 1),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+], method=False)
+
+def _foreach_add_(*args, **kwargs):
+    _i, _a = _sig__foreach_add_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_add__List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'], _a['alpha']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_add__ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_add__Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other'], _a['alpha']), _a['input'])
+    elif _i == 3:
+        return _returning(_A._op__foreach_add__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_add_.__doc__ = '_foreach_add_(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> ()\n_foreach_add_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_add_(input: List[Tensor], other: Tensor, *, alpha: Number = 1) -> ()\n_foreach_add_(input: List[Tensor], scalar: Number) -> ()'
+
+
+_sig__foreach_addcdiv = _Signatures('_foreach_addcdiv', [
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('value', 'Scalar', False, True, 1),),
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'T', False, False, None),),
+], method=False)
+
+def _foreach_addcdiv(*args, **kwargs):
+    _i, _a = _sig__foreach_addcdiv.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_addcdiv_Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
+    elif _i == 1:
+        return _A._op__foreach_addcdiv_ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars'])
+    elif _i == 2:
+        return _A._op__foreach_addcdiv_Tensor.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']) | _a['scalars']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars'])
+    raise AssertionError('unreachable')
+
+
+_foreach_addcdiv.__doc__ = '_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> List[Tensor]\n_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_addcdiv(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> List[Tensor]'
+
+
+_sig__foreach_addcdiv_ = _Signatures('_foreach_addcdiv_', [
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('value', 'Scalar', False, True, 1),),
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'T', False, False, None),),
+], method=False)
+
+def _foreach_addcdiv_(*args, **kwargs):
+    _i, _a = _sig__foreach_addcdiv_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_addcdiv__Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_addcdiv__ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_addcdiv__Tensor.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']) | _a['scalars']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_addcdiv_.__doc__ = '_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> ()\n_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> ()\n_foreach_addcdiv_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> ()'
+
+
+_sig__foreach_addcmul = _Signatures('_foreach_addcmul', [
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('value', 'Scalar', False, True, 1),),
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'T', False, False, None),),
+], method=False)
+
+def _foreach_addcmul(*args, **kwargs):
+    _i, _a = _sig__foreach_addcmul.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_addcmul_Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value'])
+    elif _i == 1:
+        return _A._op__foreach_addcmul_ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars'])
+    elif _i == 2:
+        return _A._op__foreach_addcmul_Tensor.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']) | _a['scalars']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars'])
+    raise AssertionError('unreachable')
+
+
+_foreach_addcmul.__doc__ = '_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> List[Tensor]\n_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_addcmul(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> List[Tensor]'
+
+
+_sig__foreach_addcmul_ = _Signatures('_foreach_addcmul_', [
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('value', 'Scalar', False, True, 1),),
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'T', False, False, None),),
+], method=False)
+
+def _foreach_addcmul_(*args, **kwargs):
+    _i, _a = _sig__foreach_addcmul_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_addcmul__Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['value']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_addcmul__ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']), _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_addcmul__Tensor.call(_ks_list(_a['input']) | _ks_list(_a['tensor1']) | _ks_list(_a['tensor2']) | _a['scalars']._ks, _a['input'], _a['tensor1'], _a['tensor2'], _a['scalars']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_addcmul_.__doc__ = '_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], value: Number = 1) -> ()\n_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: List[Number]) -> ()\n_foreach_addcmul_(input: List[Tensor], tensor1: List[Tensor], tensor2: List[Tensor], scalars: Tensor) -> ()'
+
+
+_sig__foreach_asin = _Signatures('_foreach_asin', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_asin(*args, **kwargs):
+    _i, _a = _sig__foreach_asin.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_asin.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_asin.__doc__ = '_foreach_asin(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_asin(input): ...
+_foreach_asin.__wrapped__ = _signature__foreach_asin
+
+
+_sig__foreach_asin_ = _Signatures('_foreach_asin_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_asin_(*args, **kwargs):
+    _i, _a = _sig__foreach_asin_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_asin_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_asin_.__doc__ = '_foreach_asin_(input: List[Tensor]) -> ()'
+def _signature__foreach_asin_(input): ...
+_foreach_asin_.__wrapped__ = _signature__foreach_asin_
+
+
+_sig__foreach_atan = _Signatures('_foreach_atan', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_atan(*args, **kwargs):
+    _i, _a = _sig__foreach_atan.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_atan.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_atan.__doc__ = '_foreach_atan(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_atan(input): ...
+_foreach_atan.__wrapped__ = _signature__foreach_atan
+
+
+_sig__foreach_atan_ = _Signatures('_foreach_atan_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_atan_(*args, **kwargs):
+    _i, _a = _sig__foreach_atan_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_atan_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_atan_.__doc__ = '_foreach_atan_(input: List[Tensor]) -> ()'
+def _signature__foreach_atan_(input): ...
+_foreach_atan_.__wrapped__ = _signature__foreach_atan_
+
+
+_sig__foreach_ceil = _Signatures('_foreach_ceil', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_ceil(*args, **kwargs):
+    _i, _a = _sig__foreach_ceil.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_ceil.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_ceil.__doc__ = '_foreach_ceil(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_ceil(input): ...
+_foreach_ceil.__wrapped__ = _signature__foreach_ceil
+
+
+_sig__foreach_ceil_ = _Signatures('_foreach_ceil_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_ceil_(*args, **kwargs):
+    _i, _a = _sig__foreach_ceil_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_ceil_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_ceil_.__doc__ = '_foreach_ceil_(input: List[Tensor]) -> ()'
+def _signature__foreach_ceil_(input): ...
+_foreach_ceil_.__wrapped__ = _signature__foreach_ceil_
+
+
+_sig__foreach_clamp_max = _Signatures('_foreach_clamp_max', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_clamp_max(*args, **kwargs):
+    _i, _a = _sig__foreach_clamp_max.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_clamp_max_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+    elif _i == 1:
+        return _A._op__foreach_clamp_max_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+    elif _i == 2:
+        return _A._op__foreach_clamp_max_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+    raise AssertionError('unreachable')
+
+
+_foreach_clamp_max.__doc__ = '_foreach_clamp_max(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_clamp_max(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_clamp_max(input: List[Tensor], scalars: List[Number]) -> List[Tensor]'
+
+
+_sig__foreach_clamp_max_ = _Signatures('_foreach_clamp_max_', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_clamp_max_(*args, **kwargs):
+    _i, _a = _sig__foreach_clamp_max_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_clamp_max__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_clamp_max__List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_clamp_max__ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_clamp_max_.__doc__ = '_foreach_clamp_max_(input: List[Tensor], scalar: Number) -> ()\n_foreach_clamp_max_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_clamp_max_(input: List[Tensor], scalars: List[Number]) -> ()'
+
+
+_sig__foreach_clamp_min = _Signatures('_foreach_clamp_min', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_clamp_min(*args, **kwargs):
+    _i, _a = _sig__foreach_clamp_min.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_clamp_min_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+    elif _i == 1:
+        return _A._op__foreach_clamp_min_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+    elif _i == 2:
+        return _A._op__foreach_clamp_min_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+    raise AssertionError('unreachable')
+
+
+_foreach_clamp_min.__doc__ = '_foreach_clamp_min(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_clamp_min(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_clamp_min(input: List[Tensor], scalars: List[Number]) -> List[Tensor]'
+
+
+_sig__foreach_clamp_min_ = _Signatures('_foreach_clamp_min_', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_clamp_min_(*args, **kwargs):
+    _i, _a = _sig__foreach_clamp_min_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_clamp_min__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_clamp_min__List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_clamp_min__ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_clamp_min_.__doc__ = '_foreach_clamp_min_(input: List[Tensor], scalar: Number) -> ()\n_foreach_clamp_min_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_clamp_min_(input: List[Tensor], scalars: List[Number]) -> ()'
+
+
+_sig__foreach_clone = _Signatures('_foreach_clone', [
+    (('input', 'T[]', False, False, None), ('memory_format', 'any', True, True, None),),
+], method=False)
+
+def _foreach_clone(*args, **kwargs):
+    _i, _a = _sig__foreach_clone.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_clone.call(_ks_list(_a['input']), _a['input'], _a['memory_format'])
+    raise AssertionError('unreachable')
+
+
+_foreach_clone.__doc__ = '_foreach_clone(input: List[Tensor], *, memory_format=None) -> List[Tensor]'
+def _signature__foreach_clone(input, *, memory_format=None): ...
+_foreach_clone.__wrapped__ = _signature__foreach_clone
+
+
+_sig__foreach_copy_ = _Signatures('_foreach_copy_', [
+    (('input', 'T[]', False, False, None), ('src', 'T[]', False, False, None), ('non_blocking', 'bool', False, True, False),),
+], method=False)
+
+def _foreach_copy_(*args, **kwargs):
+    _i, _a = _sig__foreach_copy_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_copy_.call(_ks_list(_a['input']) | _ks_list(_a['src']), _a['input'], _a['src'], _a['non_blocking']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_copy_.__doc__ = '_foreach_copy_(input: List[Tensor], src: List[Tensor], non_blocking: bool = False) -> ()'
+def _signature__foreach_copy_(input, src, non_blocking=False): ...
+_foreach_copy_.__wrapped__ = _signature__foreach_copy_
+
+
+_sig__foreach_cos = _Signatures('_foreach_cos', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_cos(*args, **kwargs):
+    _i, _a = _sig__foreach_cos.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_cos.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_cos.__doc__ = '_foreach_cos(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_cos(input): ...
+_foreach_cos.__wrapped__ = _signature__foreach_cos
+
+
+_sig__foreach_cos_ = _Signatures('_foreach_cos_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_cos_(*args, **kwargs):
+    _i, _a = _sig__foreach_cos_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_cos_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_cos_.__doc__ = '_foreach_cos_(input: List[Tensor]) -> ()'
+def _signature__foreach_cos_(input): ...
+_foreach_cos_.__wrapped__ = _signature__foreach_cos_
+
+
+_sig__foreach_cosh = _Signatures('_foreach_cosh', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_cosh(*args, **kwargs):
+    _i, _a = _sig__foreach_cosh.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_cosh.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_cosh.__doc__ = '_foreach_cosh(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_cosh(input): ...
+_foreach_cosh.__wrapped__ = _signature__foreach_cosh
+
+
+_sig__foreach_cosh_ = _Signatures('_foreach_cosh_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_cosh_(*args, **kwargs):
+    _i, _a = _sig__foreach_cosh_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_cosh_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_cosh_.__doc__ = '_foreach_cosh_(input: List[Tensor]) -> ()'
+def _signature__foreach_cosh_(input): ...
+_foreach_cosh_.__wrapped__ = _signature__foreach_cosh_
+
+
+_sig__foreach_div = _Signatures('_foreach_div', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _foreach_div(*args, **kwargs):
+    _i, _a = _sig__foreach_div.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_div_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+    elif _i == 1:
+        return _A._op__foreach_div_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+    elif _i == 2:
+        return _A._op__foreach_div_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+    elif _i == 3:
+        return _A._op__foreach_div_Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+_foreach_div.__doc__ = '_foreach_div(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_div(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_div(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_div(input: List[Tensor], other: Tensor) -> List[Tensor]'
+
+
+_sig__foreach_div_ = _Signatures('_foreach_div_', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _foreach_div_(*args, **kwargs):
+    _i, _a = _sig__foreach_div_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_div__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_div__List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_div__ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']), _a['input'])
+    elif _i == 3:
+        return _returning(_A._op__foreach_div__Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_div_.__doc__ = '_foreach_div_(input: List[Tensor], scalar: Number) -> ()\n_foreach_div_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_div_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_div_(input: List[Tensor], other: Tensor) -> ()'
+
+
+_sig__foreach_erf = _Signatures('_foreach_erf', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_erf(*args, **kwargs):
+    _i, _a = _sig__foreach_erf.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_erf.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_erf.__doc__ = '_foreach_erf(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_erf(input): ...
+_foreach_erf.__wrapped__ = _signature__foreach_erf
+
+
+_sig__foreach_erf_ = _Signatures('_foreach_erf_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_erf_(*args, **kwargs):
+    _i, _a = _sig__foreach_erf_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_erf_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_erf_.__doc__ = '_foreach_erf_(input: List[Tensor]) -> ()'
+def _signature__foreach_erf_(input): ...
+_foreach_erf_.__wrapped__ = _signature__foreach_erf_
+
+
+_sig__foreach_erfc = _Signatures('_foreach_erfc', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_erfc(*args, **kwargs):
+    _i, _a = _sig__foreach_erfc.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_erfc.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_erfc.__doc__ = '_foreach_erfc(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_erfc(input): ...
+_foreach_erfc.__wrapped__ = _signature__foreach_erfc
+
+
+_sig__foreach_erfc_ = _Signatures('_foreach_erfc_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_erfc_(*args, **kwargs):
+    _i, _a = _sig__foreach_erfc_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_erfc_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_erfc_.__doc__ = '_foreach_erfc_(input: List[Tensor]) -> ()'
+def _signature__foreach_erfc_(input): ...
+_foreach_erfc_.__wrapped__ = _signature__foreach_erfc_
+
+
+_sig__foreach_exp = _Signatures('_foreach_exp', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_exp(*args, **kwargs):
+    _i, _a = _sig__foreach_exp.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_exp.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_exp.__doc__ = '_foreach_exp(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_exp(input): ...
+_foreach_exp.__wrapped__ = _signature__foreach_exp
+
+
+_sig__foreach_exp_ = _Signatures('_foreach_exp_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_exp_(*args, **kwargs):
+    _i, _a = _sig__foreach_exp_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_exp_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_exp_.__doc__ = '_foreach_exp_(input: List[Tensor]) -> ()'
+def _signature__foreach_exp_(input): ...
+_foreach_exp_.__wrapped__ = _signature__foreach_exp_
+
+
+_sig__foreach_expm1 = _Signatures('_foreach_expm1', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_expm1(*args, **kwargs):
+    _i, _a = _sig__foreach_expm1.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_expm1.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_expm1.__doc__ = '_foreach_expm1(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_expm1(input): ...
+_foreach_expm1.__wrapped__ = _signature__foreach_expm1
+
+
+_sig__foreach_expm1_ = _Signatures('_foreach_expm1_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_expm1_(*args, **kwargs):
+    _i, _a = _sig__foreach_expm1_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_expm1_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_expm1_.__doc__ = '_foreach_expm1_(input: List[Tensor]) -> ()'
+def _signature__foreach_expm1_(input): ...
+_foreach_expm1_.__wrapped__ = _signature__foreach_expm1_
+
+
+_sig__foreach_floor = _Signatures('_foreach_floor', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_floor(*args, **kwargs):
+    _i, _a = _sig__foreach_floor.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_floor.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_floor.__doc__ = '_foreach_floor(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_floor(input): ...
+_foreach_floor.__wrapped__ = _signature__foreach_floor
+
+
+_sig__foreach_floor_ = _Signatures('_foreach_floor_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_floor_(*args, **kwargs):
+    _i, _a = _sig__foreach_floor_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_floor_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_floor_.__doc__ = '_foreach_floor_(input: List[Tensor]) -> ()'
+def _signature__foreach_floor_(input): ...
+_foreach_floor_.__wrapped__ = _signature__foreach_floor_
+
+
+_sig__foreach_frac = _Signatures('_foreach_frac', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_frac(*args, **kwargs):
+    _i, _a = _sig__foreach_frac.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_frac.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_frac.__doc__ = '_foreach_frac(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_frac(input): ...
+_foreach_frac.__wrapped__ = _signature__foreach_frac
+
+
+_sig__foreach_frac_ = _Signatures('_foreach_frac_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_frac_(*args, **kwargs):
+    _i, _a = _sig__foreach_frac_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_frac_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_frac_.__doc__ = '_foreach_frac_(input: List[Tensor]) -> ()'
+def _signature__foreach_frac_(input): ...
+_foreach_frac_.__wrapped__ = _signature__foreach_frac_
+
+
+_sig__foreach_lerp = _Signatures('_foreach_lerp', [
+    (('input', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weights', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weight', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weight', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_lerp(*args, **kwargs):
+    _i, _a = _sig__foreach_lerp.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_lerp_List.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']) | _ks_list(_a['weights']), _a['input'], _a['tensors1'], _a['weights'])
+    elif _i == 1:
+        return _A._op__foreach_lerp_Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']), _a['input'], _a['tensors1'], _a['weight'])
+    elif _i == 2:
+        return _A._op__foreach_lerp_ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']), _a['input'], _a['tensors1'], _a['weight'])
+    raise AssertionError('unreachable')
+
+
+_foreach_lerp.__doc__ = '_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weights: List[Tensor]) -> List[Tensor]\n_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weight: Number) -> List[Tensor]\n_foreach_lerp(input: List[Tensor], tensors1: List[Tensor], weight: List[Number]) -> List[Tensor]'
+
+
+_sig__foreach_lerp_ = _Signatures('_foreach_lerp_', [
+    (('input', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weights', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weight', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weight', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_lerp_(*args, **kwargs):
+    _i, _a = _sig__foreach_lerp_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_lerp__List.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']) | _ks_list(_a['weights']), _a['input'], _a['tensors1'], _a['weights']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_lerp__Scalar.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']), _a['input'], _a['tensors1'], _a['weight']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_lerp__ScalarList.call(_ks_list(_a['input']) | _ks_list(_a['tensors1']), _a['input'], _a['tensors1'], _a['weight']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_lerp_.__doc__ = '_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weights: List[Tensor]) -> ()\n_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weight: Number) -> ()\n_foreach_lerp_(input: List[Tensor], tensors1: List[Tensor], weight: List[Number]) -> ()'
+
+
+_sig__foreach_lgamma = _Signatures('_foreach_lgamma', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_lgamma(*args, **kwargs):
+    _i, _a = _sig__foreach_lgamma.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_lgamma.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_lgamma.__doc__ = '_foreach_lgamma(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_lgamma(input): ...
+_foreach_lgamma.__wrapped__ = _signature__foreach_lgamma
+
+
+_sig__foreach_lgamma_ = _Signatures('_foreach_lgamma_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_lgamma_(*args, **kwargs):
+    _i, _a = _sig__foreach_lgamma_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_lgamma_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_lgamma_.__doc__ = '_foreach_lgamma_(input: List[Tensor]) -> ()'
+def _signature__foreach_lgamma_(input): ...
+_foreach_lgamma_.__wrapped__ = _signature__foreach_lgamma_
+
+
+_sig__foreach_log = _Signatures('_foreach_log', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_log(*args, **kwargs):
+    _i, _a = _sig__foreach_log.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_log.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_log.__doc__ = '_foreach_log(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_log(input): ...
+_foreach_log.__wrapped__ = _signature__foreach_log
+
+
+_sig__foreach_log10 = _Signatures('_foreach_log10', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_log10(*args, **kwargs):
+    _i, _a = _sig__foreach_log10.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_log10.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_log10.__doc__ = '_foreach_log10(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_log10(input): ...
+_foreach_log10.__wrapped__ = _signature__foreach_log10
+
+
+_sig__foreach_log10_ = _Signatures('_foreach_log10_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_log10_(*args, **kwargs):
+    _i, _a = _sig__foreach_log10_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_log10_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_log10_.__doc__ = '_foreach_log10_(input: List[Tensor]) -> ()'
+def _signature__foreach_log10_(input): ...
+_foreach_log10_.__wrapped__ = _signature__foreach_log10_
+
+
+_sig__foreach_log1p = _Signatures('_foreach_log1p', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_log1p(*args, **kwargs):
+    _i, _a = _sig__foreach_log1p.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_log1p.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_log1p.__doc__ = '_foreach_log1p(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_log1p(input): ...
+_foreach_log1p.__wrapped__ = _signature__foreach_log1p
+
+
+_sig__foreach_log1p_ = _Signatures('_foreach_log1p_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_log1p_(*args, **kwargs):
+    _i, _a = _sig__foreach_log1p_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_log1p_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_log1p_.__doc__ = '_foreach_log1p_(input: List[Tensor]) -> ()'
+def _signature__foreach_log1p_(input): ...
+_foreach_log1p_.__wrapped__ = _signature__foreach_log1p_
+
+
+_sig__foreach_log2 = _Signatures('_foreach_log2', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_log2(*args, **kwargs):
+    _i, _a = _sig__foreach_log2.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_log2.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_log2.__doc__ = '_foreach_log2(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_log2(input): ...
+_foreach_log2.__wrapped__ = _signature__foreach_log2
+
+
+_sig__foreach_log2_ = _Signatures('_foreach_log2_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_log2_(*args, **kwargs):
+    _i, _a = _sig__foreach_log2_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_log2_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_log2_.__doc__ = '_foreach_log2_(input: List[Tensor]) -> ()'
+def _signature__foreach_log2_(input): ...
+_foreach_log2_.__wrapped__ = _signature__foreach_log2_
+
+
+_sig__foreach_log_ = _Signatures('_foreach_log_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_log_(*args, **kwargs):
+    _i, _a = _sig__foreach_log_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_log_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_log_.__doc__ = '_foreach_log_(input: List[Tensor]) -> ()'
+def _signature__foreach_log_(input): ...
+_foreach_log_.__wrapped__ = _signature__foreach_log_
+
+
+_sig__foreach_max = _Signatures('_foreach_max', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_max(*args, **kwargs):
+    _i, _a = _sig__foreach_max.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_max.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_max.__doc__ = '_foreach_max(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_max(input): ...
+_foreach_max.__wrapped__ = _signature__foreach_max
+
+
+_sig__foreach_maximum = _Signatures('_foreach_maximum', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_maximum(*args, **kwargs):
+    _i, _a = _sig__foreach_maximum.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_maximum_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+    elif _i == 1:
+        return _A._op__foreach_maximum_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+    elif _i == 2:
+        return _A._op__foreach_maximum_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+    raise AssertionError('unreachable')
+
+
+_foreach_maximum.__doc__ = '_foreach_maximum(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_maximum(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_maximum(input: List[Tensor], scalars: List[Number]) -> List[Tensor]'
+
+
+_sig__foreach_maximum_ = _Signatures('_foreach_maximum_', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_maximum_(*args, **kwargs):
+    _i, _a = _sig__foreach_maximum_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_maximum__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_maximum__List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_maximum__ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_maximum_.__doc__ = '_foreach_maximum_(input: List[Tensor], scalar: Number) -> ()\n_foreach_maximum_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_maximum_(input: List[Tensor], scalars: List[Number]) -> ()'
+
+
+_sig__foreach_minimum = _Signatures('_foreach_minimum', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_minimum(*args, **kwargs):
+    _i, _a = _sig__foreach_minimum.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_minimum_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+    elif _i == 1:
+        return _A._op__foreach_minimum_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+    elif _i == 2:
+        return _A._op__foreach_minimum_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+    raise AssertionError('unreachable')
+
+
+_foreach_minimum.__doc__ = '_foreach_minimum(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_minimum(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_minimum(input: List[Tensor], scalars: List[Number]) -> List[Tensor]'
+
+
+_sig__foreach_minimum_ = _Signatures('_foreach_minimum_', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_minimum_(*args, **kwargs):
+    _i, _a = _sig__foreach_minimum_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_minimum__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_minimum__List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_minimum__ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_minimum_.__doc__ = '_foreach_minimum_(input: List[Tensor], scalar: Number) -> ()\n_foreach_minimum_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_minimum_(input: List[Tensor], scalars: List[Number]) -> ()'
+
+
+_sig__foreach_mm = _Signatures('_foreach_mm', [
+    (('input', 'T[]', False, False, None), ('mat2', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_mm(*args, **kwargs):
+    _i, _a = _sig__foreach_mm.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_mm.call(_ks_list(_a['input']) | _ks_list(_a['mat2']), _a['input'], _a['mat2'])
+    raise AssertionError('unreachable')
+
+
+_foreach_mm.__doc__ = '_foreach_mm(input: List[Tensor], mat2: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_mm(input, mat2): ...
+_foreach_mm.__wrapped__ = _signature__foreach_mm
+
+
+_sig__foreach_mul = _Signatures('_foreach_mul', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _foreach_mul(*args, **kwargs):
+    _i, _a = _sig__foreach_mul.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_mul_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+    elif _i == 1:
+        return _A._op__foreach_mul_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'])
+    elif _i == 2:
+        return _A._op__foreach_mul_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+    elif _i == 3:
+        return _A._op__foreach_mul_Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+_foreach_mul.__doc__ = '_foreach_mul(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_mul(input: List[Tensor], other: List[Tensor]) -> List[Tensor]\n_foreach_mul(input: List[Tensor], scalars: List[Number]) -> List[Tensor]\n_foreach_mul(input: List[Tensor], other: Tensor) -> List[Tensor]'
+
+
+_sig__foreach_mul_ = _Signatures('_foreach_mul_', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _foreach_mul_(*args, **kwargs):
+    _i, _a = _sig__foreach_mul_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_mul__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_mul__List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_mul__ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']), _a['input'])
+    elif _i == 3:
+        return _returning(_A._op__foreach_mul__Tensor.call(_ks_list(_a['input']) | _a['other']._ks, _a['input'], _a['other']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_mul_.__doc__ = '_foreach_mul_(input: List[Tensor], scalar: Number) -> ()\n_foreach_mul_(input: List[Tensor], other: List[Tensor]) -> ()\n_foreach_mul_(input: List[Tensor], scalars: List[Number]) -> ()\n_foreach_mul_(input: List[Tensor], other: Tensor) -> ()'
+
+
+_sig__foreach_neg = _Signatures('_foreach_neg', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_neg(*args, **kwargs):
+    _i, _a = _sig__foreach_neg.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_neg.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_neg.__doc__ = '_foreach_neg(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_neg(input): ...
+_foreach_neg.__wrapped__ = _signature__foreach_neg
+
+
+_sig__foreach_neg_ = _Signatures('_foreach_neg_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_neg_(*args, **kwargs):
+    _i, _a = _sig__foreach_neg_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_neg_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_neg_.__doc__ = '_foreach_neg_(input: List[Tensor]) -> ()'
+def _signature__foreach_neg_(input): ...
+_foreach_neg_.__wrapped__ = _signature__foreach_neg_
+
+
+_sig__foreach_norm = _Signatures('_foreach_norm', [
+    (('input', 'T[]', False, False, None), ('ord', 'Scalar', False, True, 2), ('dtype', 'dtype?', False, True, None),),
+], method=False)
+
+def _foreach_norm(*args, **kwargs):
+    _i, _a = _sig__foreach_norm.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_norm_Scalar.call(_ks_list(_a['input']), _a['input'], _a['ord'], _a['dtype'])
+    raise AssertionError('unreachable')
+
+
+_foreach_norm.__doc__ = '_foreach_norm(input: List[Tensor], ord: Number = 2, dtype: Optional[dtype] = None) -> List[Tensor]'
+def _signature__foreach_norm(input, ord=2, dtype=None): ...
+_foreach_norm.__wrapped__ = _signature__foreach_norm
+
+
+_sig__foreach_pow = _Signatures('_foreach_pow', [
+    (('input', 'T[]', False, False, None), ('exponent', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('exponent', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('exponent', 'Scalar[]', False, False, None),),
+    (('input', 'Scalar', False, False, None), ('exponent', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_pow(*args, **kwargs):
+    _i, _a = _sig__foreach_pow.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_pow_List.call(_ks_list(_a['input']) | _ks_list(_a['exponent']), _a['input'], _a['exponent'])
+    elif _i == 1:
+        return _A._op__foreach_pow_Scalar.call(_ks_list(_a['input']), _a['input'], _a['exponent'])
+    elif _i == 2:
+        return _A._op__foreach_pow_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['exponent'])
+    elif _i == 3:
+        return _A._op__foreach_pow_ScalarAndTensor.call(_ks_list(_a['exponent']), _a['input'], _a['exponent'])
+    raise AssertionError('unreachable')
+
+
+_foreach_pow.__doc__ = '_foreach_pow(input: List[Tensor], exponent: List[Tensor]) -> List[Tensor]\n_foreach_pow(input: List[Tensor], exponent: Number) -> List[Tensor]\n_foreach_pow(input: List[Tensor], exponent: List[Number]) -> List[Tensor]\n_foreach_pow(input: Number, exponent: List[Tensor]) -> List[Tensor]'
+
+
+_sig__foreach_pow_ = _Signatures('_foreach_pow_', [
+    (('input', 'T[]', False, False, None), ('exponent', 'T[]', False, False, None),),
+    (('input', 'T[]', False, False, None), ('exponent', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('exponent', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_pow_(*args, **kwargs):
+    _i, _a = _sig__foreach_pow_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_pow__List.call(_ks_list(_a['input']) | _ks_list(_a['exponent']), _a['input'], _a['exponent']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_pow__Scalar.call(_ks_list(_a['input']), _a['input'], _a['exponent']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_pow__ScalarList.call(_ks_list(_a['input']), _a['input'], _a['exponent']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_pow_.__doc__ = '_foreach_pow_(input: List[Tensor], exponent: List[Tensor]) -> ()\n_foreach_pow_(input: List[Tensor], exponent: Number) -> ()\n_foreach_pow_(input: List[Tensor], exponent: List[Number]) -> ()'
+
+
+_sig__foreach_reciprocal = _Signatures('_foreach_reciprocal', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_reciprocal(*args, **kwargs):
+    _i, _a = _sig__foreach_reciprocal.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_reciprocal.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_reciprocal.__doc__ = '_foreach_reciprocal(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_reciprocal(input): ...
+_foreach_reciprocal.__wrapped__ = _signature__foreach_reciprocal
+
+
+_sig__foreach_reciprocal_ = _Signatures('_foreach_reciprocal_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_reciprocal_(*args, **kwargs):
+    _i, _a = _sig__foreach_reciprocal_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_reciprocal_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_reciprocal_.__doc__ = '_foreach_reciprocal_(input: List[Tensor]) -> ()'
+def _signature__foreach_reciprocal_(input): ...
+_foreach_reciprocal_.__wrapped__ = _signature__foreach_reciprocal_
+
+
+_sig__foreach_round = _Signatures('_foreach_round', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_round(*args, **kwargs):
+    _i, _a = _sig__foreach_round.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_round.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_round.__doc__ = '_foreach_round(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_round(input): ...
+_foreach_round.__wrapped__ = _signature__foreach_round
+
+
+_sig__foreach_round_ = _Signatures('_foreach_round_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_round_(*args, **kwargs):
+    _i, _a = _sig__foreach_round_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_round_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_round_.__doc__ = '_foreach_round_(input: List[Tensor]) -> ()'
+def _signature__foreach_round_(input): ...
+_foreach_round_.__wrapped__ = _signature__foreach_round_
+
+
+_sig__foreach_rsqrt = _Signatures('_foreach_rsqrt', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_rsqrt(*args, **kwargs):
+    _i, _a = _sig__foreach_rsqrt.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_rsqrt.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_rsqrt.__doc__ = '_foreach_rsqrt(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_rsqrt(input): ...
+_foreach_rsqrt.__wrapped__ = _signature__foreach_rsqrt
+
+
+_sig__foreach_rsqrt_ = _Signatures('_foreach_rsqrt_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_rsqrt_(*args, **kwargs):
+    _i, _a = _sig__foreach_rsqrt_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_rsqrt_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_rsqrt_.__doc__ = '_foreach_rsqrt_(input: List[Tensor]) -> ()'
+def _signature__foreach_rsqrt_(input): ...
+_foreach_rsqrt_.__wrapped__ = _signature__foreach_rsqrt_
+
+
+_sig__foreach_sigmoid = _Signatures('_foreach_sigmoid', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_sigmoid(*args, **kwargs):
+    _i, _a = _sig__foreach_sigmoid.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_sigmoid.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sigmoid.__doc__ = '_foreach_sigmoid(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_sigmoid(input): ...
+_foreach_sigmoid.__wrapped__ = _signature__foreach_sigmoid
+
+
+_sig__foreach_sigmoid_ = _Signatures('_foreach_sigmoid_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_sigmoid_(*args, **kwargs):
+    _i, _a = _sig__foreach_sigmoid_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_sigmoid_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sigmoid_.__doc__ = '_foreach_sigmoid_(input: List[Tensor]) -> ()'
+def _signature__foreach_sigmoid_(input): ...
+_foreach_sigmoid_.__wrapped__ = _signature__foreach_sigmoid_
+
+
+_sig__foreach_sign = _Signatures('_foreach_sign', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_sign(*args, **kwargs):
+    _i, _a = _sig__foreach_sign.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_sign.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sign.__doc__ = '_foreach_sign(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_sign(input): ...
+_foreach_sign.__wrapped__ = _signature__foreach_sign
+
+
+_sig__foreach_sign_ = _Signatures('_foreach_sign_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_sign_(*args, **kwargs):
+    _i, _a = _sig__foreach_sign_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_sign_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sign_.__doc__ = '_foreach_sign_(input: List[Tensor]) -> ()'
+def _signature__foreach_sign_(input): ...
+_foreach_sign_.__wrapped__ = _signature__foreach_sign_
+
+
+_sig__foreach_sin = _Signatures('_foreach_sin', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_sin(*args, **kwargs):
+    _i, _a = _sig__foreach_sin.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_sin.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sin.__doc__ = '_foreach_sin(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_sin(input): ...
+_foreach_sin.__wrapped__ = _signature__foreach_sin
+
+
+_sig__foreach_sin_ = _Signatures('_foreach_sin_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_sin_(*args, **kwargs):
+    _i, _a = _sig__foreach_sin_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_sin_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sin_.__doc__ = '_foreach_sin_(input: List[Tensor]) -> ()'
+def _signature__foreach_sin_(input): ...
+_foreach_sin_.__wrapped__ = _signature__foreach_sin_
+
+
+_sig__foreach_sinh = _Signatures('_foreach_sinh', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_sinh(*args, **kwargs):
+    _i, _a = _sig__foreach_sinh.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_sinh.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sinh.__doc__ = '_foreach_sinh(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_sinh(input): ...
+_foreach_sinh.__wrapped__ = _signature__foreach_sinh
+
+
+_sig__foreach_sinh_ = _Signatures('_foreach_sinh_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_sinh_(*args, **kwargs):
+    _i, _a = _sig__foreach_sinh_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_sinh_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sinh_.__doc__ = '_foreach_sinh_(input: List[Tensor]) -> ()'
+def _signature__foreach_sinh_(input): ...
+_foreach_sinh_.__wrapped__ = _signature__foreach_sinh_
+
+
+_sig__foreach_sqrt = _Signatures('_foreach_sqrt', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_sqrt(*args, **kwargs):
+    _i, _a = _sig__foreach_sqrt.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_sqrt.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sqrt.__doc__ = '_foreach_sqrt(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_sqrt(input): ...
+_foreach_sqrt.__wrapped__ = _signature__foreach_sqrt
+
+
+_sig__foreach_sqrt_ = _Signatures('_foreach_sqrt_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_sqrt_(*args, **kwargs):
+    _i, _a = _sig__foreach_sqrt_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_sqrt_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sqrt_.__doc__ = '_foreach_sqrt_(input: List[Tensor]) -> ()'
+def _signature__foreach_sqrt_(input): ...
+_foreach_sqrt_.__wrapped__ = _signature__foreach_sqrt_
+
+
+_sig__foreach_sub = _Signatures('_foreach_sub', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None), ('alpha', 'Scalar', True, True, 1),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_sub(*args, **kwargs):
+    _i, _a = _sig__foreach_sub.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_sub_Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar'])
+    elif _i == 1:
+        return _A._op__foreach_sub_List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'], _a['alpha'])
+    elif _i == 2:
+        return _A._op__foreach_sub_ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sub.__doc__ = '_foreach_sub(input: List[Tensor], scalar: Number) -> List[Tensor]\n_foreach_sub(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> List[Tensor]\n_foreach_sub(input: List[Tensor], scalars: List[Number]) -> List[Tensor]'
+
+
+_sig__foreach_sub_ = _Signatures('_foreach_sub_', [
+    (('input', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),),
+    (('input', 'T[]', False, False, None), ('other', 'T[]', False, False, None), ('alpha', 'Scalar', True, True, 1),),
+    (('input', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),),
+], method=False)
+
+def _foreach_sub_(*args, **kwargs):
+    _i, _a = _sig__foreach_sub_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_sub__Scalar.call(_ks_list(_a['input']), _a['input'], _a['scalar']), _a['input'])
+    elif _i == 1:
+        return _returning(_A._op__foreach_sub__List.call(_ks_list(_a['input']) | _ks_list(_a['other']), _a['input'], _a['other'], _a['alpha']), _a['input'])
+    elif _i == 2:
+        return _returning(_A._op__foreach_sub__ScalarList.call(_ks_list(_a['input']), _a['input'], _a['scalars']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_sub_.__doc__ = '_foreach_sub_(input: List[Tensor], scalar: Number) -> ()\n_foreach_sub_(input: List[Tensor], other: List[Tensor], *, alpha: Number = 1) -> ()\n_foreach_sub_(input: List[Tensor], scalars: List[Number]) -> ()'
+
+
+_sig__foreach_tan = _Signatures('_foreach_tan', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_tan(*args, **kwargs):
+    _i, _a = _sig__foreach_tan.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_tan.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_tan.__doc__ = '_foreach_tan(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_tan(input): ...
+_foreach_tan.__wrapped__ = _signature__foreach_tan
+
+
+_sig__foreach_tan_ = _Signatures('_foreach_tan_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_tan_(*args, **kwargs):
+    _i, _a = _sig__foreach_tan_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_tan_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_tan_.__doc__ = '_foreach_tan_(input: List[Tensor]) -> ()'
+def _signature__foreach_tan_(input): ...
+_foreach_tan_.__wrapped__ = _signature__foreach_tan_
+
+
+_sig__foreach_tanh = _Signatures('_foreach_tanh', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_tanh(*args, **kwargs):
+    _i, _a = _sig__foreach_tanh.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_tanh.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_tanh.__doc__ = '_foreach_tanh(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_tanh(input): ...
+_foreach_tanh.__wrapped__ = _signature__foreach_tanh
+
+
+_sig__foreach_tanh_ = _Signatures('_foreach_tanh_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_tanh_(*args, **kwargs):
+    _i, _a = _sig__foreach_tanh_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_tanh_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_tanh_.__doc__ = '_foreach_tanh_(input: List[Tensor]) -> ()'
+def _signature__foreach_tanh_(input): ...
+_foreach_tanh_.__wrapped__ = _signature__foreach_tanh_
+
+
+_sig__foreach_trunc = _Signatures('_foreach_trunc', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_trunc(*args, **kwargs):
+    _i, _a = _sig__foreach_trunc.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__foreach_trunc.call(_ks_list(_a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_trunc.__doc__ = '_foreach_trunc(input: List[Tensor]) -> List[Tensor]'
+def _signature__foreach_trunc(input): ...
+_foreach_trunc.__wrapped__ = _signature__foreach_trunc
+
+
+_sig__foreach_trunc_ = _Signatures('_foreach_trunc_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_trunc_(*args, **kwargs):
+    _i, _a = _sig__foreach_trunc_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_trunc_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_trunc_.__doc__ = '_foreach_trunc_(input: List[Tensor]) -> ()'
+def _signature__foreach_trunc_(input): ...
+_foreach_trunc_.__wrapped__ = _signature__foreach_trunc_
+
+
+_sig__foreach_zero_ = _Signatures('_foreach_zero_', [
+    (('input', 'T[]', False, False, None),),
+], method=False)
+
+def _foreach_zero_(*args, **kwargs):
+    _i, _a = _sig__foreach_zero_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__foreach_zero_.call(_ks_list(_a['input']), _a['input']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_foreach_zero_.__doc__ = '_foreach_zero_(input: List[Tensor]) -> ()'
+def _signature__foreach_zero_(input): ...
+_foreach_zero_.__wrapped__ = _signature__foreach_zero_
+
+
+_sig__fused_sgd_ = _Signatures('_fused_sgd_', [
+    (('input', 'T[]', False, False, None), ('grads', 'T[]', False, False, None), ('momentum_buffer_list', 'T[]', False, False, None), ('weight_decay', 'float', True, False, None), ('momentum', 'float', True, False, None), ('lr', 'float', True, False, None), ('dampening', 'float', True, False, None), ('nesterov', 'bool', True, False, None), ('maximize', 'bool', True, False, None), ('is_first_step', 'bool', True, False, None), ('grad_scale', 'T?', True, True, None), ('found_inf', 'T?', True, True, None),),
+], method=False)
+
+def _fused_sgd_(*args, **kwargs):
+    _i, _a = _sig__fused_sgd_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__fused_sgd_.call(_ks_list(_a['input']) | _ks_list(_a['grads']) | _ks_list(_a['momentum_buffer_list']) | _ks_opt(_a['grad_scale']) | _ks_opt(_a['found_inf']), _a['input'], _a['grads'], _a['momentum_buffer_list'], _a['weight_decay'], _a['momentum'], _a['lr'], _a['dampening'], _a['nesterov'], _a['maximize'], _a['is_first_step'], _a['grad_scale'], _a['found_inf']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_fused_sgd_.__doc__ = '_fused_sgd_(input: List[Tensor], grads: List[Tensor], momentum_buffer_list: List[Tensor], *, weight_decay: float, momentum: float, lr: float, dampening: float, nesterov: bool, maximize: bool, is_first_step: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()'
+def _signature__fused_sgd_(input, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step, grad_scale=None, found_inf=None): ...
+_fused_sgd_.__wrapped__ = _signature__fused_sgd_
+
+
+_sig__fused_adam_ = _Signatures('_fused_adam_', [
+    (('input', 'T[]', False, False, None), ('grads', 'T[]', False, False, None), ('exp_avgs', 'T[]', False, False, None), ('exp_avg_sqs', 'T[]', False, False, None), ('max_exp_avg_sqs', 'T[]', False, False, None), ('state_steps', 'T[]', False, False, None), ('lr', 'float', True, False, None), ('beta1', 'float', True, False, None), ('beta2', 'float', True, False, None), ('weight_decay', 'float', True, False, None), ('eps', 'float', True, False, None), ('amsgrad', 'bool', True, False, None), ('maximize', 'bool', True, False, None), ('grad_scale', 'T?', True, True, None), ('found_inf', 'T?', True, True, None),),
+], method=False)
+
+def _fused_adam_(*args, **kwargs):
+    _i, _a = _sig__fused_adam_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__fused_adam_.call(_ks_list(_a['input']) | _ks_list(_a['grads']) | _ks_list(_a['exp_avgs']) | _ks_list(_a['exp_avg_sqs']) | _ks_list(_a['max_exp_avg_sqs']) | _ks_list(_a['state_steps']) | _ks_opt(_a['grad_scale']) | _ks_opt(_a['found_inf']), _a['input'], _a['grads'], _a['exp_avgs'], _a['exp_avg_sqs'], _a['max_exp_avg_sqs'], _a['state_steps'], _a['lr'], _a['beta1'], _a['beta2'], _a['weight_decay'], _a['eps'], _a['amsgrad'], _a['maximize'], _a['grad_scale'], _a['found_inf']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_fused_adam_.__doc__ = '_fused_adam_(input: List[Tensor], grads: List[Tensor], exp_avgs: List[Tensor], exp_avg_sqs: List[Tensor], max_exp_avg_sqs: List[Tensor], state_steps: List[Tensor], *, lr: float, beta1: float, beta2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()'
+def _signature__fused_adam_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None): ...
+_fused_adam_.__wrapped__ = _signature__fused_adam_
+
+
+_sig__fused_adamw_ = _Signatures('_fused_adamw_', [
+    (('input', 'T[]', False, False, None), ('grads', 'T[]', False, False, None), ('exp_avgs', 'T[]', False, False, None), ('exp_avg_sqs', 'T[]', False, False, None), ('max_exp_avg_sqs', 'T[]', False, False, None), ('state_steps', 'T[]', False, False, None), ('lr', 'float', True, False, None), ('beta1', 'float', True, False, None), ('beta2', 'float', True, False, None), ('weight_decay', 'float', True, False, None), ('eps', 'float', True, False, None), ('amsgrad', 'bool', True, False, None), ('maximize', 'bool', True, False, None), ('grad_scale', 'T?', True, True, None), ('found_inf', 'T?', True, True, None),),
+], method=False)
+
+def _fused_adamw_(*args, **kwargs):
+    _i, _a = _sig__fused_adamw_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__fused_adamw_.call(_ks_list(_a['input']) | _ks_list(_a['grads']) | _ks_list(_a['exp_avgs']) | _ks_list(_a['exp_avg_sqs']) | _ks_list(_a['max_exp_avg_sqs']) | _ks_list(_a['state_steps']) | _ks_opt(_a['grad_scale']) | _ks_opt(_a['found_inf']), _a['input'], _a['grads'], _a['exp_avgs'], _a['exp_avg_sqs'], _a['max_exp_avg_sqs'], _a['state_steps'], _a['lr'], _a['beta1'], _a['beta2'], _a['weight_decay'], _a['eps'], _a['amsgrad'], _a['maximize'], _a['grad_scale'], _a['found_inf']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_fused_adamw_.__doc__ = '_fused_adamw_(input: List[Tensor], grads: List[Tensor], exp_avgs: List[Tensor], exp_avg_sqs: List[Tensor], max_exp_avg_sqs: List[Tensor], state_steps: List[Tensor], *, lr: float, beta1: float, beta2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()'
+def _signature__fused_adamw_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None, found_inf=None): ...
+_fused_adamw_.__wrapped__ = _signature__fused_adamw_
+
+
+_sig__fused_adagrad_ = _Signatures('_fused_adagrad_', [
+    (('input', 'T[]', False, False, None), ('grads', 'T[]', False, False, None), ('state_sums', 'T[]', False, False, None), ('state_steps', 'T[]', False, False, None), ('lr', 'float', True, False, None), ('lr_decay', 'float', True, False, None), ('weight_decay', 'float', True, False, None), ('eps', 'float', True, False, None), ('maximize', 'bool', True, False, None), ('grad_scale', 'T?', True, True, None), ('found_inf', 'T?', True, True, None),),
+], method=False)
+
+def _fused_adagrad_(*args, **kwargs):
+    _i, _a = _sig__fused_adagrad_.parse(args, kwargs)
+    if _i == 0:
+        return _returning(_A._op__fused_adagrad_.call(_ks_list(_a['input']) | _ks_list(_a['grads']) | _ks_list(_a['state_sums']) | _ks_list(_a['state_steps']) | _ks_opt(_a['grad_scale']) | _ks_opt(_a['found_inf']), _a['input'], _a['grads'], _a['state_sums'], _a['state_steps'], _a['lr'], _a['lr_decay'], _a['weight_decay'], _a['eps'], _a['maximize'], _a['grad_scale'], _a['found_inf']), _a['input'])
+    raise AssertionError('unreachable')
+
+
+_fused_adagrad_.__doc__ = '_fused_adagrad_(input: List[Tensor], grads: List[Tensor], state_sums: List[Tensor], state_steps: List[Tensor], *, lr: float, lr_decay: float, weight_decay: float, eps: float, maximize: bool, grad_scale: Optional[Tensor] = None, found_inf: Optional[Tensor] = None) -> ()'
+def _signature__fused_adagrad_(input, grads, state_sums, state_steps, *, lr, lr_decay, weight_decay, eps, maximize, grad_scale=None, found_inf=None): ...
+_fused_adagrad_.__wrapped__ = _signature__fused_adagrad_
+
+
 _sig_adaptive_avg_pool1d = _Signatures('adaptive_avg_pool1d', [
     (('input', 'T', False, False, None), ('output_size', 'int[1]', False, False, None),),
 ], method=False)
@@ -10606,6 +12333,60 @@ def adaptive_avg_pool1d(*args, **kwargs):
 adaptive_avg_pool1d.__doc__ = 'adaptive_avg_pool1d(input: Tensor, output_size: List[int]) -> Tensor'
 def _signature_adaptive_avg_pool1d(input, output_size): ...
 adaptive_avg_pool1d.__wrapped__ = _signature_adaptive_avg_pool1d
+
+
+_sig__adaptive_avg_pool2d = _Signatures('_adaptive_avg_pool2d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[2]', False, False, None),),
+], method=False)
+
+def _bind__adaptive_avg_pool2d_0(input, output_size):
+    return (input, output_size)
+
+def _adaptive_avg_pool2d(*args, **kwargs):
+    try:
+        _b = _bind__adaptive_avg_pool2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
+            return _A._op__adaptive_avg_pool2d.call(input._ks, input, output_size_)
+    _i, _a = _sig__adaptive_avg_pool2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__adaptive_avg_pool2d.call(_a['input']._ks, _a['input'], _a['output_size'])
+    raise AssertionError('unreachable')
+
+
+_adaptive_avg_pool2d.__doc__ = '_adaptive_avg_pool2d(input: Tensor, output_size: List[int]) -> Tensor'
+def _signature__adaptive_avg_pool2d(input, output_size): ...
+_adaptive_avg_pool2d.__wrapped__ = _signature__adaptive_avg_pool2d
+
+
+_sig__adaptive_avg_pool3d = _Signatures('_adaptive_avg_pool3d', [
+    (('input', 'T', False, False, None), ('output_size', 'int[3]', False, False, None),),
+], method=False)
+
+def _bind__adaptive_avg_pool3d_0(input, output_size):
+    return (input, output_size)
+
+def _adaptive_avg_pool3d(*args, **kwargs):
+    try:
+        _b = _bind__adaptive_avg_pool3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, output_size = _b
+        if isinstance(input, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
+            return _A._op__adaptive_avg_pool3d.call(input._ks, input, output_size_)
+    _i, _a = _sig__adaptive_avg_pool3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__adaptive_avg_pool3d.call(_a['input']._ks, _a['input'], _a['output_size'])
+    raise AssertionError('unreachable')
+
+
+_adaptive_avg_pool3d.__doc__ = '_adaptive_avg_pool3d(input: Tensor, output_size: List[int]) -> Tensor'
+def _signature__adaptive_avg_pool3d(input, output_size): ...
+_adaptive_avg_pool3d.__wrapped__ = _signature__adaptive_avg_pool3d
 
 
 _sig_adaptive_max_pool1d = _Signatures('adaptive_max_pool1d', [
@@ -10672,6 +12453,33 @@ def embedding_bag(*args, **kwargs):
 
 
 embedding_bag.__doc__ = 'embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False) -> (Tensor, Tensor, Tensor, Tensor)\nembedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool, mode: int, sparse: bool, per_sample_weights: Optional[Tensor], include_last_offset: bool, padding_idx: Optional[int]) -> (Tensor, Tensor, Tensor, Tensor)'
+
+
+_sig__embedding_bag = _Signatures('_embedding_bag', [
+    (('weight', 'T', False, False, None), ('indices', 'T', False, False, None), ('offsets', 'T', False, False, None), ('scale_grad_by_freq', 'bool', False, True, False), ('mode', 'int', False, True, 0), ('sparse', 'bool', False, True, False), ('per_sample_weights', 'T?', False, True, None), ('include_last_offset', 'bool', False, True, False), ('padding_idx', 'int', False, True, -1),),
+], method=False)
+
+def _bind__embedding_bag_0(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
+
+def _embedding_bag(*args, **kwargs):
+    try:
+        _b = _bind__embedding_bag_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx = _b
+        if isinstance(weight, _Tensor) and isinstance(indices, _Tensor) and isinstance(offsets, _Tensor) and type(scale_grad_by_freq) is bool and type(mode) is int and type(sparse) is bool and (per_sample_weights is None or isinstance(per_sample_weights, _Tensor)) and type(include_last_offset) is bool and type(padding_idx) is int:
+            return _A._op__embedding_bag.call(weight._ks | indices._ks | offsets._ks | _ks_opt(per_sample_weights), weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
+    _i, _a = _sig__embedding_bag.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__embedding_bag.call(_a['weight']._ks | _a['indices']._ks | _a['offsets']._ks | _ks_opt(_a['per_sample_weights']), _a['weight'], _a['indices'], _a['offsets'], _a['scale_grad_by_freq'], _a['mode'], _a['sparse'], _a['per_sample_weights'], _a['include_last_offset'], _a['padding_idx'])
+    raise AssertionError('unreachable')
+
+
+_embedding_bag.__doc__ = '_embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False, per_sample_weights: Optional[Tensor] = None, include_last_offset: bool = False, padding_idx: int = -1) -> (Tensor, Tensor, Tensor, Tensor)'
+def _signature__embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1): ...
+_embedding_bag.__wrapped__ = _signature__embedding_bag
 
 
 _sig_grid_sampler = _Signatures('grid_sampler', [
@@ -10878,6 +12686,33 @@ def ctc_loss(*args, **kwargs):
 
 
 ctc_loss.__doc__ = 'ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: List[int], target_lengths: List[int], blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Tensor\nctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor, blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Tensor'
+
+
+_sig__ctc_loss = _Signatures('_ctc_loss', [
+    (('log_probs', 'T', False, False, None), ('targets', 'T', False, False, None), ('input_lengths', 'int[]', False, False, None), ('target_lengths', 'int[]', False, False, None), ('blank', 'int', False, True, 0), ('zero_infinity', 'bool', False, True, False),),
+], method=False)
+
+def _bind__ctc_loss_0(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
+    return (log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
+
+def _ctc_loss(*args, **kwargs):
+    try:
+        _b = _bind__ctc_loss_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        log_probs, targets, input_lengths, target_lengths, blank, zero_infinity = _b
+        if isinstance(log_probs, _Tensor) and isinstance(targets, _Tensor) and (input_lengths_ := _ints(input_lengths, False)) is not None and (target_lengths_ := _ints(target_lengths, False)) is not None and type(blank) is int and type(zero_infinity) is bool:
+            return _A._op__ctc_loss.call(log_probs._ks | targets._ks, log_probs, targets, input_lengths_, target_lengths_, blank, zero_infinity)
+    _i, _a = _sig__ctc_loss.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__ctc_loss.call(_a['log_probs']._ks | _a['targets']._ks, _a['log_probs'], _a['targets'], _a['input_lengths'], _a['target_lengths'], _a['blank'], _a['zero_infinity'])
+    raise AssertionError('unreachable')
+
+
+_ctc_loss.__doc__ = '_ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: List[int], target_lengths: List[int], blank: int = 0, zero_infinity: bool = False) -> (Tensor, Tensor)'
+def _signature__ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False): ...
+_ctc_loss.__wrapped__ = _signature__ctc_loss
 
 
 _sig_binary_cross_entropy_with_logits = _Signatures('binary_cross_entropy_with_logits', [
@@ -11501,6 +13336,33 @@ def _signature_prelu(input, weight): ...
 prelu.__wrapped__ = _signature_prelu
 
 
+_sig__prelu_kernel = _Signatures('_prelu_kernel', [
+    (('input', 'T', False, False, None), ('weight', 'T', False, False, None),),
+], method=False)
+
+def _bind__prelu_kernel_0(input, weight):
+    return (input, weight)
+
+def _prelu_kernel(*args, **kwargs):
+    try:
+        _b = _bind__prelu_kernel_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, weight = _b
+        if isinstance(input, _Tensor) and isinstance(weight, _Tensor):
+            return _A._op__prelu_kernel.call(input._ks | weight._ks, input, weight)
+    _i, _a = _sig__prelu_kernel.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__prelu_kernel.call(_a['input']._ks | _a['weight']._ks, _a['input'], _a['weight'])
+    raise AssertionError('unreachable')
+
+
+_prelu_kernel.__doc__ = '_prelu_kernel(input: Tensor, weight: Tensor) -> Tensor'
+def _signature__prelu_kernel(input, weight): ...
+_prelu_kernel.__wrapped__ = _signature__prelu_kernel
+
+
 _sig_rrelu = _Signatures('rrelu', [
     (('input', 'T', False, False, None), ('lower', 'Scalar', False, True, 0.125), ('upper', 'Scalar', False, True, 0.3333333333333333), ('training', 'bool', False, True, False), ('generator', 'gen?', False, True, None),),
 ], method=False)
@@ -11796,6 +13658,60 @@ def native_dropout_backward(*args, **kwargs):
 native_dropout_backward.__doc__ = 'native_dropout_backward(grad_output: Tensor, mask: Tensor, scale: float) -> Tensor'
 def _signature_native_dropout_backward(grad_output, mask, scale): ...
 native_dropout_backward.__wrapped__ = _signature_native_dropout_backward
+
+
+_sig__safe_softmax = _Signatures('_safe_softmax', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),),
+], method=False)
+
+def _bind__safe_softmax_0(input, dim, dtype=None):
+    return (input, dim, dtype)
+
+def _safe_softmax(*args, **kwargs):
+    try:
+        _b = _bind__safe_softmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, dtype = _b
+        if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _A._op__safe_softmax.call(input._ks, input, dim, dtype)
+    _i, _a = _sig__safe_softmax.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__safe_softmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
+    raise AssertionError('unreachable')
+
+
+_safe_softmax.__doc__ = '_safe_softmax(input: Tensor, dim: int, dtype: Optional[dtype] = None) -> Tensor'
+def _signature__safe_softmax(input, dim, dtype=None): ...
+_safe_softmax.__wrapped__ = _signature__safe_softmax
+
+
+_sig__scaled_dot_product_attention_math = _Signatures('_scaled_dot_product_attention_math', [
+    (('query', 'T', False, False, None), ('key', 'T', False, False, None), ('value', 'T', False, False, None), ('attn_mask', 'T?', False, True, None), ('dropout_p', 'float', False, True, 0.0), ('is_causal', 'bool', False, True, False), ('dropout_mask', 'T?', False, True, None), ('scale', 'float?', True, True, None), ('enable_gqa', 'bool', True, True, False),),
+], method=False)
+
+def _bind__scaled_dot_product_attention_math_0(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, dropout_mask=None, *, scale=None, enable_gqa=False):
+    return (query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
+
+def _scaled_dot_product_attention_math(*args, **kwargs):
+    try:
+        _b = _bind__scaled_dot_product_attention_math_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa = _b
+        if isinstance(query, _Tensor) and isinstance(key, _Tensor) and isinstance(value, _Tensor) and (attn_mask is None or isinstance(attn_mask, _Tensor)) and type(dropout_p) is float and type(is_causal) is bool and (dropout_mask is None or isinstance(dropout_mask, _Tensor)) and (scale is None or type(scale) is float) and type(enable_gqa) is bool:
+            return _A._op__scaled_dot_product_attention_math.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask) | _ks_opt(dropout_mask), query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
+    _i, _a = _sig__scaled_dot_product_attention_math.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__scaled_dot_product_attention_math.call(_a['query']._ks | _a['key']._ks | _a['value']._ks | _ks_opt(_a['attn_mask']) | _ks_opt(_a['dropout_mask']), _a['query'], _a['key'], _a['value'], _a['attn_mask'], _a['dropout_p'], _a['is_causal'], _a['dropout_mask'], _a['scale'], _a['enable_gqa'])
+    raise AssertionError('unreachable')
+
+
+_scaled_dot_product_attention_math.__doc__ = '_scaled_dot_product_attention_math(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0, is_causal: bool = False, dropout_mask: Optional[Tensor] = None, *, scale: Optional[float] = None, enable_gqa: bool = False) -> (Tensor, Tensor)'
+def _signature__scaled_dot_product_attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, dropout_mask=None, *, scale=None, enable_gqa=False): ...
+_scaled_dot_product_attention_math.__wrapped__ = _signature__scaled_dot_product_attention_math
 
 
 _sig_group_norm = _Signatures('group_norm', [

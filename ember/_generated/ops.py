@@ -723,6 +723,7 @@ clamp_min = _P('clamp_min', [
 ])
 clamp_min_ = _P('clamp_min_', [
     _O(_A._op_clamp_min_, (('self', 'T', False, False, None), ('min', 'Scalar', False, False, None),), ['self', 'min']),
+    _O(_A._op_clamp_min__Tensor, (('self', 'T', False, False, None), ('min', 'T', False, False, None),), ['self', 'min']),
 ])
 clamp_max = _P('clamp_max', [
     _O(_A._op_clamp_max, (('self', 'T', False, False, None), ('max', 'Scalar', False, False, None),), ['self', 'max']),
@@ -730,6 +731,7 @@ clamp_max = _P('clamp_max', [
 ])
 clamp_max_ = _P('clamp_max_', [
     _O(_A._op_clamp_max_, (('self', 'T', False, False, None), ('max', 'Scalar', False, False, None),), ['self', 'max']),
+    _O(_A._op_clamp_max__Tensor, (('self', 'T', False, False, None), ('max', 'T', False, False, None),), ['self', 'max']),
 ])
 lerp = _P('lerp', [
     _O(_A._op_lerp_Scalar, (('self', 'T', False, False, None), ('end', 'T', False, False, None), ('weight', 'Scalar', False, False, None),), ['self', 'end', 'weight']),
@@ -1658,8 +1660,330 @@ special_logit = _P('special_logit', [
 special_logsumexp = _P('special_logsumexp', [
     _O(_A._op_special_logsumexp, (('self', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
 ])
+_foreach_abs = _P('_foreach_abs', [
+    _O(_A._op__foreach_abs, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_abs_ = _P('_foreach_abs_', [
+    _O(_A._op__foreach_abs_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_acos = _P('_foreach_acos', [
+    _O(_A._op__foreach_acos, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_acos_ = _P('_foreach_acos_', [
+    _O(_A._op__foreach_acos_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_add = _P('_foreach_add', [
+    _O(_A._op__foreach_add_Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_add_List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op__foreach_add_ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+    _O(_A._op__foreach_add_Tensor, (('self', 'T[]', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+])
 _foreach_add_ = _P('_foreach_add_', [
+    _O(_A._op__foreach_add__List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op__foreach_add__ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+    _O(_A._op__foreach_add__Tensor, (('self', 'T[]', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
     _O(_A._op__foreach_add__Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+])
+_foreach_addcdiv = _P('_foreach_addcdiv', [
+    _O(_A._op__foreach_addcdiv_Scalar, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('value', 'Scalar', False, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
+    _O(_A._op__foreach_addcdiv_ScalarList, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'tensor1', 'tensor2', 'scalars']),
+    _O(_A._op__foreach_addcdiv_Tensor, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'T', False, False, None),), ['self', 'tensor1', 'tensor2', 'scalars']),
+])
+_foreach_addcdiv_ = _P('_foreach_addcdiv_', [
+    _O(_A._op__foreach_addcdiv__Scalar, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('value', 'Scalar', False, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
+    _O(_A._op__foreach_addcdiv__ScalarList, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'tensor1', 'tensor2', 'scalars']),
+    _O(_A._op__foreach_addcdiv__Tensor, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'T', False, False, None),), ['self', 'tensor1', 'tensor2', 'scalars']),
+])
+_foreach_addcmul = _P('_foreach_addcmul', [
+    _O(_A._op__foreach_addcmul_Scalar, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('value', 'Scalar', False, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
+    _O(_A._op__foreach_addcmul_ScalarList, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'tensor1', 'tensor2', 'scalars']),
+    _O(_A._op__foreach_addcmul_Tensor, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'T', False, False, None),), ['self', 'tensor1', 'tensor2', 'scalars']),
+])
+_foreach_addcmul_ = _P('_foreach_addcmul_', [
+    _O(_A._op__foreach_addcmul__Scalar, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('value', 'Scalar', False, True, 1),), ['self', 'tensor1', 'tensor2', 'value']),
+    _O(_A._op__foreach_addcmul__ScalarList, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'tensor1', 'tensor2', 'scalars']),
+    _O(_A._op__foreach_addcmul__Tensor, (('self', 'T[]', False, False, None), ('tensor1', 'T[]', False, False, None), ('tensor2', 'T[]', False, False, None), ('scalars', 'T', False, False, None),), ['self', 'tensor1', 'tensor2', 'scalars']),
+])
+_foreach_asin = _P('_foreach_asin', [
+    _O(_A._op__foreach_asin, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_asin_ = _P('_foreach_asin_', [
+    _O(_A._op__foreach_asin_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_atan = _P('_foreach_atan', [
+    _O(_A._op__foreach_atan, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_atan_ = _P('_foreach_atan_', [
+    _O(_A._op__foreach_atan_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_ceil = _P('_foreach_ceil', [
+    _O(_A._op__foreach_ceil, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_ceil_ = _P('_foreach_ceil_', [
+    _O(_A._op__foreach_ceil_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_clamp_max = _P('_foreach_clamp_max', [
+    _O(_A._op__foreach_clamp_max_Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_clamp_max_List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_clamp_max_ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+])
+_foreach_clamp_max_ = _P('_foreach_clamp_max_', [
+    _O(_A._op__foreach_clamp_max__Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_clamp_max__List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_clamp_max__ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+])
+_foreach_clamp_min = _P('_foreach_clamp_min', [
+    _O(_A._op__foreach_clamp_min_Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_clamp_min_List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_clamp_min_ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+])
+_foreach_clamp_min_ = _P('_foreach_clamp_min_', [
+    _O(_A._op__foreach_clamp_min__Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_clamp_min__List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_clamp_min__ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+])
+_foreach_clone = _P('_foreach_clone', [
+    _O(_A._op__foreach_clone, (('self', 'T[]', False, False, None), ('memory_format', 'any', True, True, None),), ['self', 'memory_format']),
+])
+_foreach_copy_ = _P('_foreach_copy_', [
+    _O(_A._op__foreach_copy_, (('self', 'T[]', False, False, None), ('src', 'T[]', False, False, None), ('non_blocking', 'bool', False, True, False),), ['self', 'src', 'non_blocking']),
+])
+_foreach_cos = _P('_foreach_cos', [
+    _O(_A._op__foreach_cos, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_cos_ = _P('_foreach_cos_', [
+    _O(_A._op__foreach_cos_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_cosh = _P('_foreach_cosh', [
+    _O(_A._op__foreach_cosh, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_cosh_ = _P('_foreach_cosh_', [
+    _O(_A._op__foreach_cosh_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_div = _P('_foreach_div', [
+    _O(_A._op__foreach_div_Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_div_List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_div_ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+    _O(_A._op__foreach_div_Tensor, (('self', 'T[]', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+_foreach_div_ = _P('_foreach_div_', [
+    _O(_A._op__foreach_div__Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_div__List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_div__ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+    _O(_A._op__foreach_div__Tensor, (('self', 'T[]', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+_foreach_erf = _P('_foreach_erf', [
+    _O(_A._op__foreach_erf, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_erf_ = _P('_foreach_erf_', [
+    _O(_A._op__foreach_erf_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_erfc = _P('_foreach_erfc', [
+    _O(_A._op__foreach_erfc, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_erfc_ = _P('_foreach_erfc_', [
+    _O(_A._op__foreach_erfc_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_exp = _P('_foreach_exp', [
+    _O(_A._op__foreach_exp, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_exp_ = _P('_foreach_exp_', [
+    _O(_A._op__foreach_exp_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_expm1 = _P('_foreach_expm1', [
+    _O(_A._op__foreach_expm1, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_expm1_ = _P('_foreach_expm1_', [
+    _O(_A._op__foreach_expm1_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_floor = _P('_foreach_floor', [
+    _O(_A._op__foreach_floor, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_floor_ = _P('_foreach_floor_', [
+    _O(_A._op__foreach_floor_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_frac = _P('_foreach_frac', [
+    _O(_A._op__foreach_frac, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_frac_ = _P('_foreach_frac_', [
+    _O(_A._op__foreach_frac_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_lerp = _P('_foreach_lerp', [
+    _O(_A._op__foreach_lerp_List, (('self', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weights', 'T[]', False, False, None),), ['self', 'tensors1', 'weights']),
+    _O(_A._op__foreach_lerp_Scalar, (('self', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weight', 'Scalar', False, False, None),), ['self', 'tensors1', 'weight']),
+    _O(_A._op__foreach_lerp_ScalarList, (('self', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weight', 'Scalar[]', False, False, None),), ['self', 'tensors1', 'weight']),
+])
+_foreach_lerp_ = _P('_foreach_lerp_', [
+    _O(_A._op__foreach_lerp__List, (('self', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weights', 'T[]', False, False, None),), ['self', 'tensors1', 'weights']),
+    _O(_A._op__foreach_lerp__Scalar, (('self', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weight', 'Scalar', False, False, None),), ['self', 'tensors1', 'weight']),
+    _O(_A._op__foreach_lerp__ScalarList, (('self', 'T[]', False, False, None), ('tensors1', 'T[]', False, False, None), ('weight', 'Scalar[]', False, False, None),), ['self', 'tensors1', 'weight']),
+])
+_foreach_lgamma = _P('_foreach_lgamma', [
+    _O(_A._op__foreach_lgamma, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_lgamma_ = _P('_foreach_lgamma_', [
+    _O(_A._op__foreach_lgamma_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_log = _P('_foreach_log', [
+    _O(_A._op__foreach_log, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_log10 = _P('_foreach_log10', [
+    _O(_A._op__foreach_log10, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_log10_ = _P('_foreach_log10_', [
+    _O(_A._op__foreach_log10_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_log1p = _P('_foreach_log1p', [
+    _O(_A._op__foreach_log1p, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_log1p_ = _P('_foreach_log1p_', [
+    _O(_A._op__foreach_log1p_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_log2 = _P('_foreach_log2', [
+    _O(_A._op__foreach_log2, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_log2_ = _P('_foreach_log2_', [
+    _O(_A._op__foreach_log2_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_log_ = _P('_foreach_log_', [
+    _O(_A._op__foreach_log_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_max = _P('_foreach_max', [
+    _O(_A._op__foreach_max, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_maximum = _P('_foreach_maximum', [
+    _O(_A._op__foreach_maximum_Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_maximum_List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_maximum_ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+])
+_foreach_maximum_ = _P('_foreach_maximum_', [
+    _O(_A._op__foreach_maximum__Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_maximum__List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_maximum__ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+])
+_foreach_minimum = _P('_foreach_minimum', [
+    _O(_A._op__foreach_minimum_Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_minimum_List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_minimum_ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+])
+_foreach_minimum_ = _P('_foreach_minimum_', [
+    _O(_A._op__foreach_minimum__Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_minimum__List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_minimum__ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+])
+_foreach_mm = _P('_foreach_mm', [
+    _O(_A._op__foreach_mm, (('self', 'T[]', False, False, None), ('mat2', 'T[]', False, False, None),), ['self', 'mat2']),
+])
+_foreach_mul = _P('_foreach_mul', [
+    _O(_A._op__foreach_mul_Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_mul_List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_mul_ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+    _O(_A._op__foreach_mul_Tensor, (('self', 'T[]', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+_foreach_mul_ = _P('_foreach_mul_', [
+    _O(_A._op__foreach_mul__Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_mul__List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None),), ['self', 'other']),
+    _O(_A._op__foreach_mul__ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+    _O(_A._op__foreach_mul__Tensor, (('self', 'T[]', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+_foreach_neg = _P('_foreach_neg', [
+    _O(_A._op__foreach_neg, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_neg_ = _P('_foreach_neg_', [
+    _O(_A._op__foreach_neg_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_norm = _P('_foreach_norm', [
+    _O(_A._op__foreach_norm_Scalar, (('self', 'T[]', False, False, None), ('ord', 'Scalar', False, True, 2), ('dtype', 'dtype?', False, True, None),), ['self', 'ord', 'dtype']),
+])
+_foreach_pow = _P('_foreach_pow', [
+    _O(_A._op__foreach_pow_List, (('self', 'T[]', False, False, None), ('exponent', 'T[]', False, False, None),), ['self', 'exponent']),
+    _O(_A._op__foreach_pow_Scalar, (('self', 'T[]', False, False, None), ('exponent', 'Scalar', False, False, None),), ['self', 'exponent']),
+    _O(_A._op__foreach_pow_ScalarList, (('self', 'T[]', False, False, None), ('exponent', 'Scalar[]', False, False, None),), ['self', 'exponent']),
+    _O(_A._op__foreach_pow_ScalarAndTensor, (('self', 'Scalar', False, False, None), ('exponent', 'T[]', False, False, None),), ['self', 'exponent']),
+])
+_foreach_pow_ = _P('_foreach_pow_', [
+    _O(_A._op__foreach_pow__List, (('self', 'T[]', False, False, None), ('exponent', 'T[]', False, False, None),), ['self', 'exponent']),
+    _O(_A._op__foreach_pow__Scalar, (('self', 'T[]', False, False, None), ('exponent', 'Scalar', False, False, None),), ['self', 'exponent']),
+    _O(_A._op__foreach_pow__ScalarList, (('self', 'T[]', False, False, None), ('exponent', 'Scalar[]', False, False, None),), ['self', 'exponent']),
+])
+_foreach_reciprocal = _P('_foreach_reciprocal', [
+    _O(_A._op__foreach_reciprocal, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_reciprocal_ = _P('_foreach_reciprocal_', [
+    _O(_A._op__foreach_reciprocal_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_round = _P('_foreach_round', [
+    _O(_A._op__foreach_round, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_round_ = _P('_foreach_round_', [
+    _O(_A._op__foreach_round_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_rsqrt = _P('_foreach_rsqrt', [
+    _O(_A._op__foreach_rsqrt, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_rsqrt_ = _P('_foreach_rsqrt_', [
+    _O(_A._op__foreach_rsqrt_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sigmoid = _P('_foreach_sigmoid', [
+    _O(_A._op__foreach_sigmoid, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sigmoid_ = _P('_foreach_sigmoid_', [
+    _O(_A._op__foreach_sigmoid_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sign = _P('_foreach_sign', [
+    _O(_A._op__foreach_sign, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sign_ = _P('_foreach_sign_', [
+    _O(_A._op__foreach_sign_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sin = _P('_foreach_sin', [
+    _O(_A._op__foreach_sin, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sin_ = _P('_foreach_sin_', [
+    _O(_A._op__foreach_sin_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sinh = _P('_foreach_sinh', [
+    _O(_A._op__foreach_sinh, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sinh_ = _P('_foreach_sinh_', [
+    _O(_A._op__foreach_sinh_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sqrt = _P('_foreach_sqrt', [
+    _O(_A._op__foreach_sqrt, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sqrt_ = _P('_foreach_sqrt_', [
+    _O(_A._op__foreach_sqrt_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_sub = _P('_foreach_sub', [
+    _O(_A._op__foreach_sub_Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_sub_List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op__foreach_sub_ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+])
+_foreach_sub_ = _P('_foreach_sub_', [
+    _O(_A._op__foreach_sub__Scalar, (('self', 'T[]', False, False, None), ('scalar', 'Scalar', False, False, None),), ['self', 'scalar']),
+    _O(_A._op__foreach_sub__List, (('self', 'T[]', False, False, None), ('other', 'T[]', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op__foreach_sub__ScalarList, (('self', 'T[]', False, False, None), ('scalars', 'Scalar[]', False, False, None),), ['self', 'scalars']),
+])
+_foreach_tan = _P('_foreach_tan', [
+    _O(_A._op__foreach_tan, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_tan_ = _P('_foreach_tan_', [
+    _O(_A._op__foreach_tan_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_tanh = _P('_foreach_tanh', [
+    _O(_A._op__foreach_tanh, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_tanh_ = _P('_foreach_tanh_', [
+    _O(_A._op__foreach_tanh_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_trunc = _P('_foreach_trunc', [
+    _O(_A._op__foreach_trunc, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_trunc_ = _P('_foreach_trunc_', [
+    _O(_A._op__foreach_trunc_, (('self', 'T[]', False, False, None),), ['self']),
+])
+_foreach_zero_ = _P('_foreach_zero_', [
+    _O(_A._op__foreach_zero_, (('self', 'T[]', False, False, None),), ['self']),
 ])
 _fused_sgd_ = _P('_fused_sgd_', [
     _O(_A._op__fused_sgd_, (('self', 'T[]', False, False, None), ('grads', 'T[]', False, False, None), ('momentum_buffer_list', 'T[]', False, False, None), ('weight_decay', 'float', True, False, None), ('momentum', 'float', True, False, None), ('lr', 'float', True, False, None), ('dampening', 'float', True, False, None), ('nesterov', 'bool', True, False, None), ('maximize', 'bool', True, False, None), ('is_first_step', 'bool', True, False, None), ('grad_scale', 'T?', True, True, None), ('found_inf', 'T?', True, True, None),), ['self', 'grads', 'momentum_buffer_list', 'weight_decay', 'momentum', 'lr', 'dampening', 'nesterov', 'maximize', 'is_first_step', 'grad_scale', 'found_inf']),

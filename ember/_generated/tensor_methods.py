@@ -11,6 +11,7 @@ from ember.c10.generator import Generator as _Generator
 from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
+from ember._python_arg_parser import returning as _returning  # noqa: F401
 
 __all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'amax', 'amin', 'aminmax', 'any', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'contiguous', 'copy_', 'copysign', 'copysign_', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'div_', 'dot', 'eq', 'eq_', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_equal', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_equal', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'mul_', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'sub', 'sub_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
 
@@ -5464,9 +5465,13 @@ clamp_min.__doc__ = 'clamp_min(min: Number) -> Tensor\nclamp_min(min: Tensor) ->
 
 _sig_clamp_min_ = _Signatures('clamp_min_', [
     (('min', 'Scalar', False, False, None),),
+    (('min', 'T', False, False, None),),
 ], method=True)
 
 def _bind_clamp_min__0(min):
+    return (min,)
+
+def _bind_clamp_min__1(min):
     return (min,)
 
 def clamp_min_(self, *args, **kwargs):
@@ -5478,15 +5483,23 @@ def clamp_min_(self, *args, **kwargs):
         min, = _b
         if type(min) in _NUMBERS:
             return _A._op_clamp_min_.call(self._ks, self, min)
+    try:
+        _b = _bind_clamp_min__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        min, = _b
+        if isinstance(min, _Tensor):
+            return _A._op_clamp_min__Tensor.call(self._ks | min._ks, self, min)
     _i, _a = _sig_clamp_min_.parse(args, kwargs, self)
     if _i == 0:
         return _A._op_clamp_min_.call(self._ks, self, _a['min'])
+    elif _i == 1:
+        return _A._op_clamp_min__Tensor.call(self._ks | _a['min']._ks, self, _a['min'])
     raise AssertionError('unreachable')
 
 
-clamp_min_.__doc__ = 'clamp_min_(min: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_min`.'
-def _signature_clamp_min_(self, min): ...
-clamp_min_.__wrapped__ = _signature_clamp_min_
+clamp_min_.__doc__ = 'clamp_min_(min: Number) -> Tensor\nclamp_min_(min: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_min`.'
 
 
 _sig_clamp_max = _Signatures('clamp_max', [
@@ -5530,9 +5543,13 @@ clamp_max.__doc__ = 'clamp_max(max: Number) -> Tensor\nclamp_max(max: Tensor) ->
 
 _sig_clamp_max_ = _Signatures('clamp_max_', [
     (('max', 'Scalar', False, False, None),),
+    (('max', 'T', False, False, None),),
 ], method=True)
 
 def _bind_clamp_max__0(max):
+    return (max,)
+
+def _bind_clamp_max__1(max):
     return (max,)
 
 def clamp_max_(self, *args, **kwargs):
@@ -5544,15 +5561,23 @@ def clamp_max_(self, *args, **kwargs):
         max, = _b
         if type(max) in _NUMBERS:
             return _A._op_clamp_max_.call(self._ks, self, max)
+    try:
+        _b = _bind_clamp_max__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        max, = _b
+        if isinstance(max, _Tensor):
+            return _A._op_clamp_max__Tensor.call(self._ks | max._ks, self, max)
     _i, _a = _sig_clamp_max_.parse(args, kwargs, self)
     if _i == 0:
         return _A._op_clamp_max_.call(self._ks, self, _a['max'])
+    elif _i == 1:
+        return _A._op_clamp_max__Tensor.call(self._ks | _a['max']._ks, self, _a['max'])
     raise AssertionError('unreachable')
 
 
-clamp_max_.__doc__ = 'clamp_max_(max: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_max`.'
-def _signature_clamp_max_(self, max): ...
-clamp_max_.__wrapped__ = _signature_clamp_max_
+clamp_max_.__doc__ = 'clamp_max_(max: Number) -> Tensor\nclamp_max_(max: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.clamp_max`.'
 
 
 _sig_lerp = _Signatures('lerp', [

@@ -262,7 +262,7 @@ def _kind(a: Argument) -> str:
     if t.base in ("float", "bool"):
         return t.base + ("[]" if t.is_list else "") + ("?" if t.optional else "")
     if t.base == "Scalar":
-        return "Scalar?" if t.optional else "Scalar"
+        return ("Scalar[]" if t.is_list else "Scalar") + ("?" if t.optional else "")
     if t.base == "ScalarType":
         return "dtype?"
     if t.base == "Device":
@@ -399,10 +399,10 @@ def _py_params(sg: PySig, with_out: bool = True) -> list[str]:
 
 
 _DOC_TYPES = {"T": "Tensor", "T?": "Optional[Tensor]", "T[]": "List[Tensor]", "T?[]": "List[Optional[Tensor]]",
-              "Scalar": "Number", "Scalar?": "Optional[Number]", "int": "int", "int?": "Optional[int]",
-              "float": "float", "float?": "Optional[float]", "bool": "bool", "bool?": "Optional[bool]", "str": "str",
-              "str?": "Optional[str]", "dtype?": "Optional[dtype]", "device?": "Optional[device]",
-              "gen?": "Optional[Generator]"}
+              "Scalar": "Number", "Scalar?": "Optional[Number]", "Scalar[]": "List[Number]", "int": "int",
+              "int?": "Optional[int]", "float": "float", "float?": "Optional[float]", "bool": "bool",
+              "bool?": "Optional[bool]", "str": "str", "str?": "Optional[str]", "dtype?": "Optional[dtype]",
+              "device?": "Optional[device]", "gen?": "Optional[Generator]"}
 
 
 def _doc_params(sg: PySig) -> list[str]:
@@ -486,7 +486,7 @@ def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], l
         argnames[a.name] = "self" if (method and a is sg.self_arg) else conv[sg.pyname(a)]
     call_args = [argnames[a.name] for a in s.arguments]
     ks = _ks_expr(sg.nf, argnames)
-    call = f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
+    call = _returning_self_list(s, f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})", call_args)
     if extra_out:
         out_s = sg.out_nf.schema
         oargs = []
@@ -557,9 +557,32 @@ def _call_body(sg: PySig, method: bool) -> list[str]:
         oks = _ks_expr(sg.out_nf, argnames)
         lines.append(f"return _A.{handle_var(out_s)}.call({oks}, {', '.join(oargs)})")
     else:
-        call = f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})"
+        call = _returning_self_list(s, f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})", call_args)
         lines.append(f"return {fin}({call}, _a)" if fin else f"return {call}")
     return lines
+
+
+def _returning_self_list(s, call: str, call_args: list[str]) -> str:
+    """An op that updates its first argument, a tensor list, and returns nothing: its binding returns the list."""
+    if not s.returns and s.arguments and s.arguments[0].type.is_tensor_list and s.arguments[0].type.is_write:
+        return f"_returning({call}, {call_args[0]})"
+    return call
+
+
+# Note [Private bindings]
+# As in PyTorch, an op whose name starts with "_" has a binding in the ``torch.*`` namespace when PyTorch gives
+# it one (``torch._softmax``, ``torch._foreach_mul_``, ``torch._fused_adam_``): everything but the backward ops
+# and the ops that exist in ember only (its own optimizer steps and recurrent layer, its copy helpers), which are
+# reached through ``ember.ops.aten`` like any op. Methods and the ``nn`` namespace have no private bindings.
+_NO_PRIVATE_BINDING = {"_contiguous_copy", "_reshape_alias", "_to_copy", "_rnn_layer", "_fused_rmsprop_",
+                       "_fused_adadelta_", "_fused_adamax_", "_fused_asgd_", "_fused_nadam_", "_fused_radam_",
+                       "_fused_rprop_"}
+
+
+def _has_binding(name: str, method: bool, module: str | None) -> bool:
+    if not name.startswith("_") or name.startswith("__"):
+        return True
+    return not method and module is None and name not in _NO_PRIVATE_BINDING and "_backward" not in name
 
 
 def group_functions(nfs: list[NativeFunction], method: bool, module: str | None):
@@ -575,7 +598,7 @@ def group_functions(nfs: list[NativeFunction], method: bool, module: str | None)
         by_name.setdefault(nf.schema.name, []).append(nf)
     groups = OrderedDict()
     for name, lst in by_name.items():
-        if name.startswith("_") and not name.startswith("__"):
+        if not _has_binding(name, method, module):
             continue
         functional = [nf for nf in lst if not nf.schema.is_out]
         outs = [nf for nf in lst if nf.schema.is_out]
@@ -615,7 +638,8 @@ def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, t
            "from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints",
            "from ember._tensor import Tensor as _Tensor",
            "from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, "
-           "ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory", "",
+           "ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory",
+           "from ember._python_arg_parser import returning as _returning  # noqa: F401", "",
            f"__all__ = {sorted(groups)!r}", ""]
     docs = load_docs()
     for name, sigs in groups.items():
@@ -632,7 +656,8 @@ def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, t
 # ``ember._tensor.Tensor`` derives from when type checking (``TYPE_CHECKING``), as PyTorch's ``_TensorBase``
 # stubs do. A test checks every binding has its stub and runs mypy over a program written against them.
 _STUB_TYPES = {"T": "Tensor", "T?": "Tensor | None", "T[]": "Sequence[Tensor]", "T?[]": "Sequence[Tensor | None]",
-               "Scalar": "Number", "Scalar?": "Number | None", "int": "int", "int?": "int | None", "float": "float",
+               "Scalar": "Number", "Scalar?": "Number | None", "Scalar[]": "Sequence[Number]", "int": "int",
+               "int?": "int | None", "float": "float",
                "float?": "float | None", "bool": "bool", "bool?": "bool | None", "str": "str", "str?": "str | None",
                "dtype?": "_dtype | None", "device?": "_device | str | int | None", "gen?": "Generator | None",
                "float[]": "Sequence[float]", "float[]?": "Sequence[float] | None", "bool[]": "Sequence[bool]"}

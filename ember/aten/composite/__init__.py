@@ -8,6 +8,7 @@ Each function takes the op's schema arguments in order and is written in the int
 from ember.aten.composite.elementwise import *  # noqa: F401,F403
 from ember.aten.composite.dropout import *  # noqa: F401,F403
 from ember.aten.composite.factories import *  # noqa: F401,F403
+from ember.aten.composite.foreach import *  # noqa: F401,F403
 from ember.aten.composite.linalg import *  # noqa: F401,F403
 from ember.aten.composite.loss import *  # noqa: F401,F403
 from ember.aten.composite.nn import *  # noqa: F401,F403

@@ -23,6 +23,10 @@ def _foreach_add__Scalar(self, scalar):
     """``t.add_(scalar)`` for each tensor; one operation when the list is a run of slots of one arena (the step
     counters of a fused optimizer's parameter group)."""
     if not self:
+        raise RuntimeError("Tensor list must have at least one tensor.")
+    if any(t._rg for t in self):                # through autograd: leaves refuse, other tensors are recorded
+        for t in self:
+            t.add_(scalar)
         return None
     span = c10_arena.span_of([t._data for t in self]) if self[0]._device.type != "meta" else None
     if span is not None:
