@@ -4,7 +4,7 @@ import sys
 from tools.codegen.gen import OUT_DIR, check, generate, write
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--check" in argv:
         stale = check()

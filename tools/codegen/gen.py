@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from typing import Callable, Sequence
 
-from tools.codegen.model import Argument, FunctionSchema, NativeFunction, load_native_functions
+from tools.codegen.model import Argument, FunctionSchema, NativeFunction, Return, load_native_functions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 YAML_PATH = os.path.join(ROOT, "ember", "aten", "native_functions.yaml")
@@ -227,7 +228,7 @@ class PySig:
         return ident(a.name)
 
 
-def _default_literal(a: Argument) -> str:
+def _default_literal(a: Argument) -> str | None:
     d = a.default
     if d is None:
         return None
@@ -285,7 +286,7 @@ def _factory_extras(sig: PySig) -> bool:
     return "device" in names and "dtype" in names
 
 
-def gen_binding(name: str, sigs: list[PySig], method: bool, docs: dict | None = None) -> str:
+def gen_binding(name: str, sigs: list[PySig], method: bool, docs: dict[str, str] | None = None) -> str:
     """A generic-parser binding: ``_parse`` picks the overload and returns converted arguments."""
     specs = []
     for sg in sigs:
@@ -370,7 +371,7 @@ def _fast_check(kind: str, v: str) -> tuple[str, str | None]:
     return "", None
 
 
-def _param_list(args: list[Argument], name_of) -> list[str]:
+def _param_list(args: Sequence[Argument], name_of: Callable[[Argument], str]) -> list[str]:
     """Python parameters for schema arguments: ``*`` before the keyword-only ones, defaults as literals."""
     params, star = [], False
     for a in args:
@@ -436,7 +437,7 @@ def _returns_text(sg: PySig) -> str:
 # Tensor``. A name with a single signature also gets ``__wrapped__``, a function with exactly that signature, so
 # ``inspect.signature`` and IDEs see its parameters; with several overloads there is no single signature (as for
 # PyTorch's builtins) and the docstring lists them.
-def _binding_doc(name: str, sigs: list[PySig], method: bool, docs: dict) -> str:
+def _binding_doc(name: str, sigs: list[PySig], method: bool, docs: dict[str, str]) -> str:
     head = docs.get(sigs[0].nf.schema.name.rstrip("_") if name.endswith("_") else sigs[0].nf.schema.name)
     lines = [f"{name}({', '.join(_doc_params(sg))}) -> {_returns_text(sg)}" for sg in sigs]
     if name.endswith("_") and method:
@@ -488,6 +489,7 @@ def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], l
     ks = _ks_expr(sg.nf, argnames)
     call = _returning_self_list(s, f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})", call_args)
     if extra_out:
+        assert sg.out_nf is not None
         out_s = sg.out_nf.schema
         oargs = []
         for a in out_s.arguments:
@@ -562,7 +564,7 @@ def _call_body(sg: PySig, method: bool) -> list[str]:
     return lines
 
 
-def _returning_self_list(s, call: str, call_args: list[str]) -> str:
+def _returning_self_list(s: FunctionSchema, call: str, call_args: list[str]) -> str:
     """An op that updates its first argument, a tensor list, and returns nothing: its binding returns the list."""
     if not s.returns and s.arguments and s.arguments[0].type.is_tensor_list and s.arguments[0].type.is_write:
         return f"_returning({call}, {call_args[0]})"
@@ -585,7 +587,7 @@ def _has_binding(name: str, method: bool, module: str | None) -> bool:
     return not method and module is None and name not in _NO_PRIVATE_BINDING and "_backward" not in name
 
 
-def group_functions(nfs: list[NativeFunction], method: bool, module: str | None):
+def group_functions(nfs: list[NativeFunction], method: bool, module: str | None) -> dict[str, list[PySig]]:
     """Public name -> list of PySig, for one namespace."""
     by_name: dict[str, list[NativeFunction]] = OrderedDict()
     for nf in nfs:
@@ -611,19 +613,17 @@ def group_functions(nfs: list[NativeFunction], method: bool, module: str | None)
                 if fa == oa:
                     match = o
             sigs.append(PySig(nf, match, method))
-        for o in outs:  # out overloads with no functional twin are callable as such
-            if not any(sg.out_nf is o for sg in sigs):
-                pass
         if sigs:
             pyname = name[len(module) + 1:] if module and name.startswith(module + "_") else name
             groups[pyname] = sigs
     return groups
 
 
-def load_docs() -> dict:
+def load_docs() -> dict[str, str]:
     """ember/_torch_docs.py's table, read without importing ember (it may be the stale code being replaced)."""
     import runpy
-    return runpy.run_path(os.path.join(ROOT, "ember", "_torch_docs.py"))["DOCS"]
+    docs: dict[str, str] = runpy.run_path(os.path.join(ROOT, "ember", "_torch_docs.py"))["DOCS"]
+    return docs
 
 
 def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, title: str) -> str:
@@ -680,7 +680,7 @@ def _stub_returns(sg: PySig) -> str:
     if not rs:
         return "None"
 
-    def one(r):
+    def one(r: Return) -> str:
         if r.type.is_list:
             return "list[Tensor]"
         return {"Tensor": "Tensor", "bool": "bool", "int": "int", "SymInt": "int", "float": "float",

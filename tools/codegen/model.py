@@ -84,7 +84,9 @@ class Return:
 
 def _split_top(s: str) -> list[str]:
     """Split on commas not inside brackets or parentheses."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in s:
         if ch in "([":
             depth += 1
@@ -208,7 +210,7 @@ _VALID_KEYS = {"func", "variants", "dispatch", "python_module", "tags", "device_
 
 
 def load_native_functions(path: str) -> list[NativeFunction]:
-    import yaml
+    import yaml  # type: ignore[import-untyped]
 
     with open(path) as f:
         text = f.read()
@@ -219,7 +221,8 @@ def load_native_functions(path: str) -> list[NativeFunction]:
     if root is None:
         return []
     entries = yaml.safe_load(text)
-    out, seen = [], {}
+    out: list[NativeFunction] = []
+    seen: dict[str, str] = {}
     for node, entry in zip(root.value, entries):
         loc = f"{path}:{node.start_mark.line + 1}"
         if not isinstance(entry, dict) or "func" not in entry:
