@@ -7,7 +7,7 @@ bulk of its methods (``add``, ``sum``, ``view``, ...) are generated from native_
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -25,9 +25,10 @@ _NUMBER = (bool, int, float, complex, np.number, np.bool_)
 _NUMBER_TYPES = _python_arg_parser.NUMBER_TYPES
 
 
-def _binary(name, tensor_op, scalar_op):
+def _binary(name: str, tensor_op: Callable[..., Tensor],
+            scalar_op: Callable[..., Tensor]) -> Callable[[Tensor, Any], Tensor]:
     """A binary operator (Note [Tensor operators])."""
-    def operator(self, other):
+    def operator(self: Tensor, other: Any) -> Tensor:
         if isinstance(other, Tensor):
             return tensor_op(self, other)
         if type(other) in _NUMBER_TYPES:
@@ -37,7 +38,7 @@ def _binary(name, tensor_op, scalar_op):
     return operator
 
 
-def _reflected(other, self, rop):
+def _reflected(other: Any, self, rop: Any) -> Any:
     """``other <op> self`` for an operand that is neither a Tensor nor a Python number: NumPy scalars count as
     their Python value; anything else is not ours (Python then raises its TypeError)."""
     if isinstance(other, (np.number, np.bool_)):
@@ -58,7 +59,7 @@ class Tensor(TensorImpl, _TensorMethods):
     __slots__ = ()
 
     # -- construction ---------------------------------------------------------------------------
-    def __new__(cls, *args, **kwargs):
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if cls is not Tensor and args and isinstance(args[0], Tensor):  # subclass wrapping (Parameter)
             return args[0].as_subclass(cls)
         import ember
@@ -70,10 +71,10 @@ class Tensor(TensorImpl, _TensorMethods):
 
     # -- autograd (the state lives in the instance dict; these class values are the defaults) -------
     _rg = False          # requires grad (True for leaves that require it and for outputs with a grad_fn)
-    _grad_fn = None
-    _grad = None
+    _grad_fn: Any = None
+    _grad: Tensor | None = None
     _output_nr = 0
-    _base = None         # the tensor this one is a view of
+    _base: Tensor | None = None  # the tensor this one is a view of
     _inference = False
 
     @property
@@ -81,10 +82,10 @@ class Tensor(TensorImpl, _TensorMethods):
         return self._rg
 
     @requires_grad.setter
-    def requires_grad(self, value) -> None:
+    def requires_grad(self, value: Any) -> None:
         self.requires_grad_(value)
 
-    def requires_grad_(self, requires_grad: builtins.bool = True):
+    def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor:
         """Set whether autograd records operations on this leaf tensor."""
         if self._grad_fn is not None:
             if not requires_grad:
@@ -98,7 +99,7 @@ class Tensor(TensorImpl, _TensorMethods):
         return self
 
     @property
-    def grad_fn(self):
+    def grad_fn(self) -> Any:
         return self._grad_fn
 
     @property
@@ -106,7 +107,7 @@ class Tensor(TensorImpl, _TensorMethods):
         return self._grad_fn is None
 
     @property
-    def grad(self):
+    def grad(self) -> Tensor | None:
         if self._grad_fn is not None and not self.__dict__.get("_retains_grad") and self._grad is None:
             import warnings
             warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -117,7 +118,7 @@ class Tensor(TensorImpl, _TensorMethods):
         return self._grad
 
     @grad.setter
-    def grad(self, value) -> None:
+    def grad(self, value: Any) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
@@ -144,7 +145,7 @@ class Tensor(TensorImpl, _TensorMethods):
         self._grad_fn._retains_grad[self._output_nr] = weakref.ref(self)
         self.__dict__["_retains_grad"] = True
 
-    def register_hook(self, hook):
+    def register_hook(self, hook: Any) -> Any:
         """``hook(grad)`` runs when the gradient of this tensor is computed; it may return a new gradient."""
         if not self._rg:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -155,7 +156,7 @@ class Tensor(TensorImpl, _TensorMethods):
         hooks.append(hook)
         return _RemovableHandle(hooks, hook)
 
-    def register_post_accumulate_grad_hook(self, hook):
+    def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
         """``hook(tensor)`` runs after the gradient was accumulated into ``.grad`` of this leaf."""
         if self._grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
@@ -167,17 +168,18 @@ class Tensor(TensorImpl, _TensorMethods):
         acc._post_acc_hooks.append(hook)
         return _RemovableHandle(acc._post_acc_hooks, hook)
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    def backward(self, gradient: Any = None, retain_graph: Any = None, create_graph: Any = False,
+                 inputs: Any = None) -> None:
         """Accumulate the gradient of this tensor into the ``.grad`` of the graph's leaves."""
         from ember.autograd import backward
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
-    def detach(self):
+    def detach(self) -> Tensor:
         """A tensor sharing data and version counter with this one, outside the graph."""
         t = _wrap.view_of(self._data, self)
         return t
 
-    def detach_(self):
+    def detach_(self) -> Tensor:
         if self._base is not None and self._grad_fn is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
                                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
@@ -190,18 +192,18 @@ class Tensor(TensorImpl, _TensorMethods):
         return self
 
     @property
-    def data(self):
+    def data(self) -> Tensor:
         """The same data outside autograd, with its own version counter (in-place changes through it are not
         seen by autograd's checks, as in PyTorch)."""
         return _wrap.new_tensor(self._data, self._ks, self._device)
 
     @data.setter
-    def data(self, other) -> None:
+    def data(self, other: Any) -> None:
         self._data = other._data
         self._device = other._device
         self._ks = other._ks
 
-    def as_subclass(self, cls):
+    def as_subclass(self, cls) -> Any:
         t = object.__new__(cls)
         t._data, t._ks, t._vc, t._device = self._data, self._ks, self._vc, self._device
         t.__dict__.update(self.__dict__)
@@ -216,11 +218,11 @@ class Tensor(TensorImpl, _TensorMethods):
             return self.cpu()._data
         return self._data
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
-    def item(self):
+    def item(self) -> Any:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         if self._device.type == "meta":
@@ -230,7 +232,7 @@ class Tensor(TensorImpl, _TensorMethods):
             return builtins.float(v)
         return v
 
-    def tolist(self):
+    def tolist(self) -> Any:
         if self._device.type == "meta":
             raise RuntimeError("Tensor.tolist() is not supported for meta tensors")
         a = self.cpu()._data
@@ -238,54 +240,54 @@ class Tensor(TensorImpl, _TensorMethods):
             a = a.astype(np.float32)
         return a.tolist()
 
-    def __float__(self):
+    def __float__(self) -> builtins.float:
         return builtins.float(self._scalar("float"))
 
-    def __int__(self):
+    def __int__(self) -> builtins.int:
         return builtins.int(self._scalar("int"))
 
-    def __complex__(self):
+    def __complex__(self) -> complex:
         return builtins.complex(self._scalar("complex"))
 
-    def __bool__(self):
+    def __bool__(self) -> builtins.bool:
         if self._data.size != 1:
             if self._data.size == 0:
                 raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return builtins.bool(self.item())
 
-    def __index__(self):
+    def __index__(self) -> builtins.int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return builtins.int(self.item())
 
-    def _scalar(self, kind):
+    def _scalar(self, kind: Any) -> Any:
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
         return self.item()
 
-    def __format__(self, spec):
+    def __format__(self, spec: Any) -> str:
         if self.dim() == 0:
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
-    def __len__(self):
+    def __len__(self) -> builtins.int:
         if self.dim() == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         if self.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
-    def __hash__(self):
+    def __hash__(self) -> builtins.int:
         return id(self)
 
-    def __reduce_ex__(self, proto):
+    def __reduce_ex__(self, proto: Any) -> Any:
         return (_rebuild_from_numpy, (self.cpu()._data.copy(), str(self._device)))
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: Any) -> Any:
         if id(self) in memo:
             return memo[id(self)]
         r = self.clone()
@@ -293,15 +295,15 @@ class Tensor(TensorImpl, _TensorMethods):
         memo[id(self)] = r
         return r
 
-    def __repr__(self, *, tensor_contents=None):
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
         from ember._tensor_str import tensor_repr
         return tensor_repr(self)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.__repr__()
 
     # -- dtype / device moves -------------------------------------------------------------------
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """``to(dtype)``, ``to(device, dtype=None)``, ``to(other)``, plus ``non_blocking`` / ``copy``."""
         dtype = kwargs.pop("dtype", None)
         device = kwargs.pop("device", None)
@@ -333,7 +335,7 @@ class Tensor(TensorImpl, _TensorMethods):
         import ember
         return ember.ops.aten._to_copy(self, dtype=dtype, device=None if same_dev else dev)
 
-    def type(self, dtype=None, non_blocking=False, **kwargs):
+    def type(self, dtype: Any = None, non_blocking: Any = False, **kwargs: Any) -> Any:
         if dtype is None:
             return _TYPE_STRINGS[self.dtype.name]
         if isinstance(dtype, str):
@@ -343,50 +345,50 @@ class Tensor(TensorImpl, _TensorMethods):
             dtype = _dt._BY_NAME[name]
         return self.to(dtype)
 
-    def type_as(self, other):
+    def type_as(self, other: Any) -> Tensor:
         return self.to(other.dtype)
 
-    def cpu(self, memory_format=None):
+    def cpu(self, memory_format: Any = None) -> Tensor:
         return self.to("cpu")
 
-    def cuda(self, device=None, non_blocking=False, memory_format=None):
+    def cuda(self, device: Any = None, non_blocking: Any = False, memory_format: Any = None) -> Tensor:
         from ember.c10.device import device as _device
         return self.to(_device("cuda", device) if isinstance(device, int) else (device or "cuda"))
 
-    def float(self, memory_format=None):  # noqa: A003
+    def float(self, memory_format: Any = None) -> Tensor:  # noqa: A003
         return self.to(_dt.float32)
 
-    def double(self, memory_format=None):
+    def double(self, memory_format: Any = None) -> Tensor:
         return self.to(_dt.float64)
 
-    def half(self, memory_format=None):
+    def half(self, memory_format: Any = None) -> Tensor:
         return self.to(_dt.float16)
 
-    def bfloat16(self, memory_format=None):
+    def bfloat16(self, memory_format: Any = None) -> Tensor:
         return self.to(_dt.bfloat16)
 
-    def long(self, memory_format=None):
+    def long(self, memory_format: Any = None) -> Tensor:
         return self.to(_dt.int64)
 
-    def int(self, memory_format=None):  # noqa: A003
+    def int(self, memory_format: Any = None) -> Tensor:  # noqa: A003
         return self.to(_dt.int32)
 
-    def short(self, memory_format=None):
+    def short(self, memory_format: Any = None) -> Tensor:
         return self.to(_dt.int16)
 
-    def char(self, memory_format=None):
+    def char(self, memory_format: Any = None) -> Tensor:
         return self.to(_dt.int8)
 
-    def byte(self, memory_format=None):
+    def byte(self, memory_format: Any = None) -> Tensor:
         return self.to(_dt.uint8)
 
-    def bool(self, memory_format=None):  # noqa: A003
+    def bool(self, memory_format: Any = None) -> Tensor:  # noqa: A003
         return self.to(_dt.bool_)
 
-    def cfloat(self):
+    def cfloat(self) -> Tensor:
         return self.to(_dt.complex64)
 
-    def cdouble(self):
+    def cdouble(self) -> Tensor:
         return self.to(_dt.complex128)
 
     def is_floating_point(self) -> builtins.bool:
@@ -399,12 +401,12 @@ class Tensor(TensorImpl, _TensorMethods):
         return self.dtype.is_signed
 
     @property
-    def layout(self):
+    def layout(self) -> Any:
         import ember
         return ember.strided
 
     @property
-    def T(self):
+    def T(self) -> Tensor:
         if self.dim() not in (0, 2):
             import warnings
             warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
@@ -414,60 +416,60 @@ class Tensor(TensorImpl, _TensorMethods):
         return self.permute(tuple(range(self.dim() - 1, -1, -1)))
 
     @property
-    def mT(self):
+    def mT(self) -> Tensor:
         if self.dim() < 2:
             raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
         return self.transpose(-2, -1)
 
     @property
-    def H(self):
+    def H(self) -> Tensor:
         return self.T.conj() if self.is_complex() else self.T
 
     @property
-    def mH(self):
+    def mH(self) -> Tensor:
         return self.mT.conj() if self.is_complex() else self.mT
 
-    def conj(self):
+    def conj(self) -> Tensor:
         if not self.is_complex():
             return self
         import ember
         return ember.tensor(np.conj(self.numpy()), device=self.device)
 
     @property
-    def real(self):
+    def real(self) -> Tensor:
         if not self.is_complex():
             return self
         return _wrap.view_of(self._data.real, self)
 
     @property
-    def imag(self):
+    def imag(self) -> Tensor:
         if not self.is_complex():
             raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
         return _wrap.view_of(self._data.imag, self)
 
-    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False) -> Tensor:
         import ember
         return ember.tensor(data, dtype=dtype or self.dtype, device=device or self.device)
 
-    def dim_order(self):
+    def dim_order(self) -> Any:
         st = self.stride()
         return tuple(sorted(range(self.dim()), key=lambda i: -st[i]))
 
-    def storage(self):
+    def storage(self) -> Any:
         return self.untyped_storage()
 
     def get_device(self) -> builtins.int:
         return -1 if self._device.type == "cpu" else (self._device.index or 0)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Any) -> None:
         pass
 
     # -- indexing ---------------------------------------------------------------------------------
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> Tensor:
         from ember._indexing import getitem
         return getitem(self, index)
 
-    def __setitem__(self, index, value):
+    def __setitem__(self, index: Any, value: Any) -> None:
         from ember._indexing import setitem
         setitem(self, index, value)
 
@@ -492,85 +494,85 @@ class Tensor(TensorImpl, _TensorMethods):
     __gt__ = _binary("gt", aten.gt_Tensor, aten.gt_Scalar)
     __ge__ = _binary("ge", aten.ge_Tensor, aten.ge_Scalar)
 
-    def __iadd__(self, other):
+    def __iadd__(self, other: Any) -> Tensor:
         return self.add_(other)
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: Any) -> Tensor:
         if type(other) in _NUMBER_TYPES:
             return aten.rsub_Scalar(self, other)
         return _reflected(other, self, Tensor.__rsub__)
 
-    def __isub__(self, other):
+    def __isub__(self, other: Any) -> Tensor:
         return self.sub_(other)
 
-    def __imul__(self, other):
+    def __imul__(self, other: Any) -> Tensor:
         return self.mul_(other)
 
-    def __rtruediv__(self, other):
+    def __rtruediv__(self, other: Any) -> Tensor:
         return self.reciprocal() * other
 
-    def __itruediv__(self, other):
+    def __itruediv__(self, other: Any) -> Tensor:
         return self.div_(other)
 
-    def __rfloordiv__(self, other):
+    def __rfloordiv__(self, other: Any) -> Tensor:
         return aten.floor_divide_Tensor(wrapped_number(other, self), self)
 
-    def __ifloordiv__(self, other):
+    def __ifloordiv__(self, other: Any) -> Tensor:
         return self.floor_divide_(other)
 
-    def __rmod__(self, other):
+    def __rmod__(self, other: Any) -> Tensor:
         if type(other) in _NUMBER_TYPES:
             return aten.remainder_Scalar_Tensor(other, self)
         return _reflected(other, self, Tensor.__rmod__)
 
-    def __imod__(self, other):
+    def __imod__(self, other: Any) -> Tensor:
         return self.remainder_(other)
 
-    def __rpow__(self, other):
+    def __rpow__(self, other: Any) -> Tensor:
         if type(other) in _NUMBER_TYPES:
             return aten.pow_Scalar(other, self)
         return _reflected(other, self, Tensor.__rpow__)
 
-    def __ipow__(self, other):
+    def __ipow__(self, other: Any) -> Tensor:
         return self.pow_(other)
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: Any) -> Tensor:
         if not isinstance(other, Tensor):
             return NotImplemented
         return aten.matmul(self, other)
 
-    def __rmatmul__(self, other):
+    def __rmatmul__(self, other: Any) -> Tensor:
         return NotImplemented  # other is not a Tensor (else its __matmul__ ran): PyTorch's matmul takes tensors
 
-    def __neg__(self):
+    def __neg__(self) -> Tensor:
         return aten.neg(self)
 
-    def __pos__(self):
+    def __pos__(self) -> Tensor:
         return aten.positive(self)
 
-    def __abs__(self):
+    def __abs__(self) -> Tensor:
         return aten.abs(self)
 
-    def __invert__(self):
+    def __invert__(self) -> Tensor:
         return aten.bitwise_not(self)
 
-    def __iand__(self, other):
+    def __iand__(self, other: Any) -> Tensor:
         return self.bitwise_and_(other)
 
-    def __ior__(self, other):
+    def __ior__(self, other: Any) -> Tensor:
         return self.bitwise_or_(other)
 
-    def __ixor__(self, other):
+    def __ixor__(self, other: Any) -> Tensor:
         return self.bitwise_xor_(other)
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         if isinstance(other, Tensor):
             return aten.eq_Tensor(self, other)
         if not isinstance(other, _NUMBER):
             return False
         return self.eq(other)
 
-    def __ne__(self, other):
+    def __ne__(self, other: Any) -> Any:
         if isinstance(other, Tensor):
             return aten.ne_Tensor(self, other)
         if not isinstance(other, _NUMBER):
@@ -578,23 +580,24 @@ class Tensor(TensorImpl, _TensorMethods):
         return self.ne(other)
 
     # -- reductions with named-tuple / flexible signatures --------------------------------------------
-    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    def unique(self, sorted: Any = True, return_inverse: Any = False, return_counts: Any = False,  # noqa: A002
+               dim: Any = None) -> Any:
         import ember
         return ember.unique(self, sorted, return_inverse, return_counts, dim)
 
-    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    def norm(self, p: Any = 'fro', dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
         import ember
         return ember.norm(self, p, dim, keepdim, dtype=dtype)
 
-    def split(self, split_size, dim=0):
+    def split(self, split_size: Any, dim: Any = 0) -> Any:
         import ember
         return ember.split(self, split_size, dim)
 
-    def size(self, dim=None):
+    def size(self, dim: Any = None) -> Any:
         return TensorImpl.size(self, dim)
 
 
-def _rebuild_from_numpy(arr, device):
+def _rebuild_from_numpy(arr: Any, device: Any) -> Tensor:
     import ember
     return ember.from_numpy(arr).to(device)
 
@@ -608,7 +611,7 @@ _TYPE_STRINGS = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor"
 _wrap.set_tensor_class(Tensor)  # Note [The Python tensor class]
 
 
-def _install_generated_methods():
+def _install_generated_methods() -> Any:
     from ember._generated import tensor_methods
     for name in tensor_methods.__all__:
         if name not in Tensor.__dict__:

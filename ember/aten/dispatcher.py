@@ -17,6 +17,8 @@ is cached per key set; registering a kernel clears the cache.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import threading
 
 from ember.c10.device import canonical as canonical_device
@@ -29,7 +31,7 @@ class BoxedFallback:
     """A fallback for every operator under one key: ``make(op)`` returns the kernel for ``op`` (PyTorch's
     boxed fallbacks receive the operator handle the same way)."""
 
-    def __init__(self, make):
+    def __init__(self, make: Any) -> None:
         self.make = make
         self._bound = {}
 

@@ -14,6 +14,7 @@ to one of the helpers here:
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ def new_tensor(arr, ks: int, device):
     return t
 
 
-def tensor_like(data, like):
+def tensor_like(data: Any, like: Any) -> Any:
     """``torch.tensor(data, dtype=like.dtype, device=like.device)`` for NumPy data, below the frontend's factory
     (autograd's gradcheck and implicit gradients use it)."""
     t = new_tensor(np.array(data), KS_CPU, CPU)  # a C-contiguous copy (ascontiguousarray makes 0-d 1-d)

@@ -2,19 +2,27 @@
 custom ``Function``, ``gradcheck`` and the graph classes."""
 from __future__ import annotations
 
+from typing import Any
+
 from ember._generated import aten
 from ember.aten.wrap import tensor_like
 from ember.autograd import anomaly_mode, graph  # noqa: F401
 from ember.autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from ember.autograd.engine import run_backward
 from ember.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
-from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
-                                      is_inference_mode_enabled, no_grad, set_grad_enabled)
+from ember.autograd.grad_mode import (  # noqa: F401
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from ember.autograd.visualize import graph_dot, graph_text, render_graph  # noqa: F401
 from ember.c10.tensor_impl import TensorImpl
 
 
-def _tensor_list(x):
+def _tensor_list(x: Any) -> Any:
     if x is None:
         return None
     if isinstance(x, (list, tuple)):
@@ -22,8 +30,8 @@ def _tensor_list(x):
     return [x]
 
 
-def _make_grads(outputs, grad_outputs, is_grads_batched=False):
-    out = []
+def _make_grads(outputs: Any, grad_outputs: Any, is_grads_batched: Any = False) -> Any:
+    out: list[Any] = []
     grad_outputs = grad_outputs if grad_outputs is not None else [None] * len(outputs)
     if len(grad_outputs) != len(outputs):
         raise RuntimeError(f"grad requires one gradient per output: got {len(grad_outputs)} gradients for "
@@ -47,8 +55,8 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
     return out
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
-             inputs=None):
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: Any = None, create_graph: Any = False,
+             grad_variables: Any = None, inputs: Any = None) -> None:
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
     if grad_variables is not None:
         grad_tensors = grad_variables
@@ -62,8 +70,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused=True, accumulate_grad=True)
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
-         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: Any = None, create_graph: Any = False,
+         only_inputs: Any = True, allow_unused: Any = None, is_grads_batched: Any = False,
+         materialize_grads: Any = False) -> Any:
     """The gradients of ``outputs`` with respect to ``inputs`` (nothing is accumulated into ``.grad``)."""
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
@@ -84,7 +93,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 class Variable:
     """Deprecated alias kept for old code: ``Variable(t)`` returns ``t``."""
 
-    def __new__(cls, data, requires_grad=False):
+    def __new__(cls, data: Any, requires_grad: Any = False) -> Any:
         if requires_grad:
             data.requires_grad_(True)
         return data

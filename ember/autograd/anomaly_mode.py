@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import traceback
 import warnings
+from typing import Any, Callable, Sequence
 
 enabled = False
 check_nan_enabled = True
@@ -18,17 +19,17 @@ class detect_anomaly:
         warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only "
                       "be enabled for debugging.", UserWarning, stacklevel=2)
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         global enabled, check_nan_enabled
         self.prev = (enabled, check_nan_enabled)
         enabled, check_nan_enabled = True, self.check_nan
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         global enabled, check_nan_enabled
         enabled, check_nan_enabled = self.prev
 
-    def __call__(self, fn):
-        def wrapper(*a, **k):
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*a: Any, **k: Any) -> Any:
             with self.__class__(self.check_nan):
                 return fn(*a, **k)
         return wrapper
@@ -40,10 +41,10 @@ class set_detect_anomaly:
         self.prev = (enabled, check_nan_enabled)
         enabled, check_nan_enabled = bool(mode), check_nan
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         return None
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         global enabled, check_nan_enabled
         enabled, check_nan_enabled = self.prev
 
@@ -52,12 +53,12 @@ def is_anomaly_enabled() -> bool:
     return enabled
 
 
-def record(node) -> None:
+def record(node: Any) -> None:
     """Called when a node is created in anomaly mode: keep the forward traceback."""
     node._anomaly_trace = "".join(traceback.format_stack()[:-3])
 
 
-def check_nan(node, outputs) -> None:
+def check_nan(node: Any, outputs: Sequence[Any]) -> None:
     if not check_nan_enabled:
         return
     for i, g in enumerate(outputs):

@@ -10,17 +10,18 @@ different dtype is cast.  Unless ``retain_graph``, each node frees its saved ten
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 from ember.autograd import grad_mode
 from ember.autograd.graph import AccumulateGrad, Edge, GraphRoot
 
 
-def _gradient_edge(t):
+def _gradient_edge(t: Any) -> Any:
     from ember.autograd.recording import gradient_edge
     return gradient_edge(t)
 
 
-def _sum_to(grad, shape):
+def _sum_to(grad: Any, shape: Any) -> Any:
     """Reduce a broadcast gradient to ``shape`` (``at::sum_to``)."""
     shape = tuple(shape)
     gshape = tuple(grad.shape)
@@ -37,7 +38,7 @@ def _sum_to(grad, shape):
     return r
 
 
-def _validate(node, grads):
+def _validate(node: Any, grads: Any) -> Any:
     meta = node._input_meta
     out = list(grads)
     if len(out) != len(node._next):
@@ -59,7 +60,7 @@ def _validate(node, grads):
     return out
 
 
-def _expandable(shape, to) -> bool:
+def _expandable(shape: Any, to: Any) -> bool:
     if len(shape) > len(to):
         return False
     for s, t in zip(reversed(shape), reversed(to)):
@@ -68,7 +69,7 @@ def _expandable(shape, to) -> bool:
     return True
 
 
-def _add(a, b):
+def _add(a: Any, b: Any) -> Any:
     if a is None:
         return b
     if b is None:
@@ -76,8 +77,8 @@ def _add(a, b):
     return a + b
 
 
-def run_backward(roots, grad_outputs, keep_graph: bool, create_graph: bool, inputs=None,
-                 allow_unused: bool = False, accumulate_grad: bool = True):
+def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: bool, inputs: Any = None,
+                 allow_unused: bool = False, accumulate_grad: bool = True) -> Any:
     """Run the graph behind ``roots``; return the captured gradients of ``inputs`` (``autograd.grad``)."""
     root_edges = []
     for i, t in enumerate(roots):
@@ -89,9 +90,9 @@ def run_backward(roots, grad_outputs, keep_graph: bool, create_graph: bool, inpu
     graph_root._next = tuple(root_edges)
 
     # dependencies: incoming edges per node, over everything reachable from the root
-    deps: dict = {}
-    seen = {graph_root}
-    stack = [graph_root]
+    deps: dict[Any, int] = {}
+    seen: set[Any] = {graph_root}
+    stack: list[Any] = [graph_root]
     while stack:
         n = stack.pop()
         for e in n._next:
@@ -118,8 +119,8 @@ def run_backward(roots, grad_outputs, keep_graph: bool, create_graph: bool, inpu
             capture = {(id(e.node), e.input_nr): i for i, e in enumerate(targets)}
         captured = [None] * len(targets)
 
-    buffers: dict = {}
-    ready = []
+    buffers: dict[Any, list[Any]] = {}
+    ready: list[Any] = []
     counter = 0
     prev_mode = grad_mode.state.enabled
     grad_mode.state.enabled = create_graph
@@ -163,11 +164,11 @@ def run_backward(roots, grad_outputs, keep_graph: bool, create_graph: bool, inpu
     return None
 
 
-def _num_inputs(node) -> int:
+def _num_inputs(node: Any) -> int:
     return getattr(node, "_num_outputs", 1)
 
 
-def _nodes_leading_to(root, targets) -> set:
+def _nodes_leading_to(root: Any, targets: Any) -> set[Any]:
     """Nodes from which one of ``targets`` can be reached (they, and only they, need to run)."""
     order, seen, stack = [], {root}, [root]
     while stack:
@@ -190,7 +191,7 @@ def _nodes_leading_to(root, targets) -> set:
     return needed
 
 
-def _apply_tensor_hooks(node, j, g):
+def _apply_tensor_hooks(node: Any, j: Any, g: Any) -> Any:
     for h in node._tensor_pre_hooks.get(j, ()):
         r = h(g)
         if r is not None:
@@ -203,7 +204,7 @@ def _apply_tensor_hooks(node, j, g):
     return g
 
 
-def _call_node(node, grads, keep_graph):
+def _call_node(node: Any, grads: Any, keep_graph: Any) -> Any:
     grads = [_apply_tensor_hooks(node, j, g) for j, g in enumerate(grads)] if \
         (node._tensor_pre_hooks or node._retains_grad) else grads
     for h in node._pre_hooks:

@@ -5,6 +5,8 @@ grad, its floating-point outputs get a ``NotImplemented`` node, so backward thro
 ``derivative for aten::<op> is not implemented`` (PyTorch's words) instead of silently dropping the gradient."""
 from __future__ import annotations
 
+from typing import Any
+
 from ember.aten.dispatcher import BoxedFallback, keys_below, register_fallback
 from ember.autograd.grad_mode import state
 from ember.autograd.graph import NotImplementedBackward
@@ -14,7 +16,7 @@ from ember.c10.dispatch_key import AUTOGRAD_KEYS, DispatchKey
 _BELOW = keys_below(DispatchKey.ADInplaceOrView)
 
 
-def _tensors(args):
+def _tensors(args: Any) -> Any:
     for a in args:
         if hasattr(a, "_rg"):
             yield a
@@ -24,12 +26,12 @@ def _tensors(args):
                     yield t
 
 
-def _make(op):
+def _make(op: Any) -> Any:
     if op.out_arity:
         return _make_out(op)
     name = op.name + (f".{op.overload_name}" if op.overload_name else "")
 
-    def autograd_not_implemented(ks, *args):
+    def autograd_not_implemented(ks: Any, *args: Any) -> Any:
         out = op.redispatch(ks & _BELOW, *args)
         if state.enabled:
             req = [t for t in _tensors(args) if t._rg]
@@ -46,14 +48,14 @@ def _make(op):
     return autograd_not_implemented
 
 
-def _make_out(op):
+def _make_out(op: Any) -> Any:
     """``out=`` overloads: PyTorch's autograd refuses them when an input requires grad (the result written into
     ``out`` would have no history); otherwise they run below autograd."""
     n_out = op.out_arity
     message = (f"{op.name}(): functions with out=... arguments don't support automatic differentiation, but one "
                "of the arguments requires grad.")
 
-    def autograd_out(ks, *args):
+    def autograd_out(ks: Any, *args: Any) -> Any:
         if state.enabled and any(t._rg for t in _tensors(args[:-n_out])):
             raise RuntimeError(message)
         return op.redispatch(ks & _BELOW, *args)

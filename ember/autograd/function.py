@@ -8,27 +8,33 @@ grad — makes the outputs' ``grad_fn`` a node of class ``<Name>Backward`` whose
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING, Any
 
 from ember._generated import aten
 from ember.autograd.grad_mode import no_grad, state
 from ember.autograd.graph import Node, SavedVariable
 from ember.autograd.recording import check_inplace, collect_next_edges, input_meta, set_history
-from ember.c10.tensor_impl import TensorImpl as _Tensor  # every ember tensor is one
+from ember.c10.tensor_impl import TensorImpl
+
+if TYPE_CHECKING:  # isinstance(x, _Tensor) narrows to the frontend's class for type checkers
+    from ember._tensor import Tensor as _Tensor
+else:
+    _Tensor = TensorImpl  # every ember tensor is one
 
 
 class FunctionCtx:
     """What ``forward`` can tell ``backward`` (``ctx.save_for_backward``, ``ctx.mark_dirty``, ...)."""
 
-    def save_for_backward(self, *tensors) -> None:
+    def save_for_backward(self, *tensors: Any) -> None:
         self._to_save = tensors
 
-    def save_for_forward(self, *tensors) -> None:
+    def save_for_forward(self, *tensors: Any) -> None:
         self._to_save_fwd = tensors
 
-    def mark_dirty(self, *args) -> None:
+    def mark_dirty(self, *args: Any) -> None:
         self._dirty = args
 
-    def mark_non_differentiable(self, *args) -> None:
+    def mark_non_differentiable(self, *args: Any) -> None:
         self._non_differentiable = args
 
     def set_materialize_grads(self, value: bool) -> None:
@@ -38,9 +44,9 @@ class FunctionCtx:
 class BackwardCFunction(Node, FunctionCtx):
     """The node (and ctx) of one call of a custom Function."""
 
-    _forward_cls = None
+    _forward_cls: Any = None
 
-    def __init__(self):
+    def __init__(self) -> None:
         Node.__init__(self)
         self._to_save = ()
         self._saved_list = None
@@ -48,11 +54,11 @@ class BackwardCFunction(Node, FunctionCtx):
         self._non_differentiable = ()
         self._materialize = True
         self.needs_input_grad = ()
-        self._input_is_tensor = ()
-        self._output_meta = ()
+        self._input_is_tensor: tuple[bool, ...] = ()
+        self._output_meta: tuple[Any, ...] = ()
 
     @property
-    def saved_tensors(self):
+    def saved_tensors(self) -> Any:
         if self._saved_list is None:
             return tuple(self._to_save)
         return tuple(s.unpack(self) if isinstance(s, SavedVariable) else s for s in self._saved_list)
@@ -66,8 +72,8 @@ class BackwardCFunction(Node, FunctionCtx):
                     s.release()
         self._released = True
 
-    def apply(self, grads):
-        cls = self._forward_cls
+    def apply(self, grads: Any) -> Any:
+        cls: Any = self._forward_cls
         if self._materialize:
             grads = [aten.zeros(tuple(shape), dtype=dt, device=dev) if g is None and shape is not None else g
                      for g, (shape, dt, dev) in zip(grads, self._output_meta)]
@@ -87,7 +93,7 @@ class BackwardCFunction(Node, FunctionCtx):
 class FunctionMeta(type):
     """Gives every Function subclass its backward node class ``<Name>Backward``."""
 
-    def __init__(cls, name, bases, attrs):
+    def __init__(cls, name: Any, bases: Any, attrs: Any) -> None:
         cls._backward_cls = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
         super().__init__(name, bases, attrs)
 
@@ -112,25 +118,25 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         ...         return grad * y
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use new-"
                            "style autograd function with static forward method. (Example: https://pytorch.org/docs/"
                            "stable/autograd.html#torch.autograd.Function)")
 
     @staticmethod
-    def forward(ctx, *args, **kwargs):
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
-    def backward(ctx, *grad_outputs):
+    def backward(ctx: Any, *grad_outputs: Any) -> None:
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 
     vjp = backward
-    setup_context = None
+    setup_context: Any = None
 
     @classmethod
-    def apply(cls, *args, **kwargs):
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
         node = cls._backward_cls()
         tensors = [a for a in args if isinstance(a, _Tensor)]
         node._input_is_tensor = tuple(isinstance(a, _Tensor) for a in args)
@@ -173,11 +179,11 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         return outs[0] if single else outs
 
 
-def once_differentiable(fn):
+def once_differentiable(fn: Any) -> Any:
     """For ``backward`` methods that are not themselves differentiable: run them without recording, and
     make a second differentiation through them an error."""
     @functools.wraps(fn)
-    def wrapper(ctx, *args):
+    def wrapper(ctx: Any, *args: Any) -> Any:
         with no_grad():
             outputs = fn(ctx, *args)
         if not state.enabled:
@@ -199,12 +205,12 @@ def once_differentiable(fn):
 
 
 class _DelayedError(Node):
-    def __init__(self, msg):
+    def __init__(self, msg: Any) -> None:
         super().__init__()
         self.msg = msg
 
     def name(self) -> str:
         return "DelayedError"
 
-    def apply(self, grads):
+    def apply(self, grads: Any) -> Any:
         raise RuntimeError(self.msg)

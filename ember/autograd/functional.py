@@ -2,28 +2,30 @@
 products, built on reverse mode (``autograd.grad``); ``jvp``/``hvp`` use the double-backward trick."""
 from __future__ import annotations
 
+from typing import Any
+
 from ember._generated import aten
 from ember.autograd import grad
 from ember.autograd.grad_mode import enable_grad
 
 
-def _tuple(x):
+def _tuple(x: Any) -> Any:
     return (tuple(x), True) if isinstance(x, (tuple, list)) else ((x,), False)
 
 
-def _grad_inputs(inputs, create_graph):
+def _grad_inputs(inputs: Any, create_graph: Any) -> Any:
     return tuple(t if create_graph and t.requires_grad else t.detach().requires_grad_(True) for t in inputs)
 
 
-def _fill_none(grads, like):
+def _fill_none(grads: Any, like: Any) -> Any:
     return tuple(aten.zeros_like(x) if g is None else g for g, x in zip(grads, like))
 
 
-def _out(t, is_tuple):
+def _out(t: Any, is_tuple: Any) -> Any:
     return t if is_tuple else t[0]
 
 
-def _check_outputs(outputs, strict):
+def _check_outputs(outputs: Any, strict: Any) -> Any:
     for i, o in enumerate(outputs):
         if not o.requires_grad:
             if strict:
@@ -32,7 +34,7 @@ def _check_outputs(outputs, strict):
                                    "in strict mode.")
 
 
-def vjp(func, inputs, v=None, create_graph=False, strict=False):
+def vjp(func: Any, inputs: Any, v: Any = None, create_graph: Any = False, strict: Any = False) -> Any:
     """``(func(inputs), v^T J)``."""
     with enable_grad():
         inputs, in_tuple = _tuple(inputs)
@@ -52,7 +54,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     return _out(outs, out_tuple), _out(_fill_none(grads, inputs), in_tuple)
 
 
-def jvp(func, inputs, v=None, create_graph=False, strict=False):
+def jvp(func: Any, inputs: Any, v: Any = None, create_graph: Any = False, strict: Any = False) -> Any:
     """``(func(inputs), J v)`` through the double-backward trick."""
     with enable_grad():
         inputs, in_tuple = _tuple(inputs)
@@ -74,7 +76,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     return _out(outs, out_tuple), _out(_fill_none(res, outputs), out_tuple)
 
 
-def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
+def jacobian(func: Any, inputs: Any, create_graph: Any = False, strict: Any = False, vectorize: Any = False,
+             strategy: Any = 'reverse-mode') -> Any:
     """The Jacobian of ``func`` at ``inputs``: ``J[i][j]`` has shape ``output_i.shape + input_j.shape``."""
     with enable_grad():
         inputs, in_tuple = _tuple(inputs)
@@ -83,7 +86,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         _check_outputs(outputs, strict)
         jac = []
         for o in outputs:
-            rows = [[] for _ in inputs]
+            rows: list[list[Any]] = [[] for _ in inputs]
             flat = o.reshape(-1)
             for k in range(flat.numel()):
                 if o.requires_grad:
@@ -102,17 +105,18 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
     return _out(tuple(jac), out_tuple)
 
 
-def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
+def hessian(func: Any, inputs: Any, create_graph: Any = False, strict: Any = False, vectorize: Any = False,
+            outer_jacobian_strategy: Any = 'reverse-mode') -> Any:
     """The Hessian of a scalar ``func``: the Jacobian of its gradient."""
     inputs_t, in_tuple = _tuple(inputs)
 
-    def grad_fn(*xs):
+    def grad_fn(*xs: Any) -> Any:
         return jacobian(func, xs if in_tuple else xs[0], create_graph=True, strict=strict)
 
     return jacobian(grad_fn, inputs, create_graph=create_graph, strict=strict)
 
 
-def vhp(func, inputs, v=None, create_graph=False, strict=False):
+def vhp(func: Any, inputs: Any, v: Any = None, create_graph: Any = False, strict: Any = False) -> Any:
     """``(func(inputs), v^T H)`` for a scalar ``func``."""
     with enable_grad():
         inputs, in_tuple = _tuple(inputs)
@@ -128,6 +132,6 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     return (out if create_graph else out.detach()), _out(_fill_none(res, inputs), in_tuple)
 
 
-def hvp(func, inputs, v=None, create_graph=False, strict=False):
+def hvp(func: Any, inputs: Any, v: Any = None, create_graph: Any = False, strict: Any = False) -> Any:
     """``(func(inputs), H v)``; the Hessian of a twice-differentiable scalar function is symmetric."""
     return vhp(func, inputs, v, create_graph, strict)

@@ -4,34 +4,39 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.autograd import grad_mode
 from ember.c10.dtype import bool_, finfo
 
+if TYPE_CHECKING:  # annotations only (the frontend's class; tests/test_layering.py)
+    from ember._tensor import Tensor
 
-def is_number(x) -> bool:
+
+def is_number(x: object) -> bool:
     """A Python number (a ``Scalar`` argument), as opposed to a tensor."""
     return type(x) in (int, float, bool, complex)
 
 
-def zeros_of(sizes, like):
+def zeros_of(sizes: int | Sequence[int], like: Tensor) -> Tensor:
     """``at::zeros(sizes, like.options())``: zeros of ``like``'s dtype on ``like``'s device."""
-    return aten.zeros((sizes,) if type(sizes) is int else tuple(sizes), dtype=like.dtype, device=like.device)
+    return aten.zeros((sizes,) if isinstance(sizes, int) else tuple(sizes), dtype=like.dtype, device=like.device)
 
 
-def full_of(sizes, value, like):
+def full_of(sizes: int | Sequence[int], value: Any, like: Tensor) -> Tensor:
     """``at::full(sizes, value, like.options())``."""
-    return aten.full((sizes,) if type(sizes) is int else tuple(sizes), value, dtype=like.dtype, device=like.device)
+    return aten.full((sizes,) if isinstance(sizes, int) else tuple(sizes), value, dtype=like.dtype,
+                     device=like.device)
 
 
-def not_implemented(name: str):
+def not_implemented(name: str) -> NoReturn:
     """A formula PyTorch declares ``not_implemented("name")``: backward reaching it raises PyTorch's error."""
     raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
 
 
-def _dims(dim, ndim):
+def _dims(dim: Any, ndim: int) -> Any:
     if dim is None or dim == ():
         return tuple(range(ndim))
     if isinstance(dim, int):
@@ -39,24 +44,24 @@ def _dims(dim, ndim):
     return tuple(sorted(wrap_dim(d, ndim) for d in dim))
 
 
-def unsqueeze_multiple(t, dims, ndim):
+def unsqueeze_multiple(t: Tensor, dims: Sequence[int], ndim: int) -> Any:
     for d in sorted(dims):
         t = t.unsqueeze(d)
     return t
 
 
-def restore_reduced_dims(grad, sizes, dim, keepdim):
+def restore_reduced_dims(grad: Tensor, sizes: Sequence[int], dim: Any, keepdim: bool) -> Any:
     """``grad`` of a reduction over ``dim`` with the reduced dims put back as size 1."""
     if keepdim or len(sizes) == 0:
         return grad
     return unsqueeze_multiple(grad, _dims(dim, len(sizes)), len(sizes))
 
 
-def sum_backward(grad, sizes, dim=None, keepdim=False):
+def sum_backward(grad: Tensor, sizes: Sequence[int], dim: Any = None, keepdim: bool = False) -> Any:
     return restore_reduced_dims(grad, sizes, dim, keepdim).expand(sizes)
 
 
-def mean_backward(grad, sizes, dim=None, keepdim=False):
+def mean_backward(grad: Tensor, sizes: Sequence[int], dim: Any = None, keepdim: bool = False) -> Any:
     n = 1
     for d in _dims(dim, len(sizes)):
         n *= sizes[d]
@@ -65,7 +70,7 @@ def mean_backward(grad, sizes, dim=None, keepdim=False):
     return sum_backward(grad, sizes, dim, keepdim) / n
 
 
-def prod_backward(grad, self, result, dim=None, keepdim=False):
+def prod_backward(grad: Tensor, self: Tensor, result: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """d prod / d x_i = prod_{j != i} x_j, computed without dividing by x_i (zeros are allowed)."""
     if dim is None:
         flat = self.reshape(-1)
@@ -78,7 +83,7 @@ def prod_backward(grad, self, result, dim=None, keepdim=False):
     return g * _prod_others(self, d)
 
 
-def _prod_others(x, d):
+def _prod_others(x: Tensor, d: int) -> Any:
     """Product of all elements along ``d`` except the one at each position (exclusive cumprods)."""
     n = x.shape[d]
     if n == 0:
@@ -89,7 +94,7 @@ def _prod_others(x, d):
     return left * right
 
 
-def var_backward(grad, self, dim, correction, keepdim):
+def var_backward(grad: Tensor, self: Tensor, dim: Any, correction: Any, keepdim: bool) -> Any:
     c = 1 if correction is None else correction
     dims = _dims(dim, self.dim())
     n = 1
@@ -101,20 +106,20 @@ def var_backward(grad, self, dim, correction, keepdim):
     return (2.0 / (n - c)) * g * (self - self.mean(dims if dims else None, keepdim=True))
 
 
-def std_backward(result, grad, self, dim, correction, keepdim):
+def std_backward(result: Tensor, grad: Tensor, self: Tensor, dim: Any, correction: Any, keepdim: bool) -> Any:
     g = grad / (2 * result)
     g = g.masked_fill(result == 0, 0)
     return var_backward(g, self, dim, correction, keepdim)
 
 
-def evenly_distribute_backward(grad, self, value):
+def evenly_distribute_backward(grad: Tensor, self: Tensor, value: Any) -> Any:
     """max()/min() over everything: the gradient is shared by all elements equal to the result."""
     mask = (self == value) | (self.isnan() & value.isnan()) if self.is_floating_point() else self == value
     count = mask.sum()
     return mask * (grad / count)
 
 
-def amax_amin_backward(grad, self, result, dim, keepdim):
+def amax_amin_backward(grad: Tensor, self: Tensor, result: Tensor, dim: Any, keepdim: bool) -> Any:
     sizes = tuple(self.shape)
     r = restore_reduced_dims(result, sizes, dim, keepdim)
     g = restore_reduced_dims(grad, sizes, dim, keepdim)
@@ -123,7 +128,8 @@ def amax_amin_backward(grad, self, result, dim, keepdim):
     return g * mask / count
 
 
-def value_selecting_reduction_backward(grad, dim, indices, sizes, keepdim):
+def value_selecting_reduction_backward(grad: Tensor, dim: Any, indices: Tensor, sizes: Sequence[int],
+                                       keepdim: bool) -> Any:
     if len(sizes) == 0:
         return grad
     d = wrap_dim(dim, len(sizes))
@@ -133,14 +139,14 @@ def value_selecting_reduction_backward(grad, dim, indices, sizes, keepdim):
     return zeros_of(sizes, grad).scatter(d, indices, grad)
 
 
-def logsumexp_backward(grad, self, result, dim, keepdim):
+def logsumexp_backward(grad: Tensor, self: Tensor, result: Tensor, dim: Any, keepdim: bool) -> Any:
     sizes = tuple(self.shape)
     g = restore_reduced_dims(grad, sizes, dim, keepdim)
     r = restore_reduced_dims(result, sizes, dim, keepdim)
     return g * (self - r).exp()
 
 
-def norm_backward(grad, self, p, norm, dim, keepdim):
+def norm_backward(grad: Tensor, self: Tensor, p: Any, norm: Tensor, dim: Any, keepdim: bool) -> Any:
     """Gradient of the vector p-norm ``norm`` of ``self`` over ``dim``."""
     sizes = tuple(self.shape)
     g = restore_reduced_dims(grad, sizes, dim, keepdim)
@@ -159,30 +165,30 @@ def norm_backward(grad, self, p, norm, dim, keepdim):
     return (self * self.abs().pow(p - 2) * scale).masked_fill(n == 0, 0)
 
 
-def cumsum_backward(grad, dim):
+def cumsum_backward(grad: Tensor, dim: Any) -> Any:
     if grad.dim() == 0:
         return grad
     return grad.flip((dim,)).cumsum(dim).flip((dim,))
 
 
-def maybe_multiply(t, s):
+def maybe_multiply(t: Tensor, s: Any) -> Any:
     return t if (isinstance(s, (int, float)) and s == 1) else t * s
 
 
-def handle_inf_or_zero_pow(grad, self, exponent):
+def handle_inf_or_zero_pow(grad: Tensor, self: Tensor, exponent: Tensor) -> Any:
     """d/dx x**e = e * x**(e-1), 0 where e == 0 (PyTorch's pow_backward)."""
     if isinstance(exponent, (int, float)) and exponent == 0:
         return aten.zeros_like(self)
     return grad * exponent * self.pow(exponent - 1)
 
 
-def pow_backward_self(grad, self, exponent):
+def pow_backward_self(grad: Tensor, self: Tensor, exponent: Tensor) -> Any:
     if is_number(exponent):
         return handle_inf_or_zero_pow(grad, self, exponent)
     return aten.where_self(exponent == 0, zeros_of((), grad), grad * exponent * self.pow(exponent - 1))
 
 
-def pow_backward_exponent(grad, self, exponent, result):
+def pow_backward_exponent(grad: Tensor, self: Tensor, exponent: Tensor, result: Tensor) -> Any:
     """d/de x**e = x**e * log(x), defined as 0 where x == 0 and e >= 0."""
     if is_number(self):
         if self == 0:
@@ -193,7 +199,7 @@ def pow_backward_exponent(grad, self, exponent, result):
     return aten.where_self(cond, zeros_of((), grad), grad * (result * self.log()))
 
 
-def minmax_backward(grad, self, other, is_max: bool):
+def minmax_backward(grad: Tensor, self: Tensor, other: Tensor, is_max: bool) -> Any:
     """maximum/minimum: the gradient goes to the selected input, split evenly on ties."""
     if is_max:
         sel_self, sel_other = self > other, other > self
@@ -203,25 +209,26 @@ def minmax_backward(grad, self, other, is_max: bool):
     return grad * sel_self + grad * tie * 0.5, grad * sel_other + grad * tie * 0.5
 
 
-def select_backward(grad, sizes, dim, index):
+def select_backward(grad: Tensor, sizes: Sequence[int], dim: int, index: int) -> Any:
     out = zeros_of(sizes, grad)
     out.select(dim, index).copy_(grad)
     return out
 
 
-def slice_backward(grad, sizes, dim, start, end, step):
+def slice_backward(grad: Tensor, sizes: Sequence[int], dim: Any, start: Any, end: Any, step: Any) -> Any:
     out = zeros_of(sizes, grad)
     aten.slice_Tensor(out, dim, start, end, step).copy_(grad)
     return out
 
 
-def diagonal_backward(grad, sizes, offset, dim1, dim2):
+def diagonal_backward(grad: Tensor, sizes: Sequence[int], offset: int, dim1: int, dim2: int) -> Any:
     out = zeros_of(sizes, grad)
     out.diagonal(offset, dim1, dim2).copy_(grad)
     return out
 
 
-def strided_view_backward(grad, self_sizes, self_strides, self_offset, sizes, strides, offset):
+def strided_view_backward(grad: Tensor, self_sizes: Sequence[int], self_strides: Sequence[int], self_offset: int,
+                          sizes: Sequence[int], strides: Sequence[int], offset: int) -> Any:
     """Gradient of any strided view of a contiguous-or-not input: every view element adds into the input
     position it reads (``as_strided_backward`` without the geometry special cases).  Positions are
     computed on index tensors, so overlapping views accumulate correctly."""
@@ -234,13 +241,14 @@ def strided_view_backward(grad, self_sizes, self_strides, self_offset, sizes, st
     return flat.index_select(0, src.reshape(-1)).reshape(self_sizes)
 
 
-def unbind_backward(grads, sizes, dim, dtype, device):
+def unbind_backward(grads: Sequence[Tensor | None], sizes: Sequence[int], dim: Any, dtype: Any, device: Any) -> Any:
     parts = [g if g is not None else aten.zeros(tuple(s for i, s in enumerate(sizes) if i != dim),
                                                   dtype=dtype, device=device) for g in grads]
     return aten.stack(parts, dim)
 
 
-def split_backward(grads, split_sizes, dim, sizes, dtype, device):
+def split_backward(grads: Sequence[Tensor | None], split_sizes: Sequence[int], dim: Any, sizes: Sequence[int],
+                   dtype: Any, device: Any) -> Any:
     parts = []
     for g, n in zip(grads, split_sizes):
         if g is None:
@@ -251,7 +259,7 @@ def split_backward(grads, split_sizes, dim, sizes, dtype, device):
     return aten.cat(parts, dim)
 
 
-def cat_backward(grad, sizes_list, dim):
+def cat_backward(grad: Tensor, sizes_list: Any, dim: Any) -> Any:
     if not sizes_list:
         return []
     ref = next((s for s in sizes_list if not (len(s) == 1 and s[0] == 0)), sizes_list[0])
@@ -266,24 +274,24 @@ def cat_backward(grad, sizes_list, dim):
     return out
 
 
-def stack_backward(grad, n, dim):
+def stack_backward(grad: Tensor, n: int, dim: Any) -> Any:
     d = wrap_dim(dim, grad.dim())
     return list(grad.unbind(d))
 
 
-def permute_backward(grad, dims):
+def permute_backward(grad: Tensor, dims: Sequence[int]) -> Any:
     inv = [0] * len(dims)
     for i, d in enumerate(dims):
         inv[wrap_dim(d, len(dims))] = i
     return grad.permute(inv)
 
 
-def expand_backward(grad, sizes):
+def expand_backward(grad: Tensor, sizes: Sequence[int]) -> Any:
     from ember.autograd.engine import _sum_to
-    return _sum_to(grad, sizes)
+    return _sum_to(grad, tuple(sizes))
 
 
-def repeat_backward(grad, repeats, sizes):
+def repeat_backward(grad: Tensor, repeats: Tensor, sizes: Sequence[int]) -> Any:
     nd = len(repeats)
     lead = nd - len(sizes)
     shape = []
@@ -295,18 +303,18 @@ def repeat_backward(grad, repeats, sizes):
     return g.reshape(sizes)
 
 
-def index_backward(grad, self_sizes, indices):
+def index_backward(grad: Tensor, self_sizes: Sequence[int], indices: Sequence[Tensor | None]) -> Any:
     return zeros_of(self_sizes, grad).index_put(indices, grad, True)
 
 
-def masked_select_backward(grad, self, mask):
+def masked_select_backward(grad: Tensor, self: Tensor, mask: Tensor) -> Any:
     from ember.aten.meta import broadcast_shapes
     shape = broadcast_shapes(tuple(self.shape), tuple(mask.shape))
     out = zeros_of(shape, grad).masked_scatter(mask.expand(shape), grad)
     return expand_backward(out, tuple(self.shape))
 
 
-def matmul_backward(grad, self, other, which):
+def matmul_backward(grad: Tensor, self: Tensor, other: Tensor, which: Any) -> Any:
     """Gradients of ``matmul`` for every rank combination (PyTorch's matmul_backward)."""
     a, b = self, other
     if a.dim() == 1 and b.dim() == 1:
@@ -327,40 +335,40 @@ def matmul_backward(grad, self, other, which):
     return r.squeeze(-1) if b.dim() == 1 else r
 
 
-def inverse_backward(grad, result):
+def inverse_backward(grad: Tensor, result: Tensor) -> Any:
     rt = result.mT
     return -(rt.matmul(grad).matmul(rt))
 
 
-def det_backward(grad, self, result):
+def det_backward(grad: Tensor, self: Tensor, result: Tensor) -> Any:
     return (grad * result).unsqueeze(-1).unsqueeze(-1) * self.inverse().mT
 
 
-def solve_backward_A(grad, A, result):
+def solve_backward_A(grad: Tensor, A: Tensor, result: Tensor) -> Any:
     gB = aten.linalg_solve(A.mT, grad)
     r = result if result.dim() == A.dim() else result.unsqueeze(-1)
     g2 = gB if gB.dim() == A.dim() else gB.unsqueeze(-1)
     return -(g2.matmul(r.mT))
 
 
-def solve_backward_B(grad, A):
+def solve_backward_B(grad: Tensor, A: Tensor) -> Any:
     return aten.linalg_solve(A.mT, grad)
 
 
-def logit_backward(grad, self, eps):
+def logit_backward(grad: Tensor, self: Tensor, eps: Any) -> Any:
     if eps is None:
         return grad / (self * (1 - self))
     inside = (self >= eps) & (self <= 1 - eps)
     return aten.where_self(inside, grad / (self * (1 - self)), zeros_of((), grad))
 
 
-def sinc_backward(grad, self):
+def sinc_backward(grad: Tensor, self: Tensor) -> Any:
     px = self * math.pi
     d = (px.cos() * px - px.sin()) / (px * self)
     return grad * d.masked_fill(self == 0, 0)
 
 
-def _bessel_safe(self):
+def _bessel_safe(self: Tensor) -> Any:
     """(self with |self| <= eps replaced by eps, mask of the elements that are not tiny): the I1 formulas
     divide by x and take their limit 0.5 at 0 (PyTorch's i1_backward)."""
     eps = finfo(self.dtype).eps
@@ -368,24 +376,27 @@ def _bessel_safe(self):
     return aten.where_self(not_tiny, self, full_of((), eps, self)), not_tiny
 
 
-def i1_backward(grad, self, result):
+def i1_backward(grad: Tensor, self: Tensor, result: Tensor) -> Any:
     safe, not_tiny = _bessel_safe(self)
     d = safe.i0() - result * safe.reciprocal()
     return grad * aten.where_self(not_tiny, d, full_of((), 0.5, self))
 
 
-def i1e_backward(grad, self, result):
+def i1e_backward(grad: Tensor, self: Tensor, result: Tensor) -> Any:
     safe, not_tiny = _bessel_safe(self)
     d = aten.special_i0e(safe) - result * (safe.sgn() + safe.reciprocal())
     return grad * aten.where_self(not_tiny, d, full_of((), 0.5, self))
 
 
-def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, wrt):
+def scatter_reduce_backward(grad: Tensor, self: Tensor, dim: Any, index: Tensor, src: Tensor, reduce: Any,
+                            include_self: bool, result: Tensor, wrt: Any) -> Any:
     """Gradient of ``scatter_reduce`` for ``self`` (wrt="self") or ``src`` (PyTorch's
     scatter_reduce_backward). One deliberate difference: for amax/amin with ``include_self=False``, an
     excluded ``self`` value that happens to equal the result is not counted among the tied maximisers,
     so the source gets its whole gradient (PyTorch 2.13 splits it with the excluded value)."""
     dt = grad.dtype
+    g_self: Callable[[], Tensor]
+    g_src: Callable[[], Tensor]
     if reduce == "sum":
         g_self, g_src = (lambda: grad), (lambda: grad.gather(dim, index))
     elif reduce == "mean":
@@ -423,7 +434,7 @@ def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, r
     return g if include_self else g.scatter(dim, index, 0.0)
 
 
-def clamp_backward(grad, self, min, max):  # noqa: A002
+def clamp_backward(grad: Tensor, self: Tensor, min: Any, max: Any) -> Any:  # noqa: A002
     mask = aten.ones_like(self, dtype=bool_)
     if min is not None:
         mask = mask & (self >= min)
@@ -432,7 +443,7 @@ def clamp_backward(grad, self, min, max):  # noqa: A002
     return grad * mask
 
 
-def clamp_backward_min_max(grad, self, min, max):  # noqa: A002
+def clamp_backward_min_max(grad: Tensor, self: Tensor, min: Any, max: Any) -> Any:  # noqa: A002
     gmin = gmax = None
     if min is not None:
         gmin = grad * (self < min)
@@ -443,7 +454,7 @@ def clamp_backward_min_max(grad, self, min, max):  # noqa: A002
     return gmin, gmax
 
 
-def cumprod_backward(grad, self, dim, result):
+def cumprod_backward(grad: Tensor, self: Tensor, dim: Any, result: Tensor) -> Any:
     """Gradient of cumprod without dividing by the input (zeros allowed): sum over later outputs of
     grad_j * prod_{k<=j, k != i} x_k, computed as a reversed cumulative sum per position."""
     if self.dim() == 0:
@@ -461,13 +472,14 @@ def cumprod_backward(grad, self, dim, result):
     return aten.cat(out, d)
 
 
-def as_strided_backward(grad, self, size, stride, storage_offset):
+def as_strided_backward(grad: Tensor, self: Tensor, size: Sequence[int], stride: Sequence[int],
+                        storage_offset: int | None) -> Any:
     off = self.storage_offset() if storage_offset is None else storage_offset
     return strided_view_backward(grad, tuple(self.shape), self.stride(), self.storage_offset(), tuple(size),
                                  tuple(stride), off)
 
 
-def split_sizes_of(sizes, split_size, dim):
+def split_sizes_of(sizes: Sequence[int], split_size: int, dim: Any) -> Any:
     d = wrap_dim(dim, len(sizes))
     n = sizes[d]
     if n == 0:
@@ -475,13 +487,13 @@ def split_sizes_of(sizes, split_size, dim):
     return [min(split_size, n - s) for s in range(0, n, split_size)]
 
 
-def diag_backward(grad, sizes, diagonal):
+def diag_backward(grad: Tensor, sizes: Sequence[int], diagonal: int) -> Any:
     if len(sizes) == 1:
         return grad.diagonal(diagonal)
     return diagonal_backward(grad, sizes, diagonal, 0, 1)
 
 
-def repeat_interleave_backward(grad, sizes, repeats, dim):
+def repeat_interleave_backward(grad: Tensor, sizes: Sequence[int], repeats: int, dim: Any) -> Any:
     if dim is None:
         return grad.reshape(-1, repeats).sum(1).reshape(sizes)
     d = wrap_dim(dim, len(sizes))
@@ -490,11 +502,11 @@ def repeat_interleave_backward(grad, sizes, repeats, dim):
     return grad.reshape(shape).sum(d + 1)
 
 
-def grad_index(grad, indices):
+def grad_index(grad: Tensor, indices: Sequence[Tensor | None]) -> Any:
     return aten.index_Tensor(grad, indices)
 
 
-def masked_scatter_source_backward(grad, mask, source_sizes):
+def masked_scatter_source_backward(grad: Tensor, mask: Tensor, source_sizes: Sequence[int]) -> Any:
     n = 1
     for s in source_sizes:
         n *= s
@@ -503,7 +515,7 @@ def masked_scatter_source_backward(grad, mask, source_sizes):
     return aten.cat([sel, pad]).reshape(source_sizes)
 
 
-def take_along_dim_backward(grad, sizes, indices, dim):
+def take_along_dim_backward(grad: Tensor, sizes: Sequence[int], indices: Tensor, dim: Any) -> Any:
     if dim is None:
         return zeros_of(sizes, grad).reshape(-1).index_add(0, indices.reshape(-1),
                                                                        grad.reshape(-1)).reshape(sizes)
@@ -513,7 +525,7 @@ def take_along_dim_backward(grad, sizes, indices, dim):
     return expand_backward(base.scatter_add(d, indices.expand(tuple(grad.shape)), grad), sizes)
 
 
-def einsum_backward(grad, equation, tensors):
+def einsum_backward(grad: Tensor, equation: Any, tensors: Sequence[Tensor]) -> Any:
     """Each operand's gradient is another einsum: the output spec swapped with that operand's spec."""
     lhs, _, rhs = equation.replace(" ", "").partition("->")
     specs = lhs.split(",")
@@ -537,7 +549,7 @@ def einsum_backward(grad, equation, tensors):
     return out
 
 
-def tensordot_backward(grad, self, other, dims_self, dims_other, which):
+def tensordot_backward(grad: Tensor, self: Tensor, other: Tensor, dims_self: Any, dims_other: Any, which: Any) -> Any:
     ds = [wrap_dim(d, self.dim()) for d in dims_self]
     do = [wrap_dim(d, other.dim()) for d in dims_other]
     free_s = [d for d in range(self.dim()) if d not in ds]
@@ -552,7 +564,7 @@ def tensordot_backward(grad, self, other, dims_self, dims_other, which):
     return g.permute([order.index(d) for d in range(other.dim())])
 
 
-def kron_backward(grad, self, other, which):
+def kron_backward(grad: Tensor, self: Tensor, other: Tensor, which: Any) -> Any:
     a, b = self, other
     nd = max(a.dim(), b.dim())
     a2 = a.reshape((1,) * (nd - a.dim()) + tuple(a.shape))
@@ -568,7 +580,7 @@ def kron_backward(grad, self, other, which):
     return (g * ar).sum(tuple(range(0, 2 * nd, 2))).reshape(b.shape)
 
 
-def cdist_backward(grad, x1, x2, p, result, which):
+def cdist_backward(grad: Tensor, x1: Tensor, x2: Tensor, p: Any, result: Tensor, which: Any) -> Any:
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     r = result.unsqueeze(-1)
     g = grad.unsqueeze(-1)
@@ -584,14 +596,14 @@ def cdist_backward(grad, x1, x2, p, result, which):
     return t.sum(-2) if which == 0 else -t.sum(-3)
 
 
-def cummaxmin_backward(grad, dim, indices, sizes):
+def cummaxmin_backward(grad: Tensor, dim: Any, indices: Tensor, sizes: Sequence[int]) -> Any:
     """Several positions can select the same element: their gradients add up (scatter_add)."""
     if len(sizes) == 0:
         return grad
     return zeros_of(sizes, grad).scatter_add(dim, indices, grad)
 
 
-def repeat_interleave_tensor_backward(grad, sizes, repeats, dim):
+def repeat_interleave_tensor_backward(grad: Tensor, sizes: Sequence[int], repeats: Tensor, dim: Any) -> Any:
     """Each input element's gradient is the sum over its repeats (an index_add over repeat ids)."""
     d = 0 if dim is None else wrap_dim(dim, len(sizes))
     n = sizes[d] if dim is not None else int(math.prod(sizes))
@@ -603,7 +615,7 @@ def repeat_interleave_tensor_backward(grad, sizes, repeats, dim):
     return out.reshape(sizes)
 
 
-def nanmean_backward(grad, self, dim, keepdim):
+def nanmean_backward(grad: Tensor, self: Tensor, dim: Any, keepdim: bool) -> Any:
     mask = self.isnan().logical_not()
     count = mask.sum(_dims(dim, self.dim()) if dim is not None else None, keepdim=True) if self.dim() else \
         mask.sum()
@@ -611,7 +623,8 @@ def nanmean_backward(grad, self, dim, keepdim):
     return g * mask / count
 
 
-def var_mean_backward(grads, self, dim, correction, keepdim, is_std, result):
+def var_mean_backward(grads: Sequence[Tensor | None], self: Tensor, dim: Any, correction: Any, keepdim: bool,
+                      is_std: bool, result: Tensor) -> Any:
     gv, gm = grads[0], grads[1]
     out = None
     if gv is not None:
@@ -623,7 +636,7 @@ def var_mean_backward(grads, self, dim, correction, keepdim, is_std, result):
     return out if out is not None else aten.zeros_like(self)
 
 
-def aminmax_backward(grads, self, result, dim, keepdim):
+def aminmax_backward(grads: Sequence[Tensor | None], self: Tensor, result: Tensor, dim: Any, keepdim: bool) -> Any:
     out = aten.zeros_like(self)
     d = () if dim is None else dim
     if grads[0] is not None:
@@ -633,7 +646,7 @@ def aminmax_backward(grads, self, result, dim, keepdim):
     return out
 
 
-def logcumsumexp_backward(grad, self, result, dim):
+def logcumsumexp_backward(grad: Tensor, self: Tensor, result: Tensor, dim: Any) -> Any:
     """d/dx_i of sum_j g_j * log(sum_{k<=j} e^{x_k}) = e^{x_i} * sum_{j>=i} g_j e^{-r_j}, computed in a shifted
     form so that neither exponential overflows for moderate ranges."""
     if self.dim() == 0:
@@ -644,13 +657,13 @@ def logcumsumexp_backward(grad, self, result, dim):
     return w * (self - m).exp()
 
 
-def slogdet_backward(grad_logabsdet, A):
+def slogdet_backward(grad_logabsdet: Tensor, A: Tensor) -> Any:
     if grad_logabsdet is None:  # only the sign was used: its derivative is zero
         return aten.zeros_like(A)
     return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * aten.linalg_inv(A).mT
 
 
-def cholesky_backward(grad, L, upper):
+def cholesky_backward(grad: Tensor, L: Tensor, upper: bool) -> Any:
     """Murray's formula: gA = L^-H Phi(L^H gL) L^-1, symmetrized (Phi: lower triangle, diagonal halved)."""
     if upper:
         L = L.mT
@@ -662,34 +675,33 @@ def cholesky_backward(grad, L, upper):
     return 0.5 * (gA + gA.mT)
 
 
-def eigvalsh_backward(grad, A, UPLO):
+def eigvalsh_backward(grad: Tensor, A: Tensor, UPLO: Any) -> Any:
     _, V = aten.linalg_eigh(A, UPLO)
     return V.matmul(grad.diag_embed()).matmul(V.mT)
 
 
-def svdvals_backward(grad, A):
+def svdvals_backward(grad: Tensor, A: Tensor) -> Any:
     U, _, Vh = aten.linalg_svd(A, full_matrices=False)
     return U.matmul(grad.diag_embed()).matmul(Vh)
 
 
-def matrix_power_backward(grad, A, n):
+def matrix_power_backward(grad: Tensor, A: Tensor, n: int) -> Any:
     if n == 0:
         return aten.zeros_like(A)
     if n < 0:
         Ainv = aten.linalg_inv(A)
         g = matrix_power_backward(grad, Ainv, -n)
         return -(Ainv.mT.matmul(g).matmul(Ainv.mT))
-    powers = [None] * n
-    powers[0] = aten.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape))
+    powers = [aten.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape))]
     for k in range(1, n):
-        powers[k] = powers[k - 1].matmul(A)
+        powers.append(powers[k - 1].matmul(A))
     out = aten.zeros_like(A)
     for k in range(n):
         out = out + powers[k].mT.matmul(grad).matmul(powers[n - 1 - k].mT)
     return out
 
 
-def matrix_norm_backward(grad, self, ord, result, dim, keepdim):  # noqa: A002
+def matrix_norm_backward(grad: Tensor, self: Tensor, ord: Any, result: Tensor, dim: Any, keepdim: bool) -> Any:
     d = tuple(sorted(wrap_dim(x, self.dim()) for x in dim))
     g = grad if keepdim else grad.unsqueeze(d[0]).unsqueeze(d[1])
     r = result if keepdim else result.unsqueeze(d[0]).unsqueeze(d[1])
@@ -718,12 +730,13 @@ def matrix_norm_backward(grad, self, ord, result, dim, keepdim):  # noqa: A002
     raise RuntimeError(f"the derivative for 'linalg_matrix_norm' with ord={ord} is not implemented.")
 
 
-def eigh_backward(grads, result):
+def eigh_backward(grads: Sequence[Tensor | None], result: Tensor) -> Any:
     """PyTorch's linalg_eig_backward for Hermitian input: gA = V (diag(gL) + skew(V^H gV) / E) V^H with
     E_ij = L_j - L_i off the diagonal."""
     gL, gV = grads[0], grads[1]
     L, V = result[0], result[1]
     if gV is None:
+        assert gL is not None  # the engine calls a backward only with some gradient defined
         inner = gL.diag_embed()
     else:
         VhgV = V.mT.matmul(gV)
@@ -737,7 +750,7 @@ def eigh_backward(grads, result):
     return V.matmul(inner).matmul(V.mT)
 
 
-def linalg_qr_backward(grads, A, mode, result):
+def linalg_qr_backward(grads: Sequence[Tensor | None], A: Tensor, mode: Any, result: Tensor) -> Any:
     """Gradient of A = QR (PyTorch's linalg_qr_backward, real case). For m >= n (reduced):
     gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q and copyltu(M) = tril(M) + tril(M, -1)^T.
     For m < n, A = [X | Y] with X = QU, Y = QV: gY = Q gV and X's gradient is the square case with
@@ -755,7 +768,7 @@ def linalg_qr_backward(grads, A, mode, result):
     if gR is None:
         gR = aten.zeros_like(R)
 
-    def square_or_tall(gQ, gR, Q, R):
+    def square_or_tall(gQ: Tensor, gR: Tensor, Q: Tensor, R: Tensor) -> Tensor:
         M = R.matmul(gR.mT) - gQ.mT.matmul(Q)
         low = M.tril(-1)
         b = gQ + Q.matmul(M.tril() + low.mT)
@@ -770,7 +783,7 @@ def linalg_qr_backward(grads, A, mode, result):
     return aten.cat([gX, Q.matmul(gV)], dim=-1)
 
 
-def svd_backward(grads, A, full_matrices, result):
+def svd_backward(grads: Sequence[Tensor | None], A: Tensor, full_matrices: bool, result: Tensor) -> Any:
     """PyTorch's svd_backward (real case): gA = U [(skew(U^H gU) S + S skew(V^H gV)) / E + diag(gS)] V^H plus
     the terms for the part of a rectangular A's column / row space that U or V do not span."""
     gU, gS, gVh = grads
@@ -788,8 +801,8 @@ def svd_backward(grads, A, full_matrices, result):
     V = Vh.mT
     gV = gVh.mT if gVh is not None else None
 
-    def skew(X):
-        return X - X.mT
+    def skew(X: Tensor) -> Tensor:
+        return X - X.transpose(-2, -1)
     S2 = S * S
     Ediff = S2.unsqueeze(-2) - S2.unsqueeze(-1)
     eye = aten.eye(k, dtype=S.dtype, device=S.device).bool()
@@ -816,7 +829,7 @@ def svd_backward(grads, A, full_matrices, result):
     return U.matmul(gA).matmul(V.mT)
 
 
-def pinv_backward(grad, pinvA, A):
+def pinv_backward(grad: Tensor, pinvA: Tensor, A: Tensor) -> Any:
     """PyTorch's pinv_backward (real case), arranged to multiply the smallest matrices."""
     m, n = A.shape[-2], A.shape[-1]
     pinvAh = pinvA.mT
@@ -832,7 +845,7 @@ def pinv_backward(grad, pinvA, A):
         pinvAhK.matmul(pinvA).matmul(A)
 
 
-def lstsq_backward_A(grad, A, b):
+def lstsq_backward_A(grad: Tensor, A: Tensor, b: Tensor) -> Any:
     """The least-squares solution is pinv(A) @ b: its gradient flows through pinv."""
     if grad is None:
         return aten.zeros_like(A)
@@ -842,7 +855,7 @@ def lstsq_backward_A(grad, A, b):
     return pinv_backward(g.matmul(bb.mT), P, A)
 
 
-def lstsq_backward_B(grad, A, b):
+def lstsq_backward_B(grad: Tensor, A: Tensor, b: Tensor) -> Any:
     if grad is None:
         return aten.zeros_like(b)
     g = grad.unsqueeze(-1) if grad.dim() == A.dim() - 1 else grad
@@ -851,17 +864,17 @@ def lstsq_backward_B(grad, A, b):
 
 
 # ------------------------------------------------------------------------------ nn
-def softmax_backward(grad, result, dim):
+def softmax_backward(grad: Tensor, result: Tensor, dim: Any) -> Any:
     """PyTorch's _softmax_backward_data: (grad - sum(grad * y)) * y."""
     return (grad - (grad * result).sum(dim, keepdim=True)) * result
 
 
-def log_softmax_backward(grad, result, dim):
+def log_softmax_backward(grad: Tensor, result: Tensor, dim: Any) -> Any:
     """PyTorch's _log_softmax_backward_data: grad - exp(y) * sum(grad)."""
     return grad - result.exp() * grad.sum(dim, keepdim=True)
 
 
-def gelu_backward(grad, self, approximate):
+def gelu_backward(grad: Tensor, self: Tensor, approximate: Any) -> Any:
     if approximate == "tanh":
         k_beta = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5
         k_kappa = 0.044715
@@ -878,14 +891,16 @@ def gelu_backward(grad, self, approximate):
     return grad * (cdf + self * pdf)
 
 
-def layer_norm_backward(grad, input, normalized_shape, weight, bias, mean, rstd, eps, grad_input_mask):  # noqa: A002
+def layer_norm_backward(grad: Tensor, input: Tensor, normalized_shape: Sequence[int],  # noqa: A002
+                        weight: Tensor | None, bias: Tensor | None, mean: Tensor, rstd: Tensor, eps: Any,
+                        grad_input_mask: Sequence[bool]) -> Any:
     """Gradients (input, weight, bias) of native_layer_norm.  A plain backward runs the fused kernel
     native_layer_norm_backward; with create_graph (grad mode on inside backward) PyTorch's formula is written in
     ops so it can be differentiated again: with xhat = (x - mean) * rstd and g = grad * weight,
     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the normalised dims."""
     if not grad_mode.state.enabled:
-        gi, gw, gb = aten.native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, bias,
-                                                           grad_input_mask)
+        gi, gw, gb = aten.native_layer_norm_backward(grad, input, tuple(normalized_shape), mean, rstd, weight, bias,
+                                                     grad_input_mask)
         return [gi if grad_input_mask[0] else None, gw if grad_input_mask[1] else None,
                 gb if grad_input_mask[2] else None]
     k = len(normalized_shape)
@@ -896,7 +911,7 @@ def layer_norm_backward(grad, input, normalized_shape, weight, bias, mean, rstd,
     rstd = (input.var(axes, unbiased=False, keepdim=True) + eps).rsqrt()
     xhat = (input - mean) * rstd
     batch = list(range(input.dim() - k))
-    out = [None, None, None]
+    out: list[Tensor | None] = [None, None, None]
     if grad_input_mask[0]:
         g = grad * weight if weight is not None else grad
         out[0] = rstd * (g - g.mean(axes, keepdim=True) - xhat * (g * xhat).mean(axes, keepdim=True))
@@ -907,8 +922,9 @@ def layer_norm_backward(grad, input, normalized_shape, weight, bias, mean, rstd,
     return out
 
 
-def batch_norm_backward(grad, input, weight, running_mean, running_var, save_mean, save_invstd, training, eps,  # noqa
-                        grad_input_mask):
+def batch_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, running_mean: Tensor | None,  # noqa
+                        running_var: Tensor | None, save_mean: Tensor | None, save_invstd: Tensor | None,
+                        training: bool, eps: Any, grad_input_mask: Sequence[bool]) -> Any:
     """Gradients (input, weight, bias) of native_batch_norm.  A plain backward runs the fused kernel
     native_batch_norm_backward; with create_graph the formula is written in ops so it can be differentiated
     again (PyTorch's batchnorm_double_backward), the batch statistics recomputed from input in training."""
@@ -923,10 +939,11 @@ def batch_norm_backward(grad, input, weight, running_mean, running_var, save_mea
         mean = input.mean(dims, keepdim=True)
         invstd = (input.var(dims, unbiased=False, keepdim=True) + eps).rsqrt()
     else:
+        assert running_mean is not None and running_var is not None
         mean = running_mean.reshape(shape)
         invstd = (running_var.reshape(shape) + eps).rsqrt()
     xhat = (input - mean) * invstd
-    out = [None, None, None]
+    out: list[Tensor | None] = [None, None, None]
     if grad_input_mask[0]:
         g = grad * weight.reshape(shape) if weight is not None else grad
         if training:
@@ -940,7 +957,7 @@ def batch_norm_backward(grad, input, weight, running_mean, running_var, save_mea
     return out
 
 
-def max_pool_backward(grad, self, indices, nd):
+def max_pool_backward(grad: Tensor, self: Tensor, indices: Tensor, nd: Any) -> Any:
     """Scatter each output's gradient to the input element its index names (summing overlaps); indices
     are flat over the ``nd`` spatial dims of the input."""
     head = tuple(self.shape[:self.dim() - nd])
@@ -948,7 +965,8 @@ def max_pool_backward(grad, self, indices, nd):
     return flat_in.scatter_add(-1, indices.flatten(len(head)), grad.flatten(len(head))).view(self.shape)
 
 
-def embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_freq):
+def embedding_backward(grad: Tensor, indices: Tensor, weight_sizes: Sequence[int], padding_idx: int,
+                       scale_grad_by_freq: bool) -> Any:
     num_weights, dim = weight_sizes[0], grad.shape[-1]
     idx = indices.reshape(-1)
     g = grad.reshape(-1, dim)
@@ -960,7 +978,8 @@ def embedding_backward(grad, indices, weight_sizes, padding_idx, scale_grad_by_f
     return zeros_of((num_weights, dim), grad).index_add(0, idx, g)
 
 
-def binary_cross_entropy_target_backward(grad, self, target, weight, reduction):
+def binary_cross_entropy_target_backward(grad: Tensor, self: Tensor, target: Tensor, weight: Tensor | None,
+                                         reduction: int) -> Any:
     """d binary_cross_entropy / d target: ``-logit(self)`` (PyTorch's FunctionsManual)."""
     g = -aten.logit(self) * grad
     if weight is not None:
@@ -968,7 +987,8 @@ def binary_cross_entropy_target_backward(grad, self, target, weight, reduction):
     return g / target.numel() if reduction == 1 else g
 
 
-def binary_cross_entropy_with_logits_backward(grad, self, target, weight, pos_weight, reduction):
+def binary_cross_entropy_with_logits_backward(grad: Tensor, self: Tensor, target: Tensor, weight: Tensor | None,
+                                              pos_weight: Tensor | None, reduction: int) -> Any:
     """``sigmoid(x) - t``, or ``(pos_weight t + 1 - t) sigmoid(x) - pos_weight t`` with pos_weight."""
     if pos_weight is not None:
         t = pos_weight * target
@@ -981,7 +1001,9 @@ def binary_cross_entropy_with_logits_backward(grad, self, target, weight, pos_we
     return g / self.numel() if reduction == 1 else g
 
 
-def binary_cross_entropy_with_logits_target_backward(grad, self, target, weight, pos_weight, reduction):
+def binary_cross_entropy_with_logits_target_backward(grad: Tensor, self: Tensor, target: Tensor,
+                                                     weight: Tensor | None, pos_weight: Tensor | None,
+                                                     reduction: int) -> Any:
     if pos_weight is not None:
         g = _log_sigmoid(-self) - _log_sigmoid(self) * pos_weight
     else:
@@ -992,12 +1014,13 @@ def binary_cross_entropy_with_logits_target_backward(grad, self, target, weight,
     return g / target.numel() if reduction == 1 else g
 
 
-def _log_sigmoid(x):
+def _log_sigmoid(x: Tensor) -> Any:
     """``log(sigmoid(x))`` as PyTorch's kernel computes it: ``min(x, 0) - log1p(exp(-|x|))``."""
     return x.clamp(max=0) - x.abs().neg().exp().log1p()
 
 
-def group_norm_backward(grad, input, weight, N, C, HxW, group, eps, grad_input_mask):  # noqa: A002
+def group_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, N: int, C: int, HxW: int, group: int,
+                        eps: Any, grad_input_mask: Sequence[bool]) -> Any:
     """native_group_norm's gradients with the group statistics recomputed from ``input`` in ops, so that a second
     derivative sees their dependence on the input, as PyTorch's infinitely differentiable version does."""
     x = input.reshape(N, group, -1)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import threading
+from typing import Any
 
 
 class _GradState(threading.local):
-    def __init__(self):
+    def __init__(self) -> None:
         self.enabled = True
         self.inference = False
 
@@ -26,14 +27,20 @@ def is_inference_mode_enabled() -> bool:
 class _DecoratorContextManager:
     """A context manager that also decorates functions (a fresh instance per call)."""
 
-    def __call__(self, func):
+    def __call__(self, func: Any) -> Any:
         @functools.wraps(func)
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
             with self.clone():
                 return func(*args, **kwargs)
         return wrapper
 
-    def clone(self):
+    def __enter__(self) -> None:
+        raise NotImplementedError
+
+    def __exit__(self, *exc: object) -> None:
+        raise NotImplementedError
+
+    def clone(self) -> _DecoratorContextManager:
         return self.__class__()
 
 
@@ -43,22 +50,22 @@ class no_grad(_DecoratorContextManager):
     def __init__(self) -> None:
         self.prev = False
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.prev = state.enabled
         state.enabled = False
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         state.enabled = self.prev
 
 
 class enable_grad(_DecoratorContextManager):
     """Enable gradient recording (inside ``no_grad``)."""
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.prev = state.enabled
         state.enabled = True
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         state.enabled = self.prev
 
 
@@ -70,13 +77,13 @@ class set_grad_enabled(_DecoratorContextManager):
         self.mode = bool(mode)
         state.enabled = self.mode
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         return None
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         state.enabled = self.prev
 
-    def clone(self):
+    def clone(self) -> _DecoratorContextManager:
         return self.__class__(self.mode)
 
 
@@ -86,18 +93,18 @@ class inference_mode(_DecoratorContextManager):
     def __init__(self, mode: bool = True) -> None:
         self.mode = mode
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.prev = (state.enabled, state.inference)
         if self.mode:
             state.enabled, state.inference = False, True
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         state.enabled, state.inference = self.prev
 
-    def clone(self):
+    def clone(self) -> _DecoratorContextManager:
         return self.__class__(self.mode)
 
-    def __call__(self, func=None):
+    def __call__(self, func: Any = None) -> Any:
         if isinstance(func, bool) or func is None:  # @inference_mode() / @inference_mode(False)
             return self.__class__(True if func is None else func)
         return super().__call__(func)

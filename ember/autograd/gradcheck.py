@@ -4,40 +4,46 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ember.autograd import grad
 from ember.aten.wrap import tensor_like
+from ember.autograd import grad
 from ember.c10.dtype import complex128, float64
-from ember.c10.tensor_impl import TensorImpl as _Tensor  # every ember tensor is one
+from ember.c10.tensor_impl import TensorImpl
+
+if TYPE_CHECKING:  # isinstance(x, _Tensor) narrows to the frontend's class for type checkers
+    from ember._tensor import Tensor as _Tensor
+else:
+    _Tensor = TensorImpl  # every ember tensor is one
 
 
 class GradcheckError(RuntimeError):
     pass
 
 
-def _as_tuple(x):
+def _as_tuple(x: Any) -> Any:
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
-def _differentiable_outputs(outs):
+def _differentiable_outputs(outs: Any) -> Any:
     return [o for o in outs if hasattr(o, "requires_grad") and o.requires_grad]
 
 
-def _flat_outputs(func, inputs):
+def _flat_outputs(func: Any, inputs: Any) -> Any:
     return _as_tuple(func(*inputs))
 
 
-def _output_values(func, inputs):
+def _output_values(func: Any, inputs: Any) -> Any:
     """float64 NumPy copies of the tensor outputs of ``func(*inputs)``, flattened."""
     return [o.detach().numpy().astype(np.float64).reshape(-1) for o in _flat_outputs(func, inputs)
             if isinstance(o, _Tensor)]
 
 
-def _numerical_jacobian(func, inputs, outputs, eps):
+def _numerical_jacobian(func: Any, inputs: Any, outputs: Any, eps: Any) -> Any:
     """jac[i][j]: d output j / d input i, shape (numel(input), numel(output)), by central differences."""
-    jac = []
+    jac: list[Any] = []
     for t in inputs:
         if not (isinstance(t, _Tensor) and t.requires_grad):
             jac.append(None)
@@ -58,7 +64,8 @@ def _numerical_jacobian(func, inputs, outputs, eps):
     return jac
 
 
-def _fast_gradcheck(func, inputs, outputs, eps, atol, rtol, raise_exception):
+def _fast_gradcheck(func: Any, inputs: Any, outputs: Any, eps: float, atol: float, rtol: float,
+                    raise_exception: bool) -> bool:
     """PyTorch's fast mode: instead of whole Jacobians, compare the scalars v^T J u for one random unit
     vector u per input and one random vector v per output; the analytical side costs one backward per
     output, the numerical side one pair of forward calls per input (a central difference along u)."""
@@ -68,7 +75,7 @@ def _fast_gradcheck(func, inputs, outputs, eps, atol, rtol, raise_exception):
     us = {}
     for i, t in diff:
         u = rng.uniform(size=tuple(t.shape))
-        us[i] = u / max(np.linalg.norm(u), 1e-300)
+        us[i] = u / max(float(np.linalg.norm(u)), 1e-300)
     num = {}
     for i, t in diff:
         base = t.data
@@ -95,7 +102,7 @@ def _fast_gradcheck(func, inputs, outputs, eps, atol, rtol, raise_exception):
     return True
 
 
-def _analytical_jacobian(inputs, outputs):
+def _analytical_jacobian(inputs: Any, outputs: Any) -> Any:
     diff_inputs = [t for t in inputs if isinstance(t, _Tensor) and t.requires_grad]
     jac = {id(t): [np.zeros((t.numel(), o.numel())) for o in outputs] for t in diff_inputs}
     for j, o in enumerate(outputs):
@@ -109,10 +116,11 @@ def _analytical_jacobian(inputs, outputs):
     return jac
 
 
-def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exception=True, nondet_tol=0.0,
-              check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
-              check_batched_forward_grad=False, check_forward_ad=False, check_backward_ad=True,
-              fast_mode=False, masked=None) -> bool:
+def gradcheck(func: Any, inputs: Any, *, eps: Any = 1e-06, atol: Any = 1e-05, rtol: Any = 0.001,
+              raise_exception: Any = True, nondet_tol: Any = 0.0, check_undefined_grad: Any = True,
+              check_grad_dtypes: Any = False, check_batched_grad: Any = False,
+              check_batched_forward_grad: Any = False, check_forward_ad: Any = False,
+              check_backward_ad: Any = True, fast_mode: Any = False, masked: Any = None) -> bool:
     """Check the gradients computed by autograd for ``func(*inputs)`` against finite differences."""
     inputs = _as_tuple(inputs)
     for t in inputs:
@@ -147,10 +155,11 @@ def gradcheck(func, inputs, *, eps=1e-06, atol=1e-05, rtol=0.001, raise_exceptio
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rtol=0.001,
-                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
-                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
-                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False) -> bool:
+def gradgradcheck(func: Any, inputs: Any, grad_outputs: Any = None, *, eps: Any = 1e-06, atol: Any = 1e-05,
+                  rtol: Any = 0.001, gen_non_contig_grad_outputs: Any = False, raise_exception: Any = True,
+                  nondet_tol: Any = 0.0, check_undefined_grad: Any = True, check_grad_dtypes: Any = False,
+                  check_batched_grad: Any = False, check_fwd_over_rev: Any = False,
+                  check_rev_over_rev: Any = True, fast_mode: Any = False, masked: Any = False) -> bool:
     """gradcheck of the function ``(inputs, v) -> v^T J(inputs)``: second derivatives."""
     inputs = _as_tuple(inputs)
     outputs = _differentiable_outputs(_flat_outputs(func, inputs))
@@ -162,7 +171,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
     n_in = len(inputs)
     diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, _Tensor) and t.requires_grad]
 
-    def vjp(*args):
+    def vjp(*args: Any) -> Any:
         xs, vs = args[:n_in], args[n_in:]
         outs = _differentiable_outputs(_flat_outputs(func, xs))
         diff = [xs[i] for i in diff_idx]
@@ -173,7 +182,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-06, atol=1e-05, rto
                      nondet_tol=nondet_tol, fast_mode=fast_mode)
 
 
-def _fail(msg, raise_exception):
+def _fail(msg: str, raise_exception: bool) -> bool:
     if raise_exception:
         raise GradcheckError(msg)
     return False

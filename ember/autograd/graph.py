@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ember.autograd.functions_manual import strided_view_backward, zeros_of
+
+if TYPE_CHECKING:  # annotations only (the frontend's class; tests/test_layering.py)
+    from ember._tensor import Tensor
+
+    Grads = list[Tensor | None]
 
 _sequence = itertools.count()
 
@@ -35,7 +40,7 @@ class SavedVariable:
 
     __slots__ = ("tensor", "version", "is_output", "released")
 
-    def __init__(self, tensor, is_output: bool = False):
+    def __init__(self, tensor: Tensor | None, is_output: bool = False) -> None:
         self.tensor = tensor
         self.released = False
         self.is_output = is_output
@@ -47,7 +52,7 @@ class SavedVariable:
                                "clone to get a normal tensor and use it in autograd.")
         self.version = tensor._vc.version
 
-    def unpack(self, node=None):
+    def unpack(self, node: Node | None = None) -> Tensor | None:
         if self.released:
             raise RuntimeError(ERR_BACKWARD_TWICE)
         t = self.tensor
@@ -71,7 +76,7 @@ class SavedVariable:
         self.released = True
 
 
-def _type_str(t) -> str:
+def _type_str(t: Tensor) -> str:
     from ember.aten.wrap import _type_name
     return f"torch.{_type_name(t.dtype)}Tensor"
 
@@ -79,23 +84,23 @@ def _type_str(t) -> str:
 class Node:
     """A function of the backward graph (``torch::autograd::Node``)."""
 
-    _saved_names: tuple = ()
+    _saved_names: tuple[str, ...] = ()
 
-    def __init__(self):
-        self._next = ()
-        self._pre_hooks = []
-        self._hooks = []
-        self._tensor_pre_hooks = {}  # output_nr -> [hook]
-        self._retains_grad = {}      # output_nr -> weakref to the tensor that retains its grad
+    def __init__(self) -> None:
+        self._next: tuple[Edge | None, ...] = ()
+        self._pre_hooks: list[Callable[..., Any]] = []
+        self._hooks: list[Callable[..., Any]] = []
+        self._tensor_pre_hooks: dict[int, list[Callable[..., Any]]] = {}  # output_nr -> [hook]
+        self._retains_grad: dict[int, Any] = {}  # output_nr -> weakref to the tensor that retains its grad
         self.sequence_nr = next(_sequence)
-        self.metadata = {}
-        self._input_meta = ()        # per output: (shape, dtype, device)
+        self.metadata: dict[Any, Any] = {}
+        self._input_meta: tuple[Any, ...] = ()  # per output: (shape, dtype, device)
         self._released = False
-        self._anomaly_trace = None
+        self._anomaly_trace: str | None = None
 
     # -- graph structure ------------------------------------------------------------------------
     @property
-    def next_functions(self) -> tuple:
+    def next_functions(self) -> tuple[tuple[object, int], ...]:
         return tuple((e.node, e.input_nr) if e is not None else (None, 0) for e in self._next)
 
     def name(self) -> str:
@@ -105,18 +110,18 @@ class Node:
         return f"<{self.name()} object at {hex(id(self))}>"
 
     # -- hooks --------------------------------------------------------------------------------------
-    def register_hook(self, fn):
+    def register_hook(self, fn: Callable[..., Any]) -> _RemovableHandle:
         """``fn(grad_inputs, grad_outputs)`` after the node ran; may return replacement grad_inputs."""
         self._hooks.append(fn)
         return _RemovableHandle(self._hooks, fn)
 
-    def register_prehook(self, fn):
+    def register_prehook(self, fn: Callable[..., Any]) -> _RemovableHandle:
         """``fn(grad_outputs)`` before the node runs; may return replacement grad_outputs."""
         self._pre_hooks.append(fn)
         return _RemovableHandle(self._pre_hooks, fn)
 
     # -- evaluation ---------------------------------------------------------------------------------
-    def apply(self, grads):
+    def apply(self, grads: Grads) -> Grads:
         raise NotImplementedError
 
     def release_variables(self) -> None:
@@ -129,20 +134,20 @@ class Node:
                     s.release()
         self._released = True
 
-    def _saved(self, name):
+    def _saved(self, name: str) -> Any:
         sv = getattr(self, name)
         if isinstance(sv, list):
             return [s.unpack(self) for s in sv]
         return sv.unpack(self)
 
-    def __call__(self, *grads):
+    def __call__(self, *grads: Tensor | None) -> Grads:
         return self.apply(list(grads))
 
 
 class _RemovableHandle:
     _ids = itertools.count()
 
-    def __init__(self, container, item):
+    def __init__(self, container: list[Any], item: object) -> None:
         self._container = container
         self._item = item
         self.id = next(self._ids)
@@ -153,27 +158,27 @@ class _RemovableHandle:
         except ValueError:
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> _RemovableHandle:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.remove()
 
 
 class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient to ``variable.grad``."""
 
-    def __init__(self, variable):
+    def __init__(self, variable: Tensor) -> None:
         super().__init__()
         self._variable = weakref.ref(variable)
-        self._post_acc_hooks = []
+        self._post_acc_hooks: list[Callable[[Tensor], None]] = []
         self.sequence_nr = 2 ** 62  # leaves run as soon as they are ready (PyTorch: UINT64_MAX)
 
     @property
-    def variable(self):
+    def variable(self) -> Tensor | None:
         return self._variable()
 
-    def apply(self, grads):
+    def apply(self, grads: Grads) -> Grads:
         """PyTorch's ``accumulate_grad``: without create_graph the leaf gets a detached gradient it owns
         (so later in-place accumulation and ``grad.zero_()`` touch nothing else); with create_graph the
         sum stays in the graph."""
@@ -197,25 +202,25 @@ class AccumulateGrad(Node):
 
 
 class GraphRoot(Node):
-    def __init__(self, grads):
+    def __init__(self, grads: Grads) -> None:
         super().__init__()
         self.grads = grads
 
-    def apply(self, grads):
+    def apply(self, grads: Grads) -> Grads:
         return list(self.grads)
 
 
 class NotImplementedBackward(Node):
     """Attached where an op has no derivative formula; raises when backward reaches it."""
 
-    def __init__(self, opname: str):
+    def __init__(self, opname: str) -> None:
         super().__init__()
         self.opname = opname
 
     def name(self) -> str:
         return "NotImplemented"
 
-    def apply(self, grads):
+    def apply(self, grads: Grads) -> Grads:
         # PyTorch's autograd_not_implemented_fallback names the operator without its overload
         raise RuntimeError(f"derivative for aten::{self.opname.split('.')[0]} is not implemented")
 
@@ -228,7 +233,7 @@ class CopySlices(Node):
     as usual.  Geometry is (sizes, strides, storage offset), so any strided view works.
     """
 
-    def __init__(self, base, view, fn):
+    def __init__(self, base: Tensor, view: Tensor, fn: Node) -> None:
         super().__init__()
         self.base_geometry = (tuple(base.shape), base.stride(), base.storage_offset())
         self.view_geometry = (tuple(view.shape), view.stride(), view.storage_offset())
@@ -239,8 +244,9 @@ class CopySlices(Node):
     def name(self) -> str:
         return "CopySlices"
 
-    def apply(self, grads):
+    def apply(self, grads: Grads) -> Grads:
         grad = grads[0]
+        assert grad is not None
         bs, bst, boff = self.base_geometry
         vs, vst, voff = self.view_geometry
         lo = min([boff, voff])
@@ -266,13 +272,15 @@ class AsStridedBackward0(Node):
     """The history of a view after an in-place op rebased its base: the view is a strided window of
     the base's new value."""
 
-    def __init__(self, base, view):
+    def __init__(self, base: Tensor, view: Tensor) -> None:
         super().__init__()
         self.base_geometry = (tuple(base.shape), base.stride(), base.storage_offset())
         self.view_geometry = (tuple(view.shape), view.stride(), view.storage_offset())
         self._input_meta = ((base._data.shape, base.dtype),)
 
-    def apply(self, grads):
+    def apply(self, grads: Grads) -> Grads:
         bs, bst, boff = self.base_geometry
         vs, vst, voff = self.view_geometry
-        return [strided_view_backward(grads[0], bs, bst, boff, vs, vst, voff)]
+        grad = grads[0]
+        assert grad is not None
+        return [strided_view_backward(grad, bs, bst, boff, vs, vst, voff)]

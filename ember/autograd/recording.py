@@ -3,11 +3,13 @@
 in-place checks.  The generated autograd kernels (ember/_generated/autograd.py) call these."""
 from __future__ import annotations
 
+from typing import Any
+
 from ember.autograd import anomaly_mode
 from ember.autograd.graph import AccumulateGrad, Edge
 
 
-def grad_accumulator(t):
+def grad_accumulator(t: Any) -> Any:
     """The ``AccumulateGrad`` of a leaf that requires grad (one per leaf, created on first use)."""
     acc = t.__dict__.get("_acc")
     if acc is None:
@@ -15,7 +17,7 @@ def grad_accumulator(t):
     return acc
 
 
-def gradient_edge(t):
+def gradient_edge(t: Any) -> Any:
     """Where the gradient of ``t`` goes: its ``grad_fn`` output, or its accumulator, or nowhere."""
     fn = t._grad_fn
     if fn is not None:
@@ -25,11 +27,11 @@ def gradient_edge(t):
     return None
 
 
-def collect_next_edges(*tensors) -> tuple:
+def collect_next_edges(*tensors: Any) -> tuple[Any, ...]:
     return tuple(None if t is None else gradient_edge(t) for t in tensors)
 
 
-def set_history(node, outputs, differentiable=None) -> None:
+def set_history(node: Any, outputs: Any, differentiable: Any = None) -> None:
     """Make ``node`` the ``grad_fn`` of each differentiable output (``set_history``)."""
     node._num_outputs = len(outputs)
     for i, out in enumerate(outputs):
@@ -45,7 +47,7 @@ def set_history(node, outputs, differentiable=None) -> None:
         anomaly_mode.record(node)
 
 
-def rebase_history(t, node) -> None:
+def rebase_history(t: Any, node: Any) -> None:
     """After an in-place op recorded as ``node`` on ``t``: ``t``'s new history is ``node``; when ``t`` is a
     view, the base's history becomes ``CopySlices(node)`` and the view reads from it."""
     base = t.__dict__.get("_base")
@@ -61,7 +63,7 @@ def rebase_history(t, node) -> None:
     set_history(view_fn, (t,))
 
 
-def check_inplace(t) -> None:
+def check_inplace(t: Any) -> None:
     """PyTorch's ``check_inplace``: a leaf that requires grad (or a view of one) can't be modified."""
     from ember.autograd.grad_mode import state
     if not state.enabled:
@@ -73,7 +75,7 @@ def check_inplace(t) -> None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
-def check_no_requires_grad(t, name: str, fn: str) -> None:
+def check_no_requires_grad(t: Any, name: str, fn: str) -> None:
     """PyTorch's ``check_no_requires_grad``: a tensor argument that has no derivative formula (and is not declared
     ``non_differentiable``) must not require grad while grad mode is on."""
     if t is None:
@@ -84,5 +86,5 @@ def check_no_requires_grad(t, name: str, fn: str) -> None:
                                "input cannot have requires_grad True.")
 
 
-def input_meta(*tensors) -> tuple:
+def input_meta(*tensors: Any) -> tuple[Any, ...]:
     return tuple(None if t is None else (t._data.shape, t.dtype) for t in tensors)

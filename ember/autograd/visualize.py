@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from typing import Any
 
 from ember.autograd.graph import AccumulateGrad, SavedVariable
 
 
-def _walk(root):
+def _walk(root: Any) -> Any:
     order, seen, stack = [], set(), [root]
     while stack:
         n = stack.pop()
@@ -23,7 +24,7 @@ def _walk(root):
     return order
 
 
-def _saved(node):
+def _saved(node: Any) -> Any:
     out = []
     names = list(getattr(node, "_saved_names", ()))
     for name in names:
@@ -43,14 +44,14 @@ def _saved(node):
     return out
 
 
-def _label(node):
+def _label(node: Any) -> Any:
     if isinstance(node, AccumulateGrad):
         v = node.variable
         return f"AccumulateGrad ({list(v.shape)} {v.dtype})" if v is not None else "AccumulateGrad (freed)"
     return node.name()
 
 
-def graph_text(t) -> str:
+def graph_text(t: Any) -> str:
     """The autograd graph behind ``t`` as indented text, one node per line, edges as ``-> node[input_nr]``."""
     if t.grad_fn is None:
         return f"<leaf {list(t.shape)} {t.dtype}, requires_grad={t.requires_grad}>"
@@ -69,7 +70,7 @@ def graph_text(t) -> str:
     return "\n".join(lines)
 
 
-def graph_dot(t) -> str:
+def graph_dot(t: Any) -> str:
     """Graphviz DOT source of the graph behind ``t``."""
     nodes = _walk(t.grad_fn) if t.grad_fn is not None else []
     ids = {id(n): f"n{i}" for i, n in enumerate(nodes)}
@@ -86,7 +87,7 @@ def graph_dot(t) -> str:
     return "\n".join(out)
 
 
-def render_graph(t, path: str, fmt: str = "png") -> str:
+def render_graph(t: Any, path: str, fmt: str = 'png') -> str:
     """Write the graph of ``t`` to ``path`` as PNG or SVG using Graphviz's ``dot`` program."""
     dot = shutil.which("dot")
     if dot is None:

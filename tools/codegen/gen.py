@@ -674,8 +674,7 @@ def _stub_type(kind: str) -> str:
     return "Any"
 
 
-def _stub_returns(sg: PySig) -> str:
-    s = sg.nf.schema
+def _stub_returns(s: FunctionSchema) -> str:
     rs = s.returns
     if not rs:
         return "None"
@@ -733,7 +732,41 @@ def gen_stub(nfs: list[NativeFunction], module: str | None, method: bool) -> str
                 params = ["self"] + params
             if len(entries) > 1:
                 out.append(f"{ind}@overload")
-            out.append(f"{ind}def {name}({', '.join(params)}) -> {_stub_returns(sg)}: ...")
+            out.append(f"{ind}def {name}({', '.join(params)}) -> {_stub_returns(sg.nf.schema)}: ...")
+    return "\n".join(out) + "\n"
+
+
+# The internal op API takes arguments as the schema declares them, unconverted: sizes and dims are tuples
+# (a list is a different value to the kernels), devices are ``device`` objects.
+_ATEN_STUB_TYPES = {"device?": "_device | None"}
+
+
+def _aten_stub_type(kind: str) -> str:
+    if kind.startswith("int["):
+        return "tuple[int, ...]" + (" | None" if kind.endswith("?") else "")
+    if kind.startswith("float[]"):
+        return "tuple[float, ...]" + (" | None" if kind.endswith("?") else "")
+    return _ATEN_STUB_TYPES.get(kind) or _stub_type(kind)
+
+
+def gen_aten_stub(nfs: list[NativeFunction]) -> str:
+    """``aten.pyi``: the internal op API's signatures, typed from the schemas (Note [Type stubs]), so code written
+    in it (formulas, composites) is type-checked against the operators it calls."""
+    out = [HEADER + "# Note [Type stubs] in tools/codegen/gen.py.",
+           "from typing import Any, Sequence", "",
+           "from ember import return_types", "from ember._tensor import Tensor",
+           "from ember.aten.dispatcher import OperatorHandle",
+           "from ember.c10.device import device as _device", "from ember.c10.dtype import dtype as _dtype",
+           "from ember.c10.generator import Generator", "", "Number = int | float | bool | complex", ""]
+    for nf in nfs:
+        s = nf.schema
+        kinds = {ident(a.name): _kind(a) for a in s.arguments}
+        params = []
+        for p in _param_list(s.arguments, lambda a: ident(a.name)):
+            name, eq, _default = p.partition("=")
+            params.append("*" if name == "*" else f"{name}: {_aten_stub_type(kinds[name])}" + (" = ..." if eq else ""))
+        out.append(f"{handle_var(s)}: OperatorHandle")
+        out.append(f"def {aten_name(s)}({', '.join(params)}) -> {_stub_returns(s)}: ...")
     return "\n".join(out) + "\n"
 
 
@@ -814,6 +847,7 @@ def generate(out_dir: str = OUT_DIR, yaml_path: str = YAML_PATH) -> dict[str, st
     files = {
         "__init__.py": HEADER + '"""Code generated from native_functions.yaml; see tools/codegen."""\n',
         "aten.py": gen_aten(nfs),
+        "aten.pyi": gen_aten_stub(nfs),
         "registrations.py": gen_registrations(nfs),
         "functions.py": gen_namespace(nfs, None, False, "ember.* functions"),
         "tensor_methods.py": gen_namespace(nfs, None, True, "Tensor methods"),
