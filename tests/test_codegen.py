@@ -114,7 +114,7 @@ def test_a_method_binds_the_argument_named_self():
 
 
 # the packages under ``mypy --strict`` (issue 14 item 5); the others have partial hints and are not checked yet
-STRICT = ["ember/c10", "ember/autograd", "tools"]
+STRICT = ["ember/c10", "ember/aten", "ember/autograd", "tools"]
 
 
 @pytest.mark.parametrize("package", STRICT)

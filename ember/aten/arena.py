@@ -26,6 +26,8 @@ is freed.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import sys
 import weakref
 
@@ -35,17 +37,17 @@ from ember.aten import parallel
 from ember.c10 import arena
 
 CHUNK = 1 << 17            # elements per chunk of the flat update (bench/optim_step.py: 32K-1M all close)
-_CACHE: dict = {}          # (update, ids of the params, state keys) -> _Arenas
+_CACHE: dict[Any, Any] = {}          # (update, ids of the params, state keys) -> _Arenas
 
 
-def _xp(a):
+def _xp(a: Any) -> Any:
     if isinstance(a, np.ndarray):
         return np
-    import cupy
+    import cupy  # type: ignore[import-not-found, unused-ignore]
     return cupy
 
 
-def _as_real(a):
+def _as_real(a: Any) -> Any:
     """The real view PyTorch's optimizers take of complex tensors (``view_as_real``)."""
     if a.dtype.kind != "c":
         return a
@@ -54,7 +56,7 @@ def _as_real(a):
     return xp.lib.stride_tricks.as_strided(r, a.shape + (2,), r.strides + (r.itemsize,))
 
 
-def _rebindable(t) -> bool:
+def _rebindable(t: Any) -> bool:
     a = t._data
     if a.base is not None and not arena.is_arena(a.base):
         return False
@@ -68,7 +70,7 @@ class _FlatList:
 
     __slots__ = ("buf", "views", "bound", "spans", "__weakref__")
 
-    def __init__(self, tensors, xp, dtype):
+    def __init__(self, tensors: Any, xp: Any, dtype: Any) -> None:
         bound = all(_rebindable(t) for t in tensors)
         spans, off = [], 0
         for t in tensors:
@@ -81,11 +83,11 @@ class _FlatList:
             if bound:
                 t._data = buf[a:b].reshape(shape)
         self.buf, self.spans, self.bound = buf, spans, bound
-        self.views = [t._data for t in tensors] if bound else None
+        self.views: list[Any] = [t._data for t in tensors] if bound else []  # bound only
         if bound:
             arena.register(buf, [a for a, _, _ in spans], [b for _, b, _ in spans], self.views)
 
-    def valid(self, tensors) -> bool:
+    def valid(self, tensors: Any) -> bool:
         if self.bound:
             for t, v in zip(tensors, self.views):
                 if t._data is not v:
@@ -96,11 +98,11 @@ class _FlatList:
                 return False
         return True
 
-    def load(self, tensors) -> None:
+    def load(self, tensors: Any) -> None:
         if not self.bound:
             _xp(self.buf).concatenate([t._data.reshape(-1) for t in tensors], out=self.buf)
 
-    def store(self, tensors) -> None:
+    def store(self, tensors: Any) -> None:
         if not self.bound:
             buf = self.buf
             for t, (a, b, shape) in zip(tensors, self.spans):
@@ -112,15 +114,15 @@ class _Arenas:
 
     __slots__ = ("ids", "params", "tensors", "scalars", "grad", "tmps", "__weakref__")
 
-    def __init__(self, params, tensors, scalars, xp, dtype):
+    def __init__(self, params: Any, tensors: Any, scalars: Any, xp: Any, dtype: Any) -> None:
         self.ids = tuple(map(id, params))
         self.params = _FlatList(params, xp, dtype)
         self.tensors = {k: _FlatList(ts, xp, dtype) for k, ts in tensors.items()}
         self.scalars = {k: _FlatList(ts, np, ts[0]._data.dtype) for k, ts in scalars.items()}
         self.grad = xp.empty(self.params.buf.size, dtype)
-        self.tmps = []
+        self.tmps: list[Any] = []
 
-    def valid(self, params, tensors, scalars) -> bool:
+    def valid(self, params: Any, tensors: Any, scalars: Any) -> bool:
         if not self.params.valid(params):
             return False
         for lists, given in ((self.tensors, tensors), (self.scalars, scalars)):
@@ -132,20 +134,20 @@ class _Arenas:
         return True
 
 
-def _uniform(S) -> bool:
+def _uniform(S: Any) -> bool:
     for a in S.values():
         if a.size > 1 and not (a == a[0]).all():
             return False
     return True
 
 
-def _bump(tensors) -> None:
+def _bump(tensors: Any) -> None:
     for t in tensors:
         t._vc.version += 1
 
 
-def fused_step(update, params, grads, tensors: dict, scalars: dict, scalars_fn, maximize: bool, fresh: bool = False,
-               grad_scale=None, found_inf=None) -> None:
+def fused_step(update: Any, params: Any, grads: Any, tensors: dict[str, Any], scalars: dict[str, Any], scalars_fn: Any,
+               maximize: bool, fresh: bool = False, grad_scale: Any = None, found_inf: Any = None) -> None:
     """One optimizer step: ``update(xp, p, g, T, c, tmp)`` over the parameters ``params`` with gradients ``grads``,
     their state ``tensors`` (key -> list, shaped as the parameters) and 0-d state ``scalars`` (key -> list), where
     ``c = scalars_fn(S)`` gives the step's Python floats from the 0-d state values ``S``. ``grad_scale`` divides the
@@ -158,7 +160,7 @@ def fused_step(update, params, grads, tensors: dict, scalars: dict, scalars_fn, 
     if found_inf is not None and float(found_inf._data.reshape(-1)[0]) != 0:
         return
     inv_scale = None if grad_scale is None else 1.0 / float(grad_scale._data.reshape(-1)[0])
-    buckets: dict = {}
+    buckets: dict[Any, Any] = {}
     single = []
     for i, p in enumerate(params):
         dtype = p._data.dtype
@@ -179,7 +181,8 @@ def fused_step(update, params, grads, tensors: dict, scalars: dict, scalars_fn, 
                      {k: ts[i] for k, ts in scalars.items()}, scalars_fn, maximize, fresh, inv_scale)
 
 
-def _single_step(update, p, grad, T, S, scalars_fn, maximize, fresh, inv_scale) -> None:
+def _single_step(update: Any, p: Any, grad: Any, T: Any, S: Any, scalars_fn: Any, maximize: Any, fresh: Any,
+                 inv_scale: Any) -> None:
     """PyTorch's single-tensor path: the update on this parameter's own arrays."""
     xp = _xp(p._data)
     pa = _as_real(p._data)
@@ -190,7 +193,7 @@ def _single_step(update, p, grad, T, S, scalars_fn, maximize, fresh, inv_scale) 
     c["fresh"] = fresh
     if maximize:
         xp.negative(g, out=g)
-    tmps: dict = {}
+    tmps: dict[Any, Any] = {}
     update(xp, pa, g, {k: _as_real(t._data) for k, t in T.items()}, c,
            lambda i: tmps.setdefault(i, xp.empty_like(pa)))
     p._vc.version += 1
@@ -198,7 +201,8 @@ def _single_step(update, p, grad, T, S, scalars_fn, maximize, fresh, inv_scale) 
     _bump(S.values())
 
 
-def _flat_step(update, params, grads, tensors, scalars, scalars_fn, maximize, fresh, inv_scale) -> bool:
+def _flat_step(update: Any, params: Any, grads: Any, tensors: Any, scalars: Any, scalars_fn: Any, maximize: Any,
+               fresh: Any, inv_scale: Any) -> bool:
     """The update over the arenas of ``params``; False when each tensor must take its own update."""
     key = (update, tuple(map(id, params)), tuple(tensors), tuple(scalars))
     ent = _CACHE.get(key)
@@ -240,7 +244,7 @@ def _flat_step(update, params, grads, tensors, scalars, scalars_fn, maximize, fr
     return True
 
 
-def _run_chunked(update, xp, ent, c) -> None:
+def _run_chunked(update: Any, xp: Any, ent: Any, c: Any) -> None:
     P, G = ent.params.buf, ent.grad
     T = {k: v.buf for k, v in ent.tensors.items()}
     n = P.size
@@ -253,10 +257,10 @@ def _run_chunked(update, xp, ent, c) -> None:
     per = (len(bounds) + workers - 1) // workers
     jobs = [bounds[i:i + per] for i in range(0, len(bounds), per)]
 
-    def run(job):
-        tmps: dict = {}
+    def run(job: Any) -> Any:
+        tmps: dict[Any, Any] = {}
 
-        def tmp(i, m):
+        def tmp(i: Any, m: Any) -> Any:
             if i not in tmps:
                 tmps[i] = np.empty(CHUNK, P.dtype)
             return tmps[i][:m]
@@ -269,7 +273,7 @@ def _run_chunked(update, xp, ent, c) -> None:
         f.result()
 
 
-def _tmp(tmps, i, n, dtype, xp):
+def _tmp(tmps: Any, i: Any, n: Any, dtype: Any, xp: Any) -> Any:
     while len(tmps) <= i:
         tmps.append(xp.empty(n, dtype))
     return tmps[i]

@@ -23,6 +23,8 @@ keyword-only argument names, result kind and named-tuple class.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import threading
 
 import numpy as np
@@ -42,7 +44,7 @@ class Backend:
 
     __slots__ = ("xp", "ks", "device")
 
-    def __init__(self, xp, ks: int, device):
+    def __init__(self, xp: Any, ks: int, device: Any) -> None:
         self.xp, self.ks, self.device = xp, ks, device
 
 
@@ -52,12 +54,12 @@ class _CudaBackend(threading.local):
 
     ks = KS_CUDA
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.device = _device("cuda", 0)
 
     @property
-    def xp(self):
-        import cupy
+    def xp(self) -> Any:
+        import cupy  # type: ignore[import-not-found, unused-ignore]
         return cupy
 
 
@@ -66,12 +68,12 @@ CUDA_BACKEND = _CudaBackend()
 BACKEND = {0: CPU_BACKEND, ON_CUDA: CUDA_BACKEND}
 
 
-def _mismatch(t) -> RuntimeError:
+def _mismatch(t: Any) -> RuntimeError:
     return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                         f"cuda:0 and {t._device}!")
 
 
-def _to_cuda(a, dev):
+def _to_cuda(a: Any, dev: Any) -> Any:
     """A CPU argument of a CUDA call: a 0-dim tensor (a scalar, as in PyTorch) is copied to the device; any other
     CPU tensor is PyTorch's device-mismatch error."""
     if isinstance(a, TensorImpl):
@@ -85,7 +87,7 @@ def _to_cuda(a, dev):
     return a
 
 
-def _cuda_device_of(args):
+def _cuda_device_of(args: Any) -> Any:
     """The device guard's device: the first CUDA tensor argument's, else a CUDA ``device`` argument's, else cuda:0."""
     for a in args:
         if isinstance(a, TensorImpl):
@@ -101,29 +103,29 @@ def _cuda_device_of(args):
     return _device("cuda", 0)
 
 
-def cuda_kernel(fn, device_check: bool = True):
+def cuda_kernel(fn: Any, device_check: bool = True) -> Any:
     """The CUDA registration of a backend wrapper: device check and device guard, then the wrapper."""
-    def kernel(ks, *args):
+    def kernel(ks: Any, *args: Any) -> Any:
         dev = _cuda_device_of(args)
         if device_check and ks & _ON_CPU:  # a CPU tensor among the arguments
             args = tuple(_to_cuda(a, dev) for a in args)
         CUDA_BACKEND.device = dev
         return fn(ks, *args)
     kernel.__qualname__ = kernel.__name__ = "cuda" + fn.__name__
-    kernel.__wrapped__ = fn
+    setattr(kernel, "__wrapped__", fn)
     return kernel
 
 
-def composite_kernel(fn):
+def composite_kernel(fn: Any) -> Any:
     """A composite op's registration: the function of ``aten/composite``, which takes no key set."""
-    def kernel(ks, *args):
+    def kernel(ks: Any, *args: Any) -> Any:
         return fn(*args)
     kernel.__qualname__ = kernel.__name__ = "composite_" + fn.__name__
-    kernel.__wrapped__ = fn
+    setattr(kernel, "__wrapped__", fn)
     return kernel
 
 
-def register_kernels(backend_rows, composite_rows, no_device_check) -> None:
+def register_kernels(backend_rows: Any, composite_rows: Any, no_device_check: Any) -> None:
     """Register the generated table (Note [Backend kernels]).
 
     ``backend_rows``: ``(op, wrapper, keys, array kernel, keyword-only argument names, result kind, named tuple)``;

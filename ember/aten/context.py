@@ -6,7 +6,7 @@ from __future__ import annotations
 class Context:
     __slots__ = ("benchmark_cudnn", "deterministic_cudnn")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.benchmark_cudnn = False      # ember.backends.cudnn.benchmark: convolutions time their algorithms
         self.deterministic_cudnn = False  # ember.backends.cudnn.deterministic
 

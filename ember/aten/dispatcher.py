@@ -33,9 +33,9 @@ class BoxedFallback:
 
     def __init__(self, make: Any) -> None:
         self.make = make
-        self._bound = {}
+        self._bound: dict[Any, Any] = {}
 
-    def bind(self, op):
+    def bind(self, op: Any) -> Any:
         k = self._bound.get(op.qualified_name)
         if k is None:
             k = self._bound[op.qualified_name] = self.make(op)
@@ -64,7 +64,7 @@ class _LocalDispatchKeySet(threading.local):
     """Thread-local included / excluded key bits (``c10/core/impl/LocalDispatchKeySet.h``), kept as one pair
     ``keys = (included, ~excluded)`` so that a call reads the thread-local state once."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.keys = (0, -1)
 
     @property
@@ -88,12 +88,12 @@ class OperatorHandle:
 
     __slots__ = ("name", "overload_name", "schema", "kernels", "_cache", "out_arity", "__weakref__")
 
-    def __init__(self, schema: str, out_arity: int = 0):
+    def __init__(self, schema: str, out_arity: int = 0) -> None:
         full = schema.split("(", 1)[0]
         self.name, _, self.overload_name = full.partition(".")
         self.schema = schema
         self.kernels: dict[DispatchKey, object] = {}
-        self._cache: dict[int, object] = {}
+        self._cache: dict[int, Any] = {}
         self.out_arity = out_arity  # trailing out= arguments (``*, Tensor(a!) out``): 0 unless an out= overload
 
     @property
@@ -104,7 +104,7 @@ class OperatorHandle:
         return f"OperatorHandle({self.qualified_name})"
 
     # -- registration ---------------------------------------------------------------------------
-    def register(self, key: DispatchKey, kernel) -> None:
+    def register(self, key: DispatchKey, kernel: Any) -> None:
         self.kernels[key] = kernel
         self._cache.clear()
 
@@ -112,7 +112,7 @@ class OperatorHandle:
         return key in self.kernels
 
     # -- lookup ------------------------------------------------------------------------------------
-    def _lookup_key(self, key: DispatchKey):
+    def _lookup_key(self, key: DispatchKey) -> Any:
         k = self.kernels.get(key)
         if k is not None:
             return k
@@ -133,7 +133,7 @@ class OperatorHandle:
             return fb.bind(self)
         return fb
 
-    def resolve(self, ks: int):
+    def resolve(self, ks: int) -> Any:
         """The kernel the highest key of ``ks`` runs (Note [Kernel resolution]); cached."""
         k = self._cache.get(ks)
         if k is not None:
@@ -158,7 +158,7 @@ class OperatorHandle:
         return (f"Could not run '{self.qualified_name}' with arguments from the '{backend}' backend. "
                 f"'{self.qualified_name}' is only available for these backends: [{avail}].")
 
-    def call(self, ks: int, *args):
+    def call(self, ks: int, *args: Any) -> Any:
         """Dispatch: apply thread-local keys, find the kernel of the highest key, run it."""
         inc, keep = tls.keys
         ks = (ks | inc) & keep
@@ -167,7 +167,7 @@ class OperatorHandle:
             k = self.resolve(ks)
         return k(ks, *args)
 
-    def redispatch(self, ks: int, *args):
+    def redispatch(self, ks: int, *args: Any) -> Any:
         """Run the kernel for exactly ``ks`` (the caller removed its own key and those above it)."""
         k = self._cache.get(ks)
         if k is None:
@@ -196,11 +196,11 @@ class OperatorHandle:
 # arguments that are None and empty ``Tensor[]`` lists add nothing); an op without tensor arguments (a
 # factory) takes the key set of its ``device`` argument, or CPU's.  The generated internal op API and the
 # Python bindings both compute it with these helpers.
-def ks_opt(t) -> int:
+def ks_opt(t: Any) -> int:
     return 0 if t is None else t._ks
 
 
-def ks_list(ts) -> int:
+def ks_list(ts: Any) -> int:
     ks = 0
     for t in ts:
         if t is not None:
@@ -208,7 +208,7 @@ def ks_list(ts) -> int:
     return ks or KS_CPU
 
 
-def ks_device(d) -> int:
+def ks_device(d: Any) -> int:
     return KS_OF_DEVICE_TYPE[canonical_device(d).type]
 
 
@@ -241,7 +241,7 @@ class Dispatcher:
             raise RuntimeError(f"No such operator {name}") from None
 
 
-def register_fallback(key: DispatchKey, kernel) -> None:
+def register_fallback(key: DispatchKey, kernel: Any) -> None:
     _backend_fallbacks[key] = kernel
     for h in Dispatcher.ops.values():
         h._cache.clear()
@@ -250,24 +250,24 @@ def register_fallback(key: DispatchKey, kernel) -> None:
 class ExcludeDispatchKeyGuard:
     """Context manager: exclude keys from dispatch on this thread (``c10::impl::ExcludeDispatchKeyGuard``)."""
 
-    def __init__(self, keys: DispatchKeySet | DispatchKey):
+    def __init__(self, keys: DispatchKeySet | DispatchKey) -> None:
         self.bits = keys.repr_ if isinstance(keys, DispatchKeySet) else 1 << keys
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         self.prev = inc, keep = tls.keys
         tls.keys = (inc, keep & ~self.bits)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Any:
         tls.keys = self.prev
 
 
 class IncludeDispatchKeyGuard:
-    def __init__(self, keys: DispatchKeySet | DispatchKey):
+    def __init__(self, keys: DispatchKeySet | DispatchKey) -> None:
         self.bits = keys.repr_ if isinstance(keys, DispatchKeySet) else 1 << keys
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         self.prev = inc, keep = tls.keys
         tls.keys = (inc | self.bits, keep)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Any:
         tls.keys = self.prev

@@ -13,6 +13,8 @@ One Meta kernel is derived from each array kernel, by kind:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ember.aten.dispatcher import BoxedFallback, NotImplementedForKey, register_fallback
@@ -21,26 +23,26 @@ from ember.c10.device import META
 from ember.c10.dispatch_key import KS_META, DispatchKey
 from ember.c10.tensor_impl import TensorImpl, fake_array
 
-_ZERO = {}
+_ZERO: dict[Any, Any] = {}
 
 
-def _stand_in(a, one: bool = False):
+def _stand_in(a: Any, one: bool = False) -> Any:
     z = _ZERO.get(a.dtype)
     if z is None:  # ones, not zeros: a stand-in must not trip data checks such as integer division by zero
         z = _ZERO[a.dtype] = np.ones((), a.dtype)
     return np.broadcast_to(z, (1,) * a.ndim if one else a.shape)
 
 
-def broadcast_shapes(*shapes) -> tuple:
+def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
     """PyTorch's ``infer_size`` folded over the shapes, with its error message (dims compared from the
     last one backwards, so the first mismatch reported is the innermost, as in PyTorch)."""
-    out = ()
+    out: tuple[int, ...] = ()
     for i, s in enumerate(shapes):
         out = tuple(s) if i == 0 else _infer_size(out, tuple(s))
     return out
 
 
-def _infer_size(a: tuple, b: tuple) -> tuple:
+def _infer_size(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     ndim = max(len(a), len(b))
     res = [0] * ndim
     for i in range(ndim - 1, -1, -1):
@@ -55,7 +57,7 @@ def _infer_size(a: tuple, b: tuple) -> tuple:
     return tuple(res)
 
 
-def _wrap(r):
+def _wrap(r: Any) -> Any:
     if isinstance(r, tuple):
         return tuple(_wrap(x) for x in r)
     if isinstance(r, list):
@@ -65,7 +67,7 @@ def _wrap(r):
     return r
 
 
-def _map_arrays(args, fn):
+def _map_arrays(args: Any, fn: Any) -> Any:
     out = []
     for a in args:
         if isinstance(a, np.ndarray):
@@ -77,7 +79,7 @@ def _map_arrays(args, fn):
     return out
 
 
-def run_meta(kernel, args, kwargs=None):
+def run_meta(kernel: Any, args: Any, kwargs: Any = None) -> Any:
     """Compute the meta result of a non-view kernel called as ``kernel(np, *args)``."""
     kwargs = kwargs or {}
     shape_fn = getattr(kernel, "meta_shape", None)
@@ -93,11 +95,11 @@ def run_meta(kernel, args, kwargs=None):
     return _wrap(r)
 
 
-def _wrap_shape(shape, dt):
+def _wrap_shape(shape: Any, dt: Any) -> Any:
     return new_tensor(fake_array(shape, np.dtype(dt)), KS_META, META)
 
 
-def pooling_output_size(i, k, s, p, d, ceil_mode):
+def pooling_output_size(i: Any, k: Any, s: Any, p: Any, d: Any, ceil_mode: Any) -> Any:
     """PyTorch's ``pooling_output_shape`` (``aten/src/ATen/native/Pool.h``): windows of size ``k`` (dilation
     ``d``) at stride ``s`` over ``i`` elements padded by ``p``; with ``ceil_mode`` the last partial window counts
     if it starts inside the input or the left padding."""
@@ -115,16 +117,16 @@ def pooling_output_size(i, k, s, p, d, ceil_mode):
 # keyword-only, the kind of result — and ``run_meta`` above; an operator without one (data-dependent shapes:
 # ``nonzero``, ``unique``, ...) raises PyTorch's "Could not run ... with arguments from the 'Meta' backend".
 # Composite operators never get here: their composite kernel comes first (Note [Kernel resolution]).
-_DERIVED: dict = {}
+_DERIVED: dict[Any, Any] = {}
 
 
-def derive(op, wrapper, kernel, kwnames, kind, rt, device_check=True) -> None:
+def derive(op: Any, wrapper: Any, kernel: Any, kwnames: Any, kind: Any, rt: Any, device_check: Any = True) -> None:
     """Record what the Meta kernel of ``op`` is derived from (called by ``register_kernels``)."""
     _DERIVED[op] = (wrapper, kernel, kwnames, kind, rt, device_check)
     op._cache.clear()
 
 
-def _check_meta(args) -> None:
+def _check_meta(args: Any) -> None:
     for a in args:
         if isinstance(a, TensorImpl):
             if a._device.type != "meta":
@@ -133,7 +135,7 @@ def _check_meta(args) -> None:
             _check_meta(a)
 
 
-def _arrays(a):
+def _arrays(a: Any) -> Any:
     if isinstance(a, TensorImpl):
         return a._data
     if isinstance(a, list) and any(isinstance(x, TensorImpl) for x in a):
@@ -141,17 +143,17 @@ def _arrays(a):
     return a
 
 
-def meta_kernel(op):
+def meta_kernel(op: Any) -> Any:
     """The Meta kernel of ``op``, derived from its table row (Note [The Meta fallback])."""
     row = _DERIVED.get(op)
     if row is None:
-        def missing(ks, *args):
+        def missing(ks: Any, *args: Any) -> Any:
             raise NotImplementedForKey(op._missing_message(ks))
         return missing
     wrapper, kernel, kwnames, kind, rt, device_check = row
     nout, nkw, name = op.out_arity, len(kwnames), op.name
 
-    def meta(ks, *args):
+    def meta(ks: Any, *args: Any) -> Any:
         if device_check:
             _check_meta(args)
         if kind == "view":  # view kernels compute strides only: they run on the metadata-only arrays as they are

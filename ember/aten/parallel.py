@@ -10,6 +10,8 @@ the machine's core count.  Interop threads (``set_num_interop_threads``) are acc
 ember runs operators one at a time, so it does not use them."""
 from __future__ import annotations
 
+from typing import Any
+
 import ctypes
 import os
 import sys
@@ -34,7 +36,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def _physical_cores(cpus) -> int:
+def _physical_cores(cpus: Any) -> int:
     """Distinct (physical id, core id) among ``cpus`` in /proc/cpuinfo (PyTorch counts physical cores);
     0 if unknown."""
     cores, proc, phys = set(), None, "0"
@@ -75,7 +77,7 @@ def get_num_threads() -> int:
     return _num_threads
 
 
-def set_num_threads(n) -> None:
+def set_num_threads(n: Any) -> None:
     """``torch.set_num_threads(n)``: threads for intra-op parallelism, BLAS included."""
     global _num_threads
     if isinstance(n, bool) or not isinstance(n, int):
@@ -91,7 +93,7 @@ def get_num_interop_threads() -> int:
     return _interop if _interop is not None else get_num_threads()
 
 
-def set_num_interop_threads(n) -> None:
+def set_num_interop_threads(n: Any) -> None:
     """``torch.set_num_interop_threads(n)``: allowed once, before parallel work, as in PyTorch."""
     global _interop, _interop_fixed
     if isinstance(n, bool) or not isinstance(n, int):
@@ -116,7 +118,7 @@ def executor() -> ThreadPoolExecutor:
     return _pool
 
 
-def parallel_for(begin: int, end: int, grain_size: int, f) -> None:
+def parallel_for(begin: int, end: int, grain_size: int, f: Any) -> None:
     """``at::parallel_for``: calls ``f(b, e)`` over consecutive ranges covering ``[begin, end)``, in parallel
     when there is more than one thread and more than ``grain_size`` elements.  The first exception raised by
     any range is re-raised after all ranges have finished."""
@@ -149,7 +151,7 @@ def in_parallel_region() -> bool:
     return getattr(_region, "active", False)
 
 
-def _in_region(f, b, e):
+def _in_region(f: Any, b: Any, e: Any) -> Any:
     _region.active = True
     try:
         return f(b, e)

@@ -29,18 +29,18 @@ from ember.c10.tensor_impl import TensorImpl, VersionCounter
 # API), which is defined above this layer. As PyTorch's C++ core wraps results in the class torch/_tensor.py
 # registers (``THPVariableClass``), ``ember/_tensor.py`` registers its class here once, with
 # ``set_tensor_class``; until then results are bare ``TensorImpl`` objects. Checks use ``TensorImpl``.
-_tensor_class = TensorImpl
+_tensor_class: type = TensorImpl
 
 
-def set_tensor_class(cls) -> None:
+def set_tensor_class(cls: type) -> None:
     global _tensor_class
     _tensor_class = cls
 
 
-def new_tensor(arr, ks: int, device):
+def new_tensor(arr: Any, ks: int, device: Any) -> Any:
     if isinstance(arr, np.generic):  # NumPy returns scalars for 0-d results; a tensor holds an array
         arr = np.asarray(arr)
-    t = object.__new__(_tensor_class)
+    t: Any = object.__new__(_tensor_class)
     t._data = arr
     t._ks = ks
     t._vc = VersionCounter()
@@ -55,8 +55,8 @@ def tensor_like(data: Any, like: Any) -> Any:
     return aten._to_copy(t, dtype=like.dtype, device=like.device)
 
 
-def view_of(arr, base):
-    t = object.__new__(_tensor_class)
+def view_of(arr: Any, base: Any) -> Any:
+    t: Any = object.__new__(_tensor_class)
     t._data = arr
     t._ks = base._ks
     t._vc = base._vc
@@ -64,18 +64,18 @@ def view_of(arr, base):
     return t
 
 
-def shape_str(shape) -> str:
+def shape_str(shape: Any) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def check_writable(t, opname: str = "") -> None:
+def check_writable(t: Any, opname: str = '') -> None:
     a = t._data
     if a.size > 1 and any(st == 0 and sz > 1 for st, sz in zip(a.strides, a.shape)):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
 
 
-def value_error(exc, kernel, *tensors):
+def value_error(exc: Any, kernel: Any, *tensors: Any) -> Any:
     """A ValueError escaped an array kernel: for elementwise kernels, report a broadcasting mismatch of
     the tensor arguments as PyTorch does; otherwise re-raise it unchanged."""
     if getattr(kernel, "elementwise", False):
@@ -84,7 +84,7 @@ def value_error(exc, kernel, *tensors):
     raise exc
 
 
-def check_devices(device_type: str, *tensors) -> None:
+def check_devices(device_type: str, *tensors: Any) -> None:
     """Every tensor argument on ``device_type`` (0-dim CPU tensors pass as scalars, as in PyTorch)."""
     for t in tensors:
         if t is None:
@@ -100,7 +100,7 @@ def check_devices(device_type: str, *tensors) -> None:
                                f"{device_type}:0 and {t._device}!")
 
 
-def write_inplace(self, result, opname: str = ""):
+def write_inplace(self: Any, result: Any, opname: str = '') -> Any:
     """Copy ``result`` into ``self`` for an in-place op, with PyTorch's checks."""
     dst = self._data
     if isinstance(result, np.generic):
@@ -127,15 +127,15 @@ def write_inplace(self, result, opname: str = ""):
     return self
 
 
-def xp_copyto(dst, src) -> None:
+def xp_copyto(dst: Any, src: Any) -> None:
     if isinstance(dst, np.ndarray):
         np.copyto(dst, src, casting="unsafe")
     else:  # CuPy
-        import cupy
+        import cupy  # type: ignore[import-not-found, unused-ignore]
         cupy.copyto(dst, src, casting="unsafe")
 
 
-def write_out(out, result, opname: str = ""):
+def write_out(out: Any, result: Any, opname: str = '') -> Any:
     """Store ``result`` in ``out``, resizing it as PyTorch's ``out=`` does."""
     if not isinstance(out, TensorImpl):
         raise TypeError(f"{opname}(): argument 'out' must be Tensor, not {type(out).__name__}")
@@ -173,6 +173,6 @@ _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bflo
                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
-def _type_name(d) -> str:
+def _type_name(d: Any) -> str:
     """PyTorch's C++ ScalarType name (``Float``, ``Long``) used in its messages."""
     return _TYPE_NAMES[d.name]

@@ -3,6 +3,8 @@ an in-place form, all written in ops over one noise tensor drawn with ``bernoull
 ``native_dropout``, the two-output form that decompositions and compilers use."""
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 from ember._generated import aten
@@ -13,7 +15,7 @@ __all__ = ["dropout", "dropout_", "feature_dropout", "feature_dropout_", "alpha_
 _ALPHA = 1.7580993408473766  # SELU's scale * alpha: dropped units are set to -_ALPHA before the affine correction
 
 
-def _dropout_impl(input, p, train, feature, alpha, inplace):  # noqa: A002
+def _dropout_impl(input: Any, p: Any, train: Any, feature: Any, alpha: Any, inplace: Any) -> Any:  # noqa: A002
     if p < 0 or p > 1:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
     if p == 0 or not train or input.numel() == 0:
@@ -37,40 +39,40 @@ def _dropout_impl(input, p, train, feature, alpha, inplace):  # noqa: A002
     return input.mul_(noise).add_(b) if inplace else (input * noise).add_(b)
 
 
-def dropout(input, p, train):  # noqa: A002
+def dropout(input: Any, p: Any, train: Any) -> Any:  # noqa: A002
     """``input * bernoulli(1 - p) / (1 - p)`` elementwise (PyTorch's CPU mask)."""
     return _dropout_impl(input, p, train, False, False, False)
 
 
-def dropout_(self, p, train):
+def dropout_(self: Any, p: Any, train: Any) -> Any:
     return _dropout_impl(self, p, train, False, False, True)
 
 
-def feature_dropout(input, p, train):  # noqa: A002
+def feature_dropout(input: Any, p: Any, train: Any) -> Any:  # noqa: A002
     """One mask value per (sample, channel), shared over the remaining dimensions."""
     return _dropout_impl(input, p, train, True, False, False)
 
 
-def feature_dropout_(self, p, train):
+def feature_dropout_(self: Any, p: Any, train: Any) -> Any:
     return _dropout_impl(self, p, train, True, False, True)
 
 
-def alpha_dropout(input, p, train):  # noqa: A002
+def alpha_dropout(input: Any, p: Any, train: Any) -> Any:  # noqa: A002
     """Dropped units become ``-1.7581``, then ``a x + b`` restores zero mean and unit variance (SELU networks)."""
     return _dropout_impl(input, p, train, False, True, False)
 
 
-def alpha_dropout_(self, p, train):
+def alpha_dropout_(self: Any, p: Any, train: Any) -> Any:
     return _dropout_impl(self, p, train, False, True, True)
 
 
-def feature_alpha_dropout(input, p, train):  # noqa: A002
+def feature_alpha_dropout(input: Any, p: Any, train: Any) -> Any:  # noqa: A002
     return _dropout_impl(input, p, train, True, True, False)
 
 
-def feature_alpha_dropout_(self, p, train):
+def feature_alpha_dropout_(self: Any, p: Any, train: Any) -> Any:
     return _dropout_impl(self, p, train, True, True, True)
 
 
-def native_dropout_backward(grad_output, mask, scale):
+def native_dropout_backward(grad_output: Any, mask: Any, scale: Any) -> Any:
     return grad_output * mask * scale

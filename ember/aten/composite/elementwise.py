@@ -2,25 +2,27 @@
 (wrapped as PyTorch wraps them), and the ``torch.special`` aliases of the base ops (``UnaryOps.cpp``)."""
 from __future__ import annotations
 
+from typing import Any
+
 from ember._generated import aten
 from ember.c10.dtype import bool_, scalar_dtype
 
 
-def positive(self):
+def positive(self: Any) -> Any:
     if self.dtype is bool_:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return self
 
 
-def max_other(self, other):
+def max_other(self: Any, other: Any) -> Any:
     return aten.maximum(self, other)
 
 
-def min_other(self, other):
+def min_other(self: Any, other: Any) -> Any:
     return aten.minimum(self, other)
 
 
-def wrapped_number(value, like):
+def wrapped_number(value: Any, like: Any) -> Any:
     """A Python number as a 0-dim tensor that promotes like a wrapped number next to ``like`` (PyTorch's
     ``wrapped_scalar_tensor``): of ``like``'s dtype unless the number's category is higher."""
     d = scalar_dtype(value)
@@ -29,18 +31,18 @@ def wrapped_number(value, like):
     return aten.scalar_tensor(value, dtype=d, device=like.device)
 
 
-def where_scalar_self(condition, self, other):
+def where_scalar_self(condition: Any, self: Any, other: Any) -> Any:
     return aten.where_self(condition, wrapped_number(self, other), other)
 
 
-def where_scalar_other(condition, self, other):
+def where_scalar_other(condition: Any, self: Any, other: Any) -> Any:
     return aten.where_self(condition, self, wrapped_number(other, self))
 
 
-def _alias(name, base):
+def _alias(name: Any, base: Any) -> Any:
     base_op = getattr(aten, base)
 
-    def fn(*args):
+    def fn(*args: Any) -> Any:
         return base_op(*args)
     fn.__name__ = fn.__qualname__ = name
     globals()[name] = fn

@@ -11,36 +11,38 @@ the per-tensor method and how its second argument is picked.
 """
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from ember._generated import aten
 
 __all__: list[str] = []
 
 
 # ------------------------------------------------------------------------------ checks (ForeachUtils.h)
-def _check_nonempty(tensors):
+def _check_nonempty(tensors: Any) -> Any:
     if len(tensors) == 0:
         raise RuntimeError("Tensor list must have at least one tensor.")
 
 
-def _check_same_length(a, b):
+def _check_same_length(a: Any, b: Any) -> Any:
     _check_nonempty(a)
     if len(a) != len(b):
         raise RuntimeError(f"Tensor lists must have the same number of tensors, got {len(a)} and {len(b)}")
 
 
-def _check_scalars(tensors, scalars):
+def _check_scalars(tensors: Any, scalars: Any) -> Any:
     _check_nonempty(tensors)
     if len(tensors) != len(scalars):
         raise RuntimeError("Tensor list must have same number of elements as scalar list.")
 
 
-def _check_scalar_tensor(other):
+def _check_scalar_tensor(other: Any) -> Any:
     if other.dim() != 0 or other.numel() != 1:
         raise RuntimeError(f"scalar tensor expected to be 0 dim but it has {other.dim()} dimensions and "
                            f"{other.numel()} elements.")
 
 
-def _unpack_scalars(tensors, scalars):
+def _unpack_scalars(tensors: Any, scalars: Any) -> Any:
     """A packed 1-D tensor of scalars (the ``.Tensor`` overloads of addcmul / addcdiv) as a list of numbers."""
     if scalars.dim() != 1:
         raise RuntimeError(f"Expected packed scalar Tensor to be of dimension 1. Got {scalars.dim()} instead.")
@@ -51,7 +53,7 @@ def _unpack_scalars(tensors, scalars):
 
 
 # ------------------------------------------------------------------------------ how the second argument is picked
-def _seconds(overload, self, second):
+def _seconds(overload: Any, self: Any, second: Any) -> Any:
     """The per-tensor second argument of each tensor of ``self``, for a binary op's overload."""
     if overload == "Scalar":
         _check_nonempty(self)
@@ -67,13 +69,13 @@ def _seconds(overload, self, second):
     return [second] * len(self)
 
 
-def _define(name, fn):
+def _define(name: Any, fn: Any) -> Any:
     fn.__name__ = fn.__qualname__ = name
     globals()[name] = fn
     __all__.append(name)
 
 
-def _result(tensors, inplace):
+def _result(tensors: Any, inplace: Any) -> Any:
     return None if inplace else tensors
 
 
@@ -83,8 +85,8 @@ _UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "
           "sinh", "sqrt", "tan", "tanh", "trunc")
 
 
-def _unary(method, inplace):
-    def fn(self):
+def _unary(method: Any, inplace: Any) -> Any:
+    def fn(self: Any) -> Any:
         _check_nonempty(self)
         return _result([getattr(t, method)() for t in self], inplace)
     return fn
@@ -112,17 +114,18 @@ _BINARY = {
 _WITH_ALPHA = {("add", "List"), ("add", "Tensor"), ("sub", "List")}
 
 
-def _binary(method, overload, inplace, alpha):
+def _binary(method: Any, overload: Any, inplace: Any, alpha: Any) -> Any:
     if inplace and method in ("maximum", "minimum"):
         method = {"maximum": "clamp_min", "minimum": "clamp_max"}[method]
     if inplace:
         method += "_"
+    fn: Callable[..., Any]
     if alpha:
-        def fn(self, second, alpha=1):
+        def fn(self: Any, second: Any, alpha: Any = 1) -> Any:
             seconds = _seconds(overload, self, second)
             return _result([getattr(t, method)(s, alpha=alpha) for t, s in zip(self, seconds)], inplace)
     else:
-        def fn(self, second):
+        def fn(self: Any, second: Any) -> Any:
             seconds = _seconds(overload, self, second)
             return _result([getattr(t, method)(s) for t, s in zip(self, seconds)], inplace)
     return fn
@@ -136,7 +139,7 @@ for _op, _overloads in _BINARY.items():
             _define(f"_foreach_{_op}__{_ov}", _binary(_method, _ov, True, _alpha))
 
 
-def _foreach_pow_ScalarAndTensor(self, exponent):
+def _foreach_pow_ScalarAndTensor(self: Any, exponent: Any) -> Any:
     """``self ** e`` for a number ``self`` and each tensor ``e``."""
     _check_nonempty(exponent)
     return [aten.pow_Scalar(self, e) for e in exponent]
@@ -146,12 +149,12 @@ __all__.append("_foreach_pow_ScalarAndTensor")
 
 
 # ------------------------------------------------------------------------------ pointwise ops with two tensor lists
-def _pointwise(method, overload, inplace):
+def _pointwise(method: Any, overload: Any, inplace: Any) -> Any:
     """addcmul / addcdiv: ``t + value * t1 (*|/) t2`` with ``value`` one number, a number per tensor, or a packed
     1-D tensor of them."""
     method = method + "_" if inplace else method
 
-    def fn(self, tensor1, tensor2, value=1):
+    def fn(self: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> Any:
         _check_same_length(self, tensor1)
         _check_same_length(self, tensor2)
         if overload == "Scalar":
@@ -166,11 +169,11 @@ def _pointwise(method, overload, inplace):
     return fn
 
 
-def _lerp(overload, inplace):
+def _lerp(overload: Any, inplace: Any) -> Any:
     """``t + w (t1 - t)`` with ``w`` one number, a number per tensor, or a tensor per tensor."""
     method = "lerp_" if inplace else "lerp"
 
-    def fn(self, tensors1, weight):
+    def fn(self: Any, tensors1: Any, weight: Any) -> Any:
         _check_same_length(self, tensors1)
         if overload == "Scalar":
             weights = [weight] * len(self)
@@ -194,34 +197,34 @@ for _ov in ("Scalar", "ScalarList", "List"):
 
 
 # ------------------------------------------------------------------------------ the rest
-def _foreach_norm_Scalar(self, ord=2, dtype=None):  # noqa: A002
+def _foreach_norm_Scalar(self: Any, ord: Any = 2, dtype: Any = None) -> Any:  # noqa: A002
     """The vector norm of each tensor (a list of 0-dim tensors), as ``clip_grad_norm_`` uses it."""
     _check_nonempty(self)
     return [aten.linalg_vector_norm(t, ord, None, False, dtype=dtype) for t in self]
 
 
-def _foreach_max(self):
+def _foreach_max(self: Any) -> Any:
     _check_nonempty(self)
     return [t.max() for t in self]
 
 
-def _foreach_clone(self, memory_format=None):
+def _foreach_clone(self: Any, memory_format: Any = None) -> Any:
     return [t.clone(memory_format=memory_format) for t in self]
 
 
-def _foreach_copy_(self, src, non_blocking=False):
+def _foreach_copy_(self: Any, src: Any, non_blocking: Any = False) -> Any:
     _check_same_length(self, src)
     for t, s in zip(self, src):
         t.copy_(s, non_blocking)
 
 
-def _foreach_zero_(self):
+def _foreach_zero_(self: Any) -> Any:
     _check_nonempty(self)
     for t in self:
         t.zero_()
 
 
-def _foreach_mm(self, mat2):
+def _foreach_mm(self: Any, mat2: Any) -> Any:
     _check_same_length(self, mat2)
     return [t.mm(m) for t, m in zip(self, mat2)]
 

@@ -2,36 +2,39 @@
 mm / bmm, inner, cross, pinverse, linalg.norm."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from ember._generated import aten
 from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
 
 
-def linalg_norm(self, ord=None, dim=None, keepdim=False, dtype=None):  # noqa: A002
+def linalg_norm(self: Any, ord: Any = None, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
     if isinstance(ord, str) or (ord is not None and dim is not None and len(dim) == 2) or \
             (ord is not None and dim is None and self.dim() == 2):
-        matrix_norm = aten.linalg_matrix_norm_str_ord if isinstance(ord, str) else aten.linalg_matrix_norm
+        matrix_norm: Callable[..., Any] = aten.linalg_matrix_norm_str_ord if isinstance(ord, str) else \
+            aten.linalg_matrix_norm
         return matrix_norm(self, ord, (-2, -1) if dim is None else tuple(dim), keepdim, dtype=dtype)
     return aten.linalg_vector_norm(self, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
-def inner(self, other):
+def inner(self: Any, other: Any) -> Any:
     if self.dim() == 0 or other.dim() == 0:
         return self * other
     return aten.tensordot(self, other, (-1 % self.dim(),), (-1 % other.dim(),))
 
 
-def cross(self, other, dim=None):
+def cross(self: Any, other: Any, dim: Any = None) -> Any:
     if dim is None:
         dim = next((i for i, s in enumerate(self.shape) if s == 3), -1)
     return aten.linalg_cross(self, other, dim=dim)
 
 
-def pinverse(self, rcond=1e-15):
+def pinverse(self: Any, rcond: Any = 1e-15) -> Any:
     return aten.linalg_pinv(self, rtol=rcond)
 
 
-def matmul(self, other):
+def matmul(self: Any, other: Any) -> Any:
     """PyTorch's matmul decomposition: dot, mv, mm, or a batched bmm over broadcast batch dims."""
     _matmul_check(self._data, other._data)  # PyTorch's errors for every rank combination
     da, db = self.dim(), other.dim()

@@ -6,6 +6,8 @@ ClampMinBackward0); the backward ops are in ops too, so their own derivatives co
 """
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 from ember._generated import aten
@@ -18,7 +20,7 @@ __all__ = ["kl_div", "poisson_nll_loss", "margin_ranking_loss", "hinge_embedding
            "multilabel_margin_loss_backward", "cosine_similarity", "pairwise_distance"]
 
 
-def _apply_reduction(unreduced, reduction):
+def _apply_reduction(unreduced: Any, reduction: Any) -> Any:
     if reduction == _MEAN:
         return unreduced.mean()
     if reduction == _SUM:
@@ -26,7 +28,7 @@ def _apply_reduction(unreduced, reduction):
     return unreduced
 
 
-def kl_div(self, target, reduction=_MEAN, log_target=False):
+def kl_div(self: Any, target: Any, reduction: Any = _MEAN, log_target: Any = False) -> Any:
     """``exp(t) (t - x)`` for a log target, else ``xlogy(t, t) - t x`` (0 where ``t == 0``)."""
     if log_target:
         out = target.exp() * (target - self)
@@ -35,7 +37,7 @@ def kl_div(self, target, reduction=_MEAN, log_target=False):
     return _apply_reduction(out, reduction)
 
 
-def poisson_nll_loss(input, target, log_input, full, eps, reduction):  # noqa: A002
+def poisson_nll_loss(input: Any, target: Any, log_input: Any, full: Any, eps: Any, reduction: Any) -> Any:  # noqa: A002
     """``exp(x) - t x`` (or ``x - t log(x + eps)``), plus Stirling's ``t log t - t + log(2 pi t) / 2`` where
     ``t > 1`` when ``full``."""
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
@@ -45,11 +47,11 @@ def poisson_nll_loss(input, target, log_input, full, eps, reduction):  # noqa: A
     return _apply_reduction(loss, reduction)
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=_MEAN):
+def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: Any = 0.0, reduction: Any = _MEAN) -> Any:
     return _apply_reduction((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
-def hinge_embedding_loss(self, target, margin=1.0, reduction=_MEAN):
+def hinge_embedding_loss(self: Any, target: Any, margin: Any = 1.0, reduction: Any = _MEAN) -> Any:
     zeros = aten.zeros_like(self)
     margin_clamp = (margin - self).clamp_min(0)
     output_margin = aten.where_self(target != 1, margin_clamp, zeros)
@@ -57,7 +59,7 @@ def hinge_embedding_loss(self, target, margin=1.0, reduction=_MEAN):
     return _apply_reduction(output_margin + output_self, reduction)
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=_MEAN):
+def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: Any = 0.0, reduction: Any = _MEAN) -> Any:
     """``1 - cos`` where ``target == 1``, ``max(0, cos - margin)`` where ``target == -1``; the cosine over the last
     dimension with 1e-12 added to each squared magnitude."""
     targ_dim = target.dim()
@@ -77,7 +79,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=_MEAN):
     return _apply_reduction(output_pos + output_neg, reduction)
 
 
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, reduction=_MEAN):
+def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: Any = 1.0, p: Any = 2,
+                        eps: Any = 1e-06, swap: Any = False, reduction: Any = _MEAN) -> Any:
     a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
     if not a_dim == p_dim == n_dim:
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
@@ -89,26 +92,27 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, 
     return _apply_reduction((margin + dist_pos - dist_neg).clamp_min(0), reduction)
 
 
-def soft_margin_loss_backward(grad_output, self, target, reduction):
+def soft_margin_loss_backward(grad_output: Any, self: Any, target: Any, reduction: Any) -> Any:
     """``-norm * t * z / (1 + z) * grad`` with ``z = exp(-t x)``."""
     norm = 1.0 / self.numel() if reduction == _MEAN else 1.0
     z = (-target * self).exp()
     return target * z * (-norm) / (z + 1) * grad_output
 
 
-def _rows(self):
+def _rows(self: Any) -> Any:
     """(frames, classes) of a margin loss's input: a vector or scalar is one frame."""
     return (1, 1 if self.dim() == 0 else self.shape[0]) if self.dim() <= 1 else tuple(self.shape)
 
 
-def _frame_grad(grad_output, nframe, reduction):
+def _frame_grad(grad_output: Any, nframe: Any, reduction: Any) -> Any:
     """``grad_output`` as a (frames, 1) factor: per frame for reduction None, divided by the frames for Mean."""
     if reduction == _NONE:
         return grad_output.reshape(nframe, 1)
     return grad_output / nframe if reduction == _MEAN else grad_output
 
 
-def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None, reduction=_MEAN):
+def multi_margin_loss_backward(grad_output: Any, self: Any, target: Any, p: Any, margin: Any, weight: Any = None,
+                               reduction: Any = _MEAN) -> Any:
     """d/dx[j] = p z^(p-1) weight[y] / C for each ``j != y`` with ``z = margin - x[y] + x[j] > 0``, and x[y] gets minus
     their sum."""
     nframe, dim = _rows(self)
@@ -127,11 +131,11 @@ def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None
     return (g - aten.zeros_like(g).scatter(1, t, g.sum(1, keepdim=True))).reshape(self.shape)
 
 
-def multilabel_margin_loss(self, target, reduction=_MEAN):
+def multilabel_margin_loss(self: Any, target: Any, reduction: Any = _MEAN) -> Any:
     return aten.multilabel_margin_loss_forward(self, target, reduction)[0]
 
 
-def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target):
+def multilabel_margin_loss_backward(grad_output: Any, self: Any, target: Any, reduction: Any, is_target: Any) -> Any:
     """Each (target k, non-target j) pair with ``1 - x[y_k] + x[j] > 0`` adds 1 / C to x[j]'s gradient and takes it
     from x[y_k]'s."""
     nframe, dim = _rows(self)
@@ -146,7 +150,7 @@ def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_tar
     return (g * _frame_grad(grad_output, nframe, reduction)).reshape(self.shape)
 
 
-def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+def cosine_similarity(x1: Any, x2: Any, dim: Any = 1, eps: Any = 1e-08) -> Any:
     """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` over ``dim`` (PyTorch's stable form); the clamp is
     outside autograd, as PyTorch's ``clamp_min_`` under NoGradGuard is."""
     common = promote_types(x1.dtype, x2.dtype)
@@ -162,7 +166,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-08):
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
-def pairwise_distance(x1, x2, p=2, eps=1e-06, keepdim=False):
+def pairwise_distance(x1: Any, x2: Any, p: Any = 2, eps: Any = 1e-06, keepdim: Any = False) -> Any:
     """``norm(x1 - x2 + eps, p)`` over the last dimension of the broadcast inputs."""
     innermost = max(x1.dim(), x2.dim()) - 1
     return aten.norm_ScalarOpt_dim(x1 - x2 + eps, p, (innermost,), keepdim)

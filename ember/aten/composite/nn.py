@@ -2,6 +2,8 @@
 batch_norm over their native kernels (``Activation.cpp``, ``SoftMax.cpp``, ``Normalization.cpp``)."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import math
 
 from ember._generated import aten
@@ -10,27 +12,29 @@ from ember.aten.wrap import _type_name, tensor_like
 from ember.c10.dtype import bool_ as _bool, finfo, float32 as _float32, float64 as _float64, int64 as _int64
 
 
-def relu6(self):
+def relu6(self: Any) -> Any:
     return aten.hardtanh(self, 0, 6)
 
 
 # (written as PyTorch's CompositeImplicitAutograd versions are, so autograd records the same nodes:
 # ``x @ y`` shows MmBackward0, ``x.narrow(...)`` SliceBackward0, ``x.movedim(...)`` PermuteBackward0)
-def softmax_int(self, dim, dtype=None):
+def softmax_int(self: Any, dim: Any, dtype: Any = None) -> Any:
     x = self if dtype is None else self.to(dtype)
     return aten._softmax(x, dim, False)
 
 
-def log_softmax_int(self, dim, dtype=None):
+def log_softmax_int(self: Any, dim: Any, dtype: Any = None) -> Any:
     x = self if dtype is None else self.to(dtype)
     return aten._log_softmax(x, dim, False)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):  # noqa: A002
+def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: Any = 1e-05,  # noqa: A002
+               cudnn_enable: Any = True) -> Any:
     return aten.native_layer_norm(input, normalized_shape, weight, bias, eps)[0]
 
 
-def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):  # noqa
+def batch_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, training: Any,  # noqa
+               momentum: Any, eps: Any, cudnn_enabled: Any) -> Any:
     """PyTorch's _batch_norm_impl_index on the CPU: an empty input is passed through (scaled by the first
     channel's weight and bias, which keeps the graph); anything else is native_batch_norm."""
     if input.numel() == 0:
@@ -43,7 +47,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     return aten.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 
-def linear(input, weight, bias=None):  # noqa: A002
+def linear(input: Any, weight: Any, bias: Any = None) -> Any:  # noqa: A002
     """``input @ weight.T + bias``: one addmm for a matrix input with a bias (PyTorch's ``at::linear``)."""
     if input.dim() == 2 and bias is not None:
         return aten.addmm(bias, input, weight.t())
@@ -51,19 +55,19 @@ def linear(input, weight, bias=None):  # noqa: A002
     return out + bias if bias is not None else out
 
 
-def mse_loss_backward(grad_output, self, target, reduction):
+def mse_loss_backward(grad_output: Any, self: Any, target: Any, reduction: Any) -> Any:
     """d mse_loss / d self: ``2 (self - target) grad``, over ``numel`` for the mean. Written in ops, so the
     loss's double backward needs no formula of its own."""
     norm = 2.0 / self.numel() if reduction == 1 else 2.0
     return (self - target) * norm * grad_output
 
 
-def apply_loss_reduction(loss, reduction):
+def apply_loss_reduction(loss: Any, reduction: Any) -> Any:
     """PyTorch's ``apply_loss_reduction``: at::Reduction 0 (none), 1 (mean) or 2 (sum)."""
     return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
 
 
-def l1_loss(self, target, reduction=1):
+def l1_loss(self: Any, target: Any, reduction: Any = 1) -> Any:
     """``|self - target|`` reduced (PyTorch's composite ``l1_loss``: AbsBackward0 / MeanBackward0 / SumBackward0)."""
     return apply_loss_reduction((self - target).abs(), reduction)
 
@@ -72,15 +76,15 @@ def l1_loss(self, target, reduction=1):
 # (``LossNLL.cpp``: nll_loss and nll_loss2d take the output of their *_forward kernel; nll_loss_nd picks one by the
 # input's rank and views other ranks as 4-d; cross_entropy_loss is log_softmax + nll_loss_nd, or its
 # class-probability and label-smoothing forms.)
-def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
+def nll_loss(self: Any, target: Any, weight: Any = None, reduction: Any = 1, ignore_index: Any = -100) -> Any:
     return aten.nll_loss_forward(self, target, weight, reduction, ignore_index)[0]
 
 
-def nll_loss2d(self, target, weight=None, reduction=1, ignore_index=-100):
+def nll_loss2d(self: Any, target: Any, weight: Any = None, reduction: Any = 1, ignore_index: Any = -100) -> Any:
     return aten.nll_loss2d_forward(self, target, weight, reduction, ignore_index)[0]
 
 
-def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
+def nll_loss_nd(self: Any, target: Any, weight: Any = None, reduction: Any = 1, ignore_index: Any = -100) -> Any:
     if self.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {self.dim()})")
     if self.dim() != 1 and self.shape[0] != target.shape[0]:
@@ -103,13 +107,13 @@ def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
     return out if reduction != 0 else aten.view(out, out_size)
 
 
-def _class_weight_view(weight, ndim, class_dim):
+def _class_weight_view(weight: Any, ndim: Any, class_dim: Any) -> Any:
     shape = [1] * ndim
     shape[class_dim] = weight.shape[0]
-    return aten.view(weight, shape)
+    return aten.view(weight, tuple(shape))
 
 
-def _cross_entropy_prob_target(self, target, weight, reduction, label_smoothing):
+def _cross_entropy_prob_target(self: Any, target: Any, weight: Any, reduction: Any, label_smoothing: Any) -> Any:
     class_dim = 0 if self.dim() == 1 else 1
     c = self.shape[class_dim]
     if weight is not None and (weight.dim() != 1 or weight.numel() != c):
@@ -134,7 +138,8 @@ def _cross_entropy_prob_target(self, target, weight, reduction, label_smoothing)
     raise RuntimeError(f"Invalid reduction type encountered in cross_entropy: {reduction}")
 
 
-def _cross_entropy_label_smoothing(self, target, weight, reduction, ignore_index, label_smoothing):
+def _cross_entropy_label_smoothing(self: Any, target: Any, weight: Any, reduction: Any, ignore_index: Any,
+                                   label_smoothing: Any) -> Any:
     class_dim = 0 if self.dim() == 1 else 1
     logp = aten.log_softmax_int(self, class_dim, self.dtype)
     nll = aten.nll_loss_nd(logp, target, weight, reduction, ignore_index)
@@ -160,7 +165,8 @@ def _cross_entropy_label_smoothing(self, target, weight, reduction, ignore_index
     return (1 - label_smoothing) * nll + ret * (label_smoothing / c)
 
 
-def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+def cross_entropy_loss(self: Any, target: Any, weight: Any = None, reduction: Any = 1, ignore_index: Any = -100,
+                       label_smoothing: Any = 0.0) -> Any:
     """Class indices: ``nll_loss_nd(log_softmax(self))``; a target shaped as the input holds class probabilities."""
     if tuple(self.shape) == tuple(target.shape):
         if not target.dtype.is_floating_point:
@@ -179,14 +185,15 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
 
 
 # ------------------------------------------------------------------------------ pooling
-def _check1d(name, arg, v):
+def _check1d(name: Any, arg: Any, v: Any) -> Any:
     v = (v,) if isinstance(v, int) else tuple(v)
     if len(v) != 1:
         raise RuntimeError(f"{name}() argument '{arg}' should contain one int (got {len(v)})")
     return v
 
 
-def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+def avg_pool1d(self: Any, kernel_size: Any, stride: Any = (), padding: Any = 0, ceil_mode: Any = False,
+               count_include_pad: Any = True) -> Any:
     """``avg_pool2d`` over a unit height (``Pooling.cpp``)."""
     stride = kernel_size if not isinstance(stride, int) and len(stride) == 0 else stride
     if not 2 <= self.dim() <= 3:
@@ -200,7 +207,7 @@ def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_i
 
 
 # ------------------------------------------------------------------------------ upsampling
-def _upsample_vec_args(input, output_size, scale_factors):  # noqa: A002
+def _upsample_vec_args(input: Any, output_size: Any, scale_factors: Any) -> Any:  # noqa: A002
     """PyTorch's ``compute_output_size`` / ``get_scale_value`` for the ``.vec`` overloads."""
     nd = input.dim() - 2
     if (output_size is None) == (scale_factors is None):
@@ -212,15 +219,16 @@ def _upsample_vec_args(input, output_size, scale_factors):  # noqa: A002
     return tuple(int(input.shape[2 + i] * float(f)) for i, f in enumerate(scale_factors)), list(scale_factors)
 
 
-def _def_upsample_vec(op, interp):
+def _def_upsample_vec(op: Any, interp: Any) -> Any:
     """The ``.vec`` overload of an upsample op: an output size or per-dim scale factors, then the op."""
     fn = getattr(aten, op)
+    vec: Callable[..., Any]
     if interp:
-        def vec(input, output_size, align_corners, scale_factors):  # noqa: A002
+        def vec(input: Any, output_size: Any, align_corners: Any, scale_factors: Any) -> Any:  # noqa: A002
             osize, scales = _upsample_vec_args(input, output_size, scale_factors)
             return fn(input, osize, align_corners, *scales)
     else:
-        def vec(input, output_size, scale_factors):  # noqa: A002
+        def vec(input: Any, output_size: Any, scale_factors: Any) -> Any:  # noqa: A002
             osize, scales = _upsample_vec_args(input, output_size, scale_factors)
             return fn(input, osize, *scales)
     vec.__name__ = vec.__qualname__ = op.lstrip("_") + "_vec"
@@ -235,7 +243,7 @@ for _op in ("upsample_linear1d", "upsample_bilinear2d", "upsample_bicubic2d", "u
 
 
 # ------------------------------------------------------------------------------ adaptive pooling
-def adaptive_avg_pool1d(self, output_size):
+def adaptive_avg_pool1d(self: Any, output_size: Any) -> Any:
     """``adaptive_avg_pool2d`` over a unit height (``AdaptiveAveragePooling.cpp``)."""
     if not 2 <= self.dim() <= 3:
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {self.dim()}-dimensional tensor for argument #1 "
@@ -244,7 +252,7 @@ def adaptive_avg_pool1d(self, output_size):
     return aten.squeeze_dim(aten.adaptive_avg_pool2d(aten.unsqueeze(self, -2), (1, o[0])), -2)
 
 
-def _adaptive_avg(self, output_size, nd):
+def _adaptive_avg(self: Any, output_size: Any, nd: Any) -> Any:
     name = f"adaptive_avg_pool{nd}d"
     output_size = tuple(output_size)
     if len(output_size) != nd:
@@ -257,15 +265,15 @@ def _adaptive_avg(self, output_size, nd):
     return (aten._adaptive_avg_pool2d if nd == 2 else aten._adaptive_avg_pool3d)(self, output_size)
 
 
-def adaptive_avg_pool2d(self, output_size):
+def adaptive_avg_pool2d(self: Any, output_size: Any) -> Any:
     return _adaptive_avg(self, output_size, 2)
 
 
-def adaptive_avg_pool3d(self, output_size):
+def adaptive_avg_pool3d(self: Any, output_size: Any) -> Any:
     return _adaptive_avg(self, output_size, 3)
 
 
-def adaptive_max_pool1d(self, output_size):
+def adaptive_max_pool1d(self: Any, output_size: Any) -> Any:
     if not 2 <= self.dim() <= 3:
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {self.dim()}-dimensional tensor for argument #1 "
                            "'self' (while checking arguments for adaptive_max_pool1d)")
@@ -275,8 +283,8 @@ def adaptive_max_pool1d(self, output_size):
 
 
 # ------------------------------------------------------------------------------ embedding_bag
-def embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
-                              include_last_offset, padding_idx):
+def embedding_bag_padding_idx(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: Any, mode: Any,
+                              sparse: Any, per_sample_weights: Any, include_last_offset: Any, padding_idx: Any) -> Any:
     """``EmbeddingBag.cpp``'s ``embedding_bag``: a negative padding_idx counts from the end; None is no padding."""
     num = weight.shape[0]
     if padding_idx is not None:
@@ -290,14 +298,15 @@ def embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode
                                include_last_offset, padding_idx)
 
 
-def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
-                  include_last_offset=False):
+def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: Any = False, mode: Any = 0,
+                  sparse: Any = False, per_sample_weights: Any = None, include_last_offset: Any = False) -> Any:
     return embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
                                      include_last_offset, None)
 
 
-def embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
-                            scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx=-1):
+def embedding_bag_backward(grad: Any, indices: Any, offsets: Any, offset2bag: Any, bag_size: Any,
+                           maximum_indices: Any, num_weights: Any, scale_grad_by_freq: Any, mode: Any,
+                           sparse: Any, per_sample_weights: Any, padding_idx: Any = -1) -> Any:
     """The weight gradient of _embedding_bag, in ops (so its own gradient is automatic): each index's row gets its
     bag's gradient (over the bag size for mean, times its per-sample weight); for max, each bag's maximum row per
     column gets it."""
@@ -325,7 +334,8 @@ def embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum
     return zeros.index_add(0, idx, g)
 
 
-def embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag, mode, padding_idx=-1):
+def embedding_bag_per_sample_weights_backward(grad: Any, weight: Any, indices: Any, offsets: Any,
+                                              offset2bag: Any, mode: Any, padding_idx: Any = -1) -> Any:
     if mode != 0:
         raise RuntimeError("embedding_bag_backward: per_sample_weights only supported for mode='sum'")
     idx = indices.reshape(-1).to(offset2bag.dtype)
@@ -336,7 +346,7 @@ def embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, of
 
 
 # ------------------------------------------------------------------------------ grid sampling
-def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):  # noqa: A002
+def grid_sampler(input: Any, grid: Any, interpolation_mode: Any, padding_mode: Any, align_corners: Any) -> Any:
     """``GridSampler.cpp``'s checks, then grid_sampler_2d or grid_sampler_3d."""
     if input.dtype != grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has {input.dtype} "
@@ -358,7 +368,7 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): 
     return fn(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
-def affine_grid_generator_backward(grad, size, align_corners):
+def affine_grid_generator_backward(grad: Any, size: Any, align_corners: Any) -> Any:
     """theta's gradient: the base grid's transpose times ``grad`` (in ops, as PyTorch's, so it has a gradient too)."""
     base, spatial = affine_base(size, align_corners, "float64")
     b = tensor_like(base.T.copy(), grad)
@@ -367,7 +377,8 @@ def affine_grid_generator_backward(grad, size, align_corners):
 
 
 # ------------------------------------------------------------------------------ CTC
-def ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+def ctc_loss_IntList(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any, blank: Any = 0,
+                     reduction: Any = 1, zero_infinity: Any = False) -> Any:
     """``LossCTC.cpp``'s ctc_loss: _ctc_loss on a batched input (targets as int64), zero_infinity, the reduction
     (the mean divides each loss by its target length first)."""
     batched = log_probs.dim() == 3
@@ -384,7 +395,8 @@ def ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0,
     return res if batched else aten.squeeze_dim(res, 0)
 
 
-def ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+def ctc_loss_Tensor(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any, blank: Any = 0,
+                    reduction: Any = 1, zero_infinity: Any = False) -> Any:
     for name, t in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
         if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == _bool:
             raise RuntimeError(f"{name} must be integral")
@@ -394,20 +406,21 @@ def ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, blank=0, 
 
 # ------------------------------------------------------------------------------ pointwise losses' backward
 # (in ops, so each loss has a second derivative; PyTorch's formulas)
-def _loss_norm(self, reduction):
+def _loss_norm(self: Any, reduction: Any) -> Any:
     return 1.0 / self.numel() if reduction == 1 else 1.0
 
 
-def smooth_l1_loss_backward(grad_output, self, target, reduction, beta):
+def smooth_l1_loss_backward(grad_output: Any, self: Any, target: Any, reduction: Any, beta: Any) -> Any:
     """``-1`` below -beta, ``1`` above beta, ``x / beta`` between (x = self - target), times grad (over numel)."""
     return (self - target).clamp(-beta, beta) / beta * _loss_norm(self, reduction) * grad_output
 
 
-def huber_loss_backward(grad_output, self, target, reduction, delta):
+def huber_loss_backward(grad_output: Any, self: Any, target: Any, reduction: Any, delta: Any) -> Any:
     return (self - target).clamp(-delta, delta) * _loss_norm(self, reduction) * grad_output
 
 
-def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduction=1):
+def binary_cross_entropy_backward(grad_output: Any, self: Any, target: Any, weight: Any = None,
+                                  reduction: Any = 1) -> Any:
     """``(x - t) / max(x (1 - x), 1e-12)`` times grad and weight (over numel for the mean)."""
     g = (self - target) / ((1 - self) * self).clamp(min=1e-12) * grad_output
     if weight is not None:
@@ -417,36 +430,37 @@ def binary_cross_entropy_backward(grad_output, self, target, weight=None, reduct
 
 # ------------------------------------------------------------------------------ activations' backward
 # (PyTorch's backward kernels of Activation.cpp, written in ops so that each has a second derivative)
-def _where(cond, a, b):
+def _where(cond: Any, a: Any, b: Any) -> Any:
     return aten.where_self(cond, a, b)
 
 
-def silu_backward(grad_output, self):
+def silu_backward(grad_output: Any, self: Any) -> Any:
     s = self.sigmoid()
     return grad_output * s * (1 + self * (1 - s))
 
 
-def mish_backward(grad_output, self):
+def mish_backward(grad_output: Any, self: Any) -> Any:
     s = self.sigmoid()
     t = aten.softplus(self).tanh()
     return grad_output * (t + self * s * (1 - t * t))
 
 
-def hardswish_backward(grad_output, self):
+def hardswish_backward(grad_output: Any, self: Any) -> Any:
     """0 up to -3, ``x / 3 + 1/2`` inside (-3, 3), 1 from 3 on, times grad (PyTorch's kernel)."""
     zero = aten.zeros_like(grad_output)
     return _where(self <= -3, zero, _where(self < 3, grad_output * (self / 3 + 0.5), grad_output))
 
 
-def hardsigmoid_backward(grad_output, self):
+def hardsigmoid_backward(grad_output: Any, self: Any) -> Any:
     return _where((self > -3) & (self < 3), grad_output / 6, aten.zeros_like(grad_output))
 
 
-def leaky_relu_backward(grad_output, self, negative_slope, self_is_result):
+def leaky_relu_backward(grad_output: Any, self: Any, negative_slope: Any, self_is_result: Any) -> Any:
     return _where(self > 0, grad_output, grad_output * negative_slope)
 
 
-def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result):
+def elu_backward(grad_output: Any, alpha: Any, scale: Any, input_scale: Any, is_result: Any,
+                 self_or_result: Any) -> Any:
     x = self_or_result
     if is_result:
         neg = grad_output * input_scale * (x + alpha * scale)
@@ -455,41 +469,42 @@ def elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_resu
     return _where(x <= 0, neg, grad_output * scale)
 
 
-def hardtanh_backward(grad_output, self, min_val, max_val):
+def hardtanh_backward(grad_output: Any, self: Any, min_val: Any, max_val: Any) -> Any:
     return _where((self <= min_val) | (self >= max_val), aten.zeros_like(grad_output), grad_output)
 
 
-def softplus_backward(grad_output, self, beta, threshold):
+def softplus_backward(grad_output: Any, self: Any, beta: Any, threshold: Any) -> Any:
     z = (self * beta).exp()
     return _where(self * beta > threshold, grad_output, grad_output * z / (z + 1))
 
 
-def log_sigmoid(self):
+def log_sigmoid(self: Any) -> Any:
     return aten.log_sigmoid_forward(self)[0]
 
 
-def log_sigmoid_backward(grad_output, self, buffer):
+def log_sigmoid_backward(grad_output: Any, self: Any, buffer: Any) -> Any:
     """``grad * sigmoid(-x)`` (PyTorch's kernel computes the same value by branches on the sign of x)."""
     return grad_output * (-self).sigmoid()
 
 
-def glu_backward(grad_output, self, dim):
+def glu_backward(grad_output: Any, self: Any, dim: Any) -> Any:
     a, b = self.chunk(2, dim)
     sb = b.sigmoid()
     return aten.cat([grad_output * sb, grad_output * a * sb * (1 - sb)], dim)
 
 
-def threshold_backward(grad_output, self, threshold):
+def threshold_backward(grad_output: Any, self: Any, threshold: Any) -> Any:
     return _where(self <= threshold, aten.zeros_like(grad_output), grad_output)
 
 
-def shrink_backward(grad_out, self, lambd):
+def shrink_backward(grad_out: Any, self: Any, lambd: Any) -> Any:
     """softshrink_backward and hardshrink_backward: the gradient passes where ``|x| > lambd``."""
     return _where((self >= -lambd) & (self <= lambd), aten.zeros_like(grad_out), grad_out)
 
 
 # ------------------------------------------------------------------------------ group_norm
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):  # noqa: A002
+def group_norm(input: Any, num_groups: Any, weight: Any = None, bias: Any = None, eps: Any = 1e-05,  # noqa: A002
+               cudnn_enabled: Any = True) -> Any:
     """``Normalization.cpp``'s group_norm: its checks, then native_group_norm on (N, C, H*W)."""
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
@@ -505,7 +520,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
     return aten.native_group_norm(input.contiguous(), weight, bias, n, c, hxw, num_groups, eps)[0]
 
 
-def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):  # noqa: A002
+def native_group_norm_backward(grad_out: Any, input: Any, mean: Any, rstd: Any, weight: Any, N: Any, C: Any,
+                               HxW: Any, group: Any, output_mask: Any) -> Any:  # noqa: A002
     """The gradients of native_group_norm, written in ops (so they have gradients too): with x^ the normalised
     input, dx = rstd (dx^ - mean(dx^) - x^ mean(dx^ x^)) over each group, dx^ = dy * weight."""
     x = input.reshape(N, group, -1)
@@ -525,7 +541,7 @@ def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, g
 
 
 # ------------------------------------------------------------------------------ rms norm (layer_norm.cpp)
-def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: Any = None) -> Any:  # noqa: A002
     """``x / sqrt(mean(x^2) + eps)`` over the trailing ``normalized_shape`` dimensions, computed in the op-math
     type (float32 for half types) and cast back, then times ``weight``; ``eps`` defaults to that type's epsilon."""
     normalized_shape = tuple(normalized_shape)
@@ -549,12 +565,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
 
 
 # ------------------------------------------------------------------------------ instance norm, channel shuffle
-def _repeat_if_defined(t, n):
+def _repeat_if_defined(t: Any, n: Any) -> Any:
     return t.repeat([n]) if t is not None else None
 
 
-def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,  # noqa: A002
-                  cudnn_enabled):
+def instance_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, use_input_stats: Any,
+                  momentum: Any, eps: Any, cudnn_enabled: Any) -> Any:  # noqa: A002
     """``Normalization.cpp``: batch_norm over (1, N*C, *), with the affine parameters and running statistics repeated
     per sample; the running statistics get the mean over the samples of the updated copies."""
     if not use_input_stats and (running_mean is None or running_var is None):
@@ -572,7 +588,7 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
 
 
 # ------------------------------------------------------------------------------ prelu, rrelu (Activation.cpp)
-def prelu(self, weight):
+def prelu(self: Any, weight: Any) -> Any:
     """Checks, then ``_prelu_kernel`` with the weight reshaped to broadcast over the channel dimension (1)."""
     if self.dtype != weight.dtype:
         raise RuntimeError(f"prelu: Type promoting not supported. Got {_type_name(self.dtype)} and "
@@ -595,7 +611,7 @@ def prelu(self, weight):
     return aten._prelu_kernel(self, weight)
 
 
-def _prelu_kernel_backward(grad_output, self, weight):
+def _prelu_kernel_backward(grad_output: Any, self: Any, weight: Any) -> Any:
     """(grad_self, grad_weight): ``grad`` where x > 0 else ``weight * grad``; ``x * grad`` where x <= 0, summed to
     the weight's shape."""
     pos = self > 0
@@ -604,19 +620,20 @@ def _prelu_kernel_backward(grad_output, self, weight):
     return grad_self, grad_weight.sum_to_size(list(weight.shape))
 
 
-def rrelu(self, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+def rrelu(self: Any, lower: Any = 0.125, upper: Any = 1.0 / 3, training: Any = False, generator: Any = None) -> Any:
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     return aten.rrelu_with_noise(self, aten.empty_like(self), lower, upper, training, generator=generator)
 
 
-def rrelu_(self, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+def rrelu_(self: Any, lower: Any = 0.125, upper: Any = 1.0 / 3, training: Any = False, generator: Any = None) -> Any:
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     return aten.rrelu_with_noise_(self, aten.empty_like(self), lower, upper, training, generator=generator)
 
 
-def rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training, self_is_result):
+def rrelu_with_noise_backward(grad_output: Any, self: Any, noise: Any, lower: Any, upper: Any, training: Any,
+                              self_is_result: Any) -> Any:
     """``grad * noise`` in training (the slopes drawn); leaky_relu's gradient with the mean slope otherwise."""
     if training and upper - lower > 1e-6:
         return grad_output * noise
@@ -624,15 +641,15 @@ def rrelu_with_noise_backward(grad_output, self, noise, lower, upper, training, 
 
 
 # ------------------------------------------------------------------------------ attention (attention.cpp)
-def _bool_mask_to_float(mask, dtype):
+def _bool_mask_to_float(mask: Any, dtype: Any) -> Any:
     """A bool mask (True = may attend) as an additive one: 0 where True, -inf where False."""
     if mask is None or mask.dtype != _bool:
         return mask
     return aten.zeros_like(mask, dtype=dtype).masked_fill(mask.logical_not(), float("-inf"))
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
+def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: Any = 0.0,
+                                 is_causal: Any = False, scale: Any = None, enable_gqa: Any = False) -> Any:
     """PyTorch's input checks, then the math path (ember has no fused attention kernel)."""
     if not (query.dtype == key.dtype == value.dtype):
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
@@ -651,7 +668,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                                    enable_gqa=enable_gqa)[0]
 
 
-def _gqa_expand(query, key, value, enable_gqa):
+def _gqa_expand(query: Any, key: Any, value: Any, enable_gqa: Any) -> Any:
     if not enable_gqa:
         return key, value
     q_heads, k_heads, v_heads = query.size(-3), key.size(-3), value.size(-3)
@@ -661,8 +678,9 @@ def _gqa_expand(query, key, value, enable_gqa):
     return (key.repeat_interleave(q_heads // k_heads, -3), value.repeat_interleave(q_heads // v_heads, -3))
 
 
-def _scaled_dot_product_attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                       dropout_mask=None, scale=None, enable_gqa=False):
+def _scaled_dot_product_attention_math(query: Any, key: Any, value: Any, attn_mask: Any = None,
+                                       dropout_p: Any = 0.0, is_causal: Any = False, dropout_mask: Any = None,
+                                       scale: Any = None, enable_gqa: Any = False) -> Any:
     """(output, attention weights): ``softmax(q k^T * scale + mask) v``, the scale's square root applied to q and k
     each (for stability), fully masked rows giving zeros."""
     negative = scale is not None and scale < 0

@@ -10,6 +10,8 @@ frontend (``ember/optim``) increments the ``step`` tensors with ``_foreach_add_`
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ember.aten import arena
 from ember.aten.kernels import optim as K
 from ember.c10 import arena as c10_arena
@@ -19,7 +21,7 @@ __all__ = ["_foreach_add__Scalar", "_fused_sgd_", "_fused_adam_", "_fused_adamw_
            "_fused_adadelta_", "_fused_adamax_", "_fused_nadam_", "_fused_radam_", "_fused_asgd_", "_fused_rprop_"]
 
 
-def _foreach_add__Scalar(self, scalar):
+def _foreach_add__Scalar(self: Any, scalar: Any) -> Any:
     """``t.add_(scalar)`` for each tensor; one operation when the list is a run of slots of one arena (the step
     counters of a fused optimizer's parameter group)."""
     if not self:
@@ -41,21 +43,23 @@ def _foreach_add__Scalar(self, scalar):
     return None
 
 
-def _step(S) -> float:
+def _step(S: Any) -> float:
     return float(S["step"].reshape(-1)[0])
 
 
-def _fused_sgd_(self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize,
-                is_first_step, grad_scale=None, found_inf=None):
+def _fused_sgd_(self: Any, grads: Any, momentum_buffer_list: Any, weight_decay: Any, momentum: Any, lr: Any,
+                dampening: Any, nesterov: Any, maximize: Any, is_first_step: Any, grad_scale: Any = None,
+                found_inf: Any = None) -> Any:
     c = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay, "nesterov": nesterov}
     tensors = {"momentum_buffer": momentum_buffer_list} if momentum != 0 else {}
     arena.fused_step(K.sgd_update, self, grads, tensors, {}, lambda S: dict(c), maximize, is_first_step,
                      grad_scale, found_inf)
 
 
-def _adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps,
-          amsgrad, maximize, grad_scale, found_inf, decoupled):
-    def scalars(S):
+def _adam(self: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any, max_exp_avg_sqs: Any, state_steps: Any,
+          lr: Any, beta1: Any, beta2: Any, weight_decay: Any, eps: Any, amsgrad: Any, maximize: Any,
+          grad_scale: Any, found_inf: Any, decoupled: Any) -> Any:
+    def scalars(S: Any) -> Any:
         step = _step(S)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
@@ -69,28 +73,31 @@ def _adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, 
                      grad_scale, found_inf)
 
 
-def _fused_adam_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay,
-                 eps, amsgrad, maximize, grad_scale=None, found_inf=None):
+def _fused_adam_(self: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any, max_exp_avg_sqs: Any, state_steps: Any,
+                 lr: Any, beta1: Any, beta2: Any, weight_decay: Any, eps: Any, amsgrad: Any, maximize: Any,
+                 grad_scale: Any = None, found_inf: Any = None) -> Any:
     _adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps,
           amsgrad, maximize, grad_scale, found_inf, False)
 
 
-def _fused_adamw_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay,
-                  eps, amsgrad, maximize, grad_scale=None, found_inf=None):
+def _fused_adamw_(self: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any, max_exp_avg_sqs: Any, state_steps: Any,
+                  lr: Any, beta1: Any, beta2: Any, weight_decay: Any, eps: Any, amsgrad: Any, maximize: Any,
+                  grad_scale: Any = None, found_inf: Any = None) -> Any:
     _adam(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps,
           amsgrad, maximize, grad_scale, found_inf, True)
 
 
-def _fused_adagrad_(self, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize, grad_scale=None,
-                    found_inf=None):
-    def scalars(S):
+def _fused_adagrad_(self: Any, grads: Any, state_sums: Any, state_steps: Any, lr: Any, lr_decay: Any,
+                    weight_decay: Any, eps: Any, maximize: Any, grad_scale: Any = None, found_inf: Any = None) -> Any:
+    def scalars(S: Any) -> Any:
         return {"clr": lr / (1 + (_step(S) - 1) * lr_decay), "eps": eps, "weight_decay": weight_decay}
     arena.fused_step(K.adagrad_update, self, grads, {"sum": state_sums}, {"step": state_steps}, scalars, maximize,
                      False, grad_scale, found_inf)
 
 
-def _fused_rmsprop_(self, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, lr, alpha, eps,
-                    weight_decay, momentum, centered, maximize):
+def _fused_rmsprop_(self: Any, grads: Any, square_avgs: Any, grad_avgs: Any, momentum_buffer_list: Any,
+                    state_steps: Any, lr: Any, alpha: Any, eps: Any, weight_decay: Any, momentum: Any,
+                    centered: Any, maximize: Any) -> Any:
     c = {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay, "momentum": momentum,
          "centered": centered}
     tensors = {"square_avg": square_avgs}
@@ -101,23 +108,26 @@ def _fused_rmsprop_(self, grads, square_avgs, grad_avgs, momentum_buffer_list, s
     arena.fused_step(K.rmsprop_update, self, grads, tensors, {"step": state_steps}, lambda S: dict(c), maximize)
 
 
-def _fused_adadelta_(self, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps, weight_decay, maximize):
+def _fused_adadelta_(self: Any, grads: Any, square_avgs: Any, acc_deltas: Any, state_steps: Any, lr: Any,
+                     rho: Any, eps: Any, weight_decay: Any, maximize: Any) -> Any:
     c = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay}
     arena.fused_step(K.adadelta_update, self, grads, {"square_avg": square_avgs, "acc_delta": acc_deltas},
                      {"step": state_steps}, lambda S: dict(c), maximize)
 
 
-def _fused_adamax_(self, grads, exp_avgs, exp_infs, state_steps, lr, beta1, beta2, eps, weight_decay, maximize):
-    def scalars(S):
+def _fused_adamax_(self: Any, grads: Any, exp_avgs: Any, exp_infs: Any, state_steps: Any, lr: Any, beta1: Any,
+                   beta2: Any, eps: Any, weight_decay: Any, maximize: Any) -> Any:
+    def scalars(S: Any) -> Any:
         return {"beta1": beta1, "beta2": beta2, "eps": eps, "weight_decay": weight_decay,
                 "clr": lr / (1 - beta1 ** _step(S))}
     arena.fused_step(K.adamax_update, self, grads, {"exp_avg": exp_avgs, "exp_inf": exp_infs},
                      {"step": state_steps}, scalars, maximize)
 
 
-def _fused_nadam_(self, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, lr, beta1, beta2, eps,
-                  weight_decay, momentum_decay, decoupled_weight_decay, maximize):
-    def scalars(S):
+def _fused_nadam_(self: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any, mu_products: Any, state_steps: Any,
+                  lr: Any, beta1: Any, beta2: Any, eps: Any, weight_decay: Any, momentum_decay: Any,
+                  decoupled_weight_decay: Any, maximize: Any) -> Any:
+    def scalars(S: Any) -> Any:
         step = _step(S)
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
@@ -133,9 +143,9 @@ def _fused_nadam_(self, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, 
                      {"step": state_steps, "mu_product": mu_products}, scalars, maximize)
 
 
-def _fused_radam_(self, grads, exp_avgs, exp_avg_sqs, state_steps, lr, beta1, beta2, eps, weight_decay,
-                  decoupled_weight_decay, maximize):
-    def scalars(S):
+def _fused_radam_(self: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any, state_steps: Any, lr: Any, beta1: Any,
+                  beta2: Any, eps: Any, weight_decay: Any, decoupled_weight_decay: Any, maximize: Any) -> Any:
+    def scalars(S: Any) -> Any:
         step = _step(S)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
@@ -151,8 +161,9 @@ def _fused_radam_(self, grads, exp_avgs, exp_avg_sqs, state_steps, lr, beta1, be
                      {"step": state_steps}, scalars, maximize)
 
 
-def _fused_asgd_(self, grads, axs, mus, etas, state_steps, lr, lambd, alpha, t0, weight_decay, maximize):
-    def scalars(S):
+def _fused_asgd_(self: Any, grads: Any, axs: Any, mus: Any, etas: Any, state_steps: Any, lr: Any, lambd: Any,
+                 alpha: Any, t0: Any, weight_decay: Any, maximize: Any) -> Any:
+    def scalars(S: Any) -> Any:
         step = _step(S)
         eta = float(S["eta"].reshape(-1)[0])
         mu = float(S["mu"].reshape(-1)[0])
@@ -165,8 +176,8 @@ def _fused_asgd_(self, grads, axs, mus, etas, state_steps, lr, lambd, alpha, t0,
                      scalars, maximize)
 
 
-def _fused_rprop_(self, grads, prevs, step_sizes, state_steps, etaminus, etaplus, step_size_min, step_size_max,
-                  maximize):
+def _fused_rprop_(self: Any, grads: Any, prevs: Any, step_sizes: Any, state_steps: Any, etaminus: Any,
+                  etaplus: Any, step_size_min: Any, step_size_max: Any, maximize: Any) -> Any:
     c = {"etaminus": etaminus, "etaplus": etaplus, "min": step_size_min, "max": step_size_max}
     arena.fused_step(K.rprop_update, self, grads, {"prev": prevs, "step_size": step_sizes}, {"step": state_steps},
                      lambda S: dict(c), maximize)

@@ -2,63 +2,65 @@
 overloads of var / std, default sort / argsort, norm, and quantile / nanquantile."""
 from __future__ import annotations
 
+from typing import Any
+
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.c10.dtype import float32, float64, int64
 
 
-def var_unbiased(self, unbiased=True):
+def var_unbiased(self: Any, unbiased: Any = True) -> Any:
     return aten.var_correction(self, None, correction=1 if unbiased else 0)
 
 
-def std_unbiased(self, unbiased=True):
+def std_unbiased(self: Any, unbiased: Any = True) -> Any:
     return aten.std_correction(self, None, correction=1 if unbiased else 0)
 
 
-def var_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+def var_dim_unbiased(self: Any, dim: Any, unbiased: Any = True, keepdim: Any = False) -> Any:
     return aten.var_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
-def std_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+def std_dim_unbiased(self: Any, dim: Any, unbiased: Any = True, keepdim: Any = False) -> Any:
     return aten.std_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
-def var_mean_unbiased(self, unbiased=True):
+def var_mean_unbiased(self: Any, unbiased: Any = True) -> Any:
     return aten.var_mean_correction(self, None, correction=1 if unbiased else 0)
 
 
-def std_mean_unbiased(self, unbiased=True):
+def std_mean_unbiased(self: Any, unbiased: Any = True) -> Any:
     return aten.std_mean_correction(self, None, correction=1 if unbiased else 0)
 
 
-def var_mean_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+def var_mean_dim_unbiased(self: Any, dim: Any, unbiased: Any = True, keepdim: Any = False) -> Any:
     return aten.var_mean_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
-def std_mean_dim_unbiased(self, dim, unbiased=True, keepdim=False):
+def std_mean_dim_unbiased(self: Any, dim: Any, unbiased: Any = True, keepdim: Any = False) -> Any:
     return aten.std_mean_correction(self, dim, correction=1 if unbiased else 0, keepdim=keepdim)
 
 
-def sort_default(self, dim=-1, descending=False):
+def sort_default(self: Any, dim: Any = -1, descending: Any = False) -> Any:
     return aten.sort_stable(self, stable=False, dim=dim, descending=descending)
 
 
-def argsort_default(self, dim=-1, descending=False):
+def argsort_default(self: Any, dim: Any = -1, descending: Any = False) -> Any:
     return aten.argsort_stable(self, stable=False, dim=dim, descending=descending)
 
 
-def norm_dim(self, p, dim, keepdim=False):
+def norm_dim(self: Any, p: Any, dim: Any, keepdim: Any = False) -> Any:
     return aten.linalg_vector_norm(self, 2 if p is None else p, dim, keepdim)
 
 
-def norm_scalar(self, p=2):
+def norm_scalar(self: Any, p: Any = 2) -> Any:
     return aten.linalg_vector_norm(self, p)
 
 
 _QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
+def _quantile(self: Any, q: Any, dim: Any, keepdim: Any, interpolation: Any, ignore_nan: Any) -> Any:
     """PyTorch's quantile_impl (``aten/src/ATen/native/Sorting.cpp``): sort the reduced dim, gather the
     values at the ranks ``q * (n - 1)`` and lerp between neighbours. Written in ops, so it is
     differentiable through sort, gather and lerp."""
@@ -120,25 +122,25 @@ def _quantile(self, q, dim, keepdim, interpolation, ignore_nan):
     return values.unsqueeze(0).transpose(0, -1).squeeze(-1)
 
 
-def _scalar_q(self, q):
+def _scalar_q(self: Any, q: Any) -> Any:
     if not 0 <= q <= 1:
         raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
     return aten.scalar_tensor(q, dtype=self.dtype, device=self.device)
 
 
-def quantile(self, q, dim=None, keepdim=False, interpolation="linear"):
+def quantile(self: Any, q: Any, dim: Any = None, keepdim: Any = False, interpolation: Any = 'linear') -> Any:
     return _quantile(self, q, dim, keepdim, interpolation, False)
 
 
-def quantile_scalar(self, q, dim=None, keepdim=False, interpolation="linear"):
+def quantile_scalar(self: Any, q: Any, dim: Any = None, keepdim: Any = False, interpolation: Any = 'linear') -> Any:
     return _quantile(self, _scalar_q(self, q), dim, keepdim, interpolation, False)
 
 
-def nanquantile(self, q, dim=None, keepdim=False, interpolation="linear"):
+def nanquantile(self: Any, q: Any, dim: Any = None, keepdim: Any = False, interpolation: Any = 'linear') -> Any:
     return _quantile(self, q, dim, keepdim, interpolation, True)
 
 
-def nanquantile_scalar(self, q, dim=None, keepdim=False, interpolation="linear"):
+def nanquantile_scalar(self: Any, q: Any, dim: Any = None, keepdim: Any = False, interpolation: Any = 'linear') -> Any:
     return _quantile(self, _scalar_q(self, q), dim, keepdim, interpolation, True)
 
 

@@ -3,14 +3,17 @@
 cells written over ordinary ops (so they support double backward, as PyTorch's CPU cells do)."""
 from __future__ import annotations
 
+from typing import Any
+
 from ember._generated import aten
 
 
-def _stack(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout_p, train, bidirectional):
+def _stack(mode: Any, data: Any, batch_sizes: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any,
+           dropout_p: Any, train: Any, bidirectional: Any) -> Any:
     D = 2 if bidirectional else 1
     h0 = hx[0]
     c0 = hx[1] if mode == "LSTM" else None
-    has_proj = mode == "LSTM" and h0.size(-1) != c0.size(-1)
+    has_proj = c0 is not None and h0.size(-1) != c0.size(-1)
     per = 2 + 2 * bool(has_biases) + int(has_proj)
     if len(params) != per * num_layers * D:
         raise RuntimeError(f"Expected {per * num_layers * D} parameters for a {num_layers}-layer "
@@ -35,8 +38,8 @@ def _stack(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout_
     return layer_input, aten.stack(hs), (aten.stack(cs) if mode == "LSTM" else None)
 
 
-def _run_input(mode, input, hx, params, has_biases, num_layers, dropout_p, train, bidirectional,  # noqa: A002
-               batch_first):
+def _run_input(mode: Any, input: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any, dropout_p: Any,
+               train: Any, bidirectional: Any, batch_first: Any) -> Any:  # noqa: A002
     x = input.transpose(0, 1) if batch_first else input
     T, B = x.size(0), x.size(1)
     out, h, c = _stack(mode, x.reshape(T * B, x.size(2)), [B] * T, hx, params, has_biases, num_layers,
@@ -45,27 +48,31 @@ def _run_input(mode, input, hx, params, has_biases, num_layers, dropout_p, train
     return (out.transpose(0, 1) if batch_first else out), h, c
 
 
-def _run_data(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout_p, train, bidirectional):
+def _run_data(mode: Any, data: Any, batch_sizes: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any,
+              dropout_p: Any, train: Any, bidirectional: Any) -> Any:
     bs = [int(b) for b in batch_sizes.tolist()]
     return _stack(mode, data, bs, hx, params, has_biases, num_layers, dropout_p, train, bidirectional)
 
 
-def lstm_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
+def lstm_input(input: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any, dropout: Any, train: Any,
+               bidirectional: Any, batch_first: Any) -> Any:  # noqa: A002
     return _run_input("LSTM", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
 
 
-def lstm_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+def lstm_data(data: Any, batch_sizes: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any, dropout: Any,
+              train: Any, bidirectional: Any) -> Any:
     return _run_data("LSTM", data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)
 
 
-def _one_state_ops(mode):
+def _one_state_ops(mode: Any) -> Any:
     """The ``.input`` and ``.data`` overloads of a recurrent op with one hidden state (GRU, RNN)."""
-    def run_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,  # noqa: A002
-                  batch_first):
+    def run_input(input: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any, dropout: Any, train: Any,
+                  bidirectional: Any, batch_first: Any) -> Any:  # noqa: A002
         return _run_input(mode, input, [hx], params, has_biases, num_layers, dropout, train, bidirectional,
                           batch_first)[:2]
 
-    def run_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    def run_data(data: Any, batch_sizes: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any,
+                 dropout: Any, train: Any, bidirectional: Any) -> Any:
         return _run_data(mode, data, batch_sizes, [hx], params, has_biases, num_layers, dropout, train,
                          bidirectional)[:2]
     return run_input, run_data
@@ -77,12 +84,12 @@ rnn_relu_input, rnn_relu_data = _one_state_ops("RNN_RELU")
 
 
 # ------------------------------------------------------------------------------ cells
-def _linear(x, w, b):
+def _linear(x: Any, w: Any, b: Any) -> Any:
     return aten.addmm(b, x, w.t()) if b is not None and x.dim() == 2 else \
         (x.matmul(w.t()) + b if b is not None else x.matmul(w.t()))
 
 
-def _check_cell(input, hx, w_ih, w_hh, which):  # noqa: A002
+def _check_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, which: Any) -> Any:  # noqa: A002
     """PyTorch's ``check_rnn_cell_forward_input`` / ``_hidden`` messages."""
     if input.size(1) != w_ih.size(1):
         raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected {w_ih.size(1)}")
@@ -92,7 +99,7 @@ def _check_cell(input, hx, w_ih, w_hh, which):  # noqa: A002
         raise RuntimeError(f"hidden{which} has inconsistent hidden_size: got {hx.size(1)}, expected {w_hh.size(1)}")
 
 
-def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+def lstm_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:  # noqa: A002
     h, c = hx[0], hx[1]
     _check_cell(input, h, w_ih, w_hh, 0)
     _check_cell(input, c, w_ih, w_hh, 1)
@@ -103,7 +110,7 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     return o * cy.tanh(), cy
 
 
-def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+def gru_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:  # noqa: A002
     _check_cell(input, hx, w_ih, w_hh, 0)
     gi = _linear(input, w_ih, b_ih).chunk(3, 1)
     gh = _linear(hx, w_hh, b_hh).chunk(3, 1)
@@ -113,11 +120,11 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     return n + z * (hx - n)
 
 
-def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+def rnn_tanh_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:  # noqa: A002
     _check_cell(input, hx, w_ih, w_hh, 0)
     return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).tanh()
 
 
-def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+def rnn_relu_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:  # noqa: A002
     _check_cell(input, hx, w_ih, w_hh, 0)
     return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).relu()

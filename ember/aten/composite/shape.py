@@ -2,6 +2,8 @@
 movedim, narrow, split / chunk / tensor_split, the stacks, meshgrid, atleast_*, tile, broadcasting helpers."""
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 from ember._generated import aten
@@ -10,14 +12,15 @@ from ember.aten.kernels.views import compute_stride, infer_size, narrow_check
 from ember.aten.meta import broadcast_shapes
 
 
-def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
+def to_copy(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+            non_blocking: Any = False, memory_format: Any = None) -> Any:
     """``_to_copy`` (CompositeExplicitAutograd): a new tensor on ``device`` / of ``dtype``, filled by ``copy_``."""
     out = aten.empty_memory_format(tuple(self.shape), dtype=self.dtype if dtype is None else dtype,
                                    device=self.device if device is None else device)
     return out.copy_(self)
 
 
-def reshape(self, shape):
+def reshape(self: Any, shape: Any) -> Any:
     shape = infer_size(shape, self.numel())
     if self.is_contiguous():
         return self.view(shape)
@@ -27,21 +30,21 @@ def reshape(self, shape):
     return aten._contiguous_copy(self).view(shape)
 
 
-def contiguous(self, memory_format=None):
+def contiguous(self: Any, memory_format: Any = None) -> Any:
     if self.is_contiguous():
         return self
     return aten._contiguous_copy(self)
 
 
-def view_as(self, other):
+def view_as(self: Any, other: Any) -> Any:
     return self.view(other.shape)
 
 
-def reshape_as(self, other):
+def reshape_as(self: Any, other: Any) -> Any:
     return self.reshape(other.shape)
 
 
-def flatten(self, start_dim=0, end_dim=-1):
+def flatten(self: Any, start_dim: Any = 0, end_dim: Any = -1) -> Any:
     if self.dim() == 0:
         return self.reshape((1,))
     s, e = wrap_dim(start_dim, self.dim()), wrap_dim(end_dim, self.dim())
@@ -53,23 +56,23 @@ def flatten(self, start_dim=0, end_dim=-1):
     return self.reshape(shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
-def ravel(self):
+def ravel(self: Any) -> Any:
     return self.contiguous().view(-1)
 
 
-def movedim_int(self, source, destination):
+def movedim_int(self: Any, source: Any, destination: Any) -> Any:
     return aten.movedim_intlist(self, (source,), (destination,))
 
 
-def expand_as(self, other):
+def expand_as(self: Any, other: Any) -> Any:
     return self.expand(other.shape)
 
 
-def broadcast_to(self, size):
+def broadcast_to(self: Any, size: Any) -> Any:
     return self.expand(size)
 
 
-def sum_to_size(self, size):
+def sum_to_size(self: Any, size: Any) -> Any:
     """PyTorch's at::sum_to: sum ``self`` down to ``size``, a shape it could have been expanded from (leading
     dims summed away, dims of size 1 summed with keepdim); ``self`` itself when the shapes are equal."""
     size = tuple(size)
@@ -85,16 +88,16 @@ def sum_to_size(self, size):
     return out.sum(keep, keepdim=True) if keep else out
 
 
-def broadcast_tensors(tensors):
+def broadcast_tensors(tensors: Any) -> Any:
     shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
     return [t.expand(shape) for t in tensors]
 
 
-def meshgrid(tensors):
+def meshgrid(tensors: Any) -> Any:
     return meshgrid_indexing(tensors, "ij")
 
 
-def meshgrid_indexing(tensors, indexing):
+def meshgrid_indexing(tensors: Any, indexing: Any) -> Any:
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     for t in tensors:
@@ -115,17 +118,17 @@ def meshgrid_indexing(tensors, indexing):
     return out
 
 
-def atleast_1d(self):
+def atleast_1d(self: Any) -> Any:
     return self.reshape((1,)) if self.dim() == 0 else self
 
 
-def atleast_2d(self):
+def atleast_2d(self: Any) -> Any:
     if self.dim() == 0:
         return self.reshape((1, 1))
     return self.unsqueeze(0) if self.dim() == 1 else self
 
 
-def atleast_3d(self):
+def atleast_3d(self: Any) -> Any:
     if self.dim() == 0:
         return self.reshape((1, 1, 1))
     if self.dim() == 1:
@@ -133,67 +136,67 @@ def atleast_3d(self):
     return self.unsqueeze(-1) if self.dim() == 2 else self
 
 
-def atleast_1d_seq(tensors):
+def atleast_1d_seq(tensors: Any) -> Any:
     return [atleast_1d(t) for t in tensors]
 
 
-def atleast_2d_seq(tensors):
+def atleast_2d_seq(tensors: Any) -> Any:
     return [atleast_2d(t) for t in tensors]
 
 
-def atleast_3d_seq(tensors):
+def atleast_3d_seq(tensors: Any) -> Any:
     return [atleast_3d(t) for t in tensors]
 
 
-def hstack(tensors):
+def hstack(tensors: Any) -> Any:
     ts = atleast_1d_seq(tensors)
     return aten.cat(ts, 0 if ts[0].dim() == 1 else 1)
 
 
-def vstack(tensors):
+def vstack(tensors: Any) -> Any:
     return aten.cat(atleast_2d_seq(tensors), 0)
 
 
 row_stack = vstack
 
 
-def dstack(tensors):
+def dstack(tensors: Any) -> Any:
     return aten.cat(atleast_3d_seq(tensors), 2)
 
 
-def column_stack(tensors):
+def column_stack(tensors: Any) -> Any:
     ts = [t.reshape((t.numel(), 1)) if t.dim() <= 1 else t for t in tensors]
     return aten.cat(ts, 1)
 
 
-def fliplr(self):
+def fliplr(self: Any) -> Any:
     if self.dim() < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return self.flip((1,))
 
 
-def flipud(self):
+def flipud(self: Any) -> Any:
     if self.dim() < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return self.flip((0,))
 
 
-def tile(self, dims):
+def tile(self: Any, dims: Any) -> Any:
     dims = tuple(dims)
     if len(dims) < self.dim():
         dims = (1,) * (self.dim() - len(dims)) + dims
     return self.repeat(dims)
 
 
-def where_nonzero(condition):
+def where_nonzero(condition: Any) -> Any:
     return list(condition.nonzero().unbind(1))
 
 
-def swapaxes(self, axis0, axis1):
+def swapaxes(self: Any, axis0: Any, axis1: Any) -> Any:
     return self.transpose(axis0, axis1)
 
 
-def movedim(self, source, destination):
+def movedim(self: Any, source: Any, destination: Any) -> Any:
     n = self.dim()
     if len(source) != len(destination):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(source)} dims) should "
@@ -207,16 +210,16 @@ def movedim(self, source, destination):
     return self.permute(order)
 
 
-def narrow(self, dim, start, length):
+def narrow(self: Any, dim: Any, start: Any, length: Any) -> Any:
     d, start = narrow_check(tuple(self.shape), dim, start, length)
     return aten.slice_Tensor(self, d, start, start + length, 1)
 
 
-def split_sizes(self, split_size, dim=0):
+def split_sizes(self: Any, split_size: Any, dim: Any = 0) -> Any:
     return self.split_with_sizes(split_size, dim)
 
 
-def chunk(self, chunks, dim=0):
+def chunk(self: Any, chunks: Any, dim: Any = 0) -> Any:
     if self.dim() == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
@@ -229,7 +232,7 @@ def chunk(self, chunks, dim=0):
     return list(aten.split_Tensor(self, size, d))
 
 
-def tensor_split(self, sections, dim=0):
+def tensor_split(self: Any, sections: Any, dim: Any = 0) -> Any:
     if sections <= 0:
         raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
     d = wrap_dim(dim, self.dim())
@@ -241,7 +244,7 @@ def tensor_split(self, sections, dim=0):
     return out
 
 
-def tensor_split_indices(self, indices, dim=0):
+def tensor_split_indices(self: Any, indices: Any, dim: Any = 0) -> Any:
     d = wrap_dim(dim, self.dim())
     n = self.shape[d]
     out, prev = [], 0

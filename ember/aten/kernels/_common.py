@@ -5,8 +5,9 @@ Python values (for everything else), and return arrays.  They raise PyTorch's er
 """
 from __future__ import annotations
 
-import numpy as np
+from typing import Any, Callable, TypeVar
 
+import numpy as np
 
 from ember.aten import parallel
 from ember.c10 import dtype as dt
@@ -16,23 +17,28 @@ _BY_NP = dt._BY_NP
 _NUMBER = (bool, int, float, complex)
 
 
-def elementwise(fn):
+# A NumPy or CuPy array (CuPy ships no type stubs, so kernels type their arrays loosely).
+Array = Any
+_Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
+
+
+def elementwise(fn: _Kernel) -> _Kernel:
     """Mark ``fn`` elementwise: its Meta kernel runs on one-element stand-ins (see aten/meta.py), and a
     NumPy broadcasting ValueError from it is reported in PyTorch's words by the generated wrapper
     (``ember.aten.wrap.value_error``), on the error path only."""
-    fn.elementwise = True
+    setattr(fn, "elementwise", True)
     return fn
 
 
-def meta_shape(shape_fn):
+def meta_shape(shape_fn: Callable[..., Any]) -> Callable[[_Kernel], _Kernel]:
     """Attach a ``(args) -> (shape, numpy dtype)`` function used by the Meta kernel."""
-    def deco(fn):
-        fn.meta_shape = shape_fn
+    def deco(fn: _Kernel) -> _Kernel:
+        setattr(fn, "meta_shape", shape_fn)
         return fn
     return deco
 
 
-def chunked(xp, fn, x):
+def chunked(xp: Any, fn: Any, x: Array) -> Any:
     """fn(x) for a dtype-preserving elementwise fn, spread over the intra-op threads on large contiguous
     NumPy arrays (``parallel_for`` with PyTorch's grain size; NumPy releases the GIL in its loops)."""
     if xp is not np or x.size < 2 * parallel.GRAIN_SIZE or parallel.get_num_threads() < 2 \
@@ -41,23 +47,23 @@ def chunked(xp, fn, x):
     flat = x.reshape(-1)
     out = np.empty(flat.shape, x.dtype)
 
-    def run(b, e):
+    def run(b: Array, e: Any) -> Any:
         with np.errstate(all="ignore"):            # error state is per thread
             out[b:e] = fn(flat[b:e])
     parallel.parallel_for(0, flat.size, parallel.GRAIN_SIZE, run)
     return out.reshape(x.shape)
 
 
-def meta_kernel(meta_fn):
+def meta_kernel(meta_fn: Callable[..., Any]) -> Callable[[_Kernel], _Kernel]:
     """Attach ``meta_fn(np, *args)``, run by the Meta kernel on the stand-ins in place of the kernel itself
     (for kernels that write into an argument, like native_batch_norm's running statistics)."""
-    def deco(fn):
-        fn.meta_kernel = meta_fn
+    def deco(fn: _Kernel) -> _Kernel:
+        setattr(fn, "meta_kernel", meta_fn)
         return fn
     return deco
 
 
-def result_np_dtype(*operands):
+def result_np_dtype(*operands: Any) -> Any:
     """NumPy dtype of PyTorch's result type for these arrays / Python scalars (Note [Type promotion])."""
     a = operands[0]
     if len(operands) == 2:
@@ -74,25 +80,25 @@ def result_np_dtype(*operands):
     return result_type_of(operands).np
 
 
-def is_integral(npdt, include_bool: bool = True) -> bool:
+def is_integral(npdt: Any, include_bool: bool = True) -> bool:
     return npdt.kind in "iu" or (include_bool and npdt.kind == "b")
 
 
-def compute_dtype(npdt):
+def compute_dtype(npdt: Any) -> Any:
     """Half-precision types compute in float32 (PyTorch's opmath type), everything else in itself."""
     if npdt.itemsize == 2 and npdt.kind != "i" and npdt.kind != "u":
         return np.dtype(np.float32)
     return npdt
 
 
-def float_result(npdt):
+def float_result(npdt: Any) -> Any:
     """Ops like ``exp`` give the default dtype for integral and bool inputs."""
     if npdt.kind in "biu":
         return dt.get_default_dtype().np
     return npdt
 
 
-def type_name(npdt) -> str:
+def type_name(npdt: Any) -> str:
     from ember.aten.wrap import _type_name
     return _type_name(from_numpy_dtype(npdt))
 
@@ -104,7 +110,7 @@ def wrap_dim(d: int, ndim: int) -> int:
     return d + n if d < 0 else d
 
 
-def wrap_dims(dims, ndim: int) -> tuple:
+def wrap_dims(dims: Any, ndim: int) -> tuple[int, ...]:
     out = tuple(wrap_dim(d, ndim) for d in dims)
     if len(set(out)) != len(out):
         for i, d in enumerate(out):
@@ -113,16 +119,16 @@ def wrap_dims(dims, ndim: int) -> tuple:
     return out
 
 
-def shape_str(shape) -> str:
+def shape_str(shape: Any) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def check_broadcast(*shapes) -> tuple:
+def check_broadcast(*shapes: Any) -> tuple[int, ...]:
     from ember.aten.meta import broadcast_shapes
     return broadcast_shapes(*shapes)
 
 
-def asdtype(xp, a, npdt):
+def asdtype(xp: Any, a: Array, npdt: Any) -> Any:
     """``a`` (array or Python scalar) as an array of ``npdt``; no copy when it already is one."""
     if isinstance(a, _NUMBER):
         return xp.asarray(a, dtype=npdt)

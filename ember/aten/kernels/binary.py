@@ -5,6 +5,10 @@ types evaluate in float32 and round back, as PyTorch's CPU kernels do.
 """
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
@@ -15,7 +19,7 @@ from ember.aten.kernels._common import (asdtype, compute_dtype, elementwise, flo
 _NUM = (bool, int, float, complex)
 
 
-def _check_alpha(npdt, alpha):
+def _check_alpha(npdt: Any, alpha: Any) -> Any:
     if isinstance(alpha, bool):
         if npdt.kind != "b":
             raise RuntimeError("Boolean alpha only supported for Boolean results.")
@@ -25,7 +29,7 @@ def _check_alpha(npdt, alpha):
         raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
 
 
-def _binop(xp, ufunc, a, b, npdt):
+def _binop(xp: Any, ufunc: Any, a: Array, b: Array, npdt: Any) -> Any:
     """``ufunc`` evaluated in PyTorch's result dtype (half types in float32), quietly."""
     cdt = compute_dtype(npdt)
     with np.errstate(all="ignore"):
@@ -33,7 +37,7 @@ def _binop(xp, ufunc, a, b, npdt):
     return r if r.dtype == npdt else r.astype(npdt)
 
 
-def _arith(xp, ufunc, a, b, npdt):
+def _arith(xp: Any, ufunc: Any, a: Array, b: Array, npdt: Any) -> Any:
     """``_binop`` for add/sub/mul, the hottest ops: no ``errstate`` (1 µs a call), so an overflow to inf
     may print NumPy's RuntimeWarning; the values are PyTorch's."""
     if npdt.itemsize == 2 and npdt.kind == "f" or npdt == _BF16:
@@ -42,7 +46,7 @@ def _arith(xp, ufunc, a, b, npdt):
 
 
 @elementwise
-def add(xp, self, other, alpha=1):
+def add(xp: Any, self: Array, other: Array, alpha: Any = 1) -> Any:
     npdt = result_np_dtype(self, other)
     if alpha != 1 or type(alpha) is not int:
         _check_alpha(npdt, alpha)
@@ -54,7 +58,7 @@ def add(xp, self, other, alpha=1):
 
 
 @elementwise
-def sub(xp, self, other, alpha=1):
+def sub(xp: Any, self: Array, other: Array, alpha: Any = 1) -> Any:
     npdt = result_np_dtype(self, other)
     if npdt.kind == "b" or (getattr(self, "dtype", None) == np.bool_ and getattr(other, "dtype", None) == np.bool_):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
@@ -67,19 +71,19 @@ def sub(xp, self, other, alpha=1):
 
 
 @elementwise
-def rsub(xp, self, other, alpha=1):
+def rsub(xp: Any, self: Array, other: Array, alpha: Any = 1) -> Any:
     return sub(xp, other, self, alpha)
 
 
 @elementwise
-def mul(xp, self, other):
+def mul(xp: Any, self: Array, other: Array) -> Any:
     npdt = result_np_dtype(self, other)
     if npdt.kind == "b":
         return xp.logical_and(self, other)
     return _arith(xp, xp.multiply, self, other, npdt)
 
 
-def _zero_division_check(xp, other):
+def _zero_division_check(xp: Any, other: Array) -> Any:
     if isinstance(other, _NUM):
         if other == 0:
             raise RuntimeError("ZeroDivisionError")
@@ -88,7 +92,7 @@ def _zero_division_check(xp, other):
 
 
 @elementwise
-def div(xp, self, other, rounding_mode=None):
+def div(xp: Any, self: Array, other: Array, rounding_mode: Any = None) -> Any:
     npdt = result_np_dtype(self, other)
     if rounding_mode is None:
         npdt = float_result(npdt)
@@ -114,7 +118,7 @@ def div(xp, self, other, rounding_mode=None):
     return r.astype(npdt, copy=False)
 
 
-def _floor_div_float(xp, a, b):
+def _floor_div_float(xp: Any, a: Array, b: Array) -> Any:
     # Python's floor division, as PyTorch's div_floor_floating: uses fmod to avoid rounding surprises
     mod = xp.fmod(a, b)
     div = (a - mod) / b
@@ -126,17 +130,17 @@ def _floor_div_float(xp, a, b):
 
 
 @elementwise
-def floor_divide(xp, self, other):
+def floor_divide(xp: Any, self: Array, other: Array) -> Any:
     return div(xp, self, other, "floor")
 
 
 @elementwise
-def true_divide(xp, self, other):
+def true_divide(xp: Any, self: Array, other: Array) -> Any:
     return div(xp, self, other, None)
 
 
 @elementwise
-def remainder(xp, self, other):
+def remainder(xp: Any, self: Array, other: Array) -> Any:
     npdt = result_np_dtype(self, other)
     if npdt.kind in "iu":
         _zero_division_check(xp, other)
@@ -146,7 +150,7 @@ def remainder(xp, self, other):
 
 
 @elementwise
-def fmod(xp, self, other):
+def fmod(xp: Any, self: Array, other: Array) -> Any:
     npdt = result_np_dtype(self, other)
     if npdt.kind in "iu":
         _zero_division_check(xp, other)
@@ -156,11 +160,11 @@ def fmod(xp, self, other):
 
 
 @elementwise
-def pow(xp, self, exponent):  # noqa: A001
+def pow(xp: Any, self: Array, exponent: Array) -> Any:  # noqa: A001
     npdt = result_np_dtype(self, exponent)
     if npdt.kind in "iu":
-        e = exponent
-        neg = (e < 0) if isinstance(e, _NUM) else bool((e < 0).any())
+        e: Any = exponent
+        neg = (e < 0) if isinstance(e, (bool, int, float)) else bool((e < 0).any())
         if neg:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
     if npdt.kind == "b":
@@ -170,16 +174,16 @@ def pow(xp, self, exponent):  # noqa: A001
 
 
 @elementwise
-def float_power(xp, self, exponent):
+def float_power(xp: Any, self: Array, exponent: Array) -> Any:
     is_c = any(getattr(x, "dtype", np.dtype(type(x))).kind == "c" if not isinstance(x, _NUM)
                else isinstance(x, complex) for x in (self, exponent))
     npdt = np.dtype(np.complex128 if is_c else np.float64)
     return _binop(xp, xp.power, self, exponent, npdt)
 
 
-def _float_binary(ufunc_name):
+def _float_binary(ufunc_name: Any) -> Any:
     @elementwise
-    def kernel(xp, self, other):
+    def kernel(xp: Any, self: Array, other: Array) -> Any:
         npdt = float_result(result_np_dtype(self, other))
         return _binop(xp, getattr(xp, ufunc_name), self, other, npdt)
     return kernel
@@ -195,7 +199,7 @@ nextafter = _float_binary("nextafter")
 
 
 @elementwise
-def xlogy(xp, self, other):
+def xlogy(xp: Any, self: Array, other: Array) -> Any:
     npdt = float_result(result_np_dtype(self, other))
     cdt = compute_dtype(npdt)
     a, b = asdtype(xp, self, cdt), asdtype(xp, other, cdt)
@@ -205,9 +209,9 @@ def xlogy(xp, self, other):
     return r.astype(npdt, copy=False)
 
 
-def _minmax(ufunc_name, nan_ignoring=False):
+def _minmax(ufunc_name: Any, nan_ignoring: Any = False) -> Any:
     @elementwise
-    def kernel(xp, self, other):
+    def kernel(xp: Any, self: Array, other: Array) -> Any:
         npdt = result_np_dtype(self, other)
         if npdt.kind == "c":
             raise RuntimeError(f"{kernel.__name__} not implemented for complex tensors.")
@@ -221,9 +225,9 @@ fmax = _minmax("fmax")
 fmin = _minmax("fmin")
 
 
-def _bitwise(ufunc_name, opname):
+def _bitwise(ufunc_name: Any, opname: Any) -> Any:
     @elementwise
-    def kernel(xp, self, other):
+    def kernel(xp: Any, self: Array, other: Array) -> Any:
         npdt = result_np_dtype(self, other)
         if npdt.kind not in "biu":
             raise RuntimeError(f"\"{opname}_cpu\" not implemented for '{type_name(npdt)}'")
@@ -238,9 +242,9 @@ bitwise_left_shift = _bitwise("left_shift", "lshift")
 bitwise_right_shift = _bitwise("right_shift", "rshift")
 
 
-def _logical(ufunc_name):
+def _logical(ufunc_name: Any) -> Any:
     @elementwise
-    def kernel(xp, self, other):
+    def kernel(xp: Any, self: Array, other: Array) -> Any:
         return getattr(xp, ufunc_name)(self, other)
     return kernel
 
@@ -250,9 +254,9 @@ logical_or = _logical("logical_or")
 logical_xor = _logical("logical_xor")
 
 
-def _compare(ufunc_name):
+def _compare(ufunc_name: Any) -> Any:
     @elementwise
-    def kernel(xp, self, other):
+    def kernel(xp: Any, self: Array, other: Array) -> Any:
         npdt = result_np_dtype(self, other)
         cdt = compute_dtype(npdt)
         with np.errstate(all="ignore"):
@@ -270,7 +274,7 @@ ge = _compare("greater_equal")
 
 # ------------------------------------------------------------------------------ ternary
 @elementwise
-def where(xp, condition, self, other):
+def where(xp: Any, condition: Array, self: Array, other: Array) -> Any:
     if condition.dtype != np.bool_:
         if condition.dtype == np.uint8:
             condition = condition.astype(bool)
@@ -282,7 +286,7 @@ def where(xp, condition, self, other):
 
 
 @elementwise
-def clamp(xp, self, min=None, max=None):  # noqa: A002
+def clamp(xp: Any, self: Array, min: Array = None, max: Array = None) -> Any:  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if self.dtype.kind == "b":
@@ -302,17 +306,17 @@ def clamp(xp, self, min=None, max=None):  # noqa: A002
 
 
 @elementwise
-def clamp_min(xp, self, min):  # noqa: A002
+def clamp_min(xp: Any, self: Array, min: Array) -> Any:  # noqa: A002
     return clamp(xp, self, min, None)
 
 
 @elementwise
-def clamp_max(xp, self, max):  # noqa: A002
+def clamp_max(xp: Any, self: Array, max: Array) -> Any:  # noqa: A002
     return clamp(xp, self, None, max)
 
 
 @elementwise
-def lerp(xp, self, end, weight):
+def lerp(xp: Any, self: Array, end: Array, weight: Array) -> Any:
     npdt = result_np_dtype(self, end)
     if npdt.kind not in "fc" and npdt != _BF16:
         raise RuntimeError(f"\"lerp_kernel_scalar\" not implemented for '{type_name(npdt)}'")
@@ -326,7 +330,7 @@ def lerp(xp, self, end, weight):
 
 
 @elementwise
-def addcmul(xp, self, tensor1, tensor2, value=1):
+def addcmul(xp: Any, self: Array, tensor1: Array, tensor2: Array, value: Array = 1) -> Any:
     npdt = result_np_dtype(self, tensor1, tensor2)
     cdt = compute_dtype(npdt)
     r = asdtype(xp, self, cdt) + value * (asdtype(xp, tensor1, cdt) * asdtype(xp, tensor2, cdt))
@@ -334,7 +338,7 @@ def addcmul(xp, self, tensor1, tensor2, value=1):
 
 
 @elementwise
-def addcdiv(xp, self, tensor1, tensor2, value=1):
+def addcdiv(xp: Any, self: Array, tensor1: Array, tensor2: Array, value: Array = 1) -> Any:
     if is_integral(tensor1.dtype) and is_integral(tensor2.dtype):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release "
                            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "

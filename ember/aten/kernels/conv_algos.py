@@ -15,6 +15,10 @@ key and caches the fastest; otherwise a heuristic takes ``"gemm"`` unless its co
 ``GEMM_MAX_COLUMN_BYTES``."""
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any, Callable
+
 import threading
 import time
 
@@ -26,12 +30,12 @@ ALGORITHMS = ("gemm", "offset")
 GEMM_MAX_COLUMN_BYTES = 1 << 30
 WORKSPACE_MAX_BYTES = 256 << 20    # columns up to this size are built in a per-thread buffer kept between calls
 _workspace = threading.local()
-_cache: dict = {}                  # key -> algorithm name chosen by benchmarking
-_last: dict = {}                   # pass -> algorithm used by the latest call (for tests and learners)
+_cache: dict[Any, str] = {}                  # key -> algorithm name chosen by benchmarking
+_last: dict[str, str] = {}                   # pass -> algorithm used by the latest call (for tests and learners)
 force = None                       # an algorithm name to use everywhere (tests), or None
 
 
-def _windows(xp, x, ksize, stride, dilation):
+def _windows(xp: Any, x: Array, ksize: Any, stride: Any, dilation: Any) -> Any:
     """(N, C, out..., k...) view of x's windows (x already padded)."""
     nd = len(ksize)
     span = tuple(d * (k - 1) + 1 for k, d in zip(ksize, dilation))
@@ -41,7 +45,7 @@ def _windows(xp, x, ksize, stride, dilation):
     return w[sl]
 
 
-def _pad(xp, x, padding, scratch=False):
+def _pad(xp: Any, x: Array, padding: Any, scratch: Any = False) -> Any:
     """x with ``padding`` zeros on both sides of each spatial dim (only the border is zero-filled); in the
     padding scratch buffer if ``scratch`` (for a copy that dies inside the caller)."""
     if not any(padding):
@@ -58,7 +62,7 @@ def _pad(xp, x, padding, scratch=False):
     return out
 
 
-def _scratch(xp, shape, dtype, slot="columns"):
+def _scratch(xp: Any, shape: Any, dtype: Any, slot: Any = 'columns') -> Any:
     """An uninitialised array for a temporary that dies inside the calling kernel (the columns matrix).
 
     Like cuDNN's workspace: the same per-thread buffer serves every call, so a large columns matrix does not
@@ -76,16 +80,17 @@ def _scratch(xp, shape, dtype, slot="columns"):
     return buf[:nbytes].view(dtype).reshape(shape)
 
 
-def release_workspace():
+def release_workspace() -> Any:
     """Frees this thread's scratch buffers; the next convolution allocates new ones."""
     _workspace.__dict__.pop("bufs", None)
 
 
-def _offset_slice(off, dilation, stride, out_sp):
+def _offset_slice(off: Any, dilation: Any, stride: Any, out_sp: Any) -> Any:
     return tuple(slice(o * d, o * d + s * (n - 1) + 1, s) for o, d, s, n in zip(off, dilation, stride, out_sp))
 
 
-def _columns(xp, x, ksize, stride, padding, dilation, groups, out_sp=None):
+def _columns(xp: Any, x: Array, ksize: Any, stride: Any, padding: Any, dilation: Any, groups: Any,
+             out_sp: Any = None) -> Any:
     """(N, G, Cg * K, P) contiguous columns of x's windows (truncated to ``out_sp`` if given)."""
     nd = len(ksize)
     cols = _windows(xp, _pad(xp, x, padding, scratch=True), ksize, stride, dilation)      # N, C, out..., k...
@@ -103,7 +108,7 @@ def _columns(xp, x, ksize, stride, padding, dilation, groups, out_sp=None):
 
 
 # ------------------------------------------------------------------------------ gemm (im2col)
-def _fwd_gemm(xp, x, w, stride, padding, dilation, groups):
+def _fwd_gemm(xp: Any, x: Array, w: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
     ksize = w.shape[2:]
     cols, out_sp = _columns(xp, x, ksize, stride, padding, dilation, groups)     # a scratch buffer
     O = w.shape[0]
@@ -112,7 +117,7 @@ def _fwd_gemm(xp, x, w, stride, padding, dilation, groups):
     return out.reshape((x.shape[0], O) + tuple(out_sp))
 
 
-def _gin_gemm(xp, gout, w, in_shape, stride, padding, dilation, groups):
+def _gin_gemm(xp: Any, gout: Any, w: Any, in_shape: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
     ksize = w.shape[2:]
     full = tuple(d * (k - 1) - p for k, d, p in zip(ksize, dilation, padding))
     exact = all(o + f - p == i for o, f, p, i in zip(gout.shape[2:], full, padding, in_shape[2:]))
@@ -141,7 +146,7 @@ def _gin_gemm(xp, gout, w, in_shape, stride, padding, dilation, groups):
     return _crop(gx, padding, in_shape)
 
 
-def _gw_gemm(xp, gout, x, w_shape, stride, padding, dilation, groups):
+def _gw_gemm(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
     cols, out_sp = _columns(xp, x, w_shape[2:], stride, padding, dilation, groups, out_sp=gout.shape[2:])
     N = gout.shape[0]
     O = w_shape[0]
@@ -151,7 +156,7 @@ def _gw_gemm(xp, gout, x, w_shape, stride, padding, dilation, groups):
 
 
 # ------------------------------------------------------------------------------ offset (GEMM per kernel offset)
-def _fwd_offset(xp, x, w, stride, padding, dilation, groups):
+def _fwd_offset(xp: Any, x: Array, w: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
     ksize = w.shape[2:]
     xpad = _pad(xp, x, padding)
     out_sp = tuple((p - d * (k - 1) - 1) // s + 1 for p, k, s, d in zip(xpad.shape[2:], ksize, stride, dilation))
@@ -169,7 +174,8 @@ def _fwd_offset(xp, x, w, stride, padding, dilation, groups):
     return xp.moveaxis(out, -1, 1)
 
 
-def _gin_offset(xp, gout, w, in_shape, stride, padding, dilation, groups):
+def _gin_offset(xp: Any, gout: Any, w: Any, in_shape: Any, stride: Any, padding: Any, dilation: Any,
+                groups: Any) -> Any:
     N, C = in_shape[:2]
     O = w.shape[0]
     cg, og = C // groups, O // groups
@@ -187,7 +193,8 @@ def _gin_offset(xp, gout, w, in_shape, stride, padding, dilation, groups):
     return _crop(gx, padding, in_shape)
 
 
-def _gw_offset(xp, gout, x, w_shape, stride, padding, dilation, groups):
+def _gw_offset(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, padding: Any, dilation: Any,
+               groups: Any) -> Any:
     nd = x.ndim - 2
     ksize = w_shape[2:]
     xpad = _pad(xp, x, padding)
@@ -204,18 +211,18 @@ def _gw_offset(xp, gout, x, w_shape, stride, padding, dilation, groups):
     return gw
 
 
-def _crop(gx, padding, in_shape):
+def _crop(gx: Any, padding: Any, in_shape: Any) -> Any:
     if any(padding):
         return gx[(slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(padding, in_shape[2:]))]
     return gx
 
 
-IMPLS = {"forward": {"gemm": _fwd_gemm, "offset": _fwd_offset},
+IMPLS: dict[str, dict[str, Callable[..., Any]]] = {"forward": {"gemm": _fwd_gemm, "offset": _fwd_offset},
          "input_grad": {"gemm": _gin_gemm, "offset": _gin_offset},
          "weight_grad": {"gemm": _gw_gemm, "offset": _gw_offset}}
 
 
-def _column_bytes(pass_name, a, b, extra):
+def _column_bytes(pass_name: Any, a: Array, b: Array, extra: Any) -> Any:
     """Bytes of the gemm algorithm's columns matrix for this call."""
     if pass_name == "forward":
         x, w = a, b
@@ -228,7 +235,8 @@ def _column_bytes(pass_name, a, b, extra):
     return x.shape[0] * x.shape[1] * int(np.prod(extra[2:])) * int(np.prod(gout.shape[2:])) * x.itemsize
 
 
-def run(pass_name, xp, a, b, extra, stride, padding, dilation, groups):
+def run(pass_name: Any, xp: Any, a: Array, b: Array, extra: Any, stride: Any, padding: Any, dilation: Any,
+        groups: Any) -> Any:
     """Runs ``pass_name`` with the chosen algorithm; ``extra`` is the input shape (input_grad), the weight
     shape (weight_grad) or None (forward)."""
     impls = IMPLS[pass_name]
@@ -239,7 +247,7 @@ def run(pass_name, xp, a, b, extra, stride, padding, dilation, groups):
                str(a.dtype), str(b.dtype), tuple(stride), tuple(padding), tuple(dilation), groups)
         algo = _cache.get(key)
         if algo is None:                   # time every candidate once, keep the fastest (and its result)
-            best = None
+            best: tuple[float, str, Any] | None = None
             for name in ALGORITHMS:
                 t0 = time.perf_counter()
                 r = impls[name](xp, a, b, *([] if extra is None else [extra]), stride, padding, dilation, groups)
@@ -248,6 +256,7 @@ def run(pass_name, xp, a, b, extra, stride, padding, dilation, groups):
                 dt = time.perf_counter() - t0
                 if best is None or dt < best[0]:
                     best = (dt, name, r)
+            assert best is not None
             _cache[key] = best[1]
             _last[pass_name] = best[1]
             return best[2]

@@ -1,20 +1,24 @@
 """Copies, conversions and fills (``aten/src/ATen/native/Copy.cpp``, ``Fill.cpp``, ``TensorConversions.cpp``)."""
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import numpy as np
 
 from ember.aten.kernels._common import elementwise
 
 
-def clone(xp, self, memory_format=None):
+def clone(xp: Any, self: Array, memory_format: Any = None) -> Any:
     return self.copy()
 
 
-def contiguous_copy(xp, self):
+def contiguous_copy(xp: Any, self: Array) -> Any:
     return xp.ascontiguousarray(self)
 
 
-def copy_(xp, self, src, non_blocking=False):
+def copy_(xp: Any, self: Array, src: Array, non_blocking: Any = False) -> Any:
     """Write ``src`` into ``self`` (broadcasting ``src``), converting dtype and device. The destination's array
     module does the copy: a CUDA ``copy_`` may write a CPU tensor (``.cpu()``) or read one (``.cuda()``)."""
     xp = np if isinstance(self, np.ndarray) else xp
@@ -40,7 +44,7 @@ def copy_(xp, self, src, non_blocking=False):
         xp.copyto(self, src, casting="unsafe")
 
 
-def fill_(xp, self, value):
+def fill_(xp: Any, self: Array, value: Array) -> Any:
     if hasattr(value, "ndim"):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
@@ -51,14 +55,14 @@ def fill_(xp, self, value):
     self[...] = value
 
 
-def zero_(xp, self):
+def zero_(xp: Any, self: Array) -> Any:
     if not self.flags.writeable:
         self.flags.writeable = True
     self[...] = 0
 
 
 @elementwise
-def masked_fill(xp, self, mask, value):
+def masked_fill(xp: Any, self: Array, mask: Array, value: Array) -> Any:
     if mask.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{_tn(mask.dtype)}")
@@ -71,6 +75,6 @@ def masked_fill(xp, self, mask, value):
         return xp.where(mask, xp.asarray(value).astype(self.dtype), self)
 
 
-def _tn(npdt):
+def _tn(npdt: Any) -> Any:
     from ember.aten.kernels._common import type_name
     return type_name(npdt)

@@ -1,6 +1,10 @@
 """Factory kernels: tensors made from sizes and values (``aten/src/ATen/native/TensorFactories.cpp``)."""
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import math
 
 import numpy as np
@@ -9,46 +13,48 @@ from ember.aten.kernels._common import meta_shape, shape_str
 from ember.c10 import dtype as dt
 
 
-def _np_dtype(dtype, default=None):
+def _np_dtype(dtype: Any, default: Any = None) -> Any:
     if dtype is not None:
         return dtype.np
     return (default or dt.get_default_dtype()).np
 
 
-def check_size(size):
+def check_size(size: Any) -> Any:
     for s in size:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {shape_str(size)}")
     return tuple(size)
 
 
-def _factory_shape(size, dtype=None, *rest, **_k):
+def _factory_shape(size: Any, dtype: Any = None, *rest: Any, **_k: Any) -> Any:
     return check_size(size), _np_dtype(dtype)
 
 
 @meta_shape(_factory_shape)
-def empty(xp, size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+def empty(xp: Any, size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+          memory_format: Any = None) -> Any:
     return xp.empty(check_size(size), _np_dtype(dtype))
 
 
 @meta_shape(_factory_shape)
-def zeros(xp, size, dtype=None, layout=None, device=None, pin_memory=None):
+def zeros(xp: Any, size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
     return xp.zeros(check_size(size), _np_dtype(dtype))
 
 
 @meta_shape(_factory_shape)
-def ones(xp, size, dtype=None, layout=None, device=None, pin_memory=None):
+def ones(xp: Any, size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
     return xp.ones(check_size(size), _np_dtype(dtype))
 
 
-def _full_dtype(fill_value, dtype):
+def _full_dtype(fill_value: Any, dtype: Any) -> Any:
     if dtype is not None:
         return dtype.np
     return dt.scalar_dtype(fill_value).np
 
 
 @meta_shape(lambda size, fill_value, dtype=None, *rest, **_k: (check_size(size), _full_dtype(fill_value, dtype)))
-def full(xp, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
+def full(xp: Any, size: Any, fill_value: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+         pin_memory: Any = None) -> Any:
     npdt = _full_dtype(fill_value, dtype)
     if npdt.kind in "iu" and isinstance(fill_value, float) and not math.isfinite(fill_value):
         raise RuntimeError(f"value cannot be converted to type {npdt.name} without overflow")
@@ -56,31 +62,36 @@ def full(xp, size, fill_value, dtype=None, layout=None, device=None, pin_memory=
 
 
 @meta_shape(lambda s, dtype=None, *rest, **_k: ((), _full_dtype(s, dtype)))
-def scalar_tensor(xp, s, dtype=None, layout=None, device=None, pin_memory=None):
+def scalar_tensor(xp: Any, s: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                  pin_memory: Any = None) -> Any:
     return xp.asarray(s, dtype=_np_dtype(dtype))
 
 
-def _like_dtype(self, dtype):
+def _like_dtype(self: Array, dtype: Any) -> Any:
     return dtype.np if dtype is not None else self.dtype
 
 
-def empty_like(xp, self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+def empty_like(xp: Any, self: Array, dtype: Any = None, layout: Any = None, device: Any = None,
+               pin_memory: Any = None, memory_format: Any = None) -> Any:
     return xp.empty(self.shape, _like_dtype(self, dtype))
 
 
-def zeros_like(xp, self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+def zeros_like(xp: Any, self: Array, dtype: Any = None, layout: Any = None, device: Any = None,
+               pin_memory: Any = None, memory_format: Any = None) -> Any:
     return xp.zeros(self.shape, _like_dtype(self, dtype))
 
 
-def ones_like(xp, self, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+def ones_like(xp: Any, self: Array, dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None, memory_format: Any = None) -> Any:
     return xp.ones(self.shape, _like_dtype(self, dtype))
 
 
-def full_like(xp, self, fill_value, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+def full_like(xp: Any, self: Array, fill_value: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None, memory_format: Any = None) -> Any:
     return xp.full(self.shape, fill_value, _like_dtype(self, dtype))
 
 
-def _arange_dtype(start, end, step, dtype):
+def _arange_dtype(start: Any, end: Array, step: Any, dtype: Any) -> Any:
     if dtype is not None:
         return dtype.np
     if all(isinstance(v, (int, bool)) for v in (start, end, step)):
@@ -88,7 +99,7 @@ def _arange_dtype(start, end, step, dtype):
     return dt.get_default_dtype().np
 
 
-def _arange_len(start, end, step):
+def _arange_len(start: Any, end: Array, step: Any) -> Any:
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if not all(math.isfinite(float(v)) for v in (start, end)):
@@ -102,7 +113,8 @@ def _arange_len(start, end, step):
 
 @meta_shape(lambda start, end, step=1, dtype=None, *r, **_k: ((_arange_len(start, end, step),),
                                                           _arange_dtype(start, end, step, dtype)))
-def arange(xp, start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None):
+def arange(xp: Any, start: Any, end: Array, step: Any = 1, dtype: Any = None, layout: Any = None,
+           device: Any = None, pin_memory: Any = None) -> Any:
     npdt = _arange_dtype(start, end, step, dtype)
     n = _arange_len(start, end, step)
     if npdt.kind in "iu" and all(isinstance(v, int) for v in (start, end, step)):
@@ -111,14 +123,15 @@ def arange(xp, start, end, step=1, dtype=None, layout=None, device=None, pin_mem
     return (start + xp.arange(n, dtype=np.float64) * step).astype(npdt)
 
 
-def _lin_dtype(start, end, dtype):
+def _lin_dtype(start: Any, end: Array, dtype: Any) -> Any:
     if dtype is not None:
         return dtype.np
     return dt.get_default_dtype().np
 
 
 @meta_shape(lambda start, end, steps, dtype=None, *r, **_k: ((steps,), _lin_dtype(start, end, dtype)))
-def linspace(xp, start, end, steps, dtype=None, layout=None, device=None, pin_memory=None):
+def linspace(xp: Any, start: Any, end: Array, steps: Any, dtype: Any = None, layout: Any = None,
+             device: Any = None, pin_memory: Any = None) -> Any:
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     npdt = _lin_dtype(start, end, dtype)
@@ -137,14 +150,16 @@ def linspace(xp, start, end, steps, dtype=None, layout=None, device=None, pin_me
 
 
 @meta_shape(lambda start, end, steps, base=10.0, dtype=None, *r, **_k: ((steps,), _lin_dtype(start, end, dtype)))
-def logspace(xp, start, end, steps, base=10.0, dtype=None, layout=None, device=None, pin_memory=None):
+def logspace(xp: Any, start: Any, end: Array, steps: Any, base: Any = 10.0, dtype: Any = None,
+             layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
     npdt = _lin_dtype(start, end, dtype)
     lin = linspace(xp, start, end, steps, dt.float64)
     return xp.power(float(base), lin).astype(npdt)
 
 
 @meta_shape(lambda n, m=None, dtype=None, *r, **_k: ((n, n if m is None else m), _np_dtype(dtype)))
-def eye(xp, n, m=None, dtype=None, layout=None, device=None, pin_memory=None):
+def eye(xp: Any, n: Any, m: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+        pin_memory: Any = None) -> Any:
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m is not None and m < 0:
@@ -152,16 +167,18 @@ def eye(xp, n, m=None, dtype=None, layout=None, device=None, pin_memory=None):
     return xp.eye(n, n if m is None else m, dtype=_np_dtype(dtype))
 
 
-def _tri_indices(xp, row, col, offset, upper, dtype):
+def _tri_indices(xp: Any, row: Any, col: Any, offset: Any, upper: Any, dtype: Any) -> Any:
     npdt = _np_dtype(dtype, dt.int64)
     r, c = np.nonzero(np.triu(np.ones((row, col), bool), offset) if upper else
                       np.tril(np.ones((row, col), bool), offset))
     return xp.asarray(np.stack([r, c]).astype(npdt))
 
 
-def tril_indices(xp, row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
+def tril_indices(xp: Any, row: Any, col: Any, offset: Any = 0, dtype: Any = None, layout: Any = None,
+                 device: Any = None, pin_memory: Any = None) -> Any:
     return _tri_indices(xp, row, col, offset, False, dtype)
 
 
-def triu_indices(xp, row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=None):
+def triu_indices(xp: Any, row: Any, col: Any, offset: Any = 0, dtype: Any = None, layout: Any = None,
+                 device: Any = None, pin_memory: Any = None) -> Any:
     return _tri_indices(xp, row, col, offset, True, dtype)

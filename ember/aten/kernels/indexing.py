@@ -1,20 +1,24 @@
 """Indexing and shape-building kernels (``aten/src/ATen/native/TensorAdvancedIndexing.cpp``, ``TensorShape.cpp``)."""
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import numpy as np
 
 from ember.aten.kernels._common import meta_shape, result_np_dtype, shape_str, type_name, wrap_dim
 
 
-def _check_index_dtype(idx, name="index"):
+def _check_index_dtype(idx: Any, name: Any = 'index') -> Any:
     if idx.dtype.kind not in "iu":
         raise RuntimeError(f"{name}(): Expected dtype int64 for index")
 
 
 # ------------------------------------------------------------------------------ advanced indexing
-def _expand_bool_indices(xp, self, indices):
+def _expand_bool_indices(xp: Any, self: Array, indices: Array) -> Any:
     """Boolean masks become the integer indices of their True entries (one per masked dim)."""
-    out = []
+    out: list[Any] = []
     dim = 0
     for idx in indices:
         if idx is None:
@@ -37,7 +41,7 @@ def _expand_bool_indices(xp, self, indices):
     return out
 
 
-def _normalize(xp, self, indices):
+def _normalize(xp: Any, self: Array, indices: Array) -> Any:
     indices = _expand_bool_indices(xp, self, indices)
     if len(indices) > self.ndim:
         raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
@@ -48,7 +52,7 @@ def _normalize(xp, self, indices):
 _FULL = slice(None)
 
 
-def _index_error(e, self, key):
+def _index_error(e: Any, self: Array, key: Array) -> Any:
     """NumPy's out-of-bounds message in PyTorch's words (NumPy already checked the bounds)."""
     msg = str(e)
     if "out of bounds" in msg:
@@ -63,7 +67,7 @@ def _index_error(e, self, key):
     raise IndexError(msg.replace("arrays", "tensors")) from None
 
 
-def index(xp, self, indices):
+def index(xp: Any, self: Array, indices: Array) -> Any:
     key = _normalize(xp, self, indices)
     try:
         return self[key]  # advanced indexing copies
@@ -75,7 +79,7 @@ def index(xp, self, indices):
                          ", ".join(shape_str(s) for s in shapes)) from None
 
 
-def index_put(xp, self, indices, values, accumulate=False):
+def index_put(xp: Any, self: Array, indices: Array, values: Array, accumulate: Any = False) -> Any:
     key = _normalize(xp, self, indices)
     out = self.copy()
     try:
@@ -94,7 +98,7 @@ def index_put(xp, self, indices, values, accumulate=False):
     return out
 
 
-def index_select(xp, self, dim, index):
+def index_select(xp: Any, self: Array, dim: Any, index: Array) -> Any:
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     _check_index_dtype(index, "index_select")
@@ -107,7 +111,7 @@ def index_select(xp, self, dim, index):
     return xp.take(self, index.reshape(-1), axis=d)
 
 
-def gather(xp, self, dim, index, sparse_grad=False):
+def gather(xp: Any, self: Array, dim: Any, index: Array, sparse_grad: Any = False) -> Any:
     if index.dtype != np.int64:
         raise RuntimeError("gather(): Expected dtype int64 for index")
     d = wrap_dim(dim, self.ndim) if self.ndim else 0
@@ -126,7 +130,8 @@ def gather(xp, self, dim, index, sparse_grad=False):
     return xp.take_along_axis(src, index, axis=d)
 
 
-def _scatter_core(xp, self, dim, index, src, reduce=None, include_self=True):
+def _scatter_core(xp: Any, self: Array, dim: Any, index: Array, src: Array, reduce: Any = None,
+                  include_self: Any = True) -> Any:
     if index.dtype != np.int64:
         raise RuntimeError("scatter(): Expected dtype int64 for index")
     d = wrap_dim(dim, self.ndim) if self.ndim else 0
@@ -175,27 +180,28 @@ def _scatter_core(xp, self, dim, index, src, reduce=None, include_self=True):
     return out
 
 
-def scatter(xp, self, dim, index, src):
+def scatter(xp: Any, self: Array, dim: Any, index: Array, src: Array) -> Any:
     return _scatter_core(xp, self, dim, index, src)
 
 
-def scatter_value(xp, self, dim, index, value):
+def scatter_value(xp: Any, self: Array, dim: Any, index: Array, value: Array) -> Any:
     return _scatter_core(xp, self, dim, index, value)
 
 
-def scatter_reduce_legacy(xp, self, dim, index, src, reduce):
+def scatter_reduce_legacy(xp: Any, self: Array, dim: Any, index: Array, src: Array, reduce: Any) -> Any:
     return _scatter_core(xp, self, dim, index, src, reduce)
 
 
-def scatter_add(xp, self, dim, index, src):
+def scatter_add(xp: Any, self: Array, dim: Any, index: Array, src: Array) -> Any:
     return _scatter_core(xp, self, dim, index, src, "sum")
 
 
-def scatter_reduce(xp, self, dim, index, src, reduce, include_self=True):
+def scatter_reduce(xp: Any, self: Array, dim: Any, index: Array, src: Array, reduce: Any,
+                   include_self: Any = True) -> Any:
     return _scatter_core(xp, self, dim, index, src, reduce, include_self)
 
 
-def _index_along(xp, self, dim, index, name):
+def _index_along(xp: Any, self: Array, dim: Any, index: Array, name: Any) -> Any:
     d = wrap_dim(dim, self.ndim) if self.ndim else 0
     if index.ndim > 1:
         raise IndexError(f"{name}_(): Index is supposed to be a vector")
@@ -205,7 +211,7 @@ def _index_along(xp, self, dim, index, name):
     return d
 
 
-def index_add(xp, self, dim, index, source, alpha=1):
+def index_add(xp: Any, self: Array, dim: Any, index: Array, source: Array, alpha: Any = 1) -> Any:
     d = _index_along(xp, self, dim, index, "index_add")
     out = self.copy()
     key = [slice(None)] * self.ndim
@@ -217,7 +223,7 @@ def index_add(xp, self, dim, index, source, alpha=1):
     return out
 
 
-def index_copy(xp, self, dim, index, source):
+def index_copy(xp: Any, self: Array, dim: Any, index: Array, source: Array) -> Any:
     d = _index_along(xp, self, dim, index, "index_copy")
     out = self.copy()
     key = [slice(None)] * self.ndim
@@ -226,7 +232,7 @@ def index_copy(xp, self, dim, index, source):
     return out
 
 
-def index_fill(xp, self, dim, index, value):
+def index_fill(xp: Any, self: Array, dim: Any, index: Array, value: Array) -> Any:
     d = _index_along(xp, self, dim, index, "index_fill")
     out = self.copy()
     key = [slice(None)] * self.ndim
@@ -237,14 +243,14 @@ def index_fill(xp, self, dim, index, value):
     return out
 
 
-def masked_select(xp, self, mask):
+def masked_select(xp: Any, self: Array, mask: Array) -> Any:
     if mask.dtype != np.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = np.broadcast_shapes(self.shape, mask.shape)
     return xp.broadcast_to(self, shape)[xp.broadcast_to(mask, shape)].copy()
 
 
-def masked_scatter(xp, self, mask, source):
+def masked_scatter(xp: Any, self: Array, mask: Array, source: Array) -> Any:
     if mask.dtype != np.bool_:
         raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with dtype " +
                            type_name(mask.dtype))
@@ -257,16 +263,16 @@ def masked_scatter(xp, self, mask, source):
     return out
 
 
-def nonzero(xp, self):
+def nonzero(xp: Any, self: Array) -> Any:
     return xp.stack(xp.nonzero(self), axis=-1).astype(np.int64) if self.ndim else \
         xp.zeros((1 if bool(self) else 0, 0), np.int64)
 
 
-def argwhere(xp, self):
+def argwhere(xp: Any, self: Array) -> Any:
     return nonzero(xp, self)
 
 
-def take(xp, self, index):
+def take(xp: Any, self: Array, index: Array) -> Any:
     n = self.size
     if index.size and (int(index.min()) < -n or int(index.max()) >= n):
         bad = int(index.max()) if int(index.max()) >= n else int(index.min())
@@ -274,7 +280,7 @@ def take(xp, self, index):
     return self.reshape(-1)[index]
 
 
-def take_along_dim(xp, self, indices, dim=None):
+def take_along_dim(xp: Any, self: Array, indices: Array, dim: Any = None) -> Any:
     if dim is None:
         return self.reshape(-1)[indices.reshape(-1)]
     d = wrap_dim(dim, self.ndim)
@@ -286,7 +292,7 @@ def take_along_dim(xp, self, indices, dim=None):
 
 
 # ------------------------------------------------------------------------------ joining and shaping
-def cat(xp, tensors, dim=0):
+def cat(xp: Any, tensors: Any, dim: Any = 0) -> Any:
     if len(tensors) == 0:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
     real = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
@@ -310,7 +316,7 @@ def cat(xp, tensors, dim=0):
     return xp.concatenate([t.astype(npdt, copy=False) for t in real], axis=d)
 
 
-def stack(xp, tensors, dim=0):
+def stack(xp: Any, tensors: Any, dim: Any = 0) -> Any:
     if len(tensors) == 0:
         raise RuntimeError("stack expects a non-empty TensorList")
     for i, t in enumerate(tensors[1:], 1):
@@ -322,25 +328,25 @@ def stack(xp, tensors, dim=0):
     return xp.stack([t.astype(npdt, copy=False) for t in tensors], axis=d)
 
 
-def tril(xp, self, diagonal=0):
+def tril(xp: Any, self: Array, diagonal: Any = 0) -> Any:
     if self.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
     return xp.tril(self, diagonal)
 
 
-def triu(xp, self, diagonal=0):
+def triu(xp: Any, self: Array, diagonal: Any = 0) -> Any:
     if self.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
     return xp.triu(self, diagonal)
 
 
-def flip(xp, self, dims):
+def flip(xp: Any, self: Array, dims: Any) -> Any:
     from ember.aten.kernels._common import wrap_dims
     d = wrap_dims(dims, self.ndim)
     return xp.ascontiguousarray(xp.flip(self, d)) if d else self.copy()
 
 
-def roll(xp, self, shifts, dims=()):
+def roll(xp: Any, self: Array, shifts: Any, dims: Any = ()) -> Any:
     if not dims:
         if len(shifts) != 1:
             raise RuntimeError(f"`shifts` required to be of size 1 when `dims` is not given, got {len(shifts)}")
@@ -350,7 +356,7 @@ def roll(xp, self, shifts, dims=()):
     return xp.roll(self, tuple(shifts), tuple(wrap_dim(d, self.ndim) for d in dims))
 
 
-def rot90(xp, self, k=1, dims=(0, 1)):
+def rot90(xp: Any, self: Array, k: Any = 1, dims: Any = (0, 1)) -> Any:
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if self.ndim < 2:
@@ -358,7 +364,7 @@ def rot90(xp, self, k=1, dims=(0, 1)):
     return xp.ascontiguousarray(xp.rot90(self, k, axes=tuple(wrap_dim(d, self.ndim) for d in dims)))
 
 
-def repeat(xp, self, repeats):
+def repeat(xp: Any, self: Array, repeats: Any) -> Any:
     if len(repeats) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
                            "tensor")
@@ -366,7 +372,7 @@ def repeat(xp, self, repeats):
     return xp.tile(x, tuple(repeats))
 
 
-def _repeat_interleave_shape(self, repeats, dim=None, output_size=None, **_k):
+def _repeat_interleave_shape(self: Array, repeats: Any, dim: Any = None, output_size: Any = None, **_k: Any) -> Any:
     if not isinstance(repeats, int):
         if output_size is None:
             raise RuntimeError("cannot repeat_interleave a meta tensor without output_size")
@@ -380,7 +386,7 @@ def _repeat_interleave_shape(self, repeats, dim=None, output_size=None, **_k):
 
 
 @meta_shape(_repeat_interleave_shape)
-def repeat_interleave(xp, self, repeats, dim=None, output_size=None):
+def repeat_interleave(xp: Any, self: Array, repeats: Any, dim: Any = None, output_size: Any = None) -> Any:
     if isinstance(repeats, int):
         if repeats < 0:
             raise RuntimeError("repeats can not be negative")
@@ -394,17 +400,17 @@ def repeat_interleave(xp, self, repeats, dim=None, output_size=None):
     return xp.repeat(self, repeats, axis=d)
 
 
-def repeat_interleave_self(xp, repeats, output_size=None):
+def repeat_interleave_self(xp: Any, repeats: Any, output_size: Any = None) -> Any:
     return xp.repeat(xp.arange(repeats.shape[0], dtype=np.int64), repeats)
 
 
-def diag(xp, self, diagonal=0):
+def diag(xp: Any, self: Array, diagonal: Any = 0) -> Any:
     if self.ndim not in (1, 2):
         raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + str(self.ndim) + "D")
     return xp.diag(self, diagonal).copy()
 
 
-def diag_embed(xp, self, offset=0, dim1=-2, dim2=-1):
+def diag_embed(xp: Any, self: Array, offset: Any = 0, dim1: Any = -2, dim2: Any = -1) -> Any:
     n = self.shape[-1] + abs(offset)
     out = xp.zeros(self.shape[:-1] + (n, n), self.dtype)
     i = xp.arange(self.shape[-1])
@@ -415,7 +421,8 @@ def diag_embed(xp, self, offset=0, dim1=-2, dim2=-1):
     return xp.moveaxis(out, (nd - 2, nd - 1), (d1, d2))
 
 
-def searchsorted(xp, sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None):
+def searchsorted(xp: Any, sorted_sequence: Array, self: Array, out_int32: Any = False, right: Any = False,
+                 side: Any = None, sorter: Any = None) -> Any:
     sd = "right" if (right or side == "right") else "left"
     if side is not None and right and side == "left":
         raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
@@ -438,7 +445,7 @@ def searchsorted(xp, sorted_sequence, self, out_int32=False, right=False, side=N
     return xp.asarray(r).astype(out_dt) if not scalar else xp.asarray(r, dtype=out_dt)
 
 
-def bucketize(xp, self, boundaries, out_int32=False, right=False):
+def bucketize(xp: Any, self: Array, boundaries: Array, out_int32: Any = False, right: Any = False) -> Any:
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(xp, boundaries, self, out_int32, right)

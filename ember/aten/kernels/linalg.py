@@ -4,6 +4,10 @@ Every contraction goes to BLAS through ``xp.matmul`` / ``xp.dot``; half types co
 """
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
@@ -11,7 +15,7 @@ from ember.c10.dtype import BF16_NP as _BF16
 from ember.aten.kernels._common import compute_dtype, meta_shape, shape_str, type_name, wrap_dim
 
 
-def _mm_dtype_check(a, b, names=("mat1", "mat2")):
+def _mm_dtype_check(a: Array, b: Array, names: Any = ('mat1', 'mat2')) -> Any:
     if a.dtype != b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_cname(a.dtype)} != "
                            f"{_cname(b.dtype)}")
@@ -25,18 +29,18 @@ _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bf
             "complex128": "c10::complex<double>"}
 
 
-def _cname(npdt):
+def _cname(npdt: Any) -> Any:
     return _C_NAMES.get(npdt.name, npdt.name)
 
 
-def _matmul(xp, a, b):
+def _matmul(xp: Any, a: Array, b: Array) -> Any:
     cdt = compute_dtype(a.dtype)
     if cdt != a.dtype:
         return xp.matmul(a.astype(cdt), b.astype(cdt)).astype(a.dtype)
     return xp.matmul(a, b)
 
 
-def _mm_check(self, mat2, **_k):
+def _mm_check(self: Array, mat2: Array, **_k: Any) -> Any:
     if self.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.ndim != 2:
@@ -49,12 +53,12 @@ def _mm_check(self, mat2, **_k):
 
 
 @meta_shape(_mm_check)
-def mm(xp, self, mat2):
+def mm(xp: Any, self: Array, mat2: Array) -> Any:
     _mm_check(self, mat2)
     return _matmul(xp, self, mat2)
 
 
-def _bmm_check(self, mat2, **_k):
+def _bmm_check(self: Array, mat2: Array, **_k: Any) -> Any:
     if self.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if mat2.ndim != 3:
@@ -68,12 +72,12 @@ def _bmm_check(self, mat2, **_k):
 
 
 @meta_shape(_bmm_check)
-def bmm(xp, self, mat2):
+def bmm(xp: Any, self: Array, mat2: Array) -> Any:
     _bmm_check(self, mat2)
     return _matmul(xp, self, mat2)
 
 
-def mv(xp, self, vec):
+def mv(xp: Any, self: Array, vec: Array) -> Any:
     if self.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim}")
     if self.shape[1] != vec.shape[0]:
@@ -83,7 +87,7 @@ def mv(xp, self, vec):
     return _matmul(xp, self, vec)
 
 
-def dot_check(self, tensor, **_k):
+def dot_check(self: Array, tensor: Array, **_k: Any) -> Any:
     if self.ndim != 1 or tensor.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D tensors")
     if self.shape[0] != tensor.shape[0]:
@@ -97,16 +101,16 @@ def dot_check(self, tensor, **_k):
 
 
 @meta_shape(dot_check)
-def dot(xp, self, tensor):
+def dot(xp: Any, self: Array, tensor: Array) -> Any:
     dot_check(self, tensor)
     return xp.asarray(_matmul(xp, self, tensor))
 
 
-def vdot(xp, self, other):
+def vdot(xp: Any, self: Array, other: Array) -> Any:
     return dot(xp, xp.conj(self), other)
 
 
-def _matmul_check(self, other, **_k):
+def _matmul_check(self: Array, other: Array, **_k: Any) -> Any:
     """matmul's errors and its result shape (PyTorch's rules for every rank combination)."""
     if self.ndim == 2 and other.ndim == 2 and self.shape[1] == other.shape[0] and self.dtype == other.dtype \
             and self.dtype.kind != "b":  # the common case, checked in a few attribute reads
@@ -148,12 +152,12 @@ def _matmul_check(self, other, **_k):
 
 
 @meta_shape(_matmul_check)
-def matmul(xp, self, other):
+def matmul(xp: Any, self: Array, other: Array) -> Any:
     _matmul_check(self, other)
     return xp.asarray(_matmul(xp, self, other))
 
 
-def _addmm_check(self, mat1, mat2, beta=1, alpha=1, **_k):
+def _addmm_check(self: Array, mat1: Array, mat2: Array, beta: Any = 1, alpha: Any = 1, **_k: Any) -> Any:
     if mat1.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
     if mat2.ndim != 2:
@@ -177,7 +181,7 @@ def _addmm_check(self, mat1, mat2, beta=1, alpha=1, **_k):
 
 
 @meta_shape(_addmm_check)
-def addmm(xp, self, mat1, mat2, beta=1, alpha=1):
+def addmm(xp: Any, self: Array, mat1: Array, mat2: Array, beta: Any = 1, alpha: Any = 1) -> Any:
     out_shape, _ = _addmm_check(self, mat1, mat2)
     r = _matmul(xp, mat1, mat2)
     if alpha != 1:
@@ -187,7 +191,7 @@ def addmm(xp, self, mat1, mat2, beta=1, alpha=1):
     return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
 
 
-def addmv(xp, self, mat, vec, beta=1, alpha=1):
+def addmv(xp: Any, self: Array, mat: Array, vec: Array, beta: Any = 1, alpha: Any = 1) -> Any:
     r = mv(xp, mat, vec)
     if alpha != 1:
         r = r * alpha
@@ -197,7 +201,7 @@ def addmv(xp, self, mat, vec, beta=1, alpha=1):
 
 
 @meta_shape(lambda self, batch1, batch2, beta=1, alpha=1, **_k: _bmm_check(batch1, batch2))
-def baddbmm(xp, self, batch1, batch2, beta=1, alpha=1):
+def baddbmm(xp: Any, self: Array, batch1: Any, batch2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
     r = bmm(xp, batch1, batch2)
     if alpha != 1:
         r = r * alpha
@@ -206,7 +210,7 @@ def baddbmm(xp, self, batch1, batch2, beta=1, alpha=1):
     return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
 
 
-def addbmm(xp, self, batch1, batch2, beta=1, alpha=1):
+def addbmm(xp: Any, self: Array, batch1: Any, batch2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
     r = bmm(xp, batch1, batch2).sum(0)
     if alpha != 1:
         r = r * alpha
@@ -215,7 +219,7 @@ def addbmm(xp, self, batch1, batch2, beta=1, alpha=1):
     return (r + (self if beta == 1 else beta * self)).astype(self.dtype, copy=False)
 
 
-def outer(xp, self, vec2):
+def outer(xp: Any, self: Array, vec2: Array) -> Any:
     if self.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"outer: Expected 1-D argument self, but got {self.ndim}-D")
     from ember.aten.kernels._common import result_np_dtype
@@ -223,7 +227,7 @@ def outer(xp, self, vec2):
     return xp.multiply.outer(self.astype(npdt), vec2.astype(npdt))
 
 
-def einsum(xp, equation, tensors, path=None):
+def einsum(xp: Any, equation: Any, tensors: Any, path: Any = None) -> Any:
     cdt = compute_dtype(tensors[0].dtype) if tensors else None
     ops = [t.astype(cdt, copy=False) for t in tensors]
     try:
@@ -233,7 +237,7 @@ def einsum(xp, equation, tensors, path=None):
     return xp.asarray(r).astype(tensors[0].dtype, copy=False)
 
 
-def tensordot(xp, self, other, dims_a, dims_b):
+def tensordot(xp: Any, self: Array, other: Array, dims_a: Any, dims_b: Any) -> Any:
     if len(dims_a) != len(dims_b):
         raise RuntimeError("both dimension lists should have same length")
     for a, b in zip(dims_a, dims_b):
@@ -243,11 +247,11 @@ def tensordot(xp, self, other, dims_a, dims_b):
     return xp.tensordot(self, other, axes=(list(dims_a), list(dims_b)))
 
 
-def kron(xp, self, other):
+def kron(xp: Any, self: Array, other: Array) -> Any:
     return xp.kron(self, other)
 
 
-def cdist(xp, x1, x2, p=2.0, compute_mode=None):
+def cdist(xp: Any, x1: Array, x2: Array, p: Any = 2.0, compute_mode: Any = None) -> Any:
     if x1.ndim < 2 or x2.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
     if x1.shape[-1] != x2.shape[-1]:
@@ -264,7 +268,7 @@ def cdist(xp, x1, x2, p=2.0, compute_mode=None):
 
 
 # ------------------------------------------------------------------------------ ember.linalg
-def _check_square(a, name):
+def _check_square(a: Array, name: Any) -> Any:
     if a.ndim < 2:
         raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
     if a.shape[-1] != a.shape[-2]:
@@ -275,12 +279,12 @@ def _check_square(a, name):
                            f"{type_name(a.dtype)}")
 
 
-def _square_checked(A, name):
+def _square_checked(A: Array, name: Any) -> Any:
     _check_square(A, name)
     return A
 
 
-def _lapack(xp, name, fn, *args):
+def _lapack(xp: Any, name: Any, fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
     except np.linalg.LinAlgError as e:
@@ -296,24 +300,24 @@ def _lapack(xp, name, fn, *args):
 
 
 @meta_shape(lambda A, *a, **k: (_square_checked(A, 'inv').shape, A.dtype))
-def linalg_inv(xp, A):
+def linalg_inv(xp: Any, A: Array) -> Any:
     _check_square(A, "inv")
     return _lapack(xp, "inv", xp.linalg.inv, A).astype(A.dtype, copy=False)
 
 
-def linalg_det(xp, A):
+def linalg_det(xp: Any, A: Array) -> Any:
     _check_square(A, "det")
     return xp.asarray(xp.linalg.det(A)).astype(A.dtype, copy=False)
 
 
-def linalg_slogdet(xp, A):
+def linalg_slogdet(xp: Any, A: Array) -> Any:
     _check_square(A, "slogdet")
     s, l = xp.linalg.slogdet(A)
     return xp.asarray(s).astype(A.dtype), xp.asarray(l).astype(A.real.dtype if A.dtype.kind == "c" else A.dtype)
 
 
 @meta_shape(lambda A, B, left=True, **_k: (_square_checked(A, 'solve') is A and B.shape, B.dtype))
-def linalg_solve(xp, A, B, left=True):
+def linalg_solve(xp: Any, A: Array, B: Array, left: Any = True) -> Any:
     _check_square(A, "solve")
     if B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1]):
         return _lapack(xp, "solve", lambda a, b: xp.linalg.solve(a, b[..., None])[..., 0], A, B).astype(A.dtype)
@@ -321,13 +325,13 @@ def linalg_solve(xp, A, B, left=True):
 
 
 @meta_shape(lambda A, *a, **k: (_square_checked(A, 'cholesky').shape, A.dtype))
-def linalg_cholesky(xp, A, upper=False):
+def linalg_cholesky(xp: Any, A: Array, upper: Any = False) -> Any:
     _check_square(A, "cholesky")
     L = _lapack(xp, "cholesky", xp.linalg.cholesky, A).astype(A.dtype, copy=False)
     return xp.swapaxes(L, -1, -2).conj().copy() if upper else L
 
 
-def linalg_qr(xp, A, mode="reduced"):
+def linalg_qr(xp: Any, A: Array, mode: Any = 'reduced') -> Any:
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
                            "'r', or 'complete'")
@@ -337,27 +341,27 @@ def linalg_qr(xp, A, mode="reduced"):
     return q.astype(A.dtype), r.astype(A.dtype)
 
 
-def linalg_eigh(xp, A, UPLO="L"):
+def linalg_eigh(xp: Any, A: Array, UPLO: Any = 'L') -> Any:
     _check_square(A, "eigh")
     w, v = xp.linalg.eigh(A, UPLO=UPLO)
     return w.astype(A.real.dtype if A.dtype.kind == "c" else A.dtype), v.astype(A.dtype)
 
 
-def linalg_eigvalsh(xp, A, UPLO="L"):
+def linalg_eigvalsh(xp: Any, A: Array, UPLO: Any = 'L') -> Any:
     return linalg_eigh(xp, A, UPLO)[0]
 
 
-def linalg_svd(xp, A, full_matrices=True, driver=None):
+def linalg_svd(xp: Any, A: Array, full_matrices: Any = True, driver: Any = None) -> Any:
     u, s, vh = xp.linalg.svd(A, full_matrices=full_matrices)
     rdt = A.real.dtype if A.dtype.kind == "c" else A.dtype
     return u.astype(A.dtype), s.astype(rdt), vh.astype(A.dtype)
 
 
-def linalg_svdvals(xp, A, driver=None):
+def linalg_svdvals(xp: Any, A: Array, driver: Any = None) -> Any:
     return xp.linalg.svd(A, compute_uv=False).astype(A.real.dtype if A.dtype.kind == "c" else A.dtype)
 
 
-def linalg_pinv(xp, A, atol=None, rtol=None, hermitian=False):
+def linalg_pinv(xp: Any, A: Array, atol: Any = None, rtol: Any = None, hermitian: Any = False) -> Any:
     rc = 1e-15 if rtol is None else rtol
     if rtol is None and atol is None:
         rc = max(A.shape[-2:]) * np.finfo(A.dtype).eps
@@ -365,7 +369,7 @@ def linalg_pinv(xp, A, atol=None, rtol=None, hermitian=False):
 
 
 @meta_shape(lambda A, *a, **k: (_square_checked(A, 'matrix_power').shape, A.dtype))
-def linalg_matrix_power(xp, A, n):
+def linalg_matrix_power(xp: Any, A: Array, n: Any) -> Any:
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError("matrix_power(): expected a tensor of floating types with dim at least 2")
     if n < 0:
@@ -374,7 +378,7 @@ def linalg_matrix_power(xp, A, n):
     return xp.linalg.matrix_power(A, n).astype(A.dtype, copy=False)
 
 
-def linalg_lstsq(xp, A, B, rcond=None, driver=None):
+def linalg_lstsq(xp: Any, A: Array, B: Array, rcond: Any = None, driver: Any = None) -> Any:
     if B.ndim == A.ndim - 1:
         B = B[..., None]
     if A.ndim == 2:
@@ -385,7 +389,7 @@ def linalg_lstsq(xp, A, B, rcond=None, driver=None):
     return sol.astype(A.dtype), xp.empty(0, A.dtype), xp.empty(0, np.int64), xp.empty(0, A.dtype)
 
 
-def linalg_cross(xp, self, other, dim=-1):
+def linalg_cross(xp: Any, self: Array, other: Array, dim: Any = -1) -> Any:
     d = wrap_dim(dim, self.ndim)
     if self.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {self.shape[d]} and "
@@ -395,7 +399,8 @@ def linalg_cross(xp, self, other, dim=-1):
     return xp.cross(self.astype(npdt), other.astype(npdt), axis=d)
 
 
-def linalg_vector_norm(xp, self, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
+def linalg_vector_norm(xp: Any, self: Array, ord: Any = 2, dim: Any = None, keepdim: Any = False,  # noqa: A002
+                       dtype: Any = None) -> Any:
     if self.dtype.kind not in "fc" and self.dtype != _BF16:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{type_name(self.dtype)}")
@@ -422,7 +427,8 @@ def linalg_vector_norm(xp, self, ord=2, dim=None, keepdim=False, dtype=None):  #
     return xp.asarray(r).astype(out_dt, copy=False)
 
 
-def linalg_matrix_norm(xp, self, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002
+def linalg_matrix_norm(xp: Any, self: Array, ord: Any = 'fro', dim: Any = (-2, -1), keepdim: Any = False,  # noqa: A002
+                       dtype: Any = None) -> Any:
     d = tuple(wrap_dim(x, self.ndim) for x in dim)
     x = self.astype(dtype.np if dtype is not None else self.dtype, copy=False)
     if ord == "fro":

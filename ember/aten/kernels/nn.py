@@ -9,6 +9,10 @@ kernel offset whose result is added into a strided slice of the padded input gra
 """
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any, Callable
+
 import math
 
 import numpy as np
@@ -29,7 +33,7 @@ __all__ = ["softmax", "log_softmax", "gelu", "native_layer_norm", "native_layer_
 
 
 # ------------------------------------------------------------------------------ softmax
-def softmax(xp, self, dim, half_to_float=False):
+def softmax(xp: Any, self: Array, dim: Any, half_to_float: Any = False) -> Any:
     d = wrap_dim(dim, max(self.ndim, 1))
     x = asdtype(xp, self, compute_dtype(self.dtype))
     if x.ndim == 0:
@@ -42,7 +46,7 @@ def softmax(xp, self, dim, half_to_float=False):
     return r.astype(self.dtype, copy=False)
 
 
-def _safe_softmax(xp, self, dim, dtype=None):
+def _safe_softmax(xp: Any, self: Array, dim: Any, dtype: Any = None) -> Any:
     """softmax, with 0 (not NaN) in the rows that are -inf throughout (attention rows masked entirely)."""
     x = self if dtype is None else self.astype(dtype.np, copy=False)
     r = softmax(xp, x, dim)
@@ -52,7 +56,7 @@ def _safe_softmax(xp, self, dim, dtype=None):
     return xp.where(masked, xp.zeros((), r.dtype), r)
 
 
-def log_softmax(xp, self, dim, half_to_float=False):
+def log_softmax(xp: Any, self: Array, dim: Any, half_to_float: Any = False) -> Any:
     d = wrap_dim(dim, max(self.ndim, 1))
     x = asdtype(xp, self, compute_dtype(self.dtype))
     if x.ndim == 0:
@@ -66,7 +70,7 @@ def log_softmax(xp, self, dim, half_to_float=False):
 
 
 # ------------------------------------------------------------------------------ gelu
-def gelu(xp, self, approximate="none"):
+def gelu(xp: Any, self: Array, approximate: Any = 'none') -> Any:
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh. (got {approximate})")
     x = asdtype(xp, self, compute_dtype(self.dtype))
@@ -81,7 +85,7 @@ def gelu(xp, self, approximate="none"):
 
 
 # ------------------------------------------------------------------------------ layer norm
-def native_layer_norm(xp, input, normalized_shape, weight, bias, eps):  # noqa: A002
+def native_layer_norm(xp: Any, input: Array, normalized_shape: Any, weight: Array, bias: Array, eps: Any) -> Any:
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
     if k == 0 or tuple(input.shape[input.ndim - k:]) != normalized_shape:
@@ -106,8 +110,8 @@ def native_layer_norm(xp, input, normalized_shape, weight, bias, eps):  # noqa: 
     return out.astype(input.dtype, copy=False), mean.astype(stat_dt), rstd.astype(stat_dt)
 
 
-def native_layer_norm_backward(xp, grad_out, input, normalized_shape, mean, rstd, weight, bias,  # noqa: A002
-                               output_mask):
+def native_layer_norm_backward(xp: Any, grad_out: Array, input: Array, normalized_shape: Any, mean: Array,  # noqa: A002
+                               rstd: Array, weight: Array, bias: Array, output_mask: Any) -> Any:
     """PyTorch's layer_norm_backward in a few array passes: with xhat = (x - mean) * rstd and g = grad * weight,
     dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) over the normalised dims; dweight = sum(grad * xhat),
     dbias = sum(grad) over the leading dims."""
@@ -138,7 +142,8 @@ def native_layer_norm_backward(xp, grad_out, input, normalized_shape, mean, rstd
 
 
 # ------------------------------------------------------------------------------ batch norm
-def _batch_norm_checks(input, weight, bias, running_mean, running_var, training):  # noqa: A002
+def _batch_norm_checks(input: Array, weight: Array, bias: Array, running_mean: Array, running_var: Array,  # noqa: A002
+                       training: Any) -> Any:
     if input.ndim < 2:
         wrap_dim(1, input.ndim)
     if input.dtype.kind != "f" and input.dtype != BF16_NP:
@@ -167,12 +172,12 @@ def _batch_norm_checks(input, weight, bias, running_mean, running_var, training)
     raise RuntimeError(f"expected scalar type {type_name(input.dtype)} but found {type_name(bad)}")
 
 
-def _channel(a, ndim):
+def _channel(a: Array, ndim: Any) -> Any:
     """A per-channel vector shaped to broadcast against (N, C, *)."""
     return a.reshape((1, -1) + (1,) * (ndim - 2))
 
 
-def _stats_dtype(input, weight, bias, running_mean, running_var):  # noqa: A002
+def _stats_dtype(input: Array, weight: Array, bias: Array, running_mean: Array, running_var: Array) -> Any:
     """The dtype of save_mean / save_invstd: the parameters' for bfloat16 / half input with float parameters,
     else the input's."""
     for t in (weight, bias, running_mean, running_var):
@@ -181,7 +186,8 @@ def _stats_dtype(input, weight, bias, running_mean, running_var):  # noqa: A002
     return input.dtype
 
 
-def _batch_norm_meta(xp, input, weight, bias, running_mean, running_var, training, momentum, eps):  # noqa: A002
+def _batch_norm_meta(xp: Any, input: Array, weight: Array, bias: Array, running_mean: Array, running_var: Array,
+                     training: Any, momentum: Any, eps: Any) -> Any:  # noqa: A002
     _batch_norm_checks(input, weight, bias, running_mean, running_var, training)
     sd = _stats_dtype(input, weight, bias, running_mean, running_var)
     n = input.shape[1] if training else 0
@@ -190,7 +196,8 @@ def _batch_norm_meta(xp, input, weight, bias, running_mean, running_var, trainin
 
 
 @meta_kernel(_batch_norm_meta)
-def native_batch_norm(xp, input, weight, bias, running_mean, running_var, training, momentum, eps):  # noqa: A002
+def native_batch_norm(xp: Any, input: Array, weight: Array, bias: Array, running_mean: Array, running_var: Array,
+                      training: Any, momentum: Any, eps: Any) -> Any:  # noqa: A002
     """PyTorch's batch_norm_cpu: normalise over every dim but the channel dim (1) with the batch's statistics
     (training, updating running_mean / running_var in place with ``momentum``, the variance unbiased) or with
     the running ones; returns (output, save_mean, save_invstd) -- the last two empty in evaluation mode.
@@ -231,8 +238,9 @@ def native_batch_norm(xp, input, weight, bias, running_mean, running_var, traini
     return out.astype(input.dtype, copy=False), save_mean, save_invstd
 
 
-def native_batch_norm_backward(xp, grad_out, input, weight, running_mean, running_var, save_mean,  # noqa: A002
-                               save_invstd, train, eps, output_mask):
+def native_batch_norm_backward(xp: Any, grad_out: Array, input: Array, weight: Array, running_mean: Array,  # noqa: A002
+                               running_var: Array, save_mean: Array, save_invstd: Array, train: Any, eps: Any,
+                               output_mask: Any) -> Any:
     """PyTorch's batch_norm_backward_cpu.  Training, per channel over M = numel / C elements:
     dx = weight * invstd * (g - sum(g) / M - (x - mean) * invstd^2 * sum(g * (x - mean)) / M),
     evaluation (statistics are constants): dx = g * weight * invstd_running; dweight = sum(g * xhat),
@@ -250,8 +258,10 @@ def native_batch_norm_backward(xp, grad_out, input, weight, running_mean, runnin
     w = asdtype(xp, weight, ct) if weight is not None else xp.ones((C,), ct)
     M = input.size // C if C else 0
     train_gi = output_mask[0] and train and M
-    sum_g = g.sum(axis=axes) if output_mask[2] or train_gi else None
-    xc = tmp = dot = None
+    sum_g: Any = g.sum(axis=axes) if output_mask[2] or train_gi else None
+    xc: Any = None
+    tmp: Any = None
+    dot: Any = None
     if output_mask[1] or train_gi:
         xc = x - _channel(mean, nd)
         tmp = g * xc
@@ -279,25 +289,27 @@ def native_batch_norm_backward(xp, grad_out, input, weight, running_mean, runnin
 
 
 # ------------------------------------------------------------------------------ convolution
-def _conv_forward(xp, x, w, stride, padding, dilation, groups):
+def _conv_forward(xp: Any, x: Array, w: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
     return conv_algos.run("forward", xp, x, w, None, stride, padding, dilation, groups)
 
 
-def _conv_input_grad(xp, gout, w, in_shape, stride, padding, dilation, groups):
+def _conv_input_grad(xp: Any, gout: Any, w: Any, in_shape: Any, stride: Any, padding: Any, dilation: Any,
+                     groups: Any) -> Any:
     """Gradient of the convolution with respect to its input (the transposed convolution of gout)."""
     return conv_algos.run("input_grad", xp, gout, w, tuple(in_shape), stride, padding, dilation, groups)
 
 
-def _conv_weight_grad(xp, gout, x, w_shape, stride, padding, dilation, groups):
+def _conv_weight_grad(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, padding: Any, dilation: Any,
+                      groups: Any) -> Any:
     return conv_algos.run("weight_grad", xp, gout, x, tuple(w_shape), stride, padding, dilation, groups)
 
 
-def _conv_out_size(in_sp, ksize, stride, padding, dilation):
+def _conv_out_size(in_sp: Any, ksize: Any, stride: Any, padding: Any, dilation: Any) -> Any:
     return tuple((i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, s, p, d in zip(in_sp, ksize, stride, padding,
                                                                                 dilation))
 
 
-def _expand(v, nd, name):
+def _expand(v: Any, nd: Any, name: Any) -> Any:
     v = tuple(v)
     if len(v) == 1:
         v = v * nd
@@ -307,7 +319,8 @@ def _expand(v, nd, name):
     return v
 
 
-def _check_conv(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):  # noqa: A002
+def _check_conv(input: Array, weight: Array, bias: Array, stride: Any, padding: Any, dilation: Any,  # noqa: A002
+                transposed: Any, output_padding: Any, groups: Any) -> Any:
     nd = weight.ndim - 2
     if input.ndim != weight.ndim:
         raise RuntimeError(f"Expected {weight.ndim}D (unbatched) or {weight.ndim + 1}D (batched) input to "
@@ -347,7 +360,8 @@ def _check_conv(input, weight, bias, stride, padding, dilation, transposed, outp
     return stride, padding, dilation, output_padding
 
 
-def convolution(xp, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):  # noqa: A002
+def convolution(xp: Any, input: Array, weight: Array, bias: Array, stride: Any, padding: Any, dilation: Any,
+                transposed: Any, output_padding: Any, groups: Any) -> Any:  # noqa: A002
     stride, padding, dilation, output_padding = _check_conv(input, weight, bias, stride, padding, dilation,
                                                             transposed, output_padding, groups)
     cdt = np.result_type(input.dtype, weight.dtype)
@@ -364,8 +378,9 @@ def convolution(xp, input, weight, bias, stride, padding, dilation, transposed, 
     return xp.ascontiguousarray(out).astype(cdt, copy=False)
 
 
-def convolution_backward(xp, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,  # noqa: A002
-                         output_padding, groups, output_mask):
+def convolution_backward(xp: Any, grad_output: Array, input: Array, weight: Array, bias_sizes: Any, stride: Any,
+                         padding: Any, dilation: Any, transposed: Any, output_padding: Any, groups: Any,
+                         output_mask: Any) -> Any:  # noqa: A002
     stride, padding, dilation, output_padding = _check_conv(input, weight, None, stride, padding, dilation,
                                                             transposed, output_padding, groups)
     g, x, w = grad_output, input, weight
@@ -390,15 +405,18 @@ def convolution_backward(xp, grad_output, input, weight, bias_sizes, stride, pad
 
 
 # ------------------------------------------------------------------------------ pooling
-def max_pool2d_with_indices(xp, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+def max_pool2d_with_indices(xp: Any, self: Array, kernel_size: Any, stride: Any = (), padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: Any = False) -> Any:
     return _max_pool(xp, self, 2, kernel_size, stride, padding, dilation, ceil_mode)
 
 
-def max_pool3d_with_indices(xp, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+def max_pool3d_with_indices(xp: Any, self: Array, kernel_size: Any, stride: Any = (), padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: Any = False) -> Any:
     return _max_pool(xp, self, 3, kernel_size, stride, padding, dilation, ceil_mode)
 
 
-def _max_pool(xp, self, nd, kernel_size, stride, padding, dilation, ceil_mode):
+def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+              ceil_mode: Any) -> Any:
     if self.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
     batched = self.ndim == nd + 2
@@ -447,7 +465,7 @@ def _max_pool(xp, self, nd, kernel_size, stride, padding, dilation, ceil_mode):
 
 
 # ------------------------------------------------------------------------------ padding
-def constant_pad_nd(xp, self, pad, value=0):
+def constant_pad_nd(xp: Any, self: Array, pad: Any, value: Array = 0) -> Any:
     pad = tuple(pad)
     if len(pad) % 2:
         raise RuntimeError("Length of pad must be even but instead it equals " + str(len(pad)))
@@ -472,7 +490,8 @@ def constant_pad_nd(xp, self, pad, value=0):
 
 
 # ------------------------------------------------------------------------------ embedding
-def embedding(xp, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+def embedding(xp: Any, weight: Array, indices: Array, padding_idx: Any = -1, scale_grad_by_freq: Any = False,
+              sparse: Any = False) -> Any:
     if indices.dtype.kind not in "iu":
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {'torch.' + {'f': 'Float', 'b': 'Bool'}.get(indices.dtype.kind, '')}"
@@ -489,7 +508,7 @@ def embedding(xp, weight, indices, padding_idx=-1, scale_grad_by_freq=False, spa
 _MEAN, _SUM = 1, 2  # at::Reduction (None is 0)
 
 
-def mse_loss(xp, self, target, reduction=_MEAN):
+def mse_loss(xp: Any, self: Array, target: Array, reduction: Any = _MEAN) -> Any:
     """``(self - target) ** 2``, then the mean, the sum or nothing (``aten/src/ATen/native/Loss.cpp``). The
     Python layer broadcasts ``self`` and ``target`` first, as PyTorch's ``F.mse_loss`` does."""
     npdt = result_np_dtype(self, target)
@@ -506,7 +525,7 @@ def mse_loss(xp, self, target, reduction=_MEAN):
     return xp.asarray(loss).astype(npdt, copy=False)
 
 
-def _meta_array(dtype, shape):
+def _meta_array(dtype: Any, shape: Any) -> Any:
     """A metadata-only result for a meta_kernel: ``shape`` and ``dtype``, no memory."""
     return np.broadcast_to(np.empty((), dtype), shape)
 
@@ -514,7 +533,7 @@ def _meta_array(dtype, shape):
 # ------------------------------------------------------------------------------ nll_loss
 # ``aten/src/ATen/native/LossNLL.cpp`` and ``LossNLL2d.cpp``: scores of shape (N, C) (or (C,) without a batch) or
 # (N, C, H, W) with one class index per row / pixel. Both kernels move the class dim last and work on (M, C).
-def _nll_dtypes(self, target, weight):
+def _nll_dtypes(self: Array, target: Array, weight: Array) -> Any:
     if self.dtype.kind != "f" and self.dtype != BF16_NP:
         raise NotImplementedError(f"\"nll_loss_out_frame\" not implemented for '{type_name(self.dtype)}'")
     if target.dtype != np.int64 and target.dtype != np.uint8:
@@ -523,7 +542,7 @@ def _nll_dtypes(self, target, weight):
         raise RuntimeError(f"expected scalar type {type_name(self.dtype)} but found {type_name(weight.dtype)}")
 
 
-def _nll_checks(self, target, weight, spatial):
+def _nll_checks(self: Array, target: Array, weight: Array, spatial: Any) -> Any:
     """The shape checks of PyTorch's nll_loss_forward meta function / ``check_inputs_nll_loss2d``."""
     if spatial:
         if target.ndim != 3:
@@ -556,7 +575,7 @@ def _nll_checks(self, target, weight, spatial):
     _nll_dtypes(self, target, weight)
 
 
-def _rows(xp, self, target, spatial):
+def _rows(xp: Any, self: Array, target: Array, spatial: Any) -> Any:
     """Scores as (M, C) rows and targets as (M,) int64."""
     if spatial:
         x = xp.moveaxis(self, 1, -1).reshape(-1, self.shape[1])
@@ -565,7 +584,7 @@ def _rows(xp, self, target, spatial):
     return x, target.reshape(-1).astype(np.int64, copy=False)
 
 
-def _picked_weights(xp, x, t, weight, ignore_index, ct):
+def _picked_weights(xp: Any, x: Array, t: Array, weight: Array, ignore_index: Any, ct: Any) -> Any:
     """Per row: the target's score, its class weight (0 where the target is ignore_index) and the valid mask;
     PyTorch's "Target k is out of bounds." for the first invalid target in order."""
     valid = t != ignore_index
@@ -579,7 +598,8 @@ def _picked_weights(xp, x, t, weight, ignore_index, ct):
     return picked, w, valid
 
 
-def _nll_forward_meta(xp, self, target, weight, reduction, ignore_index, spatial=False):
+def _nll_forward_meta(xp: Any, self: Array, target: Array, weight: Array, reduction: Any, ignore_index: Any,
+                      spatial: Any = False) -> Any:
     _nll_checks(self, target, weight, spatial)
     if reduction == 0 and (spatial or self.ndim == 2):
         shape = target.shape
@@ -589,7 +609,8 @@ def _nll_forward_meta(xp, self, target, weight, reduction, ignore_index, spatial
 
 
 @meta_kernel(_nll_forward_meta)
-def nll_loss_forward(xp, self, target, weight, reduction, ignore_index, spatial=False):
+def nll_loss_forward(xp: Any, self: Array, target: Array, weight: Array, reduction: Any, ignore_index: Any,
+                     spatial: Any = False) -> Any:
     """(output, total_weight): ``-weight[t] * self[i, t]`` per row (0 where ``t == ignore_index``), kept per row for
     reduction None with a batch, else summed, and for Mean divided by the summed weights (NaN for no rows)."""
     _nll_checks(self, target, weight, spatial)
@@ -610,14 +631,16 @@ def nll_loss_forward(xp, self, target, weight, reduction, ignore_index, spatial=
     return xp.asarray(out).astype(self.dtype), xp.asarray(total).astype(self.dtype)
 
 
-def nll_loss2d_forward(xp, self, target, weight, reduction, ignore_index):
+def nll_loss2d_forward(xp: Any, self: Array, target: Array, weight: Array, reduction: Any, ignore_index: Any) -> Any:
     return nll_loss_forward(xp, self, target, weight, reduction, ignore_index, spatial=True)
 
 
-nll_loss2d_forward.meta_kernel = lambda xp, *a: _nll_forward_meta(xp, *a, spatial=True)
+setattr(nll_loss2d_forward, "meta_kernel",
+        lambda xp, s, t, w, r, i: _nll_forward_meta(xp, s, t, w, r, i, spatial=True))
 
 
-def _nll_backward_checks(grad_output, self, target, weight, reduction, total_weight, spatial):
+def _nll_backward_checks(grad_output: Array, self: Array, target: Array, weight: Array, reduction: Any,
+                         total_weight: Array, spatial: Any) -> Any:
     if spatial:
         _nll_checks(self, target, weight, True)
     else:
@@ -649,13 +672,15 @@ def _nll_backward_checks(grad_output, self, target, weight, reduction, total_wei
     _nll_dtypes(self, target, weight)
 
 
-def _nll_backward_meta(xp, grad_output, self, target, weight, reduction, ignore_index, total_weight, spatial=False):
+def _nll_backward_meta(xp: Any, grad_output: Array, self: Array, target: Array, weight: Array, reduction: Any,
+                       ignore_index: Any, total_weight: Array, spatial: Any = False) -> Any:
     _nll_backward_checks(grad_output, self, target, weight, reduction, total_weight, spatial)
     return _meta_array(self.dtype, self.shape)
 
 
 @meta_kernel(_nll_backward_meta)
-def nll_loss_backward(xp, grad_output, self, target, weight, reduction, ignore_index, total_weight, spatial=False):
+def nll_loss_backward(xp: Any, grad_output: Array, self: Array, target: Array, weight: Array, reduction: Any,
+                      ignore_index: Any, total_weight: Array, spatial: Any = False) -> Any:
     """The gradient of nll_loss_forward with respect to ``self``: ``-weight[t] * grad`` at each row's target
     (divided by total_weight for Mean), zero elsewhere and on ignored rows."""
     _nll_backward_checks(grad_output, self, target, weight, reduction, total_weight, spatial)
@@ -685,11 +710,13 @@ def nll_loss_backward(xp, grad_output, self, target, weight, reduction, ignore_i
     return xp.ascontiguousarray(gi.reshape(self.shape)).astype(self.dtype, copy=False)
 
 
-def nll_loss2d_backward(xp, grad_output, self, target, weight, reduction, ignore_index, total_weight):
+def nll_loss2d_backward(xp: Any, grad_output: Array, self: Array, target: Array, weight: Array, reduction: Any,
+                        ignore_index: Any, total_weight: Array) -> Any:
     return nll_loss_backward(xp, grad_output, self, target, weight, reduction, ignore_index, total_weight, spatial=True)
 
 
-nll_loss2d_backward.meta_kernel = lambda xp, *a: _nll_backward_meta(xp, *a, spatial=True)
+setattr(nll_loss2d_backward, "meta_kernel",
+        lambda xp, g, s, t, w, r, i, tw: _nll_backward_meta(xp, g, s, t, w, r, i, tw, spatial=True))
 
 
 # ------------------------------------------------------------------------------ avg_pool
@@ -697,7 +724,8 @@ nll_loss2d_backward.meta_kernel = lambda xp, *a: _nll_backward_meta(xp, *a, spat
 # a divisor — ``divisor_override``, else the window clipped to input + padding (``count_include_pad``) or to the
 # input alone; a window wholly in the padding gives 0. The sum runs over kernel offsets: one strided slice of the
 # padded input per offset, added into the output (the backward adds the scaled gradient back the same way).
-def _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_override):
+def _avg_pool_args(self: Array, nd: Any, kernel_size: Any, stride: Any, padding: Any, ceil_mode: Any,
+                   divisor_override: Any) -> Any:
     name, either = f"avg_pool{nd}d", "either " if nd == 2 else ""
     kernel_size, stride, padding = ((v,) if isinstance(v, int) else tuple(v) for v in (kernel_size, stride, padding))
     if len(kernel_size) not in (1, nd):
@@ -756,12 +784,13 @@ def _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_ov
 _NUMS = {1: "one", 2: "two", 3: "three"}
 
 
-def _avg_pool_divisor(xp, in_sp, out_sp, k, s, p, count_include_pad, divisor_override, dtype):
+def _avg_pool_divisor(xp: Any, in_sp: Any, out_sp: Any, k: Any, s: Any, p: Any, count_include_pad: Any,
+                      divisor_override: Any, dtype: Any) -> Any:
     """Per output position (broadcast over the spatial dims): the divisor of its window."""
     if divisor_override is not None:
         return xp.asarray(divisor_override, dtype)
     nd = len(k)
-    div = None
+    div: Any = None
     for ax, (i, o, kk, ss, pp) in enumerate(zip(in_sp, out_sp, k, s, p)):
         start = np.arange(o) * ss - pp
         end = np.minimum(start + kk, i + pp)
@@ -772,16 +801,18 @@ def _avg_pool_divisor(xp, in_sp, out_sp, k, s, p, count_include_pad, divisor_ove
     return xp.asarray(div.astype(dtype))
 
 
-def _window_slices(out_sp, s, offset):
+def _window_slices(out_sp: Any, s: Any, offset: Any) -> Any:
     return tuple(slice(off, off + (o - 1) * ss + 1, ss) for o, ss, off in zip(out_sp, s, offset))
 
 
-def _avg_pool_meta(xp, self, nd, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+def _avg_pool_meta(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padding: Any, ceil_mode: Any,
+                   count_include_pad: Any, divisor_override: Any) -> Any:
     _, _, _, out_sp = _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_override)
     return _meta_array(self.dtype, self.shape[:-nd] + out_sp)
 
 
-def _avg_pool(xp, self, nd, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+def _avg_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padding: Any, ceil_mode: Any,
+              count_include_pad: Any, divisor_override: Any) -> Any:
     k, s, p, out_sp = _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_override)
     in_sp = self.shape[-nd:]
     lead = self.shape[:-nd]
@@ -800,8 +831,8 @@ def _avg_pool(xp, self, nd, kernel_size, stride, padding, ceil_mode, count_inclu
     return out.astype(self.dtype, copy=False)
 
 
-def _avg_pool_backward(xp, grad_output, self, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                       divisor_override):
+def _avg_pool_backward(xp: Any, grad_output: Array, self: Array, nd: Any, kernel_size: Any, stride: Any,
+                       padding: Any, ceil_mode: Any, count_include_pad: Any, divisor_override: Any) -> Any:
     k, s, p, out_sp = _avg_pool_args(self, nd, kernel_size, stride, padding, ceil_mode, divisor_override)
     in_sp = self.shape[-nd:]
     lead = self.shape[:-nd]
@@ -824,32 +855,32 @@ def _avg_pool_backward(xp, grad_output, self, nd, kernel_size, stride, padding, 
     return xp.ascontiguousarray(gi).astype(self.dtype, copy=False)
 
 
-def _avg_pool_backward_meta(xp, grad_output, self, *args):
+def _avg_pool_backward_meta(xp: Any, grad_output: Array, self: Array, *args: Any) -> Any:
     return _meta_array(self.dtype, self.shape)
 
 
 @meta_kernel(lambda xp, self, *a: _avg_pool_meta(xp, self, 2, *a))
-def avg_pool2d(xp, self, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool2d(xp: Any, self: Array, kernel_size: Any, stride: Any = (), padding: Any = (0,),
+               ceil_mode: Any = False, count_include_pad: Any = True, divisor_override: Any = None) -> Any:
     return _avg_pool(xp, self, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
 @meta_kernel(lambda xp, self, *a: _avg_pool_meta(xp, self, 3, *a))
-def avg_pool3d(xp, self, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool3d(xp: Any, self: Array, kernel_size: Any, stride: Any = (), padding: Any = (0,),
+               ceil_mode: Any = False, count_include_pad: Any = True, divisor_override: Any = None) -> Any:
     return _avg_pool(xp, self, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
 @meta_kernel(_avg_pool_backward_meta)
-def avg_pool2d_backward(xp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                        divisor_override):
+def avg_pool2d_backward(xp: Any, grad_output: Array, self: Array, kernel_size: Any, stride: Any, padding: Any,
+                        ceil_mode: Any, count_include_pad: Any, divisor_override: Any) -> Any:
     return _avg_pool_backward(xp, grad_output, self, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
                               divisor_override)
 
 
 @meta_kernel(_avg_pool_backward_meta)
-def avg_pool3d_backward(xp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                        divisor_override):
+def avg_pool3d_backward(xp: Any, grad_output: Array, self: Array, kernel_size: Any, stride: Any, padding: Any,
+                        ceil_mode: Any, count_include_pad: Any, divisor_override: Any) -> Any:
     return _avg_pool_backward(xp, grad_output, self, 3, kernel_size, stride, padding, ceil_mode, count_include_pad,
                               divisor_override)
 
@@ -862,7 +893,7 @@ def avg_pool3d_backward(xp, grad_output, self, kernel_size, stride, padding, cei
 _UPSAMPLE_DIM_NAMES = {1: ("W",), 2: ("H", "W"), 3: ("D", "H", "W")}
 
 
-def _source_weights(in_size, out_size, scale, mode, align_corners):
+def _source_weights(in_size: Any, out_size: Any, scale: Any, mode: Any, align_corners: Any) -> Any:
     """For one spatial dim: [(index array, weight array or None)] with ``out[o] = sum_k w_k[o] * in[idx_k[o]]``."""
     dst = np.arange(out_size, dtype=np.float64)
     if mode in ("nearest", "nearest-exact"):
@@ -879,10 +910,10 @@ def _source_weights(in_size, out_size, scale, mode, align_corners):
         t = src - f
         a = -0.75
 
-        def c1(x):
+        def c1(x: Array) -> Any:
             return ((a + 2) * x - (a + 3)) * x * x + 1
 
-        def c2(x):
+        def c2(x: Array) -> Any:
             return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
         ws = [c2(t + 1), c1(t), c1(1 - t), c2(2 - t)]
         return [(np.clip(f.astype(np.int64) + k - 1, 0, in_size - 1), ws[k]) for k in range(4)]
@@ -894,7 +925,7 @@ def _source_weights(in_size, out_size, scale, mode, align_corners):
     return [(i0, 1.0 - l1), (i1, l1)]
 
 
-def _upsample_check(name, in_shape, output_size, nd):
+def _upsample_check(name: Any, in_shape: Any, output_size: Any, nd: Any) -> Any:
     output_size = tuple(output_size)
     if len(output_size) != nd:
         raise RuntimeError(f"It is expected output_size equals to {nd}, but got size {len(output_size)}")
@@ -903,14 +934,15 @@ def _upsample_check(name, in_shape, output_size, nd):
     ins = tuple(in_shape[2:])
     if any(s <= 0 for s in ins + output_size):
         names = _UPSAMPLE_DIM_NAMES[nd]
-        fmt = lambda v: ", ".join(f"{n}: {s}" for n, s in zip(names, v))  # noqa: E731
+        def fmt(v: Any) -> str:
+            return ", ".join(f"{n}: {s}" for n, s in zip(names, v))
         sep = " and " if nd == 1 else " "
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({fmt(ins)}){sep}output "
                            f"({fmt(output_size)})")
     return output_size
 
 
-def _upsample_dtype(self, mode, name):
+def _upsample_dtype(self: Array, mode: Any, name: Any) -> Any:
     dt = self.dtype
     if dt.kind == "f" or dt == BF16_NP or (mode in ("nearest", "nearest-exact") and dt == np.uint8):
         return
@@ -919,7 +951,7 @@ def _upsample_dtype(self, mode, name):
     raise NotImplementedError(f"\"{kernel}\" not implemented for '{type_name(dt)}'")
 
 
-def _upsample(xp, self, output_size, scales, mode, align_corners, name):
+def _upsample(xp: Any, self: Array, output_size: Any, scales: Any, mode: Any, align_corners: Any, name: Any) -> Any:
     nd = len(scales)
     output_size = _upsample_check(name, self.shape, output_size, nd)
     if self.shape[1] == 0:
@@ -942,7 +974,7 @@ def _upsample(xp, self, output_size, scales, mode, align_corners, name):
     return xp.ascontiguousarray(x).astype(self.dtype, copy=False)
 
 
-def _scatter_rows(xp, g, idx, in_size):
+def _scatter_rows(xp: Any, g: Any, idx: Any, in_size: Any) -> Any:
     """``out[idx[o]] += g[o]`` along the first axis (``idx`` non-decreasing)."""
     out = xp.zeros((in_size,) + g.shape[1:], g.dtype)
     if xp is np:
@@ -953,7 +985,8 @@ def _scatter_rows(xp, g, idx, in_size):
     return out
 
 
-def _upsample_backward(xp, grad_output, output_size, input_size, scales, mode, align_corners, name):
+def _upsample_backward(xp: Any, grad_output: Array, output_size: Any, input_size: Any, scales: Any, mode: Any,
+                       align_corners: Any, name: Any) -> Any:
     nd = len(scales)
     output_size = tuple(output_size)
     if len(tuple(input_size)) != nd + 2:
@@ -983,21 +1016,24 @@ def _upsample_backward(xp, grad_output, output_size, input_size, scales, mode, a
     return xp.ascontiguousarray(g).astype(grad_output.dtype, copy=False)
 
 
-def _def_upsample(name, mode, nd, interp):
+def _def_upsample(name: Any, mode: Any, nd: Any, interp: Any) -> Any:
     """The forward and backward kernels of one upsample op (PyTorch's argument lists: ``align_corners`` for the
     interpolating modes, one optional scale per spatial dim)."""
+    fwd: Callable[..., Any]
+    bwd: Callable[..., Any]
     if interp:
-        def fwd(xp, self, output_size, align_corners, *scales):
+        def fwd(xp: Any, self: Array, output_size: Any, align_corners: Any, *scales: Any) -> Any:
             return _upsample(xp, self, output_size, (scales + (None,) * nd)[:nd], mode, align_corners, name)
 
-        def bwd(xp, grad_output, output_size, input_size, align_corners, *scales):
+        def bwd(xp: Any, grad_output: Array, output_size: Any, input_size: Any, align_corners: Any,
+                *scales: Any) -> Any:
             return _upsample_backward(xp, grad_output, output_size, input_size, (scales + (None,) * nd)[:nd], mode,
                                       align_corners, name)
     else:
-        def fwd(xp, self, output_size, *scales):
+        def fwd(xp: Any, self: Array, output_size: Any, *scales: Any) -> Any:
             return _upsample(xp, self, output_size, (scales + (None,) * nd)[:nd], mode, False, name)
 
-        def bwd(xp, grad_output, output_size, input_size, *scales):
+        def bwd(xp: Any, grad_output: Array, output_size: Any, input_size: Any, *scales: Any) -> Any:
             return _upsample_backward(xp, grad_output, output_size, input_size, (scales + (None,) * nd)[:nd], mode,
                                       False, name)
     fwd.__name__ = fwd.__qualname__ = name
@@ -1020,12 +1056,12 @@ _def_upsample("upsample_trilinear3d", "linear", 3, True)
 # covers ``[floor(j * i / o), ceil((j + 1) * i / o))``. Averages are separable: one (o, i) averaging matrix per dim.
 # Maxima gather each cell's window (padded to the longest by repeating its last element, which changes neither the
 # maximum nor which element is first) and reduce it; a NaN wins, the last one in scan order, as PyTorch's loop.
-def _adaptive_windows(i, o):
+def _adaptive_windows(i: Any, o: Any) -> Any:
     j = np.arange(o)
     return (j * i) // o, -((-(j + 1) * i) // o)
 
 
-def _adaptive_checks(self, output_size, nd, name, avg):
+def _adaptive_checks(self: Array, output_size: Any, nd: Any, name: Any, avg: Any) -> Any:
     output_size = tuple(output_size)
     if avg and len(output_size) != nd:
         raise RuntimeError(f"{name}: output_size must be {nd}")
@@ -1045,7 +1081,7 @@ def _adaptive_checks(self, output_size, nd, name, avg):
     return output_size
 
 
-def _window_table(i, o):
+def _window_table(i: Any, o: Any) -> Any:
     """(o, L) input indices of each output cell's window, padded to the longest by repeating its last element, and
     the (o, L) mask of real (non-padding) entries."""
     s, e = _adaptive_windows(i, o)
@@ -1054,7 +1090,7 @@ def _window_table(i, o):
     return np.minimum(idx, (e - 1)[:, None]).astype(np.int64), idx < e[:, None]
 
 
-def _divisor(shape, output_size, in_sp, ct, xp):
+def _divisor(shape: Any, output_size: Any, in_sp: Any, ct: Any, xp: Any) -> Any:
     """The window sizes of the output cells (their product over the spatial dims), broadcast against the output."""
     nd = len(output_size)
     div = np.ones((1,) * nd)
@@ -1064,7 +1100,7 @@ def _divisor(shape, output_size, in_sp, ct, xp):
     return xp.asarray(div.astype(ct))
 
 
-def _adaptive_avg(xp, self, output_size, nd, name):
+def _adaptive_avg(xp: Any, self: Array, output_size: Any, nd: Any, name: Any) -> Any:
     """Window sums one dim at a time (masked, so a NaN or inf reaches only the cells whose window holds it), then
     the division by the window size, as PyTorch's ``sum / (kh * kw)``."""
     output_size = _adaptive_checks(self, output_size, nd, name, True)
@@ -1083,7 +1119,7 @@ def _adaptive_avg(xp, self, output_size, nd, name):
     return xp.ascontiguousarray(x).astype(self.dtype, copy=False)
 
 
-def _adaptive_avg_backward(xp, grad_output, self, nd, name):
+def _adaptive_avg_backward(xp: Any, grad_output: Array, self: Array, nd: Any, name: Any) -> Any:
     for d in range(1, grad_output.ndim):
         if grad_output.shape[d] == 0:
             raise RuntimeError(f"{name}_backward(): Expected grad_output to have non-zero size for non-batch "
@@ -1106,7 +1142,7 @@ def _adaptive_avg_backward(xp, grad_output, self, nd, name):
     return xp.ascontiguousarray(g).astype(self.dtype, copy=False)
 
 
-def _adaptive_max(xp, self, output_size, nd, name):
+def _adaptive_max(xp: Any, self: Array, output_size: Any, nd: Any, name: Any) -> Any:
     output_size = _adaptive_checks(self, output_size, nd, name, False)
     lead, in_sp = self.shape[:-nd], self.shape[-nd:]
     tables, lens = [], []
@@ -1147,8 +1183,8 @@ def _adaptive_max(xp, self, output_size, nd, name):
     return xp.ascontiguousarray(vals), xp.ascontiguousarray(xp.broadcast_to(flat, vals.shape)).astype(np.int64)
 
 
-def _adaptive_meta(nd, avg, name):
-    def meta(xp, self, output_size):
+def _adaptive_meta(nd: Any, avg: Any, name: Any) -> Any:
+    def meta(xp: Any, self: Array, output_size: Any) -> Any:
         out = _adaptive_checks(self, output_size, nd, name, avg)
         v = _meta_array(self.dtype, self.shape[:-nd] + tuple(out))
         return v if avg else (v, _meta_array(np.int64, v.shape))
@@ -1156,32 +1192,32 @@ def _adaptive_meta(nd, avg, name):
 
 
 @meta_kernel(_adaptive_meta(2, True, "adaptive_avg_pool2d"))
-def _adaptive_avg_pool2d(xp, self, output_size):
+def _adaptive_avg_pool2d(xp: Any, self: Array, output_size: Any) -> Any:
     return _adaptive_avg(xp, self, output_size, 2, "adaptive_avg_pool2d")
 
 
 @meta_kernel(_adaptive_meta(3, True, "adaptive_avg_pool3d"))
-def _adaptive_avg_pool3d(xp, self, output_size):
+def _adaptive_avg_pool3d(xp: Any, self: Array, output_size: Any) -> Any:
     return _adaptive_avg(xp, self, output_size, 3, "adaptive_avg_pool3d")
 
 
 @meta_kernel(lambda xp, grad_output, self: _meta_array(self.dtype, self.shape))
-def _adaptive_avg_pool2d_backward(xp, grad_output, self):
+def _adaptive_avg_pool2d_backward(xp: Any, grad_output: Array, self: Array) -> Any:
     return _adaptive_avg_backward(xp, grad_output, self, 2, "adaptive_avg_pool2d")
 
 
 @meta_kernel(lambda xp, grad_output, self: _meta_array(self.dtype, self.shape))
-def _adaptive_avg_pool3d_backward(xp, grad_output, self):
+def _adaptive_avg_pool3d_backward(xp: Any, grad_output: Array, self: Array) -> Any:
     return _adaptive_avg_backward(xp, grad_output, self, 3, "adaptive_avg_pool3d")
 
 
 @meta_kernel(_adaptive_meta(2, False, "adaptive_max_pool2d"))
-def adaptive_max_pool2d(xp, self, output_size):
+def adaptive_max_pool2d(xp: Any, self: Array, output_size: Any) -> Any:
     return _adaptive_max(xp, self, output_size, 2, "adaptive_max_pool2d")
 
 
 @meta_kernel(_adaptive_meta(3, False, "adaptive_max_pool3d"))
-def adaptive_max_pool3d(xp, self, output_size):
+def adaptive_max_pool3d(xp: Any, self: Array, output_size: Any) -> Any:
     return _adaptive_max(xp, self, output_size, 3, "adaptive_max_pool3d")
 
 
@@ -1192,7 +1228,7 @@ __all__ += ["_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "_adaptive_avg_pool2
 # ------------------------------------------------------------------------------ im2col / col2im
 # ``Im2Col.cpp`` / ``Col2Im.cpp`` (F.unfold / F.fold): the sliding blocks of a (N, C, H, W) image as the columns of a
 # (N, C * kh * kw, L) matrix, and back, summing where blocks overlap.
-def _im2col_params(kernel_size, dilation, padding, stride, col2im):
+def _im2col_params(kernel_size: Any, dilation: Any, padding: Any, stride: Any, col2im: Any) -> Any:
     (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (tuple(v) for v in (kernel_size, dilation, padding, stride))
     if kh <= 0 or kw <= 0:
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kh} kernel_width: {kw}")
@@ -1208,11 +1244,11 @@ def _im2col_params(kernel_size, dilation, padding, stride, col2im):
     return (kh, kw), (dh, dw), (ph, pw), (sh, sw)
 
 
-def _blocks(size, k, d, p, s):
+def _blocks(size: Any, k: Any, d: Any, p: Any, s: Any) -> Any:
     return tuple((n + 2 * pp - (dd * (kk - 1) + 1)) // ss + 1 for n, kk, dd, pp, ss in zip(size, k, d, p, s))
 
 
-def _im2col_checks(self, kernel_size, dilation, padding, stride):
+def _im2col_checks(self: Array, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Any:
     k, d, p, s = _im2col_params(kernel_size, dilation, padding, stride, False)
     if self.ndim < 3:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-max(self.ndim, 1)}, "
@@ -1232,14 +1268,14 @@ def _im2col_checks(self, kernel_size, dilation, padding, stride):
     return k, d, p, s, blocks
 
 
-def _im2col_meta(xp, self, kernel_size, dilation, padding, stride):
+def _im2col_meta(xp: Any, self: Array, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Any:
     k, d, p, s, blocks = _im2col_checks(self, kernel_size, dilation, padding, stride)
     lead = self.shape[:-3]
     return _meta_array(self.dtype, lead + (self.shape[-3] * k[0] * k[1], blocks[0] * blocks[1]))
 
 
 @meta_kernel(_im2col_meta)
-def im2col(xp, self, kernel_size, dilation, padding, stride):
+def im2col(xp: Any, self: Array, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Any:
     k, d, p, s, blocks = _im2col_checks(self, kernel_size, dilation, padding, stride)
     x = self if self.ndim == 4 else self[None]
     n, c = x.shape[:2]
@@ -1250,7 +1286,7 @@ def im2col(xp, self, kernel_size, dilation, padding, stride):
     return cols if self.ndim == 4 else cols[0]
 
 
-def _col2im_checks(self, output_size, kernel_size, dilation, padding, stride):
+def _col2im_checks(self: Array, output_size: Any, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Any:
     k, d, p, s = _im2col_params(kernel_size, dilation, padding, stride, True)
     o = tuple(output_size)
     sh = self.shape
@@ -1278,13 +1314,14 @@ def _col2im_checks(self, output_size, kernel_size, dilation, padding, stride):
     return o, k, d, p, s, blocks
 
 
-def _col2im_meta(xp, self, output_size, kernel_size, dilation, padding, stride):
+def _col2im_meta(xp: Any, self: Array, output_size: Any, kernel_size: Any, dilation: Any, padding: Any,
+                 stride: Any) -> Any:
     o, k, *_ = _col2im_checks(self, output_size, kernel_size, dilation, padding, stride)
     return _meta_array(self.dtype, self.shape[:-2] + (self.shape[-2] // (k[0] * k[1]),) + o)
 
 
 @meta_kernel(_col2im_meta)
-def col2im(xp, self, output_size, kernel_size, dilation, padding, stride):
+def col2im(xp: Any, self: Array, output_size: Any, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> Any:
     o, k, d, p, s, blocks = _col2im_checks(self, output_size, kernel_size, dilation, padding, stride)
     x = self if self.ndim == 3 else self[None]
     n = x.shape[0]
@@ -1312,7 +1349,8 @@ __all__ += ["im2col", "col2im"]
 _EB_SUM, _EB_MEAN, _EB_MAX = 0, 1, 2
 
 
-def _embedding_bag_checks(weight, indices, offsets, mode, per_sample_weights, include_last_offset):
+def _embedding_bag_checks(weight: Array, indices: Array, offsets: Array, mode: Any, per_sample_weights: Array,
+                          include_last_offset: Any) -> Any:
     for a, name, pos in ((indices, "indices", 1), (offsets, "offsets", 2)):
         if a.dtype != np.int64 and a.dtype != np.int32:
             raise RuntimeError(f"Expected tensor for argument #{pos} '{name}' to have one of the following scalar "
@@ -1347,8 +1385,9 @@ def _embedding_bag_checks(weight, indices, offsets, mode, per_sample_weights, in
         raise RuntimeError("include_last_offset: number of offset should be at least 1")
 
 
-def _embedding_bag_meta(xp, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
-                        per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+def _embedding_bag_meta(xp: Any, weight: Array, indices: Array, offsets: Array, scale_grad_by_freq: Any = False,
+                        mode: Any = 0, sparse: Any = False, per_sample_weights: Array = None,
+                        include_last_offset: Any = False, padding_idx: Any = -1) -> Any:
     b = offsets.shape[0] - (1 if include_last_offset else 0)
     d = weight.shape[1]
     i64 = np.empty((), np.int64)
@@ -1357,8 +1396,9 @@ def _embedding_bag_meta(xp, weight, indices, offsets, scale_grad_by_freq=False, 
 
 
 @meta_kernel(_embedding_bag_meta)
-def _embedding_bag(xp, weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
-                   per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+def _embedding_bag(xp: Any, weight: Array, indices: Array, offsets: Array, scale_grad_by_freq: Any = False,
+                   mode: Any = 0, sparse: Any = False, per_sample_weights: Array = None,
+                   include_last_offset: Any = False, padding_idx: Any = -1) -> Any:
     _embedding_bag_checks(weight, indices, offsets, mode, per_sample_weights, include_last_offset)
     num, d = weight.shape
     idx = indices.astype(np.int64, copy=False).reshape(-1)
@@ -1393,7 +1433,7 @@ def _embedding_bag(xp, weight, indices, offsets, scale_grad_by_freq=False, mode=
     return out.astype(weight.dtype), offset2bag, xp.zeros(b, np.int64), xp.zeros(b, np.int64)
 
 
-def _segment(xp, ufunc, values, seg, size, fill):
+def _segment(xp: Any, ufunc: Any, values: Array, seg: Any, size: Any, fill: Any) -> Any:
     """``out[s] = ufunc.reduce(values[seg == s])`` for s in range(size), ``fill`` for empty segments (``seg``
     non-decreasing)."""
     out = xp.full((size,) + values.shape[1:], fill, values.dtype)
@@ -1423,7 +1463,7 @@ _GRID_BILINEAR, _GRID_NEAREST, _GRID_BICUBIC = 0, 1, 2
 _PAD_ZEROS, _PAD_BORDER, _PAD_REFLECTION = 0, 1, 2
 
 
-def _reflect_with_grad(xp, c, twice_low, twice_high):
+def _reflect_with_grad(xp: Any, c: Any, twice_low: Any, twice_high: Any) -> Any:
     if twice_low == twice_high:
         return xp.zeros_like(c), xp.zeros_like(c)
     lo, span = twice_low / 2, (twice_high - twice_low) / 2
@@ -1436,12 +1476,12 @@ def _reflect_with_grad(xp, c, twice_low, twice_high):
     return xp.where(even, extra + lo, span - extra + lo), xp.where(even, sign, -sign)
 
 
-def _clip_with_grad(xp, c, size):
+def _clip_with_grad(xp: Any, c: Any, size: Any) -> Any:
     inside = (c > 0) & (c < size - 1)
     return xp.clip(c, 0, size - 1), xp.where(inside, 1.0, 0.0)
 
 
-def _source_index(xp, coord, size, padding_mode, align_corners):
+def _source_index(xp: Any, coord: Any, size: Any, padding_mode: Any, align_corners: Any) -> Any:
     """PyTorch's grid_sampler_compute_source_index (and its derivative with respect to the grid coordinate)."""
     with np.errstate(all="ignore"):
         if align_corners:
@@ -1461,7 +1501,7 @@ def _source_index(xp, coord, size, padding_mode, align_corners):
         return xp.where(bad, -100.0, c), mult
 
 
-def _grid_corners(xp, input, grid, mode, padding_mode, align_corners):
+def _grid_corners(xp: Any, input: Array, grid: Array, mode: Any, padding_mode: Any, align_corners: Any) -> Any:
     """Yields, per corner: (flat indices into each (N, C) plane, in-range mask, weight, [d weight / d coord_i]),
     plus the per-dim derivative multipliers of the source index."""
     nd = input.ndim - 2
@@ -1508,14 +1548,14 @@ def _grid_corners(xp, input, grid, mode, padding_mode, align_corners):
     return out, mults
 
 
-def _grid_checks(input, grid, mode, nd):
+def _grid_checks(input: Array, grid: Array, mode: Any, nd: Any) -> Any:
     if mode == _GRID_BICUBIC:
         raise NotImplementedError("grid_sample(mode='bicubic') is not implemented in ember yet")
     if not (input.dtype.kind == "f" or input.dtype == BF16_NP):
         raise NotImplementedError(f"\"grid_sampler_{nd}d_cpu\" not implemented for '{type_name(input.dtype)}'")
 
 
-def _grid_sampler(xp, input, grid, mode, padding_mode, align_corners):
+def _grid_sampler(xp: Any, input: Array, grid: Array, mode: Any, padding_mode: Any, align_corners: Any) -> Any:
     nd = input.ndim - 2
     _grid_checks(input, grid, mode, nd)
     n, c = input.shape[:2]
@@ -1530,7 +1570,8 @@ def _grid_sampler(xp, input, grid, mode, padding_mode, align_corners):
     return xp.ascontiguousarray(out.reshape((n, c) + grid.shape[1:-1])).astype(input.dtype, copy=False)
 
 
-def _grid_sampler_backward(xp, grad_output, input, grid, mode, padding_mode, align_corners, output_mask):
+def _grid_sampler_backward(xp: Any, grad_output: Array, input: Array, grid: Array, mode: Any, padding_mode: Any,
+                           align_corners: Any, output_mask: Any) -> Any:
     nd = input.ndim - 2
     _grid_checks(input, grid, mode, nd)
     n, c = input.shape[:2]
@@ -1539,7 +1580,7 @@ def _grid_sampler_backward(xp, grad_output, input, grid, mode, padding_mode, ali
     g = asdtype(xp, grad_output, ct).reshape(n, c, -1)
     plane = flat.shape[2]
     corners, mults = _grid_corners(xp, input, grid, mode, padding_mode, align_corners)
-    gin = xp.zeros(n * c * plane, ct) if output_mask[0] else None
+    gin: Any = xp.zeros(n * c * plane, ct) if output_mask[0] else None
     gsrc = [0] * nd
     base = (xp.arange(n * c) * plane).reshape(n, c, 1)
     for lin, mask, w, dws in corners:
@@ -1567,42 +1608,45 @@ def _grid_sampler_backward(xp, grad_output, input, grid, mode, padding_mode, ali
     return grad_input, grad_grid
 
 
-def _grid_meta(xp, input, grid, mode, padding_mode, align_corners):
+def _grid_meta(xp: Any, input: Array, grid: Array, mode: Any, padding_mode: Any, align_corners: Any) -> Any:
     _grid_checks(input, grid, mode, input.ndim - 2)
     return _meta_array(input.dtype, input.shape[:2] + grid.shape[1:-1])
 
 
-def _grid_backward_meta(xp, grad_output, input, grid, mode, padding_mode, align_corners, output_mask):
+def _grid_backward_meta(xp: Any, grad_output: Array, input: Array, grid: Array, mode: Any, padding_mode: Any,
+                        align_corners: Any, output_mask: Any) -> Any:
     return (_meta_array(input.dtype, input.shape if output_mask[0] else (0,)),
             _meta_array(grid.dtype, grid.shape if output_mask[1] else (0,)))
 
 
 @meta_kernel(_grid_meta)
-def grid_sampler_2d(xp, input, grid, interpolation_mode, padding_mode, align_corners):  # noqa: A002
+def grid_sampler_2d(xp: Any, input: Array, grid: Array, interpolation_mode: Any, padding_mode: Any,  # noqa: A002
+                    align_corners: Any) -> Any:
     return _grid_sampler(xp, input, grid, interpolation_mode, padding_mode, align_corners)
 
 
 @meta_kernel(_grid_meta)
-def grid_sampler_3d(xp, input, grid, interpolation_mode, padding_mode, align_corners):  # noqa: A002
+def grid_sampler_3d(xp: Any, input: Array, grid: Array, interpolation_mode: Any, padding_mode: Any,  # noqa: A002
+                    align_corners: Any) -> Any:
     return _grid_sampler(xp, input, grid, interpolation_mode, padding_mode, align_corners)
 
 
 @meta_kernel(_grid_backward_meta)
-def grid_sampler_2d_backward(xp, grad_output, input, grid, interpolation_mode, padding_mode, align_corners,  # noqa
-                             output_mask):
+def grid_sampler_2d_backward(xp: Any, grad_output: Array, input: Array, grid: Array, interpolation_mode: Any,  # noqa
+                             padding_mode: Any, align_corners: Any, output_mask: Any) -> Any:
     return _grid_sampler_backward(xp, grad_output, input, grid, interpolation_mode, padding_mode, align_corners,
                                   output_mask)
 
 
 @meta_kernel(_grid_backward_meta)
-def grid_sampler_3d_backward(xp, grad_output, input, grid, interpolation_mode, padding_mode, align_corners,  # noqa
-                             output_mask):
+def grid_sampler_3d_backward(xp: Any, grad_output: Array, input: Array, grid: Array, interpolation_mode: Any,  # noqa
+                             padding_mode: Any, align_corners: Any, output_mask: Any) -> Any:
     return _grid_sampler_backward(xp, grad_output, input, grid, interpolation_mode, padding_mode, align_corners,
                                   output_mask)
 
 
 # ``AffineGridGenerator.cpp``: the base grid of normalised output coordinates [x, y, (z,) 1] times theta^T.
-def affine_base(size, align_corners, dtype):
+def affine_base(size: Any, align_corners: Any, dtype: Any) -> Any:
     spatial = tuple(size[2:])
     axes = []
     for n in spatial:
@@ -1613,7 +1657,7 @@ def affine_base(size, align_corners, dtype):
     return np.stack(coords, -1).reshape(-1, len(spatial) + 1).astype(dtype), spatial
 
 
-def affine_grid_generator(xp, theta, size, align_corners):
+def affine_grid_generator(xp: Any, theta: Array, size: Any, align_corners: Any) -> Any:
     base, spatial = affine_base(size, align_corners, theta.dtype)
     out = xp.matmul(xp.asarray(base)[None], xp.swapaxes(theta, 1, 2))
     return xp.ascontiguousarray(out.reshape((size[0],) + spatial + (len(spatial),)))
@@ -1631,7 +1675,7 @@ __all__ += ["grid_sampler_2d", "grid_sampler_3d", "grid_sampler_2d_backward", "g
 _CTC = "ctc_loss_allocate_outputs"
 
 
-def _ctc_setup(log_probs, targets, input_lengths, target_lengths, blank):
+def _ctc_setup(log_probs: Array, targets: Array, input_lengths: Any, target_lengths: Any, blank: Any) -> Any:
     if not (log_probs.dtype.kind == "f"):
         raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for '{type_name(log_probs.dtype)}'")
     if log_probs.ndim != 3:
@@ -1688,14 +1732,15 @@ def _ctc_setup(log_probs, targets, input_lengths, target_lengths, blank):
     return np.asarray(il, np.int64), np.asarray(tl, np.int64), ext, skip, valid
 
 
-def _logsumexp3(xp, a, b, c):
+def _logsumexp3(xp: Any, a: Array, b: Array, c: Any) -> Any:
     m = xp.maximum(xp.maximum(a, b), c)
     m = xp.where(m == -np.inf, 0, m)
     with np.errstate(all="ignore"):
         return xp.log(xp.exp(a - m) + xp.exp(b - m) + xp.exp(c - m)) + m
 
 
-def _ctc_meta(xp, log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
+def _ctc_meta(xp: Any, log_probs: Array, targets: Array, input_lengths: Any, target_lengths: Any, blank: Any = 0,
+              zero_infinity: Any = False) -> Any:
     t_len, n, _ = log_probs.shape
     s_max = max([int(v) for v in target_lengths], default=0)
     return (_meta_array(log_probs.dtype, (n,)),
@@ -1703,7 +1748,8 @@ def _ctc_meta(xp, log_probs, targets, input_lengths, target_lengths, blank=0, ze
 
 
 @meta_kernel(_ctc_meta)
-def _ctc_loss(xp, log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
+def _ctc_loss(xp: Any, log_probs: Array, targets: Array, input_lengths: Any, target_lengths: Any, blank: Any = 0,
+              zero_infinity: Any = False) -> Any:
     il, tl, ext, skip, valid = _ctc_setup(log_probs, targets, input_lengths, target_lengths, blank)
     t_len, n, _ = log_probs.shape
     lp = log_probs
@@ -1735,13 +1781,14 @@ def _ctc_loss(xp, log_probs, targets, input_lengths, target_lengths, blank=0, ze
     return nll, log_alpha
 
 
-def _ctc_backward_meta(xp, grad, log_probs, *args, **kwargs):
+def _ctc_backward_meta(xp: Any, grad: Array, log_probs: Array, *args: Any, **kwargs: Any) -> Any:
     return _meta_array(log_probs.dtype, log_probs.shape)
 
 
 @meta_kernel(_ctc_backward_meta)
-def _ctc_loss_backward(xp, grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha,
-                       blank, zero_infinity=False):
+def _ctc_loss_backward(xp: Any, grad: Array, log_probs: Array, targets: Array, input_lengths: Any,
+                       target_lengths: Any, neg_log_likelihood: Array, log_alpha: Array, blank: Any,
+                       zero_infinity: Any = False) -> Any:
     il, tl, ext, skip, valid = _ctc_setup(log_probs, targets, input_lengths, target_lengths, blank)
     t_len, n, c = log_probs.shape
     lp = log_probs
@@ -1797,7 +1844,7 @@ __all__ += ["_ctc_loss", "_ctc_loss_backward"]
 
 # ------------------------------------------------------------------------------ pointwise losses
 # ``Loss.cpp``: elementwise losses (in the input's opmath type) then the reduction of apply_loss_reduction.
-def _reduce_loss(xp, loss, reduction, npdt):
+def _reduce_loss(xp: Any, loss: Any, reduction: Any, npdt: Any) -> Any:
     if reduction == _MEAN:
         loss = xp.add.reduce(loss.reshape(-1)) / loss.size if loss.size else xp.asarray(np.nan, loss.dtype)
     elif reduction == _SUM:
@@ -1805,14 +1852,14 @@ def _reduce_loss(xp, loss, reduction, npdt):
     return xp.asarray(loss).astype(npdt, copy=False)
 
 
-def _loss_dtype(self, target, name):
+def _loss_dtype(self: Array, target: Array, name: Any) -> Any:
     npdt = result_np_dtype(self, target)
     if not (npdt.kind == "f" or npdt == BF16_NP):
         raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(npdt)}'")
     return npdt, compute_dtype(npdt)
 
 
-def smooth_l1_loss(xp, self, target, reduction=_MEAN, beta=1.0):
+def smooth_l1_loss(xp: Any, self: Array, target: Array, reduction: Any = _MEAN, beta: Any = 1.0) -> Any:
     npdt, ct = _loss_dtype(self, target, "smooth_l1_cpu")
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -1822,7 +1869,7 @@ def smooth_l1_loss(xp, self, target, reduction=_MEAN, beta=1.0):
     return _reduce_loss(xp, loss, reduction, npdt)
 
 
-def huber_loss(xp, self, target, reduction=_MEAN, delta=1.0):
+def huber_loss(xp: Any, self: Array, target: Array, reduction: Any = _MEAN, delta: Any = 1.0) -> Any:
     npdt, ct = _loss_dtype(self, target, "huber_cpu")
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -1832,7 +1879,7 @@ def huber_loss(xp, self, target, reduction=_MEAN, delta=1.0):
     return _reduce_loss(xp, loss, reduction, npdt)
 
 
-def binary_cross_entropy(xp, self, target, weight=None, reduction=_MEAN):
+def binary_cross_entropy(xp: Any, self: Array, target: Array, weight: Array = None, reduction: Any = _MEAN) -> Any:
     if not (self.dtype.kind == "f" or self.dtype == BF16_NP):
         raise NotImplementedError(f"\"binary_cross_entropy\" not implemented for '{type_name(self.dtype)}'")
     if target.dtype != self.dtype:
@@ -1853,11 +1900,12 @@ def binary_cross_entropy(xp, self, target, weight=None, reduction=_MEAN):
     return _reduce_loss(xp, loss, reduction, self.dtype)
 
 
-def _log_sigmoid(xp, x):
+def _log_sigmoid(xp: Any, x: Array) -> Any:
     return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
 
 
-def binary_cross_entropy_with_logits(xp, self, target, weight=None, pos_weight=None, reduction=_MEAN):
+def binary_cross_entropy_with_logits(xp: Any, self: Array, target: Array, weight: Array = None,
+                                     pos_weight: Any = None, reduction: Any = _MEAN) -> Any:
     npdt, ct = _loss_dtype(self, target, "log_sigmoid_cpu")
     x, t = asdtype(xp, self, ct), asdtype(xp, target, ct)
     with np.errstate(all="ignore"):
@@ -1875,10 +1923,10 @@ __all__ += ["smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cros
 
 # ------------------------------------------------------------------------------ activations
 # ``Activation.cpp``: elementwise, computed in the opmath type (float32 for half types).
-def _activation(name, f):
+def _activation(name: Any, f: Any) -> Any:
     """An elementwise activation kernel ``f(xp, x, *args)`` on floating inputs, with PyTorch's dtype error."""
     @elementwise
-    def kernel(xp, self, *args):
+    def kernel(xp: Any, self: Array, *args: Any) -> Any:
         if not (self.dtype.kind == "f" or self.dtype == BF16_NP):
             raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(self.dtype)}'")
         ct = compute_dtype(self.dtype)
@@ -1889,11 +1937,11 @@ def _activation(name, f):
     __all__.append(name)
 
 
-def _sigmoid(xp, x):
+def _sigmoid(xp: Any, x: Array) -> Any:
     return 1 / (1 + xp.exp(-x))
 
 
-def _softplus(xp, x, beta=1.0, threshold=20.0):
+def _softplus(xp: Any, x: Array, beta: Any = 1.0, threshold: Any = 20.0) -> Any:
     bx = x * beta
     return xp.where(bx > threshold, x, xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta)
 
@@ -1910,7 +1958,7 @@ _activation("hardtanh", lambda xp, x, min_val=-1.0, max_val=1.0: xp.minimum(xp.m
 _activation("softplus", _softplus)
 
 
-def log_sigmoid_forward(xp, self):
+def log_sigmoid_forward(xp: Any, self: Array) -> Any:
     """(log(sigmoid(x)), buffer): ``min(x, 0) - log1p(exp(-|x|))``; the buffer is empty on the CPU, as PyTorch's."""
     if not (self.dtype.kind == "f" or self.dtype == BF16_NP):
         raise NotImplementedError(f"\"log_sigmoid_cpu\" not implemented for '{type_name(self.dtype)}'")
@@ -1920,10 +1968,11 @@ def log_sigmoid_forward(xp, self):
     return out, xp.empty((0,), self.dtype)
 
 
-log_sigmoid_forward.meta_kernel = lambda xp, self: (_meta_array(self.dtype, self.shape), _meta_array(self.dtype, (0,)))
+setattr(log_sigmoid_forward, "meta_kernel",
+        lambda xp, self: (_meta_array(self.dtype, self.shape), _meta_array(self.dtype, (0,))))
 
 
-def glu(xp, self, dim=-1):
+def glu(xp: Any, self: Array, dim: Any = -1) -> Any:
     if self.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = wrap_dim(dim, self.ndim)
@@ -1941,20 +1990,20 @@ __all__ += ["log_sigmoid_forward", "glu"]
 
 
 @elementwise
-def threshold(xp, self, threshold, value):
+def threshold(xp: Any, self: Array, threshold: Any, value: Array) -> Any:
     """``value`` where ``x <= threshold``, else x (any real dtype, as PyTorch's)."""
     if self.dtype.kind == "b":
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     return xp.where(self <= threshold, xp.asarray(value).astype(self.dtype), self)
 
 
-def _shrink_check(self, lambd, name):
+def _shrink_check(self: Array, lambd: Any, name: Any) -> Any:
     if not (self.dtype.kind == "f" or self.dtype == BF16_NP):
         raise NotImplementedError(f"\"{name}\" not implemented for '{type_name(self.dtype)}'")
 
 
 @elementwise
-def softshrink(xp, self, lambd=0.5):
+def softshrink(xp: Any, self: Array, lambd: Any = 0.5) -> Any:
     _shrink_check(self, lambd, "softshrink_check")
     if lambd < 0:
         raise RuntimeError(f"lambda must be in range [0, {float(np.finfo(np.float32).max):g}] for input dtype "
@@ -1963,7 +2012,7 @@ def softshrink(xp, self, lambd=0.5):
 
 
 @elementwise
-def hardshrink(xp, self, lambd=0.5):
+def hardshrink(xp: Any, self: Array, lambd: Any = 0.5) -> Any:
     _shrink_check(self, lambd, "hardshrink_cpu")
     return xp.where((self >= -lambd) & (self <= lambd), 0, self).astype(self.dtype)
 
@@ -1972,7 +2021,7 @@ __all__ += ["threshold", "softshrink", "hardshrink"]
 
 
 # ------------------------------------------------------------------------------ pixel shuffle (PixelShuffle.cpp)
-def pixel_shuffle(xp, self, upscale_factor):
+def pixel_shuffle(xp: Any, self: Array, upscale_factor: Any) -> Any:
     """(*, C r^2, H, W) -> (*, C, H r, W r)."""
     if self.ndim < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
@@ -1990,7 +2039,7 @@ def pixel_shuffle(xp, self, upscale_factor):
     return xp.ascontiguousarray(x).reshape(tuple(lead) + (c // (r * r), h * r, w * r))
 
 
-def pixel_unshuffle(xp, self, downscale_factor):
+def pixel_unshuffle(xp: Any, self: Array, downscale_factor: Any) -> Any:
     """(*, C, H r, W r) -> (*, C r^2, H, W)."""
     if self.ndim < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
@@ -2015,7 +2064,8 @@ __all__ += ["pixel_shuffle", "pixel_unshuffle"]
 
 
 # ------------------------------------------------------------------------------ group_norm (group_norm_kernel.cpp)
-def native_group_norm(xp, input, weight, bias, N, C, HxW, group, eps):  # noqa: A002
+def native_group_norm(xp: Any, input: Array, weight: Array, bias: Array, N: Any, C: Any, HxW: Any, group: Any,
+                      eps: Any) -> Any:  # noqa: A002
     """(out, mean, rstd): each sample's channel groups normalised by their mean and biased variance, then scaled and
     shifted per channel; mean / rstd are (N, group)."""
     if not (input.dtype.kind == "f" or input.dtype == BF16_NP):
@@ -2035,13 +2085,13 @@ def native_group_norm(xp, input, weight, bias, N, C, HxW, group, eps):  # noqa: 
             rstd.astype(input.dtype, copy=False))
 
 
-native_group_norm.meta_kernel = lambda xp, input, weight, bias, N, C, HxW, group, eps: (  # noqa: E731
-    _meta_array(input.dtype, input.shape), _meta_array(input.dtype, (N, group)), _meta_array(input.dtype, (N, group)))
+setattr(native_group_norm, "meta_kernel", lambda xp, input, weight, bias, N, C, HxW, group, eps: (
+    _meta_array(input.dtype, input.shape), _meta_array(input.dtype, (N, group)), _meta_array(input.dtype, (N, group))))
 __all__ += ["native_group_norm"]
 
 
 # ------------------------------------------------------------------------------ margin losses (Loss*.cpp)
-def soft_margin_loss(xp, self, target, reduction=_MEAN):
+def soft_margin_loss(xp: Any, self: Array, target: Array, reduction: Any = _MEAN) -> Any:
     """``log(1 + exp(-target * self))``, written into a tensor of ``self``'s shape and dtype as PyTorch's
     ``neg_out(output, self).mul_(target).exp_().add_(1).log_()`` does."""
     if self.dtype.kind != "f" and self.dtype != BF16_NP:
@@ -2056,7 +2106,7 @@ def soft_margin_loss(xp, self, target, reduction=_MEAN):
     return _reduce_loss(xp, loss, reduction, self.dtype)
 
 
-def _margin_shape_check(self, name):
+def _margin_shape_check(self: Array, name: Any) -> Any:
     nd = self.ndim
     if not ((nd == 2 and self.shape[1] != 0) or (nd == 1 and self.shape[0] != 0) or nd == 0):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
@@ -2068,12 +2118,13 @@ def _margin_shape_check(self, name):
     return self.shape
 
 
-def _check_long(target):
+def _check_long(target: Array) -> Any:
     if target.dtype != np.int64:
         raise RuntimeError(f"expected scalar type Long but found {type_name(target.dtype)}")
 
 
-def multi_margin_loss(xp, self, target, p=1, margin=1, weight=None, reduction=_MEAN):
+def multi_margin_loss(xp: Any, self: Array, target: Array, p: Any = 1, margin: Any = 1, weight: Array = None,
+                      reduction: Any = _MEAN) -> Any:
     """Per sample ``sum_{j != y} max(0, margin - x[y] + x[j])^p * weight[y] / C`` (``LossMultiMargin.cpp``)."""
     nframe, dim = _margin_shape_check(self, "multi_margin_loss_cpu_kernel")
     if p not in (1, 2):
@@ -2106,7 +2157,7 @@ def multi_margin_loss(xp, self, target, p=1, margin=1, weight=None, reduction=_M
     return _reduce_loss(xp, loss, reduction, self.dtype)
 
 
-def multilabel_margin_loss_forward(xp, self, target, reduction):
+def multilabel_margin_loss_forward(xp: Any, self: Array, target: Array, reduction: Any) -> Any:
     """(output, is_target): the targets of a row are its indices up to the first -1; per row,
     ``sum_{k target} sum_{j not a target} max(0, 1 - (x[y_k] - x[j])) / C`` (``LossMultiLabelMargin.cpp``)."""
     nframe, dim = _margin_shape_check(self, "multilabel_margin_loss_forward_out_frame")
@@ -2140,14 +2191,14 @@ __all__ += ["soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss_for
 
 # ------------------------------------------------------------------------------ prelu, rrelu (Activation.cpp)
 @elementwise
-def _prelu_kernel(xp, self, weight):
+def _prelu_kernel(xp: Any, self: Array, weight: Array) -> Any:
     npdt = result_np_dtype(self, weight)
     if npdt.kind != "f" and npdt != BF16_NP:
         raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{type_name(npdt)}'")
     return xp.where(self > 0, self, weight * self).astype(npdt, copy=False)
 
 
-def _rrelu_checks(self, noise):
+def _rrelu_checks(self: Array, noise: Array) -> Any:
     if self.dtype.kind != "f" and self.dtype != BF16_NP:
         raise NotImplementedError(f"\"rrelu_with_noise_out_cpu\" not implemented for '{type_name(self.dtype)}'")
     if noise.shape != self.shape:
@@ -2155,13 +2206,15 @@ def _rrelu_checks(self, noise):
                            f"{shape_str(self.shape)} noise.shape = {shape_str(noise.shape)}")
 
 
-def _rrelu_meta(xp, self, noise, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+def _rrelu_meta(xp: Any, self: Array, noise: Array, lower: Any = 0.125, upper: Any = 1.0 / 3,
+                training: Any = False, generator: Any = None) -> Any:
     _rrelu_checks(self, noise)
     return xp.empty(self.shape, self.dtype)
 
 
 @meta_kernel(_rrelu_meta)
-def rrelu_with_noise(xp, self, noise, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+def rrelu_with_noise(xp: Any, self: Array, noise: Array, lower: Any = 0.125, upper: Any = 1.0 / 3,
+                     training: Any = False, generator: Any = None) -> Any:
     """Training: each element ``x <= 0`` (in index order) draws ``r ~ U(lower, upper)`` from one 64-bit number
     (PyTorch's ``uniform_real_distribution<double>``), gives ``x * r`` and writes ``r`` to ``noise`` (1 elsewhere).
     Evaluation: leaky_relu with slope ``(lower + upper) / 2``, ``noise`` untouched."""
@@ -2181,12 +2234,12 @@ def rrelu_with_noise(xp, self, noise, lower=0.125, upper=1.0 / 3, training=False
 
 
 # ------------------------------------------------------------------------------ dropout (Dropout.cpp)
-def _native_dropout_meta(xp, input, p, train):  # noqa: A002
+def _native_dropout_meta(xp: Any, input: Array, p: Any, train: Any) -> Any:  # noqa: A002
     return xp.empty(input.shape, input.dtype), xp.empty(input.shape, bool)
 
 
 @meta_kernel(_native_dropout_meta)
-def native_dropout(xp, input, p, train):  # noqa: A002
+def native_dropout(xp: Any, input: Array, p: Any, train: Any) -> Any:  # noqa: A002
     """(output, mask): in training ``mask ~ bernoulli(1 - p)`` (a bool tensor) and ``output = input * mask / (1 - p)``
     (0 for ``p == 1``); otherwise a copy of the input and an all-True mask."""
     if input.size == 0:
@@ -2203,7 +2256,7 @@ __all__ += ["_prelu_kernel", "rrelu_with_noise", "native_dropout"]
 
 
 # ------------------------------------------------------------------------------ channel shuffle (ChanelShuffle.cpp)
-def _channel_shuffle_checks(self, groups):
+def _channel_shuffle_checks(self: Array, groups: Any) -> Any:
     if self.ndim <= 2:
         raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
                            f"{self.ndim} dimension(s)")
@@ -2214,7 +2267,7 @@ def _channel_shuffle_checks(self, groups):
                            f"{groups} groups.")
 
 
-def channel_shuffle(xp, self, groups):
+def channel_shuffle(xp: Any, self: Array, groups: Any) -> Any:
     """(N, g * k, *) -> channels read as a (g, k) grid and written transposed, (k, g)."""
     _channel_shuffle_checks(self, groups)
     n, c = self.shape[:2]

@@ -9,8 +9,12 @@ are rounded to the array's dtype first, as PyTorch's CPU kernels do).
 """
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
 
-def lerp_(xp, a, b, w: float, t) -> None:
+from typing import Any
+
+
+def lerp_(xp: Any, a: Array, b: Array, w: float, t: Array) -> None:
     """``a.lerp_(b, w)``: ``a + w * (b - a)`` for ``|w| < 0.5``, else ``b - (b - a) * (1 - w)``."""
     xp.subtract(b, a, out=t)
     w = a.dtype.type(w)
@@ -22,7 +26,7 @@ def lerp_(xp, a, b, w: float, t) -> None:
         xp.subtract(b, t, out=a)
 
 
-def add_scaled_(xp, a, b, alpha: float, t) -> None:
+def add_scaled_(xp: Any, a: Array, b: Array, alpha: float, t: Array) -> None:
     """``a.add_(b, alpha=alpha)``: ``a + alpha * b``."""
     if alpha == 1:
         a += b              # 1 * b is b exactly: one pass fewer
@@ -31,33 +35,33 @@ def add_scaled_(xp, a, b, alpha: float, t) -> None:
     a += t
 
 
-def addcmul_(xp, a, b, c, value: float, t) -> None:
+def addcmul_(xp: Any, a: Array, b: Array, c: Any, value: float, t: Array) -> None:
     """``a.addcmul_(b, c, value=value)``: ``a + value * b * c``."""
     xp.multiply(b, value, out=t)
     t *= c
     a += t
 
 
-def addcdiv_(xp, a, b, c, value: float, t) -> None:
+def addcdiv_(xp: Any, a: Array, b: Array, c: Any, value: float, t: Array) -> None:
     """``a.addcdiv_(b, c, value=value)``: ``a + value * b / c``."""
     xp.multiply(b, value, out=t)
     t /= c
     a += t
 
 
-def ema_sq_(xp, v, g, beta: float, t) -> None:
+def ema_sq_(xp: Any, v: Any, g: Any, beta: float, t: Array) -> None:
     """``v.mul_(beta).addcmul_(g, g, value=1 - beta)``."""
     v *= beta
     addcmul_(xp, v, g, g, 1 - beta, t)
 
 
-def weight_decay_(xp, g, p, weight_decay: float, t) -> None:
+def weight_decay_(xp: Any, g: Any, p: Any, weight_decay: float, t: Array) -> None:
     """``grad = grad.add(param, alpha=weight_decay)`` (``g`` is the step's private copy)."""
     if weight_decay != 0:
         add_scaled_(xp, g, p, weight_decay, t)
 
 
-def adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t) -> None:
+def adam_moments_(xp: Any, p: Any, g: Any, exp_avg: Any, exp_avg_sq: Any, c: Any, t: Array) -> None:
     """The common start of Adam, NAdam and RAdam: weight decay (``p *= 1 - lr * wd`` when decoupled,
     else ``g += wd * p``), then ``exp_avg.lerp_(g, 1 - beta1)`` and
     ``exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)``."""
@@ -71,7 +75,7 @@ def adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t) -> None:
     ema_sq_(xp, exp_avg_sq, g, c["beta2"], t)
 
 
-def sgd_update(xp, p, g, T, c, tmp):
+def sgd_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     t = tmp(0)
     weight_decay_(xp, g, p, c["weight_decay"], t)
     momentum = c["momentum"]
@@ -89,7 +93,7 @@ def sgd_update(xp, p, g, T, c, tmp):
     add_scaled_(xp, p, g, -c["lr"], t)
 
 
-def adam_update(xp, p, g, T, c, tmp):
+def adam_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     t = tmp(0)
     exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
     adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
@@ -103,7 +107,7 @@ def adam_update(xp, p, g, T, c, tmp):
     addcdiv_(xp, p, exp_avg, denom, -c["step_size"], t)
 
 
-def adagrad_update(xp, p, g, T, c, tmp):
+def adagrad_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     t, std = tmp(0), tmp(1)
     weight_decay_(xp, g, p, c["weight_decay"], t)
     state_sum = T["sum"]
@@ -113,7 +117,7 @@ def adagrad_update(xp, p, g, T, c, tmp):
     addcdiv_(xp, p, g, std, -c["clr"], t)
 
 
-def rmsprop_update(xp, p, g, T, c, tmp):
+def rmsprop_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     t, avg = tmp(0), tmp(1)
     weight_decay_(xp, g, p, c["weight_decay"], t)
     square_avg = T["square_avg"]
@@ -137,7 +141,7 @@ def rmsprop_update(xp, p, g, T, c, tmp):
         addcdiv_(xp, p, g, avg, -c["lr"], t)
 
 
-def adadelta_update(xp, p, g, T, c, tmp):
+def adadelta_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     t, std, delta = tmp(0), tmp(1), tmp(2)
     weight_decay_(xp, g, p, c["weight_decay"], t)
     square_avg, acc_delta = T["square_avg"], T["acc_delta"]
@@ -153,7 +157,7 @@ def adadelta_update(xp, p, g, T, c, tmp):
     add_scaled_(xp, p, delta, -c["lr"], t)
 
 
-def adamax_update(xp, p, g, T, c, tmp):
+def adamax_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     t = tmp(0)
     weight_decay_(xp, g, p, c["weight_decay"], t)
     exp_avg, exp_inf = T["exp_avg"], T["exp_inf"]
@@ -165,7 +169,7 @@ def adamax_update(xp, p, g, T, c, tmp):
     addcdiv_(xp, p, exp_avg, exp_inf, -c["clr"], t)
 
 
-def nadam_update(xp, p, g, T, c, tmp):
+def nadam_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     t, denom = tmp(0), tmp(1)
     exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
     adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
@@ -176,7 +180,7 @@ def nadam_update(xp, p, g, T, c, tmp):
     addcdiv_(xp, p, exp_avg, denom, c["avg_coef"], t)
 
 
-def radam_update(xp, p, g, T, c, tmp):
+def radam_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     t, u = tmp(0), tmp(1)
     exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
     adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
@@ -191,7 +195,7 @@ def radam_update(xp, p, g, T, c, tmp):
     p -= u
 
 
-def asgd_update(xp, p, g, T, c, tmp):
+def asgd_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     t = tmp(0)
     weight_decay_(xp, g, p, c["weight_decay"], t)
     eta = c["eta"]
@@ -206,7 +210,7 @@ def asgd_update(xp, p, g, T, c, tmp):
         xp.copyto(ax, p)
 
 
-def rprop_update(xp, p, g, T, c, tmp):
+def rprop_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
     sign = tmp(0)
     prev, step_size = T["prev"], T["step_size"]
     xp.multiply(g, prev, out=sign)

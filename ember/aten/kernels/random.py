@@ -14,6 +14,10 @@ Note [PyTorch's CPU random transforms]
 """
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import math
 
 import numpy as np
@@ -28,7 +32,7 @@ from ember.c10.generator import default_generator
 _DIGITS = {"float32": 24, "float64": 53, "float16": 11, "bfloat16": 8}
 
 
-def _gen(generator):
+def _gen(generator: Any) -> Any:
     if generator is None:
         return default_generator
     if generator.device.type != "cpu":
@@ -36,19 +40,21 @@ def _gen(generator):
     return generator
 
 
-def uniform_bits(gen, n: int, npdt) -> np.ndarray:
+def uniform_bits(gen: Any, n: int, npdt: Any) -> np.ndarray:
     """``n`` uniforms in [0, 1) of the accumulate type (float32 or float64), PyTorch's transform."""
     d = _DIGITS.get(npdt.name)
     if d is None:
         raise RuntimeError(f"uniform_ not implemented for '{npdt.name}'")
     if d == 53:
         r = gen.random64(n)
-        return (r & np.uint64((1 << 53) - 1)).astype(np.float64) * (1.0 / (1 << 53))
+        r64: np.ndarray = (r & np.uint64((1 << 53) - 1)).astype(np.float64) * (1.0 / (1 << 53))
+        return r64
     r = gen.random(n)
-    return (r & np.uint64((1 << d) - 1)).astype(np.float32) * np.float32(1.0 / (1 << d))
+    r32: np.ndarray = (r & np.uint64((1 << d) - 1)).astype(np.float32) * np.float32(1.0 / (1 << d))
+    return r32
 
 
-def _uniform_values(gen, n, npdt, low=0.0, high=1.0):
+def _uniform_values(gen: Any, n: Any, npdt: Any, low: Any = 0.0, high: Any = 1.0) -> Any:
     """``x * (to - from) + from``, fused into one rounding as PyTorch's compiled kernel does."""
     x = uniform_bits(gen, n, npdt)
     if low == 0.0 and high == 1.0:
@@ -60,7 +66,7 @@ def _uniform_values(gen, n, npdt, low=0.0, high=1.0):
     return fma_f64(x, float(high) - float(low), float(low))
 
 
-def _memory_order(a):
+def _memory_order(a: Array) -> Any:
     """A view of ``a`` whose C order is its memory order: serial kernels fill elements in the order
     PyTorch's TensorIterator visits them (innermost = smallest stride)."""
     if a.ndim <= 1 or a.flags.c_contiguous:
@@ -69,12 +75,12 @@ def _memory_order(a):
     return a.transpose(perm)
 
 
-def _fill(xp, self, values):
+def _fill(xp: Any, self: Array, values: Array) -> Any:
     dst = _memory_order(self)
     dst[...] = xp.asarray(values.reshape(dst.shape)).astype(self.dtype)
 
 
-def uniform_(xp, self, from_=0.0, to=1.0, generator=None):
+def uniform_(xp: Any, self: Array, from_: Any = 0.0, to: Any = 1.0, generator: Any = None) -> Any:
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
     if self.dtype.kind not in "f" and self.dtype != _BF16:
@@ -87,7 +93,7 @@ _libm_cos = np.frompyfunc(math.cos, 1, 1)
 _libm_sin = np.frompyfunc(math.sin, 1, 1)
 
 
-def _box_muller_16(u, npdt):
+def _box_muller_16(u: Any, npdt: Any) -> Any:
     """Transform blocks of 16 uniforms in place (float64 math for double, float32 otherwise)."""
     blocks = u.reshape(-1, 16)
     if npdt == np.float64:
@@ -102,7 +108,7 @@ def _box_muller_16(u, npdt):
     return _box_muller_16_f32(blocks).reshape(-1)
 
 
-def _box_muller_16_f32(blocks):
+def _box_muller_16_f32(blocks: Any) -> Any:
     from ember.aten.kernels.vec_math import log_f32, sincos_f32
     u1 = np.float32(1.0) - blocks[:, :8]
     u2 = blocks[:, 8:]
@@ -112,7 +118,7 @@ def _box_muller_16_f32(blocks):
     return np.concatenate([radius * c, radius * s], axis=1)
 
 
-def normal_fill(gen, n, npdt, mean, std):
+def normal_fill(gen: Any, n: Any, npdt: Any, mean: Array, std: Any) -> Any:
     """PyTorch's ``normal_fill`` (Note [PyTorch's CPU random transforms])."""
     data = uniform_bits(gen, n, npdt)
     full = n - n % 16
@@ -124,12 +130,12 @@ def normal_fill(gen, n, npdt, mean, std):
     return fma_f64(data, float(std), float(mean))
 
 
-def _fma_f32(x, std, mean):
+def _fma_f32(x: Array, std: Any, mean: Array) -> Any:
     """``fmadd(x, std, mean)`` in float32, as the vectorized kernel stores its results."""
     return (x.astype(np.float64) * np.float64(np.float32(std)) + np.float64(np.float32(mean))).astype(np.float32)
 
 
-def fma_f64(a, b: float, c: float):
+def fma_f64(a: Array, b: float, c: float) -> Any:
     """``a * b + c`` rounded once, as the compiled kernel's fused multiply-add gives it (float64 arrays).
 
     The product is split exactly (Dekker's TwoProduct) and added with an error-free TwoSum, so the result
@@ -158,7 +164,7 @@ def _fma_scalar(a: float, b: float, c: float) -> float:
     return float(Fraction(a) * Fraction(b) + Fraction(c))
 
 
-def normal_scalar_path(gen, n, mean, std):
+def normal_scalar_path(gen: Any, n: Any, mean: Array, std: Any) -> Any:
     """Per-element ``normal_distribution<double>`` with the generator's cached second value."""
     out = np.empty(n, np.float64)
     for i in range(n):
@@ -176,7 +182,7 @@ def normal_scalar_path(gen, n, mean, std):
     return out
 
 
-def normal_(xp, self, mean=0.0, std=1.0, generator=None):
+def normal_(xp: Any, self: Array, mean: Array = 0.0, std: Any = 1.0, generator: Any = None) -> Any:
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     if self.dtype.kind != "f" and self.dtype != _BF16:
@@ -190,25 +196,27 @@ def normal_(xp, self, mean=0.0, std=1.0, generator=None):
     _fill(xp, self, v)
 
 
-def _rand_shape(size, generator=None, dtype=None, *rest, **_k):
+def _rand_shape(size: Any, generator: Any = None, dtype: Any = None, *rest: Any, **_k: Any) -> Any:
     return check_size(size), _np_dtype(dtype)
 
 
 @meta_shape(_rand_shape)
-def rand(xp, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+def rand(xp: Any, size: Any, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+         pin_memory: Any = None) -> Any:
     out = np.empty(check_size(size), _np_dtype(dtype))
     uniform_(np, out, 0.0, 1.0, generator)
     return xp.asarray(out)
 
 
 @meta_shape(_rand_shape)
-def randn(xp, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+def randn(xp: Any, size: Any, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+          pin_memory: Any = None) -> Any:
     out = np.empty(check_size(size), _np_dtype(dtype))
     normal_(np, out, 0.0, 1.0, generator)
     return xp.asarray(out)
 
 
-def random_from_to(gen, n, low, high, npdt):
+def random_from_to(gen: Any, n: Any, low: Any, high: Any, npdt: Any) -> Any:
     rng = high - low
     if rng <= 0:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
@@ -223,13 +231,14 @@ def random_from_to(gen, n, low, high, npdt):
 
 @meta_shape(lambda low, high, size, generator=None, dtype=None, *r, **_k:
             (check_size(size), _np_dtype(dtype, dt.int64)))
-def randint(xp, low, high, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+def randint(xp: Any, low: Any, high: Any, size: Any, generator: Any = None, dtype: Any = None,
+            layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
     npdt = _np_dtype(dtype, dt.int64)
     n = int(np.prod(check_size(size)))
     return xp.asarray(random_from_to(_gen(generator), n, low, high, npdt).reshape(size))
 
 
-def random_(xp, self, from_=0, to=None, generator=None):
+def random_(xp: Any, self: Array, from_: Any = 0, to: Any = None, generator: Any = None) -> Any:
     if to is None:
         if self.dtype.kind == "f":
             to = (1 << _DIGITS[self.dtype.name]) + 1
@@ -241,7 +250,8 @@ def random_(xp, self, from_=0, to=None, generator=None):
 
 
 @meta_shape(lambda n, generator=None, dtype=None, *r, **_k: ((n,), _np_dtype(dtype, dt.int64)))
-def randperm(xp, n, generator=None, dtype=None, layout=None, device=None, pin_memory=None):
+def randperm(xp: Any, n: Any, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+             pin_memory: Any = None) -> Any:
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
     gen = _gen(generator)
@@ -256,7 +266,7 @@ def randperm(xp, n, generator=None, dtype=None, layout=None, device=None, pin_me
 
 
 @meta_shape(lambda self, generator=None, **_k: (self.shape, self.dtype))
-def bernoulli(xp, self, generator=None):
+def bernoulli(xp: Any, self: Array, generator: Any = None) -> Any:
     """``torch.bernoulli(p)``: one float uniform (double for double p) per element, ``u < p``."""
     p = np.asarray(self.get() if hasattr(self, "get") else self)
     if p.size and (bool((p < 0).any()) or bool((p > 1).any())):
@@ -269,7 +279,7 @@ def bernoulli(xp, self, generator=None):
 
 
 @meta_shape(lambda self, p=0.5, generator=None, **_k: (self.shape, self.dtype))
-def bernoulli_p(xp, self, p=0.5, generator=None):
+def bernoulli_p(xp: Any, self: Array, p: Any = 0.5, generator: Any = None) -> Any:
     """``bernoulli(p)`` with a scalar ``p``: one double uniform per element, ``u < p``, in memory order."""
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
@@ -280,7 +290,7 @@ def bernoulli_p(xp, self, p=0.5, generator=None):
 
 
 @meta_shape(lambda self, num_samples, *r, **_k: (self.shape[:-1] + (num_samples,), np.dtype(np.int64)))
-def multinomial(xp, self, num_samples, replacement=False, generator=None):
+def multinomial(xp: Any, self: Array, num_samples: Any, replacement: Any = False, generator: Any = None) -> Any:
     p = np.asarray(self.get() if hasattr(self, "get") else self, dtype=np.float64)
     if p.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
@@ -315,7 +325,7 @@ def multinomial(xp, self, num_samples, replacement=False, generator=None):
 
 @meta_shape(lambda mean, std, generator=None, **_k: (np.broadcast_shapes(mean.shape, std.shape),
                                                np.result_type(mean.dtype, std.dtype)))
-def normal_tensor_tensor(xp, mean, std, generator=None):
+def normal_tensor_tensor(xp: Any, mean: Array, std: Any, generator: Any = None) -> Any:
     shape = np.broadcast_shapes(mean.shape, std.shape)
     npdt = np.result_type(mean.dtype, std.dtype)
     out = np.empty(shape, npdt)
@@ -326,8 +336,8 @@ def normal_tensor_tensor(xp, mean, std, generator=None):
 
 
 @meta_shape(lambda mean, std, size, generator=None, dtype=None, *r, **_k: (check_size(size), _np_dtype(dtype)))
-def normal_float_float(xp, mean, std, size, generator=None, dtype=None, layout=None, device=None,
-                       pin_memory=None):
+def normal_float_float(xp: Any, mean: Array, std: Any, size: Any, generator: Any = None, dtype: Any = None,
+                       layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
     out = np.empty(check_size(size), _np_dtype(dtype))
     normal_(np, out, mean, std, generator)
     return xp.asarray(out)

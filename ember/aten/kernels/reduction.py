@@ -1,6 +1,10 @@
 """Reduction kernels (``aten/src/ATen/native/ReduceOps.cpp``, ``Sorting.cpp``)."""
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import builtins
 
 import numpy as np
@@ -11,7 +15,7 @@ from ember.aten.kernels._common import compute_dtype, type_name, wrap_dim, wrap_
 from ember.c10 import dtype as dt
 
 
-def _dims(dim, ndim):
+def _dims(dim: Any, ndim: Any) -> Any:
     if dim is None or (isinstance(dim, tuple) and len(dim) == 0):
         return None
     if isinstance(dim, int):
@@ -19,17 +23,17 @@ def _dims(dim, ndim):
     return wrap_dims(dim, ndim)
 
 
-def _axis(dims):
+def _axis(dims: Any) -> Any:
     return None if dims is None else tuple(dims)
 
 
-def _sum_dtype(a, dtype):
+def _sum_dtype(a: Array, dtype: Any) -> Any:
     if dtype is not None:
         return dtype.np
     return np.dtype(np.int64) if a.dtype.kind in "biu" else a.dtype
 
 
-def sum(xp, self, dim=None, keepdim=False, dtype=None):  # noqa: A001
+def sum(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:  # noqa: A001
     out_dt = _sum_dtype(self, dtype)
     cdt = compute_dtype(out_dt)
     # add.reduce: np.sum's Python-level wrapper costs a microsecond a call
@@ -40,21 +44,21 @@ def sum(xp, self, dim=None, keepdim=False, dtype=None):  # noqa: A001
     return r
 
 
-def nansum(xp, self, dim=None, keepdim=False, dtype=None):
+def nansum(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
     out_dt = _sum_dtype(self, dtype)
     cdt = compute_dtype(out_dt)
     r = xp.nansum(self.astype(cdt, copy=False), axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
     return xp.asarray(r).astype(out_dt, copy=False)
 
 
-def prod(xp, self, dim=None, keepdim=False, dtype=None):
+def prod(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
     out_dt = _sum_dtype(self, dtype)
     cdt = compute_dtype(out_dt)
     r = xp.prod(self.astype(cdt, copy=False), axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
     return xp.asarray(r).astype(out_dt, copy=False)
 
 
-def _mean_dtype(self, dtype, name="mean"):
+def _mean_dtype(self: Array, dtype: Any, name: Any = 'mean') -> Any:
     out = dtype.np if dtype is not None else self.dtype
     if out.kind in "biu":
         src = dtype.np if dtype is not None else self.dtype
@@ -64,7 +68,7 @@ def _mean_dtype(self, dtype, name="mean"):
     return out
 
 
-def mean(xp, self, dim=None, keepdim=False, dtype=None):
+def mean(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
     out_dt = _mean_dtype(self, dtype)
     cdt = compute_dtype(out_dt)
     with np.errstate(all="ignore"):
@@ -72,7 +76,7 @@ def mean(xp, self, dim=None, keepdim=False, dtype=None):
     return xp.asarray(r).astype(out_dt, copy=False)
 
 
-def nanmean(xp, self, dim=None, keepdim=False, dtype=None):
+def nanmean(xp: Any, self: Array, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
     out_dt = _mean_dtype(self, dtype, "nanmean")
     cdt = compute_dtype(out_dt)
     with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
@@ -81,7 +85,7 @@ def nanmean(xp, self, dim=None, keepdim=False, dtype=None):
     return xp.asarray(r).astype(out_dt, copy=False)
 
 
-def _var_core(xp, self, dim, correction, keepdim, name):
+def _var_core(xp: Any, self: Array, dim: Any, correction: Any, keepdim: Any, name: Any) -> Any:
     if self.dtype.kind in "biu":
         raise RuntimeError(f"{name}(): input dtype should be either floating point or complex. "
                            f"Got {type_name(self.dtype)} instead.")
@@ -101,27 +105,27 @@ def _var_core(xp, self, dim, correction, keepdim, name):
     return xp.asarray(v), xp.asarray(m if keepdim else xp.squeeze(m, axis=_axis(dims))), real_dt
 
 
-def var(xp, self, dim=None, correction=None, keepdim=False):
+def var(xp: Any, self: Array, dim: Any = None, correction: Any = None, keepdim: Any = False) -> Any:
     v, _m, rdt = _var_core(xp, self, dim, correction, keepdim, "var")
     return v.astype(rdt, copy=False)
 
 
-def std(xp, self, dim=None, correction=None, keepdim=False):
+def std(xp: Any, self: Array, dim: Any = None, correction: Any = None, keepdim: Any = False) -> Any:
     v, _m, rdt = _var_core(xp, self, dim, correction, keepdim, "std")
     return xp.sqrt(v).astype(rdt, copy=False)
 
 
-def var_mean(xp, self, dim=None, correction=None, keepdim=False):
+def var_mean(xp: Any, self: Array, dim: Any = None, correction: Any = None, keepdim: Any = False) -> Any:
     v, m, rdt = _var_core(xp, self, dim, correction, keepdim, "var_mean")
     return v.astype(rdt, copy=False), m.astype(self.dtype, copy=False)
 
 
-def std_mean(xp, self, dim=None, correction=None, keepdim=False):
+def std_mean(xp: Any, self: Array, dim: Any = None, correction: Any = None, keepdim: Any = False) -> Any:
     v, m, rdt = _var_core(xp, self, dim, correction, keepdim, "std_mean")
     return xp.sqrt(v).astype(rdt, copy=False), m.astype(self.dtype, copy=False)
 
 
-def _check_nonempty(self, name, dim=None):
+def _check_nonempty(self: Array, name: Any, dim: Any = None) -> Any:
     if self.size == 0:
         if dim is None:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -130,7 +134,7 @@ def _check_nonempty(self, name, dim=None):
             raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
 
 
-def _amaxmin(xp, self, dim, keepdim, fn, name):
+def _amaxmin(xp: Any, self: Array, dim: Any, keepdim: Any, fn: Any, name: Any) -> Any:
     dims = _dims(dim, self.ndim)
     if self.size == 0:
         if dims is None:
@@ -144,25 +148,25 @@ def _amaxmin(xp, self, dim, keepdim, fn, name):
     return xp.asarray(r).astype(self.dtype, copy=False)
 
 
-def amax(xp, self, dim=(), keepdim=False):
+def amax(xp: Any, self: Array, dim: Any = (), keepdim: Any = False) -> Any:
     return _amaxmin(xp, self, dim, keepdim, xp.max, "amax")
 
 
-def amin(xp, self, dim=(), keepdim=False):
+def amin(xp: Any, self: Array, dim: Any = (), keepdim: Any = False) -> Any:
     return _amaxmin(xp, self, dim, keepdim, xp.min, "amin")
 
 
-def max(xp, self):  # noqa: A001 - full reduction
+def max(xp: Any, self: Array) -> Any:  # noqa: A001 - full reduction
     _check_nonempty(self, "max")
     return amax(xp, self)
 
 
-def min(xp, self):  # noqa: A001
+def min(xp: Any, self: Array) -> Any:  # noqa: A001
     _check_nonempty(self, "min")
     return amin(xp, self)
 
 
-def _arg_reduce(xp, self, dim, keepdim, fn, name):
+def _arg_reduce(xp: Any, self: Array, dim: Any, keepdim: Any, fn: Any, name: Any) -> Any:
     cdt = compute_dtype(self.dtype)
     x = self.astype(cdt, copy=False)
     if dim is None:
@@ -180,15 +184,15 @@ def _arg_reduce(xp, self, dim, keepdim, fn, name):
     return xp.asarray(r).astype(np.int64, copy=False)
 
 
-def argmax(xp, self, dim=None, keepdim=False):
+def argmax(xp: Any, self: Array, dim: Any = None, keepdim: Any = False) -> Any:
     return _arg_reduce(xp, self, dim, keepdim, xp.argmax, "argmax")
 
 
-def argmin(xp, self, dim=None, keepdim=False):
+def argmin(xp: Any, self: Array, dim: Any = None, keepdim: Any = False) -> Any:
     return _arg_reduce(xp, self, dim, keepdim, xp.argmin, "argmin")
 
 
-def max_dim(xp, self, dim, keepdim=False):
+def max_dim(xp: Any, self: Array, dim: Any, keepdim: Any = False) -> Any:
     d = wrap_dim(dim, self.ndim)
     _check_nonempty(self, "max", d if self.ndim else None) if self.size == 0 else None
     idx = argmax(xp, self, d, True) if self.ndim else xp.zeros((), np.int64)
@@ -198,7 +202,7 @@ def max_dim(xp, self, dim, keepdim=False):
     return vals, idx
 
 
-def min_dim(xp, self, dim, keepdim=False):
+def min_dim(xp: Any, self: Array, dim: Any, keepdim: Any = False) -> Any:
     d = wrap_dim(dim, self.ndim)
     _check_nonempty(self, "min", d if self.ndim else None) if self.size == 0 else None
     idx = argmin(xp, self, d, True) if self.ndim else xp.zeros((), np.int64)
@@ -208,12 +212,12 @@ def min_dim(xp, self, dim, keepdim=False):
     return vals, idx
 
 
-def aminmax(xp, self, dim=None, keepdim=False):
+def aminmax(xp: Any, self: Array, dim: Any = None, keepdim: Any = False) -> Any:
     return (amin(xp, self, () if dim is None else dim, keepdim),
             amax(xp, self, () if dim is None else dim, keepdim))
 
 
-def logsumexp(xp, self, dim, keepdim=False):
+def logsumexp(xp: Any, self: Array, dim: Any, keepdim: Any = False) -> Any:
     out_dt = self.dtype if self.dtype.kind in "fc" or self.dtype == _BF16 \
         else dt.get_default_dtype().np
     cdt = compute_dtype(out_dt)
@@ -232,21 +236,21 @@ def logsumexp(xp, self, dim, keepdim=False):
     return r.astype(out_dt, copy=False)
 
 
-def all(xp, self, dim=None, keepdim=False):  # noqa: A001
+def all(xp: Any, self: Array, dim: Any = None, keepdim: Any = False) -> Any:  # noqa: A001
     r = xp.all(self, axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
     return xp.asarray(r).astype(np.uint8 if self.dtype == np.uint8 else bool, copy=False)
 
 
-def any(xp, self, dim=None, keepdim=False):  # noqa: A001
+def any(xp: Any, self: Array, dim: Any = None, keepdim: Any = False) -> Any:  # noqa: A001
     r = xp.any(self, axis=_axis(_dims(dim, self.ndim)), keepdims=keepdim)
     return xp.asarray(r).astype(np.uint8 if self.dtype == np.uint8 else bool, copy=False)
 
 
-def count_nonzero(xp, self, dim=None):
+def count_nonzero(xp: Any, self: Array, dim: Any = None) -> Any:
     return xp.asarray(xp.count_nonzero(self, axis=_axis(_dims(dim, self.ndim)))).astype(np.int64)
 
 
-def _cum(xp, self, dim, dtype, fn):
+def _cum(xp: Any, self: Array, dim: Any, dtype: Any, fn: Any) -> Any:
     out_dt = dtype.np if dtype is not None else (np.dtype(np.int64) if self.dtype.kind in "biu" else self.dtype)
     d = wrap_dim(dim, self.ndim)
     cdt = compute_dtype(out_dt)
@@ -256,15 +260,15 @@ def _cum(xp, self, dim, dtype, fn):
     return fn(x, axis=d).astype(out_dt, copy=False)
 
 
-def cumsum(xp, self, dim, dtype=None):
+def cumsum(xp: Any, self: Array, dim: Any, dtype: Any = None) -> Any:
     return _cum(xp, self, dim, dtype, xp.cumsum)
 
 
-def cumprod(xp, self, dim, dtype=None):
+def cumprod(xp: Any, self: Array, dim: Any, dtype: Any = None) -> Any:
     return _cum(xp, self, dim, dtype, xp.cumprod)
 
 
-def logcumsumexp(xp, self, dim):
+def logcumsumexp(xp: Any, self: Array, dim: Any) -> Any:
     d = wrap_dim(dim, self.ndim)
     cdt = compute_dtype(self.dtype)
     x = self.astype(cdt, copy=False)
@@ -274,7 +278,7 @@ def logcumsumexp(xp, self, dim):
         xp.log(xp.cumsum(xp.exp(x), axis=d)).astype(self.dtype)
 
 
-def _cum_extreme(xp, self, dim, better):
+def _cum_extreme(xp: Any, self: Array, dim: Any, better: Any) -> Any:
     d = wrap_dim(dim, self.ndim)
     if self.ndim == 0:
         return self.copy(), xp.zeros((), np.int64)
@@ -295,16 +299,16 @@ def _cum_extreme(xp, self, dim, better):
     return xp.moveaxis(vals, -1, d), xp.moveaxis(idx, -1, d)
 
 
-def cummax(xp, self, dim):
+def cummax(xp: Any, self: Array, dim: Any) -> Any:
     return _cum_extreme(xp, self, dim, lambda a, b: a > b)
 
 
-def cummin(xp, self, dim):
+def cummin(xp: Any, self: Array, dim: Any) -> Any:
     return _cum_extreme(xp, self, dim, lambda a, b: a < b)
 
 
 # ------------------------------------------------------------------------------ sorting
-def sort(xp, self, stable=None, dim=-1, descending=False):
+def sort(xp: Any, self: Array, stable: Any = None, dim: Any = -1, descending: Any = False) -> Any:
     if self.ndim == 0:
         return self.copy(), xp.zeros((), np.int64)
     d = wrap_dim(dim, self.ndim)
@@ -320,11 +324,11 @@ def sort(xp, self, stable=None, dim=-1, descending=False):
     return xp.take_along_axis(self, idx, axis=d), idx.astype(np.int64)
 
 
-def argsort(xp, self, stable=False, dim=-1, descending=False):
+def argsort(xp: Any, self: Array, stable: Any = False, dim: Any = -1, descending: Any = False) -> Any:
     return sort(xp, self, stable, dim, descending)[1]
 
 
-def topk(xp, self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+def topk(xp: Any, self: Array, k: Any, dim: Any = -1, largest: Any = True, sorted: Any = True) -> Any:  # noqa: A002
     d = wrap_dim(dim, self.ndim)
     n = self.shape[d] if self.ndim else 1
     if not 0 <= k <= n:
@@ -337,7 +341,7 @@ def topk(xp, self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     return vals[tuple(sl)].copy(), idx[tuple(sl)].copy()
 
 
-def kthvalue(xp, self, k, dim=-1, keepdim=False):
+def kthvalue(xp: Any, self: Array, k: Any, dim: Any = -1, keepdim: Any = False) -> Any:
     d = wrap_dim(dim, self.ndim)
     n = self.shape[d] if self.ndim else 1
     if not 1 <= k <= n:
@@ -352,7 +356,7 @@ def kthvalue(xp, self, k, dim=-1, keepdim=False):
     return v, i
 
 
-def median(xp, self):
+def median(xp: Any, self: Array) -> Any:
     if self.size == 0:
         return xp.asarray(np.nan, dtype=self.dtype) if self.dtype.kind == "f" else xp.zeros((), self.dtype)
     flat = self.reshape(-1)
@@ -362,7 +366,7 @@ def median(xp, self):
     return vals[(flat.size - 1) // 2].copy()
 
 
-def median_dim(xp, self, dim, keepdim=False):
+def median_dim(xp: Any, self: Array, dim: Any, keepdim: Any = False) -> Any:
     d = wrap_dim(dim, self.ndim)
     if self.ndim == 0:
         return self.copy(), xp.zeros((), np.int64)
@@ -382,7 +386,7 @@ def median_dim(xp, self, dim, keepdim=False):
     return v, i
 
 
-def mode(xp, self, dim=-1, keepdim=False):
+def mode(xp: Any, self: Array, dim: Any = -1, keepdim: Any = False) -> Any:
     d = wrap_dim(dim, self.ndim)
     if self.ndim == 0:
         return self.copy(), xp.zeros((), np.int64)
@@ -403,19 +407,20 @@ def mode(xp, self, dim=-1, keepdim=False):
     return v, i
 
 
-def unique(xp, self, sorted=True, return_inverse=False, return_counts=False):  # noqa: A002
+def unique(xp: Any, self: Array, sorted: Any = True, return_inverse: Any = False, return_counts: Any = False) -> Any:
     """``_unique2``: the unique elements of the flattened input, the inverse (input-shaped) and counts."""
     u, inv, cnt = xp.unique(self.reshape(-1), return_inverse=True, return_counts=True)
     return u, inv.reshape(self.shape).astype(np.int64), cnt.astype(np.int64)
 
 
-def unique_dim(xp, self, dim, sorted=True, return_inverse=False, return_counts=False):  # noqa: A002
+def unique_dim(xp: Any, self: Array, dim: Any, sorted: Any = True, return_inverse: Any = False,  # noqa: A002
+               return_counts: Any = False) -> Any:
     """The unique slices along ``dim`` (sorted lexicographically), the inverse and the counts."""
     u, inv, cnt = xp.unique(self, return_inverse=True, return_counts=True, axis=wrap_dim(dim, self.ndim))
     return u, inv.reshape(-1).astype(np.int64), cnt.astype(np.int64)
 
 
-def bincount(xp, self, weights=None, minlength=0):
+def bincount(xp: Any, self: Array, weights: Array = None, minlength: Any = 0) -> Any:
     if self.ndim != 1 or self.dtype.kind not in "iu":
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if self.size and int(self.min()) < 0:
@@ -428,7 +433,7 @@ def bincount(xp, self, weights=None, minlength=0):
     return r.astype(weights.dtype if weights.dtype.kind == "f" else np.float64)
 
 
-def histc(xp, self, bins=100, min=0, max=0):  # noqa: A002
+def histc(xp: Any, self: Array, bins: Any = 100, min: Array = 0, max: Array = 0) -> Any:  # noqa: A002
     if self.dtype.kind != "f":
         raise RuntimeError(f"\"histogram_cpu\" not implemented for '{type_name(self.dtype)}'")
     if bins <= 0:

@@ -18,6 +18,10 @@ b_hn))`` and ``h' = n + z*(h - n)``; RNN ``h' = act(W_ih x + b_ih + W_hh h + b_h
 ``r, z, n`` and ``W_hn h + b_hn``; RNN nothing (its derivative comes from the output)."""
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import numpy as np
 
 from ember.aten.kernels._common import asdtype, compute_dtype
@@ -26,13 +30,13 @@ from ember.aten.kernels.unary import _sigmoid
 MODES = ("RNN_TANH", "RNN_RELU", "LSTM", "GRU")
 
 
-def _steps(batch_sizes, reverse):
+def _steps(batch_sizes: Array, reverse: Any) -> Any:
     offs = np.concatenate([[0], np.cumsum(batch_sizes)]).astype(int)
     order = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
     return offs, list(order)
 
 
-def _check(input, batch_sizes, h0, c0, w_ih, mode):  # noqa: A002
+def _check(input: Array, batch_sizes: Array, h0: Array, c0: Array, w_ih: Array, mode: Any) -> Any:  # noqa: A002
     if mode not in MODES:
         raise ValueError(f"Unknown mode '{mode}'")
     if input.ndim != 2:
@@ -51,7 +55,8 @@ def _check(input, batch_sizes, h0, c0, w_ih, mode):  # noqa: A002
         raise RuntimeError("_rnn_layer: LSTM needs an initial cell state")
 
 
-def _rnn_layer(xp, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse):  # noqa: A002
+def _rnn_layer(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0: Array, w_ih: Array, w_hh: Array,  # noqa: A002
+               b_ih: Array, b_hh: Array, w_hr: Array, mode: Any, reverse: Any) -> Any:
     batch_sizes = [int(b) for b in batch_sizes]
     _check(input, batch_sizes, h0, c0, w_ih, mode)
     dt = compute_dtype(np.result_type(input.dtype, w_ih.dtype))
@@ -66,7 +71,7 @@ def _rnn_layer(xp, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mod
     if mode == "LSTM" and bhh is not None:             # both biases land on the same pre-activations
         xw += bhh
     h = asdtype(xp, h0, dt).copy()
-    c = asdtype(xp, c0, dt).copy() if mode == "LSTM" else None
+    c: Any = asdtype(xp, c0, dt).copy() if mode == "LSTM" else None
     out = xp.empty((x.shape[0], h.shape[1]), dtype=dt)
     ws = xp.empty((x.shape[0], {"LSTM": 5 * H, "GRU": 4 * H}.get(mode, 0)), dtype=dt)
     for t in order:
@@ -110,7 +115,7 @@ def _rnn_layer(xp, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mod
     return out.astype(odt, copy=False), h.astype(odt, copy=False), c_out, ws
 
 
-def _previous(xp, states, init, batch_sizes, offs, reverse):
+def _previous(xp: Any, states: Any, init: Any, batch_sizes: Array, offs: Any, reverse: Any) -> Any:
     """Each packed row's state before its step: the same batch row one step earlier in processing order,
     or the initial state where the sequence starts there."""
     prev = xp.empty((offs[-1], init.shape[1]), dtype=states.dtype)
@@ -129,8 +134,9 @@ def _previous(xp, states, init, batch_sizes, offs, reverse):
     return prev
 
 
-def _rnn_layer_backward(xp, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse,  # noqa: A002
-                        output, workspace, grad_output, grad_hn, grad_cn):
+def _rnn_layer_backward(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0: Array, w_ih: Array,  # noqa: A002
+                        w_hh: Array, b_ih: Array, b_hh: Array, w_hr: Array, mode: Any, reverse: Any,
+                        output: Array, workspace: Any, grad_output: Array, grad_hn: Any, grad_cn: Any) -> Any:
     batch_sizes = [int(b) for b in batch_sizes]
     dt = workspace.dtype
     x, wih, whh = asdtype(xp, input, dt), asdtype(xp, w_ih, dt), asdtype(xp, w_hh, dt)
@@ -146,7 +152,7 @@ def _rnn_layer_backward(xp, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_hh, 
     G = {"LSTM": 4, "GRU": 3}.get(mode, 1) * H
     dgi = xp.empty((N, G), dtype=dt)                   # gradient of the input-side pre-activations
     dgh = xp.empty((N, G), dtype=dt) if mode == "GRU" else dgi
-    dwhr = xp.zeros_like(whr) if whr is not None else None
+    dwhr: Any = xp.zeros_like(whr) if whr is not None else None
     if mode == "LSTM":
         cinit = asdtype(xp, c0, dt)
         cprev = _previous(xp, workspace[:, 4 * H:], cinit, batch_sizes, offs, reverse)

@@ -11,6 +11,10 @@ negative arguments.
 """
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import math
 
 import numpy as np
@@ -31,7 +35,7 @@ _Q = (2.56852019228982242, 1.87295284992346047, 0.527905102951428412, 0.06051834
 _SQRPI = 0.56418958354775628695  # 1 / sqrt(pi)
 
 
-def _rational(v, num_c, den_c, lead_num):
+def _rational(v: Any, num_c: Any, den_c: Any, lead_num: Any) -> Any:
     """Cody's ``((lead * v + n0) * v + n1) ... / ((v + d0) * v + d1) ...`` loop, in place (large
     temporaries cost a page-faulting allocation each)."""
     num = v * lead_num
@@ -47,7 +51,7 @@ def _rational(v, num_c, den_c, lead_num):
     return num
 
 
-def _exp_neg_square(y):
+def _exp_neg_square(y: Any) -> Any:
     """exp(-y*y) as exp(-ys*ys) * exp(-(y-ys)(y+ys)) with ys = y rounded down to 1/16 (Cody's accuracy
     trick: y*y itself would lose the low bits)."""
     ys = np.trunc(y * 16.0)
@@ -63,7 +67,7 @@ def _exp_neg_square(y):
     return ys
 
 
-def _calerf(x, complement: bool):
+def _calerf(x: Array, complement: bool) -> Any:
     """erf(x) (or erfc(x)) of a float64 array.  The two common ranges are evaluated over the whole array
     and blended with one ``where`` (boolean-mask gathers on random data cost more than the arithmetic);
     only the rare |x| > 4 elements are gathered."""
@@ -72,7 +76,7 @@ def _calerf(x, complement: bool):
     return _calerf_flat(x, complement).reshape(shape)
 
 
-def _calerf_flat(x, complement: bool):
+def _calerf_flat(x: Array, complement: bool) -> Any:
     y = np.abs(x)
     with np.errstate(all="ignore"):
         e_small = _rational(x * x, _A[:3] + _A[3:4], _B, _A[4])
@@ -111,7 +115,7 @@ _ERF32_LOG_ERFC = (-1.8357837916482822e-08, 2.0160500753263477e-06, -4.940045619
                    -0.631760835647583, -1.1302515268325806, 0.00032066399580799043)
 
 
-def _horner32(xp, v, coeffs):
+def _horner32(xp: Any, v: Any, coeffs: Any) -> Any:
     """sum(c_k v^k) (highest first) in v's dtype, in place on one temporary."""
     r = v * v.dtype.type(coeffs[0])
     for c in coeffs[1:-1]:
@@ -121,7 +125,7 @@ def _horner32(xp, v, coeffs):
     return r
 
 
-def _erf_float32(xp, x):
+def _erf_float32(xp: Any, x: Array) -> Any:
     """erf of a float32 array, evaluated in float32 on NumPy or CuPy.  Both ranges are evaluated on
     u = min(|x|, 4) over the whole array and blended by multiplying with a 0/1 mask (exact, as both are finite;
     ``where`` and masked gathers on random data cost 5-10x an arithmetic pass); the sign is copied bitwise."""
@@ -156,16 +160,16 @@ def _lgamma_scalar(v: float) -> float:
 _lgamma = np.frompyfunc(_lgamma_scalar, 1, 1)
 
 
-def _host(xp, x):
+def _host(xp: Any, x: Array) -> Any:
     """float64 NumPy copy of x (CuPy arrays come to the host for these few functions)."""
     return np.asarray(x.get() if hasattr(x, "get") else x, dtype=np.float64)
 
 
-def _back(xp, r, like):
+def _back(xp: Any, r: Any, like: Any) -> Any:
     return xp.asarray(np.asarray(r, dtype=np.float64)).astype(like.dtype, copy=False)
 
 
-def erf(xp, x):
+def erf(xp: Any, x: Array) -> Any:
     if x.dtype.kind == "f" and x.dtype.itemsize <= 4 or x.dtype == BF16_NP:
         r = _erf_float32(xp, x.astype(np.float32, copy=False).reshape(-1))   # 1-d: 0-d ops give scalars
         return r.reshape(x.shape).astype(x.dtype, copy=False)
@@ -173,15 +177,15 @@ def erf(xp, x):
 
 
 
-def erfc(xp, x):
+def erfc(xp: Any, x: Array) -> Any:
     return _back(xp, _calerf(_host(xp, x), True), x)
 
 
-def lgamma(xp, x):
+def lgamma(xp: Any, x: Array) -> Any:
     return _back(xp, _lgamma(_host(xp, x)), x)
 
 
-def erfinv(xp, x):
+def erfinv(xp: Any, x: Array) -> Any:
     y = np.atleast_1d(_host(xp, x))
     with np.errstate(all="ignore"):
         # Giles' single-precision approximation as a start, then Newton on erf in float64.
@@ -189,11 +193,11 @@ def erfinv(xp, x):
         small = w < 5.0
         ws = w - 2.5
         wl = np.sqrt(np.where(small, 5.0, w)) - 3.0
-        ps = 2.81022636e-08
+        ps: Any = 2.81022636e-08
         for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
                   -0.00417768164, 0.246640727, 1.50140941):
             ps = c + ps * ws
-        pl = -0.000200214257
+        pl: Any = -0.000200214257
         for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
                   0.00943887047, 1.00167406, 2.83297682):
             pl = c + pl * wl
@@ -207,7 +211,7 @@ def erfinv(xp, x):
     return _back(xp, r.reshape(np.shape(x)), x)
 
 
-def digamma(xp, x):
+def digamma(xp: Any, x: Array) -> Any:
     v = _host(xp, x)
     with np.errstate(all="ignore"):
         out = np.empty_like(v)
@@ -229,11 +233,11 @@ def digamma(xp, x):
     return _back(xp, out, x)
 
 
-def i0(xp, x):
+def i0(xp: Any, x: Array) -> Any:
     return _back(xp, np.i0(_host(xp, x)), x)
 
 
-def _bessel_scaled(v, order: int):
+def _bessel_scaled(v: Any, order: int) -> Any:
     """exp(-|x|) I_order(|x|) for order 0 or 1, in float64: the power series (all terms positive, so
     no cancellation) up to |x| = 30, Hankel's asymptotic expansion beyond it (its terms fall below
     1e-17 within 25 terms there)."""
@@ -258,21 +262,21 @@ def _bessel_scaled(v, order: int):
     return np.where(small, series, asym)
 
 
-def special_i0e(xp, x):
+def special_i0e(xp: Any, x: Array) -> Any:
     v = _host(xp, x)
     with np.errstate(all="ignore"):
         r = np.where(np.isnan(v), v, _bessel_scaled(v, 0))
     return _back(xp, r, x)
 
 
-def special_i1e(xp, x):
+def special_i1e(xp: Any, x: Array) -> Any:
     v = _host(xp, x)
     with np.errstate(all="ignore"):
         r = np.where(np.isnan(v), v, np.sign(v) * _bessel_scaled(v, 1))
     return _back(xp, r, x)
 
 
-def special_i1(xp, x):
+def special_i1(xp: Any, x: Array) -> Any:
     v = _host(xp, x)
     with np.errstate(all="ignore"):
         r = np.sign(v) * _bessel_scaled(v, 1) * np.exp(np.abs(v))  # +-inf gives nan, as PyTorch's
@@ -284,7 +288,7 @@ _ZETA_B = (1 / 12, -1 / 720, 1 / 30240, -1 / 1209600, 1 / 47900160, -691 / 13076
            -3617 / 10670622842880000, 43867 / 5109094217170944000, -174611 / 802857662698291200000)
 
 
-def hurwitz_zeta(s: float, q):
+def hurwitz_zeta(s: float, q: Any) -> Any:
     """zeta(s, q) = sum_k (q + k)^-s for q > 0, by Euler-Maclaurin summation (float64)."""
     q = np.asarray(q, dtype=np.float64)
     n = 9
@@ -300,7 +304,7 @@ def hurwitz_zeta(s: float, q):
     return total
 
 
-def polygamma(xp, n: int, x):
+def polygamma(xp: Any, n: int, x: Array) -> Any:
     """psi^(n)(x) = (-1)^(n+1) n! zeta(n+1, x) for n >= 1 (reflection for x < 0; poles at non-positive
     integers give inf/nan as in PyTorch); n = 0 is digamma."""
     if n < 0:

@@ -1,6 +1,10 @@
 """Elementwise unary kernels (``aten/src/ATen/native/UnaryOps.cpp``)."""
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
@@ -11,10 +15,10 @@ from ember.aten.kernels._common import chunked, compute_dtype, elementwise, floa
 __all__ = []
 
 
-def _float_unary(name, fn_of_xp):
+def _float_unary(name: Any, fn_of_xp: Any) -> Any:
     """exp-like: integral/bool inputs give the default float dtype; half types compute in float32."""
     @elementwise
-    def kernel(xp, self):
+    def kernel(xp: Any, self: Array) -> Any:
         out_dt = float_result(self.dtype)
         cdt = compute_dtype(out_dt)
         x = self if self.dtype == cdt else self.astype(cdt)
@@ -48,14 +52,15 @@ for _name, _f in {
     _float_unary(_name, _f)
 
 
-def _sigmoid(xp, x):
+def _sigmoid(xp: Any, x: Array) -> Any:
     # 1 / (1 + exp(-x)) without overflow warnings for large |x|
     return 1 / (1 + xp.exp(-x))
 
 
-def _same_unary(name, fn_of_xp, bool_ok=True, int_identity=False, bool_error=None):
+def _same_unary(name: Any, fn_of_xp: Any, bool_ok: Any = True, int_identity: Any = False,
+                bool_error: Any = None) -> Any:
     @elementwise
-    def kernel(xp, self):
+    def kernel(xp: Any, self: Array) -> Any:
         if self.dtype.kind == "b" and bool_error:
             raise RuntimeError(bool_error)
         if int_identity and is_integral(self.dtype):
@@ -81,7 +86,7 @@ _same_unary("positive", lambda xp: (lambda x: x))
 
 
 @elementwise
-def abs(xp, self):  # noqa: A001 - PyTorch's name
+def abs(xp: Any, self: Array) -> Any:  # noqa: A001 - PyTorch's name
     if self.dtype.kind == "b":
         return self.copy()
     if self.dtype.kind == "c":
@@ -90,7 +95,7 @@ def abs(xp, self):  # noqa: A001 - PyTorch's name
 
 
 @elementwise
-def sign(xp, self):
+def sign(xp: Any, self: Array) -> Any:
     if self.dtype.kind == "b":
         return self.copy()
     if self.dtype.kind == "c":
@@ -101,7 +106,7 @@ def sign(xp, self):
 
 
 @elementwise
-def sgn(xp, self):
+def sgn(xp: Any, self: Array) -> Any:
     if self.dtype.kind != "c":
         return sign(xp, self)
     a = xp.abs(self)
@@ -110,7 +115,7 @@ def sgn(xp, self):
 
 
 @elementwise
-def round(xp, self, decimals=0):  # noqa: A001
+def round(xp: Any, self: Array, decimals: Any = 0) -> Any:  # noqa: A001
     if is_integral(self.dtype):
         return self.copy()
     cdt = compute_dtype(self.dtype)
@@ -118,14 +123,14 @@ def round(xp, self, decimals=0):  # noqa: A001
 
 
 @elementwise
-def relu(xp, self):
+def relu(xp: Any, self: Array) -> Any:
     if self.dtype.kind == "b":
         raise RuntimeError('"clamp_min_scalar_cpu" not implemented for \'Bool\'')
     return xp.maximum(self, xp.zeros((), self.dtype))
 
 
 @elementwise
-def bitwise_not(xp, self):
+def bitwise_not(xp: Any, self: Array) -> Any:
     if self.dtype.kind == "b":
         return xp.logical_not(self)
     if not is_integral(self.dtype):
@@ -134,55 +139,55 @@ def bitwise_not(xp, self):
 
 
 @elementwise
-def logical_not(xp, self):
+def logical_not(xp: Any, self: Array) -> Any:
     return xp.logical_not(self)
 
 
 @elementwise
-def isnan(xp, self):
+def isnan(xp: Any, self: Array) -> Any:
     if is_integral(self.dtype):
         return xp.zeros(self.shape, bool)
     return xp.isnan(self)
 
 
 @elementwise
-def isinf(xp, self):
+def isinf(xp: Any, self: Array) -> Any:
     if is_integral(self.dtype):
         return xp.zeros(self.shape, bool)
     return xp.isinf(self)
 
 
 @elementwise
-def isfinite(xp, self):
+def isfinite(xp: Any, self: Array) -> Any:
     if is_integral(self.dtype):
         return xp.ones(self.shape, bool)
     return xp.isfinite(self)
 
 
 @elementwise
-def isposinf(xp, self):
+def isposinf(xp: Any, self: Array) -> Any:
     return xp.isposinf(self) if not is_integral(self.dtype) else xp.zeros(self.shape, bool)
 
 
 @elementwise
-def isneginf(xp, self):
+def isneginf(xp: Any, self: Array) -> Any:
     return xp.isneginf(self) if not is_integral(self.dtype) else xp.zeros(self.shape, bool)
 
 
 @elementwise
-def signbit(xp, self):
+def signbit(xp: Any, self: Array) -> Any:
     if self.dtype.kind == "b":
         return xp.zeros(self.shape, bool)
     return xp.signbit(self.astype(compute_dtype(self.dtype), copy=False))
 
 
 @elementwise
-def nan_to_num(xp, self, nan=None, posinf=None, neginf=None):
+def nan_to_num(xp: Any, self: Array, nan: Any = None, posinf: Any = None, neginf: Any = None) -> Any:
     if is_integral(self.dtype):
         return self.copy()
-    info = np.finfo(compute_dtype(self.dtype)) if self.dtype != _BF16 else None
+    info: Any = np.finfo(compute_dtype(self.dtype)) if self.dtype != _BF16 else None
     import ml_dtypes
-    info = info if info is not None else ml_dtypes.finfo(self.dtype)
+    info = info if info is not None else ml_dtypes.finfo(self.dtype)  # type: ignore[no-untyped-call, unused-ignore]
     r = xp.nan_to_num(self, nan=0.0 if nan is None else nan,
                       posinf=float(info.max) if posinf is None else posinf,
                       neginf=float(info.min) if neginf is None else neginf)
@@ -190,7 +195,7 @@ def nan_to_num(xp, self, nan=None, posinf=None, neginf=None):
 
 
 @elementwise
-def logit(xp, self, eps=None):
+def logit(xp: Any, self: Array, eps: Any = None) -> Any:
     out_dt = float_result(self.dtype)
     x = self.astype(compute_dtype(out_dt), copy=False)
     if eps is not None:
@@ -199,7 +204,7 @@ def logit(xp, self, eps=None):
         return xp.log(x / (1 - x)).astype(out_dt, copy=False)
 
 
-def _tn(npdt):
+def _tn(npdt: Any) -> Any:
     from ember.aten.kernels._common import type_name
     return type_name(npdt)
 
@@ -209,7 +214,7 @@ __all__ += ["abs", "sign", "sgn", "round", "relu", "bitwise_not", "logical_not",
 
 
 @elementwise
-def polygamma(xp, n, self):
+def polygamma(xp: Any, n: Any, self: Array) -> Any:
     out_dt = float_result(self.dtype)
     x = self.astype(compute_dtype(out_dt), copy=False)
     return sm.polygamma(xp, n, x).astype(out_dt, copy=False)

@@ -9,17 +9,21 @@ instruction; which ones it contracts was established by comparing 160,000 sample
 """
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import numpy as np
 
 f32 = np.float32
 
 
-def _fma(a, b, c):
+def _fma(a: Array, b: Array, c: Any) -> Any:
     """a * b + c rounded once to float32 (the float64 product of two floats is exact)."""
     return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + c).astype(f32)
 
 
-def log_f32(x):
+def log_f32(x: Array) -> Any:
     x = np.asarray(x, f32)
     invalid = x <= 0
     x = np.maximum(x, f32(1.17549435e-38))
@@ -44,7 +48,7 @@ def log_f32(x):
     return np.where(invalid, f32(np.nan), x).astype(f32)
 
 
-def sincos_f32(x):
+def sincos_f32(x: Array) -> Any:
     x = np.asarray(x, f32)
     sign_sin = np.signbit(x)
     x = np.abs(x)

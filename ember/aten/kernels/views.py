@@ -5,6 +5,10 @@ They only compute sizes, strides and offsets, which is why they also serve meta 
 """
 from __future__ import annotations
 
+from ember.aten.kernels._common import Array
+
+from typing import Any
+
 import builtins
 
 import numpy as np
@@ -14,18 +18,18 @@ from ember.aten.kernels._common import shape_str, wrap_dim, wrap_dims
 _as_strided_np = np.lib.stride_tricks.as_strided
 
 
-def _restride(xp, a, shape, byte_strides, byte_offset: int = 0):
+def _restride(xp: Any, a: Array, shape: Any, byte_strides: Any, byte_offset: int = 0) -> Any:
     """A view of ``a``'s memory with the given shape/strides, starting ``byte_offset`` bytes after a's start."""
     if xp is np or isinstance(a, np.ndarray):
         if byte_offset:
             # shift the start without reading: a 2-element view whose stride is the offset
             a = _as_strided_np(a, (2,), (byte_offset,))[1:]
         return _as_strided_np(a, tuple(shape), tuple(byte_strides))
-    import cupy
+    import cupy  # type: ignore[import-not-found, unused-ignore]
     return cupy.ndarray(tuple(shape), a.dtype, a.data + byte_offset, tuple(byte_strides))
 
 
-def infer_size(shape, numel: int) -> tuple:
+def infer_size(shape: Any, numel: int) -> tuple[int, ...]:
     """Resolve one -1 in ``shape`` (PyTorch's ``infer_size``) with its errors."""
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -50,7 +54,7 @@ def infer_size(shape, numel: int) -> tuple:
     return tuple(shape)
 
 
-def compute_stride(oldshape, oldstride, newshape):
+def compute_stride(oldshape: Any, oldstride: Any, newshape: Any) -> Any:
     """Strides for viewing (oldshape, oldstride) as newshape, or None (PyTorch's ``computeStride``)."""
     if not oldshape:
         return tuple(1 for _ in newshape)
@@ -88,7 +92,7 @@ def compute_stride(oldshape, oldstride, newshape):
     return tuple(newstride)
 
 
-def view(xp, self, size):
+def view(xp: Any, self: Array, size: Any) -> Any:
     shape = infer_size(size, self.size)
     if self.flags.c_contiguous:
         return self.reshape(shape)
@@ -100,12 +104,12 @@ def view(xp, self, size):
     return _restride(xp, self, shape, [s * it for s in st])
 
 
-def _reshape_alias(xp, self, size, stride):
+def _reshape_alias(xp: Any, self: Array, size: Any, stride: Any) -> Any:
     it = self.itemsize
     return _restride(xp, self, size, [s * it for s in stride])
 
 
-def view_dtype(xp, self, dtype):
+def view_dtype(xp: Any, self: Array, dtype: Any) -> Any:
     if dtype.np.itemsize != self.itemsize:
         if self.ndim == 0:
             raise RuntimeError("self.dim() cannot be 0 to view " + str(self.dtype) + " as " + dtype.name +
@@ -116,7 +120,7 @@ def view_dtype(xp, self, dtype):
     return self.view(dtype.np)
 
 
-def as_strided(xp, self, size, stride, storage_offset=None):
+def as_strided(xp: Any, self: Array, size: Any, stride: Any, storage_offset: Any = None) -> Any:
     from ember.c10.storage import array_data_ptr, root_array
     from ember.c10.tensor_impl import is_fake_buffer
     if len(size) != len(stride):
@@ -144,17 +148,17 @@ def as_strided(xp, self, size, stride, storage_offset=None):
     return _restride(xp, self, size, byte_strides, (off - cur) * it)
 
 
-def alias(xp, self):
+def alias(xp: Any, self: Array) -> Any:
     return self.view()
 
 
-def t(xp, self):
+def t(xp: Any, self: Array) -> Any:
     if self.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
     return self.T if self.ndim == 2 else self.view()
 
 
-def transpose(xp, self, dim0, dim1):
+def transpose(xp: Any, self: Array, dim0: Any, dim1: Any) -> Any:
     n = self.ndim
     d0, d1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
     if n == 0:
@@ -162,7 +166,7 @@ def transpose(xp, self, dim0, dim1):
     return xp.swapaxes(self, d0, d1)
 
 
-def permute(xp, self, dims):
+def permute(xp: Any, self: Array, dims: Any) -> Any:
     if len(dims) != self.ndim:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
                            f"length of the desired ordering of dimensions i.e. input.dim() = {self.ndim} is not "
@@ -170,7 +174,7 @@ def permute(xp, self, dims):
     return xp.transpose(self, wrap_dims(dims, self.ndim))
 
 
-def expand(xp, self, size, implicit=False):
+def expand(xp: Any, self: Array, size: Any, implicit: Any = False) -> Any:
     n = len(size)
     if n < self.ndim:
         raise RuntimeError(f"expand(torch.FloatTensor{{{shape_str(self.shape)}}}, size={shape_str(size)}): the "
@@ -204,7 +208,7 @@ def expand(xp, self, size, implicit=False):
     return _restride(xp, self, shape, strides)
 
 
-def squeeze(xp, self, dim=None):
+def squeeze(xp: Any, self: Array, dim: Any = None) -> Any:
     if dim is None:
         return self.reshape([s for s in self.shape if s != 1]) if self.flags.c_contiguous else \
             _restride(xp, self, [s for s in self.shape if s != 1],
@@ -214,12 +218,12 @@ def squeeze(xp, self, dim=None):
     return _restride(xp, self, [self.shape[i] for i in keep], [self.strides[i] for i in keep])
 
 
-def unsqueeze(xp, self, dim):
+def unsqueeze(xp: Any, self: Array, dim: Any) -> Any:
     d = wrap_dim(dim, self.ndim + 1)
     return xp.expand_dims(self, d)
 
 
-def unflatten(xp, self, dim, sizes):
+def unflatten(xp: Any, self: Array, dim: Any, sizes: Any) -> Any:
     d = wrap_dim(dim, self.ndim)
     if len(sizes) == 0:
         raise RuntimeError("unflatten: sizes must be non-empty")
@@ -228,7 +232,7 @@ def unflatten(xp, self, dim, sizes):
     return view(xp, self, self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
 
 
-def narrow_check(shape, dim, start, length) -> tuple:
+def narrow_check(shape: Any, dim: Any, start: Any, length: Any) -> tuple[int, int]:
     """PyTorch's narrow errors; returns (dim, start) wrapped."""
     if len(shape) == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -245,14 +249,14 @@ def narrow_check(shape, dim, start, length) -> tuple:
     return d, start
 
 
-def narrow(xp, self, dim, start, length):
+def narrow(xp: Any, self: Array, dim: Any, start: Any, length: Any) -> Any:
     d, start = narrow_check(self.shape, dim, start, length)
     idx = [builtins.slice(None)] * self.ndim
     idx[d] = builtins.slice(start, start + length)
     return self[tuple(idx)]
 
 
-def select(xp, self, dim, index):
+def select(xp: Any, self: Array, dim: Any, index: Array) -> Any:
     if self.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, self.ndim)
@@ -268,7 +272,7 @@ def select(xp, self, dim, index):
 _FULL = builtins.slice(None)
 
 
-def slice(xp, self, dim=0, start=None, end=None, step=1):  # noqa: A001
+def slice(xp: Any, self: Array, dim: Any = 0, start: Any = None, end: Array = None, step: Any = 1) -> Any:  # noqa: A001
     d = wrap_dim(dim, self.ndim)
     if step <= 0:
         raise ValueError("step must be greater than zero")
@@ -278,14 +282,14 @@ def slice(xp, self, dim=0, start=None, end=None, step=1):  # noqa: A001
     return self[(_FULL,) * d + (sl,)]
 
 
-def unbind(xp, self, dim=0):
+def unbind(xp: Any, self: Array, dim: Any = 0) -> Any:
     if self.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = wrap_dim(dim, self.ndim)
     return [select(xp, self, d, i) for i in range(self.shape[d])]
 
 
-def split(xp, self, split_size, dim=0):
+def split(xp: Any, self: Array, split_size: Any, dim: Any = 0) -> Any:
     if self.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, self.ndim)
@@ -299,7 +303,7 @@ def split(xp, self, split_size, dim=0):
     return [narrow(xp, self, d, s, min(split_size, n - s)) for s in range(0, n, split_size)]
 
 
-def split_with_sizes(xp, self, split_sizes, dim=0):
+def split_with_sizes(xp: Any, self: Array, split_sizes: Any, dim: Any = 0) -> Any:
     d = wrap_dim(dim, self.ndim)
     n = self.shape[d]
     if sum(split_sizes) != n:
@@ -312,7 +316,7 @@ def split_with_sizes(xp, self, split_sizes, dim=0):
     return out
 
 
-def unfold(xp, self, dimension, size, step):
+def unfold(xp: Any, self: Array, dimension: Any, size: Any, step: Any) -> Any:
     d = wrap_dim(dimension, self.ndim) if self.ndim else 0
     n = self.shape[d] if self.ndim else 1
     if size > n:
@@ -329,7 +333,7 @@ def unfold(xp, self, dimension, size, step):
     return _restride(xp, self, shape + [size], strides + [self.strides[d]])
 
 
-def diagonal(xp, self, offset=0, dim1=0, dim2=1):
+def diagonal(xp: Any, self: Array, offset: Any = 0, dim1: Any = 0, dim2: Any = 1) -> Any:
     d1, d2 = wrap_dim(dim1, self.ndim), wrap_dim(dim2, self.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
