@@ -100,6 +100,9 @@ class Tensor(TensorImpl, _TensorMethods):
 
     @property
     def grad_fn(self) -> Any:
+        if self._base is not None:  # a view whose base changed in place reads from the base's new history
+            from ember.autograd.recording import view_history
+            return view_history(self)
         return self._grad_fn
 
     @property

@@ -1049,6 +1049,10 @@ _random_entry("dropout_", "nn.functional.dropout", [(3, 4), (2, 3, 2)], kwargs=(
               errors=lambda: [_err((np.ones(3),), dict(p=1.5), ValueError, "dropout probability has to be between")])
 _random_entry("feature_dropout", "nn.functional.dropout2d", [(2, 3, 2, 2)],
               kwargs=(dict(p=0.4), dict(p=0.4, inplace=True), dict(p=1.0)), covers=("feature_dropout_",))
+_random_entry("dropout1d", "nn.functional.dropout1d", [(3, 4), (2, 3, 4)],
+              kwargs=(dict(p=0.4), dict(p=0.4, inplace=True)), covers=("feature_dropout", "feature_dropout_"))
+_random_entry("dropout3d", "nn.functional.dropout3d", [(2, 3, 2, 2), (2, 2, 3, 2, 2)],
+              kwargs=(dict(p=0.4), dict(p=0.4, inplace=True)), covers=("feature_dropout", "feature_dropout_"))
 _random_entry("alpha_dropout", "nn.functional.alpha_dropout", [(3, 4), (2, 3, 2)],
               kwargs=(dict(p=0.4, training=True), dict(p=0.4, training=True, inplace=True), dict(p=0.3)),
               covers=("alpha_dropout_",))

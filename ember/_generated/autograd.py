@@ -3840,6 +3840,7 @@ def _ag_view_default(ks, self, size):
     result = aten._op_view.redispatch(ks & _BELOW, self, size)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -3863,6 +3864,7 @@ def _ag_view_dtype(ks, self, dtype):
     result = aten._op_view_dtype.redispatch(ks & _BELOW, self, dtype)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -3891,22 +3893,23 @@ def _ag__reshape_alias_default(ks, self, size, stride):
     result = aten._op__reshape_alias.redispatch(ks & _BELOW, self, size, stride)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
 class AsStridedBackward0(_Node):
-    _saved_names = ('self_',)
+    _saved_names = ()
 
     def apply(_n, grads):
         grad = grads[0]
         size = _n.size
         stride = _n.stride
         storage_offset = _n.storage_offset
+        self_geometry = _n.self_geometry
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = as_strided_backward(grad, self, size, stride, storage_offset)
+            grad_inputs[self_ix] = as_strided_backward(grad, self_geometry, size, stride, storage_offset)
         return grad_inputs
 
 
@@ -3921,11 +3924,11 @@ def _ag_as_strided_default(ks, self, size, stride, storage_offset):
     _n.size = size
     _n.stride = stride
     _n.storage_offset = storage_offset
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
+    _n.self_geometry = (tuple(self.shape), self.stride(), self.storage_offset())
     result = aten._op_as_strided.redispatch(ks & _BELOW, self, size, stride, storage_offset)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -3952,6 +3955,7 @@ def _ag_alias_default(ks, self):
     result = aten._op_alias.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -3978,6 +3982,7 @@ def _ag_t_default(ks, self):
     result = aten._op_t.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4008,6 +4013,7 @@ def _ag_transpose_int(ks, self, dim0, dim1):
     result = aten._op_transpose_int.redispatch(ks & _BELOW, self, dim0, dim1)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4036,6 +4042,7 @@ def _ag_permute_default(ks, self, dims):
     result = aten._op_permute.redispatch(ks & _BELOW, self, dims)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4064,6 +4071,7 @@ def _ag_expand_default(ks, self, size, implicit):
     result = aten._op_expand.redispatch(ks & _BELOW, self, size, implicit)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4092,6 +4100,7 @@ def _ag_squeeze_default(ks, self):
     result = aten._op_squeeze.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4120,6 +4129,7 @@ def _ag_squeeze_dim(ks, self, dim):
     result = aten._op_squeeze_dim.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4148,6 +4158,7 @@ def _ag_squeeze_dims(ks, self, dim):
     result = aten._op_squeeze_dims.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4176,6 +4187,7 @@ def _ag_unsqueeze_default(ks, self, dim):
     result = aten._op_unsqueeze.redispatch(ks & _BELOW, self, dim)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4204,6 +4216,7 @@ def _ag_unflatten_int(ks, self, dim, sizes):
     result = aten._op_unflatten_int.redispatch(ks & _BELOW, self, dim, sizes)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4236,6 +4249,7 @@ def _ag_select_int(ks, self, dim, index):
     result = aten._op_select_int.redispatch(ks & _BELOW, self, dim, index)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4272,6 +4286,7 @@ def _ag_slice_Tensor(ks, self, dim, start, end, step):
     result = aten._op_slice_Tensor.redispatch(ks & _BELOW, self, dim, start, end, step)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 
@@ -4308,6 +4323,7 @@ def _ag_unbind_int(ks, self, dim):
     _b = (self._base if self._base is not None else self)
     for _o in result:
         _o.__dict__['_base'] = _b
+        _o.__dict__['_attr_version'] = _o._vc.version
     return result
 
 
@@ -4346,6 +4362,7 @@ def _ag_split_Tensor(ks, self, split_size, dim):
     _b = (self._base if self._base is not None else self)
     for _o in result:
         _o.__dict__['_base'] = _b
+        _o.__dict__['_attr_version'] = _o._vc.version
     return result
 
 
@@ -4384,20 +4401,21 @@ def _ag_split_with_sizes_default(ks, self, split_sizes, dim):
     _b = (self._base if self._base is not None else self)
     for _o in result:
         _o.__dict__['_base'] = _b
+        _o.__dict__['_attr_version'] = _o._vc.version
     return result
 
 
 class UnfoldBackward0(_Node):
-    _saved_names = ('self_', 'result_')
+    _saved_names = ('result_',)
 
     def apply(_n, grads):
         grad = grads[0]
+        self_geometry = _n.self_geometry
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = as_strided_backward(grad, self, tuple(result.shape), result.stride(), result.storage_offset())
+            grad_inputs[self_ix] = as_strided_backward(grad, self_geometry, tuple(result.shape), result.stride(), result.storage_offset())
         return grad_inputs
 
 
@@ -4409,11 +4427,11 @@ def _ag_unfold_default(ks, self, dimension, size, step):
     _n = UnfoldBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
-    if _n._next[0] is not None:
-        _n.self_ = _SV(self)
+    _n.self_geometry = (tuple(self.shape), self.stride(), self.storage_offset())
     result = aten._op_unfold.redispatch(ks & _BELOW, self, dimension, size, step)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     _n.result_ = _SV(result, True)
     return result
 
@@ -4449,6 +4467,7 @@ def _ag_diagonal_default(ks, self, offset, dim1, dim2):
     result = aten._op_diagonal.redispatch(ks & _BELOW, self, offset, dim1, dim2)
     _set_history(_n, (result,))
     result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
     return result
 
 

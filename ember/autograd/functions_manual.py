@@ -472,11 +472,13 @@ def cumprod_backward(grad: Tensor, self: Tensor, dim: Any, result: Tensor) -> An
     return aten.cat(out, d)
 
 
-def as_strided_backward(grad: Tensor, self: Tensor, size: Sequence[int], stride: Sequence[int],
-                        storage_offset: int | None) -> Any:
-    off = self.storage_offset() if storage_offset is None else storage_offset
-    return strided_view_backward(grad, tuple(self.shape), self.stride(), self.storage_offset(), tuple(size),
-                                 tuple(stride), off)
+def as_strided_backward(grad: Tensor, self_geometry: tuple[tuple[int, ...], tuple[int, ...], int],
+                        size: Sequence[int], stride: Sequence[int], storage_offset: int | None) -> Any:
+    """The gradient of ``as_strided`` from the input's geometry (PyTorch's TensorGeometry: sizes, strides, storage
+    offset), not the input itself, which a later in-place change may have modified."""
+    sizes, strides, offset = self_geometry
+    off = offset if storage_offset is None else storage_offset
+    return strided_view_backward(grad, sizes, strides, offset, tuple(size), tuple(stride), off)
 
 
 def split_sizes_of(sizes: Sequence[int], split_size: int, dim: Any) -> Any:

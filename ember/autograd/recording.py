@@ -17,9 +17,30 @@ def grad_accumulator(t: Any) -> Any:
     return acc
 
 
+# Note [View history]
+# A view and its base share a version counter. When the base (or another view of it) is changed in place, the
+# base's history becomes a CopySlices node, and a view made before no longer reads from it: as PyTorch's
+# ``VariableHooks::grad_fn`` does, a recorded view remembers the version its history was made at
+# (``_attr_version``) and, used at a later version, gets a fresh history: an ``AsStridedBackward0`` of the
+# base's current one. (A view made without recording has no ``_attr_version`` and keeps no history.)
+def view_history(t: Any) -> Any:
+    """``t``'s ``grad_fn``, regenerated first if ``t`` is a recorded view whose base changed since."""
+    base = t._base
+    if base is not None:
+        d = t.__dict__
+        v = d.get("_attr_version")
+        if v is not None and v != t._vc.version and base._rg:
+            from ember.autograd.graph import AsStridedBackward0
+            fn = AsStridedBackward0(base, t)
+            fn._next = (gradient_edge(base),)
+            set_history(fn, (t,))
+            d["_attr_version"] = t._vc.version
+    return t._grad_fn
+
+
 def gradient_edge(t: Any) -> Any:
     """Where the gradient of ``t`` goes: its ``grad_fn`` output, or its accumulator, or nowhere."""
-    fn = t._grad_fn
+    fn = t._grad_fn if t._base is None else view_history(t)
     if fn is not None:
         return Edge(fn, t._output_nr)
     if t._rg:
@@ -61,6 +82,7 @@ def rebase_history(t: Any, node: Any) -> None:
     view_fn = AsStridedBackward0(base, t)
     view_fn._next = (Edge(cs, 0),)
     set_history(view_fn, (t,))
+    t.__dict__["_attr_version"] = t._vc.version
 
 
 def check_inplace(t: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import ember
 from ember._generated.functions import avg_pool1d, pixel_shuffle, pixel_unshuffle, relu, sigmoid, tanh  # noqa: F401
@@ -11,14 +12,17 @@ from ember._generated.nn_functional import *  # noqa: F401,F403
 from ember._generated.nn_functional import avg_pool2d, avg_pool3d, linear  # noqa: F401
 from ember._generated import aten
 
-def _tuple(v, n):
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
+def _tuple(v: Any, n: Any) -> Any:
     if isinstance(v, (list, tuple)):
         return tuple(v) if len(v) != 1 else tuple(v) * n
     return (v,) * n
 
 
 # ------------------------------------------------------------------------------ reductions of losses
-def _reduction_enum(size_average, reduce):
+def _reduction_enum(size_average: Any, reduce: Any) -> Any:
     if size_average is None:
         size_average = True
     if reduce is None:
@@ -34,7 +38,7 @@ def _reduction_enum(size_average, reduce):
     return ret
 
 
-def _reduce(loss, reduction):
+def _reduce(loss: Any, reduction: Any) -> Any:
     if reduction == "none":
         return loss
     if reduction == "mean":
@@ -47,7 +51,7 @@ def _reduce(loss, reduction):
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}  # at::Reduction, what the loss operators take
 
 
-def _get_enum(reduction) -> int:
+def _get_enum(reduction: Any) -> int:
     """PyTorch's ``_Reduction.get_enum``: the at::Reduction a loss operator takes."""
     if reduction == "elementwise_mean":
         warnings.warn("reduction='elementwise_mean' is deprecated, please use reduction='mean' instead.", stacklevel=3)
@@ -57,7 +61,7 @@ def _get_enum(reduction) -> int:
     return _REDUCTIONS[reduction]
 
 
-def _weighted_loss(errors, weight, input, reduction):  # noqa: A002
+def _weighted_loss(errors: Any, weight: Any, input: Any, reduction: Any) -> Any:  # noqa: A002
     """The ``weight=`` path of l1_loss / mse_loss, as PyTorch's Python computes it: the mean divides by the sum
     of the weights."""
     if tuple(weight.shape) != tuple(input.shape):
@@ -72,129 +76,130 @@ def _weighted_loss(errors, weight, input, reduction):  # noqa: A002
     raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
 
 
-def _legacy(size_average, reduce, reduction):
+def _legacy(size_average: Any, reduce: Any, reduction: Any) -> Any:
     return _reduction_enum(size_average, reduce) if size_average is not None or reduce is not None else reduction
 
 
 # ------------------------------------------------------------------------------ activations
-def threshold(input, threshold, value, inplace=False):  # noqa: A002
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:  # noqa: A002
     return aten.threshold_(input, threshold, value) if inplace else aten.threshold(input, threshold, value)
 
 
-def relu_(input):  # noqa: A002
+def relu_(input: Tensor) -> Tensor:  # noqa: A002
     return input.relu_()
 
 
-def relu6(input, inplace=False):  # noqa: A002
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+def hardtanh(input: Tensor, min_val: Any = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return aten.hardtanh_(input, min_val, max_val) if inplace else aten.hardtanh(input, min_val, max_val)
 
 
-def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
     return aten.elu_(input, alpha) if inplace else aten.elu(input, alpha)
 
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 
-def selu(input, inplace=False):  # noqa: A002
+def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``torch.selu``: elu with SELU's alpha and scale (EluBackward0, as PyTorch's composite)."""
     fn = aten.elu_ if inplace else aten.elu
     return fn(input, _SELU_ALPHA, _SELU_SCALE)
 
 
-def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
     return aten.celu_(input, alpha) if inplace else aten.celu(input, alpha)
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:  # noqa: A002
     return aten.leaky_relu_(input, negative_slope) if inplace else aten.leaky_relu(input, negative_slope)
 
 
-def prelu(input, weight):  # noqa: A002
+def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     return aten.prelu(input, weight)
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
+def rrelu(input: Tensor, lower: Any = 1.0 / 8, upper: Any = 1.0 / 3, training: bool = False,  # noqa: A002
+          inplace: bool = False) -> Tensor:
     return aten.rrelu_(input, lower, upper, training) if inplace else aten.rrelu(input, lower, upper, training)
 
 
-def glu(input, dim=-1):  # noqa: A002
+def glu(input: Tensor, dim: Any = -1) -> Tensor:  # noqa: A002
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     return aten.glu(input, dim)
 
 
-def logsigmoid(input):  # noqa: A002
+def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
     return aten.log_sigmoid(input)
 
 
-def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
     return aten.softplus(input, beta, threshold)
 
 
-def softsign(input):  # noqa: A002
+def softsign(input: Tensor) -> Tensor:  # noqa: A002
     return input / (input.abs() + 1)
 
 
-def softshrink(input, lambd=0.5):  # noqa: A002
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     return aten.softshrink(input, lambd)
 
 
-def hardshrink(input, lambd=0.5):  # noqa: A002
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     return aten.hardshrink(input, lambd)
 
 
-def tanhshrink(input):  # noqa: A002
+def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
     return input - input.tanh()
 
 
-def silu(input, inplace=False):  # noqa: A002
+def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     return aten.silu_(input) if inplace else aten.silu(input)
 
 
-def mish(input, inplace=False):  # noqa: A002
+def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     return aten.mish_(input) if inplace else aten.mish(input)
 
 
-def hardsigmoid(input, inplace=False):  # noqa: A002
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     return aten.hardsigmoid_(input) if inplace else aten.hardsigmoid(input)
 
 
-def hardswish(input, inplace=False):  # noqa: A002
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     return aten.hardswish_(input) if inplace else aten.hardswish(input)
 
 
-def _softmax_dim(ndim):
+def _softmax_dim(ndim: Any) -> Any:
     warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X as an "
                   "argument.", stacklevel=3)
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+def softmax(input: Tensor, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:  # noqa: A002
     if dim is None:
         dim = _softmax_dim(input.dim())
     return input.softmax(dim, dtype=dtype)
 
 
-def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+def softmin(input: Tensor, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:  # noqa: A002
     if dim is None:
         dim = _softmax_dim(input.dim())
     return (-input).softmax(dim, dtype=dtype)
 
 
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+def log_softmax(input: Tensor, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:  # noqa: A002
     if dim is None:
         dim = _softmax_dim(input.dim())
     return input.log_softmax(dim, dtype=dtype)
 
 
-def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10, dim: Any = -1) -> Tensor:
     gumbels = -(-ember.rand_like(logits).log()).log()  # -log of Exp(1) draws
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if hard:
@@ -205,16 +210,17 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
 
 
 # ------------------------------------------------------------------------------ linear
-def bilinear(input1, input2, weight, bias=None):
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError("bilinear(): input batch dimensions do not match: got " + str(list(input1.shape[:-1]))
                            + " and " + str(list(input2.shape[:-1])))
-    out = ember.einsum("...i,oij,...j->...o", input1, weight, input2)
+    out = ember.einsum("...i,oij,...j->...o", [input1, weight, input2])
     return out + bias if bias is not None else out
 
 
 # ------------------------------------------------------------------------------ convolution
-def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):  # noqa: A002
+def _conv(input: Any, weight: Any, bias: Any, stride: Any, padding: Any, dilation: Any,  # noqa: A002
+          groups: Any, nd: Any, name: Any) -> Any:
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input of "
                            f"size: {list(input.shape)}")
@@ -235,7 +241,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):  # 
                 pad = []
                 for t, lo in zip(reversed(total), reversed(left)):
                     pad += [0, t - 2 * lo]
-                x = aten.constant_pad_nd(x, pad, 0)
+                x = aten.constant_pad_nd(x, tuple(pad), 0)
             padding = tuple(left)
     else:
         padding = _tuple(padding, nd)
@@ -243,19 +249,23 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd, name):  # 
     return out if batched else out.squeeze(0)
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1, padding: int = 0,  # noqa: A002
+           dilation: int = 1, groups: int = 1) -> Tensor:
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1, padding: int = 0,  # noqa: A002
+           dilation: int = 1, groups: int = 1) -> Tensor:
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1, padding: int = 0,  # noqa: A002
+           dilation: int = 1, groups: int = 1) -> Tensor:
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
-def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):  # noqa: A002
+def _conv_transpose(input: Any, weight: Any, bias: Any, stride: Any, padding: Any,  # noqa: A002
+                    output_padding: Any, groups: Any, dilation: Any, nd: Any, name: Any) -> Any:
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input of "
                            f"size: {list(input.shape)}")
@@ -266,23 +276,27 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return out if batched else out.squeeze(0)
 
 
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):  # noqa
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1,  # noqa
+                     padding: int = 0, output_padding: int = 0, groups: int = 1, dilation: int = 1) -> Tensor:
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
                            "conv_transpose1d")
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):  # noqa
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1,  # noqa
+                     padding: int = 0, output_padding: int = 0, groups: int = 1, dilation: int = 1) -> Tensor:
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
                            "conv_transpose2d")
 
 
-def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):  # noqa
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int = 1,  # noqa
+                     padding: int = 0, output_padding: int = 0, groups: int = 1, dilation: int = 1) -> Tensor:
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
                            "conv_transpose3d")
 
 
 # ------------------------------------------------------------------------------ pooling
-def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd):  # noqa: A002
+def _max_pool(input: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: Any,  # noqa: A002
+              return_indices: Any, nd: Any) -> Any:
     k = _tuple(kernel_size, nd)
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd)
     p, d = _tuple(padding, nd), _tuple(dilation, nd)
@@ -298,24 +312,27 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_i
     return (v, i) if return_indices else v
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):  # noqa
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: int = 0, dilation: int = 1,  # noqa
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):  # noqa
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: int = 0, dilation: int = 1,  # noqa
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
 
 
-def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):  # noqa
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: int = 0, dilation: int = 1,  # noqa
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
 max_pool1d_with_indices = max_pool1d
-max_pool2d_with_indices = max_pool2d
-max_pool3d_with_indices = max_pool3d
+max_pool2d_with_indices = max_pool2d  # type: ignore[assignment]  # replaces the op's binding
+max_pool3d_with_indices = max_pool3d  # type: ignore[assignment]
 
 
-def _list_with_default(out_size, defaults):
+def _list_with_default(out_size: Any, defaults: Any) -> Any:
     """PyTorch's ``_list_with_default``: None entries of an output size take the input's size."""
     if isinstance(out_size, int):
         return out_size
@@ -324,29 +341,29 @@ def _list_with_default(out_size, defaults):
     return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size):])]
 
 
-def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     return aten.adaptive_avg_pool1d(input, _tuple(output_size, 1))
 
 
-def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     return aten.adaptive_avg_pool2d(input, _tuple(_list_with_default(output_size, input.shape), 2))
 
 
-def adaptive_avg_pool3d(input, output_size):  # noqa: A002
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     return aten.adaptive_avg_pool3d(input, _tuple(_list_with_default(output_size, input.shape), 3))
 
 
-def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
     out = aten.adaptive_max_pool1d(input, _tuple(output_size, 1))
     return out if return_indices else out[0]
 
 
-def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
     out = aten.adaptive_max_pool2d(input, _tuple(_list_with_default(output_size, input.shape), 2))
     return out if return_indices else out[0]
 
 
-def adaptive_max_pool3d(input, output_size, return_indices=False):  # noqa: A002
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:  # noqa: A002
     out = aten.adaptive_max_pool3d(input, _tuple(_list_with_default(output_size, input.shape), 3))
     return out if return_indices else out[0]
 
@@ -356,19 +373,19 @@ adaptive_max_pool2d_with_indices = adaptive_max_pool2d
 adaptive_max_pool3d_with_indices = adaptive_max_pool3d
 
 
-def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+def lp_pool1d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
     out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return (out.sign() * relu(out.abs())).mul(kernel_size).pow(1.0 / norm_type)
 
 
-def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+def lp_pool2d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
     kw, kh = _tuple(kernel_size, 2)
     out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return (out.sign() * relu(out.abs())).mul(kw * kh).pow(1.0 / norm_type)
 
 
 # ------------------------------------------------------------------------------ normalization
-def _verify_batch_size(size) -> None:
+def _verify_batch_size(size: Any) -> None:
     """PyTorch's: training statistics need more than one value per channel."""
     prod = size[0]
     for s in size[2:]:
@@ -377,91 +394,94 @@ def _verify_batch_size(size) -> None:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,  # noqa: A002
-               eps=1e-5):
+def batch_norm(input: Tensor, running_mean: Tensor, running_var: Tensor, weight: Tensor | None = None,  # noqa: A002
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-05) -> Tensor:
     if training and input.dim() >= 1:
         _verify_batch_size(input.shape)
     return ember.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, False)
 
 
-def _verify_spatial_size(size) -> None:
+def _verify_spatial_size(size: Any) -> None:
     """PyTorch's: instance statistics need more than one spatial element."""
     if math.prod(size[2:]) == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
 
 
-def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,  # noqa
-                  momentum=0.1, eps=1e-5):
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,  # noqa
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-05) -> Tensor:
     if use_input_stats:
         _verify_spatial_size(input.size())
     return aten.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, False)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,  # noqa: A002
+               bias: Tensor | None = None, eps: float = 1e-05) -> Tensor:
     return aten.native_layer_norm(input, tuple(normalized_shape), weight, bias, eps)[0]
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+def rms_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None, eps: Any = None) -> Tensor:
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     return aten.rms_norm(input, tuple(normalized_shape), weight, eps)
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+def group_norm(input: Tensor, num_groups: Any, weight: Tensor | None = None, bias: Tensor | None = None,  # noqa: A002
+               eps: float = 1e-05) -> Tensor:
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     _verify_batch_size([input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:]))
     return aten.group_norm(input, num_groups, weight, bias, eps)
 
 
-def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
+def local_response_norm(input: Tensor, size: Any, alpha: float = 0.0001, beta: float = 0.75, k: float = 1.0) -> Tensor:
     dim = input.dim()
     if dim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
     div = input.mul(input).unsqueeze(1)
     if dim == 3:
-        div = aten.constant_pad_nd(div, [0, 0, size // 2, (size - 1) // 2], 0)
+        div = aten.constant_pad_nd(div, (0, 0, size // 2, (size - 1) // 2), 0)
         div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
     else:
         sizes = input.size()
         div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
-        div = aten.constant_pad_nd(div, [0, 0, 0, 0, size // 2, (size - 1) // 2], 0)
+        div = aten.constant_pad_nd(div, (0, 0, 0, 0, size // 2, (size - 1) // 2), 0)
         div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
         div = div.view(sizes)
     div = div.mul(alpha).add(k).pow(beta)
     return input / div
 
 
-def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     r = input / denom
     return out.copy_(r) if out is not None else r
 
 
 # ------------------------------------------------------------------------------ dropout
-def _check_p(p):
+def _check_p(p: Any) -> Any:
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002
     """PyTorch's CPU dropout: noise = bernoulli(1 - p) / (1 - p), output = input * noise."""
     _check_p(p)
     return aten.dropout_(input, p, training) if inplace else aten.dropout(input, p, training)
 
 
-def _feature_dropout(input, p, training, inplace, batched_ndim):  # noqa: A002
-    """dropout1d / dropout3d: an unbatched input gets a batch dimension for the feature dropout."""
-    unbatched = input.dim() != batched_ndim
-    if unbatched:
-        input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
-    result = aten.feature_dropout_(input, p, training) if inplace else aten.feature_dropout(input, p, training)
-    if unbatched:
-        result = result.squeeze_(0) if inplace else result.squeeze(0)
-    return result
+def _feature_dropout(input: Any, p: float, training: bool, inplace: bool, batched_ndim: int) -> Tensor:  # noqa: A002
+    """dropout1d / dropout3d: an unbatched input is seen with a batch dimension for the feature dropout (in place,
+    through a view, so the caller's tensor is the one updated and returned, as PyTorch's unsqueeze_ / squeeze_)."""
+    if input.dim() == batched_ndim:
+        return aten.feature_dropout_(input, p, training) if inplace else aten.feature_dropout(input, p, training)
+    if inplace:
+        aten.feature_dropout_(input.unsqueeze(0), p, training)
+        return input
+    return aten.feature_dropout(input.unsqueeze(0), p, training).squeeze(0)
 
 
-def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002
     _check_p(p)
     if input.dim() not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
@@ -470,7 +490,7 @@ def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
     return _feature_dropout(input, p, training, inplace, 3)
 
 
-def _warn_unusual_ndim(name, inp_dim, spatial):
+def _warn_unusual_ndim(name: Any, inp_dim: Any, spatial: Any) -> Any:
     """dropout2d / dropout3d on an input that is neither batched nor unbatched (PyTorch's deprecation warning)."""
     if inp_dim not in (spatial + 1, spatial + 2):
         warnings.warn(f"{name}: Received a {inp_dim}-D input to {name}, which is deprecated and will result in an "
@@ -480,7 +500,7 @@ def _warn_unusual_ndim(name, inp_dim, spatial):
                       f"or {spatial + 2}D inputs).", stacklevel=3)
 
 
-def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002
     _check_p(p)
     _warn_unusual_ndim("dropout2d", input.dim(), 2)
     if input.dim() == 3:
@@ -492,18 +512,18 @@ def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
     return aten.feature_dropout_(input, p, training) if inplace else aten.feature_dropout(input, p, training)
 
 
-def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002
     _check_p(p)
     _warn_unusual_ndim("dropout3d", input.dim(), 3)
     return _feature_dropout(input, p, training, inplace, 5)
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:  # noqa: A002
     _check_p(p)
     return aten.alpha_dropout_(input, p, training) if inplace else aten.alpha_dropout(input, p, training)
 
 
-def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
     _check_p(p)
     if inplace:
         return aten.feature_alpha_dropout_(input, p, training)
@@ -511,8 +531,8 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa:
 
 
 # ------------------------------------------------------------------------------ embedding
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,  # noqa: A002
-              sparse=False):
+def embedding(input: Tensor, weight: Tensor, padding_idx: Any = None, max_norm: Any = None,  # noqa: A002
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     if padding_idx is not None:
         if padding_idx > 0:
             if padding_idx >= weight.size(0):
@@ -532,7 +552,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return aten.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
-def one_hot(tensor, num_classes=-1):
+def one_hot(tensor: Tensor, num_classes: Any = -1) -> Tensor:
     if tensor.dtype != ember.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
@@ -546,14 +566,14 @@ def one_hot(tensor, num_classes=-1):
 
 
 # ------------------------------------------------------------------------------ padding and shapes
-def pad(input, pad, mode="constant", value=None):  # noqa: A002
+def pad(input: Tensor, pad: Any, mode: str = 'constant', value: Tensor | None = None) -> Tensor:  # noqa: A002
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.dim():
         raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
                            f"padding length {len(pad)} and input of dimension {input.dim()}")
     if mode == "constant":
-        return aten.constant_pad_nd(input, list(pad), 0 if value is None else value)
+        return aten.constant_pad_nd(input, tuple(pad), 0 if value is None else value)
     if value is not None and value != 0:
         raise NotImplementedError(f"Padding mode \"{mode}\" doesn't take in value argument.")
     if mode not in ("reflect", "replicate", "circular"):
@@ -578,24 +598,25 @@ def pad(input, pad, mode="constant", value=None):  # noqa: A002
     return x
 
 
-def channel_shuffle(input, groups):  # noqa: A002
+def channel_shuffle(input: Tensor, groups: Any) -> Tensor:  # noqa: A002
     return aten.channel_shuffle(input, groups)
 
 
-def native_channel_shuffle(input, groups):  # noqa: A002
+def native_channel_shuffle(input: Tensor, groups: Any) -> Tensor:  # noqa: A002
     return aten.native_channel_shuffle(input, groups)
 
 
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-08) -> Tensor:
     return aten.cosine_similarity(x1, x2, dim, eps)
 
 
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-06, keepdim: bool = False) -> Tensor:
     return aten.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
 # ------------------------------------------------------------------------------ losses
-def _pointwise_loss(input, target, size_average, reduce, reduction, weight, errors, op):  # noqa: A002
+def _pointwise_loss(input: Any, target: Any, size_average: Any, reduce: Any, reduction: Any,  # noqa: A002
+                    weight: Any, errors: Any, op: Any) -> Any:
     """l1_loss / mse_loss as PyTorch's Python writes them: warn on a size mismatch, broadcast, then either the
     weighted formula (``errors(x - t) * weight``) or the loss operator ``op`` with the reduction's enum."""
     _size_warning(input, target)
@@ -608,22 +629,25 @@ def _pointwise_loss(input, target, size_average, reduce, reduction, weight, erro
     return op(x, t, _REDUCTIONS[reduction])
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+            reduction: str = 'mean', weight: Tensor | None = None) -> Tensor:
     return _pointwise_loss(input, target, size_average, reduce, reduction, weight, lambda d: d.abs(), aten.l1_loss)
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):  # noqa: A002
+def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+             reduction: str = 'mean', weight: Tensor | None = None) -> Tensor:
     return _pointwise_loss(input, target, size_average, reduce, reduction, weight, lambda d: d.pow(2), aten.mse_loss)
 
 
-def _size_warning(input, target):  # noqa: A002
+def _size_warning(input: Any, target: Any) -> Any:  # noqa: A002
     if tuple(target.shape) != tuple(input.shape):
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). This "
                       "will likely lead to incorrect results due to broadcasting. Please ensure they have the same "
                       "size.", stacklevel=3)
 
 
-def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+                   reduction: str = 'mean', beta: float = 1.0) -> Tensor:
     _size_warning(input, target)
     reduction = _legacy(size_average, reduce, reduction)
     x, t = aten.broadcast_tensors([input, target])
@@ -632,7 +656,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return aten.smooth_l1_loss(x, t, _get_enum(reduction), beta)
 
 
-def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
+def huber_loss(input: Tensor, target: Tensor, reduction: str = 'mean', delta: float = 1.0,  # noqa: A002
+               weight: Tensor | None = None) -> Tensor:
     _size_warning(input, target)
     x, t = aten.broadcast_tensors([input, target])
     if weight is None:
@@ -649,36 +674,40 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa
     raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
-             reduction="mean"):
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
+             ignore_index: Any = -100, reduce: Any = None, reduction: str = 'mean') -> Tensor:
     return aten.nll_loss_nd(input, target, weight, _get_enum(_legacy(size_average, reduce, reduction)), ignore_index)
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
-                  reduction="mean", label_smoothing=0.0):
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,  # noqa: A002
+                  ignore_index: Any = -100, reduce: Any = None, reduction: str = 'mean',
+                  label_smoothing: float = 0.0) -> Tensor:
     return aten.cross_entropy_loss(input, target, weight, _get_enum(_legacy(size_average, reduce, reduction)),
                                    ignore_index, label_smoothing)
 
 
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    reduction = _get_enum(_legacy(size_average, reduce, reduction))
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                         size_average: Any = None, reduce: Any = None, reduction: str = 'mean') -> Tensor:
+    reduction_enum = _get_enum(_legacy(size_average, reduce, reduction))
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
                          "is deprecated. Please ensure they have the same size.")
     if weight is not None:
         weight = weight.expand(ember.broadcast_shapes(target.shape, weight.shape))
-    return aten.binary_cross_entropy(input, target, weight, reduction)
+    return aten.binary_cross_entropy(input, target, weight, reduction_enum)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
-                                     reduction="mean", pos_weight=None):
-    reduction = _get_enum(_legacy(size_average, reduce, reduction))
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                                     size_average: Any = None, reduce: Any = None, reduction: str = 'mean',
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    reduction_enum = _get_enum(_legacy(size_average, reduce, reduction))
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
-    return aten.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+    return aten.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction_enum)
 
 
-def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):  # noqa: A002
+def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+           reduction: str = 'mean', log_target: bool = False) -> Tensor:
     if size_average is not None or reduce is not None:
         reduction_enum = _get_enum(_reduction_enum(size_average, reduce))
     else:
@@ -694,15 +723,17 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return reduced
 
 
-def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,  # noqa
-                     reduction="mean"):
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,  # noqa
+                     size_average: Any = None, eps: float = 1e-08, reduce: Any = None,
+                     reduction: str = 'mean') -> Tensor:
     reduction = _legacy(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not a valid value for reduction")
     return aten.poisson_nll_loss(input, target, log_input, full, eps, _get_enum(reduction))
 
 
-def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False, eps: float = 1e-06,  # noqa: A002
+                      reduction: str = 'mean') -> Tensor:
     if var.dim() == input.dim() - 1 and tuple(var.shape) == tuple(input.shape[:-1]):
         var = var.unsqueeze(-1)
     if bool((var < 0).any()):
@@ -714,11 +745,13 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
-def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+                     reduction: str = 'mean') -> Tensor:
     return aten.soft_margin_loss(input, target, _get_enum(_legacy(size_average, reduce, reduction)))
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        size_average: Any = None, reduce: Any = None, reduction: str = 'mean') -> Tensor:
     reduction_enum = _get_enum(_legacy(size_average, reduce, reduction))
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
@@ -726,17 +759,19 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return aten.margin_ranking_loss(input1, input2, target, margin, reduction_enum)
 
 
-def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: Any = None,  # noqa: A002
+                         reduce: Any = None, reduction: str = 'mean') -> Tensor:
     return aten.hinge_embedding_loss(input, target, margin, _get_enum(_legacy(size_average, reduce, reduction)))
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: int = 0,
+                          size_average: Any = None, reduce: Any = None, reduction: str = 'mean') -> Tensor:
     return aten.cosine_embedding_loss(input1, input2, target, margin,
                                       _get_enum(_legacy(size_average, reduce, reduction)))
 
 
-def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
-                                reduction="mean"):
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                                size_average: Any = None, reduce: Any = None, reduction: str = 'mean') -> Tensor:
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -744,8 +779,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, _legacy(size_average, reduce, reduction))
 
 
-def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,  # noqa: A002
-                      reduction="mean"):
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,  # noqa: A002
+                      weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                      reduction: str = 'mean') -> Tensor:
     reduction_enum = _get_enum(_legacy(size_average, reduce, reduction))
     if p != 1 and p != 2:
         raise ValueError("only p == 1 and p == 2 supported")
@@ -754,20 +790,23 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return aten.multi_margin_loss(input, target, p, margin, weight, reduction_enum)
 
 
-def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+                           reduction: str = 'mean') -> Tensor:
     return aten.multilabel_margin_loss(input, target, _get_enum(_legacy(size_average, reduce, reduction)))
 
 
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
-                        reduce=None, reduction="mean"):
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
+                        p: int = 2, eps: float = 1e-06, swap: bool = False, size_average: Any = None,
+                        reduce: Any = None, reduction: str = 'mean') -> Tensor:
     reduction_enum = _get_enum(_legacy(size_average, reduce, reduction))
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     return aten.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction_enum)
 
 
-def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
-                                      swap=False, reduction="mean"):
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Any = None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = 'mean') -> Tensor:
     dist = distance_function if distance_function is not None else pairwise_distance
     d_pos = dist(anchor, positive)
     d_neg = dist(anchor, negative)
@@ -777,13 +816,14 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 
 
 # ------------------------------------------------------------------------------ attention
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: Any = None, enable_gqa: bool = False) -> Tensor:
     return aten.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
                                              enable_gqa=enable_gqa)
 
 
-def _none_or_dtype(input):  # noqa: A002
+def _none_or_dtype(input: Any) -> Any:  # noqa: A002
     if input is None:
         return None
     if isinstance(input, ember.Tensor):
@@ -791,7 +831,8 @@ def _none_or_dtype(input):  # noqa: A002
     raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
 
 
-def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+def _canonical_mask(mask: Any, mask_name: Any, other_type: Any, other_name: Any, target_type: Any,
+                    check_other: bool = True) -> Any:
     """A bool mask (True = not allowed to attend) becomes a float mask with -inf there; float masks stay."""
     if mask is None:
         return None
@@ -802,7 +843,8 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     return mask
 
 
-def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):  # noqa: A002
+def _mha_shape_check(query: Any, key: Any, value: Any, key_padding_mask: Any,  # noqa: A002
+                     attn_mask: Any, num_heads: Any) -> Any:
     """Whether the input is batched (3-D) or not (2-D), with PyTorch's checks."""
     if query.dim() == 3:
         if key.dim() != 3 or value.dim() != 3:
@@ -834,12 +876,16 @@ def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
                          "tensor")
 
 
-def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
-                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
-                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
-                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
-                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
-                                 is_causal=False):
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: Any,
+                                 num_heads: Any, in_proj_weight: Tensor, in_proj_bias: Tensor,
+                                 bias_k: Tensor, bias_v: Tensor, add_zero_attn: Any, dropout_p: Any,
+                                 out_proj_weight: Tensor, out_proj_bias: Tensor, training: bool = True,
+                                 key_padding_mask: Tensor | None = None, need_weights: bool = True,
+                                 attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False,
+                                 q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+                                 v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+                                 static_v: Tensor | None = None, average_attn_weights: bool = True,
+                                 is_causal: bool = False) -> Any:
     """Multi-head attention over (L, N, E) inputs (or unbatched (L, E)), as ``torch.nn.functional`` computes
     it: in-projection, heads, scaled dot products with masks, softmax, dropout, out-projection."""
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
@@ -966,8 +1012,8 @@ _UPSAMPLE_OPS = {("nearest", 1): "upsample_nearest1d", ("nearest", 2): "upsample
                  ("bicubic", 2): "upsample_bicubic2d", ("trilinear", 3): "upsample_trilinear3d"}
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
-                recompute_scale_factor=None, antialias=False):
+def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = 'nearest',  # noqa: A002
+                align_corners: Any = None, recompute_scale_factor: Any = None, antialias: bool = False) -> Tensor:
     """PyTorch's argument handling, then the ``upsample_*`` operator of the mode (``.vec`` overloads: an output size
     or per-dim scale factors) or ``adaptive_avg_pool*d`` for ``area``."""
     if mode in ("nearest", "area", "nearest-exact"):
@@ -1033,37 +1079,40 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     return fn(input, output_size, scale_factors)
 
 
-def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = 'nearest',  # noqa: A002
+             align_corners: Any = None) -> Tensor:
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
-def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:  # noqa: A002
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
-def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:  # noqa: A002
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 # ------------------------------------------------------------------------------ unfold / fold
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+def unfold(input: Tensor, kernel_size: Any, dilation: int = 1, padding: int = 0, stride: int = 1) -> Tensor:
     """Sliding local blocks: ``(N, C, H, W) -> (N, C * kh * kw, L)`` (``im2col``)."""
     return aten.im2col(input, _tuple(kernel_size, 2), _tuple(dilation, 2), _tuple(padding, 2), _tuple(stride, 2))
 
 
-def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: int = 1, padding: int = 0,  # noqa: A002
+         stride: int = 1) -> Tensor:
     """Sums sliding local blocks back into an image: ``(N, C * kh * kw, L) -> (N, C, H, W)`` (``col2im``)."""
     return aten.col2im(input, _tuple(output_size, 2), _tuple(kernel_size, 2), _tuple(dilation, 2), _tuple(padding, 2),
                        _tuple(stride, 2))
 
 
 # ------------------------------------------------------------------------------ max unpooling
-def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):  # noqa: A002
+def _max_unpool(input: Any, indices: Any, kernel_size: Any, stride: Any, padding: Any,  # noqa: A002
+                output_size: Any, nd: Any) -> Any:
     k = _tuple(kernel_size, nd)
     s = _tuple(stride if stride is not None else kernel_size, nd)
     p = _tuple(padding, nd)
@@ -1094,21 +1143,26 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd): 
     return res.reshape(lead + tuple(out))
 
 
-def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: int = 0,  # noqa: A002
+                 output_size: Any = None) -> Tensor:
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
 
 
-def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: int = 0,  # noqa: A002
+                 output_size: Any = None) -> Tensor:
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
 
 
-def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: int = 0,  # noqa: A002
+                 output_size: Any = None) -> Tensor:
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
 
 
 # ------------------------------------------------------------------------------ embedding bags
-def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,  # noqa: A002
-                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: Any = None,  # noqa: A002
+                  norm_type: int = 2, scale_grad_by_freq: bool = False, mode: str = 'mean',
+                  sparse: bool = False, per_sample_weights: Tensor | None = None,
+                  include_last_offset: bool = False, padding_idx: Any = None) -> Tensor:
     """Sums, means or maxes of bags of embeddings: bags are the rows of a 2-D ``input``, or the slices of a
     1-D ``input`` starting at ``offsets``; entries equal to ``padding_idx`` are left out of their bag."""
     if weight.dtype == ember.int64 and input.dtype.is_floating_point:
@@ -1158,7 +1212,7 @@ _BAG_MODES = {"sum": 0, "mean": 1, "max": 2}
 
 
 # ------------------------------------------------------------------------------ spatial transformers
-def _grid_align_default(align_corners):
+def _grid_align_default(align_corners: Any) -> Any:
     if align_corners is None:
         warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
                       "Please specify align_corners=True if the old behavior is desired. See the documentation of "
@@ -1167,7 +1221,7 @@ def _grid_align_default(align_corners):
     return align_corners
 
 
-def affine_grid(theta, size, align_corners=None):
+def affine_grid(theta: Tensor, size: Any, align_corners: Any = None) -> Tensor:
     """Sampling grids ``(N, H, W, 2)`` (or ``(N, D, H, W, 3)``) of the affine maps ``theta`` applied to the
     normalised output coordinates in ``[-1, 1]``."""
     align_corners = _grid_align_default(align_corners)
@@ -1196,7 +1250,8 @@ def affine_grid(theta, size, align_corners=None):
     return aten.affine_grid_generator(theta, size, align_corners)
 
 
-def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
+def grid_sample(input: Tensor, grid: Tensor, mode: str = 'bilinear', padding_mode: str = 'zeros',  # noqa: A002
+                align_corners: Any = None) -> Tensor:
     """Samples ``input`` (N, C, H, W) [or (N, C, D, H, W)] at the normalised positions ``grid`` (N, Ho, Wo, 2)
     [(N, Do, Ho, Wo, 3)], with bilinear (trilinear) or nearest interpolation and zeros / border / reflection
     padding, as PyTorch's grid sampler computes it; differentiable in both."""
@@ -1212,8 +1267,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 
 # ------------------------------------------------------------------------------ CTC
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",  # noqa: A002
-             zero_infinity=False):
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor,  # noqa: A002
+             blank: int = 0, reduction: str = 'mean', zero_infinity: bool = False) -> Tensor:
     """Connectionist Temporal Classification loss (Graves et al. 2006): the ``ctc_loss`` operator (``_ctc_loss``'s
     alpha recursion; its backward is PyTorch's gradient, the one with respect to the logits of a log_softmax)."""
     return ember.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _get_enum(reduction),

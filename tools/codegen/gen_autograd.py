@@ -140,6 +140,8 @@ class Plan:
         self.saved_tensors = [a.name for a in s.arguments if a.name in used and a.type.base == "Tensor"]
         self.saved_values = [a.name for a in s.arguments if a.name in used and a.type.base != "Tensor"]
         self.saved_sizes = [a.name for a in s.arguments if f"{a.name}_sizes" in used]
+        # PyTorch's TensorGeometry: (sizes, strides, storage offset), saved instead of the tensor
+        self.saved_geometry = [a.name for a in s.arguments if f"{a.name}_geometry" in used]
         self.saved_meta = [a.name for a in s.arguments if f"{a.name}_dtype" in used or f"{a.name}_device" in used]
         self.uses_result = "result" in used or any(f"result{i}" in used for i in range(4))
 
@@ -166,6 +168,8 @@ def _node_head(plan: Plan) -> list[str]:
         lines.append(f"        {ident(n)} = _n.{ident(n)}")
     for n in plan.saved_sizes:
         lines.append(f"        {n}_sizes = _n.{n}_sizes")
+    for n in plan.saved_geometry:
+        lines.append(f"        {n}_geometry = _n.{n}_geometry")
     for n in plan.saved_meta:
         lines.append(f"        {n}_dtype, {n}_device = _n.{n}_meta")
     return lines
@@ -309,6 +313,9 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]
         lines.append(f"    _n.{n}_sizes = " + (f"[tuple(_t.shape) for _t in {ident(n)}]"
                                                if plan.all_args[n].type.is_tensor_list
                                                else f"tuple({ident(n)}.shape)"))
+    for n in plan.saved_geometry:
+        t = ident(n)
+        lines.append(f"    _n.{n}_geometry = (tuple({t}.shape), {t}.stride(), {t}.storage_offset())")
     for n in plan.saved_meta:
         lines.append(f"    _n.{n}_meta = ({ident(n)}.dtype, {ident(n)}.device)")
     self_name = s.arguments[0].name
@@ -348,7 +355,7 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]
     else:
         lines.append(f"    _set_history(_n, tuple(result), {od!r})")
     if s.is_view:
-        lines += _set_base_lines(s, "    ")
+        lines += _set_base_lines(s, "    ", recorded=True)
     if plan.uses_result:
         if nret > 1 or s.returns[0].type.is_list:
             lines.append("    _n.result_ = [_SV(_o, True) for _o in result]")
@@ -358,12 +365,16 @@ def gen_kernel(nf: NativeFunction, plan: Plan, inplace: bool) -> tuple[str, str]
     return fname, "\n".join(lines)
 
 
-def _set_base_lines(s: FunctionSchema, indent: str) -> list[str]:
+def _set_base_lines(s: FunctionSchema, indent: str, recorded: bool = False) -> list[str]:
+    """A view's base; a recorded view also notes the version its history was made at (Note [View history] in
+    ember/autograd/recording.py)."""
     base = ident(s.arguments[0].name)
     root = f"({base}._base if {base}._base is not None else {base})"
     if s.returns[0].type.is_list:
-        return [f"{indent}_b = {root}", f"{indent}for _o in result:", f"{indent}    _o.__dict__['_base'] = _b"]
-    return [f"{indent}result.__dict__['_base'] = {root}"]
+        lines = [f"{indent}_b = {root}", f"{indent}for _o in result:", f"{indent}    _o.__dict__['_base'] = _b"]
+        return lines + ([f"{indent}    _o.__dict__['_attr_version'] = _o._vc.version"] if recorded else [])
+    lines = [f"{indent}result.__dict__['_base'] = {root}"]
+    return lines + ([f"{indent}result.__dict__['_attr_version'] = result._vc.version"] if recorded else [])
 
 
 def gen_view_kernel(nf: NativeFunction) -> tuple[str, str]:
