@@ -3,13 +3,19 @@ number generator in the same order, so that after one ``manual_seed`` ember and 
 layer with the same numbers."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 import math
 import warnings
 
 from ember.autograd.grad_mode import no_grad
 
 
-def calculate_gain(nonlinearity, param=None):
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
+
+def calculate_gain(nonlinearity: Any, param: Tensor | None = None) -> Any:
     """The recommended gain for a nonlinearity (PyTorch's table)."""
     linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
     if nonlinearity in linear_fns or nonlinearity == "sigmoid":
@@ -31,7 +37,7 @@ def calculate_gain(nonlinearity, param=None):
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
-def _calculate_fan_in_and_fan_out(tensor):
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> Any:
     dimensions = tensor.dim()
     if dimensions < 2:
         raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
@@ -44,7 +50,7 @@ def _calculate_fan_in_and_fan_out(tensor):
     return num_input_fmaps * receptive_field_size, num_output_fmaps * receptive_field_size
 
 
-def _calculate_correct_fan(tensor, mode):
+def _calculate_correct_fan(tensor: Tensor, mode: Any) -> Any:
     mode = mode.lower()
     valid_modes = ["fan_in", "fan_out"]
     if mode not in valid_modes:
@@ -53,19 +59,20 @@ def _calculate_correct_fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
-def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Any:
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
-def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Any:
     with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
-def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator=None):
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator: Any = None) -> Any:
     """Normal(mean, std) truncated to [a, b], by inverting the CDF of uniform draws (PyTorch's method)."""
-    def norm_cdf(x):
+    def norm_cdf(x: Tensor) -> Any:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     if (mean < a - 2 * std) or (mean > b + 2 * std):
@@ -82,22 +89,22 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
         return tensor
 
 
-def constant_(tensor, val: float):
+def constant_(tensor: Tensor, val: float) -> Any:
     with no_grad():
         return tensor.fill_(val)
 
 
-def ones_(tensor):
+def ones_(tensor: Tensor) -> Any:
     with no_grad():
         return tensor.fill_(1.0)
 
 
-def zeros_(tensor):
+def zeros_(tensor: Tensor) -> Any:
     with no_grad():
         return tensor.zero_()
 
 
-def eye_(tensor):
+def eye_(tensor: Tensor) -> Any:
     import ember
     if tensor.ndimension() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
@@ -106,7 +113,7 @@ def eye_(tensor):
     return tensor
 
 
-def dirac_(tensor, groups=1):
+def dirac_(tensor: Tensor, groups: int = 1) -> Any:
     dimensions = tensor.ndimension()
     if dimensions not in [3, 4, 5]:
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
@@ -124,20 +131,21 @@ def dirac_(tensor, groups=1):
     return tensor
 
 
-def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Any:
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
     return uniform_(tensor, -a, a, generator)
 
 
-def xavier_normal_(tensor, gain: float = 1.0, generator=None):
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Any:
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
 
 
-def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = 'fan_in', nonlinearity: str = 'leaky_relu',
+                     generator: Any = None) -> Any:
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -148,7 +156,8 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
     return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = 'fan_in', nonlinearity: str = 'leaky_relu',
+                    generator: Any = None) -> Any:
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -158,7 +167,7 @@ def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: st
     return normal_(tensor, 0.0, std, generator)
 
 
-def orthogonal_(tensor, gain: float = 1, generator=None):
+def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Any:
     """A (semi-)orthogonal matrix from the QR decomposition of a normal sample, signs fixed by R's diagonal."""
     import ember
     if tensor.ndimension() < 2:
@@ -181,7 +190,7 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
     return tensor
 
 
-def sparse_(tensor, sparsity, std=0.01, generator=None):
+def sparse_(tensor: Tensor, sparsity: Any, std: float = 0.01, generator: Any = None) -> Any:
     import ember
     if tensor.ndimension() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
@@ -196,11 +205,11 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     return tensor
 
 
-def _make_deprecate(meth):
+def _make_deprecate(meth: Any) -> Any:
     new_name = meth.__name__
     old_name = new_name[:-1]
 
-    def deprecated_init(*args, **kwargs):
+    def deprecated_init(*args: Any, **kwargs: Any) -> Any:
         warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.", FutureWarning,
                       stacklevel=2)
         return meth(*args, **kwargs)

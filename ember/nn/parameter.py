@@ -1,12 +1,14 @@
 """``nn.Parameter`` and ``nn.Buffer`` (mirrors ``torch/nn/parameter.py``)."""
 from __future__ import annotations
 
+from typing import Any
+
 from collections import OrderedDict
 
 from ember._tensor import Tensor
 
 
-def _rebuild_parameter(data, requires_grad, backward_hooks=None):
+def _rebuild_parameter(data: Any, requires_grad: Any, backward_hooks: Any = None) -> Any:
     return Parameter(data, requires_grad)
 
 
@@ -16,7 +18,7 @@ class Parameter(Tensor):
     ``Parameter(data)`` shares ``data``'s storage (and version counter, like ``detach()``) and is a leaf
     that requires grad unless ``requires_grad=False``."""
 
-    def __new__(cls, data=None, requires_grad=True):
+    def __new__(cls, data: Any = None, requires_grad: bool = True) -> Any:
         import ember
         if data is None:
             data = ember.empty(0)
@@ -26,17 +28,17 @@ class Parameter(Tensor):
         t.requires_grad_(requires_grad)
         return t
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: Any) -> Any:
         if id(self) in memo:
             return memo[id(self)]
         r = type(self)(self.data.clone(), self.requires_grad)
         memo[id(self)] = r
         return r
 
-    def __reduce_ex__(self, proto):
+    def __reduce_ex__(self, proto: Any) -> Any:
         return (_rebuild_parameter, (self.data, self.requires_grad, OrderedDict()))
 
 
@@ -44,7 +46,7 @@ class Buffer(Tensor):
     """Marks a tensor to be registered as a buffer when assigned to a ``Module`` attribute
     (``persistent=False`` leaves it out of the ``state_dict``)."""
 
-    def __new__(cls, data=None, *, persistent=True):
+    def __new__(cls, data: Any = None, *, persistent: bool = True) -> Any:
         import ember
         if data is None:
             data = ember.empty(0)

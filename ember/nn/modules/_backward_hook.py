@@ -5,35 +5,37 @@ sees ``grad_output`` in backward (and runs the backward pre-hooks), the one on t
 ``grad_input`` and runs ``hook(module, grad_input, grad_output)``, whose result replaces ``grad_input``."""
 from __future__ import annotations
 
+from typing import Any
+
 from ember._tensor import Tensor
 from ember.autograd.function import Function
 
 
 class BackwardHookFunction(Function):
     @staticmethod
-    def forward(ctx, fn, *tensors):
+    def forward(ctx: Any, fn: Any, *tensors: Any) -> Any:
         ctx.fn = fn
         ctx.mark_non_differentiable(*[t for t in tensors if not t.requires_grad])
         return tensors
 
     @staticmethod
-    def backward(ctx, *grads):
+    def backward(ctx: Any, *grads: Any) -> Any:
         return (None,) + tuple(ctx.fn(grads))
 
 
 class BackwardHook:
-    def __init__(self, module):
+    def __init__(self, module: Any) -> None:
         self.module = module
         self.grad_outputs = None
         self.n_inputs = 0
         self.input_idx = None
 
-    def _hooks(self):
+    def _hooks(self) -> Any:
         from ember.nn.modules.module import _global_backward_hooks
         return list(_global_backward_hooks.values()) + list(self.module._backward_hooks.values())
 
     @staticmethod
-    def _wrap(values, fn):
+    def _wrap(values: Any, fn: Any) -> Any:
         """Pass the tensors of ``values`` that require grad through one BackwardHookFunction."""
         import ember
         single = isinstance(values, Tensor)
@@ -52,10 +54,10 @@ class BackwardHook:
         return type(seq)(out) if isinstance(seq, tuple) and type(seq) is tuple else (
             type(seq)(*out) if isinstance(seq, tuple) else out), idx
 
-    def setup_input_hook(self, args):
+    def setup_input_hook(self, args: Any) -> Any:
         self.n_inputs = len(args)
 
-        def fn(grads):
+        def fn(grads: Any) -> Any:
             grad_inputs = [None] * self.n_inputs
             for i, g in zip(self.input_idx, grads):
                 grad_inputs[i] = g
@@ -75,8 +77,8 @@ class BackwardHook:
         new_args, self.input_idx = self._wrap(args, fn)
         return new_args
 
-    def setup_output_hook(self, result):
-        def fn(grads):
+    def setup_output_hook(self, result: Any) -> Any:
+        def fn(grads: Any) -> Any:
             grad_outputs = tuple(grads)
             for hook in self.module._backward_pre_hooks.values():
                 res = hook(self.module, grad_outputs)

@@ -1,6 +1,8 @@
 """``BatchNorm1d/2d/3d`` (mirrors ``torch/nn/modules/batchnorm.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 import ember
 from ember.nn import functional as F
 from ember.nn import init
@@ -8,7 +10,11 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 
-def _affine_parameters(module, shape, affine, bias, device, dtype):
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
+
+def _affine_parameters(module: Any, shape: Any, affine: Any, bias: Any, device: Any, dtype: Any) -> Any:
     """Register ``weight`` (and ``bias`` unless ``bias=False``) of ``shape``, or both as None."""
     if affine:
         module.weight = Parameter(ember.empty(shape, device=device, dtype=dtype))
@@ -21,7 +27,7 @@ def _affine_parameters(module, shape, affine, bias, device, dtype):
         module.register_parameter("bias", None)
 
 
-def _reset_affine(module):
+def _reset_affine(module: Any) -> Any:
     """PyTorch's default: weight 1, bias 0."""
     if module.weight is not None:
         init.ones_(module.weight)
@@ -33,8 +39,9 @@ class _NormBase(Module):
     _version = 2
     __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None, *, bias=True):
+    def __init__(self, num_features: Any, eps: float = 1e-05, momentum: float = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -62,15 +69,15 @@ class _NormBase(Module):
         self.reset_running_stats()
         _reset_affine(self)
 
-    def _check_input_dim(self, input):  # noqa: A002
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
         raise NotImplementedError
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs):
+    def _load_from_state_dict(self, state_dict: Any, prefix: Any, local_metadata: Any, strict: Any,
+                              missing_keys: Any, unexpected_keys: Any, error_msgs: Any) -> Any:
         version = local_metadata.get("version", None)
         if (version is None or version < 2) and self.track_running_stats:
             key = prefix + "num_batches_tracked"
@@ -82,7 +89,7 @@ class _NormBase(Module):
 
 
 class _BatchNorm(_NormBase):
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         self._check_input_dim(input)
         exponential_average_factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -100,18 +107,18 @@ class _BatchNorm(_NormBase):
 
 
 class BatchNorm1d(_BatchNorm):
-    def _check_input_dim(self, input):  # noqa: A002
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
         if input.dim() != 2 and input.dim() != 3:
             raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
 
 
 class BatchNorm2d(_BatchNorm):
-    def _check_input_dim(self, input):  # noqa: A002
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
 
 
 class BatchNorm3d(_BatchNorm):
-    def _check_input_dim(self, input):  # noqa: A002
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")

@@ -2,6 +2,8 @@
 ``ParameterList``, ``ParameterDict``."""
 from __future__ import annotations
 
+from typing import Any
+
 import operator
 from collections import OrderedDict, abc as container_abcs
 from itertools import chain, islice
@@ -11,7 +13,7 @@ from ember.nn.modules.module import Module, _addindent
 from ember.nn.parameter import Parameter
 
 
-def _abs_index(idx, size):
+def _abs_index(idx: Any, size: Any) -> Any:
     """The attribute name of the child at list index ``idx`` (negative counts from the end)."""
     idx = operator.index(idx)
     if not (-size <= idx < size):
@@ -37,7 +39,7 @@ def _parameters_repr(items) -> str:
 class Sequential(Module):
     """Modules run in the order they were passed (positional or as an OrderedDict)."""
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for key, module in args[0].items():
@@ -46,19 +48,19 @@ class Sequential(Module):
             for idx, module in enumerate(args):
                 self.add_module(str(idx), module)
 
-    def _get_item_by_idx(self, iterator, idx):
+    def _get_item_by_idx(self, iterator: Any, idx: Any) -> Any:
         return next(islice(iterator, int(_abs_index(idx, len(self))), None))
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
             return self.__class__(OrderedDict(list(self._modules.items())[idx]))
         return self._get_item_by_idx(self._modules.values(), idx)
 
-    def __setitem__(self, idx, module) -> None:
+    def __setitem__(self, idx: Any, module: Any) -> None:
         key = self._get_item_by_idx(self._modules.keys(), idx)
         setattr(self, key, module)
 
-    def __delitem__(self, idx) -> None:
+    def __delitem__(self, idx: Any) -> None:
         if isinstance(idx, slice):
             for key in list(self._modules.keys())[idx]:
                 delattr(self, key)
@@ -71,7 +73,7 @@ class Sequential(Module):
     def __len__(self) -> int:
         return len(self._modules)
 
-    def __add__(self, other):
+    def __add__(self, other: Any) -> Any:
         if not isinstance(other, Sequential):
             raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
         ret = Sequential()
@@ -81,7 +83,7 @@ class Sequential(Module):
             ret.append(layer)
         return ret
 
-    def __iadd__(self, other):
+    def __iadd__(self, other: Any) -> Any:
         if not isinstance(other, Sequential):
             raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
         offset = len(self)
@@ -89,7 +91,7 @@ class Sequential(Module):
             self.add_module(str(i + offset), module)
         return self
 
-    def __mul__(self, other: int):
+    def __mul__(self, other: int) -> Any:
         if not isinstance(other, int):
             raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
         if other <= 0:
@@ -104,17 +106,17 @@ class Sequential(Module):
 
     __rmul__ = __mul__
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return [k for k in super().__dir__() if not k.isdigit()]
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         return iter(self._modules.values())
 
-    def append(self, module):
+    def append(self, module: Any) -> Any:
         self.add_module(str(len(self)), module)
         return self
 
-    def insert(self, index: int, module):
+    def insert(self, index: int, module: Any) -> Any:
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
         n = len(self._modules)
@@ -127,17 +129,17 @@ class Sequential(Module):
         self._modules[str(index)] = module
         return self
 
-    def extend(self, sequential):
+    def extend(self, sequential: Any) -> Any:
         for layer in sequential:
             self.append(layer)
         return self
 
-    def pop(self, key):
+    def pop(self, key: Tensor) -> Any:
         v = self[key]
         del self[key]
         return v
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         for module in self:
             input = module(input)  # noqa: A001
         return input
@@ -146,24 +148,24 @@ class Sequential(Module):
 class ModuleList(Module):
     """A list of submodules, registered so that ``parameters()`` and ``to()`` see them."""
 
-    def __init__(self, modules=None):
+    def __init__(self, modules: Any = None) -> None:
         super().__init__()
         if modules is not None:
             self += modules
 
-    def _get_abs_string_index(self, idx):
+    def _get_abs_string_index(self, idx: Any) -> Any:
         return _abs_index(idx, len(self))
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
             return self.__class__(list(self._modules.values())[idx])
         return self._modules[self._get_abs_string_index(idx)]
 
-    def __setitem__(self, idx: int, module) -> None:
+    def __setitem__(self, idx: int, module: Any) -> None:
         idx = self._get_abs_string_index(idx)
         setattr(self, str(idx), module)
 
-    def __delitem__(self, idx) -> None:
+    def __delitem__(self, idx: Any) -> None:
         if isinstance(idx, slice):
             for k in range(len(self._modules))[idx]:
                 delattr(self, str(k))
@@ -175,19 +177,19 @@ class ModuleList(Module):
     def __len__(self) -> int:
         return len(self._modules)
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         return iter(self._modules.values())
 
-    def __iadd__(self, modules):
+    def __iadd__(self, modules: Any) -> Any:
         return self.extend(modules)
 
-    def __add__(self, other):
+    def __add__(self, other: Any) -> Any:
         combined = ModuleList()
         for i, module in enumerate(chain(self, other)):
             combined.add_module(str(i), module)
         return combined
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         """Runs of identical children are printed once, as ``(0-11): 12 x Block(...)``."""
         list_of_reprs = [repr(item) for item in self]
         if len(list_of_reprs) == 0:
@@ -209,24 +211,24 @@ class ModuleList(Module):
             lines.append(_addindent(local_repr, 2))
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return [k for k in super().__dir__() if not k.isdigit()]
 
-    def insert(self, index: int, module) -> None:
+    def insert(self, index: int, module: Any) -> None:
         for i in range(len(self._modules), index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
 
-    def append(self, module):
+    def append(self, module: Any) -> Any:
         self.add_module(str(len(self)), module)
         return self
 
-    def pop(self, key):
+    def pop(self, key: Tensor) -> Any:
         v = self[key]
         del self[key]
         return v
 
-    def extend(self, modules):
+    def extend(self, modules: Any) -> Any:
         if not isinstance(modules, container_abcs.Iterable):
             raise TypeError("ModuleList.extend should be called with an iterable, but got " + type(modules).__name__)
         offset = len(self)
@@ -238,15 +240,15 @@ class ModuleList(Module):
 class ModuleDict(Module):
     """An ordered dict of submodules."""
 
-    def __init__(self, modules=None):
+    def __init__(self, modules: Any = None) -> None:
         super().__init__()
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key: str):
+    def __getitem__(self, key: str) -> Any:
         return self._modules[key]
 
-    def __setitem__(self, key: str, module) -> None:
+    def __setitem__(self, key: str, module: Any) -> None:
         self.add_module(key, module)
 
     def __delitem__(self, key: str) -> None:
@@ -255,7 +257,7 @@ class ModuleDict(Module):
     def __len__(self) -> int:
         return len(self._modules)
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         return iter(self._modules)
 
     def __contains__(self, key: str) -> bool:
@@ -264,21 +266,21 @@ class ModuleDict(Module):
     def clear(self) -> None:
         self._modules.clear()
 
-    def pop(self, key: str):
+    def pop(self, key: str) -> Any:
         v = self[key]
         del self[key]
         return v
 
-    def keys(self):
+    def keys(self) -> Any:
         return self._modules.keys()
 
-    def items(self):
+    def items(self) -> Any:
         return self._modules.items()
 
-    def values(self):
+    def values(self) -> Any:
         return self._modules.values()
 
-    def update(self, modules) -> None:
+    def update(self, modules: Any) -> None:
         if not isinstance(modules, container_abcs.Iterable):
             raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
                             + type(modules).__name__)
@@ -299,16 +301,16 @@ class ModuleDict(Module):
 class ParameterList(Module):
     """A list of parameters (tensors assigned are wrapped in ``Parameter``)."""
 
-    def __init__(self, values=None):
+    def __init__(self, values: Any = None) -> None:
         super().__init__()
         self._size = 0
         if values is not None:
             self += values
 
-    def _get_abs_string_index(self, idx):
+    def _get_abs_string_index(self, idx: Any) -> Any:
         return _abs_index(idx, len(self))
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
             start, stop, step = idx.indices(len(self))
             out = self.__class__()
@@ -317,7 +319,7 @@ class ParameterList(Module):
             return out
         return getattr(self, self._get_abs_string_index(idx))
 
-    def __setitem__(self, idx: int, param) -> None:
+    def __setitem__(self, idx: int, param: Tensor) -> None:
         idx = self._get_abs_string_index(idx)
         if isinstance(param, Tensor) and not isinstance(param, Parameter):
             param = Parameter(param)
@@ -326,22 +328,22 @@ class ParameterList(Module):
     def __len__(self) -> int:
         return self._size
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         return iter(self[i] for i in range(len(self)))
 
-    def __iadd__(self, parameters):
+    def __iadd__(self, parameters: Any) -> Any:
         return self.extend(parameters)
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return [k for k in super().__dir__() if not k.isdigit()]
 
-    def append(self, value):
+    def append(self, value: Tensor) -> Any:
         new_idx = len(self)
         self._size += 1
         self[new_idx] = value
         return self
 
-    def extend(self, values):
+    def extend(self, values: Any) -> Any:
         if not isinstance(values, container_abcs.Iterable) or isinstance(values, Tensor):
             raise TypeError("ParameterList.extend should be called with an iterable, but got " + type(values).__name__)
         for value in values:
@@ -351,29 +353,29 @@ class ParameterList(Module):
     def extra_repr(self) -> str:
         return _parameters_repr(enumerate(self))
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("ParameterList should not be called.")
 
 
 class ParameterDict(Module):
     """An ordered dict of parameters (tensors assigned are wrapped in ``Parameter``)."""
 
-    def __init__(self, parameters=None):
+    def __init__(self, parameters: Any = None) -> None:
         super().__init__()
         self._keys: dict = {}
         if parameters is not None:
             self.update(parameters)
 
-    def _key_to_attr(self, key):
+    def _key_to_attr(self, key: Tensor) -> Any:
         if not isinstance(key, str):
             raise TypeError("Index given to ParameterDict cannot be used as a key as it is not a string (type is '"
                             f"{type(key).__name__}'). Open an issue on github if you need non-string keys.")
         return key
 
-    def __getitem__(self, key: str):
+    def __getitem__(self, key: str) -> Any:
         return getattr(self, self._key_to_attr(key))
 
-    def __setitem__(self, key: str, value) -> None:
+    def __setitem__(self, key: str, value: Tensor) -> None:
         self._keys[key] = None
         attr = self._key_to_attr(key)
         if isinstance(value, Tensor) and not isinstance(value, Parameter):
@@ -387,19 +389,19 @@ class ParameterDict(Module):
     def __len__(self) -> int:
         return len(self._keys)
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         return iter(self._keys)
 
-    def __reversed__(self):
+    def __reversed__(self) -> Any:
         return reversed(list(self._keys))
 
-    def copy(self):
+    def copy(self) -> Any:
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
     def __contains__(self, key: str) -> bool:
         return key in self._keys
 
-    def setdefault(self, key: str, default=None):
+    def setdefault(self, key: str, default: Any = None) -> Any:
         if key not in self:
             self[key] = default
         return self[key]
@@ -408,34 +410,34 @@ class ParameterDict(Module):
         for k in self._keys.copy():
             del self[k]
 
-    def pop(self, key: str):
+    def pop(self, key: str) -> Any:
         v = self[key]
         del self[key]
         return v
 
-    def popitem(self):
+    def popitem(self) -> Any:
         k, _ = self._keys.popitem()
         self._keys[k] = None
         val = self[k]
         del self[k]
         return k, val
 
-    def get(self, key: str, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self else default
 
-    def fromkeys(self, keys, default=None):
+    def fromkeys(self, keys: Any, default: Any = None) -> Any:
         return ParameterDict((k, default) for k in keys)
 
-    def keys(self):
+    def keys(self) -> Any:
         return self._keys.keys()
 
-    def items(self):
+    def items(self) -> Any:
         return ((k, self[k]) for k in self._keys)
 
-    def values(self):
+    def values(self) -> Any:
         return (self[k] for k in self._keys)
 
-    def update(self, parameters) -> None:
+    def update(self, parameters: Any) -> None:
         if not isinstance(parameters, container_abcs.Iterable):
             raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got "
                             + type(parameters).__name__)
@@ -458,10 +460,10 @@ class ParameterDict(Module):
     def extra_repr(self) -> str:
         return _parameters_repr(self.items())
 
-    def __call__(self, input):  # noqa: A002
+    def __call__(self, input: Tensor) -> Any:  # noqa: A002
         raise RuntimeError("ParameterDict should not be called.")
 
-    def __or__(self, other):
+    def __or__(self, other: Any) -> Any:
         copy = self.copy()
         copy.update(other)
         return copy

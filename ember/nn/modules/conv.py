@@ -1,6 +1,8 @@
 """``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d`` (mirrors ``torch/nn/modules/conv.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 import math
 
 import ember
@@ -11,7 +13,11 @@ from ember.nn.modules.utils import _ntuple
 from ember.nn.parameter import Parameter
 
 
-def _reverse_repeat_tuple(t, n):
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
+
+def _reverse_repeat_tuple(t: Any, n: Any) -> Any:
     return tuple(x for x in reversed(t) for _ in range(n))
 
 
@@ -19,8 +25,9 @@ class _ConvNd(Module):
     __constants__ = ["stride", "padding", "dilation", "groups", "padding_mode", "output_padding", "in_channels",
                      "out_channels", "kernel_size"]
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
-                 output_padding, groups, bias, padding_mode, device=None, dtype=None):
+    def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: Any, padding: Any,
+                 dilation: Any, transposed: Any, output_padding: Any, groups: Any, bias: Any,
+                 padding_mode: Any, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -77,7 +84,7 @@ class _ConvNd(Module):
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
         if self.padding != (0,) * len(self.padding):
             s += ", padding={padding}"
@@ -93,7 +100,7 @@ class _ConvNd(Module):
             s += ", padding_mode={padding_mode}"
         return s.format(**self.__dict__)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Any) -> None:
         super().__setstate__(state)
         if not hasattr(self, "padding_mode"):
             self.padding_mode = "zeros"
@@ -102,21 +109,22 @@ class _ConvNd(Module):
 class _Conv(_ConvNd):
     _nd = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, dtype=None):
+    def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: int = 1,
+                 padding: int = 0, dilation: int = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = 'zeros', device: Any = None, dtype: Any = None) -> None:
         n = self._nd
         super().__init__(in_channels, out_channels, _ntuple(kernel_size, n), _ntuple(stride, n),
                          padding if isinstance(padding, str) else _ntuple(padding, n), _ntuple(dilation, n),
                          False, _ntuple(0, n), groups, bias, padding_mode, device, dtype)
 
-    def _conv_forward(self, input, weight, bias):  # noqa: A002
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Any) -> Any:  # noqa: A002
         conv = (F.conv1d, F.conv2d, F.conv3d)[self._nd - 1]
         if self.padding_mode != "zeros":
             return conv(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight, bias,
                         self.stride, _ntuple(0, self._nd), self.dilation, self.groups)
         return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return self._conv_forward(input, self.weight, self.bias)
 
 
@@ -135,8 +143,9 @@ class Conv3d(_Conv):
 class _ConvTransposeNd(_ConvNd):
     _nd = 2
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+    def __init__(self, in_channels: Any, out_channels: Any, kernel_size: Any, stride: int = 1,
+                 padding: int = 0, output_padding: int = 0, groups: int = 1, bias: bool = True,
+                 dilation: int = 1, padding_mode: str = 'zeros', device: Any = None, dtype: Any = None) -> None:
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
         n = self._nd
@@ -144,7 +153,7 @@ class _ConvTransposeNd(_ConvNd):
                          _ntuple(dilation, n), True, _ntuple(output_padding, n), groups, bias, padding_mode, device,
                          dtype)
 
-    def _output_padding(self, input, output_size):  # noqa: A002
+    def _output_padding(self, input: Tensor, output_size: Any) -> Any:  # noqa: A002
         if output_size is None:
             return self.output_padding
         n = self._nd
@@ -161,7 +170,7 @@ class _ConvTransposeNd(_ConvNd):
             ret.append(output_size[d] - min_size)
         return tuple(ret)
 
-    def forward(self, input, output_size=None):  # noqa: A002
+    def forward(self, input: Tensor, output_size: Any = None) -> Any:  # noqa: A002
         op = self._output_padding(input, output_size)
         fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._nd - 1]
         return fn(input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation)

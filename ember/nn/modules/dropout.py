@@ -1,14 +1,20 @@
 """Dropout layers (mirrors ``torch/nn/modules/dropout.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
+
+
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
 
 
 class _DropoutNd(Module):
     __constants__ = ["p", "inplace"]
 
-    def __init__(self, p: float = 0.5, inplace: bool = False):
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if p < 0 or p > 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -20,25 +26,25 @@ class _DropoutNd(Module):
 
 
 class Dropout(_DropoutNd):
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.dropout(input, self.p, self.training, self.inplace)
 
 
 class Dropout1d(_DropoutNd):
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
 class Dropout2d(_DropoutNd):
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
 class Dropout3d(_DropoutNd):
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
 class AlphaDropout(_DropoutNd):
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.alpha_dropout(input, self.p, self.training)

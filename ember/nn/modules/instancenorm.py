@@ -1,22 +1,29 @@
 """``nn.InstanceNorm1d/2d/3d`` (``torch/nn/modules/instancenorm.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 from ember.nn import functional as F
 from ember.nn.modules.batchnorm import _NormBase
+
+
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
 
 
 class _InstanceNorm(_NormBase):
     _nd = 2
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None, *, bias=True):
+    def __init__(self, num_features: Any, eps: float = 1e-05, momentum: float = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
-    def _check_input_dim(self, input):  # noqa: A002
+    def _check_input_dim(self, input: Tensor) -> None:  # noqa: A002
         if input.dim() not in (self._nd + 1, self._nd + 2):
             raise ValueError(f"expected {self._nd + 1}D or {self._nd + 2}D input (got {input.dim()}D input)")
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         self._check_input_dim(input)
         unbatched = input.dim() == self._nd + 1
         x = input.unsqueeze(0) if unbatched else input

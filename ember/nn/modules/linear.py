@@ -1,6 +1,8 @@
 """``Identity``, ``Linear``, ``Bilinear`` (mirrors ``torch/nn/modules/linear.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 import math
 
 import ember
@@ -10,11 +12,15 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
+
 class Identity(Module):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return input
 
 
@@ -23,7 +29,8 @@ class Linear(Module):
 
     __constants__ = ["in_features", "out_features"]
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
@@ -41,7 +48,7 @@ class Linear(Module):
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -53,8 +60,8 @@ class NonDynamicallyQuantizableLinear(Linear):
 
 
 class Bilinear(Module):
-    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None,
-                 dtype=None):
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.in1_features = in1_features
         self.in2_features = in2_features
@@ -72,7 +79,7 @@ class Bilinear(Module):
         if self.bias is not None:
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input1, input2):
+    def forward(self, input1: Tensor, input2: Tensor) -> Any:
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:

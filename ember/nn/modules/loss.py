@@ -1,12 +1,18 @@
 """Loss modules (mirrors ``torch/nn/modules/loss.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
 
 
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
+
 class _Loss(Module):
-    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = 'mean') -> None:
         super().__init__()
         if size_average is not None or reduce is not None:
             self.reduction = F._reduction_enum(size_average, reduce)
@@ -15,174 +21,186 @@ class _Loss(Module):
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = 'mean') -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
 
 class L1Loss(_Loss):
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class MSELoss(_Loss):
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class NLLLoss(_WeightedLoss):
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, ignore_index: Any = -100,
+                 reduce: Any = None, reduction: str = 'mean') -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
-                 label_smoothing=0.0):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, ignore_index: Any = -100,
+                 reduce: Any = None, reduction: str = 'mean', label_smoothing: float = 0.0) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
         self.label_smoothing = label_smoothing
 
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 class BCELoss(_WeightedLoss):
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
-    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = 'mean', pos_weight: Any = None) -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
-    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = 'mean',
+                 beta: float = 1.0) -> None:
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
 class HuberLoss(_Loss):
-    def __init__(self, reduction="mean", delta=1.0):
+    def __init__(self, reduction: str = 'mean', delta: float = 1.0) -> None:
         super().__init__(reduction=reduction)
         self.delta = delta
 
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
 class KLDivLoss(_Loss):
-    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = 'mean',
+                 log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
 class PoissonNLLLoss(_Loss):
-    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"):
+    def __init__(self, log_input: bool = True, full: bool = False, size_average: Any = None,
+                 eps: float = 1e-08, reduce: Any = None, reduction: str = 'mean') -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_input, self.full, self.eps = log_input, full, eps
 
-    def forward(self, log_input, target):
+    def forward(self, log_input: Any, target: Tensor) -> Any:
         return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
                                   reduction=self.reduction)
 
 
 class GaussianNLLLoss(_Loss):
-    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+    def __init__(self, *, full: bool = False, eps: float = 1e-06, reduction: str = 'mean') -> None:
         super().__init__(None, None, reduction)
         self.full, self.eps = full, eps
 
-    def forward(self, input, target, var):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor, var: Tensor) -> Any:  # noqa: A002
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
 
 
 class SoftMarginLoss(_Loss):
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class MarginRankingLoss(_Loss):
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, margin: float = 0.0, size_average: Any = None, reduce: Any = None,
+                 reduction: str = 'mean') -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
-    def forward(self, input1, input2, target):
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Any:
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
 class HingeEmbeddingLoss(_Loss):
-    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, margin: float = 1.0, size_average: Any = None, reduce: Any = None,
+                 reduction: str = 'mean') -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
 
 
 class CosineEmbeddingLoss(_Loss):
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, margin: float = 0.0, size_average: Any = None, reduce: Any = None,
+                 reduction: str = 'mean') -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
-    def forward(self, input1, input2, target):
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Any:
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
 
 
 class MultiLabelMarginLoss(_Loss):
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiMarginLoss(_WeightedLoss):
-    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                 size_average: Any = None, reduce: Any = None, reduction: str = 'mean') -> None:
         super().__init__(weight, size_average, reduce, reduction)
         if p not in (1, 2):
             raise ValueError("only p == 1 and p == 2 supported")
         self.p, self.margin = p, margin
 
-    def forward(self, input, target):  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight,
                                    reduction=self.reduction)
 
 
 class TripletMarginLoss(_Loss):
-    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-06, swap: bool = False,
+                 size_average: Any = None, reduce: Any = None, reduction: str = 'mean') -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
-    def forward(self, anchor, positive, negative):
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Any:
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps,
                                      swap=self.swap, reduction=self.reduction)
 
 
 class TripletMarginWithDistanceLoss(_Loss):
-    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+    def __init__(self, *, distance_function: Any = None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = 'mean') -> None:
         super().__init__(size_average=None, reduce=None, reduction=reduction)
         self.distance_function, self.margin, self.swap = distance_function, margin, swap
 
-    def forward(self, anchor, positive, negative):
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Any:
         return F.triplet_margin_with_distance_loss(anchor, positive, negative,
                                                    distance_function=self.distance_function, margin=self.margin,
                                                    swap=self.swap, reduction=self.reduction)
@@ -191,11 +209,11 @@ class TripletMarginWithDistanceLoss(_Loss):
 class CTCLoss(_Loss):
     __constants__ = ["blank", "reduction"]
 
-    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+    def __init__(self, blank: int = 0, reduction: str = 'mean', zero_infinity: bool = False) -> None:
         super().__init__(reduction=reduction)
         self.blank = blank
         self.zero_infinity = zero_infinity
 
-    def forward(self, log_probs, targets, input_lengths, target_lengths):
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor) -> Any:
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                           self.zero_infinity)

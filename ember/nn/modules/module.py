@@ -3,6 +3,8 @@ submodules by attribute assignment, traversal, ``state_dict`` / ``load_state_dic
 metadata and error messages, hooks, dtype/device moves, and PyTorch's ``repr``."""
 from __future__ import annotations
 
+from typing import Any, Iterator, Self
+
 import functools
 import itertools
 from collections import OrderedDict, namedtuple
@@ -24,7 +26,7 @@ def typename(obj) -> str:
     return qual if module in ("", "builtins") else module + "." + qual
 
 
-def _addindent(s_, num_spaces):
+def _addindent(s_: Any, num_spaces: Any) -> Any:
     s = s_.split("\n")
     if len(s) == 1:
         return s_
@@ -36,7 +38,7 @@ def _addindent(s_, num_spaces):
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if not self.missing_keys and not self.unexpected_keys:
             return "<All keys matched successfully>"
         return super().__repr__()
@@ -50,25 +52,25 @@ _global_forward_hooks: dict = OrderedDict()
 _global_backward_hooks: dict = OrderedDict()
 
 
-def register_module_forward_pre_hook(hook):
+def register_module_forward_pre_hook(hook: Any) -> RemovableHandle:
     handle = RemovableHandle(_global_forward_pre_hooks)
     _global_forward_pre_hooks[handle.id] = hook
     return handle
 
 
-def register_module_forward_hook(hook):
+def register_module_forward_hook(hook: Any) -> RemovableHandle:
     handle = RemovableHandle(_global_forward_hooks)
     _global_forward_hooks[handle.id] = hook
     return handle
 
 
-def register_module_full_backward_hook(hook):
+def register_module_full_backward_hook(hook: Any) -> RemovableHandle:
     handle = RemovableHandle(_global_backward_hooks)
     _global_backward_hooks[handle.id] = hook
     return handle
 
 
-def _forward_unimplemented(self, *input):
+def _forward_unimplemented(self, *input: Any) -> Any:
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
@@ -82,7 +84,7 @@ class Module:
     call_super_init = False
     forward = _forward_unimplemented
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:
             raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
                             f"'{next(iter(kwargs))}'" if kwargs else
@@ -108,7 +110,7 @@ class Module:
         d["_modules"] = {}
 
     # ------------------------------------------------------------------------------ registration
-    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+    def register_buffer(self, name: str, tensor: Tensor, persistent: bool = True) -> None:
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
@@ -131,7 +133,7 @@ class Module:
         else:
             self._non_persistent_buffers_set.add(name)
 
-    def register_parameter(self, name: str, param) -> None:
+    def register_parameter(self, name: str, param: Tensor) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -154,7 +156,7 @@ class Module:
         else:
             self._parameters[name] = param
 
-    def add_module(self, name: str, module) -> None:
+    def add_module(self, name: str, module: Any) -> None:
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -190,7 +192,7 @@ class Module:
             raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
         setattr(parent, atoms[-1], module)
 
-    def _split_target(self, target):
+    def _split_target(self, target: Tensor) -> Any:
         module_path, _, name = target.rpartition(".")
         return self.get_submodule(module_path), name
 
@@ -212,18 +214,18 @@ class Module:
             raise AttributeError("`" + name + "` is not a buffer")
         return buffer
 
-    def get_extra_state(self):
+    def get_extra_state(self) -> Any:
         raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. Please file "
                            "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
                            "report this bug.")
 
-    def set_extra_state(self, state) -> None:
+    def set_extra_state(self, state: Any) -> None:
         raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. Please file "
                            "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
                            "report this bug.")
 
     # ------------------------------------------------------------------------------ attributes
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         d = self.__dict__
         if "_parameters" in d and name in d["_parameters"]:
             return d["_parameters"][name]
@@ -233,8 +235,8 @@ class Module:
             return d["_modules"][name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
-    def __setattr__(self, name: str, value) -> None:
-        def remove_from(*dicts_or_sets):
+    def __setattr__(self, name: str, value: Tensor) -> None:
+        def remove_from(*dicts_or_sets: Any) -> Any:
             for d in dicts_or_sets:
                 if name in d:
                     if isinstance(d, dict):
@@ -280,7 +282,7 @@ class Module:
                 else:
                     object.__setattr__(self, name, value)
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: Any) -> None:
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -291,16 +293,16 @@ class Module:
         else:
             object.__delattr__(self, name)
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         module_attrs = dir(self.__class__)
         attrs = list(self.__dict__.keys())
         keys = module_attrs + attrs + list(self._parameters) + list(self._modules) + list(self._buffers)
         return sorted(k for k in set(keys) if not k[0].isdigit())
 
-    def __getstate__(self):
+    def __getstate__(self) -> Any:
         return self.__dict__.copy()
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Any) -> None:
         self.__dict__.update(state)
         for k, default in (("_forward_pre_hooks", OrderedDict), ("_forward_hooks", OrderedDict),
                            ("_forward_hooks_with_kwargs", OrderedDict), ("_forward_hooks_always_called", OrderedDict),
@@ -313,7 +315,8 @@ class Module:
         self.__dict__.setdefault("_is_full_backward_hook", None)
 
     # ------------------------------------------------------------------------------ traversal
-    def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate: bool = True):
+    def _named_members(self, get_members_fn: Any, prefix: str = '', recurse: bool = True,
+                       remove_duplicate: bool = True) -> Any:
         memo = set()
         modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for module_prefix, module in modules:
@@ -324,38 +327,41 @@ class Module:
                     memo.add(id(v))
                 yield (module_prefix + ("." if module_prefix else "") + k, v)
 
-    def parameters(self, recurse: bool = True):
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _name, param in self.named_parameters(recurse=recurse):
             yield param
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+    def named_parameters(self, prefix: str = '', recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
         yield from self._named_members(lambda m: m._parameters.items(), prefix=prefix, recurse=recurse,
                                        remove_duplicate=remove_duplicate)
 
-    def buffers(self, recurse: bool = True):
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+    def named_buffers(self, prefix: str = '', recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
         yield from self._named_members(lambda m: m._buffers.items(), prefix=prefix, recurse=recurse,
                                        remove_duplicate=remove_duplicate)
 
-    def children(self):
+    def children(self) -> Iterator[Module]:
         for _name, module in self.named_children():
             yield module
 
-    def named_children(self):
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         memo = set()
         for name, module in self._modules.items():
             if module is not None and id(module) not in memo:
                 memo.add(id(module))
                 yield name, module
 
-    def modules(self):
+    def modules(self) -> Iterator[Module]:
         for _, module in self.named_modules():
             yield module
 
-    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+    def named_modules(self, memo: Any = None, prefix: str = '',
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
         if memo is None:
             memo = set()
         if id(self) not in memo:
@@ -369,7 +375,7 @@ class Module:
                 yield from module.named_modules(memo, submodule_prefix, remove_duplicate)
 
     # ------------------------------------------------------------------------------ modes and grads
-    def train(self, mode: bool = True):
+    def train(self, mode: bool = True) -> Self:
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
@@ -377,10 +383,10 @@ class Module:
             module.train(mode)
         return self
 
-    def eval(self):
+    def eval(self) -> Self:
         return self.train(False)
 
-    def requires_grad_(self, requires_grad: bool = True):
+    def requires_grad_(self, requires_grad: bool = True) -> Self:
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -397,17 +403,17 @@ class Module:
                         p.grad.requires_grad_(False)
                     p.grad.zero_()
 
-    def share_memory(self):
+    def share_memory(self) -> Self:
         return self
 
-    def apply(self, fn):
+    def apply(self, fn: Any) -> Self:
         for module in self.children():
             module.apply(fn)
         fn(self)
         return self
 
     # ------------------------------------------------------------------------------ moves
-    def _apply(self, fn, recurse=True):
+    def _apply(self, fn: Any, recurse: bool = True) -> Self:
         import ember
         if recurse:
             for module in self.children():
@@ -429,7 +435,7 @@ class Module:
                 self._buffers[key] = fn(buf)
         return self
 
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> Self:
         import ember
         from ember._tensor import Tensor as _T
         device = kwargs.pop("device", None)
@@ -452,45 +458,46 @@ class Module:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired dtype="
                             + str(dtype).replace("ember", "torch"))
 
-        def convert(t):
+        def convert(t: Any) -> Any:
             d = dtype if (dtype is not None and (t.is_floating_point() or t.is_complex())) else None
             return t.to(device=device, dtype=d, non_blocking=non_blocking)
         return self._apply(convert)
 
-    def _cast_floating(self, dtype):
+    def _cast_floating(self, dtype: Any) -> Any:
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
-    def float(self):
+    def float(self) -> Self:
         import ember
         return self._cast_floating(ember.float32)
 
-    def double(self):
+    def double(self) -> Self:
         import ember
         return self._cast_floating(ember.float64)
 
-    def half(self):
+    def half(self) -> Self:
         import ember
         return self._cast_floating(ember.float16)
 
-    def bfloat16(self):
+    def bfloat16(self) -> Any:
         import ember
         return self._cast_floating(ember.bfloat16)
 
-    def type(self, dst_type):
+    def type(self, dst_type: Any) -> Self:
         return self._apply(lambda t: t.type(dst_type))
 
-    def cpu(self):
+    def cpu(self) -> Self:
         return self._apply(lambda t: t.cpu())
 
-    def cuda(self, device=None):
+    def cuda(self, device: Any = None) -> Self:
         return self._apply(lambda t: t.cuda(device))
 
-    def to_empty(self, *, device=None, recurse: bool = True):
+    def to_empty(self, *, device: Any = None, recurse: bool = True) -> Self:
         import ember
         return self._apply(lambda t: ember.empty_like(t, device=device), recurse=recurse)
 
     # ------------------------------------------------------------------------------ hooks
-    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False):
+    def register_forward_pre_hook(self, hook: Any, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
         handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
         self._forward_pre_hooks[handle.id] = hook
         if with_kwargs:
@@ -499,8 +506,8 @@ class Module:
             self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
-                              always_call: bool = False):
+    def register_forward_hook(self, hook: Any, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
         handle = RemovableHandle(self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs,
                                                                   self._forward_hooks_always_called])
         self._forward_hooks[handle.id] = hook
@@ -512,14 +519,14 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+    def register_full_backward_pre_hook(self, hook: Any, prepend: bool = False) -> RemovableHandle:
         handle = RemovableHandle(self._backward_pre_hooks)
         self._backward_pre_hooks[handle.id] = hook
         if prepend:
             self._backward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_full_backward_hook(self, hook, prepend: bool = False):
+    def register_full_backward_hook(self, hook: Any, prepend: bool = False) -> RemovableHandle:
         if self._is_full_backward_hook is False:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
@@ -530,7 +537,7 @@ class Module:
             self._backward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_backward_hook(self, hook):
+    def register_backward_hook(self, hook: Any) -> RemovableHandle:
         """Deprecated in PyTorch; ember runs it as a full backward hook."""
         if self._is_full_backward_hook is True:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
@@ -540,19 +547,19 @@ class Module:
         self._backward_hooks[handle.id] = hook
         return handle
 
-    def register_state_dict_pre_hook(self, hook):
+    def register_state_dict_pre_hook(self, hook: Any) -> RemovableHandle:
         handle = RemovableHandle(self._state_dict_pre_hooks)
         self._state_dict_pre_hooks[handle.id] = hook
         return handle
 
-    def register_state_dict_post_hook(self, hook):
+    def register_state_dict_post_hook(self, hook: Any) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata) -> None`` runs after ``state_dict``."""
         hook._from_public_api = True
         handle = RemovableHandle(self._state_dict_hooks)
         self._state_dict_hooks[handle.id] = hook
         return handle
 
-    def _register_state_dict_hook(self, hook):
+    def _register_state_dict_hook(self, hook: Any) -> Any:
         """The private form: the hook may return a new state_dict."""
         if getattr(hook, "_from_public_api", False):
             raise RuntimeError("Cannot register the same function as the state dict post hook that was previously "
@@ -561,24 +568,24 @@ class Module:
         self._state_dict_hooks[handle.id] = hook
         return handle
 
-    def register_load_state_dict_pre_hook(self, hook):
+    def register_load_state_dict_pre_hook(self, hook: Any) -> RemovableHandle:
         handle = RemovableHandle(self._load_state_dict_pre_hooks)
         self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self) \
             if getattr(hook, "_with_module", False) else hook
         return handle
 
-    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+    def _register_load_state_dict_pre_hook(self, hook: Any, with_module: bool = False) -> Any:
         handle = RemovableHandle(self._load_state_dict_pre_hooks)
         self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self) if with_module else hook
         return handle
 
-    def register_load_state_dict_post_hook(self, hook):
+    def register_load_state_dict_post_hook(self, hook: Any) -> RemovableHandle:
         handle = RemovableHandle(self._load_state_dict_post_hooks)
         self._load_state_dict_post_hooks[handle.id] = hook
         return handle
 
     # ------------------------------------------------------------------------------ calling
-    def _call_impl(self, *args, **kwargs):
+    def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks):
             return self.forward(*args, **kwargs)
@@ -616,7 +623,7 @@ class Module:
     __call__ = _call_impl
 
     # ------------------------------------------------------------------------------ state dict
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
+    def _save_to_state_dict(self, destination: Any, prefix: Any, keep_vars: Any) -> Any:
         for name, param in self._parameters.items():
             if param is not None:
                 destination[prefix + name] = param if keep_vars else param.detach()
@@ -626,7 +633,7 @@ class Module:
         if type(self).get_extra_state is not Module.get_extra_state:
             destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
-    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, *args: Any, destination: Any = None, prefix: str = '', keep_vars: bool = False) -> Any:
         if args:  # the deprecated positional form (destination, prefix, keep_vars)
             if destination is None:
                 destination = args[0]
@@ -655,8 +662,8 @@ class Module:
                 raise RuntimeError("state_dict post-hook must return None")
         return destination
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs):
+    def _load_from_state_dict(self, state_dict: Any, prefix: Any, local_metadata: Any, strict: Any,
+                              missing_keys: Any, unexpected_keys: Any, error_msgs: Any) -> Any:
         import ember
         for hook in self._load_state_dict_pre_hooks.values():
             hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
@@ -711,7 +718,7 @@ class Module:
                     if input_name[0] not in self._modules and input_name[0] not in local_state:
                         unexpected_keys.append(key)
 
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing_keys: list = []
@@ -722,7 +729,7 @@ class Module:
         if metadata is not None:
             state_dict._metadata = metadata
 
-        def load(module, local_state_dict, prefix=""):
+        def load(module: Any, local_state_dict: Any, prefix: str = '') -> Any:
             local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
             if assign:
                 local_metadata["assign_to_params_buffers"] = assign
@@ -755,13 +762,13 @@ class Module:
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     # ------------------------------------------------------------------------------ repr
-    def _get_name(self):
+    def _get_name(self) -> str:
         return self.__class__.__name__
 
     def extra_repr(self) -> str:
         return ""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         extra_lines = []
         extra_repr = self.extra_repr()
         if extra_repr:
@@ -780,6 +787,6 @@ class Module:
         main_str += ")"
         return main_str
 
-    def compile(self, *args, **kwargs):
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
         """``torch.compile`` in place: ember runs eagerly, so this is the identity."""
         return None

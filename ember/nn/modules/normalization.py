@@ -2,6 +2,8 @@
 (mirrors ``torch/nn/modules/normalization.py`` and ``instancenorm.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 import numbers
 
 import ember
@@ -12,10 +14,15 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
+
 class LayerNorm(Module):
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+    def __init__(self, normalized_shape: Any, eps: float = 1e-05, elementwise_affine: bool = True,
+                 bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
@@ -28,7 +35,7 @@ class LayerNorm(Module):
     def reset_parameters(self) -> None:
         _reset_affine(self)
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -39,7 +46,8 @@ class LayerNorm(Module):
 class GroupNorm(Module):
     __constants__ = ["num_groups", "num_channels", "eps", "affine"]
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
+    def __init__(self, num_groups: Any, num_channels: Any, eps: float = 1e-05, affine: bool = True,
+                 device: Any = None, dtype: Any = None, *, bias: bool = True) -> None:
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
@@ -53,7 +61,7 @@ class GroupNorm(Module):
     def reset_parameters(self) -> None:
         _reset_affine(self)
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -64,7 +72,8 @@ class GroupNorm(Module):
 class RMSNorm(Module):
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+    def __init__(self, normalized_shape: Any, eps: Any = None, elementwise_affine: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
@@ -81,7 +90,7 @@ class RMSNorm(Module):
         if self.elementwise_affine:
             init.ones_(self.weight)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Any:
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
@@ -89,15 +98,15 @@ class RMSNorm(Module):
 
 
 class LocalResponseNorm(Module):
-    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+    def __init__(self, size: Any, alpha: float = 0.0001, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__()
         self.size = size
         self.alpha = alpha
         self.beta = beta
         self.k = k
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)

@@ -1,20 +1,26 @@
 """The padding layers (``torch/nn/modules/padding.py``): constant, zero, reflection, replication, circular."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
 from ember.nn.modules.utils import _ntuple
+
+
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
 
 
 class _PadNd(Module):
     _mode = "constant"
     _n = 2
 
-    def __init__(self, padding):
+    def __init__(self, padding: Any) -> None:
         super().__init__()
         self.padding = _ntuple(padding, 2 * self._n)
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.pad(input, self.padding, self._mode)
 
     def extra_repr(self) -> str:
@@ -22,18 +28,18 @@ class _PadNd(Module):
 
 
 class _ConstantPadNd(_PadNd):
-    def __init__(self, padding, value: float):
+    def __init__(self, padding: Any, value: float) -> None:
         super().__init__(padding)
         self.value = value
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.pad(input, self.padding, "constant", self.value)
 
     def extra_repr(self) -> str:
         return f"padding={self.padding}, value={self.value}"
 
 
-def _pad_class(name, base, mode, n):
+def _pad_class(name: Any, base: Any, mode: Any, n: Any) -> Any:
     return type(name, (base,), {"_mode": mode, "_n": n, "__module__": __name__})
 
 
@@ -52,7 +58,7 @@ CircularPad3d = _pad_class("CircularPad3d", _PadNd, "circular", 3)
 
 
 class _ZeroPadNd(_ConstantPadNd):
-    def __init__(self, padding):
+    def __init__(self, padding: Any) -> None:
         super().__init__(padding, 0.0)
 
     def extra_repr(self) -> str:

@@ -1,15 +1,22 @@
 """Pooling layers (mirrors ``torch/nn/modules/pooling.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
 from ember.nn.modules.utils import _ntuple
 
 
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
+
 class _MaxPoolNd(Module):
     _nd = 2
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: int = 0, dilation: int = 1,
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if (stride is not None) else kernel_size
@@ -22,7 +29,7 @@ class _MaxPoolNd(Module):
         return ("kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, "
                 "ceil_mode={ceil_mode}").format(**self.__dict__)
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         fn = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[self._nd - 1]
         return fn(input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
                   return_indices=self.return_indices)
@@ -43,8 +50,8 @@ class MaxPool3d(_MaxPoolNd):
 class _AvgPoolNd(Module):
     _nd = 2
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: int = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: Any = None) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if (stride is not None) else kernel_size
@@ -57,7 +64,7 @@ class _AvgPoolNd(Module):
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         if self._nd == 1:
             return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                                 self.count_include_pad)
@@ -69,7 +76,8 @@ class _AvgPoolNd(Module):
 class AvgPool1d(_AvgPoolNd):
     _nd = 1
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: int = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
         super().__init__(_ntuple(kernel_size, 1), _ntuple(stride, 1) if stride is not None else None,
                          _ntuple(padding, 1), ceil_mode, count_include_pad)
 
@@ -85,14 +93,14 @@ class AvgPool3d(_AvgPoolNd):
 class _AdaptiveAvgPoolNd(Module):
     _nd = 2
 
-    def __init__(self, output_size):
+    def __init__(self, output_size: Any) -> None:
         super().__init__()
         self.output_size = output_size
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         fn = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[self._nd - 1]
         return fn(input, self.output_size)
 
@@ -112,7 +120,7 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
 class _AdaptiveMaxPoolNd(Module):
     _nd = 2
 
-    def __init__(self, output_size, return_indices=False):
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
         super().__init__()
         self.output_size = output_size
         self.return_indices = return_indices
@@ -120,7 +128,7 @@ class _AdaptiveMaxPoolNd(Module):
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         fn = (F.adaptive_max_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool3d)[self._nd - 1]
         return fn(input, self.output_size, self.return_indices)
 
@@ -140,7 +148,7 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
 class _LPPoolNd(Module):
     _nd = 2
 
-    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+    def __init__(self, norm_type: Any, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
         super().__init__()
         self.norm_type = norm_type
         self.kernel_size = kernel_size
@@ -151,7 +159,7 @@ class _LPPoolNd(Module):
         return "norm_type={norm_type}, kernel_size={kernel_size}, stride={stride}, ceil_mode={ceil_mode}".format(
             **self.__dict__)
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         fn = F.lp_pool1d if self._nd == 1 else F.lp_pool2d
         return fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
@@ -167,7 +175,7 @@ class LPPool2d(_LPPoolNd):
 class _MaxUnpoolNd(Module):
     _nd = 2
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: int = 0) -> None:
         super().__init__()
         n = self._nd
         self.kernel_size = _ntuple(kernel_size, n)
@@ -177,7 +185,7 @@ class _MaxUnpoolNd(Module):
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-    def forward(self, input, indices, output_size=None):  # noqa: A002
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Any:  # noqa: A002
         return F._max_unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size, self._nd)
 
 

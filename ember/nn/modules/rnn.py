@@ -5,6 +5,8 @@ The multi-layer modules hand their weights, in PyTorch's flat order, to the ``ls
 one ``_rnn_layer`` kernel; the cells call ``lstm_cell`` & co., written over ordinary ops."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 import math
 import numbers
 import warnings
@@ -15,6 +17,10 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.nn.utils.rnn import PackedSequence
 
+
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -24,8 +30,9 @@ class RNNBase(Module):
     __constants__ = ["mode", "input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout",
                      "bidirectional", "proj_size"]
 
-    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-                 bidirectional=False, proj_size=0, device=None, dtype=None):
+    def __init__(self, mode: Any, input_size: Any, hidden_size: Any, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.mode = mode
         self.input_size = input_size
@@ -80,23 +87,23 @@ class RNNBase(Module):
         self.reset_parameters()
 
     @property
-    def _flat_weights(self):
+    def _flat_weights(self) -> Any:
         return [getattr(self, n, None) for n in self._flat_weights_names]
 
     @property
-    def all_weights(self):
+    def all_weights(self) -> Any:
         return [[getattr(self, w) for w in ws] for ws in self._all_weights]
 
-    def flatten_parameters(self):
+    def flatten_parameters(self) -> None:
         """Packs the weights into one buffer for cuDNN; nothing to do for ember's kernels."""
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
     # -------------------------------------------------------------- argument checks (PyTorch's messages)
-    def check_input(self, input, batch_sizes):  # noqa: A002
+    def check_input(self, input: Tensor, batch_sizes: Any) -> Any:  # noqa: A002
         w = self._flat_weights[0]
         if input.dtype != w.dtype:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({w.dtype}). Convert "
@@ -108,7 +115,7 @@ class RNNBase(Module):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{input.size(-1)}")
 
-    def get_expected_hidden_size(self, input, batch_sizes):  # noqa: A002
+    def get_expected_hidden_size(self, input: Tensor, batch_sizes: Any) -> Any:  # noqa: A002
         if batch_sizes is not None:
             mini_batch = int(batch_sizes[0])
         else:
@@ -117,20 +124,21 @@ class RNNBase(Module):
         h = self.proj_size if self.proj_size > 0 else self.hidden_size
         return (self.num_layers * num_directions, mini_batch, h)
 
-    def check_hidden_size(self, hx, expected_hidden_size, msg="Expected hidden size {}, got {}"):
+    def check_hidden_size(self, hx: Tensor, expected_hidden_size: Any,
+                          msg: str = 'Expected hidden size {}, got {}') -> Any:
         if tuple(hx.size()) != tuple(expected_hidden_size):
             raise RuntimeError(msg.format(tuple(expected_hidden_size), list(hx.size())))
 
-    def check_forward_args(self, input, hidden, batch_sizes):  # noqa: A002
+    def check_forward_args(self, input: Tensor, hidden: Any, batch_sizes: Any) -> Any:  # noqa: A002
         self.check_input(input, batch_sizes)
         self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
 
-    def permute_hidden(self, hx, permutation):
+    def permute_hidden(self, hx: Tensor, permutation: Any) -> Any:
         if permutation is None:
             return hx
         return hx.index_select(1, permutation)
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
         if self.proj_size != 0:
             s += f", proj_size={self.proj_size}"
@@ -146,12 +154,12 @@ class RNNBase(Module):
             s += f", bidirectional={self.bidirectional}"
         return s
 
-    def __setstate__(self, d):
+    def __setstate__(self, d: Any) -> None:
         super().__setstate__(d)
         self.__dict__.setdefault("proj_size", 0)
 
     # -------------------------------------------------------------- forward (RNN and GRU; LSTM overrides)
-    def _unpack(self, input, name):  # noqa: A002
+    def _unpack(self, input: Tensor, name: Any) -> Any:  # noqa: A002
         """(data, batch_sizes, sorted_indices, unsorted_indices, is_batched) of a tensor or PackedSequence."""
         if isinstance(input, PackedSequence):
             return (*input, True)
@@ -160,7 +168,7 @@ class RNNBase(Module):
                              f"{'tensor ' if name == 'RNN' else ''}instead")
         return input, None, None, None, input.dim() == 3
 
-    def forward(self, input, hx=None):  # noqa: A002
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:  # noqa: A002
         name = type(self).__name__ if type(self).__name__ in ("RNN", "GRU") else "RNN"
         data, batch_sizes, sorted_indices, unsorted_indices, is_batched = self._unpack(input, name)
         packed = batch_sizes is not None
@@ -193,7 +201,7 @@ class RNNBase(Module):
 class RNN(RNNBase):
     """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (or ReLU)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         if "proj_size" in kwargs:
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         if len(args) > 3:
@@ -211,36 +219,36 @@ class RNN(RNNBase):
 
 
 class GRU(RNNBase):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         if "proj_size" in kwargs:
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         super().__init__("GRU", *args, **kwargs)
 
 
 class LSTM(RNNBase):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__("LSTM", *args, **kwargs)
 
-    def get_expected_cell_size(self, input, batch_sizes):  # noqa: A002
+    def get_expected_cell_size(self, input: Tensor, batch_sizes: Any) -> Any:  # noqa: A002
         if batch_sizes is not None:
             mini_batch = int(batch_sizes[0])
         else:
             mini_batch = input.size(0) if self.batch_first else input.size(1)
         return (self.num_layers * (2 if self.bidirectional else 1), mini_batch, self.hidden_size)
 
-    def check_forward_args(self, input, hidden, batch_sizes):  # noqa: A002
+    def check_forward_args(self, input: Tensor, hidden: Any, batch_sizes: Any) -> Any:  # noqa: A002
         self.check_input(input, batch_sizes)
         self.check_hidden_size(hidden[0], self.get_expected_hidden_size(input, batch_sizes),
                                "Expected hidden[0] size {}, got {}")
         self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
                                "Expected hidden[1] size {}, got {}")
 
-    def permute_hidden(self, hx, permutation):
+    def permute_hidden(self, hx: Tensor, permutation: Any) -> Any:
         if permutation is None:
             return hx
         return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
 
-    def forward(self, input, hx=None):  # noqa: A002
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:  # noqa: A002
         data, batch_sizes, sorted_indices, unsorted_indices, is_batched = self._unpack(input, "LSTM")
         packed = batch_sizes is not None
         batch_dim = 0 if self.batch_first else 1
@@ -276,7 +284,8 @@ class LSTM(RNNBase):
 class RNNCellBase(Module):
     __constants__ = ["input_size", "hidden_size", "bias"]
 
-    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
+    def __init__(self, input_size: Any, hidden_size: Any, bias: Any, num_chunks: Any, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -292,7 +301,7 @@ class RNNCellBase(Module):
             self.register_parameter("bias_hh", None)
         self.reset_parameters()
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
         if "bias" in self.__dict__ and self.bias is not True:
             s += f", bias={self.bias}"
@@ -300,12 +309,12 @@ class RNNCellBase(Module):
             s += f", nonlinearity={self.nonlinearity}"
         return s
 
-    def reset_parameters(self):
+    def reset_parameters(self) -> None:
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
-    def _batched(self, input, hx, name):  # noqa: A002
+    def _batched(self, input: Tensor, hx: Tensor, name: Any) -> Any:  # noqa: A002
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
         if hx is not None:
@@ -314,7 +323,7 @@ class RNNCellBase(Module):
                     raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {h.dim()}D instead")
         return input.dim() == 2
 
-    def _single_state(self, input, hx, name):  # noqa: A002
+    def _single_state(self, input: Tensor, hx: Tensor, name: Any) -> Any:  # noqa: A002
         """(batched input, checked batched hidden state, is_batched) for the one-state cells."""
         is_batched = self._batched(input, hx, name)
         if not is_batched:
@@ -329,11 +338,12 @@ class RNNCellBase(Module):
 class RNNCell(RNNCellBase):
     __constants__ = ["input_size", "hidden_size", "bias", "nonlinearity"]
 
-    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+    def __init__(self, input_size: Any, hidden_size: Any, bias: bool = True, nonlinearity: str = 'tanh',
+                 device: Any = None, dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
-    def forward(self, input, hx=None):  # noqa: A002
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:  # noqa: A002
         input, hx, is_batched = self._single_state(input, hx, "RNNCell")  # noqa: A001
         if self.nonlinearity == "tanh":
             ret = ember.rnn_tanh_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
@@ -345,10 +355,11 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(self, input_size: Any, hidden_size: Any, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)
 
-    def forward(self, input, hx=None):  # noqa: A002
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:  # noqa: A002
         is_batched = self._batched(input, hx, "LSTMCell")
         if not is_batched:
             input = input.unsqueeze(0)  # noqa: A001
@@ -362,10 +373,11 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
-    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+    def __init__(self, input_size: Any, hidden_size: Any, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
 
-    def forward(self, input, hx=None):  # noqa: A002
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Any:  # noqa: A002
         input, hx, is_batched = self._single_state(input, hx, "GRUCell")  # noqa: A001
         ret = ember.gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return ret if is_batched else ret.squeeze(0)

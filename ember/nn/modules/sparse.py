@@ -1,6 +1,8 @@
 """``Embedding`` (mirrors ``torch/nn/modules/sparse.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 import ember
 from ember.nn import functional as F
 from ember.nn import init
@@ -8,7 +10,11 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 
-def _padding_index(padding_idx, num_embeddings, what):
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
+
+def _padding_index(padding_idx: Any, num_embeddings: Any, what: Any) -> Any:
     """``padding_idx`` in ``[0, num_embeddings)`` (negative counts from the end); ``what`` is how PyTorch
     capitalises it in the message (Embedding and EmbeddingBag differ)."""
     if padding_idx is None:
@@ -22,8 +28,10 @@ class Embedding(Module):
     __constants__ = ["num_embeddings", "embedding_dim", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq",
                      "sparse"]
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
-                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
+    def __init__(self, num_embeddings: Any, embedding_dim: Any, padding_idx: Any = None,
+                 max_norm: Any = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight: Any = None, _freeze: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -50,7 +58,7 @@ class Embedding(Module):
             with ember.no_grad():
                 self.weight[self.padding_idx].fill_(0)
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
 
@@ -69,8 +77,9 @@ class Embedding(Module):
         return s.format(**self.__dict__)
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
-                        scale_grad_by_freq=False, sparse=False):
+    def from_pretrained(cls, embeddings: Any, freeze: bool = True, padding_idx: Any = None,
+                        max_norm: Any = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Any:
         if embeddings.dim() != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
@@ -85,9 +94,10 @@ class EmbeddingBag(Module):
     __constants__ = ["num_embeddings", "embedding_dim", "max_norm", "norm_type", "scale_grad_by_freq", "mode",
                      "sparse", "include_last_offset", "padding_idx"]
 
-    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
-                 mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, device=None,
-                 dtype=None):
+    def __init__(self, num_embeddings: Any, embedding_dim: Any, max_norm: Any = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = 'mean',
+                 sparse: bool = False, _weight: Any = None, include_last_offset: bool = False,
+                 padding_idx: Any = None, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -109,7 +119,7 @@ class EmbeddingBag(Module):
     reset_parameters = Embedding.reset_parameters
     _fill_padding_idx_with_zero = Embedding._fill_padding_idx_with_zero
 
-    def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
+    def forward(self, input: Tensor, offsets: Tensor | None = None, per_sample_weights: Tensor | None = None) -> Any:
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
                                self.mode, self.sparse, per_sample_weights, self.include_last_offset,
                                self.padding_idx)
@@ -128,8 +138,9 @@ class EmbeddingBag(Module):
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
-                        mode="mean", sparse=False, include_last_offset=False, padding_idx=None):
+    def from_pretrained(cls, embeddings: Any, freeze: bool = True, max_norm: Any = None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = 'mean',
+                        sparse: bool = False, include_last_offset: bool = False, padding_idx: Any = None) -> Any:
         if embeddings.dim() != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape

@@ -3,6 +3,8 @@
 same function)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 import copy
 
 import ember
@@ -15,23 +17,27 @@ from ember.nn.modules.linear import Linear
 from ember.nn.modules.module import Module
 from ember.nn.modules.normalization import LayerNorm
 
+
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
 __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
            "TransformerDecoderLayer"]
 
 
-def _generate_square_subsequent_mask(sz, device=None, dtype=None):
+def _generate_square_subsequent_mask(sz: Any, device: Any = None, dtype: Any = None) -> Any:
     """``-inf`` above the diagonal, 0 elsewhere: position i may attend to positions <= i."""
     return ember.triu(ember.full((sz, sz), float("-inf"), dtype=dtype or ember.get_default_dtype(), device=device),
                       diagonal=1)
 
 
-def _get_seq_len(src, batch_first):
+def _get_seq_len(src: Tensor, batch_first: Any) -> Any:
     if src.dim() == 2:
         return src.size(0)
     return src.size(1 if batch_first else 0)
 
 
-def _detect_is_causal_mask(mask, is_causal=None, size=None):
+def _detect_is_causal_mask(mask: Any, is_causal: Any = None, size: Any = None) -> Any:
     """``is_causal`` if given, else whether ``mask`` is exactly the causal mask."""
     make_causal = is_causal is True
     if is_causal is None and mask is not None:
@@ -41,11 +47,11 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None):
     return make_causal
 
 
-def _get_clones(module, n):
+def _get_clones(module: Any, n: Any) -> Any:
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
-def _get_activation_fn(activation):
+def _get_activation_fn(activation: Any) -> Any:
     if activation == "relu":
         return F.relu
     if activation == "gelu":
@@ -56,8 +62,9 @@ def _get_activation_fn(activation):
 class TransformerEncoderLayer(Module):
     __constants__ = ["norm_first"]
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
-                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+    def __init__(self, d_model: Any, nhead: Any, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: Any = F.relu, layer_norm_eps: float = 1e-05, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         fk = {"device": device, "dtype": dtype}
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **fk)
@@ -79,12 +86,13 @@ class TransformerEncoderLayer(Module):
             self.activation_relu_or_gelu = 0
         self.activation = activation
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Any) -> None:
         super().__setstate__(state)
         if not hasattr(self, "activation"):
             self.activation = F.relu
 
-    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+    def forward(self, src: Tensor, src_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Any:
         src_key_padding_mask = F._canonical_mask(src_key_padding_mask, "src_key_padding_mask",
                                                  F._none_or_dtype(src_mask), "src_mask", src.dtype)
         src_mask = F._canonical_mask(src_mask, "src_mask", None, "", src.dtype, check_other=False)
@@ -97,20 +105,21 @@ class TransformerEncoderLayer(Module):
             x = self.norm2(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+    def _sa_block(self, x: Tensor, attn_mask: Tensor, key_padding_mask: Tensor, is_causal: bool = False) -> Any:
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
                            is_causal=is_causal)[0]
         return self.dropout1(x)
 
-    def _ff_block(self, x):
+    def _ff_block(self, x: Tensor) -> Any:
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
 class TransformerDecoderLayer(Module):
     __constants__ = ["norm_first"]
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
-                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+    def __init__(self, d_model: Any, nhead: Any, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: Any = F.relu, layer_norm_eps: float = 1e-05, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         fk = {"device": device, "dtype": dtype}
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **fk)
@@ -131,13 +140,15 @@ class TransformerDecoderLayer(Module):
         else:
             self.activation = activation
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Any) -> None:
         if "activation" not in state:
             state["activation"] = F.relu
         super().__setstate__(state)
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None, tgt_is_causal: bool = False,
+                memory_is_causal: bool = False) -> Any:
         x = tgt
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
@@ -149,24 +160,26 @@ class TransformerDecoderLayer(Module):
             x = self.norm3(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+    def _sa_block(self, x: Tensor, attn_mask: Tensor, key_padding_mask: Tensor, is_causal: bool = False) -> Any:
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
                            need_weights=False)[0]
         return self.dropout1(x)
 
-    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+    def _mha_block(self, x: Tensor, mem: Any, attn_mask: Tensor, key_padding_mask: Tensor,
+                   is_causal: bool = False) -> Any:
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                 is_causal=is_causal, need_weights=False)[0]
         return self.dropout2(x)
 
-    def _ff_block(self, x):
+    def _ff_block(self, x: Tensor) -> Any:
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
 class TransformerEncoder(Module):
     __constants__ = ["norm"]
 
-    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
+    def __init__(self, encoder_layer: Any, num_layers: Any, norm: Any = None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
         super().__init__()
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
@@ -175,7 +188,8 @@ class TransformerEncoder(Module):
         self.use_nested_tensor = False
         self.mask_check = mask_check
 
-    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+    def forward(self, src: Tensor, mask: Any = None, src_key_padding_mask: Tensor | None = None,
+                is_causal: Any = None) -> Any:
         src_key_padding_mask = F._canonical_mask(src_key_padding_mask, "src_key_padding_mask",
                                                  F._none_or_dtype(mask), "mask", src.dtype)
         mask = F._canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
@@ -193,14 +207,16 @@ class TransformerEncoder(Module):
 class TransformerDecoder(Module):
     __constants__ = ["norm"]
 
-    def __init__(self, decoder_layer, num_layers, norm=None):
+    def __init__(self, decoder_layer: Any, num_layers: Any, norm: Any = None) -> None:
         super().__init__()
         self.layers = _get_clones(decoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None, tgt_is_causal: Any = None,
+                memory_is_causal: bool = False) -> Any:
         output = tgt
         seq_len = _get_seq_len(tgt, self.layers[0].self_attn.batch_first)
         tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
@@ -214,9 +230,11 @@ class TransformerDecoder(Module):
 
 
 class Transformer(Module):
-    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
-                 dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
-                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: Any = F.relu, custom_encoder: Any = None, custom_decoder: Any = None,
+                 layer_norm_eps: float = 1e-05, batch_first: bool = False, norm_first: bool = False,
+                 bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         fk = {"device": device, "dtype": dtype}
         super().__init__()
         if custom_encoder is not None:
@@ -238,9 +256,11 @@ class Transformer(Module):
         self.nhead = nhead
         self.batch_first = batch_first
 
-    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
-                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
-                memory_is_causal=False):
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None,
+                tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None, src_is_causal: Any = None,
+                tgt_is_causal: Any = None, memory_is_causal: bool = False) -> Any:
         is_batched = src.dim() == 3
         if is_batched and src.size(0 if self.batch_first else 1) != tgt.size(0 if self.batch_first else 1):
             raise RuntimeError("the batch number of src and tgt must be equal")
@@ -252,10 +272,10 @@ class Transformer(Module):
                             tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
 
     @staticmethod
-    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+    def generate_square_subsequent_mask(sz: Any, device: Any = None, dtype: Any = None) -> Any:
         return _generate_square_subsequent_mask(sz, device=device, dtype=dtype)
 
-    def _reset_parameters(self):
+    def _reset_parameters(self) -> Any:
         for p in self.parameters():
             if p.dim() > 1:
                 init.xavier_uniform_(p)

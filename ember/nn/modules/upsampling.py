@@ -1,14 +1,21 @@
 """``nn.Upsample`` and its fixed-mode subclasses (``torch/nn/modules/upsampling.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
+
+
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
 
 
 class Upsample(Module):
     __constants__ = ["size", "scale_factor", "mode", "align_corners", "name", "recompute_scale_factor"]
 
-    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None):
+    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = 'nearest',
+                 align_corners: Any = None, recompute_scale_factor: Any = None) -> None:
         super().__init__()
         self.name = type(self).__name__
         self.size = size
@@ -20,11 +27,11 @@ class Upsample(Module):
         self.align_corners = align_corners
         self.recompute_scale_factor = recompute_scale_factor
 
-    def forward(self, input):  # noqa: A002
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
                              recompute_scale_factor=self.recompute_scale_factor)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Any) -> None:
         if "recompute_scale_factor" not in state:
             state["recompute_scale_factor"] = True
         super().__setstate__(state)
@@ -38,10 +45,10 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
-    def __init__(self, size=None, scale_factor=None):
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
         super().__init__(size, scale_factor, mode="nearest")
 
 
 class UpsamplingBilinear2d(Upsample):
-    def __init__(self, size=None, scale_factor=None):
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
         super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -1,18 +1,20 @@
 """Gradient clipping (mirrors ``torch/nn/utils/clip_grad.py``)."""
 from __future__ import annotations
 
+from typing import Any
+
 import warnings
 
 import ember
 
 
-def _grads(parameters):
+def _grads(parameters: Any) -> Any:
     if isinstance(parameters, ember.Tensor):
         parameters = [parameters]
     return [p.grad for p in parameters if p.grad is not None]
 
 
-def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+def get_total_norm(tensors: Any, norm_type: float = 2.0, error_if_nonfinite: bool = False, foreach: Any = None) -> Any:
     if isinstance(tensors, ember.Tensor):
         tensors = [tensors]
     tensors = list(tensors)
@@ -28,7 +30,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     return total
 
 
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+def clip_grad_norm_(parameters: Any, max_norm: Any, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: Any = None) -> Any:
     """Scale the gradients in place so that their joint norm is at most ``max_norm``; returns that norm."""
     if isinstance(parameters, ember.Tensor):
         parameters = [parameters]
@@ -45,13 +48,14 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     return total_norm
 
 
-def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+def clip_grad_norm(parameters: Any, max_norm: Any, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: Any = None) -> Any:
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
                   FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
-def clip_grad_value_(parameters, clip_value, foreach=None):
+def clip_grad_value_(parameters: Any, clip_value: Any, foreach: Any = None) -> Any:
     clip_value = float(clip_value)
     with ember.no_grad():
         for g in _grads(parameters):

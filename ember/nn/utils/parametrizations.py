@@ -2,6 +2,8 @@
 ``spectral_norm`` and ``orthogonal`` as parametrizations (see ``parametrize.py``)."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 from enum import Enum, auto
 
 import ember
@@ -9,11 +11,15 @@ from ember.nn import functional as F
 from ember.nn.modules.module import Module
 from ember.nn.utils import parametrize
 
+
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
+
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
 # ------------------------------------------------------------------------------ weight norm
-def _norm_except_dim(v, dim):
+def _norm_except_dim(v: Any, dim: Any) -> Any:
     """The 2-norm of ``v`` over every dimension but ``dim`` (all of them for ``dim = -1``), keeping dims."""
     if dim == -1:
         return v.norm()
@@ -22,24 +28,24 @@ def _norm_except_dim(v, dim):
 
 
 class _WeightNorm(Module):
-    def __init__(self, dim=0):
+    def __init__(self, dim: int = 0) -> None:
         super().__init__()
         self.dim = -1 if dim is None else dim
 
-    def forward(self, weight_g, weight_v):
+    def forward(self, weight_g: Any, weight_v: Any) -> Any:
         return weight_v * (weight_g / _norm_except_dim(weight_v, self.dim))
 
-    def right_inverse(self, weight):
+    def right_inverse(self, weight: Tensor) -> Any:
         return _norm_except_dim(weight, self.dim), weight
 
 
-def weight_norm(module, name="weight", dim=0):
+def weight_norm(module: Any, name: str = 'weight', dim: int = 0) -> Any:
     """``w = g * v / ||v||`` with magnitude ``original0`` (g) and direction ``original1`` (v)."""
     _weight_norm = _WeightNorm(dim)
     parametrize.register_parametrization(module, name, _weight_norm, unsafe=True)
 
-    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                 error_msgs):
+    def _weight_norm_compat_hook(state_dict: Any, prefix: Any, local_metadata: Any, strict: Any,
+                                 missing_keys: Any, unexpected_keys: Any, error_msgs: Any) -> Any:
         g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
         if g_key in state_dict and v_key in state_dict:
             state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
@@ -51,7 +57,7 @@ def weight_norm(module, name="weight", dim=0):
 
 # ------------------------------------------------------------------------------ spectral norm
 class _SpectralNorm(Module):
-    def __init__(self, weight, n_power_iterations=1, dim=0, eps=1e-12):
+    def __init__(self, weight: Tensor, n_power_iterations: int = 1, dim: int = 0, eps: float = 1e-12) -> None:
         super().__init__()
         ndim = weight.ndim
         if dim >= ndim or dim < -ndim:
@@ -72,18 +78,18 @@ class _SpectralNorm(Module):
             self.register_buffer("_v", F.normalize(v, dim=0, eps=self.eps))
             self._power_method(weight_mat, 15)
 
-    def _reshape_weight_to_matrix(self, weight):
+    def _reshape_weight_to_matrix(self, weight: Tensor) -> Any:
         if self.dim != 0:
             weight = weight.permute(self.dim, *(d for d in range(weight.dim()) if d != self.dim))
         return weight.flatten(1)
 
-    def _power_method(self, weight_mat, n_power_iterations):
+    def _power_method(self, weight_mat: Any, n_power_iterations: Any) -> Any:
         with ember.no_grad():
             for _ in range(n_power_iterations):
                 self._u.copy_(F.normalize(ember.mv(weight_mat, self._v), dim=0, eps=self.eps))
                 self._v.copy_(F.normalize(ember.mv(weight_mat.t(), self._u), dim=0, eps=self.eps))
 
-    def forward(self, weight):
+    def forward(self, weight: Tensor) -> Any:
         if weight.ndim == 1:
             return F.normalize(weight, dim=0, eps=self.eps)
         weight_mat = self._reshape_weight_to_matrix(weight)
@@ -94,11 +100,12 @@ class _SpectralNorm(Module):
         sigma = ember.vdot(u, ember.mv(weight_mat, v))
         return weight / sigma
 
-    def right_inverse(self, value):
+    def right_inverse(self, value: Tensor) -> Any:
         return value
 
 
-def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
+def spectral_norm(module: Any, name: str = 'weight', n_power_iterations: int = 1, eps: float = 1e-12,
+                  dim: Any = None) -> Any:
     """``w / sigma(w)``, the largest singular value estimated by power iteration (one step per training
     forward), with ``u`` and ``v`` kept as buffers."""
     weight = getattr(module, name, None)
@@ -118,7 +125,7 @@ class _OrthMaps(Enum):
     householder = auto()
 
 
-def _matrix_exp(A):
+def _matrix_exp(A: Any) -> Any:
     """exp(A) by scaling and squaring of a degree-18 Taylor polynomial (differentiable; double precision
     accuracy for the skew-symmetric matrices used here)."""
     import math
@@ -137,7 +144,7 @@ def _matrix_exp(A):
     return E
 
 
-def _householder_product(A, tau):
+def _householder_product(A: Any, tau: Any) -> Any:
     """Q = H_1 ... H_k (first ``A.size(-1)`` columns), H_i = I - tau_i v_i v_i^T with v_i the i-th column of
     ``A`` below the diagonal and 1 on it (LAPACK's ``orgqr``)."""
     m, k = A.size(-2), A.size(-1)
@@ -152,12 +159,12 @@ def _householder_product(A, tau):
     return Q[..., :, :k]
 
 
-def _make_orthogonal(A):
+def _make_orthogonal(A: Any) -> Any:
     Q, R = ember.linalg.qr(A)
     return Q * R.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
 
 
-def _is_orthogonal(Q, eps=None):
+def _is_orthogonal(Q: Any, eps: Any = None) -> Any:
     n, k = Q.size(-2), Q.size(-1)
     Id = ember.eye(k, dtype=Q.dtype, device=Q.device)
     eps = 10.0 * n * ember.finfo(Q.dtype).eps
@@ -165,7 +172,7 @@ def _is_orthogonal(Q, eps=None):
 
 
 class _Orthogonal(Module):
-    def __init__(self, weight, orthogonal_map, *, use_trivialization=True):
+    def __init__(self, weight: Tensor, orthogonal_map: Any, *, use_trivialization: bool = True) -> None:
         super().__init__()
         if weight.is_complex() and orthogonal_map == _OrthMaps.householder:
             raise ValueError("The householder parametrization does not support complex tensors.")
@@ -174,7 +181,7 @@ class _Orthogonal(Module):
         if use_trivialization:
             self.register_buffer("base", None)
 
-    def forward(self, X):
+    def forward(self, X: Any) -> Any:
         n, k = X.size(-2), X.size(-1)
         transposed = n < k
         if transposed:
@@ -203,7 +210,7 @@ class _Orthogonal(Module):
             Q = Q.mT
         return Q
 
-    def right_inverse(self, Q):
+    def right_inverse(self, Q: Any) -> Any:
         with ember.no_grad():
             if tuple(Q.shape) != tuple(self.shape):
                 raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. Got a tensor of "
@@ -231,7 +238,8 @@ class _Orthogonal(Module):
             return neg_Id
 
 
-def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
+def orthogonal(module: Any, name: str = 'weight', orthogonal_map: Any = None, *,
+               use_trivialization: bool = True) -> Any:
     """Constrains ``module.<name>`` to (semi-)orthogonal matrices through the matrix exponential, the Cayley
     map or Householder reflectors of an unconstrained ``original``."""
     weight = getattr(module, name, None)

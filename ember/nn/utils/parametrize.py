@@ -7,11 +7,17 @@ turns ``m.weight`` into a property computing ``P(original)``; ``m``'s class beco
 ``Parametrized<Class>`` that holds the property, as in PyTorch, so state_dict keys and repr match."""
 from __future__ import annotations
 
+from typing import Any, TYPE_CHECKING
+
 from contextlib import contextmanager
 
 import ember
 from ember.nn.modules.container import ModuleDict, ModuleList
 from ember.nn.parameter import Parameter
+
+
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
            "remove_parametrizations", "type_before_parametrizations", "transfer_parametrizations_and_params"]
@@ -21,7 +27,7 @@ _cache: dict = {}
 
 
 @contextmanager
-def cached():
+def cached() -> Any:
     """Within this context, each parametrized tensor is computed once and reused."""
     global _cache_enabled
     _cache_enabled += 1
@@ -33,14 +39,14 @@ def cached():
             _cache.clear()
 
 
-def _register_parameter_or_buffer(module, name, X):
+def _register_parameter_or_buffer(module: Any, name: Any, X: Any) -> Any:
     if isinstance(X, Parameter):
         module.register_parameter(name, X)
     else:
         module.register_buffer(name, X)
 
 
-def _maybe_set(dest, src):
+def _maybe_set(dest: Any, src: Tensor) -> Any:
     with ember.no_grad():
         if tuple(dest.shape) == tuple(src.shape) and dest.dtype == src.dtype:
             dest.copy_(src)
@@ -51,7 +57,7 @@ def _maybe_set(dest, src):
 class ParametrizationList(ModuleList):
     """The parametrizations of one tensor, applied in order, and the original tensor(s) they start from."""
 
-    def __init__(self, modules, original, unsafe=False):
+    def __init__(self, modules: Any, original: Any, unsafe: bool = False) -> None:
         if len(modules) == 0:
             raise ValueError("ParametrizationList requires one or more modules.")
         super().__init__(modules)
@@ -99,7 +105,7 @@ class ParametrizationList(ModuleList):
                                  f"`unsafe` flag is enabled.\nunparametrized shape: {ember.Size(original_shape)}\n"
                                  f"parametrized shape: {z.shape}")
 
-    def right_inverse(self, value):
+    def right_inverse(self, value: Tensor) -> Any:
         """Sets the original tensor(s) so that the parametrized tensor becomes ``value``."""
         with ember.no_grad():
             for module in reversed(self):
@@ -121,7 +127,7 @@ class ParametrizationList(ModuleList):
                 for i, tensor in enumerate(value):
                     _maybe_set(getattr(self, f"original{i}"), tensor)
 
-    def forward(self):
+    def forward(self) -> Any:
         if self.is_tensor:
             x = self[0](self.original)
         else:
@@ -131,10 +137,10 @@ class ParametrizationList(ModuleList):
         return x
 
 
-def _inject_new_class(module):
+def _inject_new_class(module: Any) -> Any:
     cls = module.__class__
 
-    def default_deepcopy(self, memo):
+    def default_deepcopy(self, memo: Any) -> Any:
         obj = memo.get(id(self), None)
         if obj is not None:
             return obj
@@ -144,7 +150,7 @@ def _inject_new_class(module):
         replica.__dict__ = copy.deepcopy(self.__dict__, memo)
         return replica
 
-    def getstate(self):
+    def getstate(self) -> Any:
         raise RuntimeError("Serialization of parametrized modules is only supported through state_dict(). See:\n"
                            "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
                            "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training")
@@ -155,8 +161,8 @@ def _inject_new_class(module):
     module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), dct)
 
 
-def _inject_property(module, tensor_name):
-    def get_parametrized(self):
+def _inject_property(module: Any, tensor_name: Any) -> Any:
+    def get_parametrized(self) -> Any:
         parametrization = self.parametrizations[tensor_name]
         if _cache_enabled:
             key = (id(module), tensor_name)
@@ -165,13 +171,13 @@ def _inject_property(module, tensor_name):
             return _cache[key]
         return parametrization()
 
-    def set_original(self, value):
+    def set_original(self, value: Tensor) -> Any:
         self.parametrizations[tensor_name].right_inverse(value)
 
     setattr(module.__class__, tensor_name, property(get_parametrized, set_original))
 
 
-def is_parametrized(module, tensor_name=None):
+def is_parametrized(module: Any, tensor_name: Any = None) -> Any:
     parametrizations = getattr(module, "parametrizations", None)
     if parametrizations is None or not isinstance(parametrizations, ModuleDict):
         return False
@@ -180,7 +186,7 @@ def is_parametrized(module, tensor_name=None):
     return tensor_name in parametrizations
 
 
-def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
+def register_parametrization(module: Any, tensor_name: Any, parametrization: Any, *, unsafe: bool = False) -> Any:
     """Makes ``module.<tensor_name>`` the output of ``parametrization`` applied to the original tensor."""
     parametrization.train(module.training)
     if is_parametrized(module, tensor_name):
@@ -209,7 +215,7 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     return module
 
 
-def remove_parametrizations(module, tensor_name, leave_parametrized=True):
+def remove_parametrizations(module: Any, tensor_name: Any, leave_parametrized: bool = True) -> Any:
     """Undoes :func:`register_parametrization`: ``tensor_name`` becomes a plain parameter (or buffer) again,
     holding the parametrized value (``leave_parametrized``) or the original one."""
     if not is_parametrized(module, tensor_name):
@@ -240,13 +246,13 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
     return module
 
 
-def type_before_parametrizations(module):
+def type_before_parametrizations(module: Any) -> Any:
     if is_parametrized(module):
         return module.__class__.__bases__[0]
     return type(module)
 
 
-def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
+def transfer_parametrizations_and_params(from_module: Any, to_module: Any, tensor_name: Any = None) -> Any:
     """Copies the parametrizations (and their originals) of ``from_module`` onto ``to_module``."""
     if is_parametrized(from_module):
         names = [tensor_name] if tensor_name is not None else list(from_module.parametrizations)

@@ -6,6 +6,8 @@ pruning method itself).  Pruning the same tensor again combines the masks throug
 the new method seeing only the entries (or channels) still alive; ``remove`` makes the pruning permanent."""
 from __future__ import annotations
 
+from typing import Any, Self
+
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
@@ -21,14 +23,14 @@ __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructu
 class BasePruningMethod(ABC):
     _tensor_name: str
 
-    def __call__(self, module, inputs):
+    def __call__(self, module: Any, inputs: Any) -> Any:
         setattr(module, self._tensor_name, self.apply_mask(module))
 
     @abstractmethod
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Any, default_mask: Any) -> Any:
         """The mask for ``t``, combining with ``default_mask`` (the mask already applied)."""
 
-    def apply_mask(self, module):
+    def apply_mask(self, module: Any) -> Any:
         if self._tensor_name is None:
             raise AssertionError(f"Module {module} has to be pruned")
         mask = getattr(module, self._tensor_name + "_mask")
@@ -36,7 +38,7 @@ class BasePruningMethod(ABC):
         return orig * mask
 
     @classmethod
-    def apply(cls, module, name, *args, importance_scores=None, **kwargs):
+    def apply(cls, module: Any, name: Any, *args: Any, importance_scores: Any = None, **kwargs: Any) -> Self:
         old_method, found, keys = None, 0, []
         for k, hook in module._forward_pre_hooks.items():
             if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
@@ -84,14 +86,14 @@ class BasePruningMethod(ABC):
             raise
         return method
 
-    def prune(self, t, default_mask=None, importance_scores=None):
+    def prune(self, t: Any, default_mask: Any = None, importance_scores: Any = None) -> Any:
         if importance_scores is not None and tuple(importance_scores.shape) != tuple(t.shape):
             raise AssertionError("importance_scores should have the same shape as tensor t")
         scores = importance_scores if importance_scores is not None else t
         default_mask = default_mask if default_mask is not None else ember.ones_like(t)
         return t * self.compute_mask(scores, default_mask=default_mask)
 
-    def remove(self, module):
+    def remove(self, module: Any) -> Any:
         if self._tensor_name is None:
             raise AssertionError(f"Module {module} has to be pruned before pruning can be removed")
         weight = self.apply_mask(module)
@@ -107,7 +109,7 @@ class BasePruningMethod(ABC):
 class PruningContainer(BasePruningMethod):
     """The sequence of pruning methods applied to one tensor."""
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         self._pruning_methods = ()
         if len(args) == 1:
             self._tensor_name = args[0]._tensor_name
@@ -116,7 +118,7 @@ class PruningContainer(BasePruningMethod):
             for method in args:
                 self.add_pruning_method(method)
 
-    def add_pruning_method(self, method):
+    def add_pruning_method(self, method: Any) -> Any:
         if not isinstance(method, BasePruningMethod) and method is not None:
             raise TypeError(f"{type(method)} is not a BasePruningMethod subclass")
         if method is not None and self._tensor_name != method._tensor_name:
@@ -124,16 +126,16 @@ class PruningContainer(BasePruningMethod):
                              f"'{self._tensor_name}' to PruningContainer {self}. Found '{method._tensor_name}'")
         self._pruning_methods += (method,)
 
-    def __len__(self):
+    def __len__(self) -> Any:
         return len(self._pruning_methods)
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         return iter(self._pruning_methods)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: Any) -> Any:
         return self._pruning_methods[idx]
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Any, default_mask: Any) -> Any:
         method = self._pruning_methods[-1]
         new_mask = default_mask.to(dtype=t.dtype).clone()
         if method.PRUNING_TYPE == "unstructured":
@@ -160,15 +162,15 @@ class PruningContainer(BasePruningMethod):
 class Identity(BasePruningMethod):
     PRUNING_TYPE = "unstructured"
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Any, default_mask: Any) -> Any:
         return default_mask
 
     @classmethod
-    def apply(cls, module, name):
+    def apply(cls, module: Any, name: Any) -> Self:
         return super().apply(module, name)
 
 
-def _validate_amount_init(amount):
+def _validate_amount_init(amount: Any) -> Any:
     if not isinstance(amount, numbers.Real):
         raise TypeError(f"Invalid type for amount: {amount}. Must be int or float.")
     if (isinstance(amount, numbers.Integral) and amount < 0) or (
@@ -176,18 +178,18 @@ def _validate_amount_init(amount):
         raise ValueError(f"amount={amount} should either be a float in the range [0, 1] or a non-negative integer")
 
 
-def _validate_amount(amount, tensor_size):
+def _validate_amount(amount: Any, tensor_size: Any) -> Any:
     if isinstance(amount, numbers.Integral) and amount > tensor_size:
         raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={tensor_size}")
 
 
-def _n_to_prune(amount, tensor_size):
+def _n_to_prune(amount: Any, tensor_size: Any) -> Any:
     if isinstance(amount, numbers.Integral):
         return amount
     return round(amount * tensor_size)
 
 
-def _validate_structured(t):
+def _validate_structured(t: Any) -> Any:
     if t.dim() <= 1:
         raise ValueError(f"Structured pruning can only be applied to multidimensional tensors. Found tensor of shape "
                          f"{t.shape} with {t.dim()} dims")
@@ -198,11 +200,11 @@ class _Unstructured(BasePruningMethod):
 
     PRUNING_TYPE = "unstructured"
 
-    def __init__(self, amount):
+    def __init__(self, amount: Any) -> None:
         _validate_amount_init(amount)
         self.amount = amount
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Any, default_mask: Any) -> Any:
         n = t.nelement()
         k = _n_to_prune(self.amount, n)
         _validate_amount(self.amount, n)
@@ -213,24 +215,24 @@ class _Unstructured(BasePruningMethod):
 
 
 class RandomUnstructured(_Unstructured):
-    def _doomed(self, t, k):
+    def _doomed(self, t: Any, k: Any) -> Any:
         return ember.topk(ember.rand_like(t).reshape(-1), k=k).indices
 
     @classmethod
-    def apply(cls, module, name, amount):
+    def apply(cls, module: Any, name: Any, amount: Any) -> Self:
         return super().apply(module, name, amount=amount)
 
 
 class L1Unstructured(_Unstructured):
-    def _doomed(self, t, k):
+    def _doomed(self, t: Any, k: Any) -> Any:
         return ember.topk(t.abs().reshape(-1), k=k, largest=False).indices
 
     @classmethod
-    def apply(cls, module, name, amount, importance_scores=None):
+    def apply(cls, module: Any, name: Any, amount: Any, importance_scores: Any = None) -> Self:
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-def _channel_mask(t, dim, keep_indices):
+def _channel_mask(t: Any, dim: Any, keep_indices: Any) -> Any:
     mask = ember.zeros_like(t)
     slc = [slice(None)] * t.dim()
     slc[dim] = keep_indices
@@ -241,12 +243,12 @@ def _channel_mask(t, dim, keep_indices):
 class RandomStructured(BasePruningMethod):
     PRUNING_TYPE = "structured"
 
-    def __init__(self, amount, dim=-1):
+    def __init__(self, amount: Any, dim: Any = -1) -> None:
         _validate_amount_init(amount)
         self.amount = amount
         self.dim = dim
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Any, default_mask: Any) -> Any:
         _validate_structured(t)
         size = t.shape[self.dim]
         k = _n_to_prune(self.amount, size)
@@ -259,20 +261,20 @@ class RandomStructured(BasePruningMethod):
         return _channel_mask(t, self.dim, keep) * default_mask.to(dtype=t.dtype)
 
     @classmethod
-    def apply(cls, module, name, amount, dim=-1):
+    def apply(cls, module: Any, name: Any, amount: Any, dim: Any = -1) -> Self:
         return super().apply(module, name, amount=amount, dim=dim)
 
 
 class LnStructured(BasePruningMethod):
     PRUNING_TYPE = "structured"
 
-    def __init__(self, amount, n, dim=-1):
+    def __init__(self, amount: Any, n: Any, dim: Any = -1) -> None:
         _validate_amount_init(amount)
         self.amount = amount
         self.n = n
         self.dim = dim
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Any, default_mask: Any) -> Any:
         _validate_structured(t)
         size = t.shape[self.dim]
         k = _n_to_prune(self.amount, size)
@@ -287,57 +289,57 @@ class LnStructured(BasePruningMethod):
         return _channel_mask(t, dim, keep) * default_mask.to(dtype=t.dtype)
 
     @classmethod
-    def apply(cls, module, name, amount, n, dim, importance_scores=None):
+    def apply(cls, module: Any, name: Any, amount: Any, n: Any, dim: Any, importance_scores: Any = None) -> Self:
         return super().apply(module, name, amount=amount, n=n, dim=dim, importance_scores=importance_scores)
 
 
 class CustomFromMask(BasePruningMethod):
     PRUNING_TYPE = "global"
 
-    def __init__(self, mask):
+    def __init__(self, mask: Any) -> None:
         self.mask = mask
 
-    def compute_mask(self, t, default_mask):
+    def compute_mask(self, t: Any, default_mask: Any) -> Any:
         if tuple(default_mask.shape) != tuple(self.mask.shape):
             raise AssertionError("mask and default_mask must have the same shape")
         return default_mask * self.mask.to(dtype=default_mask.dtype)
 
     @classmethod
-    def apply(cls, module, name, mask):
+    def apply(cls, module: Any, name: Any, mask: Any) -> Self:
         return super().apply(module, name, mask=mask)
 
 
-def identity(module, name):
+def identity(module: Any, name: Any) -> Any:
     Identity.apply(module, name)
     return module
 
 
-def random_unstructured(module, name, amount):
+def random_unstructured(module: Any, name: Any, amount: Any) -> Any:
     RandomUnstructured.apply(module, name, amount)
     return module
 
 
-def l1_unstructured(module, name, amount, importance_scores=None):
+def l1_unstructured(module: Any, name: Any, amount: Any, importance_scores: Any = None) -> Any:
     L1Unstructured.apply(module, name, amount=amount, importance_scores=importance_scores)
     return module
 
 
-def random_structured(module, name, amount, dim):
+def random_structured(module: Any, name: Any, amount: Any, dim: Any) -> Any:
     RandomStructured.apply(module, name, amount, dim)
     return module
 
 
-def ln_structured(module, name, amount, n, dim, importance_scores=None):
+def ln_structured(module: Any, name: Any, amount: Any, n: Any, dim: Any, importance_scores: Any = None) -> Any:
     LnStructured.apply(module, name, amount, n, dim, importance_scores=importance_scores)
     return module
 
 
-def custom_from_mask(module, name, mask):
+def custom_from_mask(module: Any, name: Any, mask: Any) -> Any:
     CustomFromMask.apply(module, name, mask)
     return module
 
 
-def global_unstructured(parameters, pruning_method, importance_scores=None, **kwargs):
+def global_unstructured(parameters: Any, pruning_method: Any, importance_scores: Any = None, **kwargs: Any) -> Any:
     """Prunes the given ``(module, name)`` tensors together, choosing which entries to remove over all of them."""
     if not isinstance(parameters, Iterable):
         raise TypeError("global_unstructured(): parameters is not an Iterable")
@@ -366,7 +368,7 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
         pointer += k
 
 
-def remove(module, name):
+def remove(module: Any, name: Any) -> Any:
     """Makes the pruning of ``module.<name>`` permanent: ``name`` becomes a parameter holding ``orig * mask``."""
     for k, hook in module._forward_pre_hooks.items():
         if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
@@ -376,7 +378,7 @@ def remove(module, name):
     raise ValueError(f"Parameter '{name}' of module {module} has to be pruned before pruning can be removed")
 
 
-def is_pruned(module):
+def is_pruned(module: Any) -> Any:
     for _, submodule in module.named_modules():
         for hook in submodule._forward_pre_hooks.values():
             if isinstance(hook, BasePruningMethod):

@@ -5,9 +5,13 @@ A packed sequence stores time step after time step, each holding the rows of the
 at that step (sequences sorted by decreasing length), and ``batch_sizes[t]`` says how many there are."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple, Self, TYPE_CHECKING
 
 import ember
+
+
+if TYPE_CHECKING:
+    from ember._tensor import Tensor
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "unpad_sequence", "pack_sequence", "unpack_sequence"]
@@ -24,7 +28,8 @@ class PackedSequence(_PackedSequenceBase):
     """Holds the data and list of ``batch_sizes`` of a packed sequence; build it with
     :func:`pack_padded_sequence` or :func:`pack_sequence`, not by hand."""
 
-    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+    def __new__(cls, data: Any, batch_sizes: Any = None, sorted_indices: Any = None,
+                unsorted_indices: Any = None) -> Any:
         if unsorted_indices is None:
             unsorted_indices = invert_permutation(sorted_indices)
         if batch_sizes is not None:
@@ -37,7 +42,7 @@ class PackedSequence(_PackedSequenceBase):
         data, batch_sizes = data
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
-    def _with_data(self, data):
+    def _with_data(self, data: Any) -> Any:
         if data is self.data:
             return self
         idx = {}
@@ -46,48 +51,48 @@ class PackedSequence(_PackedSequenceBase):
             idx[k] = v.to(data.device) if v is not None else None
         return type(self)(data, self.batch_sizes, idx["sorted_indices"], idx["unsorted_indices"])
 
-    def to(self, *args, **kwargs):
+    def to(self, *args: Any, **kwargs: Any) -> Self:
         return self._with_data(self.data.to(*args, **kwargs))
 
-    def cuda(self, *args, **kwargs):
+    def cuda(self, *args: Any, **kwargs: Any) -> Self:
         return self._with_data(self.data.cuda(*args, **kwargs))
 
-    def cpu(self, *args, **kwargs):
+    def cpu(self, *args: Any, **kwargs: Any) -> Self:
         return self._with_data(self.data.cpu(*args, **kwargs))
 
-    def double(self):
+    def double(self) -> Self:
         return self.to(dtype=ember.double)
 
-    def float(self):
+    def float(self) -> Self:
         return self.to(dtype=ember.float)
 
-    def half(self):
+    def half(self) -> Self:
         return self.to(dtype=ember.half)
 
-    def long(self):
+    def long(self) -> Any:
         return self.to(dtype=ember.long)
 
-    def int(self):
+    def int(self) -> Any:
         return self.to(dtype=ember.int)
 
-    def short(self):
+    def short(self) -> Any:
         return self.to(dtype=ember.short)
 
-    def char(self):
+    def char(self) -> Any:
         return self.to(dtype=ember.int8)
 
-    def byte(self):
+    def byte(self) -> Any:
         return self.to(dtype=ember.uint8)
 
     @property
-    def is_cuda(self):
+    def is_cuda(self) -> Any:
         return self.data.is_cuda
 
-    def is_pinned(self):
+    def is_pinned(self) -> Any:
         return False
 
 
-def invert_permutation(permutation):
+def invert_permutation(permutation: Any) -> Any:
     if permutation is None:
         return None
     output = ember.empty_like(permutation)
@@ -95,7 +100,7 @@ def invert_permutation(permutation):
     return output
 
 
-def _batch_sizes_of(lengths):
+def _batch_sizes_of(lengths: Any) -> Any:
     """``batch_sizes[t]`` = how many of the (decreasing) ``lengths`` exceed ``t``."""
     lens = [int(v) for v in lengths]
     if any(v <= 0 for v in lens):
@@ -104,7 +109,7 @@ def _batch_sizes_of(lengths):
     return [sum(1 for v in lens if v > t) for t in range(lens[0] if lens else 0)]
 
 
-def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):  # noqa: A002
+def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False, enforce_sorted: bool = True) -> Any:
     """Packs a padded batch ``(T, B, *)`` (``(B, T, *)`` with ``batch_first``) of sequences of the given
     lengths."""
     if not isinstance(lengths, ember.Tensor):
@@ -141,7 +146,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     return PackedSequence(data, ember.tensor(bs, dtype=ember.int64), sorted_indices, None)
 
 
-def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
+def pad_packed_sequence(sequence: Any, batch_first: bool = False, padding_value: float = 0.0,
+                        total_length: Any = None) -> Any:
     """Inverse of :func:`pack_padded_sequence`: the padded batch and the length of each sequence."""
     bs = [int(b) for b in sequence.batch_sizes.tolist()]
     max_len = len(bs)
@@ -165,7 +171,8 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     return out, lengths
 
 
-def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+def pad_sequence(sequences: Any, batch_first: bool = False, padding_value: float = 0.0,
+                 padding_side: str = 'right') -> Any:
     """Stacks tensors of shape ``(L_i, *)`` into ``(max L, B, *)`` (``(B, max L, *)`` with ``batch_first``),
     padding with ``padding_value`` on ``padding_side``."""
     if padding_side not in ("left", "right"):
@@ -184,18 +191,18 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     return ember.stack(padded, 0 if batch_first else 1)
 
 
-def unpad_sequence(padded_sequences, lengths, batch_first=False):
+def unpad_sequence(padded_sequences: Any, lengths: Any, batch_first: bool = False) -> Any:
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
     return [seq[:int(n)] for seq, n in zip(padded_sequences, lengths)]
 
 
-def pack_sequence(sequences, enforce_sorted=True):
+def pack_sequence(sequences: Any, enforce_sorted: bool = True) -> Any:
     """Packs a list of variable-length tensors ``(L_i, *)``."""
     lengths = ember.tensor([v.size(0) for v in sequences], dtype=ember.int64)
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
-def unpack_sequence(packed_sequences):
+def unpack_sequence(packed_sequences: Any) -> Any:
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)
