@@ -1187,6 +1187,67 @@ add(OpInfo("rms_norm", lambda d, r: [
     errors=lambda: [_err((np.ones((2, 3)), (4,)), {}, RuntimeError, "Given normalized_shape=\\[4\\], expected input"),
                     _err((np.ones((2, 3)), (3,)), dict(weight=np.ones(2)), RuntimeError,
                          "Expected weight to be of same shape as normalized_shape")]))
+def _pad_call(mode):
+    def fn(lib, x, pad):
+        return lib.nn.functional.pad(x, pad, mode=mode)
+    return fn
+
+
+for _mode, _kind in (("reflect", "reflection"), ("replicate", "replication"), ("circular", None)):
+    add(OpInfo(f"pad_{_mode}", lambda d, r: [
+        Sample((arr(r, (2, 5), d), (2, 1))), Sample((arr(r, (2, 3, 4), d), (1, -1))),
+        Sample((arr(r, (2, 3, 4), d), (1, 2, 2, 0))), Sample((arr(r, (1, 2, 3, 3), d), (0, 1, 2, 1))),
+        Sample((arr(r, (2, 2, 3, 2), d), (1, 1, 0, 1, 1, 1))), Sample((arr(r, (1, 2, 2, 3, 2), d), (1, 0, 1, 1, 1, 1)))],
+        method=False, dtypes=FLOATS, ember_fn=_pad_call(_mode), torch_fn=_pad_call(_mode),
+        covers=("pad",) + ((f"{_kind}_pad1d", f"{_kind}_pad2d", f"{_kind}_pad3d", f"{_kind}_pad1d_backward",
+                            f"{_kind}_pad2d_backward", f"{_kind}_pad3d_backward") if _kind else ("_pad_circular",)),
+        errors=lambda m=_mode: [
+            _err((np.ones((2, 3, 4, 5)), (1, 2)), {}, NotImplementedError, "Padding size 2 is not supported for 4D"),
+            _err((np.ones((2, 3)), (1,)), {}, RuntimeError, "Padding length must be divisible by 2")] + (
+            [_err((np.ones((2, 3, 5)), (5, 2)), {}, RuntimeError,
+                  "Argument #4: Padding size should be less than the corresponding input dimension, but got: padding "
+                  "\\(5, 2\\) at dimension 2 of input \\[2, 3, 5\\]"),
+             _err((np.ones((2, 0, 4)), (1, 1)), {}, RuntimeError, "Expected 2D or 3D \\(batch mode\\) tensor")]
+            if m == "reflect" else [_err((np.ones((2, 3, 4)), (6, 2)), {}, RuntimeError,
+                                         "Padding value causes wrapping around more than once.")] if m == "circular"
+            else [_err((np.ones((2, 3, 4)), (-5, 1)), {}, RuntimeError,
+                       "input \\(W: 4\\) is too small. Calculated output W: 0")])))
+
+
+def _unpool_samples(nd):
+    def f(d, r):
+        out = []
+        for lead, ins, outs in (((2, 3), (2,) * nd, (4,) * nd), ((3,), (1,) + (2,) * (nd - 1), (3,) * nd)):
+            n_in, n_out = int(np.prod(ins)), int(np.prod(outs))
+            idx = np.stack([r.permutation(n_out)[:n_in] for _ in range(int(np.prod(lead)))]).reshape(lead + ins)
+            out.append(Sample((arr(r, lead + ins, d), idx, (2,) * nd), dict(output_size=outs)))
+        return out
+    return f
+
+
+add(OpInfo("max_unpool2d", _unpool_samples(2), method=False, torch_name="nn.functional.max_unpool2d",
+           errors=lambda: [_err((np.ones((1, 1, 2, 2)), np.full((1, 1, 2, 2), 20), 2), {}, RuntimeError,
+                                "Found an invalid max index: 20 \\(output volumes are of size 4x4")]))
+add(OpInfo("max_unpool3d", _unpool_samples(3), method=False, torch_name="nn.functional.max_unpool3d"))
+add(OpInfo("one_hot", lambda d, r: [Sample((np.array([0, 2, 1, 2]), 3)), Sample((np.array([[0, 3], [1, 1]]), 5)),
+                                    Sample((np.zeros((0,), "int64"), 3)), Sample((np.array([1, 4]),))],
+           method=False, dtypes=("int64",), torch_name="nn.functional.one_hot", supports_autograd=False,
+           errors=lambda: [_err((np.array([0, 5]), 4), {}, RuntimeError, "Class values must be smaller than num_classes"),
+                           _err((np.array([-1, 2]), 4), {}, RuntimeError, "Class values must be non-negative"),
+                           _err((np.zeros((0,), "int64"),), {}, RuntimeError, "Can not infer total number of classes"),
+                           _err((np.array([0.0, 1.0]), 4), {}, RuntimeError, "only applicable to index tensor")]))
+
+
+def _renorm_call(lib, w, idx, max_norm, norm_type):
+    w = w.detach().clone()
+    lib.embedding_renorm_(w, idx, max_norm, norm_type)
+    return w
+
+
+add(OpInfo("embedding_renorm", lambda d, r: [
+    Sample((arr(r, (5, 3), d), np.array([0, 3, 3, 1]), 1.5, 2.0)), Sample((arr(r, (4, 2), d), np.array([[2, 0]]), 1.0, 1.0)),
+    Sample((arr(r, (4, 2), d), np.array([1, 2]), 0.5, float("inf"))), Sample((arr(r, (4, 2), d), np.array([3]), 0.5, 3.0))],
+    method=False, ember_fn=_renorm_call, torch_fn=_renorm_call, supports_autograd=False, noncontiguous=False))
 add(OpInfo("channel_shuffle", lambda d, r: [Sample((arr(r, (1, 6, 2), d), 2)), Sample((arr(r, (2, 4, 2, 3), d), 4))],
            method=False, dtypes=FLOATS + INTS, torch_name="nn.functional.channel_shuffle",
            errors=lambda: [_err((np.ones((1, 6, 2)), 4), {}, RuntimeError,

@@ -5151,6 +5151,96 @@ _op__scaled_dot_product_attention_math = _D.define('_scaled_dot_product_attentio
 def _scaled_dot_product_attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, dropout_mask=None, *, scale=None, enable_gqa=False):
     return _op__scaled_dot_product_attention_math.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask) | _ks_opt(dropout_mask), query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, scale, enable_gqa)
 
+_op_pad = _D.define('pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor')
+
+def pad(self, pad, mode='constant', value=None):
+    return _op_pad.call(self._ks, self, pad, mode, value)
+
+_op__pad_circular = _D.define('_pad_circular(Tensor self, SymInt[] pad) -> Tensor')
+
+def _pad_circular(self, pad):
+    return _op__pad_circular.call(self._ks, self, pad)
+
+_op_reflection_pad1d = _D.define('reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor')
+
+def reflection_pad1d(self, padding):
+    return _op_reflection_pad1d.call(self._ks, self, padding)
+
+_op_reflection_pad1d_backward = _D.define('reflection_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor')
+
+def reflection_pad1d_backward(grad_output, self, padding):
+    return _op_reflection_pad1d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
+
+_op_reflection_pad2d = _D.define('reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor')
+
+def reflection_pad2d(self, padding):
+    return _op_reflection_pad2d.call(self._ks, self, padding)
+
+_op_reflection_pad2d_backward = _D.define('reflection_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor')
+
+def reflection_pad2d_backward(grad_output, self, padding):
+    return _op_reflection_pad2d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
+
+_op_reflection_pad3d = _D.define('reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor')
+
+def reflection_pad3d(self, padding):
+    return _op_reflection_pad3d.call(self._ks, self, padding)
+
+_op_reflection_pad3d_backward = _D.define('reflection_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor')
+
+def reflection_pad3d_backward(grad_output, self, padding):
+    return _op_reflection_pad3d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
+
+_op_replication_pad1d = _D.define('replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor')
+
+def replication_pad1d(self, padding):
+    return _op_replication_pad1d.call(self._ks, self, padding)
+
+_op_replication_pad1d_backward = _D.define('replication_pad1d_backward(Tensor grad_output, Tensor self, SymInt[2] padding) -> Tensor')
+
+def replication_pad1d_backward(grad_output, self, padding):
+    return _op_replication_pad1d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
+
+_op_replication_pad2d = _D.define('replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor')
+
+def replication_pad2d(self, padding):
+    return _op_replication_pad2d.call(self._ks, self, padding)
+
+_op_replication_pad2d_backward = _D.define('replication_pad2d_backward(Tensor grad_output, Tensor self, SymInt[4] padding) -> Tensor')
+
+def replication_pad2d_backward(grad_output, self, padding):
+    return _op_replication_pad2d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
+
+_op_replication_pad3d = _D.define('replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor')
+
+def replication_pad3d(self, padding):
+    return _op_replication_pad3d.call(self._ks, self, padding)
+
+_op_replication_pad3d_backward = _D.define('replication_pad3d_backward(Tensor grad_output, Tensor self, SymInt[6] padding) -> Tensor')
+
+def replication_pad3d_backward(grad_output, self, padding):
+    return _op_replication_pad3d_backward.call(grad_output._ks | self._ks, grad_output, self, padding)
+
+_op_max_unpool2d = _D.define('max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor')
+
+def max_unpool2d(self, indices, output_size):
+    return _op_max_unpool2d.call(self._ks | indices._ks, self, indices, output_size)
+
+_op_max_unpool3d = _D.define('max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor')
+
+def max_unpool3d(self, indices, output_size, stride, padding):
+    return _op_max_unpool3d.call(self._ks | indices._ks, self, indices, output_size, stride, padding)
+
+_op_one_hot = _D.define('one_hot(Tensor self, int num_classes=-1) -> Tensor')
+
+def one_hot(self, num_classes=-1):
+    return _op_one_hot.call(self._ks, self, num_classes)
+
+_op_embedding_renorm_ = _D.define('embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)')
+
+def embedding_renorm_(self, indices, max_norm, norm_type):
+    return _op_embedding_renorm_.call(self._ks | indices._ks, self, indices, max_norm, norm_type)
+
 _op_group_norm = _D.define('group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor')
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):

@@ -9665,6 +9665,250 @@ def _ag__safe_softmax_default(ks, self, dim, dtype):
     return result
 
 
+class ReflectionPad1DBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        padding = _n.padding
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.reflection_pad1d_backward(grad, self, padding)
+        return grad_inputs
+
+
+def _ag_reflection_pad1d_default(ks, self, padding):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_reflection_pad1d.redispatch(ks & _BELOW, self, padding)
+    _n = ReflectionPad1DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.padding = padding
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_reflection_pad1d.redispatch(ks & _BELOW, self, padding)
+    _set_history(_n, (result,))
+    return result
+
+
+class ReflectionPad2DBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        padding = _n.padding
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.reflection_pad2d_backward(grad, self, padding)
+        return grad_inputs
+
+
+def _ag_reflection_pad2d_default(ks, self, padding):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_reflection_pad2d.redispatch(ks & _BELOW, self, padding)
+    _n = ReflectionPad2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.padding = padding
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_reflection_pad2d.redispatch(ks & _BELOW, self, padding)
+    _set_history(_n, (result,))
+    return result
+
+
+class ReflectionPad3DBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        padding = _n.padding
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.reflection_pad3d_backward(grad, self, padding)
+        return grad_inputs
+
+
+def _ag_reflection_pad3d_default(ks, self, padding):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_reflection_pad3d.redispatch(ks & _BELOW, self, padding)
+    _n = ReflectionPad3DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.padding = padding
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_reflection_pad3d.redispatch(ks & _BELOW, self, padding)
+    _set_history(_n, (result,))
+    return result
+
+
+class ReplicationPad1DBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        padding = _n.padding
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.replication_pad1d_backward(grad, self, padding)
+        return grad_inputs
+
+
+def _ag_replication_pad1d_default(ks, self, padding):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_replication_pad1d.redispatch(ks & _BELOW, self, padding)
+    _n = ReplicationPad1DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.padding = padding
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_replication_pad1d.redispatch(ks & _BELOW, self, padding)
+    _set_history(_n, (result,))
+    return result
+
+
+class ReplicationPad2DBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        padding = _n.padding
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.replication_pad2d_backward(grad, self, padding)
+        return grad_inputs
+
+
+def _ag_replication_pad2d_default(ks, self, padding):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_replication_pad2d.redispatch(ks & _BELOW, self, padding)
+    _n = ReplicationPad2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.padding = padding
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_replication_pad2d.redispatch(ks & _BELOW, self, padding)
+    _set_history(_n, (result,))
+    return result
+
+
+class ReplicationPad3DBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        padding = _n.padding
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.replication_pad3d_backward(grad, self, padding)
+        return grad_inputs
+
+
+def _ag_replication_pad3d_default(ks, self, padding):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_replication_pad3d.redispatch(ks & _BELOW, self, padding)
+    _n = ReplicationPad3DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.padding = padding
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_replication_pad3d.redispatch(ks & _BELOW, self, padding)
+    _set_history(_n, (result,))
+    return result
+
+
+class MaxUnpool2DBackward0(_Node):
+    _saved_names = ('indices_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            indices = _n._saved('indices_')
+            grad_inputs[self_ix] = max_unpool_backward(grad, indices, 2)
+        return grad_inputs
+
+
+def _ag_max_unpool2d_default(ks, self, indices, output_size):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_max_unpool2d.redispatch(ks & _BELOW, self, indices, output_size)
+    _n = MaxUnpool2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.indices_ = _SV(indices)
+    result = aten._op_max_unpool2d.redispatch(ks & _BELOW, self, indices, output_size)
+    _set_history(_n, (result,))
+    return result
+
+
+class MaxUnpool3DBackward0(_Node):
+    _saved_names = ('indices_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            indices = _n._saved('indices_')
+            grad_inputs[self_ix] = max_unpool_backward(grad, indices, 3)
+        return grad_inputs
+
+
+def _ag_max_unpool3d_default(ks, self, indices, output_size, stride, padding):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_max_unpool3d.redispatch(ks & _BELOW, self, indices, output_size, stride, padding)
+    _n = MaxUnpool3DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.indices_ = _SV(indices)
+    result = aten._op_max_unpool3d.redispatch(ks & _BELOW, self, indices, output_size, stride, padding)
+    _set_history(_n, (result,))
+    return result
+
+
+class EmbeddingRenormBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("embedding_renorm")
+        return grad_inputs
+
+
+def _ag_embedding_renorm__default(ks, self, indices, max_norm, norm_type):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_embedding_renorm_.redispatch(ks & _BELOW, self, indices, max_norm, norm_type)
+    _n = EmbeddingRenormBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_embedding_renorm_.redispatch(ks & _BELOW, self, indices, max_norm, norm_type)
+    _rebase_history(self, _n)
+    return result
+
+
 class NativeGroupNormBackward0(_Node):
     _saved_names = ('input_', 'weight_')
 
@@ -11645,6 +11889,15 @@ for _h, _k in (
     (aten._op_rrelu_with_noise, _ag_rrelu_with_noise_default),
     (aten._op_native_dropout, _ag_native_dropout_default),
     (aten._op__safe_softmax, _ag__safe_softmax_default),
+    (aten._op_reflection_pad1d, _ag_reflection_pad1d_default),
+    (aten._op_reflection_pad2d, _ag_reflection_pad2d_default),
+    (aten._op_reflection_pad3d, _ag_reflection_pad3d_default),
+    (aten._op_replication_pad1d, _ag_replication_pad1d_default),
+    (aten._op_replication_pad2d, _ag_replication_pad2d_default),
+    (aten._op_replication_pad3d, _ag_replication_pad3d_default),
+    (aten._op_max_unpool2d, _ag_max_unpool2d_default),
+    (aten._op_max_unpool3d, _ag_max_unpool3d_default),
+    (aten._op_embedding_renorm_, _ag_embedding_renorm__default),
     (aten._op_native_group_norm, _ag_native_group_norm_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_neg_, _ag_neg__default),

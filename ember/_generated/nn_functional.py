@@ -13,7 +13,7 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'gelu', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'multi_margin_loss', 'multi_margin_loss_backward', 'multilabel_margin_loss', 'multilabel_margin_loss_backward', 'multilabel_margin_loss_forward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'relu6', 'rrelu_with_noise', 'rrelu_with_noise_', 'rrelu_with_noise_backward', 'scaled_dot_product_attention', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'soft_margin_loss', 'soft_margin_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
+__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'gelu', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'max_unpool2d', 'max_unpool3d', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'multi_margin_loss', 'multi_margin_loss_backward', 'multilabel_margin_loss', 'multilabel_margin_loss_backward', 'multilabel_margin_loss_forward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'one_hot', 'pad', 'reflection_pad1d', 'reflection_pad1d_backward', 'reflection_pad2d', 'reflection_pad2d_backward', 'reflection_pad3d', 'reflection_pad3d_backward', 'relu6', 'replication_pad1d', 'replication_pad1d_backward', 'replication_pad2d', 'replication_pad2d_backward', 'replication_pad3d', 'replication_pad3d_backward', 'rrelu_with_noise', 'rrelu_with_noise_', 'rrelu_with_noise_backward', 'scaled_dot_product_attention', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'soft_margin_loss', 'soft_margin_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -2369,3 +2369,435 @@ def scaled_dot_product_attention(*args, **kwargs):
 scaled_dot_product_attention.__doc__ = 'scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Optional[Tensor] = None, dropout_p: float = 0.0, is_causal: bool = False, *, scale: Optional[float] = None, enable_gqa: bool = False) -> Tensor'
 def _signature_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False): ...
 scaled_dot_product_attention.__wrapped__ = _signature_scaled_dot_product_attention
+
+
+_sig_pad = _Signatures('pad', [
+    (('input', 'T', False, False, None), ('pad', 'int[]', False, False, None), ('mode', 'str', False, True, 'constant'), ('value', 'float?', False, True, None),),
+], method=False)
+
+def _bind_pad_0(input, pad, mode='constant', value=None):
+    return (input, pad, mode, value)
+
+def pad(*args, **kwargs):
+    try:
+        _b = _bind_pad_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, pad, mode, value = _b
+        if isinstance(input, _Tensor) and (pad_ := _ints(pad, False)) is not None and type(mode) is str and (value is None or type(value) is float):
+            return _A._op_pad.call(input._ks, input, pad_, mode, value)
+    _i, _a = _sig_pad.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_pad.call(_a['input']._ks, _a['input'], _a['pad'], _a['mode'], _a['value'])
+    raise AssertionError('unreachable')
+
+
+pad.__doc__ = "pad(input: Tensor, pad: List[int], mode: str = 'constant', value: Optional[float] = None) -> Tensor"
+def _signature_pad(input, pad, mode='constant', value=None): ...
+pad.__wrapped__ = _signature_pad
+
+
+_sig_reflection_pad1d = _Signatures('reflection_pad1d', [
+    (('input', 'T', False, False, None), ('padding', 'int[2]', False, False, None),),
+], method=False)
+
+def _bind_reflection_pad1d_0(input, padding):
+    return (input, padding)
+
+def reflection_pad1d(*args, **kwargs):
+    try:
+        _b = _bind_reflection_pad1d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, padding = _b
+        if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_reflection_pad1d.call(input._ks, input, padding_)
+    _i, _a = _sig_reflection_pad1d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_reflection_pad1d.call(_a['input']._ks, _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+reflection_pad1d.__doc__ = 'reflection_pad1d(input: Tensor, padding: List[int]) -> Tensor'
+def _signature_reflection_pad1d(input, padding): ...
+reflection_pad1d.__wrapped__ = _signature_reflection_pad1d
+
+
+_sig_reflection_pad1d_backward = _Signatures('reflection_pad1d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('padding', 'int[2]', False, False, None),),
+], method=False)
+
+def _bind_reflection_pad1d_backward_0(grad_output, input, padding):
+    return (grad_output, input, padding)
+
+def reflection_pad1d_backward(*args, **kwargs):
+    try:
+        _b = _bind_reflection_pad1d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, padding = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_reflection_pad1d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
+    _i, _a = _sig_reflection_pad1d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_reflection_pad1d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+reflection_pad1d_backward.__doc__ = 'reflection_pad1d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+def _signature_reflection_pad1d_backward(grad_output, input, padding): ...
+reflection_pad1d_backward.__wrapped__ = _signature_reflection_pad1d_backward
+
+
+_sig_reflection_pad2d = _Signatures('reflection_pad2d', [
+    (('input', 'T', False, False, None), ('padding', 'int[4]', False, False, None),),
+], method=False)
+
+def _bind_reflection_pad2d_0(input, padding):
+    return (input, padding)
+
+def reflection_pad2d(*args, **kwargs):
+    try:
+        _b = _bind_reflection_pad2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, padding = _b
+        if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_reflection_pad2d.call(input._ks, input, padding_)
+    _i, _a = _sig_reflection_pad2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_reflection_pad2d.call(_a['input']._ks, _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+reflection_pad2d.__doc__ = 'reflection_pad2d(input: Tensor, padding: List[int]) -> Tensor'
+def _signature_reflection_pad2d(input, padding): ...
+reflection_pad2d.__wrapped__ = _signature_reflection_pad2d
+
+
+_sig_reflection_pad2d_backward = _Signatures('reflection_pad2d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('padding', 'int[4]', False, False, None),),
+], method=False)
+
+def _bind_reflection_pad2d_backward_0(grad_output, input, padding):
+    return (grad_output, input, padding)
+
+def reflection_pad2d_backward(*args, **kwargs):
+    try:
+        _b = _bind_reflection_pad2d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, padding = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_reflection_pad2d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
+    _i, _a = _sig_reflection_pad2d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_reflection_pad2d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+reflection_pad2d_backward.__doc__ = 'reflection_pad2d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+def _signature_reflection_pad2d_backward(grad_output, input, padding): ...
+reflection_pad2d_backward.__wrapped__ = _signature_reflection_pad2d_backward
+
+
+_sig_reflection_pad3d = _Signatures('reflection_pad3d', [
+    (('input', 'T', False, False, None), ('padding', 'int[6]', False, False, None),),
+], method=False)
+
+def _bind_reflection_pad3d_0(input, padding):
+    return (input, padding)
+
+def reflection_pad3d(*args, **kwargs):
+    try:
+        _b = _bind_reflection_pad3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, padding = _b
+        if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_reflection_pad3d.call(input._ks, input, padding_)
+    _i, _a = _sig_reflection_pad3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_reflection_pad3d.call(_a['input']._ks, _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+reflection_pad3d.__doc__ = 'reflection_pad3d(input: Tensor, padding: List[int]) -> Tensor'
+def _signature_reflection_pad3d(input, padding): ...
+reflection_pad3d.__wrapped__ = _signature_reflection_pad3d
+
+
+_sig_reflection_pad3d_backward = _Signatures('reflection_pad3d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('padding', 'int[6]', False, False, None),),
+], method=False)
+
+def _bind_reflection_pad3d_backward_0(grad_output, input, padding):
+    return (grad_output, input, padding)
+
+def reflection_pad3d_backward(*args, **kwargs):
+    try:
+        _b = _bind_reflection_pad3d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, padding = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_reflection_pad3d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
+    _i, _a = _sig_reflection_pad3d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_reflection_pad3d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+reflection_pad3d_backward.__doc__ = 'reflection_pad3d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+def _signature_reflection_pad3d_backward(grad_output, input, padding): ...
+reflection_pad3d_backward.__wrapped__ = _signature_reflection_pad3d_backward
+
+
+_sig_replication_pad1d = _Signatures('replication_pad1d', [
+    (('input', 'T', False, False, None), ('padding', 'int[2]', False, False, None),),
+], method=False)
+
+def _bind_replication_pad1d_0(input, padding):
+    return (input, padding)
+
+def replication_pad1d(*args, **kwargs):
+    try:
+        _b = _bind_replication_pad1d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, padding = _b
+        if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_replication_pad1d.call(input._ks, input, padding_)
+    _i, _a = _sig_replication_pad1d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_replication_pad1d.call(_a['input']._ks, _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+replication_pad1d.__doc__ = 'replication_pad1d(input: Tensor, padding: List[int]) -> Tensor'
+def _signature_replication_pad1d(input, padding): ...
+replication_pad1d.__wrapped__ = _signature_replication_pad1d
+
+
+_sig_replication_pad1d_backward = _Signatures('replication_pad1d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('padding', 'int[2]', False, False, None),),
+], method=False)
+
+def _bind_replication_pad1d_backward_0(grad_output, input, padding):
+    return (grad_output, input, padding)
+
+def replication_pad1d_backward(*args, **kwargs):
+    try:
+        _b = _bind_replication_pad1d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, padding = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_replication_pad1d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
+    _i, _a = _sig_replication_pad1d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_replication_pad1d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+replication_pad1d_backward.__doc__ = 'replication_pad1d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+def _signature_replication_pad1d_backward(grad_output, input, padding): ...
+replication_pad1d_backward.__wrapped__ = _signature_replication_pad1d_backward
+
+
+_sig_replication_pad2d = _Signatures('replication_pad2d', [
+    (('input', 'T', False, False, None), ('padding', 'int[4]', False, False, None),),
+], method=False)
+
+def _bind_replication_pad2d_0(input, padding):
+    return (input, padding)
+
+def replication_pad2d(*args, **kwargs):
+    try:
+        _b = _bind_replication_pad2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, padding = _b
+        if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_replication_pad2d.call(input._ks, input, padding_)
+    _i, _a = _sig_replication_pad2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_replication_pad2d.call(_a['input']._ks, _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+replication_pad2d.__doc__ = 'replication_pad2d(input: Tensor, padding: List[int]) -> Tensor'
+def _signature_replication_pad2d(input, padding): ...
+replication_pad2d.__wrapped__ = _signature_replication_pad2d
+
+
+_sig_replication_pad2d_backward = _Signatures('replication_pad2d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('padding', 'int[4]', False, False, None),),
+], method=False)
+
+def _bind_replication_pad2d_backward_0(grad_output, input, padding):
+    return (grad_output, input, padding)
+
+def replication_pad2d_backward(*args, **kwargs):
+    try:
+        _b = _bind_replication_pad2d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, padding = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_replication_pad2d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
+    _i, _a = _sig_replication_pad2d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_replication_pad2d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+replication_pad2d_backward.__doc__ = 'replication_pad2d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+def _signature_replication_pad2d_backward(grad_output, input, padding): ...
+replication_pad2d_backward.__wrapped__ = _signature_replication_pad2d_backward
+
+
+_sig_replication_pad3d = _Signatures('replication_pad3d', [
+    (('input', 'T', False, False, None), ('padding', 'int[6]', False, False, None),),
+], method=False)
+
+def _bind_replication_pad3d_0(input, padding):
+    return (input, padding)
+
+def replication_pad3d(*args, **kwargs):
+    try:
+        _b = _bind_replication_pad3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, padding = _b
+        if isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_replication_pad3d.call(input._ks, input, padding_)
+    _i, _a = _sig_replication_pad3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_replication_pad3d.call(_a['input']._ks, _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+replication_pad3d.__doc__ = 'replication_pad3d(input: Tensor, padding: List[int]) -> Tensor'
+def _signature_replication_pad3d(input, padding): ...
+replication_pad3d.__wrapped__ = _signature_replication_pad3d
+
+
+_sig_replication_pad3d_backward = _Signatures('replication_pad3d_backward', [
+    (('grad_output', 'T', False, False, None), ('input', 'T', False, False, None), ('padding', 'int[6]', False, False, None),),
+], method=False)
+
+def _bind_replication_pad3d_backward_0(grad_output, input, padding):
+    return (grad_output, input, padding)
+
+def replication_pad3d_backward(*args, **kwargs):
+    try:
+        _b = _bind_replication_pad3d_backward_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        grad_output, input, padding = _b
+        if isinstance(grad_output, _Tensor) and isinstance(input, _Tensor) and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_replication_pad3d_backward.call(grad_output._ks | input._ks, grad_output, input, padding_)
+    _i, _a = _sig_replication_pad3d_backward.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_replication_pad3d_backward.call(_a['grad_output']._ks | _a['input']._ks, _a['grad_output'], _a['input'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+replication_pad3d_backward.__doc__ = 'replication_pad3d_backward(grad_output: Tensor, input: Tensor, padding: List[int]) -> Tensor'
+def _signature_replication_pad3d_backward(grad_output, input, padding): ...
+replication_pad3d_backward.__wrapped__ = _signature_replication_pad3d_backward
+
+
+_sig_max_unpool2d = _Signatures('max_unpool2d', [
+    (('input', 'T', False, False, None), ('indices', 'T', False, False, None), ('output_size', 'int[2]', False, False, None),),
+], method=False)
+
+def _bind_max_unpool2d_0(input, indices, output_size):
+    return (input, indices, output_size)
+
+def max_unpool2d(*args, **kwargs):
+    try:
+        _b = _bind_max_unpool2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, indices, output_size = _b
+        if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (output_size_ := _ints(output_size, True)) is not None:
+            return _A._op_max_unpool2d.call(input._ks | indices._ks, input, indices, output_size_)
+    _i, _a = _sig_max_unpool2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_max_unpool2d.call(_a['input']._ks | _a['indices']._ks, _a['input'], _a['indices'], _a['output_size'])
+    raise AssertionError('unreachable')
+
+
+max_unpool2d.__doc__ = 'max_unpool2d(input: Tensor, indices: Tensor, output_size: List[int]) -> Tensor'
+def _signature_max_unpool2d(input, indices, output_size): ...
+max_unpool2d.__wrapped__ = _signature_max_unpool2d
+
+
+_sig_max_unpool3d = _Signatures('max_unpool3d', [
+    (('input', 'T', False, False, None), ('indices', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, False, None), ('padding', 'int[3]', False, False, None),),
+], method=False)
+
+def _bind_max_unpool3d_0(input, indices, output_size, stride, padding):
+    return (input, indices, output_size, stride, padding)
+
+def max_unpool3d(*args, **kwargs):
+    try:
+        _b = _bind_max_unpool3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, indices, output_size, stride, padding = _b
+        if isinstance(input, _Tensor) and isinstance(indices, _Tensor) and (output_size_ := _ints(output_size, True)) is not None and (stride_ := _ints(stride, True)) is not None and (padding_ := _ints(padding, True)) is not None:
+            return _A._op_max_unpool3d.call(input._ks | indices._ks, input, indices, output_size_, stride_, padding_)
+    _i, _a = _sig_max_unpool3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_max_unpool3d.call(_a['input']._ks | _a['indices']._ks, _a['input'], _a['indices'], _a['output_size'], _a['stride'], _a['padding'])
+    raise AssertionError('unreachable')
+
+
+max_unpool3d.__doc__ = 'max_unpool3d(input: Tensor, indices: Tensor, output_size: List[int], stride: List[int], padding: List[int]) -> Tensor'
+def _signature_max_unpool3d(input, indices, output_size, stride, padding): ...
+max_unpool3d.__wrapped__ = _signature_max_unpool3d
+
+
+_sig_one_hot = _Signatures('one_hot', [
+    (('input', 'T', False, False, None), ('num_classes', 'int', False, True, -1),),
+], method=False)
+
+def _bind_one_hot_0(input, num_classes=-1):
+    return (input, num_classes)
+
+def one_hot(*args, **kwargs):
+    try:
+        _b = _bind_one_hot_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, num_classes = _b
+        if isinstance(input, _Tensor) and type(num_classes) is int:
+            return _A._op_one_hot.call(input._ks, input, num_classes)
+    _i, _a = _sig_one_hot.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_one_hot.call(_a['input']._ks, _a['input'], _a['num_classes'])
+    raise AssertionError('unreachable')
+
+
+one_hot.__doc__ = 'one_hot(input: Tensor, num_classes: int = -1) -> Tensor'
+def _signature_one_hot(input, num_classes=-1): ...
+one_hot.__wrapped__ = _signature_one_hot

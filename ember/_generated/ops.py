@@ -2423,6 +2423,60 @@ scaled_dot_product_attention = _P('scaled_dot_product_attention', [
 _scaled_dot_product_attention_math = _P('_scaled_dot_product_attention_math', [
     _O(_A._op__scaled_dot_product_attention_math, (('query', 'T', False, False, None), ('key', 'T', False, False, None), ('value', 'T', False, False, None), ('attn_mask', 'T?', False, True, None), ('dropout_p', 'float', False, True, 0.0), ('is_causal', 'bool', False, True, False), ('dropout_mask', 'T?', False, True, None), ('scale', 'float?', True, True, None), ('enable_gqa', 'bool', True, True, False),), ['query', 'key', 'value', 'attn_mask', 'dropout_p', 'is_causal', 'dropout_mask', 'scale', 'enable_gqa']),
 ])
+pad = _P('pad', [
+    _O(_A._op_pad, (('self', 'T', False, False, None), ('pad', 'int[]', False, False, None), ('mode', 'str', False, True, 'constant'), ('value', 'float?', False, True, None),), ['self', 'pad', 'mode', 'value']),
+])
+_pad_circular = _P('_pad_circular', [
+    _O(_A._op__pad_circular, (('self', 'T', False, False, None), ('pad', 'int[]', False, False, None),), ['self', 'pad']),
+])
+reflection_pad1d = _P('reflection_pad1d', [
+    _O(_A._op_reflection_pad1d, (('self', 'T', False, False, None), ('padding', 'int[2]', False, False, None),), ['self', 'padding']),
+])
+reflection_pad1d_backward = _P('reflection_pad1d_backward', [
+    _O(_A._op_reflection_pad1d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('padding', 'int[2]', False, False, None),), ['grad_output', 'self', 'padding']),
+])
+reflection_pad2d = _P('reflection_pad2d', [
+    _O(_A._op_reflection_pad2d, (('self', 'T', False, False, None), ('padding', 'int[4]', False, False, None),), ['self', 'padding']),
+])
+reflection_pad2d_backward = _P('reflection_pad2d_backward', [
+    _O(_A._op_reflection_pad2d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('padding', 'int[4]', False, False, None),), ['grad_output', 'self', 'padding']),
+])
+reflection_pad3d = _P('reflection_pad3d', [
+    _O(_A._op_reflection_pad3d, (('self', 'T', False, False, None), ('padding', 'int[6]', False, False, None),), ['self', 'padding']),
+])
+reflection_pad3d_backward = _P('reflection_pad3d_backward', [
+    _O(_A._op_reflection_pad3d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('padding', 'int[6]', False, False, None),), ['grad_output', 'self', 'padding']),
+])
+replication_pad1d = _P('replication_pad1d', [
+    _O(_A._op_replication_pad1d, (('self', 'T', False, False, None), ('padding', 'int[2]', False, False, None),), ['self', 'padding']),
+])
+replication_pad1d_backward = _P('replication_pad1d_backward', [
+    _O(_A._op_replication_pad1d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('padding', 'int[2]', False, False, None),), ['grad_output', 'self', 'padding']),
+])
+replication_pad2d = _P('replication_pad2d', [
+    _O(_A._op_replication_pad2d, (('self', 'T', False, False, None), ('padding', 'int[4]', False, False, None),), ['self', 'padding']),
+])
+replication_pad2d_backward = _P('replication_pad2d_backward', [
+    _O(_A._op_replication_pad2d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('padding', 'int[4]', False, False, None),), ['grad_output', 'self', 'padding']),
+])
+replication_pad3d = _P('replication_pad3d', [
+    _O(_A._op_replication_pad3d, (('self', 'T', False, False, None), ('padding', 'int[6]', False, False, None),), ['self', 'padding']),
+])
+replication_pad3d_backward = _P('replication_pad3d_backward', [
+    _O(_A._op_replication_pad3d_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('padding', 'int[6]', False, False, None),), ['grad_output', 'self', 'padding']),
+])
+max_unpool2d = _P('max_unpool2d', [
+    _O(_A._op_max_unpool2d, (('self', 'T', False, False, None), ('indices', 'T', False, False, None), ('output_size', 'int[2]', False, False, None),), ['self', 'indices', 'output_size']),
+])
+max_unpool3d = _P('max_unpool3d', [
+    _O(_A._op_max_unpool3d, (('self', 'T', False, False, None), ('indices', 'T', False, False, None), ('output_size', 'int[3]', False, False, None), ('stride', 'int[3]', False, False, None), ('padding', 'int[3]', False, False, None),), ['self', 'indices', 'output_size', 'stride', 'padding']),
+])
+one_hot = _P('one_hot', [
+    _O(_A._op_one_hot, (('self', 'T', False, False, None), ('num_classes', 'int', False, True, -1),), ['self', 'num_classes']),
+])
+embedding_renorm_ = _P('embedding_renorm_', [
+    _O(_A._op_embedding_renorm_, (('self', 'T', False, False, None), ('indices', 'T', False, False, None), ('max_norm', 'float', False, False, None), ('norm_type', 'float', False, False, None),), ['self', 'indices', 'max_norm', 'norm_type']),
+])
 group_norm = _P('group_norm', [
     _O(_A._op_group_norm, (('input', 'T', False, False, None), ('num_groups', 'int', False, False, None), ('weight', 'T?', False, True, None), ('bias', 'T?', False, True, None), ('eps', 'float', False, True, 1e-05), ('cudnn_enabled', 'bool', False, True, True),), ['input', 'num_groups', 'weight', 'bias', 'eps', 'cudnn_enabled']),
 ])

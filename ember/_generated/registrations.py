@@ -5467,6 +5467,78 @@ def __safe_softmax_default(ks, self, dim, dtype):
         _value_error(_e, K._safe_softmax, self)
 
 
+def _reflection_pad1d_default(ks, self, padding):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.reflection_pad1d(be.xp, self._data, padding), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.reflection_pad1d, self)
+
+
+def _reflection_pad2d_default(ks, self, padding):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.reflection_pad2d(be.xp, self._data, padding), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.reflection_pad2d, self)
+
+
+def _reflection_pad3d_default(ks, self, padding):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.reflection_pad3d(be.xp, self._data, padding), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.reflection_pad3d, self)
+
+
+def _replication_pad1d_default(ks, self, padding):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.replication_pad1d(be.xp, self._data, padding), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.replication_pad1d, self)
+
+
+def _replication_pad2d_default(ks, self, padding):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.replication_pad2d(be.xp, self._data, padding), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.replication_pad2d, self)
+
+
+def _replication_pad3d_default(ks, self, padding):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.replication_pad3d(be.xp, self._data, padding), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.replication_pad3d, self)
+
+
+def _max_unpool2d_default(ks, self, indices, output_size):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.max_unpool2d(be.xp, self._data, indices._data, output_size), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.max_unpool2d, self, indices)
+
+
+def _max_unpool3d_default(ks, self, indices, output_size, stride, padding):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.max_unpool3d(be.xp, self._data, indices._data, output_size, stride, padding), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.max_unpool3d, self, indices)
+
+
+def _embedding_renorm__default(ks, self, indices, max_norm, norm_type):
+    be = BACKEND[ks & ON_CUDA]
+    _check_writable(self)
+    K.embedding_renorm_(be.xp, self._data, indices._data, max_norm, norm_type)
+    self._vc.version += 1
+    return self
+
+
 def _native_group_norm_default(ks, input, weight, bias, N, C, HxW, group, eps):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -6163,6 +6235,15 @@ _BACKEND_KERNELS = (
     (_A._op_rrelu_with_noise_, _rrelu_with_noise__default, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'inplace', None),
     (_A._op_native_dropout, _native_dropout_default, ('CPU', 'CUDA', 'Meta'), K.native_dropout, (), 'new', None),
     (_A._op__safe_softmax, __safe_softmax_default, ('CPU', 'CUDA', 'Meta'), K._safe_softmax, (), 'new', None),
+    (_A._op_reflection_pad1d, _reflection_pad1d_default, ('CPU', 'CUDA', 'Meta'), K.reflection_pad1d, (), 'new', None),
+    (_A._op_reflection_pad2d, _reflection_pad2d_default, ('CPU', 'CUDA', 'Meta'), K.reflection_pad2d, (), 'new', None),
+    (_A._op_reflection_pad3d, _reflection_pad3d_default, ('CPU', 'CUDA', 'Meta'), K.reflection_pad3d, (), 'new', None),
+    (_A._op_replication_pad1d, _replication_pad1d_default, ('CPU', 'CUDA', 'Meta'), K.replication_pad1d, (), 'new', None),
+    (_A._op_replication_pad2d, _replication_pad2d_default, ('CPU', 'CUDA', 'Meta'), K.replication_pad2d, (), 'new', None),
+    (_A._op_replication_pad3d, _replication_pad3d_default, ('CPU', 'CUDA', 'Meta'), K.replication_pad3d, (), 'new', None),
+    (_A._op_max_unpool2d, _max_unpool2d_default, ('CPU', 'CUDA', 'Meta'), K.max_unpool2d, (), 'new', None),
+    (_A._op_max_unpool3d, _max_unpool3d_default, ('CPU', 'CUDA', 'Meta'), K.max_unpool3d, (), 'new', None),
+    (_A._op_embedding_renorm_, _embedding_renorm__default, ('CPU', 'CUDA', 'Meta'), K.embedding_renorm_, (), 'mutating', None),
     (_A._op_native_group_norm, _native_group_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_group_norm, (), 'new', None),
 )
 
@@ -6511,6 +6592,15 @@ _COMPOSITE_KERNELS = (
     (_A._op_native_dropout_backward, 'CompositeImplicitAutograd', C.native_dropout_backward),
     (_A._op_scaled_dot_product_attention, 'CompositeImplicitAutograd', C.scaled_dot_product_attention),
     (_A._op__scaled_dot_product_attention_math, 'CompositeImplicitAutograd', C._scaled_dot_product_attention_math),
+    (_A._op_pad, 'CompositeImplicitAutograd', C.pad),
+    (_A._op__pad_circular, 'CompositeImplicitAutograd', C._pad_circular),
+    (_A._op_reflection_pad1d_backward, 'CompositeImplicitAutograd', C.reflection_pad1d_backward),
+    (_A._op_reflection_pad2d_backward, 'CompositeImplicitAutograd', C.reflection_pad2d_backward),
+    (_A._op_reflection_pad3d_backward, 'CompositeImplicitAutograd', C.reflection_pad3d_backward),
+    (_A._op_replication_pad1d_backward, 'CompositeImplicitAutograd', C.replication_pad1d_backward),
+    (_A._op_replication_pad2d_backward, 'CompositeImplicitAutograd', C.replication_pad2d_backward),
+    (_A._op_replication_pad3d_backward, 'CompositeImplicitAutograd', C.replication_pad3d_backward),
+    (_A._op_one_hot, 'CompositeImplicitAutograd', C.one_hot),
     (_A._op_group_norm, 'CompositeImplicitAutograd', C.group_norm),
     (_A._op_native_group_norm_backward, 'CompositeImplicitAutograd', C.native_group_norm_backward),
 )

@@ -959,6 +959,13 @@ def batch_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, runn
     return out
 
 
+def max_unpool_backward(grad: Tensor, indices: Tensor, nd: int) -> Tensor:
+    """max_unpool's gradient: each input takes the output gradient at the position its index names, flat over the
+    ``nd`` spatial dims (PyTorch's max_pool_double_backward)."""
+    lead = grad.dim() - nd
+    return grad.flatten(lead).gather(-1, indices.flatten(lead)).view(tuple(indices.shape))
+
+
 def max_pool_backward(grad: Tensor, self: Tensor, indices: Tensor, nd: Any) -> Any:
     """Scatter each output's gradient to the input element its index names (summing overlaps); indices
     are flat over the ``nd`` spatial dims of the input."""

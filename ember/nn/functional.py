@@ -544,58 +544,20 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: Any = None, max_norm: 
     else:
         padding_idx = -1
     if max_norm is not None:
+        input = input.contiguous()  # noqa: A001
         with ember.no_grad():
-            rows = input.reshape(-1).unique()
-            norms = weight[rows].norm(norm_type, 1)
-            scale = ember.where(norms > max_norm, max_norm / (norms + 1e-7), ember.ones_like(norms))
-            weight[rows] = weight[rows] * scale.unsqueeze(1)
+            aten.embedding_renorm_(weight, input, float(max_norm), float(norm_type))
     return aten.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
-def one_hot(tensor: Tensor, num_classes: Any = -1) -> Tensor:
-    if tensor.dtype != ember.int64:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes == -1:
-        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
-    if tensor.numel() and (int(tensor.min()) < 0):
-        raise RuntimeError("Class values must be non-negative.")
-    if tensor.numel() and int(tensor.max()) >= num_classes:
-        raise RuntimeError("Class values must be smaller than num_classes.")
-    out = ember.zeros(tuple(tensor.shape) + (num_classes,), dtype=ember.int64, device=tensor.device)
-    return out.scatter_(-1, tensor.unsqueeze(-1), 1)
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    return aten.one_hot(tensor, num_classes)
 
 
 # ------------------------------------------------------------------------------ padding and shapes
-def pad(input: Tensor, pad: Any, mode: str = 'constant', value: Tensor | None = None) -> Tensor:  # noqa: A002
-    if len(pad) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
-    if len(pad) // 2 > input.dim():
-        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
-                           f"padding length {len(pad)} and input of dimension {input.dim()}")
-    if mode == "constant":
-        return aten.constant_pad_nd(input, tuple(pad), 0 if value is None else value)
-    if value is not None and value != 0:
-        raise NotImplementedError(f"Padding mode \"{mode}\" doesn't take in value argument.")
-    if mode not in ("reflect", "replicate", "circular"):
-        raise NotImplementedError(f"Unrecognised padding mode {mode}")
-    x = input
-    for i in range(len(pad) // 2):
-        dim = input.dim() - 1 - i
-        lo, hi = pad[2 * i], pad[2 * i + 1]
-        n = x.shape[dim]
-        if mode == "reflect":
-            if lo >= n or hi >= n:
-                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                                   f"but got: padding ({lo}, {hi}) at dimension {dim} of input {list(input.shape)}")
-            idx = list(range(lo, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - hi, -1))
-        elif mode == "replicate":
-            idx = [0] * lo + list(range(n)) + [n - 1] * hi
-        else:
-            if lo > n or hi > n:
-                raise RuntimeError("Padding value causes wrapping around more than once.")
-            idx = [(j - lo) % n for j in range(n + lo + hi)]
-        x = x.index_select(dim, ember.tensor(idx, dtype=ember.int64, device=x.device))
-    return x
+def pad(input: Tensor, pad: Any, mode: str = 'constant', value: float | None = None) -> Tensor:  # noqa: A002
+    """``torch._C._nn.pad``: constant padding of any dims, reflect / replicate / circular of the last 1-3 dims."""
+    return aten.pad(input, tuple(pad), mode, value)
 
 
 def channel_shuffle(input: Tensor, groups: Any) -> Tensor:  # noqa: A002
@@ -1130,17 +1092,11 @@ def _max_unpool(input: Any, indices: Any, kernel_size: Any, stride: Any, padding
             lo, hi = default[i] - s[i], default[i] + s[i]
             if not lo < out[i] < hi:
                 raise ValueError(f'invalid output_size "{tuple(out)}" (dim {i} must be between {lo} and {hi})')
-    lead = tuple(input.shape[:input.dim() - nd])
-    n_out = 1
-    for v in out:
-        n_out *= v
-    flat_in = input.reshape(lead + (-1,))
-    flat_idx = indices.reshape(lead + (-1,))
-    if flat_idx.numel() and (int(flat_idx.max()) >= n_out or int(flat_idx.min()) < 0):
-        raise RuntimeError(f"Found an invalid max index: {int(flat_idx.max())} (output volumes are of size "
-                           f"{'x'.join(str(v) for v in out)}")
-    res = ember.zeros(lead + (n_out,), dtype=input.dtype, device=input.device).scatter(-1, flat_idx, flat_in)
-    return res.reshape(lead + tuple(out))
+    if nd == 1:  # as PyTorch's: a unit width, then max_unpool2d
+        return aten.max_unpool2d(input.unsqueeze(-1), indices.unsqueeze(-1), (out[0], 1)).squeeze(-1)
+    if nd == 2:
+        return aten.max_unpool2d(input, indices, tuple(out))
+    return aten.max_unpool3d(input, indices, tuple(out), tuple(s), tuple(p))
 
 
 def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: int = 0,  # noqa: A002

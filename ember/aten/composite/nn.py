@@ -6,9 +6,13 @@ from typing import Any, Callable
 
 import math
 
+import numpy as np
+
 from ember._generated import aten
-from ember.aten.kernels.nn import affine_base
-from ember.aten.wrap import _type_name, tensor_like
+from ember.aten.kernels.nn import affine_base, pad_source_index
+from ember.aten.wrap import _type_name, new_tensor, tensor_like
+from ember.c10.device import CPU
+from ember.c10.dispatch_key import KS_CPU
 from ember.c10.dtype import bool_ as _bool, finfo, float32 as _float32, float64 as _float64, int64 as _int64
 
 
@@ -704,3 +708,103 @@ def _scaled_dot_product_attention_math(query: Any, key: Any, value: Any, attn_ma
         else:
             attn = aten.dropout(attn, dropout_p, True)
     return aten.matmul(attn, value), attn
+
+
+# ------------------------------------------------------------------------------ padding (PadNd.cpp)
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(self: Any, pad: Any, mode: str = "constant", value: Any = None) -> Any:
+    """``aten::pad``: constant padding of any dims; reflect / replicate / circular of the last 1, 2 or 3 dims of an
+    input with one or two leading dims (PyTorch's supported combinations)."""
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > self.dim():
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {self.dim()}")
+    if mode == "constant":
+        return aten.constant_pad_nd(self, tuple(pad), 0 if value is None else value)
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    nd = len(pad) // 2
+    if nd in (1, 2, 3) and self.dim() in (nd + 1, nd + 2):
+        if mode == "circular":
+            return aten._pad_circular(self, tuple(pad))
+        return getattr(aten, f"{'reflection' if mode == 'reflect' else 'replication'}_pad{nd}d")(self, tuple(pad))
+    raise NotImplementedError(f"Padding size {len(pad)} is not supported for {self.dim()}D input tensor.\n"
+                              "Supported combinations for non-constant padding:\n"
+                              "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                              "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                              "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+
+
+def _pad_circular(self: Any, pad: Any) -> Any:
+    """Each padded dim (the last first) wraps around: the input read at ``(j - lo) mod n``; a padding larger than
+    the dim would wrap more than once."""
+    x = self
+    for i in range(len(pad) // 2):
+        dim = self.dim() - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        n = x.shape[dim]
+        if lo > n or hi > n:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        # negative padding crops first; the positive padding then wraps around what is left
+        start, m = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
+        idx = aten.arange_start(-max(lo, 0), m + max(hi, 0), dtype=_int64, device=self.device).remainder(m) + start
+        x = x.index_select(dim, idx)
+    return x
+
+
+def _index_tensor(index: Any, like: Any) -> Any:
+    """A NumPy index array as an int64 tensor on ``like``'s device."""
+    t = new_tensor(np.asarray(index, np.int64), KS_CPU, CPU)
+    return t if like.device == CPU else aten._to_copy(t, device=like.device)
+
+
+def _pad_backward(grad_output: Any, self: Any, padding: Any, reflect: bool) -> Any:
+    """The gradient of reflection / replication padding: each output gradient added to the input position it
+    copied, dim by dim (in ops, so it has a gradient too)."""
+    g = grad_output
+    for i in reversed(range(len(padding) // 2)):
+        dim = self.dim() - 1 - i
+        n = self.shape[dim]
+        src = pad_source_index(n, padding[2 * i], padding[2 * i + 1], reflect)
+        shape = list(g.shape)
+        shape[dim] = n
+        g = aten.zeros(tuple(shape), dtype=g.dtype, device=g.device).index_add(dim, _index_tensor(src, self), g)
+    return g
+
+
+def _def_pad_backward(name: str, reflect: bool) -> None:
+    def backward(grad_output: Any, self: Any, padding: Any) -> Any:
+        return _pad_backward(grad_output, self, padding, reflect)
+    backward.__name__ = backward.__qualname__ = name
+    globals()[name] = backward
+
+
+for _nd in (1, 2, 3):
+    _def_pad_backward(f"reflection_pad{_nd}d_backward", True)
+    _def_pad_backward(f"replication_pad{_nd}d_backward", False)
+
+
+def one_hot(self: Any, num_classes: int = -1) -> Any:
+    """``[..., num_classes]`` int64 with a 1 at each value's class (``Onehot.cpp``)."""
+    if self.dtype != _int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if self.device.type == "meta":  # no values to check or count (PyTorch's Meta path)
+        if num_classes == -1:
+            raise RuntimeError("Can not infer total number of classes from meta tensor.")
+    elif self.numel() == 0:
+        if num_classes <= 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    else:
+        if int(self.min()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if num_classes == -1:
+            num_classes = int(self.max()) + 1
+        elif int(self.max()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    out = aten.zeros(tuple(self.shape) + (num_classes,), dtype=_int64, device=self.device)
+    return out.scatter_(-1, self.unsqueeze(-1), 1)

@@ -2276,3 +2276,141 @@ def channel_shuffle(xp: Any, self: Array, groups: Any) -> Any:
 
 
 __all__ += ["channel_shuffle", "_safe_softmax"]
+
+
+# ------------------------------------------------------------------------------ reflection / replication padding
+_PAD_DIM_NAMES = {1: ("W",), 2: ("H", "W"), 3: ("D", "H", "W")}
+
+
+def pad_source_index(n: int, lo: int, hi: int, reflect: bool) -> np.ndarray:
+    """For each output position along a padded dim, the input position it copies: mirrored about the edge
+    (reflection: ``-q`` / ``2(n-1) - q``) or clamped to it (replication); negative padding crops."""
+    q = np.arange(-lo, n + hi)
+    if reflect:
+        q = np.abs(q)
+        q = np.where(q > n - 1, 2 * (n - 1) - q, q)
+        return q
+    return np.clip(q, 0, n - 1)
+
+
+def _pad_checks(self: Array, padding: Any, nd: int, reflect: bool) -> None:
+    """PyTorch's checks of reflection_pad{1,2,3}d / replication_pad{1,2,3}d (``ReflectionPad.cpp``,
+    ``ReplicationPadding.cpp``)."""
+    dim = self.ndim
+    if dim not in (nd + 1, nd + 2) or any(s == 0 for s in self.shape[int(dim == nd + 2):]):
+        raise RuntimeError(f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {shape_str(self.shape)}")
+    if len(padding) != 2 * nd:
+        raise RuntimeError(f"padding size is expected to be {2 * nd}, but got: {len(padding)}")
+    ins = self.shape[dim - nd:]
+    outs = []
+    for i in range(nd):                      # padding lists the last dim first
+        lo, hi = padding[2 * (nd - 1 - i)], padding[2 * (nd - 1 - i) + 1]
+        n = ins[i]
+        if reflect and (lo >= n or hi >= n):
+            raise RuntimeError(f"Argument #{4 + 2 * (nd - 1 - i)}: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({lo}, {hi}) at dimension {dim - nd + i} of input "
+                               f"{shape_str(self.shape)}")
+        outs.append(n + lo + hi)
+    if any(o < 1 for o in outs):
+        names = _PAD_DIM_NAMES[nd]
+        raise RuntimeError(f"input ({', '.join(f'{a}: {n}' for a, n in zip(names, ins))}) is too small. Calculated "
+                           f"output {' '.join(f'{a}: {o}' for a, o in zip(names, outs))}")
+
+
+def _pad_nd(xp: Any, self: Array, padding: Any, nd: int, reflect: bool) -> Any:
+    _pad_checks(self, padding, nd, reflect)
+    out = self
+    for i in range(nd):
+        axis = self.ndim - 1 - i
+        lo, hi = padding[2 * i], padding[2 * i + 1]
+        out = xp.take(out, xp.asarray(pad_source_index(self.shape[axis], lo, hi, reflect)), axis=axis)
+    return xp.ascontiguousarray(out)
+
+
+def _def_pad(name: str, nd: int, reflect: bool) -> None:
+    def kernel(xp: Any, self: Array, padding: Any) -> Any:
+        return _pad_nd(xp, self, padding, nd, reflect)
+    kernel.__name__ = kernel.__qualname__ = name
+    globals()[name] = kernel
+    __all__.append(name)
+
+
+for _nd in (1, 2, 3):
+    _def_pad(f"reflection_pad{_nd}d", _nd, True)
+    _def_pad(f"replication_pad{_nd}d", _nd, False)
+
+
+# ------------------------------------------------------------------------------ max unpooling (MaxUnpooling.cpp)
+def _max_unpool(xp: Any, self: Array, indices: Array, output_size: Any, nd: int) -> Any:
+    if indices.dtype != np.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {type_name(indices.dtype)}")
+    if len(output_size) != nd:
+        raise RuntimeError(f"There should be exactly {nd} elements but got {len(output_size)} elements")
+    if self.shape != indices.shape:
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({shape_str(self.shape)}) but got indices tensor with shape: {shape_str(indices.shape)}")
+    if self.ndim not in (nd + 1, nd + 2) or any(s <= 0 for s in self.shape[-nd - 1:]):
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor with non-zero "
+                           f"dimensions, but got a tensor with shape {shape_str(self.shape)}")
+    lead = self.shape[:self.ndim - nd]
+    n_out = int(np.prod(output_size))
+    flat_in = self.reshape(lead + (-1,))
+    flat_idx = indices.reshape(lead + (-1,))
+    if flat_idx.size and (int(flat_idx.max()) >= n_out or int(flat_idx.min()) < 0):
+        bad = int(flat_idx.max()) if int(flat_idx.max()) >= n_out else int(flat_idx.min())
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(str(v) for v in output_size)}")
+    out = xp.zeros(lead + (n_out,), self.dtype)
+    xp.put_along_axis(out, flat_idx, flat_in, axis=-1)
+    return out.reshape(lead + tuple(output_size))
+
+
+def max_unpool2d(xp: Any, self: Array, indices: Array, output_size: Any) -> Any:
+    return _max_unpool(xp, self, indices, output_size, 2)
+
+
+def max_unpool3d(xp: Any, self: Array, indices: Array, output_size: Any, stride: Any, padding: Any) -> Any:
+    if len(stride) != 3 or len(padding) != 3:
+        raise RuntimeError("There should be exactly three elements (depth, height, width) in stride and padding")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"strides should be greater than zero, but got stride: {shape_str(stride)}")
+    return _max_unpool(xp, self, indices, output_size, 3)
+
+
+# ------------------------------------------------------------------------------ embedding_renorm_ (Embedding.cpp)
+def _embedding_renorm_checks(xp: Any, self: Array, indices: Array, max_norm: float, norm_type: float) -> Any:
+    if self.ndim != 2:
+        raise RuntimeError(f"Expected 2-dimensional tensor, but got {self.ndim}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for embedding_renorm_)")
+    if indices.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {type_name(indices.dtype)} instead (while checking arguments for "
+                           f"embedding_renorm_)")
+    return self
+
+
+@meta_kernel(_embedding_renorm_checks)
+def embedding_renorm_(xp: Any, self: Array, indices: Array, max_norm: float, norm_type: float) -> Any:
+    """In place: rows of ``self`` named in ``indices`` whose ``norm_type``-norm exceeds ``max_norm`` are scaled down
+    by ``max_norm / (norm + 1e-7)`` (each row once)."""
+    _embedding_renorm_checks(xp, self, indices, max_norm, norm_type)
+    rows = xp.unique(indices.reshape(-1))
+    ct = compute_dtype(self.dtype)
+    w = self[rows].astype(ct)
+    with np.errstate(all="ignore"):
+        if norm_type == 1:
+            norms = xp.abs(w).sum(axis=1)
+        elif norm_type == 2:
+            norms = xp.sqrt((w * w).sum(axis=1))
+        elif norm_type == float("inf"):
+            norms = xp.abs(w).max(axis=1) if w.shape[1] else xp.zeros(w.shape[0], ct)
+        else:
+            norms = (xp.abs(w) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+        norms = norms.astype(np.float64)         # PyTorch: the norm as a double, ``row *= max_norm / (norm + 1e-7)``
+        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(ct)
+    self[rows] = (w * scale[:, None]).astype(self.dtype)
+    return self
+
+
+__all__ += ["max_unpool2d", "max_unpool3d", "embedding_renorm_"]
