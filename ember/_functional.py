@@ -5,7 +5,10 @@ from ember._generated import functions as _F
 from ember._generated.ops import _unique2, unique_dim
 
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
-           "atleast_2d", "atleast_3d", "broadcast_shapes"]
+           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist"]
+
+_CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
+                "donot_use_mm_for_euclid_dist": 2}
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
@@ -114,3 +117,11 @@ def atleast_2d(*tensors):
 
 def atleast_3d(*tensors):
     return _atleast(_F.atleast_3d, tensors)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """Pairwise ``p``-norm distances between the rows of ``x1`` and ``x2``; ``compute_mode`` says whether the
+    Euclidean distance may go through a matrix product (PyTorch's names, then the op's integer code)."""
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    return _F.cdist(x1, x2, p, _CDIST_MODES[compute_mode])

@@ -435,8 +435,7 @@ class Tensor(TensorImpl, _TensorMethods):
     def conj(self) -> Tensor:
         if not self.is_complex():
             return self
-        import ember
-        return ember.tensor(np.conj(self.numpy()), device=self.device)
+        return aten.conj_physical(self)  # a copy (PyTorch's is a lazy view), differentiable
 
     @property
     def real(self) -> Tensor:

@@ -32,6 +32,7 @@ import sys
 import tarfile
 import tempfile
 import types
+import zlib
 import warnings
 import zipfile
 from collections import OrderedDict
@@ -125,6 +126,28 @@ def _make_storage(raw, dtype, location, map_location, byteorder):
     return _Storage(flat, _resolve_location(location, map_location))
 
 
+# What zipfile raises on a damaged archive besides BadZipFile (a negative seek, an unknown zip version or flag,
+# truncated data): each becomes PyTorch's reader error, as every failure to read an archive is in PyTorch.
+_ZIP_DAMAGE = (zipfile.BadZipFile, ValueError, NotImplementedError, EOFError, OSError, struct.error, zlib.error)
+
+
+def _open_archive(fh) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(fh)
+    except _ZIP_DAMAGE as e:
+        raise RuntimeError(f"PytorchStreamReader failed reading zip archive: {e} (is the file truncated or "
+                           "corrupted?)") from None
+
+
+def _read_record(zf: zipfile.ZipFile, info) -> bytes:
+    try:
+        return zf.read(info)
+    except _ZIP_DAMAGE as e:
+        name = info.filename if isinstance(info, zipfile.ZipInfo) else info
+        raise RuntimeError(f"PytorchStreamReader failed reading file {name}: invalid header or archive is "
+                           f"corrupted ({e})") from None
+
+
 def _check_archive(zf: zipfile.ZipFile):
     """The archive's folder name and records, after PyTorch's structural checks and ember's stricter ones."""
     infos = zf.infolist()
@@ -152,7 +175,7 @@ def _check_archive(zf: zipfile.ZipFile):
         raise RuntimeError("PytorchStreamReader failed locating file data.pkl: file not found")
     if "version" not in records:
         raise RuntimeError('PytorchStreamReader failed reading zip archive: Expected hasRecord("version") to be true')
-    version = zf.read(records["version"]).strip()
+    version = _read_record(zf, records["version"]).strip()
     if not version.isdigit() or not 1 <= int(version) <= 10:
         raise RuntimeError(f"PytorchStreamReader: unsupported archive version {version!r} (expected 1 to 10)")
     return prefix, records, False
@@ -169,7 +192,7 @@ def _data_offset(f, info) -> int:
 
 
 def _load_zip(f, path, map_location, weights_only, mmap, pickle_module):
-    with zipfile.ZipFile(f) as zf:
+    with _open_archive(f) as zf:
         prefix, records, torchscript = _check_archive(zf)
         if torchscript:
             if weights_only:
@@ -178,7 +201,7 @@ def _load_zip(f, path, map_location, weights_only, mmap, pickle_module):
             raise RuntimeError("ember cannot load TorchScript archives (torch.jit); save a state_dict instead")
         byteorder = "little"
         if "byteorder" in records:
-            byteorder = zf.read(records["byteorder"]).decode("ascii", "replace").strip()
+            byteorder = _read_record(zf, records["byteorder"]).decode("ascii", "replace").strip()
             if byteorder not in ("little", "big"):
                 raise RuntimeError(f"the checkpoint's byteorder record is {byteorder!r}, not 'little' or 'big'")
         mapped = None
@@ -214,11 +237,11 @@ def _load_zip(f, path, map_location, weights_only, mmap, pickle_module):
                 if raw.size != nbytes:
                     raise RuntimeError(f"storage {key} runs past the end of the file: the checkpoint is truncated")
             else:
-                raw = np.frombuffer(bytearray(zf.read(info)), dtype=np.uint8)
+                raw = np.frombuffer(bytearray(_read_record(zf, info)), dtype=np.uint8)
             s = loaded[key] = _make_storage(raw, dtype, location, map_location, byteorder)
             return s
 
-        data = zf.read(records["data.pkl"])
+        data = _read_record(zf, records["data.pkl"])
         return _unpickle(data, persistent_load, weights_only, pickle_module)
 
 
@@ -398,9 +421,9 @@ def get_unsafe_globals_in_checkpoint(f) -> list:
     import pickletools
     with contextlib.ExitStack() as stack:
         fh = stack.enter_context(open(f, "rb")) if _is_path(f) else f
-        with zipfile.ZipFile(fh) as zf:
+        with _open_archive(fh) as zf:
             _, records, _ = _check_archive(zf)
-            data = zf.read(records["data.pkl"])
+            data = _read_record(zf, records["data.pkl"])
     allowed = _allowed_globals()
     out = []
     for op, arg, _ in pickletools.genops(io.BytesIO(data)):

@@ -423,11 +423,26 @@ def _spd(r, n, d):
     return (a @ a.T + n * np.eye(n)).astype(d)
 
 
+_SINGULAR = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 4.0]]])
+_LINALG_ERRORS = {  # LAPACK's info and the failing batch element, in PyTorch's words (class: tests/test_fidelity.py)
+    "linalg.inv": lambda: [_err((_SINGULAR,), {}, RuntimeError, "linalg.inv: \\(Batch element 1\\): The diagonal "
+                                "element 2 is zero, the inversion could not be completed"),
+                           _err((np.zeros((3, 3)),), {}, RuntimeError, "linalg.inv: The diagonal element 1 is zero")],
+    "linalg.cholesky": lambda: [_err((np.array([[4.0, 2, 0], [2, 1, 0], [0, 0, 1]]),), {}, RuntimeError,
+                                     "the leading minor of order 2 is not positive-definite")],
+    "linalg.solve": lambda: [_err((_SINGULAR[1], np.ones(2)), {}, RuntimeError,
+                                  "torch.linalg.solve: The solver failed because the input matrix is singular."),
+                             _err((np.eye(2), np.ones((3, 2))), {}, RuntimeError,
+                                  "Incompatible shapes of A and B for the equation AX = B \\(2x2 and 3x2\\)"),
+                             _err((np.eye(2), np.ones((2, 3))), dict(left=False), RuntimeError,
+                                  "Incompatible shapes of A and B for the equation XA = B \\(2x2 and 2x3\\)")],
+}
 for name, fn in [
     ("linalg.inv", lambda d, r: [Sample((_spd(r, 4, d),))]),
     ("linalg.det", lambda d, r: [Sample((arr(r, (4, 4), d),)), Sample((arr(r, (2, 3, 3), d),))]),
     ("linalg.slogdet", lambda d, r: [Sample((arr(r, (4, 4), d),))]),
-    ("linalg.solve", lambda d, r: [Sample((_spd(r, 4, d), arr(r, (4, 2), d))), Sample((_spd(r, 4, d), arr(r, (4,), d)))]),
+    ("linalg.solve", lambda d, r: [Sample((_spd(r, 4, d), arr(r, (4, 2), d))), Sample((_spd(r, 4, d), arr(r, (4,), d))),
+                                   Sample((_spd(r, 3, d), arr(r, (2, 3), d)), dict(left=False))]),
     ("linalg.cholesky", lambda d, r: [Sample((_spd(r, 4, d),))]),
     ("linalg.eigvalsh", lambda d, r: [Sample((_spd(r, 4, d),))]),
     ("linalg.svdvals", lambda d, r: [Sample((arr(r, (4, 3), d),))]),
@@ -440,7 +455,7 @@ for name, fn in [
     ("linalg.norm", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (5,), d), 3))]),
     ("linalg.cross", lambda d, r: [Sample((arr(r, (4, 3), d), arr(r, (4, 3), d)))]),
 ]:
-    add(OpInfo(name, fn, dtypes=FLOATS, method=False, rtol=1e-4, atol=1e-5))
+    add(OpInfo(name, fn, dtypes=FLOATS, method=False, rtol=1e-4, atol=1e-5, errors=_LINALG_ERRORS.get(name)))
 # decompositions whose factors are unique only up to signs: compared through reconstruction in test_linalg.py
 add(OpInfo("linalg.qr", lambda d, r: [Sample((arr(r, (4, 3), d),))], dtypes=FLOATS, method=False,
            ember_fn=lambda e, a: e.linalg.qr(a).Q @ e.linalg.qr(a).R,
@@ -459,6 +474,7 @@ for name, src in [("det", "linalg.det"), ("inverse", "linalg.inv"), ("slogdet", 
     add(OpInfo(name, lambda d, r: [Sample((_spd(r, 3, d),))], dtypes=FLOATS, rtol=1e-4, atol=1e-5))
 
 # ------------------------------------------------------------------------------ copies
+add(OpInfo("conj_physical", unary_samples(), dtypes=FLOATS + INTS))  # complex: tests/test_fidelity.py
 add(OpInfo("clone", unary_samples(), dtypes=ALL_REAL + BOOL))
 add(OpInfo("relu6", unary_samples(-8, 8), dtypes=FLOATS, method=False, torch_name="nn.functional.relu6"))
 

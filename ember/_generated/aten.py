@@ -26,6 +26,11 @@ _op_abs_out = _D.define('abs.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)',
 def abs_out(self, *, out):
     return _op_abs_out.call(self._ks, self, out)
 
+_op_conj_physical = _D.define('conj_physical(Tensor self) -> Tensor')
+
+def conj_physical(self):
+    return _op_conj_physical.call(self._ks, self)
+
 _op_neg = _D.define('neg(Tensor self) -> Tensor')
 
 def neg(self):

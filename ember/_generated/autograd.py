@@ -42,6 +42,29 @@ def _ag_abs_default(ks, self):
     return result
 
 
+class ConjPhysicalBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad.conj_physical()
+        return grad_inputs
+
+
+def _ag_conj_physical_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_conj_physical.redispatch(ks & _BELOW, self)
+    _n = ConjPhysicalBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_conj_physical.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
 class NegBackward0(_Node):
     _saved_names = ()
 
@@ -1309,10 +1332,10 @@ class MulBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             other = _n._saved('other_')
-            grad_inputs[self_ix] = grad * other
+            grad_inputs[self_ix] = grad * conj_of(other)
         if _n._next[other_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[other_ix] = grad * self
+            grad_inputs[other_ix] = grad * conj_of(self)
         return grad_inputs
 
 
@@ -1340,7 +1363,7 @@ class MulBackward1(_Node):
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = grad * other
+            grad_inputs[self_ix] = grad * conj_of(other)
         return grad_inputs
 MulBackward1.__name__ = MulBackward1.__qualname__ = 'MulBackward0'
 
@@ -1366,11 +1389,11 @@ class DivBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             other = _n._saved('other_')
-            grad_inputs[self_ix] = grad / other
+            grad_inputs[self_ix] = grad / conj_of(other)
         if _n._next[other_ix] is not None:
             other = _n._saved('other_')
             self = _n._saved('self_')
-            grad_inputs[other_ix] = -grad * self / (other * other)
+            grad_inputs[other_ix] = -grad * conj_of(self / (other * other))
         return grad_inputs
 
 
@@ -1398,7 +1421,7 @@ class DivBackward1(_Node):
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = grad / other
+            grad_inputs[self_ix] = grad / conj_of(other)
         return grad_inputs
 DivBackward1.__name__ = DivBackward1.__qualname__ = 'DivBackward0'
 
@@ -1425,11 +1448,11 @@ class DivBackward2(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             other = _n._saved('other_')
-            grad_inputs[self_ix] = aten.zeros_like(grad) if rounding_mode is not None else grad / other
+            grad_inputs[self_ix] = aten.zeros_like(grad) if rounding_mode is not None else grad / conj_of(other)
         if _n._next[other_ix] is not None:
             other = _n._saved('other_')
             self = _n._saved('self_')
-            grad_inputs[other_ix] = aten.zeros_like(grad) if rounding_mode is not None else -grad * self / (other * other)
+            grad_inputs[other_ix] = aten.zeros_like(grad) if rounding_mode is not None else -grad * conj_of(self / (other * other))
         return grad_inputs
 
 
@@ -1459,7 +1482,7 @@ class DivBackward3(_Node):
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = aten.zeros_like(grad) if rounding_mode is not None else grad / other
+            grad_inputs[self_ix] = aten.zeros_like(grad) if rounding_mode is not None else grad / conj_of(other)
         return grad_inputs
 DivBackward3.__name__ = DivBackward3.__qualname__ = 'DivBackward2'
 
@@ -2702,10 +2725,10 @@ class AddcmulBackward0(_Node):
             grad_inputs[self_ix] = grad
         if _n._next[tensor1_ix] is not None:
             tensor2 = _n._saved('tensor2_')
-            grad_inputs[tensor1_ix] = grad * tensor2 * value
+            grad_inputs[tensor1_ix] = grad * conj_of(tensor2 * value)
         if _n._next[tensor2_ix] is not None:
             tensor1 = _n._saved('tensor1_')
-            grad_inputs[tensor2_ix] = grad * tensor1 * value
+            grad_inputs[tensor2_ix] = grad * conj_of(tensor1 * value)
         return grad_inputs
 
 
@@ -2737,11 +2760,11 @@ class AddcdivBackward0(_Node):
             grad_inputs[self_ix] = grad
         if _n._next[tensor1_ix] is not None:
             tensor2 = _n._saved('tensor2_')
-            grad_inputs[tensor1_ix] = grad * value / tensor2
+            grad_inputs[tensor1_ix] = grad * conj_of(value / tensor2)
         if _n._next[tensor2_ix] is not None:
             tensor1 = _n._saved('tensor1_')
             tensor2 = _n._saved('tensor2_')
-            grad_inputs[tensor2_ix] = -grad * value * tensor1 / (tensor2 * tensor2)
+            grad_inputs[tensor2_ix] = -grad * conj_of(value * tensor1 / (tensor2 * tensor2))
         return grad_inputs
 
 
@@ -5813,10 +5836,10 @@ class MmBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             mat2 = _n._saved('mat2_')
-            grad_inputs[self_ix] = grad.mm(mat2.t())
+            grad_inputs[self_ix] = grad.mm(conj_of(mat2.t()))
         if _n._next[mat2_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[mat2_ix] = self.t().mm(grad)
+            grad_inputs[mat2_ix] = conj_of(self.t()).mm(grad)
         return grad_inputs
 
 
@@ -5844,10 +5867,10 @@ class BmmBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             mat2 = _n._saved('mat2_')
-            grad_inputs[self_ix] = grad.bmm(mat2.transpose(1, 2))
+            grad_inputs[self_ix] = grad.bmm(conj_of(mat2.transpose(1, 2)))
         if _n._next[mat2_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[mat2_ix] = self.transpose(1, 2).bmm(grad)
+            grad_inputs[mat2_ix] = conj_of(self.transpose(1, 2)).bmm(grad)
         return grad_inputs
 
 
@@ -5875,10 +5898,10 @@ class MvBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             vec = _n._saved('vec_')
-            grad_inputs[self_ix] = grad.unsqueeze(-1) * vec
+            grad_inputs[self_ix] = grad.unsqueeze(-1) * conj_of(vec)
         if _n._next[vec_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[vec_ix] = self.t().mv(grad)
+            grad_inputs[vec_ix] = conj_of(self.t()).mv(grad)
         return grad_inputs
 
 
@@ -5906,10 +5929,10 @@ class DotBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             tensor = _n._saved('tensor_')
-            grad_inputs[self_ix] = grad * tensor
+            grad_inputs[self_ix] = grad * conj_of(tensor)
         if _n._next[tensor_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[tensor_ix] = grad * self
+            grad_inputs[tensor_ix] = grad * conj_of(self)
         return grad_inputs
 
 
@@ -5937,7 +5960,7 @@ class VdotBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             other = _n._saved('other_')
-            grad_inputs[self_ix] = grad * other
+            grad_inputs[self_ix] = conj_of(grad) * other
         if _n._next[other_ix] is not None:
             self = _n._saved('self_')
             grad_inputs[other_ix] = grad * self
@@ -5968,10 +5991,10 @@ class OuterBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             vec2 = _n._saved('vec2_')
-            grad_inputs[self_ix] = grad.mv(vec2)
+            grad_inputs[self_ix] = grad.mv(conj_of(vec2))
         if _n._next[vec2_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[vec2_ix] = grad.t().mv(self)
+            grad_inputs[vec2_ix] = grad.t().mv(conj_of(self))
         return grad_inputs
 
 
@@ -5999,10 +6022,10 @@ class GerBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             vec2 = _n._saved('vec2_')
-            grad_inputs[self_ix] = grad.mv(vec2)
+            grad_inputs[self_ix] = grad.mv(conj_of(vec2))
         if _n._next[vec2_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[vec2_ix] = grad.t().mv(self)
+            grad_inputs[vec2_ix] = grad.t().mv(conj_of(self))
         return grad_inputs
 
 
@@ -6031,13 +6054,13 @@ class AddmmBackward0(_Node):
         self_ix, mat1_ix, mat2_ix = 0, 1, 2
         grad_inputs = [None] * 3
         if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = maybe_multiply(grad, beta)
+            grad_inputs[self_ix] = maybe_multiply(grad, conj_of(beta))
         if _n._next[mat1_ix] is not None:
             mat2 = _n._saved('mat2_')
-            grad_inputs[mat1_ix] = maybe_multiply(grad.mm(mat2.t()), alpha)
+            grad_inputs[mat1_ix] = maybe_multiply(grad.mm(conj_of(mat2.t())), conj_of(alpha))
         if _n._next[mat2_ix] is not None:
             mat1 = _n._saved('mat1_')
-            grad_inputs[mat2_ix] = maybe_multiply(mat1.t().mm(grad), alpha)
+            grad_inputs[mat2_ix] = maybe_multiply(conj_of(mat1.t()).mm(grad), conj_of(alpha))
         return grad_inputs
 
 
@@ -6068,13 +6091,13 @@ class AddmvBackward0(_Node):
         self_ix, mat_ix, vec_ix = 0, 1, 2
         grad_inputs = [None] * 3
         if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = maybe_multiply(grad, beta)
+            grad_inputs[self_ix] = maybe_multiply(grad, conj_of(beta))
         if _n._next[mat_ix] is not None:
             vec = _n._saved('vec_')
-            grad_inputs[mat_ix] = maybe_multiply(grad.unsqueeze(-1) * vec, alpha)
+            grad_inputs[mat_ix] = maybe_multiply(grad.unsqueeze(-1) * conj_of(vec), conj_of(alpha))
         if _n._next[vec_ix] is not None:
             mat = _n._saved('mat_')
-            grad_inputs[vec_ix] = maybe_multiply(mat.t().mv(grad), alpha)
+            grad_inputs[vec_ix] = maybe_multiply(conj_of(mat.t()).mv(grad), conj_of(alpha))
         return grad_inputs
 
 
@@ -6105,13 +6128,13 @@ class BaddbmmBackward0(_Node):
         self_ix, batch1_ix, batch2_ix = 0, 1, 2
         grad_inputs = [None] * 3
         if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = maybe_multiply(grad, beta)
+            grad_inputs[self_ix] = maybe_multiply(grad, conj_of(beta))
         if _n._next[batch1_ix] is not None:
             batch2 = _n._saved('batch2_')
-            grad_inputs[batch1_ix] = maybe_multiply(grad.bmm(batch2.transpose(1, 2)), alpha)
+            grad_inputs[batch1_ix] = maybe_multiply(grad.bmm(conj_of(batch2.transpose(1, 2))), conj_of(alpha))
         if _n._next[batch2_ix] is not None:
             batch1 = _n._saved('batch1_')
-            grad_inputs[batch2_ix] = maybe_multiply(batch1.transpose(1, 2).bmm(grad), alpha)
+            grad_inputs[batch2_ix] = maybe_multiply(conj_of(batch1.transpose(1, 2)).bmm(grad), conj_of(alpha))
         return grad_inputs
 
 
@@ -6394,15 +6417,16 @@ class LinalgSolveBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
+        left = _n.left
         A_ix, B_ix = 0, 1
         grad_inputs = [None] * 2
         if _n._next[A_ix] is not None:
             A = _n._saved('A_')
             result = _n._saved('result_')
-            grad_inputs[A_ix] = solve_backward_A(grad, A, result)
+            grad_inputs[A_ix] = solve_backward_A(grad, A, result, left)
         if _n._next[B_ix] is not None:
             A = _n._saved('A_')
-            grad_inputs[B_ix] = solve_backward_B(grad, A)
+            grad_inputs[B_ix] = solve_backward_B(grad, A, left)
         return grad_inputs
 
 
@@ -6412,6 +6436,7 @@ def _ag_linalg_solve_default(ks, A, B, left):
     _n = LinalgSolveBackward0()
     _n._next = _edges(A, B)
     _n._input_meta = _meta(A, B)
+    _n.left = left
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.A_ = _SV(A)
     result = aten._op_linalg_solve.redispatch(ks & _BELOW, A, B, left)
@@ -11568,6 +11593,7 @@ def _ag_rrelu_with_noise__default(ks, self, noise, lower, upper, training, gener
 
 for _h, _k in (
     (aten._op_abs, _ag_abs_default),
+    (aten._op_conj_physical, _ag_conj_physical_default),
     (aten._op_neg, _ag_neg_default),
     (aten._op_sign, _ag_sign_default),
     (aten._op_sgn, _ag_sgn_default),

@@ -14,6 +14,9 @@ abs = _P('abs', [
 abs_ = _P('abs_', [
     _O(_A._op_abs_, (('self', 'T', False, False, None),), ['self']),
 ])
+conj_physical = _P('conj_physical', [
+    _O(_A._op_conj_physical, (('self', 'T', False, False, None),), ['self']),
+])
 neg = _P('neg', [
     _O(_A._op_neg, (('self', 'T', False, False, None),), ['self']),
     _O(_A._op_neg_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),

@@ -37,6 +37,14 @@ def _abs_out(ks, self, out):
         _value_error(_e, K.abs, self, out)
 
 
+def _conj_physical_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.conj_physical(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.conj_physical, self)
+
+
 def _neg_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -5553,6 +5561,7 @@ _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
     (_A._op_abs_, _abs__default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'inplace', None),
     (_A._op_abs_out, _abs_out, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'out', None),
+    (_A._op_conj_physical, _conj_physical_default, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'new', None),
     (_A._op_neg, _neg_default, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'new', None),
     (_A._op_neg_, _neg__default, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'inplace', None),
     (_A._op_neg_out, _neg_out, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'out', None),

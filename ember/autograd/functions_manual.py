@@ -20,6 +20,16 @@ def is_number(x: object) -> bool:
     return type(x) in (int, float, bool, complex)
 
 
+def conj_of(x: Any) -> Any:
+    """The complex conjugate of a tensor or Python number, ``x`` itself when real: the factor PyTorch's formulas
+    conjugate (``grad * other.conj()``), so complex gradients follow its conjugate-Wirtinger convention."""
+    if isinstance(x, complex):
+        return x.conjugate()
+    if is_number(x) or x is None or not x.is_complex():
+        return x
+    return x.conj()
+
+
 def zeros_of(sizes: int | Sequence[int], like: Tensor) -> Tensor:
     """``at::zeros(sizes, like.options())``: zeros of ``like``'s dtype on ``like``'s device."""
     return aten.zeros((sizes,) if isinstance(sizes, int) else tuple(sizes), dtype=like.dtype, device=like.device)
@@ -318,7 +328,7 @@ def matmul_backward(grad: Tensor, self: Tensor, other: Tensor, which: Any) -> An
     """Gradients of ``matmul`` for every rank combination (PyTorch's matmul_backward)."""
     a, b = self, other
     if a.dim() == 1 and b.dim() == 1:
-        return grad * b if which == 0 else grad * a
+        return grad * conj_of(b) if which == 0 else grad * conj_of(a)
     a2 = a.unsqueeze(0) if a.dim() == 1 else a
     b2 = b.unsqueeze(-1) if b.dim() == 1 else b
     g = grad
@@ -327,10 +337,10 @@ def matmul_backward(grad: Tensor, self: Tensor, other: Tensor, which: Any) -> An
     if b.dim() == 1:
         g = g.unsqueeze(-1)
     if which == 0:
-        r = g.matmul(b2.transpose(-1, -2))
+        r = g.matmul(conj_of(b2.transpose(-1, -2)))
         r = expand_backward(r, tuple(a2.shape))
         return r.squeeze(0) if a.dim() == 1 else r
-    r = a2.transpose(-1, -2).matmul(g)
+    r = conj_of(a2.transpose(-1, -2)).matmul(g)
     r = expand_backward(r, tuple(b2.shape))
     return r.squeeze(-1) if b.dim() == 1 else r
 
@@ -344,15 +354,19 @@ def det_backward(grad: Tensor, self: Tensor, result: Tensor) -> Any:
     return (grad * result).unsqueeze(-1).unsqueeze(-1) * self.inverse().mT
 
 
-def solve_backward_A(grad: Tensor, A: Tensor, result: Tensor) -> Any:
-    gB = aten.linalg_solve(A.mT, grad)
+def solve_backward_A(grad: Tensor, A: Tensor, result: Tensor, left: bool = True) -> Any:
+    """With X = A^-1 B: gA = -gB X^H; with X = B A^-1 (``left=False``): gA = -X^H gB; gB as below."""
+    gB = solve_backward_B(grad, A, left)
+    if not left:
+        return -(conj_of(result.mT).matmul(gB))
     r = result if result.dim() == A.dim() else result.unsqueeze(-1)
     g2 = gB if gB.dim() == A.dim() else gB.unsqueeze(-1)
-    return -(g2.matmul(r.mT))
+    return -(g2.matmul(conj_of(r.mT)))
 
 
-def solve_backward_B(grad: Tensor, A: Tensor) -> Any:
-    return aten.linalg_solve(A.mT, grad)
+def solve_backward_B(grad: Tensor, A: Tensor, left: bool = True) -> Any:
+    """gB = A^-H grad (``left``), or grad A^-H."""
+    return aten.linalg_solve(conj_of(A.mT), grad, left=left)
 
 
 def logit_backward(grad: Tensor, self: Tensor, eps: Any) -> Any:

@@ -178,6 +178,12 @@ class AccumulateGrad(Node):
     def variable(self) -> Tensor | None:
         return self._variable()
 
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"  # PyTorch's C++ name; the repr keeps the class name
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
     def apply(self, grads: Grads) -> Grads:
         """PyTorch's ``accumulate_grad``: without create_graph the leaf gets a detached gradient it owns
         (so later in-place accumulation and ``grad.zero_()`` touch nothing else); with create_graph the

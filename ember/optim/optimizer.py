@@ -436,8 +436,13 @@ class _ElementwiseOptimizer(Optimizer):
     def _op_for(self, group):
         return type(self)._op
 
+    def _keeps_state(self, group) -> bool:
+        """Whether the group's parameters have per-parameter state (SGD without momentum has none, so its
+        ``state_dict()['state']`` stays empty, as PyTorch's)."""
+        return True
+
     def _group_step(self, group, params) -> None:
-        states = [self.state[p] for p in params]
+        states = [self.state[p] for p in params] if self._keeps_state(group) else [{} for _ in params]
         if group.get("foreach") is False and not group.get("fused"):
             for p, st in zip(params, states):
                 self._run(group, [p], [st])
@@ -456,9 +461,10 @@ class _ElementwiseOptimizer(Optimizer):
             if not params:
                 continue
             self._check_capturable(group, params)
-            for p in params:
-                st = self.state[p]
-                if len(st) == 0:
-                    self._init_state(p, group, st)
+            if self._keeps_state(group):
+                for p in params:
+                    st = self.state[p]
+                    if len(st) == 0:
+                        self._init_state(p, group, st)
             self._group_step(group, params)
         return loss

@@ -41,6 +41,9 @@ class SGD(_ElementwiseOptimizer):
     def _init_state(self, p, group, state):
         pass  # the momentum buffer is made on the first step, as a copy of the gradient
 
+    def _keeps_state(self, group):
+        return group["momentum"] != 0
+
     def _run(self, group, params, states):
         momentum = group["momentum"]
         bufs, first = [], False

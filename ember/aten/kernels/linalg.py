@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ember.c10.exceptions import _LinAlgError
+
 from ember.c10.dtype import BF16_NP as _BF16
 
 from ember.aten.kernels._common import compute_dtype, meta_shape, shape_str, type_name, wrap_dim
@@ -257,6 +259,16 @@ def cdist(xp: Any, x1: Array, x2: Array, p: Any = 2.0, compute_mode: Any = None)
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
                            f"{x2.shape[-1]}")
+    mode = 0 if compute_mode is None else compute_mode
+    if mode not in (0, 1, 2):
+        raise RuntimeError(f"possible modes: 0, 1, 2, but was: {mode}")
+    if p == 2 and (mode == 1 or (mode == 0 and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
+        # PyTorch's _euclidean_dist: ||a||^2 - 2 a.b + ||b||^2 as one matrix product, clamped at 0
+        n1 = (x1 * x1).sum(-1, keepdims=True)
+        n2 = (x2 * x2).sum(-1, keepdims=True)
+        a = xp.concatenate([x1 * -2, n1, xp.ones_like(n1)], axis=-1)
+        b = xp.concatenate([x2, xp.ones_like(n2), n2], axis=-1)
+        return xp.sqrt(xp.maximum(a @ xp.swapaxes(b, -1, -2), 0)).astype(x1.dtype, copy=False)
     d = x1[..., :, None, :] - x2[..., None, :, :]
     if p == 2:
         return xp.sqrt((d * d).sum(-1))
@@ -284,19 +296,59 @@ def _square_checked(A: Array, name: Any) -> Any:
     return A
 
 
-def _lapack(xp: Any, name: Any, fn: Any, *args: Any) -> Any:
+def _lu_info(a: np.ndarray) -> int:
+    """LAPACK getrf's ``info`` for one matrix: the 1-based index of the first zero pivot of its LU factorization
+    with partial pivoting (in the matrix's own precision), 0 when there is none."""
+    u = np.array(a, dtype=compute_dtype(a.dtype))
+    for k in range(u.shape[0]):
+        p = k + int(np.argmax(np.abs(u[k:, k])))
+        if u[p, k] == 0:
+            return k + 1
+        if p != k:
+            u[[k, p]] = u[[p, k]]
+        u[k + 1:, k:] -= np.outer(u[k + 1:, k] / u[k, k], u[k, k:])
+    return 0
+
+
+def _cholesky_info(a: np.ndarray) -> int:
+    """LAPACK potrf's ``info``: the order of the first leading minor that is not positive-definite, 0 if none."""
+    a = np.array(a, dtype=compute_dtype(a.dtype))
+    n = a.shape[0]
+    low = np.zeros_like(a)
+    for j in range(n):
+        d = (a[j, j] - np.vdot(low[j, :j], low[j, :j])).real
+        if not d > 0:
+            return j + 1
+        low[j, j] = np.sqrt(d)
+        low[j + 1:, j] = (a[j + 1:, j] - low[j + 1:, :j] @ low[j, :j].conj()) / low[j, j]
+    return 0
+
+
+_LINALG_FAILURES = {
+    "inv": ("linalg.inv", _lu_info, "The diagonal element {info} is zero, the inversion could not be completed "
+                                    "because the input matrix is singular."),
+    "solve": ("torch.linalg.solve", _lu_info, "The solver failed because the input matrix is singular."),
+    "cholesky": ("linalg.cholesky", _cholesky_info, "The factorization could not be completed because the input is "
+                                                    "not positive-definite (the leading minor of order {info} is not "
+                                                    "positive-definite)."),
+}
+
+
+def _lapack(xp: Any, name: str, fn: Any, A: Array, *args: Any) -> Any:
+    """``fn(A, *args)``; a failure raises PyTorch's LinAlgError, naming the first batch element that failed and
+    LAPACK's ``info`` for it, as ``_linalg_check_errors`` does."""
     try:
-        return fn(*args)
+        return fn(A, *args)
     except np.linalg.LinAlgError as e:
-        msg = str(e)
-        if "Singular" in msg or "singular" in msg:
-            raise RuntimeError(f"linalg.{name}: The diagonal element 1 is zero, the inversion could not be "
-                               "completed because the input matrix is singular.") from None
-        if "positive definite" in msg:
-            raise RuntimeError(f"linalg.{name}: The factorization could not be completed because the input is "
-                               "not positive-definite (the leading minor of order 1 is not positive-definite).") \
-                from None
-        raise RuntimeError(f"linalg.{name}: {msg}") from None
+        api, info_of, message = _LINALG_FAILURES.get(name, (f"linalg.{name}", None, str(e)))
+        host = np.asarray(A.get() if hasattr(A, "get") else A)
+        mats = host.reshape((-1,) + host.shape[-2:])
+        for i, m in enumerate(mats):
+            info = info_of(m) if info_of is not None else 1
+            if info:
+                prefix = f"(Batch element {i}): " if host.ndim > 2 else ""
+                raise _LinAlgError(f"{api}: {prefix}{message.format(info=info)}") from None
+        raise _LinAlgError(f"{api}: {e}") from None
 
 
 @meta_shape(lambda A, *a, **k: (_square_checked(A, 'inv').shape, A.dtype))
@@ -319,6 +371,15 @@ def linalg_slogdet(xp: Any, A: Array) -> Any:
 @meta_shape(lambda A, B, left=True, **_k: (_square_checked(A, 'solve') is A and B.shape, B.dtype))
 def linalg_solve(xp: Any, A: Array, B: Array, left: Any = True) -> Any:
     _check_square(A, "solve")
+    n = A.shape[-1]
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    b_rows, b_cols = (B.shape[-1], 1) if vector else B.shape[-2:]
+    if (b_rows if left else (1 if vector else b_cols)) != n or (vector and not left):
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation {eq} ({n}x{n} and "
+                           f"{b_rows}x{b_cols})")
+    if not left:  # X A = B is A^T X^T = B^T
+        return xp.swapaxes(linalg_solve(xp, xp.swapaxes(A, -1, -2), xp.swapaxes(B, -1, -2)), -1, -2).copy()
     if B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1]):
         return _lapack(xp, "solve", lambda a, b: xp.linalg.solve(a, b[..., None])[..., 0], A, B).astype(A.dtype)
     return _lapack(xp, "solve", xp.linalg.solve, A, B).astype(A.dtype, copy=False)

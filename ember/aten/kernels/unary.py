@@ -77,6 +77,7 @@ def _same_unary(name: Any, fn_of_xp: Any, bool_ok: Any = True, int_identity: Any
 
 _same_unary("neg", lambda xp: xp.negative, bool_error="Negation, the `-` operator, on a bool tensor is not "
             "supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+_same_unary("conj_physical", lambda xp: xp.conj)
 _same_unary("floor", lambda xp: xp.floor, int_identity=True)
 _same_unary("ceil", lambda xp: xp.ceil, int_identity=True)
 _same_unary("trunc", lambda xp: xp.trunc, int_identity=True)

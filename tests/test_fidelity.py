@@ -1,0 +1,121 @@
+"""Details PyTorch programs depend on, found while running them (issue 15 item 7): the LinAlgError class,
+complex gradients in PyTorch's convention, AccumulateGrad's name, SGD's empty state without momentum,
+cdist's compute modes, and PyTorch's error for any damaged checkpoint."""
+from __future__ import annotations
+
+import io
+import pickle
+import random
+
+import numpy as np
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.linalg.inv(L.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 4.0]]])),
+    lambda L: L.inverse(L.zeros(3, 3)),
+    lambda L: L.linalg.cholesky(L.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 1.0]]])),
+    lambda L: L.linalg.cholesky(L.tensor([[1.0, 2.0], [2.0, 1.0]]), upper=True),
+    lambda L: L.linalg.solve(L.tensor([[1.0, 2.0], [2.0, 4.0]]), L.ones(2)),
+])
+def test_linalg_failures_raise_linalgerror_in_pytorchs_words(call):
+    with pytest.raises(torch.linalg.LinAlgError) as t:
+        call(torch)
+    with pytest.raises(ember.linalg.LinAlgError) as e:
+        call(ember)
+    assert issubclass(ember.linalg.LinAlgError, RuntimeError)
+    assert str(e.value) == str(t.value)
+
+
+def _c(rng, *shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+@pytest.mark.parametrize("name,fn,sa,sb", [
+    ("mul", lambda L, a, b: a * b, (3,), (3,)), ("div", lambda L, a, b: a / b, (3,), (3,)),
+    ("mul scalar", lambda L, a, b: a * (2 + 1j) + b / (1 - 2j), (3,), (3,)),
+    ("mm", lambda L, a, b: a.mm(b), (2, 3), (3, 2)), ("bmm", lambda L, a, b: a.bmm(b), (2, 2, 3), (2, 3, 2)),
+    ("matmul", lambda L, a, b: a @ b, (2, 2, 3), (3, 4)), ("matmul vec", lambda L, a, b: a @ b, (3,), (3, 2)),
+    ("mv", lambda L, a, b: a.mv(b), (2, 3), (3,)), ("dot", lambda L, a, b: a.dot(b).reshape(1), (3,), (3,)),
+    ("vdot", lambda L, a, b: L.vdot(a, b).reshape(1), (3,), (3,)), ("outer", lambda L, a, b: L.outer(a, b), (3,), (2,)),
+    ("addmm", lambda L, a, b: L.addmm(a @ b, a, b, beta=0.5j, alpha=2 - 1j), (2, 3), (3, 2)),
+    ("addcmul", lambda L, a, b: L.addcmul(a, a, b, value=1 + 1j), (3,), (3,)),
+    ("addcdiv", lambda L, a, b: L.addcdiv(a, a, b, value=1 - 1j), (3,), (3,)),
+    ("solve, mH", lambda L, a, b: L.linalg.solve(a @ a.mH + 3 * L.eye(3, dtype=a.dtype), b), (3, 3), (3, 2)),
+])
+def test_complex_gradients_follow_pytorchs_conjugate_convention(name, fn, sa, sb):
+    rng = np.random.default_rng(0)
+    A, B = _c(rng, *sa), _c(rng, *sb)
+    grads = []
+    for L in (torch, ember):
+        a, b = L.tensor(A, requires_grad=True), L.tensor(B, requires_grad=True)
+        fn(L, a, b).abs().sum().backward()
+        grads.append((a.grad.numpy(), b.grad.numpy()))
+    for g_t, g_e in zip(*grads):
+        np.testing.assert_allclose(g_e, g_t, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_accumulate_grad_is_named_as_in_pytorch():
+    x = ember.ones(2, requires_grad=True)
+    acc = (x * 2).grad_fn.next_functions[0][0]
+    t = (torch.ones(2, requires_grad=True) * 2).grad_fn.next_functions[0][0]
+    assert acc.name() == t.name() == "torch::autograd::AccumulateGrad"
+    assert repr(acc).startswith("<AccumulateGrad object at ") and repr(t).startswith("<AccumulateGrad object at ")
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_sgd_keeps_state_only_with_momentum(momentum):
+    states = []
+    for L in (torch, ember):
+        p = L.nn.Parameter(L.ones(2))
+        opt = L.optim.SGD([p], lr=0.1, momentum=momentum)
+        for _ in range(2):
+            p.grad = L.ones(2)
+            opt.step()
+        states.append({k: sorted(v) for k, v in opt.state_dict()["state"].items()})
+    assert states[0] == states[1]
+
+
+@pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                                  "donot_use_mm_for_euclid_dist"])
+@pytest.mark.parametrize("rows", [4, 30])
+def test_cdist_compute_modes(mode, rows):
+    rng = np.random.default_rng(1)
+    x1, x2 = rng.standard_normal((rows, 5)), rng.standard_normal((rows - 1, 5))
+    t = torch.cdist(torch.tensor(x1), torch.tensor(x2), compute_mode=mode).numpy()
+    e = ember.cdist(ember.tensor(x1), ember.tensor(x2), compute_mode=mode).numpy()
+    np.testing.assert_allclose(e, t, rtol=1e-12, atol=1e-12)
+    for L in (torch, ember):
+        with pytest.raises(ValueError, match="bad is not a valid value for compute_mode"):
+            L.cdist(L.tensor(x1), L.tensor(x2), compute_mode="bad")
+
+
+def test_a_damaged_checkpoint_raises_pytorchs_errors():
+    """Random byte flips and truncations of a checkpoint: loading either works (PyTorch reads such files too,
+    when only tensor bytes changed) or raises what PyTorch raises (its reader's RuntimeError, or the weights-only
+    unpickler's UnpicklingError), never an error of the zip or pickle machinery underneath."""
+    buf = io.BytesIO()
+    ember.save({"w": ember.arange(20.0).reshape(4, 5), "b": ember.ones(3), "n": 3}, buf)
+    data = buf.getvalue()
+    rng = random.Random(0)
+    outcomes = {"ok": 0, "RuntimeError": 0, "UnpicklingError": 0}
+    for trial in range(600):
+        b = bytearray(data)
+        if trial % 4 == 0:
+            b = b[:rng.randrange(len(b))]
+        else:
+            for _ in range(rng.randint(1, 4)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+        try:
+            ember.load(io.BytesIO(bytes(b)), weights_only=True)
+            outcomes["ok"] += 1
+        except pickle.UnpicklingError:
+            outcomes["UnpicklingError"] += 1
+        except RuntimeError as exc:
+            assert type(exc) is RuntimeError, repr(exc)
+            outcomes["RuntimeError"] += 1
+    assert outcomes["RuntimeError"] > 100 and outcomes["UnpicklingError"] > 50, outcomes
