@@ -32,7 +32,8 @@ for name, low, high, pos in [
     add(OpInfo(name, unary_samples(low, high, pos), dtypes=FLOATS + ("int64",) if name not in
                ("erfinv", "atanh", "asin", "acos") else FLOATS, inplace=True, out=True,
                aliases={"digamma": ("special.psi", "special.digamma"), "sigmoid": ("special.expit",),
-                        "lgamma": ("special.gammaln",)}.get(name, ("special." + name,) if name in
+                        "lgamma": ("special.gammaln",), "asin": ("arcsin",), "acos": ("arccos",), "atan": ("arctan",),
+                        "asinh": ("arcsinh",), "atanh": ("arctanh",)}.get(name, ("special." + name,) if name in
                                                            ("erf", "erfc", "erfinv", "expm1", "exp2", "i0", "sinc",
                                                             "log1p") else ())))
 for _n in (1, 2, 3):
@@ -41,6 +42,7 @@ for _n in (1, 2, 3):
                ember_fn=lambda e, n, x: e.polygamma(n, x), torch_fn=lambda t, n, x: t.polygamma(n, x)))
 add(OpInfo("acosh", unary_samples(pos=True), dtypes=FLOATS,
            ember_fn=lambda e, a: e.acosh(a + 1), torch_fn=lambda t, a: t.acosh(a + 1)))
+add(OpInfo("arccosh", unary_samples(low=1.1, high=4.0), dtypes=FLOATS))
 for _name in ("i0e", "i1", "i1e"):  # both branches of the kernel: the series (|x| <= 30) and the expansion
     add(OpInfo("special_" + _name, lambda d, r: [Sample((arr(r, (3, 4), d, -4, 4),)),
                                                 Sample((np.array([-45.0, -30.5, 0.25, 29.5, 31.0, 80.0], d),))],
@@ -50,6 +52,7 @@ for name in ["abs", "neg", "sign", "floor", "ceil", "trunc", "frac", "square"]:
     if name == "neg":
         dts = FLOATS + INTS
     add(OpInfo(name, unary_samples(), dtypes=dts, inplace=True, out=True,
+               aliases={"abs": ("absolute",), "neg": ("negative",), "trunc": ("fix",)}.get(name, ()),
                errors=(lambda: [_err((np.array([True, False]),), {}, RuntimeError, "Negation, the `-` operator")])
                if name == "neg" else None))
 add(OpInfo("sgn", unary_samples(), dtypes=FLOATS + INTS, inplace=True, out=True))
@@ -80,12 +83,12 @@ add(OpInfo("add", binary_samples(), dtypes=ALL_REAL + BOOL, inplace=True, out=Tr
                                 "alpha must not be a floating point number")]))
 add(OpInfo("add", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (4,), d)), dict(alpha=2))], dtypes=ALL_REAL,
            inplace=True, out=True))
-add(OpInfo("sub", binary_samples(), dtypes=ALL_REAL, inplace=True, out=True,
+add(OpInfo("sub", binary_samples(), dtypes=ALL_REAL, inplace=True, out=True, aliases=("subtract",),
            errors=lambda: [_err((np.array([True]), np.array([False])), {}, RuntimeError,
                                 "Subtraction, the `-` operator, with two bool tensors is not supported")]))
-add(OpInfo("mul", binary_samples(), dtypes=ALL_REAL + BOOL, inplace=True, out=True))
+add(OpInfo("mul", binary_samples(), dtypes=ALL_REAL + BOOL, inplace=True, out=True, aliases=("multiply",)))
 add(OpInfo("div", binary_samples(pos_other=True), dtypes=FLOATS + INTS, inplace=True, out=True,
-           aliases=("true_divide",)))
+           aliases=("true_divide", "divide")))
 for mode in ("trunc", "floor"):
     add(OpInfo("div", lambda d, r, m=mode: [Sample((arr(r, (3, 4), d, -9, 9), positive(r, (4,), d)),
                                                    dict(rounding_mode=m)),
@@ -114,7 +117,7 @@ for name in ["atan2", "hypot", "logaddexp", "logaddexp2", "copysign", "maximum",
              "xlogy", "nextafter"]:
     add(OpInfo(name, binary_samples(scalar=False), dtypes=FLOATS, out=True,
                inplace=name in ("atan2", "hypot", "copysign", "xlogy", "nextafter"),
-               aliases=("special.xlogy",) if name == "xlogy" else ()))
+               aliases=("special.xlogy",) if name == "xlogy" else ("arctan2",) if name == "atan2" else ()))
 add(OpInfo("maximum", binary_samples(scalar=False), dtypes=INTS + ("uint8",), out=True))
 for name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
     add(OpInfo(name, binary_samples(), dtypes=INTS + BOOL + ("uint8",), inplace=True, out=True))

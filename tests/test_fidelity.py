@@ -119,3 +119,24 @@ def test_a_damaged_checkpoint_raises_pytorchs_errors():
             assert type(exc) is RuntimeError, repr(exc)
             outcomes["RuntimeError"] += 1
     assert outcomes["RuntimeError"] > 100 and outcomes["UnpicklingError"] > 50, outcomes
+
+
+@pytest.mark.parametrize("call", [
+    "x.greater_(y)", "x.greater_(0.5)", "x.less_(y)", "x.less_equal_(0.0)", "x.greater_equal_(y)", "x.not_equal_(y)",
+    "x.absolute_()", "x.arccos_()", "x.arcsin_()", "x.arctan_()", "x.arcsinh_()", "x.arctanh_()", "x.negative_()",
+    "x.fix_()", "x.arctan2_(y)", "x.multiply_(y)", "x.multiply_(3)", "x.divide_(y)",
+    "x.divide_(y, rounding_mode='floor')",
+    "x.divide_(2, rounding_mode='trunc')", "x.subtract_(y, alpha=2)", "x.subtract_(1.5)",
+    "L.negative_(x)", "L.fix_(x)", "L.arccos_(x)",
+])
+def test_in_place_aliases_match_pytorch(call):
+    """The in-place forms of PyTorch's aliases (the out-of-place ones are in the op table's ``aliases``)."""
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(-0.9, 0.9, (3, 4)), rng.uniform(0.2, 0.9, (3, 4))
+    out = []
+    for L in (torch, ember):
+        x, y = L.tensor(a.copy()), L.tensor(b.copy())
+        r = eval(call, {"L": L, "x": x, "y": y})
+        assert r is x
+        out.append(x.numpy())
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-12, atol=1e-12)

@@ -3556,6 +3556,236 @@ _op_rnn_relu_cell = _D.define('rnn_relu_cell(Tensor input, Tensor hx, Tensor w_i
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return _op_rnn_relu_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
 
+_op_absolute = _D.define('absolute(Tensor self) -> Tensor')
+
+def absolute(self):
+    return _op_absolute.call(self._ks, self)
+
+_op_absolute_ = _D.define('absolute_(Tensor(a!) self) -> Tensor(a!)')
+
+def absolute_(self):
+    return _op_absolute_.call(self._ks, self)
+
+_op_arccos = _D.define('arccos(Tensor self) -> Tensor')
+
+def arccos(self):
+    return _op_arccos.call(self._ks, self)
+
+_op_arccos_ = _D.define('arccos_(Tensor(a!) self) -> Tensor(a!)')
+
+def arccos_(self):
+    return _op_arccos_.call(self._ks, self)
+
+_op_arcsin = _D.define('arcsin(Tensor self) -> Tensor')
+
+def arcsin(self):
+    return _op_arcsin.call(self._ks, self)
+
+_op_arcsin_ = _D.define('arcsin_(Tensor(a!) self) -> Tensor(a!)')
+
+def arcsin_(self):
+    return _op_arcsin_.call(self._ks, self)
+
+_op_arctan = _D.define('arctan(Tensor self) -> Tensor')
+
+def arctan(self):
+    return _op_arctan.call(self._ks, self)
+
+_op_arctan_ = _D.define('arctan_(Tensor(a!) self) -> Tensor(a!)')
+
+def arctan_(self):
+    return _op_arctan_.call(self._ks, self)
+
+_op_arccosh = _D.define('arccosh(Tensor self) -> Tensor')
+
+def arccosh(self):
+    return _op_arccosh.call(self._ks, self)
+
+_op_arccosh_ = _D.define('arccosh_(Tensor(a!) self) -> Tensor(a!)')
+
+def arccosh_(self):
+    return _op_arccosh_.call(self._ks, self)
+
+_op_arcsinh = _D.define('arcsinh(Tensor self) -> Tensor')
+
+def arcsinh(self):
+    return _op_arcsinh.call(self._ks, self)
+
+_op_arcsinh_ = _D.define('arcsinh_(Tensor(a!) self) -> Tensor(a!)')
+
+def arcsinh_(self):
+    return _op_arcsinh_.call(self._ks, self)
+
+_op_arctanh = _D.define('arctanh(Tensor self) -> Tensor')
+
+def arctanh(self):
+    return _op_arctanh.call(self._ks, self)
+
+_op_arctanh_ = _D.define('arctanh_(Tensor(a!) self) -> Tensor(a!)')
+
+def arctanh_(self):
+    return _op_arctanh_.call(self._ks, self)
+
+_op_arctan2 = _D.define('arctan2(Tensor self, Tensor other) -> Tensor')
+
+def arctan2(self, other):
+    return _op_arctan2.call(self._ks | other._ks, self, other)
+
+_op_arctan2_ = _D.define('arctan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def arctan2_(self, other):
+    return _op_arctan2_.call(self._ks | other._ks, self, other)
+
+_op_multiply_Tensor = _D.define('multiply.Tensor(Tensor self, Tensor other) -> Tensor')
+
+def multiply_Tensor(self, other):
+    return _op_multiply_Tensor.call(self._ks | other._ks, self, other)
+
+_op_multiply_Scalar = _D.define('multiply.Scalar(Tensor self, Scalar other) -> Tensor')
+
+def multiply_Scalar(self, other):
+    return _op_multiply_Scalar.call(self._ks, self, other)
+
+_op_multiply__Tensor = _D.define('multiply_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def multiply__Tensor(self, other):
+    return _op_multiply__Tensor.call(self._ks | other._ks, self, other)
+
+_op_multiply__Scalar = _D.define('multiply_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+
+def multiply__Scalar(self, other):
+    return _op_multiply__Scalar.call(self._ks, self, other)
+
+_op_divide_Tensor = _D.define('divide.Tensor(Tensor self, Tensor other) -> Tensor')
+
+def divide_Tensor(self, other):
+    return _op_divide_Tensor.call(self._ks | other._ks, self, other)
+
+_op_divide_Scalar = _D.define('divide.Scalar(Tensor self, Scalar other) -> Tensor')
+
+def divide_Scalar(self, other):
+    return _op_divide_Scalar.call(self._ks, self, other)
+
+_op_divide_Tensor_mode = _D.define('divide.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor')
+
+def divide_Tensor_mode(self, other, *, rounding_mode):
+    return _op_divide_Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
+
+_op_divide_Scalar_mode = _D.define('divide.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor')
+
+def divide_Scalar_mode(self, other, *, rounding_mode):
+    return _op_divide_Scalar_mode.call(self._ks, self, other, rounding_mode)
+
+_op_divide__Tensor = _D.define('divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def divide__Tensor(self, other):
+    return _op_divide__Tensor.call(self._ks | other._ks, self, other)
+
+_op_divide__Tensor_mode = _D.define('divide_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)')
+
+def divide__Tensor_mode(self, other, *, rounding_mode):
+    return _op_divide__Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
+
+_op_divide__Scalar_mode = _D.define('divide_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)')
+
+def divide__Scalar_mode(self, other, *, rounding_mode):
+    return _op_divide__Scalar_mode.call(self._ks, self, other, rounding_mode)
+
+_op_divide__Scalar = _D.define('divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+
+def divide__Scalar(self, other):
+    return _op_divide__Scalar.call(self._ks, self, other)
+
+_op_subtract_Tensor = _D.define('subtract.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor')
+
+def subtract_Tensor(self, other, *, alpha=1):
+    return _op_subtract_Tensor.call(self._ks | other._ks, self, other, alpha)
+
+_op_subtract_Scalar = _D.define('subtract.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor')
+
+def subtract_Scalar(self, other, alpha=1):
+    return _op_subtract_Scalar.call(self._ks, self, other, alpha)
+
+_op_subtract__Tensor = _D.define('subtract_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)')
+
+def subtract__Tensor(self, other, *, alpha=1):
+    return _op_subtract__Tensor.call(self._ks | other._ks, self, other, alpha)
+
+_op_subtract__Scalar = _D.define('subtract_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)')
+
+def subtract__Scalar(self, other, alpha=1):
+    return _op_subtract__Scalar.call(self._ks, self, other, alpha)
+
+_op_negative = _D.define('negative(Tensor self) -> Tensor')
+
+def negative(self):
+    return _op_negative.call(self._ks, self)
+
+_op_negative_ = _D.define('negative_(Tensor(a!) self) -> Tensor(a!)')
+
+def negative_(self):
+    return _op_negative_.call(self._ks, self)
+
+_op_fix = _D.define('fix(Tensor self) -> Tensor')
+
+def fix(self):
+    return _op_fix.call(self._ks, self)
+
+_op_fix_ = _D.define('fix_(Tensor(a!) self) -> Tensor(a!)')
+
+def fix_(self):
+    return _op_fix_.call(self._ks, self)
+
+_op_greater__Scalar = _D.define('greater_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+
+def greater__Scalar(self, other):
+    return _op_greater__Scalar.call(self._ks, self, other)
+
+_op_greater__Tensor = _D.define('greater_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def greater__Tensor(self, other):
+    return _op_greater__Tensor.call(self._ks | other._ks, self, other)
+
+_op_less__Scalar = _D.define('less_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+
+def less__Scalar(self, other):
+    return _op_less__Scalar.call(self._ks, self, other)
+
+_op_less__Tensor = _D.define('less_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def less__Tensor(self, other):
+    return _op_less__Tensor.call(self._ks | other._ks, self, other)
+
+_op_greater_equal__Scalar = _D.define('greater_equal_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+
+def greater_equal__Scalar(self, other):
+    return _op_greater_equal__Scalar.call(self._ks, self, other)
+
+_op_greater_equal__Tensor = _D.define('greater_equal_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def greater_equal__Tensor(self, other):
+    return _op_greater_equal__Tensor.call(self._ks | other._ks, self, other)
+
+_op_less_equal__Scalar = _D.define('less_equal_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+
+def less_equal__Scalar(self, other):
+    return _op_less_equal__Scalar.call(self._ks, self, other)
+
+_op_less_equal__Tensor = _D.define('less_equal_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def less_equal__Tensor(self, other):
+    return _op_less_equal__Tensor.call(self._ks | other._ks, self, other)
+
+_op_not_equal__Scalar = _D.define('not_equal_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)')
+
+def not_equal__Scalar(self, other):
+    return _op_not_equal__Scalar.call(self._ks, self, other)
+
+_op_not_equal__Tensor = _D.define('not_equal_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def not_equal__Tensor(self, other):
+    return _op_not_equal__Tensor.call(self._ks | other._ks, self, other)
+
 _op_special_erf = _D.define('special_erf(Tensor self) -> Tensor')
 
 def special_erf(self):

@@ -13,7 +13,7 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_embedding_bag', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_prelu_kernel', '_safe_softmax', '_scaled_dot_product_attention_math', '_softmax', '_unique2', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'conj_physical', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_embedding_bag', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_prelu_kernel', '_safe_softmax', '_scaled_dot_product_attention_math', '_softmax', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'conj_physical', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -10712,6 +10712,637 @@ def rnn_relu_cell(*args, **kwargs):
 rnn_relu_cell.__doc__ = 'rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor'
 def _signature_rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
 rnn_relu_cell.__wrapped__ = _signature_rnn_relu_cell
+
+
+_sig_absolute = _Signatures('absolute', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_absolute_0(input):
+    return (input,)
+
+def absolute(*args, **kwargs):
+    try:
+        _b = _bind_absolute_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_absolute.call(input._ks, input)
+    _i, _a = _sig_absolute.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_absolute.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+absolute.__doc__ = 'absolute(input: Tensor) -> Tensor'
+def _signature_absolute(input): ...
+absolute.__wrapped__ = _signature_absolute
+
+
+_sig_arccos = _Signatures('arccos', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arccos_0(input):
+    return (input,)
+
+def arccos(*args, **kwargs):
+    try:
+        _b = _bind_arccos_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arccos.call(input._ks, input)
+    _i, _a = _sig_arccos.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arccos.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arccos.__doc__ = 'arccos(input: Tensor) -> Tensor'
+def _signature_arccos(input): ...
+arccos.__wrapped__ = _signature_arccos
+
+
+_sig_arccos_ = _Signatures('arccos_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arccos__0(input):
+    return (input,)
+
+def arccos_(*args, **kwargs):
+    try:
+        _b = _bind_arccos__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arccos_.call(input._ks, input)
+    _i, _a = _sig_arccos_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arccos_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arccos_.__doc__ = 'arccos_(input: Tensor) -> Tensor'
+def _signature_arccos_(input): ...
+arccos_.__wrapped__ = _signature_arccos_
+
+
+_sig_arcsin = _Signatures('arcsin', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arcsin_0(input):
+    return (input,)
+
+def arcsin(*args, **kwargs):
+    try:
+        _b = _bind_arcsin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arcsin.call(input._ks, input)
+    _i, _a = _sig_arcsin.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arcsin.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arcsin.__doc__ = 'arcsin(input: Tensor) -> Tensor'
+def _signature_arcsin(input): ...
+arcsin.__wrapped__ = _signature_arcsin
+
+
+_sig_arcsin_ = _Signatures('arcsin_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arcsin__0(input):
+    return (input,)
+
+def arcsin_(*args, **kwargs):
+    try:
+        _b = _bind_arcsin__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arcsin_.call(input._ks, input)
+    _i, _a = _sig_arcsin_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arcsin_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arcsin_.__doc__ = 'arcsin_(input: Tensor) -> Tensor'
+def _signature_arcsin_(input): ...
+arcsin_.__wrapped__ = _signature_arcsin_
+
+
+_sig_arctan = _Signatures('arctan', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arctan_0(input):
+    return (input,)
+
+def arctan(*args, **kwargs):
+    try:
+        _b = _bind_arctan_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arctan.call(input._ks, input)
+    _i, _a = _sig_arctan.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arctan.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arctan.__doc__ = 'arctan(input: Tensor) -> Tensor'
+def _signature_arctan(input): ...
+arctan.__wrapped__ = _signature_arctan
+
+
+_sig_arctan_ = _Signatures('arctan_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arctan__0(input):
+    return (input,)
+
+def arctan_(*args, **kwargs):
+    try:
+        _b = _bind_arctan__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arctan_.call(input._ks, input)
+    _i, _a = _sig_arctan_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arctan_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arctan_.__doc__ = 'arctan_(input: Tensor) -> Tensor'
+def _signature_arctan_(input): ...
+arctan_.__wrapped__ = _signature_arctan_
+
+
+_sig_arccosh = _Signatures('arccosh', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arccosh_0(input):
+    return (input,)
+
+def arccosh(*args, **kwargs):
+    try:
+        _b = _bind_arccosh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arccosh.call(input._ks, input)
+    _i, _a = _sig_arccosh.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arccosh.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arccosh.__doc__ = 'arccosh(input: Tensor) -> Tensor'
+def _signature_arccosh(input): ...
+arccosh.__wrapped__ = _signature_arccosh
+
+
+_sig_arccosh_ = _Signatures('arccosh_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arccosh__0(input):
+    return (input,)
+
+def arccosh_(*args, **kwargs):
+    try:
+        _b = _bind_arccosh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arccosh_.call(input._ks, input)
+    _i, _a = _sig_arccosh_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arccosh_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arccosh_.__doc__ = 'arccosh_(input: Tensor) -> Tensor'
+def _signature_arccosh_(input): ...
+arccosh_.__wrapped__ = _signature_arccosh_
+
+
+_sig_arcsinh = _Signatures('arcsinh', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arcsinh_0(input):
+    return (input,)
+
+def arcsinh(*args, **kwargs):
+    try:
+        _b = _bind_arcsinh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arcsinh.call(input._ks, input)
+    _i, _a = _sig_arcsinh.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arcsinh.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arcsinh.__doc__ = 'arcsinh(input: Tensor) -> Tensor'
+def _signature_arcsinh(input): ...
+arcsinh.__wrapped__ = _signature_arcsinh
+
+
+_sig_arcsinh_ = _Signatures('arcsinh_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arcsinh__0(input):
+    return (input,)
+
+def arcsinh_(*args, **kwargs):
+    try:
+        _b = _bind_arcsinh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arcsinh_.call(input._ks, input)
+    _i, _a = _sig_arcsinh_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arcsinh_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arcsinh_.__doc__ = 'arcsinh_(input: Tensor) -> Tensor'
+def _signature_arcsinh_(input): ...
+arcsinh_.__wrapped__ = _signature_arcsinh_
+
+
+_sig_arctanh = _Signatures('arctanh', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arctanh_0(input):
+    return (input,)
+
+def arctanh(*args, **kwargs):
+    try:
+        _b = _bind_arctanh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arctanh.call(input._ks, input)
+    _i, _a = _sig_arctanh.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arctanh.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arctanh.__doc__ = 'arctanh(input: Tensor) -> Tensor'
+def _signature_arctanh(input): ...
+arctanh.__wrapped__ = _signature_arctanh
+
+
+_sig_arctanh_ = _Signatures('arctanh_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_arctanh__0(input):
+    return (input,)
+
+def arctanh_(*args, **kwargs):
+    try:
+        _b = _bind_arctanh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_arctanh_.call(input._ks, input)
+    _i, _a = _sig_arctanh_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arctanh_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+arctanh_.__doc__ = 'arctanh_(input: Tensor) -> Tensor'
+def _signature_arctanh_(input): ...
+arctanh_.__wrapped__ = _signature_arctanh_
+
+
+_sig_arctan2 = _Signatures('arctan2', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _bind_arctan2_0(input, other):
+    return (input, other)
+
+def arctan2(*args, **kwargs):
+    try:
+        _b = _bind_arctan2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_arctan2.call(input._ks | other._ks, input, other)
+    _i, _a = _sig_arctan2.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_arctan2.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+arctan2.__doc__ = 'arctan2(input: Tensor, other: Tensor) -> Tensor'
+def _signature_arctan2(input, other): ...
+arctan2.__wrapped__ = _signature_arctan2
+
+
+_sig_multiply = _Signatures('multiply', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+    (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
+], method=False)
+
+def _bind_multiply_0(input, other):
+    return (input, other)
+
+def _bind_multiply_1(input, other):
+    return (input, other)
+
+def multiply(*args, **kwargs):
+    try:
+        _b = _bind_multiply_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_multiply_Tensor.call(input._ks | other._ks, input, other)
+    try:
+        _b = _bind_multiply_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _A._op_multiply_Scalar.call(input._ks, input, other)
+    _i, _a = _sig_multiply.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_multiply_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    elif _i == 1:
+        return _A._op_multiply_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+multiply.__doc__ = 'multiply(input: Tensor, other: Tensor) -> Tensor\nmultiply(input: Tensor, other: Number) -> Tensor'
+
+
+_sig_divide = _Signatures('divide', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+    (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None),),
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None),),
+    (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),),
+], method=False)
+
+def _bind_divide_0(input, other):
+    return (input, other)
+
+def _bind_divide_1(input, other):
+    return (input, other)
+
+def _bind_divide_2(input, other, *, rounding_mode):
+    return (input, other, rounding_mode)
+
+def _bind_divide_3(input, other, *, rounding_mode):
+    return (input, other, rounding_mode)
+
+def divide(*args, **kwargs):
+    try:
+        _b = _bind_divide_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_divide_Tensor.call(input._ks | other._ks, input, other)
+    try:
+        _b = _bind_divide_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            return _A._op_divide_Scalar.call(input._ks, input, other)
+    try:
+        _b = _bind_divide_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, rounding_mode = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
+            return _A._op_divide_Tensor_mode.call(input._ks | other._ks, input, other, rounding_mode)
+    try:
+        _b = _bind_divide_3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, rounding_mode = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
+            return _A._op_divide_Scalar_mode.call(input._ks, input, other, rounding_mode)
+    _i, _a = _sig_divide.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_divide_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    elif _i == 1:
+        return _A._op_divide_Scalar.call(_a['input']._ks, _a['input'], _a['other'])
+    elif _i == 2:
+        return _A._op_divide_Tensor_mode.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rounding_mode'])
+    elif _i == 3:
+        return _A._op_divide_Scalar_mode.call(_a['input']._ks, _a['input'], _a['other'], _a['rounding_mode'])
+    raise AssertionError('unreachable')
+
+
+divide.__doc__ = 'divide(input: Tensor, other: Tensor) -> Tensor\ndivide(input: Tensor, other: Number) -> Tensor\ndivide(input: Tensor, other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide(input: Tensor, other: Number, *, rounding_mode: Optional[str]) -> Tensor'
+
+
+_sig_subtract = _Signatures('subtract', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
+    (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
+], method=False)
+
+def _bind_subtract_0(input, other, *, alpha=1):
+    return (input, other, alpha)
+
+def _bind_subtract_1(input, other, alpha=1):
+    return (input, other, alpha)
+
+def subtract(*args, **kwargs):
+    try:
+        _b = _bind_subtract_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, alpha = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
+            return _A._op_subtract_Tensor.call(input._ks | other._ks, input, other, alpha)
+    try:
+        _b = _bind_subtract_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, alpha = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _A._op_subtract_Scalar.call(input._ks, input, other, alpha)
+    _i, _a = _sig_subtract.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_subtract_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['alpha'])
+    elif _i == 1:
+        return _A._op_subtract_Scalar.call(_a['input']._ks, _a['input'], _a['other'], _a['alpha'])
+    raise AssertionError('unreachable')
+
+
+subtract.__doc__ = 'subtract(input: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract(input: Tensor, other: Number, alpha: Number = 1) -> Tensor'
+
+
+_sig_negative = _Signatures('negative', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_negative_0(input):
+    return (input,)
+
+def negative(*args, **kwargs):
+    try:
+        _b = _bind_negative_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_negative.call(input._ks, input)
+    _i, _a = _sig_negative.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_negative.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+negative.__doc__ = 'negative(input: Tensor) -> Tensor'
+def _signature_negative(input): ...
+negative.__wrapped__ = _signature_negative
+
+
+_sig_negative_ = _Signatures('negative_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_negative__0(input):
+    return (input,)
+
+def negative_(*args, **kwargs):
+    try:
+        _b = _bind_negative__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_negative_.call(input._ks, input)
+    _i, _a = _sig_negative_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_negative_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+negative_.__doc__ = 'negative_(input: Tensor) -> Tensor'
+def _signature_negative_(input): ...
+negative_.__wrapped__ = _signature_negative_
+
+
+_sig_fix = _Signatures('fix', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_fix_0(input):
+    return (input,)
+
+def fix(*args, **kwargs):
+    try:
+        _b = _bind_fix_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_fix.call(input._ks, input)
+    _i, _a = _sig_fix.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_fix.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+fix.__doc__ = 'fix(input: Tensor) -> Tensor'
+def _signature_fix(input): ...
+fix.__wrapped__ = _signature_fix
+
+
+_sig_fix_ = _Signatures('fix_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_fix__0(input):
+    return (input,)
+
+def fix_(*args, **kwargs):
+    try:
+        _b = _bind_fix__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_fix_.call(input._ks, input)
+    _i, _a = _sig_fix_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_fix_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+fix_.__doc__ = 'fix_(input: Tensor) -> Tensor'
+def _signature_fix_(input): ...
+fix_.__wrapped__ = _signature_fix_
 
 
 _sig__foreach_abs = _Signatures('_foreach_abs', [

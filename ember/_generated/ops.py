@@ -1606,6 +1606,114 @@ rnn_tanh_cell = _P('rnn_tanh_cell', [
 rnn_relu_cell = _P('rnn_relu_cell', [
     _O(_A._op_rnn_relu_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
 ])
+absolute = _P('absolute', [
+    _O(_A._op_absolute, (('self', 'T', False, False, None),), ['self']),
+])
+absolute_ = _P('absolute_', [
+    _O(_A._op_absolute_, (('self', 'T', False, False, None),), ['self']),
+])
+arccos = _P('arccos', [
+    _O(_A._op_arccos, (('self', 'T', False, False, None),), ['self']),
+])
+arccos_ = _P('arccos_', [
+    _O(_A._op_arccos_, (('self', 'T', False, False, None),), ['self']),
+])
+arcsin = _P('arcsin', [
+    _O(_A._op_arcsin, (('self', 'T', False, False, None),), ['self']),
+])
+arcsin_ = _P('arcsin_', [
+    _O(_A._op_arcsin_, (('self', 'T', False, False, None),), ['self']),
+])
+arctan = _P('arctan', [
+    _O(_A._op_arctan, (('self', 'T', False, False, None),), ['self']),
+])
+arctan_ = _P('arctan_', [
+    _O(_A._op_arctan_, (('self', 'T', False, False, None),), ['self']),
+])
+arccosh = _P('arccosh', [
+    _O(_A._op_arccosh, (('self', 'T', False, False, None),), ['self']),
+])
+arccosh_ = _P('arccosh_', [
+    _O(_A._op_arccosh_, (('self', 'T', False, False, None),), ['self']),
+])
+arcsinh = _P('arcsinh', [
+    _O(_A._op_arcsinh, (('self', 'T', False, False, None),), ['self']),
+])
+arcsinh_ = _P('arcsinh_', [
+    _O(_A._op_arcsinh_, (('self', 'T', False, False, None),), ['self']),
+])
+arctanh = _P('arctanh', [
+    _O(_A._op_arctanh, (('self', 'T', False, False, None),), ['self']),
+])
+arctanh_ = _P('arctanh_', [
+    _O(_A._op_arctanh_, (('self', 'T', False, False, None),), ['self']),
+])
+arctan2 = _P('arctan2', [
+    _O(_A._op_arctan2, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+arctan2_ = _P('arctan2_', [
+    _O(_A._op_arctan2_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+multiply = _P('multiply', [
+    _O(_A._op_multiply_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_multiply_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+])
+multiply_ = _P('multiply_', [
+    _O(_A._op_multiply__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_multiply__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+])
+divide = _P('divide', [
+    _O(_A._op_divide_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_divide_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_divide_Tensor_mode, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
+    _O(_A._op_divide_Scalar_mode, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
+])
+divide_ = _P('divide_', [
+    _O(_A._op_divide__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_divide__Tensor_mode, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
+    _O(_A._op_divide__Scalar_mode, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),), ['self', 'other', 'rounding_mode']),
+    _O(_A._op_divide__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+])
+subtract = _P('subtract', [
+    _O(_A._op_subtract_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_subtract_Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
+])
+subtract_ = _P('subtract_', [
+    _O(_A._op_subtract__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),), ['self', 'other', 'alpha']),
+    _O(_A._op_subtract__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),), ['self', 'other', 'alpha']),
+])
+negative = _P('negative', [
+    _O(_A._op_negative, (('self', 'T', False, False, None),), ['self']),
+])
+negative_ = _P('negative_', [
+    _O(_A._op_negative_, (('self', 'T', False, False, None),), ['self']),
+])
+fix = _P('fix', [
+    _O(_A._op_fix, (('self', 'T', False, False, None),), ['self']),
+])
+fix_ = _P('fix_', [
+    _O(_A._op_fix_, (('self', 'T', False, False, None),), ['self']),
+])
+greater_ = _P('greater_', [
+    _O(_A._op_greater__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_greater__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+less_ = _P('less_', [
+    _O(_A._op_less__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_less__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+greater_equal_ = _P('greater_equal_', [
+    _O(_A._op_greater_equal__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_greater_equal__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+less_equal_ = _P('less_equal_', [
+    _O(_A._op_less_equal__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_less_equal__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+not_equal_ = _P('not_equal_', [
+    _O(_A._op_not_equal__Scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_not_equal__Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
 special_erf = _P('special_erf', [
     _O(_A._op_special_erf, (('self', 'T', False, False, None),), ['self']),
 ])

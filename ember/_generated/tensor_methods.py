@@ -13,7 +13,7 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'amax', 'amin', 'aminmax', 'any', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'contiguous', 'copy_', 'copysign', 'copysign_', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'div_', 'dot', 'eq', 'eq_', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_equal', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_equal', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'mul_', 'multinomial', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'sub', 'sub_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
+__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'amax', 'amin', 'aminmax', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'contiguous', 'copy_', 'copysign', 'copysign_', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'div_', 'divide', 'divide_', 'dot', 'eq', 'eq_', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
 
 _sig_abs = _Signatures('abs', [
     (),
@@ -10147,6 +10147,1013 @@ def log_softmax(self, *args, **kwargs):
 log_softmax.__doc__ = 'Applies the softmax followed by the logarithm along ``dim``.\n\nlog_softmax(dim: int, dtype: Optional[dtype] = None) -> Tensor'
 def _signature_log_softmax(self, dim, dtype=None): ...
 log_softmax.__wrapped__ = _signature_log_softmax
+
+
+_sig_absolute = _Signatures('absolute', [
+    (),
+], method=True)
+
+def _bind_absolute_0():
+    return ()
+
+def absolute(self, *args, **kwargs):
+    try:
+        _b = _bind_absolute_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_absolute.call(self._ks, self)
+    _i, _a = _sig_absolute.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_absolute.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+absolute.__doc__ = 'absolute() -> Tensor'
+def _signature_absolute(self): ...
+absolute.__wrapped__ = _signature_absolute
+
+
+_sig_absolute_ = _Signatures('absolute_', [
+    (),
+], method=True)
+
+def _bind_absolute__0():
+    return ()
+
+def absolute_(self, *args, **kwargs):
+    try:
+        _b = _bind_absolute__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_absolute_.call(self._ks, self)
+    _i, _a = _sig_absolute_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_absolute_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+absolute_.__doc__ = 'absolute_() -> Tensor\n\nIn-place version of :meth:`Tensor.absolute`.'
+def _signature_absolute_(self): ...
+absolute_.__wrapped__ = _signature_absolute_
+
+
+_sig_arccos = _Signatures('arccos', [
+    (),
+], method=True)
+
+def _bind_arccos_0():
+    return ()
+
+def arccos(self, *args, **kwargs):
+    try:
+        _b = _bind_arccos_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arccos.call(self._ks, self)
+    _i, _a = _sig_arccos.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arccos.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arccos.__doc__ = 'arccos() -> Tensor'
+def _signature_arccos(self): ...
+arccos.__wrapped__ = _signature_arccos
+
+
+_sig_arccos_ = _Signatures('arccos_', [
+    (),
+], method=True)
+
+def _bind_arccos__0():
+    return ()
+
+def arccos_(self, *args, **kwargs):
+    try:
+        _b = _bind_arccos__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arccos_.call(self._ks, self)
+    _i, _a = _sig_arccos_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arccos_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arccos_.__doc__ = 'arccos_() -> Tensor\n\nIn-place version of :meth:`Tensor.arccos`.'
+def _signature_arccos_(self): ...
+arccos_.__wrapped__ = _signature_arccos_
+
+
+_sig_arcsin = _Signatures('arcsin', [
+    (),
+], method=True)
+
+def _bind_arcsin_0():
+    return ()
+
+def arcsin(self, *args, **kwargs):
+    try:
+        _b = _bind_arcsin_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arcsin.call(self._ks, self)
+    _i, _a = _sig_arcsin.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arcsin.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arcsin.__doc__ = 'arcsin() -> Tensor'
+def _signature_arcsin(self): ...
+arcsin.__wrapped__ = _signature_arcsin
+
+
+_sig_arcsin_ = _Signatures('arcsin_', [
+    (),
+], method=True)
+
+def _bind_arcsin__0():
+    return ()
+
+def arcsin_(self, *args, **kwargs):
+    try:
+        _b = _bind_arcsin__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arcsin_.call(self._ks, self)
+    _i, _a = _sig_arcsin_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arcsin_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arcsin_.__doc__ = 'arcsin_() -> Tensor\n\nIn-place version of :meth:`Tensor.arcsin`.'
+def _signature_arcsin_(self): ...
+arcsin_.__wrapped__ = _signature_arcsin_
+
+
+_sig_arctan = _Signatures('arctan', [
+    (),
+], method=True)
+
+def _bind_arctan_0():
+    return ()
+
+def arctan(self, *args, **kwargs):
+    try:
+        _b = _bind_arctan_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arctan.call(self._ks, self)
+    _i, _a = _sig_arctan.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arctan.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arctan.__doc__ = 'arctan() -> Tensor'
+def _signature_arctan(self): ...
+arctan.__wrapped__ = _signature_arctan
+
+
+_sig_arctan_ = _Signatures('arctan_', [
+    (),
+], method=True)
+
+def _bind_arctan__0():
+    return ()
+
+def arctan_(self, *args, **kwargs):
+    try:
+        _b = _bind_arctan__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arctan_.call(self._ks, self)
+    _i, _a = _sig_arctan_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arctan_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arctan_.__doc__ = 'arctan_() -> Tensor\n\nIn-place version of :meth:`Tensor.arctan`.'
+def _signature_arctan_(self): ...
+arctan_.__wrapped__ = _signature_arctan_
+
+
+_sig_arccosh = _Signatures('arccosh', [
+    (),
+], method=True)
+
+def _bind_arccosh_0():
+    return ()
+
+def arccosh(self, *args, **kwargs):
+    try:
+        _b = _bind_arccosh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arccosh.call(self._ks, self)
+    _i, _a = _sig_arccosh.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arccosh.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arccosh.__doc__ = 'arccosh() -> Tensor'
+def _signature_arccosh(self): ...
+arccosh.__wrapped__ = _signature_arccosh
+
+
+_sig_arccosh_ = _Signatures('arccosh_', [
+    (),
+], method=True)
+
+def _bind_arccosh__0():
+    return ()
+
+def arccosh_(self, *args, **kwargs):
+    try:
+        _b = _bind_arccosh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arccosh_.call(self._ks, self)
+    _i, _a = _sig_arccosh_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arccosh_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arccosh_.__doc__ = 'arccosh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arccosh`.'
+def _signature_arccosh_(self): ...
+arccosh_.__wrapped__ = _signature_arccosh_
+
+
+_sig_arcsinh = _Signatures('arcsinh', [
+    (),
+], method=True)
+
+def _bind_arcsinh_0():
+    return ()
+
+def arcsinh(self, *args, **kwargs):
+    try:
+        _b = _bind_arcsinh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arcsinh.call(self._ks, self)
+    _i, _a = _sig_arcsinh.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arcsinh.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arcsinh.__doc__ = 'arcsinh() -> Tensor'
+def _signature_arcsinh(self): ...
+arcsinh.__wrapped__ = _signature_arcsinh
+
+
+_sig_arcsinh_ = _Signatures('arcsinh_', [
+    (),
+], method=True)
+
+def _bind_arcsinh__0():
+    return ()
+
+def arcsinh_(self, *args, **kwargs):
+    try:
+        _b = _bind_arcsinh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arcsinh_.call(self._ks, self)
+    _i, _a = _sig_arcsinh_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arcsinh_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arcsinh_.__doc__ = 'arcsinh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arcsinh`.'
+def _signature_arcsinh_(self): ...
+arcsinh_.__wrapped__ = _signature_arcsinh_
+
+
+_sig_arctanh = _Signatures('arctanh', [
+    (),
+], method=True)
+
+def _bind_arctanh_0():
+    return ()
+
+def arctanh(self, *args, **kwargs):
+    try:
+        _b = _bind_arctanh_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arctanh.call(self._ks, self)
+    _i, _a = _sig_arctanh.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arctanh.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arctanh.__doc__ = 'arctanh() -> Tensor'
+def _signature_arctanh(self): ...
+arctanh.__wrapped__ = _signature_arctanh
+
+
+_sig_arctanh_ = _Signatures('arctanh_', [
+    (),
+], method=True)
+
+def _bind_arctanh__0():
+    return ()
+
+def arctanh_(self, *args, **kwargs):
+    try:
+        _b = _bind_arctanh__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_arctanh_.call(self._ks, self)
+    _i, _a = _sig_arctanh_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arctanh_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+arctanh_.__doc__ = 'arctanh_() -> Tensor\n\nIn-place version of :meth:`Tensor.arctanh`.'
+def _signature_arctanh_(self): ...
+arctanh_.__wrapped__ = _signature_arctanh_
+
+
+_sig_arctan2 = _Signatures('arctan2', [
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_arctan2_0(other):
+    return (other,)
+
+def arctan2(self, *args, **kwargs):
+    try:
+        _b = _bind_arctan2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_arctan2.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_arctan2.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arctan2.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+arctan2.__doc__ = 'arctan2(other: Tensor) -> Tensor'
+def _signature_arctan2(self, other): ...
+arctan2.__wrapped__ = _signature_arctan2
+
+
+_sig_arctan2_ = _Signatures('arctan2_', [
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_arctan2__0(other):
+    return (other,)
+
+def arctan2_(self, *args, **kwargs):
+    try:
+        _b = _bind_arctan2__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_arctan2_.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_arctan2_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_arctan2_.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+arctan2_.__doc__ = 'arctan2_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.arctan2`.'
+def _signature_arctan2_(self, other): ...
+arctan2_.__wrapped__ = _signature_arctan2_
+
+
+_sig_multiply = _Signatures('multiply', [
+    (('other', 'T', False, False, None),),
+    (('other', 'Scalar', False, False, None),),
+], method=True)
+
+def _bind_multiply_0(other):
+    return (other,)
+
+def _bind_multiply_1(other):
+    return (other,)
+
+def multiply(self, *args, **kwargs):
+    try:
+        _b = _bind_multiply_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_multiply_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_multiply_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _A._op_multiply_Scalar.call(self._ks, self, other)
+    _i, _a = _sig_multiply.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_multiply_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+    elif _i == 1:
+        return _A._op_multiply_Scalar.call(self._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+multiply.__doc__ = 'multiply(other: Tensor) -> Tensor\nmultiply(other: Number) -> Tensor'
+
+
+_sig_multiply_ = _Signatures('multiply_', [
+    (('other', 'T', False, False, None),),
+    (('other', 'Scalar', False, False, None),),
+], method=True)
+
+def _bind_multiply__0(other):
+    return (other,)
+
+def _bind_multiply__1(other):
+    return (other,)
+
+def multiply_(self, *args, **kwargs):
+    try:
+        _b = _bind_multiply__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_multiply__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_multiply__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _A._op_multiply__Scalar.call(self._ks, self, other)
+    _i, _a = _sig_multiply_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_multiply__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+    elif _i == 1:
+        return _A._op_multiply__Scalar.call(self._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+multiply_.__doc__ = 'multiply_(other: Tensor) -> Tensor\nmultiply_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.multiply`.'
+
+
+_sig_divide = _Signatures('divide', [
+    (('other', 'T', False, False, None),),
+    (('other', 'Scalar', False, False, None),),
+    (('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None),),
+    (('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),),
+], method=True)
+
+def _bind_divide_0(other):
+    return (other,)
+
+def _bind_divide_1(other):
+    return (other,)
+
+def _bind_divide_2(other, *, rounding_mode):
+    return (other, rounding_mode)
+
+def _bind_divide_3(other, *, rounding_mode):
+    return (other, rounding_mode)
+
+def divide(self, *args, **kwargs):
+    try:
+        _b = _bind_divide_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_divide_Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_divide_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _A._op_divide_Scalar.call(self._ks, self, other)
+    try:
+        _b = _bind_divide_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, rounding_mode = _b
+        if isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
+            return _A._op_divide_Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
+    try:
+        _b = _bind_divide_3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, rounding_mode = _b
+        if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
+            return _A._op_divide_Scalar_mode.call(self._ks, self, other, rounding_mode)
+    _i, _a = _sig_divide.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_divide_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+    elif _i == 1:
+        return _A._op_divide_Scalar.call(self._ks, self, _a['other'])
+    elif _i == 2:
+        return _A._op_divide_Tensor_mode.call(self._ks | _a['other']._ks, self, _a['other'], _a['rounding_mode'])
+    elif _i == 3:
+        return _A._op_divide_Scalar_mode.call(self._ks, self, _a['other'], _a['rounding_mode'])
+    raise AssertionError('unreachable')
+
+
+divide.__doc__ = 'divide(other: Tensor) -> Tensor\ndivide(other: Number) -> Tensor\ndivide(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide(other: Number, *, rounding_mode: Optional[str]) -> Tensor'
+
+
+_sig_divide_ = _Signatures('divide_', [
+    (('other', 'T', False, False, None),),
+    (('other', 'T', False, False, None), ('rounding_mode', 'str?', True, False, None),),
+    (('other', 'Scalar', False, False, None), ('rounding_mode', 'str?', True, False, None),),
+    (('other', 'Scalar', False, False, None),),
+], method=True)
+
+def _bind_divide__0(other):
+    return (other,)
+
+def _bind_divide__1(other, *, rounding_mode):
+    return (other, rounding_mode)
+
+def _bind_divide__2(other, *, rounding_mode):
+    return (other, rounding_mode)
+
+def _bind_divide__3(other):
+    return (other,)
+
+def divide_(self, *args, **kwargs):
+    try:
+        _b = _bind_divide__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_divide__Tensor.call(self._ks | other._ks, self, other)
+    try:
+        _b = _bind_divide__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, rounding_mode = _b
+        if isinstance(other, _Tensor) and (rounding_mode is None or type(rounding_mode) is str):
+            return _A._op_divide__Tensor_mode.call(self._ks | other._ks, self, other, rounding_mode)
+    try:
+        _b = _bind_divide__2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, rounding_mode = _b
+        if type(other) in _NUMBERS and (rounding_mode is None or type(rounding_mode) is str):
+            return _A._op_divide__Scalar_mode.call(self._ks, self, other, rounding_mode)
+    try:
+        _b = _bind_divide__3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _A._op_divide__Scalar.call(self._ks, self, other)
+    _i, _a = _sig_divide_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_divide__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+    elif _i == 1:
+        return _A._op_divide__Tensor_mode.call(self._ks | _a['other']._ks, self, _a['other'], _a['rounding_mode'])
+    elif _i == 2:
+        return _A._op_divide__Scalar_mode.call(self._ks, self, _a['other'], _a['rounding_mode'])
+    elif _i == 3:
+        return _A._op_divide__Scalar.call(self._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+divide_.__doc__ = 'divide_(other: Tensor) -> Tensor\ndivide_(other: Tensor, *, rounding_mode: Optional[str]) -> Tensor\ndivide_(other: Number, *, rounding_mode: Optional[str]) -> Tensor\ndivide_(other: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.divide`.'
+
+
+_sig_subtract = _Signatures('subtract', [
+    (('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
+    (('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
+], method=True)
+
+def _bind_subtract_0(other, *, alpha=1):
+    return (other, alpha)
+
+def _bind_subtract_1(other, alpha=1):
+    return (other, alpha)
+
+def subtract(self, *args, **kwargs):
+    try:
+        _b = _bind_subtract_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
+            return _A._op_subtract_Tensor.call(self._ks | other._ks, self, other, alpha)
+    try:
+        _b = _bind_subtract_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _A._op_subtract_Scalar.call(self._ks, self, other, alpha)
+    _i, _a = _sig_subtract.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_subtract_Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
+    elif _i == 1:
+        return _A._op_subtract_Scalar.call(self._ks, self, _a['other'], _a['alpha'])
+    raise AssertionError('unreachable')
+
+
+subtract.__doc__ = 'subtract(other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract(other: Number, alpha: Number = 1) -> Tensor'
+
+
+_sig_subtract_ = _Signatures('subtract_', [
+    (('other', 'T', False, False, None), ('alpha', 'Scalar', True, True, 1),),
+    (('other', 'Scalar', False, False, None), ('alpha', 'Scalar', False, True, 1),),
+], method=True)
+
+def _bind_subtract__0(other, *, alpha=1):
+    return (other, alpha)
+
+def _bind_subtract__1(other, alpha=1):
+    return (other, alpha)
+
+def subtract_(self, *args, **kwargs):
+    try:
+        _b = _bind_subtract__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if isinstance(other, _Tensor) and type(alpha) in _NUMBERS:
+            return _A._op_subtract__Tensor.call(self._ks | other._ks, self, other, alpha)
+    try:
+        _b = _bind_subtract__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, alpha = _b
+        if type(other) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _A._op_subtract__Scalar.call(self._ks, self, other, alpha)
+    _i, _a = _sig_subtract_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_subtract__Tensor.call(self._ks | _a['other']._ks, self, _a['other'], _a['alpha'])
+    elif _i == 1:
+        return _A._op_subtract__Scalar.call(self._ks, self, _a['other'], _a['alpha'])
+    raise AssertionError('unreachable')
+
+
+subtract_.__doc__ = 'subtract_(other: Tensor, *, alpha: Number = 1) -> Tensor\nsubtract_(other: Number, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.subtract`.'
+
+
+_sig_negative = _Signatures('negative', [
+    (),
+], method=True)
+
+def _bind_negative_0():
+    return ()
+
+def negative(self, *args, **kwargs):
+    try:
+        _b = _bind_negative_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_negative.call(self._ks, self)
+    _i, _a = _sig_negative.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_negative.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+negative.__doc__ = 'negative() -> Tensor'
+def _signature_negative(self): ...
+negative.__wrapped__ = _signature_negative
+
+
+_sig_negative_ = _Signatures('negative_', [
+    (),
+], method=True)
+
+def _bind_negative__0():
+    return ()
+
+def negative_(self, *args, **kwargs):
+    try:
+        _b = _bind_negative__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_negative_.call(self._ks, self)
+    _i, _a = _sig_negative_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_negative_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+negative_.__doc__ = 'negative_() -> Tensor\n\nIn-place version of :meth:`Tensor.negative`.'
+def _signature_negative_(self): ...
+negative_.__wrapped__ = _signature_negative_
+
+
+_sig_fix = _Signatures('fix', [
+    (),
+], method=True)
+
+def _bind_fix_0():
+    return ()
+
+def fix(self, *args, **kwargs):
+    try:
+        _b = _bind_fix_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_fix.call(self._ks, self)
+    _i, _a = _sig_fix.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_fix.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+fix.__doc__ = 'fix() -> Tensor'
+def _signature_fix(self): ...
+fix.__wrapped__ = _signature_fix
+
+
+_sig_fix_ = _Signatures('fix_', [
+    (),
+], method=True)
+
+def _bind_fix__0():
+    return ()
+
+def fix_(self, *args, **kwargs):
+    try:
+        _b = _bind_fix__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_fix_.call(self._ks, self)
+    _i, _a = _sig_fix_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_fix_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+fix_.__doc__ = 'fix_() -> Tensor\n\nIn-place version of :meth:`Tensor.fix`.'
+def _signature_fix_(self): ...
+fix_.__wrapped__ = _signature_fix_
+
+
+_sig_greater_ = _Signatures('greater_', [
+    (('other', 'Scalar', False, False, None),),
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_greater__0(other):
+    return (other,)
+
+def _bind_greater__1(other):
+    return (other,)
+
+def greater_(self, *args, **kwargs):
+    try:
+        _b = _bind_greater__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _A._op_greater__Scalar.call(self._ks, self, other)
+    try:
+        _b = _bind_greater__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_greater__Tensor.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_greater_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_greater__Scalar.call(self._ks, self, _a['other'])
+    elif _i == 1:
+        return _A._op_greater__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+greater_.__doc__ = 'greater_(other: Number) -> Tensor\ngreater_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.greater`.'
+
+
+_sig_less_ = _Signatures('less_', [
+    (('other', 'Scalar', False, False, None),),
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_less__0(other):
+    return (other,)
+
+def _bind_less__1(other):
+    return (other,)
+
+def less_(self, *args, **kwargs):
+    try:
+        _b = _bind_less__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _A._op_less__Scalar.call(self._ks, self, other)
+    try:
+        _b = _bind_less__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_less__Tensor.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_less_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_less__Scalar.call(self._ks, self, _a['other'])
+    elif _i == 1:
+        return _A._op_less__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+less_.__doc__ = 'less_(other: Number) -> Tensor\nless_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.less`.'
+
+
+_sig_greater_equal_ = _Signatures('greater_equal_', [
+    (('other', 'Scalar', False, False, None),),
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_greater_equal__0(other):
+    return (other,)
+
+def _bind_greater_equal__1(other):
+    return (other,)
+
+def greater_equal_(self, *args, **kwargs):
+    try:
+        _b = _bind_greater_equal__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _A._op_greater_equal__Scalar.call(self._ks, self, other)
+    try:
+        _b = _bind_greater_equal__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_greater_equal__Tensor.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_greater_equal_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_greater_equal__Scalar.call(self._ks, self, _a['other'])
+    elif _i == 1:
+        return _A._op_greater_equal__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+greater_equal_.__doc__ = 'greater_equal_(other: Number) -> Tensor\ngreater_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.greater_equal`.'
+
+
+_sig_less_equal_ = _Signatures('less_equal_', [
+    (('other', 'Scalar', False, False, None),),
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_less_equal__0(other):
+    return (other,)
+
+def _bind_less_equal__1(other):
+    return (other,)
+
+def less_equal_(self, *args, **kwargs):
+    try:
+        _b = _bind_less_equal__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _A._op_less_equal__Scalar.call(self._ks, self, other)
+    try:
+        _b = _bind_less_equal__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_less_equal__Tensor.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_less_equal_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_less_equal__Scalar.call(self._ks, self, _a['other'])
+    elif _i == 1:
+        return _A._op_less_equal__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+less_equal_.__doc__ = 'less_equal_(other: Number) -> Tensor\nless_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.less_equal`.'
+
+
+_sig_not_equal_ = _Signatures('not_equal_', [
+    (('other', 'Scalar', False, False, None),),
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_not_equal__0(other):
+    return (other,)
+
+def _bind_not_equal__1(other):
+    return (other,)
+
+def not_equal_(self, *args, **kwargs):
+    try:
+        _b = _bind_not_equal__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if type(other) in _NUMBERS:
+            return _A._op_not_equal__Scalar.call(self._ks, self, other)
+    try:
+        _b = _bind_not_equal__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_not_equal__Tensor.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_not_equal_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_not_equal__Scalar.call(self._ks, self, _a['other'])
+    elif _i == 1:
+        return _A._op_not_equal__Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+not_equal_.__doc__ = 'not_equal_(other: Number) -> Tensor\nnot_equal_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.not_equal`.'
 
 
 _sig_hardshrink = _Signatures('hardshrink', [

@@ -6,6 +6,7 @@ Each function takes the op's schema arguments in order and is written in the int
 (``ember/_generated/aten.py``, Note [The internal op API]) and Tensor methods, as PyTorch's are in ``at::``.
 """
 from ember.aten.composite.elementwise import *  # noqa: F401,F403
+from ember.aten.composite.aliases import *  # noqa: F401,F403
 from ember.aten.composite.dropout import *  # noqa: F401,F403
 from ember.aten.composite.factories import *  # noqa: F401,F403
 from ember.aten.composite.foreach import *  # noqa: F401,F403
