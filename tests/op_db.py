@@ -476,6 +476,52 @@ for name, src in [("det", "linalg.det"), ("inverse", "linalg.inv"), ("slogdet", 
                   ("pinverse", "linalg.pinv")]:
     add(OpInfo(name, lambda d, r: [Sample((_spd(r, 3, d),))], dtypes=FLOATS, rtol=1e-4, atol=1e-5))
 
+# ------------------------------------------------------------------------------ comparisons, small reductions
+def _close_samples(d, r):
+    a = arr(r, (3, 4), d)
+    b = a + (r.uniform(-1e-6, 1e-6, (3, 4)) if np.dtype(d).kind == "f" else 0).astype(d) if np.dtype(d).kind == "f" \
+        else a.copy()
+    b2 = a.copy()
+    if np.dtype(d).kind == "f":
+        b2[0, 0] += 1.0
+        b2[1, 1] = np.nan
+    return [Sample((a, b)), Sample((a, b2)), Sample((a, b2), dict(equal_nan=True)),
+            Sample((a, b2), dict(rtol=0.5, atol=1.5)), Sample((a, arr(r, (4,), d)))]
+
+
+add(OpInfo("isclose", _close_samples, dtypes=FLOATS + INTS, supports_autograd=False,
+           errors=lambda: [_err((np.ones(2, "float32"), np.ones(2)), {}, RuntimeError, "Float did not match Double"),
+                           _err((np.ones(2), np.ones(2)), dict(atol=-1.0), RuntimeError,
+                                "atol must be greater than or equal to zero, but got -1")]))
+add(OpInfo("allclose", _close_samples, dtypes=FLOATS + INTS, supports_autograd=False, meta=False))
+def _equal_samples(d, r):
+    a = arr(r, (2, 3), d)
+    b = a.copy()
+    b[1, 2] = b[0, 0] if b[1, 2] != b[0, 0] else (not b[0, 0] if d == "bool" else b[0, 0] + 1)
+    return [Sample((a, a.copy())), Sample((a, b)), Sample((a.reshape(-1), a))]
+
+
+add(OpInfo("equal", _equal_samples,
+           dtypes=FLOATS + INTS + BOOL, supports_autograd=False, meta=False, noncontiguous=False))
+add(OpInfo("is_same_size", lambda d, r: [Sample((arr(r, (2, 3), d), arr(r, (2, 3), d))),
+                                         Sample((arr(r, (2, 3), d), arr(r, (3, 2), d)))],
+           supports_autograd=False, meta=False, noncontiguous=False))
+add(OpInfo("is_nonzero", lambda d, r: [Sample((np.array([0.0], d),)), Sample((np.array(2.5, d),))],
+           supports_autograd=False, meta=False, noncontiguous=False,
+           errors=lambda: [_err((np.ones(3),), {}, RuntimeError, "more than one value is ambiguous"),
+                           _err((np.ones(0),), {}, RuntimeError, "with no values is ambiguous")]))
+add(OpInfo("msort", lambda d, r: [Sample((arr(r, (4, 3), d),)), Sample((arr(r, (5,), d),))], dtypes=FLOATS + INTS))
+add(OpInfo("diff", lambda d, r: [Sample((arr(r, (3, 5), d),)), Sample((arr(r, (3, 5), d),), dict(n=2, dim=0)),
+                                 Sample((arr(r, (3, 4), d),), dict(prepend=arr(r, (3, 1), d), append=arr(r, (3, 2), d))),
+                                 Sample((arr(r, (4,), d),), dict(n=5))],
+           dtypes=FLOATS + INTS,
+           errors=lambda: [_err((np.array(1.0),), {}, RuntimeError, "diff expects input to be at least one-dimensional"),
+                           _err((np.ones(3),), dict(n=-1), RuntimeError, "order must be non-negative but got -1"),
+                           _err((np.ones(3),), dict(prepend=np.ones((2, 2))), RuntimeError,
+                                "diff expects prepend or append to be the same dimension as input")]))
+add(OpInfo("trace", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (4, 2), d),))], dtypes=FLOATS + INTS,
+           errors=lambda: [_err((np.ones(3),), {}, RuntimeError, "trace: expected a matrix, but got tensor with dim 1")]))
+
 # ------------------------------------------------------------------------------ copies
 add(OpInfo("conj_physical", unary_samples(), dtypes=FLOATS + INTS))  # complex: tests/test_fidelity.py
 add(OpInfo("clone", unary_samples(), dtypes=ALL_REAL + BOOL))

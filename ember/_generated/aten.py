@@ -3556,6 +3556,46 @@ _op_rnn_relu_cell = _D.define('rnn_relu_cell(Tensor input, Tensor hx, Tensor w_i
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return _op_rnn_relu_cell.call(input._ks | hx._ks | w_ih._ks | w_hh._ks | _ks_opt(b_ih) | _ks_opt(b_hh), input, hx, w_ih, w_hh, b_ih, b_hh)
 
+_op_isclose = _D.define('isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor')
+
+def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return _op_isclose.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
+
+_op_allclose = _D.define('allclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool')
+
+def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return _op_allclose.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
+
+_op_equal = _D.define('equal(Tensor self, Tensor other) -> bool')
+
+def equal(self, other):
+    return _op_equal.call(self._ks | other._ks, self, other)
+
+_op_is_same_size = _D.define('is_same_size(Tensor self, Tensor other) -> bool')
+
+def is_same_size(self, other):
+    return _op_is_same_size.call(self._ks | other._ks, self, other)
+
+_op_is_nonzero = _D.define('is_nonzero(Tensor self) -> bool')
+
+def is_nonzero(self):
+    return _op_is_nonzero.call(self._ks, self)
+
+_op_msort = _D.define('msort(Tensor self) -> Tensor')
+
+def msort(self):
+    return _op_msort.call(self._ks, self)
+
+_op_diff = _D.define('diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor')
+
+def diff(self, n=1, dim=-1, prepend=None, append=None):
+    return _op_diff.call(self._ks | _ks_opt(prepend) | _ks_opt(append), self, n, dim, prepend, append)
+
+_op_trace = _D.define('trace(Tensor self) -> Tensor')
+
+def trace(self):
+    return _op_trace.call(self._ks, self)
+
 _op_absolute = _D.define('absolute(Tensor self) -> Tensor')
 
 def absolute(self):

@@ -7673,6 +7673,31 @@ def _ag__rnn_layer_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_ih, b_h
     return result
 
 
+class TraceBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = grad * aten.eye_m(self_sizes[0], self_sizes[1], dtype=grad.dtype, device=grad.device)
+        return grad_inputs
+
+
+def _ag_trace_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_trace.redispatch(ks & _BELOW, self)
+    _n = TraceBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_trace.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
 class SpecialI0EBackward0(_Node):
     _saved_names = ('self_', 'result_')
 
@@ -11850,6 +11875,7 @@ for _h, _k in (
     (aten._op_constant_pad_nd, _ag_constant_pad_nd_default),
     (aten._op_embedding, _ag_embedding_default),
     (aten._op__rnn_layer, _ag__rnn_layer_default),
+    (aten._op_trace, _ag_trace_default),
     (aten._op_special_i0e, _ag_special_i0e_default),
     (aten._op_special_i1, _ag_special_i1_default),
     (aten._op_special_i1e, _ag_special_i1e_default),

@@ -13,7 +13,7 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_embedding_bag', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_prelu_kernel', '_safe_softmax', '_scaled_dot_product_attention_math', '_softmax', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'conj_physical', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'eq', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_embedding_bag', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_prelu_kernel', '_safe_softmax', '_scaled_dot_product_attention_math', '_softmax', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'conj_physical', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diff', 'digamma', 'digamma_', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -10712,6 +10712,222 @@ def rnn_relu_cell(*args, **kwargs):
 rnn_relu_cell.__doc__ = 'rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor] = None, b_hh: Optional[Tensor] = None) -> Tensor'
 def _signature_rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None): ...
 rnn_relu_cell.__wrapped__ = _signature_rnn_relu_cell
+
+
+_sig_isclose = _Signatures('isclose', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('rtol', 'float', False, True, 1e-05), ('atol', 'float', False, True, 1e-08), ('equal_nan', 'bool', False, True, False),),
+], method=False)
+
+def _bind_isclose_0(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return (input, other, rtol, atol, equal_nan)
+
+def isclose(*args, **kwargs):
+    try:
+        _b = _bind_isclose_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, rtol, atol, equal_nan = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
+            return _A._op_isclose.call(input._ks | other._ks, input, other, rtol, atol, equal_nan)
+    _i, _a = _sig_isclose.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_isclose.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rtol'], _a['atol'], _a['equal_nan'])
+    raise AssertionError('unreachable')
+
+
+isclose.__doc__ = 'isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor'
+def _signature_isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False): ...
+isclose.__wrapped__ = _signature_isclose
+
+
+_sig_allclose = _Signatures('allclose', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('rtol', 'float', False, True, 1e-05), ('atol', 'float', False, True, 1e-08), ('equal_nan', 'bool', False, True, False),),
+], method=False)
+
+def _bind_allclose_0(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return (input, other, rtol, atol, equal_nan)
+
+def allclose(*args, **kwargs):
+    try:
+        _b = _bind_allclose_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, rtol, atol, equal_nan = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
+            return _A._op_allclose.call(input._ks | other._ks, input, other, rtol, atol, equal_nan)
+    _i, _a = _sig_allclose.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_allclose.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['rtol'], _a['atol'], _a['equal_nan'])
+    raise AssertionError('unreachable')
+
+
+allclose.__doc__ = 'allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool'
+def _signature_allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False): ...
+allclose.__wrapped__ = _signature_allclose
+
+
+_sig_equal = _Signatures('equal', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _bind_equal_0(input, other):
+    return (input, other)
+
+def equal(*args, **kwargs):
+    try:
+        _b = _bind_equal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_equal.call(input._ks | other._ks, input, other)
+    _i, _a = _sig_equal.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_equal.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+equal.__doc__ = 'equal(input: Tensor, other: Tensor) -> bool'
+def _signature_equal(input, other): ...
+equal.__wrapped__ = _signature_equal
+
+
+_sig_is_same_size = _Signatures('is_same_size', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _bind_is_same_size_0(input, other):
+    return (input, other)
+
+def is_same_size(*args, **kwargs):
+    try:
+        _b = _bind_is_same_size_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_is_same_size.call(input._ks | other._ks, input, other)
+    _i, _a = _sig_is_same_size.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_is_same_size.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+is_same_size.__doc__ = 'is_same_size(input: Tensor, other: Tensor) -> bool'
+def _signature_is_same_size(input, other): ...
+is_same_size.__wrapped__ = _signature_is_same_size
+
+
+_sig_is_nonzero = _Signatures('is_nonzero', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_is_nonzero_0(input):
+    return (input,)
+
+def is_nonzero(*args, **kwargs):
+    try:
+        _b = _bind_is_nonzero_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_is_nonzero.call(input._ks, input)
+    _i, _a = _sig_is_nonzero.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_is_nonzero.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+is_nonzero.__doc__ = 'is_nonzero(input: Tensor) -> bool'
+def _signature_is_nonzero(input): ...
+is_nonzero.__wrapped__ = _signature_is_nonzero
+
+
+_sig_msort = _Signatures('msort', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_msort_0(input):
+    return (input,)
+
+def msort(*args, **kwargs):
+    try:
+        _b = _bind_msort_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_msort.call(input._ks, input)
+    _i, _a = _sig_msort.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_msort.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+msort.__doc__ = 'msort(input: Tensor) -> Tensor'
+def _signature_msort(input): ...
+msort.__wrapped__ = _signature_msort
+
+
+_sig_diff = _Signatures('diff', [
+    (('input', 'T', False, False, None), ('n', 'int', False, True, 1), ('dim', 'int', False, True, -1), ('prepend', 'T?', False, True, None), ('append', 'T?', False, True, None),),
+], method=False)
+
+def _bind_diff_0(input, n=1, dim=-1, prepend=None, append=None):
+    return (input, n, dim, prepend, append)
+
+def diff(*args, **kwargs):
+    try:
+        _b = _bind_diff_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n, dim, prepend, append = _b
+        if isinstance(input, _Tensor) and type(n) is int and type(dim) is int and (prepend is None or isinstance(prepend, _Tensor)) and (append is None or isinstance(append, _Tensor)):
+            return _A._op_diff.call(input._ks | _ks_opt(prepend) | _ks_opt(append), input, n, dim, prepend, append)
+    _i, _a = _sig_diff.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_diff.call(_a['input']._ks | _ks_opt(_a['prepend']) | _ks_opt(_a['append']), _a['input'], _a['n'], _a['dim'], _a['prepend'], _a['append'])
+    raise AssertionError('unreachable')
+
+
+diff.__doc__ = 'diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None, append: Optional[Tensor] = None) -> Tensor'
+def _signature_diff(input, n=1, dim=-1, prepend=None, append=None): ...
+diff.__wrapped__ = _signature_diff
+
+
+_sig_trace = _Signatures('trace', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_trace_0(input):
+    return (input,)
+
+def trace(*args, **kwargs):
+    try:
+        _b = _bind_trace_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_trace.call(input._ks, input)
+    _i, _a = _sig_trace.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_trace.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+trace.__doc__ = 'trace(input: Tensor) -> Tensor'
+def _signature_trace(input): ...
+trace.__wrapped__ = _signature_trace
 
 
 _sig_absolute = _Signatures('absolute', [

@@ -1606,6 +1606,30 @@ rnn_tanh_cell = _P('rnn_tanh_cell', [
 rnn_relu_cell = _P('rnn_relu_cell', [
     _O(_A._op_rnn_relu_cell, (('input', 'T', False, False, None), ('hx', 'T', False, False, None), ('w_ih', 'T', False, False, None), ('w_hh', 'T', False, False, None), ('b_ih', 'T?', False, True, None), ('b_hh', 'T?', False, True, None),), ['input', 'hx', 'w_ih', 'w_hh', 'b_ih', 'b_hh']),
 ])
+isclose = _P('isclose', [
+    _O(_A._op_isclose, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('rtol', 'float', False, True, 1e-05), ('atol', 'float', False, True, 1e-08), ('equal_nan', 'bool', False, True, False),), ['self', 'other', 'rtol', 'atol', 'equal_nan']),
+])
+allclose = _P('allclose', [
+    _O(_A._op_allclose, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('rtol', 'float', False, True, 1e-05), ('atol', 'float', False, True, 1e-08), ('equal_nan', 'bool', False, True, False),), ['self', 'other', 'rtol', 'atol', 'equal_nan']),
+])
+equal = _P('equal', [
+    _O(_A._op_equal, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+is_same_size = _P('is_same_size', [
+    _O(_A._op_is_same_size, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+is_nonzero = _P('is_nonzero', [
+    _O(_A._op_is_nonzero, (('self', 'T', False, False, None),), ['self']),
+])
+msort = _P('msort', [
+    _O(_A._op_msort, (('self', 'T', False, False, None),), ['self']),
+])
+diff = _P('diff', [
+    _O(_A._op_diff, (('self', 'T', False, False, None), ('n', 'int', False, True, 1), ('dim', 'int', False, True, -1), ('prepend', 'T?', False, True, None), ('append', 'T?', False, True, None),), ['self', 'n', 'dim', 'prepend', 'append']),
+])
+trace = _P('trace', [
+    _O(_A._op_trace, (('self', 'T', False, False, None),), ['self']),
+])
 absolute = _P('absolute', [
     _O(_A._op_absolute, (('self', 'T', False, False, None),), ['self']),
 ])

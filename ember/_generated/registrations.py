@@ -4818,6 +4818,14 @@ def __rnn_layer_backward_default(ks, input, batch_sizes, h0, c0, w_ih, w_hh, b_i
         _value_error(_e, K._rnn_layer_backward, input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, grad_output, grad_hn, grad_cn)
 
 
+def _trace_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.trace(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.trace, self)
+
+
 def _special_i0e_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -6163,6 +6171,7 @@ _BACKEND_KERNELS = (
     (_A._op_embedding, _embedding_default, ('CPU', 'CUDA', 'Meta'), K.embedding, (), 'new', None),
     (_A._op__rnn_layer, __rnn_layer_default, ('CPU', 'CUDA', 'Meta'), K._rnn_layer, (), 'new', None),
     (_A._op__rnn_layer_backward, __rnn_layer_backward_default, ('CPU', 'CUDA', 'Meta'), K._rnn_layer_backward, (), 'new', None),
+    (_A._op_trace, _trace_default, ('CPU', 'CUDA', 'Meta'), K.trace, (), 'new', None),
     (_A._op_special_i0e, _special_i0e_default, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'new', None),
     (_A._op_special_i0e_out, _special_i0e_out, ('CPU', 'CUDA', 'Meta'), K.special_i0e, (), 'out', None),
     (_A._op_special_i1, _special_i1_default, ('CPU', 'CUDA', 'Meta'), K.special_i1, (), 'new', None),
@@ -6362,6 +6371,13 @@ _COMPOSITE_KERNELS = (
     (_A._op_gru_cell, 'CompositeImplicitAutograd', C.gru_cell),
     (_A._op_rnn_tanh_cell, 'CompositeImplicitAutograd', C.rnn_tanh_cell),
     (_A._op_rnn_relu_cell, 'CompositeImplicitAutograd', C.rnn_relu_cell),
+    (_A._op_isclose, 'CompositeImplicitAutograd', C.isclose),
+    (_A._op_allclose, 'CompositeImplicitAutograd', C.allclose),
+    (_A._op_equal, 'CompositeImplicitAutograd', C.equal),
+    (_A._op_is_same_size, 'CompositeImplicitAutograd', C.is_same_size),
+    (_A._op_is_nonzero, 'CompositeImplicitAutograd', C.is_nonzero),
+    (_A._op_msort, 'CompositeImplicitAutograd', C.msort),
+    (_A._op_diff, 'CompositeImplicitAutograd', C.diff),
     (_A._op_absolute, 'CompositeImplicitAutograd', C.absolute),
     (_A._op_absolute_, 'CompositeImplicitAutograd', C.absolute_),
     (_A._op_arccos, 'CompositeImplicitAutograd', C.arccos),

@@ -13,7 +13,7 @@ from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'amax', 'amin', 'aminmax', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'contiguous', 'copy_', 'copysign', 'copysign_', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'digamma', 'digamma_', 'div', 'div_', 'divide', 'divide_', 'dot', 'eq', 'eq_', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
+__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'contiguous', 'copy_', 'copysign', 'copysign_', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diff', 'digamma', 'digamma_', 'div', 'div_', 'divide', 'divide_', 'dot', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
 
 _sig_abs = _Signatures('abs', [
     (),
@@ -10147,6 +10147,219 @@ def log_softmax(self, *args, **kwargs):
 log_softmax.__doc__ = 'Applies the softmax followed by the logarithm along ``dim``.\n\nlog_softmax(dim: int, dtype: Optional[dtype] = None) -> Tensor'
 def _signature_log_softmax(self, dim, dtype=None): ...
 log_softmax.__wrapped__ = _signature_log_softmax
+
+
+_sig_isclose = _Signatures('isclose', [
+    (('other', 'T', False, False, None), ('rtol', 'float', False, True, 1e-05), ('atol', 'float', False, True, 1e-08), ('equal_nan', 'bool', False, True, False),),
+], method=True)
+
+def _bind_isclose_0(other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return (other, rtol, atol, equal_nan)
+
+def isclose(self, *args, **kwargs):
+    try:
+        _b = _bind_isclose_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, rtol, atol, equal_nan = _b
+        if isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
+            return _A._op_isclose.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
+    _i, _a = _sig_isclose.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_isclose.call(self._ks | _a['other']._ks, self, _a['other'], _a['rtol'], _a['atol'], _a['equal_nan'])
+    raise AssertionError('unreachable')
+
+
+isclose.__doc__ = 'isclose(other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor'
+def _signature_isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False): ...
+isclose.__wrapped__ = _signature_isclose
+
+
+_sig_allclose = _Signatures('allclose', [
+    (('other', 'T', False, False, None), ('rtol', 'float', False, True, 1e-05), ('atol', 'float', False, True, 1e-08), ('equal_nan', 'bool', False, True, False),),
+], method=True)
+
+def _bind_allclose_0(other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return (other, rtol, atol, equal_nan)
+
+def allclose(self, *args, **kwargs):
+    try:
+        _b = _bind_allclose_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, rtol, atol, equal_nan = _b
+        if isinstance(other, _Tensor) and type(rtol) is float and type(atol) is float and type(equal_nan) is bool:
+            return _A._op_allclose.call(self._ks | other._ks, self, other, rtol, atol, equal_nan)
+    _i, _a = _sig_allclose.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_allclose.call(self._ks | _a['other']._ks, self, _a['other'], _a['rtol'], _a['atol'], _a['equal_nan'])
+    raise AssertionError('unreachable')
+
+
+allclose.__doc__ = 'allclose(other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool'
+def _signature_allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False): ...
+allclose.__wrapped__ = _signature_allclose
+
+
+_sig_equal = _Signatures('equal', [
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_equal_0(other):
+    return (other,)
+
+def equal(self, *args, **kwargs):
+    try:
+        _b = _bind_equal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_equal.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_equal.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_equal.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+equal.__doc__ = 'equal(other: Tensor) -> bool'
+def _signature_equal(self, other): ...
+equal.__wrapped__ = _signature_equal
+
+
+_sig_is_same_size = _Signatures('is_same_size', [
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_is_same_size_0(other):
+    return (other,)
+
+def is_same_size(self, *args, **kwargs):
+    try:
+        _b = _bind_is_same_size_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_is_same_size.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_is_same_size.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_is_same_size.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+is_same_size.__doc__ = 'is_same_size(other: Tensor) -> bool'
+def _signature_is_same_size(self, other): ...
+is_same_size.__wrapped__ = _signature_is_same_size
+
+
+_sig_is_nonzero = _Signatures('is_nonzero', [
+    (),
+], method=True)
+
+def _bind_is_nonzero_0():
+    return ()
+
+def is_nonzero(self, *args, **kwargs):
+    try:
+        _b = _bind_is_nonzero_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_is_nonzero.call(self._ks, self)
+    _i, _a = _sig_is_nonzero.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_is_nonzero.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+is_nonzero.__doc__ = 'is_nonzero() -> bool'
+def _signature_is_nonzero(self): ...
+is_nonzero.__wrapped__ = _signature_is_nonzero
+
+
+_sig_msort = _Signatures('msort', [
+    (),
+], method=True)
+
+def _bind_msort_0():
+    return ()
+
+def msort(self, *args, **kwargs):
+    try:
+        _b = _bind_msort_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_msort.call(self._ks, self)
+    _i, _a = _sig_msort.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_msort.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+msort.__doc__ = 'msort() -> Tensor'
+def _signature_msort(self): ...
+msort.__wrapped__ = _signature_msort
+
+
+_sig_diff = _Signatures('diff', [
+    (('n', 'int', False, True, 1), ('dim', 'int', False, True, -1), ('prepend', 'T?', False, True, None), ('append', 'T?', False, True, None),),
+], method=True)
+
+def _bind_diff_0(n=1, dim=-1, prepend=None, append=None):
+    return (n, dim, prepend, append)
+
+def diff(self, *args, **kwargs):
+    try:
+        _b = _bind_diff_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n, dim, prepend, append = _b
+        if type(n) is int and type(dim) is int and (prepend is None or isinstance(prepend, _Tensor)) and (append is None or isinstance(append, _Tensor)):
+            return _A._op_diff.call(self._ks | _ks_opt(prepend) | _ks_opt(append), self, n, dim, prepend, append)
+    _i, _a = _sig_diff.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_diff.call(self._ks | _ks_opt(_a['prepend']) | _ks_opt(_a['append']), self, _a['n'], _a['dim'], _a['prepend'], _a['append'])
+    raise AssertionError('unreachable')
+
+
+diff.__doc__ = 'diff(n: int = 1, dim: int = -1, prepend: Optional[Tensor] = None, append: Optional[Tensor] = None) -> Tensor'
+def _signature_diff(self, n=1, dim=-1, prepend=None, append=None): ...
+diff.__wrapped__ = _signature_diff
+
+
+_sig_trace = _Signatures('trace', [
+    (),
+], method=True)
+
+def _bind_trace_0():
+    return ()
+
+def trace(self, *args, **kwargs):
+    try:
+        _b = _bind_trace_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_trace.call(self._ks, self)
+    _i, _a = _sig_trace.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_trace.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+trace.__doc__ = 'trace() -> Tensor'
+def _signature_trace(self): ...
+trace.__wrapped__ = _signature_trace
 
 
 _sig_absolute = _Signatures('absolute', [

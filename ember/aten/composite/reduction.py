@@ -6,7 +6,8 @@ from typing import Any
 
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
-from ember.c10.dtype import float32, float64, int64
+from ember.aten.wrap import _type_name
+from ember.c10.dtype import bool_, float32, float64, get_default_dtype, int64
 
 
 def var_unbiased(self: Any, unbiased: Any = True) -> Any:
@@ -146,3 +147,77 @@ def nanquantile_scalar(self: Any, q: Any, dim: Any = None, keepdim: Any = False,
 
 # PyTorch registers these CompositeImplicitAutograd: they call the base op, so autograd records the base
 # op's node (``torch.special.erf(x).grad_fn`` is an ``ErfBackward0``).
+
+
+# ------------------------------------------------------------------------------ comparisons (TensorCompare.cpp)
+def isclose(self: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    """``|self - other| <= atol + rtol |other|`` (finite errors only), or equal; NaNs equal with ``equal_nan``."""
+    if self.dtype != other.dtype:
+        raise RuntimeError(f"{_type_name(self.dtype)} did not match {_type_name(other.dtype)}")
+    if self.dtype.is_complex and equal_nan:
+        raise RuntimeError("isclose with equal_nan=True is not supported for complex inputs.")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
+    close = self == other
+    if equal_nan and self.dtype.is_floating_point:
+        close = close.logical_or((self != self).logical_and(other != other))
+    if rtol == 0 and atol == 0:
+        return close
+    x, y = self, other
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        x, y = self.to(get_default_dtype()), other.to(get_default_dtype())
+    allowed = atol + (rtol * y).abs()
+    actual = (x - y).abs()
+    return close.logical_or(actual.isfinite().logical_and(actual <= allowed))
+
+
+def allclose(self: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    return bool(isclose(self, other, rtol, atol, equal_nan).all())
+
+
+def equal(self: Any, other: Any) -> bool:
+    """Same shape and the same values (NaN is not equal to itself)."""
+    return tuple(self.shape) == tuple(other.shape) and bool((self == other).all())
+
+
+def is_same_size(self: Any, other: Any) -> bool:
+    return tuple(self.shape) == tuple(other.shape)
+
+
+def is_nonzero(self: Any) -> bool:
+    if self.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if self.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(self.item() != 0)
+
+
+def msort(self: Any) -> Any:
+    return aten.sort(self, 0)[0]
+
+
+def diff(self: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    """The ``n``-th forward difference along ``dim`` (``ReduceOps.cpp``), after concatenating ``prepend`` and
+    ``append``; bool tensors differ by xor."""
+    if self.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    parts = []
+    for t in (prepend, self, append):
+        if t is None:
+            continue
+        if t is not self and t.dim() != self.dim():
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        parts.append(t)
+    x = aten.cat(parts, dim) if len(parts) > 1 else self
+    d = dim if dim >= 0 else dim + x.dim()
+    for _ in range(n):
+        length = x.shape[d]
+        if length == 0:
+            break
+        hi, lo = x.narrow(d, 1, length - 1), x.narrow(d, 0, length - 1)
+        x = hi.logical_xor(lo) if x.dtype == bool_ else hi - lo
+    return x

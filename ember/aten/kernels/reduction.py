@@ -449,3 +449,15 @@ def histc(xp: Any, self: Array, bins: Any = 100, min: Array = 0, max: Array = 0)
     x = x[(x >= lo) & (x <= hi)]
     r, _ = np.histogram(x, bins=bins, range=(lo, hi))
     return xp.asarray(r).astype(self.dtype)
+
+
+def trace(xp: Any, self: Array) -> Any:
+    """The sum of the main diagonal of a matrix (integers and bools summed as int64)."""
+    if self.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+    out_dt = np.dtype(np.int64) if self.dtype.kind in "biu" else self.dtype
+    d = xp.diagonal(self).astype(compute_dtype(out_dt) if out_dt.kind == "f" or out_dt == _BF16 else out_dt)
+    return xp.asarray(d.sum()).astype(out_dt)
+
+
+
