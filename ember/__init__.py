@@ -34,6 +34,7 @@ from ember import backends  # noqa: F401
 _install_generated_methods()
 from ember import _indexing  # noqa: E402
 from ember import autograd  # noqa: E402
+from ember._settings import *  # noqa: E402,F401,F403
 from ember._generated import autograd as _autograd_kernels  # noqa: E402,F401 - registers the Autograd keys
 from ember.autograd import fallback as _autograd_fallback  # noqa: E402
 from ember.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402

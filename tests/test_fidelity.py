@@ -140,3 +140,32 @@ def test_in_place_aliases_match_pytorch(call):
         assert r is x
         out.append(x.numpy())
     np.testing.assert_allclose(out[1], out[0], rtol=1e-12, atol=1e-12)
+
+
+def test_process_wide_switches_and_constants_report_as_pytorchs():
+    def run(L):
+        out = []
+        for f in (lambda: L.set_deterministic_debug_mode("bad"), lambda: L.use_deterministic_algorithms("x"),
+                  lambda: L.set_deterministic_debug_mode(5)):
+            try:
+                f()
+            except (RuntimeError, TypeError) as exc:
+                out.append((type(exc).__name__, str(exc)))
+        out.append((L.get_float32_matmul_precision(), L.get_deterministic_debug_mode(),
+                    L.are_deterministic_algorithms_enabled(), L.is_anomaly_enabled(), L.is_anomaly_check_nan_enabled()))
+        try:
+            L.use_deterministic_algorithms(True, warn_only=True)
+            out.append((L.get_deterministic_debug_mode(), L.is_deterministic_algorithms_warn_only_enabled()))
+            L.set_deterministic_debug_mode("error")
+            out.append((L.are_deterministic_algorithms_enabled(), L.is_deterministic_algorithms_warn_only_enabled()))
+            L.set_float32_matmul_precision("medium")
+            out.append(L.get_float32_matmul_precision())
+            L.set_anomaly_enabled(True, check_nan=False)
+            out.append((L.is_anomaly_enabled(), L.is_anomaly_check_nan_enabled()))
+        finally:
+            L.set_deterministic_debug_mode(0)
+            L.set_float32_matmul_precision("highest")
+            L.set_anomaly_enabled(False)
+        out.append((L.newaxis, L.pi, L.e, L.inf, str(L.nan)))
+        return out
+    assert run(ember) == run(torch)
