@@ -5,7 +5,8 @@ from ember._generated import functions as _F
 from ember._generated.ops import _unique2, unique_dim
 
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
-           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist"]
+           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "real", "imag", "conj", "detach", "is_conj",
+           "is_neg", "is_signed", "get_device", "resolve_conj", "resolve_neg"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -125,3 +126,44 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     return _F.cdist(x1, x2, p, _CDIST_MODES[compute_mode])
+
+
+# Tensor properties and methods that PyTorch also offers as functions of ``torch``
+def real(input):  # noqa: A002
+    return input.real
+
+
+def imag(input):  # noqa: A002
+    return input.imag
+
+
+def conj(input):  # noqa: A002
+    return input.conj()
+
+
+def detach(input):  # noqa: A002
+    return input.detach()
+
+
+def is_conj(input):  # noqa: A002
+    return input.is_conj()
+
+
+def is_neg(input):  # noqa: A002
+    return input.is_neg()
+
+
+def is_signed(input):  # noqa: A002
+    return input.is_signed()
+
+
+def get_device(input):  # noqa: A002
+    return input.get_device()
+
+
+def resolve_conj(input):  # noqa: A002
+    return input.resolve_conj()
+
+
+def resolve_neg(input):  # noqa: A002
+    return input.resolve_neg()

@@ -463,6 +463,24 @@ class Tensor(TensorImpl, _TensorMethods):
     def get_device(self) -> builtins.int:
         return -1 if self._device.type == "cpu" else (self._device.index or 0)
 
+    # ember's conjugation and negation are never lazy (no conj / neg bits): nothing to resolve
+    def is_conj(self) -> builtins.bool:
+        return False
+
+    def is_neg(self) -> builtins.bool:
+        return False
+
+    def resolve_conj(self) -> Tensor:
+        return self
+
+    def resolve_neg(self) -> Tensor:
+        return self
+
+    @property
+    def output_nr(self) -> builtins.int:
+        """Which output of its ``grad_fn`` this tensor is."""
+        return self._output_nr
+
     def __setstate__(self, state: Any) -> None:
         pass
 

@@ -169,3 +169,14 @@ def test_process_wide_switches_and_constants_report_as_pytorchs():
         out.append((L.newaxis, L.pi, L.e, L.inf, str(L.nan)))
         return out
     assert run(ember) == run(torch)
+
+
+def test_tensor_properties_as_torch_functions():
+    def run(L):
+        x = L.tensor(np.array([1 + 2j, 3 - 1j]))
+        r = L.ones(2, requires_grad=True)
+        y = r * 2
+        return (L.real(x).tolist(), L.imag(x).tolist(), L.conj(x).tolist(), L.is_conj(x), L.is_neg(x), x.is_conj(),
+                L.is_signed(L.ones(2, dtype=L.uint8)), L.is_signed(r), L.get_device(r), L.resolve_conj(x) is x,
+                L.resolve_neg(x) is x, y.output_nr, L.detach(y).requires_grad)
+    assert run(ember) == run(torch)
