@@ -6,7 +6,7 @@ from ember._generated.ops import _unique2, unique_dim
 
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
            "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "real", "imag", "conj", "detach", "is_conj",
-           "is_neg", "is_signed", "get_device", "resolve_conj", "resolve_neg"]
+           "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device", "resolve_conj", "resolve_neg"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -167,3 +167,13 @@ def resolve_conj(input):  # noqa: A002
 
 def resolve_neg(input):  # noqa: A002
     return input.resolve_neg()
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-D tensor, as rows (``torch.cartesian_prod(a, b)``)."""
+    return _F.cartesian_prod(list(tensors))
+
+
+def block_diag(*tensors):
+    """The tensors as blocks along the diagonal of one matrix (``torch.block_diag(a, b, c)``)."""
+    return _F.block_diag(list(tensors))

@@ -53,22 +53,22 @@ EXCLUDED: dict[str, dict[str, str]] = {
             accelerator addmv_ addr adjoint alias_copy angle as_strided_ as_strided_copy as_strided_scatter
             bartlett_window batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt
             batch_norm_gather_stats batch_norm_gather_stats_with_counts batch_norm_stats batch_norm_update_stats
-            bilinear binomial bit bits16 bits1x8 bits2x4 bits4x2 bits8 blackman_window block_diag cartesian_prod
-            chain_matmul chalf channels_last_3d cholesky cholesky_inverse cholesky_solve combinations complex
-            complex32 conj_physical_ conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d
-            conv_transpose3d corrcoef cov cpu cumulative_trapezoid detach_ detach_copy diagflat diagonal_copy
-            diagonal_scatter dist dsplit eig empty_permuted empty_strided expand_copy fill float4_e2m1fn_x2
-            float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu frexp frobenius_norm
-            from_dlpack from_file frombuffer functional gcd gcd_ geqrf get_device_module gradient hamming_window
-            hann_window has_lapack has_mkl has_openmp has_spectral hash_tensor heaviside histogram histogramdd
-            hsplit igamma igammac index_reduce int1 int2 int3 int4 int5 int6 int7 is_inference is_storage isin
-            isreal istft kaiser_window lcm lcm_ ldexp ldexp_ legacy_contiguous_format lobpcg logdet lstsq lu
-            lu_solve lu_unpack masked matrix_exp matrix_power matrix_rank max_pool1d max_pool1d_with_indices
-            max_pool2d max_pool3d multiprocessing mvlgamma nanmedian narrow_copy native_norm nonzero_static
-            norm_except_dim nuclear_norm orgqr ormqr pca_lowrank pdist permute_copy poisson polar put qr
-            quasirandom randint_like random range renorm resize_as_ segment_reduce select_copy select_scatter
-            selu selu_ set_default_tensor_type set_flush_denormal signal slice_copy slice_inverse slice_scatter
-            solve split_copy split_with_sizes_copy spmm squeeze_copy stft storage svd svd_lowrank symeig t_copy
+            bilinear binomial bit bits16 bits1x8 bits2x4 bits4x2 bits8 blackman_window chain_matmul chalf
+            channels_last_3d cholesky cholesky_inverse cholesky_solve combinations complex complex32
+            conj_physical_ conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d cpu
+            cumulative_trapezoid detach_ detach_copy diagflat diagonal_copy diagonal_scatter dist dsplit eig
+            empty_permuted empty_strided expand_copy fill float4_e2m1fn_x2 float8_e4m3fn float8_e4m3fnuz
+            float8_e5m2 float8_e5m2fnuz float8_e8m0fnu frexp frobenius_norm from_dlpack from_file frombuffer
+            functional gcd gcd_ geqrf get_device_module gradient hamming_window hann_window has_lapack has_mkl
+            has_openmp has_spectral hash_tensor heaviside histogram histogramdd hsplit igamma igammac
+            index_reduce int1 int2 int3 int4 int5 int6 int7 is_inference is_storage isin isreal istft
+            kaiser_window lcm lcm_ ldexp ldexp_ legacy_contiguous_format lobpcg logdet lstsq lu lu_solve
+            lu_unpack masked matrix_exp matrix_power matrix_rank max_pool1d max_pool1d_with_indices max_pool2d
+            max_pool3d multiprocessing mvlgamma nanmedian narrow_copy native_norm nonzero_static norm_except_dim
+            nuclear_norm orgqr ormqr pca_lowrank pdist permute_copy poisson polar put qr quasirandom
+            randint_like random range renorm resize_as_ segment_reduce select_copy select_scatter selu selu_
+            set_default_tensor_type set_flush_denormal signal slice_copy slice_inverse slice_scatter solve
+            split_copy split_with_sizes_copy spmm squeeze_copy stft storage svd svd_lowrank symeig t_copy
             thread_safe_generator to_dlpack torch_version transpose_copy trapezoid trapz triangular_solve
             typename types uint1 uint16 uint2 uint3 uint32 uint4 uint5 uint6 uint64 uint7 unbind_copy
             unfold_copy unify_type_list unique_consecutive unravel_index unsafe_chunk unsafe_split
@@ -181,9 +181,9 @@ EXCLUDED: dict[str, dict[str, str]] = {
     'issue 15 item 3 (everyday API)': {
         'Tensor': """
             addr addr_ adjoint angle apply_ as_strided_ as_strided_scatter cauchy_ chalf cholesky
-            cholesky_inverse cholesky_solve conj_physical_ const_data_ptr corrcoef cov diagflat diagonal_scatter
-            dist dsplit eig exponential_ fill_diagonal_ float_power_ frexp gcd gcd_ geometric_ geqrf grad_dtype
-            hash_tensor heaviside heaviside_ histogram hsplit igamma igamma_ igammac igammac_ index index_reduce
+            cholesky_inverse cholesky_solve conj_physical_ const_data_ptr diagflat diagonal_scatter dist dsplit
+            eig exponential_ fill_diagonal_ float_power_ frexp gcd gcd_ geometric_ geqrf grad_dtype hash_tensor
+            heaviside heaviside_ histogram hsplit igamma igamma_ igammac igammac_ index index_reduce
             index_reduce_ is_inference is_pinned is_set_to is_shared isreal istft lcm lcm_ ldexp ldexp_
             log_normal_ logdet lstsq lu lu_solve map2_ map_ matrix_exp matrix_power module_load mvlgamma
             mvlgamma_ name nanmedian narrow_copy new new_empty_strided nonzero_static orgqr ormqr pin_memory

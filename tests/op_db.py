@@ -522,6 +522,24 @@ add(OpInfo("diff", lambda d, r: [Sample((arr(r, (3, 5), d),)), Sample((arr(r, (3
 add(OpInfo("trace", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (4, 2), d),))], dtypes=FLOATS + INTS,
            errors=lambda: [_err((np.ones(3),), {}, RuntimeError, "trace: expected a matrix, but got tensor with dim 1")]))
 
+add(OpInfo("cov", lambda d, r: [
+    Sample((arr(r, (3, 6), d),)), Sample((arr(r, (6,), d),)), Sample((arr(r, (2, 5), d),), dict(correction=0)),
+    Sample((arr(r, (2, 5), d),), dict(fweights=np.array([1, 2, 0, 3, 1]), aweights=positive(r, (5,), d)))],
+    dtypes=FLOATS, rtol=1e-5, atol=1e-6, meta=False,  # PyTorch's Meta refuses cov (it reads values); ember's works
+    errors=lambda: [_err((np.ones((2, 2, 2)),), {}, RuntimeError, "cov\\(\\): expected input to have two or fewer"),
+                    _err((np.ones((2, 3)),), dict(fweights=np.array([1, -1, 1])), RuntimeError,
+                         "fweights cannot be negative")]))
+add(OpInfo("corrcoef", lambda d, r: [Sample((arr(r, (3, 6), d),)), Sample((arr(r, (6,), d),))], dtypes=FLOATS,
+           rtol=1e-5, atol=1e-6, meta=False))
+add(OpInfo("cartesian_prod", lambda d, r: [Sample(([arr(r, (2,), d), arr(r, (3,), d)],)),
+                                           Sample(([arr(r, (2,), d), arr(r, (1,), d), arr(r, (2,), d)],))],
+           method=False, dtypes=FLOATS + INTS, ember_fn=lambda e, ts: e.cartesian_prod(*ts),
+           torch_fn=lambda t, ts: t.cartesian_prod(*ts)))
+add(OpInfo("block_diag", lambda d, r: [Sample(([arr(r, (2, 2), d), arr(r, (), d), arr(r, (3,), d)],)),
+                                       Sample(([arr(r, (1, 3), d), arr(r, (2, 1), d)],))],
+           method=False, dtypes=FLOATS + INTS, ember_fn=lambda e, ts: e.block_diag(*ts),
+           torch_fn=lambda t, ts: t.block_diag(*ts)))
+
 # ------------------------------------------------------------------------------ copies
 add(OpInfo("conj_physical", unary_samples(), dtypes=FLOATS + INTS))  # complex: tests/test_fidelity.py
 add(OpInfo("clone", unary_samples(), dtypes=ALL_REAL + BOOL))

@@ -3596,6 +3596,26 @@ _op_trace = _D.define('trace(Tensor self) -> Tensor')
 def trace(self):
     return _op_trace.call(self._ks, self)
 
+_op_cov = _D.define('cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor')
+
+def cov(self, *, correction=1, fweights=None, aweights=None):
+    return _op_cov.call(self._ks | _ks_opt(fweights) | _ks_opt(aweights), self, correction, fweights, aweights)
+
+_op_corrcoef = _D.define('corrcoef(Tensor self) -> Tensor')
+
+def corrcoef(self):
+    return _op_corrcoef.call(self._ks, self)
+
+_op_cartesian_prod = _D.define('cartesian_prod(Tensor[] tensors) -> Tensor')
+
+def cartesian_prod(tensors):
+    return _op_cartesian_prod.call(_ks_list(tensors), tensors)
+
+_op_block_diag = _D.define('block_diag(Tensor[] tensors) -> Tensor')
+
+def block_diag(tensors):
+    return _op_block_diag.call(_ks_list(tensors), tensors)
+
 _op_absolute = _D.define('absolute(Tensor self) -> Tensor')
 
 def absolute(self):

@@ -1630,6 +1630,18 @@ diff = _P('diff', [
 trace = _P('trace', [
     _O(_A._op_trace, (('self', 'T', False, False, None),), ['self']),
 ])
+cov = _P('cov', [
+    _O(_A._op_cov, (('self', 'T', False, False, None), ('correction', 'int', True, True, 1), ('fweights', 'T?', True, True, None), ('aweights', 'T?', True, True, None),), ['self', 'correction', 'fweights', 'aweights']),
+])
+corrcoef = _P('corrcoef', [
+    _O(_A._op_corrcoef, (('self', 'T', False, False, None),), ['self']),
+])
+cartesian_prod = _P('cartesian_prod', [
+    _O(_A._op_cartesian_prod, (('tensors', 'T[]', False, False, None),), ['tensors']),
+])
+block_diag = _P('block_diag', [
+    _O(_A._op_block_diag, (('tensors', 'T[]', False, False, None),), ['tensors']),
+])
 absolute = _P('absolute', [
     _O(_A._op_absolute, (('self', 'T', False, False, None),), ['self']),
 ])

@@ -2,12 +2,13 @@
 overloads of var / std, default sort / argsort, norm, and quantile / nanquantile."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.aten.wrap import _type_name
-from ember.c10.dtype import bool_, float32, float64, get_default_dtype, int64
+from ember.c10.dtype import bool_, float32, float64, get_default_dtype, int64, promote_types
 
 
 def var_unbiased(self: Any, unbiased: Any = True) -> Any:
@@ -221,3 +222,99 @@ def diff(self: Any, n: int = 1, dim: int = -1, prepend: Any = None, append: Any 
         hi, lo = x.narrow(d, 1, length - 1), x.narrow(d, 0, length - 1)
         x = hi.logical_xor(lo) if x.dtype == bool_ else hi - lo
     return x
+
+
+# ------------------------------------------------------------------------------ statistics (Correlation.cpp)
+def cov(self: Any, correction: int = 1, fweights: Any = None, aweights: Any = None) -> Any:
+    """The covariance of the rows (variables) over the columns (observations), weighted by ``fweights`` (integer
+    frequencies) and ``aweights`` (observation weights), with ``correction`` (Bessel's by default)."""
+    if self.dim() > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with {self.dim()} "
+                           f"dimensions")
+    if self.dtype == bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    x = self.view(1, -1) if self.dim() < 2 else self
+    n = x.shape[1]
+    data = self.device.type != "meta"  # the value checks need values (PyTorch's Meta path skips them too)
+    w = None
+    for name, t, integral in (("fweights", fweights, True), ("aweights", aweights, False)):
+        if t is None:
+            continue
+        if t.dim() > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                               f"{t.dim()} dimensions")
+        if integral and (t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == bool_):
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
+                               f"{_type_name(t.dtype)} dtype")
+        if not integral and not t.dtype.is_floating_point:
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
+                               f"{_type_name(t.dtype)} dtype")
+        if t.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                               f"input but got {t.numel()} != {n}")
+        if data and n and bool(t.min() < 0):
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+        w = t if w is None else w * t
+    w_sum = w.sum() if w is not None else aten.scalar_tensor(n, dtype=int64, device=self.device)
+    if data and w is not None and not bool(w_sum != 0):
+        raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    avg = (x * w if w is not None else x).sum(1) / w_sum
+    if w is not None and correction != 0 and aweights is not None:
+        norm_factor = w_sum - correction * (w * aweights).sum() / w_sum
+    else:
+        norm_factor = w_sum - correction
+    if data and bool(norm_factor <= 0):
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", UserWarning, stacklevel=2)
+        norm_factor = norm_factor * 0
+    xc = x - avg.unsqueeze(1)
+    c = xc.mm((xc * w if w is not None else xc).t().conj())
+    return c.true_divide(norm_factor).squeeze()
+
+
+def corrcoef(self: Any) -> Any:
+    """Pearson's correlation coefficients of the rows, clipped to [-1, 1]."""
+    if self.dim() > 2:
+        raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got an input with "
+                           f"{self.dim()} dimensions")
+    c = cov(self)
+    if c.dim() == 0:
+        return c / c
+    d = c.diagonal()
+    stddev = (d.real if d.dtype.is_complex else d).sqrt()
+    c = c / stddev.view(-1, 1)
+    c = c / stddev.view(1, -1)
+    return c.clip(-1, 1)
+
+
+def cartesian_prod(tensors: Any) -> Any:
+    """Every combination of one element from each 1-D tensor, as rows."""
+    for t in tensors:
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = aten.meshgrid_indexing(list(tensors), indexing="ij")
+    return aten.stack([g.flatten() for g in grids], 1)
+
+
+def block_diag(tensors: Any) -> Any:
+    """The tensors as blocks along a diagonal (a 0-d tensor is a 1x1 block, a 1-d one a row)."""
+    mats = []
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.dim()} dimensions")
+        mats.append(t.view(1, -1) if t.dim() < 2 else t)
+    if not mats:
+        return aten.empty_memory_format((1, 0))
+    dtype = mats[0].dtype
+    for m in mats[1:]:
+        dtype = promote_types(dtype, m.dtype)
+    width = sum(m.shape[1] for m in mats)
+    rows, col = [], 0
+    for m in mats:
+        rows.append(aten.cat([aten.zeros((m.shape[0], col), dtype=dtype, device=m.device), m.to(dtype),
+                              aten.zeros((m.shape[0], width - col - m.shape[1]), dtype=dtype, device=m.device)], 1))
+        col += m.shape[1]
+    return aten.cat(rows, 0)
