@@ -479,10 +479,10 @@ for name, src in [("det", "linalg.det"), ("inverse", "linalg.inv"), ("slogdet", 
 # ------------------------------------------------------------------------------ comparisons, small reductions
 def _close_samples(d, r):
     a = arr(r, (3, 4), d)
-    b = a + (r.uniform(-1e-6, 1e-6, (3, 4)) if np.dtype(d).kind == "f" else 0).astype(d) if np.dtype(d).kind == "f" \
-        else a.copy()
+    floating = np.dtype(d).kind == "f"
+    b = (a + r.uniform(-1e-6, 1e-6, (3, 4))).astype(d) if floating else a.copy()
     b2 = a.copy()
-    if np.dtype(d).kind == "f":
+    if floating:
         b2[0, 0] += 1.0
         b2[1, 1] = np.nan
     return [Sample((a, b)), Sample((a, b2)), Sample((a, b2), dict(equal_nan=True)),

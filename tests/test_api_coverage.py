@@ -43,7 +43,7 @@ def _excluded(ns):
 
 
 _PROBE = """
-import importlib, inspect, json, sys
+import json, sys
 import torch, ember
 sys.path.insert(0, {root!r})
 from tests.test_api_coverage import NAMESPACES, _is_api, _namespace
@@ -72,7 +72,7 @@ def _fresh_names():
 _CACHE: dict = {}
 
 
-def coverage(torch=None):
+def coverage():
     """{namespace: (PyTorch's public API names, the ones ember has, {reason: excluded names}, unexplained,
     stale exclusions)}"""
     if "names" not in _CACHE:
@@ -95,8 +95,8 @@ def coverage(torch=None):
 
 @pytest.mark.parametrize("ns", NAMESPACES)
 def test_every_public_name_is_in_ember_or_excluded_with_a_reason(ns):
-    torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
-    names, have, by_reason, unexplained, stale = coverage(torch)[ns]
+    pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+    names, have, by_reason, unexplained, stale = coverage()[ns]
     assert not unexplained, f"PyTorch's {ns} has {sorted(unexplained)}: add them to ember, or to " \
                             f"tests/api_exclusions.py with the reason"
     assert not stale, f"ember now has {sorted(stale)} of {ns}: delete them from tests/api_exclusions.py"
@@ -112,12 +112,12 @@ if __name__ == "__main__":
 
 
 def test_the_check_sees_a_missing_name_and_a_stale_exclusion(monkeypatch):
-    torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+    pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
     import tests.api_exclusions as ex
     reason = next(r for r, by in ex.EXCLUDED.items() if "fft" in by)
     trimmed = {r: dict(by) for r, by in ex.EXCLUDED.items()}
     trimmed[reason]["fft"] = " ".join(n for n in trimmed[reason]["fft"].split() if n != "rfft2")  # one dropped
     monkeypatch.setattr("tests.test_api_coverage.EXCLUDED", trimmed)
-    assert coverage(torch)["fft"][3] == {"rfft2"}
+    assert coverage()["fft"][3] == {"rfft2"}
     monkeypatch.setattr("tests.test_api_coverage.EXCLUDED", {**trimmed, "x": {"linalg": "norm"}})  # ember has it
-    assert coverage(torch)["linalg"][4] == {"norm"}
+    assert coverage()["linalg"][4] == {"norm"}

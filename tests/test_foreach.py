@@ -43,7 +43,10 @@ def _arguments(nf, rng):
             v = 3
         else:                                   # dtype / memory_format / non_blocking: their defaults
             continue
-        (kwargs.__setitem__(a.name, v) if a.kwarg_only else args.append(v))
+        if a.kwarg_only:
+            kwargs[a.name] = v
+        else:
+            args.append(v)
     return args, kwargs
 
 
