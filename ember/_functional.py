@@ -5,7 +5,7 @@ from ember._generated import functions as _F
 from ember._generated.ops import _unique2, unique_dim
 
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
-           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "real", "imag", "conj", "detach", "is_conj",
+           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach", "is_conj",
            "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device", "resolve_conj", "resolve_neg"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
@@ -129,14 +129,6 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 
 
 # Tensor properties and methods that PyTorch also offers as functions of ``torch``
-def real(input):  # noqa: A002
-    return input.real
-
-
-def imag(input):  # noqa: A002
-    return input.imag
-
-
 def conj(input):  # noqa: A002
     return input.conj()
 

@@ -54,6 +54,18 @@ def finish_factory(t, a):
     return t
 
 
+def check_out_options(out, dtype):
+    """A factory called with ``out=``: an explicit dtype must be the out tensor's (``check_out_type_matches``)."""
+    if dtype is not None and out.dtype is not dtype:
+        raise RuntimeError(f"dtype {_scalar_type_name(dtype)} does not match dtype of out parameter "
+                           f"({_scalar_type_name(out.dtype)})")
+
+
+def _scalar_type_name(d):
+    from ember.aten.wrap import _type_name
+    return _type_name(d)
+
+
 def returning(_nothing, tensors):
     """What PyTorch's binding returns for an op that updates a tensor list in place and returns nothing
     (``torch._foreach_mul_(xs, 2)`` gives ``xs``): the list."""

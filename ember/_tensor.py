@@ -437,17 +437,22 @@ class Tensor(TensorImpl, _TensorMethods):
             return self
         return aten.conj_physical(self)  # a copy (PyTorch's is a lazy view), differentiable
 
+    # the parts of a complex tensor are views (of view_as_real), differentiable; assigning to one copies into it
     @property
     def real(self) -> Tensor:
-        if not self.is_complex():
-            return self
-        return _wrap.view_of(self._data.real, self)
+        return aten.real(self)
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        aten.real(self).copy_(value)
 
     @property
     def imag(self) -> Tensor:
-        if not self.is_complex():
-            raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-        return _wrap.view_of(self._data.imag, self)
+        return aten.imag(self)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        aten.imag(self).copy_(value)
 
     def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: Any = False) -> Tensor:
         import ember

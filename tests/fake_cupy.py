@@ -150,8 +150,8 @@ class ndarray:
     def __setattr__(self, name, value):
         if name == "_a":
             object.__setattr__(self, name, value)
-        else:
-            setattr(self._a, name, value)
+        else:  # ``a.real = b``, as CuPy allows
+            setattr(self._a, name, _unwrap(value))
 
     def __getitem__(self, idx):
         return _wrap(self._a[_unwrap(idx, host_ok=True)])

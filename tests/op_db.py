@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests import op_db_spectral
 from tests.opinfo import (ALL_REAL, BOOL, FLOATS, INTS, ErrorInput, OpInfo, Sample, arr, binary_samples,
                           dim_samples, positive, reduction_samples, unary_samples)
 
@@ -1368,6 +1369,9 @@ add(OpInfo("scaled_dot_product_attention", lambda d, r: [
                          RuntimeError, "Explicit attn_mask should not be set when is_causal=True"),
                     _err((np.ones((2, 3)), np.ones((2, 3), "float32"), np.ones((2, 3))), {}, RuntimeError,
                          "Expected query, key, and value to have the same dtype")]))
+
+# complex numbers and torch.fft
+add(*op_db_spectral.ops)
 
 # ------------------------------------------------------------------------------ autograd support
 # no differentiable output: indices, masks, counts, comparisons, histograms

@@ -31,6 +31,16 @@ _op_conj_physical = _D.define('conj_physical(Tensor self) -> Tensor')
 def conj_physical(self):
     return _op_conj_physical.call(self._ks, self)
 
+_op_conj_physical_ = _D.define('conj_physical_(Tensor(a!) self) -> Tensor(a!)')
+
+def conj_physical_(self):
+    return _op_conj_physical_.call(self._ks, self)
+
+_op_conj_physical_out = _D.define('conj_physical.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def conj_physical_out(self, *, out):
+    return _op_conj_physical_out.call(self._ks, self, out)
+
 _op_neg = _D.define('neg(Tensor self) -> Tensor')
 
 def neg(self):
@@ -5550,3 +5560,378 @@ _op_native_group_norm_backward = _D.define('native_group_norm_backward(Tensor gr
 
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
     return _op_native_group_norm_backward.call(grad_out._ks | input._ks | mean._ks | rstd._ks | _ks_opt(weight), grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask)
+
+_op_view_as_real = _D.define('view_as_real(Tensor(a) self) -> Tensor(a)')
+
+def view_as_real(self):
+    return _op_view_as_real.call(self._ks, self)
+
+_op_view_as_complex = _D.define('view_as_complex(Tensor(a) self) -> Tensor(a)')
+
+def view_as_complex(self):
+    return _op_view_as_complex.call(self._ks, self)
+
+_op_real = _D.define('real(Tensor(a) self) -> Tensor(a)')
+
+def real(self):
+    return _op_real.call(self._ks, self)
+
+_op_imag = _D.define('imag(Tensor(a) self) -> Tensor(a)')
+
+def imag(self):
+    return _op_imag.call(self._ks, self)
+
+_op_isreal = _D.define('isreal(Tensor self) -> Tensor')
+
+def isreal(self):
+    return _op_isreal.call(self._ks, self)
+
+_op_angle = _D.define('angle(Tensor self) -> Tensor')
+
+def angle(self):
+    return _op_angle.call(self._ks, self)
+
+_op_angle_out = _D.define('angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def angle_out(self, *, out):
+    return _op_angle_out.call(self._ks, self, out)
+
+_op_complex = _D.define('complex(Tensor real, Tensor imag) -> Tensor')
+
+def complex(real, imag):
+    return _op_complex.call(real._ks | imag._ks, real, imag)
+
+_op_complex_out = _D.define('complex.out(Tensor real, Tensor imag, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def complex_out(real, imag, *, out):
+    return _op_complex_out.call(real._ks | imag._ks, real, imag, out)
+
+_op_polar = _D.define('polar(Tensor abs, Tensor angle) -> Tensor')
+
+def polar(abs, angle):
+    return _op_polar.call(abs._ks | angle._ks, abs, angle)
+
+_op_polar_out = _D.define('polar.out(Tensor abs, Tensor angle, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def polar_out(abs, angle, *, out):
+    return _op_polar_out.call(abs._ks | angle._ks, abs, angle, out)
+
+_op__fft_r2c = _D.define('_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor')
+
+def _fft_r2c(self, dim, normalization, onesided):
+    return _op__fft_r2c.call(self._ks, self, dim, normalization, onesided)
+
+_op__fft_r2c_out = _D.define('_fft_r2c.out(Tensor self, int[] dim, int normalization, bool onesided, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def _fft_r2c_out(self, dim, normalization, onesided, *, out):
+    return _op__fft_r2c_out.call(self._ks, self, dim, normalization, onesided, out)
+
+_op__fft_c2r = _D.define('_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor')
+
+def _fft_c2r(self, dim, normalization, last_dim_size):
+    return _op__fft_c2r.call(self._ks, self, dim, normalization, last_dim_size)
+
+_op__fft_c2r_out = _D.define('_fft_c2r.out(Tensor self, int[] dim, int normalization, SymInt last_dim_size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def _fft_c2r_out(self, dim, normalization, last_dim_size, *, out):
+    return _op__fft_c2r_out.call(self._ks, self, dim, normalization, last_dim_size, out)
+
+_op__fft_c2c = _D.define('_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor')
+
+def _fft_c2c(self, dim, normalization, forward):
+    return _op__fft_c2c.call(self._ks, self, dim, normalization, forward)
+
+_op__fft_c2c_out = _D.define('_fft_c2c.out(Tensor self, SymInt[] dim, int normalization, bool forward, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def _fft_c2c_out(self, dim, normalization, forward, *, out):
+    return _op__fft_c2c_out.call(self._ks, self, dim, normalization, forward, out)
+
+_op_fft_fft = _D.define('fft_fft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
+
+def fft_fft(self, n=None, dim=-1, norm=None):
+    return _op_fft_fft.call(self._ks, self, n, dim, norm)
+
+_op_fft_fft_out = _D.define('fft_fft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_fft_out(self, n=None, dim=-1, norm=None, *, out):
+    return _op_fft_fft_out.call(self._ks, self, n, dim, norm, out)
+
+_op_fft_ifft = _D.define('fft_ifft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
+
+def fft_ifft(self, n=None, dim=-1, norm=None):
+    return _op_fft_ifft.call(self._ks, self, n, dim, norm)
+
+_op_fft_ifft_out = _D.define('fft_ifft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_ifft_out(self, n=None, dim=-1, norm=None, *, out):
+    return _op_fft_ifft_out.call(self._ks, self, n, dim, norm, out)
+
+_op_fft_rfft = _D.define('fft_rfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
+
+def fft_rfft(self, n=None, dim=-1, norm=None):
+    return _op_fft_rfft.call(self._ks, self, n, dim, norm)
+
+_op_fft_rfft_out = _D.define('fft_rfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_rfft_out(self, n=None, dim=-1, norm=None, *, out):
+    return _op_fft_rfft_out.call(self._ks, self, n, dim, norm, out)
+
+_op_fft_irfft = _D.define('fft_irfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
+
+def fft_irfft(self, n=None, dim=-1, norm=None):
+    return _op_fft_irfft.call(self._ks, self, n, dim, norm)
+
+_op_fft_irfft_out = _D.define('fft_irfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_irfft_out(self, n=None, dim=-1, norm=None, *, out):
+    return _op_fft_irfft_out.call(self._ks, self, n, dim, norm, out)
+
+_op_fft_hfft = _D.define('fft_hfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
+
+def fft_hfft(self, n=None, dim=-1, norm=None):
+    return _op_fft_hfft.call(self._ks, self, n, dim, norm)
+
+_op_fft_hfft_out = _D.define('fft_hfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_hfft_out(self, n=None, dim=-1, norm=None, *, out):
+    return _op_fft_hfft_out.call(self._ks, self, n, dim, norm, out)
+
+_op_fft_ihfft = _D.define('fft_ihfft(Tensor self, SymInt? n=None, int dim=-1, str? norm=None) -> Tensor')
+
+def fft_ihfft(self, n=None, dim=-1, norm=None):
+    return _op_fft_ihfft.call(self._ks, self, n, dim, norm)
+
+_op_fft_ihfft_out = _D.define('fft_ihfft.out(Tensor self, SymInt? n=None, int dim=-1, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_ihfft_out(self, n=None, dim=-1, norm=None, *, out):
+    return _op_fft_ihfft_out.call(self._ks, self, n, dim, norm, out)
+
+_op_fft_fft2 = _D.define('fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
+
+def fft_fft2(self, s=None, dim=(-2,-1), norm=None):
+    return _op_fft_fft2.call(self._ks, self, s, dim, norm)
+
+_op_fft_fft2_out = _D.define('fft_fft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_fft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
+    return _op_fft_fft2_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_ifft2 = _D.define('fft_ifft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
+
+def fft_ifft2(self, s=None, dim=(-2,-1), norm=None):
+    return _op_fft_ifft2.call(self._ks, self, s, dim, norm)
+
+_op_fft_ifft2_out = _D.define('fft_ifft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_ifft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
+    return _op_fft_ifft2_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_rfft2 = _D.define('fft_rfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
+
+def fft_rfft2(self, s=None, dim=(-2,-1), norm=None):
+    return _op_fft_rfft2.call(self._ks, self, s, dim, norm)
+
+_op_fft_rfft2_out = _D.define('fft_rfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_rfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
+    return _op_fft_rfft2_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_irfft2 = _D.define('fft_irfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
+
+def fft_irfft2(self, s=None, dim=(-2,-1), norm=None):
+    return _op_fft_irfft2.call(self._ks, self, s, dim, norm)
+
+_op_fft_irfft2_out = _D.define('fft_irfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_irfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
+    return _op_fft_irfft2_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_hfft2 = _D.define('fft_hfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
+
+def fft_hfft2(self, s=None, dim=(-2,-1), norm=None):
+    return _op_fft_hfft2.call(self._ks, self, s, dim, norm)
+
+_op_fft_hfft2_out = _D.define('fft_hfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_hfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
+    return _op_fft_hfft2_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_ihfft2 = _D.define('fft_ihfft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None) -> Tensor')
+
+def fft_ihfft2(self, s=None, dim=(-2,-1), norm=None):
+    return _op_fft_ihfft2.call(self._ks, self, s, dim, norm)
+
+_op_fft_ihfft2_out = _D.define('fft_ihfft2.out(Tensor self, SymInt[1]? s=None, int[1] dim=[-2,-1], str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_ihfft2_out(self, s=None, dim=(-2,-1), norm=None, *, out):
+    return _op_fft_ihfft2_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_fftn = _D.define('fft_fftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
+
+def fft_fftn(self, s=None, dim=None, norm=None):
+    return _op_fft_fftn.call(self._ks, self, s, dim, norm)
+
+_op_fft_fftn_out = _D.define('fft_fftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_fftn_out(self, s=None, dim=None, norm=None, *, out):
+    return _op_fft_fftn_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_ifftn = _D.define('fft_ifftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
+
+def fft_ifftn(self, s=None, dim=None, norm=None):
+    return _op_fft_ifftn.call(self._ks, self, s, dim, norm)
+
+_op_fft_ifftn_out = _D.define('fft_ifftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_ifftn_out(self, s=None, dim=None, norm=None, *, out):
+    return _op_fft_ifftn_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_rfftn = _D.define('fft_rfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
+
+def fft_rfftn(self, s=None, dim=None, norm=None):
+    return _op_fft_rfftn.call(self._ks, self, s, dim, norm)
+
+_op_fft_rfftn_out = _D.define('fft_rfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_rfftn_out(self, s=None, dim=None, norm=None, *, out):
+    return _op_fft_rfftn_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_irfftn = _D.define('fft_irfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
+
+def fft_irfftn(self, s=None, dim=None, norm=None):
+    return _op_fft_irfftn.call(self._ks, self, s, dim, norm)
+
+_op_fft_irfftn_out = _D.define('fft_irfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_irfftn_out(self, s=None, dim=None, norm=None, *, out):
+    return _op_fft_irfftn_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_hfftn = _D.define('fft_hfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
+
+def fft_hfftn(self, s=None, dim=None, norm=None):
+    return _op_fft_hfftn.call(self._ks, self, s, dim, norm)
+
+_op_fft_hfftn_out = _D.define('fft_hfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_hfftn_out(self, s=None, dim=None, norm=None, *, out):
+    return _op_fft_hfftn_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_ihfftn = _D.define('fft_ihfftn(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None) -> Tensor')
+
+def fft_ihfftn(self, s=None, dim=None, norm=None):
+    return _op_fft_ihfftn.call(self._ks, self, s, dim, norm)
+
+_op_fft_ihfftn_out = _D.define('fft_ihfftn.out(Tensor self, SymInt[1]? s=None, int[1]? dim=None, str? norm=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_ihfftn_out(self, s=None, dim=None, norm=None, *, out):
+    return _op_fft_ihfftn_out.call(self._ks, self, s, dim, norm, out)
+
+_op_fft_fftfreq = _D.define('fft_fftfreq(int n, float d=1.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def fft_fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_fft_fftfreq.call(_ks_device(device), n, d, dtype, layout, device, pin_memory)
+
+_op_fft_fftfreq_out = _D.define('fft_fftfreq.out(int n, float d=1.0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_fftfreq_out(n, d=1.0, *, out):
+    return _op_fft_fftfreq_out.call(_KS_CPU, n, d, out)
+
+_op_fft_rfftfreq = _D.define('fft_rfftfreq(int n, float d=1.0, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def fft_rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_fft_rfftfreq.call(_ks_device(device), n, d, dtype, layout, device, pin_memory)
+
+_op_fft_rfftfreq_out = _D.define('fft_rfftfreq.out(int n, float d=1.0, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def fft_rfftfreq_out(n, d=1.0, *, out):
+    return _op_fft_rfftfreq_out.call(_KS_CPU, n, d, out)
+
+_op_fft_fftshift = _D.define('fft_fftshift(Tensor self, int[1]? dim=None) -> Tensor')
+
+def fft_fftshift(self, dim=None):
+    return _op_fft_fftshift.call(self._ks, self, dim)
+
+_op_fft_ifftshift = _D.define('fft_ifftshift(Tensor self, int[1]? dim=None) -> Tensor')
+
+def fft_ifftshift(self, dim=None):
+    return _op_fft_ifftshift.call(self._ks, self, dim)
+
+_op_hann_window = _D.define('hann_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def hann_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_hann_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
+
+_op_hann_window_periodic = _D.define('hann_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def hann_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_hann_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
+
+_op_hamming_window = _D.define('hamming_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def hamming_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_hamming_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
+
+_op_hamming_window_periodic = _D.define('hamming_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def hamming_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_hamming_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
+
+_op_hamming_window_periodic_alpha = _D.define('hamming_window.periodic_alpha(int window_length, bool periodic, float alpha, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def hamming_window_periodic_alpha(window_length, periodic, alpha, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_hamming_window_periodic_alpha.call(_ks_device(device), window_length, periodic, alpha, dtype, layout, device, pin_memory)
+
+_op_hamming_window_periodic_alpha_beta = _D.define('hamming_window.periodic_alpha_beta(int window_length, bool periodic, float alpha, float beta, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def hamming_window_periodic_alpha_beta(window_length, periodic, alpha, beta, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_hamming_window_periodic_alpha_beta.call(_ks_device(device), window_length, periodic, alpha, beta, dtype, layout, device, pin_memory)
+
+_op_blackman_window = _D.define('blackman_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def blackman_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_blackman_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
+
+_op_blackman_window_periodic = _D.define('blackman_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def blackman_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_blackman_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
+
+_op_bartlett_window = _D.define('bartlett_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def bartlett_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_bartlett_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
+
+_op_bartlett_window_periodic = _D.define('bartlett_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def bartlett_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_bartlett_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
+
+_op_kaiser_window = _D.define('kaiser_window(int window_length, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def kaiser_window(window_length, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_kaiser_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
+
+_op_kaiser_window_periodic = _D.define('kaiser_window.periodic(int window_length, bool periodic, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def kaiser_window_periodic(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_kaiser_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
+
+_op_kaiser_window_beta = _D.define('kaiser_window.beta(int window_length, bool periodic, float beta, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def kaiser_window_beta(window_length, periodic, beta, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_kaiser_window_beta.call(_ks_device(device), window_length, periodic, beta, dtype, layout, device, pin_memory)
+
+_op_stft_center = _D.define('stft.center(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, str pad_mode="reflect", bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor')
+
+def stft_center(self, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode='reflect', normalized=False, onesided=None, return_complex=None, align_to_window=None):
+    return _op_stft_center.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
+
+_op_stft = _D.define('stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor')
+
+def stft(self, n_fft, hop_length=None, win_length=None, window=None, normalized=False, onesided=None, return_complex=None, align_to_window=None):
+    return _op_stft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
+
+_op_istft = _D.define('istft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool center=True, bool normalized=False, bool? onesided=None, int? length=None, bool return_complex=False) -> Tensor')
+
+def istft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False):
+    return _op_istft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)

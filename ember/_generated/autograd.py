@@ -112,14 +112,16 @@ def _ag_sign_default(ks, self):
 
 
 class SgnBackward0(_Node):
-    _saved_names = ()
+    _saved_names = ('self_', 'result_')
 
     def apply(_n, grads):
         grad = grads[0]
         self_ix = 0
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = aten.zeros_like(grad)
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = sgn_backward(self, grad, result)
         return grad_inputs
 
 
@@ -129,8 +131,11 @@ def _ag_sgn_default(ks, self):
     _n = SgnBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
     result = aten._op_sgn.redispatch(ks & _BELOW, self)
     _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
     return result
 
 
@@ -10005,6 +10010,228 @@ def _ag_native_group_norm_default(ks, input, weight, bias, N, C, HxW, group, eps
     return result
 
 
+class ViewAsRealBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.view_as_complex(grad.contiguous())
+        return grad_inputs
+
+
+def _ag_view_as_real_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        result = aten._op_view_as_real.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = ViewAsRealBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_view_as_real.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
+class ViewAsComplexBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.view_as_real(grad.contiguous())
+        return grad_inputs
+
+
+def _ag_view_as_complex_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        result = aten._op_view_as_complex.redispatch(ks & _BELOW, self)
+        result.__dict__['_base'] = (self._base if self._base is not None else self)
+        return result
+    _n = ViewAsComplexBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_view_as_complex.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    result.__dict__['_base'] = (self._base if self._base is not None else self)
+    result.__dict__['_attr_version'] = result._vc.version
+    return result
+
+
+class AngleBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = angle_backward(grad, self)
+        return grad_inputs
+
+
+def _ag_angle_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_angle.redispatch(ks & _BELOW, self)
+    _n = AngleBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_angle.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class ComplexBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        real_ix, imag_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[real_ix] is not None:
+            grad_inputs[real_ix] = aten.real(grad)
+        if _n._next[imag_ix] is not None:
+            grad_inputs[imag_ix] = aten.imag(grad)
+        return grad_inputs
+
+
+def _ag_complex_default(ks, real, imag):
+    if not (_gm.enabled and (real._rg or imag._rg)):
+        return aten._op_complex.redispatch(ks & _BELOW, real, imag)
+    _n = ComplexBackward0()
+    _n._next = _edges(real, imag)
+    _n._input_meta = _meta(real, imag)
+    result = aten._op_complex.redispatch(ks & _BELOW, real, imag)
+    _set_history(_n, (result,))
+    return result
+
+
+class PolarBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        abs_ix, angle_ix = 0, 1
+        grad_inputs = [None] * 2
+        grad_input_mask = [_n._next[abs_ix] is not None, _n._next[angle_ix] is not None]
+        if any(grad_input_mask):
+            result = _n._saved('result_')
+            _gs = polar_backward(grad, result)
+            if grad_input_mask[0]:
+                grad_inputs[abs_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[angle_ix] = _gs[1]
+        return grad_inputs
+
+
+def _ag_polar_default(ks, abs, angle):
+    if not (_gm.enabled and (abs._rg or angle._rg)):
+        return aten._op_polar.redispatch(ks & _BELOW, abs, angle)
+    _n = PolarBackward0()
+    _n._next = _edges(abs, angle)
+    _n._input_meta = _meta(abs, angle)
+    result = aten._op_polar.redispatch(ks & _BELOW, abs, angle)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class FftR2CBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        normalization = _n.normalization
+        onesided = _n.onesided
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = fft_r2c_backward(grad, dim, normalization, onesided, self_sizes)
+        return grad_inputs
+
+
+def _ag__fft_r2c_default(ks, self, dim, normalization, onesided):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__fft_r2c.redispatch(ks & _BELOW, self, dim, normalization, onesided)
+    _n = FftR2CBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.normalization = normalization
+    _n.onesided = onesided
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op__fft_r2c.redispatch(ks & _BELOW, self, dim, normalization, onesided)
+    _set_history(_n, (result,))
+    return result
+
+
+class FftC2RBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        normalization = _n.normalization
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = fft_c2r_backward(grad, dim, normalization)
+        return grad_inputs
+
+
+def _ag__fft_c2r_default(ks, self, dim, normalization, last_dim_size):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__fft_c2r.redispatch(ks & _BELOW, self, dim, normalization, last_dim_size)
+    _n = FftC2RBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.normalization = normalization
+    result = aten._op__fft_c2r.redispatch(ks & _BELOW, self, dim, normalization, last_dim_size)
+    _set_history(_n, (result,))
+    return result
+
+
+class FftC2CBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        normalization = _n.normalization
+        forward = _n.forward
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten._fft_c2c(grad, dim, normalization, not forward)
+        return grad_inputs
+
+
+def _ag__fft_c2c_default(ks, self, dim, normalization, forward):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__fft_c2c.redispatch(ks & _BELOW, self, dim, normalization, forward)
+    _n = FftC2CBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.normalization = normalization
+    _n.forward = forward
+    result = aten._op__fft_c2c.redispatch(ks & _BELOW, self, dim, normalization, forward)
+    _set_history(_n, (result,))
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -10015,6 +10242,18 @@ def _ag_abs__default(ks, self):
     if _n._next[0] is not None:
         _n.self_ = _SV(self.clone())
     result = aten._op_abs_.redispatch(ks & _BELOW, self)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_conj_physical__default(ks, self):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_conj_physical_.redispatch(ks & _BELOW, self)
+    _n = ConjPhysicalBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_conj_physical_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
     return result
 
@@ -10050,8 +10289,11 @@ def _ag_sgn__default(ks, self):
     _n = SgnBackward0()
     _n._next = _edges(self)
     _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self.clone())
     result = aten._op_sgn_.redispatch(ks & _BELOW, self)
     _rebase_history(self, _n)
+    _n.result_ = _SV(result, True)
     return result
 
 
@@ -11951,7 +12193,16 @@ for _h, _k in (
     (aten._op_max_unpool3d, _ag_max_unpool3d_default),
     (aten._op_embedding_renorm_, _ag_embedding_renorm__default),
     (aten._op_native_group_norm, _ag_native_group_norm_default),
+    (aten._op_view_as_real, _ag_view_as_real_default),
+    (aten._op_view_as_complex, _ag_view_as_complex_default),
+    (aten._op_angle, _ag_angle_default),
+    (aten._op_complex, _ag_complex_default),
+    (aten._op_polar, _ag_polar_default),
+    (aten._op__fft_r2c, _ag__fft_r2c_default),
+    (aten._op__fft_c2r, _ag__fft_c2r_default),
+    (aten._op__fft_c2c, _ag__fft_c2c_default),
     (aten._op_abs_, _ag_abs__default),
+    (aten._op_conj_physical_, _ag_conj_physical__default),
     (aten._op_neg_, _ag_neg__default),
     (aten._op_sign_, _ag_sign__default),
     (aten._op_sgn_, _ag_sgn__default),

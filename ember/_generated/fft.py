@@ -11,6 +11,704 @@ from ember.c10.generator import Generator as _Generator
 from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
+from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = []
+__all__ = ['fft', 'fft2', 'fftfreq', 'fftn', 'fftshift', 'hfft', 'hfft2', 'hfftn', 'ifft', 'ifft2', 'ifftn', 'ifftshift', 'ihfft', 'ihfft2', 'ihfftn', 'irfft', 'irfft2', 'irfftn', 'rfft', 'rfft2', 'rfftfreq', 'rfftn']
+
+_sig_fft = _Signatures('fft', [
+    (('input', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_fft_0(input, n=None, dim=-1, norm=None, *, out=None):
+    return (input, n, dim, norm, out)
+
+def fft(*args, **kwargs):
+    try:
+        _b = _bind_fft_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (n is None or type(n) is int) and type(dim) is int and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_fft.call(input._ks, input, n, dim, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_fft_out.call(input._ks, input, n, dim, norm, out)
+    _i, _a = _sig_fft.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_fft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
+        return _A._op_fft_fft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+fft.__doc__ = 'fft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_fft(input, n=None, dim=-1, norm=None, *, out=None): ...
+fft.__wrapped__ = _signature_fft
+
+
+_sig_ifft = _Signatures('ifft', [
+    (('input', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_ifft_0(input, n=None, dim=-1, norm=None, *, out=None):
+    return (input, n, dim, norm, out)
+
+def ifft(*args, **kwargs):
+    try:
+        _b = _bind_ifft_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (n is None or type(n) is int) and type(dim) is int and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_ifft.call(input._ks, input, n, dim, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_ifft_out.call(input._ks, input, n, dim, norm, out)
+    _i, _a = _sig_ifft.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_ifft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
+        return _A._op_fft_ifft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+ifft.__doc__ = 'ifft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_ifft(input, n=None, dim=-1, norm=None, *, out=None): ...
+ifft.__wrapped__ = _signature_ifft
+
+
+_sig_rfft = _Signatures('rfft', [
+    (('input', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_rfft_0(input, n=None, dim=-1, norm=None, *, out=None):
+    return (input, n, dim, norm, out)
+
+def rfft(*args, **kwargs):
+    try:
+        _b = _bind_rfft_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (n is None or type(n) is int) and type(dim) is int and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_rfft.call(input._ks, input, n, dim, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_rfft_out.call(input._ks, input, n, dim, norm, out)
+    _i, _a = _sig_rfft.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_rfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
+        return _A._op_fft_rfft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+rfft.__doc__ = 'rfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_rfft(input, n=None, dim=-1, norm=None, *, out=None): ...
+rfft.__wrapped__ = _signature_rfft
+
+
+_sig_irfft = _Signatures('irfft', [
+    (('input', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_irfft_0(input, n=None, dim=-1, norm=None, *, out=None):
+    return (input, n, dim, norm, out)
+
+def irfft(*args, **kwargs):
+    try:
+        _b = _bind_irfft_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (n is None or type(n) is int) and type(dim) is int and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_irfft.call(input._ks, input, n, dim, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_irfft_out.call(input._ks, input, n, dim, norm, out)
+    _i, _a = _sig_irfft.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_irfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
+        return _A._op_fft_irfft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+irfft.__doc__ = 'irfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_irfft(input, n=None, dim=-1, norm=None, *, out=None): ...
+irfft.__wrapped__ = _signature_irfft
+
+
+_sig_hfft = _Signatures('hfft', [
+    (('input', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_hfft_0(input, n=None, dim=-1, norm=None, *, out=None):
+    return (input, n, dim, norm, out)
+
+def hfft(*args, **kwargs):
+    try:
+        _b = _bind_hfft_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (n is None or type(n) is int) and type(dim) is int and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_hfft.call(input._ks, input, n, dim, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_hfft_out.call(input._ks, input, n, dim, norm, out)
+    _i, _a = _sig_hfft.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_hfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
+        return _A._op_fft_hfft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+hfft.__doc__ = 'hfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_hfft(input, n=None, dim=-1, norm=None, *, out=None): ...
+hfft.__wrapped__ = _signature_hfft
+
+
+_sig_ihfft = _Signatures('ihfft', [
+    (('input', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_ihfft_0(input, n=None, dim=-1, norm=None, *, out=None):
+    return (input, n, dim, norm, out)
+
+def ihfft(*args, **kwargs):
+    try:
+        _b = _bind_ihfft_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (n is None or type(n) is int) and type(dim) is int and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_ihfft.call(input._ks, input, n, dim, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_ihfft_out.call(input._ks, input, n, dim, norm, out)
+    _i, _a = _sig_ihfft.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_ihfft.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'])
+        return _A._op_fft_ihfft_out.call(_a['input']._ks, _a['input'], _a['n'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+ihfft.__doc__ = 'ihfft(input: Tensor, n: Optional[int] = None, dim: int = -1, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_ihfft(input, n=None, dim=-1, norm=None, *, out=None): ...
+ihfft.__wrapped__ = _signature_ihfft
+
+
+_sig_fft2 = _Signatures('fft2', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_fft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def fft2(*args, **kwargs):
+    try:
+        _b = _bind_fft2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim_ := _ints(dim, True)) is not None and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_fft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_fft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+    _i, _a = _sig_fft2.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_fft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_fft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+fft2.__doc__ = 'fft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_fft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
+fft2.__wrapped__ = _signature_fft2
+
+
+_sig_ifft2 = _Signatures('ifft2', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_ifft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def ifft2(*args, **kwargs):
+    try:
+        _b = _bind_ifft2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim_ := _ints(dim, True)) is not None and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_ifft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_ifft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+    _i, _a = _sig_ifft2.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_ifft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_ifft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+ifft2.__doc__ = 'ifft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_ifft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
+ifft2.__wrapped__ = _signature_ifft2
+
+
+_sig_rfft2 = _Signatures('rfft2', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_rfft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def rfft2(*args, **kwargs):
+    try:
+        _b = _bind_rfft2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim_ := _ints(dim, True)) is not None and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_rfft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_rfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+    _i, _a = _sig_rfft2.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_rfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_rfft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+rfft2.__doc__ = 'rfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_rfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
+rfft2.__wrapped__ = _signature_rfft2
+
+
+_sig_irfft2 = _Signatures('irfft2', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_irfft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def irfft2(*args, **kwargs):
+    try:
+        _b = _bind_irfft2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim_ := _ints(dim, True)) is not None and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_irfft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_irfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+    _i, _a = _sig_irfft2.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_irfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_irfft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+irfft2.__doc__ = 'irfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_irfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
+irfft2.__wrapped__ = _signature_irfft2
+
+
+_sig_hfft2 = _Signatures('hfft2', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_hfft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def hfft2(*args, **kwargs):
+    try:
+        _b = _bind_hfft2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim_ := _ints(dim, True)) is not None and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_hfft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_hfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+    _i, _a = _sig_hfft2.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_hfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_hfft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+hfft2.__doc__ = 'hfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_hfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
+hfft2.__wrapped__ = _signature_hfft2
+
+
+_sig_ihfft2 = _Signatures('ihfft2', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_ihfft2_0(input, s=None, dim=(-2,-1), norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def ihfft2(*args, **kwargs):
+    try:
+        _b = _bind_ihfft2_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim_ := _ints(dim, True)) is not None and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_ihfft2.call(input._ks, input, (None if s is None else s_), dim_, norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_ihfft2_out.call(input._ks, input, (None if s is None else s_), dim_, norm, out)
+    _i, _a = _sig_ihfft2.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_ihfft2.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_ihfft2_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+ihfft2.__doc__ = 'ihfft2(input: Tensor, s: Optional[List[int]] = None, dim: List[int] = (-2,-1), norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_ihfft2(input, s=None, dim=(-2,-1), norm=None, *, out=None): ...
+ihfft2.__wrapped__ = _signature_ihfft2
+
+
+_sig_fftn = _Signatures('fftn', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_fftn_0(input, s=None, dim=None, norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def fftn(*args, **kwargs):
+    try:
+        _b = _bind_fftn_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_fftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_fftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+    _i, _a = _sig_fftn.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_fftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_fftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+fftn.__doc__ = 'fftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_fftn(input, s=None, dim=None, norm=None, *, out=None): ...
+fftn.__wrapped__ = _signature_fftn
+
+
+_sig_ifftn = _Signatures('ifftn', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_ifftn_0(input, s=None, dim=None, norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def ifftn(*args, **kwargs):
+    try:
+        _b = _bind_ifftn_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_ifftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_ifftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+    _i, _a = _sig_ifftn.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_ifftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_ifftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+ifftn.__doc__ = 'ifftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_ifftn(input, s=None, dim=None, norm=None, *, out=None): ...
+ifftn.__wrapped__ = _signature_ifftn
+
+
+_sig_rfftn = _Signatures('rfftn', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_rfftn_0(input, s=None, dim=None, norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def rfftn(*args, **kwargs):
+    try:
+        _b = _bind_rfftn_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_rfftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_rfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+    _i, _a = _sig_rfftn.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_rfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_rfftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+rfftn.__doc__ = 'rfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_rfftn(input, s=None, dim=None, norm=None, *, out=None): ...
+rfftn.__wrapped__ = _signature_rfftn
+
+
+_sig_irfftn = _Signatures('irfftn', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_irfftn_0(input, s=None, dim=None, norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def irfftn(*args, **kwargs):
+    try:
+        _b = _bind_irfftn_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_irfftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_irfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+    _i, _a = _sig_irfftn.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_irfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_irfftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+irfftn.__doc__ = 'irfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_irfftn(input, s=None, dim=None, norm=None, *, out=None): ...
+irfftn.__wrapped__ = _signature_irfftn
+
+
+_sig_hfftn = _Signatures('hfftn', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_hfftn_0(input, s=None, dim=None, norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def hfftn(*args, **kwargs):
+    try:
+        _b = _bind_hfftn_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_hfftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_hfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+    _i, _a = _sig_hfftn.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_hfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_hfftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+hfftn.__doc__ = 'hfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_hfftn(input, s=None, dim=None, norm=None, *, out=None): ...
+hfftn.__wrapped__ = _signature_hfftn
+
+
+_sig_ihfftn = _Signatures('ihfftn', [
+    (('input', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_ihfftn_0(input, s=None, dim=None, norm=None, *, out=None):
+    return (input, s, dim, norm, out)
+
+def ihfftn(*args, **kwargs):
+    try:
+        _b = _bind_ihfftn_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, s, dim, norm, out = _b
+        if isinstance(input, _Tensor) and (s is None or (s_ := _ints(s, True)) is not None) and (dim is None or (dim_ := _ints(dim, True)) is not None) and (norm is None or type(norm) is str):
+            if out is None:
+                return _A._op_fft_ihfftn.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm)
+            if isinstance(out, _Tensor):
+                return _A._op_fft_ihfftn_out.call(input._ks, input, (None if s is None else s_), (None if dim is None else dim_), norm, out)
+    _i, _a = _sig_ihfftn.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_fft_ihfftn.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'])
+        return _A._op_fft_ihfftn_out.call(_a['input']._ks, _a['input'], _a['s'], _a['dim'], _a['norm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+ihfftn.__doc__ = 'ihfftn(input: Tensor, s: Optional[List[int]] = None, dim: Optional[List[int]] = None, norm: Optional[str] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_ihfftn(input, s=None, dim=None, norm=None, *, out=None): ...
+ihfftn.__wrapped__ = _signature_ihfftn
+
+
+_sig_fftfreq = _Signatures('fftfreq', [
+    (('n', 'int', False, False, None), ('d', 'float', False, True, 1.0), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('out', 'T?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind_fftfreq_0(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False):
+    return (n, d, dtype, layout, device, pin_memory, out, requires_grad)
+
+def fftfreq(*args, **kwargs):
+    try:
+        _b = _bind_fftfreq_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n, d, dtype, layout, device, pin_memory, out, requires_grad = _b
+        if type(n) is int and type(d) is float and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            if out is None:
+                return _A._op_fft_fftfreq.call(_ks_device(device), n, d, dtype, layout, device, pin_memory)
+            if isinstance(out, _Tensor):
+                _check_out_options(out, dtype)
+                return _A._op_fft_fftfreq_out.call(_KS_CPU, n, d, out)
+    _i, _a = _sig_fftfreq.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _finish_factory(_A._op_fft_fftfreq.call(_ks_device(_a['device']), _a['n'], _a['d'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        _check_out_options(_a['out'], _a['dtype'])
+        return _finish_factory(_A._op_fft_fftfreq_out.call(_KS_CPU, _a['n'], _a['d'], _a['out']), _a)
+    raise AssertionError('unreachable')
+
+
+fftfreq.__doc__ = 'fftfreq(n: int, d: float = 1.0, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor'
+def _signature_fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False): ...
+fftfreq.__wrapped__ = _signature_fftfreq
+
+
+_sig_rfftfreq = _Signatures('rfftfreq', [
+    (('n', 'int', False, False, None), ('d', 'float', False, True, 1.0), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('out', 'T?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind_rfftfreq_0(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False):
+    return (n, d, dtype, layout, device, pin_memory, out, requires_grad)
+
+def rfftfreq(*args, **kwargs):
+    try:
+        _b = _bind_rfftfreq_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n, d, dtype, layout, device, pin_memory, out, requires_grad = _b
+        if type(n) is int and type(d) is float and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            if out is None:
+                return _A._op_fft_rfftfreq.call(_ks_device(device), n, d, dtype, layout, device, pin_memory)
+            if isinstance(out, _Tensor):
+                _check_out_options(out, dtype)
+                return _A._op_fft_rfftfreq_out.call(_KS_CPU, n, d, out)
+    _i, _a = _sig_rfftfreq.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _finish_factory(_A._op_fft_rfftfreq.call(_ks_device(_a['device']), _a['n'], _a['d'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        _check_out_options(_a['out'], _a['dtype'])
+        return _finish_factory(_A._op_fft_rfftfreq_out.call(_KS_CPU, _a['n'], _a['d'], _a['out']), _a)
+    raise AssertionError('unreachable')
+
+
+rfftfreq.__doc__ = 'rfftfreq(n: int, d: float = 1.0, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor'
+def _signature_rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False): ...
+rfftfreq.__wrapped__ = _signature_rfftfreq
+
+
+_sig_fftshift = _Signatures('fftshift', [
+    (('input', 'T', False, False, None), ('dim', 'int[1]?', False, True, None),),
+], method=False)
+
+def _bind_fftshift_0(input, dim=None):
+    return (input, dim)
+
+def fftshift(*args, **kwargs):
+    try:
+        _b = _bind_fftshift_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None):
+            return _A._op_fft_fftshift.call(input._ks, input, (None if dim is None else dim_))
+    _i, _a = _sig_fftshift.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_fft_fftshift.call(_a['input']._ks, _a['input'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+fftshift.__doc__ = 'fftshift(input: Tensor, dim: Optional[List[int]] = None) -> Tensor'
+def _signature_fftshift(input, dim=None): ...
+fftshift.__wrapped__ = _signature_fftshift
+
+
+_sig_ifftshift = _Signatures('ifftshift', [
+    (('input', 'T', False, False, None), ('dim', 'int[1]?', False, True, None),),
+], method=False)
+
+def _bind_ifftshift_0(input, dim=None):
+    return (input, dim)
+
+def ifftshift(*args, **kwargs):
+    try:
+        _b = _bind_ifftshift_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and (dim is None or (dim_ := _ints(dim, True)) is not None):
+            return _A._op_fft_ifftshift.call(input._ks, input, (None if dim is None else dim_))
+    _i, _a = _sig_ifftshift.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_fft_ifftshift.call(_a['input']._ks, _a['input'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+ifftshift.__doc__ = 'ifftshift(input: Tensor, dim: Optional[List[int]] = None) -> Tensor'
+def _signature_ifftshift(input, dim=None): ...
+ifftshift.__wrapped__ = _signature_ifftshift

@@ -11,9 +11,10 @@ from ember.c10.generator import Generator as _Generator
 from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
+from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_embedding_bag', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_prelu_kernel', '_safe_softmax', '_scaled_dot_product_attention_math', '_softmax', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'concat', 'concatenate', 'conj_physical', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diff', 'digamma', 'digamma_', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hardshrink', 'hardshrink_backward', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_prelu_kernel', '_safe_softmax', '_scaled_dot_product_attention_math', '_softmax', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diff', 'digamma', 'digamma_', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_real', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -75,11 +76,11 @@ abs_.__wrapped__ = _signature_abs_
 
 
 _sig_conj_physical = _Signatures('conj_physical', [
-    (('input', 'T', False, False, None),),
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
 ], method=False)
 
-def _bind_conj_physical_0(input):
-    return (input,)
+def _bind_conj_physical_0(input, *, out=None):
+    return (input, out)
 
 def conj_physical(*args, **kwargs):
     try:
@@ -87,18 +88,50 @@ def conj_physical(*args, **kwargs):
     except TypeError:
         _b = None
     if _b is not None:
-        input, = _b
+        input, out = _b
         if isinstance(input, _Tensor):
-            return _A._op_conj_physical.call(input._ks, input)
+            if out is None:
+                return _A._op_conj_physical.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_conj_physical_out.call(input._ks, input, out)
     _i, _a = _sig_conj_physical.parse(args, kwargs)
     if _i == 0:
-        return _A._op_conj_physical.call(_a['input']._ks, _a['input'])
+        if _a['out'] is None:
+            return _A._op_conj_physical.call(_a['input']._ks, _a['input'])
+        return _A._op_conj_physical_out.call(_a['input']._ks, _a['input'], _a['out'])
     raise AssertionError('unreachable')
 
 
-conj_physical.__doc__ = 'conj_physical(input: Tensor) -> Tensor'
-def _signature_conj_physical(input): ...
+conj_physical.__doc__ = 'conj_physical(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_conj_physical(input, *, out=None): ...
 conj_physical.__wrapped__ = _signature_conj_physical
+
+
+_sig_conj_physical_ = _Signatures('conj_physical_', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_conj_physical__0(input):
+    return (input,)
+
+def conj_physical_(*args, **kwargs):
+    try:
+        _b = _bind_conj_physical__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_conj_physical_.call(input._ks, input)
+    _i, _a = _sig_conj_physical_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_conj_physical_.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+conj_physical_.__doc__ = 'conj_physical_(input: Tensor) -> Tensor'
+def _signature_conj_physical_(input): ...
+conj_physical_.__wrapped__ = _signature_conj_physical_
 
 
 _sig_neg = _Signatures('neg', [
@@ -7556,11 +7589,11 @@ empty.__wrapped__ = _signature_empty
 
 
 _sig_zeros = _Signatures('zeros', [
-    (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('out', 'T?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
-def _bind_zeros_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
-    return (size, dtype, layout, device, pin_memory, requires_grad)
+def _bind_zeros_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False):
+    return (size, dtype, layout, device, pin_memory, out, requires_grad)
 
 def zeros(*args, **kwargs):
     try:
@@ -7571,26 +7604,33 @@ def zeros(*args, **kwargs):
     except TypeError:
         _b = None
     if _b is not None:
-        size, dtype, layout, device, pin_memory, requires_grad = _b
+        size, dtype, layout, device, pin_memory, out, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _A._op_zeros.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
+            if out is None:
+                return _A._op_zeros.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
+            if isinstance(out, _Tensor):
+                _check_out_options(out, dtype)
+                return _A._op_zeros_out.call(_KS_CPU, size_, out)
     _i, _a = _sig_zeros.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_A._op_zeros.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        if _a['out'] is None:
+            return _finish_factory(_A._op_zeros.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        _check_out_options(_a['out'], _a['dtype'])
+        return _finish_factory(_A._op_zeros_out.call(_KS_CPU, _a['size'], _a['out']), _a)
     raise AssertionError('unreachable')
 
 
-zeros.__doc__ = 'Returns a tensor filled with the scalar value 0, with the shape defined by ``size``.\n\nzeros(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
-def _signature_zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+zeros.__doc__ = 'Returns a tensor filled with the scalar value 0, with the shape defined by ``size``.\n\nzeros(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor'
+def _signature_zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False): ...
 zeros.__wrapped__ = _signature_zeros
 
 
 _sig_ones = _Signatures('ones', [
-    (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('out', 'T?', True, True, None), ('requires_grad', 'bool', True, True, False),),
 ], method=False)
 
-def _bind_ones_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
-    return (size, dtype, layout, device, pin_memory, requires_grad)
+def _bind_ones_0(size, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False):
+    return (size, dtype, layout, device, pin_memory, out, requires_grad)
 
 def ones(*args, **kwargs):
     try:
@@ -7601,17 +7641,24 @@ def ones(*args, **kwargs):
     except TypeError:
         _b = None
     if _b is not None:
-        size, dtype, layout, device, pin_memory, requires_grad = _b
+        size, dtype, layout, device, pin_memory, out, requires_grad = _b
         if (size_ := _ints(size, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
-            return _A._op_ones.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
+            if out is None:
+                return _A._op_ones.call(_ks_device(device), size_, dtype, layout, device, pin_memory)
+            if isinstance(out, _Tensor):
+                _check_out_options(out, dtype)
+                return _A._op_ones_out.call(_KS_CPU, size_, out)
     _i, _a = _sig_ones.parse(args, kwargs)
     if _i == 0:
-        return _finish_factory(_A._op_ones.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        if _a['out'] is None:
+            return _finish_factory(_A._op_ones.call(_ks_device(_a['device']), _a['size'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+        _check_out_options(_a['out'], _a['dtype'])
+        return _finish_factory(_A._op_ones_out.call(_KS_CPU, _a['size'], _a['out']), _a)
     raise AssertionError('unreachable')
 
 
-ones.__doc__ = 'Returns a tensor filled with the scalar value 1, with the shape defined by ``size``.\n\nones(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
-def _signature_ones(size, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+ones.__doc__ = 'Returns a tensor filled with the scalar value 1, with the shape defined by ``size``.\n\nones(size: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, out: Optional[Tensor] = None, requires_grad: bool = False) -> Tensor'
+def _signature_ones(size, *, dtype=None, layout=None, device=None, pin_memory=None, out=None, requires_grad=False): ...
 ones.__wrapped__ = _signature_ones
 
 
@@ -14769,3 +14816,633 @@ def native_group_norm_backward(*args, **kwargs):
 native_group_norm_backward.__doc__ = 'native_group_norm_backward(grad_out: Tensor, input: Tensor, mean: Tensor, rstd: Tensor, weight: Optional[Tensor], N: int, C: int, HxW: int, group: int, output_mask) -> (Tensor, Tensor, Tensor)'
 def _signature_native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask): ...
 native_group_norm_backward.__wrapped__ = _signature_native_group_norm_backward
+
+
+_sig_view_as_real = _Signatures('view_as_real', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_view_as_real_0(input):
+    return (input,)
+
+def view_as_real(*args, **kwargs):
+    try:
+        _b = _bind_view_as_real_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_view_as_real.call(input._ks, input)
+    _i, _a = _sig_view_as_real.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_view_as_real.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+view_as_real.__doc__ = 'view_as_real(input: Tensor) -> Tensor'
+def _signature_view_as_real(input): ...
+view_as_real.__wrapped__ = _signature_view_as_real
+
+
+_sig_view_as_complex = _Signatures('view_as_complex', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_view_as_complex_0(input):
+    return (input,)
+
+def view_as_complex(*args, **kwargs):
+    try:
+        _b = _bind_view_as_complex_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_view_as_complex.call(input._ks, input)
+    _i, _a = _sig_view_as_complex.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_view_as_complex.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+view_as_complex.__doc__ = 'view_as_complex(input: Tensor) -> Tensor'
+def _signature_view_as_complex(input): ...
+view_as_complex.__wrapped__ = _signature_view_as_complex
+
+
+_sig_real = _Signatures('real', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_real_0(input):
+    return (input,)
+
+def real(*args, **kwargs):
+    try:
+        _b = _bind_real_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_real.call(input._ks, input)
+    _i, _a = _sig_real.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_real.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+real.__doc__ = 'real(input: Tensor) -> Tensor'
+def _signature_real(input): ...
+real.__wrapped__ = _signature_real
+
+
+_sig_imag = _Signatures('imag', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_imag_0(input):
+    return (input,)
+
+def imag(*args, **kwargs):
+    try:
+        _b = _bind_imag_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_imag.call(input._ks, input)
+    _i, _a = _sig_imag.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_imag.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+imag.__doc__ = 'imag(input: Tensor) -> Tensor'
+def _signature_imag(input): ...
+imag.__wrapped__ = _signature_imag
+
+
+_sig_isreal = _Signatures('isreal', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_isreal_0(input):
+    return (input,)
+
+def isreal(*args, **kwargs):
+    try:
+        _b = _bind_isreal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_isreal.call(input._ks, input)
+    _i, _a = _sig_isreal.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_isreal.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+isreal.__doc__ = 'isreal(input: Tensor) -> Tensor'
+def _signature_isreal(input): ...
+isreal.__wrapped__ = _signature_isreal
+
+
+_sig_angle = _Signatures('angle', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_angle_0(input, *, out=None):
+    return (input, out)
+
+def angle(*args, **kwargs):
+    try:
+        _b = _bind_angle_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_angle.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_angle_out.call(input._ks, input, out)
+    _i, _a = _sig_angle.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_angle.call(_a['input']._ks, _a['input'])
+        return _A._op_angle_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+angle.__doc__ = 'angle(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_angle(input, *, out=None): ...
+angle.__wrapped__ = _signature_angle
+
+
+_sig_complex = _Signatures('complex', [
+    (('real', 'T', False, False, None), ('imag', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_complex_0(real, imag, *, out=None):
+    return (real, imag, out)
+
+def complex(*args, **kwargs):
+    try:
+        _b = _bind_complex_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        real, imag, out = _b
+        if isinstance(real, _Tensor) and isinstance(imag, _Tensor):
+            if out is None:
+                return _A._op_complex.call(real._ks | imag._ks, real, imag)
+            if isinstance(out, _Tensor):
+                return _A._op_complex_out.call(real._ks | imag._ks, real, imag, out)
+    _i, _a = _sig_complex.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_complex.call(_a['real']._ks | _a['imag']._ks, _a['real'], _a['imag'])
+        return _A._op_complex_out.call(_a['real']._ks | _a['imag']._ks, _a['real'], _a['imag'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+complex.__doc__ = 'complex(real: Tensor, imag: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_complex(real, imag, *, out=None): ...
+complex.__wrapped__ = _signature_complex
+
+
+_sig_polar = _Signatures('polar', [
+    (('abs', 'T', False, False, None), ('angle', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_polar_0(abs, angle, *, out=None):
+    return (abs, angle, out)
+
+def polar(*args, **kwargs):
+    try:
+        _b = _bind_polar_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        abs, angle, out = _b
+        if isinstance(abs, _Tensor) and isinstance(angle, _Tensor):
+            if out is None:
+                return _A._op_polar.call(abs._ks | angle._ks, abs, angle)
+            if isinstance(out, _Tensor):
+                return _A._op_polar_out.call(abs._ks | angle._ks, abs, angle, out)
+    _i, _a = _sig_polar.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_polar.call(_a['abs']._ks | _a['angle']._ks, _a['abs'], _a['angle'])
+        return _A._op_polar_out.call(_a['abs']._ks | _a['angle']._ks, _a['abs'], _a['angle'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+polar.__doc__ = 'polar(abs: Tensor, angle: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_polar(abs, angle, *, out=None): ...
+polar.__wrapped__ = _signature_polar
+
+
+_sig__fft_r2c = _Signatures('_fft_r2c', [
+    (('input', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('normalization', 'int', False, False, None), ('onesided', 'bool', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind__fft_r2c_0(input, dim, normalization, onesided, *, out=None):
+    return (input, dim, normalization, onesided, out)
+
+def _fft_r2c(*args, **kwargs):
+    try:
+        _b = _bind__fft_r2c_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, normalization, onesided, out = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None and type(normalization) is int and type(onesided) is bool:
+            if out is None:
+                return _A._op__fft_r2c.call(input._ks, input, dim_, normalization, onesided)
+            if isinstance(out, _Tensor):
+                return _A._op__fft_r2c_out.call(input._ks, input, dim_, normalization, onesided, out)
+    _i, _a = _sig__fft_r2c.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op__fft_r2c.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['onesided'])
+        return _A._op__fft_r2c_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['onesided'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+_fft_r2c.__doc__ = '_fft_r2c(input: Tensor, dim: List[int], normalization: int, onesided: bool, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature__fft_r2c(input, dim, normalization, onesided, *, out=None): ...
+_fft_r2c.__wrapped__ = _signature__fft_r2c
+
+
+_sig__fft_c2r = _Signatures('_fft_c2r', [
+    (('input', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('normalization', 'int', False, False, None), ('last_dim_size', 'int', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind__fft_c2r_0(input, dim, normalization, last_dim_size, *, out=None):
+    return (input, dim, normalization, last_dim_size, out)
+
+def _fft_c2r(*args, **kwargs):
+    try:
+        _b = _bind__fft_c2r_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, normalization, last_dim_size, out = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None and type(normalization) is int and type(last_dim_size) is int:
+            if out is None:
+                return _A._op__fft_c2r.call(input._ks, input, dim_, normalization, last_dim_size)
+            if isinstance(out, _Tensor):
+                return _A._op__fft_c2r_out.call(input._ks, input, dim_, normalization, last_dim_size, out)
+    _i, _a = _sig__fft_c2r.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op__fft_c2r.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['last_dim_size'])
+        return _A._op__fft_c2r_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['last_dim_size'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+_fft_c2r.__doc__ = '_fft_c2r(input: Tensor, dim: List[int], normalization: int, last_dim_size: int, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature__fft_c2r(input, dim, normalization, last_dim_size, *, out=None): ...
+_fft_c2r.__wrapped__ = _signature__fft_c2r
+
+
+_sig__fft_c2c = _Signatures('_fft_c2c', [
+    (('input', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('normalization', 'int', False, False, None), ('forward', 'bool', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind__fft_c2c_0(input, dim, normalization, forward, *, out=None):
+    return (input, dim, normalization, forward, out)
+
+def _fft_c2c(*args, **kwargs):
+    try:
+        _b = _bind__fft_c2c_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, normalization, forward, out = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None and type(normalization) is int and type(forward) is bool:
+            if out is None:
+                return _A._op__fft_c2c.call(input._ks, input, dim_, normalization, forward)
+            if isinstance(out, _Tensor):
+                return _A._op__fft_c2c_out.call(input._ks, input, dim_, normalization, forward, out)
+    _i, _a = _sig__fft_c2c.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op__fft_c2c.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['forward'])
+        return _A._op__fft_c2c_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['normalization'], _a['forward'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+_fft_c2c.__doc__ = '_fft_c2c(input: Tensor, dim: List[int], normalization: int, forward: bool, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature__fft_c2c(input, dim, normalization, forward, *, out=None): ...
+_fft_c2c.__wrapped__ = _signature__fft_c2c
+
+
+_sig_hann_window = _Signatures('hann_window', [
+    (('window_length', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind_hann_window_0(window_length, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_hann_window_1(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, periodic, dtype, layout, device, pin_memory, requires_grad)
+
+def hann_window(*args, **kwargs):
+    try:
+        _b = _bind_hann_window_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_hann_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_hann_window_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, periodic, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and type(periodic) is bool and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_hann_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
+    _i, _a = _sig_hann_window.parse(args, kwargs)
+    if _i == 0:
+        return _finish_factory(_A._op_hann_window.call(_ks_device(_a['device']), _a['window_length'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    elif _i == 1:
+        return _finish_factory(_A._op_hann_window_periodic.call(_ks_device(_a['device']), _a['window_length'], _a['periodic'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    raise AssertionError('unreachable')
+
+
+hann_window.__doc__ = 'hann_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhann_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+
+
+_sig_hamming_window = _Signatures('hamming_window', [
+    (('window_length', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('alpha', 'float', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('alpha', 'float', False, False, None), ('beta', 'float', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind_hamming_window_0(window_length, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_hamming_window_1(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, periodic, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_hamming_window_2(window_length, periodic, alpha, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, periodic, alpha, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_hamming_window_3(window_length, periodic, alpha, beta, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, periodic, alpha, beta, dtype, layout, device, pin_memory, requires_grad)
+
+def hamming_window(*args, **kwargs):
+    try:
+        _b = _bind_hamming_window_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_hamming_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_hamming_window_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, periodic, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and type(periodic) is bool and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_hamming_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_hamming_window_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, periodic, alpha, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and type(periodic) is bool and type(alpha) is float and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_hamming_window_periodic_alpha.call(_ks_device(device), window_length, periodic, alpha, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_hamming_window_3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, periodic, alpha, beta, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and type(periodic) is bool and type(alpha) is float and type(beta) is float and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_hamming_window_periodic_alpha_beta.call(_ks_device(device), window_length, periodic, alpha, beta, dtype, layout, device, pin_memory)
+    _i, _a = _sig_hamming_window.parse(args, kwargs)
+    if _i == 0:
+        return _finish_factory(_A._op_hamming_window.call(_ks_device(_a['device']), _a['window_length'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    elif _i == 1:
+        return _finish_factory(_A._op_hamming_window_periodic.call(_ks_device(_a['device']), _a['window_length'], _a['periodic'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    elif _i == 2:
+        return _finish_factory(_A._op_hamming_window_periodic_alpha.call(_ks_device(_a['device']), _a['window_length'], _a['periodic'], _a['alpha'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    elif _i == 3:
+        return _finish_factory(_A._op_hamming_window_periodic_alpha_beta.call(_ks_device(_a['device']), _a['window_length'], _a['periodic'], _a['alpha'], _a['beta'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    raise AssertionError('unreachable')
+
+
+hamming_window.__doc__ = 'hamming_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, alpha: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nhamming_window(window_length: int, periodic: bool, alpha: float, beta: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+
+
+_sig_blackman_window = _Signatures('blackman_window', [
+    (('window_length', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind_blackman_window_0(window_length, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_blackman_window_1(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, periodic, dtype, layout, device, pin_memory, requires_grad)
+
+def blackman_window(*args, **kwargs):
+    try:
+        _b = _bind_blackman_window_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_blackman_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_blackman_window_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, periodic, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and type(periodic) is bool and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_blackman_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
+    _i, _a = _sig_blackman_window.parse(args, kwargs)
+    if _i == 0:
+        return _finish_factory(_A._op_blackman_window.call(_ks_device(_a['device']), _a['window_length'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    elif _i == 1:
+        return _finish_factory(_A._op_blackman_window_periodic.call(_ks_device(_a['device']), _a['window_length'], _a['periodic'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    raise AssertionError('unreachable')
+
+
+blackman_window.__doc__ = 'blackman_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nblackman_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+
+
+_sig_bartlett_window = _Signatures('bartlett_window', [
+    (('window_length', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind_bartlett_window_0(window_length, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_bartlett_window_1(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, periodic, dtype, layout, device, pin_memory, requires_grad)
+
+def bartlett_window(*args, **kwargs):
+    try:
+        _b = _bind_bartlett_window_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_bartlett_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_bartlett_window_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, periodic, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and type(periodic) is bool and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_bartlett_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
+    _i, _a = _sig_bartlett_window.parse(args, kwargs)
+    if _i == 0:
+        return _finish_factory(_A._op_bartlett_window.call(_ks_device(_a['device']), _a['window_length'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    elif _i == 1:
+        return _finish_factory(_A._op_bartlett_window_periodic.call(_ks_device(_a['device']), _a['window_length'], _a['periodic'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    raise AssertionError('unreachable')
+
+
+bartlett_window.__doc__ = 'bartlett_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nbartlett_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+
+
+_sig_kaiser_window = _Signatures('kaiser_window', [
+    (('window_length', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('beta', 'float', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind_kaiser_window_0(window_length, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_kaiser_window_1(window_length, periodic, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, periodic, dtype, layout, device, pin_memory, requires_grad)
+
+def _bind_kaiser_window_2(window_length, periodic, beta, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (window_length, periodic, beta, dtype, layout, device, pin_memory, requires_grad)
+
+def kaiser_window(*args, **kwargs):
+    try:
+        _b = _bind_kaiser_window_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_kaiser_window.call(_ks_device(device), window_length, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_kaiser_window_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, periodic, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and type(periodic) is bool and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_kaiser_window_periodic.call(_ks_device(device), window_length, periodic, dtype, layout, device, pin_memory)
+    try:
+        _b = _bind_kaiser_window_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        window_length, periodic, beta, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(window_length) is int and type(periodic) is bool and type(beta) is float and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_kaiser_window_beta.call(_ks_device(device), window_length, periodic, beta, dtype, layout, device, pin_memory)
+    _i, _a = _sig_kaiser_window.parse(args, kwargs)
+    if _i == 0:
+        return _finish_factory(_A._op_kaiser_window.call(_ks_device(_a['device']), _a['window_length'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    elif _i == 1:
+        return _finish_factory(_A._op_kaiser_window_periodic.call(_ks_device(_a['device']), _a['window_length'], _a['periodic'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    elif _i == 2:
+        return _finish_factory(_A._op_kaiser_window_beta.call(_ks_device(_a['device']), _a['window_length'], _a['periodic'], _a['beta'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    raise AssertionError('unreachable')
+
+
+kaiser_window.__doc__ = 'kaiser_window(window_length: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nkaiser_window(window_length: int, periodic: bool, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor\nkaiser_window(window_length: int, periodic: bool, beta: float, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+
+
+_sig_stft = _Signatures('stft', [
+    (('input', 'T', False, False, None), ('n_fft', 'int', False, False, None), ('hop_length', 'int?', False, True, None), ('win_length', 'int?', False, True, None), ('window', 'T?', False, True, None), ('center', 'bool', False, True, True), ('pad_mode', 'str', False, True, 'reflect'), ('normalized', 'bool', False, True, False), ('onesided', 'bool?', False, True, None), ('return_complex', 'bool?', False, True, None), ('align_to_window', 'bool?', False, True, None),),
+    (('input', 'T', False, False, None), ('n_fft', 'int', False, False, None), ('hop_length', 'int?', False, True, None), ('win_length', 'int?', False, True, None), ('window', 'T?', False, True, None), ('normalized', 'bool', False, True, False), ('onesided', 'bool?', False, True, None), ('return_complex', 'bool?', False, True, None), ('align_to_window', 'bool?', False, True, None),),
+], method=False)
+
+def _bind_stft_0(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode='reflect', normalized=False, onesided=None, return_complex=None, align_to_window=None):
+    return (input, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
+
+def _bind_stft_1(input, n_fft, hop_length=None, win_length=None, window=None, normalized=False, onesided=None, return_complex=None, align_to_window=None):
+    return (input, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
+
+def stft(*args, **kwargs):
+    try:
+        _b = _bind_stft_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window = _b
+        if isinstance(input, _Tensor) and type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(pad_mode) is str and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
+            return _A._op_stft_center.call(input._ks | _ks_opt(window), input, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
+    try:
+        _b = _bind_stft_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window = _b
+        if isinstance(input, _Tensor) and type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
+            return _A._op_stft.call(input._ks | _ks_opt(window), input, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
+    _i, _a = _sig_stft.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_stft_center.call(_a['input']._ks | _ks_opt(_a['window']), _a['input'], _a['n_fft'], _a['hop_length'], _a['win_length'], _a['window'], _a['center'], _a['pad_mode'], _a['normalized'], _a['onesided'], _a['return_complex'], _a['align_to_window'])
+    elif _i == 1:
+        return _A._op_stft.call(_a['input']._ks | _ks_opt(_a['window']), _a['input'], _a['n_fft'], _a['hop_length'], _a['win_length'], _a['window'], _a['normalized'], _a['onesided'], _a['return_complex'], _a['align_to_window'])
+    raise AssertionError('unreachable')
+
+
+stft.__doc__ = "stft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, pad_mode: str = 'reflect', normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor\nstft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor"
+
+
+_sig_istft = _Signatures('istft', [
+    (('input', 'T', False, False, None), ('n_fft', 'int', False, False, None), ('hop_length', 'int?', False, True, None), ('win_length', 'int?', False, True, None), ('window', 'T?', False, True, None), ('center', 'bool', False, True, True), ('normalized', 'bool', False, True, False), ('onesided', 'bool?', False, True, None), ('length', 'int?', False, True, None), ('return_complex', 'bool', False, True, False),),
+], method=False)
+
+def _bind_istft_0(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False):
+    return (input, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
+
+def istft(*args, **kwargs):
+    try:
+        _b = _bind_istft_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex = _b
+        if isinstance(input, _Tensor) and type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (length is None or type(length) is int) and type(return_complex) is bool:
+            return _A._op_istft.call(input._ks | _ks_opt(window), input, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
+    _i, _a = _sig_istft.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_istft.call(_a['input']._ks | _ks_opt(_a['window']), _a['input'], _a['n_fft'], _a['hop_length'], _a['win_length'], _a['window'], _a['center'], _a['normalized'], _a['onesided'], _a['length'], _a['return_complex'])
+    raise AssertionError('unreachable')
+
+
+istft.__doc__ = 'istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, normalized: bool = False, onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> Tensor'
+def _signature_istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False): ...
+istft.__wrapped__ = _signature_istft

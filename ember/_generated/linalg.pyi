@@ -8,8 +8,9 @@ from ember._tensor import Tensor
 from ember.c10.device import device as _device
 from ember.c10.dtype import dtype as _dtype
 from ember.c10.generator import Generator
+import builtins
 
-Number = int | float | bool | complex
+Number = int | float | bool | builtins.complex
 
 __all__ = ['cholesky', 'cross', 'det', 'eigh', 'eigvalsh', 'inv', 'lstsq', 'matrix_norm', 'matrix_power', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'svd', 'svdvals', 'vector_norm']
 def inv(A: Tensor) -> Tensor: ...

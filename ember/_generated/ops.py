@@ -16,6 +16,10 @@ abs_ = _P('abs_', [
 ])
 conj_physical = _P('conj_physical', [
     _O(_A._op_conj_physical, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_conj_physical_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+conj_physical_ = _P('conj_physical_', [
+    _O(_A._op_conj_physical_, (('self', 'T', False, False, None),), ['self']),
 ])
 neg = _P('neg', [
     _O(_A._op_neg, (('self', 'T', False, False, None),), ['self']),
@@ -2632,4 +2636,159 @@ native_group_norm = _P('native_group_norm', [
 ])
 native_group_norm_backward = _P('native_group_norm_backward', [
     _O(_A._op_native_group_norm_backward, (('grad_out', 'T', False, False, None), ('input', 'T', False, False, None), ('mean', 'T', False, False, None), ('rstd', 'T', False, False, None), ('weight', 'T?', False, False, None), ('N', 'int', False, False, None), ('C', 'int', False, False, None), ('HxW', 'int', False, False, None), ('group', 'int', False, False, None), ('output_mask', 'bool[]', False, False, None),), ['grad_out', 'input', 'mean', 'rstd', 'weight', 'N', 'C', 'HxW', 'group', 'output_mask']),
+])
+view_as_real = _P('view_as_real', [
+    _O(_A._op_view_as_real, (('self', 'T', False, False, None),), ['self']),
+])
+view_as_complex = _P('view_as_complex', [
+    _O(_A._op_view_as_complex, (('self', 'T', False, False, None),), ['self']),
+])
+real = _P('real', [
+    _O(_A._op_real, (('self', 'T', False, False, None),), ['self']),
+])
+imag = _P('imag', [
+    _O(_A._op_imag, (('self', 'T', False, False, None),), ['self']),
+])
+isreal = _P('isreal', [
+    _O(_A._op_isreal, (('self', 'T', False, False, None),), ['self']),
+])
+angle = _P('angle', [
+    _O(_A._op_angle, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_angle_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+complex = _P('complex', [
+    _O(_A._op_complex, (('real', 'T', False, False, None), ('imag', 'T', False, False, None),), ['real', 'imag']),
+    _O(_A._op_complex_out, (('real', 'T', False, False, None), ('imag', 'T', False, False, None), ('out', 'T', True, False, None),), ['real', 'imag', 'out']),
+])
+polar = _P('polar', [
+    _O(_A._op_polar, (('abs', 'T', False, False, None), ('angle', 'T', False, False, None),), ['abs', 'angle']),
+    _O(_A._op_polar_out, (('abs', 'T', False, False, None), ('angle', 'T', False, False, None), ('out', 'T', True, False, None),), ['abs', 'angle', 'out']),
+])
+_fft_r2c = _P('_fft_r2c', [
+    _O(_A._op__fft_r2c, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('normalization', 'int', False, False, None), ('onesided', 'bool', False, False, None),), ['self', 'dim', 'normalization', 'onesided']),
+    _O(_A._op__fft_r2c_out, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('normalization', 'int', False, False, None), ('onesided', 'bool', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim', 'normalization', 'onesided', 'out']),
+])
+_fft_c2r = _P('_fft_c2r', [
+    _O(_A._op__fft_c2r, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('normalization', 'int', False, False, None), ('last_dim_size', 'int', False, False, None),), ['self', 'dim', 'normalization', 'last_dim_size']),
+    _O(_A._op__fft_c2r_out, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('normalization', 'int', False, False, None), ('last_dim_size', 'int', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim', 'normalization', 'last_dim_size', 'out']),
+])
+_fft_c2c = _P('_fft_c2c', [
+    _O(_A._op__fft_c2c, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('normalization', 'int', False, False, None), ('forward', 'bool', False, False, None),), ['self', 'dim', 'normalization', 'forward']),
+    _O(_A._op__fft_c2c_out, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('normalization', 'int', False, False, None), ('forward', 'bool', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim', 'normalization', 'forward', 'out']),
+])
+fft_fft = _P('fft_fft', [
+    _O(_A._op_fft_fft, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None),), ['self', 'n', 'dim', 'norm']),
+    _O(_A._op_fft_fft_out, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 'n', 'dim', 'norm', 'out']),
+])
+fft_ifft = _P('fft_ifft', [
+    _O(_A._op_fft_ifft, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None),), ['self', 'n', 'dim', 'norm']),
+    _O(_A._op_fft_ifft_out, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 'n', 'dim', 'norm', 'out']),
+])
+fft_rfft = _P('fft_rfft', [
+    _O(_A._op_fft_rfft, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None),), ['self', 'n', 'dim', 'norm']),
+    _O(_A._op_fft_rfft_out, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 'n', 'dim', 'norm', 'out']),
+])
+fft_irfft = _P('fft_irfft', [
+    _O(_A._op_fft_irfft, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None),), ['self', 'n', 'dim', 'norm']),
+    _O(_A._op_fft_irfft_out, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 'n', 'dim', 'norm', 'out']),
+])
+fft_hfft = _P('fft_hfft', [
+    _O(_A._op_fft_hfft, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None),), ['self', 'n', 'dim', 'norm']),
+    _O(_A._op_fft_hfft_out, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 'n', 'dim', 'norm', 'out']),
+])
+fft_ihfft = _P('fft_ihfft', [
+    _O(_A._op_fft_ihfft, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None),), ['self', 'n', 'dim', 'norm']),
+    _O(_A._op_fft_ihfft_out, (('self', 'T', False, False, None), ('n', 'int?', False, True, None), ('dim', 'int', False, True, -1), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 'n', 'dim', 'norm', 'out']),
+])
+fft_fft2 = _P('fft_fft2', [
+    _O(_A._op_fft_fft2, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_fft2_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_ifft2 = _P('fft_ifft2', [
+    _O(_A._op_fft_ifft2, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_ifft2_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_rfft2 = _P('fft_rfft2', [
+    _O(_A._op_fft_rfft2, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_rfft2_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_irfft2 = _P('fft_irfft2', [
+    _O(_A._op_fft_irfft2, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_irfft2_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_hfft2 = _P('fft_hfft2', [
+    _O(_A._op_fft_hfft2, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_hfft2_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_ihfft2 = _P('fft_ihfft2', [
+    _O(_A._op_fft_ihfft2, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_ihfft2_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]', False, True, (-2,-1)), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_fftn = _P('fft_fftn', [
+    _O(_A._op_fft_fftn, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_fftn_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_ifftn = _P('fft_ifftn', [
+    _O(_A._op_fft_ifftn, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_ifftn_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_rfftn = _P('fft_rfftn', [
+    _O(_A._op_fft_rfftn, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_rfftn_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_irfftn = _P('fft_irfftn', [
+    _O(_A._op_fft_irfftn, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_irfftn_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_hfftn = _P('fft_hfftn', [
+    _O(_A._op_fft_hfftn, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_hfftn_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_ihfftn = _P('fft_ihfftn', [
+    _O(_A._op_fft_ihfftn, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None),), ['self', 's', 'dim', 'norm']),
+    _O(_A._op_fft_ihfftn_out, (('self', 'T', False, False, None), ('s', 'int[1]?', False, True, None), ('dim', 'int[1]?', False, True, None), ('norm', 'str?', False, True, None), ('out', 'T', True, False, None),), ['self', 's', 'dim', 'norm', 'out']),
+])
+fft_fftfreq = _P('fft_fftfreq', [
+    _O(_A._op_fft_fftfreq, (('n', 'int', False, False, None), ('d', 'float', False, True, 1.0), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['n', 'd', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_fft_fftfreq_out, (('n', 'int', False, False, None), ('d', 'float', False, True, 1.0), ('out', 'T', True, False, None),), ['n', 'd', 'out']),
+])
+fft_rfftfreq = _P('fft_rfftfreq', [
+    _O(_A._op_fft_rfftfreq, (('n', 'int', False, False, None), ('d', 'float', False, True, 1.0), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['n', 'd', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_fft_rfftfreq_out, (('n', 'int', False, False, None), ('d', 'float', False, True, 1.0), ('out', 'T', True, False, None),), ['n', 'd', 'out']),
+])
+fft_fftshift = _P('fft_fftshift', [
+    _O(_A._op_fft_fftshift, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None),), ['self', 'dim']),
+])
+fft_ifftshift = _P('fft_ifftshift', [
+    _O(_A._op_fft_ifftshift, (('self', 'T', False, False, None), ('dim', 'int[1]?', False, True, None),), ['self', 'dim']),
+])
+hann_window = _P('hann_window', [
+    _O(_A._op_hann_window, (('window_length', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_hann_window_periodic, (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'periodic', 'dtype', 'layout', 'device', 'pin_memory']),
+])
+hamming_window = _P('hamming_window', [
+    _O(_A._op_hamming_window, (('window_length', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_hamming_window_periodic, (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'periodic', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_hamming_window_periodic_alpha, (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('alpha', 'float', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'periodic', 'alpha', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_hamming_window_periodic_alpha_beta, (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('alpha', 'float', False, False, None), ('beta', 'float', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'periodic', 'alpha', 'beta', 'dtype', 'layout', 'device', 'pin_memory']),
+])
+blackman_window = _P('blackman_window', [
+    _O(_A._op_blackman_window, (('window_length', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_blackman_window_periodic, (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'periodic', 'dtype', 'layout', 'device', 'pin_memory']),
+])
+bartlett_window = _P('bartlett_window', [
+    _O(_A._op_bartlett_window, (('window_length', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_bartlett_window_periodic, (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'periodic', 'dtype', 'layout', 'device', 'pin_memory']),
+])
+kaiser_window = _P('kaiser_window', [
+    _O(_A._op_kaiser_window, (('window_length', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_kaiser_window_periodic, (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'periodic', 'dtype', 'layout', 'device', 'pin_memory']),
+    _O(_A._op_kaiser_window_beta, (('window_length', 'int', False, False, None), ('periodic', 'bool', False, False, None), ('beta', 'float', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['window_length', 'periodic', 'beta', 'dtype', 'layout', 'device', 'pin_memory']),
+])
+stft = _P('stft', [
+    _O(_A._op_stft_center, (('self', 'T', False, False, None), ('n_fft', 'int', False, False, None), ('hop_length', 'int?', False, True, None), ('win_length', 'int?', False, True, None), ('window', 'T?', False, True, None), ('center', 'bool', False, True, True), ('pad_mode', 'str', False, True, 'reflect'), ('normalized', 'bool', False, True, False), ('onesided', 'bool?', False, True, None), ('return_complex', 'bool?', False, True, None), ('align_to_window', 'bool?', False, True, None),), ['self', 'n_fft', 'hop_length', 'win_length', 'window', 'center', 'pad_mode', 'normalized', 'onesided', 'return_complex', 'align_to_window']),
+    _O(_A._op_stft, (('self', 'T', False, False, None), ('n_fft', 'int', False, False, None), ('hop_length', 'int?', False, True, None), ('win_length', 'int?', False, True, None), ('window', 'T?', False, True, None), ('normalized', 'bool', False, True, False), ('onesided', 'bool?', False, True, None), ('return_complex', 'bool?', False, True, None), ('align_to_window', 'bool?', False, True, None),), ['self', 'n_fft', 'hop_length', 'win_length', 'window', 'normalized', 'onesided', 'return_complex', 'align_to_window']),
+])
+istft = _P('istft', [
+    _O(_A._op_istft, (('self', 'T', False, False, None), ('n_fft', 'int', False, False, None), ('hop_length', 'int?', False, True, None), ('win_length', 'int?', False, True, None), ('window', 'T?', False, True, None), ('center', 'bool', False, True, True), ('normalized', 'bool', False, True, False), ('onesided', 'bool?', False, True, None), ('length', 'int?', False, True, None), ('return_complex', 'bool', False, True, False),), ['self', 'n_fft', 'hop_length', 'win_length', 'window', 'center', 'normalized', 'onesided', 'length', 'return_complex']),
 ])

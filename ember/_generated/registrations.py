@@ -45,6 +45,22 @@ def _conj_physical_default(ks, self):
         _value_error(_e, K.conj_physical, self)
 
 
+def _conj_physical__default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.conj_physical(be.xp, self._data), 'conj_physical_')
+    except ValueError as _e:
+        _value_error(_e, K.conj_physical, self)
+
+
+def _conj_physical_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.conj_physical(be.xp, self._data), 'conj_physical')
+    except ValueError as _e:
+        _value_error(_e, K.conj_physical, self, out)
+
+
 def _neg_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -5564,12 +5580,126 @@ def _native_group_norm_default(ks, input, weight, bias, N, C, HxW, group, eps):
         _value_error(_e, K.native_group_norm, input, weight, bias)
 
 
+def _view_as_real_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _view(K.view_as_real(be.xp, self._data), self)
+    except ValueError as _e:
+        _value_error(_e, K.view_as_real, self)
+
+
+def _view_as_complex_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _view(K.view_as_complex(be.xp, self._data), self)
+    except ValueError as _e:
+        _value_error(_e, K.view_as_complex, self)
+
+
+def _angle_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.angle(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.angle, self)
+
+
+def _angle_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.angle(be.xp, self._data), 'angle')
+    except ValueError as _e:
+        _value_error(_e, K.angle, self, out)
+
+
+def _complex_default(ks, real, imag):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.complex(be.xp, real._data, imag._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.complex, real, imag)
+
+
+def _complex_out(ks, real, imag, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.complex(be.xp, real._data, imag._data), 'complex')
+    except ValueError as _e:
+        _value_error(_e, K.complex, real, imag, out)
+
+
+def _polar_default(ks, abs, angle):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.polar(be.xp, abs._data, angle._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.polar, abs, angle)
+
+
+def _polar_out(ks, abs, angle, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.polar(be.xp, abs._data, angle._data), 'polar')
+    except ValueError as _e:
+        _value_error(_e, K.polar, abs, angle, out)
+
+
+def __fft_r2c_default(ks, self, dim, normalization, onesided):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._fft_r2c(be.xp, self._data, dim, normalization, onesided), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._fft_r2c, self)
+
+
+def __fft_r2c_out(ks, self, dim, normalization, onesided, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K._fft_r2c(be.xp, self._data, dim, normalization, onesided), '_fft_r2c')
+    except ValueError as _e:
+        _value_error(_e, K._fft_r2c, self, out)
+
+
+def __fft_c2r_default(ks, self, dim, normalization, last_dim_size):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._fft_c2r(be.xp, self._data, dim, normalization, last_dim_size), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._fft_c2r, self)
+
+
+def __fft_c2r_out(ks, self, dim, normalization, last_dim_size, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K._fft_c2r(be.xp, self._data, dim, normalization, last_dim_size), '_fft_c2r')
+    except ValueError as _e:
+        _value_error(_e, K._fft_c2r, self, out)
+
+
+def __fft_c2c_default(ks, self, dim, normalization, forward):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._fft_c2c(be.xp, self._data, dim, normalization, forward), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._fft_c2c, self)
+
+
+def __fft_c2c_out(ks, self, dim, normalization, forward, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K._fft_c2c(be.xp, self._data, dim, normalization, forward), '_fft_c2c')
+    except ValueError as _e:
+        _value_error(_e, K._fft_c2c, self, out)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
     (_A._op_abs_, _abs__default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'inplace', None),
     (_A._op_abs_out, _abs_out, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'out', None),
     (_A._op_conj_physical, _conj_physical_default, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'new', None),
+    (_A._op_conj_physical_, _conj_physical__default, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'inplace', None),
+    (_A._op_conj_physical_out, _conj_physical_out, ('CPU', 'CUDA', 'Meta'), K.conj_physical, (), 'out', None),
     (_A._op_neg, _neg_default, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'new', None),
     (_A._op_neg_, _neg__default, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'inplace', None),
     (_A._op_neg_out, _neg_out, ('CPU', 'CUDA', 'Meta'), K.neg, (), 'out', None),
@@ -6263,6 +6393,20 @@ _BACKEND_KERNELS = (
     (_A._op_max_unpool3d, _max_unpool3d_default, ('CPU', 'CUDA', 'Meta'), K.max_unpool3d, (), 'new', None),
     (_A._op_embedding_renorm_, _embedding_renorm__default, ('CPU', 'CUDA', 'Meta'), K.embedding_renorm_, (), 'mutating', None),
     (_A._op_native_group_norm, _native_group_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_group_norm, (), 'new', None),
+    (_A._op_view_as_real, _view_as_real_default, ('CPU', 'CUDA', 'Meta'), K.view_as_real, (), 'view', None),
+    (_A._op_view_as_complex, _view_as_complex_default, ('CPU', 'CUDA', 'Meta'), K.view_as_complex, (), 'view', None),
+    (_A._op_angle, _angle_default, ('CPU', 'CUDA', 'Meta'), K.angle, (), 'new', None),
+    (_A._op_angle_out, _angle_out, ('CPU', 'CUDA', 'Meta'), K.angle, (), 'out', None),
+    (_A._op_complex, _complex_default, ('CPU', 'CUDA', 'Meta'), K.complex, (), 'new', None),
+    (_A._op_complex_out, _complex_out, ('CPU', 'CUDA', 'Meta'), K.complex, (), 'out', None),
+    (_A._op_polar, _polar_default, ('CPU', 'CUDA', 'Meta'), K.polar, (), 'new', None),
+    (_A._op_polar_out, _polar_out, ('CPU', 'CUDA', 'Meta'), K.polar, (), 'out', None),
+    (_A._op__fft_r2c, __fft_r2c_default, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'new', None),
+    (_A._op__fft_r2c_out, __fft_r2c_out, ('CPU', 'CUDA', 'Meta'), K._fft_r2c, (), 'out', None),
+    (_A._op__fft_c2r, __fft_c2r_default, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'new', None),
+    (_A._op__fft_c2r_out, __fft_c2r_out, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'out', None),
+    (_A._op__fft_c2c, __fft_c2c_default, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'new', None),
+    (_A._op__fft_c2c_out, __fft_c2c_out, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'out', None),
 )
 
 # operator, key, composite function
@@ -6678,6 +6822,67 @@ _COMPOSITE_KERNELS = (
     (_A._op_one_hot, 'CompositeImplicitAutograd', C.one_hot),
     (_A._op_group_norm, 'CompositeImplicitAutograd', C.group_norm),
     (_A._op_native_group_norm_backward, 'CompositeImplicitAutograd', C.native_group_norm_backward),
+    (_A._op_real, 'CompositeImplicitAutograd', C.real),
+    (_A._op_imag, 'CompositeImplicitAutograd', C.imag),
+    (_A._op_isreal, 'CompositeImplicitAutograd', C.isreal),
+    (_A._op_fft_fft, 'CompositeImplicitAutograd', C.fft_fft),
+    (_A._op_fft_fft_out, 'CompositeImplicitAutograd', C.fft_fft_out),
+    (_A._op_fft_ifft, 'CompositeImplicitAutograd', C.fft_ifft),
+    (_A._op_fft_ifft_out, 'CompositeImplicitAutograd', C.fft_ifft_out),
+    (_A._op_fft_rfft, 'CompositeImplicitAutograd', C.fft_rfft),
+    (_A._op_fft_rfft_out, 'CompositeImplicitAutograd', C.fft_rfft_out),
+    (_A._op_fft_irfft, 'CompositeImplicitAutograd', C.fft_irfft),
+    (_A._op_fft_irfft_out, 'CompositeImplicitAutograd', C.fft_irfft_out),
+    (_A._op_fft_hfft, 'CompositeImplicitAutograd', C.fft_hfft),
+    (_A._op_fft_hfft_out, 'CompositeImplicitAutograd', C.fft_hfft_out),
+    (_A._op_fft_ihfft, 'CompositeImplicitAutograd', C.fft_ihfft),
+    (_A._op_fft_ihfft_out, 'CompositeImplicitAutograd', C.fft_ihfft_out),
+    (_A._op_fft_fft2, 'CompositeImplicitAutograd', C.fft_fft2),
+    (_A._op_fft_fft2_out, 'CompositeImplicitAutograd', C.fft_fft2_out),
+    (_A._op_fft_ifft2, 'CompositeImplicitAutograd', C.fft_ifft2),
+    (_A._op_fft_ifft2_out, 'CompositeImplicitAutograd', C.fft_ifft2_out),
+    (_A._op_fft_rfft2, 'CompositeImplicitAutograd', C.fft_rfft2),
+    (_A._op_fft_rfft2_out, 'CompositeImplicitAutograd', C.fft_rfft2_out),
+    (_A._op_fft_irfft2, 'CompositeImplicitAutograd', C.fft_irfft2),
+    (_A._op_fft_irfft2_out, 'CompositeImplicitAutograd', C.fft_irfft2_out),
+    (_A._op_fft_hfft2, 'CompositeImplicitAutograd', C.fft_hfft2),
+    (_A._op_fft_hfft2_out, 'CompositeImplicitAutograd', C.fft_hfft2_out),
+    (_A._op_fft_ihfft2, 'CompositeImplicitAutograd', C.fft_ihfft2),
+    (_A._op_fft_ihfft2_out, 'CompositeImplicitAutograd', C.fft_ihfft2_out),
+    (_A._op_fft_fftn, 'CompositeImplicitAutograd', C.fft_fftn),
+    (_A._op_fft_fftn_out, 'CompositeImplicitAutograd', C.fft_fftn_out),
+    (_A._op_fft_ifftn, 'CompositeImplicitAutograd', C.fft_ifftn),
+    (_A._op_fft_ifftn_out, 'CompositeImplicitAutograd', C.fft_ifftn_out),
+    (_A._op_fft_rfftn, 'CompositeImplicitAutograd', C.fft_rfftn),
+    (_A._op_fft_rfftn_out, 'CompositeImplicitAutograd', C.fft_rfftn_out),
+    (_A._op_fft_irfftn, 'CompositeImplicitAutograd', C.fft_irfftn),
+    (_A._op_fft_irfftn_out, 'CompositeImplicitAutograd', C.fft_irfftn_out),
+    (_A._op_fft_hfftn, 'CompositeImplicitAutograd', C.fft_hfftn),
+    (_A._op_fft_hfftn_out, 'CompositeImplicitAutograd', C.fft_hfftn_out),
+    (_A._op_fft_ihfftn, 'CompositeImplicitAutograd', C.fft_ihfftn),
+    (_A._op_fft_ihfftn_out, 'CompositeImplicitAutograd', C.fft_ihfftn_out),
+    (_A._op_fft_fftfreq, 'CompositeImplicitAutograd', C.fft_fftfreq),
+    (_A._op_fft_fftfreq_out, 'CompositeImplicitAutograd', C.fft_fftfreq_out),
+    (_A._op_fft_rfftfreq, 'CompositeImplicitAutograd', C.fft_rfftfreq),
+    (_A._op_fft_rfftfreq_out, 'CompositeImplicitAutograd', C.fft_rfftfreq_out),
+    (_A._op_fft_fftshift, 'CompositeImplicitAutograd', C.fft_fftshift),
+    (_A._op_fft_ifftshift, 'CompositeImplicitAutograd', C.fft_ifftshift),
+    (_A._op_hann_window, 'CompositeImplicitAutograd', C.hann_window),
+    (_A._op_hann_window_periodic, 'CompositeImplicitAutograd', C.hann_window_periodic),
+    (_A._op_hamming_window, 'CompositeImplicitAutograd', C.hamming_window),
+    (_A._op_hamming_window_periodic, 'CompositeImplicitAutograd', C.hamming_window_periodic),
+    (_A._op_hamming_window_periodic_alpha, 'CompositeImplicitAutograd', C.hamming_window_periodic_alpha),
+    (_A._op_hamming_window_periodic_alpha_beta, 'CompositeImplicitAutograd', C.hamming_window_periodic_alpha_beta),
+    (_A._op_blackman_window, 'CompositeImplicitAutograd', C.blackman_window),
+    (_A._op_blackman_window_periodic, 'CompositeImplicitAutograd', C.blackman_window_periodic),
+    (_A._op_bartlett_window, 'CompositeImplicitAutograd', C.bartlett_window),
+    (_A._op_bartlett_window_periodic, 'CompositeImplicitAutograd', C.bartlett_window_periodic),
+    (_A._op_kaiser_window, 'CompositeImplicitAutograd', C.kaiser_window),
+    (_A._op_kaiser_window_periodic, 'CompositeImplicitAutograd', C.kaiser_window_periodic),
+    (_A._op_kaiser_window_beta, 'CompositeImplicitAutograd', C.kaiser_window_beta),
+    (_A._op_stft_center, 'CompositeImplicitAutograd', C.stft_center),
+    (_A._op_stft, 'CompositeImplicitAutograd', C.stft),
+    (_A._op_istft, 'CompositeImplicitAutograd', C.istft),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

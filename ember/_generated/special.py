@@ -11,6 +11,7 @@ from ember.c10.generator import Generator as _Generator
 from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
+from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
 __all__ = ['digamma', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p', 'logit', 'logsumexp', 'polygamma', 'psi', 'sinc', 'xlogy']

@@ -8,8 +8,9 @@ from ember._tensor import Tensor
 from ember.c10.device import device as _device
 from ember.c10.dtype import dtype as _dtype
 from ember.c10.generator import Generator
+import builtins
 
-Number = int | float | bool | complex
+Number = int | float | bool | builtins.complex
 
 __all__ = ['digamma', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p', 'logit', 'logsumexp', 'polygamma', 'psi', 'sinc', 'xlogy']
 def polygamma(n: int, input: Tensor) -> Tensor: ...

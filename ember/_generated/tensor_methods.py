@@ -11,9 +11,10 @@ from ember.c10.generator import Generator as _Generator
 from ember._python_arg_parser import NUMBER_TYPES as _NUMBERS, fast_ints as _ints
 from ember._tensor import Tensor as _Tensor
 from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory
+from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diff', 'digamma', 'digamma_', 'div', 'div_', 'divide', 'divide_', 'dot', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
+__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diff', 'digamma', 'digamma_', 'div', 'div_', 'divide', 'divide_', 'dot', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
 
 _sig_abs = _Signatures('abs', [
     (),
@@ -91,6 +92,32 @@ def conj_physical(self, *args, **kwargs):
 conj_physical.__doc__ = 'conj_physical() -> Tensor'
 def _signature_conj_physical(self): ...
 conj_physical.__wrapped__ = _signature_conj_physical
+
+
+_sig_conj_physical_ = _Signatures('conj_physical_', [
+    (),
+], method=True)
+
+def _bind_conj_physical__0():
+    return ()
+
+def conj_physical_(self, *args, **kwargs):
+    try:
+        _b = _bind_conj_physical__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_conj_physical_.call(self._ks, self)
+    _i, _a = _sig_conj_physical_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_conj_physical_.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+conj_physical_.__doc__ = 'conj_physical_() -> Tensor\n\nIn-place version of :meth:`Tensor.conj_physical`.'
+def _signature_conj_physical_(self): ...
+conj_physical_.__wrapped__ = _signature_conj_physical_
 
 
 _sig_neg = _Signatures('neg', [
@@ -11501,3 +11528,121 @@ def prelu(self, *args, **kwargs):
 prelu.__doc__ = 'prelu(weight: Tensor) -> Tensor'
 def _signature_prelu(self, weight): ...
 prelu.__wrapped__ = _signature_prelu
+
+
+_sig_isreal = _Signatures('isreal', [
+    (),
+], method=True)
+
+def _bind_isreal_0():
+    return ()
+
+def isreal(self, *args, **kwargs):
+    try:
+        _b = _bind_isreal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_isreal.call(self._ks, self)
+    _i, _a = _sig_isreal.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_isreal.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+isreal.__doc__ = 'isreal() -> Tensor'
+def _signature_isreal(self): ...
+isreal.__wrapped__ = _signature_isreal
+
+
+_sig_angle = _Signatures('angle', [
+    (),
+], method=True)
+
+def _bind_angle_0():
+    return ()
+
+def angle(self, *args, **kwargs):
+    try:
+        _b = _bind_angle_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_angle.call(self._ks, self)
+    _i, _a = _sig_angle.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_angle.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+angle.__doc__ = 'angle() -> Tensor'
+def _signature_angle(self): ...
+angle.__wrapped__ = _signature_angle
+
+
+_sig_stft = _Signatures('stft', [
+    (('n_fft', 'int', False, False, None), ('hop_length', 'int?', False, True, None), ('win_length', 'int?', False, True, None), ('window', 'T?', False, True, None), ('center', 'bool', False, True, True), ('pad_mode', 'str', False, True, 'reflect'), ('normalized', 'bool', False, True, False), ('onesided', 'bool?', False, True, None), ('return_complex', 'bool?', False, True, None), ('align_to_window', 'bool?', False, True, None),),
+    (('n_fft', 'int', False, False, None), ('hop_length', 'int?', False, True, None), ('win_length', 'int?', False, True, None), ('window', 'T?', False, True, None), ('normalized', 'bool', False, True, False), ('onesided', 'bool?', False, True, None), ('return_complex', 'bool?', False, True, None), ('align_to_window', 'bool?', False, True, None),),
+], method=True)
+
+def _bind_stft_0(n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode='reflect', normalized=False, onesided=None, return_complex=None, align_to_window=None):
+    return (n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
+
+def _bind_stft_1(n_fft, hop_length=None, win_length=None, window=None, normalized=False, onesided=None, return_complex=None, align_to_window=None):
+    return (n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
+
+def stft(self, *args, **kwargs):
+    try:
+        _b = _bind_stft_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window = _b
+        if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(pad_mode) is str and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
+            return _A._op_stft_center.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex, align_to_window)
+    try:
+        _b = _bind_stft_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window = _b
+        if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (return_complex is None or type(return_complex) is bool) and (align_to_window is None or type(align_to_window) is bool):
+            return _A._op_stft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, normalized, onesided, return_complex, align_to_window)
+    _i, _a = _sig_stft.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_stft_center.call(self._ks | _ks_opt(_a['window']), self, _a['n_fft'], _a['hop_length'], _a['win_length'], _a['window'], _a['center'], _a['pad_mode'], _a['normalized'], _a['onesided'], _a['return_complex'], _a['align_to_window'])
+    elif _i == 1:
+        return _A._op_stft.call(self._ks | _ks_opt(_a['window']), self, _a['n_fft'], _a['hop_length'], _a['win_length'], _a['window'], _a['normalized'], _a['onesided'], _a['return_complex'], _a['align_to_window'])
+    raise AssertionError('unreachable')
+
+
+stft.__doc__ = "stft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, pad_mode: str = 'reflect', normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor\nstft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, normalized: bool = False, onesided: Optional[bool] = None, return_complex: Optional[bool] = None, align_to_window: Optional[bool] = None) -> Tensor"
+
+
+_sig_istft = _Signatures('istft', [
+    (('n_fft', 'int', False, False, None), ('hop_length', 'int?', False, True, None), ('win_length', 'int?', False, True, None), ('window', 'T?', False, True, None), ('center', 'bool', False, True, True), ('normalized', 'bool', False, True, False), ('onesided', 'bool?', False, True, None), ('length', 'int?', False, True, None), ('return_complex', 'bool', False, True, False),),
+], method=True)
+
+def _bind_istft_0(n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False):
+    return (n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
+
+def istft(self, *args, **kwargs):
+    try:
+        _b = _bind_istft_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex = _b
+        if type(n_fft) is int and (hop_length is None or type(hop_length) is int) and (win_length is None or type(win_length) is int) and (window is None or isinstance(window, _Tensor)) and type(center) is bool and type(normalized) is bool and (onesided is None or type(onesided) is bool) and (length is None or type(length) is int) and type(return_complex) is bool:
+            return _A._op_istft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
+    _i, _a = _sig_istft.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_istft.call(self._ks | _ks_opt(_a['window']), self, _a['n_fft'], _a['hop_length'], _a['win_length'], _a['window'], _a['center'], _a['normalized'], _a['onesided'], _a['length'], _a['return_complex'])
+    raise AssertionError('unreachable')
+
+
+istft.__doc__ = 'istft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, normalized: bool = False, onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> Tensor'
+def _signature_istft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False): ...
+istft.__wrapped__ = _signature_istft

@@ -1051,3 +1051,56 @@ def group_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, N: i
     rstd = (((x - mean) ** 2).mean(-1, keepdim=True) + eps).rsqrt()
     return aten.native_group_norm_backward(grad, input, mean.squeeze(-1), rstd.squeeze(-1), weight, N, C, HxW, group,
                                            grad_input_mask)
+
+
+def angle_backward(grad: Tensor, self: Tensor) -> Any:
+    """d angle: ``i z / |z|^2`` against the conjugate gradient (0 where z is 0); nothing flows for real inputs,
+    whose angle is piecewise constant."""
+    if not self.is_complex():
+        return aten.zeros_like(self)
+    return aten.where_self(self == 0, aten.zeros((), dtype=self.dtype, device=self.device),
+                           grad * self / self.abs().pow(2) * 1j)
+
+
+def polar_backward(grad: Tensor, result: Tensor) -> Any:
+    """``polar(r, theta) = r e^{i theta}``: the real parts of ``conj(grad)`` against ``d/dr = sgn(result)`` and
+    ``d/dtheta = i result``."""
+    g = grad.conj()
+    return aten.real(g * result.sgn()), aten.real(g * (result * 1j))
+
+
+def fft_r2c_backward(grad: Tensor, dim: Sequence[int], normalization: int, onesided: bool,
+                     self_sizes: Sequence[int]) -> Any:
+    """The adjoint of a real-to-complex transform: the inverse complex transform of ``grad`` (zero-filled back to
+    the full length when the forward kept one side only), of which the real part reaches the real input."""
+    if onesided:
+        last = dim[-1] % grad.dim()
+        missing = self_sizes[last] - grad.shape[last]
+        if missing > 0:
+            pad = [0, 0] * (grad.dim() - 1 - last) + [0, missing]
+            grad = aten.constant_pad_nd(grad, tuple(pad), 0)
+    return aten.real(aten._fft_c2c(grad, tuple(dim), normalization, False))
+
+
+def fft_c2r_backward(grad: Tensor, dim: Sequence[int], normalization: int) -> Any:
+    """The adjoint of a complex-to-real (onesided) transform: a onesided real-to-complex transform of ``grad``, in
+    which the entries whose mirror images were dropped count twice (indices 1 .. n - onesided length of the last
+    dim: the input's other half is their conjugate)."""
+    g = aten._fft_r2c(grad, tuple(dim), normalization, True)
+    last = dim[-1] % grad.dim()
+    double = grad.shape[last] - g.shape[last]
+    if double > 0:
+        scale = aten.ones((g.shape[last],), dtype=grad.dtype, device=grad.device)
+        scale[1:1 + double] = 2
+        g = g * scale.reshape((-1,) + (1,) * (grad.dim() - 1 - last))
+    return g
+
+
+def sgn_backward(self: Tensor, grad: Tensor, result: Tensor) -> Any:
+    """``sgn(z) = z / |z|``: for complex z, ``(grad - sgn^2 conj(grad)) / (2 |z|)`` (0 at z = 0); the sign of
+    a real number is piecewise constant."""
+    if not self.is_complex():
+        return aten.zeros_like(grad)
+    a = self.abs()
+    return aten.where_self(a == 0, aten.zeros((), dtype=grad.dtype, device=grad.device),
+                           (grad - result * result * grad.conj()) / (2.0 * a))

@@ -281,6 +281,10 @@ def _spec_entry(a: Argument, pyname: str) -> str:
            f"{default if default is not None else 'None'})"
 
 
+def _arg(s: FunctionSchema, name: str) -> Argument:
+    return next(a for a in s.arguments if a.name == name)
+
+
 def _factory_extras(sig: PySig) -> bool:
     names = {a.name for a in sig.args}
     return "device" in names and "dtype" in names
@@ -500,6 +504,8 @@ def _fast_path(name: str, i: int, sg: PySig, method: bool) -> tuple[list[str], l
         body.append("            if out is None:")
         body.append(f"                return {call}")
         body.append("            if isinstance(out, _Tensor):")
+        if _factory_extras(sg):
+            body.append(f"                _check_out_options(out, {conv[sg.pyname(_arg(s, 'dtype'))]})")
         body.append(f"                return _A.{handle_var(out_s)}.call({_ks_expr(sg.out_nf, argnames)}, "
                     f"{', '.join(oargs)})")
     else:
@@ -557,7 +563,11 @@ def _call_body(sg: PySig, method: bool) -> list[str]:
             else:
                 oargs.append(f"_a[{sg.pyname(a)!r}]")
         oks = _ks_expr(sg.out_nf, argnames)
-        lines.append(f"return _A.{handle_var(out_s)}.call({oks}, {', '.join(oargs)})")
+        if fin:
+            lines.append("_check_out_options(_a['out'], _a['dtype'])")
+            lines.append(f"return {fin}(_A.{handle_var(out_s)}.call({oks}, {', '.join(oargs)}), _a)")
+        else:
+            lines.append(f"return _A.{handle_var(out_s)}.call({oks}, {', '.join(oargs)})")
     else:
         call = _returning_self_list(s, f"_A.{handle_var(s)}.call({ks}, {', '.join(call_args)})", call_args)
         lines.append(f"return {fin}({call}, _a)" if fin else f"return {call}")
@@ -587,6 +597,9 @@ def _has_binding(name: str, method: bool, module: str | None) -> bool:
     return not method and module is None and name not in _NO_PRIVATE_BINDING and "_backward" not in name
 
 
+_TENSOR_OPTIONS = ("dtype", "layout", "device", "pin_memory")
+
+
 def group_functions(nfs: list[NativeFunction], method: bool, module: str | None) -> dict[str, list[PySig]]:
     """Public name -> list of PySig, for one namespace."""
     by_name: dict[str, list[NativeFunction]] = OrderedDict()
@@ -608,9 +621,11 @@ def group_functions(nfs: list[NativeFunction], method: bool, module: str | None)
         for nf in functional:
             match = None
             for o in outs:
+                # a factory's out= overload has no TensorOptions: the out tensor has them (``arange(5, out=t)``)
                 fa = [str(a) for a in nf.schema.arguments]
                 oa = [str(a) for a in o.schema.functional_arguments]
-                if fa == oa:
+                if fa == oa or ([str(a) for a in nf.schema.arguments if a.name not in _TENSOR_OPTIONS] == oa
+                                and "device" in {a.name for a in nf.schema.arguments}):
                     match = o
             sigs.append(PySig(nf, match, method))
         if sigs:
@@ -639,6 +654,7 @@ def gen_namespace(nfs: list[NativeFunction], module: str | None, method: bool, t
            "from ember._tensor import Tensor as _Tensor",
            "from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_opt, "
            "ks_list as _ks_list, ks_device as _ks_device, finish_factory as _finish_factory",
+           "from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401",
            "from ember._python_arg_parser import returning as _returning  # noqa: F401", "",
            f"__all__ = {sorted(groups)!r}", ""]
     docs = load_docs()
@@ -711,7 +727,8 @@ def gen_stub(nfs: list[NativeFunction], module: str | None, method: bool) -> str
            "from typing import Any, Sequence, overload", "",
            "from ember import return_types", "from ember._tensor import Tensor",
            "from ember.c10.device import device as _device", "from ember.c10.dtype import dtype as _dtype",
-           "from ember.c10.generator import Generator", "", "Number = int | float | bool | complex", ""]
+           "from ember.c10.generator import Generator", "import builtins", "",
+           "Number = int | float | bool | builtins.complex", ""]
     ind = ""
     if method:
         out += ["", "class _TensorMethods:"]
@@ -757,7 +774,8 @@ def gen_aten_stub(nfs: list[NativeFunction]) -> str:
            "from ember import return_types", "from ember._tensor import Tensor",
            "from ember.aten.dispatcher import OperatorHandle",
            "from ember.c10.device import device as _device", "from ember.c10.dtype import dtype as _dtype",
-           "from ember.c10.generator import Generator", "", "Number = int | float | bool | complex", ""]
+           "from ember.c10.generator import Generator", "import builtins", "",
+           "Number = int | float | bool | builtins.complex", ""]
     for nf in nfs:
         s = nf.schema
         kinds = {ident(a.name): _kind(a) for a in s.arguments}

@@ -7,6 +7,7 @@ Each function takes the op's schema arguments in order and is written in the int
 """
 from ember.aten.composite.elementwise import *  # noqa: F401,F403
 from ember.aten.composite.aliases import *  # noqa: F401,F403
+from ember.aten.composite.complex import *  # noqa: F401,F403
 from ember.aten.composite.dropout import *  # noqa: F401,F403
 from ember.aten.composite.factories import *  # noqa: F401,F403
 from ember.aten.composite.foreach import *  # noqa: F401,F403
@@ -17,6 +18,8 @@ from ember.aten.composite.optim import *  # noqa: F401,F403
 from ember.aten.composite.reduction import *  # noqa: F401,F403
 from ember.aten.composite.rnn import *  # noqa: F401,F403
 from ember.aten.composite.shape import *  # noqa: F401,F403
+from ember.aten.composite.spectral import *  # noqa: F401,F403
+from ember.aten.composite.windows import *  # noqa: F401,F403
 from ember.aten.composite.elementwise import wrapped_number  # noqa: F401 (ember._tensor and the parser use it)
 from ember.aten.composite.nn import (_pad_circular, _prelu_kernel_backward,  # noqa: F401
                                      _scaled_dot_product_attention_math)

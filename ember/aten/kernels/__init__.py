@@ -7,6 +7,7 @@ from ember.aten.kernels.binary import (add, addcdiv, addcmul, atan2, bitwise_and
                                        ge, gt, hypot, le, lerp, logaddexp, logaddexp2, logical_and, logical_or,
                                        logical_xor, lt, maximum, minimum, mul, ne, nextafter, pow, remainder,
                                        rsub, sub, true_divide, where, xlogy)
+from ember.aten.kernels.complex import *  # noqa: F401,F403
 from ember.aten.kernels.copy import *  # noqa: F401,F403
 from ember.aten.kernels.factory import *  # noqa: F401,F403
 from ember.aten.kernels.indexing import *  # noqa: F401,F403
@@ -14,6 +15,7 @@ from ember.aten.kernels.linalg import *  # noqa: F401,F403
 from ember.aten.kernels.nn import *  # noqa: F401,F403
 from ember.aten.kernels.random import *  # noqa: F401,F403
 from ember.aten.kernels.reduction import *  # noqa: F401,F403
+from ember.aten.kernels.spectral import *  # noqa: F401,F403
 from ember.aten.kernels.unary import *  # noqa: F401,F403
 from ember.aten.kernels.views import *  # noqa: F401,F403
 from ember.aten.kernels.views import _reshape_alias  # noqa: F401

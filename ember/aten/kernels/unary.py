@@ -222,3 +222,21 @@ def polygamma(xp: Any, n: Any, self: Array) -> Any:
 
 
 __all__ += ["polygamma"]
+
+
+@elementwise
+def angle(xp: Any, self: Array) -> Any:
+    """The argument of each element: ``atan2(imag, real)`` for complex inputs; for real ones pi where negative,
+    0 elsewhere (-0.0 included) and NaN kept (``angle_impl`` of ``UnaryOps``)."""
+    if self.dtype.kind == "c":
+        return xp.angle(self)
+    out_dt = float_result(self.dtype)
+    cdt = compute_dtype(out_dt)
+    x = self.astype(cdt) if self.dtype != cdt else self
+    r = xp.where(x < 0, xp.asarray(np.pi, cdt), xp.zeros((), cdt))
+    if out_dt.kind == "f":
+        r = xp.where(xp.isnan(x), x, r)
+    return r.astype(out_dt) if r.dtype != out_dt else r
+
+
+__all__.append("angle")

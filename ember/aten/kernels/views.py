@@ -13,7 +13,8 @@ import builtins
 
 import numpy as np
 
-from ember.aten.kernels._common import shape_str, wrap_dim, wrap_dims
+from ember.aten.kernels._common import shape_str, type_name, wrap_dim, wrap_dims
+from ember.c10.storage import array_data_ptr, root_array
 
 _as_strided_np = np.lib.stride_tricks.as_strided
 
@@ -348,3 +349,33 @@ def diagonal(xp: Any, self: Array, offset: Any = 0, dim1: Any = 0, dim2: Any = 1
     shape = [self.shape[i] for i in rest] + [length]
     strides = [self.strides[i] for i in rest] + [self.strides[d1] + self.strides[d2]]
     return _restride(xp, self, shape, strides, start)
+
+
+def view_as_real(xp: Any, self: Array) -> Any:
+    """A complex tensor as pairs of reals: one more dimension of size 2 with stride 1 (``ComplexHelper.h``)."""
+    if self.dtype.kind != "c":
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    part = self.real  # same memory, strides in bytes unchanged, half the itemsize
+    return _restride(xp, part, self.shape + (2,), self.strides + (part.itemsize,))
+
+
+def view_as_complex(xp: Any, self: Array) -> Any:
+    """Pairs of reals in the last dimension as one complex tensor, with ``view_as_complex``'s checks."""
+    if self.dtype not in (np.float16, np.float32, np.float64):
+        raise RuntimeError("view_as_complex is only supported for half, float and double tensors, but got a tensor "
+                           f"of scalar type: {type_name(self.dtype)}")
+    if self.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if self.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    item = self.itemsize
+    if self.strides[-1] != item:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(st % (2 * item) for st in self.strides[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if (array_data_ptr(self) - array_data_ptr(root_array(self))) % (2 * item):
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    if self.dtype == np.float16:
+        raise RuntimeError("view_as_complex: ember has no complex32 (ComplexHalf) dtype")
+    return self.view(np.complex128 if self.dtype == np.float64 else np.complex64)[..., 0]
+
