@@ -24,7 +24,7 @@ from ember import return_types
 from ember._ops import ops
 from ember._creation import as_tensor, asarray, from_numpy, tensor
 from ember._generated.functions import *  # noqa: F401,F403
-from ember._random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from ember.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from ember._functional import *  # noqa: F401,F403
 from ember._tensor_str import set_printoptions
 from ember.aten.parallel import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads

@@ -8,6 +8,7 @@ from ember._generated import aten
 from ember.aten.wrap import tensor_like
 from ember.autograd import anomaly_mode, graph  # noqa: F401
 from ember.autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
+from ember.autograd.engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401
 from ember.autograd.engine import run_backward
 from ember.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from ember.autograd.grad_mode import (  # noqa: F401

@@ -10,6 +10,8 @@ different dtype is cast.  Unless ``retain_graph``, each node frees its saved ten
 from __future__ import annotations
 
 import heapq
+import itertools
+import threading
 from typing import Any
 
 from ember.autograd import grad_mode
@@ -77,6 +79,30 @@ def _add(a: Any, b: Any) -> Any:
     return a + b
 
 
+# the backward calls running on this thread (PyTorch's GraphTask): an id each, and whether it may run reentrant
+# checkpoints (not under autograd.grad or backward(inputs=...): ``torch.autograd._is_checkpoint_valid``)
+_tasks_tls = threading.local()
+_task_ids = itertools.count(1)
+
+
+def _task_stack() -> list[tuple[int, bool]]:
+    st = getattr(_tasks_tls, "stack", None)
+    if st is None:
+        st = _tasks_tls.stack = []
+    return st
+
+
+def current_graph_task_id() -> int:
+    """The id of the innermost backward call running on this thread, -1 outside backward."""
+    st = _task_stack()
+    return st[-1][0] if st else -1
+
+
+def is_checkpoint_valid() -> bool:
+    st = _task_stack()
+    return st[-1][1] if st else True
+
+
 def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: bool, inputs: Any = None,
                  allow_unused: bool = False, accumulate_grad: bool = True) -> Any:
     """Run the graph behind ``roots``; return the captured gradients of ``inputs`` (``autograd.grad``)."""
@@ -124,6 +150,8 @@ def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: 
     counter = 0
     prev_mode = grad_mode.state.enabled
     grad_mode.state.enabled = create_graph
+    tasks = _task_stack()
+    tasks.append((next(_task_ids), accumulate_grad and inputs is None))
     try:
         heapq.heappush(ready, (-graph_root.sequence_nr, counter, graph_root))
         buffers[graph_root] = []
@@ -154,6 +182,7 @@ def run_backward(roots: Any, grad_outputs: Any, keep_graph: bool, create_graph: 
                     heapq.heappush(ready, (-nxt.sequence_nr, counter, nxt))
     finally:
         grad_mode.state.enabled = prev_mode
+        tasks.pop()
 
     if capture is not None:
         for i, g in enumerate(captured):

@@ -9,10 +9,12 @@ which remember the version counter of the tensor they saved and refuse to unpack
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ember.autograd.functions_manual import strided_view_backward, zeros_of
+from ember.c10.tensor_impl import TensorImpl
 
 if TYPE_CHECKING:  # annotations only (the frontend's class; tests/test_layering.py)
     from ember._tensor import Tensor
@@ -35,15 +37,33 @@ ERR_BACKWARD_TWICE = (
     "you need to access saved tensors after calling backward.")
 
 
+# Note [Saved tensor hooks]
+# ``saved_tensors_hooks(pack, unpack)`` (torch.autograd.graph) changes what a SavedVariable keeps: while the
+# context is active on this thread, saving calls ``pack(tensor)`` and keeps its result instead of the tensor, and
+# unpacking for backward calls ``unpack(packed)``. Activation checkpointing packs nothing and recomputes on unpack;
+# ``save_on_cpu`` packs a CPU copy. The version check still applies (the tensor's version counter is kept).
+# ``_hooks_in_use`` counts the active contexts of every thread, so that saving without hooks costs one test.
+_hooks_tls = threading.local()
+_hooks_in_use = 0
+
+
+def _hook_stack() -> list[Any]:
+    st = getattr(_hooks_tls, "stack", None)
+    if st is None:
+        st = _hooks_tls.stack = []
+    return st
+
+
 class SavedVariable:
     """A tensor saved for backward, with the version it had when saved."""
 
-    __slots__ = ("tensor", "version", "is_output", "released")
+    __slots__ = ("tensor", "version", "is_output", "released", "_packed", "_unpack_hook", "_vc")
 
     def __init__(self, tensor: Tensor | None, is_output: bool = False) -> None:
         self.tensor = tensor
         self.released = False
         self.is_output = is_output
+        self._unpack_hook: Callable[[Any], Any] | None = None
         if tensor is None:
             self.version = 0
             return
@@ -51,28 +71,53 @@ class SavedVariable:
             raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
                                "clone to get a normal tensor and use it in autograd.")
         self.version = tensor._vc.version
+        if _hooks_in_use:
+            st = _hook_stack()
+            if st:
+                pack, unpack = st[-1]
+                self._vc = tensor._vc
+                self.tensor = None
+                self._packed = pack(tensor)
+                self._unpack_hook = unpack
 
     def unpack(self, node: Node | None = None) -> Tensor | None:
         if self.released:
             raise RuntimeError(ERR_BACKWARD_TWICE)
+        if self._unpack_hook is not None:
+            return self._unpack_hooked(node)
         t = self.tensor
         if t is None:
             return None
         if t._vc.version != self.version:
-            owner = ""
-            if node is not None:
-                out = getattr(t, "_output_nr", 0)
-                owner = f", which is output {out} of {t.grad_fn.name()}" if t.grad_fn is not None else ""
-            shape = "[" + ", ".join(str(s) for s in t.shape) + "]"
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[{_type_str(t)} {shape}]{owner}, is at version {t._vc.version}; expected version {self.version} "
-                "instead. Hint: enable anomaly detection to find the operation that failed to compute its "
-                "gradient, with torch.autograd.set_detect_anomaly(True).")
+            self._modified(t, t._vc.version, node)
         return t
+
+    def _unpack_hooked(self, node: Node | None) -> Tensor | None:
+        assert self._unpack_hook is not None
+        t: Tensor = self._unpack_hook(self._packed)
+        if not isinstance(t, TensorImpl):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                            f"{type(t).__name__}")
+        if self._vc.version != self.version:
+            self._modified(t, self._vc.version, node)
+        return t
+
+    def _modified(self, t: Tensor, now: int, node: Node | None) -> None:
+        owner = ""
+        if node is not None:
+            out = getattr(t, "_output_nr", 0)
+            owner = f", which is output {out} of {t.grad_fn.name()}" if t.grad_fn is not None else ""
+        shape = "[" + ", ".join(str(s) for s in t.shape) + "]"
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"[{_type_str(t)} {shape}]{owner}, is at version {now}; expected version {self.version} "
+            "instead. Hint: enable anomaly detection to find the operation that failed to compute its "
+            "gradient, with torch.autograd.set_detect_anomaly(True).")
 
     def release(self) -> None:
         self.tensor = None
+        if self._unpack_hook is not None:
+            self._packed = None
         self.released = True
 
 
@@ -290,3 +335,56 @@ class AsStridedBackward0(Node):
         grad = grads[0]
         assert grad is not None
         return [strided_view_backward(grad, bs, bst, boff, vs, vst, voff)]
+
+
+# -- saved tensor hooks (Note [Saved tensor hooks]) ------------------------------------------------------------
+class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
+    """Context manager: tensors saved for backward inside it are stored as ``pack_hook(tensor)`` and given back
+    as ``unpack_hook(packed)`` when backward needs them (``torch.autograd.graph.saved_tensors_hooks``)."""
+
+    def __init__(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> saved_tensors_hooks:
+        global _hooks_in_use
+        disabled = getattr(_hooks_tls, "disabled", None)
+        if disabled is not None:
+            raise RuntimeError(disabled)
+        _hook_stack().append((self.pack_hook, self.unpack_hook))
+        _hooks_in_use += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global _hooks_in_use
+        _hook_stack().pop()
+        _hooks_in_use -= 1
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
+    """Saved tensors are kept on the CPU and moved back to their device for backward (trades device memory for
+    copies); ``pin_memory`` asks for pinned host memory (a no-op without a GPU)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack(t: Tensor) -> tuple[Any, Tensor]:
+            return t.device, t.cpu()
+
+        def unpack(packed: tuple[Any, Tensor]) -> Tensor:
+            device, t = packed
+            return t.to(device, non_blocking=pin_memory)
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:  # noqa: N801 - PyTorch's name
+    """Context manager inside which entering ``saved_tensors_hooks`` raises ``RuntimeError(error_message)``
+    (for code whose correctness needs the tensors themselves to be saved)."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+
+    def __enter__(self) -> None:
+        self._prev = getattr(_hooks_tls, "disabled", None)
+        _hooks_tls.disabled = self.error_message
+
+    def __exit__(self, *exc: Any) -> None:
+        _hooks_tls.disabled = self._prev

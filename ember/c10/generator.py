@@ -79,7 +79,7 @@ class Generator:
 
     # -- state in PyTorch's layout -------------------------------------------------------------
     def get_state_bytes(self) -> bytes:
-        """The state in PyTorch's layout; ``Generator.get_state()`` (ember/_random.py) hands it out as a
+        """The state in PyTorch's layout; ``Generator.get_state()`` (ember/random.py) hands it out as a
         uint8 tensor, as PyTorch's binding (``torch/csrc/Generator.cpp``) wraps ``GeneratorImpl::get_state``."""
         st = self._bg.state["state"]
         pos = int(st["pos"])

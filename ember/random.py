@@ -1,5 +1,8 @@
-"""Global random state (``torch/random.py``): seeding and saving the default CPU generator."""
+"""Global random state (``torch/random.py``): seeding and saving the default CPU generator, and ``fork_rng``."""
 from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -40,3 +43,18 @@ def get_rng_state():
 
 def set_rng_state(new_state) -> None:
     default_generator.set_state(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices: Any = None, enabled: bool = True, _caller: str = "fork_rng", _devices_kw: str = "devices",
+             device_type: str = "cuda") -> Iterator[None]:
+    """Random draws inside the block do not change the generator state seen after it: the CPU generator's state is
+    restored on exit. (ember's CUDA draws come from CuPy's generator, which has no saved state to fork yet.)"""
+    if not enabled:
+        yield
+        return
+    cpu_state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(cpu_state)
