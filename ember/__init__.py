@@ -12,6 +12,8 @@ from ember.c10 import dtype as _dtype_mod
 from ember.c10.dtype import (bfloat16, cdouble, cfloat, complex64, complex128, double, dtype, finfo, float16,
                              float32, float64, get_default_dtype, half, iinfo, int8, int16, int32, int64, long,
                              short, uint8)
+from ember.c10.dtype import (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz,  # noqa: F401
+                             float8_e8m0fnu, uint16, uint32, uint64)
 from ember.c10.dtype import bool_ as bool  # noqa: A001
 from ember.c10.dtype import float32 as float  # noqa: A001
 from ember.c10.dtype import int32 as int  # noqa: A001
@@ -19,7 +21,9 @@ from ember.c10.device import device
 from ember.c10.generator import Generator, default_generator
 from ember.c10.dispatch_key import DispatchKey, DispatchKeySet
 from ember.c10.size import Size
+from ember.c10.storage import UntypedStorage
 from ember._tensor import Tensor, _install_generated_methods
+from ember._tensor_types import *  # noqa: F401,F403 - FloatTensor, LongTensor, ...
 from ember import return_types
 from ember._ops import ops
 from ember._creation import as_tensor, asarray, from_numpy, tensor
@@ -44,6 +48,7 @@ _autograd_fallback.install()
 from ember import optim, utils  # noqa: E402,F401 - the frontend needs the grad modes above
 from ember import serialization  # noqa: E402
 from ember import distributions, testing  # noqa: E402,F401
+from ember import accelerator, compiler, distributed, jit, library, version, _dynamo  # noqa: E402,F401
 from ember._torch_shim import install_as_torch  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401
 

@@ -10,6 +10,7 @@ from ember.aten.wrap import new_tensor
 from ember.c10 import dtype as _dt
 from ember.c10.device import canonical
 from ember.c10.dispatch_key import KS_OF_DEVICE_TYPE
+from ember.c10.storage import UntypedStorage
 from ember.c10.tensor_impl import fake_array
 
 
@@ -204,6 +205,10 @@ def as_tensor(data, dtype=None, device=None):
     from ember._tensor import Tensor
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype) if (dtype or device) else data
+    if isinstance(data, UntypedStorage):  # the storage's bytes, seen as ``dtype`` (uint8 by default)
+        b = data._bytes()
+        t = from_numpy(b.view(dtype.np) if dtype is not None else b)
+        return t if device is None else t.to(device)
     if isinstance(data, np.ndarray) and (device is None or canonical(device).type == "cpu"):
         t = from_numpy(data) if all(s >= 0 for s in data.strides) else from_numpy(data.copy())
         return t if dtype is None or dtype is t.dtype else t.to(dtype)

@@ -1,4 +1,5 @@
-"""``ember.ops.aten``: direct access to operator overloads (``torch.ops.aten.add.Tensor``).
+"""``ember.ops.aten``: direct access to operator overloads (``torch.ops.aten.add.Tensor``); ``ember.ops.<ns>``: the
+Python operators of ``ember.library``.
 
 An ``OpOverload`` calls its ``OperatorHandle`` through the dispatcher with arguments named as in the
 schema; an ``OpOverloadPacket`` (``ember.ops.aten.add``) picks the first overload that accepts the call.
@@ -86,8 +87,27 @@ class _OpNamespace:
             raise AttributeError(f"'_OpNamespace' 'aten' object has no attribute '{name}'") from None
 
 
+class _LibraryNamespace:
+    """``ember.ops.<ns>`` for a namespace of Python operators (``ember.library.custom_op("<ns>::name", ...)``)."""
+
+    def __init__(self, ns):
+        self._ns = ns
+
+    def __getattr__(self, name):
+        from ember import library
+        op = library.namespace(self._ns).get(name)
+        if op is None:
+            raise AttributeError(f"'_OpNamespace' '{self._ns}' object has no attribute '{name}'")
+        return op
+
+
 class _Ops:
     aten = _OpNamespace("ember._generated.ops")
+
+    def __getattr__(self, ns):
+        if ns.startswith("__"):
+            raise AttributeError(ns)
+        return _LibraryNamespace(ns)
 
 
 ops = _Ops()

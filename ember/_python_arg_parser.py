@@ -197,6 +197,10 @@ _KIND_NAMES = {"T": "Tensor", "T?": "Tensor", "T[]": "tuple of Tensors", "T?[]":
                "dtype?": "torch.dtype", "device?": "torch.device", "gen?": "torch.Generator", "any": "object"}
 
 
+# PyTorch's ``numpy_compatibility_arg_names`` (python_arg_parser.cpp): NumPy's name -> PyTorch's
+_NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input", "x1": "input", "x2": "other"}
+
+
 class Signatures:
     __slots__ = ("name", "sigs", "method")
 
@@ -210,6 +214,14 @@ class Signatures:
             r = self._try(spec, args, kwargs)
             if r is not None:
                 return i, r
+        if kwargs and not _NUMPY_NAMES.keys().isdisjoint(kwargs):
+            # NumPy's keyword names, which PyTorch's parser accepts too (``x.all(axis=1, keepdims=True)``)
+            renamed = {_NUMPY_NAMES.get(k, k): v for k, v in kwargs.items()}
+            if len(renamed) == len(kwargs):
+                for i, spec in enumerate(self.sigs):
+                    r = self._try(spec, args, renamed)
+                    if r is not None:
+                        return i, r
         # As PyTorch does for a few arithmetic ops: a Python number may stand for a tensor argument,
         # as a 0-dim tensor that promotes like a wrapped number (``torch.add(x, 2, out=o)``).
         if self.name not in NUMBERS_AS_TENSORS:

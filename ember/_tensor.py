@@ -340,12 +340,16 @@ class Tensor(TensorImpl, _TensorMethods):
 
     def type(self, dtype: Any = None, non_blocking: Any = False, **kwargs: Any) -> Any:
         if dtype is None:
-            return _TYPE_STRINGS[self.dtype.name]
+            t = _TYPE_STRINGS.get(self.dtype.name) or f"torch.{_dt.SCALAR_TYPE_NAMES[self.dtype.name]}Tensor"
+            return t.replace("torch.", "torch.cuda.") if self.is_cuda else t
+        if isinstance(dtype, type) and hasattr(dtype, "is_cuda"):  # a legacy type class (ember/_tensor_types.py)
+            return self.to(dtype.dtype, device="cuda" if dtype.is_cuda else "cpu", non_blocking=non_blocking)
         if isinstance(dtype, str):
-            name = {v: k for k, v in _TYPE_STRINGS.items()}.get(dtype)
+            cuda = dtype.startswith("torch.cuda.")
+            name = {v: k for k, v in _TYPE_STRINGS.items()}.get(dtype.replace("torch.cuda.", "torch."))
             if name is None:
                 raise ValueError(f"invalid type: '{dtype}'")
-            dtype = _dt._BY_NAME[name]
+            return self.to(_dt._BY_NAME[name], device="cuda" if cuda else "cpu", non_blocking=non_blocking)
         return self.to(dtype)
 
     def type_as(self, other: Any) -> Tensor:

@@ -20,6 +20,8 @@ import ember
 TORCH_VERSION = "2.13.0"
 
 _aliases: dict = {}
+_MODULE_OWN = frozenset({"__spec__", "__loader__", "__package__", "__path__", "__file__", "__cached__", "__name__",
+                         "__builtins__"})
 
 
 def _torch_name(ember_name: str) -> str:
@@ -53,7 +55,12 @@ class _TorchAlias(types.ModuleType):
         return value
 
     def __setattr__(self, name, value):
-        setattr(object.__getattribute__(self, "_ember_target"), name, value)
+        # what the import system writes (the module's spec, loader, package; ``torch.nn`` once ``torch.nn`` is
+        # imported) belongs to the alias; everything else (a monkeypatched function) to ember's module
+        if name in _MODULE_OWN or isinstance(value, _TorchAlias):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(object.__getattribute__(self, "_ember_target"), name, value)
 
     def __dir__(self):
         return dir(object.__getattribute__(self, "_ember_target"))

@@ -1370,6 +1370,15 @@ add(OpInfo("scaled_dot_product_attention", lambda d, r: [
                     _err((np.ones((2, 3)), np.ones((2, 3), "float32"), np.ones((2, 3))), {}, RuntimeError,
                          "Expected query, key, and value to have the same dtype")]))
 
+# set membership (TensorCompare.cpp): tensor or scalar on either side, inverted, mixed dtypes compared by value
+add(OpInfo("isin", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (5,), d))),
+                                 Sample((arr(r, (3, 4), d), arr(r, (2, 2), d)), dict(invert=True)),
+                                 Sample((arr(r, (6,), d), 1)), Sample((arr(r, (), d), arr(r, (4,), d))),
+                                 Sample((arr(r, (4,), d), np.array([0.0, 1.0, 2.0])))],
+           dtypes=FLOATS + INTS, method=False, supports_autograd=False,
+           errors=lambda: [_err((np.array([1, 2]), np.array([True])), {}, RuntimeError,
+                                r"Unsupported input type encountered for isin\(\): Bool")]))
+
 # complex numbers and torch.fft
 add(*op_db_spectral.ops)
 

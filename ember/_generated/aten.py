@@ -3056,6 +3056,26 @@ _op_bucketize_Tensor = _D.define('bucketize.Tensor(Tensor self, Tensor boundarie
 def bucketize_Tensor(self, boundaries, *, out_int32=False, right=False):
     return _op_bucketize_Tensor.call(self._ks | boundaries._ks, self, boundaries, out_int32, right)
 
+_op_isin_Tensor_Tensor = _D.define('isin.Tensor_Tensor(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor')
+
+def isin_Tensor_Tensor(elements, test_elements, *, assume_unique=False, invert=False):
+    return _op_isin_Tensor_Tensor.call(elements._ks | test_elements._ks, elements, test_elements, assume_unique, invert)
+
+_op_isin_Tensor_Tensor_out = _D.define('isin.Tensor_Tensor_out(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def isin_Tensor_Tensor_out(elements, test_elements, *, assume_unique=False, invert=False, out):
+    return _op_isin_Tensor_Tensor_out.call(elements._ks | test_elements._ks, elements, test_elements, assume_unique, invert, out)
+
+_op_isin_Tensor_Scalar = _D.define('isin.Tensor_Scalar(Tensor elements, Scalar test_element, *, bool assume_unique=False, bool invert=False) -> Tensor')
+
+def isin_Tensor_Scalar(elements, test_element, *, assume_unique=False, invert=False):
+    return _op_isin_Tensor_Scalar.call(elements._ks, elements, test_element, assume_unique, invert)
+
+_op_isin_Scalar_Tensor = _D.define('isin.Scalar_Tensor(Scalar element, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor')
+
+def isin_Scalar_Tensor(element, test_elements, *, assume_unique=False, invert=False):
+    return _op_isin_Scalar_Tensor.call(test_elements._ks, element, test_elements, assume_unique, invert)
+
 _op_mm = _D.define('mm(Tensor self, Tensor mat2) -> Tensor')
 
 def mm(self, mat2):

@@ -4499,86 +4499,6 @@ def _ag_diagonal_default(ks, self, offset, dim1, dim2):
     return result
 
 
-class EmptyLikeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    if not (_gm.enabled and (False)):
-        return aten._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _n = EmptyLikeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_empty_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _set_history(_n, (result,))
-    return result
-
-
-class ZerosLikeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    if not (_gm.enabled and (False)):
-        return aten._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _n = ZerosLikeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_zeros_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _set_history(_n, (result,))
-    return result
-
-
-class OnesLikeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    if not (_gm.enabled and (False)):
-        return aten._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _n = OnesLikeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_ones_like.redispatch(ks & _BELOW, self, dtype, layout, device, pin_memory, memory_format)
-    _set_history(_n, (result,))
-    return result
-
-
-class FullLikeBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        grad_inputs = [None] * 0
-        return grad_inputs
-
-
-def _ag_full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
-    if not (_gm.enabled and (False)):
-        return aten._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
-    _n = FullLikeBackward0()
-    _n._next = _edges()
-    _n._input_meta = _meta()
-    result = aten._op_full_like.redispatch(ks & _BELOW, self, fill_value, dtype, layout, device, pin_memory, memory_format)
-    _set_history(_n, (result,))
-    return result
-
-
 class NormalBackward0(_Node):
     _saved_names = ()
 
@@ -5828,6 +5748,66 @@ def _ag_diag_embed_default(ks, self, offset, dim1, dim2):
     _n.dim1 = dim1
     _n.dim2 = dim2
     result = aten._op_diag_embed.redispatch(ks & _BELOW, self, offset, dim1, dim2)
+    _set_history(_n, (result,))
+    return result
+
+
+class IsinBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_isin_Tensor_Tensor(ks, elements, test_elements, assume_unique, invert):
+    if not (_gm.enabled and (False)):
+        return aten._op_isin_Tensor_Tensor.redispatch(ks & _BELOW, elements, test_elements, assume_unique, invert)
+    _n = IsinBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_isin_Tensor_Tensor.redispatch(ks & _BELOW, elements, test_elements, assume_unique, invert)
+    _set_history(_n, (result,))
+    return result
+
+
+class IsinBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_isin_Tensor_Scalar(ks, elements, test_element, assume_unique, invert):
+    if not (_gm.enabled and (False)):
+        return aten._op_isin_Tensor_Scalar.redispatch(ks & _BELOW, elements, test_element, assume_unique, invert)
+    _n = IsinBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_isin_Tensor_Scalar.redispatch(ks & _BELOW, elements, test_element, assume_unique, invert)
+    _set_history(_n, (result,))
+    return result
+
+
+class IsinBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_isin_Scalar_Tensor(ks, element, test_elements, assume_unique, invert):
+    if not (_gm.enabled and (False)):
+        return aten._op_isin_Scalar_Tensor.redispatch(ks & _BELOW, element, test_elements, assume_unique, invert)
+    _n = IsinBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_isin_Scalar_Tensor.redispatch(ks & _BELOW, element, test_elements, assume_unique, invert)
     _set_history(_n, (result,))
     return result
 
@@ -12015,10 +11995,6 @@ for _h, _k in (
     (aten._op_split_with_sizes, _ag_split_with_sizes_default),
     (aten._op_unfold, _ag_unfold_default),
     (aten._op_diagonal, _ag_diagonal_default),
-    (aten._op_empty_like, _ag_empty_like_default),
-    (aten._op_zeros_like, _ag_zeros_like_default),
-    (aten._op_ones_like, _ag_ones_like_default),
-    (aten._op_full_like, _ag_full_like_default),
     (aten._op_normal_Tensor_Tensor, _ag_normal_Tensor_Tensor),
     (aten._op_bernoulli, _ag_bernoulli_default),
     (aten._op_bernoulli_p, _ag_bernoulli_p),
@@ -12062,6 +12038,9 @@ for _h, _k in (
     (aten._op_repeat_interleave_self_int, _ag_repeat_interleave_self_int),
     (aten._op_diag, _ag_diag_default),
     (aten._op_diag_embed, _ag_diag_embed_default),
+    (aten._op_isin_Tensor_Tensor, _ag_isin_Tensor_Tensor),
+    (aten._op_isin_Tensor_Scalar, _ag_isin_Tensor_Scalar),
+    (aten._op_isin_Scalar_Tensor, _ag_isin_Scalar_Tensor),
     (aten._op_mm, _ag_mm_default),
     (aten._op_bmm, _ag_bmm_default),
     (aten._op_mv, _ag_mv_default),

@@ -1330,6 +1330,12 @@ searchsorted = _P('searchsorted', [
 bucketize = _P('bucketize', [
     _O(_A._op_bucketize_Tensor, (('self', 'T', False, False, None), ('boundaries', 'T', False, False, None), ('out_int32', 'bool', True, True, False), ('right', 'bool', True, True, False),), ['self', 'boundaries', 'out_int32', 'right']),
 ])
+isin = _P('isin', [
+    _O(_A._op_isin_Tensor_Tensor, (('elements', 'T', False, False, None), ('test_elements', 'T', False, False, None), ('assume_unique', 'bool', True, True, False), ('invert', 'bool', True, True, False),), ['elements', 'test_elements', 'assume_unique', 'invert']),
+    _O(_A._op_isin_Tensor_Tensor_out, (('elements', 'T', False, False, None), ('test_elements', 'T', False, False, None), ('assume_unique', 'bool', True, True, False), ('invert', 'bool', True, True, False), ('out', 'T', True, False, None),), ['elements', 'test_elements', 'assume_unique', 'invert', 'out']),
+    _O(_A._op_isin_Tensor_Scalar, (('elements', 'T', False, False, None), ('test_element', 'Scalar', False, False, None), ('assume_unique', 'bool', True, True, False), ('invert', 'bool', True, True, False),), ['elements', 'test_element', 'assume_unique', 'invert']),
+    _O(_A._op_isin_Scalar_Tensor, (('element', 'Scalar', False, False, None), ('test_elements', 'T', False, False, None), ('assume_unique', 'bool', True, True, False), ('invert', 'bool', True, True, False),), ['element', 'test_elements', 'assume_unique', 'invert']),
+])
 mm = _P('mm', [
     _O(_A._op_mm, (('self', 'T', False, False, None), ('mat2', 'T', False, False, None),), ['self', 'mat2']),
     _O(_A._op_mm_out, (('self', 'T', False, False, None), ('mat2', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'mat2', 'out']),

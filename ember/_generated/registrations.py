@@ -3596,38 +3596,6 @@ def _scalar_tensor_default(ks, s, dtype, layout, device, pin_memory):
     return _new(K.scalar_tensor(be.xp, s, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
 
 
-def _empty_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.empty_like(be.xp, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.empty_like, self)
-
-
-def _zeros_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.zeros_like(be.xp, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.zeros_like, self)
-
-
-def _ones_like_default(ks, self, dtype, layout, device, pin_memory, memory_format):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.ones_like(be.xp, self._data, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.ones_like, self)
-
-
-def _full_like_default(ks, self, fill_value, dtype, layout, device, pin_memory, memory_format):
-    be = BACKEND[ks & ON_CUDA]
-    try:
-        return _new(K.full_like(be.xp, self._data, fill_value, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), be.ks, be.device)
-    except ValueError as _e:
-        _value_error(_e, K.full_like, self)
-
-
 def _arange_start_step(ks, start, end, step, dtype, layout, device, pin_memory):
     be = BACKEND[ks & ON_CUDA]
     return _new(K.arange(be.xp, start, end, step, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
@@ -4258,6 +4226,38 @@ def _bucketize_Tensor(ks, self, boundaries, out_int32, right):
         return _new(K.bucketize(be.xp, self._data, boundaries._data, out_int32=out_int32, right=right), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.bucketize, self, boundaries)
+
+
+def _isin_Tensor_Tensor(ks, elements, test_elements, assume_unique, invert):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.isin(be.xp, elements._data, test_elements._data, assume_unique=assume_unique, invert=invert), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.isin, elements, test_elements)
+
+
+def _isin_Tensor_Tensor_out(ks, elements, test_elements, assume_unique, invert, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.isin(be.xp, elements._data, test_elements._data, assume_unique=assume_unique, invert=invert), 'isin')
+    except ValueError as _e:
+        _value_error(_e, K.isin, elements, test_elements, out)
+
+
+def _isin_Tensor_Scalar(ks, elements, test_element, assume_unique, invert):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.isin(be.xp, elements._data, test_element, assume_unique=assume_unique, invert=invert), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.isin, elements)
+
+
+def _isin_Scalar_Tensor(ks, element, test_elements, assume_unique, invert):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.isin(be.xp, element, test_elements._data, assume_unique=assume_unique, invert=invert), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.isin, test_elements)
 
 
 def _mm_default(ks, self, mat2):
@@ -6142,10 +6142,6 @@ _BACKEND_KERNELS = (
     (_A._op_ones_out, _ones_out, ('CPU', 'CUDA', 'Meta'), K.ones, (), 'out', None),
     (_A._op_full, _full_default, ('CPU', 'CUDA', 'Meta'), K.full, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
     (_A._op_scalar_tensor, _scalar_tensor_default, ('CPU', 'CUDA', 'Meta'), K.scalar_tensor, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
-    (_A._op_empty_like, _empty_like_default, ('CPU', 'CUDA', 'Meta'), K.empty_like, ('dtype', 'layout', 'device', 'pin_memory', 'memory_format'), 'new', None),
-    (_A._op_zeros_like, _zeros_like_default, ('CPU', 'CUDA', 'Meta'), K.zeros_like, ('dtype', 'layout', 'device', 'pin_memory', 'memory_format'), 'new', None),
-    (_A._op_ones_like, _ones_like_default, ('CPU', 'CUDA', 'Meta'), K.ones_like, ('dtype', 'layout', 'device', 'pin_memory', 'memory_format'), 'new', None),
-    (_A._op_full_like, _full_like_default, ('CPU', 'CUDA', 'Meta'), K.full_like, ('dtype', 'layout', 'device', 'pin_memory', 'memory_format'), 'new', None),
     (_A._op_arange_start_step, _arange_start_step, ('CPU', 'CUDA', 'Meta'), K.arange, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
     (_A._op_linspace, _linspace_default, ('CPU', 'CUDA', 'Meta'), K.linspace, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
     (_A._op_logspace, _logspace_default, ('CPU', 'CUDA', 'Meta'), K.logspace, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
@@ -6231,6 +6227,10 @@ _BACKEND_KERNELS = (
     (_A._op_searchsorted_Tensor, _searchsorted_Tensor, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
     (_A._op_searchsorted_Scalar, _searchsorted_Scalar, ('CPU', 'CUDA', 'Meta'), K.searchsorted, ('out_int32', 'right', 'side', 'sorter'), 'new', None),
     (_A._op_bucketize_Tensor, _bucketize_Tensor, ('CPU', 'CUDA', 'Meta'), K.bucketize, ('out_int32', 'right'), 'new', None),
+    (_A._op_isin_Tensor_Tensor, _isin_Tensor_Tensor, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
+    (_A._op_isin_Tensor_Tensor_out, _isin_Tensor_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'out', None),
+    (_A._op_isin_Tensor_Scalar, _isin_Tensor_Scalar, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
+    (_A._op_isin_Scalar_Tensor, _isin_Scalar_Tensor, ('CPU', 'CUDA', 'Meta'), K.isin, ('assume_unique', 'invert'), 'new', None),
     (_A._op_mm, _mm_default, ('CPU', 'CUDA', 'Meta'), K.mm, (), 'new', None),
     (_A._op_mm_out, _mm_out, ('CPU', 'CUDA', 'Meta'), K.mm, (), 'out', None),
     (_A._op_bmm, _bmm_default, ('CPU', 'CUDA', 'Meta'), K.bmm, (), 'new', None),
@@ -6454,6 +6454,10 @@ _COMPOSITE_KERNELS = (
     (_A._op_tensor_split_sections, 'CompositeImplicitAutograd', C.tensor_split),
     (_A._op_tensor_split_indices, 'CompositeImplicitAutograd', C.tensor_split_indices),
     (_A._op_contiguous, 'CompositeImplicitAutograd', C.contiguous),
+    (_A._op_empty_like, 'CompositeImplicitAutograd', C.empty_like),
+    (_A._op_zeros_like, 'CompositeImplicitAutograd', C.zeros_like),
+    (_A._op_ones_like, 'CompositeImplicitAutograd', C.ones_like),
+    (_A._op_full_like, 'CompositeImplicitAutograd', C.full_like),
     (_A._op_arange, 'CompositeImplicitAutograd', C.arange_end),
     (_A._op_arange_start, 'CompositeImplicitAutograd', C.arange_start),
     (_A._op_new_empty, 'CompositeImplicitAutograd', C.new_empty),

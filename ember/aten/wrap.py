@@ -21,7 +21,7 @@ import numpy as np
 from ember._generated import aten
 from ember.c10.device import CPU
 from ember.c10.dispatch_key import KS_CPU
-from ember.c10.dtype import can_cast, from_numpy_dtype
+from ember.c10.dtype import SCALAR_TYPE_NAMES, can_cast, from_numpy_dtype
 from ember.c10.tensor_impl import TensorImpl, VersionCounter
 
 # Note [The Python tensor class]
@@ -168,9 +168,7 @@ def write_out(out: Any, result: Any, opname: str = '') -> Any:
     return out
 
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-               "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-               "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_TYPE_NAMES = SCALAR_TYPE_NAMES
 
 
 def _type_name(d: Any) -> str:

@@ -44,10 +44,19 @@ class _DecoratorContextManager:
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also usable bare as a decorator, ``@no_grad`` as well as ``@no_grad()`` (PyTorch's class of that name)."""
+
+    def __new__(cls, orig_func: Any = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Disable gradient recording: results of ops do not require grad."""
 
-    def __init__(self) -> None:
+    def __init__(self, orig_func: Any = None) -> None:
         self.prev = False
 
     def __enter__(self) -> None:
@@ -58,8 +67,11 @@ class no_grad(_DecoratorContextManager):
         state.enabled = self.prev
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     """Enable gradient recording (inside ``no_grad``)."""
+
+    def __init__(self, orig_func: Any = None) -> None:
+        self.prev = True
 
     def __enter__(self) -> None:
         self.prev = state.enabled
@@ -90,7 +102,12 @@ class set_grad_enabled(_DecoratorContextManager):
 class inference_mode(_DecoratorContextManager):
     """Like ``no_grad``; tensors made inside are inference tensors, which autograd refuses to save."""
 
-    def __init__(self, mode: bool = True) -> None:
+    def __new__(cls, mode: Any = True) -> Any:
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # used bare: @inference_mode
+
+    def __init__(self, mode: Any = True) -> None:
         self.mode = mode
 
     def __enter__(self) -> None:

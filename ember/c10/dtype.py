@@ -22,7 +22,8 @@ import numpy as np
 __all__ = [
     "dtype", "float16", "half", "bfloat16", "float32", "float", "float64", "double", "int8", "int16",
     "short", "int32", "int", "int64", "long", "uint8", "bool", "complex64", "cfloat", "complex128",
-    "cdouble", "promote_types", "can_cast", "result_type_of", "get_default_dtype", "set_default_dtype",
+    "cdouble", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "float8_e8m0fnu", "promote_types", "can_cast", "result_type_of", "get_default_dtype", "set_default_dtype",
     "finfo", "iinfo", "from_numpy_dtype",
 ]
 
@@ -32,11 +33,12 @@ _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 class dtype:
     """A tensor element type, printed ``ember.float32``."""
 
-    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed", "_cat",
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed", "_cat", "_limited",
                  "__weakref__")
 
-    def __init__(self, name: str, np_dtype: Any, cat: int, signed: bool) -> None:
+    def __init__(self, name: str, np_dtype: Any, cat: int, signed: bool, limited: str = "") -> None:
         self.name = name
+        self._limited = limited  # "float8" / "unsigned": types PyTorch stores and converts but hardly computes in
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
         self.is_floating_point = cat == _FLOAT
@@ -70,10 +72,31 @@ bool_ = dtype("bool", np.bool_, _BOOL, False)
 complex64 = cfloat = dtype("complex64", np.complex64, _COMPLEX, True)
 complex128 = cdouble = dtype("complex128", np.complex128, _COMPLEX, True)
 
+# Note [Limited dtypes]: PyTorch has these for storage and conversion (float8 for quantized matmuls, the wide
+# unsigned types for interchange); they do not promote with other dtypes (see promote_types) and few CPU kernels
+# take them. ember keeps them as NumPy / ml_dtypes arrays, so what NumPy can compute on them works.
+uint16 = dtype("uint16", np.uint16, _INT, False, "unsigned")
+uint32 = dtype("uint32", np.uint32, _INT, False, "unsigned")
+uint64 = dtype("uint64", np.uint64, _INT, False, "unsigned")
+float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, _FLOAT, True, "float8")
+float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, _FLOAT, True, "float8")
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, _FLOAT, True, "float8")
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, _FLOAT, True, "float8")
+float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, _FLOAT, False, "float8")
+LIMITED_DTYPES = (uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
+                  float8_e8m0fnu)
+# PyTorch's C++ ScalarType names (``Float``, ``Float8_e4m3fn``), for messages
+SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                     "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                     "complex64": "ComplexFloat", "complex128": "ComplexDouble", "uint16": "UInt16", "uint32": "UInt32",
+                     "uint64": "UInt64", "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2",
+                     "float8_e4m3fnuz": "Float8_e4m3fnuz",
+                     "float8_e5m2fnuz": "Float8_e5m2fnuz", "float8_e8m0fnu": "Float8_e8m0fnu"}
+
 BF16_NP = bfloat16.np  # compare dtypes with this: ``np.dtype.name`` costs microseconds
 # ``ember.float`` / ``ember.int`` / ``ember.bool`` are set in ember/__init__.py (they shadow builtins).
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64,
-              complex128)
+              complex128) + LIMITED_DTYPES
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NP = {d.np: d for d in ALL_DTYPES}
 # aliases PyTorch accepts in ``Tensor.type(...)`` and friends
@@ -94,8 +117,8 @@ def from_numpy_dtype(np_dtype: Any) -> dtype:
         if d is None:
             raise TypeError(
                 f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
-                "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, "
-                "and bool.") from None
+                "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, "
+                "uint16, uint8, and bool.") from None
         return d
 
 
@@ -127,12 +150,41 @@ def _promote_uncached(a: dtype, b: dtype) -> dtype:
     return a if a.itemsize > b.itemsize else b  # complex
 
 
-_PROMOTE = {(a, b): _promote_uncached(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
+def _type_name(d: dtype) -> str:
+    return SCALAR_TYPE_NAMES[d.name]
+
+
+def _promotion_error(a: dtype, b: dtype) -> str | None:
+    """PyTorch refuses to promote the limited dtypes (Note [Limited dtypes]) with any other, save the wide
+    unsigned types with a floating type."""
+    if a is b:
+        return None
+    if a._limited == "float8" or b._limited == "float8":
+        return f"Promotion for Float8 Types is not supported, attempted to promote {_type_name(a)} and {_type_name(b)}"
+    if a._limited or b._limited:
+        if (a.is_floating_point and not a._limited) or (b.is_floating_point and not b._limited):
+            return None
+        return ("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                f"{_type_name(a)} and {_type_name(b)}")
+    return None
+
+
+def _promote_limited(a: dtype, b: dtype) -> dtype:
+    if a is b:
+        return a
+    return a if a.is_floating_point else b
+
+
+_PROMOTE = {(a, b): (_promote_limited(a, b) if a._limited or b._limited else _promote_uncached(a, b))
+            for a in ALL_DTYPES for b in ALL_DTYPES if _promotion_error(a, b) is None}
 
 
 def promote_types(type1: dtype, type2: dtype) -> dtype:
     """The smallest dtype to which both can be converted (``torch.promote_types``)."""
-    return _PROMOTE[(type1, type2)]
+    try:
+        return _PROMOTE[(type1, type2)]
+    except KeyError:
+        raise RuntimeError(_promotion_error(type1, type2)) from None
 
 
 def can_cast(from_: dtype, to: dtype) -> builtins.bool:
@@ -222,7 +274,7 @@ class finfo:
         if not (type.is_floating_point or type.is_complex):
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to "
                             "handle 'torch.finfo'")
-        info: Any = ml_dtypes.finfo(type.to_real().np) if type is bfloat16 else np.finfo(  # type: ignore[no-untyped-call]
+        info: Any = ml_dtypes.finfo(type.to_real().np) if (type is bfloat16 or type._limited) else np.finfo(  # type: ignore[no-untyped-call]
             type.to_real().np)
         self.bits = info.bits
         self.eps = builtins.float(info.eps)

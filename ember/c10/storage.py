@@ -36,10 +36,60 @@ class UntypedStorage:
 
     __slots__ = ("_root", "device", "_nbytes")
 
-    def __init__(self, root: Any, device: _device, nbytes: int | None = None) -> None:
+    def __init__(self, root: Any = 0, device: Any = None, nbytes: int | None = None) -> None:
+        if isinstance(root, int):  # ``UntypedStorage(n)``: n uninitialized bytes, as PyTorch's constructor
+            root = np.empty(root, np.uint8)
+        if not isinstance(device, _device):
+            from ember.c10.device import canonical
+            device = canonical("cpu" if device is None else device)
         self._root = root
         self.device = device
         self._nbytes = root.size * root.itemsize if nbytes is None else nbytes
+
+    @classmethod
+    def from_file(cls, filename: str, shared: bool = False, nbytes: int = 0) -> UntypedStorage:
+        """The bytes of a file, memory-mapped: written back to the file when ``shared``, copy-on-write
+        otherwise (``torch.UntypedStorage.from_file``); ``nbytes`` 0 means the whole file."""
+        import os
+        size = nbytes or os.path.getsize(filename)
+        if size == 0:
+            return cls(np.empty(0, np.uint8))
+        return cls(np.memmap(filename, dtype=np.uint8, mode="r+" if shared else "c", shape=(size,)))
+
+    def __getitem__(self, idx: Any) -> Any:
+        """A byte (an int) or, for a slice, the storage of those bytes (sharing memory)."""
+        b = self._bytes()
+        if isinstance(idx, slice):
+            if idx.step not in (None, 1):
+                raise RuntimeError("Storage slicing with a step is not supported")
+            return UntypedStorage(b[idx], self.device)
+        return int(b[idx])
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        self._bytes()[idx] = value
+
+    def fill_(self, value: int) -> UntypedStorage:
+        self._bytes()[...] = value
+        return self
+
+    def copy_(self, src: UntypedStorage, non_blocking: bool = False) -> UntypedStorage:
+        if src.nbytes() != self.nbytes():
+            raise RuntimeError(f"size mismatch, {self.nbytes()} vs {src.nbytes()}")
+        self._bytes()[...] = src._bytes()
+        return self
+
+    def cpu(self) -> UntypedStorage:
+        return self
+
+    def untyped(self) -> UntypedStorage:
+        return self
+
+    def is_shared(self) -> bool:
+        return False
+
+    @property
+    def is_cuda(self) -> bool:
+        return bool(self.device.type == "cuda")
 
     def nbytes(self) -> int:
         return self._nbytes

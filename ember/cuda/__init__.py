@@ -3,6 +3,7 @@ missing, as ``torch.cuda`` does on a CPU-only machine."""
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 
 @functools.lru_cache(maxsize=1)
@@ -58,3 +59,111 @@ def empty_cache() -> None:
     cp = _cupy()
     if cp:
         cp.get_default_memory_pool().free_all_blocks()
+
+
+# the legacy CUDA tensor type classes (torch.cuda.FloatTensor, ...: ember/_tensor_types.py)
+def _install_tensor_types() -> None:
+    from ember._tensor_types import CUDA_TYPES
+    globals().update(CUDA_TYPES)
+
+
+_install_tensor_types()
+
+
+# -- streams, events and graphs (``torch/cuda/streams.py``, ``graphs.py``): CuPy's streams and events on a GPU;
+# without one, constructing them raises as PyTorch's CPU-only build does. CUDA graph capture is not supported.
+class Stream:
+    """A CUDA stream (``cupy.cuda.Stream``)."""
+
+    def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
+        _lazy_init()
+        self._cp = _cupy().cuda.Stream(non_blocking=True)
+        self.device = device
+
+    def synchronize(self) -> None:
+        self._cp.synchronize()
+
+    def query(self) -> bool:
+        return bool(self._cp.done)
+
+    def wait_stream(self, stream: Stream) -> None:
+        self._cp.wait_event(stream._cp.record())
+
+    def wait_event(self, event: Event) -> None:
+        self._cp.wait_event(event._cp)
+
+    def record_event(self, event: Event | None = None) -> Event:
+        event = event or Event()
+        event.record(self)
+        return event
+
+
+class Event:
+    """A CUDA event (``cupy.cuda.Event``)."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+        _lazy_init()
+        self._cp = _cupy().cuda.Event(block=blocking, disable_timing=not enable_timing, interprocess=interprocess)
+
+    def record(self, stream: Stream | None = None) -> None:
+        self._cp.record(stream._cp if stream is not None else None)
+
+    def synchronize(self) -> None:
+        self._cp.synchronize()
+
+    def query(self) -> bool:
+        return bool(self._cp.done)
+
+    def wait(self, stream: Stream | None = None) -> None:
+        (stream._cp if stream is not None else _cupy().cuda.get_current_stream()).wait_event(self._cp)
+
+    def elapsed_time(self, end_event: Event) -> float:
+        return float(_cupy().cuda.get_elapsed_time(self._cp, end_event._cp))
+
+
+class CUDAGraph:
+    """``torch.cuda.CUDAGraph``: capture is not supported by ember (kernels are launched from Python)."""
+
+    def __init__(self, keep_graph: bool = False) -> None:
+        _lazy_init()
+        raise RuntimeError("CUDA graph capture is not supported by ember")
+
+
+class graph:  # noqa: N801 - PyTorch's name
+    def __init__(self, cuda_graph: CUDAGraph, pool: Any = None, stream: Any = None, **kwargs: Any) -> None:
+        _lazy_init()
+        raise RuntimeError("CUDA graph capture is not supported by ember")
+
+
+def is_current_stream_capturing() -> bool:
+    """Whether the current stream is capturing a CUDA graph: never in ember."""
+    return False
+
+
+def current_stream(device: Any = None) -> Stream:
+    _lazy_init()
+    s = Stream.__new__(Stream)
+    s._cp, s.device = _cupy().cuda.get_current_stream(), device
+    return s
+
+
+default_stream = current_stream
+
+
+class StreamContext:
+    """Make ``stream`` current inside the block (nothing to do for None, as in PyTorch)."""
+
+    def __init__(self, stream: Stream | None) -> None:
+        self.stream = stream
+
+    def __enter__(self) -> None:
+        if self.stream is not None:
+            self.stream._cp.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.stream is not None:
+            self.stream._cp.__exit__(*exc)
+
+
+def stream(stream: Stream | None) -> StreamContext:
+    return StreamContext(stream)

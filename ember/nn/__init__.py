@@ -2,4 +2,4 @@
 and ``utils``."""
 from ember.nn.parameter import Buffer, Parameter, UninitializedParameter  # noqa: F401
 from ember.nn.modules import *  # noqa: F401,F403
-from ember.nn import functional, init, utils  # noqa: F401
+from ember.nn import attention, functional, init, utils  # noqa: F401

@@ -1,6 +1,8 @@
 """dtypes and PyTorch's promotion rules, checked against PyTorch for every pair."""
 import itertools
 
+import re
+
 import numpy as np
 import pytest
 
@@ -107,4 +109,32 @@ def test_bfloat16_round_trips_through_ml_dtypes():
 
 def test_from_numpy_dtype_refuses_unsupported():
     with pytest.raises(TypeError, match="can't convert np.ndarray of type"):
-        ember.from_numpy(np.zeros(2, np.uint32))
+        ember.from_numpy(np.zeros(2, np.float128 if hasattr(np, "float128") else np.object_))
+    with pytest.raises(TypeError, match="can't convert np.ndarray of type"):
+        ember.from_numpy(np.zeros(2, "U1"))
+
+
+LIMITED = ["uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+           "float8_e8m0fnu"]
+
+
+@pytest.mark.parametrize("name", LIMITED)
+def test_the_limited_dtypes_promote_convert_and_describe_themselves_as_pytorchs(name):
+    """Note [Limited dtypes]: stored and converted, refused by promotion except the wide unsigned types with a
+    floating type; finfo / iinfo, ``.type()`` and the error messages as PyTorch's."""
+    torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed: pip install torch==2.13.0")
+    e, t = getattr(ember, name), getattr(torch, name)
+    for other in ("float32", "int32", "uint8", "bool", "float64", name):
+        try:
+            want = str(torch.promote_types(t, getattr(torch, other))).split(".")[-1]
+        except RuntimeError as exc:
+            with pytest.raises(RuntimeError, match=re.escape(str(exc))):
+                ember.promote_types(e, getattr(ember, other))
+            continue
+        assert ember.promote_types(e, getattr(ember, other)).name == want
+    src = [0.5, 2.0, 3.0] if e.is_floating_point else [1, 2, 300]
+    xt, xe = torch.tensor(src).to(t), ember.tensor(src).to(e)
+    assert xe.type() == xt.type() and xe.dtype.itemsize == xt.element_size()
+    np.testing.assert_array_equal(xe.double().numpy(), xt.double().numpy())
+    info_e, info_t = (ember.finfo(e), torch.finfo(t)) if e.is_floating_point else (ember.iinfo(e), torch.iinfo(t))
+    assert (info_e.bits, float(info_e.max), float(info_e.min)) == (info_t.bits, float(info_t.max), float(info_t.min))

@@ -1,5 +1,5 @@
 """Factory overloads written in other factories (``TensorFactories.cpp``): arange without start or step,
-``new_*`` (dtype and device from ``self``), ``*_like`` random tensors, ``random_`` defaults."""
+``new_*`` and ``*_like`` (dtype and device from ``self`` unless given), ``random_`` defaults."""
 from __future__ import annotations
 
 from typing import Any
@@ -38,6 +38,28 @@ def new_ones(self: Any, size: Any, dtype: Any = None, layout: Any = None, device
 def new_full(self: Any, size: Any, fill_value: Any, dtype: Any = None, layout: Any = None, device: Any = None,
              pin_memory: Any = None) -> Any:
     return aten.full(tuple(size), fill_value, **_new_kw(self, dtype, device))
+
+
+# the *_like factories: ``self``'s shape, its dtype and device unless given (a meta tensor's twin made on the CPU
+# is how libraries materialize a model built on the meta device)
+def empty_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+               memory_format: Any = None) -> Any:
+    return aten.empty_memory_format(tuple(self.shape), **_new_kw(self, dtype, device))
+
+
+def zeros_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+               memory_format: Any = None) -> Any:
+    return aten.zeros(tuple(self.shape), **_new_kw(self, dtype, device))
+
+
+def ones_like(self: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
+              memory_format: Any = None) -> Any:
+    return aten.ones(tuple(self.shape), **_new_kw(self, dtype, device))
+
+
+def full_like(self: Any, fill_value: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None, memory_format: Any = None) -> Any:
+    return aten.full(tuple(self.shape), fill_value, **_new_kw(self, dtype, device))
 
 
 def randint_high(high: Any, size: Any, generator: Any = None, dtype: Any = None, layout: Any = None,

@@ -67,30 +67,6 @@ def scalar_tensor(xp: Any, s: Any, dtype: Any = None, layout: Any = None, device
     return xp.asarray(s, dtype=_np_dtype(dtype))
 
 
-def _like_dtype(self: Array, dtype: Any) -> Any:
-    return dtype.np if dtype is not None else self.dtype
-
-
-def empty_like(xp: Any, self: Array, dtype: Any = None, layout: Any = None, device: Any = None,
-               pin_memory: Any = None, memory_format: Any = None) -> Any:
-    return xp.empty(self.shape, _like_dtype(self, dtype))
-
-
-def zeros_like(xp: Any, self: Array, dtype: Any = None, layout: Any = None, device: Any = None,
-               pin_memory: Any = None, memory_format: Any = None) -> Any:
-    return xp.zeros(self.shape, _like_dtype(self, dtype))
-
-
-def ones_like(xp: Any, self: Array, dtype: Any = None, layout: Any = None, device: Any = None,
-              pin_memory: Any = None, memory_format: Any = None) -> Any:
-    return xp.ones(self.shape, _like_dtype(self, dtype))
-
-
-def full_like(xp: Any, self: Array, fill_value: Any, dtype: Any = None, layout: Any = None, device: Any = None,
-              pin_memory: Any = None, memory_format: Any = None) -> Any:
-    return xp.full(self.shape, fill_value, _like_dtype(self, dtype))
-
-
 def _arange_dtype(start: Any, end: Array, step: Any, dtype: Any) -> Any:
     if dtype is not None:
         return dtype.np

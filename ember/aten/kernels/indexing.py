@@ -449,3 +449,21 @@ def bucketize(xp: Any, self: Array, boundaries: Array, out_int32: Any = False, r
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(xp, boundaries, self, out_int32, right)
+
+
+def _isin_shape(elements: Any, test_elements: Any, assume_unique: Any = False, invert: Any = False) -> Any:
+    return getattr(elements, "shape", ()), np.dtype(np.bool_)
+
+
+@meta_shape(_isin_shape)
+def isin(xp: Any, elements: Any, test_elements: Any, assume_unique: Any = False, invert: Any = False) -> Any:
+    """Whether each of ``elements`` is among ``test_elements`` (values compared after promotion, as PyTorch does
+    in ``TensorCompare.cpp``); either side may be a Python scalar."""
+    for a in (elements, test_elements):
+        kind = np.asarray(a).dtype.kind if not hasattr(a, "dtype") else a.dtype.kind
+        if kind in "bc":
+            raise RuntimeError("Unsupported input type encountered for isin(): "
+                               f"{type_name(np.asarray(a).dtype if not hasattr(a, 'dtype') else a.dtype)}")
+    e = elements if hasattr(elements, "dtype") else xp.asarray(elements)
+    t = test_elements if hasattr(test_elements, "dtype") else xp.asarray([test_elements])
+    return xp.asarray(xp.isin(e, t, invert=bool(invert)))
