@@ -5,8 +5,9 @@ from ember._generated import functions as _F
 from ember._generated.ops import _unique2, unique_dim
 
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
-           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach", "is_conj",
-           "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device", "resolve_conj", "resolve_neg"]
+           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach", "detach_", "as_strided_",
+           "resize_as_", "is_conj", "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device", "resolve_conj",
+           "resolve_neg"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -135,6 +136,18 @@ def conj(input):  # noqa: A002
 
 def detach(input):  # noqa: A002
     return input.detach()
+
+
+def detach_(input):  # noqa: A002
+    return input.detach_()
+
+
+def as_strided_(input, size, stride, storage_offset=None):  # noqa: A002
+    return input.as_strided_(size, stride, storage_offset)
+
+
+def resize_as_(input, the_template, memory_format=None):  # noqa: A002
+    return input.resize_as_(the_template, memory_format=memory_format)
 
 
 def is_conj(input):  # noqa: A002

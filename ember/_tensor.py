@@ -7,6 +7,7 @@ bulk of its methods (``add``, ``sum``, ``view``, ...) are generated from native_
 from __future__ import annotations
 
 import builtins
+import math
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -182,8 +183,69 @@ class Tensor(TensorImpl, _TensorMethods):
         t = _wrap.view_of(self._data, self)
         return t
 
+    # -- in-place view ops: ``self`` takes the metadata (and, in the graph, the place) of a view of itself
+    def _become_view(self, view: Tensor) -> Tensor:
+        from ember.autograd.grad_mode import state
+        if self._rg and self._grad_fn is None and state.enabled:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        self._data = view._data
+        if view._grad_fn is not None:
+            self._grad_fn, self._output_nr = view._grad_fn, view._output_nr
+        self._vc.version += 1
+        return self
+
+    def squeeze_(self, dim: Any = None) -> Tensor:
+        return self._become_view(self.squeeze() if dim is None else self.squeeze(dim))
+
+    def unsqueeze_(self, dim: builtins.int) -> Tensor:
+        return self._become_view(self.unsqueeze(dim))
+
+    def t_(self) -> Tensor:
+        return self._become_view(self.t())
+
+    def transpose_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        return self._become_view(self.transpose(dim0, dim1))
+
+    swapaxes_ = swapdims_ = transpose_
+
+    def as_strided_(self, size: Any, stride: Any, storage_offset: Any = None) -> Tensor:
+        return self._become_view(self.as_strided(size, stride, storage_offset))
+
+    def resize_(self, *sizes: Any, memory_format: Any = None) -> Tensor:
+        """New sizes (contiguous strides) over the same storage when it is large enough, else over a larger copy
+        of it; elements beyond the old ones are uninitialized (``resize_`` of Resize.cpp)."""
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        if self._rg:
+            raise RuntimeError("cannot resize variables that require grad")
+        for n in sizes:
+            if n < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(sizes)}")
+        numel = math.prod(sizes)
+        dt = self._data.dtype
+        if self._device.type == "meta":
+            from ember.c10.tensor_impl import fake_array
+            self._data = fake_array(sizes, dt)
+        elif self._device.type != "cpu":
+            raise NotImplementedError("resize_ of a CUDA tensor is not supported by ember yet")
+        else:
+            storage = self.untyped_storage()
+            start = self.storage_offset() * dt.itemsize
+            need = start + numel * dt.itemsize
+            buf = storage._bytes()
+            if need > buf.size:
+                grown = np.empty(need, np.uint8)
+                grown[:buf.size] = buf
+                buf = grown
+            self._data = buf[start:need].view(dt).reshape(sizes)
+        self._vc.version += 1
+        return self
+
+    def resize_as_(self, the_template: Tensor, memory_format: Any = None) -> Tensor:
+        return self.resize_(tuple(the_template.shape))
+
     def detach_(self) -> Tensor:
-        if self._base is not None and self._grad_fn is not None:
+        if self._base is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
                                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
                                "True, gradients are views of DDP buckets, and hence detach_() cannot be called on "

@@ -1379,6 +1379,41 @@ add(OpInfo("isin", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (5,), d))),
            errors=lambda: [_err((np.array([1, 2]), np.array([True])), {}, RuntimeError,
                                 r"Unsupported input type encountered for isin\(\): Bool")]))
 
+# integer and floating-point helpers (BinaryOps.cpp, UnaryOps.cpp)
+for _name in ("gcd", "lcm"):
+    add(OpInfo(_name, lambda d, r: [Sample((arr(r, (3, 4), d, -20, 20), arr(r, (3, 4), d, -20, 20))),
+                                    Sample((arr(r, (3, 4), d, -20, 20), arr(r, (4,), d, -20, 20))),
+                                    Sample((np.array([0, 0, 7, -6], d), np.array([0, 5, 0, 4], d)), name="zeros")],
+               dtypes=INTS + ("int16",), inplace=True, out=True, supports_autograd=False,
+               errors=lambda _n=_name: [_err((np.ones(2), np.ones(2)), {}, NotImplementedError,
+                                             f'"{_n}_cpu" not implemented for \'Double\'')]))
+add(OpInfo("heaviside", lambda d, r: [Sample((np.array([-1, 0, 2, 0], d), np.array([5, 7, 5, 3], d))),
+                                      Sample((arr(r, (3, 4), d), arr(r, (4,), d)))],
+           dtypes=FLOATS + INTS, inplace=True, out=True,
+           errors=lambda: [_err((np.ones(2), np.ones(2, "float32")), {}, RuntimeError,
+                                "heaviside is not yet implemented for tensors with different dtypes.")]))
+add(OpInfo("frexp", lambda d, r: [Sample((np.array([8.0, 0.3, 0.0, -5.0, np.inf, -0.75], d),)),
+                                  Sample((arr(r, (3, 4), d, -100, 100),))],
+           errors=lambda: [_err((np.ones(2, "int64"),), {}, RuntimeError,
+                                r"torch.frexp\(\) only supports floating-point dtypes")]))
+# integer exponents >= 0 only: for negative ones PyTorch's backward takes an integer power of 2 (0), ember 2**e
+add(OpInfo("ldexp", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3, 4), "int64", 2, 4))),
+                                  Sample((arr(r, (3, 4), d), arr(r, (4,), d, -2, 2)))],
+           dtypes=FLOATS, inplace=True, out=True))
+add(OpInfo("select_scatter", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3,), d), 1, 2)),
+                                           Sample((arr(r, (2, 3, 4), d), arr(r, (3, 4), d), 0, -1))],
+           dtypes=FLOATS + INTS,
+           errors=lambda: [_err((np.zeros((2, 3)), np.ones(3), 1, 0), {}, RuntimeError,
+                                r"expected src to have a size equal to the slice of self. src size = \[3\], slice size "
+                                r"= \[2\]")]))
+add(OpInfo("slice_scatter", lambda d, r: [Sample((arr(r, (4, 3), d), arr(r, (2, 3), d), 0, 0, 4, 2)),
+                                          Sample((arr(r, (4, 5), d), arr(r, (4, 2), d)), dict(dim=1, start=3)),
+                                          Sample((arr(r, (4, 3), d), arr(r, (4, 3), d)))],
+           dtypes=FLOATS + INTS))
+add(OpInfo("diagonal_scatter", lambda d, r: [Sample((arr(r, (3, 3), d), arr(r, (2,), d), 1)),
+                                             Sample((arr(r, (2, 3, 4), d), arr(r, (4, 2), d)), dict(dim1=0, dim2=1))],
+           dtypes=FLOATS + INTS))
+
 # complex numbers and torch.fft
 add(*op_db_spectral.ops)
 
@@ -1389,7 +1424,7 @@ NO_AUTOGRAD = {"all", "any", "argmax", "argmin", "argsort", "argwhere", "bucketi
                "logical_not", "logical_or", "logical_xor", "nonzero", "searchsorted",
                # no derivative in PyTorch either: backward raises "derivative for aten::floor_divide is not
                # implemented" / "the derivative for '_unique2' is not implemented." in both libraries
-               "floor_divide", "unique"}
+               "floor_divide", "unique", "heaviside"}
 # non-smooth or piecewise ops whose second derivative finite differences cannot check
 NO_GRADGRAD = {"abs", "l1_loss", "relu", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "max", "min",
                "amax", "amin", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin", "fmax", "fmin",

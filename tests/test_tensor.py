@@ -198,3 +198,48 @@ def test_errors_in_pytorch_words(call, exc, phrase):
         call(torch)
     with pytest.raises(exc, match=phrase):
         call(ember)
+
+
+def test_in_place_view_ops_and_resize_match_pytorch():
+    """squeeze_ / unsqueeze_ / t_ / transpose_ / swapdims_ / as_strided_ change ``self``'s metadata (and take the
+    view's place in the graph); resize_ reuses the storage when it is large enough; PyTorch's refusals."""
+    torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed")
+    res = []
+    for L in (torch, ember):
+        out = []
+        a = L.ones(4, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+            a.squeeze_()
+        b = a * 2
+        b.unsqueeze_(0)
+        out += [tuple(b.shape), b._version]
+        (b * L.arange(4.0)).sum().backward()
+        out.append(a.grad.tolist())
+        c = L.arange(6.0)
+        ptr = c.untyped_storage().data_ptr()
+        c.resize_(2, 2)
+        out += [c.tolist(), c.untyped_storage().data_ptr() == ptr]
+        c.resize_(3, 4)
+        out += [tuple(c.shape), c[0, :2].tolist(), c.stride()]
+        with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+            a.resize_(2)
+        y = L.arange(6.0).view(2, 3)
+        y.t_()
+        out += [y.stride(), y.is_contiguous()]
+        y.as_strided_((2, 2), (1, 2))
+        out.append(y.tolist())
+        z = L.zeros(2, 3)
+        z.transpose_(0, 1)
+        z.swapdims_(0, 1)
+        z.swapaxes_(0, 1)
+        w = L.zeros(1, 2, 1)
+        w.squeeze_(0)
+        q = L.zeros(1, 2, 1)
+        q.squeeze_((0, 2))
+        r = L.ones(2)
+        r.resize_as_(L.zeros(3, 1))
+        out += [tuple(z.shape), tuple(w.shape), tuple(q.shape), tuple(r.shape)]
+        with pytest.raises(RuntimeError, match="Can't detach views in-place"):
+            L.ones(4)[1:3].detach_()
+        res.append(out)
+    assert res[0] == res[1]

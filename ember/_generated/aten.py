@@ -5955,3 +5955,88 @@ _op_istft = _D.define('istft(Tensor self, int n_fft, int? hop_length=None, int? 
 
 def istft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False):
     return _op_istft.call(self._ks | _ks_opt(window), self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
+
+_op_gcd = _D.define('gcd(Tensor self, Tensor other) -> Tensor')
+
+def gcd(self, other):
+    return _op_gcd.call(self._ks | other._ks, self, other)
+
+_op_gcd_out = _D.define('gcd.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def gcd_out(self, other, *, out):
+    return _op_gcd_out.call(self._ks | other._ks, self, other, out)
+
+_op_gcd_ = _D.define('gcd_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def gcd_(self, other):
+    return _op_gcd_.call(self._ks | other._ks, self, other)
+
+_op_lcm = _D.define('lcm(Tensor self, Tensor other) -> Tensor')
+
+def lcm(self, other):
+    return _op_lcm.call(self._ks | other._ks, self, other)
+
+_op_lcm_out = _D.define('lcm.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def lcm_out(self, other, *, out):
+    return _op_lcm_out.call(self._ks | other._ks, self, other, out)
+
+_op_lcm_ = _D.define('lcm_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def lcm_(self, other):
+    return _op_lcm_.call(self._ks | other._ks, self, other)
+
+_op_heaviside = _D.define('heaviside(Tensor self, Tensor values) -> Tensor')
+
+def heaviside(self, values):
+    return _op_heaviside.call(self._ks | values._ks, self, values)
+
+_op_heaviside_out = _D.define('heaviside.out(Tensor self, Tensor values, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def heaviside_out(self, values, *, out):
+    return _op_heaviside_out.call(self._ks | values._ks, self, values, out)
+
+_op_heaviside_ = _D.define('heaviside_(Tensor(a!) self, Tensor values) -> Tensor(a!)')
+
+def heaviside_(self, values):
+    return _op_heaviside_.call(self._ks | values._ks, self, values)
+
+_op_frexp_Tensor = _D.define('frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)')
+
+def frexp_Tensor(self):
+    return _op_frexp_Tensor.call(self._ks, self)
+
+_op_frexp_Tensor_out = _D.define('frexp.Tensor_out(Tensor self, *, Tensor(a!) mantissa, Tensor(b!) exponent) -> (Tensor(a!) mantissa, Tensor(b!) exponent)', out_arity=2)
+
+def frexp_Tensor_out(self, *, mantissa, exponent):
+    return _op_frexp_Tensor_out.call(self._ks, self, mantissa, exponent)
+
+_op_ldexp_Tensor = _D.define('ldexp.Tensor(Tensor self, Tensor other) -> Tensor')
+
+def ldexp_Tensor(self, other):
+    return _op_ldexp_Tensor.call(self._ks | other._ks, self, other)
+
+_op_ldexp_out = _D.define('ldexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def ldexp_out(self, other, *, out):
+    return _op_ldexp_out.call(self._ks | other._ks, self, other, out)
+
+_op_ldexp_ = _D.define('ldexp_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def ldexp_(self, other):
+    return _op_ldexp_.call(self._ks | other._ks, self, other)
+
+_op_select_scatter = _D.define('select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor')
+
+def select_scatter(self, src, dim, index):
+    return _op_select_scatter.call(self._ks | src._ks, self, src, dim, index)
+
+_op_slice_scatter = _D.define('slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor')
+
+def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
+    return _op_slice_scatter.call(self._ks | src._ks, self, src, dim, start, end, step)
+
+_op_diagonal_scatter = _D.define('diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor')
+
+def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
+    return _op_diagonal_scatter.call(self._ks | src._ks, self, src, offset, dim1, dim2)

@@ -10212,6 +10212,228 @@ def _ag__fft_c2c_default(ks, self, dim, normalization, forward):
     return result
 
 
+class GcdBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_gcd_default(ks, self, other):
+    if not (_gm.enabled and (False)):
+        return aten._op_gcd.redispatch(ks & _BELOW, self, other)
+    _n = GcdBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_gcd.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    return result
+
+
+class LcmBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_lcm_default(ks, self, other):
+    if not (_gm.enabled and (False)):
+        return aten._op_lcm.redispatch(ks & _BELOW, self, other)
+    _n = LcmBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_lcm.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    return result
+
+
+class HeavisideBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix, values_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("heaviside")
+        if _n._next[values_ix] is not None:
+            grad_inputs[values_ix] = not_implemented("heaviside")
+        return grad_inputs
+
+
+def _ag_heaviside_default(ks, self, values):
+    if not (_gm.enabled and (self._rg or values._rg)):
+        return aten._op_heaviside.redispatch(ks & _BELOW, self, values)
+    _n = HeavisideBackward0()
+    _n._next = _edges(self, values)
+    _n._input_meta = _meta(self, values)
+    result = aten._op_heaviside.redispatch(ks & _BELOW, self, values)
+    _set_history(_n, (result,))
+    return result
+
+
+class FrexpBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[self_ix] = grads[0] / aten.exp2(result[1].to(grads[0].dtype))
+        return grad_inputs
+
+
+def _ag_frexp_Tensor(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_frexp_Tensor.redispatch(ks & _BELOW, self)
+    _n = FrexpBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_frexp_Tensor.redispatch(ks & _BELOW, self)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class LdexpBackward0(_Node):
+    _saved_names = ('other_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[self_ix] = grad * aten.pow_Scalar(2.0, other)
+        if _n._next[other_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[other_ix] = grad * result * 0.6931471805599453
+        return grad_inputs
+
+
+def _ag_ldexp_Tensor(ks, self, other):
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return aten._op_ldexp_Tensor.redispatch(ks & _BELOW, self, other)
+    _n = LdexpBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    if _n._next[0] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_ldexp_Tensor.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class SelectScatterBackward0(_Node):
+    _saved_names = ('src_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        index = _n.index
+        self_ix, src_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            src = _n._saved('src_')
+            grad_inputs[self_ix] = aten.select_scatter(grad, aten.zeros_like(src), dim, index)
+        if _n._next[src_ix] is not None:
+            grad_inputs[src_ix] = aten.select_int(grad, dim, index)
+        return grad_inputs
+
+
+def _ag_select_scatter_default(ks, self, src, dim, index):
+    if not (_gm.enabled and (self._rg or src._rg)):
+        return aten._op_select_scatter.redispatch(ks & _BELOW, self, src, dim, index)
+    _n = SelectScatterBackward0()
+    _n._next = _edges(self, src)
+    _n._input_meta = _meta(self, src)
+    _n.dim = dim
+    _n.index = index
+    if _n._next[0] is not None:
+        _n.src_ = _SV(src)
+    result = aten._op_select_scatter.redispatch(ks & _BELOW, self, src, dim, index)
+    _set_history(_n, (result,))
+    return result
+
+
+class SliceScatterBackward0(_Node):
+    _saved_names = ('src_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        start = _n.start
+        end = _n.end
+        step = _n.step
+        self_ix, src_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            src = _n._saved('src_')
+            grad_inputs[self_ix] = aten.slice_scatter(grad, aten.zeros_like(src), dim, start, end, step)
+        if _n._next[src_ix] is not None:
+            grad_inputs[src_ix] = aten.slice_Tensor(grad, dim, start, end, step)
+        return grad_inputs
+
+
+def _ag_slice_scatter_default(ks, self, src, dim, start, end, step):
+    if not (_gm.enabled and (self._rg or src._rg)):
+        return aten._op_slice_scatter.redispatch(ks & _BELOW, self, src, dim, start, end, step)
+    _n = SliceScatterBackward0()
+    _n._next = _edges(self, src)
+    _n._input_meta = _meta(self, src)
+    _n.dim = dim
+    _n.start = start
+    _n.end = end
+    _n.step = step
+    if _n._next[0] is not None:
+        _n.src_ = _SV(src)
+    result = aten._op_slice_scatter.redispatch(ks & _BELOW, self, src, dim, start, end, step)
+    _set_history(_n, (result,))
+    return result
+
+
+class DiagonalScatterBackward0(_Node):
+    _saved_names = ('src_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        offset = _n.offset
+        dim1 = _n.dim1
+        dim2 = _n.dim2
+        self_ix, src_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            src = _n._saved('src_')
+            grad_inputs[self_ix] = aten.diagonal_scatter(grad, aten.zeros_like(src), offset, dim1, dim2)
+        if _n._next[src_ix] is not None:
+            grad_inputs[src_ix] = aten.diagonal(grad, offset, dim1, dim2)
+        return grad_inputs
+
+
+def _ag_diagonal_scatter_default(ks, self, src, offset, dim1, dim2):
+    if not (_gm.enabled and (self._rg or src._rg)):
+        return aten._op_diagonal_scatter.redispatch(ks & _BELOW, self, src, offset, dim1, dim2)
+    _n = DiagonalScatterBackward0()
+    _n._next = _edges(self, src)
+    _n._input_meta = _meta(self, src)
+    _n.offset = offset
+    _n.dim1 = dim1
+    _n.dim2 = dim2
+    if _n._next[0] is not None:
+        _n.src_ = _SV(src)
+    result = aten._op_diagonal_scatter.redispatch(ks & _BELOW, self, src, offset, dim1, dim2)
+    _set_history(_n, (result,))
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -11838,6 +12060,57 @@ def _ag_rrelu_with_noise__default(ks, self, noise, lower, upper, training, gener
     return result
 
 
+def _ag_gcd__default(ks, self, other):
+    _check_inplace(self)
+    if not (_gm.enabled and (False)):
+        return aten._op_gcd_.redispatch(ks & _BELOW, self, other)
+    _n = GcdBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_gcd_.redispatch(ks & _BELOW, self, other)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_lcm__default(ks, self, other):
+    _check_inplace(self)
+    if not (_gm.enabled and (False)):
+        return aten._op_lcm_.redispatch(ks & _BELOW, self, other)
+    _n = LcmBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_lcm_.redispatch(ks & _BELOW, self, other)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_heaviside__default(ks, self, values):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg or values._rg)):
+        return aten._op_heaviside_.redispatch(ks & _BELOW, self, values)
+    _n = HeavisideBackward0()
+    _n._next = _edges(self, values)
+    _n._input_meta = _meta(self, values)
+    result = aten._op_heaviside_.redispatch(ks & _BELOW, self, values)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_ldexp__default(ks, self, other):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return aten._op_ldexp_.redispatch(ks & _BELOW, self, other)
+    _n = LdexpBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    if _n._next[0] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_ldexp_.redispatch(ks & _BELOW, self, other)
+    _rebase_history(self, _n)
+    _n.result_ = _SV(result, True)
+    return result
+
+
 for _h, _k in (
     (aten._op_abs, _ag_abs_default),
     (aten._op_conj_physical, _ag_conj_physical_default),
@@ -12180,6 +12453,14 @@ for _h, _k in (
     (aten._op__fft_r2c, _ag__fft_r2c_default),
     (aten._op__fft_c2r, _ag__fft_c2r_default),
     (aten._op__fft_c2c, _ag__fft_c2c_default),
+    (aten._op_gcd, _ag_gcd_default),
+    (aten._op_lcm, _ag_lcm_default),
+    (aten._op_heaviside, _ag_heaviside_default),
+    (aten._op_frexp_Tensor, _ag_frexp_Tensor),
+    (aten._op_ldexp_Tensor, _ag_ldexp_Tensor),
+    (aten._op_select_scatter, _ag_select_scatter_default),
+    (aten._op_slice_scatter, _ag_slice_scatter_default),
+    (aten._op_diagonal_scatter, _ag_diagonal_scatter_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_conj_physical_, _ag_conj_physical__default),
     (aten._op_neg_, _ag_neg__default),
@@ -12291,5 +12572,9 @@ for _h, _k in (
     (aten._op_celu_, _ag_celu__default),
     (aten._op_threshold_, _ag_threshold__default),
     (aten._op_rrelu_with_noise_, _ag_rrelu_with_noise__default),
+    (aten._op_gcd_, _ag_gcd__default),
+    (aten._op_lcm_, _ag_lcm__default),
+    (aten._op_heaviside_, _ag_heaviside__default),
+    (aten._op_ldexp_, _ag_ldexp__default),
 ):
     _h.register(DispatchKey.Autograd, _k)

@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_prelu_kernel', '_safe_softmax', '_scaled_dot_product_attention_math', '_softmax', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diff', 'digamma', 'digamma_', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_real', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_prelu_kernel', '_safe_softmax', '_scaled_dot_product_attention_math', '_softmax', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'heaviside', 'hinge_embedding_loss', 'histc', 'hstack', 'hypot', 'i0', 'i0_', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_real', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -15504,3 +15504,322 @@ def istft(*args, **kwargs):
 istft.__doc__ = 'istft(input: Tensor, n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, normalized: bool = False, onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> Tensor'
 def _signature_istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False): ...
 istft.__wrapped__ = _signature_istft
+
+
+_sig_gcd = _Signatures('gcd', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_gcd_0(input, other, *, out=None):
+    return (input, other, out)
+
+def gcd(*args, **kwargs):
+    try:
+        _b = _bind_gcd_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _A._op_gcd.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _A._op_gcd_out.call(input._ks | other._ks, input, other, out)
+    _i, _a = _sig_gcd.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_gcd.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_gcd_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+gcd.__doc__ = 'gcd(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_gcd(input, other, *, out=None): ...
+gcd.__wrapped__ = _signature_gcd
+
+
+_sig_gcd_ = _Signatures('gcd_', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _bind_gcd__0(input, other):
+    return (input, other)
+
+def gcd_(*args, **kwargs):
+    try:
+        _b = _bind_gcd__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_gcd_.call(input._ks | other._ks, input, other)
+    _i, _a = _sig_gcd_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_gcd_.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+gcd_.__doc__ = 'gcd_(input: Tensor, other: Tensor) -> Tensor'
+def _signature_gcd_(input, other): ...
+gcd_.__wrapped__ = _signature_gcd_
+
+
+_sig_lcm = _Signatures('lcm', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_lcm_0(input, other, *, out=None):
+    return (input, other, out)
+
+def lcm(*args, **kwargs):
+    try:
+        _b = _bind_lcm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _A._op_lcm.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _A._op_lcm_out.call(input._ks | other._ks, input, other, out)
+    _i, _a = _sig_lcm.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_lcm.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_lcm_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+lcm.__doc__ = 'lcm(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_lcm(input, other, *, out=None): ...
+lcm.__wrapped__ = _signature_lcm
+
+
+_sig_lcm_ = _Signatures('lcm_', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _bind_lcm__0(input, other):
+    return (input, other)
+
+def lcm_(*args, **kwargs):
+    try:
+        _b = _bind_lcm__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_lcm_.call(input._ks | other._ks, input, other)
+    _i, _a = _sig_lcm_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_lcm_.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+lcm_.__doc__ = 'lcm_(input: Tensor, other: Tensor) -> Tensor'
+def _signature_lcm_(input, other): ...
+lcm_.__wrapped__ = _signature_lcm_
+
+
+_sig_heaviside = _Signatures('heaviside', [
+    (('input', 'T', False, False, None), ('values', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_heaviside_0(input, values, *, out=None):
+    return (input, values, out)
+
+def heaviside(*args, **kwargs):
+    try:
+        _b = _bind_heaviside_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, values, out = _b
+        if isinstance(input, _Tensor) and isinstance(values, _Tensor):
+            if out is None:
+                return _A._op_heaviside.call(input._ks | values._ks, input, values)
+            if isinstance(out, _Tensor):
+                return _A._op_heaviside_out.call(input._ks | values._ks, input, values, out)
+    _i, _a = _sig_heaviside.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_heaviside.call(_a['input']._ks | _a['values']._ks, _a['input'], _a['values'])
+        return _A._op_heaviside_out.call(_a['input']._ks | _a['values']._ks, _a['input'], _a['values'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+heaviside.__doc__ = 'heaviside(input: Tensor, values: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_heaviside(input, values, *, out=None): ...
+heaviside.__wrapped__ = _signature_heaviside
+
+
+_sig_frexp = _Signatures('frexp', [
+    (('input', 'T', False, False, None), ('out', 'any', True, True, None),),
+], method=False)
+
+def _bind_frexp_0(input):
+    return (input,)
+
+def frexp(*args, **kwargs):
+    try:
+        _b = _bind_frexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_frexp_Tensor.call(input._ks, input)
+    _i, _a = _sig_frexp.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_frexp_Tensor.call(_a['input']._ks, _a['input'])
+        return _A._op_frexp_Tensor_out.call(_a['input']._ks, _a['input'], _a['out'][0], _a['out'][1])
+    raise AssertionError('unreachable')
+
+
+frexp.__doc__ = 'frexp(input: Tensor, *, out: Optional[Tensor] = None) -> (Tensor, Tensor)'
+def _signature_frexp(input, *, out=None): ...
+frexp.__wrapped__ = _signature_frexp
+
+
+_sig_ldexp = _Signatures('ldexp', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_ldexp_0(input, other, *, out=None):
+    return (input, other, out)
+
+def ldexp(*args, **kwargs):
+    try:
+        _b = _bind_ldexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _A._op_ldexp_Tensor.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _A._op_ldexp_out.call(input._ks | other._ks, input, other, out)
+    _i, _a = _sig_ldexp.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_ldexp_Tensor.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_ldexp_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+ldexp.__doc__ = 'ldexp(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_ldexp(input, other, *, out=None): ...
+ldexp.__wrapped__ = _signature_ldexp
+
+
+_sig_ldexp_ = _Signatures('ldexp_', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _bind_ldexp__0(input, other):
+    return (input, other)
+
+def ldexp_(*args, **kwargs):
+    try:
+        _b = _bind_ldexp__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_ldexp_.call(input._ks | other._ks, input, other)
+    _i, _a = _sig_ldexp_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_ldexp_.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+ldexp_.__doc__ = 'ldexp_(input: Tensor, other: Tensor) -> Tensor'
+def _signature_ldexp_(input, other): ...
+ldexp_.__wrapped__ = _signature_ldexp_
+
+
+_sig_select_scatter = _Signatures('select_scatter', [
+    (('input', 'T', False, False, None), ('src', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'int', False, False, None),),
+], method=False)
+
+def _bind_select_scatter_0(input, src, dim, index):
+    return (input, src, dim, index)
+
+def select_scatter(*args, **kwargs):
+    try:
+        _b = _bind_select_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, src, dim, index = _b
+        if isinstance(input, _Tensor) and isinstance(src, _Tensor) and type(dim) is int and type(index) is int:
+            return _A._op_select_scatter.call(input._ks | src._ks, input, src, dim, index)
+    _i, _a = _sig_select_scatter.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_select_scatter.call(_a['input']._ks | _a['src']._ks, _a['input'], _a['src'], _a['dim'], _a['index'])
+    raise AssertionError('unreachable')
+
+
+select_scatter.__doc__ = 'select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor'
+def _signature_select_scatter(input, src, dim, index): ...
+select_scatter.__wrapped__ = _signature_select_scatter
+
+
+_sig_slice_scatter = _Signatures('slice_scatter', [
+    (('input', 'T', False, False, None), ('src', 'T', False, False, None), ('dim', 'int', False, True, 0), ('start', 'int?', False, True, None), ('end', 'int?', False, True, None), ('step', 'int', False, True, 1),),
+], method=False)
+
+def _bind_slice_scatter_0(input, src, dim=0, start=None, end=None, step=1):
+    return (input, src, dim, start, end, step)
+
+def slice_scatter(*args, **kwargs):
+    try:
+        _b = _bind_slice_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, src, dim, start, end, step = _b
+        if isinstance(input, _Tensor) and isinstance(src, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
+            return _A._op_slice_scatter.call(input._ks | src._ks, input, src, dim, start, end, step)
+    _i, _a = _sig_slice_scatter.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_slice_scatter.call(_a['input']._ks | _a['src']._ks, _a['input'], _a['src'], _a['dim'], _a['start'], _a['end'], _a['step'])
+    raise AssertionError('unreachable')
+
+
+slice_scatter.__doc__ = 'slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor'
+def _signature_slice_scatter(input, src, dim=0, start=None, end=None, step=1): ...
+slice_scatter.__wrapped__ = _signature_slice_scatter
+
+
+_sig_diagonal_scatter = _Signatures('diagonal_scatter', [
+    (('input', 'T', False, False, None), ('src', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1),),
+], method=False)
+
+def _bind_diagonal_scatter_0(input, src, offset=0, dim1=0, dim2=1):
+    return (input, src, offset, dim1, dim2)
+
+def diagonal_scatter(*args, **kwargs):
+    try:
+        _b = _bind_diagonal_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, src, offset, dim1, dim2 = _b
+        if isinstance(input, _Tensor) and isinstance(src, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
+            return _A._op_diagonal_scatter.call(input._ks | src._ks, input, src, offset, dim1, dim2)
+    _i, _a = _sig_diagonal_scatter.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_diagonal_scatter.call(_a['input']._ks | _a['src']._ks, _a['input'], _a['src'], _a['offset'], _a['dim1'], _a['dim2'])
+    raise AssertionError('unreachable')
+
+
+diagonal_scatter.__doc__ = 'diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor'
+def _signature_diagonal_scatter(input, src, offset=0, dim1=0, dim2=1): ...
+diagonal_scatter.__wrapped__ = _signature_diagonal_scatter

@@ -2798,3 +2798,44 @@ stft = _P('stft', [
 istft = _P('istft', [
     _O(_A._op_istft, (('self', 'T', False, False, None), ('n_fft', 'int', False, False, None), ('hop_length', 'int?', False, True, None), ('win_length', 'int?', False, True, None), ('window', 'T?', False, True, None), ('center', 'bool', False, True, True), ('normalized', 'bool', False, True, False), ('onesided', 'bool?', False, True, None), ('length', 'int?', False, True, None), ('return_complex', 'bool', False, True, False),), ['self', 'n_fft', 'hop_length', 'win_length', 'window', 'center', 'normalized', 'onesided', 'length', 'return_complex']),
 ])
+gcd = _P('gcd', [
+    _O(_A._op_gcd, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_gcd_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+])
+gcd_ = _P('gcd_', [
+    _O(_A._op_gcd_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+lcm = _P('lcm', [
+    _O(_A._op_lcm, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_lcm_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+])
+lcm_ = _P('lcm_', [
+    _O(_A._op_lcm_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+heaviside = _P('heaviside', [
+    _O(_A._op_heaviside, (('self', 'T', False, False, None), ('values', 'T', False, False, None),), ['self', 'values']),
+    _O(_A._op_heaviside_out, (('self', 'T', False, False, None), ('values', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'values', 'out']),
+])
+heaviside_ = _P('heaviside_', [
+    _O(_A._op_heaviside_, (('self', 'T', False, False, None), ('values', 'T', False, False, None),), ['self', 'values']),
+])
+frexp = _P('frexp', [
+    _O(_A._op_frexp_Tensor, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_frexp_Tensor_out, (('self', 'T', False, False, None), ('mantissa', 'T', True, False, None), ('exponent', 'T', True, False, None),), ['self', 'mantissa', 'exponent']),
+])
+ldexp = _P('ldexp', [
+    _O(_A._op_ldexp_Tensor, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_ldexp_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+])
+ldexp_ = _P('ldexp_', [
+    _O(_A._op_ldexp_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+select_scatter = _P('select_scatter', [
+    _O(_A._op_select_scatter, (('self', 'T', False, False, None), ('src', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'int', False, False, None),), ['self', 'src', 'dim', 'index']),
+])
+slice_scatter = _P('slice_scatter', [
+    _O(_A._op_slice_scatter, (('self', 'T', False, False, None), ('src', 'T', False, False, None), ('dim', 'int', False, True, 0), ('start', 'int?', False, True, None), ('end', 'int?', False, True, None), ('step', 'int', False, True, 1),), ['self', 'src', 'dim', 'start', 'end', 'step']),
+])
+diagonal_scatter = _P('diagonal_scatter', [
+    _O(_A._op_diagonal_scatter, (('self', 'T', False, False, None), ('src', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1),), ['self', 'src', 'offset', 'dim1', 'dim2']),
+])

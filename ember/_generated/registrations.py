@@ -5692,6 +5692,146 @@ def __fft_c2c_out(ks, self, dim, normalization, forward, out):
         _value_error(_e, K._fft_c2c, self, out)
 
 
+def _gcd_default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.gcd(be.xp, self._data, other._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.gcd, self, other)
+
+
+def _gcd_out(ks, self, other, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.gcd(be.xp, self._data, other._data), 'gcd')
+    except ValueError as _e:
+        _value_error(_e, K.gcd, self, other, out)
+
+
+def _gcd__default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.gcd(be.xp, self._data, other._data), 'gcd_')
+    except ValueError as _e:
+        _value_error(_e, K.gcd, self, other)
+
+
+def _lcm_default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.lcm(be.xp, self._data, other._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.lcm, self, other)
+
+
+def _lcm_out(ks, self, other, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.lcm(be.xp, self._data, other._data), 'lcm')
+    except ValueError as _e:
+        _value_error(_e, K.lcm, self, other, out)
+
+
+def _lcm__default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.lcm(be.xp, self._data, other._data), 'lcm_')
+    except ValueError as _e:
+        _value_error(_e, K.lcm, self, other)
+
+
+def _heaviside_default(ks, self, values):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.heaviside(be.xp, self._data, values._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.heaviside, self, values)
+
+
+def _heaviside_out(ks, self, values, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.heaviside(be.xp, self._data, values._data), 'heaviside')
+    except ValueError as _e:
+        _value_error(_e, K.heaviside, self, values, out)
+
+
+def _heaviside__default(ks, self, values):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.heaviside(be.xp, self._data, values._data), 'heaviside_')
+    except ValueError as _e:
+        _value_error(_e, K.heaviside, self, values)
+
+
+def _frexp_Tensor(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.frexp(be.xp, self._data)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.frexp, self)
+
+
+def _frexp_Tensor_out(ks, self, mantissa, exponent):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.frexp(be.xp, self._data)
+        _write_out(mantissa, _rs[0], 'frexp')
+        _write_out(exponent, _rs[1], 'frexp')
+        return (mantissa, exponent,)
+    except ValueError as _e:
+        _value_error(_e, K.frexp, self, mantissa, exponent)
+
+
+def _ldexp_Tensor(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.ldexp(be.xp, self._data, other._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.ldexp, self, other)
+
+
+def _ldexp_out(ks, self, other, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.ldexp(be.xp, self._data, other._data), 'ldexp')
+    except ValueError as _e:
+        _value_error(_e, K.ldexp, self, other, out)
+
+
+def _ldexp__default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.ldexp(be.xp, self._data, other._data), 'ldexp_')
+    except ValueError as _e:
+        _value_error(_e, K.ldexp, self, other)
+
+
+def _select_scatter_default(ks, self, src, dim, index):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.select_scatter(be.xp, self._data, src._data, dim, index), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.select_scatter, self, src)
+
+
+def _slice_scatter_default(ks, self, src, dim, start, end, step):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.slice_scatter(be.xp, self._data, src._data, dim, start, end, step), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.slice_scatter, self, src)
+
+
+def _diagonal_scatter_default(ks, self, src, offset, dim1, dim2):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.diagonal_scatter(be.xp, self._data, src._data, offset, dim1, dim2), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.diagonal_scatter, self, src)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -6407,6 +6547,23 @@ _BACKEND_KERNELS = (
     (_A._op__fft_c2r_out, __fft_c2r_out, ('CPU', 'CUDA', 'Meta'), K._fft_c2r, (), 'out', None),
     (_A._op__fft_c2c, __fft_c2c_default, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'new', None),
     (_A._op__fft_c2c_out, __fft_c2c_out, ('CPU', 'CUDA', 'Meta'), K._fft_c2c, (), 'out', None),
+    (_A._op_gcd, _gcd_default, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'new', None),
+    (_A._op_gcd_out, _gcd_out, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'out', None),
+    (_A._op_gcd_, _gcd__default, ('CPU', 'CUDA', 'Meta'), K.gcd, (), 'inplace', None),
+    (_A._op_lcm, _lcm_default, ('CPU', 'CUDA', 'Meta'), K.lcm, (), 'new', None),
+    (_A._op_lcm_out, _lcm_out, ('CPU', 'CUDA', 'Meta'), K.lcm, (), 'out', None),
+    (_A._op_lcm_, _lcm__default, ('CPU', 'CUDA', 'Meta'), K.lcm, (), 'inplace', None),
+    (_A._op_heaviside, _heaviside_default, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'new', None),
+    (_A._op_heaviside_out, _heaviside_out, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'out', None),
+    (_A._op_heaviside_, _heaviside__default, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'inplace', None),
+    (_A._op_frexp_Tensor, _frexp_Tensor, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'new', None),
+    (_A._op_frexp_Tensor_out, _frexp_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'out', None),
+    (_A._op_ldexp_Tensor, _ldexp_Tensor, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'new', None),
+    (_A._op_ldexp_out, _ldexp_out, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'out', None),
+    (_A._op_ldexp_, _ldexp__default, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'inplace', None),
+    (_A._op_select_scatter, _select_scatter_default, ('CPU', 'CUDA', 'Meta'), K.select_scatter, (), 'new', None),
+    (_A._op_slice_scatter, _slice_scatter_default, ('CPU', 'CUDA', 'Meta'), K.slice_scatter, (), 'new', None),
+    (_A._op_diagonal_scatter, _diagonal_scatter_default, ('CPU', 'CUDA', 'Meta'), K.diagonal_scatter, (), 'new', None),
 )
 
 # operator, key, composite function

@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diff', 'digamma', 'digamma_', 'div', 'div_', 'divide', 'divide_', 'dot', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'gather', 'ge', 'ge_', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
+__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'div', 'div_', 'divide', 'divide_', 'dot', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'heaviside', 'heaviside_', 'histc', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
 
 _sig_abs = _Signatures('abs', [
     (),
@@ -11646,3 +11646,326 @@ def istft(self, *args, **kwargs):
 istft.__doc__ = 'istft(n_fft: int, hop_length: Optional[int] = None, win_length: Optional[int] = None, window: Optional[Tensor] = None, center: bool = True, normalized: bool = False, onesided: Optional[bool] = None, length: Optional[int] = None, return_complex: bool = False) -> Tensor'
 def _signature_istft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False, onesided=None, length=None, return_complex=False): ...
 istft.__wrapped__ = _signature_istft
+
+
+_sig_gcd = _Signatures('gcd', [
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_gcd_0(other):
+    return (other,)
+
+def gcd(self, *args, **kwargs):
+    try:
+        _b = _bind_gcd_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_gcd.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_gcd.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_gcd.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+gcd.__doc__ = 'gcd(other: Tensor) -> Tensor'
+def _signature_gcd(self, other): ...
+gcd.__wrapped__ = _signature_gcd
+
+
+_sig_gcd_ = _Signatures('gcd_', [
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_gcd__0(other):
+    return (other,)
+
+def gcd_(self, *args, **kwargs):
+    try:
+        _b = _bind_gcd__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_gcd_.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_gcd_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_gcd_.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+gcd_.__doc__ = 'gcd_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.gcd`.'
+def _signature_gcd_(self, other): ...
+gcd_.__wrapped__ = _signature_gcd_
+
+
+_sig_lcm = _Signatures('lcm', [
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_lcm_0(other):
+    return (other,)
+
+def lcm(self, *args, **kwargs):
+    try:
+        _b = _bind_lcm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_lcm.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_lcm.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_lcm.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+lcm.__doc__ = 'lcm(other: Tensor) -> Tensor'
+def _signature_lcm(self, other): ...
+lcm.__wrapped__ = _signature_lcm
+
+
+_sig_lcm_ = _Signatures('lcm_', [
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_lcm__0(other):
+    return (other,)
+
+def lcm_(self, *args, **kwargs):
+    try:
+        _b = _bind_lcm__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_lcm_.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_lcm_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_lcm_.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+lcm_.__doc__ = 'lcm_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.lcm`.'
+def _signature_lcm_(self, other): ...
+lcm_.__wrapped__ = _signature_lcm_
+
+
+_sig_heaviside = _Signatures('heaviside', [
+    (('values', 'T', False, False, None),),
+], method=True)
+
+def _bind_heaviside_0(values):
+    return (values,)
+
+def heaviside(self, *args, **kwargs):
+    try:
+        _b = _bind_heaviside_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        values, = _b
+        if isinstance(values, _Tensor):
+            return _A._op_heaviside.call(self._ks | values._ks, self, values)
+    _i, _a = _sig_heaviside.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_heaviside.call(self._ks | _a['values']._ks, self, _a['values'])
+    raise AssertionError('unreachable')
+
+
+heaviside.__doc__ = 'heaviside(values: Tensor) -> Tensor'
+def _signature_heaviside(self, values): ...
+heaviside.__wrapped__ = _signature_heaviside
+
+
+_sig_heaviside_ = _Signatures('heaviside_', [
+    (('values', 'T', False, False, None),),
+], method=True)
+
+def _bind_heaviside__0(values):
+    return (values,)
+
+def heaviside_(self, *args, **kwargs):
+    try:
+        _b = _bind_heaviside__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        values, = _b
+        if isinstance(values, _Tensor):
+            return _A._op_heaviside_.call(self._ks | values._ks, self, values)
+    _i, _a = _sig_heaviside_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_heaviside_.call(self._ks | _a['values']._ks, self, _a['values'])
+    raise AssertionError('unreachable')
+
+
+heaviside_.__doc__ = 'heaviside_(values: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.heaviside`.'
+def _signature_heaviside_(self, values): ...
+heaviside_.__wrapped__ = _signature_heaviside_
+
+
+_sig_frexp = _Signatures('frexp', [
+    (),
+], method=True)
+
+def _bind_frexp_0():
+    return ()
+
+def frexp(self, *args, **kwargs):
+    try:
+        _b = _bind_frexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_frexp_Tensor.call(self._ks, self)
+    _i, _a = _sig_frexp.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_frexp_Tensor.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+frexp.__doc__ = 'frexp() -> (Tensor, Tensor)'
+def _signature_frexp(self): ...
+frexp.__wrapped__ = _signature_frexp
+
+
+_sig_ldexp = _Signatures('ldexp', [
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_ldexp_0(other):
+    return (other,)
+
+def ldexp(self, *args, **kwargs):
+    try:
+        _b = _bind_ldexp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_ldexp_Tensor.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_ldexp.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_ldexp_Tensor.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+ldexp.__doc__ = 'ldexp(other: Tensor) -> Tensor'
+def _signature_ldexp(self, other): ...
+ldexp.__wrapped__ = _signature_ldexp
+
+
+_sig_ldexp_ = _Signatures('ldexp_', [
+    (('other', 'T', False, False, None),),
+], method=True)
+
+def _bind_ldexp__0(other):
+    return (other,)
+
+def ldexp_(self, *args, **kwargs):
+    try:
+        _b = _bind_ldexp__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, = _b
+        if isinstance(other, _Tensor):
+            return _A._op_ldexp_.call(self._ks | other._ks, self, other)
+    _i, _a = _sig_ldexp_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_ldexp_.call(self._ks | _a['other']._ks, self, _a['other'])
+    raise AssertionError('unreachable')
+
+
+ldexp_.__doc__ = 'ldexp_(other: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.ldexp`.'
+def _signature_ldexp_(self, other): ...
+ldexp_.__wrapped__ = _signature_ldexp_
+
+
+_sig_select_scatter = _Signatures('select_scatter', [
+    (('src', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'int', False, False, None),),
+], method=True)
+
+def _bind_select_scatter_0(src, dim, index):
+    return (src, dim, index)
+
+def select_scatter(self, *args, **kwargs):
+    try:
+        _b = _bind_select_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        src, dim, index = _b
+        if isinstance(src, _Tensor) and type(dim) is int and type(index) is int:
+            return _A._op_select_scatter.call(self._ks | src._ks, self, src, dim, index)
+    _i, _a = _sig_select_scatter.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_select_scatter.call(self._ks | _a['src']._ks, self, _a['src'], _a['dim'], _a['index'])
+    raise AssertionError('unreachable')
+
+
+select_scatter.__doc__ = 'select_scatter(src: Tensor, dim: int, index: int) -> Tensor'
+def _signature_select_scatter(self, src, dim, index): ...
+select_scatter.__wrapped__ = _signature_select_scatter
+
+
+_sig_slice_scatter = _Signatures('slice_scatter', [
+    (('src', 'T', False, False, None), ('dim', 'int', False, True, 0), ('start', 'int?', False, True, None), ('end', 'int?', False, True, None), ('step', 'int', False, True, 1),),
+], method=True)
+
+def _bind_slice_scatter_0(src, dim=0, start=None, end=None, step=1):
+    return (src, dim, start, end, step)
+
+def slice_scatter(self, *args, **kwargs):
+    try:
+        _b = _bind_slice_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        src, dim, start, end, step = _b
+        if isinstance(src, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
+            return _A._op_slice_scatter.call(self._ks | src._ks, self, src, dim, start, end, step)
+    _i, _a = _sig_slice_scatter.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_slice_scatter.call(self._ks | _a['src']._ks, self, _a['src'], _a['dim'], _a['start'], _a['end'], _a['step'])
+    raise AssertionError('unreachable')
+
+
+slice_scatter.__doc__ = 'slice_scatter(src: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1) -> Tensor'
+def _signature_slice_scatter(self, src, dim=0, start=None, end=None, step=1): ...
+slice_scatter.__wrapped__ = _signature_slice_scatter
+
+
+_sig_diagonal_scatter = _Signatures('diagonal_scatter', [
+    (('src', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1),),
+], method=True)
+
+def _bind_diagonal_scatter_0(src, offset=0, dim1=0, dim2=1):
+    return (src, offset, dim1, dim2)
+
+def diagonal_scatter(self, *args, **kwargs):
+    try:
+        _b = _bind_diagonal_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        src, offset, dim1, dim2 = _b
+        if isinstance(src, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
+            return _A._op_diagonal_scatter.call(self._ks | src._ks, self, src, offset, dim1, dim2)
+    _i, _a = _sig_diagonal_scatter.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_diagonal_scatter.call(self._ks | _a['src']._ks, self, _a['src'], _a['offset'], _a['dim1'], _a['dim2'])
+    raise AssertionError('unreachable')
+
+
+diagonal_scatter.__doc__ = 'diagonal_scatter(src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor'
+def _signature_diagonal_scatter(self, src, offset=0, dim1=0, dim2=1): ...
+diagonal_scatter.__wrapped__ = _signature_diagonal_scatter

@@ -58,3 +58,4 @@ for _name, _base in {"special_polygamma": "polygamma", "special_erf": "erf", "sp
 
 
 # ------------------------------------------------------------------------------ nn
+

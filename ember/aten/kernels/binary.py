@@ -351,3 +351,49 @@ def addcdiv(xp: Any, self: Array, tensor1: Array, tensor2: Array, value: Array =
     with np.errstate(all="ignore"):
         r = asdtype(xp, self, cdt) + value * (asdtype(xp, tensor1, cdt) / asdtype(xp, tensor2, cdt))
     return r.astype(npdt, copy=False)
+
+
+def _integral_only(name: str) -> Any:
+    @elementwise
+    def kernel(xp: Any, self: Array, other: Array) -> Any:
+        npdt = result_np_dtype(self, other)
+        if npdt.kind not in "iu":
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{type_name(npdt)}'")
+        return _binop(xp, getattr(xp, name), self, other, npdt)
+    kernel.__name__ = kernel.__qualname__ = name
+    return kernel
+
+
+gcd = _integral_only("gcd")  # greatest common divisor, >= 0 (PyTorch's and NumPy's convention)
+lcm = _integral_only("lcm")  # least common multiple, >= 0
+
+
+@elementwise
+def heaviside(xp: Any, self: Array, values: Array) -> Any:
+    """The step function: 0 below zero, 1 above, ``values`` at zero (``heaviside_kernel``)."""
+    if self.dtype != values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    if self.dtype.kind == "c":
+        raise NotImplementedError(f"\"heaviside_cpu\" not implemented for '{type_name(self.dtype)}'")
+    zero = xp.zeros((), self.dtype)
+    return xp.where(self == zero, values, (self > zero).astype(self.dtype)).astype(self.dtype, copy=False)
+
+
+def frexp(xp: Any, self: Array) -> Any:
+    """``self = mantissa * 2**exponent`` with ``0.5 <= |mantissa| < 1`` (0, inf and NaN: mantissa itself,
+    exponent 0)."""
+    if self.dtype.kind != "f" and self.dtype != _BF16:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    cdt = compute_dtype(self.dtype)
+    m, e = xp.frexp(self.astype(cdt, copy=False))
+    return m.astype(self.dtype, copy=False), e.astype(np.int32)
+
+
+@elementwise
+def ldexp(xp: Any, self: Array, other: Array) -> Any:
+    """``self * 2**other`` in PyTorch's dtype for ``mul(self, pow(2., other))`` (integer exponents: the
+    default float dtype)."""
+    pdt = float_result(other.dtype)
+    with np.errstate(all="ignore"):
+        p = xp.exp2(other.astype(compute_dtype(pdt))).astype(pdt, copy=False)
+    return _binop(xp, xp.multiply, self, p, result_np_dtype(self, p))

@@ -379,3 +379,27 @@ def view_as_complex(xp: Any, self: Array) -> Any:
         raise RuntimeError("view_as_complex: ember has no complex32 (ComplexHalf) dtype")
     return self.view(np.complex128 if self.dtype == np.float64 else np.complex64)[..., 0]
 
+
+
+# -- the *_scatter ops (TensorShape.cpp): a copy of ``self`` with ``src`` written into one of its views
+def _scatter_into(xp: Any, self: Array, src: Array, view: Any) -> Any:
+    out = self.copy()
+    window = view(out)
+    if tuple(src.shape) != tuple(window.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{shape_str(src.shape)}, slice size = {shape_str(window.shape)}")
+    window[...] = src
+    return out
+
+
+def select_scatter(xp: Any, self: Array, src: Array, dim: Any, index: Any) -> Any:
+    return _scatter_into(xp, self, src, lambda a: select(xp, a, dim, index))
+
+
+def slice_scatter(xp: Any, self: Array, src: Array, dim: Any = 0, start: Any = None, end: Any = None,
+                  step: Any = 1) -> Any:
+    return _scatter_into(xp, self, src, lambda a: slice(xp, a, dim, start, end, step))
+
+
+def diagonal_scatter(xp: Any, self: Array, src: Array, offset: Any = 0, dim1: Any = 0, dim2: Any = 1) -> Any:
+    return _scatter_into(xp, self, src, lambda a: diagonal(xp, a, offset, dim1, dim2))
