@@ -394,7 +394,7 @@ NOT_IN_TABLE = {
     "empty", "zeros", "ones", "full", "scalar_tensor", "empty_like", "zeros_like", "ones_like", "full_like",
     "arange", "linspace", "logspace", "eye", "tril_indices", "triu_indices", "new_empty", "new_zeros", "new_ones",
     "new_full", "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "uniform", "normal", "random",
-    "bernoulli", "multinomial",
+    "bernoulli", "multinomial", "exponential", "cauchy", "log_normal", "geometric", "poisson",
     # copies, conversions and fills: tests/test_tensor.py
     "_to_copy", "_contiguous_copy", "copy", "fill", "zero", "alias", "_reshape_alias",
     # reached through Tensor indexing: tests/test_indexing.py

@@ -151,3 +151,57 @@ def test_bernoulli_with_scalar_probability(n):
     same(ember.empty(n, dtype=ember.float64).bernoulli_(0.7), torch.empty(n, dtype=torch.float64).bernoulli_(0.7))
     same(ember.bernoulli(ember.empty(n), 0.25), torch.bernoulli(torch.empty(n), 0.25))
     same(ember.empty(6, 4).t().bernoulli_(0.5), torch.empty(6, 4).t().bernoulli_(0.5))
+
+
+DISTRIBUTIONS = [
+    ("exponential_", (2.5,), ["float32", "float64", "float16", "bfloat16"]),
+    ("cauchy_", (1.0, 3.0), ["float32", "float64"]),
+    ("log_normal_", (0.2, 0.7), ["float32", "float64"]),
+    ("geometric_", (0.3,), ["float32", "float64", "int64", "int32"]),
+]
+
+
+@pytest.mark.parametrize("method,args,dtypes", DISTRIBUTIONS, ids=[d[0] for d in DISTRIBUTIONS])
+@pytest.mark.parametrize("shape", [(1,), (7, 5), (1000,)])
+def test_in_place_distributions_draw_pytorchs_numbers(method, args, dtypes, shape):
+    """One 53-bit double uniform per element, PyTorch's transforms in double (log_normal_: cached normal pairs);
+    strided tensors are filled in memory order; the generator continues identically afterwards."""
+    for dt in dtypes:
+        ember.manual_seed(5)
+        torch.manual_seed(5)
+        e = getattr(ember.empty(*shape, dtype=getattr(ember, dt)), method)(*args)
+        t = getattr(torch.empty(*shape, dtype=getattr(torch, dt)), method)(*args)
+        if dt == "bfloat16":
+            e, t = e.float(), t.float()
+        same(e, t)
+        et = getattr(ember.empty(*shape[::-1], dtype=getattr(ember, dt)).t(), method)(*args)
+        tt = getattr(torch.empty(*shape[::-1], dtype=getattr(torch, dt)).t(), method)(*args)
+        if dt == "bfloat16":
+            et, tt = et.float(), tt.float()
+        same(et, tt)
+        same(ember.rand(3), torch.rand(3))
+
+
+def test_poisson_draws_pytorchs_numbers_on_both_sides_of_rate_10():
+    rates = np.array([0.0, 0.5, 3.0, 9.99, 10.0, 57.3, 1e4] * 20)
+    for dt in ("float32", "float64"):
+        ember.manual_seed(9)
+        torch.manual_seed(9)
+        same(ember.poisson(ember.tensor(rates.astype(dt))), torch.poisson(torch.from_numpy(rates.astype(dt))))
+    g1, g2 = ember.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    same(ember.poisson(ember.tensor([2.0, 20.0]), g1), torch.poisson(torch.tensor([2.0, 20.0]), g2))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.empty(3).exponential_(-1.0), lambda L: L.empty(3).exponential_(0.0),
+    lambda L: L.empty(3, dtype=L.long).exponential_(), lambda L: L.empty(3).geometric_(1.5),
+    lambda L: L.empty(3).cauchy_(0, -1), lambda L: L.empty(3, dtype=L.long).cauchy_(),
+    lambda L: L.empty(3).log_normal_(0, 0), lambda L: L.empty(3, dtype=L.long).log_normal_(),
+    lambda L: L.empty(3, dtype=L.bool).geometric_(0.5), lambda L: L.poisson(L.tensor([1, 2])),
+])
+def test_distribution_argument_errors_match_pytorch(call):
+    with pytest.raises(Exception) as t_err:
+        call(torch)
+    with pytest.raises(type(t_err.value)) as e_err:
+        call(ember)
+    assert str(e_err.value) == str(t_err.value).split(" (Triggered internally")[0]

@@ -2596,6 +2596,31 @@ _op_normal_ = _D.define('normal_(Tensor(a!) self, float mean=0, float std=1, *, 
 def normal_(self, mean=0, std=1, *, generator=None):
     return _op_normal_.call(self._ks, self, mean, std, generator)
 
+_op_exponential_ = _D.define('exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) -> Tensor(a!)')
+
+def exponential_(self, lambd=1, *, generator=None):
+    return _op_exponential_.call(self._ks, self, lambd, generator)
+
+_op_cauchy_ = _D.define('cauchy_(Tensor(a!) self, float median=0, float sigma=1, *, Generator? generator=None) -> Tensor(a!)')
+
+def cauchy_(self, median=0, sigma=1, *, generator=None):
+    return _op_cauchy_.call(self._ks, self, median, sigma, generator)
+
+_op_log_normal_ = _D.define('log_normal_(Tensor(a!) self, float mean=1, float std=2, *, Generator? generator=None) -> Tensor(a!)')
+
+def log_normal_(self, mean=1, std=2, *, generator=None):
+    return _op_log_normal_.call(self._ks, self, mean, std, generator)
+
+_op_geometric_ = _D.define('geometric_(Tensor(a!) self, float p, *, Generator? generator=None) -> Tensor(a!)')
+
+def geometric_(self, p, *, generator=None):
+    return _op_geometric_.call(self._ks, self, p, generator)
+
+_op_poisson = _D.define('poisson(Tensor self, Generator? generator=None) -> Tensor')
+
+def poisson(self, generator=None):
+    return _op_poisson.call(self._ks, self, generator)
+
 _op_random__from = _D.define('random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)')
 
 def random__from(self, from_, to_, *, generator=None):

@@ -4499,6 +4499,32 @@ def _ag_diagonal_default(ks, self, offset, dim1, dim2):
     return result
 
 
+class PoissonBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.zeros_like(self)
+        return grad_inputs
+
+
+def _ag_poisson_default(ks, self, generator):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_poisson.redispatch(ks & _BELOW, self, generator)
+    _n = PoissonBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_poisson.redispatch(ks & _BELOW, self, generator)
+    _set_history(_n, (result,))
+    return result
+
+
 class NormalBackward0(_Node):
     _saved_names = ()
 
@@ -12268,6 +12294,7 @@ for _h, _k in (
     (aten._op_split_with_sizes, _ag_split_with_sizes_default),
     (aten._op_unfold, _ag_unfold_default),
     (aten._op_diagonal, _ag_diagonal_default),
+    (aten._op_poisson, _ag_poisson_default),
     (aten._op_normal_Tensor_Tensor, _ag_normal_Tensor_Tensor),
     (aten._op_bernoulli, _ag_bernoulli_default),
     (aten._op_bernoulli_p, _ag_bernoulli_p),

@@ -1104,6 +1104,21 @@ uniform_ = _P('uniform_', [
 normal_ = _P('normal_', [
     _O(_A._op_normal_, (('self', 'T', False, False, None), ('mean', 'float', False, True, 0), ('std', 'float', False, True, 1), ('generator', 'gen?', True, True, None),), ['self', 'mean', 'std', 'generator']),
 ])
+exponential_ = _P('exponential_', [
+    _O(_A._op_exponential_, (('self', 'T', False, False, None), ('lambd', 'float', False, True, 1), ('generator', 'gen?', True, True, None),), ['self', 'lambd', 'generator']),
+])
+cauchy_ = _P('cauchy_', [
+    _O(_A._op_cauchy_, (('self', 'T', False, False, None), ('median', 'float', False, True, 0), ('sigma', 'float', False, True, 1), ('generator', 'gen?', True, True, None),), ['self', 'median', 'sigma', 'generator']),
+])
+log_normal_ = _P('log_normal_', [
+    _O(_A._op_log_normal_, (('self', 'T', False, False, None), ('mean', 'float', False, True, 1), ('std', 'float', False, True, 2), ('generator', 'gen?', True, True, None),), ['self', 'mean', 'std', 'generator']),
+])
+geometric_ = _P('geometric_', [
+    _O(_A._op_geometric_, (('self', 'T', False, False, None), ('p', 'float', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'p', 'generator']),
+])
+poisson = _P('poisson', [
+    _O(_A._op_poisson, (('self', 'T', False, False, None), ('generator', 'gen?', False, True, None),), ['self', 'generator']),
+])
 random_ = _P('random_', [
     _O(_A._op_random__from, (('self', 'T', False, False, None), ('from_', 'int', False, False, None), ('to_', 'int?', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'from_', 'to_', 'generator']),
     _O(_A._op_random__to, (('self', 'T', False, False, None), ('to_', 'int', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'to_', 'generator']),

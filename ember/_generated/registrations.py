@@ -3667,6 +3667,46 @@ def _normal__default(ks, self, mean, std, generator):
     return self
 
 
+def _exponential__default(ks, self, lambd, generator):
+    be = BACKEND[ks & ON_CUDA]
+    _check_writable(self)
+    K.exponential_(be.xp, self._data, lambd, generator=generator)
+    self._vc.version += 1
+    return self
+
+
+def _cauchy__default(ks, self, median, sigma, generator):
+    be = BACKEND[ks & ON_CUDA]
+    _check_writable(self)
+    K.cauchy_(be.xp, self._data, median, sigma, generator=generator)
+    self._vc.version += 1
+    return self
+
+
+def _log_normal__default(ks, self, mean, std, generator):
+    be = BACKEND[ks & ON_CUDA]
+    _check_writable(self)
+    K.log_normal_(be.xp, self._data, mean, std, generator=generator)
+    self._vc.version += 1
+    return self
+
+
+def _geometric__default(ks, self, p, generator):
+    be = BACKEND[ks & ON_CUDA]
+    _check_writable(self)
+    K.geometric_(be.xp, self._data, p, generator=generator)
+    self._vc.version += 1
+    return self
+
+
+def _poisson_default(ks, self, generator):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.poisson(be.xp, self._data, generator), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.poisson, self)
+
+
 def _random__from(ks, self, from_, to_, generator):
     be = BACKEND[ks & ON_CUDA]
     _check_writable(self)
@@ -6295,6 +6335,11 @@ _BACKEND_KERNELS = (
     (_A._op_randperm, _randperm_default, ('CPU', 'CUDA', 'Meta'), K.randperm, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
     (_A._op_uniform_, _uniform__default, ('CPU', 'CUDA', 'Meta'), K.uniform_, ('generator',), 'mutating', None),
     (_A._op_normal_, _normal__default, ('CPU', 'CUDA', 'Meta'), K.normal_, ('generator',), 'mutating', None),
+    (_A._op_exponential_, _exponential__default, ('CPU', 'CUDA', 'Meta'), K.exponential_, ('generator',), 'mutating', None),
+    (_A._op_cauchy_, _cauchy__default, ('CPU', 'CUDA', 'Meta'), K.cauchy_, ('generator',), 'mutating', None),
+    (_A._op_log_normal_, _log_normal__default, ('CPU', 'CUDA', 'Meta'), K.log_normal_, ('generator',), 'mutating', None),
+    (_A._op_geometric_, _geometric__default, ('CPU', 'CUDA', 'Meta'), K.geometric_, ('generator',), 'mutating', None),
+    (_A._op_poisson, _poisson_default, ('CPU', 'CUDA', 'Meta'), K.poisson, (), 'new', None),
     (_A._op_random__from, _random__from, ('CPU', 'CUDA', 'Meta'), K.random_, ('generator',), 'mutating', None),
     (_A._op_normal_Tensor_Tensor, _normal_Tensor_Tensor, ('CPU', 'CUDA', 'Meta'), K.normal_tensor_tensor, ('generator',), 'new', None),
     (_A._op_normal_float_float, _normal_float_float, ('CPU', 'CUDA', 'Meta'), K.normal_float_float, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),

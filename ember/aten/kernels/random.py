@@ -24,7 +24,7 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
-from ember.aten.kernels._common import meta_shape
+from ember.aten.kernels._common import meta_shape, type_name
 from ember.aten.kernels.factory import _np_dtype, check_size
 from ember.c10 import dtype as dt
 from ember.c10.generator import default_generator
@@ -344,4 +344,125 @@ def normal_float_float(xp: Any, mean: Array, std: Any, size: Any, generator: Any
 
 
 __all__ = ["uniform_", "normal_", "rand", "randn", "randint", "random_", "randperm", "bernoulli", "bernoulli_p",
-           "multinomial", "normal_tensor_tensor", "normal_float_float"]
+           "multinomial", "normal_tensor_tensor", "normal_float_float", "exponential_", "cauchy_", "log_normal_",
+           "geometric_", "poisson"]
+
+
+# -- the other distributions of Tensor's in-place random methods (``cpu_serial_kernel`` over one
+# ``uniform_real_distribution<double>`` draw per element: 53 bits of a 64-bit draw; the transforms of
+# ``TransformationHelper.h`` in double with glibc's functions, then cast to the tensor's dtype)
+def _libm(fn: Any, x: Array) -> Any:
+    return np.frompyfunc(fn, 1, 1)(x).astype(np.float64)
+
+
+def _cpp_type(npdt: Any) -> str:
+    """The C++ name of a dtype, as some of PyTorch's messages print it (``long int``)."""
+    return str({"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                "uint8": "unsigned char", "bool": "bool"}.get(npdt.name, npdt.name))
+
+
+def _continuous(self: Array, dist: str, cpp_name: bool = False) -> None:
+    if self.dtype.kind != "f" and self.dtype != _BF16:
+        name = _cpp_type(self.dtype) if cpp_name else type_name(self.dtype)
+        raise RuntimeError(f"{dist} distribution is a continuous probability distribution. dtype must be a floating "
+                           f"point but you specified {name}")
+
+
+def _fill_via_float(xp: Any, self: Array, values: Array) -> None:
+    """Store double results; half types through float, as their C++ constructors from double convert."""
+    if self.dtype.itemsize == 2 and self.dtype.kind != "i" and self.dtype.kind != "u":
+        values = values.astype(np.float32)
+    _fill(xp, self, values)
+
+
+def _doubles(generator: Any, n: int) -> Any:
+    return uniform_bits(_gen(generator), n, np.dtype(np.float64))
+
+
+def exponential_(xp: Any, self: Array, lambd: Any = 1.0, generator: Any = None) -> Any:
+    """``-1 / lambd * log1p(-u)``."""
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
+    _continuous(self, "Exponential")
+    u = _doubles(generator, self.size)
+    _fill_via_float(xp, self, (-1.0 / lambd) * _libm(math.log1p, -u))
+
+
+def cauchy_(xp: Any, self: Array, median: Any = 0.0, sigma: Any = 1.0, generator: Any = None) -> Any:
+    """``median + sigma * tan(pi * (u - 1/2))``."""
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    _continuous(self, "Cauchy", cpp_name=True)
+    u = _doubles(generator, self.size)
+    _fill_via_float(xp, self, fma_f64(_libm(math.tan, math.pi * (u - 0.5)), float(sigma), float(median)))
+
+
+def log_normal_(xp: Any, self: Array, mean: Any = 1.0, std: Any = 2.0, generator: Any = None) -> Any:
+    """``exp`` of ``normal_distribution<double>(mean, std)`` draws (two uniforms per pair, the second value
+    cached in the generator)."""
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    if self.dtype.kind != "f" and self.dtype != _BF16:
+        raise NotImplementedError(f"\"log_normal_cpu\" not implemented for '{type_name(self.dtype)}'")
+    v = normal_scalar_path(_gen(generator), self.size, mean, std)
+    _fill_via_float(xp, self, _libm(math.exp, v))
+
+
+def geometric_(xp: Any, self: Array, p: Any, generator: Any = None) -> Any:
+    """The number of Bernoulli(p) trials up to the first success: ``ceil(log(u) / log1p(-p))``."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
+    if self.dtype.kind == "b":
+        raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
+    u = _doubles(generator, self.size)
+    _fill_via_float(xp, self, np.ceil(_libm(math.log, u) / math.log1p(-p)))
+
+
+@meta_shape(lambda self, generator=None: (self.shape, self.dtype))
+def poisson(xp: Any, self: Array, generator: Any = None) -> Any:
+    """One Poisson(rate) draw per element (``sample_poisson`` of ``Distributions.h``): Knuth's product of
+    uniforms below rate 10, Hoermann's transformed rejection from 10 on."""
+    if self.dtype.kind != "f" and self.dtype != _BF16:
+        raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{type_name(self.dtype)}'")
+    gen = _gen(generator)
+    rates = _memory_order(np.asarray(self if xp is np else self.get())).reshape(-1).astype(np.float64)
+    out = np.empty(rates.size, np.float64)
+    for i, lam in enumerate(rates.tolist()):
+        out[i] = _sample_poisson(gen, lam)
+    r = np.empty(self.shape, self.dtype)
+    _fill(np, r, out)
+    return xp.asarray(r)
+
+
+def _uniform1(gen: Any) -> float:
+    return float(uniform_bits(gen, 1, np.dtype(np.float64))[0])
+
+
+def _sample_poisson(gen: Any, lam: float) -> float:
+    if lam >= 10:
+        slam, loglam = math.sqrt(lam), math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u = _uniform1(gen) - 0.5
+            v = _uniform1(gen)
+            us = 0.5 - abs(u)
+            k = math.floor((2 * a / us + b) * u + lam + 0.43)
+            if us >= 0.07 and v <= vr:
+                return float(k)
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            if math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b) <= -lam + k * loglam - math.lgamma(k + 1):
+                return float(k)
+    if lam == 0:
+        return 0.0
+    enlam = math.exp(-lam)
+    x, prod = 0, 1.0
+    while True:
+        prod *= _uniform1(gen)
+        if prod > enlam:
+            x += 1
+        else:
+            return float(x)
