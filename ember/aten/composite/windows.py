@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from ember._generated import aten
+from ember.aten.kernels._common import cpp_type_name
 from ember.c10 import dtype as _dt
 
 __all__ = [f"{name}{overload}" for name in ("hann_window", "hamming_window", "blackman_window", "bartlett_window",
@@ -23,17 +24,12 @@ def _checks(name: str, window_length: int, dtype: Any, device: Any) -> Any:
     """``window_function_checks``: a floating (or complex) dtype and a non-negative length."""
     dtype = dtype or _dt.get_default_dtype()
     if not (dtype.is_floating_point or dtype.is_complex):
-        raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype={_dt_str(dtype)}, "
+        raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype={cpp_type_name(dtype.np)}, "
                            f"device={device or 'cpu'}, layout=Strided (default), requires_grad=false (default), "
                            "pinned_memory=false, memory_format=(nullopt))")
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
     return dtype
-
-
-def _dt_str(d: Any) -> str:
-    return str({"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-            "uint8": "unsigned char"}.get(d.name, d.name))
 
 
 def _window(name: str, window_length: int, periodic: bool, dtype: Any, device: Any, body: Any) -> Any:

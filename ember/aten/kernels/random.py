@@ -24,7 +24,7 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
-from ember.aten.kernels._common import meta_shape, type_name
+from ember.aten.kernels._common import cpp_type_name, meta_shape, type_name
 from ember.aten.kernels.factory import _np_dtype, check_size
 from ember.c10 import dtype as dt
 from ember.c10.generator import default_generator
@@ -355,15 +355,9 @@ def _libm(fn: Any, x: Array) -> Any:
     return np.frompyfunc(fn, 1, 1)(x).astype(np.float64)
 
 
-def _cpp_type(npdt: Any) -> str:
-    """The C++ name of a dtype, as some of PyTorch's messages print it (``long int``)."""
-    return str({"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-                "uint8": "unsigned char", "bool": "bool"}.get(npdt.name, npdt.name))
-
-
 def _continuous(self: Array, dist: str, cpp_name: bool = False) -> None:
     if self.dtype.kind != "f" and self.dtype != _BF16:
-        name = _cpp_type(self.dtype) if cpp_name else type_name(self.dtype)
+        name = cpp_type_name(self.dtype) if cpp_name else type_name(self.dtype)
         raise RuntimeError(f"{dist} distribution is a continuous probability distribution. dtype must be a floating "
                            f"point but you specified {name}")
 
