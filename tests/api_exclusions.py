@@ -189,20 +189,14 @@ EXCLUDED: dict[str, dict[str, str]] = {
             BroadcastingList1 BroadcastingList2 BroadcastingList3 Tensor assert_int_or_pair boolean_dispatch
             celu_ conv_tbc fractional_max_pool2d fractional_max_pool2d_with_indices fractional_max_pool3d
             fractional_max_pool3d_with_indices grad grouped_mm handle_torch_function has_torch_function
-            has_torch_function_unary has_torch_function_variadic linear_cross_entropy lp_pool3d pdist rrelu_
+            has_torch_function_unary has_torch_function_variadic linear_cross_entropy pdist rrelu_
             scaled_grouped_mm scaled_mm selu_ threshold_
         """,
         'nn': """
-            AdaptiveLogSoftmaxWithLoss Container CrossMapLRN2d FeatureAlphaDropout FractionalMaxPool2d
-            FractionalMaxPool3d LPPool3d LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d LazyConv1d LazyConv2d
-            LazyConv3d LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d LazyInstanceNorm1d
-            LazyInstanceNorm2d LazyInstanceNorm3d LazyLinear LinearCrossEntropyLoss LinearCrossEntropyOptions
-            NLLLoss2d UninitializedBuffer common_types factory_kwargs grad
+            Container CrossMapLRN2d FractionalMaxPool2d FractionalMaxPool3d LinearCrossEntropyLoss
+            LinearCrossEntropyOptions NLLLoss2d common_types factory_kwargs grad
         """,
         'nn.utils': """
-            clip_grads_with_norm_ convert_conv2d_weight_memory_format convert_conv3d_weight_memory_format
-            fuse_conv_bn_eval fuse_conv_bn_weights fuse_linear_bn_eval fuse_linear_bn_weights fusion init
-            memory_format remove_spectral_norm remove_weight_norm skip_init spectral_norm stateless weight_norm
         """,
     },
     'issue 15 item 3': {

@@ -384,6 +384,13 @@ def lp_pool2d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = Non
     return (out.sign() * relu(out.abs())).mul(kw * kh).pow(1.0 / norm_type)
 
 
+def lp_pool3d(input: Tensor, norm_type: Any, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
+    """The ``norm_type``-norm over each ``kernel_size`` window: ``(sum x**p)**(1/p)`` (through the average pool)."""
+    kd, kw, kh = _tuple(kernel_size, 3)
+    out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * relu(out.abs())).mul(kd * kw * kh).pow(1.0 / norm_type)
+
+
 # ------------------------------------------------------------------------------ normalization
 def _verify_batch_size(size: Any) -> None:
     """PyTorch's: training statistics need more than one value per channel."""

@@ -56,5 +56,86 @@ class Buffer(Tensor):
 
 
 
-class UninitializedParameter(Parameter):
-    """Placeholder of the lazy modules; materialised on first use (not supported by ember's layers yet)."""
+class UninitializedTensorMixin:
+    """A parameter or buffer of a lazy module whose shape is not known yet (``torch/nn/parameter.py``): it holds
+    no data; ``materialize(shape)`` turns it into an ordinary Parameter / Tensor of that shape (uninitialized
+    memory, which the module's ``reset_parameters`` then fills)."""
+
+    cls_to_become: Any = None
+
+    def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
+        import ember
+        if device is None:
+            device = self._device
+        if dtype is None:
+            dtype = self.dtype
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.data = ember.empty(shape, device=device, dtype=dtype)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self) -> Any:
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. This error usually happens "
+                           "in `load_state_dict` when trying to load an uninitialized parameter into an initialized "
+                           "one. Call `forward` to initialize the parameters before accessing their attributes.")
+
+    def size(self, dim: Any = None) -> Any:
+        return self.shape
+
+    def numel(self) -> Any:
+        raise RuntimeError("Can't call numel() on uninitialized parameters (the shape is not known yet). Call "
+                           "`forward` to initialize the parameters before accessing their attributes.")
+
+    def share_memory_(self) -> Any:
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to initialize "
+                           "the parameters before calling `module.share_memory()`.")
+
+    def __repr__(self) -> str:
+        return f"<{self.__class__.__name__}>"
+
+    def __reduce_ex__(self, proto: Any) -> Any:
+        return (self.__class__, (self.requires_grad,))
+
+
+def is_lazy(param: Any) -> bool:
+    """Whether ``param`` is an uninitialized parameter or buffer."""
+    return isinstance(param, UninitializedTensorMixin)
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A Parameter of a lazy module before its first forward (``LazyLinear.weight``)."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> Any:
+        import ember
+        t = ember.empty(0, device=device, dtype=dtype).as_subclass(cls)
+        t.requires_grad_(requires_grad)
+        return t
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        if id(self) in memo:
+            return memo[id(self)]
+        r = type(self)(self.requires_grad, self._device, self.dtype)
+        memo[id(self)] = r
+        return r
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer of a lazy module before its first forward (``LazyBatchNorm1d.running_mean``)."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None,
+                persistent: bool = True) -> Any:
+        import ember
+        t = ember.empty(0, device=device, dtype=dtype).as_subclass(cls)
+        t.__dict__["persistent"] = persistent
+        return t
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        if id(self) in memo:
+            return memo[id(self)]
+        r = type(self)(False, self._device, self.dtype)
+        memo[id(self)] = r
+        return r

@@ -30,7 +30,22 @@ def reshape(self: Any, shape: Any) -> Any:
     return aten._contiguous_copy(self).view(shape)
 
 
+# the dim orders of channels-last layouts: channels innermost in memory
+_CHANNELS_LAST = {"channels_last": (4, (0, 2, 3, 1), (0, 3, 1, 2)),
+                  "channels_last_3d": (5, (0, 2, 3, 4, 1), (0, 4, 1, 2, 3))}
+
+
 def contiguous(self: Any, memory_format: Any = None) -> Any:
+    """``self`` if already laid out in ``memory_format``, else a copy that is: row-major by default; with the
+    channels innermost for ``channels_last`` (4-D) and ``channels_last_3d`` (5-D)."""
+    cl = _CHANNELS_LAST.get(getattr(memory_format, "name", ""))
+    if cl is not None:
+        ndim, to_last, back = cl
+        if self.dim() != ndim:
+            raise RuntimeError(f"required rank {ndim} tensor to use {memory_format.name} format")
+        if self.is_contiguous(memory_format=memory_format):
+            return self
+        return aten._contiguous_copy(self.permute(to_last)).permute(back)
     if self.is_contiguous():
         return self
     return aten._contiguous_copy(self)

@@ -6,12 +6,13 @@ from ember.nn.modules.conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, Conv
                                    ConvTranspose3d)
 from ember.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,  # noqa: F401
                                       AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d,
-                                      AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, MaxPool1d, MaxPool2d, MaxPool3d,
-                                      MaxUnpool1d, MaxUnpool2d, MaxUnpool3d)
+                                      AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d, MaxPool1d, MaxPool2d,
+                                      MaxPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d)
 from ember.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 from ember.nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from ember.nn.modules.normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: F401
-from ember.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
+from ember.nn.modules.dropout import (AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d,  # noqa: F401
+                                      FeatureAlphaDropout)
 from ember.nn.modules.sparse import Embedding, EmbeddingBag  # noqa: F401
 from ember.nn.modules.activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid,  # noqa: F401
                                          Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU,
@@ -35,6 +36,11 @@ from ember.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, Upsampli
 from ember.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from ember.nn.modules.transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                                           TransformerEncoder, TransformerEncoderLayer)
+from ember.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
+from ember.nn.modules.lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: F401
+                                   LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
+                                   LazyConvTranspose3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d,
+                                   LazyLinear, LazyModuleMixin)
 
 # Export the classes only: the submodules (``utils``, ``linear``, ...) must not shadow ``ember.nn.utils``.
 __all__ = [_name for _name, _obj in list(globals().items()) if isinstance(_obj, type)]

@@ -48,3 +48,11 @@ class Dropout3d(_DropoutNd):
 class AlphaDropout(_DropoutNd):
     def forward(self, input: Tensor) -> Any:  # noqa: A002
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels (a channel is set to SELU's negative saturation value, then the result is
+    scaled and shifted to keep the mean and variance)."""
+
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -160,7 +160,7 @@ class _LPPoolNd(Module):
             **self.__dict__)
 
     def forward(self, input: Tensor) -> Any:  # noqa: A002
-        fn = F.lp_pool1d if self._nd == 1 else F.lp_pool2d
+        fn = {1: F.lp_pool1d, 2: F.lp_pool2d, 3: F.lp_pool3d}[self._nd]
         return fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
@@ -170,6 +170,10 @@ class LPPool1d(_LPPoolNd):
 
 class LPPool2d(_LPPoolNd):
     _nd = 2
+
+
+class LPPool3d(_LPPoolNd):
+    _nd = 3
 
 
 class _MaxUnpoolNd(Module):

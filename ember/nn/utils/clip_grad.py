@@ -38,14 +38,23 @@ def clip_grad_norm_(parameters: Any, max_norm: Any, norm_type: float = 2.0,
     parameters = list(parameters)
     grads = _grads(parameters)
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+    return total_norm
+
+
+def clip_grads_with_norm_(parameters: Any, max_norm: Any, total_norm: Any, foreach: Any = None) -> None:
+    """Scale the gradients in place by ``max_norm / (total_norm + 1e-6)``, clamped to 1: the second half of
+    ``clip_grad_norm_``, for a ``total_norm`` computed elsewhere (``get_total_norm``)."""
+    if isinstance(parameters, ember.Tensor):
+        parameters = [parameters]
+    grads = _grads(list(parameters))
     if not grads:
-        return total_norm
+        return
     clip_coef = float(max_norm) / (total_norm + 1e-6)
     clip_coef_clamped = clip_coef.clamp(max=1.0)
     with ember.no_grad():
         for g in grads:
             g.mul_(clip_coef_clamped.to(g.dtype))
-    return total_norm
 
 
 def clip_grad_norm(parameters: Any, max_norm: Any, norm_type: float = 2.0,
