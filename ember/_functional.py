@@ -5,9 +5,9 @@ from ember._generated import functions as _F
 from ember._generated.ops import _unique2, unique_dim
 
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
-           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach", "detach_", "as_strided_",
-           "resize_as_", "is_conj", "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device", "resolve_conj",
-           "resolve_neg"]
+           "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach", "detach_", "selu", "selu_",
+           "as_strided_", "resize_as_", "is_conj", "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device",
+           "resolve_conj", "resolve_neg"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -136,6 +136,16 @@ def conj(input):  # noqa: A002
 
 def detach(input):  # noqa: A002
     return input.detach()
+
+
+def selu(input):  # noqa: A002
+    from ember.nn import functional as F
+    return F.selu(input)
+
+
+def selu_(input):  # noqa: A002
+    from ember.nn import functional as F
+    return F.selu(input, inplace=True)
 
 
 def detach_(input):  # noqa: A002

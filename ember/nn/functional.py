@@ -116,6 +116,23 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  #
     return aten.celu_(input, alpha) if inplace else aten.celu(input, alpha)
 
 
+# the in-place activations nn.functional also offers by name (``torch.celu_`` ...)
+def selu_(input: Tensor) -> Tensor:  # noqa: A002
+    return selu(input, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002
+    return aten.celu_(input, alpha)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:  # noqa: A002
+    return aten.threshold_(input, threshold, value)
+
+
+def rrelu_(input: Tensor, lower: Any = 1.0 / 8, upper: Any = 1.0 / 3, training: bool = False) -> Tensor:  # noqa: A002
+    return aten.rrelu_(input, lower, upper, training)
+
+
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:  # noqa: A002
     return aten.leaky_relu_(input, negative_slope) if inplace else aten.leaky_relu(input, negative_slope)
 

@@ -87,3 +87,29 @@ def test_adaptive_log_softmax_matches_pytorch():
             L.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [10, 4])
     for a, b in zip(*res):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_sync_batchnorm_data_parallel_grad_and_deprecated_names_match_pytorch():
+    x = np.random.default_rng(0).standard_normal((4, 3, 5)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((4, 2, 3, 3)).astype(np.float32)
+    go = np.random.default_rng(2).standard_normal((1, 4, 3, 3)).astype(np.float32)
+    xi = np.random.default_rng(3).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    res = []
+    for L in (torch, ember):
+        m = L.nn.SyncBatchNorm(3)
+        y = m(L.tensor(x))
+        net = L.nn.Sequential(L.nn.Conv2d(2, 3, 1), L.nn.BatchNorm2d(3))
+        conv = L.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+        assert type(conv[1]).__name__ == "SyncBatchNorm" and conv[1].weight is net[1].weight
+        dp = L.nn.DataParallel(L.nn.Linear(2, 3))
+        assert list(dp.state_dict()) == ["module.weight", "module.bias"] and dp.device_ids == []
+        gi = L.nn.grad.conv2d_input((1, 2, 5, 5), L.tensor(w), L.tensor(go), padding=1, stride=2)
+        gw = L.nn.grad.conv2d_weight(L.tensor(xi), (4, 2, 3, 3), L.tensor(go), padding=1, stride=2)
+        with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
+            loss = L.nn.NLLLoss2d()(L.log_softmax(L.ones(2, 3, 2, 2), 1), L.zeros(2, 2, 2, dtype=L.long))
+        assert L.nn.factory_kwargs({"device": "cpu", "factory_kwargs": {"dtype": L.float64}}) == \
+            {"dtype": L.float64, "device": "cpu"}
+        res.append([y.detach().numpy(), m.running_var.numpy(), gi.numpy(), gw.numpy(), loss.numpy(),
+                    L.nn.functional.selu_(L.tensor([-1.0, 0.5])).numpy()])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)

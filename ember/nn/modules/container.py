@@ -36,6 +36,18 @@ def _parameters_repr(items) -> str:
     return "\n".join(child_lines)
 
 
+class Container(Module):
+    """Deprecated: a Module whose constructor keyword arguments become its children."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__()
+        import warnings
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now implemented in `nn.Module`. "
+                      "Subclass that instead.", FutureWarning, stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)
+
+
 class Sequential(Module):
     """Modules run in the order they were passed (positional or as an OrderedDict)."""
 

@@ -1,6 +1,8 @@
 """Loss modules (mirrors ``torch/nn/modules/loss.py``)."""
 from __future__ import annotations
 
+import warnings
+
 from typing import Any, TYPE_CHECKING
 
 from ember.nn import functional as F
@@ -45,6 +47,18 @@ class NLLLoss(_WeightedLoss):
 
     def forward(self, input: Tensor, target: Tensor) -> Any:  # noqa: A002
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+
+class NLLLoss2d(NLLLoss):
+    """Deprecated: ``NLLLoss`` (which takes inputs of any number of dims)."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, ignore_index: Any = -100,
+                 reduce: Any = None, reduction: str = 'mean') -> None:
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
+                      "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.", FutureWarning,
+                      stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):
