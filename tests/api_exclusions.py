@@ -186,14 +186,11 @@ EXCLUDED: dict[str, dict[str, str]] = {
     'issue 15 item 4': {
         'nn.functional': """
             BroadcastingList1 BroadcastingList2 BroadcastingList3 Tensor assert_int_or_pair boolean_dispatch
-            conv_tbc fractional_max_pool2d fractional_max_pool2d_with_indices fractional_max_pool3d
-            fractional_max_pool3d_with_indices grad grouped_mm handle_torch_function has_torch_function
-            has_torch_function_unary has_torch_function_variadic linear_cross_entropy pdist scaled_grouped_mm
-            scaled_mm
+            conv_tbc grad grouped_mm handle_torch_function has_torch_function has_torch_function_unary
+            has_torch_function_variadic linear_cross_entropy pdist scaled_grouped_mm scaled_mm
         """,
         'nn': """
-            CrossMapLRN2d FractionalMaxPool2d FractionalMaxPool3d LinearCrossEntropyLoss
-            LinearCrossEntropyOptions
+            CrossMapLRN2d LinearCrossEntropyLoss LinearCrossEntropyOptions
         """,
         'nn.utils': """
         """,

@@ -1414,6 +1414,21 @@ add(OpInfo("diagonal_scatter", lambda d, r: [Sample((arr(r, (3, 3), d), arr(r, (
                                              Sample((arr(r, (2, 3, 4), d), arr(r, (4, 2), d)), dict(dim1=0, dim2=1))],
            dtypes=FLOATS + INTS))
 
+# fractional max pooling, with the random window placement given (the default draws it with rand: test_random)
+add(OpInfo("fractional_max_pool2d", lambda d, r: [
+    Sample((arr(r, (2, 3, 7, 8), d), (3, 2)), dict(output_size=(4, 5), _random_samples=r.random((2, 3, 2)).astype(d))),
+    Sample((arr(r, (3, 7, 8), d), 2), dict(output_size=3, _random_samples=r.random((1, 3, 2)).astype(d),
+                                          return_indices=True)),
+    Sample((arr(r, (1, 2, 4, 5), d), 2), dict(output_size=(2, 3), _random_samples=r.random((1, 2, 2)).astype(d)))],
+    method=False, torch_name="nn.functional.fractional_max_pool2d",
+    errors=lambda: [_err((np.ones((1, 1, 4, 4)), 3), dict(output_size=3, _random_samples=np.full((1, 1, 2), 0.5)),
+                         RuntimeError, "fractional_max_pool2d\\(\\): pool height 3 too large relative to input height 4")]))
+add(OpInfo("fractional_max_pool3d", lambda d, r: [
+    Sample((arr(r, (2, 2, 5, 6, 4), d), (2, 3, 2)),
+           dict(output_size=(3, 2, 2), _random_samples=r.random((2, 2, 3)).astype(d))),
+    Sample((arr(r, (1, 1, 4, 3, 4), d), 2), dict(output_size=(2, 1, 2), _random_samples=r.random((1, 1, 3)).astype(d)))],
+    method=False, torch_name="nn.functional.fractional_max_pool3d"))
+
 # complex numbers and torch.fft
 add(*op_db_spectral.ops)
 

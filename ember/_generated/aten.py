@@ -6065,3 +6065,13 @@ _op_diagonal_scatter = _D.define('diagonal_scatter(Tensor self, Tensor src, int 
 
 def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
     return _op_diagonal_scatter.call(self._ks | src._ks, self, src, offset, dim1, dim2)
+
+_op_fractional_max_pool2d = _D.define('fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)')
+
+def fractional_max_pool2d(self, kernel_size, output_size, random_samples):
+    return _op_fractional_max_pool2d.call(self._ks | random_samples._ks, self, kernel_size, output_size, random_samples)
+
+_op_fractional_max_pool3d = _D.define('fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)')
+
+def fractional_max_pool3d(self, kernel_size, output_size, random_samples):
+    return _op_fractional_max_pool3d.call(self._ks | random_samples._ks, self, kernel_size, output_size, random_samples)

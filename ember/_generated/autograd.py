@@ -10460,6 +10460,66 @@ def _ag_diagonal_scatter_default(ks, self, src, offset, dim1, dim2):
     return result
 
 
+class FractionalMaxPool2DBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 2)
+        return grad_inputs
+
+
+def _ag_fractional_max_pool2d_default(ks, self, kernel_size, output_size, random_samples):
+    if _gm.enabled and (random_samples._rg):
+        _check_no_requires_grad(random_samples, 'random_samples', 'fractional_max_pool2d')
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_fractional_max_pool2d.redispatch(ks & _BELOW, self, kernel_size, output_size, random_samples)
+    _n = FractionalMaxPool2DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_fractional_max_pool2d.redispatch(ks & _BELOW, self, kernel_size, output_size, random_samples)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class FractionalMaxPool3DBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = max_pool_backward(grad, self, result[1], 3)
+        return grad_inputs
+
+
+def _ag_fractional_max_pool3d_default(ks, self, kernel_size, output_size, random_samples):
+    if _gm.enabled and (random_samples._rg):
+        _check_no_requires_grad(random_samples, 'random_samples', 'fractional_max_pool3d')
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_fractional_max_pool3d.redispatch(ks & _BELOW, self, kernel_size, output_size, random_samples)
+    _n = FractionalMaxPool3DBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_fractional_max_pool3d.redispatch(ks & _BELOW, self, kernel_size, output_size, random_samples)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -12488,6 +12548,8 @@ for _h, _k in (
     (aten._op_select_scatter, _ag_select_scatter_default),
     (aten._op_slice_scatter, _ag_slice_scatter_default),
     (aten._op_diagonal_scatter, _ag_diagonal_scatter_default),
+    (aten._op_fractional_max_pool2d, _ag_fractional_max_pool2d_default),
+    (aten._op_fractional_max_pool3d, _ag_fractional_max_pool3d_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_conj_physical_, _ag_conj_physical__default),
     (aten._op_neg_, _ag_neg__default),

@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'gelu', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'max_unpool2d', 'max_unpool3d', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'multi_margin_loss', 'multi_margin_loss_backward', 'multilabel_margin_loss', 'multilabel_margin_loss_backward', 'multilabel_margin_loss_forward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'one_hot', 'pad', 'reflection_pad1d', 'reflection_pad1d_backward', 'reflection_pad2d', 'reflection_pad2d_backward', 'reflection_pad3d', 'reflection_pad3d_backward', 'relu6', 'replication_pad1d', 'replication_pad1d_backward', 'replication_pad2d', 'replication_pad2d_backward', 'replication_pad3d', 'replication_pad3d_backward', 'rrelu_with_noise', 'rrelu_with_noise_', 'rrelu_with_noise_backward', 'scaled_dot_product_attention', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'soft_margin_loss', 'soft_margin_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
+__all__ = ['adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool2d', 'adaptive_max_pool3d', 'avg_pool2d', 'avg_pool2d_backward', 'avg_pool3d', 'avg_pool3d_backward', 'binary_cross_entropy', 'binary_cross_entropy_backward', 'col2im', 'cross_entropy_loss', 'elu', 'elu_', 'elu_backward', 'fractional_max_pool2d', 'fractional_max_pool3d', 'gelu', 'glu', 'glu_backward', 'hardsigmoid', 'hardsigmoid_', 'hardsigmoid_backward', 'hardswish', 'hardswish_', 'hardswish_backward', 'hardtanh', 'hardtanh_', 'hardtanh_backward', 'huber_loss', 'huber_loss_backward', 'im2col', 'l1_loss', 'leaky_relu', 'leaky_relu_', 'leaky_relu_backward', 'linear', 'log_sigmoid', 'log_sigmoid_backward', 'log_sigmoid_forward', 'max_pool2d_with_indices', 'max_pool3d_with_indices', 'max_unpool2d', 'max_unpool3d', 'mish', 'mish_', 'mish_backward', 'mse_loss', 'mse_loss_backward', 'multi_margin_loss', 'multi_margin_loss_backward', 'multilabel_margin_loss', 'multilabel_margin_loss_backward', 'multilabel_margin_loss_forward', 'nll_loss', 'nll_loss2d', 'nll_loss2d_backward', 'nll_loss2d_forward', 'nll_loss_backward', 'nll_loss_forward', 'nll_loss_nd', 'one_hot', 'pad', 'reflection_pad1d', 'reflection_pad1d_backward', 'reflection_pad2d', 'reflection_pad2d_backward', 'reflection_pad3d', 'reflection_pad3d_backward', 'relu6', 'replication_pad1d', 'replication_pad1d_backward', 'replication_pad2d', 'replication_pad2d_backward', 'replication_pad3d', 'replication_pad3d_backward', 'rrelu_with_noise', 'rrelu_with_noise_', 'rrelu_with_noise_backward', 'scaled_dot_product_attention', 'silu', 'silu_', 'silu_backward', 'smooth_l1_loss', 'smooth_l1_loss_backward', 'soft_margin_loss', 'soft_margin_loss_backward', 'softplus', 'softplus_backward', 'softshrink', 'softshrink_backward', 'upsample_bicubic2d', 'upsample_bicubic2d_backward', 'upsample_bilinear2d', 'upsample_bilinear2d_backward', 'upsample_linear1d', 'upsample_linear1d_backward', 'upsample_nearest1d', 'upsample_nearest1d_backward', 'upsample_nearest2d', 'upsample_nearest2d_backward', 'upsample_nearest3d', 'upsample_nearest3d_backward', 'upsample_trilinear3d', 'upsample_trilinear3d_backward']
 
 _sig_linear = _Signatures('linear', [
     (('input', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T?', False, True, None),),
@@ -2802,3 +2802,57 @@ def one_hot(*args, **kwargs):
 one_hot.__doc__ = 'one_hot(input: Tensor, num_classes: int = -1) -> Tensor'
 def _signature_one_hot(input, num_classes=-1): ...
 one_hot.__wrapped__ = _signature_one_hot
+
+
+_sig_fractional_max_pool2d = _Signatures('fractional_max_pool2d', [
+    (('input', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('output_size', 'int[2]', False, False, None), ('random_samples', 'T', False, False, None),),
+], method=False)
+
+def _bind_fractional_max_pool2d_0(input, kernel_size, output_size, random_samples):
+    return (input, kernel_size, output_size, random_samples)
+
+def fractional_max_pool2d(*args, **kwargs):
+    try:
+        _b = _bind_fractional_max_pool2d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, kernel_size, output_size, random_samples = _b
+        if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (output_size_ := _ints(output_size, True)) is not None and isinstance(random_samples, _Tensor):
+            return _A._op_fractional_max_pool2d.call(input._ks | random_samples._ks, input, kernel_size_, output_size_, random_samples)
+    _i, _a = _sig_fractional_max_pool2d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_fractional_max_pool2d.call(_a['input']._ks | _a['random_samples']._ks, _a['input'], _a['kernel_size'], _a['output_size'], _a['random_samples'])
+    raise AssertionError('unreachable')
+
+
+fractional_max_pool2d.__doc__ = 'fractional_max_pool2d(input: Tensor, kernel_size: List[int], output_size: List[int], random_samples: Tensor) -> (Tensor, Tensor)'
+def _signature_fractional_max_pool2d(input, kernel_size, output_size, random_samples): ...
+fractional_max_pool2d.__wrapped__ = _signature_fractional_max_pool2d
+
+
+_sig_fractional_max_pool3d = _Signatures('fractional_max_pool3d', [
+    (('input', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('output_size', 'int[3]', False, False, None), ('random_samples', 'T', False, False, None),),
+], method=False)
+
+def _bind_fractional_max_pool3d_0(input, kernel_size, output_size, random_samples):
+    return (input, kernel_size, output_size, random_samples)
+
+def fractional_max_pool3d(*args, **kwargs):
+    try:
+        _b = _bind_fractional_max_pool3d_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, kernel_size, output_size, random_samples = _b
+        if isinstance(input, _Tensor) and (kernel_size_ := _ints(kernel_size, True)) is not None and (output_size_ := _ints(output_size, True)) is not None and isinstance(random_samples, _Tensor):
+            return _A._op_fractional_max_pool3d.call(input._ks | random_samples._ks, input, kernel_size_, output_size_, random_samples)
+    _i, _a = _sig_fractional_max_pool3d.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_fractional_max_pool3d.call(_a['input']._ks | _a['random_samples']._ks, _a['input'], _a['kernel_size'], _a['output_size'], _a['random_samples'])
+    raise AssertionError('unreachable')
+
+
+fractional_max_pool3d.__doc__ = 'fractional_max_pool3d(input: Tensor, kernel_size: List[int], output_size: List[int], random_samples: Tensor) -> (Tensor, Tensor)'
+def _signature_fractional_max_pool3d(input, kernel_size, output_size, random_samples): ...
+fractional_max_pool3d.__wrapped__ = _signature_fractional_max_pool3d

@@ -2854,3 +2854,9 @@ slice_scatter = _P('slice_scatter', [
 diagonal_scatter = _P('diagonal_scatter', [
     _O(_A._op_diagonal_scatter, (('self', 'T', False, False, None), ('src', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1),), ['self', 'src', 'offset', 'dim1', 'dim2']),
 ])
+fractional_max_pool2d = _P('fractional_max_pool2d', [
+    _O(_A._op_fractional_max_pool2d, (('self', 'T', False, False, None), ('kernel_size', 'int[2]', False, False, None), ('output_size', 'int[2]', False, False, None), ('random_samples', 'T', False, False, None),), ['self', 'kernel_size', 'output_size', 'random_samples']),
+])
+fractional_max_pool3d = _P('fractional_max_pool3d', [
+    _O(_A._op_fractional_max_pool3d, (('self', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('output_size', 'int[3]', False, False, None), ('random_samples', 'T', False, False, None),), ['self', 'kernel_size', 'output_size', 'random_samples']),
+])

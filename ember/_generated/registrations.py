@@ -5872,6 +5872,24 @@ def _diagonal_scatter_default(ks, self, src, offset, dim1, dim2):
         _value_error(_e, K.diagonal_scatter, self, src)
 
 
+def _fractional_max_pool2d_default(ks, self, kernel_size, output_size, random_samples):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.fractional_max_pool2d(be.xp, self._data, kernel_size, output_size, random_samples._data)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.fractional_max_pool2d, self, random_samples)
+
+
+def _fractional_max_pool3d_default(ks, self, kernel_size, output_size, random_samples):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.fractional_max_pool3d(be.xp, self._data, kernel_size, output_size, random_samples._data)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.fractional_max_pool3d, self, random_samples)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -6609,6 +6627,8 @@ _BACKEND_KERNELS = (
     (_A._op_select_scatter, _select_scatter_default, ('CPU', 'CUDA', 'Meta'), K.select_scatter, (), 'new', None),
     (_A._op_slice_scatter, _slice_scatter_default, ('CPU', 'CUDA', 'Meta'), K.slice_scatter, (), 'new', None),
     (_A._op_diagonal_scatter, _diagonal_scatter_default, ('CPU', 'CUDA', 'Meta'), K.diagonal_scatter, (), 'new', None),
+    (_A._op_fractional_max_pool2d, _fractional_max_pool2d_default, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool2d, (), 'new', None),
+    (_A._op_fractional_max_pool3d, _fractional_max_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool3d, (), 'new', None),
 )
 
 # operator, key, composite function

@@ -385,6 +385,48 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
     return out if return_indices else out[0]
 
 
+def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any, output_ratio: Any,  # noqa: A002
+                         return_indices: bool, _random_samples: Any, nd: int) -> Any:
+    name = f"fractional_max_pool{nd}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if isinstance(output_ratio, (tuple, list)) and len(output_ratio) > nd:
+            raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple of Ints.")
+        ratio = _tuple(output_ratio, nd)
+        output_size = [int(input.size(d - nd) * ratio[d]) for d in range(nd)]
+    if _random_samples is None:
+        n_batch = 1 if input.dim() == nd + 1 else input.size(0)
+        _random_samples = ember.rand(n_batch, input.size(-nd - 1), nd, dtype=input.dtype, device=input.device)
+    fn = aten.fractional_max_pool2d if nd == 2 else aten.fractional_max_pool3d
+    out = fn(input, _tuple(kernel_size, nd), _tuple(output_size, nd), _random_samples)
+    return out if return_indices else out[0]
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None,  # noqa: A002
+                          output_ratio: Any = None, return_indices: bool = False, _random_samples: Any = None) -> Any:
+    """Max pooling over windows placed pseudo-randomly (one random draw per plane and dim, ``ember.rand`` unless
+    ``_random_samples`` is given), down to ``output_size`` or ``output_ratio`` of the input."""
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 2)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = None,  # noqa: A002
+                          output_ratio: Any = None, return_indices: bool = False, _random_samples: Any = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 3)
+
+
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,  # noqa: A002
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Any = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True, _random_samples, 2)
+
+
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,  # noqa: A002
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Any = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True, _random_samples, 3)
+
+
 adaptive_max_pool1d_with_indices = adaptive_max_pool1d
 adaptive_max_pool2d_with_indices = adaptive_max_pool2d
 adaptive_max_pool3d_with_indices = adaptive_max_pool3d

@@ -113,3 +113,23 @@ def test_sync_batchnorm_data_parallel_grad_and_deprecated_names_match_pytorch():
                     L.nn.functional.selu_(L.tensor([-1.0, 0.5])).numpy()])
     for a, b in zip(*res):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("nd,shape,kernel,out", [(2, (2, 3, 9, 11), (3, 2), (4, 5)),
+                                                 (3, (2, 2, 6, 7, 8), (2, 3, 2), (3, 2, 4))])
+def test_fractional_max_pool_modules_draw_and_pool_as_pytorch(nd, shape, kernel, out):
+    """The window placement comes from ``rand`` on the global generator: same seed, same windows."""
+    res = []
+    for L in (torch, ember):
+        L.manual_seed(0)
+        x = L.tensor(np.random.default_rng(0).standard_normal(shape), requires_grad=True)
+        cls = L.nn.FractionalMaxPool2d if nd == 2 else L.nn.FractionalMaxPool3d
+        y, i = cls(kernel, output_size=out, return_indices=True)(x)
+        (y * L.arange(float(y.numel())).view(y.shape)).sum().backward()
+        z = cls(2, output_ratio=0.5)(x.detach()[0])
+        res.append((y.detach().numpy(), i.numpy(), x.grad.numpy(), z.numpy(), y.grad_fn.name()))
+        with pytest.raises(ValueError, match="requires specifying either an output size, or a pooling ratio"):
+            cls(2)
+    assert res[0][4] == res[1][4]
+    for a, b in zip(res[0][:4], res[1][:4]):
+        np.testing.assert_array_equal(b, a)
