@@ -1429,12 +1429,60 @@ add(OpInfo("fractional_max_pool3d", lambda d, r: [
     Sample((arr(r, (1, 1, 4, 3, 4), d), 2), dict(output_size=(2, 1, 2), _random_samples=r.random((1, 1, 3)).astype(d)))],
     method=False, torch_name="nn.functional.fractional_max_pool3d"))
 
+# the rest of torch.linalg written in other ops
+def _near_identity(r, d, n, shape):
+    return (np.eye(n).reshape(shape) * 3 + r.uniform(-0.5, 0.5, shape)).astype(d)
+
+
+add(OpInfo("linalg.diagonal", lambda d, r: [Sample((arr(r, (2, 3, 4), d),)), Sample((arr(r, (3, 4), d),), dict(offset=1)),
+                                            Sample((arr(r, (2, 3, 4), d),), dict(dim1=0, dim2=2, offset=-1))],
+           method=False, torch_name="linalg.diagonal", dtypes=FLOATS + INTS))
+add(OpInfo("linalg.matmul", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (4, 5), d))),
+                                          Sample((arr(r, (2, 3, 4), d), arr(r, (4,), d)))],
+           method=False, torch_name="linalg.matmul"))
+add(OpInfo("linalg.vecdot", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3, 4), d))),
+                                          Sample((arr(r, (3, 4), d), arr(r, (4,), d))),
+                                          Sample((arr(r, (3, 4), d), arr(r, (3, 4), d)), dict(dim=0))],
+           method=False, torch_name="linalg.vecdot",
+           errors=lambda: [_err((np.ones(2, "float32"), np.ones(2)), {}, RuntimeError,
+                                "linalg.vecdot: Expected x and y to have the same dtype, but found x of type Float and "
+                                "y of type Double instead")]))
+add(OpInfo("linalg.multi_dot", lambda d, r: [
+    Sample(([arr(r, (3, 4), d), arr(r, (4, 5), d), arr(r, (5, 2), d)],)),
+    Sample(([arr(r, (3,), d), arr(r, (3, 4), d), arr(r, (4, 6), d), arr(r, (6,), d)],)),
+    Sample(([arr(r, (2, 6), d), arr(r, (6, 2), d)],))],
+    method=False, torch_name="linalg.multi_dot",
+    errors=lambda: [_err(([np.ones((2, 2))],), {}, RuntimeError, "multi_dot\\(\\): expected at least 2 tensors but got 1"),
+                    _err(([np.ones((2, 2)), np.ones(3)],), {}, RuntimeError,
+                         r"multi_dot\(\): tensors 0 and 1 with shapes \[2, 2\] and \[3\] cannot be multiplied")]))
+add(OpInfo("linalg.vander", lambda d, r: [Sample((arr(r, (4,), d),)), Sample((arr(r, (2, 3), d),), dict(N=5))],
+           method=False, torch_name="linalg.vander", dtypes=FLOATS + INTS,
+           errors=lambda: [_err((np.ones(3),), dict(N=1), RuntimeError, "N must be greater than 1."),
+                           _err((np.ones(3, bool),), {}, RuntimeError,
+                                "linalg.vander supports floating point, complex, and integer tensors, but got Bool")]))
+add(OpInfo("linalg.tensorinv", lambda d, r: [Sample((_near_identity(r, d, 4, (4, 2, 2)), 1)),
+                                             Sample((_near_identity(r, d, 6, (2, 3, 6)), 2))],
+           method=False, torch_name="linalg.tensorinv",
+           errors=lambda: [_err((np.ones((2, 3)), 1), {}, RuntimeError,
+                                r"prod\(self.shape\[ind:\]\) == prod\(self.shape\[:ind\]\), but got 3 != 2"),
+                           _err((np.ones((4, 2, 2)), 0), {}, RuntimeError,
+                                "Expected a strictly positive integer for 'ind', but got 0")]))
+add(OpInfo("linalg.tensorsolve", lambda d, r: [Sample((_near_identity(r, d, 6, (2, 3, 6)), arr(r, (2, 3), d))),
+                                               Sample((_near_identity(r, d, 6, (6, 2, 3)), arr(r, (2, 3), d)),
+                                                      dict(dims=(0,)))],
+           method=False, torch_name="linalg.tensorsolve"))
+add(OpInfo("linalg.matrix_rank", lambda d, r: [
+    Sample((arr(r, (3, 4), d),)), Sample((np.ones((3, 3), d),)), Sample((np.eye(3, dtype=d),), dict(atol=1.0, rtol=0.0)),
+    Sample((np.eye(3, dtype=d) * 2,), dict(hermitian=True)), Sample((arr(r, (2, 4, 3), d), 0.5)),
+    Sample((arr(r, (2, 4, 3), d),), dict(atol=np.array([0.5, 4.0], d)))],
+    method=False, torch_name="linalg.matrix_rank", supports_autograd=False))
+
 # complex numbers and torch.fft
 add(*op_db_spectral.ops)
 
 # ------------------------------------------------------------------------------ autograd support
 # no differentiable output: indices, masks, counts, comparisons, histograms
-NO_AUTOGRAD = {"all", "any", "argmax", "argmin", "argsort", "argwhere", "bucketize", "count_nonzero", "eq", "ne", "lt",
+NO_AUTOGRAD = {"linalg.matrix_rank", "all", "any", "argmax", "argmin", "argsort", "argwhere", "bucketize", "count_nonzero", "eq", "ne", "lt",
                "le", "gt", "ge", "histc", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "signbit", "logical_and",
                "logical_not", "logical_or", "logical_xor", "nonzero", "searchsorted",
                # no derivative in PyTorch either: backward raises "derivative for aten::floor_divide is not

@@ -6075,3 +6075,58 @@ _op_fractional_max_pool3d = _D.define('fractional_max_pool3d(Tensor self, int[3]
 
 def fractional_max_pool3d(self, kernel_size, output_size, random_samples):
     return _op_fractional_max_pool3d.call(self._ks | random_samples._ks, self, kernel_size, output_size, random_samples)
+
+_op_linalg_diagonal = _D.define('linalg_diagonal(Tensor(a) A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor(a)')
+
+def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    return _op_linalg_diagonal.call(A._ks, A, offset, dim1, dim2)
+
+_op_linalg_matmul = _D.define('linalg_matmul(Tensor self, Tensor other) -> Tensor')
+
+def linalg_matmul(self, other):
+    return _op_linalg_matmul.call(self._ks | other._ks, self, other)
+
+_op_linalg_vecdot = _D.define('linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor')
+
+def linalg_vecdot(x, y, *, dim=-1):
+    return _op_linalg_vecdot.call(x._ks | y._ks, x, y, dim)
+
+_op_linalg_multi_dot = _D.define('linalg_multi_dot(Tensor[] tensors) -> Tensor')
+
+def linalg_multi_dot(tensors):
+    return _op_linalg_multi_dot.call(_ks_list(tensors), tensors)
+
+_op_linalg_vander = _D.define('linalg_vander(Tensor x, *, SymInt? N=None) -> Tensor')
+
+def linalg_vander(x, *, N=None):
+    return _op_linalg_vander.call(x._ks, x, N)
+
+_op_linalg_tensorinv = _D.define('linalg_tensorinv(Tensor self, int ind=2) -> Tensor')
+
+def linalg_tensorinv(self, ind=2):
+    return _op_linalg_tensorinv.call(self._ks, self, ind)
+
+_op_linalg_tensorsolve = _D.define('linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor')
+
+def linalg_tensorsolve(self, other, dims=None):
+    return _op_linalg_tensorsolve.call(self._ks | other._ks, self, other, dims)
+
+_op_linalg_matrix_rank_atol_rtol_tensor = _D.define('linalg_matrix_rank.atol_rtol_tensor(Tensor input, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor')
+
+def linalg_matrix_rank_atol_rtol_tensor(input, *, atol=None, rtol=None, hermitian=False):
+    return _op_linalg_matrix_rank_atol_rtol_tensor.call(input._ks | _ks_opt(atol) | _ks_opt(rtol), input, atol, rtol, hermitian)
+
+_op_linalg_matrix_rank_atol_rtol_float = _D.define('linalg_matrix_rank.atol_rtol_float(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor')
+
+def linalg_matrix_rank_atol_rtol_float(self, *, atol=None, rtol=None, hermitian=False):
+    return _op_linalg_matrix_rank_atol_rtol_float.call(self._ks, self, atol, rtol, hermitian)
+
+_op_linalg_matrix_rank = _D.define('linalg_matrix_rank(Tensor self, float tol, bool hermitian=False) -> Tensor')
+
+def linalg_matrix_rank(self, tol, hermitian=False):
+    return _op_linalg_matrix_rank.call(self._ks, self, tol, hermitian)
+
+_op_linalg_matrix_rank_tol_tensor = _D.define('linalg_matrix_rank.tol_tensor(Tensor input, Tensor tol, bool hermitian=False) -> Tensor')
+
+def linalg_matrix_rank_tol_tensor(input, tol, hermitian=False):
+    return _op_linalg_matrix_rank_tol_tensor.call(input._ks | tol._ks, input, tol, hermitian)

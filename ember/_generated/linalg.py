@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['cholesky', 'cross', 'det', 'eigh', 'eigvalsh', 'inv', 'lstsq', 'matrix_norm', 'matrix_power', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'svd', 'svdvals', 'vector_norm']
+__all__ = ['cholesky', 'cross', 'det', 'diagonal', 'eigh', 'eigvalsh', 'inv', 'lstsq', 'matmul', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
 
 _sig_inv = _Signatures('inv', [
     (('A', 'T', False, False, None),),
@@ -497,3 +497,248 @@ def norm(*args, **kwargs):
 
 
 norm.__doc__ = 'norm(input: Tensor, ord: Optional[Number] = None, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor\nnorm(input: Tensor, ord: str, dim: Optional[List[int]] = None, keepdim: bool = False, *, dtype: Optional[dtype] = None) -> Tensor'
+
+
+_sig_diagonal = _Signatures('diagonal', [
+    (('A', 'T', False, False, None), ('offset', 'int', True, True, 0), ('dim1', 'int', True, True, -2), ('dim2', 'int', True, True, -1),),
+], method=False)
+
+def _bind_diagonal_0(A, *, offset=0, dim1=-2, dim2=-1):
+    return (A, offset, dim1, dim2)
+
+def diagonal(*args, **kwargs):
+    try:
+        _b = _bind_diagonal_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, offset, dim1, dim2 = _b
+        if isinstance(A, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
+            return _A._op_linalg_diagonal.call(A._ks, A, offset, dim1, dim2)
+    _i, _a = _sig_diagonal.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_diagonal.call(_a['A']._ks, _a['A'], _a['offset'], _a['dim1'], _a['dim2'])
+    raise AssertionError('unreachable')
+
+
+diagonal.__doc__ = 'diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor'
+def _signature_diagonal(A, *, offset=0, dim1=-2, dim2=-1): ...
+diagonal.__wrapped__ = _signature_diagonal
+
+
+_sig_matmul = _Signatures('matmul', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _bind_matmul_0(input, other):
+    return (input, other)
+
+def matmul(*args, **kwargs):
+    try:
+        _b = _bind_matmul_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_linalg_matmul.call(input._ks | other._ks, input, other)
+    _i, _a = _sig_matmul.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_matmul.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+matmul.__doc__ = 'matmul(input: Tensor, other: Tensor) -> Tensor'
+def _signature_matmul(input, other): ...
+matmul.__wrapped__ = _signature_matmul
+
+
+_sig_vecdot = _Signatures('vecdot', [
+    (('x', 'T', False, False, None), ('y', 'T', False, False, None), ('dim', 'int', True, True, -1),),
+], method=False)
+
+def _bind_vecdot_0(x, y, *, dim=-1):
+    return (x, y, dim)
+
+def vecdot(*args, **kwargs):
+    try:
+        _b = _bind_vecdot_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, y, dim = _b
+        if isinstance(x, _Tensor) and isinstance(y, _Tensor) and type(dim) is int:
+            return _A._op_linalg_vecdot.call(x._ks | y._ks, x, y, dim)
+    _i, _a = _sig_vecdot.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_vecdot.call(_a['x']._ks | _a['y']._ks, _a['x'], _a['y'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+vecdot.__doc__ = 'vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor'
+def _signature_vecdot(x, y, *, dim=-1): ...
+vecdot.__wrapped__ = _signature_vecdot
+
+
+_sig_multi_dot = _Signatures('multi_dot', [
+    (('tensors', 'T[]', False, False, None),),
+], method=False)
+
+def multi_dot(*args, **kwargs):
+    _i, _a = _sig_multi_dot.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_multi_dot.call(_ks_list(_a['tensors']), _a['tensors'])
+    raise AssertionError('unreachable')
+
+
+multi_dot.__doc__ = 'multi_dot(tensors: List[Tensor]) -> Tensor'
+def _signature_multi_dot(tensors): ...
+multi_dot.__wrapped__ = _signature_multi_dot
+
+
+_sig_vander = _Signatures('vander', [
+    (('x', 'T', False, False, None), ('N', 'int?', True, True, None),),
+], method=False)
+
+def _bind_vander_0(x, *, N=None):
+    return (x, N)
+
+def vander(*args, **kwargs):
+    try:
+        _b = _bind_vander_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, N = _b
+        if isinstance(x, _Tensor) and (N is None or type(N) is int):
+            return _A._op_linalg_vander.call(x._ks, x, N)
+    _i, _a = _sig_vander.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_vander.call(_a['x']._ks, _a['x'], _a['N'])
+    raise AssertionError('unreachable')
+
+
+vander.__doc__ = 'vander(x: Tensor, *, N: Optional[int] = None) -> Tensor'
+def _signature_vander(x, *, N=None): ...
+vander.__wrapped__ = _signature_vander
+
+
+_sig_tensorinv = _Signatures('tensorinv', [
+    (('input', 'T', False, False, None), ('ind', 'int', False, True, 2),),
+], method=False)
+
+def _bind_tensorinv_0(input, ind=2):
+    return (input, ind)
+
+def tensorinv(*args, **kwargs):
+    try:
+        _b = _bind_tensorinv_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, ind = _b
+        if isinstance(input, _Tensor) and type(ind) is int:
+            return _A._op_linalg_tensorinv.call(input._ks, input, ind)
+    _i, _a = _sig_tensorinv.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_tensorinv.call(_a['input']._ks, _a['input'], _a['ind'])
+    raise AssertionError('unreachable')
+
+
+tensorinv.__doc__ = 'tensorinv(input: Tensor, ind: int = 2) -> Tensor'
+def _signature_tensorinv(input, ind=2): ...
+tensorinv.__wrapped__ = _signature_tensorinv
+
+
+_sig_tensorsolve = _Signatures('tensorsolve', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('dims', 'int[]?', False, True, None),),
+], method=False)
+
+def _bind_tensorsolve_0(input, other, dims=None):
+    return (input, other, dims)
+
+def tensorsolve(*args, **kwargs):
+    try:
+        _b = _bind_tensorsolve_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, dims = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor) and (dims is None or (dims_ := _ints(dims, False)) is not None):
+            return _A._op_linalg_tensorsolve.call(input._ks | other._ks, input, other, (None if dims is None else dims_))
+    _i, _a = _sig_tensorsolve.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_tensorsolve.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['dims'])
+    raise AssertionError('unreachable')
+
+
+tensorsolve.__doc__ = 'tensorsolve(input: Tensor, other: Tensor, dims: Optional[List[int]] = None) -> Tensor'
+def _signature_tensorsolve(input, other, dims=None): ...
+tensorsolve.__wrapped__ = _signature_tensorsolve
+
+
+_sig_matrix_rank = _Signatures('matrix_rank', [
+    (('input', 'T', False, False, None), ('atol', 'T?', True, True, None), ('rtol', 'T?', True, True, None), ('hermitian', 'bool', True, True, False),),
+    (('input', 'T', False, False, None), ('atol', 'float?', True, True, None), ('rtol', 'float?', True, True, None), ('hermitian', 'bool', True, True, False),),
+    (('input', 'T', False, False, None), ('tol', 'float', False, False, None), ('hermitian', 'bool', False, True, False),),
+    (('input', 'T', False, False, None), ('tol', 'T', False, False, None), ('hermitian', 'bool', False, True, False),),
+], method=False)
+
+def _bind_matrix_rank_0(input, *, atol=None, rtol=None, hermitian=False):
+    return (input, atol, rtol, hermitian)
+
+def _bind_matrix_rank_1(input, *, atol=None, rtol=None, hermitian=False):
+    return (input, atol, rtol, hermitian)
+
+def _bind_matrix_rank_2(input, tol, hermitian=False):
+    return (input, tol, hermitian)
+
+def _bind_matrix_rank_3(input, tol, hermitian=False):
+    return (input, tol, hermitian)
+
+def matrix_rank(*args, **kwargs):
+    try:
+        _b = _bind_matrix_rank_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, atol, rtol, hermitian = _b
+        if isinstance(input, _Tensor) and (atol is None or isinstance(atol, _Tensor)) and (rtol is None or isinstance(rtol, _Tensor)) and type(hermitian) is bool:
+            return _A._op_linalg_matrix_rank_atol_rtol_tensor.call(input._ks | _ks_opt(atol) | _ks_opt(rtol), input, atol, rtol, hermitian)
+    try:
+        _b = _bind_matrix_rank_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, atol, rtol, hermitian = _b
+        if isinstance(input, _Tensor) and (atol is None or type(atol) is float) and (rtol is None or type(rtol) is float) and type(hermitian) is bool:
+            return _A._op_linalg_matrix_rank_atol_rtol_float.call(input._ks, input, atol, rtol, hermitian)
+    try:
+        _b = _bind_matrix_rank_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, tol, hermitian = _b
+        if isinstance(input, _Tensor) and type(tol) is float and type(hermitian) is bool:
+            return _A._op_linalg_matrix_rank.call(input._ks, input, tol, hermitian)
+    try:
+        _b = _bind_matrix_rank_3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, tol, hermitian = _b
+        if isinstance(input, _Tensor) and isinstance(tol, _Tensor) and type(hermitian) is bool:
+            return _A._op_linalg_matrix_rank_tol_tensor.call(input._ks | tol._ks, input, tol, hermitian)
+    _i, _a = _sig_matrix_rank.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_matrix_rank_atol_rtol_tensor.call(_a['input']._ks | _ks_opt(_a['atol']) | _ks_opt(_a['rtol']), _a['input'], _a['atol'], _a['rtol'], _a['hermitian'])
+    elif _i == 1:
+        return _A._op_linalg_matrix_rank_atol_rtol_float.call(_a['input']._ks, _a['input'], _a['atol'], _a['rtol'], _a['hermitian'])
+    elif _i == 2:
+        return _A._op_linalg_matrix_rank.call(_a['input']._ks, _a['input'], _a['tol'], _a['hermitian'])
+    elif _i == 3:
+        return _A._op_linalg_matrix_rank_tol_tensor.call(_a['input']._ks | _a['tol']._ks, _a['input'], _a['tol'], _a['hermitian'])
+    raise AssertionError('unreachable')
+
+
+matrix_rank.__doc__ = 'matrix_rank(input: Tensor, *, atol: Optional[Tensor] = None, rtol: Optional[Tensor] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: float, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: Tensor, hermitian: bool = False) -> Tensor'

@@ -2860,3 +2860,30 @@ fractional_max_pool2d = _P('fractional_max_pool2d', [
 fractional_max_pool3d = _P('fractional_max_pool3d', [
     _O(_A._op_fractional_max_pool3d, (('self', 'T', False, False, None), ('kernel_size', 'int[3]', False, False, None), ('output_size', 'int[3]', False, False, None), ('random_samples', 'T', False, False, None),), ['self', 'kernel_size', 'output_size', 'random_samples']),
 ])
+linalg_diagonal = _P('linalg_diagonal', [
+    _O(_A._op_linalg_diagonal, (('A', 'T', False, False, None), ('offset', 'int', True, True, 0), ('dim1', 'int', True, True, -2), ('dim2', 'int', True, True, -1),), ['A', 'offset', 'dim1', 'dim2']),
+])
+linalg_matmul = _P('linalg_matmul', [
+    _O(_A._op_linalg_matmul, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+linalg_vecdot = _P('linalg_vecdot', [
+    _O(_A._op_linalg_vecdot, (('x', 'T', False, False, None), ('y', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['x', 'y', 'dim']),
+])
+linalg_multi_dot = _P('linalg_multi_dot', [
+    _O(_A._op_linalg_multi_dot, (('tensors', 'T[]', False, False, None),), ['tensors']),
+])
+linalg_vander = _P('linalg_vander', [
+    _O(_A._op_linalg_vander, (('x', 'T', False, False, None), ('N', 'int?', True, True, None),), ['x', 'N']),
+])
+linalg_tensorinv = _P('linalg_tensorinv', [
+    _O(_A._op_linalg_tensorinv, (('self', 'T', False, False, None), ('ind', 'int', False, True, 2),), ['self', 'ind']),
+])
+linalg_tensorsolve = _P('linalg_tensorsolve', [
+    _O(_A._op_linalg_tensorsolve, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('dims', 'int[]?', False, True, None),), ['self', 'other', 'dims']),
+])
+linalg_matrix_rank = _P('linalg_matrix_rank', [
+    _O(_A._op_linalg_matrix_rank_atol_rtol_tensor, (('input', 'T', False, False, None), ('atol', 'T?', True, True, None), ('rtol', 'T?', True, True, None), ('hermitian', 'bool', True, True, False),), ['input', 'atol', 'rtol', 'hermitian']),
+    _O(_A._op_linalg_matrix_rank_atol_rtol_float, (('self', 'T', False, False, None), ('atol', 'float?', True, True, None), ('rtol', 'float?', True, True, None), ('hermitian', 'bool', True, True, False),), ['self', 'atol', 'rtol', 'hermitian']),
+    _O(_A._op_linalg_matrix_rank, (('self', 'T', False, False, None), ('tol', 'float', False, False, None), ('hermitian', 'bool', False, True, False),), ['self', 'tol', 'hermitian']),
+    _O(_A._op_linalg_matrix_rank_tol_tensor, (('input', 'T', False, False, None), ('tol', 'T', False, False, None), ('hermitian', 'bool', False, True, False),), ['input', 'tol', 'hermitian']),
+])

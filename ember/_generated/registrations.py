@@ -7109,6 +7109,17 @@ _COMPOSITE_KERNELS = (
     (_A._op_stft_center, 'CompositeImplicitAutograd', C.stft_center),
     (_A._op_stft, 'CompositeImplicitAutograd', C.stft),
     (_A._op_istft, 'CompositeImplicitAutograd', C.istft),
+    (_A._op_linalg_diagonal, 'CompositeImplicitAutograd', C.linalg_diagonal),
+    (_A._op_linalg_matmul, 'CompositeImplicitAutograd', C.linalg_matmul),
+    (_A._op_linalg_vecdot, 'CompositeImplicitAutograd', C.linalg_vecdot),
+    (_A._op_linalg_multi_dot, 'CompositeImplicitAutograd', C.linalg_multi_dot),
+    (_A._op_linalg_vander, 'CompositeImplicitAutograd', C.linalg_vander),
+    (_A._op_linalg_tensorinv, 'CompositeImplicitAutograd', C.linalg_tensorinv),
+    (_A._op_linalg_tensorsolve, 'CompositeImplicitAutograd', C.linalg_tensorsolve),
+    (_A._op_linalg_matrix_rank_atol_rtol_tensor, 'CompositeImplicitAutograd', C.linalg_matrix_rank_atol_rtol_tensor),
+    (_A._op_linalg_matrix_rank_atol_rtol_float, 'CompositeImplicitAutograd', C.linalg_matrix_rank_atol_rtol_float),
+    (_A._op_linalg_matrix_rank, 'CompositeImplicitAutograd', C.linalg_matrix_rank),
+    (_A._op_linalg_matrix_rank_tol_tensor, 'CompositeImplicitAutograd', C.linalg_matrix_rank_tol_tensor),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

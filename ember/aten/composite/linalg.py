@@ -62,3 +62,164 @@ def matmul(self: Any, other: Any) -> Any:
     if db == 1:
         out = out.squeeze(-1)
     return out
+
+
+# ---- the rest of torch.linalg that is written in other ops (LinearAlgebra.cpp, BatchLinearAlgebra.cpp)
+def linalg_diagonal(A: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+    return aten.diagonal(A, offset, dim1, dim2)
+
+
+def linalg_matmul(self: Any, other: Any) -> Any:
+    return aten.matmul(self, other)
+
+
+def linalg_vecdot(x: Any, y: Any, dim: int = -1) -> Any:
+    """``sum(conj(x) * y, dim)``."""
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{_type_name(x.dtype)} and y of type {_type_name(y.dtype)} instead")
+    return (x.conj() * y).sum(dim)
+
+
+def _chain_order(dims: list[int]) -> list[list[int]]:
+    """The cheapest parenthesization of a matrix chain (the textbook dynamic programme PyTorch uses): ``split[i][j]``
+    is where to split the product of matrices i..j."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = -1
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] == -1 or q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+def linalg_multi_dot(tensors: Any) -> Any:
+    """The product of a chain of matrices (the first may be a row vector, the last a column vector), multiplied
+    in the order that costs the fewest multiplications."""
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    first, last = tensors[0], tensors[-1]
+    if first.dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first.dim()}D")
+    if last.dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last.dim()}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        if t.dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
+    mats = [first.unsqueeze(0) if first.dim() == 1 else first] + list(tensors[1:-1]) + \
+        [last.unsqueeze(-1) if last.dim() == 1 else last]
+    for i in range(n - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {_shape(tensors[i])} and "
+                               f"{_shape(tensors[i + 1])} cannot be multiplied")
+    if n == 2:
+        out = mats[0].mm(mats[1])
+    else:
+        split = _chain_order([m.shape[0] for m in mats] + [mats[-1].shape[1]])
+
+        def product(i: int, j: int) -> Any:
+            if i == j:
+                return mats[i]
+            k = split[i][j]
+            return product(i, k).mm(product(k + 1, j))
+        out = product(0, n - 1)
+    if first.dim() == 1:
+        out = out.squeeze(0)
+    if last.dim() == 1:
+        out = out.squeeze(-1)
+    return out
+
+
+def _shape(t: Any) -> str:
+    return "[" + ", ".join(str(s) for s in t.shape) + "]"
+
+
+def _type_name(d: Any) -> str:
+    from ember.aten.wrap import _type_name as name
+    return name(d)
+
+
+def linalg_vander(x: Any, N: Any = None) -> Any:
+    """The Vandermonde matrix ``x[..., i] ** j`` for ``j < N`` (powers by repeated products, as PyTorch's cumprod)."""
+    if x.dtype.name == "bool":
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    ones = aten.ones_like(x.unsqueeze(-1))
+    powers = x.unsqueeze(-1).expand(tuple(x.shape) + (n - 1,))
+    return aten.cat([ones, powers], -1).cumprod(-1)
+
+
+def linalg_tensorinv(self: Any, ind: int = 2) -> Any:
+    """The inverse of ``self`` seen as a linear map from its last dims (from ``ind`` on) to its first ``ind``."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    head, tail = tuple(self.shape[:ind]), tuple(self.shape[ind:])
+    p_head, p_tail = _prod(head), _prod(tail)
+    if p_head != p_tail:
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind]), "
+                           f"but got {p_tail} != {p_head}")
+    return aten.linalg_inv(self.reshape(p_head, p_tail)).reshape(tail + head)
+
+
+def _prod(shape: Any) -> int:
+    out = 1
+    for s in shape:
+        out *= s
+    return out
+
+
+def linalg_tensorsolve(self: Any, other: Any, dims: Any = None) -> Any:
+    """``x`` with ``tensordot(self, x, x.dim()) == other`` (``dims`` of ``self`` are moved to the end first)."""
+    a = self
+    if dims is not None:
+        nd = self.dim()
+        moved = [d % nd for d in dims]
+        a = a.permute([d for d in range(nd) if d not in moved] + moved)
+    result_shape = tuple(a.shape[other.dim():])
+    p_res, p_other = _prod(result_shape), _prod(tuple(a.shape[:other.dim()]))
+    if p_res != p_other:
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {p_res} != {p_other}")
+    return aten.linalg_solve(a.reshape(p_other, p_res), other.reshape(p_other)).reshape(result_shape)
+
+
+def _matrix_rank(A: Any, atol: Any, rtol: Any, hermitian: bool) -> Any:
+    """The number of singular values above ``max(atol, rtol * largest)``; without either tolerance, ``rtol`` is
+    ``eps * max(m, n)``."""
+    S = aten.linalg_eigvalsh(A).abs() if hermitian else aten.linalg_svdvals(A)
+    real = A.dtype.to_real()
+    if atol is None and rtol is None:
+        from ember.c10.dtype import finfo
+        rtol = finfo(real).eps * max(A.shape[-2], A.shape[-1])
+    atol = 0.0 if atol is None else atol
+    rtol = 0.0 if rtol is None else rtol
+    smax = S.amax(-1, keepdim=True) if S.shape[-1] > 0 else aten.zeros_like(S.sum(-1, keepdim=True))
+    atol_t = atol.unsqueeze(-1) if hasattr(atol, "dim") and atol.dim() > 0 else atol
+    rtol_t = rtol.unsqueeze(-1) if hasattr(rtol, "dim") and rtol.dim() > 0 else rtol
+    tol = aten.maximum(aten.zeros_like(smax) + atol_t, smax * rtol_t)
+    return (S > tol).sum(-1)
+
+
+def linalg_matrix_rank_atol_rtol_tensor(input: Any, atol: Any = None, rtol: Any = None,  # noqa: A002
+                                        hermitian: bool = False) -> Any:
+    return _matrix_rank(input, atol, rtol, hermitian)
+
+
+def linalg_matrix_rank_atol_rtol_float(self: Any, atol: Any = None, rtol: Any = None, hermitian: bool = False) -> Any:
+    return _matrix_rank(self, atol, rtol, hermitian)
+
+
+def linalg_matrix_rank(self: Any, tol: float, hermitian: bool = False) -> Any:
+    return _matrix_rank(self, tol, 0.0, hermitian)
+
+
+def linalg_matrix_rank_tol_tensor(input: Any, tol: Any, hermitian: bool = False) -> Any:  # noqa: A002
+    return _matrix_rank(input, tol, 0.0, hermitian)
