@@ -1477,6 +1477,30 @@ add(OpInfo("linalg.matrix_rank", lambda d, r: [
     Sample((arr(r, (2, 4, 3), d),), dict(atol=np.array([0.5, 4.0], d)))],
     method=False, torch_name="linalg.matrix_rank", supports_autograd=False))
 
+# more of torch.special
+add(OpInfo("special_entr", lambda d, r: [Sample((np.array([-1.0, 0.0, 0.5, np.nan, np.inf, 3.0], d),)),
+                                         Sample((positive(r, (3, 4), d),))],
+           method=False, torch_name="special.entr", out=True))
+add(OpInfo("special_ndtr", lambda d, r: [Sample((np.array([-10.0, -1.0, 0.0, 0.3, 5.0], d),)),
+                                         Sample((arr(r, (3, 4), d),))],
+           method=False, torch_name="special.ndtr", out=True, dtypes=FLOATS + ("int64",)))
+add(OpInfo("special_xlog1py", lambda d, r: [Sample((np.array([0.0, 2.0, 0.0, 1.5], d),
+                                                     np.array([np.nan, 1.0, 3.0, 0.5], d))),
+                                            Sample((arr(r, (3, 4), d), positive(r, (4,), d)))],
+           method=False, torch_name="special.xlog1py", out=True))
+add(OpInfo("special_multigammaln", lambda d, r: [Sample((positive(r, (3, 4), d) + 2.0, 3)),
+                                                 Sample((np.array([2.5, 3.0], d), 1))],
+           method=False, torch_name="special.multigammaln", aliases=("mvlgamma",)))
+add(OpInfo("mvlgamma", lambda d, r: [Sample((positive(r, (4,), d) + 2.0, 2))], inplace=True))
+add(OpInfo("special_softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1)),
+                                            Sample((arr(r, (3, 4), d), 0), dict(dtype="float64"))],
+           method=False, torch_name="special.softmax", rtol=1e-6, atol=1e-7))
+add(OpInfo("special_log_softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1))],
+           method=False, torch_name="special.log_softmax"))
+add(OpInfo("special_round", lambda d, r: [Sample((arr(r, (3, 4), d, -10, 10),)),
+                                          Sample((arr(r, (3, 4), d, -10, 10),), dict(decimals=1))],
+           method=False, torch_name="special.round", supports_gradgrad=False))  # piecewise constant
+
 # complex numbers and torch.fft
 add(*op_db_spectral.ops)
 

@@ -6130,3 +6130,63 @@ _op_linalg_matrix_rank_tol_tensor = _D.define('linalg_matrix_rank.tol_tensor(Ten
 
 def linalg_matrix_rank_tol_tensor(input, tol, hermitian=False):
     return _op_linalg_matrix_rank_tol_tensor.call(input._ks | tol._ks, input, tol, hermitian)
+
+_op_special_entr = _D.define('special_entr(Tensor self) -> Tensor')
+
+def special_entr(self):
+    return _op_special_entr.call(self._ks, self)
+
+_op_special_entr_out = _D.define('special_entr.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_entr_out(self, *, out):
+    return _op_special_entr_out.call(self._ks, self, out)
+
+_op_special_ndtr = _D.define('special_ndtr(Tensor self) -> Tensor')
+
+def special_ndtr(self):
+    return _op_special_ndtr.call(self._ks, self)
+
+_op_special_ndtr_out = _D.define('special_ndtr.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_ndtr_out(self, *, out):
+    return _op_special_ndtr_out.call(self._ks, self, out)
+
+_op_special_xlog1py = _D.define('special_xlog1py(Tensor self, Tensor other) -> Tensor')
+
+def special_xlog1py(self, other):
+    return _op_special_xlog1py.call(self._ks | other._ks, self, other)
+
+_op_special_xlog1py_out = _D.define('special_xlog1py.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_xlog1py_out(self, other, *, out):
+    return _op_special_xlog1py_out.call(self._ks | other._ks, self, other, out)
+
+_op_special_multigammaln = _D.define('special_multigammaln(Tensor self, int p) -> Tensor')
+
+def special_multigammaln(self, p):
+    return _op_special_multigammaln.call(self._ks, self, p)
+
+_op_mvlgamma = _D.define('mvlgamma(Tensor self, int p) -> Tensor')
+
+def mvlgamma(self, p):
+    return _op_mvlgamma.call(self._ks, self, p)
+
+_op_mvlgamma_ = _D.define('mvlgamma_(Tensor(a!) self, int p) -> Tensor(a!)')
+
+def mvlgamma_(self, p):
+    return _op_mvlgamma_.call(self._ks, self, p)
+
+_op_special_softmax = _D.define('special_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
+
+def special_softmax(self, dim, dtype=None):
+    return _op_special_softmax.call(self._ks, self, dim, dtype)
+
+_op_special_log_softmax = _D.define('special_log_softmax(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor')
+
+def special_log_softmax(self, dim, *, dtype=None):
+    return _op_special_log_softmax.call(self._ks, self, dim, dtype)
+
+_op_special_round = _D.define('special_round(Tensor self, *, int decimals=0) -> Tensor')
+
+def special_round(self, *, decimals=0):
+    return _op_special_round.call(self._ks, self, decimals)

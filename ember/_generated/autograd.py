@@ -10520,6 +10520,90 @@ def _ag_fractional_max_pool3d_default(ks, self, kernel_size, output_size, random
     return result
 
 
+class SpecialEntrBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * -(1 + self.log())
+        return grad_inputs
+
+
+def _ag_special_entr_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_special_entr.redispatch(ks & _BELOW, self)
+    _n = SpecialEntrBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_special_entr.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialNdtrBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * (-0.5 * self * self).exp() * 0.3989422804014327
+        return grad_inputs
+
+
+def _ag_special_ndtr_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_special_ndtr.redispatch(ks & _BELOW, self)
+    _n = SpecialNdtrBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_special_ndtr.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialXlog1PyBackward0(_Node):
+    _saved_names = ('self_', 'other_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[self_ix] = grad * other.log1p()
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = grad * self / (other + 1)
+        return grad_inputs
+
+
+def _ag_special_xlog1py_default(ks, self, other):
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return aten._op_special_xlog1py.redispatch(ks & _BELOW, self, other)
+    _n = SpecialXlog1PyBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_special_xlog1py.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -12550,6 +12634,9 @@ for _h, _k in (
     (aten._op_diagonal_scatter, _ag_diagonal_scatter_default),
     (aten._op_fractional_max_pool2d, _ag_fractional_max_pool2d_default),
     (aten._op_fractional_max_pool3d, _ag_fractional_max_pool3d_default),
+    (aten._op_special_entr, _ag_special_entr_default),
+    (aten._op_special_ndtr, _ag_special_ndtr_default),
+    (aten._op_special_xlog1py, _ag_special_xlog1py_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_conj_physical_, _ag_conj_physical__default),
     (aten._op_neg_, _ag_neg__default),

@@ -2887,3 +2887,33 @@ linalg_matrix_rank = _P('linalg_matrix_rank', [
     _O(_A._op_linalg_matrix_rank, (('self', 'T', False, False, None), ('tol', 'float', False, False, None), ('hermitian', 'bool', False, True, False),), ['self', 'tol', 'hermitian']),
     _O(_A._op_linalg_matrix_rank_tol_tensor, (('input', 'T', False, False, None), ('tol', 'T', False, False, None), ('hermitian', 'bool', False, True, False),), ['input', 'tol', 'hermitian']),
 ])
+special_entr = _P('special_entr', [
+    _O(_A._op_special_entr, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_entr_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_ndtr = _P('special_ndtr', [
+    _O(_A._op_special_ndtr, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_ndtr_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_xlog1py = _P('special_xlog1py', [
+    _O(_A._op_special_xlog1py, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_special_xlog1py_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+])
+special_multigammaln = _P('special_multigammaln', [
+    _O(_A._op_special_multigammaln, (('self', 'T', False, False, None), ('p', 'int', False, False, None),), ['self', 'p']),
+])
+mvlgamma = _P('mvlgamma', [
+    _O(_A._op_mvlgamma, (('self', 'T', False, False, None), ('p', 'int', False, False, None),), ['self', 'p']),
+])
+mvlgamma_ = _P('mvlgamma_', [
+    _O(_A._op_mvlgamma_, (('self', 'T', False, False, None), ('p', 'int', False, False, None),), ['self', 'p']),
+])
+special_softmax = _P('special_softmax', [
+    _O(_A._op_special_softmax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),), ['self', 'dim', 'dtype']),
+])
+special_log_softmax = _P('special_log_softmax', [
+    _O(_A._op_special_log_softmax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),), ['self', 'dim', 'dtype']),
+])
+special_round = _P('special_round', [
+    _O(_A._op_special_round, (('self', 'T', False, False, None), ('decimals', 'int', True, True, 0),), ['self', 'decimals']),
+])

@@ -5890,6 +5890,54 @@ def _fractional_max_pool3d_default(ks, self, kernel_size, output_size, random_sa
         _value_error(_e, K.fractional_max_pool3d, self, random_samples)
 
 
+def _special_entr_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_entr(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_entr, self)
+
+
+def _special_entr_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_entr(be.xp, self._data), 'special_entr')
+    except ValueError as _e:
+        _value_error(_e, K.special_entr, self, out)
+
+
+def _special_ndtr_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_ndtr(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_ndtr, self)
+
+
+def _special_ndtr_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_ndtr(be.xp, self._data), 'special_ndtr')
+    except ValueError as _e:
+        _value_error(_e, K.special_ndtr, self, out)
+
+
+def _special_xlog1py_default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_xlog1py(be.xp, self._data, other._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_xlog1py, self, other)
+
+
+def _special_xlog1py_out(ks, self, other, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_xlog1py(be.xp, self._data, other._data), 'special_xlog1py')
+    except ValueError as _e:
+        _value_error(_e, K.special_xlog1py, self, other, out)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -6629,6 +6677,12 @@ _BACKEND_KERNELS = (
     (_A._op_diagonal_scatter, _diagonal_scatter_default, ('CPU', 'CUDA', 'Meta'), K.diagonal_scatter, (), 'new', None),
     (_A._op_fractional_max_pool2d, _fractional_max_pool2d_default, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool2d, (), 'new', None),
     (_A._op_fractional_max_pool3d, _fractional_max_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool3d, (), 'new', None),
+    (_A._op_special_entr, _special_entr_default, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'new', None),
+    (_A._op_special_entr_out, _special_entr_out, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'out', None),
+    (_A._op_special_ndtr, _special_ndtr_default, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'new', None),
+    (_A._op_special_ndtr_out, _special_ndtr_out, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'out', None),
+    (_A._op_special_xlog1py, _special_xlog1py_default, ('CPU', 'CUDA', 'Meta'), K.special_xlog1py, (), 'new', None),
+    (_A._op_special_xlog1py_out, _special_xlog1py_out, ('CPU', 'CUDA', 'Meta'), K.special_xlog1py, (), 'out', None),
 )
 
 # operator, key, composite function
@@ -7120,6 +7174,12 @@ _COMPOSITE_KERNELS = (
     (_A._op_linalg_matrix_rank_atol_rtol_float, 'CompositeImplicitAutograd', C.linalg_matrix_rank_atol_rtol_float),
     (_A._op_linalg_matrix_rank, 'CompositeImplicitAutograd', C.linalg_matrix_rank),
     (_A._op_linalg_matrix_rank_tol_tensor, 'CompositeImplicitAutograd', C.linalg_matrix_rank_tol_tensor),
+    (_A._op_special_multigammaln, 'CompositeImplicitAutograd', C.special_multigammaln),
+    (_A._op_mvlgamma, 'CompositeImplicitAutograd', C.special_multigammaln),
+    (_A._op_mvlgamma_, 'CompositeImplicitAutograd', C.mvlgamma_),
+    (_A._op_special_softmax, 'CompositeImplicitAutograd', C.special_softmax),
+    (_A._op_special_log_softmax, 'CompositeImplicitAutograd', C.special_log_softmax),
+    (_A._op_special_round, 'CompositeImplicitAutograd', C.special_round),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

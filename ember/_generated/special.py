@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['digamma', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p', 'logit', 'logsumexp', 'polygamma', 'psi', 'sinc', 'xlogy']
+__all__ = ['digamma', 'entr', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p', 'log_softmax', 'logit', 'logsumexp', 'multigammaln', 'ndtr', 'polygamma', 'psi', 'round', 'sinc', 'softmax', 'xlog1py', 'xlogy']
 
 _sig_polygamma = _Signatures('polygamma', [
     (('n', 'int', False, False, None), ('input', 'T', False, False, None),),
@@ -542,3 +542,207 @@ def logsumexp(*args, **kwargs):
 logsumexp.__doc__ = 'logsumexp(input: Tensor, dim: List[int], keepdim: bool = False) -> Tensor'
 def _signature_logsumexp(input, dim, keepdim=False): ...
 logsumexp.__wrapped__ = _signature_logsumexp
+
+
+_sig_entr = _Signatures('entr', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_entr_0(input, *, out=None):
+    return (input, out)
+
+def entr(*args, **kwargs):
+    try:
+        _b = _bind_entr_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_entr.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_entr_out.call(input._ks, input, out)
+    _i, _a = _sig_entr.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_entr.call(_a['input']._ks, _a['input'])
+        return _A._op_special_entr_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+entr.__doc__ = 'entr(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_entr(input, *, out=None): ...
+entr.__wrapped__ = _signature_entr
+
+
+_sig_ndtr = _Signatures('ndtr', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_ndtr_0(input, *, out=None):
+    return (input, out)
+
+def ndtr(*args, **kwargs):
+    try:
+        _b = _bind_ndtr_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_ndtr.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_ndtr_out.call(input._ks, input, out)
+    _i, _a = _sig_ndtr.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_ndtr.call(_a['input']._ks, _a['input'])
+        return _A._op_special_ndtr_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+ndtr.__doc__ = 'ndtr(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_ndtr(input, *, out=None): ...
+ndtr.__wrapped__ = _signature_ndtr
+
+
+_sig_xlog1py = _Signatures('xlog1py', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_xlog1py_0(input, other, *, out=None):
+    return (input, other, out)
+
+def xlog1py(*args, **kwargs):
+    try:
+        _b = _bind_xlog1py_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _A._op_special_xlog1py.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _A._op_special_xlog1py_out.call(input._ks | other._ks, input, other, out)
+    _i, _a = _sig_xlog1py.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_xlog1py.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_special_xlog1py_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+xlog1py.__doc__ = 'xlog1py(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_xlog1py(input, other, *, out=None): ...
+xlog1py.__wrapped__ = _signature_xlog1py
+
+
+_sig_multigammaln = _Signatures('multigammaln', [
+    (('input', 'T', False, False, None), ('p', 'int', False, False, None),),
+], method=False)
+
+def _bind_multigammaln_0(input, p):
+    return (input, p)
+
+def multigammaln(*args, **kwargs):
+    try:
+        _b = _bind_multigammaln_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p = _b
+        if isinstance(input, _Tensor) and type(p) is int:
+            return _A._op_special_multigammaln.call(input._ks, input, p)
+    _i, _a = _sig_multigammaln.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_special_multigammaln.call(_a['input']._ks, _a['input'], _a['p'])
+    raise AssertionError('unreachable')
+
+
+multigammaln.__doc__ = 'multigammaln(input: Tensor, p: int) -> Tensor'
+def _signature_multigammaln(input, p): ...
+multigammaln.__wrapped__ = _signature_multigammaln
+
+
+_sig_softmax = _Signatures('softmax', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),),
+], method=False)
+
+def _bind_softmax_0(input, dim, dtype=None):
+    return (input, dim, dtype)
+
+def softmax(*args, **kwargs):
+    try:
+        _b = _bind_softmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, dtype = _b
+        if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _A._op_special_softmax.call(input._ks, input, dim, dtype)
+    _i, _a = _sig_softmax.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_special_softmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
+    raise AssertionError('unreachable')
+
+
+softmax.__doc__ = 'softmax(input: Tensor, dim: int, dtype: Optional[dtype] = None) -> Tensor'
+def _signature_softmax(input, dim, dtype=None): ...
+softmax.__wrapped__ = _signature_softmax
+
+
+_sig_log_softmax = _Signatures('log_softmax', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', True, True, None),),
+], method=False)
+
+def _bind_log_softmax_0(input, dim, *, dtype=None):
+    return (input, dim, dtype)
+
+def log_softmax(*args, **kwargs):
+    try:
+        _b = _bind_log_softmax_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, dtype = _b
+        if isinstance(input, _Tensor) and type(dim) is int and (dtype is None or type(dtype) is _dtype):
+            return _A._op_special_log_softmax.call(input._ks, input, dim, dtype)
+    _i, _a = _sig_log_softmax.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_special_log_softmax.call(_a['input']._ks, _a['input'], _a['dim'], _a['dtype'])
+    raise AssertionError('unreachable')
+
+
+log_softmax.__doc__ = 'log_softmax(input: Tensor, dim: int, *, dtype: Optional[dtype] = None) -> Tensor'
+def _signature_log_softmax(input, dim, *, dtype=None): ...
+log_softmax.__wrapped__ = _signature_log_softmax
+
+
+_sig_round = _Signatures('round', [
+    (('input', 'T', False, False, None), ('decimals', 'int', True, True, 0),),
+], method=False)
+
+def _bind_round_0(input, *, decimals=0):
+    return (input, decimals)
+
+def round(*args, **kwargs):
+    try:
+        _b = _bind_round_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, decimals = _b
+        if isinstance(input, _Tensor) and type(decimals) is int:
+            return _A._op_special_round.call(input._ks, input, decimals)
+    _i, _a = _sig_round.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_special_round.call(_a['input']._ks, _a['input'], _a['decimals'])
+    raise AssertionError('unreachable')
+
+
+round.__doc__ = 'round(input: Tensor, *, decimals: int = 0) -> Tensor'
+def _signature_round(input, *, decimals=0): ...
+round.__wrapped__ = _signature_round

@@ -59,3 +59,25 @@ for _name, _base in {"special_polygamma": "polygamma", "special_erf": "erf", "sp
 
 # ------------------------------------------------------------------------------ nn
 
+
+
+def special_multigammaln(self: Any, p: int) -> Any:
+    """The log of the multivariate gamma function of dimension ``p``: ``sum_i lgamma(x - i/2) + p(p-1)/4 log pi``."""
+    args = aten.arange_start_step(-p * 0.5 + 0.5, 0.5, 0.5, dtype=self.dtype, device=self.device)
+    return (args + self.unsqueeze(-1)).lgamma().sum(-1) + p * (p - 1) * 0.25 * 1.1447298858494002
+
+
+def mvlgamma_(self: Any, p: int) -> Any:
+    return self.copy_(special_multigammaln(self, p))
+
+
+def special_softmax(self: Any, dim: int, dtype: Any = None) -> Any:
+    return aten.softmax_int(self, dim, dtype)
+
+
+def special_log_softmax(self: Any, dim: int, dtype: Any = None) -> Any:
+    return aten.log_softmax_int(self, dim, dtype)
+
+
+def special_round(self: Any, decimals: int = 0) -> Any:
+    return aten.round_decimals(self, decimals=decimals) if decimals else aten.round(self)

@@ -209,6 +209,18 @@ def xlogy(xp: Any, self: Array, other: Array) -> Any:
     return r.astype(npdt, copy=False)
 
 
+@elementwise
+def special_xlog1py(xp: Any, self: Array, other: Array) -> Any:
+    """``self * log1p(other)``, 0 where ``self`` is 0 (NaN where ``other`` is)."""
+    npdt = float_result(result_np_dtype(self, other))
+    cdt = compute_dtype(npdt)
+    a, b = asdtype(xp, self, cdt), asdtype(xp, other, cdt)
+    with np.errstate(all="ignore"):
+        r = xp.where(a == 0, xp.zeros((), cdt), a * xp.log1p(b))
+        r = xp.where(xp.isnan(b), b + a * 0, r)
+    return r.astype(npdt, copy=False)
+
+
 def _minmax(ufunc_name: Any, nan_ignoring: Any = False) -> Any:
     @elementwise
     def kernel(xp: Any, self: Array, other: Array) -> Any:

@@ -240,3 +240,29 @@ def angle(xp: Any, self: Array) -> Any:
 
 
 __all__.append("angle")
+
+
+@elementwise
+def special_entr(xp: Any, self: Array) -> Any:
+    """``-x log x``: 0 at 0, -inf below 0, NaN for NaN (``entr`` of UnaryOps)."""
+    out_dt = float_result(self.dtype)
+    cdt = compute_dtype(out_dt)
+    x = self.astype(cdt) if self.dtype != cdt else self
+    with np.errstate(all="ignore"):
+        r = xp.where(x > 0, -x * xp.log(x), xp.where(x == 0, xp.zeros((), cdt), xp.asarray(-np.inf, cdt)))
+        r = xp.where(xp.isnan(x), x, r)
+    return r.astype(out_dt, copy=False)
+
+
+@elementwise
+def special_ndtr(xp: Any, self: Array) -> Any:
+    """The standard normal CDF, ``(1 + erf(x / sqrt 2)) / 2`` (PyTorch's formula: 0 in the far left tail)."""
+    out_dt = float_result(self.dtype)
+    cdt = compute_dtype(out_dt)
+    x = (self.astype(cdt) if self.dtype != cdt else self) * cdt.type(np.sqrt(0.5))
+    with np.errstate(all="ignore"):
+        r = (1 + sm.erf(xp, x)) * cdt.type(0.5)
+    return r.astype(out_dt, copy=False)
+
+
+__all__ += ["special_entr", "special_ndtr"]
