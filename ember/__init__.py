@@ -26,7 +26,7 @@ from ember._tensor import Tensor, _install_generated_methods
 from ember._tensor_types import *  # noqa: F401,F403 - FloatTensor, LongTensor, ...
 from ember import return_types
 from ember._ops import ops
-from ember._creation import as_tensor, asarray, from_numpy, tensor
+from ember._creation import as_tensor, asarray, from_dlpack, from_numpy, frombuffer, tensor
 from ember._generated.functions import *  # noqa: F401,F403
 from ember.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from ember._functional import *  # noqa: F401,F403
@@ -49,6 +49,7 @@ from ember import optim, utils  # noqa: E402,F401 - the frontend needs the grad 
 from ember import serialization  # noqa: E402
 from ember import distributions, testing  # noqa: E402,F401
 from ember import accelerator, compiler, distributed, jit, library, version, _dynamo  # noqa: E402,F401
+from ember.utils.dlpack import to_dlpack  # noqa: E402,F401
 from ember._torch_shim import install_as_torch  # noqa: E402,F401
 from ember.serialization import load, save  # noqa: E402,F401
 

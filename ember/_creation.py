@@ -225,3 +225,64 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-D tensor over the bytes of a Python buffer object (shared, not copied): ``count`` elements of ``dtype``
+    from ``offset`` bytes on (``-1``: to the end)."""
+    view = memoryview(buffer)
+    if view.readonly:
+        warnings.warn("The given buffer is not writable, and PyTorch does not support non-writable tensors. This "
+                      "means you can write to the underlying (supposedly non-writable) buffer using the tensor. You "
+                      "may want to copy the buffer to protect its data or make it writable before converting it to a "
+                      "tensor. This type of warning will be suppressed for the rest of this program.", UserWarning,
+                      stacklevel=2)
+    item = dtype.itemsize
+    length = view.nbytes
+    if length <= 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than buffer length "
+                         f"({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % item:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} bytes) must be a "
+                             f"multiple of element size ({item})")
+        count = (length - offset) // item
+    elif offset + count * item > length:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset ({offset} bytes) must not be "
+                         f"greater than actual buffer length ({length} bytes)")
+    arr = np.frombuffer(buffer, dtype=np.uint8, count=count * item, offset=offset).view(dtype.np)
+    t = from_numpy(arr) if arr.flags.writeable else from_numpy(arr.copy())
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with any object that speaks DLPack (``__dlpack__``: NumPy arrays, CuPy arrays, other
+    frameworks' tensors), or with a DLPack capsule."""
+    from ember._tensor import Tensor
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    if hasattr(ext_tensor, "__dlpack__"):
+        dev = ext_tensor.__dlpack_device__()[0] if hasattr(ext_tensor, "__dlpack_device__") else 1
+        if dev == 2:  # kDLCUDA
+            import cupy
+            t = new_tensor(cupy.from_dlpack(ext_tensor), KS_OF_DEVICE_TYPE["cuda"], canonical("cuda"))
+            return t
+        return from_numpy(np.from_dlpack(ext_tensor))
+    return from_numpy(np.from_dlpack(_Capsule(ext_tensor)))
+
+
+class _Capsule:
+    """A DLPack capsule, as the object NumPy's ``from_dlpack`` expects."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)

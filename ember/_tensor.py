@@ -183,6 +183,15 @@ class Tensor(TensorImpl, _TensorMethods):
         t = _wrap.view_of(self._data, self)
         return t
 
+    # -- DLPack: other libraries read this tensor's memory without a copy (``np.from_dlpack(t)``)
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        if self._rg:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}))
+
+    def __dlpack_device__(self) -> Any:
+        return self._data.__dlpack_device__()
+
     # -- in-place view ops: ``self`` takes the metadata (and, in the graph, the place) of a view of itself
     def _become_view(self, view: Tensor) -> Tensor:
         from ember.autograd.grad_mode import state

@@ -1501,12 +1501,23 @@ add(OpInfo("special_round", lambda d, r: [Sample((arr(r, (3, 4), d, -10, 10),)),
                                           Sample((arr(r, (3, 4), d, -10, 10),), dict(decimals=1))],
            method=False, torch_name="special.round", supports_gradgrad=False))  # piecewise constant
 
+# histograms (bins as a count over a range, or as edges), weighted, as densities
+add(OpInfo("histogram", lambda d, r: [
+    Sample((arr(r, (20,), d),), dict(bins=5)), Sample((arr(r, (4, 5), d), 3), dict(range=(-1.0, 2.0), density=True)),
+    Sample((np.array([3.0, 3.0, 3.0], d), 2)), Sample((np.zeros(0, d), 2)),
+    Sample((arr(r, (20,), d), np.array([-3.0, -1.0, 0.5, 3.0], d)), dict(weight=positive(r, (20,), d))),
+    Sample((np.array([0.0, 2.0, 6.0, 7.0, np.nan], d), np.array([0.0, 2.0, 4.0, 6.0], d)), dict(density=True))],
+    supports_autograd=False, noncontiguous=False, meta=False,
+    errors=lambda: [_err((np.array([1, 2]), 3), {}, NotImplementedError,
+                         "\"histogramdd\" not implemented for 'Long'"),
+                    _err((np.ones(3), 2), dict(range=(3.0, 1.0)), RuntimeError, "min should not exceed max")]))
+
 # complex numbers and torch.fft
 add(*op_db_spectral.ops)
 
 # ------------------------------------------------------------------------------ autograd support
 # no differentiable output: indices, masks, counts, comparisons, histograms
-NO_AUTOGRAD = {"linalg.matrix_rank", "all", "any", "argmax", "argmin", "argsort", "argwhere", "bucketize", "count_nonzero", "eq", "ne", "lt",
+NO_AUTOGRAD = {"linalg.matrix_rank", "histogram", "all", "any", "argmax", "argmin", "argsort", "argwhere", "bucketize", "count_nonzero", "eq", "ne", "lt",
                "le", "gt", "ge", "histc", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "signbit", "logical_and",
                "logical_not", "logical_or", "logical_xor", "nonzero", "searchsorted",
                # no derivative in PyTorch either: backward raises "derivative for aten::floor_divide is not

@@ -137,3 +137,27 @@ def test_tensor_converts_python_numbers_straight_to_the_requested_dtype():
         e = ember.tensor(data, dtype=getattr(ember, name))
         t = torch.tensor(data, dtype=getattr(torch, name))
         assert np.array_equal(e.numpy(), t.numpy()), (data, name)
+
+
+def test_empty_strided_frombuffer_and_dlpack_match_pytorch():
+    import warnings
+    torch = pytest.importorskip("torch", reason="PyTorch (the oracle) is not installed")
+    for L in (torch, ember):
+        t = L.empty_strided((2, 3), (1, 2), dtype=L.float64)
+        assert t.stride() == (1, 2) and t.dtype is L.float64 and t._base is None
+        assert L.ones(2).new_empty_strided((2, 2), (1, 2)).stride() == (1, 2)
+        assert L.frombuffer(bytearray(b"\x01\x02\x03\x04"), dtype=L.int16).tolist() == [513, 1027]
+        buf = bytearray(8)
+        L.frombuffer(buf, dtype=L.uint8, count=2, offset=3)[0] = 7  # shares the buffer
+        assert buf[3] == 7
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert L.frombuffer(b"\x00\x00\x80\x3f", dtype=L.float32).tolist() == [1.0]
+        assert any("not writable" in str(w.message) for w in caught)
+        with pytest.raises(ValueError, match="must be a multiple of element size"):
+            L.frombuffer(bytearray(3), dtype=L.int16)
+        a = np.arange(3.0)
+        L.from_dlpack(a)[0] = 5  # shares NumPy's memory
+        assert a[0] == 5
+        assert np.from_dlpack(L.ones(2)).tolist() == [1.0, 1.0]
+        assert L.from_dlpack(L.utils.dlpack.to_dlpack(L.arange(3))).tolist() == [0, 1, 2]

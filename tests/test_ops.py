@@ -391,7 +391,8 @@ def test_error_inputs(op, err):
 # Ops of native_functions.yaml tested elsewhere, with where:
 NOT_IN_TABLE = {
     # factories and random ops: tests/test_factories.py and tests/test_random.py
-    "empty", "zeros", "ones", "full", "scalar_tensor", "empty_like", "zeros_like", "ones_like", "full_like",
+    "empty", "empty_strided", "new_empty_strided", "zeros", "ones", "full", "scalar_tensor", "empty_like",
+    "zeros_like", "ones_like", "full_like",
     "arange", "linspace", "logspace", "eye", "tril_indices", "triu_indices", "new_empty", "new_zeros", "new_ones",
     "new_full", "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "uniform", "normal", "random",
     "bernoulli", "multinomial", "exponential", "cauchy", "log_normal", "geometric", "poisson",

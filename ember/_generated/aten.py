@@ -2216,6 +2216,16 @@ _op_histc = _D.define('histc(Tensor self, int bins=100, Scalar min=0, Scalar max
 def histc(self, bins=100, min=0, max=0):
     return _op_histc.call(self._ks, self, bins, min, max)
 
+_op_histogram_bins_tensor = _D.define('histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)')
+
+def histogram_bins_tensor(self, bins, *, weight=None, density=False):
+    return _op_histogram_bins_tensor.call(self._ks | bins._ks | _ks_opt(weight), self, bins, weight, density)
+
+_op_histogram_bin_ct = _D.define('histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, bool density=False) -> (Tensor hist, Tensor bin_edges)')
+
+def histogram_bin_ct(self, bins=100, *, range=None, weight=None, density=False):
+    return _op_histogram_bin_ct.call(self._ks | _ks_opt(weight), self, bins, range, weight, density)
+
 _op_norm_ScalarOpt_dim = _D.define('norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor')
 
 def norm_ScalarOpt_dim(self, p, dim, keepdim=False):
@@ -2435,6 +2445,16 @@ _op_empty_memory_format = _D.define('empty.memory_format(SymInt[] size, *, Scala
 
 def empty_memory_format(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     return _op_empty_memory_format.call(_ks_device(device), size, dtype, layout, device, pin_memory, memory_format)
+
+_op_empty_strided = _D.define('empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_empty_strided.call(_ks_device(device), size, stride, dtype, layout, device, pin_memory)
+
+_op_new_empty_strided = _D.define('new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_new_empty_strided.call(self._ks, self, size, stride, dtype, layout, device, pin_memory)
 
 _op_zeros = _D.define('zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
 

@@ -3843,6 +3843,58 @@ def _ag_histc_default(ks, self, bins, min, max):
     return result
 
 
+class HistogramBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix, bins_ix, weight_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("histogram")
+        if _n._next[bins_ix] is not None:
+            grad_inputs[bins_ix] = not_implemented("histogram")
+        if _n._next[weight_ix] is not None:
+            grad_inputs[weight_ix] = not_implemented("histogram")
+        return grad_inputs
+
+
+def _ag_histogram_bins_tensor(ks, self, bins, weight, density):
+    if not (_gm.enabled and (self._rg or bins._rg or (weight is not None and weight._rg))):
+        return aten._op_histogram_bins_tensor.redispatch(ks & _BELOW, self, bins, weight, density)
+    _n = HistogramBackward0()
+    _n._next = _edges(self, bins, weight)
+    _n._input_meta = _meta(self, bins, weight)
+    result = aten._op_histogram_bins_tensor.redispatch(ks & _BELOW, self, bins, weight, density)
+    _set_history(_n, tuple(result), None)
+    return result
+
+
+class HistogramBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix, weight_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("histogram")
+        if _n._next[weight_ix] is not None:
+            grad_inputs[weight_ix] = not_implemented("histogram")
+        return grad_inputs
+
+
+def _ag_histogram_bin_ct(ks, self, bins, range, weight, density):
+    if not (_gm.enabled and (self._rg or (weight is not None and weight._rg))):
+        return aten._op_histogram_bin_ct.redispatch(ks & _BELOW, self, bins, range, weight, density)
+    _n = HistogramBackward1()
+    _n._next = _edges(self, weight)
+    _n._input_meta = _meta(self, weight)
+    result = aten._op_histogram_bin_ct.redispatch(ks & _BELOW, self, bins, range, weight, density)
+    _set_history(_n, tuple(result), None)
+    return result
+
+
 class ViewBackward0(_Node):
     _saved_names = ()
 
@@ -12417,6 +12469,8 @@ for _h, _k in (
     (aten._op__unique2, _ag__unique2_default),
     (aten._op_unique_dim, _ag_unique_dim_default),
     (aten._op_histc, _ag_histc_default),
+    (aten._op_histogram_bins_tensor, _ag_histogram_bins_tensor),
+    (aten._op_histogram_bin_ct, _ag_histogram_bin_ct),
     (aten._op_view, _ag_view_default),
     (aten._op_view_dtype, _ag_view_dtype),
     (aten._op__reshape_alias, _ag__reshape_alias_default),

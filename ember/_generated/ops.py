@@ -904,6 +904,10 @@ bincount = _P('bincount', [
 histc = _P('histc', [
     _O(_A._op_histc, (('self', 'T', False, False, None), ('bins', 'int', False, True, 100), ('min', 'Scalar', False, True, 0), ('max', 'Scalar', False, True, 0),), ['self', 'bins', 'min', 'max']),
 ])
+histogram = _P('histogram', [
+    _O(_A._op_histogram_bins_tensor, (('self', 'T', False, False, None), ('bins', 'T', False, False, None), ('weight', 'T?', True, True, None), ('density', 'bool', True, True, False),), ['self', 'bins', 'weight', 'density']),
+    _O(_A._op_histogram_bin_ct, (('self', 'T', False, False, None), ('bins', 'int', False, True, 100), ('range', 'float[]?', True, True, None), ('weight', 'T?', True, True, None), ('density', 'bool', True, True, False),), ['self', 'bins', 'range', 'weight', 'density']),
+])
 norm = _P('norm', [
     _O(_A._op_norm_ScalarOpt_dim, (('self', 'T', False, False, None), ('p', 'Scalar?', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'p', 'dim', 'keepdim']),
     _O(_A._op_norm_Scalar, (('self', 'T', False, False, None), ('p', 'Scalar', False, True, 2),), ['self', 'p']),
@@ -1019,6 +1023,12 @@ contiguous = _P('contiguous', [
 ])
 empty = _P('empty', [
     _O(_A._op_empty_memory_format, (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['size', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+])
+empty_strided = _P('empty_strided', [
+    _O(_A._op_empty_strided, (('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'stride', 'dtype', 'layout', 'device', 'pin_memory']),
+])
+new_empty_strided = _P('new_empty_strided', [
+    _O(_A._op_new_empty_strided, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['self', 'size', 'stride', 'dtype', 'layout', 'device', 'pin_memory']),
 ])
 zeros = _P('zeros', [
     _O(_A._op_zeros, (('size', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'dtype', 'layout', 'device', 'pin_memory']),

@@ -3387,6 +3387,24 @@ def _histc_default(ks, self, bins, min, max):
         _value_error(_e, K.histc, self)
 
 
+def _histogram_bins_tensor(ks, self, bins, weight, density):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.histogram_bins_tensor(be.xp, self._data, bins._data, weight=(None if weight is None else weight._data), density=density)
+        return _rt.histogram(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.histogram_bins_tensor, self, bins, weight)
+
+
+def _histogram_bin_ct(ks, self, bins, range, weight, density):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.histogram_bin_ct(be.xp, self._data, bins, range=range, weight=(None if weight is None else weight._data), density=density)
+        return _rt.histogram(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.histogram_bin_ct, self, weight)
+
+
 def _view_default(ks, self, size):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -3558,6 +3576,11 @@ def _diagonal_default(ks, self, offset, dim1, dim2):
 def _empty_memory_format(ks, size, dtype, layout, device, pin_memory, memory_format):
     be = BACKEND[ks & ON_CUDA]
     return _new(K.empty(be.xp, size, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory, memory_format=memory_format), be.ks, be.device)
+
+
+def _empty_strided_default(ks, size, stride, dtype, layout, device, pin_memory):
+    be = BACKEND[ks & ON_CUDA]
+    return _new(K.empty_strided(be.xp, size, stride, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
 
 
 def _zeros_default(ks, size, dtype, layout, device, pin_memory):
@@ -5808,7 +5831,7 @@ def _frexp_Tensor(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
         _rs = K.frexp(be.xp, self._data)
-        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+        return _rt.frexp(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
     except ValueError as _e:
         _value_error(_e, K.frexp, self)
 
@@ -5819,7 +5842,7 @@ def _frexp_Tensor_out(ks, self, mantissa, exponent):
         _rs = K.frexp(be.xp, self._data)
         _write_out(mantissa, _rs[0], 'frexp')
         _write_out(exponent, _rs[1], 'frexp')
-        return (mantissa, exponent,)
+        return _rt.frexp(mantissa, exponent)
     except ValueError as _e:
         _value_error(_e, K.frexp, self, mantissa, exponent)
 
@@ -6360,6 +6383,8 @@ _BACKEND_KERNELS = (
     (_A._op_unique_dim, _unique_dim_default, ('CPU', 'CUDA'), K.unique_dim, (), 'new', None),
     (_A._op_bincount, _bincount_default, ('CPU', 'CUDA'), K.bincount, (), 'new', None),
     (_A._op_histc, _histc_default, ('CPU', 'CUDA', 'Meta'), K.histc, (), 'new', None),
+    (_A._op_histogram_bins_tensor, _histogram_bins_tensor, ('CPU', 'CUDA', 'Meta'), K.histogram_bins_tensor, ('weight', 'density'), 'new', _rt.histogram),
+    (_A._op_histogram_bin_ct, _histogram_bin_ct, ('CPU', 'CUDA', 'Meta'), K.histogram_bin_ct, ('range', 'weight', 'density'), 'new', _rt.histogram),
     (_A._op_view, _view_default, ('CPU', 'CUDA', 'Meta'), K.view, (), 'view', None),
     (_A._op_view_dtype, _view_dtype, ('CPU', 'CUDA', 'Meta'), K.view_dtype, (), 'view', None),
     (_A._op__reshape_alias, __reshape_alias_default, ('CPU', 'CUDA', 'Meta'), K._reshape_alias, (), 'view', None),
@@ -6382,6 +6407,7 @@ _BACKEND_KERNELS = (
     (_A._op_unfold, _unfold_default, ('CPU', 'CUDA', 'Meta'), K.unfold, (), 'view', None),
     (_A._op_diagonal, _diagonal_default, ('CPU', 'CUDA', 'Meta'), K.diagonal, (), 'view', None),
     (_A._op_empty_memory_format, _empty_memory_format, ('CPU', 'CUDA', 'Meta'), K.empty, ('dtype', 'layout', 'device', 'pin_memory', 'memory_format'), 'new', None),
+    (_A._op_empty_strided, _empty_strided_default, ('CPU', 'CUDA', 'Meta'), K.empty_strided, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
     (_A._op_zeros, _zeros_default, ('CPU', 'CUDA', 'Meta'), K.zeros, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
     (_A._op_zeros_out, _zeros_out, ('CPU', 'CUDA', 'Meta'), K.zeros, (), 'out', None),
     (_A._op_ones, _ones_default, ('CPU', 'CUDA', 'Meta'), K.ones, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
@@ -6667,8 +6693,8 @@ _BACKEND_KERNELS = (
     (_A._op_heaviside, _heaviside_default, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'new', None),
     (_A._op_heaviside_out, _heaviside_out, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'out', None),
     (_A._op_heaviside_, _heaviside__default, ('CPU', 'CUDA', 'Meta'), K.heaviside, (), 'inplace', None),
-    (_A._op_frexp_Tensor, _frexp_Tensor, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'new', None),
-    (_A._op_frexp_Tensor_out, _frexp_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'out', None),
+    (_A._op_frexp_Tensor, _frexp_Tensor, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'new', _rt.frexp),
+    (_A._op_frexp_Tensor_out, _frexp_Tensor_out, ('CPU', 'CUDA', 'Meta'), K.frexp, (), 'out', _rt.frexp),
     (_A._op_ldexp_Tensor, _ldexp_Tensor, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'new', None),
     (_A._op_ldexp_out, _ldexp_out, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'out', None),
     (_A._op_ldexp_, _ldexp__default, ('CPU', 'CUDA', 'Meta'), K.ldexp, (), 'inplace', None),
@@ -6730,6 +6756,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_tensor_split_sections, 'CompositeImplicitAutograd', C.tensor_split),
     (_A._op_tensor_split_indices, 'CompositeImplicitAutograd', C.tensor_split_indices),
     (_A._op_contiguous, 'CompositeImplicitAutograd', C.contiguous),
+    (_A._op_new_empty_strided, 'CompositeImplicitAutograd', C.new_empty_strided),
     (_A._op_empty_like, 'CompositeImplicitAutograd', C.empty_like),
     (_A._op_zeros_like, 'CompositeImplicitAutograd', C.zeros_like),
     (_A._op_ones_like, 'CompositeImplicitAutograd', C.ones_like),

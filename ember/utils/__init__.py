@@ -1,2 +1,2 @@
 """``ember.utils`` (mirrors ``torch/utils``): hooks, ``data`` and activation ``checkpoint``."""
-from ember.utils import checkpoint, data, hooks  # noqa: F401
+from ember.utils import checkpoint, data, dlpack, hooks  # noqa: F401

@@ -25,6 +25,11 @@ def new_empty(self: Any, size: Any, dtype: Any = None, layout: Any = None, devic
     return aten.empty_memory_format(tuple(size), **_new_kw(self, dtype, device))
 
 
+def new_empty_strided(self: Any, size: Any, stride: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                      pin_memory: Any = None) -> Any:
+    return aten.empty_strided(tuple(size), tuple(stride), **_new_kw(self, dtype, device))
+
+
 def new_zeros(self: Any, size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
               pin_memory: Any = None) -> Any:
     return aten.zeros(tuple(size), **_new_kw(self, dtype, device))

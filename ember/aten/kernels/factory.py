@@ -36,6 +36,21 @@ def empty(xp: Any, size: Any, dtype: Any = None, layout: Any = None, device: Any
     return xp.empty(check_size(size), _np_dtype(dtype))
 
 
+@meta_shape(lambda size, stride, dtype=None, *rest, **_k: (check_size(size), _np_dtype(dtype)))
+def empty_strided(xp: Any, size: Any, stride: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                  pin_memory: Any = None) -> Any:
+    """Uninitialized memory laid out with ``stride`` (in elements): just enough of it for the largest offset."""
+    size, stride = check_size(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    npdt = _np_dtype(dtype)
+    n = 0 if 0 in size else 1 + sum((s - 1) * st for s, st in zip(size, stride))
+    buf = xp.empty(n, npdt)
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(buf, size, tuple(st * npdt.itemsize for st in stride))
+    return xp.lib.stride_tricks.as_strided(buf, size, tuple(st * npdt.itemsize for st in stride))
+
+
 @meta_shape(_factory_shape)
 def zeros(xp: Any, size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None) -> Any:
     return xp.zeros(check_size(size), _np_dtype(dtype))

@@ -11,7 +11,8 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
-from ember.aten.kernels._common import compute_dtype, type_name, wrap_dim, wrap_dims
+from ember.aten.kernels._common import compute_dtype, shape_str, type_name, wrap_dim, wrap_dims
+from ember.c10.dtype import from_numpy_dtype
 from ember.c10 import dtype as dt
 
 
@@ -461,3 +462,59 @@ def trace(xp: Any, self: Array) -> Any:
 
 
 
+
+
+def _histogram(xp: Any, self: Array, edges: Array, weight: Any, density: Any) -> Any:
+    """Counts (or summed weights) of ``self`` in the bins between ``edges`` (the last bin closed on the right;
+    elements outside the edges and NaNs left out), optionally normalized to a density."""
+    x = self.reshape(-1)
+    nb = edges.shape[0] - 1
+    idx = xp.searchsorted(edges, x, side="right") - 1
+    idx = xp.where(x == edges[-1], nb - 1, idx)
+    keep = (x >= edges[0]) & (x <= edges[-1])
+    w = None if weight is None else weight.reshape(-1)[keep].astype(np.float64)
+    hist = xp.bincount(idx[keep], weights=w, minlength=nb)[:nb].astype(self.dtype)
+    if density:
+        hist = hist / (hist.sum() * xp.diff(edges))
+    return hist.astype(self.dtype, copy=False), edges
+
+
+def _histogram_checks(self: Array, weight: Any) -> None:
+    if self.dtype.kind != "f":
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{type_name(self.dtype)}'")
+    if weight is not None and tuple(weight.shape) != tuple(self.shape):
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the same shape as the input "
+                           "tensor excluding its innermost dimension, but got input with shape "
+                           f"{shape_str(self.shape)} and weight with shape {shape_str(weight.shape)}")
+
+
+def histogram_bins_tensor(xp: Any, self: Array, bins: Array, weight: Any = None, density: Any = False) -> Any:
+    _histogram_checks(self, weight)
+    if bins.ndim != 1:
+        raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got {bins.ndim} dimensions "
+                           "in the bins tensor for dimension 0")
+    return _histogram(xp, self, bins.astype(self.dtype, copy=True), weight, density)
+
+
+def histogram_bin_ct(xp: Any, self: Array, bins: Any = 100, range: Any = None, weight: Any = None,  # noqa: A002
+                     density: Any = False) -> Any:
+    """``bins`` equal-width bins over ``range`` (default: the input's min and max, widened by 1/2 on both sides
+    when they are equal; 0 to 1 for an empty input)."""
+    _histogram_checks(self, weight)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {bins} for dimension 0")
+    if range is not None:
+        lo, hi = float(range[0]), float(range[1])
+        if lo > hi:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} max {hi:g} for "
+                               "dimension 0")
+    elif self.size == 0:
+        lo, hi = 0.0, 1.0
+    else:
+        finite = self[xp.isfinite(self)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    from ember.aten.kernels.factory import linspace
+    edges = linspace(xp, lo, hi, bins + 1, from_numpy_dtype(self.dtype))
+    return _histogram(xp, self, edges, weight, density)
