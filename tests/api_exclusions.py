@@ -238,13 +238,12 @@ EXCLUDED: dict[str, dict[str, str]] = {
     'issue 15 item 3 (forward-mode AD with torch.func: a later issue)': {
         'autograd': """
             NestedIOFunction SavedTensor enforce_grad_layout_policy forward_ad handle_torch_function
-            has_torch_function is_multithreading_enabled is_tensor_like is_view_replay_enabled
-            set_multithreading_enabled variable
+            has_torch_function is_tensor_like
         """,
     },
     'issue 15 items 6 and 8': {
         'utils': """
-            deterministic swap_tensors weak
+            deterministic
         """,
     },
 }

@@ -116,3 +116,25 @@ def test_isin_matches_pytorch():
         with pytest.raises(RuntimeError, match="Unsupported input type encountered for isin\\(\\): Bool"):
             L.isin(e, L.tensor([True]))
     assert importlib.util.find_spec("ember.utils._pytree") is not None
+
+
+def test_swap_tensors_weak_dictionaries_and_autograd_switches_match_pytorch():
+    import gc
+    for L in (torch, ember):
+        a, b = L.ones(2), L.nn.Parameter(L.zeros(3))
+        L.utils.swap_tensors(a, b)
+        assert (a.tolist(), type(a).__name__, a.requires_grad) == ([0.0, 0.0, 0.0], "Parameter", True)
+        assert (b.tolist(), type(b).__name__, b.requires_grad) == ([1.0, 1.0], "Tensor", False)
+        d = L.utils.weak.WeakIdKeyDictionary()
+        t = L.ones(2)
+        d[t] = 1
+        assert t in d and len(d) == 1 and d[t] == 1
+        del t
+        gc.collect()
+        assert len(d) == 0
+        assert L.autograd.is_multithreading_enabled() and not L.autograd.is_view_replay_enabled()
+        with L.autograd.set_multithreading_enabled(False):
+            assert not L.autograd.is_multithreading_enabled()
+        assert L.autograd.is_multithreading_enabled()
+        with pytest.raises(RuntimeError, match="torch.autograd.variable\\(...\\) is deprecated"):
+            L.autograd.variable(1)

@@ -12,6 +12,9 @@ from ember.autograd.engine import is_checkpoint_valid as _is_checkpoint_valid  #
 from ember.autograd.engine import run_backward
 from ember.autograd.function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from ember.autograd.grad_mode import (  # noqa: F401
+    is_multithreading_enabled,
+    is_view_replay_enabled,
+    set_multithreading_enabled,
     enable_grad,
     inference_mode,
     is_grad_enabled,
@@ -103,3 +106,8 @@ class Variable:
 # after backward and grad: these modules use them
 from ember.autograd import functional  # noqa: E402,F401
 from ember.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
+
+
+def variable(*args: Any, **kwargs: Any) -> Any:
+    """The long-deprecated ``torch.autograd.variable(...)``: refused with PyTorch's message."""
+    raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) instead")

@@ -125,3 +125,37 @@ class inference_mode(_DecoratorContextManager):
         if isinstance(func, bool) or func is None:  # @inference_mode() / @inference_mode(False)
             return self.__class__(True if func is None else func)
         return super().__call__(func)
+
+
+# ember's engine runs a backward on the calling thread; PyTorch's runs device work on worker threads, which this
+# switch turns off. The setting is kept (and answered) so code that toggles it runs unchanged.
+_multithreading = [True]
+
+
+def is_multithreading_enabled() -> bool:
+    return _multithreading[0]
+
+
+class set_multithreading_enabled(_DecoratorContextManager):  # noqa: N801 - PyTorch's name
+    """``set_multithreading_enabled(mode)`` sets whether backward may use worker threads, at once; as a context
+    manager it restores the previous setting."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _multithreading[0]
+        self.mode = bool(mode)
+        _multithreading[0] = self.mode
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        _multithreading[0] = self.prev
+
+    def clone(self) -> _DecoratorContextManager:
+        return self.__class__(self.mode)
+
+
+def is_view_replay_enabled() -> bool:
+    """Whether views are replayed from their base in backward (PyTorch's ``_force_original_view_tracking``):
+    ember records views directly, so never."""
+    return False
