@@ -1512,6 +1512,34 @@ add(OpInfo("histogram", lambda d, r: [
                          "\"histogramdd\" not implemented for 'Long'"),
                     _err((np.ones(3), 2), dict(range=(3.0, 1.0)), RuntimeError, "min should not exceed max")]))
 
+# more of the everyday API written in other ops
+for _name, _shape, _arg in (("hsplit", (2, 6), 3), ("vsplit", (4, 2), (1, 3)), ("dsplit", (1, 2, 4), 2)):
+    add(OpInfo(_name, lambda d, r, _s=_shape, _a=_arg: [Sample((arr(r, _s, d), _a)), Sample((arr(r, _s, d), (1,)))],
+               dtypes=FLOATS + INTS,
+               errors=lambda _n=_name: [_err((np.ones(3) if _n != "hsplit" else np.ones((2, 5)), 3), {}, RuntimeError,
+                                             f"torch.{_n} ")]))
+add(OpInfo("adjoint", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (2, 3, 4), d),))],
+           dtypes=FLOATS + INTS))
+add(OpInfo("diagflat", lambda d, r: [Sample((arr(r, (3,), d),)), Sample((arr(r, (2, 3), d), 1)),
+                                     Sample((arr(r, (4,), d), -2))], dtypes=FLOATS + INTS))
+add(OpInfo("fill_diagonal", lambda d, r: [Sample((arr(r, (3, 4), d), 5.0)), Sample((arr(r, (7, 3), d), 2.0, True)),
+                                           Sample((arr(r, (7, 3), d), 2.0)), Sample((arr(r, (2, 2, 2), d), -1.0))],
+           function=False, dtypes=FLOATS + INTS, noncontiguous=False,
+           ember_fn=lambda L, x, v, wrap=False: x.clone().fill_diagonal_(v, wrap),
+           torch_fn=lambda L, x, v, wrap=False: x.clone().fill_diagonal_(v, wrap)))
+add(OpInfo("dist", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3, 4), d))),
+                                 Sample((arr(r, (3, 4), d), arr(r, (4,), d), 1)),
+                                 Sample((arr(r, (3, 4), d), arr(r, (3, 4), d), float("inf")))]))
+add(OpInfo("logdet", lambda d, r: [Sample((_near_identity(r, d, 3, (3, 3)),)),
+                                   Sample((np.array([[-1.0, 0.0], [0.0, 1.0]], d),)),
+                                   Sample((_near_identity(r, d, 3, (3, 3))[None].repeat(2, 0),))]))
+add(OpInfo("matrix_power", lambda d, r: [Sample((arr(r, (3, 3), d), 3)), Sample((_near_identity(r, d, 3, (3, 3)), -2)),
+                                         Sample((arr(r, (2, 3, 3), d), 0))]))
+add(OpInfo("addr", lambda d, r: [Sample((arr(r, (2, 3), d), arr(r, (2,), d), arr(r, (3,), d))),
+                                 Sample((arr(r, (2, 3), d), arr(r, (2,), d), arr(r, (3,), d)), dict(beta=0.5, alpha=2)),
+                                 Sample((arr(r, (3,), d), arr(r, (2,), d), arr(r, (3,), d)), dict(beta=0))],
+           inplace=True))
+
 # complex numbers and torch.fft
 add(*op_db_spectral.ops)
 

@@ -6210,3 +6210,73 @@ _op_special_round = _D.define('special_round(Tensor self, *, int decimals=0) -> 
 
 def special_round(self, *, decimals=0):
     return _op_special_round.call(self._ks, self, decimals)
+
+_op_hsplit_int = _D.define('hsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]')
+
+def hsplit_int(self, sections):
+    return _op_hsplit_int.call(self._ks, self, sections)
+
+_op_hsplit_array = _D.define('hsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]')
+
+def hsplit_array(self, indices):
+    return _op_hsplit_array.call(self._ks, self, indices)
+
+_op_vsplit_int = _D.define('vsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]')
+
+def vsplit_int(self, sections):
+    return _op_vsplit_int.call(self._ks, self, sections)
+
+_op_vsplit_array = _D.define('vsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]')
+
+def vsplit_array(self, indices):
+    return _op_vsplit_array.call(self._ks, self, indices)
+
+_op_dsplit_int = _D.define('dsplit.int(Tensor(a -> *) self, int sections) -> Tensor(a)[]')
+
+def dsplit_int(self, sections):
+    return _op_dsplit_int.call(self._ks, self, sections)
+
+_op_dsplit_array = _D.define('dsplit.array(Tensor(a -> *) self, int[] indices) -> Tensor(a)[]')
+
+def dsplit_array(self, indices):
+    return _op_dsplit_array.call(self._ks, self, indices)
+
+_op_adjoint = _D.define('adjoint(Tensor(a) self) -> Tensor(a)')
+
+def adjoint(self):
+    return _op_adjoint.call(self._ks, self)
+
+_op_diagflat = _D.define('diagflat(Tensor self, int offset=0) -> Tensor')
+
+def diagflat(self, offset=0):
+    return _op_diagflat.call(self._ks, self, offset)
+
+_op_fill_diagonal_ = _D.define('fill_diagonal_(Tensor(a!) self, Scalar fill_value, bool wrap=False) -> Tensor(a!)')
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    return _op_fill_diagonal_.call(self._ks, self, fill_value, wrap)
+
+_op_dist = _D.define('dist(Tensor self, Tensor other, Scalar p=2) -> Tensor')
+
+def dist(self, other, p=2):
+    return _op_dist.call(self._ks | other._ks, self, other, p)
+
+_op_logdet = _D.define('logdet(Tensor self) -> Tensor')
+
+def logdet(self):
+    return _op_logdet.call(self._ks, self)
+
+_op_matrix_power = _D.define('matrix_power(Tensor self, int n) -> Tensor')
+
+def matrix_power(self, n):
+    return _op_matrix_power.call(self._ks, self, n)
+
+_op_addr = _D.define('addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor')
+
+def addr(self, vec1, vec2, *, beta=1, alpha=1):
+    return _op_addr.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
+
+_op_addr_ = _D.define('addr_(Tensor(a!) self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor(a!)')
+
+def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    return _op_addr_.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)

@@ -2927,3 +2927,39 @@ special_log_softmax = _P('special_log_softmax', [
 special_round = _P('special_round', [
     _O(_A._op_special_round, (('self', 'T', False, False, None), ('decimals', 'int', True, True, 0),), ['self', 'decimals']),
 ])
+hsplit = _P('hsplit', [
+    _O(_A._op_hsplit_int, (('self', 'T', False, False, None), ('sections', 'int', False, False, None),), ['self', 'sections']),
+    _O(_A._op_hsplit_array, (('self', 'T', False, False, None), ('indices', 'int[]', False, False, None),), ['self', 'indices']),
+])
+vsplit = _P('vsplit', [
+    _O(_A._op_vsplit_int, (('self', 'T', False, False, None), ('sections', 'int', False, False, None),), ['self', 'sections']),
+    _O(_A._op_vsplit_array, (('self', 'T', False, False, None), ('indices', 'int[]', False, False, None),), ['self', 'indices']),
+])
+dsplit = _P('dsplit', [
+    _O(_A._op_dsplit_int, (('self', 'T', False, False, None), ('sections', 'int', False, False, None),), ['self', 'sections']),
+    _O(_A._op_dsplit_array, (('self', 'T', False, False, None), ('indices', 'int[]', False, False, None),), ['self', 'indices']),
+])
+adjoint = _P('adjoint', [
+    _O(_A._op_adjoint, (('self', 'T', False, False, None),), ['self']),
+])
+diagflat = _P('diagflat', [
+    _O(_A._op_diagflat, (('self', 'T', False, False, None), ('offset', 'int', False, True, 0),), ['self', 'offset']),
+])
+fill_diagonal_ = _P('fill_diagonal_', [
+    _O(_A._op_fill_diagonal_, (('self', 'T', False, False, None), ('fill_value', 'Scalar', False, False, None), ('wrap', 'bool', False, True, False),), ['self', 'fill_value', 'wrap']),
+])
+dist = _P('dist', [
+    _O(_A._op_dist, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('p', 'Scalar', False, True, 2),), ['self', 'other', 'p']),
+])
+logdet = _P('logdet', [
+    _O(_A._op_logdet, (('self', 'T', False, False, None),), ['self']),
+])
+matrix_power = _P('matrix_power', [
+    _O(_A._op_matrix_power, (('self', 'T', False, False, None), ('n', 'int', False, False, None),), ['self', 'n']),
+])
+addr = _P('addr', [
+    _O(_A._op_addr, (('self', 'T', False, False, None), ('vec1', 'T', False, False, None), ('vec2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'vec1', 'vec2', 'beta', 'alpha']),
+])
+addr_ = _P('addr_', [
+    _O(_A._op_addr_, (('self', 'T', False, False, None), ('vec1', 'T', False, False, None), ('vec2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'vec1', 'vec2', 'beta', 'alpha']),
+])

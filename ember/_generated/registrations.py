@@ -7207,6 +7207,20 @@ _COMPOSITE_KERNELS = (
     (_A._op_special_softmax, 'CompositeImplicitAutograd', C.special_softmax),
     (_A._op_special_log_softmax, 'CompositeImplicitAutograd', C.special_log_softmax),
     (_A._op_special_round, 'CompositeImplicitAutograd', C.special_round),
+    (_A._op_hsplit_int, 'CompositeImplicitAutograd', C.hsplit_int),
+    (_A._op_hsplit_array, 'CompositeImplicitAutograd', C.hsplit_array),
+    (_A._op_vsplit_int, 'CompositeImplicitAutograd', C.vsplit_int),
+    (_A._op_vsplit_array, 'CompositeImplicitAutograd', C.vsplit_array),
+    (_A._op_dsplit_int, 'CompositeImplicitAutograd', C.dsplit_int),
+    (_A._op_dsplit_array, 'CompositeImplicitAutograd', C.dsplit_array),
+    (_A._op_adjoint, 'CompositeImplicitAutograd', C.adjoint),
+    (_A._op_diagflat, 'CompositeImplicitAutograd', C.diagflat),
+    (_A._op_fill_diagonal_, 'CompositeImplicitAutograd', C.fill_diagonal_),
+    (_A._op_dist, 'CompositeImplicitAutograd', C.dist),
+    (_A._op_logdet, 'CompositeImplicitAutograd', C.logdet),
+    (_A._op_matrix_power, 'CompositeImplicitAutograd', C.matrix_power),
+    (_A._op_addr, 'CompositeImplicitAutograd', C.addr),
+    (_A._op_addr_, 'CompositeImplicitAutograd', C.addr_),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

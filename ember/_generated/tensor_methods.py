@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'div', 'div_', 'divide', 'divide_', 'dot', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'where', 'xlogy', 'xlogy_', 'zero_']
+__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'dsplit', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'zero_']
 
 _sig_abs = _Signatures('abs', [
     (),
@@ -12186,3 +12186,343 @@ def mvlgamma_(self, *args, **kwargs):
 mvlgamma_.__doc__ = 'mvlgamma_(p: int) -> Tensor\n\nIn-place version of :meth:`Tensor.mvlgamma`.'
 def _signature_mvlgamma_(self, p): ...
 mvlgamma_.__wrapped__ = _signature_mvlgamma_
+
+
+_sig_hsplit = _Signatures('hsplit', [
+    (('sections', 'int', False, False, None),),
+    (('indices', 'int[]', False, False, None),),
+], method=True)
+
+def _bind_hsplit_0(sections):
+    return (sections,)
+
+def _bind_hsplit_1(indices):
+    return (indices,)
+
+def hsplit(self, *args, **kwargs):
+    try:
+        _b = _bind_hsplit_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        sections, = _b
+        if type(sections) is int:
+            return _A._op_hsplit_int.call(self._ks, self, sections)
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_hsplit_1(args, **kwargs)
+        else:
+            _b = _bind_hsplit_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        indices, = _b
+        if (indices_ := _ints(indices, False)) is not None:
+            return _A._op_hsplit_array.call(self._ks, self, indices_)
+    _i, _a = _sig_hsplit.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_hsplit_int.call(self._ks, self, _a['sections'])
+    elif _i == 1:
+        return _A._op_hsplit_array.call(self._ks, self, _a['indices'])
+    raise AssertionError('unreachable')
+
+
+hsplit.__doc__ = 'hsplit(sections: int) -> List[Tensor]\nhsplit(indices: List[int]) -> List[Tensor]'
+
+
+_sig_vsplit = _Signatures('vsplit', [
+    (('sections', 'int', False, False, None),),
+    (('indices', 'int[]', False, False, None),),
+], method=True)
+
+def _bind_vsplit_0(sections):
+    return (sections,)
+
+def _bind_vsplit_1(indices):
+    return (indices,)
+
+def vsplit(self, *args, **kwargs):
+    try:
+        _b = _bind_vsplit_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        sections, = _b
+        if type(sections) is int:
+            return _A._op_vsplit_int.call(self._ks, self, sections)
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_vsplit_1(args, **kwargs)
+        else:
+            _b = _bind_vsplit_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        indices, = _b
+        if (indices_ := _ints(indices, False)) is not None:
+            return _A._op_vsplit_array.call(self._ks, self, indices_)
+    _i, _a = _sig_vsplit.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_vsplit_int.call(self._ks, self, _a['sections'])
+    elif _i == 1:
+        return _A._op_vsplit_array.call(self._ks, self, _a['indices'])
+    raise AssertionError('unreachable')
+
+
+vsplit.__doc__ = 'vsplit(sections: int) -> List[Tensor]\nvsplit(indices: List[int]) -> List[Tensor]'
+
+
+_sig_dsplit = _Signatures('dsplit', [
+    (('sections', 'int', False, False, None),),
+    (('indices', 'int[]', False, False, None),),
+], method=True)
+
+def _bind_dsplit_0(sections):
+    return (sections,)
+
+def _bind_dsplit_1(indices):
+    return (indices,)
+
+def dsplit(self, *args, **kwargs):
+    try:
+        _b = _bind_dsplit_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        sections, = _b
+        if type(sections) is int:
+            return _A._op_dsplit_int.call(self._ks, self, sections)
+    try:
+        if args and type(args[0]) is int:
+            _b = _bind_dsplit_1(args, **kwargs)
+        else:
+            _b = _bind_dsplit_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        indices, = _b
+        if (indices_ := _ints(indices, False)) is not None:
+            return _A._op_dsplit_array.call(self._ks, self, indices_)
+    _i, _a = _sig_dsplit.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_dsplit_int.call(self._ks, self, _a['sections'])
+    elif _i == 1:
+        return _A._op_dsplit_array.call(self._ks, self, _a['indices'])
+    raise AssertionError('unreachable')
+
+
+dsplit.__doc__ = 'dsplit(sections: int) -> List[Tensor]\ndsplit(indices: List[int]) -> List[Tensor]'
+
+
+_sig_adjoint = _Signatures('adjoint', [
+    (),
+], method=True)
+
+def _bind_adjoint_0():
+    return ()
+
+def adjoint(self, *args, **kwargs):
+    try:
+        _b = _bind_adjoint_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_adjoint.call(self._ks, self)
+    _i, _a = _sig_adjoint.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_adjoint.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+adjoint.__doc__ = 'adjoint() -> Tensor'
+def _signature_adjoint(self): ...
+adjoint.__wrapped__ = _signature_adjoint
+
+
+_sig_diagflat = _Signatures('diagflat', [
+    (('offset', 'int', False, True, 0),),
+], method=True)
+
+def _bind_diagflat_0(offset=0):
+    return (offset,)
+
+def diagflat(self, *args, **kwargs):
+    try:
+        _b = _bind_diagflat_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        offset, = _b
+        if type(offset) is int:
+            return _A._op_diagflat.call(self._ks, self, offset)
+    _i, _a = _sig_diagflat.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_diagflat.call(self._ks, self, _a['offset'])
+    raise AssertionError('unreachable')
+
+
+diagflat.__doc__ = 'diagflat(offset: int = 0) -> Tensor'
+def _signature_diagflat(self, offset=0): ...
+diagflat.__wrapped__ = _signature_diagflat
+
+
+_sig_fill_diagonal_ = _Signatures('fill_diagonal_', [
+    (('fill_value', 'Scalar', False, False, None), ('wrap', 'bool', False, True, False),),
+], method=True)
+
+def _bind_fill_diagonal__0(fill_value, wrap=False):
+    return (fill_value, wrap)
+
+def fill_diagonal_(self, *args, **kwargs):
+    try:
+        _b = _bind_fill_diagonal__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        fill_value, wrap = _b
+        if type(fill_value) in _NUMBERS and type(wrap) is bool:
+            return _A._op_fill_diagonal_.call(self._ks, self, fill_value, wrap)
+    _i, _a = _sig_fill_diagonal_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_fill_diagonal_.call(self._ks, self, _a['fill_value'], _a['wrap'])
+    raise AssertionError('unreachable')
+
+
+fill_diagonal_.__doc__ = 'fill_diagonal_(fill_value: Number, wrap: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.fill_diagonal`.'
+def _signature_fill_diagonal_(self, fill_value, wrap=False): ...
+fill_diagonal_.__wrapped__ = _signature_fill_diagonal_
+
+
+_sig_dist = _Signatures('dist', [
+    (('other', 'T', False, False, None), ('p', 'Scalar', False, True, 2),),
+], method=True)
+
+def _bind_dist_0(other, p=2):
+    return (other, p)
+
+def dist(self, *args, **kwargs):
+    try:
+        _b = _bind_dist_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        other, p = _b
+        if isinstance(other, _Tensor) and type(p) in _NUMBERS:
+            return _A._op_dist.call(self._ks | other._ks, self, other, p)
+    _i, _a = _sig_dist.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_dist.call(self._ks | _a['other']._ks, self, _a['other'], _a['p'])
+    raise AssertionError('unreachable')
+
+
+dist.__doc__ = 'dist(other: Tensor, p: Number = 2) -> Tensor'
+def _signature_dist(self, other, p=2): ...
+dist.__wrapped__ = _signature_dist
+
+
+_sig_logdet = _Signatures('logdet', [
+    (),
+], method=True)
+
+def _bind_logdet_0():
+    return ()
+
+def logdet(self, *args, **kwargs):
+    try:
+        _b = _bind_logdet_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_logdet.call(self._ks, self)
+    _i, _a = _sig_logdet.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_logdet.call(self._ks, self)
+    raise AssertionError('unreachable')
+
+
+logdet.__doc__ = 'logdet() -> Tensor'
+def _signature_logdet(self): ...
+logdet.__wrapped__ = _signature_logdet
+
+
+_sig_matrix_power = _Signatures('matrix_power', [
+    (('n', 'int', False, False, None),),
+], method=True)
+
+def _bind_matrix_power_0(n):
+    return (n,)
+
+def matrix_power(self, *args, **kwargs):
+    try:
+        _b = _bind_matrix_power_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n, = _b
+        if type(n) is int:
+            return _A._op_matrix_power.call(self._ks, self, n)
+    _i, _a = _sig_matrix_power.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_matrix_power.call(self._ks, self, _a['n'])
+    raise AssertionError('unreachable')
+
+
+matrix_power.__doc__ = 'matrix_power(n: int) -> Tensor'
+def _signature_matrix_power(self, n): ...
+matrix_power.__wrapped__ = _signature_matrix_power
+
+
+_sig_addr = _Signatures('addr', [
+    (('vec1', 'T', False, False, None), ('vec2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
+], method=True)
+
+def _bind_addr_0(vec1, vec2, *, beta=1, alpha=1):
+    return (vec1, vec2, beta, alpha)
+
+def addr(self, *args, **kwargs):
+    try:
+        _b = _bind_addr_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        vec1, vec2, beta, alpha = _b
+        if isinstance(vec1, _Tensor) and isinstance(vec2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _A._op_addr.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
+    _i, _a = _sig_addr.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_addr.call(self._ks | _a['vec1']._ks | _a['vec2']._ks, self, _a['vec1'], _a['vec2'], _a['beta'], _a['alpha'])
+    raise AssertionError('unreachable')
+
+
+addr.__doc__ = 'addr(vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+def _signature_addr(self, vec1, vec2, *, beta=1, alpha=1): ...
+addr.__wrapped__ = _signature_addr
+
+
+_sig_addr_ = _Signatures('addr_', [
+    (('vec1', 'T', False, False, None), ('vec2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
+], method=True)
+
+def _bind_addr__0(vec1, vec2, *, beta=1, alpha=1):
+    return (vec1, vec2, beta, alpha)
+
+def addr_(self, *args, **kwargs):
+    try:
+        _b = _bind_addr__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        vec1, vec2, beta, alpha = _b
+        if isinstance(vec1, _Tensor) and isinstance(vec2, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _A._op_addr_.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
+    _i, _a = _sig_addr_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_addr_.call(self._ks | _a['vec1']._ks | _a['vec2']._ks, self, _a['vec1'], _a['vec2'], _a['beta'], _a['alpha'])
+    raise AssertionError('unreachable')
+
+
+addr_.__doc__ = 'addr_(vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addr`.'
+def _signature_addr_(self, vec1, vec2, *, beta=1, alpha=1): ...
+addr_.__wrapped__ = _signature_addr_

@@ -7,6 +7,7 @@ from typing import Any, Callable
 from ember._generated import aten
 from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
+from ember.c10.dtype import bool_
 
 
 def linalg_norm(self: Any, ord: Any = None, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
@@ -223,3 +224,39 @@ def linalg_matrix_rank(self: Any, tol: float, hermitian: bool = False) -> Any:
 
 def linalg_matrix_rank_tol_tensor(input: Any, tol: Any, hermitian: bool = False) -> Any:  # noqa: A002
     return _matrix_rank(input, tol, 0.0, hermitian)
+
+
+def dist(self: Any, other: Any, p: Any = 2) -> Any:
+    """The ``p``-norm of ``self - other`` (broadcast)."""
+    return aten.linalg_vector_norm(self - other, p)
+
+
+def logdet(self: Any) -> Any:
+    """``log det``: NaN for a negative determinant, -inf for a singular matrix."""
+    sign, logabsdet = aten.linalg_slogdet(self)
+    if self.is_complex():
+        return sign.log() + logabsdet
+    return aten.where_self(sign == -1, aten.full((), float("nan"), dtype=logabsdet.dtype, device=logabsdet.device),
+                           logabsdet)
+
+
+def matrix_power(self: Any, n: int) -> Any:
+    return aten.linalg_matrix_power(self, n)
+
+
+def addr(self: Any, vec1: Any, vec2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
+    """``beta * self + alpha * outer(vec1, vec2)`` (``self`` not read when ``beta`` is 0)."""
+    if vec1.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.dim()}-D" if vec1.dim() != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {vec2.dim()}-D")
+    outer = aten.outer(vec1, vec2)
+    if alpha != 1:
+        outer = outer * alpha
+    if beta == 0:  # self's values are not read (NaNs in it do not show), but it stays in the graph (zero gradient)
+        never = aten.zeros((), dtype=bool_, device=outer.device)
+        return aten.where_self(never, self, outer)
+    return self * beta + outer if beta != 1 else self + outer
+
+
+def addr_(self: Any, vec1: Any, vec2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
+    return self.copy_(addr(self, vec1, vec2, beta, alpha))

@@ -268,3 +268,69 @@ def tensor_split_indices(self: Any, indices: Any, dim: Any = 0) -> Any:
         out.append(aten.slice_Tensor(self, d, prev, max(i, prev), 1))
         prev = max(i, prev)
     return out
+
+
+# ---- NumPy-style splits along dim 1 (hsplit; dim 0 for 1-D), 0 (vsplit) and 2 (dsplit) (TensorShape.cpp)
+def _split_dim(name: str, self: Any, min_dims: int, dim: int, sections: Any = None) -> int:
+    if self.dim() < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor with "
+                           f"{self.dim()} dimensions!")
+    if sections is not None and (sections == 0 or self.shape[dim] % sections != 0):
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
+                           f"{self.shape[dim]} is not divisible by the split_size {sections}!")
+    return dim
+
+
+def hsplit_int(self: Any, sections: int) -> Any:
+    dim = 0 if self.dim() == 1 else 1
+    return aten.tensor_split_sections(self, sections, _split_dim("hsplit", self, 1, dim, sections))
+
+
+def hsplit_array(self: Any, indices: Any) -> Any:
+    dim = 0 if self.dim() == 1 else 1
+    return aten.tensor_split_indices(self, tuple(indices), _split_dim("hsplit", self, 1, dim))
+
+
+def vsplit_int(self: Any, sections: int) -> Any:
+    return aten.tensor_split_sections(self, sections, _split_dim("vsplit", self, 2, 0, sections))
+
+
+def vsplit_array(self: Any, indices: Any) -> Any:
+    return aten.tensor_split_indices(self, tuple(indices), _split_dim("vsplit", self, 2, 0))
+
+
+def dsplit_int(self: Any, sections: int) -> Any:
+    return aten.tensor_split_sections(self, sections, _split_dim("dsplit", self, 3, 2, sections))
+
+
+def dsplit_array(self: Any, indices: Any) -> Any:
+    return aten.tensor_split_indices(self, tuple(indices), _split_dim("dsplit", self, 3, 2))
+
+
+def adjoint(self: Any) -> Any:
+    """The conjugate transpose of the last two dims."""
+    if self.dim() < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    t = aten.transpose_int(self, -2, -1)
+    return aten.conj_physical(t) if t.is_complex() else t
+
+
+def diagflat(self: Any, offset: int = 0) -> Any:
+    """A 2-D tensor with the flattened input on its ``offset``-th diagonal."""
+    return aten.diag(self.reshape((-1,)), offset)
+
+
+def fill_diagonal_(self: Any, fill_value: Any, wrap: bool = False) -> Any:
+    """Write ``fill_value`` on the main diagonal (of a 2-D tensor, or of an n-D one with equal sizes); ``wrap``
+    continues it below a tall matrix's square part, after one skipped row."""
+    nd = self.dim()
+    if nd < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if nd > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    n = min(self.shape)
+    step = sum(self.stride())
+    if nd == 2 and wrap and self.shape[0] > self.shape[1] + 1:
+        n = (self.numel() + step - 1) // step if self.is_contiguous() else n
+    aten.as_strided(self, (n,), (step,), self.storage_offset()).fill_(fill_value)
+    return self
