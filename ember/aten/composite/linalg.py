@@ -7,6 +7,7 @@ from typing import Any, Callable
 from ember._generated import aten
 from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
+from ember.aten.wrap import _type_name
 from ember.c10.dtype import bool_
 
 
@@ -139,11 +140,6 @@ def linalg_multi_dot(tensors: Any) -> Any:
 
 def _shape(t: Any) -> str:
     return "[" + ", ".join(str(s) for s in t.shape) + "]"
-
-
-def _type_name(d: Any) -> str:
-    from ember.aten.wrap import _type_name as name
-    return name(d)
 
 
 def linalg_vander(x: Any, N: Any = None) -> Any:

@@ -198,27 +198,25 @@ copysign = _float_binary("copysign")
 nextafter = _float_binary("nextafter")
 
 
-@elementwise
-def xlogy(xp: Any, self: Array, other: Array) -> Any:
+def _x_log(xp: Any, self: Array, other: Array, log: Any) -> Any:
+    """``self * log(other)`` in the floating result dtype, 0 where ``self`` is 0 (NaN where ``other`` is)."""
     npdt = float_result(result_np_dtype(self, other))
     cdt = compute_dtype(npdt)
     a, b = asdtype(xp, self, cdt), asdtype(xp, other, cdt)
     with np.errstate(all="ignore"):
-        r = xp.where(a == 0, xp.zeros((), cdt), a * xp.log(b))
+        r = xp.where(a == 0, xp.zeros((), cdt), a * log(b))
         r = xp.where(xp.isnan(b), b + a * 0, r)
     return r.astype(npdt, copy=False)
+
+
+@elementwise
+def xlogy(xp: Any, self: Array, other: Array) -> Any:
+    return _x_log(xp, self, other, xp.log)
 
 
 @elementwise
 def special_xlog1py(xp: Any, self: Array, other: Array) -> Any:
-    """``self * log1p(other)``, 0 where ``self`` is 0 (NaN where ``other`` is)."""
-    npdt = float_result(result_np_dtype(self, other))
-    cdt = compute_dtype(npdt)
-    a, b = asdtype(xp, self, cdt), asdtype(xp, other, cdt)
-    with np.errstate(all="ignore"):
-        r = xp.where(a == 0, xp.zeros((), cdt), a * xp.log1p(b))
-        r = xp.where(xp.isnan(b), b + a * 0, r)
-    return r.astype(npdt, copy=False)
+    return _x_log(xp, self, other, xp.log1p)
 
 
 def _minmax(ufunc_name: Any, nan_ignoring: Any = False) -> Any:
