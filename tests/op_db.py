@@ -434,6 +434,10 @@ _LINALG_ERRORS = {  # LAPACK's info and the failing batch element, in PyTorch's 
                            _err((np.zeros((3, 3)),), {}, RuntimeError, "linalg.inv: The diagonal element 1 is zero")],
     "linalg.cholesky": lambda: [_err((np.array([[4.0, 2, 0], [2, 1, 0], [0, 0, 1]]),), {}, RuntimeError,
                                      "the leading minor of order 2 is not positive-definite")],
+    "linalg.solve_triangular": lambda: [
+        _err((np.eye(2), np.ones(2)), dict(upper=False), RuntimeError, "The input tensor B must have at least 2 dimensions"),
+        _err((np.eye(2), np.ones((3, 2))), dict(upper=False), RuntimeError,
+             "Incompatible shapes of A and B for the equation AX = B \\(2x2 and 3x2\\)")],
     "linalg.solve": lambda: [_err((_SINGULAR[1], np.ones(2)), {}, RuntimeError,
                                   "torch.linalg.solve: The solver failed because the input matrix is singular."),
                              _err((np.eye(2), np.ones((3, 2))), {}, RuntimeError,
@@ -448,6 +452,10 @@ for name, fn in [
     ("linalg.solve", lambda d, r: [Sample((_spd(r, 4, d), arr(r, (4, 2), d))), Sample((_spd(r, 4, d), arr(r, (4,), d))),
                                    Sample((_spd(r, 3, d), arr(r, (2, 3), d)), dict(left=False))]),
     ("linalg.cholesky", lambda d, r: [Sample((_spd(r, 4, d),))]),
+    ("linalg.solve_triangular", lambda d, r: [
+        Sample((_spd(r, 4, d), arr(r, (4, 2), d)), dict(upper=False)),
+        Sample((_spd(r, 4, d), arr(r, (2, 3, 4), d)), dict(upper=True, left=False)),
+        Sample((_spd(r, 3, d), arr(r, (3, 1), d)), dict(upper=True, unitriangular=True))]),
     ("linalg.eigvalsh", lambda d, r: [Sample((_spd(r, 4, d),))]),
     ("linalg.svdvals", lambda d, r: [Sample((arr(r, (4, 3), d),))]),
     ("linalg.pinv", lambda d, r: [Sample((arr(r, (4, 3), d),))]),
@@ -1568,3 +1576,14 @@ for _op in op_db:
     _op.supports_autograd = _op.supports_autograd and _op.name not in NO_AUTOGRAD
     _op.supports_gradgrad = _op.supports_gradgrad and _op.name not in NO_GRADGRAD
 assert NO_AUTOGRAD | NO_GRADGRAD <= {o.name for o in op_db}, "a name of NO_AUTOGRAD / NO_GRADGRAD has no entry"
+
+# the reparameterised gradients of Gamma and Dirichlet samples (tests/test_distributions.py samples through them)
+_GAMMA_ALPHAS = np.array([0.1, 0.5, 2.0, 7.0, 9.0, 30.0, 200.0])
+add(OpInfo("_standard_gamma_grad", lambda d, r: [
+    Sample((np.repeat(_GAMMA_ALPHAS, 6).astype(d),
+            np.random.default_rng(0).gamma(np.repeat(_GAMMA_ALPHAS, 6)).astype(d)))],
+    method=False, supports_autograd=False, rtol=1e-5, atol=1e-6))
+add(OpInfo("_dirichlet_grad", lambda d, r: [
+    Sample(tuple(v.astype(d) for v in (np.clip(r.beta(a, b), 1e-4, 1 - 1e-4), a, a + b)))
+    for a, b in [(r.uniform(0.1, 15, 60), r.uniform(0.1, 15, 60)), (r.uniform(6, 40, (3, 4)), r.uniform(6, 40, (3, 4)))]],
+    method=False, supports_autograd=False, rtol=1e-4, atol=1e-6))

@@ -395,7 +395,8 @@ NOT_IN_TABLE = {
     "zeros_like", "ones_like", "full_like",
     "arange", "linspace", "logspace", "eye", "tril_indices", "triu_indices", "new_empty", "new_zeros", "new_ones",
     "new_full", "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "uniform", "normal", "random",
-    "bernoulli", "multinomial", "exponential", "cauchy", "log_normal", "geometric", "poisson",
+    "bernoulli", "multinomial", "exponential", "cauchy", "log_normal", "geometric", "poisson", "binomial",
+    "_standard_gamma", "_sample_dirichlet",
     # copies, conversions and fills: tests/test_tensor.py
     "_to_copy", "_contiguous_copy", "copy", "fill", "zero", "alias", "_reshape_alias",
     # reached through Tensor indexing: tests/test_indexing.py

@@ -192,12 +192,51 @@ def test_poisson_draws_pytorchs_numbers_on_both_sides_of_rate_10():
     same(ember.poisson(ember.tensor([2.0, 20.0]), g1), torch.poisson(torch.tensor([2.0, 20.0]), g2))
 
 
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_gamma_dirichlet_and_binomial_draw_pytorchs_numbers(dt):
+    """Note [PyTorch's gamma and binomial samplers]: one serial stream of uniforms and cached normals."""
+    alphas = np.array([0.0, 0.01, 0.3, 0.999, 1.0, 1.5, 4.0, 9.0, 50.0, 1e3] * 8, dt)
+    conc = np.random.default_rng(0).uniform(0.05, 20, (30, 4)).astype(dt)
+    counts = np.array([0, 1, 5, 10, 20, 100, 1000, 37, 3e4] * 8, dt)
+    probs = np.array([0.0, 0.1, 0.5, 0.9, 1.0, 0.03, 0.7, 0.45, 0.999] * 8, dt)
+    for seed in (0, 7):
+        ember.manual_seed(seed)
+        torch.manual_seed(seed)
+        same(ember.randn(3), torch.randn(3))  # an odd count leaves a cached normal for the gamma sampler
+        same(ember._standard_gamma(ember.tensor(alphas)), torch._standard_gamma(torch.from_numpy(alphas)))
+        same(ember._sample_dirichlet(ember.tensor(conc)), torch._sample_dirichlet(torch.from_numpy(conc)))
+        same(ember.binomial(ember.tensor(counts), ember.tensor(probs)),
+             torch.binomial(torch.from_numpy(counts), torch.from_numpy(probs)))
+        same(ember.binomial(ember.tensor(counts[:9]), ember.tensor(np.array(0.3, dt))),
+             torch.binomial(torch.from_numpy(counts[:9]), torch.tensor(0.3, dtype=getattr(torch, dt))))
+        same(ember.rand(5), torch.rand(5))
+    g1, g2 = ember.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    same(ember._standard_gamma(ember.tensor(alphas[:5]), g1), torch._standard_gamma(torch.from_numpy(alphas[:5]), g2))
+
+
+def test_standard_gamma_gradient_is_the_implicit_reparameterisation():
+    a = np.array([0.2, 1.0, 3.0, 12.0])
+    ea, ta = ember.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    ember.manual_seed(1)
+    torch.manual_seed(1)
+    es, ts = ember._standard_gamma(ea), torch._standard_gamma(ta)
+    same(es.detach(), ts.detach())
+    es.sum().backward()
+    ts.sum().backward()
+    np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="the derivative for '_sample_dirichlet' is not implemented"):
+        ember._sample_dirichlet(ember.tensor([1.0, 2.0], requires_grad=True)).sum().backward()
+
+
 @pytest.mark.parametrize("call", [
     lambda L: L.empty(3).exponential_(-1.0), lambda L: L.empty(3).exponential_(0.0),
     lambda L: L.empty(3, dtype=L.long).exponential_(), lambda L: L.empty(3).geometric_(1.5),
     lambda L: L.empty(3).cauchy_(0, -1), lambda L: L.empty(3, dtype=L.long).cauchy_(),
     lambda L: L.empty(3).log_normal_(0, 0), lambda L: L.empty(3, dtype=L.long).log_normal_(),
     lambda L: L.empty(3, dtype=L.bool).geometric_(0.5), lambda L: L.poisson(L.tensor([1, 2])),
+    lambda L: L._standard_gamma(L.tensor([1, 2])), lambda L: L.binomial(L.tensor([1, 2]), L.tensor([0.5, 0.5])),
+    lambda L: L.binomial(L.tensor([1.0, 2]), L.tensor([0.5, 0.5], dtype=L.float64)),
+    lambda L: L._sample_dirichlet(L.tensor([1, 2])),
 ])
 def test_distribution_argument_errors_match_pytorch(call):
     with pytest.raises(Exception) as t_err:

@@ -2641,6 +2641,31 @@ _op_poisson = _D.define('poisson(Tensor self, Generator? generator=None) -> Tens
 def poisson(self, generator=None):
     return _op_poisson.call(self._ks, self, generator)
 
+_op_binomial = _D.define('binomial(Tensor count, Tensor prob, Generator? generator=None) -> Tensor')
+
+def binomial(count, prob, generator=None):
+    return _op_binomial.call(count._ks | prob._ks, count, prob, generator)
+
+_op__standard_gamma = _D.define('_standard_gamma(Tensor self, Generator? generator=None) -> Tensor')
+
+def _standard_gamma(self, generator=None):
+    return _op__standard_gamma.call(self._ks, self, generator)
+
+_op__standard_gamma_grad = _D.define('_standard_gamma_grad(Tensor self, Tensor output) -> Tensor')
+
+def _standard_gamma_grad(self, output):
+    return _op__standard_gamma_grad.call(self._ks | output._ks, self, output)
+
+_op__sample_dirichlet = _D.define('_sample_dirichlet(Tensor self, Generator? generator=None) -> Tensor')
+
+def _sample_dirichlet(self, generator=None):
+    return _op__sample_dirichlet.call(self._ks, self, generator)
+
+_op__dirichlet_grad = _D.define('_dirichlet_grad(Tensor x, Tensor alpha, Tensor total) -> Tensor')
+
+def _dirichlet_grad(x, alpha, total):
+    return _op__dirichlet_grad.call(x._ks | alpha._ks | total._ks, x, alpha, total)
+
 _op_random__from = _D.define('random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)')
 
 def random__from(self, from_, to_, *, generator=None):
@@ -3290,6 +3315,11 @@ _op_linalg_cholesky = _D.define('linalg_cholesky(Tensor self, *, bool upper=Fals
 
 def linalg_cholesky(self, *, upper=False):
     return _op_linalg_cholesky.call(self._ks, self, upper)
+
+_op_linalg_solve_triangular = _D.define('linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor')
+
+def linalg_solve_triangular(self, B, *, upper, left=True, unitriangular=False):
+    return _op_linalg_solve_triangular.call(self._ks | B._ks, self, B, upper, left, unitriangular)
 
 _op_linalg_qr = _D.define("linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)")
 

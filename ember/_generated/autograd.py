@@ -4577,6 +4577,140 @@ def _ag_poisson_default(ks, self, generator):
     return result
 
 
+class BinomialBackward0(_Node):
+    _saved_names = ('count_', 'prob_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        count_ix, prob_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[count_ix] is not None:
+            count = _n._saved('count_')
+            grad_inputs[count_ix] = aten.zeros_like(count)
+        if _n._next[prob_ix] is not None:
+            prob = _n._saved('prob_')
+            grad_inputs[prob_ix] = aten.zeros_like(prob)
+        return grad_inputs
+
+
+def _ag_binomial_default(ks, count, prob, generator):
+    if not (_gm.enabled and (count._rg or prob._rg)):
+        return aten._op_binomial.redispatch(ks & _BELOW, count, prob, generator)
+    _n = BinomialBackward0()
+    _n._next = _edges(count, prob)
+    _n._input_meta = _meta(count, prob)
+    if _n._next[0] is not None:
+        _n.count_ = _SV(count)
+    if _n._next[1] is not None:
+        _n.prob_ = _SV(prob)
+    result = aten._op_binomial.redispatch(ks & _BELOW, count, prob, generator)
+    _set_history(_n, (result,))
+    return result
+
+
+class StandardGammaBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad * aten._standard_gamma_grad(self, result)
+        return grad_inputs
+
+
+def _ag__standard_gamma_default(ks, self, generator):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__standard_gamma.redispatch(ks & _BELOW, self, generator)
+    _n = StandardGammaBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op__standard_gamma.redispatch(ks & _BELOW, self, generator)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class StandardGammaGradBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("_standard_gamma_grad")
+        return grad_inputs
+
+
+def _ag__standard_gamma_grad_default(ks, self, output):
+    if _gm.enabled and (output._rg):
+        _check_no_requires_grad(output, 'output', '_standard_gamma_grad')
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__standard_gamma_grad.redispatch(ks & _BELOW, self, output)
+    _n = StandardGammaGradBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op__standard_gamma_grad.redispatch(ks & _BELOW, self, output)
+    _set_history(_n, (result,))
+    return result
+
+
+class SampleDirichletBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("_sample_dirichlet")
+        return grad_inputs
+
+
+def _ag__sample_dirichlet_default(ks, self, generator):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op__sample_dirichlet.redispatch(ks & _BELOW, self, generator)
+    _n = SampleDirichletBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op__sample_dirichlet.redispatch(ks & _BELOW, self, generator)
+    _set_history(_n, (result,))
+    return result
+
+
+class DirichletGradBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        x_ix, alpha_ix, total_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        if _n._next[x_ix] is not None:
+            grad_inputs[x_ix] = not_implemented("_dirichlet_grad")
+        if _n._next[alpha_ix] is not None:
+            grad_inputs[alpha_ix] = not_implemented("_dirichlet_grad")
+        if _n._next[total_ix] is not None:
+            grad_inputs[total_ix] = not_implemented("_dirichlet_grad")
+        return grad_inputs
+
+
+def _ag__dirichlet_grad_default(ks, x, alpha, total):
+    if not (_gm.enabled and (x._rg or alpha._rg or total._rg)):
+        return aten._op__dirichlet_grad.redispatch(ks & _BELOW, x, alpha, total)
+    _n = DirichletGradBackward0()
+    _n._next = _edges(x, alpha, total)
+    _n._input_meta = _meta(x, alpha, total)
+    result = aten._op__dirichlet_grad.redispatch(ks & _BELOW, x, alpha, total)
+    _set_history(_n, (result,))
+    return result
+
+
 class NormalBackward0(_Node):
     _saved_names = ()
 
@@ -6530,6 +6664,43 @@ def _ag_linalg_cholesky_default(ks, self, upper):
     _n._input_meta = _meta(self)
     _n.upper = upper
     result = aten._op_linalg_cholesky.redispatch(ks & _BELOW, self, upper)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class LinalgSolveTriangularBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        upper = _n.upper
+        left = _n.left
+        unitriangular = _n.unitriangular
+        self_ix, B_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = solve_triangular_backward_A(grad, self, result, upper, left, unitriangular)
+        if _n._next[B_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[B_ix] = solve_triangular_backward_B(grad, self, upper, left, unitriangular)
+        return grad_inputs
+
+
+def _ag_linalg_solve_triangular_default(ks, self, B, upper, left, unitriangular):
+    if not (_gm.enabled and (self._rg or B._rg)):
+        return aten._op_linalg_solve_triangular.redispatch(ks & _BELOW, self, B, upper, left, unitriangular)
+    _n = LinalgSolveTriangularBackward0()
+    _n._next = _edges(self, B)
+    _n._input_meta = _meta(self, B)
+    _n.upper = upper
+    _n.left = left
+    _n.unitriangular = unitriangular
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_linalg_solve_triangular.redispatch(ks & _BELOW, self, B, upper, left, unitriangular)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
     return result
@@ -12493,6 +12664,11 @@ for _h, _k in (
     (aten._op_unfold, _ag_unfold_default),
     (aten._op_diagonal, _ag_diagonal_default),
     (aten._op_poisson, _ag_poisson_default),
+    (aten._op_binomial, _ag_binomial_default),
+    (aten._op__standard_gamma, _ag__standard_gamma_default),
+    (aten._op__standard_gamma_grad, _ag__standard_gamma_grad_default),
+    (aten._op__sample_dirichlet, _ag__sample_dirichlet_default),
+    (aten._op__dirichlet_grad, _ag__dirichlet_grad_default),
     (aten._op_normal_Tensor_Tensor, _ag_normal_Tensor_Tensor),
     (aten._op_bernoulli, _ag_bernoulli_default),
     (aten._op_bernoulli_p, _ag_bernoulli_p),
@@ -12559,6 +12735,7 @@ for _h, _k in (
     (aten._op_linalg_slogdet, _ag_linalg_slogdet_default),
     (aten._op_linalg_solve, _ag_linalg_solve_default),
     (aten._op_linalg_cholesky, _ag_linalg_cholesky_default),
+    (aten._op_linalg_solve_triangular, _ag_linalg_solve_triangular_default),
     (aten._op_linalg_qr, _ag_linalg_qr_default),
     (aten._op_linalg_eigh, _ag_linalg_eigh_default),
     (aten._op_linalg_eigvalsh, _ag_linalg_eigvalsh_default),

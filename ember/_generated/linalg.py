@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['cholesky', 'cross', 'det', 'diagonal', 'eigh', 'eigvalsh', 'inv', 'lstsq', 'matmul', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
+__all__ = ['cholesky', 'cross', 'det', 'diagonal', 'eigh', 'eigvalsh', 'inv', 'lstsq', 'matmul', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'solve_triangular', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
 
 _sig_inv = _Signatures('inv', [
     (('A', 'T', False, False, None),),
@@ -149,6 +149,33 @@ def cholesky(*args, **kwargs):
 cholesky.__doc__ = 'cholesky(input: Tensor, *, upper: bool = False) -> Tensor'
 def _signature_cholesky(input, *, upper=False): ...
 cholesky.__wrapped__ = _signature_cholesky
+
+
+_sig_solve_triangular = _Signatures('solve_triangular', [
+    (('input', 'T', False, False, None), ('B', 'T', False, False, None), ('upper', 'bool', True, False, None), ('left', 'bool', True, True, True), ('unitriangular', 'bool', True, True, False),),
+], method=False)
+
+def _bind_solve_triangular_0(input, B, *, upper, left=True, unitriangular=False):
+    return (input, B, upper, left, unitriangular)
+
+def solve_triangular(*args, **kwargs):
+    try:
+        _b = _bind_solve_triangular_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, B, upper, left, unitriangular = _b
+        if isinstance(input, _Tensor) and isinstance(B, _Tensor) and type(upper) is bool and type(left) is bool and type(unitriangular) is bool:
+            return _A._op_linalg_solve_triangular.call(input._ks | B._ks, input, B, upper, left, unitriangular)
+    _i, _a = _sig_solve_triangular.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_solve_triangular.call(_a['input']._ks | _a['B']._ks, _a['input'], _a['B'], _a['upper'], _a['left'], _a['unitriangular'])
+    raise AssertionError('unreachable')
+
+
+solve_triangular.__doc__ = 'solve_triangular(input: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Tensor'
+def _signature_solve_triangular(input, B, *, upper, left=True, unitriangular=False): ...
+solve_triangular.__wrapped__ = _signature_solve_triangular
 
 
 _sig_qr = _Signatures('qr', [

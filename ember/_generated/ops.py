@@ -1129,6 +1129,21 @@ geometric_ = _P('geometric_', [
 poisson = _P('poisson', [
     _O(_A._op_poisson, (('self', 'T', False, False, None), ('generator', 'gen?', False, True, None),), ['self', 'generator']),
 ])
+binomial = _P('binomial', [
+    _O(_A._op_binomial, (('count', 'T', False, False, None), ('prob', 'T', False, False, None), ('generator', 'gen?', False, True, None),), ['count', 'prob', 'generator']),
+])
+_standard_gamma = _P('_standard_gamma', [
+    _O(_A._op__standard_gamma, (('self', 'T', False, False, None), ('generator', 'gen?', False, True, None),), ['self', 'generator']),
+])
+_standard_gamma_grad = _P('_standard_gamma_grad', [
+    _O(_A._op__standard_gamma_grad, (('self', 'T', False, False, None), ('output', 'T', False, False, None),), ['self', 'output']),
+])
+_sample_dirichlet = _P('_sample_dirichlet', [
+    _O(_A._op__sample_dirichlet, (('self', 'T', False, False, None), ('generator', 'gen?', False, True, None),), ['self', 'generator']),
+])
+_dirichlet_grad = _P('_dirichlet_grad', [
+    _O(_A._op__dirichlet_grad, (('x', 'T', False, False, None), ('alpha', 'T', False, False, None), ('total', 'T', False, False, None),), ['x', 'alpha', 'total']),
+])
 random_ = _P('random_', [
     _O(_A._op_random__from, (('self', 'T', False, False, None), ('from_', 'int', False, False, None), ('to_', 'int?', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'from_', 'to_', 'generator']),
     _O(_A._op_random__to, (('self', 'T', False, False, None), ('to_', 'int', False, False, None), ('generator', 'gen?', True, True, None),), ['self', 'to_', 'generator']),
@@ -1448,6 +1463,9 @@ linalg_solve = _P('linalg_solve', [
 ])
 linalg_cholesky = _P('linalg_cholesky', [
     _O(_A._op_linalg_cholesky, (('self', 'T', False, False, None), ('upper', 'bool', True, True, False),), ['self', 'upper']),
+])
+linalg_solve_triangular = _P('linalg_solve_triangular', [
+    _O(_A._op_linalg_solve_triangular, (('self', 'T', False, False, None), ('B', 'T', False, False, None), ('upper', 'bool', True, False, None), ('left', 'bool', True, True, True), ('unitriangular', 'bool', True, True, False),), ['self', 'B', 'upper', 'left', 'unitriangular']),
 ])
 linalg_qr = _P('linalg_qr', [
     _O(_A._op_linalg_qr, (('A', 'T', False, False, None), ('mode', 'str', False, True, 'reduced'),), ['A', 'mode']),

@@ -3730,6 +3730,46 @@ def _poisson_default(ks, self, generator):
         _value_error(_e, K.poisson, self)
 
 
+def _binomial_default(ks, count, prob, generator):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.binomial(be.xp, count._data, prob._data, generator), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.binomial, count, prob)
+
+
+def __standard_gamma_default(ks, self, generator):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._standard_gamma(be.xp, self._data, generator), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._standard_gamma, self)
+
+
+def __standard_gamma_grad_default(ks, self, output):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._standard_gamma_grad(be.xp, self._data, output._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._standard_gamma_grad, self, output)
+
+
+def __sample_dirichlet_default(ks, self, generator):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._sample_dirichlet(be.xp, self._data, generator), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._sample_dirichlet, self)
+
+
+def __dirichlet_grad_default(ks, x, alpha, total):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._dirichlet_grad(be.xp, x._data, alpha._data, total._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._dirichlet_grad, x, alpha, total)
+
+
 def _random__from(ks, self, from_, to_, generator):
     be = BACKEND[ks & ON_CUDA]
     _check_writable(self)
@@ -4567,6 +4607,14 @@ def _linalg_cholesky_default(ks, self, upper):
         return _new(K.linalg_cholesky(be.xp, self._data, upper=upper), be.ks, be.device)
     except ValueError as _e:
         _value_error(_e, K.linalg_cholesky, self)
+
+
+def _linalg_solve_triangular_default(ks, self, B, upper, left, unitriangular):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.linalg_solve_triangular(be.xp, self._data, B._data, upper=upper, left=left, unitriangular=unitriangular), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_solve_triangular, self, B)
 
 
 def _linalg_qr_default(ks, A, mode):
@@ -6432,6 +6480,11 @@ _BACKEND_KERNELS = (
     (_A._op_log_normal_, _log_normal__default, ('CPU', 'CUDA', 'Meta'), K.log_normal_, ('generator',), 'mutating', None),
     (_A._op_geometric_, _geometric__default, ('CPU', 'CUDA', 'Meta'), K.geometric_, ('generator',), 'mutating', None),
     (_A._op_poisson, _poisson_default, ('CPU', 'CUDA', 'Meta'), K.poisson, (), 'new', None),
+    (_A._op_binomial, _binomial_default, ('CPU', 'CUDA', 'Meta'), K.binomial, (), 'new', None),
+    (_A._op__standard_gamma, __standard_gamma_default, ('CPU', 'CUDA', 'Meta'), K._standard_gamma, (), 'new', None),
+    (_A._op__standard_gamma_grad, __standard_gamma_grad_default, ('CPU', 'CUDA'), K._standard_gamma_grad, (), 'new', None),
+    (_A._op__sample_dirichlet, __sample_dirichlet_default, ('CPU', 'CUDA', 'Meta'), K._sample_dirichlet, (), 'new', None),
+    (_A._op__dirichlet_grad, __dirichlet_grad_default, ('CPU', 'CUDA'), K._dirichlet_grad, (), 'new', None),
     (_A._op_random__from, _random__from, ('CPU', 'CUDA', 'Meta'), K.random_, ('generator',), 'mutating', None),
     (_A._op_normal_Tensor_Tensor, _normal_Tensor_Tensor, ('CPU', 'CUDA', 'Meta'), K.normal_tensor_tensor, ('generator',), 'new', None),
     (_A._op_normal_float_float, _normal_float_float, ('CPU', 'CUDA', 'Meta'), K.normal_float_float, ('generator', 'dtype', 'layout', 'device', 'pin_memory'), 'new', None),
@@ -6539,6 +6592,7 @@ _BACKEND_KERNELS = (
     (_A._op_linalg_slogdet, _linalg_slogdet_default, ('CPU', 'CUDA', 'Meta'), K.linalg_slogdet, (), 'new', _rt.linalg_slogdet),
     (_A._op_linalg_solve, _linalg_solve_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve, ('left',), 'new', None),
     (_A._op_linalg_cholesky, _linalg_cholesky_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky, ('upper',), 'new', None),
+    (_A._op_linalg_solve_triangular, _linalg_solve_triangular_default, ('CPU', 'CUDA', 'Meta'), K.linalg_solve_triangular, ('upper', 'left', 'unitriangular'), 'new', None),
     (_A._op_linalg_qr, _linalg_qr_default, ('CPU', 'CUDA', 'Meta'), K.linalg_qr, (), 'new', _rt.linalg_qr),
     (_A._op_linalg_eigh, _linalg_eigh_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eigh, (), 'new', _rt.linalg_eigh),
     (_A._op_linalg_eigvalsh, _linalg_eigvalsh_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eigvalsh, (), 'new', None),

@@ -369,6 +369,20 @@ def solve_backward_B(grad: Tensor, A: Tensor, left: bool = True) -> Any:
     return aten.linalg_solve(conj_of(A.mT), grad, left=left)
 
 
+def solve_triangular_backward_B(grad: Tensor, A: Tensor, upper: bool, left: bool, unitriangular: bool) -> Any:
+    """gB = A^-H grad (``left``), or grad A^-H: a triangular solve with the other triangle."""
+    return aten.linalg_solve_triangular(conj_of(A.mT), grad, upper=not upper, left=left, unitriangular=unitriangular)
+
+
+def solve_triangular_backward_A(grad: Tensor, A: Tensor, result: Tensor, upper: bool, left: bool,
+                                unitriangular: bool) -> Any:
+    """-gB X^H (``left``) or -X^H gB, restricted to the triangle A's values were read from."""
+    gB = solve_triangular_backward_B(grad, A, upper, left, unitriangular)
+    gA = -(gB.matmul(conj_of(result.mT))) if left else -(conj_of(result.mT).matmul(gB))
+    offset = 1 if unitriangular else 0
+    return gA.triu(offset) if upper else gA.tril(-offset)
+
+
 def logit_backward(grad: Tensor, self: Tensor, eps: Any) -> Any:
     if eps is None:
         return grad / (self * (1 - self))

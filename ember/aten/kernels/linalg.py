@@ -505,3 +505,47 @@ def linalg_matrix_norm(xp: Any, self: Array, ord: Any = 'fro', dim: Any = (-2, -
         for a in sorted(d):
             r = xp.expand_dims(r, a)
     return xp.asarray(r).astype(x.real.dtype if x.dtype.kind == "c" else x.dtype, copy=False)
+
+
+def _solve_triangular_meta(A: Any, B: Any, upper: Any = False, left: Any = True, unitriangular: Any = False) -> Any:
+    return _solve_triangular_shape(A, B, left), A.dtype
+
+
+def _solve_triangular_shape(A: Any, B: Any, left: Any) -> Any:
+    for name, t in (("A", A), ("B", B)):
+        if len(t.shape) < 2:
+            raise RuntimeError(f"linalg.solve_triangular: The input tensor {name} must have at least 2 dimensions.")
+    _check_square(A, "solve_triangular")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, but found A of type "
+                           f"{type_name(A.dtype)} and B of type {type_name(B.dtype)} instead")
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation {eq} ({n}x{n} "
+                           f"and {B.shape[-2]}x{B.shape[-1]})")
+    return tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))) + tuple(B.shape[-2:])
+
+
+@meta_shape(_solve_triangular_meta)
+def linalg_solve_triangular(xp: Any, A: Array, B: Array, upper: Any = False, left: Any = True,
+                            unitriangular: Any = False) -> Any:
+    """X with ``A X = B`` (``X A = B`` when not ``left``) for triangular A, by substitution over the rows
+    (the other triangle of A is not read; a unit diagonal is assumed when ``unitriangular``)."""
+    shape = _solve_triangular_shape(A, B, left)
+    if not left:  # X A = B  <=>  A^T X^T = B^T, the other triangle
+        Xt = linalg_solve_triangular(xp, xp.swapaxes(A, -1, -2), xp.swapaxes(B, -1, -2), not upper, True,
+                                     unitriangular)
+        return xp.ascontiguousarray(xp.swapaxes(Xt, -1, -2))
+    n = A.shape[-1]
+    A = xp.broadcast_to(A, shape[:-2] + (n, n))
+    X = xp.array(xp.broadcast_to(B, shape), dtype=compute_dtype(B.dtype))
+    rows = range(n - 1, -1, -1) if upper else range(n)
+    with np.errstate(all="ignore"):
+        for i in rows:
+            done = slice(i + 1, n) if upper else slice(0, i)
+            if i != (n - 1 if upper else 0):
+                X[..., i, :] -= xp.matmul(A[..., i:i + 1, done], X[..., done, :])[..., 0, :]
+            if not unitriangular:
+                X[..., i, :] /= A[..., i, i][..., None]
+    return X.astype(B.dtype, copy=False)
