@@ -1226,6 +1226,56 @@ _op_fmin_out = _D.define('fmin.out(Tensor self, Tensor other, *, Tensor(a!) out)
 def fmin_out(self, other, *, out):
     return _op_fmin_out.call(self._ks | other._ks, self, other, out)
 
+_op_igamma = _D.define('igamma(Tensor self, Tensor other) -> Tensor')
+
+def igamma(self, other):
+    return _op_igamma.call(self._ks | other._ks, self, other)
+
+_op_igamma_out = _D.define('igamma.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def igamma_out(self, other, *, out):
+    return _op_igamma_out.call(self._ks | other._ks, self, other, out)
+
+_op_igamma_ = _D.define('igamma_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def igamma_(self, other):
+    return _op_igamma_.call(self._ks | other._ks, self, other)
+
+_op_igammac = _D.define('igammac(Tensor self, Tensor other) -> Tensor')
+
+def igammac(self, other):
+    return _op_igammac.call(self._ks | other._ks, self, other)
+
+_op_igammac_out = _D.define('igammac.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def igammac_out(self, other, *, out):
+    return _op_igammac_out.call(self._ks | other._ks, self, other, out)
+
+_op_igammac_ = _D.define('igammac_(Tensor(a!) self, Tensor other) -> Tensor(a!)')
+
+def igammac_(self, other):
+    return _op_igammac_.call(self._ks | other._ks, self, other)
+
+_op_special_gammainc = _D.define('special_gammainc(Tensor self, Tensor other) -> Tensor')
+
+def special_gammainc(self, other):
+    return _op_special_gammainc.call(self._ks | other._ks, self, other)
+
+_op_special_gammainc_out = _D.define('special_gammainc.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_gammainc_out(self, other, *, out):
+    return _op_special_gammainc_out.call(self._ks | other._ks, self, other, out)
+
+_op_special_gammaincc = _D.define('special_gammaincc(Tensor self, Tensor other) -> Tensor')
+
+def special_gammaincc(self, other):
+    return _op_special_gammaincc.call(self._ks | other._ks, self, other)
+
+_op_special_gammaincc_out = _D.define('special_gammaincc.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_gammaincc_out(self, other, *, out):
+    return _op_special_gammaincc_out.call(self._ks | other._ks, self, other, out)
+
 _op_xlogy = _D.define('xlogy(Tensor self, Tensor other) -> Tensor')
 
 def xlogy(self, other):
@@ -6135,6 +6185,16 @@ _op_linalg_matmul = _D.define('linalg_matmul(Tensor self, Tensor other) -> Tenso
 
 def linalg_matmul(self, other):
     return _op_linalg_matmul.call(self._ks | other._ks, self, other)
+
+_op_cholesky_solve = _D.define('cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor')
+
+def cholesky_solve(self, input2, upper=False):
+    return _op_cholesky_solve.call(self._ks | input2._ks, self, input2, upper)
+
+_op_cholesky_inverse = _D.define('cholesky_inverse(Tensor self, bool upper=False) -> Tensor')
+
+def cholesky_inverse(self, upper=False):
+    return _op_cholesky_inverse.call(self._ks, self, upper)
 
 _op_linalg_vecdot = _D.define('linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor')
 

@@ -2236,6 +2236,68 @@ def _ag_fmin_default(ks, self, other):
     return result
 
 
+class IgammaBackward0(_Node):
+    _saved_names = ('self_', 'other_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("igamma: input")
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = grad * aten.exp((self - 1) * aten.log(other) - other - aten.lgamma(self))
+        return grad_inputs
+
+
+def _ag_igamma_default(ks, self, other):
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return aten._op_igamma.redispatch(ks & _BELOW, self, other)
+    _n = IgammaBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_igamma.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    return result
+
+
+class IgammacBackward0(_Node):
+    _saved_names = ('self_', 'other_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("igammac: input")
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = -grad * aten.exp((self - 1) * aten.log(other) - other - aten.lgamma(self))
+        return grad_inputs
+
+
+def _ag_igammac_default(ks, self, other):
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return aten._op_igammac.redispatch(ks & _BELOW, self, other)
+    _n = IgammacBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_igammac.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    return result
+
+
 class XlogyBackward0(_Node):
     _saved_names = ('self_', 'other_')
 
@@ -11772,6 +11834,38 @@ def _ag_nextafter__default(ks, self, other):
     return result
 
 
+def _ag_igamma__default(ks, self, other):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return aten._op_igamma_.redispatch(ks & _BELOW, self, other)
+    _n = IgammaBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_igamma_.redispatch(ks & _BELOW, self, other)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_igammac__default(ks, self, other):
+    _check_inplace(self)
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return aten._op_igammac_.redispatch(ks & _BELOW, self, other)
+    _n = IgammacBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_igammac_.redispatch(ks & _BELOW, self, other)
+    _rebase_history(self, _n)
+    return result
+
+
 def _ag_xlogy__default(ks, self, other):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg or other._rg)):
@@ -12587,6 +12681,8 @@ for _h, _k in (
     (aten._op_minimum, _ag_minimum_default),
     (aten._op_fmax, _ag_fmax_default),
     (aten._op_fmin, _ag_fmin_default),
+    (aten._op_igamma, _ag_igamma_default),
+    (aten._op_igammac, _ag_igammac_default),
     (aten._op_xlogy, _ag_xlogy_default),
     (aten._op_xlogy_Scalar_Other, _ag_xlogy_Scalar_Other),
     (aten._op_xlogy_Scalar_Self, _ag_xlogy_Scalar_Self),
@@ -12937,6 +13033,8 @@ for _h, _k in (
     (aten._op_hypot_, _ag_hypot__default),
     (aten._op_copysign_, _ag_copysign__default),
     (aten._op_nextafter_, _ag_nextafter__default),
+    (aten._op_igamma_, _ag_igamma__default),
+    (aten._op_igammac_, _ag_igammac__default),
     (aten._op_xlogy_, _ag_xlogy__default),
     (aten._op_clamp_, _ag_clamp__default),
     (aten._op_clamp__Tensor, _ag_clamp__Tensor),

@@ -529,6 +529,28 @@ fmin = _P('fmin', [
     _O(_A._op_fmin, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
     _O(_A._op_fmin_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
 ])
+igamma = _P('igamma', [
+    _O(_A._op_igamma, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_igamma_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+])
+igamma_ = _P('igamma_', [
+    _O(_A._op_igamma_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+igammac = _P('igammac', [
+    _O(_A._op_igammac, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_igammac_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+])
+igammac_ = _P('igammac_', [
+    _O(_A._op_igammac_, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+special_gammainc = _P('special_gammainc', [
+    _O(_A._op_special_gammainc, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_special_gammainc_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+])
+special_gammaincc = _P('special_gammaincc', [
+    _O(_A._op_special_gammaincc, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_special_gammaincc_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+])
 xlogy = _P('xlogy', [
     _O(_A._op_xlogy, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
     _O(_A._op_xlogy_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
@@ -2893,6 +2915,12 @@ linalg_diagonal = _P('linalg_diagonal', [
 ])
 linalg_matmul = _P('linalg_matmul', [
     _O(_A._op_linalg_matmul, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+])
+cholesky_solve = _P('cholesky_solve', [
+    _O(_A._op_cholesky_solve, (('self', 'T', False, False, None), ('input2', 'T', False, False, None), ('upper', 'bool', False, True, False),), ['self', 'input2', 'upper']),
+])
+cholesky_inverse = _P('cholesky_inverse', [
+    _O(_A._op_cholesky_inverse, (('self', 'T', False, False, None), ('upper', 'bool', False, True, False),), ['self', 'upper']),
 ])
 linalg_vecdot = _P('linalg_vecdot', [
     _O(_A._op_linalg_vecdot, (('x', 'T', False, False, None), ('y', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['x', 'y', 'dim']),

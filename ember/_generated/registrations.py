@@ -1941,6 +1941,54 @@ def _fmin_out(ks, self, other, out):
         _value_error(_e, K.fmin, self, other, out)
 
 
+def _igamma_default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.igamma(be.xp, self._data, other._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.igamma, self, other)
+
+
+def _igamma_out(ks, self, other, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.igamma(be.xp, self._data, other._data), 'igamma')
+    except ValueError as _e:
+        _value_error(_e, K.igamma, self, other, out)
+
+
+def _igamma__default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.igamma(be.xp, self._data, other._data), 'igamma_')
+    except ValueError as _e:
+        _value_error(_e, K.igamma, self, other)
+
+
+def _igammac_default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.igammac(be.xp, self._data, other._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.igammac, self, other)
+
+
+def _igammac_out(ks, self, other, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.igammac(be.xp, self._data, other._data), 'igammac')
+    except ValueError as _e:
+        _value_error(_e, K.igammac, self, other, out)
+
+
+def _igammac__default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.igammac(be.xp, self._data, other._data), 'igammac_')
+    except ValueError as _e:
+        _value_error(_e, K.igammac, self, other)
+
+
 def _xlogy_default(ks, self, other):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -6252,6 +6300,12 @@ _BACKEND_KERNELS = (
     (_A._op_fmax_out, _fmax_out, ('CPU', 'CUDA', 'Meta'), K.fmax, (), 'out', None),
     (_A._op_fmin, _fmin_default, ('CPU', 'CUDA', 'Meta'), K.fmin, (), 'new', None),
     (_A._op_fmin_out, _fmin_out, ('CPU', 'CUDA', 'Meta'), K.fmin, (), 'out', None),
+    (_A._op_igamma, _igamma_default, ('CPU', 'CUDA', 'Meta'), K.igamma, (), 'new', None),
+    (_A._op_igamma_out, _igamma_out, ('CPU', 'CUDA', 'Meta'), K.igamma, (), 'out', None),
+    (_A._op_igamma_, _igamma__default, ('CPU', 'CUDA', 'Meta'), K.igamma, (), 'inplace', None),
+    (_A._op_igammac, _igammac_default, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'new', None),
+    (_A._op_igammac_out, _igammac_out, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'out', None),
+    (_A._op_igammac_, _igammac__default, ('CPU', 'CUDA', 'Meta'), K.igammac, (), 'inplace', None),
     (_A._op_xlogy, _xlogy_default, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'new', None),
     (_A._op_xlogy_out, _xlogy_out, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'out', None),
     (_A._op_xlogy_, _xlogy__default, ('CPU', 'CUDA', 'Meta'), K.xlogy, (), 'inplace', None),
@@ -6769,6 +6823,10 @@ _BACKEND_KERNELS = (
 _COMPOSITE_KERNELS = (
     (_A._op_positive, 'CompositeImplicitAutograd', C.positive),
     (_A._op_special_polygamma, 'CompositeImplicitAutograd', C.special_polygamma),
+    (_A._op_special_gammainc, 'CompositeImplicitAutograd', C.special_gammainc),
+    (_A._op_special_gammainc_out, 'CompositeImplicitAutograd', C.special_gammainc),
+    (_A._op_special_gammaincc, 'CompositeImplicitAutograd', C.special_gammaincc),
+    (_A._op_special_gammaincc_out, 'CompositeImplicitAutograd', C.special_gammaincc),
     (_A._op_max_other, 'CompositeImplicitAutograd', C.max_other),
     (_A._op_min_other, 'CompositeImplicitAutograd', C.min_other),
     (_A._op_where_ScalarSelf, 'CompositeImplicitAutograd', C.where_scalar_self),
@@ -7246,6 +7304,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_istft, 'CompositeImplicitAutograd', C.istft),
     (_A._op_linalg_diagonal, 'CompositeImplicitAutograd', C.linalg_diagonal),
     (_A._op_linalg_matmul, 'CompositeImplicitAutograd', C.linalg_matmul),
+    (_A._op_cholesky_solve, 'CompositeImplicitAutograd', C.cholesky_solve),
+    (_A._op_cholesky_inverse, 'CompositeImplicitAutograd', C.cholesky_inverse),
     (_A._op_linalg_vecdot, 'CompositeImplicitAutograd', C.linalg_vecdot),
     (_A._op_linalg_multi_dot, 'CompositeImplicitAutograd', C.linalg_multi_dot),
     (_A._op_linalg_vander, 'CompositeImplicitAutograd', C.linalg_vander),

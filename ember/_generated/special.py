@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['digamma', 'entr', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p', 'log_softmax', 'logit', 'logsumexp', 'multigammaln', 'ndtr', 'polygamma', 'psi', 'round', 'sinc', 'softmax', 'xlog1py', 'xlogy']
+__all__ = ['digamma', 'entr', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammainc', 'gammaincc', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p', 'log_softmax', 'logit', 'logsumexp', 'multigammaln', 'ndtr', 'polygamma', 'psi', 'round', 'sinc', 'softmax', 'xlog1py', 'xlogy']
 
 _sig_polygamma = _Signatures('polygamma', [
     (('n', 'int', False, False, None), ('input', 'T', False, False, None),),
@@ -41,6 +41,70 @@ def polygamma(*args, **kwargs):
 polygamma.__doc__ = 'polygamma(n: int, input: Tensor) -> Tensor'
 def _signature_polygamma(n, input): ...
 polygamma.__wrapped__ = _signature_polygamma
+
+
+_sig_gammainc = _Signatures('gammainc', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_gammainc_0(input, other, *, out=None):
+    return (input, other, out)
+
+def gammainc(*args, **kwargs):
+    try:
+        _b = _bind_gammainc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _A._op_special_gammainc.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _A._op_special_gammainc_out.call(input._ks | other._ks, input, other, out)
+    _i, _a = _sig_gammainc.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_gammainc.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_special_gammainc_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+gammainc.__doc__ = 'gammainc(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_gammainc(input, other, *, out=None): ...
+gammainc.__wrapped__ = _signature_gammainc
+
+
+_sig_gammaincc = _Signatures('gammaincc', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_gammaincc_0(input, other, *, out=None):
+    return (input, other, out)
+
+def gammaincc(*args, **kwargs):
+    try:
+        _b = _bind_gammaincc_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _A._op_special_gammaincc.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _A._op_special_gammaincc_out.call(input._ks | other._ks, input, other, out)
+    _i, _a = _sig_gammaincc.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_gammaincc.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_special_gammaincc_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+gammaincc.__doc__ = 'gammaincc(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_gammaincc(input, other, *, out=None): ...
+gammaincc.__wrapped__ = _signature_gammaincc
 
 
 _sig_erf = _Signatures('erf', [

@@ -6,13 +6,13 @@ import numbers
 
 import ember
 from ember.distributions import constraints
-from ember.distributions.distribution import (Distribution, broadcast_all, lazy_property, logits_to_probs,
-                                              probs_to_logits)
+from ember.distributions.exp_family import ExponentialFamily
+from ember.distributions.utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """Bernoulli(probs=... or logits=...) over {0, 1}."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -41,7 +41,7 @@ class Bernoulli(Distribution):
         if "logits" in self.__dict__:
             new.logits = self.logits.expand(batch_shape)
             new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
+        super(Bernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
 
@@ -67,6 +67,9 @@ class Bernoulli(Distribution):
     def probs(self):
         return logits_to_probs(self.logits, is_binary=True)
 
+    def _new(self, *args, **kwargs):
+        return self._param.new(*args, **kwargs)
+
     @property
     def param_shape(self):
         return self._param.size()
@@ -91,3 +94,10 @@ class Bernoulli(Distribution):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+    @property
+    def _natural_params(self):
+        return (ember.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return ember.log1p(ember.exp(x))

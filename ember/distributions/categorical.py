@@ -5,7 +5,8 @@ import math
 
 import ember
 from ember.distributions import constraints
-from ember.distributions.distribution import Distribution, lazy_property, logits_to_probs, probs_to_logits
+from ember.distributions.distribution import Distribution
+from ember.distributions.utils import lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Categorical"]
 
@@ -58,6 +59,9 @@ class Categorical(Distribution):
     @lazy_property
     def probs(self):
         return logits_to_probs(self.logits)
+
+    def _new(self, *args, **kwargs):
+        return self._param.new(*args, **kwargs)
 
     @property
     def param_shape(self):

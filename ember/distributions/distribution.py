@@ -1,63 +1,14 @@
 """The base class of distributions (mirrors ``torch/distributions/distribution.py`` and ``utils.py``)."""
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import ember
 from ember.distributions import constraints
+from ember.distributions.utils import (  # noqa: F401  (their historical home)
+    broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits)
 
 __all__ = ["Distribution"]
-
-
-def broadcast_all(*values):
-    """Numbers become tensors (of the first tensor argument's dtype, else the default dtype), then all
-    are broadcast together."""
-    if not all(isinstance(v, (ember.Tensor, numbers.Number)) for v in values):
-        raise ValueError("Input arguments must all be instances of Number, torch.Tensor or objects implementing "
-                         "__torch_function__.")
-    if not all(isinstance(v, ember.Tensor) for v in values):
-        options = dict(dtype=ember.get_default_dtype())
-        for v in values:
-            if isinstance(v, ember.Tensor):
-                options = dict(dtype=v.dtype, device=v.device)
-                break
-        values = [v if isinstance(v, ember.Tensor) else ember.tensor(v, **options) for v in values]
-    return ember.broadcast_tensors(*values)
-
-
-def clamp_probs(probs):
-    eps = ember.finfo(probs.dtype).eps
-    return probs.clamp(min=eps, max=1 - eps)
-
-
-def probs_to_logits(probs, is_binary=False):
-    ps_clamped = clamp_probs(probs)
-    if is_binary:
-        return ember.log(ps_clamped) - ember.log1p(-ps_clamped)
-    return ember.log(ps_clamped)
-
-
-def logits_to_probs(logits, is_binary=False):
-    if is_binary:
-        return ember.sigmoid(logits)
-    return ember.nn.functional.softmax(logits, dim=-1)
-
-
-class lazy_property:
-    """Computed on first access, then cached in the instance (``probs`` from ``logits`` and back)."""
-
-    def __init__(self, wrapped):
-        self.wrapped = wrapped
-        self.__doc__ = wrapped.__doc__
-
-    def __get__(self, instance, obj_type=None):
-        if instance is None:
-            return self
-        with ember.enable_grad():
-            value = self.wrapped(instance)
-        setattr(instance, self.wrapped.__name__, value)
-        return value
 
 
 class Distribution:
@@ -76,8 +27,8 @@ class Distribution:
         Distribution._validate_args = value
 
     def __init__(self, batch_shape=ember.Size(), event_shape=ember.Size(), validate_args=None):
-        self._batch_shape = batch_shape
-        self._event_shape = event_shape
+        self._batch_shape = ember.Size(batch_shape)
+        self._event_shape = ember.Size(event_shape)
         if validate_args is not None:
             self._validate_args = validate_args
         if self._validate_args:
@@ -146,6 +97,25 @@ class Distribution:
 
     def entropy(self):
         raise NotImplementedError
+
+    def enumerate_support(self, expand=True):
+        raise NotImplementedError
+
+    def expand(self, batch_shape, _instance=None):
+        raise NotImplementedError
+
+    def _expand_params(self, cls, batch_shape, _instance, params, event_shape=None):
+        """A copy of ``self`` over ``batch_shape``: each parameter tensor named in ``params`` (a dict of
+        name -> the shape of its own trailing event part) is expanded, others are left out."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = ember.Size(batch_shape)
+        for name, tail in params.items():
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(tuple(batch_shape) + tuple(tail)))
+        Distribution.__init__(new, batch_shape, self._event_shape if event_shape is None else event_shape,
+                              validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     def perplexity(self):
         return ember.exp(self.entropy())

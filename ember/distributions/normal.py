@@ -6,12 +6,13 @@ import numbers
 
 import ember
 from ember.distributions import constraints
-from ember.distributions.distribution import Distribution, broadcast_all
+from ember.distributions.exp_family import ExponentialFamily
+from ember.distributions.utils import broadcast_all
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """Normal(loc, scale); ``rsample`` is ``loc + eps * scale`` with ``eps`` from ``normal_()``."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -47,7 +48,7 @@ class Normal(Distribution):
         batch_shape = ember.Size(batch_shape)
         new.loc = self.loc.expand(batch_shape)
         new.scale = self.scale.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
+        super(Normal, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
 
@@ -78,3 +79,10 @@ class Normal(Distribution):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + ember.log(self.scale)
+
+    @property
+    def _natural_params(self):
+        return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * ember.log(-math.pi / y)

@@ -6,7 +6,8 @@ import numbers
 
 import ember
 from ember.distributions import constraints
-from ember.distributions.distribution import Distribution, broadcast_all
+from ember.distributions.distribution import Distribution
+from ember.distributions.utils import broadcast_all
 
 __all__ = ["Uniform"]
 
@@ -46,7 +47,7 @@ class Uniform(Distribution):
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
-        return constraints.half_open_interval(self.low, self.high)
+        return constraints.interval(self.low, self.high)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Uniform, _instance)

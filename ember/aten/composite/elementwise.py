@@ -81,3 +81,13 @@ def special_log_softmax(self: Any, dim: int, dtype: Any = None) -> Any:
 
 def special_round(self: Any, decimals: int = 0) -> Any:
     return aten.round_decimals(self, decimals=decimals) if decimals else aten.round(self)
+
+
+def special_gammainc(self: Any, other: Any, out: Any = None) -> Any:
+    """The regularised lower incomplete gamma function (``igamma``)."""
+    return aten.igamma(self, other) if out is None else aten.igamma_out(self, other, out=out)
+
+
+def special_gammaincc(self: Any, other: Any, out: Any = None) -> Any:
+    """The regularised upper incomplete gamma function (``igammac``)."""
+    return aten.igammac(self, other) if out is None else aten.igammac_out(self, other, out=out)

@@ -407,3 +407,20 @@ def ldexp(xp: Any, self: Array, other: Array) -> Any:
     with np.errstate(all="ignore"):
         p = xp.exp2(other.astype(compute_dtype(pdt))).astype(pdt, copy=False)
     return _binop(xp, xp.multiply, self, p, result_np_dtype(self, p))
+
+
+def _incomplete_gamma_kernel(name: str, upper: bool) -> Any:
+    from ember.aten.kernels.special_math import _incomplete_gamma
+
+    @elementwise
+    def kernel(xp: Any, self: Array, other: Array) -> Any:
+        npdt = result_np_dtype(self, other)
+        if npdt.kind != "f" or npdt == _BF16:
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{type_name(npdt)}'")
+        return _incomplete_gamma(xp, asdtype(xp, self, npdt), asdtype(xp, other, npdt), upper)
+    kernel.__name__ = name
+    return kernel
+
+
+igamma = _incomplete_gamma_kernel("igamma", False)
+igammac = _incomplete_gamma_kernel("igammac", True)

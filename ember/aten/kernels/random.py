@@ -419,13 +419,12 @@ def poisson(xp: Any, self: Array, generator: Any = None) -> Any:
     if self.dtype.kind != "f" and self.dtype != _BF16:
         raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{type_name(self.dtype)}'")
     gen = _gen(generator)
-    rates = _memory_order(np.asarray(self if xp is np else self.get())).reshape(-1).astype(np.float64)
+    # the output is a fresh contiguous tensor: its elements are drawn in C order, whatever the input's strides
+    rates = np.ascontiguousarray(np.asarray(self if xp is np else self.get())).reshape(-1).astype(np.float64)
     out = np.empty(rates.size, np.float64)
     for i, lam in enumerate(rates.tolist()):
         out[i] = _sample_poisson(gen, lam)
-    r = np.empty(self.shape, self.dtype)
-    _fill(np, r, out)
-    return xp.asarray(r)
+    return xp.asarray(out.astype(self.dtype).reshape(self.shape))
 
 
 def _uniform1(gen: Any) -> float:
