@@ -1587,3 +1587,17 @@ add(OpInfo("_dirichlet_grad", lambda d, r: [
     Sample(tuple(v.astype(d) for v in (np.clip(r.beta(a, b), 1e-4, 1 - 1e-4), a, a + b)))
     for a, b in [(r.uniform(0.1, 15, 60), r.uniform(0.1, 15, 60)), (r.uniform(6, 40, (3, 4)), r.uniform(6, 40, (3, 4)))]],
     method=False, supports_autograd=False, rtol=1e-4, atol=1e-6))
+
+# the regularised incomplete gamma functions (derivative in ``other`` only: tests/test_distributions_all.py)
+for _name, _alias in (("igamma", "special.gammainc"), ("igammac", "special.gammaincc")):
+    add(OpInfo(_name, lambda d, r: [Sample((positive(r, (3, 4), d) * 4, positive(r, (3, 4), d) * 4)),
+                                    Sample((np.array([0.0, 0.5, 2.0, 30.0, 1.0], d), np.array([1.0, 0.0, 2.5, 28.0, np.inf], d))),
+                                    Sample((positive(r, (4,), d), positive(r, (2, 1), d)))],
+               inplace=True, out=True, aliases=(_alias,), supports_autograd=False, rtol=1e-5, atol=1e-7))
+add(OpInfo("cholesky_solve", lambda d, r: [
+    Sample((arr(r, (4, 2), d), np.linalg.cholesky(_spd(r, 4, "float64")).astype(d))),
+    Sample((arr(r, (2, 3, 1), d), np.linalg.cholesky(_spd(r, 3, "float64")).T.copy().astype(d), True))],
+    rtol=1e-4, atol=1e-5))
+add(OpInfo("cholesky_inverse", lambda d, r: [
+    Sample((np.linalg.cholesky(_spd(r, 4, "float64")).astype(d),)),
+    Sample((np.linalg.cholesky(_spd(r, 3, "float64")).T.copy().astype(d), True))], rtol=1e-4, atol=1e-5))

@@ -94,3 +94,19 @@ def test_0d_integer_tensor_index_and_tensor_index_into_list():
     assert x[i].item() == 3
     data = list(range(10))
     assert data[ember.tensor(2):ember.tensor(5)] == [2, 3, 4]
+
+
+def test_zero_dim_boolean_masks_read_and_write_as_in_pytorch():
+    """``x[mask]`` with a 0-d mask adds a dimension of size 1 (True) or 0 (False); Wishart's sampler writes
+    through such masks."""
+    e_x, t_x = ember.arange(6.0).reshape(2, 3), torch.arange(6.0).reshape(2, 3)
+    for m in (True, False):
+        em, tm = ember.tensor(m), torch.tensor(m)
+        for key in (lambda k: k, lambda k: (slice(None), k), lambda k: (k, 1)):
+            assert tuple(e_x[key(em)].shape) == tuple(t_x[key(tm)].shape)
+        e_y, t_y = e_x.clone(), t_x.clone()
+        e_y[em] = 5.0
+        t_y[tm] = 5.0
+        np.testing.assert_array_equal(e_y.numpy(), t_y.numpy())
+    s = ember.tensor(True)
+    assert s[s].tolist() == [True]

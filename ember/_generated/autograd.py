@@ -2308,7 +2308,7 @@ class XlogyBackward0(_Node):
         if _n._next[self_ix] is not None:
             other = _n._saved('other_')
             self = _n._saved('self_')
-            grad_inputs[self_ix] = grad * aten.where_self(self == 0, aten.zeros_like(other), other.log())
+            grad_inputs[self_ix] = aten.xlogy(grad, other).masked_fill((self == 0) & (other <= 0), 0)
         if _n._next[other_ix] is not None:
             other = _n._saved('other_')
             self = _n._saved('self_')
@@ -4703,72 +4703,22 @@ class StandardGammaGradBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
-        self_ix = 0
-        grad_inputs = [None] * 1
+        self_ix, output_ix = 0, 1
+        grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = not_implemented("_standard_gamma_grad")
+        if _n._next[output_ix] is not None:
+            grad_inputs[output_ix] = not_implemented("_standard_gamma_grad")
         return grad_inputs
 
 
 def _ag__standard_gamma_grad_default(ks, self, output):
-    if _gm.enabled and (output._rg):
-        _check_no_requires_grad(output, 'output', '_standard_gamma_grad')
-    if not (_gm.enabled and (self._rg)):
+    if not (_gm.enabled and (self._rg or output._rg)):
         return aten._op__standard_gamma_grad.redispatch(ks & _BELOW, self, output)
     _n = StandardGammaGradBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
+    _n._next = _edges(self, output)
+    _n._input_meta = _meta(self, output)
     result = aten._op__standard_gamma_grad.redispatch(ks & _BELOW, self, output)
-    _set_history(_n, (result,))
-    return result
-
-
-class SampleDirichletBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        self_ix = 0
-        grad_inputs = [None] * 1
-        if _n._next[self_ix] is not None:
-            grad_inputs[self_ix] = not_implemented("_sample_dirichlet")
-        return grad_inputs
-
-
-def _ag__sample_dirichlet_default(ks, self, generator):
-    if not (_gm.enabled and (self._rg)):
-        return aten._op__sample_dirichlet.redispatch(ks & _BELOW, self, generator)
-    _n = SampleDirichletBackward0()
-    _n._next = _edges(self)
-    _n._input_meta = _meta(self)
-    result = aten._op__sample_dirichlet.redispatch(ks & _BELOW, self, generator)
-    _set_history(_n, (result,))
-    return result
-
-
-class DirichletGradBackward0(_Node):
-    _saved_names = ()
-
-    def apply(_n, grads):
-        grad = grads[0]
-        x_ix, alpha_ix, total_ix = 0, 1, 2
-        grad_inputs = [None] * 3
-        if _n._next[x_ix] is not None:
-            grad_inputs[x_ix] = not_implemented("_dirichlet_grad")
-        if _n._next[alpha_ix] is not None:
-            grad_inputs[alpha_ix] = not_implemented("_dirichlet_grad")
-        if _n._next[total_ix] is not None:
-            grad_inputs[total_ix] = not_implemented("_dirichlet_grad")
-        return grad_inputs
-
-
-def _ag__dirichlet_grad_default(ks, x, alpha, total):
-    if not (_gm.enabled and (x._rg or alpha._rg or total._rg)):
-        return aten._op__dirichlet_grad.redispatch(ks & _BELOW, x, alpha, total)
-    _n = DirichletGradBackward0()
-    _n._next = _edges(x, alpha, total)
-    _n._input_meta = _meta(x, alpha, total)
-    result = aten._op__dirichlet_grad.redispatch(ks & _BELOW, x, alpha, total)
     _set_history(_n, (result,))
     return result
 
@@ -10805,6 +10755,69 @@ def _ag_fractional_max_pool3d_default(ks, self, kernel_size, output_size, random
     return result
 
 
+class CholeskySolveBackward0(_Node):
+    _saved_names = ('input2_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        upper = _n.upper
+        self_ix, input2_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            input2 = _n._saved('input2_')
+            grad_inputs[self_ix] = aten.cholesky_solve(grad, input2, upper)
+        if _n._next[input2_ix] is not None:
+            input2 = _n._saved('input2_')
+            result = _n._saved('result_')
+            grad_inputs[input2_ix] = cholesky_solve_backward_input2(grad, input2, result, upper)
+        return grad_inputs
+
+
+def _ag_cholesky_solve_default(ks, self, input2, upper):
+    if not (_gm.enabled and (self._rg or input2._rg)):
+        return aten._op_cholesky_solve.redispatch(ks & _BELOW, self, input2, upper)
+    _n = CholeskySolveBackward0()
+    _n._next = _edges(self, input2)
+    _n._input_meta = _meta(self, input2)
+    _n.upper = upper
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.input2_ = _SV(input2)
+    result = aten._op_cholesky_solve.redispatch(ks & _BELOW, self, input2, upper)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class CholeskyInverseBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        upper = _n.upper
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = cholesky_inverse_backward(grad, self, upper, result)
+        return grad_inputs
+
+
+def _ag_cholesky_inverse_default(ks, self, upper):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_cholesky_inverse.redispatch(ks & _BELOW, self, upper)
+    _n = CholeskyInverseBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.upper = upper
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_cholesky_inverse.redispatch(ks & _BELOW, self, upper)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
 class SpecialEntrBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -10866,7 +10879,8 @@ class SpecialXlog1PyBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             other = _n._saved('other_')
-            grad_inputs[self_ix] = grad * other.log1p()
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = aten.special_xlog1py(grad, other).masked_fill((self == 0) & (other <= -1), 0)
         if _n._next[other_ix] is not None:
             other = _n._saved('other_')
             self = _n._saved('self_')
@@ -10880,7 +10894,7 @@ def _ag_special_xlog1py_default(ks, self, other):
     _n = SpecialXlog1PyBackward0()
     _n._next = _edges(self, other)
     _n._input_meta = _meta(self, other)
-    if _n._next[1] is not None:
+    if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
     if _n._next[0] is not None or _n._next[1] is not None:
         _n.other_ = _SV(other)
@@ -12763,8 +12777,6 @@ for _h, _k in (
     (aten._op_binomial, _ag_binomial_default),
     (aten._op__standard_gamma, _ag__standard_gamma_default),
     (aten._op__standard_gamma_grad, _ag__standard_gamma_grad_default),
-    (aten._op__sample_dirichlet, _ag__sample_dirichlet_default),
-    (aten._op__dirichlet_grad, _ag__dirichlet_grad_default),
     (aten._op_normal_Tensor_Tensor, _ag_normal_Tensor_Tensor),
     (aten._op_bernoulli, _ag_bernoulli_default),
     (aten._op_bernoulli_p, _ag_bernoulli_p),
@@ -12961,6 +12973,8 @@ for _h, _k in (
     (aten._op_diagonal_scatter, _ag_diagonal_scatter_default),
     (aten._op_fractional_max_pool2d, _ag_fractional_max_pool2d_default),
     (aten._op_fractional_max_pool3d, _ag_fractional_max_pool3d_default),
+    (aten._op_cholesky_solve, _ag_cholesky_solve_default),
+    (aten._op_cholesky_inverse, _ag_cholesky_inverse_default),
     (aten._op_special_entr, _ag_special_entr_default),
     (aten._op_special_ndtr, _ag_special_ndtr_default),
     (aten._op_special_xlog1py, _ag_special_xlog1py_default),

@@ -6009,6 +6009,22 @@ def _fractional_max_pool3d_default(ks, self, kernel_size, output_size, random_sa
         _value_error(_e, K.fractional_max_pool3d, self, random_samples)
 
 
+def _cholesky_solve_default(ks, self, input2, upper):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.cholesky_solve(be.xp, self._data, input2._data, upper), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.cholesky_solve, self, input2)
+
+
+def _cholesky_inverse_default(ks, self, upper):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.cholesky_inverse(be.xp, self._data, upper), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.cholesky_inverse, self)
+
+
 def _special_entr_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -6811,6 +6827,8 @@ _BACKEND_KERNELS = (
     (_A._op_diagonal_scatter, _diagonal_scatter_default, ('CPU', 'CUDA', 'Meta'), K.diagonal_scatter, (), 'new', None),
     (_A._op_fractional_max_pool2d, _fractional_max_pool2d_default, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool2d, (), 'new', None),
     (_A._op_fractional_max_pool3d, _fractional_max_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool3d, (), 'new', None),
+    (_A._op_cholesky_solve, _cholesky_solve_default, ('CPU', 'CUDA', 'Meta'), K.cholesky_solve, (), 'new', None),
+    (_A._op_cholesky_inverse, _cholesky_inverse_default, ('CPU', 'CUDA', 'Meta'), K.cholesky_inverse, (), 'new', None),
     (_A._op_special_entr, _special_entr_default, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'new', None),
     (_A._op_special_entr_out, _special_entr_out, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'out', None),
     (_A._op_special_ndtr, _special_ndtr_default, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'new', None),
@@ -7304,8 +7322,6 @@ _COMPOSITE_KERNELS = (
     (_A._op_istft, 'CompositeImplicitAutograd', C.istft),
     (_A._op_linalg_diagonal, 'CompositeImplicitAutograd', C.linalg_diagonal),
     (_A._op_linalg_matmul, 'CompositeImplicitAutograd', C.linalg_matmul),
-    (_A._op_cholesky_solve, 'CompositeImplicitAutograd', C.cholesky_solve),
-    (_A._op_cholesky_inverse, 'CompositeImplicitAutograd', C.cholesky_inverse),
     (_A._op_linalg_vecdot, 'CompositeImplicitAutograd', C.linalg_vecdot),
     (_A._op_linalg_multi_dot, 'CompositeImplicitAutograd', C.linalg_multi_dot),
     (_A._op_linalg_vander, 'CompositeImplicitAutograd', C.linalg_vander),

@@ -383,6 +383,21 @@ def solve_triangular_backward_A(grad: Tensor, A: Tensor, result: Tensor, upper: 
     return gA.triu(offset) if upper else gA.tril(-offset)
 
 
+def cholesky_solve_backward_input2(grad: Tensor, L: Tensor, result: Tensor, upper: bool) -> Any:
+    """With X = A^-1 B, A = L L^H: -(gB X^H + X gB^H) L (``L^H (...)`` when ``upper``), gB = A^-1 grad; the
+    whole matrix, as PyTorch returns it (not restricted to the triangle)."""
+    gB = aten.cholesky_solve(grad, L, upper)
+    common = gB.matmul(conj_of(result.mT))
+    common = common + conj_of(common.mT)
+    return -(L.matmul(common)) if upper else -(common.matmul(L))
+
+
+def cholesky_inverse_backward(grad: Tensor, L: Tensor, upper: bool, inverse: Tensor) -> Any:
+    """-A^-1 (g + g^H) A^-1 L (``L (...)`` when ``upper``)."""
+    common = inverse.matmul((grad + conj_of(grad.mT)).matmul(inverse))
+    return -(L.matmul(common)) if upper else -(common.matmul(L))
+
+
 def logit_backward(grad: Tensor, self: Tensor, eps: Any) -> Any:
     if eps is None:
         return grad / (self * (1 - self))

@@ -15,6 +15,8 @@ __all__ = ["Bernoulli"]
 class Bernoulli(ExponentialFamily):
     """Bernoulli(probs=... or logits=...) over {0, 1}."""
 
+    _mean_carrier_measure = 0
+
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True

@@ -17,7 +17,6 @@ class GeneralizedPareto(Distribution):
     (Uniform at -1) below; ``rsample`` inverts the CDF at ``rand`` draws."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive, "concentration": constraints.real}
-    support = constraints.real
     has_rsample = True
 
     def __init__(self, loc, scale, concentration, validate_args=None):

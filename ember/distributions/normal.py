@@ -15,6 +15,8 @@ __all__ = ["Normal"]
 class Normal(ExponentialFamily):
     """Normal(loc, scale); ``rsample`` is ``loc + eps * scale`` with ``eps`` from ``normal_()``."""
 
+    _mean_carrier_measure = 0
+
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True

@@ -67,8 +67,8 @@ class Wishart(ExponentialFamily):
         else:
             self.precision_matrix = matrix
         if self.df.lt(event_shape[-1]).any():
-            warnings.warn("Low df values detected. Singular samples are highly likely to occur for ndim - 1 < df < ndim.",
-                          stacklevel=2)
+            warnings.warn("Low df values detected. Singular samples are highly likely to occur for ndim - 1 < df < "
+                          "ndim.", stacklevel=2)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
         if scale_tril is not None:
@@ -128,7 +128,8 @@ class Wishart(ExponentialFamily):
     def variance(self):
         V = self.covariance_matrix
         diag_V = V.diagonal(dim1=-2, dim2=-1)
-        return self.df.view(tuple(self._batch_shape) + (1, 1)) * (V.pow(2) + diag_V.unsqueeze(-1) * diag_V.unsqueeze(-2))
+        outer = diag_V.unsqueeze(-1) * diag_V.unsqueeze(-2)
+        return self.df.view(tuple(self._batch_shape) + (1, 1)) * (V.pow(2) + outer)
 
     def _bartlett_sampling(self, sample_shape=ember.Size()):
         """``L A A^T L^T`` with A lower-triangular: square roots of Chi2(df - i) draws on the diagonal, standard
@@ -142,8 +143,9 @@ class Wishart(ExponentialFamily):
         return chol @ chol.transpose(-2, -1)
 
     def rsample(self, sample_shape=ember.Size(), max_try_correction=None):
-        """Bartlett samples; singular ones (possible for small df) are redrawn up to ``max_try_correction``
-        (default 10) times."""
+        """Bartlett samples, redrawn up to ``max_try_correction`` (default 10) times where the support check
+        flags them, as PyTorch does (its flag is the check's result, so it redraws the valid samples: kept, so
+        that the samples for a seed are PyTorch's)."""
         if max_try_correction is None:
             max_try_correction = 10
         sample_shape = ember.Size(sample_shape)
@@ -159,7 +161,11 @@ class Wishart(ExponentialFamily):
                 is_singular_new = ~self.support.check(sample_new)
                 if self._batch_shape:
                     is_singular_new = is_singular_new.amax(self._batch_dims)
-                is_singular[is_singular.clone()] = is_singular_new
+                # a new mask rather than an in-place update: autograd saved the old one for ``sample[...] = ``
+                # (PyTorch updates it in place, and its rsample then cannot be differentiated)
+                previous = is_singular
+                is_singular = previous.clone()
+                is_singular[previous] = is_singular_new
                 if not is_singular.any():
                     break
         return sample

@@ -23,7 +23,8 @@ NO_FORMULA = {
     # no derivative in PyTorch either: its autograd fallback attaches a NotImplemented node, and so does ember's
     # ("derivative for aten::floor_divide is not implemented" at backward)
     "floor_divide.Scalar", "floor_divide.Tensor", "remainder.Scalar_Tensor", "scatter.reduce",
-    "grid_sampler_2d_backward", "grid_sampler_3d_backward", "_ctc_loss_backward",
+    "grid_sampler_2d_backward", "grid_sampler_3d_backward", "_ctc_loss_backward", "_sample_dirichlet",
+    "_dirichlet_grad",
     # backward kernels, called by formulas with grad mode off; create_graph=True takes ops-level formulas
     # instead (batch norm, layer norm). Double backward of convolution and of the fused RNN layer is not
     # written yet (README, "Not yet"): backward with create_graph=True reports it through the fallback.

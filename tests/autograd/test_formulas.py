@@ -112,3 +112,19 @@ def test_gradcheck_fast_mode():
     with pytest.raises(GradcheckError, match="(?s)Jacobian mismatch for output 0 with respect to input 0.*fast mode"):
         gradcheck(Wrong.apply, (x,), fast_mode=True)
     assert gradcheck(Wrong.apply, (x,), fast_mode=True, raise_exception=False) is False
+
+
+@pytest.mark.parametrize("name", ["xlogy", "special.xlog1py"])
+def test_xlogy_gradients_where_self_is_zero_match_pytorch(name):
+    """d/dself of ``self * log(other)`` is ``log(other)`` even where self is 0 (Dirichlet's log_prob at a
+    concentration of 1 needs it); it is 0 only where other is outside the log's domain."""
+    s = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 2.0])
+    o = np.array([0.5, 0.0, -1.0, 0.5, 2.0, -3.0])
+    grads = []
+    for lib in (ember, torch):
+        fn = lib.xlogy if name == "xlogy" else lib.special.xlog1py
+        a, b = lib.tensor(s, requires_grad=True), lib.tensor(o, requires_grad=True)
+        fn(a, b).sum().backward()
+        grads.append((a.grad.numpy(), b.grad.numpy()))
+    for e, t in zip(*grads):
+        np.testing.assert_allclose(e, t, equal_nan=True)

@@ -71,6 +71,9 @@ def test_gradients_match_pytorch(op, dtype):
 
 
 HERMITIAN_INPUT = {"linalg.cholesky", "linalg.eigvalsh", "linalg.eigh"}
+# these read one triangle of a Cholesky factor (the argument at this position; ``upper`` after it) and, as in
+# PyTorch, give a gradient for the whole matrix: checked through tril / triu of the input, as PyTorch does
+TRIANGULAR_INPUT = {"cholesky_solve": 1, "cholesky_inverse": 0}
 # samples with ties, where the function is not differentiable and finite differences see a jump
 NO_GRADCHECK = {"mode"}
 # gradcheck's cost grows with the number of input elements: larger samples are left to the parity test above
@@ -111,6 +114,10 @@ def test_gradcheck_and_gradgradcheck(op):
         def fn(*xs, _s=s, _args=args):
             if op.name in HERMITIAN_INPUT:  # these read one triangle: check on symmetric inputs, as PyTorch does
                 xs = ((xs[0] + xs[0].mT) / 2,) + tuple(xs[1:])
+            if op.name in TRIANGULAR_INPUT:
+                i = TRIANGULAR_INPUT[op.name]
+                upper = len(_s.args) > i + 1 and _s.args[i + 1] is True
+                xs = xs[:i] + (xs[i].triu() if upper else xs[i].tril(),) + tuple(xs[i + 1:])
             return call(op, ember, _s, args=_with_inputs(_args, xs))
         inputs = tuple(x.detach().requires_grad_(True) for x in leaves)
         assert ember.autograd.gradcheck(fn, inputs)

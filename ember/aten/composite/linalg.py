@@ -257,26 +257,3 @@ def addr(self: Any, vec1: Any, vec2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
 def addr_(self: Any, vec1: Any, vec2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
     return self.copy_(addr(self, vec1, vec2, beta, alpha))
 
-
-def cholesky_solve(self: Any, input2: Any, upper: bool = False) -> Any:
-    """X with ``A X = B`` for ``A = L L^H`` given its Cholesky factor ``input2`` (``U^H U`` when ``upper``):
-    two triangular solves."""
-    if self.dim() < 2 or input2.dim() < 2:
-        raise RuntimeError(f"b should have at least 2 dimensions, but has {self.dim()} dimensions instead"
-                           if self.dim() < 2 else
-                           f"u should have at least 2 dimensions, but has {input2.dim()} dimensions instead")
-    if self.dtype is not input2.dtype:
-        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {_type_name(self.dtype)} and "
-                           f"A of type {_type_name(input2.dtype)} instead.")
-    L = input2.mH if upper else input2
-    Y = aten.linalg_solve_triangular(L, self, upper=False)
-    return aten.linalg_solve_triangular(L.mH, Y, upper=True)
-
-
-def cholesky_inverse(self: Any, upper: bool = False) -> Any:
-    """``(L L^H)^-1`` from the Cholesky factor L (``(U^H U)^-1`` when ``upper``)."""
-    if self.dim() < 2 or self.shape[-1] != self.shape[-2]:
-        raise RuntimeError("cholesky_inverse: A must be batches of square matrices, but they are "
-                           f"{self.shape[-2] if self.dim() >= 2 else 1} by {self.shape[-1]} matrices")
-    eye = aten.eye(self.shape[-1], dtype=self.dtype, device=self.device).expand(self.shape)
-    return cholesky_solve(eye, self, upper)

@@ -100,11 +100,11 @@ def _sample_dirichlet(xp: Any, self: Array, generator: Any = None) -> Any:
     gen = _gen(generator)
     alphas = np.ascontiguousarray(_host(xp, self)).astype(np.float64)
     flat = alphas.reshape(-1)
-    gamma = np.empty(flat.size, np.float64)
+    draws = np.empty(flat.size, np.float64)
     tiny64 = np.finfo(np.float64).tiny
     for i in range(flat.size):
-        gamma[i] = max(tiny64, _sample_gamma(gen, float(flat[i]), False))
-    gamma = gamma.reshape(alphas.shape)
+        draws[i] = max(tiny64, _sample_gamma(gen, float(flat[i]), False))
+    gamma: Any = draws.reshape(alphas.shape)
     total = gamma.sum(-1, keepdims=True) if gamma.ndim else gamma
     ratio = (gamma / total).astype(self.dtype)
     ratio = np.clip(ratio, np.finfo(self.dtype).tiny, np.nextafter(self.dtype.type(1), self.dtype.type(0)))

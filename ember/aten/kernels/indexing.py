@@ -26,6 +26,8 @@ def _expand_bool_indices(xp: Any, self: Array, indices: Array) -> Any:
             dim += 1
             continue
         if idx.dtype == np.bool_ or idx.dtype == np.uint8:
+            if idx.ndim == 0:  # the indexing frontend put a dimension of size 1 here for it (x[True] is x[None])
+                idx = idx.reshape(1)
             for j, (ms, ss) in enumerate(zip(idx.shape, self.shape[dim:dim + idx.ndim])):
                 if ms != ss:
                     raise IndexError(f"The shape of the mask {shape_str(idx.shape)} at index {j} does not match "

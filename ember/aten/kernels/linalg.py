@@ -549,3 +549,42 @@ def linalg_solve_triangular(xp: Any, A: Array, B: Array, upper: Any = False, lef
             if not unitriangular:
                 X[..., i, :] /= A[..., i, i][..., None]
     return X.astype(B.dtype, copy=False)
+
+
+def _cholesky_solve_meta(self: Any, input2: Any, upper: Any = False) -> Any:
+    return _cholesky_solve_shape(self, input2), self.dtype
+
+
+def _cholesky_solve_shape(B: Any, L: Any) -> Any:
+    for name, t in (("b", B), ("u", L)):
+        if len(t.shape) < 2:
+            raise RuntimeError(f"{name} should have at least 2 dimensions, but has {len(t.shape)} dimensions instead")
+    if B.dtype != L.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {type_name(B.dtype)} and "
+                           f"A of type {type_name(L.dtype)} instead.")
+    if L.shape[-1] != L.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {L.shape[-2]} by {L.shape[-1]} "
+                           "matrices")
+    if L.shape[-1] != B.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {L.shape[-1]} by "
+                           f"{L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    return tuple(np.broadcast_shapes(tuple(B.shape[:-2]), tuple(L.shape[:-2]))) + tuple(B.shape[-2:])
+
+
+@meta_shape(_cholesky_solve_meta)
+def cholesky_solve(xp: Any, self: Array, input2: Array, upper: Any = False) -> Any:
+    """X with ``L L^H X = B`` (``U^H U X = B`` when ``upper``): two triangular solves."""
+    _cholesky_solve_shape(self, input2)
+    L = xp.swapaxes(input2, -1, -2).conj() if upper else input2
+    Y = linalg_solve_triangular(xp, L, self, False)
+    return linalg_solve_triangular(xp, xp.swapaxes(L, -1, -2).conj(), Y, True)
+
+
+@meta_shape(lambda self, upper=False: (_square_checked(self, "cholesky_inverse").shape, self.dtype))
+def cholesky_inverse(xp: Any, self: Array, upper: Any = False) -> Any:
+    """``(L L^H)^-1`` from its Cholesky factor."""
+    if self.ndim < 2 or self.shape[-1] != self.shape[-2]:
+        raise RuntimeError("cholesky_inverse: A must be batches of square matrices, but they are "
+                           f"{self.shape[-2] if self.ndim >= 2 else 1} by {self.shape[-1]} matrices")
+    eye = xp.broadcast_to(xp.eye(self.shape[-1], dtype=self.dtype), self.shape)
+    return cholesky_solve(xp, eye, self, upper)

@@ -306,7 +306,7 @@ def multinomial(xp: Any, self: Array, num_samples: Any, replacement: Any = False
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     gen = _gen(generator)
     out = np.empty((rows.shape[0], num_samples), np.int64)
-    if replacement:
+    if replacement and num_samples > 1:
         for r in range(rows.shape[0]):
             cdf = np.cumsum(rows[r].astype(self.dtype if self.dtype.kind == "f" else np.float64))
             cdf = (cdf / cdf[-1]).astype(np.float64)
@@ -314,12 +314,17 @@ def multinomial(xp: Any, self: Array, num_samples: Any, replacement: Any = False
             idx = np.searchsorted(cdf, u, side="right")
             out[r] = np.minimum(idx, n_cat - 1)
     else:
-        # PyTorch: q ~ Exponential(1); sample = topk(p / q, n)
-        for r in range(rows.shape[0]):
-            u = uniform_bits(gen, n_cat, np.dtype(np.float64))
-            q = -np.log1p(-u)
-            key = rows[r] / q
-            out[r] = np.argsort(-key, kind="stable")[:num_samples]
+        # PyTorch's path without replacement, and for a single draw: q ~ Exponential(1) (``exponential_`` on a
+        # tensor like the probabilities), the draws are topk(p / q, n) (argmax for one), in the input's dtype
+        npdt = self.dtype if self.dtype.kind == "f" else np.dtype(np.float64)
+        u = uniform_bits(gen, rows.size, np.dtype(np.float64))
+        q = (-_libm(math.log1p, -u)).astype(np.float32 if npdt.itemsize == 2 else npdt).astype(npdt)
+        with np.errstate(divide="ignore"):
+            key = (rows.astype(npdt) / q.reshape(rows.shape)).astype(npdt)
+        if num_samples == 1:
+            out[:, 0] = np.argmax(key, axis=-1)
+        else:
+            out[...] = np.argsort(-key, axis=-1, kind="stable")[:, :num_samples]
     return xp.asarray(out.reshape(p.shape[:-1] + (num_samples,)))
 
 

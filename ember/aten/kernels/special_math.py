@@ -346,7 +346,8 @@ def _igamma_series(a: np.ndarray, x: np.ndarray) -> np.ndarray:
         if not active.any():
             break
     lg = _lgamma(a + 1).astype(np.float64)
-    return total * np.exp(a * np.log(x) - x - lg)
+    p: np.ndarray = total * np.exp(a * np.log(x) - x - lg)
+    return p
 
 
 def _igammac_fraction(a: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -370,7 +371,8 @@ def _igammac_fraction(a: np.ndarray, x: np.ndarray) -> np.ndarray:
         if not active.any():
             break
     lg = _lgamma(a).astype(np.float64)
-    return np.exp(a * np.log(x) - x - lg) * h
+    q: np.ndarray = np.exp(a * np.log(x) - x - lg) * h
+    return q
 
 
 def _incomplete_gamma(xp: Any, a: Array, x: Array, upper: bool) -> Any:
