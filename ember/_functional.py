@@ -7,7 +7,7 @@ from ember._generated.ops import _unique2, unique_dim
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
            "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach", "detach_", "selu", "selu_",
            "as_strided_", "resize_as_", "is_conj", "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device",
-           "resolve_conj", "resolve_neg"]
+           "resolve_conj", "resolve_neg", "lu"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -192,3 +192,26 @@ def cartesian_prod(*tensors):
 def block_diag(*tensors):
     """The tensors as blocks along the diagonal of one matrix (``torch.block_diag(a, b, c)``)."""
     return _F.block_diag(list(tensors))
+
+
+_LU_DEPRECATION = ("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+                   "removed in a future PyTorch release.\nLU, pivots = torch.lu(A, compute_pivots)\nshould be replaced "
+                   "with\nLU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\nLU, pivots, info = torch.lu(A, "
+                   "compute_pivots, get_infos=True)\nshould be replaced with\nLU, pivots, info = "
+                   "torch.linalg.lu_factor_ex(A, compute_pivots)")
+_warned_lu = []
+
+
+def lu(A, pivot=True, get_infos=False, out=None):
+    """The deprecated ``torch.lu``: (LU, pivots), or (LU, pivots, info) with ``get_infos`` (which also stops
+    it from raising for a singular matrix)."""
+    if not _warned_lu:
+        import warnings
+        _warned_lu.append(True)
+        warnings.warn(_LU_DEPRECATION, UserWarning, stacklevel=2)
+    result = _F._lu_with_info(A, pivot=pivot, check_errors=not get_infos)
+    if out is not None:
+        for o, r in zip(out, result if get_infos else result[:2]):
+            o.resize_as_(r).copy_(r)
+        return out
+    return result if get_infos else (result[0], result[1])

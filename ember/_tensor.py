@@ -689,6 +689,10 @@ class Tensor(TensorImpl, _TensorMethods):
         import ember
         return ember.norm(self, p, dim, keepdim, dtype=dtype)
 
+    def lu(self, pivot: Any = True, get_infos: Any = False) -> Any:
+        import ember
+        return ember.lu(self, pivot=pivot, get_infos=get_infos)
+
     def split(self, split_size: Any, dim: Any = 0) -> Any:
         import ember
         return ember.split(self, split_size, dim)

@@ -1601,3 +1601,57 @@ add(OpInfo("cholesky_solve", lambda d, r: [
 add(OpInfo("cholesky_inverse", lambda d, r: [
     Sample((np.linalg.cholesky(_spd(r, 4, "float64")).astype(d),)),
     Sample((np.linalg.cholesky(_spd(r, 3, "float64")).T.copy().astype(d), True))], rtol=1e-4, atol=1e-5))
+
+
+# LU factorizations and the _ex forms (samples factor well-conditioned matrices; pivots are LAPACK's)
+_LU_ERRORS = {
+    "linalg.lu_factor": lambda: [
+        _err((_SINGULAR,), {}, RuntimeError, "torch.linalg.lu_factor: \\(Batch element 1\\): U\\[2,2\\] is zero"),
+        _err((np.ones(3),), {}, RuntimeError, "Expected tensor with 2 or more dimensions. Got size: \\[3\\]"),
+        _err((np.eye(2),), dict(pivot=False), RuntimeError, "LU without pivoting is not implemented on the CPU")],
+    "linalg.lu_factor_ex": lambda: [
+        _err((_SINGULAR[1],), dict(check_errors=True), RuntimeError, "torch.linalg.lu_factor_ex: U\\[2,2\\] is zero")],
+    "linalg.inv_ex": lambda: [
+        _err((np.zeros((2, 2)),), dict(check_errors=True), RuntimeError, "linalg.inv_ex: The diagonal element 1 is "
+                                                                          "zero"),
+        _err((np.ones((2, 3)),), {}, RuntimeError, "A must be batches of square matrices, but they are 2 by 3")],
+    "linalg.cholesky_ex": lambda: [
+        _err((np.array([[1.0, 2.0], [2.0, 1.0]]),), dict(check_errors=True), RuntimeError,
+             "linalg.cholesky_ex: The factorization could not be completed because the input is not positive-definite "
+             "\\(the leading minor of order 2 is not positive-definite\\).")],
+    "linalg.solve_ex": lambda: [
+        _err((_SINGULAR[1], np.ones(2)), dict(check_errors=True), RuntimeError,
+             "torch.linalg.solve_ex: The solver failed because the input matrix is singular.")],
+}
+def _lu_of(r, shape, d):
+    import torch
+    a = r.uniform(-1, 1, shape) + 3 * np.eye(shape[-2], shape[-1])
+    LU, piv = torch.linalg.lu_factor(torch.from_numpy(a))
+    return LU.numpy().astype(d), piv.numpy()
+
+
+for name, fn, kw in [
+    ("linalg.lu_factor", lambda d, r: [Sample((arr(r, (4, 4), d),)), Sample((arr(r, (2, 3, 5), d),)),
+                                       Sample((arr(r, (5, 3), d),))], {}),
+    ("linalg.lu_factor_ex", lambda d, r: [Sample((arr(r, (4, 4), d),)), Sample((arr(r, (2, 5, 3), d),))], {}),
+    ("linalg.lu", lambda d, r: [Sample((arr(r, (4, 4), d),)), Sample((arr(r, (2, 3, 5), d),)),
+                                Sample((arr(r, (5, 3), d),))], {}),
+    ("lu_unpack", lambda d, r: [Sample(_lu_of(r, (4, 4), d)), Sample(_lu_of(r, (2, 3, 5), d)),
+                                Sample(_lu_of(r, (5, 3), d), dict(unpack_pivots=False))], {}),
+    ("linalg.lu_solve", lambda d, r: [Sample(_lu_of(r, (4, 4), d) + (arr(r, (4, 2), d),)),
+                                      Sample(_lu_of(r, (3, 3), d) + (arr(r, (2, 3, 1), d),), dict(adjoint=True)),
+                                      Sample(_lu_of(r, (3, 3), d) + (arr(r, (2, 3), d),), dict(left=False)),
+                                      Sample(_lu_of(r, (3, 3), d) + (arr(r, (1, 3), d),), dict(left=False,
+                                                                                                 adjoint=True))], {}),
+    ("linalg.inv_ex", lambda d, r: [Sample((_spd(r, 4, d),)), Sample((np.stack([_spd(r, 3, d)] * 2),))], {}),
+    ("linalg.cholesky_ex", lambda d, r: [Sample((_spd(r, 4, d),)), Sample((_spd(r, 3, d),), dict(upper=True))], {}),
+    ("linalg.solve_ex", lambda d, r: [Sample((_spd(r, 4, d), arr(r, (4, 2), d))), Sample((_spd(r, 3, d), arr(r, (3,), d))),
+                                      Sample((_spd(r, 3, d), arr(r, (2, 3), d)), dict(left=False))], {}),
+]:
+    add(OpInfo(name, fn, dtypes=FLOATS, method=False, rtol=1e-4, atol=1e-5, errors=_LU_ERRORS.get(name), **kw))
+add(OpInfo("lu_solve", lambda d, r: [Sample((arr(r, (4, 2), d),) + _lu_of(r, (4, 4), d))], dtypes=FLOATS, rtol=1e-4,
+           atol=1e-5))
+add(OpInfo("cholesky", lambda d, r: [Sample((_spd(r, 4, d),)), Sample((_spd(r, 3, d), True))], dtypes=FLOATS,
+           rtol=1e-4, atol=1e-5))
+add(OpInfo("_lu_with_info", lambda d, r: [Sample((arr(r, (4, 4), d),)), Sample((arr(r, (2, 3, 5), d), True, False))],
+           dtypes=FLOATS, method=False, rtol=1e-4, atol=1e-5))

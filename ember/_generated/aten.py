@@ -6196,6 +6196,61 @@ _op_cholesky_inverse = _D.define('cholesky_inverse(Tensor self, bool upper=False
 def cholesky_inverse(self, upper=False):
     return _op_cholesky_inverse.call(self._ks, self, upper)
 
+_op_linalg_lu_factor_ex = _D.define('linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)')
+
+def linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
+    return _op_linalg_lu_factor_ex.call(A._ks, A, pivot, check_errors)
+
+_op_linalg_lu_factor = _D.define('linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)')
+
+def linalg_lu_factor(A, *, pivot=True):
+    return _op_linalg_lu_factor.call(A._ks, A, pivot)
+
+_op_linalg_lu = _D.define('linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)')
+
+def linalg_lu(A, *, pivot=True):
+    return _op_linalg_lu.call(A._ks, A, pivot)
+
+_op_lu_unpack = _D.define('lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)')
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    return _op_lu_unpack.call(LU_data._ks | LU_pivots._ks, LU_data, LU_pivots, unpack_data, unpack_pivots)
+
+_op_linalg_lu_solve = _D.define('linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor')
+
+def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    return _op_linalg_lu_solve.call(LU._ks | pivots._ks | B._ks, LU, pivots, B, left, adjoint)
+
+_op_lu_solve = _D.define('lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor')
+
+def lu_solve(self, LU_data, LU_pivots):
+    return _op_lu_solve.call(self._ks | LU_data._ks | LU_pivots._ks, self, LU_data, LU_pivots)
+
+_op__lu_with_info = _D.define('_lu_with_info(Tensor self, bool pivot=True, bool check_errors=True) -> (Tensor LU, Tensor pivots, Tensor info)')
+
+def _lu_with_info(self, pivot=True, check_errors=True):
+    return _op__lu_with_info.call(self._ks, self, pivot, check_errors)
+
+_op_linalg_inv_ex = _D.define('linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)')
+
+def linalg_inv_ex(A, *, check_errors=False):
+    return _op_linalg_inv_ex.call(A._ks, A, check_errors)
+
+_op_linalg_cholesky_ex = _D.define('linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)')
+
+def linalg_cholesky_ex(self, *, upper=False, check_errors=False):
+    return _op_linalg_cholesky_ex.call(self._ks, self, upper, check_errors)
+
+_op_linalg_solve_ex = _D.define('linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)')
+
+def linalg_solve_ex(A, B, *, left=True, check_errors=False):
+    return _op_linalg_solve_ex.call(A._ks | B._ks, A, B, left, check_errors)
+
+_op_cholesky = _D.define('cholesky(Tensor self, bool upper=False) -> Tensor')
+
+def cholesky(self, upper=False):
+    return _op_cholesky.call(self._ks, self, upper)
+
 _op_linalg_vecdot = _D.define('linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor')
 
 def linalg_vecdot(x, y, *, dim=-1):

@@ -10818,6 +10818,140 @@ def _ag_cholesky_inverse_default(ks, self, upper):
     return result
 
 
+class LinalgLuFactorExBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        pivot = _n.pivot
+        A_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[A_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[A_ix] = lu_factor_ex_backward(grad, result[0], result[1], pivot)
+        return grad_inputs
+
+
+def _ag_linalg_lu_factor_ex_default(ks, A, pivot, check_errors):
+    if not (_gm.enabled and (A._rg)):
+        return aten._op_linalg_lu_factor_ex.redispatch(ks & _BELOW, A, pivot, check_errors)
+    _n = LinalgLuFactorExBackward0()
+    _n._next = _edges(A)
+    _n._input_meta = _meta(A)
+    _n.pivot = pivot
+    result = aten._op_linalg_lu_factor_ex.redispatch(ks & _BELOW, A, pivot, check_errors)
+    _set_history(_n, tuple(result), [True, False, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class LinalgLuBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        pivot = _n.pivot
+        A_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[A_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[A_ix] = linalg_lu_backward(grads[1], grads[2], result[0], result[1], result[2], pivot)
+        return grad_inputs
+
+
+def _ag_linalg_lu_default(ks, A, pivot):
+    if not (_gm.enabled and (A._rg)):
+        return aten._op_linalg_lu.redispatch(ks & _BELOW, A, pivot)
+    _n = LinalgLuBackward0()
+    _n._next = _edges(A)
+    _n._input_meta = _meta(A)
+    _n.pivot = pivot
+    result = aten._op_linalg_lu.redispatch(ks & _BELOW, A, pivot)
+    _set_history(_n, tuple(result), [False, True, True])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class LuUnpackBackward0(_Node):
+    _saved_names = ('LU_data_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        LU_data_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[LU_data_ix] is not None:
+            LU_data = _n._saved('LU_data_')
+            grad_inputs[LU_data_ix] = lu_unpack_backward(grads[1], grads[2], LU_data.size(-2), LU_data.size(-1))
+        return grad_inputs
+
+
+def _ag_lu_unpack_default(ks, LU_data, LU_pivots, unpack_data, unpack_pivots):
+    if _gm.enabled and (LU_pivots._rg):
+        _check_no_requires_grad(LU_pivots, 'LU_pivots', 'lu_unpack')
+    if not (_gm.enabled and (LU_data._rg)):
+        return aten._op_lu_unpack.redispatch(ks & _BELOW, LU_data, LU_pivots, unpack_data, unpack_pivots)
+    _n = LuUnpackBackward0()
+    _n._next = _edges(LU_data)
+    _n._input_meta = _meta(LU_data)
+    if _n._next[0] is not None:
+        _n.LU_data_ = _SV(LU_data)
+    result = aten._op_lu_unpack.redispatch(ks & _BELOW, LU_data, LU_pivots, unpack_data, unpack_pivots)
+    _set_history(_n, tuple(result), [False, True, True])
+    return result
+
+
+class LinalgInvExBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        A_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[A_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[A_ix] = inverse_backward(grad, result[0])
+        return grad_inputs
+
+
+def _ag_linalg_inv_ex_default(ks, A, check_errors):
+    if not (_gm.enabled and (A._rg)):
+        return aten._op_linalg_inv_ex.redispatch(ks & _BELOW, A, check_errors)
+    _n = LinalgInvExBackward0()
+    _n._next = _edges(A)
+    _n._input_meta = _meta(A)
+    result = aten._op_linalg_inv_ex.redispatch(ks & _BELOW, A, check_errors)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class LinalgCholeskyExBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        upper = _n.upper
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[self_ix] = cholesky_backward(grad, result[0], upper)
+        return grad_inputs
+
+
+def _ag_linalg_cholesky_ex_default(ks, self, upper, check_errors):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_linalg_cholesky_ex.redispatch(ks & _BELOW, self, upper, check_errors)
+    _n = LinalgCholeskyExBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.upper = upper
+    result = aten._op_linalg_cholesky_ex.redispatch(ks & _BELOW, self, upper, check_errors)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 class SpecialEntrBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -12975,6 +13109,11 @@ for _h, _k in (
     (aten._op_fractional_max_pool3d, _ag_fractional_max_pool3d_default),
     (aten._op_cholesky_solve, _ag_cholesky_solve_default),
     (aten._op_cholesky_inverse, _ag_cholesky_inverse_default),
+    (aten._op_linalg_lu_factor_ex, _ag_linalg_lu_factor_ex_default),
+    (aten._op_linalg_lu, _ag_linalg_lu_default),
+    (aten._op_lu_unpack, _ag_lu_unpack_default),
+    (aten._op_linalg_inv_ex, _ag_linalg_inv_ex_default),
+    (aten._op_linalg_cholesky_ex, _ag_linalg_cholesky_ex_default),
     (aten._op_special_entr, _ag_special_entr_default),
     (aten._op_special_ndtr, _ag_special_ndtr_default),
     (aten._op_special_xlog1py, _ag_special_xlog1py_default),

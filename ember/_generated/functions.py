@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_real', 'vsplit', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_lu_with_info', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_real', 'vsplit', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -16158,6 +16158,114 @@ def cholesky_inverse(*args, **kwargs):
 cholesky_inverse.__doc__ = 'cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor'
 def _signature_cholesky_inverse(input, upper=False): ...
 cholesky_inverse.__wrapped__ = _signature_cholesky_inverse
+
+
+_sig_lu_unpack = _Signatures('lu_unpack', [
+    (('LU_data', 'T', False, False, None), ('LU_pivots', 'T', False, False, None), ('unpack_data', 'bool', False, True, True), ('unpack_pivots', 'bool', False, True, True),),
+], method=False)
+
+def _bind_lu_unpack_0(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    return (LU_data, LU_pivots, unpack_data, unpack_pivots)
+
+def lu_unpack(*args, **kwargs):
+    try:
+        _b = _bind_lu_unpack_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        LU_data, LU_pivots, unpack_data, unpack_pivots = _b
+        if isinstance(LU_data, _Tensor) and isinstance(LU_pivots, _Tensor) and type(unpack_data) is bool and type(unpack_pivots) is bool:
+            return _A._op_lu_unpack.call(LU_data._ks | LU_pivots._ks, LU_data, LU_pivots, unpack_data, unpack_pivots)
+    _i, _a = _sig_lu_unpack.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_lu_unpack.call(_a['LU_data']._ks | _a['LU_pivots']._ks, _a['LU_data'], _a['LU_pivots'], _a['unpack_data'], _a['unpack_pivots'])
+    raise AssertionError('unreachable')
+
+
+lu_unpack.__doc__ = 'lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True) -> (Tensor, Tensor, Tensor)'
+def _signature_lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True): ...
+lu_unpack.__wrapped__ = _signature_lu_unpack
+
+
+_sig_lu_solve = _Signatures('lu_solve', [
+    (('input', 'T', False, False, None), ('LU_data', 'T', False, False, None), ('LU_pivots', 'T', False, False, None),),
+], method=False)
+
+def _bind_lu_solve_0(input, LU_data, LU_pivots):
+    return (input, LU_data, LU_pivots)
+
+def lu_solve(*args, **kwargs):
+    try:
+        _b = _bind_lu_solve_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, LU_data, LU_pivots = _b
+        if isinstance(input, _Tensor) and isinstance(LU_data, _Tensor) and isinstance(LU_pivots, _Tensor):
+            return _A._op_lu_solve.call(input._ks | LU_data._ks | LU_pivots._ks, input, LU_data, LU_pivots)
+    _i, _a = _sig_lu_solve.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_lu_solve.call(_a['input']._ks | _a['LU_data']._ks | _a['LU_pivots']._ks, _a['input'], _a['LU_data'], _a['LU_pivots'])
+    raise AssertionError('unreachable')
+
+
+lu_solve.__doc__ = 'lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor'
+def _signature_lu_solve(input, LU_data, LU_pivots): ...
+lu_solve.__wrapped__ = _signature_lu_solve
+
+
+_sig__lu_with_info = _Signatures('_lu_with_info', [
+    (('input', 'T', False, False, None), ('pivot', 'bool', False, True, True), ('check_errors', 'bool', False, True, True),),
+], method=False)
+
+def _bind__lu_with_info_0(input, pivot=True, check_errors=True):
+    return (input, pivot, check_errors)
+
+def _lu_with_info(*args, **kwargs):
+    try:
+        _b = _bind__lu_with_info_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, pivot, check_errors = _b
+        if isinstance(input, _Tensor) and type(pivot) is bool and type(check_errors) is bool:
+            return _A._op__lu_with_info.call(input._ks, input, pivot, check_errors)
+    _i, _a = _sig__lu_with_info.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__lu_with_info.call(_a['input']._ks, _a['input'], _a['pivot'], _a['check_errors'])
+    raise AssertionError('unreachable')
+
+
+_lu_with_info.__doc__ = '_lu_with_info(input: Tensor, pivot: bool = True, check_errors: bool = True) -> (Tensor, Tensor, Tensor)'
+def _signature__lu_with_info(input, pivot=True, check_errors=True): ...
+_lu_with_info.__wrapped__ = _signature__lu_with_info
+
+
+_sig_cholesky = _Signatures('cholesky', [
+    (('input', 'T', False, False, None), ('upper', 'bool', False, True, False),),
+], method=False)
+
+def _bind_cholesky_0(input, upper=False):
+    return (input, upper)
+
+def cholesky(*args, **kwargs):
+    try:
+        _b = _bind_cholesky_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, upper = _b
+        if isinstance(input, _Tensor) and type(upper) is bool:
+            return _A._op_cholesky.call(input._ks, input, upper)
+    _i, _a = _sig_cholesky.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_cholesky.call(_a['input']._ks, _a['input'], _a['upper'])
+    raise AssertionError('unreachable')
+
+
+cholesky.__doc__ = 'cholesky(input: Tensor, upper: bool = False) -> Tensor'
+def _signature_cholesky(input, upper=False): ...
+cholesky.__wrapped__ = _signature_cholesky
 
 
 _sig_mvlgamma = _Signatures('mvlgamma', [

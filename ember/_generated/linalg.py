@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['cholesky', 'cross', 'det', 'diagonal', 'eigh', 'eigvalsh', 'inv', 'lstsq', 'matmul', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'solve_triangular', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
+__all__ = ['cholesky', 'cholesky_ex', 'cross', 'det', 'diagonal', 'eigh', 'eigvalsh', 'inv', 'inv_ex', 'lstsq', 'lu', 'lu_factor', 'lu_factor_ex', 'lu_solve', 'matmul', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'solve_ex', 'solve_triangular', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
 
 _sig_inv = _Signatures('inv', [
     (('A', 'T', False, False, None),),
@@ -578,6 +578,195 @@ def matmul(*args, **kwargs):
 matmul.__doc__ = 'matmul(input: Tensor, other: Tensor) -> Tensor'
 def _signature_matmul(input, other): ...
 matmul.__wrapped__ = _signature_matmul
+
+
+_sig_lu_factor_ex = _Signatures('lu_factor_ex', [
+    (('A', 'T', False, False, None), ('pivot', 'bool', True, True, True), ('check_errors', 'bool', True, True, False),),
+], method=False)
+
+def _bind_lu_factor_ex_0(A, *, pivot=True, check_errors=False):
+    return (A, pivot, check_errors)
+
+def lu_factor_ex(*args, **kwargs):
+    try:
+        _b = _bind_lu_factor_ex_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, pivot, check_errors = _b
+        if isinstance(A, _Tensor) and type(pivot) is bool and type(check_errors) is bool:
+            return _A._op_linalg_lu_factor_ex.call(A._ks, A, pivot, check_errors)
+    _i, _a = _sig_lu_factor_ex.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_lu_factor_ex.call(_a['A']._ks, _a['A'], _a['pivot'], _a['check_errors'])
+    raise AssertionError('unreachable')
+
+
+lu_factor_ex.__doc__ = 'lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False) -> (Tensor, Tensor, Tensor)'
+def _signature_lu_factor_ex(A, *, pivot=True, check_errors=False): ...
+lu_factor_ex.__wrapped__ = _signature_lu_factor_ex
+
+
+_sig_lu_factor = _Signatures('lu_factor', [
+    (('A', 'T', False, False, None), ('pivot', 'bool', True, True, True),),
+], method=False)
+
+def _bind_lu_factor_0(A, *, pivot=True):
+    return (A, pivot)
+
+def lu_factor(*args, **kwargs):
+    try:
+        _b = _bind_lu_factor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, pivot = _b
+        if isinstance(A, _Tensor) and type(pivot) is bool:
+            return _A._op_linalg_lu_factor.call(A._ks, A, pivot)
+    _i, _a = _sig_lu_factor.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_lu_factor.call(_a['A']._ks, _a['A'], _a['pivot'])
+    raise AssertionError('unreachable')
+
+
+lu_factor.__doc__ = 'lu_factor(A: Tensor, *, pivot: bool = True) -> (Tensor, Tensor)'
+def _signature_lu_factor(A, *, pivot=True): ...
+lu_factor.__wrapped__ = _signature_lu_factor
+
+
+_sig_lu = _Signatures('lu', [
+    (('A', 'T', False, False, None), ('pivot', 'bool', True, True, True),),
+], method=False)
+
+def _bind_lu_0(A, *, pivot=True):
+    return (A, pivot)
+
+def lu(*args, **kwargs):
+    try:
+        _b = _bind_lu_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, pivot = _b
+        if isinstance(A, _Tensor) and type(pivot) is bool:
+            return _A._op_linalg_lu.call(A._ks, A, pivot)
+    _i, _a = _sig_lu.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_lu.call(_a['A']._ks, _a['A'], _a['pivot'])
+    raise AssertionError('unreachable')
+
+
+lu.__doc__ = 'lu(A: Tensor, *, pivot: bool = True) -> (Tensor, Tensor, Tensor)'
+def _signature_lu(A, *, pivot=True): ...
+lu.__wrapped__ = _signature_lu
+
+
+_sig_lu_solve = _Signatures('lu_solve', [
+    (('LU', 'T', False, False, None), ('pivots', 'T', False, False, None), ('B', 'T', False, False, None), ('left', 'bool', True, True, True), ('adjoint', 'bool', True, True, False),),
+], method=False)
+
+def _bind_lu_solve_0(LU, pivots, B, *, left=True, adjoint=False):
+    return (LU, pivots, B, left, adjoint)
+
+def lu_solve(*args, **kwargs):
+    try:
+        _b = _bind_lu_solve_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        LU, pivots, B, left, adjoint = _b
+        if isinstance(LU, _Tensor) and isinstance(pivots, _Tensor) and isinstance(B, _Tensor) and type(left) is bool and type(adjoint) is bool:
+            return _A._op_linalg_lu_solve.call(LU._ks | pivots._ks | B._ks, LU, pivots, B, left, adjoint)
+    _i, _a = _sig_lu_solve.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_lu_solve.call(_a['LU']._ks | _a['pivots']._ks | _a['B']._ks, _a['LU'], _a['pivots'], _a['B'], _a['left'], _a['adjoint'])
+    raise AssertionError('unreachable')
+
+
+lu_solve.__doc__ = 'lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False) -> Tensor'
+def _signature_lu_solve(LU, pivots, B, *, left=True, adjoint=False): ...
+lu_solve.__wrapped__ = _signature_lu_solve
+
+
+_sig_inv_ex = _Signatures('inv_ex', [
+    (('A', 'T', False, False, None), ('check_errors', 'bool', True, True, False),),
+], method=False)
+
+def _bind_inv_ex_0(A, *, check_errors=False):
+    return (A, check_errors)
+
+def inv_ex(*args, **kwargs):
+    try:
+        _b = _bind_inv_ex_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, check_errors = _b
+        if isinstance(A, _Tensor) and type(check_errors) is bool:
+            return _A._op_linalg_inv_ex.call(A._ks, A, check_errors)
+    _i, _a = _sig_inv_ex.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_inv_ex.call(_a['A']._ks, _a['A'], _a['check_errors'])
+    raise AssertionError('unreachable')
+
+
+inv_ex.__doc__ = 'inv_ex(A: Tensor, *, check_errors: bool = False) -> (Tensor, Tensor)'
+def _signature_inv_ex(A, *, check_errors=False): ...
+inv_ex.__wrapped__ = _signature_inv_ex
+
+
+_sig_cholesky_ex = _Signatures('cholesky_ex', [
+    (('input', 'T', False, False, None), ('upper', 'bool', True, True, False), ('check_errors', 'bool', True, True, False),),
+], method=False)
+
+def _bind_cholesky_ex_0(input, *, upper=False, check_errors=False):
+    return (input, upper, check_errors)
+
+def cholesky_ex(*args, **kwargs):
+    try:
+        _b = _bind_cholesky_ex_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, upper, check_errors = _b
+        if isinstance(input, _Tensor) and type(upper) is bool and type(check_errors) is bool:
+            return _A._op_linalg_cholesky_ex.call(input._ks, input, upper, check_errors)
+    _i, _a = _sig_cholesky_ex.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_cholesky_ex.call(_a['input']._ks, _a['input'], _a['upper'], _a['check_errors'])
+    raise AssertionError('unreachable')
+
+
+cholesky_ex.__doc__ = 'cholesky_ex(input: Tensor, *, upper: bool = False, check_errors: bool = False) -> (Tensor, Tensor)'
+def _signature_cholesky_ex(input, *, upper=False, check_errors=False): ...
+cholesky_ex.__wrapped__ = _signature_cholesky_ex
+
+
+_sig_solve_ex = _Signatures('solve_ex', [
+    (('A', 'T', False, False, None), ('B', 'T', False, False, None), ('left', 'bool', True, True, True), ('check_errors', 'bool', True, True, False),),
+], method=False)
+
+def _bind_solve_ex_0(A, B, *, left=True, check_errors=False):
+    return (A, B, left, check_errors)
+
+def solve_ex(*args, **kwargs):
+    try:
+        _b = _bind_solve_ex_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, B, left, check_errors = _b
+        if isinstance(A, _Tensor) and isinstance(B, _Tensor) and type(left) is bool and type(check_errors) is bool:
+            return _A._op_linalg_solve_ex.call(A._ks | B._ks, A, B, left, check_errors)
+    _i, _a = _sig_solve_ex.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_solve_ex.call(_a['A']._ks | _a['B']._ks, _a['A'], _a['B'], _a['left'], _a['check_errors'])
+    raise AssertionError('unreachable')
+
+
+solve_ex.__doc__ = 'solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> (Tensor, Tensor)'
+def _signature_solve_ex(A, B, *, left=True, check_errors=False): ...
+solve_ex.__wrapped__ = _signature_solve_ex
 
 
 _sig_vecdot = _Signatures('vecdot', [

@@ -2922,6 +2922,39 @@ cholesky_solve = _P('cholesky_solve', [
 cholesky_inverse = _P('cholesky_inverse', [
     _O(_A._op_cholesky_inverse, (('self', 'T', False, False, None), ('upper', 'bool', False, True, False),), ['self', 'upper']),
 ])
+linalg_lu_factor_ex = _P('linalg_lu_factor_ex', [
+    _O(_A._op_linalg_lu_factor_ex, (('A', 'T', False, False, None), ('pivot', 'bool', True, True, True), ('check_errors', 'bool', True, True, False),), ['A', 'pivot', 'check_errors']),
+])
+linalg_lu_factor = _P('linalg_lu_factor', [
+    _O(_A._op_linalg_lu_factor, (('A', 'T', False, False, None), ('pivot', 'bool', True, True, True),), ['A', 'pivot']),
+])
+linalg_lu = _P('linalg_lu', [
+    _O(_A._op_linalg_lu, (('A', 'T', False, False, None), ('pivot', 'bool', True, True, True),), ['A', 'pivot']),
+])
+lu_unpack = _P('lu_unpack', [
+    _O(_A._op_lu_unpack, (('LU_data', 'T', False, False, None), ('LU_pivots', 'T', False, False, None), ('unpack_data', 'bool', False, True, True), ('unpack_pivots', 'bool', False, True, True),), ['LU_data', 'LU_pivots', 'unpack_data', 'unpack_pivots']),
+])
+linalg_lu_solve = _P('linalg_lu_solve', [
+    _O(_A._op_linalg_lu_solve, (('LU', 'T', False, False, None), ('pivots', 'T', False, False, None), ('B', 'T', False, False, None), ('left', 'bool', True, True, True), ('adjoint', 'bool', True, True, False),), ['LU', 'pivots', 'B', 'left', 'adjoint']),
+])
+lu_solve = _P('lu_solve', [
+    _O(_A._op_lu_solve, (('self', 'T', False, False, None), ('LU_data', 'T', False, False, None), ('LU_pivots', 'T', False, False, None),), ['self', 'LU_data', 'LU_pivots']),
+])
+_lu_with_info = _P('_lu_with_info', [
+    _O(_A._op__lu_with_info, (('self', 'T', False, False, None), ('pivot', 'bool', False, True, True), ('check_errors', 'bool', False, True, True),), ['self', 'pivot', 'check_errors']),
+])
+linalg_inv_ex = _P('linalg_inv_ex', [
+    _O(_A._op_linalg_inv_ex, (('A', 'T', False, False, None), ('check_errors', 'bool', True, True, False),), ['A', 'check_errors']),
+])
+linalg_cholesky_ex = _P('linalg_cholesky_ex', [
+    _O(_A._op_linalg_cholesky_ex, (('self', 'T', False, False, None), ('upper', 'bool', True, True, False), ('check_errors', 'bool', True, True, False),), ['self', 'upper', 'check_errors']),
+])
+linalg_solve_ex = _P('linalg_solve_ex', [
+    _O(_A._op_linalg_solve_ex, (('A', 'T', False, False, None), ('B', 'T', False, False, None), ('left', 'bool', True, True, True), ('check_errors', 'bool', True, True, False),), ['A', 'B', 'left', 'check_errors']),
+])
+cholesky = _P('cholesky', [
+    _O(_A._op_cholesky, (('self', 'T', False, False, None), ('upper', 'bool', False, True, False),), ['self', 'upper']),
+])
 linalg_vecdot = _P('linalg_vecdot', [
     _O(_A._op_linalg_vecdot, (('x', 'T', False, False, None), ('y', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['x', 'y', 'dim']),
 ])

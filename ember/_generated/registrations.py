@@ -6025,6 +6025,51 @@ def _cholesky_inverse_default(ks, self, upper):
         _value_error(_e, K.cholesky_inverse, self)
 
 
+def _linalg_lu_factor_ex_default(ks, A, pivot, check_errors):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.linalg_lu_factor_ex(be.xp, A._data, pivot=pivot, check_errors=check_errors)
+        return _rt.linalg_lu_factor_ex(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_lu_factor_ex, A)
+
+
+def _linalg_lu_default(ks, A, pivot):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.linalg_lu(be.xp, A._data, pivot=pivot)
+        return _rt.linalg_lu(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_lu, A)
+
+
+def _lu_unpack_default(ks, LU_data, LU_pivots, unpack_data, unpack_pivots):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.lu_unpack(be.xp, LU_data._data, LU_pivots._data, unpack_data, unpack_pivots)
+        return _rt.lu_unpack(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.lu_unpack, LU_data, LU_pivots)
+
+
+def _linalg_inv_ex_default(ks, A, check_errors):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.linalg_inv_ex(be.xp, A._data, check_errors=check_errors)
+        return _rt.linalg_inv_ex(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_inv_ex, A)
+
+
+def _linalg_cholesky_ex_default(ks, self, upper, check_errors):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.linalg_cholesky_ex(be.xp, self._data, upper=upper, check_errors=check_errors)
+        return _rt.linalg_cholesky_ex(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_cholesky_ex, self)
+
+
 def _special_entr_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -6829,6 +6874,11 @@ _BACKEND_KERNELS = (
     (_A._op_fractional_max_pool3d, _fractional_max_pool3d_default, ('CPU', 'CUDA', 'Meta'), K.fractional_max_pool3d, (), 'new', None),
     (_A._op_cholesky_solve, _cholesky_solve_default, ('CPU', 'CUDA', 'Meta'), K.cholesky_solve, (), 'new', None),
     (_A._op_cholesky_inverse, _cholesky_inverse_default, ('CPU', 'CUDA', 'Meta'), K.cholesky_inverse, (), 'new', None),
+    (_A._op_linalg_lu_factor_ex, _linalg_lu_factor_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_lu_factor_ex, ('pivot', 'check_errors'), 'new', _rt.linalg_lu_factor_ex),
+    (_A._op_linalg_lu, _linalg_lu_default, ('CPU', 'CUDA', 'Meta'), K.linalg_lu, ('pivot',), 'new', _rt.linalg_lu),
+    (_A._op_lu_unpack, _lu_unpack_default, ('CPU', 'CUDA', 'Meta'), K.lu_unpack, (), 'new', _rt.lu_unpack),
+    (_A._op_linalg_inv_ex, _linalg_inv_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_inv_ex, ('check_errors',), 'new', _rt.linalg_inv_ex),
+    (_A._op_linalg_cholesky_ex, _linalg_cholesky_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
     (_A._op_special_entr, _special_entr_default, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'new', None),
     (_A._op_special_entr_out, _special_entr_out, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'out', None),
     (_A._op_special_ndtr, _special_ndtr_default, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'new', None),
@@ -7322,6 +7372,12 @@ _COMPOSITE_KERNELS = (
     (_A._op_istft, 'CompositeImplicitAutograd', C.istft),
     (_A._op_linalg_diagonal, 'CompositeImplicitAutograd', C.linalg_diagonal),
     (_A._op_linalg_matmul, 'CompositeImplicitAutograd', C.linalg_matmul),
+    (_A._op_linalg_lu_factor, 'CompositeImplicitAutograd', C.linalg_lu_factor),
+    (_A._op_linalg_lu_solve, 'CompositeImplicitAutograd', C.linalg_lu_solve),
+    (_A._op_lu_solve, 'CompositeImplicitAutograd', C.lu_solve),
+    (_A._op__lu_with_info, 'CompositeImplicitAutograd', C._lu_with_info),
+    (_A._op_linalg_solve_ex, 'CompositeImplicitAutograd', C.linalg_solve_ex),
+    (_A._op_cholesky, 'CompositeImplicitAutograd', C.cholesky),
     (_A._op_linalg_vecdot, 'CompositeImplicitAutograd', C.linalg_vecdot),
     (_A._op_linalg_multi_dot, 'CompositeImplicitAutograd', C.linalg_multi_dot),
     (_A._op_linalg_vander, 'CompositeImplicitAutograd', C.linalg_vander),

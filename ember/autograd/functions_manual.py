@@ -398,6 +398,83 @@ def cholesky_inverse_backward(grad: Tensor, L: Tensor, upper: bool, inverse: Ten
     return -(L.matmul(common)) if upper else -(common.matmul(L))
 
 
+def linalg_lu_backward(L_grad: Tensor | None, U_grad: Tensor | None, P: Tensor, L: Tensor, U: Tensor,
+                       pivot: bool) -> Any:
+    """The gradient of A = P L U (L unit lower m x k, U upper k x n, k = min(m, n)) for the three shapes:
+    square, wide (U = [U1 U2]) and tall (L = [L1; L2]); PyTorch's formulas."""
+    m, n = L.shape[-2], U.shape[-1]
+    if L_grad is None and U_grad is None:
+        return None
+    solve = aten.linalg_solve_triangular
+    if m == n:
+        gA = None
+        if L_grad is not None:
+            gA = L.mH.matmul(L_grad).tril(-1)
+        if U_grad is not None:
+            term = U_grad.matmul(U.mH).triu()
+            gA = term if gA is None else gA + term
+        assert gA is not None  # one of the two grads is defined
+        gA = solve(U.mH, gA, upper=False, left=False)
+        gA = solve(L.mH, gA, upper=True, left=True, unitriangular=True)
+    elif m < n:
+        U1, U2 = U.narrow(-1, 0, m), U.narrow(-1, m, n - m)
+        gA = L.mH.matmul(L_grad) if L_grad is not None else None
+        if U_grad is not None:
+            term = U_grad.triu().matmul(U.mH)
+            gA = -term if gA is None else gA - term
+        assert gA is not None
+        gA = solve(U1.mH, gA.tril(-1), upper=False, left=False)
+        if U_grad is not None:
+            gA = aten.cat([gA + U_grad.narrow(-1, 0, m).triu(), U_grad.narrow(-1, m, n - m)], -1)
+        gA = solve(L.mH, gA, upper=True, left=True, unitriangular=True)
+        if U_grad is None:
+            gA = aten.cat([gA, aten.zeros_like(U2)], -1)
+    else:
+        L1, L2 = L.narrow(-2, 0, n), L.narrow(-2, n, m - n)
+        gA = U_grad.matmul(U.mH) if U_grad is not None else None
+        if L_grad is not None:
+            term = L.mH.matmul(L_grad.tril(-1))
+            gA = -term if gA is None else gA - term
+        assert gA is not None
+        gA = solve(L1.mH, gA.triu(), upper=True, left=True, unitriangular=True)
+        if L_grad is not None:
+            gA = aten.cat([gA + L_grad.narrow(-2, 0, n).tril(-1), L_grad.narrow(-2, n, m - n)], -2)
+        gA = solve(U.mH, gA, upper=False, left=False)
+        if L_grad is None:
+            gA = aten.cat([gA, aten.zeros_like(L2)], -2)
+    return P.matmul(gA) if pivot else gA
+
+
+def lu_factor_ex_backward(grad: Tensor, LU: Tensor, pivots: Tensor, pivot: bool) -> Any:
+    """Through the unpacked factors: the strictly lower part of the packed gradient is L's, the rest U's."""
+    P, L, U = aten.lu_unpack(LU, pivots)
+    m, n = LU.shape[-2], LU.shape[-1]
+    k = min(m, n)
+    return linalg_lu_backward(grad.narrow(-1, 0, k).tril(-1), grad.narrow(-2, 0, k).triu(), P, L, U, pivot)
+
+
+def lu_unpack_backward(L_grad: Tensor | None, U_grad: Tensor | None, m: int, n: int) -> Any:
+    """The packed m x n gradient: L's strictly lower part and U's upper part."""
+    k = min(m, n)
+    if L_grad is None and U_grad is None:
+        return None
+    if m == n:
+        gL = L_grad.tril(-1) if L_grad is not None else None
+        gU = U_grad.triu() if U_grad is not None else None
+        return gU if gL is None else gL if gU is None else gL + gU
+    if m < n:  # L is m x m, U is m x n
+        out = U_grad.triu() if U_grad is not None else None
+        if L_grad is not None:
+            pad = aten.constant_pad_nd(L_grad.tril(-1), (0, n - k), 0)
+            out = pad if out is None else out + pad
+        return out
+    out = L_grad.tril(-1) if L_grad is not None else None  # L is m x n, U is n x n
+    if U_grad is not None:
+        pad = aten.constant_pad_nd(U_grad.triu(), (0, 0, 0, m - k), 0)
+        out = pad if out is None else out + pad
+    return out
+
+
 def logit_backward(grad: Tensor, self: Tensor, eps: Any) -> Any:
     if eps is None:
         return grad / (self * (1 - self))

@@ -36,9 +36,11 @@ def _flat_outputs(func: Any, inputs: Any) -> Any:
 
 
 def _output_values(func: Any, inputs: Any) -> Any:
-    """float64 NumPy copies of the tensor outputs of ``func(*inputs)``, flattened."""
-    return [o.detach().numpy().astype(np.float64).reshape(-1) for o in _flat_outputs(func, inputs)
-            if isinstance(o, _Tensor)]
+    """float64 NumPy copies of the differentiable outputs of ``func(*inputs)`` (those that require grad,
+    decided with grad mode on: outputs marked non-differentiable, like linalg.lu's permutation, are left out
+    as PyTorch's gradcheck leaves them out of the Jacobian), flattened."""
+    return [o.detach().numpy().astype(np.float64).reshape(-1)
+            for o in _differentiable_outputs(_flat_outputs(func, inputs))]
 
 
 def _numerical_jacobian(func: Any, inputs: Any, outputs: Any, eps: Any) -> Any:

@@ -70,7 +70,7 @@ def test_gradients_match_pytorch(op, dtype):
         assert not compared, f"{op.name} has gradients: set supports_autograd=True"
 
 
-HERMITIAN_INPUT = {"linalg.cholesky", "linalg.eigvalsh", "linalg.eigh"}
+HERMITIAN_INPUT = {"linalg.cholesky", "linalg.cholesky_ex", "cholesky", "linalg.eigvalsh", "linalg.eigh"}
 # these read one triangle of a Cholesky factor (the argument at this position; ``upper`` after it) and, as in
 # PyTorch, give a gradient for the whole matrix: checked through tril / triu of the input, as PyTorch does
 TRIANGULAR_INPUT = {"cholesky_solve": 1, "cholesky_inverse": 0}

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ember import return_types
 from ember._generated import aten
 from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
 from ember.aten.wrap import _type_name
-from ember.c10.dtype import bool_
+from ember.c10.dtype import bool_, int32
+from ember.c10.exceptions import _LinAlgError
+from ember.aten.kernels.linalg import _LU_ERROR
 
 
 def linalg_norm(self: Any, ord: Any = None, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
@@ -257,3 +260,97 @@ def addr(self: Any, vec1: Any, vec2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
 def addr_(self: Any, vec1: Any, vec2: Any, beta: Any = 1, alpha: Any = 1) -> Any:
     return self.copy_(addr(self, vec1, vec2, beta, alpha))
 
+
+
+def _lu_check(api: str, info: Any, error: Any, message: str) -> None:
+    if info.device.type == "meta":  # no values to check
+        return
+    if bool(info.any()):
+        flat = info.reshape(-1)
+        i = int(aten.nonzero(flat)[0, 0])
+        prefix = f"(Batch element {i}): " if info.dim() > 0 else ""
+        raise error(f"{api}: {prefix}{message.format(info=int(flat[i]))}")
+
+
+def linalg_lu_factor(A: Any, pivot: bool = True) -> Any:
+    LU, pivots, info = aten.linalg_lu_factor_ex(A, pivot=pivot)
+    _lu_check("torch.linalg.lu_factor", info, RuntimeError, _LU_ERROR)
+    return return_types.linalg_lu_factor(LU, pivots)
+
+
+def _lu_with_info(self: Any, pivot: bool = True, check_errors: bool = True) -> Any:
+    return return_types._lu_with_info(*aten.linalg_lu_factor_ex(self, pivot=pivot, check_errors=check_errors))
+
+
+def linalg_lu_solve(LU: Any, pivots: Any, B: Any, left: bool = True, adjoint: bool = False) -> Any:
+    """X with ``A X = B`` (``X A = B`` when not ``left``; A^H for ``adjoint``) from A's packed LU factors:
+    a permutation and two triangular solves, differentiable in LU and B through them."""
+    if LU.dim() < 2:
+        raise RuntimeError(f"linalg.lu_solve: Expected tensor with 2 or more dimensions. Got size: {list(LU.shape)} "
+                           "instead")
+    if LU.shape[-1] != LU.shape[-2]:
+        raise RuntimeError(f"linalg.lu_solve: A must be batches of square matrices, but they are {LU.shape[-2]} by "
+                           f"{LU.shape[-1]} matrices")
+    n = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation {eq} ({n}x{n} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    if LU.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{_type_name(LU.dtype)} and B of type {_type_name(B.dtype)} instead")
+    if pivots.dtype is not int32:
+        raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32")
+    P, L, U = aten.lu_unpack(LU, pivots, unpack_data=False), LU.tril(-1) + aten.eye(n, dtype=LU.dtype,
+                                                                                    device=LU.device), LU.triu()
+    P = P[0]
+    solve = aten.linalg_solve_triangular
+    if left and not adjoint:  # P L U X = B
+        return solve(U, solve(L, P.mT.matmul(B), upper=False, unitriangular=True), upper=True)
+    if left:  # U^H L^H P^T X = B
+        Y = solve(L.mH, solve(U.mH, B, upper=False), upper=True, unitriangular=True)
+        return P.matmul(Y)
+    if not adjoint:  # X P L U = B
+        Y = solve(L, solve(U, B, upper=True, left=False), upper=False, left=False, unitriangular=True)
+        return Y.matmul(P.mT)
+    # X U^H L^H P^T = B
+    return solve(U.mH, solve(L.mH, B.matmul(P), upper=True, left=False, unitriangular=True), upper=False, left=False)
+
+
+def lu_solve(self: Any, LU_data: Any, LU_pivots: Any) -> Any:
+    """The deprecated ``torch.lu_solve(b, LU_data, LU_pivots)``."""
+    return linalg_lu_solve(LU_data, LU_pivots, self)
+
+
+def linalg_solve_ex(A: Any, B: Any, left: bool = True, check_errors: bool = False) -> Any:
+    """(result, info): ``linalg.solve`` that reports a singular matrix in ``info`` instead of raising."""
+    LU, pivots, info = aten.linalg_lu_factor_ex(A.detach())
+    if check_errors:
+        _lu_check("torch.linalg.solve_ex", info, _LinAlgError, "The solver failed because the input matrix is "
+                                                              "singular.")
+    if info.device.type == "meta" or not bool(info.any()):
+        return return_types.linalg_solve_ex(aten.linalg_solve(A, B, left=left), info)
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    Bm = B.unsqueeze(-1) if vector else B
+    X = linalg_lu_solve(LU, pivots, Bm, left=left)
+    return return_types.linalg_solve_ex(X.squeeze(-1) if vector else X, info)
+
+
+def cholesky(self: Any, upper: bool = False) -> Any:
+    """The deprecated ``torch.cholesky``."""
+    _warn_once("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
+               "future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)"
+               "\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH"
+               "\nThis transform will produce equivalent results for all valid (symmetric positive definite) "
+               "inputs.")
+    return aten.linalg_cholesky(self, upper=upper)
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        import warnings
+        warnings.warn(message, UserWarning, stacklevel=3)

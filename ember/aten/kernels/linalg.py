@@ -14,7 +14,7 @@ from ember.c10.exceptions import _LinAlgError
 
 from ember.c10.dtype import BF16_NP as _BF16
 
-from ember.aten.kernels._common import compute_dtype, meta_shape, shape_str, type_name, wrap_dim
+from ember.aten.kernels._common import compute_dtype, meta_kernel, meta_shape, shape_str, type_name, wrap_dim
 
 
 def _mm_dtype_check(a: Array, b: Array, names: Any = ('mat1', 'mat2')) -> Any:
@@ -588,3 +588,214 @@ def cholesky_inverse(xp: Any, self: Array, upper: Any = False) -> Any:
                            f"{self.shape[-2] if self.ndim >= 2 else 1} by {self.shape[-1]} matrices")
     eye = xp.broadcast_to(xp.eye(self.shape[-1], dtype=self.dtype), self.shape)
     return cholesky_solve(xp, eye, self, upper)
+
+
+# -- LU with partial pivoting (LAPACK getrf's pivots and info), and the _ex forms that report failures -----------
+def _getrf(a: np.ndarray) -> Any:
+    """Batched LU with partial pivoting of (..., m, n): (LU packed as LAPACK stores it, 1-based int32 pivots,
+    int32 info: the first zero pivot, 0 if none). A zero pivot column is left unscaled, as getf2 does."""
+    A = np.array(a, dtype=compute_dtype(a.dtype)).reshape((-1,) + a.shape[-2:])
+    b, m, n = A.shape
+    k = min(m, n)
+    piv = np.zeros((b, k), np.int32)
+    info = np.zeros(b, np.int32)
+    rows = np.arange(b)
+    with np.errstate(all="ignore"):
+        for j in range(k):
+            p = j + np.argmax(np.abs(A[:, j:, j]), axis=1)
+            piv[:, j] = p + 1
+            swap = A[rows, p, :].copy()
+            A[rows, p, :] = A[rows, j, :]
+            A[rows, j, :] = swap
+            pivot = A[:, j, j]
+            zero = pivot == 0
+            info[(info == 0) & zero] = j + 1
+            scale = np.where(zero, 1, pivot)
+            A[:, j + 1:, j] /= scale[:, None]
+            A[:, j + 1:, j + 1:] -= A[:, j + 1:, j:j + 1] * A[:, j:j + 1, j + 1:]
+    shape = a.shape[:-2]
+    return (A.astype(a.dtype, copy=False).reshape(a.shape), piv.reshape(shape + (k,)), info.reshape(shape))
+
+
+def _meta_outputs(specs: Any) -> Any:
+    """Read-only stand-ins of the given (shape, dtype) outputs, for ``meta_kernel``."""
+    return tuple(np.broadcast_to(np.zeros((), np.dtype(dt)), shape) for shape, dt in specs)
+
+
+def _check_lu_input(A: Any, name: str, api: str) -> None:
+    if len(A.shape) < 2:
+        raise RuntimeError(f"{api}: Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} instead")
+    if A.dtype.kind not in "fc" or A.dtype.itemsize == 2 and A.dtype.kind == "f":
+        raise NotImplementedError(f"\"lu_cpu\" not implemented for '{type_name(A.dtype)}'")
+
+
+_LU_ERROR = ("U[{info},{info}] is zero and using it on lu_solve would result in a division by zero. If you still "
+             "want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
+def _raise_first_failure(api: str, info: np.ndarray, message: str, error: Any) -> None:
+    flat = np.asarray(info).reshape(-1)
+    bad = np.nonzero(flat)[0]
+    if bad.size:
+        i = int(bad[0])
+        prefix = f"(Batch element {i}): " if np.ndim(info) > 0 else ""
+        raise error(f"{api}: {prefix}{message.format(info=int(flat[i]))}")
+
+
+def _lu_factor_meta(xp: Any, A: Any, pivot: Any = True, check_errors: Any = False) -> Any:
+    _check_lu_input(A, "lu_factor", "torch.lu_factor")
+    k = min(A.shape[-2:])
+    return [(A.shape, A.dtype), (tuple(A.shape[:-2]) + (k,), np.dtype(np.int32)),
+            (tuple(A.shape[:-2]), np.dtype(np.int32))]
+
+
+@meta_kernel(lambda *a, **k: _meta_outputs(_lu_factor_meta(*a, **k)))
+def linalg_lu_factor_ex(xp: Any, A: Array, pivot: Any = True, check_errors: Any = False) -> Any:
+    """(LU, pivots, info) of LAPACK's getrf."""
+    _check_lu_input(A, "lu_factor", "torch.lu_factor")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    LU, piv, info = _getrf(np.asarray(A.get() if hasattr(A, "get") else A))
+    if check_errors:
+        _raise_first_failure("torch.linalg.lu_factor_ex", info, _LU_ERROR, RuntimeError)
+    return xp.asarray(LU), xp.asarray(piv), xp.asarray(info)
+
+
+def _permutation(piv: np.ndarray, m: int) -> np.ndarray:
+    """The row permutation matrices P (A = P L U) of LAPACK's sequential row interchanges."""
+    flat = piv.reshape(-1, piv.shape[-1])
+    perm = np.broadcast_to(np.arange(m), (flat.shape[0], m)).copy()
+    rows = np.arange(flat.shape[0])
+    for i in range(flat.shape[1]):
+        p = flat[:, i].astype(np.int64) - 1
+        a, b = perm[rows, i].copy(), perm[rows, p].copy()
+        perm[rows, i], perm[rows, p] = b, a
+    P = np.zeros((flat.shape[0], m, m))
+    P[rows[:, None], perm, np.arange(m)[None, :]] = 1
+    return P.reshape(piv.shape[:-1] + (m, m))
+
+
+def _lu_unpack_meta(xp: Any, LU: Any, piv: Any, unpack_data: Any = True, unpack_pivots: Any = True) -> Any:
+    m, n = LU.shape[-2:]
+    k = min(m, n)
+    batch = tuple(LU.shape[:-2])
+    return [(batch + (m, m) if unpack_pivots else (0,), LU.dtype),
+            (batch + (m, k) if unpack_data else (0,), LU.dtype), (batch + (k, n) if unpack_data else (0,), LU.dtype)]
+
+
+@meta_kernel(lambda *a, **k: _meta_outputs(_lu_unpack_meta(*a, **k)))
+def lu_unpack(xp: Any, LU_data: Array, LU_pivots: Array, unpack_data: Any = True, unpack_pivots: Any = True) -> Any:
+    """(P, L, U) from packed LU factors and LAPACK pivots."""
+    if LU_pivots.dtype != np.int32:
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.\n"
+                           "Note: this function is intended to be used with the output produced by "
+                           "torch.linalg.lu_factor")
+    m, n = LU_data.shape[-2:]
+    k = min(m, n)
+    empty = xp.zeros((0,), LU_data.dtype)
+    if unpack_data:
+        L = xp.tril(LU_data[..., :, :k], -1) + xp.eye(m, k, dtype=LU_data.dtype)
+        U = xp.triu(LU_data[..., :k, :])
+    else:
+        L = U = empty
+    if unpack_pivots:
+        piv = np.asarray(LU_pivots.get() if hasattr(LU_pivots, "get") else LU_pivots)
+        P = xp.asarray(_permutation(piv, m).astype(LU_data.dtype))
+    else:
+        P = empty
+    return P, L, U
+
+
+def _lu_meta(xp: Any, A: Any, pivot: Any = True) -> Any:
+    _check_lu_input(A, "lu", "linalg.lu")
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    batch = tuple(A.shape[:-2])
+    return [(batch + (m, m), A.dtype), (batch + (m, k), A.dtype), (batch + (k, n), A.dtype)]
+
+
+@meta_kernel(lambda *a, **k: _meta_outputs(_lu_meta(*a, **k)))
+def linalg_lu(xp: Any, A: Array, pivot: Any = True) -> Any:
+    """(P, L, U) with A = P L U."""
+    _check_lu_input(A, "lu", "linalg.lu")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    LU, piv, _ = _getrf(np.asarray(A.get() if hasattr(A, "get") else A))
+    return lu_unpack(xp, xp.asarray(LU), xp.asarray(piv))
+
+
+def _inv_ex_meta(xp: Any, A: Any, check_errors: Any = False) -> Any:
+    _check_square(A, "inv")
+    return [(A.shape, A.dtype), (tuple(A.shape[:-2]), np.dtype(np.int32))]
+
+
+@meta_kernel(lambda *a, **k: _meta_outputs(_inv_ex_meta(*a, **k)))
+def linalg_inv_ex(xp: Any, A: Array, check_errors: Any = False) -> Any:
+    """(inverse, info): a singular matrix gives info > 0 (its inverse holds infinities / NaNs) instead of an
+    error, unless ``check_errors``."""
+    _check_square(A, "inv")
+    info = np.zeros(A.shape[:-2], np.int32)
+    try:
+        return xp.linalg.inv(A).astype(A.dtype, copy=False), xp.asarray(info)
+    except np.linalg.LinAlgError:
+        pass
+    host = np.asarray(A.get() if hasattr(A, "get") else A)
+    LU, piv, info = _getrf(host)
+    if check_errors:
+        _raise_first_failure("linalg.inv_ex", info, _LINALG_FAILURES["inv"][2], _LinAlgError)
+    eye = np.broadcast_to(np.eye(A.shape[-1], dtype=A.dtype), A.shape)
+    return xp.asarray(_lu_solve_host(LU, piv, eye)), xp.asarray(info)
+
+
+def _lu_solve_host(LU: np.ndarray, piv: np.ndarray, B: np.ndarray) -> Any:
+    """X with A X = B from A's LU factors (broadcast over batches); zero pivots give infinities / NaNs."""
+    P = _permutation(piv, LU.shape[-1]).astype(LU.dtype)
+    Y = np.swapaxes(P, -1, -2).conj() @ B
+    Y = linalg_solve_triangular(np, LU, Y, False, True, True)
+    return linalg_solve_triangular(np, LU, Y, True, True, False)
+
+
+def _cholesky_ex_meta(xp: Any, A: Any, upper: Any = False, check_errors: Any = False) -> Any:
+    _check_square(A, "cholesky")
+    return [(A.shape, A.dtype), (tuple(A.shape[:-2]), np.dtype(np.int32))]
+
+
+def _partial_cholesky(a: np.ndarray) -> Any:
+    """The lower factor of one matrix up to the first failing column j (which keeps its non-positive
+    Schur complement, as LAPACK leaves it), zero after; and potrf's info."""
+    a = np.array(a, dtype=compute_dtype(a.dtype))
+    n = a.shape[0]
+    low = np.zeros_like(a)
+    for j in range(n):
+        d = (a[j, j] - np.vdot(low[j, :j], low[j, :j])).real
+        if not d > 0:
+            low[j, j] = d
+            return low, j + 1
+        low[j, j] = np.sqrt(d)
+        low[j + 1:, j] = (a[j + 1:, j] - low[j + 1:, :j] @ low[j, :j].conj()) / low[j, j]
+    return low, 0
+
+
+@meta_kernel(lambda *a, **k: _meta_outputs(_cholesky_ex_meta(*a, **k)))
+def linalg_cholesky_ex(xp: Any, A: Array, upper: Any = False, check_errors: Any = False) -> Any:
+    """(L, info): a matrix that is not positive-definite gives info > 0 instead of an error, unless
+    ``check_errors``."""
+    _check_square(A, "cholesky")
+    info = np.zeros(A.shape[:-2], np.int32)
+    try:
+        L = xp.linalg.cholesky(A).astype(A.dtype, copy=False)
+    except np.linalg.LinAlgError:
+        host = np.asarray(A.get() if hasattr(A, "get") else A)
+        mats = host.reshape((-1,) + host.shape[-2:])
+        out = np.zeros(mats.shape, mats.dtype)
+        flat = info.reshape(-1)
+        for i, m in enumerate(mats):
+            low, flat[i] = _partial_cholesky(m)
+            out[i] = low.astype(mats.dtype)
+        info = flat.reshape(info.shape)
+        if check_errors:
+            _raise_first_failure("linalg.cholesky_ex", info, _LINALG_FAILURES["cholesky"][2], _LinAlgError)
+        L = xp.asarray(out.reshape(host.shape))
+    if upper:
+        L = xp.swapaxes(L, -1, -2).conj().copy()
+    return L, xp.asarray(info)
