@@ -30,6 +30,7 @@ from ember._creation import as_tensor, asarray, from_dlpack, from_numpy, frombuf
 from ember._generated.functions import *  # noqa: F401,F403
 from ember.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from ember._functional import *  # noqa: F401,F403
+from ember._removed_linalg import eig, lstsq, matrix_rank, solve, symeig  # noqa: F401
 from ember._tensor_str import set_printoptions
 from ember.aten.parallel import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
 from ember import cuda, linalg, special, fft, nn  # noqa: F401

@@ -689,9 +689,27 @@ class Tensor(TensorImpl, _TensorMethods):
         import ember
         return ember.norm(self, p, dim, keepdim, dtype=dtype)
 
+    def eig(self, eigenvectors: Any = False) -> Any:
+        from ember._removed_linalg import eig
+        return eig(self, eigenvectors)
+
+    def symeig(self, eigenvectors: Any = False, upper: Any = True) -> Any:
+        from ember._removed_linalg import symeig
+        return symeig(self, eigenvectors, upper)
+
+    def solve(self, other: Any) -> Any:
+        from ember._removed_linalg import solve
+        return solve(self, other)
+
+    def lstsq(self, other: Any) -> Any:
+        from ember._removed_linalg import lstsq
+        return lstsq(self, other)
+
     def lu(self, pivot: Any = True, get_infos: Any = False) -> Any:
+        """(LU, pivots), and info with ``get_infos`` (plain tuples; no deprecation warning, as in PyTorch)."""
         import ember
-        return ember.lu(self, pivot=pivot, get_infos=get_infos)
+        LU, pivots, infos = ember._lu_with_info(self, pivot=pivot, check_errors=not get_infos)
+        return (LU, pivots, infos) if get_infos else (LU, pivots)
 
     def split(self, split_size: Any, dim: Any = 0) -> Any:
         import ember

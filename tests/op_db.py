@@ -1655,3 +1655,28 @@ add(OpInfo("cholesky", lambda d, r: [Sample((_spd(r, 4, d),)), Sample((_spd(r, 3
            rtol=1e-4, atol=1e-5))
 add(OpInfo("_lu_with_info", lambda d, r: [Sample((arr(r, (4, 4), d),)), Sample((arr(r, (2, 3, 5), d), True, False))],
            dtypes=FLOATS, method=False, rtol=1e-4, atol=1e-5))
+
+# the matrix exponential, and eig / eigvals (eigenvectors compared through their moduli: their phase is free)
+for _n in ("linalg.matrix_exp", "matrix_exp"):
+    add(OpInfo(_n, lambda d, r: [Sample((arr(r, (3, 3), d) / 2,)), Sample((arr(r, (2, 4, 4), d) * 2,)),
+                                 Sample((np.zeros((2, 2), d),))], dtypes=FLOATS, method=_n == "matrix_exp",
+               rtol=1e-4, atol=1e-5, errors=lambda: [
+                   _err((np.ones((2, 3)),), {}, RuntimeError, "A must be batches of square matrices, but they are 2 by 3"),
+                   _err((np.ones((2, 2), np.int64),), {}, RuntimeError, "Expected a floating point or complex tensor")]))
+def _eig_sorted(lib, a, vectors=True):
+    """Eigenvalues ordered by (real part, imaginary part) with their eigenvectors' moduli: LAPACK's order
+    depends on the library (OpenBLAS or MKL) and precision, the phases are free."""
+    w, v = lib.linalg.eig(a)
+    idx = (w.real.detach() * 1000 + w.imag.detach()).argsort(-1)
+    w = w.gather(-1, idx)
+    if not vectors:
+        return lib.view_as_real(w)
+    return lib.view_as_real(w), v.abs().gather(-1, idx.unsqueeze(-2).expand(v.shape))
+
+
+add(OpInfo("linalg.eig", lambda d, r: [Sample((arr(r, (4, 4), d),)), Sample((arr(r, (2, 3, 3), d),))], dtypes=FLOATS,
+           method=False, ember_fn=_eig_sorted, torch_fn=_eig_sorted, rtol=1e-4, atol=1e-5, supports_gradgrad=False))
+add(OpInfo("linalg.eigvals", lambda d, r: [Sample((arr(r, (4, 4), d),)), Sample((arr(r, (2, 3, 3), d),))],
+           dtypes=FLOATS, method=False, ember_fn=lambda e, a: _eig_sorted(e, a, False),
+           torch_fn=lambda t, a: _eig_sorted(t, a, False), covers=("linalg_eig",), rtol=1e-4, atol=1e-5,
+           supports_gradgrad=False))

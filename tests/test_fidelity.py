@@ -180,3 +180,28 @@ def test_tensor_properties_as_torch_functions():
                 L.is_signed(L.ones(2, dtype=L.uint8)), L.is_signed(r), L.get_device(r), L.resolve_conj(x) is x,
                 L.resolve_neg(x) is x, y.output_nr, L.detach(y).requires_grad)
     assert run(ember) == run(torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, A: L.eig(A), lambda L, A: L.symeig(A), lambda L, A: L.solve(A, A), lambda L, A: L.lstsq(A, A),
+    lambda L, A: L.matrix_rank(A), lambda L, A: A.eig(), lambda L, A: A.symeig(), lambda L, A: A.solve(A),
+    lambda L, A: A.lstsq(A),
+])
+def test_functions_removed_in_pytorch_1_9_say_what_replaces_them(call):
+    with pytest.raises(RuntimeError) as t_err:
+        call(torch, torch.eye(2))
+    with pytest.raises(RuntimeError) as e_err:
+        call(ember, ember.eye(2))
+    assert str(e_err.value) == str(t_err.value)
+
+
+@pytest.mark.filterwarnings("ignore:torch.lu is deprecated", "ignore:torch.cholesky is deprecated")
+def test_deprecated_lu_and_cholesky_warn_and_agree_with_pytorch():
+    """(Both warn once per process, as PyTorch's TORCH_WARN_ONCE does, so the warning itself is not asserted.)"""
+    a = np.array([[4.0, 2.0, 1.0], [2.0, 5.0, 3.0], [1.0, 3.0, 6.0]])
+    np.testing.assert_allclose(ember.lu(ember.tensor(a))[0].numpy(), torch.lu(torch.tensor(a))[0].numpy())
+    e, t = ember.tensor(a).lu(get_infos=True), torch.tensor(a).lu(get_infos=True)
+    assert type(e) is type(t) is tuple and e[2].item() == t[2].item() == 0
+    assert type(ember.lu(ember.tensor(a), get_infos=True)).__name__ == "_lu_with_info"
+    np.testing.assert_allclose(ember.cholesky(ember.tensor(a), upper=True).numpy(),
+                               torch.cholesky(torch.tensor(a), upper=True).numpy())

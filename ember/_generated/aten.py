@@ -6251,6 +6251,26 @@ _op_cholesky = _D.define('cholesky(Tensor self, bool upper=False) -> Tensor')
 def cholesky(self, upper=False):
     return _op_cholesky.call(self._ks, self, upper)
 
+_op_linalg_matrix_exp = _D.define('linalg_matrix_exp(Tensor self) -> Tensor')
+
+def linalg_matrix_exp(self):
+    return _op_linalg_matrix_exp.call(self._ks, self)
+
+_op_matrix_exp = _D.define('matrix_exp(Tensor self) -> Tensor')
+
+def matrix_exp(self):
+    return _op_matrix_exp.call(self._ks, self)
+
+_op_linalg_eig = _D.define('linalg_eig(Tensor self) -> (Tensor eigenvalues, Tensor eigenvectors)')
+
+def linalg_eig(self):
+    return _op_linalg_eig.call(self._ks, self)
+
+_op_linalg_eigvals = _D.define('linalg_eigvals(Tensor self) -> Tensor')
+
+def linalg_eigvals(self):
+    return _op_linalg_eigvals.call(self._ks, self)
+
 _op_linalg_vecdot = _D.define('linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor')
 
 def linalg_vecdot(x, y, *, dim=-1):

@@ -10952,6 +10952,60 @@ def _ag_linalg_cholesky_ex_default(ks, self, upper, check_errors):
     return result
 
 
+class LinalgMatrixExpBackward0(_Node):
+    _saved_names = ('self_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = linalg_matrix_exp_differential(self, grad, True)
+        return grad_inputs
+
+
+def _ag_linalg_matrix_exp_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_linalg_matrix_exp.redispatch(ks & _BELOW, self)
+    _n = LinalgMatrixExpBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_linalg_matrix_exp.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class LinalgEigBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = handle_r_to_c(self, linalg_eig_backward(grads[0], grads[1], result[0], result[1]))
+        return grad_inputs
+
+
+def _ag_linalg_eig_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_linalg_eig.redispatch(ks & _BELOW, self)
+    _n = LinalgEigBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_linalg_eig.redispatch(ks & _BELOW, self)
+    _set_history(_n, tuple(result), None)
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 class SpecialEntrBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -13114,6 +13168,8 @@ for _h, _k in (
     (aten._op_lu_unpack, _ag_lu_unpack_default),
     (aten._op_linalg_inv_ex, _ag_linalg_inv_ex_default),
     (aten._op_linalg_cholesky_ex, _ag_linalg_cholesky_ex_default),
+    (aten._op_linalg_matrix_exp, _ag_linalg_matrix_exp_default),
+    (aten._op_linalg_eig, _ag_linalg_eig_default),
     (aten._op_special_entr, _ag_special_entr_default),
     (aten._op_special_ndtr, _ag_special_ndtr_default),
     (aten._op_special_xlog1py, _ag_special_xlog1py_default),

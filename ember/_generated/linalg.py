@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['cholesky', 'cholesky_ex', 'cross', 'det', 'diagonal', 'eigh', 'eigvalsh', 'inv', 'inv_ex', 'lstsq', 'lu', 'lu_factor', 'lu_factor_ex', 'lu_solve', 'matmul', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'solve_ex', 'solve_triangular', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
+__all__ = ['cholesky', 'cholesky_ex', 'cross', 'det', 'diagonal', 'eig', 'eigh', 'eigvals', 'eigvalsh', 'inv', 'inv_ex', 'lstsq', 'lu', 'lu_factor', 'lu_factor_ex', 'lu_solve', 'matmul', 'matrix_exp', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'solve_ex', 'solve_triangular', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
 
 _sig_inv = _Signatures('inv', [
     (('A', 'T', False, False, None),),
@@ -767,6 +767,87 @@ def solve_ex(*args, **kwargs):
 solve_ex.__doc__ = 'solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False) -> (Tensor, Tensor)'
 def _signature_solve_ex(A, B, *, left=True, check_errors=False): ...
 solve_ex.__wrapped__ = _signature_solve_ex
+
+
+_sig_matrix_exp = _Signatures('matrix_exp', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_matrix_exp_0(input):
+    return (input,)
+
+def matrix_exp(*args, **kwargs):
+    try:
+        _b = _bind_matrix_exp_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_linalg_matrix_exp.call(input._ks, input)
+    _i, _a = _sig_matrix_exp.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_matrix_exp.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+matrix_exp.__doc__ = 'matrix_exp(input: Tensor) -> Tensor'
+def _signature_matrix_exp(input): ...
+matrix_exp.__wrapped__ = _signature_matrix_exp
+
+
+_sig_eig = _Signatures('eig', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_eig_0(input):
+    return (input,)
+
+def eig(*args, **kwargs):
+    try:
+        _b = _bind_eig_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_linalg_eig.call(input._ks, input)
+    _i, _a = _sig_eig.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_eig.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+eig.__doc__ = 'eig(input: Tensor) -> (Tensor, Tensor)'
+def _signature_eig(input): ...
+eig.__wrapped__ = _signature_eig
+
+
+_sig_eigvals = _Signatures('eigvals', [
+    (('input', 'T', False, False, None),),
+], method=False)
+
+def _bind_eigvals_0(input):
+    return (input,)
+
+def eigvals(*args, **kwargs):
+    try:
+        _b = _bind_eigvals_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_linalg_eigvals.call(input._ks, input)
+    _i, _a = _sig_eigvals.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_eigvals.call(_a['input']._ks, _a['input'])
+    raise AssertionError('unreachable')
+
+
+eigvals.__doc__ = 'eigvals(input: Tensor) -> Tensor'
+def _signature_eigvals(input): ...
+eigvals.__wrapped__ = _signature_eigvals
 
 
 _sig_vecdot = _Signatures('vecdot', [

@@ -2955,6 +2955,18 @@ linalg_solve_ex = _P('linalg_solve_ex', [
 cholesky = _P('cholesky', [
     _O(_A._op_cholesky, (('self', 'T', False, False, None), ('upper', 'bool', False, True, False),), ['self', 'upper']),
 ])
+linalg_matrix_exp = _P('linalg_matrix_exp', [
+    _O(_A._op_linalg_matrix_exp, (('self', 'T', False, False, None),), ['self']),
+])
+matrix_exp = _P('matrix_exp', [
+    _O(_A._op_matrix_exp, (('self', 'T', False, False, None),), ['self']),
+])
+linalg_eig = _P('linalg_eig', [
+    _O(_A._op_linalg_eig, (('self', 'T', False, False, None),), ['self']),
+])
+linalg_eigvals = _P('linalg_eigvals', [
+    _O(_A._op_linalg_eigvals, (('self', 'T', False, False, None),), ['self']),
+])
 linalg_vecdot = _P('linalg_vecdot', [
     _O(_A._op_linalg_vecdot, (('x', 'T', False, False, None), ('y', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['x', 'y', 'dim']),
 ])

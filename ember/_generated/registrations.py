@@ -6070,6 +6070,23 @@ def _linalg_cholesky_ex_default(ks, self, upper, check_errors):
         _value_error(_e, K.linalg_cholesky_ex, self)
 
 
+def _linalg_matrix_exp_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.linalg_matrix_exp(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_matrix_exp, self)
+
+
+def _linalg_eig_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.linalg_eig(be.xp, self._data)
+        return _rt.linalg_eig(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_eig, self)
+
+
 def _special_entr_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -6879,6 +6896,8 @@ _BACKEND_KERNELS = (
     (_A._op_lu_unpack, _lu_unpack_default, ('CPU', 'CUDA', 'Meta'), K.lu_unpack, (), 'new', _rt.lu_unpack),
     (_A._op_linalg_inv_ex, _linalg_inv_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_inv_ex, ('check_errors',), 'new', _rt.linalg_inv_ex),
     (_A._op_linalg_cholesky_ex, _linalg_cholesky_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
+    (_A._op_linalg_matrix_exp, _linalg_matrix_exp_default, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_exp, (), 'new', None),
+    (_A._op_linalg_eig, _linalg_eig_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
     (_A._op_special_entr, _special_entr_default, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'new', None),
     (_A._op_special_entr_out, _special_entr_out, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'out', None),
     (_A._op_special_ndtr, _special_ndtr_default, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'new', None),
@@ -7378,6 +7397,8 @@ _COMPOSITE_KERNELS = (
     (_A._op__lu_with_info, 'CompositeImplicitAutograd', C._lu_with_info),
     (_A._op_linalg_solve_ex, 'CompositeImplicitAutograd', C.linalg_solve_ex),
     (_A._op_cholesky, 'CompositeImplicitAutograd', C.cholesky),
+    (_A._op_matrix_exp, 'CompositeImplicitAutograd', C.matrix_exp),
+    (_A._op_linalg_eigvals, 'CompositeImplicitAutograd', C.linalg_eigvals),
     (_A._op_linalg_vecdot, 'CompositeImplicitAutograd', C.linalg_vecdot),
     (_A._op_linalg_multi_dot, 'CompositeImplicitAutograd', C.linalg_multi_dot),
     (_A._op_linalg_vander, 'CompositeImplicitAutograd', C.linalg_vander),

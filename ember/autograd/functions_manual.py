@@ -475,6 +475,50 @@ def lu_unpack_backward(L_grad: Tensor | None, U_grad: Tensor | None, m: int, n: 
     return out
 
 
+def linalg_matrix_exp_differential(A: Tensor, grad: Tensor, adjoint: bool) -> Any:
+    """The Frechet derivative of exp at A in direction ``grad`` (at A^H for the adjoint, which the backward
+    needs): the upper-right block of exp([[A, G], [0, A]])."""
+    M = conj_of(A.mT) if adjoint else A
+    n = A.shape[-1]
+    top = aten.cat([M, grad], -1)
+    bottom = aten.cat([aten.zeros_like(M), M], -1)
+    return aten.linalg_matrix_exp(aten.cat([top, bottom], -2)).narrow(-2, 0, n).narrow(-1, n, n)
+
+
+def handle_r_to_c(self: Tensor, grad: Tensor | None) -> Any:
+    """The real part of a complex gradient for a real input (an op from real to complex), else the gradient."""
+    if grad is not None and not self.is_complex() and grad.is_complex():
+        return grad.real
+    return grad
+
+
+def linalg_eig_backward(gL: Tensor | None, gV: Tensor | None, L: Tensor, V: Tensor) -> Any:
+    """gA = V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(L_j - L_i)) V^H; the eigenvectors are
+    defined up to a phase, so a loss that depends on it is refused, as in PyTorch."""
+    if gL is None and gV is None:
+        return None
+    if gV is None:
+        assert gL is not None
+        gA = aten.diag_embed(gL)
+    else:
+        VhgV = conj_of(V.mT).matmul(gV)
+        diag = VhgV.diagonal(0, -2, -1)
+        if not bool(aten.allclose(diag.imag, aten.zeros_like(diag.imag), 1e-2, 1e-2)):
+            raise RuntimeError("linalg_eig_backward: The eigenvectors in the complex case are specified up to "
+                               "multiplication by e^{i phi}. The specified loss function depends on this quantity, so "
+                               "it is ill-defined.")
+        gA = VhgV - conj_of(V.mT).matmul(V * diag.real.unsqueeze(-2))
+        Lc = conj_of(L)
+        Econj = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
+        n = L.shape[-1]
+        eye = aten.eye(n, dtype=bool_, device=L.device)
+        gA = gA / Econj.masked_fill(eye, 1)
+        gA = gA.masked_fill(eye, 0)
+        if gL is not None:
+            gA = gA + aten.diag_embed(gL)
+    return aten.linalg_solve(conj_of(V.mT), gA.matmul(conj_of(V.mT)))
+
+
 def logit_backward(grad: Tensor, self: Tensor, eps: Any) -> Any:
     if eps is None:
         return grad / (self * (1 - self))

@@ -354,3 +354,12 @@ def _warn_once(key: str, message: str) -> None:
         _WARNED.add(key)
         import warnings
         warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def matrix_exp(self: Any) -> Any:
+    return aten.linalg_matrix_exp(self)
+
+
+def linalg_eigvals(self: Any) -> Any:
+    """The eigenvalues of ``linalg.eig`` (differentiable through it)."""
+    return aten.linalg_eig(self)[0]

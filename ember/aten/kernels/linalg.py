@@ -799,3 +799,62 @@ def linalg_cholesky_ex(xp: Any, A: Array, upper: Any = False, check_errors: Any 
     if upper:
         L = xp.swapaxes(L, -1, -2).conj().copy()
     return L, xp.asarray(info)
+
+
+# -- the matrix exponential: Higham's (2005) scaling and squaring with the [13/13] Pade approximant ------------
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
+           10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+@meta_shape(lambda A: (_square_checked(A, "matrix_exp").shape, A.dtype))
+def linalg_matrix_exp(xp: Any, A: Array) -> Any:
+    """exp(A) for batches of square matrices."""
+    _check_square(A, "matrix_exp")
+    cdt = np.complex128 if A.dtype.kind == "c" else np.float64
+    a = np.asarray(A.get() if hasattr(A, "get") else A).astype(cdt)
+    n = a.shape[-1]
+    if n == 0 or a.size == 0:
+        return xp.asarray(a.astype(A.dtype))
+    norm1 = np.abs(a).sum(-2).max(-1)
+    with np.errstate(divide="ignore"):
+        s = np.maximum(0, np.ceil(np.log2(np.maximum(norm1, 1e-300) / _THETA13))).astype(np.int64)
+    s = np.where(np.isfinite(norm1), s, 0)
+    a = a / (2.0 ** s)[..., None, None]
+    eye = np.broadcast_to(np.eye(n, dtype=cdt), a.shape)
+    b = _PADE13
+    a2 = a @ a
+    a4 = a2 @ a2
+    a6 = a4 @ a2
+    u = a @ (a6 @ (b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * eye)
+    v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * eye
+    with np.errstate(all="ignore"):
+        try:
+            r = np.linalg.solve(v - u, v + u)
+        except np.linalg.LinAlgError:
+            r = np.full(a.shape, np.nan, dtype=cdt)
+        for i in range(int(s.max()) if s.size else 0):
+            sq = r @ r
+            r = np.where((s > i)[..., None, None], sq, r)
+    return xp.asarray(r.astype(A.dtype))
+
+
+def _eig_meta(xp: Any, A: Any) -> Any:
+    _check_square(A, "eig")
+    cdt = np.dtype(np.complex64) if A.dtype in (np.float32, np.complex64) else np.dtype(np.complex128)
+    return _meta_outputs([(tuple(A.shape[:-1]), cdt), (A.shape, cdt)])
+
+
+@meta_kernel(_eig_meta)
+def linalg_eig(xp: Any, A: Array) -> Any:
+    """Eigenvalues and unit-norm eigenvectors of general square matrices (LAPACK geev, complex results)."""
+    _check_square(A, "eig")
+    cdt = np.complex64 if A.dtype in (np.float32, np.complex64) else np.complex128
+    host = np.asarray(A.get() if hasattr(A, "get") else A)
+    if not np.isfinite(host).all():
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
+    single = host.dtype in (np.float32, np.complex64)  # sgeev / cgeev, whose eigenvalue order PyTorch's is
+    work = (np.complex64 if single else np.complex128) if host.dtype.kind == "c" else (np.float32 if single else
+                                                                                       np.float64)
+    w, v = np.linalg.eig(host.astype(work))
+    return xp.asarray(w.astype(cdt)), xp.asarray(v.astype(cdt))
