@@ -1680,3 +1680,40 @@ add(OpInfo("linalg.eigvals", lambda d, r: [Sample((arr(r, (4, 4), d),)), Sample(
            dtypes=FLOATS, method=False, ember_fn=lambda e, a: _eig_sorted(e, a, False),
            torch_fn=lambda t, a: _eig_sorted(t, a, False), covers=("linalg_eig",), rtol=1e-4, atol=1e-5,
            supports_gradgrad=False))
+
+# more of torch.special: erfcx, log_ndtr, ndtri, zeta and the orthogonal polynomials (no derivative in PyTorch)
+add(OpInfo("special_erfcx", lambda d, r: [Sample((np.array([-3.0, -0.5, 0.0, 0.5, 4.9, 5.1, 30.0, 1e5], d),)),
+                                          Sample((arr(r, (3, 4), d),))],
+           method=False, torch_name="special.erfcx", out=True, dtypes=FLOATS + ("int64",), rtol=1e-6, atol=1e-7))
+add(OpInfo("special_log_ndtr", lambda d, r: [Sample((np.array([-40.0, -5.0, -1.0, -0.5, 0.0, 3.0, 10.0], d),)),
+                                             Sample((arr(r, (3, 4), d),))],
+           method=False, torch_name="special.log_ndtr", out=True, dtypes=FLOATS + ("int64",), rtol=1e-6, atol=1e-7))
+add(OpInfo("special_ndtri", lambda d, r: [Sample((np.array([0.0, 1e-12, 0.02, 0.3, 0.5, 0.9, 1.0], d),)),
+                                          Sample((r.uniform(0.05, 0.95, (3, 4)).astype(d),))],
+           method=False, torch_name="special.ndtri", out=True, rtol=1e-5, atol=1e-6))
+add(OpInfo("special_zeta", lambda d, r: [Sample((positive(r, (3, 4), d) + 1.5, positive(r, (3, 4), d))),
+                                         Sample((np.array([1.0, 0.5, 2.0, 3.0, 2.0], d), np.array([1.0, 1.0, 0.0, -2.0, -2.5], d))),
+                                         Sample((3.0, positive(r, (4,), d))), Sample((positive(r, (4,), d) + 1.5, 2.0))],
+           method=False, torch_name="special.zeta", out=True, rtol=1e-6, atol=1e-8, supports_gradgrad=False))
+for _p in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+           "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+           "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+           "legendre_polynomial_p"):
+    add(OpInfo("special_" + _p, lambda d, r, _s=_p.startswith("shifted"): [
+        Sample((((r.uniform(-1, 1, (3, 4)) + (1 if _s else 0)) / (2 if _s else 1)).astype(d),
+                r.integers(-1, 12, (3, 4)).astype(d))),
+        Sample((np.array([1.0, -1.0, 0.0, 0.5, 2.0] if not _s else [1.0, 0.0, 0.5, 0.75, 1.5], d),
+                np.array([5, 5, 3, 40, 7], d))),
+        Sample((0.3, r.integers(0, 9, (4,)).astype(d))), Sample((arr(r, (4,), d) / 3, 6))],
+        method=False, torch_name="special." + _p, out=True, dtypes=FLOATS + ("int64",), supports_autograd=False,
+        rtol=1e-5, atol=1e-6))
+# the Bessel and Airy functions (no derivative in PyTorch; float32 is computed in float64 and rounded, where
+# PyTorch evaluates in float32: agreement to about 1e-6 absolute near the zeros)
+for _b in ("airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
+           "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+           "spherical_bessel_j0"):
+    add(OpInfo("special_" + _b, lambda d, r: [
+        Sample((np.array([-30.0, -3.0, -0.5, 0.0, 1e-6, 0.5, 2.0, 2.09, 5.0, 7.9, 8.0, 8.5, 25.0, 110.0], d),)),
+        Sample((arr(r, (3, 4), d) * 4,))],
+        method=False, torch_name="special." + _b, out=True, dtypes=FLOATS + ("int64",), supports_autograd=False,
+        rtol=1e-5, atol=1e-5))

@@ -6316,6 +6316,546 @@ _op_linalg_matrix_rank_tol_tensor = _D.define('linalg_matrix_rank.tol_tensor(Ten
 def linalg_matrix_rank_tol_tensor(input, tol, hermitian=False):
     return _op_linalg_matrix_rank_tol_tensor.call(input._ks | tol._ks, input, tol, hermitian)
 
+_op_special_chebyshev_polynomial_t = _D.define('special_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor')
+
+def special_chebyshev_polynomial_t(x, n):
+    return _op_special_chebyshev_polynomial_t.call(x._ks | n._ks, x, n)
+
+_op_special_chebyshev_polynomial_t_out = _D.define('special_chebyshev_polynomial_t.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_t_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_t_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_t_x_scalar = _D.define('special_chebyshev_polynomial_t.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_chebyshev_polynomial_t_x_scalar(x, n):
+    return _op_special_chebyshev_polynomial_t_x_scalar.call(n._ks, x, n)
+
+_op_special_chebyshev_polynomial_t_x_scalar_out = _D.define('special_chebyshev_polynomial_t.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_t_x_scalar_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_t_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_t_n_scalar = _D.define('special_chebyshev_polynomial_t.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_chebyshev_polynomial_t_n_scalar(x, n):
+    return _op_special_chebyshev_polynomial_t_n_scalar.call(x._ks, x, n)
+
+_op_special_chebyshev_polynomial_t_n_scalar_out = _D.define('special_chebyshev_polynomial_t.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_t_n_scalar_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_t_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_u = _D.define('special_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor')
+
+def special_chebyshev_polynomial_u(x, n):
+    return _op_special_chebyshev_polynomial_u.call(x._ks | n._ks, x, n)
+
+_op_special_chebyshev_polynomial_u_out = _D.define('special_chebyshev_polynomial_u.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_u_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_u_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_u_x_scalar = _D.define('special_chebyshev_polynomial_u.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_chebyshev_polynomial_u_x_scalar(x, n):
+    return _op_special_chebyshev_polynomial_u_x_scalar.call(n._ks, x, n)
+
+_op_special_chebyshev_polynomial_u_x_scalar_out = _D.define('special_chebyshev_polynomial_u.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_u_x_scalar_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_u_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_u_n_scalar = _D.define('special_chebyshev_polynomial_u.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_chebyshev_polynomial_u_n_scalar(x, n):
+    return _op_special_chebyshev_polynomial_u_n_scalar.call(x._ks, x, n)
+
+_op_special_chebyshev_polynomial_u_n_scalar_out = _D.define('special_chebyshev_polynomial_u.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_u_n_scalar_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_u_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_v = _D.define('special_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor')
+
+def special_chebyshev_polynomial_v(x, n):
+    return _op_special_chebyshev_polynomial_v.call(x._ks | n._ks, x, n)
+
+_op_special_chebyshev_polynomial_v_out = _D.define('special_chebyshev_polynomial_v.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_v_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_v_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_v_x_scalar = _D.define('special_chebyshev_polynomial_v.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_chebyshev_polynomial_v_x_scalar(x, n):
+    return _op_special_chebyshev_polynomial_v_x_scalar.call(n._ks, x, n)
+
+_op_special_chebyshev_polynomial_v_x_scalar_out = _D.define('special_chebyshev_polynomial_v.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_v_x_scalar_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_v_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_v_n_scalar = _D.define('special_chebyshev_polynomial_v.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_chebyshev_polynomial_v_n_scalar(x, n):
+    return _op_special_chebyshev_polynomial_v_n_scalar.call(x._ks, x, n)
+
+_op_special_chebyshev_polynomial_v_n_scalar_out = _D.define('special_chebyshev_polynomial_v.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_v_n_scalar_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_v_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_w = _D.define('special_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor')
+
+def special_chebyshev_polynomial_w(x, n):
+    return _op_special_chebyshev_polynomial_w.call(x._ks | n._ks, x, n)
+
+_op_special_chebyshev_polynomial_w_out = _D.define('special_chebyshev_polynomial_w.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_w_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_w_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_w_x_scalar = _D.define('special_chebyshev_polynomial_w.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_chebyshev_polynomial_w_x_scalar(x, n):
+    return _op_special_chebyshev_polynomial_w_x_scalar.call(n._ks, x, n)
+
+_op_special_chebyshev_polynomial_w_x_scalar_out = _D.define('special_chebyshev_polynomial_w.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_w_x_scalar_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_w_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_chebyshev_polynomial_w_n_scalar = _D.define('special_chebyshev_polynomial_w.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_chebyshev_polynomial_w_n_scalar(x, n):
+    return _op_special_chebyshev_polynomial_w_n_scalar.call(x._ks, x, n)
+
+_op_special_chebyshev_polynomial_w_n_scalar_out = _D.define('special_chebyshev_polynomial_w.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_chebyshev_polynomial_w_n_scalar_out(x, n, *, out):
+    return _op_special_chebyshev_polynomial_w_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_t = _D.define('special_shifted_chebyshev_polynomial_t(Tensor x, Tensor n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_t(x, n):
+    return _op_special_shifted_chebyshev_polynomial_t.call(x._ks | n._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_t_out = _D.define('special_shifted_chebyshev_polynomial_t.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_t_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_t_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_t_x_scalar = _D.define('special_shifted_chebyshev_polynomial_t.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_t_x_scalar(x, n):
+    return _op_special_shifted_chebyshev_polynomial_t_x_scalar.call(n._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_t_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_t.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_t_x_scalar_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_t_n_scalar = _D.define('special_shifted_chebyshev_polynomial_t.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_t_n_scalar(x, n):
+    return _op_special_shifted_chebyshev_polynomial_t_n_scalar.call(x._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_t_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_t.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_t_n_scalar_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_u = _D.define('special_shifted_chebyshev_polynomial_u(Tensor x, Tensor n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_u(x, n):
+    return _op_special_shifted_chebyshev_polynomial_u.call(x._ks | n._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_u_out = _D.define('special_shifted_chebyshev_polynomial_u.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_u_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_u_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_u_x_scalar = _D.define('special_shifted_chebyshev_polynomial_u.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_u_x_scalar(x, n):
+    return _op_special_shifted_chebyshev_polynomial_u_x_scalar.call(n._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_u_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_u.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_u_x_scalar_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_u_n_scalar = _D.define('special_shifted_chebyshev_polynomial_u.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_u_n_scalar(x, n):
+    return _op_special_shifted_chebyshev_polynomial_u_n_scalar.call(x._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_u_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_u.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_u_n_scalar_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_v = _D.define('special_shifted_chebyshev_polynomial_v(Tensor x, Tensor n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_v(x, n):
+    return _op_special_shifted_chebyshev_polynomial_v.call(x._ks | n._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_v_out = _D.define('special_shifted_chebyshev_polynomial_v.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_v_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_v_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_v_x_scalar = _D.define('special_shifted_chebyshev_polynomial_v.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_v_x_scalar(x, n):
+    return _op_special_shifted_chebyshev_polynomial_v_x_scalar.call(n._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_v_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_v.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_v_x_scalar_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_v_n_scalar = _D.define('special_shifted_chebyshev_polynomial_v.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_v_n_scalar(x, n):
+    return _op_special_shifted_chebyshev_polynomial_v_n_scalar.call(x._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_v_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_v.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_v_n_scalar_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_w = _D.define('special_shifted_chebyshev_polynomial_w(Tensor x, Tensor n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_w(x, n):
+    return _op_special_shifted_chebyshev_polynomial_w.call(x._ks | n._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_w_out = _D.define('special_shifted_chebyshev_polynomial_w.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_w_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_w_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_w_x_scalar = _D.define('special_shifted_chebyshev_polynomial_w.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_w_x_scalar(x, n):
+    return _op_special_shifted_chebyshev_polynomial_w_x_scalar.call(n._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_w_x_scalar_out = _D.define('special_shifted_chebyshev_polynomial_w.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_w_x_scalar_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_shifted_chebyshev_polynomial_w_n_scalar = _D.define('special_shifted_chebyshev_polynomial_w.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_shifted_chebyshev_polynomial_w_n_scalar(x, n):
+    return _op_special_shifted_chebyshev_polynomial_w_n_scalar.call(x._ks, x, n)
+
+_op_special_shifted_chebyshev_polynomial_w_n_scalar_out = _D.define('special_shifted_chebyshev_polynomial_w.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_shifted_chebyshev_polynomial_w_n_scalar_out(x, n, *, out):
+    return _op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_hermite_polynomial_h = _D.define('special_hermite_polynomial_h(Tensor x, Tensor n) -> Tensor')
+
+def special_hermite_polynomial_h(x, n):
+    return _op_special_hermite_polynomial_h.call(x._ks | n._ks, x, n)
+
+_op_special_hermite_polynomial_h_out = _D.define('special_hermite_polynomial_h.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_hermite_polynomial_h_out(x, n, *, out):
+    return _op_special_hermite_polynomial_h_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_hermite_polynomial_h_x_scalar = _D.define('special_hermite_polynomial_h.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_hermite_polynomial_h_x_scalar(x, n):
+    return _op_special_hermite_polynomial_h_x_scalar.call(n._ks, x, n)
+
+_op_special_hermite_polynomial_h_x_scalar_out = _D.define('special_hermite_polynomial_h.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_hermite_polynomial_h_x_scalar_out(x, n, *, out):
+    return _op_special_hermite_polynomial_h_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_hermite_polynomial_h_n_scalar = _D.define('special_hermite_polynomial_h.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_hermite_polynomial_h_n_scalar(x, n):
+    return _op_special_hermite_polynomial_h_n_scalar.call(x._ks, x, n)
+
+_op_special_hermite_polynomial_h_n_scalar_out = _D.define('special_hermite_polynomial_h.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_hermite_polynomial_h_n_scalar_out(x, n, *, out):
+    return _op_special_hermite_polynomial_h_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_hermite_polynomial_he = _D.define('special_hermite_polynomial_he(Tensor x, Tensor n) -> Tensor')
+
+def special_hermite_polynomial_he(x, n):
+    return _op_special_hermite_polynomial_he.call(x._ks | n._ks, x, n)
+
+_op_special_hermite_polynomial_he_out = _D.define('special_hermite_polynomial_he.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_hermite_polynomial_he_out(x, n, *, out):
+    return _op_special_hermite_polynomial_he_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_hermite_polynomial_he_x_scalar = _D.define('special_hermite_polynomial_he.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_hermite_polynomial_he_x_scalar(x, n):
+    return _op_special_hermite_polynomial_he_x_scalar.call(n._ks, x, n)
+
+_op_special_hermite_polynomial_he_x_scalar_out = _D.define('special_hermite_polynomial_he.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_hermite_polynomial_he_x_scalar_out(x, n, *, out):
+    return _op_special_hermite_polynomial_he_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_hermite_polynomial_he_n_scalar = _D.define('special_hermite_polynomial_he.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_hermite_polynomial_he_n_scalar(x, n):
+    return _op_special_hermite_polynomial_he_n_scalar.call(x._ks, x, n)
+
+_op_special_hermite_polynomial_he_n_scalar_out = _D.define('special_hermite_polynomial_he.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_hermite_polynomial_he_n_scalar_out(x, n, *, out):
+    return _op_special_hermite_polynomial_he_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_laguerre_polynomial_l = _D.define('special_laguerre_polynomial_l(Tensor x, Tensor n) -> Tensor')
+
+def special_laguerre_polynomial_l(x, n):
+    return _op_special_laguerre_polynomial_l.call(x._ks | n._ks, x, n)
+
+_op_special_laguerre_polynomial_l_out = _D.define('special_laguerre_polynomial_l.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_laguerre_polynomial_l_out(x, n, *, out):
+    return _op_special_laguerre_polynomial_l_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_laguerre_polynomial_l_x_scalar = _D.define('special_laguerre_polynomial_l.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_laguerre_polynomial_l_x_scalar(x, n):
+    return _op_special_laguerre_polynomial_l_x_scalar.call(n._ks, x, n)
+
+_op_special_laguerre_polynomial_l_x_scalar_out = _D.define('special_laguerre_polynomial_l.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_laguerre_polynomial_l_x_scalar_out(x, n, *, out):
+    return _op_special_laguerre_polynomial_l_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_laguerre_polynomial_l_n_scalar = _D.define('special_laguerre_polynomial_l.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_laguerre_polynomial_l_n_scalar(x, n):
+    return _op_special_laguerre_polynomial_l_n_scalar.call(x._ks, x, n)
+
+_op_special_laguerre_polynomial_l_n_scalar_out = _D.define('special_laguerre_polynomial_l.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_laguerre_polynomial_l_n_scalar_out(x, n, *, out):
+    return _op_special_laguerre_polynomial_l_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_legendre_polynomial_p = _D.define('special_legendre_polynomial_p(Tensor x, Tensor n) -> Tensor')
+
+def special_legendre_polynomial_p(x, n):
+    return _op_special_legendre_polynomial_p.call(x._ks | n._ks, x, n)
+
+_op_special_legendre_polynomial_p_out = _D.define('special_legendre_polynomial_p.out(Tensor x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_legendre_polynomial_p_out(x, n, *, out):
+    return _op_special_legendre_polynomial_p_out.call(x._ks | n._ks, x, n, out)
+
+_op_special_legendre_polynomial_p_x_scalar = _D.define('special_legendre_polynomial_p.x_scalar(Scalar x, Tensor n) -> Tensor')
+
+def special_legendre_polynomial_p_x_scalar(x, n):
+    return _op_special_legendre_polynomial_p_x_scalar.call(n._ks, x, n)
+
+_op_special_legendre_polynomial_p_x_scalar_out = _D.define('special_legendre_polynomial_p.x_scalar_out(Scalar x, Tensor n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_legendre_polynomial_p_x_scalar_out(x, n, *, out):
+    return _op_special_legendre_polynomial_p_x_scalar_out.call(n._ks, x, n, out)
+
+_op_special_legendre_polynomial_p_n_scalar = _D.define('special_legendre_polynomial_p.n_scalar(Tensor x, Scalar n) -> Tensor')
+
+def special_legendre_polynomial_p_n_scalar(x, n):
+    return _op_special_legendre_polynomial_p_n_scalar.call(x._ks, x, n)
+
+_op_special_legendre_polynomial_p_n_scalar_out = _D.define('special_legendre_polynomial_p.n_scalar_out(Tensor x, Scalar n, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_legendre_polynomial_p_n_scalar_out(x, n, *, out):
+    return _op_special_legendre_polynomial_p_n_scalar_out.call(x._ks, x, n, out)
+
+_op_special_erfcx = _D.define('special_erfcx(Tensor self) -> Tensor')
+
+def special_erfcx(self):
+    return _op_special_erfcx.call(self._ks, self)
+
+_op_special_erfcx_out = _D.define('special_erfcx.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_erfcx_out(self, *, out):
+    return _op_special_erfcx_out.call(self._ks, self, out)
+
+_op_special_log_ndtr = _D.define('special_log_ndtr(Tensor self) -> Tensor')
+
+def special_log_ndtr(self):
+    return _op_special_log_ndtr.call(self._ks, self)
+
+_op_special_log_ndtr_out = _D.define('special_log_ndtr.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_log_ndtr_out(self, *, out):
+    return _op_special_log_ndtr_out.call(self._ks, self, out)
+
+_op_special_ndtri = _D.define('special_ndtri(Tensor self) -> Tensor')
+
+def special_ndtri(self):
+    return _op_special_ndtri.call(self._ks, self)
+
+_op_special_ndtri_out = _D.define('special_ndtri.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_ndtri_out(self, *, out):
+    return _op_special_ndtri_out.call(self._ks, self, out)
+
+_op_special_zeta = _D.define('special_zeta(Tensor self, Tensor other) -> Tensor')
+
+def special_zeta(self, other):
+    return _op_special_zeta.call(self._ks | other._ks, self, other)
+
+_op_special_zeta_out = _D.define('special_zeta.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_zeta_out(self, other, *, out):
+    return _op_special_zeta_out.call(self._ks | other._ks, self, other, out)
+
+_op_special_zeta_self_scalar = _D.define('special_zeta.self_scalar(Scalar self, Tensor other) -> Tensor')
+
+def special_zeta_self_scalar(self, other):
+    return _op_special_zeta_self_scalar.call(other._ks, self, other)
+
+_op_special_zeta_self_scalar_out = _D.define('special_zeta.self_scalar_out(Scalar self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_zeta_self_scalar_out(self, other, *, out):
+    return _op_special_zeta_self_scalar_out.call(other._ks, self, other, out)
+
+_op_special_zeta_other_scalar = _D.define('special_zeta.other_scalar(Tensor self, Scalar other) -> Tensor')
+
+def special_zeta_other_scalar(self, other):
+    return _op_special_zeta_other_scalar.call(self._ks, self, other)
+
+_op_special_zeta_other_scalar_out = _D.define('special_zeta.other_scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_zeta_other_scalar_out(self, other, *, out):
+    return _op_special_zeta_other_scalar_out.call(self._ks, self, other, out)
+
+_op_special_airy_ai = _D.define('special_airy_ai(Tensor x) -> Tensor')
+
+def special_airy_ai(x):
+    return _op_special_airy_ai.call(x._ks, x)
+
+_op_special_airy_ai_out = _D.define('special_airy_ai.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_airy_ai_out(x, *, out):
+    return _op_special_airy_ai_out.call(x._ks, x, out)
+
+_op_special_bessel_j0 = _D.define('special_bessel_j0(Tensor self) -> Tensor')
+
+def special_bessel_j0(self):
+    return _op_special_bessel_j0.call(self._ks, self)
+
+_op_special_bessel_j0_out = _D.define('special_bessel_j0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_bessel_j0_out(self, *, out):
+    return _op_special_bessel_j0_out.call(self._ks, self, out)
+
+_op_special_bessel_j1 = _D.define('special_bessel_j1(Tensor self) -> Tensor')
+
+def special_bessel_j1(self):
+    return _op_special_bessel_j1.call(self._ks, self)
+
+_op_special_bessel_j1_out = _D.define('special_bessel_j1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_bessel_j1_out(self, *, out):
+    return _op_special_bessel_j1_out.call(self._ks, self, out)
+
+_op_special_bessel_y0 = _D.define('special_bessel_y0(Tensor self) -> Tensor')
+
+def special_bessel_y0(self):
+    return _op_special_bessel_y0.call(self._ks, self)
+
+_op_special_bessel_y0_out = _D.define('special_bessel_y0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_bessel_y0_out(self, *, out):
+    return _op_special_bessel_y0_out.call(self._ks, self, out)
+
+_op_special_bessel_y1 = _D.define('special_bessel_y1(Tensor self) -> Tensor')
+
+def special_bessel_y1(self):
+    return _op_special_bessel_y1.call(self._ks, self)
+
+_op_special_bessel_y1_out = _D.define('special_bessel_y1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_bessel_y1_out(self, *, out):
+    return _op_special_bessel_y1_out.call(self._ks, self, out)
+
+_op_special_modified_bessel_i0 = _D.define('special_modified_bessel_i0(Tensor self) -> Tensor')
+
+def special_modified_bessel_i0(self):
+    return _op_special_modified_bessel_i0.call(self._ks, self)
+
+_op_special_modified_bessel_i0_out = _D.define('special_modified_bessel_i0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_modified_bessel_i0_out(self, *, out):
+    return _op_special_modified_bessel_i0_out.call(self._ks, self, out)
+
+_op_special_modified_bessel_i1 = _D.define('special_modified_bessel_i1(Tensor self) -> Tensor')
+
+def special_modified_bessel_i1(self):
+    return _op_special_modified_bessel_i1.call(self._ks, self)
+
+_op_special_modified_bessel_i1_out = _D.define('special_modified_bessel_i1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_modified_bessel_i1_out(self, *, out):
+    return _op_special_modified_bessel_i1_out.call(self._ks, self, out)
+
+_op_special_modified_bessel_k0 = _D.define('special_modified_bessel_k0(Tensor self) -> Tensor')
+
+def special_modified_bessel_k0(self):
+    return _op_special_modified_bessel_k0.call(self._ks, self)
+
+_op_special_modified_bessel_k0_out = _D.define('special_modified_bessel_k0.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_modified_bessel_k0_out(self, *, out):
+    return _op_special_modified_bessel_k0_out.call(self._ks, self, out)
+
+_op_special_modified_bessel_k1 = _D.define('special_modified_bessel_k1(Tensor self) -> Tensor')
+
+def special_modified_bessel_k1(self):
+    return _op_special_modified_bessel_k1.call(self._ks, self)
+
+_op_special_modified_bessel_k1_out = _D.define('special_modified_bessel_k1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_modified_bessel_k1_out(self, *, out):
+    return _op_special_modified_bessel_k1_out.call(self._ks, self, out)
+
+_op_special_scaled_modified_bessel_k0 = _D.define('special_scaled_modified_bessel_k0(Tensor x) -> Tensor')
+
+def special_scaled_modified_bessel_k0(x):
+    return _op_special_scaled_modified_bessel_k0.call(x._ks, x)
+
+_op_special_scaled_modified_bessel_k0_out = _D.define('special_scaled_modified_bessel_k0.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_scaled_modified_bessel_k0_out(x, *, out):
+    return _op_special_scaled_modified_bessel_k0_out.call(x._ks, x, out)
+
+_op_special_scaled_modified_bessel_k1 = _D.define('special_scaled_modified_bessel_k1(Tensor x) -> Tensor')
+
+def special_scaled_modified_bessel_k1(x):
+    return _op_special_scaled_modified_bessel_k1.call(x._ks, x)
+
+_op_special_scaled_modified_bessel_k1_out = _D.define('special_scaled_modified_bessel_k1.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_scaled_modified_bessel_k1_out(x, *, out):
+    return _op_special_scaled_modified_bessel_k1_out.call(x._ks, x, out)
+
+_op_special_spherical_bessel_j0 = _D.define('special_spherical_bessel_j0(Tensor x) -> Tensor')
+
+def special_spherical_bessel_j0(x):
+    return _op_special_spherical_bessel_j0.call(x._ks, x)
+
+_op_special_spherical_bessel_j0_out = _D.define('special_spherical_bessel_j0.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def special_spherical_bessel_j0_out(x, *, out):
+    return _op_special_spherical_bessel_j0_out.call(x._ks, x, out)
+
 _op_special_entr = _D.define('special_entr(Tensor self) -> Tensor')
 
 def special_entr(self):

@@ -11006,6 +11006,1129 @@ def _ag_linalg_eig_default(ks, self):
     return result
 
 
+class SpecialChebyshevPolynomialTBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_t_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_t.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialTBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_t.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialTBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_t_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_t_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialTBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_t_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialTBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_t_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_t_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialTBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_t_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialUBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_u_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_u.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialUBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_u.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialUBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_u_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_u_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialUBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_u_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialUBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_u_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_u_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialUBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_u_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialVBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_v_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_v.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialVBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_v.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialVBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_v_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_v_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialVBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_v_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialVBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_v_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_v_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialVBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_v_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialWBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_w_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_w.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialWBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_w.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialWBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_w_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_w_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialWBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_w_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialChebyshevPolynomialWBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_chebyshev_polynomial_w_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_chebyshev_polynomial_w_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialChebyshevPolynomialWBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_chebyshev_polynomial_w_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialTBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_t_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_t.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialTBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_t.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialTBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_t_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_t_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialTBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_t_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialTBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_t_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_t_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialTBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_t_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialUBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_u_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_u.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialUBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_u.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialUBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_u_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_u_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialUBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_u_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialUBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_u_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_u_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialUBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_u_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialVBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_v_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_v.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialVBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_v.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialVBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_v_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_v_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialVBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_v_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialVBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_v_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_v_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialVBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_v_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialWBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_w_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_w.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialWBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_w.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialWBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_w_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_w_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialWBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_w_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialShiftedChebyshevPolynomialWBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_shifted_chebyshev_polynomial_w_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_shifted_chebyshev_polynomial_w_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialShiftedChebyshevPolynomialWBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_shifted_chebyshev_polynomial_w_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialHermitePolynomialHBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_hermite_polynomial_h_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_hermite_polynomial_h.redispatch(ks & _BELOW, x, n)
+    _n = SpecialHermitePolynomialHBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_hermite_polynomial_h.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialHermitePolynomialHBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_hermite_polynomial_h_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_hermite_polynomial_h_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialHermitePolynomialHBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_hermite_polynomial_h_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialHermitePolynomialHBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_hermite_polynomial_h_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_hermite_polynomial_h_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialHermitePolynomialHBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_hermite_polynomial_h_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialHermitePolynomialHeBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_hermite_polynomial_he_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_hermite_polynomial_he.redispatch(ks & _BELOW, x, n)
+    _n = SpecialHermitePolynomialHeBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_hermite_polynomial_he.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialHermitePolynomialHeBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_hermite_polynomial_he_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_hermite_polynomial_he_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialHermitePolynomialHeBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_hermite_polynomial_he_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialHermitePolynomialHeBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_hermite_polynomial_he_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_hermite_polynomial_he_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialHermitePolynomialHeBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_hermite_polynomial_he_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialLaguerrePolynomialLBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_laguerre_polynomial_l_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_laguerre_polynomial_l.redispatch(ks & _BELOW, x, n)
+    _n = SpecialLaguerrePolynomialLBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_laguerre_polynomial_l.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialLaguerrePolynomialLBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_laguerre_polynomial_l_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_laguerre_polynomial_l_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialLaguerrePolynomialLBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_laguerre_polynomial_l_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialLaguerrePolynomialLBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_laguerre_polynomial_l_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_laguerre_polynomial_l_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialLaguerrePolynomialLBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_laguerre_polynomial_l_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialLegendrePolynomialPBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_legendre_polynomial_p_default(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_legendre_polynomial_p.redispatch(ks & _BELOW, x, n)
+    _n = SpecialLegendrePolynomialPBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_legendre_polynomial_p.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialLegendrePolynomialPBackward1(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_legendre_polynomial_p_x_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_legendre_polynomial_p_x_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialLegendrePolynomialPBackward1()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_legendre_polynomial_p_x_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialLegendrePolynomialPBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_legendre_polynomial_p_n_scalar(ks, x, n):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_legendre_polynomial_p_n_scalar.redispatch(ks & _BELOW, x, n)
+    _n = SpecialLegendrePolynomialPBackward2()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_legendre_polynomial_p_n_scalar.redispatch(ks & _BELOW, x, n)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialErfcxBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = (2.0 * self * result - 1.1283791670955126) * grad
+        return grad_inputs
+
+
+def _ag_special_erfcx_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_special_erfcx.redispatch(ks & _BELOW, self)
+    _n = SpecialErfcxBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_special_erfcx.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class SpecialLogNdtrBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = grad / 2.5066282746310002 * aten.exp(-(self * self) * 0.5 - result)
+        return grad_inputs
+
+
+def _ag_special_log_ndtr_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_special_log_ndtr.redispatch(ks & _BELOW, self)
+    _n = SpecialLogNdtrBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_special_log_ndtr.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class SpecialNdtriBackward0(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[self_ix] = grad * 2.5066282746310002 * aten.exp(result * result * 0.5)
+        return grad_inputs
+
+
+def _ag_special_ndtri_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_special_ndtri.redispatch(ks & _BELOW, self)
+    _n = SpecialNdtriBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_special_ndtri.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class SpecialZetaBackward0(_Node):
+    _saved_names = ('self_', 'other_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix, other_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("zeta")
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            self = _n._saved('self_')
+            grad_inputs[other_ix] = grad * -self * aten.special_zeta(self + 1.0, other)
+        return grad_inputs
+
+
+def _ag_special_zeta_default(ks, self, other):
+    if not (_gm.enabled and (self._rg or other._rg)):
+        return aten._op_special_zeta.redispatch(ks & _BELOW, self, other)
+    _n = SpecialZetaBackward0()
+    _n._next = _edges(self, other)
+    _n._input_meta = _meta(self, other)
+    if _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[1] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_special_zeta.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialZetaBackward1(_Node):
+    _saved_names = ('other_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self = _n.self
+        other_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[other_ix] is not None:
+            other = _n._saved('other_')
+            grad_inputs[other_ix] = grad * -self * aten.special_zeta_self_scalar(self + 1.0, other)
+        return grad_inputs
+
+
+def _ag_special_zeta_self_scalar(ks, self, other):
+    if not (_gm.enabled and (other._rg)):
+        return aten._op_special_zeta_self_scalar.redispatch(ks & _BELOW, self, other)
+    _n = SpecialZetaBackward1()
+    _n._next = _edges(other)
+    _n._input_meta = _meta(other)
+    _n.self = self
+    if _n._next[0] is not None:
+        _n.other_ = _SV(other)
+    result = aten._op_special_zeta_self_scalar.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialZetaBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("zeta")
+        return grad_inputs
+
+
+def _ag_special_zeta_other_scalar(ks, self, other):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_special_zeta_other_scalar.redispatch(ks & _BELOW, self, other)
+    _n = SpecialZetaBackward2()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_special_zeta_other_scalar.redispatch(ks & _BELOW, self, other)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialAiryAiBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_airy_ai_default(ks, x):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_airy_ai.redispatch(ks & _BELOW, x)
+    _n = SpecialAiryAiBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_airy_ai.redispatch(ks & _BELOW, x)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialBesselJ0Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_bessel_j0_default(ks, self):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_bessel_j0.redispatch(ks & _BELOW, self)
+    _n = SpecialBesselJ0Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_bessel_j0.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialBesselJ1Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_bessel_j1_default(ks, self):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_bessel_j1.redispatch(ks & _BELOW, self)
+    _n = SpecialBesselJ1Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_bessel_j1.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialBesselY0Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_bessel_y0_default(ks, self):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_bessel_y0.redispatch(ks & _BELOW, self)
+    _n = SpecialBesselY0Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_bessel_y0.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialBesselY1Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_bessel_y1_default(ks, self):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_bessel_y1.redispatch(ks & _BELOW, self)
+    _n = SpecialBesselY1Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_bessel_y1.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialModifiedBesselI0Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_modified_bessel_i0_default(ks, self):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_modified_bessel_i0.redispatch(ks & _BELOW, self)
+    _n = SpecialModifiedBesselI0Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_modified_bessel_i0.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialModifiedBesselI1Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_modified_bessel_i1_default(ks, self):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_modified_bessel_i1.redispatch(ks & _BELOW, self)
+    _n = SpecialModifiedBesselI1Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_modified_bessel_i1.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialModifiedBesselK0Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_modified_bessel_k0_default(ks, self):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_modified_bessel_k0.redispatch(ks & _BELOW, self)
+    _n = SpecialModifiedBesselK0Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_modified_bessel_k0.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialModifiedBesselK1Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_modified_bessel_k1_default(ks, self):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_modified_bessel_k1.redispatch(ks & _BELOW, self)
+    _n = SpecialModifiedBesselK1Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_modified_bessel_k1.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialScaledModifiedBesselK0Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_scaled_modified_bessel_k0_default(ks, x):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_scaled_modified_bessel_k0.redispatch(ks & _BELOW, x)
+    _n = SpecialScaledModifiedBesselK0Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_scaled_modified_bessel_k0.redispatch(ks & _BELOW, x)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialScaledModifiedBesselK1Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_scaled_modified_bessel_k1_default(ks, x):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_scaled_modified_bessel_k1.redispatch(ks & _BELOW, x)
+    _n = SpecialScaledModifiedBesselK1Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_scaled_modified_bessel_k1.redispatch(ks & _BELOW, x)
+    _set_history(_n, (result,))
+    return result
+
+
+class SpecialSphericalBesselJ0Backward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_special_spherical_bessel_j0_default(ks, x):
+    if not (_gm.enabled and (False)):
+        return aten._op_special_spherical_bessel_j0.redispatch(ks & _BELOW, x)
+    _n = SpecialSphericalBesselJ0Backward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_special_spherical_bessel_j0.redispatch(ks & _BELOW, x)
+    _set_history(_n, (result,))
+    return result
+
+
 class SpecialEntrBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -13170,6 +14293,60 @@ for _h, _k in (
     (aten._op_linalg_cholesky_ex, _ag_linalg_cholesky_ex_default),
     (aten._op_linalg_matrix_exp, _ag_linalg_matrix_exp_default),
     (aten._op_linalg_eig, _ag_linalg_eig_default),
+    (aten._op_special_chebyshev_polynomial_t, _ag_special_chebyshev_polynomial_t_default),
+    (aten._op_special_chebyshev_polynomial_t_x_scalar, _ag_special_chebyshev_polynomial_t_x_scalar),
+    (aten._op_special_chebyshev_polynomial_t_n_scalar, _ag_special_chebyshev_polynomial_t_n_scalar),
+    (aten._op_special_chebyshev_polynomial_u, _ag_special_chebyshev_polynomial_u_default),
+    (aten._op_special_chebyshev_polynomial_u_x_scalar, _ag_special_chebyshev_polynomial_u_x_scalar),
+    (aten._op_special_chebyshev_polynomial_u_n_scalar, _ag_special_chebyshev_polynomial_u_n_scalar),
+    (aten._op_special_chebyshev_polynomial_v, _ag_special_chebyshev_polynomial_v_default),
+    (aten._op_special_chebyshev_polynomial_v_x_scalar, _ag_special_chebyshev_polynomial_v_x_scalar),
+    (aten._op_special_chebyshev_polynomial_v_n_scalar, _ag_special_chebyshev_polynomial_v_n_scalar),
+    (aten._op_special_chebyshev_polynomial_w, _ag_special_chebyshev_polynomial_w_default),
+    (aten._op_special_chebyshev_polynomial_w_x_scalar, _ag_special_chebyshev_polynomial_w_x_scalar),
+    (aten._op_special_chebyshev_polynomial_w_n_scalar, _ag_special_chebyshev_polynomial_w_n_scalar),
+    (aten._op_special_shifted_chebyshev_polynomial_t, _ag_special_shifted_chebyshev_polynomial_t_default),
+    (aten._op_special_shifted_chebyshev_polynomial_t_x_scalar, _ag_special_shifted_chebyshev_polynomial_t_x_scalar),
+    (aten._op_special_shifted_chebyshev_polynomial_t_n_scalar, _ag_special_shifted_chebyshev_polynomial_t_n_scalar),
+    (aten._op_special_shifted_chebyshev_polynomial_u, _ag_special_shifted_chebyshev_polynomial_u_default),
+    (aten._op_special_shifted_chebyshev_polynomial_u_x_scalar, _ag_special_shifted_chebyshev_polynomial_u_x_scalar),
+    (aten._op_special_shifted_chebyshev_polynomial_u_n_scalar, _ag_special_shifted_chebyshev_polynomial_u_n_scalar),
+    (aten._op_special_shifted_chebyshev_polynomial_v, _ag_special_shifted_chebyshev_polynomial_v_default),
+    (aten._op_special_shifted_chebyshev_polynomial_v_x_scalar, _ag_special_shifted_chebyshev_polynomial_v_x_scalar),
+    (aten._op_special_shifted_chebyshev_polynomial_v_n_scalar, _ag_special_shifted_chebyshev_polynomial_v_n_scalar),
+    (aten._op_special_shifted_chebyshev_polynomial_w, _ag_special_shifted_chebyshev_polynomial_w_default),
+    (aten._op_special_shifted_chebyshev_polynomial_w_x_scalar, _ag_special_shifted_chebyshev_polynomial_w_x_scalar),
+    (aten._op_special_shifted_chebyshev_polynomial_w_n_scalar, _ag_special_shifted_chebyshev_polynomial_w_n_scalar),
+    (aten._op_special_hermite_polynomial_h, _ag_special_hermite_polynomial_h_default),
+    (aten._op_special_hermite_polynomial_h_x_scalar, _ag_special_hermite_polynomial_h_x_scalar),
+    (aten._op_special_hermite_polynomial_h_n_scalar, _ag_special_hermite_polynomial_h_n_scalar),
+    (aten._op_special_hermite_polynomial_he, _ag_special_hermite_polynomial_he_default),
+    (aten._op_special_hermite_polynomial_he_x_scalar, _ag_special_hermite_polynomial_he_x_scalar),
+    (aten._op_special_hermite_polynomial_he_n_scalar, _ag_special_hermite_polynomial_he_n_scalar),
+    (aten._op_special_laguerre_polynomial_l, _ag_special_laguerre_polynomial_l_default),
+    (aten._op_special_laguerre_polynomial_l_x_scalar, _ag_special_laguerre_polynomial_l_x_scalar),
+    (aten._op_special_laguerre_polynomial_l_n_scalar, _ag_special_laguerre_polynomial_l_n_scalar),
+    (aten._op_special_legendre_polynomial_p, _ag_special_legendre_polynomial_p_default),
+    (aten._op_special_legendre_polynomial_p_x_scalar, _ag_special_legendre_polynomial_p_x_scalar),
+    (aten._op_special_legendre_polynomial_p_n_scalar, _ag_special_legendre_polynomial_p_n_scalar),
+    (aten._op_special_erfcx, _ag_special_erfcx_default),
+    (aten._op_special_log_ndtr, _ag_special_log_ndtr_default),
+    (aten._op_special_ndtri, _ag_special_ndtri_default),
+    (aten._op_special_zeta, _ag_special_zeta_default),
+    (aten._op_special_zeta_self_scalar, _ag_special_zeta_self_scalar),
+    (aten._op_special_zeta_other_scalar, _ag_special_zeta_other_scalar),
+    (aten._op_special_airy_ai, _ag_special_airy_ai_default),
+    (aten._op_special_bessel_j0, _ag_special_bessel_j0_default),
+    (aten._op_special_bessel_j1, _ag_special_bessel_j1_default),
+    (aten._op_special_bessel_y0, _ag_special_bessel_y0_default),
+    (aten._op_special_bessel_y1, _ag_special_bessel_y1_default),
+    (aten._op_special_modified_bessel_i0, _ag_special_modified_bessel_i0_default),
+    (aten._op_special_modified_bessel_i1, _ag_special_modified_bessel_i1_default),
+    (aten._op_special_modified_bessel_k0, _ag_special_modified_bessel_k0_default),
+    (aten._op_special_modified_bessel_k1, _ag_special_modified_bessel_k1_default),
+    (aten._op_special_scaled_modified_bessel_k0, _ag_special_scaled_modified_bessel_k0_default),
+    (aten._op_special_scaled_modified_bessel_k1, _ag_special_scaled_modified_bessel_k1_default),
+    (aten._op_special_spherical_bessel_j0, _ag_special_spherical_bessel_j0_default),
     (aten._op_special_entr, _ag_special_entr_default),
     (aten._op_special_ndtr, _ag_special_ndtr_default),
     (aten._op_special_xlog1py, _ag_special_xlog1py_default),

@@ -2988,6 +2988,170 @@ linalg_matrix_rank = _P('linalg_matrix_rank', [
     _O(_A._op_linalg_matrix_rank, (('self', 'T', False, False, None), ('tol', 'float', False, False, None), ('hermitian', 'bool', False, True, False),), ['self', 'tol', 'hermitian']),
     _O(_A._op_linalg_matrix_rank_tol_tensor, (('input', 'T', False, False, None), ('tol', 'T', False, False, None), ('hermitian', 'bool', False, True, False),), ['input', 'tol', 'hermitian']),
 ])
+special_chebyshev_polynomial_t = _P('special_chebyshev_polynomial_t', [
+    _O(_A._op_special_chebyshev_polynomial_t, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_t_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_chebyshev_polynomial_t_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_t_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_chebyshev_polynomial_t_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_t_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_chebyshev_polynomial_u = _P('special_chebyshev_polynomial_u', [
+    _O(_A._op_special_chebyshev_polynomial_u, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_u_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_chebyshev_polynomial_u_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_u_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_chebyshev_polynomial_u_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_u_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_chebyshev_polynomial_v = _P('special_chebyshev_polynomial_v', [
+    _O(_A._op_special_chebyshev_polynomial_v, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_v_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_chebyshev_polynomial_v_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_v_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_chebyshev_polynomial_v_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_v_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_chebyshev_polynomial_w = _P('special_chebyshev_polynomial_w', [
+    _O(_A._op_special_chebyshev_polynomial_w, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_w_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_chebyshev_polynomial_w_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_w_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_chebyshev_polynomial_w_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_chebyshev_polynomial_w_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_shifted_chebyshev_polynomial_t = _P('special_shifted_chebyshev_polynomial_t', [
+    _O(_A._op_special_shifted_chebyshev_polynomial_t, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_t_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_t_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_t_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_t_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_shifted_chebyshev_polynomial_u = _P('special_shifted_chebyshev_polynomial_u', [
+    _O(_A._op_special_shifted_chebyshev_polynomial_u, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_u_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_u_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_u_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_u_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_shifted_chebyshev_polynomial_v = _P('special_shifted_chebyshev_polynomial_v', [
+    _O(_A._op_special_shifted_chebyshev_polynomial_v, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_v_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_v_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_v_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_v_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_shifted_chebyshev_polynomial_w = _P('special_shifted_chebyshev_polynomial_w', [
+    _O(_A._op_special_shifted_chebyshev_polynomial_w, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_w_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_w_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_w_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_w_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_hermite_polynomial_h = _P('special_hermite_polynomial_h', [
+    _O(_A._op_special_hermite_polynomial_h, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_hermite_polynomial_h_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_hermite_polynomial_h_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_hermite_polynomial_h_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_hermite_polynomial_h_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_hermite_polynomial_h_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_hermite_polynomial_he = _P('special_hermite_polynomial_he', [
+    _O(_A._op_special_hermite_polynomial_he, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_hermite_polynomial_he_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_hermite_polynomial_he_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_hermite_polynomial_he_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_hermite_polynomial_he_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_hermite_polynomial_he_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_laguerre_polynomial_l = _P('special_laguerre_polynomial_l', [
+    _O(_A._op_special_laguerre_polynomial_l, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_laguerre_polynomial_l_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_laguerre_polynomial_l_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_laguerre_polynomial_l_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_laguerre_polynomial_l_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_laguerre_polynomial_l_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_legendre_polynomial_p = _P('special_legendre_polynomial_p', [
+    _O(_A._op_special_legendre_polynomial_p, (('x', 'T', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_legendre_polynomial_p_out, (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_legendre_polynomial_p_x_scalar, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_legendre_polynomial_p_x_scalar_out, (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+    _O(_A._op_special_legendre_polynomial_p_n_scalar, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None),), ['x', 'n']),
+    _O(_A._op_special_legendre_polynomial_p_n_scalar_out, (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['x', 'n', 'out']),
+])
+special_erfcx = _P('special_erfcx', [
+    _O(_A._op_special_erfcx, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_erfcx_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_log_ndtr = _P('special_log_ndtr', [
+    _O(_A._op_special_log_ndtr, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_log_ndtr_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_ndtri = _P('special_ndtri', [
+    _O(_A._op_special_ndtri, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_ndtri_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_zeta = _P('special_zeta', [
+    _O(_A._op_special_zeta, (('self', 'T', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_special_zeta_out, (('self', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_special_zeta_self_scalar, (('self', 'Scalar', False, False, None), ('other', 'T', False, False, None),), ['self', 'other']),
+    _O(_A._op_special_zeta_self_scalar_out, (('self', 'Scalar', False, False, None), ('other', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+    _O(_A._op_special_zeta_other_scalar, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None),), ['self', 'other']),
+    _O(_A._op_special_zeta_other_scalar_out, (('self', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'other', 'out']),
+])
+special_airy_ai = _P('special_airy_ai', [
+    _O(_A._op_special_airy_ai, (('x', 'T', False, False, None),), ['x']),
+    _O(_A._op_special_airy_ai_out, (('x', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'out']),
+])
+special_bessel_j0 = _P('special_bessel_j0', [
+    _O(_A._op_special_bessel_j0, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_bessel_j0_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_bessel_j1 = _P('special_bessel_j1', [
+    _O(_A._op_special_bessel_j1, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_bessel_j1_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_bessel_y0 = _P('special_bessel_y0', [
+    _O(_A._op_special_bessel_y0, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_bessel_y0_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_bessel_y1 = _P('special_bessel_y1', [
+    _O(_A._op_special_bessel_y1, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_bessel_y1_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_modified_bessel_i0 = _P('special_modified_bessel_i0', [
+    _O(_A._op_special_modified_bessel_i0, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_modified_bessel_i0_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_modified_bessel_i1 = _P('special_modified_bessel_i1', [
+    _O(_A._op_special_modified_bessel_i1, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_modified_bessel_i1_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_modified_bessel_k0 = _P('special_modified_bessel_k0', [
+    _O(_A._op_special_modified_bessel_k0, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_modified_bessel_k0_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_modified_bessel_k1 = _P('special_modified_bessel_k1', [
+    _O(_A._op_special_modified_bessel_k1, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_special_modified_bessel_k1_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+special_scaled_modified_bessel_k0 = _P('special_scaled_modified_bessel_k0', [
+    _O(_A._op_special_scaled_modified_bessel_k0, (('x', 'T', False, False, None),), ['x']),
+    _O(_A._op_special_scaled_modified_bessel_k0_out, (('x', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'out']),
+])
+special_scaled_modified_bessel_k1 = _P('special_scaled_modified_bessel_k1', [
+    _O(_A._op_special_scaled_modified_bessel_k1, (('x', 'T', False, False, None),), ['x']),
+    _O(_A._op_special_scaled_modified_bessel_k1_out, (('x', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'out']),
+])
+special_spherical_bessel_j0 = _P('special_spherical_bessel_j0', [
+    _O(_A._op_special_spherical_bessel_j0, (('x', 'T', False, False, None),), ['x']),
+    _O(_A._op_special_spherical_bessel_j0_out, (('x', 'T', False, False, None), ('out', 'T', True, False, None),), ['x', 'out']),
+])
 special_entr = _P('special_entr', [
     _O(_A._op_special_entr, (('self', 'T', False, False, None),), ['self']),
     _O(_A._op_special_entr_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),

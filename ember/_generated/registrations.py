@@ -6087,6 +6087,870 @@ def _linalg_eig_default(ks, self):
         _value_error(_e, K.linalg_eig, self)
 
 
+def _special_chebyshev_polynomial_t_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_t(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_t, x, n)
+
+
+def _special_chebyshev_polynomial_t_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_t(be.xp, x._data, n._data), 'special_chebyshev_polynomial_t')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_t, x, n, out)
+
+
+def _special_chebyshev_polynomial_t_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_t(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_t, n)
+
+
+def _special_chebyshev_polynomial_t_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_t(be.xp, x, n._data), 'special_chebyshev_polynomial_t')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_t, n, out)
+
+
+def _special_chebyshev_polynomial_t_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_t(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_t, x)
+
+
+def _special_chebyshev_polynomial_t_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_t(be.xp, x._data, n), 'special_chebyshev_polynomial_t')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_t, x, out)
+
+
+def _special_chebyshev_polynomial_u_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_u(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_u, x, n)
+
+
+def _special_chebyshev_polynomial_u_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_u(be.xp, x._data, n._data), 'special_chebyshev_polynomial_u')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_u, x, n, out)
+
+
+def _special_chebyshev_polynomial_u_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_u(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_u, n)
+
+
+def _special_chebyshev_polynomial_u_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_u(be.xp, x, n._data), 'special_chebyshev_polynomial_u')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_u, n, out)
+
+
+def _special_chebyshev_polynomial_u_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_u(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_u, x)
+
+
+def _special_chebyshev_polynomial_u_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_u(be.xp, x._data, n), 'special_chebyshev_polynomial_u')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_u, x, out)
+
+
+def _special_chebyshev_polynomial_v_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_v(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_v, x, n)
+
+
+def _special_chebyshev_polynomial_v_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_v(be.xp, x._data, n._data), 'special_chebyshev_polynomial_v')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_v, x, n, out)
+
+
+def _special_chebyshev_polynomial_v_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_v(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_v, n)
+
+
+def _special_chebyshev_polynomial_v_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_v(be.xp, x, n._data), 'special_chebyshev_polynomial_v')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_v, n, out)
+
+
+def _special_chebyshev_polynomial_v_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_v(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_v, x)
+
+
+def _special_chebyshev_polynomial_v_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_v(be.xp, x._data, n), 'special_chebyshev_polynomial_v')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_v, x, out)
+
+
+def _special_chebyshev_polynomial_w_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_w(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_w, x, n)
+
+
+def _special_chebyshev_polynomial_w_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_w(be.xp, x._data, n._data), 'special_chebyshev_polynomial_w')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_w, x, n, out)
+
+
+def _special_chebyshev_polynomial_w_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_w(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_w, n)
+
+
+def _special_chebyshev_polynomial_w_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_w(be.xp, x, n._data), 'special_chebyshev_polynomial_w')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_w, n, out)
+
+
+def _special_chebyshev_polynomial_w_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_chebyshev_polynomial_w(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_w, x)
+
+
+def _special_chebyshev_polynomial_w_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_chebyshev_polynomial_w(be.xp, x._data, n), 'special_chebyshev_polynomial_w')
+    except ValueError as _e:
+        _value_error(_e, K.special_chebyshev_polynomial_w, x, out)
+
+
+def _special_shifted_chebyshev_polynomial_t_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_t(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, x, n)
+
+
+def _special_shifted_chebyshev_polynomial_t_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_t(be.xp, x._data, n._data), 'special_shifted_chebyshev_polynomial_t')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, x, n, out)
+
+
+def _special_shifted_chebyshev_polynomial_t_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_t(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, n)
+
+
+def _special_shifted_chebyshev_polynomial_t_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_t(be.xp, x, n._data), 'special_shifted_chebyshev_polynomial_t')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, n, out)
+
+
+def _special_shifted_chebyshev_polynomial_t_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_t(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, x)
+
+
+def _special_shifted_chebyshev_polynomial_t_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_t(be.xp, x._data, n), 'special_shifted_chebyshev_polynomial_t')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_t, x, out)
+
+
+def _special_shifted_chebyshev_polynomial_u_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_u(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, x, n)
+
+
+def _special_shifted_chebyshev_polynomial_u_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_u(be.xp, x._data, n._data), 'special_shifted_chebyshev_polynomial_u')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, x, n, out)
+
+
+def _special_shifted_chebyshev_polynomial_u_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_u(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, n)
+
+
+def _special_shifted_chebyshev_polynomial_u_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_u(be.xp, x, n._data), 'special_shifted_chebyshev_polynomial_u')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, n, out)
+
+
+def _special_shifted_chebyshev_polynomial_u_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_u(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, x)
+
+
+def _special_shifted_chebyshev_polynomial_u_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_u(be.xp, x._data, n), 'special_shifted_chebyshev_polynomial_u')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_u, x, out)
+
+
+def _special_shifted_chebyshev_polynomial_v_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_v(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, x, n)
+
+
+def _special_shifted_chebyshev_polynomial_v_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_v(be.xp, x._data, n._data), 'special_shifted_chebyshev_polynomial_v')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, x, n, out)
+
+
+def _special_shifted_chebyshev_polynomial_v_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_v(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, n)
+
+
+def _special_shifted_chebyshev_polynomial_v_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_v(be.xp, x, n._data), 'special_shifted_chebyshev_polynomial_v')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, n, out)
+
+
+def _special_shifted_chebyshev_polynomial_v_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_v(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, x)
+
+
+def _special_shifted_chebyshev_polynomial_v_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_v(be.xp, x._data, n), 'special_shifted_chebyshev_polynomial_v')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_v, x, out)
+
+
+def _special_shifted_chebyshev_polynomial_w_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_w(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, x, n)
+
+
+def _special_shifted_chebyshev_polynomial_w_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_w(be.xp, x._data, n._data), 'special_shifted_chebyshev_polynomial_w')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, x, n, out)
+
+
+def _special_shifted_chebyshev_polynomial_w_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_w(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, n)
+
+
+def _special_shifted_chebyshev_polynomial_w_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_w(be.xp, x, n._data), 'special_shifted_chebyshev_polynomial_w')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, n, out)
+
+
+def _special_shifted_chebyshev_polynomial_w_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_shifted_chebyshev_polynomial_w(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, x)
+
+
+def _special_shifted_chebyshev_polynomial_w_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_shifted_chebyshev_polynomial_w(be.xp, x._data, n), 'special_shifted_chebyshev_polynomial_w')
+    except ValueError as _e:
+        _value_error(_e, K.special_shifted_chebyshev_polynomial_w, x, out)
+
+
+def _special_hermite_polynomial_h_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_hermite_polynomial_h(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_h, x, n)
+
+
+def _special_hermite_polynomial_h_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_hermite_polynomial_h(be.xp, x._data, n._data), 'special_hermite_polynomial_h')
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_h, x, n, out)
+
+
+def _special_hermite_polynomial_h_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_hermite_polynomial_h(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_h, n)
+
+
+def _special_hermite_polynomial_h_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_hermite_polynomial_h(be.xp, x, n._data), 'special_hermite_polynomial_h')
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_h, n, out)
+
+
+def _special_hermite_polynomial_h_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_hermite_polynomial_h(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_h, x)
+
+
+def _special_hermite_polynomial_h_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_hermite_polynomial_h(be.xp, x._data, n), 'special_hermite_polynomial_h')
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_h, x, out)
+
+
+def _special_hermite_polynomial_he_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_hermite_polynomial_he(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_he, x, n)
+
+
+def _special_hermite_polynomial_he_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_hermite_polynomial_he(be.xp, x._data, n._data), 'special_hermite_polynomial_he')
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_he, x, n, out)
+
+
+def _special_hermite_polynomial_he_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_hermite_polynomial_he(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_he, n)
+
+
+def _special_hermite_polynomial_he_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_hermite_polynomial_he(be.xp, x, n._data), 'special_hermite_polynomial_he')
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_he, n, out)
+
+
+def _special_hermite_polynomial_he_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_hermite_polynomial_he(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_he, x)
+
+
+def _special_hermite_polynomial_he_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_hermite_polynomial_he(be.xp, x._data, n), 'special_hermite_polynomial_he')
+    except ValueError as _e:
+        _value_error(_e, K.special_hermite_polynomial_he, x, out)
+
+
+def _special_laguerre_polynomial_l_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_laguerre_polynomial_l(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_laguerre_polynomial_l, x, n)
+
+
+def _special_laguerre_polynomial_l_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_laguerre_polynomial_l(be.xp, x._data, n._data), 'special_laguerre_polynomial_l')
+    except ValueError as _e:
+        _value_error(_e, K.special_laguerre_polynomial_l, x, n, out)
+
+
+def _special_laguerre_polynomial_l_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_laguerre_polynomial_l(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_laguerre_polynomial_l, n)
+
+
+def _special_laguerre_polynomial_l_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_laguerre_polynomial_l(be.xp, x, n._data), 'special_laguerre_polynomial_l')
+    except ValueError as _e:
+        _value_error(_e, K.special_laguerre_polynomial_l, n, out)
+
+
+def _special_laguerre_polynomial_l_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_laguerre_polynomial_l(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_laguerre_polynomial_l, x)
+
+
+def _special_laguerre_polynomial_l_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_laguerre_polynomial_l(be.xp, x._data, n), 'special_laguerre_polynomial_l')
+    except ValueError as _e:
+        _value_error(_e, K.special_laguerre_polynomial_l, x, out)
+
+
+def _special_legendre_polynomial_p_default(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_legendre_polynomial_p(be.xp, x._data, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_legendre_polynomial_p, x, n)
+
+
+def _special_legendre_polynomial_p_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_legendre_polynomial_p(be.xp, x._data, n._data), 'special_legendre_polynomial_p')
+    except ValueError as _e:
+        _value_error(_e, K.special_legendre_polynomial_p, x, n, out)
+
+
+def _special_legendre_polynomial_p_x_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_legendre_polynomial_p(be.xp, x, n._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_legendre_polynomial_p, n)
+
+
+def _special_legendre_polynomial_p_x_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_legendre_polynomial_p(be.xp, x, n._data), 'special_legendre_polynomial_p')
+    except ValueError as _e:
+        _value_error(_e, K.special_legendre_polynomial_p, n, out)
+
+
+def _special_legendre_polynomial_p_n_scalar(ks, x, n):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_legendre_polynomial_p(be.xp, x._data, n), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_legendre_polynomial_p, x)
+
+
+def _special_legendre_polynomial_p_n_scalar_out(ks, x, n, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_legendre_polynomial_p(be.xp, x._data, n), 'special_legendre_polynomial_p')
+    except ValueError as _e:
+        _value_error(_e, K.special_legendre_polynomial_p, x, out)
+
+
+def _special_erfcx_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_erfcx(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_erfcx, self)
+
+
+def _special_erfcx_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_erfcx(be.xp, self._data), 'special_erfcx')
+    except ValueError as _e:
+        _value_error(_e, K.special_erfcx, self, out)
+
+
+def _special_log_ndtr_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_log_ndtr(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_log_ndtr, self)
+
+
+def _special_log_ndtr_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_log_ndtr(be.xp, self._data), 'special_log_ndtr')
+    except ValueError as _e:
+        _value_error(_e, K.special_log_ndtr, self, out)
+
+
+def _special_ndtri_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_ndtri(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_ndtri, self)
+
+
+def _special_ndtri_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_ndtri(be.xp, self._data), 'special_ndtri')
+    except ValueError as _e:
+        _value_error(_e, K.special_ndtri, self, out)
+
+
+def _special_zeta_default(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_zeta(be.xp, self._data, other._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_zeta, self, other)
+
+
+def _special_zeta_out(ks, self, other, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_zeta(be.xp, self._data, other._data), 'special_zeta')
+    except ValueError as _e:
+        _value_error(_e, K.special_zeta, self, other, out)
+
+
+def _special_zeta_self_scalar(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_zeta(be.xp, self, other._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_zeta, other)
+
+
+def _special_zeta_self_scalar_out(ks, self, other, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_zeta(be.xp, self, other._data), 'special_zeta')
+    except ValueError as _e:
+        _value_error(_e, K.special_zeta, other, out)
+
+
+def _special_zeta_other_scalar(ks, self, other):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_zeta(be.xp, self._data, other), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_zeta, self)
+
+
+def _special_zeta_other_scalar_out(ks, self, other, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_zeta(be.xp, self._data, other), 'special_zeta')
+    except ValueError as _e:
+        _value_error(_e, K.special_zeta, self, out)
+
+
+def _special_airy_ai_default(ks, x):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_airy_ai(be.xp, x._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_airy_ai, x)
+
+
+def _special_airy_ai_out(ks, x, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_airy_ai(be.xp, x._data), 'special_airy_ai')
+    except ValueError as _e:
+        _value_error(_e, K.special_airy_ai, x, out)
+
+
+def _special_bessel_j0_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_bessel_j0(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_bessel_j0, self)
+
+
+def _special_bessel_j0_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_bessel_j0(be.xp, self._data), 'special_bessel_j0')
+    except ValueError as _e:
+        _value_error(_e, K.special_bessel_j0, self, out)
+
+
+def _special_bessel_j1_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_bessel_j1(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_bessel_j1, self)
+
+
+def _special_bessel_j1_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_bessel_j1(be.xp, self._data), 'special_bessel_j1')
+    except ValueError as _e:
+        _value_error(_e, K.special_bessel_j1, self, out)
+
+
+def _special_bessel_y0_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_bessel_y0(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_bessel_y0, self)
+
+
+def _special_bessel_y0_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_bessel_y0(be.xp, self._data), 'special_bessel_y0')
+    except ValueError as _e:
+        _value_error(_e, K.special_bessel_y0, self, out)
+
+
+def _special_bessel_y1_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_bessel_y1(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_bessel_y1, self)
+
+
+def _special_bessel_y1_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_bessel_y1(be.xp, self._data), 'special_bessel_y1')
+    except ValueError as _e:
+        _value_error(_e, K.special_bessel_y1, self, out)
+
+
+def _special_modified_bessel_i0_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_modified_bessel_i0(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_modified_bessel_i0, self)
+
+
+def _special_modified_bessel_i0_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_modified_bessel_i0(be.xp, self._data), 'special_modified_bessel_i0')
+    except ValueError as _e:
+        _value_error(_e, K.special_modified_bessel_i0, self, out)
+
+
+def _special_modified_bessel_i1_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_modified_bessel_i1(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_modified_bessel_i1, self)
+
+
+def _special_modified_bessel_i1_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_modified_bessel_i1(be.xp, self._data), 'special_modified_bessel_i1')
+    except ValueError as _e:
+        _value_error(_e, K.special_modified_bessel_i1, self, out)
+
+
+def _special_modified_bessel_k0_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_modified_bessel_k0(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_modified_bessel_k0, self)
+
+
+def _special_modified_bessel_k0_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_modified_bessel_k0(be.xp, self._data), 'special_modified_bessel_k0')
+    except ValueError as _e:
+        _value_error(_e, K.special_modified_bessel_k0, self, out)
+
+
+def _special_modified_bessel_k1_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_modified_bessel_k1(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_modified_bessel_k1, self)
+
+
+def _special_modified_bessel_k1_out(ks, self, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_modified_bessel_k1(be.xp, self._data), 'special_modified_bessel_k1')
+    except ValueError as _e:
+        _value_error(_e, K.special_modified_bessel_k1, self, out)
+
+
+def _special_scaled_modified_bessel_k0_default(ks, x):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_scaled_modified_bessel_k0(be.xp, x._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_scaled_modified_bessel_k0, x)
+
+
+def _special_scaled_modified_bessel_k0_out(ks, x, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_scaled_modified_bessel_k0(be.xp, x._data), 'special_scaled_modified_bessel_k0')
+    except ValueError as _e:
+        _value_error(_e, K.special_scaled_modified_bessel_k0, x, out)
+
+
+def _special_scaled_modified_bessel_k1_default(ks, x):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_scaled_modified_bessel_k1(be.xp, x._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_scaled_modified_bessel_k1, x)
+
+
+def _special_scaled_modified_bessel_k1_out(ks, x, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_scaled_modified_bessel_k1(be.xp, x._data), 'special_scaled_modified_bessel_k1')
+    except ValueError as _e:
+        _value_error(_e, K.special_scaled_modified_bessel_k1, x, out)
+
+
+def _special_spherical_bessel_j0_default(ks, x):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.special_spherical_bessel_j0(be.xp, x._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.special_spherical_bessel_j0, x)
+
+
+def _special_spherical_bessel_j0_out(ks, x, out):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_out(out, K.special_spherical_bessel_j0(be.xp, x._data), 'special_spherical_bessel_j0')
+    except ValueError as _e:
+        _value_error(_e, K.special_spherical_bessel_j0, x, out)
+
+
 def _special_entr_default(ks, self):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -6898,6 +7762,114 @@ _BACKEND_KERNELS = (
     (_A._op_linalg_cholesky_ex, _linalg_cholesky_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
     (_A._op_linalg_matrix_exp, _linalg_matrix_exp_default, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_exp, (), 'new', None),
     (_A._op_linalg_eig, _linalg_eig_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
+    (_A._op_special_chebyshev_polynomial_t, _special_chebyshev_polynomial_t_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_t_out, _special_chebyshev_polynomial_t_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_t_x_scalar, _special_chebyshev_polynomial_t_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_t_x_scalar_out, _special_chebyshev_polynomial_t_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_t_n_scalar, _special_chebyshev_polynomial_t_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_t_n_scalar_out, _special_chebyshev_polynomial_t_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_u, _special_chebyshev_polynomial_u_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_u_out, _special_chebyshev_polynomial_u_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_u_x_scalar, _special_chebyshev_polynomial_u_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_u_x_scalar_out, _special_chebyshev_polynomial_u_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_u_n_scalar, _special_chebyshev_polynomial_u_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_u_n_scalar_out, _special_chebyshev_polynomial_u_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_v, _special_chebyshev_polynomial_v_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_v_out, _special_chebyshev_polynomial_v_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_v_x_scalar, _special_chebyshev_polynomial_v_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_v_x_scalar_out, _special_chebyshev_polynomial_v_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_v_n_scalar, _special_chebyshev_polynomial_v_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_v_n_scalar_out, _special_chebyshev_polynomial_v_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_w, _special_chebyshev_polynomial_w_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_w_out, _special_chebyshev_polynomial_w_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_w_x_scalar, _special_chebyshev_polynomial_w_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_w_x_scalar_out, _special_chebyshev_polynomial_w_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_chebyshev_polynomial_w_n_scalar, _special_chebyshev_polynomial_w_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_chebyshev_polynomial_w_n_scalar_out, _special_chebyshev_polynomial_w_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t, _special_shifted_chebyshev_polynomial_t_default, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t_out, _special_shifted_chebyshev_polynomial_t_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t_x_scalar, _special_shifted_chebyshev_polynomial_t_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t_x_scalar_out, _special_shifted_chebyshev_polynomial_t_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t_n_scalar, _special_shifted_chebyshev_polynomial_t_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out, _special_shifted_chebyshev_polynomial_t_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_t, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u, _special_shifted_chebyshev_polynomial_u_default, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u_out, _special_shifted_chebyshev_polynomial_u_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u_x_scalar, _special_shifted_chebyshev_polynomial_u_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u_x_scalar_out, _special_shifted_chebyshev_polynomial_u_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u_n_scalar, _special_shifted_chebyshev_polynomial_u_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out, _special_shifted_chebyshev_polynomial_u_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_u, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v, _special_shifted_chebyshev_polynomial_v_default, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v_out, _special_shifted_chebyshev_polynomial_v_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v_x_scalar, _special_shifted_chebyshev_polynomial_v_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v_x_scalar_out, _special_shifted_chebyshev_polynomial_v_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v_n_scalar, _special_shifted_chebyshev_polynomial_v_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out, _special_shifted_chebyshev_polynomial_v_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_v, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w, _special_shifted_chebyshev_polynomial_w_default, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w_out, _special_shifted_chebyshev_polynomial_w_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w_x_scalar, _special_shifted_chebyshev_polynomial_w_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w_x_scalar_out, _special_shifted_chebyshev_polynomial_w_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w_n_scalar, _special_shifted_chebyshev_polynomial_w_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'new', None),
+    (_A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out, _special_shifted_chebyshev_polynomial_w_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_shifted_chebyshev_polynomial_w, (), 'out', None),
+    (_A._op_special_hermite_polynomial_h, _special_hermite_polynomial_h_default, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'new', None),
+    (_A._op_special_hermite_polynomial_h_out, _special_hermite_polynomial_h_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'out', None),
+    (_A._op_special_hermite_polynomial_h_x_scalar, _special_hermite_polynomial_h_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'new', None),
+    (_A._op_special_hermite_polynomial_h_x_scalar_out, _special_hermite_polynomial_h_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'out', None),
+    (_A._op_special_hermite_polynomial_h_n_scalar, _special_hermite_polynomial_h_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'new', None),
+    (_A._op_special_hermite_polynomial_h_n_scalar_out, _special_hermite_polynomial_h_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_h, (), 'out', None),
+    (_A._op_special_hermite_polynomial_he, _special_hermite_polynomial_he_default, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'new', None),
+    (_A._op_special_hermite_polynomial_he_out, _special_hermite_polynomial_he_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'out', None),
+    (_A._op_special_hermite_polynomial_he_x_scalar, _special_hermite_polynomial_he_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'new', None),
+    (_A._op_special_hermite_polynomial_he_x_scalar_out, _special_hermite_polynomial_he_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'out', None),
+    (_A._op_special_hermite_polynomial_he_n_scalar, _special_hermite_polynomial_he_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'new', None),
+    (_A._op_special_hermite_polynomial_he_n_scalar_out, _special_hermite_polynomial_he_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_hermite_polynomial_he, (), 'out', None),
+    (_A._op_special_laguerre_polynomial_l, _special_laguerre_polynomial_l_default, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'new', None),
+    (_A._op_special_laguerre_polynomial_l_out, _special_laguerre_polynomial_l_out, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'out', None),
+    (_A._op_special_laguerre_polynomial_l_x_scalar, _special_laguerre_polynomial_l_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'new', None),
+    (_A._op_special_laguerre_polynomial_l_x_scalar_out, _special_laguerre_polynomial_l_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'out', None),
+    (_A._op_special_laguerre_polynomial_l_n_scalar, _special_laguerre_polynomial_l_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'new', None),
+    (_A._op_special_laguerre_polynomial_l_n_scalar_out, _special_laguerre_polynomial_l_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_laguerre_polynomial_l, (), 'out', None),
+    (_A._op_special_legendre_polynomial_p, _special_legendre_polynomial_p_default, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'new', None),
+    (_A._op_special_legendre_polynomial_p_out, _special_legendre_polynomial_p_out, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'out', None),
+    (_A._op_special_legendre_polynomial_p_x_scalar, _special_legendre_polynomial_p_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'new', None),
+    (_A._op_special_legendre_polynomial_p_x_scalar_out, _special_legendre_polynomial_p_x_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'out', None),
+    (_A._op_special_legendre_polynomial_p_n_scalar, _special_legendre_polynomial_p_n_scalar, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'new', None),
+    (_A._op_special_legendre_polynomial_p_n_scalar_out, _special_legendre_polynomial_p_n_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_legendre_polynomial_p, (), 'out', None),
+    (_A._op_special_erfcx, _special_erfcx_default, ('CPU', 'CUDA', 'Meta'), K.special_erfcx, (), 'new', None),
+    (_A._op_special_erfcx_out, _special_erfcx_out, ('CPU', 'CUDA', 'Meta'), K.special_erfcx, (), 'out', None),
+    (_A._op_special_log_ndtr, _special_log_ndtr_default, ('CPU', 'CUDA', 'Meta'), K.special_log_ndtr, (), 'new', None),
+    (_A._op_special_log_ndtr_out, _special_log_ndtr_out, ('CPU', 'CUDA', 'Meta'), K.special_log_ndtr, (), 'out', None),
+    (_A._op_special_ndtri, _special_ndtri_default, ('CPU', 'CUDA', 'Meta'), K.special_ndtri, (), 'new', None),
+    (_A._op_special_ndtri_out, _special_ndtri_out, ('CPU', 'CUDA', 'Meta'), K.special_ndtri, (), 'out', None),
+    (_A._op_special_zeta, _special_zeta_default, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'new', None),
+    (_A._op_special_zeta_out, _special_zeta_out, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'out', None),
+    (_A._op_special_zeta_self_scalar, _special_zeta_self_scalar, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'new', None),
+    (_A._op_special_zeta_self_scalar_out, _special_zeta_self_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'out', None),
+    (_A._op_special_zeta_other_scalar, _special_zeta_other_scalar, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'new', None),
+    (_A._op_special_zeta_other_scalar_out, _special_zeta_other_scalar_out, ('CPU', 'CUDA', 'Meta'), K.special_zeta, (), 'out', None),
+    (_A._op_special_airy_ai, _special_airy_ai_default, ('CPU', 'CUDA', 'Meta'), K.special_airy_ai, (), 'new', None),
+    (_A._op_special_airy_ai_out, _special_airy_ai_out, ('CPU', 'CUDA', 'Meta'), K.special_airy_ai, (), 'out', None),
+    (_A._op_special_bessel_j0, _special_bessel_j0_default, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j0, (), 'new', None),
+    (_A._op_special_bessel_j0_out, _special_bessel_j0_out, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j0, (), 'out', None),
+    (_A._op_special_bessel_j1, _special_bessel_j1_default, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j1, (), 'new', None),
+    (_A._op_special_bessel_j1_out, _special_bessel_j1_out, ('CPU', 'CUDA', 'Meta'), K.special_bessel_j1, (), 'out', None),
+    (_A._op_special_bessel_y0, _special_bessel_y0_default, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y0, (), 'new', None),
+    (_A._op_special_bessel_y0_out, _special_bessel_y0_out, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y0, (), 'out', None),
+    (_A._op_special_bessel_y1, _special_bessel_y1_default, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y1, (), 'new', None),
+    (_A._op_special_bessel_y1_out, _special_bessel_y1_out, ('CPU', 'CUDA', 'Meta'), K.special_bessel_y1, (), 'out', None),
+    (_A._op_special_modified_bessel_i0, _special_modified_bessel_i0_default, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i0, (), 'new', None),
+    (_A._op_special_modified_bessel_i0_out, _special_modified_bessel_i0_out, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i0, (), 'out', None),
+    (_A._op_special_modified_bessel_i1, _special_modified_bessel_i1_default, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i1, (), 'new', None),
+    (_A._op_special_modified_bessel_i1_out, _special_modified_bessel_i1_out, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_i1, (), 'out', None),
+    (_A._op_special_modified_bessel_k0, _special_modified_bessel_k0_default, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k0, (), 'new', None),
+    (_A._op_special_modified_bessel_k0_out, _special_modified_bessel_k0_out, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k0, (), 'out', None),
+    (_A._op_special_modified_bessel_k1, _special_modified_bessel_k1_default, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k1, (), 'new', None),
+    (_A._op_special_modified_bessel_k1_out, _special_modified_bessel_k1_out, ('CPU', 'CUDA', 'Meta'), K.special_modified_bessel_k1, (), 'out', None),
+    (_A._op_special_scaled_modified_bessel_k0, _special_scaled_modified_bessel_k0_default, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k0, (), 'new', None),
+    (_A._op_special_scaled_modified_bessel_k0_out, _special_scaled_modified_bessel_k0_out, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k0, (), 'out', None),
+    (_A._op_special_scaled_modified_bessel_k1, _special_scaled_modified_bessel_k1_default, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k1, (), 'new', None),
+    (_A._op_special_scaled_modified_bessel_k1_out, _special_scaled_modified_bessel_k1_out, ('CPU', 'CUDA', 'Meta'), K.special_scaled_modified_bessel_k1, (), 'out', None),
+    (_A._op_special_spherical_bessel_j0, _special_spherical_bessel_j0_default, ('CPU', 'CUDA', 'Meta'), K.special_spherical_bessel_j0, (), 'new', None),
+    (_A._op_special_spherical_bessel_j0_out, _special_spherical_bessel_j0_out, ('CPU', 'CUDA', 'Meta'), K.special_spherical_bessel_j0, (), 'out', None),
     (_A._op_special_entr, _special_entr_default, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'new', None),
     (_A._op_special_entr_out, _special_entr_out, ('CPU', 'CUDA', 'Meta'), K.special_entr, (), 'out', None),
     (_A._op_special_ndtr, _special_ndtr_default, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'new', None),

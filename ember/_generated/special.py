@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['digamma', 'entr', 'erf', 'erfc', 'erfinv', 'exp2', 'expit', 'expm1', 'gammainc', 'gammaincc', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p', 'log_softmax', 'logit', 'logsumexp', 'multigammaln', 'ndtr', 'polygamma', 'psi', 'round', 'sinc', 'softmax', 'xlog1py', 'xlogy']
+__all__ = ['airy_ai', 'bessel_j0', 'bessel_j1', 'bessel_y0', 'bessel_y1', 'chebyshev_polynomial_t', 'chebyshev_polynomial_u', 'chebyshev_polynomial_v', 'chebyshev_polynomial_w', 'digamma', 'entr', 'erf', 'erfc', 'erfcx', 'erfinv', 'exp2', 'expit', 'expm1', 'gammainc', 'gammaincc', 'gammaln', 'hermite_polynomial_h', 'hermite_polynomial_he', 'i0', 'i0e', 'i1', 'i1e', 'laguerre_polynomial_l', 'legendre_polynomial_p', 'log1p', 'log_ndtr', 'log_softmax', 'logit', 'logsumexp', 'modified_bessel_i0', 'modified_bessel_i1', 'modified_bessel_k0', 'modified_bessel_k1', 'multigammaln', 'ndtr', 'ndtri', 'polygamma', 'psi', 'round', 'scaled_modified_bessel_k0', 'scaled_modified_bessel_k1', 'shifted_chebyshev_polynomial_t', 'shifted_chebyshev_polynomial_u', 'shifted_chebyshev_polynomial_v', 'shifted_chebyshev_polynomial_w', 'sinc', 'softmax', 'spherical_bessel_j0', 'xlog1py', 'xlogy', 'zeta']
 
 _sig_polygamma = _Signatures('polygamma', [
     (('n', 'int', False, False, None), ('input', 'T', False, False, None),),
@@ -606,6 +606,1370 @@ def logsumexp(*args, **kwargs):
 logsumexp.__doc__ = 'logsumexp(input: Tensor, dim: List[int], keepdim: bool = False) -> Tensor'
 def _signature_logsumexp(input, dim, keepdim=False): ...
 logsumexp.__wrapped__ = _signature_logsumexp
+
+
+_sig_chebyshev_polynomial_t = _Signatures('chebyshev_polynomial_t', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_chebyshev_polynomial_t_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_chebyshev_polynomial_t_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_chebyshev_polynomial_t_2(x, n, *, out=None):
+    return (x, n, out)
+
+def chebyshev_polynomial_t(*args, **kwargs):
+    try:
+        _b = _bind_chebyshev_polynomial_t_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_t.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_t_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_chebyshev_polynomial_t_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_t_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_t_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_chebyshev_polynomial_t_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_t_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_t_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_chebyshev_polynomial_t.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_t.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_t_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_t_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_t_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_t_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_t_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+chebyshev_polynomial_t.__doc__ = 'chebyshev_polynomial_t(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_t(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_t(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_chebyshev_polynomial_u = _Signatures('chebyshev_polynomial_u', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_chebyshev_polynomial_u_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_chebyshev_polynomial_u_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_chebyshev_polynomial_u_2(x, n, *, out=None):
+    return (x, n, out)
+
+def chebyshev_polynomial_u(*args, **kwargs):
+    try:
+        _b = _bind_chebyshev_polynomial_u_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_u.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_u_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_chebyshev_polynomial_u_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_u_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_u_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_chebyshev_polynomial_u_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_u_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_u_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_chebyshev_polynomial_u.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_u.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_u_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_u_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_u_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_u_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_u_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+chebyshev_polynomial_u.__doc__ = 'chebyshev_polynomial_u(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_u(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_u(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_chebyshev_polynomial_v = _Signatures('chebyshev_polynomial_v', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_chebyshev_polynomial_v_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_chebyshev_polynomial_v_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_chebyshev_polynomial_v_2(x, n, *, out=None):
+    return (x, n, out)
+
+def chebyshev_polynomial_v(*args, **kwargs):
+    try:
+        _b = _bind_chebyshev_polynomial_v_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_v.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_v_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_chebyshev_polynomial_v_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_v_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_v_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_chebyshev_polynomial_v_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_v_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_v_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_chebyshev_polynomial_v.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_v.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_v_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_v_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_v_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_v_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_v_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+chebyshev_polynomial_v.__doc__ = 'chebyshev_polynomial_v(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_v(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_v(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_chebyshev_polynomial_w = _Signatures('chebyshev_polynomial_w', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_chebyshev_polynomial_w_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_chebyshev_polynomial_w_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_chebyshev_polynomial_w_2(x, n, *, out=None):
+    return (x, n, out)
+
+def chebyshev_polynomial_w(*args, **kwargs):
+    try:
+        _b = _bind_chebyshev_polynomial_w_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_w.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_w_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_chebyshev_polynomial_w_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_w_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_w_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_chebyshev_polynomial_w_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_chebyshev_polynomial_w_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_chebyshev_polynomial_w_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_chebyshev_polynomial_w.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_w.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_w_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_w_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_w_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_chebyshev_polynomial_w_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_chebyshev_polynomial_w_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+chebyshev_polynomial_w.__doc__ = 'chebyshev_polynomial_w(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_w(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nchebyshev_polynomial_w(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_shifted_chebyshev_polynomial_t = _Signatures('shifted_chebyshev_polynomial_t', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_shifted_chebyshev_polynomial_t_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_shifted_chebyshev_polynomial_t_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_shifted_chebyshev_polynomial_t_2(x, n, *, out=None):
+    return (x, n, out)
+
+def shifted_chebyshev_polynomial_t(*args, **kwargs):
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_t_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_t.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_t_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_t_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_t_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_t_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_shifted_chebyshev_polynomial_t.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_t.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_t_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_t_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_t_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_t_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+shifted_chebyshev_polynomial_t.__doc__ = 'shifted_chebyshev_polynomial_t(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_t(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_t(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_shifted_chebyshev_polynomial_u = _Signatures('shifted_chebyshev_polynomial_u', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_shifted_chebyshev_polynomial_u_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_shifted_chebyshev_polynomial_u_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_shifted_chebyshev_polynomial_u_2(x, n, *, out=None):
+    return (x, n, out)
+
+def shifted_chebyshev_polynomial_u(*args, **kwargs):
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_u_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_u.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_u_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_u_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_u_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_u_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_shifted_chebyshev_polynomial_u.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_u.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_u_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_u_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_u_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_u_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+shifted_chebyshev_polynomial_u.__doc__ = 'shifted_chebyshev_polynomial_u(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_u(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_u(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_shifted_chebyshev_polynomial_v = _Signatures('shifted_chebyshev_polynomial_v', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_shifted_chebyshev_polynomial_v_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_shifted_chebyshev_polynomial_v_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_shifted_chebyshev_polynomial_v_2(x, n, *, out=None):
+    return (x, n, out)
+
+def shifted_chebyshev_polynomial_v(*args, **kwargs):
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_v_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_v.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_v_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_v_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_v_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_v_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_shifted_chebyshev_polynomial_v.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_v.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_v_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_v_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_v_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_v_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+shifted_chebyshev_polynomial_v.__doc__ = 'shifted_chebyshev_polynomial_v(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_v(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_v(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_shifted_chebyshev_polynomial_w = _Signatures('shifted_chebyshev_polynomial_w', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_shifted_chebyshev_polynomial_w_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_shifted_chebyshev_polynomial_w_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_shifted_chebyshev_polynomial_w_2(x, n, *, out=None):
+    return (x, n, out)
+
+def shifted_chebyshev_polynomial_w(*args, **kwargs):
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_w_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_w.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_w_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_w_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_w_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_shifted_chebyshev_polynomial_w_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_shifted_chebyshev_polynomial_w.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_w.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_w_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_w_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_w_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_shifted_chebyshev_polynomial_w_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+shifted_chebyshev_polynomial_w.__doc__ = 'shifted_chebyshev_polynomial_w(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_w(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nshifted_chebyshev_polynomial_w(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_hermite_polynomial_h = _Signatures('hermite_polynomial_h', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_hermite_polynomial_h_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_hermite_polynomial_h_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_hermite_polynomial_h_2(x, n, *, out=None):
+    return (x, n, out)
+
+def hermite_polynomial_h(*args, **kwargs):
+    try:
+        _b = _bind_hermite_polynomial_h_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_hermite_polynomial_h.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_hermite_polynomial_h_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_hermite_polynomial_h_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_hermite_polynomial_h_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_hermite_polynomial_h_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_hermite_polynomial_h_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_hermite_polynomial_h_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_hermite_polynomial_h_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_hermite_polynomial_h.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_hermite_polynomial_h.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_hermite_polynomial_h_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_hermite_polynomial_h_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_hermite_polynomial_h_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_hermite_polynomial_h_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_hermite_polynomial_h_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+hermite_polynomial_h.__doc__ = 'hermite_polynomial_h(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_h(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_h(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_hermite_polynomial_he = _Signatures('hermite_polynomial_he', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_hermite_polynomial_he_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_hermite_polynomial_he_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_hermite_polynomial_he_2(x, n, *, out=None):
+    return (x, n, out)
+
+def hermite_polynomial_he(*args, **kwargs):
+    try:
+        _b = _bind_hermite_polynomial_he_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_hermite_polynomial_he.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_hermite_polynomial_he_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_hermite_polynomial_he_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_hermite_polynomial_he_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_hermite_polynomial_he_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_hermite_polynomial_he_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_hermite_polynomial_he_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_hermite_polynomial_he_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_hermite_polynomial_he.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_hermite_polynomial_he.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_hermite_polynomial_he_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_hermite_polynomial_he_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_hermite_polynomial_he_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_hermite_polynomial_he_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_hermite_polynomial_he_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+hermite_polynomial_he.__doc__ = 'hermite_polynomial_he(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_he(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nhermite_polynomial_he(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_laguerre_polynomial_l = _Signatures('laguerre_polynomial_l', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_laguerre_polynomial_l_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_laguerre_polynomial_l_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_laguerre_polynomial_l_2(x, n, *, out=None):
+    return (x, n, out)
+
+def laguerre_polynomial_l(*args, **kwargs):
+    try:
+        _b = _bind_laguerre_polynomial_l_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_laguerre_polynomial_l.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_laguerre_polynomial_l_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_laguerre_polynomial_l_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_laguerre_polynomial_l_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_laguerre_polynomial_l_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_laguerre_polynomial_l_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_laguerre_polynomial_l_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_laguerre_polynomial_l_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_laguerre_polynomial_l.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_laguerre_polynomial_l.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_laguerre_polynomial_l_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_laguerre_polynomial_l_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_laguerre_polynomial_l_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_laguerre_polynomial_l_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_laguerre_polynomial_l_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+laguerre_polynomial_l.__doc__ = 'laguerre_polynomial_l(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlaguerre_polynomial_l(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlaguerre_polynomial_l(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_legendre_polynomial_p = _Signatures('legendre_polynomial_p', [
+    (('x', 'T', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'Scalar', False, False, None), ('n', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('x', 'T', False, False, None), ('n', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_legendre_polynomial_p_0(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_legendre_polynomial_p_1(x, n, *, out=None):
+    return (x, n, out)
+
+def _bind_legendre_polynomial_p_2(x, n, *, out=None):
+    return (x, n, out)
+
+def legendre_polynomial_p(*args, **kwargs):
+    try:
+        _b = _bind_legendre_polynomial_p_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_legendre_polynomial_p.call(x._ks | n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_legendre_polynomial_p_out.call(x._ks | n._ks, x, n, out)
+    try:
+        _b = _bind_legendre_polynomial_p_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if type(x) in _NUMBERS and isinstance(n, _Tensor):
+            if out is None:
+                return _A._op_special_legendre_polynomial_p_x_scalar.call(n._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_legendre_polynomial_p_x_scalar_out.call(n._ks, x, n, out)
+    try:
+        _b = _bind_legendre_polynomial_p_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, n, out = _b
+        if isinstance(x, _Tensor) and type(n) in _NUMBERS:
+            if out is None:
+                return _A._op_special_legendre_polynomial_p_n_scalar.call(x._ks, x, n)
+            if isinstance(out, _Tensor):
+                return _A._op_special_legendre_polynomial_p_n_scalar_out.call(x._ks, x, n, out)
+    _i, _a = _sig_legendre_polynomial_p.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_legendre_polynomial_p.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_legendre_polynomial_p_out.call(_a['x']._ks | _a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_legendre_polynomial_p_x_scalar.call(_a['n']._ks, _a['x'], _a['n'])
+        return _A._op_special_legendre_polynomial_p_x_scalar_out.call(_a['n']._ks, _a['x'], _a['n'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_legendre_polynomial_p_n_scalar.call(_a['x']._ks, _a['x'], _a['n'])
+        return _A._op_special_legendre_polynomial_p_n_scalar_out.call(_a['x']._ks, _a['x'], _a['n'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+legendre_polynomial_p.__doc__ = 'legendre_polynomial_p(x: Tensor, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlegendre_polynomial_p(x: Number, n: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nlegendre_polynomial_p(x: Tensor, n: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_erfcx = _Signatures('erfcx', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_erfcx_0(input, *, out=None):
+    return (input, out)
+
+def erfcx(*args, **kwargs):
+    try:
+        _b = _bind_erfcx_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_erfcx.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_erfcx_out.call(input._ks, input, out)
+    _i, _a = _sig_erfcx.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_erfcx.call(_a['input']._ks, _a['input'])
+        return _A._op_special_erfcx_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+erfcx.__doc__ = 'erfcx(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_erfcx(input, *, out=None): ...
+erfcx.__wrapped__ = _signature_erfcx
+
+
+_sig_log_ndtr = _Signatures('log_ndtr', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_log_ndtr_0(input, *, out=None):
+    return (input, out)
+
+def log_ndtr(*args, **kwargs):
+    try:
+        _b = _bind_log_ndtr_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_log_ndtr.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_log_ndtr_out.call(input._ks, input, out)
+    _i, _a = _sig_log_ndtr.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_log_ndtr.call(_a['input']._ks, _a['input'])
+        return _A._op_special_log_ndtr_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+log_ndtr.__doc__ = 'log_ndtr(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_log_ndtr(input, *, out=None): ...
+log_ndtr.__wrapped__ = _signature_log_ndtr
+
+
+_sig_ndtri = _Signatures('ndtri', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_ndtri_0(input, *, out=None):
+    return (input, out)
+
+def ndtri(*args, **kwargs):
+    try:
+        _b = _bind_ndtri_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_ndtri.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_ndtri_out.call(input._ks, input, out)
+    _i, _a = _sig_ndtri.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_ndtri.call(_a['input']._ks, _a['input'])
+        return _A._op_special_ndtri_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+ndtri.__doc__ = 'ndtri(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_ndtri(input, *, out=None): ...
+ndtri.__wrapped__ = _signature_ndtri
+
+
+_sig_zeta = _Signatures('zeta', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('input', 'Scalar', False, False, None), ('other', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('input', 'T', False, False, None), ('other', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_zeta_0(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_zeta_1(input, other, *, out=None):
+    return (input, other, out)
+
+def _bind_zeta_2(input, other, *, out=None):
+    return (input, other, out)
+
+def zeta(*args, **kwargs):
+    try:
+        _b = _bind_zeta_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            if out is None:
+                return _A._op_special_zeta.call(input._ks | other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _A._op_special_zeta_out.call(input._ks | other._ks, input, other, out)
+    try:
+        _b = _bind_zeta_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if type(input) in _NUMBERS and isinstance(other, _Tensor):
+            if out is None:
+                return _A._op_special_zeta_self_scalar.call(other._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _A._op_special_zeta_self_scalar_out.call(other._ks, input, other, out)
+    try:
+        _b = _bind_zeta_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other, out = _b
+        if isinstance(input, _Tensor) and type(other) in _NUMBERS:
+            if out is None:
+                return _A._op_special_zeta_other_scalar.call(input._ks, input, other)
+            if isinstance(out, _Tensor):
+                return _A._op_special_zeta_other_scalar_out.call(input._ks, input, other, out)
+    _i, _a = _sig_zeta.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_zeta.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+        return _A._op_special_zeta_out.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_special_zeta_self_scalar.call(_a['other']._ks, _a['input'], _a['other'])
+        return _A._op_special_zeta_self_scalar_out.call(_a['other']._ks, _a['input'], _a['other'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_special_zeta_other_scalar.call(_a['input']._ks, _a['input'], _a['other'])
+        return _A._op_special_zeta_other_scalar_out.call(_a['input']._ks, _a['input'], _a['other'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+zeta.__doc__ = 'zeta(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nzeta(input: Number, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nzeta(input: Tensor, other: Number, *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_airy_ai = _Signatures('airy_ai', [
+    (('x', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_airy_ai_0(x, *, out=None):
+    return (x, out)
+
+def airy_ai(*args, **kwargs):
+    try:
+        _b = _bind_airy_ai_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, out = _b
+        if isinstance(x, _Tensor):
+            if out is None:
+                return _A._op_special_airy_ai.call(x._ks, x)
+            if isinstance(out, _Tensor):
+                return _A._op_special_airy_ai_out.call(x._ks, x, out)
+    _i, _a = _sig_airy_ai.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_airy_ai.call(_a['x']._ks, _a['x'])
+        return _A._op_special_airy_ai_out.call(_a['x']._ks, _a['x'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+airy_ai.__doc__ = 'airy_ai(x: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_airy_ai(x, *, out=None): ...
+airy_ai.__wrapped__ = _signature_airy_ai
+
+
+_sig_bessel_j0 = _Signatures('bessel_j0', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_bessel_j0_0(input, *, out=None):
+    return (input, out)
+
+def bessel_j0(*args, **kwargs):
+    try:
+        _b = _bind_bessel_j0_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_bessel_j0.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_bessel_j0_out.call(input._ks, input, out)
+    _i, _a = _sig_bessel_j0.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_bessel_j0.call(_a['input']._ks, _a['input'])
+        return _A._op_special_bessel_j0_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+bessel_j0.__doc__ = 'bessel_j0(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_bessel_j0(input, *, out=None): ...
+bessel_j0.__wrapped__ = _signature_bessel_j0
+
+
+_sig_bessel_j1 = _Signatures('bessel_j1', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_bessel_j1_0(input, *, out=None):
+    return (input, out)
+
+def bessel_j1(*args, **kwargs):
+    try:
+        _b = _bind_bessel_j1_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_bessel_j1.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_bessel_j1_out.call(input._ks, input, out)
+    _i, _a = _sig_bessel_j1.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_bessel_j1.call(_a['input']._ks, _a['input'])
+        return _A._op_special_bessel_j1_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+bessel_j1.__doc__ = 'bessel_j1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_bessel_j1(input, *, out=None): ...
+bessel_j1.__wrapped__ = _signature_bessel_j1
+
+
+_sig_bessel_y0 = _Signatures('bessel_y0', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_bessel_y0_0(input, *, out=None):
+    return (input, out)
+
+def bessel_y0(*args, **kwargs):
+    try:
+        _b = _bind_bessel_y0_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_bessel_y0.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_bessel_y0_out.call(input._ks, input, out)
+    _i, _a = _sig_bessel_y0.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_bessel_y0.call(_a['input']._ks, _a['input'])
+        return _A._op_special_bessel_y0_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+bessel_y0.__doc__ = 'bessel_y0(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_bessel_y0(input, *, out=None): ...
+bessel_y0.__wrapped__ = _signature_bessel_y0
+
+
+_sig_bessel_y1 = _Signatures('bessel_y1', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_bessel_y1_0(input, *, out=None):
+    return (input, out)
+
+def bessel_y1(*args, **kwargs):
+    try:
+        _b = _bind_bessel_y1_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_bessel_y1.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_bessel_y1_out.call(input._ks, input, out)
+    _i, _a = _sig_bessel_y1.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_bessel_y1.call(_a['input']._ks, _a['input'])
+        return _A._op_special_bessel_y1_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+bessel_y1.__doc__ = 'bessel_y1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_bessel_y1(input, *, out=None): ...
+bessel_y1.__wrapped__ = _signature_bessel_y1
+
+
+_sig_modified_bessel_i0 = _Signatures('modified_bessel_i0', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_modified_bessel_i0_0(input, *, out=None):
+    return (input, out)
+
+def modified_bessel_i0(*args, **kwargs):
+    try:
+        _b = _bind_modified_bessel_i0_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_modified_bessel_i0.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_modified_bessel_i0_out.call(input._ks, input, out)
+    _i, _a = _sig_modified_bessel_i0.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_modified_bessel_i0.call(_a['input']._ks, _a['input'])
+        return _A._op_special_modified_bessel_i0_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+modified_bessel_i0.__doc__ = 'modified_bessel_i0(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_modified_bessel_i0(input, *, out=None): ...
+modified_bessel_i0.__wrapped__ = _signature_modified_bessel_i0
+
+
+_sig_modified_bessel_i1 = _Signatures('modified_bessel_i1', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_modified_bessel_i1_0(input, *, out=None):
+    return (input, out)
+
+def modified_bessel_i1(*args, **kwargs):
+    try:
+        _b = _bind_modified_bessel_i1_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_modified_bessel_i1.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_modified_bessel_i1_out.call(input._ks, input, out)
+    _i, _a = _sig_modified_bessel_i1.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_modified_bessel_i1.call(_a['input']._ks, _a['input'])
+        return _A._op_special_modified_bessel_i1_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+modified_bessel_i1.__doc__ = 'modified_bessel_i1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_modified_bessel_i1(input, *, out=None): ...
+modified_bessel_i1.__wrapped__ = _signature_modified_bessel_i1
+
+
+_sig_modified_bessel_k0 = _Signatures('modified_bessel_k0', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_modified_bessel_k0_0(input, *, out=None):
+    return (input, out)
+
+def modified_bessel_k0(*args, **kwargs):
+    try:
+        _b = _bind_modified_bessel_k0_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_modified_bessel_k0.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_modified_bessel_k0_out.call(input._ks, input, out)
+    _i, _a = _sig_modified_bessel_k0.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_modified_bessel_k0.call(_a['input']._ks, _a['input'])
+        return _A._op_special_modified_bessel_k0_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+modified_bessel_k0.__doc__ = 'modified_bessel_k0(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_modified_bessel_k0(input, *, out=None): ...
+modified_bessel_k0.__wrapped__ = _signature_modified_bessel_k0
+
+
+_sig_modified_bessel_k1 = _Signatures('modified_bessel_k1', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_modified_bessel_k1_0(input, *, out=None):
+    return (input, out)
+
+def modified_bessel_k1(*args, **kwargs):
+    try:
+        _b = _bind_modified_bessel_k1_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_special_modified_bessel_k1.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_special_modified_bessel_k1_out.call(input._ks, input, out)
+    _i, _a = _sig_modified_bessel_k1.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_modified_bessel_k1.call(_a['input']._ks, _a['input'])
+        return _A._op_special_modified_bessel_k1_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+modified_bessel_k1.__doc__ = 'modified_bessel_k1(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_modified_bessel_k1(input, *, out=None): ...
+modified_bessel_k1.__wrapped__ = _signature_modified_bessel_k1
+
+
+_sig_scaled_modified_bessel_k0 = _Signatures('scaled_modified_bessel_k0', [
+    (('x', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_scaled_modified_bessel_k0_0(x, *, out=None):
+    return (x, out)
+
+def scaled_modified_bessel_k0(*args, **kwargs):
+    try:
+        _b = _bind_scaled_modified_bessel_k0_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, out = _b
+        if isinstance(x, _Tensor):
+            if out is None:
+                return _A._op_special_scaled_modified_bessel_k0.call(x._ks, x)
+            if isinstance(out, _Tensor):
+                return _A._op_special_scaled_modified_bessel_k0_out.call(x._ks, x, out)
+    _i, _a = _sig_scaled_modified_bessel_k0.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_scaled_modified_bessel_k0.call(_a['x']._ks, _a['x'])
+        return _A._op_special_scaled_modified_bessel_k0_out.call(_a['x']._ks, _a['x'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+scaled_modified_bessel_k0.__doc__ = 'scaled_modified_bessel_k0(x: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_scaled_modified_bessel_k0(x, *, out=None): ...
+scaled_modified_bessel_k0.__wrapped__ = _signature_scaled_modified_bessel_k0
+
+
+_sig_scaled_modified_bessel_k1 = _Signatures('scaled_modified_bessel_k1', [
+    (('x', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_scaled_modified_bessel_k1_0(x, *, out=None):
+    return (x, out)
+
+def scaled_modified_bessel_k1(*args, **kwargs):
+    try:
+        _b = _bind_scaled_modified_bessel_k1_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, out = _b
+        if isinstance(x, _Tensor):
+            if out is None:
+                return _A._op_special_scaled_modified_bessel_k1.call(x._ks, x)
+            if isinstance(out, _Tensor):
+                return _A._op_special_scaled_modified_bessel_k1_out.call(x._ks, x, out)
+    _i, _a = _sig_scaled_modified_bessel_k1.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_scaled_modified_bessel_k1.call(_a['x']._ks, _a['x'])
+        return _A._op_special_scaled_modified_bessel_k1_out.call(_a['x']._ks, _a['x'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+scaled_modified_bessel_k1.__doc__ = 'scaled_modified_bessel_k1(x: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_scaled_modified_bessel_k1(x, *, out=None): ...
+scaled_modified_bessel_k1.__wrapped__ = _signature_scaled_modified_bessel_k1
+
+
+_sig_spherical_bessel_j0 = _Signatures('spherical_bessel_j0', [
+    (('x', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_spherical_bessel_j0_0(x, *, out=None):
+    return (x, out)
+
+def spherical_bessel_j0(*args, **kwargs):
+    try:
+        _b = _bind_spherical_bessel_j0_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, out = _b
+        if isinstance(x, _Tensor):
+            if out is None:
+                return _A._op_special_spherical_bessel_j0.call(x._ks, x)
+            if isinstance(out, _Tensor):
+                return _A._op_special_spherical_bessel_j0_out.call(x._ks, x, out)
+    _i, _a = _sig_spherical_bessel_j0.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_special_spherical_bessel_j0.call(_a['x']._ks, _a['x'])
+        return _A._op_special_spherical_bessel_j0_out.call(_a['x']._ks, _a['x'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+spherical_bessel_j0.__doc__ = 'spherical_bessel_j0(x: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_spherical_bessel_j0(x, *, out=None): ...
+spherical_bessel_j0.__wrapped__ = _signature_spherical_bessel_j0
 
 
 _sig_entr = _Signatures('entr', [

@@ -128,3 +128,16 @@ def test_xlogy_gradients_where_self_is_zero_match_pytorch(name):
         grads.append((a.grad.numpy(), b.grad.numpy()))
     for e, t in zip(*grads):
         np.testing.assert_allclose(e, t, equal_nan=True)
+
+
+def test_zeta_is_differentiable_in_q_only_as_in_pytorch():
+    x, q = np.array([2.0, 3.5, 1.7]), np.array([0.5, 2.0, 4.0])
+    grads = []
+    for lib in (ember, torch):
+        b = lib.tensor(q, requires_grad=True)
+        lib.special.zeta(lib.tensor(x), b).sum().backward()
+        grads.append(b.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10)
+    assert gradcheck(lambda b: ember.special.zeta(ember.tensor(x), b), (ember.tensor(q, requires_grad=True),))
+    with pytest.raises(NotImplementedError, match="the derivative for 'zeta' is not implemented"):
+        ember.special.zeta(ember.tensor(x, requires_grad=True), ember.tensor(q)).sum().backward()
