@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ember.aten.kernels._common import Array, elementwise, float_result, result_np_dtype
-from ember.aten.kernels.special_math import _calerf, erfinv
+from ember.aten.kernels.special_math import _bessel_scaled, _calerf, erfinv, hurwitz_zeta
 
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -94,23 +94,16 @@ def special_ndtri(xp: Any, self: Array) -> Any:
     return _unary(xp, self, _ndtri64)
 
 
-# Euler-Maclaurin coefficients (2k)! / B_2k of Hurwitz's zeta function
+# Cephes' Euler-Maclaurin coefficients (2k)! / B_2k, for the arguments outside the usual domain (q <= 0)
 _ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
            -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15, 1.8152105401943546773e17,
            -7.1661652561756670113e18)
 _MACHEP = 1.11022302462515654042e-16
 
 
-def _zeta_one(x: float, q: float) -> Any:
-    if x == 1:
-        return math.inf
-    if x < 1 or math.isnan(x) or math.isnan(q):
-        return math.nan
-    if q <= 0:
-        if q == math.floor(q):
-            return math.inf
-        if x != math.floor(x):
-            return math.nan
+def _zeta_negative_q(x: float, q: float) -> Any:
+    """zeta(x, q) for q <= 0 and integer x (Cephes: direct terms until the argument passes 9, then the
+    Euler-Maclaurin tail)."""
     s = q ** -x
     a, b, i = q, 0.0, 0
     while i < 9 or a <= 9.0:
@@ -121,8 +114,7 @@ def _zeta_one(x: float, q: float) -> Any:
         if abs(b / s) < _MACHEP:
             return s
     w = a
-    s += b * w / (x - 1)
-    s -= 0.5 * b
+    s += b * w / (x - 1) - 0.5 * b
     a, k = 1.0, 0.0
     for coef in _ZETA_A:
         a *= x + k
@@ -138,7 +130,19 @@ def _zeta_one(x: float, q: float) -> Any:
     return s
 
 
-_zeta = np.frompyfunc(_zeta_one, 2, 1)
+def _zeta(x: Any, q: Any) -> Any:
+    """Hurwitz's zeta with PyTorch's values outside the domain: inf at x = 1 and at non-positive integer q,
+    NaN for x < 1 and for a non-integer x with q <= 0."""
+    out = np.full(x.shape, np.nan)
+    usual = (x > 1) & (q > 0)
+    out[usual] = hurwitz_zeta(x[usual], q[usual])
+    out[x == 1] = np.inf
+    pole = (x > 1) & (q <= 0) & (q == np.floor(q))
+    out[pole] = np.inf
+    other = (x > 1) & (q <= 0) & (q != np.floor(q)) & (x == np.floor(x))
+    for i in np.flatnonzero(other.reshape(-1)):
+        out.reshape(-1)[i] = _zeta_negative_q(float(x.reshape(-1)[i]), float(q.reshape(-1)[i]))
+    return out
 
 
 def _binary(xp: Any, x: Any, y: Any, fn: Any) -> Any:
@@ -350,28 +354,12 @@ def _bessel_y1_64(x: np.ndarray) -> Any:
     return np.where(x <= 5.0, small, _hankel(np.where(x > 5, x, 6.0), c, _THPIO4, True))
 
 
-def _i0e_64(a: np.ndarray) -> Any:
-    """exp(-|x|) I0(x), from |x|."""
-    c = _table("modified_bessel_i0")
-    return np.where(a <= 8.0, _chbevl(a / 2.0 - 2.0, c["A"]),
-                    _chbevl(32.0 / np.where(a > 8, a, 9.0) - 2.0, c["B"]) / np.sqrt(np.where(a > 8, a, 9.0)))
+def _modified_bessel_i0_64(x: Any) -> Any:
+    return np.exp(np.abs(x)) * _bessel_scaled(x, 0)
 
 
-def _i1e_64(x: np.ndarray) -> Any:
-    """exp(-|x|) I1(x)."""
-    c = _table("modified_bessel_i1")
-    a = np.abs(x)
-    r = np.where(a <= 8.0, _chbevl(a / 2.0 - 2.0, c["A"]) * a,
-                 _chbevl(32.0 / np.where(a > 8, a, 9.0) - 2.0, c["B"]) / np.sqrt(np.where(a > 8, a, 9.0)))
-    return np.where(x < 0, -r, r)
-
-
-def _modified_bessel_i0_64(x: np.ndarray) -> Any:
-    return np.exp(np.abs(x)) * _i0e_64(np.abs(x))
-
-
-def _modified_bessel_i1_64(x: np.ndarray) -> Any:
-    return np.exp(np.abs(x)) * _i1e_64(x)
+def _modified_bessel_i1_64(x: Any) -> Any:
+    return np.exp(np.abs(x)) * np.sign(x) * _bessel_scaled(x, 1)
 
 
 def _k_scaled(x: np.ndarray, order: int) -> Any:
