@@ -1717,3 +1717,42 @@ for _b in ("airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modif
         Sample((arr(r, (3, 4), d) * 4,))],
         method=False, torch_name="special." + _b, out=True, dtypes=FLOATS + ("int64",), supports_autograd=False,
         rtol=1e-5, atol=1e-5))
+
+# Householder QR: geqrf's packed form, and the products of its reflectors
+def _geqrf_of(r, shape, d):
+    import torch
+    a, tau = torch.geqrf(torch.from_numpy(r.uniform(-1, 1, shape)))
+    return a.numpy().astype(d), tau.numpy().astype(d)
+
+
+add(OpInfo("geqrf", lambda d, r: [Sample((arr(r, (4, 3), d),)), Sample((arr(r, (2, 3, 5), d),))], dtypes=FLOATS,
+           supports_autograd=False, rtol=1e-4, atol=1e-5,
+           errors=lambda: [_err((np.ones(3),), {}, RuntimeError, "torch.geqrf: input must have at least 2 dimensions.")]))
+add(OpInfo("linalg.householder_product", lambda d, r: [Sample(_geqrf_of(r, (4, 3), d)), Sample(_geqrf_of(r, (2, 3, 3), d))],
+           dtypes=FLOATS, method=False, rtol=1e-4, atol=1e-5, errors=lambda: [
+               _err((np.ones((2, 3)), np.ones(2)), {}, RuntimeError, "input.shape\\[-2\\] must be greater than or equal "
+                                                                      "to input.shape\\[-1\\]"),
+               _err((np.ones((3, 2)), np.ones(3)), {}, RuntimeError, "input.shape\\[-1\\] must be greater than or equal "
+                                                                      "to tau.shape\\[-1\\]")]))
+add(OpInfo("orgqr", lambda d, r: [Sample(_geqrf_of(r, (4, 3), d))], dtypes=FLOATS, rtol=1e-4, atol=1e-5))
+add(OpInfo("ormqr", lambda d, r: [Sample(_geqrf_of(r, (4, 3), d) + (arr(r, (4, 2), d),)),
+                                  Sample(_geqrf_of(r, (3, 3), d) + (arr(r, (3, 2), d),), dict(transpose=True)),
+                                  Sample(_geqrf_of(r, (4, 3), d) + (arr(r, (2, 4), d), False)),
+                                  Sample(_geqrf_of(r, (4, 3), d) + (arr(r, (2, 4), d), False, True))],
+           dtypes=FLOATS, rtol=1e-4, atol=1e-5))
+def _torch_cond(t, a, p=None):
+    """PyTorch's linalg.cond; for the norm orders, its formula written out (PyTorch's own backward for those
+    modifies a saved inverse in place and cannot be run)."""
+    if p is None or p in (2, -2):
+        return t.linalg.cond(a, p)
+    inverse, info = t.linalg.inv_ex(a)
+    r = t.linalg.matrix_norm(a, p) * t.linalg.matrix_norm(inverse, p)
+    return t.where(info > 0, t.full_like(r, float("inf")), r)
+
+
+add(OpInfo("linalg.cond", lambda d, r: [Sample((_spd(r, 3, d),)), Sample((_spd(r, 3, d), 1)), Sample((_spd(r, 3, d), "fro")),
+                                        Sample((_spd(r, 3, d), -2)), Sample((arr(r, (2, 4, 3), d),)),
+                                        Sample((np.array([[1.0, 2.0], [2.0, 4.0]], d), float("inf")))],
+           dtypes=FLOATS, method=False, rtol=1e-4, atol=1e-5, torch_fn=_torch_cond, errors=lambda: [
+               _err((np.ones((2, 3)), 1), {}, RuntimeError, "linalg.cond\\(ord=1\\): A must be batches of square "
+                                                            "matrices, but they are 2 by 3 matrices")]))

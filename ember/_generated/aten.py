@@ -6271,6 +6271,36 @@ _op_linalg_eigvals = _D.define('linalg_eigvals(Tensor self) -> Tensor')
 def linalg_eigvals(self):
     return _op_linalg_eigvals.call(self._ks, self)
 
+_op_geqrf = _D.define('geqrf(Tensor self) -> (Tensor a, Tensor tau)')
+
+def geqrf(self):
+    return _op_geqrf.call(self._ks, self)
+
+_op_linalg_householder_product = _D.define('linalg_householder_product(Tensor input, Tensor tau) -> Tensor')
+
+def linalg_householder_product(input, tau):
+    return _op_linalg_householder_product.call(input._ks | tau._ks, input, tau)
+
+_op_orgqr = _D.define('orgqr(Tensor self, Tensor input2) -> Tensor')
+
+def orgqr(self, input2):
+    return _op_orgqr.call(self._ks | input2._ks, self, input2)
+
+_op_ormqr = _D.define('ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor')
+
+def ormqr(self, input2, input3, left=True, transpose=False):
+    return _op_ormqr.call(self._ks | input2._ks | input3._ks, self, input2, input3, left, transpose)
+
+_op_linalg_cond = _D.define('linalg_cond(Tensor self, Scalar? p=None) -> Tensor')
+
+def linalg_cond(self, p=None):
+    return _op_linalg_cond.call(self._ks, self, p)
+
+_op_linalg_cond_p_str = _D.define('linalg_cond.p_str(Tensor self, str p) -> Tensor')
+
+def linalg_cond_p_str(self, p):
+    return _op_linalg_cond_p_str.call(self._ks, self, p)
+
 _op_linalg_vecdot = _D.define('linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor')
 
 def linalg_vecdot(x, y, *, dim=-1):

@@ -11006,6 +11006,29 @@ def _ag_linalg_eig_default(ks, self):
     return result
 
 
+class GeqrfBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("geqrf")
+        return grad_inputs
+
+
+def _ag_geqrf_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_geqrf.redispatch(ks & _BELOW, self)
+    _n = GeqrfBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_geqrf.redispatch(ks & _BELOW, self)
+    _set_history(_n, tuple(result), None)
+    return result
+
+
 class SpecialChebyshevPolynomialTBackward0(_Node):
     _saved_names = ()
 
@@ -14293,6 +14316,7 @@ for _h, _k in (
     (aten._op_linalg_cholesky_ex, _ag_linalg_cholesky_ex_default),
     (aten._op_linalg_matrix_exp, _ag_linalg_matrix_exp_default),
     (aten._op_linalg_eig, _ag_linalg_eig_default),
+    (aten._op_geqrf, _ag_geqrf_default),
     (aten._op_special_chebyshev_polynomial_t, _ag_special_chebyshev_polynomial_t_default),
     (aten._op_special_chebyshev_polynomial_t_x_scalar, _ag_special_chebyshev_polynomial_t_x_scalar),
     (aten._op_special_chebyshev_polynomial_t_n_scalar, _ag_special_chebyshev_polynomial_t_n_scalar),

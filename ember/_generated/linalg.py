@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['cholesky', 'cholesky_ex', 'cross', 'det', 'diagonal', 'eig', 'eigh', 'eigvals', 'eigvalsh', 'inv', 'inv_ex', 'lstsq', 'lu', 'lu_factor', 'lu_factor_ex', 'lu_solve', 'matmul', 'matrix_exp', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'solve_ex', 'solve_triangular', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
+__all__ = ['cholesky', 'cholesky_ex', 'cond', 'cross', 'det', 'diagonal', 'eig', 'eigh', 'eigvals', 'eigvalsh', 'householder_product', 'inv', 'inv_ex', 'lstsq', 'lu', 'lu_factor', 'lu_factor_ex', 'lu_solve', 'matmul', 'matrix_exp', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'solve_ex', 'solve_triangular', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
 
 _sig_inv = _Signatures('inv', [
     (('A', 'T', False, False, None),),
@@ -848,6 +848,72 @@ def eigvals(*args, **kwargs):
 eigvals.__doc__ = 'eigvals(input: Tensor) -> Tensor'
 def _signature_eigvals(input): ...
 eigvals.__wrapped__ = _signature_eigvals
+
+
+_sig_householder_product = _Signatures('householder_product', [
+    (('input', 'T', False, False, None), ('tau', 'T', False, False, None),),
+], method=False)
+
+def _bind_householder_product_0(input, tau):
+    return (input, tau)
+
+def householder_product(*args, **kwargs):
+    try:
+        _b = _bind_householder_product_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, tau = _b
+        if isinstance(input, _Tensor) and isinstance(tau, _Tensor):
+            return _A._op_linalg_householder_product.call(input._ks | tau._ks, input, tau)
+    _i, _a = _sig_householder_product.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_householder_product.call(_a['input']._ks | _a['tau']._ks, _a['input'], _a['tau'])
+    raise AssertionError('unreachable')
+
+
+householder_product.__doc__ = 'householder_product(input: Tensor, tau: Tensor) -> Tensor'
+def _signature_householder_product(input, tau): ...
+householder_product.__wrapped__ = _signature_householder_product
+
+
+_sig_cond = _Signatures('cond', [
+    (('input', 'T', False, False, None), ('p', 'Scalar?', False, True, None),),
+    (('input', 'T', False, False, None), ('p', 'str', False, False, None),),
+], method=False)
+
+def _bind_cond_0(input, p=None):
+    return (input, p)
+
+def _bind_cond_1(input, p):
+    return (input, p)
+
+def cond(*args, **kwargs):
+    try:
+        _b = _bind_cond_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p = _b
+        if isinstance(input, _Tensor) and (p is None or type(p) in _NUMBERS):
+            return _A._op_linalg_cond.call(input._ks, input, p)
+    try:
+        _b = _bind_cond_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p = _b
+        if isinstance(input, _Tensor) and type(p) is str:
+            return _A._op_linalg_cond_p_str.call(input._ks, input, p)
+    _i, _a = _sig_cond.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_cond.call(_a['input']._ks, _a['input'], _a['p'])
+    elif _i == 1:
+        return _A._op_linalg_cond_p_str.call(_a['input']._ks, _a['input'], _a['p'])
+    raise AssertionError('unreachable')
+
+
+cond.__doc__ = 'cond(input: Tensor, p: Optional[Number] = None) -> Tensor\ncond(input: Tensor, p: str) -> Tensor'
 
 
 _sig_vecdot = _Signatures('vecdot', [

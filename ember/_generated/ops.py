@@ -2967,6 +2967,22 @@ linalg_eig = _P('linalg_eig', [
 linalg_eigvals = _P('linalg_eigvals', [
     _O(_A._op_linalg_eigvals, (('self', 'T', False, False, None),), ['self']),
 ])
+geqrf = _P('geqrf', [
+    _O(_A._op_geqrf, (('self', 'T', False, False, None),), ['self']),
+])
+linalg_householder_product = _P('linalg_householder_product', [
+    _O(_A._op_linalg_householder_product, (('input', 'T', False, False, None), ('tau', 'T', False, False, None),), ['input', 'tau']),
+])
+orgqr = _P('orgqr', [
+    _O(_A._op_orgqr, (('self', 'T', False, False, None), ('input2', 'T', False, False, None),), ['self', 'input2']),
+])
+ormqr = _P('ormqr', [
+    _O(_A._op_ormqr, (('self', 'T', False, False, None), ('input2', 'T', False, False, None), ('input3', 'T', False, False, None), ('left', 'bool', False, True, True), ('transpose', 'bool', False, True, False),), ['self', 'input2', 'input3', 'left', 'transpose']),
+])
+linalg_cond = _P('linalg_cond', [
+    _O(_A._op_linalg_cond, (('self', 'T', False, False, None), ('p', 'Scalar?', False, True, None),), ['self', 'p']),
+    _O(_A._op_linalg_cond_p_str, (('self', 'T', False, False, None), ('p', 'str', False, False, None),), ['self', 'p']),
+])
 linalg_vecdot = _P('linalg_vecdot', [
     _O(_A._op_linalg_vecdot, (('x', 'T', False, False, None), ('y', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['x', 'y', 'dim']),
 ])

@@ -6087,6 +6087,15 @@ def _linalg_eig_default(ks, self):
         _value_error(_e, K.linalg_eig, self)
 
 
+def _geqrf_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.geqrf(be.xp, self._data)
+        return _rt.geqrf(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.geqrf, self)
+
+
 def _special_chebyshev_polynomial_t_default(ks, x, n):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7762,6 +7771,7 @@ _BACKEND_KERNELS = (
     (_A._op_linalg_cholesky_ex, _linalg_cholesky_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_cholesky_ex, ('upper', 'check_errors'), 'new', _rt.linalg_cholesky_ex),
     (_A._op_linalg_matrix_exp, _linalg_matrix_exp_default, ('CPU', 'CUDA', 'Meta'), K.linalg_matrix_exp, (), 'new', None),
     (_A._op_linalg_eig, _linalg_eig_default, ('CPU', 'CUDA', 'Meta'), K.linalg_eig, (), 'new', _rt.linalg_eig),
+    (_A._op_geqrf, _geqrf_default, ('CPU', 'CUDA'), K.geqrf, (), 'new', _rt.geqrf),
     (_A._op_special_chebyshev_polynomial_t, _special_chebyshev_polynomial_t_default, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
     (_A._op_special_chebyshev_polynomial_t_out, _special_chebyshev_polynomial_t_out, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'out', None),
     (_A._op_special_chebyshev_polynomial_t_x_scalar, _special_chebyshev_polynomial_t_x_scalar, ('CPU', 'CUDA', 'Meta'), K.special_chebyshev_polynomial_t, (), 'new', None),
@@ -8371,6 +8381,11 @@ _COMPOSITE_KERNELS = (
     (_A._op_cholesky, 'CompositeImplicitAutograd', C.cholesky),
     (_A._op_matrix_exp, 'CompositeImplicitAutograd', C.matrix_exp),
     (_A._op_linalg_eigvals, 'CompositeImplicitAutograd', C.linalg_eigvals),
+    (_A._op_linalg_householder_product, 'CompositeImplicitAutograd', C.linalg_householder_product),
+    (_A._op_orgqr, 'CompositeImplicitAutograd', C.orgqr),
+    (_A._op_ormqr, 'CompositeImplicitAutograd', C.ormqr),
+    (_A._op_linalg_cond, 'CompositeImplicitAutograd', C.linalg_cond),
+    (_A._op_linalg_cond_p_str, 'CompositeImplicitAutograd', C.linalg_cond),
     (_A._op_linalg_vecdot, 'CompositeImplicitAutograd', C.linalg_vecdot),
     (_A._op_linalg_multi_dot, 'CompositeImplicitAutograd', C.linalg_multi_dot),
     (_A._op_linalg_vander, 'CompositeImplicitAutograd', C.linalg_vander),

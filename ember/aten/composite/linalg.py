@@ -363,3 +363,70 @@ def matrix_exp(self: Any) -> Any:
 def linalg_eigvals(self: Any) -> Any:
     """The eigenvalues of ``linalg.eig`` (differentiable through it)."""
     return aten.linalg_eig(self)[0]
+
+
+def _reflector(A: Any, i: int) -> Any:
+    """The i-th Householder vector stored below A's diagonal: zeros above, 1 at i."""
+    m = A.shape[-2]
+    col = A[..., :, i]
+    head = aten.zeros(tuple(A.shape[:-2]) + (i,), dtype=A.dtype, device=A.device)
+    one = aten.ones(tuple(A.shape[:-2]) + (1,), dtype=A.dtype, device=A.device)
+    return aten.cat([head, one, col[..., i + 1:m]], -1)
+
+
+def linalg_householder_product(input: Any, tau: Any) -> Any:  # noqa: A002
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H (LAPACK's orgqr), composed of
+    differentiable ops."""
+    if input.dim() < 2:
+        raise RuntimeError("torch.linalg.householder_product: input must have at least 2 dimensions.")
+    m, n = input.shape[-2], input.shape[-1]
+    if m < n:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if n < tau.shape[-1]:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    if input.dim() - tau.dim() != 1:
+        raise RuntimeError(f"torch.linalg.householder_product: Expected tau to have one dimension less than input, "
+                           f"but got tau.ndim equal to {tau.dim()} and input.ndim is equal to {input.dim()}")
+    Q = aten.eye_m(m, n, dtype=input.dtype, device=input.device).expand(tuple(input.shape[:-2]) + (m, n))
+    for i in range(tau.shape[-1] - 1, -1, -1):
+        v = _reflector(input, i)
+        Q = Q - tau[..., i, None, None] * v.unsqueeze(-1) * (v.conj().unsqueeze(-2).matmul(Q))
+    return Q
+
+
+def orgqr(self: Any, input2: Any) -> Any:
+    return linalg_householder_product(self, input2)
+
+
+def ormqr(self: Any, input2: Any, input3: Any, left: bool = True, transpose: bool = False) -> Any:
+    """``Q C`` / ``Q^H C`` / ``C Q`` / ``C Q^H`` for Q = H_1 ... H_k of ``geqrf``'s (self, tau=input2), applied
+    reflector by reflector."""
+    k = input2.shape[-1]
+    C = input3
+    order = range(k) if left == transpose else range(k - 1, -1, -1)
+    for i in order:
+        v = _reflector(self, i)
+        t = input2[..., i, None, None]
+        t = t.conj() if transpose else t
+        if left:
+            C = C - t * v.unsqueeze(-1) * v.conj().unsqueeze(-2).matmul(C)
+        else:
+            C = C - t * C.matmul(v.unsqueeze(-1)) * v.conj().unsqueeze(-2)
+    return C
+
+
+def linalg_cond(self: Any, p: Any = None) -> Any:
+    """The condition number: a ratio of singular values for p in (None, 2, -2), else
+    ``norm(A, p) norm(A^-1, p)`` (inf for a singular matrix)."""
+    if p is None or p in (2, -2):
+        S = aten.linalg_svdvals(self)
+        return S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+    if self.dim() < 2 or self.shape[-1] != self.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                           f"{self.shape[-2] if self.dim() >= 2 else 1} by {self.shape[-1]} matrices")
+    inverse, info = aten.linalg_inv_ex(self)
+    matrix_norm = aten.linalg_matrix_norm_str_ord if isinstance(p, str) else aten.linalg_matrix_norm
+    result = matrix_norm(self, p, (-2, -1), False) * matrix_norm(inverse, p, (-2, -1), False)
+    return aten.where_self(info > 0, aten.full_like(result, float("inf")), result)

@@ -858,3 +858,46 @@ def linalg_eig(xp: Any, A: Array) -> Any:
                                                                                        np.float64)
     w, v = np.linalg.eig(host.astype(work))
     return xp.asarray(w.astype(cdt)), xp.asarray(v.astype(cdt))
+
+
+def _geqrf_meta(xp: Any, A: Any) -> Any:
+    if len(A.shape) < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    return _meta_outputs([(A.shape, A.dtype), (tuple(A.shape[:-2]) + (min(A.shape[-2:]),), A.dtype)])
+
+
+@meta_kernel(_geqrf_meta)
+def geqrf(xp: Any, A: Array) -> Any:
+    """LAPACK geqrf's QR: R on and above the diagonal, the Householder vectors (implicit leading 1) below it,
+    and the reflectors' scalars tau; H = I - tau v v^H with beta = -sign(Re alpha) |x| (dlarfg)."""
+    if A.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if A.dtype.kind not in "fc":
+        raise RuntimeError(f"torch.geqrf: Expected a floating point or complex tensor as input. Got "
+                           f"{type_name(A.dtype)}")
+    host = np.asarray(A.get() if hasattr(A, "get") else A)
+    a = np.array(host, dtype=compute_dtype(host.dtype)).reshape((-1,) + host.shape[-2:])
+    b, m, n = a.shape
+    k = min(m, n)
+    tau = np.zeros((b, k), a.dtype)
+    with np.errstate(all="ignore"):
+        for j in range(k):
+            alpha = a[:, j, j].copy()
+            x = a[:, j + 1:, j]
+            xnorm = np.sqrt((np.abs(x) ** 2).sum(-1))
+            norm = np.sqrt(np.abs(alpha) ** 2 + xnorm ** 2)
+            beta = -np.copysign(norm, alpha.real)
+            reflect = xnorm > 0 if a.dtype.kind == "f" else (xnorm > 0) | (alpha.imag != 0)
+            t = np.where(reflect, (beta - alpha) / np.where(reflect, beta, 1), 0)
+            scale = np.where(reflect, 1 / np.where(reflect, alpha - beta, 1), 1)
+            a[:, j + 1:, j] = x * scale[:, None]
+            a[:, j, j] = np.where(reflect, beta, alpha)
+            tau[:, j] = t
+            # apply H^H = I - conj(tau) v v^H to the trailing columns
+            v = np.concatenate([np.ones((b, 1), a.dtype), a[:, j + 1:, j]], axis=1)
+            trail = a[:, j:, j + 1:]
+            w = np.einsum("bi,bij->bj", v.conj(), trail)
+            a[:, j:, j + 1:] = trail - (np.conj(t)[:, None, None] * v[:, :, None]) * w[:, None, :]
+    shape = host.shape
+    return (xp.asarray(a.reshape(shape).astype(host.dtype, copy=False)),
+            xp.asarray(tau.reshape(shape[:-2] + (k,)).astype(host.dtype, copy=False)))
