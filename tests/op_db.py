@@ -1756,3 +1756,28 @@ add(OpInfo("linalg.cond", lambda d, r: [Sample((_spd(r, 3, d),)), Sample((_spd(r
            dtypes=FLOATS, method=False, rtol=1e-4, atol=1e-5, torch_fn=_torch_cond, errors=lambda: [
                _err((np.ones((2, 3)), 1), {}, RuntimeError, "linalg.cond\\(ord=1\\): A must be batches of square "
                                                             "matrices, but they are 2 by 3 matrices")]))
+
+# the *_copy ops: a view's values in a new contiguous tensor (functionalization's forms)
+_A3 = lambda d, r: arr(r, (2, 3, 4), d)  # noqa: E731
+for _n, _fn in [
+        ("alias_copy", lambda d, r: [Sample((_A3(d, r),))]),
+        ("as_strided_copy", lambda d, r: [Sample((_A3(d, r), (2, 2), (1, 2))), Sample((_A3(d, r), (3,), (2,), 1))]),
+        ("diagonal_copy", lambda d, r: [Sample((_A3(d, r),)), Sample((_A3(d, r), 1, 1, 2))]),
+        ("expand_copy", lambda d, r: [Sample((arr(r, (1, 3), d), (2, 3))), Sample((arr(r, (3, 1), d), (2, -1, 4)))]),
+        ("narrow_copy", lambda d, r: [Sample((_A3(d, r), 2, 1, 2)), Sample((_A3(d, r), 0, 1, 1))]),
+        ("permute_copy", lambda d, r: [Sample((_A3(d, r), (2, 0, 1)))]),
+        ("select_copy", lambda d, r: [Sample((_A3(d, r), 1, 2)), Sample((_A3(d, r), -1, 0))]),
+        ("slice_copy", lambda d, r: [Sample((_A3(d, r), 2, 1, 4, 2)), Sample((_A3(d, r),))]),
+        ("split_copy", lambda d, r: [Sample((_A3(d, r), 2, 2))]),
+        ("split_with_sizes_copy", lambda d, r: [Sample((_A3(d, r), (1, 3), 2))]),
+        ("squeeze_copy", lambda d, r: [Sample((arr(r, (1, 3, 1), d),)), Sample((arr(r, (1, 3, 1), d), 0)),
+                                       Sample((arr(r, (1, 3, 1), d), (0, 2)))]),
+        ("t_copy", lambda d, r: [Sample((arr(r, (3, 4), d),))]),
+        ("transpose_copy", lambda d, r: [Sample((_A3(d, r), 0, 2))]),
+        ("unbind_copy", lambda d, r: [Sample((_A3(d, r), 1))]),
+        ("unfold_copy", lambda d, r: [Sample((_A3(d, r), 2, 2, 1))]),
+        ("unsqueeze_copy", lambda d, r: [Sample((_A3(d, r), 1))]),
+        ("view_copy", lambda d, r: [Sample((_A3(d, r), (6, 4))), Sample((_A3(d, r), (-1,)))])]:
+    add(OpInfo(_n, _fn, dtypes=FLOATS, method=_n == "narrow_copy", out=_n not in ("split_copy", "split_with_sizes_copy",
+                                                                                "unbind_copy"),
+               noncontiguous=_n != "as_strided_copy"))  # as_strided reads the storage: layouts differ

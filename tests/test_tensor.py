@@ -243,3 +243,20 @@ def test_in_place_view_ops_and_resize_match_pytorch():
             L.ones(4)[1:3].detach_()
         res.append(out)
     assert res[0] == res[1]
+
+
+def test_detach_and_complex_view_copies_match_pytorch():
+    a = np.arange(12.0).reshape(3, 2, 2)
+    for fn in (lambda L, t: L.detach_copy(t), lambda L, t: L.view_as_complex_copy(t),
+               lambda L, t: L.view_as_real_copy(L.view_as_complex(t)),
+               lambda L, t: L.view_as_real_copy(L.view_as_complex(t)[1:])):
+        e, t = fn(ember, ember.tensor(a)), fn(torch, torch.tensor(a))
+        assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1] and e.is_contiguous() and t.is_contiguous()
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+    src = ember.tensor(a)
+    c = ember.view_as_real_copy(ember.view_as_complex(src))
+    c[0, 0, 0] = 100.0
+    assert src[0, 0, 0].item() == 0.0  # a copy, not a view
+    out = ember.empty(0, dtype=ember.complex128)
+    ember.view_as_complex_copy(src, out=out)
+    assert tuple(out.shape) == (3, 2)

@@ -6301,6 +6301,221 @@ _op_linalg_cond_p_str = _D.define('linalg_cond.p_str(Tensor self, str p) -> Tens
 def linalg_cond_p_str(self, p):
     return _op_linalg_cond_p_str.call(self._ks, self, p)
 
+_op_alias_copy = _D.define('alias_copy(Tensor self) -> Tensor')
+
+def alias_copy(self):
+    return _op_alias_copy.call(self._ks, self)
+
+_op_alias_copy_out = _D.define('alias_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def alias_copy_out(self, *, out):
+    return _op_alias_copy_out.call(self._ks, self, out)
+
+_op_as_strided_copy = _D.define('as_strided_copy(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor')
+
+def as_strided_copy(self, size, stride, storage_offset=None):
+    return _op_as_strided_copy.call(self._ks, self, size, stride, storage_offset)
+
+_op_as_strided_copy_out = _D.define('as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def as_strided_copy_out(self, size, stride, storage_offset=None, *, out):
+    return _op_as_strided_copy_out.call(self._ks, self, size, stride, storage_offset, out)
+
+_op_detach_copy = _D.define('detach_copy(Tensor self) -> Tensor')
+
+def detach_copy(self):
+    return _op_detach_copy.call(self._ks, self)
+
+_op_detach_copy_out = _D.define('detach_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def detach_copy_out(self, *, out):
+    return _op_detach_copy_out.call(self._ks, self, out)
+
+_op_diagonal_copy = _D.define('diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor')
+
+def diagonal_copy(self, offset=0, dim1=0, dim2=1):
+    return _op_diagonal_copy.call(self._ks, self, offset, dim1, dim2)
+
+_op_diagonal_copy_out = _D.define('diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def diagonal_copy_out(self, offset=0, dim1=0, dim2=1, *, out):
+    return _op_diagonal_copy_out.call(self._ks, self, offset, dim1, dim2, out)
+
+_op_expand_copy = _D.define('expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor')
+
+def expand_copy(self, size, *, implicit=False):
+    return _op_expand_copy.call(self._ks, self, size, implicit)
+
+_op_expand_copy_out = _D.define('expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def expand_copy_out(self, size, *, implicit=False, out):
+    return _op_expand_copy_out.call(self._ks, self, size, implicit, out)
+
+_op_narrow_copy = _D.define('narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor')
+
+def narrow_copy(self, dim, start, length):
+    return _op_narrow_copy.call(self._ks, self, dim, start, length)
+
+_op_narrow_copy_out = _D.define('narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def narrow_copy_out(self, dim, start, length, *, out):
+    return _op_narrow_copy_out.call(self._ks, self, dim, start, length, out)
+
+_op_permute_copy = _D.define('permute_copy(Tensor self, int[] dims) -> Tensor')
+
+def permute_copy(self, dims):
+    return _op_permute_copy.call(self._ks, self, dims)
+
+_op_permute_copy_out = _D.define('permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def permute_copy_out(self, dims, *, out):
+    return _op_permute_copy_out.call(self._ks, self, dims, out)
+
+_op_select_copy_int = _D.define('select_copy.int(Tensor self, int dim, SymInt index) -> Tensor')
+
+def select_copy_int(self, dim, index):
+    return _op_select_copy_int.call(self._ks, self, dim, index)
+
+_op_select_copy_int_out = _D.define('select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def select_copy_int_out(self, dim, index, *, out):
+    return _op_select_copy_int_out.call(self._ks, self, dim, index, out)
+
+_op_slice_copy_Tensor = _D.define('slice_copy.Tensor(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor')
+
+def slice_copy_Tensor(self, dim=0, start=None, end=None, step=1):
+    return _op_slice_copy_Tensor.call(self._ks, self, dim, start, end, step)
+
+_op_slice_copy_Tensor_out = _D.define('slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def slice_copy_Tensor_out(self, dim=0, start=None, end=None, step=1, *, out):
+    return _op_slice_copy_Tensor_out.call(self._ks, self, dim, start, end, step, out)
+
+_op_split_copy_Tensor = _D.define('split_copy.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]')
+
+def split_copy_Tensor(self, split_size, dim=0):
+    return _op_split_copy_Tensor.call(self._ks, self, split_size, dim)
+
+_op_split_with_sizes_copy = _D.define('split_with_sizes_copy(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]')
+
+def split_with_sizes_copy(self, split_sizes, dim=0):
+    return _op_split_with_sizes_copy.call(self._ks, self, split_sizes, dim)
+
+_op_squeeze_copy = _D.define('squeeze_copy(Tensor self) -> Tensor')
+
+def squeeze_copy(self):
+    return _op_squeeze_copy.call(self._ks, self)
+
+_op_squeeze_copy_dim = _D.define('squeeze_copy.dim(Tensor self, int dim) -> Tensor')
+
+def squeeze_copy_dim(self, dim):
+    return _op_squeeze_copy_dim.call(self._ks, self, dim)
+
+_op_squeeze_copy_dims = _D.define('squeeze_copy.dims(Tensor self, int[] dim) -> Tensor')
+
+def squeeze_copy_dims(self, dim):
+    return _op_squeeze_copy_dims.call(self._ks, self, dim)
+
+_op_squeeze_copy_out = _D.define('squeeze_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def squeeze_copy_out(self, *, out):
+    return _op_squeeze_copy_out.call(self._ks, self, out)
+
+_op_squeeze_copy_dim_out = _D.define('squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def squeeze_copy_dim_out(self, dim, *, out):
+    return _op_squeeze_copy_dim_out.call(self._ks, self, dim, out)
+
+_op_squeeze_copy_dims_out = _D.define('squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def squeeze_copy_dims_out(self, dim, *, out):
+    return _op_squeeze_copy_dims_out.call(self._ks, self, dim, out)
+
+_op_t_copy = _D.define('t_copy(Tensor self) -> Tensor')
+
+def t_copy(self):
+    return _op_t_copy.call(self._ks, self)
+
+_op_t_copy_out = _D.define('t_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def t_copy_out(self, *, out):
+    return _op_t_copy_out.call(self._ks, self, out)
+
+_op_transpose_copy_int = _D.define('transpose_copy.int(Tensor self, int dim0, int dim1) -> Tensor')
+
+def transpose_copy_int(self, dim0, dim1):
+    return _op_transpose_copy_int.call(self._ks, self, dim0, dim1)
+
+_op_transpose_copy_int_out = _D.define('transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def transpose_copy_int_out(self, dim0, dim1, *, out):
+    return _op_transpose_copy_int_out.call(self._ks, self, dim0, dim1, out)
+
+_op_unbind_copy_int = _D.define('unbind_copy.int(Tensor self, int dim=0) -> Tensor[]')
+
+def unbind_copy_int(self, dim=0):
+    return _op_unbind_copy_int.call(self._ks, self, dim)
+
+_op_unfold_copy = _D.define('unfold_copy(Tensor self, int dimension, int size, int step) -> Tensor')
+
+def unfold_copy(self, dimension, size, step):
+    return _op_unfold_copy.call(self._ks, self, dimension, size, step)
+
+_op_unfold_copy_out = _D.define('unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def unfold_copy_out(self, dimension, size, step, *, out):
+    return _op_unfold_copy_out.call(self._ks, self, dimension, size, step, out)
+
+_op_unsqueeze_copy = _D.define('unsqueeze_copy(Tensor self, int dim) -> Tensor')
+
+def unsqueeze_copy(self, dim):
+    return _op_unsqueeze_copy.call(self._ks, self, dim)
+
+_op_unsqueeze_copy_out = _D.define('unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def unsqueeze_copy_out(self, dim, *, out):
+    return _op_unsqueeze_copy_out.call(self._ks, self, dim, out)
+
+_op_view_as_complex_copy = _D.define('view_as_complex_copy(Tensor self) -> Tensor')
+
+def view_as_complex_copy(self):
+    return _op_view_as_complex_copy.call(self._ks, self)
+
+_op_view_as_complex_copy_out = _D.define('view_as_complex_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def view_as_complex_copy_out(self, *, out):
+    return _op_view_as_complex_copy_out.call(self._ks, self, out)
+
+_op_view_as_real_copy = _D.define('view_as_real_copy(Tensor self) -> Tensor')
+
+def view_as_real_copy(self):
+    return _op_view_as_real_copy.call(self._ks, self)
+
+_op_view_as_real_copy_out = _D.define('view_as_real_copy.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def view_as_real_copy_out(self, *, out):
+    return _op_view_as_real_copy_out.call(self._ks, self, out)
+
+_op_view_copy = _D.define('view_copy(Tensor self, SymInt[] size) -> Tensor')
+
+def view_copy(self, size):
+    return _op_view_copy.call(self._ks, self, size)
+
+_op_view_copy_dtype = _D.define('view_copy.dtype(Tensor self, ScalarType dtype) -> Tensor')
+
+def view_copy_dtype(self, dtype):
+    return _op_view_copy_dtype.call(self._ks, self, dtype)
+
+_op_view_copy_out = _D.define('view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def view_copy_out(self, size, *, out):
+    return _op_view_copy_out.call(self._ks, self, size, out)
+
+_op_view_copy_dtype_out = _D.define('view_copy.dtype_out(Tensor self, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def view_copy_dtype_out(self, dtype, *, out):
+    return _op_view_copy_dtype_out.call(self._ks, self, dtype, out)
+
 _op_linalg_vecdot = _D.define('linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor')
 
 def linalg_vecdot(x, y, *, dim=-1):

@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_lu_with_info', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unique_dim', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_real', 'vsplit', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_lu_with_info', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_dim', 'unsqueeze', 'unsqueeze_copy', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -16374,6 +16374,684 @@ def ormqr(*args, **kwargs):
 ormqr.__doc__ = 'ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False) -> Tensor'
 def _signature_ormqr(input, input2, input3, left=True, transpose=False): ...
 ormqr.__wrapped__ = _signature_ormqr
+
+
+_sig_alias_copy = _Signatures('alias_copy', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_alias_copy_0(input, *, out=None):
+    return (input, out)
+
+def alias_copy(*args, **kwargs):
+    try:
+        _b = _bind_alias_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_alias_copy.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_alias_copy_out.call(input._ks, input, out)
+    _i, _a = _sig_alias_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_alias_copy.call(_a['input']._ks, _a['input'])
+        return _A._op_alias_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+alias_copy.__doc__ = 'alias_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_alias_copy(input, *, out=None): ...
+alias_copy.__wrapped__ = _signature_alias_copy
+
+
+_sig_as_strided_copy = _Signatures('as_strided_copy', [
+    (('input', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_as_strided_copy_0(input, size, stride, storage_offset=None, *, out=None):
+    return (input, size, stride, storage_offset, out)
+
+def as_strided_copy(*args, **kwargs):
+    try:
+        _b = _bind_as_strided_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, size, stride, storage_offset, out = _b
+        if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
+            if out is None:
+                return _A._op_as_strided_copy.call(input._ks, input, size_, stride_, storage_offset)
+            if isinstance(out, _Tensor):
+                return _A._op_as_strided_copy_out.call(input._ks, input, size_, stride_, storage_offset, out)
+    _i, _a = _sig_as_strided_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_as_strided_copy.call(_a['input']._ks, _a['input'], _a['size'], _a['stride'], _a['storage_offset'])
+        return _A._op_as_strided_copy_out.call(_a['input']._ks, _a['input'], _a['size'], _a['stride'], _a['storage_offset'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+as_strided_copy.__doc__ = 'as_strided_copy(input: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_as_strided_copy(input, size, stride, storage_offset=None, *, out=None): ...
+as_strided_copy.__wrapped__ = _signature_as_strided_copy
+
+
+_sig_detach_copy = _Signatures('detach_copy', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_detach_copy_0(input, *, out=None):
+    return (input, out)
+
+def detach_copy(*args, **kwargs):
+    try:
+        _b = _bind_detach_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_detach_copy.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_detach_copy_out.call(input._ks, input, out)
+    _i, _a = _sig_detach_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_detach_copy.call(_a['input']._ks, _a['input'])
+        return _A._op_detach_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+detach_copy.__doc__ = 'detach_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_detach_copy(input, *, out=None): ...
+detach_copy.__wrapped__ = _signature_detach_copy
+
+
+_sig_diagonal_copy = _Signatures('diagonal_copy', [
+    (('input', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_diagonal_copy_0(input, offset=0, dim1=0, dim2=1, *, out=None):
+    return (input, offset, dim1, dim2, out)
+
+def diagonal_copy(*args, **kwargs):
+    try:
+        _b = _bind_diagonal_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, offset, dim1, dim2, out = _b
+        if isinstance(input, _Tensor) and type(offset) is int and type(dim1) is int and type(dim2) is int:
+            if out is None:
+                return _A._op_diagonal_copy.call(input._ks, input, offset, dim1, dim2)
+            if isinstance(out, _Tensor):
+                return _A._op_diagonal_copy_out.call(input._ks, input, offset, dim1, dim2, out)
+    _i, _a = _sig_diagonal_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_diagonal_copy.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'])
+        return _A._op_diagonal_copy_out.call(_a['input']._ks, _a['input'], _a['offset'], _a['dim1'], _a['dim2'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+diagonal_copy.__doc__ = 'diagonal_copy(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_diagonal_copy(input, offset=0, dim1=0, dim2=1, *, out=None): ...
+diagonal_copy.__wrapped__ = _signature_diagonal_copy
+
+
+_sig_expand_copy = _Signatures('expand_copy', [
+    (('input', 'T', False, False, None), ('size', 'int[]', False, False, None), ('implicit', 'bool', True, True, False), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_expand_copy_0(input, size, *, implicit=False, out=None):
+    return (input, size, implicit, out)
+
+def expand_copy(*args, **kwargs):
+    try:
+        _b = _bind_expand_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, size, implicit, out = _b
+        if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None and type(implicit) is bool:
+            if out is None:
+                return _A._op_expand_copy.call(input._ks, input, size_, implicit)
+            if isinstance(out, _Tensor):
+                return _A._op_expand_copy_out.call(input._ks, input, size_, implicit, out)
+    _i, _a = _sig_expand_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_expand_copy.call(_a['input']._ks, _a['input'], _a['size'], _a['implicit'])
+        return _A._op_expand_copy_out.call(_a['input']._ks, _a['input'], _a['size'], _a['implicit'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+expand_copy.__doc__ = 'expand_copy(input: Tensor, size: List[int], *, implicit: bool = False, out: Optional[Tensor] = None) -> Tensor'
+def _signature_expand_copy(input, size, *, implicit=False, out=None): ...
+expand_copy.__wrapped__ = _signature_expand_copy
+
+
+_sig_narrow_copy = _Signatures('narrow_copy', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('start', 'int', False, False, None), ('length', 'int', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_narrow_copy_0(input, dim, start, length, *, out=None):
+    return (input, dim, start, length, out)
+
+def narrow_copy(*args, **kwargs):
+    try:
+        _b = _bind_narrow_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, start, length, out = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(start) is int and type(length) is int:
+            if out is None:
+                return _A._op_narrow_copy.call(input._ks, input, dim, start, length)
+            if isinstance(out, _Tensor):
+                return _A._op_narrow_copy_out.call(input._ks, input, dim, start, length, out)
+    _i, _a = _sig_narrow_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_narrow_copy.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['length'])
+        return _A._op_narrow_copy_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['length'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+narrow_copy.__doc__ = 'narrow_copy(input: Tensor, dim: int, start: int, length: int, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_narrow_copy(input, dim, start, length, *, out=None): ...
+narrow_copy.__wrapped__ = _signature_narrow_copy
+
+
+_sig_permute_copy = _Signatures('permute_copy', [
+    (('input', 'T', False, False, None), ('dims', 'int[]', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_permute_copy_0(input, dims, *, out=None):
+    return (input, dims, out)
+
+def permute_copy(*args, **kwargs):
+    try:
+        _b = _bind_permute_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dims, out = _b
+        if isinstance(input, _Tensor) and (dims_ := _ints(dims, False)) is not None:
+            if out is None:
+                return _A._op_permute_copy.call(input._ks, input, dims_)
+            if isinstance(out, _Tensor):
+                return _A._op_permute_copy_out.call(input._ks, input, dims_, out)
+    _i, _a = _sig_permute_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_permute_copy.call(_a['input']._ks, _a['input'], _a['dims'])
+        return _A._op_permute_copy_out.call(_a['input']._ks, _a['input'], _a['dims'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+permute_copy.__doc__ = 'permute_copy(input: Tensor, dims: List[int], *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_permute_copy(input, dims, *, out=None): ...
+permute_copy.__wrapped__ = _signature_permute_copy
+
+
+_sig_select_copy = _Signatures('select_copy', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'int', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_select_copy_0(input, dim, index, *, out=None):
+    return (input, dim, index, out)
+
+def select_copy(*args, **kwargs):
+    try:
+        _b = _bind_select_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, out = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(index) is int:
+            if out is None:
+                return _A._op_select_copy_int.call(input._ks, input, dim, index)
+            if isinstance(out, _Tensor):
+                return _A._op_select_copy_int_out.call(input._ks, input, dim, index, out)
+    _i, _a = _sig_select_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_select_copy_int.call(_a['input']._ks, _a['input'], _a['dim'], _a['index'])
+        return _A._op_select_copy_int_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['index'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+select_copy.__doc__ = 'select_copy(input: Tensor, dim: int, index: int, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_select_copy(input, dim, index, *, out=None): ...
+select_copy.__wrapped__ = _signature_select_copy
+
+
+_sig_slice_copy = _Signatures('slice_copy', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, True, 0), ('start', 'int?', False, True, None), ('end', 'int?', False, True, None), ('step', 'int', False, True, 1), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_slice_copy_0(input, dim=0, start=None, end=None, step=1, *, out=None):
+    return (input, dim, start, end, step, out)
+
+def slice_copy(*args, **kwargs):
+    try:
+        _b = _bind_slice_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, start, end, step, out = _b
+        if isinstance(input, _Tensor) and type(dim) is int and (start is None or type(start) is int) and (end is None or type(end) is int) and type(step) is int:
+            if out is None:
+                return _A._op_slice_copy_Tensor.call(input._ks, input, dim, start, end, step)
+            if isinstance(out, _Tensor):
+                return _A._op_slice_copy_Tensor_out.call(input._ks, input, dim, start, end, step, out)
+    _i, _a = _sig_slice_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_slice_copy_Tensor.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['end'], _a['step'])
+        return _A._op_slice_copy_Tensor_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['start'], _a['end'], _a['step'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+slice_copy.__doc__ = 'slice_copy(input: Tensor, dim: int = 0, start: Optional[int] = None, end: Optional[int] = None, step: int = 1, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_slice_copy(input, dim=0, start=None, end=None, step=1, *, out=None): ...
+slice_copy.__wrapped__ = _signature_slice_copy
+
+
+_sig_split_copy = _Signatures('split_copy', [
+    (('input', 'T', False, False, None), ('split_size', 'int', False, False, None), ('dim', 'int', False, True, 0),),
+], method=False)
+
+def _bind_split_copy_0(input, split_size, dim=0):
+    return (input, split_size, dim)
+
+def split_copy(*args, **kwargs):
+    try:
+        _b = _bind_split_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, split_size, dim = _b
+        if isinstance(input, _Tensor) and type(split_size) is int and type(dim) is int:
+            return _A._op_split_copy_Tensor.call(input._ks, input, split_size, dim)
+    _i, _a = _sig_split_copy.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_split_copy_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+split_copy.__doc__ = 'split_copy(input: Tensor, split_size: int, dim: int = 0) -> List[Tensor]'
+def _signature_split_copy(input, split_size, dim=0): ...
+split_copy.__wrapped__ = _signature_split_copy
+
+
+_sig_split_with_sizes_copy = _Signatures('split_with_sizes_copy', [
+    (('input', 'T', False, False, None), ('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
+], method=False)
+
+def _bind_split_with_sizes_copy_0(input, split_sizes, dim=0):
+    return (input, split_sizes, dim)
+
+def split_with_sizes_copy(*args, **kwargs):
+    try:
+        _b = _bind_split_with_sizes_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, split_sizes, dim = _b
+        if isinstance(input, _Tensor) and (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
+            return _A._op_split_with_sizes_copy.call(input._ks, input, split_sizes_, dim)
+    _i, _a = _sig_split_with_sizes_copy.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_split_with_sizes_copy.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+split_with_sizes_copy.__doc__ = 'split_with_sizes_copy(input: Tensor, split_sizes: List[int], dim: int = 0) -> List[Tensor]'
+def _signature_split_with_sizes_copy(input, split_sizes, dim=0): ...
+split_with_sizes_copy.__wrapped__ = _signature_split_with_sizes_copy
+
+
+_sig_squeeze_copy = _Signatures('squeeze_copy', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('out', 'T?', True, True, None),),
+    (('input', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_squeeze_copy_0(input, *, out=None):
+    return (input, out)
+
+def _bind_squeeze_copy_1(input, dim, *, out=None):
+    return (input, dim, out)
+
+def _bind_squeeze_copy_2(input, dim, *, out=None):
+    return (input, dim, out)
+
+def squeeze_copy(*args, **kwargs):
+    try:
+        _b = _bind_squeeze_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_squeeze_copy.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_squeeze_copy_out.call(input._ks, input, out)
+    try:
+        _b = _bind_squeeze_copy_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, out = _b
+        if isinstance(input, _Tensor) and type(dim) is int:
+            if out is None:
+                return _A._op_squeeze_copy_dim.call(input._ks, input, dim)
+            if isinstance(out, _Tensor):
+                return _A._op_squeeze_copy_dim_out.call(input._ks, input, dim, out)
+    try:
+        _b = _bind_squeeze_copy_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, out = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, False)) is not None:
+            if out is None:
+                return _A._op_squeeze_copy_dims.call(input._ks, input, dim_)
+            if isinstance(out, _Tensor):
+                return _A._op_squeeze_copy_dims_out.call(input._ks, input, dim_, out)
+    _i, _a = _sig_squeeze_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_squeeze_copy.call(_a['input']._ks, _a['input'])
+        return _A._op_squeeze_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_squeeze_copy_dim.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_squeeze_copy_dim_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['out'])
+    elif _i == 2:
+        if _a['out'] is None:
+            return _A._op_squeeze_copy_dims.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_squeeze_copy_dims_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+squeeze_copy.__doc__ = 'squeeze_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nsqueeze_copy(input: Tensor, dim: int, *, out: Optional[Tensor] = None) -> Tensor\nsqueeze_copy(input: Tensor, dim: List[int], *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_t_copy = _Signatures('t_copy', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_t_copy_0(input, *, out=None):
+    return (input, out)
+
+def t_copy(*args, **kwargs):
+    try:
+        _b = _bind_t_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_t_copy.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_t_copy_out.call(input._ks, input, out)
+    _i, _a = _sig_t_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_t_copy.call(_a['input']._ks, _a['input'])
+        return _A._op_t_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+t_copy.__doc__ = 't_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_t_copy(input, *, out=None): ...
+t_copy.__wrapped__ = _signature_t_copy
+
+
+_sig_transpose_copy = _Signatures('transpose_copy', [
+    (('input', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_transpose_copy_0(input, dim0, dim1, *, out=None):
+    return (input, dim0, dim1, out)
+
+def transpose_copy(*args, **kwargs):
+    try:
+        _b = _bind_transpose_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim0, dim1, out = _b
+        if isinstance(input, _Tensor) and type(dim0) is int and type(dim1) is int:
+            if out is None:
+                return _A._op_transpose_copy_int.call(input._ks, input, dim0, dim1)
+            if isinstance(out, _Tensor):
+                return _A._op_transpose_copy_int_out.call(input._ks, input, dim0, dim1, out)
+    _i, _a = _sig_transpose_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_transpose_copy_int.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'])
+        return _A._op_transpose_copy_int_out.call(_a['input']._ks, _a['input'], _a['dim0'], _a['dim1'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+transpose_copy.__doc__ = 'transpose_copy(input: Tensor, dim0: int, dim1: int, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_transpose_copy(input, dim0, dim1, *, out=None): ...
+transpose_copy.__wrapped__ = _signature_transpose_copy
+
+
+_sig_unbind_copy = _Signatures('unbind_copy', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, True, 0),),
+], method=False)
+
+def _bind_unbind_copy_0(input, dim=0):
+    return (input, dim)
+
+def unbind_copy(*args, **kwargs):
+    try:
+        _b = _bind_unbind_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim = _b
+        if isinstance(input, _Tensor) and type(dim) is int:
+            return _A._op_unbind_copy_int.call(input._ks, input, dim)
+    _i, _a = _sig_unbind_copy.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_unbind_copy_int.call(_a['input']._ks, _a['input'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+unbind_copy.__doc__ = 'unbind_copy(input: Tensor, dim: int = 0) -> List[Tensor]'
+def _signature_unbind_copy(input, dim=0): ...
+unbind_copy.__wrapped__ = _signature_unbind_copy
+
+
+_sig_unfold_copy = _Signatures('unfold_copy', [
+    (('input', 'T', False, False, None), ('dimension', 'int', False, False, None), ('size', 'int', False, False, None), ('step', 'int', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_unfold_copy_0(input, dimension, size, step, *, out=None):
+    return (input, dimension, size, step, out)
+
+def unfold_copy(*args, **kwargs):
+    try:
+        _b = _bind_unfold_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dimension, size, step, out = _b
+        if isinstance(input, _Tensor) and type(dimension) is int and type(size) is int and type(step) is int:
+            if out is None:
+                return _A._op_unfold_copy.call(input._ks, input, dimension, size, step)
+            if isinstance(out, _Tensor):
+                return _A._op_unfold_copy_out.call(input._ks, input, dimension, size, step, out)
+    _i, _a = _sig_unfold_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_unfold_copy.call(_a['input']._ks, _a['input'], _a['dimension'], _a['size'], _a['step'])
+        return _A._op_unfold_copy_out.call(_a['input']._ks, _a['input'], _a['dimension'], _a['size'], _a['step'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+unfold_copy.__doc__ = 'unfold_copy(input: Tensor, dimension: int, size: int, step: int, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_unfold_copy(input, dimension, size, step, *, out=None): ...
+unfold_copy.__wrapped__ = _signature_unfold_copy
+
+
+_sig_unsqueeze_copy = _Signatures('unsqueeze_copy', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_unsqueeze_copy_0(input, dim, *, out=None):
+    return (input, dim, out)
+
+def unsqueeze_copy(*args, **kwargs):
+    try:
+        _b = _bind_unsqueeze_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, out = _b
+        if isinstance(input, _Tensor) and type(dim) is int:
+            if out is None:
+                return _A._op_unsqueeze_copy.call(input._ks, input, dim)
+            if isinstance(out, _Tensor):
+                return _A._op_unsqueeze_copy_out.call(input._ks, input, dim, out)
+    _i, _a = _sig_unsqueeze_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_unsqueeze_copy.call(_a['input']._ks, _a['input'], _a['dim'])
+        return _A._op_unsqueeze_copy_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+unsqueeze_copy.__doc__ = 'unsqueeze_copy(input: Tensor, dim: int, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_unsqueeze_copy(input, dim, *, out=None): ...
+unsqueeze_copy.__wrapped__ = _signature_unsqueeze_copy
+
+
+_sig_view_as_complex_copy = _Signatures('view_as_complex_copy', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_view_as_complex_copy_0(input, *, out=None):
+    return (input, out)
+
+def view_as_complex_copy(*args, **kwargs):
+    try:
+        _b = _bind_view_as_complex_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_view_as_complex_copy.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_view_as_complex_copy_out.call(input._ks, input, out)
+    _i, _a = _sig_view_as_complex_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_view_as_complex_copy.call(_a['input']._ks, _a['input'])
+        return _A._op_view_as_complex_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+view_as_complex_copy.__doc__ = 'view_as_complex_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_view_as_complex_copy(input, *, out=None): ...
+view_as_complex_copy.__wrapped__ = _signature_view_as_complex_copy
+
+
+_sig_view_as_real_copy = _Signatures('view_as_real_copy', [
+    (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_view_as_real_copy_0(input, *, out=None):
+    return (input, out)
+
+def view_as_real_copy(*args, **kwargs):
+    try:
+        _b = _bind_view_as_real_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, out = _b
+        if isinstance(input, _Tensor):
+            if out is None:
+                return _A._op_view_as_real_copy.call(input._ks, input)
+            if isinstance(out, _Tensor):
+                return _A._op_view_as_real_copy_out.call(input._ks, input, out)
+    _i, _a = _sig_view_as_real_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_view_as_real_copy.call(_a['input']._ks, _a['input'])
+        return _A._op_view_as_real_copy_out.call(_a['input']._ks, _a['input'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+view_as_real_copy.__doc__ = 'view_as_real_copy(input: Tensor, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_view_as_real_copy(input, *, out=None): ...
+view_as_real_copy.__wrapped__ = _signature_view_as_real_copy
+
+
+_sig_view_copy = _Signatures('view_copy', [
+    (('input', 'T', False, False, None), ('size', 'int[]', False, False, None), ('out', 'T?', True, True, None),),
+    (('input', 'T', False, False, None), ('dtype', 'dtype?', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_view_copy_0(input, size, *, out=None):
+    return (input, size, out)
+
+def _bind_view_copy_1(input, dtype, *, out=None):
+    return (input, dtype, out)
+
+def view_copy(*args, **kwargs):
+    try:
+        _b = _bind_view_copy_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, size, out = _b
+        if isinstance(input, _Tensor) and (size_ := _ints(size, False)) is not None:
+            if out is None:
+                return _A._op_view_copy.call(input._ks, input, size_)
+            if isinstance(out, _Tensor):
+                return _A._op_view_copy_out.call(input._ks, input, size_, out)
+    try:
+        _b = _bind_view_copy_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dtype, out = _b
+        if isinstance(input, _Tensor) and (dtype is None or type(dtype) is _dtype):
+            if out is None:
+                return _A._op_view_copy_dtype.call(input._ks, input, dtype)
+            if isinstance(out, _Tensor):
+                return _A._op_view_copy_dtype_out.call(input._ks, input, dtype, out)
+    _i, _a = _sig_view_copy.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_view_copy.call(_a['input']._ks, _a['input'], _a['size'])
+        return _A._op_view_copy_out.call(_a['input']._ks, _a['input'], _a['size'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_view_copy_dtype.call(_a['input']._ks, _a['input'], _a['dtype'])
+        return _A._op_view_copy_dtype_out.call(_a['input']._ks, _a['input'], _a['dtype'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+view_copy.__doc__ = 'view_copy(input: Tensor, size: List[int], *, out: Optional[Tensor] = None) -> Tensor\nview_copy(input: Tensor, dtype: Optional[dtype], *, out: Optional[Tensor] = None) -> Tensor'
 
 
 _sig_mvlgamma = _Signatures('mvlgamma', [

@@ -2983,6 +2983,89 @@ linalg_cond = _P('linalg_cond', [
     _O(_A._op_linalg_cond, (('self', 'T', False, False, None), ('p', 'Scalar?', False, True, None),), ['self', 'p']),
     _O(_A._op_linalg_cond_p_str, (('self', 'T', False, False, None), ('p', 'str', False, False, None),), ['self', 'p']),
 ])
+alias_copy = _P('alias_copy', [
+    _O(_A._op_alias_copy, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_alias_copy_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+as_strided_copy = _P('as_strided_copy', [
+    _O(_A._op_as_strided_copy, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None),), ['self', 'size', 'stride', 'storage_offset']),
+    _O(_A._op_as_strided_copy_out, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None), ('out', 'T', True, False, None),), ['self', 'size', 'stride', 'storage_offset', 'out']),
+])
+detach_copy = _P('detach_copy', [
+    _O(_A._op_detach_copy, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_detach_copy_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+diagonal_copy = _P('diagonal_copy', [
+    _O(_A._op_diagonal_copy, (('self', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1),), ['self', 'offset', 'dim1', 'dim2']),
+    _O(_A._op_diagonal_copy_out, (('self', 'T', False, False, None), ('offset', 'int', False, True, 0), ('dim1', 'int', False, True, 0), ('dim2', 'int', False, True, 1), ('out', 'T', True, False, None),), ['self', 'offset', 'dim1', 'dim2', 'out']),
+])
+expand_copy = _P('expand_copy', [
+    _O(_A._op_expand_copy, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('implicit', 'bool', True, True, False),), ['self', 'size', 'implicit']),
+    _O(_A._op_expand_copy_out, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('implicit', 'bool', True, True, False), ('out', 'T', True, False, None),), ['self', 'size', 'implicit', 'out']),
+])
+narrow_copy = _P('narrow_copy', [
+    _O(_A._op_narrow_copy, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('start', 'int', False, False, None), ('length', 'int', False, False, None),), ['self', 'dim', 'start', 'length']),
+    _O(_A._op_narrow_copy_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('start', 'int', False, False, None), ('length', 'int', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim', 'start', 'length', 'out']),
+])
+permute_copy = _P('permute_copy', [
+    _O(_A._op_permute_copy, (('self', 'T', False, False, None), ('dims', 'int[]', False, False, None),), ['self', 'dims']),
+    _O(_A._op_permute_copy_out, (('self', 'T', False, False, None), ('dims', 'int[]', False, False, None), ('out', 'T', True, False, None),), ['self', 'dims', 'out']),
+])
+select_copy = _P('select_copy', [
+    _O(_A._op_select_copy_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'int', False, False, None),), ['self', 'dim', 'index']),
+    _O(_A._op_select_copy_int_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'int', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim', 'index', 'out']),
+])
+slice_copy = _P('slice_copy', [
+    _O(_A._op_slice_copy_Tensor, (('self', 'T', False, False, None), ('dim', 'int', False, True, 0), ('start', 'int?', False, True, None), ('end', 'int?', False, True, None), ('step', 'int', False, True, 1),), ['self', 'dim', 'start', 'end', 'step']),
+    _O(_A._op_slice_copy_Tensor_out, (('self', 'T', False, False, None), ('dim', 'int', False, True, 0), ('start', 'int?', False, True, None), ('end', 'int?', False, True, None), ('step', 'int', False, True, 1), ('out', 'T', True, False, None),), ['self', 'dim', 'start', 'end', 'step', 'out']),
+])
+split_copy = _P('split_copy', [
+    _O(_A._op_split_copy_Tensor, (('self', 'T', False, False, None), ('split_size', 'int', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'split_size', 'dim']),
+])
+split_with_sizes_copy = _P('split_with_sizes_copy', [
+    _O(_A._op_split_with_sizes_copy, (('self', 'T', False, False, None), ('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'split_sizes', 'dim']),
+])
+squeeze_copy = _P('squeeze_copy', [
+    _O(_A._op_squeeze_copy, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_squeeze_copy_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
+    _O(_A._op_squeeze_copy_dims, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None),), ['self', 'dim']),
+    _O(_A._op_squeeze_copy_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+    _O(_A._op_squeeze_copy_dim_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim', 'out']),
+    _O(_A._op_squeeze_copy_dims_out, (('self', 'T', False, False, None), ('dim', 'int[]', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim', 'out']),
+])
+t_copy = _P('t_copy', [
+    _O(_A._op_t_copy, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_t_copy_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+transpose_copy = _P('transpose_copy', [
+    _O(_A._op_transpose_copy_int, (('self', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None),), ['self', 'dim0', 'dim1']),
+    _O(_A._op_transpose_copy_int_out, (('self', 'T', False, False, None), ('dim0', 'int', False, False, None), ('dim1', 'int', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim0', 'dim1', 'out']),
+])
+unbind_copy = _P('unbind_copy', [
+    _O(_A._op_unbind_copy_int, (('self', 'T', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'dim']),
+])
+unfold_copy = _P('unfold_copy', [
+    _O(_A._op_unfold_copy, (('self', 'T', False, False, None), ('dimension', 'int', False, False, None), ('size', 'int', False, False, None), ('step', 'int', False, False, None),), ['self', 'dimension', 'size', 'step']),
+    _O(_A._op_unfold_copy_out, (('self', 'T', False, False, None), ('dimension', 'int', False, False, None), ('size', 'int', False, False, None), ('step', 'int', False, False, None), ('out', 'T', True, False, None),), ['self', 'dimension', 'size', 'step', 'out']),
+])
+unsqueeze_copy = _P('unsqueeze_copy', [
+    _O(_A._op_unsqueeze_copy, (('self', 'T', False, False, None), ('dim', 'int', False, False, None),), ['self', 'dim']),
+    _O(_A._op_unsqueeze_copy_out, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('out', 'T', True, False, None),), ['self', 'dim', 'out']),
+])
+view_as_complex_copy = _P('view_as_complex_copy', [
+    _O(_A._op_view_as_complex_copy, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_view_as_complex_copy_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+view_as_real_copy = _P('view_as_real_copy', [
+    _O(_A._op_view_as_real_copy, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_view_as_real_copy_out, (('self', 'T', False, False, None), ('out', 'T', True, False, None),), ['self', 'out']),
+])
+view_copy = _P('view_copy', [
+    _O(_A._op_view_copy, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None),), ['self', 'size']),
+    _O(_A._op_view_copy_dtype, (('self', 'T', False, False, None), ('dtype', 'dtype?', False, False, None),), ['self', 'dtype']),
+    _O(_A._op_view_copy_out, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('out', 'T', True, False, None),), ['self', 'size', 'out']),
+    _O(_A._op_view_copy_dtype_out, (('self', 'T', False, False, None), ('dtype', 'dtype?', False, False, None), ('out', 'T', True, False, None),), ['self', 'dtype', 'out']),
+])
 linalg_vecdot = _P('linalg_vecdot', [
     _O(_A._op_linalg_vecdot, (('x', 'T', False, False, None), ('y', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['x', 'y', 'dim']),
 ])

@@ -7,6 +7,7 @@ from typing import Any
 import math
 
 from ember._generated import aten
+from ember.aten.wrap import write_out
 from ember.aten.kernels._common import wrap_dim, wrap_dims
 from ember.aten.kernels.views import compute_stride, infer_size, narrow_check
 from ember.aten.meta import broadcast_shapes
@@ -334,3 +335,48 @@ def fill_diagonal_(self: Any, fill_value: Any, wrap: bool = False) -> Any:
         n = (self.numel() + step - 1) // step if self.is_contiguous() else n
     aten.as_strided(self, (n,), (step,), self.storage_offset()).fill_(fill_value)
     return self
+
+
+# -- the *_copy ops: a view op's result as a new contiguous tensor (PyTorch's functionalization variants) ------
+_VIEWS: dict[str, Any] = {
+    "detach": lambda self: self.detach(),
+    "expand": lambda self, size, implicit=False: aten.expand(self, size, implicit=implicit),  # keyword-only
+}
+
+
+def _make_copy(name: str, view: str, list_result: bool = False) -> None:
+    view_op = _VIEWS.get(view) or getattr(aten, view)
+
+    def functional(self: Any, *args: Any, **kwargs: Any) -> Any:
+        r = view_op(self, *args, **kwargs)  # clone's copy is C-contiguous
+        if list_result:
+            return [t.clone() for t in r]
+        return r.clone()
+
+    def with_out(self: Any, *args_and_out: Any, **kwargs: Any) -> Any:
+        *args, out = args_and_out
+        r = functional(self, *args, **kwargs)
+        if list_result:
+            for o, t in zip(out, r):
+                write_out(o, t.detach()._data, name)
+            return None
+        return write_out(out, r.detach()._data, name)
+
+    functional.__name__ = functional.__qualname__ = name
+    with_out.__name__ = with_out.__qualname__ = name + "_out"
+    globals()[name] = functional
+    globals()[name + "_out"] = with_out
+
+
+for _name, _view, _list in [
+        ("alias_copy", "alias", False), ("as_strided_copy", "as_strided", False), ("detach_copy", "detach", False),
+        ("diagonal_copy", "diagonal", False), ("expand_copy", "expand", False), ("narrow_copy", "narrow", False),
+        ("permute_copy", "permute", False), ("select_copy_int", "select_int", False),
+        ("slice_copy_Tensor", "slice_Tensor", False), ("split_copy_Tensor", "split_Tensor", True),
+        ("split_with_sizes_copy", "split_with_sizes", True), ("squeeze_copy", "squeeze", False),
+        ("squeeze_copy_dim", "squeeze_dim", False), ("squeeze_copy_dims", "squeeze_dims", False),
+        ("t_copy", "t", False), ("transpose_copy_int", "transpose_int", False), ("unbind_copy_int", "unbind_int", True),
+        ("unfold_copy", "unfold", False), ("unsqueeze_copy", "unsqueeze", False),
+        ("view_as_complex_copy", "view_as_complex", False), ("view_as_real_copy", "view_as_real", False),
+        ("view_copy", "view", False), ("view_copy_dtype", "view_dtype", False)]:
+    _make_copy(_name, _view, _list)
