@@ -131,3 +131,20 @@ def compile(model=None, **kwargs):  # noqa: A001 - eager mode stands in for the 
     if model is None:
         return lambda m: m
     return model
+
+
+# functions of torch.* that are nn.functional's (the same builtins in PyTorch: ``torch.conv2d is F.conv2d``)
+from ember.nn.functional import (bilinear, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: E402
+                                 conv_transpose3d, max_pool1d_with_indices, pdist)
+
+
+def _pool(nd):
+    from ember.nn import functional as F
+
+    def pool(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):  # noqa: A002
+        return F._max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, False, nd)
+    pool.__name__ = pool.__qualname__ = f"max_pool{nd}d"
+    return pool
+
+
+max_pool1d, max_pool2d, max_pool3d = _pool(1), _pool(2), _pool(3)

@@ -1781,3 +1781,18 @@ for _n, _fn in [
     add(OpInfo(_n, _fn, dtypes=FLOATS, method=_n == "narrow_copy", out=_n not in ("split_copy", "split_with_sizes_copy",
                                                                                 "unbind_copy"),
                noncontiguous=_n != "as_strided_copy"))  # as_strided reads the storage: layouts differ
+
+# torch.* functions that are nn.functional's (PyTorch binds the same builtins in both places)
+add(OpInfo("pdist", lambda d, r: [Sample((arr(r, (5, 3), d),)), Sample((arr(r, (4, 2), d), 1.0)),
+                                  Sample((arr(r, (4, 2), d), float("inf"))), Sample((arr(r, (1, 3), d),))],
+           method=False, rtol=1e-5, atol=1e-6, errors=lambda: [
+               _err((np.ones((2, 2, 2)),), {}, RuntimeError, "pdist only supports 2D tensors, got: 3D"),
+               _err((np.ones((2, 2)), -1.0), {}, RuntimeError, "pdist only supports non-negative p values")]))
+add(OpInfo("conv2d", lambda d, r: [Sample((arr(r, (1, 2, 5, 5), d), arr(r, (3, 2, 3, 3), d), arr(r, (3,), d), 1, 1)),
+                                   Sample((arr(r, (2, 5, 5), d), arr(r, (3, 2, 2, 2), d)), dict(stride=2))],
+           method=False, rtol=1e-4, atol=1e-5, supports_gradgrad=False))  # convolution's double backward: README
+add(OpInfo("conv_transpose1d", lambda d, r: [Sample((arr(r, (1, 2, 5), d), arr(r, (2, 3, 3), d)))], method=False,
+           rtol=1e-4, atol=1e-5, supports_gradgrad=False))
+add(OpInfo("max_pool2d", lambda d, r: [Sample((arr(r, (1, 2, 6, 6), d), 2)), Sample((arr(r, (2, 5, 5), d), 3, 2, 1))],
+           method=False, meta=False))
+add(OpInfo("max_pool1d_with_indices", lambda d, r: [Sample((arr(r, (1, 2, 8), d), 2))], method=False, meta=False))

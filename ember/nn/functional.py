@@ -344,9 +344,35 @@ def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: int
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
-max_pool1d_with_indices = max_pool1d
-max_pool2d_with_indices = max_pool2d  # type: ignore[assignment]  # replaces the op's binding
-max_pool3d_with_indices = max_pool3d  # type: ignore[assignment]
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: int = 0,  # noqa: A002
+                            dilation: int = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """(output, indices), whatever ``return_indices`` says (PyTorch's with-indices half of max_pool1d)."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 1)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: int = 0,  # type: ignore[no-redef]  # noqa: A002,E501
+                            dilation: int = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: int = 0,  # type: ignore[no-redef]  # noqa: A002,E501
+                            dilation: int = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 3)
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
+    """The p-norm distances between the rows of a 2-D input, pair by pair (i < j), row-major: the upper
+    triangle of ``cdist(input, input, p)`` without its diagonal."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.is_floating_point():
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    i, j = ember.triu_indices(n, n, 1, device=input.device)
+    diff = input.index_select(0, i) - input.index_select(0, j)
+    return ember.linalg.vector_norm(diff, p, dim=-1)
 
 
 def _list_with_default(out_size: Any, defaults: Any) -> Any:
