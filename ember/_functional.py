@@ -7,7 +7,7 @@ from ember._generated.ops import _unique2, unique_dim
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
            "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach", "detach_", "selu", "selu_",
            "as_strided_", "resize_as_", "is_conj", "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device",
-           "resolve_conj", "resolve_neg", "lu"]
+           "resolve_conj", "resolve_neg", "lu", "unravel_index", "chain_matmul"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -215,3 +215,31 @@ def lu(A, pivot=True, get_infos=False, out=None):
             o.resize_as_(r).copy_(r)
         return out
     return result if get_infos else (result[0], result[1])
+
+
+def unravel_index(indices, shape):
+    """The coordinates in an array of ``shape`` of flat (row-major) indices: a tuple of int64 tensors, one per
+    dimension (indices wrap around modulo each size, as PyTorch's floor division does)."""
+    import ember
+    if isinstance(indices, (bool, float)) or not isinstance(indices, (int, ember.Tensor)):
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {type(indices)}")
+    if isinstance(indices, int):
+        raise AttributeError("'int' object has no attribute 'is_complex'")
+    if indices.is_complex() or indices.is_floating_point() or indices.dtype is ember.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got " + str(shape))
+    coords = []
+    stride = 1
+    for size in reversed(shape):
+        coords.append((indices // stride) % size if size else indices * 0)
+        stride *= size
+    return tuple(c.long() for c in reversed(coords))
+
+
+def chain_matmul(*matrices, out=None):
+    """The deprecated ``torch.chain_matmul(A, B, C, ...)``: the product of the matrices (``linalg.multi_dot``)."""
+    if out is not None:
+        return _F.chain_matmul(list(matrices), out=out)
+    return _F.chain_matmul(list(matrices))

@@ -1796,3 +1796,34 @@ add(OpInfo("conv_transpose1d", lambda d, r: [Sample((arr(r, (1, 2, 5), d), arr(r
 add(OpInfo("max_pool2d", lambda d, r: [Sample((arr(r, (1, 2, 6, 6), d), 2)), Sample((arr(r, (2, 5, 5), d), 3, 2, 1))],
            method=False, meta=False))
 add(OpInfo("max_pool1d_with_indices", lambda d, r: [Sample((arr(r, (1, 2, 8), d), 2))], method=False, meta=False))
+
+# the trapezoidal rule, combinations, renorm and the deprecated norms / chain_matmul / unsafe_* forms
+_X5 = np.array([0.0, 0.3, 1.1, 1.5, 2.6])
+for _n in ("trapezoid", "trapz", "cumulative_trapezoid"):
+    add(OpInfo(_n, lambda d, r: [Sample((arr(r, (3, 5), d), _X5.astype(d))), Sample((arr(r, (3, 5), d), arr(r, (3, 5), d))),
+                                 Sample((arr(r, (4, 3), d),), dict(dx=0.5, dim=0)), Sample((arr(r, (5,), d),)),
+                                 Sample((np.zeros((2, 0), d),))],
+               method=False, rtol=1e-5, atol=1e-6, errors=lambda _n=_n: [
+                   _err((np.ones(3), np.ones(2)), {}, RuntimeError, "There must be one `x` value for each sample point")]))
+add(OpInfo("combinations", lambda d, r: [Sample((arr(r, (4,), d),)), Sample((arr(r, (4,), d), 3, True)),
+                                         Sample((arr(r, (3,), d), 0)), Sample((arr(r, (2,), d), 3))],
+           method=False, dtypes=FLOATS + ("int64",),
+           meta=False,  # PyTorch builds the result with masked_select and has no Meta kernel for it
+           errors=lambda: [
+               _err((np.ones((2, 2)),), {}, RuntimeError, "Expect a 1D vector, but got shape \\[2, 2\\]"),
+               _err((np.ones(3), -1), {}, RuntimeError, "Expect a non-negative number, but got -1")]))
+add(OpInfo("chain_matmul", lambda d, r: [Sample((arr(r, (2, 3), d), arr(r, (3, 4), d), arr(r, (4, 2), d))),
+                                         Sample((arr(r, (2, 3), d),))],
+           method=False, rtol=1e-5, atol=1e-6))
+for _n in ("unsafe_chunk", "unsafe_split"):
+    add(OpInfo(_n, lambda d, r: [Sample((arr(r, (5, 3), d), 2)), Sample((arr(r, (5, 3), d), 2, 1))]))
+add(OpInfo("unsafe_split_with_sizes", lambda d, r: [Sample((arr(r, (5, 3), d), (2, 3))), Sample((arr(r, (5, 3), d), (1, 2), 1))]))
+add(OpInfo("renorm", lambda d, r: [Sample((arr(r, (3, 4), d), 2, 0, 1.5)), Sample((arr(r, (2, 3, 4), d), 1, 1, 2.0)),
+                                   Sample((arr(r, (3, 4), d), float("inf"), 1, 0.5))],
+           inplace=True, out=True, rtol=1e-5, atol=1e-6, errors=lambda: [
+               _err((np.ones((2, 2)), 1, 0, -1), {}, RuntimeError, "renorm: expected maxnorm to be >= 0 but got -1"),
+               _err((np.ones((2, 2)), 0, 0, 1), {}, RuntimeError, "renorm: non-positive-norm not supported")]))
+add(OpInfo("frobenius_norm", lambda d, r: [Sample((arr(r, (3, 4), d), (0, 1))), Sample((arr(r, (2, 3, 4), d), (2,), True))],
+           method=False, out=True, rtol=1e-5, atol=1e-6))
+add(OpInfo("nuclear_norm", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (2, 3, 4), d), (0, 2)))],
+           method=False, out=True, rtol=1e-4, atol=1e-5))

@@ -205,3 +205,15 @@ def test_deprecated_lu_and_cholesky_warn_and_agree_with_pytorch():
     assert type(ember.lu(ember.tensor(a), get_infos=True)).__name__ == "_lu_with_info"
     np.testing.assert_allclose(ember.cholesky(ember.tensor(a), upper=True).numpy(),
                                torch.cholesky(torch.tensor(a), upper=True).numpy())
+
+
+def test_unravel_index_matches_pytorch():
+    for idx, shape in [([5, 7, -1, 0], (2, 4)), ([3], 6), ([[1, 10], [23, 4]], (2, 3, 4))]:
+        e = ember.unravel_index(ember.tensor(idx), shape)
+        t = torch.unravel_index(torch.tensor(idx), shape)
+        assert len(e) == len(t)
+        for a, b in zip(e, t):
+            assert a.dtype == ember.int64
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with pytest.raises(TypeError, match="expected 'indices' to be integer dtype"):
+        ember.unravel_index(ember.tensor([1.0]), (2, 2))

@@ -6516,6 +6516,111 @@ _op_view_copy_dtype_out = _D.define('view_copy.dtype_out(Tensor self, ScalarType
 def view_copy_dtype_out(self, dtype, *, out):
     return _op_view_copy_dtype_out.call(self._ks, self, dtype, out)
 
+_op_trapezoid_x = _D.define('trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor')
+
+def trapezoid_x(y, x, *, dim=-1):
+    return _op_trapezoid_x.call(y._ks | x._ks, y, x, dim)
+
+_op_trapezoid_dx = _D.define('trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor')
+
+def trapezoid_dx(y, *, dx=1, dim=-1):
+    return _op_trapezoid_dx.call(y._ks, y, dx, dim)
+
+_op_trapz_x = _D.define('trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor')
+
+def trapz_x(y, x, *, dim=-1):
+    return _op_trapz_x.call(y._ks | x._ks, y, x, dim)
+
+_op_trapz_dx = _D.define('trapz.dx(Tensor y, *, float dx=1., int dim=-1) -> Tensor')
+
+def trapz_dx(y, *, dx=1., dim=-1):
+    return _op_trapz_dx.call(y._ks, y, dx, dim)
+
+_op_cumulative_trapezoid_x = _D.define('cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor')
+
+def cumulative_trapezoid_x(y, x, *, dim=-1):
+    return _op_cumulative_trapezoid_x.call(y._ks | x._ks, y, x, dim)
+
+_op_cumulative_trapezoid_dx = _D.define('cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor')
+
+def cumulative_trapezoid_dx(y, *, dx=1, dim=-1):
+    return _op_cumulative_trapezoid_dx.call(y._ks, y, dx, dim)
+
+_op_combinations = _D.define('combinations(Tensor self, int r=2, bool with_replacement=False) -> Tensor')
+
+def combinations(self, r=2, with_replacement=False):
+    return _op_combinations.call(self._ks, self, r, with_replacement)
+
+_op_chain_matmul = _D.define('chain_matmul(Tensor[] matrices) -> Tensor')
+
+def chain_matmul(matrices):
+    return _op_chain_matmul.call(_ks_list(matrices), matrices)
+
+_op_chain_matmul_out = _D.define('chain_matmul.out(Tensor[] matrices, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def chain_matmul_out(matrices, *, out):
+    return _op_chain_matmul_out.call(_ks_list(matrices), matrices, out)
+
+_op_unsafe_chunk = _D.define('unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]')
+
+def unsafe_chunk(self, chunks, dim=0):
+    return _op_unsafe_chunk.call(self._ks, self, chunks, dim)
+
+_op_unsafe_split_Tensor = _D.define('unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]')
+
+def unsafe_split_Tensor(self, split_size, dim=0):
+    return _op_unsafe_split_Tensor.call(self._ks, self, split_size, dim)
+
+_op_unsafe_split_with_sizes = _D.define('unsafe_split_with_sizes(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]')
+
+def unsafe_split_with_sizes(self, split_sizes, dim=0):
+    return _op_unsafe_split_with_sizes.call(self._ks, self, split_sizes, dim)
+
+_op_renorm = _D.define('renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor')
+
+def renorm(self, p, dim, maxnorm):
+    return _op_renorm.call(self._ks, self, p, dim, maxnorm)
+
+_op_renorm_out = _D.define('renorm.out(Tensor self, Scalar p, int dim, Scalar maxnorm, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def renorm_out(self, p, dim, maxnorm, *, out):
+    return _op_renorm_out.call(self._ks, self, p, dim, maxnorm, out)
+
+_op_renorm_ = _D.define('renorm_(Tensor(a!) self, Scalar p, int dim, Scalar maxnorm) -> Tensor(a!)')
+
+def renorm_(self, p, dim, maxnorm):
+    return _op_renorm_.call(self._ks, self, p, dim, maxnorm)
+
+_op_frobenius_norm_dim = _D.define('frobenius_norm.dim(Tensor self, int[1] dim, bool keepdim=False) -> Tensor')
+
+def frobenius_norm_dim(self, dim, keepdim=False):
+    return _op_frobenius_norm_dim.call(self._ks, self, dim, keepdim)
+
+_op_frobenius_norm_out = _D.define('frobenius_norm.out(Tensor self, int[1] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def frobenius_norm_out(self, dim, keepdim=False, *, out):
+    return _op_frobenius_norm_out.call(self._ks, self, dim, keepdim, out)
+
+_op_nuclear_norm = _D.define('nuclear_norm(Tensor self, bool keepdim=False) -> Tensor')
+
+def nuclear_norm(self, keepdim=False):
+    return _op_nuclear_norm.call(self._ks, self, keepdim)
+
+_op_nuclear_norm_dim = _D.define('nuclear_norm.dim(Tensor self, int[2] dim, bool keepdim=False) -> Tensor')
+
+def nuclear_norm_dim(self, dim, keepdim=False):
+    return _op_nuclear_norm_dim.call(self._ks, self, dim, keepdim)
+
+_op_nuclear_norm_out = _D.define('nuclear_norm.out(Tensor self, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def nuclear_norm_out(self, keepdim=False, *, out):
+    return _op_nuclear_norm_out.call(self._ks, self, keepdim, out)
+
+_op_nuclear_norm_dim_out = _D.define('nuclear_norm.dim_out(Tensor self, int[2] dim, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', out_arity=1)
+
+def nuclear_norm_dim_out(self, dim, keepdim=False, *, out):
+    return _op_nuclear_norm_dim_out.call(self._ks, self, dim, keepdim, out)
+
 _op_linalg_vecdot = _D.define('linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor')
 
 def linalg_vecdot(x, y, *, dim=-1):

@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_lu_with_info', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'deg2rad_', 'det', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_dim', 'unsqueeze', 'unsqueeze_copy', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_lu_with_info', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'det', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -17052,6 +17052,362 @@ def view_copy(*args, **kwargs):
 
 
 view_copy.__doc__ = 'view_copy(input: Tensor, size: List[int], *, out: Optional[Tensor] = None) -> Tensor\nview_copy(input: Tensor, dtype: Optional[dtype], *, out: Optional[Tensor] = None) -> Tensor'
+
+
+_sig_trapezoid = _Signatures('trapezoid', [
+    (('y', 'T', False, False, None), ('x', 'T', False, False, None), ('dim', 'int', True, True, -1),),
+    (('y', 'T', False, False, None), ('dx', 'Scalar', True, True, 1), ('dim', 'int', True, True, -1),),
+], method=False)
+
+def _bind_trapezoid_0(y, x, *, dim=-1):
+    return (y, x, dim)
+
+def _bind_trapezoid_1(y, *, dx=1, dim=-1):
+    return (y, dx, dim)
+
+def trapezoid(*args, **kwargs):
+    try:
+        _b = _bind_trapezoid_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        y, x, dim = _b
+        if isinstance(y, _Tensor) and isinstance(x, _Tensor) and type(dim) is int:
+            return _A._op_trapezoid_x.call(y._ks | x._ks, y, x, dim)
+    try:
+        _b = _bind_trapezoid_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        y, dx, dim = _b
+        if isinstance(y, _Tensor) and type(dx) in _NUMBERS and type(dim) is int:
+            return _A._op_trapezoid_dx.call(y._ks, y, dx, dim)
+    _i, _a = _sig_trapezoid.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_trapezoid_x.call(_a['y']._ks | _a['x']._ks, _a['y'], _a['x'], _a['dim'])
+    elif _i == 1:
+        return _A._op_trapezoid_dx.call(_a['y']._ks, _a['y'], _a['dx'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+trapezoid.__doc__ = 'trapezoid(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ntrapezoid(y: Tensor, *, dx: Number = 1, dim: int = -1) -> Tensor'
+
+
+_sig_trapz = _Signatures('trapz', [
+    (('y', 'T', False, False, None), ('x', 'T', False, False, None), ('dim', 'int', True, True, -1),),
+    (('y', 'T', False, False, None), ('dx', 'float', True, True, 1.), ('dim', 'int', True, True, -1),),
+], method=False)
+
+def _bind_trapz_0(y, x, *, dim=-1):
+    return (y, x, dim)
+
+def _bind_trapz_1(y, *, dx=1., dim=-1):
+    return (y, dx, dim)
+
+def trapz(*args, **kwargs):
+    try:
+        _b = _bind_trapz_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        y, x, dim = _b
+        if isinstance(y, _Tensor) and isinstance(x, _Tensor) and type(dim) is int:
+            return _A._op_trapz_x.call(y._ks | x._ks, y, x, dim)
+    try:
+        _b = _bind_trapz_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        y, dx, dim = _b
+        if isinstance(y, _Tensor) and type(dx) is float and type(dim) is int:
+            return _A._op_trapz_dx.call(y._ks, y, dx, dim)
+    _i, _a = _sig_trapz.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_trapz_x.call(_a['y']._ks | _a['x']._ks, _a['y'], _a['x'], _a['dim'])
+    elif _i == 1:
+        return _A._op_trapz_dx.call(_a['y']._ks, _a['y'], _a['dx'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+trapz.__doc__ = 'trapz(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ntrapz(y: Tensor, *, dx: float = 1., dim: int = -1) -> Tensor'
+
+
+_sig_cumulative_trapezoid = _Signatures('cumulative_trapezoid', [
+    (('y', 'T', False, False, None), ('x', 'T', False, False, None), ('dim', 'int', True, True, -1),),
+    (('y', 'T', False, False, None), ('dx', 'Scalar', True, True, 1), ('dim', 'int', True, True, -1),),
+], method=False)
+
+def _bind_cumulative_trapezoid_0(y, x, *, dim=-1):
+    return (y, x, dim)
+
+def _bind_cumulative_trapezoid_1(y, *, dx=1, dim=-1):
+    return (y, dx, dim)
+
+def cumulative_trapezoid(*args, **kwargs):
+    try:
+        _b = _bind_cumulative_trapezoid_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        y, x, dim = _b
+        if isinstance(y, _Tensor) and isinstance(x, _Tensor) and type(dim) is int:
+            return _A._op_cumulative_trapezoid_x.call(y._ks | x._ks, y, x, dim)
+    try:
+        _b = _bind_cumulative_trapezoid_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        y, dx, dim = _b
+        if isinstance(y, _Tensor) and type(dx) in _NUMBERS and type(dim) is int:
+            return _A._op_cumulative_trapezoid_dx.call(y._ks, y, dx, dim)
+    _i, _a = _sig_cumulative_trapezoid.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_cumulative_trapezoid_x.call(_a['y']._ks | _a['x']._ks, _a['y'], _a['x'], _a['dim'])
+    elif _i == 1:
+        return _A._op_cumulative_trapezoid_dx.call(_a['y']._ks, _a['y'], _a['dx'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+cumulative_trapezoid.__doc__ = 'cumulative_trapezoid(y: Tensor, x: Tensor, *, dim: int = -1) -> Tensor\ncumulative_trapezoid(y: Tensor, *, dx: Number = 1, dim: int = -1) -> Tensor'
+
+
+_sig_combinations = _Signatures('combinations', [
+    (('input', 'T', False, False, None), ('r', 'int', False, True, 2), ('with_replacement', 'bool', False, True, False),),
+], method=False)
+
+def _bind_combinations_0(input, r=2, with_replacement=False):
+    return (input, r, with_replacement)
+
+def combinations(*args, **kwargs):
+    try:
+        _b = _bind_combinations_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, r, with_replacement = _b
+        if isinstance(input, _Tensor) and type(r) is int and type(with_replacement) is bool:
+            return _A._op_combinations.call(input._ks, input, r, with_replacement)
+    _i, _a = _sig_combinations.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_combinations.call(_a['input']._ks, _a['input'], _a['r'], _a['with_replacement'])
+    raise AssertionError('unreachable')
+
+
+combinations.__doc__ = 'combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor'
+def _signature_combinations(input, r=2, with_replacement=False): ...
+combinations.__wrapped__ = _signature_combinations
+
+
+_sig_chain_matmul = _Signatures('chain_matmul', [
+    (('matrices', 'T[]', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def chain_matmul(*args, **kwargs):
+    _i, _a = _sig_chain_matmul.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_chain_matmul.call(_ks_list(_a['matrices']), _a['matrices'])
+        return _A._op_chain_matmul_out.call(_ks_list(_a['matrices']), _a['matrices'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+chain_matmul.__doc__ = 'chain_matmul(matrices: List[Tensor], *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_chain_matmul(matrices, *, out=None): ...
+chain_matmul.__wrapped__ = _signature_chain_matmul
+
+
+_sig_unsafe_chunk = _Signatures('unsafe_chunk', [
+    (('input', 'T', False, False, None), ('chunks', 'int', False, False, None), ('dim', 'int', False, True, 0),),
+], method=False)
+
+def _bind_unsafe_chunk_0(input, chunks, dim=0):
+    return (input, chunks, dim)
+
+def unsafe_chunk(*args, **kwargs):
+    try:
+        _b = _bind_unsafe_chunk_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, chunks, dim = _b
+        if isinstance(input, _Tensor) and type(chunks) is int and type(dim) is int:
+            return _A._op_unsafe_chunk.call(input._ks, input, chunks, dim)
+    _i, _a = _sig_unsafe_chunk.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_unsafe_chunk.call(_a['input']._ks, _a['input'], _a['chunks'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+unsafe_chunk.__doc__ = 'unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> List[Tensor]'
+def _signature_unsafe_chunk(input, chunks, dim=0): ...
+unsafe_chunk.__wrapped__ = _signature_unsafe_chunk
+
+
+_sig_unsafe_split = _Signatures('unsafe_split', [
+    (('input', 'T', False, False, None), ('split_size', 'int', False, False, None), ('dim', 'int', False, True, 0),),
+], method=False)
+
+def _bind_unsafe_split_0(input, split_size, dim=0):
+    return (input, split_size, dim)
+
+def unsafe_split(*args, **kwargs):
+    try:
+        _b = _bind_unsafe_split_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, split_size, dim = _b
+        if isinstance(input, _Tensor) and type(split_size) is int and type(dim) is int:
+            return _A._op_unsafe_split_Tensor.call(input._ks, input, split_size, dim)
+    _i, _a = _sig_unsafe_split.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_unsafe_split_Tensor.call(_a['input']._ks, _a['input'], _a['split_size'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+unsafe_split.__doc__ = 'unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> List[Tensor]'
+def _signature_unsafe_split(input, split_size, dim=0): ...
+unsafe_split.__wrapped__ = _signature_unsafe_split
+
+
+_sig_unsafe_split_with_sizes = _Signatures('unsafe_split_with_sizes', [
+    (('input', 'T', False, False, None), ('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
+], method=False)
+
+def _bind_unsafe_split_with_sizes_0(input, split_sizes, dim=0):
+    return (input, split_sizes, dim)
+
+def unsafe_split_with_sizes(*args, **kwargs):
+    try:
+        _b = _bind_unsafe_split_with_sizes_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, split_sizes, dim = _b
+        if isinstance(input, _Tensor) and (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
+            return _A._op_unsafe_split_with_sizes.call(input._ks, input, split_sizes_, dim)
+    _i, _a = _sig_unsafe_split_with_sizes.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_unsafe_split_with_sizes.call(_a['input']._ks, _a['input'], _a['split_sizes'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+unsafe_split_with_sizes.__doc__ = 'unsafe_split_with_sizes(input: Tensor, split_sizes: List[int], dim: int = 0) -> List[Tensor]'
+def _signature_unsafe_split_with_sizes(input, split_sizes, dim=0): ...
+unsafe_split_with_sizes.__wrapped__ = _signature_unsafe_split_with_sizes
+
+
+_sig_renorm = _Signatures('renorm', [
+    (('input', 'T', False, False, None), ('p', 'Scalar', False, False, None), ('dim', 'int', False, False, None), ('maxnorm', 'Scalar', False, False, None), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_renorm_0(input, p, dim, maxnorm, *, out=None):
+    return (input, p, dim, maxnorm, out)
+
+def renorm(*args, **kwargs):
+    try:
+        _b = _bind_renorm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, p, dim, maxnorm, out = _b
+        if isinstance(input, _Tensor) and type(p) in _NUMBERS and type(dim) is int and type(maxnorm) in _NUMBERS:
+            if out is None:
+                return _A._op_renorm.call(input._ks, input, p, dim, maxnorm)
+            if isinstance(out, _Tensor):
+                return _A._op_renorm_out.call(input._ks, input, p, dim, maxnorm, out)
+    _i, _a = _sig_renorm.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_renorm.call(_a['input']._ks, _a['input'], _a['p'], _a['dim'], _a['maxnorm'])
+        return _A._op_renorm_out.call(_a['input']._ks, _a['input'], _a['p'], _a['dim'], _a['maxnorm'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+renorm.__doc__ = 'renorm(input: Tensor, p: Number, dim: int, maxnorm: Number, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_renorm(input, p, dim, maxnorm, *, out=None): ...
+renorm.__wrapped__ = _signature_renorm
+
+
+_sig_frobenius_norm = _Signatures('frobenius_norm', [
+    (('input', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_frobenius_norm_0(input, dim, keepdim=False, *, out=None):
+    return (input, dim, keepdim, out)
+
+def frobenius_norm(*args, **kwargs):
+    try:
+        _b = _bind_frobenius_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim, out = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            if out is None:
+                return _A._op_frobenius_norm_dim.call(input._ks, input, dim_, keepdim)
+            if isinstance(out, _Tensor):
+                return _A._op_frobenius_norm_out.call(input._ks, input, dim_, keepdim, out)
+    _i, _a = _sig_frobenius_norm.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_frobenius_norm_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_frobenius_norm_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+frobenius_norm.__doc__ = 'frobenius_norm(input: Tensor, dim: List[int], keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor'
+def _signature_frobenius_norm(input, dim, keepdim=False, *, out=None): ...
+frobenius_norm.__wrapped__ = _signature_frobenius_norm
+
+
+_sig_nuclear_norm = _Signatures('nuclear_norm', [
+    (('input', 'T', False, False, None), ('keepdim', 'bool', False, True, False), ('out', 'T?', True, True, None),),
+    (('input', 'T', False, False, None), ('dim', 'int[2]', False, False, None), ('keepdim', 'bool', False, True, False), ('out', 'T?', True, True, None),),
+], method=False)
+
+def _bind_nuclear_norm_0(input, keepdim=False, *, out=None):
+    return (input, keepdim, out)
+
+def _bind_nuclear_norm_1(input, dim, keepdim=False, *, out=None):
+    return (input, dim, keepdim, out)
+
+def nuclear_norm(*args, **kwargs):
+    try:
+        _b = _bind_nuclear_norm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, keepdim, out = _b
+        if isinstance(input, _Tensor) and type(keepdim) is bool:
+            if out is None:
+                return _A._op_nuclear_norm.call(input._ks, input, keepdim)
+            if isinstance(out, _Tensor):
+                return _A._op_nuclear_norm_out.call(input._ks, input, keepdim, out)
+    try:
+        _b = _bind_nuclear_norm_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim, out = _b
+        if isinstance(input, _Tensor) and (dim_ := _ints(dim, True)) is not None and type(keepdim) is bool:
+            if out is None:
+                return _A._op_nuclear_norm_dim.call(input._ks, input, dim_, keepdim)
+            if isinstance(out, _Tensor):
+                return _A._op_nuclear_norm_dim_out.call(input._ks, input, dim_, keepdim, out)
+    _i, _a = _sig_nuclear_norm.parse(args, kwargs)
+    if _i == 0:
+        if _a['out'] is None:
+            return _A._op_nuclear_norm.call(_a['input']._ks, _a['input'], _a['keepdim'])
+        return _A._op_nuclear_norm_out.call(_a['input']._ks, _a['input'], _a['keepdim'], _a['out'])
+    elif _i == 1:
+        if _a['out'] is None:
+            return _A._op_nuclear_norm_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+        return _A._op_nuclear_norm_dim_out.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'], _a['out'])
+    raise AssertionError('unreachable')
+
+
+nuclear_norm.__doc__ = 'nuclear_norm(input: Tensor, keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor\nnuclear_norm(input: Tensor, dim: List[int], keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor'
 
 
 _sig_mvlgamma = _Signatures('mvlgamma', [

@@ -3066,6 +3066,51 @@ view_copy = _P('view_copy', [
     _O(_A._op_view_copy_out, (('self', 'T', False, False, None), ('size', 'int[]', False, False, None), ('out', 'T', True, False, None),), ['self', 'size', 'out']),
     _O(_A._op_view_copy_dtype_out, (('self', 'T', False, False, None), ('dtype', 'dtype?', False, False, None), ('out', 'T', True, False, None),), ['self', 'dtype', 'out']),
 ])
+trapezoid = _P('trapezoid', [
+    _O(_A._op_trapezoid_x, (('y', 'T', False, False, None), ('x', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['y', 'x', 'dim']),
+    _O(_A._op_trapezoid_dx, (('y', 'T', False, False, None), ('dx', 'Scalar', True, True, 1), ('dim', 'int', True, True, -1),), ['y', 'dx', 'dim']),
+])
+trapz = _P('trapz', [
+    _O(_A._op_trapz_x, (('y', 'T', False, False, None), ('x', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['y', 'x', 'dim']),
+    _O(_A._op_trapz_dx, (('y', 'T', False, False, None), ('dx', 'float', True, True, 1.), ('dim', 'int', True, True, -1),), ['y', 'dx', 'dim']),
+])
+cumulative_trapezoid = _P('cumulative_trapezoid', [
+    _O(_A._op_cumulative_trapezoid_x, (('y', 'T', False, False, None), ('x', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['y', 'x', 'dim']),
+    _O(_A._op_cumulative_trapezoid_dx, (('y', 'T', False, False, None), ('dx', 'Scalar', True, True, 1), ('dim', 'int', True, True, -1),), ['y', 'dx', 'dim']),
+])
+combinations = _P('combinations', [
+    _O(_A._op_combinations, (('self', 'T', False, False, None), ('r', 'int', False, True, 2), ('with_replacement', 'bool', False, True, False),), ['self', 'r', 'with_replacement']),
+])
+chain_matmul = _P('chain_matmul', [
+    _O(_A._op_chain_matmul, (('matrices', 'T[]', False, False, None),), ['matrices']),
+    _O(_A._op_chain_matmul_out, (('matrices', 'T[]', False, False, None), ('out', 'T', True, False, None),), ['matrices', 'out']),
+])
+unsafe_chunk = _P('unsafe_chunk', [
+    _O(_A._op_unsafe_chunk, (('self', 'T', False, False, None), ('chunks', 'int', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'chunks', 'dim']),
+])
+unsafe_split = _P('unsafe_split', [
+    _O(_A._op_unsafe_split_Tensor, (('self', 'T', False, False, None), ('split_size', 'int', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'split_size', 'dim']),
+])
+unsafe_split_with_sizes = _P('unsafe_split_with_sizes', [
+    _O(_A._op_unsafe_split_with_sizes, (('self', 'T', False, False, None), ('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),), ['self', 'split_sizes', 'dim']),
+])
+renorm = _P('renorm', [
+    _O(_A._op_renorm, (('self', 'T', False, False, None), ('p', 'Scalar', False, False, None), ('dim', 'int', False, False, None), ('maxnorm', 'Scalar', False, False, None),), ['self', 'p', 'dim', 'maxnorm']),
+    _O(_A._op_renorm_out, (('self', 'T', False, False, None), ('p', 'Scalar', False, False, None), ('dim', 'int', False, False, None), ('maxnorm', 'Scalar', False, False, None), ('out', 'T', True, False, None),), ['self', 'p', 'dim', 'maxnorm', 'out']),
+])
+renorm_ = _P('renorm_', [
+    _O(_A._op_renorm_, (('self', 'T', False, False, None), ('p', 'Scalar', False, False, None), ('dim', 'int', False, False, None), ('maxnorm', 'Scalar', False, False, None),), ['self', 'p', 'dim', 'maxnorm']),
+])
+frobenius_norm = _P('frobenius_norm', [
+    _O(_A._op_frobenius_norm_dim, (('self', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_frobenius_norm_out, (('self', 'T', False, False, None), ('dim', 'int[1]', False, False, None), ('keepdim', 'bool', False, True, False), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'out']),
+])
+nuclear_norm = _P('nuclear_norm', [
+    _O(_A._op_nuclear_norm, (('self', 'T', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'keepdim']),
+    _O(_A._op_nuclear_norm_dim, (('self', 'T', False, False, None), ('dim', 'int[2]', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+    _O(_A._op_nuclear_norm_out, (('self', 'T', False, False, None), ('keepdim', 'bool', False, True, False), ('out', 'T', True, False, None),), ['self', 'keepdim', 'out']),
+    _O(_A._op_nuclear_norm_dim_out, (('self', 'T', False, False, None), ('dim', 'int[2]', False, False, None), ('keepdim', 'bool', False, True, False), ('out', 'T', True, False, None),), ['self', 'dim', 'keepdim', 'out']),
+])
 linalg_vecdot = _P('linalg_vecdot', [
     _O(_A._op_linalg_vecdot, (('x', 'T', False, False, None), ('y', 'T', False, False, None), ('dim', 'int', True, True, -1),), ['x', 'y', 'dim']),
 ])

@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ceil', 'ceil_', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'dsplit', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'geqrf', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'igamma', 'igamma_', 'igammac', 'igammac_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'lu_solve', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'orgqr', 'ormqr', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'zero_']
+__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ceil', 'ceil_', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'dsplit', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'geqrf', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'igamma', 'igamma_', 'igammac', 'igammac_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'lu_solve', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'orgqr', 'ormqr', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'renorm', 'renorm_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'zero_']
 
 _sig_abs = _Signatures('abs', [
     (),
@@ -12481,6 +12481,141 @@ def narrow_copy(self, *args, **kwargs):
 narrow_copy.__doc__ = 'narrow_copy(dim: int, start: int, length: int) -> Tensor'
 def _signature_narrow_copy(self, dim, start, length): ...
 narrow_copy.__wrapped__ = _signature_narrow_copy
+
+
+_sig_unsafe_chunk = _Signatures('unsafe_chunk', [
+    (('chunks', 'int', False, False, None), ('dim', 'int', False, True, 0),),
+], method=True)
+
+def _bind_unsafe_chunk_0(chunks, dim=0):
+    return (chunks, dim)
+
+def unsafe_chunk(self, *args, **kwargs):
+    try:
+        _b = _bind_unsafe_chunk_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        chunks, dim = _b
+        if type(chunks) is int and type(dim) is int:
+            return _A._op_unsafe_chunk.call(self._ks, self, chunks, dim)
+    _i, _a = _sig_unsafe_chunk.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_unsafe_chunk.call(self._ks, self, _a['chunks'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+unsafe_chunk.__doc__ = 'unsafe_chunk(chunks: int, dim: int = 0) -> List[Tensor]'
+def _signature_unsafe_chunk(self, chunks, dim=0): ...
+unsafe_chunk.__wrapped__ = _signature_unsafe_chunk
+
+
+_sig_unsafe_split = _Signatures('unsafe_split', [
+    (('split_size', 'int', False, False, None), ('dim', 'int', False, True, 0),),
+], method=True)
+
+def _bind_unsafe_split_0(split_size, dim=0):
+    return (split_size, dim)
+
+def unsafe_split(self, *args, **kwargs):
+    try:
+        _b = _bind_unsafe_split_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        split_size, dim = _b
+        if type(split_size) is int and type(dim) is int:
+            return _A._op_unsafe_split_Tensor.call(self._ks, self, split_size, dim)
+    _i, _a = _sig_unsafe_split.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_unsafe_split_Tensor.call(self._ks, self, _a['split_size'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+unsafe_split.__doc__ = 'unsafe_split(split_size: int, dim: int = 0) -> List[Tensor]'
+def _signature_unsafe_split(self, split_size, dim=0): ...
+unsafe_split.__wrapped__ = _signature_unsafe_split
+
+
+_sig_unsafe_split_with_sizes = _Signatures('unsafe_split_with_sizes', [
+    (('split_sizes', 'int[]', False, False, None), ('dim', 'int', False, True, 0),),
+], method=True)
+
+def _bind_unsafe_split_with_sizes_0(split_sizes, dim=0):
+    return (split_sizes, dim)
+
+def unsafe_split_with_sizes(self, *args, **kwargs):
+    try:
+        _b = _bind_unsafe_split_with_sizes_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        split_sizes, dim = _b
+        if (split_sizes_ := _ints(split_sizes, False)) is not None and type(dim) is int:
+            return _A._op_unsafe_split_with_sizes.call(self._ks, self, split_sizes_, dim)
+    _i, _a = _sig_unsafe_split_with_sizes.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_unsafe_split_with_sizes.call(self._ks, self, _a['split_sizes'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+unsafe_split_with_sizes.__doc__ = 'unsafe_split_with_sizes(split_sizes: List[int], dim: int = 0) -> List[Tensor]'
+def _signature_unsafe_split_with_sizes(self, split_sizes, dim=0): ...
+unsafe_split_with_sizes.__wrapped__ = _signature_unsafe_split_with_sizes
+
+
+_sig_renorm = _Signatures('renorm', [
+    (('p', 'Scalar', False, False, None), ('dim', 'int', False, False, None), ('maxnorm', 'Scalar', False, False, None),),
+], method=True)
+
+def _bind_renorm_0(p, dim, maxnorm):
+    return (p, dim, maxnorm)
+
+def renorm(self, *args, **kwargs):
+    try:
+        _b = _bind_renorm_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        p, dim, maxnorm = _b
+        if type(p) in _NUMBERS and type(dim) is int and type(maxnorm) in _NUMBERS:
+            return _A._op_renorm.call(self._ks, self, p, dim, maxnorm)
+    _i, _a = _sig_renorm.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_renorm.call(self._ks, self, _a['p'], _a['dim'], _a['maxnorm'])
+    raise AssertionError('unreachable')
+
+
+renorm.__doc__ = 'renorm(p: Number, dim: int, maxnorm: Number) -> Tensor'
+def _signature_renorm(self, p, dim, maxnorm): ...
+renorm.__wrapped__ = _signature_renorm
+
+
+_sig_renorm_ = _Signatures('renorm_', [
+    (('p', 'Scalar', False, False, None), ('dim', 'int', False, False, None), ('maxnorm', 'Scalar', False, False, None),),
+], method=True)
+
+def _bind_renorm__0(p, dim, maxnorm):
+    return (p, dim, maxnorm)
+
+def renorm_(self, *args, **kwargs):
+    try:
+        _b = _bind_renorm__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        p, dim, maxnorm = _b
+        if type(p) in _NUMBERS and type(dim) is int and type(maxnorm) in _NUMBERS:
+            return _A._op_renorm_.call(self._ks, self, p, dim, maxnorm)
+    _i, _a = _sig_renorm_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_renorm_.call(self._ks, self, _a['p'], _a['dim'], _a['maxnorm'])
+    raise AssertionError('unreachable')
+
+
+renorm_.__doc__ = 'renorm_(p: Number, dim: int, maxnorm: Number) -> Tensor\n\nIn-place version of :meth:`Tensor.renorm`.'
+def _signature_renorm_(self, p, dim, maxnorm): ...
+renorm_.__wrapped__ = _signature_renorm_
 
 
 _sig_mvlgamma = _Signatures('mvlgamma', [

@@ -318,3 +318,117 @@ def block_diag(tensors: Any) -> Any:
                               aten.zeros((m.shape[0], width - col - m.shape[1]), dtype=dtype, device=m.device)], 1))
         col += m.shape[1]
     return aten.cat(rows, 0)
+
+
+# -- the trapezoidal rule ----------------------------------------------------------------------------------------
+def _empty_integral(y: Any, dim: int) -> Any:
+    """Zeros of the reduced shape, outside the graph (as PyTorch's ``at::zeros``)."""
+    return y.new_zeros(tuple(s for i, s in enumerate(y.shape) if i != dim))
+
+
+def _trapezoid_dx(y: Any, dx: Any, dim: int) -> Any:
+    d = y.shape[dim] if y.dim() else 0
+    if d == 0:
+        return _empty_integral(y, dim)
+    return (y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5) * dx
+
+
+def _spacing(y: Any, x: Any, dim: int, name: str) -> Any:
+    """The spacing of the sample points x along ``dim`` of y (a 1-D x is broadcast along that dimension)."""
+    if x.dim() == 1:
+        if x.shape[0] != y.shape[dim]:
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
+        dx = x[1:] - x[:-1]
+        shape = [1] * y.dim()
+        shape[dim] = dx.shape[0]
+        return dx.view(shape)
+    return x.narrow(dim, 1, x.shape[dim] - 1) - x.narrow(dim, 0, x.shape[dim] - 1)
+
+
+def trapezoid_x(y: Any, x: Any, dim: int = -1) -> Any:
+    """The integral of y over the sample points x along ``dim``: sum of (x[i+1] - x[i]) (y[i+1] + y[i]) / 2."""
+    dim = dim % y.dim() if y.dim() else 0
+    if y.shape[dim] == 0:
+        return _empty_integral(y, dim)
+    dx = _spacing(y, x, dim, "trapezoid")
+    n = y.shape[dim]
+    return (dx * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1))).sum(dim) * 0.5
+
+
+def trapezoid_dx(y: Any, dx: Any = 1, dim: int = -1) -> Any:
+    return _trapezoid_dx(y, dx, dim % y.dim() if y.dim() else 0)
+
+
+def trapz_x(y: Any, x: Any, dim: int = -1) -> Any:
+    return trapezoid_x(y, x, dim)
+
+
+def trapz_dx(y: Any, dx: float = 1.0, dim: int = -1) -> Any:
+    return trapezoid_dx(y, dx, dim)
+
+
+def cumulative_trapezoid_x(y: Any, x: Any, dim: int = -1) -> Any:
+    """The running trapezoidal integral: n - 1 partial sums along ``dim``."""
+    dim = dim % y.dim() if y.dim() else 0
+    n = y.shape[dim]
+    if n == 0:
+        return y.narrow(dim, 0, 0)
+    dx = _spacing(y, x, dim, "cumulative_trapezoid")
+    return aten.cumsum(dx * (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)) * 0.5, dim)
+
+
+def cumulative_trapezoid_dx(y: Any, dx: Any = 1, dim: int = -1) -> Any:
+    dim = dim % y.dim() if y.dim() else 0
+    n = y.shape[dim]
+    if n == 0:
+        return y.narrow(dim, 0, 0)
+    return aten.cumsum((y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)) * (dx * 0.5), dim)
+
+
+def renorm(self: Any, p: Any, dim: int, maxnorm: Any, out: Any = None) -> Any:
+    """Each slice along ``dim`` whose p-norm exceeds maxnorm scaled to maxnorm (by maxnorm / (norm + 1e-7))."""
+    if not maxnorm >= 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if not p > 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    dim = wrap_dim(dim, self.dim())
+    reduce = tuple(d for d in range(self.dim()) if d != dim)
+    norm = aten.linalg_vector_norm(self, p, reduce, True)
+    factor = aten.where_self(norm > maxnorm, maxnorm / (norm + 1e-7), aten.ones_like(norm))
+    r = self * factor
+    return r if out is None else out.resize_(r.shape).copy_(r)
+
+
+def renorm_(self: Any, p: Any, dim: int, maxnorm: Any) -> Any:
+    return self.copy_(renorm(self, p, dim, maxnorm))
+
+
+def frobenius_norm_dim(self: Any, dim: Any, keepdim: bool = False, out: Any = None) -> Any:
+    if len(dim) > 2:
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dim)} dimensions instead.")
+    _warn_deprecated("frobenius_norm", "at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
+                     "It will be removed in a future PyTorch release. Please use `linalg.vector_norm(A, 2., dim, "
+                     "keepdim)` instead")
+    r = aten.linalg_vector_norm(self, 2, tuple(dim), keepdim)
+    return r if out is None else out.resize_(r.shape).copy_(r)
+
+
+def nuclear_norm(self: Any, keepdim: bool = False, out: Any = None) -> Any:
+    return nuclear_norm_dim(self, (-2, -1), keepdim, out)
+
+
+def nuclear_norm_dim(self: Any, dim: Any, keepdim: bool = False, out: Any = None) -> Any:
+    _warn_deprecated("nuclear_norm", "at::nuclear_norm is deprecated and it is just left for JIT compatibility. It "
+                     "will be removed in a future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, "
+                     "keepdim)` instead")
+    r = aten.linalg_matrix_norm_str_ord(self, "nuc", tuple(dim), keepdim)
+    return r if out is None else out.resize_(r.shape).copy_(r)
+
+
+_DEPRECATION_WARNED: set[str] = set()
+
+
+def _warn_deprecated(key: str, message: str) -> None:
+    if key not in _DEPRECATION_WARNED:
+        _DEPRECATION_WARNED.add(key)
+        warnings.warn(message, UserWarning, stacklevel=4)

@@ -380,3 +380,50 @@ for _name, _view, _list in [
         ("view_as_complex_copy", "view_as_complex", False), ("view_as_real_copy", "view_as_real", False),
         ("view_copy", "view", False), ("view_copy_dtype", "view_dtype", False)]:
     _make_copy(_name, _view, _list)
+
+
+def combinations(self: Any, r: int = 2, with_replacement: bool = False) -> Any:
+    """The r-element combinations of a vector's elements (itertools' order), as the rows of an (n_comb, r)
+    tensor gathered from ``self`` (so differentiable)."""
+    import itertools
+    if self.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(self.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return aten.empty_memory_format((0,), dtype=self.dtype, device=self.device)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(pick(range(self.shape[0]), r))
+    if not rows:
+        return self.new_zeros((0, r)) + self.sum() * 0  # keeps the graph, as PyTorch's masked_select does
+    from ember.aten.composite.nn import _index_tensor
+    index = _index_tensor([i for row in rows for i in row], self)
+    return self.index_select(0, index).view(len(rows), r)
+
+
+def chain_matmul(matrices: Any, out: Any = None) -> Any:
+    """The deprecated ``torch.chain_matmul``: ``linalg.multi_dot`` of two or more matrices (one is returned
+    as is)."""
+    from ember.aten.composite.reduction import _warn_deprecated
+    _warn_deprecated("chain_matmul", "torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                     "release. Use torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather "
+                     "than multiple parameters.")
+    if len(matrices) == 0:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for i, m in enumerate(matrices):
+        if m.dim() != 2:
+            raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
+    r = matrices[0].clone() if len(matrices) == 1 else aten.linalg_multi_dot(list(matrices))
+    return r if out is None else out.resize_(r.shape).copy_(r)
+
+
+def unsafe_chunk(self: Any, chunks: int, dim: int = 0) -> Any:
+    return list(aten.chunk(self, chunks, dim))
+
+
+def unsafe_split_Tensor(self: Any, split_size: Any, dim: int = 0) -> Any:
+    return list(aten.split_Tensor(self, split_size, dim))
+
+
+def unsafe_split_with_sizes(self: Any, split_sizes: Any, dim: int = 0) -> Any:
+    return list(aten.split_with_sizes(self, split_sizes, dim))
