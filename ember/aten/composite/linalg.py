@@ -11,7 +11,8 @@ from ember.aten.meta import broadcast_shapes
 from ember.aten.wrap import _type_name
 from ember.c10.dtype import bool_, int32
 from ember.c10.exceptions import _LinAlgError
-from ember.aten.kernels.linalg import _LU_ERROR
+from ember.aten.composite.reduction import _warn_deprecated
+from ember.aten.kernels.linalg import _LU_ERROR, _raise_first_failure
 
 
 def linalg_norm(self: Any, ord: Any = None, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
@@ -263,13 +264,8 @@ def addr_(self: Any, vec1: Any, vec2: Any, beta: Any = 1, alpha: Any = 1) -> Any
 
 
 def _lu_check(api: str, info: Any, error: Any, message: str) -> None:
-    if info.device.type == "meta":  # no values to check
-        return
-    if bool(info.any()):
-        flat = info.reshape(-1)
-        i = int(aten.nonzero(flat)[0, 0])
-        prefix = f"(Batch element {i}): " if info.dim() > 0 else ""
-        raise error(f"{api}: {prefix}{message.format(info=int(flat[i]))}")
+    if info.device.type != "meta":  # meta tensors have no values to check
+        _raise_first_failure(api, info.cpu().numpy(), message, error)
 
 
 def linalg_lu_factor(A: Any, pivot: bool = True) -> Any:
@@ -338,22 +334,12 @@ def linalg_solve_ex(A: Any, B: Any, left: bool = True, check_errors: bool = Fals
 
 def cholesky(self: Any, upper: bool = False) -> Any:
     """The deprecated ``torch.cholesky``."""
-    _warn_once("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
-               "future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)"
-               "\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH"
-               "\nThis transform will produce equivalent results for all valid (symmetric positive definite) "
-               "inputs.")
+    _warn_deprecated("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed "
+                     "in a future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = "
+                     "torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = "
+                     "torch.linalg.cholesky(A).mH\nThis transform will produce equivalent results for all valid "
+                     "(symmetric positive definite) inputs.")
     return aten.linalg_cholesky(self, upper=upper)
-
-
-_WARNED: set[str] = set()
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _WARNED:
-        _WARNED.add(key)
-        import warnings
-        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def matrix_exp(self: Any) -> Any:
