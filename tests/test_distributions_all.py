@@ -175,14 +175,6 @@ def test_float32_samples_match_pytorch_bit_for_bit(name):
             np.testing.assert_array_equal(vals(out[0][1]), vals(out[1][1]))
 
 
-def _leaves(lib, name):
-    """The distribution over parameters that require grad, and those parameters (found by walking its
-    attributes)."""
-    lib.manual_seed(7)
-    d = CASES[name](lib, lib.distributions, "float64", True)
-    return d
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_rsample_and_log_prob_gradients_match_pytorch(name):
     """d/dparams of ``rsample().sum()`` (the reparameterisation, with the implicit gradients of Gamma,

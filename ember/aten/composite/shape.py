@@ -355,17 +355,13 @@ def _make_copy(name: str, view: str, list_result: bool = False) -> None:
 
     def with_out(self: Any, *args_and_out: Any, **kwargs: Any) -> Any:
         *args, out = args_and_out
-        r = functional(self, *args, **kwargs)
-        if list_result:
-            for o, t in zip(out, r):
-                write_out(o, t.detach()._data, name)
-            return None
-        return write_out(out, r.detach()._data, name)
+        return write_out(out, functional(self, *args, **kwargs).detach()._data, name)
 
     functional.__name__ = functional.__qualname__ = name
     with_out.__name__ = with_out.__qualname__ = name + "_out"
     globals()[name] = functional
-    globals()[name + "_out"] = with_out
+    if not list_result:
+        globals()[name + "_out"] = with_out
 
 
 for _name, _view, _list in [

@@ -622,7 +622,7 @@ def _meta_outputs(specs: Any) -> Any:
     return tuple(np.broadcast_to(np.zeros((), np.dtype(dt)), shape) for shape, dt in specs)
 
 
-def _check_lu_input(A: Any, name: str, api: str) -> None:
+def _check_lu_input(A: Any, api: str) -> None:
     if len(A.shape) < 2:
         raise RuntimeError(f"{api}: Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} instead")
     if A.dtype.kind not in "fc" or A.dtype.itemsize == 2 and A.dtype.kind == "f":
@@ -643,7 +643,7 @@ def _raise_first_failure(api: str, info: np.ndarray, message: str, error: Any) -
 
 
 def _lu_factor_meta(xp: Any, A: Any, pivot: Any = True, check_errors: Any = False) -> Any:
-    _check_lu_input(A, "lu_factor", "torch.lu_factor")
+    _check_lu_input(A, "torch.lu_factor")
     k = min(A.shape[-2:])
     return [(A.shape, A.dtype), (tuple(A.shape[:-2]) + (k,), np.dtype(np.int32)),
             (tuple(A.shape[:-2]), np.dtype(np.int32))]
@@ -652,7 +652,7 @@ def _lu_factor_meta(xp: Any, A: Any, pivot: Any = True, check_errors: Any = Fals
 @meta_kernel(lambda *a, **k: _meta_outputs(_lu_factor_meta(*a, **k)))
 def linalg_lu_factor_ex(xp: Any, A: Array, pivot: Any = True, check_errors: Any = False) -> Any:
     """(LU, pivots, info) of LAPACK's getrf."""
-    _check_lu_input(A, "lu_factor", "torch.lu_factor")
+    _check_lu_input(A, "torch.lu_factor")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     LU, piv, info = _getrf(np.asarray(A.get() if hasattr(A, "get") else A))
@@ -707,7 +707,7 @@ def lu_unpack(xp: Any, LU_data: Array, LU_pivots: Array, unpack_data: Any = True
 
 
 def _lu_meta(xp: Any, A: Any, pivot: Any = True) -> Any:
-    _check_lu_input(A, "lu", "linalg.lu")
+    _check_lu_input(A, "linalg.lu")
     m, n = A.shape[-2:]
     k = min(m, n)
     batch = tuple(A.shape[:-2])
@@ -717,7 +717,7 @@ def _lu_meta(xp: Any, A: Any, pivot: Any = True) -> Any:
 @meta_kernel(lambda *a, **k: _meta_outputs(_lu_meta(*a, **k)))
 def linalg_lu(xp: Any, A: Array, pivot: Any = True) -> Any:
     """(P, L, U) with A = P L U."""
-    _check_lu_input(A, "lu", "linalg.lu")
+    _check_lu_input(A, "linalg.lu")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     LU, piv, _ = _getrf(np.asarray(A.get() if hasattr(A, "get") else A))

@@ -10,22 +10,16 @@ from typing import Any
 import numpy as np
 
 from ember.aten.kernels._common import Array, elementwise, float_result, result_np_dtype
-from ember.aten.kernels.special_math import _bessel_scaled, _calerf, erfinv, hurwitz_zeta
+from ember.aten.kernels.special_math import _bessel_scaled, _calerf, _host, erfinv, hurwitz_zeta
 
 _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
-def _f64(xp: Any, a: Any) -> Any:
-    if isinstance(a, (bool, int, float)):
-        return np.asarray(float(a))
-    return np.asarray(a.get() if hasattr(a, "get") else a, dtype=np.float64)
-
-
 def _unary(xp: Any, self: Array, fn: Any) -> Any:
     out_dt = float_result(self.dtype)
     with np.errstate(all="ignore"):
-        r = fn(np.atleast_1d(_f64(xp, self))).reshape(self.shape)
+        r = fn(np.atleast_1d(_host(xp, self))).reshape(self.shape)
     return xp.asarray(r.astype(out_dt))
 
 
@@ -147,7 +141,7 @@ def _zeta(x: Any, q: Any) -> Any:
 
 def _binary(xp: Any, x: Any, y: Any, fn: Any) -> Any:
     out_dt = float_result(result_np_dtype(x, y))
-    a, b = np.broadcast_arrays(_f64(xp, x), _f64(xp, y))
+    a, b = np.broadcast_arrays(_host(xp, x), _host(xp, y))
     with np.errstate(all="ignore"):
         r = np.asarray(fn(a, b), dtype=np.float64)
     return xp.asarray(r.astype(out_dt))
