@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from ember._generated import functions as _F
-from ember._generated.ops import _unique2, unique_dim
+from ember._generated.ops import (_histogramdd_bin_edges, _histogramdd_from_bin_cts, _histogramdd_from_bin_tensors,
+                                  _unique2, unique_consecutive as _unique_consecutive, unique_dim)
 
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
            "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach", "detach_", "selu", "selu_",
            "as_strided_", "resize_as_", "is_conj", "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device",
-           "resolve_conj", "resolve_neg", "lu", "unravel_index", "chain_matmul"]
+           "resolve_conj", "resolve_neg", "lu", "unravel_index", "chain_matmul", "unique_consecutive", "histogramdd"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -26,6 +27,33 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if return_counts:
         return out, cnt
     return out
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """Each run of equal consecutive elements (slices along ``dim``) collapsed to one; optionally the run each
+    element belongs to and the runs' lengths."""
+    out, inv, cnt = _unique_consecutive(input, return_inverse, return_counts, dim)
+    if return_inverse and return_counts:
+        return out, inv, cnt
+    if return_inverse:
+        return out, inv
+    if return_counts:
+        return out, cnt
+    return out
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa: A002
+    """The histogram of the points ``input[..., :]`` in D dimensions (D = ``input.size(-1)``): ``bins`` an int (per
+    dimension), a list of D ints, or a list of D edge tensors; returns ``(hist, bin_edges)``."""
+    from ember import return_types
+    if isinstance(bins, int):
+        bins = [bins] * (input.shape[-1] if input.dim() else 0)
+    if len(bins) and not isinstance(bins[0], int):
+        hist = _histogramdd_from_bin_tensors(input, list(bins), weight=weight, density=density)
+        return return_types.histogramdd(hist, tuple(bins))
+    edges = _histogramdd_bin_edges(input, list(bins), range=range, weight=weight, density=density)
+    hist = _histogramdd_from_bin_cts(input, list(bins), range=range, weight=weight, density=density)
+    return return_types.histogramdd(hist, tuple(edges))
 
 
 def split(tensor, split_size_or_sections, dim=0):

@@ -685,6 +685,10 @@ class Tensor(TensorImpl, _TensorMethods):
         import ember
         return ember.unique(self, sorted, return_inverse, return_counts, dim)
 
+    def unique_consecutive(self, return_inverse: Any = False, return_counts: Any = False, dim: Any = None) -> Any:
+        import ember
+        return ember.unique_consecutive(self, return_inverse, return_counts, dim)
+
     def norm(self, p: Any = 'fro', dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
         import ember
         return ember.norm(self, p, dim, keepdim, dtype=dtype)

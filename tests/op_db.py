@@ -1827,3 +1827,125 @@ add(OpInfo("frobenius_norm", lambda d, r: [Sample((arr(r, (3, 4), d), (0, 1))), 
            method=False, out=True, rtol=1e-5, atol=1e-6))
 add(OpInfo("nuclear_norm", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (2, 3, 4), d), (0, 2)))],
            method=False, out=True, rtol=1e-4, atol=1e-5))
+
+# the rest of the everyday API: nan-aware median, runs, d-dimensional histograms, put / index_reduce, the
+# deprecated svd / qr / triangular_solve, vander, as_strided_scatter, nonzero_static, the in-place polygamma_ and
+# float_power_
+# (an all-NaN row's index is where libstdc++'s nth_element leaves it in PyTorch: ember returns the row's first)
+_NAN_ROWS = np.array([[1.0, np.nan, 3.0, 0.5], [np.nan, 5.0, np.nan, np.nan], [2.0, 1.0, np.nan, 4.0]])
+add(OpInfo("nanmedian", lambda d, r: [Sample((_NAN_ROWS.astype(d),)), Sample((_NAN_ROWS.astype(d), 1)),
+                                      Sample((_NAN_ROWS.astype(d), 0, True)), Sample((np.full((2, 3), np.nan, d),)),
+                                      Sample((r.permutation(20).reshape(4, 5).astype(d),)),
+                                      Sample((r.permutation(20).reshape(4, 5).astype(d), 1))],
+           dtypes=FLOATS, errors=lambda: [_err((np.zeros((2, 0)), 1), {}, IndexError,
+                                               "Expected reduction dim 1 to have non-zero size")]))
+add(OpInfo("nanmedian", lambda d, r: [Sample((r.permutation(20).reshape(4, 5).astype(d), 1)),
+                                      Sample((r.permutation(20).reshape(4, 5).astype(d),))], dtypes=INTS))
+_RUNS = np.array([1, 1, 2, 2, 3, 1, 1, 2])
+add(OpInfo("unique_consecutive", lambda d, r: [
+    Sample((_RUNS.astype(d),)), Sample((_RUNS.astype(d),), dict(return_inverse=True, return_counts=True)),
+    Sample((_RUNS.reshape(4, 2).astype(d),), dict(return_counts=True)),
+    Sample((np.array([[1, 1], [1, 1], [2, 3], [2, 3]], d),), dict(dim=0, return_inverse=True, return_counts=True)),
+    Sample((np.array([[1, 1, 2], [1, 1, 3]], d),), dict(dim=1, return_counts=True)), Sample((np.zeros(0, d),))],
+    dtypes=FLOATS + INTS, noncontiguous=False, meta=False, supports_autograd=False))
+add(OpInfo("histogramdd", lambda d, r: [
+    Sample((arr(r, (20, 2), d),), dict(bins=[3, 4])), Sample((arr(r, (5, 4, 3), d), 2), dict(density=True)),
+    Sample((arr(r, (20, 2), d),), dict(bins=3, range=[-1.0, 1.0, 0.0, 2.0], weight=positive(r, (20,), d))),
+    Sample((arr(r, (20, 2), d), [np.array([-3.0, 0.0, 0.5, 3.0], d), np.array([-1.0, 1.0], d)]), dict(density=True)),
+    Sample((np.array([[3.0, 3.0], [3.0, 3.0]], d), [2, 1])), Sample((np.zeros((0, 2), d), 2))],
+    method=False, supports_autograd=False, noncontiguous=False, meta=False,
+    covers=("_histogramdd_bin_edges", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors"),
+    errors=lambda: [_err((np.ones((3, 2)), [3]), {}, RuntimeError, "The size of bins must be equal to the innermost"),
+                    _err((np.ones((3, 2)), 3), dict(range=[0.0, 1.0]), RuntimeError,
+                         "range should have 4 elements, but got 2"),
+                    _err((np.ones((3, 2)), [np.array([0.0, 1.0], np.float32), np.array([0.0, 1.0])]), {}, RuntimeError,
+                         "input tensor and bins tensors should have the same dtype")]))
+add(OpInfo("put", lambda d, r: [Sample((arr(r, (3, 4), d), np.array([[0, 7], [-1, 3]]), arr(r, (2, 2), d))),
+                                Sample((arr(r, (3, 4), d), np.array([1, 5, 1]), arr(r, (3,), d), True))],
+           dtypes=FLOATS + INTS, inplace=True, errors=lambda: [
+               _err((np.ones((2, 3)), np.array([7]), np.ones(1)), {}, IndexError,
+                    "out of range: tried to access index 7 on a tensor of 6 elements"),
+               _err((np.ones((2, 3)), np.array([1, 2]), np.ones(1)), {}, IndexError,
+                    "Expected source and index to have the same number of elements"),
+               _err((np.ones((2, 3)), np.array([1], np.int32), np.ones(1)), {}, RuntimeError,
+                    "Expected a long tensor for index, but got Int")]))
+add(OpInfo("index_reduce", lambda d, r: [
+    Sample((arr(r, (4, 3), d), 0, np.array([0, 2, 0, 3, 2]), arr(r, (5, 3), d), red), dict(include_self=inc))
+    for red in ("prod", "mean", "amax", "amin") for inc in (True, False)] + [
+    Sample((arr(r, (2, 4), d), 1, np.array([3, 3], np.int32), arr(r, (2, 2), d), "mean"))],
+    dtypes=FLOATS, inplace=True, errors=lambda: [
+        _err((np.ones((2, 3)), 0, np.array([0]), np.ones((1, 3)), "sum"), {}, RuntimeError,
+             "Expected reduce to be one of prod, mean, amax or amin but got sum"),
+        _err((np.ones((2, 3)), 0, np.array([5]), np.ones((1, 3)), "prod"), {}, IndexError, "index out of range in self"),
+        _err((np.ones((2, 3)), 0, np.array([0, 1]), np.ones((1, 3)), "prod"), {}, RuntimeError,
+             "Number of indices \\(2\\) should be equal to source.size\\(dim\\): \\(1\\), for dim: 0")]))
+add(OpInfo("index_reduce", lambda d, r: [
+    Sample((np.arange(6).reshape(3, 2).astype(d), 0, np.array([0, 0, 2]), np.array([[3, 4], [5, 6], [7, 8]], d), red),
+           dict(include_self=inc)) for red in ("prod", "mean", "amax", "amin") for inc in (True, False)] + [
+    Sample((-np.arange(6).reshape(3, 2).astype(d), 0, np.array([0, 0, 2]), -np.array([[3, 4], [5, 6], [7, 8]], d),
+            "mean"))], dtypes=INTS, inplace=True))
+add(OpInfo("nonzero_static", lambda d, r: [Sample((np.array([[1, 0, 2], [0, 3, 0]], d),), dict(size=5)),
+                                           Sample((np.array([1, 0, 2, 4], d),), dict(size=2, fill_value=7)),
+                                           Sample((np.zeros(3, d),), dict(size=0))],
+           dtypes=FLOATS + INTS + BOOL, supports_autograd=False, meta=False,
+           errors=lambda: [_err((np.ones(3),), dict(size=-1), RuntimeError, "'size' must be an non-negative integer")]))
+add(OpInfo("as_strided_scatter", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (2, 2), d), (2, 2), (4, 1), 1)),
+                                               Sample((arr(r, (3, 4), d), arr(r, (3,), d), (3,), (5,))),
+                                               Sample((arr(r, (2, 3), d), arr(r, (2,), d), (2,), (2,)))],
+           dtypes=FLOATS + INTS, noncontiguous=False, errors=lambda: [
+               _err((np.ones((2, 3)), np.ones(4), (4,), (2,)), {}, RuntimeError,
+                    "sizes \\[4\\], strides \\[2\\], storage offset 0, and itemsize 8 requiring a storage size of 56 are "
+                    "out of bounds for storage of size 48")]))
+add(OpInfo("fill", lambda d, r: [Sample((arr(r, (3, 4), d), 2.5)), Sample((arr(r, (3, 4), d), np.array(1.5, d)))],
+           dtypes=FLOATS, method=False,
+           supports_gradgrad=False,  # the gradients (zeros, a sum of the incoming gradient) are constant
+           errors=lambda: [
+               _err((np.ones(3), np.ones(2)), {}, RuntimeError, "fill_ only supports 0-dimension value tensor")]))
+add(OpInfo("vander", lambda d, r: [Sample((arr(r, (4,), d),)), Sample((arr(r, (3,), d), 5)),
+                                   Sample((arr(r, (3,), d),), dict(N=3, increasing=True)), Sample((arr(r, (3,), d), 0)),
+                                   Sample((arr(r, (3,), d), 1))],
+           dtypes=FLOATS + ("int64", "int32"), method=False, rtol=1e-5, atol=1e-6, errors=lambda: [
+               _err((np.ones((2, 2)),), {}, RuntimeError, "x must be a one-dimensional tensor"),
+               _err((np.ones(2), -1), {}, RuntimeError, "N must be non-negative")]))
+add(OpInfo("svd", lambda d, r: [Sample((arr(r, (4, 3), d),)), Sample((arr(r, (2, 3, 4), d), True))],
+           ember_fn=lambda e, a, *rest: _svd_invariants(e, a, *rest), torch_fn=lambda t, a, *rest: _svd_invariants(t, a, *rest),
+           rtol=1e-4, atol=1e-5, supports_gradgrad=False, noncontiguous=False, meta=False))
+# full U / V, and S alone: not differentiable in U, V in PyTorch either (inputs detached, values compared)
+add(OpInfo("svd", lambda d, r: [Sample((arr(r, (2, 3, 4), d), False)), Sample((arr(r, (3, 3), d), True, False))],
+           ember_fn=lambda e, a, *rest: _svd_invariants(e, a.detach(), *rest),
+           torch_fn=lambda t, a, *rest: _svd_invariants(t, a.detach(), *rest),
+           rtol=1e-4, atol=1e-5, supports_autograd=False, noncontiguous=False, meta=False))
+add(OpInfo("qr", lambda d, r: [Sample((arr(r, (4, 3), d),)), Sample((arr(r, (2, 3, 3), d),))],
+           ember_fn=lambda e, a, *rest: _qr_invariants(a, *rest), torch_fn=lambda t, a, *rest: _qr_invariants(a, *rest),
+           rtol=1e-4, atol=1e-5, meta=False))
+add(OpInfo("qr", lambda d, r: [Sample((arr(r, (4, 3), d), False))], supports_autograd=False,
+           ember_fn=lambda e, a, *rest: _qr_invariants(a.detach(), *rest),
+           torch_fn=lambda t, a, *rest: _qr_invariants(a.detach(), *rest), rtol=1e-4, atol=1e-5, meta=False))
+add(OpInfo("triangular_solve", lambda d, r: [
+    Sample((arr(r, (3, 2), d), np.triu(arr(r, (3, 3), d)) + 3 * np.eye(3, dtype=d))),
+    Sample((arr(r, (2, 3, 2), d), np.tril(arr(r, (3, 3), d)) + 3 * np.eye(3, dtype=d), False, True)),
+    Sample((arr(r, (3, 1), d), np.triu(arr(r, (2, 3, 3), d)) + 3 * np.eye(3, dtype=d)), dict(unitriangular=True))],
+    rtol=1e-4, atol=1e-5, meta=False, errors=lambda: [
+        _err((np.ones(3), np.eye(3)), {}, RuntimeError, "Expected b to have at least 2 dimensions, but it has 1"),
+        _err((np.ones((3, 2)), np.ones((3, 2))), {}, RuntimeError,
+             "A must be batches of square matrices, but they are 3 by 2 matrices")]))
+add(OpInfo("polygamma", lambda d, r: [Sample((positive(r, (3, 4), d), 1)), Sample((positive(r, (3, 4), d), 2))],
+           dtypes=FLOATS, function=False, inplace=True,
+           ember_fn=lambda e, x, n: x.polygamma(n), torch_fn=lambda t, x, n: x.polygamma(n)))
+add(OpInfo("float_power", lambda d, r: [Sample((positive(r, (3, 4), d), arr(r, (3, 4), d, -2, 2))),
+                                        Sample((positive(r, (3, 4), d), 2))],
+           dtypes=("float64",), function=False, method=False, inplace=True))  # errors: tests/test_everyday_api.py
+
+
+def _svd_invariants(lib, a, some=True, compute_uv=True):
+    """U, S, V up to the signs of singular vectors: S, U diag(S) V^H, and |U|, |V| (the zero matrices too)."""
+    U, S, V = lib.svd(a, some, compute_uv)
+    if not compute_uv:
+        return S, U, V
+    k = S.shape[-1]
+    return S, (U[..., :k] * S.unsqueeze(-2)) @ V[..., :k].mH, U.abs(), V.abs()
+
+
+def _qr_invariants(a, some=True):
+    Q, R = a.qr(some)
+    return Q @ R, R.abs(), Q.abs()

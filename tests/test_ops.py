@@ -397,6 +397,8 @@ NOT_IN_TABLE = {
     "new_full", "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "uniform", "normal", "random",
     "bernoulli", "multinomial", "exponential", "cauchy", "log_normal", "geometric", "poisson", "binomial",
     "_standard_gamma", "_sample_dirichlet",
+    # the deprecated inclusive range, randint_like and empty_permuted: tests/test_everyday_api.py
+    "range", "randint_like", "empty_permuted",
     # copies, conversions and fills: tests/test_tensor.py
     "detach_copy", "view_as_complex_copy", "view_as_real_copy",
     "_to_copy", "_contiguous_copy", "copy", "fill", "zero", "alias", "_reshape_alias",

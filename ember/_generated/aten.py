@@ -7335,3 +7335,148 @@ _op_addr_ = _D.define('addr_(Tensor(a!) self, Tensor vec1, Tensor vec2, *, Scala
 
 def addr_(self, vec1, vec2, *, beta=1, alpha=1):
     return _op_addr_.call(self._ks | vec1._ks | vec2._ks, self, vec1, vec2, beta, alpha)
+
+_op_polygamma_ = _D.define('polygamma_(Tensor(a!) self, int n) -> Tensor(a!)')
+
+def polygamma_(self, n):
+    return _op_polygamma_.call(self._ks, self, n)
+
+_op_float_power__Scalar = _D.define('float_power_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)')
+
+def float_power__Scalar(self, exponent):
+    return _op_float_power__Scalar.call(self._ks, self, exponent)
+
+_op_float_power__Tensor = _D.define('float_power_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)')
+
+def float_power__Tensor(self, exponent):
+    return _op_float_power__Tensor.call(self._ks | exponent._ks, self, exponent)
+
+_op_nanmedian = _D.define('nanmedian(Tensor self) -> Tensor')
+
+def nanmedian(self):
+    return _op_nanmedian.call(self._ks, self)
+
+_op_nanmedian_dim = _D.define('nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)')
+
+def nanmedian_dim(self, dim, keepdim=False):
+    return _op_nanmedian_dim.call(self._ks, self, dim, keepdim)
+
+_op_unique_consecutive = _D.define('unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)')
+
+def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+    return _op_unique_consecutive.call(self._ks, self, return_inverse, return_counts, dim)
+
+_op__histogramdd_bin_edges = _D.define('_histogramdd_bin_edges(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, bool density=False) -> Tensor[]')
+
+def _histogramdd_bin_edges(self, bins, *, range=None, weight=None, density=False):
+    return _op__histogramdd_bin_edges.call(self._ks | _ks_opt(weight), self, bins, range, weight, density)
+
+_op__histogramdd_from_bin_cts = _D.define('_histogramdd_from_bin_cts(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, bool density=False) -> Tensor')
+
+def _histogramdd_from_bin_cts(self, bins, *, range=None, weight=None, density=False):
+    return _op__histogramdd_from_bin_cts.call(self._ks | _ks_opt(weight), self, bins, range, weight, density)
+
+_op__histogramdd_from_bin_tensors = _D.define('_histogramdd_from_bin_tensors(Tensor self, Tensor[] bins, *, Tensor? weight=None, bool density=False) -> Tensor')
+
+def _histogramdd_from_bin_tensors(self, bins, *, weight=None, density=False):
+    return _op__histogramdd_from_bin_tensors.call(self._ks | _ks_list(bins) | _ks_opt(weight), self, bins, weight, density)
+
+_op_put = _D.define('put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor')
+
+def put(self, index, source, accumulate=False):
+    return _op_put.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
+
+_op_put_ = _D.define('put_(Tensor(a!) self, Tensor index, Tensor source, bool accumulate=False) -> Tensor(a!)')
+
+def put_(self, index, source, accumulate=False):
+    return _op_put_.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
+
+_op_index_reduce = _D.define('index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor')
+
+def index_reduce(self, dim, index, source, reduce, *, include_self=True):
+    return _op_index_reduce.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
+
+_op_index_reduce_ = _D.define('index_reduce_(Tensor(a!) self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) -> Tensor(a!)')
+
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    return _op_index_reduce_.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
+
+_op_nonzero_static = _D.define('nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor')
+
+def nonzero_static(self, *, size, fill_value=-1):
+    return _op_nonzero_static.call(self._ks, self, size, fill_value)
+
+_op_as_strided_scatter = _D.define('as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor')
+
+def as_strided_scatter(self, src, size, stride, storage_offset=None):
+    return _op_as_strided_scatter.call(self._ks | src._ks, self, src, size, stride, storage_offset)
+
+_op_fill_Scalar = _D.define('fill.Scalar(Tensor self, Scalar value) -> Tensor')
+
+def fill_Scalar(self, value):
+    return _op_fill_Scalar.call(self._ks, self, value)
+
+_op_fill_Tensor = _D.define('fill.Tensor(Tensor self, Tensor value) -> Tensor')
+
+def fill_Tensor(self, value):
+    return _op_fill_Tensor.call(self._ks | value._ks, self, value)
+
+_op_vander = _D.define('vander(Tensor x, int? N=None, bool increasing=False) -> Tensor')
+
+def vander(x, N=None, increasing=False):
+    return _op_vander.call(x._ks, x, N, increasing)
+
+_op_empty_permuted = _D.define('empty_permuted(SymInt[] size, int[] physical_layout, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_empty_permuted.call(_ks_device(device), size, physical_layout, dtype, layout, device, pin_memory)
+
+_op_randint_like = _D.define('randint_like(Tensor self, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+
+def randint_like(self, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _op_randint_like.call(self._ks, self, high, dtype, layout, device, pin_memory, memory_format)
+
+_op_randint_like_generator = _D.define('randint_like.generator(Tensor self, SymInt high, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+
+def randint_like_generator(self, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _op_randint_like_generator.call(self._ks, self, high, generator, dtype, layout, device, pin_memory, memory_format)
+
+_op_randint_like_Tensor = _D.define('randint_like.Tensor(Tensor self, Tensor high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+
+def randint_like_Tensor(self, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _op_randint_like_Tensor.call(self._ks | high._ks, self, high, dtype, layout, device, pin_memory, memory_format)
+
+_op_randint_like_Tensor_generator = _D.define('randint_like.Tensor_generator(Tensor self, Tensor high, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+
+def randint_like_Tensor_generator(self, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _op_randint_like_Tensor_generator.call(self._ks | high._ks, self, high, generator, dtype, layout, device, pin_memory, memory_format)
+
+_op_randint_like_low_dtype = _D.define('randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+
+def randint_like_low_dtype(self, low, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _op_randint_like_low_dtype.call(self._ks, self, low, high, dtype, layout, device, pin_memory, memory_format)
+
+_op_randint_like_low_generator_dtype = _D.define('randint_like.low_generator_dtype(Tensor self, SymInt low, SymInt high, *, Generator? generator, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor')
+
+def randint_like_low_generator_dtype(self, low, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _op_randint_like_low_generator_dtype.call(self._ks, self, low, high, generator, dtype, layout, device, pin_memory, memory_format)
+
+_op_range_step = _D.define('range.step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor')
+
+def range_step(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _op_range_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
+
+_op_svd = _D.define('svd(Tensor self, bool some=True, bool compute_uv=True) -> (Tensor U, Tensor S, Tensor V)')
+
+def svd(self, some=True, compute_uv=True):
+    return _op_svd.call(self._ks, self, some, compute_uv)
+
+_op_qr = _D.define('qr(Tensor self, bool some=True) -> (Tensor Q, Tensor R)')
+
+def qr(self, some=True):
+    return _op_qr.call(self._ks, self, some)
+
+_op_triangular_solve = _D.define('triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)')
+
+def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
+    return _op_triangular_solve.call(self._ks | A._ks, self, A, upper, transpose, unitriangular)

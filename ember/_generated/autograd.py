@@ -12237,6 +12237,273 @@ def _ag_special_xlog1py_default(ks, self, other):
     return result
 
 
+class NanmedianBackward0(_Node):
+    _saved_names = ('self_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = evenly_distribute_backward(grad, self, result)
+        return grad_inputs
+
+
+def _ag_nanmedian_default(ks, self):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_nanmedian.redispatch(ks & _BELOW, self)
+    _n = NanmedianBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    if _n._next[0] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_nanmedian.redispatch(ks & _BELOW, self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class NanmedianBackward1(_Node):
+    _saved_names = ('result_',)
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        keepdim = _n.keepdim
+        self_sizes = _n.self_sizes
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            result = _n._saved('result_')
+            grad_inputs[self_ix] = value_selecting_reduction_backward(grad, dim, result[1], self_sizes, keepdim)
+        return grad_inputs
+
+
+def _ag_nanmedian_dim(ks, self, dim, keepdim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_nanmedian_dim.redispatch(ks & _BELOW, self, dim, keepdim)
+    _n = NanmedianBackward1()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    _n.dim = dim
+    _n.keepdim = keepdim
+    _n.self_sizes = tuple(self.shape)
+    result = aten._op_nanmedian_dim.redispatch(ks & _BELOW, self, dim, keepdim)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
+class UniqueConsecutiveBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = not_implemented("unique_consecutive")
+        return grad_inputs
+
+
+def _ag_unique_consecutive_default(ks, self, return_inverse, return_counts, dim):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_unique_consecutive.redispatch(ks & _BELOW, self, return_inverse, return_counts, dim)
+    _n = UniqueConsecutiveBackward0()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_unique_consecutive.redispatch(ks & _BELOW, self, return_inverse, return_counts, dim)
+    _set_history(_n, tuple(result), [True, False, False])
+    return result
+
+
+class PutBackward0(_Node):
+    _saved_names = ('index_', 'source_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        accumulate = _n.accumulate
+        self_ix, source_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            index = _n._saved('index_')
+            source = _n._saved('source_')
+            grad_inputs[self_ix] = grad if accumulate else grad.put(index, aten.zeros_like(source), False)
+        if _n._next[source_ix] is not None:
+            index = _n._saved('index_')
+            source = _n._saved('source_')
+            grad_inputs[source_ix] = grad.take(index).reshape_as(source)
+        return grad_inputs
+
+
+def _ag_put_default(ks, self, index, source, accumulate):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'put')
+    if not (_gm.enabled and (self._rg or source._rg)):
+        return aten._op_put.redispatch(ks & _BELOW, self, index, source, accumulate)
+    _n = PutBackward0()
+    _n._next = _edges(self, source)
+    _n._input_meta = _meta(self, source)
+    _n.accumulate = accumulate
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.source_ = _SV(source)
+    result = aten._op_put.redispatch(ks & _BELOW, self, index, source, accumulate)
+    _set_history(_n, (result,))
+    return result
+
+
+class IndexReduceBackward0(_Node):
+    _saved_names = ('self_', 'index_', 'source_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        reduce = _n.reduce
+        include_self = _n.include_self
+        self_ix, source_ix = 0, 1
+        grad_inputs = [None] * 2
+        grad_input_mask = [_n._next[self_ix] is not None, _n._next[source_ix] is not None]
+        if any(grad_input_mask):
+            index = _n._saved('index_')
+            result = _n._saved('result_')
+            self = _n._saved('self_')
+            source = _n._saved('source_')
+            _gs = index_reduce_backward(grad, self, dim, index, source, reduce, include_self, result)
+            if grad_input_mask[0]:
+                grad_inputs[self_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[source_ix] = _gs[1]
+        return grad_inputs
+
+
+def _ag_index_reduce_default(ks, self, dim, index, source, reduce, include_self):
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'index_reduce')
+    if not (_gm.enabled and (self._rg or source._rg)):
+        return aten._op_index_reduce.redispatch(ks & _BELOW, self, dim, index, source, reduce, include_self)
+    _n = IndexReduceBackward0()
+    _n._next = _edges(self, source)
+    _n._input_meta = _meta(self, source)
+    _n.dim = dim
+    _n.reduce = reduce
+    _n.include_self = include_self
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.source_ = _SV(source)
+    result = aten._op_index_reduce.redispatch(ks & _BELOW, self, dim, index, source, reduce, include_self)
+    _set_history(_n, (result,))
+    _n.result_ = _SV(result, True)
+    return result
+
+
+class NonzeroStaticBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_nonzero_static_default(ks, self, size, fill_value):
+    if not (_gm.enabled and (False)):
+        return aten._op_nonzero_static.redispatch(ks & _BELOW, self, size, fill_value)
+    _n = NonzeroStaticBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_nonzero_static.redispatch(ks & _BELOW, self, size, fill_value)
+    _set_history(_n, (result,))
+    return result
+
+
+class AsStridedScatterBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        size = _n.size
+        stride = _n.stride
+        storage_offset = _n.storage_offset
+        self_geometry = _n.self_geometry
+        self_ix, src_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = as_strided_scatter_backward(grad, self_geometry, size, stride, storage_offset, "self")
+        if _n._next[src_ix] is not None:
+            grad_inputs[src_ix] = as_strided_scatter_backward(grad, self_geometry, size, stride, storage_offset, "src")
+        return grad_inputs
+
+
+def _ag_as_strided_scatter_default(ks, self, src, size, stride, storage_offset):
+    if not (_gm.enabled and (self._rg or src._rg)):
+        return aten._op_as_strided_scatter.redispatch(ks & _BELOW, self, src, size, stride, storage_offset)
+    _n = AsStridedScatterBackward0()
+    _n._next = _edges(self, src)
+    _n._input_meta = _meta(self, src)
+    _n.size = size
+    _n.stride = stride
+    _n.storage_offset = storage_offset
+    _n.self_geometry = (tuple(self.shape), self.stride(), self.storage_offset())
+    result = aten._op_as_strided_scatter.redispatch(ks & _BELOW, self, src, size, stride, storage_offset)
+    _set_history(_n, (result,))
+    return result
+
+
+class FillBackward2(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix = 0
+        grad_inputs = [None] * 1
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        return grad_inputs
+
+
+def _ag_fill_Scalar(ks, self, value):
+    if not (_gm.enabled and (self._rg)):
+        return aten._op_fill_Scalar.redispatch(ks & _BELOW, self, value)
+    _n = FillBackward2()
+    _n._next = _edges(self)
+    _n._input_meta = _meta(self)
+    result = aten._op_fill_Scalar.redispatch(ks & _BELOW, self, value)
+    _set_history(_n, (result,))
+    return result
+
+
+class FillBackward3(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        self_ix, value_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[self_ix] is not None:
+            grad_inputs[self_ix] = aten.zeros_like(grad)
+        if _n._next[value_ix] is not None:
+            grad_inputs[value_ix] = grad.sum()
+        return grad_inputs
+
+
+def _ag_fill_Tensor(ks, self, value):
+    if not (_gm.enabled and (self._rg or value._rg)):
+        return aten._op_fill_Tensor.redispatch(ks & _BELOW, self, value)
+    _n = FillBackward3()
+    _n._next = _edges(self, value)
+    _n._input_meta = _meta(self, value)
+    result = aten._op_fill_Tensor.redispatch(ks & _BELOW, self, value)
+    _set_history(_n, (result,))
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -13946,6 +14213,49 @@ def _ag_ldexp__default(ks, self, other):
     return result
 
 
+def _ag_put__default(ks, self, index, source, accumulate):
+    _check_inplace(self)
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'put_')
+    if not (_gm.enabled and (self._rg or source._rg)):
+        return aten._op_put_.redispatch(ks & _BELOW, self, index, source, accumulate)
+    _n = PutBackward0()
+    _n._next = _edges(self, source)
+    _n._input_meta = _meta(self, source)
+    _n.accumulate = accumulate
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.source_ = _SV(source)
+    result = aten._op_put_.redispatch(ks & _BELOW, self, index, source, accumulate)
+    _rebase_history(self, _n)
+    return result
+
+
+def _ag_index_reduce__default(ks, self, dim, index, source, reduce, include_self):
+    _check_inplace(self)
+    if _gm.enabled and (index._rg):
+        _check_no_requires_grad(index, 'index', 'index_reduce_')
+    if not (_gm.enabled and (self._rg or source._rg)):
+        return aten._op_index_reduce_.redispatch(ks & _BELOW, self, dim, index, source, reduce, include_self)
+    _n = IndexReduceBackward0()
+    _n._next = _edges(self, source)
+    _n._input_meta = _meta(self, source)
+    _n.dim = dim
+    _n.reduce = reduce
+    _n.include_self = include_self
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self.clone())
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.index_ = _SV(index)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.source_ = _SV(source)
+    result = aten._op_index_reduce_.redispatch(ks & _BELOW, self, dim, index, source, reduce, include_self)
+    _rebase_history(self, _n)
+    _n.result_ = _SV(result, True)
+    return result
+
+
 for _h, _k in (
     (aten._op_abs, _ag_abs_default),
     (aten._op_conj_physical, _ag_conj_physical_default),
@@ -14374,6 +14684,15 @@ for _h, _k in (
     (aten._op_special_entr, _ag_special_entr_default),
     (aten._op_special_ndtr, _ag_special_ndtr_default),
     (aten._op_special_xlog1py, _ag_special_xlog1py_default),
+    (aten._op_nanmedian, _ag_nanmedian_default),
+    (aten._op_nanmedian_dim, _ag_nanmedian_dim),
+    (aten._op_unique_consecutive, _ag_unique_consecutive_default),
+    (aten._op_put, _ag_put_default),
+    (aten._op_index_reduce, _ag_index_reduce_default),
+    (aten._op_nonzero_static, _ag_nonzero_static_default),
+    (aten._op_as_strided_scatter, _ag_as_strided_scatter_default),
+    (aten._op_fill_Scalar, _ag_fill_Scalar),
+    (aten._op_fill_Tensor, _ag_fill_Tensor),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_conj_physical_, _ag_conj_physical__default),
     (aten._op_neg_, _ag_neg__default),
@@ -14491,5 +14810,7 @@ for _h, _k in (
     (aten._op_lcm_, _ag_lcm__default),
     (aten._op_heaviside_, _ag_heaviside__default),
     (aten._op_ldexp_, _ag_ldexp__default),
+    (aten._op_put_, _ag_put__default),
+    (aten._op_index_reduce_, _ag_index_reduce__default),
 ):
     _h.register(DispatchKey.Autograd, _k)

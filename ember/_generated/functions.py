@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_log_softmax', '_lu_with_info', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'det', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'norm', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randn', 'randn_like', 'randperm', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_ctc_loss', '_dirichlet_grad', '_embedding_bag', '_fft_c2c', '_fft_c2r', '_fft_r2c', '_foreach_abs', '_foreach_abs_', '_foreach_acos', '_foreach_acos_', '_foreach_add', '_foreach_add_', '_foreach_addcdiv', '_foreach_addcdiv_', '_foreach_addcmul', '_foreach_addcmul_', '_foreach_asin', '_foreach_asin_', '_foreach_atan', '_foreach_atan_', '_foreach_ceil', '_foreach_ceil_', '_foreach_clamp_max', '_foreach_clamp_max_', '_foreach_clamp_min', '_foreach_clamp_min_', '_foreach_clone', '_foreach_copy_', '_foreach_cos', '_foreach_cos_', '_foreach_cosh', '_foreach_cosh_', '_foreach_div', '_foreach_div_', '_foreach_erf', '_foreach_erf_', '_foreach_erfc', '_foreach_erfc_', '_foreach_exp', '_foreach_exp_', '_foreach_expm1', '_foreach_expm1_', '_foreach_floor', '_foreach_floor_', '_foreach_frac', '_foreach_frac_', '_foreach_lerp', '_foreach_lerp_', '_foreach_lgamma', '_foreach_lgamma_', '_foreach_log', '_foreach_log10', '_foreach_log10_', '_foreach_log1p', '_foreach_log1p_', '_foreach_log2', '_foreach_log2_', '_foreach_log_', '_foreach_max', '_foreach_maximum', '_foreach_maximum_', '_foreach_minimum', '_foreach_minimum_', '_foreach_mm', '_foreach_mul', '_foreach_mul_', '_foreach_neg', '_foreach_neg_', '_foreach_norm', '_foreach_pow', '_foreach_pow_', '_foreach_reciprocal', '_foreach_reciprocal_', '_foreach_round', '_foreach_round_', '_foreach_rsqrt', '_foreach_rsqrt_', '_foreach_sigmoid', '_foreach_sigmoid_', '_foreach_sign', '_foreach_sign_', '_foreach_sin', '_foreach_sin_', '_foreach_sinh', '_foreach_sinh_', '_foreach_sqrt', '_foreach_sqrt_', '_foreach_sub', '_foreach_sub_', '_foreach_tan', '_foreach_tan_', '_foreach_tanh', '_foreach_tanh_', '_foreach_trunc', '_foreach_trunc_', '_foreach_zero_', '_fused_adagrad_', '_fused_adam_', '_fused_adamw_', '_fused_sgd_', '_histogramdd_bin_edges', '_histogramdd_from_bin_cts', '_histogramdd_from_bin_tensors', '_log_softmax', '_lu_with_info', '_prelu_kernel', '_safe_softmax', '_sample_dirichlet', '_scaled_dot_product_attention_math', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_unique2', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addmv_', 'addr', 'adjoint', 'affine_grid_generator', 'affine_grid_generator_backward', 'alias', 'alias_copy', 'all', 'allclose', 'alpha_dropout', 'alpha_dropout_', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arange', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_copy', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'avg_pool1d', 'baddbmm', 'bartlett_window', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_left_shift', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'blackman_window', 'block_diag', 'bmm', 'broadcast_tensors', 'broadcast_to', 'bucketize', 'cartesian_prod', 'cat', 'cdist', 'ceil', 'ceil_', 'celu', 'celu_', 'chain_matmul', 'channel_shuffle', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'column_stack', 'combinations', 'complex', 'concat', 'concatenate', 'conj_physical', 'conj_physical_', 'constant_pad_nd', 'convolution', 'convolution_backward', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_embedding_loss', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'deg2rad_', 'det', 'detach_copy', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_copy', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'dsplit', 'dstack', 'einsum', 'embedding', 'embedding_bag', 'embedding_renorm_', 'empty', 'empty_like', 'empty_permuted', 'empty_strided', 'eq', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand_copy', 'expm1', 'expm1_', 'eye', 'feature_alpha_dropout', 'feature_alpha_dropout_', 'feature_dropout', 'feature_dropout_', 'fill', 'fill_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'frexp', 'frobenius_norm', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'geqrf', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'grid_sampler_2d_backward', 'grid_sampler_3d', 'grid_sampler_3d_backward', 'group_norm', 'gru', 'gru_cell', 'gt', 'hamming_window', 'hann_window', 'hardshrink', 'hardshrink_backward', 'heaviside', 'hinge_embedding_loss', 'histc', 'histogram', 'hsplit', 'hstack', 'hypot', 'i0', 'i0_', 'igamma', 'igammac', 'imag', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_reduce', 'index_select', 'inner', 'instance_norm', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kaiser_window', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'lgamma_', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_not_', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lstm', 'lstm_cell', 'lt', 'lu_solve', 'lu_unpack', 'margin_ranking_loss', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'meshgrid', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'mvlgamma', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'native_batch_norm', 'native_batch_norm_backward', 'native_channel_shuffle', 'native_dropout', 'native_dropout_backward', 'native_group_norm', 'native_group_norm_backward', 'native_layer_norm', 'native_layer_norm_backward', 'ne', 'neg', 'neg_', 'negative', 'negative_', 'nextafter', 'nonzero', 'nonzero_static', 'norm', 'normal', 'not_equal', 'nuclear_norm', 'ones', 'ones_like', 'orgqr', 'ormqr', 'outer', 'pairwise_distance', 'permute', 'permute_copy', 'pinverse', 'pixel_shuffle', 'pixel_unshuffle', 'poisson', 'poisson_nll_loss', 'polar', 'polygamma', 'positive', 'pow', 'prelu', 'prod', 'put', 'qr', 'quantile', 'rad2deg', 'rad2deg_', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'range', 'ravel', 'real', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'renorm', 'repeat_interleave', 'reshape', 'rms_norm', 'rnn_relu', 'rnn_relu_cell', 'rnn_tanh', 'rnn_tanh_cell', 'roll', 'rot90', 'round', 'round_', 'row_stack', 'rrelu', 'rrelu_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_copy', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice', 'slice_copy', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_copy', 'split_with_sizes', 'split_with_sizes_copy', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'squeeze_copy', 'stack', 'std', 'std_mean', 'stft', 'sub', 'subtract', 'sum', 'svd', 'swapaxes', 'swapdims', 't', 't_copy', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tensordot', 'threshold', 'threshold_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'transpose_copy', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triplet_margin_loss', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unbind_copy', 'unflatten', 'unfold_copy', 'unique_consecutive', 'unique_dim', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_copy', 'vander', 'var', 'var_mean', 'vdot', 'view_as_complex', 'view_as_complex_copy', 'view_as_real', 'view_as_real_copy', 'view_copy', 'vsplit', 'vstack', 'where', 'xlogy', 'xlogy_', 'zero_', 'zeros', 'zeros_like']
 
 _sig_abs = _Signatures('abs', [
     (('input', 'T', False, False, None), ('out', 'T?', True, True, None),),
@@ -4124,6 +4124,33 @@ def xlogy(*args, **kwargs):
 
 
 xlogy.__doc__ = 'xlogy(input: Tensor, other: Tensor, *, out: Optional[Tensor] = None) -> Tensor\nxlogy(input: Tensor, other: Number) -> Tensor\nxlogy(input: Number, other: Tensor) -> Tensor'
+
+
+_sig_xlogy_ = _Signatures('xlogy_', [
+    (('input', 'T', False, False, None), ('other', 'T', False, False, None),),
+], method=False)
+
+def _bind_xlogy__0(input, other):
+    return (input, other)
+
+def xlogy_(*args, **kwargs):
+    try:
+        _b = _bind_xlogy__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, other = _b
+        if isinstance(input, _Tensor) and isinstance(other, _Tensor):
+            return _A._op_xlogy_.call(input._ks | other._ks, input, other)
+    _i, _a = _sig_xlogy_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_xlogy_.call(_a['input']._ks | _a['other']._ks, _a['input'], _a['other'])
+    raise AssertionError('unreachable')
+
+
+xlogy_.__doc__ = 'xlogy_(input: Tensor, other: Tensor) -> Tensor'
+def _signature_xlogy_(input, other): ...
+xlogy_.__wrapped__ = _signature_xlogy_
 
 
 _sig_max = _Signatures('max', [
@@ -10238,6 +10265,33 @@ def addmv(*args, **kwargs):
 addmv.__doc__ = 'addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1, out: Optional[Tensor] = None) -> Tensor'
 def _signature_addmv(input, mat, vec, *, beta=1, alpha=1, out=None): ...
 addmv.__wrapped__ = _signature_addmv
+
+
+_sig_addmv_ = _Signatures('addmv_', [
+    (('input', 'T', False, False, None), ('mat', 'T', False, False, None), ('vec', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),),
+], method=False)
+
+def _bind_addmv__0(input, mat, vec, *, beta=1, alpha=1):
+    return (input, mat, vec, beta, alpha)
+
+def addmv_(*args, **kwargs):
+    try:
+        _b = _bind_addmv__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, mat, vec, beta, alpha = _b
+        if isinstance(input, _Tensor) and isinstance(mat, _Tensor) and isinstance(vec, _Tensor) and type(beta) in _NUMBERS and type(alpha) in _NUMBERS:
+            return _A._op_addmv_.call(input._ks | mat._ks | vec._ks, input, mat, vec, beta, alpha)
+    _i, _a = _sig_addmv_.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_addmv_.call(_a['input']._ks | _a['mat']._ks | _a['vec']._ks, _a['input'], _a['mat'], _a['vec'], _a['beta'], _a['alpha'])
+    raise AssertionError('unreachable')
+
+
+addmv_.__doc__ = 'addmv_(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
+def _signature_addmv_(input, mat, vec, *, beta=1, alpha=1): ...
+addmv_.__wrapped__ = _signature_addmv_
 
 
 _sig_baddbmm = _Signatures('baddbmm', [
@@ -17714,3 +17768,521 @@ def addr(*args, **kwargs):
 addr.__doc__ = 'addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor'
 def _signature_addr(input, vec1, vec2, *, beta=1, alpha=1): ...
 addr.__wrapped__ = _signature_addr
+
+
+_sig_nanmedian = _Signatures('nanmedian', [
+    (('input', 'T', False, False, None),),
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),),
+], method=False)
+
+def _bind_nanmedian_0(input):
+    return (input,)
+
+def _bind_nanmedian_1(input, dim, keepdim=False):
+    return (input, dim, keepdim)
+
+def nanmedian(*args, **kwargs):
+    try:
+        _b = _bind_nanmedian_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, = _b
+        if isinstance(input, _Tensor):
+            return _A._op_nanmedian.call(input._ks, input)
+    try:
+        _b = _bind_nanmedian_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, keepdim = _b
+        if isinstance(input, _Tensor) and type(dim) is int and type(keepdim) is bool:
+            return _A._op_nanmedian_dim.call(input._ks, input, dim, keepdim)
+    _i, _a = _sig_nanmedian.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_nanmedian.call(_a['input']._ks, _a['input'])
+    elif _i == 1:
+        return _A._op_nanmedian_dim.call(_a['input']._ks, _a['input'], _a['dim'], _a['keepdim'])
+    raise AssertionError('unreachable')
+
+
+nanmedian.__doc__ = 'nanmedian(input: Tensor) -> Tensor\nnanmedian(input: Tensor, dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+
+
+_sig_unique_consecutive = _Signatures('unique_consecutive', [
+    (('input', 'T', False, False, None), ('return_inverse', 'bool', False, True, False), ('return_counts', 'bool', False, True, False), ('dim', 'int?', False, True, None),),
+], method=False)
+
+def _bind_unique_consecutive_0(input, return_inverse=False, return_counts=False, dim=None):
+    return (input, return_inverse, return_counts, dim)
+
+def unique_consecutive(*args, **kwargs):
+    try:
+        _b = _bind_unique_consecutive_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, return_inverse, return_counts, dim = _b
+        if isinstance(input, _Tensor) and type(return_inverse) is bool and type(return_counts) is bool and (dim is None or type(dim) is int):
+            return _A._op_unique_consecutive.call(input._ks, input, return_inverse, return_counts, dim)
+    _i, _a = _sig_unique_consecutive.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_unique_consecutive.call(_a['input']._ks, _a['input'], _a['return_inverse'], _a['return_counts'], _a['dim'])
+    raise AssertionError('unreachable')
+
+
+unique_consecutive.__doc__ = 'unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False, dim: Optional[int] = None) -> (Tensor, Tensor, Tensor)'
+def _signature_unique_consecutive(input, return_inverse=False, return_counts=False, dim=None): ...
+unique_consecutive.__wrapped__ = _signature_unique_consecutive
+
+
+_sig__histogramdd_bin_edges = _Signatures('_histogramdd_bin_edges', [
+    (('input', 'T', False, False, None), ('bins', 'int[]', False, False, None), ('range', 'float[]?', True, True, None), ('weight', 'T?', True, True, None), ('density', 'bool', True, True, False),),
+], method=False)
+
+def _histogramdd_bin_edges(*args, **kwargs):
+    _i, _a = _sig__histogramdd_bin_edges.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__histogramdd_bin_edges.call(_a['input']._ks | _ks_opt(_a['weight']), _a['input'], _a['bins'], _a['range'], _a['weight'], _a['density'])
+    raise AssertionError('unreachable')
+
+
+_histogramdd_bin_edges.__doc__ = '_histogramdd_bin_edges(input: Tensor, bins: List[int], *, range=None, weight: Optional[Tensor] = None, density: bool = False) -> List[Tensor]'
+def _signature__histogramdd_bin_edges(input, bins, *, range=None, weight=None, density=False): ...
+_histogramdd_bin_edges.__wrapped__ = _signature__histogramdd_bin_edges
+
+
+_sig__histogramdd_from_bin_cts = _Signatures('_histogramdd_from_bin_cts', [
+    (('input', 'T', False, False, None), ('bins', 'int[]', False, False, None), ('range', 'float[]?', True, True, None), ('weight', 'T?', True, True, None), ('density', 'bool', True, True, False),),
+], method=False)
+
+def _histogramdd_from_bin_cts(*args, **kwargs):
+    _i, _a = _sig__histogramdd_from_bin_cts.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__histogramdd_from_bin_cts.call(_a['input']._ks | _ks_opt(_a['weight']), _a['input'], _a['bins'], _a['range'], _a['weight'], _a['density'])
+    raise AssertionError('unreachable')
+
+
+_histogramdd_from_bin_cts.__doc__ = '_histogramdd_from_bin_cts(input: Tensor, bins: List[int], *, range=None, weight: Optional[Tensor] = None, density: bool = False) -> Tensor'
+def _signature__histogramdd_from_bin_cts(input, bins, *, range=None, weight=None, density=False): ...
+_histogramdd_from_bin_cts.__wrapped__ = _signature__histogramdd_from_bin_cts
+
+
+_sig__histogramdd_from_bin_tensors = _Signatures('_histogramdd_from_bin_tensors', [
+    (('input', 'T', False, False, None), ('bins', 'T[]', False, False, None), ('weight', 'T?', True, True, None), ('density', 'bool', True, True, False),),
+], method=False)
+
+def _histogramdd_from_bin_tensors(*args, **kwargs):
+    _i, _a = _sig__histogramdd_from_bin_tensors.parse(args, kwargs)
+    if _i == 0:
+        return _A._op__histogramdd_from_bin_tensors.call(_a['input']._ks | _ks_list(_a['bins']) | _ks_opt(_a['weight']), _a['input'], _a['bins'], _a['weight'], _a['density'])
+    raise AssertionError('unreachable')
+
+
+_histogramdd_from_bin_tensors.__doc__ = '_histogramdd_from_bin_tensors(input: Tensor, bins: List[Tensor], *, weight: Optional[Tensor] = None, density: bool = False) -> Tensor'
+def _signature__histogramdd_from_bin_tensors(input, bins, *, weight=None, density=False): ...
+_histogramdd_from_bin_tensors.__wrapped__ = _signature__histogramdd_from_bin_tensors
+
+
+_sig_put = _Signatures('put', [
+    (('input', 'T', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('accumulate', 'bool', False, True, False),),
+], method=False)
+
+def _bind_put_0(input, index, source, accumulate=False):
+    return (input, index, source, accumulate)
+
+def put(*args, **kwargs):
+    try:
+        _b = _bind_put_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, index, source, accumulate = _b
+        if isinstance(input, _Tensor) and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(accumulate) is bool:
+            return _A._op_put.call(input._ks | index._ks | source._ks, input, index, source, accumulate)
+    _i, _a = _sig_put.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_put.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['index'], _a['source'], _a['accumulate'])
+    raise AssertionError('unreachable')
+
+
+put.__doc__ = 'put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor'
+def _signature_put(input, index, source, accumulate=False): ...
+put.__wrapped__ = _signature_put
+
+
+_sig_index_reduce = _Signatures('index_reduce', [
+    (('input', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),),
+], method=False)
+
+def _bind_index_reduce_0(input, dim, index, source, reduce, *, include_self=True):
+    return (input, dim, index, source, reduce, include_self)
+
+def index_reduce(*args, **kwargs):
+    try:
+        _b = _bind_index_reduce_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, dim, index, source, reduce, include_self = _b
+        if isinstance(input, _Tensor) and type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(reduce) is str and type(include_self) is bool:
+            return _A._op_index_reduce.call(input._ks | index._ks | source._ks, input, dim, index, source, reduce, include_self)
+    _i, _a = _sig_index_reduce.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_index_reduce.call(_a['input']._ks | _a['index']._ks | _a['source']._ks, _a['input'], _a['dim'], _a['index'], _a['source'], _a['reduce'], _a['include_self'])
+    raise AssertionError('unreachable')
+
+
+index_reduce.__doc__ = 'index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor'
+def _signature_index_reduce(input, dim, index, source, reduce, *, include_self=True): ...
+index_reduce.__wrapped__ = _signature_index_reduce
+
+
+_sig_nonzero_static = _Signatures('nonzero_static', [
+    (('input', 'T', False, False, None), ('size', 'int', True, False, None), ('fill_value', 'int', True, True, -1),),
+], method=False)
+
+def _bind_nonzero_static_0(input, *, size, fill_value=-1):
+    return (input, size, fill_value)
+
+def nonzero_static(*args, **kwargs):
+    try:
+        _b = _bind_nonzero_static_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, size, fill_value = _b
+        if isinstance(input, _Tensor) and type(size) is int and type(fill_value) is int:
+            return _A._op_nonzero_static.call(input._ks, input, size, fill_value)
+    _i, _a = _sig_nonzero_static.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_nonzero_static.call(_a['input']._ks, _a['input'], _a['size'], _a['fill_value'])
+    raise AssertionError('unreachable')
+
+
+nonzero_static.__doc__ = 'nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor'
+def _signature_nonzero_static(input, *, size, fill_value=-1): ...
+nonzero_static.__wrapped__ = _signature_nonzero_static
+
+
+_sig_as_strided_scatter = _Signatures('as_strided_scatter', [
+    (('input', 'T', False, False, None), ('src', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None),),
+], method=False)
+
+def _bind_as_strided_scatter_0(input, src, size, stride, storage_offset=None):
+    return (input, src, size, stride, storage_offset)
+
+def as_strided_scatter(*args, **kwargs):
+    try:
+        _b = _bind_as_strided_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, src, size, stride, storage_offset = _b
+        if isinstance(input, _Tensor) and isinstance(src, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
+            return _A._op_as_strided_scatter.call(input._ks | src._ks, input, src, size_, stride_, storage_offset)
+    _i, _a = _sig_as_strided_scatter.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_as_strided_scatter.call(_a['input']._ks | _a['src']._ks, _a['input'], _a['src'], _a['size'], _a['stride'], _a['storage_offset'])
+    raise AssertionError('unreachable')
+
+
+as_strided_scatter.__doc__ = 'as_strided_scatter(input: Tensor, src: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor'
+def _signature_as_strided_scatter(input, src, size, stride, storage_offset=None): ...
+as_strided_scatter.__wrapped__ = _signature_as_strided_scatter
+
+
+_sig_fill = _Signatures('fill', [
+    (('input', 'T', False, False, None), ('value', 'Scalar', False, False, None),),
+    (('input', 'T', False, False, None), ('value', 'T', False, False, None),),
+], method=False)
+
+def _bind_fill_0(input, value):
+    return (input, value)
+
+def _bind_fill_1(input, value):
+    return (input, value)
+
+def fill(*args, **kwargs):
+    try:
+        _b = _bind_fill_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, value = _b
+        if isinstance(input, _Tensor) and type(value) in _NUMBERS:
+            return _A._op_fill_Scalar.call(input._ks, input, value)
+    try:
+        _b = _bind_fill_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, value = _b
+        if isinstance(input, _Tensor) and isinstance(value, _Tensor):
+            return _A._op_fill_Tensor.call(input._ks | value._ks, input, value)
+    _i, _a = _sig_fill.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_fill_Scalar.call(_a['input']._ks, _a['input'], _a['value'])
+    elif _i == 1:
+        return _A._op_fill_Tensor.call(_a['input']._ks | _a['value']._ks, _a['input'], _a['value'])
+    raise AssertionError('unreachable')
+
+
+fill.__doc__ = 'fill(input: Tensor, value: Number) -> Tensor\nfill(input: Tensor, value: Tensor) -> Tensor'
+
+
+_sig_vander = _Signatures('vander', [
+    (('x', 'T', False, False, None), ('N', 'int?', False, True, None), ('increasing', 'bool', False, True, False),),
+], method=False)
+
+def _bind_vander_0(x, N=None, increasing=False):
+    return (x, N, increasing)
+
+def vander(*args, **kwargs):
+    try:
+        _b = _bind_vander_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        x, N, increasing = _b
+        if isinstance(x, _Tensor) and (N is None or type(N) is int) and type(increasing) is bool:
+            return _A._op_vander.call(x._ks, x, N, increasing)
+    _i, _a = _sig_vander.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_vander.call(_a['x']._ks, _a['x'], _a['N'], _a['increasing'])
+    raise AssertionError('unreachable')
+
+
+vander.__doc__ = 'vander(x: Tensor, N: Optional[int] = None, increasing: bool = False) -> Tensor'
+def _signature_vander(x, N=None, increasing=False): ...
+vander.__wrapped__ = _signature_vander
+
+
+_sig_empty_permuted = _Signatures('empty_permuted', [
+    (('size', 'int[]', False, False, None), ('physical_layout', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind_empty_permuted_0(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (size, physical_layout, dtype, layout, device, pin_memory, requires_grad)
+
+def empty_permuted(*args, **kwargs):
+    try:
+        _b = _bind_empty_permuted_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, physical_layout, dtype, layout, device, pin_memory, requires_grad = _b
+        if (size_ := _ints(size, False)) is not None and (physical_layout_ := _ints(physical_layout, False)) is not None and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_empty_permuted.call(_ks_device(device), size_, physical_layout_, dtype, layout, device, pin_memory)
+    _i, _a = _sig_empty_permuted.parse(args, kwargs)
+    if _i == 0:
+        return _finish_factory(_A._op_empty_permuted.call(_ks_device(_a['device']), _a['size'], _a['physical_layout'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    raise AssertionError('unreachable')
+
+
+empty_permuted.__doc__ = 'empty_permuted(size: List[int], physical_layout: List[int], *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+empty_permuted.__wrapped__ = _signature_empty_permuted
+
+
+_sig_randint_like = _Signatures('randint_like', [
+    (('input', 'T', False, False, None), ('high', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('input', 'T', False, False, None), ('high', 'int', False, False, None), ('generator', 'gen?', True, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('input', 'T', False, False, None), ('high', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('input', 'T', False, False, None), ('high', 'T', False, False, None), ('generator', 'gen?', True, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('input', 'T', False, False, None), ('low', 'int', False, False, None), ('high', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
+    (('input', 'T', False, False, None), ('low', 'int', False, False, None), ('high', 'int', False, False, None), ('generator', 'gen?', True, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind_randint_like_0(input, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, high, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
+def _bind_randint_like_1(input, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, high, generator, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
+def _bind_randint_like_2(input, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, high, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
+def _bind_randint_like_3(input, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, high, generator, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
+def _bind_randint_like_4(input, low, high, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, low, high, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
+def _bind_randint_like_5(input, low, high, *, generator, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None, requires_grad=False):
+    return (input, low, high, generator, dtype, layout, device, pin_memory, memory_format, requires_grad)
+
+def randint_like(*args, **kwargs):
+    try:
+        _b = _bind_randint_like_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, high, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and type(high) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _A._op_randint_like.call(input._ks, input, high, dtype, layout, device, pin_memory, memory_format)
+    try:
+        _b = _bind_randint_like_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, high, generator, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and type(high) is int and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _A._op_randint_like_generator.call(input._ks, input, high, generator, dtype, layout, device, pin_memory, memory_format)
+    try:
+        _b = _bind_randint_like_2(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, high, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and isinstance(high, _Tensor) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _A._op_randint_like_Tensor.call(input._ks | high._ks, input, high, dtype, layout, device, pin_memory, memory_format)
+    try:
+        _b = _bind_randint_like_3(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, high, generator, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and isinstance(high, _Tensor) and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _A._op_randint_like_Tensor_generator.call(input._ks | high._ks, input, high, generator, dtype, layout, device, pin_memory, memory_format)
+    try:
+        _b = _bind_randint_like_4(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, low, high, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and type(low) is int and type(high) is int and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _A._op_randint_like_low_dtype.call(input._ks, input, low, high, dtype, layout, device, pin_memory, memory_format)
+    try:
+        _b = _bind_randint_like_5(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, low, high, generator, dtype, layout, device, pin_memory, memory_format, requires_grad = _b
+        if isinstance(input, _Tensor) and type(low) is int and type(high) is int and (generator is None or type(generator) is _Generator) and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and True and not requires_grad:
+            return _A._op_randint_like_low_generator_dtype.call(input._ks, input, low, high, generator, dtype, layout, device, pin_memory, memory_format)
+    _i, _a = _sig_randint_like.parse(args, kwargs)
+    if _i == 0:
+        return _finish_factory(_A._op_randint_like.call(_a['input']._ks, _a['input'], _a['high'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+    elif _i == 1:
+        return _finish_factory(_A._op_randint_like_generator.call(_a['input']._ks, _a['input'], _a['high'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+    elif _i == 2:
+        return _finish_factory(_A._op_randint_like_Tensor.call(_a['input']._ks | _a['high']._ks, _a['input'], _a['high'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+    elif _i == 3:
+        return _finish_factory(_A._op_randint_like_Tensor_generator.call(_a['input']._ks | _a['high']._ks, _a['input'], _a['high'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+    elif _i == 4:
+        return _finish_factory(_A._op_randint_like_low_dtype.call(_a['input']._ks, _a['input'], _a['low'], _a['high'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+    elif _i == 5:
+        return _finish_factory(_A._op_randint_like_low_generator_dtype.call(_a['input']._ks, _a['input'], _a['low'], _a['high'], _a['generator'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory'], _a['memory_format']), _a)
+    raise AssertionError('unreachable')
+
+
+randint_like.__doc__ = 'randint_like(input: Tensor, high: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: int, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: Tensor, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, high: Tensor, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, low: int, high: int, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor\nrandint_like(input: Tensor, low: int, high: int, *, generator: Optional[Generator], dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, memory_format=None, requires_grad: bool = False) -> Tensor'
+
+
+_sig_range = _Signatures('range', [
+    (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('step', 'Scalar', False, True, 1), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('requires_grad', 'bool', True, True, False),),
+], method=False)
+
+def _bind_range_0(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    return (start, end, step, dtype, layout, device, pin_memory, requires_grad)
+
+def range(*args, **kwargs):
+    try:
+        _b = _bind_range_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        start, end, step, dtype, layout, device, pin_memory, requires_grad = _b
+        if type(start) in _NUMBERS and type(end) in _NUMBERS and type(step) in _NUMBERS and (dtype is None or type(dtype) is _dtype) and True and device is None and (pin_memory is None or type(pin_memory) is bool) and not requires_grad:
+            return _A._op_range_step.call(_ks_device(device), start, end, step, dtype, layout, device, pin_memory)
+    _i, _a = _sig_range.parse(args, kwargs)
+    if _i == 0:
+        return _finish_factory(_A._op_range_step.call(_ks_device(_a['device']), _a['start'], _a['end'], _a['step'], _a['dtype'], _a['layout'], _a['device'], _a['pin_memory']), _a)
+    raise AssertionError('unreachable')
+
+
+range.__doc__ = 'range(start: Number, end: Number, step: Number = 1, *, dtype: Optional[dtype] = None, layout=None, device: Optional[device] = None, pin_memory: Optional[bool] = None, requires_grad: bool = False) -> Tensor'
+def _signature_range(start, end, step=1, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False): ...
+range.__wrapped__ = _signature_range
+
+
+_sig_svd = _Signatures('svd', [
+    (('input', 'T', False, False, None), ('some', 'bool', False, True, True), ('compute_uv', 'bool', False, True, True),),
+], method=False)
+
+def _bind_svd_0(input, some=True, compute_uv=True):
+    return (input, some, compute_uv)
+
+def svd(*args, **kwargs):
+    try:
+        _b = _bind_svd_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, some, compute_uv = _b
+        if isinstance(input, _Tensor) and type(some) is bool and type(compute_uv) is bool:
+            return _A._op_svd.call(input._ks, input, some, compute_uv)
+    _i, _a = _sig_svd.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_svd.call(_a['input']._ks, _a['input'], _a['some'], _a['compute_uv'])
+    raise AssertionError('unreachable')
+
+
+svd.__doc__ = 'svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> (Tensor, Tensor, Tensor)'
+def _signature_svd(input, some=True, compute_uv=True): ...
+svd.__wrapped__ = _signature_svd
+
+
+_sig_qr = _Signatures('qr', [
+    (('input', 'T', False, False, None), ('some', 'bool', False, True, True),),
+], method=False)
+
+def _bind_qr_0(input, some=True):
+    return (input, some)
+
+def qr(*args, **kwargs):
+    try:
+        _b = _bind_qr_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, some = _b
+        if isinstance(input, _Tensor) and type(some) is bool:
+            return _A._op_qr.call(input._ks, input, some)
+    _i, _a = _sig_qr.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_qr.call(_a['input']._ks, _a['input'], _a['some'])
+    raise AssertionError('unreachable')
+
+
+qr.__doc__ = 'qr(input: Tensor, some: bool = True) -> (Tensor, Tensor)'
+def _signature_qr(input, some=True): ...
+qr.__wrapped__ = _signature_qr
+
+
+_sig_triangular_solve = _Signatures('triangular_solve', [
+    (('input', 'T', False, False, None), ('A', 'T', False, False, None), ('upper', 'bool', False, True, True), ('transpose', 'bool', False, True, False), ('unitriangular', 'bool', False, True, False),),
+], method=False)
+
+def _bind_triangular_solve_0(input, A, upper=True, transpose=False, unitriangular=False):
+    return (input, A, upper, transpose, unitriangular)
+
+def triangular_solve(*args, **kwargs):
+    try:
+        _b = _bind_triangular_solve_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, A, upper, transpose, unitriangular = _b
+        if isinstance(input, _Tensor) and isinstance(A, _Tensor) and type(upper) is bool and type(transpose) is bool and type(unitriangular) is bool:
+            return _A._op_triangular_solve.call(input._ks | A._ks, input, A, upper, transpose, unitriangular)
+    _i, _a = _sig_triangular_solve.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_triangular_solve.call(_a['input']._ks | _a['A']._ks, _a['input'], _a['A'], _a['upper'], _a['transpose'], _a['unitriangular'])
+    raise AssertionError('unreachable')
+
+
+triangular_solve.__doc__ = 'triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> (Tensor, Tensor)'
+def _signature_triangular_solve(input, A, upper=True, transpose=False, unitriangular=False): ...
+triangular_solve.__wrapped__ = _signature_triangular_solve

@@ -3362,3 +3362,74 @@ addr = _P('addr', [
 addr_ = _P('addr_', [
     _O(_A._op_addr_, (('self', 'T', False, False, None), ('vec1', 'T', False, False, None), ('vec2', 'T', False, False, None), ('beta', 'Scalar', True, True, 1), ('alpha', 'Scalar', True, True, 1),), ['self', 'vec1', 'vec2', 'beta', 'alpha']),
 ])
+polygamma_ = _P('polygamma_', [
+    _O(_A._op_polygamma_, (('self', 'T', False, False, None), ('n', 'int', False, False, None),), ['self', 'n']),
+])
+float_power_ = _P('float_power_', [
+    _O(_A._op_float_power__Scalar, (('self', 'T', False, False, None), ('exponent', 'Scalar', False, False, None),), ['self', 'exponent']),
+    _O(_A._op_float_power__Tensor, (('self', 'T', False, False, None), ('exponent', 'T', False, False, None),), ['self', 'exponent']),
+])
+nanmedian = _P('nanmedian', [
+    _O(_A._op_nanmedian, (('self', 'T', False, False, None),), ['self']),
+    _O(_A._op_nanmedian_dim, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),), ['self', 'dim', 'keepdim']),
+])
+unique_consecutive = _P('unique_consecutive', [
+    _O(_A._op_unique_consecutive, (('self', 'T', False, False, None), ('return_inverse', 'bool', False, True, False), ('return_counts', 'bool', False, True, False), ('dim', 'int?', False, True, None),), ['self', 'return_inverse', 'return_counts', 'dim']),
+])
+_histogramdd_bin_edges = _P('_histogramdd_bin_edges', [
+    _O(_A._op__histogramdd_bin_edges, (('self', 'T', False, False, None), ('bins', 'int[]', False, False, None), ('range', 'float[]?', True, True, None), ('weight', 'T?', True, True, None), ('density', 'bool', True, True, False),), ['self', 'bins', 'range', 'weight', 'density']),
+])
+_histogramdd_from_bin_cts = _P('_histogramdd_from_bin_cts', [
+    _O(_A._op__histogramdd_from_bin_cts, (('self', 'T', False, False, None), ('bins', 'int[]', False, False, None), ('range', 'float[]?', True, True, None), ('weight', 'T?', True, True, None), ('density', 'bool', True, True, False),), ['self', 'bins', 'range', 'weight', 'density']),
+])
+_histogramdd_from_bin_tensors = _P('_histogramdd_from_bin_tensors', [
+    _O(_A._op__histogramdd_from_bin_tensors, (('self', 'T', False, False, None), ('bins', 'T[]', False, False, None), ('weight', 'T?', True, True, None), ('density', 'bool', True, True, False),), ['self', 'bins', 'weight', 'density']),
+])
+put = _P('put', [
+    _O(_A._op_put, (('self', 'T', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('accumulate', 'bool', False, True, False),), ['self', 'index', 'source', 'accumulate']),
+])
+put_ = _P('put_', [
+    _O(_A._op_put_, (('self', 'T', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('accumulate', 'bool', False, True, False),), ['self', 'index', 'source', 'accumulate']),
+])
+index_reduce = _P('index_reduce', [
+    _O(_A._op_index_reduce, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),), ['self', 'dim', 'index', 'source', 'reduce', 'include_self']),
+])
+index_reduce_ = _P('index_reduce_', [
+    _O(_A._op_index_reduce_, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),), ['self', 'dim', 'index', 'source', 'reduce', 'include_self']),
+])
+nonzero_static = _P('nonzero_static', [
+    _O(_A._op_nonzero_static, (('self', 'T', False, False, None), ('size', 'int', True, False, None), ('fill_value', 'int', True, True, -1),), ['self', 'size', 'fill_value']),
+])
+as_strided_scatter = _P('as_strided_scatter', [
+    _O(_A._op_as_strided_scatter, (('self', 'T', False, False, None), ('src', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None),), ['self', 'src', 'size', 'stride', 'storage_offset']),
+])
+fill = _P('fill', [
+    _O(_A._op_fill_Scalar, (('self', 'T', False, False, None), ('value', 'Scalar', False, False, None),), ['self', 'value']),
+    _O(_A._op_fill_Tensor, (('self', 'T', False, False, None), ('value', 'T', False, False, None),), ['self', 'value']),
+])
+vander = _P('vander', [
+    _O(_A._op_vander, (('x', 'T', False, False, None), ('N', 'int?', False, True, None), ('increasing', 'bool', False, True, False),), ['x', 'N', 'increasing']),
+])
+empty_permuted = _P('empty_permuted', [
+    _O(_A._op_empty_permuted, (('size', 'int[]', False, False, None), ('physical_layout', 'int[]', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['size', 'physical_layout', 'dtype', 'layout', 'device', 'pin_memory']),
+])
+randint_like = _P('randint_like', [
+    _O(_A._op_randint_like, (('self', 'T', False, False, None), ('high', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'high', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_randint_like_generator, (('self', 'T', False, False, None), ('high', 'int', False, False, None), ('generator', 'gen?', True, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'high', 'generator', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_randint_like_Tensor, (('self', 'T', False, False, None), ('high', 'T', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'high', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_randint_like_Tensor_generator, (('self', 'T', False, False, None), ('high', 'T', False, False, None), ('generator', 'gen?', True, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'high', 'generator', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_randint_like_low_dtype, (('self', 'T', False, False, None), ('low', 'int', False, False, None), ('high', 'int', False, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'low', 'high', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+    _O(_A._op_randint_like_low_generator_dtype, (('self', 'T', False, False, None), ('low', 'int', False, False, None), ('high', 'int', False, False, None), ('generator', 'gen?', True, False, None), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None), ('memory_format', 'any', True, True, None),), ['self', 'low', 'high', 'generator', 'dtype', 'layout', 'device', 'pin_memory', 'memory_format']),
+])
+range = _P('range', [
+    _O(_A._op_range_step, (('start', 'Scalar', False, False, None), ('end', 'Scalar', False, False, None), ('step', 'Scalar', False, True, 1), ('dtype', 'dtype?', True, True, None), ('layout', 'any', True, True, None), ('device', 'device?', True, True, None), ('pin_memory', 'bool?', True, True, None),), ['start', 'end', 'step', 'dtype', 'layout', 'device', 'pin_memory']),
+])
+svd = _P('svd', [
+    _O(_A._op_svd, (('self', 'T', False, False, None), ('some', 'bool', False, True, True), ('compute_uv', 'bool', False, True, True),), ['self', 'some', 'compute_uv']),
+])
+qr = _P('qr', [
+    _O(_A._op_qr, (('self', 'T', False, False, None), ('some', 'bool', False, True, True),), ['self', 'some']),
+])
+triangular_solve = _P('triangular_solve', [
+    _O(_A._op_triangular_solve, (('self', 'T', False, False, None), ('A', 'T', False, False, None), ('upper', 'bool', False, True, True), ('transpose', 'bool', False, True, False), ('unitriangular', 'bool', False, True, False),), ['self', 'A', 'upper', 'transpose', 'unitriangular']),
+])

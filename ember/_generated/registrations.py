@@ -7008,6 +7008,125 @@ def _special_xlog1py_out(ks, self, other, out):
         _value_error(_e, K.special_xlog1py, self, other, out)
 
 
+def _nanmedian_default(ks, self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.nanmedian(be.xp, self._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.nanmedian, self)
+
+
+def _nanmedian_dim(ks, self, dim, keepdim):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.nanmedian_dim(be.xp, self._data, dim, keepdim)
+        return _rt.nanmedian(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.nanmedian_dim, self)
+
+
+def _unique_consecutive_default(ks, self, return_inverse, return_counts, dim):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.unique_consecutive(be.xp, self._data, return_inverse, return_counts, dim)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K.unique_consecutive, self)
+
+
+def __histogramdd_bin_edges_default(ks, self, bins, range, weight, density):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return [_new(_r, be.ks, be.device) for _r in K._histogramdd_bin_edges(be.xp, self._data, bins, range=range, weight=(None if weight is None else weight._data), density=density)]
+    except ValueError as _e:
+        _value_error(_e, K._histogramdd_bin_edges, self, weight)
+
+
+def __histogramdd_from_bin_cts_default(ks, self, bins, range, weight, density):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._histogramdd_from_bin_cts(be.xp, self._data, bins, range=range, weight=(None if weight is None else weight._data), density=density), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._histogramdd_from_bin_cts, self, weight)
+
+
+def __histogramdd_from_bin_tensors_default(ks, self, bins, weight, density):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._histogramdd_from_bin_tensors(be.xp, self._data, [_t._data for _t in bins], weight=(None if weight is None else weight._data), density=density), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._histogramdd_from_bin_tensors, self, weight)
+
+
+def _put_default(ks, self, index, source, accumulate):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.put(be.xp, self._data, index._data, source._data, accumulate), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.put, self, index, source)
+
+
+def _put__default(ks, self, index, source, accumulate):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.put(be.xp, self._data, index._data, source._data, accumulate), 'put_')
+    except ValueError as _e:
+        _value_error(_e, K.put, self, index, source)
+
+
+def _index_reduce_default(ks, self, dim, index, source, reduce, include_self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.index_reduce(be.xp, self._data, dim, index._data, source._data, reduce, include_self=include_self), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.index_reduce, self, index, source)
+
+
+def _index_reduce__default(ks, self, dim, index, source, reduce, include_self):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _write_inplace(self, K.index_reduce(be.xp, self._data, dim, index._data, source._data, reduce, include_self=include_self), 'index_reduce_')
+    except ValueError as _e:
+        _value_error(_e, K.index_reduce, self, index, source)
+
+
+def _nonzero_static_default(ks, self, size, fill_value):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.nonzero_static(be.xp, self._data, size=size, fill_value=fill_value), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.nonzero_static, self)
+
+
+def _as_strided_scatter_default(ks, self, src, size, stride, storage_offset):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.as_strided_scatter(be.xp, self._data, src._data, size, stride, storage_offset), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.as_strided_scatter, self, src)
+
+
+def _fill_Scalar(ks, self, value):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.fill_scalar(be.xp, self._data, value), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.fill_scalar, self)
+
+
+def _fill_Tensor(ks, self, value):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.fill_tensor(be.xp, self._data, value._data), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.fill_tensor, self, value)
+
+
+def _range_step(ks, start, end, step, dtype, layout, device, pin_memory):
+    be = BACKEND[ks & ON_CUDA]
+    return _new(K.range_inclusive(be.xp, start, end, step, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -7886,6 +8005,21 @@ _BACKEND_KERNELS = (
     (_A._op_special_ndtr_out, _special_ndtr_out, ('CPU', 'CUDA', 'Meta'), K.special_ndtr, (), 'out', None),
     (_A._op_special_xlog1py, _special_xlog1py_default, ('CPU', 'CUDA', 'Meta'), K.special_xlog1py, (), 'new', None),
     (_A._op_special_xlog1py_out, _special_xlog1py_out, ('CPU', 'CUDA', 'Meta'), K.special_xlog1py, (), 'out', None),
+    (_A._op_nanmedian, _nanmedian_default, ('CPU', 'CUDA', 'Meta'), K.nanmedian, (), 'new', None),
+    (_A._op_nanmedian_dim, _nanmedian_dim, ('CPU', 'CUDA', 'Meta'), K.nanmedian_dim, (), 'new', _rt.nanmedian),
+    (_A._op_unique_consecutive, _unique_consecutive_default, ('CPU', 'CUDA'), K.unique_consecutive, (), 'new', None),
+    (_A._op__histogramdd_bin_edges, __histogramdd_bin_edges_default, ('CPU', 'CUDA'), K._histogramdd_bin_edges, ('range', 'weight', 'density'), 'new', None),
+    (_A._op__histogramdd_from_bin_cts, __histogramdd_from_bin_cts_default, ('CPU', 'CUDA'), K._histogramdd_from_bin_cts, ('range', 'weight', 'density'), 'new', None),
+    (_A._op__histogramdd_from_bin_tensors, __histogramdd_from_bin_tensors_default, ('CPU', 'CUDA'), K._histogramdd_from_bin_tensors, ('weight', 'density'), 'new', None),
+    (_A._op_put, _put_default, ('CPU', 'CUDA', 'Meta'), K.put, (), 'new', None),
+    (_A._op_put_, _put__default, ('CPU', 'CUDA', 'Meta'), K.put, (), 'inplace', None),
+    (_A._op_index_reduce, _index_reduce_default, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'new', None),
+    (_A._op_index_reduce_, _index_reduce__default, ('CPU', 'CUDA', 'Meta'), K.index_reduce, ('include_self',), 'inplace', None),
+    (_A._op_nonzero_static, _nonzero_static_default, ('CPU', 'CUDA', 'Meta'), K.nonzero_static, ('size', 'fill_value'), 'new', None),
+    (_A._op_as_strided_scatter, _as_strided_scatter_default, ('CPU', 'CUDA', 'Meta'), K.as_strided_scatter, (), 'new', None),
+    (_A._op_fill_Scalar, _fill_Scalar, ('CPU', 'CUDA', 'Meta'), K.fill_scalar, (), 'new', None),
+    (_A._op_fill_Tensor, _fill_Tensor, ('CPU', 'CUDA', 'Meta'), K.fill_tensor, (), 'new', None),
+    (_A._op_range_step, _range_step, ('CPU', 'CUDA', 'Meta'), K.range_inclusive, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
 )
 
 # operator, key, composite function
@@ -8479,6 +8613,20 @@ _COMPOSITE_KERNELS = (
     (_A._op_matrix_power, 'CompositeImplicitAutograd', C.matrix_power),
     (_A._op_addr, 'CompositeImplicitAutograd', C.addr),
     (_A._op_addr_, 'CompositeImplicitAutograd', C.addr_),
+    (_A._op_polygamma_, 'CompositeImplicitAutograd', C.polygamma_),
+    (_A._op_float_power__Scalar, 'CompositeImplicitAutograd', C.float_power__scalar),
+    (_A._op_float_power__Tensor, 'CompositeImplicitAutograd', C.float_power__tensor),
+    (_A._op_vander, 'CompositeImplicitAutograd', C.vander),
+    (_A._op_empty_permuted, 'CompositeImplicitAutograd', C.empty_permuted),
+    (_A._op_randint_like, 'CompositeImplicitAutograd', C.randint_like),
+    (_A._op_randint_like_generator, 'CompositeImplicitAutograd', C.randint_like_generator),
+    (_A._op_randint_like_Tensor, 'CompositeImplicitAutograd', C.randint_like_tensor),
+    (_A._op_randint_like_Tensor_generator, 'CompositeImplicitAutograd', C.randint_like_tensor_generator),
+    (_A._op_randint_like_low_dtype, 'CompositeImplicitAutograd', C.randint_like_low_dtype),
+    (_A._op_randint_like_low_generator_dtype, 'CompositeImplicitAutograd', C.randint_like_low_generator_dtype),
+    (_A._op_svd, 'CompositeImplicitAutograd', C.svd),
+    (_A._op_qr, 'CompositeImplicitAutograd', C.qr),
+    (_A._op_triangular_solve, 'CompositeImplicitAutograd', C.triangular_solve),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ceil', 'ceil_', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'dsplit', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'geqrf', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'igamma', 'igamma_', 'igammac', 'igammac_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'lu_solve', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'norm', 'normal_', 'not_equal', 'not_equal_', 'orgqr', 'ormqr', 'outer', 'permute', 'pinverse', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'renorm', 'renorm_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'zero_']
+__all__ = ['abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_', 'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint', 'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'arccos', 'arccos_', 'arccosh', 'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh', 'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bincount', 'bitwise_and', 'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or', 'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'broadcast_to', 'cauchy_', 'ceil', 'ceil_', 'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'conj_physical', 'conj_physical_', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'count_nonzero', 'cov', 'cross', 'cummax', 'cummin', 'cumprod', 'cumprod_', 'cumsum', 'cumsum_', 'deg2rad', 'deg2rad_', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'dsplit', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix', 'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float_power', 'float_power_', 'floor', 'floor_', 'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd', 'gcd_', 'ge', 'ge_', 'geometric_', 'geqrf', 'ger', 'greater', 'greater_', 'greater_equal', 'greater_equal_', 'gt', 'gt_', 'hardshrink', 'hardshrink_backward', 'heaviside', 'heaviside_', 'histc', 'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'igamma', 'igamma_', 'igammac', 'igammac_', 'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_', 'index_reduce', 'index_reduce_', 'index_select', 'inner', 'inverse', 'is_nonzero', 'is_same_size', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'kron', 'kthvalue', 'lcm', 'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma', 'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not', 'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp', 'lt', 'lt_', 'lu_solve', 'masked_fill', 'masked_fill_', 'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'ne', 'ne_', 'neg', 'neg_', 'negative', 'negative_', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'nonzero_static', 'norm', 'normal_', 'not_equal', 'not_equal_', 'orgqr', 'ormqr', 'outer', 'permute', 'pinverse', 'polygamma', 'polygamma_', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'put', 'put_', 'qr', 'quantile', 'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'remainder_', 'renorm', 'renorm_', 'repeat', 'repeat_interleave', 'reshape', 'reshape_as', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_', 'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'sgn', 'sgn_', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'std', 'stft', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'svd', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tensor_split', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'zero_']
 
 _sig_abs = _Signatures('abs', [
     (),
@@ -2693,6 +2693,33 @@ def logit(self, *args, **kwargs):
 logit.__doc__ = 'logit(eps: Optional[float] = None) -> Tensor'
 def _signature_logit(self, eps=None): ...
 logit.__wrapped__ = _signature_logit
+
+
+_sig_polygamma = _Signatures('polygamma', [
+    (('n', 'int', False, False, None),),
+], method=True)
+
+def _bind_polygamma_0(n):
+    return (n,)
+
+def polygamma(self, *args, **kwargs):
+    try:
+        _b = _bind_polygamma_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n, = _b
+        if type(n) is int:
+            return _A._op_polygamma.call(self._ks, n, self)
+    _i, _a = _sig_polygamma.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_polygamma.call(self._ks, _a['n'], self)
+    raise AssertionError('unreachable')
+
+
+polygamma.__doc__ = 'polygamma(n: int) -> Tensor'
+def _signature_polygamma(self, n): ...
+polygamma.__wrapped__ = _signature_polygamma
 
 
 _sig_logit_ = _Signatures('logit_', [
@@ -13010,3 +13037,350 @@ def addr_(self, *args, **kwargs):
 addr_.__doc__ = 'addr_(vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor\n\nIn-place version of :meth:`Tensor.addr`.'
 def _signature_addr_(self, vec1, vec2, *, beta=1, alpha=1): ...
 addr_.__wrapped__ = _signature_addr_
+
+
+_sig_polygamma_ = _Signatures('polygamma_', [
+    (('n', 'int', False, False, None),),
+], method=True)
+
+def _bind_polygamma__0(n):
+    return (n,)
+
+def polygamma_(self, *args, **kwargs):
+    try:
+        _b = _bind_polygamma__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        n, = _b
+        if type(n) is int:
+            return _A._op_polygamma_.call(self._ks, self, n)
+    _i, _a = _sig_polygamma_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_polygamma_.call(self._ks, self, _a['n'])
+    raise AssertionError('unreachable')
+
+
+polygamma_.__doc__ = 'polygamma_(n: int) -> Tensor\n\nIn-place version of :meth:`Tensor.polygamma`.'
+def _signature_polygamma_(self, n): ...
+polygamma_.__wrapped__ = _signature_polygamma_
+
+
+_sig_float_power_ = _Signatures('float_power_', [
+    (('exponent', 'Scalar', False, False, None),),
+    (('exponent', 'T', False, False, None),),
+], method=True)
+
+def _bind_float_power__0(exponent):
+    return (exponent,)
+
+def _bind_float_power__1(exponent):
+    return (exponent,)
+
+def float_power_(self, *args, **kwargs):
+    try:
+        _b = _bind_float_power__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        exponent, = _b
+        if type(exponent) in _NUMBERS:
+            return _A._op_float_power__Scalar.call(self._ks, self, exponent)
+    try:
+        _b = _bind_float_power__1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        exponent, = _b
+        if isinstance(exponent, _Tensor):
+            return _A._op_float_power__Tensor.call(self._ks | exponent._ks, self, exponent)
+    _i, _a = _sig_float_power_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_float_power__Scalar.call(self._ks, self, _a['exponent'])
+    elif _i == 1:
+        return _A._op_float_power__Tensor.call(self._ks | _a['exponent']._ks, self, _a['exponent'])
+    raise AssertionError('unreachable')
+
+
+float_power_.__doc__ = 'float_power_(exponent: Number) -> Tensor\nfloat_power_(exponent: Tensor) -> Tensor\n\nIn-place version of :meth:`Tensor.float_power`.'
+
+
+_sig_nanmedian = _Signatures('nanmedian', [
+    (),
+    (('dim', 'int', False, False, None), ('keepdim', 'bool', False, True, False),),
+], method=True)
+
+def _bind_nanmedian_0():
+    return ()
+
+def _bind_nanmedian_1(dim, keepdim=False):
+    return (dim, keepdim)
+
+def nanmedian(self, *args, **kwargs):
+    try:
+        _b = _bind_nanmedian_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        if True:
+            return _A._op_nanmedian.call(self._ks, self)
+    try:
+        _b = _bind_nanmedian_1(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, keepdim = _b
+        if type(dim) is int and type(keepdim) is bool:
+            return _A._op_nanmedian_dim.call(self._ks, self, dim, keepdim)
+    _i, _a = _sig_nanmedian.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_nanmedian.call(self._ks, self)
+    elif _i == 1:
+        return _A._op_nanmedian_dim.call(self._ks, self, _a['dim'], _a['keepdim'])
+    raise AssertionError('unreachable')
+
+
+nanmedian.__doc__ = 'nanmedian() -> Tensor\nnanmedian(dim: int, keepdim: bool = False) -> (Tensor, Tensor)'
+
+
+_sig_put = _Signatures('put', [
+    (('index', 'T', False, False, None), ('source', 'T', False, False, None), ('accumulate', 'bool', False, True, False),),
+], method=True)
+
+def _bind_put_0(index, source, accumulate=False):
+    return (index, source, accumulate)
+
+def put(self, *args, **kwargs):
+    try:
+        _b = _bind_put_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        index, source, accumulate = _b
+        if isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(accumulate) is bool:
+            return _A._op_put.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
+    _i, _a = _sig_put.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_put.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['index'], _a['source'], _a['accumulate'])
+    raise AssertionError('unreachable')
+
+
+put.__doc__ = 'put(index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor'
+def _signature_put(self, index, source, accumulate=False): ...
+put.__wrapped__ = _signature_put
+
+
+_sig_put_ = _Signatures('put_', [
+    (('index', 'T', False, False, None), ('source', 'T', False, False, None), ('accumulate', 'bool', False, True, False),),
+], method=True)
+
+def _bind_put__0(index, source, accumulate=False):
+    return (index, source, accumulate)
+
+def put_(self, *args, **kwargs):
+    try:
+        _b = _bind_put__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        index, source, accumulate = _b
+        if isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(accumulate) is bool:
+            return _A._op_put_.call(self._ks | index._ks | source._ks, self, index, source, accumulate)
+    _i, _a = _sig_put_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_put_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['index'], _a['source'], _a['accumulate'])
+    raise AssertionError('unreachable')
+
+
+put_.__doc__ = 'put_(index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor\n\nIn-place version of :meth:`Tensor.put`.'
+def _signature_put_(self, index, source, accumulate=False): ...
+put_.__wrapped__ = _signature_put_
+
+
+_sig_index_reduce = _Signatures('index_reduce', [
+    (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),),
+], method=True)
+
+def _bind_index_reduce_0(dim, index, source, reduce, *, include_self=True):
+    return (dim, index, source, reduce, include_self)
+
+def index_reduce(self, *args, **kwargs):
+    try:
+        _b = _bind_index_reduce_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, source, reduce, include_self = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(reduce) is str and type(include_self) is bool:
+            return _A._op_index_reduce.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
+    _i, _a = _sig_index_reduce.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_index_reduce.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['reduce'], _a['include_self'])
+    raise AssertionError('unreachable')
+
+
+index_reduce.__doc__ = 'index_reduce(dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor'
+def _signature_index_reduce(self, dim, index, source, reduce, *, include_self=True): ...
+index_reduce.__wrapped__ = _signature_index_reduce
+
+
+_sig_index_reduce_ = _Signatures('index_reduce_', [
+    (('dim', 'int', False, False, None), ('index', 'T', False, False, None), ('source', 'T', False, False, None), ('reduce', 'str', False, False, None), ('include_self', 'bool', True, True, True),),
+], method=True)
+
+def _bind_index_reduce__0(dim, index, source, reduce, *, include_self=True):
+    return (dim, index, source, reduce, include_self)
+
+def index_reduce_(self, *args, **kwargs):
+    try:
+        _b = _bind_index_reduce__0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        dim, index, source, reduce, include_self = _b
+        if type(dim) is int and isinstance(index, _Tensor) and isinstance(source, _Tensor) and type(reduce) is str and type(include_self) is bool:
+            return _A._op_index_reduce_.call(self._ks | index._ks | source._ks, self, dim, index, source, reduce, include_self)
+    _i, _a = _sig_index_reduce_.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_index_reduce_.call(self._ks | _a['index']._ks | _a['source']._ks, self, _a['dim'], _a['index'], _a['source'], _a['reduce'], _a['include_self'])
+    raise AssertionError('unreachable')
+
+
+index_reduce_.__doc__ = 'index_reduce_(dim: int, index: Tensor, source: Tensor, reduce: str, *, include_self: bool = True) -> Tensor\n\nIn-place version of :meth:`Tensor.index_reduce`.'
+def _signature_index_reduce_(self, dim, index, source, reduce, *, include_self=True): ...
+index_reduce_.__wrapped__ = _signature_index_reduce_
+
+
+_sig_nonzero_static = _Signatures('nonzero_static', [
+    (('size', 'int', True, False, None), ('fill_value', 'int', True, True, -1),),
+], method=True)
+
+def _bind_nonzero_static_0(*, size, fill_value=-1):
+    return (size, fill_value)
+
+def nonzero_static(self, *args, **kwargs):
+    try:
+        _b = _bind_nonzero_static_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        size, fill_value = _b
+        if type(size) is int and type(fill_value) is int:
+            return _A._op_nonzero_static.call(self._ks, self, size, fill_value)
+    _i, _a = _sig_nonzero_static.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_nonzero_static.call(self._ks, self, _a['size'], _a['fill_value'])
+    raise AssertionError('unreachable')
+
+
+nonzero_static.__doc__ = 'nonzero_static(*, size: int, fill_value: int = -1) -> Tensor'
+def _signature_nonzero_static(self, *, size, fill_value=-1): ...
+nonzero_static.__wrapped__ = _signature_nonzero_static
+
+
+_sig_as_strided_scatter = _Signatures('as_strided_scatter', [
+    (('src', 'T', False, False, None), ('size', 'int[]', False, False, None), ('stride', 'int[]', False, False, None), ('storage_offset', 'int?', False, True, None),),
+], method=True)
+
+def _bind_as_strided_scatter_0(src, size, stride, storage_offset=None):
+    return (src, size, stride, storage_offset)
+
+def as_strided_scatter(self, *args, **kwargs):
+    try:
+        _b = _bind_as_strided_scatter_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        src, size, stride, storage_offset = _b
+        if isinstance(src, _Tensor) and (size_ := _ints(size, False)) is not None and (stride_ := _ints(stride, False)) is not None and (storage_offset is None or type(storage_offset) is int):
+            return _A._op_as_strided_scatter.call(self._ks | src._ks, self, src, size_, stride_, storage_offset)
+    _i, _a = _sig_as_strided_scatter.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_as_strided_scatter.call(self._ks | _a['src']._ks, self, _a['src'], _a['size'], _a['stride'], _a['storage_offset'])
+    raise AssertionError('unreachable')
+
+
+as_strided_scatter.__doc__ = 'as_strided_scatter(src: Tensor, size: List[int], stride: List[int], storage_offset: Optional[int] = None) -> Tensor'
+def _signature_as_strided_scatter(self, src, size, stride, storage_offset=None): ...
+as_strided_scatter.__wrapped__ = _signature_as_strided_scatter
+
+
+_sig_svd = _Signatures('svd', [
+    (('some', 'bool', False, True, True), ('compute_uv', 'bool', False, True, True),),
+], method=True)
+
+def _bind_svd_0(some=True, compute_uv=True):
+    return (some, compute_uv)
+
+def svd(self, *args, **kwargs):
+    try:
+        _b = _bind_svd_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        some, compute_uv = _b
+        if type(some) is bool and type(compute_uv) is bool:
+            return _A._op_svd.call(self._ks, self, some, compute_uv)
+    _i, _a = _sig_svd.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_svd.call(self._ks, self, _a['some'], _a['compute_uv'])
+    raise AssertionError('unreachable')
+
+
+svd.__doc__ = 'svd(some: bool = True, compute_uv: bool = True) -> (Tensor, Tensor, Tensor)'
+def _signature_svd(self, some=True, compute_uv=True): ...
+svd.__wrapped__ = _signature_svd
+
+
+_sig_qr = _Signatures('qr', [
+    (('some', 'bool', False, True, True),),
+], method=True)
+
+def _bind_qr_0(some=True):
+    return (some,)
+
+def qr(self, *args, **kwargs):
+    try:
+        _b = _bind_qr_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        some, = _b
+        if type(some) is bool:
+            return _A._op_qr.call(self._ks, self, some)
+    _i, _a = _sig_qr.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_qr.call(self._ks, self, _a['some'])
+    raise AssertionError('unreachable')
+
+
+qr.__doc__ = 'qr(some: bool = True) -> (Tensor, Tensor)'
+def _signature_qr(self, some=True): ...
+qr.__wrapped__ = _signature_qr
+
+
+_sig_triangular_solve = _Signatures('triangular_solve', [
+    (('A', 'T', False, False, None), ('upper', 'bool', False, True, True), ('transpose', 'bool', False, True, False), ('unitriangular', 'bool', False, True, False),),
+], method=True)
+
+def _bind_triangular_solve_0(A, upper=True, transpose=False, unitriangular=False):
+    return (A, upper, transpose, unitriangular)
+
+def triangular_solve(self, *args, **kwargs):
+    try:
+        _b = _bind_triangular_solve_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        A, upper, transpose, unitriangular = _b
+        if isinstance(A, _Tensor) and type(upper) is bool and type(transpose) is bool and type(unitriangular) is bool:
+            return _A._op_triangular_solve.call(self._ks | A._ks, self, A, upper, transpose, unitriangular)
+    _i, _a = _sig_triangular_solve.parse(args, kwargs, self)
+    if _i == 0:
+        return _A._op_triangular_solve.call(self._ks | _a['A']._ks, self, _a['A'], _a['upper'], _a['transpose'], _a['unitriangular'])
+    raise AssertionError('unreachable')
+
+
+triangular_solve.__doc__ = 'triangular_solve(A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False) -> (Tensor, Tensor)'
+def _signature_triangular_solve(self, A, upper=True, transpose=False, unitriangular=False): ...
+triangular_solve.__wrapped__ = _signature_triangular_solve

@@ -1254,3 +1254,44 @@ def sgn_backward(self: Tensor, grad: Tensor, result: Tensor) -> Any:
     a = self.abs()
     return aten.where_self(a == 0, aten.zeros((), dtype=grad.dtype, device=grad.device),
                            (grad - result * result * grad.conj()) / (2.0 * a))
+
+
+def index_reduce_backward(grad: Tensor, self: Tensor, dim: Any, index: Tensor, source: Tensor, reduce: Any,
+                          include_self: bool, result: Tensor) -> Any:
+    """Gradients of ``index_reduce`` for ``self`` and ``source``: scatter_reduce's, with the index spread over each
+    slice of ``source`` (the same ties rule as scatter_reduce_backward)."""
+    d = wrap_dim(dim, self.dim()) if self.dim() else 0
+    if self.dim() == 0:
+        full = index.long().reshape(())
+    else:
+        shape = [1] * self.dim()
+        shape[d] = -1
+        full = index.long().reshape(shape).expand(tuple(source.shape))
+    return (scatter_reduce_backward(grad, self, d, full, source, reduce, include_self, result, "self"),
+            scatter_reduce_backward(grad, self, d, full, source, reduce, include_self, result, "src"))
+
+
+def _dense_strides_like(sizes: Sequence[int], strides: Sequence[int]) -> tuple[int, ...]:
+    """Contiguous strides for ``sizes`` with the dimensions laid out in the order of ``strides`` (outermost: the
+    largest stride), as a clone keeps a dense tensor's layout."""
+    order = sorted(range(len(sizes)), key=lambda i: (-strides[i], i))
+    out = [0] * len(sizes)
+    step = 1
+    for i in reversed(order):
+        out[i] = step
+        step *= max(sizes[i], 1)
+    return tuple(out)
+
+
+def as_strided_scatter_backward(grad: Tensor, self_geometry: tuple[tuple[int, ...], tuple[int, ...], int],
+                                size: Sequence[int], stride: Sequence[int], storage_offset: int | None,
+                                wrt: str) -> Any:
+    """``as_strided_scatter``'s gradients: the output's memory is a clone of ``self`` laid out as ``self``; the
+    window is read from (``src``) or zeroed in (``self``) the gradient laid out the same way."""
+    sizes, strides, _ = self_geometry
+    g = aten.empty_strided(tuple(sizes), _dense_strides_like(sizes, strides), dtype=grad.dtype,
+                           device=grad.device).copy_(grad)
+    if wrt == "src":
+        return g.as_strided(tuple(size), tuple(stride), 0 if storage_offset is None else storage_offset).clone()
+    return aten.as_strided_scatter(g, aten.zeros(tuple(size), dtype=grad.dtype, device=grad.device), tuple(size),
+                                   tuple(stride), storage_offset)

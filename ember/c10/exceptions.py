@@ -6,3 +6,16 @@ class _LinAlgError(RuntimeError):
     """A linear-algebra routine failed on its input (a singular matrix, one that is not positive-definite...);
     ``torch.linalg.LinAlgError``, a ``RuntimeError`` as in PyTorch."""
 
+
+
+def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
+    """A warning attributed to the user's line: the first frame outside ember (PyTorch's C++ warnings point
+    at the Python line that called into it, ``TORCH_WARN`` from a binding)."""
+    import os
+    import sys
+    import warnings
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    level, frame = 2, sys._getframe(1)
+    while os.path.abspath(frame.f_code.co_filename).startswith(root + os.sep) and frame.f_back is not None:
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)

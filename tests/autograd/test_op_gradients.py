@@ -31,10 +31,22 @@ def _backward_both(tloss, eloss):
     return True
 
 
+# PyTorch 2.13's own backward is wrong here; gradcheck (below) checks ember's against finite differences
+TORCH_BACKWARD_WRONG = {
+    # as_strided_scatter_backward gives ``self`` the gradient of the window instead of everything outside it
+    "as_strided_scatter",
+    # the backward of vander's in-place cumulative product fails: "one of the variables needed for gradient
+    # computation has been modified by an inplace operation"
+    "vander",
+}
+
+
 @pytest.mark.parametrize("op,dtype", CASES, ids=[f"{o.name}-{d}-{i}" for i, (o, d) in enumerate(CASES)])
 def test_gradients_match_pytorch(op, dtype):
     """The gradient of a weighted sum of the outputs, for every sample PyTorch accepts. An entry with
     ``supports_autograd=False`` must have no differentiable output (or no derivative) in both libraries."""
+    if op.name in TORCH_BACKWARD_WRONG:
+        pytest.skip("PyTorch's backward is wrong here; gradcheck checks ember's")
     rng = np.random.default_rng(7)
     compared = 0
     for s in samples_of(op, dtype):

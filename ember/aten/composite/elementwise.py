@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ember._generated import aten
-from ember.c10.dtype import bool_, scalar_dtype
+from ember.aten.wrap import _type_name
+from ember.c10.dtype import bool_, complex128, float64, scalar_dtype
 
 
 def positive(self: Any) -> Any:
@@ -91,3 +92,26 @@ def special_gammainc(self: Any, other: Any, out: Any = None) -> Any:
 def special_gammaincc(self: Any, other: Any, out: Any = None) -> Any:
     """The regularised upper incomplete gamma function (``igammac``)."""
     return aten.igammac(self, other) if out is None else aten.igammac_out(self, other, out=out)
+
+
+def polygamma_(self: Any, n: Any) -> Any:
+    return self.copy_(aten.polygamma(n, self))
+
+
+def _float_power_check(self: Any, exponent: Any) -> None:
+    exp_complex = exponent.is_complex() if hasattr(exponent, "is_complex") else isinstance(exponent, complex)
+    want = complex128 if (self.is_complex() or exp_complex) else float64
+    if self.dtype != want:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_type_name(self.dtype)} but the operation's "
+                           f"result requires dtype {_type_name(want)}")
+
+
+def float_power__scalar(self: Any, exponent: Any) -> Any:
+    """In place only into a double (complex double) base: ``pow_`` with the exponent in double."""
+    _float_power_check(self, exponent)
+    return self.pow_(complex(exponent) if self.is_complex() else float(exponent))
+
+
+def float_power__tensor(self: Any, exponent: Any) -> Any:
+    _float_power_check(self, exponent)
+    return self.pow_(exponent.to(self.dtype))

@@ -88,3 +88,60 @@ def random_to(self: Any, to: Any, generator: Any = None) -> Any:
 
 def random_default(self: Any, generator: Any = None) -> Any:
     return aten.random__from(self, 0, None, generator=generator)
+
+
+def empty_permuted(size: Any, physical_layout: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                   pin_memory: Any = None) -> Any:
+    """An uninitialized tensor of ``size`` whose dimensions lie in memory in the order ``physical_layout`` (outermost
+    first)."""
+    size, perm = tuple(size), tuple(physical_layout)
+    if len(size) != len(perm):
+        raise RuntimeError("Number of dimensions in size does not match the length of the physical_layout; i.e. "
+                           f"len(size) = {len(size)} is not equal to len(physical_layout) = {len(perm)}")
+    if sorted(perm) != list(range(len(perm))):
+        raise RuntimeError("Duplicate dim not allowed" if len(set(perm)) != len(perm) else
+                           f"Dimension out of range (expected to be in range of [{-len(perm)}, {len(perm) - 1}], "
+                           f"but got {max(perm, key=abs)})")
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return aten.empty_memory_format(tuple(size[p] for p in perm), dtype=dtype, device=device).permute(inverse)
+
+
+# randint_like: ``self``'s shape, values in [low, high) drawn as ``random_(low, high)`` on a tensor like it
+def randint_like_low_generator_dtype(self: Any, low: Any, high: Any, generator: Any = None, dtype: Any = None,
+                                     layout: Any = None, device: Any = None, pin_memory: Any = None,
+                                     memory_format: Any = None) -> Any:
+    out = aten.empty_memory_format(tuple(self.shape), **_new_kw(self, dtype, device))
+    return aten.random__from(out, int(low), int(high), generator=generator)
+
+
+def randint_like(self: Any, high: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                 pin_memory: Any = None, memory_format: Any = None) -> Any:
+    return randint_like_low_generator_dtype(self, 0, high, None, dtype, device=device)
+
+
+def randint_like_generator(self: Any, high: Any, generator: Any = None, dtype: Any = None, layout: Any = None,
+                           device: Any = None, pin_memory: Any = None, memory_format: Any = None) -> Any:
+    return randint_like_low_generator_dtype(self, 0, high, generator, dtype, device=device)
+
+
+def _tensor_high(high: Any) -> int:
+    if high.numel() != 1 or high.dim() > 1:
+        raise RuntimeError("high must be a scalar tensor and on CPU")
+    return int(high.item())
+
+
+def randint_like_tensor(self: Any, high: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                        pin_memory: Any = None, memory_format: Any = None) -> Any:
+    return randint_like_low_generator_dtype(self, 0, _tensor_high(high), None, dtype, device=device)
+
+
+def randint_like_tensor_generator(self: Any, high: Any, generator: Any = None, dtype: Any = None, layout: Any = None,
+                                  device: Any = None, pin_memory: Any = None, memory_format: Any = None) -> Any:
+    return randint_like_low_generator_dtype(self, 0, _tensor_high(high), generator, dtype, device=device)
+
+
+def randint_like_low_dtype(self: Any, low: Any, high: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+                           pin_memory: Any = None, memory_format: Any = None) -> Any:
+    return randint_like_low_generator_dtype(self, low, high, None, dtype, device=device)

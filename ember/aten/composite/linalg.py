@@ -9,7 +9,7 @@ from ember._generated import aten
 from ember.aten.kernels.linalg import _matmul_check
 from ember.aten.meta import broadcast_shapes
 from ember.aten.wrap import _type_name
-from ember.c10.dtype import bool_, int32
+from ember.c10.dtype import bool_, int32, int64, promote_types
 from ember.c10.exceptions import _LinAlgError
 from ember.aten.composite.reduction import _warn_deprecated
 from ember.aten.kernels.linalg import _LU_ERROR, _raise_first_failure
@@ -416,3 +416,68 @@ def linalg_cond(self: Any, p: Any = None) -> Any:
     matrix_norm = aten.linalg_matrix_norm_str_ord if isinstance(p, str) else aten.linalg_matrix_norm
     result = matrix_norm(self, p, (-2, -1), False) * matrix_norm(inverse, p, (-2, -1), False)
     return aten.where_self(info > 0, aten.full_like(result, float("inf")), result)
+
+
+# ---------------------------------------------------------------- the deprecated svd / qr / triangular_solve
+def svd(self: Any, some: Any = True, compute_uv: Any = True) -> Any:
+    """``torch.svd``: V rather than Vh; without ``compute_uv`` U and V are zero matrices of the full sizes."""
+    if compute_uv:
+        U, S, Vh = aten.linalg_svd(self, full_matrices=not some)
+        return return_types.svd(U, S, Vh.mH)
+    S = aten.linalg_svdvals(self)
+    m, n = self.shape[-2], self.shape[-1]
+    batch = tuple(self.shape[:-2])
+    return return_types.svd(aten.zeros(batch + (m, m), dtype=self.dtype, device=self.device), S,
+                            aten.zeros(batch + (n, n), dtype=self.dtype, device=self.device))
+
+
+def qr(self: Any, some: Any = True) -> Any:
+    _warn_deprecated("qr", "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
+                     "release.\nThe boolean parameter 'some' has been replaced with a string parameter 'mode'.\nQ, R = "
+                     "torch.qr(A, some)\nshould be replaced with\nQ, R = torch.linalg.qr(A, 'reduced' if some else "
+                     "'complete')")
+    return return_types.qr(*aten.linalg_qr(self, "reduced" if some else "complete"))
+
+
+def triangular_solve(self: Any, A: Any, upper: Any = True, transpose: Any = False, unitriangular: Any = False) -> Any:
+    """X with ``op(A) X = self`` (``op`` the transpose when asked), and a copy of A broadcast to the batch."""
+    _warn_deprecated("triangular_solve", "torch.triangular_solve is deprecated in favor of "
+                     "torch.linalg.solve_triangularand will be removed in a future PyTorch release.\n"
+                     "torch.linalg.solve_triangular has its arguments reversed and does not return a copy of one of "
+                     "the inputs.\nX = torch.triangular_solve(B, A).solution\nshould be replaced with\n"
+                     "X = torch.linalg.solve_triangular(A, B).")
+    if self.dim() < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, but it has "
+                           f"{self.dim()} dimensions instead")
+    if A.dim() < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected A to have at least 2 dimensions, but it has "
+                           f"{A.dim()} dimensions instead")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
+                           "matrices")
+    batch = tuple(broadcast_shapes(tuple(self.shape[:-2]), tuple(A.shape[:-2])))
+    A_b = A.expand(batch + tuple(A.shape[-2:]))
+    op_A = A_b.mT if transpose else A_b
+    X = aten.linalg_solve_triangular(op_A, self.expand(batch + tuple(self.shape[-2:])),
+                                     upper=bool(upper) != bool(transpose), unitriangular=unitriangular)
+    return return_types.triangular_solve(X, A_b.clone())
+
+
+def vander(x: Any, N: Any = None, increasing: Any = False) -> Any:
+    """The Vandermonde matrix: columns ``x ** 0 .. x ** (N - 1)`` (decreasing powers unless ``increasing``), in
+    at least int64 (cumulative products, so the gradient flows)."""
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dt = promote_types(x.dtype, int64)
+    if n == 0:
+        return aten.empty_memory_format((x.shape[0], 0), dtype=dt, device=x.device)
+    ones = aten.ones((x.shape[0], 1), dtype=dt, device=x.device)
+    if n == 1:
+        result = ones
+    else:
+        powers = aten.cumprod(x.unsqueeze(1).expand((x.shape[0], n - 1)).to(dt), 1)
+        result = aten.cat([ones, powers], 1)
+    return result if increasing else result.flip((1,))

@@ -2,13 +2,13 @@
 overloads of var / std, default sort / argsort, norm, and quantile / nanquantile."""
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from ember._generated import aten
 from ember.aten.kernels._common import wrap_dim
 from ember.aten.wrap import _type_name
 from ember.c10.dtype import bool_, float32, float64, get_default_dtype, int64, promote_types
+from ember.c10.exceptions import warn_user
 
 
 def var_unbiased(self: Any, unbiased: Any = True) -> Any:
@@ -264,8 +264,8 @@ def cov(self: Any, correction: int = 1, fweights: Any = None, aweights: Any = No
     else:
         norm_factor = w_sum - correction
     if data and bool(norm_factor <= 0):
-        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
-                      "observations.", UserWarning, stacklevel=2)
+        warn_user("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                  "observations.")
         norm_factor = norm_factor * 0
     xc = x - avg.unsqueeze(1)
     c = xc.mm((xc * w if w is not None else xc).t().conj())
@@ -431,4 +431,4 @@ _DEPRECATION_WARNED: set[str] = set()
 def _warn_deprecated(key: str, message: str) -> None:
     if key not in _DEPRECATION_WARNED:
         _DEPRECATION_WARNED.add(key)
-        warnings.warn(message, UserWarning, stacklevel=4)
+        warn_user(message)

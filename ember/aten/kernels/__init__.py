@@ -24,3 +24,5 @@ from ember.aten.kernels.views import _reshape_alias  # noqa: F401
 from ember.aten.kernels.distributions import (_dirichlet_grad, _sample_dirichlet, _standard_gamma,  # noqa: F401
                                               _standard_gamma_grad, binomial)
 from ember.aten.kernels.rnn import _rnn_layer, _rnn_layer_backward  # noqa: F401
+from ember.aten.kernels.reduction import (_histogramdd_bin_edges, _histogramdd_from_bin_cts,  # noqa: F401
+                                          _histogramdd_from_bin_tensors)

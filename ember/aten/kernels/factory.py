@@ -11,6 +11,7 @@ import numpy as np
 
 from ember.aten.kernels._common import meta_shape, shape_str
 from ember.c10 import dtype as dt
+from ember.c10.exceptions import warn_user
 
 
 def _np_dtype(dtype: Any, default: Any = None) -> Any:
@@ -173,3 +174,28 @@ def tril_indices(xp: Any, row: Any, col: Any, offset: Any = 0, dtype: Any = None
 def triu_indices(xp: Any, row: Any, col: Any, offset: Any = 0, dtype: Any = None, layout: Any = None,
                  device: Any = None, pin_memory: Any = None) -> Any:
     return _tri_indices(xp, row, col, offset, True, dtype)
+
+
+def _range_len(start: Any, end: Any, step: Any) -> int:
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not all(math.isfinite(float(v)) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    return int(math.floor((float(end) - float(start)) / float(step))) + 1
+
+
+@meta_shape(lambda start, end, step=1, dtype=None, *r, **_k: ((_range_len(start, end, step),), _np_dtype(dtype)))
+def range_inclusive(xp: Any, start: Any, end: Any, step: Any = 1, dtype: Any = None, layout: Any = None,
+                    device: Any = None, pin_memory: Any = None) -> Any:
+    """The deprecated ``torch.range``: ``end`` included, the default float dtype even for integer bounds,
+    ``start + i * step`` computed in double."""
+    warn_user("torch.range is deprecated and will be removed in a future release because its behavior is "
+              "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+              "[start, end).")
+    n = _range_len(start, end, step)
+    npdt = _np_dtype(dtype)
+    if npdt.kind in "iub":
+        return (int(start) + xp.arange(n, dtype=np.int64) * int(step)).astype(npdt)
+    return (start + xp.arange(n, dtype=np.float64) * step).astype(npdt)

@@ -5,9 +5,12 @@ from ember.aten.kernels._common import Array
 
 from typing import Any
 
+import builtins
+
 import numpy as np
 
 from ember.aten.kernels._common import meta_shape, result_np_dtype, shape_str, type_name, wrap_dim
+from ember.c10.exceptions import warn_user
 
 
 def _check_index_dtype(idx: Any, name: Any = 'index') -> Any:
@@ -201,6 +204,96 @@ def scatter_add(xp: Any, self: Array, dim: Any, index: Array, src: Array) -> Any
 def scatter_reduce(xp: Any, self: Array, dim: Any, index: Array, src: Array, reduce: Any,
                    include_self: Any = True) -> Any:
     return _scatter_core(xp, self, dim, index, src, reduce, include_self)
+
+
+def index_reduce(xp: Any, self: Array, dim: Any, index: Array, source: Array, reduce: Any,
+                 include_self: Any = True) -> Any:
+    """``self`` with ``source``'s slices along ``dim`` folded into the slices ``index`` names by ``reduce`` (prod,
+    mean, amax, amin): scatter_reduce with the index spread over each slice."""
+    _warn_index_reduce_beta()
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d = wrap_dim(dim, self.ndim) if self.ndim else 0
+    if index.ndim > 1:
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
+                         f"{type_name(index.dtype)} and size: {shape_str(index.shape)}")
+    if index.dtype not in (np.int32, np.int64):
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: {type_name(index.dtype)}")
+    if self.dtype != source.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({type_name(self.dtype)}) and source ({type_name(source.dtype)}) "
+                           "must have the same scalar type")
+    n_src = source.shape[d] if source.ndim else 1
+    if index.size != n_src:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.size}) should be equal to source.size(dim): "
+                           f"({n_src}), for dim: {d}")
+    if source.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(self.shape, source.shape)) if i != d):
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. Got "
+                           f"self.shape = {shape_str(self.shape)} source.shape = {shape_str(source.shape)}")
+    n = self.shape[d] if self.ndim else 1
+    if index.size and (int(index.min()) < 0 or int(index.max()) >= n):
+        raise IndexError("index out of range in self")
+    if self.ndim == 0:
+        return _scatter_core(xp, self, 0, index.reshape(()).astype(np.int64), source, reduce, include_self)
+    shape = [1] * self.ndim
+    shape[d] = -1
+    full = xp.broadcast_to(index.astype(np.int64).reshape(shape), source.shape)
+    return _scatter_core(xp, self, d, full, source, reduce, include_self)
+
+
+_INDEX_REDUCE_WARNED: list[bool] = []
+
+
+def _warn_index_reduce_beta() -> None:
+    if not _INDEX_REDUCE_WARNED:
+        _INDEX_REDUCE_WARNED.append(True)
+        warn_user("index_reduce() is in beta and the API may change at any time.")
+
+
+def put(xp: Any, self: Array, index: Array, source: Array, accumulate: Any = False) -> Any:
+    """``self`` seen as 1-D with ``source``'s elements written (added, when ``accumulate``) at ``index``."""
+    if index.dtype != np.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {type_name(index.dtype)}")
+    if self.dtype != source.dtype:
+        raise RuntimeError("put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{type_name(self.dtype)} and source.dtype = {type_name(source.dtype)}")
+    if index.size != source.size:
+        raise IndexError("put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.size}, index.numel() = {index.size}")
+    n = self.size
+    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
+        bad = int(index.max()) if int(index.max()) >= n else int(index.min())
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    out = xp.ascontiguousarray(self).copy()
+    flat = out.reshape(-1)
+    idx, src = index.reshape(-1), source.reshape(-1)
+    if accumulate:
+        xp.add.at(flat, idx, src)
+    else:
+        flat[idx] = src
+    return out
+
+
+def nonzero_static(xp: Any, self: Array, size: Any, fill_value: Any = -1) -> Any:
+    """``nonzero``'s rows, cut or padded with ``fill_value`` to exactly ``size`` rows."""
+    if not isinstance(size, int) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    nz = nonzero(xp, self)
+    out = xp.full((size, nz.shape[1]), fill_value, np.int64)
+    k = builtins.min(size, nz.shape[0])
+    out[:k] = nz[:k]
+    return out
+
+
+def fill_scalar(xp: Any, self: Array, value: Any) -> Any:
+    """``torch.fill``: a tensor like ``self`` holding ``value`` everywhere."""
+    return xp.full(self.shape, value, self.dtype)
+
+
+def fill_tensor(xp: Any, self: Array, value: Array) -> Any:
+    if value.ndim != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                           "dimensions.")
+    return xp.full(self.shape, value[()], self.dtype)
 
 
 def _index_along(xp: Any, self: Array, dim: Any, index: Array, name: Any) -> Any:

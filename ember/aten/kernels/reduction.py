@@ -387,6 +387,40 @@ def median_dim(xp: Any, self: Array, dim: Any, keepdim: Any = False) -> Any:
     return v, i
 
 
+def nanmedian(xp: Any, self: Array) -> Any:
+    """The lower median of the non-NaN elements (NaN when there are none)."""
+    if self.dtype.kind not in "fc" and self.dtype != _BF16:
+        return median(xp, self)
+    flat = self.reshape(-1)
+    keep = flat[~xp.isnan(flat)]
+    if keep.size == 0:
+        return xp.asarray(np.nan, dtype=self.dtype)
+    vals, _ = sort(xp, keep, True, 0, False)
+    return vals[(keep.size - 1) // 2].copy()
+
+
+def nanmedian_dim(xp: Any, self: Array, dim: Any, keepdim: Any = False) -> Any:
+    """The lower median of each row's non-NaN elements and its index (NaN and the row's first index when the
+    row is all NaN)."""
+    d = wrap_dim(dim, self.ndim)
+    if self.ndim == 0:
+        return self.copy(), xp.zeros((), np.int64)
+    n = self.shape[d]
+    if n == 0:
+        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
+    vals, idx = sort(xp, self, True, d, False)  # NaNs sort last
+    if self.dtype.kind in "fc" or self.dtype == _BF16:
+        valid = (~xp.isnan(self)).sum(axis=d, keepdims=True)
+        pos = xp.maximum(valid - 1, 0) // 2
+    else:
+        pos = xp.full(tuple(s if i != d else 1 for i, s in enumerate(self.shape)), (n - 1) // 2, np.int64)
+    v = xp.take_along_axis(vals, pos, axis=d)
+    i = xp.take_along_axis(idx, pos, axis=d)
+    if not keepdim:
+        v, i = xp.squeeze(v, d), xp.squeeze(i, d)
+    return v, i
+
+
 def mode(xp: Any, self: Array, dim: Any = -1, keepdim: Any = False) -> Any:
     d = wrap_dim(dim, self.ndim)
     if self.ndim == 0:
@@ -419,6 +453,37 @@ def unique_dim(xp: Any, self: Array, dim: Any, sorted: Any = True, return_invers
     """The unique slices along ``dim`` (sorted lexicographically), the inverse and the counts."""
     u, inv, cnt = xp.unique(self, return_inverse=True, return_counts=True, axis=wrap_dim(dim, self.ndim))
     return u, inv.reshape(-1).astype(np.int64), cnt.astype(np.int64)
+
+
+def unique_consecutive(xp: Any, self: Array, return_inverse: Any = False, return_counts: Any = False,
+                       dim: Any = None) -> Any:
+    """The input with each run of equal consecutive elements (slices along ``dim``) collapsed to one, the run
+    each element belongs to and the runs' lengths (empty tensors when not asked for, as PyTorch returns)."""
+    if dim is None:
+        x = self.reshape(-1)
+        starts = xp.ones(x.shape[0], bool)
+        if x.shape[0] > 1:
+            starts[1:] = x[1:] != x[:-1]
+        out = x[starts]
+        inv_shape = self.shape
+    else:
+        d = wrap_dim(dim, self.ndim)
+        if self.shape[d] == 0 and builtins.any(s == 0 for i, s in enumerate(self.shape) if i != d):
+            raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot be applied")
+        x = xp.moveaxis(self, d, 0)
+        starts = xp.ones(x.shape[0], bool)
+        if x.shape[0] > 1:
+            starts[1:] = (x[1:] != x[:-1]).reshape(x.shape[0] - 1, -1).any(axis=1)
+        out = xp.moveaxis(x[starts], 0, d)
+        inv_shape = (self.shape[d],)
+    run = xp.cumsum(starts) - 1
+    inverse = run.reshape(inv_shape).astype(np.int64) if return_inverse else xp.empty(0, np.int64)
+    if return_counts:
+        edges = xp.concatenate([xp.nonzero(starts)[0], xp.asarray([starts.shape[0]])])
+        counts = xp.diff(edges).astype(np.int64)
+    else:
+        counts = xp.empty(0, np.int64)
+    return out.copy(), inverse, counts
 
 
 def bincount(xp: Any, self: Array, weights: Array = None, minlength: Any = 0) -> Any:
@@ -518,3 +583,107 @@ def histogram_bin_ct(xp: Any, self: Array, bins: Any = 100, range: Any = None, w
     from ember.aten.kernels.factory import linspace
     edges = linspace(xp, lo, hi, bins + 1, from_numpy_dtype(self.dtype))
     return _histogram(xp, self, edges, weight, density)
+
+
+# ------------------------------------------------------------------------------ histogramdd
+def _histogramdd_checks(self: Array, n_bins: int, weight: Any) -> int:
+    if self.dtype.kind != "f":
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{type_name(self.dtype)}'")
+    if self.ndim < 1:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension, but got 0")
+    N: int = self.shape[-1]
+    if n_bins != N:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
+    if weight is not None and tuple(weight.shape) != tuple(self.shape[:-1]):
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the same shape as the "
+                           "input tensor excluding its innermost dimension, but got input with shape "
+                           f"{shape_str(self.shape)} and weight with shape {shape_str(weight.shape)}")
+    return N
+
+
+def _c10_name(npdt: Any) -> str:
+    """c10's lower-case name of a dtype (``float``, ``double``, ``c10::BFloat16``), as ``toString`` prints it."""
+    name: str = np.dtype(npdt).name
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}.get(
+        name, name)
+
+
+def _histogramdd_bin_edges(xp: Any, self: Array, bins: Any, range: Any = None, weight: Any = None,  # noqa: A002
+                           density: Any = False) -> Any:
+    """Per dimension, ``bins[d] + 1`` equal-width edges over ``range[2d:2d+2]`` (default: that coordinate's finite
+    min and max, widened by 1/2 on both sides when equal; 0 to 1 for an empty input)."""
+    N = _histogramdd_checks(self, len(bins), weight)
+    if range is not None and len(range) != 2 * N:
+        raise RuntimeError(f"torch.histogramdd: for a {N}-dimensional histogram range should have {2 * N} "
+                           f"elements, but got {len(range)}")
+    pts = self.reshape(-1, N)
+    from ember.aten.kernels.factory import linspace
+    edges = []
+    for d in builtins.range(N):
+        if bins[d] <= 0:
+            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {bins[d]} for dimension {d}")
+        if range is not None:
+            lo, hi = float(range[2 * d]), float(range[2 * d + 1])
+            if lo > hi:
+                raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} max {hi:g} "
+                                   f"for dimension {d}")
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                raise RuntimeError(f"torch.histogramdd: range of [{lo:g}, {hi:g}] is not finite")
+        elif pts.shape[0] == 0:
+            lo, hi = 0.0, 1.0
+        else:
+            col = pts[:, d]
+            finite = col[xp.isfinite(col)]
+            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges.append(linspace(xp, lo, hi, bins[d] + 1, from_numpy_dtype(self.dtype)))
+    return edges
+
+
+def _histogramdd_from_bin_tensors(xp: Any, self: Array, bins: Any, weight: Any = None, density: Any = False) -> Any:
+    """Counts (or summed weights) of the points ``self[..., :]`` in the grid of cells between the edges (the last
+    cell of each dimension closed on the right; points outside and NaNs left out), optionally a density."""
+    N = _histogramdd_checks(self, len(bins), weight)
+    for d, e in enumerate(bins):
+        if e.ndim != 1:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got {e.ndim} "
+                               f"dimensions in the bins tensor for dimension {d}")
+        if e.shape[0] < 1:
+            raise RuntimeError(f"torch.histogramdd: bins tensor should have at least 1 element, but got "
+                               f"{e.shape[0]} elements in the bins tensor for dimension {d}")
+        if e.dtype != self.dtype:
+            raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "
+                               f"input with dtype {_c10_name(self.dtype)} and bins for dimension {d} with dtype "
+                               f"{_c10_name(e.dtype)}")
+    pts = self.reshape(-1, N)
+    w = None if weight is None else weight.reshape(-1)
+    keep = xp.ones(pts.shape[0], bool)
+    cell = xp.zeros(pts.shape[0], np.int64)
+    nbs = [e.shape[0] - 1 for e in bins]
+    for d, e in enumerate(bins):
+        x = pts[:, d]
+        nb = nbs[d]
+        idx = xp.searchsorted(e, x, side="right") - 1
+        idx = xp.where(x == e[-1], nb - 1, idx)
+        keep &= (x >= e[0]) & (x <= e[-1])
+        cell = cell * builtins.max(nb, 1) + xp.clip(idx, 0, builtins.max(nb - 1, 0))
+    total = builtins.int(np.prod(nbs)) if nbs else 1
+    wk = None if w is None else w[keep].astype(np.float64)
+    hist = xp.bincount(cell[keep], weights=wk, minlength=total)[:total].astype(np.float64)
+    hist = hist.reshape(nbs)
+    if density:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            hist = hist / hist.sum()
+        for d, e in enumerate(bins):
+            widths = xp.diff(e.astype(np.float64))
+            shape = [1] * N
+            shape[d] = nbs[d]
+            hist = hist / widths.reshape(shape)
+    return hist.astype(self.dtype)
+
+
+def _histogramdd_from_bin_cts(xp: Any, self: Array, bins: Any, range: Any = None, weight: Any = None,  # noqa: A002
+                              density: Any = False) -> Any:
+    edges = _histogramdd_bin_edges(xp, self, bins, range, weight, density)
+    return _histogramdd_from_bin_tensors(xp, self, edges, weight, density)

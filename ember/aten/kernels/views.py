@@ -403,3 +403,30 @@ def slice_scatter(xp: Any, self: Array, src: Array, dim: Any = 0, start: Any = N
 
 def diagonal_scatter(xp: Any, self: Array, src: Array, offset: Any = 0, dim1: Any = 0, dim2: Any = 1) -> Any:
     return _scatter_into(xp, self, src, lambda a: diagonal(xp, a, offset, dim1, dim2))
+
+
+def as_strided_scatter(xp: Any, self: Array, src: Array, size: Any, stride: Any, storage_offset: Any = None) -> Any:
+    """A clone of ``self`` (its dimension order kept) whose elements at the strided window (``size``, ``stride``
+    and ``storage_offset`` in elements, over the clone's own memory) are replaced by ``src``."""
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of sizes and strides")
+    if any(st < 0 for st in stride):
+        raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
+                           + shape_str(stride))
+    out = self.copy(order="K")
+    buf = out.ravel(order="K")
+    off = 0 if storage_offset is None else int(storage_offset)
+    it = self.itemsize
+    need = off + 1 + builtins.sum((n - 1) * st for n, st in zip(size, stride)) if all(size) else 0
+    if need > buf.size or off < 0:
+        raise RuntimeError(f"setStorage: sizes {shape_str(size)}, strides {shape_str(stride)}, storage offset {off}, "
+                           f"and itemsize {it} requiring a storage size of {need * it} are out of bounds for storage "
+                           f"of size {buf.size * it}")
+    if tuple(src.shape) != size:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{shape_str(src.shape)}, slice size = {shape_str(size)}")
+    if all(size):
+        window = _restride(xp, buf, size, tuple(st * it for st in stride), off * it)
+        window[...] = src
+    return out
