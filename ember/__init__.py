@@ -78,7 +78,9 @@ class memory_format:
 
 contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
+legacy_contiguous_format = contiguous_format  # the same format in PyTorch (what old code asks for)
 
 
 def set_default_dtype(d) -> None:
@@ -132,6 +134,17 @@ def compile(model=None, **kwargs):  # noqa: A001 - eager mode stands in for the 
         return lambda m: m
     return model
 
+
+# storages, the device modules and torch/__init__.py's helpers
+from ember import storage  # noqa: E402
+from ember.storage import TypedStorage  # noqa: E402,F401
+from ember.c10.storage import StorageBase  # noqa: E402,F401
+for _cls in storage._LEGACY_CLASSES.values():
+    globals()[_cls.__name__] = _cls
+Storage = storage._LEGACY_CLASSES["float32"]  # PyTorch binds torch.Storage to the default type's class at import
+from ember._misc import *  # noqa: E402,F401,F403
+from ember import cpu, functional, multiprocessing, signal, types, torch_version  # noqa: E402,F401
+from ember.signal import windows  # noqa: E402,F401
 
 # functions of torch.* that are nn.functional's (the same builtins in PyTorch: ``torch.conv2d is F.conv2d``)
 from ember.nn.functional import (bilinear, conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: E402

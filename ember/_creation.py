@@ -47,6 +47,10 @@ def _infer(data, want=None):
         return data.cpu()._data, data.dtype
     if isinstance(data, np.ndarray):
         return data, _dt.from_numpy_dtype(data.dtype)
+    from ember.storage import TypedStorage
+    if isinstance(data, TypedStorage):  # a legacy storage: its elements
+        a = data._array()
+        return (a.get() if hasattr(a, "get") else a), data.dtype
     if isinstance(data, (np.number, np.bool_)):
         return np.asarray(data), _dt.from_numpy_dtype(data.dtype)
     if isinstance(data, (bool, int, float, complex)):

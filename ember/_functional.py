@@ -8,7 +8,8 @@ from ember._generated.ops import (_histogramdd_bin_edges, _histogramdd_from_bin_
 __all__ = ["unique", "split", "norm", "einsum", "meshgrid", "tensordot", "broadcast_tensors", "atleast_1d",
            "atleast_2d", "atleast_3d", "broadcast_shapes", "cdist", "conj", "detach", "detach_", "selu", "selu_",
            "as_strided_", "resize_as_", "is_conj", "is_neg", "is_signed", "cartesian_prod", "block_diag", "get_device",
-           "resolve_conj", "resolve_neg", "lu", "unravel_index", "chain_matmul", "unique_consecutive", "histogramdd"]
+           "resolve_conj", "resolve_neg", "lu", "unravel_index", "chain_matmul", "unique_consecutive", "histogramdd",
+           "gradient"]
 
 _CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": None, "use_mm_for_euclid_dist": 1,
                 "donot_use_mm_for_euclid_dist": 2}
@@ -271,3 +272,86 @@ def chain_matmul(*matrices, out=None):
     if out is not None:
         return _F.chain_matmul(list(matrices), out=out)
     return _F.chain_matmul(list(matrices))
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
+    """Estimates of the derivative of ``input`` along each of ``dim`` by central differences in the interior and
+    one-sided differences of order ``edge_order`` at the ends (NumPy's ``gradient``), with ``spacing`` a scalar,
+    one scalar per dimension, or one tensor of coordinates per dimension. Differentiable."""
+    import ember
+    from ember.c10.tensor_impl import _wrap_dim as wrap_dim
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if dim is None:
+        dims = list(range(input.dim()))
+    else:
+        dims = [wrap_dim(d, input.dim()) for d in ([dim] if isinstance(dim, int) else dim)]
+        seen = set()
+        for d in dims:
+            if d in seen:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+            seen.add(d)
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            if dim is None:
+                raise RuntimeError("torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                                   f"equal to 'self.dim() = {input.dim()}', since dim argument was not given, but got "
+                                   f"a list of length {len(spacing)}")
+            raise RuntimeError("torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                               f"arguments to have the same length, but got a spacing argument of length "
+                               f"{len(spacing)} and a dim argument of length {len(dims)}.")
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    x = input if input.is_floating_point() or input.is_complex() else input.to(ember.get_default_dtype())
+    return tuple(_gradient_along(x, d, h, edge_order) for d, h in zip(dims, spacings))
+
+
+def _gradient_along(x, d, h, edge_order):
+    n = x.shape[d]
+
+    def at(start, length):
+        return x.narrow(d, start, length)
+
+    if not isinstance(h, _tensor_type()):  # uniform spacing
+        interior = (at(2, n - 2) - at(0, n - 2)) / (2 * h)
+        if edge_order == 1:
+            first, last = (at(1, 1) - at(0, 1)) / h, (at(n - 1, 1) - at(n - 2, 1)) / h
+        else:
+            first = (-1.5 * at(0, 1) + 2 * at(1, 1) - 0.5 * at(2, 1)) / h
+            last = (0.5 * at(n - 3, 1) - 2 * at(n - 2, 1) + 1.5 * at(n - 1, 1)) / h
+        return _F.cat([first, interior, last], d)
+    if h.dim() != 1 or h.shape[0] != n:
+        raise RuntimeError(f"The size of tensor a ({h.shape[0] if h.dim() else 1}) must match the size of tensor b "
+                           f"({n}) at non-singleton dimension {d}")
+    shape = [1] * x.dim()
+    shape[d] = -1
+
+    def along(v):
+        return v.reshape(shape)
+
+    dx = h[1:] - h[:-1]
+    dx1, dx2 = dx[:-1], dx[1:]
+    a = -dx2 / (dx1 * (dx1 + dx2))
+    b = (dx2 - dx1) / (dx1 * dx2)
+    c = dx1 / (dx2 * (dx1 + dx2))
+    interior = along(a) * at(0, n - 2) + along(b) * at(1, n - 2) + along(c) * at(2, n - 2)
+    if edge_order == 1:
+        first = (at(1, 1) - at(0, 1)) / dx[0]
+        last = (at(n - 1, 1) - at(n - 2, 1)) / dx[-1]
+    else:
+        e1, e2 = dx[0], dx[1]
+        first = (-(2 * e1 + e2) / (e1 * (e1 + e2)) * at(0, 1) + (e1 + e2) / (e1 * e2) * at(1, 1)
+                 - e1 / (e2 * (e1 + e2)) * at(2, 1))
+        e1, e2 = dx[-2], dx[-1]
+        last = (e2 / (e1 * (e1 + e2)) * at(n - 3, 1) - (e2 + e1) / (e1 * e2) * at(n - 2, 1)
+                + (2 * e2 + e1) / (e2 * (e1 + e2)) * at(n - 1, 1))
+    return _F.cat([first, interior, last], d)
+
+
+def _tensor_type():
+    import ember
+    return ember.Tensor

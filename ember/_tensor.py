@@ -96,6 +96,11 @@ class Tensor(TensorImpl, _TensorMethods):
             return self
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if requires_grad and self._inference:
+            from ember.c10.grad_mode import state
+            if not state.inference:
+                raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                                   "allowed.")
         self.__dict__["_rg"] = builtins.bool(requires_grad)
         return self
 
@@ -538,7 +543,208 @@ class Tensor(TensorImpl, _TensorMethods):
         return tuple(sorted(range(self.dim()), key=lambda i: -st[i]))
 
     def storage(self) -> Any:
-        return self.untyped_storage()
+        """The tensor's storage as a (deprecated) ``TypedStorage`` of its dtype, sharing memory."""
+        from ember import storage as _storage
+        _storage._warn_typed_storage_removal()
+        return _storage._typed_storage_of(self)
+
+    def _typed_storage(self) -> Any:
+        from ember import storage as _storage
+        return _storage._typed_storage_of(self)
+
+    def storage_type(self) -> Any:
+        from ember import storage as _storage
+        _storage._warn_typed_storage_removal()
+        return _storage._typed_storage_of(self)._get_legacy_storage_class()
+
+    def const_data_ptr(self) -> builtins.int:
+        return self.data_ptr()
+
+    def is_inference(self) -> builtins.bool:
+        """Made in inference mode (or a view of such a tensor): autograd will not save it, and it can be changed
+        in place only inside inference mode."""
+        return builtins.bool(self._inference)
+
+    @property
+    def name(self) -> None:  # the autograd name of a variable: PyTorch's is None for every Python tensor
+        return None
+
+    @property
+    def volatile(self) -> builtins.bool:
+        import warnings
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+        return False
+
+    @volatile.setter
+    def volatile(self, value: Any) -> None:
+        import warnings
+        warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                      UserWarning, stacklevel=2)
+
+    def reinforce(self, reward: Any) -> None:
+        raise RuntimeError(_REINFORCE_REMOVED)
+
+    # -- memory: sharing, pinning, re-pointing -----------------------------------------------------------
+    def is_shared(self) -> builtins.bool:
+        return self.untyped_storage().is_shared()
+
+    def share_memory_(self) -> Tensor:
+        """Move the storage to shared memory (an anonymous shared mapping that processes forked afterwards see);
+        a no-op when it is there already, and for CUDA tensors. Other tensors viewing the old storage keep it."""
+        if self._device.type != "cpu" or self.is_shared():
+            return self
+        from ember.c10.storage import root_array, shared_copy
+        a = self._data
+        root = root_array(a)
+        raw = np.ascontiguousarray(root).reshape(-1).view(np.uint8)
+        shared = shared_copy(raw)
+        offset = self.storage_offset() * a.itemsize
+        self._data = np.lib.stride_tricks.as_strided(shared[offset:].view(a.dtype) if a.size else
+                                                     shared[:0].view(a.dtype), a.shape, a.strides)
+        return self
+
+    def is_pinned(self, device: Any = None) -> builtins.bool:
+        """In page-locked host memory (``pin_memory``): only with an accelerator."""
+        from ember.c10.storage import root_array
+        return self._device.type == "cpu" and id(root_array(self._data)) in _PINNED
+
+    def pin_memory(self, device: Any = None) -> Tensor:
+        """A copy in page-locked host memory, for fast transfers to the GPU (CuPy's pinned allocator)."""
+        import ember
+        if not ember.cuda.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        if self._device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+        if self.is_pinned():
+            return self
+        import cupyx  # type: ignore[import-not-found, unused-ignore]
+        buf = cupyx.empty_pinned(self._data.shape, self._data.dtype)
+        buf[...] = self._data
+        out = _wrap.new_tensor(buf, self._ks, self._device)
+        from ember.c10.storage import root_array
+        import weakref
+        root = root_array(buf)
+        _PINNED[id(root)] = weakref.finalize(root, _PINNED.pop, id(root), None)
+        return out
+
+    def record_stream(self, stream: Any) -> None:
+        """Tell the CUDA caching allocator that ``stream`` uses this tensor (CuPy's pool keeps memory alive while
+        any array refers to it, so nothing to record)."""
+        if self._device.type != "cuda":
+            raise RuntimeError("record_stream is only supported for CUDA tensors")
+
+    def set_(self, source: Any = None, storage_offset: builtins.int = 0, size: Any = None,
+             stride: Any = None) -> Tensor:
+        """Re-point this tensor: at nothing (``set_()``), at another tensor's memory and geometry (``set_(t)``), or
+        at a storage with an offset, sizes and strides (in elements)."""
+        from ember.c10.grad_mode import state
+        if self._rg and self._grad_fn is None and state.enabled:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        from ember import storage as _storage
+        from ember.c10.storage import UntypedStorage
+        dt = self._data.dtype
+        if source is None:
+            self._data = np.empty(0, dt)
+        elif isinstance(source, Tensor):
+            if source.dtype != self.dtype:
+                raise RuntimeError(f"Could not set tensor of type {_c10_name(source.dtype)} to a tensor of type "
+                                   f"{_c10_name(self.dtype)}")
+            if source.device != self.device:
+                raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
+                                   "incompatible tensor type.")
+            self._data = source._data
+        elif isinstance(source, (UntypedStorage, _storage.TypedStorage)):
+            if isinstance(source, _storage.TypedStorage):
+                if source.dtype != self.dtype:
+                    raise RuntimeError(f"Expected a Storage of type {self.dtype} or an UntypedStorage, but got type "
+                                       f"{source.dtype} for argument 1 'storage'")
+                source = source._untyped_storage
+            flat = source._bytes()
+            flat = flat[:flat.size - flat.size % dt.itemsize].view(dt)
+            if size is None:
+                size, stride = (flat.size,), (1,)
+            size = tuple(size)
+            stride = tuple(stride) if stride is not None else _contiguous_strides(size)
+            need = storage_offset + 1 + builtins.sum((n - 1) * st for n, st in zip(size, stride)) if all(size) else 0
+            if need > flat.size:
+                raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+                                   f"{storage_offset}, and itemsize {dt.itemsize} requiring a storage size of "
+                                   f"{need * dt.itemsize} are out of bounds for storage of size "
+                                   f"{flat.size * dt.itemsize}")
+            base = flat[storage_offset:] if flat.size else flat
+            self._data = np.lib.stride_tricks.as_strided(base, size, tuple(st * dt.itemsize for st in stride))
+        else:
+            raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
+        self._vc.version += 1
+        return self
+
+    def is_set_to(self, tensor: Tensor) -> builtins.bool:
+        """Same memory, offset, sizes and strides as ``tensor``."""
+        from ember.c10.storage import root_array
+        return (root_array(self._data) is root_array(tensor._data) and self.data_ptr() == tensor.data_ptr()
+                and tuple(self.shape) == tuple(tensor.shape) and self.stride() == tensor.stride())
+
+    # -- the legacy constructor and the non-in-place resizes ---------------------------------------------
+    def new(self, *args: Any, **kwargs: Any) -> Tensor:
+        """The legacy ``x.new(...)``: an uninitialized tensor of the given sizes, or one built from data, with
+        ``self``'s dtype and device."""
+        import ember
+        device = kwargs.pop("device", None) or self.device
+        if kwargs:
+            raise TypeError(f"new() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            if args[0].dtype != self.dtype:
+                raise TypeError(f"expected {self.dtype} (got {args[0].dtype})")
+            return args[0].detach()
+        if len(args) == 1 and not isinstance(args[0], (builtins.int, ember.Size, tuple)):
+            return ember.tensor(args[0], dtype=self.dtype, device=device)
+        sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (ember.Size, tuple)) else args
+        return ember.empty(sizes if sizes else (0,), dtype=self.dtype, device=device)
+
+    def resize(self, *sizes: Any) -> Tensor:
+        import warnings
+        warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+        return _resize_keeping_numel(self, sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list))
+                                     else sizes)
+
+    def resize_as(self, tensor: Tensor) -> Tensor:
+        import warnings
+        warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+        return _resize_keeping_numel(self, tuple(tensor.shape))
+
+    # -- Python callables over the elements (CPU only) ----------------------------------------------------
+    def apply_(self, callable: Callable[[Any], Any]) -> Tensor:  # noqa: A002
+        """Replace each element by ``callable(element)`` (slow: a Python call per element; CPU only)."""
+        return self._map_elements(callable)
+
+    def map_(self, tensor: Tensor, callable: Callable[[Any, Any], Any]) -> Tensor:  # noqa: A002
+        """``self[i] = callable(self[i], tensor[i])``, ``tensor`` broadcast to ``self``'s shape."""
+        return self._map_elements(callable, tensor)
+
+    def map2_(self, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:  # noqa: A002
+        return self._map_elements(callable, x, y)
+
+    def _map_elements(self, fn: Callable[..., Any], *others: Tensor) -> Tensor:
+        if self._device.type != "cpu" or any(o._device.type != "cpu" for o in others):
+            raise TypeError("apply_ is only implemented on CPU tensors" if not others else
+                            "map_ is only implemented on CPU tensors")
+        if self._rg and self._grad_fn is None:
+            from ember.c10.grad_mode import state
+            if state.enabled:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        a = self._data
+        srcs = [np.broadcast_to(o._data, a.shape) for o in others]
+        vals = [fn(*(v.item() for v in vs)) for vs in zip(a.reshape(-1), *(s.reshape(-1) for s in srcs))] \
+            if srcs else [fn(v.item()) for v in a.reshape(-1)]
+        result = np.array(vals, dtype=a.dtype).reshape(a.shape) if vals else a.copy()
+        return _wrap.write_inplace(self, result)
+
+    def module_load(self, other: Tensor, assign: builtins.bool = False) -> Tensor:
+        """What ``load_state_dict`` swaps in for this parameter or buffer when swapping: ``other`` detached when
+        assigning, else ``self`` updated from ``other`` and detached."""
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
 
     def get_device(self) -> builtins.int:
         return -1 if self._device.type == "cpu" else (self._device.index or 0)
@@ -744,3 +950,56 @@ def _install_generated_methods() -> Any:
             setattr(Tensor, name, getattr(tensor_methods, name))
 
 
+
+
+_PINNED: dict[builtins.int, Any] = {}  # id of a pinned root array -> its finalizer
+
+_REINFORCE_REMOVED = """reinforce() was removed.
+Use torch.distributions instead.
+See https://pytorch.org/docs/main/distributions.html
+
+Instead of:
+
+probs = policy_network(state)
+action = probs.multinomial()
+next_state, reward = env.step(action)
+action.reinforce(reward)
+action.backward()
+
+Use:
+
+probs = policy_network(state)
+# NOTE: categorical is equivalent to what used to be called multinomial
+m = torch.distributions.Categorical(probs)
+action = m.sample()
+next_state, reward = env.step(action)
+loss = -m.log_prob(action) * reward
+loss.backward()
+"""
+
+
+def _c10_name(dtype: Any) -> str:
+    return {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
+            "int8": "signed char", "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}.get(dtype.name, dtype.name)
+
+
+def _contiguous_strides(size: Any) -> tuple[builtins.int, ...]:
+    out, step = [], 1
+    for n in reversed(size):
+        out.append(step)
+        step *= builtins.max(n, 1)
+    return tuple(reversed(out))
+
+
+def _resize_keeping_numel(t: Tensor, sizes: Any) -> Tensor:
+    """The deprecated non-in-place ``resize``: a reshape of a contiguous copy, the element count kept."""
+    sizes = tuple(sizes)
+    n = math.prod(sizes)
+    if n != t.numel():
+        raise RuntimeError(f"requested resize to {'x'.join(str(s) for s in sizes)} ({n} elements in total), but the "
+                           f"given tensor has a size of {'x'.join(str(s) for s in t.shape)} ({t.numel()} elements). "
+                           "autograd's resize can only change the shape of a given tensor, while preserving the "
+                           "number of elements. ")
+    return t.contiguous().view(sizes)

@@ -41,7 +41,8 @@ class _TorchAlias(types.ModuleType):
     def __getattr__(self, name):
         target = object.__getattribute__(self, "_ember_target")
         if name == "__version__" and self.__name__ == "torch":
-            return f"{TORCH_VERSION}+ember{ember.__version__}"
+            from ember.torch_version import TorchVersion
+            return TorchVersion(f"{TORCH_VERSION}+ember{ember.__version__}")
         try:
             value = getattr(target, name)
         except AttributeError:

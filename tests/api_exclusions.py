@@ -43,18 +43,12 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'issue 15 item 3 (everyday API; the legacy tensor / storage classes and dtypes: item 8)': {
         'torch': """
-            AcceleratorError BFloat16Storage BoolStorage ByteStorage CharStorage ComplexDoubleStorage
-            ComplexFloatStorage DoubleStorage Event FloatStorage HalfStorage IntStorage LongStorage
-            OutOfMemoryError ShortStorage Storage StorageBase Stream TypedStorage batch_norm_backward_elemt
-            batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats
+            batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats
             batch_norm_gather_stats_with_counts batch_norm_stats batch_norm_update_stats bit bits16 bits1x8
-            bits2x4 bits4x2 bits8 chalf channels_last_3d complex32 conv_tbc cpu float4_e2m1fn_x2 from_file
-            functional get_device_module gradient has_lapack has_mkl has_openmp has_spectral hash_tensor int1
-            int2 int3 int4 int5 int6 int7 is_inference is_storage legacy_contiguous_format lobpcg masked
-            multiprocessing native_norm norm_except_dim pca_lowrank quasirandom segment_reduce
-            set_default_tensor_type set_flush_denormal signal slice_inverse spmm storage svd_lowrank
-            thread_safe_generator torch_version typename types uint1 uint2 uint3 uint4 uint5 uint6 uint7
-            unify_type_list vmap while_loop windows
+            bits2x4 bits4x2 bits8 chalf complex32 conv_tbc float4_e2m1fn_x2 hash_tensor int1 int2 int3 int4 int5
+            int6 int7 lobpcg masked native_norm norm_except_dim pca_lowrank quasirandom segment_reduce
+            slice_inverse spmm svd_lowrank thread_safe_generator uint1 uint2 uint3 uint4 uint5 uint6 uint7
+            unify_type_list vmap while_loop
         """,
     },
     'symbolic shapes, __torch_function__ machinery and dispatcher guards: issues 17 and 18': {
@@ -155,9 +149,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'issue 15 item 3 (everyday API)': {
         'Tensor': """
-            apply_ chalf const_data_ptr grad_dtype hash_tensor index is_inference is_pinned is_set_to is_shared
-            map2_ map_ module_load name new pin_memory record_stream reinforce resize resize_as set_
-            share_memory_ slice_inverse storage_type volatile
+            chalf grad_dtype hash_tensor index slice_inverse
         """,
     },
     'issue 15 item 4': {

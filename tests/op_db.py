@@ -1949,3 +1949,16 @@ def _svd_invariants(lib, a, some=True, compute_uv=True):
 def _qr_invariants(a, some=True):
     Q, R = a.qr(some)
     return Q @ R, R.abs(), Q.abs()
+
+# torch.gradient: central differences inside, one-sided ones of order 1 or 2 at the ends, uniform or given spacing
+_COORDS = np.array([0.0, 0.7, 1.5, 2.0, 3.6])
+add(OpInfo("gradient", lambda d, r: [
+    Sample((arr(r, (5,), d),)), Sample((arr(r, (4, 5), d),), dict(spacing=2.0, edge_order=2)),
+    Sample((arr(r, (4, 5), d),), dict(dim=1, spacing=[0.5])), Sample((arr(r, (4, 5), d),), dict(dim=(1, 0))),
+    Sample((arr(r, (3, 5), d),), dict(dim=1, spacing=(_COORDS.astype(d),), edge_order=2)),
+    Sample((arr(r, (5, 3), d),), dict(dim=0, spacing=(_COORDS.astype(d),)))],
+    dtypes=FLOATS + ("int64",), method=False, noncontiguous=False, meta=False, rtol=1e-5, atol=1e-6, errors=lambda: [
+        _err((np.ones(4),), dict(edge_order=3), RuntimeError, "only supports edge_order=1 and edge_order=2"),
+        _err((np.ones(2),), dict(edge_order=2), RuntimeError, "expected each dimension size to be at least"),
+        _err((np.ones(4),), dict(spacing=[1.0, 2.0]), RuntimeError, "but got a list of length 2"),
+        _err((np.ones((2, 4)),), dict(dim=[0, 0]), RuntimeError, "dim 0 appears multiple times in the list of dims")]))

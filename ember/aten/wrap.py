@@ -21,6 +21,7 @@ import numpy as np
 from ember._generated import aten
 from ember.c10.device import CPU
 from ember.c10.dispatch_key import KS_CPU
+from ember.c10.grad_mode import state as _grad_state
 from ember.c10.dtype import SCALAR_TYPE_NAMES, can_cast, from_numpy_dtype
 from ember.c10.tensor_impl import TensorImpl, VersionCounter
 
@@ -45,6 +46,8 @@ def new_tensor(arr: Any, ks: int, device: Any) -> Any:
     t._ks = ks
     t._vc = VersionCounter()
     t._device = device
+    if _grad_state.inference:
+        t._inference = True
     return t
 
 
@@ -61,6 +64,8 @@ def view_of(arr: Any, base: Any) -> Any:
     t._ks = base._ks
     t._vc = base._vc
     t._device = base._device
+    if base._inference:
+        t._inference = True
     return t
 
 
@@ -119,6 +124,10 @@ def write_inplace(self: Any, result: Any, opname: str = '') -> Any:
             raise RuntimeError(f"result type {_type_name(rd)} can't be cast to the desired output type "
                                f"{_type_name(dd)}")
     check_writable(self, opname)
+    if self._inference and not _grad_state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+                           "clone to get a normal tensor before doing inplace update.See "
+                           "https://github.com/pytorch/rfcs/pull/17 for more details.")
     if self._device.type != "meta":
         if not dst.flags.writeable:
             dst.flags.writeable = True

@@ -3,17 +3,10 @@ read by every autograd kernel.  Each works as a context manager and as a decorat
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 
-class _GradState(threading.local):
-    def __init__(self) -> None:
-        self.enabled = True
-        self.inference = False
-
-
-state = _GradState()
+from ember.c10.grad_mode import state as state  # the thread-local switches live in c10, as PyTorch's
 
 
 def is_grad_enabled() -> bool:

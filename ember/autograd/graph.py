@@ -68,8 +68,10 @@ class SavedVariable:
             self.version = 0
             return
         if getattr(tensor, "_inference", False):
-            raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can make a "
-                               "clone to get a normal tensor and use it in autograd.")
+            raise RuntimeError("Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+                               "inference mode in computation tracked by autograd. To work around this, you can make a "
+                               "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead "
+                               "of `torch.inference_mode()`.")
         self.version = tensor._vc.version
         if _hooks_in_use:
             st = _hook_stack()

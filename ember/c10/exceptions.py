@@ -8,6 +8,14 @@ class _LinAlgError(RuntimeError):
 
 
 
+class OutOfMemoryError(RuntimeError):
+    """An allocation on an accelerator failed (``torch.OutOfMemoryError``, also ``torch.cuda.OutOfMemoryError``)."""
+
+
+class AcceleratorError(RuntimeError):
+    """An error reported by an accelerator runtime (``torch.AcceleratorError``)."""
+
+
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     """A warning attributed to the user's line: the first frame outside ember (PyTorch's C++ warnings point
     at the Python line that called into it, ``TORCH_WARN`` from a binding)."""

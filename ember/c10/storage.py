@@ -31,7 +31,23 @@ def array_data_ptr(arr: Any) -> int:
     return int(arr.data.ptr)  # CuPy
 
 
-class UntypedStorage:
+def shared_copy(data: Any) -> Any:
+    """A copy of the flat uint8 array ``data`` in an anonymous shared memory mapping (processes forked afterwards
+    see the same bytes)."""
+    import mmap
+    n = int(data.size)
+    shared = np.frombuffer(mmap.mmap(-1, max(n, 1)), np.uint8, count=n)
+    shared[...] = data
+    return shared
+
+
+class StorageBase:
+    """The base class of untyped storages (``torch._C.StorageBase``)."""
+
+    __slots__ = ()
+
+
+class UntypedStorage(StorageBase):
     """Bytes on a device.  ``nbytes()``, ``data_ptr()``, ``device``, ``size()``."""
 
     __slots__ = ("_root", "device", "_nbytes")
@@ -85,7 +101,24 @@ class UntypedStorage:
         return self
 
     def is_shared(self) -> bool:
-        return False
+        """In shared memory: an anonymous shared mapping (``share_memory_``), or a CUDA storage."""
+        import mmap
+        base = getattr(self._root, "base", None)
+        return self.device.type == "cuda" or isinstance(getattr(base, "obj", base), mmap.mmap)
+
+    def share_memory_(self) -> UntypedStorage:
+        """Move the bytes to an anonymous shared memory mapping, which processes forked afterwards share (the
+        tensors over this storage see the new memory; a no-op when already shared, and for CUDA)."""
+        if self.is_shared() or self.device.type != "cpu":
+            return self
+        self._set_root(shared_copy(self._bytes()))
+        return self
+
+    def _set_root(self, new_root: Any) -> None:
+        """Swap the memory behind this storage handle (``resize_``, ``share_memory_``). Tensors keep the memory
+        they view: ``Tensor.share_memory_`` / ``resize_`` rebind the tensor itself."""
+        self._root = new_root
+        self._nbytes = new_root.size * new_root.itemsize
 
     @property
     def is_cuda(self) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ember.c10.exceptions import OutOfMemoryError  # noqa: F401 - torch.cuda.OutOfMemoryError is torch.OutOfMemoryError
+
 
 @functools.lru_cache(maxsize=1)
 def _cupy():
