@@ -58,3 +58,14 @@ def fork_rng(devices: Any = None, enabled: bool = True, _caller: str = "fork_rng
         yield
     finally:
         set_rng_state(cpu_state)
+
+
+def thread_safe_generator() -> Any:
+    """The generator a DataLoader thread worker owns, for transforms that draw random numbers there; None in the
+    main process and in process workers (the default generator is then used, and each process has its own)."""
+    from ember.utils.data import get_worker_info
+    info = get_worker_info()
+    if info is not None and getattr(info, "worker_method", "process") == "thread" and \
+            getattr(info, "rng", None) is not None:
+        return info.rng.torch_generator
+    return None

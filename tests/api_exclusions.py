@@ -13,21 +13,21 @@ from __future__ import annotations
 EXCLUDED: dict[str, dict[str, str]] = {
     'TorchScript, C++ internals and build tooling: not planned (torch.jit stubs: issue 15 item 8)': {
         'torch': """
-            AVG AggregationType AliasDb AnyType Argument ArgumentSpec AwaitType BenchmarkConfig
-            BenchmarkExecutionStats Block BoolType BufferDict CallStack Capsule ClassType Code CompilationUnit
-            CompleteArgumentSpec ComplexType ConcreteModuleType ConcreteModuleTypeBuilder DeepCopyMemoTable
-            DeserializationStorageContext DeviceObjType DictType EnumType ErrorReport ExecutionPlan FatalError
-            FileCheck FloatType FunctionSchema Future FutureType Gradient Graph GraphExecutorState IODescriptor
-            InferredType IntType InterfaceType JITException ListType LiteScriptModule LockingLogger LoggerBase
-            ModuleDict Node NoneType NoopLogger NumberType OperatorInfo OptionalType PRIVATE_OPS ParameterDict
-            PyObjectType PyTorchFileReader PyTorchFileWriter RRefType SUM ScriptClass ScriptClassFunction
-            ScriptDict ScriptDictIterator ScriptDictKeyIterator ScriptFunction ScriptList ScriptListIterator
-            ScriptMethod ScriptModule ScriptModuleSerializer ScriptObject ScriptObjectProperty
-            SerializationStorageContext StaticModule StreamObjType StringType TYPE_CHECKING TensorType
-            ThroughputBenchmark TracingState TupleType Type USE_GLOBAL_DEPS USE_RTLD_GLOBAL_WITH_LIBTORCH
-            UnionType Use Value classproperty compiled_with_cxx11_abi cpp fork futures get_file_path hub
-            import_ir_module import_ir_module_from_buffer init_num_threads merge_type_from_type_comment monitor
-            parse_ir parse_schema parse_type_comment prepare_multiprocessing_environment wait
+            AggregationType AliasDb AnyType Argument ArgumentSpec AVG AwaitType BenchmarkConfig
+            BenchmarkExecutionStats Block BoolType BufferDict CallStack Capsule classproperty ClassType Code
+            CompilationUnit compiled_with_cxx11_abi CompleteArgumentSpec ComplexType ConcreteModuleType
+            ConcreteModuleTypeBuilder cpp DeepCopyMemoTable DeserializationStorageContext DeviceObjType DictType
+            EnumType ErrorReport ExecutionPlan FatalError FileCheck FloatType fork FunctionSchema Future futures
+            FutureType get_file_path Gradient Graph GraphExecutorState hub import_ir_module
+            import_ir_module_from_buffer InferredType init_num_threads InterfaceType IntType IODescriptor
+            JITException ListType LiteScriptModule LockingLogger LoggerBase merge_type_from_type_comment
+            ModuleDict monitor Node NoneType NoopLogger NumberType OperatorInfo OptionalType ParameterDict
+            parse_ir parse_schema parse_type_comment prepare_multiprocessing_environment PRIVATE_OPS
+            PyObjectType PyTorchFileReader PyTorchFileWriter RRefType ScriptClass ScriptClassFunction ScriptDict
+            ScriptDictIterator ScriptDictKeyIterator ScriptFunction ScriptList ScriptListIterator ScriptMethod
+            ScriptModule ScriptModuleSerializer ScriptObject ScriptObjectProperty SerializationStorageContext
+            StaticModule StreamObjType StringType SUM TensorType ThroughputBenchmark TracingState TupleType Type
+            TYPE_CHECKING unify_type_list UnionType Use USE_GLOBAL_DEPS USE_RTLD_GLOBAL_WITH_LIBTORCH Value wait
         """,
         'nn.functional': """
             DType ScalingType SwizzleType
@@ -43,12 +43,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'issue 15 item 3 (everyday API; the legacy tensor / storage classes and dtypes: item 8)': {
         'torch': """
-            batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats
-            batch_norm_gather_stats_with_counts batch_norm_stats batch_norm_update_stats bit bits16 bits1x8
-            bits2x4 bits4x2 bits8 chalf complex32 conv_tbc float4_e2m1fn_x2 hash_tensor int1 int2 int3 int4 int5
-            int6 int7 lobpcg masked native_norm norm_except_dim pca_lowrank quasirandom segment_reduce
-            slice_inverse spmm svd_lowrank thread_safe_generator uint1 uint2 uint3 uint4 uint5 uint6 uint7
-            unify_type_list vmap while_loop
+            lobpcg quasirandom
         """,
     },
     'symbolic shapes, __torch_function__ machinery and dispatcher guards: issues 17 and 18': {
@@ -56,6 +51,12 @@ EXCLUDED: dict[str, dict[str, str]] = {
             DisableTorchFunction DisableTorchFunctionSubclass ExcludeDispatchKeyGuard SymBool SymBoolType
             SymFloat SymInt SymIntType Tag overrides sym_constrain_range sym_constrain_range_for_size sym_float
             sym_fresh_size sym_int sym_ite sym_max sym_min sym_not sym_sqrt sym_sum
+        """,
+        'nn.functional': """
+            handle_torch_function has_torch_function has_torch_function_unary has_torch_function_variadic
+        """,
+        'autograd': """
+            handle_torch_function has_torch_function is_tensor_like
         """,
     },
     'automatic mixed precision: issue 20': {
@@ -90,10 +91,10 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     "sparse tensors: a later issue (the roadmap's 'sparse')": {
         'torch': """
-            ccol_indices_copy col_indices_copy crow_indices_copy dsmm hsmm hspmm indices_copy resize_as_sparse_
-            row_indices_copy saddmm smm sparse sparse_bsc sparse_bsc_tensor sparse_bsr sparse_bsr_tensor
-            sparse_compressed_tensor sparse_coo sparse_coo_tensor sparse_csc sparse_csc_tensor sparse_csr
-            sparse_csr_tensor sspaddmm values_copy
+            ccol_indices_copy col_indices_copy crow_indices_copy dsmm hsmm hspmm indices_copy native_norm
+            resize_as_sparse_ row_indices_copy saddmm smm sparse sparse_bsc sparse_bsc_tensor sparse_bsr
+            sparse_bsr_tensor sparse_compressed_tensor sparse_coo sparse_coo_tensor sparse_csc sparse_csc_tensor
+            sparse_csr sparse_csr_tensor spmm sspaddmm values_copy
         """,
         'Tensor': """
             ccol_indices coalesce col_indices crow_indices dense_dim indices is_coalesced is_sparse
@@ -104,7 +105,10 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'fx, compile, export, library, func: issues 17 and 18 (importable stubs: issue 15 item 8)': {
         'torch': """
-            classes cond export func fx package
+            classes cond export func fx package slice_inverse vmap while_loop
+        """,
+        'Tensor': """
+            index slice_inverse
         """,
     },
     'backend-specific: cuDNN, MIOpen, oneDNN, fbgemm, MPS, XPU, MTIA, IPU, XLA, HPU, Vulkan': {
@@ -124,7 +128,8 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'torch.distributed and the data-parallel wrappers: issue 19': {
         'torch': """
-            is_distributed
+            batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt batch_norm_gather_stats
+            batch_norm_gather_stats_with_counts batch_norm_stats batch_norm_update_stats is_distributed
         """,
         'Tensor': """
             is_distributed
@@ -149,14 +154,12 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'issue 15 item 3 (everyday API)': {
         'Tensor': """
-            chalf grad_dtype hash_tensor index slice_inverse
+            grad_dtype
         """,
     },
     'issue 15 item 4': {
         'nn.functional': """
-            BroadcastingList1 BroadcastingList2 BroadcastingList3 Tensor assert_int_or_pair boolean_dispatch
-            conv_tbc grad grouped_mm handle_torch_function has_torch_function has_torch_function_unary
-            has_torch_function_variadic linear_cross_entropy scaled_grouped_mm scaled_mm
+            linear_cross_entropy
         """,
         'nn': """
             CrossMapLRN2d LinearCrossEntropyLoss LinearCrossEntropyOptions
@@ -176,13 +179,31 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'issue 15 item 3 (forward-mode AD with torch.func: a later issue)': {
         'autograd': """
-            NestedIOFunction SavedTensor enforce_grad_layout_policy forward_ad handle_torch_function
-            has_torch_function is_tensor_like
+            NestedIOFunction SavedTensor enforce_grad_layout_policy forward_ad
         """,
     },
     'issue 15 items 6 and 8': {
         'utils': """
             deterministic
+        """,
+    },
+    'sub-byte, bit-packed and complex32 dtypes (almost no operators in PyTorch, no NumPy array type): not planned': {
+        'torch': """
+            bit bits16 bits1x8 bits2x4 bits4x2 bits8 chalf complex32 float4_e2m1fn_x2 int1 int2 int3 int4 int5
+            int6 int7 uint1 uint2 uint3 uint4 uint5 uint6 uint7
+        """,
+        'Tensor': """
+            chalf
+        """,
+    },
+    "prototype APIs (torch.masked's MaskedTensor, segment_reduce): not planned while in prototype": {
+        'torch': """
+            masked segment_reduce
+        """,
+    },
+    'float8-scaled and grouped (mixture-of-experts) matrix products: issue 20': {
+        'nn.functional': """
+            grouped_mm scaled_grouped_mm scaled_mm
         """,
     },
 }

@@ -1962,3 +1962,23 @@ add(OpInfo("gradient", lambda d, r: [
         _err((np.ones(2),), dict(edge_order=2), RuntimeError, "expected each dimension size to be at least"),
         _err((np.ones(4),), dict(spacing=[1.0, 2.0]), RuntimeError, "but got a list of length 2"),
         _err((np.ones((2, 4)),), dict(dim=[0, 0]), RuntimeError, "dim 0 appears multiple times in the list of dims")]))
+
+# conv_tbc (time, batch, channel), norm_except_dim (weight normalization's g), hash_tensor (xor of 64-bit patterns)
+add(OpInfo("conv_tbc", lambda d, r: [Sample((arr(r, (5, 2, 3), d), arr(r, (3, 3, 4), d), arr(r, (4,), d))),
+                                     Sample((arr(r, (4, 1, 2), d), arr(r, (2, 2, 3), d), arr(r, (3,), d), 1))],
+           method=False, rtol=1e-5, atol=1e-6, supports_gradgrad=False,  # convolution's double backward: README
+           aliases=("nn.functional.conv_tbc",), errors=lambda: [
+               _err((np.ones((2, 3)), np.ones((1, 3, 2)), np.ones(2)), {}, RuntimeError,
+                    "Input must have 3 dims: time, batch, in_channel"),
+               _err((np.ones((2, 1, 3)), np.ones((1, 2, 2)), np.ones(2)), {}, RuntimeError,
+                    "Input dim 2 \\(input channels\\) is not == dim 1 in the weight tensor"),
+               _err((np.ones((2, 1, 3)), np.ones((1, 3, 2)), np.ones((1, 2))), {}, RuntimeError, "Bias must be 1-D")]))
+add(OpInfo("norm_except_dim", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4, 5), d), 2, 1)),
+                                            Sample((arr(r, (3, 4), d), 3, -1)), Sample((arr(r, (3, 4), d), 1, 1))],
+           method=False, rtol=1e-5, atol=1e-6))
+add(OpInfo("hash_tensor", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (3, 4), d), 1)),
+                                        Sample((arr(r, (3, 4), d), (0, 1)), dict(keepdim=True)),
+                                        Sample((np.zeros((2, 0), d), 0))],
+           dtypes=FLOATS + INTS + BOOL + ("uint8", "float16"), supports_autograd=False, meta=False, errors=lambda: [
+               _err((np.zeros(0),), {}, RuntimeError, "Expected reduction dim to be specified for input.numel\\(\\) == 0"),
+               _err((np.zeros((2, 0)), 1), {}, IndexError, "Expected reduction dim 1 to have non-zero size")]))

@@ -150,3 +150,30 @@ def test_tensor_methods_of_the_new_ops():
     e = ember.tensor([0.5, 1.5], dtype=ember.float64).polygamma_(2)
     t = torch.tensor([0.5, 1.5], dtype=torch.float64).polygamma_(2)
     np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn,shape,kw", [("svd_lowrank", (20, 8), {}), ("svd_lowrank", (8, 20), dict(q=3)),
+                                         ("svd_lowrank", (2, 12, 6), dict(niter=0)), ("pca_lowrank", (20, 8), {}),
+                                         ("pca_lowrank", (20, 8), dict(q=3, center=False)),
+                                         ("pca_lowrank", (15, 5), dict(q=5, niter=4))])
+def test_randomized_low_rank_svd_and_pca_match_pytorch(fn, shape, kw):
+    """Same seed, same Gaussian test matrix: the singular values, and U diag(S) V^H (the singular vectors' signs
+    are LAPACK's choice)."""
+    a = np.random.default_rng(1).standard_normal(shape)
+    ember.manual_seed(5)
+    torch.manual_seed(5)
+    (eu, es, ev), (tu, ts, tv) = getattr(ember, fn)(ember.tensor(a), **kw), getattr(torch, fn)(torch.tensor(a), **kw)
+    np.testing.assert_allclose(es.numpy(), ts.numpy(), rtol=1e-10, atol=1e-12)
+    recon_e = (eu * es.unsqueeze(-2)) @ ev.mH
+    recon_t = (tu * ts.unsqueeze(-2)) @ tv.mH
+    np.testing.assert_allclose(recon_e.numpy(), recon_t.numpy(), rtol=1e-9, atol=1e-10)
+    assert ember.randn(1).item() == torch.randn(1).item()  # both drew the same numbers
+
+
+def test_pca_lowrank_refusals_and_thread_safe_generator():
+    for L in (ember, torch):
+        with pytest.raises(ValueError, match="q\\(=9\\) must be non-negative integer and not greater than"):
+            L.pca_lowrank(L.ones(4, 3), q=9)
+        with pytest.raises(ValueError, match="niter\\(=-1\\) must be non-negative integer"):
+            L.pca_lowrank(L.ones(4, 3), niter=-1)
+        assert L.thread_safe_generator() is None  # the main process: the default generator

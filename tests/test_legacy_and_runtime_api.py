@@ -281,3 +281,40 @@ def test_types_and_functional_modules():
     for name in ember.functional.__all__:
         assert hasattr(torch.functional, name), name
         assert getattr(ember.functional, name) is getattr(ember, name)
+
+
+@pytest.mark.parametrize("n,kw", [(1, dict(stride=2, padding=1)), (2, dict(dilation=2)), (2, dict(groups=3)),
+                                  (3, dict(padding=1))])
+def test_nn_grad_convolution_gradients_match_pytorch(n, kw):
+    r = np.random.default_rng(n)
+    x = r.standard_normal((2, 3) + (7,) * n)
+    w = r.standard_normal((6, 3 // kw.get("groups", 1)) + (3,) * n)
+    y = torch.nn.functional.__dict__[f"conv{n}d"](torch.tensor(x), torch.tensor(w), **kw)
+    go = r.standard_normal(tuple(y.shape))
+    eg, tg = ember.nn.grad, torch.nn.grad
+    a = getattr(eg, f"conv{n}d_input")(x.shape, ember.tensor(w), ember.tensor(go), **kw)
+    b = getattr(tg, f"conv{n}d_input")(x.shape, torch.tensor(w), torch.tensor(go), **kw)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-10)
+    a = getattr(eg, f"conv{n}d_weight")(ember.tensor(x), w.shape, ember.tensor(go), **kw)
+    b = getattr(tg, f"conv{n}d_weight")(torch.tensor(x), w.shape, torch.tensor(go), **kw)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-10)
+    assert ember.nn.functional.grad is ember.nn.grad and ember.nn.functional.Tensor is ember.Tensor
+
+
+def test_functional_boolean_dispatch_and_argument_helpers():
+    F = ember.nn.functional
+
+    def with_idx(x, flag=False):
+        """doc"""
+        return ("indices", x)
+
+    def without(x, flag=False):
+        return ("plain", x)
+
+    fn = F.boolean_dispatch("flag", 1, False, with_idx, without, "m", "pool")
+    assert fn(1) == ("plain", 1) and fn(1, True) == ("indices", 1) and fn(1, flag=True) == ("indices", 1)
+    assert fn.__name__ == "pool" and fn.__doc__ == "doc" and F.boolean_dispatched[fn]["index"] == 1
+    F.assert_int_or_pair(3, "k", "{} must be an int or a pair")
+    with pytest.raises(AssertionError, match="k must be an int or a pair"):
+        F.assert_int_or_pair([1, 2, 3], "k", "{} must be an int or a pair")
+    assert F.BroadcastingList2[int] is None

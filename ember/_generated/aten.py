@@ -7480,3 +7480,18 @@ _op_triangular_solve = _D.define('triangular_solve(Tensor self, Tensor A, bool u
 
 def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
     return _op_triangular_solve.call(self._ks | A._ks, self, A, upper, transpose, unitriangular)
+
+_op_conv_tbc = _D.define('conv_tbc(Tensor self, Tensor weight, Tensor bias, int pad=0) -> Tensor')
+
+def conv_tbc(self, weight, bias, pad=0):
+    return _op_conv_tbc.call(self._ks | weight._ks | bias._ks, self, weight, bias, pad)
+
+_op_norm_except_dim = _D.define('norm_except_dim(Tensor v, int pow=2, int dim=0) -> Tensor')
+
+def norm_except_dim(v, pow=2, dim=0):
+    return _op_norm_except_dim.call(v._ks, v, pow, dim)
+
+_op_hash_tensor = _D.define('hash_tensor(Tensor self, int[1] dim=[], *, bool keepdim=False, int mode=0) -> Tensor')
+
+def hash_tensor(self, dim=(), *, keepdim=False, mode=0):
+    return _op_hash_tensor.call(self._ks, self, dim, keepdim, mode)

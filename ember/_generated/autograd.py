@@ -12504,6 +12504,26 @@ def _ag_fill_Tensor(ks, self, value):
     return result
 
 
+class HashTensorBackward0(_Node):
+    _saved_names = ()
+
+    def apply(_n, grads):
+        grad = grads[0]
+        grad_inputs = [None] * 0
+        return grad_inputs
+
+
+def _ag_hash_tensor_default(ks, self, dim, keepdim, mode):
+    if not (_gm.enabled and (False)):
+        return aten._op_hash_tensor.redispatch(ks & _BELOW, self, dim, keepdim, mode)
+    _n = HashTensorBackward0()
+    _n._next = _edges()
+    _n._input_meta = _meta()
+    result = aten._op_hash_tensor.redispatch(ks & _BELOW, self, dim, keepdim, mode)
+    _set_history(_n, (result,))
+    return result
+
+
 def _ag_abs__default(ks, self):
     _check_inplace(self)
     if not (_gm.enabled and (self._rg)):
@@ -14693,6 +14713,7 @@ for _h, _k in (
     (aten._op_as_strided_scatter, _ag_as_strided_scatter_default),
     (aten._op_fill_Scalar, _ag_fill_Scalar),
     (aten._op_fill_Tensor, _ag_fill_Tensor),
+    (aten._op_hash_tensor, _ag_hash_tensor_default),
     (aten._op_abs_, _ag_abs__default),
     (aten._op_conj_physical_, _ag_conj_physical__default),
     (aten._op_neg_, _ag_neg__default),

@@ -3433,3 +3433,12 @@ qr = _P('qr', [
 triangular_solve = _P('triangular_solve', [
     _O(_A._op_triangular_solve, (('self', 'T', False, False, None), ('A', 'T', False, False, None), ('upper', 'bool', False, True, True), ('transpose', 'bool', False, True, False), ('unitriangular', 'bool', False, True, False),), ['self', 'A', 'upper', 'transpose', 'unitriangular']),
 ])
+conv_tbc = _P('conv_tbc', [
+    _O(_A._op_conv_tbc, (('self', 'T', False, False, None), ('weight', 'T', False, False, None), ('bias', 'T', False, False, None), ('pad', 'int', False, True, 0),), ['self', 'weight', 'bias', 'pad']),
+])
+norm_except_dim = _P('norm_except_dim', [
+    _O(_A._op_norm_except_dim, (('v', 'T', False, False, None), ('pow', 'int', False, True, 2), ('dim', 'int', False, True, 0),), ['v', 'pow', 'dim']),
+])
+hash_tensor = _P('hash_tensor', [
+    _O(_A._op_hash_tensor, (('self', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', True, True, False), ('mode', 'int', True, True, 0),), ['self', 'dim', 'keepdim', 'mode']),
+])

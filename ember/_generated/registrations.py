@@ -7127,6 +7127,14 @@ def _range_step(ks, start, end, step, dtype, layout, device, pin_memory):
     return _new(K.range_inclusive(be.xp, start, end, step, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory), be.ks, be.device)
 
 
+def _hash_tensor_default(ks, self, dim, keepdim, mode):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.hash_tensor(be.xp, self._data, dim, keepdim=keepdim, mode=mode), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.hash_tensor, self)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -8020,6 +8028,7 @@ _BACKEND_KERNELS = (
     (_A._op_fill_Scalar, _fill_Scalar, ('CPU', 'CUDA', 'Meta'), K.fill_scalar, (), 'new', None),
     (_A._op_fill_Tensor, _fill_Tensor, ('CPU', 'CUDA', 'Meta'), K.fill_tensor, (), 'new', None),
     (_A._op_range_step, _range_step, ('CPU', 'CUDA', 'Meta'), K.range_inclusive, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
+    (_A._op_hash_tensor, _hash_tensor_default, ('CPU', 'CUDA', 'Meta'), K.hash_tensor, ('keepdim', 'mode'), 'new', None),
 )
 
 # operator, key, composite function
@@ -8627,6 +8636,8 @@ _COMPOSITE_KERNELS = (
     (_A._op_svd, 'CompositeImplicitAutograd', C.svd),
     (_A._op_qr, 'CompositeImplicitAutograd', C.qr),
     (_A._op_triangular_solve, 'CompositeImplicitAutograd', C.triangular_solve),
+    (_A._op_conv_tbc, 'CompositeImplicitAutograd', C.conv_tbc),
+    (_A._op_norm_except_dim, 'CompositeImplicitAutograd', C.norm_except_dim),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

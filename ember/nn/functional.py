@@ -7,7 +7,8 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 import ember
-from ember._generated.functions import avg_pool1d, pixel_shuffle, pixel_unshuffle, relu, sigmoid, tanh  # noqa: F401
+from ember._generated.functions import (avg_pool1d, conv_tbc, pixel_shuffle, pixel_unshuffle, relu,  # noqa: F401
+                                         sigmoid, tanh)
 from ember._generated.nn_functional import *  # noqa: F401,F403
 from ember._generated.nn_functional import avg_pool2d, avg_pool3d, linear  # noqa: F401
 from ember._generated import aten
@@ -1321,3 +1322,48 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_l
     alpha recursion; its backward is PyTorch's gradient, the one with respect to the logits of a log_softmax)."""
     return ember.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _get_enum(reduction),
                           zero_infinity)
+
+
+# helpers PyTorch's nn.functional exposes: the Tensor class, nn.grad, and the TorchScript-era argument helpers
+from ember._tensor import Tensor  # noqa: E402,F401
+from ember.nn import grad  # noqa: E402,F401
+
+
+class _BroadcastingListCls:
+    """``BroadcastingList2[int]`` in an annotation: an int or a list of two (what TorchScript broadcast)."""
+
+    def __getitem__(self, types: Any) -> None:
+        return None
+
+
+BroadcastingList1 = BroadcastingList2 = BroadcastingList3 = _BroadcastingListCls()
+boolean_dispatched: dict = {}
+
+
+def assert_int_or_pair(arg, arg_name, message):
+    if not (isinstance(arg, int) or len(arg) == 2):
+        raise AssertionError(message.format(arg_name))
+
+
+def boolean_dispatch(arg_name, arg_index, default, if_true, if_false, module_name, func_name):
+    """A function calling ``if_true`` or ``if_false`` by a boolean argument (``arg_name``, or positional
+    ``arg_index``; ``default`` when absent), as ``max_pool2d``'s ``return_indices`` chooses; one of the two may
+    carry the docstring."""
+    def fn(*args, **kwargs):
+        flag = kwargs[arg_name] if arg_name in kwargs else args[arg_index] if arg_index < len(args) else default
+        return if_true(*args, **kwargs) if flag else if_false(*args, **kwargs)
+
+    if if_true.__doc__ is None and if_false.__doc__ is not None:
+        if_true.__doc__ = if_false.__doc__
+    elif if_false.__doc__ is None and if_true.__doc__ is not None:
+        if_false.__doc__ = if_true.__doc__
+    elif if_false.__doc__ is not None and if_true.__doc__ is not None:
+        raise RuntimeError("only one function can have a docstring")
+    fn.__doc__ = if_true.__doc__
+    if module_name is not None:
+        fn.__module__ = module_name
+    if func_name is not None:
+        fn.__name__ = func_name
+    boolean_dispatched[fn] = {"if_true": if_true, "if_false": if_false, "index": arg_index, "default": default,
+                              "arg_name": arg_name}
+    return fn

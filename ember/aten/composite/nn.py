@@ -808,3 +808,30 @@ def one_hot(self: Any, num_classes: int = -1) -> Any:
             raise RuntimeError("Class values must be smaller than num_classes.")
     out = aten.zeros(tuple(self.shape) + (num_classes,), dtype=_int64, device=self.device)
     return out.scatter_(-1, self.unsqueeze(-1), 1)
+
+
+def conv_tbc(self: Any, weight: Any, bias: Any, pad: Any = 0) -> Any:
+    """A 1-D convolution over (time, batch, channel) input with a (width, in, out) weight: conv1d on the
+    (batch, channel, time) view."""
+    if self.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if self.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = aten.convolution(self.permute(1, 2, 0), weight.permute(2, 1, 0), bias, (1,), (pad,), (1,), False, (0,), 1)
+    return out.permute(2, 0, 1)
+
+
+def norm_except_dim(v: Any, pow: Any = 2, dim: Any = 0) -> Any:  # noqa: A002
+    """The ``pow``-norm over every dimension but ``dim`` (kept as size 1 elsewhere; the whole norm for -1): weight
+    normalization's g."""
+    if dim == -1:
+        return aten.linalg_vector_norm(v, pow)
+    d = dim % v.dim()
+    others = tuple(i for i in range(v.dim()) if i != d)
+    return aten.linalg_vector_norm(v, pow, others, True)

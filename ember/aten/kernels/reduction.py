@@ -687,3 +687,23 @@ def _histogramdd_from_bin_cts(xp: Any, self: Array, bins: Any, range: Any = None
                               density: Any = False) -> Any:
     edges = _histogramdd_bin_edges(xp, self, bins, range, weight, density)
     return _histogramdd_from_bin_tensors(xp, self, edges, weight, density)
+
+
+def hash_tensor(xp: Any, self: Array, dim: Any = (), keepdim: Any = False, mode: Any = 0) -> Any:
+    """The xor of the elements' 64-bit patterns (floats as float64, integers and bools as int64 / uint64) over
+    ``dim`` (every dimension when empty), as uint64."""
+    if mode != 0:
+        raise RuntimeError(f"hash_tensor only supports mode=0 (xor reduction), got mode={mode}")
+    if self.dtype.kind == "c":
+        raise RuntimeError(f"\"xor_sum_cpu\" not implemented for '{type_name(self.dtype)}'")
+    if self.size == 0 and not len(dim):
+        raise RuntimeError("hash_tensor: Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           "reduction dim with the 'dim' argument.")
+    for d in wrap_dims(dim, self.ndim) if len(dim) else ():
+        if self.shape[d] == 0:
+            raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
+    wide = self.astype(np.float64) if self.dtype.kind == "f" or self.dtype == _BF16 else \
+        self.astype(np.uint64 if self.dtype.kind == "u" else np.int64)
+    bits = wide.view(np.uint64) if wide.size else wide.astype(np.uint64)
+    axes = tuple(wrap_dims(dim, self.ndim)) if len(dim) else None
+    return xp.bitwise_xor.reduce(bits, axis=axes, keepdims=bool(keepdim)).astype(np.uint64)
