@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from ember.aten.context import global_context
 from ember.autograd import anomaly_mode
 
 __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
@@ -19,7 +20,7 @@ __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 newaxis = None
 
-_state = {"deterministic": False, "warn_only": False, "matmul_precision": "highest", "warn_always": False}
+_state = {"matmul_precision": "highest", "warn_always": False}
 _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 
 
@@ -27,15 +28,15 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     if not isinstance(mode, bool):
         raise TypeError(f"_set_deterministic_algorithms(): argument 'mode' (position 1) must be bool, not "
                         f"{type(mode).__name__}")
-    _state["deterministic"], _state["warn_only"] = mode, bool(warn_only)
+    global_context.deterministic_algorithms, global_context.deterministic_warn_only = mode, bool(warn_only)
 
 
 def are_deterministic_algorithms_enabled() -> bool:
-    return _state["deterministic"]
+    return global_context.deterministic_algorithms
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
-    return _state["warn_only"]
+    return global_context.deterministic_warn_only
 
 
 def set_deterministic_debug_mode(debug_mode: str | int) -> None:
@@ -51,9 +52,9 @@ def set_deterministic_debug_mode(debug_mode: str | int) -> None:
 
 
 def get_deterministic_debug_mode() -> int:
-    if not _state["deterministic"]:
+    if not global_context.deterministic_algorithms:
         return 0
-    return 1 if _state["warn_only"] else 2
+    return 1 if global_context.deterministic_warn_only else 2
 
 
 def set_float32_matmul_precision(precision: str) -> None:

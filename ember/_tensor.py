@@ -132,13 +132,33 @@ class Tensor(TensorImpl, _TensorMethods):
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
-            if value.dtype is not self.dtype:
-                raise RuntimeError("attempting to assign a gradient with dtype '" + str(value.dtype).replace(
-                    "ember", "torch") + "' to a tensor with dtype '" + str(self.dtype).replace("ember", "torch") +
-                    "'. Please ensure that the gradient and the tensor have the same dtype")
+            allowed = self.__dict__.get("_grad_dtype", self.dtype)
+            if allowed is not None and value.dtype is not allowed:
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{_c10_name(value.dtype)}' to a tensor "
+                                   f"with grad_dtype '{_dt.SCALAR_TYPE_NAMES[allowed.name]}'. The gradient must match "
+                                   "the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's "
+                                   "grad_dtype attribute with a specific dtype, or None to allow any dtype. Set "
+                                   "grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may "
+                                   "break downstream systems that assume they match.")
             if tuple(value.shape) != tuple(self.shape):
                 raise RuntimeError("assigned grad has data of a different size")
         self.__dict__["_grad"] = value
+
+    @property
+    def grad_dtype(self) -> Any:
+        """The dtype ``.grad`` must have (the tensor's own by default; None allows any): autograd casts the
+        gradients it accumulates into this leaf to it."""
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return self.__dict__.get("_grad_dtype", self.dtype)
+
+    @grad_dtype.setter
+    def grad_dtype(self, value: Any) -> None:
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, _dt.dtype):
+            raise TypeError(f"grad_dtype must be a torch.dtype or None, but got {type(value).__name__}")
+        self.__dict__["_grad_dtype"] = value
 
     @property
     def retains_grad(self) -> builtins.bool:
@@ -247,11 +267,15 @@ class Tensor(TensorImpl, _TensorMethods):
             start = self.storage_offset() * dt.itemsize
             need = start + numel * dt.itemsize
             buf = storage._bytes()
+            old_numel = self._data.size
             if need > buf.size:
                 grown = np.empty(need, np.uint8)
                 grown[:buf.size] = buf
                 buf = grown
             self._data = buf[start:need].view(dt).reshape(sizes)
+            if numel > old_numel:  # the new elements are uninitialized: deterministic mode fills them
+                from ember.aten.context import fill_empty_deterministic
+                fill_empty_deterministic(np, self._data.reshape(-1)[old_numel:])
         self._vc.version += 1
         return self
 

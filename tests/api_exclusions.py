@@ -152,22 +152,12 @@ EXCLUDED: dict[str, dict[str, str]] = {
             profiler_legacy profiler_util
         """,
     },
-    'issue 15 item 3 (everyday API)': {
-        'Tensor': """
-            grad_dtype
-        """,
-    },
     'issue 15 item 4': {
         'nn.functional': """
             linear_cross_entropy
         """,
         'nn': """
-            CrossMapLRN2d LinearCrossEntropyLoss LinearCrossEntropyOptions
-        """,
-    },
-    'issue 15 item 3': {
-        'linalg': """
-            ldl_factor ldl_factor_ex ldl_solve
+            LinearCrossEntropyLoss LinearCrossEntropyOptions
         """,
     },
     'datapipes: deprecated in PyTorch (torchdata), not planned': {
@@ -180,11 +170,6 @@ EXCLUDED: dict[str, dict[str, str]] = {
     'issue 15 item 3 (forward-mode AD with torch.func: a later issue)': {
         'autograd': """
             NestedIOFunction SavedTensor enforce_grad_layout_policy forward_ad
-        """,
-    },
-    'issue 15 items 6 and 8': {
-        'utils': """
-            deterministic
         """,
     },
     'sub-byte, bit-packed and complex32 dtypes (almost no operators in PyTorch, no NumPy array type): not planned': {

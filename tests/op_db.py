@@ -1982,3 +1982,40 @@ add(OpInfo("hash_tensor", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((ar
            dtypes=FLOATS + INTS + BOOL + ("uint8", "float16"), supports_autograd=False, meta=False, errors=lambda: [
                _err((np.zeros(0),), {}, RuntimeError, "Expected reduction dim to be specified for input.numel\\(\\) == 0"),
                _err((np.zeros((2, 0)), 1), {}, IndexError, "Expected reduction dim 1 to have non-zero size")]))
+
+# LDL (Bunch-Kaufman): LAPACK's packed factors and pivots, info, and the solve; no derivatives (as in PyTorch)
+def _sym(r, shape, d, zero_diag=False):
+    a = arr(r, shape, d)
+    a = a + np.swapaxes(a, -1, -2)
+    if zero_diag:
+        a[..., 0, 0] = a[..., 1, 1] = 0
+    return a
+
+
+add(OpInfo("linalg.ldl_factor_ex", lambda d, r: [Sample((_sym(r, (4, 4), d),)), Sample((_sym(r, (2, 5, 5), d, True),)),
+                                                 Sample((np.zeros((3, 3), d),)), Sample((_sym(r, (1, 1), d),))],
+           method=False, supports_autograd=False, rtol=1e-5, atol=1e-6, covers=("linalg_ldl_factor_ex",),
+           errors=lambda: [_err((np.ones((2, 3)),), {}, RuntimeError, "A must be batches of square matrices, but they "
+                                                                         "are 2 by 3 matrices"),
+                           _err((np.ones((2, 2), np.int64),), {}, RuntimeError,
+                                "Expected a floating point or complex tensor as input. Got Long"),
+                           _err((np.zeros((2, 2)),), dict(check_errors=True), RuntimeError, "Unknown error code: 1")]))
+add(OpInfo("linalg.ldl_factor", lambda d, r: [Sample((_sym(r, (4, 4), d, True),)), Sample((_sym(r, (3, 3, 3), d),))],
+           method=False, supports_autograd=False, rtol=1e-5, atol=1e-6, covers=("linalg_ldl_factor",),
+           errors=lambda: [_err((np.zeros((2, 3, 3)),), {}, RuntimeError,
+                                "torch.linalg.ldl_factor: Unknown error code: 1")]))
+
+
+def _ldl_solve(lib, a, b, hermitian=False):
+    LD, piv = lib.linalg.ldl_factor(a, hermitian=hermitian)
+    return lib.linalg.ldl_solve(LD, piv, b, hermitian=hermitian)
+
+
+add(OpInfo("linalg.ldl_solve", lambda d, r: [Sample((_sym(r, (4, 4), d, True), arr(r, (4, 2), d))),
+                                             Sample((_sym(r, (2, 3, 3), d), arr(r, (3, 1), d)))],
+           method=False, supports_autograd=False, rtol=1e-4, atol=1e-5, covers=("linalg_ldl_solve",), meta=False,
+           ember_fn=_ldl_solve, torch_fn=_ldl_solve,
+           errors=lambda: [_err((np.eye(3), np.ones(3)), {}, IndexError, "Dimension out of range"),
+                           _err((np.eye(3), np.ones((4, 2))), {}, RuntimeError,
+                                "Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is 3 by 3 but each "
+                                "b matrix is 4 by 2")]))

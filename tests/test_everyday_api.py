@@ -177,3 +177,28 @@ def test_pca_lowrank_refusals_and_thread_safe_generator():
         with pytest.raises(ValueError, match="niter\\(=-1\\) must be non-negative integer"):
             L.pca_lowrank(L.ones(4, 3), niter=-1)
         assert L.thread_safe_generator() is None  # the main process: the default generator
+
+
+@pytest.mark.parametrize("kind", ["real", "complex_symmetric", "hermitian"])
+def test_ldl_factor_and_solve_match_lapack_as_pytorch_calls_it(kind):
+    """Random symmetric / Hermitian matrices, some with zero leading diagonals (2x2 pivots): PyTorch's packed
+    factors, pivots, info and solutions."""
+    r = np.random.default_rng({"real": 0, "complex_symmetric": 1, "hermitian": 2}[kind])
+    herm = kind == "hermitian"
+    for trial in range(60):
+        n = int(r.integers(1, 8))
+        a = r.standard_normal((n, n)) + (1j * r.standard_normal((n, n)) if kind != "real" else 0)
+        a = a + (a.conj().T if herm else a.T)
+        if trial % 4 == 0 and n > 2:
+            a[0, 0] = a[1, 1] = 0
+        e, t = ember.linalg.ldl_factor_ex(ember.tensor(a), hermitian=herm), \
+            torch.linalg.ldl_factor_ex(torch.tensor(a), hermitian=herm)
+        np.testing.assert_allclose(e.LD.numpy(), t.LD.numpy(), rtol=1e-9, atol=1e-10)
+        np.testing.assert_array_equal(e.pivots.numpy(), t.pivots.numpy())
+        assert int(e.info) == int(t.info)
+        if int(t.info):
+            continue
+        b = r.standard_normal((n, 3)) + (1j * r.standard_normal((n, 3)) if kind != "real" else 0)
+        np.testing.assert_allclose(ember.linalg.ldl_solve(e.LD, e.pivots, ember.tensor(b), hermitian=herm).numpy(),
+                                   torch.linalg.ldl_solve(t.LD, t.pivots, torch.tensor(b), hermitian=herm).numpy(),
+                                   rtol=1e-7, atol=1e-9)

@@ -318,3 +318,65 @@ def test_functional_boolean_dispatch_and_argument_helpers():
     with pytest.raises(AssertionError, match="k must be an int or a pair"):
         F.assert_int_or_pair([1, 2, 3], "k", "{} must be an int or a pair")
     assert F.BroadcastingList2[int] is None
+
+
+@pytest.mark.parametrize("channels,size", [(7, 5), (3, 5), (6, 2), (8, 3), (4, 4), (1, 3)])
+def test_cross_map_lrn2d_values_and_gradients_match_pytorch(channels, size):
+    r = np.random.default_rng(channels * 10 + size)
+    x = r.standard_normal((2, channels, 3, 4))
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    em, tm = ember.nn.CrossMapLRN2d(size, alpha=0.5, k=1.5), torch.nn.CrossMapLRN2d(size, alpha=0.5, k=1.5)
+    eo, to = em(ex), tm(tx)
+    g = r.standard_normal(tuple(eo.shape))
+    eo.backward(ember.tensor(g))
+    to.backward(torch.tensor(g))
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-14)
+    assert repr(em) == repr(tm)
+    for L in (ember, torch):
+        with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D instead."):
+            L.nn.CrossMapLRN2d(3)(L.ones(2, 3, 4))
+
+
+def test_grad_dtype_as_pytorch():
+    for L in (ember, torch):
+        x = L.ones(2, requires_grad=True)
+        assert x.grad_dtype == L.float32
+        x.grad_dtype = L.float64
+        (x * 2).sum().backward()
+        assert x.grad.dtype == L.float64 and x.grad.tolist() == [2.0, 2.0]
+        y = x * 2
+        with pytest.raises(RuntimeError, match="grad_dtype can only be accessed on leaf tensors."):
+            y.grad_dtype
+        with pytest.raises(RuntimeError, match="grad_dtype can only be set on leaf tensors."):
+            y.grad_dtype = L.float64
+        z = L.ones(2, requires_grad=True)
+        z.grad_dtype = None
+        assert z.grad_dtype is None
+        z.grad = L.ones(2, dtype=L.float64)  # None accepts any dtype
+        x.grad = None
+        with pytest.raises(RuntimeError, match="attempting to assign a gradient with dtype 'float' to a tensor with "
+                                               "grad_dtype 'Double'. The gradient must match"):
+            x.grad = L.ones(2)
+        with pytest.raises(RuntimeError, match="dtype 'double' to a tensor with grad_dtype 'Float'"):
+            L.ones(2).grad = L.ones(2, dtype=L.float64)
+
+
+def test_deterministic_mode_fills_uninitialized_memory_as_pytorch():
+    calls = [lambda L: L.empty(3), lambda L: L.empty(2, dtype=L.int32), lambda L: L.empty(2, dtype=L.bool),
+             lambda L: L.empty_like(L.ones(2)), lambda L: L.empty_strided((2,), (1,)), lambda L: L.ones(2).new_empty(2),
+             lambda L: L.empty(2, dtype=L.uint8), lambda L: L.empty(2, dtype=L.float64),
+             lambda L: L.ones(2).resize_(4)]
+    try:
+        for L in (ember, torch):
+            L.use_deterministic_algorithms(True)
+        for call in calls:
+            np.testing.assert_array_equal(call(ember).numpy(), call(torch).numpy())
+        for L in (ember, torch):
+            L.utils.deterministic.fill_uninitialized_memory = False
+            assert L.utils.deterministic.fill_uninitialized_memory is False
+        assert ember.empty(1000).numpy().dtype == np.float32  # left uninitialized: nothing to compare
+    finally:
+        for L in (ember, torch):
+            L.utils.deterministic.fill_uninitialized_memory = True
+            L.use_deterministic_algorithms(False)

@@ -7495,3 +7495,18 @@ _op_hash_tensor = _D.define('hash_tensor(Tensor self, int[1] dim=[], *, bool kee
 
 def hash_tensor(self, dim=(), *, keepdim=False, mode=0):
     return _op_hash_tensor.call(self._ks, self, dim, keepdim, mode)
+
+_op_linalg_ldl_factor_ex = _D.define('linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)')
+
+def linalg_ldl_factor_ex(self, *, hermitian=False, check_errors=False):
+    return _op_linalg_ldl_factor_ex.call(self._ks, self, hermitian, check_errors)
+
+_op_linalg_ldl_factor = _D.define('linalg_ldl_factor(Tensor self, *, bool hermitian=False) -> (Tensor LD, Tensor pivots)')
+
+def linalg_ldl_factor(self, *, hermitian=False):
+    return _op_linalg_ldl_factor.call(self._ks, self, hermitian)
+
+_op_linalg_ldl_solve = _D.define('linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor')
+
+def linalg_ldl_solve(LD, pivots, B, *, hermitian=False):
+    return _op_linalg_ldl_solve.call(LD._ks | pivots._ks | B._ks, LD, pivots, B, hermitian)

@@ -14,7 +14,7 @@ from ember._python_arg_parser import Signatures as _Signatures, ks_opt as _ks_op
 from ember._python_arg_parser import check_out_options as _check_out_options  # noqa: F401
 from ember._python_arg_parser import returning as _returning  # noqa: F401
 
-__all__ = ['cholesky', 'cholesky_ex', 'cond', 'cross', 'det', 'diagonal', 'eig', 'eigh', 'eigvals', 'eigvalsh', 'householder_product', 'inv', 'inv_ex', 'lstsq', 'lu', 'lu_factor', 'lu_factor_ex', 'lu_solve', 'matmul', 'matrix_exp', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'solve_ex', 'solve_triangular', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
+__all__ = ['cholesky', 'cholesky_ex', 'cond', 'cross', 'det', 'diagonal', 'eig', 'eigh', 'eigvals', 'eigvalsh', 'householder_product', 'inv', 'inv_ex', 'ldl_factor', 'ldl_factor_ex', 'ldl_solve', 'lstsq', 'lu', 'lu_factor', 'lu_factor_ex', 'lu_solve', 'matmul', 'matrix_exp', 'matrix_norm', 'matrix_power', 'matrix_rank', 'multi_dot', 'norm', 'pinv', 'qr', 'slogdet', 'solve', 'solve_ex', 'solve_triangular', 'svd', 'svdvals', 'tensorinv', 'tensorsolve', 'vander', 'vecdot', 'vector_norm']
 
 _sig_inv = _Signatures('inv', [
     (('A', 'T', False, False, None),),
@@ -1105,3 +1105,84 @@ def matrix_rank(*args, **kwargs):
 
 
 matrix_rank.__doc__ = 'matrix_rank(input: Tensor, *, atol: Optional[Tensor] = None, rtol: Optional[Tensor] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, *, atol: Optional[float] = None, rtol: Optional[float] = None, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: float, hermitian: bool = False) -> Tensor\nmatrix_rank(input: Tensor, tol: Tensor, hermitian: bool = False) -> Tensor'
+
+
+_sig_ldl_factor_ex = _Signatures('ldl_factor_ex', [
+    (('input', 'T', False, False, None), ('hermitian', 'bool', True, True, False), ('check_errors', 'bool', True, True, False),),
+], method=False)
+
+def _bind_ldl_factor_ex_0(input, *, hermitian=False, check_errors=False):
+    return (input, hermitian, check_errors)
+
+def ldl_factor_ex(*args, **kwargs):
+    try:
+        _b = _bind_ldl_factor_ex_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, hermitian, check_errors = _b
+        if isinstance(input, _Tensor) and type(hermitian) is bool and type(check_errors) is bool:
+            return _A._op_linalg_ldl_factor_ex.call(input._ks, input, hermitian, check_errors)
+    _i, _a = _sig_ldl_factor_ex.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_ldl_factor_ex.call(_a['input']._ks, _a['input'], _a['hermitian'], _a['check_errors'])
+    raise AssertionError('unreachable')
+
+
+ldl_factor_ex.__doc__ = 'ldl_factor_ex(input: Tensor, *, hermitian: bool = False, check_errors: bool = False) -> (Tensor, Tensor, Tensor)'
+def _signature_ldl_factor_ex(input, *, hermitian=False, check_errors=False): ...
+ldl_factor_ex.__wrapped__ = _signature_ldl_factor_ex
+
+
+_sig_ldl_factor = _Signatures('ldl_factor', [
+    (('input', 'T', False, False, None), ('hermitian', 'bool', True, True, False),),
+], method=False)
+
+def _bind_ldl_factor_0(input, *, hermitian=False):
+    return (input, hermitian)
+
+def ldl_factor(*args, **kwargs):
+    try:
+        _b = _bind_ldl_factor_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        input, hermitian = _b
+        if isinstance(input, _Tensor) and type(hermitian) is bool:
+            return _A._op_linalg_ldl_factor.call(input._ks, input, hermitian)
+    _i, _a = _sig_ldl_factor.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_ldl_factor.call(_a['input']._ks, _a['input'], _a['hermitian'])
+    raise AssertionError('unreachable')
+
+
+ldl_factor.__doc__ = 'ldl_factor(input: Tensor, *, hermitian: bool = False) -> (Tensor, Tensor)'
+def _signature_ldl_factor(input, *, hermitian=False): ...
+ldl_factor.__wrapped__ = _signature_ldl_factor
+
+
+_sig_ldl_solve = _Signatures('ldl_solve', [
+    (('LD', 'T', False, False, None), ('pivots', 'T', False, False, None), ('B', 'T', False, False, None), ('hermitian', 'bool', True, True, False),),
+], method=False)
+
+def _bind_ldl_solve_0(LD, pivots, B, *, hermitian=False):
+    return (LD, pivots, B, hermitian)
+
+def ldl_solve(*args, **kwargs):
+    try:
+        _b = _bind_ldl_solve_0(*args, **kwargs)
+    except TypeError:
+        _b = None
+    if _b is not None:
+        LD, pivots, B, hermitian = _b
+        if isinstance(LD, _Tensor) and isinstance(pivots, _Tensor) and isinstance(B, _Tensor) and type(hermitian) is bool:
+            return _A._op_linalg_ldl_solve.call(LD._ks | pivots._ks | B._ks, LD, pivots, B, hermitian)
+    _i, _a = _sig_ldl_solve.parse(args, kwargs)
+    if _i == 0:
+        return _A._op_linalg_ldl_solve.call(_a['LD']._ks | _a['pivots']._ks | _a['B']._ks, _a['LD'], _a['pivots'], _a['B'], _a['hermitian'])
+    raise AssertionError('unreachable')
+
+
+ldl_solve.__doc__ = 'ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False) -> Tensor'
+def _signature_ldl_solve(LD, pivots, B, *, hermitian=False): ...
+ldl_solve.__wrapped__ = _signature_ldl_solve

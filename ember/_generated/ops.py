@@ -3442,3 +3442,12 @@ norm_except_dim = _P('norm_except_dim', [
 hash_tensor = _P('hash_tensor', [
     _O(_A._op_hash_tensor, (('self', 'T', False, False, None), ('dim', 'int[1]', False, True, ()), ('keepdim', 'bool', True, True, False), ('mode', 'int', True, True, 0),), ['self', 'dim', 'keepdim', 'mode']),
 ])
+linalg_ldl_factor_ex = _P('linalg_ldl_factor_ex', [
+    _O(_A._op_linalg_ldl_factor_ex, (('self', 'T', False, False, None), ('hermitian', 'bool', True, True, False), ('check_errors', 'bool', True, True, False),), ['self', 'hermitian', 'check_errors']),
+])
+linalg_ldl_factor = _P('linalg_ldl_factor', [
+    _O(_A._op_linalg_ldl_factor, (('self', 'T', False, False, None), ('hermitian', 'bool', True, True, False),), ['self', 'hermitian']),
+])
+linalg_ldl_solve = _P('linalg_ldl_solve', [
+    _O(_A._op_linalg_ldl_solve, (('LD', 'T', False, False, None), ('pivots', 'T', False, False, None), ('B', 'T', False, False, None), ('hermitian', 'bool', True, True, False),), ['LD', 'pivots', 'B', 'hermitian']),
+])

@@ -7135,6 +7135,23 @@ def _hash_tensor_default(ks, self, dim, keepdim, mode):
         _value_error(_e, K.hash_tensor, self)
 
 
+def _linalg_ldl_factor_ex_default(ks, self, hermitian, check_errors):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K.linalg_ldl_factor_ex(be.xp, self._data, hermitian=hermitian, check_errors=check_errors)
+        return _rt.linalg_ldl_factor_ex(_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device))
+    except ValueError as _e:
+        _value_error(_e, K.linalg_ldl_factor_ex, self)
+
+
+def _linalg_ldl_solve_default(ks, LD, pivots, B, hermitian):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.linalg_ldl_solve(be.xp, LD._data, pivots._data, B._data, hermitian=hermitian), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.linalg_ldl_solve, LD, pivots, B)
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -8029,6 +8046,8 @@ _BACKEND_KERNELS = (
     (_A._op_fill_Tensor, _fill_Tensor, ('CPU', 'CUDA', 'Meta'), K.fill_tensor, (), 'new', None),
     (_A._op_range_step, _range_step, ('CPU', 'CUDA', 'Meta'), K.range_inclusive, ('dtype', 'layout', 'device', 'pin_memory'), 'new', None),
     (_A._op_hash_tensor, _hash_tensor_default, ('CPU', 'CUDA', 'Meta'), K.hash_tensor, ('keepdim', 'mode'), 'new', None),
+    (_A._op_linalg_ldl_factor_ex, _linalg_ldl_factor_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_factor_ex, ('hermitian', 'check_errors'), 'new', _rt.linalg_ldl_factor_ex),
+    (_A._op_linalg_ldl_solve, _linalg_ldl_solve_default, ('CPU', 'CUDA'), K.linalg_ldl_solve, ('hermitian',), 'new', None),
 )
 
 # operator, key, composite function
@@ -8638,6 +8657,7 @@ _COMPOSITE_KERNELS = (
     (_A._op_triangular_solve, 'CompositeImplicitAutograd', C.triangular_solve),
     (_A._op_conv_tbc, 'CompositeImplicitAutograd', C.conv_tbc),
     (_A._op_norm_except_dim, 'CompositeImplicitAutograd', C.norm_except_dim),
+    (_A._op_linalg_ldl_factor, 'CompositeImplicitAutograd', C.linalg_ldl_factor),
 )
 
 # ``device_check: NoCheck``: the operators whose arguments may be on different devices

@@ -2,13 +2,36 @@
 what ``ember.backends`` sets and the kernels read."""
 from __future__ import annotations
 
+from typing import Any
+
 
 class Context:
-    __slots__ = ("benchmark_cudnn", "deterministic_cudnn")
+    __slots__ = ("benchmark_cudnn", "deterministic_cudnn", "deterministic_algorithms", "deterministic_warn_only",
+                 "fill_uninitialized_memory")
 
     def __init__(self) -> None:
         self.benchmark_cudnn = False      # ember.backends.cudnn.benchmark: convolutions time their algorithms
         self.deterministic_cudnn = False  # ember.backends.cudnn.deterministic
+        self.deterministic_algorithms = False   # ember.use_deterministic_algorithms
+        self.deterministic_warn_only = False
+        self.fill_uninitialized_memory = True  # ember.utils.deterministic.fill_uninitialized_memory
+
+
+def fill_empty_deterministic(xp: Any, a: Any) -> Any:
+    """Under deterministic algorithms (with ``fill_uninitialized_memory``), memory a factory leaves uninitialized
+    is filled so results cannot depend on it: NaN for floating and complex dtypes, the largest value for integers
+    (True for bool), as PyTorch's ``fill_empty_deterministic_``."""
+    if not (global_context.deterministic_algorithms and global_context.fill_uninitialized_memory) or a.size == 0:
+        return a
+    import numpy as np
+    kind = np.dtype(a.dtype).kind
+    if kind in "fcV" or a.dtype.name == "bfloat16":
+        a[...] = np.nan
+    elif kind == "b":
+        a[...] = True
+    else:
+        a[...] = np.iinfo(a.dtype).max
+    return a
 
 
 global_context = Context()

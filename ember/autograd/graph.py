@@ -240,6 +240,9 @@ class AccumulateGrad(Node):
         g = grads[0]
         if var is None or g is None:
             return []
+        wanted = var.__dict__.get("_grad_dtype", var.dtype)  # Tensor.grad_dtype: None accepts any dtype
+        if wanted is not None and g.dtype != wanted:
+            g = g.to(wanted)
         old = var.grad
         if not state.enabled:
             if old is None:

@@ -1,5 +1,5 @@
 """``ember.utils`` (mirrors ``torch/utils``): hooks, ``data`` and activation ``checkpoint``."""
-from ember.utils import checkpoint, data, dlpack, hooks, weak  # noqa: F401
+from ember.utils import checkpoint, data, deterministic, dlpack, hooks, weak  # noqa: F401
 
 
 def swap_tensors(t1, t2):

@@ -12,7 +12,7 @@ from ember.aten.wrap import _type_name
 from ember.c10.dtype import bool_, int32, int64, promote_types
 from ember.c10.exceptions import _LinAlgError
 from ember.aten.composite.reduction import _warn_deprecated
-from ember.aten.kernels.linalg import _LU_ERROR, _raise_first_failure
+from ember.aten.kernels.linalg import _LU_ERROR, _raise_first_failure, _raise_ldl_failure
 
 
 def linalg_norm(self: Any, ord: Any = None, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Any:
@@ -481,3 +481,10 @@ def vander(x: Any, N: Any = None, increasing: Any = False) -> Any:
         powers = aten.cumprod(x.unsqueeze(1).expand((x.shape[0], n - 1)).to(dt), 1)
         result = aten.cat([ones, powers], 1)
     return result if increasing else result.flip((1,))
+
+
+def linalg_ldl_factor(self: Any, hermitian: Any = False) -> Any:
+    LD, pivots, info = aten.linalg_ldl_factor_ex(self, hermitian=hermitian)
+    if info.device.type != "meta":  # a meta tensor has no values to check
+        _raise_ldl_failure("torch.linalg.ldl_factor", info.cpu().numpy())
+    return return_types.linalg_ldl_factor(LD, pivots)

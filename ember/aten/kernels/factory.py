@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ember.aten.kernels._common import meta_shape, shape_str
+from ember.aten.context import fill_empty_deterministic
 from ember.c10 import dtype as dt
 from ember.c10.exceptions import warn_user
 
@@ -34,7 +35,7 @@ def _factory_shape(size: Any, dtype: Any = None, *rest: Any, **_k: Any) -> Any:
 @meta_shape(_factory_shape)
 def empty(xp: Any, size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
           memory_format: Any = None) -> Any:
-    return xp.empty(check_size(size), _np_dtype(dtype))
+    return fill_empty_deterministic(xp, xp.empty(check_size(size), _np_dtype(dtype)))
 
 
 @meta_shape(lambda size, stride, dtype=None, *rest, **_k: (check_size(size), _np_dtype(dtype)))
@@ -46,7 +47,7 @@ def empty_strided(xp: Any, size: Any, stride: Any, dtype: Any = None, layout: An
         raise RuntimeError("mismatch in length of strides and shape")
     npdt = _np_dtype(dtype)
     n = 0 if 0 in size else 1 + sum((s - 1) * st for s, st in zip(size, stride))
-    buf = xp.empty(n, npdt)
+    buf = fill_empty_deterministic(xp, xp.empty(n, npdt))
     if xp is np:
         return np.lib.stride_tricks.as_strided(buf, size, tuple(st * npdt.itemsize for st in stride))
     return xp.lib.stride_tricks.as_strided(buf, size, tuple(st * npdt.itemsize for st in stride))

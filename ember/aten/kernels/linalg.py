@@ -8,6 +8,8 @@ from ember.aten.kernels._common import Array
 
 from typing import Any
 
+import math
+
 import numpy as np
 
 from ember.c10.exceptions import _LinAlgError
@@ -901,3 +903,226 @@ def geqrf(xp: Any, A: Array) -> Any:
     shape = host.shape
     return (xp.asarray(a.reshape(shape).astype(host.dtype, copy=False)),
             xp.asarray(tau.reshape(shape[:-2] + (k,)).astype(host.dtype, copy=False)))
+
+
+# ------------------------------------------------------------------------------ LDL (Bunch-Kaufman)
+_BK_ALPHA = (1.0 + math.sqrt(17.0)) / 8.0
+
+
+def _bk_abs(v: Any, complex_sym: bool) -> Any:
+    """LAPACK's magnitude for pivot choice: |x| for real, |re| + |im| (cabs1) for complex."""
+    return np.abs(v.real) + np.abs(v.imag) if complex_sym else np.abs(v)
+
+
+def _sytf2_lower(a: np.ndarray, hermitian: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """LAPACK's unblocked Bunch-Kaufman factorization (``?sytf2`` / ``?hetf2``, lower): P A P^T = L D L^T (L^H),
+    D of 1x1 and 2x2 blocks. Returns (LD with L below the diagonal and D on it, 1-based pivots, info)."""
+    A = a.copy()
+    n = A.shape[0]
+    cplx = A.dtype.kind == "c"
+    herm = hermitian and cplx
+    ipiv = np.zeros(n, np.int32)
+    info = 0
+    conj = np.conj if herm else (lambda v: v)
+    k = 0
+    while k < n:
+        kstep = 1
+        absakk = abs(A[k, k].real) if herm else float(_bk_abs(A[k, k], cplx))
+        if k < n - 1:
+            col = _bk_abs(A[k + 1:, k], cplx)
+            imax = k + 1 + int(np.argmax(col))
+            colmax = float(col.max())
+        else:
+            imax, colmax = k, 0.0
+        if max(absakk, colmax) == 0.0 or math.isnan(absakk):
+            if info == 0:
+                info = k + 1
+            kp = k
+            if herm:
+                A[k, k] = A[k, k].real
+        else:
+            if absakk >= _BK_ALPHA * colmax:
+                kp = k
+            else:
+                row = _bk_abs(A[imax, k:imax], cplx)
+                rowmax = float(row.max())
+                if imax < n - 1:
+                    rowmax = max(rowmax, float(_bk_abs(A[imax + 1:, imax], cplx).max()))
+                aii = abs(A[imax, imax].real) if herm else float(_bk_abs(A[imax, imax], cplx))
+                if absakk >= _BK_ALPHA * colmax * (colmax / rowmax):
+                    kp = k
+                elif aii >= _BK_ALPHA * rowmax:
+                    kp = imax
+                else:
+                    kp, kstep = imax, 2
+            kk = k + kstep - 1
+            if kp != kk:  # swap rows and columns kk and kp of the trailing lower triangle
+                if kp < n - 1:
+                    A[kp + 1:, kk], A[kp + 1:, kp] = A[kp + 1:, kp].copy(), A[kp + 1:, kk].copy()
+                mid = slice(kk + 1, kp)
+                seg_col, seg_row = A[mid, kk].copy(), A[kp, mid].copy()
+                A[mid, kk], A[kp, mid] = conj(seg_row), conj(seg_col)
+                if herm:
+                    A[kp, kk] = np.conj(A[kp, kk])
+                A[kk, kk], A[kp, kp] = A[kp, kp], A[kk, kk]
+                if kstep == 2:
+                    A[k + 1, k], A[kp, k] = A[kp, k], A[k + 1, k]
+            elif herm:
+                A[k, k] = A[k, k].real
+                if kstep == 2:
+                    A[k + 1, k + 1] = A[k + 1, k + 1].real
+            if herm:
+                A[kk, kk] = A[kk, kk].real
+                A[k, k] = A[k, k].real
+            if kstep == 1:
+                if k < n - 1:
+                    r1 = 1.0 / (A[k, k].real if herm else A[k, k])
+                    x = A[k + 1:, k].copy()
+                    A[k + 1:, k + 1:] -= np.tril(r1 * np.outer(x, conj(x)))
+                    if herm:
+                        idx = np.arange(k + 1, n)
+                        A[idx, idx] = A[idx, idx].real
+                    A[k + 1:, k] = x * r1
+            elif k < n - 2:
+                if herm:
+                    d = abs(A[k + 1, k])
+                    d11, d22 = A[k + 1, k + 1].real / d, A[k, k].real / d
+                    tt = 1.0 / (d11 * d22 - 1.0)
+                    d21 = A[k + 1, k] / d
+                    dd = tt / d
+                    ck, ck1 = A[k + 2:, k].copy(), A[k + 2:, k + 1].copy()
+                    wk = dd * (d11 * ck - d21 * ck1)
+                    wkp1 = dd * (d22 * ck1 - np.conj(d21) * ck)
+                else:
+                    d21 = A[k + 1, k]
+                    d11, d22 = A[k + 1, k + 1] / d21, A[k, k] / d21
+                    t = 1.0 / (d11 * d22 - 1.0)
+                    d21 = t / d21
+                    ck, ck1 = A[k + 2:, k].copy(), A[k + 2:, k + 1].copy()
+                    wk = d21 * (d11 * ck - ck1)
+                    wkp1 = d21 * (d22 * ck1 - ck)
+                A[k + 2:, k + 2:] -= np.tril(np.outer(ck, conj(wk)) + np.outer(ck1, conj(wkp1)))
+                A[k + 2:, k], A[k + 2:, k + 1] = wk, wkp1
+                if herm:
+                    idx = np.arange(k + 2, n)
+                    A[idx, idx] = A[idx, idx].real
+        if kstep == 1:
+            ipiv[k] = kp + 1
+        else:
+            ipiv[k] = ipiv[k + 1] = -(kp + 1)
+        k += kstep
+    return np.tril(A), ipiv, info
+
+
+def _check_ldl_input(A: Any, api: str) -> None:
+    if len(A.shape) < 2:
+        raise RuntimeError(f"{api}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{api}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+    if np.dtype(A.dtype).kind not in "fc":
+        raise RuntimeError(f"{api}: Expected a floating point or complex tensor as input. Got "
+                           f"{type_name(A.dtype)}")
+
+
+@meta_kernel(lambda xp, A, *a, **k: _meta_outputs([(tuple(A.shape), A.dtype), (tuple(A.shape[:-1]), np.int32),
+                                                   (tuple(A.shape[:-2]), np.int32)]))
+def linalg_ldl_factor_ex(xp: Any, A: Array, hermitian: Any = False, check_errors: Any = False) -> Any:
+    """(LD, pivots, info) of LAPACK's Bunch-Kaufman ``?sytrf`` (``?hetrf`` when ``hermitian``): the lower triangle
+    is read; ``info`` > 0 names a zero diagonal block of D."""
+    _check_ldl_input(A, "torch.linalg.ldl_factor_ex")
+    host = np.asarray(A.get() if hasattr(A, "get") else A)
+    batch = host.shape[:-2]
+    n = host.shape[-1]
+    flat = host.reshape((-1, n, n))
+    LD = np.empty_like(flat)
+    piv: Any = np.empty((flat.shape[0], n), np.int32)
+    info: Any = np.empty(flat.shape[0], np.int32)
+    for b in range(flat.shape[0]):
+        LD[b], piv[b], info[b] = _sytf2_lower(flat[b], bool(hermitian))
+    if check_errors:
+        _raise_ldl_failure("torch.linalg.ldl_factor_ex", info)
+    return xp.asarray(LD.reshape(host.shape)), xp.asarray(piv.reshape(batch + (n,))), xp.asarray(info.reshape(batch))
+
+
+def _raise_ldl_failure(api: str, info: Any) -> None:
+    """A zero diagonal block of D: PyTorch has no message of its own for LAPACK's ``info`` > 0 here and reports the
+    code as unknown (from an internal assertion); ember raises that text as a plain RuntimeError."""
+    bad = np.asarray(info).reshape(-1)
+    bad = bad[bad != 0]
+    if bad.size:
+        raise RuntimeError(f"{api}: Unknown error code: {int(bad[0])}.")
+
+
+def _sytrs_lower(LD: np.ndarray, ipiv: np.ndarray, B: np.ndarray, hermitian: bool) -> np.ndarray:
+    """X with A X = B from the factors of ``_sytf2_lower`` (LAPACK's ``?sytrs`` / ``?hetrs``, lower)."""
+    n = LD.shape[0]
+    herm = hermitian and LD.dtype.kind == "c"
+    conj = np.conj if herm else (lambda v: v)
+    X = B.copy()
+    k = 0
+    while k < n:  # L D Y = P B
+        if ipiv[k] > 0:
+            kp = ipiv[k] - 1
+            if kp != k:
+                X[[k, kp]] = X[[kp, k]]
+            if k < n - 1:
+                X[k + 1:] -= np.outer(LD[k + 1:, k], X[k])
+            X[k] = X[k] / (LD[k, k].real if herm else LD[k, k])
+            k += 1
+        else:
+            kp = -ipiv[k] - 1
+            if kp != k + 1:
+                X[[k + 1, kp]] = X[[kp, k + 1]]
+            if k < n - 2:
+                X[k + 2:] -= np.outer(LD[k + 2:, k], X[k]) + np.outer(LD[k + 2:, k + 1], X[k + 1])
+            akm1k = LD[k + 1, k]
+            akm1 = (LD[k, k].real if herm else LD[k, k]) / (np.conj(akm1k) if herm else akm1k)
+            ak = (LD[k + 1, k + 1].real if herm else LD[k + 1, k + 1]) / akm1k
+            denom = akm1 * ak - 1.0
+            bkm1 = X[k] / (np.conj(akm1k) if herm else akm1k)
+            bk = X[k + 1] / akm1k
+            X[k], X[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
+            k += 2
+    k = n - 1
+    while k >= 0:  # L^T (L^H) X = Y, then undo P
+        if ipiv[k] > 0:
+            if k < n - 1:
+                X[k] -= conj(LD[k + 1:, k]) @ X[k + 1:]
+            kp = ipiv[k] - 1
+            if kp != k:
+                X[[k, kp]] = X[[kp, k]]
+            k -= 1
+        else:
+            if k < n - 1:
+                X[k] -= conj(LD[k + 1:, k]) @ X[k + 1:]
+                X[k - 1] -= conj(LD[k + 1:, k - 1]) @ X[k + 1:]
+            kp = -ipiv[k] - 1
+            if kp != k:
+                X[[k, kp]] = X[[kp, k]]
+            k -= 2
+    return X
+
+
+def linalg_ldl_solve(xp: Any, LD: Array, pivots: Array, B: Array, hermitian: Any = False) -> Any:
+    """X with A X = B, A given by ``linalg.ldl_factor``'s (LD, pivots) (batches broadcast)."""
+    _check_ldl_input(LD, "torch.linalg.ldl_solve")
+    if B.ndim < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{max(B.ndim, 1)}, "
+                         f"{max(B.ndim, 1) - 1}], but got -2)")
+    if B.dtype != LD.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {type_name(B.dtype)} and A "
+                           f"of type {type_name(LD.dtype)} instead.")
+    if B.shape[-2] != LD.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is {LD.shape[-2]} by "
+                           f"{LD.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    host = [np.asarray(t.get() if hasattr(t, "get") else t) for t in (LD, pivots, B)]
+    batch = np.broadcast_shapes(host[0].shape[:-2], host[1].shape[:-1], host[2].shape[:-2])
+    n, k = host[0].shape[-1], host[2].shape[-1]
+    ld = np.broadcast_to(host[0], batch + (n, n)).reshape(-1, n, n)
+    pv = np.broadcast_to(host[1], batch + (n,)).reshape(-1, n)
+    b = np.broadcast_to(host[2], batch + (n, k)).reshape(-1, n, k)
+    out = np.empty(b.shape, LD.dtype)
+    for i in range(b.shape[0]):
+        out[i] = _sytrs_lower(ld[i], pv[i].astype(np.int64), b[i], bool(hermitian))
+    return xp.asarray(out.reshape(batch + (n, k)))

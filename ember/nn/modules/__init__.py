@@ -12,7 +12,8 @@ from ember.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, Adap
                                       FractionalMaxPool3d)
 from ember.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm  # noqa: F401
 from ember.nn.modules.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
-from ember.nn.modules.normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm  # noqa: F401
+from ember.nn.modules.normalization import (CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm,  # noqa: F401
+                                          RMSNorm)
 from ember.nn.modules.dropout import (AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d,  # noqa: F401
                                       FeatureAlphaDropout)
 from ember.nn.modules.sparse import Embedding, EmbeddingBag  # noqa: F401

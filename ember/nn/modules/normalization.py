@@ -110,3 +110,60 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class _CrossMapLRN2dFunction(ember.autograd.Function):
+    """The legacy (Lua Torch) cross-channel LRN with its own backward, as PyTorch keeps them: the forward's
+    running window sum never drops channel 0 once it has entered (channels past ``pre_pad`` still count it), and the
+    backward is the symmetric window's formula. Both reproduced, so values and gradients are PyTorch's."""
+
+    @staticmethod
+    def forward(ctx: Any, input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,  # noqa: A002
+                k: float = 1) -> Any:
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        channels = input.size(1)
+        pre_pad = int((size - 1) / 2 + 1)
+        sums = (input * input).cumsum(1)
+        c = ember.arange(channels, device=input.device)
+        hi = (c + pre_pad - 1).clamp(max=channels - 1)
+        lo = c - pre_pad
+        dropped = sums.index_select(1, lo.clamp(min=0)) - sums[:, :1]
+        keep = (lo >= 1).view(1, channels, 1, 1)
+        scale = sums.index_select(1, hi) - ember.where(keep, dropped, ember.zeros_like(dropped))
+        scale = scale * (alpha / size) + k
+        output = ember.pow(scale, -beta) * input
+        ctx.size, ctx.alpha, ctx.beta, ctx.scale = size, alpha, beta, scale
+        ctx.save_for_backward(input, output)
+        return output
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Tensor) -> Any:
+        input, output = ctx.saved_tensors
+        size, channels = ctx.size, input.size(1)
+        inverse_pre_pad = int(size - (size - 1) / 2)
+        ratio = grad_output * output / ctx.scale
+        padded = F.pad(ratio, (0, 0, 0, 0, inverse_pre_pad, size - 1 - inverse_pre_pad))
+        sums = F.pad(padded.cumsum(1), (0, 0, 0, 0, 1, 0))
+        window = sums[:, size:size + channels] - sums[:, :channels]
+        grad_input = ember.pow(ctx.scale, -ctx.beta) * grad_output \
+            - (2 * ctx.alpha * ctx.beta / size) * input * window
+        return grad_input, None, None, None, None
+
+
+class CrossMapLRN2d(Module):
+    """Local response normalization across channels of a 4-D input, Lua Torch's legacy form (see
+    ``LocalResponseNorm`` for the usual one)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
+        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
