@@ -152,14 +152,6 @@ EXCLUDED: dict[str, dict[str, str]] = {
             profiler_legacy profiler_util
         """,
     },
-    'issue 15 item 4': {
-        'nn.functional': """
-            linear_cross_entropy
-        """,
-        'nn': """
-            LinearCrossEntropyLoss LinearCrossEntropyOptions
-        """,
-    },
     'datapipes: deprecated in PyTorch (torchdata), not planned': {
         'utils.data': """
             DFIterDataPipe DataChunk IterDataPipe MapDataPipe argument_validation datapipes functional_datapipe

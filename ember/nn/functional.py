@@ -1367,3 +1367,53 @@ def boolean_dispatch(arg_name, arg_index, default, if_true, if_false, module_nam
     boolean_dispatched[fn] = {"if_true": if_true, "if_false": if_false, "index": arg_index, "default": default,
                               "arg_name": arg_name}
     return fn
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",  # noqa: A002
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``; with ``options`` (a
+    ``nn.LinearCrossEntropyOptions``) computed a batch chunk at a time, without holding the whole logits. A
+    ``linear_weight`` of shape (C, d_1, ..., d_K, in_features) gives the K-dimensional loss."""
+    import math as _math
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {linear_weight.dim()}")
+    num_batches, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError("expected equal input and linear_weight last dimensions (in_features), got "
+                           f"{input.shape[-1]} and {linear_weight.shape[-1]}, respectively")
+    num_classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not num_batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires "
+                           f"batched input, (N, {in_features}), got unbatched input with shape {tuple(input.shape)}")
+    logits_shape = (*num_batches, num_classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    ignore_index = -100 if ignore_index is None else ignore_index
+    chunkable = (not out_features and reduction in ("mean", "sum", "none") and label_smoothing == 0.0
+                 and target.dtype == ember.int64)
+    if options is not None and not chunkable:
+        warnings.warn("linear_cross_entropy: ``options`` ignored; chunked path needs reduction in "
+                      "{'mean','sum','none'}, label_smoothing == 0, target.dtype == int64, out_features == (). Got "
+                      f"reduction={reduction!r}, label_smoothing={label_smoothing}, target.dtype={target.dtype}, "
+                      f"out_features={out_features}, tracing=False, linear_bias.shape="
+                      f"{tuple(linear_bias.shape) if linear_bias is not None else None}.", stacklevel=2)
+    if options is not None and chunkable:
+        from ember.nn.modules.linear_cross_entropy import chunked
+        batched = input.dim() == 2
+        x, t = (input, target) if batched else (input.unsqueeze(0), target.unsqueeze(0))
+        resolved = options._adjust(num_batches=x.shape[0], in_features=in_features, num_classes=num_classes,
+                                   dtype=x.dtype, device=x.device)
+        result = chunked(x, linear_weight, t, linear_bias, weight, reduction, ignore_index, resolved)
+        return result if batched else result.squeeze(0)
+    if out_features:
+        rows = _math.prod(out_features) * num_classes
+        linear_weight = linear_weight.reshape((rows, in_features))
+        linear_bias = None if linear_bias is None else linear_bias.reshape(rows)
+    logits = linear(input, linear_weight, linear_bias).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction, ignore_index=ignore_index,
+                         label_smoothing=label_smoothing)

@@ -22,8 +22,8 @@ from ember.nn.modules.activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink,
                                          ReLU6, RReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus,
                                          Softshrink, Softsign, Tanh, Tanhshrink, Threshold, MultiheadAttention)
 from ember.nn.modules.loss import (NLLLoss2d, BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss,  # noqa: F401
-                                   GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss,
-                                   MarginRankingLoss, MSELoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
+                                   LinearCrossEntropyLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
+                                   L1Loss, MarginRankingLoss, MSELoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
                                    MultiMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
                                    TripletMarginLoss, TripletMarginWithDistanceLoss, CTCLoss)
 from ember.nn.modules.channelshuffle import ChannelShuffle  # noqa: F401
@@ -44,6 +44,7 @@ from ember.nn.modules.lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNo
                                    LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
                                    LazyConvTranspose3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d,
                                    LazyLinear, LazyModuleMixin)
+from ember.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: F401
 
 # Export the classes only: the submodules (``utils``, ``linear``, ...) must not shadow ``ember.nn.utils``.
 __all__ = [_name for _name, _obj in list(globals().items()) if isinstance(_obj, type)]
