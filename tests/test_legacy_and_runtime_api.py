@@ -380,3 +380,37 @@ def test_deterministic_mode_fills_uninitialized_memory_as_pytorch():
         for L in (ember, torch):
             L.utils.deterministic.fill_uninitialized_memory = True
             L.use_deterministic_algorithms(False)
+
+
+def test_gradient_layout_contract_and_its_policy():
+    for L in (ember, torch):
+        p = L.empty(2, 3, 4).permute(2, 0, 1).requires_grad_()
+        (p * 2).sum().backward()
+        assert p.grad.stride() == p.stride() == (1, 12, 4)
+        p = L.empty(2, 3, 4).permute(2, 0, 1).requires_grad_()
+        with L.autograd.enforce_grad_layout_policy(False):
+            (p * 2).sum().backward()
+        assert p.grad.stride() == (6, 3, 1)
+        q = L.empty(4, 6)[:, ::2].requires_grad_()  # not dense: row-major
+        (q * 2).sum().backward()
+        assert q.grad.stride() == (3, 1)
+        w = L.zeros(3, 4).t().requires_grad_()
+        w.backward(L.ones(4, 3))
+        assert w.grad.stride() == (1, 4) and w.grad.tolist() == [[1.0] * 3] * 4
+
+
+def test_saved_tensors_of_a_node_as_pytorch_shows_them():
+    for L in (ember, torch):
+        x = L.ones(2, requires_grad=True)
+        z = x.pow(2)
+        assert z.grad_fn._saved_exponent == 2 and z.grad_fn._saved_self is not None
+        assert isinstance(z.grad_fn._raw_saved_self, L.autograd.SavedTensor)
+        with pytest.raises(AttributeError):
+            z.grad_fn._saved_nothing
+        y = x.exp()
+        saved = y.grad_fn._raw_saved_result
+        saved.register_hooks(lambda t: t * 1, lambda t: t * 3)
+        with pytest.raises(RuntimeError, match="Calling register_hooks on a saved tensor whose hooks have already"):
+            saved.register_hooks(lambda t: t, lambda t: t)
+        y.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), [3 * np.e] * 2, rtol=1e-6)

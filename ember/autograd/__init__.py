@@ -7,6 +7,7 @@ from typing import Any
 from ember._generated import aten
 from ember.aten.wrap import tensor_like
 from ember.autograd import anomaly_mode, graph  # noqa: F401
+from ember.autograd.graph import SavedTensor  # noqa: F401
 from ember.autograd.anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from ember.autograd.engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401
 from ember.autograd.engine import run_backward
@@ -16,6 +17,7 @@ from ember.autograd.grad_mode import (  # noqa: F401
     is_view_replay_enabled,
     set_multithreading_enabled,
     enable_grad,
+    enforce_grad_layout_policy,
     inference_mode,
     is_grad_enabled,
     is_inference_mode_enabled,

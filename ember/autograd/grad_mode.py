@@ -92,6 +92,30 @@ class set_grad_enabled(_DecoratorContextManager):
         return self.__class__(self.mode)
 
 
+class enforce_grad_layout_policy(_DecoratorContextManager):
+    """Whether autograd makes a leaf's new ``.grad`` obey the gradient layout contract (the strides of a
+    non-overlapping, dense parameter; row-major otherwise): True by default. False keeps the incoming gradient's
+    layout. Sets the policy at once; as a context manager it restores the previous one."""
+
+    def __init__(self, enable: bool = True) -> None:
+        self.prev = state.grad_layout_enforced
+        self.mode = bool(enable)
+        state.grad_layout_enforced = self.mode
+
+    def __call__(self, orig_func: Any) -> Any:
+        state.grad_layout_enforced = self.prev
+        return super().__call__(orig_func)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        state.grad_layout_enforced = self.prev
+
+    def clone(self) -> _DecoratorContextManager:
+        return self.__class__(self.mode)
+
+
 class inference_mode(_DecoratorContextManager):
     """Like ``no_grad``; tensors made inside are inference tensors, which autograd refuses to save."""
 

@@ -13,6 +13,8 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
+from ember.c10.grad_mode import state
+
 from ember.autograd.functions_manual import strided_view_backward, zeros_of
 from ember.c10.tensor_impl import TensorImpl
 
@@ -116,6 +118,33 @@ class SavedVariable:
             "instead. Hint: enable anomaly detection to find the operation that failed to compute its "
             "gradient, with torch.autograd.set_detect_anomaly(True).")
 
+    # -- torch._C._autograd.SavedTensor -------------------------------------------------------------------
+    def register_hooks(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
+        """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` gives it back when backward needs it."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("expected both pack_hook and unpack_hook to be callables")
+        if self._unpack_hook is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. Hint: "
+                               "only one pair of hooks is allowed at a time.")
+        if self.released:
+            raise RuntimeError(ERR_BACKWARD_TWICE)
+        t = self.tensor
+        if t is None:
+            raise RuntimeError("None is forbidden")
+        self._vc = t._vc
+        self._packed = pack_hook(t)
+        self._unpack_hook = unpack_hook
+        self.tensor = None
+
+    @property
+    def unpack_hook(self) -> Callable[[Any], Tensor] | None:
+        return self._unpack_hook
+
+    @property
+    def data(self) -> Tensor | None:
+        t = self.unpack()
+        return None if t is None else t.detach()
+
     def release(self) -> None:
         self.tensor = None
         if self._unpack_hook is not None:
@@ -132,6 +161,7 @@ class Node:
     """A function of the backward graph (``torch::autograd::Node``)."""
 
     _saved_names: tuple[str, ...] = ()
+    _num_outputs = 1  # nodes recorded by ops with several outputs set their own
 
     def __init__(self) -> None:
         self._next: tuple[Edge | None, ...] = ()
@@ -180,6 +210,22 @@ class Node:
                 for s in sv:
                     s.release()
         self._released = True
+
+    def __getattr__(self, name: str) -> Any:
+        """PyTorch's views of what a node saved: ``_saved_<arg>`` (the unpacked tensor, or the argument's value) and
+        ``_raw_saved_<arg>`` (the ``SavedTensor``, whose hooks can be set)."""
+        if name.startswith("_raw_saved_"):
+            key = name[len("_raw_saved_"):] + "_"
+            if key in type(self)._saved_names:
+                return self.__dict__[key]
+        elif name.startswith("_saved_"):
+            arg = name[len("_saved_"):]
+            if arg + "_" in type(self)._saved_names:
+                sv = self.__dict__[arg + "_"]
+                return [s.unpack() for s in sv] if isinstance(sv, list) else sv.unpack()
+            if arg in self.__dict__:
+                return self.__dict__[arg]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def _saved(self, name: str) -> Any:
         sv = getattr(self, name)
@@ -246,15 +292,40 @@ class AccumulateGrad(Node):
         old = var.grad
         if not state.enabled:
             if old is None:
-                var._grad = g.detach().clone()
+                var._grad = _clone_obey_contract(g.detach(), var)
             else:
                 with no_grad():
                     old.add_(g)
         else:
-            var._grad = g if old is None else old + g
+            var._grad = _clone_obey_contract(g, var) if old is None else old + g
         for h in self._post_acc_hooks:
             h(var)
         return []
+
+
+def _non_overlapping_and_dense(sizes: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """The elements fill a block of memory exactly once, in some order of the dimensions."""
+    expected = 1
+    for i in sorted(range(len(sizes)), key=lambda d: (strides[d], sizes[d])):
+        if sizes[i] == 1:
+            continue
+        if strides[i] != expected:
+            return False
+        expected *= sizes[i]
+    return True
+
+
+def _clone_obey_contract(g: Tensor, var: Tensor) -> Tensor:
+    """A leaf's first gradient, owned by it and laid out by PyTorch's gradient layout contract: with the strides of
+    a non-overlapping, dense parameter, row-major otherwise (``autograd.enforce_grad_layout_policy(False)`` keeps
+    the gradient's own layout). ember's ``clone`` is row-major, so only a parameter laid out otherwise (permuted,
+    transposed, channels-last) takes the strided copy."""
+    if state.grad_layout_enforced and not var._data.flags.c_contiguous and not var.is_contiguous():
+        sizes, strides = tuple(var.shape), tuple(var.stride())
+        if _non_overlapping_and_dense(sizes, strides) and tuple(g.stride()) != strides:
+            from ember._generated import aten
+            return aten.empty_strided(sizes, strides, dtype=g.dtype, device=g.device).copy_(g)
+    return g.clone()
 
 
 class GraphRoot(Node):
@@ -393,3 +464,6 @@ class disable_saved_tensors_hooks:  # noqa: N801 - PyTorch's name
 
     def __exit__(self, *exc: Any) -> None:
         _hooks_tls.disabled = self._prev
+
+
+SavedTensor = SavedVariable  # PyTorch's name for it (torch._C._autograd.SavedTensor)

@@ -10,6 +10,7 @@ class _GradState(threading.local):
     def __init__(self) -> None:
         self.enabled = True
         self.inference = False
+        self.grad_layout_enforced = True  # the gradient layout contract (autograd.enforce_grad_layout_policy)
 
 
 state = _GradState()
