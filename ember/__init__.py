@@ -145,7 +145,7 @@ Storage = storage._LEGACY_CLASSES["float32"]  # PyTorch binds torch.Storage to t
 from ember._misc import *  # noqa: E402,F401,F403
 from ember._lowrank import pca_lowrank, svd_lowrank  # noqa: E402,F401
 from ember.random import thread_safe_generator  # noqa: E402,F401
-from ember import cpu, functional, multiprocessing, signal, types, torch_version  # noqa: E402,F401
+from ember import cpu, functional, multiprocessing, quasirandom, signal, types, torch_version  # noqa: E402,F401
 from ember.signal import windows  # noqa: E402,F401
 
 # functions of torch.* that are nn.functional's (the same builtins in PyTorch: ``torch.conv2d is F.conv2d``)

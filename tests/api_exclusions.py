@@ -43,7 +43,7 @@ EXCLUDED: dict[str, dict[str, str]] = {
     },
     'issue 15 item 3 (everyday API; the legacy tensor / storage classes and dtypes: item 8)': {
         'torch': """
-            lobpcg quasirandom
+            lobpcg
         """,
     },
     'symbolic shapes, __torch_function__ machinery and dispatcher guards: issues 17 and 18': {

@@ -202,3 +202,32 @@ def test_ldl_factor_and_solve_match_lapack_as_pytorch_calls_it(kind):
         np.testing.assert_allclose(ember.linalg.ldl_solve(e.LD, e.pivots, ember.tensor(b), hermitian=herm).numpy(),
                                    torch.linalg.ldl_solve(t.LD, t.pivots, torch.tensor(b), hermitian=herm).numpy(),
                                    rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("dimension", [1, 3, 40, 1111])
+@pytest.mark.parametrize("kw", [{}, dict(scramble=True, seed=3)])
+def test_sobol_engine_draws_pytorchs_points(dimension, kw):
+    """Bit for bit: the direction numbers, the scrambling (PyTorch's generator stream for a seed), Gray-code
+    drawing in float32 and float64, fast_forward, draw_base2, reset."""
+    pytest.importorskip("scipy", reason="the direction numbers are read from SciPy's table")
+    a, b = ember.quasirandom.SobolEngine(dimension, **kw), torch.quasirandom.SobolEngine(dimension, **kw)
+    np.testing.assert_array_equal(a.sobolstate.numpy(), b.sobolstate.numpy())
+    steps = [lambda e: e.draw(5), lambda e: e.draw(3, dtype=getattr(ember if e is a else torch, "float64")),
+             lambda e: e.fast_forward(8) and e.draw_base2(4), lambda e: e.reset().draw(1)]
+    for step in steps:
+        np.testing.assert_array_equal(step(a).numpy(), step(b).numpy())
+    assert repr(a) == repr(b) and a.num_generated == b.num_generated
+
+
+def test_sobol_engine_refusals():
+    pytest.importorskip("scipy", reason="the direction numbers are read from SciPy's table")
+    for L in (ember, torch):
+        with pytest.raises(ValueError, match="Supported range of dimensionality for SobolEngine is \\[1, 21201\\]"):
+            L.quasirandom.SobolEngine(0)
+        e = L.quasirandom.SobolEngine(2)
+        e.draw(3)
+        with pytest.raises(ValueError, match="The balance properties of Sobol' points require n to be a power of 2. "
+                                             "3 points have been previously generated"):
+            e.draw_base2(2)
+        out = L.empty(0)
+        assert e.draw(2, out=out) is out and tuple(out.shape) == (2, 2)

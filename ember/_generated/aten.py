@@ -7510,3 +7510,23 @@ _op_linalg_ldl_solve = _D.define('linalg_ldl_solve(Tensor LD, Tensor pivots, Ten
 
 def linalg_ldl_solve(LD, pivots, B, *, hermitian=False):
     return _op_linalg_ldl_solve.call(LD._ks | pivots._ks | B._ks, LD, pivots, B, hermitian)
+
+_op__sobol_engine_draw = _D.define('_sobol_engine_draw(Tensor quasi, int n, Tensor sobolstate, int dimension, int num_generated, ScalarType? dtype) -> (Tensor, Tensor)')
+
+def _sobol_engine_draw(quasi, n, sobolstate, dimension, num_generated, dtype):
+    return _op__sobol_engine_draw.call(quasi._ks | sobolstate._ks, quasi, n, sobolstate, dimension, num_generated, dtype)
+
+_op__sobol_engine_ff_ = _D.define('_sobol_engine_ff_(Tensor(a!) self, int n, Tensor sobolstate, int dimension, int num_generated) -> Tensor(a!)')
+
+def _sobol_engine_ff_(self, n, sobolstate, dimension, num_generated):
+    return _op__sobol_engine_ff_.call(self._ks | sobolstate._ks, self, n, sobolstate, dimension, num_generated)
+
+_op__sobol_engine_scramble_ = _D.define('_sobol_engine_scramble_(Tensor(a!) self, Tensor ltm, int dimension) -> Tensor(a!)')
+
+def _sobol_engine_scramble_(self, ltm, dimension):
+    return _op__sobol_engine_scramble_.call(self._ks | ltm._ks, self, ltm, dimension)
+
+_op__sobol_engine_initialize_state_ = _D.define('_sobol_engine_initialize_state_(Tensor(a!) self, int dimension) -> Tensor(a!)')
+
+def _sobol_engine_initialize_state_(self, dimension):
+    return _op__sobol_engine_initialize_state_.call(self._ks, self, dimension)

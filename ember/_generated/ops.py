@@ -3451,3 +3451,15 @@ linalg_ldl_factor = _P('linalg_ldl_factor', [
 linalg_ldl_solve = _P('linalg_ldl_solve', [
     _O(_A._op_linalg_ldl_solve, (('LD', 'T', False, False, None), ('pivots', 'T', False, False, None), ('B', 'T', False, False, None), ('hermitian', 'bool', True, True, False),), ['LD', 'pivots', 'B', 'hermitian']),
 ])
+_sobol_engine_draw = _P('_sobol_engine_draw', [
+    _O(_A._op__sobol_engine_draw, (('quasi', 'T', False, False, None), ('n', 'int', False, False, None), ('sobolstate', 'T', False, False, None), ('dimension', 'int', False, False, None), ('num_generated', 'int', False, False, None), ('dtype', 'dtype?', False, False, None),), ['quasi', 'n', 'sobolstate', 'dimension', 'num_generated', 'dtype']),
+])
+_sobol_engine_ff_ = _P('_sobol_engine_ff_', [
+    _O(_A._op__sobol_engine_ff_, (('self', 'T', False, False, None), ('n', 'int', False, False, None), ('sobolstate', 'T', False, False, None), ('dimension', 'int', False, False, None), ('num_generated', 'int', False, False, None),), ['self', 'n', 'sobolstate', 'dimension', 'num_generated']),
+])
+_sobol_engine_scramble_ = _P('_sobol_engine_scramble_', [
+    _O(_A._op__sobol_engine_scramble_, (('self', 'T', False, False, None), ('ltm', 'T', False, False, None), ('dimension', 'int', False, False, None),), ['self', 'ltm', 'dimension']),
+])
+_sobol_engine_initialize_state_ = _P('_sobol_engine_initialize_state_', [
+    _O(_A._op__sobol_engine_initialize_state_, (('self', 'T', False, False, None), ('dimension', 'int', False, False, None),), ['self', 'dimension']),
+])

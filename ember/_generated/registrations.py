@@ -7152,6 +7152,39 @@ def _linalg_ldl_solve_default(ks, LD, pivots, B, hermitian):
         _value_error(_e, K.linalg_ldl_solve, LD, pivots, B)
 
 
+def __sobol_engine_draw_default(ks, quasi, n, sobolstate, dimension, num_generated, dtype):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K._sobol_engine_draw(be.xp, quasi._data, n, sobolstate._data, dimension, num_generated, dtype)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K._sobol_engine_draw, quasi, sobolstate)
+
+
+def __sobol_engine_ff__default(ks, self, n, sobolstate, dimension, num_generated):
+    be = BACKEND[ks & ON_CUDA]
+    _check_writable(self)
+    K._sobol_engine_ff_(be.xp, self._data, n, sobolstate._data, dimension, num_generated)
+    self._vc.version += 1
+    return self
+
+
+def __sobol_engine_scramble__default(ks, self, ltm, dimension):
+    be = BACKEND[ks & ON_CUDA]
+    _check_writable(self)
+    K._sobol_engine_scramble_(be.xp, self._data, ltm._data, dimension)
+    self._vc.version += 1
+    return self
+
+
+def __sobol_engine_initialize_state__default(ks, self, dimension):
+    be = BACKEND[ks & ON_CUDA]
+    _check_writable(self)
+    K._sobol_engine_initialize_state_(be.xp, self._data, dimension)
+    self._vc.version += 1
+    return self
+
+
 # operator, wrapper (CPU and CUDA), keys, array kernel, keyword-only arguments, result kind, named tuple
 _BACKEND_KERNELS = (
     (_A._op_abs, _abs_default, ('CPU', 'CUDA', 'Meta'), K.abs, (), 'new', None),
@@ -8048,6 +8081,10 @@ _BACKEND_KERNELS = (
     (_A._op_hash_tensor, _hash_tensor_default, ('CPU', 'CUDA', 'Meta'), K.hash_tensor, ('keepdim', 'mode'), 'new', None),
     (_A._op_linalg_ldl_factor_ex, _linalg_ldl_factor_ex_default, ('CPU', 'CUDA', 'Meta'), K.linalg_ldl_factor_ex, ('hermitian', 'check_errors'), 'new', _rt.linalg_ldl_factor_ex),
     (_A._op_linalg_ldl_solve, _linalg_ldl_solve_default, ('CPU', 'CUDA'), K.linalg_ldl_solve, ('hermitian',), 'new', None),
+    (_A._op__sobol_engine_draw, __sobol_engine_draw_default, ('CPU',), K._sobol_engine_draw, (), 'new', None),
+    (_A._op__sobol_engine_ff_, __sobol_engine_ff__default, ('CPU',), K._sobol_engine_ff_, (), 'mutating', None),
+    (_A._op__sobol_engine_scramble_, __sobol_engine_scramble__default, ('CPU',), K._sobol_engine_scramble_, (), 'mutating', None),
+    (_A._op__sobol_engine_initialize_state_, __sobol_engine_initialize_state__default, ('CPU',), K._sobol_engine_initialize_state_, (), 'mutating', None),
 )
 
 # operator, key, composite function

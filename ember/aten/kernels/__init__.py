@@ -26,3 +26,5 @@ from ember.aten.kernels.distributions import (_dirichlet_grad, _sample_dirichlet
 from ember.aten.kernels.rnn import _rnn_layer, _rnn_layer_backward  # noqa: F401
 from ember.aten.kernels.reduction import (_histogramdd_bin_edges, _histogramdd_from_bin_cts,  # noqa: F401
                                           _histogramdd_from_bin_tensors)
+from ember.aten.kernels.sobol import (_sobol_engine_draw, _sobol_engine_ff_,  # noqa: F401
+                                      _sobol_engine_initialize_state_, _sobol_engine_scramble_)
