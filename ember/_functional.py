@@ -21,6 +21,11 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         out, inv, cnt = _unique2(input, sorted, return_inverse, return_counts)
     else:
         out, inv, cnt = unique_dim(input, dim, sorted, return_inverse, return_counts)
+    return _asked_outputs(out, inv, cnt, return_inverse, return_counts)
+
+
+def _asked_outputs(out, inv, cnt, return_inverse, return_counts):
+    """The unique values, followed by the inverse and / or the counts when asked for (a tensor alone otherwise)."""
     if return_inverse and return_counts:
         return out, inv, cnt
     if return_inverse:
@@ -34,13 +39,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     """Each run of equal consecutive elements (slices along ``dim``) collapsed to one; optionally the run each
     element belongs to and the runs' lengths."""
     out, inv, cnt = _unique_consecutive(input, return_inverse, return_counts, dim)
-    if return_inverse and return_counts:
-        return out, inv, cnt
-    if return_inverse:
-        return out, inv
-    if return_counts:
-        return out, cnt
-    return out
+    return _asked_outputs(out, inv, cnt, return_inverse, return_counts)
 
 
 def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa: A002

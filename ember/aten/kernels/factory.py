@@ -92,13 +92,18 @@ def _arange_dtype(start: Any, end: Array, step: Any, dtype: Any) -> Any:
     return dt.get_default_dtype().np
 
 
-def _arange_len(start: Any, end: Array, step: Any) -> Any:
+def _check_range(start: Any, end: Any, step: Any, other_bound: str) -> None:
+    """arange's and range's argument checks (arange's message says "larger bound", range's "lower bound")."""
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if not all(math.isfinite(float(v)) for v in (start, end)):
         raise RuntimeError(f"unsupported range: {start} -> {end}")
     if (step > 0 and start > end) or (step < 0 and start < end):
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError(f"upper bound and {other_bound} bound inconsistent with step sign")
+
+
+def _arange_len(start: Any, end: Array, step: Any) -> Any:
+    _check_range(start, end, step, "larger")
     if all(isinstance(v, int) for v in (start, end, step)):
         return max(0, -((start - end) // step))
     return max(0, math.ceil((end - start) / step))
@@ -178,12 +183,7 @@ def triu_indices(xp: Any, row: Any, col: Any, offset: Any = 0, dtype: Any = None
 
 
 def _range_len(start: Any, end: Any, step: Any) -> int:
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if not all(math.isfinite(float(v)) for v in (start, end)):
-        raise RuntimeError(f"unsupported range: {start} -> {end}")
-    if (step > 0 and start > end) or (step < 0 and start < end):
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    _check_range(start, end, step, "lower")
     return int(math.floor((float(end) - float(start)) / float(step))) + 1
 
 

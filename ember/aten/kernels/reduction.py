@@ -367,24 +367,33 @@ def median(xp: Any, self: Array) -> Any:
     return vals[(flat.size - 1) // 2].copy()
 
 
-def median_dim(xp: Any, self: Array, dim: Any, keepdim: Any = False) -> Any:
+def _median_along(xp: Any, self: Array, dim: Any, keepdim: Any, ignore_nan: bool) -> Any:
+    """The lower median along ``dim`` and its index, from a stable sort (NaNs last): with NaNs propagating (the
+    first NaN wins) or ignored (the median of the rest; an all-NaN row gives NaN and its first index)."""
     d = wrap_dim(dim, self.ndim)
     if self.ndim == 0:
         return self.copy(), xp.zeros((), np.int64)
     n = self.shape[d]
     if n == 0:
-        raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+        raise IndexError(f"{'nanmedian' if ignore_nan else 'median'}(): Expected reduction dim {d} to have non-zero "
+                         "size.")
     vals, idx = sort(xp, self, True, d, False)
     pos = xp.full(tuple(s if i != d else 1 for i, s in enumerate(self.shape)), (n - 1) // 2, np.int64)
-    if self.dtype.kind == "f":
-        nanpos = xp.argmax(xp.isnan(vals), axis=d, keepdims=True)
-        hasnan = xp.isnan(vals).any(axis=d, keepdims=True)
-        pos = xp.where(hasnan, nanpos, pos)
+    if self.dtype.kind in "fc" or self.dtype == _BF16:
+        if ignore_nan:
+            pos = xp.maximum((~xp.isnan(self)).sum(axis=d, keepdims=True) - 1, 0) // 2
+        else:
+            nanpos = xp.argmax(xp.isnan(vals), axis=d, keepdims=True)
+            pos = xp.where(xp.isnan(vals).any(axis=d, keepdims=True), nanpos, pos)
     v = xp.take_along_axis(vals, pos, axis=d)
     i = xp.take_along_axis(idx, pos, axis=d)
     if not keepdim:
         v, i = xp.squeeze(v, d), xp.squeeze(i, d)
     return v, i
+
+
+def median_dim(xp: Any, self: Array, dim: Any, keepdim: Any = False) -> Any:
+    return _median_along(xp, self, dim, keepdim, False)
 
 
 def nanmedian(xp: Any, self: Array) -> Any:
@@ -400,25 +409,7 @@ def nanmedian(xp: Any, self: Array) -> Any:
 
 
 def nanmedian_dim(xp: Any, self: Array, dim: Any, keepdim: Any = False) -> Any:
-    """The lower median of each row's non-NaN elements and its index (NaN and the row's first index when the
-    row is all NaN)."""
-    d = wrap_dim(dim, self.ndim)
-    if self.ndim == 0:
-        return self.copy(), xp.zeros((), np.int64)
-    n = self.shape[d]
-    if n == 0:
-        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
-    vals, idx = sort(xp, self, True, d, False)  # NaNs sort last
-    if self.dtype.kind in "fc" or self.dtype == _BF16:
-        valid = (~xp.isnan(self)).sum(axis=d, keepdims=True)
-        pos = xp.maximum(valid - 1, 0) // 2
-    else:
-        pos = xp.full(tuple(s if i != d else 1 for i, s in enumerate(self.shape)), (n - 1) // 2, np.int64)
-    v = xp.take_along_axis(vals, pos, axis=d)
-    i = xp.take_along_axis(idx, pos, axis=d)
-    if not keepdim:
-        v, i = xp.squeeze(v, d), xp.squeeze(i, d)
-    return v, i
+    return _median_along(xp, self, dim, keepdim, True)
 
 
 def mode(xp: Any, self: Array, dim: Any = -1, keepdim: Any = False) -> Any:

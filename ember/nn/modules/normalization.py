@@ -97,7 +97,9 @@ class RMSNorm(Module):
         return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
 
 
-class LocalResponseNorm(Module):
+class _ResponseNormParams(Module):
+    """The hyper-parameters both local response normalizations take (``size``, ``alpha``, ``beta``, ``k``)."""
+
     def __init__(self, size: Any, alpha: float = 0.0001, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__()
         self.size = size
@@ -105,11 +107,13 @@ class LocalResponseNorm(Module):
         self.beta = beta
         self.k = k
 
-    def forward(self, input: Tensor) -> Any:  # noqa: A002
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
-
     def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class LocalResponseNorm(_ResponseNormParams):
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
 
 class _CrossMapLRN2dFunction(ember.autograd.Function):
@@ -151,19 +155,12 @@ class _CrossMapLRN2dFunction(ember.autograd.Function):
         return grad_input, None, None, None, None
 
 
-class CrossMapLRN2d(Module):
+class CrossMapLRN2d(_ResponseNormParams):
     """Local response normalization across channels of a 4-D input, Lua Torch's legacy form (see
     ``LocalResponseNorm`` for the usual one)."""
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
-        super().__init__()
-        self.size = size
-        self.alpha = alpha
-        self.beta = beta
-        self.k = k
+        super().__init__(size, alpha, beta, k)
 
     def forward(self, input: Tensor) -> Any:  # noqa: A002
         return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
-
-    def extra_repr(self) -> str:
-        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
