@@ -3,7 +3,6 @@
 device-generic ``Stream`` / ``Event`` and the exception classes of the accelerator runtime."""
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
@@ -199,5 +198,3 @@ class Event:
     def __repr__(self) -> str:
         return f"torch.Event device_type={self.device.type}, device_index=-1, event_flag=0, event_id=0"
 
-
-del sys

@@ -20,7 +20,7 @@ from ember.aten.composite import wrapped_number
 from ember.aten import wrap as _wrap
 from ember.c10 import dtype as _dt
 from ember.c10.device import CPU, canonical
-from ember.c10.tensor_impl import TensorImpl
+from ember.c10.tensor_impl import TensorImpl, contiguous_strides
 
 _NUMBER = (bool, int, float, complex, np.number, np.bool_)
 _NUMBER_TYPES = _python_arg_parser.NUMBER_TYPES
@@ -134,12 +134,13 @@ class Tensor(TensorImpl, _TensorMethods):
                                 f"{type(value).__name__}")
             allowed = self.__dict__.get("_grad_dtype", self.dtype)
             if allowed is not None and value.dtype is not allowed:
-                raise RuntimeError(f"attempting to assign a gradient with dtype '{_c10_name(value.dtype)}' to a tensor "
-                                   f"with grad_dtype '{_dt.SCALAR_TYPE_NAMES[allowed.name]}'. The gradient must match "
-                                   "the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's "
-                                   "grad_dtype attribute with a specific dtype, or None to allow any dtype. Set "
-                                   "grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may "
-                                   "break downstream systems that assume they match.")
+                got, want = _dt.cpp_type_name(value.dtype.name), _dt.SCALAR_TYPE_NAMES[allowed.name]
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{got}' to a tensor with grad_dtype "
+                                   f"'{want}'. The gradient must match the tensor's grad_dtype (defaults to the "
+                                   "tensor's dtype). You can set the tensor's grad_dtype attribute with a specific "
+                                   "dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the "
+                                   "dtypes of a tensor and its gradient may break downstream systems that assume they "
+                                   "match.")
             if tuple(value.shape) != tuple(self.shape):
                 raise RuntimeError("assigned grad has data of a different size")
         self.__dict__["_grad"] = value
@@ -671,8 +672,8 @@ class Tensor(TensorImpl, _TensorMethods):
             self._data = np.empty(0, dt)
         elif isinstance(source, Tensor):
             if source.dtype != self.dtype:
-                raise RuntimeError(f"Could not set tensor of type {_c10_name(source.dtype)} to a tensor of type "
-                                   f"{_c10_name(self.dtype)}")
+                raise RuntimeError(f"Could not set tensor of type {_dt.cpp_type_name(source.dtype.name)} to a tensor "
+                                   f"of type {_dt.cpp_type_name(self.dtype.name)}")
             if source.device != self.device:
                 raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
                                    "incompatible tensor type.")
@@ -688,7 +689,7 @@ class Tensor(TensorImpl, _TensorMethods):
             if size is None:
                 size, stride = (flat.size,), (1,)
             size = tuple(size)
-            stride = tuple(stride) if stride is not None else _contiguous_strides(size)
+            stride = tuple(stride) if stride is not None else contiguous_strides(size)
             need = storage_offset + 1 + builtins.sum((n - 1) * st for n, st in zip(size, stride)) if all(size) else 0
             if need > flat.size:
                 raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
@@ -1000,21 +1001,6 @@ next_state, reward = env.step(action)
 loss = -m.log_prob(action) * reward
 loss.backward()
 """
-
-
-def _c10_name(dtype: Any) -> str:
-    return {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
-            "int8": "signed char", "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16", "complex64": "c10::complex<float>",
-            "complex128": "c10::complex<double>"}.get(dtype.name, dtype.name)
-
-
-def _contiguous_strides(size: Any) -> tuple[builtins.int, ...]:
-    out, step = [], 1
-    for n in reversed(size):
-        out.append(step)
-        step *= builtins.max(n, 1)
-    return tuple(reversed(out))
 
 
 def _resize_keeping_numel(t: Tensor, sizes: Any) -> Tensor:

@@ -46,6 +46,7 @@ from ember._weights_only_unpickler import (_PY2_MODULES, _allowed_globals, _asci
                                            safe_globals)
 from ember.c10 import arena
 from ember.c10.storage import array_data_ptr, root_array
+from ember.c10.tensor_impl import contiguous_strides
 
 __all__ = ["save", "load", "add_safe_globals", "safe_globals", "get_safe_globals", "clear_safe_globals",
            "get_unsafe_globals_in_checkpoint", "DEFAULT_PROTOCOL"]
@@ -516,7 +517,7 @@ class _Saver(pickle._Pickler):
             key = len(self.storages)
             self.storages.append((root, t.dtype, _location(t)))
             self._refs[id(root)] = root
-            return key, 0, _contiguous_strides(a.shape)
+            return key, 0, contiguous_strides(a.shape)
         item = a.itemsize
         offset = 0 if a.size == 0 else (array_data_ptr(a) - array_data_ptr(root)) // item
         start = 0
@@ -547,14 +548,6 @@ class _Saver(pickle._Pickler):
         if isinstance(obj, ember.device):
             return (_Global("torch", "device"), (obj.type,) if obj.index is None else (obj.type, obj.index))
         return NotImplemented
-
-
-def _contiguous_strides(shape):
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
 
 
 def _location(t) -> str:

@@ -6,8 +6,6 @@ checkpoints name. PyTorch deprecates all of them in favour of ``UntypedStorage``
 ember.FloatStorage)`` is true for a float32 ``TypedStorage`` on the CPU, as in PyTorch."""
 from __future__ import annotations
 
-import copy
-import warnings
 from typing import Any
 
 import numpy as np
@@ -15,7 +13,7 @@ import numpy as np
 from ember.c10 import dtype as _dt
 from ember.c10.device import canonical
 from ember.c10.exceptions import warn_user
-from ember.c10.storage import StorageBase, UntypedStorage, array_data_ptr
+from ember.c10.storage import StorageBase, UntypedStorage
 
 __all__ = ["TypedStorage", "UntypedStorage"]
 
@@ -348,5 +346,3 @@ def is_storage(obj: Any) -> bool:
 def _typed_storage_of(tensor: Any) -> TypedStorage:
     return TypedStorage(wrap_storage=tensor.untyped_storage(), dtype=tensor.dtype, _internal=True)
 
-
-del copy, warnings, array_data_ptr

@@ -6,7 +6,6 @@ from typing import IO, Any, Sequence, TypeAlias, Union
 
 from ember._tensor import Tensor
 from ember.c10.device import device as _device
-
 from ember.c10.size import Size
 from ember.storage import TypedStorage, UntypedStorage
 

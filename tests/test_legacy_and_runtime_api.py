@@ -375,7 +375,6 @@ def test_deterministic_mode_fills_uninitialized_memory_as_pytorch():
         for L in (ember, torch):
             L.utils.deterministic.fill_uninitialized_memory = False
             assert L.utils.deterministic.fill_uninitialized_memory is False
-        assert ember.empty(1000).numpy().dtype == np.float32  # left uninitialized: nothing to compare
     finally:
         for L in (ember, torch):
             L.utils.deterministic.fill_uninitialized_memory = True

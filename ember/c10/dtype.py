@@ -92,6 +92,17 @@ SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                      "uint64": "UInt64", "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2",
                      "float8_e4m3fnuz": "Float8_e4m3fnuz",
                      "float8_e5m2fnuz": "Float8_e5m2fnuz", "float8_e8m0fnu": "Float8_e8m0fnu"}
+# the C++ element types' names (``float``, ``long int``, ``c10::Half``), as c10's ``toString`` of a TypeMeta prints
+CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                  "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                  "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+                  "complex128": "c10::complex<double>"}
+
+
+def cpp_type_name(name: str) -> str:
+    """The C++ element type's name of the dtype called ``name`` (its own name when c10 has none)."""
+    return CPP_TYPE_NAMES.get(name, name)
+
 
 BF16_NP = bfloat16.np  # compare dtypes with this: ``np.dtype.name`` costs microseconds
 # ``ember.float`` / ``ember.int`` / ``ember.bool`` are set in ember/__init__.py (they shadow builtins).

@@ -111,14 +111,8 @@ class TensorImpl:
 
     def stride(self, dim: int | None = None) -> Any:  # a tuple, or an int for one dim
         a = self._data
-        st: tuple[int, ...]
-        if a.size == 0:  # NumPy keeps no strides for an empty array: PyTorch's contiguous ones (sizes of 0 as 1)
-            dense, step = [0] * a.ndim, 1
-            for i in reversed(range(a.ndim)):
-                dense[i], step = step, step * max(a.shape[i], 1)
-            st = tuple(dense)
-        else:
-            st = tuple(s // a.itemsize for s in a.strides)
+        # NumPy keeps no strides for an empty array: PyTorch's contiguous ones (sizes of 0 count as 1)
+        st = contiguous_strides(a.shape) if a.size == 0 else tuple(s // a.itemsize for s in a.strides)
         if dim is None:
             return st
         return st[_wrap_dim(dim, a.ndim)]

@@ -14,7 +14,7 @@ import numpy as np
 
 from ember.c10.exceptions import _LinAlgError
 
-from ember.c10.dtype import BF16_NP as _BF16
+from ember.c10.dtype import BF16_NP as _BF16, cpp_type_name
 
 from ember.aten.kernels._common import compute_dtype, meta_kernel, meta_shape, shape_str, type_name, wrap_dim
 
@@ -27,14 +27,8 @@ def _mm_dtype_check(a: Array, b: Array, names: Any = ('mat1', 'mat2')) -> Any:
         raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
 
 
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-            "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
-            "complex128": "c10::complex<double>"}
-
-
 def _cname(npdt: Any) -> Any:
-    return _C_NAMES.get(npdt.name, npdt.name)
+    return cpp_type_name(npdt.name)
 
 
 def _matmul(xp: Any, a: Array, b: Array) -> Any:
@@ -314,16 +308,8 @@ def _lu_info(a: np.ndarray) -> int:
 
 def _cholesky_info(a: np.ndarray) -> int:
     """LAPACK potrf's ``info``: the order of the first leading minor that is not positive-definite, 0 if none."""
-    a = np.array(a, dtype=compute_dtype(a.dtype))
-    n = a.shape[0]
-    low = np.zeros_like(a)
-    for j in range(n):
-        d = (a[j, j] - np.vdot(low[j, :j], low[j, :j])).real
-        if not d > 0:
-            return j + 1
-        low[j, j] = np.sqrt(d)
-        low[j + 1:, j] = (a[j + 1:, j] - low[j + 1:, :j] @ low[j, :j].conj()) / low[j, j]
-    return 0
+    info: int = _partial_cholesky(a)[1]
+    return info
 
 
 _LINALG_FAILURES = {
@@ -967,10 +953,6 @@ def _sytf2_lower(a: np.ndarray, hermitian: bool) -> tuple[np.ndarray, np.ndarray
                 A[kk, kk], A[kp, kp] = A[kp, kp], A[kk, kk]
                 if kstep == 2:
                     A[k + 1, k], A[kp, k] = A[kp, k], A[k + 1, k]
-            elif herm:
-                A[k, k] = A[k, k].real
-                if kstep == 2:
-                    A[k + 1, k + 1] = A[k + 1, k + 1].real
             if herm:
                 A[kk, kk] = A[kk, kk].real
                 A[k, k] = A[k, k].real

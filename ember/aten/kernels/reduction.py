@@ -12,7 +12,7 @@ import numpy as np
 from ember.c10.dtype import BF16_NP as _BF16
 
 from ember.aten.kernels._common import compute_dtype, shape_str, type_name, wrap_dim, wrap_dims
-from ember.c10.dtype import from_numpy_dtype
+from ember.c10.dtype import cpp_type_name, from_numpy_dtype
 from ember.c10 import dtype as dt
 
 
@@ -592,13 +592,6 @@ def _histogramdd_checks(self: Array, n_bins: int, weight: Any) -> int:
     return N
 
 
-def _c10_name(npdt: Any) -> str:
-    """c10's lower-case name of a dtype (``float``, ``double``, ``c10::BFloat16``), as ``toString`` prints it."""
-    name: str = np.dtype(npdt).name
-    return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}.get(
-        name, name)
-
-
 def _histogramdd_bin_edges(xp: Any, self: Array, bins: Any, range: Any = None, weight: Any = None,  # noqa: A002
                            density: Any = False) -> Any:
     """Per dimension, ``bins[d] + 1`` equal-width edges over ``range[2d:2d+2]`` (default: that coordinate's finite
@@ -645,8 +638,8 @@ def _histogramdd_from_bin_tensors(xp: Any, self: Array, bins: Any, weight: Any =
                                f"{e.shape[0]} elements in the bins tensor for dimension {d}")
         if e.dtype != self.dtype:
             raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the same dtype, but got "
-                               f"input with dtype {_c10_name(self.dtype)} and bins for dimension {d} with dtype "
-                               f"{_c10_name(e.dtype)}")
+                               f"input with dtype {cpp_type_name(self.dtype.name)} and bins for dimension {d} with "
+                               f"dtype {cpp_type_name(e.dtype.name)}")
     pts = self.reshape(-1, N)
     w = None if weight is None else weight.reshape(-1)
     keep = xp.ones(pts.shape[0], bool)
