@@ -144,6 +144,7 @@ for _cls in storage._LEGACY_CLASSES.values():
 Storage = storage._LEGACY_CLASSES["float32"]  # PyTorch binds torch.Storage to the default type's class at import
 from ember._misc import *  # noqa: E402,F401,F403
 from ember._lowrank import pca_lowrank, svd_lowrank  # noqa: E402,F401
+from ember._lobpcg import lobpcg  # noqa: E402,F401
 from ember.random import thread_safe_generator  # noqa: E402,F401
 from ember import cpu, functional, multiprocessing, quasirandom, signal, types, torch_version  # noqa: E402,F401
 from ember.signal import windows  # noqa: E402,F401

@@ -41,11 +41,6 @@ EXCLUDED: dict[str, dict[str, str]] = {
             throughput_benchmark
         """,
     },
-    'issue 15 item 3 (everyday API; the legacy tensor / storage classes and dtypes: item 8)': {
-        'torch': """
-            lobpcg
-        """,
-    },
     'symbolic shapes, __torch_function__ machinery and dispatcher guards: issues 17 and 18': {
         'torch': """
             DisableTorchFunction DisableTorchFunctionSubclass ExcludeDispatchKeyGuard SymBool SymBoolType
