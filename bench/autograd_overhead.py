@@ -1,24 +1,20 @@
-"""Forward + backward overhead of small graphs, ember against PyTorch in the same process.
+"""Forward + backward overhead of small graphs, ember against PyTorch, each in a process of its own.
 
-    python -m bench.autograd_overhead [--quick]
+    python -m bench.autograd_overhead [--quick] [--self-check] [--rounds 3]
 
 Workloads (float32, 1 thread): a chain of 20 elementwise ops on 64x64, and a 3-layer MLP
-(784-128-64-10, batch 32, written with matmul/add/relu since ``nn`` comes later), each forward + backward.
-Prints median ms per step and the ratio PyTorch/ember (> 1: ember is faster).
+(784-128-64-10, batch 32, written with matmul/add/relu, no ``nn``), each forward + backward.
+Prints median ms per step and the ratio PyTorch/ember (> 1: ember is faster); ``bench/_timing.py`` explains
+the harness.
 """
 from __future__ import annotations
 
-import os
+import numpy as np
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-import numpy as np  # noqa: E402
-
-from bench._timing import import_torch, parse_args, run_table  # noqa: E402
+from bench._timing import Bench, Workload, run
 
 
-def chain(lib):
+def chain(lib, quick):
     x = lib.tensor(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32), requires_grad=True)
 
     def step():
@@ -30,7 +26,7 @@ def chain(lib):
     return step
 
 
-def mlp(lib):
+def mlp(lib, quick):
     rng = np.random.default_rng(0)
 
     def p(*shape):
@@ -49,14 +45,15 @@ def mlp(lib):
     return step
 
 
-WORKLOADS = {"chain of 20 elementwise ops 64x64": chain, "MLP 784-128-64-10 batch 32": mlp}
+BENCH = Bench(__name__, __doc__, {
+    "chain of 20 elementwise ops 64x64": Workload(chain, 100, warm=5, quick_number=5),
+    "MLP 784-128-64-10 batch 32": Workload(mlp, 100, warm=5, quick_number=5),
+}, threads=1, blocks=7, per_workload=False)
 
 
 def main(argv=None):
-    args = parse_args(__doc__, argv, 7)
-    torch = import_torch(1)
-    blocks, number = (2, 5) if args.quick else (args.blocks, 100)
-    run_table(WORKLOADS, (), blocks, number, digits=3, torch=torch)
+    run(BENCH, argv)
+
 
 if __name__ == "__main__":
     main()

@@ -1,27 +1,21 @@
-"""DataLoader throughput, ember against PyTorch in the same run.
+"""DataLoader throughput, ember against PyTorch, each in a process of its own.
 
-    python -m bench.dataloader [--quick]
+    python -m bench.dataloader [--quick] [--self-check] [--rounds 3]
 
 The dataset does some NumPy work per item (a 3x32x32 float32 "image" built from a seeded random field,
 smoothed and normalised: about 0.2 ms), batch size 32, shuffled; one epoch of 48 batches with 0 and 2
-worker processes.  Each row is batches per second over whole epochs (workers started inside the timing,
-as a training loop pays for them every epoch without persistent_workers), medians of interleaved runs;
-the ratio is ember/PyTorch throughput (> 1: ember is faster).
+worker processes.  Each row is milliseconds per whole epoch (workers started inside the timing, as a training
+loop pays for them every epoch without persistent_workers); a process per workload and framework, rounds in
+alternating order, medians; the ratio is PyTorch/ember time (> 1: ember is faster); ``bench/_timing.py``
+explains the harness.
 """
 from __future__ import annotations
 
-import os
+import importlib
 
-os.environ.setdefault("OMP_NUM_THREADS", "2")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
+import numpy as np
 
-import importlib  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from bench._timing import import_torch, parse_args  # noqa: E402
+from bench._timing import Bench, Workload, run
 
 
 class Images:
@@ -41,37 +35,26 @@ class Images:
         return x, i % 10
 
 
-def epoch(lib, ud, workers, batches, batch_size):
-    g = lib.Generator().manual_seed(0)
-    dl = ud.DataLoader(Images(batches * batch_size), batch_size=batch_size, shuffle=True, num_workers=workers,
-                       generator=g)
-    t0 = time.perf_counter()
-    n = 0
-    for x, y in dl:
-        n += 1
-    return n / (time.perf_counter() - t0)
+def epoch(workers):
+    def make(lib, quick):
+        ud = importlib.import_module(f"{lib.__name__}.utils.data")
+        batches = 4 if quick else 48
+        g = lib.Generator().manual_seed(0)
+        dataset = Images(batches * 32)
+
+        def one_epoch():
+            for _ in ud.DataLoader(dataset, batch_size=32, shuffle=True, num_workers=workers, generator=g):
+                pass
+        return one_epoch
+    return make
+
+
+BENCH = Bench(__name__, __doc__, {"epoch of 48 batches, 0 workers": Workload(epoch(0), 1, warm=1),
+                                  "epoch of 48 batches, 2 workers": Workload(epoch(2), 1, warm=1)})
 
 
 def main(argv=None):
-    args = parse_args(__doc__, argv, 5, repeat_name="repeats")
-    import ember
-    import ember.utils.data as eud
-    torch = import_torch(2)
-    tud = None if torch is None else importlib.import_module("torch.utils.data")
-    batches, repeats = (4, 1) if args.quick else (48, args.repeats)
-    print(f"{'workers':<10} {'ember batches/s':>16} {'torch batches/s':>16} {'ember/torch':>12}")
-    for workers in (0, 2):
-        es, ts = [], []
-        for _ in range(repeats):
-            es.append(epoch(ember, eud, workers, batches, 32))
-            if torch is not None:
-                ts.append(epoch(torch, tud, workers, batches, 32))
-        e = statistics.median(es)
-        if ts:
-            t = statistics.median(ts)
-            print(f"{workers:<10} {e:>16.1f} {t:>16.1f} {e / t:>12.2f}")
-        else:
-            print(f"{workers:<10} {e:>16.1f}")
+    run(BENCH, argv)
 
 
 if __name__ == "__main__":

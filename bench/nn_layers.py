@@ -1,22 +1,19 @@
-"""nn layer steps, ember against PyTorch in the same process.
+"""nn layer steps, ember against PyTorch, each in a process of its own.
 
-    python -m bench.nn_layers [--quick]
+    python -m bench.nn_layers [--quick] [--self-check] [--rounds 3]
 
-Workloads (float32, 2 threads each, interleaved blocks, medians): Conv2d forward + backward (ResNet-style
-3x3, 64 -> 64 channels, padding 1, batch 32, 32x32), and a small CNN training step (Conv-BN-ReLU-Pool x2,
-Linear, cross entropy) on 64x1x28x28, an LSTM language-model step and a TransformerEncoderLayer step.
-Prints ms per step and the ratio PyTorch/ember (> 1: ember is faster).
+Workloads (float32, 2 threads each; a process per workload and framework, alternating, medians): Conv2d
+forward + backward (ResNet-style 3x3, 64 -> 64 channels, padding 1, batch 32, 32x32), and a small CNN training
+step (Conv-BN-ReLU-Pool x2, Linear, cross entropy) on 64x1x28x28, an LSTM language-model step and a
+TransformerEncoderLayer step.
+Prints ms per step, the ratio PyTorch/ember (> 1: ember is faster) and peak RSS; ``bench/_timing.py`` explains
+the harness.
 """
 from __future__ import annotations
 
-import os
+import numpy as np
 
-os.environ.setdefault("OMP_NUM_THREADS", "2")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
-
-import numpy as np  # noqa: E402
-
-from bench._timing import import_torch, parse_args, run_table  # noqa: E402
+from bench._timing import Bench, Workload, run
 
 
 def conv(lib, quick):
@@ -82,15 +79,17 @@ def encoder_layer(lib, quick):
     return step
 
 
-WORKLOADS = {"Conv2d 3x3 64ch b32 32x32 fwd+bwd": conv, "CNN step 64x1x28x28": cnn,
-             "LSTM LM step 35x20, 128->256": lstm, "TransformerEncoderLayer step": encoder_layer}
+BENCH = Bench(__name__, __doc__, {
+    "Conv2d 3x3 64ch b32 32x32 fwd+bwd": Workload(conv, 3, warm=1),
+    "CNN step 64x1x28x28": Workload(cnn, 3, warm=1),
+    "LSTM LM step 35x20, 128->256": Workload(lstm, 3, warm=1),
+    "TransformerEncoderLayer step": Workload(encoder_layer, 3, warm=1),
+})
 
 
 def main(argv=None):
-    args = parse_args(__doc__, argv, 5)
-    torch = import_torch(2)
-    blocks, number = (1, 1) if args.quick else (args.blocks, 3)
-    run_table(WORKLOADS, (args.quick,), blocks, number, digits=2, torch=torch)
+    run(BENCH, argv)
+
 
 if __name__ == "__main__":
     main()

@@ -1,67 +1,64 @@
-"""Per-call overhead of small ops, ember against PyTorch in the same process.
+"""Per-call overhead of small ops, ember against PyTorch, each in a process of its own.
 
-    python -m bench.op_overhead [--quick]
+    python -m bench.op_overhead [--quick] [--self-check] [--rounds 3]
 
-Each workload runs on 16x16 float32 tensors with one thread, ember and PyTorch interleaved in blocks;
-the table gives the median microseconds per call and the ratio PyTorch/ember (> 1: ember is faster).
+Each workload runs on 16x16 float32 tensors with one thread; every round starts one process per framework
+(alternating which goes first), each times every workload (median of blocks of 2000 calls). The table gives the
+median microseconds per call over rounds and the ratio PyTorch/ember (> 1: ember is faster), and below it the
+geometric mean of the ratios.
 """
 from __future__ import annotations
 
-import os
+import numpy as np
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-import numpy as np  # noqa: E402
-
-import ember  # noqa: E402
-from bench._timing import import_torch, interleaved, parse_args  # noqa: E402
+from bench._timing import Bench, Workload, run
 
 
-def workloads(lib):
+def _tensors(lib):
     a = lib.tensor(np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32))
     b = lib.tensor(np.random.default_rng(1).standard_normal((16, 16)).astype(np.float32))
     idx = lib.tensor([0, 3, 5])
+    return a, b, idx
 
-    def mul_chain():
-        x = a
-        for _ in range(10):
-            x = x * b
-        return x
 
-    return {
-        "add 16x16": lambda: a + b,
-        "mul chain of 10": mul_chain,
-        "matmul 16x16": lambda: a @ b,
-        "sum": lambda: a.sum(),
-        "sum(dim=1)": lambda: a.sum(1),
-        "index a[2:5, 1]": lambda: a[2:5, 1],
-        "index a[idx]": lambda: a[idx],
-        "view(-1)": lambda: a.view(-1),
-        "relu": lambda: a.relu(),
-        "add_ in place": lambda: a.add_(0.0),
-    }
+def _make(expr):
+    """A workload calling ``expr(a, b, idx)`` on the two 16x16 tensors and a small index tensor."""
+    def make(lib, quick):
+        a, b, idx = _tensors(lib)
+        return lambda: expr(a, b, idx)
+    return make
+
+
+def _mul_chain(a, b, idx):
+    x = a
+    for _ in range(10):
+        x = x * b
+    return x
+
+
+OPS = {
+    "add 16x16": lambda a, b, idx: a + b,
+    "mul chain of 10": _mul_chain,
+    "matmul 16x16": lambda a, b, idx: a @ b,
+    "sum": lambda a, b, idx: a.sum(),
+    "sum(dim=1)": lambda a, b, idx: a.sum(1),
+    "index a[2:5, 1]": lambda a, b, idx: a[2:5, 1],
+    "index a[idx]": lambda a, b, idx: a[idx],
+    "view(-1)": lambda a, b, idx: a.view(-1),
+    "relu": lambda a, b, idx: a.relu(),
+    "add_ in place": lambda a, b, idx: a.add_(0.0),
+}
+BENCH = Bench(__name__, __doc__,
+              {name: Workload(_make(op), 2000, warm=100, quick_number=50) for name, op in OPS.items()},
+              threads=1, blocks=7, unit="us", per_workload=False)
 
 
 def main(argv=None):
-    args = parse_args(__doc__, argv, 7)
-    torch = import_torch(1)
-    blocks, number = (2, 50) if args.quick else (args.blocks, 2000)
-    ew = workloads(ember)
-    tw = workloads(torch) if torch else {}
-    print(f"{'workload':<20} {'ember us':>10} {'torch us':>10} {'torch/ember':>12}")
-    ratios = []
-    for name in ew:
-        e, t = interleaved(ew[name], tw.get(name), blocks, number)
-        e, t = e * 1e6, (t * 1e6 if t is not None else None)
-        if t is not None:
-            ratios.append(t / e)
-            print(f"{name:<20} {e:>10.2f} {t:>10.2f} {t / e:>12.2f}")
-        else:
-            print(f"{name:<20} {e:>10.2f}")
-    if ratios:
-        gm = float(np.exp(np.mean(np.log(ratios))))
-        print(f"{'geometric mean':<20} {'':>10} {'':>10} {gm:>12.2f}")
+    results = run(BENCH, argv)
+    sides = list(next(iter(results.values())))
+    if len(sides) == 2:
+        ratios = [r[sides[1]][0] / r[sides[0]][0] for r in results.values()]
+        print(f"geometric mean of {sides[1]}/{sides[0]}: {float(np.exp(np.mean(np.log(ratios)))):.2f}")
 
 
 if __name__ == "__main__":

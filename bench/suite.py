@@ -1,31 +1,32 @@
-"""The standard workloads, ember against PyTorch in one run.
+"""The standard workloads, ember against PyTorch, each framework in a process of its own.
 
-    python -m bench.suite [--quick] [--blocks 5]
+    python -m bench.suite [--quick] [--self-check] [--rounds 3] [--blocks 5] [--only TEXT] [--markdown]
 
-Each workload runs on ember and on PyTorch side by side (2 threads each, interleaved blocks, the median
-of the blocks) and prints ms per step and the ratio PyTorch/ember (> 1 means ember is faster):
+Every workload is the same model code for both frameworks (``lib`` is ``ember`` or ``torch``); each round starts a
+process per workload and framework, alternating which goes first, and the table gives ms per step (median over
+rounds of each process's median block), the ratio PyTorch/ember (> 1 means ember is faster) and each process's
+peak RSS (``bench/_timing.py`` explains the harness):
 
 - per-op overhead: a 16x16 ``add``; a tiny ``(a * b).sum().backward()``;
-- GEMM 512x512x512 float32 (and its GFLOP/s against NumPy's BLAS, printed below the table);
+- GEMM 512x512x512 float32;
 - MLP 784-512-512-10, batch 128, SGD with momentum (forward, backward, step);
 - LeNet-5 on 64x1x28x28 (training step, Adam);
 - a ResNet-style stack: 3->64 conv, two residual blocks with BatchNorm, on 32x3x32x32 (training step, SGD);
 - a GPT: 4 layers, d=128, 4 heads, context 64, batch 16, AdamW (training step);
-- an LSTM LM: embedding 1000x128, LSTM 128->256, sequence 35, batch 20 (training step, SGD).
+- an LSTM LM: embedding 1000x128, LSTM 128->256, sequence 35, batch 20 (training step, SGD);
+- a Transformer-encoder classifier: embedding 1000x128, 2 ``nn.TransformerEncoderLayer`` (4 heads, ff 512,
+  dropout 0.1), mean pooling, 10 classes, batch 16, sequence 64 (training step, AdamW);
+- a convolutional autoencoder: Conv2d 1->16->32 (stride 2), ConvTranspose2d 32->16->1, on 64x1x28x28, MSE
+  (training step, Adam).
 
 ``--quick`` shrinks every workload and runs one block: a smoke run for CI (nothing is asserted on times).
+``--self-check`` runs PyTorch on both sides: its ratios show how far from 1.0 the harness's noise goes.
 """
 from __future__ import annotations
 
-import os
+import numpy as np
 
-os.environ.setdefault("OMP_NUM_THREADS", "2")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
-
-import ember  # noqa: E402 - before NumPy, as a PyTorch script imports torch first (ember/_startup.py)
-import numpy as np  # noqa: E402
-
-from bench._timing import import_torch, interleaved, parse_args  # noqa: E402
+from bench._timing import Bench, Workload, run
 
 
 def add_16(lib, quick):
@@ -171,52 +172,64 @@ def lstm_lm(lib, quick):
     return step
 
 
-WORKLOADS = [
-    ("add 16x16 (per-op overhead)", add_16, 2000, 1),
-    ("tiny (a*b).sum().backward()", tiny_backward, 500, 1),
-    ("GEMM 512x512x512 fp32", gemm, 20, 2),
-    ("MLP 784-512-512-10 b128 SGD-mom", mlp, 10, 2),
-    ("LeNet-5 64x1x28x28 Adam", lenet, 5, 2),
-    ("ResNet stack 32x3x32x32 SGD", resnet_stack, 2, 2),
-    ("GPT 4L d128 h4 ctx64 b16 AdamW", gpt, 2, 2),
-    ("LSTM LM 35x20 128->256 v1000 SGD", lstm_lm, 2, 2),
-]
+def encoder_classifier(lib, quick):
+    lib.manual_seed(0)
+    nn = lib.nn
+    d, heads, ff, layers, seq, batch, vocab = (32, 2, 64, 1, 8, 2, 100) if quick else (128, 4, 512, 2, 64, 16, 1000)
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, d)
+            self.pos = nn.Parameter(lib.randn(1, seq, d) * 0.02)
+            layer = nn.TransformerEncoderLayer(d, heads, ff, dropout=0.1, batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+            self.head = nn.Linear(d, 10)
+
+        def forward(self, idx):
+            return self.head(self.encoder(self.emb(idx) + self.pos).mean(dim=1))
+
+    model = Classifier()
+    opt = lib.optim.AdamW(model.parameters(), lr=3e-4)
+    rng = np.random.default_rng(0)
+    x = lib.tensor(rng.integers(0, vocab, (batch, seq)))
+    y = lib.tensor(rng.integers(0, 10, batch))
+    return _train_step(lib, model, opt, x, y)
+
+
+def conv_autoencoder(lib, quick):
+    lib.manual_seed(0)
+    nn = lib.nn
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(),
+                          nn.ConvTranspose2d(32, 16, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
+                          nn.ConvTranspose2d(16, 1, 3, stride=2, padding=1, output_padding=1), nn.Sigmoid())
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    x = lib.tensor(np.random.default_rng(0).random((8 if quick else 64, 1, 28, 28)).astype(np.float32))
+
+    def step():
+        opt.zero_grad()
+        lib.nn.functional.mse_loss(model(x), x).backward()
+        opt.step()
+    return step
+
+
+BENCH = Bench(__name__, __doc__, {
+    "add 16x16 (per-op overhead)": Workload(add_16, 2000, warm=100, quick_number=10),
+    "tiny (a*b).sum().backward()": Workload(tiny_backward, 500, warm=20, quick_number=5),
+    "GEMM 512x512x512 fp32": Workload(gemm, 20, warm=2),
+    "MLP 784-512-512-10 b128 SGD-mom": Workload(mlp, 10, warm=2),
+    "LeNet-5 64x1x28x28 Adam": Workload(lenet, 5, warm=2),
+    "ResNet stack 32x3x32x32 SGD": Workload(resnet_stack, 2, warm=2),
+    "GPT 4L d128 h4 ctx64 b16 AdamW": Workload(gpt, 2, warm=2),
+    "LSTM LM 35x20 128->256 v1000 SGD": Workload(lstm_lm, 2, warm=2),
+    "Transformer encoder 2L d128 b16x64": Workload(encoder_classifier, 2, warm=2),
+    "Conv autoencoder 64x1x28x28 Adam": Workload(conv_autoencoder, 3, warm=2),
+})
 
 
 def main(argv=None):
-    args = parse_args(__doc__, argv, 5)
-    ember.set_num_threads(2)
-    torch = import_torch(2)
-    print(f"ember {ember.__version__}" + (f" vs PyTorch {torch.__version__}" if torch else "") +
-          ", 2 threads each, median of interleaved blocks")
-    print(f"CPU capability {ember.backends.cpu.get_cpu_capability()}; OpenBLAS: {ember._cpu_capability.blas_note}")
-    print(f"{'workload':<36} {'ember ms':>10} {'torch ms':>10} {'torch/ember':>12}")
-    rows = []
-    for name, make, number, warm in WORKLOADS:
-        number = 1 if args.quick else number
-        blocks = 1 if args.quick else args.blocks
-        e_fn = make(ember, args.quick)
-        t_fn = make(torch, args.quick) if torch else None
-        for _ in range(warm):
-            e_fn()
-            if t_fn:
-                t_fn()
-        e, t = interleaved(e_fn, t_fn, blocks, number)
-        rows.append((name, e, t))
-        if t is None:
-            print(f"{name:<36} {e * 1e3:>10.3f}")
-        else:
-            print(f"{name:<36} {e * 1e3:>10.3f} {t * 1e3:>10.3f} {t / e:>12.2f}", flush=True)
-    n = 64 if args.quick else 512
-    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
-    ea = ember.tensor(a)
-    reps = 2 if args.quick else 20
-    blocks = 1 if args.quick else args.blocks
-    # ember's matmul and NumPy's, timed the same way (interleaved blocks, medians)
-    e_time, np_time = interleaved(lambda: ea @ ea, lambda: a @ a, blocks, reps)
-    flop = 2 * n ** 3
-    print(f"GEMM {n}^3 fp32: ember {flop / e_time / 1e9:.1f} GFLOP/s, NumPy's BLAS {flop / np_time / 1e9:.1f} "
-          f"GFLOP/s (ember/NumPy {np_time / e_time:.2f})")
+    run(BENCH, argv)
 
 
 if __name__ == "__main__":

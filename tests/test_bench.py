@@ -1,4 +1,5 @@
-"""The benchmarks stay runnable (smoke runs; no timing is asserted anywhere in the tests)."""
+"""The benchmarks stay runnable (smoke runs; no timing is asserted anywhere in the tests), and their harness
+keeps each framework in a process of its own."""
 import subprocess
 import sys
 
@@ -14,3 +15,19 @@ def test_benchmark_smoke_run(module):
                        timeout=300)
     assert r.returncode == 0, r.stderr
     assert "ember" in r.stdout
+
+
+def test_harness_runs_each_framework_in_a_process_of_its_own():
+    """--self-check puts PyTorch on both sides; every child reports what it ran on, and the parent never imports
+    either framework (the children do)."""
+    pytest.importorskip("torch")
+    r = subprocess.run([sys.executable, "-m", "bench.suite", "--quick", "--self-check", "--only", "add 16x16"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "torch A: torch 2.13.0" in r.stdout and "torch B: torch 2.13.0" in r.stdout, r.stdout
+    assert "torch B/torch A" in r.stdout and "machine: " in r.stdout
+    code = ("import sys, bench.suite, bench._timing as t; t.run(bench.suite.BENCH, ['--quick', '--only', 'tiny']); "
+            "assert 'torch' not in sys.modules and 'ember' not in sys.modules, 'the parent imported a framework'")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "ember: ember " in r.stdout and "peak MB" not in r.stdout  # a quick run: one process per side
