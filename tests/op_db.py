@@ -652,7 +652,12 @@ add(OpInfo("log_softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((
            covers=("_log_softmax",)))
 add(OpInfo("gelu", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (5,), d),), dict(approximate="tanh"))],
            method=False, ember_fn=lambda e, a, **k: e.nn.functional.gelu(a, **k),
-           torch_fn=lambda t, a, **k: t.nn.functional.gelu(a, **k)))
+           torch_fn=lambda t, a, **k: t.nn.functional.gelu(a, **k), covers=("gelu_backward",)))
+# the backward op itself, with its own derivatives (gelu's double backward): through torch.ops.aten
+add(OpInfo("gelu_backward", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (3, 4), d))),
+                                          Sample((arr(r, (5,), d), arr(r, (5,), d)), dict(approximate="tanh"))],
+           method=False, ember_fn=lambda e, g, a, **k: e.ops.aten.gelu_backward(g, a, **k),
+           torch_fn=lambda t, g, a, **k: t.ops.aten.gelu_backward(g, a, **k)))
 add(OpInfo("layer_norm", lambda d, r: [Sample((arr(r, (2, 3, 4), d), arr(r, (4,), d), arr(r, (4,), d))),
                                        Sample((arr(r, (3, 2, 2), d), arr(r, (2, 2), d), arr(r, (2, 2), d)))],
            method=False, covers=("native_layer_norm", "native_layer_norm_backward"),

@@ -21,7 +21,8 @@ if sys.argv[1] == "numpy-first":
     import numpy
 import ember
 info = {"note": ember._cpu_capability.blas_note, "env": os.environ.get("OPENBLAS_CORETYPE"),
-        "cap": ember.backends.cpu.get_cpu_capability(), "alloc": ember.c10.cpu_allocator.configured}
+        "cap": ember.backends.cpu.get_cpu_capability(), "alloc": ember.c10.cpu_allocator.configured,
+        "timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT"), "timeout_set": ember._cpu_capability._timeout_set}
 try:
     from threadpoolctl import threadpool_info
     info["arch"] = [i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"]
@@ -32,7 +33,8 @@ print(json.dumps(info))
 
 
 def _probe(mode="ember-first", **env):
-    e = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "EMBER_CPU_ALLOCATOR")}
+    e = {k: v for k, v in os.environ.items()
+         if k not in ("ATEN_CPU_CAPABILITY", "EMBER_CPU_ALLOCATOR", "OPENBLAS_THREAD_TIMEOUT")}
     e.update(env, PYTHONPATH=ROOT)
     out = subprocess.run([sys.executable, "-c", _PROBE, mode], env=e, capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
@@ -67,6 +69,22 @@ def test_aten_cpu_capability_and_import_order_keep_the_pinned_core():
         assert info["arch"] == ["Haswell"]
     info = _probe("numpy-first", OPENBLAS_CORETYPE="Haswell")
     assert info["note"].startswith("NumPy was imported before ember")
+
+
+def test_blas_threads_spin_briefly_only_for_the_import(monkeypatch):
+    """ember sets OPENBLAS_THREAD_TIMEOUT while NumPy loads OpenBLAS, then takes it out of the environment; a
+    user's own value is left alone, and so is OpenBLAS when NumPy came first."""
+    calls = []
+    monkeypatch.setattr(ember._cpu_capability, "sys", type("S", (), {"modules": {}})())
+    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    ember._cpu_capability.quiet_blas_threads()
+    calls.append(os.environ.get("OPENBLAS_THREAD_TIMEOUT"))
+    ember._cpu_capability.restore_environment()
+    calls.append(os.environ.get("OPENBLAS_THREAD_TIMEOUT"))
+    assert calls == [ember._cpu_capability.BLAS_THREAD_TIMEOUT, None]
+    info = _probe()
+    assert info["timeout"] is None and info["timeout_set"] is False
+    assert _probe(OPENBLAS_THREAD_TIMEOUT="28")["timeout"] == "28"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc tuning is for glibc")

@@ -3551,6 +3551,11 @@ _op_gelu = _D.define("gelu(Tensor self, *, str approximate='none') -> Tensor")
 def gelu(self, *, approximate='none'):
     return _op_gelu.call(self._ks, self, approximate)
 
+_op_gelu_backward = _D.define("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor")
+
+def gelu_backward(grad_output, self, *, approximate='none'):
+    return _op_gelu_backward.call(grad_output._ks | self._ks, grad_output, self, approximate)
+
 _op_native_layer_norm = _D.define('native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)')
 
 def native_layer_norm(input, normalized_shape, weight, bias, eps):

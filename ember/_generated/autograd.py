@@ -7415,7 +7415,7 @@ class GeluBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[self_ix] = gelu_backward(grad, self, approximate)
+            grad_inputs[self_ix] = aten.gelu_backward(grad, self, approximate=approximate)
         return grad_inputs
 
 
@@ -7429,6 +7429,40 @@ def _ag_gelu_default(ks, self, approximate):
     if _n._next[0] is not None:
         _n.self_ = _SV(self)
     result = aten._op_gelu.redispatch(ks & _BELOW, self, approximate)
+    _set_history(_n, (result,))
+    return result
+
+
+class GeluBackwardBackward0(_Node):
+    _saved_names = ('grad_output_', 'self_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        approximate = _n.approximate
+        grad_output_ix, self_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            self = _n._saved('self_')
+            grad_inputs[grad_output_ix] = aten.gelu_backward(grad, self, approximate=approximate)
+        if _n._next[self_ix] is not None:
+            grad_output = _n._saved('grad_output_')
+            self = _n._saved('self_')
+            grad_inputs[self_ix] = gelu_double_backward(grad, grad_output, self, approximate)
+        return grad_inputs
+
+
+def _ag_gelu_backward_default(ks, grad_output, self, approximate):
+    if not (_gm.enabled and (grad_output._rg or self._rg)):
+        return aten._op_gelu_backward.redispatch(ks & _BELOW, grad_output, self, approximate)
+    _n = GeluBackwardBackward0()
+    _n._next = _edges(grad_output, self)
+    _n._input_meta = _meta(grad_output, self)
+    _n.approximate = approximate
+    if _n._next[1] is not None:
+        _n.grad_output_ = _SV(grad_output)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.self_ = _SV(self)
+    result = aten._op_gelu_backward.redispatch(ks & _BELOW, grad_output, self, approximate)
     _set_history(_n, (result,))
     return result
 
@@ -14531,6 +14565,7 @@ for _h, _k in (
     (aten._op__softmax, _ag__softmax_default),
     (aten._op__log_softmax, _ag__log_softmax_default),
     (aten._op_gelu, _ag_gelu_default),
+    (aten._op_gelu_backward, _ag_gelu_backward_default),
     (aten._op_native_layer_norm, _ag_native_layer_norm_default),
     (aten._op_native_batch_norm, _ag_native_batch_norm_default),
     (aten._op_convolution, _ag_convolution_default),

@@ -1593,6 +1593,9 @@ log_softmax = _P('log_softmax', [
 gelu = _P('gelu', [
     _O(_A._op_gelu, (('self', 'T', False, False, None), ('approximate', 'str', True, True, 'none'),), ['self', 'approximate']),
 ])
+gelu_backward = _P('gelu_backward', [
+    _O(_A._op_gelu_backward, (('grad_output', 'T', False, False, None), ('self', 'T', False, False, None), ('approximate', 'str', True, True, 'none'),), ['grad_output', 'self', 'approximate']),
+])
 native_layer_norm = _P('native_layer_norm', [
     _O(_A._op_native_layer_norm, (('input', 'T', False, False, None), ('normalized_shape', 'int[]', False, False, None), ('weight', 'T?', False, False, None), ('bias', 'T?', False, False, None), ('eps', 'float', False, False, None),), ['input', 'normalized_shape', 'weight', 'bias', 'eps']),
 ])

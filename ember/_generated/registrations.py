@@ -4856,6 +4856,14 @@ def _gelu_default(ks, self, approximate):
         _value_error(_e, K.gelu, self)
 
 
+def _gelu_backward_default(ks, grad_output, self, approximate):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K.gelu_backward(be.xp, grad_output._data, self._data, approximate=approximate), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K.gelu_backward, grad_output, self)
+
+
 def _native_layer_norm_default(ks, input, normalized_shape, weight, bias, eps):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7798,6 +7806,7 @@ _BACKEND_KERNELS = (
     (_A._op__softmax, __softmax_default, ('CPU', 'CUDA', 'Meta'), K.softmax, (), 'new', None),
     (_A._op__log_softmax, __log_softmax_default, ('CPU', 'CUDA', 'Meta'), K.log_softmax, (), 'new', None),
     (_A._op_gelu, _gelu_default, ('CPU', 'CUDA', 'Meta'), K.gelu, ('approximate',), 'new', None),
+    (_A._op_gelu_backward, _gelu_backward_default, ('CPU', 'CUDA', 'Meta'), K.gelu_backward, ('approximate',), 'new', None),
     (_A._op_native_layer_norm, _native_layer_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm, (), 'new', None),
     (_A._op_native_layer_norm_backward, _native_layer_norm_backward_default, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm_backward, (), 'new', None),
     (_A._op_native_batch_norm, _native_batch_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_batch_norm, (), 'new', None),

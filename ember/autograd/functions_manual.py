@@ -1040,21 +1040,21 @@ def log_softmax_backward(grad: Tensor, result: Tensor, dim: Any) -> Any:
     return grad - result.exp() * grad.sum(dim, keepdim=True)
 
 
-def gelu_backward(grad: Tensor, self: Tensor, approximate: Any) -> Any:
+def gelu_double_backward(ggI: Tensor, grad_output: Tensor, self: Tensor, approximate: Any) -> Any:
+    """d/dx of gelu_backward's grad_output * gelu'(x): grad_output * gelu''(x) * ggI. For the erf form
+    gelu''(x) = phi(x) (2 - x^2) (phi' = -x phi); for the tanh form, with t = tanh(u), u' = b = beta (1 +
+    3 kappa x^2), b' = 6 beta kappa x: gelu''(x) = (1 - t^2) (b - x t b^2 + x b' / 2)."""
     if approximate == "tanh":
-        k_beta = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5
+        k_beta = math.sqrt(2.0 / math.pi)
         k_kappa = 0.044715
         x_sq = self * self
-        inner = k_beta * (self + k_kappa * x_sq * self)
-        t = inner.tanh()
-        left = 0.5 * self
-        right = 1 + t
-        left_derivative = 0.5 * right
-        right_derivative = left * (1 - t * t) * (k_beta * (1 + 3 * k_kappa * x_sq))
-        return grad * (left_derivative + right_derivative)
-    cdf = 0.5 * (1 + (self * (1 / math.sqrt(2.0))).erf())
-    pdf = (-0.5 * self * self).exp() * (1 / math.sqrt(2 * math.pi))
-    return grad * (cdf + self * pdf)
+        t = (k_beta * (self + k_kappa * x_sq * self)).tanh()
+        b = k_beta * (1 + 3 * k_kappa * x_sq)
+        second = (1 - t * t) * (b - self * t * b * b + self * (3 * k_beta * k_kappa) * self)
+    else:
+        pdf = (-0.5 * self * self).exp() * (1 / math.sqrt(2 * math.pi))
+        second = pdf * (2 - self * self)
+    return ggI * grad_output * second
 
 
 def layer_norm_backward(grad: Tensor, input: Tensor, normalized_shape: Sequence[int],  # noqa: A002

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ember.aten.kernels import conv_algos
+from ember.aten.kernels import compiled, conv_algos
 from ember.aten.kernels._common import (asdtype, chunked, compute_dtype, elementwise, meta_kernel, result_np_dtype,
                                        shape_str, type_name, wrap_dim)
 from ember.aten.kernels.conv_algos import _windows
@@ -25,8 +25,8 @@ from ember.aten.kernels.random import _gen, bernoulli_p, uniform_bits
 from ember.aten.meta import pooling_output_size
 from ember.c10.dtype import BF16_NP
 
-__all__ = ["softmax", "log_softmax", "gelu", "native_layer_norm", "native_layer_norm_backward", "native_batch_norm",
-           "native_batch_norm_backward", "convolution", "convolution_backward",
+__all__ = ["softmax", "log_softmax", "gelu", "gelu_backward", "native_layer_norm", "native_layer_norm_backward",
+           "native_batch_norm", "native_batch_norm_backward", "convolution", "convolution_backward",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding", "mse_loss",
            "nll_loss_forward", "nll_loss2d_forward", "nll_loss_backward", "nll_loss2d_backward", "avg_pool2d",
            "avg_pool3d", "avg_pool2d_backward", "avg_pool3d_backward"]
@@ -70,18 +70,57 @@ def log_softmax(xp: Any, self: Array, dim: Any, half_to_float: Any = False) -> A
 
 
 # ------------------------------------------------------------------------------ gelu
-def gelu(xp: Any, self: Array, approximate: Any = 'none') -> Any:
+# float32 (and the half types, computed in float32) run numba's one-pass loops of compiled.py; float64 and the
+# fallback evaluate the same formulas in NumPy passes (Cody's erf in float64, the float32 erf otherwise).
+_SQRT1_2 = 1 / math.sqrt(2.0)
+_TANH_BETA = math.sqrt(2.0 / math.pi)
+_TANH_KAPPA = 0.044715
+
+
+def _check_approximate(approximate: Any) -> None:
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh. (got {approximate})")
+
+
+def _erf(xp: Any, v: Array) -> Any:
+    from ember.aten.kernels.special_math import erf
+    return chunked(xp, lambda u: erf(xp, u), v)
+
+
+def gelu(xp: Any, self: Array, approximate: Any = 'none') -> Any:
+    _check_approximate(approximate)
     x = asdtype(xp, self, compute_dtype(self.dtype))
+    if compiled.usable(xp, x):
+        r = compiled.elementwise("gelu_tanh" if approximate == "tanh" else "gelu_erf", x)
+        return r.astype(self.dtype, copy=False)
     with np.errstate(all="ignore"):
         if approximate == "tanh":
-            inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
-            r = 0.5 * x * (1.0 + xp.tanh(inner))
+            r = 0.5 * x * (1.0 + xp.tanh(_TANH_BETA * (x + _TANH_KAPPA * x * x * x)))
         else:
-            from ember.aten.kernels.special_math import erf
-            r = 0.5 * x * (1.0 + chunked(xp, lambda v: erf(xp, v), x * (1.0 / math.sqrt(2.0))))
+            r = 0.5 * x * (1.0 + _erf(xp, x * _SQRT1_2))
     return r.astype(self.dtype, copy=False)
+
+
+def gelu_backward(xp: Any, grad_output: Array, self: Array, approximate: Any = 'none') -> Any:
+    """grad * gelu'(x): Phi(x) + x phi(x), or for the tanh form, with t = tanh(beta (x + kappa x^3)),
+    (1 + t) / 2 + x / 2 (1 - t^2) beta (1 + 3 kappa x^2)."""
+    _check_approximate(approximate)
+    npdt = result_np_dtype(grad_output, self)
+    cdt = compute_dtype(npdt)
+    g, x = asdtype(xp, grad_output, cdt), asdtype(xp, self, cdt)
+    if compiled.usable(xp, g, x) and g.shape == x.shape:
+        r = compiled.elementwise("gelu_tanh_backward" if approximate == "tanh" else "gelu_erf_backward", g, x)
+        return r.astype(npdt, copy=False)
+    with np.errstate(all="ignore"):
+        if approximate == "tanh":
+            x_sq = x * x
+            t = xp.tanh(_TANH_BETA * (x + _TANH_KAPPA * x_sq * x))
+            d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * (_TANH_BETA * (1.0 + 3.0 * _TANH_KAPPA * x_sq))
+        else:
+            cdf = 0.5 * (1.0 + _erf(xp, x * _SQRT1_2))
+            d = cdf + x * (xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi)))
+        r = g * d
+    return r.astype(npdt, copy=False)
 
 
 # ------------------------------------------------------------------------------ layer norm

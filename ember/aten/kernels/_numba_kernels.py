@@ -1,0 +1,108 @@
+"""The loops of ember's fused kernels, compiled by numba (imported only through ``compiled.py``, on first use).
+
+Each kernel is one pass over flat, C-contiguous float32 arrays: it reads each input element once, computes in
+float64 registers and writes one float32 result, where the NumPy kernel it replaces makes a dozen passes with
+as many temporaries. The loops are written so that LLVM vectorizes them (4 float64 lanes with AVX2): no calls
+into libm, no branches but selects, and ``error_model="numpy"`` (numba's default Python error model checks
+every division for zero, which keeps a loop scalar). The fast-math flags allow contraction into FMAs and
+reassociation, never the assumption that no value is NaN or infinite, so NaN and inf propagate as in
+PyTorch. ``nogil`` lets the intra-op threads run chunks of one array side by side.
+
+The special functions are evaluated from their textbook series, in float64:
+
+- ``_exp_le1(u)`` = e^u for u <= 1: (e^(u/128))^128, the inner power by its Taylor polynomial of degree 12
+  (|u/128| <= 0.86, truncation 2e-11 relative), then seven squarings (relative error 3e-9 at worst);
+  below -110 the result is 0 (e^-110 already underflows float32);
+- ``_erfc_ge0(z)`` = erfc(z) for z >= 0: Numerical Recipes' Chebyshev fit t * exp(-z^2 + P(t)),
+  t = 1 / (1 + z/2), fractional error below 1.2e-7 everywhere -- so GELU's tail 0.5 x erfc(-x/sqrt 2) keeps
+  its relative accuracy far out, where 1 + erf(x) would cancel;
+- ``_one_plus_tanh(u)`` = 1 + tanh(u) from e^(-2|u|), without the cancellation of 1 + tanh(u) for u << 0.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+_FLAGS = {"contract", "arcp", "reassoc", "afn", "nsz"}  # fast math without nnan / ninf
+_helper = numba.njit(inline="always", error_model="numpy", fastmath=_FLAGS)
+_kernel = numba.njit(nogil=True, cache=True, error_model="numpy", fastmath=_FLAGS)
+
+_SQRT1_2 = 0.7071067811865476            # 1 / sqrt(2)
+_INV_SQRT_2PI = 0.3989422804014327       # 1 / sqrt(2 pi)
+_TANH_BETA = 0.7978845608028654          # sqrt(2 / pi)
+_TANH_KAPPA = 0.044715
+
+
+@_helper
+def _exp_le1(u: float) -> float:
+    v = max(u, -110.0) * 0.0078125
+    p = 1.0 + v * (1.0 + v * (1.0 / 2 + v * (1.0 / 6 + v * (1.0 / 24 + v * (1.0 / 120 + v * (
+        1.0 / 720 + v * (1.0 / 5040 + v * (1.0 / 40320 + v * (1.0 / 362880 + v * (1.0 / 3628800 + v * (
+            1.0 / 39916800 + v * (1.0 / 479001600))))))))))))
+    p = p * p
+    p = p * p
+    p = p * p
+    p = p * p
+    p = p * p
+    p = p * p
+    p = p * p
+    return p if u >= -110.0 else 0.0
+
+
+@_helper
+def _erfc_ge0(z: float) -> float:
+    t = 1.0 / (1.0 + 0.5 * z)
+    return t * _exp_le1(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
+
+
+@_helper
+def _two_phi(x: float) -> float:
+    """2 Phi(x) = erfc(-x / sqrt 2) = 1 + erf(x / sqrt 2)."""
+    z = x * _SQRT1_2
+    e = _erfc_ge0(abs(z))
+    return 2.0 - e if z >= 0.0 else e
+
+
+@_helper
+def _one_plus_tanh(u: float) -> float:
+    """1 + tanh(u) = 2 / (1 + e^(-2u)), evaluated with e^(-2|u|) <= 1 on either side of 0 (for u < 0 it is
+    2 e^(2u) / (1 + e^(2u))), so GELU's far negative tail keeps its relative accuracy."""
+    e = _exp_le1(-2.0 * abs(u))
+    return 2.0 / (1.0 + e) if u >= 0.0 else 2.0 * e / (1.0 + e)
+
+
+@_kernel
+def gelu_erf(x: Any, out: Any) -> None:
+    for i in range(x.size):
+        v = np.float64(x[i])
+        out[i] = 0.5 * v * _two_phi(v)
+
+
+@_kernel
+def gelu_tanh(x: Any, out: Any) -> None:
+    for i in range(x.size):
+        v = np.float64(x[i])
+        out[i] = 0.5 * v * _one_plus_tanh(_TANH_BETA * (v + _TANH_KAPPA * v * v * v))
+
+
+@_kernel
+def gelu_erf_backward(g: Any, x: Any, out: Any) -> None:
+    """g * (Phi(x) + x phi(x))."""
+    for i in range(x.size):
+        v = np.float64(x[i])
+        out[i] = np.float64(g[i]) * (0.5 * _two_phi(v) + v * _INV_SQRT_2PI * _exp_le1(-0.5 * v * v))
+
+
+@_kernel
+def gelu_tanh_backward(g: Any, x: Any, out: Any) -> None:
+    """g * d/dx [x/2 (1 + tanh(beta (x + kappa x^3)))] = g * ((1 + t)/2 + x/2 (1 - t^2) beta (1 + 3 kappa x^2)),
+    with 1 - t^2 = (1 + t)(1 - t) = (1 + tanh(u))(1 + tanh(-u))."""
+    for i in range(x.size):
+        v = np.float64(x[i])
+        v2 = v * v
+        u = _TANH_BETA * (v + _TANH_KAPPA * v2 * v)
+        p, m = _one_plus_tanh(u), _one_plus_tanh(-u)
+        out[i] = np.float64(g[i]) * (0.5 * p + 0.5 * v * p * m * _TANH_BETA * (1.0 + 3.0 * _TANH_KAPPA * v2))

@@ -1,0 +1,98 @@
+"""The numba-compiled kernels (ember/aten/kernels/compiled.py) against float64 references written from the
+textbook formulas (SciPy's erfc, not 1 + erf, so that the far negative tail has a reference), against the NumPy
+kernels they replace, on large arrays split over threads, on strided inputs and on NaN / inf."""
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from ember.aten.kernels import compiled
+
+pytest.importorskip("numba", reason="numba is a dependency of ember: pip install numba")
+special = pytest.importorskip("scipy.special")
+
+BETA, KAPPA = math.sqrt(2 / math.pi), 0.044715
+
+
+def gelu_ref(x, approximate):
+    x = x.astype(np.float64)
+    if approximate == "tanh":
+        u = BETA * (x + KAPPA * x ** 3)
+        return 0.5 * x * (2 / (1 + np.exp(-2 * u)))
+    return 0.5 * x * special.erfc(-x / math.sqrt(2))
+
+
+def gelu_grad_ref(x, approximate):
+    x = x.astype(np.float64)
+    if approximate == "tanh":
+        u = BETA * (x + KAPPA * x ** 3)
+        p, m = 2 / (1 + np.exp(-2 * u)), 2 / (1 + np.exp(2 * u))
+        return 0.5 * p + 0.5 * x * p * m * BETA * (1 + 3 * KAPPA * x * x)
+    return 0.5 * special.erfc(-x / math.sqrt(2)) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+@pytest.fixture
+def fallback():
+    """Run the NumPy kernels instead of the compiled ones, restoring the switch after the test."""
+    yield lambda: compiled.set_enabled(False)
+    compiled.set_enabled(True)
+
+
+def test_compiled_kernels_are_in_use():
+    assert compiled.is_enabled()
+    assert compiled.usable(np, np.ones(3, np.float32))
+    assert not compiled.usable(np, np.ones(3))  # float64 keeps the NumPy kernels (full double accuracy)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_forward_and_backward_to_float32_accuracy(approximate):
+    """Relative error within a few float32 ulps everywhere gelu is a normal float32, the tail included."""
+    x = np.concatenate([np.linspace(-13, 13, 200001), np.random.default_rng(0).standard_normal(70000) * 3])
+    x = x.astype(np.float32)
+    g = np.random.default_rng(1).standard_normal(x.size).astype(np.float32)
+    xe = ember.tensor(x).requires_grad_()
+    y = ember.nn.functional.gelu(xe, approximate=approximate)
+    y.backward(ember.tensor(g))
+    ref = gelu_ref(x, approximate)
+    normal = np.abs(ref) > 1e-37
+    np.testing.assert_allclose(y.detach().numpy()[normal], ref[normal], rtol=4e-7)
+    grad_ref = g.astype(np.float64) * gelu_grad_ref(x, approximate)
+    ok = np.abs(grad_ref) > 1e-37
+    # gelu' = Phi(x) + x phi(x) crosses zero near x = -0.75: there the error is absolute (a few 1e-8)
+    np.testing.assert_allclose(xe.grad.numpy()[ok], grad_ref[ok], rtol=6e-7, atol=1e-7)
+    np.testing.assert_allclose(xe.grad.numpy()[~ok], 0, atol=1e-37)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_compiled_agrees_with_the_numpy_kernel(approximate, fallback):
+    x = (np.random.default_rng(2).standard_normal((300, 257)) * 4).astype(np.float32)
+    g = np.random.default_rng(3).standard_normal((300, 257)).astype(np.float32)
+    runs = []
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        xe = ember.tensor(x).t().requires_grad_()  # strided: the kernels see a transposed array
+        y = ember.nn.functional.gelu(xe, approximate=approximate)
+        y.backward(ember.tensor(g).t())
+        runs.append((y.detach().numpy(), xe.grad.numpy()))
+    (yc, gc), (yn, gn) = runs
+    assert yc.shape == yn.shape == (257, 300) and yc.dtype == np.float32
+    # the NumPy kernel computes 1 + erf and 1 - tanh^2 in float32, losing digits in the tails
+    np.testing.assert_allclose(yc, yn, rtol=2e-6, atol=2e-7)
+    np.testing.assert_allclose(gc, gn, rtol=2e-6, atol=5e-6)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_special_values_and_half_types(approximate):
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e30, 88.0, -88.0], np.float32)
+    y = ember.nn.functional.gelu(ember.tensor(x), approximate=approximate).numpy()
+    np.testing.assert_array_equal(y, np.array([0, 0, np.inf, np.nan, np.nan, 1e30, 0, 88, 0], np.float32))
+    d = ember.ops.aten.gelu_backward(ember.ones(9), ember.tensor(x), approximate=approximate).numpy()
+    np.testing.assert_allclose(d[[0, 1, 4, 5, 6, 7, 8]], [0.5, 0.5, np.nan, 1, 0, 1, 0], rtol=1.2e-7, atol=0)
+    assert np.isnan(d[2]) and np.isnan(d[3])  # inf * phi(inf) = inf * 0, as in PyTorch
+    for dt in (ember.bfloat16, ember.float16):
+        h = ember.tensor([-2.0, 0.5, 3.0]).to(dt)
+        out = ember.nn.functional.gelu(h, approximate=approximate)
+        assert out.dtype == dt
+        np.testing.assert_allclose(out.float().numpy(), gelu_ref(h.float().numpy(), approximate), rtol=1e-2)
