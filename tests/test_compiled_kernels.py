@@ -96,3 +96,56 @@ def test_gelu_special_values_and_half_types(approximate):
         out = ember.nn.functional.gelu(h, approximate=approximate)
         assert out.dtype == dt
         np.testing.assert_allclose(out.float().numpy(), gelu_ref(h.float().numpy(), approximate), rtol=1e-2)
+
+
+POOLS = [((2, 3, 9, 9), dict(kernel_size=3, stride=2, padding=1)), ((2, 3, 8, 8), dict(kernel_size=2)),
+         ((3, 10, 11), dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 1), dilation=(2, 1), ceil_mode=True)),
+         ((1, 2, 7, 7), dict(kernel_size=3, stride=3, ceil_mode=True)),
+         ((2, 2, 5, 6, 7), dict(kernel_size=2, padding=1)),
+         ((1, 1, 6, 6, 6), dict(kernel_size=3, stride=2, dilation=2))]
+
+
+@pytest.mark.parametrize("shape,kw", POOLS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_pool_matches_pytorch_bit_for_bit(shape, kw, dtype, fallback):
+    """Values and indices (NaN anywhere in a window wins, the last one; an all -inf window answers its first
+    in-bounds element) and the gradient through the compiled scatter, against PyTorch and the NumPy kernels."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    x = rng.standard_normal(shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[::11] = np.nan
+    flat[3:9] = -np.inf
+    fn = "max_pool3d" if len(shape) == 5 else "max_pool2d"
+    t = torch.tensor(x, requires_grad=True)
+    yt, it = getattr(torch.nn.functional, fn)(t, return_indices=True, **kw)
+    g = rng.standard_normal(tuple(yt.shape)).astype(dtype)
+    yt.backward(torch.tensor(g))
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        e = ember.tensor(x, requires_grad=True)
+        ye, ie = getattr(ember.nn.functional, fn)(e, return_indices=True, **kw)
+        ye.backward(ember.tensor(g))
+        np.testing.assert_array_equal(ye.detach().numpy(), yt.detach().numpy())
+        # (the NumPy kernel pads with -inf: a window of nothing but -inf may name a padding position)
+        finite = yt.detach().numpy() != -np.inf
+        np.testing.assert_array_equal(ie.numpy()[finite], it.numpy()[finite])
+        if not use_fallback or finite.all():
+            np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_scatter_add_along_the_last_dim_is_compiled_and_matches_ufunc_at(fallback):
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((4, 3, 50)).astype(np.float32)
+    index = rng.integers(0, 50, (4, 3, 70))
+    src = rng.standard_normal((4, 3, 80)).astype(np.float32)
+    runs = []
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        runs.append(ember.tensor(base).scatter_add(-1, ember.tensor(index), ember.tensor(src)).numpy())
+    expect = base.copy()
+    np.add.at(expect, tuple(list(np.indices(index.shape, sparse=True))[:2]) + (index,), src[..., :70])
+    np.testing.assert_array_equal(runs[0], expect)  # the same additions in the same order
+    np.testing.assert_array_equal(runs[1], expect)

@@ -106,3 +106,53 @@ def gelu_tanh_backward(g: Any, x: Any, out: Any) -> None:
         u = _TANH_BETA * (v + _TANH_KAPPA * v2 * v)
         p, m = _one_plus_tanh(u), _one_plus_tanh(-u)
         out[i] = np.float64(g[i]) * (0.5 * p + 0.5 * v * p * m * _TANH_BETA * (1.0 + 3.0 * _TANH_KAPPA * v2))
+
+
+@_kernel
+def max_pool3d(x: Any, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int, pd: int, ph: int, pw: int, dd: int,
+               dh: int, dw: int, out: Any, idx: Any) -> None:
+    """Max pooling of planes x (P, D, H, W) into out / idx (P, OD, OH, OW), idx flat over (D, H, W). PyTorch's
+    CPU rule: the first in-bounds element of the window starts as the index with value -inf; an element
+    replaces the maximum when it is greater or NaN (so the last NaN of a window wins, and an all -inf window
+    answers its first element). Windows are clipped to the input (padding never wins)."""
+    P, D, H, W = x.shape
+    OD, OH, OW = out.shape[1], out.shape[2], out.shape[3]
+    for p in range(P):
+        for od in range(OD):
+            z0 = od * sd - pd
+            for oh in range(OH):
+                y0 = oh * sh - ph
+                for ow in range(OW):
+                    x0 = ow * sw - pw
+                    best = -np.inf
+                    at = -1
+                    for a in range(kd):
+                        z = z0 + a * dd
+                        if z < 0 or z >= D:
+                            continue
+                        for b in range(kh):
+                            y = y0 + b * dh
+                            if y < 0 or y >= H:
+                                continue
+                            for c in range(kw):
+                                xx = x0 + c * dw
+                                if xx < 0 or xx >= W:
+                                    continue
+                                v = x[p, z, y, xx]
+                                i = (z * H + y) * W + xx
+                                if at < 0:
+                                    at = i
+                                if v > best or v != v:
+                                    best = v
+                                    at = i
+                    out[p, od, oh, ow] = best
+                    idx[p, od, oh, ow] = at
+
+
+@_kernel
+def scatter_add_rows(out: Any, idx: Any, src: Any) -> None:
+    """out[r, idx[r, j]] += src[r, j] for every row r, in order (max pooling's backward: indices flat over
+    each plane)."""
+    for r in range(idx.shape[0]):
+        for j in range(idx.shape[1]):
+            out[r, idx[r, j]] += src[r, j]

@@ -46,9 +46,10 @@ def _load() -> Any:
     return _module
 
 
-def usable(xp: Any, *arrays: Any) -> bool:
-    """Whether a float32 kernel applies: enabled, NumPy arrays (CuPy's have their own fused kernels), float32."""
-    return _enabled and xp is np and all(a.dtype == np.float32 for a in arrays) and _load() is not False
+def usable(xp: Any, *arrays: Any, dtypes: tuple[Any, ...] = (np.float32,)) -> bool:
+    """Whether a compiled kernel applies: enabled, NumPy arrays (CuPy's have their own fused kernels), each of one
+    of ``dtypes`` (float32 unless the kernel is written for more)."""
+    return _enabled and xp is np and all(a.dtype in dtypes for a in arrays) and _load() is not False
 
 
 def elementwise(name: str, *inputs: Any) -> Any:
@@ -64,3 +65,27 @@ def elementwise(name: str, *inputs: Any) -> Any:
 
     parallel.parallel_for(0, out.size, parallel.GRAIN_SIZE, run)
     return out.reshape(shape)
+
+
+def max_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, out_size: Any) -> tuple[Any, Any]:
+    """Max pooling of the planes of x (P, D, H, W) with 3-d window parameters (a 2-d pool passes depth 1):
+    values of x's dtype and int64 indices flat over each plane, shaped (P,) + out_size, planes split over the
+    intra-op threads."""
+    kernel = _load().max_pool3d
+    x = np.ascontiguousarray(x)
+    out = np.empty((x.shape[0],) + tuple(out_size), x.dtype)
+    idx = np.empty(out.shape, np.int64)
+    args = tuple(kernel_size) + tuple(stride) + tuple(padding) + tuple(dilation)
+    window = int(np.prod(kernel_size)) * int(np.prod(out_size))
+
+    def run(b: int, e: int) -> None:
+        kernel(x[b:e], *args, out[b:e], idx[b:e])
+
+    parallel.parallel_for(0, x.shape[0], max(1, parallel.GRAIN_SIZE // max(window, 1)), run)
+    return out, idx
+
+
+def scatter_add_rows(out: Any, index: Any, src: Any) -> None:
+    """out[r, index[r, j]] += src[r, j] in place, row by row in order (``out`` C-contiguous 2-d, ``index``
+    int64 in range, ``src`` of out's dtype)."""
+    _load().scatter_add_rows(out, np.ascontiguousarray(index), np.ascontiguousarray(src))

@@ -9,6 +9,7 @@ import builtins
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import meta_shape, result_np_dtype, shape_str, type_name, wrap_dim
 from ember.c10.exceptions import warn_user
 
@@ -158,7 +159,13 @@ def _scatter_core(xp: Any, self: Array, dim: Any, index: Array, src: Array, redu
     elif reduce in ("add", "sum"):
         if not include_self:
             out[key] = 0
-        xp.add.at(out, key, vals)
+        if d == out.ndim - 1 and index.shape[:-1] == out.shape[:-1] and int(index.min()) >= 0 \
+                and compiled.usable(xp, out, dtypes=(np.float32, np.float64)):
+            # along the last dim (max pooling's backward): a compiled loop instead of ufunc.at
+            compiled.scatter_add_rows(out.reshape(-1, out.shape[-1]), index.reshape(-1, index.shape[-1]),
+                                      vals.reshape(-1, index.shape[-1]))
+        else:
+            xp.add.at(out, key, vals)
     elif reduce in ("multiply", "prod"):
         if not include_self:
             out[key] = 1

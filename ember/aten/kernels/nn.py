@@ -475,6 +475,14 @@ def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padd
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[1:]))}). Calculated output size: "
                            f"({'x'.join(map(str, (x.shape[1],) + out_sp))}). Output size is too small")
     in_sp = x.shape[2:]
+    if compiled.usable(xp, x, dtypes=(np.float32, np.float64)):
+        # one pass per plane: windows clipped to the input (Note in _numba_kernels.max_pool3d)
+        one = (1,) * (3 - nd)
+        planes = x.reshape((-1,) + one + tuple(in_sp))
+        vals, idx = compiled.max_pool(planes, one + tuple(k), one + s, (0,) * (3 - nd) + tuple(p),
+                                      one + tuple(d), one + out_sp)
+        vals, idx = vals.reshape(x.shape[:2] + out_sp), idx.reshape(x.shape[:2] + out_sp)
+        return (vals, idx) if batched else (vals[0], idx[0])
     # pad with -inf on the left by p and on the right enough for every (ceil-mode) window
     right = tuple(max(0, (o - 1) * ss + dd * (kk - 1) + 1 - i - pp) for o, ss, dd, kk, i, pp in
                   zip(out_sp, s, d, k, in_sp, p))
@@ -483,11 +491,11 @@ def _max_pool(xp: Any, self: Array, nd: Any, kernel_size: Any, stride: Any, padd
     win = _windows(xp, xpad, k, s, d)
     win = win[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)]
     flat = win.reshape(win.shape[:2 + nd] + (-1,))
-    # NaN wins, as in PyTorch's kernel; among equal maxima the first one
+    # NaN wins, the last one of a window, as in PyTorch's kernel; among equal maxima the first one
     isnan = xp.isnan(flat) if flat.dtype.kind == "f" else None
     arg = xp.argmax(flat, axis=-1)
     if isnan is not None and bool(isnan.any()):
-        nan_arg = xp.argmax(isnan, axis=-1)
+        nan_arg = flat.shape[-1] - 1 - xp.argmax(isnan[..., ::-1], axis=-1)
         arg = xp.where(isnan.any(axis=-1), nan_arg, arg)
     vals = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
     # flat index into the (unpadded) input's spatial dims
