@@ -6045,10 +6045,12 @@ class MmBackward0(_Node):
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             mat2 = _n._saved('mat2_')
-            grad_inputs[self_ix] = grad.mm(conj_of(mat2.t()))
-        if _n._next[mat2_ix] is not None:
             self = _n._saved('self_')
-            grad_inputs[mat2_ix] = conj_of(self.t()).mm(grad)
+            grad_inputs[self_ix] = mm_mat1_backward(grad, self, mat2, 1)
+        if _n._next[mat2_ix] is not None:
+            mat2 = _n._saved('mat2_')
+            self = _n._saved('self_')
+            grad_inputs[mat2_ix] = mm_mat2_backward(grad, self, mat2, 1)
         return grad_inputs
 
 
@@ -6058,9 +6060,9 @@ def _ag_mm_default(ks, self, mat2):
     _n = MmBackward0()
     _n._next = _edges(self, mat2)
     _n._input_meta = _meta(self, mat2)
-    if _n._next[1] is not None:
+    if _n._next[0] is not None or _n._next[1] is not None:
         _n.self_ = _SV(self)
-    if _n._next[0] is not None:
+    if _n._next[0] is not None or _n._next[1] is not None:
         _n.mat2_ = _SV(mat2)
     result = aten._op_mm.redispatch(ks & _BELOW, self, mat2)
     _set_history(_n, (result,))
@@ -6265,11 +6267,13 @@ class AddmmBackward0(_Node):
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = maybe_multiply(grad, conj_of(beta))
         if _n._next[mat1_ix] is not None:
+            mat1 = _n._saved('mat1_')
             mat2 = _n._saved('mat2_')
-            grad_inputs[mat1_ix] = maybe_multiply(grad.mm(conj_of(mat2.t())), conj_of(alpha))
+            grad_inputs[mat1_ix] = mm_mat1_backward(grad, mat1, mat2, alpha)
         if _n._next[mat2_ix] is not None:
             mat1 = _n._saved('mat1_')
-            grad_inputs[mat2_ix] = maybe_multiply(conj_of(mat1.t()).mm(grad), conj_of(alpha))
+            mat2 = _n._saved('mat2_')
+            grad_inputs[mat2_ix] = mm_mat2_backward(grad, mat1, mat2, alpha)
         return grad_inputs
 
 
@@ -6281,9 +6285,9 @@ def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
     _n._input_meta = _meta(self, mat1, mat2)
     _n.beta = beta
     _n.alpha = alpha
-    if _n._next[2] is not None:
+    if _n._next[1] is not None or _n._next[2] is not None:
         _n.mat1_ = _SV(mat1)
-    if _n._next[1] is not None:
+    if _n._next[1] is not None or _n._next[2] is not None:
         _n.mat2_ = _SV(mat2)
     result = aten._op_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _set_history(_n, (result,))
@@ -13999,9 +14003,9 @@ def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _n._input_meta = _meta(self, mat1, mat2)
     _n.beta = beta
     _n.alpha = alpha
-    if _n._next[2] is not None:
+    if _n._next[1] is not None or _n._next[2] is not None:
         _n.mat1_ = _SV(mat1)
-    if _n._next[1] is not None:
+    if _n._next[1] is not None or _n._next[2] is not None:
         _n.mat2_ = _SV(mat2)
     result = aten._op_addmm_.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _rebase_history(self, _n)
