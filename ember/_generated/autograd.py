@@ -6041,16 +6041,16 @@ class MmBackward0(_Node):
 
     def apply(_n, grads):
         grad = grads[0]
+        self_geometry = _n.self_geometry
+        mat2_geometry = _n.mat2_geometry
         self_ix, mat2_ix = 0, 1
         grad_inputs = [None] * 2
         if _n._next[self_ix] is not None:
             mat2 = _n._saved('mat2_')
-            self = _n._saved('self_')
-            grad_inputs[self_ix] = mm_mat1_backward(grad, self, mat2, 1)
+            grad_inputs[self_ix] = mm_mat1_backward(grad, mat2, self_geometry, 1)
         if _n._next[mat2_ix] is not None:
-            mat2 = _n._saved('mat2_')
             self = _n._saved('self_')
-            grad_inputs[mat2_ix] = mm_mat2_backward(grad, self, mat2, 1)
+            grad_inputs[mat2_ix] = mm_mat2_backward(grad, self, mat2_geometry, 1)
         return grad_inputs
 
 
@@ -6060,9 +6060,11 @@ def _ag_mm_default(ks, self, mat2):
     _n = MmBackward0()
     _n._next = _edges(self, mat2)
     _n._input_meta = _meta(self, mat2)
-    if _n._next[0] is not None or _n._next[1] is not None:
+    _n.self_geometry = (tuple(self.shape), self.stride(), self.storage_offset())
+    _n.mat2_geometry = (tuple(mat2.shape), mat2.stride(), mat2.storage_offset())
+    if _n._next[1] is not None:
         _n.self_ = _SV(self)
-    if _n._next[0] is not None or _n._next[1] is not None:
+    if _n._next[0] is not None:
         _n.mat2_ = _SV(mat2)
     result = aten._op_mm.redispatch(ks & _BELOW, self, mat2)
     _set_history(_n, (result,))
@@ -6262,18 +6264,18 @@ class AddmmBackward0(_Node):
         grad = grads[0]
         beta = _n.beta
         alpha = _n.alpha
+        mat1_geometry = _n.mat1_geometry
+        mat2_geometry = _n.mat2_geometry
         self_ix, mat1_ix, mat2_ix = 0, 1, 2
         grad_inputs = [None] * 3
         if _n._next[self_ix] is not None:
             grad_inputs[self_ix] = maybe_multiply(grad, conj_of(beta))
         if _n._next[mat1_ix] is not None:
-            mat1 = _n._saved('mat1_')
             mat2 = _n._saved('mat2_')
-            grad_inputs[mat1_ix] = mm_mat1_backward(grad, mat1, mat2, alpha)
+            grad_inputs[mat1_ix] = mm_mat1_backward(grad, mat2, mat1_geometry, alpha)
         if _n._next[mat2_ix] is not None:
             mat1 = _n._saved('mat1_')
-            mat2 = _n._saved('mat2_')
-            grad_inputs[mat2_ix] = mm_mat2_backward(grad, mat1, mat2, alpha)
+            grad_inputs[mat2_ix] = mm_mat2_backward(grad, mat1, mat2_geometry, alpha)
         return grad_inputs
 
 
@@ -6285,9 +6287,11 @@ def _ag_addmm_default(ks, self, mat1, mat2, beta, alpha):
     _n._input_meta = _meta(self, mat1, mat2)
     _n.beta = beta
     _n.alpha = alpha
-    if _n._next[1] is not None or _n._next[2] is not None:
+    _n.mat1_geometry = (tuple(mat1.shape), mat1.stride(), mat1.storage_offset())
+    _n.mat2_geometry = (tuple(mat2.shape), mat2.stride(), mat2.storage_offset())
+    if _n._next[2] is not None:
         _n.mat1_ = _SV(mat1)
-    if _n._next[1] is not None or _n._next[2] is not None:
+    if _n._next[1] is not None:
         _n.mat2_ = _SV(mat2)
     result = aten._op_addmm.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _set_history(_n, (result,))
@@ -14003,9 +14007,11 @@ def _ag_addmm__default(ks, self, mat1, mat2, beta, alpha):
     _n._input_meta = _meta(self, mat1, mat2)
     _n.beta = beta
     _n.alpha = alpha
-    if _n._next[1] is not None or _n._next[2] is not None:
+    _n.mat1_geometry = (tuple(mat1.shape), mat1.stride(), mat1.storage_offset())
+    _n.mat2_geometry = (tuple(mat2.shape), mat2.stride(), mat2.storage_offset())
+    if _n._next[2] is not None:
         _n.mat1_ = _SV(mat1)
-    if _n._next[1] is not None or _n._next[2] is not None:
+    if _n._next[1] is not None:
         _n.mat2_ = _SV(mat2)
     result = aten._op_addmm_.redispatch(ks & _BELOW, self, mat1, mat2, beta, alpha)
     _rebase_history(self, _n)
