@@ -14,7 +14,7 @@ import itertools
 import threading
 from typing import Any
 
-from ember.autograd import grad_mode
+from ember.autograd import anomaly_mode, grad_mode
 from ember.autograd.graph import AccumulateGrad, Edge, GraphRoot
 
 
@@ -244,7 +244,6 @@ def _call_node(node: Any, grads: Any, keep_graph: Any) -> Any:
         return node.apply(grads)
     outputs = node.apply(grads) if any(g is not None for g in grads) or isinstance(node, AccumulateGrad) \
         else [None] * len(node._next)
-    from ember.autograd import anomaly_mode
     if anomaly_mode.enabled:
         anomaly_mode.check_nan(node, outputs)
     if not isinstance(node, AccumulateGrad):

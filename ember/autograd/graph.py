@@ -281,26 +281,30 @@ class AccumulateGrad(Node):
         """PyTorch's ``accumulate_grad``: without create_graph the leaf gets a detached gradient it owns
         (so later in-place accumulation and ``grad.zero_()`` touch nothing else); with create_graph the
         sum stays in the graph."""
-        from ember.autograd.grad_mode import no_grad, state
         var = self._variable()
         g = grads[0]
         if var is None or g is None:
             return []
-        wanted = var.__dict__.get("_grad_dtype", var.dtype)  # Tensor.grad_dtype: None accepts any dtype
-        if wanted is not None and g.dtype != wanted:
+        wanted = var.__dict__.get("_grad_dtype", _PARAM_DTYPE)  # Tensor.grad_dtype: None accepts any dtype
+        if wanted is _PARAM_DTYPE:
+            if g._data.dtype != var._data.dtype:
+                g = g.to(var.dtype)
+        elif wanted is not None and g.dtype != wanted:
             g = g.to(wanted)
         old = var.grad
-        if not state.enabled:
+        if not state.enabled:  # grad mode is off here already: the in-place sum records nothing
             if old is None:
                 var._grad = _clone_obey_contract(g.detach(), var)
             else:
-                with no_grad():
-                    old.add_(g)
+                old.add_(g)
         else:
             var._grad = _clone_obey_contract(g, var) if old is None else old + g
         for h in self._post_acc_hooks:
             h(var)
         return []
+
+
+_PARAM_DTYPE = object()  # no grad_dtype set: the gradient takes the leaf's own dtype
 
 
 def _non_overlapping_and_dense(sizes: tuple[int, ...], strides: tuple[int, ...]) -> bool:
