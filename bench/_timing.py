@@ -84,18 +84,24 @@ def time_block(fn: Callable[[], Any], number: int) -> float:
     return (time.perf_counter() - t0) / number
 
 
-def peak_rss_mb() -> float:
-    """The process's peak resident set size so far (VmHWM), in MB."""
+def rss_mb(field: str = "VmRSS") -> float:
+    """A memory figure of this process from /proc/self/status in MB: ``VmRSS`` (resident now) or ``VmHWM`` (the
+    peak so far); elsewhere than Linux, the peak from ``getrusage``."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
     import resource
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return kb / 1024 / (1024 if sys.platform == "darwin" else 1)
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident set size so far, in MB."""
+    return rss_mb("VmHWM")
 
 
 def describe(lib: Any) -> str:
@@ -127,13 +133,12 @@ def _child(spec: dict[str, Any]) -> None:
     lib.set_num_threads(spec["threads"])
     rss_import = peak_rss_mb()
     bench: Bench = importlib.import_module(spec["module"]).BENCH
-    side = next(s for s in bench.sides if s.name == spec["side"]) if not spec["self_check"] else None
-    if side is not None and side.prepare is not None:
+    if spec["self_check"]:  # both sides are the module's (first) PyTorch side
+        side = next(s for s in bench.sides if s.framework == "torch")
+    else:
+        side = next(s for s in bench.sides if s.name == spec["side"])
+    if side.prepare is not None:
         side.prepare(lib)
-    elif side is None:
-        ref = next(s for s in bench.sides if s.framework == "torch")
-        if ref.prepare is not None:
-            ref.prepare(lib)
     quick = spec["quick"]
     times = {}
     for name in spec["workloads"]:

@@ -23,17 +23,10 @@ WORKLOADS = ["MLP 784-512-512-10 b128 SGD-mom", "LeNet-5 64x1x28x28 Adam", "GPT 
              "Conv autoencoder 64x1x28x28 Adam"]
 
 
-def rss_mb(field: str = "VmRSS:") -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def _child(framework: str, name: str, steps: int, quick: bool, threads: int) -> None:
     lib = importlib.import_module(framework)  # first, as in a script
     lib.set_num_threads(threads)
+    from bench._timing import peak_rss_mb, rss_mb
     from bench.suite import BENCH
     step = BENCH.workloads[name].make(lib, quick)
     warm = max(20, steps // 10)
@@ -46,7 +39,7 @@ def _child(framework: str, name: str, steps: int, quick: bool, threads: int) -> 
         step()
         if i % every == 0 or i == rest:
             samples.append(rss_mb())
-    print(json.dumps({"samples": samples, "peak": rss_mb("VmHWM:"), "steps": warm + rest}))
+    print(json.dumps({"samples": samples, "peak": peak_rss_mb(), "steps": warm + rest}))
 
 
 def main(argv=None):

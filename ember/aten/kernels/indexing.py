@@ -145,7 +145,8 @@ def _scatter_core(xp: Any, self: Array, dim: Any, index: Array, src: Array, redu
     if index.size == 0:
         return out
     n = self.shape[d] if self.ndim else 1
-    if int(index.min()) < -n or int(index.max()) >= n:
+    lowest = int(index.min())
+    if lowest < -n or int(index.max()) >= n:
         raise RuntimeError(f"index {int(index.max())} is out of bounds for dimension {d} with size {n}")
     grids = list(xp.indices(index.shape, sparse=True))
     grids[d] = index
@@ -159,7 +160,7 @@ def _scatter_core(xp: Any, self: Array, dim: Any, index: Array, src: Array, redu
     elif reduce in ("add", "sum"):
         if not include_self:
             out[key] = 0
-        if d == out.ndim - 1 and index.shape[:-1] == out.shape[:-1] and int(index.min()) >= 0 \
+        if d == out.ndim - 1 and index.shape[:-1] == out.shape[:-1] and lowest >= 0 \
                 and compiled.usable(xp, out, dtypes=(np.float32, np.float64)):
             # along the last dim (max pooling's backward): a compiled loop instead of ufunc.at
             compiled.scatter_add_rows(out.reshape(-1, out.shape[-1]), index.reshape(-1, index.shape[-1]),
