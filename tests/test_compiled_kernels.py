@@ -149,3 +149,20 @@ def test_scatter_add_along_the_last_dim_is_compiled_and_matches_ufunc_at(fallbac
     np.add.at(expect, tuple(list(np.indices(index.shape, sparse=True))[:2]) + (index,), src[..., :70])
     np.testing.assert_array_equal(runs[0], expect)  # the same additions in the same order
     np.testing.assert_array_equal(runs[1], expect)
+
+
+def test_index_add_along_dim_0_is_compiled_and_matches_ufunc_at(fallback):
+    """Embedding's backward: rows added in order, repeated rows included, as np.add.at adds them."""
+    rng = np.random.default_rng(9)
+    base = rng.standard_normal((50, 3, 4)).astype(np.float32)
+    index = rng.integers(0, 50, 200)
+    src = rng.standard_normal((200, 3, 4)).astype(np.float32)
+    runs = []
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        runs.append(ember.tensor(base).index_add(0, ember.tensor(index), ember.tensor(src), alpha=0.5).numpy())
+    expect = base.copy()
+    np.add.at(expect, index, src * np.float32(0.5))
+    np.testing.assert_array_equal(runs[0], expect)
+    np.testing.assert_array_equal(runs[1], expect)

@@ -110,3 +110,36 @@ def test_zero_dim_boolean_masks_read_and_write_as_in_pytorch():
         np.testing.assert_array_equal(e_y.numpy(), t_y.numpy())
     s = ember.tensor(True)
     assert s[s].tolist() == [True]
+
+
+INDEX_OP_CASES = [
+    lambda L: L.zeros(3).index_add(0, L.tensor([-1]), L.ones(1)),
+    lambda L: L.zeros(3).index_add(0, L.tensor([1, 7, -2]), L.ones(3)),
+    lambda L: L.zeros(3, 2).index_add(0, L.tensor([-1]), L.ones(1, 2)),
+    lambda L: L.zeros(2, 3).index_add(1, L.tensor([1, 5, -1]), L.ones(2, 3)),
+    lambda L: L.zeros(4, 2).index_add(0, L.tensor([3, 0, 3]), L.ones(3, 2), alpha=2),
+    lambda L: L.zeros(3).index_copy(0, L.tensor([1, 5, -1]), L.ones(3)),
+    lambda L: L.zeros(3).index_copy(0, L.tensor([1, -1, 5]), L.ones(3)),
+    lambda L: L.zeros(2, 3).index_copy(1, L.tensor([3]), L.ones(2, 1)),
+    lambda L: L.zeros(3).index_fill(0, L.tensor([-1]), 1.0),
+    lambda L: L.zeros(3).index_fill(0, L.tensor([-5, 4]), 1.0),
+    lambda L: L.zeros(2, 3).index_fill(1, L.tensor([-4]), 1.0),
+]
+
+
+@pytest.mark.parametrize("i", range(len(INDEX_OP_CASES)))
+def test_index_add_copy_fill_range_checks_as_pytorch(i):
+    """Each of PyTorch's CPU kernels has its own rule for an index outside the dim: index_fill wraps negative
+    indices, index_add and index_copy refuse them; the error class and text name the first bad index."""
+    results = []
+    for L in (torch, ember):
+        try:
+            results.append(("ok", np.asarray(INDEX_OP_CASES[i](L).tolist())))
+        except (IndexError, RuntimeError) as e:
+            results.append((type(e).__name__, str(e)))
+    (tk, tv), (ek, ev) = results
+    assert tk == ek
+    if tk == "ok":
+        np.testing.assert_array_equal(ev, tv)
+    else:
+        assert ev == tv

@@ -156,3 +156,13 @@ def scatter_add_rows(out: Any, idx: Any, src: Any) -> None:
     for r in range(idx.shape[0]):
         for j in range(idx.shape[1]):
             out[r, idx[r, j]] += src[r, j]
+
+
+@_kernel
+def index_add_rows(out: Any, index: Any, src: Any) -> None:
+    """out[index[i], :] += src[i, :] for every i, in order (``index_add`` along dim 0 of 2-d row blocks:
+    embedding's backward)."""
+    for i in range(index.shape[0]):
+        row = index[i]
+        for j in range(src.shape[1]):
+            out[row, j] += src[i, j]

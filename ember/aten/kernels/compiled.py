@@ -89,3 +89,9 @@ def scatter_add_rows(out: Any, index: Any, src: Any) -> None:
     """out[r, index[r, j]] += src[r, j] in place, row by row in order (``out`` C-contiguous 2-d, ``index``
     int64 in range, ``src`` of out's dtype)."""
     _load().scatter_add_rows(out, np.ascontiguousarray(index), np.ascontiguousarray(src))
+
+
+def index_add_rows(out: Any, index: Any, src: Any) -> None:
+    """out[index[i]] += src[i] in place, in order (``out`` C-contiguous 2-d, ``index`` int64 1-d in range, ``src``
+    of out's dtype)."""
+    _load().index_add_rows(out, np.ascontiguousarray(index), np.ascontiguousarray(src))

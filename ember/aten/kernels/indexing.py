@@ -305,12 +305,26 @@ def fill_tensor(xp: Any, self: Array, value: Array) -> Any:
 
 
 def _index_along(xp: Any, self: Array, dim: Any, index: Array, name: Any) -> Any:
+    """The dim of an ``index_*`` op, after PyTorch's checks of its index vector. Out-of-range indices are refused
+    as each of PyTorch's CPU kernels refuses them, naming the first bad one in order: ``index_fill`` accepts
+    negative indices down to -size, ``index_add`` and ``index_copy`` none."""
     d = wrap_dim(dim, self.ndim) if self.ndim else 0
     if index.ndim > 1:
         raise IndexError(f"{name}_(): Index is supposed to be a vector")
     n = self.shape[d] if self.ndim else 1
-    if index.size and (int(index.min()) < -n or int(index.max()) >= n):
-        raise IndexError(f"{name}_(): index out of range")
+    if index.size:
+        low = -n if name == "index_fill" else 0
+        if int(index.min()) < low or int(index.max()) >= n:
+            flat = np.asarray(index).reshape(-1)
+            bad = int(flat[(flat < low) | (flat >= n)][0])
+            where = f"index {bad} is out of bounds for dimension {d} with size {n}"
+            if name == "index_copy":
+                raise IndexError(f"index_copy_(): {where}")
+            if name == "index_add":
+                if self.ndim <= 1:
+                    raise IndexError("index out of range in self")
+                raise RuntimeError(where)
+            raise IndexError(where)
     return d
 
 
@@ -322,7 +336,13 @@ def index_add(xp: Any, self: Array, dim: Any, index: Array, source: Array, alpha
     src = xp.asarray(source).astype(self.dtype, copy=False)
     if alpha != 1:
         src = src * alpha
-    xp.add.at(out, tuple(key), src)
+    if d == 0 and out.ndim >= 1 and index.ndim == 1 and src.shape[:1] == index.shape \
+            and compiled.usable(xp, out, dtypes=(np.float32, np.float64)):
+        # rows in order (embedding's backward): a compiled loop instead of ufunc.at
+        compiled.index_add_rows(out.reshape(out.shape[0], -1), index.astype(np.int64, copy=False),
+                                xp.broadcast_to(src, (index.shape[0],) + out.shape[1:]).reshape(index.shape[0], -1))
+    else:
+        xp.add.at(out, tuple(key), src)
     return out
 
 
