@@ -5527,7 +5527,7 @@ class TakeBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             index = _n._saved('index_')
-            grad_inputs[self_ix] = zeros_of(self_sizes, grad).reshape(-1).index_add(0, index.reshape(-1), grad.reshape(-1)).reshape(self_sizes)
+            grad_inputs[self_ix] = zeros_of(self_sizes, grad).put(index, grad, True)
         return grad_inputs
 
 

@@ -336,11 +336,12 @@ def index_add(xp: Any, self: Array, dim: Any, index: Array, source: Array, alpha
     src = xp.asarray(source).astype(self.dtype, copy=False)
     if alpha != 1:
         src = src * alpha
-    if d == 0 and out.ndim >= 1 and index.ndim == 1 and src.shape[:1] == index.shape \
+    if d == 0 and out.size and index.size and index.ndim == 1 and src.shape[:1] == index.shape \
             and compiled.usable(xp, out, dtypes=(np.float32, np.float64)):
         # rows in order (embedding's backward): a compiled loop instead of ufunc.at
-        compiled.index_add_rows(out.reshape(out.shape[0], -1), index.astype(np.int64, copy=False),
-                                xp.broadcast_to(src, (index.shape[0],) + out.shape[1:]).reshape(index.shape[0], -1))
+        row = out.size // out.shape[0]
+        compiled.index_add_rows(out.reshape(out.shape[0], row), index.astype(np.int64, copy=False),
+                                xp.broadcast_to(src, (index.shape[0],) + out.shape[1:]).reshape(index.shape[0], row))
     else:
         xp.add.at(out, tuple(key), src)
     return out
