@@ -74,46 +74,47 @@ class enable_grad(_NoParamDecoratorContextManager):
         state.enabled = self.prev
 
 
-class set_grad_enabled(_DecoratorContextManager):
-    """``set_grad_enabled(mode)`` sets the mode at once; as a context manager it restores the previous one."""
+class _ModeSetter(_DecoratorContextManager):
+    """A switch of ``state`` set when the object is made. As a context manager it restores the previous value on
+    exit; used as a decorator it restores it at once, and the decorated function sets it for each call (PyTorch's
+    ``set_grad_enabled.__call__``)."""
+    _field = ""
 
-    def __init__(self, mode: bool) -> None:
-        self.prev = state.enabled
+    def _set(self, mode: Any) -> None:
+        self.prev = getattr(state, self._field)
         self.mode = bool(mode)
-        state.enabled = self.mode
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        state.enabled = self.prev
-
-    def clone(self) -> _DecoratorContextManager:
-        return self.__class__(self.mode)
-
-
-class enforce_grad_layout_policy(_DecoratorContextManager):
-    """Whether autograd makes a leaf's new ``.grad`` obey the gradient layout contract (the strides of a
-    non-overlapping, dense parameter; row-major otherwise): True by default. False keeps the incoming gradient's
-    layout. Sets the policy at once; as a context manager it restores the previous one."""
-
-    def __init__(self, enable: bool = True) -> None:
-        self.prev = state.grad_layout_enforced
-        self.mode = bool(enable)
-        state.grad_layout_enforced = self.mode
+        setattr(state, self._field, self.mode)
 
     def __call__(self, orig_func: Any) -> Any:
-        state.grad_layout_enforced = self.prev
+        setattr(state, self._field, self.prev)
         return super().__call__(orig_func)
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, *exc: object) -> None:
-        state.grad_layout_enforced = self.prev
+        setattr(state, self._field, self.prev)
 
     def clone(self) -> _DecoratorContextManager:
         return self.__class__(self.mode)
+
+
+class set_grad_enabled(_ModeSetter):
+    """``set_grad_enabled(mode)`` sets the mode at once; as a context manager it restores the previous one."""
+    _field = "enabled"
+
+    def __init__(self, mode: bool) -> None:
+        self._set(mode)
+
+
+class enforce_grad_layout_policy(_ModeSetter):
+    """Whether autograd makes a leaf's new ``.grad`` obey the gradient layout contract (the strides of a
+    non-overlapping, dense parameter; row-major otherwise): True by default. False keeps the incoming gradient's
+    layout. Sets the policy at once; as a context manager it restores the previous one."""
+    _field = "grad_layout_enforced"
+
+    def __init__(self, enable: bool = True) -> None:
+        self._set(enable)
 
 
 class inference_mode(_DecoratorContextManager):

@@ -224,6 +224,11 @@ def test_grad_modes_nested_and_as_decorators():
     ember.set_grad_enabled(False)
     assert not ember.is_grad_enabled()
     ember.set_grad_enabled(True)
+
+    @ember.set_grad_enabled(False)  # as a decorator: the mode is set per call, not where the function is defined
+    def k(t):
+        return t * 2
+    assert ember.is_grad_enabled() and not k(x).requires_grad and ember.is_grad_enabled()
     with ember.inference_mode():
         assert ember.is_inference_mode_enabled() and not (x * 2).requires_grad
     assert not ember.is_inference_mode_enabled()
