@@ -96,7 +96,7 @@ class _ModeSetter(_DecoratorContextManager):
         setattr(state, self._field, self.prev)
 
     def clone(self) -> _DecoratorContextManager:
-        return self.__class__(self.mode)
+        return self.__class__(self.mode)  # type: ignore[call-arg]  # each subclass takes the mode
 
 
 class set_grad_enabled(_ModeSetter):
