@@ -51,13 +51,13 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="")
     args = ap.parse_args(argv)
-    from bench._timing import machine
+    from bench._timing import _have_torch, machine
     from bench.suite import BENCH
     names = [n for n in (BENCH.workloads if args.only else WORKLOADS) if args.only in n]
     if args.quick and not args.only:
         names = [n for n in names if n.startswith(("MLP", "GPT"))]  # the smoke run: one with compiled kernels
     steps = 25 if args.quick else args.steps
-    frameworks = ["ember"] + (["torch"] if importlib.util.find_spec("torch") else [])
+    frameworks = ["ember"] + (["torch"] if _have_torch() else [])
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads),
                MKL_NUM_THREADS=str(args.threads))
     print(f"machine: {machine()}; {args.threads} threads each, a process per workload and framework")

@@ -24,6 +24,7 @@ The starting block X, when not given, is ``randn(m, n)`` on the default generato
 so a seed gives PyTorch's starting point and PyTorch's iterates."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import ember
@@ -391,9 +392,7 @@ def _lobpcg(A: Any, B: Any, k: int | None, X: Any, n: int | None, iK: Any, niter
     if A.dim() == 2:
         return solve(A, B, X)
     batch = A.shape[:-2]
-    count = 1
-    for size in batch:
-        count *= size
+    count = math.prod(batch)
     bA = A.reshape(count, m, m)
     bB = None if B is None else B.reshape(count, m, m)
     bX = None if X is None else X.reshape((count,) + tuple(X.shape[-2:]))
