@@ -117,8 +117,12 @@ def describe(lib: Any) -> str:
             libs = [d for d in threadpoolctl.threadpool_info() if d.get("user_api") == "blas"]
         except ImportError:
             libs = []
-        if libs:
-            d = libs[0]
+        if libs:   # NumPy's own (its wheel's numpy.libs), not one another package loaded (SciPy's)
+            import numpy
+            home = os.path.dirname(os.path.dirname(numpy.__file__))
+            own = [d for d in libs if os.path.basename(os.path.dirname(d["filepath"])) == "numpy.libs"
+                   and d["filepath"].startswith(home)]
+            d = (own or libs)[0]
             parts.append(f"BLAS {d['internal_api']} {d.get('version')} ({d.get('architecture')} kernel, "
                          f"{d['num_threads']} threads)")
         else:

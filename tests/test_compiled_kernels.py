@@ -166,3 +166,68 @@ def test_index_add_along_dim_0_is_compiled_and_matches_ufunc_at(fallback):
     np.add.at(expect, index, src * np.float32(0.5))
     np.testing.assert_array_equal(runs[0], expect)
     np.testing.assert_array_equal(runs[1], expect)
+
+
+CONVS = [((3, 4, 9, 8), (6, 2, 3, 2), dict(stride=(2, 1), padding=(2, 1), dilation=(1, 2)), 2),
+         ((2, 3, 11), (4, 3, 4), dict(stride=3, padding=2, dilation=2), 1),
+         ((2, 2, 5, 6, 4), (3, 2, 2, 3, 2), dict(stride=(1, 2, 1), padding=(1, 0, 1)), 1),
+         ((16, 6, 14, 14), (16, 6, 5, 5), dict(), 1),                         # big enough to split over threads
+         ((2, 4, 3, 3), (4, 2, 5, 5), dict(padding=4), 2)]                    # windows mostly in the padding
+
+
+@pytest.mark.parametrize("xs,ws,kw,groups", CONVS)
+def test_im2col_is_the_numpy_columns_and_col2im_its_adjoint(xs, ws, kw, groups, fallback):
+    """The compiled columns equal the sliding-window copy element for element (zeros in the padding); col2im
+    is im2col's adjoint: <im2col(x), c> = <x, col2im(c)> in float64."""
+    from ember.aten.kernels import conv_algos
+    nd = len(xs) - 2
+    full = {k: (v,) * nd if isinstance(v, int) else v for k, v in kw.items()}
+    stride, padding, dilation = (full.get(k, (d,) * nd) for k, d in (("stride", 1), ("padding", 0), ("dilation", 1)))
+    out_sp = tuple((i + 2 * p - d * (k - 1) - 1) // s + 1
+                   for i, k, s, p, d in zip(xs[2:], ws[2:], stride, padding, dilation))
+    rng = np.random.default_rng(sum(xs))
+    x = rng.standard_normal(xs)
+    runs = []
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        runs.append(conv_algos._columns(np, x, ws[2:], stride, padding, dilation, out_sp).copy())
+    np.testing.assert_array_equal(runs[0], runs[1])
+    c = rng.standard_normal(runs[0].shape)
+    compiled.set_enabled(True)
+    back = [conv_algos._col2im(np, c, xs, ws[2:], stride, padding, dilation, out_sp)]
+    fallback()
+    back.append(conv_algos._col2im(np, c, xs, ws[2:], stride, padding, dilation, out_sp))
+    np.testing.assert_allclose(back[0], back[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.vdot(runs[0], c), np.vdot(x, back[0]), rtol=1e-10)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs,ws,kw,groups", CONVS)
+def test_convolution_through_compiled_im2col_matches_pytorch(xs, ws, kw, groups, dtype, transposed, fallback):
+    torch = pytest.importorskip("torch")
+    nd = len(xs) - 2
+    kind = "conv_transpose" if transposed else "conv"
+    fn = f"{kind}{nd}d"
+    if transposed:       # weight (C_in, C_out / groups, k...); padding halved so that every output is non-empty
+        ws = (xs[1], ws[0] // groups) + ws[2:]
+        stride = kw.get("stride", 1)
+        kw = dict(kw, padding=np.floor_divide(kw.get("padding", 0), 2).tolist(),
+                  output_padding=np.subtract(stride, 1).tolist())
+    rng = np.random.default_rng(len(xs) * 7 + int(transposed))
+    x, w = rng.standard_normal(xs).astype(dtype), (rng.standard_normal(ws) * 0.3).astype(dtype)
+    t = [torch.tensor(a, requires_grad=True) for a in (x, w)]
+    yt = getattr(torch.nn.functional, fn)(*t, groups=groups, **kw)
+    g = rng.standard_normal(tuple(yt.shape)).astype(dtype)
+    yt.backward(torch.tensor(g))
+    tol = dict(rtol=1e-10, atol=1e-10) if dtype == "float64" else dict(rtol=2e-4, atol=2e-4)
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        e = [ember.tensor(a, requires_grad=True) for a in (x, w)]
+        ye = getattr(ember.nn.functional, fn)(*e, groups=groups, **kw)
+        ye.backward(ember.tensor(g))
+        np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), **tol)
+        for a, b in zip(e, t):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **tol)

@@ -166,3 +166,93 @@ def index_add_rows(out: Any, index: Any, src: Any) -> None:
         row = index[i]
         for j in range(src.shape[1]):
             out[row, j] += src[i, j]
+
+
+@_kernel
+def im2col(x: Any, N: int, C: int, D: int, H: int, W: int, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int,
+           pd: int, ph: int, pw: int, dd: int, dh: int, dw: int, od: int, oh: int, ow: int, cols: Any, q0: int,
+           q1: int) -> None:
+    """The columns matrix of a convolution: cols[(c, a, b, e), (n, z, y, u)] = x[n, c, z sd - pd + a dd,
+    y sh - ph + b dh, u sw - pw + e dw], 0 where that falls in the padding; x (N, C, D, H, W) and cols
+    (C kd kh kw, N od oh ow) passed flat. Fills the (row, sample) pairs q0..q1-1, q = row * N + n, each a
+    contiguous run of od oh ow values. The in-bounds run of each output line is found once, and the copy loops
+    index with unsigned integers: numba tests a signed index for wrap-around on every element, which keeps a
+    loop scalar (3-4x slower here)."""
+    K = kd * kh * kw
+    P = od * oh * ow
+    usw = np.uint64(sw)
+    for q in range(q0, q1):
+        r = q // N
+        n = q - r * N
+        c = r // K
+        k = r - c * K
+        a = k // (kh * kw)
+        b = (k // kw) % kh
+        e = k % kw
+        x0 = e * dw - pw
+        lo = min(ow, max(0, (sw - 1 - x0) // sw))
+        hi = max(lo, min(ow, (W - 1 - x0) // sw + 1))
+        for oz in range(od):
+            z = oz * sd - pd + a * dd
+            for oy in range(oh):
+                y = oy * sh - ph + b * dh
+                o = np.uint64((r * N + n) * P + (oz * oh + oy) * ow)
+                if z < 0 or z >= D or y < 0 or y >= H:
+                    for u in range(np.uint64(ow)):
+                        cols[o + u] = 0
+                    continue
+                for u in range(np.uint64(lo)):
+                    cols[o + u] = 0
+                src = np.uint64((((n * C + c) * D + z) * H + y) * W + x0 + lo * sw)
+                dst = o + np.uint64(lo)
+                if sw == 1:                       # unit stride: a loop LLVM turns into vector moves
+                    for u in range(np.uint64(hi - lo)):
+                        cols[dst + u] = x[src + u]
+                else:
+                    for u in range(np.uint64(hi - lo)):
+                        cols[dst + u] = x[src + u * usw]
+                for u in range(np.uint64(hi), np.uint64(ow)):
+                    cols[o + u] = 0
+
+
+@_kernel
+def col2im(cols: Any, N: int, C: int, D: int, H: int, W: int, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int,
+           pd: int, ph: int, pw: int, dd: int, dh: int, dw: int, od: int, oh: int, ow: int, gx: Any, q0: int,
+           q1: int) -> None:
+    """The adjoint of ``im2col``: gx[n, c, ...] = the sum of the columns entries that read it (entries that read
+    the padding are dropped); gx (N, C, D, H, W) flat. The planes q0..q1-1, q = n * C + c, are zeroed and filled
+    (planes are independent, so ranges of them can run side by side)."""
+    K = kd * kh * kw
+    P = od * oh * ow
+    plane = D * H * W
+    usw = np.uint64(sw)
+    for q in range(q0, q1):
+        n = q // C
+        c = q - n * C
+        start = np.uint64(q * plane)
+        for i in range(np.uint64(plane)):
+            gx[start + i] = 0
+        for k in range(K):
+            r = c * K + k
+            a = k // (kh * kw)
+            b = (k // kw) % kh
+            e = k % kw
+            x0 = e * dw - pw
+            lo = min(ow, max(0, (sw - 1 - x0) // sw))
+            hi = max(lo, min(ow, (W - 1 - x0) // sw + 1))
+            for oz in range(od):
+                z = oz * sd - pd + a * dd
+                if z < 0 or z >= D:
+                    continue
+                for oy in range(oh):
+                    y = oy * sh - ph + b * dh
+                    if y < 0 or y >= H:
+                        continue
+                    src = np.uint64((r * N + n) * P + (oz * oh + oy) * ow + lo)
+                    dst = np.uint64(((q * D + z) * H + y) * W + x0 + lo * sw)
+                    if sw == 1:
+                        for u in range(np.uint64(hi - lo)):
+                            gx[dst + u] += cols[src + u]
+                    else:
+                        for u in range(np.uint64(hi - lo)):
+                            gx[dst + u * usw] += cols[src + u]

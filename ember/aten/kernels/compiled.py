@@ -95,3 +95,45 @@ def index_add_rows(out: Any, index: Any, src: Any) -> None:
     """out[index[i]] += src[i] in place, in order (``out`` C-contiguous 2-d, ``index`` int64 1-d in range, ``src``
     of out's dtype)."""
     _load().index_add_rows(out, np.ascontiguousarray(index), np.ascontiguousarray(src))
+
+
+def _conv_geometry(x_shape: Any, ksize: Any, stride: Any, padding: Any, dilation: Any, out_sp: Any) -> tuple[Any, ...]:
+    """A 1-, 2- or 3-d convolution's (N, C, D, H, W) shape and its 3-d window arguments (leading spatial dims of
+    size 1 with a window of 1)."""
+    lead = 3 - len(ksize)
+    shape = tuple(x_shape[:2]) + (1,) * lead + tuple(x_shape[2:])
+    args = ((1,) * lead + tuple(ksize) + (1,) * lead + tuple(stride) + (0,) * lead + tuple(padding) +
+            (1,) * lead + tuple(dilation) + (1,) * lead + tuple(out_sp))
+    return shape, args
+
+
+def im2col(x: Any, ksize: Any, stride: Any, padding: Any, dilation: Any, out_sp: Any, cols: Any) -> Any:
+    """Fills ``cols`` (C * prod(ksize), N * prod(out_sp)), C-contiguous, with the windows of x (N, C, *spatial),
+    1 to 3 spatial dims, zero padding; (row, sample) runs split over the intra-op threads."""
+    kernel = _load().im2col
+    shape, args = _conv_geometry(x.shape, ksize, stride, padding, dilation, out_sp)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = cols.reshape(-1)
+    work = cols.shape[0] * shape[0]
+
+    def run(b: int, e: int) -> None:
+        kernel(flat, *shape, *args, out, b, e)
+
+    parallel.parallel_for(0, work, max(1, parallel.GRAIN_SIZE * work // max(cols.size, 1)), run)
+    return cols
+
+
+def col2im(cols: Any, in_shape: Any, ksize: Any, stride: Any, padding: Any, dilation: Any, out_sp: Any) -> Any:
+    """The input-shaped sum of the columns matrix ``cols`` (the adjoint of :func:`im2col`): a new array of
+    ``in_shape`` and cols' dtype; (sample, channel) planes split over the intra-op threads."""
+    kernel = _load().col2im
+    shape, args = _conv_geometry(in_shape, ksize, stride, padding, dilation, out_sp)
+    gx = np.empty(shape, cols.dtype)
+    flat, out = np.ascontiguousarray(cols).reshape(-1), gx.reshape(-1)
+    work = shape[0] * shape[1]
+
+    def run(b: int, e: int) -> None:
+        kernel(flat, *shape, *args, out, b, e)
+
+    parallel.parallel_for(0, work, max(1, parallel.GRAIN_SIZE * work // max(cols.size, 1)), run)
+    return gx.reshape(tuple(in_shape))

@@ -2,10 +2,13 @@
 
 Each pass of a convolution -- forward, input gradient, weight gradient -- has two algorithms:
 
-* ``"gemm"``: the columns matrix (im2col) in channel-major per-sample layout ``(N, G, Cg*k, P)`` (``P`` output
-  positions), so that the forward is one batched GEMM ``W @ cols`` landing directly in NCHW; the input gradient
-  is the GEMM ``W^T @ grad`` followed by col2im (one strided add per kernel offset); the weight gradient is
-  ``grad @ cols^T`` summed over the batch.  Fast, but the columns take ``k`` times the input's memory.
+* ``"gemm"``: the columns matrix (im2col) ``(C*k, N*P)`` -- a row per (channel, kernel offset), a column per
+  (sample, output position) -- so that each pass is one GEMM per group over the whole batch: the forward
+  ``W @ cols`` (then (O, N, P) -> NCHW), the weight gradient ``grad @ cols^T``, the input gradient
+  ``W^T @ grad`` followed by col2im (each column entry added back where it was read).  im2col and col2im
+  run as compiled loops (``compiled.im2col`` / ``col2im``) for float32 / float64 NumPy arrays, as sliding-window
+  copies and one strided add per kernel offset otherwise.  Fast, but the columns take ``k`` times the input's
+  memory.
 * ``"offset"``: one GEMM per kernel offset over channels-last slices of the input, accumulated; no columns
   matrix, so it suits large inputs and big kernels where im2col would not fit in memory or cache.
 
@@ -25,6 +28,7 @@ import time
 import numpy as np
 
 from ember.aten.context import global_context
+from ember.aten.kernels import compiled
 
 ALGORITHMS = ("gemm", "offset")
 GEMM_MAX_COLUMN_BYTES = 1 << 30
@@ -33,6 +37,7 @@ _workspace = threading.local()
 _cache: dict[Any, str] = {}                  # key -> algorithm name chosen by benchmarking
 _last: dict[str, str] = {}                   # pass -> algorithm used by the latest call (for tests and learners)
 force = None                       # an algorithm name to use everywhere (tests), or None
+_COMPILED_DTYPES = (np.float32, np.float64)   # the dtypes whose im2col / col2im run compiled
 
 
 def _windows(xp: Any, x: Array, ksize: Any, stride: Any, dilation: Any) -> Any:
@@ -89,69 +94,69 @@ def _offset_slice(off: Any, dilation: Any, stride: Any, out_sp: Any) -> Any:
     return tuple(slice(o * d, o * d + s * (n - 1) + 1, s) for o, d, s, n in zip(off, dilation, stride, out_sp))
 
 
-def _columns(xp: Any, x: Array, ksize: Any, stride: Any, padding: Any, dilation: Any, groups: Any,
-             out_sp: Any = None) -> Any:
-    """(N, G, Cg * K, P) contiguous columns of x's windows (truncated to ``out_sp`` if given)."""
+def _columns(xp: Any, x: Array, ksize: Any, stride: Any, padding: Any, dilation: Any, out_sp: Any) -> Any:
+    """(C * K, N * P) contiguous columns of x's windows -- rows (channel, kernel offset), columns (sample, output
+    position), so group g's rows are one block and a GEMM's result is (O, N, P) -- truncated to ``out_sp``
+    output positions, in the columns scratch buffer."""
+    N, C = x.shape[:2]
+    K, P = int(np.prod(ksize)), int(np.prod(out_sp))
+    buf = _scratch(xp, (C * K, N * P), x.dtype)
+    if compiled.usable(xp, x, dtypes=_COMPILED_DTYPES):
+        return compiled.im2col(x, ksize, stride, padding, dilation, out_sp, buf)
     nd = len(ksize)
     cols = _windows(xp, _pad(xp, x, padding, scratch=True), ksize, stride, dilation)      # N, C, out..., k...
-    if out_sp is not None:
-        cols = cols[(slice(None), slice(None)) + tuple(slice(0, n) for n in out_sp)]
-    out_sp = cols.shape[2:2 + nd]
-    perm = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
-    N, C = x.shape[:2]
-    K = int(np.prod(ksize))
-    P = int(np.prod(out_sp))
-    cols = cols.transpose(perm)
-    buf = _scratch(xp, cols.shape, x.dtype)
-    buf[...] = cols
-    return buf.reshape(N, groups, (C // groups) * K, P), out_sp
+    cols = cols[(slice(None), slice(None)) + tuple(slice(0, n) for n in out_sp)]
+    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))    # C, k..., N, out...
+    buf.reshape(cols.transpose(perm).shape)[...] = cols.transpose(perm)
+    return buf
+
+
+def _col2im(xp: Any, gc: Any, in_shape: Any, ksize: Any, stride: Any, padding: Any, dilation: Any,
+            out_sp: Any) -> Any:
+    """The input-shaped sum of a (C * K, N * P) columns matrix: each entry added where ``_columns`` read it."""
+    if compiled.usable(xp, gc, dtypes=_COMPILED_DTYPES):
+        return compiled.col2im(gc, in_shape, ksize, stride, padding, dilation, out_sp)
+    N, C = in_shape[:2]
+    gc = gc.reshape((C,) + tuple(ksize) + (N,) + tuple(out_sp))
+    padded = tuple(s + 2 * p for s, p in zip(in_shape[2:], padding))
+    gx = xp.zeros((N, C) + padded, dtype=gc.dtype)
+    for off in np.ndindex(*ksize):
+        gx[(slice(None), slice(None)) + _offset_slice(off, dilation, stride, out_sp)] += \
+            xp.moveaxis(gc[(slice(None),) + off], 1, 0)
+    return _crop(gx, padding, in_shape)
+
+
+def _grad_rows(xp: Any, gout: Any, groups: int) -> Any:
+    """grad_output (N, O, out...) as (G, O / G, N * P): the layout of a GEMM against the columns."""
+    N, O = gout.shape[:2]
+    return xp.ascontiguousarray(gout.reshape(N, O, -1).transpose(1, 0, 2)).reshape(groups, O // groups, -1)
 
 
 # ------------------------------------------------------------------------------ gemm (im2col)
 def _fwd_gemm(xp: Any, x: Array, w: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
     ksize = w.shape[2:]
-    cols, out_sp = _columns(xp, x, ksize, stride, padding, dilation, groups)     # a scratch buffer
-    O = w.shape[0]
-    wm = w.reshape(groups, O // groups, -1)
-    out = xp.matmul(wm, cols)                                                # N, G, Og, P
-    return out.reshape((x.shape[0], O) + tuple(out_sp))
+    out_sp = tuple((i + 2 * p - d * (k - 1) - 1) // s + 1
+                   for i, k, s, p, d in zip(x.shape[2:], ksize, stride, padding, dilation))
+    cols = _columns(xp, x, ksize, stride, padding, dilation, out_sp)                  # a scratch buffer
+    N, O = x.shape[0], w.shape[0]
+    out = xp.matmul(w.reshape(groups, O // groups, -1), cols.reshape(groups, cols.shape[0] // groups, -1))
+    out = xp.ascontiguousarray(out.reshape(O, N, -1).transpose(1, 0, 2))              # G, Og, N*P -> N, O, P
+    return out.reshape((N, O) + out_sp)
 
 
 def _gin_gemm(xp: Any, gout: Any, w: Any, in_shape: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
-    ksize = w.shape[2:]
-    full = tuple(d * (k - 1) - p for k, d, p in zip(ksize, dilation, padding))
-    exact = all(o + f - p == i for o, f, p, i in zip(gout.shape[2:], full, padding, in_shape[2:]))
-    if all(s == 1 for s in stride) and min(full) >= 0 and exact:
-        # stride 1: the input gradient is the "full" convolution of grad with the flipped, transposed weight,
-        # i.e. one more forward GEMM instead of GEMM + col2im
-        nd = len(ksize)
-        O, Cg = w.shape[:2]
-        wt = w.reshape((groups, O // groups, Cg) + tuple(ksize)).swapaxes(1, 2)
-        wt = wt[(Ellipsis,) + (slice(None, None, -1),) * nd].reshape((groups * Cg, O // groups) + tuple(ksize))
-        gx = _fwd_gemm(xp, gout, xp.ascontiguousarray(wt), stride, full, dilation, groups)
-        return gx
-    N, C = in_shape[:2]
     O = w.shape[0]
-    ksize = w.shape[2:]
-    out_sp = gout.shape[2:]
-    P = int(np.prod(out_sp))
-    wm = w.reshape(groups, O // groups, -1)
-    gc = xp.matmul(wm.transpose(0, 2, 1), gout.reshape(N, groups, O // groups, P))  # N, G, Cg*K, P
-    gc = gc.reshape((N, C) + tuple(ksize) + tuple(out_sp))
-    padded = tuple(s + 2 * p for s, p in zip(in_shape[2:], padding))
-    gx = xp.zeros((N, C) + padded, dtype=gout.dtype)
-    for off in np.ndindex(*ksize):
-        gx[(slice(None), slice(None)) + _offset_slice(off, dilation, stride, out_sp)] += \
-            gc[(slice(None), slice(None)) + off]
-    return _crop(gx, padding, in_shape)
+    g = _grad_rows(xp, gout, groups)                                                    # G, Og, N*P
+    wt = w.reshape(groups, O // groups, -1).transpose(0, 2, 1)                          # G, Cg*K, Og
+    gc = _scratch(xp, (groups, wt.shape[1], g.shape[2]), np.result_type(wt.dtype, g.dtype))
+    xp.matmul(wt, g, out=gc)
+    return _col2im(xp, gc.reshape(-1, g.shape[2]), in_shape, w.shape[2:], stride, padding, dilation, gout.shape[2:])
 
 
 def _gw_gemm(xp: Any, gout: Any, x: Array, w_shape: Any, stride: Any, padding: Any, dilation: Any, groups: Any) -> Any:
-    cols, out_sp = _columns(xp, x, w_shape[2:], stride, padding, dilation, groups, out_sp=gout.shape[2:])
-    N = gout.shape[0]
-    O = w_shape[0]
-    g = gout.reshape(N, groups, O // groups, -1)
-    gw = xp.matmul(g, cols.transpose(0, 1, 3, 2)).sum(axis=0)              # G, Og, Cg*K
+    cols = _columns(xp, x, w_shape[2:], stride, padding, dilation, gout.shape[2:])
+    g = _grad_rows(xp, gout, groups)                                                    # G, Og, N*P
+    gw = xp.matmul(g, cols.reshape(groups, cols.shape[0] // groups, -1).transpose(0, 2, 1))   # G, Og, Cg*K
     return gw.reshape(w_shape)
 
 
