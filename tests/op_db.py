@@ -650,6 +650,25 @@ add(OpInfo("softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((arr(
            covers=("_softmax",)))
 add(OpInfo("log_softmax", lambda d, r: [Sample((arr(r, (3, 4), d), 1)), Sample((arr(r, (2, 3, 4), d), -1))],
            covers=("_log_softmax",)))
+def _softmax_out(r, shape, d, dim, log):
+    """softmax (log_softmax) of random values along dim, in float64 then cast: a valid ``output`` argument."""
+    x = r.uniform(-3, 3, shape)
+    e = np.exp(x - x.max(axis=dim, keepdims=True))
+    y = e / e.sum(axis=dim, keepdims=True)
+    return (np.log(y) if log else y).astype(d)
+
+
+# the backward ops themselves, with their own derivatives (softmax's double backward): through torch.ops.aten
+add(OpInfo("_softmax_backward_data",
+           lambda d, r: [Sample((arr(r, (3, 4), d), _softmax_out(r, (3, 4), d, 1, False), 1, d)),
+                         Sample((arr(r, (2, 3, 4), d), _softmax_out(r, (2, 3, 4), d, 0, False), 0, d))],
+           method=False, ember_fn=lambda e, g, y, dim, dt: e.ops.aten._softmax_backward_data(g, y, dim, getattr(e, dt)),
+           torch_fn=lambda t, g, y, dim, dt: t.ops.aten._softmax_backward_data(g, y, dim, getattr(t, dt))))
+add(OpInfo("_log_softmax_backward_data",
+           lambda d, r: [Sample((arr(r, (3, 4), d), _softmax_out(r, (3, 4), d, 1, True), 1, d)),
+                         Sample((arr(r, (2, 3, 4), d), _softmax_out(r, (2, 3, 4), d, 0, True), 0, d))],
+           method=False, ember_fn=lambda e, g, y, dim, dt: e.ops.aten._log_softmax_backward_data(g, y, dim, getattr(e, dt)),
+           torch_fn=lambda t, g, y, dim, dt: t.ops.aten._log_softmax_backward_data(g, y, dim, getattr(t, dt))))
 add(OpInfo("gelu", lambda d, r: [Sample((arr(r, (3, 4), d),)), Sample((arr(r, (5,), d),), dict(approximate="tanh"))],
            method=False, ember_fn=lambda e, a, **k: e.nn.functional.gelu(a, **k),
            torch_fn=lambda t, a, **k: t.nn.functional.gelu(a, **k), covers=("gelu_backward",)))

@@ -231,3 +231,76 @@ def test_convolution_through_compiled_im2col_matches_pytorch(xs, ws, kw, groups,
         np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), **tol)
         for a, b in zip(e, t):
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **tol)
+
+
+def _special_rows(x):
+    """Rows with a NaN, a +inf, all -inf, some -inf, and huge values put into x (rows 0-4)."""
+    x = x.copy()
+    x[0, 3] = np.nan
+    x[1, 2] = np.inf
+    x[2, :] = -np.inf
+    x[3, ::2] = -np.inf
+    x[4, :] *= 1e30
+    return x
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape", [(7, 13), (3, 300, 257)])          # the second is split over threads
+def test_softmax_rows_match_pytorch(fn, shape, fallback):
+    """Values, NaN rows (PyTorch's: a row whose max is not finite is NaN throughout), the gradient through the
+    _softmax_backward_data / _log_softmax_backward_data ops, on the compiled rows and the NumPy path."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(len(shape))
+    x = _special_rows((rng.standard_normal(shape) * 4).astype(np.float32).reshape(-1, shape[-1])).reshape(shape)
+    g = rng.standard_normal(shape).astype(np.float32)
+    t = torch.tensor(x, requires_grad=True)
+    yt = getattr(torch, fn)(t, -1)
+    yt.backward(torch.tensor(g))
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        e = ember.tensor(x, requires_grad=True)
+        ye = getattr(ember, fn)(e, -1)
+        ye.backward(ember.tensor(g))
+        np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=2e-6, atol=2e-6)
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_backward_ops_on_arbitrary_outputs(log, fallback):
+    """The backward ops take any ``output`` a caller passes (values above 1, NaN): the compiled rows use libm's
+    exp there and agree with PyTorch."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    g = rng.standard_normal((6, 9)).astype(np.float32)
+    y = (rng.standard_normal((6, 9)) * 3).astype(np.float32)
+    y[1, 1] = np.nan
+    name = "_log_softmax_backward_data" if log else "_softmax_backward_data"
+    ref = getattr(torch.ops.aten, name)(torch.tensor(g), torch.tensor(y), 1, torch.float32).numpy()
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        out = getattr(ember.ops.aten, name)(ember.tensor(g), ember.tensor(y), 1, ember.float32).numpy()
+        np.testing.assert_allclose(out, ref, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("shape,normalized", [((5, 7), (7,)), ((4, 300, 128), (128,)), ((3, 4, 5), (4, 5))])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_rows_match_pytorch(shape, normalized, affine, fallback):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 3 + 2).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    params = [rng.standard_normal(normalized).astype(np.float32) for _ in range(2)] if affine else []
+    ts = [torch.tensor(a, requires_grad=True) for a in [x] + params]
+    yt = torch.nn.functional.layer_norm(ts[0], normalized, *ts[1:])
+    yt.backward(torch.tensor(g))
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        es = [ember.tensor(a, requires_grad=True) for a in [x] + params]
+        ye = ember.nn.functional.layer_norm(es[0], normalized, *es[1:])
+        ye.backward(ember.tensor(g))
+        np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+        for a, b in zip(es, ts):     # weight / bias gradients sum over up to 1200 rows
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)

@@ -3536,6 +3536,16 @@ _op__log_softmax = _D.define('_log_softmax(Tensor self, int dim, bool half_to_fl
 def _log_softmax(self, dim, half_to_float):
     return _op__log_softmax.call(self._ks, self, dim, half_to_float)
 
+_op__softmax_backward_data = _D.define('_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor')
+
+def _softmax_backward_data(grad_output, output, dim, input_dtype):
+    return _op__softmax_backward_data.call(grad_output._ks | output._ks, grad_output, output, dim, input_dtype)
+
+_op__log_softmax_backward_data = _D.define('_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor')
+
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    return _op__log_softmax_backward_data.call(grad_output._ks | output._ks, grad_output, output, dim, input_dtype)
+
 _op_softmax_int = _D.define('softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor')
 
 def softmax_int(self, dim, dtype=None):

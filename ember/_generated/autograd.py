@@ -7369,7 +7369,7 @@ class SoftmaxBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            grad_inputs[self_ix] = softmax_backward(grad, result, dim)
+            grad_inputs[self_ix] = aten._softmax_backward_data(grad, result, dim, result.dtype)
         return grad_inputs
 
 
@@ -7396,7 +7396,7 @@ class LogSoftmaxBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            grad_inputs[self_ix] = log_softmax_backward(grad, result, dim)
+            grad_inputs[self_ix] = aten._log_softmax_backward_data(grad, result, dim, result.dtype)
         return grad_inputs
 
 
@@ -7410,6 +7410,76 @@ def _ag__log_softmax_default(ks, self, dim, half_to_float):
     result = aten._op__log_softmax.redispatch(ks & _BELOW, self, dim, half_to_float)
     _set_history(_n, (result,))
     _n.result_ = _SV(result, True)
+    return result
+
+
+class SoftmaxBackwardDataBackward0(_Node):
+    _saved_names = ('grad_output_', 'output_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        input_dtype = _n.input_dtype
+        grad_output_ix, output_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            output = _n._saved('output_')
+            grad_inputs[grad_output_ix] = aten._softmax_backward_data(grad.to(output.dtype), output, dim, input_dtype)
+        if _n._next[output_ix] is not None:
+            grad_output = _n._saved('grad_output_')
+            output = _n._saved('output_')
+            grad_inputs[output_ix] = softmax_double_backward(grad.to(output.dtype), grad_output, dim, output).to(output.dtype)
+        return grad_inputs
+
+
+def _ag__softmax_backward_data_default(ks, grad_output, output, dim, input_dtype):
+    if not (_gm.enabled and (grad_output._rg or output._rg)):
+        return aten._op__softmax_backward_data.redispatch(ks & _BELOW, grad_output, output, dim, input_dtype)
+    _n = SoftmaxBackwardDataBackward0()
+    _n._next = _edges(grad_output, output)
+    _n._input_meta = _meta(grad_output, output)
+    _n.dim = dim
+    _n.input_dtype = input_dtype
+    if _n._next[1] is not None:
+        _n.grad_output_ = _SV(grad_output)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.output_ = _SV(output)
+    result = aten._op__softmax_backward_data.redispatch(ks & _BELOW, grad_output, output, dim, input_dtype)
+    _set_history(_n, (result,))
+    return result
+
+
+class LogSoftmaxBackwardDataBackward0(_Node):
+    _saved_names = ('grad_output_', 'output_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dim = _n.dim
+        grad_output_ix, output_ix = 0, 1
+        grad_inputs = [None] * 2
+        if _n._next[grad_output_ix] is not None:
+            output = _n._saved('output_')
+            grad_inputs[grad_output_ix] = grad.to(output.dtype) - (grad.to(output.dtype) * output.exp()).sum(dim, True)
+        if _n._next[output_ix] is not None:
+            grad_output = _n._saved('grad_output_')
+            output = _n._saved('output_')
+            grad_inputs[output_ix] = (-grad_output.sum(dim, True) * output.exp() * grad.to(output.dtype)).to(output.dtype)
+        return grad_inputs
+
+
+def _ag__log_softmax_backward_data_default(ks, grad_output, output, dim, input_dtype):
+    if not (_gm.enabled and (grad_output._rg or output._rg)):
+        return aten._op__log_softmax_backward_data.redispatch(ks & _BELOW, grad_output, output, dim, input_dtype)
+    _n = LogSoftmaxBackwardDataBackward0()
+    _n._next = _edges(grad_output, output)
+    _n._input_meta = _meta(grad_output, output)
+    _n.dim = dim
+    if _n._next[1] is not None:
+        _n.grad_output_ = _SV(grad_output)
+    if _n._next[0] is not None or _n._next[1] is not None:
+        _n.output_ = _SV(output)
+    result = aten._op__log_softmax_backward_data.redispatch(ks & _BELOW, grad_output, output, dim, input_dtype)
+    _set_history(_n, (result,))
     return result
 
 
@@ -9985,7 +10055,7 @@ class SafeSoftmaxBackward0(_Node):
         grad_inputs = [None] * 1
         if _n._next[self_ix] is not None:
             result = _n._saved('result_')
-            grad_inputs[self_ix] = softmax_backward(grad, result, dim).to(self_dtype)
+            grad_inputs[self_ix] = aten._softmax_backward_data(grad, result, dim, result.dtype).to(self_dtype)
         return grad_inputs
 
 
@@ -14574,6 +14644,8 @@ for _h, _k in (
     (aten._op_nll_loss2d_backward, _ag_nll_loss2d_backward_default),
     (aten._op__softmax, _ag__softmax_default),
     (aten._op__log_softmax, _ag__log_softmax_default),
+    (aten._op__softmax_backward_data, _ag__softmax_backward_data_default),
+    (aten._op__log_softmax_backward_data, _ag__log_softmax_backward_data_default),
     (aten._op_gelu, _ag_gelu_default),
     (aten._op_gelu_backward, _ag_gelu_backward_default),
     (aten._op_native_layer_norm, _ag_native_layer_norm_default),

@@ -1584,6 +1584,12 @@ _softmax = _P('_softmax', [
 _log_softmax = _P('_log_softmax', [
     _O(_A._op__log_softmax, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('half_to_float', 'bool', False, False, None),), ['self', 'dim', 'half_to_float']),
 ])
+_softmax_backward_data = _P('_softmax_backward_data', [
+    _O(_A._op__softmax_backward_data, (('grad_output', 'T', False, False, None), ('output', 'T', False, False, None), ('dim', 'int', False, False, None), ('input_dtype', 'dtype?', False, False, None),), ['grad_output', 'output', 'dim', 'input_dtype']),
+])
+_log_softmax_backward_data = _P('_log_softmax_backward_data', [
+    _O(_A._op__log_softmax_backward_data, (('grad_output', 'T', False, False, None), ('output', 'T', False, False, None), ('dim', 'int', False, False, None), ('input_dtype', 'dtype?', False, False, None),), ['grad_output', 'output', 'dim', 'input_dtype']),
+])
 softmax = _P('softmax', [
     _O(_A._op_softmax_int, (('self', 'T', False, False, None), ('dim', 'int', False, False, None), ('dtype', 'dtype?', False, True, None),), ['self', 'dim', 'dtype']),
 ])

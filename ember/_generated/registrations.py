@@ -4848,6 +4848,22 @@ def __log_softmax_default(ks, self, dim, half_to_float):
         _value_error(_e, K.log_softmax, self)
 
 
+def __softmax_backward_data_default(ks, grad_output, output, dim, input_dtype):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._softmax_backward_data(be.xp, grad_output._data, output._data, dim, input_dtype), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._softmax_backward_data, grad_output, output)
+
+
+def __log_softmax_backward_data_default(ks, grad_output, output, dim, input_dtype):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        return _new(K._log_softmax_backward_data(be.xp, grad_output._data, output._data, dim, input_dtype), be.ks, be.device)
+    except ValueError as _e:
+        _value_error(_e, K._log_softmax_backward_data, grad_output, output)
+
+
 def _gelu_default(ks, self, approximate):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7805,6 +7821,8 @@ _BACKEND_KERNELS = (
     (_A._op_nll_loss2d_backward, _nll_loss2d_backward_default, ('CPU', 'CUDA', 'Meta'), K.nll_loss2d_backward, (), 'new', None),
     (_A._op__softmax, __softmax_default, ('CPU', 'CUDA', 'Meta'), K.softmax, (), 'new', None),
     (_A._op__log_softmax, __log_softmax_default, ('CPU', 'CUDA', 'Meta'), K.log_softmax, (), 'new', None),
+    (_A._op__softmax_backward_data, __softmax_backward_data_default, ('CPU', 'CUDA', 'Meta'), K._softmax_backward_data, (), 'new', None),
+    (_A._op__log_softmax_backward_data, __log_softmax_backward_data_default, ('CPU', 'CUDA', 'Meta'), K._log_softmax_backward_data, (), 'new', None),
     (_A._op_gelu, _gelu_default, ('CPU', 'CUDA', 'Meta'), K.gelu, ('approximate',), 'new', None),
     (_A._op_gelu_backward, _gelu_backward_default, ('CPU', 'CUDA', 'Meta'), K.gelu_backward, ('approximate',), 'new', None),
     (_A._op_native_layer_norm, _native_layer_norm_default, ('CPU', 'CUDA', 'Meta'), K.native_layer_norm, (), 'new', None),

@@ -1054,14 +1054,11 @@ def lstsq_backward_B(grad: Tensor, A: Tensor, b: Tensor) -> Any:
 
 
 # ------------------------------------------------------------------------------ nn
-def softmax_backward(grad: Tensor, result: Tensor, dim: Any) -> Any:
-    """PyTorch's _softmax_backward_data: (grad - sum(grad * y)) * y."""
-    return (grad - (grad * result).sum(dim, keepdim=True)) * result
-
-
-def log_softmax_backward(grad: Tensor, result: Tensor, dim: Any) -> Any:
-    """PyTorch's _log_softmax_backward_data: grad - exp(y) * sum(grad)."""
-    return grad - result.exp() * grad.sum(dim, keepdim=True)
+def softmax_double_backward(grad: Tensor, grad_output: Tensor, dim: Any, output: Tensor) -> Any:
+    """d/d output of _softmax_backward_data's y * (g - sum(g * y)), for the incoming gradient G = ``grad`` and
+    g = ``grad_output``: G * g - G * sum(g * y) - g * sum(G * y)."""
+    return grad * grad_output - grad * (grad_output * output).sum(dim, keepdim=True) - \
+        grad_output * (grad * output).sum(dim, keepdim=True)
 
 
 def gelu_double_backward(ggI: Tensor, grad_output: Tensor, self: Tensor, approximate: Any) -> Any:

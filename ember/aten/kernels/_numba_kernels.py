@@ -256,3 +256,115 @@ def col2im(cols: Any, N: int, C: int, D: int, H: int, W: int, kd: int, kh: int, 
                     else:
                         for u in range(np.uint64(hi - lo)):
                             gx[dst + u * usw] += cols[src + u]
+
+
+# ------------------------------------------------------------------------------ row kernels (softmax, layer norm)
+# Each takes a C-contiguous float32 (R, n) array and the rows r0..r1-1 to do, so that ranges of rows run on the
+# intra-op threads side by side; sums are float64.
+
+@_kernel
+def softmax_rows(x: Any, out: Any, log: bool, r0: int, r1: int) -> None:
+    """softmax (or log_softmax) of each row: m = max, e = exp(x - m), out = e / sum(e) (or x - m - log(sum(e))).
+    A row whose maximum is not finite (a NaN, +inf, or -inf throughout) is NaN throughout, as PyTorch's
+    x - max makes it. exp runs on arguments <= 0 there, the domain of ``_exp_le1``."""
+    n = x.shape[1]
+    for r in range(r0, r1):
+        m = -np.inf
+        for j in range(n):
+            v = x[r, j]
+            m = v if (v > m or v != v) else m
+        if not (m > -np.inf and m < np.inf):
+            for j in range(n):
+                out[r, j] = np.nan
+            continue
+        m64 = np.float64(m)
+        s = 0.0
+        if log:
+            for j in range(n):
+                s += _exp_le1(np.float64(x[r, j]) - m64)
+            shift = m64 + np.log(s)
+            for j in range(n):
+                out[r, j] = np.float64(x[r, j]) - shift
+        else:
+            for j in range(n):
+                e = _exp_le1(np.float64(x[r, j]) - m64)
+                out[r, j] = e
+                s += e
+            inv = 1.0 / s
+            for j in range(n):
+                out[r, j] = np.float64(out[r, j]) * inv
+
+
+@_kernel
+def softmax_backward_rows(g: Any, y: Any, out: Any, log: bool, r0: int, r1: int) -> None:
+    """PyTorch's _softmax_backward_data per row, out = y (g - sum(g y)); or _log_softmax_backward_data,
+    out = g - exp(y) sum(g). exp(y) goes through ``_exp_le1`` when the row's y are <= 1 (log-probabilities
+    are <= 0), through libm's exp otherwise (a caller's arbitrary ``output``, NaN)."""
+    n = g.shape[1]
+    for r in range(r0, r1):
+        s = 0.0
+        if log:
+            top = -np.inf
+            for j in range(n):
+                s += np.float64(g[r, j])
+                v = y[r, j]
+                top = v if (v > top or v != v) else top
+            if top <= 1.0:
+                for j in range(n):
+                    out[r, j] = np.float64(g[r, j]) - _exp_le1(np.float64(y[r, j])) * s
+            else:
+                for j in range(n):
+                    out[r, j] = np.float64(g[r, j]) - np.exp(np.float64(y[r, j])) * s
+        else:
+            for j in range(n):
+                s += np.float64(g[r, j]) * np.float64(y[r, j])
+            for j in range(n):
+                out[r, j] = np.float64(y[r, j]) * (np.float64(g[r, j]) - s)
+
+
+@_kernel
+def layer_norm_rows(x: Any, w: Any, b: Any, eps: float, out: Any, mean: Any, rstd: Any, r0: int, r1: int) -> None:
+    """Layer norm of each row: mean, biased variance of x - mean (two passes, float64), rstd = 1/sqrt(var + eps),
+    out = (x - mean) rstd w + b (``w`` / ``b`` of length n; ones / zeros stand in for absent ones)."""
+    n = x.shape[1]
+    for r in range(r0, r1):
+        s = 0.0
+        for j in range(n):
+            s += np.float64(x[r, j])
+        mu = s / n
+        q = 0.0
+        for j in range(n):
+            d = np.float64(x[r, j]) - mu
+            q += d * d
+        rs = 1.0 / np.sqrt(q / n + eps)
+        for j in range(n):
+            out[r, j] = (np.float64(x[r, j]) - mu) * rs * np.float64(w[j]) + np.float64(b[j])
+        mean[r] = mu
+        rstd[r] = rs
+
+
+@_kernel
+def layer_norm_backward_rows(g: Any, x: Any, mean: Any, rstd: Any, w: Any, gx: Any, gw: Any, gb: Any, r0: int,
+                             r1: int) -> None:
+    """native_layer_norm_backward over rows: with xhat = (x - mean) rstd and gg = g w, gx = rstd (gg - mean(gg)
+    - xhat mean(gg xhat)); the rows' g xhat and g are added into the float64 accumulators gw / gb (this range's
+    own: the caller sums them)."""
+    n = x.shape[1]
+    for r in range(r0, r1):
+        mu = np.float64(mean[r])
+        rs = np.float64(rstd[r])
+        c0 = 0.0
+        c1 = 0.0
+        for j in range(n):
+            xh = (np.float64(x[r, j]) - mu) * rs
+            gj = np.float64(g[r, j])
+            gg = gj * np.float64(w[j])
+            c0 += gg
+            c1 += gg * xh
+            gw[j] += gj * xh
+            gb[j] += gj
+        c0 /= n
+        c1 /= n
+        for j in range(n):
+            xh = (np.float64(x[r, j]) - mu) * rs
+            gx[r, j] = rs * (np.float64(g[r, j]) * np.float64(w[j]) - c0 - xh * c1)

@@ -137,3 +137,64 @@ def col2im(cols: Any, in_shape: Any, ksize: Any, stride: Any, padding: Any, dila
 
     parallel.parallel_for(0, work, max(1, parallel.GRAIN_SIZE * work // max(cols.size, 1)), run)
     return gx.reshape(tuple(in_shape))
+
+
+def _row_grain(n: int) -> int:
+    """Rows per range for a row kernel over rows of n elements: PyTorch's grain size in elements."""
+    return max(1, parallel.GRAIN_SIZE // max(n, 1))
+
+
+def softmax(x: Any, log: bool) -> Any:
+    """softmax (``log``: log_softmax) along the last dim of a 2-d float32 array, into a new C-contiguous one."""
+    kernel = _load().softmax_rows
+    x = np.ascontiguousarray(x)
+    out = np.empty(x.shape, np.float32)
+    parallel.parallel_for(0, x.shape[0], _row_grain(x.shape[1]), lambda b, e: kernel(x, out, log, b, e))
+    return out
+
+
+def softmax_backward(g: Any, y: Any, log: bool) -> Any:
+    """_softmax_backward_data (``log``: _log_softmax_backward_data) along the last dim of 2-d float32 arrays."""
+    kernel = _load().softmax_backward_rows
+    g, y = np.ascontiguousarray(g), np.ascontiguousarray(y)
+    out = np.empty(g.shape, np.float32)
+    parallel.parallel_for(0, g.shape[0], _row_grain(g.shape[1]), lambda b, e: kernel(g, y, out, log, b, e))
+    return out
+
+
+def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, Any]:
+    """Layer norm of the rows of a 2-d float32 array (``weight`` / ``bias`` float32 of the row length, or None):
+    the output and each row's mean and rstd (float32)."""
+    kernel = _load().layer_norm_rows
+    x = np.ascontiguousarray(x)
+    R, n = x.shape
+    w = np.ones(n, np.float32) if weight is None else np.ascontiguousarray(weight).reshape(n)
+    b = np.zeros(n, np.float32) if bias is None else np.ascontiguousarray(bias).reshape(n)
+    out = np.empty(x.shape, np.float32)
+    mean, rstd = np.empty(R, np.float32), np.empty(R, np.float32)
+    parallel.parallel_for(0, R, _row_grain(n), lambda lo, hi: kernel(x, w, b, float(eps), out, mean, rstd, lo, hi))
+    return out, mean, rstd
+
+
+def layer_norm_backward(g: Any, x: Any, mean: Any, rstd: Any, weight: Any) -> tuple[Any, Any, Any]:
+    """native_layer_norm_backward over the rows of 2-d float32 arrays: the input gradient (float32) and the
+    float64 sums over rows of grad * xhat and of grad (each range of rows accumulates its own, then they are
+    added in range order)."""
+    kernel = _load().layer_norm_backward_rows
+    g, x = np.ascontiguousarray(g), np.ascontiguousarray(x)
+    R, n = x.shape
+    mean, rstd = np.ascontiguousarray(mean).reshape(R), np.ascontiguousarray(rstd).reshape(R)
+    w = np.ones(n, np.float32) if weight is None else np.ascontiguousarray(weight).reshape(n)
+    gx = np.empty(x.shape, np.float32)
+    partial: dict[int, tuple[Any, Any]] = {}
+
+    def run(lo: int, hi: int) -> None:
+        acc = partial[lo] = (np.zeros(n), np.zeros(n))
+        kernel(g, x, mean, rstd, w, gx, acc[0], acc[1], lo, hi)
+
+    parallel.parallel_for(0, R, _row_grain(n), run)
+    gw, gb = np.zeros(n), np.zeros(n)
+    for lo in sorted(partial):
+        gw += partial[lo][0]
+        gb += partial[lo][1]
+    return gx, gw, gb

@@ -25,7 +25,8 @@ from ember.aten.kernels.random import _gen, bernoulli_p, uniform_bits
 from ember.aten.meta import pooling_output_size
 from ember.c10.dtype import BF16_NP
 
-__all__ = ["softmax", "log_softmax", "gelu", "gelu_backward", "native_layer_norm", "native_layer_norm_backward",
+__all__ = ["softmax", "log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "gelu", "gelu_backward",
+           "native_layer_norm", "native_layer_norm_backward",
            "native_batch_norm", "native_batch_norm_backward", "convolution", "convolution_backward",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "constant_pad_nd", "embedding", "mse_loss",
            "nll_loss_forward", "nll_loss2d_forward", "nll_loss_backward", "nll_loss2d_backward", "avg_pool2d",
@@ -33,15 +34,25 @@ __all__ = ["softmax", "log_softmax", "gelu", "gelu_backward", "native_layer_norm
 
 
 # ------------------------------------------------------------------------------ softmax
+# exp(x - max) / sum, with max taken as it is: a row whose maximum is not finite (NaN, +inf, or -inf throughout)
+# comes out NaN throughout, as in PyTorch. float32 along the last dim runs numba's one-pass-per-stage row loops.
+def _last_dim_rows(xp: Any, *arrays: Array, d: int) -> bool:
+    """Whether the compiled row kernels apply: float32 NumPy arrays of one shape, reduced along their last dim."""
+    a = arrays[0]
+    return (a.ndim >= 1 and d == a.ndim - 1 and a.size > 0 and all(b.shape == a.shape for b in arrays)
+            and compiled.usable(xp, *arrays))
+
+
 def softmax(xp: Any, self: Array, dim: Any, half_to_float: Any = False) -> Any:
     d = wrap_dim(dim, max(self.ndim, 1))
     x = asdtype(xp, self, compute_dtype(self.dtype))
     if x.ndim == 0:
         return xp.ones_like(self)
+    if _last_dim_rows(xp, x, d=d):
+        r = compiled.softmax(x.reshape(-1, x.shape[-1]), log=False).reshape(x.shape)
+        return r.astype(self.dtype, copy=False)
     with np.errstate(all="ignore"):
-        m = xp.max(x, axis=d, keepdims=True)
-        m = xp.where(xp.isfinite(m), m, xp.zeros((), x.dtype))
-        e = xp.exp(x - m)
+        e = xp.exp(x - xp.max(x, axis=d, keepdims=True))
         r = e / xp.sum(e, axis=d, keepdims=True)
     return r.astype(self.dtype, copy=False)
 
@@ -61,12 +72,57 @@ def log_softmax(xp: Any, self: Array, dim: Any, half_to_float: Any = False) -> A
     x = asdtype(xp, self, compute_dtype(self.dtype))
     if x.ndim == 0:
         return xp.zeros_like(self)
+    if _last_dim_rows(xp, x, d=d):
+        r = compiled.softmax(x.reshape(-1, x.shape[-1]), log=True).reshape(x.shape)
+        return r.astype(self.dtype, copy=False)
     with np.errstate(all="ignore"):
-        m = xp.max(x, axis=d, keepdims=True)
-        m = xp.where(xp.isfinite(m), m, xp.zeros((), x.dtype))
-        s = x - m
+        s = x - xp.max(x, axis=d, keepdims=True)
         r = s - xp.log(xp.sum(xp.exp(s), axis=d, keepdims=True))
     return r.astype(self.dtype, copy=False)
+
+
+def _softmax_backward_checks(name: str, grad_output: Array, output: Array, dim: Any, input_dtype: Any) -> int:
+    d = wrap_dim(dim, max(output.ndim, 1))
+    if name == "softmax" and grad_output.shape != output.shape:
+        raise RuntimeError(f"Expected tensor for argument #1 'grad' to have same size as tensor for argument #2 "
+                           f"'output'; but {list(grad_output.shape)} does not equal {list(output.shape)} (while "
+                           f"checking arguments for softmax_backward)")
+    if grad_output.dtype.kind != "f" and grad_output.dtype != BF16_NP:
+        kind = "_lastdim" if d == max(output.ndim, 1) - 1 else ""
+        raise NotImplementedError(f"\"{name}_backward{kind}_kernel_impl\" not implemented for "
+                                  f"'{type_name(grad_output.dtype)}'")
+    if output.dtype != grad_output.dtype:
+        raise RuntimeError(f"expected scalar type {type_name(grad_output.dtype)} but found {type_name(output.dtype)}")
+    if grad_output.dtype == np.float32 and input_dtype.np == np.float16:     # half_to_float: not on the CPU
+        raise RuntimeError("expected scalar type Float but found Half")
+    return d
+
+
+def _softmax_backward_data(xp: Any, grad_output: Array, output: Array, dim: Any, input_dtype: Any) -> Any:
+    """softmax's input gradient from its output y: y * (grad - sum(grad * y)) along dim."""
+    d = _softmax_backward_checks("softmax", grad_output, output, dim, input_dtype)
+    ct = compute_dtype(grad_output.dtype)
+    g, y = asdtype(xp, grad_output, ct), asdtype(xp, output, ct)
+    if g.ndim and _last_dim_rows(xp, g, y, d=d):
+        n = g.shape[-1]
+        r = compiled.softmax_backward(g.reshape(-1, n), y.reshape(-1, n), log=False).reshape(g.shape)
+    else:
+        r = y * (g - (g * y).sum(axis=d, keepdims=True)) if g.ndim else y * (g - g * y)
+    return xp.ascontiguousarray(r).astype(grad_output.dtype, copy=False)
+
+
+def _log_softmax_backward_data(xp: Any, grad_output: Array, output: Array, dim: Any, input_dtype: Any) -> Any:
+    """log_softmax's input gradient from its output y: grad - exp(y) * sum(grad) along dim."""
+    d = _softmax_backward_checks("log_softmax", grad_output, output, dim, input_dtype)
+    ct = compute_dtype(grad_output.dtype)
+    g, y = asdtype(xp, grad_output, ct), asdtype(xp, output, ct)
+    if g.ndim and _last_dim_rows(xp, g, y, d=d):
+        n = g.shape[-1]
+        r = compiled.softmax_backward(g.reshape(-1, n), y.reshape(-1, n), log=True).reshape(g.shape)
+    else:
+        with np.errstate(all="ignore"):
+            r = g - xp.exp(y) * (g.sum(axis=d, keepdims=True) if g.ndim else g)
+    return xp.ascontiguousarray(r).astype(grad_output.dtype, copy=False)
 
 
 # ------------------------------------------------------------------------------ gelu
@@ -135,6 +191,14 @@ def native_layer_norm(xp: Any, input: Array, normalized_shape: Any, weight: Arra
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(normalized_shape)}")
     x = asdtype(xp, input, compute_dtype(input.dtype))
+    n = int(np.prod(normalized_shape))
+    if x.size and compiled.usable(xp, x):
+        params = [None if t is None else asdtype(xp, t, np.float32) for t in (weight, bias)]
+        out, mean, rstd = compiled.layer_norm(x.reshape(-1, n), params[0], params[1], eps)
+        stat_shape = input.shape[:input.ndim - k] + (1,) * k
+        return (out.reshape(input.shape).astype(input.dtype, copy=False),
+                mean.reshape(stat_shape).astype(input.dtype, copy=False),
+                rstd.reshape(stat_shape).astype(input.dtype, copy=False))
     axes = tuple(range(input.ndim - k, input.ndim))
     mean = x.mean(axis=axes, keepdims=True)
     xc = x - mean
@@ -160,9 +224,16 @@ def native_layer_norm_backward(xp: Any, grad_out: Array, input: Array, normalize
     ct = compute_dtype(input.dtype)
     x, g = asdtype(xp, input, ct), asdtype(xp, grad_out, ct)
     mean, rstd = asdtype(xp, mean, ct), asdtype(xp, rstd, ct)
+    empty = xp.empty((0,), input.dtype)
+    if x.size and g.shape == x.shape and compiled.usable(xp, x, g, mean, rstd):
+        n = int(np.prod(normalized_shape))
+        w = None if weight is None else asdtype(xp, weight, np.float32)
+        gx, sw, sb = compiled.layer_norm_backward(g.reshape(-1, n), x.reshape(-1, n), mean, rstd, w)
+        return (gx.reshape(input.shape).astype(input.dtype, copy=False) if output_mask[0] else empty,
+                sw.reshape(weight.shape).astype(weight.dtype) if output_mask[1] and weight is not None else empty,
+                sb.reshape(bias.shape).astype(bias.dtype) if output_mask[2] and bias is not None else empty)
     xhat = x - mean
     xhat *= rstd
-    empty = xp.empty((0,), input.dtype)
     gi = gw = gb = empty
     if output_mask[0]:
         gg = g * asdtype(xp, weight, ct) if weight is not None else g
