@@ -1394,13 +1394,39 @@ add(OpInfo("scaled_dot_product_attention", lambda d, r: [
     Sample((arr(r, (2, 3, 4), d), arr(r, (2, 5, 4), d), arr(r, (2, 5, 3), d), arr(r, (3, 5), d)), dict(scale=0.7)),
     Sample((arr(r, (2, 3, 4), d), arr(r, (2, 5, 4), d), arr(r, (2, 5, 3), d),
             np.array([[True, False, True, True, False], [False] * 5, [True] * 5]))),
-    Sample((arr(r, (1, 4, 3, 2), d), arr(r, (1, 2, 3, 2), d), arr(r, (1, 2, 3, 2), d)), dict(enable_gqa=True))],
+    Sample((arr(r, (1, 4, 3, 2), d), arr(r, (1, 2, 3, 2), d), arr(r, (1, 2, 3, 2), d)), dict(enable_gqa=True)),
+    # 4-d, one head size: PyTorch and ember take the fused CPU op (causal; a bool mask made additive)
+    Sample((arr(r, (1, 2, 4, 3), d), arr(r, (1, 2, 4, 3), d), arr(r, (1, 2, 4, 3), d)), dict(is_causal=True)),
+    Sample((arr(r, (2, 1, 3, 2), d), arr(r, (2, 1, 4, 2), d), arr(r, (2, 1, 4, 2), d),
+            np.array([[True, False, True, True], [False] * 4, [True] * 4])))],
     method=False, ember_fn=_sdpa_call, torch_fn=_sdpa_call, noncontiguous=False,
-    covers=("_scaled_dot_product_attention_math", "_safe_softmax"),
+    covers=("_scaled_dot_product_attention_math", "_safe_softmax", "_scaled_dot_product_flash_attention_for_cpu"),
     errors=lambda: [_err((np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 2))), dict(is_causal=True),
                          RuntimeError, "Explicit attn_mask should not be set when is_causal=True"),
                     _err((np.ones((2, 3)), np.ones((2, 3), "float32"), np.ones((2, 3))), {}, RuntimeError,
                          "Expected query, key, and value to have the same dtype")]))
+
+
+def _flash_call(lib, q, k, v, *mask, **kwargs):
+    return lib.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, *mask[1:], attn_mask=mask[0] if mask
+                                                                     else None, **kwargs)
+
+
+# the fused op itself: (output, logsumexp); ember's first derivative is the fused backward op, its second the same
+# products in ops (PyTorch's refuses a second derivative). Masks (which the table would make require grad, which
+# the op refuses, as PyTorch's does) are checked through scaled_dot_product_attention and test_compiled_kernels.
+add(OpInfo("_scaled_dot_product_flash_attention_for_cpu", lambda d, r: [
+    Sample((arr(r, (1, 2, 4, 3), d), arr(r, (1, 2, 4, 3), d), arr(r, (1, 2, 4, 3), d)), dict(is_causal=True)),
+    Sample((arr(r, (2, 1, 3, 2), d), arr(r, (2, 1, 5, 2), d), arr(r, (2, 1, 5, 2), d)), dict(scale=0.4))],
+    method=False, ember_fn=_flash_call, torch_fn=_flash_call, noncontiguous=False,
+    covers=("_scaled_dot_product_flash_attention_for_cpu_backward",),
+    errors=lambda: [_err((np.ones((2, 3, 4)),) * 3, {}, RuntimeError, "Accept only 4 dims inputs shape"),
+                    _err((np.ones((1, 1, 2, 3)), np.ones((1, 1, 2, 3)), np.ones((1, 1, 2, 4))), {}, RuntimeError,
+                         "Q/K/V should have the same head size"),
+                    _err((np.ones((1, 1, 2, 3)),) * 3, dict(dropout_p=0.5), RuntimeError,
+                         "Currently do not support dropout > 0"),
+                    _err((np.ones((1, 1, 2, 3), "int64"),) * 3, {}, RuntimeError,
+                         "Expected data type in FP32, FP64, BF16, FP16, but got Long instead")]))
 
 # set membership (TensorCompare.cpp): tensor or scalar on either side, inverted, mixed dtypes compared by value
 add(OpInfo("isin", lambda d, r: [Sample((arr(r, (3, 4), d), arr(r, (5,), d))),

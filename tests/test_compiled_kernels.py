@@ -304,3 +304,59 @@ def test_layer_norm_rows_match_pytorch(shape, normalized, affine, fallback):
         np.testing.assert_allclose(ye.detach().numpy(), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
         for a, b in zip(es, ts):     # weight / bias gradients sum over up to 1200 rows
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+ATTENTION = [((2, 3, 6, 4), (2, 3, 6, 4), dict(is_causal=True)),
+             ((2, 3, 5, 4), (2, 3, 7, 4), dict(is_causal=True, scale=0.3)),      # fewer queries than keys
+             ((16, 4, 64, 32), (16, 4, 64, 32), dict(is_causal=True)),          # split over threads
+             ((1, 2, 3, 4), (1, 2, 5, 4), dict(mask=(3, 5))),                    # additive 2-d mask, a row all -inf
+             ((2, 2, 3, 4), (2, 2, 5, 4), dict(mask=(2, 1, 3, 5)))]              # 4-d mask broadcast over heads
+
+
+@pytest.mark.parametrize("qs,ks,kw", ATTENTION)
+def test_fused_attention_matches_pytorch(qs, ks, kw, fallback):
+    """_scaled_dot_product_flash_attention_for_cpu in float32 (output, logsumexp and the three gradients) against
+    PyTorch's own op, on the compiled rows and on the NumPy path; a row whose keys are all masked gives output
+    0 and logsumexp 0, as PyTorch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(sum(qs))
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in (qs, ks, ks))
+    kw = dict(kw)
+    mask = None
+    if "mask" in kw:
+        mask = np.where(rng.random(kw.pop("mask")) < 0.7, 0.0, -np.inf).astype(np.float32)
+        mask[..., 1, :] = -np.inf
+    g = rng.standard_normal(qs).astype(np.float32)
+    ts = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    ot, lt = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        *ts, attn_mask=None if mask is None else torch.tensor(mask), **kw)
+    ot.backward(torch.tensor(g))
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        es = [ember.tensor(a, requires_grad=True) for a in (q, k, v)]
+        oe, le = ember.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            *es, attn_mask=None if mask is None else ember.tensor(mask), **kw)
+        oe.backward(ember.tensor(g))
+        np.testing.assert_allclose(oe.detach().numpy(), ot.detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(le.numpy(), lt.numpy(), rtol=1e-5, atol=1e-5)
+        for a, b in zip(es, ts):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_attention_picks_the_fused_op_where_pytorch_does():
+    """scaled_dot_product_attention takes the fused CPU op for 4-d inputs of one head size without dropout (as
+    PyTorch's use_flash_attention_cpp decides) and the math path otherwise; both give PyTorch's values."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    cases = [((2, 4, 8, 16),) * 3, ((2, 4, 8, 16), (2, 4, 8, 16), (2, 4, 8, 8)), ((4, 8, 16),) * 3]
+    for shapes, fused in zip(cases, (True, False, False)):
+        arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        e = [ember.tensor(a, requires_grad=True) for a in arrays]
+        out = ember.nn.functional.scaled_dot_product_attention(*e, is_causal=True)
+        assert ("Flash" in out.grad_fn.name()) == fused, (shapes, out.grad_fn.name())
+        ref = torch.nn.functional.scaled_dot_product_attention(*[torch.tensor(a) for a in arrays], is_causal=True)
+        np.testing.assert_allclose(out.detach().numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+    x = ember.randn(1, 2, 4, 8, requires_grad=True)
+    dropped = ember.nn.functional.scaled_dot_product_attention(x, x, x, dropout_p=0.5)
+    assert "Flash" not in dropped.grad_fn.name()

@@ -5611,6 +5611,16 @@ _op_scaled_dot_product_attention = _D.define('scaled_dot_product_attention(Tenso
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
     return _op_scaled_dot_product_attention.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
+_op__scaled_dot_product_flash_attention_for_cpu = _D.define('_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0.0, bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor output, Tensor logsumexp)')
+
+def _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
+    return _op__scaled_dot_product_flash_attention_for_cpu.call(query._ks | key._ks | value._ks | _ks_opt(attn_mask), query, key, value, dropout_p, is_causal, attn_mask, scale)
+
+_op__scaled_dot_product_flash_attention_for_cpu_backward = _D.define('_scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)')
+
+def _scaled_dot_product_flash_attention_for_cpu_backward(grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, *, attn_mask=None, scale=None):
+    return _op__scaled_dot_product_flash_attention_for_cpu_backward.call(grad_out._ks | query._ks | key._ks | value._ks | out._ks | logsumexp._ks | _ks_opt(attn_mask), grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale)
+
 _op__scaled_dot_product_attention_math = _D.define('_scaled_dot_product_attention_math(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, Tensor? dropout_mask=None, *, float? scale=None, bool enable_gqa=False) -> (Tensor, Tensor)')
 
 def _scaled_dot_product_attention_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, dropout_mask=None, *, scale=None, enable_gqa=False):

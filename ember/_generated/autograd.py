@@ -10073,6 +10073,58 @@ def _ag__safe_softmax_default(ks, self, dim, dtype):
     return result
 
 
+class ScaledDotProductFlashAttentionForCpuBackward0(_Node):
+    _saved_names = ('query_', 'key_', 'value_', 'attn_mask_', 'result_')
+
+    def apply(_n, grads):
+        grad = grads[0]
+        dropout_p = _n.dropout_p
+        is_causal = _n.is_causal
+        scale = _n.scale
+        query_ix, key_ix, value_ix = 0, 1, 2
+        grad_inputs = [None] * 3
+        grad_input_mask = [_n._next[query_ix] is not None, _n._next[key_ix] is not None, _n._next[value_ix] is not None]
+        if any(grad_input_mask):
+            attn_mask = _n._saved('attn_mask_')
+            key = _n._saved('key_')
+            query = _n._saved('query_')
+            result = _n._saved('result_')
+            value = _n._saved('value_')
+            _gs = flash_attention_backward(grads[0], query, key, value, result[0], result[1], dropout_p, is_causal, attn_mask, scale)
+            if grad_input_mask[0]:
+                grad_inputs[query_ix] = _gs[0]
+            if grad_input_mask[1]:
+                grad_inputs[key_ix] = _gs[1]
+            if grad_input_mask[2]:
+                grad_inputs[value_ix] = _gs[2]
+        return grad_inputs
+
+
+def _ag__scaled_dot_product_flash_attention_for_cpu_default(ks, query, key, value, dropout_p, is_causal, attn_mask, scale):
+    if _gm.enabled and ((attn_mask is not None and attn_mask._rg)):
+        _check_no_requires_grad(attn_mask, 'attn_mask', '_scaled_dot_product_flash_attention_for_cpu')
+    if not (_gm.enabled and (query._rg or key._rg or value._rg)):
+        return aten._op__scaled_dot_product_flash_attention_for_cpu.redispatch(ks & _BELOW, query, key, value, dropout_p, is_causal, attn_mask, scale)
+    _n = ScaledDotProductFlashAttentionForCpuBackward0()
+    _n._next = _edges(query, key, value)
+    _n._input_meta = _meta(query, key, value)
+    _n.dropout_p = dropout_p
+    _n.is_causal = is_causal
+    _n.scale = scale
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.query_ = _SV(query)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.key_ = _SV(key)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.value_ = _SV(value)
+    if _n._next[0] is not None or _n._next[1] is not None or _n._next[2] is not None:
+        _n.attn_mask_ = _SV(attn_mask if attn_mask is not None else None)
+    result = aten._op__scaled_dot_product_flash_attention_for_cpu.redispatch(ks & _BELOW, query, key, value, dropout_p, is_causal, attn_mask, scale)
+    _set_history(_n, tuple(result), [True, False])
+    _n.result_ = [_SV(_o, True) for _o in result]
+    return result
+
+
 class ReflectionPad1DBackward0(_Node):
     _saved_names = ('self_',)
 
@@ -14726,6 +14778,7 @@ for _h, _k in (
     (aten._op_rrelu_with_noise, _ag_rrelu_with_noise_default),
     (aten._op_native_dropout, _ag_native_dropout_default),
     (aten._op__safe_softmax, _ag__safe_softmax_default),
+    (aten._op__scaled_dot_product_flash_attention_for_cpu, _ag__scaled_dot_product_flash_attention_for_cpu_default),
     (aten._op_reflection_pad1d, _ag_reflection_pad1d_default),
     (aten._op_reflection_pad2d, _ag_reflection_pad2d_default),
     (aten._op_reflection_pad3d, _ag_reflection_pad3d_default),

@@ -2651,6 +2651,12 @@ _safe_softmax = _P('_safe_softmax', [
 scaled_dot_product_attention = _P('scaled_dot_product_attention', [
     _O(_A._op_scaled_dot_product_attention, (('query', 'T', False, False, None), ('key', 'T', False, False, None), ('value', 'T', False, False, None), ('attn_mask', 'T?', False, True, None), ('dropout_p', 'float', False, True, 0.0), ('is_causal', 'bool', False, True, False), ('scale', 'float?', True, True, None), ('enable_gqa', 'bool', True, True, False),), ['query', 'key', 'value', 'attn_mask', 'dropout_p', 'is_causal', 'scale', 'enable_gqa']),
 ])
+_scaled_dot_product_flash_attention_for_cpu = _P('_scaled_dot_product_flash_attention_for_cpu', [
+    _O(_A._op__scaled_dot_product_flash_attention_for_cpu, (('query', 'T', False, False, None), ('key', 'T', False, False, None), ('value', 'T', False, False, None), ('dropout_p', 'float', False, True, 0.0), ('is_causal', 'bool', False, True, False), ('attn_mask', 'T?', True, True, None), ('scale', 'float?', True, True, None),), ['query', 'key', 'value', 'dropout_p', 'is_causal', 'attn_mask', 'scale']),
+])
+_scaled_dot_product_flash_attention_for_cpu_backward = _P('_scaled_dot_product_flash_attention_for_cpu_backward', [
+    _O(_A._op__scaled_dot_product_flash_attention_for_cpu_backward, (('grad_out', 'T', False, False, None), ('query', 'T', False, False, None), ('key', 'T', False, False, None), ('value', 'T', False, False, None), ('out', 'T', False, False, None), ('logsumexp', 'T', False, False, None), ('dropout_p', 'float', False, False, None), ('is_causal', 'bool', False, False, None), ('attn_mask', 'T?', True, True, None), ('scale', 'float?', True, True, None),), ['grad_out', 'query', 'key', 'value', 'out', 'logsumexp', 'dropout_p', 'is_causal', 'attn_mask', 'scale']),
+])
 _scaled_dot_product_attention_math = _P('_scaled_dot_product_attention_math', [
     _O(_A._op__scaled_dot_product_attention_math, (('query', 'T', False, False, None), ('key', 'T', False, False, None), ('value', 'T', False, False, None), ('attn_mask', 'T?', False, True, None), ('dropout_p', 'float', False, True, 0.0), ('is_causal', 'bool', False, True, False), ('dropout_mask', 'T?', False, True, None), ('scale', 'float?', True, True, None), ('enable_gqa', 'bool', True, True, False),), ['query', 'key', 'value', 'attn_mask', 'dropout_p', 'is_causal', 'dropout_mask', 'scale', 'enable_gqa']),
 ])

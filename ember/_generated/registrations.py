@@ -5682,6 +5682,24 @@ def __safe_softmax_default(ks, self, dim, dtype):
         _value_error(_e, K._safe_softmax, self)
 
 
+def __scaled_dot_product_flash_attention_for_cpu_default(ks, query, key, value, dropout_p, is_causal, attn_mask, scale):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K._scaled_dot_product_flash_attention_for_cpu(be.xp, query._data, key._data, value._data, dropout_p, is_causal, attn_mask=(None if attn_mask is None else attn_mask._data), scale=scale)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K._scaled_dot_product_flash_attention_for_cpu, query, key, value, attn_mask)
+
+
+def __scaled_dot_product_flash_attention_for_cpu_backward_default(ks, grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale):
+    be = BACKEND[ks & ON_CUDA]
+    try:
+        _rs = K._scaled_dot_product_flash_attention_for_cpu_backward(be.xp, grad_out._data, query._data, key._data, value._data, out._data, logsumexp._data, dropout_p, is_causal, attn_mask=(None if attn_mask is None else attn_mask._data), scale=scale)
+        return (_new(_rs[0], be.ks, be.device), _new(_rs[1], be.ks, be.device), _new(_rs[2], be.ks, be.device),)
+    except ValueError as _e:
+        _value_error(_e, K._scaled_dot_product_flash_attention_for_cpu_backward, grad_out, query, key, value, out, logsumexp, attn_mask)
+
+
 def _reflection_pad1d_default(ks, self, padding):
     be = BACKEND[ks & ON_CUDA]
     try:
@@ -7923,6 +7941,8 @@ _BACKEND_KERNELS = (
     (_A._op_rrelu_with_noise_, _rrelu_with_noise__default, ('CPU', 'CUDA', 'Meta'), K.rrelu_with_noise, (), 'inplace', None),
     (_A._op_native_dropout, _native_dropout_default, ('CPU', 'CUDA', 'Meta'), K.native_dropout, (), 'new', None),
     (_A._op__safe_softmax, __safe_softmax_default, ('CPU', 'CUDA', 'Meta'), K._safe_softmax, (), 'new', None),
+    (_A._op__scaled_dot_product_flash_attention_for_cpu, __scaled_dot_product_flash_attention_for_cpu_default, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu, ('attn_mask', 'scale'), 'new', None),
+    (_A._op__scaled_dot_product_flash_attention_for_cpu_backward, __scaled_dot_product_flash_attention_for_cpu_backward_default, ('CPU', 'CUDA', 'Meta'), K._scaled_dot_product_flash_attention_for_cpu_backward, ('attn_mask', 'scale'), 'new', None),
     (_A._op_reflection_pad1d, _reflection_pad1d_default, ('CPU', 'CUDA', 'Meta'), K.reflection_pad1d, (), 'new', None),
     (_A._op_reflection_pad2d, _reflection_pad2d_default, ('CPU', 'CUDA', 'Meta'), K.reflection_pad2d, (), 'new', None),
     (_A._op_reflection_pad3d, _reflection_pad3d_default, ('CPU', 'CUDA', 'Meta'), K.reflection_pad3d, (), 'new', None),

@@ -7,7 +7,7 @@ from typing import Any
 
 class Context:
     __slots__ = ("benchmark_cudnn", "deterministic_cudnn", "deterministic_algorithms", "deterministic_warn_only",
-                 "fill_uninitialized_memory")
+                 "fill_uninitialized_memory", "sdp_enabled")
 
     def __init__(self) -> None:
         self.benchmark_cudnn = False      # ember.backends.cudnn.benchmark: convolutions time their algorithms
@@ -15,6 +15,8 @@ class Context:
         self.deterministic_algorithms = False   # ember.use_deterministic_algorithms
         self.deterministic_warn_only = False
         self.fill_uninitialized_memory = True  # ember.utils.deterministic.fill_uninitialized_memory
+        # the scaled_dot_product_attention backends allowed (at::SDPBackend values; ember.nn.attention.sdpa_kernel)
+        self.sdp_enabled: frozenset[int] = frozenset({0, 1, 2, 3, 4})
 
 
 def fill_empty_deterministic(xp: Any, a: Any) -> Any:

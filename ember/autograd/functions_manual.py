@@ -1061,6 +1061,32 @@ def softmax_double_backward(grad: Tensor, grad_output: Tensor, dim: Any, output:
         grad_output * (grad * output).sum(dim, keepdim=True)
 
 
+def flash_attention_backward(grad: Tensor | None, query: Tensor, key: Tensor, value: Tensor, out: Tensor,
+                             logsumexp: Tensor, dropout_p: Any, is_causal: Any, attn_mask: Tensor | None,
+                             scale: Any) -> Any:
+    """Gradients (query, key, value) of _scaled_dot_product_flash_attention_for_cpu. A plain backward runs the
+    fused backward op; with create_graph the same products are written in ops (the probabilities recomputed
+    with a differentiable softmax), so attention can be differentiated twice -- which PyTorch's fused CPU path
+    refuses."""
+    if grad is None:
+        return [None, None, None]
+    if not grad_mode.state.enabled:
+        return list(aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            grad, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask=attn_mask, scale=scale))
+    s = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    scores = query.matmul(key.transpose(-2, -1)) * s
+    if attn_mask is not None:
+        scores = scores + attn_mask
+    if is_causal:
+        L, S = query.size(-2), key.size(-2)
+        keep = aten.ones((L, S), dtype=bool_, device=query.device).tril()
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    p = aten._safe_softmax(scores, -1)
+    dp = grad.matmul(value.transpose(-2, -1))
+    ds = aten._softmax_backward_data(dp, p, -1, p.dtype) * s
+    return [ds.matmul(key), ds.transpose(-2, -1).matmul(query), p.transpose(-2, -1).matmul(grad)]
+
+
 def gelu_double_backward(ggI: Tensor, grad_output: Tensor, self: Tensor, approximate: Any) -> Any:
     """d/dx of gelu_backward's grad_output * gelu'(x): grad_output * gelu''(x) * ggI. For the erf form
     gelu''(x) = phi(x) (2 - x^2) (phi' = -x phi); for the tanh form, with t = tanh(u), u' = b = beta (1 +

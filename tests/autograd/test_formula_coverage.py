@@ -27,9 +27,11 @@ NO_FORMULA = {
     "_dirichlet_grad", "_histogramdd_bin_edges", "_histogramdd_from_bin_cts", "_histogramdd_from_bin_tensors",
     "linalg_ldl_factor_ex", "linalg_ldl_solve", "_sobol_engine_draw",
     # backward kernels, called by formulas with grad mode off; create_graph=True takes ops-level formulas
-    # instead (batch norm, layer norm). Double backward of convolution and of the fused RNN layer is not
-    # written yet (README, "Not yet"): backward with create_graph=True reports it through the fallback.
+    # instead (batch norm, layer norm, the fused CPU attention). Double backward of convolution and of the fused
+    # RNN layer is not written yet (README, "Not yet"): backward with create_graph=True reports it through the
+    # fallback.
     "native_batch_norm_backward", "native_layer_norm_backward", "convolution_backward", "_rnn_layer_backward",
+    "_scaled_dot_product_flash_attention_for_cpu_backward",
 }
 
 

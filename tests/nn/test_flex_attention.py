@@ -73,11 +73,15 @@ def test_errors_and_gradients():
 
 def test_sdpa_kernel_takes_backends_and_refuses_nothing():
     from ember.nn.attention import SDPBackend, sdpa_kernel
-    q = ember.randn(1, 2, 4, 8)
-    with sdpa_kernel([SDPBackend.MATH]):
+    q = ember.randn(1, 2, 4, 8, requires_grad=True)
+    with sdpa_kernel([SDPBackend.MATH]):               # the math path: matmul, softmax, matmul
         out = ember.nn.functional.scaled_dot_product_attention(q, q, q)
-    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        np.testing.assert_allclose(ember.nn.functional.scaled_dot_product_attention(q, q, q).numpy(), out.numpy())
+    assert "Flash" not in out.grad_fn.name()
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):      # the fused CPU op, as PyTorch picks it for these inputs
+        fused = ember.nn.functional.scaled_dot_product_attention(q, q, q)
+        assert fused.grad_fn.name() == "ScaledDotProductFlashAttentionForCpuBackward0"
+        np.testing.assert_allclose(fused.detach().numpy(), out.detach().numpy(), rtol=1e-6, atol=1e-6)
+    assert "Flash" in ember.nn.functional.scaled_dot_product_attention(q, q, q).grad_fn.name()   # the default
     TB = torch.nn.attention.SDPBackend
     for name in ("ERROR", "MATH", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "OVERRIDEABLE"):
         assert int(getattr(SDPBackend, name)) == int(getattr(TB, name))

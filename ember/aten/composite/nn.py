@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ember._generated import aten
+from ember.aten.context import global_context
 from ember.aten.kernels.nn import affine_base, pad_source_index
 from ember.aten.wrap import _type_name, new_tensor, tensor_like
 from ember.c10.device import CPU
@@ -668,8 +669,36 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {query.dtype} instead.")
     mask = _bool_mask_to_float(attn_mask, query.dtype)
+    if is_causal and mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if _use_flash_attention(query, key, value, mask, dropout_p):
+        return aten._scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p, is_causal,
+                                                                attn_mask=mask, scale=scale)[0]
     return aten._scaled_dot_product_attention_math(query, key, value, mask, dropout_p, is_causal, None, scale=scale,
                                                    enable_gqa=enable_gqa)[0]
+
+
+_FLASH_ATTENTION = 1          # at::SDPBackend::flash_attention
+
+
+def _use_flash_attention(query: Any, key: Any, value: Any, mask: Any, dropout_p: Any) -> bool:
+    """PyTorch's use_flash_attention_cpp (sdp_utils_cpp): the fused CPU op serves 4-d CPU inputs of one batch size,
+    one head count and one head size, nonempty sequences, unit last-dim strides, no dropout, and a 2-d or 4-d
+    mask that needs no gradient and broadcasts over (batch, heads) -- when the flash backend is allowed."""
+    if _FLASH_ATTENTION not in global_context.sdp_enabled or dropout_p > 0.0 or query.device.type != "cpu":
+        return False
+    if not (query.dim() == key.dim() == value.dim() == 4) or not query.dtype.is_floating_point:
+        return False
+    (B, H, L, E), (Bk, Hk, S, Ek), (Bv, Hv, Sv, Ev) = query.shape, key.shape, value.shape
+    if not (B == Bk == Bv and H == Hk == Hv and E == Ek == Ev and L and S and Sv == S):
+        return False
+    if query.stride(-1) != 1 or key.stride(-1) != 1 or value.stride(-1) != 1:
+        return False
+    if mask is not None:
+        if mask.dim() not in (2, 4) or mask.requires_grad or mask.size(-2) not in (L, 1) or mask.size(-1) not in (S, 1):
+            return False
+        return mask.dim() == 2 or (mask.size(0) in (1, B) and mask.size(1) in (1, H))
+    return True
 
 
 def _gqa_expand(query: Any, key: Any, value: Any, enable_gqa: Any) -> Any:

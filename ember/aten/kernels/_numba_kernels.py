@@ -368,3 +368,69 @@ def layer_norm_backward_rows(g: Any, x: Any, mean: Any, rstd: Any, w: Any, gx: A
         for j in range(n):
             xh = (np.float64(x[r, j]) - mu) * rs
             gx[r, j] = rs * (np.float64(g[r, j]) * np.float64(w[j]) - c0 - xh * c1)
+
+
+@_kernel
+def attention_softmax_rows(s: Any, L: int, scale: float, causal: bool, lse: Any, r0: int, r1: int) -> None:
+    """Attention probabilities in place over the scores s (R, S) (rows r = (batch, head, query i), i = r % L):
+    x = s * scale, causal masking of keys j > i (top-left aligned, as PyTorch's ``is_causal``) done inline,
+    p = exp(x - max) / sum and lse = max + log(sum). A row with every key masked (max -inf) gives p = 0 and
+    lse = 0, as PyTorch's CPU flash kernel does; a row with a NaN, or a +inf, is NaN throughout."""
+    S = s.shape[1]
+    for r in range(r0, r1):
+        n = min(S, r % L + 1) if causal else S
+        m = -np.inf
+        for j in range(n):
+            v = np.float64(s[r, j]) * scale
+            m = v if (v > m or v != v) else m
+        for j in range(n, S):
+            s[r, j] = 0
+        if m == -np.inf:
+            for j in range(n):
+                s[r, j] = 0
+            lse[r] = 0
+            continue
+        if not (m < np.inf):
+            for j in range(n):
+                s[r, j] = np.nan
+            lse[r] = np.nan
+            continue
+        t = 0.0
+        for j in range(n):
+            e = _exp_le1(np.float64(s[r, j]) * scale - m)
+            s[r, j] = e
+            t += e
+        inv = 1.0 / t
+        for j in range(n):
+            s[r, j] = np.float64(s[r, j]) * inv
+        lse[r] = m + np.log(t)
+
+
+@_kernel
+def attention_probs_rows(s: Any, L: int, scale: float, causal: bool, lse: Any, r0: int, r1: int) -> None:
+    """The probabilities again from the scores and the forward's lse (the backward recomputes them rather than
+    keep them): p = exp(s * scale - lse) in place, 0 for causally masked keys. exp's argument is <= 0 up to
+    rounding (lse >= every x of its row), the domain of ``_exp_le1``."""
+    S = s.shape[1]
+    for r in range(r0, r1):
+        n = min(S, r % L + 1) if causal else S
+        top = np.float64(lse[r])
+        if top != top:                  # a NaN row of the forward: NaN gradients
+            for j in range(S):
+                s[r, j] = np.nan
+            continue
+        for j in range(n):
+            s[r, j] = _exp_le1(np.float64(s[r, j]) * scale - top)
+        for j in range(n, S):
+            s[r, j] = 0
+
+
+@_kernel
+def attention_score_grad_rows(p: Any, dp: Any, d: Any, scale: float, r0: int, r1: int) -> None:
+    """The scores' gradient in place over dp: ds = p (dp - d) scale, d = sum(grad_out * out) per row (the
+    softmax backward's sum(dp * p), computed from the output)."""
+    S = p.shape[1]
+    for r in range(r0, r1):
+        dr = np.float64(d[r])
+        for j in range(S):
+            dp[r, j] = np.float64(p[r, j]) * (np.float64(dp[r, j]) - dr) * scale

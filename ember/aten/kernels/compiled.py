@@ -198,3 +198,28 @@ def layer_norm_backward(g: Any, x: Any, mean: Any, rstd: Any, weight: Any) -> tu
         gw += partial[lo][0]
         gb += partial[lo][1]
     return gx, gw, gb
+
+
+def attention_softmax(scores: Any, L: int, scale: float, causal: bool) -> Any:
+    """In place over the float32 scores (R, S), rows (batch, head, query): the attention probabilities of
+    ``scores * scale`` (keys after the query masked if ``causal``); returns each row's logsumexp (float32)."""
+    kernel = _load().attention_softmax_rows
+    lse = np.empty(scores.shape[0], np.float32)
+    parallel.parallel_for(0, scores.shape[0], _row_grain(scores.shape[1]),
+                          lambda b, e: kernel(scores, L, float(scale), causal, lse, b, e))
+    return lse
+
+
+def attention_probs(scores: Any, L: int, scale: float, causal: bool, lse: Any) -> None:
+    """In place over the float32 scores (R, S): exp(scores * scale - lse), 0 where causally masked."""
+    kernel = _load().attention_probs_rows
+    lse = np.ascontiguousarray(lse).reshape(-1)
+    parallel.parallel_for(0, scores.shape[0], _row_grain(scores.shape[1]),
+                          lambda b, e: kernel(scores, L, float(scale), causal, lse, b, e))
+
+
+def attention_score_grad(p: Any, dp: Any, d: Any, scale: float) -> None:
+    """In place over dp (R, S), float32: p * (dp - d) * scale, ``d`` one value per row."""
+    kernel = _load().attention_score_grad_rows
+    d = np.ascontiguousarray(d).reshape(-1)
+    parallel.parallel_for(0, p.shape[0], _row_grain(p.shape[1]), lambda b, e: kernel(p, dp, d, float(scale), b, e))
