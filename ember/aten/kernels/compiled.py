@@ -52,6 +52,11 @@ def usable(xp: Any, *arrays: Any, dtypes: tuple[Any, ...] = (np.float32,)) -> bo
     return _enabled and xp is np and all(a.dtype in dtypes for a in arrays) and _load() is not False
 
 
+def kernel(name: str) -> Any:
+    """The compiled loop ``name`` itself, for callers that split the work themselves (the optimizers' chunks)."""
+    return getattr(_load(), name)
+
+
 def elementwise(name: str, *inputs: Any) -> Any:
     """``name``'s compiled loop over same-shaped float32 ``inputs`` (any layout) into a new C-contiguous float32
     array of their shape, split into ranges over the intra-op threads (PyTorch's grain size)."""

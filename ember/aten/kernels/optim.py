@@ -6,12 +6,19 @@ operation by operation, with its rounding order, to the parameter ``p`` given it
 update may overwrite), its state arrays ``T`` (by PyTorch's state names) and the step's Python floats ``c``; ``tmp(i)``
 is the i-th scratch array shaped as ``p``. The helpers below apply one PyTorch tensor operation each (Python scalars
 are rounded to the array's dtype first, as PyTorch's CPU kernels do).
+
+SGD and Adam / AdamW on float32 run as one compiled loop (``sgd_step`` / ``adam_step`` in ``_numba_kernels.py``)
+that rounds every intermediate as these NumPy passes do, so both give the same bits (tested).
 """
 from __future__ import annotations
 
 from ember.aten.kernels._common import Array
 
 from typing import Any
+
+import numpy as np
+
+from ember.aten.kernels import compiled
 
 
 def lerp_(xp: Any, a: Array, b: Array, w: float, t: Array) -> None:
@@ -75,10 +82,25 @@ def adam_moments_(xp: Any, p: Any, g: Any, exp_avg: Any, exp_avg_sq: Any, c: Any
     ema_sq_(xp, exp_avg_sq, g, c["beta2"], t)
 
 
+def _flat_float32(xp: Any, *arrays: Any) -> list[Any] | None:
+    """The arrays as flat views when the compiled updates apply (float32, C-contiguous, NumPy), else None."""
+    if not compiled.usable(xp, *arrays) or not all(a.flags.c_contiguous for a in arrays):
+        return None
+    return [a.reshape(-1) for a in arrays]
+
+
 def sgd_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
+    momentum = c["momentum"]
+    flat = _flat_float32(xp, p, g, *([T["momentum_buffer"]] if momentum != 0 else []))
+    if flat is not None:
+        f32 = np.float32
+        buf = flat[2] if momentum != 0 else flat[0]
+        compiled.kernel("sgd_step")(flat[0], flat[1], buf, f32(c["weight_decay"]), f32(momentum),
+                                    f32(1 - c["dampening"]), f32(-c["lr"]), c["weight_decay"] != 0, momentum != 0,
+                                    bool(c["fresh"]), bool(c["nesterov"]))
+        return
     t = tmp(0)
     weight_decay_(xp, g, p, c["weight_decay"], t)
-    momentum = c["momentum"]
     if momentum != 0:
         buf = T["momentum_buffer"]
         if c["fresh"]:
@@ -94,6 +116,18 @@ def sgd_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
 
 
 def adam_update(xp: Any, p: Any, g: Any, T: Any, c: Any, tmp: Any) -> Any:
+    ams = [T["max_exp_avg_sq"]] if c["amsgrad"] else []
+    flat = _flat_float32(xp, p, g, T["exp_avg"], T["exp_avg_sq"], *ams)
+    if flat is not None:
+        f32 = np.float32
+        w1 = f32(1 - c["beta1"])
+        wd = c["weight_decay"]
+        mode = 0 if wd == 0 else 1 if c["decoupled"] else 2
+        compiled.kernel("adam_step")(*flat[:4], flat[4] if ams else flat[3], f32(1 - c["lr"] * wd), f32(wd), w1,
+                                     f32(1) - w1, bool(abs(w1) < 0.5), f32(c["beta2"]), f32(1 - c["beta2"]),
+                                     f32(c["bias_correction2_sqrt"]), f32(c["eps"]), f32(-c["step_size"]), mode,
+                                     bool(c["amsgrad"]))
+        return
     t = tmp(0)
     exp_avg, exp_avg_sq = T["exp_avg"], T["exp_avg_sq"]
     adam_moments_(xp, p, g, exp_avg, exp_avg_sq, c, t)
