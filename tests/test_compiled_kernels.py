@@ -389,3 +389,36 @@ def test_compiled_optimizer_steps_give_the_numpy_bits(name, kw, foreach, fallbac
                     [v.numpy().copy() for st in opt.state.values() for v in st.values() if isinstance(v, ember.Tensor)])
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_compiled_mersenne_twister_draws_numpys_words(dtype, fallback):
+    """The compiled engine continues NumPy's MT19937 state exactly: the same uniforms and the same state after
+    draws of every size (block boundaries, an odd position left by a small NumPy draw), for PyTorch's
+    transforms of each dtype."""
+    from ember.aten.kernels.random import uniform_bits
+    from ember.c10.generator import Generator
+    runs = []
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        g = Generator().manual_seed(123)
+        draws = [uniform_bits(g, n, np.dtype(dtype)) for n in (3, 5000, 623, 4097, 70001, 1, 9000)]
+        runs.append((draws, g.get_state_bytes()))
+    (a, sa), (b, sb) = runs
+    assert sa == sb
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+
+
+def test_dropout_and_rand_keep_pytorchs_stream():
+    torch = pytest.importorskip("torch")
+    for seed in (0, 7):
+        ember.manual_seed(seed)
+        torch.manual_seed(seed)
+        np.testing.assert_array_equal(ember.nn.functional.dropout(ember.ones(300, 70), 0.3).numpy(),
+                                      torch.nn.functional.dropout(torch.ones(300, 70), 0.3).numpy())
+        np.testing.assert_array_equal(ember.rand(50000, dtype=ember.float64).numpy(),
+                                      torch.rand(50000, dtype=torch.float64).numpy())
+        np.testing.assert_array_equal(ember.randn(20000).numpy(), torch.randn(20000).numpy())

@@ -77,6 +77,16 @@ class Generator:
         self._drawn = True
         return (r[0::2] << np.uint64(32)) | r[1::2]
 
+    def engine_state(self) -> tuple[Any, int]:
+        """The engine's 624 words (a uint32 array of one's own) and its position, for a kernel that draws from
+        the engine directly; :meth:`set_engine_state` hands the advanced state back."""
+        st = self._bg.state["state"]
+        return np.array(st["key"], dtype=np.uint32), int(st["pos"])
+
+    def set_engine_state(self, key: Any, pos: int) -> None:
+        self._bg.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+        self._drawn = True
+
     # -- state in PyTorch's layout -------------------------------------------------------------
     def get_state_bytes(self) -> bytes:
         """The state in PyTorch's layout; ``Generator.get_state()`` (ember/random.py) hands it out as a

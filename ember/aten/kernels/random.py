@@ -24,12 +24,14 @@ import numpy as np
 
 from ember.c10.dtype import BF16_NP as _BF16
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import cpp_type_name, meta_shape, type_name
 from ember.aten.kernels.factory import _np_dtype, check_size
 from ember.c10 import dtype as dt
 from ember.c10.generator import default_generator
 
 _DIGITS = {"float32": 24, "float64": 53, "float16": 11, "bfloat16": 8}
+_COMPILED_MIN_DRAWS = 4096     # below this, NumPy's random_raw and the array transforms cost less than the state copy
 
 
 def _gen(generator: Any) -> Any:
@@ -45,6 +47,11 @@ def uniform_bits(gen: Any, n: int, npdt: Any) -> np.ndarray:
     d = _DIGITS.get(npdt.name)
     if d is None:
         raise RuntimeError(f"uniform_ not implemented for '{npdt.name}'")
+    if n >= _COMPILED_MIN_DRAWS and compiled.is_enabled():     # the same words, transformed in one compiled pass
+        out = np.empty(n, np.float64 if d == 53 else np.float32)
+        key, pos = gen.engine_state()
+        gen.set_engine_state(key, compiled.kernel("mt_uniform")(key, pos, out, d))
+        return out
     if d == 53:
         r = gen.random64(n)
         r64: np.ndarray = (r & np.uint64((1 << 53) - 1)).astype(np.float64) * (1.0 / (1 << 53))
@@ -283,9 +290,16 @@ def bernoulli_p(xp: Any, self: Array, p: Any = 0.5, generator: Any = None) -> An
     """``bernoulli(p)`` with a scalar ``p``: one double uniform per element, ``u < p``, in memory order."""
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-    u = uniform_bits(_gen(generator), self.size, np.dtype(np.float64))
+    gen = _gen(generator)
+    n = self.size
+    if n >= _COMPILED_MIN_DRAWS and compiled.is_enabled():     # the draws and the comparison in one pass
+        hits = np.empty(n, bool)
+        key, pos = gen.engine_state()
+        gen.set_engine_state(key, compiled.kernel("mt_bernoulli")(key, pos, hits, float(p)))
+    else:
+        hits = uniform_bits(gen, n, np.dtype(np.float64)) < p
     out = np.empty_like(np.asarray(self.get() if hasattr(self, "get") else self))  # keeps self's layout
-    _fill(np, out, (u < p))
+    _fill(np, out, hits)
     return xp.asarray(out)
 
 
