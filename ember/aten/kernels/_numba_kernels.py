@@ -168,6 +168,19 @@ def index_add_rows(out: Any, index: Any, src: Any) -> None:
             out[row, j] += src[i, j]
 
 
+@_helper
+def _inside(start: int, step: int, count: int, size: int) -> tuple[int, int]:
+    """The taps u in [lo, hi) of start + u * step (0 <= u < count) that fall inside [0, size)."""
+    lo = min(count, max(0, (step - 1 - start) // step))
+    return lo, max(lo, min(count, (size - 1 - start) // step + 1))
+
+
+@_helper
+def _offset3(k: int, kh: int, kw: int) -> tuple[int, int, int]:
+    """Kernel offset k (flat over kd x kh x kw) as (a, b, e)."""
+    return k // (kh * kw), (k // kw) % kh, k % kw
+
+
 @_kernel
 def im2col(x: Any, N: int, C: int, D: int, H: int, W: int, kd: int, kh: int, kw: int, sd: int, sh: int, sw: int,
            pd: int, ph: int, pw: int, dd: int, dh: int, dw: int, od: int, oh: int, ow: int, cols: Any, q0: int,
@@ -185,13 +198,9 @@ def im2col(x: Any, N: int, C: int, D: int, H: int, W: int, kd: int, kh: int, kw:
         r = q // N
         n = q - r * N
         c = r // K
-        k = r - c * K
-        a = k // (kh * kw)
-        b = (k // kw) % kh
-        e = k % kw
+        a, b, e = _offset3(r - c * K, kh, kw)
         x0 = e * dw - pw
-        lo = min(ow, max(0, (sw - 1 - x0) // sw))
-        hi = max(lo, min(ow, (W - 1 - x0) // sw + 1))
+        lo, hi = _inside(x0, sw, ow, W)
         for oz in range(od):
             z = oz * sd - pd + a * dd
             for oy in range(oh):
@@ -234,12 +243,9 @@ def col2im(cols: Any, N: int, C: int, D: int, H: int, W: int, kd: int, kh: int, 
             gx[start + i] = 0
         for k in range(K):
             r = c * K + k
-            a = k // (kh * kw)
-            b = (k // kw) % kh
-            e = k % kw
+            a, b, e = _offset3(k, kh, kw)
             x0 = e * dw - pw
-            lo = min(ow, max(0, (sw - 1 - x0) // sw))
-            hi = max(lo, min(ow, (W - 1 - x0) // sw + 1))
+            lo, hi = _inside(x0, sw, ow, W)
             for oz in range(od):
                 z = oz * sd - pd + a * dd
                 if z < 0 or z >= D:

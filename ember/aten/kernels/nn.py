@@ -98,31 +98,29 @@ def _softmax_backward_checks(name: str, grad_output: Array, output: Array, dim: 
     return d
 
 
-def _softmax_backward_data(xp: Any, grad_output: Array, output: Array, dim: Any, input_dtype: Any) -> Any:
-    """softmax's input gradient from its output y: y * (grad - sum(grad * y)) along dim."""
-    d = _softmax_backward_checks("softmax", grad_output, output, dim, input_dtype)
+def _softmax_backward(name: str, xp: Any, grad_output: Array, output: Array, dim: Any, input_dtype: Any) -> Any:
+    d = _softmax_backward_checks(name, grad_output, output, dim, input_dtype)
+    log = name == "log_softmax"
     ct = compute_dtype(grad_output.dtype)
     g, y = asdtype(xp, grad_output, ct), asdtype(xp, output, ct)
     if g.ndim and _last_dim_rows(xp, g, y, d=d):
         n = g.shape[-1]
-        r = compiled.softmax_backward(g.reshape(-1, n), y.reshape(-1, n), log=False).reshape(g.shape)
+        r = compiled.softmax_backward(g.reshape(-1, n), y.reshape(-1, n), log=log).reshape(g.shape)
     else:
-        r = y * (g - (g * y).sum(axis=d, keepdims=True)) if g.ndim else y * (g - g * y)
+        with np.errstate(all="ignore"):
+            total = (g if log else g * y).sum(axis=d, keepdims=True) if g.ndim else (g if log else g * y)
+            r = g - xp.exp(y) * total if log else y * (g - total)
     return xp.ascontiguousarray(r).astype(grad_output.dtype, copy=False)
+
+
+def _softmax_backward_data(xp: Any, grad_output: Array, output: Array, dim: Any, input_dtype: Any) -> Any:
+    """softmax's input gradient from its output y: y * (grad - sum(grad * y)) along dim."""
+    return _softmax_backward("softmax", xp, grad_output, output, dim, input_dtype)
 
 
 def _log_softmax_backward_data(xp: Any, grad_output: Array, output: Array, dim: Any, input_dtype: Any) -> Any:
     """log_softmax's input gradient from its output y: grad - exp(y) * sum(grad) along dim."""
-    d = _softmax_backward_checks("log_softmax", grad_output, output, dim, input_dtype)
-    ct = compute_dtype(grad_output.dtype)
-    g, y = asdtype(xp, grad_output, ct), asdtype(xp, output, ct)
-    if g.ndim and _last_dim_rows(xp, g, y, d=d):
-        n = g.shape[-1]
-        r = compiled.softmax_backward(g.reshape(-1, n), y.reshape(-1, n), log=True).reshape(g.shape)
-    else:
-        with np.errstate(all="ignore"):
-            r = g - xp.exp(y) * (g.sum(axis=d, keepdims=True) if g.ndim else g)
-    return xp.ascontiguousarray(r).astype(grad_output.dtype, copy=False)
+    return _softmax_backward("log_softmax", xp, grad_output, output, dim, input_dtype)
 
 
 # ------------------------------------------------------------------------------ gelu
