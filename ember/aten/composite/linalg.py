@@ -41,32 +41,33 @@ def pinverse(self: Any, rcond: Any = 1e-15) -> Any:
 
 
 def matmul(self: Any, other: Any) -> Any:
-    """PyTorch's matmul decomposition: dot, mv, mm, or a batched bmm over broadcast batch dims."""
+    """PyTorch's matmul decomposition: dot, mv, mm, or a batched bmm over broadcast batch dims (through the
+    internal op API: a Tensor method would parse its arguments again)."""
     _matmul_check(self._data, other._data)  # PyTorch's errors for every rank combination
     da, db = self.dim(), other.dim()
     if da == 1 and db == 1:
-        return self.dot(other)
+        return aten.dot(self, other)
     if da == 2 and db == 1:
-        return self.mv(other)
+        return aten.mv(self, other)
     if da == 1 and db == 2:
-        return self.unsqueeze(0).mm(other).squeeze(0)
+        return aten.squeeze_dim(aten.mm(aten.unsqueeze(self, 0), other), 0)
     if da == 2 and db == 2:
-        return self.mm(other)
+        return aten.mm(self, other)
     if da >= 3 and db <= 2:  # fold the batch into the rows: one mm
-        o = other.unsqueeze(-1) if db == 1 else other
-        out = self.reshape(-1, self.shape[-1]).mm(o)
-        return out.view(tuple(self.shape[:-1]) + ((o.shape[-1],) if db == 2 else ()))
-    a = self.unsqueeze(0) if da == 1 else self
-    b = other.unsqueeze(-1) if db == 1 else other
+        o = aten.unsqueeze(other, -1) if db == 1 else other
+        out = aten.mm(aten.reshape(self, (-1, self.shape[-1])), o)
+        return aten.view(out, tuple(self.shape[:-1]) + ((o.shape[-1],) if db == 2 else ()))
+    a = aten.unsqueeze(self, 0) if da == 1 else self
+    b = aten.unsqueeze(other, -1) if db == 1 else other
     batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     n, k, m = a.shape[-2], a.shape[-1], b.shape[-1]
-    a3 = a.expand(batch + (n, k)).reshape(-1, n, k)
-    b3 = b.expand(batch + (k, m)).reshape(-1, k, m)
-    out = a3.bmm(b3).view(batch + (n, m))
+    a3 = aten.reshape(aten.expand(a, batch + (n, k)), (-1, n, k))
+    b3 = aten.reshape(aten.expand(b, batch + (k, m)), (-1, k, m))
+    out = aten.view(aten.bmm(a3, b3), batch + (n, m))
     if da == 1:
-        out = out.squeeze(-2)
+        out = aten.squeeze_dim(out, -2)
     if db == 1:
-        out = out.squeeze(-1)
+        out = aten.squeeze_dim(out, -1)
     return out
 
 
