@@ -1,8 +1,10 @@
 """The loops of ember's fused kernels, compiled by numba (imported only through ``compiled.py``, on first use).
 
-Each kernel is one pass over flat, C-contiguous float32 arrays: it reads each input element once, computes in
-float64 registers and writes one float32 result, where the NumPy kernel it replaces makes a dozen passes with
-as many temporaries. The loops are written so that LLVM vectorizes them (4 float64 lanes with AVX2): no calls
+The math kernels (GELU, the softmax and layer-norm rows, attention's rows) make one pass per stage over
+C-contiguous float32 arrays: they read each input element once, compute in float64 registers and write one
+float32 result, where the NumPy kernel they replace makes a dozen passes with as many temporaries. The sections
+further down say where a family differs: index work (pooling, scatter, im2col / col2im), the optimizers'
+updates (float32 rounding op by op, no fast-math) and the Mersenne Twister (integer arithmetic). The loops are written so that LLVM vectorizes them (4 float64 lanes with AVX2): no calls
 into libm, no branches but selects, and ``error_model="numpy"`` (numba's default Python error model checks
 every division for zero, which keeps a loop scalar). The fast-math flags allow contraction into FMAs and
 reassociation, never the assumption that no value is NaN or infinite, so NaN and inf propagate as in
