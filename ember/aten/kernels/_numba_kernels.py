@@ -4,11 +4,12 @@ The math kernels (GELU, the softmax and layer-norm rows, attention's rows) make 
 C-contiguous float32 arrays: they read each input element once, compute in float64 registers and write one
 float32 result, where the NumPy kernel they replace makes a dozen passes with as many temporaries. The sections
 further down say where a family differs: index work (pooling, scatter, im2col / col2im), the optimizers'
-updates (float32 rounding op by op, no fast-math) and the Mersenne Twister (integer arithmetic). The loops are written so that LLVM vectorizes them (4 float64 lanes with AVX2): no calls
-into libm, no branches but selects, and ``error_model="numpy"`` (numba's default Python error model checks
-every division for zero, which keeps a loop scalar). The fast-math flags allow contraction into FMAs and
-reassociation, never the assumption that no value is NaN or infinite, so NaN and inf propagate as in
-PyTorch. ``nogil`` lets the intra-op threads run chunks of one array side by side.
+updates (float32 rounding op by op, no fast-math) and the Mersenne Twister (integer arithmetic).
+
+The math loops are written so that LLVM vectorizes them (4 float64 lanes with AVX2): no calls into libm, no
+branches but selects, and ``error_model="numpy"`` (numba's default Python error model checks every division for
+zero, which keeps a loop scalar). The fast-math flags allow contraction into FMAs and reassociation, never the
+assumption that no value is NaN or infinite, so NaN and inf propagate as in PyTorch. ``nogil`` lets the intra-op threads run chunks of one array side by side.
 
 The special functions are evaluated from their textbook series, in float64:
 
