@@ -9,7 +9,8 @@ updates (float32 rounding op by op, no fast-math) and the Mersenne Twister (inte
 The math loops are written so that LLVM vectorizes them (4 float64 lanes with AVX2): no calls into libm, no
 branches but selects, and ``error_model="numpy"`` (numba's default Python error model checks every division for
 zero, which keeps a loop scalar). The fast-math flags allow contraction into FMAs and reassociation, never the
-assumption that no value is NaN or infinite, so NaN and inf propagate as in PyTorch. ``nogil`` lets the intra-op threads run chunks of one array side by side.
+assumption that no value is NaN or infinite, so NaN and inf propagate as in PyTorch. ``nogil`` lets the
+intra-op threads run chunks of one array side by side.
 
 The special functions are evaluated from their textbook series, in float64:
 
