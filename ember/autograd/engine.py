@@ -50,7 +50,7 @@ def _validate(node: Any, grads: Any) -> Any:
         if g is None or i >= len(meta) or meta[i] is None:
             continue
         shape, dtype = meta[i]
-        if tuple(g.shape) != tuple(shape):
+        if g._data.shape != shape:    # the arrays' shape tuples (Tensor.shape builds a Size each time)
             if not _expandable(tuple(shape), tuple(g.shape)):
                 raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
                                    f"[{', '.join(map(str, g.shape))}] but expected shape compatible with "

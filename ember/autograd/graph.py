@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ember.c10.grad_mode import state
 
+from ember._generated import aten
 from ember.autograd.functions_manual import strided_view_backward, zeros_of
 from ember.c10.tensor_impl import TensorImpl
 
@@ -296,7 +297,7 @@ class AccumulateGrad(Node):
             if old is None:
                 var._grad = _clone_obey_contract(g.detach(), var)
             else:
-                old.add_(g)
+                aten.add__Tensor(old, g)      # the internal op API: Tensor.add_ would parse its arguments again
         else:
             var._grad = _clone_obey_contract(g, var) if old is None else old + g
         for h in self._post_acc_hooks:
