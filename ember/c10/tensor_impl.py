@@ -19,7 +19,7 @@ import numpy as np
 
 from ember.c10.device import device
 from ember.c10.dtype import dtype, from_numpy_dtype
-from ember.c10.size import Size
+from ember.c10.size import Size, size_of_shape
 from ember.c10.storage import UntypedStorage, array_data_ptr, root_array
 
 
@@ -77,11 +77,11 @@ class TensorImpl:
 
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return size_of_shape(self._data.shape)
 
     def size(self, dim: int | None = None) -> Any:  # a Size, or an int for one dim
         if dim is None:
-            return Size(self._data.shape)
+            return size_of_shape(self._data.shape)
         return int(self._data.shape[_wrap_dim(dim, self._data.ndim)])
 
     def dim(self) -> int:
