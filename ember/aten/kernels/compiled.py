@@ -102,6 +102,12 @@ def index_add_rows(out: Any, index: Any, src: Any) -> None:
     _load().index_add_rows(out, np.ascontiguousarray(index), np.ascontiguousarray(src))
 
 
+def _split(kernel: Any, work: int, grain: int, *args: Any) -> None:
+    """``kernel(*args, b, e)`` over ranges [b, e) of ``work`` items, at least ``grain`` each, on the intra-op
+    threads (every compiled loop below takes its range last)."""
+    parallel.parallel_for(0, work, max(1, grain), lambda b, e: kernel(*args, b, e))
+
+
 def _conv_geometry(x_shape: Any, ksize: Any, stride: Any, padding: Any, dilation: Any, out_sp: Any) -> tuple[Any, ...]:
     """A 1-, 2- or 3-d convolution's (N, C, D, H, W) shape and its 3-d window arguments (leading spatial dims of
     size 1 with a window of 1)."""
@@ -120,11 +126,7 @@ def im2col(x: Any, ksize: Any, stride: Any, padding: Any, dilation: Any, out_sp:
     flat = np.ascontiguousarray(x).reshape(-1)
     out = cols.reshape(-1)
     work = cols.shape[0] * shape[0]
-
-    def run(b: int, e: int) -> None:
-        kernel(flat, *shape, *args, out, b, e)
-
-    parallel.parallel_for(0, work, max(1, parallel.GRAIN_SIZE * work // max(cols.size, 1)), run)
+    _split(kernel, work, parallel.GRAIN_SIZE * work // max(cols.size, 1), flat, *shape, *args, out)
     return cols
 
 
@@ -136,11 +138,7 @@ def col2im(cols: Any, in_shape: Any, ksize: Any, stride: Any, padding: Any, dila
     gx = np.empty(shape, cols.dtype)
     flat, out = np.ascontiguousarray(cols).reshape(-1), gx.reshape(-1)
     work = shape[0] * shape[1]
-
-    def run(b: int, e: int) -> None:
-        kernel(flat, *shape, *args, out, b, e)
-
-    parallel.parallel_for(0, work, max(1, parallel.GRAIN_SIZE * work // max(cols.size, 1)), run)
+    _split(kernel, work, parallel.GRAIN_SIZE * work // max(cols.size, 1), flat, *shape, *args, out)
     return gx.reshape(tuple(in_shape))
 
 
@@ -154,7 +152,7 @@ def softmax(x: Any, log: bool) -> Any:
     kernel = _load().softmax_rows
     x = np.ascontiguousarray(x)
     out = np.empty(x.shape, np.float32)
-    parallel.parallel_for(0, x.shape[0], _row_grain(x.shape[1]), lambda b, e: kernel(x, out, log, b, e))
+    _split(kernel, x.shape[0], _row_grain(x.shape[1]), x, out, log)
     return out
 
 
@@ -163,7 +161,7 @@ def softmax_backward(g: Any, y: Any, log: bool) -> Any:
     kernel = _load().softmax_backward_rows
     g, y = np.ascontiguousarray(g), np.ascontiguousarray(y)
     out = np.empty(g.shape, np.float32)
-    parallel.parallel_for(0, g.shape[0], _row_grain(g.shape[1]), lambda b, e: kernel(g, y, out, log, b, e))
+    _split(kernel, g.shape[0], _row_grain(g.shape[1]), g, y, out, log)
     return out
 
 
@@ -177,7 +175,7 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, An
     b = np.zeros(n, np.float32) if bias is None else np.ascontiguousarray(bias).reshape(n)
     out = np.empty(x.shape, np.float32)
     mean, rstd = np.empty(R, np.float32), np.empty(R, np.float32)
-    parallel.parallel_for(0, R, _row_grain(n), lambda lo, hi: kernel(x, w, b, float(eps), out, mean, rstd, lo, hi))
+    _split(kernel, R, _row_grain(n), x, w, b, float(eps), out, mean, rstd)
     return out, mean, rstd
 
 
@@ -210,8 +208,7 @@ def attention_softmax(scores: Any, L: int, scale: float, causal: bool) -> Any:
     ``scores * scale`` (keys after the query masked if ``causal``); returns each row's logsumexp (float32)."""
     kernel = _load().attention_softmax_rows
     lse = np.empty(scores.shape[0], np.float32)
-    parallel.parallel_for(0, scores.shape[0], _row_grain(scores.shape[1]),
-                          lambda b, e: kernel(scores, L, float(scale), causal, lse, b, e))
+    _split(kernel, scores.shape[0], _row_grain(scores.shape[1]), scores, L, float(scale), causal, lse)
     return lse
 
 
@@ -219,12 +216,11 @@ def attention_probs(scores: Any, L: int, scale: float, causal: bool, lse: Any) -
     """In place over the float32 scores (R, S): exp(scores * scale - lse), 0 where causally masked."""
     kernel = _load().attention_probs_rows
     lse = np.ascontiguousarray(lse).reshape(-1)
-    parallel.parallel_for(0, scores.shape[0], _row_grain(scores.shape[1]),
-                          lambda b, e: kernel(scores, L, float(scale), causal, lse, b, e))
+    _split(kernel, scores.shape[0], _row_grain(scores.shape[1]), scores, L, float(scale), causal, lse)
 
 
 def attention_score_grad(p: Any, dp: Any, d: Any, scale: float) -> None:
     """In place over dp (R, S), float32: p * (dp - d) * scale, ``d`` one value per row."""
     kernel = _load().attention_score_grad_rows
     d = np.ascontiguousarray(d).reshape(-1)
-    parallel.parallel_for(0, p.shape[0], _row_grain(p.shape[1]), lambda b, e: kernel(p, dp, d, float(scale), b, e))
+    _split(kernel, p.shape[0], _row_grain(p.shape[1]), p, dp, d, float(scale))

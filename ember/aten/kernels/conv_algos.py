@@ -106,8 +106,8 @@ def _columns(xp: Any, x: Array, ksize: Any, stride: Any, padding: Any, dilation:
     nd = len(ksize)
     cols = _windows(xp, _pad(xp, x, padding, scratch=True), ksize, stride, dilation)      # N, C, out..., k...
     cols = cols[(slice(None), slice(None)) + tuple(slice(0, n) for n in out_sp)]
-    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))    # C, k..., N, out...
-    buf.reshape(cols.transpose(perm).shape)[...] = cols.transpose(perm)
+    cols = cols.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd)))  # C, k, N, out
+    buf.reshape(cols.shape)[...] = cols
     return buf
 
 

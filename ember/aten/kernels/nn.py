@@ -2555,10 +2555,14 @@ def _flash_checks(query: Array, key: Array, value: Array, dropout_p: Any, attn_m
         raise RuntimeError(f"{name}: Attention mask dim in {{2, 4}}")
 
 
+def _flash_scale(query: Array, scale: Any) -> float:
+    return 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+
+
 def _flash_scores(xp: Any, query: Array, key: Array, attn_mask: Array, scale: Any, ct: Any) -> tuple[Any, float]:
     """q k^T in the compute dtype (B, H, L, S), plus the mask when there is one (then already scaled: the factor
     left to apply is returned)."""
-    s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    s = _flash_scale(query, scale)
     scores = xp.matmul(asdtype(xp, query, ct), xp.swapaxes(asdtype(xp, key, ct), -1, -2))
     if attn_mask is None:
         return scores, s
@@ -2611,12 +2615,12 @@ def _scaled_dot_product_flash_attention_for_cpu_backward(xp: Any, grad_out: Arra
     g, o = asdtype(xp, grad_out, ct), asdtype(xp, out, ct)
     q, k, v = (asdtype(xp, t, ct) for t in (query, key, value))
     d = (g * o).sum(axis=-1)
-    full = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    full = _flash_scale(query, scale)
+    dp = xp.matmul(g, xp.swapaxes(v, -1, -2))
     if compiled.usable(xp, scores, g) and scores.size:
         rows = scores.reshape(-1, S)
         compiled.attention_probs(rows, L, s, bool(is_causal), asdtype(xp, logsumexp, np.float32))
         p = scores
-        dp = xp.matmul(g, xp.swapaxes(v, -1, -2))
         compiled.attention_score_grad(rows, dp.reshape(-1, S), d, full)
         ds = dp
     else:
@@ -2624,7 +2628,7 @@ def _scaled_dot_product_flash_attention_for_cpu_backward(xp: Any, grad_out: Arra
             p = xp.exp(scores * s - asdtype(xp, logsumexp, ct)[..., None])
             if is_causal:
                 p = xp.where(_causal_keep(xp, L, S), p, 0)
-            ds = p * (xp.matmul(g, xp.swapaxes(v, -1, -2)) - d[..., None]) * full
+            ds = p * (dp - d[..., None]) * full
     gq = xp.matmul(ds, k)
     gk = xp.matmul(xp.swapaxes(ds, -1, -2), q)
     gv = xp.matmul(xp.swapaxes(p, -1, -2), g)
