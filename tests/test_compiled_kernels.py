@@ -362,6 +362,65 @@ def test_attention_picks_the_fused_op_where_pytorch_does():
     assert "Flash" not in dropped.grad_fn.name()
 
 
+def test_cell_activations_to_float32_accuracy():
+    """The LSTM / GRU cells' sigmoid and tanh (from e^-|x| and e^(-2|x|) - 1): relative error within float32
+    rounding over the whole range, tanh's included near 0 (no cancellation), saturation at 0 / 1, NaN kept."""
+    x = np.concatenate([np.linspace(-120, 120, 400001), np.geomspace(1e-30, 1e-2, 1000),
+                        -np.geomspace(1e-30, 1e-2, 1000), [0.0, np.inf, -np.inf, np.nan]])
+    # one LSTM step with every pre-activation x on the g gate and -x / x on the others
+    n = x.size
+    xw = np.zeros((n, 4), np.float64)
+    xw[:, 0], xw[:, 2] = x, x
+    ws, h = np.empty((n, 5), np.float32), np.empty((n, 1), np.float32)
+    c = np.zeros((n, 1), np.float32)
+    compiled.kernel("lstm_cell")(xw.astype(np.float32), np.zeros((n, 4), np.float32), c, ws, h)
+    xf = x.astype(np.float32).astype(np.float64)
+    with np.errstate(over="ignore"):
+        sig = 1 / (1 + np.exp(-xf))
+    for got, ref in ((ws[:, 0], sig), (ws[:, 2], np.tanh(xf))):
+        assert np.array_equal(np.isnan(got), np.isnan(ref))
+        ok = ~np.isnan(ref) & (np.abs(ref) > 1e-37)
+        np.testing.assert_allclose(got[ok], ref[ok], rtol=2e-7)
+
+
+@pytest.mark.parametrize("mode,kw,lengths", [
+    ("LSTM", dict(), None), ("LSTM", dict(num_layers=2, bidirectional=True), [7, 3, 5, 1]),
+    ("LSTM", dict(proj_size=6, bidirectional=True), [2, 7, 7, 4]), ("GRU", dict(), None),
+    ("GRU", dict(num_layers=2, bidirectional=True, bias=False), [7, 3, 5, 1])])
+def test_recurrent_cells_match_pytorch(mode, kw, lengths, fallback):
+    """float32 LSTM / GRU layers (the compiled step and the NumPy step) against PyTorch: outputs, final states and
+    every gradient, padded and packed, with large pre-activations that saturate the gates."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((7, 4, 10)) * 3).astype(np.float32)
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, mode)(10, 16, **kw)
+    state = {k: v.detach().numpy() * 4 for k, v in tm.state_dict().items()}   # saturating gates too
+    tm.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+
+    def run(lib, m):
+        xi = lib.tensor(x, requires_grad=True)
+        inp = xi if lengths is None else lib.nn.utils.rnn.pack_padded_sequence(xi, lengths, enforce_sorted=False)
+        out, hs = m(inp)
+        if lengths is not None:
+            out = lib.nn.utils.rnn.pad_packed_sequence(out)[0]
+        hs = hs if isinstance(hs, tuple) else (hs,)
+        w = np.random.default_rng(1).standard_normal(tuple(out.shape)).astype(np.float32)
+        loss = (out * lib.tensor(w)).sum() + sum((h * h).sum() for h in hs)
+        loss.backward()
+        return [out.detach().numpy(), *[h.detach().numpy() for h in hs], xi.grad.numpy(),
+                *[p.grad.numpy() for p in m.parameters()]]
+
+    ref = run(torch, tm)
+    for use_fallback in (False, True):
+        if use_fallback:
+            fallback()
+        em = getattr(ember.nn, mode)(10, 16, **kw)
+        em.load_state_dict({k: ember.tensor(v) for k, v in state.items()})
+        for a, b in zip(run(ember, em), ref):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=2e-4 * max(1.0, float(np.abs(b).max())))
+
+
 @pytest.mark.parametrize("name,kw", [
     ("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.01)),
     ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.3)), ("SGD", dict(lr=0.05, momentum=0.8, nesterov=True)),

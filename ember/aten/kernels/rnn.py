@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.aten.kernels import compiled
 from ember.aten.kernels._common import asdtype, compute_dtype
 from ember.aten.kernels.unary import _sigmoid
 
@@ -74,12 +75,23 @@ def _rnn_layer(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0: Array, 
     c: Any = asdtype(xp, c0, dt).copy() if mode == "LSTM" else None
     out = xp.empty((x.shape[0], h.shape[1]), dtype=dt)
     ws = xp.empty((x.shape[0], {"LSTM": 5 * H, "GRU": 4 * H}.get(mode, 0)), dtype=dt)
+    cell = compiled.kernel(mode.lower() + "_cell") if mode in ("LSTM", "GRU") and compiled.usable(xp, x) else None
     for t in order:
         bs = batch_sizes[t]
         r0, r1 = offs[t], offs[t] + bs
         hp = h[:bs]
         hw = hp @ whh.T
-        if mode == "LSTM":
+        if cell is not None:                           # the step's pointwise work in one compiled pass
+            if mode == "GRU" and bhh is not None:
+                hw += bhh
+            hn = xp.empty((bs, H), dtype=dt)
+            if mode == "LSTM":
+                cell(xw[r0:r1], hw, c[:bs], ws[r0:r1], hn)
+                if whr is not None:
+                    hn = hn @ whr.T
+            else:
+                cell(xw[r0:r1], hw, hp, ws[r0:r1], hn)
+        elif mode == "LSTM":
             g = xw[r0:r1] + hw
             gi = _sigmoid(xp, g[:, :H])
             gf = _sigmoid(xp, g[:, H:2 * H])
@@ -157,12 +169,26 @@ def _rnn_layer_backward(xp: Any, input: Array, batch_sizes: Array, h0: Array, c0
         cinit = asdtype(xp, c0, dt)
         cprev = _previous(xp, workspace[:, 4 * H:], cinit, batch_sizes, offs, reverse)
         dc = asdtype(xp, grad_cn, dt).copy() if grad_cn is not None else xp.zeros_like(cinit)
+    cell = (compiled.kernel(mode.lower() + "_cell_backward")
+            if mode in ("LSTM", "GRU") and compiled.usable(xp, workspace) else None)
     for t in reversed(order):
         bs = batch_sizes[t]
         r0, r1 = offs[t], offs[t] + bs
         dht = dh[:bs] if gout is None else dh[:bs] + gout[r0:r1]
         w = workspace[r0:r1]
-        if mode == "LSTM":
+        if cell is not None and mode == "LSTM":        # the step's pointwise work in one compiled pass
+            if whr is not None:
+                dwhr += dht.T @ (w[:, 3 * H:4 * H] * xp.tanh(w[:, 4 * H:]))
+                dm = dht @ whr
+            else:
+                dm = dht
+            cell(w, cprev[r0:r1], dm, dc[:bs], dgi[r0:r1])
+            dh[:bs] = dgi[r0:r1] @ whh
+        elif cell is not None:
+            direct = xp.empty_like(dht)
+            cell(w, hprev[r0:r1], dht, dgi[r0:r1], dgh[r0:r1], direct)
+            dh[:bs] = direct + dgh[r0:r1] @ whh
+        elif mode == "LSTM":
             gi, gf, gg, go, cn = w[:, :H], w[:, H:2 * H], w[:, 2 * H:3 * H], w[:, 3 * H:4 * H], w[:, 4 * H:]
             tc = xp.tanh(cn)
             if whr is not None:
